@@ -1,0 +1,143 @@
+"""Scalar dtypes of the UOp IR, the weak dtypes and their promotion rule.
+
+A dtype is a scalar element type; vectors are a shape on the node, not a dtype. The weak dtypes
+`weakint` and `weakfloat` exist only until weak-dtype lowering (see kcc/passes/lower_weak.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=True)
+class DType:
+    """A scalar element type: `kind` is one of bool, int, uint, float, weakint, weakfloat."""
+
+    name: str
+    itemsize: int
+    kind: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def is_weak(self) -> bool:
+        return self.kind in ("weakint", "weakfloat")
+
+    @property
+    def is_float(self) -> bool:
+        """A float dtype, weak or strong."""
+        return self.kind in ("float", "weakfloat")
+
+    @property
+    def is_int(self) -> bool:
+        """An integer dtype, weak or strong (bool is not an integer)."""
+        return self.kind in ("int", "uint", "weakint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "weakint")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def bits(self) -> int:
+        return self.itemsize * 8
+
+    @property
+    def np(self) -> np.dtype:
+        """The numpy dtype with the same bits (bfloat16 is carried as its uint16 bit pattern)."""
+        return np.dtype(_NP[self.name])
+
+    def min(self) -> int | float:
+        """Smallest value of an integer or float dtype."""
+        if self.kind == "int":
+            return -(1 << (self.bits - 1))
+        if self.kind in ("uint", "bool"):
+            return 0
+        if self.is_float:
+            return float("-inf")
+        raise ValueError(f"{self.name} has no fixed range")
+
+    def max(self) -> int | float:
+        """Largest value of an integer or float dtype."""
+        if self.kind == "int":
+            return (1 << (self.bits - 1)) - 1
+        if self.kind == "uint":
+            return (1 << self.bits) - 1
+        if self.kind == "bool":
+            return 1
+        if self.is_float:
+            return float("inf")
+        raise ValueError(f"{self.name} has no fixed range")
+
+
+class dtypes:
+    """The dtype namespace: `dtypes.float32`, `dtypes.by_name("int8")`."""
+
+    bool = DType("bool", 1, "bool")
+    int8 = DType("int8", 1, "int")
+    uint8 = DType("uint8", 1, "uint")
+    int16 = DType("int16", 2, "int")
+    uint16 = DType("uint16", 2, "uint")
+    int32 = DType("int32", 4, "int")
+    uint32 = DType("uint32", 4, "uint")
+    int64 = DType("int64", 8, "int")
+    uint64 = DType("uint64", 8, "uint")
+    float16 = DType("float16", 2, "float")
+    bfloat16 = DType("bfloat16", 2, "float")
+    float32 = DType("float32", 4, "float")
+    float64 = DType("float64", 8, "float")
+    # Weak dtypes carry no width: itemsize 0 marks them as abstract.
+    weakint = DType("weakint", 0, "weakint")
+    weakfloat = DType("weakfloat", 0, "weakfloat")
+
+    @staticmethod
+    def by_name(name: str) -> DType | None:
+        """The dtype called `name`, or None."""
+        return _BY_NAME.get(name)
+
+    @staticmethod
+    def strong() -> tuple[DType, ...]:
+        """Every strong (concrete) dtype, in declaration order."""
+        return STRONG
+
+
+STRONG: tuple[DType, ...] = tuple(
+    getattr(dtypes, n) for n in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                 "int64", "uint64", "float16", "bfloat16", "float32", "float64"))
+_BY_NAME: dict[str, DType] = {d.name: d for d in STRONG + (dtypes.weakint, dtypes.weakfloat)}
+_NP: dict[str, str] = {"bool": "bool", "int8": "int8", "uint8": "uint8", "int16": "int16",
+                       "uint16": "uint16", "int32": "int32", "uint32": "uint32", "int64": "int64",
+                       "uint64": "uint64", "float16": "float16", "bfloat16": "uint16",
+                       "float32": "float32", "float64": "float64",
+                       "weakint": "int64", "weakfloat": "float64"}
+
+
+class PromotionError(Exception):
+    """Two operand dtypes that cannot be combined without an explicit CAST."""
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The common dtype of two operands of an ALU op (UOP_FORMAT.md, derived types).
+
+    Equal dtypes stay; a weak operand takes the strong operand's dtype, except that a float
+    literal beside an integer (or bool) is an error; weakint beside weakfloat is weakfloat; two
+    strong dtypes that differ are an error: conversions are always explicit CASTs.
+    """
+    if a == b:
+        return a
+    if a.is_weak and b.is_weak:
+        return dtypes.weakfloat
+    weak, strong = (a, b) if a.is_weak else (b, a)
+    if not weak.is_weak:
+        raise PromotionError(f"operand dtypes {a} and {b} differ; insert an explicit CAST")
+    if weak.kind == "weakfloat" and not strong.is_float:
+        raise PromotionError(f"a float literal cannot combine with {strong}; CAST it")
+    if weak.kind == "weakint" and strong.is_bool:
+        raise PromotionError("an integer literal cannot combine with bool; CAST it")
+    return strong

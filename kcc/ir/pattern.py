@@ -1,0 +1,156 @@
+"""Pattern matching on UOps and the graph rewrite engine (iterative, never recursive on graphs).
+
+    pm = PatternMatcher([
+        (UPat(Ops.ADD, src=(UPat.var("x"), UPat.cvar("c", 0))), fold_add_zero),
+    ])
+    new_root = graph_rewrite(root, pm, ctx)
+
+A rule function takes the named captures as keyword arguments (and `ctx` first, when its first
+parameter is called ctx) and returns a replacement node or None for "no match".
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from kcc.ir.dtype import DType
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp, argkey
+
+_ANY = object()
+
+
+@dataclass(frozen=True, eq=False)
+class UPat:
+    """A pattern: op filter, dtype filter, src patterns (exact arity unless `rest`), arg, name."""
+
+    op: frozenset[Ops] | None = None
+    src: tuple["UPat", ...] | None = None
+    arg: Any = _ANY
+    name: str | None = None
+    dtype: frozenset[DType] | None = None
+    rest: bool = False          # src may have more srcs after the given patterns
+    commutative: bool = False   # for two srcs: also try them swapped
+
+    def __init__(self, op: Ops | Iterable[Ops] | None = None, src: Iterable["UPat"] | None = None,
+                 arg: Any = _ANY, name: str | None = None,
+                 dtype: DType | Iterable[DType] | None = None, rest: bool = False,
+                 commutative: bool = False):
+        ops = None if op is None else frozenset([op] if isinstance(op, Ops) else op)
+        dts = None if dtype is None else frozenset([dtype] if isinstance(dtype, DType) else dtype)
+        object.__setattr__(self, "op", ops)
+        object.__setattr__(self, "src", None if src is None else tuple(src))
+        object.__setattr__(self, "arg", arg)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "dtype", dts)
+        object.__setattr__(self, "rest", rest)
+        object.__setattr__(self, "commutative", commutative)
+
+    @staticmethod
+    def var(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> "UPat":
+        """Any node."""
+        return UPat(name=name, dtype=dtype)
+
+    @staticmethod
+    def cvar(name: str | None = None, value: Any = _ANY) -> "UPat":
+        """A CONST (of the given value, compared exactly: 0 is not 0.0)."""
+        return UPat(Ops.CONST, name=name, arg=value)
+
+    def match(self, n: UOp, store: dict[str, UOp]) -> bool:
+        """Match n, adding captures to store; on failure store may hold partial captures."""
+        if self.op is not None and n.op not in self.op:
+            return False
+        if self.dtype is not None and n.dtype not in self.dtype:
+            return False
+        if self.arg is not _ANY and argkey(self.arg) != argkey(n.arg):
+            return False
+        if self.name is not None:
+            prev = store.get(self.name)
+            if prev is not None and prev is not n:
+                return False
+            store[self.name] = n
+        if self.src is None:
+            return True
+        if len(n.src) < len(self.src) or (not self.rest and len(n.src) != len(self.src)):
+            return False
+        orders = [n.src]
+        if self.commutative and len(n.src) == 2:
+            orders.append((n.src[1], n.src[0]))
+        for srcs in orders:
+            trial = dict(store)
+            if all(p.match(s, trial) for p, s in zip(self.src, srcs)):
+                store.update(trial)
+                return True
+        return False
+
+
+class PatternMatcher:
+    """An ordered list of (pattern, rule); the first rule that returns a node wins."""
+
+    def __init__(self, rules: list[tuple[UPat, Callable[..., UOp | None]]]):
+        self.rules = rules
+        self._by_op: dict[Ops | None, list[tuple[UPat, Callable, bool]]] = {}
+        for pat, fn in rules:
+            params = list(inspect.signature(fn).parameters)
+            wants_ctx = bool(params) and params[0] == "ctx"
+            for op in (pat.op or [None]):
+                self._by_op.setdefault(op, []).append((pat, fn, wants_ctx))
+        self._any = self._by_op.pop(None, [])
+
+    def __add__(self, other: "PatternMatcher") -> "PatternMatcher":
+        return PatternMatcher(self.rules + other.rules)
+
+    def rewrite(self, n: UOp, ctx: Any = None) -> UOp | None:
+        """The first rule's replacement for n, or None."""
+        for pat, fn, wants_ctx in self._by_op.get(n.op, []) + self._any:
+            store: dict[str, UOp] = {}
+            if pat.match(n, store):
+                r = fn(ctx, **store) if wants_ctx else fn(**store)
+                if r is not None and r is not n:
+                    return r
+        return None
+
+
+def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
+                  bottom_up: bool = True) -> UOp:
+    """Rewrite the graph under root with pm until no rule matches anywhere (a fixed point).
+
+    bottom_up: srcs are rewritten first, then the node built from the rewritten srcs.
+    top-down (bottom_up=False): a node is rewritten before its srcs are visited.
+    Iterative: an explicit stack, so graph depth is unbounded.
+    """
+    done: dict[UOp, UOp] = {}
+    # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
+    stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
+    while stack:
+        n, stage, extra = stack.pop()
+        if stage != 2 and n in done:
+            continue
+        if stage == 0:
+            if not bottom_up:
+                r = pm.rewrite(n, ctx)
+                if r is not None:
+                    stack.append((n, 2, r))
+                    stack.append((r, 0, None))
+                    continue
+            stack.append((n, 1, None))
+            stack.extend((s, 0, None) for s in reversed(n.src) if s not in done)
+        elif stage == 1:
+            new_src = tuple(done[s] for s in n.src)
+            x = n if all(a is b for a, b in zip(new_src, n.src)) else n.replace(src=new_src)
+            if x is not n and not bottom_up:
+                stack.append((n, 2, x))
+                stack.append((x, 0, None))
+                continue
+            r = pm.rewrite(x, ctx)
+            if r is None:
+                done[n] = x
+                done[x] = x
+            else:
+                stack.append((n, 2, r))
+                stack.append((r, 0, None))
+        else:
+            done[n] = done[extra]
+    return done[root]

@@ -1,0 +1,222 @@
+"""The UOp node: `(op, src, arg, tag)`, immutable and hash-consed; dtype and shape are derived.
+
+Structurally equal nodes are the same object (`UOp(...) is UOp(...)`), so graphs share
+subexpressions for free and identity comparison is structural comparison. No constructor takes
+a dtype: `UOp.utype` is computed once by the one rule table, `kcc.ir.rules.utype_of`.
+Every walk over a graph here is iterative, so a 200,000-node chain never hits the recursion limit.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import struct
+import weakref
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kcc.ir.dtype import DType
+from kcc.ir.ops import Ops
+
+
+class AddrSpace(enum.Enum):
+    """Where a PARAM or BUFFER lives."""
+
+    GLOBAL = "GLOBAL"
+    LOCAL = "LOCAL"
+    REG = "REG"
+    ALU = "ALU"
+
+
+class AxisType(enum.Enum):
+    """Informational loop kinds of a RANGE: every RANGE is a sequential loop to kcc."""
+
+    LOOP = "LOOP"
+    WEAK = "WEAK"
+    REDUCE = "REDUCE"
+    GLOBAL = "GLOBAL"
+    LOCAL = "LOCAL"
+    THREAD = "THREAD"
+    WARP = "WARP"
+    GROUP_REDUCE = "GROUP_REDUCE"
+    UPCAST = "UPCAST"
+    UNROLL = "UNROLL"
+
+
+@dataclass(frozen=True)
+class ParamArg:
+    """A kernel argument or scratch buffer: slot, element dtype, element count, value range."""
+
+    slot: int
+    dtype: DType
+    size: int | None = None
+    vmin_vmax: tuple[int | float, int | float] | None = None
+    name: str | None = None
+    addrspace: AddrSpace = AddrSpace.GLOBAL
+    volatile: bool = False
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.addrspace != AddrSpace.ALU
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """The SINK's arg: the kernel's name (a C identifier, the object's symbol)."""
+
+    name: str
+
+
+def argkey(arg: Any) -> Any:
+    """A hashable key that tells apart args Python calls equal (0 vs 0.0 vs -0.0 vs False, nan)."""
+    if isinstance(arg, bool):
+        return ("b", arg)
+    if isinstance(arg, int):
+        return ("i", arg)
+    if isinstance(arg, float):
+        return ("f", struct.pack("<d", arg) if not math.isnan(arg) else b"nan")
+    if isinstance(arg, tuple):
+        return ("t",) + tuple(argkey(a) for a in arg)
+    return (type(arg).__name__, arg)
+
+
+class UOp:
+    """One node of the graph. Build with `UOp(op, src, arg, tag)`; equal structure → same object."""
+
+    __slots__ = ("op", "src", "arg", "tag", "_utype", "__weakref__")
+    _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
+
+    op: Ops
+    src: tuple["UOp", ...]
+    arg: Any
+    tag: Any
+
+    def __new__(cls, op: Ops, src: tuple["UOp", ...] = (), arg: Any = None, tag: Any = None):
+        src = tuple(src)
+        key = (op, tuple(id(s) for s in src), argkey(arg), argkey(tag))
+        hit = UOp._cache.get(key)
+        if hit is not None:
+            return hit
+        node = object.__new__(cls)
+        object.__setattr__(node, "op", op)
+        object.__setattr__(node, "src", src)
+        object.__setattr__(node, "arg", arg)
+        object.__setattr__(node, "tag", tag)
+        object.__setattr__(node, "_utype", None)
+        UOp._cache[key] = node
+        return node
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("UOp is immutable")
+
+    def __reduce__(self):
+        return (UOp, (self.op, self.src, self.arg, self.tag))
+
+    # -- derived type -------------------------------------------------------------------------
+    @property
+    def utype(self) -> "UType":
+        """The derived (dtype, shape, kind), computed once by the rule table."""
+        t = self._utype
+        if t is None:
+            from kcc.ir.rules import utype_of
+            # Type the untyped srcs first, deepest first, so a long chain never recurses; the
+            # walk stops at nodes already typed, so typing a graph node by node stays linear.
+            for n in _untyped(self):
+                object.__setattr__(n, "_utype", utype_of(n.op, n.src, n.arg))
+            t = self._utype
+        return t
+
+    @property
+    def dtype(self) -> DType | None:
+        """The element dtype, or None for a void node (STORE, END, SINK …)."""
+        return self.utype.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.utype.shape
+
+    @property
+    def kind(self) -> str:
+        """"value", "place" (INDEX/SHRINK of a buffer), "buffer" or "void"."""
+        return self.utype.kind
+
+    # -- building ----------------------------------------------------------------------------
+    def replace(self, **kw: Any) -> "UOp":
+        """A node like this one with some of op/src/arg/tag replaced."""
+        return UOp(kw.get("op", self.op), kw.get("src", self.src), kw.get("arg", self.arg),
+                   kw.get("tag", self.tag))
+
+    @staticmethod
+    def const(value: int | float | bool) -> "UOp":
+        return UOp(Ops.CONST, (), value)
+
+    # -- walking -----------------------------------------------------------------------------
+    def toposort(self) -> list["UOp"]:
+        """Every node reachable from self, each after all its srcs (iterative DFS)."""
+        return toposort([self])
+
+    def __iter__(self) -> Iterator["UOp"]:
+        return iter(self.src)
+
+    def __repr__(self) -> str:
+        return f"UOp({self.op!r}, <{len(self.src)} src>, {self.arg!r})"
+
+
+@dataclass(frozen=True)
+class UType:
+    """The derived type of a node."""
+
+    dtype: DType | None
+    shape: tuple[int, ...]
+    kind: str  # "value" | "place" | "buffer" | "void"
+
+
+def toposort(roots: list[UOp]) -> list[UOp]:
+    """All nodes reachable from roots, srcs before users, in deterministic DFS order."""
+    out: list[UOp] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack: list[tuple[UOp, int]] = [(root, 0)]
+        seen.add(id(root))
+        while stack:
+            node, i = stack[-1]
+            if i < len(node.src):
+                stack[-1] = (node, i + 1)
+                s = node.src[i]
+                if id(s) not in seen:
+                    seen.add(id(s))
+                    stack.append((s, 0))
+            else:
+                stack.pop()
+                out.append(node)
+    return out
+
+
+def _untyped(root: UOp) -> list[UOp]:
+    """The nodes under root (root included) whose type is not computed yet, srcs first."""
+    out: list[UOp] = []
+    seen: set[int] = {id(root)}
+    stack: list[tuple[UOp, int]] = [(root, 0)]
+    while stack:
+        node, i = stack[-1]
+        if i < len(node.src):
+            stack[-1] = (node, i + 1)
+            s = node.src[i]
+            if id(s) not in seen and s._utype is None:
+                seen.add(id(s))
+                stack.append((s, 0))
+        else:
+            stack.pop()
+            out.append(node)
+    return out
+
+
+def users(order: list[UOp]) -> dict[UOp, list[UOp]]:
+    """For every node of a toposorted list, the nodes that use it (each user once, in order)."""
+    res: dict[UOp, list[UOp]] = {n: [] for n in order}
+    for n in order:
+        for s in dict.fromkeys(n.src):
+            res[s].append(n)
+    return res
