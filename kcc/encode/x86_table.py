@@ -1,0 +1,454 @@
+"""x86-64 instruction forms as data: one frozen :class:`Row` per encodable form.
+
+Every group the rest of kcc asks about (flag writers, two-address forms, branches, ...) is
+derived from these rows by functions in :mod:`kcc.encode.x86`; nothing here is a hand-kept set.
+
+Encoding fields follow the Intel SDM Vol. 2 opcode tables: ``/r`` and ``/digit`` (ModRM.reg,
+§2.1.3), ``+r`` (register in the low 3 opcode bits, §3.1.1.1), ``ib/iw/id/io`` immediates and
+``cb/cd`` branch displacements. VEX fields are named as in §2.3.5 (pp, mmmmm map, W, L) and EVEX
+fields as in §2.7.1 (the same plus L'L and the disp8*N scale of §2.7.5).
+
+Form names are ``mnemonic`` + ``_`` + the operand kinds joined by ``_`` (``simm8``/``simm32``
+print as ``imm8``/``imm32``), e.g. ``add_rm64_imm8``, ``vaddps_y_y_ym``. Conditional
+instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``sete_rm8``,
+``cmovl_r64_rm64``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
+# low nibble of Jcc/SETcc/CMOVcc opcodes.
+CONDITION_CODES: tuple[str, ...] = (
+    "o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What an operand kind accepts: a register of ``cls``/``reg_size`` and/or memory."""
+    cls: str | None          # "gpr", "vec", "mask" or None (immediate, label, memory only)
+    reg_size: int | None     # register width in bytes when a register is allowed
+    mem_size: int | None     # access width in bytes when memory is allowed (0: address only)
+    imm_bits: int = 0        # immediate width (imm/rel kinds)
+    imm_signed: bool = False  # True: the value must fit the signed range (sign-extended imm)
+
+
+def _kinds() -> dict[str, KindInfo]:
+    k: dict[str, KindInfo] = {}
+    for s in (1, 2, 4, 8):
+        b = s * 8
+        k[f"r{b}"] = KindInfo("gpr", s, None)
+        k[f"rm{b}"] = KindInfo("gpr", s, s)
+        k[f"m{b}"] = KindInfo(None, None, s)
+    k["r32m8"] = KindInfo("gpr", 4, 1)     # vpinsrb/vpextrb: r32 or m8
+    k["r32m16"] = KindInfo("gpr", 4, 2)    # vpinsrw: r32 or m16
+    k["m"] = KindInfo(None, None, 0)       # lea: address only, no access
+    k["cl"] = KindInfo("gpr", 1, None)     # shift count, fixed register cl
+    for name, s in (("x", 16), ("y", 32), ("z", 64)):
+        k[name] = KindInfo("vec", s, None)
+        k[name + "m"] = KindInfo("vec", s, s)
+        k[f"m{s * 8}"] = KindInfo(None, None, s)
+    for s in (1, 2, 4, 8):
+        k[f"xm{s * 8}"] = KindInfo("vec", 16, s)   # xmm register or a scalar in memory
+    k["imm8"] = KindInfo(None, None, None, 8)       # raw byte: -128..255
+    k["simm8"] = KindInfo(None, None, None, 8, True)
+    k["imm16"] = KindInfo(None, None, None, 16)
+    k["imm32"] = KindInfo(None, None, None, 32)
+    k["simm32"] = KindInfo(None, None, None, 32, True)
+    k["imm64"] = KindInfo(None, None, None, 64)
+    k["rel8"] = KindInfo(None, None, None, 8, True)
+    k["rel32"] = KindInfo(None, None, None, 32, True)
+    return k
+
+
+KINDS: dict[str, KindInfo] = _kinds()
+
+# Where an operand goes in the encoding: ModRM.reg, ModRM.rm (register or memory), VEX/EVEX
+# vvvv, the is4 register in imm8[7:4] (§2.3.5.8 "/is4"), the low opcode bits ("+r"), an
+# immediate, a branch displacement, or nowhere (a fixed register such as cl).
+SLOTS = ("reg", "rm", "vvvv", "is4", "opreg", "imm", "rel", "fixed")
+ACCESS = {"r": "use", "w": "def", "rw": "defuse"}
+FIXED_REGS = {"cl": "rcx"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One explicit operand of a form."""
+    kind: str     # key of KINDS
+    slot: str     # one of SLOTS
+    access: str   # "use", "def" or "defuse"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One instruction form. ``opcode`` holds, for legacy forms, every opcode byte including
+    0F escapes; for VEX/EVEX forms, the single opcode byte after the map (``mmap``)."""
+    form: str
+    mnemonic: str
+    group: str                    # golden file group
+    enc: str                      # "legacy" | "vex" | "evex"
+    opcode: bytes
+    operands: tuple[Operand, ...]
+    prefixes: bytes = b""         # legacy: 66 operand-size and/or mandatory F3, emitted first
+    w: bool = False               # legacy REX.W, or VEX/EVEX .W
+    pp: int = 0                   # VEX/EVEX implied prefix: 0 none, 1 66, 2 F3, 3 F2
+    mmap: int = 1                 # VEX/EVEX opcode map: 1 0F, 2 0F38, 3 0F3A
+    vl: int = 0                   # VEX.L (0: 128, 1: 256) / EVEX L'L (2: 512)
+    digit: int | None = None      # "/digit": ModRM.reg opcode extension
+    flags: str = ""               # "w": writes RFLAGS, "r": reads RFLAGS
+    implicit_uses: tuple[str, ...] = ()
+    implicit_defs: tuple[str, ...] = ()
+    # Alternate encodings llvm-mc picks for the same text (kept so bytes match the oracle):
+    rr_form: str | None = None    # all r/m operands are registers: encode as this form
+    acc_opcode: bytes | None = None   # r/m operand is al/ax/eax/rax: short accumulator form
+    one_opcode: bytes | None = None   # shift/rotate count 1: the D0/D1 "by 1" form
+    rev_opcode: int | None = None     # VEX reg-reg: swap reg/rm (the "MR" opcode) to avoid
+    rev_pp: int | None = None         # the 3-byte VEX when only the source is xmm8-15
+    disp8_n: int = 1              # EVEX compressed disp8 scale N (§2.7.5)
+
+    @property
+    def imm_operand(self) -> Operand | None:
+        """The immediate operand, if any."""
+        return next((o for o in self.operands if o.slot == "imm"), None)
+
+
+def _ops(spec: str) -> tuple[Operand, ...]:
+    """Parse ``"kind/slot/access ..."`` (access r, w or rw)."""
+    out = []
+    for item in spec.split():
+        kind, slot, acc = item.split("/")
+        assert kind in KINDS and slot in SLOTS, item
+        out.append(Operand(kind, slot, ACCESS[acc]))
+    return tuple(out)
+
+
+def _name(mnem: str, ops: tuple[Operand, ...]) -> str:
+    kinds = [o.kind.removeprefix("s") if o.kind.startswith("simm") else o.kind for o in ops]
+    return "_".join([mnem, *kinds])
+
+
+ROWS: list[Row] = []
+
+
+def _add(mnem: str, group: str, enc: str, opcode: bytes, spec: str, **kw) -> str:
+    ops = _ops(spec)
+    form = kw.pop("form", None) or _name(mnem, ops)
+    ROWS.append(Row(form, mnem, group, enc, opcode, ops, **kw))
+    return form
+
+
+def _leg(mnem: str, group: str, opcode: str, spec: str, **kw) -> str:
+    return _add(mnem, group, "legacy", bytes.fromhex(opcode), spec, **kw)
+
+
+def _vex(mnem: str, group: str, pp: int, mmap: int, opcode: int, spec: str, **kw) -> str:
+    return _add(mnem, group, "vex", bytes([opcode]), spec, pp=pp, mmap=mmap, **kw)
+
+
+def _vxy(mnem: str, group: str, pp: int, mmap: int, opcode: int, spec: str, **kw) -> None:
+    """128- and 256-bit VEX rows from one template: ``V`` is x/y, ``VM`` is xm/ym."""
+    for v, vl in (("x", 0), ("y", 1)):
+        s = " ".join(t.replace("VM/", v + "m/").replace("V/", v + "/") for t in spec.split())
+        _vex(mnem, group, pp, mmap, opcode, s, vl=vl, **kw)
+
+
+N, P66, PF3, PF2 = 0, 1, 2, 3          # VEX.pp values (§2.3.5.6)
+M0F, M0F38, M0F3A = 1, 2, 3           # VEX.mmmmm values
+GPR_SIZES = (8, 16, 32, 64)
+
+
+def _sz(s: int) -> dict:
+    """Operand-size attributes of a legacy GPR form (§2.2.1: REX.W; 66 for 16-bit)."""
+    return {"prefixes": b"\x66" if s == 16 else b"", "w": s == 64}
+
+
+def _hx(*b: int) -> str:
+    return bytes(b).hex()
+
+
+def _gpr_rows() -> None:
+    # ALU group 1 (SDM "ADD"/"OR"/"AND"/"SUB"/"XOR"/"CMP"): opcodes base+0..5, 80/81/83 /digit.
+    for mnem, d in (("add", 0), ("or", 1), ("and", 4), ("sub", 5), ("xor", 6), ("cmp", 7)):
+        base, dst = d * 8, "r" if mnem == "cmp" else "rw"
+        for s in GPR_SIZES:
+            wide = s != 8
+            mr = _leg(mnem, "gpr", _hx(base + wide), f"rm{s}/rm/{dst} r{s}/reg/r",
+                      flags="w", **_sz(s))
+            _leg(mnem, "gpr", _hx(base + 2 + wide), f"r{s}/reg/{dst} rm{s}/rm/r",
+                 flags="w", rr_form=mr, **_sz(s))
+            ik = {8: "imm8", 16: "imm16", 32: "imm32", 64: "simm32"}[s]
+            _leg(mnem, "gpr", _hx(0x80 + wide), f"rm{s}/rm/{dst} {ik}/imm/r", digit=d,
+                 flags="w", acc_opcode=bytes([base + 4 + wide]), **_sz(s))
+            if wide:
+                _leg(mnem, "gpr", "83", f"rm{s}/rm/{dst} simm8/imm/r", digit=d, flags="w",
+                     **_sz(s))
+    for s in GPR_SIZES:
+        wide = s != 8
+        ik = {8: "imm8", 16: "imm16", 32: "imm32", 64: "simm32"}[s]
+        _leg("test", "gpr", _hx(0x84 + wide), f"rm{s}/rm/r r{s}/reg/r", flags="w", **_sz(s))
+        _leg("test", "gpr", _hx(0xF6 + wide), f"rm{s}/rm/r {ik}/imm/r", digit=0, flags="w",
+             acc_opcode=bytes([0xA8 + wide]), **_sz(s))
+        # MOV (SDM "MOV"): 88/89 store, 8A/8B load, B0+r/B8+r imm, C6/C7 /0 imm.
+        mr = _leg("mov", "gpr", _hx(0x88 + wide), f"rm{s}/rm/w r{s}/reg/r", **_sz(s))
+        _leg("mov", "gpr", _hx(0x8A + wide), f"r{s}/reg/w rm{s}/rm/r", rr_form=mr, **_sz(s))
+        oi = None
+        if s != 64:
+            oi = _leg("mov", "gpr", _hx((0xB8 if wide else 0xB0)), f"r{s}/opreg/w {ik}/imm/r",
+                      **_sz(s))
+        _leg("mov", "gpr", _hx(0xC6 + wide), f"rm{s}/rm/w {ik}/imm/r", digit=0, rr_form=oi,
+             **_sz(s))
+        # Group 3 (F6/F7): NOT /2, NEG /3, MUL /4, DIV /6, IDIV /7; rdx:rax implicit.
+        wide_regs = ("rax",) if s == 8 else ("rax", "rdx")
+        _leg("not", "gpr", _hx(0xF6 + wide), f"rm{s}/rm/rw", digit=2, **_sz(s))
+        _leg("neg", "gpr", _hx(0xF6 + wide), f"rm{s}/rm/rw", digit=3, flags="w", **_sz(s))
+        _leg("mul", "gpr", _hx(0xF6 + wide), f"rm{s}/rm/r", digit=4, flags="w",
+             implicit_uses=("rax",), implicit_defs=wide_regs, **_sz(s))
+        for mnem, d in (("div", 6), ("idiv", 7)):
+            _leg(mnem, "gpr", _hx(0xF6 + wide), f"rm{s}/rm/r", digit=d, flags="w",
+                 implicit_uses=wide_regs, implicit_defs=wide_regs, **_sz(s))
+        # Group 2 shifts/rotates: C0/C1 ib, D0/D1 (by 1), D2/D3 (by cl).
+        for mnem, d in (("rol", 0), ("ror", 1), ("shl", 4), ("shr", 5), ("sar", 7)):
+            _leg(mnem, "gpr", _hx(0xC0 + wide), f"rm{s}/rm/rw imm8/imm/r", digit=d, flags="w",
+                 one_opcode=bytes([0xD0 + wide]), **_sz(s))
+            _leg(mnem, "gpr", _hx(0xD2 + wide), f"rm{s}/rm/rw cl/fixed/r", digit=d, flags="w",
+                 **_sz(s))
+    _leg("movabs", "gpr", "b8", "r64/opreg/w imm64/imm/r", w=True)
+    for s in (16, 32, 64):
+        _leg("imul", "gpr", "0faf", f"r{s}/reg/rw rm{s}/rm/r", flags="w", **_sz(s))
+        _leg("imul", "gpr", "6b", f"r{s}/reg/w rm{s}/rm/r simm8/imm/r", flags="w", **_sz(s))
+        ik = {16: "imm16", 32: "imm32", 64: "simm32"}[s]
+        _leg("imul", "gpr", "69", f"r{s}/reg/w rm{s}/rm/r {ik}/imm/r", flags="w", **_sz(s))
+    for s in (32, 64):
+        for src in (8, 16):
+            _leg("movzx", "gpr", _hx(0x0F, 0xB6 + (src == 16)), f"r{s}/reg/w rm{src}/rm/r",
+                 **_sz(s))
+            _leg("movsx", "gpr", _hx(0x0F, 0xBE + (src == 16)), f"r{s}/reg/w rm{src}/rm/r",
+                 **_sz(s))
+        # POPCNT/LZCNT/TZCNT: mandatory F3 prefix before REX (§2.1.1, §2.2.1).
+        for mnem, op in (("popcnt", 0xB8), ("lzcnt", 0xBD), ("tzcnt", 0xBC)):
+            _leg(mnem, "gpr", _hx(0x0F, op), f"r{s}/reg/w rm{s}/rm/r", prefixes=b"\xf3",
+                 w=s == 64, flags="w")
+    _leg("movsxd", "gpr", "63", "r64/reg/w rm32/rm/r", w=True)
+    _leg("lea", "gpr", "8d", "r64/reg/w m/rm/r", w=True)
+    _leg("cdq", "gpr", "99", "", implicit_uses=("rax",), implicit_defs=("rdx",))
+    _leg("cqo", "gpr", "99", "", w=True, implicit_uses=("rax",), implicit_defs=("rdx",))
+    _leg("push", "gpr", "50", "r64/opreg/r", implicit_uses=("rsp",), implicit_defs=("rsp",))
+    _leg("pop", "gpr", "58", "r64/opreg/w", implicit_uses=("rsp",), implicit_defs=("rsp",))
+    _leg("ret", "gpr", "c3", "", implicit_uses=("rsp",), implicit_defs=("rsp",))
+    _leg("nop", "gpr", "90", "")
+
+
+def _cc_rows() -> None:
+    for i, cc in enumerate(CONDITION_CODES):
+        _leg(f"set{cc}", "cc", _hx(0x0F, 0x90 + i), "rm8/rm/w", digit=0, flags="r")
+        for s in (32, 64):
+            _leg(f"cmov{cc}", "cc", _hx(0x0F, 0x40 + i), f"r{s}/reg/rw rm{s}/rm/r", flags="r",
+                 **_sz(s))
+        _leg(f"j{cc}", "cc", _hx(0x70 + i), "rel8/rel/r", flags="r")
+        _leg(f"j{cc}", "cc", _hx(0x0F, 0x80 + i), "rel32/rel/r", flags="r")
+    _leg("jmp", "cc", "eb", "rel8/rel/r")
+    _leg("jmp", "cc", "e9", "rel32/rel/r")
+
+
+def _avx_move_rows() -> None:
+    # Full-register moves: load/reg-reg form ("RM") and store form ("MR"); llvm-mc turns a
+    # reg-reg move whose source alone is xmm8-15 into the MR opcode to keep the 2-byte VEX.
+    for mnem, pp, ld, st in (("vmovups", N, 0x10, 0x11), ("vmovupd", P66, 0x10, 0x11),
+                             ("vmovaps", N, 0x28, 0x29), ("vmovapd", P66, 0x28, 0x29),
+                             ("vmovdqu", PF3, 0x6F, 0x7F), ("vmovdqa", P66, 0x6F, 0x7F)):
+        _vxy(mnem, "avx_move", pp, M0F, ld, "V/reg/w VM/rm/r", rev_opcode=st)
+        _vex(mnem, "avx_move", pp, M0F, st, "m128/rm/w x/reg/r")
+        _vex(mnem, "avx_move", pp, M0F, st, "m256/rm/w y/reg/r", vl=1)
+    for mnem, pp, sz in (("vmovss", PF3, 32), ("vmovsd", PF2, 64)):
+        _vex(mnem, "avx_move", pp, M0F, 0x10, f"x/reg/w m{sz}/rm/r")
+        _vex(mnem, "avx_move", pp, M0F, 0x11, f"m{sz}/rm/w x/reg/r")
+        _vex(mnem, "avx_move", pp, M0F, 0x10, "x/reg/w x/vvvv/r x/rm/r", rev_opcode=0x11)
+    _vex("vmovd", "avx_move", P66, M0F, 0x6E, "x/reg/w rm32/rm/r")
+    _vex("vmovd", "avx_move", P66, M0F, 0x7E, "rm32/rm/w x/reg/r")
+    _vex("vmovq", "avx_move", P66, M0F, 0x6E, "x/reg/w r64/rm/r", w=True)
+    _vex("vmovq", "avx_move", P66, M0F, 0x7E, "r64/rm/w x/reg/r", w=True)
+    _vex("vmovq", "avx_move", PF3, M0F, 0x7E, "x/reg/w xm64/rm/r", rev_opcode=0xD6,
+         rev_pp=P66)
+    _vex("vmovq", "avx_move", P66, M0F, 0xD6, "m64/rm/w x/reg/r")
+    for mnem, pp in (("vmovmskps", N), ("vmovmskpd", P66)):
+        _vxy(mnem, "avx_move", pp, M0F, 0x50, "r32/reg/w V/rm/r")
+    _vxy("vpmovmskb", "avx_move", P66, M0F, 0xD7, "r32/reg/w V/rm/r")
+    # Broadcasts (VEX.66.0F38.W0), sources are xmm or a scalar in memory.
+    for mnem, op, src in (("vpbroadcastb", 0x78, "xm8"), ("vpbroadcastw", 0x79, "xm16"),
+                          ("vpbroadcastd", 0x58, "xm32"), ("vpbroadcastq", 0x59, "xm64"),
+                          ("vbroadcastss", 0x18, "xm32")):
+        _vxy(mnem, "avx_move", P66, M0F38, op, f"V/reg/w {src}/rm/r")
+    _vex("vbroadcastsd", "avx_move", P66, M0F38, 0x19, "y/reg/w xm64/rm/r", vl=1)
+    # Element insert/extract (VEX.128.66.0F3A unless noted).
+    _vex("vinsertps", "avx_move", P66, M0F3A, 0x21, "x/reg/w x/vvvv/r xm32/rm/r imm8/imm/r")
+    _vex("vpinsrb", "avx_move", P66, M0F3A, 0x20, "x/reg/w x/vvvv/r r32m8/rm/r imm8/imm/r")
+    _vex("vpinsrw", "avx_move", P66, M0F, 0xC4, "x/reg/w x/vvvv/r r32m16/rm/r imm8/imm/r")
+    _vex("vpinsrd", "avx_move", P66, M0F3A, 0x22, "x/reg/w x/vvvv/r rm32/rm/r imm8/imm/r")
+    _vex("vpinsrq", "avx_move", P66, M0F3A, 0x22, "x/reg/w x/vvvv/r rm64/rm/r imm8/imm/r",
+         w=True)
+    _vex("vpextrb", "avx_move", P66, M0F3A, 0x14, "r32m8/rm/w x/reg/r imm8/imm/r")
+    _vex("vpextrw", "avx_move", P66, M0F, 0xC5, "r32/reg/w x/rm/r imm8/imm/r")
+    _vex("vpextrw", "avx_move", P66, M0F3A, 0x15, "m16/rm/w x/reg/r imm8/imm/r")
+    _vex("vpextrd", "avx_move", P66, M0F3A, 0x16, "rm32/rm/w x/reg/r imm8/imm/r")
+    _vex("vpextrq", "avx_move", P66, M0F3A, 0x16, "rm64/rm/w x/reg/r imm8/imm/r", w=True)
+    _vex("vextractps", "avx_move", P66, M0F3A, 0x17, "rm32/rm/w x/reg/r imm8/imm/r")
+    for f, i in (("f", 0), ("i", 0x20)):
+        _vex(f"vextract{f}128", "avx_move", P66, M0F3A, 0x19 + i, "xm/rm/w y/reg/r imm8/imm/r",
+             vl=1)
+        _vex(f"vinsert{f}128", "avx_move", P66, M0F3A, 0x18 + i,
+             "y/reg/w y/vvvv/r xm/rm/r imm8/imm/r", vl=1)
+    _vex("vpermq", "avx_move", P66, M0F3A, 0x00, "y/reg/w ym/rm/r imm8/imm/r", vl=1, w=True)
+    _vex("vpermpd", "avx_move", P66, M0F3A, 0x01, "y/reg/w ym/rm/r imm8/imm/r", vl=1, w=True)
+    _vex("vpermd", "avx_move", P66, M0F38, 0x36, "y/reg/w y/vvvv/r ym/rm/r", vl=1)
+    _vex("vpermps", "avx_move", P66, M0F38, 0x16, "y/reg/w y/vvvv/r ym/rm/r", vl=1)
+    _vxy("vshufps", "avx_move", N, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
+    _vxy("vshufpd", "avx_move", P66, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
+    _vxy("vpshufd", "avx_move", P66, M0F, 0x70, "V/reg/w VM/rm/r imm8/imm/r")
+    _vxy("vpshufb", "avx_move", P66, M0F38, 0x00, "V/reg/w V/vvvv/r VM/rm/r")
+    for mnem, op in (("vblendvps", 0x4A), ("vblendvpd", 0x4B), ("vpblendvb", 0x4C)):
+        _vxy(mnem, "avx_move", P66, M0F3A, op, "V/reg/w V/vvvv/r VM/rm/r V/is4/r")
+    _vex("vzeroupper", "avx_move", N, M0F, 0x77, "")
+
+
+def _avx_fp_rows() -> None:
+    three = "V/reg/w V/vvvv/r VM/rm/r"
+    for base, op in (("add", 0x58), ("mul", 0x59), ("sub", 0x5C), ("min", 0x5D),
+                     ("div", 0x5E), ("max", 0x5F), ("sqrt", 0x51), ("cmp", 0xC2)):
+        imm = " imm8/imm/r" if base == "cmp" else ""
+        _vex(f"v{base}ss", "avx_fp", PF3, M0F, op, f"x/reg/w x/vvvv/r xm32/rm/r{imm}")
+        _vex(f"v{base}sd", "avx_fp", PF2, M0F, op, f"x/reg/w x/vvvv/r xm64/rm/r{imm}")
+        spec = "V/reg/w VM/rm/r" if base == "sqrt" else three + imm
+        _vxy(f"v{base}ps", "avx_fp", N, M0F, op, spec)
+        _vxy(f"v{base}pd", "avx_fp", P66, M0F, op, spec)
+    for base, op in (("and", 0x54), ("andn", 0x55), ("or", 0x56), ("xor", 0x57)):
+        _vxy(f"v{base}ps", "avx_fp", N, M0F, op, three)
+        _vxy(f"v{base}pd", "avx_fp", P66, M0F, op, three)
+    # FMA (VEX.66.0F38): packed 98/A8/B8 (+1 scalar), W0 single / W1 double; fmsub +2,
+    # fnmadd +4 (SDM "VFMADD132PS..." tables).
+    acc = "V/reg/rw V/vvvv/r VM/rm/r"
+    fma = [(f"vfmadd{o}", b) for o, b in (("132", 0x98), ("213", 0xA8), ("231", 0xB8))]
+    fma += [("vfmsub231", 0xBA), ("vfnmadd231", 0xBC)]
+    for name, op in fma:
+        _vxy(name + "ps", "avx_fp", P66, M0F38, op, acc)
+        _vxy(name + "pd", "avx_fp", P66, M0F38, op, acc, w=True)
+        _vex(name + "ss", "avx_fp", P66, M0F38, op + 1, "x/reg/rw x/vvvv/r xm32/rm/r")
+        _vex(name + "sd", "avx_fp", P66, M0F38, op + 1, "x/reg/rw x/vvvv/r xm64/rm/r", w=True)
+    for mnem, op in (("vroundps", 0x08), ("vroundpd", 0x09)):
+        _vxy(mnem, "avx_fp", P66, M0F3A, op, "V/reg/w VM/rm/r imm8/imm/r")
+    _vex("vroundss", "avx_fp", P66, M0F3A, 0x0A, "x/reg/w x/vvvv/r xm32/rm/r imm8/imm/r")
+    _vex("vroundsd", "avx_fp", P66, M0F3A, 0x0B, "x/reg/w x/vvvv/r xm64/rm/r imm8/imm/r")
+
+
+def _avx_cvt_rows() -> None:
+    for pp, t in ((PF3, "ss"), (PF2, "sd")):
+        _vex(f"vcvtsi2{t}", "avx_cvt", pp, M0F, 0x2A, "x/reg/w x/vvvv/r rm32/rm/r")
+        _vex(f"vcvtsi2{t}", "avx_cvt", pp, M0F, 0x2A, "x/reg/w x/vvvv/r rm64/rm/r", w=True)
+        src = "xm32" if t == "ss" else "xm64"
+        _vex(f"vcvtt{t}2si", "avx_cvt", pp, M0F, 0x2C, f"r32/reg/w {src}/rm/r")
+        _vex(f"vcvtt{t}2si", "avx_cvt", pp, M0F, 0x2C, f"r64/reg/w {src}/rm/r", w=True)
+    _vex("vcvtss2sd", "avx_cvt", PF3, M0F, 0x5A, "x/reg/w x/vvvv/r xm32/rm/r")
+    _vex("vcvtsd2ss", "avx_cvt", PF2, M0F, 0x5A, "x/reg/w x/vvvv/r xm64/rm/r")
+    _vxy("vcvtdq2ps", "avx_cvt", N, M0F, 0x5B, "V/reg/w VM/rm/r")
+    _vxy("vcvttps2dq", "avx_cvt", PF3, M0F, 0x5B, "V/reg/w VM/rm/r")
+    # Widening (dst twice the source width) and narrowing conversions.
+    for mnem, pp, mmap, op in (("vcvtdq2pd", PF3, M0F, 0xE6), ("vcvtps2pd", N, M0F, 0x5A),
+                               ("vcvtph2ps", P66, M0F38, 0x13)):
+        _vex(mnem, "avx_cvt", pp, mmap, op, "x/reg/w xm64/rm/r")
+        _vex(mnem, "avx_cvt", pp, mmap, op, "y/reg/w xm/rm/r", vl=1)
+    for mnem, op in (("vcvttpd2dq", 0xE6), ("vcvtpd2ps", 0x5A)):
+        _vex(mnem, "avx_cvt", P66, M0F, op, "x/reg/w xm/rm/r")
+        _vex(mnem, "avx_cvt", P66, M0F, op, "x/reg/w ym/rm/r", vl=1)
+    _vex("vcvtps2ph", "avx_cvt", P66, M0F3A, 0x1D, "xm64/rm/w x/reg/r imm8/imm/r")
+    _vex("vcvtps2ph", "avx_cvt", P66, M0F3A, 0x1D, "xm/rm/w y/reg/r imm8/imm/r", vl=1)
+    # PMOVZX/PMOVSX (VEX.66.0F38 30-35 / 20-25): memory source is dst-width / expansion.
+    for i, (sfx, x_src, y_src) in enumerate((("bw", "xm64", "xm"), ("bd", "xm32", "xm64"),
+                                            ("bq", "xm16", "xm32"), ("wd", "xm64", "xm"),
+                                            ("wq", "xm32", "xm64"), ("dq", "xm64", "xm"))):
+        for pfx, op in (("vpmovzx", 0x30), ("vpmovsx", 0x20)):
+            _vex(pfx + sfx, "avx_cvt", P66, M0F38, op + i, f"x/reg/w {x_src}/rm/r")
+            _vex(pfx + sfx, "avx_cvt", P66, M0F38, op + i, f"y/reg/w {y_src}/rm/r", vl=1)
+    for mnem, mmap, op in (("vpacksswb", M0F, 0x63), ("vpackuswb", M0F, 0x67),
+                           ("vpackssdw", M0F, 0x6B), ("vpackusdw", M0F38, 0x2B)):
+        _vxy(mnem, "avx_cvt", P66, mmap, op, "V/reg/w V/vvvv/r VM/rm/r")
+
+
+def _avx_int_rows() -> None:
+    three = "V/reg/w V/vvvv/r VM/rm/r"
+    for mnem, op in (("vpaddb", 0xFC), ("vpaddw", 0xFD), ("vpaddd", 0xFE), ("vpaddq", 0xD4),
+                     ("vpsubb", 0xF8), ("vpsubw", 0xF9), ("vpsubd", 0xFA), ("vpsubq", 0xFB),
+                     ("vpmullw", 0xD5), ("vpmuludq", 0xF4), ("vpand", 0xDB),
+                     ("vpandn", 0xDF), ("vpor", 0xEB), ("vpxor", 0xEF), ("vpcmpeqb", 0x74),
+                     ("vpcmpeqw", 0x75), ("vpcmpeqd", 0x76), ("vpcmpgtb", 0x64),
+                     ("vpcmpgtw", 0x65), ("vpcmpgtd", 0x66), ("vpunpcklbw", 0x60),
+                     ("vpunpcklwd", 0x61), ("vpunpckldq", 0x62), ("vpunpcklqdq", 0x6C),
+                     ("vpunpckhbw", 0x68), ("vpunpckhwd", 0x69), ("vpunpckhdq", 0x6A),
+                     ("vpunpckhqdq", 0x6D)):
+        _vxy(mnem, "avx_int", P66, M0F, op, three)
+    for mnem, op, w in (("vpmulld", 0x40, False), ("vpcmpeqq", 0x29, False),
+                        ("vpcmpgtq", 0x37, False), ("vpminsd", 0x39, False),
+                        ("vpminud", 0x3B, False), ("vpmaxsd", 0x3D, False),
+                        ("vpmaxud", 0x3F, False), ("vpsrlvd", 0x45, False),
+                        ("vpsrlvq", 0x45, True), ("vpsravd", 0x46, False),
+                        ("vpsllvd", 0x47, False), ("vpsllvq", 0x47, True)):
+        _vxy(mnem, "avx_int", P66, M0F38, op, three, w=w)
+    # Shifts by immediate: VEX.vvvv is the destination, ModRM.rm the source (§2.3.5.5,
+    # "VEX.vvvv encodes the destination register" for the 71/72/73 /digit forms).
+    for mnem, op, d in (("vpsrlw", 0x71, 2), ("vpsraw", 0x71, 4), ("vpsllw", 0x71, 6),
+                        ("vpsrld", 0x72, 2), ("vpsrad", 0x72, 4), ("vpslld", 0x72, 6),
+                        ("vpsrlq", 0x73, 2), ("vpsrldq", 0x73, 3), ("vpsllq", 0x73, 6),
+                        ("vpslldq", 0x73, 7)):
+        _vxy(mnem, "avx_int", P66, M0F, op, "V/vvvv/w V/rm/r imm8/imm/r", digit=d)
+    _vxy("vptest", "avx_int", P66, M0F38, 0x17, "V/reg/r VM/rm/r", flags="w")
+
+
+def _evex_rows() -> None:
+    """AVX-512F/DQ forms on zmm (EVEX.512, no masking, no broadcast): full-vector memory
+    operands use disp8*N with N = 64 (§2.7.5, Table 2-34 "Full Mem"/"Full")."""
+    def ev(mnem: str, pp: int, mmap: int, op: int, spec: str, w: bool = False,
+           n: int = 64) -> str:
+        return _add(mnem, "evex", "evex", bytes([op]), spec, pp=pp, mmap=mmap, w=w, vl=2,
+                    disp8_n=n)
+    for mnem, pp, ld, st, w in (("vmovups", N, 0x10, 0x11, False),
+                                ("vmovupd", P66, 0x10, 0x11, True),
+                                ("vmovaps", N, 0x28, 0x29, False),
+                                ("vmovdqu32", PF3, 0x6F, 0x7F, False),
+                                ("vmovdqu64", PF3, 0x6F, 0x7F, True)):
+        ev(mnem, pp, M0F, ld, "z/reg/w zm/rm/r", w)
+        ev(mnem, pp, M0F, st, "m512/rm/w z/reg/r", w)
+    three = "z/reg/w z/vvvv/r zm/rm/r"
+    for base, op in (("add", 0x58), ("mul", 0x59), ("sub", 0x5C), ("min", 0x5D),
+                     ("div", 0x5E), ("max", 0x5F), ("xor", 0x57), ("and", 0x54),
+                     ("or", 0x56)):
+        ev(f"v{base}ps", N, M0F, op, three)
+        ev(f"v{base}pd", P66, M0F, op, three, True)
+    ev("vsqrtps", N, M0F, 0x51, "z/reg/w zm/rm/r")
+    for name, op in (("vfmadd132", 0x98), ("vfmadd213", 0xA8), ("vfmadd231", 0xB8)):
+        ev(name + "ps", P66, M0F38, op, "z/reg/rw z/vvvv/r zm/rm/r")
+        ev(name + "pd", P66, M0F38, op, "z/reg/rw z/vvvv/r zm/rm/r", True)
+    for mnem, op in (("vpaddd", 0xFE), ("vpsubd", 0xFA), ("vpxord", 0xEF), ("vpandd", 0xDB)):
+        ev(mnem, P66, M0F, op, three)
+    ev("vpaddq", P66, M0F, 0xD4, three, True)
+    ev("vpmulld", P66, M0F38, 0x40, three)
+    ev("vcvtdq2ps", N, M0F, 0x5B, "z/reg/w zm/rm/r")
+    ev("vcvttps2dq", PF3, M0F, 0x5B, "z/reg/w zm/rm/r")
+    # Broadcasts from a scalar: Tuple1 Scalar, N = element size (§2.7.5 Table 2-35).
+    ev("vbroadcastss", P66, M0F38, 0x18, "z/reg/w xm32/rm/r", n=4)
+    ev("vpbroadcastd", P66, M0F38, 0x58, "z/reg/w xm32/rm/r", n=4)
+    ev("vbroadcastsd", P66, M0F38, 0x19, "z/reg/w xm64/rm/r", True, n=8)
+    ev("vpbroadcastq", P66, M0F38, 0x59, "z/reg/w xm64/rm/r", True, n=8)
+
+
+_gpr_rows()
+_cc_rows()
+_avx_move_rows()
+_avx_fp_rows()
+_avx_cvt_rows()
+_avx_int_rows()
+_evex_rows()
+
+FORMS: dict[str, Row] = {}
+for _r in ROWS:
+    if _r.form in FORMS:
+        raise AssertionError(f"duplicate x86 form name {_r.form!r}")
+    FORMS[_r.form] = _r
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(r.group for r in ROWS))
