@@ -1,0 +1,241 @@
+"""The JSON launch manifest: what a compiled kernel expects, and the launch check every loader runs.
+
+Schema (version 1) is documented for users in docs/manifest.md. A manifest lists, per kernel,
+its symbol, its arguments in slot order (buffers: dtype, element count, access; scalars: dtype
+and value range), its launch dimensions, and target facts. `check_launch` refuses a launch that
+does not match before any target code touches memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.ir.uop import toposort
+
+MANIFEST_FORMAT = "kcc-manifest"
+MANIFEST_VERSION = 1
+
+
+class LaunchError(Exception):
+    """A launch that does not match the manifest (wrong count, dtype, size, value)."""
+
+
+@dataclass
+class ArgDesc:
+    """One kernel argument, in slot order."""
+
+    slot: int
+    kind: str                    # "buffer" or "scalar"
+    dtype: str
+    size: int | None = None      # buffers: element count
+    access: str = ""             # buffers: "r", "w" or "rw" (what the kernel does to it)
+    range: list[Any] | None = None   # scalars: [vmin, vmax] when declared
+    name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"slot": self.slot, "kind": self.kind, "dtype": self.dtype}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.kind == "buffer":
+            d["size"] = self.size
+            d["access"] = self.access
+        else:
+            d["range"] = self.range
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "ArgDesc":
+        return ArgDesc(d["slot"], d["kind"], d["dtype"], d.get("size"), d.get("access", ""),
+                       d.get("range"), d.get("name"))
+
+
+@dataclass
+class KernelDesc:
+    """What a caller must know of one kernel: name, arguments, launch dimensions, target facts."""
+
+    name: str
+    args: list[ArgDesc]
+    global_size: list[int] = field(default_factory=lambda: [1, 1, 1])
+    local_size: list[int] = field(default_factory=lambda: [1, 1, 1])
+    target: dict[str, Any] = field(default_factory=dict)
+    specials: list[str] = field(default_factory=list)   # SPECIAL names in the graph, name order
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "symbol": self.symbol,
+                "args": [a.to_json() for a in self.args],
+                "global": self.global_size, "local": self.local_size,
+                "specials": self.specials, "target": self.target}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "KernelDesc":
+        return KernelDesc(d["name"], [ArgDesc.from_json(a) for a in d["args"]], d["global"],
+                          d["local"], d.get("target", {}), d.get("specials", []))
+
+
+def describe_kernel(sink: UOp) -> KernelDesc:
+    """The argument list and launch dimensions of a kernel graph (before any pass)."""
+    order = toposort([sink])
+    params = sorted((n for n in order if n.op is Ops.PARAM), key=lambda n: n.arg.slot)
+    loaded, stored = _accessed(order)
+    args = []
+    for p in params:
+        a = p.arg
+        if a.addrspace is AddrSpace.ALU:
+            rng = list(a.vmin_vmax) if a.vmin_vmax is not None else None
+            args.append(ArgDesc(a.slot, "scalar", a.dtype.name, range=rng, name=a.name))
+        else:
+            acc = ("r" if p in loaded else "") + ("w" if p in stored else "")
+            args.append(ArgDesc(a.slot, "buffer", a.dtype.name, a.size, acc, name=a.name))
+    glob, loc = [1, 1, 1], [1, 1, 1]
+    specials = sorted({n.arg for n in order if n.op is Ops.SPECIAL})
+    for n in order:
+        if n.op is Ops.SPECIAL:
+            dims = glob if n.arg.startswith("gidx") else loc
+            dims[int(n.arg[-1])] = n.src[0].arg
+    return KernelDesc(sink.arg.name, args, glob, loc, specials=specials)
+
+
+def _buffer_of(place: UOp) -> UOp:
+    """The PARAM/BUFFER under an INDEX/SHRINK place (through AFTERs)."""
+    b = place.src[0]
+    while b.op is Ops.AFTER:
+        b = b.src[0]
+    return b
+
+
+def _accessed(order: list[UOp]) -> tuple[set[UOp], set[UOp]]:
+    loaded: set[UOp] = set()
+    stored: set[UOp] = set()
+    for n in order:
+        if n.op is Ops.LOAD:
+            loaded.add(_buffer_of(n.src[0]))
+        elif n.op is Ops.STORE:
+            stored.add(_buffer_of(n.src[0]))
+    return loaded, stored
+
+
+def worker_names(desc: KernelDesc) -> list[str]:
+    """The gidx SPECIAL names a CPU target passes as extra int arguments, in name order."""
+    return [s for s in desc.specials if s.startswith("gidx")]
+
+
+# -- manifest files ---------------------------------------------------------------------------
+
+def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc],
+                   object_path: Path | None) -> dict[str, Any]:
+    """Write the manifest JSON for kernels compiled into object_path; return the dict."""
+    doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
+                           "target": target, "arch": arch,
+                           "kernels": [k.to_json() for k in kernels]}
+    if object_path is not None:
+        data = Path(object_path).read_bytes()
+        rel = Path(object_path).resolve()
+        try:
+            rel = rel.relative_to(Path(path).resolve().parent)
+        except ValueError:
+            pass
+        doc["object"] = {"file": str(rel), "sha256": hashlib.sha256(data).hexdigest()}
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Read and check a manifest; LaunchError with a clear message if it is not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise LaunchError(f"{path}: cannot read manifest: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
+        raise LaunchError(f"{path}: not a kcc manifest")
+    if doc.get("version") != MANIFEST_VERSION:
+        raise LaunchError(f"{path}: manifest version {doc.get('version')} is not supported "
+                          f"(this kcc reads version {MANIFEST_VERSION})")
+    obj = doc.get("object")
+    if obj is not None:
+        opath = Path(path).parent / obj["file"]
+        try:
+            data = opath.read_bytes()
+        except OSError as e:
+            raise LaunchError(f"{path}: object {opath}: {e.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != obj["sha256"]:
+            raise LaunchError(f"{path}: object {opath} does not match the manifest's sha256 "
+                              "(recompile, or the object was changed)")
+    return doc
+
+
+# -- the launch check -------------------------------------------------------------------------
+
+def _np_dtype(name: str) -> np.dtype:
+    return dtypes.by_name(name).np
+
+
+def check_launch(desc: KernelDesc, args: list[Any]) -> list[Any]:
+    """Check args against the kernel's manifest entry; return them normalized.
+
+    Buffers become C-contiguous flat numpy views of the caller's arrays (the kernel writes
+    into them); scalars become numpy scalars of the declared dtype. Nothing is launched here.
+    """
+    if len(args) != len(desc.args):
+        raise LaunchError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(args)}")
+    out: list[Any] = []
+    for a, v in zip(desc.args, args):
+        label = f"argument {a.slot}" + (f" ({a.name})" if a.name else "")
+        want = _np_dtype(a.dtype)
+        if a.kind == "buffer":
+            if not isinstance(v, np.ndarray):
+                raise LaunchError(f"{label}: expected a {a.dtype} buffer of {a.size} elements, "
+                                  f"got {type(v).__name__}")
+            if v.dtype != want:
+                raise LaunchError(f"{label}: expected dtype {a.dtype}, got {v.dtype}")
+            if v.size != a.size:
+                raise LaunchError(f"{label}: expected {a.size} elements, got {v.size}")
+            if not v.flags.c_contiguous:
+                raise LaunchError(f"{label}: the buffer must be C-contiguous")
+            if "w" in a.access and not v.flags.writeable:
+                raise LaunchError(f"{label}: the kernel writes this buffer but it is read-only")
+            out.append(v.reshape(-1))
+        else:
+            out.append(_check_scalar(a, v, label, want))
+    return out
+
+
+def _check_scalar(a: ArgDesc, v: Any, label: str, want: np.dtype) -> Any:
+    if isinstance(v, np.ndarray):
+        if v.size != 1:
+            raise LaunchError(f"{label}: expected a {a.dtype} scalar, got an array")
+        v = v.reshape(-1)[0]
+    if isinstance(v, (bool, np.bool_)) and a.dtype != "bool":
+        raise LaunchError(f"{label}: expected a {a.dtype} scalar, got bool")
+    dt = dtypes.by_name(a.dtype)
+    if dt.is_int or dt.is_bool:
+        if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+            raise LaunchError(f"{label}: expected an integer ({a.dtype}), got {v}")
+        try:
+            iv = int(v)
+        except (TypeError, ValueError):
+            raise LaunchError(f"{label}: expected a {a.dtype} scalar, got {v!r}") from None
+        if not dt.min() <= iv <= dt.max():
+            raise LaunchError(f"{label}: {iv} is out of range for {a.dtype}")
+        if a.range is not None and not a.range[0] <= iv <= a.range[1]:
+            raise LaunchError(f"{label}: {iv} is outside the declared range {a.range}")
+        return want.type(iv)
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        raise LaunchError(f"{label}: expected a {a.dtype} scalar, got {v!r}") from None
+    if a.range is not None and not a.range[0] <= fv <= a.range[1]:
+        raise LaunchError(f"{label}: {fv} is outside the declared range {a.range}")
+    if a.dtype == "bfloat16":
+        raise LaunchError(f"{label}: bfloat16 scalars are passed as their uint16 bit pattern")
+    return want.type(fv)

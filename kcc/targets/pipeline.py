@@ -1,0 +1,113 @@
+"""The pass pipeline, in one place, the same for every target.
+
+    PIPELINE = (verify, lower_weak_dtypes, simplify, devectorize, decompose, legalize_gates,
+                simplify, linearize, select, allocate, encode)
+
+Graph passes take (sink, TargetDesc) and return a sink; the verifier runs after each of them
+(Cranelift's `verify_if`, on by default). `linearize` turns the graph into the schedule; the
+last three steps are the target's (`Target.select/allocate/encode`). `dump_after` prints the
+graph (in the .uop text form) or the machine listing after the named pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, TextIO
+
+from kcc.ir import UOp
+from kcc.passes.decompose import decompose
+from kcc.passes.devectorize import devectorize
+from kcc.passes.gates import legalize_gates
+from kcc.passes.linearize import linearize
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.target import TargetDesc
+from kcc.passes.verify import verify
+
+
+class Target(Protocol):
+    """What a target supplies to the pipeline."""
+
+    name: str
+    desc: TargetDesc
+
+    def select(self, lin: list[UOp], sink: UOp) -> Any: ...
+    def allocate(self, selected: Any) -> Any: ...
+    def encode(self, allocated: Any) -> Any: ...
+    def listing(self, stage: str, state: Any) -> str: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pipeline step: its name and what kind of value it takes ("graph", "linear", "mir")."""
+
+    name: str
+    kind: str
+    run: Callable[..., Any]
+
+
+def _verify(sink: UOp, desc: TargetDesc) -> UOp:
+    verify(sink)
+    return sink
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step("verify", "graph", _verify),
+    Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
+    Step("simplify", "graph", simplify),
+    Step("devectorize", "graph", devectorize),
+    Step("decompose", "graph", decompose),
+    Step("legalize_gates", "graph", legalize_gates),
+    Step("simplify", "graph", simplify),
+    Step("linearize", "linear", lambda sink, desc: linearize(sink)),
+    Step("select", "target", None),
+    Step("allocate", "target", None),
+    Step("encode", "target", None),
+)
+PASS_NAMES: tuple[str, ...] = tuple(dict.fromkeys(s.name for s in PIPELINE))
+
+
+def format_schedule(lin: list[UOp]) -> str:
+    """The linear schedule, one node a line, indented by loop depth."""
+    from kcc.frontend.printer import format_arg
+    from kcc.ir import Ops, fmt_utype
+    num = {u: i for i, u in enumerate(lin)}
+    lines, depth = [], 0
+    for i, u in enumerate(lin):
+        if u.op is Ops.END:
+            depth -= 1
+        srcs = ", ".join(f"%{num[s]}" for s in u.src)
+        arg = "" if u.arg is None else " " + format_arg(u.arg)
+        lines.append(f"{'  ' * depth}%{i} = {u.op.name}({srcs}){arg} : {fmt_utype(u.utype)}")
+        if u.op is Ops.RANGE:
+            depth += 1
+    return "\n".join(lines) + "\n"
+
+
+def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
+                 out: TextIO | None = None, verify_each: bool = True) -> Any:
+    """Compile one kernel graph for target; returns what the target's encode returns."""
+    from kcc.frontend.printer import format_uop
+    state: Any = sink
+    graph = sink
+    for step in PIPELINE:
+        if step.kind == "graph":
+            state = step.run(state, target.desc)
+            graph = state
+            if verify_each and step.name != "verify":
+                verify(state)
+            text = format_uop(state) if dump_after == step.name else None
+        elif step.kind == "linear":
+            state = step.run(state, target.desc)
+            text = format_schedule(state) if dump_after == step.name else None
+        else:
+            if step.name == "select":
+                state = target.select(state, graph)
+            else:
+                state = getattr(target, step.name)(state)
+            text = target.listing(step.name, state) if dump_after == step.name else None
+        if text is not None and out is not None:
+            out.write(f"; after {step.name}\n{text}")
+            if not text.endswith("\n"):
+                out.write("\n")
+    return state

@@ -1,0 +1,350 @@
+"""The x86-64 target: register info for the allocator, frame layout, machine code emission, the
+ELF64 relocatable object, and the in-process loader that runs gidx workers on threads.
+
+Frame (System V, rbp as frame pointer):
+
+    [rbp + 16 + 8k]   stack-passed arguments
+    [rbp + 8]         return address
+    [rbp]             saved rbp
+    [rbp - 8 ...]     saved callee-saved registers
+    ... rsp aligned down to 32 ...
+    [rsp + locals]    spill slots (the allocator's frame, offsets from its start)
+    [rsp + 0]         locals: the gated-store scratch slot, then REG buffers
+"""
+
+from __future__ import annotations
+
+import ctypes
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from kcc.encode.x86 import Assembler, Imm as XImm, Label as XLabel, Mem as XMem, Reg as XReg
+from kcc.encode.x86_table import FORMS, KINDS
+from kcc.ir import dtypes
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
+from kcc.isel.x86 import ConstPool, SelectError
+from kcc.isel.x86 import select as x86_select
+from kcc.ir import UOp
+from kcc.ir.mir import format_mir
+from kcc.passes.target import X86_AVX2, TargetDesc
+from kcc.regalloc.linear_scan import allocate
+from kcc.targets.manifest import KernelDesc, describe_kernel
+from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RBP, RSP, XMM, c_type
+from kcc.targets.elf import SHF_ALLOC, SHF_EXECINSTR, Reloc, Symbol, write_relocatable
+
+R_X86_64_PC32 = 2
+FRAME_ALIGN = 32
+
+
+class X86RegInfo:
+    """What the allocator knows of x86-64: classes, callee-saved registers, copy/spill forms."""
+
+    def __init__(self, locals_bytes: int):
+        self.classes = {"gpr": list(GPR_ORDER), "vec": list(XMM)}
+        self.callee_saved = set(CALLEE_SAVED)
+        self.locals_bytes = locals_bytes
+
+    def spill_slot_size(self, cls: str) -> int:
+        """A GPR slot is 8 bytes; a vector slot holds a whole ymm (32)."""
+        return 8 if cls == "gpr" else 32
+
+    def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
+        form = "mov_r64_rm64" if cls == "gpr" else "vmovaps_y_ym"
+        return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
+
+    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
+        form = "mov_rm64_r64" if cls == "gpr" else "vmovups_m256_y"
+        mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
+        return Inst(form, [mem, RegOp(src, Role.USE)], kind=Kind.SPILL, slot=slot_offset)
+
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
+        form = "mov_r64_rm64" if cls == "gpr" else "vmovups_y_ym"
+        mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
+        return Inst(form, [RegOp(dst, Role.DEF), mem], kind=Kind.FILL, slot=slot_offset)
+
+
+# -- from allocated MIR to bytes ----------------------------------------------------------------
+
+def _gpr_name(p: str, size: int) -> str:
+    """The name of 64-bit register p at a width of size bytes (rax → eax/ax/al, r9 → r9d)."""
+    if size == 8:
+        return p
+    if p[1:].isdigit():                                   # r8 … r15
+        return p + {4: "d", 2: "w", 1: "b"}[size]
+    base = p[1:]                                          # ax, cx, si, di, sp, bp …
+    if size == 4:
+        return "e" + base
+    if size == 2:
+        return base
+    return base[0] + "l" if base in ("ax", "cx", "dx", "bx") else base + "l"
+
+
+def _reg(p: PReg, size: int) -> XReg:
+    if p.cls == "gpr":
+        return XReg(_gpr_name(p.name, size))
+    n = p.name[3:]
+    return XReg({16: "xmm", 32: "ymm", 64: "zmm"}[size] + n)
+
+
+def _mem(m: Mem, size: int, arg: Any) -> XMem:
+    label = arg.get("rip") if isinstance(arg, dict) else None
+    if label is not None:
+        return XMem(size, None, None, 1, m.disp, label)
+    base = m.base.name if m.base is not None else None
+    index = m.index.name if m.index is not None else None
+    return XMem(size, base, index, m.scale, m.disp)
+
+
+def encode_operands(inst: Inst) -> tuple[str, tuple]:
+    """The encoder's view of an allocated instruction: form and sized operands."""
+    if inst.op == "vzero":
+        r = _reg(inst.operands[0].reg, 16)
+        return "vxorps_x_x_xm", (r, r, r)
+    row = FORMS[inst.op]
+    out = []
+    for spec, o in zip(row.operands, inst.operands):
+        k = KINDS[spec.kind]
+        if isinstance(o, RegOp):
+            if spec.kind == "cl":
+                out.append(XReg("cl"))
+            else:
+                out.append(_reg(o.reg, k.reg_size))
+        elif isinstance(o, Mem):
+            out.append(_mem(o, k.mem_size or 0, inst.arg))
+        elif isinstance(o, Imm):
+            out.append(XImm(int(o.value)))
+        elif isinstance(o, Label):
+            out.append(XLabel(o.name))
+        else:
+            raise AssertionError(f"operand {o!r} of {inst.op}")
+    return inst.op, tuple(out)
+
+
+@dataclass
+class EncodedKernel:
+    """One kernel's machine code and the RIP-relative fixups into the constant pool."""
+
+    name: str
+    code: bytes
+    fixups: list[Any]
+    frame: int
+    saved: tuple[PReg, ...]
+
+
+def assemble(fn: MFunction, locals_bytes: int) -> EncodedKernel:
+    """Prologue, the allocated body, epilogue → bytes (branches relaxed by the assembler)."""
+    asm = Assembler()
+    saved = tuple(p for p in GPR_ORDER if p in fn.callee_saved_used)
+    frame = -(-(locals_bytes + fn.frame_size) // FRAME_ALIGN) * FRAME_ALIGN
+    asm.emit("push_r64", XReg("rbp"))
+    asm.emit("mov_r64_rm64", XReg("rbp"), XReg("rsp"))
+    for p in saved:
+        asm.emit("push_r64", XReg(p.name))
+    asm.emit("sub_rm64_imm32", XReg("rsp"), XImm(frame))
+    # 32-byte alignment for ymm spill slots and REG buffers
+    asm.emit("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN))
+    for inst in fn.insts:
+        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+            asm.label(inst.label())
+        elif inst.kind is Kind.RET:
+            asm.emit("lea_r64_m", XReg("rsp"), XMem(0, "rbp", None, 1, -8 * len(saved)))
+            for p in reversed(saved):
+                asm.emit("pop_r64", XReg(p.name))
+            asm.emit("pop_r64", XReg("rbp"))
+            asm.emit("vzeroupper")          # avoid AVX→SSE transition stalls in the caller
+            asm.emit("ret")
+        elif inst.kind is Kind.MOVE and _is_self_move(inst):
+            continue
+        else:
+            asm.emit(*_flat(encode_operands(inst)))
+    code, fixups = asm.finish()
+    return EncodedKernel(fn.name, code, fixups, frame, saved)
+
+
+def _flat(x: tuple[str, tuple]) -> tuple:
+    return (x[0], *x[1])
+
+
+def _is_self_move(inst: Inst) -> bool:
+    a, b = inst.operands[0], inst.operands[1]
+    return isinstance(a, RegOp) and isinstance(b, RegOp) and a.reg == b.reg
+
+
+# -- the object file ----------------------------------------------------------------------------
+
+def rodata(pool: ConstPool) -> tuple[bytes, dict[str, int], int]:
+    """Lay out the constant pool: each constant aligned to its size (max 32)."""
+    out = bytearray()
+    offsets: dict[str, int] = {}
+    align_max = 16
+    for data, label in pool.items.items():
+        align = 32 if len(data) >= 32 else (16 if len(data) >= 16 else len(data))
+        align_max = max(align_max, align)
+        out += bytes(-len(out) % align)
+        offsets[label] = len(out)
+        out += data
+    return bytes(out), offsets, align_max
+
+
+def write_object(kernels: list[EncodedKernel], pool: ConstPool) -> bytes:
+    """An ELF64 relocatable object: every kernel a global function in .text, constants in
+    .rodata reached through R_X86_64_PC32 relocations."""
+    text = bytearray()
+    symbols: list[Symbol] = []
+    relocs: list[Reloc] = []
+    data, offsets, align = rodata(pool)
+    for k in kernels:
+        text += b"\xcc" * (-len(text) % 16)         # int3 padding between functions
+        base = len(text)
+        text += k.code
+        symbols.append(Symbol(k.name, ".text", base, len(k.code), "func", "global"))
+        for f in k.fixups:
+            if f.kind != "pc32" or f.target not in offsets:
+                raise AssertionError(f"unresolved fixup {f}")
+            relocs.append(Reloc(".text", base + f.offset, R_X86_64_PC32, ".rodata",
+                                offsets[f.target] + f.addend))
+    sections = {".text": (bytes(text), 16, SHF_ALLOC | SHF_EXECINSTR)}
+    if data:
+        sections[".rodata"] = (data, align, SHF_ALLOC)
+    return write_relocatable(sections, symbols, relocs)
+
+
+def prototype(desc: Any) -> str:
+    """The C prototype of a compiled kernel (buffers as pointers, scalars by value, then one
+    int per gidx worker index in name order)."""
+    params = []
+    for a in desc.args:
+        dt = dtypes.by_name(a.dtype)
+        name = a.name or f"arg{a.slot}"
+        if a.kind == "buffer":
+            const = "" if "w" in a.access else "const "
+            params.append(f"{const}{c_type(dt)} *{name}")
+        else:
+            params.append(f"{c_type(dt)} {name}")
+    params += [f"int {s}" for s in desc.specials if s.startswith("gidx")]
+    return f"void {desc.name}({', '.join(params) or 'void'});"
+
+
+# -- the target the pipeline drives -------------------------------------------------------------
+
+def x86_desc(arch: str) -> TargetDesc:
+    """The pass-facing description: the vector widths this selector implements (float32 and
+    float64 in xmm/ymm; integers scalar) and what is decomposed."""
+    widths = {dtypes.float32: (8, 4), dtypes.float64: (4, 2)}
+    return replace(X86_AVX2, alu_widths=MappingProxyType(widths),
+                   mem_widths=MappingProxyType(widths), notes=f"{arch}: AVX2 + FMA + F16C")
+
+
+ARCHES = ("x86-64-v3", "x86-64-v4", "native")
+
+
+@dataclass
+class Selected:
+    fn: MFunction
+    locals_bytes: int
+    desc: KernelDesc
+
+
+class X86Target:
+    """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
+
+    name = "x86"
+
+    def __init__(self, arch: str = "x86-64-v3"):
+        if arch not in ARCHES:
+            raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
+        self.arch = arch
+        self.desc = x86_desc(arch)
+        self.pool = ConstPool()
+
+    def select(self, lin: list[UOp], sink: UOp) -> Selected:
+        kd = describe_kernel(sink)
+        fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials)
+        return Selected(fn, locals_bytes, kd)
+
+    def allocate(self, s: Selected) -> Selected:
+        info = X86RegInfo(s.locals_bytes)
+        fn = allocate(s.fn, info)
+        return Selected(fn, s.locals_bytes, s.desc)
+
+    def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
+        k = assemble(s.fn, s.locals_bytes)
+        s.desc.target = {"x86": {"arch": self.arch, "workers": [
+            s.desc.global_size[int(w[-1])] for w in s.desc.specials if w.startswith("gidx")],
+            "worker_args": [w for w in s.desc.specials if w.startswith("gidx")],
+            "frame_bytes": k.frame}}
+        return k, s.desc
+
+    def listing(self, stage: str, state: Any) -> str:
+        if stage in ("select", "allocate"):
+            return format_mir(state.fn)
+        k, _ = state
+        return disasm_bytes(k.code, k.name)
+
+
+def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0) -> str:
+    """A listing of machine code: address, bytes, instruction (capstone, Intel syntax)."""
+    from capstone import CS_ARCH_X86, CS_MODE_64, CS_OPT_SYNTAX_ATT, Cs
+    cs = Cs(CS_ARCH_X86, CS_MODE_64)
+    if att:
+        cs.syntax = CS_OPT_SYNTAX_ATT
+    lines = [f"{name}:"]
+    for ins in cs.disasm(code, base):
+        text = f"{ins.mnemonic} {ins.op_str}".strip()
+        lines.append(f"  {ins.address:6x}:  {ins.bytes.hex(' '):<32} {text}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", dump_after: str | None = None,
+                out: Any = None) -> tuple[bytes, list[KernelDesc]]:
+    """Compile kernels into one ELF64 relocatable object; returns it and the kernels' descs."""
+    from kcc.targets.pipeline import run_pipeline
+    target = X86Target(arch)
+    names = [s.arg.name for s in sinks]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise SelectError(f"two kernels are named {sorted(dup)[0]!r}; symbols must be unique")
+    encoded, descs = [], []
+    for sink in sinks:
+        k, d = run_pipeline(sink, target, dump_after, out)
+        encoded.append(k)
+        descs.append(d)
+    return write_object(encoded, target.pool), descs
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def _ctype(dt_name: str) -> Any:
+    return {"float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+            "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
+            "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+            "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float16": ctypes.c_uint16,
+            "bfloat16": ctypes.c_uint16}[dt_name]
+
+
+def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
+    """Call a loaded kernel once per gidx worker (in parallel on a thread pool); args are
+    already checked and normalized by manifest.check_launch."""
+    argtypes = [ctypes.c_void_p if a.kind == "buffer" else _ctype(a.dtype) for a in desc.args]
+    workers = [s for s in desc.specials if s.startswith("gidx")]
+    argtypes += [ctypes.c_int] * len(workers)
+    fn = obj.function(desc.name, None, argtypes)
+    base = []
+    for a, v in zip(desc.args, args):
+        base.append(v.ctypes.data if a.kind == "buffer" else v.item())
+    dims = [range(desc.global_size[int(w[-1])]) for w in workers]
+    ids = list(product(*dims))
+    if len(ids) == 1:
+        fn(*base, *ids[0])
+        return
+    # ctypes releases the GIL during the call, so workers run in parallel.
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        for f in [ex.submit(fn, *base, *i) for i in ids]:
+            f.result()
+
+
