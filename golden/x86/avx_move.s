@@ -1223,6 +1223,221 @@ vpermps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vpermps_y_y_ym
 vpermps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 35 16 84 9c 00 10 00 00
+; form: vunpcklps_x_x_xm
+vunpcklps xmm0, xmm1, xmm2
+; bytes: c5 f0 14 c2
+; form: vunpcklps_x_x_xm
+vunpcklps xmm8, xmm9, xmm15
+; bytes: c4 41 30 14 c7
+; form: vunpcklps_x_x_xm
+vunpcklps xmm1, xmm12, xmm10
+; bytes: c4 c1 18 14 ca
+; form: vunpcklps_x_x_xm
+vunpcklps xmm11, xmm2, xmm3
+; bytes: c5 68 14 db
+; form: vunpcklps_x_x_xm
+vunpcklps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 30 14 82 00 e0 ff ff
+; form: vunpcklps_x_x_xm
+vunpcklps xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f0 14 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vunpcklps_x_x_xm
+vunpcklps xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 30 14 07
+; form: vunpcklps_y_y_ym
+vunpcklps ymm0, ymm1, ymm2
+; bytes: c5 f4 14 c2
+; form: vunpcklps_y_y_ym
+vunpcklps ymm8, ymm9, ymm15
+; bytes: c4 41 34 14 c7
+; form: vunpcklps_y_y_ym
+vunpcklps ymm1, ymm12, ymm10
+; bytes: c4 c1 1c 14 ca
+; form: vunpcklps_y_y_ym
+vunpcklps ymm11, ymm2, ymm3
+; bytes: c5 6c 14 db
+; form: vunpcklps_y_y_ym
+vunpcklps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 34 14 44 24 08
+; form: vunpcklps_y_y_ym
+vunpcklps ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f4 14 45 00
+; form: vunpcklps_y_y_ym
+vunpcklps ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 34 14 85 d4 fe ff ff
+; form: vunpckhps_x_x_xm
+vunpckhps xmm0, xmm1, xmm2
+; bytes: c5 f0 15 c2
+; form: vunpckhps_x_x_xm
+vunpckhps xmm8, xmm9, xmm15
+; bytes: c4 41 30 15 c7
+; form: vunpckhps_x_x_xm
+vunpckhps xmm1, xmm12, xmm10
+; bytes: c4 c1 18 15 ca
+; form: vunpckhps_x_x_xm
+vunpckhps xmm11, xmm2, xmm3
+; bytes: c5 68 15 db
+; form: vunpckhps_x_x_xm
+vunpckhps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 30 15 44 87 08
+; form: vunpckhps_x_x_xm
+vunpckhps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 70 15 44 fc 80
+; form: vunpckhps_x_x_xm
+vunpckhps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 30 15 84 4b e8 03 00 00
+; form: vunpckhps_y_y_ym
+vunpckhps ymm0, ymm1, ymm2
+; bytes: c5 f4 15 c2
+; form: vunpckhps_y_y_ym
+vunpckhps ymm8, ymm9, ymm15
+; bytes: c4 41 34 15 c7
+; form: vunpckhps_y_y_ym
+vunpckhps ymm1, ymm12, ymm10
+; bytes: c4 c1 1c 15 ca
+; form: vunpckhps_y_y_ym
+vunpckhps ymm11, ymm2, ymm3
+; bytes: c5 6c 15 db
+; form: vunpckhps_y_y_ym
+vunpckhps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 34 15 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vunpckhps_y_y_ym
+vunpckhps ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f4 15 04 cd 40 00 00 00
+; form: vunpckhps_y_y_ym
+vunpckhps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 34 15 44 30 7f
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm0, xmm1, xmm2
+; bytes: c5 f1 14 c2
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm8, xmm9, xmm15
+; bytes: c4 41 31 14 c7
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm1, xmm12, xmm10
+; bytes: c4 c1 19 14 ca
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm11, xmm2, xmm3
+; bytes: c5 69 14 db
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 14 84 9c 00 10 00 00
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f1 14 82 00 e0 ff ff
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 14 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm0, ymm1, ymm2
+; bytes: c5 f5 14 c2
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm8, ymm9, ymm15
+; bytes: c4 41 35 14 c7
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm1, ymm12, ymm10
+; bytes: c4 c1 1d 14 ca
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm11, ymm2, ymm3
+; bytes: c5 6d 14 db
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 14 07
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f5 14 44 24 08
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 14 45 00
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm0, xmm1, xmm2
+; bytes: c5 f1 15 c2
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm8, xmm9, xmm15
+; bytes: c4 41 31 15 c7
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm1, xmm12, xmm10
+; bytes: c4 c1 19 15 ca
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm11, xmm2, xmm3
+; bytes: c5 69 15 db
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 15 85 d4 fe ff ff
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 15 44 87 08
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 15 44 fc 80
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm0, ymm1, ymm2
+; bytes: c5 f5 15 c2
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm8, ymm9, ymm15
+; bytes: c4 41 35 15 c7
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm1, ymm12, ymm10
+; bytes: c4 c1 1d 15 ca
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm11, ymm2, ymm3
+; bytes: c5 6d 15 db
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 15 84 4b e8 03 00 00
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 15 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 15 04 cd 40 00 00 00
+; form: vmovddup_x_xm64
+vmovddup xmm0, xmm1
+; bytes: c5 fb 12 c1
+; form: vmovddup_x_xm64
+vmovddup xmm8, xmm9
+; bytes: c4 41 7b 12 c1
+; form: vmovddup_x_xm64
+vmovddup xmm1, xmm12
+; bytes: c4 c1 7b 12 cc
+; form: vmovddup_x_xm64
+vmovddup xmm11, xmm2
+; bytes: c5 7b 12 da
+; form: vmovddup_x_xm64
+vmovddup xmm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 7b 12 44 30 7f
+; form: vmovddup_x_xm64
+vmovddup xmm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 7b 12 84 9c 00 10 00 00
+; form: vmovddup_x_xm64
+vmovddup xmm8, qword ptr [rdx - 8192]
+; bytes: c5 7b 12 82 00 e0 ff ff
+; form: vmovddup_y_ym
+vmovddup ymm0, ymm1
+; bytes: c5 ff 12 c1
+; form: vmovddup_y_ym
+vmovddup ymm8, ymm9
+; bytes: c4 41 7f 12 c1
+; form: vmovddup_y_ym
+vmovddup ymm1, ymm12
+; bytes: c4 c1 7f 12 cc
+; form: vmovddup_y_ym
+vmovddup ymm11, ymm2
+; bytes: c5 7f 12 da
+; form: vmovddup_y_ym
+vmovddup ymm8, ymmword ptr [rip + bar]
+; bytes: c5 7f 12 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vmovddup_y_ym
+vmovddup ymm0, ymmword ptr [rdi]
+; bytes: c5 ff 12 07
+; form: vmovddup_y_ym
+vmovddup ymm8, ymmword ptr [rsp + 8]
+; bytes: c5 7f 12 44 24 08
 ; form: vshufps_x_x_xm_imm8
 vshufps xmm0, xmm1, xmm2, 1
 ; bytes: c5 f0 c6 c2 01
@@ -1236,15 +1451,14 @@ vshufps xmm1, xmm12, xmm10, 127
 vshufps xmm11, xmm2, xmm3, 255
 ; bytes: c5 68 c6 db ff
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm8, xmm9, xmmword ptr [rdx - 8192], 0
-; bytes: c5 30 c6 82 00 e0 ff ff 00
+vshufps xmm8, xmm9, xmmword ptr [rbp], 0
+; bytes: c5 30 c6 45 00 00
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm0, xmm1, xmmword ptr [rip + bar], 100
-; bytes: c5 f0 c6 05 00 00 00 00 64
-; fixup: 4 pc32 bar -5
+vshufps xmm0, xmm1, xmmword ptr [r13 - 300], 100
+; bytes: c4 c1 70 c6 85 d4 fe ff ff 64
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm8, xmm9, xmmword ptr [rdi], 200
-; bytes: c5 30 c6 07 c8
+vshufps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: c5 30 c6 44 87 08 c8
 ; form: vshufps_y_y_ym_imm8
 vshufps ymm0, ymm1, ymm2, 1
 ; bytes: c5 f4 c6 c2 01
@@ -1258,14 +1472,15 @@ vshufps ymm1, ymm12, ymm10, 127
 vshufps ymm11, ymm2, ymm3, 255
 ; bytes: c5 6c c6 db ff
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm8, ymm9, ymmword ptr [rsp + 8], 0
-; bytes: c5 34 c6 44 24 08 00
+vshufps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 01 34 c6 44 fc 80 00
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm0, ymm1, ymmword ptr [rbp], 100
-; bytes: c5 f4 c6 45 00 64
+vshufps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a1 74 c6 84 4b e8 03 00 00 64
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm8, ymm9, ymmword ptr [r13 - 300], 200
-; bytes: c4 41 34 c6 85 d4 fe ff ff c8
+vshufps ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
+; bytes: c5 34 c6 05 00 00 00 00 c8
+; fixup: 4 pc32 foo 11
 ; form: vshufpd_x_x_xm_imm8
 vshufpd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f1 c6 c2 01
@@ -1279,14 +1494,14 @@ vshufpd xmm1, xmm12, xmm10, 127
 vshufpd xmm11, xmm2, xmm3, 255
 ; bytes: c5 69 c6 db ff
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 0
-; bytes: c5 31 c6 44 87 08 00
+vshufpd xmm8, xmm9, xmmword ptr [8*rcx + 64], 0
+; bytes: c5 31 c6 04 cd 40 00 00 00 00
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128], 100
-; bytes: c4 81 71 c6 44 fc 80 64
+vshufpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127], 100
+; bytes: c4 c1 71 c6 44 30 7f 64
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: c4 21 31 c6 84 4b e8 03 00 00 c8
+vshufpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 21 31 c6 84 9c 00 10 00 00 c8
 ; form: vshufpd_y_y_ym_imm8
 vshufpd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c6 c2 01
@@ -1300,15 +1515,15 @@ vshufpd ymm1, ymm12, ymm10, 127
 vshufpd ymm11, ymm2, ymm3, 255
 ; bytes: c5 6d c6 db ff
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [rip + foo + 16], 0
-; bytes: c5 35 c6 05 00 00 00 00 00
-; fixup: 4 pc32 foo 11
+vshufpd ymm8, ymm9, ymmword ptr [rdx - 8192], 0
+; bytes: c5 35 c6 82 00 e0 ff ff 00
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm0, ymm1, ymmword ptr [8*rcx + 64], 100
-; bytes: c5 f5 c6 04 cd 40 00 00 00 64
+vshufpd ymm0, ymm1, ymmword ptr [rip + bar], 100
+; bytes: c5 f5 c6 05 00 00 00 00 64
+; fixup: 4 pc32 bar -5
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127], 200
-; bytes: c4 41 35 c6 44 30 7f c8
+vshufpd ymm8, ymm9, ymmword ptr [rdi], 200
+; bytes: c5 35 c6 07 c8
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm0, xmm1, 1
 ; bytes: c5 f9 70 c1 01
@@ -1322,15 +1537,14 @@ vpshufd xmm1, xmm12, 127
 vpshufd xmm11, xmm2, 255
 ; bytes: c5 79 70 da ff
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: c4 21 79 70 84 9c 00 10 00 00 00
+vpshufd xmm8, xmmword ptr [rsp + 8], 0
+; bytes: c5 79 70 44 24 08 00
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm0, xmmword ptr [rdx - 8192], 100
-; bytes: c5 f9 70 82 00 e0 ff ff 64
+vpshufd xmm0, xmmword ptr [rbp], 100
+; bytes: c5 f9 70 45 00 64
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [rip + bar], 200
-; bytes: c5 79 70 05 00 00 00 00 c8
-; fixup: 4 pc32 bar -5
+vpshufd xmm8, xmmword ptr [r13 - 300], 200
+; bytes: c4 41 79 70 85 d4 fe ff ff c8
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm0, ymm1, 1
 ; bytes: c5 fd 70 c1 01
@@ -1344,14 +1558,14 @@ vpshufd ymm1, ymm12, 127
 vpshufd ymm11, ymm2, 255
 ; bytes: c5 7d 70 da ff
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [rdi], 0
-; bytes: c5 7d 70 07 00
+vpshufd ymm8, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: c5 7d 70 44 87 08 00
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm0, ymmword ptr [rsp + 8], 100
-; bytes: c5 fd 70 44 24 08 64
+vpshufd ymm0, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: c4 81 7d 70 44 fc 80 64
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [rbp], 200
-; bytes: c5 7d 70 45 00 c8
+vpshufd ymm8, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: c4 21 7d 70 84 4b e8 03 00 00 c8
 ; form: vpshufb_x_x_xm
 vpshufb xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 00 c2
@@ -1365,14 +1579,15 @@ vpshufb xmm1, xmm12, xmm10
 vpshufb xmm11, xmm2, xmm3
 ; bytes: c4 62 69 00 db
 ; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 31 00 85 d4 fe ff ff
+vpshufb xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 00 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpshufb_x_x_xm
-vpshufb xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 71 00 44 87 08
+vpshufb xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 71 00 04 cd 40 00 00 00
 ; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 00 44 fc 80
+vpshufb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 00 44 30 7f
 ; form: vpshufb_y_y_ym
 vpshufb ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 00 c2
@@ -1386,15 +1601,15 @@ vpshufb ymm1, ymm12, ymm10
 vpshufb ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 00 db
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 35 00 84 4b e8 03 00 00
+vpshufb ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 00 84 9c 00 10 00 00
 ; form: vpshufb_y_y_ym
-vpshufb ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c4 e2 75 00 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpshufb ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 75 00 82 00 e0 ff ff
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 00 04 cd 40 00 00 00
+vpshufb ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 00 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vblendvps_x_x_xm_x
 vblendvps xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4a c2 30
@@ -1408,14 +1623,14 @@ vblendvps xmm1, xmm12, xmm10, xmm3
 vblendvps xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4a db d0
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [r8 + rsi + 127], xmm15
-; bytes: c4 43 31 4a 44 30 7f f0
+vblendvps xmm8, xmm9, xmmword ptr [rdi], xmm15
+; bytes: c4 63 31 4a 07 f0
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], xmm2
-; bytes: c4 a3 71 4a 84 9c 00 10 00 00 20
+vblendvps xmm0, xmm1, xmmword ptr [rsp + 8], xmm2
+; bytes: c4 e3 71 4a 44 24 08 20
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [rdx - 8192], xmm15
-; bytes: c4 63 31 4a 82 00 e0 ff ff f0
+vblendvps xmm8, xmm9, xmmword ptr [rbp], xmm15
+; bytes: c4 63 31 4a 45 00 f0
 ; form: vblendvps_y_y_ym_y
 vblendvps ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4a c2 30
@@ -1429,15 +1644,14 @@ vblendvps ymm1, ymm12, ymm10, ymm3
 vblendvps ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4a db d0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [rip + bar], ymm15
-; bytes: c4 63 35 4a 05 00 00 00 00 f0
-; fixup: 5 pc32 bar -5
+vblendvps ymm8, ymm9, ymmword ptr [r13 - 300], ymm15
+; bytes: c4 43 35 4a 85 d4 fe ff ff f0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm0, ymm1, ymmword ptr [rdi], ymm2
-; bytes: c4 e3 75 4a 07 20
+vblendvps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8], ymm2
+; bytes: c4 e3 75 4a 44 87 08 20
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [rsp + 8], ymm15
-; bytes: c4 63 35 4a 44 24 08 f0
+vblendvps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], ymm15
+; bytes: c4 03 35 4a 44 fc 80 f0
 ; form: vblendvpd_x_x_xm_x
 vblendvpd xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4b c2 30
@@ -1451,14 +1665,15 @@ vblendvpd xmm1, xmm12, xmm10, xmm3
 vblendvpd xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4b db d0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [rbp], xmm15
-; bytes: c4 63 31 4b 45 00 f0
+vblendvpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000], xmm15
+; bytes: c4 23 31 4b 84 4b e8 03 00 00 f0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm0, xmm1, xmmword ptr [r13 - 300], xmm2
-; bytes: c4 c3 71 4b 85 d4 fe ff ff 20
+vblendvpd xmm0, xmm1, xmmword ptr [rip + foo + 16], xmm2
+; bytes: c4 e3 71 4b 05 00 00 00 00 20
+; fixup: 5 pc32 foo 11
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], xmm15
-; bytes: c4 63 31 4b 44 87 08 f0
+vblendvpd xmm8, xmm9, xmmword ptr [8*rcx + 64], xmm15
+; bytes: c4 63 31 4b 04 cd 40 00 00 00 f0
 ; form: vblendvpd_y_y_ym_y
 vblendvpd ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4b c2 30
@@ -1472,15 +1687,14 @@ vblendvpd ymm1, ymm12, ymm10, ymm3
 vblendvpd ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4b db d0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], ymm15
-; bytes: c4 03 35 4b 44 fc 80 f0
+vblendvpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127], ymm15
+; bytes: c4 43 35 4b 44 30 7f f0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], ymm2
-; bytes: c4 a3 75 4b 84 4b e8 03 00 00 20
+vblendvpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], ymm2
+; bytes: c4 a3 75 4b 84 9c 00 10 00 00 20
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [rip + foo + 16], ymm15
-; bytes: c4 63 35 4b 05 00 00 00 00 f0
-; fixup: 5 pc32 foo 11
+vblendvpd ymm8, ymm9, ymmword ptr [rdx - 8192], ymm15
+; bytes: c4 63 35 4b 82 00 e0 ff ff f0
 ; form: vpblendvb_x_x_xm_x
 vpblendvb xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4c c2 30
@@ -1494,14 +1708,15 @@ vpblendvb xmm1, xmm12, xmm10, xmm3
 vpblendvb xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4c db d0
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [8*rcx + 64], xmm15
-; bytes: c4 63 31 4c 04 cd 40 00 00 00 f0
+vpblendvb xmm8, xmm9, xmmword ptr [rip + bar], xmm15
+; bytes: c4 63 31 4c 05 00 00 00 00 f0
+; fixup: 5 pc32 bar -5
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm0, xmm1, xmmword ptr [r8 + rsi + 127], xmm2
-; bytes: c4 c3 71 4c 44 30 7f 20
+vpblendvb xmm0, xmm1, xmmword ptr [rdi], xmm2
+; bytes: c4 e3 71 4c 07 20
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], xmm15
-; bytes: c4 23 31 4c 84 9c 00 10 00 00 f0
+vpblendvb xmm8, xmm9, xmmword ptr [rsp + 8], xmm15
+; bytes: c4 63 31 4c 44 24 08 f0
 ; form: vpblendvb_y_y_ym_y
 vpblendvb ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4c c2 30
@@ -1515,15 +1730,14 @@ vpblendvb ymm1, ymm12, ymm10, ymm3
 vpblendvb ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4c db d0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [rdx - 8192], ymm15
-; bytes: c4 63 35 4c 82 00 e0 ff ff f0
+vpblendvb ymm8, ymm9, ymmword ptr [rbp], ymm15
+; bytes: c4 63 35 4c 45 00 f0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm0, ymm1, ymmword ptr [rip + bar], ymm2
-; bytes: c4 e3 75 4c 05 00 00 00 00 20
-; fixup: 5 pc32 bar -5
+vpblendvb ymm0, ymm1, ymmword ptr [r13 - 300], ymm2
+; bytes: c4 c3 75 4c 85 d4 fe ff ff 20
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [rdi], ymm15
-; bytes: c4 63 35 4c 07 f0
+vpblendvb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], ymm15
+; bytes: c4 63 35 4c 44 87 08 f0
 ; form: vzeroupper
 vzeroupper
 ; bytes: c5 f8 77

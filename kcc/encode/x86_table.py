@@ -301,6 +301,12 @@ def _avx_move_rows() -> None:
     _vex("vpermpd", "avx_move", P66, M0F3A, 0x01, "y/reg/w ym/rm/r imm8/imm/r", vl=1, w=True)
     _vex("vpermd", "avx_move", P66, M0F38, 0x36, "y/reg/w y/vvvv/r ym/rm/r", vl=1)
     _vex("vpermps", "avx_move", P66, M0F38, 0x16, "y/reg/w y/vvvv/r ym/rm/r", vl=1)
+    # UNPCKLPS/UNPCKHPS (VEX.0F 14/15) and the PD forms (VEX.66.0F 14/15): interleave lanes.
+    for mnem, pp, op in (("vunpcklps", N, 0x14), ("vunpckhps", N, 0x15),
+                         ("vunpcklpd", P66, 0x14), ("vunpckhpd", P66, 0x15)):
+        _vxy(mnem, "avx_move", pp, M0F, op, "V/reg/w V/vvvv/r VM/rm/r")
+    _vex("vmovddup", "avx_move", PF2, M0F, 0x12, "x/reg/w xm64/rm/r")
+    _vex("vmovddup", "avx_move", PF2, M0F, 0x12, "y/reg/w ym/rm/r", vl=1)
     _vxy("vshufps", "avx_move", N, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
     _vxy("vshufpd", "avx_move", P66, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
     _vxy("vpshufd", "avx_move", P66, M0F, 0x70, "V/reg/w VM/rm/r imm8/imm/r")

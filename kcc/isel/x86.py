@@ -225,7 +225,16 @@ class X86Selector:
         return c if fits32(c) else None
 
     def ext(self, u: UOp, bits: int) -> VReg:
-        """u's integer value sign- or zero-extended (by its dtype) to 32 or 64 bits."""
+        """u's integer value sign- or zero-extended (by its dtype) to 32 or 64 bits; computed
+        once per loop level (like constants) so repeated addressing reuses it."""
+        for level in range(len(self.loops), -1, -1):
+            hit = self.const_cache.get((u, bits, level))
+            if hit is not None:
+                return hit
+        hit = self.const_cache[(u, bits, len(self.loops))] = self._ext(u, bits)
+        return hit
+
+    def _ext(self, u: UOp, bits: int) -> VReg:
         dt = u.dtype
         v = self.reg(u)
         signed = dt.is_signed
@@ -352,6 +361,9 @@ class X86Selector:
         self.fn.insts.append(Inst("label", [Label(head)], kind=Kind.LOOP_BEGIN))
         self.loops.append((u, i, head, skip))
         self.val[u] = i
+        # 0 <= i < bound <= the dtype's max: the 32-bit counter's upper half is zero, so the
+        # register is already i extended to 64 bits (no movsxd for addressing).
+        self.const_cache[(u, 64, len(self.loops))] = i
 
     def sel_END(self, u: UOp) -> None:
         """Close the innermost loop: counter += 1; loop while counter < bound."""
@@ -360,7 +372,7 @@ class X86Selector:
             raise AssertionError("linearize left loops improperly nested")
         # constants materialized inside the loop are not valid after it
         self.const_cache = {k: v for k, v in self.const_cache.items()
-                            if k[1] <= len(self.loops)}
+                            if k[-1] <= len(self.loops)}
         w = isz(rng.dtype)
         self.emit(f"add_rm{w}_imm8", i, 1)
         bound = rng.src[0]
@@ -485,10 +497,19 @@ class X86Selector:
         if reg_class(dt) != "vec":
             raise SelectError(f"a STACK of {n} x {dt} is not legal on x86 (devectorize)")
         consts = [strong_const(s) for s in u.src]
-        if all(c is not None for c in consts):
+        w = vw(dt, n)
+        if all(s is u.src[0] for s in u.src) and consts[0] is None:
+            t = self.new("vec")       # a splat: one broadcast (AVX2 takes a register source)
+            if dt == dtypes.float32:
+                self.emit(f"vbroadcastss_{w}_xm32", t, self.reg(u.src[0]))
+            elif w == "y":
+                self.emit("vbroadcastsd_y_xm64", t, self.reg(u.src[0]))
+            else:
+                a = self.reg(u.src[0])
+                self.emit("vunpcklpd_x_x_xm", t, a, a)
+        elif all(c is not None for c in consts):
             t = self.new("vec")
             data = b"".join(const_bytes(c, dt) for c in consts)
-            w = vw(dt, n)
             self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
         else:
             per = 16 // dt.itemsize
@@ -538,7 +559,8 @@ class X86Selector:
         op = u.op
         basic = {Ops.ADD: "vadd", Ops.SUB: "vsub", Ops.MUL: "vmul", Ops.FDIV: "vdiv"}
         if op in basic:
-            self.emit(basic[op] + kind, t, self.reg(u.src[0]), self.reg(u.src[1]))
+            b, arg = self.fsrc(u.src[1])
+            self.emit(basic[op] + kind, t, self.reg(u.src[0]), b, arg=arg)
         elif op is Ops.MAX:
             # MAX(a, b) = a < b ? b : a. vmaxps dst, x, y returns y unless x > y (SDM MAXPS:
             # the second source is returned on NaN or equal zeros), so max(b, a) is exact.
@@ -569,6 +591,14 @@ class X86Selector:
         else:
             raise SelectError(f"{op.name} on {dt} has no x86 rule (it should be decomposed)")
         return t
+
+    def fsrc(self, u: UOp) -> tuple[VReg | Mem, object]:
+        """A float operand for an r/m slot: a constant is read from .rodata in place."""
+        c = strong_const(u)
+        if c is None or u.op is Ops.STACK:
+            return self.reg(u), None
+        lanes = u.shape[0] if u.shape else 1
+        return Mem(), {"rip": self.pool.label(const_bytes(c, u.dtype) * lanes)}
 
     def ialu(self, u: UOp) -> VReg:
         """Integer and bool ALU in general-purpose registers."""
