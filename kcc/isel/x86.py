@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from kcc.encode.x86_table import FORMS
+from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, VReg
@@ -146,6 +146,11 @@ class X86Selector:
             raise AssertionError(f"{form} takes {len(access)} operands, got {len(ops)}")
         operands: list = []
         for k, (acc, o) in enumerate(zip(access, ops)):
+            if isinstance(o, (VReg, PReg)) and form in FORMS:
+                want = KINDS[kinds[k]].cls
+                if want != o.cls:
+                    raise AssertionError(f"{form} operand {k} wants a {want} register, "
+                                         f"got {o!r}")
             if isinstance(o, (VReg, PReg)):
                 fixed = RCX if form in FORMS and kinds[k] == "cl" else None
                 operands.append(RegOp(o, _ROLE[acc], fixed=fixed))
@@ -709,7 +714,10 @@ class X86Selector:
             form = f"vcmpp{fs(dt)}_{w}_{w}_{w}m_imm8"
         else:
             form = f"vcmps{fs(dt)}_x_x_xm{dt.bits}_imm8"
-        self.emit(form, m, self.reg(a_u), self.reg(b_u), pred)
+        ra, rb = self.reg(a_u), self.reg(b_u)
+        if ra.cls != "vec" or rb.cls != "vec":
+            raise AssertionError(f"fmask of {a_u.op} {a_u.dtype} / {b_u.op} {b_u.dtype} {u.op}")
+        self.emit(form, m, ra, rb, pred)
         return m
 
     def fcompare(self, u: UOp) -> VReg:
@@ -770,12 +778,28 @@ class X86Selector:
             form = "vcvtss2sd_x_x_xm32" if sd == dtypes.float32 else "vcvtsd2ss_x_x_xm64"
             self.emit(form, t, self.reg(x), self.reg(x))
             self.val[u] = t
+        elif sd.is_float and dt.is_float:
+            self.val[u] = self.half_cast(x, dt)
         elif sd.is_float:
             self.val[u] = self.from_float(x, dt)
         elif dt.is_float:
             self.val[u] = self.to_float(x, dt)
         else:
             self.val[u] = self.int_to_int(x, dt)
+
+    def half_cast(self, x: UOp, dt: DType) -> VReg:
+        """Casts among float16/bfloat16 and the other floats, through an exact float32."""
+        f = self.to_f32(x) if reg_class(x.dtype) == "gpr" else self.reg(x)
+        fd = dtypes.float32 if reg_class(x.dtype) == "gpr" else x.dtype
+        if dt == dtypes.float64:
+            t = self.new("vec")
+            self.emit("vcvtss2sd_x_x_xm32", t, f, f)
+            return t
+        if dt == dtypes.float32:
+            return f
+        if fd == dtypes.float64:
+            raise SelectError(f"CAST float64 → {dt.name} is not supported on x86 yet")
+        return self.from_f32(f, dt)
 
     def int_to_int(self, x: UOp, dt: DType) -> VReg:
         """Narrowing keeps the low bits (nothing to do); widening extends by the source sign."""
@@ -890,42 +914,70 @@ class X86Selector:
         return t
 
     def from_float(self, x: UOp, dt: DType) -> VReg:
-        """A float converted to an integer, truncating toward zero (vcvtt*)."""
+        """Float → integer: truncate toward zero, saturate to dt's range, NaN gives 0
+        (docs/semantics.md). vcvtt* alone returns the "integer indefinite" value out of range,
+        so the input is first cleared of NaN and clamped in the float domain."""
         sd = x.dtype
         f = self.reg(x) if reg_class(sd) == "vec" else self.to_f32(x)
         fd = sd if reg_class(sd) == "vec" else dtypes.float32
-        if dt.name in ("float16", "bfloat16"):
-            if fd == dtypes.float64:
-                raise SelectError(f"CAST float64 → {dt.name} is not supported on x86 yet")
-            return self.from_f32(f, dt)
-        t = self.new("gpr")
-        cvt = f"vcvtts{fs(fd)}2si_r"
+        s, b = fs(fd), fd.bits
+        # NaN → +0.0: AND with the ORD_Q (7) mask, all ones exactly where x is not NaN
+        m = self.new("vec")
+        self.emit(f"vcmps{s}_x_x_xm{b}_imm8", m, f, f, 7)
+        f0 = self.new("vec")
+        self.emit(f"vandp{s}_x_x_xm", f0, f, m)
+        cvt = f"vcvtts{s}2si_r64_xm{b}"
         if dt == dtypes.uint64:
-            return self.float_to_u64(f, fd)
-        if dt.itemsize == 8 or dt == dtypes.uint32:
-            self.emit(cvt + "64_xm" + str(fd.bits), t, f)
-        else:
-            self.emit(cvt + "32_xm" + str(fd.bits), t, f)
+            return self.float_to_u64(f0, fd)
+        t = self.new("gpr")
+        if dt == dtypes.int64:
+            self.emit(cvt, t, f0)
+            # x >= 2^63 converts to INT64_MIN (indefinite): saturate to INT64_MAX instead
+            self.saturate_high(f0, fd, 2.0 ** 63, t, (1 << 63) - 1)
+            return t
+        lo, hi = dt.min(), dt.max()
+        # clamp to [lo, hi] in float: vmaxs returns the 2nd source unless the 1st is greater
+        c1, c2 = self.new("vec"), self.new("vec")
+        self.emit(f"vmaxs{s}_x_x_xm{b}", c1, f0, self.materialize(float(lo), fd))
+        self.emit(f"vmins{s}_x_x_xm{b}", c2, c1, self.materialize(float(hi), fd))
+        self.emit(cvt, t, c2)              # in range of int64: exact truncation
+        if float(fd.np.type(hi)) != hi:    # hi rounded up in this float format: clamp again
+            top = self.materialize(hi, dtypes.int64)
+            self.emit("cmp_r64_rm64", t, top)
+            self.emit("cmovg_r64_rm64", t, top)
         return t
 
-    def float_to_u64(self, f: VReg, fd: DType) -> VReg:
-        """float → uint64: values ≥ 2^63 convert f - 2^63 and set bit 63 (no branch)."""
-        cvt = f"vcvtts{fs(fd)}2si_r64_xm{fd.bits}"
+    def saturate_high(self, f: VReg, fd: DType, limit: float, t: VReg, value: int) -> None:
+        """t = value where the float f >= limit (GE_OS compare, no branch)."""
+        m = self.new("vec")
+        self.emit(f"vcmps{fs(fd)}_x_x_xm{fd.bits}_imm8", m, f, self.materialize(limit, fd), 13)
+        ge = self.new("gpr")
+        self.emit("vmovd_rm32_x", ge, m)
+        self.emit("test_rm32_r32", ge, ge)
+        self.emit("cmovne_r64_rm64", t, self.materialize(value, dtypes.uint64))
+
+    def float_to_u64(self, f0: VReg, fd: DType) -> VReg:
+        """NaN-free float → uint64, saturating: negatives give 0, >= 2^64 gives 2^64-1;
+        values >= 2^63 convert f - 2^63 and set bit 63 (no branch)."""
+        s, b = fs(fd), fd.bits
+        f = self.new("vec")
+        self.emit(f"vmaxs{s}_x_x_xm{b}", f, f0, self.materialize(0.0, fd))
+        cvt = f"vcvtts{s}2si_r64_xm{b}"
         lo = self.new("gpr")
         self.emit(cvt, lo, f)
         big = self.materialize(2.0 ** 63, fd)
         d = self.new("vec")
-        self.emit(f"vsubs{fs(fd)}_x_x_xm{fd.bits}", d, f, big)
+        self.emit(f"vsubs{s}_x_x_xm{b}", d, f, big)
         hi = self.new("gpr")
         self.emit(cvt, hi, d)
-        top = self.materialize(1 << 63, dtypes.uint64)
-        self.emit("xor_r64_rm64", hi, top)
+        self.emit("xor_r64_rm64", hi, self.materialize(1 << 63, dtypes.uint64))
         m = self.new("vec")
-        self.emit(f"vcmps{fs(fd)}_x_x_xm{fd.bits}_imm8", m, f, big, 13)   # GE_OS
+        self.emit(f"vcmps{s}_x_x_xm{b}_imm8", m, f, big, 13)   # GE_OS
         ge = self.new("gpr")
         self.emit("vmovd_rm32_x", ge, m)
         self.emit("test_rm32_r32", ge, ge)
         self.emit("cmovne_r64_rm64", lo, hi)
+        self.saturate_high(f, fd, 2.0 ** 64, lo, (1 << 64) - 1)
         return lo
 
     def vcast(self, u: UOp) -> VReg:

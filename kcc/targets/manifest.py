@@ -102,7 +102,10 @@ def describe_kernel(sink: UOp) -> KernelDesc:
     for n in order:
         if n.op is Ops.SPECIAL:
             dims = glob if n.arg.startswith("gidx") else loc
-            dims[int(n.arg[-1])] = n.src[0].arg
+            bound = n.src[0]
+            while bound.op is Ops.CAST:       # lowered graphs write CAST(CONST n) int32
+                bound = bound.src[0]
+            dims[int(n.arg[-1])] = bound.arg
     return KernelDesc(sink.arg.name, args, glob, loc, specials=specials)
 
 

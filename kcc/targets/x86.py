@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kcc.encode.x86 import Assembler, Imm as XImm, Label as XLabel, Mem as XMem, Reg as XReg
+from kcc.encode.x86 import Assembler, format_intel, Imm as XImm, Label as XLabel, Mem as XMem, Reg as XReg
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import dtypes
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
@@ -134,36 +134,51 @@ class EncodedKernel:
     fixups: list[Any]
     frame: int
     saved: tuple[PReg, ...]
+    items: list[tuple]
+
+
+def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[PReg, ...], int]:
+    """The final instruction list of an allocated function: prologue, body, epilogue.
+
+    Items are ("label", name) or (form, operands…) in encoder terms."""
+    items: list[tuple] = []
+    saved = tuple(p for p in GPR_ORDER if p in fn.callee_saved_used)
+    frame = -(-(locals_bytes + fn.frame_size) // FRAME_ALIGN) * FRAME_ALIGN
+    items.append(("push_r64", XReg("rbp")))
+    items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
+    for p in saved:
+        items.append(("push_r64", XReg(p.name)))
+    items.append(("sub_rm64_imm32", XReg("rsp"), XImm(frame)))
+    # 32-byte alignment for ymm spill slots and REG buffers
+    items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
+    for inst in fn.insts:
+        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+            items.append(("label", inst.label()))
+        elif inst.kind is Kind.RET:
+            items.append(("lea_r64_m", XReg("rsp"), XMem(0, "rbp", None, 1, -8 * len(saved))))
+            for p in reversed(saved):
+                items.append(("pop_r64", XReg(p.name)))
+            items.append(("pop_r64", XReg("rbp")))
+            items.append(("vzeroupper",))      # no AVX→SSE transition stalls in the caller
+            items.append(("ret",))
+        elif inst.kind is Kind.MOVE and _is_self_move(inst):
+            continue
+        else:
+            items.append(_flat(encode_operands(inst)))
+    return items, saved, frame
 
 
 def assemble(fn: MFunction, locals_bytes: int) -> EncodedKernel:
     """Prologue, the allocated body, epilogue → bytes (branches relaxed by the assembler)."""
+    items, saved, frame = machine_code(fn, locals_bytes)
     asm = Assembler()
-    saved = tuple(p for p in GPR_ORDER if p in fn.callee_saved_used)
-    frame = -(-(locals_bytes + fn.frame_size) // FRAME_ALIGN) * FRAME_ALIGN
-    asm.emit("push_r64", XReg("rbp"))
-    asm.emit("mov_r64_rm64", XReg("rbp"), XReg("rsp"))
-    for p in saved:
-        asm.emit("push_r64", XReg(p.name))
-    asm.emit("sub_rm64_imm32", XReg("rsp"), XImm(frame))
-    # 32-byte alignment for ymm spill slots and REG buffers
-    asm.emit("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN))
-    for inst in fn.insts:
-        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
-            asm.label(inst.label())
-        elif inst.kind is Kind.RET:
-            asm.emit("lea_r64_m", XReg("rsp"), XMem(0, "rbp", None, 1, -8 * len(saved)))
-            for p in reversed(saved):
-                asm.emit("pop_r64", XReg(p.name))
-            asm.emit("pop_r64", XReg("rbp"))
-            asm.emit("vzeroupper")          # avoid AVX→SSE transition stalls in the caller
-            asm.emit("ret")
-        elif inst.kind is Kind.MOVE and _is_self_move(inst):
-            continue
+    for it in items:
+        if it[0] == "label":
+            asm.label(it[1])
         else:
-            asm.emit(*_flat(encode_operands(inst)))
+            asm.emit(*it)
     code, fixups = asm.finish()
-    return EncodedKernel(fn.name, code, fixups, frame, saved)
+    return EncodedKernel(fn.name, code, fixups, frame, saved, items)
 
 
 def _flat(x: tuple[str, tuple]) -> tuple:
@@ -212,6 +227,33 @@ def write_object(kernels: list[EncodedKernel], pool: ConstPool) -> bytes:
     if data:
         sections[".rodata"] = (data, align, SHF_ALLOC)
     return write_relocatable(sections, symbols, relocs)
+
+
+def assembly_text(kernels: list[EncodedKernel], pool: ConstPool) -> str:
+    """GNU assembler source (Intel syntax) for the kernels and their constants: `as` or
+    `llvm-mc` assemble it to the same instructions kcc encodes."""
+    lines = ["\t.intel_syntax noprefix", "\t.text"]
+    for k in kernels:
+        lines += ["", "\t.p2align 4", f"\t.globl {k.name}", f"\t.type {k.name}, @function",
+                  f"{k.name}:"]
+        for it in k.items:
+            if it[0] == "label":
+                lines.append(f"{it[1]}:")
+            else:
+                lines.append("\t" + format_intel(it[0], *it[1:]))
+        lines.append(f"\t.size {k.name}, .-{k.name}")
+    data, offsets, align = rodata(pool)
+    if pool.items:
+        lines += ["", "\t.section .rodata", f"\t.p2align {align.bit_length() - 1}"]
+        pos = 0
+        for blob, label in pool.items.items():
+            if offsets[label] > pos:
+                lines.append(f"\t.zero {offsets[label] - pos}")
+            lines.append(f"{label}:")
+            lines.append("\t.byte " + ", ".join(f"0x{b:02x}" for b in blob))
+            pos = offsets[label] + len(blob)
+    lines += ["", '\t.section .note.GNU-stack,"",@progbits', ""]
+    return "\n".join(lines)
 
 
 def prototype(desc: Any) -> str:
@@ -300,20 +342,26 @@ def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0) -> st
     return "\n".join(lines) + "\n"
 
 
-def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", dump_after: str | None = None,
-                out: Any = None) -> tuple[bytes, list[KernelDesc]]:
-    """Compile kernels into one ELF64 relocatable object; returns it and the kernels' descs."""
+def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
+                dump_after: str | None = None, out: Any = None
+                ) -> tuple[bytes, list[KernelDesc]]:
+    """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
+    (emit="asm"); returns it and the kernels' descriptions for the manifest."""
     from kcc.targets.pipeline import run_pipeline
+    if emit not in ("obj", "asm"):
+        raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
     target = X86Target(arch)
     names = [s.arg.name for s in sinks]
-    dup = {n for n in names if names.count(n) > 1}
+    dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise SelectError(f"two kernels are named {sorted(dup)[0]!r}; symbols must be unique")
+        raise SelectError(f"two kernels are named {dup[0]!r}; symbols must be unique")
     encoded, descs = [], []
     for sink in sinks:
         k, d = run_pipeline(sink, target, dump_after, out)
         encoded.append(k)
         descs.append(d)
+    if emit == "asm":
+        return assembly_text(encoded, target.pool).encode(), descs
     return write_object(encoded, target.pool), descs
 
 
@@ -348,3 +396,56 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
             f.result()
 
 
+
+
+def c_header(descs: list[KernelDesc]) -> str:
+    """A C header declaring every kernel of an object (`kcc compile --header`)."""
+    guard = "KCC_KERNELS_H"
+    lines = ["/* Generated by kcc: prototypes of the kernels in the object. */",
+             f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>", "",
+             "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
+    lines += [prototype(d) for d in descs]
+    lines += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)
+
+
+def disasm_object(data: bytes, att: bool = False) -> str:
+    """Per function symbol of an x86-64 ELF object: address, bytes, instruction (capstone),
+    with the relocation that applies to an instruction shown after it."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        text = elf.get_section_by_name(".text")
+        if text is None:
+            raise ValueError("the object has no .text section")
+        code = text.data()
+        symtab = elf.get_section_by_name(".symtab")
+        funcs = sorted((s["st_value"], s["st_size"], s.name) for s in symtab.iter_symbols()
+                       if s["st_info"]["type"] == "STT_FUNC")
+        relocs: dict[int, str] = {}
+        rela = elf.get_section_by_name(".rela.text")
+        if isinstance(rela, RelocationSection):
+            for r in rela.iter_relocations():
+                sym = symtab.get_symbol(r["r_info_sym"])
+                name = sym.name or elf.get_section(sym["st_shndx"]).name
+                relocs[r["r_offset"]] = f"{name}{r['r_addend']:+d}"
+    except ELFError as e:
+        raise ValueError(f"not a readable ELF object: {e}") from None
+    out = []
+    for start, size, name in funcs:
+        listing = disasm_bytes(code[start:start + size], name, att, start)
+        lines = listing.splitlines()
+        out.append(lines[0])
+        for line in lines[1:]:
+            out.append(line)
+            addr = int(line.split(":")[0], 16)
+            nbytes = len(line.split(":", 1)[1][:34].split())
+            for off in range(addr, addr + nbytes):
+                if off in relocs:
+                    out.append(f"{'':10}R_X86_64_PC32 {relocs[off]}")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,6 @@
+"""Test configuration: tests import their helpers (x86_util, …) from this folder."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

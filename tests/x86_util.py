@@ -1,0 +1,86 @@
+"""Helpers for x86 end-to-end tests: compile a graph with kcc, run it in-process, and run the
+reference interpreter on the same inputs (the oracle)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kcc.frontend.parser import parse
+from kcc.ir import UOp
+from kcc.ir.interp import run as interp_run
+from kcc.targets.manifest import check_launch
+from kcc.targets.objload import LoadedObject
+from kcc.targets.x86 import compile_x86, launch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "examples"
+
+
+def random_inputs(sink: UOp, seed: int = 0) -> list:
+    """Random arguments in slot order: a mix of ordinary and special float values, full-range
+    integers, and scalars within their declared ranges."""
+    from kcc.targets.manifest import describe_kernel
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in describe_kernel(sink).args:
+        dt = np.dtype("uint16" if a.dtype == "bfloat16" else
+                      ("bool" if a.dtype == "bool" else a.dtype))
+        n = a.size if a.kind == "buffer" else 1
+        if a.dtype == "bool":
+            v = rng.integers(0, 2, n).astype(bool)
+        elif dt.kind == "f":
+            v = (rng.standard_normal(n) * 4).astype(dt)
+        elif a.dtype == "bfloat16":
+            v = (rng.standard_normal(n).astype(np.float32).view(np.uint32) >> 16).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            lo, hi = (a.range if a.kind == "scalar" and a.range else (info.min, info.max))
+            lo, hi = max(lo, info.min, -1000), min(hi, info.max, 1000)
+            v = rng.integers(lo, hi + 1, n).astype(dt)
+        out.append(v if a.kind == "buffer" else v[0])
+    return out
+
+
+def compile_and_run(sink: UOp, args: list, arch: str = "x86-64-v3") -> list:
+    """Compile sink for x86, run it on copies of args, return the (updated) arguments."""
+    obj, descs = compile_x86([sink], arch)
+    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    lo = LoadedObject(obj)
+    try:
+        launch(lo, descs[0], check_launch(descs[0], mine))
+    finally:
+        lo.close()
+    return mine
+
+
+def reference(sink: UOp, args: list) -> list:
+    """The interpreter's result on copies of args."""
+    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    interp_run(sink, ref)
+    return ref
+
+
+def assert_same(sink: UOp, got: list, want: list, ulp: int = 0) -> None:
+    """Bit-exact equality (NaNs equal), or within `ulp` units in the last place for floats."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, np.ndarray):
+            continue
+        if ulp and g.dtype.kind == "f":
+            close = np.isclose(g, w, rtol=ulp * np.finfo(g.dtype).eps, atol=0, equal_nan=True)
+            bad = ~(close | (g.view(f"u{g.itemsize}") == w.view(f"u{g.itemsize}")))
+        else:
+            bad = g.view(f"u{g.itemsize}") != w.view(f"u{g.itemsize}")
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise AssertionError(f"{sink.arg.name}: argument {i} differs at {k}: kcc "
+                                 f"{g.reshape(-1)[k]!r}, interpreter {w.reshape(-1)[k]!r} "
+                                 f"({int(bad.sum())} of {bad.size} elements)")
+
+
+def check_file(path: Path, seed: int = 0, ulp: int = 0) -> None:
+    """Compile and run a .uop file on x86 and compare it with the interpreter."""
+    sink = parse(path.read_text(), str(path))
+    args = random_inputs(sink, seed)
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args), ulp)
