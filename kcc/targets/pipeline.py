@@ -31,7 +31,8 @@ class Target(Protocol):
     name: str
     desc: TargetDesc
 
-    def select(self, lin: list[UOp], sink: UOp) -> Any: ...
+    def select(self, lin: list[UOp], sink: UOp) -> Any:
+        """Instruction selection of the schedule; sink is the kernel as written."""
     def allocate(self, selected: Any) -> Any: ...
     def encode(self, allocated: Any) -> Any: ...
     def listing(self, stage: str, state: Any) -> str: ...
@@ -102,7 +103,8 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
             text = format_schedule(state) if dump_after == step.name else None
         else:
             if step.name == "select":
-                state = target.select(state, graph)
+                # the signature (every PARAM slot, launch dims) comes from the kernel as written
+                state = target.select(state, sink)
             else:
                 state = getattr(target, step.name)(state)
             text = target.listing(step.name, state) if dump_after == step.name else None

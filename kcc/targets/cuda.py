@@ -1,0 +1,263 @@
+"""The CUDA target: PTX from kcc.isel.ptx/kcc.encode.ptx, a cubin through ptxas, manifest
+facts, and the launch path through libcuda (kcc.targets.cuda_driver).
+
+    data, descs = compile_cuda([sink], arch="sm_90", emit="cubin")
+    launch_cuda(data, descs[0], check_launch(descs[0], args))
+
+Registers are virtual in PTX, so `allocate` is the identity: ptxas allocates, and its `-v`
+report gives the register count the manifest records. One module holds every kernel (one
+`.visible .entry` each). Launch dimensions are static: grid = the gidx bounds, block = the
+lidx bounds (declared to ptxas as `.maxntid`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kcc.encode.ptx import ARCH_PTX, Kernel, PtxError, module_text, sm_number
+from kcc.ir import Ops, UOp
+from kcc.isel.ptx import SelectError, select
+from kcc.passes.target import CUDA, TargetDesc
+from kcc.targets.manifest import KernelDesc, describe_kernel
+
+ARCHES: tuple[str, ...] = tuple(ARCH_PTX)
+PTXAS_HINT = ("install it with `pip install nvidia-cuda-nvcc` (it provides "
+              "site-packages/nvidia/cu13/bin/ptxas) or the CUDA toolkit, or use --emit ptx")
+
+
+class CudaCompileError(Exception):
+    """A CUDA compilation that cannot complete (no ptxas, ptxas refused the PTX, bad arch)."""
+
+
+def find_ptxas() -> str | None:
+    """ptxas on PATH, else the one the `nvidia-cuda-nvcc` wheel installs; None if neither."""
+    p = shutil.which("ptxas")
+    if p:
+        return p
+    for base in sys.path:
+        for sub in ("cu13", "cu12", "cuda_nvcc"):
+            cand = Path(base) / "nvidia" / sub / "bin" / "ptxas"
+            if cand.is_file() and os.access(cand, os.X_OK):
+                return str(cand)
+    return None
+
+
+@dataclass
+class Selected:
+    """A kernel after isel (and after the identity allocation)."""
+
+    kernel: Kernel
+    desc: KernelDesc
+
+
+class CudaTarget:
+    """CUDA: select with kcc.isel.ptx; registers stay virtual; encode is PTX text."""
+
+    name = "cuda"
+
+    def __init__(self, arch: str = "sm_90"):
+        if arch not in ARCH_PTX:
+            raise CudaCompileError(f"unknown CUDA arch {arch!r} (choose from "
+                                   f"{', '.join(ARCHES)})")
+        self.arch = arch
+        self.sm = sm_number(arch)
+        self.desc: TargetDesc = CUDA
+        self.kernel_desc: KernelDesc | None = None     # set per kernel by compile_cuda
+        self.params: list[UOp | None] = []
+
+    def prepare(self, sink: UOp) -> None:
+        """Describe the kernel from its input graph (every PARAM keeps its slot)."""
+        self.kernel_desc = describe_kernel(sink)
+        params = {n.arg.slot: n for n in sink.toposort() if n.op is Ops.PARAM}
+        self.params = [params.get(i) for i in range(max(params, default=-1) + 1)]
+
+    def select(self, lin: list[UOp], sink: UOp) -> Selected:
+        kd = self.kernel_desc or describe_kernel(sink)
+        params = self.params
+        if not params:
+            ps = {n.arg.slot: n for n in lin if n.op is Ops.PARAM}
+            params = [ps.get(i) for i in range(max(ps, default=-1) + 1)]
+        # a PARAM the passes rebuilt is the same node (hash-consing), so look it up by slot
+        live = {n.arg.slot: n for n in lin if n.op is Ops.PARAM}
+        params = [live.get(i, p) for i, p in enumerate(params)]
+        k = select(lin, kd.name, params, self.sm)
+        if any(s.startswith("lidx") for s in kd.specials):
+            k.maxntid = tuple(kd.local_size)
+        return Selected(k, kd)
+
+    def allocate(self, s: Selected) -> Selected:
+        """PTX registers are virtual: ptxas allocates them."""
+        return s
+
+    def encode(self, s: Selected) -> tuple[Kernel, KernelDesc]:
+        shared = sum(size for _, size, _ in s.kernel.shared)
+        s.desc.target = {"cuda": {"arch": self.arch, "ptx_version": ARCH_PTX[self.arch],
+                                  "registers": None, "shared_bytes": shared,
+                                  "local_bytes": sum(b for _, b, _ in s.kernel.local),
+                                  "block": list(s.desc.local_size),
+                                  "grid": list(s.desc.global_size)}}
+        return s.kernel, s.desc
+
+    def listing(self, stage: str, state: Any) -> str:
+        if stage in ("select", "allocate"):
+            from kcc.encode.ptx import kernel_text
+            return kernel_text(state.kernel, self.sm)
+        return module_text([state[0]], self.arch)
+
+
+def run_ptxas(ptx: str, arch: str, ptxas: str | None = None) -> tuple[bytes, dict[str, dict]]:
+    """Assemble PTX into a cubin with `ptxas -v`; returns it and per-kernel facts
+    ({name: {"registers": n, "shared_bytes": n, "local_bytes": n}}) parsed from the report."""
+    exe = ptxas or find_ptxas()
+    if exe is None:
+        raise CudaCompileError(f"ptxas was not found; {PTXAS_HINT}")
+    with tempfile.TemporaryDirectory(prefix="kcc-ptxas-") as d:
+        src, out = Path(d) / "k.ptx", Path(d) / "k.cubin"
+        src.write_text(ptx)
+        r = subprocess.run([exe, "-v", f"-arch={arch}", str(src), "-o", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise CudaCompileError(f"ptxas rejected the PTX (exit {r.returncode}):\n"
+                                   f"{r.stderr.strip() or r.stdout.strip()}")
+        return out.read_bytes(), parse_ptxas_info(r.stderr + r.stdout)
+
+
+_FN = re.compile(r"Compiling entry function '([^']+)'")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_STACK = re.compile(r"(\d+) bytes stack frame")
+
+
+def parse_ptxas_info(text: str) -> dict[str, dict]:
+    """Registers, shared and stack bytes per entry from `ptxas -v` output."""
+    facts: dict[str, dict] = {}
+    cur: dict | None = None
+    for line in text.splitlines():
+        m = _FN.search(line)
+        if m:
+            cur = facts.setdefault(m.group(1), {})
+            continue
+        if cur is None:
+            continue
+        if (m := _USED.search(line)):
+            cur["registers"] = int(m.group(1))
+            if (s := _SMEM.search(line)):
+                cur["shared_bytes"] = int(s.group(1))
+        if (m := _STACK.search(line)):
+            cur["stack_bytes"] = int(m.group(1))
+    return facts
+
+
+def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
+                 dump_after: str | None = None, out: Any = None
+                 ) -> tuple[bytes, list[KernelDesc]]:
+    """Compile kernels into one CUDA module: a cubin (via ptxas) or PTX text (UTF-8 bytes).
+
+    The manifest facts (registers from `ptxas -v`) are filled whenever ptxas is available,
+    also for `emit="ptx"`.
+    """
+    from kcc.targets.pipeline import run_pipeline
+    if emit not in ("cubin", "ptx"):
+        raise CudaCompileError(f"--emit for CUDA is 'cubin' or 'ptx', not {emit!r}")
+    target = CudaTarget(arch)
+    ptxas = find_ptxas()
+    if emit == "cubin" and ptxas is None:
+        raise CudaCompileError(f"a cubin needs ptxas, which was not found; {PTXAS_HINT}")
+    names = [s.arg.name for s in sinks]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise CudaCompileError(f"two kernels are named {dup[0]!r}; entry names must be unique")
+    kernels, descs = [], []
+    for sink in sinks:
+        target.prepare(sink)
+        try:
+            k, d = run_pipeline(sink, target, dump_after, out)
+        except (SelectError, PtxError) as e:
+            raise CudaCompileError(f"kernel {sink.arg.name}: {e}") from None
+        kernels.append(k)
+        descs.append(d)
+    try:
+        ptx = module_text(kernels, arch)
+    except PtxError as e:
+        raise CudaCompileError(str(e)) from None
+    if ptxas is None:
+        return ptx.encode(), descs
+    cubin, facts = run_ptxas(ptx, arch, ptxas)
+    for d in descs:
+        f = facts.get(d.name, {})
+        d.target["cuda"]["registers"] = f.get("registers")
+        if "shared_bytes" in f:
+            d.target["cuda"]["shared_bytes"] = f["shared_bytes"]
+        if "stack_bytes" in f:
+            d.target["cuda"]["stack_bytes"] = f["stack_bytes"]
+    return (cubin if emit == "cubin" else ptx.encode()), descs
+
+
+def disasm_cuda(data: bytes) -> str:
+    """PTX text as is; a cubin as SASS through cuobjdump or nvdisasm when present."""
+    if not data.startswith(b"\x7fELF"):
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            raise CudaCompileError("not PTX text (not UTF-8) and not a cubin (no ELF header)") \
+                from None
+    for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
+        exe = shutil.which(tool) or _wheel_tool(tool)
+        if exe is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="kcc-sass-") as d:
+            p = Path(d) / "k.cubin"
+            p.write_bytes(data)
+            r = subprocess.run([exe, *args, str(p)], capture_output=True, text=True, timeout=120)
+            if r.returncode == 0:
+                return r.stdout
+    return ("; a cubin: SASS listing needs cuobjdump or nvdisasm, which were not found\n"
+            "; install with `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, or "
+            "compile with --emit ptx to read the PTX\n")
+
+
+def _wheel_tool(tool: str) -> str | None:
+    for base in sys.path:
+        cand = Path(base) / "nvidia" / "cu13" / "bin" / tool
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def launch_cuda(module: bytes, desc: KernelDesc, args: list[Any]) -> None:
+    """Run one kernel of a module on the GPU: copy buffers in, launch grid × block, copy the
+    written buffers back into the caller's arrays. args are normalized by check_launch."""
+    from kcc.targets.cuda_driver import Driver
+    drv = Driver.get()
+    mod = drv.load_module(module)
+    fn = drv.function(mod, desc.name)
+    ptrs: list[tuple[int, np.ndarray, bool]] = []
+    params: list[Any] = []
+    try:
+        for a, v in zip(desc.args, args):
+            if a.kind == "buffer":
+                dptr = drv.alloc(max(v.nbytes, 1))
+                ptrs.append((dptr, v, "w" in a.access))
+                drv.htod(dptr, v)
+                params.append(("ptr", dptr))
+            else:
+                params.append(("val", np.asarray(v)))
+        drv.launch(fn, desc.global_size, desc.local_size, params)
+        drv.synchronize()
+        for dptr, v, written in ptrs:
+            if written:
+                drv.dtoh(v, dptr)
+    finally:
+        for dptr, _, _ in ptrs:
+            drv.free(dptr)
+        drv.unload_module(mod)
