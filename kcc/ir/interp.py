@@ -1,0 +1,654 @@
+"""The reference interpreter: runs any valid UOp graph on numpy, bit-exact with docs/semantics.md.
+
+    from kcc.ir.interp import run
+    out, x = run(sink, [np.zeros(16, np.float32), np.arange(16, dtype=np.float32)])
+
+Execution model (docs/semantics.md, "Execution order"):
+- Effects run depth first from the SINK, srcs in order; a node is evaluated once per iteration
+  of the innermost RANGE it depends on (UOP_FORMAT.md: a node is inside the loop of every RANGE
+  it depends on unless an END of that range lies on the way). END runs its loops.
+- All hardware threads (SPECIAL gidx/lidx) run in lockstep, each a lane of a numpy axis, so a
+  BARRIER holds by construction; LOCAL buffers have one copy per workgroup (gidx), REG buffers
+  one copy per thread.
+- Speed: a RANGE loop runs all its iterations at once as another lane axis when no iteration
+  can observe another. That is checked while it runs (shared memory: no element touched by two
+  iterations when one of them writes; REG buffers: privatized per iteration, no iteration reads
+  an element it did not write first when another iteration writes it). When the check fails the
+  kernel is rerun from a snapshot of its buffers with that loop sequential, so results are
+  always those of the sequential program.
+"""
+
+from __future__ import annotations
+
+import heapq
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from kcc.ir import numerics as nm
+from kcc.ir.dtype import DType, dtypes, promote
+from kcc.ir.ops import ALU, COMPARE, Ops
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
+
+MAX_AXES = 40   # numpy allows 64 dims; the rest is for a vector lane and the storage element
+
+
+class InterpError(Exception):
+    """A kernel the interpreter cannot run with these arguments (the message says why)."""
+
+
+class _Conflict(Exception):
+    """A vectorized loop whose iterations interfere: rerun with these loops sequential."""
+
+    def __init__(self, ranges: set[UOp]):
+        super().__init__("loop iterations interfere")
+        self.ranges = ranges
+
+
+# -- static analysis (cached per kernel) -----------------------------------------------------
+
+@dataclass
+class _Kernel:
+    sink: UOp
+    order: list[UOp]
+    deps: dict[UOp, frozenset[UOp]]          # RANGE and SPECIAL nodes each node lies inside
+    rank: dict[UOp, int]                     # nesting order of RANGEs (outer first)
+    axis: dict[UOp, int]                     # numpy axis of each SPECIAL / vectorizable RANGE
+    nax: int
+    params: dict[int, UOp]
+    buffers: list[UOp]
+    stored: dict[UOp, set[UOp]]              # RANGE -> bases stored inside it
+    written: set[UOp]                        # every base stored anywhere
+    seq: set[UOp] = field(default_factory=set)   # loops learned to need sequential execution
+    pre: dict[UOp, tuple[UOp, ...]] = field(default_factory=dict)   # srcs evaluated first
+    rdeps: dict[UOp, tuple[UOp, ...]] = field(default_factory=dict)  # RANGE deps, inner first
+    void: frozenset[UOp] = frozenset()
+
+    def __post_init__(self) -> None:
+        for n in self.order:
+            self.pre[n] = () if n.op in (Ops.RANGE, Ops.SPECIAL, Ops.END) else (
+                n.src[1:] + n.src[:1] if n.op is Ops.AFTER else n.src)
+            self.rdeps[n] = tuple(sorted((r for r in self.deps[n] if r.op is Ops.RANGE),
+                                         key=self.rank.__getitem__, reverse=True))
+        self.void = frozenset(n for n in self.order if n.kind == "void")
+
+
+_CACHE: "weakref.WeakKeyDictionary[UOp, _Kernel]" = weakref.WeakKeyDictionary()
+
+
+def base_of(n: UOp) -> UOp:
+    """The PARAM or BUFFER under a place or buffer node (through INDEX/SHRINK and AFTER)."""
+    while n.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
+        n = n.src[0]
+    return n
+
+
+def _analyse(sink: UOp) -> _Kernel:
+    if sink.op is not Ops.SINK:
+        raise InterpError(f"run() takes the kernel's SINK, not {sink.op.name}")
+    sink.utype  # type-checks the whole graph (raises IRError)
+    order = toposort([sink])
+    deps: dict[UOp, frozenset[UOp]] = {}
+    for n in order:
+        d: set[UOp] = set()
+        for s in n.src:
+            d |= deps[s]
+        if n.op in (Ops.RANGE, Ops.SPECIAL):
+            d.add(n)
+        if n.op is Ops.END:
+            d -= set(n.src[1:])
+        deps[n] = frozenset(d)
+    pos = {n: i for i, n in enumerate(order)}
+    ranges = [n for n in order if n.op is Ops.RANGE]
+    rank = _nest_order(ranges, deps, pos)
+    specials: dict[str, UOp] = {}
+    for n in order:
+        if n.op is Ops.SPECIAL:
+            if n.arg in specials and specials[n.arg].src[0].arg != n.src[0].arg:
+                raise InterpError(f"SPECIAL {n.arg} appears with two different bounds")
+            specials.setdefault(n.arg, n)
+    axis: dict[UOp, int] = {}
+    for n in order:
+        if n.op is Ops.SPECIAL:
+            axis[n] = sorted(specials).index(n.arg)
+    nax = len(specials)
+    for r in sorted(ranges, key=rank.__getitem__):
+        if nax < MAX_AXES:
+            axis[r] = nax
+            nax += 1
+    params: dict[int, UOp] = {}
+    for n in order:
+        if n.op is Ops.PARAM:
+            if n.arg.slot in params and params[n.arg.slot] is not n:
+                raise InterpError(f"two PARAMs share slot {n.arg.slot}")
+            params[n.arg.slot] = n
+    if sorted(params) != list(range(len(params))):
+        raise InterpError(f"PARAM slots {sorted(params)} do not run from 0 without gaps")
+    stored: dict[UOp, set[UOp]] = {r: set() for r in ranges}
+    written: set[UOp] = set()
+    for n in order:
+        if n.op is Ops.STORE:
+            b = base_of(n.src[0])
+            written.add(b)
+            for r in deps[n]:
+                if r.op is Ops.RANGE:
+                    stored[r].add(b)
+    buffers = [n for n in order if n.op is Ops.BUFFER]
+    return _Kernel(sink, order, deps, rank, axis, nax, params, buffers, stored, written)
+
+
+def _nest_order(ranges: list[UOp], deps: dict[UOp, frozenset[UOp]],
+                pos: dict[UOp, int]) -> dict[UOp, int]:
+    """Outer to inner: a RANGE whose bound or order srcs use another is nested inside it;
+    otherwise by (axis_id, sub_id), then by position in the graph."""
+    def key(r: UOp) -> tuple:
+        ids = tuple(a for a in r.arg[:-1]) if isinstance(r.arg, tuple) else ()
+        return (ids, pos[r])
+    preds = {r: {p for p in deps[r] if p.op is Ops.RANGE and p is not r} for r in ranges}
+    heap = [(key(r), pos[r], r) for r in ranges if not preds[r]]
+    heapq.heapify(heap)
+    rank: dict[UOp, int] = {}
+    while heap:
+        _, _, r = heapq.heappop(heap)
+        rank[r] = len(rank)
+        for q in ranges:
+            if q not in rank and r in preds[q]:
+                preds[q].discard(r)
+                if not preds[q]:
+                    heapq.heappush(heap, (key(q), pos[q], q))
+    return rank
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+@dataclass
+class _Storage:
+    """A buffer's elements. GLOBAL: the flat argument array. LOCAL/REG: axes dims (one copy
+    per workgroup / per thread and per vectorized iteration) followed by the elements."""
+
+    node: UOp
+    space: AddrSpace
+    dtype: DType
+    size: int
+    data: np.ndarray
+    writable: bool = True
+
+    def what(self) -> str:
+        a: ParamArg = self.node.arg
+        kind = "PARAM" if self.node.op is Ops.PARAM else f"{a.addrspace.value} BUFFER"
+        return f"{kind} slot {a.slot} ({a.dtype}, {self.size} elements)"
+
+
+@dataclass
+class _Place:
+    st: _Storage
+    idx: np.ndarray
+    n: int            # 0: one element; n: a vector of n elements (SHRINK)
+
+
+@dataclass
+class _Tracker:
+    """The interference check of one vectorized loop while it runs."""
+
+    r: UOp
+    ax: int
+    n: int
+    w: dict[int, np.ndarray] = field(default_factory=dict)    # REG: written by this lane
+    ur: dict[int, np.ndarray] = field(default_factory=dict)   # REG: read before own write
+    log: dict[int, list] = field(default_factory=dict)        # shared: (pos, lanes, write, uniq)
+
+
+# -- the executor ----------------------------------------------------------------------------
+
+class _Exec:
+    def __init__(self, k: _Kernel, stores: dict[UOp, _Storage], scalars: dict[UOp, np.ndarray]):
+        self.k = k
+        self.ones = (1,) * k.nax
+        self.memo: dict[UOp, Any] = {}
+        self.memo_at: dict[UOp | None, list[UOp]] = {}
+        self.rval: dict[UOp, np.ndarray] = {}
+        self.st = dict(stores)
+        self.scalars = scalars
+        self.trackers: list[_Tracker] = []
+        sizes = [1] * k.nax
+        for n, a in k.axis.items():
+            if n.op is Ops.SPECIAL:
+                sizes[a] = n.src[0].arg
+        for b in k.buffers:
+            arg: ParamArg = b.arg
+            shp = [s if (arg.addrspace is AddrSpace.REG or self._is_gidx(i)) else 1
+                   for i, s in enumerate(sizes)]
+            data = np.zeros(tuple(shp) + (arg.size,), arg.dtype.np)
+            self.st[b] = _Storage(b, arg.addrspace, arg.dtype, arg.size, data)
+
+    def _is_gidx(self, ax: int) -> bool:
+        return any(n.op is Ops.SPECIAL and n.arg.startswith("gidx") and a == ax
+                   for n, a in self.k.axis.items())
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def get(self, n: UOp) -> Any:
+        """The value of n in the current iteration (running effects and loops it needs)."""
+        memo = self.memo
+        if n in memo:
+            return memo[n]
+        stack = [n]
+        pre, void, rval = self.k.pre, self.k.void, self.rval
+        while stack:
+            x = stack[-1]
+            if x in memo:
+                stack.pop()
+                continue
+            if x in void and (x.op is Ops.END or any(r not in rval for r in self.k.rdeps[x])):
+                self._run_effect(x)
+                stack.pop()
+                continue
+            pending = [s for s in pre[x] if s not in memo]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            self._set(x, self._compute(x))
+            stack.pop()
+        return memo[n]
+
+    def _unbound(self, x: UOp) -> list[UOp]:
+        return [r for r in reversed(self.k.rdeps[x]) if r not in self.rval]
+
+    def _set(self, x: UOp, v: Any) -> None:
+        self.memo[x] = v
+        inner = None
+        for r in self.k.rdeps[x]:
+            if r in self.rval:
+                inner = r
+                break
+        lst = self.memo_at.get(inner)
+        if lst is None:
+            self.memo_at[inner] = [x]
+        else:
+            lst.append(x)
+
+    def _clear(self, r: UOp) -> None:
+        for x in self.memo_at.pop(r, []):
+            self.memo.pop(x, None)
+
+    def _run_effect(self, x: UOp) -> None:
+        """An effect whose loops are not running yet: END's ranges and any unbound range."""
+        loops = self._unbound(x)
+        body: Callable[[], Any] = lambda: self.get(x)
+        if x.op is Ops.END:
+            closed = list(dict.fromkeys(x.src[1:]))
+            running = [r for r in closed if r in self.rval]
+            if running:
+                raise InterpError(f"END closes RANGE {running[0].arg} inside its own loop")
+            loops = sorted(set(loops) | set(closed), key=self.k.rank.__getitem__)
+            body = lambda: self.get(x.src[0])
+        self._loops(loops, body)
+        self._set(x, None)
+
+    def _loops(self, rs: list[UOp], fn: Callable[[], Any]) -> None:
+        if not rs:
+            fn()
+            return
+        self._run_loop(rs[0], lambda: self._loops(rs[1:], fn))
+
+    def _run_loop(self, r: UOp, fn: Callable[[], Any]) -> None:
+        bound_v = np.asarray(self.get(r.src[0]))
+        if bound_v.size != 1:
+            varying = {n for n, a in self.k.axis.items() if bound_v.shape[a] > 1}
+            loops = {n for n in varying if n.op is Ops.RANGE}
+            if loops and len(loops) == len(varying):
+                raise _Conflict(loops)
+            raise InterpError(f"RANGE {r.arg}: its bound differs between threads")
+        bound = int(bound_v.reshape(()))
+        for s in r.src[1:]:
+            self.get(s)
+        dt = r.dtype.np
+        ax = self.k.axis.get(r)
+        try:
+            if bound <= 0:
+                return
+            if ax is None or bound == 1 or r in self.k.seq:
+                for it in range(bound):
+                    self._clear(r)
+                    self.rval[r] = np.full(self.ones, it, dt)
+                    fn()
+                return
+            self._clear(r)
+            shp = list(self.ones)
+            shp[ax] = bound
+            self.rval[r] = np.arange(bound, dtype=dt).reshape(shp)
+            t = self._enter(r, ax, bound)
+            try:
+                fn()
+            except InterpError:
+                self._check(t)       # an error after interference is not the program's
+                raise
+            self._check(t)
+            self._leave(t)
+        finally:
+            self.rval.pop(r, None)
+            self._clear(r)
+
+    # -- vectorized loops ---------------------------------------------------------------------
+    def _regs(self) -> list[_Storage]:
+        return [s for s in self.st.values() if s.space is AddrSpace.REG]
+
+    def _enter(self, r: UOp, ax: int, n: int) -> _Tracker:
+        t = _Tracker(r, ax, n)
+        for s in self._regs():
+            s.data = np.repeat(s.data, n, axis=ax)
+            for o in self.trackers:
+                if id(s) in o.w:
+                    o.w[id(s)] = np.repeat(o.w[id(s)], n, axis=ax)
+                    o.ur[id(s)] = np.repeat(o.ur[id(s)], n, axis=ax)
+            if s.node in self.k.stored[r]:
+                t.w[id(s)] = np.zeros(s.data.shape, bool)
+                t.ur[id(s)] = np.zeros(s.data.shape, bool)
+        self.trackers.append(t)
+        return t
+
+    def _check(self, t: _Tracker) -> None:
+        for key, w in t.w.items():
+            others = w.sum(axis=t.ax, keepdims=True) - w
+            if (t.ur[key] & (others > 0)).any():
+                raise _Conflict({t.r})
+        for entries in t.log.values():
+            if _shared_conflict(entries):
+                raise _Conflict({t.r})
+
+    def _leave(self, t: _Tracker) -> None:
+        self.trackers.pop()
+        ax = t.ax
+        for s in self._regs():
+            w = t.w.get(id(s))
+            if w is not None and w.any():
+                last = t.n - 1 - np.argmax(np.flip(w, axis=ax), axis=ax)
+                sel = np.where(w.any(axis=ax), last, 0)
+                s.data = np.ascontiguousarray(
+                    np.take_along_axis(s.data, np.expand_dims(sel, ax), axis=ax))
+            else:
+                s.data = np.ascontiguousarray(np.take(s.data, [0], axis=ax))
+            for o in self.trackers:
+                if id(s) in o.w:
+                    o.w[id(s)] = o.w[id(s)].any(axis=ax, keepdims=True)
+                    o.ur[id(s)] = o.ur[id(s)].any(axis=ax, keepdims=True)
+
+    # -- memory access ------------------------------------------------------------------------
+    def _access(self, node: UOp, p: _Place, *others: np.ndarray,
+                gate: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """Flat positions of an access, its gate (bool, same shape), and the lane shape F."""
+        nax, st = self.k.nax, p.st
+        shapes = [p.idx.shape] + [o.shape[:nax] for o in others]
+        if gate is not None:
+            shapes.append(gate.shape)
+        if st.space is not AddrSpace.GLOBAL:
+            shapes.append(st.data.shape[:nax])
+        F = np.broadcast_shapes(*shapes)
+        g = np.ones(F, bool) if gate is None else np.broadcast_to(gate, F)
+        idx = np.broadcast_to(p.idx.astype(np.int64, copy=False), F)
+        width = max(p.n, 1)
+        bad = g & ((idx < 0) | (idx > st.size - width))
+        if bad.any():
+            at = np.argwhere(bad)[0]
+            lanes = {n.arg if n.op is Ops.SPECIAL else f"RANGE{n.arg}": int(at[a])
+                     for n, a in self.k.axis.items() if F[a] > 1}
+            raise InterpError(f"{node.op.name} out of bounds: element {int(idx[tuple(at)])}"
+                              f"{f' (+{width})' if p.n else ''} of {st.what()}"
+                              f"{f' at {lanes}' if lanes else ''}")
+        pos = np.where(g, idx, 0)
+        if st.space is not AddrSpace.GLOBAL:
+            stride = st.size
+            for a in range(nax - 1, -1, -1):
+                d = st.data.shape[a]
+                if d > 1:
+                    shp = [1] * nax
+                    shp[a] = d
+                    pos = pos + np.arange(d, dtype=np.int64).reshape(shp) * stride
+                stride *= d
+        if p.n:
+            pos = pos[..., None] + np.arange(p.n, dtype=np.int64)
+            g = np.broadcast_to(g[..., None], pos.shape)
+        return pos, g, F
+
+    def _track(self, node: UOp, st: _Storage, pos: np.ndarray, g: np.ndarray, F: tuple,
+               write: bool, uniq: bool) -> None:
+        for t in self.trackers:
+            if t.r not in self.k.deps[node] or st.node not in self.k.stored[t.r]:
+                continue
+            P = pos[g]
+            if st.space is AddrSpace.REG:
+                if write:
+                    t.w[id(st)].reshape(-1)[P] = True
+                else:
+                    un = ~t.w[id(st)].reshape(-1)[P]
+                    t.ur[id(st)].reshape(-1)[P[un]] = True
+                continue
+            if F[t.ax] > 1:
+                shp = [1] * len(pos.shape)
+                shp[t.ax] = F[t.ax]
+                lanes = np.broadcast_to(np.arange(F[t.ax]).reshape(shp), pos.shape)[g]
+            else:
+                lanes = np.full(P.shape, -1)
+            t.log.setdefault(id(st), []).append((P, lanes, write, uniq))
+
+    def _scalar_pos(self, p: _Place, gate: np.ndarray | None, *others: np.ndarray) -> int | None:
+        """Fast path for one element accessed by every lane alike: its flat position, or None
+        when the general path is needed (lanes, vectors, a false gate, out of bounds)."""
+        st = p.st
+        if (p.n or self.trackers or p.idx.size != 1 or st.data.size != st.size
+                or (gate is not None and (gate.size != 1 or not gate.reshape(-1)[0]))
+                or any(o.size != 1 for o in others)):
+            return None
+        i = int(p.idx.reshape(-1)[0])
+        return i if 0 <= i < st.size else None
+
+    def _load(self, node: UOp, p: _Place, alt: np.ndarray | None,
+              gate: np.ndarray | None) -> np.ndarray:
+        i = self._scalar_pos(p, gate)
+        if i is not None:
+            return p.st.data.reshape(-1)[i:i + 1].reshape(self.ones).copy()
+        pos, g, F = self._access(node, p, gate=gate)
+        vals = p.st.data.reshape(-1)[pos]
+        if self.trackers:
+            self._track(node, p.st, pos, g, F, False, False)
+        if gate is not None:
+            vals = np.where(g, vals, alt)
+        return vals
+
+    def _store(self, node: UOp, p: _Place, val: np.ndarray, gate: np.ndarray | None) -> None:
+        st = p.st
+        if not st.writable:
+            raise InterpError(f"STORE into {st.what()}, but its array is read-only")
+        i = self._scalar_pos(p, gate, val)
+        if i is not None:
+            st.data.reshape(-1)[i] = val.reshape(-1)[0]
+            return
+        pos, g, F = self._access(node, p, val, gate=gate)
+        val = np.broadcast_to(val, pos.shape)
+        P, V = pos[g], val[g]
+        uniq = P.size < 2 or bool((P[1:] > P[:-1]).all())
+        if not uniq:
+            # several lanes write one element: the last in iteration order wins
+            _, first_rev = np.unique(P[::-1], return_index=True)
+            keep = P.size - 1 - first_rev
+            uniq = keep.size == P.size
+            P, V = P[keep], V[keep]
+        st.data.reshape(-1)[P] = V
+        if self.trackers:
+            self._track(node, st, pos, g, F, True, uniq)
+
+    # -- one node -----------------------------------------------------------------------------
+    def _compute(self, x: UOp) -> Any:
+        op, m = x.op, self.memo
+        if op is Ops.CONST:
+            return nm.const_array(x.arg, x.dtype).reshape(self.ones)
+        if op is Ops.PARAM:
+            return self.st[x] if x.arg.is_buffer else self.scalars[x]
+        if op is Ops.BUFFER:
+            return self.st[x]
+        if op is Ops.RANGE:
+            if x not in self.rval:
+                raise InterpError(f"RANGE {x.arg} is used outside its loop")
+            return self.rval[x]
+        if op is Ops.SPECIAL:
+            shp = list(self.ones)
+            shp[self.k.axis[x]] = x.src[0].arg
+            return np.arange(x.src[0].arg, dtype=x.dtype.np).reshape(shp)
+        if op is Ops.AFTER:
+            return m[x.src[0]]
+        if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.BARRIER):
+            if op is Ops.STORE:
+                val = self._conv(m[x.src[1]], x.src[1].dtype, x.src[0].dtype)
+                self._store(x, m[x.src[0]], val, m[x.src[2]] if len(x.src) == 3 else None)
+            return None
+        if op is Ops.INDEX:
+            base = m[x.src[0]]
+            if isinstance(base, _Storage):
+                return _Place(base, np.asarray(m[x.src[1]]), 0)
+            return base[..., x.src[1].arg]
+        if op is Ops.SHRINK:
+            return _Place(m[x.src[0]], np.asarray(m[x.src[1]]), x.src[2].arg)
+        if op is Ops.LOAD:
+            p: _Place = m[x.src[0]]
+            if len(x.src) == 3:
+                alt = self._conv(m[x.src[1]], x.src[1].dtype, p.st.dtype)
+                return self._load(x, p, alt, m[x.src[2]])
+            return self._load(x, p, None, None)
+        if op is Ops.STACK:
+            lanes = [self._conv(m[s], s.dtype, x.dtype) for s in x.src]
+            return np.stack(np.broadcast_arrays(*lanes), axis=-1)
+        if op is Ops.CAST:
+            return nm.cast(m[x.src[0]], x.src[0].dtype, x.arg)
+        if op is Ops.BITCAST:
+            return nm.bitcast(m[x.src[0]], x.src[0].dtype, x.arg)
+        if op in ALU:
+            return self._alu(x)
+        raise InterpError(f"the interpreter cannot run {op.name}")
+
+    def _conv(self, v: Any, src: DType, dst: DType) -> np.ndarray:
+        return v if src == dst else nm.cast(v, src, dst)
+
+    def _alu(self, x: UOp) -> np.ndarray:
+        m, op, srcs = self.memo, x.op, x.src
+        if op in COMPARE:
+            dt = promote(srcs[0].dtype, srcs[1].dtype)
+        elif op is Ops.THREEFRY:
+            dt = dtypes.uint64
+        else:
+            dt = x.dtype
+        if op in (Ops.SHL, Ops.SHR):
+            args = [m[srcs[0]], m[srcs[1]]]
+        elif op is Ops.WHERE:
+            args = [m[srcs[0]]] + [self._conv(m[s], s.dtype, dt) for s in srcs[1:]]
+        else:
+            args = [self._conv(m[s], s.dtype, dt) for s in srcs]
+        return nm.alu(op, dt, *args)
+
+    def run(self) -> None:
+        self.get(self.k.sink)
+
+
+def _shared_conflict(entries: list) -> bool:
+    """Whether some element of a shared buffer was written by one iteration and touched by
+    another (lane -1: every iteration, through a value the same in all of them)."""
+    if len(entries) == 1 and entries[0][2] and entries[0][3]:
+        lanes = entries[0][1]
+        return bool(lanes.size) and bool((lanes == -1).any())
+    P = np.concatenate([e[0] for e in entries])
+    L = np.concatenate([e[1] for e in entries])
+    W = np.concatenate([np.full(e[0].shape, e[2]) for e in entries])
+    if not W.any():
+        return False
+    if (W & (L == -1)).any():
+        return True
+    o = np.lexsort((L, P))
+    P, L, W = P[o], L[o], W[o]
+    newk = np.concatenate([[True], P[1:] != P[:-1]])
+    gid = np.cumsum(newk) - 1
+    ng = int(gid[-1]) + 1
+    haswrite = np.bincount(gid, weights=W, minlength=ng) > 0
+    chg = (~newk[1:]) & (L[1:] != L[:-1])
+    multi = np.bincount(gid[1:][chg], minlength=ng) > 0
+    return bool((haswrite & multi).any())
+
+
+# -- arguments and the entry point -----------------------------------------------------------
+
+def _bind(k: _Kernel, args: list) -> tuple[dict, dict, list]:
+    if len(args) != len(k.params):
+        raise InterpError(f"kernel {k.sink.arg.name} takes {len(k.params)} arguments "
+                          f"(slots 0..{len(k.params) - 1}), got {len(args)}")
+    stores: dict[UOp, _Storage] = {}
+    scalars: dict[UOp, np.ndarray] = {}
+    copy_back: list[tuple[np.ndarray, np.ndarray]] = []
+    ones = (1,) * k.nax
+    for slot, a in enumerate(args):
+        node = k.params[slot]
+        pa: ParamArg = node.arg
+        if pa.is_buffer:
+            if not isinstance(a, np.ndarray):
+                raise InterpError(f"argument {slot} is a {pa.dtype} buffer of {pa.size} "
+                                  f"elements; got {type(a).__name__}")
+            want = pa.dtype.np
+            if a.dtype != want:
+                carrier = (" (bfloat16 travels as uint16 bits)"
+                           if pa.dtype.name == "bfloat16" else "")
+                raise InterpError(f"argument {slot}: dtype {a.dtype}, expected {want}{carrier}")
+            if a.size != pa.size:
+                raise InterpError(f"argument {slot}: {a.size} elements, expected {pa.size}")
+            flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
+            if not a.flags.c_contiguous:
+                copy_back.append((a, flat))
+            stores[node] = _Storage(node, AddrSpace.GLOBAL, pa.dtype, pa.size, flat,
+                                    bool(a.flags.writeable))
+        else:
+            scalars[node] = _scalar(slot, a, pa.dtype).reshape(ones)
+    return stores, scalars, copy_back
+
+
+def _scalar(slot: int, a: Any, dt: DType) -> np.ndarray:
+    """A scalar argument as a 0-d carrier array of dt, refusing values that do not fit."""
+    if isinstance(a, np.ndarray) and a.shape == () or isinstance(a, np.generic):
+        a = np.asarray(a).item()
+    if isinstance(a, bool) or dt.is_bool:
+        if not isinstance(a, (bool, int)) or a not in (0, 1):
+            raise InterpError(f"argument {slot} is a bool scalar; got {a!r}")
+        return np.array(bool(a))
+    if dt.is_int:
+        if not isinstance(a, int) or not dt.min() <= a <= dt.max():
+            raise InterpError(f"argument {slot} is a {dt} scalar; got {a!r}")
+        return np.array(a, dt.np)
+    if not isinstance(a, (int, float)):
+        raise InterpError(f"argument {slot} is a {dt} scalar; got {a!r}")
+    return nm.from_f64(np.array(float(a)), dt)
+
+
+def run(sink: UOp, args: list) -> list:
+    """Run the kernel `sink` on args (in slot order) and return them, buffers updated in place.
+
+    Buffers are numpy arrays of the PARAM's dtype (bfloat16 as uint16 bit patterns) with the
+    PARAM's element count, any shape; scalar PARAMs take Python or numpy numbers (a float for a
+    bfloat16 scalar). Raises InterpError (bad arguments, an access out of bounds under a true
+    gate) or IRError (an ill-typed graph).
+    """
+    k = _CACHE.get(sink)
+    if k is None:
+        k = _analyse(sink)
+        _CACHE[sink] = k
+    stores, scalars, copy_back = _bind(k, list(args))
+    snap = {n: s.data.copy() for n, s in stores.items() if n in k.written}
+    with np.errstate(all="ignore"):
+        for _ in range(len(k.rank) + 1):
+            try:
+                _Exec(k, stores, scalars).run()
+                break
+            except _Conflict as c:
+                k.seq |= c.ranges
+                for n, d in snap.items():
+                    stores[n].data[...] = d
+        else:
+            raise InterpError("internal: loops still interfere after running them in order")
+    for orig, flat in copy_back:
+        orig[...] = flat.reshape(orig.shape)
+    return list(args)
