@@ -672,6 +672,20 @@ class X86Selector:
         dt = u.dtype
         w = isz(dt)
         a, b = self.ext(u.src[0], int(w)), self.ext(u.src[1], int(w))
+        # idiv traps on a zero divisor and on INT_MIN / -1; the semantics make those results
+        # unspecified but never a trap (WHERE evaluates both arms). Divide by 1 instead, and
+        # for -1 negate the quotient afterwards (wrapping, so INT_MIN / -1 = INT_MIN).
+        one = self.materialize(1, u.dtype)
+        safe = self.copy(b, u.dtype)
+        self.emit(f"test_rm{w}_r{w}", b, b)
+        self.emit(f"cmove_r{w}_rm{w}", safe, one)
+        minus1 = None
+        if dt.is_signed:
+            minus1 = self.new("gpr")
+            self.emit(f"cmp_rm{w}_imm8", b, -1)
+            self.emit("sete_rm8", minus1)
+            self.emit(f"cmove_r{w}_rm{w}", safe, one)
+        b = safe
         lo, hi = self.new("gpr"), self.new("gpr")
         self.emit(f"mov_r{w}_rm{w}", lo, a)
         if dt.is_signed:
@@ -683,7 +697,14 @@ class X86Selector:
         self.emit(f"{'idiv' if dt.is_signed else 'div'}_rm{w}", b,
                   extra=(RegOp(lo, Role.USE, fixed=RAX), RegOp(hi, Role.USE, fixed=RDX),
                          RegOp(q, Role.DEF, fixed=RAX), RegOp(r, Role.DEF, fixed=RDX)))
-        return q if u.op is Ops.CDIV else r
+        if u.op is Ops.CMOD:
+            return r
+        if minus1 is not None:
+            neg = self.copy(q, u.dtype)
+            self.emit(f"neg_rm{w}", neg)
+            self.emit("test_rm8_r8", minus1, minus1)
+            self.emit(f"cmovne_r{w}_rm{w}", q, neg)
+        return q
 
     def icompare(self, u: UOp) -> VReg:
         """Integer/bool compare: cmp on extended operands, then setcc into a bool."""
