@@ -149,7 +149,14 @@ def _const(src: tuple[UOp, ...], arg: Any) -> UType:
 def _special(src: tuple[UOp, ...], arg: Any) -> UType:
     if arg not in SPECIAL_NAMES:
         raise IRError(f"SPECIAL's name is one of {', '.join(SPECIAL_NAMES)}")
-    if _const_int(src, 0, "a SPECIAL bound (launch dimensions are static)") <= 0:
+    # A strong constant CAST(CONST n) int32 is a static bound too: weak-dtype lowering makes it.
+    b = src[0]
+    if b.op is Ops.CAST and b.src[0].op is Ops.CONST and isinstance(b.arg, DType) \
+            and b.arg.is_int:
+        bound = _const_int(b.src, 0, "a SPECIAL bound (launch dimensions are static)")
+    else:
+        bound = _const_int(src, 0, "a SPECIAL bound (launch dimensions are static)")
+    if bound <= 0:
         raise IRError("a SPECIAL bound must be positive", 0)
     return UType(src[0].dtype, (), "value")
 

@@ -1,0 +1,191 @@
+"""Decompose ops a target does not compute natively (`target.native(op, dtype)` is False).
+
+- EXP2, LOG2, SIN on float32/float64 → polynomials of basic ops (kcc/passes/transcendental.py;
+  accuracy in docs/transcendentals.md).
+- float16/bfloat16 ALU ops → CAST the operands to float32, the op in float32, CAST back: one
+  rounding per op, the IR's semantics (MULACC: one float32 fused multiply-add, then round).
+- bfloat16 CASTs, when the target lacks them → bit operations on the float32 pattern (bfloat16
+  is the top half of a float32; narrowing rounds to nearest even and keeps NaN a NaN).
+- RECIPROCAL → FDIV(1, x). MAX on floats → WHERE(CMPLT(a, b), b, a), the IR's definition.
+- CMOD → a - CDIV(a, b) * b; CDIV of ≤ 32-bit integers → trunc(float64(a) / float64(b)), exact
+  (|a/b| is at least 1/|b| from an integer unless exact, more than the float64 rounding error).
+- integer MULACC → MUL then ADD (wrapping, so exact).
+- THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
+The rewrite runs to a fixed point (a float16 EXP2 becomes a float32 EXP2, then a polynomial),
+and then devectorize runs again so that what a decomposition built has legal vector widths.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import ALU, COMPARE, Ops
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.uop import UOp
+from kcc.passes import transcendental
+from kcc.passes.devectorize import devectorize
+from kcc.passes.target import TargetDesc
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+class DecomposeError(Exception):
+    """An op the target lacks and kcc has no decomposition for."""
+
+
+def _scalar_or_stack(c: UOp, shape: tuple[int, ...]) -> UOp:
+    return c if shape == () else UOp(Ops.STACK, (c,) * shape[0])
+
+
+def _const(v: int | float, dt: DType, shape: tuple[int, ...]) -> UOp:
+    return _scalar_or_stack(UOp(Ops.CAST, (UOp.const(v),), dt), shape)
+
+
+def _operand_dtype(x: UOp) -> DType:
+    return x.src[0].dtype if x.op in COMPARE else x.dtype
+
+
+def lift_half(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """A float16/bfloat16 ALU op the target lacks → the op in float32, rounded back once."""
+    dt = _operand_dtype(x)
+    if dt not in _HALF or ctx.native(x.op, dt):
+        return None
+    f32 = dtypes.float32
+    src = tuple(s if s.dtype == dtypes.bool else UOp(Ops.CAST, (s,), f32) for s in x.src)
+    y = x.replace(src=src)
+    return y if x.op in COMPARE else UOp(Ops.CAST, (y,), dt)
+
+
+def poly(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """EXP2/LOG2/SIN on float32/float64 the target lacks → a polynomial of basic ops."""
+    if x.dtype not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, x.dtype):
+        return None
+    fn = {Ops.EXP2: transcendental.exp2, Ops.LOG2: transcendental.log2,
+          Ops.SIN: transcendental.sin}[x.op]
+    return fn(x.src[0])
+
+
+def reciprocal(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """RECIPROCAL(x) → FDIV(1, x) (both correctly rounded, so equal)."""
+    if ctx.native(Ops.RECIPROCAL, x.dtype) or x.dtype in _HALF:
+        return None
+    return UOp(Ops.FDIV, (_const(1.0, x.dtype, x.shape), x.src[0]))
+
+
+def float_max(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """MAX(a, b) on floats → WHERE(CMPLT(a, b), b, a), MAX's definition (NaN and -0.0 too)."""
+    if not x.dtype.is_float or x.dtype in _HALF or ctx.native(Ops.MAX, x.dtype):
+        return None
+    a, b = x.src
+    return UOp(Ops.WHERE, (UOp(Ops.CMPLT, (a, b)), b, a))
+
+
+def cmod(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """CMOD(a, b) → a - CDIV(a, b) * b (C remainder: the sign of a)."""
+    if ctx.native(Ops.CMOD, x.dtype):
+        return None
+    a, b = x.src
+    return UOp(Ops.SUB, (a, UOp(Ops.MUL, (UOp(Ops.CDIV, (a, b)), b))))
+
+
+def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """CDIV of ≤ 32-bit integers → TRUNC(FDIV) in float64, exact for every divisor but 0."""
+    if ctx.native(Ops.CDIV, x.dtype):
+        return None
+    if x.dtype.bits > 32:
+        raise DecomposeError(f"target {ctx.name} has no {x.dtype} division and kcc has no "
+                             "decomposition for it")
+    f64 = dtypes.float64
+    a, b = (UOp(Ops.CAST, (s,), f64) for s in x.src)
+    return UOp(Ops.CAST, (UOp(Ops.TRUNC, (UOp(Ops.FDIV, (a, b)),)),), x.dtype)
+
+
+def int_mulacc(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """Integer MULACC → ADD(MUL(a, b), c); a float MULACC is fused and has no exact split."""
+    if ctx.native(Ops.MULACC, x.dtype) or x.dtype in _HALF:
+        return None
+    if x.dtype.is_float:
+        raise DecomposeError(f"target {ctx.name} lacks a fused multiply-add for {x.dtype}")
+    a, b, c = x.src
+    return UOp(Ops.ADD, (UOp(Ops.MUL, (a, b)), c))
+
+
+def _u32(v: int, shape: tuple[int, ...]) -> UOp:
+    return _const(v, dtypes.uint32, shape)
+
+
+def _rotl(b: UOp, r: int) -> UOp:
+    sh = b.shape
+    return UOp(Ops.OR, (UOp(Ops.SHL, (b, _u32(r, sh))), UOp(Ops.SHR, (b, _u32(32 - r, sh)))))
+
+
+def threefry(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """THREEFRY(x, key) → Threefry-2x32, 20 rounds, on uint32 halves (UOP_FORMAT.md)."""
+    if ctx.native(Ops.THREEFRY, dtypes.uint64):
+        return None
+    sh = x.shape
+    u32, u64 = dtypes.uint32, dtypes.uint64
+
+    def halves(v: UOp) -> tuple[UOp, UOp]:
+        lo = UOp(Ops.CAST, (v,), u32)   # narrowing keeps the low 32 bits
+        hi = UOp(Ops.CAST, (UOp(Ops.SHR, (v, _const(32, u64, sh))),), u32)
+        return lo, hi
+
+    x0, x1 = halves(x.src[0])
+    k0, k1 = halves(x.src[1])
+    ks = (k1, UOp(Ops.XOR, (UOp(Ops.XOR, (k0, k1)), _u32(0x1BD11BDA, sh))), k0)
+    a = UOp(Ops.ADD, (x0, ks[2]))
+    b = UOp(Ops.ADD, (x1, ks[0]))
+    for i in range(5):
+        for r in ((13, 15, 26, 6) if i % 2 == 0 else (17, 29, 16, 24)):
+            a = UOp(Ops.ADD, (a, b))
+            b = UOp(Ops.XOR, (a, _rotl(b, r)))
+        a = UOp(Ops.ADD, (a, ks[i % 3]))
+        b = UOp(Ops.ADD, (UOp(Ops.ADD, (b, ks[(i + 1) % 3])), _u32(i + 1, sh)))
+    hi = UOp(Ops.SHL, (UOp(Ops.CAST, (b,), u64), _const(32, u64, sh)))
+    return UOp(Ops.OR, (hi, UOp(Ops.CAST, (a,), u64)))
+
+
+def bf16_cast(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """A CAST to or from bfloat16 the target lacks → float32 bit operations."""
+    src_dt, dst = x.src[0].dtype, x.arg
+    if dtypes.bfloat16 not in (src_dt, dst) or src_dt == dst or \
+            ctx.native(Ops.CAST, dtypes.bfloat16):
+        return None
+    sh = x.shape
+    f32, u32, u16 = dtypes.float32, dtypes.uint32, dtypes.uint16
+    if src_dt == dtypes.bfloat16:
+        # bfloat16 → float32 is exact: the 16 bits become the top half of a float32
+        wide = UOp(Ops.SHL, (UOp(Ops.CAST, (UOp(Ops.BITCAST, (x.src[0],), u16),), u32),
+                             _u32(16, sh)))
+        f = UOp(Ops.BITCAST, (wide,), f32)
+        return f if dst == f32 else UOp(Ops.CAST, (f,), dst)
+    v = x.src[0] if src_dt == f32 else UOp(Ops.CAST, (x.src[0],), f32)
+    bits = UOp(Ops.BITCAST, (v,), u32)
+    odd = UOp(Ops.AND, (UOp(Ops.SHR, (bits, _u32(16, sh))), _u32(1, sh)))
+    rounded = UOp(Ops.ADD, (UOp(Ops.ADD, (bits, _u32(0x7FFF, sh))), odd))
+    top = UOp(Ops.SHR, (rounded, _u32(16, sh)))
+    # a NaN keeps its sign and top payload bits and is made quiet (rounding could carry into inf)
+    nan = UOp(Ops.OR, (UOp(Ops.SHR, (bits, _u32(16, sh))), _u32(0x40, sh)))
+    top = UOp(Ops.WHERE, (UOp(Ops.CMPNE, (v, v)), nan, top))
+    return UOp(Ops.BITCAST, (UOp(Ops.CAST, (top,), u16),), dtypes.bfloat16)
+
+
+_HALF_OPS = tuple(op for op in ALU if op is not Ops.THREEFRY)
+
+DECOMPOSE = PatternMatcher([
+    (UPat(Ops.CAST, name="x"), bf16_cast),
+    (UPat(_HALF_OPS, name="x"), lift_half),
+    (UPat((Ops.EXP2, Ops.LOG2, Ops.SIN), name="x"), poly),
+    (UPat(Ops.RECIPROCAL, name="x"), reciprocal),
+    (UPat(Ops.MAX, name="x"), float_max),
+    (UPat(Ops.CMOD, name="x"), cmod),
+    (UPat(Ops.CDIV, name="x"), cdiv),
+    (UPat(Ops.MULACC, name="x"), int_mulacc),
+    (UPat(Ops.THREEFRY, name="x"), threefry),
+])
+
+
+def decompose(sink: UOp, target: TargetDesc) -> UOp:
+    """Rewrite every op the target lacks into ops it has (see the module docstring)."""
+    out = graph_rewrite(sink, DECOMPOSE, ctx=target)
+    return devectorize(out, target) if out is not sink else sink

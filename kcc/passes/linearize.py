@@ -1,0 +1,216 @@
+"""Linearize: schedule a graph into the list of nodes the instruction selectors consume.
+
+Contract of `linearize(sink) -> list[UOp]`:
+- Every node of the graph appears exactly once, after all its srcs; SINK is last.
+- An END with several ranges is first normalized to nested ENDs with one range each:
+  `END(x, a, b)` → `END(END(x, inner), outer)`. A range whose RANGE node depends on the other
+  (its bound or ordering srcs, transitively) is the inner one; otherwise the ranges are listed
+  outermost first (`END(x, i, j)` is `for i: for j: x`).
+- Each RANGE opens a loop and its END closes it: the nodes between a RANGE and its END in the
+  list run once per iteration, and loops are properly nested (never interleaved).
+- A node depends on a range when it reaches the RANGE through its srcs without passing an END
+  of that range. A node sits in the innermost loop of the ranges it depends on, so a node that
+  depends on no range (constants, PARAMs, address bases, launch indices) is placed at the top,
+  outside every loop (hoisted). A loop sits inside every loop its RANGE depends on and every
+  loop its END lies in.
+- RANGE ordering srcs and AFTER deps are srcs like any other, so they come first.
+- The order is deterministic: within a block, ready items (a node, or a whole inner loop) are
+  taken in the order of a depth-first toposort of the graph.
+A graph that cannot be scheduled this way (a RANGE with no END or with two, a node that depends
+on two loops that are not nested, an open range reaching the SINK) raises LinearizeError.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from kcc.ir.ops import Ops
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.uop import UOp, toposort
+
+
+class LinearizeError(Exception):
+    """A graph whose loops cannot be scheduled as properly nested blocks."""
+
+
+def _depends(a: UOp, b: UOp) -> bool:
+    """Whether node a reaches node b through its srcs."""
+    return any(n is b for n in toposort([a]))
+
+
+def split_end(x: UOp) -> UOp | None:
+    """END(body, r1, r2, …) → END(END(body, inner), outer), one range per END."""
+    rngs = list(x.src[1:])
+    if len(rngs) < 2:
+        return None
+    # outermost first: a range some other listed range depends on is outer to it
+    order: list[UOp] = []
+    rest = rngs[:]
+    while rest:
+        outer = next(r for r in rest if not any(_depends(r, o) for o in rest if o is not r))
+        order.append(outer)
+        rest.remove(outer)
+    body = x.src[0]
+    for r in reversed(order):
+        body = UOp(Ops.END, (body, r))
+    return body
+
+
+_ENDS = PatternMatcher([(UPat(Ops.END, name="x"), split_end)])
+
+
+def normalize_ends(sink: UOp) -> UOp:
+    """Rewrite every END with several ranges into nested single-range ENDs."""
+    return graph_rewrite(sink, _ENDS)
+
+
+def _range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
+    """For every node, the RANGEs it depends on (stopping at ENDs of those ranges)."""
+    dep: dict[UOp, frozenset[UOp]] = {}
+    for n in order:
+        s: set[UOp] = set()
+        for x in n.src:
+            s |= dep[x]
+        if n.op is Ops.RANGE:
+            s.add(n)
+        elif n.op is Ops.END:
+            r = n.src[1]
+            s.discard(r)
+            s = {x for x in s if r not in dep[x]}
+        dep[n] = frozenset(s)
+    return dep
+
+
+def _loop_tree(order: list[UOp], dep: dict[UOp, frozenset[UOp]]
+               ) -> tuple[dict[UOp, UOp], dict[UOp, list[UOp]]]:
+    """(END of each range, chain of enclosing loops of each range, outermost first)."""
+    end_of: dict[UOp, UOp] = {}
+    for n in order:
+        if n.op is Ops.END:
+            r = n.src[1]
+            if r in end_of:
+                raise LinearizeError(f"RANGE {r.arg} is closed by two ENDs")
+            end_of[r] = n
+    ranges = [n for n in order if n.op is Ops.RANGE]
+    for r in ranges:
+        if r not in end_of:
+            raise LinearizeError(f"RANGE {r.arg} has no END")
+    anc: dict[UOp, set[UOp]] = {r: (set(dep[r]) - {r}) | set(dep[end_of[r]]) for r in ranges}
+    changed = True
+    while changed:   # transitive closure; ranges are few
+        changed = False
+        for r in ranges:
+            extra = set().union(*(anc[a] for a in anc[r])) - anc[r] if anc[r] else set()
+            if extra:
+                anc[r] |= extra
+                changed = True
+    chains: dict[UOp, list[UOp]] = {}
+    for r in ranges:
+        if r in anc[r]:
+            raise LinearizeError(f"RANGE {r.arg} is nested inside itself (a cycle of loops)")
+        chain = sorted(anc[r], key=lambda a: len(anc[a]))
+        for outer, inner in zip(chain, chain[1:]):
+            if outer not in anc[inner]:
+                raise LinearizeError(f"RANGE {r.arg} lies in loops {outer.arg} and {inner.arg}, "
+                                     "which are not nested")
+        chains[r] = chain + [r]
+    return end_of, chains
+
+
+def linearize(sink: UOp) -> list[UOp]:
+    """The schedule of the graph under sink (see the module docstring for the contract)."""
+    sink = normalize_ends(sink)
+    order = toposort([sink])
+    pos = {n: i for i, n in enumerate(order)}
+    dep = _range_sets(order)
+    if dep[sink]:
+        raise LinearizeError("the SINK depends on a RANGE that no END closes")
+    end_of, chains = _loop_tree(order, dep)
+    # the loop (a RANGE) each node is scheduled in; None is the top level
+    home: dict[UOp, UOp | None] = {}
+    for n in order:
+        if n.op is Ops.END:
+            home[n] = n.src[1]
+            continue
+        if not dep[n]:
+            home[n] = None
+            continue
+        inner = max(dep[n], key=lambda r: len(chains[r]))
+        if not dep[n] <= set(chains[inner]):
+            raise LinearizeError(f"{n.op.name} depends on loops that are not nested")
+        home[n] = inner
+    def item_in(n: UOp, block: UOp | None) -> UOp | None:
+        """The item of block that holds n (n itself, or the child loop around it), or None."""
+        h = home[n]
+        if h is block:
+            return n
+        if h is None:
+            return None
+        chain = chains[h]
+        k = 0 if block is None else len(chains[block])
+        if len(chain) > k and (block is None or chain[k - 1] is block):
+            return chain[k]
+        return None   # n lies outside block: it is scheduled before the block
+
+    def order_block(block: UOp | None) -> list[UOp]:
+        """The items of block in a deterministic topological order (a RANGE other than the
+        block's own stands for its whole loop)."""
+        items: dict[UOp, None] = {}
+        for n in members.get(block, []):
+            items[n] = None
+        for r, ch in chains.items():
+            if (ch[-2] if len(ch) > 1 else None) is block:
+                items[r] = None
+        preds: dict[UOp, set[UOp]] = {it: set() for it in items}
+        succs: dict[UOp, list[UOp]] = {it: [] for it in items}
+        for n in order:
+            it = item_in(n, block)
+            if it is None:
+                continue
+            for s in n.src:
+                si = item_in(s, block)
+                if si is not None and si is not it and si not in preds[it]:
+                    preds[it].add(si)
+                    succs[si].append(it)
+        ready = [(pos[it], it) for it in items if not preds[it]]
+        heapq.heapify(ready)
+        res: list[UOp] = []
+        while ready:
+            _, it = heapq.heappop(ready)
+            res.append(it)
+            for u in succs[it]:
+                preds[u].discard(it)
+                if not preds[u]:
+                    heapq.heappush(ready, (pos[u], u))
+        if len(res) != len(items):
+            raise LinearizeError("a cycle between loops and nodes; the graph cannot be scheduled")
+        return res
+
+    members: dict[UOp | None, list[UOp]] = {}
+    for n in order:
+        members.setdefault(home[n], []).append(n)
+    out: list[UOp] = []
+    # iterative emission (explicit stack of (block, items, next index))
+    stack: list[tuple[UOp | None, list[UOp], int]] = [(None, order_block(None), 0)]
+    while stack:
+        block, items, i = stack.pop()
+        if i == len(items):
+            continue
+        stack.append((block, items, i + 1))
+        it = items[i]
+        if it.op is Ops.RANGE and it is not block:
+            stack.append((it, order_block(it), 0))
+        else:
+            out.append(it)
+    return out
+
+
+def loop_structure(lin: list[UOp]) -> list[tuple[UOp, int, int]]:
+    """(RANGE, index of the RANGE, index of its END) for every loop of a linearized list."""
+    at = {n: i for i, n in enumerate(lin)}
+    res = []
+    for i, n in enumerate(lin):
+        if n.op is Ops.END:
+            r = n.src[1]
+            res.append((r, at[r], i))
+    return sorted(res, key=lambda t: t[1])

@@ -1,0 +1,181 @@
+"""Value-range analysis of integer (and bool) values: the interval every lane can take.
+
+`int_ranges(roots)` walks the graph once (iteratively) and gives every integer, weakint or bool
+value node an interval `(lo, hi)` of Python ints, or `None` when nothing is known (an
+unbounded weakint). A strong dtype bounds its node: when the exact interval of an op's result
+leaves the dtype's range, the op wraps, so the range is the whole dtype.
+
+Sources of ranges: CONST; RANGE is [0, bound-1]; SPECIAL is [0, bound-1]; a scalar int PARAM
+has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from kcc.ir.dtype import DType
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp, toposort
+
+Range = Optional[tuple[int, int]]
+
+
+def _clamp(r: Range, dt: DType) -> Range:
+    """An exact interval seen through dtype dt: itself if it fits, else dt's full range."""
+    if dt.is_weak:
+        return r
+    full = (int(dt.min()), int(dt.max()))
+    if r is None or r[0] < full[0] or r[1] > full[1]:
+        return full
+    return r
+
+
+def _hull(*vals: int) -> tuple[int, int]:
+    return (min(vals), max(vals))
+
+
+def _tdiv(a: int, b: int) -> int:
+    """C division: truncate toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _add(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def _sub(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    return (a[0] - b[1], a[1] - b[0])
+
+
+def _mul(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    return _hull(a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+
+
+def _cdiv(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    if b[0] <= 0 <= b[1]:
+        # a divisor range holding 0: |a / b| <= |a| for every nonzero b
+        m = max(abs(a[0]), abs(a[1]))
+        return (-m, m)
+    return _hull(*(_tdiv(x, y) for x in a for y in b))
+
+
+def _cmod(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    m = max(abs(b[0]), abs(b[1])) - 1
+    if m < 0:
+        return (0, 0)
+    lo = 0 if a[0] >= 0 else -min(m, abs(a[0]))
+    hi = 0 if a[1] <= 0 else min(m, a[1])
+    return (lo, hi)
+
+
+def _max(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def _and(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    if a[0] >= 0 and b[0] >= 0:
+        return (0, min(a[1], b[1]))
+    if a[0] >= 0:
+        return (0, a[1])
+    if b[0] >= 0:
+        return (0, b[1])
+    return None
+
+
+def _or_xor(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    if a[0] >= 0 and b[0] >= 0:
+        return (0, (1 << max(a[1], b[1]).bit_length()) - 1)
+    return None
+
+
+def _shl(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    if b[0] < 0 or b[1] > 64:
+        return None
+    return _hull(a[0] << b[0], a[0] << b[1], a[1] << b[0], a[1] << b[1])
+
+
+def _shr(a: tuple[int, int], b: tuple[int, int]) -> Range:
+    if b[0] < 0 or b[1] > 64 or a[0] < 0:
+        return None
+    return (a[0] >> b[1], a[1] >> b[0])
+
+
+_BINARY: dict[Ops, Callable[[tuple[int, int], tuple[int, int]], Range]] = {
+    Ops.ADD: _add, Ops.SUB: _sub, Ops.MUL: _mul, Ops.CDIV: _cdiv, Ops.CMOD: _cmod,
+    Ops.MAX: _max, Ops.AND: _and, Ops.OR: _or_xor, Ops.XOR: _or_xor, Ops.SHL: _shl,
+    Ops.SHR: _shr,
+}
+
+
+def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
+    """The range of u from the ranges of its srcs (exact interval, before the dtype clamp)."""
+    op, dt = u.op, u.dtype
+    s = [rng.get(x) for x in u.src]
+    if op is Ops.CONST:
+        return (int(u.arg), int(u.arg)) if not isinstance(u.arg, float) else None
+    if op in (Ops.RANGE, Ops.SPECIAL):
+        if s[0] is None:
+            return None
+        return (0, max(0, s[0][1] - 1))
+    if op is Ops.PARAM:
+        vr = u.arg.vmin_vmax
+        return (int(vr[0]), int(vr[1])) if vr is not None else None
+    if op is Ops.CAST:
+        src_dt = u.src[0].dtype
+        if dt.is_bool:
+            return (0, 1)
+        if src_dt.is_int or src_dt.is_bool:
+            return s[0]
+        return None
+    if op in (Ops.AFTER,):
+        return s[0]
+    if op is Ops.INDEX and u.kind == "value":
+        return s[0]
+    if op is Ops.STACK:
+        if any(r is None for r in s):
+            return None
+        return _hull(*(v for r in s for v in r))
+    if op is Ops.WHERE:
+        if s[1] is None or s[2] is None:
+            return None
+        return _hull(s[1][0], s[1][1], s[2][0], s[2][1])
+    if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+        return (0, 1)
+    if op is Ops.NEG:
+        return None if s[0] is None else (-s[0][1], -s[0][0])
+    if op is Ops.MULACC:
+        if any(r is None for r in s):
+            return None
+        m = _mul(s[0], s[1])
+        return None if m is None else _add(m, s[2])
+    fn = _BINARY.get(op)
+    if fn is not None and s[0] is not None and s[1] is not None:
+        return fn(s[0], s[1])
+    return None
+
+
+def int_ranges(roots: list[UOp]) -> dict[UOp, Range]:
+    """The range of every integer, weakint or bool value node reachable from roots."""
+    rng: dict[UOp, Range] = {}
+    for u in toposort(roots):
+        if u.kind != "value" or u.dtype is None:
+            continue
+        dt = u.dtype
+        if not (dt.is_int or dt.is_bool):
+            continue
+        r = _node_range(u, rng)
+        if dt.is_bool:
+            r = (0, 1) if r is None else (max(0, r[0]), min(1, r[1]))
+        rng[u] = _clamp(r, dt)
+    return rng
+
+
+def vmin_vmax(u: UOp) -> Range:
+    """The range of one integer value node (analysing the graph under it)."""
+    return int_ranges([u]).get(u)
+
+
+def fits(r: Range, dt: DType) -> bool:
+    """Whether every value of range r is representable in dtype dt."""
+    return r is not None and int(dt.min()) <= r[0] and r[1] <= int(dt.max())

@@ -1,0 +1,348 @@
+"""Symbolic simplification: constant folding, identities and index arithmetic, to a fixed point.
+
+Constants: after weak-dtype lowering a strong constant is `CAST(CONST v) dtype` (or a bool
+CONST); folding produces the same form with a canonical v (an int wrapped to the dtype, a float
+rounded to the dtype). Folding follows the IR semantics exactly: integer ops wrap; CDIV/CMOD
+truncate (never folded for a zero divisor or a wrapping INT_MIN / -1); float ops round once in
+their dtype (numpy scalars of that dtype, never Python floats for float32/16); float16 computes
+in float32 and rounds once. Not folded, as their results are an implementation's choice or
+would need an exact fused multiply-add: EXP2, LOG2, SIN, float MULACC, bfloat16 arithmetic,
+float→int casts out of range, signed right shifts of negative values, shift amounts outside
+[0, bits).
+
+Identities that hold for every input, NaN and -0.0 included: x*1 (all dtypes), x+0, x-0, x*0,
+x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and x*0 is not 0
+for inf/nan), WHERE with a constant condition or equal arms, CAST to the same dtype, exact CAST
+chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c)).
+Constants move to the right of commutative ops.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import ALU, COMMUTATIVE, Ops
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.uop import UOp
+from kcc.passes.target import TargetDesc
+
+_NO_FOLD_FLOAT = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC, Ops.THREEFRY})
+
+
+# -- strong constants ---------------------------------------------------------------------------
+
+def _wrap(v: int, dt: DType) -> int:
+    """v modulo 2**bits, in dt's range."""
+    m = v & ((1 << dt.bits) - 1)
+    if dt.kind == "int" and m >= 1 << (dt.bits - 1):
+        m -= 1 << dt.bits
+    return m
+
+
+def _to_float(v: int | float, dt: DType) -> float | None:
+    """v rounded to float dtype dt (a Python float holding it exactly), None if not foldable."""
+    if dt == dtypes.bfloat16:
+        return None
+    if isinstance(v, int) and abs(v) > 1 << 53:
+        return None    # numpy would round through float64 first: double rounding
+    with np.errstate(all="ignore"):
+        return float(dt.np.type(v))
+
+
+def convert(v: Any, src: DType, dst: DType) -> Any:
+    """The value CAST(v: src) dst, or None when this pass does not fold it."""
+    if dst.is_bool:
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        return bool(v)
+    if dst.is_float:
+        if src.is_float or src.is_weak:
+            return _to_float(float(v) if isinstance(v, float) else v, dst)
+        return _to_float(int(v), dst)
+    # integer destination
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return None
+        t = int(v)   # truncation toward zero
+        return t if dst.min() <= t <= dst.max() else None
+    return _wrap(int(v), dst)
+
+
+def const_value(u: UOp) -> tuple[Any, DType] | None:
+    """(value, dtype) of a strong scalar constant node, else None."""
+    if u.op is Ops.CONST and isinstance(u.arg, bool):
+        return (u.arg, dtypes.bool)
+    if u.op is Ops.CAST and u.src[0].op is Ops.CONST:
+        c = u.src[0]
+        src_dt = dtypes.bool if isinstance(c.arg, bool) else c.dtype
+        v = convert(c.arg, src_dt, u.arg)
+        return None if v is None else (v, u.arg)
+    return None
+
+
+def make_const(v: Any, dt: DType) -> UOp:
+    """The strong constant node of value v (already in dt's range) and dtype dt."""
+    if dt.is_bool:
+        return UOp(Ops.CONST, (), bool(v))
+    return UOp(Ops.CAST, (UOp(Ops.CONST, (), float(v) if dt.is_float else int(v)),), dt)
+
+
+# -- folding --------------------------------------------------------------------------------------
+
+def _int_op(op: Ops, a: list[int], dt: DType) -> int | bool | None:
+    """An integer (or bool) op on Python ints, per the IR semantics; None: not folded."""
+    if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+        return {Ops.CMPLT: a[0] < a[1], Ops.CMPNE: a[0] != a[1], Ops.CMPEQ: a[0] == a[1]}[op]
+    if op is Ops.WHERE:
+        return a[1] if a[0] else a[2]
+    if dt.is_bool:
+        if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.MAX):
+            x, y = bool(a[0]), bool(a[1])
+            return {Ops.AND: x and y, Ops.OR: x or y, Ops.XOR: x != y, Ops.MAX: x or y}[op]
+        return None
+    if op in (Ops.CDIV, Ops.CMOD):
+        if a[1] == 0 or (dt.kind == "int" and a[0] == dt.min() and a[1] == -1):
+            return None
+        q = abs(a[0]) // abs(a[1]) * (1 if (a[0] >= 0) == (a[1] >= 0) else -1)
+        r = q if op is Ops.CDIV else a[0] - q * a[1]
+    elif op in (Ops.SHL, Ops.SHR):
+        if not 0 <= a[1] < dt.bits or (op is Ops.SHR and a[0] < 0):
+            return None
+        r = a[0] << a[1] if op is Ops.SHL else a[0] >> a[1]
+    else:
+        fns = {Ops.ADD: lambda x, y: x + y, Ops.SUB: lambda x, y: x - y,
+               Ops.MUL: lambda x, y: x * y, Ops.MAX: lambda x, y: y if x < y else x,
+               Ops.AND: lambda x, y: x & y, Ops.OR: lambda x, y: x | y,
+               Ops.XOR: lambda x, y: x ^ y, Ops.NEG: lambda x: -x,
+               Ops.MULACC: lambda x, y, z: x * y + z}
+        if op not in fns:
+            return None
+        r = fns[op](*a)
+    return _wrap(r, dt)
+
+
+def _float_op(op: Ops, a: list[float], dt: DType) -> float | bool | None:
+    """A float op in dtype dt (float16 computes in float32 and rounds once)."""
+    if op in _NO_FOLD_FLOAT or dt == dtypes.bfloat16:
+        return None
+    work = np.float32 if dt == dtypes.float16 else dt.np.type
+    x = [work(v) for v in a]
+    with np.errstate(all="ignore"):
+        if op is Ops.CMPLT:
+            return bool(x[0] < x[1])
+        if op is Ops.CMPNE:
+            return bool(x[0] != x[1])
+        if op is Ops.CMPEQ:
+            return bool(x[0] == x[1])
+        fns = {Ops.ADD: lambda p, q: p + q, Ops.SUB: lambda p, q: p - q,
+               Ops.MUL: lambda p, q: p * q, Ops.FDIV: lambda p, q: p / q,
+               Ops.MAX: lambda p, q: q if p < q else p, Ops.NEG: lambda p: -p,
+               Ops.SQRT: np.sqrt, Ops.TRUNC: np.trunc,
+               Ops.RECIPROCAL: lambda p: work(1) / p}
+        if op not in fns:
+            return None
+        r = fns[op](*x)
+        return float(dt.np.type(r))
+
+
+def fold_alu(x: UOp) -> UOp | None:
+    """An ALU op whose value operands are all strong constants → its strong constant result."""
+    if x.shape != () or x.op is Ops.WHERE:
+        return None   # WHERE: where_const_cond
+    vals = [const_value(s) for s in x.src]
+    if any(v is None for v in vals):
+        return None
+    odt = vals[0][1]
+    args = [v for v, _ in vals]
+    if odt.is_float:
+        r = _float_op(x.op, args, odt)
+    else:
+        r = _int_op(x.op, [int(v) for v in args], odt)
+    return None if r is None else make_const(r, x.dtype)
+
+
+def fold_cast(x: UOp, c: UOp) -> UOp | None:
+    """CAST of a strong constant → the constant converted (also canonicalises CAST(CONST))."""
+    if c.op is Ops.CONST and not isinstance(c.arg, bool):
+        v = convert(c.arg, c.dtype, x.arg)
+        if v is None:
+            return None
+        new = make_const(v, x.arg)
+        return None if new is x else new
+    cv = const_value(c)
+    if cv is None:
+        return None
+    v = convert(cv[0], cv[1], x.arg)
+    return None if v is None else make_const(v, x.arg)
+
+
+# -- identities -----------------------------------------------------------------------------------
+
+def _is_const(u: UOp, v: int | bool) -> bool:
+    cv = const_value(u)
+    return cv is not None and not isinstance(cv[0], float) and cv[0] == v and \
+        isinstance(cv[0], bool) == isinstance(v, bool)
+
+
+def _is_float_one(u: UOp) -> bool:
+    cv = const_value(u)
+    return cv is not None and isinstance(cv[0], float) and cv[0] == 1.0
+
+
+def const_right(x: UOp) -> UOp | None:
+    """A commutative op with a constant on the left: move it to the right."""
+    if x.op is Ops.MAX and x.dtype.is_float:
+        return None   # MAX(nan, x) is nan but MAX(x, nan) is x
+    if len(x.src) == 2 and const_value(x.src[0]) is not None and \
+            const_value(x.src[1]) is None:
+        return x.replace(src=(x.src[1], x.src[0]))
+    return None
+
+
+def int_identity(x: UOp) -> UOp | None:
+    """x+0, x-0, x*1, x*0, x/1, x%1, x|0, x^0, x&0 on integers; bool x&true, x|false."""
+    a, b = x.src
+    dt = x.dtype
+    if dt.is_bool:
+        if (x.op is Ops.AND and _is_const(b, True)) or \
+                (x.op in (Ops.OR, Ops.XOR) and _is_const(b, False)):
+            return a
+        return None
+    if x.op in (Ops.ADD, Ops.SUB, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and _is_const(b, 0):
+        return a
+    if x.op in (Ops.MUL, Ops.CDIV) and _is_const(b, 1):
+        return a
+    if x.op in (Ops.MUL, Ops.AND) and _is_const(b, 0):
+        return b
+    if x.op is Ops.CMOD and _is_const(b, 1):
+        return make_const(0, dt)
+    return None
+
+
+def float_mul_one(x: UOp) -> UOp | None:
+    """x * 1.0 → x for floats (exact for every x, -0.0, inf and nan included)."""
+    return x.src[0] if _is_float_one(x.src[1]) else None
+
+
+def idempotent_bitwise(x: UOp) -> UOp | None:
+    """x & x → x, x | x → x."""
+    return x.src[0] if x.src[0] is x.src[1] else None
+
+
+def where_const_cond(x: UOp) -> UOp | None:
+    """WHERE(true, a, b) → a; WHERE(false, a, b) → b; WHERE(c, a, a) → a."""
+    if x.src[1] is x.src[2]:
+        return x.src[1]
+    cv = const_value(x.src[0])
+    if cv is None or x.shape != ():
+        return None
+    return x.src[1] if cv[0] else x.src[2]
+
+
+def cast_noop(x: UOp) -> UOp | None:
+    """CAST to the dtype the value already has → the value."""
+    s = x.src[0]
+    return s if s.dtype == x.arg and s.kind == "value" else None
+
+
+def _exact(d0: DType, d1: DType) -> bool:
+    """Whether dtype d1 holds every value of d0 exactly."""
+    if d0.is_bool:
+        return True
+    if d0.is_int and d1.is_int:
+        return d1.min() <= d0.min() and d0.max() <= d1.max()
+    if d0.is_float and d1.is_float:
+        mant = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+        rng = {"float16": 5, "bfloat16": 8, "float32": 8, "float64": 11}
+        return mant[d1.name] >= mant[d0.name] and rng[d1.name] >= rng[d0.name]
+    if d0.is_int and d1.is_float:
+        mant = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[d1.name]
+        return d0.bits - (1 if d0.kind == "int" else 0) <= mant
+    return False
+
+
+def cast_chain(x: UOp, y: UOp) -> UOp | None:
+    """CAST(CAST(v, d1), d2) → CAST(v, d2) when d1 holds every value of v's dtype exactly."""
+    v = y.src[0]
+    d0, d1, d2 = v.dtype, y.arg, x.arg
+    if d0 is None or d0.is_weak or v.kind != "value" or not _exact(d0, d1):
+        return None
+    if d0.is_int and d1.is_float and d2.is_int and d2 != d0:
+        return None   # float→int is not integer wrapping
+    return v if d2 == d0 else UOp(Ops.CAST, (v,), d2)
+
+
+def sub_const(x: UOp, a: UOp, c: UOp) -> UOp | None:
+    """x - c → x + (-c) on integers (wrapping, so exact), so additions chain."""
+    cv = const_value(c)
+    if cv is None or not x.dtype.is_int:
+        return None
+    return UOp(Ops.ADD, (a, make_const(_wrap(-int(cv[0]), x.dtype), x.dtype)))
+
+
+def assoc_const(x: UOp, y: UOp, c2: UOp) -> UOp | None:
+    """(a op c1) op c2 → a op (c1 op c2), op ADD or MUL on integers; (a+c1)*c2 → a*c2 + c1*c2."""
+    if not x.dtype.is_int or y.op not in (Ops.ADD, Ops.MUL) or len(y.src) != 2:
+        return None
+    c1v, c2v = const_value(y.src[1]), const_value(c2)
+    if c1v is None or c2v is None:
+        return None
+    dt = x.dtype
+    c1, cc2 = int(c1v[0]), int(c2v[0])
+    a = y.src[0]
+    if y.op is x.op:
+        r = c1 + cc2 if x.op is Ops.ADD else c1 * cc2
+        return UOp(x.op, (a, make_const(_wrap(r, dt), dt)))
+    if y.op is Ops.ADD and x.op is Ops.MUL:
+        return UOp(Ops.ADD, (UOp(Ops.MUL, (a, c2)), make_const(_wrap(c1 * cc2, dt), dt)))
+    return None
+
+
+def stack_of_lanes(x: UOp) -> UOp | None:
+    """STACK(INDEX(v, 0), …, INDEX(v, n-1)) of an n-lane vector v → v."""
+    s0 = x.src[0]
+    if s0.op is not Ops.INDEX or s0.src[0].kind != "value":
+        return None
+    v = s0.src[0]
+    if v.shape != (len(x.src),):
+        return None
+    for i, s in enumerate(x.src):
+        if s.op is not Ops.INDEX or s.src[0] is not v or s.src[1].arg != i:
+            return None
+    return v
+
+
+def lane_of_stack(x: UOp, v: UOp, i: UOp) -> UOp | None:
+    """INDEX(STACK(x0 … xn-1), i) → xi."""
+    if v.op is not Ops.STACK or not isinstance(i.arg, int):
+        return None
+    return v.src[i.arg]
+
+
+_INT_ID_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR,
+               Ops.SHL, Ops.SHR)
+
+SIMPLIFY = PatternMatcher([
+    (UPat(Ops.CAST, src=(UPat.var("c"),), name="x"), fold_cast),
+    (UPat(ALU, name="x"), fold_alu),
+    (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), cast_chain),
+    (UPat(Ops.CAST, name="x"), cast_noop),
+    (UPat(Ops.WHERE, name="x"), where_const_cond),
+    (UPat(COMMUTATIVE, name="x"), const_right),
+    (UPat(Ops.SUB, src=(UPat.var("a"), UPat.var("c")), name="x"), sub_const),
+    (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
+    (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
+    (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
+    (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
+    (UPat(Ops.STACK, name="x"), stack_of_lanes),
+    (UPat(Ops.INDEX, src=(UPat.var("v"), UPat(Ops.CONST, name="i")), name="x"), lane_of_stack),
+])
+
+
+def simplify(sink: UOp, target: TargetDesc | None = None) -> UOp:
+    """Rewrite the graph with SIMPLIFY to a fixed point (idempotent)."""
+    return graph_rewrite(sink, SIMPLIFY)

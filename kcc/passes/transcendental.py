@@ -1,0 +1,311 @@
+"""EXP2, LOG2 and SIN as basic UOps (ADD, SUB, MUL, FDIV, CMPLT, WHERE, CAST, BITCAST, AND, OR,
+SHL, SHR, TRUNC) for float32 and float64. The accuracy each meets, and how it was measured, is in
+docs/transcendentals.md. No fused multiply-add is used, so a target without MULACC gets the
+same results. Polynomial coefficients are Taylor coefficients computed here with Python's
+`decimal` at 40 digits and rounded once to the dtype, so they are exact facts, not fitted data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, getcontext
+from fractions import Fraction
+
+import numpy as np
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """The IEEE-754 binary format facts the algorithms need (IEEE 754-2008, 3.4)."""
+
+    dtype: DType
+    itype: DType      # the signed integer of the same width (for BITCAST)
+    mant: int         # stored mantissa bits
+    bias: int
+    emin: int         # exponent of the smallest normal
+
+
+F32 = FloatFormat(dtypes.float32, dtypes.int32, 23, 127, -126)
+F64 = FloatFormat(dtypes.float64, dtypes.int64, 52, 1023, -1022)
+FORMATS = {dtypes.float32: F32, dtypes.float64: F64}
+
+
+def _round(v: Decimal | Fraction | float, dt: DType) -> float:
+    """v rounded once to dt (through an exact Fraction, so float32 is not double-rounded)."""
+    fr = Fraction(v) if not isinstance(v, Fraction) else v
+    if dt == dtypes.float64:
+        return float(fr)   # Fraction → float is correctly rounded
+    # float32: round the exact value to 24 significant bits, ties to even
+    if fr == 0:
+        return 0.0
+    sign = -1 if fr < 0 else 1
+    fr = abs(fr)
+    e = fr.numerator.bit_length() - fr.denominator.bit_length()
+    while Fraction(2) ** e > fr:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= fr:
+        e += 1
+    scale = Fraction(2) ** (23 - e)
+    m = fr * scale
+    q, rem = divmod(m.numerator, m.denominator)
+    if 2 * rem > m.denominator or (2 * rem == m.denominator and q % 2 == 1):
+        q += 1
+    return sign * float(Fraction(q) / scale)
+
+
+def _dec(x: int) -> Decimal:
+    getcontext().prec = 40
+    return Decimal(x)
+
+
+class _B:
+    """Small builder: strong constants and ops in one float format."""
+
+    def __init__(self, fmt: FloatFormat, shape: tuple[int, ...] = ()):
+        self.f = fmt
+        self.dt = fmt.dtype
+        self.shape = shape
+
+    def _bcast(self, c: UOp) -> UOp:
+        """A scalar constant, or a STACK of it for a vector computation."""
+        return c if self.shape == () else UOp(Ops.STACK, (c,) * self.shape[0])
+
+    def c(self, v: float) -> UOp:
+        return self._bcast(UOp(Ops.CAST, (UOp.const(float(v)),), self.dt))
+
+    def ci(self, v: int) -> UOp:
+        return self._bcast(UOp(Ops.CAST, (UOp.const(int(v)),), self.f.itype))
+
+    def magic(self) -> float:
+        """1.5 * 2**mant: adding it to |v| < 2**(mant-1) leaves rint(v) in the low bits."""
+        return 1.5 * 2.0 ** self.f.mant
+
+    def to_int(self, k: UOp) -> UOp:
+        """An integer-valued float (|k| < 2**(mant-1)) as the same-width int, with no CAST
+        (vector float64 → int64 conversion needs AVX-512): the low bits of k + magic."""
+        m = self.magic()
+        return self.sub(self.bits(self.add(k, self.c(m))),
+                        self.ci(int(np.array(m, self.dt.np).view(self.f.itype.np))))
+
+    def to_float(self, i: UOp) -> UOp:
+        """A small int (|i| < 2**(mant-1)) as a float, the inverse of to_int."""
+        m = self.magic()
+        mbits = int(np.array(m, self.dt.np).view(self.f.itype.np))
+        return self.sub(self.from_bits(self.add(i, self.ci(mbits))), self.c(m))
+
+    @staticmethod
+    def op(op: Ops, *src: UOp) -> UOp:
+        return UOp(op, tuple(src))
+
+    def add(self, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.ADD, (a, b))
+
+    def sub(self, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.SUB, (a, b))
+
+    def mul(self, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.MUL, (a, b))
+
+    def where(self, c: UOp, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.WHERE, (c, a, b))
+
+    def lt(self, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.CMPLT, (a, b))
+
+    def horner(self, x: UOp, coeffs: list[float]) -> UOp:
+        """c0 + x*(c1 + x*(c2 + …)) with separate MUL and ADD (no fused multiply-add)."""
+        acc = self.c(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.add(self.mul(acc, x), self.c(c))
+        return acc
+
+    def bits(self, x: UOp) -> UOp:
+        return UOp(Ops.BITCAST, (x,), self.f.itype)
+
+    def from_bits(self, i: UOp) -> UOp:
+        return UOp(Ops.BITCAST, (i,), self.dt)
+
+    def pow2(self, k: UOp) -> UOp:
+        """2**k for a float integer k in [emin, emax]: the exponent field set directly."""
+        e = self.to_int(self.add(k, self.c(self.f.bias)))
+        return self.from_bits(UOp(Ops.SHL, (e, self.ci(self.f.mant))))
+
+
+# -- EXP2 --------------------------------------------------------------------------------------
+
+def _exp2_coeffs(dt: DType) -> list[float]:
+    """Taylor coefficients of 2**r = sum (ln 2)**k / k! r**k, rounded once to dt."""
+    deg = 7 if dt == dtypes.float32 else 13
+    ln2 = _dec(2).ln()
+    out, term = [], Decimal(1)
+    for k in range(deg + 1):
+        out.append(_round(term, dt))
+        term = term * ln2 / (k + 1)
+    return out
+
+
+def exp2(x: UOp) -> UOp:
+    """2**x: x = q + r with q = rint(x), |r| <= 1/2; 2**r by a Taylor polynomial; times 2**q
+    applied as two exact powers of two so a subnormal result is rounded once."""
+    fmt = FORMATS[x.dtype]
+    b = _B(fmt, x.shape)
+    hi = float(-fmt.emin + 3)                  # 129 / 1025: past overflow
+    lo = float(fmt.emin - fmt.mant - 25)       # -174 / -1099: past underflow to 0
+    xc = b.where(b.lt(x, b.c(lo)), b.c(lo), x)
+    xc = b.where(b.lt(b.c(hi), xc), b.c(hi), xc)
+    magic = b.c(1.5 * 2.0 ** fmt.mant)         # adding it rounds to an integer (ties to even)
+    q = b.sub(b.add(xc, magic), magic)
+    r = b.sub(xc, q)                           # exact: q is the integer nearest xc
+    p = b.horner(r, _exp2_coeffs(x.dtype))
+    q1 = UOp(Ops.TRUNC, (b.mul(q, b.c(0.5)),))
+    q2 = b.sub(q, q1)
+    return b.mul(b.mul(p, b.pow2(q1)), b.pow2(q2))
+
+
+# -- LOG2 --------------------------------------------------------------------------------------
+
+def _log_coeffs(dt: DType) -> list[float]:
+    """2/3, 2/5, 2/7, …: log((1+s)/(1-s)) = 2s + s*z*(2/3 + 2z/5 + …) with z = s*s."""
+    n = 4 if dt == dtypes.float32 else 10
+    return [_round(Fraction(2, 2 * k + 3), dt) for k in range(n)]
+
+
+def log2(x: UOp) -> UOp:
+    """log2(x) = e + log2(m), m in [sqrt(1/2), sqrt(2)); log(m) = f - f*f/2 + s*(f*f/2 + R(z))
+    with f = m-1, s = f/(2+f); the leading part is split into a few-bit head (exact products
+    with a split 1/ln 2) and a tail, and e is added last with its rounding error recovered."""
+    fmt = FORMATS[x.dtype]
+    b = _B(fmt, x.shape)
+    dt, it = x.dtype, fmt.itype
+    k = 64
+    sub = b.lt(x, b.c(2.0 ** fmt.emin))
+    xs = b.where(sub, b.mul(x, b.c(2.0 ** k)), x)
+    bits = UOp(Ops.AND, (b.bits(xs), b.ci((1 << (fmt.itype.bits - 1)) - 1)))
+    e_i = b.sub(UOp(Ops.SHR, (bits, b.ci(fmt.mant))), b.ci(fmt.bias))
+    mbits = UOp(Ops.OR, (UOp(Ops.AND, (bits, b.ci((1 << fmt.mant) - 1))),
+                         b.ci(fmt.bias << fmt.mant)))
+    m = b.from_bits(mbits)
+    big = b.lt(b.c(_round(_dec(2).sqrt(), dt)), m)
+    m = b.where(big, b.mul(m, b.c(0.5)), m)
+    e = b.add(b.sub(b.to_float(e_i), b.where(sub, b.c(k), b.c(0.0))),
+              b.where(big, b.c(1.0), b.c(0.0)))
+    f = b.sub(m, b.c(1.0))
+    s = UOp(Ops.FDIV, (f, b.add(b.c(2.0), f)))
+    z = b.mul(s, s)
+    r = b.mul(z, b.horner(z, _log_coeffs(dt)))
+    hfsq = b.mul(b.mul(b.c(0.5), f), f)
+    # head: clear the low bits so that head * ivln2hi is exact (21+21 <= 53, 12+12 <= 24)
+    clear = 32 if dt == dtypes.float64 else 12
+    mask = b.ci(-(1 << clear))
+    hi = b.from_bits(UOp(Ops.AND, (b.bits(b.sub(f, hfsq)), mask)))
+    lo = b.add(b.sub(b.sub(f, hi), hfsq), b.mul(s, b.add(hfsq, r)))
+    inv_ln2 = 1 / _dec(2).ln()
+    ih = _round(inv_ln2, dt)
+    ih_bits = int(np.array(ih, dt.np).view(it.np)) & -(1 << clear)
+    ivln2hi = float(np.array(ih_bits, it.np).view(dt.np))
+    ivln2lo = _round(inv_ln2 - Decimal(ivln2hi), dt)
+    val_hi = b.mul(hi, b.c(ivln2hi))
+    val_lo = b.add(b.mul(b.add(lo, hi), b.c(ivln2lo)), b.mul(lo, b.c(ivln2hi)))
+    w = b.add(e, val_hi)
+    val_lo = b.add(val_lo, b.add(b.sub(e, w), val_hi))
+    res = b.add(val_lo, w)
+    inf = b.c(float("inf"))
+    res = b.where(UOp(Ops.CMPEQ, (x, inf)), inf, res)
+    res = b.where(UOp(Ops.CMPEQ, (x, b.c(0.0))), b.c(float("-inf")), res)
+    bad = UOp(Ops.OR, (b.lt(x, b.c(0.0)), UOp(Ops.CMPNE, (x, x))))
+    return b.where(bad, b.c(float("nan")), res)
+
+
+# -- SIN ---------------------------------------------------------------------------------------
+
+_PI = "3.14159265358979323846264338327950288419716939937510582097494459230781640628620899863"
+SIN_RANGE = 2.0 ** 30 * 1.5707963267948966   # |x| up to which the stated ulp bound holds
+
+
+def _pio2_parts() -> list[float]:
+    """pi/2 as 23-bit pieces C1 + C2 + C3 and a float64 tail C4 (each q*Ci exact for q < 2**30)."""
+    getcontext().prec = 60
+    pi = Decimal(_PI)
+    rest = Fraction(pi / 2)
+    parts = []
+    for _ in range(3):
+        e = 0
+        while Fraction(2) ** (e + 1) <= abs(rest):
+            e += 1
+        while Fraction(2) ** e > abs(rest):
+            e -= 1
+        scale = Fraction(2) ** (22 - e)
+        piece = Fraction(int(rest * scale)) / scale    # 23 significant bits, truncated
+        parts.append(float(piece))
+        rest -= piece
+    parts.append(float(rest))
+    return parts
+
+
+def _sin_coeffs(odd: bool) -> list[float]:
+    """Taylor coefficients of sin (odd) or cos in z = r*r, rounded to float64."""
+    out = []
+    for k in range(9):
+        n = 2 * k + 1 if odd else 2 * k
+        out.append(float(Fraction((-1) ** k, _fact(n))))
+    return out
+
+
+def _fact(n: int) -> int:
+    r = 1
+    for i in range(2, n + 1):
+        r *= i
+    return r
+
+
+def _two_sum(b: _B, x: UOp, y: UOp) -> tuple[UOp, UOp]:
+    """s + e == x + y exactly (Knuth's TwoSum, no magnitude precondition)."""
+    s = b.add(x, y)
+    bb = b.sub(s, x)
+    e = b.add(b.sub(x, b.sub(s, bb)), b.sub(y, bb))
+    return s, e
+
+
+def sin64(x: UOp) -> UOp:
+    """sin(x) for float64: Cody-Waite reduction by pi/2 in four parts into rh + rl, |r| <= pi/4,
+    then the sin or cos Taylor polynomial of the quadrant."""
+    b = _B(F64, x.shape)
+    c1, c2, c3, c4 = (b.c(v) for v in _pio2_parts())
+    magic = b.c(b.magic())
+    two_over_pi = float(Fraction(2) / Fraction(Decimal(_PI)))
+    qm = b.add(b.mul(x, b.c(two_over_pi)), magic)
+    q = b.sub(qm, magic)
+    t1 = b.sub(x, b.mul(q, c1))
+    s1, e1 = _two_sum(b, t1, UOp(Ops.NEG, (b.mul(q, c2),)))
+    s2, e2 = _two_sum(b, s1, UOp(Ops.NEG, (b.mul(q, c3),)))
+    lo = b.sub(b.add(e1, e2), b.mul(q, c4))
+    rh = b.add(s2, lo)
+    rl = b.sub(lo, b.sub(rh, s2))
+    z = b.mul(rh, rh)
+    sin_c, cos_c = _sin_coeffs(True), _sin_coeffs(False)
+    # sin(rh + rl) ~ rh + (rh*z*S(z) + rl*(1 - z/2))
+    s_tail = b.mul(b.mul(rh, z), b.horner(z, sin_c[1:]))
+    sin_r = b.add(rh, b.add(s_tail, b.mul(rl, b.sub(b.c(1.0), b.mul(z, b.c(0.5))))))
+    # cos(rh + rl) ~ 1 - z/2 + (z*z*C(z) - rh*rl), with 1 - z/2 rounding error recovered
+    hz = b.mul(z, b.c(0.5))
+    w = b.sub(b.c(1.0), hz)
+    c_tail = b.sub(b.mul(b.mul(z, z), b.horner(z, cos_c[2:])), b.mul(rh, rl))
+    cos_r = b.add(w, b.add(b.sub(b.sub(b.c(1.0), w), hz), c_tail))
+    n = UOp(Ops.AND, (b.bits(qm), b.ci(3)))    # q mod 4: the low bits of q + magic
+    odd = UOp(Ops.CMPEQ, (UOp(Ops.AND, (n, b.ci(1))), b.ci(1)))
+    neg = UOp(Ops.CMPEQ, (UOp(Ops.AND, (n, b.ci(2))), b.ci(2)))
+    res = b.where(odd, cos_r, sin_r)
+    res = b.where(neg, UOp(Ops.NEG, (res,)), res)
+    return b.where(UOp(Ops.CMPEQ, (x, b.c(0.0))), x, res)   # sin(±0) = ±0
+
+
+def sin(x: UOp) -> UOp:
+    """sin(x): float64 directly; float32 through float64 (one rounding of an almost exact value)."""
+    if x.dtype == dtypes.float64:
+        return sin64(x)
+    wide = UOp(Ops.CAST, (x,), dtypes.float64)
+    return UOp(Ops.CAST, (sin64(wide),), x.dtype)
