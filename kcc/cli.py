@@ -1,0 +1,393 @@
+"""The `kcc` command line: small click commands that call the layers.
+
+    kcc check FILE...        parse and verify; `path: ok` per good file, errors on stderr
+    kcc fmt FILE [-i]        the canonical text, to stdout or in place
+    kcc compile FILE... -t T one object (+ manifest) for target T (x86, cuda)
+    kcc run SOURCE ARG...    run a .uop (--interp or -t T) or a manifest; save the buffers
+    kcc disasm FILE          the instructions of an x86 object, a cubin or PTX
+
+A bad input file is reported as `path:line:col: error: message` with the line and a caret, and
+the command exits with status 1; it never shows a Python traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import click
+
+from kcc.frontend.errors import SourceError
+from kcc.frontend.lexer import decode_source
+from kcc.frontend.parser import ParseResult, parse_result, read_source
+from kcc.frontend.printer import format_uop, leading_comments
+
+
+def _version() -> str:
+    try:
+        return metadata.version("kcc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def load(path: str) -> tuple[ParseResult, str]:
+    """Read, parse and verify a `.uop` file (`-` is stdin); returns the result and the text."""
+    if path == "-":
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        data, name = read_source(path), path
+    text = decode_source(data, name)
+    return parse_result(text, name), text
+
+
+def _fail(err: SourceError) -> None:
+    click.echo(err.render(), err=True)
+
+
+@click.group()
+@click.version_option(_version(), "--version", prog_name="kcc")
+def main() -> None:
+    """kcc: an ahead-of-time kernel compiler for .uop graphs."""
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+def check(files: tuple[str, ...]) -> None:
+    """Parse and verify each FILE; exit 1 if any is refused."""
+    failed = False
+    for path in files:
+        try:
+            res, _ = load(path)
+        except SourceError as e:
+            _fail(e)
+            failed = True
+            continue
+        click.echo(f"{res.path}: ok (kernel {res.sink.arg.name}, {len(res.sink.toposort())} "
+                   "nodes)")
+    sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.argument("file")
+@click.option("-i", "--in-place", is_flag=True, help="Rewrite FILE instead of printing.")
+def fmt(file: str, in_place: bool) -> None:
+    """Print FILE in canonical form (renumbered, typed, leading comments kept)."""
+    if in_place and file == "-":
+        raise click.UsageError("-i needs a file, not stdin")
+    try:
+        res, text = load(file)
+    except SourceError as e:
+        _fail(e)
+        sys.exit(1)
+    out = format_uop(res.sink, leading_comments(text))
+    if not in_place:
+        click.echo(out, nl=False)
+        return
+    try:
+        with open(file, "w", encoding="utf-8", newline="\n") as f:
+            f.write(out)
+    except OSError as e:
+        _fail(SourceError(file, 0, 0, f"cannot write the file: {e.strerror or e}"))
+        sys.exit(1)
+
+
+# -- compile, run, disasm ------------------------------------------------------------------------
+
+TARGETS = ("x86", "cuda")
+DEFAULT_ARCH = {"x86": "x86-64-v3", "cuda": "sm_90"}
+EMITS = {"x86": ("obj", "asm"), "cuda": ("cubin", "ptx")}
+
+
+class CliError(Exception):
+    """A user-facing error: printed as `error: …`, exit status 1."""
+
+
+def _die(msg: str) -> None:
+    click.echo(f"error: {msg}", err=True)
+    sys.exit(1)
+
+
+def _load_all(files: tuple[str, ...]) -> list:
+    sinks = []
+    for path in files:
+        try:
+            res, _ = load(path)
+        except SourceError as e:
+            _fail(e)
+            sys.exit(1)
+        sinks.append(res.sink)
+    return sinks
+
+
+def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
+             dump_after: str | None) -> tuple[bytes, list, str, str]:
+    """Run the pipeline for target; returns (output bytes, kernel descs, arch, emit)."""
+    from kcc.targets.pipeline import PASS_NAMES
+    if dump_after is not None and dump_after not in PASS_NAMES:
+        raise CliError(f"unknown pass {dump_after!r} for --dump-after (choose from "
+                       f"{', '.join(PASS_NAMES)})")
+    arch = arch or DEFAULT_ARCH[target]
+    emit = emit or EMITS[target][0]
+    if emit not in EMITS[target]:
+        raise CliError(f"-t {target} emits {' or '.join(EMITS[target])}, not {emit!r}")
+    out = sys.stdout if dump_after else None
+    try:
+        if target == "x86":
+            from kcc.targets.x86 import ARCHES, compile_x86
+            if arch not in ARCHES:
+                raise CliError(f"unknown x86 --arch {arch!r} (choose from {', '.join(ARCHES)})")
+            data, descs = compile_x86(sinks, arch, emit, dump_after, out)
+        else:
+            from kcc.targets.cuda import ARCHES as CUDA_ARCHES, compile_cuda
+            if arch not in CUDA_ARCHES:
+                raise CliError(f"unknown cuda --arch {arch!r} (choose from "
+                               f"{', '.join(CUDA_ARCHES)})")
+            data, descs = compile_cuda(sinks, arch, emit, dump_after, out)
+    except CliError:
+        raise
+    except COMPILE_ERRORS as e:
+        raise CliError(str(e)) from None
+    return data, descs, arch, emit
+
+
+def _compile_errors() -> tuple[type[Exception], ...]:
+    from kcc.isel.x86 import SelectError
+    errs: list[type[Exception]] = [SelectError]
+    try:
+        from kcc.targets.cuda import CudaCompileError
+        errs.append(CudaCompileError)
+    except ImportError:
+        pass
+    return tuple(errs)
+
+
+COMPILE_ERRORS = _compile_errors()
+
+
+@main.command("compile")
+@click.argument("files", nargs=-1, required=True)
+@click.option("-t", "--target", type=click.Choice(TARGETS), required=True,
+              help="Target: x86 (ELF64 .o) or cuda (cubin/PTX).")
+@click.option("--arch", help="x86-64-v3 (default), x86-64-v4, native; cuda: sm_75 … sm_120.")
+@click.option("-o", "--output", help="Output file (default: first input with .o/.cubin/.ptx/.s).")
+@click.option("--manifest", help="Manifest path (default: the output with .json).")
+@click.option("--header", help="Also write a C header with the kernels' prototypes (x86).")
+@click.option("--emit", help="x86: obj (default) or asm; cuda: cubin (default) or ptx.")
+@click.option("--dump-after", help="Print the graph or machine listing after this pass.")
+def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
+                manifest: str | None, header: str | None, emit: str | None,
+                dump_after: str | None) -> None:
+    """Compile FILE… (one kernel each) into one object and a JSON launch manifest."""
+    from kcc.targets.manifest import write_manifest
+    sinks = _load_all(files)
+    try:
+        data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after)
+    except CliError as e:
+        _die(str(e))
+    ext = {"obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx"}[emit]
+    out = Path(output) if output else Path(files[0]).with_suffix(ext).name and \
+        Path(Path(files[0]).stem + ext)
+    try:
+        out.write_bytes(data)
+        mpath = Path(manifest) if manifest else out.with_suffix(".json")
+        write_manifest(mpath, target, arch, descs, out if emit in ("obj", "cubin", "ptx")
+                       else None)
+        if header:
+            if target != "x86":
+                _die("--header is for -t x86 (C prototypes of the object's functions)")
+            from kcc.targets.x86 import c_header
+            Path(header).write_text(c_header(descs))
+    except OSError as e:
+        _die(f"cannot write output: {e.filename}: {e.strerror}")
+    click.echo(f"wrote {out} and {mpath} ({len(descs)} kernel{'s' * (len(descs) != 1)})",
+               err=True)
+
+
+def _parse_args(desc, raw: tuple[str, ...], random_fill: bool, seed: int) -> list:
+    """Kernel arguments from the command line: .npy paths for buffers, numbers for scalars."""
+    import numpy as np
+    from kcc.ir import dtypes
+    if len(raw) > len(desc.args):
+        raise CliError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(raw)}")
+    if len(raw) < len(desc.args) and not random_fill:
+        missing = desc.args[len(raw)]
+        raise CliError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(raw)} "
+                       f"(argument {missing.slot} is missing; --random fills missing inputs)")
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, a in enumerate(desc.args):
+        npdt = dtypes.by_name(a.dtype).np
+        label = f"argument {a.slot}" + (f" ({a.name})" if a.name else "")
+        if i < len(raw):
+            if a.kind == "buffer":
+                try:
+                    arr = np.load(raw[i], allow_pickle=False)
+                except (OSError, ValueError) as e:
+                    raise CliError(f"{label}: cannot read {raw[i]!r} as .npy: {e}") from None
+                out.append(np.ascontiguousarray(arr))
+            else:
+                try:
+                    v = float(raw[i]) if dtypes.by_name(a.dtype).is_float else int(raw[i], 0)
+                except ValueError:
+                    raise CliError(f"{label}: {raw[i]!r} is not a {a.dtype} number") from None
+                out.append(v)
+        elif a.kind == "buffer":
+            out.append(_random_buffer(rng, npdt, a.size, a.dtype))
+        else:
+            lo, hi = a.range if a.range else (1, 8)
+            out.append(npdt.type(rng.integers(int(lo), int(hi) + 1) if npdt.kind in "iub"
+                                 else rng.uniform(float(lo), float(hi))))
+    return out
+
+
+def _random_buffer(rng, npdt, n: int, name: str):
+    import numpy as np
+    if name == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if name == "bfloat16":
+        return (rng.standard_normal(n).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if npdt.kind == "f":
+        return rng.standard_normal(n).astype(npdt)
+    return rng.integers(0, 16, n).astype(npdt)
+
+
+@main.command("run")
+@click.argument("source")
+@click.argument("args", nargs=-1)
+@click.option("--interp", is_flag=True, help="Run the .uop in the reference interpreter.")
+@click.option("-t", "--target", type=click.Choice(TARGETS), help="Compile the .uop for TARGET.")
+@click.option("--arch", help="Target architecture (as for compile).")
+@click.option("--kernel", help="Kernel name, when a manifest holds several.")
+@click.option("-o", "--outdir", default="kcc-out", show_default=True,
+              help="Folder for arg{slot}.npy after the run.")
+@click.option("--random", "random_fill", is_flag=True, help="Fill missing inputs randomly.")
+@click.option("--seed", default=0, show_default=True, help="Seed for --random and --check.")
+@click.option("--check", is_flag=True,
+              help="Random inputs; compare the compiled kernel with the interpreter.")
+def run_cmd(source: str, args: tuple[str, ...], interp: bool, target: str | None,
+            arch: str | None, kernel: str | None, outdir: str, random_fill: bool, seed: int,
+            check: bool) -> None:
+    """Run SOURCE (a .uop, or a manifest .json) on ARG… (.npy buffers, numbers for scalars);
+    saves every buffer as OUTDIR/arg{slot}.npy."""
+    try:
+        _run(source, args, interp, target, arch, kernel, outdir, random_fill or check, seed,
+             check)
+    except CliError as e:
+        _die(str(e))
+
+
+def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, check):
+    import numpy as np
+    from kcc.targets.manifest import (KernelDesc, LaunchError, check_launch, describe_kernel,
+                                      read_manifest)
+    sink = None
+    if source.endswith(".json"):
+        if interp:
+            raise CliError("--interp runs a .uop, not a manifest")
+        try:
+            doc = read_manifest(Path(source))
+        except LaunchError as e:
+            raise CliError(str(e)) from None
+        descs = [KernelDesc.from_json(k) for k in doc["kernels"]]
+        names = [d.name for d in descs]
+        if kernel is None and len(descs) > 1:
+            raise CliError(f"{source} holds {len(descs)} kernels ({', '.join(names)}); "
+                           "choose one with --kernel")
+        if kernel is not None and kernel not in names:
+            raise CliError(f"{source} has no kernel {kernel!r} (it has {', '.join(names)})")
+        desc = descs[names.index(kernel)] if kernel else descs[0]
+        if target is not None and target != doc["target"]:
+            raise CliError(f"{source} was compiled for {doc['target']}, not {target}")
+        target = doc["target"]
+        data = (Path(source).parent / doc["object"]["file"]).read_bytes()
+    else:
+        if (target is None) == (not interp):
+            raise CliError("choose one of --interp or -t TARGET to run a .uop")
+        sink = _load_all((source,))[0]
+        if kernel is not None and kernel != sink.arg.name:
+            raise CliError(f"{source} holds kernel {sink.arg.name!r}, not {kernel!r}")
+        desc = describe_kernel(sink)
+        data = None
+        if target is not None:
+            data, descs, _, _ = _compile([sink], target, arch, None, None)
+            desc = descs[0]
+    values = _parse_args(desc, args, random_fill, seed)
+    try:
+        values = check_launch(desc, values)
+    except LaunchError as e:
+        raise CliError(str(e)) from None
+    ref = [v.copy() if isinstance(v, np.ndarray) else v for v in values] if check else None
+    if data is None:
+        from kcc.ir.interp import run as interp_run
+        interp_run(sink, values)
+    else:
+        _launch(target, data, desc, values)
+    if check:
+        if sink is None:
+            raise CliError("--check needs a .uop source (the interpreter runs the graph)")
+        from kcc.ir.interp import run as interp_run
+        interp_run(sink, ref)
+        bad = [a.slot for a, v, r in zip(desc.args, values, ref) if isinstance(v, np.ndarray)
+               and not np.array_equal(v.view(f"u{v.itemsize}"), r.view(f"u{r.itemsize}"))]
+        if bad:
+            raise CliError(f"{desc.name}: {target} differs from the interpreter in argument(s) "
+                           f"{', '.join(map(str, bad))}")
+        click.echo(f"{desc.name}: {target} matches the interpreter", err=True)
+    out = Path(outdir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for a, v in zip(desc.args, values):
+            if a.kind == "buffer":
+                np.save(out / f"arg{a.slot}.npy", v)
+    except OSError as e:
+        raise CliError(f"cannot write {e.filename}: {e.strerror}") from None
+    click.echo(f"saved {sum(a.kind == 'buffer' for a in desc.args)} buffers to {out}/",
+               err=True)
+
+
+def _launch(target: str, data: bytes, desc, values: list) -> None:
+    if target == "x86":
+        from kcc.targets.objload import LoadedObject, ObjectLoadError
+        from kcc.targets.x86 import launch
+        try:
+            obj = LoadedObject(data)
+        except ObjectLoadError as e:
+            raise CliError(str(e)) from None
+        try:
+            launch(obj, desc, values)
+        finally:
+            obj.close()
+    else:
+        from kcc.targets.cuda import launch_cuda
+        from kcc.targets.cuda_driver import CudaUnavailable
+        try:
+            launch_cuda(data, desc, values)
+        except CudaUnavailable as e:
+            raise CliError(f"cannot run on CUDA: {e}") from None
+
+
+@main.command("disasm")
+@click.argument("file")
+@click.option("--att", is_flag=True, help="AT&T syntax (x86).")
+def disasm_cmd(file: str, att: bool) -> None:
+    """Print the instructions of a compiled object (x86 .o, cubin or PTX)."""
+    try:
+        data = Path(file).read_bytes()
+    except OSError as e:
+        _die(f"cannot read {file}: {e.strerror}")
+    try:
+        if data[:4] == b"\x7fELF" and data[18:20] == (62).to_bytes(2, "little"):
+            from kcc.targets.x86 import disasm_object
+            click.echo(disasm_object(data, att), nl=False)
+        elif data[:4] == b"\x7fELF" or file.endswith(".ptx") or b".entry" in data[:100000]:
+            from kcc.targets.cuda import disasm_cuda
+            click.echo(disasm_cuda(data), nl=False)
+        else:
+            _die(f"{file} is not an x86-64 ELF object, a cubin or PTX")
+    except ValueError as e:
+        _die(f"{file}: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The verifier: the structural rules of a kernel graph beyond the per-node rule table.
+
+`verify(sink)` walks the graph once, iteratively, in topological order and raises `VerifyError`
+at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where a node runs"):
+
+- the root is a SINK and no other SINK is in the graph;
+- every node's derived type (the IR's rule table; WMMA is refused there);
+- PARAM slots are unique and run 0..n-1 without gaps over buffers and scalars together;
+  BUFFER slots are unique among BUFFERs;
+- nothing computed is thrown away: a SINK src is an effect (a void node) or a PARAM (an unused
+  argument keeps its slot), a GROUP src and an END's body are effects;
+- every RANGE is closed by exactly one END, and at the SINK no loop is left open;
+- loop scoping: a node is inside the loop of every RANGE it depends on unless an END of that
+  range lies on the way, so a node may not depend on a RANGE both directly and through the
+  END that closes it;
+- a RANGE bound is built only from constants and scalar integer PARAMs (so loop bounds are
+  known at launch); a SPECIAL bound is a constant, and two SPECIALs of one name agree on it.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.ops import ALU, Ops
+from kcc.ir.rules import IRError
+from kcc.ir.uop import AddrSpace, UOp, toposort
+
+_EMPTY: frozenset[UOp] = frozenset()
+# Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
+_BOUND_OPS = ALU | {Ops.CAST}
+
+
+class VerifyError(Exception):
+    """A graph that breaks a structural rule, at `node` (operand `src_index`, if one is at fault).
+
+    `related` is a second node the message is about (e.g. the RANGE of a loop-scoping error),
+    so a frontend can name it.
+    """
+
+    def __init__(self, msg: str, node: UOp, src_index: int | None = None,
+                 related: UOp | None = None):
+        super().__init__(msg)
+        self.msg = msg
+        self.node = node
+        self.src_index = src_index
+        self.related = related
+
+
+def verify(sink: UOp) -> None:
+    """Check the graph under `sink`; raise VerifyError at the first broken rule."""
+    if sink.op is not Ops.SINK:
+        raise VerifyError(f"the root of a kernel graph is a SINK, not {sink.op.name}", sink)
+    order = toposort([sink])
+    _Walk(sink).run(order)
+
+
+class _Walk:
+    def __init__(self, sink: UOp):
+        self.sink = sink
+        self.params: list[UOp] = []
+        self.buffer_slots: dict[int, UOp] = {}
+        self.closers: dict[UOp, UOp] = {}               # RANGE -> the END that closes it
+        self.ranges: list[UOp] = []
+        self.special_bound: dict[str, UOp] = {}
+        self.static: set[UOp] = set()                   # nodes usable in a RANGE bound
+        # per node: RANGEs whose loop it is inside (open) / after (closed)
+        self.open: dict[UOp, frozenset[UOp]] = {}
+        self.closed: dict[UOp, frozenset[UOp]] = {}
+
+    def run(self, order: list[UOp]) -> None:
+        for n in order:
+            try:
+                n.utype
+            except IRError as e:
+                raise VerifyError(e.msg, n, e.src_index) from None
+            self._node(n)
+            self._scope(n)
+        self._slots()
+        for r in self.ranges:
+            if r not in self.closers:
+                raise VerifyError("this RANGE is never closed by an END", r)
+
+    def _node(self, n: UOp) -> None:
+        op = n.op
+        if op is Ops.SINK and n is not self.sink:
+            raise VerifyError("a second SINK inside the graph: the SINK is the root only", n)
+        if op is Ops.PARAM:
+            self.params.append(n)
+            if n.arg.addrspace is AddrSpace.ALU and n.dtype.is_int:
+                self.static.add(n)
+        elif op is Ops.BUFFER:
+            prev = self.buffer_slots.setdefault(n.arg.slot, n)
+            if prev is not n:
+                raise VerifyError(f"BUFFER slot {n.arg.slot} is used by two BUFFERs", n,
+                                  related=prev)
+        elif op is Ops.CONST:
+            self.static.add(n)
+        elif op in _BOUND_OPS and all(s in self.static for s in n.src):
+            self.static.add(n)
+        elif op is Ops.SINK:
+            for i, s in enumerate(n.src):
+                if s.kind != "void" and s.op is not Ops.PARAM:
+                    raise VerifyError(f"the SINK's srcs are effects; this {s.op.name} value "
+                                      "is never used", n, i)
+        elif op is Ops.GROUP:
+            for i, s in enumerate(n.src):
+                if s.kind != "void":
+                    raise VerifyError(f"a GROUP's srcs are effects; this {s.op.name} value is "
+                                      "never used", n, i)
+        elif op is Ops.END:
+            self._end(n)
+        elif op is Ops.RANGE:
+            self.ranges.append(n)
+            if n.src[0] not in self.static:
+                raise VerifyError("a RANGE bound is built only from constants and scalar "
+                                  "integer PARAMs (addrspace=ALU)", n, 0)
+        elif op is Ops.SPECIAL:
+            prev = self.special_bound.setdefault(n.arg, n)
+            if prev.src[0] is not n.src[0]:
+                raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
+                                  f"{_bound(prev)} elsewhere", n, 0, related=prev)
+
+    def _end(self, n: UOp) -> None:
+        if n.src[0].kind != "void":
+            raise VerifyError(f"an END's body is an effect; this {n.src[0].op.name} value is "
+                              "never used", n, 0)
+        for i, r in enumerate(n.src[1:], 1):
+            prev = self.closers.setdefault(r, n)
+            if prev is not n or r in n.src[1:i]:
+                raise VerifyError("this RANGE is closed by more than one END", n, i,
+                                  related=r)
+
+    def _scope(self, n: UOp) -> None:
+        """Propagate the open and closed RANGE sets to n; they may not meet."""
+        opened = _union([self.open[s] for s in n.src])
+        closed = _union([self.closed[s] for s in n.src])
+        if n.op is Ops.RANGE:
+            opened = opened | {n}
+        elif n.op is Ops.END:
+            ends = frozenset(n.src[1:])
+            opened = opened - ends
+            closed = closed | ends
+        both = opened & closed
+        if both:
+            r = min(both, key=lambda x: self.ranges.index(x))
+            raise VerifyError("this node depends on a RANGE both inside its loop and after "
+                              "the END that closes it", n, related=r)
+        if n is self.sink and opened:
+            # Every node is reachable from the SINK, so an END of this range would have put it
+            # in `closed` and failed above: an open range at the SINK has no END at all.
+            r = min(opened, key=lambda x: self.ranges.index(x))
+            raise VerifyError("this RANGE is never closed by an END", r)
+        self.open[n] = opened
+        self.closed[n] = closed
+
+    def _slots(self) -> None:
+        by_slot: dict[int, UOp] = {}
+        for p in self.params:
+            prev = by_slot.setdefault(p.arg.slot, p)
+            if prev is not p:
+                raise VerifyError(f"PARAM slot {p.arg.slot} is used by two PARAMs", p,
+                                  related=prev)
+        for want, slot in enumerate(sorted(by_slot)):
+            if slot != want:
+                raise VerifyError(f"PARAM slots run 0..n-1 without gaps over buffers and "
+                                  f"scalars: slot {want} is missing", by_slot[slot])
+
+
+def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:
+    """The union, reusing an operand set when the others add nothing (keeps chains linear)."""
+    best = _EMPTY
+    for s in sets:
+        if s and s is not best and not s <= best:
+            best = s if best <= s else best | s
+    return best
+
+
+def _bound(special: UOp) -> object:
+    """A SPECIAL's constant bound: CONST n, or the strong CAST(CONST n) of lowered graphs."""
+    b = special.src[0]
+    return b.src[0].arg if b.op is Ops.CAST else b.arg
