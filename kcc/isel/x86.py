@@ -22,8 +22,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.ir import numerics as nm
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, VReg
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RAX, RBP, RCX, RDX, RSP, reg_class
@@ -89,15 +92,18 @@ def strong_const(u: UOp) -> int | float | bool | None:
 
 
 def commit_const(v: int | float | bool, dt: DType) -> int | float | bool:
-    """A literal committed to dt (ints wrap to dt's width, as the semantics say)."""
-    if dt.is_bool:
-        return bool(v)
-    if dt.is_int:
-        x = int(v) & ((1 << dt.bits) - 1)
-        if dt.is_signed and x >> (dt.bits - 1):
-            x -= 1 << dt.bits
-        return x
-    return float(v)
+    """A literal committed to dt by the CAST rules of docs/semantics.md, exactly as the
+    interpreter does it (kcc.ir.numerics): ints wrap to dt's width, a float literal saturates
+    into an integer dtype (NaN → 0), and a float dtype gets the literal rounded ONCE (an int
+    literal never through float64 first). A float result is a Python float holding the dtype's
+    value exactly (a float16/bfloat16 value is exact in float64)."""
+    if isinstance(v, bool) or dt.is_bool:
+        return bool(v) if dt.is_bool else int(v)
+    src = dtypes.weakint if isinstance(v, int) else dtypes.weakfloat
+    c = nm.cast(nm.const_array(v, src), src, dt)
+    if dt == dtypes.bfloat16:
+        return float(nm.bf16_to_f32(c))
+    return float(c) if dt.is_float else int(c)
 
 
 def fits32(v: int) -> bool:
@@ -110,6 +116,12 @@ def const_bytes(v: int | float | bool, dt: DType) -> bytes:
         return struct.pack("<f", v)
     if dt == dtypes.float64:
         return struct.pack("<d", v)
+    # v is already rounded to the half dtype (commit_const), so these conversions are exact;
+    # before this, int(v) truncated a float16/bfloat16 constant (-0.0 became +0.0, 1.5 became 1)
+    if dt == dtypes.float16:
+        return np.float16(v).tobytes()
+    if dt == dtypes.bfloat16:
+        return struct.pack("<f", v)[2:]          # the high half of the float32
     return (int(v) & ((1 << dt.bits) - 1)).to_bytes(dt.itemsize, "little")
 
 
@@ -184,9 +196,10 @@ class X86Selector:
             return v
         c = strong_const(u)
         if c is None:
-            if u.op is Ops.STACK:
+            if u.op is Ops.STACK and reg_class(u.dtype) == "vec":
                 return self.sel_STACK(u)
-            raise AssertionError(f"{u.op} used before it was selected")
+            raise SelectError(f"{u.op.name} of {u.dtype}{list(u.shape)} has no register "
+                              "form on x86")
         key = (u, len(self.loops))
         v = self.const_cache.get(key)
         if v is None:
@@ -210,7 +223,9 @@ class X86Selector:
                           arg={"rip": self.pool.label(data)})
             return t
         t = self.new("gpr")
-        iv = int(c)
+        # a float16/bfloat16 constant lives in a GPR as its bit pattern (int(c) lost -0.0 and
+        # every fraction)
+        iv = int.from_bytes(const_bytes(c, dt), "little") if dt.is_float else int(c)
         if dt.itemsize == 8 and not fits32(iv):
             self.emit("movabs_r64_imm64", t, iv & ((1 << 64) - 1))
         elif dt.itemsize == 8:
@@ -416,9 +431,12 @@ class X86Selector:
         """A place in a buffer, or one lane of a vector value."""
         base = u.src[0]
         if base.kind == "value":
-            self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0],
-                                    int(strong_const(u.src[1]) if strong_const(u.src[1])
-                                        is not None else u.src[1].arg))
+            k = strong_const(u.src[1])
+            k = int(k if k is not None else u.src[1].arg)
+            if base.dtype.is_bool:
+                self.val[u] = self.mask_lane(base, k)
+            else:
+                self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
         self.places[u] = Place(self.address(base, u.src[1], u.dtype), u.dtype, 1)
 
@@ -496,11 +514,24 @@ class X86Selector:
             self.emit("vshufpd_x_x_xm_imm8", t, src, src, k)
         return t
 
-    def sel_STACK(self, u: UOp) -> VReg:
+    def mask_lane(self, base: UOp, k: int) -> VReg:
+        """Lane k of a vector compare's mask as a bool (0/1) in a GPR."""
+        if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or reg_class(base.src[0].dtype) \
+                != "vec":
+            raise SelectError("a lane of this bool vector is not selectable on x86")
+        dt = base.src[0].dtype
+        v = self.lane(self.reg(base), dt, base.shape[0], k)
+        t = self.new("gpr")
+        self.emit("vmovd_rm32_x", t, v)
+        self.emit("and_rm32_imm8", t, 1)
+        return t
+
+    def sel_STACK(self, u: UOp) -> VReg | None:
         """Build a vector from scalars: a constant from .rodata, else lane inserts."""
         dt, n = u.dtype, u.shape[0]
         if reg_class(dt) != "vec":
-            raise SelectError(f"a STACK of {n} x {dt} is not legal on x86 (devectorize)")
+            # bools, ints, halves: only their lanes are used (INDEX, or a WHERE's mask)
+            return None
         consts = [strong_const(s) for s in u.src]
         w = vw(dt, n)
         if all(s is u.src[0] for s in u.src) and consts[0] is None:
@@ -742,14 +773,43 @@ class X86Selector:
         return m
 
     def fcompare(self, u: UOp) -> VReg:
-        """A float compare as a bool: the mask's low bit, moved to a GPR."""
+        """A float compare as a bool: the mask's low bit, moved to a GPR. A vector compare
+        stays a lane mask (all ones / zero per lane of the operands' width) in a vector
+        register: WHERE blends with it and a lane INDEX turns one lane into a bool."""
         if u.shape:
-            raise SelectError("vector bool results are not legal on x86 (devectorize)")
+            return self.fmask(u)
         m = self.fmask(u)
         t = self.new("gpr")
         self.emit("vmovd_rm32_x", t, m)
         self.emit("and_rm32_imm8", t, 1)
         return t
+
+    def bool_mask(self, c: UOp, dt: DType, lanes: int) -> VReg:
+        """A lane mask of dt-wide lanes from a STACK of scalar bools (0/1 in GPRs)."""
+        if c.op is not Ops.STACK:
+            raise SelectError(f"a vector WHERE on {dt} needs a mask of {dt.bits}-bit lanes "
+                              f"(a compare of {dt} values or a STACK of bools)")
+        per = 16 // dt.itemsize
+        halves = []
+        for h in range(0, lanes, per):
+            acc = self.new("vec")
+            self.emit("vzero", acc)
+            for k, b in enumerate(c.src[h:h + per]):
+                z = self.new("gpr")
+                self.emit("movzx_r32_rm8", z, self.reg(b))
+                self.emit("neg_rm64", z)              # 0 → 0, 1 → all ones
+                t = self.new("vec")
+                if dt.itemsize == 4:
+                    self.emit("vpinsrd_x_x_rm32_imm8", t, acc, z, k)
+                else:
+                    self.emit("vpinsrq_x_x_rm64_imm8", t, acc, z, k)
+                acc = t
+            halves.append(acc)
+        if len(halves) == 1:
+            return halves[0]
+        y = self.new("vec")
+        self.emit("vinsertf128_y_y_xm_imm8", y, halves[0], halves[1], 1)
+        return y
 
     def where(self, u: UOp) -> VReg:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""
@@ -765,10 +825,10 @@ class X86Selector:
         lanes = u.shape[0] if u.shape else 1
         if c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and reg_class(c.src[0].dtype) == "vec" \
                 and c.src[0].dtype.itemsize == dt.itemsize:
-            m = self.fmask(c)
+            m = self.reg(c) if c.shape else self.fmask(c)
+        elif lanes > 1:
+            m = self.bool_mask(c, dt, lanes)
         else:
-            if lanes > 1:
-                raise SelectError("a vector WHERE needs a float compare of the same width")
             # bool 0/1 → all-ones mask in the low lane: movzx, neg, vmovq
             z = self.new("gpr")
             self.emit("movzx_r32_rm8", z, self.reg(c))
