@@ -1,0 +1,372 @@
+"""Target-neutral machine IR: the containers instruction selection produces and the register
+allocator consumes.
+
+A machine function is a linear list of instructions over virtual registers (``VReg``) and
+physical registers (``PReg``).  Every register operand carries a role (``DEF``, ``USE`` or
+``DEF | USE`` for read-modify-write) and optional constraints: ``fixed`` (the operand must be
+in that physical register at this instruction) and ``tied`` (this DEF must get the same
+register as USE operand number ``tied``: two-address forms).
+
+Control flow is structured and marked by the instruction ``kind``:
+
+* ``LABEL`` / ``JUMP`` / ``BRANCH``: a forward branch target, an unconditional and a
+  conditional forward branch (operand: a ``Label``);
+* ``LOOP_BEGIN`` / ``LOOP_END``: a loop header (operand: the loop's ``Label``) and the
+  conditional back edge to the header with the same label, which falls through on exit;
+* ``RET``: leaves the function;
+* ``MOVE`` / ``SPILL`` / ``FILL``: register copies and frame-slot stores and loads; these three
+  kinds are reserved for code the register allocator inserts (instruction selection emits its
+  own copies as ordinary ``OP`` instructions).
+
+The allocator never looks at ``op`` strings; encoders never look at anything but ``op``,
+``operands`` and ``arg``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Union
+
+
+class MirError(ValueError):
+    """A malformed machine function (bad operand, unmatched loop marker, unknown label...)."""
+
+
+@dataclass(eq=False)
+class VReg:
+    """A virtual register of register class ``cls``; identity is the object, ``id`` names it."""
+
+    id: int
+    cls: str
+
+    def __repr__(self) -> str:
+        return f"%v{self.id}:{self.cls}"
+
+
+@dataclass(frozen=True)
+class PReg:
+    """A physical register ``name`` in register class ``cls``."""
+
+    name: str
+    cls: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Reg = Union[VReg, PReg]
+
+
+class Role(enum.Flag):
+    """How an instruction accesses a register operand (``DEF | USE``: read-modify-write)."""
+
+    DEF = 1
+    USE = 2
+
+
+@dataclass(frozen=True)
+class RegOp:
+    """A register operand with its role and constraints."""
+
+    reg: Reg
+    role: Role = Role.USE
+    fixed: PReg | None = None
+    tied: int | None = None
+
+    @property
+    def is_def(self) -> bool:
+        """True when the instruction writes the register."""
+        return bool(self.role & Role.DEF)
+
+    @property
+    def is_use(self) -> bool:
+        """True when the instruction reads the register."""
+        return bool(self.role & Role.USE)
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An immediate operand."""
+
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Label:
+    """A branch target or loop name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Mem:
+    """A memory operand ``[base + index * scale + disp]``; base and index are register USEs."""
+
+    base: Reg | None = None
+    index: Reg | None = None
+    scale: int = 1
+    disp: int = 0
+
+
+Operand = Union[RegOp, Imm, Label, Mem]
+
+
+class Kind(enum.Enum):
+    """What an instruction means for control flow and for the allocator."""
+
+    OP = "op"
+    LABEL = "label"
+    JUMP = "jump"
+    BRANCH = "branch"
+    LOOP_BEGIN = "loop_begin"
+    LOOP_END = "loop_end"
+    RET = "ret"
+    MOVE = "move"
+    SPILL = "spill"
+    FILL = "fill"
+
+
+#: kinds that only the register allocator creates
+INSERTED_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL})
+#: kinds that transfer control somewhere other than (or besides) the next instruction
+BRANCH_KINDS = frozenset({Kind.JUMP, Kind.BRANCH, Kind.LOOP_END, Kind.RET})
+
+
+@dataclass(eq=False)
+class Inst:
+    """One machine instruction.
+
+    ``op`` is the target's opcode string, ``operands`` are in the order the encoder wants,
+    ``clobbers`` are physical registers the instruction destroys (beyond its DEF operands),
+    ``arg`` is a target-private payload (condition code, width...) the allocator carries
+    through untouched, and ``slot`` is the frame offset of a ``SPILL``/``FILL``.
+    """
+
+    op: str
+    operands: list[Operand] = field(default_factory=list)
+    clobbers: tuple[PReg, ...] = ()
+    kind: Kind = Kind.OP
+    arg: Any = None
+    slot: int | None = None
+
+    def reg_ops(self) -> Iterator[tuple[int, RegOp]]:
+        """The register operands with their operand index."""
+        for k, o in enumerate(self.operands):
+            if isinstance(o, RegOp):
+                yield k, o
+
+    def uses(self) -> list[Reg]:
+        """Every register read: USE operands and memory base/index registers."""
+        out: list[Reg] = []
+        for o in self.operands:
+            if isinstance(o, RegOp) and o.is_use:
+                out.append(o.reg)
+            elif isinstance(o, Mem):
+                out.extend(r for r in (o.base, o.index) if r is not None)
+        return out
+
+    def defs(self) -> list[Reg]:
+        """Every register written through a DEF operand (clobbers not included)."""
+        return [o.reg for o in self.operands if isinstance(o, RegOp) and o.is_def]
+
+    def label(self) -> str | None:
+        """The name of the first ``Label`` operand, if any."""
+        for o in self.operands:
+            if isinstance(o, Label):
+                return o.name
+        return None
+
+
+@dataclass(eq=False)
+class MFunction:
+    """A machine function.
+
+    ``params`` pairs each incoming argument's register with the ABI register it arrives in
+    (a fixed-register DEF at entry).  After allocation ``frame_size`` is the spill area in
+    bytes (16-byte aligned; slots are offsets into it) and ``callee_saved_used`` lists the
+    callee-saved registers the code writes, which the target's prologue must save.
+    """
+
+    name: str
+    insts: list[Inst] = field(default_factory=list)
+    params: list[tuple[Reg, PReg]] = field(default_factory=list)
+    frame_size: int = 0
+    callee_saved_used: tuple[PReg, ...] = ()
+    next_vreg: int = 0
+
+    def new_vreg(self, cls: str) -> VReg:
+        """A fresh virtual register of class ``cls`` (ids count up from ``next_vreg``)."""
+        v = VReg(self.next_vreg, cls)
+        self.next_vreg += 1
+        return v
+
+    def loops(self) -> list[tuple[int, int]]:
+        """(LOOP_BEGIN index, LOOP_END index) of every loop, outer loops first."""
+        return [(b, e) for b, e, _ in structure(self.insts)[0]]
+
+
+def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, int]]:
+    """Check the control-flow markers of ``insts``.
+
+    Returns the loops as (begin, end, depth) sorted by begin, and the index of every label
+    (loop headers included).  Raises ``MirError`` on unmatched loop markers, duplicate or
+    unknown labels, backward ``JUMP``/``BRANCH`` or branches into or out of a loop.
+    """
+    labels: dict[str, int] = {}
+    loops: list[tuple[int, int, int]] = []
+    stack: list[tuple[str, int]] = []
+    enclosing: dict[int, tuple[int, ...]] = {}
+    for i, inst in enumerate(insts):
+        enclosing[i] = tuple(b for _, b in stack)
+        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JUMP, Kind.BRANCH):
+            if inst.label() is None:
+                raise MirError(f"inst {i} ({inst.op}): a {inst.kind.value} needs a Label")
+        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+            name = inst.label()
+            assert name is not None
+            if name in labels:
+                raise MirError(f"inst {i} ({inst.op}): label {name!r} defined twice")
+            labels[name] = i
+        if inst.kind is Kind.LOOP_BEGIN:
+            stack.append((inst.label() or "", i))
+        elif inst.kind is Kind.LOOP_END:
+            if not stack or stack[-1][0] != inst.label():
+                raise MirError(f"inst {i} ({inst.op}): LOOP_END {inst.label()!r} does not "
+                               f"close the innermost open loop")
+            _, b = stack.pop()
+            loops.append((b, i, len(stack)))
+        if inst.kind in (Kind.LOOP_END, Kind.JUMP, Kind.BRANCH, Kind.RET) and inst.defs():
+            raise MirError(f"inst {i} ({inst.op}): a branch may not define registers")
+    if stack:
+        raise MirError(f"loop {stack[-1][0]!r} at inst {stack[-1][1]} has no LOOP_END")
+    for i, inst in enumerate(insts):
+        if inst.kind in (Kind.JUMP, Kind.BRANCH):
+            name = inst.label()
+            t = labels.get(name or "")
+            if t is None or insts[t].kind is not Kind.LABEL:
+                raise MirError(f"inst {i} ({inst.op}): branch to unknown label {name!r}")
+            if t <= i:
+                raise MirError(f"inst {i} ({inst.op}): only LOOP_END may branch backwards")
+            if enclosing[t] != enclosing[i]:
+                raise MirError(f"inst {i} ({inst.op}): branch into or out of a loop")
+    loops.sort()
+    return loops, labels
+
+
+def successors(insts: list[Inst], labels: dict[str, int]) -> list[list[int]]:
+    """Control-flow successors of each instruction (``len(insts)`` means function exit)."""
+    succ: list[list[int]] = []
+    for i, inst in enumerate(insts):
+        if inst.kind is Kind.RET:
+            succ.append([])
+        elif inst.kind is Kind.JUMP:
+            succ.append([labels[inst.label() or ""]])
+        elif inst.kind in (Kind.BRANCH, Kind.LOOP_END):
+            succ.append([i + 1, labels[inst.label() or ""]])
+        else:
+            succ.append([i + 1])
+    return succ
+
+
+def verify_mir(fn: MFunction) -> None:
+    """Raise ``MirError`` unless ``fn`` is well formed (markers, labels, operand constraints)."""
+    structure(fn.insts)
+    for v, p in fn.params:
+        if v.cls != p.cls:
+            raise MirError(f"param {v!r} arrives in {p!r} of another class")
+    for i, inst in enumerate(fn.insts):
+        seen_defs: list[Reg] = []
+        for k, o in inst.reg_ops():
+            where = f"inst {i} ({inst.op}) operand {k}"
+            if not isinstance(o.reg, (VReg, PReg)):
+                raise MirError(f"{where}: {o.reg!r} is not a register")
+            if not o.role:
+                raise MirError(f"{where}: operand has no role")
+            if o.fixed is not None and o.fixed.cls != o.reg.cls:
+                raise MirError(f"{where}: fixed {o.fixed!r} is not of class {o.reg.cls}")
+            if o.tied is not None:
+                if not o.is_def or o.is_use:
+                    raise MirError(f"{where}: only a pure DEF can be tied")
+                t = inst.operands[o.tied] if 0 <= o.tied < len(inst.operands) else None
+                if not isinstance(t, RegOp) or t.role is not Role.USE:
+                    raise MirError(f"{where}: tied={o.tied} is not a USE register operand")
+                if t.reg.cls != o.reg.cls:
+                    raise MirError(f"{where}: tied operands of different classes")
+            if o.is_def:
+                if any(r is o.reg for r in seen_defs):
+                    raise MirError(f"{where}: {o.reg!r} defined twice by one instruction")
+                seen_defs.append(o.reg)
+        for o in inst.operands:
+            if isinstance(o, Mem):
+                for r in (o.base, o.index):
+                    if r is not None and not isinstance(r, (VReg, PReg)):
+                        raise MirError(f"inst {i} ({inst.op}): bad memory register {r!r}")
+
+
+def _fmt_reg(r: Reg | None) -> str:
+    return "" if r is None else repr(r)
+
+
+def format_operand(o: Operand) -> str:
+    """One operand as text: ``%v3:gpr``, ``def %v3:gpr@rax``, ``42``, ``[%v1 + %v2*8 + 16]``."""
+    if isinstance(o, RegOp):
+        role = {Role.DEF: "def ", Role.USE: "", Role.DEF | Role.USE: "mod "}[o.role]
+        text = role + repr(o.reg)
+        if o.fixed is not None and o.fixed != o.reg:
+            text += f"@{o.fixed.name}"
+        if o.tied is not None:
+            text += f"=op{o.tied}"
+        return text
+    if isinstance(o, Imm):
+        return repr(o.value)
+    if isinstance(o, Label):
+        return o.name
+    parts = []
+    if o.base is not None:
+        parts.append(_fmt_reg(o.base))
+    if o.index is not None:
+        parts.append(f"{_fmt_reg(o.index)}*{o.scale}")
+    if o.disp or not parts:
+        parts.append(str(o.disp))
+    return "[" + " + ".join(parts) + "]"
+
+
+def format_inst(inst: Inst) -> str:
+    """One instruction as a line of text (without indentation)."""
+    if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+        head = "loop " if inst.kind is Kind.LOOP_BEGIN else ""
+        return f"{head}{inst.label()}:"
+    text = inst.op
+    if inst.operands:
+        text += " " + ", ".join(format_operand(o) for o in inst.operands)
+    if inst.arg is not None:
+        text += f"  {{{inst.arg}}}"
+    if inst.slot is not None:
+        text += f"  slot={inst.slot}"
+    if inst.clobbers:
+        text += "  clobbers(" + ", ".join(p.name for p in inst.clobbers) + ")"
+    if inst.kind in INSERTED_KINDS:
+        text += f"  ; {inst.kind.value}"
+    return text
+
+
+def format_mir(fn: MFunction) -> str:
+    """A listing of ``fn`` (for ``--dump-after isel`` / ``--dump-after allocate``)."""
+    head = f"mfunction {fn.name}("
+    head += ", ".join(f"{v!r}@{p.name}" if v != p else p.name for v, p in fn.params) + ")"
+    if fn.frame_size:
+        head += f"  frame={fn.frame_size}"
+    if fn.callee_saved_used:
+        head += "  saves(" + ", ".join(p.name for p in fn.callee_saved_used) + ")"
+    lines = [head]
+    depth = 0
+    width = len(str(max(len(fn.insts) - 1, 0)))
+    for i, inst in enumerate(fn.insts):
+        if inst.kind is Kind.LOOP_END:
+            depth -= 1
+        indent = "  " * (depth + (0 if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN) else 1))
+        lines.append(f"{i:>{width}}: {indent}{format_inst(inst)}")
+        if inst.kind is Kind.LOOP_BEGIN:
+            depth += 1
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,290 @@
+"""An allocation checker written independently of the allocator.
+
+It knows nothing of intervals, hints or the allocator's working copy.  It pairs the
+instructions of the allocated function that the allocator did not insert (every kind except
+MOVE, SPILL and FILL) one to one with the original instructions, then executes the allocated
+code symbolically: for every physical register and frame slot it tracks which value it holds
+(an original virtual register, the current value of a physical register named directly in the
+original code, or nothing), following forward branches and loop back edges to a fixed point
+(where paths disagree, the location holds nothing).  Then it verifies that
+
+* every register read by an original instruction holds the value the original operand named,
+* fixed operands are in their register and tied DEFs share their USE's register,
+* a clobber destroys its register (so a value left there is caught when it is next read),
+* callee-saved registers not reported in ``callee_saved_used`` are never written,
+* spill slots lie inside the 16-byte aligned frame and are aligned to their size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
+                        VReg, format_inst)
+from kcc.regalloc.target import TargetRegInfo, reg_units
+
+
+class CheckError(AssertionError):
+    """The allocated function does not implement the original one."""
+
+
+Loc = Any      # a PReg, or ("slot", offset, size)
+Value = Any    # a VReg, ("p", name) for a physical register's own value, or None
+
+
+def _same(a: Value, b: Value) -> bool:
+    return a is b or (isinstance(a, tuple) and a == b)
+
+
+def _show(v: Value) -> str:
+    if v is None:
+        return "nothing"
+    if isinstance(v, tuple):
+        return f"the value of physical {v[1]}"
+    return repr(v)
+
+
+class _Checker:
+    def __init__(self, before: MFunction, after: MFunction, target: TargetRegInfo) -> None:
+        self.b, self.a, self.t = before, after, target
+        self.alias: dict[PReg, list[PReg]] = {}
+        regs: list[PReg] = [p for rs in target.classes.values() for p in rs]
+        regs += list(target.callee_saved)
+        for inst in after.insts:
+            regs += [r for r in (*inst.uses(), *inst.defs(), *inst.clobbers)
+                     if isinstance(r, PReg)]
+        regs += [p for _, p in after.params]
+        uniq = list(dict.fromkeys(regs))
+        units = {p: set(reg_units(target, p)) for p in uniq}
+        for p in uniq:
+            self.alias[p] = [q for q in uniq if q != p and units[p] & units[q]]
+        self.units = units
+
+    def fail(self, i: int, msg: str) -> CheckError:
+        return CheckError(f"{self.a.name}: after inst {i} '{format_inst(self.a.insts[i])}': {msg}")
+
+    # -- static checks ---------------------------------------------------------------------
+    def pair(self) -> dict[int, Inst]:
+        """Map each allocated original instruction's index to its instruction in ``before``."""
+        orig = [i for i, x in enumerate(self.a.insts) if x.kind not in INSERTED_KINDS]
+        if len(orig) != len(self.b.insts):
+            raise CheckError(f"{self.a.name}: {len(orig)} original instructions after "
+                             f"allocation, {len(self.b.insts)} before")
+        pairs = dict(zip(orig, self.b.insts))
+        for i, b in pairs.items():
+            a = self.a.insts[i]
+            if (a.op, a.kind, a.arg, a.slot, a.clobbers) != (b.op, b.kind, b.arg, b.slot,
+                                                             b.clobbers):
+                raise self.fail(i, f"does not match original '{format_inst(b)}'")
+            if len(a.operands) != len(b.operands):
+                raise self.fail(i, "operand count changed")
+            for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
+                self._pair_operand(i, k, a, ao, bo)
+            outs = [o.reg for o in a.operands if isinstance(o, RegOp) and o.is_def]
+            for k, r in enumerate(outs):
+                if any(self.units[r] & self.units[q] for q in outs[k + 1:]):
+                    raise self.fail(i, f"two results in {r!r} (or registers sharing it)")
+        return pairs
+
+    def _pair_operand(self, i: int, k: int, a: Inst, ao: Any, bo: Any) -> None:
+        if type(ao) is not type(bo):
+            raise self.fail(i, f"operand {k} changed kind")
+        if isinstance(bo, (Imm, Label)):
+            if ao != bo:
+                raise self.fail(i, f"operand {k} changed from {bo!r}")
+            return
+        regs = [(ao.reg, bo.reg)] if isinstance(bo, RegOp) else [
+            (ao.base, bo.base), (ao.index, bo.index)]
+        if isinstance(bo, Mem) and (ao.scale, ao.disp) != (bo.scale, bo.disp):
+            raise self.fail(i, f"memory operand {k} changed")
+        for ar, br in regs:
+            if (ar is None) != (br is None) or not (ar is None or isinstance(ar, PReg)):
+                raise self.fail(i, f"operand {k} is {ar!r}, not a physical register")
+            if isinstance(br, PReg) and ar != br:
+                raise self.fail(i, f"operand {k} must stay {br!r}")
+            if isinstance(br, VReg) and ar.cls != br.cls:
+                raise self.fail(i, f"operand {k}: {ar!r} is not of class {br.cls}")
+        if isinstance(bo, RegOp):
+            if ao.role != bo.role:
+                raise self.fail(i, f"operand {k} changed role")
+            if bo.fixed is not None and ao.reg != bo.fixed:
+                raise self.fail(i, f"operand {k} must be in {bo.fixed!r}, is in {ao.reg!r}")
+            if bo.tied is not None and ao.reg != a.operands[bo.tied].reg:
+                raise self.fail(i, f"operand {k} is tied to operand {bo.tied} but is in "
+                                   f"another register")
+
+    def static(self) -> None:
+        """Frame, slot, callee-saved and inserted-instruction shape checks."""
+        a = self.a
+        if a.frame_size < 0 or a.frame_size % 16:
+            raise CheckError(f"{a.name}: frame size {a.frame_size} is not 16-byte aligned")
+        extra = [p for p in a.callee_saved_used if p not in self.t.callee_saved]
+        if extra:
+            raise CheckError(f"{a.name}: {extra} reported as callee-saved but are not")
+        saved = set().union(*(self.units[p] for p in a.callee_saved_used))
+        guarded = set().union(*(self.units[p] for p in self.t.callee_saved)) - saved
+        if [p for _, p in a.params] != [p for _, p in self.b.params]:
+            raise CheckError(f"{a.name}: parameter registers changed")
+        for i, inst in enumerate(a.insts):
+            for r in (*inst.defs(), *inst.clobbers):
+                if isinstance(r, PReg) and self.units[r] & guarded:
+                    raise self.fail(i, f"writes callee-saved {r!r}, which is not reported")
+            if inst.kind in INSERTED_KINDS:
+                self._inserted_shape(i, inst)
+
+    def _inserted_shape(self, i: int, inst: Inst) -> None:
+        d, s = _main(inst)
+        if inst.kind is Kind.MOVE and (d is None or s is None):
+            raise self.fail(i, "a move needs a DEF and a USE register operand")
+        if inst.kind is Kind.SPILL and s is None or inst.kind is Kind.FILL and d is None:
+            raise self.fail(i, f"a {inst.kind.value} needs its register operand")
+        if inst.kind in (Kind.SPILL, Kind.FILL):
+            r = s if inst.kind is Kind.SPILL else d
+            size = self.t.spill_slot_size(r.cls)
+            if inst.slot is None or inst.slot < 0 or inst.slot % size or \
+                    inst.slot + size > self.a.frame_size:
+                raise self.fail(i, f"slot {inst.slot} (size {size}) outside the frame of "
+                                   f"{self.a.frame_size} bytes or misaligned")
+
+    # -- symbolic execution ----------------------------------------------------------------
+    def cfg(self) -> list[list[int]]:
+        insts = self.a.insts
+        where = {x.label(): i for i, x in enumerate(insts)
+                 if x.kind in (Kind.LABEL, Kind.LOOP_BEGIN)}
+        succ: list[list[int]] = []
+        for i, x in enumerate(insts):
+            nxt = [i + 1] if i + 1 < len(insts) else []
+            if x.kind is Kind.RET:
+                succ.append([])
+            elif x.kind in (Kind.JUMP, Kind.BRANCH, Kind.LOOP_END):
+                if x.label() not in where:
+                    raise self.fail(i, f"branch to unknown label {x.label()!r}")
+                tgt = [where[x.label()]]
+                succ.append(tgt if x.kind is Kind.JUMP else nxt + tgt)
+            else:
+                succ.append(nxt)
+        return succ
+
+    def get(self, st: dict, loc: Loc) -> Value:
+        if loc in st:
+            return st[loc]
+        return ("p", loc.name) if isinstance(loc, PReg) else None
+
+    def write(self, st: dict, r: PReg, v: Value) -> None:
+        for q in self.alias[r]:
+            st[q] = None
+        st[r] = v
+
+    def write_slot(self, st: dict, off: int, size: int, v: Value) -> None:
+        for loc in list(st):
+            if isinstance(loc, tuple) and loc != ("slot", off, size) and \
+                    loc[1] < off + size and off < loc[1] + loc[2]:
+                st[loc] = None
+        st[("slot", off, size)] = v
+
+    def transfer(self, i: int, st: dict, pairs: dict[int, Inst]) -> dict:
+        st = dict(st)
+        inst = self.a.insts[i]
+        if inst.kind in INSERTED_KINDS:
+            d, s = _main(inst)
+            if inst.kind is Kind.SPILL:
+                self.write_slot(st, inst.slot, self.t.spill_slot_size(s.cls), self.get(st, s))
+                return st
+            v = self.get(st, s) if inst.kind is Kind.MOVE else \
+                self.get(st, ("slot", inst.slot, self.t.spill_slot_size(d.cls)))
+            for r in (*inst.defs(), *inst.clobbers):
+                if isinstance(r, PReg) and r != d:
+                    self.write(st, r, None)
+            self.write(st, d, v)
+            return st
+        b = pairs[i]
+        for c in inst.clobbers:
+            self.write(st, c, None)
+        new = []
+        for ao, bo in zip(inst.operands, b.operands):
+            if isinstance(bo, RegOp) and bo.is_def:
+                new.append((ao.reg, _token(bo.reg)))
+        for _, tok in new:
+            for loc in list(st):
+                if _same(st[loc], tok):
+                    st[loc] = None
+        for r, tok in new:
+            self.write(st, r, tok)
+        return st
+
+    def run(self) -> None:
+        self.static()
+        pairs = self.pair()
+        succ = self.cfg()
+        n = len(self.a.insts)
+        state: list[dict | None] = [None] * n
+        if n == 0:
+            return
+        state[0] = {p: v for v, p in self.b.params}
+        npred = [0] * n
+        for ss in succ:
+            for s in ss:
+                npred[s] += 1
+        npred[0] += 1                        # the function entry
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n):
+                if state[i] is None:
+                    continue
+                out = self.transfer(i, state[i], pairs)
+                for s in succ[i]:
+                    if npred[s] == 1:        # one way in: no meet needed
+                        if state[s] is None or not _eq(out, state[s]):
+                            state[s] = out
+                            changed = True
+                        continue
+                    merged = out if state[s] is None else self.join(state[s], out)
+                    if state[s] is None or not _eq(merged, state[s]):
+                        state[s] = merged
+                        changed = True
+        for i, b in pairs.items():
+            st = state[i]
+            if st is None:
+                continue
+            a = self.a.insts[i]
+            for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
+                reads = [(ao.reg, bo.reg)] if isinstance(bo, RegOp) and bo.is_use else \
+                    [(x, y) for x, y in ((ao.base, bo.base), (ao.index, bo.index))
+                     if y is not None] if isinstance(bo, Mem) else []
+                for ar, br in reads:
+                    have, want = self.get(st, ar), _token(br)
+                    if not _same(have, want):
+                        raise self.fail(i, f"operand {k} reads {ar!r} holding {_show(have)}, "
+                                           f"expected {_show(want)}")
+
+    def join(self, x: dict, y: dict) -> dict:
+        out = {}
+        for loc in {**x, **y}:
+            u, v = self.get(x, loc), self.get(y, loc)
+            out[loc] = u if _same(u, v) else None
+        return out
+
+
+def _eq(x: dict, y: dict) -> bool:
+    return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+
+
+def _token(r: Any) -> Value:
+    return r if isinstance(r, VReg) else ("p", r.name)
+
+
+def _main(inst: Inst) -> tuple[Any, Any]:
+    d = next((o.reg for o in inst.operands if isinstance(o, RegOp) and o.is_def), None)
+    s = next((o.reg for o in inst.operands if isinstance(o, RegOp) and o.is_use), None)
+    return d, s
+
+
+def check_allocation(before: MFunction, after: MFunction, target: TargetRegInfo) -> None:
+    """Raise ``CheckError`` unless ``after`` is a correct register allocation of ``before``.
+
+    ``before`` is the function given to the allocator, ``after`` its result and ``target``
+    the register description it was allocated for (classes, callee-saved registers, slot
+    sizes and, if defined, ``reg_units``).
+    """
+    _Checker(before, after, target).run()

@@ -1,0 +1,47 @@
+"""The narrow interface through which a target describes its registers to the allocator."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kcc.ir.mir import Inst, PReg
+
+
+class AllocationError(ValueError):
+    """The function cannot be allocated (conflicting constraints, too many operands...)."""
+
+
+class TargetRegInfo(Protocol):
+    """Registers, frame slots and copy instructions of a target.
+
+    ``classes`` lists the allocatable registers per class in preference order (caller-saved
+    first, so callee-saved ones are only touched under pressure).  A target whose classes
+    alias (an SGPR pair over two SGPRs, xmm inside ymm) may also define
+    ``reg_units(p) -> tuple[str, ...]``: registers conflict when their units intersect; the
+    default unit of a register is its name.
+    """
+
+    classes: dict[str, list[PReg]]
+    callee_saved: set[PReg]
+
+    def spill_slot_size(self, cls: str) -> int:
+        """Bytes of a frame slot for class ``cls`` (a power of two)."""
+        ...
+
+    def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
+        """An instruction copying ``src`` to ``dst``: a DEF ``dst`` and a USE ``src``."""
+        ...
+
+    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
+        """An instruction storing ``src`` (a USE operand) to the frame slot at the offset."""
+        ...
+
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
+        """An instruction loading ``dst`` (a DEF operand) from the frame slot at the offset."""
+        ...
+
+
+def reg_units(target: object, p: PReg) -> tuple[str, ...]:
+    """The register units of ``p`` according to ``target`` (its name by default)."""
+    fn = getattr(target, "reg_units", None)
+    return tuple(fn(p)) if fn is not None else (p.name,)
