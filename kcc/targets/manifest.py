@@ -164,6 +164,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if doc.get("version") != MANIFEST_VERSION:
         raise LaunchError(f"{path}: manifest version {doc.get('version')} is not supported "
                           f"(this kcc reads version {MANIFEST_VERSION})")
+    # a hand-edited or truncated manifest must fail here with a message, not later with a
+    # KeyError/TypeError deep in the loader
+    _check_schema(doc, str(path))
     obj = doc.get("object")
     if obj is not None:
         opath = Path(path).parent / obj["file"]
@@ -175,6 +178,57 @@ def read_manifest(path: Path) -> dict[str, Any]:
             raise LaunchError(f"{path}: object {opath} does not match the manifest's sha256 "
                               "(recompile, or the object was changed)")
     return doc
+
+
+def _need(ok: bool, where: str, what: str) -> None:
+    if not ok:
+        raise LaunchError(f"{where}: {what}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_schema(doc: dict[str, Any], path: str) -> None:
+    """The version-1 fields a loader relies on (docs/manifest.md), with their types."""
+    _need(isinstance(doc.get("target"), str) and isinstance(doc.get("arch"), str), path,
+          "manifest needs string fields 'target' and 'arch'")
+    obj = doc.get("object")
+    _need(obj is None or (isinstance(obj, dict) and isinstance(obj.get("file"), str)
+                          and isinstance(obj.get("sha256"), str)), path,
+          "manifest 'object' needs string fields 'file' and 'sha256'")
+    kernels = doc.get("kernels")
+    _need(isinstance(kernels, list) and len(kernels) > 0
+          and all(isinstance(k, dict) for k in kernels), path,
+          "manifest 'kernels' must be a non-empty list of objects")
+    for i, k in enumerate(kernels):
+        where = f"{path}: kernels[{i}]"
+        _need(isinstance(k.get("name"), str) and isinstance(k.get("args"), list), where,
+              "needs a string 'name' and a list 'args'")
+        for key in ("global", "local"):
+            dims = k.get(key)
+            _need(isinstance(dims, list) and len(dims) == 3
+                  and all(_is_int(d) and d >= 1 for d in dims), where,
+                  f"{key!r} must be three positive integers")
+        _need(isinstance(k.get("specials", []), list), where, "'specials' must be a list")
+        for j, a in enumerate(k["args"]):
+            _check_arg(a, j, f"{where} ({k['name']}): argument {j}")
+
+
+def _check_arg(a: Any, j: int, where: str) -> None:
+    _need(isinstance(a, dict) and a.get("slot") == j, where, f"needs 'slot': {j}")
+    _need(a.get("kind") in ("buffer", "scalar"), where, "'kind' must be buffer or scalar")
+    _need(isinstance(a.get("dtype"), str) and dtypes.by_name(a["dtype"]) is not None, where,
+          f"unknown dtype {a.get('dtype')!r}")
+    if a["kind"] == "buffer":
+        _need(_is_int(a.get("size")) and a["size"] >= 0, where, "'size' must be an integer")
+        _need(a.get("access", "") in ("", "r", "w", "rw"), where,
+              "'access' must be r, w, rw or empty")
+    else:
+        rng = a.get("range")
+        _need(rng is None or (isinstance(rng, list) and len(rng) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)), where,
+            "'range' must be null or [vmin, vmax]")
 
 
 # -- the launch check -------------------------------------------------------------------------
@@ -241,4 +295,8 @@ def _check_scalar(a: ArgDesc, v: Any, label: str, want: np.dtype) -> Any:
         raise LaunchError(f"{label}: {fv} is outside the declared range {a.range}")
     if a.dtype == "bfloat16":
         raise LaunchError(f"{label}: bfloat16 scalars are passed as their uint16 bit pattern")
-    return want.type(fv)
+    with np.errstate(over="ignore"):
+        cv = want.type(fv)
+    if np.isinf(cv) and not np.isinf(fv):     # a finite value the dtype cannot hold
+        raise LaunchError(f"{label}: {fv} is out of range for {a.dtype}")
+    return cv

@@ -1,0 +1,200 @@
+"""The asm round trip: `kcc compile --emit asm` assembled by GNU `as` and by `llvm-mc` gives the
+instructions, constants and relocations of kcc's own object, and the assembled object, linked
+by the system C compiler into a shared library, computes what the interpreter computes.
+
+Instruction by instruction the bytes must be equal, with one difference allowed: where kcc
+chooses an imm32 form for an immediate that fits in a byte (`81 /n id`, `69 /r id`, the
+accumulator forms `05 id`, `3D id` …), an assembler picks the sign-extended imm8 form (`83 /n
+ib`, `6B /r ib`; Intel SDM Vol. 2, ADD/CMP/IMUL). The check proves the two mean the same:
+capstone decodes both to the same mnemonic and register/memory operands, and the immediates
+are the same value. Branches are compared by the instruction they reach, since the
+longer kcc form moves addresses.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capstone import CS_ARCH_X86, CS_MODE_64, Cs
+from click.testing import CliRunner
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+
+from kcc.cli import main
+from kcc.frontend.parser import parse
+from kcc.targets.manifest import check_launch, describe_kernel
+from kcc.targets.x86 import launch
+from test_cli_run import APPROX, CPU_EXAMPLES
+from x86_util import assert_same, random_inputs, reference
+
+
+ASSEMBLERS = {
+    "gas": lambda s, o: ["as", "--64", str(s), "-o", str(o)],
+    "llvm-mc": lambda s, o: ["llvm-mc", "-triple=x86_64", "-filetype=obj", str(s), "-o", str(o)],
+}
+TOOLS = {"gas": "as", "llvm-mc": "llvm-mc"}
+
+
+@dataclass(frozen=True)
+class Obj:
+    """What the round trip compares of an object: instructions, relocations, constants."""
+
+    insts: list            # capstone instructions of .text
+    relocs: list           # (instruction index, bytes before its end, type, section, offset)
+    rodata: bytes
+    path: Path
+
+
+def _read(path: Path) -> Obj:
+    elf = ELFFile(io.BytesIO(path.read_bytes()))
+    text = elf.get_section_by_name(".text").data()
+    cs = Cs(CS_ARCH_X86, CS_MODE_64)
+    insts = list(cs.disasm(text, 0))
+    assert sum(i.size for i in insts) == len(text), f"{path}: .text does not decode fully"
+    ends = {}
+    for k, i in enumerate(insts):
+        for off in range(i.address, i.address + i.size):
+            ends[off] = (k, i.address + i.size - off)
+    relocs = []
+    rela = elf.get_section_by_name(".rela.text")
+    if isinstance(rela, RelocationSection):
+        symtab = elf.get_section(rela["sh_link"])
+        for r in rela.iter_relocations():
+            sym = symtab.get_symbol(r["r_info_sym"])
+            # a label in .rodata (as/llvm-mc) or the section symbol plus addend (kcc): both
+            # name the same place, section + offset
+            sec = elf.get_section(sym["st_shndx"]).name
+            k, before_end = ends[r["r_offset"]]
+            relocs.append((k, before_end, r["r_info_type"], sec, sym["st_value"] + r["r_addend"]))
+    ro = elf.get_section_by_name(".rodata")
+    return Obj(insts, sorted(relocs), ro.data() if ro is not None else b"", path)
+
+
+def _same_meaning(k, a) -> bool:
+    """kcc's imm32 form of an instruction against an assembler's imm8 form of it."""
+    kb, ab = bytes(k.bytes), bytes(a.bytes)
+    # capstone prints the imm32 as unsigned hex and the imm8 as signed: compare the operands
+    # before the immediate as text and the immediate as a value
+    return ((k.mnemonic, k.op_str.rsplit(", ", 1)[0]) == (a.mnemonic,
+                                                          a.op_str.rsplit(", ", 1)[0])
+            and len(kb) > len(ab)
+            and len(kb) >= 5 and int.from_bytes(kb[-4:], "little", signed=True)
+            == int.from_bytes(ab[-1:], "little", signed=True))
+
+
+def _branch_target(insts: list, k: int) -> int | None:
+    """The index of the instruction a jmp/jcc at index k reaches (None if not a branch)."""
+    i = insts[k]
+    if not (i.mnemonic.startswith("j")):
+        return None
+    addr = int(i.op_str, 16)
+    return next(n for n, t in enumerate(insts) if t.address == addr)
+
+
+def compare(kcc_obj: Obj, asm_obj: Obj) -> None:
+    """Assert the two objects hold the same program (see the module docstring)."""
+    ki, ai = kcc_obj.insts, asm_obj.insts
+    assert len(ki) == len(ai), (len(ki), len(ai))
+    for n, (k, a) in enumerate(zip(ki, ai)):
+        where = f"instruction {n} (kcc {k.mnemonic} {k.op_str} / {a.mnemonic} {a.op_str})"
+        tk = _branch_target(ki, n)
+        if tk is not None:
+            assert (k.mnemonic, tk) == (a.mnemonic, _branch_target(ai, n)), where
+        elif bytes(k.bytes) != bytes(a.bytes):
+            assert _same_meaning(k, a), f"{where}: {k.bytes.hex()} vs {a.bytes.hex()}"
+    assert kcc_obj.relocs == asm_obj.relocs
+    assert kcc_obj.rodata == asm_obj.rodata
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Per CPU example: kcc's object, and its asm assembled by each assembler present."""
+    d = tmp_path_factory.mktemp("asm")
+    out: dict = {}
+    for src in CPU_EXAMPLES:
+        n = src.stem
+        for emit, ext in (("obj", ".o"), ("asm", ".s")):
+            res = CliRunner().invoke(main, ["compile", str(src), "-t", "x86", "--emit", emit,
+                                            "-o", str(d / f"{n}{ext}"),
+                                            "--manifest", str(d / f"{n}.{emit}.json")])
+            assert res.exit_code == 0, res.output
+        out[n, "kcc"] = d / f"{n}.o"
+        for name, cmd in ASSEMBLERS.items():
+            if shutil.which(TOOLS[name]) is None:
+                continue
+            o = d / f"{n}.{name}.o"
+            p = subprocess.run(cmd(d / f"{n}.s", o), capture_output=True, text=True)
+            assert p.returncode == 0 and p.stderr == "", f"{name} on {n}.s: {p.stderr}"
+            out[n, name] = o
+    return out
+
+
+def _need(tool: str) -> None:
+    if shutil.which(TOOLS[tool]) is None:
+        pytest.skip(f"{TOOLS[tool]} is not installed (docs: /work/shared/ORACLES.md)")
+
+
+@pytest.mark.parametrize("asm", sorted(ASSEMBLERS))
+@pytest.mark.parametrize("path", CPU_EXAMPLES, ids=lambda p: p.stem)
+def test_assembled_asm_equals_object(built: dict, path: Path, asm: str) -> None:
+    _need(asm)
+    compare(_read(built[path.stem, "kcc"]), _read(built[path.stem, asm]))
+
+
+def test_the_comparison_can_fail(built: dict) -> None:
+    """The checker itself: a changed instruction, relocation or constant is caught."""
+    _need("gas")
+    k = _read(built["saxpy", "kcc"])
+    a = _read(built["saxpy", "gas"])
+    compare(k, a)
+    flipped = list(a.insts)
+    flipped[-3], flipped[-4] = flipped[-4], flipped[-3]
+    with pytest.raises(AssertionError):
+        compare(k, Obj(flipped, a.relocs, a.rodata, a.path))
+    t = _read(built["transcendental", "gas"])
+    kt = _read(built["transcendental", "kcc"])
+    assert kt.relocs, "transcendental reads constants through relocations"
+    with pytest.raises(AssertionError):
+        compare(kt, Obj(t.insts, t.relocs[1:] + t.relocs[:1], t.rodata, t.path))
+    with pytest.raises(AssertionError):
+        compare(kt, Obj(t.insts, t.relocs, t.rodata[:-1] + b"\x01", t.path))
+
+
+class _SharedLib:
+    """A linked shared library, shaped like the loader's object for `x86.launch`."""
+
+    def __init__(self, path: Path):
+        self.lib = ctypes.CDLL(str(path))
+
+    def function(self, symbol: str, restype, argtypes):
+        fn = getattr(self.lib, symbol)
+        fn.restype, fn.argtypes = restype, list(argtypes)
+        return fn
+
+
+@pytest.mark.parametrize("who", ["kcc", "gas", "llvm-mc"])
+def test_linked_objects_run_like_the_interpreter(built: dict, who: str,
+                                                 tmp_path: Path) -> None:
+    """Link each object with `cc -shared` (the system linker applies the relocations) and
+    compare every CPU example's result with the interpreter."""
+    if who != "kcc":
+        _need(who)
+    for src in CPU_EXAMPLES:
+        sink = parse(src.read_text(), str(src))
+        so = tmp_path / f"{src.stem}.{who}.so"
+        p = subprocess.run(["cc", "-shared", "-o", str(so), str(built[src.stem, who])],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        desc = describe_kernel(sink)
+        args = random_inputs(sink, seed=7)
+        mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        launch(_SharedLib(so), desc, check_launch(desc, mine))
+        ulp = 4 if any(n.op in APPROX for n in sink.toposort()) else 0
+        assert_same(sink, mine, reference(sink, args), ulp)
