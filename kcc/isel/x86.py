@@ -106,6 +106,12 @@ def commit_const(v: int | float | bool, dt: DType) -> int | float | bool:
     return float(c) if dt.is_float else int(c)
 
 
+def imm_form(mnem: str, width: str, value: int) -> str:
+    """The `op r/m, imm` form for a 32/64-bit op: the sign-extended imm8 encoding (opcode 83,
+    SDM "ADD"…) when the value fits a byte — what assemblers pick — else imm32."""
+    return f"{mnem}_rm{width}_imm{8 if -128 <= value <= 127 else 32}"
+
+
 def fits32(v: int) -> bool:
     return -(1 << 31) <= v < (1 << 31)
 
@@ -398,7 +404,7 @@ class X86Selector:
         bound = rng.src[0]
         b = self.imm(bound)
         if b is not None:
-            self.emit(f"cmp_rm{w}_imm32", i, b)
+            self.emit(imm_form("cmp", w, b), i, b)
         else:
             self.emit(f"cmp_r{w}_rm{w}", i, self.reg(bound))
         jcc = "jl_rel32" if rng.dtype.is_signed else "jb_rel32"
@@ -647,8 +653,7 @@ class X86Selector:
             t = self.copy(self.reg(u.src[0]), dt)
             c = self.imm(u.src[1])
             if c is not None:
-                self.emit(f"{two[op]}_rm{w}_imm32" if w == "32" else f"{two[op]}_rm64_imm32",
-                          t, c)
+                self.emit(imm_form(two[op], w, c), t, c)
             else:
                 self.emit(f"{two[op]}_r{w}_rm{w}", t, self.reg(u.src[1]))
             return t
@@ -656,7 +661,8 @@ class X86Selector:
             t = self.new("gpr")
             c = self.imm(u.src[1])
             if c is not None:
-                self.emit(f"imul_r{w}_rm{w}_imm32", t, self.reg(u.src[0]), c)
+                form = f"imul_r{w}_rm{w}_imm{8 if -128 <= c <= 127 else 32}"
+                self.emit(form, t, self.reg(u.src[0]), c)
             else:
                 t = self.copy(self.reg(u.src[0]), dt)
                 self.emit(f"imul_r{w}_rm{w}", t, self.reg(u.src[1]))
@@ -746,7 +752,7 @@ class X86Selector:
         t = self.new("gpr")
         c = self.imm(b_u)
         if c is not None and dt.itemsize >= 4:
-            self.emit(f"cmp_rm{w}_imm32", a, c)
+            self.emit(imm_form("cmp", w, c), a, c)
         else:
             self.emit(f"cmp_r{w}_rm{w}", a, self.ext(b_u, int(w)))
         cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e",

@@ -27,7 +27,7 @@ from kcc.encode.x86 import Assembler, format_intel, Imm as XImm, Label as XLabel
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import dtypes
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
-from kcc.isel.x86 import ConstPool, SelectError
+from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86 import select as x86_select
 from kcc.ir import UOp
 from kcc.ir.mir import format_mir
@@ -148,7 +148,7 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
     for p in saved:
         items.append(("push_r64", XReg(p.name)))
-    items.append(("sub_rm64_imm32", XReg("rsp"), XImm(frame)))
+    items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
     # 32-byte alignment for ymm spill slots and REG buffers
     items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
     for inst in fn.insts:
