@@ -366,7 +366,7 @@ class Gen:
         emit = self.fn.insts.append
         g = [v for v in avail if v.cls == "gpr"]
         vec = [v for v in avail if v.cls == "vec"]
-        kind = self.pick(16)
+        kind = self.pick(17)
         if kind == 0 or not g:
             emit(li(self.target(avail), self.pick(1000)))
         elif kind == 1:
@@ -424,6 +424,12 @@ class Gen:
             emit(Inst("bz", [u(self.choose(g)), Label(name)], kind=Kind.BRANCH))
             self.block(list(avail), depth)
             emit(Inst("label", [Label(name)], kind=Kind.LABEL))
+        elif kind == 15:
+            wide = [v for v in avail if v.cls == "wide"]
+            if wide and self.pick(2):
+                emit(Inst("wsum", [d(self.target(avail)), u(self.choose(wide))]))
+            else:
+                emit(Inst("wpack", [d(self.target(avail, "wide")), u(self.choose(g))]))
         else:
             emit(Inst("mov", [d(self.target(avail)), u(self.choose(g))]))
 
@@ -440,7 +446,8 @@ class Gen:
                 self.fn.insts.append(out(v))
             else:
                 tmp = self.fn.new_vreg("gpr")
-                self.fn.insts += [Inst("vsum", [d(tmp), u(v)]), out(tmp)]
+                op = "vsum" if v.cls == "vec" else "wsum"
+                self.fn.insts += [Inst(op, [d(tmp), u(v)]), out(tmp)]
         return self.fn
 
 

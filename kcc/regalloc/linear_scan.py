@@ -355,9 +355,20 @@ class _Allocator:
             if not used and not defd:
                 out.append(w)
                 continue
-            temps = {k: self._temp(r.cls) for k, r in {**used, **defd}.items()}
+            temps: dict[int, VReg] = {}
+            prev = out[-1] if out else None
+            if prev is not None and prev.kind is Kind.SPILL and id(prev.var) in used:
+                t = prev.operands[0].reg  # just stored from a temporary: no reload
+                if isinstance(t, VReg) and id(t) in self.nospill and id(t) not in self.pre:
+                    temps[id(prev.var)] = t
+            forwarded = set(temps)
+            for k, r in {**used, **defd}.items():
+                if k not in temps:
+                    temps[k] = self._temp(r.cls)
             for k, r in used.items():
-                out.append(_W("fill", [RegOp(temps[k], Role.DEF)], kind=Kind.FILL, var=r))
+                if k not in forwarded:
+                    out.append(_W("fill", [RegOp(temps[k], Role.DEF)], kind=Kind.FILL,
+                                  var=r))
             out.append(_rename(w, temps))
             for k, r in defd.items():
                 out.append(_W("spill", [RegOp(temps[k], Role.USE)], kind=Kind.SPILL, var=r))
