@@ -138,6 +138,8 @@ def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
             if arch not in ARCHES:
                 raise CliError(f"unknown x86 --arch {arch!r} (choose from {', '.join(ARCHES)})")
             data, descs = compile_x86(sinks, arch, emit, dump_after, out)
+            if descs:       # "native" is recorded as the arch it resolved to
+                arch = descs[0].target["x86"]["arch"]
         else:
             from kcc.targets.cuda import ARCHES as CUDA_ARCHES, compile_cuda
             if arch not in CUDA_ARCHES:
@@ -386,6 +388,7 @@ def _differs(got, want, ulp: int) -> bool:
 
 
 def _launch(target: str, data: bytes, desc, values: list) -> None:
+    from kcc.targets.manifest import LaunchError
     if target == "x86":
         from kcc.targets.objload import LoadedObject, ObjectLoadError
         from kcc.targets.x86 import launch
@@ -397,6 +400,8 @@ def _launch(target: str, data: bytes, desc, values: list) -> None:
             launch(obj, desc, values)
         except LookupError as e:      # the manifest names a symbol the object lacks
             raise CliError(str(e).strip("'\"")) from None
+        except LaunchError as e:      # e.g. an x86-64-v4 object on a CPU without AVX-512
+            raise CliError(str(e)) from None
         finally:
             obj.close()
     else:

@@ -861,6 +861,50 @@ vcvttps2dq zmm0, zmmword ptr [r12 + 8*r15 - 128]
 ; form: vcvttps2dq_z_zm
 vcvttps2dq zmm16, zmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: 62 a1 7e 48 5b 84 4b e8 03 00 00
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymm0, zmm1, 1
+; bytes: 62 f3 fd 48 1b c8 01
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymm16, zmm17, 31
+; bytes: 62 a3 fd 48 1b c8 1f
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymm3, zmm24, 127
+; bytes: 62 63 fd 48 1b c3 7f
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymm29, zmm8, 255
+; bytes: 62 13 fd 48 1b c5 ff
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymmword ptr [rip + foo + 16], zmm16, 0
+; bytes: 62 e3 fd 48 1b 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymmword ptr [8*rcx + 64], zmm0, 100
+; bytes: 62 f3 fd 48 1b 04 cd 40 00 00 00 64
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymmword ptr [r8 + rsi + 127], zmm16, 200
+; bytes: 62 c3 fd 48 1b 84 30 7f 00 00 00 c8
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm0, zmm1, ymm2, 1
+; bytes: 62 f3 f5 48 1a c2 01
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm16, zmm17, ymm31, 31
+; bytes: 62 83 f5 40 1a c7 1f
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm3, zmm24, ymm9, 127
+; bytes: 62 d3 bd 40 1a d9 7f
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm29, zmm8, ymm18, 255
+; bytes: 62 23 bd 48 1a ea ff
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm16, zmm17, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 f5 40 1a 84 9c 00 10 00 00 00
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm0, zmm1, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f3 f5 48 1a 82 00 e0 ff ff 64
+; form: vinsertf64x4_z_z_ym_imm8
+vinsertf64x4 zmm16, zmm17, ymmword ptr [rip + bar], 200
+; bytes: 62 e3 f5 40 1a 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vbroadcastss_z_xm32
 vbroadcastss zmm0, xmm1
 ; bytes: 62 f2 7d 48 18 c1
@@ -874,15 +918,14 @@ vbroadcastss zmm3, xmm24
 vbroadcastss zmm29, xmm8
 ; bytes: 62 42 7d 48 18 e8
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 48 18 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vbroadcastss zmm16, dword ptr [rdi]
+; bytes: 62 e2 7d 48 18 07
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm0, dword ptr [8*rcx + 64]
-; bytes: 62 f2 7d 48 18 04 cd 40 00 00 00
+vbroadcastss zmm0, dword ptr [rsp + 8]
+; bytes: 62 f2 7d 48 18 44 24 02
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 48 18 84 30 7f 00 00 00
+vbroadcastss zmm16, dword ptr [rbp]
+; bytes: 62 e2 7d 48 18 45 00
 ; form: vpbroadcastd_z_xm32
 vpbroadcastd zmm0, xmm1
 ; bytes: 62 f2 7d 48 58 c1
@@ -896,15 +939,14 @@ vpbroadcastd zmm3, xmm24
 vpbroadcastd zmm29, xmm8
 ; bytes: 62 42 7d 48 58 e8
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 48 58 84 9c 00 10 00 00
+vpbroadcastd zmm16, dword ptr [r13 - 300]
+; bytes: 62 c2 7d 48 58 45 b5
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm0, dword ptr [rdx - 8192]
-; bytes: 62 f2 7d 48 58 82 00 e0 ff ff
+vpbroadcastd zmm0, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 7d 48 58 44 87 02
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [rip + bar]
-; bytes: 62 e2 7d 48 58 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpbroadcastd zmm16, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 48 58 44 fc e0
 ; form: vbroadcastsd_z_xm64
 vbroadcastsd zmm0, xmm1
 ; bytes: 62 f2 fd 48 19 c1
@@ -918,14 +960,15 @@ vbroadcastsd zmm3, xmm24
 vbroadcastsd zmm29, xmm8
 ; bytes: 62 42 fd 48 19 e8
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [rdi]
-; bytes: 62 e2 fd 48 19 07
+vbroadcastsd zmm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 fd 48 19 44 4b 7d
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm0, qword ptr [rsp + 8]
-; bytes: 62 f2 fd 48 19 44 24 01
+vbroadcastsd zmm0, qword ptr [rip + foo + 16]
+; bytes: 62 f2 fd 48 19 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [rbp]
-; bytes: 62 e2 fd 48 19 45 00
+vbroadcastsd zmm16, qword ptr [8*rcx + 64]
+; bytes: 62 e2 fd 48 19 04 cd 40 00 00 00
 ; form: vpbroadcastq_z_xm64
 vpbroadcastq zmm0, xmm1
 ; bytes: 62 f2 fd 48 59 c1
@@ -939,11 +982,11 @@ vpbroadcastq zmm3, xmm24
 vpbroadcastq zmm29, xmm8
 ; bytes: 62 42 fd 48 59 e8
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [r13 - 300]
-; bytes: 62 c2 fd 48 59 85 d4 fe ff ff
+vpbroadcastq zmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 fd 48 59 84 30 7f 00 00 00
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm0, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 fd 48 59 44 87 01
+vpbroadcastq zmm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 fd 48 59 84 9c 00 10 00 00
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 fd 48 59 44 fc f0
+vpbroadcastq zmm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 fd 48 59 82 00 e0 ff ff

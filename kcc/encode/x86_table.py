@@ -437,6 +437,10 @@ def _evex_rows() -> None:
     ev("vpmulld", P66, M0F38, 0x40, three)
     ev("vcvtdq2ps", N, M0F, 0x5B, "z/reg/w zm/rm/r")
     ev("vcvttps2dq", PF3, M0F, 0x5B, "z/reg/w zm/rm/r")
+    # 256-bit halves of a zmm (EVEX.512.66.0F3A.W1 1B/1A /r ib): Tuple4 of 64-bit elements,
+    # so disp8 scales by N = 32 (§2.7.5, Table 2-35).
+    ev("vextractf64x4", P66, M0F3A, 0x1B, "ym/rm/w z/reg/r imm8/imm/r", True, n=32)
+    ev("vinsertf64x4", P66, M0F3A, 0x1A, "z/reg/w z/vvvv/r ym/rm/r imm8/imm/r", True, n=32)
     # Broadcasts from a scalar: Tuple1 Scalar, N = element size (§2.7.5 Table 2-35).
     ev("vbroadcastss", P66, M0F38, 0x18, "z/reg/w xm32/rm/r", n=4)
     ev("vpbroadcastd", P66, M0F38, 0x58, "z/reg/w xm32/rm/r", n=4)

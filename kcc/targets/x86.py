@@ -17,11 +17,10 @@ from __future__ import annotations
 import ctypes
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from itertools import product
 from typing import Any
-
-import numpy as np
 
 from kcc.encode.x86 import Assembler, format_intel, Imm as XImm, Label as XLabel, Mem as XMem, Reg as XReg
 from kcc.encode.x86_table import FORMS, KINDS
@@ -33,37 +32,41 @@ from kcc.ir import UOp
 from kcc.ir.mir import format_mir
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
-from kcc.targets.manifest import KernelDesc, describe_kernel
-from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RBP, RSP, XMM, c_type
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
+from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.targets.elf import SHF_ALLOC, SHF_EXECINSTR, Reloc, Symbol, write_relocatable
 
 R_X86_64_PC32 = 2
-FRAME_ALIGN = 32
+# rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
+FRAME_ALIGN = 64
 
 
 class X86RegInfo:
-    """What the allocator knows of x86-64: classes, callee-saved registers, copy/spill forms."""
+    """What the allocator knows of x86-64: classes, callee-saved registers, copy/spill forms.
+    `vbytes` is the widest vector the code uses (32 for ymm, 64 for zmm on x86-64-v4)."""
 
-    def __init__(self, locals_bytes: int):
+    def __init__(self, locals_bytes: int, vbytes: int = 32):
         self.classes = {"gpr": list(GPR_ORDER), "vec": list(XMM)}
         self.callee_saved = set(CALLEE_SAVED)
         self.locals_bytes = locals_bytes
+        self.v = "z" if vbytes == 64 else "y"
+        self.vbytes = vbytes
 
     def spill_slot_size(self, cls: str) -> int:
-        """A GPR slot is 8 bytes; a vector slot holds a whole ymm (32)."""
-        return 8 if cls == "gpr" else 32
+        """A GPR slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
+        return 8 if cls == "gpr" else self.vbytes
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
-        form = "mov_r64_rm64" if cls == "gpr" else "vmovaps_y_ym"
+        form = "mov_r64_rm64" if cls == "gpr" else f"vmovaps_{self.v}_{self.v}m"
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
-        form = "mov_rm64_r64" if cls == "gpr" else "vmovups_m256_y"
+        form = "mov_rm64_r64" if cls == "gpr" else f"vmovups_m{self.vbytes * 8}_{self.v}"
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
         return Inst(form, [mem, RegOp(src, Role.USE)], kind=Kind.SPILL, slot=slot_offset)
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
-        form = "mov_r64_rm64" if cls == "gpr" else "vmovups_y_ym"
+        form = "mov_r64_rm64" if cls == "gpr" else f"vmovups_{self.v}_{self.v}m"
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
         return Inst(form, [RegOp(dst, Role.DEF), mem], kind=Kind.FILL, slot=slot_offset)
 
@@ -276,13 +279,44 @@ def prototype(desc: Any) -> str:
 
 def x86_desc(arch: str) -> TargetDesc:
     """The pass-facing description: the vector widths this selector implements (float32 and
-    float64 in xmm/ymm; integers scalar) and what is decomposed."""
-    widths = {dtypes.float32: (8, 4), dtypes.float64: (4, 2)}
+    float64 in xmm/ymm, and zmm on x86-64-v4; integers scalar) and what is decomposed."""
+    if arch == "x86-64-v4":
+        widths = {dtypes.float32: (16, 8, 4), dtypes.float64: (8, 4, 2)}
+        note = "AVX-512F zmm + AVX2/FMA/F16C"
+    else:
+        widths = {dtypes.float32: (8, 4), dtypes.float64: (4, 2)}
+        note = "AVX2 + FMA + F16C"
     return replace(X86_AVX2, alu_widths=MappingProxyType(widths),
-                   mem_widths=MappingProxyType(widths), notes=f"{arch}: AVX2 + FMA + F16C")
+                   mem_widths=MappingProxyType(widths), notes=f"{arch}: {note}")
 
 
 ARCHES = ("x86-64-v3", "x86-64-v4", "native")
+V3_FLAGS = ("avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe")
+V4_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+
+
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of this machine (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def resolve_arch(arch: str) -> str:
+    """native → x86-64-v4 when this CPU has AVX-512 (F/BW/CD/DQ/VL), else x86-64-v3."""
+    if arch != "native":
+        return arch
+    flags = cpu_flags()
+    if all(f in flags for f in V4_FLAGS):
+        return "x86-64-v4"
+    if all(f in flags for f in V3_FLAGS):
+        return "x86-64-v3"
+    raise SelectError("this CPU lacks x86-64-v3 (AVX2, FMA, F16C, BMI2), the least kcc targets")
 
 
 @dataclass
@@ -300,8 +334,9 @@ class X86Target:
     def __init__(self, arch: str = "x86-64-v3"):
         if arch not in ARCHES:
             raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
-        self.arch = arch
-        self.desc = x86_desc(arch)
+        self.arch = resolve_arch(arch)
+        self.desc = x86_desc(self.arch)
+        self.vbytes = 64 if self.arch == "x86-64-v4" else 32
         self.pool = ConstPool()
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
@@ -310,7 +345,7 @@ class X86Target:
         return Selected(fn, locals_bytes, kd)
 
     def allocate(self, s: Selected) -> Selected:
-        info = X86RegInfo(s.locals_bytes)
+        info = X86RegInfo(s.locals_bytes, self.vbytes)
         fn = allocate(s.fn, info)
         return Selected(fn, s.locals_bytes, s.desc)
 
@@ -378,6 +413,10 @@ def _ctype(dt_name: str) -> Any:
 def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
     """Call a loaded kernel once per gidx worker (in parallel on a thread pool); args are
     already checked and normalized by manifest.check_launch."""
+    arch = desc.target.get("x86", {}).get("arch")
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
+                          "CPU lacks it; recompile with --arch x86-64-v3")
     argtypes = [ctypes.c_void_p if a.kind == "buffer" else _ctype(a.dtype) for a in desc.args]
     workers = [s for s in desc.specials if s.startswith("gidx")]
     argtypes += [ctypes.c_int] * len(workers)

@@ -1,0 +1,113 @@
+"""Shared pieces of the x86 instruction selector: errors, the constant pool, operand-width
+helpers and the encodings' magic numbers (vcmp predicates, vround modes)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir import numerics as nm
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Mem, Role
+
+SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
+ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
+# vcmpss/vcmpps predicates (SDM Vol. 2, CMPPS Table 3-1): LT_OS and EQ_OQ are false on NaN,
+# NEQ_UQ is true on NaN — exactly the .uop compare semantics.
+CMP_LT_OS, CMP_EQ_OQ, CMP_NEQ_UQ = 1, 0, 4
+ROUND_TRUNC = 0b1011        # vround imm8: truncate (bits 1:0 = 11), suppress precision (bit 3)
+# Pseudo forms expanded by the target after allocation (roles of their register operands).
+PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",)}
+
+
+class SelectError(Exception):
+    """A construct the x86 target cannot compile (LOCAL buffers, BARRIER, lidx)."""
+
+
+@dataclass
+class ConstPool:
+    """The .rodata constants: deduplicated by bytes, each aligned to its own size."""
+
+    items: dict[bytes, str] = field(default_factory=dict)
+
+    def label(self, data: bytes) -> str:
+        """The label of a constant with these bytes."""
+        if data not in self.items:
+            self.items[data] = f".LC{len(self.items)}"
+        return self.items[data]
+
+
+@dataclass
+class Place:
+    """A selected INDEX/SHRINK: its memory operand, element dtype and lane count."""
+
+    mem: Mem
+    dtype: DType
+    lanes: int
+
+
+def isz(dt: DType) -> str:
+    """The integer op width of dt: 8/16/32-bit values use the 32-bit forms."""
+    return "64" if dt.itemsize == 8 else "32"
+
+
+def vw(dt: DType, lanes: int) -> str:
+    """x, y or z: the vector register width holding `lanes` elements of dt."""
+    return {32: "y", 64: "z"}.get(dt.itemsize * lanes, "x")
+
+
+def fs(dt: DType) -> str:
+    """The AVX type letter: s (single, float32) or d (double, float64)."""
+    return "s" if dt == dtypes.float32 else "d"
+
+
+def strong_const(u: UOp) -> int | float | bool | None:
+    """The value of a strong constant CAST(CONST) (or a bool CONST), else None."""
+    if u.op is Ops.CONST and not u.dtype.is_weak:
+        return u.arg
+    if u.op is Ops.CAST and u.src[0].op is Ops.CONST:
+        return commit_const(u.src[0].arg, u.dtype)
+    return None
+
+
+def commit_const(v: int | float | bool, dt: DType) -> int | float | bool:
+    """A literal committed to dt by the CAST rules of docs/semantics.md, exactly as the
+    interpreter does it (kcc.ir.numerics): ints wrap to dt's width, a float literal saturates
+    into an integer dtype (NaN → 0), and a float dtype gets the literal rounded ONCE (an int
+    literal never through float64 first). A float result is a Python float holding the dtype's
+    value exactly (a float16/bfloat16 value is exact in float64)."""
+    if isinstance(v, bool) or dt.is_bool:
+        return bool(v) if dt.is_bool else int(v)
+    src = dtypes.weakint if isinstance(v, int) else dtypes.weakfloat
+    c = nm.cast(nm.const_array(v, src), src, dt)
+    if dt == dtypes.bfloat16:
+        return float(nm.bf16_to_f32(c))
+    return float(c) if dt.is_float else int(c)
+
+
+def imm_form(mnem: str, width: str, value: int) -> str:
+    """The `op r/m, imm` form for a 32/64-bit op: the sign-extended imm8 encoding (opcode 83,
+    SDM "ADD"…) when the value fits a byte — what assemblers pick — else imm32."""
+    return f"{mnem}_rm{width}_imm{8 if -128 <= value <= 127 else 32}"
+
+
+def fits32(v: int) -> bool:
+    return -(1 << 31) <= v < (1 << 31)
+
+
+def const_bytes(v: int | float | bool, dt: DType) -> bytes:
+    """The little-endian bytes of a scalar constant of dt."""
+    if dt == dtypes.float32:
+        return struct.pack("<f", v)
+    if dt == dtypes.float64:
+        return struct.pack("<d", v)
+    # v is already rounded to the half dtype (commit_const), so these conversions are exact;
+    # before this, int(v) truncated a float16/bfloat16 constant (-0.0 became +0.0, 1.5 became 1)
+    if dt == dtypes.float16:
+        return np.float16(v).tobytes()
+    if dt == dtypes.bfloat16:
+        return struct.pack("<f", v)[2:]          # the high half of the float32
+    return (int(v) & ((1 << dt.bits) - 1)).to_bytes(dt.itemsize, "little")

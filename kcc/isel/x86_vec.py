@@ -1,0 +1,301 @@
+"""x86 selection of float and vector values: float ALU (scalar ss/sd, packed ps/pd on
+xmm/ymm/zmm), compare masks and blends, lanes, STACK building, float32↔float64 vector casts.
+A mixin of X86Selector (kcc/isel/x86.py)."""
+
+from __future__ import annotations
+
+from kcc.encode.x86_table import FORMS
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Mem, VReg
+from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
+                               const_bytes, fs, strong_const, vw)
+from kcc.isel.x86_regs import reg_class
+
+
+class X86Vec:
+    """Float and vector rules (mixed into X86Selector)."""
+
+    # -- vectors ------------------------------------------------------------------------------
+    def lane(self, v: VReg, dt: DType, lanes: int, k: int) -> VReg:
+        """Lane k of a vector register, as a scalar in the low lane of a new xmm."""
+        if dt.itemsize * lanes == 64:
+            lo, hi = self.split_z(v)
+            half = lanes // 2
+            return self.lane(hi if k >= half else lo, dt, half, k % half)
+        src = v
+        if dt.itemsize * lanes == 32 and dt.itemsize * k >= 16:
+            hi = self.new("vec")
+            self.emit("vextractf128_xm_y_imm8", hi, v, 1)
+            src, k = hi, k - 16 // dt.itemsize
+        t = self.new("vec")
+        if dt == dtypes.float32:
+            self.emit("vshufps_x_x_xm_imm8", t, src, src, k)
+        else:
+            self.emit("vshufpd_x_x_xm_imm8", t, src, src, k)
+        return t
+
+    def mask_lane(self, base: UOp, k: int) -> VReg:
+        """Lane k of a vector compare's mask as a bool (0/1) in a GPR."""
+        if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or reg_class(base.src[0].dtype) \
+                != "vec":
+            raise SelectError("a lane of this bool vector is not selectable on x86")
+        dt = base.src[0].dtype
+        v = self.lane(self.reg(base), dt, base.shape[0], k)
+        t = self.new("gpr")
+        self.emit("vmovd_rm32_x", t, v)
+        self.emit("and_rm32_imm8", t, 1)
+        return t
+
+    def sel_STACK(self, u: UOp) -> VReg | None:
+        """Build a vector from scalars: a constant from .rodata, else lane inserts."""
+        dt, n = u.dtype, u.shape[0]
+        if reg_class(dt) != "vec":
+            # bools, ints, halves: only their lanes are used (INDEX, or a WHERE's mask)
+            return None
+        consts = [strong_const(s) for s in u.src]
+        w = vw(dt, n)
+        if all(s is u.src[0] for s in u.src) and consts[0] is None:
+            t = self.new("vec")       # a splat: one broadcast (AVX2 takes a register source)
+            if dt == dtypes.float32:
+                self.emit(f"vbroadcastss_{w}_xm32", t, self.reg(u.src[0]))
+            elif w == "y":
+                self.emit("vbroadcastsd_y_xm64", t, self.reg(u.src[0]))
+            else:
+                a = self.reg(u.src[0])
+                self.emit("vunpcklpd_x_x_xm", t, a, a)
+        elif all(c is not None for c in consts):
+            t = self.new("vec")
+            data = b"".join(const_bytes(c, dt) for c in consts)
+            self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+        else:
+            t = self.build(u.src, dt)
+        self.val[u] = t
+        return t
+
+    def build(self, srcs: tuple[UOp, ...], dt: DType) -> VReg:
+        """A vector register holding the scalar float srcs in order (xmm, ymm or zmm)."""
+        nbytes = dt.itemsize * len(srcs)
+        if nbytes <= 16:
+            return self.build128(srcs, dt)
+        half = len(srcs) // 2
+        lo, hi = self.build(srcs[:half], dt), self.build(srcs[half:], dt)
+        t = self.new("vec")
+        if nbytes == 64:
+            self.emit("vinsertf64x4_z_z_ym_imm8", t, lo, hi, 1)
+        else:
+            self.emit("vinsertf128_y_y_xm_imm8", t, lo, hi, 1)
+        return t
+
+    def build128(self, srcs: tuple[UOp, ...], dt: DType) -> VReg:
+        """An xmm holding the scalar float srcs in order."""
+        acc = self.reg(srcs[0])
+        for k, s in enumerate(srcs[1:], 1):
+            t = self.new("vec")
+            if dt == dtypes.float32:
+                self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(s), k << 4)
+            else:
+                self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
+            acc = t
+        return acc
+
+    def falu(self, u: UOp) -> VReg:
+        """Float ALU (scalar ss/sd, packed ps/pd on xmm/ymm/zmm)."""
+        dt, lanes = u.dtype, (u.shape[0] if u.shape else 1)
+        if u.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV):
+            b = self.fsrc(u.src[1])         # a constant right operand is read from .rodata
+            return self.fop(u.op, dt, lanes, [self.reg(u.src[0]), b])
+        return self.fop(u.op, dt, lanes, [self.reg(x) for x in u.src])
+
+    def fform(self, op: Ops, dt: DType, lanes: int) -> str:
+        """The form computing op on lanes of dt."""
+        w, s = vw(dt, lanes), fs(dt)
+        packed = lanes > 1
+        kind = f"p{s}_{w}_{w}_{w}m" if packed else f"s{s}_x_x_xm{dt.bits}"
+        basic = {Ops.ADD: "vadd", Ops.SUB: "vsub", Ops.MUL: "vmul", Ops.FDIV: "vdiv",
+                 Ops.MAX: "vmax", Ops.RECIPROCAL: "vdiv"}
+        if op in basic:
+            return basic[op] + kind
+        if op is Ops.NEG:
+            return f"vxorp{s}_{w}_{w}_{w}m"
+        if op is Ops.SQRT:
+            return f"vsqrtp{s}_{w}_{w}m" if packed else f"vsqrts{s}_x_x_xm{dt.bits}"
+        if op is Ops.TRUNC:
+            return f"vroundp{s}_{w}_{w}m_imm8" if packed else \
+                f"vrounds{s}_x_x_xm{dt.bits}_imm8"
+        if op is Ops.MULACC:
+            return f"vfmadd231p{s}_{w}_{w}_{w}m" if packed else \
+                f"vfmadd231s{s}_x_x_xm{dt.bits}"
+        raise SelectError(f"{op.name} on {dt} has no x86 rule (it should be decomposed)")
+
+    def fop(self, op: Ops, dt: DType, lanes: int, srcs: list) -> VReg:
+        """op on registers (or a .rodata operand) of lanes x dt; a zmm op without an EVEX form
+        here is done on its two ymm halves."""
+        form = self.fform(op, dt, lanes)
+        if form not in FORMS:
+            if dt.itemsize * lanes != 64:
+                raise SelectError(f"no x86 form {form} for {op.name} on {lanes} x {dt}")
+            parts = [self.split_z(self.as_reg(x, dt, lanes)) for x in srcs]
+            lo = self.fop(op, dt, lanes // 2, [p[0] for p in parts])
+            hi = self.fop(op, dt, lanes // 2, [p[1] for p in parts])
+            return self.join_z(lo, hi)
+        t = self.new("vec")
+        if op is Ops.MAX:
+            # MAX(a, b) = a < b ? b : a. vmaxps dst, x, y returns y unless x > y (SDM MAXPS:
+            # the second source is returned on NaN or equal zeros), so max(b, a) is exact.
+            self.emit(form, t, srcs[1], srcs[0])
+        elif op is Ops.NEG:
+            self.emit(form, t, srcs[0], self.materialize(-0.0, dt, lanes))
+        elif op is Ops.RECIPROCAL:
+            self.emit(form, t, self.materialize(1.0, dt, lanes), srcs[0])
+        elif op is Ops.SQRT:
+            self.emit(form, t, *([srcs[0]] if lanes > 1 else [srcs[0], srcs[0]]))
+        elif op is Ops.TRUNC:
+            self.emit(form, t, *([srcs[0]] if lanes > 1 else [srcs[0], srcs[0]]), ROUND_TRUNC)
+        elif op is Ops.MULACC:
+            # fused a*b+c: one rounding, as docs/semantics.md defines MULACC
+            t = self.copy(srcs[2], dt, lanes)
+            self.emit(form, t, srcs[0], srcs[1])
+        else:
+            b, arg = srcs[1] if isinstance(srcs[1], tuple) else (srcs[1], None)
+            self.emit(form, t, srcs[0], b, arg=arg)
+        return t
+
+    def as_reg(self, x: VReg | tuple, dt: DType, lanes: int) -> VReg:
+        """x as a register: a (.rodata operand, label) pair is loaded."""
+        if not isinstance(x, tuple):
+            return x
+        t = self.new("vec")
+        self.emit(f"vmovup{fs(dt)}_{vw(dt, lanes)}_{vw(dt, lanes)}m", t, x[0], arg=x[1])
+        return t
+
+    def split_z(self, v: VReg) -> tuple[VReg, VReg]:
+        """The low and high ymm halves of a zmm register."""
+        lo, hi = self.new("vec"), self.new("vec")
+        self.emit("vmovaps_y_ym", lo, v)           # the low 256 bits are the ymm view
+        self.emit("vextractf64x4_ym_z_imm8", hi, v, 1)
+        return lo, hi
+
+    def join_z(self, lo: VReg, hi: VReg) -> VReg:
+        """A zmm register from two ymm halves."""
+        t = self.new("vec")
+        self.emit("vinsertf64x4_z_z_ym_imm8", t, lo, hi, 1)
+        return t
+
+    def fsrc(self, u: UOp) -> VReg | tuple[Mem, object]:
+        """A float operand for an r/m slot: a constant is read from .rodata in place (a
+        (memory operand, rip label) pair)."""
+        c = strong_const(u)
+        if c is None or u.op is Ops.STACK:
+            return self.reg(u)
+        lanes = u.shape[0] if u.shape else 1
+        return Mem(), {"rip": self.pool.label(const_bytes(c, u.dtype) * lanes)}
+
+    def fmask(self, u: UOp) -> VReg:
+        """A float compare as an all-ones/zero lane mask in a vector register."""
+        a_u, b_u = u.src
+        dt = a_u.dtype
+        lanes = a_u.shape[0] if a_u.shape else 1
+        pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
+        return self.cmp_mask(pred, dt, lanes, self.reg(a_u), self.reg(b_u))
+
+    def cmp_mask(self, pred: int, dt: DType, lanes: int, ra: VReg, rb: VReg) -> VReg:
+        """vcmp{s,p}{s,d} with predicate pred; a zmm compare is done on ymm halves so the mask
+        stays a vector of lanes (AVX-512 would give a k register)."""
+        if dt.itemsize * lanes == 64:
+            (a0, a1), (b0, b1) = self.split_z(ra), self.split_z(rb)
+            return self.join_z(self.cmp_mask(pred, dt, lanes // 2, a0, b0),
+                               self.cmp_mask(pred, dt, lanes // 2, a1, b1))
+        m = self.new("vec")
+        if lanes > 1:
+            w = vw(dt, lanes)
+            form = f"vcmpp{fs(dt)}_{w}_{w}_{w}m_imm8"
+        else:
+            form = f"vcmps{fs(dt)}_x_x_xm{dt.bits}_imm8"
+        self.emit(form, m, ra, rb, pred)
+        return m
+
+    def fcompare(self, u: UOp) -> VReg:
+        """A float compare as a bool: the mask's low bit, moved to a GPR. A vector compare
+        stays a lane mask (all ones / zero per lane of the operands' width) in a vector
+        register: WHERE blends with it and a lane INDEX turns one lane into a bool."""
+        if u.shape:
+            return self.fmask(u)
+        m = self.fmask(u)
+        t = self.new("gpr")
+        self.emit("vmovd_rm32_x", t, m)
+        self.emit("and_rm32_imm8", t, 1)
+        return t
+
+    def bool_mask(self, c: UOp, dt: DType, lanes: int) -> VReg:
+        """A lane mask of dt-wide lanes from a STACK of scalar bools (0/1 in GPRs)."""
+        if c.op is not Ops.STACK:
+            raise SelectError(f"a vector WHERE on {dt} needs a mask of {dt.bits}-bit lanes "
+                              f"(a compare of {dt} values or a STACK of bools)")
+        return self.mask_of(c.src, dt)
+
+    def mask_of(self, bools: tuple[UOp, ...], dt: DType) -> VReg:
+        """A vector of dt-wide lanes, all ones where the scalar bool is true."""
+        if dt.itemsize * len(bools) > 16:
+            half = len(bools) // 2
+            lo, hi = self.mask_of(bools[:half], dt), self.mask_of(bools[half:], dt)
+            t = self.new("vec")
+            if dt.itemsize * len(bools) == 64:
+                self.emit("vinsertf64x4_z_z_ym_imm8", t, lo, hi, 1)
+            else:
+                self.emit("vinsertf128_y_y_xm_imm8", t, lo, hi, 1)
+            return t
+        acc = self.new("vec")
+        self.emit("vzero", acc)
+        for k, b in enumerate(bools):
+            z = self.new("gpr")
+            self.emit("movzx_r32_rm8", z, self.reg(b))
+            self.emit("neg_rm64", z)              # 0 → 0, 1 → all ones
+            t = self.new("vec")
+            if dt.itemsize == 4:
+                self.emit("vpinsrd_x_x_rm32_imm8", t, acc, z, k)
+            else:
+                self.emit("vpinsrq_x_x_rm64_imm8", t, acc, z, k)
+            acc = t
+        return acc
+
+    def blend(self, dt: DType, lanes: int, no: VReg, yes: VReg, m: VReg) -> VReg:
+        """m ? yes : no per lane (vblendvps/pd read each lane's sign bit); zmm by halves."""
+        if dt.itemsize * lanes == 64:
+            (n0, n1), (y0, y1), (m0, m1) = self.split_z(no), self.split_z(yes), self.split_z(m)
+            return self.join_z(self.blend(dt, lanes // 2, n0, y0, m0),
+                               self.blend(dt, lanes // 2, n1, y1, m1))
+        w = vw(dt, lanes)
+        t = self.new("vec")
+        self.emit(f"vblendvp{fs(dt)}_{w}_{w}_{w}m_{w}", t, no, yes, m)
+        return t
+
+    def vcast(self, u: UOp) -> VReg:
+        """Vector casts between float32 and float64."""
+        x, dt = u.src[0], u.dtype
+        n = u.shape[0]
+        if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:
+            # 8 x float32 (ymm) → 8 x float64 (zmm): each xmm half widens to a ymm
+            v = self.reg(x)
+            hi = self.new("vec")
+            self.emit("vextractf128_xm_y_imm8", hi, v, 1)
+            lo_d, hi_d = self.new("vec"), self.new("vec")
+            self.emit("vcvtps2pd_y_xm", lo_d, v)
+            self.emit("vcvtps2pd_y_xm", hi_d, hi)
+            return self.join_z(lo_d, hi_d)
+        if x.dtype == dtypes.float64 and dt == dtypes.float32 and n == 8:
+            lo, hi = self.split_z(self.reg(x))
+            lo_s, hi_s = self.new("vec"), self.new("vec")
+            self.emit("vcvtpd2ps_x_ym", lo_s, lo)
+            self.emit("vcvtpd2ps_x_ym", hi_s, hi)
+            t = self.new("vec")
+            self.emit("vinsertf128_y_y_xm_imm8", t, lo_s, hi_s, 1)
+            return t
+        t = self.new("vec")
+        if x.dtype == dtypes.float32 and dt == dtypes.float64:
+            self.emit(f"vcvtps2pd_{vw(dt, n)}_xm" + ("64" if n == 2 else ""), t, self.reg(x))
+        elif x.dtype == dtypes.float64 and dt == dtypes.float32:
+            self.emit(f"vcvtpd2ps_x_{vw(x.dtype, n)}m", t, self.reg(x))
+        else:
+            raise SelectError(f"vector CAST {x.dtype} → {dt} is not legal on x86")
+        return t
