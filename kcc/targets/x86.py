@@ -15,6 +15,7 @@ Frame (System V, rbp as frame pointer):
 from __future__ import annotations
 
 import ctypes
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from kcc.isel.x86 import select as x86_select
 from kcc.ir import UOp
 from kcc.ir.mir import format_mir
 from kcc.passes.target import X86_AVX2, TargetDesc
+from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
@@ -337,6 +339,7 @@ class X86Target:
         self.arch = resolve_arch(arch)
         self.desc = x86_desc(self.arch)
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
+        self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
         self.pool = ConstPool()
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
@@ -347,6 +350,10 @@ class X86Target:
     def allocate(self, s: Selected) -> Selected:
         info = X86RegInfo(s.locals_bytes, self.vbytes)
         fn = allocate(s.fn, info)
+        if self.check_alloc:
+            # the independent checker re-executes the allocation symbolically (tests turn
+            # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
+            check_allocation(s.fn, fn, info)
         return Selected(fn, s.locals_bytes, s.desc)
 
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
