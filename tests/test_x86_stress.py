@@ -123,3 +123,64 @@ def test_three_deep_nest_with_reg_accumulator() -> None:
 def test_more_live_integers_than_registers() -> None:
     assert "; spill" in _allocated_listing(_scalar_pressure_kernel())
     _check(_scalar_pressure_kernel())
+
+
+def test_reg_accumulator_lives_in_a_register() -> None:
+    """examples/sum_reduce.uop: the REG accumulator is promoted (no frame access at all)."""
+    from kcc.targets.x86 import compile_x86, disasm_object
+    from x86_util import REPO
+    path = REPO / "examples" / "sum_reduce.uop"
+    obj, _ = compile_x86([parse(path.read_text(), str(path))])
+    assert "[rsp" not in disasm_object(obj)
+
+
+OVERLAP = """# kcc-uop 1
+# A REG buffer read both as a 4-lane vector and as single elements (overlapping places, so
+# it stays in memory), and one with a gated store (also memory); a vector REG accumulator
+# (promoted).
+%out = PARAM ParamArg(0, float32, 8)
+%x = PARAM ParamArg(1, float32, 64)
+%acc = BUFFER ParamArg(0, float32, 4, addrspace=REG)
+%vacc = BUFFER ParamArg(1, float32, 4, addrspace=REG)
+%p = INDEX(%acc, 2)
+%init = STORE(%p, 1.5)
+%v0 = SHRINK(%vacc, 0, 4)
+%z = STACK(0.0, 0.0, 0.0, 0.0)
+%init2 = STORE(%v0, %z)
+%a0 = SHRINK(%acc, 0, 4)
+%a0i = STORE(%a0, %z)
+%g0 = GROUP(%init, %init2, %a0i)
+%i = RANGE(16, %g0) (0, REDUCE)
+%accI = AFTER(%acc, %g0, %i)
+%vaccI = AFTER(%vacc, %g0, %i)
+%s = MUL(%i, 4)
+%xp = SHRINK(%x, %s, 4)
+%xv = LOAD(%xp)
+%vp = SHRINK(%vaccI, 0, 4)
+%vv = LOAD(%vp)
+%vs = ADD(%vv, %xv)
+%st = STORE(%vp, %vs)
+%e1 = INDEX(%accI, 1)
+%e1v = LOAD(%e1)
+%x0 = INDEX(%xv, 0)
+%big = CMPLT(%e1v, %x0)
+%e1s = STORE(%e1, %x0, %big)
+%g = GROUP(%st, %e1s)
+%end = END(%g, %i)
+%accE = AFTER(%acc, %end)
+%vaccE = AFTER(%vacc, %end)
+%r = SHRINK(%accE, 0, 4)
+%rv = LOAD(%r)
+%o0 = SHRINK(%out, 0, 4)
+%s0 = STORE(%o0, %rv)
+%q = SHRINK(%vaccE, 0, 4)
+%qv = LOAD(%q)
+%o1 = SHRINK(%out, 4, 4)
+%s1 = STORE(%o1, %qv)
+%fin = GROUP(%s0, %s1)
+SINK(%fin) KernelInfo(name="reg_places")
+"""
+
+
+def test_reg_buffers_promoted_or_not_compute_the_same() -> None:
+    _check(OVERLAP)

@@ -189,6 +189,7 @@ class X86Selector(X86Vec, X86Alu):
     def select(self, lin: list[UOp]) -> MFunction:
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
+        self.promoted = promotable_buffers(lin)
         for u in lin:
             rule = getattr(self, f"sel_{u.op.name}", None)
             if rule is None:
@@ -257,6 +258,19 @@ class X86Selector(X86Vec, X86Alu):
         """A REG buffer gets frame bytes; LOCAL (workgroup-shared) memory is GPU-only."""
         if u.arg.addrspace is AddrSpace.LOCAL:
             raise SelectError("a LOCAL buffer (workgroup shared memory) needs a GPU target")
+        if u in self.promoted:
+            # every access is at a constant place: each place is a register variable
+            # (zeroed here so it is defined on every path), no memory traffic in the loop
+            cells = {}
+            for start, lanes in self.promoted[u]:
+                v = self.new(reg_class(u.dtype))
+                if v.cls == "vec":
+                    self.emit("vzero", v)
+                else:
+                    self.emit("mov_r32_imm32", v, 0)
+                cells[start, lanes] = v
+            self.bufs[u] = ("vars", cells)
+            return
         size = u.arg.size * u.dtype.itemsize
         align = 32 if size >= 32 else 16
         self.frame_bytes = (self.frame_bytes + align - 1) // align * align
@@ -347,12 +361,18 @@ class X86Selector(X86Vec, X86Alu):
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
-        self.places[u] = Place(self.address(base, u.src[1], u.dtype), u.dtype, 1)
+        self.places[u] = self.place(base, u.src[1], u.dtype, 1)
 
     def sel_SHRINK(self, u: UOp) -> None:
         """A place of n contiguous elements (a vector access)."""
-        self.places[u] = Place(self.address(u.src[0], u.src[1], u.dtype), u.dtype,
-                               u.shape[0])
+        self.places[u] = self.place(u.src[0], u.src[1], u.dtype, u.shape[0])
+
+    def place(self, buf: UOp, idx: UOp, dt: DType, lanes: int) -> Place:
+        """A memory place, or the register variable of a promoted REG buffer element."""
+        kind, cells = self.buffer(buf)
+        if kind == "vars":
+            return Place(None, dt, lanes, cells[int(strong_const(idx)), lanes])
+        return Place(self.address(buf, idx, dt), dt, lanes)
 
     def sel_LOAD(self, u: UOp) -> None:
         """A load; gated loads were rewritten by legalize_gates to a safe index + WHERE."""
@@ -363,6 +383,8 @@ class X86Selector(X86Vec, X86Alu):
 
     def load(self, p: Place) -> VReg:
         dt = p.dtype
+        if p.var is not None:
+            return self.copy(p.var, dt, p.lanes)   # a snapshot: later stores redefine var
         if reg_class(dt) == "vec":
             t = self.new("vec")
             if p.lanes == 1:
@@ -387,6 +409,14 @@ class X86Selector(X86Vec, X86Alu):
         """A store; a gated store writes a frame scratch slot instead when its gate is false."""
         p = self.places[u.src[0]]
         mem = p.mem
+        if p.var is not None:                     # promoted REG element: a register move
+            v = self.reg(u.src[1])
+            if p.var.cls == "gpr":
+                self.emit(f"mov_r{isz(p.dtype)}_rm{isz(p.dtype)}", p.var, v)
+            else:
+                w = vw(p.dtype, p.lanes)
+                self.emit(f"vmovaps_{w}_{w}m", p.var, v)
+            return
         if len(u.src) == 3:
             a = self.new("gpr")
             self.emit("lea_r64_m", a, mem)
@@ -416,3 +446,37 @@ def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str]
     sel = X86Selector(name, pool, specials)
     fn = sel.select(lin)
     return fn, sel.frame_bytes, sel.stack_args
+
+
+def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:
+    """REG buffers whose every access is an ungated LOAD/STORE at a constant place, with the
+    places (start, lanes) pairwise equal or disjoint: each place can live in a register."""
+    places: dict[UOp, set[tuple[int, int]]] = {}
+    bad: set[UOp] = set()
+    for u in lin:
+        if u.op not in (Ops.INDEX, Ops.SHRINK) or u.src[0].kind != "buffer":
+            continue
+        b = u.src[0]
+        while b.op is Ops.AFTER:
+            b = b.src[0]
+        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
+            continue
+        start = strong_const(u.src[1])
+        lanes = u.shape[0] if u.op is Ops.SHRINK else 1
+        if start is None or not 0 <= int(start) <= b.arg.size - lanes:
+            bad.add(b)
+            continue
+        places.setdefault(b, set()).add((int(start), lanes))
+    for u in lin:
+        if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3:
+            b = u.src[0].src[0]
+            while b.op is Ops.AFTER:
+                b = b.src[0]
+            bad.add(b)
+    out = {}
+    for b, cells in places.items():
+        spans = sorted(cells)
+        if b in bad or any(a[0] + a[1] > c[0] for a, c in zip(spans, spans[1:])):
+            continue
+        out[b] = spans
+    return out

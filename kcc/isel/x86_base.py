@@ -11,7 +11,7 @@ import numpy as np
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir import numerics as nm
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Mem, Role
+from kcc.ir.mir import Mem, Role, VReg
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
 ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
@@ -44,9 +44,10 @@ class ConstPool:
 class Place:
     """A selected INDEX/SHRINK: its memory operand, element dtype and lane count."""
 
-    mem: Mem
+    mem: Mem | None
     dtype: DType
     lanes: int
+    var: VReg | None = None      # a REG buffer element promoted to a register
 
 
 def isz(dt: DType) -> str:
