@@ -184,3 +184,59 @@ SINK(%fin) KernelInfo(name="reg_places")
 
 def test_reg_buffers_promoted_or_not_compute_the_same() -> None:
     _check(OVERLAP)
+
+
+def _near_midpoints(rng, n: int, np_half, bits_max: int):
+    """float64 values at, just above and just below the midpoints between neighbouring
+    half-precision values: where a double rounding through float32 would go wrong."""
+    import numpy as np
+    h = rng.integers(0, bits_max, n).astype(np.uint16)
+    lo = np_half(h)
+    hi = np_half(h + 1)
+    mid = (lo + hi) / 2
+    step = np.where(rng.integers(0, 3, n) == 0, 0.0, np.where(rng.integers(0, 2, n) == 0,
+                                                             1.0, -1.0))
+    x = mid + step * np.abs(mid) * 2.0 ** -40
+    x[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 65520.0, 65519.99, 1e-9]
+    return x * np.where(rng.integers(0, 2, n) == 0, 1.0, -1.0)
+
+
+def test_float64_to_half_rounds_once() -> None:
+    import numpy as np
+    from kcc.ir import numerics as nm
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "kernels" / "f64_to_half.uop").read_text())
+    rng = np.random.default_rng(7)
+    f16 = lambda b: b.view(np.float16).astype(np.float64)                 # noqa: E731
+    bf16 = lambda b: nm.bf16_to_f32(b).astype(np.float64)                 # noqa: E731
+    for half, top in ((f16, 0x7BFF), (bf16, 0x7F7F)):
+        x = _near_midpoints(rng, 4096, half, top)
+        args = [np.zeros(4096, np.float16), np.zeros(4096, np.uint16), x]
+        assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+def _int_midpoints(rng, n: int, bits: int, signed: bool):
+    """Integers whose value is a bfloat16 midpoint, or one above or below it, at every
+    magnitude up to 2^bits: where rounding through float32/float64 first would go wrong."""
+    import numpy as np
+    e = rng.integers(9, bits - (1 if signed else 0), n)
+    m = rng.integers(128, 256, n)                     # 8 significant bits
+    base = m.astype(object) << (e - 8).astype(object)
+    half = 1 << (e - 9).astype(object)
+    out = [int(b) + int(h) + int(d) for b, h, d in zip(base, half, rng.integers(-1, 2, n))]
+    if signed:
+        out = [v if s else -v for v, s in zip(out, rng.integers(0, 2, n))]
+    return out
+
+
+def test_integers_to_bfloat16_round_once() -> None:
+    import numpy as np
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "kernels" / "int_to_bf16.uop").read_text())
+    rng = np.random.default_rng(3)
+    n = 2048
+    a = np.array(_int_midpoints(rng, n, 63, True), dtype=np.int64)
+    u = np.array(_int_midpoints(rng, n, 64, False), dtype=np.uint64)
+    w = np.array(_int_midpoints(rng, n, 31, True), dtype=np.int32)
+    args = [np.zeros(n, np.uint16), np.zeros(n, np.uint16), np.zeros(n, np.uint16), a, u, w]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))

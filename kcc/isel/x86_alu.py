@@ -6,7 +6,7 @@ from __future__ import annotations
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import RegOp, Role, VReg
-from kcc.isel.x86_base import CMP_NEQ_UQ, SelectError, fs, imm_form, isz, strong_const
+from kcc.isel.x86_base import CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz, strong_const
 from kcc.isel.x86_regs import RAX, RDX, reg_class
 
 
@@ -211,8 +211,39 @@ class X86Alu:
         if dt == dtypes.float32:
             return f
         if fd == dtypes.float64:
-            raise SelectError(f"CAST float64 → {dt.name} is not supported on x86 yet")
+            f = self.f64_to_f32_odd(f)
         return self.from_f32(f, dt)
+
+    def f64_to_f32_odd(self, x: VReg) -> VReg:
+        """float64 → float32 rounded to odd: truncate, then set the last bit if inexact.
+        A float32 rounded to odd (24 bits ≥ 11 + 2) rounds once more to float16/bfloat16
+        exactly as a single rounding of x would (Boldo & Melquiond, round-to-odd)."""
+        t = self.new("vec")
+        self.emit("vcvtsd2ss_x_x_xm64", t, x, x)            # nearest even
+        back = self.new("vec")
+        self.emit("vcvtss2sd_x_x_xm32", back, t, t)
+        bits = self.new("gpr")
+        self.emit("vmovd_rm32_x", bits, t)
+        ne = self.new("vec")
+        self.emit("vcmpsd_x_x_xm64_imm8", ne, back, x, CMP_NEQ_UQ)   # inexact (or NaN)
+        absmask = self.materialize(float.fromhex("0x1.fffffffffffffp+1023"), dtypes.float64)
+        ab, ax = self.new("vec"), self.new("vec")
+        self.emit("vandpd_x_x_xm", ab, back, absmask)
+        self.emit("vandpd_x_x_xm", ax, x, absmask)
+        gt = self.new("vec")
+        self.emit("vcmpsd_x_x_xm64_imm8", gt, ax, ab, CMP_LT_OS)    # rounded away from zero
+        down = self.new("gpr")
+        self.emit("vmovd_rm32_x", down, gt)                 # -1 where |t| > |x|, else 0
+        rz = self.copy(bits, dtypes.uint32)
+        self.emit("add_r32_rm32", rz, down)                 # truncated: one ulp back
+        self.emit("or_rm32_imm8", rz, 1)                    # sticky bit: round to odd
+        inexact = self.new("gpr")
+        self.emit("vmovd_rm32_x", inexact, ne)
+        self.emit("test_rm32_r32", inexact, inexact)
+        self.emit("cmovne_r32_rm32", bits, rz)
+        out = self.new("vec")
+        self.emit("vmovd_x_rm32", out, bits)
+        return out
 
     def int_to_int(self, x: UOp, dt: DType) -> VReg:
         """Narrowing keeps the low bits (nothing to do); widening extends by the source sign."""

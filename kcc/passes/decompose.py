@@ -23,6 +23,7 @@ from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
 from kcc.passes import transcendental
 from kcc.passes.devectorize import devectorize
+from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -159,7 +160,7 @@ def bf16_cast(ctx: TargetDesc, x: UOp) -> UOp | None:
                              _u32(16, sh)))
         f = UOp(Ops.BITCAST, (wide,), f32)
         return f if dst == f32 else UOp(Ops.CAST, (f,), dst)
-    v = x.src[0] if src_dt == f32 else UOp(Ops.CAST, (x.src[0],), f32)
+    v = x.src[0] if src_dt == f32 else _f32_odd(x.src[0])
     bits = UOp(Ops.BITCAST, (v,), u32)
     odd = UOp(Ops.AND, (UOp(Ops.SHR, (bits, _u32(16, sh))), _u32(1, sh)))
     rounded = UOp(Ops.ADD, (UOp(Ops.ADD, (bits, _u32(0x7FFF, sh))), odd))
@@ -168,6 +169,61 @@ def bf16_cast(ctx: TargetDesc, x: UOp) -> UOp | None:
     nan = UOp(Ops.OR, (UOp(Ops.SHR, (bits, _u32(16, sh))), _u32(0x40, sh)))
     top = UOp(Ops.WHERE, (UOp(Ops.CMPNE, (v, v)), nan, top))
     return UOp(Ops.BITCAST, (UOp(Ops.CAST, (top,), u16),), dtypes.bfloat16)
+
+
+def _f32_odd(x: UOp) -> UOp:
+    """x (any float or integer dtype) as a float32 rounded to odd (truncate, then set the last
+    bit if inexact). Rounding that once more to bfloat16 (8 bits, 24 >= 8 + 2) equals one
+    rounding of x (Boldo & Melquiond's round-to-odd), so the CAST rounds only once."""
+    dt, sh = x.dtype, x.shape
+    f32, f64 = dtypes.float32, dtypes.float64
+    if dt == f32 or (dt.itemsize <= 2 and not dt.is_float) or dt.is_bool:
+        return UOp(Ops.CAST, (x,), f32)         # exact in float32
+    if dt == dtypes.float16:
+        return UOp(Ops.CAST, (x,), f32)         # exact
+    if dt.itemsize == 8 and not dt.is_float:
+        x64 = _i64_f64_odd(x)
+    elif dt == f64:
+        x64 = x
+    else:
+        x64 = UOp(Ops.CAST, (x,), f64)          # 32-bit integers are exact in float64
+    return _round_odd(x64, UOp(Ops.CAST, (x64,), f32), f32, dtypes.uint32, sh)
+
+
+def _round_odd(x: UOp, t: UOp, fdt: DType, udt: DType, sh: tuple[int, ...]) -> UOp:
+    """t = x rounded to nearest in fdt → x rounded to odd in fdt: when t != x, step t one
+    ulp toward zero if it was rounded away from zero, then set its last bit."""
+    back = UOp(Ops.CAST, (t,), x.dtype) if t.dtype != x.dtype else t
+    bits = UOp(Ops.BITCAST, (t,), udt)
+    absx = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (x, _const(0.0, x.dtype, sh))),
+                           UOp(Ops.NEG, (x,)), x))
+    absb = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (back, _const(0.0, x.dtype, sh))),
+                           UOp(Ops.NEG, (back,)), back))
+    away = UOp(Ops.CMPLT, (absx, absb))
+    rz = UOp(Ops.SUB, (bits, UOp(Ops.CAST, (away,), udt)))
+    odd = UOp(Ops.OR, (rz, _const(1, udt, sh)))
+    inexact = UOp(Ops.AND, (UOp(Ops.CMPNE, (back, x)), UOp(Ops.CMPEQ, (x, x))))
+    return UOp(Ops.BITCAST, (UOp(Ops.WHERE, (inexact, odd, bits)),), fdt)
+
+
+def _i64_f64_odd(x: UOp) -> UOp:
+    """An int64/uint64 as a float64 rounded to odd: hi·2^32 and lo are exact in float64, their
+    rounded sum's error is exact by Fast2Sum (|hi·2^32| >= |lo| whenever hi != 0)."""
+    sh, f64, u64 = x.shape, dtypes.float64, dtypes.uint64
+    hi_int = UOp(Ops.SHR, (x, _const(32, x.dtype, sh)))   # arithmetic for int64
+    hi = UOp(Ops.MUL, (UOp(Ops.CAST, (hi_int,), f64), _const(2.0 ** 32, f64, sh)))
+    lo = UOp(Ops.CAST, (UOp(Ops.CAST, (x,), dtypes.uint32),), f64)
+    s = UOp(Ops.ADD, (hi, lo))
+    err = UOp(Ops.SUB, (lo, UOp(Ops.SUB, (s, hi))))
+    bits = UOp(Ops.BITCAST, (s,), u64)
+    # inexact and even: move one ulp toward the exact value (s + err)
+    toward_up = UOp(Ops.CMPEQ, (UOp(Ops.CMPLT, (_const(0.0, f64, sh), err)),
+                                UOp(Ops.CMPLT, (_const(0.0, f64, sh), s))))
+    step = UOp(Ops.WHERE, (toward_up, _const(1, u64, sh), _const((1 << 64) - 1, u64, sh)))
+    even = UOp(Ops.CMPEQ, (UOp(Ops.AND, (bits, _const(1, u64, sh))), _const(0, u64, sh)))
+    fix = UOp(Ops.AND, (UOp(Ops.CMPNE, (err, _const(0.0, f64, sh))), even))
+    moved = UOp(Ops.ADD, (bits, step))
+    return UOp(Ops.BITCAST, (UOp(Ops.WHERE, (fix, moved, bits)),), f64)
 
 
 _HALF_OPS = tuple(op for op in ALU if op is not Ops.THREEFRY)
@@ -188,4 +244,4 @@ DECOMPOSE = PatternMatcher([
 def decompose(sink: UOp, target: TargetDesc) -> UOp:
     """Rewrite every op the target lacks into ops it has (see the module docstring)."""
     out = graph_rewrite(sink, DECOMPOSE, ctx=target)
-    return devectorize(out, target) if out is not sink else sink
+    return keep_params(sink, devectorize(out, target)) if out is not sink else sink

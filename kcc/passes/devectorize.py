@@ -17,7 +17,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
-from kcc.passes.simplify import lane_of_stack, stack_of_lanes
+from kcc.passes.simplify import keep_params, lane_of_stack, stack_of_lanes
 from kcc.passes.target import TargetDesc
 
 
@@ -140,4 +140,5 @@ DEVECTORIZE = PatternMatcher([
 
 def devectorize(sink: UOp, target: TargetDesc) -> UOp:
     """Split every vector node of a width the target cannot do (see the module docstring)."""
-    return graph_rewrite(sink, DEVECTORIZE, ctx=target)
+    # splitting can drop the only use of a scalar PARAM (an unused lane): keep its slot
+    return keep_params(sink, graph_rewrite(sink, DEVECTORIZE, ctx=target))

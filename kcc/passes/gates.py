@@ -13,6 +13,7 @@ from __future__ import annotations
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
+from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
 
@@ -53,4 +54,4 @@ def legalize_gates(sink: UOp, target: TargetDesc) -> UOp:
     """Rewrite gated loads to safe-index loads and WHEREs when the target asks for "select"."""
     if target.gated_load != "select":
         return sink
-    return graph_rewrite(sink, GATES)
+    return keep_params(sink, graph_rewrite(sink, GATES))

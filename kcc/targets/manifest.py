@@ -294,7 +294,12 @@ def _check_scalar(a: ArgDesc, v: Any, label: str, want: np.dtype) -> Any:
     if a.range is not None and not a.range[0] <= fv <= a.range[1]:
         raise LaunchError(f"{label}: {fv} is outside the declared range {a.range}")
     if a.dtype == "bfloat16":
-        raise LaunchError(f"{label}: bfloat16 scalars are passed as their uint16 bit pattern")
+        # a number is rounded once to bfloat16 (nearest even) and passed as its bit pattern
+        from kcc.ir.numerics import bf16_from_f64
+        bits = bf16_from_f64(np.array([fv]))[0]
+        if not np.isinf(fv) and (int(bits) & 0x7FFF) == 0x7F80:
+            raise LaunchError(f"{label}: {fv} is out of range for bfloat16")
+        return np.uint16(bits)
     with np.errstate(over="ignore"):
         cv = want.type(fv)
     if np.isinf(cv) and not np.isinf(fv):     # a finite value the dtype cannot hold

@@ -18,25 +18,29 @@ import ctypes
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from itertools import product
 from pathlib import Path
 from types import MappingProxyType
-from itertools import product
 from typing import Any
 
-from kcc.encode.x86 import Assembler, format_intel, Imm as XImm, Label as XLabel, Mem as XMem, Reg as XReg
+import numpy as np
+
+from kcc.encode.x86 import Assembler, format_intel
+from kcc.encode.x86 import Imm as XImm
+from kcc.encode.x86 import Label as XLabel
+from kcc.encode.x86 import Mem as XMem
+from kcc.encode.x86 import Reg as XReg
 from kcc.encode.x86_table import FORMS, KINDS
-from kcc.ir import dtypes
-from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
+from kcc.ir import UOp, dtypes
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, format_mir
 from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86 import select as x86_select
-from kcc.ir import UOp
-from kcc.ir.mir import format_mir
+from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
-from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
-from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.targets.elf import SHF_ALLOC, SHF_EXECINSTR, Reloc, Symbol, write_relocatable
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 
 R_X86_64_PC32 = 2
 # rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
@@ -430,7 +434,12 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
     fn = obj.function(desc.name, None, argtypes)
     base = []
     for a, v in zip(desc.args, args):
-        base.append(v.ctypes.data if a.kind == "buffer" else v.item())
+        if a.kind == "buffer":
+            base.append(v.ctypes.data)
+        elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
+            base.append(int(np.float16(v).view(np.uint16)))
+        else:
+            base.append(v.item())
     dims = [range(desc.global_size[int(w[-1])]) for w in workers]
     ids = list(product(*dims))
     if len(ids) == 1:

@@ -1,0 +1,194 @@
+"""The differential harness: inputs biased toward the edges of the semantics, a NaN-aware
+bit comparison, and the x86 (run and compare with the interpreter) and PTX (ptxas) checks.
+
+The oracle is the reference interpreter (`kcc.ir.interp.run`, docs/semantics.md) for x86 and
+`ptxas` for PTX; nothing here compares kcc with itself.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from kcc.frontend.printer import format_uop
+from kcc.ir import KernelInfo, Ops, UOp
+from kcc.ir.interp import run as interp_run
+from kcc.passes.verify import verify
+from kcc.targets.manifest import check_launch, describe_kernel
+from kcc.targets.objload import LoadedObject
+from kcc.targets.x86 import compile_x86, launch
+
+F32 = np.finfo(np.float32)
+F16 = np.finfo(np.float16)
+F64 = np.finfo(np.float64)
+# Special float values (as float64; each is converted to the buffer's dtype by numpy, RN).
+SPECIAL_FLOATS = (np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5,
+                  -2.5, 3.0, float(F32.tiny), -float(F32.tiny), 1e-45, -1e-45, 1.1e-38,
+                  float(F16.tiny), 6e-8, 5e-324, float(F64.tiny), float(F32.max), -float(F32.max),
+                  65504.0, 65520.0, -65504.0, 127.5, 255.9, -128.5, 32768.0, 2147483648.0,
+                  -2147483904.0, 4294967296.0, 9.2e18, 1.8446744073709552e19, 1e300, 16777217.0)
+
+
+def _ints(dt: np.dtype) -> np.ndarray:
+    info = np.iinfo(dt)
+    vals = {0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 63, 64, info.max, info.max - 1, info.min,
+            info.min + 1, info.max // 2, info.max // 2 + 1}
+    if info.min < 0:
+        vals |= {-1, -2, -3, -8}
+    return np.array(sorted(vals), dtype=dt)
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values to bfloat16 bit patterns (truncation is fine: any bits are an input)."""
+    return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def special_array(dtname: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n values of a dtype: about 40% drawn from its special values, the rest random."""
+    special = rng.random(n) < 0.4
+    if dtname == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if dtname in ("float16", "float32", "float64", "bfloat16"):
+        mag = 10.0 ** rng.integers(-6, 7, n)
+        base = rng.standard_normal(n) * mag
+        pick = np.array(SPECIAL_FLOATS)[rng.integers(0, len(SPECIAL_FLOATS), n)]
+        with np.errstate(over="ignore"):
+            v = np.where(special, pick, base)
+            if dtname == "bfloat16":
+                return _bf16(v)
+            return v.astype(dtname)
+    dt = np.dtype(dtname)
+    info = np.iinfo(dt)
+    small = rng.integers(-20 if info.min < 0 else 0, 21, n).astype(dt)
+    full = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    sp = _ints(dt)[rng.integers(0, len(_ints(dt)), n)]
+    which = rng.integers(0, 2, n)
+    return np.where(special, sp, np.where(which == 0, small, full))
+
+
+def special_inputs(sink: UOp, seed: int) -> list:
+    """Arguments in slot order: buffers (outputs too: a false-gated store leaves them) and
+    scalars, biased toward NaN, ±inf, ±0, subnormals, INT_MIN and the unsigned maximum."""
+    rng = np.random.default_rng(seed)
+    out: list = []
+    for a in describe_kernel(sink).args:
+        n = a.size if a.kind == "buffer" else 1
+        v = special_array(a.dtype, n, rng)
+        out.append(v if a.kind == "buffer" else v[0])
+    return out
+
+
+def _nan_mask(dtname: str, x: np.ndarray) -> np.ndarray:
+    if dtname == "bfloat16":
+        return ((x & 0x7F80) == 0x7F80) & ((x & 0x007F) != 0)
+    if x.dtype.kind == "f":
+        return np.isnan(x)
+    return np.zeros(x.shape, bool)
+
+
+def mismatch(sink: UOp, got: list, want: list) -> str | None:
+    """None when every buffer has the same bits (a NaN equals any NaN: payloads are
+    unspecified, docs/semantics.md), else a description of the first difference."""
+    for i, a in enumerate(describe_kernel(sink).args):
+        g, w = got[i], want[i]
+        if a.kind != "buffer":
+            continue
+        bits = f"u{g.itemsize}" if g.dtype != bool else "u1"
+        nan = _nan_mask(a.dtype, g) & _nan_mask(a.dtype, w)
+        bad = (g.view(bits) != w.view(bits)) & ~nan
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            return (f"argument {i} ({a.dtype}) differs at element {k}: kcc "
+                    f"{g[k]!r} (bits {int(g.view(bits)[k]):#x}), interpreter {w[k]!r} "
+                    f"(bits {int(w.view(bits)[k]):#x}); {int(bad.sum())} of {bad.size} differ")
+    return None
+
+
+def run_x86(sink: UOp, args: list) -> list:
+    """Compile for x86-64 (AVX2), run in-process on copies of args, return them."""
+    obj, descs = compile_x86([sink])
+    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    lo = LoadedObject(obj)
+    try:
+        launch(lo, descs[0], check_launch(descs[0], mine))
+    finally:
+        lo.close()
+    return mine
+
+
+def run_reference(sink: UOp, args: list) -> list:
+    """The interpreter's result on copies of args."""
+    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    interp_run(sink, ref)
+    return ref
+
+
+def check_x86(sink: UOp, seed: int = 0) -> None:
+    """Assert that kcc's x86 code and the interpreter agree on special-biased inputs; the
+    failure message holds the kernel's .uop text and the input seed (to make a regression)."""
+    verify(sink)                          # a generator bug, not a compiler bug, if this fails
+    args = special_inputs(sink, seed)
+    want = run_reference(sink, args)
+    try:
+        got = run_x86(sink, args)
+    except Exception as e:
+        raise AssertionError(f"x86 compile/run failed: {type(e).__name__}: {e}\n"
+                             f"seed={seed}\n{format_uop(sink)}") from e
+    msg = mismatch(sink, got, want)
+    if msg:
+        raise AssertionError(f"{msg}\nseed={seed}\n{format_uop(sink)}")
+
+
+def find_ptxas() -> str | None:
+    """ptxas on PATH (or the pip wheel's), via the CUDA target's own finder."""
+    from kcc.targets.cuda import find_ptxas as find
+    return find()
+
+
+def check_ptxas(sinks: list[UOp], arch: str = "sm_90") -> None:
+    """Compile the kernels to one PTX module (renamed k0, k1, …) and assert ptxas accepts it."""
+    from kcc.targets.cuda import compile_cuda
+    sinks = [s.replace(arg=KernelInfo(f"k{i}")) for i, s in enumerate(sinks)]
+    for s in sinks:
+        verify(s)
+    texts = "\n".join(format_uop(s) for s in sinks)
+    try:
+        ptx, _ = compile_cuda(sinks, arch, "ptx")
+    except Exception as e:
+        raise AssertionError(f"PTX compile failed: {type(e).__name__}: {e}\n{texts}") from e
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_bytes(ptx)
+        r = subprocess.run([find_ptxas() or "ptxas", f"-arch={arch}", str(src), "-o",
+                            str(Path(d) / "k.cubin")], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"ptxas rejected the PTX: {r.stderr.strip()}\n"
+                             f"{_ptx_context(ptx.decode(), r.stderr)}\n{texts}")
+
+
+def _ptx_context(ptx: str, err: str) -> str:
+    """The PTX lines ptxas complains about (`line N`), with two lines around each."""
+    import re
+    lines = ptx.split("\n")
+    out = []
+    for m in re.finditer(r"line (\d+)", err):
+        k = int(m.group(1)) - 1
+        out += [f"{j + 1}: {lines[j]}" for j in range(max(0, k - 2), min(len(lines), k + 3))]
+    return "\n".join(out[:40])
+
+
+def n_examples(default: int) -> int:
+    """KCC_FUZZ_EXAMPLES=N runs more examples (randomized); the default is a fixed batch."""
+    return int(os.environ.get("KCC_FUZZ_EXAMPLES", default))
+
+
+def derandomize() -> bool:
+    return "KCC_FUZZ_EXAMPLES" not in os.environ
+
+
+def ops_in(sink: UOp) -> set[Ops]:
+    return {n.op for n in sink.toposort()}
