@@ -16,11 +16,10 @@ import numpy as np
 
 from kcc.frontend.printer import format_uop
 from kcc.ir import KernelInfo, Ops, UOp
-from kcc.ir.interp import run as interp_run
 from kcc.passes.verify import verify
-from kcc.targets.manifest import check_launch, describe_kernel
-from kcc.targets.objload import LoadedObject
-from kcc.targets.x86 import compile_x86, launch
+from kcc.targets.manifest import describe_kernel
+from x86_util import compile_and_run as run_x86
+from x86_util import reference as run_reference
 
 F32 = np.finfo(np.float32)
 F16 = np.finfo(np.float16)
@@ -106,25 +105,6 @@ def mismatch(sink: UOp, got: list, want: list) -> str | None:
                     f"{g[k]!r} (bits {int(g.view(bits)[k]):#x}), interpreter {w[k]!r} "
                     f"(bits {int(w.view(bits)[k]):#x}); {int(bad.sum())} of {bad.size} differ")
     return None
-
-
-def run_x86(sink: UOp, args: list) -> list:
-    """Compile for x86-64 (AVX2), run in-process on copies of args, return them."""
-    obj, descs = compile_x86([sink])
-    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    lo = LoadedObject(obj)
-    try:
-        launch(lo, descs[0], check_launch(descs[0], mine))
-    finally:
-        lo.close()
-    return mine
-
-
-def run_reference(sink: UOp, args: list) -> list:
-    """The interpreter's result on copies of args."""
-    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    interp_run(sink, ref)
-    return ref
 
 
 def check_x86(sink: UOp, seed: int = 0) -> None:
