@@ -10,7 +10,7 @@ from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.passes.ranges import int_ranges
+from kcc.ir.ranges import int_ranges
 from kcc.passes.simplify import simplify
 from kcc.passes.target import X86_AVX2
 

@@ -23,6 +23,7 @@ from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
+from kcc.ir.ranges import int_ranges
 from kcc.isel.x86_alu import X86Alu
 from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
@@ -49,6 +50,8 @@ class X86Selector(X86Vec, X86Alu):
         self.const_cache: dict[tuple, VReg] = {}
         self.stack_args: list[tuple[VReg, int]] = []
         self._labels = 0
+        self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
+        self.ranges: dict = {}
 
     # -- emission helpers ---------------------------------------------------------------------
     def new(self, cls: str) -> VReg:
@@ -79,6 +82,10 @@ class X86Selector(X86Vec, X86Alu):
                 operands.append(Imm(o))
             else:
                 operands.append(o)
+        for k, o in enumerate(operands):
+            if isinstance(o, RegOp) and o.is_def and form in FORMS and kinds[k] in ("r32",
+                                                                                 "rm32"):
+                self.zext.add(o.reg)
         inst = Inst(form, operands + list(extra), kind=kind, arg=arg)
         self.fn.insts.append(inst)
         return inst
@@ -173,6 +180,11 @@ class X86Selector(X86Vec, X86Alu):
         if dt.itemsize == 4:
             if bits == 32:
                 return v
+            r = self.ranges.get(u)
+            if v in self.zext and (not signed or (r is not None and r[0] >= 0)):
+                # written by a 32-bit form, which zeroes bits 63:32 (SDM Vol. 1 §3.4.1.1),
+                # and non-negative: the register already holds the 64-bit value
+                return v
             if signed:
                 self.emit("movsxd_r64_rm32", t, v)
             else:
@@ -190,6 +202,7 @@ class X86Selector(X86Vec, X86Alu):
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
+        self.ranges = int_ranges([lin[-1]])
         for u in lin:
             rule = getattr(self, f"sel_{u.op.name}", None)
             if rule is None:

@@ -1,7 +1,7 @@
 """Weak-dtype lowering: after this pass no value node has a weak dtype.
 
 Rules (UOP_FORMAT.md, weak dtypes):
-- A weakint node gets its *natural* width: int32 when its value range (kcc.passes.ranges) fits
+- A weakint node gets its *natural* width: int32 when its value range (kcc.ir.ranges) fits
   int32 and every weak operand it computes from got int32, else int64. Weak integers are exact
   mathematical integers, so computing each node at a width that holds its whole range keeps
   every value exact.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import UOp, toposort
-from kcc.passes.ranges import fits, int_ranges
+from kcc.ir.ranges import fits, int_ranges
 from kcc.passes.target import TargetDesc
 
 _KEEP = "keep"      # leave the src exactly as it is (a static CONST operand)

@@ -170,7 +170,7 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
             items.append(("pop_r64", XReg("rbp")))
             items.append(("vzeroupper",))      # no AVX→SSE transition stalls in the caller
             items.append(("ret",))
-        elif inst.kind is Kind.MOVE and _is_self_move(inst):
+        elif _is_self_move(inst):
             continue
         else:
             items.append(_flat(encode_operands(inst)))
@@ -194,8 +194,16 @@ def _flat(x: tuple[str, tuple]) -> tuple:
     return (x[0], *x[1])
 
 
+# Register-to-register copies that change nothing when source and destination coincide.
+# (Not mov r32, r32: that one zero-extends, and the selector uses it to.)
+_COPY_FORMS = frozenset({"mov_r64_rm64", "vmovaps_x_xm", "vmovaps_y_ym", "vmovaps_z_zm"})
+
+
 def _is_self_move(inst: Inst) -> bool:
-    a, b = inst.operands[0], inst.operands[1]
+    """A copy of a register onto itself (after allocation): nothing to emit."""
+    if inst.op not in _COPY_FORMS or len(inst.operands) != 2:
+        return False
+    a, b = inst.operands
     return isinstance(a, RegOp) and isinstance(b, RegOp) and a.reg == b.reg
 
 
