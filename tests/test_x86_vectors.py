@@ -106,3 +106,23 @@ def test_examples_on_v4(path: Path) -> None:
         return
     ulp = 4 if any(n.op.name in ("EXP2", "LOG2", "SIN") for n in sink.toposort()) else 0
     assert_same(sink, got, reference(sink, args), ulp)
+
+
+def test_int32_vectors_are_selected_as_vectors() -> None:
+    """The int32 kernel really uses ymm integer instructions (not split to scalars)."""
+    from kcc.frontend.parser import parse
+    from kcc.targets.x86 import compile_x86, disasm_object
+    path = Path(__file__).parent / "kernels" / "vector_int32.uop"
+    text = disasm_object(compile_x86([parse(path.read_text(), str(path))])[0])
+    for mnem in ("vpaddd ymm", "vpmulld ymm", "vpsllvd ymm", "vpsravd ymm", "vpsrlvd ymm",
+                 "vpmaxsd ymm", "vpmaxud ymm", "vpcmpgtd ymm", "vpcmpeqd ymm"):
+        assert mnem in text, mnem
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_int32_vectors_on_edge_values(seed: int) -> None:
+    """INT_MIN, INT_MAX, 0, -1, max unsigned … through every int32 vector op."""
+    from kcc.frontend.parser import parse
+    from fuzz.harness import check_x86
+    path = Path(__file__).parent / "kernels" / "vector_int32.uop"
+    check_x86(parse(path.read_text(), str(path)), seed)

@@ -28,6 +28,7 @@ from kcc.isel.x86_alu import X86Alu
 from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, strong_const, vw)
+from kcc.isel.x86_ivec import X86IVec, is_int_vector
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RCX, RSP, reg_class
 from kcc.isel.x86_vec import X86Vec
 
@@ -35,7 +36,7 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
            "imm_form", "isz", "select", "strong_const", "vw"]
 
 
-class X86Selector(X86Vec, X86Alu):
+class X86Selector(X86Vec, X86Alu, X86IVec):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str]):
@@ -112,7 +113,7 @@ class X86Selector(X86Vec, X86Alu):
             return v
         c = strong_const(u)
         if c is None:
-            if u.op is Ops.STACK and reg_class(u.dtype) == "vec":
+            if u.op is Ops.STACK and (reg_class(u.dtype) == "vec" or is_int_vector(u)):
                 return self.sel_STACK(u)
             raise SelectError(f"{u.op.name} of {u.dtype}{list(u.shape)} has no register "
                               "form on x86")
@@ -371,6 +372,8 @@ class X86Selector(X86Vec, X86Alu):
             k = int(k if k is not None else u.src[1].arg)
             if base.dtype.is_bool:
                 self.val[u] = self.mask_lane(base, k)
+            elif is_int_vector(base):
+                self.val[u] = self.ivec_lane(self.reg(base), base.shape[0], k)
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
@@ -407,7 +410,12 @@ class X86Selector(X86Vec, X86Alu):
                 self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, p.mem)
             return t
         if p.lanes != 1:
-            raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
+            if dt not in (dtypes.int32, dtypes.uint32):
+                raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
+            t = self.new("vec")
+            w = vw(dt, p.lanes)
+            self.emit(f"vmovdqu_{w}_{w}m", t, p.mem)
+            return t
         t = self.new("gpr")
         if dt.itemsize == 8:
             self.emit("mov_r64_rm64", t, p.mem)
@@ -447,6 +455,9 @@ class X86Selector(X86Vec, X86Alu):
             else:
                 w = vw(dt, p.lanes)
                 self.emit(f"vmovup{fs(dt)}_m{dt.itemsize * p.lanes * 8}_{w}", mem, v)
+        elif p.lanes > 1:                      # int32/uint32 vector
+            w = vw(dt, p.lanes)
+            self.emit(f"vmovdqu_m{dt.itemsize * p.lanes * 8}_{w}", mem, v)
         else:
             b = dt.bits
             self.emit(f"mov_rm{b}_r{b}", mem, v)

@@ -7,6 +7,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import RegOp, Role, VReg
 from kcc.isel.x86_base import CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz, strong_const
+from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import RAX, RDX, reg_class
 
 
@@ -19,7 +20,9 @@ class X86Alu:
         op = u.op
         operand = u.src[1] if op is Ops.WHERE else u.src[0]
         dt = operand.dtype
-        if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+        if op is not Ops.WHERE and is_int_vector(operand):
+            self.val[u] = self.ivec_alu(u)
+        elif op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
             self.val[u] = (self.fcompare(u) if reg_class(dt) == "vec" else self.icompare(u))
         elif op is Ops.WHERE:
             self.val[u] = self.where(u)
@@ -150,7 +153,7 @@ class X86Alu:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""
         c, a, b = u.src
         dt = u.dtype
-        if reg_class(dt) == "gpr":
+        if reg_class(dt) == "gpr" and not u.shape:
             w = isz(dt)
             g = self.reg(c)
             t = self.copy(self.reg(b), dt)
@@ -158,9 +161,12 @@ class X86Alu:
             self.emit(f"cmovne_r{w}_rm{w}", t, self.reg(a))
             return t
         lanes = u.shape[0] if u.shape else 1
-        if c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and reg_class(c.src[0].dtype) == "vec" \
+        compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+        if compare and c.shape and c.src[0].dtype.itemsize == dt.itemsize:
+            m = self.reg(c)                 # a vector compare is already a lane mask
+        elif compare and not c.shape and reg_class(c.src[0].dtype) == "vec" \
                 and c.src[0].dtype.itemsize == dt.itemsize:
-            m = self.reg(c) if c.shape else self.fmask(c)
+            m = self.fmask(c)
         elif lanes > 1:
             m = self.bool_mask(c, dt, lanes)
         else:

@@ -10,6 +10,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
                                const_bytes, fs, strong_const, vw)
+from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import reg_class
 
 
@@ -37,10 +38,10 @@ class X86Vec:
 
     def mask_lane(self, base: UOp, k: int) -> VReg:
         """Lane k of a vector compare's mask as a bool (0/1) in a GPR."""
-        if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or reg_class(base.src[0].dtype) \
-                != "vec":
+        if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or not base.src[0].shape:
             raise SelectError("a lane of this bool vector is not selectable on x86")
-        dt = base.src[0].dtype
+        # the mask's lanes are as wide as the compared values: view them as floats
+        dt = dtypes.float32 if base.src[0].dtype.itemsize == 4 else dtypes.float64
         v = self.lane(self.reg(base), dt, base.shape[0], k)
         t = self.new("gpr")
         self.emit("vmovd_rm32_x", t, v)
@@ -50,8 +51,11 @@ class X86Vec:
     def sel_STACK(self, u: UOp) -> VReg | None:
         """Build a vector from scalars: a constant from .rodata, else lane inserts."""
         dt, n = u.dtype, u.shape[0]
+        if is_int_vector(u):
+            self.val[u] = self.ivec_stack(u)
+            return self.val[u]
         if reg_class(dt) != "vec":
-            # bools, ints, halves: only their lanes are used (INDEX, or a WHERE's mask)
+            # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
         consts = [strong_const(s) for s in u.src]
         w = vw(dt, n)
@@ -267,7 +271,9 @@ class X86Vec:
                                self.blend(dt, lanes // 2, n1, y1, m1))
         w = vw(dt, lanes)
         t = self.new("vec")
-        self.emit(f"vblendvp{fs(dt)}_{w}_{w}_{w}m_{w}", t, no, yes, m)
+        # bitwise selection: the ps/pd form by lane width serves integer lanes too
+        kind = "s" if dt.itemsize == 4 else "d"
+        self.emit(f"vblendvp{kind}_{w}_{w}_{w}m_{w}", t, no, yes, m)
         return t
 
     def vcast(self, u: UOp) -> VReg:

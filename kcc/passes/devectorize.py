@@ -77,9 +77,10 @@ def split_alu(ctx: TargetDesc, x: UOp) -> UOp | None:
         return None
     n = x.shape[0]
     dts = _alu_dtypes(x)
-    if all(ctx.alu_legal(n, d) for d in dts):
+    if all(ctx.alu_legal(n, d, x.op) for d in dts):
         return None
-    legal = tuple(set.intersection(*(set(ctx.alu_widths.get(d, ())) for d in dts)))
+    legal = tuple(set.intersection(*(set(w for w in ctx.alu_widths.get(d, ())
+                                         if ctx.alu_legal(w, d, x.op)) for d in dts)))
     parts = [x.replace(src=tuple(lanes(s, st, w) for s in x.src)) for st, w in chunks(n, legal)]
     return _flat(parts)
 

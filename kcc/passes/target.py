@@ -24,6 +24,8 @@ class TargetDesc:
     native(op, dtype): whether the target computes op on dtype directly; False → decompose.
     gated_load: "select" (a safe-index load and a WHERE) or "native" (a predicated load).
     gpu: whether lidx SPECIALs, LOCAL buffers and BARRIER are allowed.
+    vector_ops: for a dtype listed here, only these ops are legal on vectors of it (the rest
+      are split to scalars); a dtype not listed allows every op at its alu_widths.
     """
 
     name: str
@@ -33,14 +35,20 @@ class TargetDesc:
     gated_load: str
     gpu: bool
     notes: str = field(default="", compare=False)
+    vector_ops: Mapping[DType, frozenset[Ops]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):
             raise ValueError(f"gated_load is 'select' or 'native', not {self.gated_load!r}")
 
-    def alu_legal(self, n: int, dtype: DType) -> bool:
-        """Whether an ALU op on n lanes of dtype is legal as one node."""
-        return n == 1 or n in self.alu_widths.get(dtype, ())
+    def alu_legal(self, n: int, dtype: DType, op: Ops | None = None) -> bool:
+        """Whether an ALU op (op, when given) on n lanes of dtype is legal as one node."""
+        if n == 1:
+            return True
+        if n not in self.alu_widths.get(dtype, ()):
+            return False
+        allowed = self.vector_ops.get(dtype)
+        return allowed is None or op is None or op in allowed
 
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""
