@@ -240,3 +240,16 @@ def test_integers_to_bfloat16_round_once() -> None:
     w = np.array(_int_midpoints(rng, n, 31, True), dtype=np.int32)
     args = [np.zeros(n, np.uint16), np.zeros(n, np.uint16), np.zeros(n, np.uint16), a, u, w]
     assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+def test_power_of_two_division_without_div() -> None:
+    """CDIV/CMOD by 2^k (int8/int32/int64 signed, uint64) become shifts and masks and still
+    truncate toward zero on edge values (INT_MIN, -1, …)."""
+    from fuzz.harness import check_x86
+    from kcc.targets.x86 import compile_x86, disasm_object
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "kernels" / "pow2_division.uop").read_text())
+    text = disasm_object(compile_x86([sink])[0])
+    assert "div " not in text and "idiv" not in text
+    for seed in range(4):
+        check_x86(sink, seed)

@@ -99,7 +99,11 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """A fresh register holding a copy of v (the destination of a two-address op)."""
         t = self.new(v.cls)
         if v.cls == "gpr":
-            self.emit(f"mov_r{isz(dt)}_rm{isz(dt)}", t, v)
+            # a whole-register copy: it keeps bits 63:32 as they are (so a copy of a
+            # zero-extended value stays one, and a copy onto itself can be dropped)
+            self.emit("mov_r64_rm64", t, v)
+            if v in self.zext:
+                self.zext.add(t)
         else:
             w = vw(dt, lanes)
             self.emit(f"vmovaps_{w}_{w}m", t, v)

@@ -49,7 +49,10 @@ class X86Alu:
         if op is Ops.MUL:
             t = self.new("gpr")
             c = self.imm(u.src[1])
-            if c is not None:
+            if c is not None and c > 1 and c & (c - 1) == 0:
+                t = self.copy(self.reg(u.src[0]), dt)       # * 2^k: a shift (1-cycle)
+                self.emit(f"shl_rm{w}_imm8", t, c.bit_length() - 1)
+            elif c is not None:
                 form = f"imul_r{w}_rm{w}_imm{8 if -128 <= c <= 127 else 32}"
                 self.emit(form, t, self.reg(u.src[0]), c)
             else:
@@ -97,23 +100,27 @@ class X86Alu:
         """CDIV/CMOD: idiv/div with the dividend in rdx:rax (SDM IDIV), truncating."""
         dt = u.dtype
         w = isz(dt)
+        c = strong_const(u.src[1])
+        if c is not None and int(c) > 1 and int(c) & (int(c) - 1) == 0:
+            return self.divide_pow2(u, int(c).bit_length() - 1)
         a, b = self.ext(u.src[0], int(w)), self.ext(u.src[1], int(w))
-        # idiv traps on a zero divisor and on INT_MIN / -1; the semantics make those results
-        # unspecified but never a trap (WHERE evaluates both arms). Divide by 1 instead, and
-        # for -1 negate the quotient afterwards (wrapping, so INT_MIN / -1 = INT_MIN).
-        one = self.materialize(1, u.dtype)
-        safe = self.copy(b, u.dtype)
-        self.emit(f"test_rm{w}_r{w}", b, b)
-        self.emit(f"cmove_r{w}_rm{w}", safe, one)
         minus1 = None
-        if dt.is_signed:
-            minus1 = self.new("gpr")
-            self.emit(f"cmp_rm{w}_imm8", b, -1)
-            self.emit("sete_rm8", minus1)
+        if c is None or int(c) in (0, -1):
+            # idiv traps on a zero divisor and on INT_MIN / -1; the semantics make those
+            # results unspecified but never a trap (WHERE evaluates both arms). Divide by 1
+            # instead, and for -1 negate the quotient (wrapping: INT_MIN / -1 = INT_MIN).
+            one = self.materialize(1, dt)
+            safe = self.copy(b, dt)
+            self.emit(f"test_rm{w}_r{w}", b, b)
             self.emit(f"cmove_r{w}_rm{w}", safe, one)
-        b = safe
-        lo, hi = self.new("gpr"), self.new("gpr")
-        self.emit(f"mov_r{w}_rm{w}", lo, a)
+            if dt.is_signed:
+                self.emit(f"cmp_rm{w}_imm8", b, -1)
+                if u.op is Ops.CDIV:
+                    minus1 = self.new("gpr")
+                    self.emit("sete_rm8", minus1)
+                self.emit(f"cmove_r{w}_rm{w}", safe, one)
+            b = safe
+        lo, hi = self.copy(a, dt), self.new("gpr")
         if dt.is_signed:
             self.emit("cqo" if w == "64" else "cdq",
                       extra=(RegOp(hi, Role.DEF, fixed=RDX), RegOp(lo, Role.USE, fixed=RAX)))
@@ -126,11 +133,41 @@ class X86Alu:
         if u.op is Ops.CMOD:
             return r
         if minus1 is not None:
-            neg = self.copy(q, u.dtype)
+            neg = self.copy(q, dt)
             self.emit(f"neg_rm{w}", neg)
             self.emit("test_rm8_r8", minus1, minus1)
             self.emit(f"cmovne_r{w}_rm{w}", q, neg)
         return q
+
+    def divide_pow2(self, u: UOp, k: int) -> VReg:
+        """CDIV/CMOD by 2^k without a division: a shift/mask, with the truncation bias
+        (2^k - 1 added to a negative dividend) when the dividend may be negative."""
+        dt = u.dtype
+        w = isz(dt)
+        bits = 64 if w == "64" else 32
+        x = self.ext(u.src[0], bits)
+        r = self.ranges.get(u.src[0])
+        if not dt.is_signed or (r is not None and r[0] >= 0):
+            t = self.copy(x, dt)
+            if u.op is Ops.CDIV:
+                self.emit(f"shr_rm{w}_imm8", t, k)
+            else:
+                self.emit(imm_form("and", w, (1 << k) - 1), t, (1 << k) - 1)
+            return t
+        # bias = (x >> (bits-1)) >>> (bits-k): 2^k - 1 for negative x, else 0
+        bias = self.copy(x, dt)
+        self.emit(f"sar_rm{w}_imm8", bias, bits - 1)
+        self.emit(f"shr_rm{w}_imm8", bias, bits - k)
+        q = self.copy(x, dt)
+        self.emit(f"add_r{w}_rm{w}", q, bias)
+        self.emit(f"sar_rm{w}_imm8", q, k)
+        if u.op is Ops.CDIV:
+            return q
+        m = self.copy(q, dt)                     # x - (q << k)
+        self.emit(f"shl_rm{w}_imm8", m, k)
+        t = self.copy(x, dt)
+        self.emit(f"sub_r{w}_rm{w}", t, m)
+        return t
 
     def icompare(self, u: UOp) -> VReg:
         """Integer/bool compare: cmp on extended operands, then setcc into a bool."""
