@@ -81,7 +81,7 @@ def argkey(arg: Any) -> Any:
 
 
 class UOp:
-    """One node of the graph. Build with `UOp(op, src, arg, tag)`; equal structure → same object."""
+    """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
     __slots__ = ("op", "src", "arg", "tag", "_utype", "__weakref__")
     _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()

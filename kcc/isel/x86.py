@@ -137,7 +137,8 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
                 return t
             data = const_bytes(c, dt) * lanes
             if lanes == 1:
-                self.emit(f"vmovs{fs(dt)}_x_m{dt.bits}", t, Mem(), arg={"rip": self.pool.label(data)})
+                self.emit(f"vmovs{fs(dt)}_x_m{dt.bits}", t, Mem(),
+                          arg={"rip": self.pool.label(data)})
             else:
                 w = vw(dt, lanes)
                 self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(),

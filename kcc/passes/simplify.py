@@ -285,7 +285,7 @@ def sub_const(x: UOp, a: UOp, c: UOp) -> UOp | None:
 
 
 def assoc_const(x: UOp, y: UOp, c2: UOp) -> UOp | None:
-    """(a op c1) op c2 → a op (c1 op c2), op ADD or MUL on integers; (a+c1)*c2 → a*c2 + c1*c2."""
+    """(a op c1) op c2 → a op (c1 op c2) for integer ADD/MUL; (a+c1)*c2 → a*c2 + c1*c2."""
     if not x.dtype.is_int or y.op not in (Ops.ADD, Ops.MUL) or len(y.src) != 2:
         return None
     c1v, c2v = const_value(y.src[1]), const_value(c2)
