@@ -13,7 +13,7 @@ import math
 import struct
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
@@ -171,8 +171,10 @@ class UType:
     kind: str  # "value" | "place" | "buffer" | "void"
 
 
-def toposort(roots: list[UOp]) -> list[UOp]:
-    """All nodes reachable from roots, srcs before users, in deterministic DFS order."""
+def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> list[UOp]:
+    """All nodes reachable from roots, srcs before users, in deterministic DFS order.
+
+    With `descend`, a src is visited (and walked through) only when descend(src) is true."""
     out: list[UOp] = []
     seen: set[int] = set()
     for root in roots:
@@ -185,7 +187,7 @@ def toposort(roots: list[UOp]) -> list[UOp]:
             if i < len(node.src):
                 stack[-1] = (node, i + 1)
                 s = node.src[i]
-                if id(s) not in seen:
+                if id(s) not in seen and (descend is None or descend(s)):
                     seen.add(id(s))
                     stack.append((s, 0))
             else:
@@ -196,21 +198,7 @@ def toposort(roots: list[UOp]) -> list[UOp]:
 
 def _untyped(root: UOp) -> list[UOp]:
     """The nodes under root (root included) whose type is not computed yet, srcs first."""
-    out: list[UOp] = []
-    seen: set[int] = {id(root)}
-    stack: list[tuple[UOp, int]] = [(root, 0)]
-    while stack:
-        node, i = stack[-1]
-        if i < len(node.src):
-            stack[-1] = (node, i + 1)
-            s = node.src[i]
-            if id(s) not in seen and s._utype is None:
-                seen.add(id(s))
-                stack.append((s, 0))
-        else:
-            stack.pop()
-            out.append(node)
-    return out
+    return toposort([root], lambda s: s._utype is None)
 
 
 def users(order: list[UOp]) -> dict[UOp, list[UOp]]:
