@@ -28,7 +28,7 @@ from kcc.encode.ptx import ARCH_PTX, Kernel, PtxError, module_text, sm_number
 from kcc.ir import Ops, UOp
 from kcc.isel.ptx import SelectError, select
 from kcc.passes.target import CUDA, TargetDesc
-from kcc.targets.manifest import KernelDesc, describe_kernel
+from kcc.targets.manifest import KernelDesc, describe_kernel, duplicate_name
 
 ARCHES: tuple[str, ...] = tuple(ARCH_PTX)
 PTXAS_HINT = ("install it with `pip install nvidia-cuda-nvcc` (it provides "
@@ -72,24 +72,14 @@ class CudaTarget:
         self.arch = arch
         self.sm = sm_number(arch)
         self.desc: TargetDesc = CUDA
-        self.kernel_desc: KernelDesc | None = None     # set per kernel by compile_cuda
-        self.params: list[UOp | None] = []
-
-    def prepare(self, sink: UOp) -> None:
-        """Describe the kernel from its input graph (every PARAM keeps its slot)."""
-        self.kernel_desc = describe_kernel(sink)
-        params = {n.arg.slot: n for n in sink.toposort() if n.op is Ops.PARAM}
-        self.params = [params.get(i) for i in range(max(params, default=-1) + 1)]
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
-        kd = self.kernel_desc or describe_kernel(sink)
-        params = self.params
-        if not params:
-            ps = {n.arg.slot: n for n in lin if n.op is Ops.PARAM}
-            params = [ps.get(i) for i in range(max(ps, default=-1) + 1)]
-        # a PARAM the passes rebuilt is the same node (hash-consing), so look it up by slot
+        """Select the schedule; sink is the kernel as written, whose PARAMs give every
+        argument slot (a PARAM the passes kept is the same node, by hash-consing)."""
+        kd = describe_kernel(sink)
+        written = {n.arg.slot: n for n in sink.toposort() if n.op is Ops.PARAM}
         live = {n.arg.slot: n for n in lin if n.op is Ops.PARAM}
-        params = [live.get(i, p) for i, p in enumerate(params)]
+        params = [live.get(i, written.get(i)) for i in range(max(written, default=-1) + 1)]
         k = select(lin, kd.name, params, self.sm)
         if any(s.startswith("lidx") for s in kd.specials):
             k.maxntid = tuple(kd.local_size)
@@ -173,13 +163,11 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
     ptxas = find_ptxas()
     if emit == "cubin" and ptxas is None:
         raise CudaCompileError(f"a cubin needs ptxas, which was not found; {PTXAS_HINT}")
-    names = [s.arg.name for s in sinks]
-    dup = sorted({n for n in names if names.count(n) > 1})
+    dup = duplicate_name(sinks)
     if dup:
-        raise CudaCompileError(f"two kernels are named {dup[0]!r}; entry names must be unique")
+        raise CudaCompileError(f"two kernels are named {dup!r}; entry names must be unique")
     kernels, descs = [], []
     for sink in sinks:
-        target.prepare(sink)
         try:
             k, d = run_pipeline(sink, target, dump_after, out)
         except (SelectError, PtxError) as e:

@@ -109,6 +109,12 @@ def describe_kernel(sink: UOp) -> KernelDesc:
     return KernelDesc(sink.arg.name, args, glob, loc, specials=specials)
 
 
+def duplicate_name(sinks: list[UOp]) -> str | None:
+    """A kernel name two of the sinks share (symbols in one object must be unique)."""
+    names = [s.arg.name for s in sinks]
+    return next((n for n in sorted(set(names)) if names.count(n) > 1), None)
+
+
 def _buffer_of(place: UOp) -> UOp:
     """The PARAM/BUFFER under an INDEX/SHRINK place (through AFTERs)."""
     b = place.src[0]

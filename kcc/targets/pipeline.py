@@ -90,11 +90,9 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
     """Compile one kernel graph for target; returns what the target's encode returns."""
     from kcc.frontend.printer import format_uop
     state: Any = sink
-    graph = sink
     for step in PIPELINE:
         if step.kind == "graph":
             state = step.run(state, target.desc)
-            graph = state
             if verify_each and step.name != "verify":
                 verify(state)
             text = format_uop(state) if dump_after == step.name else None

@@ -41,7 +41,7 @@ from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import SHF_ALLOC, SHF_EXECINSTR, Reloc, Symbol, write_relocatable
-from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, duplicate_name
 
 R_X86_64_PC32 = 2
 # rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
@@ -340,6 +340,9 @@ def resolve_arch(arch: str) -> str:
 
 @dataclass
 class Selected:
+    """A kernel after selection (or allocation): its machine function, the bytes of frame
+    locals below the spill area, and its description for the manifest."""
+
     fn: MFunction
     locals_bytes: int
     desc: KernelDesc
@@ -410,10 +413,9 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
     target = X86Target(arch)
-    names = [s.arg.name for s in sinks]
-    dup = sorted({n for n in names if names.count(n) > 1})
+    dup = duplicate_name(sinks)
     if dup:
-        raise SelectError(f"two kernels are named {dup[0]!r}; symbols must be unique")
+        raise SelectError(f"two kernels are named {dup!r}; symbols must be unique")
     encoded, descs = [], []
     for sink in sinks:
         k, d = run_pipeline(sink, target, dump_after, out)
