@@ -107,14 +107,14 @@ def mismatch(sink: UOp, got: list, want: list) -> str | None:
     return None
 
 
-def check_x86(sink: UOp, seed: int = 0) -> None:
+def check_x86(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
     """Assert that kcc's x86 code and the interpreter agree on special-biased inputs; the
     failure message holds the kernel's .uop text and the input seed (to make a regression)."""
     verify(sink)                          # a generator bug, not a compiler bug, if this fails
     args = special_inputs(sink, seed)
     want = run_reference(sink, args)
     try:
-        got = run_x86(sink, args)
+        got = run_x86(sink, args, arch)
     except Exception as e:
         raise AssertionError(f"x86 compile/run failed: {type(e).__name__}: {e}\n"
                              f"seed={seed}\n{format_uop(sink)}") from e

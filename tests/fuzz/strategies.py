@@ -371,11 +371,14 @@ def elementwise(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
 
 
 @st.composite
-def vector(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
-    """float32 ×4/×8 or float64 ×2/×4 SHRINK loads/stores, vector ALU, lanes and STACKs."""
+def vector(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset(), wide: bool = False) -> UOp:
+    """float32 ×4/×8, float64 ×2/×4 or int32/uint32 ×4/×8 SHRINK loads/stores, vector ALU,
+    lanes and STACKs (wide: float32 ×16 and float64 ×8, zmm-sized, instead)."""
     k = _Kernel(draw, avoid=avoid)
-    dt, w = draw(st.sampled_from([(dtypes.float32, 4), (dtypes.float32, 8),
-                                  (dtypes.float64, 2), (dtypes.float64, 4)]))
+    shapes = [(dtypes.float32, 16), (dtypes.float64, 8)] if wide else \
+        [(dtypes.float32, 4), (dtypes.float32, 8), (dtypes.float64, 2), (dtypes.float64, 4),
+         (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 8)]
+    dt, w = draw(st.sampled_from(shapes))
     ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
     s = Scope(k, ranges, lin, n, w)
     s.pool.append(s.load(dt, (w,), 0))

@@ -8,6 +8,7 @@ A failure prints the kernel's .uop text and the input seed: add it to test_regre
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,3 +41,16 @@ def test_reg_accumulator_matches_interpreter(sink, seed) -> None:
 @given(vector(avoid=X86_AVOID), SEEDS)
 def test_vector_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
+
+
+def _has_avx512() -> bool:
+    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    return all(f in cpu_flags() for f in V4_FLAGS)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(40)
+@given(vector(avoid=X86_AVOID, wide=True), SEEDS)
+def test_zmm_vector_matches_interpreter(sink, seed) -> None:
+    check_x86(sink, seed, "x86-64-v4")
