@@ -4,6 +4,8 @@ interpreter."""
 
 from __future__ import annotations
 
+import pytest
+
 from kcc.frontend.parser import parse
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
@@ -253,3 +255,14 @@ def test_power_of_two_division_without_div() -> None:
     assert "div " not in text and "idiv" not in text
     for seed in range(4):
         check_x86(sink, seed)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 64])
+def test_runtime_loop_bound_including_zero(n: int) -> None:
+    import numpy as np
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "kernels" / "runtime_bound.uop").read_text())
+    args = [np.zeros(1, np.float32), np.arange(64, dtype=np.float32), n]
+    got = compile_and_run(sink, args)
+    assert_same(sink, got, reference(sink, args))
+    assert got[0][0] == 1.0 + sum(range(n))
