@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from passes_support import C, op, param, rng, sink, strong
+from passes_support import op, param, rng, sink, strong
 
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops

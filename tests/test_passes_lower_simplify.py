@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from passes_support import C, eval_values, op, param, rng, sink, strong
+from passes_support import eval_values, op, param, rng, sink, strong
 
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops

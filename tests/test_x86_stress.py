@@ -4,6 +4,7 @@ interpreter."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
@@ -191,7 +192,6 @@ def test_reg_buffers_promoted_or_not_compute_the_same() -> None:
 def _near_midpoints(rng, n: int, np_half, bits_max: int):
     """float64 values at, just above and just below the midpoints between neighbouring
     half-precision values: where a double rounding through float32 would go wrong."""
-    import numpy as np
     h = rng.integers(0, bits_max, n).astype(np.uint16)
     lo = np_half(h)
     hi = np_half(h + 1)
@@ -204,7 +204,6 @@ def _near_midpoints(rng, n: int, np_half, bits_max: int):
 
 
 def test_float64_to_half_rounds_once() -> None:
-    import numpy as np
     from kcc.ir import numerics as nm
     from x86_util import REPO
     sink = parse((REPO / "tests" / "kernels" / "f64_to_half.uop").read_text())
@@ -220,7 +219,6 @@ def test_float64_to_half_rounds_once() -> None:
 def _int_midpoints(rng, n: int, bits: int, signed: bool):
     """Integers whose value is a bfloat16 midpoint, or one above or below it, at every
     magnitude up to 2^bits: where rounding through float32/float64 first would go wrong."""
-    import numpy as np
     e = rng.integers(9, bits - (1 if signed else 0), n)
     m = rng.integers(128, 256, n)                     # 8 significant bits
     base = m.astype(object) << (e - 8).astype(object)
@@ -232,7 +230,6 @@ def _int_midpoints(rng, n: int, bits: int, signed: bool):
 
 
 def test_integers_to_bfloat16_round_once() -> None:
-    import numpy as np
     from x86_util import REPO
     sink = parse((REPO / "tests" / "kernels" / "int_to_bf16.uop").read_text())
     rng = np.random.default_rng(3)
@@ -259,7 +256,6 @@ def test_power_of_two_division_without_div() -> None:
 
 @pytest.mark.parametrize("n", [0, 1, 7, 64])
 def test_runtime_loop_bound_including_zero(n: int) -> None:
-    import numpy as np
     from x86_util import REPO
     sink = parse((REPO / "tests" / "kernels" / "runtime_bound.uop").read_text())
     args = [np.zeros(1, np.float32), np.arange(64, dtype=np.float32), n]
