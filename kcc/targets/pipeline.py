@@ -77,9 +77,10 @@ def format_schedule(lin: list[UOp]) -> str:
     for i, u in enumerate(lin):
         if u.op is Ops.END:
             depth -= 1
-        srcs = ", ".join(f"%{num[s]}" for s in u.src)
+        srcs = f"({', '.join(f'%{num[s]}' for s in u.src)})" if u.src else ""
         arg = "" if u.arg is None else " " + format_arg(u.arg)
-        lines.append(f"{'  ' * depth}%{i} = {u.op.name}({srcs}){arg} : {fmt_utype(u.utype)}")
+        typ = "" if u.dtype is None else f" : {fmt_utype(u.utype)}"
+        lines.append(f"{'  ' * depth}%{i} = {u.op.name}{srcs}{arg}{typ}")
         if u.op is Ops.RANGE:
             depth += 1
     return "\n".join(lines) + "\n"
