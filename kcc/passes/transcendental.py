@@ -270,10 +270,9 @@ def _two_sum(b: _B, x: UOp, y: UOp) -> tuple[UOp, UOp]:
     return s, e
 
 
-def sin64(x: UOp) -> UOp:
-    """sin(x) for float64: Cody-Waite reduction by pi/2 in four parts into rh + rl, |r| <= pi/4,
-    then the sin or cos Taylor polynomial of the quadrant."""
-    b = _B(F64, x.shape)
+def _cody_waite(b: _B, x: UOp) -> tuple[UOp, UOp, UOp]:
+    """x - q*pi/2 = rh + rl with |rh| <= pi/4 and q mod 4, for |x| <= SIN_RANGE: pi/2 in four
+    parts (three of 23 bits, so q*Ci is exact for |q| < 2^30, and a float64 tail)."""
     c1, c2, c3, c4 = (b.c(v) for v in _pio2_parts())
     magic = b.c(b.magic())
     two_over_pi = float(Fraction(2) / Fraction(Decimal(_PI)))
@@ -285,6 +284,11 @@ def sin64(x: UOp) -> UOp:
     lo = b.sub(b.add(e1, e2), b.mul(q, c4))
     rh = b.add(s2, lo)
     rl = b.sub(lo, b.sub(rh, s2))
+    return rh, rl, UOp(Ops.AND, (b.bits(qm), b.ci(3)))    # q mod 4: low bits of q + magic
+
+
+def _sin_poly(b: _B, rh: UOp, rl: UOp, n: UOp, x: UOp) -> UOp:
+    """sin(x) from x = rh + rl + n*pi/2: the sin or cos Taylor polynomial of the quadrant."""
     z = b.mul(rh, rh)
     sin_c, cos_c = _sin_coeffs(True), _sin_coeffs(False)
     # sin(rh + rl) ~ rh + (rh*z*S(z) + rl*(1 - z/2))
@@ -295,7 +299,6 @@ def sin64(x: UOp) -> UOp:
     w = b.sub(b.c(1.0), hz)
     c_tail = b.sub(b.mul(b.mul(z, z), b.horner(z, cos_c[2:])), b.mul(rh, rl))
     cos_r = b.add(w, b.add(b.sub(b.sub(b.c(1.0), w), hz), c_tail))
-    n = UOp(Ops.AND, (b.bits(qm), b.ci(3)))    # q mod 4: the low bits of q + magic
     odd = UOp(Ops.CMPEQ, (UOp(Ops.AND, (n, b.ci(1))), b.ci(1)))
     neg = UOp(Ops.CMPEQ, (UOp(Ops.AND, (n, b.ci(2))), b.ci(2)))
     res = b.where(odd, cos_r, sin_r)
@@ -303,9 +306,107 @@ def sin64(x: UOp) -> UOp:
     return b.where(UOp(Ops.CMPEQ, (x, b.c(0.0))), x, res)   # sin(±0) = ±0
 
 
+def sin64(x: UOp) -> UOp:
+    """sin(x) for float64: Cody-Waite reduction by pi/2 into rh + rl, |r| <= pi/4, then the
+    sin or cos Taylor polynomial of the quadrant."""
+    b = _B(F64, x.shape)
+    rh, rl, n = _cody_waite(b, x)
+    return _sin_poly(b, rh, rl, n, x)
+
+
+_TWO_OVER_PI_WORDS = 8     # 256 bits of 2/pi: windows up to bit 102 + 96 for float32 inputs
+
+
+def _two_over_pi_words(n: int) -> list[int]:
+    """The first 32*n bits after the binary point of 2/pi, as 32-bit words (exact integers:
+    pi from Machin's formula in fixed point with 64 guard bits)."""
+    bits = 32 * n + 64
+
+    def arctan_inv(k: int) -> int:        # arctan(1/k) * 2^bits
+        total, term, i, sign = 0, (1 << bits) // k, 1, 1
+        while term:
+            total += sign * (term // i)
+            term //= k * k
+            i += 2
+            sign = -sign
+        return total
+    pi = 16 * arctan_inv(5) - 4 * arctan_inv(239)          # pi * 2^bits
+    t = (2 << (2 * bits)) // pi                             # (2/pi) * 2^bits
+    t >>= 64                                                # 32*n bits, guard bits dropped
+    return [(t >> (32 * (n - 1 - k))) & 0xFFFFFFFF for k in range(n)]
+
+
+def _payne_hanek32(x: UOp) -> tuple[UOp, UOp]:
+    """|x| - q*pi/2 (as a float64 r, |r| <= pi/4) and q mod 4 for a float32 value x held in
+    float64, any magnitude (Payne & Hanek): |x| = m*2^e with a 24-bit integer m, and
+    (m * 2^e * 2/pi) mod 4 = (m * W mod 2^96) / 2^94, W the 96 bits of 2/pi from bit e-2 on.
+    Only the integer ops of the IR are used (uint64 products of 24 by 32 bits)."""
+    sh_ = x.shape
+    u64 = dtypes.uint64
+
+    def k(v: int) -> UOp:
+        c = UOp(Ops.CAST, (UOp.const(v),), u64)
+        return c if sh_ == () else UOp(Ops.STACK, (c,) * sh_[0])
+
+    def op(o: Ops, *a: UOp) -> UOp:
+        return UOp(o, tuple(a))
+    bits = UOp(Ops.BITCAST, (x,), u64)
+    m = op(Ops.SHR, op(Ops.OR, op(Ops.AND, bits, k((1 << 52) - 1)), k(1 << 52)), k(29))
+    expo = op(Ops.AND, op(Ops.SHR, bits, k(52)), k(0x7FF))
+    # e = expo - 1023 - 23, used only when |x| > SIN_RANGE (e >= 7); clamped into [2, 104]
+    # so that smaller or non-finite inputs (their result is not selected) index the table
+    e = op(Ops.MAX, expo, k(1023 + 23 + 2))
+    e = op(Ops.SUB, op(Ops.WHERE, op(Ops.CMPLT, e, k(1023 + 23 + 104)), e, k(1023 + 23 + 104)),
+           k(1023 + 23))
+    off = op(Ops.SUB, e, k(2))
+    j, sh = op(Ops.SHR, off, k(5)), op(Ops.AND, off, k(31))
+    words = _two_over_pi_words(_TWO_OVER_PI_WORDS)
+
+    def word(i: int) -> UOp:              # words[j + i] by a chain of selects
+        acc = k(0)
+        for idx in range(len(words) - i):
+            acc = op(Ops.WHERE, op(Ops.CMPEQ, j, k(idx)), k(words[idx + i]), acc)
+        return acc
+    w = [word(i) for i in range(4)]
+    m32 = k(0xFFFFFFFF)
+    rsh = op(Ops.SUB, k(32), sh)          # 1..32: valid for a 64-bit shift
+
+    def window(hi: UOp, lo: UOp) -> UOp:
+        return op(Ops.AND, op(Ops.SHR, op(Ops.OR, op(Ops.SHL, hi, k(32)), lo), rsh), m32)
+    w2, w1, w0 = window(w[0], w[1]), window(w[1], w[2]), window(w[2], w[3])
+    p0, p1, p2 = op(Ops.MUL, m, w0), op(Ops.MUL, m, w1), op(Ops.MUL, m, w2)
+    t1 = op(Ops.ADD, op(Ops.SHR, p0, k(32)), op(Ops.AND, p1, m32))
+    l1 = op(Ops.AND, t1, m32)
+    l2 = op(Ops.AND, op(Ops.ADD, op(Ops.ADD, op(Ops.SHR, t1, k(32)), op(Ops.SHR, p1, k(32))),
+                        op(Ops.AND, p2, m32)), m32)
+    q = op(Ops.SHR, l2, k(30))
+    frac = op(Ops.OR, op(Ops.SHL, op(Ops.AND, l2, k((1 << 30) - 1)), k(32)), l1)
+    b = _B(F64, sh_)
+    f = b.mul(UOp(Ops.CAST, (frac,), dtypes.float64), b.c(2.0 ** -62))       # [0, 1)
+    up = b.lt(b.c(0.5), f)
+    f = b.where(up, b.sub(f, b.c(1.0)), f)                                    # [-1/2, 1/2]
+    q = op(Ops.ADD, q, UOp(Ops.CAST, (up,), u64))
+    r = b.mul(f, b.c(float(Fraction(Decimal(_PI)) / 2)))
+    return r, UOp(Ops.CAST, (op(Ops.AND, q, k(3)),), dtypes.int64)
+
+
 def sin(x: UOp) -> UOp:
-    """sin(x): float64 directly; float32 through float64 (one rounding of an almost exact value)."""
+    """sin(x): float64 directly (Cody-Waite; docs/transcendentals.md states its range);
+    float32 through float64 with Cody-Waite up to SIN_RANGE and Payne-Hanek beyond, so every
+    float32 input is reduced exactly; one rounding of an almost exact value."""
     if x.dtype == dtypes.float64:
         return sin64(x)
     wide = UOp(Ops.CAST, (x,), dtypes.float64)
-    return UOp(Ops.CAST, (sin64(wide),), x.dtype)
+    b = _B(F64, x.shape)
+    rh, rl, n = _cody_waite(b, wide)
+    hr, hn = _payne_hanek32(wide)
+    # Payne-Hanek reduced |x|: sin(-x) = -sin(|x|), i.e. r → -r and q → -q (mod 4)
+    neg = b.lt(wide, b.c(0.0))
+    hr = b.where(neg, UOp(Ops.NEG, (hr,)), hr)
+    hn = b.where(neg, UOp(Ops.AND, (b.sub(b.ci(4), hn), b.ci(3))), hn)
+    absx = b.where(neg, UOp(Ops.NEG, (wide,)), wide)
+    huge = UOp(Ops.AND, (b.lt(b.c(SIN_RANGE), absx), b.lt(absx, b.c(float("inf")))))
+    rh = b.where(huge, hr, rh)
+    rl = b.where(huge, b.c(0.0), rl)
+    n = b.where(huge, hn, n)
+    return UOp(Ops.CAST, (_sin_poly(b, rh, rl, n, wide),), x.dtype)
