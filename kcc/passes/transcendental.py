@@ -314,7 +314,7 @@ def sin64(x: UOp) -> UOp:
     return _sin_poly(b, rh, rl, n, x)
 
 
-_TWO_OVER_PI_WORDS = 8     # 256 bits of 2/pi: windows up to bit 102 + 96 for float32 inputs
+_TWO_OVER_PI_WORDS = 40    # 1280 bits of 2/pi: float64 windows reach bit 971 + 192
 
 
 def _two_over_pi_words(n: int) -> list[int]:
@@ -336,77 +336,177 @@ def _two_over_pi_words(n: int) -> list[int]:
     return [(t >> (32 * (n - 1 - k))) & 0xFFFFFFFF for k in range(n)]
 
 
-def _payne_hanek32(x: UOp) -> tuple[UOp, UOp]:
-    """|x| - q*pi/2 (as a float64 r, |r| <= pi/4) and q mod 4 for a float32 value x held in
-    float64, any magnitude (Payne & Hanek): |x| = m*2^e with a 24-bit integer m, and
-    (m * 2^e * 2/pi) mod 4 = (m * W mod 2^96) / 2^94, W the 96 bits of 2/pi from bit e-2 on.
-    Only the integer ops of the IR are used (uint64 products of 24 by 32 bits)."""
-    sh_ = x.shape
-    u64 = dtypes.uint64
+class _U64:
+    """uint64 constants and ops of one shape (the integer side of Payne-Hanek)."""
 
-    def k(v: int) -> UOp:
-        c = UOp(Ops.CAST, (UOp.const(v),), u64)
-        return c if sh_ == () else UOp(Ops.STACK, (c,) * sh_[0])
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
 
+    def k(self, v: int) -> UOp:
+        c = UOp(Ops.CAST, (UOp.const(v),), dtypes.uint64)
+        return c if self.shape == () else UOp(Ops.STACK, (c,) * self.shape[0])
+
+    @staticmethod
     def op(o: Ops, *a: UOp) -> UOp:
         return UOp(o, tuple(a))
-    bits = UOp(Ops.BITCAST, (x,), u64)
-    m = op(Ops.SHR, op(Ops.OR, op(Ops.AND, bits, k((1 << 52) - 1)), k(1 << 52)), k(29))
-    expo = op(Ops.AND, op(Ops.SHR, bits, k(52)), k(0x7FF))
-    # e = expo - 1023 - 23, used only when |x| > SIN_RANGE (e >= 7); clamped into [2, 104]
-    # so that smaller or non-finite inputs (their result is not selected) index the table
-    e = op(Ops.MAX, expo, k(1023 + 23 + 2))
-    e = op(Ops.SUB, op(Ops.WHERE, op(Ops.CMPLT, e, k(1023 + 23 + 104)), e, k(1023 + 23 + 104)),
-           k(1023 + 23))
-    off = op(Ops.SUB, e, k(2))
-    j, sh = op(Ops.SHR, off, k(5)), op(Ops.AND, off, k(31))
-    words = _two_over_pi_words(_TWO_OVER_PI_WORDS)
 
-    def word(i: int) -> UOp:              # words[j + i] by a chain of selects
-        acc = k(0)
-        for idx in range(len(words) - i):
-            acc = op(Ops.WHERE, op(Ops.CMPEQ, j, k(idx)), k(words[idx + i]), acc)
-        return acc
-    w = [word(i) for i in range(4)]
-    m32 = k(0xFFFFFFFF)
-    rsh = op(Ops.SUB, k(32), sh)          # 1..32: valid for a 64-bit shift
+    def lo32(self, v: UOp) -> UOp:
+        return self.op(Ops.AND, v, self.k(0xFFFFFFFF))
 
-    def window(hi: UOp, lo: UOp) -> UOp:
-        return op(Ops.AND, op(Ops.SHR, op(Ops.OR, op(Ops.SHL, hi, k(32)), lo), rsh), m32)
-    w2, w1, w0 = window(w[0], w[1]), window(w[1], w[2]), window(w[2], w[3])
-    p0, p1, p2 = op(Ops.MUL, m, w0), op(Ops.MUL, m, w1), op(Ops.MUL, m, w2)
-    t1 = op(Ops.ADD, op(Ops.SHR, p0, k(32)), op(Ops.AND, p1, m32))
-    l1 = op(Ops.AND, t1, m32)
-    l2 = op(Ops.AND, op(Ops.ADD, op(Ops.ADD, op(Ops.SHR, t1, k(32)), op(Ops.SHR, p1, k(32))),
-                        op(Ops.AND, p2, m32)), m32)
-    q = op(Ops.SHR, l2, k(30))
-    frac = op(Ops.OR, op(Ops.SHL, op(Ops.AND, l2, k((1 << 30) - 1)), k(32)), l1)
-    b = _B(F64, sh_)
+    def hi32(self, v: UOp) -> UOp:
+        return self.op(Ops.SHR, v, self.k(32))
+
+    def words(self, j: UOp, count: int, table: list[int]) -> list[UOp]:
+        """table[j], table[j+1], … table[j+count-1] for a uint64 index j, by select chains."""
+        out = []
+        for i in range(count):
+            acc = self.k(0)
+            for idx in range(len(table) - i):
+                acc = self.op(Ops.WHERE, self.op(Ops.CMPEQ, j, self.k(idx)),
+                              self.k(table[idx + i]), acc)
+            out.append(acc)
+        return out
+
+    def window(self, hi: UOp, lo: UOp, rsh: UOp) -> UOp:
+        """32 bits of the 64-bit hi:lo starting rsh bits below its top (rsh in 1..32)."""
+        return self.lo32(self.op(Ops.SHR, self.op(Ops.OR, self.op(Ops.SHL, hi, self.k(32)),
+                                                  lo), rsh))
+
+
+def _window_words(u: _U64, off: UOp, count: int, table: list[int]) -> list[UOp]:
+    """count 32-bit words of the table's bit string from bit `off` on, most significant
+    first."""
+    j, sh = u.op(Ops.SHR, off, u.k(5)), u.op(Ops.AND, off, u.k(31))
+    w = u.words(j, count + 1, table)
+    rsh = u.op(Ops.SUB, u.k(32), sh)          # 1..32: a valid 64-bit shift
+    return [u.window(w[i], w[i + 1], rsh) for i in range(count)]
+
+
+def _exponent(u: _U64, bits: UOp, lo: int, hi: int, shift: int) -> UOp:
+    """The biased exponent field of float64 bits, clamped to [lo, hi], minus shift: the
+    clamp keeps inputs whose result is not selected (small or non-finite) in the table."""
+    expo = u.op(Ops.AND, u.op(Ops.SHR, bits, u.k(52)), u.k(0x7FF))
+    expo = u.op(Ops.MAX, expo, u.k(lo))
+    expo = u.op(Ops.WHERE, u.op(Ops.CMPLT, expo, u.k(hi)), expo, u.k(hi))
+    return u.op(Ops.SUB, expo, u.k(shift))
+
+
+def _payne_hanek32(x: UOp) -> tuple[UOp, UOp, UOp]:
+    """(r, 0, q mod 4) with |x| = q*pi/2 + r, |r| <= pi/4, for a float32 value x held in
+    float64, any magnitude (Payne & Hanek): |x| = m*2^e with a 24-bit integer m, and
+    (m * 2^e * 2/pi) mod 4 = (m * W mod 2^96) / 2^94, W the 96 bits of 2/pi from bit e-2 on."""
+    u = _U64(x.shape)
+    bits = UOp(Ops.BITCAST, (x, ), dtypes.uint64)
+    m = u.op(Ops.SHR, u.op(Ops.OR, u.op(Ops.AND, bits, u.k((1 << 52) - 1)), u.k(1 << 52)),
+             u.k(29))
+    # e = expo - 1046 is >= 7 where used (|x| > SIN_RANGE); clamped into [2, 104]
+    off = u.op(Ops.SUB, _exponent(u, bits, 1046 + 2, 1046 + 104, 1046), u.k(2))
+    w2, w1, w0 = _window_words(u, off, 3, _two_over_pi_words(8))
+    p0, p1, p2 = (u.op(Ops.MUL, m, w) for w in (w0, w1, w2))
+    t1 = u.op(Ops.ADD, u.hi32(p0), u.lo32(p1))
+    l1 = u.lo32(t1)
+    l2 = u.lo32(u.op(Ops.ADD, u.op(Ops.ADD, u.hi32(t1), u.hi32(p1)), u.lo32(p2)))
+    q = u.op(Ops.SHR, l2, u.k(30))
+    frac = u.op(Ops.OR, u.op(Ops.SHL, u.op(Ops.AND, l2, u.k((1 << 30) - 1)), u.k(32)), l1)
+    b = _B(F64, x.shape)
     f = b.mul(UOp(Ops.CAST, (frac,), dtypes.float64), b.c(2.0 ** -62))       # [0, 1)
     up = b.lt(b.c(0.5), f)
     f = b.where(up, b.sub(f, b.c(1.0)), f)                                    # [-1/2, 1/2]
-    q = op(Ops.ADD, q, UOp(Ops.CAST, (up,), u64))
+    q = u.op(Ops.ADD, q, UOp(Ops.CAST, (up,), dtypes.uint64))
     r = b.mul(f, b.c(float(Fraction(Decimal(_PI)) / 2)))
-    return r, UOp(Ops.CAST, (op(Ops.AND, q, k(3)),), dtypes.int64)
+    return r, b.c(0.0), UOp(Ops.CAST, (u.op(Ops.AND, q, u.k(3)),), dtypes.int64)
+
+
+def _split(b: _B, a: UOp) -> tuple[UOp, UOp]:
+    """Dekker's split: a = ah + al, each with at most 26 significant bits."""
+    t = b.mul(a, b.c(134217729.0))             # 2^27 + 1
+    ah = b.sub(t, b.sub(t, a))
+    return ah, b.sub(a, ah)
+
+
+def _two_prod(b: _B, a: UOp, c: UOp) -> tuple[UOp, UOp]:
+    """p + e == a*c exactly (Dekker's TwoProduct, no fused multiply-add needed)."""
+    p = b.mul(a, c)
+    ah, al = _split(b, a)
+    ch, cl = _split(b, c)
+    e = b.add(b.add(b.add(b.sub(b.mul(ah, ch), p), b.mul(ah, cl)), b.mul(al, ch)),
+              b.mul(al, cl))
+    return p, e
+
+
+def _payne_hanek64(x: UOp) -> tuple[UOp, UOp, UOp]:
+    """(rh, rl, q mod 4) with |x| = q*pi/2 + rh + rl for a float64 x of any magnitude:
+    |x| = m*2^e with a 53-bit m (split 21 + 32 bits so every partial product fits 64 bits),
+    W = the 192 bits of 2/pi from bit e-2 on (two zero words in front for negative e), and
+    (m*W mod 2^192) / 2^190 holds the quadrant and a 126-bit fraction, turned into a
+    double-double and multiplied by pi/2 in double-double."""
+    u = _U64(x.shape)
+    bits = UOp(Ops.BITCAST, (x,), dtypes.uint64)
+    m = u.op(Ops.OR, u.op(Ops.AND, bits, u.k((1 << 52) - 1)), u.k(1 << 52))
+    mh, ml = u.op(Ops.SHR, m, u.k(32)), u.lo32(m)
+    # e = expo - 1075 >= -22 where used; offset e - 2 + 64 (past the two zero words) >= 40
+    off = u.op(Ops.SUB, _exponent(u, bits, 1075 - 22, 2046, 1075), u.k(2 - 64))
+    table = [0, 0] + _two_over_pi_words(_TWO_OVER_PI_WORDS)
+    w = list(reversed(_window_words(u, off, 6, table)))      # w[0] least significant
+    lo = [u.op(Ops.MUL, ml, wi) for wi in w]                 # < 2^64 each
+    hi = [u.op(Ops.MUL, mh, wi) for wi in w]                 # < 2^53 each
+    limbs, carry = [], u.k(0)
+    for col in range(6):                                     # m*W mod 2^192, base 2^32
+        terms = [u.lo32(lo[col]), carry]
+        if col >= 1:
+            terms += [u.hi32(lo[col - 1]), u.lo32(hi[col - 1])]
+        if col >= 2:
+            terms.append(u.hi32(hi[col - 2]))
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = u.op(Ops.ADD, acc, t)
+        limbs.append(u.lo32(acc))
+        carry = u.hi32(acc)
+    l5, l4, l3, l2 = limbs[5], limbs[4], limbs[3], limbs[2]
+    q = u.op(Ops.SHR, l5, u.k(30))
+    a = u.op(Ops.OR, u.op(Ops.SHL, u.op(Ops.AND, l5, u.k((1 << 30) - 1)), u.k(32)), l4)
+    c = u.op(Ops.OR, u.op(Ops.SHL, l3, u.k(32)), l2)         # fraction = a/2^62 + c/2^126
+    # at or past one half: take 1 - fraction (as a 126-bit integer) and round q up
+    up = u.op(Ops.CMPLT, u.k((1 << 61) - 1), a)
+    c_neg = u.op(Ops.SUB, u.k(0), c)
+    a_neg = u.op(Ops.SUB, u.op(Ops.SUB, u.k(1 << 62), a),
+                 UOp(Ops.CAST, (u.op(Ops.CMPNE, c, u.k(0)),), dtypes.uint64))
+    a = u.op(Ops.WHERE, up, a_neg, a)
+    c = u.op(Ops.WHERE, up, c_neg, c)
+    q = u.op(Ops.ADD, q, UOp(Ops.CAST, (up,), dtypes.uint64))
+    b = _B(F64, x.shape)
+    fa = UOp(Ops.CAST, (a,), dtypes.float64)                 # a rounded; its error exactly:
+    ea = u.op(Ops.SUB, a, UOp(Ops.CAST, (fa,), dtypes.uint64))          # (wraps if negative)
+    ea_f = UOp(Ops.CAST, (UOp(Ops.BITCAST, (ea,), dtypes.int64),), dtypes.float64)
+    fh = b.mul(fa, b.c(2.0 ** -62))
+    fl = b.mul(b.add(ea_f, b.mul(UOp(Ops.CAST, (c,), dtypes.float64), b.c(2.0 ** -64))),
+               b.c(2.0 ** -62))
+    pio2 = Fraction(Decimal(_PI)) / 2
+    p1 = float(pio2)
+    p2 = float(pio2 - Fraction(p1))
+    ph, pe = _two_prod(b, fh, b.c(p1))
+    tail = b.add(pe, b.add(b.mul(fh, b.c(p2)), b.mul(fl, b.c(p1))))
+    rh = b.add(ph, tail)
+    rl = b.sub(tail, b.sub(rh, ph))
+    sign = b.where(up, b.c(-1.0), b.c(1.0))
+    return (b.mul(rh, sign), b.mul(rl, sign),
+            UOp(Ops.CAST, (u.op(Ops.AND, q, u.k(3)),), dtypes.int64))
 
 
 def sin(x: UOp) -> UOp:
-    """sin(x): float64 directly (Cody-Waite; docs/transcendentals.md states its range);
-    float32 through float64 with Cody-Waite up to SIN_RANGE and Payne-Hanek beyond, so every
-    float32 input is reduced exactly; one rounding of an almost exact value."""
-    if x.dtype == dtypes.float64:
-        return sin64(x)
-    wide = UOp(Ops.CAST, (x,), dtypes.float64)
+    """sin(x) for float32 (through float64, one rounding at the end) and float64: Cody-Waite
+    reduction up to SIN_RANGE, Payne-Hanek beyond, so every finite input is reduced exactly
+    enough (docs/transcendentals.md)."""
+    wide = x if x.dtype == dtypes.float64 else UOp(Ops.CAST, (x,), dtypes.float64)
     b = _B(F64, x.shape)
     rh, rl, n = _cody_waite(b, wide)
-    hr, hn = _payne_hanek32(wide)
+    hh, hl, hn = (_payne_hanek64 if x.dtype == dtypes.float64 else _payne_hanek32)(wide)
     # Payne-Hanek reduced |x|: sin(-x) = -sin(|x|), i.e. r → -r and q → -q (mod 4)
     neg = b.lt(wide, b.c(0.0))
-    hr = b.where(neg, UOp(Ops.NEG, (hr,)), hr)
+    hh = b.where(neg, UOp(Ops.NEG, (hh,)), hh)
+    hl = b.where(neg, UOp(Ops.NEG, (hl,)), hl)
     hn = b.where(neg, UOp(Ops.AND, (b.sub(b.ci(4), hn), b.ci(3))), hn)
     absx = b.where(neg, UOp(Ops.NEG, (wide,)), wide)
     huge = UOp(Ops.AND, (b.lt(b.c(SIN_RANGE), absx), b.lt(absx, b.c(float("inf")))))
-    rh = b.where(huge, hr, rh)
-    rl = b.where(huge, b.c(0.0), rl)
-    n = b.where(huge, hn, n)
-    return UOp(Ops.CAST, (_sin_poly(b, rh, rl, n, wide),), x.dtype)
+    res = _sin_poly(b, b.where(huge, hh, rh), b.where(huge, hl, rl), b.where(huge, hn, n), wide)
+    return res if x.dtype == dtypes.float64 else UOp(Ops.CAST, (res,), x.dtype)
