@@ -12,6 +12,7 @@ the command exits with status 1; it never shows a Python traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -148,23 +149,22 @@ def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
             data, descs = compile_cuda(sinks, arch, emit, dump_after, out)
     except CliError:
         raise
-    except COMPILE_ERRORS as e:
-        raise CliError(str(e)) from None
+    except Exception as e:                   # noqa: BLE001 — never a traceback for a user
+        raise CliError(_compile_message(e)) from None
     return data, descs, arch, emit
 
 
-def _compile_errors() -> tuple[type[Exception], ...]:
+def _compile_message(e: Exception) -> str:
+    """A compile failure as one line: the message of an error kcc reports on purpose (a
+    construct the target cannot compile), else an internal error to report, with its type
+    (KCC_TRACEBACK=1 re-raises it with the traceback, for kcc developers)."""
     from kcc.isel.x86 import SelectError
-    errs: list[type[Exception]] = [SelectError]
-    try:
-        from kcc.targets.cuda import CudaCompileError
-        errs.append(CudaCompileError)
-    except ImportError:
-        pass
-    return tuple(errs)
-
-
-COMPILE_ERRORS = _compile_errors()
+    from kcc.targets.cuda import CudaCompileError
+    if isinstance(e, (SelectError, CudaCompileError)):
+        return str(e)
+    if os.environ.get("KCC_TRACEBACK"):
+        raise e
+    return f"internal compiler error ({type(e).__name__}: {e}); please report it with the input"
 
 
 @main.command("compile")
@@ -188,8 +188,7 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
     except CliError as e:
         _die(str(e))
     ext = {"obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx"}[emit]
-    out = Path(output) if output else Path(files[0]).with_suffix(ext).name and \
-        Path(Path(files[0]).stem + ext)
+    out = Path(output) if output else Path(Path(files[0]).stem + ext)
     try:
         out.write_bytes(data)
         mpath = Path(manifest) if manifest else out.with_suffix(".json")

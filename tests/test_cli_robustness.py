@@ -386,3 +386,19 @@ def test_subprocess_no_traceback(built: Path, argv: list[str], needle: str) -> N
     first = p.stderr.splitlines()[0]
     assert first.startswith("error: ") or ": error: " in first, p.stderr
     assert needle in p.stderr
+
+
+def test_an_internal_compiler_error_is_one_line_not_a_traceback(monkeypatch, tmp_path) -> None:
+    """A bug inside a pass must still end in `error: internal compiler error …`, exit 1."""
+    import kcc.targets.x86 as x86
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("simulated bug")
+    monkeypatch.setattr(x86, "compile_x86", broken)
+    monkeypatch.delenv("KCC_TRACEBACK", raising=False)
+    src = Path(__file__).resolve().parents[1] / "examples" / "saxpy.uop"
+    res = CliRunner().invoke(main, ["compile", str(src), "-t", "x86", "-o",
+                                    str(tmp_path / "k.o")])
+    assert res.exit_code == 1
+    assert "internal compiler error (ZeroDivisionError: simulated bug)" in res.output
+    assert "Traceback" not in res.output
