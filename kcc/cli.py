@@ -335,15 +335,13 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
         raise CliError(str(e)) from None
     ref = [v.copy() if isinstance(v, np.ndarray) else v for v in values] if check else None
     if data is None:
-        from kcc.ir.interp import run as interp_run
-        interp_run(sink, values)
+        _interpret(sink, values)
     else:
         _launch(target, data, desc, values)
     if check:
         if sink is None:
             raise CliError("--check needs a .uop source (the interpreter runs the graph)")
-        from kcc.ir.interp import run as interp_run
-        interp_run(sink, ref)
+        _interpret(sink, ref)
         ulp = _check_ulp(sink)
         bad = [a.slot for a, v, r in zip(desc.args, values, ref) if isinstance(v, np.ndarray)
                and _differs(v, r, ulp)]
@@ -384,6 +382,17 @@ def _differs(got, want, ulp: int) -> bool:
         same |= np.isclose(got, want, rtol=ulp * np.finfo(got.dtype).eps, atol=0,
                            equal_nan=True)
     return not bool(same.all())
+
+
+def _interpret(sink, values: list) -> None:
+    """Run the reference interpreter; a runtime fault (an out-of-bounds access whose index
+    only the data decides) is an error line, not a traceback."""
+    from kcc.ir.interp import InterpError
+    from kcc.ir.interp import run as interp_run
+    try:
+        interp_run(sink, values)
+    except InterpError as e:
+        raise CliError(f"the interpreter stopped: {e}") from None
 
 
 def _launch(target: str, data: bytes, desc, values: list) -> None:

@@ -26,7 +26,7 @@ from kcc.ir.dtype import DType, dtypes, promote
 from kcc.ir.ops import COMPARE, OP_ROWS, ROW, Ops, arity_ok, arity_text
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
-from kcc.passes.verify import VerifyError, verify
+from kcc.passes.verify import VerifyError, check_bounds, verify
 
 HEADER = "# kcc-uop 1"
 # Deeper nesting than any valid arg needs is refused before it can strain anything downstream
@@ -559,6 +559,7 @@ class _Parser:
     def _verify(self, sink: UOp) -> None:
         try:
             verify(sink)
+            check_bounds(sink)
         except VerifyError as e:
             loc = self.loc.get(e.node, NodeLoc(self.sink_line, 1))
             col = loc.col

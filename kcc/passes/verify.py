@@ -20,6 +20,7 @@ at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where
 from __future__ import annotations
 
 from kcc.ir.ops import ALU, Ops
+from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
 from kcc.ir.uop import AddrSpace, UOp, toposort
 
@@ -162,6 +163,44 @@ class _Walk:
             if slot != want:
                 raise VerifyError(f"PARAM slots run 0..n-1 without gaps over buffers and "
                                   f"scalars: slot {want} is missing", by_slot[slot])
+
+
+def check_bounds(sink: UOp) -> None:
+    """Refuse an ungated LOAD/STORE whose index can leave its buffer, by value ranges
+    (kcc.ir.ranges): such a kernel would read or write out of bounds in some iteration.
+
+    Only indices built from constants, RANGEs, SPECIALs and scalar PARAMs with a declared
+    vmin_vmax are judged (an index read from memory or from an undeclared scalar is the
+    caller's promise). For input graphs: the frontend calls it after verify; passes build
+    safe-index forms (WHERE(gate, i, 0)) whose range hull is wider on purpose."""
+    rng = int_ranges([sink])
+    for n in toposort([sink]):
+        if n.op not in (Ops.LOAD, Ops.STORE) or len(n.src) == 3:
+            continue
+        place = n.src[0]
+        if place.op not in (Ops.INDEX, Ops.SHRINK) or place.src[0].kind != "buffer":
+            continue
+        size = place.src[0].shape[0]
+        lanes = place.shape[0] if place.op is Ops.SHRINK else 1
+        idx = place.src[1]
+        r = rng.get(idx)
+        if r is None or not _static_index(idx):
+            continue
+        if r[0] < 0 or r[1] + lanes > size:
+            what = "elements" if lanes == 1 else f"starts of {lanes} elements"
+            raise VerifyError(f"index out of bounds: {what} {r[0]}..{r[1]} of a buffer of "
+                              f"{size} (gate the access, or fix the index)", place, 1)
+
+
+def _static_index(idx: UOp) -> bool:
+    """Whether idx depends on nothing but constants, loop and thread indices and declared
+    scalar ranges."""
+    for u in toposort([idx]):
+        if u.op is Ops.LOAD or u.op is Ops.BUFFER:
+            return False
+        if u.op is Ops.PARAM and (u.arg.size is not None or u.arg.vmin_vmax is None):
+            return False
+    return True
 
 
 def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:
