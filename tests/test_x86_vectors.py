@@ -126,3 +126,21 @@ def test_int32_vectors_on_edge_values(seed: int) -> None:
     from fuzz.harness import check_x86
     path = Path(__file__).parent / "kernels" / "vector_int32.uop"
     check_x86(parse(path.read_text(), str(path)), seed)
+
+
+def test_int8_int16_int64_vectors_are_selected_as_vectors() -> None:
+    from kcc.frontend.parser import parse
+    from kcc.targets.x86 import compile_x86, disasm_object
+    path = Path(__file__).parent / "kernels" / "vector_int_widths.uop"
+    text = disasm_object(compile_x86([parse(path.read_text(), str(path))])[0])
+    for mnem in ("vpaddb ymm", "vpsubb ymm", "vpcmpgtb ymm", "vpblendvb ymm", "vpmullw ymm",
+                 "vpcmpgtw ymm", "vpaddq ymm", "vpsllvq ymm", "vpsrlvq ymm", "vpcmpgtq ymm"):
+        assert mnem in text, mnem
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_int8_int16_int64_vectors_on_edge_values(seed: int) -> None:
+    from kcc.frontend.parser import parse
+    from fuzz.harness import check_x86
+    path = Path(__file__).parent / "kernels" / "vector_int_widths.uop"
+    check_x86(parse(path.read_text(), str(path)), seed)

@@ -378,7 +378,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
             if base.dtype.is_bool:
                 self.val[u] = self.mask_lane(base, k)
             elif is_int_vector(base):
-                self.val[u] = self.ivec_lane(self.reg(base), base.shape[0], k)
+                self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
@@ -415,7 +415,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
                 self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, p.mem)
             return t
         if p.lanes != 1:
-            if dt not in (dtypes.int32, dtypes.uint32):
+            if not dt.is_int:
                 raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
             t = self.new("vec")
             w = vw(dt, p.lanes)

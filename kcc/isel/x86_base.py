@@ -95,6 +95,11 @@ def imm_form(mnem: str, width: str, value: int) -> str:
     return f"{mnem}_rm{width}_imm{8 if -128 <= value <= 127 else 32}"
 
 
+def uint_of(itemsize: int) -> DType:
+    """The unsigned integer dtype of a lane width (to read a mask lane or build one)."""
+    return {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[itemsize]
+
+
 def fits32(v: int) -> bool:
     return -(1 << 31) <= v < (1 << 31)
 

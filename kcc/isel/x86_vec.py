@@ -9,7 +9,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
-                               const_bytes, fs, strong_const, vw)
+                               const_bytes, fs, strong_const, uint_of, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import reg_class
 
@@ -40,11 +40,9 @@ class X86Vec:
         """Lane k of a vector compare's mask as a bool (0/1) in a GPR."""
         if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or not base.src[0].shape:
             raise SelectError("a lane of this bool vector is not selectable on x86")
-        # the mask's lanes are as wide as the compared values: view them as floats
-        dt = dtypes.float32 if base.src[0].dtype.itemsize == 4 else dtypes.float64
-        v = self.lane(self.reg(base), dt, base.shape[0], k)
-        t = self.new("gpr")
-        self.emit("vmovd_rm32_x", t, v)
+        # the mask's lanes are as wide as the compared values: read one as an unsigned int
+        t = self.ivec_lane(self.reg(base), uint_of(base.src[0].dtype.itemsize), base.shape[0],
+                           k)
         self.emit("and_rm32_imm8", t, 1)
         return t
 
@@ -240,28 +238,16 @@ class X86Vec:
 
     def mask_of(self, bools: tuple[UOp, ...], dt: DType) -> VReg:
         """A vector of dt-wide lanes, all ones where the scalar bool is true."""
-        if dt.itemsize * len(bools) > 16:
+        if dt.itemsize * len(bools) == 64:
             half = len(bools) // 2
-            lo, hi = self.mask_of(bools[:half], dt), self.mask_of(bools[half:], dt)
-            t = self.new("vec")
-            if dt.itemsize * len(bools) == 64:
-                self.emit("vinsertf64x4_z_z_ym_imm8", t, lo, hi, 1)
-            else:
-                self.emit("vinsertf128_y_y_xm_imm8", t, lo, hi, 1)
-            return t
-        acc = self.new("vec")
-        self.emit("vzero", acc)
-        for k, b in enumerate(bools):
+            return self.join_z(self.mask_of(bools[:half], dt), self.mask_of(bools[half:], dt))
+        lanes = []
+        for b in bools:
             z = self.new("gpr")
             self.emit("movzx_r32_rm8", z, self.reg(b))
             self.emit("neg_rm64", z)              # 0 → 0, 1 → all ones
-            t = self.new("vec")
-            if dt.itemsize == 4:
-                self.emit("vpinsrd_x_x_rm32_imm8", t, acc, z, k)
-            else:
-                self.emit("vpinsrq_x_x_rm64_imm8", t, acc, z, k)
-            acc = t
-        return acc
+            lanes.append(z)
+        return self.ivec_from(lanes, uint_of(dt.itemsize))
 
     def blend(self, dt: DType, lanes: int, no: VReg, yes: VReg, m: VReg) -> VReg:
         """m ? yes : no per lane (vblendvps/pd read each lane's sign bit); zmm by halves."""
@@ -271,9 +257,10 @@ class X86Vec:
                                self.blend(dt, lanes // 2, n1, y1, m1))
         w = vw(dt, lanes)
         t = self.new("vec")
-        # bitwise selection: the ps/pd form by lane width serves integer lanes too
-        kind = "s" if dt.itemsize == 4 else "d"
-        self.emit(f"vblendvp{kind}_{w}_{w}_{w}m_{w}", t, no, yes, m)
+        # bitwise selection by the mask's lane width: vblendvps/pd read each 32/64-bit lane's
+        # sign bit, vpblendvb each byte's (a mask lane is all ones or all zeros)
+        form = {4: "vblendvps", 8: "vblendvpd"}.get(dt.itemsize, "vpblendvb")
+        self.emit(f"{form}_{w}_{w}_{w}m_{w}", t, no, yes, m)
         return t
 
     def vcast(self, u: UOp) -> VReg:

@@ -35,7 +35,7 @@ from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, format_mir
 from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86 import select as x86_select
-from kcc.isel.x86_ivec import INT_VECTOR_DTYPES, INT_VECTOR_OPS
+from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.checker import check_allocation
@@ -301,11 +301,10 @@ def x86_desc(arch: str) -> TargetDesc:
     else:
         widths = {dtypes.float32: (8, 4), dtypes.float64: (4, 2)}
         note = "AVX2 + FMA + F16C"
-    # int32/uint32 vectors (xmm/ymm) for the ops kcc.isel.x86_ivec selects; others split
-    ints = {dt: (8, 4) for dt in INT_VECTOR_DTYPES}
+    # integer vectors (xmm/ymm) for the ops kcc.isel.x86_ivec selects; others split
+    ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints}),
-                   mem_widths=MappingProxyType({**widths, **ints}),
-                   vector_ops=MappingProxyType({dt: INT_VECTOR_OPS for dt in ints}),
+                   mem_widths=MappingProxyType({**widths, **ints}), vector_ops=VECTOR_OPS,
                    notes=f"{arch}: {note}")
 
 

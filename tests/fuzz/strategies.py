@@ -372,12 +372,14 @@ def elementwise(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
 
 @st.composite
 def vector(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset(), wide: bool = False) -> UOp:
-    """float32 ×4/×8, float64 ×2/×4 or int32/uint32 ×4/×8 SHRINK loads/stores, vector ALU,
-    lanes and STACKs (wide: float32 ×16 and float64 ×8, zmm-sized, instead)."""
+    """float32/float64 and int8…uint64 vectors of one xmm or ymm: SHRINK loads/stores, vector
+    ALU, lanes and STACKs (wide: float32 ×16 and float64 ×8, zmm-sized, instead)."""
     k = _Kernel(draw, avoid=avoid)
     shapes = [(dtypes.float32, 16), (dtypes.float64, 8)] if wide else \
         [(dtypes.float32, 4), (dtypes.float32, 8), (dtypes.float64, 2), (dtypes.float64, 4),
-         (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 8)]
+         (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 8), (dtypes.int8, 16),
+         (dtypes.uint8, 32), (dtypes.int16, 8), (dtypes.uint16, 16), (dtypes.int64, 4),
+         (dtypes.uint64, 2)]
     dt, w = draw(st.sampled_from(shapes))
     ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
     s = Scope(k, ranges, lin, n, w)
