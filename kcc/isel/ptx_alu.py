@@ -387,6 +387,11 @@ class PtxAlu:
         """Reinterpret bits: a mov between banks (9.7.9.1), or nothing within one."""
         x, dt = u.src[0], u.dtype
         sd = x.dtype
+        if sd.is_bool or dt.is_bool:
+            # a bool is a predicate here, not a byte: its bits are 0 or 1, so the
+            # reinterpretation is the 0/1 conversion (selp, or setp.ne for a byte → bool)
+            self.val[u] = self.cast(x, dt)
+            return
         v = self.reg(x)
         a, b = bank_of(sd), bank_of(dt)
         if a == b:

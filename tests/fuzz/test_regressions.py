@@ -177,3 +177,33 @@ def test_bfloat16_scalar_argument() -> None:
     args = [np.zeros(4, np.uint16), 16163.0]         # rounds to 16192 = 0x467D
     assert mismatch(sink, run_x86(sink, args), run_reference(sink, args)) is None
     assert run_x86(sink, args)[0].tolist() == [0x467D] * 4
+
+
+def test_ptx_bitcast_between_bool_and_a_byte() -> None:
+    """PTX emitted `mov.b8` from a predicate for BITCAST(bool) int8 (ptxas: "Unexpected
+    instruction types specified for 'mov'"); a bool is a predicate there, so the
+    reinterpretation is the 0/1 conversion. x86 and the interpreter agree on the bytes."""
+    from fuzz.harness import check_ptxas
+    src = HEAD + """%o = PARAM ParamArg(0, int8, 2)
+%b = PARAM ParamArg(1, bool, 2)
+%x = PARAM ParamArg(2, uint8, 2)
+%p = PARAM ParamArg(3, bool, 2)
+%i = RANGE(2) (0, LOOP)
+%bi = INDEX(%b, %i)
+%bv = LOAD(%bi)
+%c = BITCAST(%bv) int8
+%oi = INDEX(%o, %i)
+%s = STORE(%oi, %c)
+%xi = INDEX(%x, %i)
+%xv = LOAD(%xi)
+%one = CAST(1) uint8
+%xb = AND(%xv, %one)
+%bb = BITCAST(%xb) bool
+%pi = INDEX(%p, %i)
+%s2 = STORE(%pi, %bb)
+%g = GROUP(%s, %s2)
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+    check_ptxas([parse(src)])
+    _check(src)
