@@ -113,8 +113,12 @@ class X86IVec:
     def ivec_amount(self, b: UOp, dt: DType, n: int) -> VReg:
         """A shift-amount vector with lanes as wide as the shifted ones (amounts of another
         integer dtype arrive as a STACK of scalars after devectorize)."""
-        if is_int_vector(b) and b.dtype.itemsize == dt.itemsize:
-            return self.reg(b)
+        if is_int_vector(b):
+            if b.dtype.itemsize == dt.itemsize:
+                return self.reg(b)
+            # lanes of another width: read each (vpextr* zero-extends) and re-insert
+            return self.ivec_from([self.ivec_lane(self.reg(b), b.dtype, n, k)
+                                   for k in range(n)], dt)
         if b.op is not Ops.STACK:
             raise SelectError(f"a vector shift amount of {b.dtype} has no x86 rule")
         return self.ivec_from([self.ext(x, dt.bits if dt.itemsize == 8 else 32)

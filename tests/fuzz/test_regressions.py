@@ -207,3 +207,38 @@ SINK(%e) KernelInfo(name="k")
 """
     check_ptxas([parse(src)])
     _check(src)
+
+
+def test_vector_shift_by_amounts_of_another_width() -> None:
+    """SHL(uint64[4], int32[4]) and SHR(int32[8], uint16[8]): the amount vector's lanes had
+    another width than the shifted lanes ("a vector shift amount of int32 has no x86 rule");
+    its lanes are now read and re-inserted at the shifted lanes' width."""
+    _check("""%o1 = PARAM ParamArg(0, uint64, 4)
+%o2 = PARAM ParamArg(1, int32, 8)
+%a = PARAM ParamArg(2, uint64, 4)
+%s = PARAM ParamArg(3, int32, 4)
+%b = PARAM ParamArg(4, int32, 8)
+%t = PARAM ParamArg(5, uint16, 8)
+%i = RANGE(1) (0, LOOP)
+%ap = SHRINK(%a, 0, 4)
+%av = LOAD(%ap)
+%sp = SHRINK(%s, 0, 4)
+%sv = LOAD(%sp)
+%m63 = STACK(63, 63, 63, 63)
+%sa = AND(%sv, %m63)
+%r1 = SHL(%av, %sa)
+%o1p = SHRINK(%o1, 0, 4)
+%st1 = STORE(%o1p, %r1)
+%bp = SHRINK(%b, 0, 8)
+%bv = LOAD(%bp)
+%tp = SHRINK(%t, 0, 8)
+%tv = LOAD(%tp)
+%m31 = STACK(31, 31, 31, 31, 31, 31, 31, 31)
+%ta = AND(%tv, %m31)
+%r2 = SHR(%bv, %ta)
+%o2p = SHRINK(%o2, 0, 8)
+%st2 = STORE(%o2p, %r2)
+%g = GROUP(%st1, %st2)
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="k")
+""")
