@@ -28,10 +28,6 @@ class Interval:
         k = bisect_left(self.uses, pos)
         return self.uses[k] if k < len(self.uses) else 1 << 60
 
-    def overlaps(self, start: int, end: int) -> bool:
-        """True when ``[start, end]`` meets this interval."""
-        return self.start <= end and start <= self.end
-
 
 def _bits(x: int):
     while x:

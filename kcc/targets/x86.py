@@ -40,8 +40,10 @@ from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
-from kcc.targets.elf import SHF_ALLOC, SHF_EXECINSTR, Reloc, Symbol, write_relocatable
-from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, duplicate_name
+from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
+                             write_relocatable)
+from kcc.targets.manifest import (KernelDesc, LaunchError, describe_kernel, duplicate_name,
+                                  worker_names)
 
 R_X86_64_PC32 = 2
 # rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
@@ -286,7 +288,7 @@ def prototype(desc: Any) -> str:
             params.append(f"{const}{c_type(dt)} *{name}")
         else:
             params.append(f"{c_type(dt)} {name}")
-    params += [f"int {s}" for s in desc.specials if s.startswith("gidx")]
+    params += [f"int {s}" for s in worker_names(desc)]
     return f"void {desc.name}({', '.join(params) or 'void'});"
 
 
@@ -378,8 +380,8 @@ class X86Target:
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
         k = assemble(s.fn, s.locals_bytes)
         s.desc.target = {"x86": {"arch": self.arch, "workers": [
-            s.desc.global_size[int(w[-1])] for w in s.desc.specials if w.startswith("gidx")],
-            "worker_args": [w for w in s.desc.specials if w.startswith("gidx")],
+            s.desc.global_size[int(w[-1])] for w in worker_names(s.desc)],
+            "worker_args": worker_names(s.desc),
             "frame_bytes": k.frame}}
         return k, s.desc
 
@@ -390,8 +392,10 @@ class X86Target:
         return disasm_bytes(k.code, k.name)
 
 
-def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0) -> str:
-    """A listing of machine code: address, bytes, instruction (capstone, Intel syntax)."""
+def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0,
+                 relocs: dict[int, str] | None = None) -> str:
+    """A listing of machine code: address, bytes, instruction (capstone, Intel syntax), and
+    after an instruction the relocations (offset → text) that patch its bytes."""
     from capstone import CS_ARCH_X86, CS_MODE_64, CS_OPT_SYNTAX_ATT, Cs
     cs = Cs(CS_ARCH_X86, CS_MODE_64)
     if att:
@@ -400,6 +404,9 @@ def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0) -> st
     for ins in cs.disasm(code, base):
         text = f"{ins.mnemonic} {ins.op_str}".strip()
         lines.append(f"  {ins.address:6x}:  {ins.bytes.hex(' '):<32} {text}")
+        for off in range(ins.address, ins.address + ins.size):
+            if relocs and off in relocs:
+                lines.append(f"{'':10}{relocs[off]}")
     return "\n".join(lines) + "\n"
 
 
@@ -443,7 +450,7 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
         raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
                           "CPU lacks it; recompile with --arch x86-64-v3")
     argtypes = [ctypes.c_void_p if a.kind == "buffer" else _ctype(a.dtype) for a in desc.args]
-    workers = [s for s in desc.specials if s.startswith("gidx")]
+    workers = worker_names(desc)
     argtypes += [ctypes.c_int] * len(workers)
     fn = obj.function(desc.name, None, argtypes)
     base = []
@@ -501,20 +508,11 @@ def disasm_object(data: bytes, att: bool = False) -> str:
             for r in rela.iter_relocations():
                 sym = symtab.get_symbol(r["r_info_sym"])
                 name = sym.name or elf.get_section(sym["st_shndx"]).name
-                relocs[r["r_offset"]] = f"{name}{r['r_addend']:+d}"
+                kind = X86_64_RELOC_BY_CODE.get(r["r_info_type"])
+                rtype = kind.name if kind else f"type {r['r_info_type']}"
+                relocs[r["r_offset"]] = f"{rtype} {name}{r['r_addend']:+d}"
     except ELFError as e:
         raise ValueError(f"not a readable ELF object: {e}") from None
-    out = []
-    for start, size, name in funcs:
-        listing = disasm_bytes(code[start:start + size], name, att, start)
-        lines = listing.splitlines()
-        out.append(lines[0])
-        for line in lines[1:]:
-            out.append(line)
-            addr = int(line.split(":")[0], 16)
-            nbytes = len(line.split(":", 1)[1][:34].split())
-            for off in range(addr, addr + nbytes):
-                if off in relocs:
-                    out.append(f"{'':10}R_X86_64_PC32 {relocs[off]}")
-        out.append("")
+    out = [disasm_bytes(code[start:start + size], name, att, start, relocs)
+           for start, size, name in funcs]
     return "\n".join(out)
