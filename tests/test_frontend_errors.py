@@ -71,8 +71,9 @@ CASES: dict[str, tuple[str | bytes, int, str | int | None, str]] = {
                              "disagrees"),
     "type_assertion_on_void": (H + P + "%st = STORE(%oi, 1.0) : float32\n" + E, 6, "float32",
                                "derived type void"),
-    "const_range_cast": (H + P + "%c = CAST(300) uint8\n", 6, "300",
-                         "constant 300 is out of range for uint8 [0, 255]"),
+    "const_range_beside_uint8": (H + "%o = PARAM ParamArg(0, uint8, 4)\n%z = INDEX(%o, 0)\n"
+                                 "%v = LOAD(%z)\n%x = ADD(%v, 300)\n", 5, "300",
+                                 "constant 300 is out of range for uint8 [0, 255]"),
     "const_range_beside_strong": (H + P + ALOAD + "%x = ADD(%av, 3000000000)\n", 8,
                                   "3000000000", "out of range for int32"),
     "const_range_store": (H + P + "%st = STORE(%oi, 1e39)\n" + E, 6, "1e39",
@@ -88,10 +89,10 @@ CASES: dict[str, tuple[str | bytes, int, str | int | None, str]] = {
                            "%n = LOAD(%z)\n%i = RANGE(%n) (0, LOOP)\n%oi = INDEX(%o, %i)\n"
                            "%st = STORE(%oi, 1)\n" + E, 5, "%n",
                            "a RANGE bound is built only from constants and scalar integer"),
-    "special_bound_not_const": (H + "%o = PARAM ParamArg(0, float32, 4)\n"
-                                "%n = PARAM ParamArg(1, int32, addrspace=ALU)\n"
-                                '%g = SPECIAL(%n) "gidx0"\n', 4, "%n",
-                                "SPECIAL bound (launch dimensions are static)"),
+    "special_bound_loaded": (H + "%o = PARAM ParamArg(0, int32, 4)\n%z = INDEX(%o, 0)\n"
+                             '%n = LOAD(%z)\n%g = SPECIAL(%n) "gidx0"\n%oi = INDEX(%o, %g)\n'
+                             "%st = STORE(%oi, 1)\nSINK(%st) KernelInfo(name=\"k\")\n", 5,
+                             "%n", "SPECIAL bound"),
     "sink_missing": (H + P + "%st = STORE(%oi, 1.0)\n%e = END(%st, %i)\n", 7, None, "no SINK"),
     "sink_not_last": (H + P + "%st = STORE(%oi, 1.0)\n" + E + "%z = ADD(%i, 1)\n", 9, None,
                       "statement after the SINK"),

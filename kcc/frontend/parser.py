@@ -502,9 +502,9 @@ class _Parser:
     def _check_literals(self, node: UOp, cols: list[int]) -> None:
         """Refuse a CONST operand out of range of the dtype it is committed to.
 
-        Checked commitments: CAST of a literal (its target dtype), a literal among promoted
-        operands beside a strong one (the promoted dtype), a literal stored into a place or
-        used as a LOAD's alt (the place's dtype). A literal that stays weak must fit int64
+        Checked commitments: a literal among promoted operands beside a strong one (the
+        promoted dtype), a literal stored into a place or used as a LOAD's alt (the place's
+        dtype); a CAST of a literal is not one, it converts like any CAST. A literal that stays weak must fit int64
         (index arithmetic) or, a float, float64. Values reached only through other arithmetic
         are not folded here.
         """
@@ -521,7 +521,9 @@ class _Parser:
     def _committed(node: UOp, i: int) -> DType | None:
         op, src = node.op, node.src
         if op is Ops.CAST:
-            return node.arg
+            # CAST converts a literal like any value (docs/semantics.md): ints wrap, a float
+            # beyond a float dtype's range is ±inf, a float saturates into an integer dtype.
+            return None
         if i == 1 and (op is Ops.STORE or op is Ops.LOAD):
             return src[0].dtype
         pos = _COMMIT_POS.get(op, ())

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kcc.ir import numerics as nm
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes, promote
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
@@ -106,7 +107,8 @@ def _analyse(sink: UOp) -> _Kernel:
     specials: dict[str, UOp] = {}
     for n in order:
         if n.op is Ops.SPECIAL:
-            if n.arg in specials and specials[n.arg].src[0].arg != n.src[0].arg:
+            if n.arg in specials and specials[n.arg].src[0] is not n.src[0] \
+                    and const_int(specials[n.arg].src[0]) != const_int(n.src[0]):
                 raise InterpError(f"SPECIAL {n.arg} appears with two different bounds")
             specials.setdefault(n.arg, n)
     axis: dict[UOp, int] = {}
@@ -213,15 +215,25 @@ class _Exec:
         self.scalars = scalars
         self.trackers: list[_Tracker] = []
         sizes = [1] * k.nax
+        self.special_size: dict[UOp, int] = {}
         for n, a in k.axis.items():
             if n.op is Ops.SPECIAL:
-                sizes[a] = n.src[0].arg
+                sizes[a] = self.special_size[n] = self._launch_dim(n)
         for b in k.buffers:
             arg: ParamArg = b.arg
             shp = [s if (arg.addrspace is AddrSpace.REG or self._is_gidx(i)) else 1
                    for i, s in enumerate(sizes)]
             data = np.zeros(tuple(shp) + (arg.size,), arg.dtype.np)
             self.st[b] = _Storage(b, arg.addrspace, arg.dtype, arg.size, data)
+
+    def _launch_dim(self, special: UOp) -> int:
+        """A SPECIAL's bound: a constant, or an expression of scalar arguments (this launch's)."""
+        b = const_int(special.src[0])
+        if b is None:
+            b = int(np.asarray(self.get(special.src[0])).reshape(-1)[0])
+        if b < 0:
+            raise InterpError(f"SPECIAL {special.arg} has bound {b} for these arguments")
+        return b
 
     def _is_gidx(self, ax: int) -> bool:
         return any(n.op is Ops.SPECIAL and n.arg.startswith("gidx") and a == ax
@@ -493,8 +505,8 @@ class _Exec:
             return self.rval[x]
         if op is Ops.SPECIAL:
             shp = list(self.ones)
-            shp[self.k.axis[x]] = x.src[0].arg
-            return np.arange(x.src[0].arg, dtype=x.dtype.np).reshape(shp)
+            shp[self.k.axis[x]] = self.special_size[x]
+            return np.arange(self.special_size[x], dtype=x.dtype.np).reshape(shp)
         if op is Ops.AFTER:
             return m[x.src[0]]
         if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.BARRIER):
@@ -506,9 +518,9 @@ class _Exec:
             base = m[x.src[0]]
             if isinstance(base, _Storage):
                 return _Place(base, np.asarray(m[x.src[1]]), 0)
-            return base[..., x.src[1].arg]
+            return base[..., const_int(x.src[1])]
         if op is Ops.SHRINK:
-            return _Place(m[x.src[0]], np.asarray(m[x.src[1]]), x.src[2].arg)
+            return _Place(m[x.src[0]], np.asarray(m[x.src[1]]), x.shape[0])
         if op is Ops.LOAD:
             p: _Place = m[x.src[0]]
             if len(x.src) == 3:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, PromotionError, dtypes, promote
 from kcc.ir.ops import BITWISE, FLOAT_ONLY, INT_ONLY, ROW, Ops, arity_ok, arity_text
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp, UType
@@ -47,10 +48,12 @@ def _gate(src: tuple[UOp, ...], i: int) -> None:
 
 
 def _const_int(src: tuple[UOp, ...], i: int, what: str) -> int:
-    s = src[i]
-    if s.op is not Ops.CONST or isinstance(s.arg, bool) or not isinstance(s.arg, int):
-        raise IRError(f"{what} must be an integer constant", i)
-    return s.arg
+    """The value of an integer constant operand: a literal or a strong constant CAST(4) int32
+    (kcc.ir.consts)."""
+    v = const_int(src[i])
+    if v is None:
+        raise IRError(f"{what} must be an integer constant (a literal or e.g. CAST(4) int32)", i)
+    return v
 
 
 def _promote_all(src: tuple[UOp, ...], idx: range | list[int], what: str) -> UType:
@@ -149,16 +152,13 @@ def _const(src: tuple[UOp, ...], arg: Any) -> UType:
 def _special(src: tuple[UOp, ...], arg: Any) -> UType:
     if arg not in SPECIAL_NAMES:
         raise IRError(f"SPECIAL's name is one of {', '.join(SPECIAL_NAMES)}")
-    # A strong constant CAST(CONST n) int32 is a static bound too: weak-dtype lowering makes it.
-    b = src[0]
-    if b.op is Ops.CAST and b.src[0].op is Ops.CONST and isinstance(b.arg, DType) \
-            and b.arg.is_int:
-        bound = _const_int(b.src, 0, "a SPECIAL bound (launch dimensions are static)")
-    else:
-        bound = _const_int(src, 0, "a SPECIAL bound (launch dimensions are static)")
-    if bound <= 0:
+    # The bound is an integer constant (a literal or a strong constant), or an integer
+    # expression of scalar PARAMs evaluated at launch (the verifier checks what it is built of).
+    t = _scalar_int(src, 0, "a SPECIAL bound")
+    bound = const_int(src[0])
+    if bound is not None and bound <= 0:
         raise IRError("a SPECIAL bound must be positive", 0)
-    return UType(src[0].dtype, (), "value")
+    return UType(t.dtype, (), "value")
 
 
 def _range(src: tuple[UOp, ...], arg: Any) -> UType:

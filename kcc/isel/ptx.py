@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from kcc.encode.ptx import Addr, Imm, Inst, Kernel, Label, Reg, Sym, Vec
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp
@@ -356,8 +357,7 @@ class PtxSelector(PtxAlu):
         """A place in a buffer, or one lane of a vector value."""
         base = u.src[0]
         if base.kind == "value":
-            lane = u.src[1].arg if u.src[1].op is Ops.CONST else strong_const(u.src[1])
-            self.val[u] = self.reg(base)[int(lane)]
+            self.val[u] = self.reg(base)[const_int(u.src[1])]
             return
         self.places[u] = self.place(base, u.src[1], 1)
 

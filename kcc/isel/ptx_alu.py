@@ -11,6 +11,7 @@ import struct
 import numpy as np
 
 from kcc.encode.ptx import Imm, Reg
+from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import COMPARE, Ops
 from kcc.ir.uop import UOp
@@ -92,16 +93,10 @@ def strong_const(u: UOp) -> int | float | bool | None:
         v, dt = u.src[0].arg, u.dtype
         if dt.is_bool:
             return bool(v)
-        if dt.is_float:
-            return float(v)
-        if isinstance(v, float):
-            if not math.isfinite(v) or not dt.min() <= math.trunc(v) <= dt.max():
-                return None            # an out-of-range conversion: computed, not folded
-            v = math.trunc(v)
-        m = int(v) & ((1 << dt.bits) - 1)
-        if dt.kind == "int" and m >= 1 << (dt.bits - 1):
-            m -= 1 << dt.bits
-        return m
+        if dt.is_int and isinstance(v, float) and (
+                not math.isfinite(v) or not dt.min() <= math.trunc(v) <= dt.max()):
+            return None            # an out-of-range conversion: computed, not folded
+        return literal_value(v, dt)   # ints wrap; floats rounded once (±inf beyond range)
     return None
 
 class PtxAlu:

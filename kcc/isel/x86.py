@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
@@ -373,8 +374,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """A place in a buffer, or one lane of a vector value."""
         base = u.src[0]
         if base.kind == "value":
-            k = strong_const(u.src[1])
-            k = int(k if k is not None else u.src[1].arg)
+            k = const_int(u.src[1])
             if base.dtype.is_bool:
                 self.val[u] = self.mask_lane(base, k)
             elif is_int_vector(base):

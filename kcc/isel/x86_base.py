@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kcc.ir import Ops, UOp, dtypes
-from kcc.ir import numerics as nm
+from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, Role, VReg
 
@@ -75,18 +75,8 @@ def strong_const(u: UOp) -> int | float | bool | None:
 
 
 def commit_const(v: int | float | bool, dt: DType) -> int | float | bool:
-    """A literal committed to dt by the CAST rules of docs/semantics.md, exactly as the
-    interpreter does it (kcc.ir.numerics): ints wrap to dt's width, a float literal saturates
-    into an integer dtype (NaN → 0), and a float dtype gets the literal rounded ONCE (an int
-    literal never through float64 first). A float result is a Python float holding the dtype's
-    value exactly (a float16/bfloat16 value is exact in float64)."""
-    if isinstance(v, bool) or dt.is_bool:
-        return bool(v) if dt.is_bool else int(v)
-    src = dtypes.weakint if isinstance(v, int) else dtypes.weakfloat
-    c = nm.cast(nm.const_array(v, src), src, dt)
-    if dt == dtypes.bfloat16:
-        return float(nm.bf16_to_f32(c))
-    return float(c) if dt.is_float else int(c)
+    """A literal committed to dt by the CAST rules of docs/semantics.md (kcc.ir.consts)."""
+    return literal_value(v, dt)
 
 
 def imm_form(mnem: str, width: str, value: int) -> str:

@@ -19,6 +19,7 @@ at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.ops import ALU, Ops
 from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
@@ -114,8 +115,11 @@ class _Walk:
                 raise VerifyError("a RANGE bound is built only from constants and scalar "
                                   "integer PARAMs (addrspace=ALU)", n, 0)
         elif op is Ops.SPECIAL:
+            if const_int(n.src[0]) is None:
+                raise VerifyError("a SPECIAL bound (launch dimensions are static) must be an "
+                                  "integer constant", n, 0)
             prev = self.special_bound.setdefault(n.arg, n)
-            if prev.src[0] is not n.src[0]:
+            if prev.src[0] is not n.src[0] and _bound(prev) != _bound(n):
                 raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
                                   f"{_bound(prev)} elsewhere", n, 0, related=prev)
 
@@ -213,6 +217,5 @@ def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:
 
 
 def _bound(special: UOp) -> object:
-    """A SPECIAL's constant bound: CONST n, or the strong CAST(CONST n) of lowered graphs."""
-    b = special.src[0]
-    return b.src[0].arg if b.op is Ops.CAST else b.arg
+    """A SPECIAL's constant bound (a literal or a strong constant)."""
+    return const_int(special.src[0])
