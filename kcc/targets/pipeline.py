@@ -1,7 +1,7 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, devectorize, decompose, legalize_gates,
-                simplify, linearize, select, allocate, encode)
+    PIPELINE = (verify, lower_weak_dtypes, simplify, slp, devectorize, decompose,
+                legalize_gates, simplify, linearize, select, allocate, encode)
 
 Graph passes take (sink, TargetDesc) and return a sink; the verifier runs after each of them
 (Cranelift's `verify_if`, on by default). `linearize` turns the graph into the schedule; the
@@ -21,6 +21,7 @@ from kcc.passes.gates import legalize_gates
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
 from kcc.passes.target import TargetDesc
 from kcc.passes.verify import verify
 
@@ -56,6 +57,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("verify", "graph", _verify),
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
+    Step("slp", "graph", slp),
     Step("devectorize", "graph", devectorize),
     Step("decompose", "graph", decompose),
     Step("legalize_gates", "graph", legalize_gates),

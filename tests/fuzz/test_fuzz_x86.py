@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz.harness import check_x86, derandomize, n_examples
+from fuzz.lanewise import lanewise
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -53,4 +54,19 @@ def _has_avx512() -> bool:
 @_settings(40)
 @given(vector(avoid=X86_AVOID, wide=True), SEEDS)
 def test_zmm_vector_matches_interpreter(sink, seed) -> None:
+    check_x86(sink, seed, "x86-64-v4")
+
+
+@_settings(80)
+@given(lanewise(), SEEDS)
+def test_lanewise_matches_interpreter(sink, seed) -> None:
+    """Per-lane scalar work on vector loads (the SLP pass re-packs it) against the interpreter."""
+    check_x86(sink, seed)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(30)
+@given(lanewise(wide=True), SEEDS)
+def test_zmm_lanewise_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")

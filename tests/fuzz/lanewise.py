@@ -1,0 +1,118 @@
+"""A Hypothesis strategy for lane-wise kernels: the shape tinygrad writes vectors in.
+
+n-lane SHRINK loads are taken apart lane by lane (INDEX with a constant), each lane is computed
+in scalars by the same expression (isomorphic lanes: what the SLP pass re-packs), the results
+are rebuilt with a STACK and stored with one SHRINK store. To reach every branch of the pass the
+expression also reads lanes in another order, one lane of a vector for all lanes (a broadcast),
+scalar PARAMs, per-lane constants and scalar loads of consecutive elements; sometimes one lane
+uses a different op (not isomorphic: must stay scalar), and sometimes an intermediate lane is
+also stored on its own (a packed scalar that keeps another user).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from fuzz.strategies import Scope, Val, _close, _group, _Kernel, _loops, _sink
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
+
+SHAPES = [(dtypes.float32, 4), (dtypes.float32, 8), (dtypes.float64, 2), (dtypes.float64, 4),
+          (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 4)]
+WIDE = [(dtypes.float32, 16), (dtypes.float64, 8), (dtypes.int32, 16)]
+F_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.FDIV, Ops.MULACC, Ops.NEG, Ops.SQRT, Ops.WHERE)
+I_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.XOR, Ops.AND, Ops.OR, Ops.MULACC, Ops.NEG,
+         Ops.SHL, Ops.WHERE)
+ARITY = {Ops.NEG: 1, Ops.SQRT: 1, Ops.MULACC: 3, Ops.WHERE: 3}
+Tmpl = tuple[Any, ...]
+
+
+class _Lanes:
+    """Draws one expression template and instantiates it for every lane."""
+
+    def __init__(self, draw: st.DrawFn, s: Scope, dt: DType, w: int):
+        self.draw, self.s, self.dt, self.w = draw, s, dt, w
+        self.vecs = [s.load(dt, (w,), 1).u for _ in range(draw(st.integers(1, 3)))]
+        self.cache: dict[tuple[int, int], UOp] = {}
+        self.tmpls: list[Tmpl] = []
+
+    def leaf(self) -> Tmpl:
+        """A lane source: a lane of a vector (in order, reversed or one fixed lane), a scalar
+        argument, per-lane constants or consecutive scalar loads."""
+        d = self.draw
+        how = d(st.integers(0, 9))
+        if how < 5:
+            return ("lane", d(st.integers(0, len(self.vecs) - 1)), "id")
+        if how == 5:
+            return ("lane", d(st.integers(0, len(self.vecs) - 1)),
+                    d(st.sampled_from(["rev", d(st.integers(0, self.w - 1))])))
+        if how == 6:
+            return ("param", self.s.k.param(self.dt, None))
+        if how == 7:
+            return ("const", tuple(self.s.strong_const(self.dt).u for _ in range(self.w)))
+        return ("scal", self.s.buffer(self.dt, self.s.n * self.w))
+
+    def tmpl(self, depth: int) -> Tmpl:
+        """An expression template: an op over sub-templates, or a leaf."""
+        d = self.draw
+        if depth >= 3 or d(st.integers(0, 3)) == 0:
+            return self.leaf()
+        op = d(st.sampled_from(F_OPS if self.dt.is_float else I_OPS))
+        kids = tuple(self.tmpl(depth + 1) for _ in range(ARITY.get(op, 2)))
+        t: Tmpl = ("op", op, kids, d(st.sampled_from(CMPS)))
+        if d(st.integers(0, 7)) == 0:             # one lane computes something else
+            other = d(st.sampled_from([o for o in (Ops.ADD, Ops.MUL, Ops.SUB) if o is not op]))
+            t = ("mut", t, ("op", other, kids[:1] * 2, t[3]), d(st.integers(0, self.w - 1)))
+        self.tmpls.append(t)
+        return t
+
+    def lane(self, t: Tmpl, j: int) -> UOp:
+        """Lane j of template t."""
+        kind = t[0]
+        if kind == "lane":
+            p = t[2]
+            k = j if p == "id" else self.w - 1 - j if p == "rev" else p
+            return UOp(Ops.INDEX, (self.vecs[t[1]], UOp.const(k)))
+        if kind == "param":
+            return t[1]
+        if kind == "const":
+            return t[1][j]
+        if kind == "scal":
+            idx = UOp(Ops.ADD, (UOp(Ops.MUL, (self.s.lin, UOp.const(self.w))), UOp.const(j)))
+            return UOp(Ops.LOAD, (UOp(Ops.INDEX, (t[1], idx)),))
+        if kind == "mut":
+            return self.lane(t[2] if j == t[3] else t[1], j)
+        op, kids = t[1], [self.lane(k, j) for k in t[2]]
+        if op is Ops.WHERE:
+            cond = UOp(t[3], (kids[0], kids[1]))
+            return UOp(Ops.WHERE, (cond, kids[1], kids[2]))
+        if op is Ops.SHL:
+            amt = UOp(Ops.AND, (kids[1], UOp.const(self.dt.bits - 1)))
+            return UOp(Ops.SHL, (kids[0], amt))
+        return UOp(op, tuple(kids))
+
+
+CMPS = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+
+
+@st.composite
+def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False) -> UOp:
+    """out[w·i : w·i+w] = STACK(f(lane 0), …, f(lane w-1)) over one or two loops."""
+    dt, w = draw(st.sampled_from(WIDE if wide else SHAPES))
+    k = _Kernel(draw)
+    ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
+    s = Scope(k, ranges, lin, n, w)
+    g = _Lanes(draw, s, dt, w)
+    t = g.tmpl(0)
+    res = UOp(Ops.STACK, tuple(g.lane(t, j) for j in range(w)))
+    stores = [s.store(Val(res), False)]
+    if g.tmpls and draw(st.booleans()):            # an intermediate lane with its own user
+        inner = draw(st.sampled_from(g.tmpls))
+        lane = draw(st.integers(0, w - 1))
+        stores.append(s.store(Val(g.lane(inner, lane)), False))
+    if draw(st.integers(0, 3)) == 0:               # the same lanes stored in reverse order
+        rev = UOp(Ops.STACK, tuple(reversed(res.src)))
+        stores.append(s.store(Val(rev), False))
+    return _sink(k, _close(draw, _group(stores), ranges), name)

@@ -1,0 +1,111 @@
+"""Tests of the SLP pass (kcc/passes/slp.py): which lane groups become vector ops and which stay
+scalar. Values are checked by the lane-wise fuzzer (tests/fuzz/lanewise.py) against the
+reference interpreter; here the structure: vector ops appear where the lanes are isomorphic,
+nothing is packed where they are not, and a packed lane with another user is read back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from passes_support import param
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.uop import toposort
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.target import SCALAR_ALL_NATIVE, X86_AVX2
+
+KERNELS = Path(__file__).parent / "kernels"
+C = UOp.const
+
+
+def _prep(sink: UOp) -> UOp:
+    return simplify(lower_weak_dtypes(sink))
+
+
+def _ops(g: UOp, op: Ops) -> list[UOp]:
+    return [u for u in toposort([g]) if u.op is op]
+
+
+def _kernel(*effects: UOp) -> UOp:
+    from kcc.ir import KernelInfo
+    return UOp(Ops.SINK, effects, KernelInfo("k"))
+
+
+def _vec_setup(n: int = 4):
+    out, a, b = (param(i, dtypes.float32, 64) for i in range(3))
+    s = C(0)
+    av = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (a, s, C(n))),))
+    bv = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (b, s, C(n))),))
+    lane = lambda v, j: UOp(Ops.INDEX, (v, C(j)))      # noqa: E731
+    return out, a, b, av, bv, lane, UOp(Ops.SHRINK, (out, s, C(n)))
+
+
+def test_isomorphic_lanes_become_one_vector_op() -> None:
+    g = _prep(parse((KERNELS / "lanewise_add.uop").read_text(), "lanewise_add.uop"))
+    assert [u for u in _ops(g, Ops.ADD) if u.dtype == dtypes.float32 and u.shape == ()]
+    r = slp(g, X86_AVX2)
+    adds = [u for u in _ops(r, Ops.ADD) if u.dtype == dtypes.float32]
+    assert [u.shape for u in adds] == [(4,)]
+    assert not _ops(r, Ops.STACK)
+    assert all(u.src[0].kind != "value" for u in _ops(r, Ops.INDEX))   # no lane extracts
+
+
+def test_target_without_vectors_is_left_alone() -> None:
+    g = _prep(parse((KERNELS / "lanewise_add.uop").read_text(), "lanewise_add.uop"))
+    assert slp(g, SCALAR_ALL_NATIVE) is g
+
+
+def test_non_isomorphic_lanes_stay_scalar() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    lanes = [UOp(Ops.ADD if j != 2 else Ops.MUL, (lane(av, j), lane(bv, j))) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    assert all(u.shape == () for u in _ops(r, Ops.ADD) + _ops(r, Ops.MUL))
+
+
+def test_shuffled_and_broadcast_operands_pack_as_stacks() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    x = param(3, dtypes.float32)
+    lanes = [UOp(Ops.MUL, (UOp(Ops.ADD, (lane(av, 3 - j), x)), lane(bv, j))) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    (add,) = _ops(r, Ops.ADD)
+    (mul,) = _ops(r, Ops.MUL)
+    assert add.shape == mul.shape == (4,)
+    assert mul.src[1].op is Ops.LOAD and mul.src[1].src[0].src[0] is b
+    rev, bcast = add.src
+    assert rev.op is Ops.STACK and [s.src[1].arg for s in rev.src] == [3, 2, 1, 0]
+    assert bcast.op is Ops.STACK and all(s is x for s in bcast.src)
+
+
+def test_consecutive_scalar_loads_become_a_vector_load() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    loads = [UOp(Ops.LOAD, (UOp(Ops.INDEX, (b, C(8 + j))),)) for j in range(4)]
+    lanes = [UOp(Ops.SUB, (lane(av, j), loads[j])) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    vload = [u for u in _ops(r, Ops.LOAD) if u.shape == (4,) and u.src[0].src[0] is b]
+    assert len(vload) == 1 and _ops(r, Ops.SUB)[0].shape == (4,)
+
+
+def test_gapped_loads_stay_scalar() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    loads = [UOp(Ops.LOAD, (UOp(Ops.INDEX, (b, C(2 * j))),)) for j in range(4)]
+    lanes = [UOp(Ops.SUB, (lane(av, j), loads[j])) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    assert all(u.shape == () for u in _ops(r, Ops.LOAD) if u.src[0].src[0] is b)
+
+
+def test_packed_lane_with_another_user_is_read_back_not_recomputed() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    lanes = [UOp(Ops.ADD, (lane(av, j), lane(bv, j))) for j in range(4)]
+    extra = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(40))), lanes[1]))
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes)))), extra))
+    r = slp(g, X86_AVX2)
+    (add,) = _ops(r, Ops.ADD)
+    st = next(u for u in _ops(r, Ops.STORE) if u.src[0].op is Ops.INDEX)
+    assert st.src[1].op is Ops.INDEX and st.src[1].src == (add, C(1))
