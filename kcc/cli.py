@@ -2,9 +2,10 @@
 
     kcc check FILE...        parse and verify; `path: ok` per good file, errors on stderr
     kcc fmt FILE [-i]        the canonical text, to stdout or in place
-    kcc compile FILE... -t T one object (+ manifest) for target T (x86, cuda)
+    kcc compile FILE... -t T one object (+ manifest) for target T (kcc.targets.registry)
     kcc run SOURCE ARG...    run a .uop (--interp or -t T) or a manifest; save the buffers
-    kcc disasm FILE          the instructions of an x86 object, a cubin or PTX
+    kcc disasm FILE          the instructions of an object (the target that claims it lists it)
+    kcc targets              the targets, their arches and emit kinds
 
 A bad input file is reported as `path:line:col: error: message` with the line and a caret, and
 the command exits with status 1; it never shows a Python traceback.
@@ -23,6 +24,7 @@ from kcc.frontend.errors import SourceError
 from kcc.frontend.lexer import decode_source
 from kcc.frontend.parser import ParseResult, parse_result, read_source
 from kcc.frontend.printer import format_uop, leading_comments
+from kcc.targets import registry
 
 
 def _version() -> str:
@@ -95,9 +97,23 @@ def fmt(file: str, in_place: bool) -> None:
 
 # -- compile, run, disasm ------------------------------------------------------------------------
 
-TARGETS = ("x86", "cuda")
-DEFAULT_ARCH = {"x86": "x86-64-v3", "cuda": "sm_90"}
-EMITS = {"x86": ("obj", "asm"), "cuda": ("cubin", "ptx")}
+class TargetName(click.ParamType):
+    """A target name from kcc.targets.registry (checked when parsed, so a target registered
+    at run time is accepted too)."""
+
+    name = "target"
+
+    def get_metavar(self, param: click.Parameter, *args: object) -> str:
+        return "[" + "|".join(registry.names()) + "]"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None):
+        if value in registry.names():
+            return value
+        self.fail(f"{value!r} is not a target (choose from {', '.join(registry.names())}; "
+                  "`kcc targets` lists them)", param, ctx)
+
+
+TARGET = TargetName()
 
 
 class CliError(Exception):
@@ -128,39 +144,24 @@ def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
     if dump_after is not None and dump_after not in PASS_NAMES:
         raise CliError(f"unknown pass {dump_after!r} for --dump-after (choose from "
                        f"{', '.join(PASS_NAMES)})")
-    arch = arch or DEFAULT_ARCH[target]
-    emit = emit or EMITS[target][0]
-    if emit not in EMITS[target]:
-        raise CliError(f"-t {target} emits {' or '.join(EMITS[target])}, not {emit!r}")
+    spec = registry.get(target)
+    arch = arch or spec.default_arch
+    emit = emit or spec.default_emit
     out = sys.stdout if dump_after else None
     try:
-        if target == "x86":
-            from kcc.targets.x86 import ARCHES, compile_x86
-            if arch not in ARCHES:
-                raise CliError(f"unknown x86 --arch {arch!r} (choose from {', '.join(ARCHES)})")
-            data, descs = compile_x86(sinks, arch, emit, dump_after, out)
-            if descs:       # "native" is recorded as the arch it resolved to
-                arch = descs[0].target["x86"]["arch"]
-        else:
-            from kcc.targets.cuda import ARCHES as CUDA_ARCHES, compile_cuda
-            if arch not in CUDA_ARCHES:
-                raise CliError(f"unknown cuda --arch {arch!r} (choose from "
-                               f"{', '.join(CUDA_ARCHES)})")
-            data, descs = compile_cuda(sinks, arch, emit, dump_after, out)
-    except CliError:
-        raise
+        spec.check_arch(arch)
+        spec.emit(emit)
+        c = spec.compile(sinks, arch, emit, dump_after, out)
     except Exception as e:                   # noqa: BLE001 — never a traceback for a user
         raise CliError(_compile_message(e)) from None
-    return data, descs, arch, emit
+    return c.data, c.descs, c.arch, c.emit
 
 
 def _compile_message(e: Exception) -> str:
     """A compile failure as one line: the message of an error kcc reports on purpose (a
     construct the target cannot compile), else an internal error to report, with its type
     (KCC_TRACEBACK=1 re-raises it with the traceback, for kcc developers)."""
-    from kcc.isel.x86 import SelectError
-    from kcc.targets.cuda import CudaCompileError
-    if isinstance(e, (SelectError, CudaCompileError)):
+    if isinstance(e, registry.CompileError):
         return str(e)
     if os.environ.get("KCC_TRACEBACK"):
         raise e
@@ -169,13 +170,16 @@ def _compile_message(e: Exception) -> str:
 
 @main.command("compile")
 @click.argument("files", nargs=-1, required=True)
-@click.option("-t", "--target", type=click.Choice(TARGETS), required=True,
-              help="Target: x86 (ELF64 .o) or cuda (cubin/PTX).")
-@click.option("--arch", help="x86-64-v3 (default), x86-64-v4, native; cuda: sm_75 … sm_120.")
+@click.option("-t", "--target", type=TARGET, required=True,
+              help="Target (`kcc targets` lists each with its arches and emit kinds).")
+@click.option("--arch", help="The target's architecture (default: the target's default; "
+              "`kcc targets` lists them).")
 @click.option("-o", "--output", help="Output file (default: first input with .o/.cubin/.ptx/.s).")
 @click.option("--manifest", help="Manifest path (default: the output with .json).")
-@click.option("--header", help="Also write a C header with the kernels' prototypes (x86).")
-@click.option("--emit", help="x86: obj (default) or asm; cuda: cubin (default) or ptx.")
+@click.option("--header", help="Also write a C header with the kernels' prototypes "
+              "(targets whose objects C links, e.g. x86).")
+@click.option("--emit", help="Output kind (default: the target's first; `kcc targets` lists "
+              "them).")
 @click.option("--dump-after", help="Print the graph or machine listing after this pass.")
 def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
                 manifest: str | None, header: str | None, emit: str | None,
@@ -187,18 +191,19 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
         data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after)
     except CliError as e:
         _die(str(e))
-    ext = {"obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx"}[emit]
-    out = Path(output) if output else Path(Path(files[0]).stem + ext)
+    spec = registry.get(target)
+    kind = spec.emit(emit)
+    out = Path(output) if output else Path(Path(files[0]).stem + kind.suffix)
     try:
         out.write_bytes(data)
         mpath = Path(manifest) if manifest else out.with_suffix(".json")
-        write_manifest(mpath, target, arch, descs, out if emit in ("obj", "cubin", "ptx")
-                       else None)
+        write_manifest(mpath, target, arch, descs, out if kind.loadable else None)
         if header:
-            if target != "x86":
-                _die("--header is for -t x86 (C prototypes of the object's functions)")
-            from kcc.targets.x86 import c_header
-            Path(header).write_text(c_header(descs))
+            text = spec.header(descs, "KCC_KERNELS_H")
+            if text is None:
+                _die(f"--header: -t {target} has no C header (C prototypes of the object's "
+                     "functions)")
+            Path(header).write_text(text)
     except OSError as e:
         _die(f"cannot write output: {e.filename}: {e.strerror}")
     click.echo(f"wrote {out} and {mpath} ({len(descs)} kernel{'s' * (len(descs) != 1)})",
@@ -266,7 +271,7 @@ def _random_buffer(rng, npdt, n: int, name: str):
 @click.argument("source")
 @click.argument("args", nargs=-1)
 @click.option("--interp", is_flag=True, help="Run the .uop in the reference interpreter.")
-@click.option("-t", "--target", type=click.Choice(TARGETS), help="Compile the .uop for TARGET.")
+@click.option("-t", "--target", type=TARGET, help="Compile the .uop for TARGET.")
 @click.option("--arch", help="Target architecture (as for compile).")
 @click.option("--kernel", help="Kernel name, when a manifest holds several.")
 @click.option("-o", "--outdir", default="kcc-out", show_default=True,
@@ -307,9 +312,9 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
         if kernel is not None and kernel not in names:
             raise CliError(f"{source} has no kernel {kernel!r} (it has {', '.join(names)})")
         desc = descs[names.index(kernel)] if kernel else descs[0]
-        if doc["target"] not in TARGETS:      # a manifest from a newer kcc, or edited
+        if doc["target"] not in registry.names():     # from a newer kcc, or edited
             raise CliError(f"{source} is for target {doc['target']!r}, which this kcc cannot "
-                           f"run (it runs {', '.join(TARGETS)})")
+                           f"run (it runs {', '.join(registry.names())})")
         if target is not None and target != doc["target"]:
             raise CliError(f"{source} was compiled for {doc['target']}, not {target}")
         target = doc["target"]
@@ -397,57 +402,46 @@ def _interpret(sink, values: list) -> None:
 
 def _launch(target: str, data: bytes, desc, values: list) -> None:
     from kcc.targets.manifest import LaunchError
-    if target == "x86":
-        from kcc.targets.objload import LoadedObject, ObjectLoadError
-        from kcc.targets.x86 import launch
-        try:
-            obj = LoadedObject(data)
-        except ObjectLoadError as e:
-            raise CliError(str(e)) from None
-        try:
-            launch(obj, desc, values)
-        except LookupError as e:      # the manifest names a symbol the object lacks
-            raise CliError(str(e).strip("'\"")) from None
-        except LaunchError as e:      # e.g. an x86-64-v4 object on a CPU without AVX-512
-            raise CliError(str(e)) from None
-        finally:
-            obj.close()
-    else:
-        from kcc.targets.cuda import launch_cuda
-        from kcc.targets.cuda_driver import CudaUnavailable
-        try:
-            launch_cuda(data, desc, values)
-        except CudaUnavailable as e:
-            raise CliError(f"cannot run on CUDA: {e}") from None
+    try:
+        registry.get(target).launch(data, desc, values)
+    except LaunchError as e:
+        raise CliError(str(e)) from None
 
 
 @main.command("disasm")
 @click.argument("file")
 @click.option("--att", is_flag=True, help="AT&T syntax (x86).")
 def disasm_cmd(file: str, att: bool) -> None:
-    """Print the instructions of a compiled object (x86 .o, cubin or PTX)."""
+    """Print the instructions of a compiled object (an x86 .o, a cubin, PTX, …: the target
+    that recognizes FILE lists it)."""
     try:
         data = Path(file).read_bytes()
     except OSError as e:
         _die(f"cannot read {file}: {e.strerror}")
+    # an ELF too short for its 64-byte header is refused here, before any target guesses
+    if data[:4] == b"\x7fELF" and len(data) < 64:
+        _die(f"{file}: truncated ELF file ({len(data)} bytes, the header alone is 64)")
+    targets = registry.all_targets()
+    spec = next((t for t in targets if t.claims(data, file)), None)
+    if spec is None:
+        kinds = ", ".join(t.lists for t in targets if t.lists)
+        if data[:4] == b"\x7fELF":
+            machine = int.from_bytes(data[18:20], "little")
+            _die(f"{file}: an ELF file for machine {machine}, not {kinds}")
+        _die(f"{file} is not {kinds}")
     try:
-        # an ELF is an x86-64 object (e_machine 62) or a cubin (EM_CUDA, 190); anything
-        # else, or one too short for its 64-byte header, is refused here, not guessed at
-        if data[:4] == b"\x7fELF" and len(data) < 64:
-            _die(f"{file}: truncated ELF file ({len(data)} bytes, the header alone is 64)")
-        machine = int.from_bytes(data[18:20], "little")
-        if data[:4] == b"\x7fELF" and machine not in (62, 190):
-            _die(f"{file}: an ELF file for machine {machine}, not an x86-64 object or a cubin")
-        if data[:4] == b"\x7fELF" and machine == 62:
-            from kcc.targets.x86 import disasm_object
-            click.echo(disasm_object(data, att), nl=False)
-        elif data[:4] == b"\x7fELF" or file.endswith(".ptx") or b".entry" in data[:100000]:
-            from kcc.targets.cuda import disasm_cuda
-            click.echo(disasm_cuda(data), nl=False)
-        else:
-            _die(f"{file} is not an x86-64 ELF object, a cubin or PTX")
-    except ValueError as e:
+        click.echo(spec.disasm(data, att), nl=False)
+    except registry.DisasmError as e:
         _die(f"{file}: {e}")
+
+
+@main.command("targets")
+def targets_cmd() -> None:
+    """List the targets: name, arches (default first) and emit kinds."""
+    for t in registry.all_targets():
+        arches = [t.default_arch] + [a for a in t.arches if a != t.default_arch]
+        click.echo(f"{t.name}: {t.summary}\n  --arch {', '.join(arches)}\n"
+                   f"  --emit {', '.join(e.name for e in t.emits)}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from kcc.encode.ptx import ARCH_PTX, Kernel, PtxError, module_text, sm_number
 from kcc.ir import Ops, UOp
 from kcc.isel.ptx import SelectError, select
 from kcc.passes.target import CUDA, TargetDesc
-from kcc.targets.manifest import KernelDesc, describe_kernel, duplicate_name
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
+from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
 ARCHES: tuple[str, ...] = tuple(ARCH_PTX)
 PTXAS_HINT = ("install it with `pip install nvidia-cuda-nvcc` (it provides "
@@ -156,24 +157,15 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
     The manifest facts (registers from `ptxas -v`) are filled whenever ptxas is available,
     also for `emit="ptx"`.
     """
-    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.pipeline import compile_kernels
     if emit not in ("cubin", "ptx"):
         raise CudaCompileError(f"--emit for CUDA is 'cubin' or 'ptx', not {emit!r}")
     target = CudaTarget(arch)
     ptxas = find_ptxas()
     if emit == "cubin" and ptxas is None:
         raise CudaCompileError(f"a cubin needs ptxas, which was not found; {PTXAS_HINT}")
-    dup = duplicate_name(sinks)
-    if dup:
-        raise CudaCompileError(f"two kernels are named {dup!r}; entry names must be unique")
-    kernels, descs = [], []
-    for sink in sinks:
-        try:
-            k, d = run_pipeline(sink, target, dump_after, out)
-        except (SelectError, PtxError) as e:
-            raise CudaCompileError(f"kernel {sink.arg.name}: {e}") from None
-        kernels.append(k)
-        descs.append(d)
+    kernels, descs = compile_kernels(sinks, target, CudaCompileError, (SelectError, PtxError),
+                                     dump_after, out)
     try:
         ptx = module_text(kernels, arch)
     except PtxError as e:
@@ -249,3 +241,51 @@ def launch_cuda(module: bytes, desc: KernelDesc, args: list[Any]) -> None:
         for dptr, _, _ in ptrs:
             drv.free(dptr)
         drv.unload_module(mod)
+
+
+# -- the registry entry (kcc.targets.registry) --------------------------------------------------
+
+def _is_ptx(data: bytes, path: str) -> bool:
+    return path.endswith(".ptx") or b".entry" in data[:100000]
+
+
+class CudaSpec(TargetSpec):
+    """CUDA: one module of PTX entries, a cubin through ptxas; runs through libcuda."""
+
+    name = "cuda"
+    summary = "CUDA cubin (through ptxas) or PTX, run through libcuda"
+    arches = ARCHES
+    default_arch = "sm_90"
+    emits = (Emit("cubin", ".cubin", True), Emit("ptx", ".ptx", True))
+    lists = "a CUDA cubin or PTX"
+
+    def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
+                out: Any = None) -> Compiled:
+        self.check_arch(arch)
+        self.emit(emit)
+        try:
+            data, descs = compile_cuda(sinks, arch, emit, dump_after, out)
+        except CudaCompileError as e:
+            raise CompileError(str(e)) from None
+        return Compiled(data, descs, arch, emit)
+
+    def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        from kcc.targets.cuda_driver import CudaUnavailable
+        try:
+            launch_cuda(data, desc, values)
+        except CudaUnavailable as e:
+            raise LaunchError(f"cannot run on CUDA: {e}") from None
+
+    def claims(self, data: bytes, path: str) -> bool:
+        if data[:4] == b"\x7fELF":
+            return int.from_bytes(data[18:20], "little") == 190      # EM_CUDA
+        return _is_ptx(data, path)
+
+    def disasm(self, data: bytes, att: bool = False) -> str:
+        try:
+            return disasm_cuda(data)
+        except CudaCompileError as e:
+            raise DisasmError(str(e)) from None
+
+
+TARGET = CudaSpec()

@@ -1,0 +1,146 @@
+"""The target registry: one object per target that the CLI, the benches and the tests drive.
+
+    from kcc.targets import registry
+    t = registry.get("x86")                  # imports kcc.targets.x86 on first use
+    c = t.compile(sinks, t.default_arch, t.default_emit)
+    t.launch(c.data, c.descs[0], check_launch(c.descs[0], args))
+
+A target is one module that defines `TARGET`, an instance of a `TargetSpec` subclass. Built-in
+targets are listed by name in `BUILTIN` (name → module) and imported lazily, so listing the
+names (`kcc --help`, `kcc --version`) imports no back end. `register(spec)` adds a target at
+run time (a test's toy target, a plugin). docs/architecture.md ("Targets") documents the
+interface for a new back end.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+# name → module defining TARGET; the order is the order `kcc targets` and --help list them
+BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda"}
+
+_loaded: dict[str, "TargetSpec"] = {}
+
+
+class CompileError(Exception):
+    """A kernel (or request) a target refuses on purpose; the message is for the user."""
+
+
+class DisasmError(Exception):
+    """A file a target recognized but cannot list; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class Emit:
+    """One output kind of a target: its name (`--emit`), file suffix, and whether the output
+    is an object a loader can run (the manifest then records it)."""
+
+    name: str
+    suffix: str
+    loadable: bool
+
+
+@dataclass
+class Compiled:
+    """What `TargetSpec.compile` returns: the output bytes, one KernelDesc per kernel (the
+    manifest's entries) and the arch actually compiled for (e.g. what `native` resolved to)."""
+
+    data: bytes
+    descs: list[Any]
+    arch: str
+    emit: str
+
+
+class TargetSpec:
+    """The interface every target implements (defaults: the optional parts are absent)."""
+
+    name: str = ""
+    summary: str = ""                     # one line: what the target writes
+    arches: tuple[str, ...] = ()
+    default_arch: str = ""
+    emits: tuple[Emit, ...] = ()          # the first is the default
+    lists: str = ""                       # what `kcc disasm` lists, e.g. "an x86-64 ELF object"
+
+    @property
+    def default_emit(self) -> str:
+        """The emit kind used without --emit."""
+        return self.emits[0].name
+
+    def emit(self, name: str) -> Emit:
+        """The Emit called name; CompileError naming the choices if there is none."""
+        for e in self.emits:
+            if e.name == name:
+                return e
+        raise CompileError(f"-t {self.name} emits {' or '.join(e.name for e in self.emits)}, "
+                           f"not {name!r}")
+
+    def check_arch(self, arch: str) -> None:
+        """CompileError unless arch is one this target compiles for."""
+        if arch not in self.arches:
+            raise CompileError(f"unknown {self.name} --arch {arch!r} (choose from "
+                               f"{', '.join(self.arches)})")
+
+    def compile(self, sinks: list[Any], arch: str, emit: str, dump_after: str | None = None,
+                out: TextIO | None = None) -> Compiled:
+        """Compile kernel graphs (one object, one symbol each); CompileError for a kernel the
+        target refuses on purpose, any other exception is an internal error."""
+        raise NotImplementedError
+
+    def launch(self, data: bytes, desc: Any, values: list[Any]) -> None:
+        """Run one kernel of a compiled object on values (checked by manifest.check_launch);
+        buffers are written in place. manifest.LaunchError when it cannot run here (no
+        device, a CPU lacking the arch, an object the loader refuses)."""
+        from kcc.targets.manifest import LaunchError
+        raise LaunchError(f"target {self.name} has no loader")
+
+    def describe(self, data: bytes) -> list[Any] | None:
+        """The launch facts embedded in a compiled object (KernelDescs), or None when the
+        target embeds none; ValueError if the object's facts are unreadable."""
+        return None
+
+    def claims(self, data: bytes, path: str) -> bool:
+        """True if data (read from path) is an output of this target `kcc disasm` can list."""
+        return False
+
+    def disasm(self, data: bytes, att: bool = False) -> str:
+        """The listing of an output this target claims; DisasmError if it cannot be listed."""
+        raise DisasmError(f"target {self.name} has no disassembler")
+
+    def header(self, descs: list[Any], guard: str) -> str | None:
+        """A C header declaring the kernels (`--header`), or None if the target has none."""
+        return None
+
+
+def names() -> tuple[str, ...]:
+    """Every target name, built-in first (imports nothing)."""
+    return tuple(dict.fromkeys([*BUILTIN, *_loaded]))
+
+
+def register(spec: TargetSpec) -> TargetSpec:
+    """Add (or replace) a target; returns it. Built-in modules need not call this."""
+    if not spec.name:
+        raise ValueError("a target needs a name")
+    _loaded[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a target added with register (tests use it to clean up)."""
+    _loaded.pop(name, None)
+
+
+def get(name: str) -> TargetSpec:
+    """The target called name, importing its module on first use; KeyError if unknown."""
+    if name not in _loaded:
+        if name not in BUILTIN:
+            raise KeyError(name)
+        spec = importlib.import_module(BUILTIN[name]).TARGET
+        _loaded.setdefault(name, spec)
+    return _loaded[name]
+
+
+def all_targets() -> list[TargetSpec]:
+    """Every target, imported (for `kcc disasm` and `kcc targets`)."""
+    return [get(n) for n in names()]
