@@ -144,7 +144,8 @@ class _Parser:
         self.stmts: list[tuple[int, str | None, int, UOp]] = []   # line, name, col, node
         self.loc: dict[UOp, NodeLoc] = {}
         self.names: dict[UOp, str] = {}
-        self.slots: dict[tuple[Ops, int], tuple[str, int]] = {}
+        # (op, address space, slot): BUFFER slots are unique within their address space
+        self.slots: dict[tuple[Ops, AddrSpace, int], tuple[str, int]] = {}
         self.sink: UOp | None = None
         self.sink_line = 0
         self.lx: Lexer = Lexer("", 0, path)
@@ -484,11 +485,13 @@ class _Parser:
     def _check_param(self, node: UOp, val: Val | None, name: str | None, lineno: int,
                      col: int) -> None:
         pa: ParamArg = node.arg
-        key = (node.op, pa.slot)
+        space = AddrSpace.GLOBAL if node.op is Ops.PARAM else pa.addrspace
+        key = (node.op, space, pa.slot)
         prev = self.slots.get(key)
         if prev is not None:
+            where = f" (among {space.name} BUFFERs)" if node.op is Ops.BUFFER else ""
             raise self.lx.error(val.col if val else col, f"{node.op.name} slot {pa.slot} is "
-                                f"already declared by {_clip(prev[0])} on line {prev[1]}")
+                                f"already declared by {_clip(prev[0])} on line {prev[1]}{where}")
         self.slots[key] = (name or node.op.name, lineno)
         if pa.vmin_vmax is not None:
             vcol = val.v[2]["vmin_vmax"].col if val and "vmin_vmax" in val.v[2] else val.col

@@ -30,7 +30,8 @@ def format_uop(sink: UOp, comments: list[str] | tuple[str, ...] = ()) -> str:
     """The canonical text of the graph under `sink`; `comments` go right after the header."""
     order = toposort([sink])
     params = sorted((n for n in order if n.op is Ops.PARAM), key=lambda n: n.arg.slot)
-    buffers = sorted((n for n in order if n.op is Ops.BUFFER), key=lambda n: n.arg.slot)
+    buffers = sorted((n for n in order if n.op is Ops.BUFFER),
+                     key=lambda n: (n.arg.slot, n.arg.addrspace.name))
     rest = [n for n in order if n.op not in (Ops.PARAM, Ops.BUFFER, Ops.CONST) and n is not sink]
     names: dict[UOp, str] = {}
     out = [HEADER, *comments]

@@ -86,7 +86,7 @@ OP_ROWS: tuple[OpRow, ...] = (
     OpRow(Ops.LOAD, 1, "memory", variadic=True, max_src=3),
     OpRow(Ops.STORE, 2, "memory", variadic=True, max_src=3),
     OpRow(Ops.AFTER, 2, "control", variadic=True),
-    OpRow(Ops.BARRIER, 0, "control"),
+    OpRow(Ops.BARRIER, 0, "control", variadic=True),   # srcs: the effects it waits for
     OpRow(Ops.GROUP, 1, "control", variadic=True),
     OpRow(Ops.SINK, 1, "control", variadic=True, arg="required"),
     OpRow(Ops.STACK, 1, "vector", variadic=True),

@@ -221,7 +221,11 @@ def _load(src: tuple[UOp, ...], arg: Any) -> UType:
 
 def _store(src: tuple[UOp, ...], arg: Any) -> UType:
     place = _place(src, 0)
-    _store_into(place, _value(src, 1, "a stored value"), 1, "the stored value")
+    val = _value(src, 1, "a stored value")
+    # A uint8 stored into a bool place is the bool v != 0 (GPU-style lowerings store a
+    # comparison as CAST(cmp) uint8 into a bool buffer); docs/uop-format.md, "Types".
+    if not (place.dtype.is_bool and val.dtype == dtypes.uint8 and val.shape == place.shape):
+        _store_into(place, val, 1, "the stored value")
     if len(src) == 3:
         _gate(src, 2)
     return VOID
@@ -235,6 +239,14 @@ def _after(src: tuple[UOp, ...], arg: Any) -> UType:
 
 
 def _void(src: tuple[UOp, ...], arg: Any) -> UType:
+    return VOID
+
+
+def _barrier(src: tuple[UOp, ...], arg: Any) -> UType:
+    # BARRIER(%st, …): the effects (a workgroup's LOCAL stores) it waits for, ordered before it
+    for i, s in enumerate(src):
+        if s.utype.kind != "void":
+            raise IRError(f"a BARRIER's srcs are the effects it waits for, not a {s.kind}", i)
     return VOID
 
 
@@ -346,7 +358,7 @@ def _wmma(src: tuple[UOp, ...], arg: Any) -> UType:
 RULES: dict[Ops, Callable[[tuple[UOp, ...], Any], UType]] = {
     Ops.PARAM: _param, Ops.BUFFER: _buffer, Ops.CONST: _const, Ops.SPECIAL: _special,
     Ops.RANGE: _range, Ops.END: _end, Ops.INDEX: _index, Ops.SHRINK: _shrink,
-    Ops.LOAD: _load, Ops.STORE: _store, Ops.AFTER: _after, Ops.BARRIER: _void,
+    Ops.LOAD: _load, Ops.STORE: _store, Ops.AFTER: _after, Ops.BARRIER: _barrier,
     Ops.GROUP: _void, Ops.SINK: _sink, Ops.STACK: _stack, Ops.CAST: _cast,
     Ops.BITCAST: _bitcast, Ops.CMPLT: _compare, Ops.CMPNE: _compare, Ops.CMPEQ: _compare,
     Ops.SHL: _shift, Ops.SHR: _shift, Ops.THREEFRY: _threefry, Ops.WHERE: _where,

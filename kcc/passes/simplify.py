@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
@@ -311,16 +312,27 @@ def stack_of_lanes(x: UOp) -> UOp | None:
     if v.shape != (len(x.src),):
         return None
     for i, s in enumerate(x.src):
-        if s.op is not Ops.INDEX or s.src[0] is not v or s.src[1].arg != i:
+        if s.op is not Ops.INDEX or s.src[0] is not v or const_int(s.src[1]) != i:
             return None
     return v
 
 
 def lane_of_stack(x: UOp, v: UOp, i: UOp) -> UOp | None:
     """INDEX(STACK(x0 … xn-1), i) → xi."""
-    if v.op is not Ops.STACK or not isinstance(i.arg, int):
+    k = const_int(i)
+    if v.op is not Ops.STACK or k is None:
         return None
-    return v.src[i.arg]
+    return v.src[k]
+
+
+def bool_store(x: UOp) -> UOp | None:
+    """STORE(bool place, v: uint8) → STORE(place, CAST(v) bool): a byte stored into a bool is
+    the bool v != 0 (GPU-style lowerings store CAST(cmp) uint8); CAST(CAST(cmp) uint8) bool
+    then folds to cmp."""
+    place, v = x.src[0], x.src[1]
+    if not (place.dtype.is_bool and v.dtype == dtypes.uint8):
+        return None
+    return x.replace(src=(place, UOp(Ops.CAST, (v,), dtypes.bool)) + x.src[2:])
 
 
 _INT_ID_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR,
@@ -339,7 +351,8 @@ SIMPLIFY = PatternMatcher([
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
     (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
-    (UPat(Ops.INDEX, src=(UPat.var("v"), UPat(Ops.CONST, name="i")), name="x"), lane_of_stack),
+    (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
+    (UPat(Ops.STORE, name="x"), bool_store),
 ])
 
 

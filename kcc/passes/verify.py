@@ -6,7 +6,7 @@ at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where
 - the root is a SINK and no other SINK is in the graph;
 - every node's derived type (the IR's rule table; WMMA is refused there);
 - PARAM slots are unique and run 0..n-1 without gaps over buffers and scalars together;
-  BUFFER slots are unique among BUFFERs;
+  BUFFER slots are unique among the BUFFERs of one address space (LOCAL, REG);
 - nothing computed is thrown away: a SINK src is an effect (a void node) or a PARAM (an unused
   argument keeps its slot), a GROUP src and an END's body are effects;
 - every RANGE is closed by exactly one END, and at the SINK no loop is left open;
@@ -58,7 +58,7 @@ class _Walk:
     def __init__(self, sink: UOp):
         self.sink = sink
         self.params: list[UOp] = []
-        self.buffer_slots: dict[int, UOp] = {}
+        self.buffer_slots: dict[tuple[AddrSpace, int], UOp] = {}   # unique per address space
         self.closers: dict[UOp, UOp] = {}               # RANGE -> the END that closes it
         self.ranges: list[UOp] = []
         self.special_bound: dict[str, UOp] = {}
@@ -89,10 +89,10 @@ class _Walk:
             if n.arg.addrspace is AddrSpace.ALU and n.dtype.is_int:
                 self.static.add(n)
         elif op is Ops.BUFFER:
-            prev = self.buffer_slots.setdefault(n.arg.slot, n)
+            prev = self.buffer_slots.setdefault((n.arg.addrspace, n.arg.slot), n)
             if prev is not n:
-                raise VerifyError(f"BUFFER slot {n.arg.slot} is used by two BUFFERs", n,
-                                  related=prev)
+                raise VerifyError(f"BUFFER slot {n.arg.slot} is used by two BUFFERs (in "
+                                  f"{n.arg.addrspace.name})", n, related=prev)
         elif op is Ops.CONST:
             self.static.add(n)
         elif op in _BOUND_OPS and all(s in self.static for s in n.src):
