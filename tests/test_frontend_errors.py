@@ -115,7 +115,7 @@ CASES: dict[str, tuple[str | bytes, int, str | int | None, str]] = {
                        "float32, 4)\n%i = RANGE(4) (0, LOOP)\n%oi = INDEX(%o, %i)\n"
                        "%st = STORE(%oi, 1.0)\n" + E, 3, "PARAM", "slot 1 is missing"),
     "buffer_slot_duplicate": (H + "%b = BUFFER ParamArg(0, float32, 4, addrspace=REG)\n"
-                              "%c = BUFFER ParamArg(0, int32, 4, addrspace=LOCAL)\n", 3,
+                              "%c = BUFFER ParamArg(0, int32, 4, addrspace=REG)\n", 3,
                               "ParamArg", "BUFFER slot 0 is already declared by %b"),
     "range_not_closed": (H + P + "%st = STORE(%oi, 1.0)\nSINK(%st) KernelInfo(name=\"k\")\n", 4,
                          "RANGE", "this RANGE is never closed by an END"),

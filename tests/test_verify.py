@@ -85,10 +85,13 @@ def test_param_slots() -> None:
 def test_buffer_slots_are_separate_from_param_slots() -> None:
     out, i = param(0), rng(4)
     b0 = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, 4, addrspace=AddrSpace.REG))
-    b0b = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, 8, addrspace=AddrSpace.LOCAL))
+    b0b = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, 8, addrspace=AddrSpace.REG))
+    b0l = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, 8, addrspace=AddrSpace.LOCAL))
     verify(sink(end(store(out, i, c(1.0)), i), store(b0, c(0), c(2.0))))
     refused(sink(store(b0, c(0), c(2.0)), store(b0b, c(0), c(2.0)), store(out, c(0), c(1.0))),
-            "BUFFER slot 0 is used by two BUFFERs")
+            "BUFFER slot 0 is used by two BUFFERs (in REG)")
+    # slots are unique per address space: a REG 0 and a LOCAL 0 may share a kernel
+    verify(sink(store(b0, c(0), c(2.0)), store(b0l, c(0), c(2.0)), store(out, c(0), c(1.0))))
 
 
 def test_values_thrown_away_are_refused() -> None:
