@@ -1,0 +1,298 @@
+"""Importer for tinygrad's linearized programs: a list of tinygrad UOps to `.uop` v1 text.
+
+This module does not import tinygrad. `kcc.tinygrad` (the only module that does) turns each
+tinygrad UOp of a linearized program into a `TgNode` — op name, kcc dtype name, a plain arg, the
+positions of its sources — and this module turns that list into a kernel in the `.uop` format.
+The rules (docs/tinygrad.md):
+
+- every constant is written as tinygrad typed it: a weak CONST is a literal operand, a CONST of a
+  strong dtype (or a CAST of a literal) is `CAST(literal) dtype`, the format's strong constant;
+- `IF(gate, place) … STORE(place, value) … ENDIF` becomes `STORE(place, value, gate)`;
+- repeated sources of SINK and GROUP are merged (an effect is listed once);
+- a PARAM's or BUFFER's shape operand becomes its element count; tinygrad's `core_id` (an ALU
+  PARAM naming the CPU thread) becomes kcc's worker index `SPECIAL(n) "gidx0"`;
+- PARAM slots are renumbered densely: buffers first, then scalars, in tinygrad's slot order;
+- only nodes the SINK reaches are written (tinygrad lists shape operands nobody else uses).
+
+A construct with no `.uop` spelling raises `TinygradImportError` naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcc.frontend.printer import format_arg, format_literal
+from kcc.ir import dtypes
+from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg
+
+# tinygrad op names that are kcc op names with the same meaning and operand order
+SAME_OPS = frozenset({
+    "SPECIAL", "RANGE", "END", "INDEX", "SHRINK", "LOAD", "STORE", "AFTER", "BARRIER", "GROUP",
+    "STACK", "CAST", "BITCAST", "NEG", "EXP2", "LOG2", "SIN", "SQRT", "RECIPROCAL", "TRUNC",
+    "ADD", "SUB", "MUL", "FDIV", "CDIV", "CMOD", "MAX", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR",
+    "XOR", "SHL", "SHR", "THREEFRY", "WHERE", "MULACC",
+})
+# effects listed once in a SINK or GROUP
+_MERGED = frozenset({"SINK", "GROUP"})
+WORKER_VAR = "core_id"
+# Where this kcc's reader still asks for a literal (a SHRINK length, the lane of a vector
+# INDEX), tinygrad's strong integer constant `CAST(n) int32` is written as the literal n, which
+# means the same there. False writes every constant as tinygrad typed it.
+LITERAL_WHERE_REQUIRED = True
+# ops whose value is a place (a buffer), not a vector a lane INDEX picks from
+_PLACES = frozenset({"PARAM", "BUFFER", "AFTER", "INDEX", "SHRINK"})
+
+
+class TinygradImportError(Exception):
+    """A tinygrad program that has no `.uop` v1 spelling; the message names the construct."""
+
+
+@dataclass(frozen=True)
+class TgParam:
+    """What kcc needs of a tinygrad PARAM or BUFFER (the arg of its TgNode)."""
+
+    slot: int
+    dtype: str
+    size: int | None = None              # element count (a buffer's largest, if symbolic)
+    addrspace: str = "GLOBAL"            # GLOBAL, LOCAL, REG, ALU
+    vmin_vmax: tuple[int, int] | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TgNode:
+    """One tinygrad UOp of a linearized program.
+
+    `op` is tinygrad's op name; `dtype` the kcc name of its scalar dtype (None for void);
+    `arg`: a TgParam (PARAM, BUFFER), the value (CONST), a kcc dtype name (CAST, BITCAST),
+    `(axis ints..., AxisType name)` (RANGE), a name (SPECIAL), the kernel name (SINK);
+    `src`: positions of the sources in the list."""
+
+    op: str
+    dtype: str | None
+    arg: Any
+    src: tuple[int, ...] = ()
+
+
+@dataclass
+class ImportedKernel:
+    """The `.uop` text of a kernel and facts the caller needs to call it."""
+
+    name: str
+    text: str
+    # kcc slot -> tinygrad slot, for PARAMs in kcc's argument order
+    slots: list[int] = field(default_factory=list)
+    # the tinygrad slot of core_id (the worker index) and its count, if the kernel has one
+    worker_slot: int | None = None
+    workers: int = 1
+
+
+def _literal(value: Any, where: str) -> str:
+    if isinstance(value, (bool, int)):
+        return format_literal(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return format_literal(value)
+    raise TinygradImportError(f"{where}: a constant {value!r} (only scalar literals are "
+                              "supported)")
+
+
+def _dtype(name: str | None, where: str) -> str:
+    if name is None or dtypes.by_name(name) is None or name in ("weakint", "weakfloat"):
+        raise TinygradImportError(f"{where}: dtype {name!r} has no .uop v1 spelling")
+    return name
+
+
+def _is_weak(dt: str | None) -> bool:
+    return dt in ("weakint", "weakfloat")
+
+
+class _Writer:
+    """Turns the node list into `.uop` lines (one pass; see the module docstring)."""
+
+    def __init__(self, nodes: list[TgNode], name: str):
+        self.nodes, self.name = nodes, name
+        self.expr: dict[int, str] = {}         # node -> operand text (a %name or a literal)
+        self.lines: list[tuple[int, str]] = []  # (node, statement without the name)
+        self.skip: set[int] = set()            # IF / ENDIF / shape-only nodes
+        self.ints: dict[int, int] = {}          # strong integer constant nodes -> value
+
+    def where(self, i: int) -> str:
+        return f"kernel {self.name}: node {i} ({self.nodes[i].op})"
+
+    def fold_ifs(self) -> dict[int, int]:
+        """STORE node -> gate node for stores between IF(gate, place) and its ENDIF."""
+        gated: dict[int, int] = {}
+        open_ifs: list[int] = []
+        for i, n in enumerate(self.nodes):
+            if n.op == "IF":
+                open_ifs.append(i)
+                self.skip.add(i)
+            elif n.op == "ENDIF":
+                if not open_ifs or n.src[:1] != (open_ifs[-1],):
+                    raise TinygradImportError(f"{self.where(i)}: ENDIF without its IF")
+                open_ifs.pop()
+                self.skip.add(i)
+            elif n.op == "STORE" and open_ifs:
+                if len(open_ifs) > 1:
+                    raise TinygradImportError(f"{self.where(i)}: a STORE under nested IFs")
+                gate, place = self.nodes[open_ifs[-1]].src[:2]
+                if n.src[0] != place:
+                    raise TinygradImportError(f"{self.where(i)}: a STORE under an IF that "
+                                              "gates another place")
+                gated[i] = gate
+            elif open_ifs and n.op in ("END", "RANGE", "BARRIER"):
+                raise TinygradImportError(f"{self.where(i)}: {n.op} inside an IF block")
+        if open_ifs:
+            raise TinygradImportError(f"{self.where(open_ifs[-1])}: IF without ENDIF")
+        return gated
+
+    def renumber(self) -> tuple[dict[int, int], list[int], int | None, int]:
+        """Dense kcc slots: buffers, then scalars, by tinygrad slot; core_id becomes gidx0."""
+        params = [(i, n.arg) for i, n in enumerate(self.nodes) if n.op == "PARAM"]
+        worker = [(i, p) for i, p in params if p.addrspace == "ALU" and p.name == WORKER_VAR]
+        rest = [(i, p) for i, p in params if (i, p) not in worker]
+        if len({p.slot for _, p in params}) != len(params):
+            raise TinygradImportError(f"kernel {self.name}: two PARAMs share a slot")
+        bufs = sorted((x for x in rest if x[1].addrspace != "ALU"), key=lambda x: x[1].slot)
+        scal = sorted((x for x in rest if x[1].addrspace == "ALU"), key=lambda x: x[1].slot)
+        order = bufs + scal
+        slot_of = {i: k for k, (i, _) in enumerate(order)}
+        wslot, workers = None, 1
+        if worker:
+            if len(worker) > 1:
+                raise TinygradImportError(f"kernel {self.name}: two {WORKER_VAR} PARAMs")
+            _, wp = worker[0]
+            if wp.vmin_vmax is None or wp.vmin_vmax[0] != 0:
+                raise TinygradImportError(f"kernel {self.name}: {WORKER_VAR} must count from 0")
+            wslot, workers = wp.slot, int(wp.vmin_vmax[1]) + 1
+        return slot_of, [p.slot for _, p in order], wslot, workers
+
+    def param_line(self, i: int, n: TgNode, slot: int) -> str:
+        p: TgParam = n.arg
+        space = AddrSpace[p.addrspace]
+        dt = dtypes.by_name(_dtype(p.dtype, self.where(i)))
+        if n.op == "PARAM" and space is AddrSpace.ALU:
+            arg = ParamArg(slot, dt, None, p.vmin_vmax, _c_name(p.name), space)
+        else:
+            if p.size is None:
+                raise TinygradImportError(f"{self.where(i)}: a buffer without a size")
+            arg = ParamArg(slot, dt, p.size, None, None, space)
+        return f"{n.op} {format_arg(arg)}"
+
+    def run(self) -> str:
+        gated = self.fold_ifs()
+        slot_of, _, _, _ = self.renumber()
+        used = self.reachable(gated)
+        for i, n in enumerate(self.nodes):
+            if i not in used or i in self.skip:
+                continue
+            self.write(i, n, gated, slot_of)
+        out = ["# kcc-uop 1", f"# tinygrad kernel {self.name}"]
+        for i, stmt in self.lines:
+            if stmt.startswith("SINK"):
+                out.append(stmt)
+            else:
+                out.append(f"%{i} = {stmt}")
+        return "\n".join(out) + "\n"
+
+    def reachable(self, gated: dict[int, int]) -> set[int]:
+        """Nodes the SINK reaches through the sources kept in the text."""
+        sinks = [i for i, n in enumerate(self.nodes) if n.op == "SINK"]
+        if len(sinks) != 1 or sinks[0] != len(self.nodes) - 1:
+            raise TinygradImportError(f"kernel {self.name}: the program must end with its "
+                                      "one SINK")
+        seen: set[int] = set()
+        stack = [sinks[0]]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n = self.nodes[i]
+            if n.op in ("PARAM", "BUFFER", "CONST"):
+                continue                        # shape operands are not written
+            stack.extend(n.src)
+            if i in gated:
+                stack.append(gated[i])
+        return seen
+
+    def operand(self, j: int, user: int) -> str:
+        if j not in self.expr:
+            raise TinygradImportError(f"{self.where(user)}: uses node {j} "
+                                      f"({self.nodes[j].op}), which has no .uop value")
+        return self.expr[j]
+
+    def write(self, i: int, n: TgNode, gated: dict[int, int], slot_of: dict[int, int]) -> None:
+        where = self.where(i)
+        if n.op == "CONST":
+            lit = _literal(n.arg, where)
+            if _is_weak(n.dtype) or n.dtype == "bool":
+                self.expr[i] = lit
+                return
+            self.lines.append((i, f"CAST({lit}) {_dtype(n.dtype, where)}"))
+        elif n.op == "PARAM" and n.arg.addrspace == "ALU" and n.arg.name == WORKER_VAR:
+            lo, hi = n.arg.vmin_vmax
+            self.lines.append((i, f"SPECIAL(CAST({int(hi) + 1}) {_dtype(n.dtype, where)}) "
+                                  '"gidx0"'))
+        elif n.op == "PARAM":
+            self.lines.append((i, self.param_line(i, n, slot_of[i])))
+        elif n.op == "BUFFER":
+            self.lines.append((i, self.param_line(i, n, n.arg.slot)))
+        elif n.op == "SINK":
+            srcs = [self.operand(j, i) for j in dict.fromkeys(n.src)]
+            self.lines.append((i, f"SINK({', '.join(srcs)}) "
+                                  f"{format_arg(KernelInfo(self.name))}"))
+            return
+        elif n.op in SAME_OPS:
+            src = list(dict.fromkeys(n.src)) if n.op in _MERGED else list(n.src)
+            ops = [self.operand(j, i) for j in src]
+            if LITERAL_WHERE_REQUIRED:
+                lit = 2 if n.op == "SHRINK" else 1 if n.op == "INDEX" and \
+                    self.nodes[n.src[0]].op not in _PLACES else None
+                if lit is not None and src[lit] in self.ints:
+                    ops[lit] = str(self.ints[src[lit]])
+            if i in gated:
+                ops.append(self.operand(gated[i], i))
+            text = f"{n.op}({', '.join(ops)})" if ops else n.op
+            if n.op in ("CAST", "BITCAST"):
+                text += " " + _dtype(n.arg, where)
+            elif n.op == "RANGE":
+                text += " " + _range_arg(n.arg, where)
+            elif n.op == "SPECIAL":
+                text += " " + format_arg(str(n.arg))
+            self.lines.append((i, text))
+            c = self.nodes[n.src[0]] if n.op == "CAST" else None
+            if c is not None and c.op == "CONST" and isinstance(c.arg, int) and \
+                    not isinstance(c.arg, bool) and n.arg.startswith(("int", "uint")):
+                self.ints[i] = c.arg
+        else:
+            raise TinygradImportError(f"{where}: tinygrad op {n.op} has no .uop v1 spelling")
+        self.expr[i] = f"%{i}"
+
+
+def _range_arg(arg: Any, where: str) -> str:
+    if not (isinstance(arg, tuple) and 2 <= len(arg) <= 3 and arg[-1] in AxisType.__members__
+            and all(isinstance(a, int) for a in arg[:-1])):
+        raise TinygradImportError(f"{where}: RANGE arg {arg!r} has no .uop v1 spelling")
+    return "(" + ", ".join([*(str(a) for a in arg[:-1]), arg[-1]]) + ")"
+
+
+def _c_name(name: str | None) -> str | None:
+    """A scalar's name kept when it is a C identifier (a Variable's name usually is)."""
+    if name and name.isidentifier() and name.isascii():
+        return name
+    return None
+
+
+def import_program(nodes: list[TgNode], name: str) -> ImportedKernel:
+    """The `.uop` v1 text of a linearized tinygrad program named `name` (a C identifier)."""
+    if not (name.isidentifier() and name.isascii()):
+        raise TinygradImportError(f"kernel name {name!r} is not a C identifier")
+    w = _Writer(nodes, name)
+    text = w.run()
+    _, slots, wslot, workers = w.renumber()
+    return ImportedKernel(name, text, slots, wslot, workers)

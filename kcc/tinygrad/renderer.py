@@ -1,0 +1,189 @@
+"""tinygrad's CPU device through kcc's x86 back end: the `KCC` renderer and its compiler.
+
+`KCCRenderer` subclasses tinygrad's `ClangRenderer`, so tinygrad lowers every kernel exactly as
+for `DEV=CPU` (same ops, dtypes, vector widths, threads). `render()` writes the linearized
+program as `.uop` v1 text (kcc.frontend.tinygrad_import); `KCCCompiler.compile()` compiles that
+text in-process with kcc's x86 back end to an ELF relocatable object, which tinygrad's
+`CPUProgram` loads itself.
+
+The calling convention. tinygrad calls the object at `.text+0` once per `core_id` with every
+argument as a 64-bit integer: buffer addresses in slot order, then the integer variables in slot
+order, `core_id` among them at its slot. kcc's x86 kernels are System V functions taking the
+buffers, then the scalar PARAMs (integers in GPRs, read at their own width: the low bits of the
+64-bit value tinygrad passes), then `int gidx0`. The importer maps `core_id` to `gidx0`; the two
+conventions agree exactly when `core_id` has the last slot, which is where tinygrad numbers it
+(it is the one PARAM created without a slot). `render()` checks that, and refuses a kernel that
+would need another order, as it refuses a float scalar argument (tinygrad passes none). No
+entry shim is needed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tinygrad.device import CompileError, Compiler
+from tinygrad.dtype import AddrSpace, dtypes
+from tinygrad.renderer import Renderer
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.uop.ops import Ops, UOp
+
+from kcc.frontend.tinygrad_import import (WORKER_VAR, ImportedKernel, TgNode, TgParam,
+                                          TinygradImportError, import_program)
+
+DUMP_ENV = "KCC_TINYGRAD_DUMP"
+ARCH_ENV = "KCC_TINYGRAD_ARCH"
+
+# tinygrad dtype -> kcc dtype name
+DTYPE_NAMES: dict[Any, str] = {
+    dtypes.bool: "bool", dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16",
+    dtypes.uint16: "uint16", dtypes.int32: "int32", dtypes.uint32: "uint32",
+    dtypes.int64: "int64", dtypes.uint64: "uint64", dtypes.float16: "float16",
+    dtypes.bfloat16: "bfloat16", dtypes.float32: "float32", dtypes.float64: "float64",
+    dtypes.weakint: "weakint", dtypes.weakfloat: "weakfloat",
+}
+_SPACES = {AddrSpace.GLOBAL: "GLOBAL", AddrSpace.LOCAL: "LOCAL", AddrSpace.REG: "REG",
+           AddrSpace.ALU: "ALU"}
+
+
+def dtype_name(dt: Any) -> str | None:
+    """The kcc name of a tinygrad dtype's scalar (None for void or one kcc lacks)."""
+    if dt is None or dt == dtypes.void:
+        return None
+    base = dt.scalar() if hasattr(dt, "scalar") else dt
+    return DTYPE_NAMES.get(base, str(base))
+
+
+def _param(u: UOp) -> TgParam:
+    a = u.arg
+    space = _SPACES.get(a.addrspace, str(a.addrspace))
+    size = None
+    if space != "ALU":
+        size = int(u.max_numel())
+    vv = tuple(int(v) for v in a.vmin_vmax) if a.vmin_vmax is not None else None
+    return TgParam(a.slot, dtype_name(u.dtype) or "void", size, space, vv, a.name)
+
+
+def _arg(u: UOp) -> Any:
+    if u.op in (Ops.PARAM, Ops.BUFFER):
+        return _param(u)
+    if u.op in (Ops.CAST, Ops.BITCAST):
+        return dtype_name(u.arg)
+    if u.op is Ops.RANGE:
+        return (*u.arg[:-1], u.arg[-1].name)
+    if u.op is Ops.SINK:
+        return None
+    return u.arg
+
+
+def to_nodes(uops: list[UOp]) -> list[TgNode]:
+    """tinygrad's linearized program as the importer's neutral node list."""
+    pos = {u: i for i, u in enumerate(uops)}
+    nodes = []
+    for u in uops:
+        if any(s not in pos for s in u.src) and u.op not in (Ops.PARAM, Ops.BUFFER):
+            missing = next(s for s in u.src if s not in pos)
+            raise TinygradImportError(f"{u.op.name} uses a {missing.op.name} that is not in "
+                                      "the linearized program")
+        src = tuple(pos[s] for s in u.src if s in pos)
+        nodes.append(TgNode(u.op.name, dtype_name(u.dtype), _arg(u), src))
+    return nodes
+
+
+def kernel_name(uops: list[UOp]) -> str:
+    """The kernel's C name (tinygrad's function_name, without terminal colors)."""
+    sink = uops[-1]
+    info = sink.arg
+    return getattr(info, "function_name", None) or "kernel"
+
+
+def program_to_uop(uops: list[UOp]) -> ImportedKernel:
+    """A linearized tinygrad program as a kcc kernel (text and its argument facts)."""
+    name = kernel_name(uops)
+    try:
+        return import_program(to_nodes(uops), name)
+    except TinygradImportError as e:
+        msg = str(e) if str(e).startswith("kernel ") else f"kernel {name}: {e}"
+        raise TinygradImportError(msg) from None
+
+
+def _check_abi(uops: list[UOp], k: ImportedKernel) -> None:
+    """Refuse what tinygrad's CPU calling convention and kcc's would disagree on."""
+    for u in uops:
+        if u.op is Ops.PARAM and u.arg.addrspace == AddrSpace.ALU and \
+                not dtypes.is_int(u.dtype):
+            raise TinygradImportError(f"kernel {k.name}: a {u.dtype} scalar argument (tinygrad "
+                                      "passes every argument as a 64-bit integer)")
+    if k.worker_slot is not None and k.slots and k.worker_slot < max(k.slots):
+        raise TinygradImportError(f"kernel {k.name}: {WORKER_VAR} is not the last argument, "
+                                  "so kcc's worker index would arrive in the wrong register")
+
+
+def dump(name: str, suffix: str, text: str) -> str | None:
+    """Write text to $KCC_TINYGRAD_DUMP/name.suffix when it is set; returns the path."""
+    d = os.environ.get(DUMP_ENV)
+    if not d:
+        return None
+    path = Path(d) / f"{name}{suffix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def _listing(uops: list[UOp]) -> str:
+    pos = {u: i for i, u in enumerate(uops)}
+    return "".join(f"{i} {u.op.name} {u.dtype} {u.arg!r} {[pos.get(s) for s in u.src]}\n"
+                   for i, u in enumerate(uops))
+
+
+class KCCCompiler(Compiler):
+    """Compiles `.uop` text with kcc's x86 back end, in-process, to an ELF relocatable object."""
+
+    def __init__(self, arch: str | None = None):
+        super().__init__(None)       # no disk cache: the object depends on kcc's version
+        self.arch = arch or os.environ.get(ARCH_ENV, "x86-64-v3")
+
+    def compile(self, src: str) -> bytes:
+        from kcc.frontend.errors import SourceError
+        from kcc.frontend.parser import parse_result
+        from kcc.targets.x86 import compile_x86
+        name = _name_of(src)
+        try:
+            sink = parse_result(src, f"{name}.uop").sink
+            obj, _ = compile_x86([sink], self.arch)
+            return obj
+        except SourceError as e:
+            reason = e.render()
+        except Exception as e:                      # any refusal: name it, never crash
+            reason = f"{type(e).__name__}: {e}"
+        saved = dump(name, ".uop", src)
+        where = f" (the .uop is saved as {saved})" if saved else \
+            f" (set {DUMP_ENV}=dir to save the .uop)"
+        raise CompileError(f"kcc cannot compile tinygrad kernel {name}{where}: {reason}")
+
+
+def _name_of(src: str) -> str:
+    for line in src.splitlines()[:3]:
+        if line.startswith("# tinygrad kernel "):
+            return line.split()[-1]
+    return "kernel"
+
+
+class KCCRenderer(ClangRenderer):
+    """tinygrad's CPU renderer whose kernels kcc compiles (`DEV=CPU:KCC`)."""
+
+    def __init__(self, target: Any):
+        Renderer.__init__(self, target)   # not ClangRenderer's: that one sets up clang
+        self.compiler = KCCCompiler()
+
+    def render(self, uops: list[UOp]) -> str:
+        try:
+            k = program_to_uop(uops)
+            _check_abi(uops, k)
+        except TinygradImportError as e:
+            name = kernel_name(uops)
+            saved = dump(name, ".tinygrad.txt", _listing(uops))
+            where = f" (the program is saved as {saved})" if saved else ""
+            raise CompileError(f"kcc cannot import tinygrad kernel {name}{where}: {e}") from None
+        return k.text
