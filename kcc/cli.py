@@ -6,6 +6,7 @@
     kcc run SOURCE ARG...    run a .uop (--interp or -t T) or a manifest; save the buffers
     kcc disasm FILE          the instructions of an object (the target that claims it lists it)
     kcc targets              the targets, their arches and emit kinds
+    kcc tinygrad-capture S   run a tinygrad script, write every kernel it runs as .uop
 
 A bad input file is reported as `path:line:col: error: message` with the line and a caret, and
 the command exits with status 1; it never shows a Python traceback.
@@ -442,6 +443,35 @@ def targets_cmd() -> None:
         arches = [t.default_arch] + [a for a in t.arches if a != t.default_arch]
         click.echo(f"{t.name}: {t.summary}\n  --arch {', '.join(arches)}\n"
                    f"  --emit {', '.join(e.name for e in t.emits)}")
+
+
+@main.command("tinygrad-capture", context_settings={"ignore_unknown_options": True})
+@click.argument("script")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--outdir", default="kcc-capture", show_default=True,
+              help="Where the .uop files, values and capture.json go.")
+@click.option("--no-gpu", is_flag=True, help="Skip the PTX- and HIP-style lowerings.")
+def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
+                         no_gpu: bool) -> None:
+    """Run the tinygrad SCRIPT and capture every kernel it runs (docs/tinygrad.md)."""
+    import runpy
+    try:
+        import kcc.tinygrad as ktg
+    except ImportError as e:
+        _die(f"tinygrad is not importable ({e}); install it with pip install 'kcc[tinygrad]'")
+    if not os.path.isfile(script):
+        _die(f"{script}: no such file")
+    argv = sys.argv
+    sys.argv = [script, *script_args]
+    try:
+        with ktg.capture(outdir, gpu=not no_gpu) as cap:
+            runpy.run_path(script, run_name="__main__")
+    finally:
+        sys.argv = argv
+    n = len(cap.kernels)
+    bad = sum(1 for k in cap.kernels if k.error)
+    click.echo(f"captured {n} kernel run{'s' if n != 1 else ''} to {outdir}/capture.json"
+               + (f" ({bad} not importable, see their 'error')" if bad else ""))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ A construct with no `.uop` spelling raises `TinygradImportError` naming it.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ WORKER_VAR = "core_id"
 # INDEX), tinygrad's strong integer constant `CAST(n) int32` is written as the literal n, which
 # means the same there. False writes every constant as tinygrad typed it.
 LITERAL_WHERE_REQUIRED = True
+_REF = re.compile(r"%\d+\b")
 # ops whose value is a place (a buffer), not a vector a lane INDEX picks from
 _PLACES = frozenset({"PARAM", "BUFFER", "AFTER", "INDEX", "SHRINK"})
 
@@ -191,12 +193,18 @@ class _Writer:
             if i not in used or i in self.skip:
                 continue
             self.write(i, n, gated, slot_of)
-        out = ["# kcc-uop 1", f"# tinygrad kernel {self.name}"]
-        for i, stmt in self.lines:
+        # a constant written as a literal where it is used may be left without a user
+        refs: set[str] = set()
+        kept: list[str] = []
+        for i, stmt in reversed(self.lines):
             if stmt.startswith("SINK"):
-                out.append(stmt)
+                kept.append(stmt)
+            elif f"%{i}" in refs or stmt.startswith("PARAM"):
+                kept.append(f"%{i} = {stmt}")
             else:
-                out.append(f"%{i} = {stmt}")
+                continue
+            refs.update(_REF.findall(stmt))
+        out = ["# kcc-uop 1", f"# tinygrad kernel {self.name}", *reversed(kept)]
         return "\n".join(out) + "\n"
 
     def reachable(self, gated: dict[int, int]) -> set[int]:

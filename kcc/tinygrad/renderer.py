@@ -74,6 +74,11 @@ def _arg(u: UOp) -> Any:
         return (*u.arg[:-1], u.arg[-1].name)
     if u.op is Ops.SINK:
         return None
+    if u.op is Ops.CONST:
+        # tinygrad wraps float constants (ConstFloat); the importer wants plain Python values
+        v = u.arg
+        return bool(v) if isinstance(v, bool) else int(v) if isinstance(v, int) else \
+            float(v) if isinstance(v, float) else v
     return u.arg
 
 
