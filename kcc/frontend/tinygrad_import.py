@@ -38,13 +38,7 @@ SAME_OPS = frozenset({
 # effects listed once in a SINK or GROUP
 _MERGED = frozenset({"SINK", "GROUP"})
 WORKER_VAR = "core_id"
-# Where this kcc's reader still asks for a literal (a SHRINK length, the lane of a vector
-# INDEX), tinygrad's strong integer constant `CAST(n) int32` is written as the literal n, which
-# means the same there. False writes every constant as tinygrad typed it.
-LITERAL_WHERE_REQUIRED = True
 _REF = re.compile(r"%\d+\b")
-# ops whose value is a place (a buffer), not a vector a lane INDEX picks from
-_PLACES = frozenset({"PARAM", "BUFFER", "AFTER", "INDEX", "SHRINK"})
 
 
 class TinygradImportError(Exception):
@@ -120,7 +114,6 @@ class _Writer:
         self.expr: dict[int, str] = {}         # node -> operand text (a %name or a literal)
         self.lines: list[tuple[int, str]] = []  # (node, statement without the name)
         self.skip: set[int] = set()            # IF / ENDIF / shape-only nodes
-        self.ints: dict[int, int] = {}          # strong integer constant nodes -> value
 
     def where(self, i: int) -> str:
         return f"kernel {self.name}: node {i} ({self.nodes[i].op})"
@@ -193,7 +186,7 @@ class _Writer:
             if i not in used or i in self.skip:
                 continue
             self.write(i, n, gated, slot_of)
-        # a constant written as a literal where it is used may be left without a user
+        # keep only lines a later line uses (tinygrad lists constants only shapes use)
         refs: set[str] = set()
         kept: list[str] = []
         for i, stmt in reversed(self.lines):
@@ -258,11 +251,6 @@ class _Writer:
         elif n.op in SAME_OPS:
             src = list(dict.fromkeys(n.src)) if n.op in _MERGED else list(n.src)
             ops = [self.operand(j, i) for j in src]
-            if LITERAL_WHERE_REQUIRED:
-                lit = 2 if n.op == "SHRINK" else 1 if n.op == "INDEX" and \
-                    self.nodes[n.src[0]].op not in _PLACES else None
-                if lit is not None and src[lit] in self.ints:
-                    ops[lit] = str(self.ints[src[lit]])
             if i in gated:
                 ops.append(self.operand(gated[i], i))
             text = f"{n.op}({', '.join(ops)})" if ops else n.op
@@ -273,10 +261,6 @@ class _Writer:
             elif n.op == "SPECIAL":
                 text += " " + format_arg(str(n.arg))
             self.lines.append((i, text))
-            c = self.nodes[n.src[0]] if n.op == "CAST" else None
-            if c is not None and c.op == "CONST" and isinstance(c.arg, int) and \
-                    not isinstance(c.arg, bool) and n.arg.startswith(("int", "uint")):
-                self.ints[i] = c.arg
         else:
             raise TinygradImportError(f"{where}: tinygrad op {n.op} has no .uop v1 spelling")
         self.expr[i] = f"%{i}"
