@@ -54,8 +54,8 @@ def register() -> None:
 
 def capture(out_dir: str, **kwargs: Any) -> Any:
     """A context manager writing every tinygrad kernel that runs inside it to out_dir
-    (see kcc.tinygrad.capture.Capture)."""
-    from kcc.tinygrad.capture import Capture
+    (see kcc.tinygrad.recording.Capture)."""
+    from kcc.tinygrad.recording import Capture
     return Capture(out_dir, **kwargs)
 
 
