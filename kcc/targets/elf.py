@@ -42,6 +42,18 @@ SHT_RELA = 4
 SHT_NOTE = 7
 SHT_NOBITS = 8
 SHT_REL = 9
+SHT_HASH = 5
+SHT_DYNAMIC = 6
+SHT_DYNSYM = 11
+
+# Program header types and flags (gABI chapter 5, "Program Header").
+PT_LOAD = 1
+PT_DYNAMIC = 2
+PT_NOTE = 4
+PT_PHDR = 6
+PF_X = 0x1
+PF_W = 0x2
+PF_R = 0x4
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
@@ -69,12 +81,14 @@ STV_PROTECTED = 3
 
 # Sizes of the fixed records (gABI: Elf64_Ehdr, Elf64_Shdr, Elf64_Sym, Elf64_Rela).
 EHDR_SIZE = 64
+PHDR_SIZE = 56
 SHDR_SIZE = 64
 SYM_SIZE = 24
 RELA_SIZE = 24
 
 _EHDR = struct.Struct("<4sBBBBB7xHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
+_PHDR = struct.Struct("<IIQQQQQQ")
 _SYM = struct.Struct("<IBBHQQ")
 _RELA = struct.Struct("<QQq")
 
@@ -181,6 +195,22 @@ class Section:
         return self.nobits_size if self.sh_type == SHT_NOBITS else len(self.data)
 
 
+@dataclass(frozen=True)
+class Segment:
+    """One program header (gABI chapter 5) covering the named sections, in layout order.
+
+    A ``PT_PHDR`` segment covers the program header table itself and lists no sections. The
+    first ``PT_LOAD`` also covers the file header and program headers (offset 0), as
+    linkers lay out a shared object; every later ``PT_LOAD`` starts on a new page of the
+    address space at the same offset modulo the page size.
+    """
+
+    p_type: int
+    p_flags: int
+    align: int
+    sections: tuple[str, ...] = ()
+
+
 class StringTable:
     """An ELF string table (gABI "String Table"): index 0 is the empty string.
 
@@ -217,19 +247,25 @@ def _align_up(n: int, align: int) -> int:
 
 
 class ElfBuilder:
-    """Lays out an ELF64 little-endian file from sections (no program headers).
+    """Lays out an ELF64 little-endian file from sections, with optional program headers.
 
     Section index 0 is the null section; ``add`` assigns the following indices in call
-    order. ``shstrtab`` is created by :meth:`to_bytes` as the last section.
+    order. ``shstrtab`` is created by :meth:`to_bytes` as the last section. With
+    ``segments``, the program header table follows the file header and :meth:`layout`
+    gives every allocated section its address (call it once all sizes are final to learn
+    the addresses, fill in contents of the same sizes, then call :meth:`to_bytes`).
     """
 
     def __init__(self, machine: int = EM_X86_64, e_type: int = ET_REL,
-                 osabi: int = ELFOSABI_NONE, abiversion: int = 0, e_flags: int = 0) -> None:
+                 osabi: int = ELFOSABI_NONE, abiversion: int = 0, e_flags: int = 0,
+                 segments: tuple[Segment, ...] = (), page_size: int = 0x1000) -> None:
         self.machine = machine
         self.e_type = e_type
         self.osabi = osabi
         self.abiversion = abiversion
         self.e_flags = e_flags
+        self.segments = segments
+        self.page_size = page_size
         self.sections: list[Section] = []
 
     def add(self, section: Section) -> Section:
@@ -250,6 +286,53 @@ class ElfBuilder:
                 return sec.index
         raise ElfWriteError(f"no section named {name!r}")
 
+    def layout(self, sections: list[Section] | None = None) -> list[int]:
+        """File offsets of ``sections`` (default: those added); sets allocated sections'
+        ``addr`` when the builder has segments."""
+        sections = self.sections if sections is None else sections
+        first_load = next((s.sections[0] for s in self.segments
+                           if s.p_type == PT_LOAD and s.sections), None)
+        new_page = {s.sections[0] for s in self.segments if s.p_type == PT_LOAD
+                    and s.sections and s.sections[0] != first_load}
+        pos = EHDR_SIZE + PHDR_SIZE * len(self.segments)
+        delta = 0  # address minus file offset, constant within one PT_LOAD
+        va_end = pos
+        offsets = []
+        for sec in sections:
+            off = _align_up(pos, sec.align)
+            offsets.append(off)
+            if self.segments and sec.flags & SHF_ALLOC:
+                if sec.name in new_page:
+                    delta = (_align_up(va_end, self.page_size) + off % self.page_size) - off
+                sec.addr = off + delta
+                va_end = sec.addr + sec.size
+            if sec.sh_type != SHT_NOBITS:
+                pos = off + sec.size
+        return offsets
+
+    def _program_headers(self, offsets: list[int]) -> bytes:
+        where = {sec.name: (sec, off) for sec, off in zip(self.sections, offsets)}
+        out = bytearray()
+        first_load = True
+        for seg in self.segments:
+            if seg.p_type == PT_PHDR:
+                size = PHDR_SIZE * len(self.segments)
+                out += _PHDR.pack(seg.p_type, seg.p_flags, EHDR_SIZE, EHDR_SIZE, EHDR_SIZE,
+                                  size, size, seg.align)
+                continue
+            if not seg.sections:
+                raise ElfWriteError(f"segment of type {seg.p_type} covers no section")
+            secs = [where[name] for name in seg.sections]
+            start_sec, start = secs[0]
+            addr = start_sec.addr
+            if seg.p_type == PT_LOAD and first_load:
+                addr, start, first_load = addr - start, 0, False
+            end_file = max(off + (0 if s.sh_type == SHT_NOBITS else s.size) for s, off in secs)
+            end_mem = max(s.addr + s.size for s, _ in secs)
+            out += _PHDR.pack(seg.p_type, seg.p_flags, start, addr, addr, end_file - start,
+                              end_mem - addr, seg.align)
+        return bytes(out)
+
     def to_bytes(self) -> bytes:
         """Append ``.shstrtab`` and return the whole file."""
         shstrtab = StringTable()
@@ -261,15 +344,13 @@ class ElfBuilder:
         names.append(shstr_name)
         shstrndx = len(all_sections)
 
-        out = bytearray(EHDR_SIZE)
-        offsets = []
-        for sec in all_sections:
+        offsets = self.layout(all_sections)
+        phdrs = self._program_headers(offsets)
+        out = bytearray(EHDR_SIZE) + phdrs
+        for sec, off in zip(all_sections, offsets):
             if sec.sh_type == SHT_NOBITS:
-                offsets.append(_align_up(len(out), sec.align))
                 continue
-            pad = _align_up(len(out), sec.align) - len(out)
-            out += b"\0" * pad
-            offsets.append(len(out))
+            out += b"\0" * (off - len(out))
             out += sec.data
         out += b"\0" * (_align_up(len(out), 8) - len(out))
         shoff = len(out)
@@ -279,8 +360,9 @@ class ElfBuilder:
                               sec.link, sec.info, sec.align, sec.entsize)
         out[:EHDR_SIZE] = _EHDR.pack(
             ELFMAG, ELFCLASS64, ELFDATA2LSB, EV_CURRENT, self.osabi, self.abiversion,
-            self.e_type, self.machine, EV_CURRENT, 0, 0, shoff, self.e_flags, EHDR_SIZE,
-            0, 0, SHDR_SIZE, len(all_sections) + 1, shstrndx)
+            self.e_type, self.machine, EV_CURRENT, 0, EHDR_SIZE if phdrs else 0, shoff,
+            self.e_flags, EHDR_SIZE, PHDR_SIZE if phdrs else 0, len(self.segments),
+            SHDR_SIZE, len(all_sections) + 1, shstrndx)
         return bytes(out)
 
 
