@@ -159,8 +159,12 @@ def test_special_bounds() -> None:
     verify(sink(store(out, UOp(Ops.ADD, (g8, l4)), c(1.0))))
     e = refused(sink(store(out, UOp(Ops.ADD, (g8, g4)), c(1.0))), "has bound")
     assert {e.node, e.related} == {g8, g4}
+    # a symbolic bound: an integer expression of scalar PARAMs, evaluated at launch
     n = param(1, dtypes.int32, None, addrspace=AddrSpace.ALU)
-    refused(sink(store(out, UOp(Ops.SPECIAL, (n,), "gidx1"), c(1.0))), "integer constant")
+    verify(sink(store(out, UOp(Ops.SPECIAL, (UOp(Ops.CDIV, (n, c(4))),), "gidx1"), c(1.0))))
+    f = param(2, dtypes.float32, None, addrspace=AddrSpace.ALU)
+    refused(sink(store(out, UOp(Ops.SPECIAL, (UOp(Ops.CAST, (f,), dtypes.int32),), "gidx1"),
+                       c(1.0)), n), "scalar integer PARAMs")
 
 
 def test_long_chain_is_iterative() -> None:

@@ -14,12 +14,13 @@ at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where
   range lies on the way, so a node may not depend on a RANGE both directly and through the
   END that closes it;
 - a RANGE bound is built only from constants and scalar integer PARAMs (so loop bounds are
-  known at launch); a SPECIAL bound is a constant, and two SPECIALs of one name agree on it.
+  known at launch); a SPECIAL bound is an integer constant or an integer expression of scalar
+  PARAMs (evaluated at launch), and two SPECIALs of one name agree on it.
 """
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU, Ops
 from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
@@ -28,6 +29,10 @@ from kcc.ir.uop import AddrSpace, UOp, toposort
 _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
 _BOUND_OPS = ALU | {Ops.CAST}
+# Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
+LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
+                        Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
+                        Ops.CMPEQ, Ops.WHERE, Ops.CAST})
 
 
 class VerifyError(Exception):
@@ -115,9 +120,10 @@ class _Walk:
                 raise VerifyError("a RANGE bound is built only from constants and scalar "
                                   "integer PARAMs (addrspace=ALU)", n, 0)
         elif op is Ops.SPECIAL:
-            if const_int(n.src[0]) is None:
-                raise VerifyError("a SPECIAL bound (launch dimensions are static) must be an "
-                                  "integer constant", n, 0)
+            bad = launch_expr_problem(n.src[0])
+            if bad is not None:
+                raise VerifyError(bad[1], n, 0, related=bad[0] if bad[0] is not n.src[0]
+                                  else None)
             prev = self.special_bound.setdefault(n.arg, n)
             if prev.src[0] is not n.src[0] and _bound(prev) != _bound(n):
                 raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
@@ -205,6 +211,28 @@ def _static_index(idx: UOp) -> bool:
         if u.op is Ops.PARAM and (u.arg.size is not None or u.arg.vmin_vmax is None):
             return False
     return True
+
+
+def launch_expr_problem(bound: UOp) -> tuple[UOp, str] | None:
+    """(node, why) when a SPECIAL bound is not a launch expression, else None: it must be an
+    integer constant, or built of LAUNCH_OPS on integers and bools over constants and scalar
+    integer PARAMs (addrspace=ALU)."""
+    if const_int(bound) is not None:
+        return None
+    for u in toposort([bound], lambda s: const_value(s) is None):
+        if const_value(u) is not None:
+            continue
+        dt = u.dtype
+        if u.op is Ops.PARAM:
+            if u.arg.addrspace is not AddrSpace.ALU or not dt.is_int:
+                return u, "a SPECIAL bound is built only from constants and scalar integer " \
+                          "PARAMs (addrspace=ALU)"
+            continue
+        if u.op not in LAUNCH_OPS or not (dt.is_int or dt.is_bool) or u.shape != ():
+            what = f"{u.op.name} of {dt}" if dt is not None else u.op.name
+            return u, (f"a SPECIAL bound is an integer expression of scalar PARAMs (launch "
+                       f"dimensions are evaluated at launch); {what} cannot be in it")
+    return None
 
 
 def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:

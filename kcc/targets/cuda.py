@@ -6,8 +6,9 @@ facts, and the launch path through libcuda (kcc.targets.cuda_driver).
 
 Registers are virtual in PTX, so `allocate` is the identity: ptxas allocates, and its `-v`
 report gives the register count the manifest records. One module holds every kernel (one
-`.visible .entry` each). Launch dimensions are static: grid = the gidx bounds, block = the
-lidx bounds (declared to ptxas as `.maxntid`).
+`.visible .entry` each). Launch dimensions: grid = the gidx bounds (constants, or expressions
+of scalar arguments the loader evaluates per launch: kcc.targets.dims), block = the lidx
+bounds (constants, declared to ptxas as `.maxntid`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kcc.encode.ptx import ARCH_PTX, Kernel, PtxError, module_text, sm_number
 from kcc.ir import Ops, UOp
 from kcc.isel.ptx import SelectError, select
 from kcc.passes.target import CUDA, TargetDesc
+from kcc.targets.dims import is_symbolic
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -82,6 +84,10 @@ class CudaTarget:
         live = {n.arg.slot: n for n in lin if n.op is Ops.PARAM}
         params = [live.get(i, written.get(i)) for i in range(max(written, default=-1) + 1)]
         k = select(lin, kd.name, params, self.sm)
+        if is_symbolic(kd.local_size):
+            raise SelectError("a lidx SPECIAL bound that depends on scalar arguments: the CUDA "
+                              "target needs a constant block size (.maxntid); a symbolic size "
+                              "is supported for gidx (the grid)")
         if any(s.startswith("lidx") for s in kd.specials):
             k.maxntid = tuple(kd.local_size)
         return Selected(k, kd)
@@ -232,8 +238,10 @@ def launch_cuda(module: bytes, desc: KernelDesc, args: list[Any]) -> None:
                 params.append(("ptr", dptr))
             else:
                 params.append(("val", np.asarray(v)))
-        drv.launch(fn, desc.global_size, desc.local_size, params)
-        drv.synchronize()
+        grid, block = desc.launch_dims(args)     # symbolic sizes: evaluated per launch
+        if 0 not in grid + block:                # a dimension of 0 launches nothing
+            drv.launch(fn, grid, block, params)
+            drv.synchronize()
         for dptr, v, written in ptrs:
             if written:
                 drv.dtoh(v, dptr)

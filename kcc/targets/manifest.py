@@ -18,6 +18,7 @@ import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import toposort
+from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 MANIFEST_FORMAT = "kcc-manifest"
 MANIFEST_VERSION = 1
@@ -62,14 +63,23 @@ class KernelDesc:
 
     name: str
     args: list[ArgDesc]
-    global_size: list[int] = field(default_factory=lambda: [1, 1, 1])
-    local_size: list[int] = field(default_factory=lambda: [1, 1, 1])
+    # per dimension an int, or an expression of scalar arguments (kcc.targets.dims)
+    global_size: list[Any] = field(default_factory=lambda: [1, 1, 1])
+    local_size: list[Any] = field(default_factory=lambda: [1, 1, 1])
     target: dict[str, Any] = field(default_factory=dict)
     specials: list[str] = field(default_factory=list)   # SPECIAL names in the graph, name order
 
     @property
     def symbol(self) -> str:
         return self.name
+
+    def launch_dims(self, args: list[Any]) -> tuple[list[int], list[int]]:
+        """(global, local) for one launch's arguments (checked by check_launch): symbolic
+        dimensions are evaluated from the scalar arguments; LaunchError if one is invalid."""
+        try:
+            return launch_dims(self.global_size, self.local_size, args)
+        except DimError as e:
+            raise LaunchError(f"kernel {self.name}: {e}") from None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "symbol": self.symbol,
@@ -97,15 +107,14 @@ def describe_kernel(sink: UOp) -> KernelDesc:
         else:
             acc = ("r" if p in loaded else "") + ("w" if p in stored else "")
             args.append(ArgDesc(a.slot, "buffer", a.dtype.name, a.size, acc, name=a.name))
-    glob, loc = [1, 1, 1], [1, 1, 1]
+    glob: list[Any] = [1, 1, 1]
+    loc: list[Any] = [1, 1, 1]
     specials = sorted({n.arg for n in order if n.op is Ops.SPECIAL})
     for n in order:
         if n.op is Ops.SPECIAL:
             dims = glob if n.arg.startswith("gidx") else loc
-            bound = n.src[0]
-            while bound.op is Ops.CAST:       # lowered graphs write CAST(CONST n) int32
-                bound = bound.src[0]
-            dims[int(n.arg[-1])] = bound.arg
+            # a constant, or the expression of scalar arguments a loader evaluates per launch
+            dims[int(n.arg[-1])] = dim_json(n.src[0])
     return KernelDesc(sink.arg.name, args, glob, loc, specials=specials)
 
 
@@ -213,9 +222,11 @@ def _check_schema(doc: dict[str, Any], path: str) -> None:
               "needs a string 'name' and a list 'args'")
         for key in ("global", "local"):
             dims = k.get(key)
-            _need(isinstance(dims, list) and len(dims) == 3
-                  and all(_is_int(d) and d >= 1 for d in dims), where,
-                  f"{key!r} must be three positive integers")
+            _need(isinstance(dims, list) and len(dims) == 3, where,
+                  f"{key!r} must be a list of three launch dimensions")
+            for d in dims:       # an int, or an expression of scalar arguments
+                why = check_dim(d, len(k["args"]))
+                _need(why is None, where, f"{key!r}: {why}")
         _need(isinstance(k.get("specials", []), list), where, "'specials' must be a list")
         for j, a in enumerate(k["args"]):
             _check_arg(a, j, f"{where} ({k['name']}): argument {j}")

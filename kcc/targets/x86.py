@@ -455,7 +455,8 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
             base.append(int(np.float16(v).view(np.uint16)))
         else:
             base.append(v.item())
-    dims = [range(desc.global_size[int(w[-1])]) for w in workers]
+    glob, _ = desc.launch_dims(args)      # symbolic sizes: evaluated for these arguments
+    dims = [range(glob[int(w[-1])]) for w in workers]
     ids = list(product(*dims))
     if len(ids) == 1:
         fn(*base, *ids[0])
