@@ -34,6 +34,26 @@ from kcc.frontend.tinygrad_import import (WORKER_VAR, ImportedKernel, TgNode, Tg
 
 DUMP_ENV = "KCC_TINYGRAD_DUMP"
 ARCH_ENV = "KCC_TINYGRAD_ARCH"
+NATIVE_ENV = "KCC_TINYGRAD_NATIVE"
+
+# Ops kcc implements itself (docs/semantics.md, docs/transcendentals.md), declared to tinygrad
+# so it hands them over instead of expanding them: EXP2/LOG2/SIN into float polynomials,
+# RECIPROCAL into a division, MAX into CMPLT+WHERE, MULACC into MUL+ADD, THREEFRY into its
+# 32-bit rounds. `KCC_TINYGRAD_NATIVE=0` keeps ClangRenderer's own set, so tinygrad produces
+# exactly the graphs DEV=CPU compiles. The values are never called: render() writes .uop.
+NATIVE_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIPROCAL, Ops.MAX, Ops.MULACC, Ops.THREEFRY)
+
+
+def _kcc_op(*args: Any) -> str:
+    raise AssertionError("KCCRenderer renders .uop itself; code_for_op only declares support")
+
+
+def code_for_op(native: bool) -> dict:
+    """ClangRenderer's op table, plus kcc's native ops when native."""
+    table = dict(ClangRenderer.code_for_op)
+    if native:
+        table.update({op: _kcc_op for op in NATIVE_OPS})
+    return table
 
 # tinygrad dtype -> kcc dtype name
 DTYPE_NAMES: dict[Any, str] = {
@@ -177,6 +197,8 @@ def _name_of(src: str) -> str:
 
 class KCCRenderer(ClangRenderer):
     """tinygrad's CPU renderer whose kernels kcc compiles (`DEV=CPU:KCC`)."""
+
+    code_for_op = code_for_op(os.environ.get(NATIVE_ENV, "1") != "0")
 
     def __init__(self, target: Any):
         Renderer.__init__(self, target)   # not ClangRenderer's: that one sets up clang
