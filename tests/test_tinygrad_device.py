@@ -65,7 +65,11 @@ def _same(name: str, got: np.ndarray, want: np.ndarray, what: str) -> None:
     if name in EXACT or got.dtype.kind != "f":
         np.testing.assert_array_equal(got, want, err_msg=what)
     else:
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=what)
+        # a few ulps of the result's scale: a long dot product near zero cancels, and clang
+        # contracts a*b+c into an FMA where kcc rounds the product
+        fin = np.abs(want[np.isfinite(want)]).astype(np.float64)
+        scale = max(1.0, float(fin.max())) if fin.size else 1.0
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6 * scale, err_msg=what)
 
 
 @pytest.mark.parametrize("name", _names())
@@ -90,6 +94,10 @@ def test_captured_kernels_run_on_x86_like_tinygrad(name: str, reference) -> None
     _, out = reference(name)
     kernels = load_capture(out)["kernels"]
     assert kernels
+    if name == "matmul_threads":
+        from tinygrad.helpers import NUM_CPU_THREADS
+        if NUM_CPU_THREADS.value > 1:      # tinygrad split it over threads: kcc's gidx0
+            assert any(k["workers"] == NUM_CPU_THREADS.value for k in kernels)
     for k in kernels:
         assert k["error"] is None, k["error"]
         for slot, (g, w) in run_captured_x86(out, k).items():

@@ -46,6 +46,12 @@ def matmul(rng: np.random.Generator) -> list[np.ndarray]:
     return [(a @ b).numpy()]
 
 
+def matmul_threads(rng: np.random.Generator) -> list[np.ndarray]:
+    """Big enough that tinygrad splits it over CPU threads (core_id, kcc's gidx0)."""
+    a, b, c = _t(_f32(rng, 64, 64)), _t(_f32(rng, 64, 64)), _t(_f32(rng, 64))
+    return [(a @ b + c).numpy()]
+
+
 def conv2d(rng: np.random.Generator) -> list[np.ndarray]:
     x, w = _t(_f32(rng, 2, 3, 8, 8)), _t(_f32(rng, 4, 3, 3, 3))
     return [x.conv2d(w, padding=1).numpy(), x.conv2d(w, stride=2).numpy()]
@@ -138,11 +144,16 @@ def symbolic_variable(rng: np.random.Generator) -> list[np.ndarray]:
         out.append(((x[:v] * 2 + 1).sum()).numpy())
         out.append(x[:v].max().numpy())
         out.append((m[:v] @ w).sum(axis=0).numpy())
+    # a symbolic size in a kernel split over CPU threads: a Variable and core_id together
+    big, wb = _t(_f32(rng, 64, 64)), _t(_f32(rng, 64, 64))
+    v = Variable("rows", 1, 64).bind(40)
+    out.append((big[:v] @ wb).sum(axis=0).numpy())
     return out
 
 
 SUITE: dict[str, Callable[[np.random.Generator], list[np.ndarray]]] = {
-    f.__name__: f for f in (elementwise_broadcast, unary_ops, reductions, matmul, conv2d,
+    f.__name__: f for f in (elementwise_broadcast, unary_ops, reductions, matmul,
+                            matmul_threads, conv2d,
                             softmax, layernorm, argmax, gather_uint8, casts, int64_arith,
                             div_mod, rand, randn, where_nan_inf, symbolic_variable)
 }

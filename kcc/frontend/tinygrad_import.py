@@ -38,7 +38,7 @@ SAME_OPS = frozenset({
 # effects listed once in a SINK or GROUP
 _MERGED = frozenset({"SINK", "GROUP"})
 WORKER_VAR = "core_id"
-_REF = re.compile(r"%\d+\b")
+_REF = re.compile(r"%[0-9A-Za-z_.]+")
 
 
 class TinygradImportError(Exception):
@@ -112,7 +112,7 @@ class _Writer:
     def __init__(self, nodes: list[TgNode], name: str):
         self.nodes, self.name = nodes, name
         self.expr: dict[int, str] = {}         # node -> operand text (a %name or a literal)
-        self.lines: list[tuple[int, str]] = []  # (node, statement without the name)
+        self.lines: list[tuple[str, str]] = []  # (name, statement without the name)
         self.skip: set[int] = set()            # IF / ENDIF / shape-only nodes
 
     def where(self, i: int) -> str:
@@ -189,11 +189,11 @@ class _Writer:
         # keep only lines a later line uses (tinygrad lists constants only shapes use)
         refs: set[str] = set()
         kept: list[str] = []
-        for i, stmt in reversed(self.lines):
+        for name, stmt in reversed(self.lines):
             if stmt.startswith("SINK"):
                 kept.append(stmt)
-            elif f"%{i}" in refs or stmt.startswith("PARAM"):
-                kept.append(f"%{i} = {stmt}")
+            elif f"%{name}" in refs or stmt.startswith("PARAM"):
+                kept.append(f"%{name} = {stmt}")
             else:
                 continue
             refs.update(_REF.findall(stmt))
@@ -234,18 +234,18 @@ class _Writer:
             if _is_weak(n.dtype) or n.dtype == "bool":
                 self.expr[i] = lit
                 return
-            self.lines.append((i, f"CAST({lit}) {_dtype(n.dtype, where)}"))
+            self.lines.append((str(i), f"CAST({lit}) {_dtype(n.dtype, where)}"))
         elif n.op == "PARAM" and n.arg.addrspace == "ALU" and n.arg.name == WORKER_VAR:
-            lo, hi = n.arg.vmin_vmax
-            self.lines.append((i, f"SPECIAL(CAST({int(hi) + 1}) {_dtype(n.dtype, where)}) "
-                                  '"gidx0"'))
+            _, hi = n.arg.vmin_vmax
+            self.lines.append((f"{i}.n", f"CAST({int(hi) + 1}) {_dtype(n.dtype, where)}"))
+            self.lines.append((str(i), f'SPECIAL(%{i}.n) "gidx0"'))
         elif n.op == "PARAM":
-            self.lines.append((i, self.param_line(i, n, slot_of[i])))
+            self.lines.append((str(i), self.param_line(i, n, slot_of[i])))
         elif n.op == "BUFFER":
-            self.lines.append((i, self.param_line(i, n, n.arg.slot)))
+            self.lines.append((str(i), self.param_line(i, n, n.arg.slot)))
         elif n.op == "SINK":
             srcs = [self.operand(j, i) for j in dict.fromkeys(n.src)]
-            self.lines.append((i, f"SINK({', '.join(srcs)}) "
+            self.lines.append((str(i), f"SINK({', '.join(srcs)}) "
                                   f"{format_arg(KernelInfo(self.name))}"))
             return
         elif n.op in SAME_OPS:
@@ -260,7 +260,7 @@ class _Writer:
                 text += " " + _range_arg(n.arg, where)
             elif n.op == "SPECIAL":
                 text += " " + format_arg(str(n.arg))
-            self.lines.append((i, text))
+            self.lines.append((str(i), text))
         else:
             raise TinygradImportError(f"{where}: tinygrad op {n.op} has no .uop v1 spelling")
         self.expr[i] = f"%{i}"
