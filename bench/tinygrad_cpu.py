@@ -3,9 +3,10 @@
 For each computation, every kernel tinygrad schedules is lowered by both renderers (KCC with
 its native ops, and clang), compiled by both compilers (compile time: median of --reps), loaded
 by tinygrad's own CPUProgram and run on the same buffers, interleaved round-robin (run time:
-median of --rounds). Prints a markdown table; docs/tinygrad.md records it.
+median of --rounds). Prints a markdown table; docs/tinygrad.md records it. `--accuracy` prints
+the accuracy of EXP2/LOG2/SIN instead (kcc's native ops and tinygrad's expansions).
 
-    python bench/tinygrad_cpu.py [--reps 5] [--rounds 21]
+    python bench/tinygrad_cpu.py [--reps 5] [--rounds 21] [--accuracy]
 """
 
 from __future__ import annotations
@@ -53,11 +54,46 @@ def median_time(fn, reps: int) -> float:
     return statistics.median(ts)
 
 
+def ulps(got: "np.ndarray", ref: "np.ndarray") -> int:
+    """The largest distance in float32 ulps between got and the float64 reference."""
+    import numpy as np
+    r = ref.astype(np.float32)
+    ok = np.isfinite(r) & np.isfinite(got)
+    a, b = got[ok].view(np.int32).astype(np.int64), r[ok].view(np.int32).astype(np.int64)
+    a = np.where(a < 0, -(a & 0x7FFFFFFF), a)
+    b = np.where(b < 0, -(b & 0x7FFFFFFF), b)
+    return int(np.abs(a - b).max())
+
+
+def accuracy() -> None:
+    """EXP2, LOG2, SIN: kcc's native ops and tinygrad's expansions (clang) against numpy's
+    float64 results rounded to float32, on 1M values each."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    cases = {"exp2": (rng.uniform(-126, 127, 1 << 20), np.exp2, "exp2"),
+             "log2": (np.exp2(rng.uniform(-126, 127, 1 << 20)), np.log2, "log2"),
+             "sin": (rng.uniform(-1e4, 1e4, 1 << 20), np.sin, "sin")}
+    print("\n| op (float32, 1M values) | kcc max ulps | tinygrad clang max ulps |")
+    print("|---|---|---|")
+    for name, (x, ref_fn, method) in cases.items():
+        x32 = x.astype(np.float32)
+        ref = ref_fn(x32.astype(np.float64))
+        got = {}
+        for dev in ("CPU:KCC", "CPU"):
+            with Context(DEV=dev, PARALLEL=0):
+                got[dev] = getattr(Tensor(x32), method)().numpy()
+        print(f"| {name} | {ulps(got['CPU:KCC'], ref)} | {ulps(got['CPU'], ref)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--accuracy", action="store_true", help="Only the accuracy table.")
     opt = ap.parse_args()
+    if opt.accuracy:
+        accuracy()
+        return
     dev = Device["CPU"]
     rens = {}
     for name in ("KCC", "CLANG"):

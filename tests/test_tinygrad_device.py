@@ -205,3 +205,12 @@ def test_unimportable_op_names_the_kernel_and_the_op(tmp_path: Path, monkeypatch
         KCCRenderer(Target(device="CPU")).render(uops)
     assert "kernel E_custom" in str(e.value) and "CUSTOM" in str(e.value)
     assert (tmp_path / "E_custom.tinygrad.txt").is_file()
+
+
+def test_native_ops_are_declared_and_can_be_turned_off() -> None:
+    from kcc.tinygrad.renderer import NATIVE_OPS, KCCRenderer, code_for_op
+    from tinygrad.renderer.cstyle import ClangRenderer
+    from tinygrad.uop.ops import Ops
+    assert set(code_for_op(False)) == set(ClangRenderer.code_for_op)
+    assert set(code_for_op(True)) == set(ClangRenderer.code_for_op) | set(NATIVE_OPS)
+    assert {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.THREEFRY, Ops.MULACC} <= set(KCCRenderer.code_for_op)
