@@ -137,8 +137,8 @@ def test_float_to_int_casts_saturate_in_kcc() -> None:
     with Context(DEV="CPU:KCC", PARALLEL=0):
         i32 = Tensor(vals).cast(dtypes.int32).numpy()
         u8 = Tensor(vals).cast(dtypes.uint8).numpy()
-    assert i32[:5].tolist() == [-2**31, -300, -1, 300, 2**31 - 1]
-    assert u8[:5].tolist() == [0, 0, 0, 255, 255]
+    assert i32.tolist() == [-2**31, -300, -1, 300, 2**31 - 1, 0]
+    assert u8.tolist() == [0, 0, 0, 255, 255, 0]
 
 
 def test_dev_env_and_spawned_compile_workers(tmp_path: Path) -> None:
