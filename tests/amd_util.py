@@ -41,11 +41,12 @@ def llvm_link(tmp: Path, arch: str, asm: str, name: str = "k") -> bytes:
     return out.read_bytes()
 
 
-def llc_hsaco(tmp: Path, arch: str, ir: str, name: str = "k") -> bytes:
+def llc_hsaco(tmp: Path, arch: str, ir: str, name: str = "k",
+              extra: tuple[str, ...] = ()) -> bytes:
     """Compile LLVM IR with llc-19 for ``arch`` and link it: code kcc did not write."""
     ll, s = tmp / f"{name}.ll", tmp / f"{name}.s"
     ll.write_text(ir)
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2",
+    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2", *extra,
                     str(ll), "-o", str(s)], check=True, capture_output=True, text=True)
     return llvm_link(tmp, arch, s.read_text(), name)
 

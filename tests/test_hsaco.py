@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import msgpack
+import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -22,8 +23,9 @@ from kcc.targets.elf import ElfWriteError
 from kcc.targets.hsaco import AmdKernel, KernelArg, write_hsaco
 from amd_util import ARCHS, llvm_link, mc_bytes, needs_llvm19, parse_yaml
 
-# Two hand-written kernels per arch: c[i] = a[i] + b[i] (one workgroup) and a scaled copy
-# with an LDS buffer and a by-value argument named `n` (a YAML 1.1 bool word).
+# Two hand-written kernels per arch: c[i] = a[i] + b[i] (one workgroup) and x[i] *= n in
+# place, with a dispatch pointer before the kernarg pointer (so kernargs are at s[2:3]), an
+# LDS allocation and a by-value argument named `n` (a YAML 1.1 bool word).
 ASM = {
     "gfx1100": (
         ("s_load_b128 s[4:7], s[0:1], 0x0", "s_load_b64 s[8:9], s[0:1], 0x10",
@@ -31,10 +33,10 @@ ASM = {
          "global_load_b32 v1, v0, s[4:5]", "global_load_b32 v2, v0, s[6:7]",
          "s_waitcnt vmcnt(0)", "v_add_f32 v1, v1, v2", "global_store_b32 v0, v1, s[8:9]",
          "s_endpgm"),
-        ("s_load_b64 s[2:3], s[0:1], 0x0", "s_load_b32 s4, s[0:1], 0x8",
+        ("s_load_b64 s[4:5], s[2:3], 0x0", "s_load_b32 s6, s[2:3], 0x8",
          "v_and_b32 v0, 0x3ff, v0", "v_lshlrev_b32 v0, 2, v0", "s_waitcnt lgkmcnt(0)",
-         "global_load_b32 v1, v0, s[2:3]", "s_waitcnt vmcnt(0)", "v_mul_f32 v1, s4, v1",
-         "v_add_co_u32 v3, vcc_lo, v0, 4", "global_store_b32 v0, v1, s[2:3]", "s_endpgm"),
+         "global_load_b32 v1, v0, s[4:5]", "s_waitcnt vmcnt(0)", "v_mul_f32 v1, s6, v1",
+         "v_add_co_u32 v3, vcc_lo, v0, 4", "global_store_b32 v0, v1, s[4:5]", "s_endpgm"),
     ),
     "gfx942": (
         ("s_load_dwordx4 s[4:7], s[0:1], 0x0", "s_load_dwordx2 s[8:9], s[0:1], 0x10",
@@ -42,10 +44,10 @@ ASM = {
          "global_load_dword v1, v0, s[4:5]", "global_load_dword v2, v0, s[6:7]",
          "s_waitcnt vmcnt(0)", "v_add_f32 v1, v1, v2", "global_store_dword v0, v1, s[8:9]",
          "s_endpgm"),
-        ("s_load_dwordx2 s[2:3], s[0:1], 0x0", "s_load_dword s4, s[0:1], 0x8",
+        ("s_load_dwordx2 s[4:5], s[2:3], 0x0", "s_load_dword s6, s[2:3], 0x8",
          "v_and_b32 v0, 0x3ff, v0", "v_lshlrev_b32 v0, 2, v0", "s_waitcnt lgkmcnt(0)",
-         "global_load_dword v1, v0, s[2:3]", "s_waitcnt vmcnt(0)", "v_mul_f32 v1, s4, v1",
-         "v_add_co_u32 v3, vcc, v0, 4", "global_store_dword v0, v1, s[2:3]", "s_endpgm"),
+         "global_load_dword v1, v0, s[4:5]", "s_waitcnt vmcnt(0)", "v_mul_f32 v1, s6, v1",
+         "v_add_co_u32 v3, vcc, v0, 4", "global_store_dword v0, v1, s[4:5]", "s_endpgm"),
     ),
 }
 
@@ -241,6 +243,23 @@ def test_independent_build_from_assembly(built, tmp_path):
 
 
 @needs_llvm19
+@needs_llvm19
+@pytest.mark.parametrize("arch", ARCHS)
+def test_hand_built_kernels_run_in_the_emulator(arch):
+    """kcc's own HSACO, read back and run by the emulator (decoding kcc's .text)."""
+    from kcc.targets.amd_emu import run_hsaco
+    obj = write_hsaco(kernels(arch), arch)
+    a = np.arange(64, dtype=np.float32)
+    b = np.full(64, 0.25, np.float32)
+    c = np.zeros(64, np.float32)
+    run_hsaco(obj, "vadd", [a, b, c], grid=1, block=64)
+    np.testing.assert_array_equal(c, a + b)
+    x = np.linspace(-2, 2, 128, dtype=np.float32)
+    want = x * np.float32(2.5)
+    run_hsaco(obj, "scale", [x, np.float32(2.5)], grid=1, block=(128, 1))
+    np.testing.assert_array_equal(x, want)
+
+
 def test_same_input_same_bytes():
     for arch in ARCHS:
         assert write_hsaco(kernels(arch), arch) == write_hsaco(kernels(arch), arch)
