@@ -114,10 +114,13 @@ def test_vop3_neg_abs_clamp_omod(arch):
         Inst("v_add_f32_e64", (V(4), V(1), V(2)), (("neg", (0, 1, 0)),)),
         Inst("v_mul_f32_e64", (V(5), V(1), V(2)), (("clamp", True),)),
         Inst("v_mul_f32_e64", (V(6), V(2), V(2)), (("omod", 1),)))
+    w.ieee = False
+    run(w, Inst("v_mul_f32_e64", (V(7), V(2), V(2)), (("omod", 1),)))
     assert w.v[3, 0] == f2u(1.25)   # |-0.75| + 0.5
     assert w.v[4, 0] == f2u(-1.25)  # -0.75 + -(0.5)
     assert w.v[5, 0] == 0           # -0.375 clamped to [0, 1]
-    assert w.v[6, 0] == f2u(0.5)    # 0.25 * 2 (omod 1)
+    assert w.v[6, 0] == f2u(0.25)   # omod is ignored in IEEE mode
+    assert w.v[7, 0] == f2u(0.5)    # 0.25 * 2 (omod 1) with IEEE mode off
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -117,7 +117,7 @@ class Memory:
             self.bufs[i][off[sel, None] + np.arange(size)] = data[sel]
 
 
-@dataclass
+@dataclass(eq=False)
 class Pending:
     """A load whose destination registers are not written back until an s_waitcnt."""
 
@@ -141,6 +141,7 @@ class Wave:
         self.at_barrier = False
         self.pending: list[Pending] = []
         self.inst: Inst | None = None
+        self.ieee = True  # COMPUTE_PGM_RSRC1.ENABLE_IEEE_MODE
 
     # --- scalar registers ---------------------------------------------------------------
     def sindex(self, op: Operand) -> int:
@@ -282,8 +283,21 @@ class Wave:
         self.pending.append(Pending(counter, self.pc, smem, frozenset(regs)))
 
     def issue_other(self, counter: str) -> None:
-        """A memory operation that counts on ``counter`` but writes no register."""
-        self.pending.append(Pending(counter, self.pc, False))
+        """A memory operation that counts on ``counter`` but writes no register (a store):
+        it matters only while an older load of the same counter is outstanding."""
+        if any(p.counter == counter for p in self.pending):
+            self.pending.append(Pending(counter, self.pc, False))
+
+    def _trim(self) -> None:
+        # Register-less entries older than every load of their counter change no later
+        # s_waitcnt's outcome (waits retire the oldest first), so they go.
+        keep, seen = [], set()
+        for p in self.pending:
+            if p.regs:
+                seen.add(p.counter)
+            if p.regs or p.counter in seen:
+                keep.append(p)
+        self.pending = keep
 
     def wait(self, counter: str, n: int) -> None:
         """s_waitcnt COUNTER(n): at most ``n`` operations of the counter stay outstanding.
@@ -294,6 +308,7 @@ class Wave:
         if counter == "lgkm" and n > 0:
             done = [p for p in done if not p.smem]
         self.pending = [p for p in self.pending if p not in done]
+        self._trim()
 
     def error(self, msg: str) -> EmuError:
         what = f" ({self.inst.name})" if self.inst is not None else ""
@@ -351,8 +366,8 @@ class Launch:
 
 def _dims(v: int | tuple[int, ...], what: str) -> tuple[int, int, int]:
     t = (v,) if isinstance(v, int) else tuple(v)
-    if not 1 <= len(t) <= 3 or any(not isinstance(x, (int, np.integer)) or x < 1 for x in t):
-        raise ValueError(f"{what} must be 1 to 3 positive integers, got {v!r}")
+    if not 1 <= len(t) <= 3 or any(not isinstance(x, (int, np.integer)) or x < 0 for x in t):
+        raise ValueError(f"{what} must be 1 to 3 integers >= 0, got {v!r}")
     return tuple(int(x) for x in t) + (1,) * (3 - len(t))  # type: ignore
 
 
@@ -412,7 +427,7 @@ def _dispatch_packet(launch: Launch, k: HsacoKernel, kernarg: int) -> bytes:
 
 def run_hsaco(hsaco: str | bytes, kernel: str, args: list, grid, block) -> None:
     """Run ``kernel`` of an HSACO (a path or its bytes) on ``grid`` workgroups (1-3 counts)
-    of ``block`` work-items. Buffer arguments are numpy arrays, updated in place with what
+    of ``block`` work-items (a dimension of 0 launches nothing). Buffer arguments are numpy arrays, updated in place with what
     the kernel stored; scalars are Python or numpy numbers, written with the size the
     metadata gives."""
     data = open(hsaco, "rb").read() if isinstance(hsaco, str) else hsaco
@@ -421,6 +436,8 @@ def run_hsaco(hsaco: str | bytes, kernel: str, args: list, grid, block) -> None:
         raise ValueError(f"no kernel {kernel!r} in the code object (has "
                          f"{', '.join(obj.kernels) or 'none'})")
     launch = Launch(_dims(grid, "grid"), _dims(block, "block"))
+    if 0 in launch.grid or 0 in launch.block:
+        return
     run_kernel(obj, obj.kernels[kernel], args, launch)
 
 
@@ -471,6 +488,7 @@ def run_kernel(obj: Hsaco, k: HsacoKernel, args: list, launch: Launch) -> None:
                 waves = []
                 for w0 in range(0, nthreads, lanes):
                     wave = Wave(obj.arch, nvgpr, lanes)
+                    wave.ieee = bool(d.rsrc1 >> 23 & 1)
                     sgpr = 0
                     for name in d.user_sgprs():
                         if name not in user:

@@ -106,10 +106,12 @@ def _bits(res: np.ndarray, t: str, srcs: list[np.ndarray]) -> np.ndarray:
         (r.astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
-def _output_mods(inst: Inst, res: np.ndarray, t: str) -> np.ndarray:
-    """VOP3 omod (x2, x4, /2) then clamp to [0, 1] (NaN clamps to 0) for float results."""
+def _output_mods(inst: Inst, res: np.ndarray, t: str, ieee: bool = True) -> np.ndarray:
+    """VOP3 omod (x2, x4, /2) then clamp to [0, 1] (NaN clamps to 0) for float results.
+    OMOD is ignored when the IEEE mode bit is set (the manuals' "Output modifiers"), which
+    the descriptors of compute kernels set."""
     omod = inst.mod("omod", 0)
-    if omod:
+    if omod and not ieee:
         res = res * res.dtype.type({1: 2.0, 2: 4.0, 3: 0.5}[omod])  # type: ignore[index]
     if inst.mod("clamp", False):
         res = np.where(np.isnan(res), res.dtype.type(0), np.clip(res, 0, 1))
@@ -126,7 +128,7 @@ def vop(sig: str, fn: Callable[..., np.ndarray], *names: str) -> None:
             res = fn(*srcs)
             if dt in FLOAT:
                 res = _output_mods(inst, np.asarray(res, {"f": np.float32, "F": np.float64,
-                                                          "h": np.float16}[dt]), dt)
+                                                          "h": np.float16}[dt]), dt, w.ieee)
         w.vwrite(inst.ops[0], _bits(res, dt, srcs), 64 if dt in WIDE else 32)
     for n in names:
         OPS[n] = run
@@ -532,7 +534,7 @@ def _fmac(w: Wave, inst: Inst, wg: Workgroup) -> None:
     d = w.vread(inst.ops[0]).view(np.float32)
     with np.errstate(all="ignore"):
         res = _fma32(a, b, d) if _base(inst.name) == "v_fmac_f32" else (a * b) + d
-        res = _output_mods(inst, res.astype(np.float32), "f")
+        res = _output_mods(inst, res.astype(np.float32), "f", w.ieee)
     w.vwrite(inst.ops[0], _bits(res, "f", [a, b, d]))
 
 

@@ -172,3 +172,32 @@ def read_hsaco(data: bytes) -> Hsaco:
     except (struct.error, KeyError, TypeError) as e:
         raise HsacoReadError(f"malformed code object: {e}") from None
     return Hsaco(MACH_NAMES[mach], text.data(), text["sh_addr"], kernels, meta)
+
+
+def is_hsaco(data: bytes) -> bool:
+    """Whether data looks like an AMDGPU HSA code object (ELF64, OSABI 64, EM_AMDGPU)."""
+    return (len(data) >= 20 and data[:4] == b"\x7fELF" and data[4] == 2 and data[7] == 64
+            and struct.unpack_from("<H", data, 18)[0] == 224)
+
+
+def listing(data: bytes) -> str:
+    """``kcc disasm`` of a code object: per kernel its descriptor's launch facts, then each
+    instruction's address, dwords and LLVM-syntax text from kcc's decoder. A word the
+    decoder does not know ends that kernel's listing with a line naming it."""
+    from kcc.encode.amd import disassemble
+    obj = read_hsaco(data)
+    out = [f"; {obj.arch} code object, {len(obj.kernels)} kernel(s)"]
+    for k in sorted(obj.kernels.values(), key=lambda k: k.code_addr):
+        d = k.descriptor
+        out.append(f"\n{k.name}:  ; kernarg {d.kernarg_size} B, LDS {d.group_segment_size} B,"
+                   f" vgprs {k.metadata.get('.vgpr_count')}, sgprs "
+                   f"{k.metadata.get('.sgpr_count')}, wave{32 if d.wave32 else 64}")
+        code = obj.code(k.name)
+        try:
+            for addr, size, _, text in disassemble(obj.arch, code, k.code_addr):
+                raw = code[addr - k.code_addr:addr - k.code_addr + size]
+                words = " ".join(f"{w:08x}" for w in struct.unpack(f"<{size // 4}I", raw))
+                out.append(f"  {addr:6x}:  {words:<26} {text}")
+        except ValueError as e:
+            out.append(f"  ; cannot decode further: {e}")
+    return "\n".join(out) + "\n"
