@@ -224,3 +224,31 @@ def test_memory_fault_is_an_error(tmp_path):
         # w = 16: every column is loaded, but the input holds only 100 floats.
         run_hsaco(obj, "gated", [np.zeros(100, np.float32), np.zeros(128, np.float32),
                                  np.int32(16)], 1, (16, 8))
+
+
+def _objdump(path) -> list[tuple[int, str, str]]:
+    """(address, dwords, text) per instruction of llvm-objdump-19 -d."""
+    import re
+    import subprocess
+    out = subprocess.run(["llvm-objdump-19", "-d", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    rows = []
+    line = r"^\s+(\S.*?)\s*// ([0-9A-F]+): ((?:[0-9A-F]{8} ?)+)(?:\s*<[^>]*>)?$"
+    for m in re.finditer(line, out, re.M):
+        rows.append((int(m.group(2), 16), m.group(3).strip().lower(),
+                     " ".join(m.group(1).split())))
+    return rows
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_disasm_listing_matches_llvm_objdump(tmp_path, arch):
+    """`kcc disasm` of code llc wrote: every instruction's address, words and text as
+    llvm-objdump-19 prints them (up to the padding after each kernel)."""
+    import re
+    from kcc.targets.hsaco_read import listing
+    obj = build(tmp_path, arch, REDUCE, "reduce")
+    mine = []
+    for m in re.finditer(r"^\s+([0-9a-f]+):\s+((?:[0-9a-f]{8} )+)\s*(.*)$", listing(obj), re.M):
+        mine.append((int(m.group(1), 16), m.group(2).strip(), " ".join(m.group(3).split())))
+    theirs = _objdump(tmp_path / "reduce.hsaco")[:len(mine)]
+    assert len(mine) > 20 and mine == theirs
