@@ -1,8 +1,8 @@
 """The emulator runs code kcc did not write: small kernels in LLVM IR, compiled by llc-19 and
 linked by ld.lld-19 for gfx1100 and gfx942, compared with numpy.
 
-gfx1100 code is compiled with ``--amdgpu-enable-vopd=0``: kcc's decoder has no VOPD (dual-issue) rows,
-since kcc does not emit VOPD.
+gfx1100 code is compiled with ``--amdgpu-enable-vopd=0``: kcc's decoder has no VOPD
+(dual-issue) rows, since kcc does not emit VOPD.
 """
 
 from __future__ import annotations

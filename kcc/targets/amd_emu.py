@@ -427,9 +427,9 @@ def _dispatch_packet(launch: Launch, k: HsacoKernel, kernarg: int) -> bytes:
 
 def run_hsaco(hsaco: str | bytes, kernel: str, args: list, grid, block) -> None:
     """Run ``kernel`` of an HSACO (a path or its bytes) on ``grid`` workgroups (1-3 counts)
-    of ``block`` work-items (a dimension of 0 launches nothing). Buffer arguments are numpy arrays, updated in place with what
-    the kernel stored; scalars are Python or numpy numbers, written with the size the
-    metadata gives."""
+    of ``block`` work-items (a dimension of 0 launches nothing). Buffer arguments are numpy
+    arrays, updated in place with what the kernel stored; scalars are Python or numpy
+    numbers, written with the size the metadata gives."""
     data = open(hsaco, "rb").read() if isinstance(hsaco, str) else hsaco
     obj = read_hsaco(data)
     if kernel not in obj.kernels:
