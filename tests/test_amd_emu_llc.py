@@ -145,6 +145,29 @@ join:
 """ + DECLS
 
 
+# Launch facts through the hidden kernel arguments (code object v5 implicit arguments):
+# o[gid] = block_count_x * 65536 + gid with gid = wg * group_size_x + tid.
+IDS = HEAD + """
+define amdgpu_kernel void @ids(ptr addrspace(1) %o) {
+  %ip = call ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
+  %gp = getelementptr i8, ptr addrspace(4) %ip, i64 12
+  %bs = load i16, ptr addrspace(4) %gp
+  %bsz = zext i16 %bs to i32
+  %cnt = load i32, ptr addrspace(4) %ip
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %wg = call i32 @llvm.amdgcn.workgroup.id.x()
+  %b = mul i32 %wg, %bsz
+  %gid = add i32 %b, %tid
+  %hi = shl i32 %cnt, 16
+  %v = add i32 %hi, %gid
+  %p = getelementptr i32, ptr addrspace(1) %o, i32 %gid
+  store i32 %v, ptr addrspace(1) %p
+  ret void
+}
+declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
+""" + DECLS
+
+
 def build(tmp_path, arch: str, ir: str, name: str) -> bytes:
     return llc_hsaco(tmp_path, arch, ir, name,
                      extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
@@ -208,6 +231,14 @@ def test_gated_load_2d_block(tmp_path, arch):
     want = np.where(np.arange(16)[None, :] < 10,
                     np.arange(16 * 8, dtype=np.float32).reshape(8, 16), -1.0)
     np.testing.assert_array_equal(out.reshape(8, 16), want)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_hidden_arguments_give_block_count_and_size(tmp_path, arch):
+    obj = build(tmp_path, arch, IDS, "ids")
+    out = np.zeros(3 * 40, np.uint32)
+    run_hsaco(obj, "ids", [out], grid=3, block=40)  # partial waves: 40 of 64 / 2x32 lanes
+    np.testing.assert_array_equal(out, 3 * 65536 + np.arange(120, dtype=np.uint32))
 
 
 def test_wrong_argument_count_is_refused(tmp_path):
