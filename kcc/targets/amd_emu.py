@@ -21,6 +21,7 @@ IDs"); EXEC holds the lanes that are work-items.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import Callable
@@ -386,9 +387,9 @@ def _kernarg_segment(k: HsacoKernel, args: list, mem: Memory, launch: Launch,
     for meta, val in zip(explicit, args):
         off, sz, kind = meta[".offset"], meta[".size"], meta[".value_kind"]
         if kind == "global_buffer":
-            if not isinstance(val, np.ndarray):
+            if not isinstance(val, np.ndarray) or not val.flags.c_contiguous:
                 raise ValueError(f"argument {meta.get('.name', off)!r} is a buffer; pass a "
-                                 "numpy array")
+                                 "C-contiguous numpy array")
             addr = mem.alloc(val)
             buffers.append((val, addr))
             seg[off:off + 8] = struct.pack("<Q", addr)
@@ -425,12 +426,12 @@ def _dispatch_packet(launch: Launch, k: HsacoKernel, kernarg: int) -> bytes:
                        0, kernarg, 0, 0)
 
 
-def run_hsaco(hsaco: str | bytes, kernel: str, args: list, grid, block) -> None:
+def run_hsaco(hsaco: str | os.PathLike | bytes, kernel: str, args: list, grid, block) -> None:
     """Run ``kernel`` of an HSACO (a path or its bytes) on ``grid`` workgroups (1-3 counts)
     of ``block`` work-items (a dimension of 0 launches nothing). Buffer arguments are numpy
     arrays, updated in place with what the kernel stored; scalars are Python or numpy
     numbers, written with the size the metadata gives."""
-    data = open(hsaco, "rb").read() if isinstance(hsaco, str) else hsaco
+    data = hsaco if isinstance(hsaco, (bytes, bytearray)) else open(hsaco, "rb").read()
     obj = read_hsaco(data)
     if kernel not in obj.kernels:
         raise ValueError(f"no kernel {kernel!r} in the code object (has "
@@ -441,10 +442,85 @@ def run_hsaco(hsaco: str | bytes, kernel: str, args: list, grid, block) -> None:
     run_kernel(obj, obj.kernels[kernel], args, launch)
 
 
+def _start_wave(obj: Hsaco, k: HsacoKernel, nvgpr: int, user: dict[str, int],
+                group: tuple[int, int, int], first: int, launch: Launch) -> Wave:
+    """A wave's initial state (AMDGPUUsage "Initial Kernel Execution State")."""
+    d = k.descriptor
+    lanes = WAVE[obj.arch]
+    wave = Wave(obj.arch, nvgpr, lanes)
+    wave.ieee = bool(d.rsrc1 >> 23 & 1)
+    sgpr = 0
+    for name in d.user_sgprs():
+        if name not in user:
+            raise EmuError(f"kernel {k.name!r}: user SGPR input {name} is not emulated")
+        wave.s[sgpr], wave.s[sgpr + 1] = user[name] & 0xFFFFFFFF, user[name] >> 32
+        sgpr += 2
+    sgpr = d.user_sgpr_count  # system SGPRs follow USER_SGPR_COUNT, not the enables
+    for on, gid in zip(d.workgroup_ids, group):
+        if on:
+            wave.s[sgpr] = gid
+            sgpr += 1
+    if d.workgroup_info:
+        wave.s[sgpr] = 0
+    bx, by, _ = launch.block
+    nthreads = bx * by * launch.block[2]
+    t = np.arange(first, first + lanes)
+    packed = (t % bx).astype(np.uint32)
+    if d.workitem_ids >= 1:
+        packed |= ((t // bx) % by).astype(np.uint32) << 10
+    if d.workitem_ids >= 2:
+        packed |= (t // (bx * by)).astype(np.uint32) << 20
+    wave.v[0] = np.where(t < nthreads, packed, 0)
+    wave.set_exec((1 << min(lanes, nthreads - first)) - 1)
+    wave.pc = k.code_addr
+    return wave
+
+
+class _Fetch:
+    """Decodes .text on demand, once per address."""
+
+    def __init__(self, obj: Hsaco, kernel: str) -> None:
+        self.obj, self.kernel = obj, kernel
+        self.cache: dict[int, tuple[Inst, int]] = {}
+
+    def __call__(self, pc: int) -> tuple[Inst, int]:
+        from kcc.encode.amd import decode
+        hit = self.cache.get(pc)
+        if hit is None:
+            obj = self.obj
+            if not obj.text_addr <= pc < obj.text_addr + len(obj.text):
+                raise EmuError(f"kernel {self.kernel!r}: jumped to {pc:#x}, outside .text")
+            try:
+                hit = decode(obj.arch, obj.text, pc - obj.text_addr, obj.text_addr)
+            except ValueError as e:
+                raise EmuError(f"at {pc:#x}: cannot decode: {e}") from None
+            self.cache[pc] = hit
+        return hit
+
+
+def _run_workgroup(waves: list[Wave], wg: Workgroup, fetch: _Fetch, budget: list[int]) -> None:
+    """Run each wave until it ends or waits at s_barrier; release the barrier when every
+    wave that has not ended waits there."""
+    while True:
+        live = [w for w in waves if not w.done]
+        if not live:
+            return
+        for wave in live:
+            while not wave.done and not wave.at_barrier:
+                inst, size = fetch(wave.pc)
+                wave.next_pc = wave.pc + size
+                execute(wave, inst, wg)
+                wave.pc = wave.next_pc
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise EmuError(f"kernel {fetch.kernel!r}: more than {MAX_STEPS} "
+                                   "instructions; an endless loop?")
+        for w in waves:
+            w.at_barrier = False
+
+
 def run_kernel(obj: Hsaco, k: HsacoKernel, args: list, launch: Launch) -> None:
     """Launch ``k`` of ``obj``; see :func:`run_hsaco`."""
-    from kcc.encode.amd import decode
-
     d = k.descriptor
     lanes = WAVE[obj.arch]
     if (lanes == 32) != d.wave32:
@@ -459,78 +535,17 @@ def run_kernel(obj: Hsaco, k: HsacoKernel, args: list, launch: Launch) -> None:
     mem = Memory()
     buffers: list[tuple[np.ndarray, int]] = []
     kernarg = mem.alloc(_kernarg_segment(k, args, mem, launch, buffers))
-    packet = mem.alloc(_dispatch_packet(launch, k, kernarg))
-    queue = mem.alloc(256)
+    user = {"dispatch_ptr": mem.alloc(_dispatch_packet(launch, k, kernarg)),
+            "queue_ptr": mem.alloc(256), "kernarg_segment_ptr": kernarg, "dispatch_id": 0}
     nvgpr = int(k.metadata.get(".vgpr_count", 256))
-    decoded: dict[int, tuple[Inst, int]] = {}
-    text_end = obj.text_addr + len(obj.text)
-
-    def fetch(pc: int) -> tuple[Inst, int]:
-        hit = decoded.get(pc)
-        if hit is None:
-            if not obj.text_addr <= pc < text_end:
-                raise EmuError(f"kernel {k.name!r}: jumped to {pc:#x}, outside .text")
-            try:
-                hit = decode(obj.arch, obj.text, pc - obj.text_addr, obj.text_addr)
-            except ValueError as e:
-                raise EmuError(f"at {pc:#x}: cannot decode: {e}") from None
-            decoded[pc] = hit
-        return hit
-
-    user = {"dispatch_ptr": packet, "queue_ptr": queue, "kernarg_segment_ptr": kernarg,
-            "dispatch_id": 0}
-    steps = 0
-    bx, by, bz = launch.block
+    fetch = _Fetch(obj, k.name)
+    budget = [MAX_STEPS]
     for gz in range(launch.grid[2]):
         for gy in range(launch.grid[1]):
             for gx in range(launch.grid[0]):
-                wg = Workgroup(np.zeros(max(d.group_segment_size, 0), np.uint8), mem)
-                waves = []
-                for w0 in range(0, nthreads, lanes):
-                    wave = Wave(obj.arch, nvgpr, lanes)
-                    wave.ieee = bool(d.rsrc1 >> 23 & 1)
-                    sgpr = 0
-                    for name in d.user_sgprs():
-                        if name not in user:
-                            raise EmuError(f"kernel {k.name!r}: user SGPR input {name} is "
-                                           "not emulated")
-                        wave.s[sgpr], wave.s[sgpr + 1] = user[name] & 0xFFFFFFFF, user[name] >> 32
-                        sgpr += 2
-                    sgpr = d.user_sgpr_count
-                    for on, gid in zip(d.workgroup_ids, (gx, gy, gz)):
-                        if on:
-                            wave.s[sgpr] = gid
-                            sgpr += 1
-                    if d.workgroup_info:
-                        wave.s[sgpr] = 0
-                    t = np.arange(w0, w0 + lanes)
-                    tid = [t % bx, (t // bx) % by, t // (bx * by)]
-                    packed = tid[0].astype(np.uint32)
-                    if d.workitem_ids >= 1:
-                        packed |= tid[1].astype(np.uint32) << 10
-                    if d.workitem_ids >= 2:
-                        packed |= tid[2].astype(np.uint32) << 20
-                    wave.v[0] = np.where(t < nthreads, packed, 0)
-                    wave.set_exec((1 << min(lanes, nthreads - w0)) - 1)
-                    wave.pc = k.code_addr
-                    waves.append(wave)
-                while True:
-                    live = [w for w in waves if not w.done]
-                    if not live:
-                        break
-                    for wave in live:
-                        while not wave.done and not wave.at_barrier:
-                            inst, size = fetch(wave.pc)
-                            wave.next_pc = wave.pc + size
-                            execute(wave, inst, wg)
-                            wave.pc = wave.next_pc
-                            steps += 1
-                            if steps > MAX_STEPS:
-                                raise EmuError(f"kernel {k.name!r}: more than {MAX_STEPS} "
-                                               "instructions; an endless loop?")
-                    if all(w.at_barrier or w.done for w in waves):
-                        for w in waves:
-                            w.at_barrier = False
+                wg = Workgroup(np.zeros(d.group_segment_size, np.uint8), mem)
+                waves = [_start_wave(obj, k, nvgpr, user, (gx, gy, gz), first, launch)
+                         for first in range(0, nthreads, lanes)]
+                _run_workgroup(waves, wg, fetch, budget)
     for arr, addr in buffers:
-        flat = arr.reshape(-1).view(np.uint8)
-        flat[:] = mem.view(addr)[:flat.size]
+        arr.reshape(-1).view(np.uint8)[:] = mem.view(addr)[:arr.nbytes]
