@@ -283,3 +283,41 @@ def test_disasm_listing_matches_llvm_objdump(tmp_path, arch):
         mine.append((int(m.group(1), 16), m.group(2).strip(), " ".join(m.group(3).split())))
     theirs = _objdump(tmp_path / "reduce.hsaco")[:len(mine)]
     assert len(mine) > 20 and mine == theirs
+
+
+# Every work-item adds 1 to one counter; llc elects one lane per wave (v_mbcnt, s_bcnt1)
+# to add the wave's count with a global atomic.
+ATOMIC = HEAD + """
+define amdgpu_kernel void @atom(ptr addrspace(1) %o) {
+  %old = atomicrmw add ptr addrspace(1) %o, i32 1 monotonic
+  ret void
+}
+""" + DECLS
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_global_atomic_counter(tmp_path, arch):
+    obj = build(tmp_path, arch, ATOMIC, "atom")
+    out = np.array([5], np.uint32)
+    run_hsaco(obj, "atom", [out], grid=3, block=100)
+    assert out[0] == 5 + 300
+
+
+# A float atomic with its old value returned: not emulated (no return form is decoded or run).
+ATOMIC_RET = HEAD + """
+define amdgpu_kernel void @atomret(ptr addrspace(1) %o, ptr addrspace(1) %r) {
+  %old = atomicrmw xchg ptr addrspace(1) %o, i32 7 monotonic
+  store i32 %old, ptr addrspace(1) %r
+  ret void
+}
+""" + DECLS
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_unemulated_instruction_is_an_error_naming_it_and_its_address(tmp_path, arch):
+    """An instruction the emulator lacks stops the run at its address instead of giving a
+    wrong result."""
+    obj = build(tmp_path, arch, ATOMIC_RET, "atomret")
+    with pytest.raises(EmuError, match=r"at 0x[0-9a-f]+: (instruction \w+ is not supported "
+                                       r"by the emulator|cannot decode)"):
+        run_hsaco(obj, "atomret", [np.zeros(1, np.uint32), np.zeros(1, np.uint32)], 1, 1)

@@ -357,3 +357,38 @@ def test_unknown_instruction_names_itself_and_its_address():
     with pytest.raises(EmuError, match=r"at 0x1a40: instruction v_frobnicate_b32 is not "):
         execute(w, Inst("v_frobnicate_b32", (V(1), V(2))), Workgroup(np.zeros(0, np.uint8),
                                                                      Memory()))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mbcnt_counts_set_bits_of_lower_lanes(arch):
+    w = make(arch)
+    n = WAVE[arch]
+    run(w, Inst("v_mbcnt_lo_u32_b32", (V(1), Imm(-1), Imm(0))),
+        Inst("v_mbcnt_hi_u32_b32", (V(2), Imm(-1), V(1))),
+        Inst("v_mbcnt_lo_u32_b32", (V(3), Imm(0x5), Imm(10))))
+    lane = np.arange(n)
+    # lo: lanes below among 0..31; hi adds the lanes below among 32..63.
+    assert w.v[1].tolist() == np.minimum(lane, 32).tolist()
+    assert w.v[2].tolist() == lane.tolist()
+    assert w.v[3].tolist() == (10 + (lane > 0) + (lane > 2)).tolist()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_global_atomic_add_lane_order(arch):
+    mem = Memory()
+    base = mem.alloc(np.array([1, 0], np.uint32))
+    fbase = mem.alloc(np.array([1e8], np.float32))
+    w = make(arch, active=3)
+    w.swrite(S(2, 2), base, 2)
+    w.swrite(S(4, 2), fbase, 2)
+    lanes(w, 1, [0, 0, 4])
+    lanes(w, 2, [10, 20, 30])
+    lanes(w, 3, [0, 0, 0])
+    lanes(w, 4, [f2u(3.0), f2u(3.0), f2u(3.0)])
+    wg = Workgroup(np.zeros(0, np.uint8), mem)
+    add = "global_atomic_add_u32" if arch == "gfx1100" else "global_atomic_add"
+    run(w, Inst(add, (V(1), V(2), S(2, 2))), Inst("global_atomic_add_f32", (V(3), V(4), S(4, 2))),
+        wg=wg)
+    assert mem.view(base).view(np.uint32).tolist() == [31, 30]
+    # Each lane's add rounds: 1e8 + 3 rounds to 1e8 (the spacing there is 8), three times.
+    assert mem.view(fbase).view(np.float32)[0] == np.float32(1e8)

@@ -427,6 +427,34 @@ for _pre in ("global", "flat"):
         OPS[f"{_pre}_store_{_k}"] = _global_store
 
 
+def _global_atomic_add(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    """GLOBAL_ATOMIC_ADD_{U32,F32} without return: lane by lane (in lane order) memory =
+    memory + data (f32: one IEEE rounding per lane)."""
+    vaddr, data = inst.ops[0], inst.ops[1]
+    saddr = inst.ops[2] if len(inst.ops) > 2 else None
+    m = w.exec
+    assert isinstance(data, VGPR)
+    if m.any():
+        addrs = _address(w, inst, vaddr, saddr)[m]
+        w.check_pending(("v", data.index, 1))
+        vals = w.v[data.index, m]
+        what = f"at {w.pc:#x} {inst.name}"
+        for a, v in zip(addrs.tolist(), vals.tolist()):
+            at = np.array([a], np.uint64)
+            old = wg.memory.read(at, 4, what).reshape(-1).view(np.uint32)[0]
+            if inst.name.endswith("_f32"):
+                new = (np.array([old], np.uint32).view(np.float32)
+                       + np.array([v], np.uint32).view(np.float32)).view(np.uint32)[0]
+            else:
+                new = np.uint32((int(old) + v) & M32)
+            wg.memory.write(at, np.array([new], np.uint32).view(np.uint8).reshape(1, 4), what)
+    w.issue_other("vs" if w.fam == "gfx11" else "vm")
+
+
+for _n in ("global_atomic_add_u32", "global_atomic_add", "global_atomic_add_f32"):
+    OPS[_n] = _global_atomic_add
+
+
 # --- DS (LDS) ---------------------------------------------------------------------------
 def _lds_addr(w: Wave, wg: Workgroup, inst: Inst, addr: VGPR, off: int, size: int,
               m: np.ndarray) -> np.ndarray:

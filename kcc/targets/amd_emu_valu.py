@@ -541,3 +541,21 @@ def _fmac(w: Wave, inst: Inst, wg: Workgroup) -> None:
 OPS["v_fmac_f32"] = OPS["v_mac_f32"] = _fmac
 
 VECTOR_OPS = OPS
+
+
+def _mbcnt(high: bool) -> Semantic:
+    """V_MBCNT_{LO,HI}_U32_B32: D = popcount(S0 & ThreadMask[31:0 or 63:32]) + S1, where
+    ThreadMask has a bit set for every lane below the current one."""
+    def run(w: Wave, inst: Inst, wg: Workgroup) -> None:
+        s0, s1 = w.vread(inst.ops[1]), w.vread(inst.ops[2])
+        lane = np.arange(w.lanes, dtype=np.int64)
+        below = np.clip(lane - (32 if high else 0), 0, 32)
+        mask = ((np.int64(1) << below) - 1).astype(np.uint64)
+        hits = s0.astype(np.uint64) & mask
+        count = np.array([bin(int(x)).count("1") for x in hits], np.uint64)
+        w.vwrite(inst.ops[0], ((count + s1) & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    return run
+
+
+OPS["v_mbcnt_lo_u32_b32"] = _mbcnt(False)
+OPS["v_mbcnt_hi_u32_b32"] = _mbcnt(True)
