@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from amd_util import ARCHS, llc_hsaco, needs_llvm19
+from amd_util import ARCHS, llc_hsaco, needs_decoder, needs_llvm19
 from kcc.targets.amd_emu import EmuError, run_hsaco
 
-pytestmark = needs_llvm19
+pytestmark = [needs_llvm19, needs_decoder]
 
 HEAD = 'target triple = "amdgcn-amd-amdhsa"\n'
 DECLS = """

@@ -21,7 +21,7 @@ from elftools.elf.elffile import ELFFile
 from kcc.targets.amd_asm import write_asm
 from kcc.targets.elf import ElfWriteError
 from kcc.targets.hsaco import AmdKernel, KernelArg, write_hsaco
-from amd_util import ARCHS, llvm_link, mc_bytes, needs_llvm19, parse_yaml
+from amd_util import ARCHS, llvm_link, mc_bytes, needs_decoder, needs_llvm19, parse_yaml
 
 # Two hand-written kernels per arch: c[i] = a[i] + b[i] (one workgroup) and x[i] *= n in
 # place, with a dispatch pointer before the kernarg pointer (so kernargs are at s[2:3]), an
@@ -244,6 +244,7 @@ def test_independent_build_from_assembly(built, tmp_path):
 
 @needs_llvm19
 @needs_llvm19
+@needs_decoder
 @pytest.mark.parametrize("arch", ARCHS)
 def test_hand_built_kernels_run_in_the_emulator(arch):
     """kcc's own HSACO, read back and run by the emulator (decoding kcc's .text)."""
