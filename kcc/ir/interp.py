@@ -11,11 +11,16 @@ Execution model (docs/semantics.md, "Execution order"):
   BARRIER holds by construction; LOCAL buffers have one copy per workgroup (gidx), REG buffers
   one copy per thread.
 - Speed: a RANGE loop runs all its iterations at once as another lane axis when no iteration
-  can observe another. That is checked while it runs (shared memory: no element touched by two
-  iterations when one of them writes; REG buffers: privatized per iteration, no iteration reads
-  an element it did not write first when another iteration writes it). When the check fails the
-  kernel is rerun from a snapshot of its buffers with that loop sequential, so results are
-  always those of the sequential program.
+  can observe another. That is checked while it runs, on every access to a buffer the kernel
+  stores to (shared memory: no element touched by two iterations when one of them writes; REG
+  buffers: privatized per iteration, no iteration reads an element it did not write first when
+  another iteration writes it). An access is by every iteration when it runs in the loop's
+  body: its node lies inside a loop entered at or below the vectorized one (which includes
+  nodes inside an inner loop that an END in the body reruns, whether or not they use the outer
+  RANGE). Any other access runs once: it belongs to iteration 0 (a once-store to a REG buffer
+  reaches every private copy but counts as iteration 0's write; a once-load reads iteration 0's
+  copy). When the check fails the kernel is rerun from a snapshot of its buffers with that loop
+  sequential, so results are always those of the sequential program.
 """
 
 from __future__ import annotations
@@ -60,7 +65,6 @@ class _Kernel:
     nax: int
     params: dict[int, UOp]
     buffers: list[UOp]
-    stored: dict[UOp, set[UOp]]              # RANGE -> bases stored inside it
     written: set[UOp]                        # every base stored anywhere
     seq: set[UOp] = field(default_factory=set)   # loops learned to need sequential execution
     pre: dict[UOp, tuple[UOp, ...]] = field(default_factory=dict)   # srcs evaluated first
@@ -128,17 +132,9 @@ def _analyse(sink: UOp) -> _Kernel:
             params[n.arg.slot] = n
     if sorted(params) != list(range(len(params))):
         raise InterpError(f"PARAM slots {sorted(params)} do not run from 0 without gaps")
-    stored: dict[UOp, set[UOp]] = {r: set() for r in ranges}
-    written: set[UOp] = set()
-    for n in order:
-        if n.op is Ops.STORE:
-            b = base_of(n.src[0])
-            written.add(b)
-            for r in deps[n]:
-                if r.op is Ops.RANGE:
-                    stored[r].add(b)
+    written = {base_of(n.src[0]) for n in order if n.op is Ops.STORE}
     buffers = [n for n in order if n.op is Ops.BUFFER]
-    return _Kernel(sink, order, deps, rank, axis, nax, params, buffers, stored, written)
+    return _Kernel(sink, order, deps, rank, axis, nax, params, buffers, written)
 
 
 def _nest_order(ranges: list[UOp], deps: dict[UOp, frozenset[UOp]],
@@ -197,6 +193,8 @@ class _Tracker:
     r: UOp
     ax: int
     n: int
+    depth: int                                                # position in the loop stack
+    bad: bool = False                                         # a conflict seen on the way
     w: dict[int, np.ndarray] = field(default_factory=dict)    # REG: written by this lane
     ur: dict[int, np.ndarray] = field(default_factory=dict)   # REG: read before own write
     log: dict[int, list] = field(default_factory=dict)        # shared: (pos, lanes, write, uniq)
@@ -214,6 +212,7 @@ class _Exec:
         self.st = dict(stores)
         self.scalars = scalars
         self.trackers: list[_Tracker] = []
+        self.depth: dict[UOp, int] = {}         # running loops -> nesting depth (outer: 0)
         sizes = [1] * k.nax
         self.special_size: dict[UOp, int] = {}
         for n, a in k.axis.items():
@@ -317,6 +316,7 @@ class _Exec:
             self.get(s)
         dt = r.dtype.np
         ax = self.k.axis.get(r)
+        self.depth[r] = len(self.depth)
         try:
             if bound <= 0:
                 return
@@ -340,6 +340,7 @@ class _Exec:
             self._leave(t)
         finally:
             self.rval.pop(r, None)
+            self.depth.pop(r, None)
             self._clear(r)
 
     # -- vectorized loops ---------------------------------------------------------------------
@@ -347,20 +348,22 @@ class _Exec:
         return [s for s in self.st.values() if s.space is AddrSpace.REG]
 
     def _enter(self, r: UOp, ax: int, n: int) -> _Tracker:
-        t = _Tracker(r, ax, n)
+        t = _Tracker(r, ax, n, self.depth[r])
         for s in self._regs():
             s.data = np.repeat(s.data, n, axis=ax)
             for o in self.trackers:
                 if id(s) in o.w:
                     o.w[id(s)] = np.repeat(o.w[id(s)], n, axis=ax)
                     o.ur[id(s)] = np.repeat(o.ur[id(s)], n, axis=ax)
-            if s.node in self.k.stored[r]:
+            if s.node in self.k.written:
                 t.w[id(s)] = np.zeros(s.data.shape, bool)
                 t.ur[id(s)] = np.zeros(s.data.shape, bool)
         self.trackers.append(t)
         return t
 
     def _check(self, t: _Tracker) -> None:
+        if t.bad:
+            raise _Conflict({t.r})
         for key, w in t.w.items():
             others = w.sum(axis=t.ax, keepdims=True) - w
             if (t.ur[key] & (others > 0)).any():
@@ -423,20 +426,40 @@ class _Exec:
             g = np.broadcast_to(g[..., None], pos.shape)
         return pos, g, F
 
+    def _inside(self, node: UOp, t: _Tracker) -> bool:
+        """Whether node runs once per iteration of t's loop (it lies inside a loop entered at or
+        below it) rather than once for all of them."""
+        depth = self.depth
+        return any(depth.get(r, -1) >= t.depth for r in self.k.rdeps[node])
+
     def _track(self, node: UOp, st: _Storage, pos: np.ndarray, g: np.ndarray, F: tuple,
                write: bool, uniq: bool) -> None:
+        if st.node not in self.k.written:
+            return
         for t in self.trackers:
-            if t.r not in self.k.deps[node] or st.node not in self.k.stored[t.r]:
-                continue
-            P = pos[g]
+            inside = self._inside(node, t)
             if st.space is AddrSpace.REG:
-                if write:
-                    t.w[id(st)].reshape(-1)[P] = True
-                else:
-                    un = ~t.w[id(st)].reshape(-1)[P]
-                    t.ur[id(st)].reshape(-1)[P[un]] = True
-                continue
-            if F[t.ax] > 1:
+                w = t.w[id(st)].reshape(-1)
+                if inside:
+                    P = pos[g]
+                    if write:
+                        w[P] = True
+                    else:
+                        un = ~w[P]
+                        t.ur[id(st)].reshape(-1)[P[un]] = True
+                elif write:
+                    # iteration 0's store reached every private copy: an iteration that
+                    # already wrote here lost its value; others see it as a carried value
+                    first = np.take(pos, [0], axis=t.ax)[np.take(g, [0], axis=t.ax)]
+                    later = np.delete(pos, 0, axis=t.ax)[np.delete(g, 0, axis=t.ax)]
+                    if w[later].any():
+                        t.bad = True
+                    w[first] = True
+                continue     # a once-load reads iteration 0's copy: what iteration 0 sees
+            P = pos[g]
+            if not inside:
+                lanes = np.zeros(P.shape, np.int64)      # iteration 0 alone
+            elif F[t.ax] > 1:
                 shp = [1] * len(pos.shape)
                 shp[t.ax] = F[t.ax]
                 lanes = np.broadcast_to(np.arange(F[t.ax]).reshape(shp), pos.shape)[g]
@@ -464,6 +487,10 @@ class _Exec:
         vals = p.st.data.reshape(-1)[pos]
         if self.trackers:
             self._track(node, p.st, pos, g, F, False, False)
+            if p.st.space is AddrSpace.REG:
+                for t in self.trackers:
+                    if not self._inside(node, t):       # a once-load: iteration 0's copy
+                        vals, g = np.take(vals, [0], axis=t.ax), np.take(g, [0], axis=t.ax)
         if gate is not None:
             vals = np.where(g, vals, alt)
         return vals
