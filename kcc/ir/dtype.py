@@ -126,13 +126,15 @@ def promote(a: DType, b: DType) -> DType:
     """The common dtype of two operands of an ALU op (UOP_FORMAT.md, derived types).
 
     Equal dtypes stay; a weak operand takes the strong operand's dtype, except that a float
-    literal beside an integer (or bool) is an error; weakint beside weakfloat is weakfloat; two
+    literal beside an integer (strong, weakint or an integer literal) or bool is an error; two
     strong dtypes that differ are an error: conversions are always explicit CASTs.
     """
     if a == b:
         return a
     if a.is_weak and b.is_weak:
-        return dtypes.weakfloat
+        # weakint beside weakfloat: no implicit int -> float conversion, even of two literals
+        raise PromotionError("a float literal cannot combine with a weakint (an integer "
+                             "literal, RANGE or SPECIAL); write a float literal or CAST it")
     weak, strong = (a, b) if a.is_weak else (b, a)
     if not weak.is_weak:
         raise PromotionError(f"operand dtypes {a} and {b} differ; insert an explicit CAST")

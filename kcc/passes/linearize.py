@@ -4,8 +4,10 @@ Contract of `linearize(sink) -> list[UOp]`:
 - Every node of the graph appears exactly once, after all its srcs; SINK is last.
 - An END with several ranges is first normalized to nested ENDs with one range each:
   `END(x, a, b)` → `END(END(x, inner), outer)`. A range whose RANGE node depends on the other
-  (its bound or ordering srcs, transitively) is the inner one; otherwise the ranges are listed
-  outermost first (`END(x, i, j)` is `for i: for j: x`).
+  (its bound or ordering srcs, transitively) is the inner one; otherwise the ranges nest by
+  (axis_id, sub_id) of their arg, then by position in the graph (docs/semantics.md, "Loop
+  order") — never by the order END lists them: `END(x, j, i)` with i axis 0 is
+  `for i: for j: x`.
 - Each RANGE opens a loop and its END closes it: the nodes between a RANGE and its END in the
   list run once per iteration, and loops are properly nested (never interleaved).
 - A node depends on a range when it reaches the RANGE through its srcs without passing an END
@@ -38,14 +40,22 @@ def _depends(a: UOp, b: UOp) -> bool:
     return any(n is b for n in toposort([a]))
 
 
-def split_end(x: UOp) -> UOp | None:
-    """END(body, r1, r2, …) → END(END(body, inner), outer), one range per END."""
-    rngs = list(x.src[1:])
-    if len(rngs) < 2:
+def nest_key(r: UOp, pos: dict[UOp, int]) -> tuple:
+    """The order of loops not nested by a dependency: (axis_id, sub_id), then graph position."""
+    ids = tuple(r.arg[:-1]) if isinstance(r.arg, tuple) else ()
+    return (ids, pos.get(r, 0))
+
+
+def split_end(ctx: dict[UOp, int], x: UOp) -> UOp | None:
+    """END(body, r1, r2, …) → END(END(body, inner), outer), one range per END (ctx: the
+    position of each node in the graph's toposort)."""
+    rngs = list(dict.fromkeys(x.src[1:]))
+    if len(x.src) < 3:
         return None
-    # outermost first: a range some other listed range depends on is outer to it
+    # outermost first: a range some other listed range depends on is outer to it; among the
+    # free ones the smallest nest key
     order: list[UOp] = []
-    rest = rngs[:]
+    rest = sorted(rngs, key=lambda r: nest_key(r, ctx))
     while rest:
         outer = next(r for r in rest if not any(_depends(r, o) for o in rest if o is not r))
         order.append(outer)
@@ -61,7 +71,8 @@ _ENDS = PatternMatcher([(UPat(Ops.END, name="x"), split_end)])
 
 def normalize_ends(sink: UOp) -> UOp:
     """Rewrite every END with several ranges into nested single-range ENDs."""
-    return graph_rewrite(sink, _ENDS)
+    pos = {n: i for i, n in enumerate(toposort([sink]))}
+    return graph_rewrite(sink, _ENDS, pos, bottom_up=False)
 
 
 def _range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:

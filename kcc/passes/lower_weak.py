@@ -6,11 +6,12 @@ Rules (UOP_FORMAT.md, weak dtypes):
   mathematical integers, so computing each node at a width that holds its whole range keeps
   every value exact.
 - A weak operand beside a strong one (an ALU operand, a STORE's value or a LOAD's alt beside
-  the place) is requested at the strong dtype: a weakint expression is computed at its natural
-  width and then CAST (exact value, then one conversion); a weakfloat expression is computed at
-  the requested float dtype (the dtype it meets); a literal becomes `CAST(CONST v) dtype`, the
-  one form of a strong constant.
-- A weakint selection (WHERE, STACK, a vector lane, AFTER) requested at a dtype is built in
+  the place) is requested at the strong dtype: a weak expression is computed at its natural
+  dtype and then CAST once (docs/semantics.md, weak dtypes): a weakint at its natural width,
+  a weakfloat in float64 — so `STORE(float32 place, FDIV(0.001, 0.2))` is the float64 quotient
+  rounded once to float32, never a float32 division; a literal becomes `CAST(CONST v) dtype`,
+  the one form of a strong constant (the exact value rounded once).
+- A weak selection (WHERE, STACK, a vector lane, AFTER) requested at a dtype is built in
   that dtype directly (selection commutes with conversion): `WHERE(c, 1, 2)` stored into int8
   is an int8 WHERE of int8 constants.
 - A weakfloat that meets no strong dtype (e.g. `CMPLT(1.5, 2.5)`) is computed in float64.
@@ -18,8 +19,9 @@ Rules (UOP_FORMAT.md, weak dtypes):
 - Static operands stay CONSTs: a SHRINK's length and a vector lane index (the rule table
   requires a CONST there; they are not computed values). `CAST(CONST v) dt` keeps its CONST.
 
-The walk is iterative (a 200,000-node chain is fine). A weakfloat node used at two float
-dtypes is built once per dtype; every other node maps to exactly one new node.
+The walk is iterative (a 200,000-node chain is fine). A weak node requested at several dtypes
+is built once at its natural dtype plus one CAST (or, for a selection or literal, one node) per
+requested dtype; every strong node maps to exactly one new node.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def _compute_dtype(u: UOp, want: DType | None, nat: dict[UOp, DType]) -> DType |
     if u.op is Ops.THREEFRY:
         return dtypes.uint64
     if _is_weak(u):
-        return want if u.dtype.kind == "weakfloat" or _direct(u, want) else nat[u]
+        return want if _direct(u, want) else nat[u]
     if u.op in (Ops.SHL, Ops.SHR):
         return u.dtype
     return u.dtype
@@ -120,7 +122,7 @@ def _key(u: UOp, want: DType | None, nat: dict[UOp, DType]) -> tuple[UOp, DType 
         return (u, None)
     if want is None:
         want = nat[u]
-    if u.dtype.kind == "weakint" and want == nat[u]:
+    if want == nat[u]:
         return (u, None)
     return (u, want)
 
@@ -139,8 +141,6 @@ def _children(u: UOp, want: DType | None,
             out.append(None)
         elif mode == _OPER:
             out.append(_key(s, cdt, nat))
-        elif u.op is Ops.CAST and s.dtype.kind == "weakfloat" and u.dtype.is_float:
-            out.append(_key(s, u.dtype, nat))
         else:
             out.append(_key(s, None, nat))
     return out
@@ -155,7 +155,7 @@ def _construct(u: UOp, want: DType | None, new_src: tuple[UOp, ...],
     if u.op is Ops.CONST:
         return UOp(Ops.CAST, (u,), target)
     x = u if new_src == u.src else u.replace(src=new_src)
-    if u.dtype.kind == "weakint" and target != nat[u] and not _direct(u, want):
+    if target != nat[u] and not _direct(u, want):
         return UOp(Ops.CAST, (x,), target)
     return x
 
