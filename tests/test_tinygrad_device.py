@@ -109,8 +109,10 @@ def test_captured_kernels_run_on_x86_like_tinygrad(name: str, reference) -> None
 def test_captured_gpu_style_kernels_compile_for_cuda(name: str, reference,
                                                       tmp_path: Path) -> None:
     """The PTX-style lowering of every captured kernel compiles for CUDA and ptxas accepts
-    it; the HIP-style lowering passes kcc's verifier."""
+    it; the HIP-style lowering passes kcc's verifier and, where kcc has an AMD target,
+    compiles for it."""
     from kcc.frontend.parser import parse
+    from kcc.targets import registry
     from kcc.targets.cuda import compile_cuda
     from tests.tinygrad_util import load_capture
     _, out = reference(name)
@@ -118,7 +120,10 @@ def test_captured_gpu_style_kernels_compile_for_cuda(name: str, reference,
         for style in ("ptx", "hip"):
             assert k["gpu"].get(style), k["gpu"].get(f"{style}_error")
         sink = parse((out / k["gpu"]["ptx"]).read_text(), k["gpu"]["ptx"])
-        parse((out / k["gpu"]["hip"]).read_text(), k["gpu"]["hip"])
+        hip = parse((out / k["gpu"]["hip"]).read_text(), k["gpu"]["hip"])
+        if "amd" in registry.names():
+            amd = registry.get("amd")
+            assert amd.compile([hip], amd.default_arch, amd.default_emit).data
         ptx, _ = compile_cuda([sink], "sm_80", "ptx")
         src = tmp_path / f"{k['index']}.ptx"
         src.write_bytes(ptx)
