@@ -97,7 +97,8 @@ class Capture:
         self.gpu, self.values = gpu, values
         self.kernels: list[_Kernel] = []
         self.asts: dict[bytes, UOp] = {}          # PROGRAM key -> the kernel's AST
-        self.files: dict[bytes, tuple[str | None, dict, str | None]] = {}
+        # PROGRAM key -> (.uop file, GPU-style files, error, the imported kernel)
+        self.files: dict[bytes, tuple[str | None, dict, str | None, Any]] = {}
         self.buffers: list[Buffer] = []            # kept alive so ids stay unique
         self.buf_ids: dict[int, int] = {}
         self.events: list[tuple[int, str]] = []    # (buffer id, "r" / "w") in order
@@ -192,13 +193,9 @@ class Capture:
         info = prg.arg
         if prg.key not in self.files:
             self.files[prg.key] = self._write_uops(prg, index)
-        uop, gpu, error = self.files[prg.key]
+        uop, gpu, error, imported = self.files[prg.key]
         k = _Kernel(index, info.function_name, uop, gpu, 1, error=error)
         params = {u.arg.slot: u for u in prg.src[0].toposort() if u.op is Ops.PARAM}
-        try:
-            imported = program_to_uop(self._cpu_program(prg))
-        except (TinygradImportError, KeyError):
-            imported = None
         if imported is not None:
             k.workers = imported.workers
             for kslot, ts in enumerate(imported.slots):
@@ -225,15 +222,18 @@ class Capture:
             self._cpu = cpu_renderer()
         return lower(self.asts[prg.key], self._cpu)
 
-    def _write_uops(self, prg: UOp, index: int) -> tuple[str | None, dict, str | None]:
+    def _write_uops(self, prg: UOp, index: int) -> tuple[str | None, dict, str | None, Any]:
         stem = f"k{index:03d}_{prg.arg.function_name}"
-        uop, error = None, None
+        uop, error, imported = None, None, None
         try:
-            text = program_to_uop(self._cpu_program(prg)).text
-            (self.out / f"{stem}.uop").write_text(text)
+            imported = program_to_uop(self._cpu_program(prg))
+            (self.out / f"{stem}.uop").write_text(imported.text)
             uop = f"{stem}.uop"
-        except (TinygradImportError, KeyError) as e:
-            error = str(e) or "the kernel's AST was not seen (compiled before the capture)"
+        except TinygradImportError as e:
+            error = str(e)
+        except KeyError:
+            error = "the kernel was compiled before the capture began by a renderer whose " \
+                "program is not tinygrad's CPU path, and its AST was not seen"
         gpu: dict[str, str | None] = {}
         if self.gpu and prg.key in self.asts:
             if self._renderers is None:
@@ -246,7 +246,7 @@ class Capture:
                 except TinygradImportError as e:
                     gpu[style] = None
                     gpu[f"{style}_error"] = str(e)
-        return uop, gpu, error
+        return uop, gpu, error, imported
 
     # -- the manifest ----------------------------------------------------------------------
 
