@@ -12,12 +12,6 @@ from kcc.frontend.tinygrad_import import TgNode, TgParam, TinygradImportError, i
 from kcc.ir.interp import run
 
 
-def _c(v, dt: str = "int32") -> list[TgNode]:
-    """A weak CONST and its CAST (tinygrad's strong constant); the CAST is the last node."""
-    weak = "weakfloat" if isinstance(v, float) else "weakint"
-    return [TgNode("CONST", weak, v), TgNode("CAST", dt, dt, ())]
-
-
 class Prog:
     """Builds a node list; add() returns a node's position."""
 
