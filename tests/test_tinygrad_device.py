@@ -219,3 +219,16 @@ def test_native_ops_are_declared_and_can_be_turned_off() -> None:
     assert set(code_for_op(False)) == set(ClangRenderer.code_for_op)
     assert set(code_for_op(True)) == set(ClangRenderer.code_for_op) | set(NATIVE_OPS)
     assert {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.THREEFRY, Ops.MULACC} <= set(KCCRenderer.code_for_op)
+
+
+def test_registers_on_a_cpu_device_already_open(tmp_path: Path) -> None:
+    code = ("from tinygrad import Tensor, Device\n"
+            "from tinygrad.helpers import Context\n"
+            "print((Tensor([1.0, 2.0]) + 1).tolist())\n"          # opens CPU before kcc
+            "import kcc.tinygrad\n"
+            "with Context(DEV='CPU:KCC', PARALLEL=0):\n"
+            "    print(type(Device['CPU'].renderer).__name__, (Tensor([1.0, 2.0]) * 5).tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=_env(tmp_path, PARALLEL="0"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["[2.0, 3.0]", "KCCRenderer [5.0, 10.0]"]
