@@ -463,15 +463,26 @@ def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
         _die(f"{script}: no such file")
     argv = sys.argv
     sys.argv = [script, *script_args]
+    failure = None
     try:
         with ktg.capture(outdir, gpu=not no_gpu) as cap:
-            runpy.run_path(script, run_name="__main__")
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as e:            # the script's own exit: keep its status
+                if e.code not in (None, 0):
+                    failure = f"{script} exited with status {e.code}"
+            except Exception as e:             # the script's error, shown as the script's
+                import traceback
+                traceback.print_exc()
+                failure = f"{script} raised {type(e).__name__}: {e}"
     finally:
         sys.argv = argv
     n = len(cap.kernels)
     bad = sum(1 for k in cap.kernels if k.error)
     click.echo(f"captured {n} kernel run{'s' if n != 1 else ''} to {outdir}/capture.json"
                + (f" ({bad} not importable, see their 'error')" if bad else ""))
+    if failure:
+        _die(f"{failure} (the kernels it ran before are captured)")
 
 
 if __name__ == "__main__":

@@ -133,3 +133,21 @@ def test_cli_captures_a_script(tmp_path: Path) -> None:
     assert k["gpu"] == {}
     for got, want in run_captured_x86(out, k).values():
         np.testing.assert_array_equal(got, want)
+
+
+def test_cli_script_failure_and_missing_script(tmp_path: Path) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text("from tinygrad import Tensor\nprint((Tensor([1.0]) + 1).tolist())\n"
+                      "raise ValueError('boom')\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DEV": "CPU", "PARALLEL": "0",
+           "HOME": str(tmp_path)}
+    out = tmp_path / "cap"
+    r = subprocess.run([sys.executable, "-m", "kcc.cli", "tinygrad-capture", str(script), "-o",
+                        str(out), "--no-gpu"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 1
+    assert "bad.py raised ValueError: boom (the kernels it ran before are captured)" in r.stderr
+    assert len(load_capture(out)["kernels"]) == 1
+    r = subprocess.run([sys.executable, "-m", "kcc.cli", "tinygrad-capture",
+                        str(tmp_path / "none.py")], capture_output=True, text=True, cwd=ROOT,
+                       env=env)
+    assert r.returncode == 1 and r.stderr.strip() == f"error: {tmp_path / 'none.py'}: no such file"
