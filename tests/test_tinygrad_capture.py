@@ -150,4 +150,5 @@ def test_cli_script_failure_and_missing_script(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "kcc.cli", "tinygrad-capture",
                         str(tmp_path / "none.py")], capture_output=True, text=True, cwd=ROOT,
                        env=env)
-    assert r.returncode == 1 and r.stderr.strip() == f"error: {tmp_path / 'none.py'}: no such file"
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"error: {tmp_path / 'none.py'}: no such file"
