@@ -109,3 +109,21 @@ def test_unimportable_programs_name_the_construct(mutate, message: str) -> None:
 def test_kernel_name_must_be_a_c_identifier() -> None:
     with pytest.raises(TinygradImportError, match="not a C identifier"):
         import_program(gated_scale().nodes, "E\x1b[90m_2")
+
+
+def test_pytest_plugin_is_harmless_without_tinygrad(tmp_path) -> None:
+    """The pytest11 entry point loads in every session of an environment with kcc: without
+    tinygrad (here: a stand-in package that fails to import) it must import cleanly."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    fake = tmp_path / "tinygrad"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('tinygrad is not installed')\n")
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", "import kcc.pytest_plugin; print('loaded')"],
+                       capture_output=True, text=True,
+                       env={"PATH": os.environ.get("PATH", ""), "DEV": "CPU:KCC",
+                            "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"})
+    assert r.returncode == 0 and r.stdout.strip() == "loaded", r.stderr
