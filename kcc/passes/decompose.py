@@ -6,9 +6,12 @@
   rounding per op, the IR's semantics (MULACC: one float32 fused multiply-add, then round).
 - bfloat16 CASTs, when the target lacks them → bit operations on the float32 pattern (bfloat16
   is the top half of a float32; narrowing rounds to nearest even and keeps NaN a NaN).
+- float32 FDIV and SQRT the target lacks (it has float64 fma) → a float64 approximation made
+  exact by an exact midpoint test (kcc/passes/division.py); float64 FDIV/SQRT are an error there.
 - RECIPROCAL → FDIV(1, x). MAX on floats → WHERE(CMPLT(a, b), b, a), the IR's definition.
 - CMOD → a - CDIV(a, b) * b; CDIV of ≤ 32-bit integers → trunc(float64(a) / float64(b)), exact
-  (|a/b| is at least 1/|b| from an integer unless exact, more than the float64 rounding error).
+  (|a/b| is at least 1/|b| from an integer unless exact, more than the float64 rounding error);
+  without a float64 FDIV, a truncated approximation corrected by one exact remainder test.
 - integer MULACC → MUL then ADD (wrapping, so exact).
 - THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
 The rewrite runs to a fixed point (a float16 EXP2 becomes a float32 EXP2, then a polynomial),
@@ -21,7 +24,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
-from kcc.passes import transcendental
+from kcc.passes import division, transcendental
 from kcc.passes.devectorize import devectorize
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -96,8 +99,21 @@ def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
         raise DecomposeError(f"target {ctx.name} has no {x.dtype} division and kcc has no "
                              "decomposition for it")
     f64 = dtypes.float64
+    if not ctx.native(Ops.FDIV, f64):
+        return division.cdiv32(x)
     a, b = (UOp(Ops.CAST, (s,), f64) for s in x.src)
     return UOp(Ops.CAST, (UOp(Ops.TRUNC, (UOp(Ops.FDIV, (a, b)),)),), x.dtype)
+
+
+def fdiv_sqrt(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """float32 FDIV/SQRT the target lacks → kcc/passes/division.py; float64: an error."""
+    dt = x.dtype
+    if dt not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, dt):
+        return None
+    if dt == dtypes.float64:
+        raise DecomposeError(f"target {ctx.name} has no correctly rounded float64 "
+                             f"{x.op.name} and kcc has no decomposition for it yet")
+    return division.fdiv32(x) if x.op is Ops.FDIV else division.sqrt32(x)
 
 
 def int_mulacc(ctx: TargetDesc, x: UOp) -> UOp | None:
@@ -236,6 +252,7 @@ DECOMPOSE = PatternMatcher([
     (UPat(Ops.MAX, name="x"), float_max),
     (UPat(Ops.CMOD, name="x"), cmod),
     (UPat(Ops.CDIV, name="x"), cdiv),
+    (UPat((Ops.FDIV, Ops.SQRT), name="x"), fdiv_sqrt),
     (UPat(Ops.MULACC, name="x"), int_mulacc),
     (UPat(Ops.THREEFRY, name="x"), threefry),
 ])

@@ -86,6 +86,24 @@ def _native_cuda(op: Ops, dtype: DType) -> bool:
     return True
 
 
+def _native_amd(op: Ops, dtype: DType) -> bool:
+    """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
+    v_sqrt, v_exp, v_log, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops),
+    so FDIV/SQRT, CDIV/CMOD and the transcendentals are decomposed; v_max_f32 is IEEE maxNum,
+    not MAX; half precision computes in float32; integer MULACC is MUL then ADD."""
+    if op in (Ops.CAST, Ops.BITCAST):
+        return dtype != dtypes.bfloat16
+    if op in _POLY or op in _ALWAYS_DECOMPOSED or dtype in _HALF:
+        return False
+    if op in (Ops.FDIV, Ops.SQRT, Ops.CDIV, Ops.CMOD):
+        return False
+    if op is Ops.MAX and dtype.is_float:
+        return False
+    if op is Ops.MULACC and not dtype.is_float:
+        return False
+    return True
+
+
 def _widths(table: dict[DType, tuple[int, ...]]) -> Mapping[DType, tuple[int, ...]]:
     return MappingProxyType(dict(table))
 
@@ -107,3 +125,7 @@ CUDA = TargetDesc("cuda", _widths({}),
 # A target that computes everything natively and has no vectors: handy for tests of one pass.
 SCALAR_ALL_NATIVE = TargetDesc("scalar", _widths({}), _widths({}), lambda op, dt: True,
                                "native", False, notes="test target")
+_AMD_MEM = {dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
+            dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}
+AMD = TargetDesc("amd", _widths({}), _widths(_AMD_MEM), _native_amd, "native", True,
+                 notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128")

@@ -1,0 +1,197 @@
+"""Correctly rounded float32 FDIV and SQRT, and ≤ 32-bit integer CDIV, for a target that has
+float64 fused multiply-add but no correctly rounded divide or square root (AMD GPUs: v_rcp and
+v_sqrt are approximations, and there is no integer divide instruction).
+
+All three start from a float64 approximation built of MUL, ADD and MULACC only (a bit-pattern
+first guess refined by Newton-Raphson; relative error below 2^-50), and then make the result
+exact by an exact test instead of relying on an error bound alone:
+
+- float32 FDIV/SQRT: c = RN32(approximation) is the correctly rounded result or one of its two
+  float32 neighbours. The midpoints m between c and each neighbour have at most 25 significant
+  bits, so `m * |b|` (≤ 49 bits) and `m * m` (≤ 50 bits) are exact in float64 and comparing them
+  with |a| (resp. x) tells on which side of each midpoint the exact quotient (root) lies. One
+  step up or down then gives RN32 of the exact value; an exact tie goes to the even neighbour.
+  Above the largest float32 the next "neighbour" is 2^128, so the midpoint is the overflow
+  threshold 2^128 - 2^103 and the test decides between FLT_MAX and inf exactly.
+- CDIV: t = TRUNC(approximation of |a| / |b|). A quotient that is not an integer is at least
+  1/|b| ≥ 2^-32 (relative) away from every integer, far more than the error, so t is exact
+  unless |a|/|b| is an integer n and the approximation fell just below it (t = n - 1). Then
+  r = |a| - t·|b| (one MULACC: the exact value is an integer below 2^34, so it is exact) equals
+  |b|, and t + 1 is taken. The sign is applied last (truncation toward zero).
+
+Special operands (zeros, infinities, NaN) take the IEEE result directly. The sequences are
+target neutral; tests check them against the reference interpreter on x86 with these ops
+marked non-native.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp
+
+F32, F64, U32, U64 = dtypes.float32, dtypes.float64, dtypes.uint32, dtypes.uint64
+
+
+class _B:
+    """Builds nodes of one shape (a scalar, or a vector broadcast with STACK)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def c(self, v: int | float, dt: DType) -> UOp:
+        k = UOp(Ops.CAST, (UOp.const(v),), dt)
+        return k if self.shape == () else UOp(Ops.STACK, (k,) * self.shape[0])
+
+    @staticmethod
+    def op(op: Ops, *src: UOp, arg: object = None) -> UOp:
+        return UOp(op, src, arg) if arg is not None else UOp(op, src)
+
+    def cast(self, x: UOp, dt: DType) -> UOp:
+        return UOp(Ops.CAST, (x,), dt)
+
+    def bitcast(self, x: UOp, dt: DType) -> UOp:
+        return UOp(Ops.BITCAST, (x,), dt)
+
+    def where(self, c: UOp, a: UOp, b: UOp) -> UOp:
+        return UOp(Ops.WHERE, (c, a, b))
+
+    def fabs(self, x: UOp, fdt: DType, udt: DType) -> UOp:
+        """|x| by clearing the sign bit (exact for every value, NaN stays NaN)."""
+        mask = (1 << (udt.bits - 1)) - 1
+        return self.bitcast(self.op(Ops.AND, self.bitcast(x, udt), self.c(mask, udt)), fdt)
+
+
+def _recip64(b: _B, d: UOp) -> UOp:
+    """≈ 1/d for a positive normal float64 d, relative error < 2^-52 (plus rounding).
+
+    Guess: subtracting d's bit pattern from twice the pattern of 1.0 negates its exponent and
+    gives (1 - f/2)/2^e for d = (1 + f)·2^e, within 12.5% of 1/d. Each Newton step
+    y += y·(1 - d·y) (two fused multiply-adds) squares the relative error: 2^-3 → 2^-96 in 5."""
+    y = b.bitcast(b.op(Ops.SUB, b.c(0x7FE0000000000000, U64), b.bitcast(d, U64)), F64)
+    one = b.c(1.0, F64)
+    for _ in range(5):
+        e = b.op(Ops.MULACC, b.op(Ops.NEG, d), y, one)
+        y = b.op(Ops.MULACC, y, e, y)
+    return y
+
+
+def _div64(b: _B, n: UOp, d: UOp) -> UOp:
+    """≈ n/d for a float64 n ≥ 0 and a positive normal d: q = n·y, then one correction
+    q + (n - d·q)·y, relative error a few units of 2^-53 (n/d must stay in the normal range)."""
+    y = _recip64(b, d)
+    q = b.op(Ops.MUL, n, y)
+    r = b.op(Ops.MULACC, b.op(Ops.NEG, d), q, n)
+    return b.op(Ops.MULACC, r, y, q)
+
+
+def _round_exact(b: _B, c: UOp, above: object) -> UOp:
+    """The correctly rounded float32 from a candidate c ≥ 0 within one float32 step of it.
+
+    ``above(m)`` returns (exact > m, exact == m) for a float64 midpoint m (built exactly)."""
+    inf32 = b.c(float("inf"), F32)
+    bits = b.bitcast(c, U32)
+    is_inf = b.op(Ops.CMPEQ, c, inf32)
+    is_zero = b.op(Ops.CMPEQ, bits, b.c(0, U32))
+    c64 = b.where(is_inf, b.c(2.0 ** 128, F64), b.cast(c, F64))
+    up = b.bitcast(b.op(Ops.ADD, bits, b.c(1, U32)), F32)
+    up64 = b.where(b.op(Ops.CMPEQ, up, inf32), b.c(2.0 ** 128, F64), b.cast(up, F64))
+    dn = b.bitcast(b.op(Ops.SUB, bits, b.c(1, U32)), F32)
+    dn64 = b.where(is_zero, b.c(0.0, F64), b.cast(dn, F64))
+    half = b.c(0.5, F64)
+    m_hi = b.op(Ops.MUL, b.op(Ops.ADD, c64, up64), half)    # 25 bits: exact
+    m_lo = b.op(Ops.MUL, b.op(Ops.ADD, c64, dn64), half)
+    odd = b.op(Ops.CMPEQ, b.op(Ops.AND, bits, b.c(1, U32)), b.c(1, U32))
+    gt_hi, eq_hi = above(m_hi)
+    gt_lo, eq_lo = above(m_lo)
+    go_up = b.op(Ops.AND, b.op(Ops.OR, gt_hi, b.op(Ops.AND, eq_hi, odd)), _not(b, is_inf))
+    stay_lo = b.op(Ops.OR, gt_lo, b.op(Ops.AND, eq_lo, _not(b, odd)))
+    go_dn = b.op(Ops.AND, _not(b, stay_lo), _not(b, is_zero))
+    return b.where(go_up, up, b.where(go_dn, dn, c))
+
+
+def _not(b: _B, x: UOp) -> UOp:
+    return b.op(Ops.CMPNE, x, b.c(True, dtypes.bool))
+
+
+def fdiv32(x: UOp) -> UOp:
+    """FDIV of float32 → the exactly tested float64 approximation (module docstring)."""
+    b = _B(x.shape)
+    a, d = x.src
+    aa, ad = b.fabs(a, F32, U32), b.fabs(d, F32, U32)
+    A, D = b.cast(aa, F64), b.cast(ad, F64)
+    inf, zero = b.c(float("inf"), F32), b.c(0.0, F32)
+    a_nan, d_nan = b.op(Ops.CMPNE, a, a), b.op(Ops.CMPNE, d, d)
+    a_inf, d_inf = b.op(Ops.CMPEQ, aa, inf), b.op(Ops.CMPEQ, ad, inf)
+    a_zero, d_zero = b.op(Ops.CMPEQ, aa, zero), b.op(Ops.CMPEQ, ad, zero)
+    special = b.op(Ops.OR, b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan), b.op(Ops.OR, a_inf, d_inf)),
+                   b.op(Ops.OR, a_zero, d_zero))
+    # the general path sees 1.0 for a special divisor so that its intermediate values stay
+    # ordinary (the result is replaced below)
+    Ds = b.where(special, b.c(1.0, F64), D)
+    c = b.cast(_div64(b, A, Ds), F32)
+
+    def above(m: UOp) -> tuple[UOp, UOp]:
+        p = b.op(Ops.MUL, m, Ds)
+        return b.op(Ops.CMPLT, p, A), b.op(Ops.CMPEQ, p, A)
+    mag = _round_exact(b, c, above)
+    nan = b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan),
+               b.op(Ops.OR, b.op(Ops.AND, a_zero, d_zero), b.op(Ops.AND, a_inf, d_inf)))
+    mag = b.where(b.op(Ops.OR, a_zero, d_inf), zero, mag)
+    mag = b.where(b.op(Ops.OR, a_inf, d_zero), inf, mag)
+    mag = b.where(nan, b.c(float("nan"), F32), mag)
+    sign = b.op(Ops.AND, b.op(Ops.XOR, b.bitcast(a, U32), b.bitcast(d, U32)),
+                b.c(0x80000000, U32))
+    return b.bitcast(b.op(Ops.OR, b.bitcast(mag, U32), sign), F32)
+
+
+def _rsqrt64(b: _B, v: UOp) -> UOp:
+    """≈ 1/sqrt(v) for a positive normal float64 v: the classic bit-pattern guess (within 3.5%)
+    and 5 Newton steps y·(1.5 - 0.5·v·y²), each squaring the relative error."""
+    y = b.bitcast(b.op(Ops.SUB, b.c(0x5FE6EB50C7B537A9, U64),
+                       b.op(Ops.SHR, b.bitcast(v, U64), b.c(1, U64))), F64)
+    hv = b.op(Ops.MUL, v, b.c(0.5, F64))
+    for _ in range(5):
+        t = b.op(Ops.MUL, b.op(Ops.MUL, hv, y), y)
+        y = b.op(Ops.MUL, y, b.op(Ops.SUB, b.c(1.5, F64), t))
+    return y
+
+
+def sqrt32(x: UOp) -> UOp:
+    """SQRT of float32 → the exactly tested float64 approximation (module docstring)."""
+    b = _B(x.shape)
+    v = x.src[0]
+    zero, inf = b.c(0.0, F32), b.c(float("inf"), F32)
+    general = b.op(Ops.AND, b.op(Ops.CMPLT, zero, v), b.op(Ops.CMPLT, v, inf))
+    V = b.where(general, b.cast(v, F64), b.c(1.0, F64))
+    y = _rsqrt64(b, V)
+    s = b.op(Ops.MUL, V, y)
+    s = b.op(Ops.MULACC, b.op(Ops.MUL, b.op(Ops.MULACC, b.op(Ops.NEG, s), s, V), y),
+             b.c(0.5, F64), s)
+    c = b.cast(s, F32)
+
+    def above(m: UOp) -> tuple[UOp, UOp]:
+        p = b.op(Ops.MUL, m, m)
+        return b.op(Ops.CMPLT, p, V), b.op(Ops.CMPEQ, p, V)
+    r = _round_exact(b, c, above)
+    # sqrt(±0) = ±0, sqrt(+inf) = +inf, sqrt(NaN) = NaN: v itself; sqrt(x < 0) = NaN
+    neg = b.op(Ops.CMPLT, v, zero)
+    return b.where(general, r, b.where(neg, b.c(float("nan"), F32), v))
+
+
+def cdiv32(x: UOp) -> UOp:
+    """CDIV of ≤ 32-bit integers → truncated float64 approximation, corrected (docstring)."""
+    b = _B(x.shape)
+    dt = x.dtype
+    a, d = (b.cast(s, F64) for s in x.src)
+    A, D = b.fabs(a, F64, U64), b.fabs(d, F64, U64)
+    # a zero divisor is unspecified (no trap): divide by 1 instead so nothing is NaN
+    d_zero = b.op(Ops.CMPEQ, D, b.c(0.0, F64))
+    Ds = b.where(d_zero, b.c(1.0, F64), D)
+    t = b.op(Ops.TRUNC, _div64(b, A, Ds))
+    r = b.op(Ops.MULACC, b.op(Ops.NEG, t), Ds, A)
+    t = b.where(b.op(Ops.CMPLT, r, Ds), t, b.op(Ops.ADD, t, b.c(1.0, F64)))
+    neg = b.op(Ops.CMPNE, b.op(Ops.CMPLT, a, b.c(0.0, F64)), b.op(Ops.CMPLT, d, b.c(0.0, F64)))
+    q = b.where(neg, b.op(Ops.NEG, t), t)
+    # INT_MIN / -1 (unspecified) saturates instead of wrapping; nothing else leaves the range
+    return b.cast(q, dt)
