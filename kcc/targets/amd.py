@@ -1,0 +1,124 @@
+"""The AMD GPU target: gfx1100 (RDNA3, wave32, the default) and gfx942 (CDNA3, wave64).
+
+Pipeline steps: select (kcc/isel/amd.py) → allocate (the linear-scan allocator with SGPR/VGPR
+classes, kcc/isel/amd_regs.py; the independent checker re-verifies it with
+KCC_CHECK_ALLOC=1) → encode (expand pseudo instructions, place s_waitcnt, lay out branches:
+kcc/isel/amd_lower.py). The result is a list of instructions and labels plus the facts the
+kernel descriptor, the metadata and the manifest need.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcc.encode.amd_operands import SGPR, VGPR, Inst
+from kcc.ir import Ops, UOp
+from kcc.ir.mir import Label, format_mir
+from kcc.isel.amd import AmdSelectError, Selected, select
+from kcc.isel.amd_lower import Lowering, insert_waits, listing
+from kcc.isel.amd_regs import ARCHES, AmdRegInfo, Arch
+from kcc.passes.target import AMD
+from kcc.regalloc import AllocationError, allocate, check_allocation
+from kcc.targets.manifest import KernelDesc, describe_kernel
+
+DEFAULT_ARCH = "gfx1100"
+
+
+@dataclass
+class AmdCode:
+    """One compiled kernel: its instructions (with labels), register counts and launch
+    facts."""
+
+    name: str
+    items: list[Inst | Label]
+    arch: Arch
+    sgprs: int
+    vgprs: int
+    sel: Selected
+    desc: KernelDesc
+    asm: list[str] = field(default_factory=list)
+
+
+def _counts(items: list[Inst | Label]) -> tuple[int, int]:
+    """Next free SGPR and VGPR (one past the highest register the code names)."""
+    s = v = 0
+    for it in items:
+        if isinstance(it, Label):
+            continue
+        for o in it.ops:
+            if isinstance(o, SGPR):
+                s = max(s, o.index + o.count)
+            elif isinstance(o, VGPR):
+                v = max(v, o.index + o.count)
+    return s, v
+
+
+def _params(sink: UOp) -> list[UOp | None]:
+    from kcc.ir.uop import toposort
+    ps = {n.arg.slot: n for n in toposort([sink]) if n.op is Ops.PARAM}
+    n = max(ps, default=-1) + 1
+    return [ps.get(i) for i in range(n)]
+
+
+class AmdTarget:
+    """What the pipeline drives for AMD."""
+
+    name = "amd"
+
+    def __init__(self, arch: str = DEFAULT_ARCH):
+        if arch not in ARCHES:
+            raise AmdSelectError(f"unknown AMD arch {arch!r} (choose from "
+                                 f"{', '.join(ARCHES)})")
+        self.arch = ARCHES[arch]
+        self.desc = AMD
+        self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
+
+    def select(self, lin: list[UOp], sink: UOp) -> tuple[Selected, KernelDesc]:
+        kd = describe_kernel(sink)
+        return select(lin, kd.name, _params(sink), self.arch), kd
+
+    def allocate(self, state: tuple[Selected, KernelDesc]) -> tuple[Selected, KernelDesc]:
+        sel, kd = state
+        info = AmdRegInfo(self.arch, kd.name)
+        try:
+            fn = allocate(sel.fn, info)
+        except AllocationError as e:
+            raise AmdSelectError(str(e)) from None
+        if self.check_alloc:
+            check_allocation(sel.fn, fn, info)
+        out = Selected(fn, sel.lds_bytes, sel.workgroup_ids, sel.workitem_ids, sel.kernarg,
+                       sel.kernarg_size)
+        return out, kd
+
+    def encode(self, state: tuple[Selected, KernelDesc]) -> AmdCode:
+        sel, kd = state
+        items = insert_waits(Lowering(self.arch).lower(sel.fn), self.arch)
+        s, v = _counts(items)
+        flat = [kd.local_size[0] * kd.local_size[1] * kd.local_size[2]]
+        kd.target = {"amd": {
+            "arch": self.arch.name, "wave_size": self.arch.wave,
+            "kernarg_size": sel.kernarg_size, "kernarg_align": 8,
+            "kernarg_offsets": [off for off, _ in sel.kernarg],
+            "sgpr_count": s, "vgpr_count": max(v, 1), "lds_bytes": sel.lds_bytes,
+            "grid": kd.global_size, "block": kd.local_size,
+            "workgroup_size": flat[0]}}
+        return AmdCode(kd.name, items, self.arch, s, max(v, 1), sel, kd, listing(items))
+
+    def listing(self, stage: str, state: Any) -> str:
+        if stage in ("select", "allocate"):
+            return format_mir(state[0].fn)
+        return "\n".join([f"{state.name}:"] + state.asm) + "\n"
+
+
+def compile_amd_code(sinks: list[UOp], arch: str = DEFAULT_ARCH,
+                     dump_after: str | None = None, out: Any = None) -> list[AmdCode]:
+    """Run the pipeline for every kernel; the per-kernel code before packaging."""
+    from kcc.targets.manifest import duplicate_name
+    from kcc.targets.pipeline import run_pipeline
+    target = AmdTarget(arch)
+    dup = duplicate_name(sinks)
+    if dup:
+        raise AmdSelectError(f"two kernels are named {dup!r}; symbols must be unique")
+    return [run_pipeline(s, target, dump_after, out) for s in sinks]
