@@ -193,3 +193,22 @@ def test_too_many_registers_is_a_clear_error() -> None:
     lines.append('SINK(%g) KernelInfo(name="huge")')
     with pytest.raises(AmdSelectError, match="kernel too large for AMD: 'huge'"):
         compile_amd_code([parse("\n".join(lines) + "\n")], "gfx1100")
+
+
+def test_cli_compile_amd_writes_asm_and_manifest_facts(tmp_path: Path) -> None:
+    import json
+    from click.testing import CliRunner
+    from kcc.cli import main
+    out = tmp_path / "k.s"
+    r = CliRunner().invoke(main, ["compile", "-t", "amd", "--arch", "gfx942",
+                                  str(REPO / "examples" / "local_reduce.uop"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    facts = json.loads((tmp_path / "k.json").read_text())["kernels"][0]["target"]["amd"]
+    assert facts["wave_size"] == 64 and facts["lds_bytes"] == 64
+    assert facts["grid"] == [4, 1, 1] and facts["block"] == [16, 1, 1]
+    assert facts["kernarg_size"] == 16 and facts["sgpr_count"] > 0
+    assert "ds_write_b32" in out.read_text() and "s_barrier" in out.read_text()
+    r = CliRunner().invoke(main, ["compile", "-t", "amd", str(REPO / "examples" / "casts.uop"),
+                                  "-o", str(tmp_path / "c.s")])
+    assert r.exit_code == 1 and "CAST int64 → float32 is not supported on AMD" in r.output
+    assert "Traceback" not in r.output and "internal" not in r.output

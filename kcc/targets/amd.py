@@ -21,7 +21,8 @@ from kcc.isel.amd_lower import Lowering, insert_waits, listing
 from kcc.isel.amd_regs import ARCHES, AmdRegInfo, Arch
 from kcc.passes.target import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
-from kcc.targets.manifest import KernelDesc, describe_kernel
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
+from kcc.targets.registry import Compiled, CompileError, Emit, TargetSpec
 
 DEFAULT_ARCH = "gfx1100"
 
@@ -122,3 +123,47 @@ def compile_amd_code(sinks: list[UOp], arch: str = DEFAULT_ARCH,
     if dup:
         raise AmdSelectError(f"two kernels are named {dup!r}; symbols must be unique")
     return [run_pipeline(s, target, dump_after, out) for s in sinks]
+
+
+# -- the registry entry ---------------------------------------------------------------------
+
+def assembly(codes: list[AmdCode]) -> str:
+    """The kernels' instructions in LLVM's AMDGPU syntax, one global label per kernel, with
+    the facts the kernel descriptor needs as comments."""
+    arch = codes[0].arch.name if codes else DEFAULT_ARCH
+    lines = [f'\t.amdgcn_target "amdgcn-amd-amdhsa--{arch}"', "\t.text"]
+    for c in codes:
+        f = c.desc.target["amd"]
+        lines += ["", f"\t.globl {c.name}", "\t.p2align 8", f"\t.type {c.name},@function",
+                  f"; sgprs {c.sgprs}, vgprs {c.vgprs}, lds {f['lds_bytes']} bytes, "
+                  f"kernarg {f['kernarg_size']} bytes, wave{c.arch.wave}",
+                  f"{c.name}:"] + c.asm
+    return "\n".join(lines) + "\n"
+
+
+class AmdSpec(TargetSpec):
+    """AMD GPUs: gfx1100 (RDNA3, wave32) and gfx942 (CDNA3, wave64)."""
+
+    name = "amd"
+    summary = "AMD GPU assembly (gfx1100 wave32, gfx942 wave64)"
+    arches = tuple(ARCHES)
+    default_arch = DEFAULT_ARCH
+    emits = (Emit("asm", ".s", False),)
+
+    def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
+                out: Any = None) -> Compiled:
+        from kcc.passes.decompose import DecomposeError
+        self.check_arch(arch)
+        self.emit(emit)
+        try:
+            codes = compile_amd_code(sinks, arch, dump_after, out)
+        except (AmdSelectError, DecomposeError) as e:
+            raise CompileError(str(e)) from None
+        return Compiled(assembly(codes).encode(), [c.desc for c in codes], arch, emit)
+
+    def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        raise LaunchError("kcc cannot run AMD kernels yet: the HSACO writer, the HIP loader "
+                          "and the emulator (kcc run -t amd --emulate) are not in this build")
+
+
+TARGET = AmdSpec()

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 # name → module defining TARGET; the order is the order `kcc targets` and --help list them
-BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda"}
+BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda",
+                           "amd": "kcc.targets.amd"}
 
 _loaded: dict[str, "TargetSpec"] = {}
 
