@@ -20,7 +20,8 @@ from kcc.targets.x86 import X86Target, launch, write_object
 from x86_util import reference
 
 _LACKS = {(Ops.FDIV, dtypes.float32), (Ops.SQRT, dtypes.float32), (Ops.FDIV, dtypes.float64),
-          (Ops.CDIV, None), (Ops.CMOD, None)}
+          (Ops.CDIV, None), (Ops.CMOD, None), (Ops.CAST, dtypes.int64),
+          (Ops.CAST, dtypes.uint64), (Ops.CAST, dtypes.float64)}
 
 
 def _without_division() -> X86Target:
@@ -148,3 +149,72 @@ def test_cdiv_cmod_edges_and_random_exact(dt: str, op: str) -> None:
     got, want = _run(sink, args)[0], reference(sink, args)[0]
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(a[i], b[i], got[i], want[i]) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("dt", ["int8", "int32", "int64", "uint64", "uint16"])
+@pytest.mark.parametrize("op", ["CDIV", "CMOD"])
+def test_division_by_a_power_of_two_any_width(dt: str, op: str) -> None:
+    info = np.iinfo(np.dtype(dt))
+    e = _int_edges(np.dtype(dt))
+    rng = np.random.default_rng(4)
+    r = rng.integers(0, 2 ** 64, 500, dtype=np.uint64).view(np.int64).astype(dt)
+    a = np.concatenate([e, r])
+    divisors = [1, 2, 8, 1 << (info.bits - 2)] + ([-1, -2, -16] if info.min < 0 else [])
+    for d in divisors:
+        n = a.size
+        sink = parse(f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dt}, {n})
+%a = PARAM ParamArg(1, {dt}, {n})
+%i = RANGE({n}) (0, LOOP) : weakint
+%ai = INDEX(%a, %i)
+%oi = INDEX(%o, %i)
+%x = LOAD(%ai) : {dt}
+%c = CAST({d}) {dt}
+%r = {op}(%x, %c) : {dt}
+%s = STORE(%oi, %r)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+        keep = ~((a == info.min) & (d == -1)) if info.min < 0 else np.ones(n, bool)
+        args = [np.zeros(n, dt), a]
+        got, want = _run(sink, args)[0], reference(sink, args)[0]
+        bad = np.flatnonzero((got != want) & keep)
+        assert bad.size == 0, (d, [(a[i], got[i], want[i]) for i in bad[:5]])
+
+
+@pytest.mark.parametrize("src,dst", [("int64", "float32"), ("uint64", "float32"),
+                                     ("int64", "float16"), ("float64", "float16")])
+def test_round_to_odd_casts_round_once(src: str, dst: str) -> None:
+    rng = np.random.default_rng(5)
+    if src == "float64":
+        x = np.concatenate([rng.standard_normal(3000) * 1e4, rng.standard_normal(3000) * 1e-6,
+                            np.float64([65520.0, 65519.99, 2.0 ** -25, 2.0 ** -24 * 1.5,
+                                        np.inf, -np.inf, np.nan, 0.0, -0.0, 1e300]),
+                            (np.float16(rng.standard_normal(2000)).astype(np.float64)
+                             + 2.0 ** -12 * rng.integers(-2, 3, 2000))])
+    else:
+        base = rng.integers(0, 2 ** 64, 5000, dtype=np.uint64)
+        ties = (rng.integers(1, 2 ** 24, 2000, dtype=np.uint64) << np.uint64(39)) | \
+            (np.uint64(1) << np.uint64(38))                       # exact midpoints of float32
+        near = ties + rng.integers(0, 3, 2000).astype(np.uint64) - np.uint64(1)
+        x = np.concatenate([base, ties, near, np.uint64([0, 1, 2 ** 63, 2 ** 64 - 1,
+                                                         2 ** 24 + 1, 65520, 65519])])
+        x = x.astype(np.int64).astype(src) if src == "int64" else x
+    n = x.size
+    sink = parse(f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dst}, {n})
+%a = PARAM ParamArg(1, {src}, {n})
+%i = RANGE({n}) (0, LOOP) : weakint
+%ai = INDEX(%a, %i)
+%oi = INDEX(%o, %i)
+%x = LOAD(%ai) : {src}
+%r = CAST(%x) {dst}
+%s = STORE(%oi, %r)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+    args = [np.zeros(n, dst), x.astype(src)]
+    got, want = _run(sink, args)[0], reference(sink, args)[0]
+    u = f"u{got.itemsize}"
+    bad = np.flatnonzero((got.view(u) != want.view(u)) & ~(np.isnan(got) & np.isnan(want)))
+    assert bad.size == 0, [(x[i], got[i], want[i]) for i in bad[:5]]

@@ -113,7 +113,7 @@ def _f_to_i64(sel: Any, x: UOp, dt: DType) -> Any:
         v = _vop1(sel, "v_cvt_f64_f32", _float_to_f32(sel, x), True)
     t, q, f = sel.new("v2"), sel.new("v2"), sel.new("v2")
     sel.emit("v_trunc_f64", D(t), v)
-    sel.emit("v_ldexp_f64", D(q), t, Imm(-32))
+    sel.emit("v_ldexp_f64", D(q), t, sel.vconst_reg(-32))     # -32 is no inline constant
     sel.emit("v_floor_f64", D(f), q)
     k = "i" if dt.is_signed else "u"
     hi = _vop1(sel, f"v_cvt_{k}32_f64", f, False)

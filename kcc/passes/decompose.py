@@ -8,10 +8,13 @@
   is the top half of a float32; narrowing rounds to nearest even and keeps NaN a NaN).
 - float32 FDIV and SQRT the target lacks (it has float64 fma) → a float64 approximation made
   exact by an exact midpoint test (kcc/passes/division.py); float64 FDIV/SQRT are an error there.
+- int64 → float32/float16 and float64 → float16 on a target without these conversions →
+  round to odd in float64/float32 first, then one rounding.
 - RECIPROCAL → FDIV(1, x). MAX on floats → WHERE(CMPLT(a, b), b, a), the IR's definition.
 - CMOD → a - CDIV(a, b) * b; CDIV of ≤ 32-bit integers → trunc(float64(a) / float64(b)), exact
   (|a/b| is at least 1/|b| from an integer unless exact, more than the float64 rounding error);
-  without a float64 FDIV, a truncated approximation corrected by one exact remainder test.
+  without a float64 FDIV, a truncated approximation corrected by one exact remainder test;
+  by a constant ±2^k (any width) a biased shift.
 - integer MULACC → MUL then ADD (wrapping, so exact).
 - THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
 The rewrite runs to a fixed point (a float16 EXP2 becomes a float32 EXP2, then a polynomial),
@@ -20,6 +23,7 @@ and then devectorize runs again so that what a decomposition built has legal vec
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
@@ -95,6 +99,10 @@ def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
     """CDIV of ≤ 32-bit integers → TRUNC(FDIV) in float64, exact for every divisor but 0."""
     if ctx.native(Ops.CDIV, x.dtype):
         return None
+    d = const_int(x.src[1]) if x.shape == () else None
+    if d is not None and d != 0 and abs(d) & (abs(d) - 1) == 0 and \
+            abs(d).bit_length() < x.dtype.bits:
+        return division.cdiv_pow2(x, abs(d).bit_length() - 1, d < 0)
     if x.dtype.bits > 32:
         raise DecomposeError(f"target {ctx.name} has no {x.dtype} division and kcc has no "
                              "decomposition for it")
@@ -187,6 +195,29 @@ def bf16_cast(ctx: TargetDesc, x: UOp) -> UOp | None:
     return UOp(Ops.BITCAST, (UOp(Ops.CAST, (top,), u16),), dtypes.bfloat16)
 
 
+def odd_cast(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """int64/uint64 → float32/float16 and float64 → float16 on a target that converts these
+    only through a wider float (`native(CAST, source)` False): round to odd in the wider float
+    first (float64 for a 64-bit integer, float32 for float64), so the last conversion is the
+    only rounding (p' ≥ p + 2: Boldo & Melquiond)."""
+    src_dt, dst = x.src[0].dtype, x.arg
+    if ctx.native(Ops.CAST, src_dt) or src_dt == dst:
+        return None
+    sh = x.shape
+    f32, f64 = dtypes.float32, dtypes.float64
+    if src_dt in (dtypes.int64, dtypes.uint64) and dst in (f32, dtypes.float16):
+        wide = _i64_f64_odd(x.src[0])
+        mid = UOp(Ops.CAST, (wide,), f32)
+        if dst == f32:
+            return mid
+        return UOp(Ops.CAST, (_round_odd(wide, mid, f32, dtypes.uint32, sh),), dst)
+    if src_dt == f64 and dst == dtypes.float16:
+        v = x.src[0]
+        odd = _round_odd(v, UOp(Ops.CAST, (v,), f32), f32, dtypes.uint32, sh)
+        return UOp(Ops.CAST, (odd,), dst)
+    return None
+
+
 def _f32_odd(x: UOp) -> UOp:
     """x (any float or integer dtype) as a float32 rounded to odd (truncate, then set the last
     bit if inexact). Rounding that once more to bfloat16 (8 bits, 24 >= 8 + 2) equals one
@@ -246,6 +277,7 @@ _HALF_OPS = tuple(op for op in ALU if op is not Ops.THREEFRY)
 
 DECOMPOSE = PatternMatcher([
     (UPat(Ops.CAST, name="x"), bf16_cast),
+    (UPat(Ops.CAST, name="x"), odd_cast),
     (UPat(_HALF_OPS, name="x"), lift_half),
     (UPat((Ops.EXP2, Ops.LOG2, Ops.SIN), name="x"), poly),
     (UPat(Ops.RECIPROCAL, name="x"), reciprocal),

@@ -195,3 +195,22 @@ def cdiv32(x: UOp) -> UOp:
     q = b.where(neg, b.op(Ops.NEG, t), t)
     # INT_MIN / -1 (unspecified) saturates instead of wrapping; nothing else leaves the range
     return b.cast(q, dt)
+
+
+def cdiv_pow2(x: UOp, k: int, negative: bool) -> UOp:
+    """CDIV by ±2^k (any integer width): a shift, with the truncation bias 2^k - 1 added to a
+    negative dividend first (a >> (bits-1) is all ones exactly then; shifted right logically
+    by bits - k it is 2^k - 1), negated for a negative divisor. Exact, wrapping like CDIV
+    (INT_MIN / -1 wraps to INT_MIN, as the interpreter)."""
+    dt, a = x.dtype, x.src[0]
+    b = _B(x.shape)
+    if k == 0:
+        q = a
+    elif not dt.is_signed:
+        q = b.op(Ops.SHR, a, b.c(k, dt))
+    else:
+        udt = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}[dt.bits]
+        sign = b.cast(b.op(Ops.SHR, a, b.c(dt.bits - 1, dt)), udt)
+        bias = b.cast(b.op(Ops.SHR, sign, b.c(dt.bits - k, udt)), dt)
+        q = b.op(Ops.SHR, b.op(Ops.ADD, a, bias), b.c(k, dt))
+    return b.op(Ops.NEG, q) if negative else q

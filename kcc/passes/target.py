@@ -90,8 +90,12 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
     """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
     v_sqrt, v_exp, v_log, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops),
     so FDIV/SQRT, CDIV/CMOD and the transcendentals are decomposed; v_max_f32 is IEEE maxNum,
-    not MAX; half precision computes in float32; integer MULACC is MUL then ADD."""
-    if op in (Ops.CAST, Ops.BITCAST):
+    not MAX; half precision computes in float32; integer MULACC is MUL then ADD. CAST from
+    int64/uint64/float64 (asked with the source dtype) is native only where a v_cvt does it
+    with one rounding: to float32/float16 kcc rounds to odd first (decompose.odd_cast)."""
+    if op is Ops.CAST:
+        return dtype not in (dtypes.bfloat16, dtypes.int64, dtypes.uint64, dtypes.float64)
+    if op is Ops.BITCAST:
         return dtype != dtypes.bfloat16
     if op in _POLY or op in _ALWAYS_DECOMPOSED or dtype in _HALF:
         return False
