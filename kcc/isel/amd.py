@@ -300,8 +300,9 @@ class AmdSelector(AmdAlu):
             k = idx.arg
         if buf.space == "reg":
             if k is None:
-                raise AmdSelectError("a REG buffer indexed by a runtime value is not "
-                                     "supported on AMD (it would need scratch memory)")
+                # a runtime index selects among the slots (no scratch memory)
+                x = self.reg(idx)
+                return Place(buf, self.lo32(x) if is_wide(idx.dtype) else x, 0, lanes, -1)
             return Place(buf, None, 0, lanes, int(k))
         size = buf.dtype.itemsize
         limit = 4096 if buf.space == "global" else 65536
@@ -365,6 +366,16 @@ class AmdSelector(AmdAlu):
             a = self.reg(u.src[1])
             alts = a if isinstance(a, tuple) else (a,) * p.lanes
         outs = []
+        if p.buf.space == "reg" and p.slot < 0:
+            for k in range(p.lanes):
+                r = p.buf.slots[0]
+                for j in range(1, len(p.buf.slots)):
+                    r = self.select_value(self.slot_is(p, k, j), p.buf.slots[j], r, dt)
+                if gated:
+                    r = self.select_value(self.reg(u.src[2]), r, alts[k], dt)
+                outs.append(r)
+            self.val[u] = outs[0] if p.lanes == 1 else tuple(outs)
+            return
         if p.buf.space == "reg":
             for k in range(p.lanes):
                 src = p.buf.slots[p.slot + k]
@@ -400,6 +411,16 @@ class AmdSelector(AmdAlu):
         dt = p.buf.dtype
         v = self.reg(u.src[1])
         vals = v if isinstance(v, tuple) else (v,)
+        if p.buf.space == "reg" and p.slot < 0:
+            for k, r in enumerate(vals):
+                for j, slot in enumerate(p.buf.slots):
+                    m = self.slot_is(p, k, j)
+                    if len(u.src) == 3:
+                        g = self.new(self.arch.mask_cls)
+                        self.emit(self.mask_op("s_and"), D(g), m, self.reg(u.src[2]))
+                        m = g
+                    self.copy_into(slot, self.select_value(m, r, slot, dt), dt)
+            return
         if p.buf.space == "reg":
             for k, r in enumerate(vals):
                 slot = p.buf.slots[p.slot + k]
@@ -417,6 +438,17 @@ class AmdSelector(AmdAlu):
             else:
                 self.emit(name, voff, r, mods=(("offset", imm),))
         self.gate_end(saved)
+
+    def slot_is(self, p: Place, k: int, j: int) -> object:
+        """The lane mask of (runtime index + k == j) for a REG place."""
+        m = self.new(self.arch.mask_cls)
+        x = p.voff
+        if x.cls == "s":
+            self.emit("s_cmp_eq_u32", x, Imm(j - k))
+            self.emit(f"s_cselect_b{self.arch.wave}", D(m), Imm(-1), Imm(0))
+        else:
+            self.emit("v_cmp_eq_u32", D(m), self.vconst((j - k) & 0xFFFFFFFF), x)
+        return m
 
     def store_data(self, r: object, dt: DType) -> object:
         """The VGPR (pair) a store writes: bools as 0/1, SGPR values copied."""
