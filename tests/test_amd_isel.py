@@ -158,7 +158,7 @@ SINK(%s) KernelInfo(name="k")
 """)
     from kcc.targets.amd import _params
     layout, size = kernarg_layout(_params(sink))
-    assert layout == [(0, 4), (8, 8), (16, 8), (24, 4)] and size == 28
+    assert layout == [(0, 4), (8, 8), (16, 8), (24, 4)] and size == 32
 
 
 def test_register_classes_alias_by_units() -> None:

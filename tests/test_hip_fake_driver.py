@@ -105,7 +105,7 @@ def test_loader_packs_kernargs_copies_and_launches(fake_hip) -> None:
     hip_driver.launch_hip(image, desc, check_launch(desc, [y, x, 2.5]))
     assert np.array_equal(y, want)
     assert fake_hip.fake_entry() == b"saxpy"
-    assert fake_hip.fake_karg_len() == desc.target["amd"]["kernarg_size"] == 20
+    assert fake_hip.fake_karg_len() == desc.target["amd"]["kernarg_size"] == 24
     assert list(fake_hip.fake_dims().contents) == desc.global_size + desc.local_size
 
 

@@ -36,7 +36,8 @@ from kcc.isel.x86_base import strong_const
 
 def kernarg_layout(params: list[UOp | None]) -> tuple[list[tuple[int, int]], int]:
     """(offset, size) per slot and the segment size: each argument aligned to its size, a
-    buffer an 8-byte pointer, a scalar at least 4 bytes (its value in the low bytes)."""
+    buffer an 8-byte pointer, a scalar at least 4 bytes (its value in the low bytes); the size
+    rounded up to the segment's 8-byte alignment."""
     out, off = [], 0
     for p in params:
         size = 8 if p is None or p.arg.addrspace is not AddrSpace.ALU else \
@@ -44,7 +45,7 @@ def kernarg_layout(params: list[UOp | None]) -> tuple[list[tuple[int, int]], int
         off = (off + size - 1) // size * size
         out.append((off, size))
         off += size
-    return out, max(off, 4)
+    return out, max((off + 7) // 8 * 8, 8)      # a multiple of the 8-byte alignment
 
 
 @dataclass

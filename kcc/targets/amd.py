@@ -167,3 +167,90 @@ class AmdSpec(TargetSpec):
 
 
 TARGET = AmdSpec()
+
+
+# -- code objects and running (the encoder, HSACO writer and emulator of issue 9) --------------
+
+def _branch_text(name: str, offset: int) -> str:
+    return f"{name} {offset}"
+
+
+def machine_code(code: AmdCode) -> bytes:
+    """The kernel's bytes: every instruction through the encoder (parsed from the listing's
+    LLVM syntax), branches resolved to SOPP word offsets from the next instruction."""
+    from kcc.encode.amd import encode
+    from kcc.encode.amd_asm import parse_inst
+    from kcc.isel.amd_lower import inst_text
+    arch = code.arch.name
+    sizes: list[int] = []
+    enc: list[bytes | None] = []
+    labels: dict[str, int] = {}
+    pos = 0
+    for it in code.items:
+        if isinstance(it, Label):
+            labels[it.name] = pos
+            enc.append(None)
+            sizes.append(0)
+            continue
+        if it.mod("target") is not None:
+            enc.append(None)
+            sizes.append(4)                   # SOPP: one dword
+        else:
+            b = encode(arch, parse_inst(arch, inst_text(it)))
+            enc.append(b)
+            sizes.append(len(b))
+        pos += sizes[-1]
+    out = bytearray()
+    for it, b in zip(code.items, enc):
+        if isinstance(it, Label):
+            continue
+        if b is None:
+            off = (labels[it.mod("target")] - (len(out) + 4)) // 4
+            b = encode(arch, parse_inst(arch, _branch_text(it.name, off)))
+        out += b
+    return bytes(out)
+
+
+def hsaco(codes: list[AmdCode]) -> bytes:
+    """One code object (kcc.targets.hsaco) holding the kernels."""
+    from kcc.encode.amd_operands import Special
+    from kcc.targets.hsaco import AmdKernel, KernelArg, write_hsaco
+    kernels = []
+    for c in codes:
+        f = c.desc.target["amd"]
+        args = []
+        for a, (off, size) in zip(c.desc.args, c.sel.kernarg):
+            name = a.name or f"arg{a.slot}"
+            if a.kind == "buffer":
+                args.append(KernelArg(name, off, 8))
+            else:
+                args.append(KernelArg(name, off, size, "by_value", None))
+        uses_vcc = any(isinstance(o, Special) and o.name.startswith("vcc")
+                       for it in c.items if not isinstance(it, Label) for o in it.ops)
+        kernels.append(AmdKernel(
+            c.name, machine_code(c), next_free_vgpr=c.vgprs, next_free_sgpr=max(c.sgprs, 1),
+            args=tuple(args), kernarg_size=f["kernarg_size"], kernarg_align=8,
+            group_segment_size=f["lds_bytes"], uses_vcc=uses_vcc,
+            workgroup_ids=c.sel.workgroup_ids, workitem_ids=c.sel.workitem_ids,
+            max_flat_workgroup_size=max(f["workgroup_size"], 1),
+            asm=tuple(c.asm)))
+    return write_hsaco(kernels, codes[0].arch.name)
+
+
+def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+    """Run one kernel of a code object in kcc's AMD emulator (values normalized by
+    manifest.check_launch; buffers updated in place). A scalar below 4 bytes goes in as an
+    integer (its kernarg slot is 4 bytes, kernarg_layout)."""
+    import numpy as np
+    from kcc.targets.amd_emu import run_hsaco
+    args: list[Any] = []
+    for a, v in zip(desc.args, values):
+        if a.kind == "buffer":
+            args.append(v)
+        elif np.asarray(v).dtype.itemsize < 4:
+            x = np.asarray(v)
+            args.append(int(x.view(f"u{x.dtype.itemsize}")) if x.dtype.kind in "fb"
+                        else int(x))
+        else:
+            args.append(np.asarray(v))
+    run_hsaco(data, desc.name, args, tuple(desc.global_size), tuple(desc.local_size))
