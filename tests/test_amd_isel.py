@@ -22,7 +22,7 @@ from kcc.ir.mir import PReg
 from kcc.isel.amd import AmdSelectError, kernarg_layout
 from kcc.isel.amd_base import uniform_nodes
 from kcc.isel.amd_regs import ARCHES, AmdRegInfo, parse_preg
-from kcc.targets.amd import compile_amd_code
+from kcc.targets.amd import assembly, compile_amd_code
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "examples"
@@ -43,7 +43,7 @@ def _mc(text: str, arch: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("arch", sorted(ARCHES))
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
-def test_kernel_compiles_checked_and_assembles(path: Path, arch: str,
+def test_kernel_compiles_checked_and_assembles(path: Path, arch: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KCC_CHECK_ALLOC", "1")
     sink = parse_file(path)
@@ -60,6 +60,27 @@ def test_kernel_compiles_checked_and_assembles(path: Path, arch: str,
         pytest.skip("llvm-mc-19 not installed (apt-get install llvm-19): assembly not checked")
     r = _mc("\n".join(code.asm) + "\n", arch)
     assert r.returncode == 0 and not r.stderr, r.stderr[:2000]
+    _llvm_builds_code_object(code, arch, tmp_path)
+
+
+def _llvm_builds_code_object(code, arch: str, tmp: Path) -> None:
+    """The full assembly (descriptor block, metadata) through llvm-mc-19 and ld.lld-19: a code
+    object whose metadata llvm-readobj-19 decodes to the facts kcc computed."""
+    lld, readobj = shutil.which("ld.lld-19"), shutil.which("llvm-readobj-19")
+    if lld is None or readobj is None:
+        pytest.skip("ld.lld-19/llvm-readobj-19 not installed (apt-get install lld-19 llvm-19)")
+    (tmp / "k.s").write_text(assembly([code]))
+    subprocess.run([LLVM_MC, "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj",
+                    str(tmp / "k.s"), "-o", str(tmp / "k.o")], check=True, capture_output=True)
+    subprocess.run([lld, "-shared", str(tmp / "k.o"), "-o", str(tmp / "k.hsaco")], check=True,
+                   capture_output=True)
+    notes = subprocess.run([readobj, "--notes", str(tmp / "k.hsaco")], check=True,
+                           capture_output=True, text=True).stdout
+    facts = code.desc.target["amd"]
+    assert f".name:           {code.name}" in notes
+    assert f".kernarg_segment_size: {facts['kernarg_size']}" in notes
+    assert f".group_segment_fixed_size: {facts['lds_bytes']}" in notes
+    assert f".wavefront_size: {ARCHES[arch].wave}" in notes
 
 
 def test_llvm_mc_rejects_what_the_other_family_spells() -> None:

@@ -127,18 +127,39 @@ def compile_amd_code(sinks: list[UOp], arch: str = DEFAULT_ARCH,
 
 # -- the registry entry ---------------------------------------------------------------------
 
+def amd_kernel(c: AmdCode, machine: bytes = b"") -> Any:
+    """The kernel as kcc.targets.hsaco packages it (descriptor facts, metadata arguments)."""
+    from kcc.encode.amd_operands import Special
+    from kcc.targets.hsaco import AmdKernel, KernelArg
+    f = c.desc.target["amd"]
+    args = []
+    for a, (off, size) in zip(c.desc.args, c.sel.kernarg):
+        name = a.name or f"arg{a.slot}"
+        if a.kind == "buffer":
+            args.append(KernelArg(name, off, 8))
+        else:
+            args.append(KernelArg(name, off, size, "by_value", None))
+    uses_vcc = any(isinstance(o, Special) and o.name.startswith("vcc")
+                   for it in c.items if not isinstance(it, Label) for o in it.ops)
+    return AmdKernel(
+        c.name, machine, next_free_vgpr=c.vgprs, next_free_sgpr=max(c.sgprs, 1),
+        args=tuple(args), kernarg_size=f["kernarg_size"], kernarg_align=8,
+        group_segment_size=f["lds_bytes"], uses_vcc=uses_vcc,
+        workgroup_ids=c.sel.workgroup_ids, workitem_ids=c.sel.workitem_ids,
+        max_flat_workgroup_size=max(f["workgroup_size"], 1), asm=tuple(c.asm))
+
+
 def assembly(codes: list[AmdCode]) -> str:
-    """The kernels' instructions in LLVM's AMDGPU syntax, one global label per kernel, with
-    the facts the kernel descriptor needs as comments."""
-    arch = codes[0].arch.name if codes else DEFAULT_ARCH
-    lines = [f'\t.amdgcn_target "amdgcn-amd-amdhsa--{arch}"', "\t.text"]
-    for c in codes:
-        f = c.desc.target["amd"]
-        lines += ["", f"\t.globl {c.name}", "\t.p2align 8", f"\t.type {c.name},@function",
-                  f"; sgprs {c.sgprs}, vgprs {c.vgprs}, lds {f['lds_bytes']} bytes, "
-                  f"kernarg {f['kernarg_size']} bytes, wave{c.arch.wave}",
-                  f"{c.name}:"] + c.asm
-    return "\n".join(lines) + "\n"
+    """LLVM-syntax assembly with each kernel's `.amdhsa_kernel` block and the
+    `.amdgpu_metadata` (kcc.targets.amd_asm): llvm-mc + ld.lld build a code object from it."""
+    from kcc.targets.amd_asm import write_asm
+    return write_asm([amd_kernel(c) for c in codes], codes[0].arch.name)
+
+
+def has_encoder() -> bool:
+    """Whether kcc's AMD encoder (kcc.encode.amd) is present, so HSACO can be written."""
+    import importlib.util
+    return importlib.util.find_spec("kcc.encode.amd") is not None
 
 
 class AmdSpec(TargetSpec):
@@ -148,7 +169,8 @@ class AmdSpec(TargetSpec):
     summary = "AMD GPU assembly (gfx1100 wave32, gfx942 wave64)"
     arches = tuple(ARCHES)
     default_arch = DEFAULT_ARCH
-    emits = (Emit("asm", ".s", False),)
+    emits = ((Emit("hsaco", ".hsaco", True),) if has_encoder() else ()) + \
+        (Emit("asm", ".s", False),)
 
     def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
                 out: Any = None) -> Compiled:
@@ -159,7 +181,8 @@ class AmdSpec(TargetSpec):
             codes = compile_amd_code(sinks, arch, dump_after, out)
         except (AmdSelectError, DecomposeError) as e:
             raise CompileError(str(e)) from None
-        return Compiled(assembly(codes).encode(), [c.desc for c in codes], arch, emit)
+        data = hsaco(codes) if emit == "hsaco" else assembly(codes).encode()
+        return Compiled(data, [c.desc for c in codes], arch, emit)
 
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
         raise LaunchError("kcc cannot run AMD kernels yet: the HSACO writer, the HIP loader "
@@ -213,28 +236,8 @@ def machine_code(code: AmdCode) -> bytes:
 
 def hsaco(codes: list[AmdCode]) -> bytes:
     """One code object (kcc.targets.hsaco) holding the kernels."""
-    from kcc.encode.amd_operands import Special
-    from kcc.targets.hsaco import AmdKernel, KernelArg, write_hsaco
-    kernels = []
-    for c in codes:
-        f = c.desc.target["amd"]
-        args = []
-        for a, (off, size) in zip(c.desc.args, c.sel.kernarg):
-            name = a.name or f"arg{a.slot}"
-            if a.kind == "buffer":
-                args.append(KernelArg(name, off, 8))
-            else:
-                args.append(KernelArg(name, off, size, "by_value", None))
-        uses_vcc = any(isinstance(o, Special) and o.name.startswith("vcc")
-                       for it in c.items if not isinstance(it, Label) for o in it.ops)
-        kernels.append(AmdKernel(
-            c.name, machine_code(c), next_free_vgpr=c.vgprs, next_free_sgpr=max(c.sgprs, 1),
-            args=tuple(args), kernarg_size=f["kernarg_size"], kernarg_align=8,
-            group_segment_size=f["lds_bytes"], uses_vcc=uses_vcc,
-            workgroup_ids=c.sel.workgroup_ids, workitem_ids=c.sel.workitem_ids,
-            max_flat_workgroup_size=max(f["workgroup_size"], 1),
-            asm=tuple(c.asm)))
-    return write_hsaco(kernels, codes[0].arch.name)
+    from kcc.targets.hsaco import write_hsaco
+    return write_hsaco([amd_kernel(c, machine_code(c)) for c in codes], codes[0].arch.name)
 
 
 def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
