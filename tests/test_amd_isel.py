@@ -240,3 +240,32 @@ SINK(%e) KernelInfo(name="f64div")
     r = CliRunner().invoke(main, ["compile", "-t", "amd", str(bad), "-o", str(tmp_path / "c.s")])
     assert r.exit_code == 1 and "no correctly rounded float64 FDIV" in r.output
     assert "Traceback" not in r.output and "internal" not in r.output
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHES))
+def test_hsaco_text_equals_an_llvm_build_of_the_assembly(arch: str, tmp_path: Path) -> None:
+    """kcc's own code object (the encoder over the listing, branches laid out by kcc) has the
+    same .text bytes as llvm-mc-19 + ld.lld-19 give for kcc's assembly of the same kernels."""
+    from kcc.targets.amd import has_encoder, hsaco
+    if not has_encoder():
+        pytest.skip("kcc.encode.amd (the AMD encoder) is not in this tree")
+    tools = [shutil.which(t) for t in ("ld.lld-19", "llvm-objcopy-19")]
+    if LLVM_MC is None or None in tools:
+        pytest.skip("llvm-mc-19/ld.lld-19/llvm-objcopy-19 not installed (apt-get install "
+                    "llvm-19 lld-19)")
+    lld, objcopy = tools
+    for path in KERNELS:
+        codes = compile_amd_code([parse_file(path)], arch)
+        (tmp_path / "kcc.hsaco").write_bytes(hsaco(codes))
+        (tmp_path / "k.s").write_text(assembly(codes))
+        subprocess.run([LLVM_MC, "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj",
+                        str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+        subprocess.run([lld, "-shared", str(tmp_path / "k.o"), "-o",
+                        str(tmp_path / "llvm.hsaco")], check=True)
+        texts = []
+        for name in ("kcc", "llvm"):
+            subprocess.run([objcopy, "-O", "binary", "--only-section=.text",
+                            str(tmp_path / f"{name}.hsaco"), str(tmp_path / f"{name}.bin")],
+                           check=True)
+            texts.append((tmp_path / f"{name}.bin").read_bytes())
+        assert texts[0] == texts[1], f"{path.stem} ({arch}): .text differs from LLVM's build"
