@@ -70,6 +70,7 @@ class Place:
     imm: int
     lanes: int
     slot: int = 0
+    aligned: bool = False        # the element index is a multiple of the lane count
 
 
 @dataclass
@@ -294,7 +295,14 @@ class AmdSelector(AmdAlu):
         self.places[u] = self.place(u.src[0], u.src[1], u.shape[0])
 
     def place(self, base: UOp, idx: UOp, lanes: int) -> Place:
-        """The byte offset of element idx: a VGPR (idx · size) plus a constant."""
+        """The byte offset of element idx: a VGPR (idx · size) plus a constant; `aligned`
+        when a vector access of the lanes is naturally aligned (buffers are)."""
+        p = self._place(base, idx, lanes)
+        m = multiple_of(idx)
+        p.aligned = lanes > 1 and (m == 0 or m % lanes == 0)
+        return p
+
+    def _place(self, base: UOp, idx: UOp, lanes: int) -> Place:
         buf = self.buffer(base)
         k = strong_const(idx)
         if k is None and idx.op is Ops.CONST and isinstance(idx.arg, int):
@@ -386,6 +394,9 @@ class AmdSelector(AmdAlu):
                 outs.append(self.select_value(self.reg(u.src[2]), src, alts[k], dt))
             self.val[u] = outs[0] if p.lanes == 1 else tuple(outs)
             return
+        if self.vector_mem(p, dt) and not gated:
+            self.val[u] = self.load_vector(p, dt)
+            return
         regs = []
         for k in range(p.lanes):
             r = self.new("v2" if is_wide(dt) else "v")
@@ -430,6 +441,17 @@ class AmdSelector(AmdAlu):
                 self.copy_into(slot, r, dt)      # the slot's one register, in loops too
             return
         data = [self.store_data(r, dt) for r in vals]
+        if self.vector_mem(p, dt):
+            t = self.new(f"v{p.lanes * dt.itemsize // 4}")
+            self.emit(".pack", D(t), *data)
+            self.keepalive(*data)
+            saved = self.gate_begin(u, 2)
+            voff, imm = self._voff(p, 0, dt.itemsize)
+            name = self.mem_name("store", p.buf.space, dt, p.lanes)
+            base = (p.buf.base,) if p.buf.space == "global" else ()
+            self.emit(name, voff, t, *base, mods=(("offset", imm),))
+            self.gate_end(saved)
+            return
         saved = self.gate_begin(u, 2)
         for k, r in enumerate(data):
             voff, imm = self._voff(p, k, dt.itemsize)
@@ -457,10 +479,34 @@ class AmdSelector(AmdAlu):
             return self.from_mask(r)
         return self.vgpr(r)
 
-    def mem_name(self, kind: str, space: str, dt: DType) -> str:
-        """global_load_b32, ds_store_b16, … for an element of dt."""
+    def vector_mem(self, p: Place, dt: DType) -> bool:
+        """Whether a place's lanes move as one b64/b128 access (SHRINK, aligned, 32/64-bit)."""
+        return (p.aligned and p.lanes in (2, 4) and not dt.is_bool and dt.itemsize in (4, 8)
+                and p.lanes * dt.itemsize in (8, 16) and p.buf.space in ("global", "lds"))
+
+    def load_vector(self, p: Place, dt: DType) -> tuple:
+        """One global_load_b64/b128 (ds_load) into a tuple, then its lanes."""
+        words = p.lanes * dt.itemsize // 4
+        t = self.new(f"v{words}")
+        voff, imm = self._voff(p, 0, dt.itemsize)
+        name = self.mem_name("load", p.buf.space, dt, p.lanes)
+        base = (p.buf.base,) if p.buf.space == "global" else ()
+        self.emit(name, D(t), voff, *base, mods=(("offset", imm),))
+        outs = []
+        per = dt.itemsize // 4
+        for k in range(p.lanes):
+            r = self.new("v2" if per == 2 else "v")
+            if per == 2:
+                self.emit(".pack", D(r), (t, 2 * k), (t, 2 * k + 1))
+            else:
+                self.emit("v_mov_b32", D(r), (t, k))
+            outs.append(r)
+        return tuple(outs)
+
+    def mem_name(self, kind: str, space: str, dt: DType, lanes: int = 1) -> str:
+        """global_load_b32, ds_store_b16, global_load_b128, … for lanes elements of dt."""
         pre = "global" if space == "global" else "ds"
-        size = dt.itemsize
+        size = dt.itemsize * lanes
         if kind == "load" and size < 4:
             sign = "i" if dt.is_int and dt.is_signed else "u"
             return f"{pre}_load_{sign}{8 * size}"

@@ -108,9 +108,15 @@ class Lowering:
         self.put("v_mov_b32", _one(d, 0), _half(v, 0))
         self.put("v_mov_b32", _one(d, 1), _half(v, 1))
 
-    def x_pack(self, d: Any, lo: Any, hi: Any) -> None:
-        self.mov(_one(d, 0), lo)
-        self.mov(_one(d, 1), hi)
+    def x_pack(self, d: Any, *parts: Any) -> None:
+        """d = the parts (registers or pairs) side by side (the parts are kept live past
+        this, so d overlaps none of them)."""
+        j = 0
+        for p in parts:
+            n = p.count if isinstance(p, (SGPR, VGPR)) else 1
+            for i in range(n):
+                self.mov(_one(d, j), _one(p, i) if n > 1 else p)
+                j += 1
 
     def _carry(self, first: str, second: str, d: Any, a: Any, b: Any) -> None:
         self.put(first, _one(d, 0), self.vcc, _half(a, 0), _half(b, 0))

@@ -172,3 +172,56 @@ def derandomize() -> bool:
 
 def ops_in(sink: UOp) -> set[Ops]:
     return {n.op for n in sink.toposort()}
+
+
+# what the AMD back end refuses on purpose (docs/architecture.md, "AMD value model")
+AMD_REFUSALS = ("no correctly rounded float64", "not supported on AMD", "has no int64 division",
+                "has no uint64 division", "kcc has no decomposition")
+
+
+def check_amd(sinks: list[UOp], arch: str, seed: int = 0) -> int:
+    """Compile each kernel for AMD (the allocation re-verified by the checker) and assert that
+    llvm-mc-19 assembles its listing; where kcc's AMD emulator exists, also run it on
+    special-biased inputs against the interpreter. Returns how many kernels compiled (the
+    others were refused on purpose, with one of AMD_REFUSALS)."""
+    import shutil
+
+    from kcc.targets.amd import AmdTarget, compile_amd_code, has_encoder, hsaco
+    from kcc.targets.amd import emulate
+    mc = shutil.which("llvm-mc-19")
+    done = 0
+    for i, s in enumerate(sinks):
+        s = s.replace(arg=KernelInfo(f"k{i}"))
+        verify(s)
+        try:
+            (code,) = compile_amd_code([s], arch)
+        except Exception as e:                      # noqa: BLE001 - refusals are named
+            if any(r in str(e) for r in AMD_REFUSALS):
+                continue
+            raise AssertionError(f"AMD compile failed: {type(e).__name__}: {e}\n"
+                                 f"{format_uop(s)}") from e
+        done += 1
+        assert AmdTarget(arch).check_alloc
+        if mc is not None:
+            r = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}",
+                                "-filetype=obj", "-o", os.devnull],
+                               input="\n".join(code.asm) + "\n", capture_output=True,
+                               text=True)
+            if r.returncode != 0 or r.stderr:
+                raise AssertionError(f"llvm-mc-19 rejected the listing: {r.stderr[:1500]}\n"
+                                     f"{format_uop(s)}")
+        if has_encoder() and _has_emulator():
+            from kcc.targets.manifest import check_launch
+            args = special_inputs(s, seed)
+            want = run_reference(s, args)
+            got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            emulate(hsaco([code]), code.desc, check_launch(code.desc, got))
+            msg = mismatch(s, got, want)
+            if msg:
+                raise AssertionError(f"{msg}\narch={arch} seed={seed}\n{format_uop(s)}")
+    return done
+
+
+def _has_emulator() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("kcc.targets.amd_emu") is not None
