@@ -269,3 +269,25 @@ def test_hsaco_text_equals_an_llvm_build_of_the_assembly(arch: str, tmp_path: Pa
                            check=True)
             texts.append((tmp_path / f"{name}.bin").read_bytes())
         assert texts[0] == texts[1], f"{path.stem} ({arch}): .text differs from LLVM's build"
+
+
+def test_regression_max_of_bools_is_or() -> None:
+    """Found by the AMD fuzzer: MAX of two bools reached the selector (false < true, so OR)."""
+    sink = parse("""# kcc-uop 1
+%o = PARAM ParamArg(0, bool, 4)
+%a = PARAM ParamArg(1, bool, 4)
+%b = PARAM ParamArg(2, bool, 4)
+%i = RANGE(4) (0, LOOP) : weakint
+%ai = INDEX(%a, %i)
+%bi = INDEX(%b, %i)
+%oi = INDEX(%o, %i)
+%x = LOAD(%ai) : bool
+%y = LOAD(%bi) : bool
+%m = MAX(%x, %y) : bool
+%s = STORE(%oi, %m)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+    for arch in sorted(ARCHES):
+        (code,) = compile_amd_code([sink], arch)
+        assert any(line.strip().startswith("s_or_b") for line in code.asm)

@@ -349,9 +349,11 @@ class AmdAlu(Base):
             self._shift(u, "s_lshr_b32", "v_lshrrev_b32", "v_lshrrev_b64")
 
     def sel_MAX(self, u: UOp) -> None:
-        """Integer MAX: s_max / v_max (a < b ? b : a is max for integers)."""
+        """Integer MAX: s_max / v_max (a < b ? b : a is max for integers); bool: OR."""
         dt = u.dtype
-        if dt.is_float or dt.is_bool:
+        if dt.is_bool:               # false < true: MAX is OR
+            return self._mask2(u, "s_or")
+        if dt.is_float:
             raise AmdSelectError(f"MAX on {dt} reached the AMD selector")
         if is_wide(dt):              # a < b ? b : a with a 64-bit compare
             m = self.new(self.arch.mask_cls)
