@@ -10,6 +10,15 @@
 - vector: float32 ×4/×8 or float64 ×2/×4 SHRINK loads and stores, vector ALU, lanes taken
   apart with INDEX and rebuilt with STACK.
 
+- local_exchange (GPU only, `gpu_kernels()`): a LOCAL buffer written per thread, a BARRIER that
+  lists those stores as its srcs, a read of another thread's element after it; sometimes a REG
+  BUFFER with the LOCAL one's slot 0 beside it.
+
+Where the format asks for a constant (RANGE and SPECIAL bounds, SHRINK lengths, lane indices,
+a REG accumulator's index) the strategies draw a weak literal or a strong constant as tinygrad
+writes one: `CAST(v) dtype`, a CAST whose literal wraps to v, or a CAST chain (`int_const`).
+Elementwise kernels sometimes run their outer loop as SPECIAL gidx0 workers.
+
 Every graph is valid by construction and keeps away from what docs/semantics.md leaves
 unspecified: CDIV/CMOD divisors are guarded (`WHERE(b == 0, 1, b)`, and INT_MIN / -1), shift
 amounts are masked with `bits - 1`, no access is out of bounds under a true gate, and a float
@@ -44,6 +53,28 @@ BOOL_OPS = (Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, *CMP, Ops.WHERE, Ops.CAST, Ops.BI
 # Literal values worth trying per dtype kind (the edges of the semantics).
 FLOAT_LITERALS = (0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, float("inf"), float("-inf"),
                   float("nan"), 1e-40, -5e-324, 65504.0, 1e10, -3.4e38, 2147483648.0)
+
+
+# The dtype of a kernel's loop bounds (None: weak literals), and of other integer constants.
+INDEX_DTYPES = (None, dtypes.int32, dtypes.int64, dtypes.int16)
+CONST_DTYPES = (None, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint32, dtypes.int16)
+
+
+def int_const(draw: st.DrawFn, v: int, dt: DType | None | str = "any") -> UOp:
+    """The integer constant v as producers write it, where the format asks for a constant: a
+    weak literal (dt None), or a strong constant of dt ("any": a drawn dtype) spelled
+    CAST(v) dt, a CAST whose literal wraps to v (CAST(v + 2**bits) dt), or a CAST chain
+    CAST(CAST(v) int64) dt."""
+    if dt == "any":
+        dt = draw(st.sampled_from(CONST_DTYPES))
+    if dt is None:
+        return UOp.const(v)
+    how = draw(st.integers(0, 2))
+    if how == 1 and dt.bits < 64:
+        return UOp(Ops.CAST, (UOp.const(v + (1 << dt.bits)),), dt)
+    if how == 2:
+        return UOp(Ops.CAST, (UOp(Ops.CAST, (UOp.const(v),), dtypes.int64),), dt)
+    return UOp(Ops.CAST, (UOp.const(v),), dt)
 
 
 @dataclass(frozen=True)
@@ -105,13 +136,18 @@ class Scope:
     the vector width of SHRINK accesses (1: scalar kernel). Builds values into `pool`."""
 
     def __init__(self, k: _Kernel, ranges: list[UOp], lin: UOp, n: int, w: int = 1,
-                 pool: list[Val] | None = None):
+                 pool: list[Val] | None = None, strong: bool = False):
         self.k, self.draw = k, k.draw
+        self.strong = strong          # draw strong constants where the format asks for one
         self.ranges, self.lin, self.n, self.w = ranges, lin, n, w
         self.pool: list[Val] = list(pool or [])
         self.inputs: dict[tuple[DType, int], UOp] = {}
 
     # -- drawing helpers ---------------------------------------------------------------------
+    def int_const(self, v: int) -> UOp:
+        """v where the format asks for a constant (a SHRINK length, a lane index)."""
+        return int_const(self.draw, v) if self.strong else UOp.const(v)
+
     def pick(self, xs):
         return self.draw(st.sampled_from(xs))
 
@@ -173,7 +209,7 @@ class Scope:
             w = shape[0]
             buf = self.buffer(dt, self.n * w)
             place = UOp(Ops.SHRINK, (buf, UOp(Ops.MUL, (self.lin, UOp.const(w))),
-                                     UOp.const(w)))
+                                     self.int_const(w)))
             if depth < 2 and self.chance(0.3):
                 alt = self.value(dt, shape, depth + 1)
                 return Val(UOp(Ops.LOAD, (place, alt.u, self.bool_scalar())), alt.exact)
@@ -218,7 +254,7 @@ class Scope:
             if vecs:
                 v = self.pick(vecs)
                 lane = self.draw(st.integers(0, v.shape[0] - 1))
-                return Val(UOp(Ops.INDEX, (v.u, UOp.const(lane))), v.exact)
+                return Val(UOp(Ops.INDEX, (v.u, self.int_const(lane))), v.exact)
         src = self.value(self.pick(STRONG), shape, depth + 1)
         return self.cast(src, dt)
 
@@ -308,7 +344,7 @@ class Scope:
         if v.shape:
             out = self.k.param(v.dt, self.n * v.shape[0])
             place = UOp(Ops.SHRINK, (out, UOp(Ops.MUL, (self.lin, UOp.const(v.shape[0]))),
-                                     UOp.const(v.shape[0])))
+                                     self.int_const(v.shape[0])))
         else:
             out = self.k.param(v.dt, self.n)
             place = UOp(Ops.INDEX, (out, self.lin))
@@ -318,12 +354,17 @@ class Scope:
 
 # -- loop nests ------------------------------------------------------------------------------
 
-def _loops(draw: st.DrawFn, depth: int, first_axis: int = 0, max_bound: int = 5
-           ) -> tuple[list[UOp], UOp, int]:
-    """`depth` nested RANGEs with constant bounds; their linear index and element count."""
+def _loops(draw: st.DrawFn, depth: int, first_axis: int = 0, max_bound: int = 5,
+           special: bool = False, strong: bool = False) -> tuple[list[UOp], UOp, int]:
+    """`depth` nested RANGEs with constant bounds (literals; with `strong`, maybe strong
+    constants of one index dtype per kernel); their linear index and element count. With
+    `special`, the outermost is a SPECIAL gidx0 (x86 workers, CUDA blocks), not a RANGE."""
     bounds = [draw(st.integers(1, max_bound)) for _ in range(depth)]
-    ranges = [UOp(Ops.RANGE, (UOp.const(b),), (first_axis + k, AxisType.LOOP))
+    idt = draw(st.sampled_from(INDEX_DTYPES)) if strong else None
+    ranges = [UOp(Ops.RANGE, (int_const(draw, b, idt),), (first_axis + k, AxisType.LOOP))
               for k, b in enumerate(bounds)]
+    if special:
+        ranges[0] = UOp(Ops.SPECIAL, (int_const(draw, bounds[0], idt),), "gidx0")
     lin: UOp = ranges[0]
     for r, b in zip(ranges[1:], bounds[1:]):
         lin = UOp(Ops.ADD, (UOp(Ops.MUL, (lin, UOp.const(b))), r))
@@ -335,6 +376,9 @@ def _loops(draw: st.DrawFn, depth: int, first_axis: int = 0, max_bound: int = 5
 
 def _close(draw: st.DrawFn, body: UOp, ranges: list[UOp]) -> UOp:
     """END the loops: one END over all of them, or nested ENDs, innermost first."""
+    ranges = [r for r in ranges if r.op is Ops.RANGE]      # a SPECIAL has no END
+    if not ranges:
+        return body
     if len(ranges) > 1 and draw(st.booleans()):
         return UOp(Ops.END, (body, *reversed(ranges)))
     for r in reversed(ranges):
@@ -363,8 +407,9 @@ def _outputs(draw: st.DrawFn, s: Scope, last: list[Val]) -> list[UOp]:
 def elementwise(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
     """out_k[i] = f_k(inputs[i], …) over 1–3 nested loops."""
     k = _Kernel(draw, avoid=avoid)
-    ranges, lin, n = _loops(draw, draw(st.integers(1, 3)))
-    s = Scope(k, ranges, lin, n)
+    ranges, lin, n = _loops(draw, draw(st.integers(1, 3)), special=draw(st.integers(0, 3)) == 0,
+                            strong=True)
+    s = Scope(k, ranges, lin, n, strong=True)
     vals = [s.step() for _ in range(draw(st.integers(1, 8)))]
     body = _group(_outputs(draw, s, vals))
     return _sink(k, _close(draw, body, ranges), name)
@@ -381,8 +426,8 @@ def vector(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset(), wide: bool = 
          (dtypes.uint8, 32), (dtypes.int16, 8), (dtypes.uint16, 16), (dtypes.int64, 4),
          (dtypes.uint64, 2)]
     dt, w = draw(st.sampled_from(shapes))
-    ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
-    s = Scope(k, ranges, lin, n, w)
+    ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4, strong=True)
+    s = Scope(k, ranges, lin, n, w, strong=True)
     s.pool.append(s.load(dt, (w,), 0))
     vals = [s.step() for _ in range(draw(st.integers(1, 8)))]
     vecs = [v for v in s.pool if v.shape] or [s.value(dt, (w,))]
@@ -403,23 +448,25 @@ def reduce(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
     """out[j] = reduce over i of f(j, i): a REG accumulator initialised inside the outer loops,
     updated in the inner loop, read after it closes (colmax_reg_acc.uop's shape)."""
     k = _Kernel(draw, avoid=avoid)
-    outer, lin_o, n_o = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
-    so = Scope(k, outer, lin_o, n_o)
+    outer, lin_o, n_o = _loops(draw, draw(st.integers(1, 2)), max_bound=4, strong=True)
+    so = Scope(k, outer, lin_o, n_o, strong=True)
     for _ in range(draw(st.integers(0, 2))):
         so.step()
     dt = draw(st.sampled_from(STRONG))
     acc = UOp(Ops.BUFFER, (), ParamArg(0, dt, 1, addrspace=AddrSpace.REG))
     init_v = so.value(dt, ()) if draw(st.booleans()) else so.strong_const(dt)
-    init = UOp(Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, *outer)), UOp.const(0))),
-                           init_v.u))
+    zero = int_const(draw, 0)
+    init = UOp(Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, *outer)), zero)), init_v.u))
     n_i = draw(st.integers(1, 6))
-    i = UOp(Ops.RANGE, (UOp.const(n_i), *outer), (len(outer), AxisType.REDUCE))
+    idt = outer[0].dtype          # the inner bound in the outer loops' index dtype
+    i = UOp(Ops.RANGE, (int_const(draw, n_i, None if idt.is_weak else idt), *outer),
+            (len(outer), AxisType.REDUCE))
     lin_i = UOp(Ops.ADD, (UOp(Ops.MUL, (lin_o, UOp.const(n_i))), i))
-    si = Scope(k, [*outer, i], lin_i, n_o * n_i, pool=so.pool)
+    si = Scope(k, [*outer, i], lin_i, n_o * n_i, pool=so.pool, strong=True)
     for _ in range(draw(st.integers(0, 5))):
         si.step()
     x = si.value(dt, ())
-    p1 = UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, init, i)), UOp.const(0)))
+    p1 = UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, init, i)), zero))
     cur = UOp(Ops.LOAD, (p1,))
     op = draw(st.sampled_from(REDUCE_OPS["float" if dt.is_float else
                                          "int" if dt.is_int else "bool"]))
@@ -431,12 +478,49 @@ def reduce(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
     if si.pool and draw(st.integers(0, 2)) == 0:       # an elementwise store in the inner loop
         effects.append(si.store(si.pick(si.pool), False))
     ei = UOp(Ops.END, (_group(effects), i))
-    res = Val(UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, ei)), UOp.const(0))),)))
+    res = Val(UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, ei)), zero)),)))
     so.pool.append(res)
     post = so.build(draw(st.sampled_from(FLOAT_OPS if dt.is_float else INT_OPS if dt.is_int
                                          else BOOL_OPS)), dt, ()) if draw(st.booleans()) else res
     body = _group([so.store(res, False)] + ([so.store(post, False)] if post is not res else []))
     return _sink(k, _close(draw, body, outer), name)
+
+
+@st.composite
+def local_exchange(draw: st.DrawFn, name: str = "fuzz", avoid=frozenset()) -> UOp:
+    """GPU-only (workgroups, as tinygrad's GPU lowerings write them): each thread lidx0 of a
+    workgroup gidx0 stores a value into a LOCAL buffer, a BARRIER lists that store as its
+    source, and the thread reads its mirror's element after the barrier; sometimes a REG
+    BUFFER with the same slot 0 as the LOCAL one beside it. Bounds are weak or strong."""
+    k = _Kernel(draw, avoid=avoid)
+    n_l, n_g = draw(st.integers(1, 8)), draw(st.integers(1, 4))
+    idt = draw(st.sampled_from(INDEX_DTYPES))
+    g = UOp(Ops.SPECIAL, (int_const(draw, n_g, idt),), "gidx0")
+    lx = UOp(Ops.SPECIAL, (int_const(draw, n_l, idt),), "lidx0")
+    s = Scope(k, [g, lx], UOp(Ops.ADD, (UOp(Ops.MUL, (g, UOp.const(n_l))), lx)), n_g * n_l,
+              strong=True)
+    vals = [s.step() for _ in range(draw(st.integers(1, 4)))]
+    v = vals[-1]
+    loc = UOp(Ops.BUFFER, (), ParamArg(0, v.dt, n_l, addrspace=AddrSpace.LOCAL))
+    st_l = UOp(Ops.STORE, (UOp(Ops.INDEX, (loc, lx)), v.u))
+    srcs = [st_l]
+    effects = []
+    if draw(st.booleans()):
+        reg = UOp(Ops.BUFFER, (), ParamArg(0, v.dt, 1, addrspace=AddrSpace.REG))
+        zero = int_const(draw, 0)
+        st_r = UOp(Ops.STORE, (UOp(Ops.INDEX, (reg, zero)), v.u))
+        back = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (reg, st_r)), zero)),))
+        effects.append(s.store(Val(back, v.exact), False))
+    bar = UOp(Ops.BARRIER, tuple(srcs))
+    mirror = UOp(Ops.SUB, (UOp.const(n_l - 1), lx))
+    got = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (loc, bar)), mirror)),))
+    effects.append(s.store(Val(got, v.exact), s.chance(0.25)))
+    return _sink(k, _group(effects), name)
+
+
+def gpu_kernels(name: str = "fuzz", avoid=frozenset()) -> st.SearchStrategy[UOp]:
+    """kernels() and the GPU-only local_exchange (BARRIER sources, LOCAL and REG slot 0)."""
+    return st.one_of(kernels(name, avoid), local_exchange(name, avoid))
 
 
 def kernels(name: str = "fuzz", avoid=frozenset()) -> st.SearchStrategy[UOp]:
