@@ -232,3 +232,26 @@ def test_registers_on_a_cpu_device_already_open(tmp_path: Path) -> None:
                        env=_env(tmp_path, PARALLEL="0"), timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["[2.0, 3.0]", "KCCRenderer [5.0, 10.0]"]
+
+
+def test_object_is_what_cpuprogram_loads() -> None:
+    """The object tinygrad's CPUProgram maps itself: .text the first allocated section, the
+    kernel at .text+0, only PC32/PLT32 relocations (here: constants in .rodata)."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+    from kcc.tinygrad import KCCCompiler
+    src = ("# kcc-uop 1\n# tinygrad kernel E_4\n%0 = PARAM ParamArg(0, float32, 4)\n"
+           "%1 = PARAM ParamArg(1, float32, 4)\n%c4 = CAST(4) int32\n"
+           "%c15 = CAST(1.5) float32\n%2 = RANGE(%c4) (0, LOOP)\n%3 = INDEX(%1, %2)\n"
+           "%4 = LOAD(%3)\n%5 = MUL(%4, %c15)\n%6 = INDEX(%0, %2)\n%7 = STORE(%6, %5)\n"
+           '%8 = END(%7, %2)\nSINK(%8) KernelInfo(name="E_4")\n')
+    elf = ELFFile(io.BytesIO(KCCCompiler().compile(src)))
+    alloc = [s for s in elf.iter_sections() if s["sh_flags"] & 2]
+    assert alloc[0].name == ".text"
+    syms = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}
+    assert syms["E_4"] == 0
+    types = {r["r_info_type"] for s in elf.iter_sections() if isinstance(s, RelocationSection)
+             for r in s.iter_relocations()}
+    assert types and types <= {2, 4}            # R_X86_64_PC32, R_X86_64_PLT32
