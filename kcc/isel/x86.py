@@ -85,9 +85,11 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
             else:
                 operands.append(o)
         for k, o in enumerate(operands):
-            if isinstance(o, RegOp) and o.is_def and form in FORMS and kinds[k] in ("r32",
-                                                                                 "rm32"):
-                self.zext.add(o.reg)
+            if isinstance(o, RegOp) and o.is_def:
+                if form in FORMS and kinds[k] in ("r32", "rm32"):
+                    self.zext.add(o.reg)
+                else:
+                    self.zext.discard(o.reg)      # redefined with all 64 bits
         inst = Inst(form, operands + list(extra), kind=kind, arg=arg)
         self.fn.insts.append(inst)
         return inst
@@ -119,7 +121,9 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         c = strong_const(u)
         if c is None:
             if u.op is Ops.STACK and (reg_class(u.dtype) == "vec" or is_int_vector(u)):
-                return self.sel_STACK(u)
+                v = self.sel_STACK(u)
+                if v is not None:
+                    return v
             raise SelectError(f"{u.op.name} of {u.dtype}{list(u.shape)} has no register "
                               "form on x86")
         key = (u, len(self.loops))
@@ -223,6 +227,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         params = sorted((u for u in lin if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
         ints, floats, stack = list(INT_ARG_REGS), list(FLOAT_ARG_REGS), 0
         incoming: list[tuple[UOp | str, str]] = []
+        workers: list[tuple[UOp | None, VReg]] = []
         for p in params:
             cls = "gpr" if p.arg.addrspace is not AddrSpace.ALU else reg_class(p.dtype)
             incoming.append((p, cls))
@@ -238,7 +243,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
                 self.stack_args.append((v, 16 + 8 * stack))
                 stack += 1
             if isinstance(what, str):
-                self.val[self.special_node(lin, what)] = v
+                workers.append((self.special_node(lin, what), v))
             elif what.arg.addrspace is AddrSpace.ALU:
                 self.val[what] = v
             else:
@@ -246,10 +251,20 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         for v, off in self.stack_args:
             form = "mov_r64_rm64" if v.cls == "gpr" else "vmovsd_x_m64"
             self.emit(form, v, Mem(RBP, None, 1, off))
+        for node, v in workers:
+            # a worker index is a C int: the upper half of its register or stack eightbyte is
+            # undefined (SysV §3.2.3), so zero-extend it (it is never negative) before an
+            # int64 SPECIAL uses all 64 bits
+            if node is not None:
+                w = self.new("gpr")
+                self.emit("mov_r32_rm32", w, v)
+                self.val[node] = w
 
     @staticmethod
-    def special_node(lin: list[UOp], name: str) -> UOp:
-        return next(u for u in lin if u.op is Ops.SPECIAL and u.arg == name)
+    def special_node(lin: list[UOp], name: str) -> UOp | None:
+        """The SPECIAL node called name, or None when simplification removed every use (its
+        worker argument still arrives)."""
+        return next((u for u in lin if u.op is Ops.SPECIAL and u.arg == name), None)
 
     # -- leaves and structure -------------------------------------------------------------------
     def sel_PARAM(self, u: UOp) -> None:
@@ -283,11 +298,16 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
             # (zeroed here so it is defined on every path), no memory traffic in the loop
             cells = {}
             for start, lanes in self.promoted[u]:
-                v = self.new(reg_class(u.dtype))
+                # a place of several lanes is a vector register, integer lanes included
+                v = self.new("vec" if lanes > 1 else reg_class(u.dtype))
                 if v.cls == "vec":
                     self.emit("vzero", v)
                 else:
                     self.emit("mov_r32_imm32", v, 0)
+                    # a register variable is defined again by every STORE, maybe with all
+                    # 64 bits and after a use in the program text (a loop): never assume
+                    # its upper half is zero
+                    self.zext.discard(v)
                 cells[start, lanes] = v
             self.bufs[u] = ("vars", cells)
             return

@@ -204,6 +204,9 @@ class X86Alu:
         elif compare and not c.shape and reg_class(c.src[0].dtype) == "vec" \
                 and c.src[0].dtype.itemsize == dt.itemsize:
             m = self.fmask(c)
+        elif compare and c.shape:
+            # a compare of lanes of another width (int64 x 4 selecting float32 x 4)
+            m = self.mask_resize(self.reg(c), c.src[0].dtype.itemsize, dt, lanes)
         elif lanes > 1:
             m = self.bool_mask(c, dt, lanes)
         else:

@@ -113,6 +113,19 @@ class X86IVec:
     def ivec_amount(self, b: UOp, dt: DType, n: int) -> VReg:
         """A shift-amount vector with lanes as wide as the shifted ones (amounts of another
         integer dtype arrive as a STACK of scalars after devectorize)."""
+        if b.op is Ops.STACK and b.dtype.itemsize != dt.itemsize:
+            # a STACK of amounts of another width (maybe wider than a legal vector: uint64 x 8
+            # beside int32 x 8) is built from its scalars at the shifted lanes' width
+            consts = [strong_const(x) for x in b.src]
+            if all(c is not None for c in consts):
+                # an amount >= bits is unspecified: keeping its low bits is as good as any
+                data = b"".join(const_bytes(int(c) & ((1 << dt.bits) - 1), dt) for c in consts)
+                t = self.new("vec")
+                w = vw(dt, n)
+                self.emit(f"vmovdqu_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+                return t
+            return self.ivec_from([self.ext(x, dt.bits if dt.itemsize == 8 else 32)
+                                   for x in b.src], dt)
         if is_int_vector(b):
             if b.dtype.itemsize == dt.itemsize:
                 return self.reg(b)
@@ -169,6 +182,8 @@ class X86IVec:
             halves.append(acc)
         if len(halves) == 1:
             return halves[0]
+        if len(halves) != 2:
+            raise SelectError(f"a vector of {len(regs)} x {dt} is wider than a ymm register")
         y = self.new("vec")
         self.emit("vinserti128_y_y_xm_imm8", y, halves[0], halves[1], 1)
         return y

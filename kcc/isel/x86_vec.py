@@ -49,6 +49,10 @@ class X86Vec:
     def sel_STACK(self, u: UOp) -> VReg | None:
         """Build a vector from scalars: a constant from .rodata, else lane inserts."""
         dt, n = u.dtype, u.shape[0]
+        if is_int_vector(u) and dt.itemsize * n > 32:
+            # wider than a ymm (uint64 x 8 shift amounts beside int32 x 8): only its lanes
+            # are used, each where it is needed
+            return None
         if is_int_vector(u):
             self.val[u] = self.ivec_stack(u)
             return self.val[u]
@@ -248,6 +252,21 @@ class X86Vec:
             self.emit("neg_rm64", z)              # 0 → 0, 1 → all ones
             lanes.append(z)
         return self.ivec_from(lanes, uint_of(dt.itemsize))
+
+    def mask_resize(self, m: VReg, width: int, dt: DType, lanes: int) -> VReg:
+        """A lane mask of `width`-byte lanes as a mask of dt-wide lanes: each lane's low bit
+        (vpextr*), negated to all ones, re-inserted at the new width."""
+        bits = []
+        for k in range(lanes):
+            z = self.ivec_lane(m, uint_of(width), lanes, k)
+            self.emit("and_rm32_imm8", z, 1)
+            self.emit("neg_rm64", z)              # 0 → 0, 1 → all ones
+            bits.append(z)
+        if dt.itemsize * lanes == 64:
+            half = lanes // 2
+            return self.join_z(self.ivec_from(bits[:half], uint_of(dt.itemsize)),
+                               self.ivec_from(bits[half:], uint_of(dt.itemsize)))
+        return self.ivec_from(bits, uint_of(dt.itemsize))
 
     def blend(self, dt: DType, lanes: int, no: VReg, yes: VReg, m: VReg) -> VReg:
         """m ? yes : no per lane (vblendvps/pd read each lane's sign bit); zmm by halves."""

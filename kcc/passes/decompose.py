@@ -2,7 +2,9 @@
 
 - EXP2, LOG2, SIN on float32/float64 → polynomials of basic ops (kcc/passes/transcendental.py;
   accuracy in docs/transcendentals.md).
-- float16/bfloat16 ALU ops → CAST the operands to float32, the op in float32, CAST back: one
+- float16/bfloat16 NEG, WHERE and MAX → operations on the 16-bit pattern (they move a value,
+  so a NaN keeps its payload); every other float16/bfloat16 ALU op → CAST the operands to
+  float32, the op in float32, CAST back: one
   rounding per op, the IR's semantics (MULACC: one float32 fused multiply-add, then round).
 - bfloat16 CASTs, when the target lacks them → bit operations on the float32 pattern (bfloat16
   is the top half of a float32; narrowing rounds to nearest even and keeps NaN a NaN).
@@ -50,6 +52,28 @@ def _const(v: int | float, dt: DType, shape: tuple[int, ...]) -> UOp:
 
 def _operand_dtype(x: UOp) -> DType:
     return x.src[0].dtype if x.op in COMPARE else x.dtype
+
+
+def half_bits(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """NEG, WHERE and MAX on float16/bfloat16 the target lacks move a value unchanged
+    (docs/semantics.md: NEG flips the sign bit, WHERE and MAX's chosen operand keep the
+    bits), so they work on the 16-bit pattern: a float32 round trip would quiet a signalling
+    NaN. NEG is an XOR of the sign bit, WHERE a uint16 select, MAX a compare and a WHERE."""
+    dt = x.dtype
+    if dt not in _HALF or ctx.native(x.op, dt):
+        return None
+    u16 = dtypes.uint16
+
+    def bits(v: UOp) -> UOp:
+        return UOp(Ops.BITCAST, (v,), u16)
+    if x.op is Ops.NEG:
+        flip = UOp(Ops.XOR, (bits(x.src[0]), _const(0x8000, u16, x.shape)))
+        return UOp(Ops.BITCAST, (flip,), dt)
+    if x.op is Ops.WHERE:
+        c, a, b = x.src
+        return UOp(Ops.BITCAST, (UOp(Ops.WHERE, (c, bits(a), bits(b))),), dt)
+    a, b = x.src                                            # MAX(a, b) = a < b ? b : a
+    return UOp(Ops.WHERE, (UOp(Ops.CMPLT, (a, b)), b, a))
 
 
 def lift_half(ctx: TargetDesc, x: UOp) -> UOp | None:
@@ -278,6 +302,7 @@ _HALF_OPS = tuple(op for op in ALU if op is not Ops.THREEFRY)
 DECOMPOSE = PatternMatcher([
     (UPat(Ops.CAST, name="x"), bf16_cast),
     (UPat(Ops.CAST, name="x"), odd_cast),
+    (UPat((Ops.NEG, Ops.WHERE, Ops.MAX), name="x"), half_bits),
     (UPat(_HALF_OPS, name="x"), lift_half),
     (UPat((Ops.EXP2, Ops.LOG2, Ops.SIN), name="x"), poly),
     (UPat(Ops.RECIPROCAL, name="x"), reciprocal),
