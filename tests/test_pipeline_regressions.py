@@ -366,3 +366,33 @@ def test_vector_where_with_a_mask_of_another_lane_width(cmp_dt: str, sel_dt: str
 %s = STORE(%op, %w)
 SINK(%s) KernelInfo(name="k")
 """)
+
+
+def test_strong_constant_bounds_lengths_and_lanes_in_the_interpreter() -> None:
+    """CAST(n) int32 as a SPECIAL and RANGE bound, a SHRINK length and a lane index: the
+    interpreter runs it (it crashed on strong-constant bounds) and x86 agrees."""
+    sink = k("""%o = PARAM ParamArg(0, float32, 8)
+%x = PARAM ParamArg(1, float32, 8)
+%n = CAST(2) int32
+%w = CAST(4) int32
+%g = SPECIAL(%n) "gidx0"
+%i = RANGE(%n) (0, LOOP)
+%gi = MUL(%g, %w)
+%l = CAST(3) int32
+%xp = SHRINK(%x, %gi, %w)
+%xv = LOAD(%xp)
+%e0 = INDEX(%xv, %l)
+%ii = CAST(%i) int32
+%j = ADD(%gi, %ii)
+%oi = INDEX(%o, %j)
+%s = STORE(%oi, %e0)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+    x = np.arange(10, 18, dtype=np.float32)
+    want = np.zeros(8, np.float32)
+    for g in range(2):
+        for i in range(2):
+            want[g * 4 + i] = x[g * 4 + 3]
+    assert run_reference(sink, [np.zeros(8, np.float32), x])[0].tolist() == want.tolist()
+    assert run_x86(sink, [np.zeros(8, np.float32), x])[0].tolist() == want.tolist()
