@@ -94,10 +94,10 @@ def _bits(res: np.ndarray, t: str, srcs: list[np.ndarray]) -> np.ndarray:
     if t == "h":
         r = np.asarray(res, np.float16)
         return r.view(np.uint16).astype(np.uint32)
-    if t in "Qq":
-        return np.asarray(res).astype(np.int64 if t == "q" else np.uint64).view(np.uint64) \
-            if np.asarray(res).dtype.kind == "i" else np.asarray(res).astype(np.uint64)
     r = np.asarray(res)
+    if t in "Qq":
+        return r.astype(np.int64).view(np.uint64) if r.dtype.kind == "i" else \
+            r.astype(np.uint64)
     if r.dtype.kind == "b":
         r = r.astype(np.uint32)
     if r.dtype.kind == "f":
@@ -525,7 +525,6 @@ for _n in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32",
            "v_addc_co_u32", "v_sub_co_ci_u32", "v_subb_co_u32", "v_subrev_co_ci_u32",
            "v_subbrev_co_u32", "v_mad_u64_u32", "v_mad_i64_i32"):
     _DSTS[_n] = 2
-_DSTS["v_readfirstlane_b32"] = 1
 
 
 def _fmac(w: Wave, inst: Inst, wg: Workgroup) -> None:
