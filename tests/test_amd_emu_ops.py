@@ -392,3 +392,16 @@ def test_global_atomic_add_lane_order(arch):
     assert mem.view(base).view(np.uint32).tolist() == [31, 30]
     # Each lane's add rounds: 1e8 + 3 rounds to 1e8 (the spacing there is 8), three times.
     assert mem.view(fbase).view(np.float32)[0] == np.float32(1e8)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_v_perm_b32_byte_selects(arch):
+    w = make(arch)
+    lanes(w, 1, [0x80_22_33_44])  # S0: bytes 4..7 of the pair
+    lanes(w, 2, [0x55_66_77_08])  # S1: bytes 0..3
+    # selectors (byte 3..0): 7 -> 0x80, 0 -> 0x08, 11 -> sign of byte 7 (set) -> 0xff, 12 -> 0
+    run(w, Inst("v_perm_b32", (V(3), V(1), V(2), Imm(0x07_00_0B_0C))))
+    assert w.v[3, 0] == 0x80_08_FF_00
+    # 8 -> sign of byte 1 (0x77: clear) -> 0x00; 13 -> 0xff; 4 -> 0x44; 3 -> 0x55
+    run(w, Inst("v_perm_b32", (V(4), V(1), V(2), Imm(0x08_0D_04_03))))
+    assert w.v[4, 0] == 0x00_FF_44_55

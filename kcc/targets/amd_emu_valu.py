@@ -558,3 +558,23 @@ def _mbcnt(high: bool) -> Semantic:
 
 OPS["v_mbcnt_lo_u32_b32"] = _mbcnt(False)
 OPS["v_mbcnt_hi_u32_b32"] = _mbcnt(True)
+
+
+def _perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """V_PERM_B32: each result byte picks from {S0, S1} (bytes 0-3 of S1, 4-7 of S0) by the
+    matching byte of S2: 0-7 a byte, 8-11 the sign of byte 1, 3, 5, 7 spread to 0x00/0xff,
+    12 gives 0x00 and 13-255 give 0xff."""
+    data = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+    out = np.zeros(a.shape, np.uint64)
+    for k in range(4):
+        s = ((sel >> np.uint32(8 * k)) & np.uint32(0xFF)).astype(np.uint64)
+        pick = (data >> (np.minimum(s, 7) * np.uint64(8))) & np.uint64(0xFF)
+        sign_byte = (data >> (((s & np.uint64(3)) * np.uint64(2) + np.uint64(1)) * np.uint64(8)
+                              + np.uint64(7))) & np.uint64(1)
+        byte = np.where(s < 8, pick, np.where(s < 12, sign_byte * np.uint64(0xFF),
+                                              np.where(s == 12, 0, 0xFF)))
+        out |= byte.astype(np.uint64) << np.uint64(8 * k)
+    return out
+
+
+vop("u:uuu", _perm, "v_perm_b32")
