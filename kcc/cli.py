@@ -281,19 +281,22 @@ def _random_buffer(rng, npdt, n: int, name: str):
 @click.option("--seed", default=0, show_default=True, help="Seed for --random and --check.")
 @click.option("--check", is_flag=True,
               help="Random inputs; compare the compiled kernel with the interpreter.")
+@click.option("--emulate", is_flag=True,
+              help="Run the code object in kcc's emulator instead of on a device (-t amd).")
 def run_cmd(source: str, args: tuple[str, ...], interp: bool, target: str | None,
             arch: str | None, kernel: str | None, outdir: str, random_fill: bool, seed: int,
-            check: bool) -> None:
+            check: bool, emulate: bool) -> None:
     """Run SOURCE (a .uop, or a manifest .json) on ARG… (.npy buffers, numbers for scalars);
     saves every buffer as OUTDIR/arg{slot}.npy."""
     try:
         _run(source, args, interp, target, arch, kernel, outdir, random_fill or check, seed,
-             check)
+             check, emulate)
     except CliError as e:
         _die(str(e))
 
 
-def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, check):
+def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, check,
+         emulate=False):
     import numpy as np
     from kcc.targets.manifest import (KernelDesc, LaunchError, check_launch, describe_kernel,
                                       read_manifest)
@@ -334,6 +337,8 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
         if target is not None:
             data, descs, _, _ = _compile([sink], target, arch, None, None)
             desc = descs[0]
+    if emulate and data is None:
+        raise CliError("--emulate runs a compiled kernel: give -t TARGET or a manifest")
     values = _parse_args(desc, args, random_fill, seed)
     try:
         values = check_launch(desc, values)
@@ -343,7 +348,7 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
     if data is None:
         _interpret(sink, values)
     else:
-        _launch(target, data, desc, values)
+        _launch(target, data, desc, values, emulate)
     if check:
         if sink is None:
             raise CliError("--check needs a .uop source (the interpreter runs the graph)")
@@ -401,10 +406,14 @@ def _interpret(sink, values: list) -> None:
         raise CliError(f"the interpreter stopped: {e}") from None
 
 
-def _launch(target: str, data: bytes, desc, values: list) -> None:
+def _launch(target: str, data: bytes, desc, values: list, emulate: bool = False) -> None:
     from kcc.targets.manifest import LaunchError
+    spec = registry.get(target)
     try:
-        registry.get(target).launch(data, desc, values)
+        if emulate:
+            spec.emulate(data, desc, values)
+        else:
+            spec.launch(data, desc, values)
     except LaunchError as e:
         raise CliError(str(e)) from None
 

@@ -22,7 +22,7 @@ from kcc.isel.amd_regs import ARCHES, AmdRegInfo, Arch
 from kcc.passes.target import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
-from kcc.targets.registry import Compiled, CompileError, Emit, TargetSpec
+from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
 DEFAULT_ARCH = "gfx1100"
 
@@ -184,9 +184,38 @@ class AmdSpec(TargetSpec):
         data = hsaco(codes) if emit == "hsaco" else assembly(codes).encode()
         return Compiled(data, [c.desc for c in codes], arch, emit)
 
+    lists = "an AMD code object (.hsaco)"
+
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
-        raise LaunchError("kcc cannot run AMD kernels yet: the HSACO writer, the HIP loader "
-                          "and the emulator (kcc run -t amd --emulate) are not in this build")
+        raise LaunchError("kcc cannot run AMD kernels on a device yet (no HIP launch in this "
+                          "build); kcc run --emulate runs them in kcc's emulator")
+
+    def emulate(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        """Run in kcc's emulator (kcc.targets.amd_emu); what it refuses is a LaunchError."""
+        from kcc.targets.amd_emu import EmuError
+        from kcc.targets.hsaco_read import HsacoReadError
+        if not has_encoder():
+            raise LaunchError("the AMD emulator needs kcc's AMD decoder (kcc.encode.amd), "
+                              "which is not in this build")
+        try:
+            emulate(data, desc, values)
+        except (EmuError, HsacoReadError) as e:
+            raise LaunchError(f"AMD emulator: {e}") from None
+
+    def claims(self, data: bytes, path: str) -> bool:
+        from kcc.targets.hsaco_read import is_hsaco
+        return is_hsaco(data)
+
+    def disasm(self, data: bytes, att: bool = False) -> str:
+        """Each kernel's launch facts and instructions, from kcc's decoder."""
+        from kcc.targets.hsaco_read import HsacoReadError, listing
+        if not has_encoder():
+            raise DisasmError("listing AMD code needs kcc's AMD decoder (kcc.encode.amd), "
+                              "which is not in this build")
+        try:
+            return listing(data)
+        except HsacoReadError as e:
+            raise DisasmError(str(e)) from None
 
 
 TARGET = AmdSpec()

@@ -96,6 +96,12 @@ class TargetSpec:
         from kcc.targets.manifest import LaunchError
         raise LaunchError(f"target {self.name} has no loader")
 
+    def emulate(self, data: bytes, desc: Any, values: list[Any]) -> None:
+        """As launch, in a software model of the device (`kcc run --emulate`);
+        manifest.LaunchError when the target has none or the model refuses the kernel."""
+        from kcc.targets.manifest import LaunchError
+        raise LaunchError(f"target {self.name} has no emulator")
+
     def describe(self, data: bytes) -> list[Any] | None:
         """The launch facts embedded in a compiled object (KernelDescs), or None when the
         target embeds none; ValueError if the object's facts are unreadable."""
