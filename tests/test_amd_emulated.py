@@ -41,3 +41,27 @@ def test_kernel_runs_in_the_emulator_like_the_interpreter(path: Path, arch: str)
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         emulate(data, code.desc, check_launch(code.desc, got))
         assert_same(sink, got, want, ulp)
+
+
+@pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
+                    "and emulator) are not in this tree")
+def test_cli_run_amd_emulates_and_points_to_emulate_without_a_gpu(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    from click.testing import CliRunner
+    from kcc.cli import main
+    from kcc.targets import hip_driver
+    monkeypatch.setenv("KCC_LIBAMDHIP64", str(tmp_path / "no-libamdhip64.so"))
+    monkeypatch.setattr(hip_driver.Runtime, "_instance", None)
+    src = str(REPO / "examples" / "local_reduce.uop")
+    r = CliRunner().invoke(main, ["run", src, "-t", "amd", "--random", "-o", str(tmp_path)])
+    assert r.exit_code == 1 and "--emulate" in r.output and "Traceback" not in r.output
+    for arch in ("gfx1100", "gfx942"):
+        r = CliRunner().invoke(main, ["run", src, "-t", "amd", "--arch", arch, "--check",
+                                      "--emulate", "-o", str(tmp_path)])
+        assert r.exit_code == 0 and "amd matches the interpreter" in r.output, r.output
+    out = tmp_path / "k.hsaco"
+    r = CliRunner().invoke(main, ["compile", "-t", "amd", src, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["disasm", str(out)])
+    assert r.exit_code == 0 and "workgroup_sum:" in r.output and "s_barrier" in r.output
+    monkeypatch.setattr(hip_driver.Runtime, "_instance", None)

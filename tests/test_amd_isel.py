@@ -216,7 +216,7 @@ def test_cli_compile_amd_writes_asm_and_manifest_facts(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from kcc.cli import main
     out = tmp_path / "k.s"
-    r = CliRunner().invoke(main, ["compile", "-t", "amd", "--arch", "gfx942",
+    r = CliRunner().invoke(main, ["compile", "-t", "amd", "--arch", "gfx942", "--emit", "asm",
                                   str(REPO / "examples" / "local_reduce.uop"), "-o", str(out)])
     assert r.exit_code == 0, r.output
     facts = json.loads((tmp_path / "k.json").read_text())["kernels"][0]["target"]["amd"]
@@ -291,3 +291,17 @@ SINK(%e) KernelInfo(name="k")
     for arch in sorted(ARCHES):
         (code,) = compile_amd_code([sink], arch)
         assert any(line.strip().startswith("s_or_b") for line in code.asm)
+
+
+def test_cli_run_amd_without_a_code_object_says_what_to_do(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from kcc.cli import main
+    from kcc.targets.amd import has_encoder
+    src = str(REPO / "examples" / "saxpy.uop")
+    r = CliRunner().invoke(main, ["run", src, "-t", "x86", "--random", "--emulate",
+                                  "-o", str(tmp_path)])
+    assert r.exit_code == 1 and "--emulate runs AMD code objects" in r.output
+    if has_encoder():
+        pytest.skip("this tree writes AMD code objects (tests/test_amd_emulated.py runs them)")
+    r = CliRunner().invoke(main, ["run", src, "-t", "amd", "--random", "-o", str(tmp_path)])
+    assert r.exit_code == 1 and "compile with --emit hsaco" in r.output

@@ -187,13 +187,26 @@ class AmdSpec(TargetSpec):
     lists = "an AMD code object (.hsaco)"
 
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
-        raise LaunchError("kcc cannot run AMD kernels on a device yet (no HIP launch in this "
-                          "build); kcc run --emulate runs them in kcc's emulator")
+        """On an AMD GPU through HIP; without one, a LaunchError pointing to --emulate."""
+        from kcc.targets.hip_driver import HipError, HipUnavailable, launch_hip
+        if not data.startswith(b"\x7fELF"):
+            raise LaunchError("this is AMD assembly, not a code object: compile with "
+                              "--emit hsaco to run it")
+        try:
+            launch_hip(data, desc, values)
+        except HipUnavailable as e:
+            raise LaunchError(f"cannot run on an AMD GPU here ({e}); use --emulate to run "
+                              "the code object in kcc's AMD emulator") from None
+        except HipError as e:
+            raise LaunchError(f"HIP refused the launch: {e}") from None
 
     def emulate(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
         """Run in kcc's emulator (kcc.targets.amd_emu); what it refuses is a LaunchError."""
         from kcc.targets.amd_emu import EmuError
         from kcc.targets.hsaco_read import HsacoReadError
+        if not data.startswith(b"\x7fELF"):
+            raise LaunchError("this is AMD assembly, not a code object: compile with "
+                              "--emit hsaco to emulate it")
         if not has_encoder():
             raise LaunchError("the AMD emulator needs kcc's AMD decoder (kcc.encode.amd), "
                               "which is not in this build")
