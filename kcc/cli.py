@@ -345,8 +345,6 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
     except LaunchError as e:
         raise CliError(str(e)) from None
     ref = [v.copy() if isinstance(v, np.ndarray) else v for v in values] if check else None
-    if emulate and (data is None or not hasattr(registry.get(target), "emulate")):
-        raise CliError("--emulate runs AMD code objects (-t amd)")
     if data is None:
         _interpret(sink, values)
     else:

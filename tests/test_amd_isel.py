@@ -300,7 +300,7 @@ def test_cli_run_amd_without_a_code_object_says_what_to_do(tmp_path: Path) -> No
     src = str(REPO / "examples" / "saxpy.uop")
     r = CliRunner().invoke(main, ["run", src, "-t", "x86", "--random", "--emulate",
                                   "-o", str(tmp_path)])
-    assert r.exit_code == 1 and "--emulate runs AMD code objects" in r.output
+    assert r.exit_code == 1 and "target x86 has no emulator" in r.output
     if has_encoder():
         pytest.skip("this tree writes AMD code objects (tests/test_amd_emulated.py runs them)")
     r = CliRunner().invoke(main, ["run", src, "-t", "amd", "--random", "-o", str(tmp_path)])
