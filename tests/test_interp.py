@@ -272,3 +272,15 @@ def test_nested_loops_vectorize_and_match_sequential_semantics() -> None:
     want = nm.fma(xv, np.tile(np.arange(30, dtype=np.float32), 20), np.float32(0.5),
                   dtypes.float32)
     assert o.tobytes() == want.tobytes()
+
+
+def test_bitcast_of_one_lane_under_a_stack() -> None:
+    """A scalar BITCAST (a 0-d value) keeps its shape: tinygrad's float16 rand kernel stacks it
+    into a vector store (reduced to tests/tinygrad_repro/interp_bitcast_stack.uop)."""
+    from pathlib import Path
+
+    from kcc.frontend.parser import parse
+    path = Path(__file__).parent / "tinygrad_repro" / "interp_bitcast_stack.uop"
+    o, x = np.zeros(4, np.float32), np.array([0x3FC00000], np.uint32)
+    run(parse(path.read_text(), str(path)), [o, x])
+    assert o.tobytes() == np.full(4, 1.5, np.float32).tobytes()

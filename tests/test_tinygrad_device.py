@@ -104,14 +104,7 @@ def test_captured_kernels_run_on_x86_like_tinygrad(name: str, reference) -> None
             _same(name, g, w, f"{k['name']} arg {slot}")
 
 
-# The reference interpreter stops on one kernel of `rand` (Tensor.rand(5, dtype="float16")):
-# reduced to tests/tinygrad_repro/interp_bitcast_stack.uop. Strict: the fix must remove this.
-INTERP_BUG = pytest.mark.xfail(strict=True, raises=ValueError, reason="reference interpreter "
-                               "crash: tests/tinygrad_repro/interp_bitcast_stack.uop")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=INTERP_BUG) if n == "rand" else n
-                                  for n in _names()])
+@pytest.mark.parametrize("name", _names())
 def test_captured_kernels_in_the_interpreter_like_tinygrad(name: str, reference) -> None:
     """The reference interpreter computes tinygrad's results from every captured graph: the
     CPU-path one and the PTX- and HIP-style lowerings (which no GPU runs here)."""

@@ -162,7 +162,10 @@ def bitcast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     """BITCAST: the same bits read as another dtype of the same width."""
     if src.itemsize != dst.itemsize:
         raise NumericsError(f"BITCAST from {src} to {dst} changes the width")
-    return np.ascontiguousarray(x).view(dst.np)
+    # not np.ascontiguousarray: it turns a 0-d value (one lane) into shape (1,), and a STACK of
+    # such lanes then has a lane axis too many
+    a = np.asarray(x)
+    return (a if a.flags.c_contiguous else a.copy()).view(dst.np)
 
 
 # -- fused multiply-add ----------------------------------------------------------------------
