@@ -168,6 +168,40 @@ declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
 """ + DECLS
 
 
+# Integer division by a run-time divisor (llc's reciprocal-based sequence), min, int <->
+# float <-> double conversions, fabs/fneg as source modifiers, f64 arithmetic, select.
+MISC = HEAD + """
+define amdgpu_kernel void @misc(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %o,
+                                ptr addrspace(1) %d) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr i32, ptr addrspace(1) %a, i32 %tid
+  %pb = getelementptr i32, ptr addrspace(1) %b, i32 %tid
+  %x = load i32, ptr addrspace(1) %pa
+  %y = load i32, ptr addrspace(1) %pb
+  %q = udiv i32 %x, %y
+  %r = urem i32 %x, %y
+  %mn = call i32 @llvm.smin.i32(i32 %x, i32 %y)
+  %f = sitofp i32 %mn to float
+  %fa = call float @llvm.fabs.f32(float %f)
+  %fn = fneg float %fa
+  %dx = fpext float %fn to double
+  %dm = fmul double %dx, 0x3FB999999999999A
+  %da = fadd double %dm, 1.0
+  %fi = fptosi double %da to i32
+  %s = add i32 %q, %fi
+  %c = icmp ugt i32 %r, 5
+  %sel = select i1 %c, i32 %s, i32 %r
+  %po = getelementptr i32, ptr addrspace(1) %o, i32 %tid
+  store i32 %sel, ptr addrspace(1) %po
+  %pd = getelementptr double, ptr addrspace(1) %d, i32 %tid
+  store double %da, ptr addrspace(1) %pd
+  ret void
+}
+declare i32 @llvm.smin.i32(i32, i32)
+declare float @llvm.fabs.f32(float)
+""" + DECLS
+
+
 def build(tmp_path, arch: str, ir: str, name: str) -> bytes:
     return llc_hsaco(tmp_path, arch, ir, name,
                      extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
@@ -239,6 +273,27 @@ def test_hidden_arguments_give_block_count_and_size(tmp_path, arch):
     out = np.zeros(3 * 40, np.uint32)
     run_hsaco(obj, "ids", [out], grid=3, block=40)  # partial waves: 40 of 64 / 2x32 lanes
     np.testing.assert_array_equal(out, 3 * 65536 + np.arange(120, dtype=np.uint32))
+
+
+# gfx942 only: for gfx1100 llc puts an s_waitcnt_depctr (a hazard wait) in this kernel, a
+# SOPP form kcc's decoder has no row for (kcc never emits it).
+@pytest.mark.parametrize("arch", ["gfx942"])
+def test_division_conversions_and_f64(tmp_path, arch):
+    obj = build(tmp_path, arch, MISC, "misc")
+    rng = np.random.default_rng(4)
+    n = 64
+    a = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(1, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    b[:8] = [1, 2, 3, 7, 0xFFFFFFFF, 0x80000000, 65537, 10]
+    o = np.zeros(n, np.uint32)
+    d = np.zeros(n, np.float64)
+    run_hsaco(obj, "misc", [a.copy(), b.copy(), o, d], grid=1, block=n)
+    q, r = a // b, a % b
+    mn = np.minimum(a.view(np.int32), b.view(np.int32))
+    da = -np.abs(mn.astype(np.float32)).astype(np.float64) * 0.1 + 1.0
+    np.testing.assert_array_equal(d, da)
+    s = (q.astype(np.int64) + np.trunc(da).astype(np.int64)) & 0xFFFFFFFF
+    np.testing.assert_array_equal(o, np.where(r > 5, s, r).astype(np.uint32))
 
 
 def test_wrong_argument_count_is_refused(tmp_path):
