@@ -65,3 +65,33 @@ def test_cli_run_amd_emulates_and_points_to_emulate_without_a_gpu(tmp_path: Path
     r = CliRunner().invoke(main, ["disasm", str(out)])
     assert r.exit_code == 0 and "workgroup_sum:" in r.output and "s_barrier" in r.output
     monkeypatch.setattr(hip_driver.Runtime, "_instance", None)
+
+
+@pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
+                    "and emulator) are not in this tree")
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_regression_uint8_to_int8_is_sign_extended(arch: str) -> None:
+    """Found by the AMD fuzzer: CAST uint8 → int8 kept the zero-extended register (254 instead
+    of -2), so a CMOD of it had the wrong sign."""
+    from kcc.frontend.parser import parse
+    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    sink = parse("""# kcc-uop 1
+%o = PARAM ParamArg(0, int8, 4)
+%a = PARAM ParamArg(1, uint8, 4)
+%i = RANGE(4) (0, LOOP) : weakint
+%ai = INDEX(%a, %i)
+%oi = INDEX(%o, %i)
+%x = LOAD(%ai) : uint8
+%y = CAST(%x) int8
+%five = CAST(5) int8
+%r = CMOD(%y, %five) : int8
+%s = STORE(%oi, %r)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+    args = [np.zeros(4, np.int8), np.array([254, 3, 128, 255], np.uint8)]
+    want = reference(sink, args)
+    (code,) = compile_amd_code([sink], arch)
+    got = [a.copy() for a in args]
+    emulate(hsaco([code]), code.desc, check_launch(code.desc, got))
+    assert got[0].tolist() == want[0].tolist() == [-2, 3, -3, -1]

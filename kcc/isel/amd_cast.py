@@ -180,7 +180,9 @@ def _int_to_int(sel: Any, x: UOp, dt: DType) -> Any:
             hi = sel.vconst_reg(0)
         return sel.pair(v, hi)
     # the normalized 32-bit form already is the result's unless it must be re-extended
-    if dt.itemsize == 4 or (dt.itemsize >= s.itemsize and (dt.is_signed or not s.is_signed)):
+    n, k = dt.itemsize, s.itemsize
+    if n == 4 or (n > k and (dt.is_signed or not s.is_signed)) or \
+            (n == k and dt.is_signed == s.is_signed):
         return r
     if r.cls == "s":
         return sel.snormalize(r, dt)
