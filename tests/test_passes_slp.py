@@ -109,3 +109,24 @@ def test_packed_lane_with_another_user_is_read_back_not_recomputed() -> None:
     (add,) = _ops(r, Ops.ADD)
     st = next(u for u in _ops(r, Ops.STORE) if u.src[0].op is Ops.INDEX)
     assert st.src[1].op is Ops.INDEX and st.src[1].src == (add, C(1))
+
+
+def test_consecutive_scalar_stores_become_a_vector_store() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    sts = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(4 + j))), UOp(Ops.MUL, (lane(av, j),
+                                                                       lane(bv, j)))))
+           for j in range(4)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, tuple(sts)))), X86_AVX2)
+    (st,) = _ops(r, Ops.STORE)
+    assert st.src[0].op is Ops.SHRINK and st.src[1].op is Ops.MUL and st.src[1].shape == (4,)
+
+
+def test_a_store_that_feeds_another_of_its_group_is_not_merged() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    st0 = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(0))), UOp(Ops.ADD, (lane(av, 0), lane(bv, 0)))))
+    back = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (out, st0)), C(0))),))
+    rest = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(j))), UOp(Ops.ADD, (back if j == 1 else
+                                                                      lane(av, j), lane(bv, j)))))
+            for j in range(1, 4)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (st0, *rest)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))

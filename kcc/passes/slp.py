@@ -14,6 +14,11 @@ vector value, recursively over the lanes' srcs:
 - n ungated scalar LOADs of consecutive elements of one buffer → one LOAD of a SHRINK place,
   when the target loads n elements at once.
 
+A second kind of seed is a run of ungated scalar STOREs to consecutive elements of one buffer
+(tinygrad's upcast REG accumulators: `acc[j] = acc[j] + …` for each lane j): cut into groups of
+the widest lane count the kernel's vectors have, a group whose values pack becomes one STORE of
+a SHRINK place, unless one store of the group feeds another's value (merging would be a cycle).
+
 Anything else stays a STACK of its lanes. A scalar that was packed and still has other users
 is read back as INDEX(vector, lane), so no lane is computed twice. Each packed node computes
 exactly its lanes' values with the same op in the same dtype, so the result is bit-identical to
@@ -28,6 +33,7 @@ from kcc.passes.simplify import const_value, keep_params
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
+_EFFECT_LISTS = frozenset({Ops.GROUP, Ops.AFTER, Ops.SINK})
 Lanes = tuple[UOp, ...]
 
 
@@ -66,8 +72,8 @@ class _Packer:
             if v.shape == (len(t),) and all(s.src[0] is v and s.src[1].arg == j
                                             for j, s in enumerate(t)):
                 return v, True
-            # lanes of one vector (a shuffle) are cheap; of several, a gather of extracts
-            return UOp(Ops.STACK, t), all(s.src[0] is v for s in t)
+            # lanes of one vector are a shuffle; of several (a transpose), at most n inserts
+            return UOp(Ops.STACK, t), True
         if all(s is s0 for s in t) or all(_is_const(s) for s in t):
             return UOp(Ops.STACK, t), True
         return None, False
@@ -175,15 +181,69 @@ def _rebuild(sink: UOp, redirect: dict[UOp, UOp]) -> UOp:
             stack.extend((s, False) for s in n.src if s not in memo)
             continue
         new = tuple(memo[s] for s in n.src)
-        memo[n] = n if all(a is b for a, b in zip(new, n.src)) else n.replace(src=new)
+        if n.op in _EFFECT_LISTS:            # merged STOREs: one src where there were several
+            new = tuple(dict.fromkeys(new))
+        memo[n] = n if new == n.src else n.replace(src=new)
     return memo[sink]
+
+
+def _store_runs(order: list[UOp], lanes: int) -> list[tuple[UOp, ...]]:
+    """Groups of `lanes` ungated scalar STOREs to consecutive elements of one buffer (each run
+    of consecutive offsets cut into aligned groups from its start)."""
+    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
+    for u in order:
+        if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
+            continue
+        if u.src[1].shape != () or u.src[0].src[0].kind != "buffer":
+            continue
+        off = _offset(u.src[0].src[1])
+        if off is not None:
+            by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
+    groups = []
+    for offs in by_base.values():
+        for k in sorted(offs):
+            if k - 1 in offs:
+                continue
+            run = []
+            while k in offs:
+                run.append(offs[k])
+                k += 1
+            groups += [tuple(run[i:i + lanes]) for i in range(0, len(run) - lanes + 1, lanes)]
+    return groups
+
+
+def _independent(group: tuple[UOp, ...]) -> bool:
+    """No store of the group is reached from another's value (merging them would be a cycle)."""
+    members = set(group)
+    return not any(u in members for u in toposort([s.src[1] for s in group]))
+
+
+def _pack_stores(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> None:
+    """Consecutive scalar STOREs whose values pack become one vector STORE."""
+    widest = max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX and u.src[0].kind == "value"
+                  and u.src[0].shape), default=0)
+    if widest < 2:
+        return
+    for group in _store_runs(order, widest):
+        dt = group[0].src[1].dtype
+        if not p.ctx.mem_legal(len(group), dt) or not _independent(group):
+            continue
+        v = p.pack(tuple(s.src[1] for s in group))
+        if v is None:
+            continue
+        place = group[0].src[0]
+        st = UOp(Ops.STORE, (UOp(Ops.SHRINK, (place.src[0], place.src[1],
+                                              UOp.const(len(group)))), v))
+        for s in group:
+            redirect[s] = st
 
 
 def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
     p = _Packer(target)
     redirect: dict[UOp, UOp] = {}
-    for u in toposort([sink]):
+    order = toposort([sink])
+    for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
             continue
         if any(s.shape != () for s in u.src):
@@ -191,6 +251,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
         v = p.pack(u.src)
         if v is not None and v is not u:
             redirect[u] = v
+    _pack_stores(p, order, redirect)
     if not redirect:
         return sink
     _claim_loads(p)

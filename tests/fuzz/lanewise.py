@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzz.strategies import Scope, Val, _close, _group, _Kernel, _loops, _sink
-from kcc.ir import Ops, UOp, dtypes
+from kcc.ir import AddrSpace, AxisType, Ops, ParamArg, UOp, dtypes
 from kcc.ir.dtype import DType
 
 SHAPES = [(dtypes.float32, 4), (dtypes.float32, 8), (dtypes.float64, 2), (dtypes.float64, 4),
@@ -116,3 +116,43 @@ def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False) -> UOp:
         rev = UOp(Ops.STACK, tuple(reversed(res.src)))
         stores.append(s.store(Val(rev), False))
     return _sink(k, _close(draw, _group(stores), ranges), name)
+
+
+@st.composite
+def lanewise_reduce(draw: st.DrawFn, name: str = "fuzz") -> UOp:
+    """tinygrad's upcast reduce: a REG accumulator of w elements set per lane before a reduce
+    loop, each lane updated in it by acc[j] = acc[j] + f(lane j) (f as in `lanewise`, or the
+    sum of the lanes of the j-th of w loaded vectors: a transpose), STACKed after it."""
+    dt, w = draw(st.sampled_from([(dtypes.float32, 4), (dtypes.int32, 4), (dtypes.float64, 2),
+                                  (dtypes.float32, 8)]))
+    k = _Kernel(draw)
+    outer, lin_o, n_o = _loops(draw, 1, max_bound=3)
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, dt, w, addrspace=AddrSpace.REG))
+    so = Scope(k, outer, lin_o, n_o, w)
+    init = [UOp(Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, *outer)), UOp.const(j))),
+                            so.strong_const(dt).u)) for j in range(w)]
+    n_i = draw(st.integers(1, 4))
+    i = UOp(Ops.RANGE, (UOp.const(n_i), *outer), (1, AxisType.REDUCE))
+    lin_i = UOp(Ops.ADD, (UOp(Ops.MUL, (lin_o, UOp.const(n_i))), i))
+    si = Scope(k, [*outer, i], lin_i, n_o * n_i, w)
+    after = UOp(Ops.AFTER, (acc, *init, i))
+    if draw(st.booleans()):
+        g = _Lanes(draw, si, dt, w)
+        t = g.tmpl(1)
+        term = [g.lane(t, j) for j in range(w)]
+    else:
+        rows = [si.load(dt, (w,), 2).u for _ in range(w)]
+        term = []
+        for r in rows:
+            s = UOp(Ops.INDEX, (r, UOp.const(0)))
+            for c in range(1, w):
+                s = UOp(Ops.ADD, (s, UOp(Ops.INDEX, (r, UOp.const(c)))))
+            term.append(s)
+    ups = [UOp(Ops.STORE, (UOp(Ops.INDEX, (after, UOp.const(j))),
+                           UOp(Ops.ADD, (UOp(Ops.LOAD, (UOp(Ops.INDEX, (after, UOp.const(j))),)),
+                                         term[j])))) for j in range(w)]
+    ei = UOp(Ops.END, (UOp(Ops.GROUP, tuple(ups)), i))
+    done = UOp(Ops.AFTER, (acc, ei))
+    res = UOp(Ops.STACK, tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, UOp.const(j))),))
+                               for j in range(w)))
+    return _sink(k, _close(draw, so.store(Val(res), False), outer), name)

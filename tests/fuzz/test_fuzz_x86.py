@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz.harness import check_x86, derandomize, n_examples
-from fuzz.lanewise import lanewise
+from fuzz.lanewise import lanewise, lanewise_reduce
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -70,3 +70,10 @@ def test_lanewise_matches_interpreter(sink, seed) -> None:
 @given(lanewise(wide=True), SEEDS)
 def test_zmm_lanewise_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
+
+
+@_settings(50)
+@given(lanewise_reduce(), SEEDS)
+def test_lanewise_reduce_matches_interpreter(sink, seed) -> None:
+    """An upcast REG accumulator updated lane by lane (SLP packs its STOREs and LOADs)."""
+    check_x86(sink, seed)

@@ -1,0 +1,302 @@
+"""Benchmark: kcc's x86 code against clang -O2 on tinygrad's own kernels.
+
+    python bench/tinygrad_x86.py [--reps 15] [--only add,matmul] [--arch native]
+                                 [--fp-contract off|fast|both]
+
+Each workload runs once in tinygrad (DEV=CPU, its default clang path) inside
+`kcc.tinygrad.capture`, which writes every kernel as `.uop` with its arguments' values. For each
+captured kernel this script then builds
+
+- kcc: the `.uop` compiled in this process by `kcc.targets.x86.compile_x86` (the back-end time
+  is measured here, in process);
+- clang: the C source tinygrad rendered for the same kernel, compiled by tinygrad's own
+  `ClangCompiler` (its flags: `-O2 -fPIC -ffreestanding -fno-math-errno -nostdlib
+  -march=native …`, the `.o` tinygrad itself would load);
+
+loads both objects into this process (kcc's ELF loader), runs both on the same 64-byte aligned
+buffers holding the values tinygrad had, checks their outputs against each other and against
+tinygrad's, and times them interleaved round-robin (median of --reps rounds after a warm-up).
+A threaded kernel (tinygrad's `core_id`, kcc's gidx0) is timed the way tinygrad calls it, every
+worker index in sequence on one thread, for both; kcc's own parallel launch (one thread per
+worker) is timed too. Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
+(`pip install 'kcc[tinygrad]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+WORKLOADS: dict[str, str] = {
+    "add": "a + b, float32 16M",
+    "exp2": "exp2(a) * a + 1, float32 16M",
+    "sum": "row sum of 4096x4096 float32",
+    "matmul": "512x512 @ 512x512 float32",
+    "softmax": "softmax over rows of 4096x1024 float32",
+    "conv2d": "conv2d 8x32x56x56 * 64x32x3x3, padding 1",
+    "layernorm": "layernorm over rows of 4096x1024 float32",
+}
+FLOPS = {"matmul": 2 * 512 ** 3, "conv2d": 2 * 8 * 64 * 56 * 56 * 32 * 9}
+
+
+def build(name: str) -> Callable[[], Any]:
+    """Inputs realized now; the returned thunk realizes the workload (captured)."""
+    from tinygrad import Tensor
+    Tensor.manual_seed(0)
+    if name in ("add", "exp2"):
+        a, b = Tensor.randn(1 << 24).realize(), Tensor.randn(1 << 24).realize()
+        return (lambda: (a + b).realize()) if name == "add" else \
+            (lambda: (a.exp2() * a + 1).realize())
+    if name == "sum":
+        x = Tensor.randn(4096, 4096).realize()
+        return lambda: x.sum(axis=1).realize()
+    if name == "matmul":
+        a, b = Tensor.randn(512, 512).realize(), Tensor.randn(512, 512).realize()
+        return lambda: (a @ b).realize()
+    if name in ("softmax", "layernorm"):
+        x = Tensor.randn(4096, 1024).realize()
+        return (lambda: x.softmax(-1).realize()) if name == "softmax" else \
+            (lambda: x.layernorm().realize())
+    if name == "conv2d":
+        x, w = Tensor.randn(8, 32, 56, 56).realize(), Tensor.randn(64, 32, 3, 3).realize()
+        return lambda: x.conv2d(w, padding=1).realize()
+    raise KeyError(name)
+
+
+def c_sources() -> list[tuple[str, tuple[int, ...], str]]:
+    """(function name, buffer sizes in slot order, C source) of every program tinygrad rendered,
+    from its program cache (two kernels may share a name: the sizes tell them apart)."""
+    from tinygrad.engine import realize
+    from tinygrad.uop.ops import Ops
+    out = []
+    for prg in realize.to_program_cache.values():
+        src = next((s for s in prg.src if s.op is Ops.SOURCE), None)
+        if src is not None:
+            head = src.arg[src.arg.index(prg.arg.function_name + "("):].split(")", 1)[0]
+            sizes = tuple(int(m) for m in re.findall(r"data\d+_(\d+)\b", head))
+            out.append((prg.arg.function_name, sizes, src.arg))
+    return out
+
+
+def source_of(k: "Kernel", srcs: list[tuple[str, tuple[int, ...], str]]) -> str:
+    """The C source of captured kernel k (same name and buffer sizes in tinygrad slot order)."""
+    sizes = tuple(a["size"] for a in sorted(k.args, key=lambda a: a["tinygrad_slot"])
+                  if a["kind"] == "buffer")
+    hits = [src for name, sz, src in srcs if name == k.name and sz == sizes]
+    if len(hits) != 1:
+        raise SystemExit(f"{k.name}: {len(hits)} C sources with buffer sizes {sizes}")
+    return hits[0]
+
+
+def aligned(n: int, dt: np.dtype) -> np.ndarray:
+    """A zeroed 64-byte aligned array of n elements."""
+    raw = np.zeros(n * dt.itemsize + 64, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off:off + n * dt.itemsize].view(dt)
+
+
+@dataclass
+class Kernel:
+    """One captured kernel with both implementations loaded and its buffers."""
+
+    workload: str
+    name: str
+    uop: str
+    workers: int
+    args: list[dict]
+    bufs: list[np.ndarray] = field(default_factory=list)
+    want: dict[int, np.ndarray] = field(default_factory=dict)
+    kcc_ms: float = 0.0
+    kcc_fn: Any = None
+    c_fn: Any = None
+    kcc_par: Callable[[], None] | None = None
+    keep: list[Any] = field(default_factory=list)
+
+
+def capture(names: list[str], out: Path) -> tuple[list[Kernel], list]:
+    """Run the workloads under kcc.tinygrad.capture; their kernels and tinygrad's C sources."""
+    import kcc.tinygrad
+    kernels: list[Kernel] = []
+    for wl in names:
+        d = out / wl
+        run = build(wl)
+        # once kcc.tinygrad.capture (the module) is imported, the package attribute of that
+        # name is the module, not the function: take the context manager class from it then
+        cap = kcc.tinygrad.capture
+        cap = getattr(cap, "Capture", cap)
+        with cap(str(d), gpu=False):
+            run()
+        doc = json.loads((d / "capture.json").read_text())
+        for k in doc["kernels"]:
+            if k["uop"] is None:
+                print(f"  {wl}: {k['name']} not captured: {k['error']}", file=sys.stderr)
+                continue
+            kernels.append(Kernel(wl, k["name"], str(d / k["uop"]), k["workers"], k["args"]))
+            for a in k["args"]:
+                for key in ("in", "out"):
+                    if key in a:
+                        a[key] = str(d / a[key])
+    return kernels, c_sources()
+
+
+def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
+    """Compile both, allocate the buffers with tinygrad's input values."""
+    from kcc.frontend.parser import parse
+    from kcc.targets.objload import LoadedObject
+    from kcc.targets.x86 import compile_x86, launch
+    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+    text = Path(k.uop).read_text()
+    t0 = time.perf_counter()
+    kw = {"fp_contract": contract} if contract != "off" else {}
+    obj, descs = compile_x86([parse(text, k.uop)], arch, **kw)
+    k.kcc_ms = (time.perf_counter() - t0) * 1e3
+    lo, co = LoadedObject(obj), LoadedObject(ClangCompiler(["x86_64", "native"]).compile(src))
+    k.keep += [lo, co]
+    vals: list[Any] = []
+    for a in k.args:
+        if a["kind"] == "buffer":
+            init = np.load(a["in"])
+            buf = aligned(a["size"], init.dtype)
+            buf[:] = init
+            k.bufs.append(buf)
+            vals.append(buf)
+            if "out" in a:
+                k.want[len(k.bufs) - 1] = np.load(a["out"])
+        else:
+            vals.append(a["value"])
+    desc = descs[0]
+    from kcc.targets.manifest import check_launch
+    args = check_launch(desc, vals)
+    ptrs = [ctypes.c_void_p(b.ctypes.data) for b in k.bufs]
+    # tinygrad's C takes the buffers in tinygrad's slot order (core_id last, as kcc's gidx0)
+    bslots = [a["tinygrad_slot"] for a in k.args if a["kind"] == "buffer"]
+    c_ptrs = [p for _, p in sorted(zip(bslots, ptrs), key=lambda x: x[0])]
+    sig = [ctypes.c_void_p] * len(ptrs) + [ctypes.c_int]
+    k.kcc_fn = lo.function(desc.name, None, sig)
+    k.c_fn = co.function(k.name, None, sig)
+    k.keep += [c_ptrs, ptrs]
+    k.kcc_par = lambda: launch(lo, desc, args)
+
+
+def calls(fn: Any, ptrs: list[Any], workers: int) -> Callable[[], None]:
+    """Every worker index in sequence, as tinygrad calls a threaded kernel."""
+    def run() -> None:
+        for w in range(workers):
+            fn(*ptrs, w)
+    return run
+
+
+def check(k: Kernel, run: Callable[[], None]) -> tuple[bool, float]:
+    """Run once from the input values; (close to tinygrad's outputs, max relative error)."""
+    for i, a in enumerate(x for x in k.args if x["kind"] == "buffer"):
+        k.bufs[i][:] = np.load(a["in"])
+    run()
+    ok, worst = True, 0.0
+    for i, want in k.want.items():
+        got = k.bufs[i]
+        if got.dtype.kind == "f":
+            # error relative to the output's scale: a sum near 0 has no meaningful relative error
+            with np.errstate(all="ignore"):
+                scale = float(np.nanmax(np.abs(want[np.isfinite(want)]), initial=1e-30))
+                err = np.abs(got.astype(np.float64) - want) / scale
+            same = (np.isnan(got) & np.isnan(want)) | (got == want)
+            err = np.where(same, 0.0, err)
+            worst = max(worst, float(np.nanmax(err, initial=0.0)))
+            ok &= worst <= 1e-5 and bool(np.array_equal(np.isnan(got), np.isnan(want)))
+        else:
+            ok &= bool(np.array_equal(got, want))
+    return ok, worst
+
+
+def timed(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
+    """Median seconds of each fn over reps interleaved rounds (one warm-up round first)."""
+    for f in fns.values():
+        f()
+    ts: dict[str, list[float]] = {n: [] for n in fns}
+    for _ in range(reps):
+        for n, f in fns.items():
+            t = time.perf_counter()
+            f()
+            ts[n].append(time.perf_counter() - t)
+    return {n: statistics.median(v) for n, v in ts.items()}
+
+
+def moved_bytes(k: Kernel) -> int:
+    """Bytes of every buffer the kernel touches, each once (a lower bound on its traffic)."""
+    return sum(b.nbytes for b in k.bufs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--arch", default="native")
+    ap.add_argument("--fp-contract", default="off", choices=("off", "fast", "both"))
+    opt = ap.parse_args()
+    try:
+        import kcc.tinygrad  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"bench/tinygrad_x86.py needs tinygrad 0.14 (pip install 'kcc[tinygrad]'): {e}")
+    names = [n for n in opt.only.split(",") if n]
+    contracts = ["off", "fast"] if opt.fp_contract == "both" else [opt.fp_contract]
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels, srcs = capture(names, Path(tmp))
+        rows = []
+        for contract in contracts:
+            for k0 in kernels:
+                k = Kernel(k0.workload, k0.name, k0.uop, k0.workers, k0.args)
+                prepare(k, source_of(k, srcs), opt.arch, contract)
+                c_ptrs, ptrs = k.keep[-2], k.keep[-1]
+                kfn, cfn = calls(k.kcc_fn, ptrs, k.workers), calls(k.c_fn, c_ptrs, k.workers)
+                ok_k, err_k = check(k, kfn)
+                ok_c, err_c = check(k, cfn)
+                fns = {"kcc": kfn, "clang": cfn}
+                if k.workers > 1 and k.kcc_par is not None:
+                    fns["kcc parallel"] = k.kcc_par
+                t = timed(fns, opt.reps)
+                rows.append((contract, k, t, ok_k and ok_c, (err_k, err_c)))
+    report(rows, opt)
+
+
+def report(rows: list, opt: Any) -> None:
+    """The Markdown table and the geomean of kcc/clang."""
+    print(f"median of {opt.reps} interleaved rounds, --arch {opt.arch}; times in ms")
+    print()
+    print("| workload | kernel | fp-contract | workers | kcc | clang | kcc/clang | kcc GB/s |"
+          " GFLOP/s kcc / clang | kcc parallel | compile ms | outputs (error kcc / clang) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios: dict[str, list[float]] = {}
+    for contract, k, t, ok, err in rows:
+        r = t["kcc"] / t["clang"]
+        ratios.setdefault(contract, []).append(r)
+        gbs = moved_bytes(k) / t["kcc"] / 1e9
+        fl = FLOPS.get(k.workload) if sum(1 for c, x, *_ in rows if x.workload == k.workload
+                                           and c == contract) == 1 else None
+        flt = f"{fl / t['kcc'] / 1e9:.1f} / {fl / t['clang'] / 1e9:.1f}" if fl else "–"
+        par = f"{t['kcc parallel'] * 1e3:.2f}" if "kcc parallel" in t else "–"
+        print(f"| {k.workload} | {k.name} | {contract} | {k.workers} | {t['kcc'] * 1e3:.2f} | "
+              f"{t['clang'] * 1e3:.2f} | {r:.2f} | {gbs:.1f} | {flt} | {par} | "
+              f"{k.kcc_ms:.0f} | {'ok' if ok else 'MISMATCH'} ({err[0]:.0e} / {err[1]:.0e}) |")
+    print()
+    for contract, rs in ratios.items():
+        gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
+        print(f"geomean kcc/clang (fp-contract {contract}): {gm:.2f} over {len(rs)} kernels; "
+              f"worst {max(rs):.2f}")
+    if not all(ok for *_, ok, _ in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
