@@ -32,7 +32,9 @@ from kcc.encode.x86 import Mem as XMem
 from kcc.encode.x86 import Reg as XReg
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import UOp, dtypes
-from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, format_mir
+from kcc.ir.mir import (BRANCH_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role,
+                        format_mir)
+from kcc.isel.dce import eliminate_dead
 from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
@@ -349,6 +351,16 @@ class Selected:
     desc: KernelDesc
 
 
+def _writes_memory(inst: Inst) -> bool:
+    """x86 forms are written destination first: a memory first operand is written."""
+    return bool(inst.operands) and isinstance(inst.operands[0], Mem)
+
+
+def _reads_flags(inst: Inst) -> bool:
+    """Branches, CMOVcc, SETcc, ADC/SBB read RFLAGS (Intel SDM Vol. 1, 3.4.3)."""
+    return inst.kind in BRANCH_KINDS or inst.op.startswith(("cmov", "set", "adc", "sbb", "j"))
+
+
 class X86Target:
     """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
 
@@ -366,6 +378,7 @@ class X86Target:
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
         kd = describe_kernel(sink)
         fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials)
+        eliminate_dead(fn, _writes_memory, _reads_flags)
         return Selected(fn, locals_bytes, kd)
 
     def allocate(self, s: Selected) -> Selected:
