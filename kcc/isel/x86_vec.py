@@ -6,12 +6,23 @@ from __future__ import annotations
 
 from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
                                const_bytes, fs, strong_const, uint_of, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import reg_class
+
+
+def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
+    """(v, k) when s is lane k of a 4-lane float32 vector value v (one xmm), else None."""
+    if s.op is not Ops.INDEX or s.src[0].kind != "value" or s.dtype != dtypes.float32:
+        return None
+    k = const_int(s.src[1])
+    if s.src[0].shape != (4,) or k is None:
+        return None
+    return s.src[0], k
 
 
 class X86Vec:
@@ -63,7 +74,17 @@ class X86Vec:
         w = vw(dt, n)
         if all(s is u.src[0] for s in u.src) and consts[0] is None:
             t = self.new("vec")       # a splat: one broadcast (AVX2 takes a register source)
-            if dt == dtypes.float32:
+            v4 = _xmm_lanes(u.src[0])
+            if v4 is not None and n in (4, 8):
+                # a lane of an xmm to every lane: one in-register shuffle (SHUFPS, imm8 picks
+                # the source lane of each destination lane), doubled for a ymm
+                v, k = v4
+                self.emit("vshufps_x_x_xm_imm8", t, self.reg(v), self.reg(v), k * 0x55)
+                if n == 8:
+                    y = self.new("vec")
+                    self.emit("vinsertf128_y_y_xm_imm8", y, t, t, 1)
+                    t = y
+            elif dt == dtypes.float32:
                 self.emit(f"vbroadcastss_{w}_xm32", t, self.reg(u.src[0]))
             elif w == "y":
                 self.emit("vbroadcastsd_y_xm64", t, self.reg(u.src[0]))
@@ -98,7 +119,12 @@ class X86Vec:
         acc = self.reg(srcs[0])
         for k, s in enumerate(srcs[1:], 1):
             t = self.new("vec")
-            if dt == dtypes.float32:
+            v4 = _xmm_lanes(s) if dt == dtypes.float32 else None
+            if v4 is not None:
+                # INSERTPS reads lane count_s (imm8[7:6]) of its source: no extract first
+                self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(v4[0]),
+                          (v4[1] << 6) | (k << 4))
+            elif dt == dtypes.float32:
                 self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(s), k << 4)
             else:
                 self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
