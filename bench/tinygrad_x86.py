@@ -100,6 +100,22 @@ def source_of(k: "Kernel", srcs: list[tuple[str, tuple[int, ...], str]]) -> str:
     return hits[0]
 
 
+_INLINE_CAST = re.compile(r"(SPECIAL)\(CAST\((\d+)\) (int32)\)")
+
+
+def readable(text: str) -> str:
+    """The capture's importer writes a worker count as `SPECIAL(CAST(n) int32)`, an inline
+    operand the .uop parser does not read: give the constant its own line."""
+    out = []
+    for k, line in enumerate(text.splitlines()):
+        m = _INLINE_CAST.search(line)
+        if m:
+            out.append(f"%special_bound{k} = CAST({m.group(2)}) {m.group(3)}")
+            line = line.replace(m.group(0), f"SPECIAL(%special_bound{k})")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def aligned(n: int, dt: np.dtype) -> np.ndarray:
     """A zeroed 64-byte aligned array of n elements."""
     raw = np.zeros(n * dt.itemsize + 64, np.uint8)
@@ -157,7 +173,7 @@ def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
     from kcc.targets.objload import LoadedObject
     from kcc.targets.x86 import compile_x86, launch
     from tinygrad.runtime.support.compiler_cpu import ClangCompiler
-    text = Path(k.uop).read_text()
+    text = readable(Path(k.uop).read_text())
     t0 = time.perf_counter()
     kw = {"fp_contract": contract} if contract != "off" else {}
     obj, descs = compile_x86([parse(text, k.uop)], arch, **kw)
