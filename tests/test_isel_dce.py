@@ -1,0 +1,62 @@
+"""Tests of dead-instruction elimination after selection (kcc/isel/dce.py) on hand-built
+machine functions: what goes (dead chains, read-modify-writes of dead values) and what stays
+(stores, flag producers before a flag reader, values carried around a loop, clobbering ops)."""
+
+from __future__ import annotations
+
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
+from kcc.isel.dce import eliminate_dead
+from kcc.targets.x86 import _reads_flags, _writes_memory
+
+D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE
+RDI = PReg("rdi", "gpr")
+
+
+def _fn() -> tuple[MFunction, list]:
+    fn = MFunction("k")
+    vs = [fn.new_vreg("gpr") for _ in range(6)]
+    fn.params.append((vs[0], RDI))
+    return fn, vs
+
+
+def _run(fn: MFunction) -> list[str]:
+    eliminate_dead(fn, _writes_memory, _reads_flags)
+    return [i.op for i in fn.insts]
+
+
+def test_a_dead_chain_goes_and_a_store_stays() -> None:
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("add_rm32_imm8", [RegOp(v[1], DU), Imm(4)]),          # only feeds itself
+                Inst("mov_r64_rm64", [RegOp(v[2], D), RegOp(v[0], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]),         # a store: stays
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == ["mov_r64_rm64", "mov_rm32_r32", "ret"]
+    assert fn.insts[0].operands[0].reg is v[2]
+
+
+def test_a_flag_producer_before_a_flag_reader_stays() -> None:
+    fn, v = _fn()
+    fn.insts = [Inst("sub_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("cmove_r64_rm64", [RegOp(v[0], DU), RegOp(v[0], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[0], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn)[0] == "sub_rm32_imm8"
+
+
+def test_a_value_read_at_the_loop_top_stays() -> None:
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(0)]),
+                Inst("loop", [Label("L")], kind=Kind.LOOP_BEGIN),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),
+                Inst("add_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("jl_rel32", [Label("L")], kind=Kind.LOOP_END),
+                Inst("ret", kind=Kind.RET)]
+    assert len(_run(fn)) == 6
+
+
+def test_a_clobbering_op_stays() -> None:
+    fn, v = _fn()
+    fn.insts = [Inst("div", [RegOp(v[1], D), RegOp(v[0], U)], clobbers=(PReg("rdx", "gpr"),)),
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == ["div", "ret"]
