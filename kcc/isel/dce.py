@@ -25,41 +25,35 @@ from typing import Callable
 from kcc.ir.mir import Inst, Kind, MFunction, VReg
 
 
-def _uses(fn: MFunction) -> Counter:
-    n: Counter = Counter()
-    for inst in fn.insts:
-        for r in inst.uses():
-            if isinstance(r, VReg):
-                n[r] += 1
-    for r, _ in fn.params:
-        n[r] += 0
-    return n
-
-
 def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
                    reads_flags: Callable[[Inst], bool]) -> int:
     """Remove dead instructions from fn in place; returns how many went."""
-    uses = _uses(fn)
+    reads = {id(i): i.uses() for i in fn.insts}
+    writes = {id(i): i.defs() for i in fn.insts}
+    uses: Counter = Counter(r for rs in reads.values() for r in rs if isinstance(r, VReg))
+    flags = [reads_flags(i) for i in fn.insts]
     removed = 0
     changed = True
     while changed:
         changed = False
         keep: list[Inst] = []
-        nxt: Inst | None = None
-        for inst in reversed(fn.insts):
-            defs = inst.defs()
-            own = Counter(r for r in inst.uses() if r in defs)   # a read-modify-write's read
-            dead = (inst.kind is Kind.OP and not inst.clobbers and defs
-                    and all(isinstance(r, VReg) and uses[r] == own[r] for r in defs)
-                    and not writes_memory(inst) and not (nxt is not None and reads_flags(nxt)))
+        keep_flags: list[bool] = []
+        nxt_reads_flags = False
+        for inst, fl in zip(reversed(fn.insts), reversed(flags)):
+            defs, srcs = writes[id(inst)], reads[id(inst)]
+            dead = (inst.kind is Kind.OP and not inst.clobbers and bool(defs)
+                    and not nxt_reads_flags
+                    and all(isinstance(r, VReg) and uses[r] == srcs.count(r) for r in defs)
+                    and not writes_memory(inst))
             if dead:
-                for r in inst.uses():
+                for r in srcs:
                     if isinstance(r, VReg):
                         uses[r] -= 1
                 removed += 1
                 changed = True
                 continue
             keep.append(inst)
-            nxt = inst
-        fn.insts = keep[::-1]
+            keep_flags.append(fl)
+            nxt_reads_flags = fl
+        fn.insts, flags = keep[::-1], keep_flags[::-1]
     return removed
