@@ -26,6 +26,7 @@ class TargetDesc:
     gpu: whether lidx SPECIALs, LOCAL buffers and BARRIER are allowed.
     vector_ops: for a dtype listed here, only these ops are legal on vectors of it (the rest
       are split to scalars); a dtype not listed allows every op at its alu_widths.
+    fp_contract: fuse a float MUL feeding an ADD into one MULACC (opt-in, passes/contract.py).
     """
 
     name: str
@@ -36,6 +37,7 @@ class TargetDesc:
     gpu: bool
     notes: str = field(default="", compare=False)
     vector_ops: Mapping[DType, frozenset[Ops]] = field(default_factory=dict, compare=False)
+    fp_contract: bool = False
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -1,7 +1,9 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, slp, devectorize, decompose,
+    PIPELINE = (verify, lower_weak_dtypes, simplify, slp, contract, devectorize, decompose,
                 legalize_gates, simplify, linearize, select, allocate, encode)
+
+(`contract` changes nothing unless the target was built with fp_contract on.)
 
 Graph passes take (sink, TargetDesc) and return a sink; the verifier runs after each of them
 (Cranelift's `verify_if`, on by default). `linearize` turns the graph into the schedule; the
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TextIO
 
 from kcc.ir import UOp
+from kcc.passes.contract import contract
 from kcc.passes.decompose import decompose
 from kcc.passes.devectorize import devectorize
 from kcc.passes.gates import legalize_gates
@@ -58,6 +61,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
     Step("slp", "graph", slp),
+    Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
     Step("decompose", "graph", decompose),
     Step("legalize_gates", "graph", legalize_gates),

@@ -366,11 +366,13 @@ class X86Target:
 
     name = "x86"
 
-    def __init__(self, arch: str = "x86-64-v3"):
+    def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off"):
         if arch not in ARCHES:
             raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
+        if fp_contract not in ("off", "fast"):
+            raise ValueError(f"fp_contract is 'off' or 'fast', not {fp_contract!r}")
         self.arch = resolve_arch(arch)
-        self.desc = x86_desc(self.arch)
+        self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
         self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
         self.pool = ConstPool()
@@ -424,14 +426,15 @@ def disasm_bytes(code: bytes, name: str, att: bool = False, base: int = 0,
 
 
 def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
-                dump_after: str | None = None, out: Any = None
+                dump_after: str | None = None, out: Any = None, fp_contract: str = "off"
                 ) -> tuple[bytes, list[KernelDesc]]:
     """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
-    (emit="asm"); returns it and the kernels' descriptions for the manifest."""
+    (emit="asm"); returns it and the kernels' descriptions for the manifest. fp_contract
+    "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact."""
     from kcc.targets.pipeline import compile_kernels
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
-    target = X86Target(arch)
+    target = X86Target(arch, fp_contract)
     encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,), dump_after,
                                      out)
     if emit == "asm":
