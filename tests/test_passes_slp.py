@@ -130,3 +130,15 @@ def test_a_store_that_feeds_another_of_its_group_is_not_merged() -> None:
             for j in range(1, 4)]
     r = slp(_prep(_kernel(UOp(Ops.GROUP, (st0, *rest)))), X86_AVX2)
     assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+
+
+def test_strong_lane_numbers_pack_too() -> None:
+    """tinygrad writes lane numbers and lengths as strong int32 constants (CAST(1) int32)."""
+    text = (KERNELS / "lanewise_add.uop").read_text()
+    for j in range(4):
+        text = text.replace(f"INDEX(%av, {j})", f"INDEX(%av, %k{j})")
+        text = text.replace(f"INDEX(%bv, {j})", f"INDEX(%bv, %k{j})")
+    text = text.replace("%i    = RANGE", "".join(f"%k{j} = CAST({j}) int32\n" for j in range(4))
+                        + "%i    = RANGE")
+    r = slp(_prep(parse(text, "strong.uop")), X86_AVX2)
+    assert [u.shape for u in _ops(r, Ops.ADD) if u.dtype == dtypes.float32] == [(4,)]

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import UOp, toposort
-from kcc.passes.simplify import const_value, keep_params
+from kcc.ir.consts import const_int, is_const
+from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -37,17 +38,11 @@ _EFFECT_LISTS = frozenset({Ops.GROUP, Ops.AFTER, Ops.SINK})
 Lanes = tuple[UOp, ...]
 
 
-def _is_const(u: UOp) -> bool:
-    return u.op is Ops.CONST or const_value(u) is not None
-
-
 def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
     """idx as (base, k) with idx = base + k (base None for a constant index)."""
-    c = const_value(idx)
-    if c is not None and isinstance(c[0], int) and not isinstance(c[0], bool):
-        return None, c[0]
-    if idx.op is Ops.CONST and isinstance(idx.arg, int) and not isinstance(idx.arg, bool):
-        return None, idx.arg
+    c = const_int(idx)
+    if c is not None:
+        return None, c
     if idx.op is Ops.ADD:
         k = _offset(idx.src[1])
         if k is not None and k[0] is None:
@@ -66,15 +61,15 @@ class _Packer:
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
         s0 = t[0]
-        if all(s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[1].op is Ops.CONST
+        if all(s.op is Ops.INDEX and s.src[0].kind == "value" and const_int(s.src[1]) is not None
                for s in t):
             v = s0.src[0]
-            if v.shape == (len(t),) and all(s.src[0] is v and s.src[1].arg == j
+            if v.shape == (len(t),) and all(s.src[0] is v and const_int(s.src[1]) == j
                                             for j, s in enumerate(t)):
                 return v, True
             # lanes of one vector are a shuffle; of several (a transpose), at most n inserts
             return UOp(Ops.STACK, t), True
-        if all(s is s0 for s in t) or all(_is_const(s) for s in t):
+        if all(s is s0 for s in t) or all(is_const(s) for s in t):
             return UOp(Ops.STACK, t), True
         return None, False
 

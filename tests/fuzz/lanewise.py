@@ -36,6 +36,8 @@ class _Lanes:
         self.draw, self.s, self.dt, self.w = draw, s, dt, w
         self.vecs = [s.load(dt, (w,), 1).u for _ in range(draw(st.integers(1, 3)))]
         self.cache: dict[tuple[int, int], UOp] = {}
+        # lane numbers as weak literals or as tinygrad writes them: strong int32 constants
+        self.strong = draw(st.booleans())
         self.tmpls: list[Tmpl] = []
 
     def leaf(self) -> Tmpl:
@@ -68,19 +70,26 @@ class _Lanes:
         self.tmpls.append(t)
         return t
 
+    def num(self, k: int) -> UOp:
+        """The lane number or offset k (weak, or CAST(k) int32)."""
+        return UOp(Ops.CAST, (UOp.const(k),), dtypes.int32) if self.strong else UOp.const(k)
+
     def lane(self, t: Tmpl, j: int) -> UOp:
         """Lane j of template t."""
         kind = t[0]
         if kind == "lane":
             p = t[2]
             k = j if p == "id" else self.w - 1 - j if p == "rev" else p
-            return UOp(Ops.INDEX, (self.vecs[t[1]], UOp.const(k)))
+            return UOp(Ops.INDEX, (self.vecs[t[1]], self.num(k)))
         if kind == "param":
             return t[1]
         if kind == "const":
             return t[1][j]
         if kind == "scal":
-            idx = UOp(Ops.ADD, (UOp(Ops.MUL, (self.s.lin, UOp.const(self.w))), UOp.const(j)))
+            base = UOp(Ops.MUL, (self.s.lin, UOp.const(self.w)))
+            if self.strong:
+                base = UOp(Ops.CAST, (base,), dtypes.int32)
+            idx = UOp(Ops.ADD, (base, self.num(j)))
             return UOp(Ops.LOAD, (UOp(Ops.INDEX, (t[1], idx)),))
         if kind == "mut":
             return self.lane(t[2] if j == t[3] else t[1], j)
