@@ -75,13 +75,17 @@ def build(name: str) -> Callable[[], Any]:
     raise KeyError(name)
 
 
-def c_sources() -> list[tuple[str, tuple[int, ...], str]]:
-    """(function name, buffer sizes in slot order, C source) of every program tinygrad rendered,
-    from its program cache (two kernels may share a name: the sizes tell them apart)."""
+def c_sources(seen: set) -> list[tuple[str, tuple[int, ...], str]]:
+    """(function name, buffer sizes in slot order, C source) of every program tinygrad rendered
+    since the last call (keys in seen are skipped, then added), from its program cache (two
+    kernels may share a name: the sizes tell them apart)."""
     from tinygrad.engine import realize
     from tinygrad.uop.ops import Ops
     out = []
-    for prg in realize.to_program_cache.values():
+    for key, prg in list(realize.to_program_cache.items()):
+        if key in seen:
+            continue
+        seen.add(key)
         src = next((s for s in prg.src if s.op is Ops.SOURCE), None)
         if src is not None:
             head = src.arg[src.arg.index(prg.arg.function_name + "("):].split(")", 1)[0]
@@ -138,13 +142,18 @@ class Kernel:
     kcc_fn: Any = None
     c_fn: Any = None
     kcc_par: Callable[[], None] | None = None
+    loops: tuple[int, int] = (0, 0)
+    src: str = ""
+    moved: int = 0
     keep: list[Any] = field(default_factory=list)
 
 
-def capture(names: list[str], out: Path) -> tuple[list[Kernel], list]:
-    """Run the workloads under kcc.tinygrad.capture; their kernels and tinygrad's C sources."""
+def capture(names: list[str], out: Path) -> list[Kernel]:
+    """Run the workloads under kcc.tinygrad.capture; their kernels with tinygrad's C sources."""
     import kcc.tinygrad
     kernels: list[Kernel] = []
+    seen: set = set()
+    c_sources(seen)
     for wl in names:
         d = out / wl
         run = build(wl)
@@ -155,16 +164,18 @@ def capture(names: list[str], out: Path) -> tuple[list[Kernel], list]:
         with cap(str(d), gpu=False):
             run()
         doc = json.loads((d / "capture.json").read_text())
+        srcs = c_sources(seen)
         for k in doc["kernels"]:
             if k["uop"] is None:
                 print(f"  {wl}: {k['name']} not captured: {k['error']}", file=sys.stderr)
                 continue
             kernels.append(Kernel(wl, k["name"], str(d / k["uop"]), k["workers"], k["args"]))
+            kernels[-1].src = source_of(kernels[-1], srcs)
             for a in k["args"]:
                 for key in ("in", "out"):
                     if key in a:
                         a[key] = str(d / a[key])
-    return kernels, c_sources()
+    return kernels
 
 
 def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
@@ -178,8 +189,10 @@ def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
     kw = {"fp_contract": contract} if contract != "off" else {}
     obj, descs = compile_x86([parse(text, k.uop)], arch, **kw)
     k.kcc_ms = (time.perf_counter() - t0) * 1e3
-    lo, co = LoadedObject(obj), LoadedObject(ClangCompiler(["x86_64", "native"]).compile(src))
+    c_obj = ClangCompiler(["x86_64", "native"]).compile(src)
+    lo, co = LoadedObject(obj), LoadedObject(c_obj)
     k.keep += [lo, co]
+    k.loops = (loop_insts(obj), loop_insts(c_obj))
     vals: list[Any] = []
     for a in k.args:
         if a["kind"] == "buffer":
@@ -249,6 +262,26 @@ def timed(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
     return {n: statistics.median(v) for n, v in ts.items()}
 
 
+def loop_insts(obj: bytes) -> int:
+    """Instructions in the longest innermost loop of an object's .text (static: a backward
+    jump whose body holds no other backward jump)."""
+    import io
+
+    import capstone
+    from elftools.elf.elffile import ELFFile
+    text = ELFFile(io.BytesIO(obj)).get_section_by_name(".text").data()
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    insts = [(i.address, i.mnemonic, i.op_str) for i in md.disasm(text, 0)]
+    addrs = [a for a, _, _ in insts]
+    loops = []
+    for k, (a, m, op) in enumerate(insts):
+        if m.startswith("j") and op.startswith("0x") and int(op, 16) <= a:
+            loops.append((addrs.index(int(op, 16)) if int(op, 16) in addrs else k, k))
+    inner = [(s, e) for s, e in loops if not any(s <= s2 and e2 < e and (s2, e2) != (s, e)
+                                                 for s2, e2 in loops)]
+    return max((e - s + 1 for s, e in inner), default=0)
+
+
 def moved_bytes(k: Kernel) -> int:
     """Bytes of every buffer the kernel touches, each once (a lower bound on its traffic)."""
     return sum(b.nbytes for b in k.bufs)
@@ -268,12 +301,12 @@ def main() -> None:
     names = [n for n in opt.only.split(",") if n]
     contracts = ["off", "fast"] if opt.fp_contract == "both" else [opt.fp_contract]
     with tempfile.TemporaryDirectory() as tmp:
-        kernels, srcs = capture(names, Path(tmp))
+        kernels = capture(names, Path(tmp))
         rows = []
         for contract in contracts:
             for k0 in kernels:
-                k = Kernel(k0.workload, k0.name, k0.uop, k0.workers, k0.args)
-                prepare(k, source_of(k, srcs), opt.arch, contract)
+                k = Kernel(k0.workload, k0.name, k0.uop, k0.workers, k0.args, src=k0.src)
+                prepare(k, k.src, opt.arch, contract)
                 c_ptrs, ptrs = k.keep[-2], k.keep[-1]
                 kfn, cfn = calls(k.kcc_fn, ptrs, k.workers), calls(k.c_fn, c_ptrs, k.workers)
                 ok_k, err_k = check(k, kfn)
@@ -282,6 +315,9 @@ def main() -> None:
                 if k.workers > 1 and k.kcc_par is not None:
                     fns["kcc parallel"] = k.kcc_par
                 t = timed(fns, opt.reps)
+                k.moved = moved_bytes(k)
+                k.bufs, k.want, k.kcc_par, k.kcc_fn, k.c_fn = [], {}, None, None, None
+                k.keep.clear()                   # free the buffers before the next kernel
                 rows.append((contract, k, t, ok_k and ok_c, (err_k, err_c)))
     report(rows, opt)
 
@@ -291,19 +327,21 @@ def report(rows: list, opt: Any) -> None:
     print(f"median of {opt.reps} interleaved rounds, --arch {opt.arch}; times in ms")
     print()
     print("| workload | kernel | fp-contract | workers | kcc | clang | kcc/clang | kcc GB/s |"
-          " GFLOP/s kcc / clang | kcc parallel | compile ms | outputs (error kcc / clang) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " GFLOP/s kcc / clang | kcc parallel | inner loop insts kcc / clang | compile ms |"
+          " outputs (error kcc / clang) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[float]] = {}
     for contract, k, t, ok, err in rows:
         r = t["kcc"] / t["clang"]
         ratios.setdefault(contract, []).append(r)
-        gbs = moved_bytes(k) / t["kcc"] / 1e9
+        gbs = k.moved / t["kcc"] / 1e9
         fl = FLOPS.get(k.workload) if sum(1 for c, x, *_ in rows if x.workload == k.workload
                                            and c == contract) == 1 else None
         flt = f"{fl / t['kcc'] / 1e9:.1f} / {fl / t['clang'] / 1e9:.1f}" if fl else "–"
         par = f"{t['kcc parallel'] * 1e3:.2f}" if "kcc parallel" in t else "–"
         print(f"| {k.workload} | {k.name} | {contract} | {k.workers} | {t['kcc'] * 1e3:.2f} | "
               f"{t['clang'] * 1e3:.2f} | {r:.2f} | {gbs:.1f} | {flt} | {par} | "
+              f"{k.loops[0]} / {k.loops[1]} | "
               f"{k.kcc_ms:.0f} | {'ok' if ok else 'MISMATCH'} ({err[0]:.0e} / {err[1]:.0e}) |")
     print()
     for contract, rs in ratios.items():
