@@ -182,16 +182,22 @@ def _compile_message(e: Exception) -> str:
 @click.option("--emit", help="Output kind (default: the target's first; `kcc targets` lists "
               "them).")
 @click.option("--dump-after", help="Print the graph or machine listing after this pass.")
+@click.option("--time-passes", is_flag=True, help="Print the time of each pass (stderr).")
 def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
                 manifest: str | None, header: str | None, emit: str | None,
-                dump_after: str | None) -> None:
+                dump_after: str | None, time_passes: bool) -> None:
     """Compile FILE… (one kernel each) into one object and a JSON launch manifest."""
     from kcc.targets.manifest import write_manifest
+    from kcc.targets.pipeline import format_pass_times
+    from kcc.targets.pipeline import time_passes as timer
     sinks = _load_all(files)
     try:
-        data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after)
+        with timer() as times:
+            data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after)
     except CliError as e:
         _die(str(e))
+    if time_passes:
+        click.echo(format_pass_times(times), err=True, nl=False)
     spec = registry.get(target)
     kind = spec.emit(emit)
     out = Path(output) if output else Path(Path(files[0]).stem + kind.suffix)

@@ -13,8 +13,10 @@ graph (in the .uop text form) or the machine listing after the named pass.
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TextIO
+from typing import Any, Callable, Iterator, Protocol, TextIO
 
 from kcc.ir import UOp
 from kcc.passes.contract import contract
@@ -92,12 +94,37 @@ def format_schedule(lin: list[UOp]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_timers: list[dict[str, float]] = []
+
+
+@contextmanager
+def time_passes() -> Iterator[dict[str, float]]:
+    """Seconds spent in each pipeline step (summed over kernels and repeated steps) by the
+    compiles inside the `with`, in pipeline order (as `llc -time-passes`)."""
+    times: dict[str, float] = dict.fromkeys(PASS_NAMES, 0.0)
+    _timers.append(times)
+    try:
+        yield times
+    finally:
+        _timers.remove(times)
+
+
+def format_pass_times(times: dict[str, float]) -> str:
+    """A table of times: one step a line, milliseconds and share of the total."""
+    total = sum(times.values()) or 1e-12
+    lines = [f"{'pass':<20}{'ms':>10}{'%':>8}"]
+    lines += [f"{k:<20}{v * 1e3:>10.2f}{100 * v / total:>8.1f}" for k, v in times.items()]
+    lines.append(f"{'total':<20}{total * 1e3:>10.2f}{100.0:>8.1f}")
+    return "\n".join(lines) + "\n"
+
+
 def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
                  out: TextIO | None = None, verify_each: bool = True) -> Any:
     """Compile one kernel graph for target; returns what the target's encode returns."""
     from kcc.frontend.printer import format_uop
     state: Any = sink
     for step in PIPELINE:
+        t0 = time.perf_counter()
         if step.kind == "graph":
             state = step.run(state, target.desc)
             if verify_each and step.name != "verify":
@@ -113,6 +140,8 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
             else:
                 state = getattr(target, step.name)(state)
             text = target.listing(step.name, state) if dump_after == step.name else None
+        for times in _timers:
+            times[step.name] = times.get(step.name, 0.0) + time.perf_counter() - t0
         if text is not None and out is not None:
             out.write(f"; after {step.name}\n{text}")
             if not text.endswith("\n"):
