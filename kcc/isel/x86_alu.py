@@ -474,7 +474,7 @@ class X86Alu:
         """Reinterpret bits: vmovd/vmovq between register files, nothing within one."""
         x, dt = u.src[0], u.dtype
         a, b = reg_class(x.dtype), reg_class(dt)
-        if a == b:
+        if a == b or u.shape:            # a vector is in a vector register either way
             self.val[u] = self.reg(x)
             return
         t = self.new(b)

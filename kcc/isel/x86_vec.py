@@ -86,8 +86,8 @@ class X86Vec:
                     t = y
             elif dt == dtypes.float32:
                 self.emit(f"vbroadcastss_{w}_xm32", t, self.reg(u.src[0]))
-            elif w == "y":
-                self.emit("vbroadcastsd_y_xm64", t, self.reg(u.src[0]))
+            elif w in ("y", "z"):           # float64 x4 / x8 (a zmm too: not just 2 lanes)
+                self.emit(f"vbroadcastsd_{w}_xm64", t, self.reg(u.src[0]))
             else:
                 a = self.reg(u.src[0])
                 self.emit("vunpcklpd_x_x_xm", t, a, a)
@@ -308,10 +308,34 @@ class X86Vec:
         self.emit(f"{form}_{w}_{w}_{w}m_{w}", t, no, yes, m)
         return t
 
+    def vcast_i32(self, x: UOp, dt: DType, n: int) -> VReg:
+        """int32 → float32: CVTDQ2PS (rounds to nearest, MXCSR's default). float32 → int32:
+        truncate, saturate, NaN → 0 (docs/semantics.md): NaN lanes are cleared first (CMPPS
+        ORD_Q mask, AND), CVTTPS2DQ gives 0x80000000 for every lane out of range, which is
+        right below -2^31; lanes >= 2^31 (CMPPS GE_OS mask) are flipped to 0x7FFFFFFF by XOR
+        with the all-ones mask."""
+        w, v = vw(dtypes.float32, n), self.reg(x)
+        t = self.new("vec")
+        if dt == dtypes.float32:
+            self.emit(f"vcvtdq2ps_{w}_{w}m", t, v)
+            return t
+        cmp = f"vcmpps_{w}_{w}_{w}m_imm8"
+        m, f0, big, hi, out = (self.new("vec") for _ in range(5))
+        self.emit(cmp, m, v, v, 7)
+        self.emit(f"vandps_{w}_{w}_{w}m", f0, v, m)
+        self.emit(f"vcvttps2dq_{w}_{w}m", t, f0)
+        data = const_bytes(2.0 ** 31, dtypes.float32) * n
+        self.emit(f"vmovups_{w}_{w}m", big, Mem(), arg={"rip": self.pool.label(data)})
+        self.emit(cmp, hi, f0, big, 13)
+        self.emit(f"vxorps_{w}_{w}_{w}m", out, t, hi)
+        return out
+
     def vcast(self, u: UOp) -> VReg:
-        """Vector casts between float32 and float64."""
+        """Vector casts between float32 and float64, and int32 ↔ float32."""
         x, dt = u.src[0], u.dtype
         n = u.shape[0]
+        if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:
+            return self.vcast_i32(x, dt, n)
         if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:
             # 8 x float32 (ymm) → 8 x float64 (zmm): each xmm half widens to a ymm
             v = self.reg(x)

@@ -79,6 +79,8 @@ def split_alu(ctx: TargetDesc, x: UOp) -> UOp | None:
     dts = _alu_dtypes(x)
     if all(ctx.alu_legal(n, d, x.op) for d in dts):
         return None
+    if x.op in (Ops.CAST, Ops.BITCAST) and ctx.cast_legal(x.op, dts[0], dts[1], n):
+        return None
     legal = tuple(set.intersection(*(set(w for w in ctx.alu_widths.get(d, ())
                                          if ctx.alu_legal(w, d, x.op)) for d in dts)))
     parts = [x.replace(src=tuple(lanes(s, st, w) for s in x.src)) for st, w in chunks(n, legal)]

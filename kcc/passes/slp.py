@@ -101,10 +101,10 @@ class _Packer:
         if any(x.shape != () or x.kind != "value" for s in t for x in s.src):
             return False
         n = len(t)
-        dts = [s0.src[0].dtype] if s0.op in COMPARE else [s0.dtype]
         if s0.op in (Ops.CAST, Ops.BITCAST):
-            dts.append(s0.src[0].dtype)
-        return all(self.ctx.alu_legal(n, d, s0.op) for d in dts)
+            return self.ctx.cast_legal(s0.op, s0.src[0].dtype, s0.dtype, n)
+        dt = s0.src[0].dtype if s0.op in COMPARE else s0.dtype
+        return self.ctx.alu_legal(n, dt, s0.op)
 
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""

@@ -27,6 +27,8 @@ class TargetDesc:
     vector_ops: for a dtype listed here, only these ops are legal on vectors of it (the rest
       are split to scalars); a dtype not listed allows every op at its alu_widths.
     fp_contract: fuse a float MUL feeding an ADD into one MULACC (opt-in, passes/contract.py).
+    vector_cast(op, src, dst, n): a CAST/BITCAST of n lanes the target has although vector_ops
+      does not list it for one side (x86: int32 ↔ float32); None: none beyond vector_ops.
     """
 
     name: str
@@ -38,6 +40,8 @@ class TargetDesc:
     notes: str = field(default="", compare=False)
     vector_ops: Mapping[DType, frozenset[Ops]] = field(default_factory=dict, compare=False)
     fp_contract: bool = False
+    vector_cast: Callable[[Ops, DType, DType, int], bool] | None = field(default=None,
+                                                                         compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):
@@ -51,6 +55,12 @@ class TargetDesc:
             return False
         allowed = self.vector_ops.get(dtype)
         return allowed is None or op is None or op in allowed
+
+    def cast_legal(self, op: Ops, src: DType, dst: DType, n: int) -> bool:
+        """Whether a CAST/BITCAST of n lanes from src to dst is legal as one node."""
+        if self.alu_legal(n, src, op) and self.alu_legal(n, dst, op):
+            return True
+        return self.vector_cast is not None and self.vector_cast(op, src, dst, n)
 
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""

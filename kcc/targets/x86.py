@@ -31,7 +31,8 @@ from kcc.encode.x86 import Label as XLabel
 from kcc.encode.x86 import Mem as XMem
 from kcc.encode.x86 import Reg as XReg
 from kcc.encode.x86_table import FORMS, KINDS
-from kcc.ir import UOp, dtypes
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
 from kcc.ir.mir import (BRANCH_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role,
                         format_mir)
 from kcc.isel.dce import eliminate_dead
@@ -309,7 +310,13 @@ def x86_desc(arch: str) -> TargetDesc:
     ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints}),
                    mem_widths=MappingProxyType({**widths, **ints}), vector_ops=VECTOR_OPS,
-                   notes=f"{arch}: {note}")
+                   vector_cast=_vector_cast, notes=f"{arch}: {note}")
+
+
+def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
+    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation), or a BITCAST that
+    moves nothing (x86_vec.vcast)."""
+    return n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}
 
 
 ARCHES = ("x86-64-v3", "x86-64-v4", "native")
