@@ -396,3 +396,27 @@ SINK(%e) KernelInfo(name="k")
             want[g * 4 + i] = x[g * 4 + 3]
     assert run_reference(sink, [np.zeros(8, np.float32), x])[0].tolist() == want.tolist()
     assert run_x86(sink, [np.zeros(8, np.float32), x])[0].tolist() == want.tolist()
+
+
+def _has_avx512() -> bool:
+    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    return all(f in cpu_flags() for f in V4_FLAGS)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+def test_zmm_float64_splat_of_a_scalar_param() -> None:
+    """Found by the fuzzer at scale (zmm lanewise): STACK of 8 copies of a float64 scalar on
+    x86-64-v4 filled only 2 lanes (an xmm unpack instead of a zmm broadcast)."""
+    sink = k("""%o = PARAM ParamArg(0, float64, 8)
+%p = PARAM ParamArg(1, float64, addrspace=ALU)
+%r = RANGE(1) (0, LOOP)
+%m = MUL(%r, 8)
+%sp = SHRINK(%o, %m, 8)
+%v = STACK(%p, %p, %p, %p, %p, %p, %p, %p)
+%s = STORE(%sp, %v)
+%e = END(%s, %r)
+SINK(%e) KernelInfo(name="k")
+""")
+    for seed in range(3):
+        check_x86(sink, seed, "x86-64-v4")
