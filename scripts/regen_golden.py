@@ -14,8 +14,20 @@ Each case is written to golden/x86/<group>.s as
     ; bytes: 48 03 47 08
     ; fixup: 3 pc32 foo -4          (only when llvm-mc reports a fixup)
 
-Only the table's operand kinds are read from kcc; every byte comes from llvm-mc. Other targets
-(AMD) add an entry to TARGETS.
+Only the table's operand kinds are read from kcc; every byte comes from llvm-mc.
+
+AMD (``--target amd``, needs LLVM 19: ``--llvm-mc-19 /usr/bin/llvm-mc-19``): for every row of
+kcc.encode.amd_table.rows(arch), arch gfx1100 and gfx942, scripts/amd_cases.py renders
+representative cases; ``llvm-mc-19 -triple=amdgcn -mcpu=<arch> -mattr=<pinned> -show-encoding``
+assembles them and ``llvm-mc-19 -disassemble`` prints the bytes back (the text llvm-objdump-19
+shows). golden/amd/<arch>/<format>.s then holds
+
+    ; row: v_add_f32
+    v_add_f32_e32 v1, v2, v3
+    ; bytes: 02 07 02 06
+
+with the disassembler's text (LLVM's canonical spelling) and the bytes. Cases llvm-mc rejects
+are reported and left out.
 """
 from __future__ import annotations
 
@@ -28,6 +40,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from kcc.encode.x86_table import FORMS, GROUPS, KINDS, Row  # noqa: E402
 
@@ -205,7 +218,68 @@ def regen_x86(llvm_mc: str) -> None:
         print(f"golden/x86/{group}.s: {len(cases)} cases")
 
 
-TARGETS: dict[str, Callable[[str], None]] = {"x86": regen_x86}
+# ----------------------------------------------------------------------------- AMD
+# Pinned features: wave32 on RDNA3 with 16-bit values in 32-bit VGPRs (no real-true16), wave64
+# on CDNA3. Tests and the objdump cross-check use the same.
+AMD_MATTR = {"gfx1100": "+wavefrontsize32,-real-true16", "gfx942": "+wavefrontsize64"}
+_AMD_LINE = re.compile(r"^\s*(\S.*?)\s*; encoding: \[([^\]]*)\]")
+
+
+def amd_assemble(llvm_mc: str, arch: str, lines: list[str],
+                 disassemble: bool = False) -> list[tuple[str, str] | None]:
+    """(llvm-mc's text, hex bytes) per line, None for a line llvm-mc rejects. With
+    ``disassemble`` the lines are hex bytes and llvm-mc's disassembler prints them."""
+    args = [llvm_mc, "-triple=amdgcn", f"-mcpu={arch}", f"-mattr={AMD_MATTR[arch]}",
+            "-show-encoding"] + (["-disassemble"] if disassemble else [])
+    feed = [",".join(f"0x{b}" for b in h.split()) for h in lines] if disassemble else lines
+    proc = subprocess.run(args, input="\n".join(feed) + "\n", capture_output=True, text=True)
+    got = [m.groups() for m in map(_AMD_LINE.match, proc.stdout.splitlines()) if m]
+    if proc.returncode == 0 and not proc.stderr.strip() and len(got) == len(lines):
+        return [(t, " ".join(f"{int(b, 16):02x}" for b in h.split(","))) for t, h in got]
+    if len(lines) == 1:
+        return [None]
+    half = len(lines) // 2          # bisect to the lines llvm-mc rejects
+    return (amd_assemble(llvm_mc, arch, lines[:half], disassemble) +
+            amd_assemble(llvm_mc, arch, lines[half:], disassemble))
+
+
+def regen_amd(llvm_mc: str) -> None:
+    """Write golden/amd/<arch>/<format>.s for every row of both AMD families."""
+    from amd_cases import amd_cases
+    from kcc.encode.amd_table import ARCHES, formats_of
+    version = subprocess.run([llvm_mc, "--version"], capture_output=True, text=True).stdout
+    ver = re.search(r"LLVM version ([\d.]+)", version)
+    if not ver or int(ver.group(1).split(".")[0]) < 17:
+        raise SystemExit(f"{llvm_mc} is not LLVM >= 17; AMD goldens need llvm-mc-19")
+    for arch in ARCHES:
+        outdir = ROOT / "golden" / "amd" / arch
+        outdir.mkdir(parents=True, exist_ok=True)
+        tool = f"llvm-mc {ver.group(1)} -mcpu={arch} -mattr={AMD_MATTR[arch]}"
+        for fmt, rows in formats_of(arch).items():
+            cases = [(row.name, t) for row in rows for t in amd_cases(arch, row)]
+            enc = amd_assemble(llvm_mc, arch, [t for _, t in cases])
+            # The stored text is what LLVM's disassembler prints for the bytes (as
+            # llvm-objdump does), so decoding is compared with LLVM's own decoding.
+            dis = iter(amd_assemble(llvm_mc, arch, [e[1] for e in enc if e], disassemble=True))
+            body = [HEADER.format(tool=tool)]
+            for (name, text), res in zip(cases, enc):
+                if res is None:
+                    print(f"  {arch}: llvm-mc rejects {text!r}; left out")
+                    continue
+                back = next(dis)
+                if back is None or back[1] != res[1]:
+                    print(f"  {arch}: {text!r} does not disassemble to itself; left out")
+                    continue
+                printed, hexbytes = back
+                mnem = printed.split()[0]
+                if mnem not in (name, name + "_e32", name + "_e64"):
+                    raise SystemExit(f"{arch}: {text!r} assembles as {mnem}, not row {name}")
+                body.append(f"; row: {name}\n{printed}\n; bytes: {hexbytes}\n")
+            (outdir / f"{fmt.lower()}.s").write_text("".join(body))
+            print(f"golden/amd/{arch}/{fmt.lower()}.s: {len(body) - 1} cases")
+
+
+TARGETS: dict[str, Callable[[str], None]] = {"x86": regen_x86, "amd": regen_amd}
 
 
 def main() -> None:
@@ -213,10 +287,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", choices=[*TARGETS, "all"], default="all")
     ap.add_argument("--llvm-mc", default="/usr/bin/llvm-mc", help="x86 oracle (LLVM >= 14)")
+    ap.add_argument("--llvm-mc-19", default="/usr/bin/llvm-mc-19", help="AMD oracle (LLVM 19)")
     a = ap.parse_args()
     for name, fn in TARGETS.items():
         if a.target in (name, "all"):
-            fn(a.llvm_mc)
+            fn(a.llvm_mc_19 if name == "amd" else a.llvm_mc)
 
 
 if __name__ == "__main__":
