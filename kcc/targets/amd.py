@@ -298,4 +298,5 @@ def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
                         else int(x))
         else:
             args.append(np.asarray(v))
-    run_hsaco(data, desc.name, args, tuple(desc.global_size), tuple(desc.local_size))
+    grid, block = desc.launch_dims(values)      # symbolic sizes: evaluated per launch
+    run_hsaco(data, desc.name, args, tuple(grid), tuple(block))
