@@ -15,6 +15,7 @@ the command exits with status 1; it never shows a Python traceback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -139,8 +140,10 @@ def _load_all(files: tuple[str, ...]) -> list:
 
 
 def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
-             dump_after: str | None) -> tuple[bytes, list, str, str]:
-    """Run the pipeline for target; returns (output bytes, kernel descs, arch, emit)."""
+             dump_after: str | None, files: tuple[str, ...] = ()
+             ) -> tuple[bytes, list, str, str]:
+    """Run the pipeline for target; returns (output bytes, kernel descs, arch, emit). A
+    refusal naming a kernel is prefixed with the file it came from."""
     from kcc.targets.pipeline import PASS_NAMES
     if dump_after is not None and dump_after not in PASS_NAMES:
         raise CliError(f"unknown pass {dump_after!r} for --dump-after (choose from "
@@ -154,7 +157,12 @@ def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
         spec.emit(emit)
         c = spec.compile(sinks, arch, emit, dump_after, out)
     except Exception as e:                   # noqa: BLE001 — never a traceback for a user
-        raise CliError(_compile_message(e)) from None
+        msg = _compile_message(e)
+        for sink, path in zip(sinks, files):
+            if msg.startswith(f"kernel {sink.arg.name}: "):
+                msg = f"{'<stdin>' if path == '-' else path}: {msg}"
+                break
+        raise CliError(msg) from None
     return c.data, c.descs, c.arch, c.emit
 
 
@@ -175,8 +183,11 @@ def _compile_message(e: Exception) -> str:
               help="Target (`kcc targets` lists each with its arches and emit kinds).")
 @click.option("--arch", help="The target's architecture (default: the target's default; "
               "`kcc targets` lists them).")
-@click.option("-o", "--output", help="Output file (default: first input with .o/.cubin/.ptx/.s).")
-@click.option("--manifest", help="Manifest path (default: the output with .json).")
+@click.option("-o", "--output", help="Output file, - for standard output (default: the first "
+              "input with the emit kind's suffix: .o, .cubin, …).")
+@click.option("--manifest", help="Manifest path (default: the output with .json, e.g. k.o → "
+              "k.json; none for -o - or a device such as /dev/null).")
+@click.option("--no-manifest", is_flag=True, help="Write no manifest.")
 @click.option("--header", help="Also write a C header with the kernels' prototypes "
               "(targets whose objects C links, e.g. x86).")
 @click.option("--emit", help="Output kind (default: the target's first; `kcc targets` lists "
@@ -184,94 +195,157 @@ def _compile_message(e: Exception) -> str:
 @click.option("--dump-after", help="Print the graph or machine listing after this pass.")
 @click.option("--time-passes", is_flag=True, help="Print the time of each pass (stderr).")
 def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
-                manifest: str | None, header: str | None, emit: str | None,
+                manifest: str | None, no_manifest: bool, header: str | None, emit: str | None,
                 dump_after: str | None, time_passes: bool) -> None:
-    """Compile FILE… (one kernel each) into one object and a JSON launch manifest."""
-    from kcc.targets.manifest import write_manifest
-    from kcc.targets.pipeline import format_pass_times
-    from kcc.targets.pipeline import time_passes as timer
+    """Compile FILE… (one kernel each, - is standard input) into one object and a JSON launch
+    manifest. Every output is written completely or not at all, and never over an input."""
+    if manifest and no_manifest:
+        raise click.UsageError("--manifest and --no-manifest exclude each other")
+    if files.count("-") > 1:
+        raise click.UsageError("standard input (-) can be read once")
+    if "-" in files and output is None:
+        _die("the kernel comes from standard input: name the output with -o (- for "
+             "standard output)")
+    if dump_after and output == "-":
+        _die("--dump-after prints to standard output, so the output cannot go there too "
+             "(-o FILE)")
     sinks = _load_all(files)
     try:
+        from kcc.targets.pipeline import format_pass_times
+        from kcc.targets.pipeline import time_passes as timer
         with timer() as times:
-            data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after)
+            data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after, files)
+        if time_passes:
+            click.echo(format_pass_times(times), err=True, nl=False)
+        outputs, mpath = _compile_outputs(files, target, arch, emit, data, descs, output,
+                                          manifest, no_manifest, header)
+        from kcc.targets.outputs import OutputError, check_paths, write_all
+        try:
+            check_paths(list(files), outputs)
+            write_all(outputs)
+        except OutputError as e:
+            raise CliError(str(e)) from None
     except CliError as e:
         _die(str(e))
-    if time_passes:
-        click.echo(format_pass_times(times), err=True, nl=False)
+    out = outputs[0].path
+    what = "standard output" if out == "-" else out
+    also = f" and manifest {mpath}" if mpath else " (no manifest)"
+    also += f" and header {header}" if header else ""
+    click.echo(f"wrote {what}{also} ({_plural(len(descs), 'kernel')})", err=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def header_guard(path: str) -> str:
+    """The include guard of a header, from its file name: kernels-v2.h → KERNELS_V2_H."""
+    name = re.sub(r"[^A-Za-z0-9]", "_", Path(path).name).upper() if path != "-" else ""
+    if not name or not (name[0].isalpha()):
+        name = "KCC_" + (name.lstrip("_") or "KERNELS_H")
+    return name
+
+
+def _compile_outputs(files, target, arch, emit, data, descs, output, manifest, no_manifest,
+                     header):
+    """The files `kcc compile` writes (object, manifest, header), none written yet, and the
+    manifest's path (None without one)."""
+    from kcc.targets.manifest import manifest_doc, manifest_text
+    from kcc.targets.outputs import Output, is_special
     spec = registry.get(target)
     kind = spec.emit(emit)
-    out = Path(output) if output else Path(Path(files[0]).stem + kind.suffix)
+    out = output or Path(files[0]).stem + kind.suffix
+    outputs = [Output(out, data, "object" if kind.loadable else f"{emit} output")]
+    mpath = None
+    if manifest:
+        if kind.loadable and is_special(out):
+            raise CliError(f"a manifest names the object's file and hash, and "
+                           f"{'standard output' if out == '-' else out} is not a file; write "
+                           "the object to a file, or leave out --manifest")
+        mpath = manifest
+    elif not no_manifest and not is_special(out):
+        mpath = str(Path(out).with_suffix(".json"))
+        _refuse_foreign_manifest(mpath, out)
+    if mpath:
+        doc = manifest_doc(Path(mpath), target, arch, descs, Path(out) if kind.loadable
+                           else None, data)
+        outputs.append(Output(mpath, manifest_text(doc).encode(), "manifest"))
+    if header:
+        text = spec.header(descs, header_guard(header))
+        if text is None:
+            raise CliError(f"--header: -t {target} has no C header (C prototypes of the "
+                           "object's functions); nothing was written")
+        outputs.append(Output(header, text.encode(), "header"))
+    return outputs, mpath
+
+
+def _refuse_foreign_manifest(mpath: str, out: str) -> None:
+    """A default-named manifest must not silently replace a file that is not the manifest of
+    this same output (another target's k.json beside k.o and k.cubin, or a user's JSON)."""
+    import json
     try:
-        out.write_bytes(data)
-        mpath = Path(manifest) if manifest else out.with_suffix(".json")
-        write_manifest(mpath, target, arch, descs, out if kind.loadable else None)
-        if header:
-            text = spec.header(descs, "KCC_KERNELS_H")
-            if text is None:
-                _die(f"--header: -t {target} has no C header (C prototypes of the object's "
-                     "functions)")
-            Path(header).write_text(text)
-    except OSError as e:
-        _die(f"cannot write output: {e.filename}: {e.strerror}")
-    click.echo(f"wrote {out} and {mpath} ({len(descs)} kernel{'s' * (len(descs) != 1)})",
-               err=True)
+        old = json.loads(Path(mpath).read_text())
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError, ValueError):
+        old = None
+    hint = "name the manifest with --manifest, or --no-manifest"
+    if not isinstance(old, dict) or old.get("format") != "kcc-manifest":
+        raise CliError(f"the manifest would be {mpath} (named after {out}), which exists and "
+                       f"is not a kcc manifest; {hint}")
+    obj = old.get("object")
+    other = obj.get("file") if isinstance(obj, dict) else None
+    mine = os.path.relpath(os.path.abspath(out), os.path.dirname(os.path.abspath(mpath)))
+    if other is not None and other != mine:
+        raise CliError(f"the manifest would be {mpath} (named after {out}), which is the "
+                       f"manifest of {other} (target {old.get('target')}); {hint}")
 
 
-def _parse_args(desc, raw: tuple[str, ...], random_fill: bool, seed: int) -> list:
-    """Kernel arguments from the command line: .npy paths for buffers, numbers for scalars."""
+def _parse_args(desc, raw: tuple[str, ...], random_fill: bool) -> list:
+    """Kernel arguments given on the command line (a prefix of the kernel's): .npy paths for
+    buffers, numbers for scalars."""
     import numpy as np
     from kcc.ir import dtypes
     if len(raw) > len(desc.args):
-        raise CliError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(raw)}")
+        raise CliError(f"kernel {desc.name} takes {_plural(len(desc.args), 'argument')}, got "
+                       f"{len(raw)}")
     if len(raw) < len(desc.args) and not random_fill:
         missing = desc.args[len(raw)]
-        raise CliError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(raw)} "
+        raise CliError(f"kernel {desc.name} takes {_plural(len(desc.args), 'argument')}, got "
+                       f"{len(raw)} "
                        f"(argument {missing.slot} is missing; --random fills missing inputs)")
-    rng = np.random.default_rng(seed)
     out = []
-    for i, a in enumerate(desc.args):
-        npdt = dtypes.by_name(a.dtype).np
+    for a, text in zip(desc.args, raw):
         label = f"argument {a.slot}" + (f" ({a.name})" if a.name else "")
-        if i < len(raw):
-            if a.kind == "buffer":
-                # np.load falls back to unpickling a file without the .npy magic, which
-                # allow_pickle=False refuses with a misleading message: check the magic first
-                try:
-                    with open(raw[i], "rb") as f:
-                        magic = f.read(6)
-                except OSError as e:
-                    raise CliError(f"{label}: cannot read {raw[i]!r}: {e.strerror}") from None
-                if magic != b"\x93NUMPY":
-                    raise CliError(f"{label}: {raw[i]!r} is not a .npy file")
-                try:
-                    arr = np.load(raw[i], allow_pickle=False)
-                except (OSError, ValueError) as e:
-                    raise CliError(f"{label}: cannot read {raw[i]!r} as .npy: {e}") from None
-                out.append(np.ascontiguousarray(arr))
-            else:
-                try:
-                    v = float(raw[i]) if dtypes.by_name(a.dtype).is_float else int(raw[i], 0)
-                except ValueError:
-                    raise CliError(f"{label}: {raw[i]!r} is not a {a.dtype} number") from None
-                out.append(v)
-        elif a.kind == "buffer":
-            out.append(_random_buffer(rng, npdt, a.size, a.dtype))
-        else:
-            lo, hi = a.range if a.range else (1, 8)
-            out.append(npdt.type(rng.integers(int(lo), int(hi) + 1) if npdt.kind in "iub"
-                                 else rng.uniform(float(lo), float(hi))))
+        if a.kind == "buffer":
+            out.append(_load_npy(text, label))
+            continue
+        try:
+            out.append(float(text) if dtypes.by_name(a.dtype).is_float else int(text, 0))
+        except ValueError:
+            raise CliError(f"{label}: {text!r} is not a {a.dtype} number") from None
     return out
 
 
-def _random_buffer(rng, npdt, n: int, name: str):
+def _load_npy(path: str, label: str):
+    """A .npy file as a contiguous array; never unpickles (object arrays are refused)."""
     import numpy as np
-    if name == "bool":
-        return rng.integers(0, 2, n).astype(bool)
-    if name == "bfloat16":
-        return (rng.standard_normal(n).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    if npdt.kind == "f":
-        return rng.standard_normal(n).astype(npdt)
-    return rng.integers(0, 16, n).astype(npdt)
+    # np.load falls back to unpickling a file without the .npy magic, which allow_pickle=False
+    # refuses with a misleading message: check the magic first
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        raise CliError(f"{label}: cannot read {path!r}: {e.strerror}") from None
+    if magic != b"\x93NUMPY":
+        raise CliError(f"{label}: {path!r} is not a .npy file")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise CliError(f"{label}: cannot read {path!r} as .npy: {e}") from None
+    if not isinstance(arr, np.ndarray):
+        raise CliError(f"{label}: {path!r} holds no array")
+    return np.ascontiguousarray(arr)
 
 
 @main.command("run")
@@ -304,35 +378,21 @@ def run_cmd(source: str, args: tuple[str, ...], interp: bool, target: str | None
 def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, check,
          emulate=False):
     import numpy as np
-    from kcc.targets.manifest import (KernelDesc, LaunchError, check_launch, describe_kernel,
-                                      read_manifest)
+    from kcc.targets.check import check_inputs
+    from kcc.targets.manifest import LaunchError, check_launch, describe_kernel
+    if check and interp:
+        raise CliError("--check compares a compiled kernel with the interpreter: give "
+                       "-t TARGET, not --interp")
     sink = None
     if source.endswith(".json"):
         if interp:
             raise CliError("--interp runs a .uop, not a manifest")
-        try:
-            doc = read_manifest(Path(source))
-        except LaunchError as e:
-            raise CliError(str(e)) from None
-        descs = [KernelDesc.from_json(k) for k in doc["kernels"]]
-        names = [d.name for d in descs]
-        if kernel is None and len(descs) > 1:
-            raise CliError(f"{source} holds {len(descs)} kernels ({', '.join(names)}); "
-                           "choose one with --kernel")
-        if kernel is not None and kernel not in names:
-            raise CliError(f"{source} has no kernel {kernel!r} (it has {', '.join(names)})")
-        desc = descs[names.index(kernel)] if kernel else descs[0]
-        if doc["target"] not in registry.names():     # from a newer kcc, or edited
-            raise CliError(f"{source} is for target {doc['target']!r}, which this kcc cannot "
-                           f"run (it runs {', '.join(registry.names())})")
-        if target is not None and target != doc["target"]:
-            raise CliError(f"{source} was compiled for {doc['target']}, not {target}")
-        target = doc["target"]
-        if doc.get("object") is None:      # written for --emit asm: nothing to load
-            raise CliError(f"{source} describes no object (it was written with --emit asm); "
-                           "assemble the .s and run it from C, or compile with --emit obj")
-        data = (Path(source).parent / doc["object"]["file"]).read_bytes()
+        if check:
+            raise CliError("--check needs a .uop source (the interpreter runs the graph), "
+                           "not a manifest")
+        desc, data, target = _from_manifest(source, target, kernel)
     else:
+        _refuse_object_source(source)
         if (target is None) == (not interp):
             raise CliError("choose one of --interp or -t TARGET to run a .uop")
         sink = _load_all((source,))[0]
@@ -341,42 +401,119 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
         desc = describe_kernel(sink)
         data = None
         if target is not None:
-            data, descs, _, _ = _compile([sink], target, arch, None, None)
+            data, descs, _, _ = _compile([sink], target, arch, None, None, (source,))
             desc = descs[0]
     if emulate and data is None:
         raise CliError("--emulate runs a compiled kernel: give -t TARGET or a manifest")
-    values = _parse_args(desc, args, random_fill, seed)
+    given = _parse_args(desc, args, random_fill)
+    values = check_inputs(sink, desc, np.random.default_rng(seed), given)
     try:
         values = check_launch(desc, values)
     except LaunchError as e:
         raise CliError(str(e)) from None
-    ref = [v.copy() if isinstance(v, np.ndarray) else v for v in values] if check else None
+    _report_inputs(desc, values, len(given))
+    if check:
+        want, defined = _reference(sink, values)
     if data is None:
         _interpret(sink, values)
     else:
         _launch(target, data, desc, values, emulate)
-    if check:
-        if sink is None:
-            raise CliError("--check needs a .uop source (the interpreter runs the graph)")
-        _interpret(sink, ref)
-        ulp = _check_ulp(sink)
-        bad = [a.slot for a, v, r in zip(desc.args, values, ref) if isinstance(v, np.ndarray)
-               and _differs(v, r, ulp)]
-        if bad:
-            how = f"by more than {ulp} ulp" if ulp else "(bit-exact comparison)"
-            raise CliError(f"{desc.name}: {target} differs from the interpreter {how} in "
-                           f"argument(s) {', '.join(map(str, bad))}")
-        click.echo(f"{desc.name}: {target} matches the interpreter", err=True)
     out = Path(outdir)
+    _save(out, desc, values, "")
+    if check:
+        _check_report(desc, target, sink, values, want, defined, out)
+
+
+def _from_manifest(source: str, target: str | None, kernel: str | None):
+    """The kernel a manifest describes, its object's bytes, and its target."""
+    from kcc.targets.manifest import KernelDesc, LaunchError, read_manifest
+    try:
+        doc = read_manifest(Path(source))
+    except LaunchError as e:
+        raise CliError(str(e)) from None
+    descs = [KernelDesc.from_json(k) for k in doc["kernels"]]
+    names = [d.name for d in descs]
+    if kernel is None and len(descs) > 1:
+        raise CliError(f"{source} holds {len(descs)} kernels ({', '.join(names)}); "
+                       "choose one with --kernel")
+    if kernel is not None and kernel not in names:
+        raise CliError(f"{source} has no kernel {kernel!r} (it has {', '.join(names)})")
+    desc = descs[names.index(kernel)] if kernel else descs[0]
+    if doc["target"] not in registry.names():     # from a newer kcc, or edited
+        raise CliError(f"{source} is for target {doc['target']!r}, which this kcc cannot "
+                       f"run (it runs {', '.join(registry.names())})")
+    if target is not None and target != doc["target"]:
+        raise CliError(f"{source} was compiled for {doc['target']}, not {target}")
+    if doc.get("object") is None:      # written for --emit asm: nothing to load
+        raise CliError(f"{source} describes no object (it was written with --emit asm); "
+                       "assemble the .s and run it from C, or compile with --emit obj")
+    data = (Path(source).parent / doc["object"]["file"]).read_bytes()
+    return desc, data, doc["target"]
+
+
+def _refuse_object_source(source: str) -> None:
+    """`kcc run k.o`: say that objects run through their manifest, not that -t is missing."""
+    try:
+        with open(source, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return                          # load() reports the unreadable file
+    if head == b"\x7fELF":
+        raise CliError(f"{source} is a compiled object; run its manifest "
+                       f"({Path(source).with_suffix('.json')}), or the .uop with -t TARGET")
+
+
+def _report_inputs(desc, values: list, given: int) -> None:
+    """Which buffers the kernel writes, and the scalar values (those chosen at random too)."""
+    outs = [f"arg{a.slot}" + (f" ({a.name})" if a.name else "") for a in desc.args
+            if a.kind == "buffer" and "w" in a.access]
+    scal = [f"arg{a.slot}" + (f" ({a.name})" if a.name else "") + f" = {v}"
+            + (" (random)" if i >= given else "")
+            for i, (a, v) in enumerate(zip(desc.args, values)) if a.kind == "scalar"]
+    click.echo(f"{desc.name}: outputs {', '.join(outs) or 'none'}"
+               + (f"; scalars {', '.join(scal)}" if scal else ""), err=True)
+
+
+def _save(out: Path, desc, values: list, suffix: str) -> None:
+    import numpy as np
     try:
         out.mkdir(parents=True, exist_ok=True)
         for a, v in zip(desc.args, values):
             if a.kind == "buffer":
-                np.save(out / f"arg{a.slot}.npy", v)
+                np.save(out / f"arg{a.slot}{suffix}.npy", v)
     except OSError as e:
-        raise CliError(f"cannot write {e.filename}: {e.strerror}") from None
-    click.echo(f"saved {sum(a.kind == 'buffer' for a in desc.args)} buffers to {out}/",
-               err=True)
+        raise CliError(f"cannot write {e.filename or out}: {e.strerror}") from None
+    if not suffix:
+        n = sum(a.kind == "buffer" for a in desc.args)
+        click.echo(f"saved {_plural(n, 'buffer')} to {out}/ (arg{{slot}}.npy)", err=True)
+
+
+def _reference(sink, values: list):
+    from kcc.ir.interp import InterpError
+    from kcc.targets.check import reference
+    try:
+        return reference(sink, values)
+    except InterpError as e:
+        raise CliError(f"the interpreter stopped: {e}") from None
+
+
+def _check_report(desc, target, sink, got, want, defined, out: Path) -> None:
+    """--check: compare; on a mismatch save the interpreter's buffers beside the target's."""
+    from kcc.targets.check import compare
+    ulp = _check_ulp(sink)
+    bad = compare(desc, got, want, defined, ulp)
+    skipped = sum(int((~d).sum()) for d in defined if d is not None)
+    note = f" ({skipped} unspecified elements not compared)" if skipped else ""
+    if not bad:
+        click.echo(f"{desc.name}: {target} matches the interpreter{note}", err=True)
+        return
+    _save(out, desc, want, ".interp")
+    how = f"by more than {ulp} ulp" if ulp else "(bit-exact comparison, NaN = NaN)"
+    lines = [f"{desc.name}: {target} differs from the interpreter {how}:"]
+    lines += [f"  {m.describe(target)}" for m in bad]
+    lines.append(f"  {target}'s buffers are {out}/arg{{slot}}.npy, the interpreter's "
+                 f"{out}/arg{{slot}}.interp.npy")
+    raise CliError("\n".join(lines))
 
 
 # docs/transcendentals.md: EXP2/LOG2/SIN are within 2 ulp of the exact value and the
@@ -389,16 +526,6 @@ def _check_ulp(sink) -> int:
     from kcc.ir import Ops
     approx = {Ops.EXP2, Ops.LOG2, Ops.SIN}
     return TRANSCENDENTAL_ULP if any(n.op in approx for n in sink.toposort()) else 0
-
-
-def _differs(got, want, ulp: int) -> bool:
-    """True if got and want differ: in bits, or (floats, ulp > 0) by more than ulp ulps."""
-    import numpy as np
-    same = got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")
-    if ulp and got.dtype.kind == "f":
-        same |= np.isclose(got, want, rtol=ulp * np.finfo(got.dtype).eps, atol=0,
-                           equal_nan=True)
-    return not bool(same.all())
 
 
 def _interpret(sink, values: list) -> None:

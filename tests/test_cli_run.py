@@ -153,8 +153,12 @@ def test_check_fails_when_the_object_disagrees(monkeypatch: pytest.MonkeyPatch,
               "-o", str(tmp_path / "o"))
     assert res.exit_code == 1, res.output
     assert "differs from the interpreter" in res.stderr
-    assert f"argument(s) {slot}" in res.stderr
-    assert not (tmp_path / "o").exists()
+    assert f"argument {slot}" in res.stderr
+    assert "1 element differ, the first at index 5" in res.stderr, res.stderr
+    # both sides' buffers are kept for a look
+    got = np.load(tmp_path / "o" / f"arg{slot}.npy")
+    want = np.load(tmp_path / "o" / f"arg{slot}.interp.npy")
+    assert got.view(f"u{got.itemsize}")[5] != want.view(f"u{want.itemsize}")[5]
 
 
 def test_check_needs_a_uop(two: Path) -> None:

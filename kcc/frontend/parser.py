@@ -180,6 +180,9 @@ class _Parser:
             return
         words = first.split()
         if len(words) == 3 and words[:2] == ["#", "kcc-uop"]:
+            if words[2] == HEADER.split()[2]:     # the right version, spaced differently
+                raise self.error(1, 1, f"bad header {first.rstrip()!r}: write it exactly "
+                                 f"'{HEADER}' (one space between the words)")
             raise self.error(1, first.index(words[2]) + 1,
                              f"unsupported .uop version {words[2]!r}: this kcc reads version 1")
         raise self.error(1, 1, f"bad header: the first line of a .uop file must be '{HEADER}'")

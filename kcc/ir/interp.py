@@ -223,6 +223,9 @@ class _Exec:
             shp = [s if (arg.addrspace is AddrSpace.REG or self._is_gidx(i)) else 1
                    for i, s in enumerate(sizes)]
             data = np.zeros(tuple(shp) + (arg.size,), arg.dtype.np)
+            if nm.UNSPECIFIED["variant"] and arg.addrspace is not AddrSpace.GLOBAL:
+                # storage before its first store is unspecified: the other choice, 0xA5 bytes
+                data.view(np.uint8)[...] = 0x01 if arg.dtype.np == np.bool_ else 0xA5
             self.st[b] = _Storage(b, arg.addrspace, arg.dtype, arg.size, data)
 
     def _launch_dim(self, special: UOp) -> int:

@@ -9,7 +9,9 @@ to nearest, ties to even); MULACC is fused (one rounding); ints wrap.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from fractions import Fraction
+from typing import Iterator
 
 import numpy as np
 
@@ -26,6 +28,25 @@ _FMT = {"float16": (10, -14, 15), "bfloat16": (7, -126, 127), "float32": (23, -1
 
 class NumericsError(Exception):
     """An op or cast the semantics do not define for these dtypes."""
+
+
+# Which value the interpreter gives where docs/semantics.md leaves a result unspecified
+# (division by zero, signed MIN / -1, a shift amount outside [0, bits), LOCAL/REG storage
+# before its first store). 0 is the documented choice; 1 is another one, so that running a
+# kernel under both and comparing finds the elements that depend on an unspecified value
+# (`kcc run --check` excludes them from its comparison). Set it with `unspecified_variant`.
+UNSPECIFIED = {"variant": 0}
+
+
+@contextmanager
+def unspecified_variant(v: int) -> Iterator[None]:
+    """Run the interpreter with choice v (0 or 1) for every unspecified result."""
+    old = UNSPECIFIED["variant"]
+    UNSPECIFIED["variant"] = v
+    try:
+        yield
+    finally:
+        UNSPECIFIED["variant"] = old
 
 
 # -- float formats ---------------------------------------------------------------------------
@@ -280,6 +301,11 @@ def _int_div(a: np.ndarray, b: np.ndarray, signed: bool) -> tuple[np.ndarray, np
         r = np.where(neg1, np.zeros((), a.dtype), r)
     else:
         q, r = a // bs, a % bs
+    if UNSPECIFIED["variant"]:       # the other choice: x/0 = all ones, x%0 = x, MIN/-1 = MAX
+        if signed:
+            q = np.where(neg1 & (q == np.negative(q)) & (q != 0), np.invert(q), q)
+        return (np.where(zero, np.invert(np.zeros((), q.dtype)), q),
+                np.where(zero, a, r))
     q = np.where(zero, np.zeros((), q.dtype), q)
     r = np.where(zero, np.zeros((), r.dtype), r)
     return q, r
@@ -288,8 +314,12 @@ def _int_div(a: np.ndarray, b: np.ndarray, signed: bool) -> tuple[np.ndarray, np
 def _shift(op: Ops, a: np.ndarray, n: np.ndarray, dt: DType) -> np.ndarray:
     """SHL/SHR; an amount outside [0, bits) is undefined (here: taken modulo bits)."""
     bits = 64 if dt.is_weak else dt.bits
-    amt = (np.asarray(n).astype(np.int64) & (bits - 1)).astype(a.dtype)
-    return np.left_shift(a, amt) if op is Ops.SHL else np.right_shift(a, amt)
+    wide = np.asarray(n).astype(np.int64)
+    amt = (wide & (bits - 1)).astype(a.dtype)
+    out = np.left_shift(a, amt) if op is Ops.SHL else np.right_shift(a, amt)
+    if UNSPECIFIED["variant"]:       # the other choice for an amount out of range: ~result
+        out = np.where((wide < 0) | (wide >= bits), np.invert(out), out)
+    return out
 
 
 _FLOAT_BIN = {Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply,

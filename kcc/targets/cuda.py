@@ -190,7 +190,8 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
 
 
 def disasm_cuda(data: bytes) -> str:
-    """PTX text as is; a cubin as SASS through cuobjdump or nvdisasm when present."""
+    """PTX text as is; a cubin as SASS through cuobjdump or nvdisasm (CudaCompileError when
+    neither is present or both refuse it)."""
     if not data.startswith(b"\x7fELF"):
         try:
             return data.decode()
@@ -207,9 +208,10 @@ def disasm_cuda(data: bytes) -> str:
             r = subprocess.run([exe, *args, str(p)], capture_output=True, text=True, timeout=120)
             if r.returncode == 0:
                 return r.stdout
-    return ("; a cubin: SASS listing needs cuobjdump or nvdisasm, which were not found\n"
-            "; install with `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, or "
-            "compile with --emit ptx to read the PTX\n")
+    raise CudaCompileError("a cubin's SASS listing needs cuobjdump or nvdisasm, which were not "
+                           "found (or refused the file); install them with `pip install "
+                           "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, or compile with "
+                           "--emit ptx to read the PTX")
 
 
 def _wheel_tool(tool: str) -> str | None:

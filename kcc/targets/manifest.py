@@ -150,21 +150,34 @@ def worker_names(desc: KernelDesc) -> list[str]:
 
 # -- manifest files ---------------------------------------------------------------------------
 
-def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc],
-                   object_path: Path | None) -> dict[str, Any]:
-    """Write the manifest JSON for kernels compiled into object_path; return the dict."""
+def manifest_doc(path: Path, target: str, arch: str, kernels: list[KernelDesc],
+                 object_path: Path | None, object_data: bytes | None = None) -> dict[str, Any]:
+    """The manifest for kernels compiled into object_path (whose bytes are object_data, read
+    from the file when None), to be written at path: the object is named relative to it."""
     doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
                            "target": target, "arch": arch,
                            "kernels": [k.to_json() for k in kernels]}
     if object_path is not None:
-        data = Path(object_path).read_bytes()
+        data = Path(object_path).read_bytes() if object_data is None else object_data
         rel = Path(object_path).resolve()
         try:
             rel = rel.relative_to(Path(path).resolve().parent)
         except ValueError:
             pass
         doc["object"] = {"file": str(rel), "sha256": hashlib.sha256(data).hexdigest()}
-    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def manifest_text(doc: dict[str, Any]) -> str:
+    """The JSON text of a manifest document, as kcc writes it."""
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc],
+                   object_path: Path | None) -> dict[str, Any]:
+    """Write the manifest JSON for kernels compiled into object_path; return the dict."""
+    doc = manifest_doc(path, target, arch, kernels, object_path)
+    Path(path).write_text(manifest_text(doc))
     return doc
 
 
