@@ -124,7 +124,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def _need(tool: str) -> None:
     if shutil.which(TOOLS[tool]) is None:
-        pytest.skip(f"{TOOLS[tool]} is not installed (docs: /work/shared/ORACLES.md)")
+        pytest.skip(f"{TOOLS[tool]} is not installed (docs/architecture.md lists the oracles)")
 
 
 @pytest.mark.parametrize("asm", sorted(ASSEMBLERS))

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cuda_kernels import op_matrix  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
-SHARED = Path(__file__).parents[2] / "shared" / "examples"
+SHARED = ROOT / "tests" / "kernels" / "shared"     # the project's copy of the shared examples
 GOLDEN = ROOT / "golden" / "ptx"
 PTXAS = find_ptxas()
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not installed "
@@ -60,7 +60,7 @@ def entry(ptx: str, name: str) -> str:
 # -- every example, several archs -------------------------------------------------------------
 
 def test_examples_exist():
-    assert example_files(), "no examples/*.uop and no ../shared/examples/*.uop found"
+    assert example_files(), "no examples/*.uop and no tests/kernels/shared/*.uop found"
 
 
 @needs_ptxas
@@ -160,7 +160,7 @@ def test_header_and_registers(matrix_ptx):
 def test_gated_load_and_store_predicated():
     src = (SHARED / "pad_gated_load.uop")
     if not src.exists():
-        pytest.skip("../shared/examples/pad_gated_load.uop not present")
+        pytest.skip("tests/kernels/shared/pad_gated_load.uop not present")
     body = entry(ptx_of([parse_file(src)]), "pad3")
     assert re.search(r"@%p\d+ ld\.global\.s32", body)
 

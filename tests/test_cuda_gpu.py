@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cuda_kernels import has_transcendental, mismatch, op_matrix, random_args  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
-SHARED = Path(__file__).parents[2] / "shared" / "examples"
+SHARED = Path(__file__).parent / "kernels" / "shared"   # the shared examples (project copy)
 _REASON = available()
 pytestmark = [pytest.mark.skipif(_REASON is not None, reason=f"no CUDA GPU: {_REASON}"),
               pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")]

@@ -1,4 +1,4 @@
-"""Every example kernel (examples/*.uop and /work/shared/examples) run in the reference
+"""Every example kernel (examples/*.uop and tests/kernels/shared) run in the reference
 interpreter and checked against numpy / plain Python computed independently here."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kcc.ir.interp import run
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
-SHARED = Path("/work/shared/examples")
+SHARED = Path(__file__).parent / "kernels" / "shared"   # the shared examples (project copy)
 RNG = np.random.default_rng(1234)
 
 

@@ -76,7 +76,7 @@ def pipeline(s: UOp, t=X86_AVX2) -> UOp:
     return s
 
 
-EXAMPLES = sorted(Path("/work/shared/examples").glob("*.uop"))
+EXAMPLES = sorted((Path(__file__).parent / "kernels" / "shared").glob("*.uop"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])

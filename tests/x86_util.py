@@ -15,7 +15,7 @@ from kcc.targets.objload import LoadedObject
 from kcc.targets.x86 import compile_x86, launch
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "examples"
+SHARED = REPO / "tests" / "kernels" / "shared"   # the shared examples (project copy)
 
 
 def random_inputs(sink: UOp, seed: int = 0) -> list:

@@ -6,7 +6,7 @@
   ops, loads (plain, reversed, gated out of bounds, gated by data), casts, bitcasts, scalar
   PARAMs; one to three (optionally gated) stores at the loop's linear index;
 - reduce: outer loops with a REG accumulator initialised inside them, updated in an inner loop
-  and read after it closes (the shape of /work/shared/examples/colmax_reg_acc.uop);
+  and read after it closes (the shape of tests/kernels/shared/colmax_reg_acc.uop);
 - vector: float32 ×4/×8 or float64 ×2/×4 SHRINK loads and stores, vector ALU, lanes taken
   apart with INDEX and rebuilt with STACK.
 
