@@ -199,6 +199,10 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
                 dump_after: str | None, time_passes: bool) -> None:
     """Compile FILE… (one kernel each, - is standard input) into one object and a JSON launch
     manifest. Every output is written completely or not at all, and never over an input."""
+    for flag, value in (("-o", output), ("--manifest", manifest), ("--header", header),
+                        ("--arch", arch), ("--emit", emit), ("--dump-after", dump_after)):
+        if value == "":
+            raise click.UsageError(f"{flag} needs a value, not an empty string")
     if manifest and no_manifest:
         raise click.UsageError("--manifest and --no-manifest exclude each other")
     if files.count("-") > 1:
@@ -358,7 +362,8 @@ def _load_npy(path: str, label: str):
 @click.option("-o", "--outdir", default="kcc-out", show_default=True,
               help="Folder for arg{slot}.npy after the run.")
 @click.option("--random", "random_fill", is_flag=True, help="Fill missing inputs randomly.")
-@click.option("--seed", default=0, show_default=True, help="Seed for --random and --check.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed for --random and --check.")
 @click.option("--check", is_flag=True,
               help="Random inputs; compare the compiled kernel with the interpreter.")
 @click.option("--emulate", is_flag=True,
@@ -406,7 +411,12 @@ def _run(source, args, interp, target, arch, kernel, outdir, random_fill, seed, 
     if emulate and data is None:
         raise CliError("--emulate runs a compiled kernel: give -t TARGET or a manifest")
     given = _parse_args(desc, args, random_fill)
-    values = check_inputs(sink, desc, np.random.default_rng(seed), given)
+    try:
+        values = check_inputs(sink, desc, np.random.default_rng(seed), given)
+    except MemoryError:
+        raise CliError(f"kernel {desc.name}: not enough memory for random buffers of "
+                       f"{', '.join(str(a.size) for a in desc.args if a.kind == 'buffer')} "
+                       "elements") from None
     try:
         values = check_launch(desc, values)
     except LaunchError as e:
@@ -448,16 +458,35 @@ def _from_manifest(source: str, target: str | None, kernel: str | None):
         raise CliError(f"{source} describes no object (it was written with --emit asm); "
                        "assemble the .s and run it from C, or compile with --emit obj")
     data = (Path(source).parent / doc["object"]["file"]).read_bytes()
+    spec = registry.get(doc["target"])
+    if spec.arches and doc["arch"] not in spec.arches:
+        raise CliError(f"{source}: arch {doc['arch']!r} is not a {spec.name} arch (it has "
+                       f"{', '.join(spec.arches)})")
+    _check_facts(spec, data, doc["kernels"], source)
     return desc, data, doc["target"]
 
 
+def _check_facts(spec, data: bytes, kernels: list, source: str) -> None:
+    """Refuse a manifest whose kernels disagree with the launch facts the object carries."""
+    from kcc.targets.facts import FactsError, check_manifest
+    try:
+        facts = spec.describe(data)
+        for k in kernels if facts is not None else ():
+            check_manifest(k, facts, source)
+    except FactsError as e:
+        raise CliError(str(e)) from None
+
+
 def _refuse_object_source(source: str) -> None:
-    """`kcc run k.o`: say that objects run through their manifest, not that -t is missing."""
+    """`kcc run k.o`: say that objects run through their manifest, not that -t is missing;
+    an unreadable source is reported as such first."""
+    if source == "-":
+        return
     try:
         with open(source, "rb") as f:
             head = f.read(4)
-    except OSError:
-        return                          # load() reports the unreadable file
+    except OSError as e:
+        raise CliError(f"cannot read {source!r}: {e.strerror or e}") from None
     if head == b"\x7fELF":
         raise CliError(f"{source} is a compiled object; run its manifest "
                        f"({Path(source).with_suffix('.json')}), or the .uop with -t TARGET")
@@ -558,9 +587,11 @@ def disasm_cmd(file: str, att: bool) -> None:
     """Print the instructions of a compiled object (an x86 .o, a cubin, PTX, …: the target
     that recognizes FILE lists it)."""
     try:
-        data = Path(file).read_bytes()
+        data = Path(file).read_bytes() if file else b""
     except OSError as e:
         _die(f"cannot read {file}: {e.strerror}")
+    if not file:
+        _die("disasm needs a file name, not an empty string")
     # an ELF too short for its 64-byte header is refused here, before any target guesses
     if data[:4] == b"\x7fELF" and len(data) < 64:
         _die(f"{file}: truncated ELF file ({len(data)} bytes, the header alone is 64)")

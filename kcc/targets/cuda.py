@@ -30,6 +30,8 @@ from kcc.ir import Ops, UOp
 from kcc.isel.ptx import SelectError, select
 from kcc.passes.target import CUDA, TargetDesc
 from kcc.targets.dims import is_symbolic
+from kcc.targets.facts import (FactsError, check_manifest, ptx_global, read_cubin_global,
+                               read_ptx_global)
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -173,7 +175,7 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
     kernels, descs = compile_kernels(sinks, target, CudaCompileError, (SelectError, PtxError),
                                      dump_after, out)
     try:
-        ptx = module_text(kernels, arch)
+        ptx = module_text(kernels, arch) + ptx_global(descs)
     except PtxError as e:
         raise CudaCompileError(str(e)) from None
     if ptxas is None:
@@ -279,8 +281,26 @@ class CudaSpec(TargetSpec):
             raise CompileError(str(e)) from None
         return Compiled(data, descs, arch, emit)
 
+    def describe(self, data: bytes) -> list[dict[str, Any]] | None:
+        """The launch facts of the module's __kcc_launch array (cubin or PTX)."""
+        if data[:4] == b"\x7fELF":
+            facts = read_cubin_global(data)
+        else:
+            try:
+                facts = read_ptx_global(data.decode())
+            except UnicodeDecodeError:
+                raise FactsError("not PTX text (not UTF-8) and not a cubin") from None
+        if facts is None:
+            raise FactsError("the module carries no kcc launch facts (__kcc_launch): it was "
+                             "not written by this kcc; recompile it")
+        return facts
+
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
         from kcc.targets.cuda_driver import CudaUnavailable
+        try:        # the module's own launch facts, not the caller's description, decide
+            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
+        except FactsError as e:
+            raise LaunchError(str(e)) from None
         try:
             launch_cuda(data, desc, values)
         except CudaUnavailable as e:

@@ -485,7 +485,8 @@ def write_relocatable(sections: dict[str, tuple[bytes, int, int]], symbols: list
 
     ``sections`` maps a name to ``(contents, alignment, SHF_* flags)``, emitted in the given
     order (e.g. ``{".text": (code, 16, SHF_ALLOC | SHF_EXECINSTR), ".rodata": (pool, 32,
-    SHF_ALLOC)}``); a name starting with ``.bss`` becomes ``SHT_NOBITS``. ``symbols`` are
+    SHF_ALLOC)}``); a name starting with ``.bss`` becomes ``SHT_NOBITS``, one starting with
+    ``.note`` ``SHT_NOTE`` (contents: ELF notes). ``symbols`` are
     defined symbols. ``relocs`` name a symbol, a section (its section symbol is used) or an
     undefined symbol. Relocations against local symbols are rewritten against their section
     symbol with the symbol's offset added to the addend, as assemblers do.
@@ -502,6 +503,8 @@ def write_relocatable(sections: dict[str, tuple[bytes, int, int]], symbols: list
     for name, (data, align, flags) in sections.items():
         if name.startswith(".bss"):
             sec = Section(name, b"", SHT_NOBITS, flags, align, nobits_size=len(data))
+        elif name.startswith(".note"):
+            sec = Section(name, bytes(data), SHT_NOTE, flags, align)
         else:
             sec = Section(name, bytes(data), SHT_PROGBITS, flags, align)
         user[name] = builder.add(sec)

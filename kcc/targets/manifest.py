@@ -22,6 +22,7 @@ from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 MANIFEST_FORMAT = "kcc-manifest"
 MANIFEST_VERSION = 1
+MAX_ELEMENTS = 2**40        # a buffer's element count a manifest may state (1 TiB of bytes)
 
 
 class LaunchError(Exception):
@@ -233,6 +234,9 @@ def _check_schema(doc: dict[str, Any], path: str) -> None:
         where = f"{path}: kernels[{i}]"
         _need(isinstance(k.get("name"), str) and isinstance(k.get("args"), list), where,
               "needs a string 'name' and a list 'args'")
+        _need(k["name"].isidentifier(), where, f"'name' {k['name']!r} is not a symbol name")
+        _need(k.get("symbol", k["name"]) == k["name"], where,
+              f"'symbol' {k.get('symbol')!r} must be the kernel's name {k['name']!r}")
         for key in ("global", "local"):
             dims = k.get(key)
             _need(isinstance(dims, list) and len(dims) == 3, where,
@@ -251,7 +255,8 @@ def _check_arg(a: Any, j: int, where: str) -> None:
     _need(isinstance(a.get("dtype"), str) and dtypes.by_name(a["dtype"]) is not None, where,
           f"unknown dtype {a.get('dtype')!r}")
     if a["kind"] == "buffer":
-        _need(_is_int(a.get("size")) and a["size"] >= 0, where, "'size' must be an integer")
+        _need(_is_int(a.get("size")) and 0 <= a["size"] <= MAX_ELEMENTS, where,
+              f"'size' must be an integer in [0, {MAX_ELEMENTS}]")
         _need(a.get("access", "") in ("", "r", "w", "rw"), where,
               "'access' must be r, w, rw or empty")
     else:

@@ -45,6 +45,7 @@ from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
                              write_relocatable)
+from kcc.targets.facts import NOTE_SECTION, FactsError, elf_note, read_elf_note
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worker_names
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -229,9 +230,12 @@ def rodata(pool: ConstPool) -> tuple[bytes, dict[str, int], int]:
     return bytes(out), offsets, align_max
 
 
-def write_object(kernels: list[EncodedKernel], pool: ConstPool) -> bytes:
-    """An ELF64 relocatable object: every kernel a global function in .text, constants in
-    .rodata reached through R_X86_64_PC32 relocations."""
+def write_object(kernels: list[EncodedKernel], pool: ConstPool,
+                 descs: list[KernelDesc] | None = None) -> bytes:
+    """An ELF64 relocatable object: every kernel a global function in .text (first, the first
+    kernel at .text+0), constants in .rodata reached through R_X86_64_PC32 relocations, and
+    the kernels' launch facts (descs) in the non-allocated note section .note.kcc
+    (kcc.targets.facts)."""
     text = bytearray()
     symbols: list[Symbol] = []
     relocs: list[Reloc] = []
@@ -249,6 +253,8 @@ def write_object(kernels: list[EncodedKernel], pool: ConstPool) -> bytes:
     sections = {".text": (bytes(text), 16, SHF_ALLOC | SHF_EXECINSTR)}
     if data:
         sections[".rodata"] = (data, align, SHF_ALLOC)
+    if descs is not None:
+        sections[NOTE_SECTION] = (elf_note(descs), 4, 0)
     return write_relocatable(sections, symbols, relocs)
 
 
@@ -446,7 +452,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
                                      out)
     if emit == "asm":
         return assembly_text(encoded, target.pool).encode(), descs
-    return write_object(encoded, target.pool), descs
+    return write_object(encoded, target.pool, descs), descs
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -597,7 +603,12 @@ class X86Spec(TargetSpec):
         return Compiled(data, descs, arch, emit)
 
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        from kcc.targets.facts import check_manifest
         from kcc.targets.objload import LoadedObject, ObjectLoadError
+        try:        # the object's own launch facts, not the caller's description, decide
+            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
+        except FactsError as e:
+            raise LaunchError(str(e)) from None
         try:
             obj = LoadedObject(data)
         except ObjectLoadError as e:
@@ -608,6 +619,23 @@ class X86Spec(TargetSpec):
             raise LaunchError(str(e).strip("'\"")) from None
         finally:
             obj.close()
+
+    def describe(self, data: bytes) -> list[dict[str, Any]] | None:
+        """The launch facts of the object's .note.kcc (FactsError without one)."""
+        import io
+
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+        try:
+            sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
+            blob = sec.data() if sec is not None else None
+        except (ELFError, ValueError, KeyError, AttributeError, IndexError) as e:
+            raise FactsError(f"not a readable ELF object: {e}") from None
+        facts = read_elf_note(blob) if blob is not None else None
+        if facts is None:
+            raise FactsError("the object carries no kcc launch facts (.note.kcc): it was not "
+                             "written by this kcc; recompile it")
+        return facts
 
     def claims(self, data: bytes, path: str) -> bool:
         return data[:4] == b"\x7fELF" and int.from_bytes(data[18:20], "little") == 62

@@ -1,0 +1,168 @@
+"""Launch facts carried by the compiled object itself, so a loader trusts no manifest.
+
+Every kernel's facts are the manifest entry's launch fields (`name`, `symbol`, `args` with
+dtypes, element counts and access, `global`, `local`, `specials`: `LAUNCH_KEYS`), as JSON. A
+target stores them in its object (docs/manifest.md, "The object's own launch facts"):
+
+- x86: an ELF note section `.note.kcc` (SHT_NOTE, not allocated: the C linker keeps it out of
+  the loaded image and loaders that map SHT_PROGBITS sections never see it), one note of owner
+  "kcc", type NT_KCC_LAUNCH, whose descriptor is the JSON list of every kernel's facts;
+- CUDA: a `.visible .global .b8 __kcc_launch[]` array in the module holding the same JSON,
+  which ptxas keeps in the cubin's `.nv.global.init` (and the PTX keeps as text).
+
+`check_manifest` compares a manifest's kernel with the object's facts and says which field
+differs; the loader (`kcc run`) refuses the launch then.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+NOTE_OWNER = b"kcc"
+NT_KCC_LAUNCH = 1            # the note type of the launch facts (owner "kcc")
+NOTE_SECTION = ".note.kcc"
+LAUNCH_KEYS = ("name", "symbol", "args", "global", "local", "specials")
+
+
+class FactsError(ValueError):
+    """An object whose launch facts are missing or unreadable, or a manifest that disagrees."""
+
+
+def facts_of(kernel_json: dict[str, Any]) -> dict[str, Any]:
+    """The launch fields of one manifest kernel entry (KernelDesc.to_json())."""
+    return {k: kernel_json.get(k) for k in LAUNCH_KEYS}
+
+
+def facts_json(descs: list[Any]) -> bytes:
+    """The facts of kernels (KernelDescs) as compact JSON bytes."""
+    return json.dumps([facts_of(d.to_json()) for d in descs], separators=(",", ":"),
+                      sort_keys=True).encode()
+
+
+def parse_facts(blob: bytes) -> list[dict[str, Any]]:
+    """The kernels' facts from their JSON bytes; FactsError if they are not that."""
+    try:
+        facts = json.loads(blob.decode())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise FactsError(f"the object's launch facts are unreadable ({e})") from None
+    if not isinstance(facts, list) or not all(isinstance(f, dict) and isinstance(
+            f.get("name"), str) for f in facts):
+        raise FactsError("the object's launch facts are not a list of kernels")
+    return facts
+
+
+def _pad4(n: int) -> int:
+    return -n % 4
+
+
+def elf_note(descs: list[Any]) -> bytes:
+    """The `.note.kcc` contents: one ELF note (namesz, descsz, type, owner, descriptor; each
+    padded to 4 bytes, System V gABI "Note Section")."""
+    owner = NOTE_OWNER + b"\0"
+    desc = facts_json(descs)
+    return (struct.pack("<III", len(owner), len(desc), NT_KCC_LAUNCH) + owner
+            + bytes(_pad4(len(owner))) + desc + bytes(_pad4(len(desc))))
+
+
+def read_elf_note(data: bytes) -> list[dict[str, Any]] | None:
+    """The facts in the notes of a `.note.kcc` section's bytes (None if it has no kcc note)."""
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        pos += 12
+        name = data[pos:pos + namesz]
+        pos += namesz + _pad4(namesz)
+        desc = data[pos:pos + descsz]
+        pos += descsz + _pad4(descsz)
+        if pos > len(data) + 3:
+            raise FactsError("the object's .note.kcc section is truncated")
+        if name.rstrip(b"\0") == NOTE_OWNER and ntype == NT_KCC_LAUNCH:
+            return parse_facts(desc)
+    return None
+
+
+PTX_SYMBOL = "__kcc_launch"
+
+
+def ptx_global(descs: list[Any]) -> str:
+    """A PTX module-scope array holding the facts' JSON bytes (PTX ISA, "Variable
+    Declarations": .global with an initializer); ptxas keeps a .visible global in the cubin."""
+    blob = facts_json(descs)
+    rows = [", ".join(str(b) for b in blob[i:i + 24]) for i in range(0, len(blob), 24)]
+    return (f"\n// kcc launch facts (JSON), read by kcc's loader\n.visible .global .align 1 .b8 "
+            f"{PTX_SYMBOL}[{len(blob)}] = {{\n\t" + ",\n\t".join(rows) + "\n};\n")
+
+
+def read_ptx_global(text: str) -> list[dict[str, Any]] | None:
+    """The facts of a PTX module's __kcc_launch array (None without one)."""
+    import re
+    m = re.search(r"\.global\s+\.align\s+1\s+\.b8\s+" + PTX_SYMBOL +
+                  r"\[(\d+)\]\s*=\s*\{([0-9,\s]*)\}", text)
+    if m is None:
+        return None
+    try:
+        blob = bytes(int(x) for x in m.group(2).split(",") if x.strip())
+    except ValueError:
+        raise FactsError(f"the module's {PTX_SYMBOL} array is not bytes") from None
+    if len(blob) != int(m.group(1)):
+        raise FactsError(f"the module's {PTX_SYMBOL} array is truncated")
+    return parse_facts(blob)
+
+
+def read_cubin_global(data: bytes) -> list[dict[str, Any]] | None:
+    """The facts in a cubin's __kcc_launch symbol (None without one)."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        symtab = elf.get_section_by_name(".symtab")
+        syms = symtab.get_symbol_by_name(PTX_SYMBOL) if symtab is not None else None
+        if not syms:
+            return None
+        s = syms[0]
+        sec = elf.get_section(s["st_shndx"])
+        blob = sec.data()[s["st_value"]:s["st_value"] + s["st_size"]]
+    except (ELFError, ValueError, KeyError, AttributeError, IndexError, TypeError) as e:
+        raise FactsError(f"not a readable cubin: {e}") from None
+    if len(blob) != s["st_size"]:
+        raise FactsError(f"the cubin's {PTX_SYMBOL} is truncated")
+    return parse_facts(blob)
+
+
+def check_manifest(kernel_json: dict[str, Any], facts: list[dict[str, Any]],
+                   where: str) -> None:
+    """FactsError unless the manifest's kernel entry has exactly the object's launch facts
+    for the kernel of its name (where: the manifest, for the message)."""
+    name = kernel_json.get("name")
+    mine = next((f for f in facts if f.get("name") == name), None)
+    if mine is None:
+        have = ", ".join(str(f.get("name")) for f in facts) or "none"
+        raise FactsError(f"{where}: the object has no kernel {name!r} (it has {have})")
+    want = facts_of(kernel_json)
+    for key in LAUNCH_KEYS:
+        if key == "args" and isinstance(want["args"], list) and isinstance(mine["args"], list):
+            _check_args(want["args"], mine["args"], f"{where}: kernel {name}")
+        elif want[key] != mine.get(key):
+            raise FactsError(f"{where}: kernel {name}: {key!r} is {want[key]!r} in the manifest "
+                             f"but {mine.get(key)!r} in the object; the manifest was edited "
+                             "or belongs to another object")
+
+
+def _check_args(want: list[Any], have: list[Any], where: str) -> None:
+    if len(want) != len(have):
+        raise FactsError(f"{where}: the manifest lists {len(want)} arguments, the object "
+                         f"{len(have)}")
+    for a, b in zip(want, have):
+        if a == b:
+            continue
+        keys = sorted(set(a) | set(b)) if isinstance(a, dict) and isinstance(b, dict) else []
+        key = next((k for k in keys if a.get(k) != b.get(k)), None)
+        slot = b.get("slot") if isinstance(b, dict) else "?"
+        what = (f"{key!r} is {a.get(key)!r} in the manifest but {b.get(key)!r} in the object"
+                if key else "differs from the object")
+        raise FactsError(f"{where}: argument {slot}: {what}; the manifest was edited or "
+                         "belongs to another object")
