@@ -345,7 +345,7 @@ def _load_npy(path: str, label: str):
         raise CliError(f"{label}: {path!r} is not a .npy file")
     try:
         arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
+    except Exception as e:          # noqa: BLE001 — a garbled header raises from ast/tokenize
         raise CliError(f"{label}: cannot read {path!r} as .npy: {e}") from None
     if not isinstance(arr, np.ndarray):
         raise CliError(f"{label}: {path!r} holds no array")

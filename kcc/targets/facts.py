@@ -1,7 +1,8 @@
 """Launch facts carried by the compiled object itself, so a loader trusts no manifest.
 
 Every kernel's facts are the manifest entry's launch fields (`name`, `symbol`, `args` with
-dtypes, element counts and access, `global`, `local`, `specials`: `LAUNCH_KEYS`), as JSON. A
+dtypes, element counts and access, `global`, `local`, `specials`: `LAUNCH_KEYS`; x86 adds
+`target`, whose arch and worker arguments its call depends on), as JSON. A
 target stores them in its object (docs/manifest.md, "The object's own launch facts"):
 
 - x86: an ELF note section `.note.kcc` (SHT_NOTE, not allocated: the C linker keeps it out of
@@ -30,14 +31,16 @@ class FactsError(ValueError):
     """An object whose launch facts are missing or unreadable, or a manifest that disagrees."""
 
 
-def facts_of(kernel_json: dict[str, Any]) -> dict[str, Any]:
-    """The launch fields of one manifest kernel entry (KernelDesc.to_json())."""
-    return {k: kernel_json.get(k) for k in LAUNCH_KEYS}
+def facts_of(kernel_json: dict[str, Any], target: bool = False) -> dict[str, Any]:
+    """The launch fields of one manifest kernel entry (KernelDesc.to_json()), with its target
+    facts too when target is set (x86: the arch and worker arguments the call depends on)."""
+    keys = LAUNCH_KEYS + (("target",) if target else ())
+    return {k: kernel_json.get(k) for k in keys}
 
 
-def facts_json(descs: list[Any]) -> bytes:
+def facts_json(descs: list[Any], target: bool = False) -> bytes:
     """The facts of kernels (KernelDescs) as compact JSON bytes."""
-    return json.dumps([facts_of(d.to_json()) for d in descs], separators=(",", ":"),
+    return json.dumps([facts_of(d.to_json(), target) for d in descs], separators=(",", ":"),
                       sort_keys=True).encode()
 
 
@@ -57,11 +60,11 @@ def _pad4(n: int) -> int:
     return -n % 4
 
 
-def elf_note(descs: list[Any]) -> bytes:
+def elf_note(descs: list[Any], target: bool = True) -> bytes:
     """The `.note.kcc` contents: one ELF note (namesz, descsz, type, owner, descriptor; each
     padded to 4 bytes, System V gABI "Note Section")."""
     owner = NOTE_OWNER + b"\0"
-    desc = facts_json(descs)
+    desc = facts_json(descs, target)
     return (struct.pack("<III", len(owner), len(desc), NT_KCC_LAUNCH) + owner
             + bytes(_pad4(len(owner))) + desc + bytes(_pad4(len(desc))))
 
@@ -142,8 +145,9 @@ def check_manifest(kernel_json: dict[str, Any], facts: list[dict[str, Any]],
     if mine is None:
         have = ", ".join(str(f.get("name")) for f in facts) or "none"
         raise FactsError(f"{where}: the object has no kernel {name!r} (it has {have})")
-    want = facts_of(kernel_json)
-    for key in LAUNCH_KEYS:
+    keys = LAUNCH_KEYS + (("target",) if "target" in mine else ())
+    want = facts_of(kernel_json, "target" in mine)
+    for key in keys:
         if key == "args" and isinstance(want["args"], list) and isinstance(mine["args"], list):
             _check_args(want["args"], mine["args"], f"{where}: kernel {name}")
         elif want[key] != mine.get(key):

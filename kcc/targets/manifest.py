@@ -244,7 +244,12 @@ def _check_schema(doc: dict[str, Any], path: str) -> None:
             for d in dims:       # an int, or an expression of scalar arguments
                 why = check_dim(d, len(k["args"]))
                 _need(why is None, where, f"{key!r}: {why}")
-        _need(isinstance(k.get("specials", []), list), where, "'specials' must be a list")
+        _need(isinstance(k.get("specials", []), list) and all(
+            isinstance(s, str) for s in k.get("specials", [])), where,
+            "'specials' must be a list of names")
+        tgt = k.get("target", {})
+        _need(isinstance(tgt, dict) and all(isinstance(v, dict) for v in tgt.values()), where,
+              "'target' must be an object of per-target objects")
         for j, a in enumerate(k["args"]):
             _check_arg(a, j, f"{where} ({k['name']}): argument {j}")
 
@@ -252,6 +257,7 @@ def _check_schema(doc: dict[str, Any], path: str) -> None:
 def _check_arg(a: Any, j: int, where: str) -> None:
     _need(isinstance(a, dict) and a.get("slot") == j, where, f"needs 'slot': {j}")
     _need(a.get("kind") in ("buffer", "scalar"), where, "'kind' must be buffer or scalar")
+    _need(a.get("name") is None or isinstance(a["name"], str), where, "'name' must be a string")
     _need(isinstance(a.get("dtype"), str) and dtypes.by_name(a["dtype"]) is not None, where,
           f"unknown dtype {a.get('dtype')!r}")
     if a["kind"] == "buffer":
