@@ -8,3 +8,6 @@ from pathlib import Path
 os.environ.setdefault("KCC_CHECK_ALLOC", "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
+# and the repository root, for tests that import `tests.<helper>` (a fresh clone with kcc
+# installed by `pip install -e`, and no PYTHONPATH, has it nowhere else)
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
