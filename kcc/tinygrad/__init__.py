@@ -20,20 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-try:
-    from kcc.tinygrad.renderer import KCCCompiler, KCCRenderer, program_to_uop
-except ModuleNotFoundError as _e:
-    # pytest loads the plugin kcc.tinygrad.plugin (so this package) in every session, also
-    # where tinygrad is not installed (a plain `pip install -e '.[test]'`): importing must not
-    # fail then; using anything here says what is missing
-    if (_e.name or "").split(".")[0] != "tinygrad":
-        raise
-    _MISSING = "kcc.tinygrad needs tinygrad: pip install 'kcc[tinygrad]' (tinygrad 0.14.0)"
-
-    def __getattr__(name: str) -> Any:
-        raise ImportError(_MISSING)
-else:
-    _MISSING = None
+from kcc.tinygrad.renderer import KCCCompiler, KCCRenderer, program_to_uop
 
 __all__ = ["KCCRenderer", "KCCCompiler", "program_to_uop", "register", "capture"]
 
@@ -72,5 +59,4 @@ def capture(out_dir: str, **kwargs: Any) -> Any:
     return Capture(out_dir, **kwargs)
 
 
-if _MISSING is None:
-    register()
+register()
