@@ -25,7 +25,7 @@ from kcc.isel.amd_regs import ARCHES, AmdRegInfo, parse_preg
 from kcc.targets.amd import assembly, compile_amd_code
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "examples"
+SHARED = REPO / "tests" / "kernels" / "shared"   # the shared examples (project copy)
 KERNELS = sorted((REPO / "examples").glob("*.uop")) + sorted((REPO / "tests" / "kernels")
                                                                .glob("*.uop"))
 KERNELS += sorted(SHARED.glob("*.uop")) if SHARED.is_dir() else []
