@@ -18,6 +18,7 @@ from kcc.ir.consts import const_int, const_value
 from kcc.ir.interp import run as interp_run
 from kcc.targets.cuda import compile_cuda, find_ptxas
 from tests.test_cuda_fake_driver import fake_driver  # noqa: F401 (a fixture)
+from tests.test_hip_fake_driver import fake_hip  # noqa: F401 (a fixture)
 from tests.x86_util import assert_same, compile_and_run, reference
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -388,3 +389,32 @@ def test_cuda_loader_evaluates_the_grid_per_launch(fake_driver) -> None:
     for n in (1, 9, 64):
         launch_cuda(ptx, desc, check_launch(desc, [buf, buf.copy(), n]))
         assert list(fake_driver.fake_dims().contents) == [-(-n // 4), 1, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("name", ["strong_constants", "reduce_local_reg", "bool_store_u8",
+                                  "symbolic_gidx"])
+def test_fmt_round_trip(name: str) -> None:
+    # kcc fmt writes the producer forms back as .uop that reads as the same graph
+    from kcc.frontend.printer import format_uop
+    sink = parse((KERNELS / f"{name}.uop").read_text())
+    text = format_uop(sink)
+    assert parse(text) is sink and format_uop(parse(text)) == text
+
+
+def test_hip_loader_evaluates_the_grid_per_launch(fake_hip) -> None:
+    from kcc.targets import hip_driver
+    from kcc.targets.amd import assembly, compile_amd_code
+    from kcc.targets.manifest import check_launch
+    (code,) = compile_amd_code([parse((KERNELS / "symbolic_gidx.uop").read_text())], "gfx1100")
+    image, desc = assembly([code]).encode(), code.desc
+    buf = np.zeros(64, np.float32)
+    for n in (1, 9, 64):
+        hip_driver.launch_hip(image, desc, check_launch(desc, [buf, buf.copy(), n]))
+        assert list(fake_hip.fake_dims().contents) == [-(-n // 4), 1, 1, 1, 1, 1]
+
+
+def test_amd_refuses_a_symbolic_block_size() -> None:
+    from kcc.isel.amd_base import AmdSelectError
+    from kcc.targets.amd import compile_amd_code
+    with pytest.raises(AmdSelectError, match="constant workgroup size"):
+        compile_amd_code([parse(SYMBOLIC_WORKERS.replace('"gidx0"', '"lidx0"'))], "gfx1100")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kcc.encode.amd_operands import Imm
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Kind, MFunction
 from kcc.ir.ops import Ops
@@ -285,8 +286,7 @@ class AmdSelector(AmdAlu):
     def sel_INDEX(self, u: UOp) -> None:
         """A place in a buffer, or one lane of a vector value."""
         if u.src[0].kind == "value":
-            lane = u.src[1].arg if u.src[1].op is Ops.CONST else strong_const(u.src[1])
-            self.val[u] = self.reg(u.src[0])[int(lane)]
+            self.val[u] = self.reg(u.src[0])[const_int(u.src[1])]
             return
         self.places[u] = self.place(u.src[0], u.src[1], 1)
 

@@ -21,6 +21,7 @@ from kcc.isel.amd_lower import Lowering, insert_waits, listing
 from kcc.isel.amd_regs import ARCHES, AmdRegInfo, Arch
 from kcc.passes.target import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
+from kcc.targets.dims import is_symbolic
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -78,6 +79,10 @@ class AmdTarget:
 
     def select(self, lin: list[UOp], sink: UOp) -> tuple[Selected, KernelDesc]:
         kd = describe_kernel(sink)
+        if is_symbolic(kd.local_size):
+            raise AmdSelectError("a lidx SPECIAL bound that depends on scalar arguments: the AMD "
+                                 "target needs a constant workgroup size; a symbolic size is "
+                                 "supported for gidx (the grid)")
         return select(lin, kd.name, _params(sink), self.arch), kd
 
     def allocate(self, state: tuple[Selected, KernelDesc]) -> tuple[Selected, KernelDesc]:
@@ -298,5 +303,6 @@ def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
                         else int(x))
         else:
             args.append(np.asarray(v))
-    grid, block = desc.launch_dims(values)      # symbolic sizes: evaluated per launch
-    run_hsaco(data, desc.name, args, tuple(grid), tuple(block))
+    grid, block = desc.launch_dims(values)       # symbolic sizes: evaluated per launch
+    if 0 not in grid:                            # a dimension of 0 launches nothing
+        run_hsaco(data, desc.name, args, tuple(grid), tuple(block))

@@ -182,8 +182,10 @@ def launch_hip(image: bytes, desc: Any, values: list[Any]) -> None:
                 ptrs.append((dptr, v, "w" in a.access))
                 pointers[a.slot] = dptr
                 rt.htod(dptr, v)
-        rt.launch(fn, desc.global_size, desc.local_size, pack_kernarg(desc, values, pointers))
-        rt.synchronize()
+        grid, block = desc.launch_dims(values)     # symbolic sizes: evaluated per launch
+        if 0 not in grid:                          # a dimension of 0 launches nothing
+            rt.launch(fn, grid, block, pack_kernarg(desc, values, pointers))
+            rt.synchronize()
         for dptr, v, written in ptrs:
             if written:
                 rt.dtoh(v, dptr)
