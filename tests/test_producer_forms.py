@@ -418,3 +418,24 @@ def test_amd_refuses_a_symbolic_block_size() -> None:
     from kcc.targets.amd import compile_amd_code
     with pytest.raises(AmdSelectError, match="constant workgroup size"):
         compile_amd_code([parse(SYMBOLIC_WORKERS.replace('"gidx0"', '"lidx0"'))], "gfx1100")
+
+
+def test_specials_of_one_name_share_a_symbolic_bound() -> None:
+    from kcc.frontend.errors import SourceError
+    head = ("# kcc-uop 1\n%o = PARAM ParamArg(0, int32, 64)\n"
+            "%n = PARAM ParamArg(1, int32, vmin_vmax=(1, 32), addrspace=ALU)\n"
+            "%m = ADD(%n, 1)\n%g = SPECIAL(%n) \"gidx0\"\n")
+    tail = ("%x = ADD(%g, %h)\n%oi = INDEX(%o, %x)\n%st = STORE(%oi, 1)\n"
+            'SINK(%st) KernelInfo(name="k")\n')
+    parse(head.replace("%m = ADD(%n, 1)\n", "") + '%h = SPECIAL(%n) "gidx0"\n' + tail)
+    with pytest.raises(SourceError, match="has bound an expression of scalar arguments here"):
+        parse(head + '%h = SPECIAL(%m) "gidx0"\n' + tail)
+    # a literal and a strong constant of the same value are one bound
+    sink = parse("# kcc-uop 1\n%o = PARAM ParamArg(0, int64, 64)\n%c = CAST(8) int32\n"
+                 '%g = SPECIAL(8) "gidx0"\n%h = SPECIAL(%c) "gidx0"\n%hh = CAST(%h) int64\n'
+                 "%x = ADD(%g, %hh)\n%oi = INDEX(%o, %x)\n%st = STORE(%oi, %x)\n"
+                 'SINK(%st) KernelInfo(name="k")\n')
+    want = np.zeros(64, np.int64)
+    want[0:16:2] = np.arange(0, 16, 2)
+    assert interp_run(sink, [np.zeros(64, np.int64)])[0].tolist() == want.tolist()
+    assert compile_and_run(sink, [np.zeros(64, np.int64)])[0].tolist() == want.tolist()

@@ -125,7 +125,10 @@ class _Walk:
                 raise VerifyError(bad[1], n, 0, related=bad[0] if bad[0] is not n.src[0]
                                   else None)
             prev = self.special_bound.setdefault(n.arg, n)
-            if prev.src[0] is not n.src[0] and _bound(prev) != _bound(n):
+            same = prev.src[0] is n.src[0] or (
+                const_int(prev.src[0]) is not None
+                and const_int(prev.src[0]) == const_int(n.src[0]))
+            if not same:
                 raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
                                   f"{_bound(prev)} elsewhere", n, 0, related=prev)
 
@@ -245,5 +248,6 @@ def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:
 
 
 def _bound(special: UOp) -> object:
-    """A SPECIAL's constant bound (a literal or a strong constant)."""
-    return const_int(special.src[0])
+    """A SPECIAL's constant bound (a literal or a strong constant), or words for an expression."""
+    c = const_int(special.src[0])
+    return "an expression of scalar arguments" if c is None else c
