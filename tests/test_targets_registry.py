@@ -97,7 +97,11 @@ def test_cli_lists_a_registered_target(toy) -> None:
     assert "toy: a test target" in res.output and "--arch t1, t2" in res.output
 
 
-def test_cli_compiles_with_a_registered_target(toy, tmp_path: Path) -> None:
+def test_cli_compiles_with_a_registered_target(toy, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # the default-named outputs land in the working directory: a fresh one, so a user's
+    # saxpy.json (the README's first command writes one) is neither refused nor touched
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "k.toy"
     res = kcc("compile", str(SAXPY), "-t", "toy", "--arch", "t2", "-o", str(out))
     assert res.exit_code == 0, res.output
@@ -108,8 +112,7 @@ def test_cli_compiles_with_a_registered_target(toy, tmp_path: Path) -> None:
     # the default output name comes from the first emit kind's suffix
     res = CliRunner().invoke(main, ["compile", str(SAXPY), "-t", "toy"], catch_exceptions=False)
     assert res.exit_code == 0 and "saxpy.toy" in res.output
-    Path("saxpy.toy").unlink()
-    Path("saxpy.json").unlink()
+    assert (tmp_path / "saxpy.toy").read_bytes() == b"TOY t1 saxpy"
 
 
 def test_cli_refusals_of_a_registered_target(toy, tmp_path: Path) -> None:
