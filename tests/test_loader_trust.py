@@ -1,5 +1,5 @@
-"""The loader trusts no manifest: the object carries its kernels' launch facts (x86: the
-`.note.kcc` ELF note; CUDA: the `__kcc_launch` array of the module), `kcc run` refuses a
+"""The loader trusts no manifest: the object carries its kernels' launch facts (x86 and AMD
+HSACO: the `.note.kcc` ELF note; CUDA: the `__kcc_launch` array of the module), `kcc run` refuses a
 manifest that disagrees with them, and every manifest field is validated — an edited smaller
 size cannot make a kernel write out of bounds, a huge one cannot exhaust memory."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from amd_util import needs_decoder
 from kcc.cli import main
 from kcc.targets import facts as F
 from kcc.targets import registry
@@ -199,3 +201,104 @@ def test_note_reader_on_garbage() -> None:
         F.read_elf_note(b"\x04\x00\x00\x00\xff\x00\x00\x00\x01\x00\x00\x00kcc\x00[{")
     with pytest.raises(F.FactsError):
         F.parse_facts(b'{"not": "a list"}')
+
+
+# -- AMD code objects (HSACO): the same note, checked before any emulation ------------------
+
+@pytest.fixture
+def amd_built(tmp_path: Path) -> Path:
+    res = kcc("compile", str(EXAMPLES / "saxpy.uop"), str(EXAMPLES / "local_reduce.uop"), "-t",
+              "amd", "-o", str(tmp_path / "k.hsaco"))
+    assert res.exit_code == 0, res.output
+    return tmp_path
+
+
+def amd_run(p: Path, kernel: str = "workgroup_sum") -> Result:
+    return kcc("run", str(p), "--kernel", kernel, "--random", "--emulate", "-o",
+               str(p.parent / "out"))
+
+
+@needs_decoder
+def test_amd_code_objects_carry_the_manifest_facts(amd_built: Path) -> None:
+    doc = json.loads((amd_built / "k.json").read_text())
+    facts = registry.get("amd").describe((amd_built / "k.hsaco").read_bytes())
+    assert facts == [F.facts_of(k, target=True) for k in doc["kernels"]]
+    res = amd_run(amd_built / "k.json")
+    assert res.exit_code == 0, res.output
+    assert (amd_built / "out").exists()
+
+
+@needs_decoder
+@pytest.mark.skipif(shutil.which("llvm-readelf-19") is None, reason="needs llvm-readelf-19")
+def test_the_amd_note_is_outside_every_segment(amd_built: Path) -> None:
+    """llvm-readelf-19 (an independent reader) decodes the kcc note without a warning; the
+    section is not allocated, so no PT_LOAD/PT_NOTE segment maps it."""
+    r = subprocess.run(["llvm-readelf-19", "-a", str(amd_built / "k.hsaco")],
+                       capture_output=True, text=True, check=True)
+    text = r.stdout + r.stderr
+    assert "warning" not in text.lower(), text
+    assert "Displaying notes found in: .note.kcc" in text
+    line = next(ln for ln in text.splitlines() if "] .note.kcc" in ln)
+    assert re.search(r"\] \.note\.kcc\s+NOTE\s+0{16}\s", line), line      # address 0
+    assert " A" not in line.split("NOTE", 1)[1], line                      # not allocated
+    mapping = text.split("Section to Segment mapping:", 1)[1].split("None", 1)[0]
+    assert ".note.kcc" not in mapping
+
+
+@needs_decoder
+@pytest.mark.parametrize("change,needle", [
+    (lambda d: d["kernels"][1]["args"][1].update(size=16), "'size' is 16 in the manifest but "
+     "64 in the object"),
+    (lambda d: d["kernels"][1]["args"][0].update(size=4096), "'size' is 4096"),
+    (lambda d: d["kernels"][1]["args"][1].update(dtype="float64"), "'dtype'"),
+    (lambda d: d["kernels"][1].update(name="other", symbol="other"), "no kernel 'other'"),
+    (lambda d: d["kernels"][1].update(symbol="saxpy"), "'symbol' 'saxpy' must be"),
+    (lambda d: d["kernels"][1].update({"global": [64, 1, 1]}), "'global'"),
+    (lambda d: d["kernels"][1].update({"local": [32, 1, 1]}), "'local'"),
+    (lambda d: d["kernels"][1]["target"]["amd"].update(kernarg_offsets=[0, 0]), "'target'"),
+    (lambda d: d.update(arch="gfx9999"), "arch 'gfx9999' is not a amd arch"),
+])
+def test_an_edited_amd_manifest_is_refused_before_emulation(amd_built: Path, change,
+                                                           needle: str) -> None:
+    p = edit(amd_built, change)
+    refused(amd_run(p, json.loads(p.read_text())["kernels"][1]["name"]), needle)
+    assert not (amd_built / "out").exists()
+
+
+@needs_decoder
+def test_the_other_amd_kernel_is_checked_too(amd_built: Path) -> None:
+    p = edit(amd_built, lambda d: d["kernels"][0]["args"][0].update(size=1))
+    refused(amd_run(p), "kernel saxpy: argument 0")
+
+
+@needs_decoder
+def test_an_amd_object_without_facts_is_refused(amd_built: Path) -> None:
+    data = bytearray((amd_built / "k.hsaco").read_bytes())
+    i = data.find(b".note.kcc")
+    data[i:i + 9] = b".note.xyz"
+    doc = json.loads((amd_built / "k.json").read_text())
+    (amd_built / "forged.hsaco").write_bytes(bytes(data))
+    doc["object"] = {"file": "forged.hsaco", "sha256": hashlib.sha256(data).hexdigest()}
+    (amd_built / "forged.json").write_text(json.dumps(doc))
+    refused(amd_run(amd_built / "forged.json"), "carries no kcc launch facts")
+    with pytest.raises(F.FactsError, match="not a readable AMD code object"):
+        registry.get("amd").describe(b"\t.amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"\n")
+
+
+@needs_decoder
+def test_the_amd_api_emulator_and_loader_check_the_description(amd_built: Path) -> None:
+    import numpy as np
+
+    from kcc.targets.manifest import KernelDesc, LaunchError
+    doc = json.loads((amd_built / "k.json").read_text())
+    data = (amd_built / "k.hsaco").read_bytes()
+    desc = KernelDesc.from_json(doc["kernels"][1])
+    out, x = np.zeros(4, np.float32), np.ones(64, np.float32)
+    registry.get("amd").emulate(data, desc, [out, x])
+    assert np.allclose(out, 16.0)            # the interpreter-free fact: 16 ones per group
+    desc.args[1].size = 8
+    spec = registry.get("amd")
+    with pytest.raises(LaunchError, match="'size' is 8"):
+        spec.emulate(data, desc, [out, x[:8]])
+    with pytest.raises(LaunchError, match="'size' is 8"):
+        spec.launch(data, desc, [out, x[:8]])

@@ -1,13 +1,16 @@
 """Launch facts carried by the compiled object itself, so a loader trusts no manifest.
 
 Every kernel's facts are the manifest entry's launch fields (`name`, `symbol`, `args` with
-dtypes, element counts and access, `global`, `local`, `specials`: `LAUNCH_KEYS`; x86 adds
-`target`, whose arch and worker arguments its call depends on), as JSON. A
+dtypes, element counts and access, `global`, `local`, `specials`: `LAUNCH_KEYS`; x86 and AMD add
+`target`: x86's arch and worker arguments its call depends on, AMD's kernarg layout, which
+the HIP launch packs, register counts and dimensions), as JSON. A
 target stores them in its object (docs/manifest.md, "The object's own launch facts"):
 
 - x86: an ELF note section `.note.kcc` (SHT_NOTE, not allocated: the C linker keeps it out of
   the loaded image and loaders that map SHT_PROGBITS sections never see it), one note of owner
   "kcc", type NT_KCC_LAUNCH, whose descriptor is the JSON list of every kernel's facts;
+- AMD: the same note in the HSACO's last section `.note.kcc` (not allocated, in no segment:
+  ROCr never maps it; kcc.targets.hsaco writes it);
 - CUDA: a `.visible .global .b8 __kcc_launch[]` array in the module holding the same JSON,
   which ptxas keeps in the cubin's `.nv.global.init` (and the PTX keeps as text).
 

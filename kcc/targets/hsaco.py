@@ -5,8 +5,10 @@ ABI version 3 (code object v5), ``ET_DYN``, ``e_machine`` 224 (EM_AMDGPU) and ``
 naming the processor. Each kernel has a function symbol ``NAME`` in ``.text`` (256-byte
 aligned) and a 64-byte kernel descriptor ``NAME.kd`` in ``.rodata`` (AMDGPUUsage "Kernel
 Descriptor"); the ``NT_AMDGPU_METADATA`` note carries MessagePack metadata (AMDGPUUsage
-"Code Object V5 Metadata"). Sections and segments are laid out as ``ld.lld -shared`` lays
-them out, so the loader (ROCr) and LLVM's tools read kcc's objects exactly as LLVM's own.
+"Code Object V5 Metadata"). kcc's own launch facts, when given, go in a last,
+non-allocated ``.note.kcc`` section (kcc.targets.facts), as in kcc's x86 objects. Sections
+and segments are laid out as ``ld.lld -shared`` lays them out, so the loader (ROCr) and
+LLVM's tools read kcc's objects exactly as LLVM's own.
 
 Output is deterministic: equal input gives equal bytes.
 """
@@ -24,6 +26,7 @@ from kcc.targets.elf import (
     SHT_PROGBITS, SHT_STRTAB, SHT_SYMTAB, STB_GLOBAL, STB_LOCAL, STT_FUNC, STT_NOTYPE,
     STT_OBJECT, STV_DEFAULT, STV_HIDDEN, STV_PROTECTED, SYM_SIZE, ElfBuilder, ElfWriteError,
     Section, Segment, StringTable, build_symtab)
+from kcc.targets.facts import NOTE_SECTION
 
 ELFOSABI_AMDGPU_HSA = 64
 ELFABIVERSION_AMDGPU_HSA_V5 = 3
@@ -293,8 +296,11 @@ def _check(kernels: list[AmdKernel]) -> None:
             raise ElfWriteError(f"kernel {k.name!r}: workitem_ids {k.workitem_ids} not 0..2")
 
 
-def write_hsaco(kernels: list[AmdKernel], arch: str) -> bytes:
-    """Build an HSACO holding ``kernels`` for ``arch`` ("gfx1100" or "gfx942")."""
+def write_hsaco(kernels: list[AmdKernel], arch: str, facts: bytes | None = None) -> bytes:
+    """Build an HSACO holding ``kernels`` for ``arch`` ("gfx1100" or "gfx942"); ``facts``, when
+    given, are the contents of a ``.note.kcc`` section (kcc.targets.facts.elf_note: the
+    kernels' launch facts), written last and not allocated, so no segment and no loader that
+    maps the image sees it."""
     info = arch_info(arch)
     _check(kernels)
     text, text_offsets = pad_text(kernels, info)
@@ -354,4 +360,6 @@ def write_hsaco(kernels: list[AmdKernel], arch: str) -> bytes:
                              info=first_global))
     s_strtab = b.add(Section(".strtab", strtab.data(), SHT_STRTAB, 0, 1))
     s_symtab.link = s_strtab.index
+    if facts is not None:
+        b.add(Section(NOTE_SECTION, facts, SHT_NOTE, 0, 4))
     return b.to_bytes()
