@@ -163,18 +163,8 @@ class AmdSelector(AmdAlu):
             self.emit("s_cmp_lg_u32", r, Imm(0))
             self.emit(f"s_cselect_b{self.arch.wave}", D(m), Imm(-1), Imm(0))
             return m
-        if dt.itemsize < 4 and not dt.is_float:
-            t = self.new("s")
-            if dt.is_signed:
-                self.emit(f"s_sext_i32_i{dt.bits}", D(t), r)
-            else:
-                self.emit("s_and_b32", D(t), r, Imm((1 << dt.bits) - 1))
-            return t
-        if dt.itemsize < 4:          # float16/bfloat16 bits, upper half cleared
-            t = self.new("s")
-            self.emit("s_and_b32", D(t), r, Imm(0xFFFF))
-            return t
-        return r
+        # narrow ints sign/zero-extended, float16/bfloat16 bits with the upper half cleared
+        return self.snormalize(r, dt)
 
     # -- structure ------------------------------------------------------------------------
     def sel_PARAM(self, u: UOp) -> None:
