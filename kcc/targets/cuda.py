@@ -228,30 +228,21 @@ def launch_cuda(module: bytes, desc: KernelDesc, args: list[Any]) -> None:
     """Run one kernel of a module on the GPU: copy buffers in, launch grid × block, copy the
     written buffers back into the caller's arrays. args are normalized by check_launch."""
     from kcc.targets.cuda_driver import Driver
+    from kcc.targets.gpu_runtime import with_device_buffers
     drv = Driver.get()
     mod = drv.load_module(module)
     fn = drv.function(mod, desc.name)
-    ptrs: list[tuple[int, np.ndarray, bool]] = []
-    params: list[Any] = []
-    try:
-        for a, v in zip(desc.args, args):
-            if a.kind == "buffer":
-                dptr = drv.alloc(max(v.nbytes, 1))
-                ptrs.append((dptr, v, "w" in a.access))
-                drv.htod(dptr, v)
-                params.append(("ptr", dptr))
-            else:
-                params.append(("val", np.asarray(v)))
+
+    def run(pointers: dict[int, int]) -> None:
+        params = [("ptr", pointers[a.slot]) if a.kind == "buffer" else ("val", np.asarray(v))
+                  for a, v in zip(desc.args, args)]
         grid, block = desc.launch_dims(args)     # symbolic sizes: evaluated per launch
         if 0 not in grid + block:                # a dimension of 0 launches nothing
             drv.launch(fn, grid, block, params)
             drv.synchronize()
-        for dptr, v, written in ptrs:
-            if written:
-                drv.dtoh(v, dptr)
+    try:
+        with_device_buffers(drv, desc, args, run)
     finally:
-        for dptr, _, _ in ptrs:
-            drv.free(dptr)
         drv.unload_module(mod)
 
 

@@ -11,11 +11,11 @@ reason; a failing call raises `CudaError` naming the call and the driver's messa
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import os
 from typing import Any
 
 import numpy as np
+
+from kcc.targets.gpu_runtime import load_library
 
 CUresult = ctypes.c_int
 CUdeviceptr = ctypes.c_uint64
@@ -39,21 +39,8 @@ _SCALAR_CTYPES = {"bool": ctypes.c_uint8, "int8": ctypes.c_int8, "uint8": ctypes
 
 
 def _load_lib() -> ctypes.CDLL:
-    errors = []
-    # KCC_LIBCUDA names the driver library explicitly (a non-standard install, or the
-    # recording stand-in the tests build to check this loader without a GPU)
-    override = os.environ.get("KCC_LIBCUDA")
-    names = [override] if override else list(_LIB_NAMES)
-    found = None if override else ctypes.util.find_library("cuda")
-    if found:
-        names.append(found)
-    for n in names:
-        try:
-            return ctypes.CDLL(n)
-        except OSError as e:
-            errors.append(str(e))
-    raise CudaUnavailable("libcuda (the NVIDIA driver library) was not found: "
-                          + "; ".join(errors[:2]))
+    return load_library("KCC_LIBCUDA", _LIB_NAMES, "cuda", CudaUnavailable,
+                        "libcuda (the NVIDIA driver library)")
 
 
 class Driver:

@@ -13,10 +13,11 @@ is laid out as kcc.isel.amd.kernarg_layout says (the offsets the manifest record
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
 import numpy as np
+
+from kcc.targets.gpu_runtime import load_library, with_device_buffers
 
 # hip_runtime_api.h: the `extra` array's keys, and hipMemcpyKind
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
@@ -37,17 +38,8 @@ class HipError(Exception):
 
 
 def _load_lib() -> ctypes.CDLL:
-    # KCC_LIBAMDHIP64 names the library explicitly (a non-standard install, or the recording
-    # stand-in the tests build to check this loader without a GPU)
-    override = os.environ.get("KCC_LIBAMDHIP64")
-    errors = []
-    for n in [override] if override else list(_LIB_NAMES):
-        try:
-            return ctypes.CDLL(n)
-        except OSError as e:
-            errors.append(str(e))
-    raise HipUnavailable("libamdhip64 (the ROCm HIP runtime) was not found: "
-                         + "; ".join(errors[:2]))
+    return load_library("KCC_LIBAMDHIP64", _LIB_NAMES, None, HipUnavailable,
+                        "libamdhip64 (the ROCm HIP runtime)")
 
 
 class Runtime:
@@ -173,25 +165,15 @@ def launch_hip(image: bytes, desc: Any, values: list[Any]) -> None:
     rt = Runtime.get()
     mod, keep = rt.load_module(image)
     fn = rt.function(mod, desc.name)
-    ptrs: list[tuple[int, np.ndarray, bool]] = []
-    pointers: dict[int, int] = {}
-    try:
-        for a, v in zip(desc.args, values):
-            if a.kind == "buffer":
-                dptr = rt.alloc(max(v.nbytes, 1))
-                ptrs.append((dptr, v, "w" in a.access))
-                pointers[a.slot] = dptr
-                rt.htod(dptr, v)
+
+    def run(pointers: dict[int, int]) -> None:
         grid, block = desc.launch_dims(values)     # symbolic sizes: evaluated per launch
         if 0 not in grid:                          # a dimension of 0 launches nothing
             rt.launch(fn, grid, block, pack_kernarg(desc, values, pointers))
             rt.synchronize()
-        for dptr, v, written in ptrs:
-            if written:
-                rt.dtoh(v, dptr)
+    try:
+        with_device_buffers(rt, desc, values, run)
     finally:
-        for dptr, _, _ in ptrs:
-            rt.free(dptr)
         rt.check(rt.lib.hipModuleUnload(mod), "hipModuleUnload")
         del keep
 
