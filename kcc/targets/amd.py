@@ -22,7 +22,7 @@ from kcc.isel.amd_regs import ARCHES, AmdRegInfo, Arch
 from kcc.passes.target import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
 from kcc.targets.dims import is_symbolic
-from kcc.targets.facts import NOTE_SECTION, FactsError, check_manifest, read_elf_note
+from kcc.targets.facts import read_object_facts
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -198,7 +198,7 @@ class AmdSpec(TargetSpec):
         if not data.startswith(b"\x7fELF"):
             raise LaunchError("this is AMD assembly, not a code object: compile with "
                               "--emit hsaco to run it")
-        self._check(data, desc)
+        self.check_facts(data, desc)
         try:
             launch_hip(data, desc, values)
         except HipUnavailable as e:
@@ -214,7 +214,7 @@ class AmdSpec(TargetSpec):
         if not data.startswith(b"\x7fELF"):
             raise LaunchError("this is AMD assembly, not a code object: compile with "
                               "--emit hsaco to emulate it")
-        self._check(data, desc)
+        self.check_facts(data, desc)
         if not has_encoder():
             raise LaunchError("the AMD emulator needs kcc's AMD decoder (kcc.encode.amd), "
                               "which is not in this build")
@@ -223,29 +223,9 @@ class AmdSpec(TargetSpec):
         except (EmuError, HsacoReadError) as e:
             raise LaunchError(f"AMD emulator: {e}") from None
 
-    def _check(self, data: bytes, desc: KernelDesc) -> None:
-        """LaunchError unless the description has the code object's own launch facts."""
-        try:        # the object's facts, not the caller's description, decide
-            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
-        except FactsError as e:
-            raise LaunchError(str(e)) from None
-
     def describe(self, data: bytes) -> list[dict[str, Any]] | None:
         """The launch facts of the code object's .note.kcc (FactsError without one)."""
-        import io
-
-        from elftools.common.exceptions import ELFError
-        from elftools.elf.elffile import ELFFile
-        try:
-            sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
-            blob = sec.data() if sec is not None else None
-        except (ELFError, ValueError, KeyError, AttributeError, IndexError) as e:
-            raise FactsError(f"not a readable AMD code object: {e}") from None
-        facts = read_elf_note(blob) if blob is not None else None
-        if facts is None:
-            raise FactsError("the code object carries no kcc launch facts (.note.kcc): it was "
-                             "not written by this kcc; recompile it")
-        return facts
+        return read_object_facts(data, "AMD code object", "code object")
 
     def claims(self, data: bytes, path: str) -> bool:
         from kcc.targets.hsaco_read import is_hsaco

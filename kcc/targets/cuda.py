@@ -30,7 +30,7 @@ from kcc.ir import Ops, UOp
 from kcc.isel.ptx import SelectError, select
 from kcc.passes.target import CUDA, TargetDesc
 from kcc.targets.dims import is_symbolic
-from kcc.targets.facts import (FactsError, check_manifest, ptx_global, read_cubin_global,
+from kcc.targets.facts import (FactsError, ptx_global, read_cubin_global,
                                read_ptx_global)
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
@@ -288,10 +288,7 @@ class CudaSpec(TargetSpec):
 
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
         from kcc.targets.cuda_driver import CudaUnavailable
-        try:        # the module's own launch facts, not the caller's description, decide
-            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
-        except FactsError as e:
-            raise LaunchError(str(e)) from None
+        self.check_facts(data, desc)
         try:
             launch_cuda(data, desc, values)
         except CudaUnavailable as e:

@@ -92,6 +92,26 @@ def read_elf_note(data: bytes) -> list[dict[str, Any]] | None:
 PTX_SYMBOL = "__kcc_launch"
 
 
+def read_object_facts(data: bytes, what: str, noun: str) -> list[dict[str, Any]]:
+    """The launch facts in the .note.kcc of an ELF object (x86 object, AMD code object);
+    FactsError, naming `what` the object should be (`noun` for short), when it is unreadable
+    or has none."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    try:
+        sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
+        blob = sec.data() if sec is not None else None
+    except (ELFError, ValueError, KeyError, AttributeError, IndexError) as e:
+        raise FactsError(f"not a readable {what}: {e}") from None
+    facts = read_elf_note(blob) if blob is not None else None
+    if facts is None:
+        raise FactsError(f"the {noun} carries no kcc launch facts (.note.kcc): it was not "
+                         "written by this kcc; recompile it")
+    return facts
+
+
 def ptx_global(descs: list[Any]) -> str:
     """A PTX module-scope array holding the facts' JSON bytes (PTX ISA, "Variable
     Declarations": .global with an initializer); ptxas keeps a .visible global in the cubin."""

@@ -107,6 +107,16 @@ class TargetSpec:
         target embeds none; ValueError if the object's facts are unreadable."""
         return None
 
+    def check_facts(self, data: bytes, desc: Any) -> None:
+        """manifest.LaunchError unless desc has the object's own launch facts (describe): the
+        object, not the caller's description, decides what a launch may be."""
+        from kcc.targets.facts import FactsError, check_manifest
+        from kcc.targets.manifest import LaunchError
+        try:
+            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
+        except FactsError as e:
+            raise LaunchError(str(e)) from None
+
     def claims(self, data: bytes, path: str) -> bool:
         """True if data (read from path) is an output of this target `kcc disasm` can list."""
         return False

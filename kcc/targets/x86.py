@@ -45,7 +45,7 @@ from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
                              write_relocatable)
-from kcc.targets.facts import NOTE_SECTION, FactsError, elf_note, read_elf_note
+from kcc.targets.facts import NOTE_SECTION, elf_note, read_object_facts
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worker_names
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
@@ -603,12 +603,8 @@ class X86Spec(TargetSpec):
         return Compiled(data, descs, arch, emit)
 
     def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
-        from kcc.targets.facts import check_manifest
         from kcc.targets.objload import LoadedObject, ObjectLoadError
-        try:        # the object's own launch facts, not the caller's description, decide
-            check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")
-        except FactsError as e:
-            raise LaunchError(str(e)) from None
+        self.check_facts(data, desc)
         try:
             obj = LoadedObject(data)
         except ObjectLoadError as e:
@@ -622,20 +618,7 @@ class X86Spec(TargetSpec):
 
     def describe(self, data: bytes) -> list[dict[str, Any]] | None:
         """The launch facts of the object's .note.kcc (FactsError without one)."""
-        import io
-
-        from elftools.common.exceptions import ELFError
-        from elftools.elf.elffile import ELFFile
-        try:
-            sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
-            blob = sec.data() if sec is not None else None
-        except (ELFError, ValueError, KeyError, AttributeError, IndexError) as e:
-            raise FactsError(f"not a readable ELF object: {e}") from None
-        facts = read_elf_note(blob) if blob is not None else None
-        if facts is None:
-            raise FactsError("the object carries no kcc launch facts (.note.kcc): it was not "
-                             "written by this kcc; recompile it")
-        return facts
+        return read_object_facts(data, "ELF object", "object")
 
     def claims(self, data: bytes, path: str) -> bool:
         return data[:4] == b"\x7fELF" and int.from_bytes(data[18:20], "little") == 62
