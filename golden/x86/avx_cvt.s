@@ -12,14 +12,14 @@ vcvtsi2ss xmm1, xmm12, r10d
 vcvtsi2ss xmm11, xmm2, ebx
 ; bytes: c5 6a 2a db
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 32 2a 44 30 7f
+vcvtsi2ss xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c5 32 2a 04 cd 40 00 00 00
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 72 2a 84 9c 00 10 00 00
+vcvtsi2ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: c4 c1 72 2a 44 30 7f
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm8, xmm9, dword ptr [rdx - 8192]
-; bytes: c5 32 2a 82 00 e0 ff ff
+vcvtsi2ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 32 2a 84 9c 00 10 00 00
 ; form: vcvtsi2ss_x_x_rm64
 vcvtsi2ss xmm0, xmm1, rdx
 ; bytes: c4 e1 f2 2a c2
@@ -33,15 +33,15 @@ vcvtsi2ss xmm1, xmm12, r10
 vcvtsi2ss xmm11, xmm2, rbx
 ; bytes: c4 61 ea 2a db
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c4 61 b2 2a 05 00 00 00 00
+vcvtsi2ss xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c4 61 b2 2a 82 00 e0 ff ff
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm0, xmm1, qword ptr [rip + bar]
+; bytes: c4 e1 f2 2a 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm0, xmm1, qword ptr [rdi]
-; bytes: c4 e1 f2 2a 07
-; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm8, xmm9, qword ptr [rsp + 8]
-; bytes: c4 61 b2 2a 44 24 08
+vcvtsi2ss xmm8, xmm9, qword ptr [rdi]
+; bytes: c4 61 b2 2a 07
 ; form: vcvttss2si_r32_xm32
 vcvttss2si eax, xmm1
 ; bytes: c5 fa 2c c1
@@ -55,14 +55,14 @@ vcvttss2si ecx, xmm12
 vcvttss2si r11d, xmm2
 ; bytes: c5 7a 2c da
 ; form: vcvttss2si_r32_xm32
-vcvttss2si r8d, dword ptr [rbp]
-; bytes: c5 7a 2c 45 00
+vcvttss2si r8d, dword ptr [rsp + 8]
+; bytes: c5 7a 2c 44 24 08
 ; form: vcvttss2si_r32_xm32
-vcvttss2si eax, dword ptr [r13 - 300]
-; bytes: c4 c1 7a 2c 85 d4 fe ff ff
+vcvttss2si eax, dword ptr [rbp]
+; bytes: c5 fa 2c 45 00
 ; form: vcvttss2si_r32_xm32
-vcvttss2si r8d, dword ptr [rdi + 4*rax + 8]
-; bytes: c5 7a 2c 44 87 08
+vcvttss2si r8d, dword ptr [r13 - 300]
+; bytes: c4 41 7a 2c 85 d4 fe ff ff
 ; form: vcvttss2si_r64_xm32
 vcvttss2si rax, xmm1
 ; bytes: c4 e1 fa 2c c1
@@ -76,15 +76,14 @@ vcvttss2si rcx, xmm12
 vcvttss2si r11, xmm2
 ; bytes: c4 61 fa 2c da
 ; form: vcvttss2si_r64_xm32
-vcvttss2si r8, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 fa 2c 44 fc 80
+vcvttss2si r8, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 61 fa 2c 44 87 08
 ; form: vcvttss2si_r64_xm32
-vcvttss2si rax, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 fa 2c 84 4b e8 03 00 00
+vcvttss2si rax, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 fa 2c 44 fc 80
 ; form: vcvttss2si_r64_xm32
-vcvttss2si r8, dword ptr [rip + foo + 16]
-; bytes: c4 61 fa 2c 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vcvttss2si r8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 fa 2c 84 4b e8 03 00 00
 ; form: vcvtsi2sd_x_x_rm32
 vcvtsi2sd xmm0, xmm1, edx
 ; bytes: c5 f3 2a c2
@@ -98,14 +97,15 @@ vcvtsi2sd xmm1, xmm12, r10d
 vcvtsi2sd xmm11, xmm2, ebx
 ; bytes: c5 6b 2a db
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c5 33 2a 04 cd 40 00 00 00
+vcvtsi2sd xmm8, xmm9, dword ptr [rip + foo + 16]
+; bytes: c5 33 2a 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm0, xmm1, dword ptr [r8 + rsi + 127]
-; bytes: c4 c1 73 2a 44 30 7f
+vcvtsi2sd xmm0, xmm1, dword ptr [8*rcx + 64]
+; bytes: c5 f3 2a 04 cd 40 00 00 00
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 33 2a 84 9c 00 10 00 00
+vcvtsi2sd xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 33 2a 44 30 7f
 ; form: vcvtsi2sd_x_x_rm64
 vcvtsi2sd xmm0, xmm1, rdx
 ; bytes: c4 e1 f3 2a c2
@@ -119,15 +119,15 @@ vcvtsi2sd xmm1, xmm12, r10
 vcvtsi2sd xmm11, xmm2, rbx
 ; bytes: c4 61 eb 2a db
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c4 61 b3 2a 82 00 e0 ff ff
+vcvtsi2sd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 b3 2a 84 9c 00 10 00 00
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm0, xmm1, qword ptr [rip + bar]
-; bytes: c4 e1 f3 2a 05 00 00 00 00
+vcvtsi2sd xmm0, xmm1, qword ptr [rdx - 8192]
+; bytes: c4 e1 f3 2a 82 00 e0 ff ff
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm8, xmm9, qword ptr [rip + bar]
+; bytes: c4 61 b3 2a 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm8, xmm9, qword ptr [rdi]
-; bytes: c4 61 b3 2a 07
 ; form: vcvttsd2si_r32_xm64
 vcvttsd2si eax, xmm1
 ; bytes: c5 fb 2c c1
@@ -141,14 +141,14 @@ vcvttsd2si ecx, xmm12
 vcvttsd2si r11d, xmm2
 ; bytes: c5 7b 2c da
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si r8d, qword ptr [rsp + 8]
-; bytes: c5 7b 2c 44 24 08
+vcvttsd2si r8d, qword ptr [rdi]
+; bytes: c5 7b 2c 07
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si eax, qword ptr [rbp]
-; bytes: c5 fb 2c 45 00
+vcvttsd2si eax, qword ptr [rsp + 8]
+; bytes: c5 fb 2c 44 24 08
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si r8d, qword ptr [r13 - 300]
-; bytes: c4 41 7b 2c 85 d4 fe ff ff
+vcvttsd2si r8d, qword ptr [rbp]
+; bytes: c5 7b 2c 45 00
 ; form: vcvttsd2si_r64_xm64
 vcvttsd2si rax, xmm1
 ; bytes: c4 e1 fb 2c c1
@@ -162,14 +162,14 @@ vcvttsd2si rcx, xmm12
 vcvttsd2si r11, xmm2
 ; bytes: c4 61 fb 2c da
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si r8, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 61 fb 2c 44 87 08
+vcvttsd2si r8, qword ptr [r13 - 300]
+; bytes: c4 41 fb 2c 85 d4 fe ff ff
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si rax, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 fb 2c 44 fc 80
+vcvttsd2si rax, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e1 fb 2c 44 87 08
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si r8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 fb 2c 84 4b e8 03 00 00
+vcvttsd2si r8, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 fb 2c 44 fc 80
 ; form: vcvtss2sd_x_x_xm32
 vcvtss2sd xmm0, xmm1, xmm2
 ; bytes: c5 f2 5a c2
@@ -183,15 +183,15 @@ vcvtss2sd xmm1, xmm12, xmm10
 vcvtss2sd xmm11, xmm2, xmm3
 ; bytes: c5 6a 5a db
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm8, xmm9, dword ptr [rip + foo + 16]
-; bytes: c5 32 5a 05 00 00 00 00
+vcvtss2sd xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 32 5a 84 4b e8 03 00 00
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm0, xmm1, dword ptr [rip + foo + 16]
+; bytes: c5 f2 5a 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: c5 f2 5a 04 cd 40 00 00 00
-; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 32 5a 44 30 7f
+vcvtss2sd xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c5 32 5a 04 cd 40 00 00 00
 ; form: vcvtsd2ss_x_x_xm64
 vcvtsd2ss xmm0, xmm1, xmm2
 ; bytes: c5 f3 5a c2
@@ -205,15 +205,14 @@ vcvtsd2ss xmm1, xmm12, xmm10
 vcvtsd2ss xmm11, xmm2, xmm3
 ; bytes: c5 6b 5a db
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 33 5a 84 9c 00 10 00 00
+vcvtsd2ss xmm8, xmm9, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 33 5a 44 30 7f
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: c5 f3 5a 82 00 e0 ff ff
+vcvtsd2ss xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 73 5a 84 9c 00 10 00 00
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c5 33 5a 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vcvtsd2ss xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c5 33 5a 82 00 e0 ff ff
 ; form: vcvtdq2ps_x_xm
 vcvtdq2ps xmm0, xmm1
 ; bytes: c5 f8 5b c1
@@ -227,14 +226,15 @@ vcvtdq2ps xmm1, xmm12
 vcvtdq2ps xmm11, xmm2
 ; bytes: c5 78 5b da
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm8, xmmword ptr [rdi]
-; bytes: c5 78 5b 07
+vcvtdq2ps xmm8, xmmword ptr [rip + bar]
+; bytes: c5 78 5b 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm0, xmmword ptr [rsp + 8]
-; bytes: c5 f8 5b 44 24 08
+vcvtdq2ps xmm0, xmmword ptr [rdi]
+; bytes: c5 f8 5b 07
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm8, xmmword ptr [rbp]
-; bytes: c5 78 5b 45 00
+vcvtdq2ps xmm8, xmmword ptr [rsp + 8]
+; bytes: c5 78 5b 44 24 08
 ; form: vcvtdq2ps_y_ym
 vcvtdq2ps ymm0, ymm1
 ; bytes: c5 fc 5b c1
@@ -248,14 +248,14 @@ vcvtdq2ps ymm1, ymm12
 vcvtdq2ps ymm11, ymm2
 ; bytes: c5 7c 5b da
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm8, ymmword ptr [r13 - 300]
-; bytes: c4 41 7c 5b 85 d4 fe ff ff
+vcvtdq2ps ymm8, ymmword ptr [rbp]
+; bytes: c5 7c 5b 45 00
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm0, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 fc 5b 44 87 08
+vcvtdq2ps ymm0, ymmword ptr [r13 - 300]
+; bytes: c4 c1 7c 5b 85 d4 fe ff ff
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 7c 5b 44 fc 80
+vcvtdq2ps ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7c 5b 44 87 08
 ; form: vcvttps2dq_x_xm
 vcvttps2dq xmm0, xmm1
 ; bytes: c5 fa 5b c1
@@ -269,15 +269,15 @@ vcvttps2dq xmm1, xmm12
 vcvttps2dq xmm11, xmm2
 ; bytes: c5 7a 5b da
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 7a 5b 84 4b e8 03 00 00
+vcvttps2dq xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7a 5b 44 fc 80
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm0, xmmword ptr [rip + foo + 16]
-; bytes: c5 fa 5b 05 00 00 00 00
+vcvttps2dq xmm0, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 7a 5b 84 4b e8 03 00 00
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm8, xmmword ptr [rip + foo + 16]
+; bytes: c5 7a 5b 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vcvttps2dq_x_xm
-vcvttps2dq xmm8, xmmword ptr [8*rcx + 64]
-; bytes: c5 7a 5b 04 cd 40 00 00 00
 ; form: vcvttps2dq_y_ym
 vcvttps2dq ymm0, ymm1
 ; bytes: c5 fe 5b c1
@@ -291,14 +291,14 @@ vcvttps2dq ymm1, ymm12
 vcvttps2dq ymm11, ymm2
 ; bytes: c5 7e 5b da
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 7e 5b 44 30 7f
+vcvttps2dq ymm8, ymmword ptr [8*rcx + 64]
+; bytes: c5 7e 5b 04 cd 40 00 00 00
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm0, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 7e 5b 84 9c 00 10 00 00
+vcvttps2dq ymm0, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 7e 5b 44 30 7f
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm8, ymmword ptr [rdx - 8192]
-; bytes: c5 7e 5b 82 00 e0 ff ff
+vcvttps2dq ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7e 5b 84 9c 00 10 00 00
 ; form: vcvtdq2pd_x_xm64
 vcvtdq2pd xmm0, xmm1
 ; bytes: c5 fa e6 c1
@@ -312,15 +312,15 @@ vcvtdq2pd xmm1, xmm12
 vcvtdq2pd xmm11, xmm2
 ; bytes: c5 7a e6 da
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm8, qword ptr [rip + bar]
-; bytes: c5 7a e6 05 00 00 00 00
+vcvtdq2pd xmm8, qword ptr [rdx - 8192]
+; bytes: c5 7a e6 82 00 e0 ff ff
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm0, qword ptr [rip + bar]
+; bytes: c5 fa e6 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm0, qword ptr [rdi]
-; bytes: c5 fa e6 07
-; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm8, qword ptr [rsp + 8]
-; bytes: c5 7a e6 44 24 08
+vcvtdq2pd xmm8, qword ptr [rdi]
+; bytes: c5 7a e6 07
 ; form: vcvtdq2pd_y_xm
 vcvtdq2pd ymm0, xmm1
 ; bytes: c5 fe e6 c1
@@ -334,14 +334,14 @@ vcvtdq2pd ymm1, xmm12
 vcvtdq2pd ymm11, xmm2
 ; bytes: c5 7e e6 da
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm8, xmmword ptr [rbp]
-; bytes: c5 7e e6 45 00
+vcvtdq2pd ymm8, xmmword ptr [rsp + 8]
+; bytes: c5 7e e6 44 24 08
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm0, xmmword ptr [r13 - 300]
-; bytes: c4 c1 7e e6 85 d4 fe ff ff
+vcvtdq2pd ymm0, xmmword ptr [rbp]
+; bytes: c5 fe e6 45 00
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 7e e6 44 87 08
+vcvtdq2pd ymm8, xmmword ptr [r13 - 300]
+; bytes: c4 41 7e e6 85 d4 fe ff ff
 ; form: vcvtps2pd_x_xm64
 vcvtps2pd xmm0, xmm1
 ; bytes: c5 f8 5a c1
@@ -355,15 +355,14 @@ vcvtps2pd xmm1, xmm12
 vcvtps2pd xmm11, xmm2
 ; bytes: c5 78 5a da
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 78 5a 44 fc 80
+vcvtps2pd xmm8, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 78 5a 44 87 08
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm0, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 78 5a 84 4b e8 03 00 00
+vcvtps2pd xmm0, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 78 5a 44 fc 80
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm8, qword ptr [rip + foo + 16]
-; bytes: c5 78 5a 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vcvtps2pd xmm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 78 5a 84 4b e8 03 00 00
 ; form: vcvtps2pd_y_xm
 vcvtps2pd ymm0, xmm1
 ; bytes: c5 fc 5a c1
@@ -377,14 +376,15 @@ vcvtps2pd ymm1, xmm12
 vcvtps2pd ymm11, xmm2
 ; bytes: c5 7c 5a da
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm8, xmmword ptr [8*rcx + 64]
-; bytes: c5 7c 5a 04 cd 40 00 00 00
+vcvtps2pd ymm8, xmmword ptr [rip + foo + 16]
+; bytes: c5 7c 5a 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm0, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 7c 5a 44 30 7f
+vcvtps2pd ymm0, xmmword ptr [8*rcx + 64]
+; bytes: c5 fc 5a 04 cd 40 00 00 00
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 7c 5a 84 9c 00 10 00 00
+vcvtps2pd ymm8, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 7c 5a 44 30 7f
 ; form: vcvtph2ps_x_xm64
 vcvtph2ps xmm0, xmm1
 ; bytes: c4 e2 79 13 c1
@@ -398,15 +398,15 @@ vcvtph2ps xmm1, xmm12
 vcvtph2ps xmm11, xmm2
 ; bytes: c4 62 79 13 da
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm8, qword ptr [rdx - 8192]
-; bytes: c4 62 79 13 82 00 e0 ff ff
+vcvtph2ps xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 13 84 9c 00 10 00 00
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm0, qword ptr [rip + bar]
-; bytes: c4 e2 79 13 05 00 00 00 00
+vcvtph2ps xmm0, qword ptr [rdx - 8192]
+; bytes: c4 e2 79 13 82 00 e0 ff ff
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm8, qword ptr [rip + bar]
+; bytes: c4 62 79 13 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm8, qword ptr [rdi]
-; bytes: c4 62 79 13 07
 ; form: vcvtph2ps_y_xm
 vcvtph2ps ymm0, xmm1
 ; bytes: c4 e2 7d 13 c1
@@ -420,14 +420,14 @@ vcvtph2ps ymm1, xmm12
 vcvtph2ps ymm11, xmm2
 ; bytes: c4 62 7d 13 da
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 7d 13 44 24 08
+vcvtph2ps ymm8, xmmword ptr [rdi]
+; bytes: c4 62 7d 13 07
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm0, xmmword ptr [rbp]
-; bytes: c4 e2 7d 13 45 00
+vcvtph2ps ymm0, xmmword ptr [rsp + 8]
+; bytes: c4 e2 7d 13 44 24 08
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm8, xmmword ptr [r13 - 300]
-; bytes: c4 42 7d 13 85 d4 fe ff ff
+vcvtph2ps ymm8, xmmword ptr [rbp]
+; bytes: c4 62 7d 13 45 00
 ; form: vcvttpd2dq_x_xm
 vcvttpd2dq xmm0, xmm1
 ; bytes: c5 f9 e6 c1
@@ -441,14 +441,14 @@ vcvttpd2dq xmm1, xmm12
 vcvttpd2dq xmm11, xmm2
 ; bytes: c5 79 e6 da
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 79 e6 44 87 08
+vcvttpd2dq xmm8, xmmword ptr [r13 - 300]
+; bytes: c4 41 79 e6 85 d4 fe ff ff
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm0, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 79 e6 44 fc 80
+vcvttpd2dq xmm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f9 e6 44 87 08
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 79 e6 84 4b e8 03 00 00
+vcvttpd2dq xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 79 e6 44 fc 80
 ; form: vcvttpd2dq_x_ym
 vcvttpd2dq xmm0, ymm1
 ; bytes: c5 fd e6 c1
@@ -462,15 +462,15 @@ vcvttpd2dq xmm1, ymm12
 vcvttpd2dq xmm11, ymm2
 ; bytes: c5 7d e6 da
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm8, ymmword ptr [rip + foo + 16]
-; bytes: c5 7d e6 05 00 00 00 00
+vcvttpd2dq xmm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7d e6 84 4b e8 03 00 00
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm0, ymmword ptr [rip + foo + 16]
+; bytes: c5 fd e6 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm0, ymmword ptr [8*rcx + 64]
-; bytes: c5 fd e6 04 cd 40 00 00 00
-; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm8, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 7d e6 44 30 7f
+vcvttpd2dq xmm8, ymmword ptr [8*rcx + 64]
+; bytes: c5 7d e6 04 cd 40 00 00 00
 ; form: vcvtpd2ps_x_xm
 vcvtpd2ps xmm0, xmm1
 ; bytes: c5 f9 5a c1
@@ -484,15 +484,14 @@ vcvtpd2ps xmm1, xmm12
 vcvtpd2ps xmm11, xmm2
 ; bytes: c5 79 5a da
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 79 5a 84 9c 00 10 00 00
+vcvtpd2ps xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 79 5a 44 30 7f
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm0, xmmword ptr [rdx - 8192]
-; bytes: c5 f9 5a 82 00 e0 ff ff
+vcvtpd2ps xmm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 79 5a 84 9c 00 10 00 00
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm8, xmmword ptr [rip + bar]
-; bytes: c5 79 5a 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vcvtpd2ps xmm8, xmmword ptr [rdx - 8192]
+; bytes: c5 79 5a 82 00 e0 ff ff
 ; form: vcvtpd2ps_x_ym
 vcvtpd2ps xmm0, ymm1
 ; bytes: c5 fd 5a c1
@@ -506,14 +505,15 @@ vcvtpd2ps xmm1, ymm12
 vcvtpd2ps xmm11, ymm2
 ; bytes: c5 7d 5a da
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm8, ymmword ptr [rdi]
-; bytes: c5 7d 5a 07
+vcvtpd2ps xmm8, ymmword ptr [rip + bar]
+; bytes: c5 7d 5a 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm0, ymmword ptr [rsp + 8]
-; bytes: c5 fd 5a 44 24 08
+vcvtpd2ps xmm0, ymmword ptr [rdi]
+; bytes: c5 fd 5a 07
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm8, ymmword ptr [rbp]
-; bytes: c5 7d 5a 45 00
+vcvtpd2ps xmm8, ymmword ptr [rsp + 8]
+; bytes: c5 7d 5a 44 24 08
 ; form: vcvtps2ph_xm64_x_imm8
 vcvtps2ph xmm0, xmm1, 1
 ; bytes: c4 e3 79 1d c8 01
@@ -527,14 +527,14 @@ vcvtps2ph xmm1, xmm12, 127
 vcvtps2ph xmm11, xmm2, 255
 ; bytes: c4 c3 79 1d d3 ff
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [r13 - 300], xmm8, 0
-; bytes: c4 43 79 1d 85 d4 fe ff ff 00
+vcvtps2ph qword ptr [rbp], xmm8, 0
+; bytes: c4 63 79 1d 45 00 00
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm0, 100
-; bytes: c4 e3 79 1d 44 87 08 64
+vcvtps2ph qword ptr [r13 - 300], xmm0, 100
+; bytes: c4 c3 79 1d 85 d4 fe ff ff 64
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [r12 + 8*r15 - 128], xmm8, 200
-; bytes: c4 03 79 1d 44 fc 80 c8
+vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm8, 200
+; bytes: c4 63 79 1d 44 87 08 c8
 ; form: vcvtps2ph_xm_y_imm8
 vcvtps2ph xmm0, ymm1, 1
 ; bytes: c4 e3 7d 1d c8 01
@@ -548,15 +548,15 @@ vcvtps2ph xmm1, ymm12, 127
 vcvtps2ph xmm11, ymm2, 255
 ; bytes: c4 c3 7d 1d d3 ff
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm8, 0
-; bytes: c4 23 7d 1d 84 4b e8 03 00 00 00
+vcvtps2ph xmmword ptr [r12 + 8*r15 - 128], ymm8, 0
+; bytes: c4 03 7d 1d 44 fc 80 00
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [rip + foo + 16], ymm0, 100
-; bytes: c4 e3 7d 1d 05 00 00 00 00 64
+vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm0, 100
+; bytes: c4 a3 7d 1d 84 4b e8 03 00 00 64
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmmword ptr [rip + foo + 16], ymm8, 200
+; bytes: c4 63 7d 1d 05 00 00 00 00 c8
 ; fixup: 5 pc32 foo 11
-; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [8*rcx + 64], ymm8, 200
-; bytes: c4 63 7d 1d 04 cd 40 00 00 00 c8
 ; form: vpmovzxbw_x_xm64
 vpmovzxbw xmm0, xmm1
 ; bytes: c4 e2 79 30 c1
@@ -570,14 +570,14 @@ vpmovzxbw xmm1, xmm12
 vpmovzxbw xmm11, xmm2
 ; bytes: c4 62 79 30 da
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm8, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 79 30 44 30 7f
+vpmovzxbw xmm8, qword ptr [8*rcx + 64]
+; bytes: c4 62 79 30 04 cd 40 00 00 00
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 79 30 84 9c 00 10 00 00
+vpmovzxbw xmm0, qword ptr [r8 + rsi + 127]
+; bytes: c4 c2 79 30 44 30 7f
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm8, qword ptr [rdx - 8192]
-; bytes: c4 62 79 30 82 00 e0 ff ff
+vpmovzxbw xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 30 84 9c 00 10 00 00
 ; form: vpmovzxbw_y_xm
 vpmovzxbw ymm0, xmm1
 ; bytes: c4 e2 7d 30 c1
@@ -591,15 +591,15 @@ vpmovzxbw ymm1, xmm12
 vpmovzxbw ymm11, xmm2
 ; bytes: c4 62 7d 30 da
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm8, xmmword ptr [rip + bar]
-; bytes: c4 62 7d 30 05 00 00 00 00
+vpmovzxbw ymm8, xmmword ptr [rdx - 8192]
+; bytes: c4 62 7d 30 82 00 e0 ff ff
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm0, xmmword ptr [rip + bar]
+; bytes: c4 e2 7d 30 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm0, xmmword ptr [rdi]
-; bytes: c4 e2 7d 30 07
-; form: vpmovzxbw_y_xm
-vpmovzxbw ymm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 7d 30 44 24 08
+vpmovzxbw ymm8, xmmword ptr [rdi]
+; bytes: c4 62 7d 30 07
 ; form: vpmovsxbw_x_xm64
 vpmovsxbw xmm0, xmm1
 ; bytes: c4 e2 79 20 c1
@@ -613,14 +613,14 @@ vpmovsxbw xmm1, xmm12
 vpmovsxbw xmm11, xmm2
 ; bytes: c4 62 79 20 da
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm8, qword ptr [rbp]
-; bytes: c4 62 79 20 45 00
+vpmovsxbw xmm8, qword ptr [rsp + 8]
+; bytes: c4 62 79 20 44 24 08
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm0, qword ptr [r13 - 300]
-; bytes: c4 c2 79 20 85 d4 fe ff ff
+vpmovsxbw xmm0, qword ptr [rbp]
+; bytes: c4 e2 79 20 45 00
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm8, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 79 20 44 87 08
+vpmovsxbw xmm8, qword ptr [r13 - 300]
+; bytes: c4 42 79 20 85 d4 fe ff ff
 ; form: vpmovsxbw_y_xm
 vpmovsxbw ymm0, xmm1
 ; bytes: c4 e2 7d 20 c1
@@ -634,15 +634,14 @@ vpmovsxbw ymm1, xmm12
 vpmovsxbw ymm11, xmm2
 ; bytes: c4 62 7d 20 da
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 7d 20 44 fc 80
+vpmovsxbw ymm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 20 44 87 08
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm0, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 7d 20 84 4b e8 03 00 00
+vpmovsxbw ymm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 7d 20 44 fc 80
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm8, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 7d 20 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmovsxbw ymm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 20 84 4b e8 03 00 00
 ; form: vpmovzxbd_x_xm32
 vpmovzxbd xmm0, xmm1
 ; bytes: c4 e2 79 31 c1
@@ -656,14 +655,15 @@ vpmovzxbd xmm1, xmm12
 vpmovzxbd xmm11, xmm2
 ; bytes: c4 62 79 31 da
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm8, dword ptr [8*rcx + 64]
-; bytes: c4 62 79 31 04 cd 40 00 00 00
+vpmovzxbd xmm8, dword ptr [rip + foo + 16]
+; bytes: c4 62 79 31 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm0, dword ptr [r8 + rsi + 127]
-; bytes: c4 c2 79 31 44 30 7f
+vpmovzxbd xmm0, dword ptr [8*rcx + 64]
+; bytes: c4 e2 79 31 04 cd 40 00 00 00
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 31 84 9c 00 10 00 00
+vpmovzxbd xmm8, dword ptr [r8 + rsi + 127]
+; bytes: c4 42 79 31 44 30 7f
 ; form: vpmovzxbd_y_xm64
 vpmovzxbd ymm0, xmm1
 ; bytes: c4 e2 7d 31 c1
@@ -677,15 +677,15 @@ vpmovzxbd ymm1, xmm12
 vpmovzxbd ymm11, xmm2
 ; bytes: c4 62 7d 31 da
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm8, qword ptr [rdx - 8192]
-; bytes: c4 62 7d 31 82 00 e0 ff ff
+vpmovzxbd ymm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 7d 31 84 9c 00 10 00 00
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm0, qword ptr [rip + bar]
-; bytes: c4 e2 7d 31 05 00 00 00 00
+vpmovzxbd ymm0, qword ptr [rdx - 8192]
+; bytes: c4 e2 7d 31 82 00 e0 ff ff
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm8, qword ptr [rip + bar]
+; bytes: c4 62 7d 31 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm8, qword ptr [rdi]
-; bytes: c4 62 7d 31 07
 ; form: vpmovsxbd_x_xm32
 vpmovsxbd xmm0, xmm1
 ; bytes: c4 e2 79 21 c1
@@ -699,14 +699,14 @@ vpmovsxbd xmm1, xmm12
 vpmovsxbd xmm11, xmm2
 ; bytes: c4 62 79 21 da
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm8, dword ptr [rsp + 8]
-; bytes: c4 62 79 21 44 24 08
+vpmovsxbd xmm8, dword ptr [rdi]
+; bytes: c4 62 79 21 07
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm0, dword ptr [rbp]
-; bytes: c4 e2 79 21 45 00
+vpmovsxbd xmm0, dword ptr [rsp + 8]
+; bytes: c4 e2 79 21 44 24 08
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm8, dword ptr [r13 - 300]
-; bytes: c4 42 79 21 85 d4 fe ff ff
+vpmovsxbd xmm8, dword ptr [rbp]
+; bytes: c4 62 79 21 45 00
 ; form: vpmovsxbd_y_xm64
 vpmovsxbd ymm0, xmm1
 ; bytes: c4 e2 7d 21 c1
@@ -720,14 +720,14 @@ vpmovsxbd ymm1, xmm12
 vpmovsxbd ymm11, xmm2
 ; bytes: c4 62 7d 21 da
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm8, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 21 44 87 08
+vpmovsxbd ymm8, qword ptr [r13 - 300]
+; bytes: c4 42 7d 21 85 d4 fe ff ff
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm0, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 7d 21 44 fc 80
+vpmovsxbd ymm0, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 7d 21 44 87 08
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 7d 21 84 4b e8 03 00 00
+vpmovsxbd ymm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 21 44 fc 80
 ; form: vpmovzxbq_x_xm16
 vpmovzxbq xmm0, xmm1
 ; bytes: c4 e2 79 32 c1
@@ -741,15 +741,15 @@ vpmovzxbq xmm1, xmm12
 vpmovzxbq xmm11, xmm2
 ; bytes: c4 62 79 32 da
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm8, word ptr [rip + foo + 16]
-; bytes: c4 62 79 32 05 00 00 00 00
+vpmovzxbq xmm8, word ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 79 32 84 4b e8 03 00 00
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm0, word ptr [rip + foo + 16]
+; bytes: c4 e2 79 32 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm0, word ptr [8*rcx + 64]
-; bytes: c4 e2 79 32 04 cd 40 00 00 00
-; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm8, word ptr [r8 + rsi + 127]
-; bytes: c4 42 79 32 44 30 7f
+vpmovzxbq xmm8, word ptr [8*rcx + 64]
+; bytes: c4 62 79 32 04 cd 40 00 00 00
 ; form: vpmovzxbq_y_xm32
 vpmovzxbq ymm0, xmm1
 ; bytes: c4 e2 7d 32 c1
@@ -763,15 +763,14 @@ vpmovzxbq ymm1, xmm12
 vpmovzxbq ymm11, xmm2
 ; bytes: c4 62 7d 32 da
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 7d 32 84 9c 00 10 00 00
+vpmovzxbq ymm8, dword ptr [r8 + rsi + 127]
+; bytes: c4 42 7d 32 44 30 7f
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm0, dword ptr [rdx - 8192]
-; bytes: c4 e2 7d 32 82 00 e0 ff ff
+vpmovzxbq ymm0, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 7d 32 84 9c 00 10 00 00
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm8, dword ptr [rip + bar]
-; bytes: c4 62 7d 32 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovzxbq ymm8, dword ptr [rdx - 8192]
+; bytes: c4 62 7d 32 82 00 e0 ff ff
 ; form: vpmovsxbq_x_xm16
 vpmovsxbq xmm0, xmm1
 ; bytes: c4 e2 79 22 c1
@@ -785,14 +784,15 @@ vpmovsxbq xmm1, xmm12
 vpmovsxbq xmm11, xmm2
 ; bytes: c4 62 79 22 da
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm8, word ptr [rdi]
-; bytes: c4 62 79 22 07
+vpmovsxbq xmm8, word ptr [rip + bar]
+; bytes: c4 62 79 22 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm0, word ptr [rsp + 8]
-; bytes: c4 e2 79 22 44 24 08
+vpmovsxbq xmm0, word ptr [rdi]
+; bytes: c4 e2 79 22 07
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm8, word ptr [rbp]
-; bytes: c4 62 79 22 45 00
+vpmovsxbq xmm8, word ptr [rsp + 8]
+; bytes: c4 62 79 22 44 24 08
 ; form: vpmovsxbq_y_xm32
 vpmovsxbq ymm0, xmm1
 ; bytes: c4 e2 7d 22 c1
@@ -806,14 +806,14 @@ vpmovsxbq ymm1, xmm12
 vpmovsxbq ymm11, xmm2
 ; bytes: c4 62 7d 22 da
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm8, dword ptr [r13 - 300]
-; bytes: c4 42 7d 22 85 d4 fe ff ff
+vpmovsxbq ymm8, dword ptr [rbp]
+; bytes: c4 62 7d 22 45 00
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm0, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 7d 22 44 87 08
+vpmovsxbq ymm0, dword ptr [r13 - 300]
+; bytes: c4 c2 7d 22 85 d4 fe ff ff
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm8, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 7d 22 44 fc 80
+vpmovsxbq ymm8, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 22 44 87 08
 ; form: vpmovzxwd_x_xm64
 vpmovzxwd xmm0, xmm1
 ; bytes: c4 e2 79 33 c1
@@ -827,15 +827,15 @@ vpmovzxwd xmm1, xmm12
 vpmovzxwd xmm11, xmm2
 ; bytes: c4 62 79 33 da
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 79 33 84 4b e8 03 00 00
+vpmovzxwd xmm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 79 33 44 fc 80
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm0, qword ptr [rip + foo + 16]
-; bytes: c4 e2 79 33 05 00 00 00 00
+vpmovzxwd xmm0, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 79 33 84 4b e8 03 00 00
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm8, qword ptr [rip + foo + 16]
+; bytes: c4 62 79 33 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
-; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm8, qword ptr [8*rcx + 64]
-; bytes: c4 62 79 33 04 cd 40 00 00 00
 ; form: vpmovzxwd_y_xm
 vpmovzxwd ymm0, xmm1
 ; bytes: c4 e2 7d 33 c1
@@ -849,14 +849,14 @@ vpmovzxwd ymm1, xmm12
 vpmovzxwd ymm11, xmm2
 ; bytes: c4 62 7d 33 da
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm8, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 7d 33 44 30 7f
+vpmovzxwd ymm8, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 7d 33 04 cd 40 00 00 00
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm0, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 7d 33 84 9c 00 10 00 00
+vpmovzxwd ymm0, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 7d 33 44 30 7f
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm8, xmmword ptr [rdx - 8192]
-; bytes: c4 62 7d 33 82 00 e0 ff ff
+vpmovzxwd ymm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 7d 33 84 9c 00 10 00 00
 ; form: vpmovsxwd_x_xm64
 vpmovsxwd xmm0, xmm1
 ; bytes: c4 e2 79 23 c1
@@ -870,15 +870,15 @@ vpmovsxwd xmm1, xmm12
 vpmovsxwd xmm11, xmm2
 ; bytes: c4 62 79 23 da
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm8, qword ptr [rip + bar]
-; bytes: c4 62 79 23 05 00 00 00 00
+vpmovsxwd xmm8, qword ptr [rdx - 8192]
+; bytes: c4 62 79 23 82 00 e0 ff ff
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm0, qword ptr [rip + bar]
+; bytes: c4 e2 79 23 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm0, qword ptr [rdi]
-; bytes: c4 e2 79 23 07
-; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm8, qword ptr [rsp + 8]
-; bytes: c4 62 79 23 44 24 08
+vpmovsxwd xmm8, qword ptr [rdi]
+; bytes: c4 62 79 23 07
 ; form: vpmovsxwd_y_xm
 vpmovsxwd ymm0, xmm1
 ; bytes: c4 e2 7d 23 c1
@@ -892,14 +892,14 @@ vpmovsxwd ymm1, xmm12
 vpmovsxwd ymm11, xmm2
 ; bytes: c4 62 7d 23 da
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm8, xmmword ptr [rbp]
-; bytes: c4 62 7d 23 45 00
+vpmovsxwd ymm8, xmmword ptr [rsp + 8]
+; bytes: c4 62 7d 23 44 24 08
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm0, xmmword ptr [r13 - 300]
-; bytes: c4 c2 7d 23 85 d4 fe ff ff
+vpmovsxwd ymm0, xmmword ptr [rbp]
+; bytes: c4 e2 7d 23 45 00
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 23 44 87 08
+vpmovsxwd ymm8, xmmword ptr [r13 - 300]
+; bytes: c4 42 7d 23 85 d4 fe ff ff
 ; form: vpmovzxwq_x_xm32
 vpmovzxwq xmm0, xmm1
 ; bytes: c4 e2 79 34 c1
@@ -913,15 +913,14 @@ vpmovzxwq xmm1, xmm12
 vpmovzxwq xmm11, xmm2
 ; bytes: c4 62 79 34 da
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm8, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 79 34 44 fc 80
+vpmovzxwq xmm8, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 79 34 44 87 08
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm0, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 79 34 84 4b e8 03 00 00
+vpmovzxwq xmm0, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 79 34 44 fc 80
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm8, dword ptr [rip + foo + 16]
-; bytes: c4 62 79 34 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmovzxwq xmm8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 79 34 84 4b e8 03 00 00
 ; form: vpmovzxwq_y_xm64
 vpmovzxwq ymm0, xmm1
 ; bytes: c4 e2 7d 34 c1
@@ -935,14 +934,15 @@ vpmovzxwq ymm1, xmm12
 vpmovzxwq ymm11, xmm2
 ; bytes: c4 62 7d 34 da
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm8, qword ptr [8*rcx + 64]
-; bytes: c4 62 7d 34 04 cd 40 00 00 00
+vpmovzxwq ymm8, qword ptr [rip + foo + 16]
+; bytes: c4 62 7d 34 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm0, qword ptr [r8 + rsi + 127]
-; bytes: c4 c2 7d 34 44 30 7f
+vpmovzxwq ymm0, qword ptr [8*rcx + 64]
+; bytes: c4 e2 7d 34 04 cd 40 00 00 00
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 7d 34 84 9c 00 10 00 00
+vpmovzxwq ymm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 42 7d 34 44 30 7f
 ; form: vpmovsxwq_x_xm32
 vpmovsxwq xmm0, xmm1
 ; bytes: c4 e2 79 24 c1
@@ -956,15 +956,15 @@ vpmovsxwq xmm1, xmm12
 vpmovsxwq xmm11, xmm2
 ; bytes: c4 62 79 24 da
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm8, dword ptr [rdx - 8192]
-; bytes: c4 62 79 24 82 00 e0 ff ff
+vpmovsxwq xmm8, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 24 84 9c 00 10 00 00
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm0, dword ptr [rip + bar]
-; bytes: c4 e2 79 24 05 00 00 00 00
+vpmovsxwq xmm0, dword ptr [rdx - 8192]
+; bytes: c4 e2 79 24 82 00 e0 ff ff
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm8, dword ptr [rip + bar]
+; bytes: c4 62 79 24 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm8, dword ptr [rdi]
-; bytes: c4 62 79 24 07
 ; form: vpmovsxwq_y_xm64
 vpmovsxwq ymm0, xmm1
 ; bytes: c4 e2 7d 24 c1
@@ -978,14 +978,14 @@ vpmovsxwq ymm1, xmm12
 vpmovsxwq ymm11, xmm2
 ; bytes: c4 62 7d 24 da
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm8, qword ptr [rsp + 8]
-; bytes: c4 62 7d 24 44 24 08
+vpmovsxwq ymm8, qword ptr [rdi]
+; bytes: c4 62 7d 24 07
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm0, qword ptr [rbp]
-; bytes: c4 e2 7d 24 45 00
+vpmovsxwq ymm0, qword ptr [rsp + 8]
+; bytes: c4 e2 7d 24 44 24 08
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm8, qword ptr [r13 - 300]
-; bytes: c4 42 7d 24 85 d4 fe ff ff
+vpmovsxwq ymm8, qword ptr [rbp]
+; bytes: c4 62 7d 24 45 00
 ; form: vpmovzxdq_x_xm64
 vpmovzxdq xmm0, xmm1
 ; bytes: c4 e2 79 35 c1
@@ -999,14 +999,14 @@ vpmovzxdq xmm1, xmm12
 vpmovzxdq xmm11, xmm2
 ; bytes: c4 62 79 35 da
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm8, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 79 35 44 87 08
+vpmovzxdq xmm8, qword ptr [r13 - 300]
+; bytes: c4 42 79 35 85 d4 fe ff ff
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm0, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 79 35 44 fc 80
+vpmovzxdq xmm0, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 79 35 44 87 08
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 79 35 84 4b e8 03 00 00
+vpmovzxdq xmm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 79 35 44 fc 80
 ; form: vpmovzxdq_y_xm
 vpmovzxdq ymm0, xmm1
 ; bytes: c4 e2 7d 35 c1
@@ -1020,15 +1020,15 @@ vpmovzxdq ymm1, xmm12
 vpmovzxdq ymm11, xmm2
 ; bytes: c4 62 7d 35 da
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm8, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 7d 35 05 00 00 00 00
+vpmovzxdq ymm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 35 84 4b e8 03 00 00
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm0, xmmword ptr [rip + foo + 16]
+; bytes: c4 e2 7d 35 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm0, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 7d 35 04 cd 40 00 00 00
-; form: vpmovzxdq_y_xm
-vpmovzxdq ymm8, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 7d 35 44 30 7f
+vpmovzxdq ymm8, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 7d 35 04 cd 40 00 00 00
 ; form: vpmovsxdq_x_xm64
 vpmovsxdq xmm0, xmm1
 ; bytes: c4 e2 79 25 c1
@@ -1042,15 +1042,14 @@ vpmovsxdq xmm1, xmm12
 vpmovsxdq xmm11, xmm2
 ; bytes: c4 62 79 25 da
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 25 84 9c 00 10 00 00
+vpmovsxdq xmm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 42 79 25 44 30 7f
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm0, qword ptr [rdx - 8192]
-; bytes: c4 e2 79 25 82 00 e0 ff ff
+vpmovsxdq xmm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 79 25 84 9c 00 10 00 00
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm8, qword ptr [rip + bar]
-; bytes: c4 62 79 25 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovsxdq xmm8, qword ptr [rdx - 8192]
+; bytes: c4 62 79 25 82 00 e0 ff ff
 ; form: vpmovsxdq_y_xm
 vpmovsxdq ymm0, xmm1
 ; bytes: c4 e2 7d 25 c1
@@ -1064,14 +1063,15 @@ vpmovsxdq ymm1, xmm12
 vpmovsxdq ymm11, xmm2
 ; bytes: c4 62 7d 25 da
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm8, xmmword ptr [rdi]
-; bytes: c4 62 7d 25 07
+vpmovsxdq ymm8, xmmword ptr [rip + bar]
+; bytes: c4 62 7d 25 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm0, xmmword ptr [rsp + 8]
-; bytes: c4 e2 7d 25 44 24 08
+vpmovsxdq ymm0, xmmword ptr [rdi]
+; bytes: c4 e2 7d 25 07
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm8, xmmword ptr [rbp]
-; bytes: c4 62 7d 25 45 00
+vpmovsxdq ymm8, xmmword ptr [rsp + 8]
+; bytes: c4 62 7d 25 44 24 08
 ; form: vpacksswb_x_x_xm
 vpacksswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 63 c2
@@ -1085,14 +1085,14 @@ vpacksswb xmm1, xmm12, xmm10
 vpacksswb xmm11, xmm2, xmm3
 ; bytes: c5 69 63 db
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 63 85 d4 fe ff ff
+vpacksswb xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 63 45 00
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 63 44 87 08
+vpacksswb xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 63 85 d4 fe ff ff
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 63 44 fc 80
+vpacksswb xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 63 44 87 08
 ; form: vpacksswb_y_y_ym
 vpacksswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 63 c2
@@ -1106,15 +1106,15 @@ vpacksswb ymm1, ymm12, ymm10
 vpacksswb ymm11, ymm2, ymm3
 ; bytes: c5 6d 63 db
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 63 84 4b e8 03 00 00
+vpacksswb ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 63 44 fc 80
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 63 05 00 00 00 00
+vpacksswb ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 63 84 4b e8 03 00 00
+; form: vpacksswb_y_y_ym
+vpacksswb ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 63 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vpacksswb_y_y_ym
-vpacksswb ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 63 04 cd 40 00 00 00
 ; form: vpackuswb_x_x_xm
 vpackuswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 67 c2
@@ -1128,14 +1128,14 @@ vpackuswb xmm1, xmm12, xmm10
 vpackuswb xmm11, xmm2, xmm3
 ; bytes: c5 69 67 db
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 67 44 30 7f
+vpackuswb xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 67 04 cd 40 00 00 00
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 67 84 9c 00 10 00 00
+vpackuswb xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 67 44 30 7f
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 67 82 00 e0 ff ff
+vpackuswb xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 67 84 9c 00 10 00 00
 ; form: vpackuswb_y_y_ym
 vpackuswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 67 c2
@@ -1149,15 +1149,15 @@ vpackuswb ymm1, ymm12, ymm10
 vpackuswb ymm11, ymm2, ymm3
 ; bytes: c5 6d 67 db
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 67 05 00 00 00 00
+vpackuswb ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 67 82 00 e0 ff ff
+; form: vpackuswb_y_y_ym
+vpackuswb ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 67 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 67 07
-; form: vpackuswb_y_y_ym
-vpackuswb ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 67 44 24 08
+vpackuswb ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 67 07
 ; form: vpackssdw_x_x_xm
 vpackssdw xmm0, xmm1, xmm2
 ; bytes: c5 f1 6b c2
@@ -1171,14 +1171,14 @@ vpackssdw xmm1, xmm12, xmm10
 vpackssdw xmm11, xmm2, xmm3
 ; bytes: c5 69 6b db
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 6b 45 00
+vpackssdw xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 6b 44 24 08
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 6b 85 d4 fe ff ff
+vpackssdw xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 6b 45 00
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 6b 44 87 08
+vpackssdw xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 6b 85 d4 fe ff ff
 ; form: vpackssdw_y_y_ym
 vpackssdw ymm0, ymm1, ymm2
 ; bytes: c5 f5 6b c2
@@ -1192,15 +1192,14 @@ vpackssdw ymm1, ymm12, ymm10
 vpackssdw ymm11, ymm2, ymm3
 ; bytes: c5 6d 6b db
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 6b 44 fc 80
+vpackssdw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 6b 44 87 08
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 6b 84 4b e8 03 00 00
+vpackssdw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 6b 44 fc 80
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 6b 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpackssdw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 6b 84 4b e8 03 00 00
 ; form: vpackusdw_x_x_xm
 vpackusdw xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 2b c2
@@ -1214,14 +1213,15 @@ vpackusdw xmm1, xmm12, xmm10
 vpackusdw xmm11, xmm2, xmm3
 ; bytes: c4 62 69 2b db
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 31 2b 04 cd 40 00 00 00
+vpackusdw xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 2b 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 71 2b 44 30 7f
+vpackusdw xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 71 2b 04 cd 40 00 00 00
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 2b 84 9c 00 10 00 00
+vpackusdw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 2b 44 30 7f
 ; form: vpackusdw_y_y_ym
 vpackusdw ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 2b c2
@@ -1235,12 +1235,12 @@ vpackusdw ymm1, ymm12, ymm10
 vpackusdw ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 2b db
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 35 2b 82 00 e0 ff ff
+vpackusdw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 2b 84 9c 00 10 00 00
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c4 e2 75 2b 05 00 00 00 00
+vpackusdw ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 75 2b 82 00 e0 ff ff
+; form: vpackusdw_y_y_ym
+vpackusdw ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 2b 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vpackusdw_y_y_ym
-vpackusdw ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 35 2b 07

@@ -12,14 +12,15 @@ vaddss xmm1, xmm12, xmm10
 vaddss xmm11, xmm2, xmm3
 ; bytes: c5 6a 58 db
 ; form: vaddss_x_x_xm32
-vaddss xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c5 32 58 04 cd 40 00 00 00
+vaddss xmm8, xmm9, dword ptr [rip + foo + 16]
+; bytes: c5 32 58 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vaddss_x_x_xm32
-vaddss xmm0, xmm1, dword ptr [r8 + rsi + 127]
-; bytes: c4 c1 72 58 44 30 7f
+vaddss xmm0, xmm1, dword ptr [8*rcx + 64]
+; bytes: c5 f2 58 04 cd 40 00 00 00
 ; form: vaddss_x_x_xm32
-vaddss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 32 58 84 9c 00 10 00 00
+vaddss xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 32 58 44 30 7f
 ; form: vaddsd_x_x_xm64
 vaddsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 58 c2
@@ -33,15 +34,15 @@ vaddsd xmm1, xmm12, xmm10
 vaddsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 58 db
 ; form: vaddsd_x_x_xm64
-vaddsd xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c5 33 58 82 00 e0 ff ff
+vaddsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 33 58 84 9c 00 10 00 00
 ; form: vaddsd_x_x_xm64
-vaddsd xmm0, xmm1, qword ptr [rip + bar]
-; bytes: c5 f3 58 05 00 00 00 00
+vaddsd xmm0, xmm1, qword ptr [rdx - 8192]
+; bytes: c5 f3 58 82 00 e0 ff ff
+; form: vaddsd_x_x_xm64
+vaddsd xmm8, xmm9, qword ptr [rip + bar]
+; bytes: c5 33 58 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vaddsd_x_x_xm64
-vaddsd xmm8, xmm9, qword ptr [rdi]
-; bytes: c5 33 58 07
 ; form: vaddps_x_x_xm
 vaddps xmm0, xmm1, xmm2
 ; bytes: c5 f0 58 c2
@@ -55,14 +56,14 @@ vaddps xmm1, xmm12, xmm10
 vaddps xmm11, xmm2, xmm3
 ; bytes: c5 68 58 db
 ; form: vaddps_x_x_xm
-vaddps xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 30 58 44 24 08
+vaddps xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 30 58 07
 ; form: vaddps_x_x_xm
-vaddps xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f0 58 45 00
+vaddps xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f0 58 44 24 08
 ; form: vaddps_x_x_xm
-vaddps xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 30 58 85 d4 fe ff ff
+vaddps xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 30 58 45 00
 ; form: vaddps_y_y_ym
 vaddps ymm0, ymm1, ymm2
 ; bytes: c5 f4 58 c2
@@ -76,14 +77,14 @@ vaddps ymm1, ymm12, ymm10
 vaddps ymm11, ymm2, ymm3
 ; bytes: c5 6c 58 db
 ; form: vaddps_y_y_ym
-vaddps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 34 58 44 87 08
+vaddps ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 34 58 85 d4 fe ff ff
 ; form: vaddps_y_y_ym
-vaddps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 74 58 44 fc 80
+vaddps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f4 58 44 87 08
 ; form: vaddps_y_y_ym
-vaddps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 34 58 84 4b e8 03 00 00
+vaddps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 34 58 44 fc 80
 ; form: vaddpd_x_x_xm
 vaddpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 58 c2
@@ -97,15 +98,15 @@ vaddpd xmm1, xmm12, xmm10
 vaddpd xmm11, xmm2, xmm3
 ; bytes: c5 69 58 db
 ; form: vaddpd_x_x_xm
-vaddpd xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 58 05 00 00 00 00
+vaddpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 58 84 4b e8 03 00 00
+; form: vaddpd_x_x_xm
+vaddpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 58 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vaddpd_x_x_xm
-vaddpd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 58 04 cd 40 00 00 00
-; form: vaddpd_x_x_xm
-vaddpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 58 44 30 7f
+vaddpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 58 04 cd 40 00 00 00
 ; form: vaddpd_y_y_ym
 vaddpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 58 c2
@@ -119,15 +120,14 @@ vaddpd ymm1, ymm12, ymm10
 vaddpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 58 db
 ; form: vaddpd_y_y_ym
-vaddpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 58 84 9c 00 10 00 00
+vaddpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 58 44 30 7f
 ; form: vaddpd_y_y_ym
-vaddpd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 58 82 00 e0 ff ff
+vaddpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 58 84 9c 00 10 00 00
 ; form: vaddpd_y_y_ym
-vaddpd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 58 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vaddpd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 58 82 00 e0 ff ff
 ; form: vmulss_x_x_xm32
 vmulss xmm0, xmm1, xmm2
 ; bytes: c5 f2 59 c2
@@ -141,14 +141,15 @@ vmulss xmm1, xmm12, xmm10
 vmulss xmm11, xmm2, xmm3
 ; bytes: c5 6a 59 db
 ; form: vmulss_x_x_xm32
-vmulss xmm8, xmm9, dword ptr [rdi]
-; bytes: c5 32 59 07
+vmulss xmm8, xmm9, dword ptr [rip + bar]
+; bytes: c5 32 59 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmulss_x_x_xm32
-vmulss xmm0, xmm1, dword ptr [rsp + 8]
-; bytes: c5 f2 59 44 24 08
+vmulss xmm0, xmm1, dword ptr [rdi]
+; bytes: c5 f2 59 07
 ; form: vmulss_x_x_xm32
-vmulss xmm8, xmm9, dword ptr [rbp]
-; bytes: c5 32 59 45 00
+vmulss xmm8, xmm9, dword ptr [rsp + 8]
+; bytes: c5 32 59 44 24 08
 ; form: vmulsd_x_x_xm64
 vmulsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 59 c2
@@ -162,14 +163,14 @@ vmulsd xmm1, xmm12, xmm10
 vmulsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 59 db
 ; form: vmulsd_x_x_xm64
-vmulsd xmm8, xmm9, qword ptr [r13 - 300]
-; bytes: c4 41 33 59 85 d4 fe ff ff
+vmulsd xmm8, xmm9, qword ptr [rbp]
+; bytes: c5 33 59 45 00
 ; form: vmulsd_x_x_xm64
-vmulsd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
-; bytes: c5 f3 59 44 87 08
+vmulsd xmm0, xmm1, qword ptr [r13 - 300]
+; bytes: c4 c1 73 59 85 d4 fe ff ff
 ; form: vmulsd_x_x_xm64
-vmulsd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 33 59 44 fc 80
+vmulsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 33 59 44 87 08
 ; form: vmulps_x_x_xm
 vmulps xmm0, xmm1, xmm2
 ; bytes: c5 f0 59 c2
@@ -183,15 +184,15 @@ vmulps xmm1, xmm12, xmm10
 vmulps xmm11, xmm2, xmm3
 ; bytes: c5 68 59 db
 ; form: vmulps_x_x_xm
-vmulps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 30 59 84 4b e8 03 00 00
+vmulps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 30 59 44 fc 80
 ; form: vmulps_x_x_xm
-vmulps xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f0 59 05 00 00 00 00
+vmulps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 70 59 84 4b e8 03 00 00
+; form: vmulps_x_x_xm
+vmulps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 59 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vmulps_x_x_xm
-vmulps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 59 04 cd 40 00 00 00
 ; form: vmulps_y_y_ym
 vmulps ymm0, ymm1, ymm2
 ; bytes: c5 f4 59 c2
@@ -205,14 +206,14 @@ vmulps ymm1, ymm12, ymm10
 vmulps ymm11, ymm2, ymm3
 ; bytes: c5 6c 59 db
 ; form: vmulps_y_y_ym
-vmulps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 34 59 44 30 7f
+vmulps ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 34 59 04 cd 40 00 00 00
 ; form: vmulps_y_y_ym
-vmulps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 74 59 84 9c 00 10 00 00
+vmulps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 74 59 44 30 7f
 ; form: vmulps_y_y_ym
-vmulps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 59 82 00 e0 ff ff
+vmulps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 59 84 9c 00 10 00 00
 ; form: vmulpd_x_x_xm
 vmulpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 59 c2
@@ -226,15 +227,15 @@ vmulpd xmm1, xmm12, xmm10
 vmulpd xmm11, xmm2, xmm3
 ; bytes: c5 69 59 db
 ; form: vmulpd_x_x_xm
-vmulpd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 59 05 00 00 00 00
+vmulpd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 59 82 00 e0 ff ff
+; form: vmulpd_x_x_xm
+vmulpd xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 59 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vmulpd_x_x_xm
-vmulpd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 59 07
-; form: vmulpd_x_x_xm
-vmulpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 59 44 24 08
+vmulpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 59 07
 ; form: vmulpd_y_y_ym
 vmulpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 59 c2
@@ -248,14 +249,14 @@ vmulpd ymm1, ymm12, ymm10
 vmulpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 59 db
 ; form: vmulpd_y_y_ym
-vmulpd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 59 45 00
+vmulpd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 59 44 24 08
 ; form: vmulpd_y_y_ym
-vmulpd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 59 85 d4 fe ff ff
+vmulpd ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 59 45 00
 ; form: vmulpd_y_y_ym
-vmulpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 59 44 87 08
+vmulpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 59 85 d4 fe ff ff
 ; form: vsubss_x_x_xm32
 vsubss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5c c2
@@ -269,15 +270,14 @@ vsubss xmm1, xmm12, xmm10
 vsubss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5c db
 ; form: vsubss_x_x_xm32
-vsubss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 32 5c 44 fc 80
+vsubss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
+; bytes: c5 32 5c 44 87 08
 ; form: vsubss_x_x_xm32
-vsubss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 72 5c 84 4b e8 03 00 00
+vsubss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 72 5c 44 fc 80
 ; form: vsubss_x_x_xm32
-vsubss xmm8, xmm9, dword ptr [rip + foo + 16]
-; bytes: c5 32 5c 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vsubss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 32 5c 84 4b e8 03 00 00
 ; form: vsubsd_x_x_xm64
 vsubsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5c c2
@@ -291,14 +291,15 @@ vsubsd xmm1, xmm12, xmm10
 vsubsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5c db
 ; form: vsubsd_x_x_xm64
-vsubsd xmm8, xmm9, qword ptr [8*rcx + 64]
-; bytes: c5 33 5c 04 cd 40 00 00 00
+vsubsd xmm8, xmm9, qword ptr [rip + foo + 16]
+; bytes: c5 33 5c 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vsubsd_x_x_xm64
-vsubsd xmm0, xmm1, qword ptr [r8 + rsi + 127]
-; bytes: c4 c1 73 5c 44 30 7f
+vsubsd xmm0, xmm1, qword ptr [8*rcx + 64]
+; bytes: c5 f3 5c 04 cd 40 00 00 00
 ; form: vsubsd_x_x_xm64
-vsubsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 33 5c 84 9c 00 10 00 00
+vsubsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 33 5c 44 30 7f
 ; form: vsubps_x_x_xm
 vsubps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5c c2
@@ -312,15 +313,15 @@ vsubps xmm1, xmm12, xmm10
 vsubps xmm11, xmm2, xmm3
 ; bytes: c5 68 5c db
 ; form: vsubps_x_x_xm
-vsubps xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 30 5c 82 00 e0 ff ff
+vsubps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 5c 84 9c 00 10 00 00
 ; form: vsubps_x_x_xm
-vsubps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f0 5c 05 00 00 00 00
+vsubps xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f0 5c 82 00 e0 ff ff
+; form: vsubps_x_x_xm
+vsubps xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 30 5c 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vsubps_x_x_xm
-vsubps xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 30 5c 07
 ; form: vsubps_y_y_ym
 vsubps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5c c2
@@ -334,14 +335,14 @@ vsubps ymm1, ymm12, ymm10
 vsubps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5c db
 ; form: vsubps_y_y_ym
-vsubps ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 34 5c 44 24 08
+vsubps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 5c 07
 ; form: vsubps_y_y_ym
-vsubps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f4 5c 45 00
+vsubps ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f4 5c 44 24 08
 ; form: vsubps_y_y_ym
-vsubps ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 34 5c 85 d4 fe ff ff
+vsubps ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 34 5c 45 00
 ; form: vsubpd_x_x_xm
 vsubpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5c c2
@@ -355,14 +356,14 @@ vsubpd xmm1, xmm12, xmm10
 vsubpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5c db
 ; form: vsubpd_x_x_xm
-vsubpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 5c 44 87 08
+vsubpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 5c 85 d4 fe ff ff
 ; form: vsubpd_x_x_xm
-vsubpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 71 5c 44 fc 80
+vsubpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 5c 44 87 08
 ; form: vsubpd_x_x_xm
-vsubpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 5c 84 4b e8 03 00 00
+vsubpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 5c 44 fc 80
 ; form: vsubpd_y_y_ym
 vsubpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5c c2
@@ -376,15 +377,15 @@ vsubpd ymm1, ymm12, ymm10
 vsubpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5c db
 ; form: vsubpd_y_y_ym
-vsubpd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 5c 05 00 00 00 00
+vsubpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 5c 84 4b e8 03 00 00
+; form: vsubpd_y_y_ym
+vsubpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 5c 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vsubpd_y_y_ym
-vsubpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f5 5c 04 cd 40 00 00 00
-; form: vsubpd_y_y_ym
-vsubpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 5c 44 30 7f
+vsubpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 5c 04 cd 40 00 00 00
 ; form: vminss_x_x_xm32
 vminss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5d c2
@@ -398,15 +399,14 @@ vminss xmm1, xmm12, xmm10
 vminss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5d db
 ; form: vminss_x_x_xm32
-vminss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 32 5d 84 9c 00 10 00 00
+vminss xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 32 5d 44 30 7f
 ; form: vminss_x_x_xm32
-vminss xmm0, xmm1, dword ptr [rdx - 8192]
-; bytes: c5 f2 5d 82 00 e0 ff ff
+vminss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 72 5d 84 9c 00 10 00 00
 ; form: vminss_x_x_xm32
-vminss xmm8, xmm9, dword ptr [rip + bar]
-; bytes: c5 32 5d 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vminss xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c5 32 5d 82 00 e0 ff ff
 ; form: vminsd_x_x_xm64
 vminsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5d c2
@@ -420,14 +420,15 @@ vminsd xmm1, xmm12, xmm10
 vminsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5d db
 ; form: vminsd_x_x_xm64
-vminsd xmm8, xmm9, qword ptr [rdi]
-; bytes: c5 33 5d 07
+vminsd xmm8, xmm9, qword ptr [rip + bar]
+; bytes: c5 33 5d 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vminsd_x_x_xm64
-vminsd xmm0, xmm1, qword ptr [rsp + 8]
-; bytes: c5 f3 5d 44 24 08
+vminsd xmm0, xmm1, qword ptr [rdi]
+; bytes: c5 f3 5d 07
 ; form: vminsd_x_x_xm64
-vminsd xmm8, xmm9, qword ptr [rbp]
-; bytes: c5 33 5d 45 00
+vminsd xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c5 33 5d 44 24 08
 ; form: vminps_x_x_xm
 vminps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5d c2
@@ -441,14 +442,14 @@ vminps xmm1, xmm12, xmm10
 vminps xmm11, xmm2, xmm3
 ; bytes: c5 68 5d db
 ; form: vminps_x_x_xm
-vminps xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 30 5d 85 d4 fe ff ff
+vminps xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 30 5d 45 00
 ; form: vminps_x_x_xm
-vminps xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f0 5d 44 87 08
+vminps xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 70 5d 85 d4 fe ff ff
 ; form: vminps_x_x_xm
-vminps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 30 5d 44 fc 80
+vminps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 30 5d 44 87 08
 ; form: vminps_y_y_ym
 vminps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5d c2
@@ -462,15 +463,15 @@ vminps ymm1, ymm12, ymm10
 vminps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5d db
 ; form: vminps_y_y_ym
-vminps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 34 5d 84 4b e8 03 00 00
+vminps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 34 5d 44 fc 80
 ; form: vminps_y_y_ym
-vminps ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f4 5d 05 00 00 00 00
+vminps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 74 5d 84 4b e8 03 00 00
+; form: vminps_y_y_ym
+vminps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 34 5d 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vminps_y_y_ym
-vminps ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 34 5d 04 cd 40 00 00 00
 ; form: vminpd_x_x_xm
 vminpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5d c2
@@ -484,14 +485,14 @@ vminpd xmm1, xmm12, xmm10
 vminpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5d db
 ; form: vminpd_x_x_xm
-vminpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 5d 44 30 7f
+vminpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 5d 04 cd 40 00 00 00
 ; form: vminpd_x_x_xm
-vminpd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 5d 84 9c 00 10 00 00
+vminpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 5d 44 30 7f
 ; form: vminpd_x_x_xm
-vminpd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 5d 82 00 e0 ff ff
+vminpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 5d 84 9c 00 10 00 00
 ; form: vminpd_y_y_ym
 vminpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5d c2
@@ -505,15 +506,15 @@ vminpd ymm1, ymm12, ymm10
 vminpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5d db
 ; form: vminpd_y_y_ym
-vminpd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 5d 05 00 00 00 00
+vminpd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 5d 82 00 e0 ff ff
+; form: vminpd_y_y_ym
+vminpd ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 5d 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vminpd_y_y_ym
-vminpd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 5d 07
-; form: vminpd_y_y_ym
-vminpd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 5d 44 24 08
+vminpd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 5d 07
 ; form: vdivss_x_x_xm32
 vdivss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5e c2
@@ -527,14 +528,14 @@ vdivss xmm1, xmm12, xmm10
 vdivss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5e db
 ; form: vdivss_x_x_xm32
-vdivss xmm8, xmm9, dword ptr [rbp]
-; bytes: c5 32 5e 45 00
+vdivss xmm8, xmm9, dword ptr [rsp + 8]
+; bytes: c5 32 5e 44 24 08
 ; form: vdivss_x_x_xm32
-vdivss xmm0, xmm1, dword ptr [r13 - 300]
-; bytes: c4 c1 72 5e 85 d4 fe ff ff
+vdivss xmm0, xmm1, dword ptr [rbp]
+; bytes: c5 f2 5e 45 00
 ; form: vdivss_x_x_xm32
-vdivss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
-; bytes: c5 32 5e 44 87 08
+vdivss xmm8, xmm9, dword ptr [r13 - 300]
+; bytes: c4 41 32 5e 85 d4 fe ff ff
 ; form: vdivsd_x_x_xm64
 vdivsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5e c2
@@ -548,15 +549,14 @@ vdivsd xmm1, xmm12, xmm10
 vdivsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5e db
 ; form: vdivsd_x_x_xm64
-vdivsd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 33 5e 44 fc 80
+vdivsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 33 5e 44 87 08
 ; form: vdivsd_x_x_xm64
-vdivsd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 73 5e 84 4b e8 03 00 00
+vdivsd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 73 5e 44 fc 80
 ; form: vdivsd_x_x_xm64
-vdivsd xmm8, xmm9, qword ptr [rip + foo + 16]
-; bytes: c5 33 5e 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vdivsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 33 5e 84 4b e8 03 00 00
 ; form: vdivps_x_x_xm
 vdivps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5e c2
@@ -570,14 +570,15 @@ vdivps xmm1, xmm12, xmm10
 vdivps xmm11, xmm2, xmm3
 ; bytes: c5 68 5e db
 ; form: vdivps_x_x_xm
-vdivps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 5e 04 cd 40 00 00 00
+vdivps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 5e 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vdivps_x_x_xm
-vdivps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 70 5e 44 30 7f
+vdivps xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f0 5e 04 cd 40 00 00 00
 ; form: vdivps_x_x_xm
-vdivps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 30 5e 84 9c 00 10 00 00
+vdivps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 30 5e 44 30 7f
 ; form: vdivps_y_y_ym
 vdivps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5e c2
@@ -591,15 +592,15 @@ vdivps ymm1, ymm12, ymm10
 vdivps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5e db
 ; form: vdivps_y_y_ym
-vdivps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 5e 82 00 e0 ff ff
+vdivps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 5e 84 9c 00 10 00 00
 ; form: vdivps_y_y_ym
-vdivps ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f4 5e 05 00 00 00 00
+vdivps ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f4 5e 82 00 e0 ff ff
+; form: vdivps_y_y_ym
+vdivps ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 34 5e 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vdivps_y_y_ym
-vdivps ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 34 5e 07
 ; form: vdivpd_x_x_xm
 vdivpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5e c2
@@ -613,14 +614,14 @@ vdivpd xmm1, xmm12, xmm10
 vdivpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5e db
 ; form: vdivpd_x_x_xm
-vdivpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 5e 44 24 08
+vdivpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 5e 07
 ; form: vdivpd_x_x_xm
-vdivpd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 5e 45 00
+vdivpd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 5e 44 24 08
 ; form: vdivpd_x_x_xm
-vdivpd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 5e 85 d4 fe ff ff
+vdivpd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 5e 45 00
 ; form: vdivpd_y_y_ym
 vdivpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5e c2
@@ -634,14 +635,14 @@ vdivpd ymm1, ymm12, ymm10
 vdivpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5e db
 ; form: vdivpd_y_y_ym
-vdivpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 5e 44 87 08
+vdivpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 5e 85 d4 fe ff ff
 ; form: vdivpd_y_y_ym
-vdivpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 5e 44 fc 80
+vdivpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 5e 44 87 08
 ; form: vdivpd_y_y_ym
-vdivpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 5e 84 4b e8 03 00 00
+vdivpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 5e 44 fc 80
 ; form: vmaxss_x_x_xm32
 vmaxss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5f c2
@@ -655,15 +656,15 @@ vmaxss xmm1, xmm12, xmm10
 vmaxss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5f db
 ; form: vmaxss_x_x_xm32
-vmaxss xmm8, xmm9, dword ptr [rip + foo + 16]
-; bytes: c5 32 5f 05 00 00 00 00
+vmaxss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 32 5f 84 4b e8 03 00 00
+; form: vmaxss_x_x_xm32
+vmaxss xmm0, xmm1, dword ptr [rip + foo + 16]
+; bytes: c5 f2 5f 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vmaxss_x_x_xm32
-vmaxss xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: c5 f2 5f 04 cd 40 00 00 00
-; form: vmaxss_x_x_xm32
-vmaxss xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 32 5f 44 30 7f
+vmaxss xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c5 32 5f 04 cd 40 00 00 00
 ; form: vmaxsd_x_x_xm64
 vmaxsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5f c2
@@ -677,15 +678,14 @@ vmaxsd xmm1, xmm12, xmm10
 vmaxsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5f db
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 33 5f 84 9c 00 10 00 00
+vmaxsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 33 5f 44 30 7f
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: c5 f3 5f 82 00 e0 ff ff
+vmaxsd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 73 5f 84 9c 00 10 00 00
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c5 33 5f 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmaxsd xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c5 33 5f 82 00 e0 ff ff
 ; form: vmaxps_x_x_xm
 vmaxps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5f c2
@@ -699,14 +699,15 @@ vmaxps xmm1, xmm12, xmm10
 vmaxps xmm11, xmm2, xmm3
 ; bytes: c5 68 5f db
 ; form: vmaxps_x_x_xm
-vmaxps xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 30 5f 07
+vmaxps xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 30 5f 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmaxps_x_x_xm
-vmaxps xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f0 5f 44 24 08
+vmaxps xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f0 5f 07
 ; form: vmaxps_x_x_xm
-vmaxps xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 30 5f 45 00
+vmaxps xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 30 5f 44 24 08
 ; form: vmaxps_y_y_ym
 vmaxps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5f c2
@@ -720,14 +721,14 @@ vmaxps ymm1, ymm12, ymm10
 vmaxps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5f db
 ; form: vmaxps_y_y_ym
-vmaxps ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 34 5f 85 d4 fe ff ff
+vmaxps ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 34 5f 45 00
 ; form: vmaxps_y_y_ym
-vmaxps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f4 5f 44 87 08
+vmaxps ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 74 5f 85 d4 fe ff ff
 ; form: vmaxps_y_y_ym
-vmaxps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 34 5f 44 fc 80
+vmaxps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 34 5f 44 87 08
 ; form: vmaxpd_x_x_xm
 vmaxpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5f c2
@@ -741,15 +742,15 @@ vmaxpd xmm1, xmm12, xmm10
 vmaxpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5f db
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 5f 84 4b e8 03 00 00
+vmaxpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 5f 44 fc 80
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 5f 05 00 00 00 00
+vmaxpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 5f 84 4b e8 03 00 00
+; form: vmaxpd_x_x_xm
+vmaxpd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 5f 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vmaxpd_x_x_xm
-vmaxpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 5f 04 cd 40 00 00 00
 ; form: vmaxpd_y_y_ym
 vmaxpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5f c2
@@ -763,14 +764,14 @@ vmaxpd ymm1, ymm12, ymm10
 vmaxpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5f db
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 5f 44 30 7f
+vmaxpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 5f 04 cd 40 00 00 00
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 5f 84 9c 00 10 00 00
+vmaxpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 5f 44 30 7f
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 5f 82 00 e0 ff ff
+vmaxpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 5f 84 9c 00 10 00 00
 ; form: vsqrtss_x_x_xm32
 vsqrtss xmm0, xmm1, xmm2
 ; bytes: c5 f2 51 c2
@@ -784,15 +785,15 @@ vsqrtss xmm1, xmm12, xmm10
 vsqrtss xmm11, xmm2, xmm3
 ; bytes: c5 6a 51 db
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm8, xmm9, dword ptr [rip + bar]
-; bytes: c5 32 51 05 00 00 00 00
+vsqrtss xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c5 32 51 82 00 e0 ff ff
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm0, xmm1, dword ptr [rip + bar]
+; bytes: c5 f2 51 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm0, xmm1, dword ptr [rdi]
-; bytes: c5 f2 51 07
-; form: vsqrtss_x_x_xm32
-vsqrtss xmm8, xmm9, dword ptr [rsp + 8]
-; bytes: c5 32 51 44 24 08
+vsqrtss xmm8, xmm9, dword ptr [rdi]
+; bytes: c5 32 51 07
 ; form: vsqrtsd_x_x_xm64
 vsqrtsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 51 c2
@@ -806,14 +807,14 @@ vsqrtsd xmm1, xmm12, xmm10
 vsqrtsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 51 db
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm8, xmm9, qword ptr [rbp]
-; bytes: c5 33 51 45 00
+vsqrtsd xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c5 33 51 44 24 08
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm0, xmm1, qword ptr [r13 - 300]
-; bytes: c4 c1 73 51 85 d4 fe ff ff
+vsqrtsd xmm0, xmm1, qword ptr [rbp]
+; bytes: c5 f3 51 45 00
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
-; bytes: c5 33 51 44 87 08
+vsqrtsd xmm8, xmm9, qword ptr [r13 - 300]
+; bytes: c4 41 33 51 85 d4 fe ff ff
 ; form: vsqrtps_x_xm
 vsqrtps xmm0, xmm1
 ; bytes: c5 f8 51 c1
@@ -827,15 +828,14 @@ vsqrtps xmm1, xmm12
 vsqrtps xmm11, xmm2
 ; bytes: c5 78 51 da
 ; form: vsqrtps_x_xm
-vsqrtps xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 78 51 44 fc 80
+vsqrtps xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 78 51 44 87 08
 ; form: vsqrtps_x_xm
-vsqrtps xmm0, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 78 51 84 4b e8 03 00 00
+vsqrtps xmm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 78 51 44 fc 80
 ; form: vsqrtps_x_xm
-vsqrtps xmm8, xmmword ptr [rip + foo + 16]
-; bytes: c5 78 51 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vsqrtps xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 78 51 84 4b e8 03 00 00
 ; form: vsqrtps_y_ym
 vsqrtps ymm0, ymm1
 ; bytes: c5 fc 51 c1
@@ -849,14 +849,15 @@ vsqrtps ymm1, ymm12
 vsqrtps ymm11, ymm2
 ; bytes: c5 7c 51 da
 ; form: vsqrtps_y_ym
-vsqrtps ymm8, ymmword ptr [8*rcx + 64]
-; bytes: c5 7c 51 04 cd 40 00 00 00
+vsqrtps ymm8, ymmword ptr [rip + foo + 16]
+; bytes: c5 7c 51 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vsqrtps_y_ym
-vsqrtps ymm0, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 7c 51 44 30 7f
+vsqrtps ymm0, ymmword ptr [8*rcx + 64]
+; bytes: c5 fc 51 04 cd 40 00 00 00
 ; form: vsqrtps_y_ym
-vsqrtps ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 7c 51 84 9c 00 10 00 00
+vsqrtps ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 7c 51 44 30 7f
 ; form: vsqrtpd_x_xm
 vsqrtpd xmm0, xmm1
 ; bytes: c5 f9 51 c1
@@ -870,15 +871,15 @@ vsqrtpd xmm1, xmm12
 vsqrtpd xmm11, xmm2
 ; bytes: c5 79 51 da
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm8, xmmword ptr [rdx - 8192]
-; bytes: c5 79 51 82 00 e0 ff ff
+vsqrtpd xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 79 51 84 9c 00 10 00 00
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm0, xmmword ptr [rip + bar]
-; bytes: c5 f9 51 05 00 00 00 00
+vsqrtpd xmm0, xmmword ptr [rdx - 8192]
+; bytes: c5 f9 51 82 00 e0 ff ff
+; form: vsqrtpd_x_xm
+vsqrtpd xmm8, xmmword ptr [rip + bar]
+; bytes: c5 79 51 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vsqrtpd_x_xm
-vsqrtpd xmm8, xmmword ptr [rdi]
-; bytes: c5 79 51 07
 ; form: vsqrtpd_y_ym
 vsqrtpd ymm0, ymm1
 ; bytes: c5 fd 51 c1
@@ -892,14 +893,14 @@ vsqrtpd ymm1, ymm12
 vsqrtpd ymm11, ymm2
 ; bytes: c5 7d 51 da
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm8, ymmword ptr [rsp + 8]
-; bytes: c5 7d 51 44 24 08
+vsqrtpd ymm8, ymmword ptr [rdi]
+; bytes: c5 7d 51 07
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm0, ymmword ptr [rbp]
-; bytes: c5 fd 51 45 00
+vsqrtpd ymm0, ymmword ptr [rsp + 8]
+; bytes: c5 fd 51 44 24 08
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm8, ymmword ptr [r13 - 300]
-; bytes: c4 41 7d 51 85 d4 fe ff ff
+vsqrtpd ymm8, ymmword ptr [rbp]
+; bytes: c5 7d 51 45 00
 ; form: vcmpss_x_x_xm32_imm8
 vcmpss xmm0, xmm1, xmm2, 1
 ; bytes: c5 f2 c2 c2 01
@@ -913,14 +914,14 @@ vcmpss xmm1, xmm12, xmm10, 127
 vcmpss xmm11, xmm2, xmm3, 255
 ; bytes: c5 6a c2 db ff
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm8, xmm9, dword ptr [rdi + 4*rax + 8], 0
-; bytes: c5 32 c2 44 87 08 00
+vcmpss xmm8, xmm9, dword ptr [r13 - 300], 0
+; bytes: c4 41 32 c2 85 d4 fe ff ff 00
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128], 100
-; bytes: c4 81 72 c2 44 fc 80 64
+vcmpss xmm0, xmm1, dword ptr [rdi + 4*rax + 8], 100
+; bytes: c5 f2 c2 44 87 08 64
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000], 200
-; bytes: c4 21 32 c2 84 4b e8 03 00 00 c8
+vcmpss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128], 200
+; bytes: c4 01 32 c2 44 fc 80 c8
 ; form: vcmpsd_x_x_xm64_imm8
 vcmpsd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f3 c2 c2 01
@@ -934,15 +935,15 @@ vcmpsd xmm1, xmm12, xmm10, 127
 vcmpsd xmm11, xmm2, xmm3, 255
 ; bytes: c5 6b c2 db ff
 ; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm8, xmm9, qword ptr [rip + foo + 16], 0
-; bytes: c5 33 c2 05 00 00 00 00 00
+vcmpsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 21 33 c2 84 4b e8 03 00 00 00
+; form: vcmpsd_x_x_xm64_imm8
+vcmpsd xmm0, xmm1, qword ptr [rip + foo + 16], 100
+; bytes: c5 f3 c2 05 00 00 00 00 64
 ; fixup: 4 pc32 foo 11
 ; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm0, xmm1, qword ptr [8*rcx + 64], 100
-; bytes: c5 f3 c2 04 cd 40 00 00 00 64
-; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm8, xmm9, qword ptr [r8 + rsi + 127], 200
-; bytes: c4 41 33 c2 44 30 7f c8
+vcmpsd xmm8, xmm9, qword ptr [8*rcx + 64], 200
+; bytes: c5 33 c2 04 cd 40 00 00 00 c8
 ; form: vcmpps_x_x_xm_imm8
 vcmpps xmm0, xmm1, xmm2, 1
 ; bytes: c5 f0 c2 c2 01
@@ -956,15 +957,14 @@ vcmpps xmm1, xmm12, xmm10, 127
 vcmpps xmm11, xmm2, xmm3, 255
 ; bytes: c5 68 c2 db ff
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: c4 21 30 c2 84 9c 00 10 00 00 00
+vcmpps xmm8, xmm9, xmmword ptr [r8 + rsi + 127], 0
+; bytes: c4 41 30 c2 44 30 7f 00
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm0, xmm1, xmmword ptr [rdx - 8192], 100
-; bytes: c5 f0 c2 82 00 e0 ff ff 64
+vcmpps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: c4 a1 70 c2 84 9c 00 10 00 00 64
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm8, xmm9, xmmword ptr [rip + bar], 200
-; bytes: c5 30 c2 05 00 00 00 00 c8
-; fixup: 4 pc32 bar -5
+vcmpps xmm8, xmm9, xmmword ptr [rdx - 8192], 200
+; bytes: c5 30 c2 82 00 e0 ff ff c8
 ; form: vcmpps_y_y_ym_imm8
 vcmpps ymm0, ymm1, ymm2, 1
 ; bytes: c5 f4 c2 c2 01
@@ -978,14 +978,15 @@ vcmpps ymm1, ymm12, ymm10, 127
 vcmpps ymm11, ymm2, ymm3, 255
 ; bytes: c5 6c c2 db ff
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm8, ymm9, ymmword ptr [rdi], 0
-; bytes: c5 34 c2 07 00
+vcmpps ymm8, ymm9, ymmword ptr [rip + bar], 0
+; bytes: c5 34 c2 05 00 00 00 00 00
+; fixup: 4 pc32 bar -5
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm0, ymm1, ymmword ptr [rsp + 8], 100
-; bytes: c5 f4 c2 44 24 08 64
+vcmpps ymm0, ymm1, ymmword ptr [rdi], 100
+; bytes: c5 f4 c2 07 64
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm8, ymm9, ymmword ptr [rbp], 200
-; bytes: c5 34 c2 45 00 c8
+vcmpps ymm8, ymm9, ymmword ptr [rsp + 8], 200
+; bytes: c5 34 c2 44 24 08 c8
 ; form: vcmppd_x_x_xm_imm8
 vcmppd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f1 c2 c2 01
@@ -999,14 +1000,14 @@ vcmppd xmm1, xmm12, xmm10, 127
 vcmppd xmm11, xmm2, xmm3, 255
 ; bytes: c5 69 c2 db ff
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm8, xmm9, xmmword ptr [r13 - 300], 0
-; bytes: c4 41 31 c2 85 d4 fe ff ff 00
+vcmppd xmm8, xmm9, xmmword ptr [rbp], 0
+; bytes: c5 31 c2 45 00 00
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: c5 f1 c2 44 87 08 64
+vcmppd xmm0, xmm1, xmmword ptr [r13 - 300], 100
+; bytes: c4 c1 71 c2 85 d4 fe ff ff 64
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 01 31 c2 44 fc 80 c8
+vcmppd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: c5 31 c2 44 87 08 c8
 ; form: vcmppd_y_y_ym_imm8
 vcmppd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c2 c2 01
@@ -1020,15 +1021,15 @@ vcmppd ymm1, ymm12, ymm10, 127
 vcmppd ymm11, ymm2, ymm3, 255
 ; bytes: c5 6d c2 db ff
 ; form: vcmppd_y_y_ym_imm8
-vcmppd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: c4 21 35 c2 84 4b e8 03 00 00 00
+vcmppd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 01 35 c2 44 fc 80 00
 ; form: vcmppd_y_y_ym_imm8
-vcmppd ymm0, ymm1, ymmword ptr [rip + foo + 16], 100
-; bytes: c5 f5 c2 05 00 00 00 00 64
+vcmppd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a1 75 c2 84 4b e8 03 00 00 64
+; form: vcmppd_y_y_ym_imm8
+vcmppd ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
+; bytes: c5 35 c2 05 00 00 00 00 c8
 ; fixup: 4 pc32 foo 11
-; form: vcmppd_y_y_ym_imm8
-vcmppd ymm8, ymm9, ymmword ptr [8*rcx + 64], 200
-; bytes: c5 35 c2 04 cd 40 00 00 00 c8
 ; form: vandps_x_x_xm
 vandps xmm0, xmm1, xmm2
 ; bytes: c5 f0 54 c2
@@ -1042,14 +1043,14 @@ vandps xmm1, xmm12, xmm10
 vandps xmm11, xmm2, xmm3
 ; bytes: c5 68 54 db
 ; form: vandps_x_x_xm
-vandps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 30 54 44 30 7f
+vandps xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 30 54 04 cd 40 00 00 00
 ; form: vandps_x_x_xm
-vandps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 70 54 84 9c 00 10 00 00
+vandps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 70 54 44 30 7f
 ; form: vandps_x_x_xm
-vandps xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 30 54 82 00 e0 ff ff
+vandps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 54 84 9c 00 10 00 00
 ; form: vandps_y_y_ym
 vandps ymm0, ymm1, ymm2
 ; bytes: c5 f4 54 c2
@@ -1063,15 +1064,15 @@ vandps ymm1, ymm12, ymm10
 vandps ymm11, ymm2, ymm3
 ; bytes: c5 6c 54 db
 ; form: vandps_y_y_ym
-vandps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 34 54 05 00 00 00 00
+vandps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 34 54 82 00 e0 ff ff
+; form: vandps_y_y_ym
+vandps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f4 54 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vandps_y_y_ym
-vandps ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f4 54 07
-; form: vandps_y_y_ym
-vandps ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 34 54 44 24 08
+vandps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 54 07
 ; form: vandpd_x_x_xm
 vandpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 54 c2
@@ -1085,14 +1086,14 @@ vandpd xmm1, xmm12, xmm10
 vandpd xmm11, xmm2, xmm3
 ; bytes: c5 69 54 db
 ; form: vandpd_x_x_xm
-vandpd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 54 45 00
+vandpd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 54 44 24 08
 ; form: vandpd_x_x_xm
-vandpd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 54 85 d4 fe ff ff
+vandpd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 54 45 00
 ; form: vandpd_x_x_xm
-vandpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 54 44 87 08
+vandpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 54 85 d4 fe ff ff
 ; form: vandpd_y_y_ym
 vandpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 54 c2
@@ -1106,15 +1107,14 @@ vandpd ymm1, ymm12, ymm10
 vandpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 54 db
 ; form: vandpd_y_y_ym
-vandpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 54 44 fc 80
+vandpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 54 44 87 08
 ; form: vandpd_y_y_ym
-vandpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 54 84 4b e8 03 00 00
+vandpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 54 44 fc 80
 ; form: vandpd_y_y_ym
-vandpd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 54 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vandpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 54 84 4b e8 03 00 00
 ; form: vandnps_x_x_xm
 vandnps xmm0, xmm1, xmm2
 ; bytes: c5 f0 55 c2
@@ -1128,14 +1128,15 @@ vandnps xmm1, xmm12, xmm10
 vandnps xmm11, xmm2, xmm3
 ; bytes: c5 68 55 db
 ; form: vandnps_x_x_xm
-vandnps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 55 04 cd 40 00 00 00
+vandnps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 55 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vandnps_x_x_xm
-vandnps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 70 55 44 30 7f
+vandnps xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f0 55 04 cd 40 00 00 00
 ; form: vandnps_x_x_xm
-vandnps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 30 55 84 9c 00 10 00 00
+vandnps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 30 55 44 30 7f
 ; form: vandnps_y_y_ym
 vandnps ymm0, ymm1, ymm2
 ; bytes: c5 f4 55 c2
@@ -1149,15 +1150,15 @@ vandnps ymm1, ymm12, ymm10
 vandnps ymm11, ymm2, ymm3
 ; bytes: c5 6c 55 db
 ; form: vandnps_y_y_ym
-vandnps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 55 82 00 e0 ff ff
+vandnps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 55 84 9c 00 10 00 00
 ; form: vandnps_y_y_ym
-vandnps ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f4 55 05 00 00 00 00
+vandnps ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f4 55 82 00 e0 ff ff
+; form: vandnps_y_y_ym
+vandnps ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 34 55 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vandnps_y_y_ym
-vandnps ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 34 55 07
 ; form: vandnpd_x_x_xm
 vandnpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 55 c2
@@ -1171,14 +1172,14 @@ vandnpd xmm1, xmm12, xmm10
 vandnpd xmm11, xmm2, xmm3
 ; bytes: c5 69 55 db
 ; form: vandnpd_x_x_xm
-vandnpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 55 44 24 08
+vandnpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 55 07
 ; form: vandnpd_x_x_xm
-vandnpd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 55 45 00
+vandnpd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 55 44 24 08
 ; form: vandnpd_x_x_xm
-vandnpd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 55 85 d4 fe ff ff
+vandnpd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 55 45 00
 ; form: vandnpd_y_y_ym
 vandnpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 55 c2
@@ -1192,14 +1193,14 @@ vandnpd ymm1, ymm12, ymm10
 vandnpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 55 db
 ; form: vandnpd_y_y_ym
-vandnpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 55 44 87 08
+vandnpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 55 85 d4 fe ff ff
 ; form: vandnpd_y_y_ym
-vandnpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 55 44 fc 80
+vandnpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 55 44 87 08
 ; form: vandnpd_y_y_ym
-vandnpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 55 84 4b e8 03 00 00
+vandnpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 55 44 fc 80
 ; form: vorps_x_x_xm
 vorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 56 c2
@@ -1213,15 +1214,15 @@ vorps xmm1, xmm12, xmm10
 vorps xmm11, xmm2, xmm3
 ; bytes: c5 68 56 db
 ; form: vorps_x_x_xm
-vorps xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 30 56 05 00 00 00 00
+vorps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 30 56 84 4b e8 03 00 00
+; form: vorps_x_x_xm
+vorps xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f0 56 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vorps_x_x_xm
-vorps xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f0 56 04 cd 40 00 00 00
-; form: vorps_x_x_xm
-vorps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 30 56 44 30 7f
+vorps xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 30 56 04 cd 40 00 00 00
 ; form: vorps_y_y_ym
 vorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 56 c2
@@ -1235,15 +1236,14 @@ vorps ymm1, ymm12, ymm10
 vorps ymm11, ymm2, ymm3
 ; bytes: c5 6c 56 db
 ; form: vorps_y_y_ym
-vorps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 34 56 84 9c 00 10 00 00
+vorps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 34 56 44 30 7f
 ; form: vorps_y_y_ym
-vorps ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f4 56 82 00 e0 ff ff
+vorps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 74 56 84 9c 00 10 00 00
 ; form: vorps_y_y_ym
-vorps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 34 56 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vorps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 34 56 82 00 e0 ff ff
 ; form: vorpd_x_x_xm
 vorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 56 c2
@@ -1257,14 +1257,15 @@ vorpd xmm1, xmm12, xmm10
 vorpd xmm11, xmm2, xmm3
 ; bytes: c5 69 56 db
 ; form: vorpd_x_x_xm
-vorpd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 56 07
+vorpd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 56 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vorpd_x_x_xm
-vorpd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 56 44 24 08
+vorpd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f1 56 07
 ; form: vorpd_x_x_xm
-vorpd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 56 45 00
+vorpd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 56 44 24 08
 ; form: vorpd_y_y_ym
 vorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 56 c2
@@ -1278,14 +1279,14 @@ vorpd ymm1, ymm12, ymm10
 vorpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 56 db
 ; form: vorpd_y_y_ym
-vorpd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 56 85 d4 fe ff ff
+vorpd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 56 45 00
 ; form: vorpd_y_y_ym
-vorpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 56 44 87 08
+vorpd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 75 56 85 d4 fe ff ff
 ; form: vorpd_y_y_ym
-vorpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 56 44 fc 80
+vorpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 56 44 87 08
 ; form: vxorps_x_x_xm
 vxorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 57 c2
@@ -1299,15 +1300,15 @@ vxorps xmm1, xmm12, xmm10
 vxorps xmm11, xmm2, xmm3
 ; bytes: c5 68 57 db
 ; form: vxorps_x_x_xm
-vxorps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 30 57 84 4b e8 03 00 00
+vxorps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 30 57 44 fc 80
 ; form: vxorps_x_x_xm
-vxorps xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f0 57 05 00 00 00 00
+vxorps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 70 57 84 4b e8 03 00 00
+; form: vxorps_x_x_xm
+vxorps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 57 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vxorps_x_x_xm
-vxorps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 57 04 cd 40 00 00 00
 ; form: vxorps_y_y_ym
 vxorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 57 c2
@@ -1321,14 +1322,14 @@ vxorps ymm1, ymm12, ymm10
 vxorps ymm11, ymm2, ymm3
 ; bytes: c5 6c 57 db
 ; form: vxorps_y_y_ym
-vxorps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 34 57 44 30 7f
+vxorps ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 34 57 04 cd 40 00 00 00
 ; form: vxorps_y_y_ym
-vxorps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 74 57 84 9c 00 10 00 00
+vxorps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 74 57 44 30 7f
 ; form: vxorps_y_y_ym
-vxorps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 57 82 00 e0 ff ff
+vxorps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 57 84 9c 00 10 00 00
 ; form: vxorpd_x_x_xm
 vxorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 57 c2
@@ -1342,15 +1343,15 @@ vxorpd xmm1, xmm12, xmm10
 vxorpd xmm11, xmm2, xmm3
 ; bytes: c5 69 57 db
 ; form: vxorpd_x_x_xm
-vxorpd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 57 05 00 00 00 00
+vxorpd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 57 82 00 e0 ff ff
+; form: vxorpd_x_x_xm
+vxorpd xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 57 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vxorpd_x_x_xm
-vxorpd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 57 07
-; form: vxorpd_x_x_xm
-vxorpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 57 44 24 08
+vxorpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 57 07
 ; form: vxorpd_y_y_ym
 vxorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 57 c2
@@ -1364,14 +1365,14 @@ vxorpd ymm1, ymm12, ymm10
 vxorpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 57 db
 ; form: vxorpd_y_y_ym
-vxorpd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 57 45 00
+vxorpd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 57 44 24 08
 ; form: vxorpd_y_y_ym
-vxorpd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 57 85 d4 fe ff ff
+vxorpd ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 57 45 00
 ; form: vxorpd_y_y_ym
-vxorpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 57 44 87 08
+vxorpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 57 85 d4 fe ff ff
 ; form: vfmadd132ps_x_x_xm
 vfmadd132ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 98 c2
@@ -1385,15 +1386,14 @@ vfmadd132ps xmm1, xmm12, xmm10
 vfmadd132ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 98 db
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 98 44 fc 80
+vfmadd132ps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 98 44 87 08
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 71 98 84 4b e8 03 00 00
+vfmadd132ps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 98 44 fc 80
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 31 98 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmadd132ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 98 84 4b e8 03 00 00
 ; form: vfmadd132ps_y_y_ym
 vfmadd132ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 98 c2
@@ -1407,14 +1407,15 @@ vfmadd132ps ymm1, ymm12, ymm10
 vfmadd132ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 98 db
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 98 04 cd 40 00 00 00
+vfmadd132ps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 98 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 75 98 44 30 7f
+vfmadd132ps ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 98 04 cd 40 00 00 00
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 98 84 9c 00 10 00 00
+vfmadd132ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 98 44 30 7f
 ; form: vfmadd132pd_x_x_xm
 vfmadd132pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 98 c2
@@ -1428,15 +1429,15 @@ vfmadd132pd xmm1, xmm12, xmm10
 vfmadd132pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 98 db
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 b1 98 82 00 e0 ff ff
+vfmadd132pd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b1 98 84 9c 00 10 00 00
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c4 e2 f1 98 05 00 00 00 00
+vfmadd132pd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 f1 98 82 00 e0 ff ff
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 b1 98 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 b1 98 07
 ; form: vfmadd132pd_y_y_ym
 vfmadd132pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 98 c2
@@ -1450,14 +1451,14 @@ vfmadd132pd ymm1, ymm12, ymm10
 vfmadd132pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 98 db
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 b5 98 44 24 08
+vfmadd132pd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 b5 98 07
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c4 e2 f5 98 45 00
+vfmadd132pd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 f5 98 44 24 08
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 b5 98 85 d4 fe ff ff
+vfmadd132pd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 b5 98 45 00
 ; form: vfmadd132ss_x_x_xm32
 vfmadd132ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 99 c2
@@ -1471,14 +1472,14 @@ vfmadd132ss xmm1, xmm12, xmm10
 vfmadd132ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 99 db
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 99 44 87 08
+vfmadd132ss xmm8, xmm9, dword ptr [r13 - 300]
+; bytes: c4 42 31 99 85 d4 fe ff ff
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 71 99 44 fc 80
+vfmadd132ss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 71 99 44 87 08
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 99 84 4b e8 03 00 00
+vfmadd132ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 99 44 fc 80
 ; form: vfmadd132sd_x_x_xm64
 vfmadd132sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 99 c2
@@ -1492,15 +1493,15 @@ vfmadd132sd xmm1, xmm12, xmm10
 vfmadd132sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 99 db
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm8, xmm9, qword ptr [rip + foo + 16]
-; bytes: c4 62 b1 99 05 00 00 00 00
+vfmadd132sd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 b1 99 84 4b e8 03 00 00
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm0, xmm1, qword ptr [rip + foo + 16]
+; bytes: c4 e2 f1 99 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm0, xmm1, qword ptr [8*rcx + 64]
-; bytes: c4 e2 f1 99 04 cd 40 00 00 00
-; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm8, xmm9, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 b1 99 44 30 7f
+vfmadd132sd xmm8, xmm9, qword ptr [8*rcx + 64]
+; bytes: c4 62 b1 99 04 cd 40 00 00 00
 ; form: vfmadd213ps_x_x_xm
 vfmadd213ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a8 c2
@@ -1514,15 +1515,14 @@ vfmadd213ps xmm1, xmm12, xmm10
 vfmadd213ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 a8 db
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 a8 84 9c 00 10 00 00
+vfmadd213ps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 a8 44 30 7f
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c4 e2 71 a8 82 00 e0 ff ff
+vfmadd213ps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 71 a8 84 9c 00 10 00 00
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 a8 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmadd213ps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 a8 82 00 e0 ff ff
 ; form: vfmadd213ps_y_y_ym
 vfmadd213ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 a8 c2
@@ -1536,14 +1536,15 @@ vfmadd213ps ymm1, ymm12, ymm10
 vfmadd213ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d a8 db
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 35 a8 07
+vfmadd213ps ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 a8 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c4 e2 75 a8 44 24 08
+vfmadd213ps ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c4 e2 75 a8 07
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 a8 45 00
+vfmadd213ps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 a8 44 24 08
 ; form: vfmadd213pd_x_x_xm
 vfmadd213pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a8 c2
@@ -1557,14 +1558,14 @@ vfmadd213pd xmm1, xmm12, xmm10
 vfmadd213pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 a8 db
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 b1 a8 85 d4 fe ff ff
+vfmadd213pd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 b1 a8 45 00
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 f1 a8 44 87 08
+vfmadd213pd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c2 f1 a8 85 d4 fe ff ff
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b1 a8 44 fc 80
+vfmadd213pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 b1 a8 44 87 08
 ; form: vfmadd213pd_y_y_ym
 vfmadd213pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 a8 c2
@@ -1578,15 +1579,15 @@ vfmadd213pd ymm1, ymm12, ymm10
 vfmadd213pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed a8 db
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 b5 a8 84 4b e8 03 00 00
+vfmadd213pd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b5 a8 44 fc 80
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c4 e2 f5 a8 05 00 00 00 00
+vfmadd213pd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 f5 a8 84 4b e8 03 00 00
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 b5 a8 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
-; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 b5 a8 04 cd 40 00 00 00
 ; form: vfmadd213ss_x_x_xm32
 vfmadd213ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a9 c2
@@ -1600,14 +1601,14 @@ vfmadd213ss xmm1, xmm12, xmm10
 vfmadd213ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 a9 db
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 a9 44 30 7f
+vfmadd213ss xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c4 62 31 a9 04 cd 40 00 00 00
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 71 a9 84 9c 00 10 00 00
+vfmadd213ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: c4 c2 71 a9 44 30 7f
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm8, xmm9, dword ptr [rdx - 8192]
-; bytes: c4 62 31 a9 82 00 e0 ff ff
+vfmadd213ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 a9 84 9c 00 10 00 00
 ; form: vfmadd213sd_x_x_xm64
 vfmadd213sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a9 c2
@@ -1621,15 +1622,15 @@ vfmadd213sd xmm1, xmm12, xmm10
 vfmadd213sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 a9 db
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c4 62 b1 a9 05 00 00 00 00
+vfmadd213sd xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c4 62 b1 a9 82 00 e0 ff ff
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm0, xmm1, qword ptr [rip + bar]
+; bytes: c4 e2 f1 a9 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm0, xmm1, qword ptr [rdi]
-; bytes: c4 e2 f1 a9 07
-; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm8, xmm9, qword ptr [rsp + 8]
-; bytes: c4 62 b1 a9 44 24 08
+vfmadd213sd xmm8, xmm9, qword ptr [rdi]
+; bytes: c4 62 b1 a9 07
 ; form: vfmadd231ps_x_x_xm
 vfmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b8 c2
@@ -1643,14 +1644,14 @@ vfmadd231ps xmm1, xmm12, xmm10
 vfmadd231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 b8 db
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 31 b8 45 00
+vfmadd231ps xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 b8 44 24 08
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c2 71 b8 85 d4 fe ff ff
+vfmadd231ps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c4 e2 71 b8 45 00
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 b8 44 87 08
+vfmadd231ps xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 31 b8 85 d4 fe ff ff
 ; form: vfmadd231ps_y_y_ym
 vfmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 b8 c2
@@ -1664,15 +1665,14 @@ vfmadd231ps ymm1, ymm12, ymm10
 vfmadd231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d b8 db
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 35 b8 44 fc 80
+vfmadd231ps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 b8 44 87 08
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 75 b8 84 4b e8 03 00 00
+vfmadd231ps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 75 b8 44 fc 80
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 35 b8 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmadd231ps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 35 b8 84 4b e8 03 00 00
 ; form: vfmadd231pd_x_x_xm
 vfmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b8 c2
@@ -1686,14 +1686,15 @@ vfmadd231pd xmm1, xmm12, xmm10
 vfmadd231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 b8 db
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 b1 b8 04 cd 40 00 00 00
+vfmadd231pd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 b1 b8 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 f1 b8 44 30 7f
+vfmadd231pd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 f1 b8 04 cd 40 00 00 00
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b1 b8 84 9c 00 10 00 00
+vfmadd231pd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 b1 b8 44 30 7f
 ; form: vfmadd231pd_y_y_ym
 vfmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 b8 c2
@@ -1707,15 +1708,15 @@ vfmadd231pd ymm1, ymm12, ymm10
 vfmadd231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed b8 db
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 b5 b8 82 00 e0 ff ff
+vfmadd231pd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b5 b8 84 9c 00 10 00 00
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c4 e2 f5 b8 05 00 00 00 00
+vfmadd231pd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 f5 b8 82 00 e0 ff ff
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 b5 b8 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 b5 b8 07
 ; form: vfmadd231ss_x_x_xm32
 vfmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b9 c2
@@ -1729,14 +1730,14 @@ vfmadd231ss xmm1, xmm12, xmm10
 vfmadd231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 b9 db
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm8, xmm9, dword ptr [rsp + 8]
-; bytes: c4 62 31 b9 44 24 08
+vfmadd231ss xmm8, xmm9, dword ptr [rdi]
+; bytes: c4 62 31 b9 07
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm0, xmm1, dword ptr [rbp]
-; bytes: c4 e2 71 b9 45 00
+vfmadd231ss xmm0, xmm1, dword ptr [rsp + 8]
+; bytes: c4 e2 71 b9 44 24 08
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm8, xmm9, dword ptr [r13 - 300]
-; bytes: c4 42 31 b9 85 d4 fe ff ff
+vfmadd231ss xmm8, xmm9, dword ptr [rbp]
+; bytes: c4 62 31 b9 45 00
 ; form: vfmadd231sd_x_x_xm64
 vfmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b9 c2
@@ -1750,14 +1751,14 @@ vfmadd231sd xmm1, xmm12, xmm10
 vfmadd231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 b9 db
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 b1 b9 44 87 08
+vfmadd231sd xmm8, xmm9, qword ptr [r13 - 300]
+; bytes: c4 42 b1 b9 85 d4 fe ff ff
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 f1 b9 44 fc 80
+vfmadd231sd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 f1 b9 44 87 08
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 b1 b9 84 4b e8 03 00 00
+vfmadd231sd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b1 b9 44 fc 80
 ; form: vfmsub231ps_x_x_xm
 vfmsub231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 ba c2
@@ -1771,15 +1772,15 @@ vfmsub231ps xmm1, xmm12, xmm10
 vfmsub231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 ba db
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 31 ba 05 00 00 00 00
+vfmsub231ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 ba 84 4b e8 03 00 00
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c4 e2 71 ba 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 71 ba 04 cd 40 00 00 00
-; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 ba 44 30 7f
+vfmsub231ps xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 31 ba 04 cd 40 00 00 00
 ; form: vfmsub231ps_y_y_ym
 vfmsub231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 ba c2
@@ -1793,15 +1794,14 @@ vfmsub231ps ymm1, ymm12, ymm10
 vfmsub231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d ba db
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 ba 84 9c 00 10 00 00
+vfmsub231ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 ba 44 30 7f
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c4 e2 75 ba 82 00 e0 ff ff
+vfmsub231ps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 75 ba 84 9c 00 10 00 00
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 ba 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmsub231ps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 35 ba 82 00 e0 ff ff
 ; form: vfmsub231pd_x_x_xm
 vfmsub231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 ba c2
@@ -1815,14 +1815,15 @@ vfmsub231pd xmm1, xmm12, xmm10
 vfmsub231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 ba db
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 b1 ba 07
+vfmsub231pd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 b1 ba 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c4 e2 f1 ba 44 24 08
+vfmsub231pd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c4 e2 f1 ba 07
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 b1 ba 45 00
+vfmsub231pd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 b1 ba 44 24 08
 ; form: vfmsub231pd_y_y_ym
 vfmsub231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 ba c2
@@ -1836,14 +1837,14 @@ vfmsub231pd ymm1, ymm12, ymm10
 vfmsub231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed ba db
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 b5 ba 85 d4 fe ff ff
+vfmsub231pd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 b5 ba 45 00
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 f5 ba 44 87 08
+vfmsub231pd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c2 f5 ba 85 d4 fe ff ff
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b5 ba 44 fc 80
+vfmsub231pd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 b5 ba 44 87 08
 ; form: vfmsub231ss_x_x_xm32
 vfmsub231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bb c2
@@ -1857,15 +1858,15 @@ vfmsub231ss xmm1, xmm12, xmm10
 vfmsub231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bb db
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 bb 84 4b e8 03 00 00
+vfmsub231ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 bb 44 fc 80
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm0, xmm1, dword ptr [rip + foo + 16]
-; bytes: c4 e2 71 bb 05 00 00 00 00
+vfmsub231ss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 71 bb 84 4b e8 03 00 00
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm8, xmm9, dword ptr [rip + foo + 16]
+; bytes: c4 62 31 bb 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
-; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c4 62 31 bb 04 cd 40 00 00 00
 ; form: vfmsub231sd_x_x_xm64
 vfmsub231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bb c2
@@ -1879,14 +1880,14 @@ vfmsub231sd xmm1, xmm12, xmm10
 vfmsub231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bb db
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm8, xmm9, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 b1 bb 44 30 7f
+vfmsub231sd xmm8, xmm9, qword ptr [8*rcx + 64]
+; bytes: c4 62 b1 bb 04 cd 40 00 00 00
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 f1 bb 84 9c 00 10 00 00
+vfmsub231sd xmm0, xmm1, qword ptr [r8 + rsi + 127]
+; bytes: c4 c2 f1 bb 44 30 7f
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c4 62 b1 bb 82 00 e0 ff ff
+vfmsub231sd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b1 bb 84 9c 00 10 00 00
 ; form: vfnmadd231ps_x_x_xm
 vfnmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bc c2
@@ -1900,15 +1901,15 @@ vfnmadd231ps xmm1, xmm12, xmm10
 vfnmadd231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bc db
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 bc 05 00 00 00 00
+vfnmadd231ps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 bc 82 00 e0 ff ff
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c4 e2 71 bc 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c4 e2 71 bc 07
-; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 31 bc 44 24 08
+vfnmadd231ps xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 31 bc 07
 ; form: vfnmadd231ps_y_y_ym
 vfnmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 bc c2
@@ -1922,14 +1923,14 @@ vfnmadd231ps ymm1, ymm12, ymm10
 vfnmadd231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d bc db
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 bc 45 00
+vfnmadd231ps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 bc 44 24 08
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c2 75 bc 85 d4 fe ff ff
+vfnmadd231ps ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c4 e2 75 bc 45 00
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 35 bc 44 87 08
+vfnmadd231ps ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 35 bc 85 d4 fe ff ff
 ; form: vfnmadd231pd_x_x_xm
 vfnmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bc c2
@@ -1943,15 +1944,14 @@ vfnmadd231pd xmm1, xmm12, xmm10
 vfnmadd231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bc db
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b1 bc 44 fc 80
+vfnmadd231pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 b1 bc 44 87 08
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 f1 bc 84 4b e8 03 00 00
+vfnmadd231pd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 f1 bc 44 fc 80
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 b1 bc 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfnmadd231pd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 b1 bc 84 4b e8 03 00 00
 ; form: vfnmadd231pd_y_y_ym
 vfnmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 bc c2
@@ -1965,14 +1965,15 @@ vfnmadd231pd ymm1, ymm12, ymm10
 vfnmadd231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed bc db
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 b5 bc 04 cd 40 00 00 00
+vfnmadd231pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 b5 bc 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 f5 bc 44 30 7f
+vfnmadd231pd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 f5 bc 04 cd 40 00 00 00
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b5 bc 84 9c 00 10 00 00
+vfnmadd231pd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 b5 bc 44 30 7f
 ; form: vfnmadd231ss_x_x_xm32
 vfnmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bd c2
@@ -1986,15 +1987,15 @@ vfnmadd231ss xmm1, xmm12, xmm10
 vfnmadd231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bd db
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm8, xmm9, dword ptr [rdx - 8192]
-; bytes: c4 62 31 bd 82 00 e0 ff ff
+vfnmadd231ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 bd 84 9c 00 10 00 00
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm0, xmm1, dword ptr [rip + bar]
-; bytes: c4 e2 71 bd 05 00 00 00 00
+vfnmadd231ss xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: c4 e2 71 bd 82 00 e0 ff ff
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm8, xmm9, dword ptr [rip + bar]
+; bytes: c4 62 31 bd 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm8, xmm9, dword ptr [rdi]
-; bytes: c4 62 31 bd 07
 ; form: vfnmadd231sd_x_x_xm64
 vfnmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bd c2
@@ -2008,14 +2009,14 @@ vfnmadd231sd xmm1, xmm12, xmm10
 vfnmadd231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bd db
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm8, xmm9, qword ptr [rsp + 8]
-; bytes: c4 62 b1 bd 44 24 08
+vfnmadd231sd xmm8, xmm9, qword ptr [rdi]
+; bytes: c4 62 b1 bd 07
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm0, xmm1, qword ptr [rbp]
-; bytes: c4 e2 f1 bd 45 00
+vfnmadd231sd xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: c4 e2 f1 bd 44 24 08
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm8, xmm9, qword ptr [r13 - 300]
-; bytes: c4 42 b1 bd 85 d4 fe ff ff
+vfnmadd231sd xmm8, xmm9, qword ptr [rbp]
+; bytes: c4 62 b1 bd 45 00
 ; form: vroundps_x_xm_imm8
 vroundps xmm0, xmm1, 1
 ; bytes: c4 e3 79 08 c1 01
@@ -2029,14 +2030,14 @@ vroundps xmm1, xmm12, 127
 vroundps xmm11, xmm2, 255
 ; bytes: c4 63 79 08 da ff
 ; form: vroundps_x_xm_imm8
-vroundps xmm8, xmmword ptr [rdi + 4*rax + 8], 0
-; bytes: c4 63 79 08 44 87 08 00
+vroundps xmm8, xmmword ptr [r13 - 300], 0
+; bytes: c4 43 79 08 85 d4 fe ff ff 00
 ; form: vroundps_x_xm_imm8
-vroundps xmm0, xmmword ptr [r12 + 8*r15 - 128], 100
-; bytes: c4 83 79 08 44 fc 80 64
+vroundps xmm0, xmmword ptr [rdi + 4*rax + 8], 100
+; bytes: c4 e3 79 08 44 87 08 64
 ; form: vroundps_x_xm_imm8
-vroundps xmm8, xmmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: c4 23 79 08 84 4b e8 03 00 00 c8
+vroundps xmm8, xmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: c4 03 79 08 44 fc 80 c8
 ; form: vroundps_y_ym_imm8
 vroundps ymm0, ymm1, 1
 ; bytes: c4 e3 7d 08 c1 01
@@ -2050,15 +2051,15 @@ vroundps ymm1, ymm12, 127
 vroundps ymm11, ymm2, 255
 ; bytes: c4 63 7d 08 da ff
 ; form: vroundps_y_ym_imm8
-vroundps ymm8, ymmword ptr [rip + foo + 16], 0
-; bytes: c4 63 7d 08 05 00 00 00 00 00
+vroundps ymm8, ymmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 23 7d 08 84 4b e8 03 00 00 00
+; form: vroundps_y_ym_imm8
+vroundps ymm0, ymmword ptr [rip + foo + 16], 100
+; bytes: c4 e3 7d 08 05 00 00 00 00 64
 ; fixup: 5 pc32 foo 11
 ; form: vroundps_y_ym_imm8
-vroundps ymm0, ymmword ptr [8*rcx + 64], 100
-; bytes: c4 e3 7d 08 04 cd 40 00 00 00 64
-; form: vroundps_y_ym_imm8
-vroundps ymm8, ymmword ptr [r8 + rsi + 127], 200
-; bytes: c4 43 7d 08 44 30 7f c8
+vroundps ymm8, ymmword ptr [8*rcx + 64], 200
+; bytes: c4 63 7d 08 04 cd 40 00 00 00 c8
 ; form: vroundpd_x_xm_imm8
 vroundpd xmm0, xmm1, 1
 ; bytes: c4 e3 79 09 c1 01
@@ -2072,15 +2073,14 @@ vroundpd xmm1, xmm12, 127
 vroundpd xmm11, xmm2, 255
 ; bytes: c4 63 79 09 da ff
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm8, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: c4 23 79 09 84 9c 00 10 00 00 00
+vroundpd xmm8, xmmword ptr [r8 + rsi + 127], 0
+; bytes: c4 43 79 09 44 30 7f 00
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm0, xmmword ptr [rdx - 8192], 100
-; bytes: c4 e3 79 09 82 00 e0 ff ff 64
+vroundpd xmm0, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: c4 a3 79 09 84 9c 00 10 00 00 64
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm8, xmmword ptr [rip + bar], 200
-; bytes: c4 63 79 09 05 00 00 00 00 c8
-; fixup: 5 pc32 bar -5
+vroundpd xmm8, xmmword ptr [rdx - 8192], 200
+; bytes: c4 63 79 09 82 00 e0 ff ff c8
 ; form: vroundpd_y_ym_imm8
 vroundpd ymm0, ymm1, 1
 ; bytes: c4 e3 7d 09 c1 01
@@ -2094,14 +2094,15 @@ vroundpd ymm1, ymm12, 127
 vroundpd ymm11, ymm2, 255
 ; bytes: c4 63 7d 09 da ff
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm8, ymmword ptr [rdi], 0
-; bytes: c4 63 7d 09 07 00
+vroundpd ymm8, ymmword ptr [rip + bar], 0
+; bytes: c4 63 7d 09 05 00 00 00 00 00
+; fixup: 5 pc32 bar -5
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm0, ymmword ptr [rsp + 8], 100
-; bytes: c4 e3 7d 09 44 24 08 64
+vroundpd ymm0, ymmword ptr [rdi], 100
+; bytes: c4 e3 7d 09 07 64
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm8, ymmword ptr [rbp], 200
-; bytes: c4 63 7d 09 45 00 c8
+vroundpd ymm8, ymmword ptr [rsp + 8], 200
+; bytes: c4 63 7d 09 44 24 08 c8
 ; form: vroundss_x_x_xm32_imm8
 vroundss xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 0a c2 01
@@ -2115,14 +2116,14 @@ vroundss xmm1, xmm12, xmm10, 127
 vroundss xmm11, xmm2, xmm3, 255
 ; bytes: c4 63 69 0a db ff
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm8, xmm9, dword ptr [r13 - 300], 0
-; bytes: c4 43 31 0a 85 d4 fe ff ff 00
+vroundss xmm8, xmm9, dword ptr [rbp], 0
+; bytes: c4 63 31 0a 45 00 00
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm0, xmm1, dword ptr [rdi + 4*rax + 8], 100
-; bytes: c4 e3 71 0a 44 87 08 64
+vroundss xmm0, xmm1, dword ptr [r13 - 300], 100
+; bytes: c4 c3 71 0a 85 d4 fe ff ff 64
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 03 31 0a 44 fc 80 c8
+vroundss xmm8, xmm9, dword ptr [rdi + 4*rax + 8], 200
+; bytes: c4 63 31 0a 44 87 08 c8
 ; form: vroundsd_x_x_xm64_imm8
 vroundsd xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 0b c2 01
@@ -2136,12 +2137,12 @@ vroundsd xmm1, xmm12, xmm10, 127
 vroundsd xmm11, xmm2, xmm3, 255
 ; bytes: c4 63 69 0b db ff
 ; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000], 0
-; bytes: c4 23 31 0b 84 4b e8 03 00 00 00
+vroundsd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 03 31 0b 44 fc 80 00
 ; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm0, xmm1, qword ptr [rip + foo + 16], 100
-; bytes: c4 e3 71 0b 05 00 00 00 00 64
+vroundsd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a3 71 0b 84 4b e8 03 00 00 64
+; form: vroundsd_x_x_xm64_imm8
+vroundsd xmm8, xmm9, qword ptr [rip + foo + 16], 200
+; bytes: c4 63 31 0b 05 00 00 00 00 c8
 ; fixup: 5 pc32 foo 11
-; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm8, xmm9, qword ptr [8*rcx + 64], 200
-; bytes: c4 63 31 0b 04 cd 40 00 00 00 c8

@@ -12,14 +12,14 @@ vpaddb xmm1, xmm12, xmm10
 vpaddb xmm11, xmm2, xmm3
 ; bytes: c5 69 fc db
 ; form: vpaddb_x_x_xm
-vpaddb xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 fc 44 24 08
+vpaddb xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 fc 07
 ; form: vpaddb_x_x_xm
-vpaddb xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 fc 45 00
+vpaddb xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 fc 44 24 08
 ; form: vpaddb_x_x_xm
-vpaddb xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 fc 85 d4 fe ff ff
+vpaddb xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 fc 45 00
 ; form: vpaddb_y_y_ym
 vpaddb ymm0, ymm1, ymm2
 ; bytes: c5 f5 fc c2
@@ -33,14 +33,14 @@ vpaddb ymm1, ymm12, ymm10
 vpaddb ymm11, ymm2, ymm3
 ; bytes: c5 6d fc db
 ; form: vpaddb_y_y_ym
-vpaddb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 fc 44 87 08
+vpaddb ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 fc 85 d4 fe ff ff
 ; form: vpaddb_y_y_ym
-vpaddb ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 fc 44 fc 80
+vpaddb ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 fc 44 87 08
 ; form: vpaddb_y_y_ym
-vpaddb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 fc 84 4b e8 03 00 00
+vpaddb ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 fc 44 fc 80
 ; form: vpaddw_x_x_xm
 vpaddw xmm0, xmm1, xmm2
 ; bytes: c5 f1 fd c2
@@ -54,15 +54,15 @@ vpaddw xmm1, xmm12, xmm10
 vpaddw xmm11, xmm2, xmm3
 ; bytes: c5 69 fd db
 ; form: vpaddw_x_x_xm
-vpaddw xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 fd 05 00 00 00 00
+vpaddw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 fd 84 4b e8 03 00 00
+; form: vpaddw_x_x_xm
+vpaddw xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 fd 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vpaddw_x_x_xm
-vpaddw xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 fd 04 cd 40 00 00 00
-; form: vpaddw_x_x_xm
-vpaddw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 fd 44 30 7f
+vpaddw xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 fd 04 cd 40 00 00 00
 ; form: vpaddw_y_y_ym
 vpaddw ymm0, ymm1, ymm2
 ; bytes: c5 f5 fd c2
@@ -76,15 +76,14 @@ vpaddw ymm1, ymm12, ymm10
 vpaddw ymm11, ymm2, ymm3
 ; bytes: c5 6d fd db
 ; form: vpaddw_y_y_ym
-vpaddw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 fd 84 9c 00 10 00 00
+vpaddw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 fd 44 30 7f
 ; form: vpaddw_y_y_ym
-vpaddw ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 fd 82 00 e0 ff ff
+vpaddw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 fd 84 9c 00 10 00 00
 ; form: vpaddw_y_y_ym
-vpaddw ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 fd 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpaddw ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 fd 82 00 e0 ff ff
 ; form: vpaddd_x_x_xm
 vpaddd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fe c2
@@ -98,14 +97,15 @@ vpaddd xmm1, xmm12, xmm10
 vpaddd xmm11, xmm2, xmm3
 ; bytes: c5 69 fe db
 ; form: vpaddd_x_x_xm
-vpaddd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 fe 07
+vpaddd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 fe 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpaddd_x_x_xm
-vpaddd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 fe 44 24 08
+vpaddd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f1 fe 07
 ; form: vpaddd_x_x_xm
-vpaddd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 fe 45 00
+vpaddd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 fe 44 24 08
 ; form: vpaddd_y_y_ym
 vpaddd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fe c2
@@ -119,14 +119,14 @@ vpaddd ymm1, ymm12, ymm10
 vpaddd ymm11, ymm2, ymm3
 ; bytes: c5 6d fe db
 ; form: vpaddd_y_y_ym
-vpaddd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 fe 85 d4 fe ff ff
+vpaddd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 fe 45 00
 ; form: vpaddd_y_y_ym
-vpaddd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 fe 44 87 08
+vpaddd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 75 fe 85 d4 fe ff ff
 ; form: vpaddd_y_y_ym
-vpaddd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 fe 44 fc 80
+vpaddd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 fe 44 87 08
 ; form: vpaddq_x_x_xm
 vpaddq xmm0, xmm1, xmm2
 ; bytes: c5 f1 d4 c2
@@ -140,15 +140,15 @@ vpaddq xmm1, xmm12, xmm10
 vpaddq xmm11, xmm2, xmm3
 ; bytes: c5 69 d4 db
 ; form: vpaddq_x_x_xm
-vpaddq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 d4 84 4b e8 03 00 00
+vpaddq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 d4 44 fc 80
 ; form: vpaddq_x_x_xm
-vpaddq xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 d4 05 00 00 00 00
+vpaddq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 d4 84 4b e8 03 00 00
+; form: vpaddq_x_x_xm
+vpaddq xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 d4 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vpaddq_x_x_xm
-vpaddq xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 d4 04 cd 40 00 00 00
 ; form: vpaddq_y_y_ym
 vpaddq ymm0, ymm1, ymm2
 ; bytes: c5 f5 d4 c2
@@ -162,14 +162,14 @@ vpaddq ymm1, ymm12, ymm10
 vpaddq ymm11, ymm2, ymm3
 ; bytes: c5 6d d4 db
 ; form: vpaddq_y_y_ym
-vpaddq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 d4 44 30 7f
+vpaddq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 d4 04 cd 40 00 00 00
 ; form: vpaddq_y_y_ym
-vpaddq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 d4 84 9c 00 10 00 00
+vpaddq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 d4 44 30 7f
 ; form: vpaddq_y_y_ym
-vpaddq ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 d4 82 00 e0 ff ff
+vpaddq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 d4 84 9c 00 10 00 00
 ; form: vpsubb_x_x_xm
 vpsubb xmm0, xmm1, xmm2
 ; bytes: c5 f1 f8 c2
@@ -183,15 +183,15 @@ vpsubb xmm1, xmm12, xmm10
 vpsubb xmm11, xmm2, xmm3
 ; bytes: c5 69 f8 db
 ; form: vpsubb_x_x_xm
-vpsubb xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 f8 05 00 00 00 00
+vpsubb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 f8 82 00 e0 ff ff
+; form: vpsubb_x_x_xm
+vpsubb xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 f8 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vpsubb_x_x_xm
-vpsubb xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 f8 07
-; form: vpsubb_x_x_xm
-vpsubb xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 f8 44 24 08
+vpsubb xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 f8 07
 ; form: vpsubb_y_y_ym
 vpsubb ymm0, ymm1, ymm2
 ; bytes: c5 f5 f8 c2
@@ -205,14 +205,14 @@ vpsubb ymm1, ymm12, ymm10
 vpsubb ymm11, ymm2, ymm3
 ; bytes: c5 6d f8 db
 ; form: vpsubb_y_y_ym
-vpsubb ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 f8 45 00
+vpsubb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 f8 44 24 08
 ; form: vpsubb_y_y_ym
-vpsubb ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 f8 85 d4 fe ff ff
+vpsubb ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 f8 45 00
 ; form: vpsubb_y_y_ym
-vpsubb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 f8 44 87 08
+vpsubb ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 f8 85 d4 fe ff ff
 ; form: vpsubw_x_x_xm
 vpsubw xmm0, xmm1, xmm2
 ; bytes: c5 f1 f9 c2
@@ -226,15 +226,14 @@ vpsubw xmm1, xmm12, xmm10
 vpsubw xmm11, xmm2, xmm3
 ; bytes: c5 69 f9 db
 ; form: vpsubw_x_x_xm
-vpsubw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 f9 44 fc 80
+vpsubw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 f9 44 87 08
 ; form: vpsubw_x_x_xm
-vpsubw xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 71 f9 84 4b e8 03 00 00
+vpsubw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 f9 44 fc 80
 ; form: vpsubw_x_x_xm
-vpsubw xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 f9 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpsubw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 f9 84 4b e8 03 00 00
 ; form: vpsubw_y_y_ym
 vpsubw ymm0, ymm1, ymm2
 ; bytes: c5 f5 f9 c2
@@ -248,14 +247,15 @@ vpsubw ymm1, ymm12, ymm10
 vpsubw ymm11, ymm2, ymm3
 ; bytes: c5 6d f9 db
 ; form: vpsubw_y_y_ym
-vpsubw ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 f9 04 cd 40 00 00 00
+vpsubw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 f9 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpsubw_y_y_ym
-vpsubw ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 75 f9 44 30 7f
+vpsubw ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 f9 04 cd 40 00 00 00
 ; form: vpsubw_y_y_ym
-vpsubw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 f9 84 9c 00 10 00 00
+vpsubw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 f9 44 30 7f
 ; form: vpsubd_x_x_xm
 vpsubd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fa c2
@@ -269,15 +269,15 @@ vpsubd xmm1, xmm12, xmm10
 vpsubd xmm11, xmm2, xmm3
 ; bytes: c5 69 fa db
 ; form: vpsubd_x_x_xm
-vpsubd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 fa 82 00 e0 ff ff
+vpsubd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 fa 84 9c 00 10 00 00
 ; form: vpsubd_x_x_xm
-vpsubd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 fa 05 00 00 00 00
+vpsubd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f1 fa 82 00 e0 ff ff
+; form: vpsubd_x_x_xm
+vpsubd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 fa 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vpsubd_x_x_xm
-vpsubd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 fa 07
 ; form: vpsubd_y_y_ym
 vpsubd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fa c2
@@ -291,14 +291,14 @@ vpsubd ymm1, ymm12, ymm10
 vpsubd ymm11, ymm2, ymm3
 ; bytes: c5 6d fa db
 ; form: vpsubd_y_y_ym
-vpsubd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 fa 44 24 08
+vpsubd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 fa 07
 ; form: vpsubd_y_y_ym
-vpsubd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 fa 45 00
+vpsubd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f5 fa 44 24 08
 ; form: vpsubd_y_y_ym
-vpsubd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 fa 85 d4 fe ff ff
+vpsubd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 fa 45 00
 ; form: vpsubq_x_x_xm
 vpsubq xmm0, xmm1, xmm2
 ; bytes: c5 f1 fb c2
@@ -312,14 +312,14 @@ vpsubq xmm1, xmm12, xmm10
 vpsubq xmm11, xmm2, xmm3
 ; bytes: c5 69 fb db
 ; form: vpsubq_x_x_xm
-vpsubq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 fb 44 87 08
+vpsubq xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 fb 85 d4 fe ff ff
 ; form: vpsubq_x_x_xm
-vpsubq xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 71 fb 44 fc 80
+vpsubq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 fb 44 87 08
 ; form: vpsubq_x_x_xm
-vpsubq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 fb 84 4b e8 03 00 00
+vpsubq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 fb 44 fc 80
 ; form: vpsubq_y_y_ym
 vpsubq ymm0, ymm1, ymm2
 ; bytes: c5 f5 fb c2
@@ -333,15 +333,15 @@ vpsubq ymm1, ymm12, ymm10
 vpsubq ymm11, ymm2, ymm3
 ; bytes: c5 6d fb db
 ; form: vpsubq_y_y_ym
-vpsubq ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 fb 05 00 00 00 00
+vpsubq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 fb 84 4b e8 03 00 00
+; form: vpsubq_y_y_ym
+vpsubq ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 fb 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vpsubq_y_y_ym
-vpsubq ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f5 fb 04 cd 40 00 00 00
-; form: vpsubq_y_y_ym
-vpsubq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 fb 44 30 7f
+vpsubq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 fb 04 cd 40 00 00 00
 ; form: vpmullw_x_x_xm
 vpmullw xmm0, xmm1, xmm2
 ; bytes: c5 f1 d5 c2
@@ -355,15 +355,14 @@ vpmullw xmm1, xmm12, xmm10
 vpmullw xmm11, xmm2, xmm3
 ; bytes: c5 69 d5 db
 ; form: vpmullw_x_x_xm
-vpmullw xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 d5 84 9c 00 10 00 00
+vpmullw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 d5 44 30 7f
 ; form: vpmullw_x_x_xm
-vpmullw xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f1 d5 82 00 e0 ff ff
+vpmullw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 d5 84 9c 00 10 00 00
 ; form: vpmullw_x_x_xm
-vpmullw xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 d5 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpmullw xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 d5 82 00 e0 ff ff
 ; form: vpmullw_y_y_ym
 vpmullw ymm0, ymm1, ymm2
 ; bytes: c5 f5 d5 c2
@@ -377,14 +376,15 @@ vpmullw ymm1, ymm12, ymm10
 vpmullw ymm11, ymm2, ymm3
 ; bytes: c5 6d d5 db
 ; form: vpmullw_y_y_ym
-vpmullw ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 d5 07
+vpmullw ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 d5 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpmullw_y_y_ym
-vpmullw ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f5 d5 44 24 08
+vpmullw ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 d5 07
 ; form: vpmullw_y_y_ym
-vpmullw ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 d5 45 00
+vpmullw ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 d5 44 24 08
 ; form: vpmuludq_x_x_xm
 vpmuludq xmm0, xmm1, xmm2
 ; bytes: c5 f1 f4 c2
@@ -398,14 +398,14 @@ vpmuludq xmm1, xmm12, xmm10
 vpmuludq xmm11, xmm2, xmm3
 ; bytes: c5 69 f4 db
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 f4 85 d4 fe ff ff
+vpmuludq xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 f4 45 00
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 f4 44 87 08
+vpmuludq xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 f4 85 d4 fe ff ff
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 f4 44 fc 80
+vpmuludq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 f4 44 87 08
 ; form: vpmuludq_y_y_ym
 vpmuludq ymm0, ymm1, ymm2
 ; bytes: c5 f5 f4 c2
@@ -419,15 +419,15 @@ vpmuludq ymm1, ymm12, ymm10
 vpmuludq ymm11, ymm2, ymm3
 ; bytes: c5 6d f4 db
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 f4 84 4b e8 03 00 00
+vpmuludq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 f4 44 fc 80
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 f4 05 00 00 00 00
+vpmuludq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 f4 84 4b e8 03 00 00
+; form: vpmuludq_y_y_ym
+vpmuludq ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 f4 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vpmuludq_y_y_ym
-vpmuludq ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 f4 04 cd 40 00 00 00
 ; form: vpand_x_x_xm
 vpand xmm0, xmm1, xmm2
 ; bytes: c5 f1 db c2
@@ -441,14 +441,14 @@ vpand xmm1, xmm12, xmm10
 vpand xmm11, xmm2, xmm3
 ; bytes: c5 69 db db
 ; form: vpand_x_x_xm
-vpand xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 db 44 30 7f
+vpand xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 db 04 cd 40 00 00 00
 ; form: vpand_x_x_xm
-vpand xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 db 84 9c 00 10 00 00
+vpand xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 db 44 30 7f
 ; form: vpand_x_x_xm
-vpand xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 db 82 00 e0 ff ff
+vpand xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 db 84 9c 00 10 00 00
 ; form: vpand_y_y_ym
 vpand ymm0, ymm1, ymm2
 ; bytes: c5 f5 db c2
@@ -462,15 +462,15 @@ vpand ymm1, ymm12, ymm10
 vpand ymm11, ymm2, ymm3
 ; bytes: c5 6d db db
 ; form: vpand_y_y_ym
-vpand ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 db 05 00 00 00 00
+vpand ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 db 82 00 e0 ff ff
+; form: vpand_y_y_ym
+vpand ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 db 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vpand_y_y_ym
-vpand ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 db 07
-; form: vpand_y_y_ym
-vpand ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 db 44 24 08
+vpand ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 db 07
 ; form: vpandn_x_x_xm
 vpandn xmm0, xmm1, xmm2
 ; bytes: c5 f1 df c2
@@ -484,14 +484,14 @@ vpandn xmm1, xmm12, xmm10
 vpandn xmm11, xmm2, xmm3
 ; bytes: c5 69 df db
 ; form: vpandn_x_x_xm
-vpandn xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 df 45 00
+vpandn xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 df 44 24 08
 ; form: vpandn_x_x_xm
-vpandn xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 df 85 d4 fe ff ff
+vpandn xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 df 45 00
 ; form: vpandn_x_x_xm
-vpandn xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 df 44 87 08
+vpandn xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 df 85 d4 fe ff ff
 ; form: vpandn_y_y_ym
 vpandn ymm0, ymm1, ymm2
 ; bytes: c5 f5 df c2
@@ -505,15 +505,14 @@ vpandn ymm1, ymm12, ymm10
 vpandn ymm11, ymm2, ymm3
 ; bytes: c5 6d df db
 ; form: vpandn_y_y_ym
-vpandn ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 df 44 fc 80
+vpandn ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 df 44 87 08
 ; form: vpandn_y_y_ym
-vpandn ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 df 84 4b e8 03 00 00
+vpandn ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 df 44 fc 80
 ; form: vpandn_y_y_ym
-vpandn ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 df 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpandn ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 df 84 4b e8 03 00 00
 ; form: vpor_x_x_xm
 vpor xmm0, xmm1, xmm2
 ; bytes: c5 f1 eb c2
@@ -527,14 +526,15 @@ vpor xmm1, xmm12, xmm10
 vpor xmm11, xmm2, xmm3
 ; bytes: c5 69 eb db
 ; form: vpor_x_x_xm
-vpor xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 eb 04 cd 40 00 00 00
+vpor xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 eb 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpor_x_x_xm
-vpor xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 eb 44 30 7f
+vpor xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f1 eb 04 cd 40 00 00 00
 ; form: vpor_x_x_xm
-vpor xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 eb 84 9c 00 10 00 00
+vpor xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 eb 44 30 7f
 ; form: vpor_y_y_ym
 vpor ymm0, ymm1, ymm2
 ; bytes: c5 f5 eb c2
@@ -548,15 +548,15 @@ vpor ymm1, ymm12, ymm10
 vpor ymm11, ymm2, ymm3
 ; bytes: c5 6d eb db
 ; form: vpor_y_y_ym
-vpor ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 eb 82 00 e0 ff ff
+vpor ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 eb 84 9c 00 10 00 00
 ; form: vpor_y_y_ym
-vpor ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 eb 05 00 00 00 00
+vpor ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f5 eb 82 00 e0 ff ff
+; form: vpor_y_y_ym
+vpor ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 eb 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vpor_y_y_ym
-vpor ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 eb 07
 ; form: vpxor_x_x_xm
 vpxor xmm0, xmm1, xmm2
 ; bytes: c5 f1 ef c2
@@ -570,14 +570,14 @@ vpxor xmm1, xmm12, xmm10
 vpxor xmm11, xmm2, xmm3
 ; bytes: c5 69 ef db
 ; form: vpxor_x_x_xm
-vpxor xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 ef 44 24 08
+vpxor xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 ef 07
 ; form: vpxor_x_x_xm
-vpxor xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 ef 45 00
+vpxor xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 ef 44 24 08
 ; form: vpxor_x_x_xm
-vpxor xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 ef 85 d4 fe ff ff
+vpxor xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 ef 45 00
 ; form: vpxor_y_y_ym
 vpxor ymm0, ymm1, ymm2
 ; bytes: c5 f5 ef c2
@@ -591,14 +591,14 @@ vpxor ymm1, ymm12, ymm10
 vpxor ymm11, ymm2, ymm3
 ; bytes: c5 6d ef db
 ; form: vpxor_y_y_ym
-vpxor ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 ef 44 87 08
+vpxor ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 ef 85 d4 fe ff ff
 ; form: vpxor_y_y_ym
-vpxor ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 ef 44 fc 80
+vpxor ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 ef 44 87 08
 ; form: vpxor_y_y_ym
-vpxor ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 ef 84 4b e8 03 00 00
+vpxor ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 ef 44 fc 80
 ; form: vpcmpeqb_x_x_xm
 vpcmpeqb xmm0, xmm1, xmm2
 ; bytes: c5 f1 74 c2
@@ -612,15 +612,15 @@ vpcmpeqb xmm1, xmm12, xmm10
 vpcmpeqb xmm11, xmm2, xmm3
 ; bytes: c5 69 74 db
 ; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 74 05 00 00 00 00
+vpcmpeqb xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 74 84 4b e8 03 00 00
+; form: vpcmpeqb_x_x_xm
+vpcmpeqb xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 74 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 74 04 cd 40 00 00 00
-; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 74 44 30 7f
+vpcmpeqb xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 74 04 cd 40 00 00 00
 ; form: vpcmpeqb_y_y_ym
 vpcmpeqb ymm0, ymm1, ymm2
 ; bytes: c5 f5 74 c2
@@ -634,15 +634,14 @@ vpcmpeqb ymm1, ymm12, ymm10
 vpcmpeqb ymm11, ymm2, ymm3
 ; bytes: c5 6d 74 db
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 74 84 9c 00 10 00 00
+vpcmpeqb ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 74 44 30 7f
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 74 82 00 e0 ff ff
+vpcmpeqb ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 74 84 9c 00 10 00 00
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 74 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpcmpeqb ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 74 82 00 e0 ff ff
 ; form: vpcmpeqw_x_x_xm
 vpcmpeqw xmm0, xmm1, xmm2
 ; bytes: c5 f1 75 c2
@@ -656,14 +655,15 @@ vpcmpeqw xmm1, xmm12, xmm10
 vpcmpeqw xmm11, xmm2, xmm3
 ; bytes: c5 69 75 db
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 75 07
+vpcmpeqw xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 75 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 75 44 24 08
+vpcmpeqw xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f1 75 07
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 75 45 00
+vpcmpeqw xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 75 44 24 08
 ; form: vpcmpeqw_y_y_ym
 vpcmpeqw ymm0, ymm1, ymm2
 ; bytes: c5 f5 75 c2
@@ -677,14 +677,14 @@ vpcmpeqw ymm1, ymm12, ymm10
 vpcmpeqw ymm11, ymm2, ymm3
 ; bytes: c5 6d 75 db
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 75 85 d4 fe ff ff
+vpcmpeqw ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 75 45 00
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 75 44 87 08
+vpcmpeqw ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 75 75 85 d4 fe ff ff
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 75 44 fc 80
+vpcmpeqw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 75 44 87 08
 ; form: vpcmpeqd_x_x_xm
 vpcmpeqd xmm0, xmm1, xmm2
 ; bytes: c5 f1 76 c2
@@ -698,15 +698,15 @@ vpcmpeqd xmm1, xmm12, xmm10
 vpcmpeqd xmm11, xmm2, xmm3
 ; bytes: c5 69 76 db
 ; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 76 84 4b e8 03 00 00
+vpcmpeqd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 76 44 fc 80
 ; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 76 05 00 00 00 00
+vpcmpeqd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 76 84 4b e8 03 00 00
+; form: vpcmpeqd_x_x_xm
+vpcmpeqd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 76 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 76 04 cd 40 00 00 00
 ; form: vpcmpeqd_y_y_ym
 vpcmpeqd ymm0, ymm1, ymm2
 ; bytes: c5 f5 76 c2
@@ -720,14 +720,14 @@ vpcmpeqd ymm1, ymm12, ymm10
 vpcmpeqd ymm11, ymm2, ymm3
 ; bytes: c5 6d 76 db
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 76 44 30 7f
+vpcmpeqd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 76 04 cd 40 00 00 00
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 76 84 9c 00 10 00 00
+vpcmpeqd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 76 44 30 7f
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 76 82 00 e0 ff ff
+vpcmpeqd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 76 84 9c 00 10 00 00
 ; form: vpcmpgtb_x_x_xm
 vpcmpgtb xmm0, xmm1, xmm2
 ; bytes: c5 f1 64 c2
@@ -741,15 +741,15 @@ vpcmpgtb xmm1, xmm12, xmm10
 vpcmpgtb xmm11, xmm2, xmm3
 ; bytes: c5 69 64 db
 ; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 64 05 00 00 00 00
+vpcmpgtb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 64 82 00 e0 ff ff
+; form: vpcmpgtb_x_x_xm
+vpcmpgtb xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 64 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 64 07
-; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 64 44 24 08
+vpcmpgtb xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 64 07
 ; form: vpcmpgtb_y_y_ym
 vpcmpgtb ymm0, ymm1, ymm2
 ; bytes: c5 f5 64 c2
@@ -763,14 +763,14 @@ vpcmpgtb ymm1, ymm12, ymm10
 vpcmpgtb ymm11, ymm2, ymm3
 ; bytes: c5 6d 64 db
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 64 45 00
+vpcmpgtb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 64 44 24 08
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 64 85 d4 fe ff ff
+vpcmpgtb ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 64 45 00
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 64 44 87 08
+vpcmpgtb ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 64 85 d4 fe ff ff
 ; form: vpcmpgtw_x_x_xm
 vpcmpgtw xmm0, xmm1, xmm2
 ; bytes: c5 f1 65 c2
@@ -784,15 +784,14 @@ vpcmpgtw xmm1, xmm12, xmm10
 vpcmpgtw xmm11, xmm2, xmm3
 ; bytes: c5 69 65 db
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 65 44 fc 80
+vpcmpgtw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 65 44 87 08
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 71 65 84 4b e8 03 00 00
+vpcmpgtw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 65 44 fc 80
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 65 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpcmpgtw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 65 84 4b e8 03 00 00
 ; form: vpcmpgtw_y_y_ym
 vpcmpgtw ymm0, ymm1, ymm2
 ; bytes: c5 f5 65 c2
@@ -806,14 +805,15 @@ vpcmpgtw ymm1, ymm12, ymm10
 vpcmpgtw ymm11, ymm2, ymm3
 ; bytes: c5 6d 65 db
 ; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 65 04 cd 40 00 00 00
+vpcmpgtw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 65 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 75 65 44 30 7f
+vpcmpgtw ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 65 04 cd 40 00 00 00
 ; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 65 84 9c 00 10 00 00
+vpcmpgtw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 65 44 30 7f
 ; form: vpcmpgtd_x_x_xm
 vpcmpgtd xmm0, xmm1, xmm2
 ; bytes: c5 f1 66 c2
@@ -827,15 +827,15 @@ vpcmpgtd xmm1, xmm12, xmm10
 vpcmpgtd xmm11, xmm2, xmm3
 ; bytes: c5 69 66 db
 ; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 66 82 00 e0 ff ff
+vpcmpgtd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 66 84 9c 00 10 00 00
 ; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 66 05 00 00 00 00
+vpcmpgtd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f1 66 82 00 e0 ff ff
+; form: vpcmpgtd_x_x_xm
+vpcmpgtd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 66 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 66 07
 ; form: vpcmpgtd_y_y_ym
 vpcmpgtd ymm0, ymm1, ymm2
 ; bytes: c5 f5 66 c2
@@ -849,14 +849,14 @@ vpcmpgtd ymm1, ymm12, ymm10
 vpcmpgtd ymm11, ymm2, ymm3
 ; bytes: c5 6d 66 db
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 66 44 24 08
+vpcmpgtd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 66 07
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 66 45 00
+vpcmpgtd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f5 66 44 24 08
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 66 85 d4 fe ff ff
+vpcmpgtd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 66 45 00
 ; form: vpunpcklbw_x_x_xm
 vpunpcklbw xmm0, xmm1, xmm2
 ; bytes: c5 f1 60 c2
@@ -870,14 +870,14 @@ vpunpcklbw xmm1, xmm12, xmm10
 vpunpcklbw xmm11, xmm2, xmm3
 ; bytes: c5 69 60 db
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 60 44 87 08
+vpunpcklbw xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 60 85 d4 fe ff ff
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 71 60 44 fc 80
+vpunpcklbw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 60 44 87 08
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 60 84 4b e8 03 00 00
+vpunpcklbw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 60 44 fc 80
 ; form: vpunpcklbw_y_y_ym
 vpunpcklbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 60 c2
@@ -891,15 +891,15 @@ vpunpcklbw ymm1, ymm12, ymm10
 vpunpcklbw ymm11, ymm2, ymm3
 ; bytes: c5 6d 60 db
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 60 05 00 00 00 00
+vpunpcklbw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 60 84 4b e8 03 00 00
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 60 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f5 60 04 cd 40 00 00 00
-; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 60 44 30 7f
+vpunpcklbw ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 60 04 cd 40 00 00 00
 ; form: vpunpcklwd_x_x_xm
 vpunpcklwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 61 c2
@@ -913,15 +913,14 @@ vpunpcklwd xmm1, xmm12, xmm10
 vpunpcklwd xmm11, xmm2, xmm3
 ; bytes: c5 69 61 db
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 61 84 9c 00 10 00 00
+vpunpcklwd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 61 44 30 7f
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f1 61 82 00 e0 ff ff
+vpunpcklwd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 61 84 9c 00 10 00 00
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 61 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpunpcklwd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 61 82 00 e0 ff ff
 ; form: vpunpcklwd_y_y_ym
 vpunpcklwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 61 c2
@@ -935,14 +934,15 @@ vpunpcklwd ymm1, ymm12, ymm10
 vpunpcklwd ymm11, ymm2, ymm3
 ; bytes: c5 6d 61 db
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 61 07
+vpunpcklwd ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 61 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f5 61 44 24 08
+vpunpcklwd ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 61 07
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 61 45 00
+vpunpcklwd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 61 44 24 08
 ; form: vpunpckldq_x_x_xm
 vpunpckldq xmm0, xmm1, xmm2
 ; bytes: c5 f1 62 c2
@@ -956,14 +956,14 @@ vpunpckldq xmm1, xmm12, xmm10
 vpunpckldq xmm11, xmm2, xmm3
 ; bytes: c5 69 62 db
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 62 85 d4 fe ff ff
+vpunpckldq xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 62 45 00
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 62 44 87 08
+vpunpckldq xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 62 85 d4 fe ff ff
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 62 44 fc 80
+vpunpckldq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 62 44 87 08
 ; form: vpunpckldq_y_y_ym
 vpunpckldq ymm0, ymm1, ymm2
 ; bytes: c5 f5 62 c2
@@ -977,15 +977,15 @@ vpunpckldq ymm1, ymm12, ymm10
 vpunpckldq ymm11, ymm2, ymm3
 ; bytes: c5 6d 62 db
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 62 84 4b e8 03 00 00
+vpunpckldq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 62 44 fc 80
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 62 05 00 00 00 00
+vpunpckldq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 62 84 4b e8 03 00 00
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 62 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
-; form: vpunpckldq_y_y_ym
-vpunpckldq ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 62 04 cd 40 00 00 00
 ; form: vpunpcklqdq_x_x_xm
 vpunpcklqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6c c2
@@ -999,14 +999,14 @@ vpunpcklqdq xmm1, xmm12, xmm10
 vpunpcklqdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6c db
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 6c 44 30 7f
+vpunpcklqdq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 6c 04 cd 40 00 00 00
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 6c 84 9c 00 10 00 00
+vpunpcklqdq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 6c 44 30 7f
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 6c 82 00 e0 ff ff
+vpunpcklqdq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 6c 84 9c 00 10 00 00
 ; form: vpunpcklqdq_y_y_ym
 vpunpcklqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6c c2
@@ -1020,15 +1020,15 @@ vpunpcklqdq ymm1, ymm12, ymm10
 vpunpcklqdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6c db
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 6c 05 00 00 00 00
+vpunpcklqdq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 6c 82 00 e0 ff ff
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 6c 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 6c 07
-; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 6c 44 24 08
+vpunpcklqdq ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 6c 07
 ; form: vpunpckhbw_x_x_xm
 vpunpckhbw xmm0, xmm1, xmm2
 ; bytes: c5 f1 68 c2
@@ -1042,14 +1042,14 @@ vpunpckhbw xmm1, xmm12, xmm10
 vpunpckhbw xmm11, xmm2, xmm3
 ; bytes: c5 69 68 db
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 68 45 00
+vpunpckhbw xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 68 44 24 08
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 68 85 d4 fe ff ff
+vpunpckhbw xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 68 45 00
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 68 44 87 08
+vpunpckhbw xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 68 85 d4 fe ff ff
 ; form: vpunpckhbw_y_y_ym
 vpunpckhbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 68 c2
@@ -1063,15 +1063,14 @@ vpunpckhbw ymm1, ymm12, ymm10
 vpunpckhbw ymm11, ymm2, ymm3
 ; bytes: c5 6d 68 db
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 68 44 fc 80
+vpunpckhbw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 68 44 87 08
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 68 84 4b e8 03 00 00
+vpunpckhbw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 68 44 fc 80
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 68 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpunpckhbw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 68 84 4b e8 03 00 00
 ; form: vpunpckhwd_x_x_xm
 vpunpckhwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 69 c2
@@ -1085,14 +1084,15 @@ vpunpckhwd xmm1, xmm12, xmm10
 vpunpckhwd xmm11, xmm2, xmm3
 ; bytes: c5 69 69 db
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 69 04 cd 40 00 00 00
+vpunpckhwd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 69 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 69 44 30 7f
+vpunpckhwd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f1 69 04 cd 40 00 00 00
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 69 84 9c 00 10 00 00
+vpunpckhwd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 69 44 30 7f
 ; form: vpunpckhwd_y_y_ym
 vpunpckhwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 69 c2
@@ -1106,15 +1106,15 @@ vpunpckhwd ymm1, ymm12, ymm10
 vpunpckhwd ymm11, ymm2, ymm3
 ; bytes: c5 6d 69 db
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 69 82 00 e0 ff ff
+vpunpckhwd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 69 84 9c 00 10 00 00
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 69 05 00 00 00 00
+vpunpckhwd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f5 69 82 00 e0 ff ff
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 69 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
-; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 69 07
 ; form: vpunpckhdq_x_x_xm
 vpunpckhdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6a c2
@@ -1128,14 +1128,14 @@ vpunpckhdq xmm1, xmm12, xmm10
 vpunpckhdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6a db
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 6a 44 24 08
+vpunpckhdq xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 6a 07
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 6a 45 00
+vpunpckhdq xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 6a 44 24 08
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 6a 85 d4 fe ff ff
+vpunpckhdq xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 6a 45 00
 ; form: vpunpckhdq_y_y_ym
 vpunpckhdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6a c2
@@ -1149,14 +1149,14 @@ vpunpckhdq ymm1, ymm12, ymm10
 vpunpckhdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6a db
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 6a 44 87 08
+vpunpckhdq ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 6a 85 d4 fe ff ff
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 6a 44 fc 80
+vpunpckhdq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 6a 44 87 08
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 6a 84 4b e8 03 00 00
+vpunpckhdq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 6a 44 fc 80
 ; form: vpunpckhqdq_x_x_xm
 vpunpckhqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6d c2
@@ -1170,15 +1170,15 @@ vpunpckhqdq xmm1, xmm12, xmm10
 vpunpckhqdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6d db
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 6d 05 00 00 00 00
+vpunpckhqdq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 6d 84 4b e8 03 00 00
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 6d 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 6d 04 cd 40 00 00 00
-; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 6d 44 30 7f
+vpunpckhqdq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 6d 04 cd 40 00 00 00
 ; form: vpunpckhqdq_y_y_ym
 vpunpckhqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6d c2
@@ -1192,15 +1192,14 @@ vpunpckhqdq ymm1, ymm12, ymm10
 vpunpckhqdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6d db
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 6d 84 9c 00 10 00 00
+vpunpckhqdq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 6d 44 30 7f
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 6d 82 00 e0 ff ff
+vpunpckhqdq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 6d 84 9c 00 10 00 00
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 6d 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpunpckhqdq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 6d 82 00 e0 ff ff
 ; form: vpmulld_x_x_xm
 vpmulld xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 40 c2
@@ -1214,14 +1213,15 @@ vpmulld xmm1, xmm12, xmm10
 vpmulld xmm11, xmm2, xmm3
 ; bytes: c4 62 69 40 db
 ; form: vpmulld_x_x_xm
-vpmulld xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 31 40 07
+vpmulld xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 31 40 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmulld_x_x_xm
-vpmulld xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c4 e2 71 40 44 24 08
+vpmulld xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c4 e2 71 40 07
 ; form: vpmulld_x_x_xm
-vpmulld xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 31 40 45 00
+vpmulld xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 40 44 24 08
 ; form: vpmulld_y_y_ym
 vpmulld ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 40 c2
@@ -1235,14 +1235,14 @@ vpmulld ymm1, ymm12, ymm10
 vpmulld ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 40 db
 ; form: vpmulld_y_y_ym
-vpmulld ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 35 40 85 d4 fe ff ff
+vpmulld ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 40 45 00
 ; form: vpmulld_y_y_ym
-vpmulld ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 75 40 44 87 08
+vpmulld ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c2 75 40 85 d4 fe ff ff
 ; form: vpmulld_y_y_ym
-vpmulld ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 35 40 44 fc 80
+vpmulld ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 40 44 87 08
 ; form: vpcmpeqq_x_x_xm
 vpcmpeqq xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 29 c2
@@ -1256,15 +1256,15 @@ vpcmpeqq xmm1, xmm12, xmm10
 vpcmpeqq xmm11, xmm2, xmm3
 ; bytes: c4 62 69 29 db
 ; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 29 84 4b e8 03 00 00
+vpcmpeqq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 29 44 fc 80
 ; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c4 e2 71 29 05 00 00 00 00
+vpcmpeqq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 71 29 84 4b e8 03 00 00
+; form: vpcmpeqq_x_x_xm
+vpcmpeqq xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 29 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
-; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 31 29 04 cd 40 00 00 00
 ; form: vpcmpeqq_y_y_ym
 vpcmpeqq ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 29 c2
@@ -1278,14 +1278,14 @@ vpcmpeqq ymm1, ymm12, ymm10
 vpcmpeqq ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 29 db
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 29 44 30 7f
+vpcmpeqq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 29 04 cd 40 00 00 00
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 75 29 84 9c 00 10 00 00
+vpcmpeqq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 75 29 44 30 7f
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 35 29 82 00 e0 ff ff
+vpcmpeqq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 29 84 9c 00 10 00 00
 ; form: vpcmpgtq_x_x_xm
 vpcmpgtq xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 37 c2
@@ -1299,15 +1299,15 @@ vpcmpgtq xmm1, xmm12, xmm10
 vpcmpgtq xmm11, xmm2, xmm3
 ; bytes: c4 62 69 37 db
 ; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 37 05 00 00 00 00
+vpcmpgtq xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 37 82 00 e0 ff ff
+; form: vpcmpgtq_x_x_xm
+vpcmpgtq xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c4 e2 71 37 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c4 e2 71 37 07
-; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 31 37 44 24 08
+vpcmpgtq xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 31 37 07
 ; form: vpcmpgtq_y_y_ym
 vpcmpgtq ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 37 c2
@@ -1321,14 +1321,14 @@ vpcmpgtq ymm1, ymm12, ymm10
 vpcmpgtq ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 37 db
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 37 45 00
+vpcmpgtq ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 37 44 24 08
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c2 75 37 85 d4 fe ff ff
+vpcmpgtq ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c4 e2 75 37 45 00
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 35 37 44 87 08
+vpcmpgtq ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 35 37 85 d4 fe ff ff
 ; form: vpminsd_x_x_xm
 vpminsd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 39 c2
@@ -1342,15 +1342,14 @@ vpminsd xmm1, xmm12, xmm10
 vpminsd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 39 db
 ; form: vpminsd_x_x_xm
-vpminsd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 39 44 fc 80
+vpminsd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 39 44 87 08
 ; form: vpminsd_x_x_xm
-vpminsd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 71 39 84 4b e8 03 00 00
+vpminsd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 39 44 fc 80
 ; form: vpminsd_x_x_xm
-vpminsd xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 31 39 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpminsd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 39 84 4b e8 03 00 00
 ; form: vpminsd_y_y_ym
 vpminsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 39 c2
@@ -1364,14 +1363,15 @@ vpminsd ymm1, ymm12, ymm10
 vpminsd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 39 db
 ; form: vpminsd_y_y_ym
-vpminsd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 39 04 cd 40 00 00 00
+vpminsd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 39 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpminsd_y_y_ym
-vpminsd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 75 39 44 30 7f
+vpminsd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 39 04 cd 40 00 00 00
 ; form: vpminsd_y_y_ym
-vpminsd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 39 84 9c 00 10 00 00
+vpminsd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 39 44 30 7f
 ; form: vpminud_x_x_xm
 vpminud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3b c2
@@ -1385,15 +1385,15 @@ vpminud xmm1, xmm12, xmm10
 vpminud xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3b db
 ; form: vpminud_x_x_xm
-vpminud xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 31 3b 82 00 e0 ff ff
+vpminud xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 3b 84 9c 00 10 00 00
 ; form: vpminud_x_x_xm
-vpminud xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c4 e2 71 3b 05 00 00 00 00
+vpminud xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 71 3b 82 00 e0 ff ff
+; form: vpminud_x_x_xm
+vpminud xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 31 3b 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vpminud_x_x_xm
-vpminud xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 31 3b 07
 ; form: vpminud_y_y_ym
 vpminud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3b c2
@@ -1407,14 +1407,14 @@ vpminud ymm1, ymm12, ymm10
 vpminud ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3b db
 ; form: vpminud_y_y_ym
-vpminud ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 35 3b 44 24 08
+vpminud ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 35 3b 07
 ; form: vpminud_y_y_ym
-vpminud ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c4 e2 75 3b 45 00
+vpminud ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 75 3b 44 24 08
 ; form: vpminud_y_y_ym
-vpminud ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 35 3b 85 d4 fe ff ff
+vpminud ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 3b 45 00
 ; form: vpmaxsd_x_x_xm
 vpmaxsd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3d c2
@@ -1428,14 +1428,14 @@ vpmaxsd xmm1, xmm12, xmm10
 vpmaxsd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3d db
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 3d 44 87 08
+vpmaxsd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 31 3d 85 d4 fe ff ff
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 71 3d 44 fc 80
+vpmaxsd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 71 3d 44 87 08
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 3d 84 4b e8 03 00 00
+vpmaxsd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 3d 44 fc 80
 ; form: vpmaxsd_y_y_ym
 vpmaxsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3d c2
@@ -1449,15 +1449,15 @@ vpmaxsd ymm1, ymm12, ymm10
 vpmaxsd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3d db
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 35 3d 05 00 00 00 00
+vpmaxsd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 35 3d 84 4b e8 03 00 00
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c4 e2 75 3d 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c4 e2 75 3d 04 cd 40 00 00 00
-; form: vpmaxsd_y_y_ym
-vpmaxsd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 3d 44 30 7f
+vpmaxsd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 3d 04 cd 40 00 00 00
 ; form: vpmaxud_x_x_xm
 vpmaxud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3f c2
@@ -1471,15 +1471,14 @@ vpmaxud xmm1, xmm12, xmm10
 vpmaxud xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3f db
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 3f 84 9c 00 10 00 00
+vpmaxud xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 3f 44 30 7f
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c4 e2 71 3f 82 00 e0 ff ff
+vpmaxud xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 71 3f 84 9c 00 10 00 00
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 3f 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmaxud xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 3f 82 00 e0 ff ff
 ; form: vpmaxud_y_y_ym
 vpmaxud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3f c2
@@ -1493,14 +1492,15 @@ vpmaxud ymm1, ymm12, ymm10
 vpmaxud ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3f db
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 35 3f 07
+vpmaxud ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 3f 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c4 e2 75 3f 44 24 08
+vpmaxud ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c4 e2 75 3f 07
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 3f 45 00
+vpmaxud ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 3f 44 24 08
 ; form: vpsrlvd_x_x_xm
 vpsrlvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 45 c2
@@ -1514,14 +1514,14 @@ vpsrlvd xmm1, xmm12, xmm10
 vpsrlvd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 45 db
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 31 45 85 d4 fe ff ff
+vpsrlvd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 31 45 45 00
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 71 45 44 87 08
+vpsrlvd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c2 71 45 85 d4 fe ff ff
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 45 44 fc 80
+vpsrlvd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 45 44 87 08
 ; form: vpsrlvd_y_y_ym
 vpsrlvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 45 c2
@@ -1535,15 +1535,15 @@ vpsrlvd ymm1, ymm12, ymm10
 vpsrlvd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 45 db
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 35 45 84 4b e8 03 00 00
+vpsrlvd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 35 45 44 fc 80
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c4 e2 75 45 05 00 00 00 00
+vpsrlvd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 75 45 84 4b e8 03 00 00
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 45 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
-; form: vpsrlvd_y_y_ym
-vpsrlvd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 45 04 cd 40 00 00 00
 ; form: vpsrlvq_x_x_xm
 vpsrlvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 45 c2
@@ -1557,14 +1557,14 @@ vpsrlvq xmm1, xmm12, xmm10
 vpsrlvq xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 45 db
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 b1 45 44 30 7f
+vpsrlvq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 b1 45 04 cd 40 00 00 00
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 f1 45 84 9c 00 10 00 00
+vpsrlvq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 f1 45 44 30 7f
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 b1 45 82 00 e0 ff ff
+vpsrlvq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b1 45 84 9c 00 10 00 00
 ; form: vpsrlvq_y_y_ym
 vpsrlvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 45 c2
@@ -1578,15 +1578,15 @@ vpsrlvq ymm1, ymm12, ymm10
 vpsrlvq ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 45 db
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 b5 45 05 00 00 00 00
+vpsrlvq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 b5 45 82 00 e0 ff ff
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c4 e2 f5 45 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c4 e2 f5 45 07
-; form: vpsrlvq_y_y_ym
-vpsrlvq ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 b5 45 44 24 08
+vpsrlvq ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 b5 45 07
 ; form: vpsravd_x_x_xm
 vpsravd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 46 c2
@@ -1600,14 +1600,14 @@ vpsravd xmm1, xmm12, xmm10
 vpsravd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 46 db
 ; form: vpsravd_x_x_xm
-vpsravd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 31 46 45 00
+vpsravd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 46 44 24 08
 ; form: vpsravd_x_x_xm
-vpsravd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c2 71 46 85 d4 fe ff ff
+vpsravd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c4 e2 71 46 45 00
 ; form: vpsravd_x_x_xm
-vpsravd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 46 44 87 08
+vpsravd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 31 46 85 d4 fe ff ff
 ; form: vpsravd_y_y_ym
 vpsravd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 46 c2
@@ -1621,15 +1621,14 @@ vpsravd ymm1, ymm12, ymm10
 vpsravd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 46 db
 ; form: vpsravd_y_y_ym
-vpsravd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 35 46 44 fc 80
+vpsravd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 46 44 87 08
 ; form: vpsravd_y_y_ym
-vpsravd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 75 46 84 4b e8 03 00 00
+vpsravd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 75 46 44 fc 80
 ; form: vpsravd_y_y_ym
-vpsravd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 35 46 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpsravd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 35 46 84 4b e8 03 00 00
 ; form: vpsllvd_x_x_xm
 vpsllvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 47 c2
@@ -1643,14 +1642,15 @@ vpsllvd xmm1, xmm12, xmm10
 vpsllvd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 47 db
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 31 47 04 cd 40 00 00 00
+vpsllvd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 47 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 71 47 44 30 7f
+vpsllvd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 71 47 04 cd 40 00 00 00
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 47 84 9c 00 10 00 00
+vpsllvd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 47 44 30 7f
 ; form: vpsllvd_y_y_ym
 vpsllvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 47 c2
@@ -1664,15 +1664,15 @@ vpsllvd ymm1, ymm12, ymm10
 vpsllvd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 47 db
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 35 47 82 00 e0 ff ff
+vpsllvd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 47 84 9c 00 10 00 00
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c4 e2 75 47 05 00 00 00 00
+vpsllvd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 75 47 82 00 e0 ff ff
+; form: vpsllvd_y_y_ym
+vpsllvd ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 47 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
-; form: vpsllvd_y_y_ym
-vpsllvd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 35 47 07
 ; form: vpsllvq_x_x_xm
 vpsllvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 47 c2
@@ -1686,14 +1686,14 @@ vpsllvq xmm1, xmm12, xmm10
 vpsllvq xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 47 db
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 b1 47 44 24 08
+vpsllvq xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 b1 47 07
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c4 e2 f1 47 45 00
+vpsllvq xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c4 e2 f1 47 44 24 08
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 b1 47 85 d4 fe ff ff
+vpsllvq xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 b1 47 45 00
 ; form: vpsllvq_y_y_ym
 vpsllvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 47 c2
@@ -1707,14 +1707,14 @@ vpsllvq ymm1, ymm12, ymm10
 vpsllvq ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 47 db
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 b5 47 44 87 08
+vpsllvq ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 b5 47 85 d4 fe ff ff
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 f5 47 44 fc 80
+vpsllvq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 f5 47 44 87 08
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 b5 47 84 4b e8 03 00 00
+vpsllvq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b5 47 44 fc 80
 ; form: vpsrlw_x_x_imm8
 vpsrlw xmm0, xmm1, 1
 ; bytes: c5 f9 71 d1 01
@@ -1968,14 +1968,14 @@ vptest xmm1, xmm12
 vptest xmm11, xmm2
 ; bytes: c4 62 79 17 da
 ; form: vptest_x_xm
-vptest xmm8, xmmword ptr [rbp]
-; bytes: c4 62 79 17 45 00
+vptest xmm8, xmmword ptr [rsp + 8]
+; bytes: c4 62 79 17 44 24 08
 ; form: vptest_x_xm
-vptest xmm0, xmmword ptr [r13 - 300]
-; bytes: c4 c2 79 17 85 d4 fe ff ff
+vptest xmm0, xmmword ptr [rbp]
+; bytes: c4 e2 79 17 45 00
 ; form: vptest_x_xm
-vptest xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 79 17 44 87 08
+vptest xmm8, xmmword ptr [r13 - 300]
+; bytes: c4 42 79 17 85 d4 fe ff ff
 ; form: vptest_y_ym
 vptest ymm0, ymm1
 ; bytes: c4 e2 7d 17 c1
@@ -1989,12 +1989,11 @@ vptest ymm1, ymm12
 vptest ymm11, ymm2
 ; bytes: c4 62 7d 17 da
 ; form: vptest_y_ym
-vptest ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 7d 17 44 fc 80
+vptest ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 17 44 87 08
 ; form: vptest_y_ym
-vptest ymm0, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 7d 17 84 4b e8 03 00 00
+vptest ymm0, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 7d 17 44 fc 80
 ; form: vptest_y_ym
-vptest ymm8, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 7d 17 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vptest ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 17 84 4b e8 03 00 00

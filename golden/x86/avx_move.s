@@ -1481,6 +1481,79 @@ vshufps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
 vshufps ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
 ; bytes: c5 34 c6 05 00 00 00 00 c8
 ; fixup: 4 pc32 foo 11
+; form: vpermilps_x_xm_imm8
+vpermilps xmm0, xmm1, 1
+; bytes: c4 e3 79 04 c1 01
+; form: vpermilps_x_xm_imm8
+vpermilps xmm8, xmm9, 31
+; bytes: c4 43 79 04 c1 1f
+; form: vpermilps_x_xm_imm8
+vpermilps xmm1, xmm12, 127
+; bytes: c4 c3 79 04 cc 7f
+; form: vpermilps_x_xm_imm8
+vpermilps xmm11, xmm2, 255
+; bytes: c4 63 79 04 da ff
+; form: vpermilps_x_xm_imm8
+vpermilps xmm8, xmmword ptr [8*rcx + 64], 0
+; bytes: c4 63 79 04 04 cd 40 00 00 00 00
+; form: vpermilps_x_xm_imm8
+vpermilps xmm0, xmmword ptr [r8 + rsi + 127], 100
+; bytes: c4 c3 79 04 44 30 7f 64
+; form: vpermilps_x_xm_imm8
+vpermilps xmm8, xmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 23 79 04 84 9c 00 10 00 00 c8
+; form: vpermilps_y_ym_imm8
+vpermilps ymm0, ymm1, 1
+; bytes: c4 e3 7d 04 c1 01
+; form: vpermilps_y_ym_imm8
+vpermilps ymm8, ymm9, 31
+; bytes: c4 43 7d 04 c1 1f
+; form: vpermilps_y_ym_imm8
+vpermilps ymm1, ymm12, 127
+; bytes: c4 c3 7d 04 cc 7f
+; form: vpermilps_y_ym_imm8
+vpermilps ymm11, ymm2, 255
+; bytes: c4 63 7d 04 da ff
+; form: vpermilps_y_ym_imm8
+vpermilps ymm8, ymmword ptr [rdx - 8192], 0
+; bytes: c4 63 7d 04 82 00 e0 ff ff 00
+; form: vpermilps_y_ym_imm8
+vpermilps ymm0, ymmword ptr [rip + bar], 100
+; bytes: c4 e3 7d 04 05 00 00 00 00 64
+; fixup: 5 pc32 bar -5
+; form: vpermilps_y_ym_imm8
+vpermilps ymm8, ymmword ptr [rdi], 200
+; bytes: c4 63 7d 04 07 c8
+; form: vbroadcastf128_y_m128
+vbroadcastf128 ymm8, xmmword ptr [rsp + 8]
+; bytes: c4 62 7d 1a 44 24 08
+; form: vbroadcastf128_y_m128
+vbroadcastf128 ymm0, xmmword ptr [rbp]
+; bytes: c4 e2 7d 1a 45 00
+; form: vbroadcastf128_y_m128
+vbroadcastf128 ymm8, xmmword ptr [r13 - 300]
+; bytes: c4 42 7d 1a 85 d4 fe ff ff
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm0, ymm1, ymm2, 1
+; bytes: c4 e3 75 06 c2 01
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm8, ymm9, ymm15, 31
+; bytes: c4 43 35 06 c7 1f
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm1, ymm12, ymm10, 127
+; bytes: c4 c3 1d 06 ca 7f
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm11, ymm2, ymm3, 255
+; bytes: c4 63 6d 06 db ff
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: c4 63 35 06 44 87 08 00
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: c4 83 75 06 44 fc 80 64
+; form: vperm2f128_y_y_ym_imm8
+vperm2f128 ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: c4 23 35 06 84 4b e8 03 00 00 c8
 ; form: vshufpd_x_x_xm_imm8
 vshufpd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f1 c6 c2 01
@@ -1494,14 +1567,15 @@ vshufpd xmm1, xmm12, xmm10, 127
 vshufpd xmm11, xmm2, xmm3, 255
 ; bytes: c5 69 c6 db ff
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [8*rcx + 64], 0
-; bytes: c5 31 c6 04 cd 40 00 00 00 00
+vshufpd xmm8, xmm9, xmmword ptr [rip + foo + 16], 0
+; bytes: c5 31 c6 05 00 00 00 00 00
+; fixup: 4 pc32 foo 11
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127], 100
-; bytes: c4 c1 71 c6 44 30 7f 64
+vshufpd xmm0, xmm1, xmmword ptr [8*rcx + 64], 100
+; bytes: c5 f1 c6 04 cd 40 00 00 00 64
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: c4 21 31 c6 84 9c 00 10 00 00 c8
+vshufpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127], 200
+; bytes: c4 41 31 c6 44 30 7f c8
 ; form: vshufpd_y_y_ym_imm8
 vshufpd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c6 c2 01
@@ -1515,15 +1589,15 @@ vshufpd ymm1, ymm12, ymm10, 127
 vshufpd ymm11, ymm2, ymm3, 255
 ; bytes: c5 6d c6 db ff
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [rdx - 8192], 0
-; bytes: c5 35 c6 82 00 e0 ff ff 00
+vshufpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: c4 21 35 c6 84 9c 00 10 00 00 00
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm0, ymm1, ymmword ptr [rip + bar], 100
-; bytes: c5 f5 c6 05 00 00 00 00 64
+vshufpd ymm0, ymm1, ymmword ptr [rdx - 8192], 100
+; bytes: c5 f5 c6 82 00 e0 ff ff 64
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm8, ymm9, ymmword ptr [rip + bar], 200
+; bytes: c5 35 c6 05 00 00 00 00 c8
 ; fixup: 4 pc32 bar -5
-; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [rdi], 200
-; bytes: c5 35 c6 07 c8
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm0, xmm1, 1
 ; bytes: c5 f9 70 c1 01
@@ -1537,14 +1611,14 @@ vpshufd xmm1, xmm12, 127
 vpshufd xmm11, xmm2, 255
 ; bytes: c5 79 70 da ff
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [rsp + 8], 0
-; bytes: c5 79 70 44 24 08 00
+vpshufd xmm8, xmmword ptr [rdi], 0
+; bytes: c5 79 70 07 00
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm0, xmmword ptr [rbp], 100
-; bytes: c5 f9 70 45 00 64
+vpshufd xmm0, xmmword ptr [rsp + 8], 100
+; bytes: c5 f9 70 44 24 08 64
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [r13 - 300], 200
-; bytes: c4 41 79 70 85 d4 fe ff ff c8
+vpshufd xmm8, xmmword ptr [rbp], 200
+; bytes: c5 79 70 45 00 c8
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm0, ymm1, 1
 ; bytes: c5 fd 70 c1 01
@@ -1558,14 +1632,14 @@ vpshufd ymm1, ymm12, 127
 vpshufd ymm11, ymm2, 255
 ; bytes: c5 7d 70 da ff
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [rdi + 4*rax + 8], 0
-; bytes: c5 7d 70 44 87 08 00
+vpshufd ymm8, ymmword ptr [r13 - 300], 0
+; bytes: c4 41 7d 70 85 d4 fe ff ff 00
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm0, ymmword ptr [r12 + 8*r15 - 128], 100
-; bytes: c4 81 7d 70 44 fc 80 64
+vpshufd ymm0, ymmword ptr [rdi + 4*rax + 8], 100
+; bytes: c5 fd 70 44 87 08 64
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: c4 21 7d 70 84 4b e8 03 00 00 c8
+vpshufd ymm8, ymmword ptr [r12 + 8*r15 - 128], 200
+; bytes: c4 01 7d 70 44 fc 80 c8
 ; form: vpshufb_x_x_xm
 vpshufb xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 00 c2
@@ -1579,15 +1653,15 @@ vpshufb xmm1, xmm12, xmm10
 vpshufb xmm11, xmm2, xmm3
 ; bytes: c4 62 69 00 db
 ; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 31 00 05 00 00 00 00
+vpshufb xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 00 84 4b e8 03 00 00
+; form: vpshufb_x_x_xm
+vpshufb xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c4 e2 71 00 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
 ; form: vpshufb_x_x_xm
-vpshufb xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 71 00 04 cd 40 00 00 00
-; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 00 44 30 7f
+vpshufb xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 31 00 04 cd 40 00 00 00
 ; form: vpshufb_y_y_ym
 vpshufb ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 00 c2
@@ -1601,15 +1675,14 @@ vpshufb ymm1, ymm12, ymm10
 vpshufb ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 00 db
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 00 84 9c 00 10 00 00
+vpshufb ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 00 44 30 7f
 ; form: vpshufb_y_y_ym
-vpshufb ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c4 e2 75 00 82 00 e0 ff ff
+vpshufb ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 75 00 84 9c 00 10 00 00
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 00 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpshufb ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 35 00 82 00 e0 ff ff
 ; form: vblendvps_x_x_xm_x
 vblendvps xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4a c2 30
@@ -1623,14 +1696,15 @@ vblendvps xmm1, xmm12, xmm10, xmm3
 vblendvps xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4a db d0
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [rdi], xmm15
-; bytes: c4 63 31 4a 07 f0
+vblendvps xmm8, xmm9, xmmword ptr [rip + bar], xmm15
+; bytes: c4 63 31 4a 05 00 00 00 00 f0
+; fixup: 5 pc32 bar -5
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm0, xmm1, xmmword ptr [rsp + 8], xmm2
-; bytes: c4 e3 71 4a 44 24 08 20
+vblendvps xmm0, xmm1, xmmword ptr [rdi], xmm2
+; bytes: c4 e3 71 4a 07 20
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [rbp], xmm15
-; bytes: c4 63 31 4a 45 00 f0
+vblendvps xmm8, xmm9, xmmword ptr [rsp + 8], xmm15
+; bytes: c4 63 31 4a 44 24 08 f0
 ; form: vblendvps_y_y_ym_y
 vblendvps ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4a c2 30
@@ -1644,14 +1718,14 @@ vblendvps ymm1, ymm12, ymm10, ymm3
 vblendvps ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4a db d0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [r13 - 300], ymm15
-; bytes: c4 43 35 4a 85 d4 fe ff ff f0
+vblendvps ymm8, ymm9, ymmword ptr [rbp], ymm15
+; bytes: c4 63 35 4a 45 00 f0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8], ymm2
-; bytes: c4 e3 75 4a 44 87 08 20
+vblendvps ymm0, ymm1, ymmword ptr [r13 - 300], ymm2
+; bytes: c4 c3 75 4a 85 d4 fe ff ff 20
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], ymm15
-; bytes: c4 03 35 4a 44 fc 80 f0
+vblendvps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], ymm15
+; bytes: c4 63 35 4a 44 87 08 f0
 ; form: vblendvpd_x_x_xm_x
 vblendvpd xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4b c2 30
@@ -1665,15 +1739,15 @@ vblendvpd xmm1, xmm12, xmm10, xmm3
 vblendvpd xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4b db d0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000], xmm15
-; bytes: c4 23 31 4b 84 4b e8 03 00 00 f0
+vblendvpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128], xmm15
+; bytes: c4 03 31 4b 44 fc 80 f0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm0, xmm1, xmmword ptr [rip + foo + 16], xmm2
-; bytes: c4 e3 71 4b 05 00 00 00 00 20
+vblendvpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], xmm2
+; bytes: c4 a3 71 4b 84 4b e8 03 00 00 20
+; form: vblendvpd_x_x_xm_x
+vblendvpd xmm8, xmm9, xmmword ptr [rip + foo + 16], xmm15
+; bytes: c4 63 31 4b 05 00 00 00 00 f0
 ; fixup: 5 pc32 foo 11
-; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [8*rcx + 64], xmm15
-; bytes: c4 63 31 4b 04 cd 40 00 00 00 f0
 ; form: vblendvpd_y_y_ym_y
 vblendvpd ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4b c2 30
@@ -1687,14 +1761,14 @@ vblendvpd ymm1, ymm12, ymm10, ymm3
 vblendvpd ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4b db d0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127], ymm15
-; bytes: c4 43 35 4b 44 30 7f f0
+vblendvpd ymm8, ymm9, ymmword ptr [8*rcx + 64], ymm15
+; bytes: c4 63 35 4b 04 cd 40 00 00 00 f0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], ymm2
-; bytes: c4 a3 75 4b 84 9c 00 10 00 00 20
+vblendvpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127], ymm2
+; bytes: c4 c3 75 4b 44 30 7f 20
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [rdx - 8192], ymm15
-; bytes: c4 63 35 4b 82 00 e0 ff ff f0
+vblendvpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], ymm15
+; bytes: c4 23 35 4b 84 9c 00 10 00 00 f0
 ; form: vpblendvb_x_x_xm_x
 vpblendvb xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4c c2 30
@@ -1708,15 +1782,15 @@ vpblendvb xmm1, xmm12, xmm10, xmm3
 vpblendvb xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4c db d0
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [rip + bar], xmm15
-; bytes: c4 63 31 4c 05 00 00 00 00 f0
+vpblendvb xmm8, xmm9, xmmword ptr [rdx - 8192], xmm15
+; bytes: c4 63 31 4c 82 00 e0 ff ff f0
+; form: vpblendvb_x_x_xm_x
+vpblendvb xmm0, xmm1, xmmword ptr [rip + bar], xmm2
+; bytes: c4 e3 71 4c 05 00 00 00 00 20
 ; fixup: 5 pc32 bar -5
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm0, xmm1, xmmword ptr [rdi], xmm2
-; bytes: c4 e3 71 4c 07 20
-; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [rsp + 8], xmm15
-; bytes: c4 63 31 4c 44 24 08 f0
+vpblendvb xmm8, xmm9, xmmword ptr [rdi], xmm15
+; bytes: c4 63 31 4c 07 f0
 ; form: vpblendvb_y_y_ym_y
 vpblendvb ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4c c2 30
@@ -1730,14 +1804,14 @@ vpblendvb ymm1, ymm12, ymm10, ymm3
 vpblendvb ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4c db d0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [rbp], ymm15
-; bytes: c4 63 35 4c 45 00 f0
+vpblendvb ymm8, ymm9, ymmword ptr [rsp + 8], ymm15
+; bytes: c4 63 35 4c 44 24 08 f0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm0, ymm1, ymmword ptr [r13 - 300], ymm2
-; bytes: c4 c3 75 4c 85 d4 fe ff ff 20
+vpblendvb ymm0, ymm1, ymmword ptr [rbp], ymm2
+; bytes: c4 e3 75 4c 45 00 20
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], ymm15
-; bytes: c4 63 35 4c 44 87 08 f0
+vpblendvb ymm8, ymm9, ymmword ptr [r13 - 300], ymm15
+; bytes: c4 43 35 4c 85 d4 fe ff ff f0
 ; form: vzeroupper
 vzeroupper
 ; bytes: c5 f8 77

@@ -12,24 +12,25 @@ vmovups zmm3, zmm24
 vmovups zmm29, zmm8
 ; bytes: 62 41 7c 48 10 e8
 ; form: vmovups_z_zm
-vmovups zmm16, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7c 48 10 04 cd 40 00 00 00
+vmovups zmm16, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 7c 48 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovups_z_zm
-vmovups zmm0, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 7c 48 10 84 30 7f 00 00 00
+vmovups zmm0, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 7c 48 10 04 cd 40 00 00 00
 ; form: vmovups_z_zm
-vmovups zmm16, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c 48 10 44 9c 40
+vmovups zmm16, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7c 48 10 84 30 7f 00 00 00
 ; form: vmovups_m512_z
-vmovups zmmword ptr [rdx - 8192], zmm16
-; bytes: 62 e1 7c 48 11 42 80
+vmovups zmmword ptr [rsp + 4*r11 + 4096], zmm16
+; bytes: 62 a1 7c 48 11 44 9c 40
 ; form: vmovups_m512_z
-vmovups zmmword ptr [rip + bar], zmm0
-; bytes: 62 f1 7c 48 11 05 00 00 00 00
+vmovups zmmword ptr [rdx - 8192], zmm0
+; bytes: 62 f1 7c 48 11 42 80
+; form: vmovups_m512_z
+vmovups zmmword ptr [rip + bar], zmm16
+; bytes: 62 e1 7c 48 11 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vmovups_m512_z
-vmovups zmmword ptr [rdi], zmm16
-; bytes: 62 e1 7c 48 11 07
 ; form: vmovupd_z_zm
 vmovupd zmm0, zmm1
 ; bytes: 62 f1 fd 48 10 c1
@@ -43,23 +44,23 @@ vmovupd zmm3, zmm24
 vmovupd zmm29, zmm8
 ; bytes: 62 41 fd 48 10 e8
 ; form: vmovupd_z_zm
-vmovupd zmm16, zmmword ptr [rsp + 8]
-; bytes: 62 e1 fd 48 10 84 24 08 00 00 00
+vmovupd zmm16, zmmword ptr [rdi]
+; bytes: 62 e1 fd 48 10 07
 ; form: vmovupd_z_zm
-vmovupd zmm0, zmmword ptr [rbp]
-; bytes: 62 f1 fd 48 10 45 00
+vmovupd zmm0, zmmword ptr [rsp + 8]
+; bytes: 62 f1 fd 48 10 84 24 08 00 00 00
 ; form: vmovupd_z_zm
-vmovupd zmm16, zmmword ptr [r13 - 300]
-; bytes: 62 c1 fd 48 10 85 d4 fe ff ff
+vmovupd zmm16, zmmword ptr [rbp]
+; bytes: 62 e1 fd 48 10 45 00
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [rdi + 4*rax + 8], zmm16
-; bytes: 62 e1 fd 48 11 84 87 08 00 00 00
+vmovupd zmmword ptr [r13 - 300], zmm16
+; bytes: 62 c1 fd 48 11 85 d4 fe ff ff
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [r12 + 8*r15 - 128], zmm0
-; bytes: 62 91 fd 48 11 44 fc fe
+vmovupd zmmword ptr [rdi + 4*rax + 8], zmm0
+; bytes: 62 f1 fd 48 11 84 87 08 00 00 00
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [rbx + 2*r9 + 1000], zmm16
-; bytes: 62 a1 fd 48 11 84 4b e8 03 00 00
+vmovupd zmmword ptr [r12 + 8*r15 - 128], zmm16
+; bytes: 62 81 fd 48 11 44 fc fe
 ; form: vmovaps_z_zm
 vmovaps zmm0, zmm1
 ; bytes: 62 f1 7c 48 28 c1
@@ -73,25 +74,24 @@ vmovaps zmm3, zmm24
 vmovaps zmm29, zmm8
 ; bytes: 62 41 7c 48 28 e8
 ; form: vmovaps_z_zm
-vmovaps zmm16, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 7c 48 28 05 00 00 00 00
+vmovaps zmm16, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7c 48 28 84 4b e8 03 00 00
+; form: vmovaps_z_zm
+vmovaps zmm0, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 7c 48 28 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
 ; form: vmovaps_z_zm
-vmovaps zmm0, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 7c 48 28 04 cd 40 00 00 00
-; form: vmovaps_z_zm
-vmovaps zmm16, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7c 48 28 84 30 7f 00 00 00
+vmovaps zmm16, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 48 28 04 cd 40 00 00 00
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [rsp + 4*r11 + 4096], zmm16
-; bytes: 62 a1 7c 48 29 44 9c 40
+vmovaps zmmword ptr [r8 + rsi + 127], zmm16
+; bytes: 62 c1 7c 48 29 84 30 7f 00 00 00
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [rdx - 8192], zmm0
-; bytes: 62 f1 7c 48 29 42 80
+vmovaps zmmword ptr [rsp + 4*r11 + 4096], zmm0
+; bytes: 62 b1 7c 48 29 44 9c 40
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [rip + bar], zmm16
-; bytes: 62 e1 7c 48 29 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovaps zmmword ptr [rdx - 8192], zmm16
+; bytes: 62 e1 7c 48 29 42 80
 ; form: vmovdqu32_z_zm
 vmovdqu32 zmm0, zmm1
 ; bytes: 62 f1 7e 48 6f c1
@@ -105,23 +105,24 @@ vmovdqu32 zmm3, zmm24
 vmovdqu32 zmm29, zmm8
 ; bytes: 62 41 7e 48 6f e8
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm16, zmmword ptr [rdi]
-; bytes: 62 e1 7e 48 6f 07
+vmovdqu32 zmm16, zmmword ptr [rip + bar]
+; bytes: 62 e1 7e 48 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm0, zmmword ptr [rsp + 8]
-; bytes: 62 f1 7e 48 6f 84 24 08 00 00 00
+vmovdqu32 zmm0, zmmword ptr [rdi]
+; bytes: 62 f1 7e 48 6f 07
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm16, zmmword ptr [rbp]
-; bytes: 62 e1 7e 48 6f 45 00
+vmovdqu32 zmm16, zmmword ptr [rsp + 8]
+; bytes: 62 e1 7e 48 6f 84 24 08 00 00 00
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [r13 - 300], zmm16
-; bytes: 62 c1 7e 48 7f 85 d4 fe ff ff
+vmovdqu32 zmmword ptr [rbp], zmm16
+; bytes: 62 e1 7e 48 7f 45 00
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [rdi + 4*rax + 8], zmm0
-; bytes: 62 f1 7e 48 7f 84 87 08 00 00 00
+vmovdqu32 zmmword ptr [r13 - 300], zmm0
+; bytes: 62 d1 7e 48 7f 85 d4 fe ff ff
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [r12 + 8*r15 - 128], zmm16
-; bytes: 62 81 7e 48 7f 44 fc fe
+vmovdqu32 zmmword ptr [rdi + 4*rax + 8], zmm16
+; bytes: 62 e1 7e 48 7f 84 87 08 00 00 00
 ; form: vmovdqu64_z_zm
 vmovdqu64 zmm0, zmm1
 ; bytes: 62 f1 fe 48 6f c1
@@ -135,24 +136,24 @@ vmovdqu64 zmm3, zmm24
 vmovdqu64 zmm29, zmm8
 ; bytes: 62 41 fe 48 6f e8
 ; form: vmovdqu64_z_zm
-vmovdqu64 zmm16, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fe 48 6f 84 4b e8 03 00 00
+vmovdqu64 zmm16, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fe 48 6f 44 fc fe
 ; form: vmovdqu64_z_zm
-vmovdqu64 zmm0, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 fe 48 6f 05 00 00 00 00
+vmovdqu64 zmm0, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 fe 48 6f 84 4b e8 03 00 00
+; form: vmovdqu64_z_zm
+vmovdqu64 zmm16, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 fe 48 6f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovdqu64_z_zm
-vmovdqu64 zmm16, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 fe 48 6f 04 cd 40 00 00 00
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [r8 + rsi + 127], zmm16
-; bytes: 62 c1 fe 48 7f 84 30 7f 00 00 00
+vmovdqu64 zmmword ptr [8*rcx + 64], zmm16
+; bytes: 62 e1 fe 48 7f 04 cd 40 00 00 00
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [rsp + 4*r11 + 4096], zmm0
-; bytes: 62 b1 fe 48 7f 44 9c 40
+vmovdqu64 zmmword ptr [r8 + rsi + 127], zmm0
+; bytes: 62 d1 fe 48 7f 84 30 7f 00 00 00
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [rdx - 8192], zmm16
-; bytes: 62 e1 fe 48 7f 42 80
+vmovdqu64 zmmword ptr [rsp + 4*r11 + 4096], zmm16
+; bytes: 62 a1 fe 48 7f 44 9c 40
 ; form: vaddps_z_z_zm
 vaddps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 58 c2
@@ -166,15 +167,15 @@ vaddps zmm3, zmm24, zmm9
 vaddps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 58 ea
 ; form: vaddps_z_z_zm
-vaddps zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 74 40 58 05 00 00 00 00
+vaddps zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 40 58 42 80
+; form: vaddps_z_z_zm
+vaddps zmm0, zmm1, zmmword ptr [rip + bar]
+; bytes: 62 f1 74 48 58 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vaddps_z_z_zm
-vaddps zmm0, zmm1, zmmword ptr [rdi]
-; bytes: 62 f1 74 48 58 07
-; form: vaddps_z_z_zm
-vaddps zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 74 40 58 84 24 08 00 00 00
+vaddps zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 74 40 58 07
 ; form: vaddpd_z_z_zm
 vaddpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 58 c2
@@ -188,14 +189,14 @@ vaddpd zmm3, zmm24, zmm9
 vaddpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 58 ea
 ; form: vaddpd_z_z_zm
-vaddpd zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 f5 40 58 45 00
+vaddpd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 f5 40 58 84 24 08 00 00 00
 ; form: vaddpd_z_z_zm
-vaddpd zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d1 f5 48 58 85 d4 fe ff ff
+vaddpd zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 f5 48 58 45 00
 ; form: vaddpd_z_z_zm
-vaddpd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 40 58 84 87 08 00 00 00
+vaddpd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 40 58 85 d4 fe ff ff
 ; form: vmulps_z_z_zm
 vmulps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 59 c2
@@ -209,15 +210,14 @@ vmulps zmm3, zmm24, zmm9
 vmulps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 59 ea
 ; form: vmulps_z_z_zm
-vmulps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 40 59 44 fc fe
+vmulps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 40 59 84 87 08 00 00 00
 ; form: vmulps_z_z_zm
-vmulps zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 74 48 59 84 4b e8 03 00 00
+vmulps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 48 59 44 fc fe
 ; form: vmulps_z_z_zm
-vmulps zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 74 40 59 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmulps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 40 59 84 4b e8 03 00 00
 ; form: vmulpd_z_z_zm
 vmulpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 59 c2
@@ -231,14 +231,15 @@ vmulpd zmm3, zmm24, zmm9
 vmulpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 59 ea
 ; form: vmulpd_z_z_zm
-vmulpd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 40 59 04 cd 40 00 00 00
+vmulpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 40 59 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmulpd_z_z_zm
-vmulpd zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f5 48 59 84 30 7f 00 00 00
+vmulpd zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 48 59 04 cd 40 00 00 00
 ; form: vmulpd_z_z_zm
-vmulpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 40 59 44 9c 40
+vmulpd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 40 59 84 30 7f 00 00 00
 ; form: vsubps_z_z_zm
 vsubps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5c c2
@@ -252,15 +253,15 @@ vsubps zmm3, zmm24, zmm9
 vsubps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5c ea
 ; form: vsubps_z_z_zm
-vsubps zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 40 5c 42 80
+vsubps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 40 5c 44 9c 40
 ; form: vsubps_z_z_zm
-vsubps zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f1 74 48 5c 05 00 00 00 00
+vsubps zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 74 48 5c 42 80
+; form: vsubps_z_z_zm
+vsubps zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e1 74 40 5c 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vsubps_z_z_zm
-vsubps zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 74 40 5c 07
 ; form: vsubpd_z_z_zm
 vsubpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5c c2
@@ -274,14 +275,14 @@ vsubpd zmm3, zmm24, zmm9
 vsubpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5c ea
 ; form: vsubpd_z_z_zm
-vsubpd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 40 5c 84 24 08 00 00 00
+vsubpd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 f5 40 5c 07
 ; form: vsubpd_z_z_zm
-vsubpd zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f1 f5 48 5c 45 00
+vsubpd zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 48 5c 84 24 08 00 00 00
 ; form: vsubpd_z_z_zm
-vsubpd zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 40 5c 85 d4 fe ff ff
+vsubpd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 f5 40 5c 45 00
 ; form: vminps_z_z_zm
 vminps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5d c2
@@ -295,14 +296,14 @@ vminps zmm3, zmm24, zmm9
 vminps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5d ea
 ; form: vminps_z_z_zm
-vminps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 40 5d 84 87 08 00 00 00
+vminps zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 74 40 5d 85 d4 fe ff ff
 ; form: vminps_z_z_zm
-vminps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 74 48 5d 44 fc fe
+vminps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 74 48 5d 84 87 08 00 00 00
 ; form: vminps_z_z_zm
-vminps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 40 5d 84 4b e8 03 00 00
+vminps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 40 5d 44 fc fe
 ; form: vminpd_z_z_zm
 vminpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5d c2
@@ -316,15 +317,15 @@ vminpd zmm3, zmm24, zmm9
 vminpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5d ea
 ; form: vminpd_z_z_zm
-vminpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 40 5d 05 00 00 00 00
+vminpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 40 5d 84 4b e8 03 00 00
+; form: vminpd_z_z_zm
+vminpd zmm0, zmm1, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 f5 48 5d 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
 ; form: vminpd_z_z_zm
-vminpd zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 48 5d 04 cd 40 00 00 00
-; form: vminpd_z_z_zm
-vminpd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 40 5d 84 30 7f 00 00 00
+vminpd zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 40 5d 04 cd 40 00 00 00
 ; form: vdivps_z_z_zm
 vdivps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5e c2
@@ -338,15 +339,14 @@ vdivps zmm3, zmm24, zmm9
 vdivps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5e ea
 ; form: vdivps_z_z_zm
-vdivps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 40 5e 44 9c 40
+vdivps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 40 5e 84 30 7f 00 00 00
 ; form: vdivps_z_z_zm
-vdivps zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 74 48 5e 42 80
+vdivps zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 74 48 5e 44 9c 40
 ; form: vdivps_z_z_zm
-vdivps zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 74 40 5e 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vdivps zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 40 5e 42 80
 ; form: vdivpd_z_z_zm
 vdivpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5e c2
@@ -360,14 +360,15 @@ vdivpd zmm3, zmm24, zmm9
 vdivpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5e ea
 ; form: vdivpd_z_z_zm
-vdivpd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 f5 40 5e 07
+vdivpd zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e1 f5 40 5e 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vdivpd_z_z_zm
-vdivpd zmm0, zmm1, zmmword ptr [rsp + 8]
-; bytes: 62 f1 f5 48 5e 84 24 08 00 00 00
+vdivpd zmm0, zmm1, zmmword ptr [rdi]
+; bytes: 62 f1 f5 48 5e 07
 ; form: vdivpd_z_z_zm
-vdivpd zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 f5 40 5e 45 00
+vdivpd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 f5 40 5e 84 24 08 00 00 00
 ; form: vmaxps_z_z_zm
 vmaxps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5f c2
@@ -381,14 +382,14 @@ vmaxps zmm3, zmm24, zmm9
 vmaxps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5f ea
 ; form: vmaxps_z_z_zm
-vmaxps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 74 40 5f 85 d4 fe ff ff
+vmaxps zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 74 40 5f 45 00
 ; form: vmaxps_z_z_zm
-vmaxps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 74 48 5f 84 87 08 00 00 00
+vmaxps zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d1 74 48 5f 85 d4 fe ff ff
 ; form: vmaxps_z_z_zm
-vmaxps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 40 5f 44 fc fe
+vmaxps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 40 5f 84 87 08 00 00 00
 ; form: vmaxpd_z_z_zm
 vmaxpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5f c2
@@ -402,15 +403,15 @@ vmaxpd zmm3, zmm24, zmm9
 vmaxpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5f ea
 ; form: vmaxpd_z_z_zm
-vmaxpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 40 5f 84 4b e8 03 00 00
+vmaxpd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 40 5f 44 fc fe
 ; form: vmaxpd_z_z_zm
-vmaxpd zmm0, zmm1, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 f5 48 5f 05 00 00 00 00
+vmaxpd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f5 48 5f 84 4b e8 03 00 00
+; form: vmaxpd_z_z_zm
+vmaxpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 40 5f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmaxpd_z_z_zm
-vmaxpd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 40 5f 04 cd 40 00 00 00
 ; form: vxorps_z_z_zm
 vxorps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 57 c2
@@ -424,14 +425,14 @@ vxorps zmm3, zmm24, zmm9
 vxorps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 57 ea
 ; form: vxorps_z_z_zm
-vxorps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 40 57 84 30 7f 00 00 00
+vxorps zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 40 57 04 cd 40 00 00 00
 ; form: vxorps_z_z_zm
-vxorps zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 74 48 57 44 9c 40
+vxorps zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 74 48 57 84 30 7f 00 00 00
 ; form: vxorps_z_z_zm
-vxorps zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 40 57 42 80
+vxorps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 40 57 44 9c 40
 ; form: vxorpd_z_z_zm
 vxorpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 57 c2
@@ -445,15 +446,15 @@ vxorpd zmm3, zmm24, zmm9
 vxorpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 57 ea
 ; form: vxorpd_z_z_zm
-vxorpd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 f5 40 57 05 00 00 00 00
+vxorpd zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 40 57 42 80
+; form: vxorpd_z_z_zm
+vxorpd zmm0, zmm1, zmmword ptr [rip + bar]
+; bytes: 62 f1 f5 48 57 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vxorpd_z_z_zm
-vxorpd zmm0, zmm1, zmmword ptr [rdi]
-; bytes: 62 f1 f5 48 57 07
-; form: vxorpd_z_z_zm
-vxorpd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 40 57 84 24 08 00 00 00
+vxorpd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 f5 40 57 07
 ; form: vandps_z_z_zm
 vandps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 54 c2
@@ -467,14 +468,14 @@ vandps zmm3, zmm24, zmm9
 vandps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 54 ea
 ; form: vandps_z_z_zm
-vandps zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 74 40 54 45 00
+vandps zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 74 40 54 84 24 08 00 00 00
 ; form: vandps_z_z_zm
-vandps zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d1 74 48 54 85 d4 fe ff ff
+vandps zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 74 48 54 45 00
 ; form: vandps_z_z_zm
-vandps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 40 54 84 87 08 00 00 00
+vandps zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 74 40 54 85 d4 fe ff ff
 ; form: vandpd_z_z_zm
 vandpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 54 c2
@@ -488,15 +489,14 @@ vandpd zmm3, zmm24, zmm9
 vandpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 54 ea
 ; form: vandpd_z_z_zm
-vandpd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 40 54 44 fc fe
+vandpd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 40 54 84 87 08 00 00 00
 ; form: vandpd_z_z_zm
-vandpd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 48 54 84 4b e8 03 00 00
+vandpd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 f5 48 54 44 fc fe
 ; form: vandpd_z_z_zm
-vandpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 40 54 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vandpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 40 54 84 4b e8 03 00 00
 ; form: vorps_z_z_zm
 vorps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 56 c2
@@ -510,14 +510,15 @@ vorps zmm3, zmm24, zmm9
 vorps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 56 ea
 ; form: vorps_z_z_zm
-vorps zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 40 56 04 cd 40 00 00 00
+vorps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 40 56 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vorps_z_z_zm
-vorps zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 74 48 56 84 30 7f 00 00 00
+vorps zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 74 48 56 04 cd 40 00 00 00
 ; form: vorps_z_z_zm
-vorps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 40 56 44 9c 40
+vorps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 40 56 84 30 7f 00 00 00
 ; form: vorpd_z_z_zm
 vorpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 56 c2
@@ -531,15 +532,15 @@ vorpd zmm3, zmm24, zmm9
 vorpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 56 ea
 ; form: vorpd_z_z_zm
-vorpd zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 40 56 42 80
+vorpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 40 56 44 9c 40
 ; form: vorpd_z_z_zm
-vorpd zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f1 f5 48 56 05 00 00 00 00
+vorpd zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 48 56 42 80
+; form: vorpd_z_z_zm
+vorpd zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e1 f5 40 56 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vorpd_z_z_zm
-vorpd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 f5 40 56 07
 ; form: vsqrtps_z_zm
 vsqrtps zmm0, zmm1
 ; bytes: 62 f1 7c 48 51 c1
@@ -553,14 +554,14 @@ vsqrtps zmm3, zmm24
 vsqrtps zmm29, zmm8
 ; bytes: 62 41 7c 48 51 e8
 ; form: vsqrtps_z_zm
-vsqrtps zmm16, zmmword ptr [rsp + 8]
-; bytes: 62 e1 7c 48 51 84 24 08 00 00 00
+vsqrtps zmm16, zmmword ptr [rdi]
+; bytes: 62 e1 7c 48 51 07
 ; form: vsqrtps_z_zm
-vsqrtps zmm0, zmmword ptr [rbp]
-; bytes: 62 f1 7c 48 51 45 00
+vsqrtps zmm0, zmmword ptr [rsp + 8]
+; bytes: 62 f1 7c 48 51 84 24 08 00 00 00
 ; form: vsqrtps_z_zm
-vsqrtps zmm16, zmmword ptr [r13 - 300]
-; bytes: 62 c1 7c 48 51 85 d4 fe ff ff
+vsqrtps zmm16, zmmword ptr [rbp]
+; bytes: 62 e1 7c 48 51 45 00
 ; form: vfmadd132ps_z_z_zm
 vfmadd132ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 98 c2
@@ -574,14 +575,14 @@ vfmadd132ps zmm3, zmm24, zmm9
 vfmadd132ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 98 ea
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 40 98 84 87 08 00 00 00
+vfmadd132ps zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c2 75 40 98 85 d4 fe ff ff
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 48 98 44 fc fe
+vfmadd132ps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 48 98 84 87 08 00 00 00
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 40 98 84 4b e8 03 00 00
+vfmadd132ps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 40 98 44 fc fe
 ; form: vfmadd132pd_z_z_zm
 vfmadd132pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 98 c2
@@ -595,15 +596,15 @@ vfmadd132pd zmm3, zmm24, zmm9
 vfmadd132pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 98 ea
 ; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e2 f5 40 98 05 00 00 00 00
+vfmadd132pd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 40 98 84 4b e8 03 00 00
+; form: vfmadd132pd_z_z_zm
+vfmadd132pd zmm0, zmm1, zmmword ptr [rip + foo + 16]
+; bytes: 62 f2 f5 48 98 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
 ; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f2 f5 48 98 04 cd 40 00 00 00
-; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 f5 40 98 84 30 7f 00 00 00
+vfmadd132pd zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 40 98 04 cd 40 00 00 00
 ; form: vfmadd213ps_z_z_zm
 vfmadd213ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 a8 c2
@@ -617,15 +618,14 @@ vfmadd213ps zmm3, zmm24, zmm9
 vfmadd213ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 a8 ea
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 40 a8 44 9c 40
+vfmadd213ps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 40 a8 84 30 7f 00 00 00
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f2 75 48 a8 42 80
+vfmadd213ps zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 75 48 a8 44 9c 40
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e2 75 40 a8 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmadd213ps zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 40 a8 42 80
 ; form: vfmadd213pd_z_z_zm
 vfmadd213pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 a8 c2
@@ -639,14 +639,15 @@ vfmadd213pd zmm3, zmm24, zmm9
 vfmadd213pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 a8 ea
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e2 f5 40 a8 07
+vfmadd213pd zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e2 f5 40 a8 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm0, zmm1, zmmword ptr [rsp + 8]
-; bytes: 62 f2 f5 48 a8 84 24 08 00 00 00
+vfmadd213pd zmm0, zmm1, zmmword ptr [rdi]
+; bytes: 62 f2 f5 48 a8 07
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e2 f5 40 a8 45 00
+vfmadd213pd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e2 f5 40 a8 84 24 08 00 00 00
 ; form: vfmadd231ps_z_z_zm
 vfmadd231ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 b8 c2
@@ -660,14 +661,14 @@ vfmadd231ps zmm3, zmm24, zmm9
 vfmadd231ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 b8 ea
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c2 75 40 b8 85 d4 fe ff ff
+vfmadd231ps zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e2 75 40 b8 45 00
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 75 48 b8 84 87 08 00 00 00
+vfmadd231ps zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d2 75 48 b8 85 d4 fe ff ff
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 40 b8 44 fc fe
+vfmadd231ps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 40 b8 84 87 08 00 00 00
 ; form: vfmadd231pd_z_z_zm
 vfmadd231pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 b8 c2
@@ -681,15 +682,15 @@ vfmadd231pd zmm3, zmm24, zmm9
 vfmadd231pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 b8 ea
 ; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 40 b8 84 4b e8 03 00 00
+vfmadd231pd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 40 b8 44 fc fe
 ; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm0, zmm1, zmmword ptr [rip + foo + 16]
-; bytes: 62 f2 f5 48 b8 05 00 00 00 00
+vfmadd231pd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 f5 48 b8 84 4b e8 03 00 00
+; form: vfmadd231pd_z_z_zm
+vfmadd231pd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 40 b8 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 40 b8 04 cd 40 00 00 00
 ; form: vpaddd_z_z_zm
 vpaddd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 fe c2
@@ -703,14 +704,14 @@ vpaddd zmm3, zmm24, zmm9
 vpaddd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 fe ea
 ; form: vpaddd_z_z_zm
-vpaddd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 40 fe 84 30 7f 00 00 00
+vpaddd zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 40 fe 04 cd 40 00 00 00
 ; form: vpaddd_z_z_zm
-vpaddd zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 75 48 fe 44 9c 40
+vpaddd zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 75 48 fe 84 30 7f 00 00 00
 ; form: vpaddd_z_z_zm
-vpaddd zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 40 fe 42 80
+vpaddd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 40 fe 44 9c 40
 ; form: vpsubd_z_z_zm
 vpsubd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 fa c2
@@ -724,15 +725,15 @@ vpsubd zmm3, zmm24, zmm9
 vpsubd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 fa ea
 ; form: vpsubd_z_z_zm
-vpsubd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 75 40 fa 05 00 00 00 00
+vpsubd zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 40 fa 42 80
+; form: vpsubd_z_z_zm
+vpsubd zmm0, zmm1, zmmword ptr [rip + bar]
+; bytes: 62 f1 75 48 fa 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vpsubd_z_z_zm
-vpsubd zmm0, zmm1, zmmword ptr [rdi]
-; bytes: 62 f1 75 48 fa 07
-; form: vpsubd_z_z_zm
-vpsubd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 75 40 fa 84 24 08 00 00 00
+vpsubd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 75 40 fa 07
 ; form: vpxord_z_z_zm
 vpxord zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 ef c2
@@ -746,14 +747,14 @@ vpxord zmm3, zmm24, zmm9
 vpxord zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 ef ea
 ; form: vpxord_z_z_zm
-vpxord zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 75 40 ef 45 00
+vpxord zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 75 40 ef 84 24 08 00 00 00
 ; form: vpxord_z_z_zm
-vpxord zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d1 75 48 ef 85 d4 fe ff ff
+vpxord zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 75 48 ef 45 00
 ; form: vpxord_z_z_zm
-vpxord zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 40 ef 84 87 08 00 00 00
+vpxord zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 75 40 ef 85 d4 fe ff ff
 ; form: vpandd_z_z_zm
 vpandd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 db c2
@@ -767,15 +768,14 @@ vpandd zmm3, zmm24, zmm9
 vpandd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 db ea
 ; form: vpandd_z_z_zm
-vpandd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 40 db 44 fc fe
+vpandd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 40 db 84 87 08 00 00 00
 ; form: vpandd_z_z_zm
-vpandd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 75 48 db 84 4b e8 03 00 00
+vpandd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 75 48 db 44 fc fe
 ; form: vpandd_z_z_zm
-vpandd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 40 db 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpandd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 40 db 84 4b e8 03 00 00
 ; form: vpaddq_z_z_zm
 vpaddq zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 d4 c2
@@ -789,14 +789,15 @@ vpaddq zmm3, zmm24, zmm9
 vpaddq zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 d4 ea
 ; form: vpaddq_z_z_zm
-vpaddq zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 40 d4 04 cd 40 00 00 00
+vpaddq zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 40 d4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpaddq_z_z_zm
-vpaddq zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f5 48 d4 84 30 7f 00 00 00
+vpaddq zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 48 d4 04 cd 40 00 00 00
 ; form: vpaddq_z_z_zm
-vpaddq zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 40 d4 44 9c 40
+vpaddq zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 40 d4 84 30 7f 00 00 00
 ; form: vpmulld_z_z_zm
 vpmulld zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 40 c2
@@ -810,15 +811,15 @@ vpmulld zmm3, zmm24, zmm9
 vpmulld zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 40 ea
 ; form: vpmulld_z_z_zm
-vpmulld zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e2 75 40 40 42 80
+vpmulld zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 40 40 44 9c 40
 ; form: vpmulld_z_z_zm
-vpmulld zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f2 75 48 40 05 00 00 00 00
+vpmulld zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f2 75 48 40 42 80
+; form: vpmulld_z_z_zm
+vpmulld zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e2 75 40 40 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vpmulld_z_z_zm
-vpmulld zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e2 75 40 40 07
 ; form: vcvtdq2ps_z_zm
 vcvtdq2ps zmm0, zmm1
 ; bytes: 62 f1 7c 48 5b c1
@@ -832,14 +833,14 @@ vcvtdq2ps zmm3, zmm24
 vcvtdq2ps zmm29, zmm8
 ; bytes: 62 41 7c 48 5b e8
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm16, zmmword ptr [rsp + 8]
-; bytes: 62 e1 7c 48 5b 84 24 08 00 00 00
+vcvtdq2ps zmm16, zmmword ptr [rdi]
+; bytes: 62 e1 7c 48 5b 07
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm0, zmmword ptr [rbp]
-; bytes: 62 f1 7c 48 5b 45 00
+vcvtdq2ps zmm0, zmmword ptr [rsp + 8]
+; bytes: 62 f1 7c 48 5b 84 24 08 00 00 00
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm16, zmmword ptr [r13 - 300]
-; bytes: 62 c1 7c 48 5b 85 d4 fe ff ff
+vcvtdq2ps zmm16, zmmword ptr [rbp]
+; bytes: 62 e1 7c 48 5b 45 00
 ; form: vcvttps2dq_z_zm
 vcvttps2dq zmm0, zmm1
 ; bytes: 62 f1 7e 48 5b c1
@@ -853,14 +854,14 @@ vcvttps2dq zmm3, zmm24
 vcvttps2dq zmm29, zmm8
 ; bytes: 62 41 7e 48 5b e8
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm16, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7e 48 5b 84 87 08 00 00 00
+vcvttps2dq zmm16, zmmword ptr [r13 - 300]
+; bytes: 62 c1 7e 48 5b 85 d4 fe ff ff
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm0, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 7e 48 5b 44 fc fe
+vcvttps2dq zmm0, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7e 48 5b 84 87 08 00 00 00
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm16, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7e 48 5b 84 4b e8 03 00 00
+vcvttps2dq zmm16, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 48 5b 44 fc fe
 ; form: vextractf64x4_ym_z_imm8
 vextractf64x4 ymm0, zmm1, 1
 ; bytes: 62 f3 fd 48 1b c8 01
@@ -874,15 +875,15 @@ vextractf64x4 ymm3, zmm24, 127
 vextractf64x4 ymm29, zmm8, 255
 ; bytes: 62 13 fd 48 1b c5 ff
 ; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [rip + foo + 16], zmm16, 0
-; bytes: 62 e3 fd 48 1b 05 00 00 00 00 00
+vextractf64x4 ymmword ptr [rbx + 2*r9 + 1000], zmm16, 0
+; bytes: 62 a3 fd 48 1b 84 4b e8 03 00 00 00
+; form: vextractf64x4_ym_z_imm8
+vextractf64x4 ymmword ptr [rip + foo + 16], zmm0, 100
+; bytes: 62 f3 fd 48 1b 05 00 00 00 00 64
 ; fixup: 6 pc32 foo 11
 ; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [8*rcx + 64], zmm0, 100
-; bytes: 62 f3 fd 48 1b 04 cd 40 00 00 00 64
-; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [r8 + rsi + 127], zmm16, 200
-; bytes: 62 c3 fd 48 1b 84 30 7f 00 00 00 c8
+vextractf64x4 ymmword ptr [8*rcx + 64], zmm16, 200
+; bytes: 62 e3 fd 48 1b 04 cd 40 00 00 00 c8
 ; form: vinsertf64x4_z_z_ym_imm8
 vinsertf64x4 zmm0, zmm1, ymm2, 1
 ; bytes: 62 f3 f5 48 1a c2 01
@@ -896,15 +897,217 @@ vinsertf64x4 zmm3, zmm24, ymm9, 127
 vinsertf64x4 zmm29, zmm8, ymm18, 255
 ; bytes: 62 23 bd 48 1a ea ff
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm16, zmm17, ymmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 f5 40 1a 84 9c 00 10 00 00 00
+vinsertf64x4 zmm16, zmm17, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 c3 f5 40 1a 84 30 7f 00 00 00 00
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm0, zmm1, ymmword ptr [rdx - 8192], 100
-; bytes: 62 f3 f5 48 1a 82 00 e0 ff ff 64
+vinsertf64x4 zmm0, zmm1, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 48 1a 84 9c 00 10 00 00 64
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm16, zmm17, ymmword ptr [rip + bar], 200
-; bytes: 62 e3 f5 40 1a 05 00 00 00 00 c8
+vinsertf64x4 zmm16, zmm17, ymmword ptr [rdx - 8192], 200
+; bytes: 62 e3 f5 40 1a 82 00 e0 ff ff c8
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm0, zmm1, xmm2, 1
+; bytes: 62 f3 75 48 18 c2 01
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm16, zmm17, xmm31, 31
+; bytes: 62 83 75 40 18 c7 1f
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm3, zmm24, xmm9, 127
+; bytes: 62 d3 3d 40 18 d9 7f
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm29, zmm8, xmm18, 255
+; bytes: 62 23 3d 48 18 ea ff
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm16, zmm17, xmmword ptr [rip + bar], 0
+; bytes: 62 e3 75 40 18 05 00 00 00 00 00
 ; fixup: 6 pc32 bar -5
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm0, zmm1, xmmword ptr [rdi], 100
+; bytes: 62 f3 75 48 18 07 64
+; form: vinsertf32x4_z_z_xm_imm8
+vinsertf32x4 zmm16, zmm17, xmmword ptr [rsp + 8], 200
+; bytes: 62 e3 75 40 18 84 24 08 00 00 00 c8
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmm0, zmm1, 1
+; bytes: 62 f3 7d 48 19 c8 01
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmm16, zmm17, 31
+; bytes: 62 a3 7d 48 19 c8 1f
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmm3, zmm24, 127
+; bytes: 62 63 7d 48 19 c3 7f
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmm29, zmm8, 255
+; bytes: 62 13 7d 48 19 c5 ff
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmmword ptr [rbp], zmm16, 0
+; bytes: 62 e3 7d 48 19 45 00 00
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmmword ptr [r13 - 300], zmm0, 100
+; bytes: 62 d3 7d 48 19 85 d4 fe ff ff 64
+; form: vextractf32x4_xm_z_imm8
+vextractf32x4 xmmword ptr [rdi + 4*rax + 8], zmm16, 200
+; bytes: 62 e3 7d 48 19 84 87 08 00 00 00 c8
+; form: vbroadcastf32x4_z_m128
+vbroadcastf32x4 zmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 48 1a 44 fc f8
+; form: vbroadcastf32x4_z_m128
+vbroadcastf32x4 zmm0, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 7d 48 1a 84 4b e8 03 00 00
+; form: vbroadcastf32x4_z_m128
+vbroadcastf32x4 zmm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 48 1a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm0, zmm1, zmm2, 1
+; bytes: 62 f3 75 48 23 c2 01
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm16, zmm17, zmm31, 31
+; bytes: 62 83 75 40 23 c7 1f
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm3, zmm24, zmm9, 127
+; bytes: 62 d3 3d 40 23 d9 7f
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm29, zmm8, zmm18, 255
+; bytes: 62 23 3d 48 23 ea ff
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm16, zmm17, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 e3 75 40 23 04 cd 40 00 00 00 00
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm0, zmm1, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 48 23 84 30 7f 00 00 00 64
+; form: vshuff32x4_z_z_zm_imm8
+vshuff32x4 zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 a3 75 40 23 44 9c 40 c8
+; form: vshufps_z_z_zm_imm8
+vshufps zmm0, zmm1, zmm2, 1
+; bytes: 62 f1 74 48 c6 c2 01
+; form: vshufps_z_z_zm_imm8
+vshufps zmm16, zmm17, zmm31, 31
+; bytes: 62 81 74 40 c6 c7 1f
+; form: vshufps_z_z_zm_imm8
+vshufps zmm3, zmm24, zmm9, 127
+; bytes: 62 d1 3c 40 c6 d9 7f
+; form: vshufps_z_z_zm_imm8
+vshufps zmm29, zmm8, zmm18, 255
+; bytes: 62 21 3c 48 c6 ea ff
+; form: vshufps_z_z_zm_imm8
+vshufps zmm16, zmm17, zmmword ptr [rdx - 8192], 0
+; bytes: 62 e1 74 40 c6 42 80 00
+; form: vshufps_z_z_zm_imm8
+vshufps zmm0, zmm1, zmmword ptr [rip + bar], 100
+; bytes: 62 f1 74 48 c6 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vshufps_z_z_zm_imm8
+vshufps zmm16, zmm17, zmmword ptr [rdi], 200
+; bytes: 62 e1 74 40 c6 07 c8
+; form: vpermilps_z_zm_imm8
+vpermilps zmm0, zmm1, 1
+; bytes: 62 f3 7d 48 04 c1 01
+; form: vpermilps_z_zm_imm8
+vpermilps zmm16, zmm17, 31
+; bytes: 62 a3 7d 48 04 c1 1f
+; form: vpermilps_z_zm_imm8
+vpermilps zmm3, zmm24, 127
+; bytes: 62 93 7d 48 04 d8 7f
+; form: vpermilps_z_zm_imm8
+vpermilps zmm29, zmm8, 255
+; bytes: 62 43 7d 48 04 e8 ff
+; form: vpermilps_z_zm_imm8
+vpermilps zmm16, zmmword ptr [rsp + 8], 0
+; bytes: 62 e3 7d 48 04 84 24 08 00 00 00 00
+; form: vpermilps_z_zm_imm8
+vpermilps zmm0, zmmword ptr [rbp], 100
+; bytes: 62 f3 7d 48 04 45 00 64
+; form: vpermilps_z_zm_imm8
+vpermilps zmm16, zmmword ptr [r13 - 300], 200
+; bytes: 62 c3 7d 48 04 85 d4 fe ff ff c8
+; form: vunpcklps_z_z_zm
+vunpcklps zmm0, zmm1, zmm2
+; bytes: 62 f1 74 48 14 c2
+; form: vunpcklps_z_z_zm
+vunpcklps zmm16, zmm17, zmm31
+; bytes: 62 81 74 40 14 c7
+; form: vunpcklps_z_z_zm
+vunpcklps zmm3, zmm24, zmm9
+; bytes: 62 d1 3c 40 14 d9
+; form: vunpcklps_z_z_zm
+vunpcklps zmm29, zmm8, zmm18
+; bytes: 62 21 3c 48 14 ea
+; form: vunpcklps_z_z_zm
+vunpcklps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 40 14 84 87 08 00 00 00
+; form: vunpcklps_z_z_zm
+vunpcklps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 48 14 44 fc fe
+; form: vunpcklps_z_z_zm
+vunpcklps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 40 14 84 4b e8 03 00 00
+; form: vunpckhps_z_z_zm
+vunpckhps zmm0, zmm1, zmm2
+; bytes: 62 f1 74 48 15 c2
+; form: vunpckhps_z_z_zm
+vunpckhps zmm16, zmm17, zmm31
+; bytes: 62 81 74 40 15 c7
+; form: vunpckhps_z_z_zm
+vunpckhps zmm3, zmm24, zmm9
+; bytes: 62 d1 3c 40 15 d9
+; form: vunpckhps_z_z_zm
+vunpckhps zmm29, zmm8, zmm18
+; bytes: 62 21 3c 48 15 ea
+; form: vunpckhps_z_z_zm
+vunpckhps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 40 15 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vunpckhps_z_z_zm
+vunpckhps zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 74 48 15 04 cd 40 00 00 00
+; form: vunpckhps_z_z_zm
+vunpckhps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 40 15 84 30 7f 00 00 00
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm0, zmm1, zmm2
+; bytes: 62 f1 f5 48 14 c2
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm16, zmm17, zmm31
+; bytes: 62 81 f5 40 14 c7
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm3, zmm24, zmm9
+; bytes: 62 d1 bd 40 14 d9
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm29, zmm8, zmm18
+; bytes: 62 21 bd 48 14 ea
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 40 14 44 9c 40
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 48 14 42 80
+; form: vunpcklpd_z_z_zm
+vunpcklpd zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e1 f5 40 14 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm0, zmm1, zmm2
+; bytes: 62 f1 f5 48 15 c2
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm16, zmm17, zmm31
+; bytes: 62 81 f5 40 15 c7
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm3, zmm24, zmm9
+; bytes: 62 d1 bd 40 15 d9
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm29, zmm8, zmm18
+; bytes: 62 21 bd 48 15 ea
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 f5 40 15 07
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 48 15 84 24 08 00 00 00
+; form: vunpckhpd_z_z_zm
+vunpckhpd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 f5 40 15 45 00
 ; form: vbroadcastss_z_xm32
 vbroadcastss zmm0, xmm1
 ; bytes: 62 f2 7d 48 18 c1
@@ -918,14 +1121,14 @@ vbroadcastss zmm3, xmm24
 vbroadcastss zmm29, xmm8
 ; bytes: 62 42 7d 48 18 e8
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [rdi]
-; bytes: 62 e2 7d 48 18 07
+vbroadcastss zmm16, dword ptr [r13 - 300]
+; bytes: 62 c2 7d 48 18 45 b5
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm0, dword ptr [rsp + 8]
-; bytes: 62 f2 7d 48 18 44 24 02
+vbroadcastss zmm0, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 7d 48 18 44 87 02
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [rbp]
-; bytes: 62 e2 7d 48 18 45 00
+vbroadcastss zmm16, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 48 18 44 fc e0
 ; form: vpbroadcastd_z_xm32
 vpbroadcastd zmm0, xmm1
 ; bytes: 62 f2 7d 48 58 c1
@@ -939,14 +1142,15 @@ vpbroadcastd zmm3, xmm24
 vpbroadcastd zmm29, xmm8
 ; bytes: 62 42 7d 48 58 e8
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [r13 - 300]
-; bytes: 62 c2 7d 48 58 45 b5
+vpbroadcastd zmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 48 58 84 4b e8 03 00 00
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm0, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 7d 48 58 44 87 02
+vpbroadcastd zmm0, dword ptr [rip + foo + 16]
+; bytes: 62 f2 7d 48 58 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 48 58 44 fc e0
+vpbroadcastd zmm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 48 58 04 cd 40 00 00 00
 ; form: vbroadcastsd_z_xm64
 vbroadcastsd zmm0, xmm1
 ; bytes: 62 f2 fd 48 19 c1
@@ -960,15 +1164,14 @@ vbroadcastsd zmm3, xmm24
 vbroadcastsd zmm29, xmm8
 ; bytes: 62 42 fd 48 19 e8
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 fd 48 19 44 4b 7d
+vbroadcastsd zmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 fd 48 19 84 30 7f 00 00 00
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm0, qword ptr [rip + foo + 16]
-; bytes: 62 f2 fd 48 19 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vbroadcastsd zmm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 fd 48 19 84 9c 00 10 00 00
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 fd 48 19 04 cd 40 00 00 00
+vbroadcastsd zmm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 fd 48 19 82 00 e0 ff ff
 ; form: vpbroadcastq_z_xm64
 vpbroadcastq zmm0, xmm1
 ; bytes: 62 f2 fd 48 59 c1
@@ -982,11 +1185,12 @@ vpbroadcastq zmm3, xmm24
 vpbroadcastq zmm29, xmm8
 ; bytes: 62 42 fd 48 59 e8
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 fd 48 59 84 30 7f 00 00 00
+vpbroadcastq zmm16, qword ptr [rip + bar]
+; bytes: 62 e2 fd 48 59 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 fd 48 59 84 9c 00 10 00 00
+vpbroadcastq zmm0, qword ptr [rdi]
+; bytes: 62 f2 fd 48 59 07
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 fd 48 59 82 00 e0 ff ff
+vpbroadcastq zmm16, qword ptr [rsp + 8]
+; bytes: 62 e2 fd 48 59 44 24 01

@@ -308,6 +308,13 @@ def _avx_move_rows() -> None:
     _vex("vmovddup", "avx_move", PF2, M0F, 0x12, "x/reg/w xm64/rm/r")
     _vex("vmovddup", "avx_move", PF2, M0F, 0x12, "y/reg/w ym/rm/r", vl=1)
     _vxy("vshufps", "avx_move", N, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
+    # VPERMILPS imm (VEX.66.0F3A.W0 04 /r ib): the same in-lane selection of one source.
+    _vxy("vpermilps", "avx_move", P66, M0F3A, 0x04, "V/reg/w VM/rm/r imm8/imm/r")
+    # VBROADCASTF128 ymm, m128 (VEX.256.66.0F38.W0 1A /r): a 128-bit block to both halves.
+    _vex("vbroadcastf128", "avx_move", P66, M0F38, 0x1A, "y/reg/w m128/rm/r", vl=1)
+    # VPERM2F128 (VEX.256.66.0F3A.W0 06 /r ib): each half is any 128-bit half of two sources.
+    _vex("vperm2f128", "avx_move", P66, M0F3A, 0x06, "y/reg/w y/vvvv/r ym/rm/r imm8/imm/r",
+         vl=1)
     _vxy("vshufpd", "avx_move", P66, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
     _vxy("vpshufd", "avx_move", P66, M0F, 0x70, "V/reg/w VM/rm/r imm8/imm/r")
     _vxy("vpshufb", "avx_move", P66, M0F38, 0x00, "V/reg/w V/vvvv/r VM/rm/r")
@@ -441,6 +448,20 @@ def _evex_rows() -> None:
     # so disp8 scales by N = 32 (§2.7.5, Table 2-35).
     ev("vextractf64x4", P66, M0F3A, 0x1B, "ym/rm/w z/reg/r imm8/imm/r", True, n=32)
     ev("vinsertf64x4", P66, M0F3A, 0x1A, "z/reg/w z/vvvv/r ym/rm/r imm8/imm/r", True, n=32)
+    # 128-bit blocks of a zmm (EVEX.512.66.0F3A.W0 18/19 /r ib, VBROADCASTF32X4 0F38 1A):
+    # Tuple4 of 32-bit elements, N = 16 (§2.7.5, Table 2-35); VSHUFF32X4 (0F3A 23 /r ib)
+    # picks any block of the first source for the low two, of the second for the high two.
+    ev("vinsertf32x4", P66, M0F3A, 0x18, "z/reg/w z/vvvv/r xm/rm/r imm8/imm/r", n=16)
+    ev("vextractf32x4", P66, M0F3A, 0x19, "xm/rm/w z/reg/r imm8/imm/r", n=16)
+    ev("vbroadcastf32x4", P66, M0F38, 0x1A, "z/reg/w m128/rm/r", n=16)
+    ev("vshuff32x4", P66, M0F3A, 0x23, "z/reg/w z/vvvv/r zm/rm/r imm8/imm/r")
+    # In-block shuffles and interleaves on zmm (EVEX.512 forms of the VEX rows, Full N = 64).
+    ev("vshufps", N, M0F, 0xC6, "z/reg/w z/vvvv/r zm/rm/r imm8/imm/r")
+    ev("vpermilps", P66, M0F3A, 0x04, "z/reg/w zm/rm/r imm8/imm/r")
+    ev("vunpcklps", N, M0F, 0x14, three)
+    ev("vunpckhps", N, M0F, 0x15, three)
+    ev("vunpcklpd", P66, M0F, 0x14, three, True)
+    ev("vunpckhpd", P66, M0F, 0x15, three, True)
     # Broadcasts from a scalar: Tuple1 Scalar, N = element size (§2.7.5 Table 2-35).
     ev("vbroadcastss", P66, M0F38, 0x18, "z/reg/w xm32/rm/r", n=4)
     ev("vpbroadcastd", P66, M0F38, 0x58, "z/reg/w xm32/rm/r", n=4)
