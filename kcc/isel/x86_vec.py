@@ -13,6 +13,7 @@ from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, Se
                                const_bytes, fs, strong_const, uint_of, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import reg_class
+from kcc.isel.x86_shuf import X86Shuf
 
 
 def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
@@ -25,8 +26,8 @@ def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     return s.src[0], k
 
 
-class X86Vec:
-    """Float and vector rules (mixed into X86Selector)."""
+class X86Vec(X86Shuf):
+    """Float and vector rules (mixed into X86Selector); lane permutations in X86Shuf."""
 
     # -- vectors ------------------------------------------------------------------------------
     def lane(self, v: VReg, dt: DType, lanes: int, k: int) -> VReg:
@@ -70,6 +71,10 @@ class X86Vec:
         if reg_class(dt) != "vec":
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
+        t = self.shuffle(u)                # every lane a lane of a vector: shuffles
+        if t is not None:
+            self.val[u] = t
+            return t
         consts = [strong_const(s) for s in u.src]
         w = vw(dt, n)
         if all(s is u.src[0] for s in u.src) and consts[0] is None:

@@ -1,0 +1,252 @@
+"""x86 selection of lane permutations: a float STACK whose every lane is a lane of a float
+vector value (a shuffle, a splat, a 128-bit block concat or broadcast, a transpose).
+A mixin of X86Selector (kcc/isel/x86.py), called by X86Vec.sel_STACK.
+
+The result is cut into 128-bit blocks (4 float32 or 2 float64 lanes), the unit of the in-lane
+shuffles: SHUFPS/SHUFPD, UNPCKLPS/UNPCKHPS and VPERMILPS apply one selection to each 128-bit
+lane of a ymm/zmm (SDM Vol. 2, "SHUFPS": "the same selection for each 128-bit lane").
+
+- Every lane one lane of one vector: a splat. From a vector just loaded, VBROADCASTSS/SD reads
+  the element from memory (no shuffle); else one SHUFPS and, for ymm/zmm, VBROADCASTSS.
+- Every block is one 128-bit block of a source in one and the same lane order p: the source
+  blocks are concatenated (nothing when they are a vector's own blocks in order; VBROADCASTF128
+  / VBROADCASTF32X4 from memory or VINSERTF128 / VSHUFF32X4 when one block repeats; else
+  VINSERTF128 / VINSERTF32X4, reading a just-loaded block from memory), then one wide SHUFPS
+  applies p. tinygrad's matmul tile needs this: (a0[k]×4, a1[k]×4, …) is the concat of the rows
+  a0, a1, … (shared by every k) and one SHUFPS per k.
+- Otherwise each block is built on its own: lanes 0-1 from one source block and 2-3 from one
+  (SHUFPS, one instruction); else a pair (l0, l1) in one register (the source itself, UNPCKL/HPS
+  when both lanes have one position, else SHUFPS) and another for (l2, l3), joined by SHUFPS.
+  A 4×4 transpose is then 4 UNPCK + 4 SHUFPS, each UNPCK shared by two outputs.
+
+Every emitted shuffle is remembered by (form, sources, imm) for the loop nest it was emitted
+in, so lane groups that share a concat or an interleave compute it once.
+"""
+
+from __future__ import annotations
+
+from kcc.encode.x86 import writes_memory
+from kcc.encode.x86_table import FORMS
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.consts import const_int
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Kind, Mem, RegOp, VReg
+from kcc.isel.x86_base import vw
+
+Block = tuple[UOp, int]          # (source vector value, 128-bit block number)
+_SCAN = 256                      # how far back a just-loaded vector's load is looked for
+
+
+def _imm4(p: tuple[int, ...]) -> int:
+    """SHUFPS/VPERMILPS imm8: two bits per destination lane."""
+    return p[0] | p[1] << 2 | p[2] << 4 | p[3] << 6
+
+
+class X86Shuf:
+    """Lane-permutation rules (mixed into X86Selector)."""
+
+    def _shuf_memo(self) -> dict:
+        memo = getattr(self, "_shufs", None)
+        if memo is None:
+            memo = self._shufs = {}
+        return memo
+
+    def _once(self, form: str, *ops: object) -> VReg:
+        """Emit form (destination first, then ops) unless the same op on the same sources was
+        emitted in this loop nest or an enclosing one; the register holding its result."""
+        path = tuple(lp[0] for lp in self.loops)
+        key = (form, *((("m", o.base, o.index, o.scale, o.disp) if isinstance(o, Mem) else o)
+                       for o in ops))
+        hit = self._shuf_memo().get(key)
+        if hit is not None and path[:len(hit[0])] == hit[0]:
+            return hit[1]
+        t = self.new("vec")
+        self.emit(form, t, *ops)
+        self._shuf_memo()[key] = (path, t)
+        return t
+
+    def shuffle(self, u: UOp) -> VReg | None:
+        """A STACK of lanes of float vectors as shuffles; None when a lane is not one."""
+        dt, n = u.dtype, len(u.src)
+        if dt not in (dtypes.float32, dtypes.float64) or dt.itemsize * n not in (16, 32, 64):
+            return None
+        lanes: list[tuple[UOp, int]] = []
+        for s in u.src:
+            if s.op is not Ops.INDEX or s.src[0].kind != "value":
+                return None
+            v, k = s.src[0], const_int(s.src[1])
+            if k is None or v.dtype != dt or len(v.shape) != 1 \
+                    or dt.itemsize * v.shape[0] not in (16, 32, 64):
+                return None
+            lanes.append((v, k))
+        c = 16 // dt.itemsize
+        if all(ln == lanes[0] for ln in lanes):
+            return self.splat(lanes[0][0], lanes[0][1], dt, n)
+        blocks = [lanes[i:i + c] for i in range(0, n, c)]
+        one = [self._one_block(b, c) for b in blocks]
+        if all(o is not None for o in one) and len({o[1] for o in one}) == 1:
+            srcs, p = [o[0] for o in one], one[0][1]
+            x = self.blocks_reg(srcs, dt)
+            if p == tuple(range(c)):
+                return x
+            return self.in_block(x, p, dt, n)
+        if dt.itemsize * n == 64 and dt == dtypes.float64:
+            return None                          # no zmm SHUFPD here: lane inserts instead
+        regs = [self.block_of_lanes(b, dt) for b in blocks]
+        if all(b == blocks[0] for b in blocks):
+            return self.repeat(regs[0], n * dt.itemsize)
+        return self.concat(regs, dt)
+
+    @staticmethod
+    def _one_block(block: list[tuple[UOp, int]], c: int) -> tuple[Block, tuple[int, ...]] | None:
+        """(source block, lane order) when every lane of block is in one source block."""
+        v, k0 = block[0]
+        b = k0 // c
+        if any(w is not v or k // c != b for w, k in block):
+            return None
+        return (v, b), tuple(k % c for _, k in block)
+
+    # -- memory: a vector loaded just before, read again by a broadcast or an insert -----------
+    def loaded_mem(self, v: UOp) -> Mem | None:
+        """The memory operand v was loaded from, when that load is among the last instructions
+        and nothing since (a store, a loop or branch boundary, a redefinition of its address
+        registers) could make memory differ from the loaded value."""
+        r = self.val.get(v)
+        if r is None:
+            return None
+        addr: set = set()
+        for inst in reversed(self.fn.insts[-_SCAN:]):
+            if inst.kind is not Kind.OP or inst.op not in FORMS:
+                return None
+            defs = inst.defs()
+            if r in defs:
+                ops = inst.operands
+                if inst.op.startswith("vmovup") and len(ops) == 2 and inst.arg is None \
+                        and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
+                    return ops[1]
+                return None
+            if writes_memory(inst.op, *inst.operands):
+                return None
+            addr.update(defs)
+        return None
+
+    @staticmethod
+    def _at(m: Mem, off: int) -> Mem:
+        return Mem(m.base, m.index, m.scale, m.disp + off)
+
+    # -- building blocks ------------------------------------------------------------------------
+    def splat(self, v: UOp, k: int, dt: DType, n: int) -> VReg:
+        """Lane k of v in every one of n lanes."""
+        w, c = vw(dt, n), 16 // dt.itemsize
+        m = self.loaded_mem(v)
+        if m is not None:
+            at = self._at(m, k * dt.itemsize)
+            if dt == dtypes.float32:
+                return self._once(f"vbroadcastss_{w}_xm32", at)
+            if w == "x":
+                return self._once("vmovddup_x_xm64", at)
+            return self._once(f"vbroadcastsd_{w}_xm64", at)
+        x, q = self.block_x((v, k // c)), k % c
+        if dt == dtypes.float32:
+            if w == "x" or q:                    # VBROADCASTSS from a register reads lane 0
+                x = self._once("vshufps_x_x_xm_imm8", x, x, q * 0x55)
+            return x if w == "x" else self._once(f"vbroadcastss_{w}_xm32", x)
+        if w == "x":
+            return self._once("vshufpd_x_x_xm_imm8", x, x, 3 * q)
+        return self._once(f"vbroadcastsd_{w}_xm64", self._once("vshufpd_x_x_xm_imm8", x, x,
+                                                                 3 * q) if q else x)
+
+    def block_x(self, s: Block) -> VReg:
+        """A register whose low 128 bits are block s[1] of vector s[0]."""
+        v, b = s
+        r = self.reg(v)
+        if b == 0:
+            return r
+        if v.dtype.itemsize * v.shape[0] == 32:
+            return self._once("vextractf128_xm_y_imm8", r, 1)
+        return self._once("vextractf32x4_xm_z_imm8", r, b)
+
+    def block_xm(self, s: Block) -> VReg | Mem:
+        """Block s as an xm operand: memory when its vector was just loaded."""
+        m = self.loaded_mem(s[0])
+        return self._at(m, 16 * s[1]) if m is not None else self.block_x(s)
+
+    def blocks_reg(self, srcs: list[Block], dt: DType) -> VReg:
+        """A register holding the source blocks in order (one per 128 bits)."""
+        v = srcs[0][0]
+        if all(s == (v, i) for i, s in enumerate(srcs)):
+            return self.reg(v)               # v's own low blocks: the register's low part
+        if len(srcs) == 1:
+            return self.block_x(srcs[0])
+        nbytes = 16 * len(srcs)
+        if all(s == srcs[0] for s in srcs):
+            m = self.loaded_mem(srcs[0][0])
+            if m is not None:
+                at = self._at(m, 16 * srcs[0][1])
+                return self._once("vbroadcastf128_y_m128" if nbytes == 32 else
+                                  "vbroadcastf32x4_z_m128", at)
+            return self.repeat(self.block_x(srcs[0]), nbytes)
+        if nbytes == 32:
+            return self._once("vinsertf128_y_y_xm_imm8", self.block_x(srcs[0]),
+                              self.block_xm(srcs[1]), 1)
+        t = self.blocks_reg(srcs[:2], dt)
+        for i in (2, 3):
+            t = self._once("vinsertf32x4_z_z_xm_imm8", t, self.block_xm(srcs[i]), i)
+        return t
+
+    def repeat(self, x: VReg, nbytes: int) -> VReg:
+        """The low 128 bits of x in every 128-bit block of nbytes."""
+        if nbytes == 16:
+            return x
+        if nbytes == 32:
+            return self._once("vinsertf128_y_y_xm_imm8", x, x, 1)
+        return self._once("vshuff32x4_z_z_zm_imm8", x, x, 0)
+
+    def concat(self, regs: list[VReg], dt: DType) -> VReg:
+        """xmm registers joined in order into one ymm/zmm."""
+        if len(regs) == 1:
+            return regs[0]
+        t = self._once("vinsertf128_y_y_xm_imm8", regs[0], regs[1], 1)
+        for i in range(2, len(regs)):
+            t = self._once("vinsertf32x4_z_z_xm_imm8", t, regs[i], i)
+        return t
+
+    def in_block(self, x: VReg, p: tuple[int, ...], dt: DType, n: int) -> VReg:
+        """The lane order p applied to every 128-bit block of x (one SHUFPS/SHUFPD)."""
+        w = vw(dt, n)
+        if dt == dtypes.float32:
+            return self._once(f"vshufps_{w}_{w}_{w}m_imm8", x, x, _imm4(p))
+        bits = p[0] | p[1] << 1
+        if w == "z":                             # no zmm SHUFPD row: VSHUFF32X4 cannot help
+            lo, hi = self.split_z(x)
+            return self.join_z(self._once("vshufpd_y_y_ym_imm8", lo, lo, bits * 5),
+                               self._once("vshufpd_y_y_ym_imm8", hi, hi, bits * 5))
+        return self._once(f"vshufpd_{w}_{w}_{w}m_imm8", x, x, bits * (5 if w == "y" else 1))
+
+    def block_of_lanes(self, block: list[tuple[UOp, int]], dt: DType) -> VReg:
+        """An xmm holding the lanes of one 128-bit block, each a lane of some vector."""
+        c = 16 // dt.itemsize
+        src = [((v, k // c), k % c) for v, k in block]
+        if dt == dtypes.float64:
+            (a, pa), (b, pb) = src
+            return self._once("vshufpd_x_x_xm_imm8", self.block_x(a), self.block_x(b),
+                              pa | pb << 1)
+        if src[0][0] == src[1][0] and src[2][0] == src[3][0]:
+            return self._once("vshufps_x_x_xm_imm8", self.block_x(src[0][0]),
+                              self.block_x(src[2][0]), _imm4(tuple(p for _, p in src)))
+        r0, i0, j0 = self._pair(src[0], src[1])
+        r1, i1, j1 = self._pair(src[2], src[3])
+        return self._once("vshufps_x_x_xm_imm8", r0, r1, _imm4((i0, j0, i1, j1)))
+
+    def _pair(self, x: tuple[Block, int], y: tuple[Block, int]) -> tuple[VReg, int, int]:
+        """A register holding lanes x and y of two source blocks, and their positions in it."""
+        (a, pa), (b, pb) = x, y
+        if a == b:
+            return self.block_x(a), pa, pb
+        if pa == pb:
+            # UNPCKLPS interleaves lanes 0-1 of both sources, UNPCKHPS lanes 2-3
+            form = "vunpcklps_x_x_xm" if pa < 2 else "vunpckhps_x_x_xm"
+            at = (pa % 2) * 2
+            return self._once(form, self.block_x(a), self.block_x(b)), at, at + 1
+        return (self._once("vshufps_x_x_xm_imm8", self.block_x(a), self.block_x(b),
+                           _imm4((pa, pa, pb, pb))), 0, 2)

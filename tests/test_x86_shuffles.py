@@ -1,0 +1,158 @@
+"""Lane permutations on x86 (kcc/isel/x86_shuf.py): STACKs whose lanes are lanes of float
+vectors — transposes, splats (from memory and from registers), 128-bit block concats and
+broadcasts, in-block orders, random permutations — against the interpreter, on x86-64-v3 and
+(where the CPU has AVX-512) x86-64-v4; and the instruction counts the selector promises."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import capstone
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from kcc.frontend.parser import parse
+from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
+SHUFFLES = ("shuf", "unpck", "perm", "insert", "extract", "broadcast", "movddup", "blend")
+
+
+def kernel(dt: str, srcs: list[tuple[int, bool]], lanes: list[list[tuple[int, int]]],
+           name: str = "perm") -> str:
+    """out[i] = STACK(lanes) for each output row: srcs are (width, computed) vectors loaded
+    at consecutive offsets of one buffer (computed: the loaded value plus itself, so it lives
+    only in a register); each lane is (source, lane)."""
+    n = len(lanes[0])
+    total = sum(w for w, _ in srcs)
+    outs = len(lanes)
+    t = [f"%o = PARAM ParamArg(0, {dt}, {4 * n * outs})",
+         f"%a = PARAM ParamArg(1, {dt}, {4 * total})",
+         "%i = RANGE(4) (0, LOOP)", f"%ib = MUL(%i, {total})", f"%ob = MUL(%i, {n * outs})"]
+    off = 0
+    used = {j for row in lanes for j, _ in row}
+    for j, (w, computed) in enumerate(srcs):
+        if j not in used:                      # the parser refuses an unused node
+            off += w
+            continue
+        t += [f"%x{j} = ADD(%ib, {off})", f"%p{j} = SHRINK(%a, %x{j}, {w})",
+              f"%l{j} = LOAD(%p{j})"]
+        if computed:
+            t.append(f"%v{j} = ADD(%l{j}, %l{j})")
+        off += w
+    stores = []
+    for r, row in enumerate(lanes):
+        names = []
+        for q, (j, k) in enumerate(row):
+            src = f"%v{j}" if srcs[j][1] else f"%l{j}"
+            t.append(f"%e{r}_{q} = INDEX({src}, {k})")
+            names.append(f"%e{r}_{q}")
+        t += [f"%s{r} = STACK({', '.join(names)})", f"%y{r} = ADD(%ob, {r * n})",
+              f"%q{r} = SHRINK(%o, %y{r}, {n})", f"%st{r} = STORE(%q{r}, %s{r})"]
+        stores.append(f"%st{r}")
+    t += [f"%g = GROUP({', '.join(stores)})", "%e = END(%g, %i)",
+          f'SINK(%e) KernelInfo(name="{name}")']
+    return "# kcc-uop 1\n" + "\n".join(t) + "\n"
+
+
+def check(text: str, arch: str) -> None:
+    sink = parse(text, "<perm>")
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def _insts(text: str, arch: str, ops: bool = False) -> list[str]:
+    """The mnemonics (with ops: and operands) of the compiled kernel (capstone)."""
+    obj, _ = compile_x86([parse(text, "<perm>")], arch)
+    elf = ELFFile(io.BytesIO(obj))
+    code = elf.get_section_by_name(".text").data()
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    return [f"{i.mnemonic} {i.op_str}" if ops else i.mnemonic for i in md.disasm(code, 0)]
+
+
+def _shuffles(text: str, arch: str) -> int:
+    """How many lane-moving instructions the compiled kernel has."""
+    return sum(any(s in m for s in SHUFFLES) for m in _insts(text, arch))
+
+
+TRANSPOSE = [[(j, k) for j in range(4)] for k in range(4)]
+# tinygrad's matmul tile at 16 lanes: (a0[k]×4, a1[k]×4, a2[k]×4, a3[k]×4) for each k
+TILE_A = [[(j, k) for j in range(4) for _ in range(4)] for k in range(4)]
+TILE_B = [[(0, c) for _ in range(4) for c in range(4)]]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("computed", [False, True])
+def test_transpose_4x4(arch: str, computed: bool) -> None:
+    text = kernel("float32", [(4, computed)] * 4, TRANSPOSE)
+    check(text, arch)
+    # 4 UNPCKL/HPS shared by two outputs each + 4 SHUFPS (lane-by-lane inserts took 28)
+    assert _shuffles(text, arch) <= 8
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("computed", [False, True])
+def test_matmul_tile_operands(arch: str, computed: bool) -> None:
+    text = kernel("float32", [(4, computed)] * 4, TILE_A)
+    check(text, arch)
+    # the concat of the four rows is built once (3 inserts), then one SHUFPS per k; ymm
+    # halves on x86-64-v3: two concats of two rows (1 insert each), two SHUFPS per k
+    assert _shuffles(text, arch) <= (3 + 4 if arch == "x86-64-v4" else 2 + 8)
+    text = kernel("float32", [(4, computed)], TILE_B)
+    check(text, arch)
+    assert _shuffles(text, arch) <= 1
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_splat_from_memory_is_a_broadcast(arch: str, dt: str) -> None:
+    w = 4 if dt == "float32" else 2
+    rows = [[(0, k)] * n for k in range(w) for n in (w, 2 * w)]
+    for row in rows:
+        text = kernel(dt, [(w, False)], [row])
+        check(text, arch)
+        insts = _insts(text, arch, ops=True)
+        # the lane is read from memory (the source buffer is the second argument, rsi) by
+        # the broadcast: no vector load of the source, no shuffle
+        reads = [i for i in insts if "[rsi" in i]
+        assert len(reads) == 1 and reads[0].startswith(("vbroadcast", "vmovddup")), insts
+        assert not any(i.startswith("vshuf") for i in insts), insts
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("computed", [False, True])
+def test_block_shapes(arch: str, dt: str, computed: bool) -> None:
+    c = 4 if dt == "float32" else 2
+    src = [(c, computed), (c, computed), (2 * c, computed), (4 * c, computed)]
+    rows = [
+        [(0, k) for k in range(c)] * 2,                         # a block repeated (ymm)
+        [(0, k) for k in range(c)] * 4,                         # … (zmm)
+        [(0, k) for k in range(c)] + [(1, k) for k in range(c)],   # two blocks joined
+        [(2, k) for k in reversed(range(2 * c))],               # reversed ymm
+        [(3, k) for k in range(c, 4 * c)] + [(3, k) for k in range(c)],   # rotated zmm
+        [(3, 4 * c - 1 - k) for k in range(4 * c)],             # reversed zmm
+        [(2, c + k % c) for k in range(4 * c)],                 # high block of a ymm, ×4
+        [(j, 0) for j in (0, 1, 2, 3) for _ in range(c)],       # splats of four vectors
+    ]
+    for row in rows:
+        check(kernel(dt, src, [row]), arch)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_random_permutations(arch: str, dt: str) -> None:
+    rng = random.Random(11)
+    c = 4 if dt == "float32" else 2
+    for case in range(12):
+        srcs = [(rng.choice([c, 2 * c, 4 * c]), rng.random() < 0.5)
+                for _ in range(rng.randint(1, 4))]
+        n = rng.choice([c, 2 * c, 4 * c])
+        rows = [[(j := rng.randrange(len(srcs)), rng.randrange(srcs[j][0])) for _ in range(n)]
+                for _ in range(rng.randint(1, 3))]
+        check(kernel(dt, srcs, rows, f"perm{case}"), arch)
