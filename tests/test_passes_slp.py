@@ -142,3 +142,80 @@ def test_strong_lane_numbers_pack_too() -> None:
                         + "%i    = RANGE")
     r = slp(_prep(parse(text, "strong.uop")), X86_AVX2)
     assert [u.shape for u in _ops(r, Ops.ADD) if u.dtype == dtypes.float32] == [(4,)]
+
+
+def _tile(rows: int, row_operand: str = "lanes", mixed: bool = False) -> UOp:
+    """tinygrad's upcast matmul tile: acc[r·4 + j] += Σ_k a_r[k]·b_k[j] in a reduce loop over
+    a REG accumulator of rows × 4 scalars, then each row's lanes STACKed and stored.
+    row_operand "scalars": a_r[k] is a scalar argument per row instead (no vector to shuffle);
+    mixed: row 2 sums its products with SUB."""
+    from kcc.ir import AddrSpace, AxisType, ParamArg
+    out, a, b = (param(i, dtypes.float32, 4096) for i in range(3))
+    ps = [param(3 + r, dtypes.float32) for r in range(rows)]
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, rows * 4, addrspace=AddrSpace.REG))
+    init = [UOp(Ops.STORE, (UOp(Ops.INDEX, (acc, C(j))), C(0.0))) for j in range(rows * 4)]
+    i = UOp(Ops.RANGE, (C(16),), (0, AxisType.REDUCE))
+    after = UOp(Ops.AFTER, (acc, *init, i))
+    at = lambda buf, off: UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, UOp(Ops.ADD, (   # noqa: E731
+        UOp(Ops.MUL, (i, C(4))), C(off))), C(4))),))
+    av = [at(a, 64 * r) for r in range(rows)]
+    bv = [at(b, 64 * k) for k in range(4)]
+    lane = lambda v, j: UOp(Ops.INDEX, (v, C(j)))      # noqa: E731
+    ups = []
+    for r in range(rows):
+        for j in range(4):
+            t = None
+            for k in range(4):
+                x = lane(av[r], k) if row_operand == "lanes" else ps[r]
+                m = UOp(Ops.MUL, (x, lane(bv[k], j)))
+                t = m if t is None else UOp(Ops.SUB if mixed and r == 2 else Ops.ADD, (t, m))
+            place = UOp(Ops.INDEX, (after, C(r * 4 + j)))
+            ups.append(UOp(Ops.STORE, (place, UOp(Ops.ADD, (UOp(Ops.LOAD, (place,)), t)))))
+    done = UOp(Ops.AFTER, (acc, UOp(Ops.END, (UOp(Ops.GROUP, tuple(ups)), i))))
+    sts = [UOp(Ops.STORE, (UOp(Ops.SHRINK, (out, C(512 * r), C(4))), UOp(Ops.STACK, tuple(
+        UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, C(r * 4 + j))),)) for j in range(4)))))
+           for r in range(rows)]
+    return _prep(_kernel(UOp(Ops.GROUP, tuple(sts)), *ps))
+
+
+def _reg_places(g: UOp) -> set[tuple[int, int]]:
+    """(start, lanes) of every access to the REG buffer."""
+    out = set()
+    for u in toposort([g]):
+        if u.op in (Ops.INDEX, Ops.SHRINK) and u.src[0].kind == "buffer":
+            b = u.src[0]
+            while b.op is Ops.AFTER:
+                b = b.src[0]
+            if b.op is Ops.BUFFER:
+                from kcc.ir.consts import const_int
+                out.add((const_int(u.src[1]), u.shape[0] if u.op is Ops.SHRINK else 1))
+    return out
+
+
+def test_matmul_tile_widens_to_the_targets_widest_vectors() -> None:
+    from dataclasses import replace
+    from kcc.passes.target import X86_AVX512
+    g = _tile(4)
+    # x86-64-v4: the 4 row groups are one 16-lane group; every REG access is that group
+    # (the rows read after the loop are lanes of its load), so it stays one register
+    r = slp(g, X86_AVX512)
+    assert _reg_places(r) == {(0, 16)}
+    assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(16,)}
+    # AVX2: pairs of rows in 8 lanes
+    r = slp(g, X86_AVX2)
+    assert _reg_places(r) == {(0, 8), (8, 8)}
+    assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(8,)}
+    # a target whose widest vectors are 4 lanes keeps the kernel's groups
+    four = {dtypes.float32: (4,)}
+    r = slp(g, replace(X86_AVX2, alu_widths=four, mem_widths=four))
+    assert _reg_places(r) == {(0, 4), (4, 4), (8, 4), (12, 4)}
+
+
+def test_rows_that_differ_are_not_widened_together() -> None:
+    """Rows whose lanes are not isomorphic across the wide group (row 2 subtracts, a run of 12
+    not divisible by 8 or 16) keep the kernel's 4-lane groups, each still packed."""
+    from kcc.passes.target import X86_AVX512
+    for g, rows in ((_tile(4, mixed=True), 4), (_tile(3), 3)):
+        r = slp(g, X86_AVX512)
+        assert _reg_places(r) == {(4 * k, 4) for k in range(rows)}
+        assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(4,)}

@@ -19,6 +19,15 @@ A second kind of seed is a run of ungated scalar STOREs to consecutive elements 
 the widest lane count the kernel's vectors have, a group whose values pack becomes one STORE of
 a SHRINK place, unless one store of the group feeds another's value (merging would be a cycle).
 
+Widening past the kernel's own vectors: a run of such stores longer than them is cut into
+groups of the widest lane count the target stores at once when that is cheaper by an estimate
+of the instructions (`_cost`: one per vector op, shuffles per 128-bit-style block of STACK
+leaves, a block concat shared between the STACKs that read it): tinygrad's 4×4 matmul tile
+(16 scalar accumulators in 4 lane groups) becomes one 16-lane group whose operands are the
+concat of the four rows shuffled once per k and one row repeated (a block broadcast). All runs
+of one REG buffer get one width (its places must stay equal or disjoint to live in
+registers), and narrower loads of its elements are lanes of a load of their group.
+
 Anything else stays a STACK of its lanes. A scalar that was packed and still has other users
 is read back as INDEX(vector, lane), so no lane is computed twice. Each packed node computes
 exactly its lanes' values with the same op in the same dtype, so the result is bit-identical to
@@ -28,7 +37,7 @@ the scalar graph (IR ops are lane-wise: docs/semantics.md).
 from __future__ import annotations
 
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import AddrSpace, UOp, toposort
 from kcc.ir.consts import const_int, is_const
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -50,13 +59,26 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
     return idx, 0
 
 
+def _root(buf: UOp) -> UOp:
+    """The buffer under a chain of AFTERs."""
+    while buf.op is Ops.AFTER:
+        buf = buf.src[0]
+    return buf
+
+
+def _int_like(c: UOp, k: int) -> UOp:
+    """The integer constant k written like the constant c (a weak CONST or CAST(CONST))."""
+    return UOp(Ops.CAST, (UOp.const(k),), c.arg) if c.op is Ops.CAST else UOp.const(k)
+
+
 class _Packer:
     """Packs lane tuples into vector values; remembers which scalar became which lane."""
 
-    def __init__(self, ctx: TargetDesc) -> None:
+    def __init__(self, ctx: TargetDesc, reg_width: dict[UOp, int] | None = None) -> None:
         self.ctx = ctx
         self.memo: dict[Lanes, UOp | None] = {}
         self.lane_of: dict[UOp, tuple[UOp, int]] = {}
+        self.reg_width = reg_width or {}      # REG buffer → the lane count of its groups
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -88,6 +110,14 @@ class _Packer:
         if any(o != (base, k0 + j) for j, o in enumerate(offs)):
             return None
         start = t[0].src[0].src[1]
+        w = self.reg_width.get(_root(buf), len(t))
+        if base is None and w > len(t) and k0 // w == (k0 + len(t) - 1) // w:
+            # elements of a wider register group: lanes of the group's load
+            g = k0 // w * w
+            wide = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(start, g),
+                                                   UOp.const(w))),))
+            return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (wide, UOp.const(k0 - g + j)))
+                                        for j in range(len(t))))
         return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(len(t)))),))
 
     def _op_ok(self, t: Lanes) -> bool:
@@ -182,9 +212,8 @@ def _rebuild(sink: UOp, redirect: dict[UOp, UOp]) -> UOp:
     return memo[sink]
 
 
-def _store_runs(order: list[UOp], lanes: int) -> list[tuple[UOp, ...]]:
-    """Groups of `lanes` ungated scalar STOREs to consecutive elements of one buffer (each run
-    of consecutive offsets cut into aligned groups from its start)."""
+def _store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
+    """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset)."""
     by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
     for u in order:
         if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
@@ -194,7 +223,7 @@ def _store_runs(order: list[UOp], lanes: int) -> list[tuple[UOp, ...]]:
         off = _offset(u.src[0].src[1])
         if off is not None:
             by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
-    groups = []
+    runs = []
     for offs in by_base.values():
         for k in sorted(offs):
             if k - 1 in offs:
@@ -203,8 +232,136 @@ def _store_runs(order: list[UOp], lanes: int) -> list[tuple[UOp, ...]]:
             while k in offs:
                 run.append(offs[k])
                 k += 1
-            groups += [tuple(run[i:i + lanes]) for i in range(0, len(run) - lanes + 1, lanes)]
-    return groups
+            runs.append(tuple(run))
+    return runs
+
+
+def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
+    """A run cut into groups of `lanes` from its start (a short tail is left out)."""
+    return [run[i:i + lanes] for i in range(0, len(run) - lanes + 1, lanes)]
+
+
+def _stack_cost(u: UOp, base: int, shared: set) -> int:
+    """Estimated instructions of a STACK leaf, in blocks of `base` lanes: 0 for a vector's
+    own blocks in order, 1 for a broadcast, a constant or one in-block order applied to a
+    concat (whose inserts count once per distinct concat), else per block."""
+    t = u.src
+    if all(s is t[0] for s in t) or all(is_const(s) for s in t):
+        return 1
+    blocks = [t[i:i + base] for i in range(0, len(t), base)]
+    one = []
+    for b in blocks:
+        v = b[0].src[0] if b[0].op is Ops.INDEX else None
+        ks = [const_int(s.src[1]) if s.op is Ops.INDEX and s.src[0] is v else None for s in b]
+        if v is None or v.kind != "value" or None in ks or len({k // base for k in ks}) != 1:
+            one.append(None)
+            continue
+        one.append(((v, ks[0] // base), tuple(k % base for k in ks)))
+    if None not in one and len({o[1] for o in one}) == 1:
+        srcs = tuple(o[0] for o in one)
+        cost = 0 if one[0][1] == tuple(range(len(blocks[0]))) else 1
+        if srcs == tuple((srcs[0][0], i) for i in range(len(srcs))):
+            return cost
+        if all(x == srcs[0] for x in srcs):
+            return cost + 1
+        if srcs not in shared:
+            shared.add(srcs)
+            cost += len(srcs) - 1
+        return cost
+    cost = len(blocks) - 1
+    for b, o in zip(blocks, one):
+        if o is not None:
+            cost += 1
+        elif all(s.op is Ops.INDEX and s.src[0].kind == "value" for s in b):
+            cost += min(3, len({(s.src[0], const_int(s.src[1]) // base) for s in b}))
+        else:
+            cost += len(b)
+    return cost
+
+
+def _cost(vs: list[UOp], original: set[UOp], base: int) -> int:
+    """Estimated instructions of the new vector nodes under vs (one per vector value node,
+    _stack_cost for a STACK leaf) and of the scalar ALU nodes the STACK leaves still read."""
+    seen: set[UOp] = set()
+    shared: set = set()
+    work, cost = list(vs), 0
+    scalars: list[UOp] = []
+    while work:
+        n = work.pop()
+        if n in original or n in seen:
+            continue
+        seen.add(n)
+        if n.op is Ops.STACK:
+            cost += _stack_cost(n, base, shared)
+            scalars.extend(n.src)
+            continue
+        if n.kind == "value" and n.shape:
+            cost += 1
+        work.extend(n.src)
+    # the scalar work a STACK leaf still needs, once each (what packing did not absorb)
+    while scalars:
+        n = scalars.pop()
+        if n in seen or n.shape != () or n.op not in _PACKABLE:
+            continue
+        seen.add(n)
+        cost += 1
+        scalars.extend(n.src)
+    return cost
+
+
+def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: set[UOp],
+                 base: int) -> int | None:
+    """The estimated cost of the run packed in groups of `lanes`, None if a group does not
+    pack (or cannot be one store)."""
+    p = _Packer(ctx)
+    vs = []
+    for g in _cut(run, lanes):
+        if not ctx.mem_legal(lanes, g[0].src[1].dtype) or not _independent(g):
+            return None
+        v = p.pack(tuple(s.src[1] for s in g))
+        if v is None:
+            return None
+        vs.append(v)
+    return _cost(vs, original, base)
+
+
+def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
+                 ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+    """The store groups to pack, and the group width of each widened REG buffer: every run
+    in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
+    is cheaper; the runs of one REG buffer are judged together (one width for all)."""
+    original = set(order)
+    sets: dict[object, list[tuple[UOp, ...]]] = {}
+    for run in _store_runs(order):
+        if len(run) < widest:
+            continue
+        b = _root(run[0].src[0].src[0])
+        reg = b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
+        sets.setdefault(b if reg else run, []).append(run)
+    groups: list[tuple[UOp, ...]] = []
+    reg_width: dict[UOp, int] = {}
+    for key, runs in sets.items():
+        best = widest
+        dts = {r[0].src[1].dtype for r in runs}
+        cands = set.intersection(*(set(ctx.mem_widths.get(dt, ())) for dt in dts))
+        narrow = None
+        for w in sorted(cands, reverse=True):
+            if w <= widest or any(len(r) % w for r in runs):
+                continue
+            if narrow is None:
+                costs = [_groups_cost(ctx, r, widest, original, widest) for r in runs]
+                if None in costs:
+                    break
+                narrow = sum(costs)
+            wide = [_groups_cost(ctx, r, w, original, widest) for r in runs]
+            if None not in wide and sum(wide) < narrow:
+                best = w
+                break
+        if isinstance(key, UOp) and best > widest:
+            reg_width[key] = best
+        for r in runs:
+            groups += _cut(r, best)
+    return groups, reg_width
 
 
 def _independent(group: tuple[UOp, ...]) -> bool:
@@ -213,13 +370,9 @@ def _independent(group: tuple[UOp, ...]) -> bool:
     return not any(u in members for u in toposort([s.src[1] for s in group]))
 
 
-def _pack_stores(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> None:
+def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp]) -> None:
     """Consecutive scalar STOREs whose values pack become one vector STORE."""
-    widest = max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX and u.src[0].kind == "value"
-                  and u.src[0].shape), default=0)
-    if widest < 2:
-        return
-    for group in _store_runs(order, widest):
+    for group in groups:
         dt = group[0].src[1].dtype
         if not p.ctx.mem_legal(len(group), dt) or not _independent(group):
             continue
@@ -233,11 +386,19 @@ def _pack_stores(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> None
             redirect[s] = st
 
 
+def _widest(order: list[UOp]) -> int:
+    """The widest vector whose lanes the kernel takes apart."""
+    return max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX
+                and u.src[0].kind == "value" and u.src[0].shape), default=0)
+
+
 def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
-    p = _Packer(target)
-    redirect: dict[UOp, UOp] = {}
     order = toposort([sink])
+    widest = _widest(order)
+    groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 else ([], {})
+    p = _Packer(target, reg_width)
+    redirect: dict[UOp, UOp] = {}
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
             continue
@@ -246,7 +407,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
         v = p.pack(u.src)
         if v is not None and v is not u:
             redirect[u] = v
-    _pack_stores(p, order, redirect)
+    _pack_stores(p, groups, redirect)
     if not redirect:
         return sink
     _claim_loads(p)

@@ -165,3 +165,58 @@ def lanewise_reduce(draw: st.DrawFn, name: str = "fuzz") -> UOp:
     res = UOp(Ops.STACK, tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, UOp.const(j))),))
                                for j in range(w)))
     return _sink(k, _close(draw, so.store(Val(res), False), outer), name)
+
+
+TILE_SHAPES = [(dtypes.float32, 4), (dtypes.float64, 2), (dtypes.float32, 8), (dtypes.int32, 4),
+               (dtypes.float64, 4)]
+
+
+@st.composite
+def lanewise_tile(draw: st.DrawFn, name: str = "fuzz") -> UOp:
+    """tinygrad's upcast matmul tile: a REG accumulator of R rows of w lanes (R·w scalars, a
+    run the SLP pass may widen past w), acc[r·w + j] = acc[r·w + j] + g(f(a_r[0], b_0[j]), …,
+    f(a_r[K-1], b_{K-1}[j])) in each reduce step, with a_r and b_k loaded w-lane vectors: lane
+    k of row r's vector is the same for the whole row (a broadcast per row), b_k's lanes run
+    along it. After the loop each row's lanes are STACKed and stored on their own."""
+    dt, w = draw(st.sampled_from(TILE_SHAPES))
+    rows_n = draw(st.sampled_from([2, 4]))
+    terms = draw(st.integers(1, w))
+    k = _Kernel(draw)
+    outer, lin_o, n_o = _loops(draw, 1, max_bound=3)
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, dt, rows_n * w, addrspace=AddrSpace.REG))
+    so = Scope(k, outer, lin_o, n_o, w)
+    same = draw(st.booleans())                   # one start value for all (tinygrad: zero)
+    c0 = so.strong_const(dt).u
+    init = [UOp(Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, *outer)), UOp.const(j))),
+                            c0 if same else so.strong_const(dt).u))
+            for j in range(rows_n * w)]
+    n_i = draw(st.integers(1, 4))
+    i = UOp(Ops.RANGE, (UOp.const(n_i), *outer), (1, AxisType.REDUCE))
+    lin_i = UOp(Ops.ADD, (UOp(Ops.MUL, (lin_o, UOp.const(n_i))), i))
+    si = Scope(k, [*outer, i], lin_i, n_o * n_i, w)
+    after = UOp(Ops.AFTER, (acc, *init, i))
+    a = [si.load(dt, (w,), 2).u for _ in range(rows_n)]
+    b = [si.load(dt, (w,), 2).u for _ in range(terms)]
+    f = draw(st.sampled_from([Ops.MUL, Ops.ADD, Ops.SUB, Ops.MAX] if dt.is_float else
+                             [Ops.MUL, Ops.ADD, Ops.XOR]))
+    g = draw(st.sampled_from([Ops.ADD, Ops.MAX] if dt.is_float else [Ops.ADD, Ops.OR]))
+    swap = draw(st.booleans())
+    lane = lambda v, j: UOp(Ops.INDEX, (v, UOp.const(j)))      # noqa: E731
+    ups = []
+    for r in range(rows_n):
+        for j in range(w):
+            t = None
+            for kk in range(terms):
+                x, y = lane(a[r], kk), lane(b[kk], j)
+                p = UOp(f, (y, x) if swap else (x, y))
+                t = p if t is None else UOp(g, (t, p))
+            place = UOp(Ops.INDEX, (after, UOp.const(r * w + j)))
+            ups.append(UOp(Ops.STORE, (place, UOp(Ops.ADD, (UOp(Ops.LOAD, (place,)), t)))))
+    ei = UOp(Ops.END, (UOp(Ops.GROUP, tuple(ups)), i))
+    done = UOp(Ops.AFTER, (acc, ei))
+    stores = []
+    for r in range(rows_n):
+        res = UOp(Ops.STACK, tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, UOp.const(r * w + j))),))
+                                   for j in range(w)))
+        stores.append(so.store(Val(res), False))
+    return _sink(k, _close(draw, _group(stores), outer), name)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz.harness import check_x86, derandomize, n_examples
-from fuzz.lanewise import lanewise, lanewise_reduce
+from fuzz.lanewise import lanewise, lanewise_reduce, lanewise_tile
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -77,3 +77,20 @@ def test_zmm_lanewise_matches_interpreter(sink, seed) -> None:
 def test_lanewise_reduce_matches_interpreter(sink, seed) -> None:
     """An upcast REG accumulator updated lane by lane (SLP packs its STOREs and LOADs)."""
     check_x86(sink, seed)
+
+
+@_settings(40)
+@given(lanewise_tile(), SEEDS)
+def test_lanewise_tile_matches_interpreter(sink, seed) -> None:
+    """tinygrad's upcast matmul tile (rows × lanes of REG accumulators): the SLP pass widens
+    its lane groups to ymm (x86-64-v3)."""
+    check_x86(sink, seed)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(40)
+@given(lanewise_tile(), SEEDS)
+def test_zmm_lanewise_tile_matches_interpreter(sink, seed) -> None:
+    """The same tiles widened to zmm (x86-64-v4)."""
+    check_x86(sink, seed, "x86-64-v4")
