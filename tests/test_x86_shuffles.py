@@ -156,3 +156,17 @@ def test_random_permutations(arch: str, dt: str) -> None:
         rows = [[(j := rng.randrange(len(srcs)), rng.randrange(srcs[j][0])) for _ in range(n)]
                 for _ in range(rng.randint(1, 3))]
         check(kernel(dt, srcs, rows, f"perm{case}"), arch)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_adjacent_loads_joined_are_one_wider_load(arch: str) -> None:
+    """Two (four) 4-lane loads of consecutive addresses STACKed in order: one ymm (zmm) load."""
+    for n in (2, 4):
+        text = kernel("float32", [(4, False)] * n, [[(j, k) for j in range(n)
+                                                     for k in range(4)]])
+        check(text, arch)
+        if n == 4 and arch == "x86-64-v3":
+            continue                       # 16 lanes are two ymm halves there
+        reads = [i for i in _insts(text, arch, ops=True) if "[rsi" in i]
+        assert len(reads) == 1 and reads[0].startswith("vmovups") \
+            and ("ymm" if n == 2 else "zmm") in reads[0], reads

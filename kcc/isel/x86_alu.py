@@ -22,6 +22,8 @@ class X86Alu:
         dt = operand.dtype
         if op is not Ops.WHERE and is_int_vector(operand):
             self.val[u] = self.ivec_alu(u)
+        elif op in (Ops.AND, Ops.OR, Ops.XOR) and dt.is_bool and u.shape:
+            self.val[u] = self.bool_vec(u, self.mask_width(u))   # a lane mask (x86_vec)
         elif op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
             self.val[u] = (self.fcompare(u) if reg_class(dt) == "vec" else self.icompare(u))
         elif op is Ops.WHERE:

@@ -9,7 +9,8 @@ lane of a ymm/zmm (SDM Vol. 2, "SHUFPS": "the same selection for each 128-bit la
 - Every lane one lane of one vector: a splat. From a vector just loaded, VBROADCASTSS/SD reads
   the element from memory (no shuffle); else one SHUFPS and, for ymm/zmm, VBROADCASTSS.
 - Every block is one 128-bit block of a source in one and the same lane order p: the source
-  blocks are concatenated (nothing when they are a vector's own blocks in order; VBROADCASTF128
+  blocks are concatenated (nothing when they are a vector's own blocks in order, one wider load
+  when they were just loaded from consecutive addresses; VBROADCASTF128
   / VBROADCASTF32X4 from memory or VINSERTF128 / VSHUFF32X4 when one block repeats; else
   VINSERTF128 / VINSERTF32X4, reading a just-loaded block from memory), then one wide SHUFPS
   applies p. tinygrad's matmul tile needs this: (a0[k]×4, a1[k]×4, …) is the concat of the rows
@@ -179,6 +180,16 @@ class X86Shuf:
         if len(srcs) == 1:
             return self.block_x(srcs[0])
         nbytes = 16 * len(srcs)
+        mems = [self.loaded_mem(v) for v, _ in srcs]
+        if None not in mems:
+            at = [self._at(m, 16 * b) for m, (_, b) in zip(mems, srcs)]
+            if all((m.base, m.index, m.scale, m.disp) == (at[0].base, at[0].index, at[0].scale,
+                                                           at[0].disp + 16 * i)
+                   for i, m in enumerate(at)):
+                # blocks loaded from consecutive addresses: one wider load
+                w = vw(dt, nbytes // dt.itemsize)
+                return self._once(f"vmovup{'s' if dt == dtypes.float32 else 'd'}_{w}_{w}m",
+                                  at[0])
         if all(s == srcs[0] for s in srcs):
             m = self.loaded_mem(srcs[0][0])
             if m is not None:

@@ -16,6 +16,11 @@ from kcc.isel.x86_regs import reg_class
 from kcc.isel.x86_shuf import X86Shuf
 
 
+# vector bool ops on lane masks: bitwise, so the float forms serve every lane width (and have
+# EVEX zmm rows)
+_BOOL_OPS = {Ops.AND: "vandps", Ops.OR: "vorps", Ops.XOR: "vxorps"}
+
+
 def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     """(v, k) when s is lane k of a 4-lane float32 vector value v (one xmm), else None."""
     if s.op is not Ops.INDEX or s.src[0].kind != "value" or s.dtype != dtypes.float32:
@@ -49,14 +54,63 @@ class X86Vec(X86Shuf):
         return t
 
     def mask_lane(self, base: UOp, k: int) -> VReg:
-        """Lane k of a vector compare's mask as a bool (0/1) in a GPR."""
-        if base.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or not base.src[0].shape:
+        """Lane k of a vector compare's (or bool op's) mask as a bool (0/1) in a GPR."""
+        if base.op in _BOOL_OPS and base.shape:
+            width, m = self.mask_width(base), self.reg(base)
+        elif base.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and base.src[0].shape:
+            width, m = base.src[0].dtype.itemsize, self.reg(base)
+        else:
             raise SelectError("a lane of this bool vector is not selectable on x86")
         # the mask's lanes are as wide as the compared values: read one as an unsigned int
-        t = self.ivec_lane(self.reg(base), uint_of(base.src[0].dtype.itemsize), base.shape[0],
-                           k)
+        t = self.ivec_lane(m, uint_of(width), base.shape[0], k)
         self.emit("and_rm32_imm8", t, 1)
         return t
+
+    # -- bool vectors: lane masks combined by vector AND/OR/XOR ------------------------------
+    def mask_width(self, u: UOp) -> int:
+        """The lane width (bytes) a bool vector op computes its mask in: that of the first
+        vector compare under it (no resize there), else 4."""
+        work = [u]
+        while work:
+            n = work.pop(0)
+            if n.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and n.src[0].shape:
+                w = n.src[0].dtype.itemsize
+                if w * u.shape[0] <= 64:
+                    return w
+            elif n.op in _BOOL_OPS:
+                work.extend(n.src)
+        return 4
+
+    def bool_vec(self, u: UOp, width: int) -> VReg:
+        """A bool vector as a lane mask of `width`-byte lanes (all ones where true): compares
+        (resized when their operands are of another width), STACKs of bools, and AND/OR/XOR
+        of those as one VANDPS/VORPS/VXORPS (bitwise, so any lane width)."""
+        memo = self.__dict__.setdefault("_bool_masks", {})
+        lanes = u.shape[0]
+        key = (u, width, tuple(lp[0] for lp in self.loops))
+        if key in memo:
+            return memo[key]
+        if u.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and u.src[0].shape:
+            w0 = u.src[0].dtype.itemsize
+            m = self.reg(u)
+            if w0 != width:
+                m = self.mask_resize(m, w0, uint_of(width), lanes)
+        elif u.op is Ops.STACK and all(strong_const(x) is not None for x in u.src):
+            data = b"".join((b"\xff" if strong_const(x) else b"\0") * width for x in u.src)
+            m = self.new("vec")
+            w = vw(uint_of(width), lanes)
+            self.emit(f"vmovups_{w}_{w}m", m, Mem(), arg={"rip": self.pool.label(data)})
+        elif u.op is Ops.STACK:
+            m = self.mask_of(u.src, uint_of(width))
+        elif u.op in _BOOL_OPS:
+            w = vw(uint_of(width), lanes)
+            a, b = (self.bool_vec(x, width) for x in u.src)
+            m = self.new("vec")
+            self.emit(f"{_BOOL_OPS[u.op]}_{w}_{w}_{w}m", m, a, b)
+        else:
+            raise SelectError(f"a vector bool {u.op.name} is not selectable on x86")
+        memo[key] = m
+        return m
 
     def sel_STACK(self, u: UOp) -> VReg | None:
         """Build a vector from scalars: a constant from .rodata, else lane inserts."""
@@ -99,7 +153,11 @@ class X86Vec(X86Shuf):
         elif all(c is not None for c in consts):
             t = self.new("vec")
             data = b"".join(const_bytes(c, dt) for c in consts)
-            self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+            if data == bytes(len(data)):
+                self.emit("vzero", t)          # all zero bits (tinygrad's accumulator start)
+            else:
+                self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(),
+                          arg={"rip": self.pool.label(data)})
         else:
             t = self.build(u.src, dt)
         self.val[u] = t
@@ -265,7 +323,10 @@ class X86Vec(X86Shuf):
         return t
 
     def bool_mask(self, c: UOp, dt: DType, lanes: int) -> VReg:
-        """A lane mask of dt-wide lanes from a STACK of scalar bools (0/1 in GPRs)."""
+        """A lane mask of dt-wide lanes from a STACK of scalar bools (0/1 in GPRs) or a vector
+        bool op."""
+        if c.op in _BOOL_OPS:
+            return self.bool_vec(c, dt.itemsize)
         if c.op is not Ops.STACK:
             raise SelectError(f"a vector WHERE on {dt} needs a mask of {dt.bits}-bit lanes "
                               f"(a compare of {dt} values or a STACK of bools)")
@@ -285,8 +346,14 @@ class X86Vec(X86Shuf):
         return self.ivec_from(lanes, uint_of(dt.itemsize))
 
     def mask_resize(self, m: VReg, width: int, dt: DType, lanes: int) -> VReg:
-        """A lane mask of `width`-byte lanes as a mask of dt-wide lanes: each lane's low bit
-        (vpextr*), negated to all ones, re-inserted at the new width."""
+        """A lane mask of `width`-byte lanes as a mask of dt-wide lanes. A mask lane is all
+        ones or zero, so doubling is a sign extension (VPMOVSX, SDM "PMOVSX": each element
+        sign-extended), halving a signed saturating pack (VPACKSSDW/WB: -1 and 0 stay) and
+        8 → 4 bytes keeps the low dword of each qword (SHUFPS imm 0x88); a result wider than
+        a ymm, or another ratio: each lane's low bit (vpextr*), negated, re-inserted."""
+        new = dt.itemsize
+        if width * lanes <= 32 and new * lanes <= 32:
+            return self._mask_resize_fast(m, width, new, lanes)
         bits = []
         for k in range(lanes):
             z = self.ivec_lane(m, uint_of(width), lanes, k)
@@ -298,6 +365,30 @@ class X86Vec(X86Shuf):
             return self.join_z(self.ivec_from(bits[:half], uint_of(dt.itemsize)),
                                self.ivec_from(bits[half:], uint_of(dt.itemsize)))
         return self.ivec_from(bits, uint_of(dt.itemsize))
+
+    def _mask_resize_fast(self, m: VReg, width: int, new: int, lanes: int) -> VReg:
+        """mask_resize within ymm registers: by factors of two, one or two instructions each."""
+        while width != new:
+            t = self.new("vec")
+            if new > width:
+                sfx = {1: "bw", 2: "wd", 4: "dq"}[width]
+                src = width * lanes             # bytes read: the source's low part
+                form = f"vpmovsx{sfx}_" + ("y_xm" if 2 * src == 32 else f"x_xm{src * 8}")
+                self.emit(form, t, m)
+                width *= 2
+                m = t
+                continue
+            lo, hi = m, m
+            if width * lanes == 32:
+                hi = self.new("vec")
+                self.emit("vextractf128_xm_y_imm8", hi, m, 1)
+            if width == 8:
+                self.emit("vshufps_x_x_xm_imm8", t, lo, hi, 0x88)
+            else:
+                self.emit("vpacksswb_x_x_xm" if width == 2 else "vpackssdw_x_x_xm", t, lo, hi)
+            width //= 2
+            m = t
+        return m
 
     def blend(self, dt: DType, lanes: int, no: VReg, yes: VReg, m: VReg) -> VReg:
         """m ? yes : no per lane (vblendvps/pd read each lane's sign bit); zmm by halves."""

@@ -314,9 +314,15 @@ def x86_desc(arch: str) -> TargetDesc:
         note = "AVX2 + FMA + F16C"
     # integer vectors (xmm/ymm) for the ops kcc.isel.x86_ivec selects; others split
     ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
-    return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints}),
-                   mem_widths=MappingProxyType({**widths, **ints}), vector_ops=VECTOR_OPS,
+    # bool vectors are lane masks (kcc.isel.x86_vec.bool_vec): AND/OR/XOR of them, no memory
+    bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
+    return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
+                   mem_widths=MappingProxyType({**widths, **ints}),
+                   vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
                    vector_cast=_vector_cast, notes=f"{arch}: {note}")
+
+
+_BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:

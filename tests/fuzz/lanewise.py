@@ -4,9 +4,10 @@ n-lane SHRINK loads are taken apart lane by lane (INDEX with a constant), each l
 in scalars by the same expression (isomorphic lanes: what the SLP pass re-packs), the results
 are rebuilt with a STACK and stored with one SHRINK store. To reach every branch of the pass the
 expression also reads lanes in another order, one lane of a vector for all lanes (a broadcast),
-scalar PARAMs, per-lane constants and scalar loads of consecutive elements; sometimes one lane
-uses a different op (not isomorphic: must stay scalar), and sometimes an intermediate lane is
-also stored on its own (a packed scalar that keeps another user).
+scalar PARAMs, per-lane constants and scalar loads of consecutive elements; a WHERE's condition
+may join two compares by AND/OR/XOR, maybe negated (vector bool ops once packed); sometimes one
+lane uses a different op (not isomorphic: must stay scalar), and sometimes an intermediate lane
+is also stored on its own (a packed scalar that keeps another user).
 """
 
 from __future__ import annotations
@@ -63,7 +64,12 @@ class _Lanes:
             return self.leaf()
         op = d(st.sampled_from(F_OPS if self.dt.is_float else I_OPS))
         kids = tuple(self.tmpl(depth + 1) for _ in range(ARITY.get(op, 2)))
-        t: Tmpl = ("op", op, kids, d(st.sampled_from(CMPS)))
+        cmp: Any = d(st.sampled_from(CMPS))
+        if op is Ops.WHERE and d(st.booleans()):
+            # a condition of two compares joined by a bool op, maybe negated (XOR true):
+            # vector bool ops on lane masks once packed
+            cmp = (cmp, d(st.sampled_from(CMPS)), d(st.sampled_from(BOOLS)), d(st.booleans()))
+        t: Tmpl = ("op", op, kids, cmp)
         if d(st.integers(0, 7)) == 0:             # one lane computes something else
             other = d(st.sampled_from([o for o in (Ops.ADD, Ops.MUL, Ops.SUB) if o is not op]))
             t = ("mut", t, ("op", other, kids[:1] * 2, t[3]), d(st.integers(0, self.w - 1)))
@@ -95,7 +101,13 @@ class _Lanes:
             return self.lane(t[2] if j == t[3] else t[1], j)
         op, kids = t[1], [self.lane(k, j) for k in t[2]]
         if op is Ops.WHERE:
-            cond = UOp(t[3], (kids[0], kids[1]))
+            if isinstance(t[3], tuple):
+                c1, c2, bop, neg = t[3]
+                cond = UOp(bop, (UOp(c1, (kids[0], kids[1])), UOp(c2, (kids[2], kids[0]))))
+                if neg:
+                    cond = UOp(Ops.XOR, (cond, UOp.const(True)))
+            else:
+                cond = UOp(t[3], (kids[0], kids[1]))
             return UOp(Ops.WHERE, (cond, kids[1], kids[2]))
         if op is Ops.SHL:
             amt = UOp(Ops.AND, (kids[1], UOp.const(self.dt.bits - 1)))
@@ -104,6 +116,7 @@ class _Lanes:
 
 
 CMPS = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+BOOLS = (Ops.AND, Ops.OR, Ops.XOR)
 
 
 @st.composite
