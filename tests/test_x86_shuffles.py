@@ -170,3 +170,37 @@ def test_adjacent_loads_joined_are_one_wider_load(arch: str) -> None:
         reads = [i for i in _insts(text, arch, ops=True) if "[rsi" in i]
         assert len(reads) == 1 and reads[0].startswith("vmovups") \
             and ("ymm" if n == 2 else "zmm") in reads[0], reads
+
+
+GATHER = """# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 64)
+%a = PARAM ParamArg(1, float32, 256)
+%i = RANGE(8) (0, LOOP)
+%ob = MUL(%i, 8)
+%x0 = INDEX(%a, %i)
+%y1 = ADD(%i, 32)
+%x1 = INDEX(%a, %y1)
+%y2 = ADD(%i, 64)
+%x2 = INDEX(%a, %y2)
+%y3 = ADD(%i, 96)
+%x3 = INDEX(%a, %y3)
+%l0 = LOAD(%x0)
+%l1 = LOAD(%x1)
+%l2 = LOAD(%x2)
+%l3 = LOAD(%x3)
+%s = STACK(%l0, %l1, %l2, %l3, %l2, %l2, %l2, %l2)
+%q = SHRINK(%o, %ob, 8)
+%st = STORE(%q, %s)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="gather")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_strided_scalar_loads_are_read_by_the_inserts_and_broadcasts(arch: str) -> None:
+    """conv2d's weights: scalar loads 128 bytes apart STACKed. One VMOVSS, three VINSERTPS
+    reading memory, one VBROADCASTSS from memory for the repeated lane."""
+    check(GATHER, arch)
+    reads = [i for i in _insts(GATHER, arch, ops=True) if "[rsi" in i]
+    assert sorted(r.split()[0] for r in reads) == ["vbroadcastss", "vinsertps", "vinsertps",
+                                                   "vinsertps", "vmovss"], reads

@@ -109,9 +109,9 @@ class X86Shuf:
 
     # -- memory: a vector loaded just before, read again by a broadcast or an insert -----------
     def loaded_mem(self, v: UOp) -> Mem | None:
-        """The memory operand v was loaded from, when that load is among the last instructions
-        and nothing since (a store, a loop or branch boundary, a redefinition of its address
-        registers) could make memory differ from the loaded value."""
+        """The memory operand v (a vector, or a float32 scalar) was loaded from, when that load
+        is among the last instructions and nothing since (a store, a loop or branch boundary,
+        a redefinition of its address registers) could make memory differ from the value."""
         r = self.val.get(v)
         if r is None:
             return None
@@ -122,7 +122,8 @@ class X86Shuf:
             defs = inst.defs()
             if r in defs:
                 ops = inst.operands
-                if inst.op.startswith("vmovup") and len(ops) == 2 and inst.arg is None \
+                if inst.op.startswith(("vmovup", "vmovss_x_m")) and len(ops) == 2 \
+                        and inst.arg is None \
                         and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
                     return ops[1]
                 return None

@@ -144,7 +144,8 @@ class X86Vec(X86Shuf):
                     self.emit("vinsertf128_y_y_xm_imm8", y, t, t, 1)
                     t = y
             elif dt == dtypes.float32:
-                self.emit(f"vbroadcastss_{w}_xm32", t, self.reg(u.src[0]))
+                m = self.loaded_mem(u.src[0])     # a scalar just loaded: broadcast from memory
+                self.emit(f"vbroadcastss_{w}_xm32", t, m if m is not None else self.reg(u.src[0]))
             elif w in ("y", "z"):           # float64 x4 / x8 (a zmm too: not just 2 lanes)
                 self.emit(f"vbroadcastsd_{w}_xm64", t, self.reg(u.src[0]))
             else:
@@ -178,7 +179,13 @@ class X86Vec(X86Shuf):
         return t
 
     def build128(self, srcs: tuple[UOp, ...], dt: DType) -> VReg:
-        """An xmm holding the scalar float srcs in order."""
+        """An xmm holding the scalar float srcs in order (one scalar repeated: a broadcast)."""
+        if len(srcs) > 1 and all(s is srcs[0] for s in srcs):
+            m = self.loaded_mem(srcs[0]) if dt == dtypes.float32 else None
+            t = self.new("vec")
+            self.emit("vbroadcastss_x_xm32" if dt == dtypes.float32 else "vmovddup_x_xm64", t,
+                      m if m is not None else self.reg(srcs[0]))
+            return t
         acc = self.reg(srcs[0])
         for k, s in enumerate(srcs[1:], 1):
             t = self.new("vec")
@@ -188,7 +195,11 @@ class X86Vec(X86Shuf):
                 self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(v4[0]),
                           (v4[1] << 6) | (k << 4))
             elif dt == dtypes.float32:
-                self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(s), k << 4)
+                # a scalar just loaded is read by the INSERTPS itself (a memory source: count_s
+                # is ignored, SDM "INSERTPS"), so the separate VMOVSS goes (dce)
+                m = self.loaded_mem(s)
+                self.emit("vinsertps_x_x_xm32_imm8", t, acc, m if m is not None else self.reg(s),
+                          k << 4)
             else:
                 self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
             acc = t
