@@ -145,14 +145,16 @@ def test_block_shapes(arch: str, dt: str, computed: bool) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("dt", ["float32", "float64", "int32", "uint32", "int64"])
 def test_random_permutations(arch: str, dt: str) -> None:
+    """Random lane picks of 1-4 sources into 1-3 STACKs (integer lanes move like floats)."""
     rng = random.Random(11)
-    c = 4 if dt == "float32" else 2
+    c = 4 if dt in ("float32", "int32", "uint32") else 2
     for case in range(12):
-        srcs = [(rng.choice([c, 2 * c, 4 * c]), rng.random() < 0.5)
-                for _ in range(rng.randint(1, 4))]
-        n = rng.choice([c, 2 * c, 4 * c])
+        # integer vectors are xmm/ymm on x86 (no zmm integer rows)
+        widths = [c, 2 * c] if dt.startswith(("int", "uint")) else [c, 2 * c, 4 * c]
+        srcs = [(rng.choice(widths), rng.random() < 0.5) for _ in range(rng.randint(1, 4))]
+        n = rng.choice(widths)
         rows = [[(j := rng.randrange(len(srcs)), rng.randrange(srcs[j][0])) for _ in range(n)]
                 for _ in range(rng.randint(1, 3))]
         check(kernel(dt, srcs, rows, f"perm{case}"), arch)
@@ -204,3 +206,12 @@ def test_strided_scalar_loads_are_read_by_the_inserts_and_broadcasts(arch: str) 
     reads = [i for i in _insts(GATHER, arch, ops=True) if "[rsi" in i]
     assert sorted(r.split()[0] for r in reads) == ["vbroadcastss", "vinsertps", "vinsertps",
                                                    "vinsertps", "vmovss"], reads
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_int32_transpose_is_shuffles(arch: str) -> None:
+    """Integer lanes use the float shuffles: a 4x4 int32 transpose is 8, no lane extracts."""
+    text = kernel("int32", [(4, True)] * 4, TRANSPOSE)
+    check(text, arch)
+    ms = _insts(text, arch)
+    assert _shuffles(text, arch) <= 8 and not any(m.startswith("vpextr") for m in ms), ms

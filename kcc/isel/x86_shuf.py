@@ -1,5 +1,6 @@
-"""x86 selection of lane permutations: a float STACK whose every lane is a lane of a float
-vector value (a shuffle, a splat, a 128-bit block concat or broadcast, a transpose).
+"""x86 selection of lane permutations: a STACK whose every lane is a lane of a vector value
+of its dtype (a shuffle, a splat, a 128-bit block concat or broadcast, a transpose); float32
+and float64, and 32/64-bit integer lanes with the float forms of their width (lanes only move).
 A mixin of X86Selector (kcc/isel/x86.py), called by X86Vec.sel_STACK.
 
 The result is cut into 128-bit blocks (4 float32 or 2 float64 lanes), the unit of the in-lane
@@ -67,16 +68,19 @@ class X86Shuf:
         return t
 
     def shuffle(self, u: UOp) -> VReg | None:
-        """A STACK of lanes of float vectors as shuffles; None when a lane is not one."""
-        dt, n = u.dtype, len(u.src)
-        if dt not in (dtypes.float32, dtypes.float64) or dt.itemsize * n not in (16, 32, 64):
+        """A STACK of lanes of float (or 32/64-bit integer) vectors as shuffles; None when a
+        lane is not one. Lanes only move, so integer lanes use the float forms of their width."""
+        vt, n = u.dtype, len(u.src)
+        dt = {4: dtypes.float32, 8: dtypes.float64}.get(vt.itemsize) \
+            if (vt.is_float or vt.is_int) and not vt.is_weak else None
+        if dt is None or dt.itemsize * n not in (16, 32, 64):
             return None
         lanes: list[tuple[UOp, int]] = []
         for s in u.src:
             if s.op is not Ops.INDEX or s.src[0].kind != "value":
                 return None
             v, k = s.src[0], const_int(s.src[1])
-            if k is None or v.dtype != dt or len(v.shape) != 1 \
+            if k is None or v.dtype != vt or len(v.shape) != 1 \
                     or dt.itemsize * v.shape[0] not in (16, 32, 64):
                 return None
             lanes.append((v, k))
@@ -122,7 +126,7 @@ class X86Shuf:
             defs = inst.defs()
             if r in defs:
                 ops = inst.operands
-                if inst.op.startswith(("vmovup", "vmovss_x_m")) and len(ops) == 2 \
+                if inst.op.startswith(("vmovup", "vmovdqu", "vmovss_x_m")) and len(ops) == 2 \
                         and inst.arg is None \
                         and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
                     return ops[1]

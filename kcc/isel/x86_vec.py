@@ -120,7 +120,8 @@ class X86Vec(X86Shuf):
             # are used, each where it is needed
             return None
         if is_int_vector(u):
-            self.val[u] = self.ivec_stack(u)
+            # lanes of integer vectors move like float lanes of their width (x86_shuf)
+            self.val[u] = self.shuffle(u) or self.ivec_stack(u)
             return self.val[u]
         if reg_class(dt) != "vec":
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
