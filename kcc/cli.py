@@ -105,7 +105,8 @@ class TargetName(click.ParamType):
 
     name = "target"
 
-    def get_metavar(self, param: click.Parameter, *args: object) -> str:
+    def get_metavar(self, param: click.Parameter, *args: object, **kwargs: object) -> str:
+        # click 8.2 passes ctx by keyword, earlier versions pass nothing more
         return "[" + "|".join(registry.names()) + "]"
 
     def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None):

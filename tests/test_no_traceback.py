@@ -252,3 +252,22 @@ def test_garbage_kernels(tmp_path: Path, data: bytes) -> None:
         clean(kcc(*argv))
     res = kcc("compile", "-", "-t", "x86", "-o", str(tmp_path / "s.o"))
     clean(res)
+
+
+def _commands() -> list[str]:
+    return sorted(main.commands)
+
+
+@pytest.mark.parametrize("cmd", _commands())
+def test_help_of_every_command(cmd: str) -> None:
+    """`kcc CMD --help` prints the usage (click ≥ 8.2 passes ctx to a parameter type's
+    get_metavar by keyword: the TargetName type once raised a TypeError here)."""
+    res = kcc(cmd, "--help")
+    assert res.exit_code == 0, (res.exception, res.output)
+    assert "Usage:" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_top_level_help() -> None:
+    res = kcc("--help")
+    assert res.exit_code == 0 and "Usage:" in res.output, res.output
