@@ -56,8 +56,15 @@ class _Checker:
         regs += [p for _, p in after.params]
         uniq = list(dict.fromkeys(regs))
         units = {p: set(reg_units(target, p)) for p in uniq}
+        # index registers by unit: linear in the register file (AMD has ~10^4 tuples)
+        order = {p: k for k, p in enumerate(uniq)}
+        by_unit: dict[object, list[PReg]] = {}
         for p in uniq:
-            self.alias[p] = [q for q in uniq if q != p and units[p] & units[q]]
+            for u in units[p]:
+                by_unit.setdefault(u, []).append(p)
+        for p in uniq:
+            near = {q for u in units[p] for q in by_unit[u] if q != p}
+            self.alias[p] = sorted(near, key=order.__getitem__)
         self.units = units
 
     def fail(self, i: int, msg: str) -> CheckError:
