@@ -29,8 +29,6 @@ ARCHS = ("gfx1100", "gfx942")
 PENDING: dict[str, str] = {
     **{k: "float64 FDIV/SQRT on AMD (correctly rounded decomposition) is not landed yet"
        for k in ("fdiv_float64", "sqrt_float64", "reciprocal_float64", "log2_float64")},
-    **{k: "int64/uint64 CDIV/CMOD by a non-power-of-two divisor is not decomposed yet"
-       for k in ("cdiv_int64", "cmod_int64", "cdiv_uint64", "cmod_uint64")},
 }
 
 

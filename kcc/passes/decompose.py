@@ -16,7 +16,8 @@
 - CMOD → a - CDIV(a, b) * b; CDIV of ≤ 32-bit integers → trunc(float64(a) / float64(b)), exact
   (|a/b| is at least 1/|b| from an integer unless exact, more than the float64 rounding error);
   without a float64 FDIV, a truncated approximation corrected by one exact remainder test;
-  by a constant ±2^k (any width) a biased shift.
+  by a constant ±2^k (any width) a biased shift; int64/uint64 otherwise → exact unrolled
+  shift-subtract long division on uint64 magnitudes (kcc/passes/division.py, cdiv64).
 - integer MULACC → MUL then ADD (wrapping, so exact).
 - THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
 The rewrite runs to a fixed point (a float16 EXP2 becomes a float32 EXP2, then a polynomial),
@@ -120,7 +121,7 @@ def cmod(ctx: TargetDesc, x: UOp) -> UOp | None:
 
 
 def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
-    """CDIV of ≤ 32-bit integers → TRUNC(FDIV) in float64, exact for every divisor but 0."""
+    """CDIV → TRUNC(FDIV) in float64 (≤ 32 bits), a shift (±2^k), long division (64 bits)."""
     if ctx.native(Ops.CDIV, x.dtype):
         return None
     d = const_int(x.src[1]) if x.shape == () else None
@@ -128,8 +129,7 @@ def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
             abs(d).bit_length() < x.dtype.bits:
         return division.cdiv_pow2(x, abs(d).bit_length() - 1, d < 0)
     if x.dtype.bits > 32:
-        raise DecomposeError(f"target {ctx.name} has no {x.dtype} division and kcc has no "
-                             "decomposition for it")
+        return division.cdiv64(x)
     f64 = dtypes.float64
     if not ctx.native(Ops.FDIV, f64):
         return division.cdiv32(x)

@@ -1,6 +1,7 @@
-"""Correctly rounded float32 FDIV and SQRT, and ≤ 32-bit integer CDIV, for a target that has
-float64 fused multiply-add but no correctly rounded divide or square root (AMD GPUs: v_rcp and
-v_sqrt are approximations, and there is no integer divide instruction).
+"""Correctly rounded float32 FDIV and SQRT, and integer CDIV (64-bit: long division, at the
+end of the module), for a target that has float64 fused multiply-add but no correctly rounded
+divide or square root (AMD GPUs: v_rcp and v_sqrt are approximations, and there is no integer
+divide instruction).
 
 All three start from a float64 approximation built of MUL, ADD and MULACC only (a bit-pattern
 first guess refined by Newton-Raphson; relative error below 2^-50), and then make the result
@@ -214,3 +215,52 @@ def cdiv_pow2(x: UOp, k: int, negative: bool) -> UOp:
         bias = b.cast(b.op(Ops.SHR, sign, b.c(dt.bits - k, udt)), dt)
         q = b.op(Ops.SHR, b.op(Ops.ADD, a, bias), b.c(k, dt))
     return b.op(Ops.NEG, q) if negative else q
+
+
+# -- 64-bit integer CDIV: restoring shift-subtract division --------------------------------
+#
+# No float64 estimate is exact enough for 64-bit operands (53 bits), so CDIV of int64/uint64
+# by anything but a constant ±2^k is long division in base 2, unrolled over the 64 dividend
+# bits with uint64 SHL/SHR/AND/OR/SUB/CMPLT/WHERE only (a target builds them from 32-bit
+# pairs). Invariant: before step i (i = 63 … 0) the partial remainder r < d and r ≤ n >> (i+1),
+# so r·2 + bit_i(n) ≤ n >> i < 2^64 never overflows; subtracting d when it fits gives quotient
+# bit i and keeps r < d. After step 0, q = n // d exactly and r = n % d.
+# Signed operands divide their magnitudes (as uint64, so |INT64_MIN| = 2^63 is exact) and
+# negate the quotient when the signs differ: INT64_MIN / -1 = 2^63 → INT64_MIN, the
+# interpreter's wrap (remainder 0). A zero divisor (unspecified, docs/semantics.md) takes
+# every subtraction, so the unsigned quotient is all ones; nothing traps.
+
+
+def _udiv64(b: _B, n: UOp, d: UOp) -> UOp:
+    """n // d for uint64 n, d (d ≠ 0), exact: 64 restoring shift-subtract steps.
+
+    The dividend register shifts left one bit a step and takes in, at the bottom, the
+    complement of the quotient bit (r < d: no subtraction); after 64 steps it holds ~q. The
+    next step reads its top bit, so each step depends on the one before and a schedule never
+    keeps the 64 compare results live at once."""
+    one = b.c(1, U64)
+    r = b.c(0, U64)
+    for _ in range(64):
+        r = b.op(Ops.OR, b.op(Ops.SHL, r, one), b.op(Ops.SHR, n, b.c(63, U64)))
+        lt = b.op(Ops.CMPLT, r, d)
+        r = b.where(lt, r, b.op(Ops.SUB, r, d))
+        n = b.op(Ops.OR, b.op(Ops.SHL, n, one), b.cast(lt, U64))
+    return b.op(Ops.XOR, n, b.c((1 << 64) - 1, U64))
+
+
+def cdiv64(x: UOp) -> UOp:
+    """CDIV of int64/uint64 by any divisor → exact long division (see above)."""
+    b = _B(x.shape)
+    a, d = x.src
+    if x.dtype == U64:
+        return _udiv64(b, a, d)
+    i64 = dtypes.int64
+    zero = b.c(0, i64)
+
+    def mag(v: UOp) -> tuple[UOp, UOp]:
+        neg = b.op(Ops.CMPLT, v, zero)
+        return b.bitcast(b.where(neg, b.op(Ops.NEG, v), v), U64), neg
+    ua, na = mag(a)
+    ud, nd = mag(d)
+    q = b.bitcast(_udiv64(b, ua, ud), i64)
+    return b.where(b.op(Ops.CMPNE, na, nd), b.op(Ops.NEG, q), q)
