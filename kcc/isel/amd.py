@@ -28,7 +28,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Kind, MFunction
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp
-from kcc.isel.amd_alu import AmdAlu
+from kcc.isel.amd_alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd_base import AmdSelectError, D, is_wide, uniform_nodes
 from kcc.isel.amd_regs import Arch, preg
 from kcc.isel.ptx import base_buffer, multiple_of
@@ -94,7 +94,7 @@ class AmdSelector(AmdAlu):
         self.params = params
         self.bufs: dict[UOp, Buf] = {}
         self.places: dict[UOp, Place] = {}
-        self.loops: list[tuple[UOp, object, object, object]] = []
+        self.loops: list[tuple[UOp, object, object, object, object]] = []
         self.lds = 0
 
     def select(self, lin: list[UOp]) -> Selected:
@@ -199,12 +199,12 @@ class AmdSelector(AmdAlu):
         self.val[u] = r
 
     def sel_RANGE(self, u: UOp) -> None:
-        """A uniform loop: an SGPR counter from 0, skipped when the bound may be ≤ 0."""
-        if u not in self.uniform:
-            raise AmdSelectError("a RANGE whose bound differs between lanes (it depends on "
-                                 "lidx or on loaded data) is not supported on AMD")
-        if u.dtype.itemsize > 4:
-            raise AmdSelectError(f"a {u.dtype} RANGE counter is not supported on AMD")
+        """A uniform loop: an SGPR counter from 0, skipped when the bound may be ≤ 0; a bound
+        that differs between lanes or sits in a VGPR, or a 64-bit counter: lane_loop."""
+        b = u.src[0]
+        if u not in self.uniform or (strong_const(b) is None and self.reg(b).cls != "s"):
+            # per lane, or a uniform bound the VALU computed (a decomposed CDIV, say)
+            return self.lane_loop(u)
         i = self.new("s")
         self.emit("s_mov_b32", D(i), Imm(0))
         c = strong_const(u.src[0])
@@ -215,19 +215,53 @@ class AmdSelector(AmdAlu):
             self.emit("s_cbranch_scc1", skip, kind=Kind.BRANCH)
         head = self.label()
         self.emit(".loop", head, kind=Kind.LOOP_BEGIN)
-        self.loops.append((u, i, head, skip))
+        self.loops.append((u, i, head, skip, None))
+        self.val[u] = i
+
+    def lane_loop(self, u: UOp) -> None:
+        """A VGPR counter from 0 per lane; EXEC = the lanes with 0 < bound (s_and_saveexec,
+        the old EXEC saved), the whole loop skipped when none is left (s_cbranch_execz)."""
+        wide = is_wide(u.dtype)
+        i = self.new("v2" if wide else "v")
+        self.emit(".vlit64" if wide else "v_mov_b32", D(i), Imm(0))
+        live = self.new(self.arch.mask_cls)
+        self.emit(f"v_cmp_lt_{_cmp_suffix(u.dtype)}", D(live), Imm(0), self.vsrc(u.src[0]))
+        saved = self.new(self.arch.mask_cls)
+        self.emit(self.mask_op("s_and_saveexec"), D(saved), live)
+        skip = self.label()
+        self.emit("s_cbranch_execz", skip, kind=Kind.BRANCH)
+        head = self.label()
+        self.emit(".loop", head, kind=Kind.LOOP_BEGIN)
+        self.loops.append((u, i, head, skip, saved))
+        self.lane_loops += 1
         self.val[u] = i
 
     def sel_END(self, u: UOp) -> None:
-        """i += 1; s_cmp_lt_i32 i, bound; s_cbranch_scc1 back to the head."""
-        rng, i, head, skip = self.loops.pop()
+        """i += 1; s_cmp_lt_i32 i, bound; s_cbranch_scc1 back to the head. A per-lane loop:
+        EXEC = the lanes with i < bound (v_cmp under EXEC: finished lanes stay out), back to
+        the head while any is left (s_cbranch_execnz), then the saved EXEC."""
+        rng, i, head, skip, saved = self.loops.pop()
         if rng is not u.src[1]:
             raise AmdSelectError("linearize left loops improperly nested")
-        self.emit("s_add_i32", D(i, mod=True), i, Imm(1))
-        self.emit("s_cmp_lt_i32", i, self.sreg(rng.src[0]))
-        self.emit("s_cbranch_scc1", head, kind=Kind.LOOP_END)
-        if skip is not None:
-            self.emit(".label", skip, kind=Kind.LABEL)
+        if saved is None:
+            self.emit("s_add_i32", D(i, mod=True), i, Imm(1))
+            self.emit("s_cmp_lt_i32", i, self.sreg(rng.src[0]))
+            self.emit("s_cbranch_scc1", head, kind=Kind.LOOP_END)
+            if skip is not None:
+                self.emit(".label", skip, kind=Kind.LABEL)
+            return
+        wide = is_wide(rng.dtype)
+        if wide:
+            self.emit(".add64", D(i, mod=True), i, Imm(1))
+        else:
+            self.emit("v_add_nc_u32", D(i, mod=True), Imm(1), i)
+        more = self.new(self.arch.mask_cls)
+        self.emit(f"v_cmp_lt_{_cmp_suffix(rng.dtype)}", D(more), i, self.vsrc(rng.src[0]))
+        self.emit(f"s_mov_b{self.arch.wave}", self.exec, more)
+        self.emit("s_cbranch_execnz", head, kind=Kind.LOOP_END)
+        self.emit(".label", skip, kind=Kind.LABEL)
+        self.emit(f"s_mov_b{self.arch.wave}", self.exec, saved)
+        self.lane_loops -= 1
 
     def sel_AFTER(self, u: UOp) -> None:
         """AFTER is its first src; the schedule already honours the order."""

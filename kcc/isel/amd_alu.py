@@ -158,10 +158,17 @@ class AmdAlu(Base):
         return r
 
     def copy_into(self, dst: Any, src: Any, dt: DType) -> None:
-        """dst = src (full EXEC), src of any register kind."""
+        """dst = src in the lanes of EXEC, src of any register kind."""
         if dt.is_bool and dst.cls.startswith("v"):
             src = self.from_mask(src) if not src.cls.startswith("v") else src
             self.emit("v_mov_b32", D(dst), src)
+        elif dt.is_bool and self.lane_loops:
+            # SALU writes every lane: keep the bits of lanes outside EXEC (a finished lane
+            # of a per-lane loop keeps its value)
+            t1, t2 = self.new(self.arch.mask_cls), self.new(self.arch.mask_cls)
+            self.emit(self.mask_op("s_and"), D(t1), src, self.exec)
+            self.emit(self.mask_op("s_and_not1"), D(t2), dst, self.exec)
+            self.emit(self.mask_op("s_or"), D(dst, mod=True), t1, t2)
         elif dt.is_bool:
             self.emit(f"s_mov_b{self.arch.wave}", D(dst), src)
         elif is_wide(dt):

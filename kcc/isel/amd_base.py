@@ -74,6 +74,7 @@ class Base:
         self.val: dict[UOp, Any] = {}
         self.vcopies: dict[int, VReg] = {}   # SGPR value → VGPR copy, valid in this block
         self.labels = 0
+        self.lane_loops = 0                  # per-lane loops open: EXEC may be partial
 
     # -- emission -------------------------------------------------------------------------
     def nm(self, name: str) -> str:
@@ -205,7 +206,7 @@ def is_wide(dt: DType) -> bool:
 
 def uniform_nodes(lin: list[UOp]) -> set[UOp]:
     """The nodes whose value is the same in every lane of a wave: constants, scalar PARAMs,
-    gidx, RANGE counters with uniform bounds, and ALU ops, INDEX lanes and AFTERs of uniform
+    gidx, ≤ 32-bit RANGE counters with uniform bounds, and ALU ops, INDEX lanes and AFTERs of uniform
     values. lidx and loaded values are per lane, and so is what depends on them."""
     uni: set[UOp] = set()
     for u in lin:
@@ -215,7 +216,8 @@ def uniform_nodes(lin: list[UOp]) -> set[UOp]:
             if u.arg.startswith("gidx"):
                 uni.add(u)
         elif u.op is Ops.RANGE:
-            if u.src[0] in uni:
+            # a 64-bit counter runs per lane (SALU has no 64-bit signed compare)
+            if u.src[0] in uni and not is_wide(u.dtype):
                 uni.add(u)
         elif u.op in ALU or u.op in (Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX, Ops.AFTER):
             if u.op is Ops.INDEX and u.src[0].kind != "value":

@@ -28,7 +28,7 @@ from kcc.ir.uop import AddrSpace, UOp, toposort
 
 _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
-_BOUND_OPS = ALU | {Ops.CAST}
+_BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
 # Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
 LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
                         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
