@@ -100,6 +100,19 @@ BOOL_ACC = """# kcc-uop 1
 SINK(%st2) KernelInfo(name="flag_any")
 """
 
+# an int64 counter with a constant bound: both compares take inline constants
+CONST_I64 = """# kcc-uop 1
+%out = PARAM ParamArg(0, int64, 100)
+%b = CAST(100) int64
+%i = RANGE(%b) (0, LOOP)
+%c3 = CAST(3) int64
+%v = MUL(%i, %c3)
+%oi = INDEX(%out, %i)
+%st = STORE(%oi, %v)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="i64c")
+"""
+
 
 def _emulate(sink, args: list, arch: str) -> list:
     from kcc.targets.amd import compile_amd_code, emulate, hsaco
@@ -134,3 +147,11 @@ def test_int64_lane_loop_bool_accumulator_and_gated_store(arch: str) -> None:
         seen.add(int(want[1].sum()))
         assert_same(sink, _emulate(sink, args, arch), want)
     assert len(seen) > 2        # the flags differ between the cases (none, some, most)
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_int64_counter_with_a_constant_bound(arch: str) -> None:
+    sink = parse(CONST_I64)
+    args = [np.full(100, -1, np.int64)]
+    got = _emulate(sink, args, arch)
+    assert got[0].tolist() == reference(sink, args)[0].tolist() == [3 * i for i in range(100)]
