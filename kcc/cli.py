@@ -141,10 +141,11 @@ def _load_all(files: tuple[str, ...]) -> list:
 
 
 def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
-             dump_after: str | None, files: tuple[str, ...] = ()
-             ) -> tuple[bytes, list, str, str]:
-    """Run the pipeline for target; returns (output bytes, kernel descs, arch, emit). A
-    refusal naming a kernel is prefixed with the file it came from."""
+             dump_after: str | None, files: tuple[str, ...] = (),
+             options: dict[str, str] | None = None) -> tuple[bytes, list, str, str]:
+    """Run the pipeline for target; returns (output bytes, kernel descs, arch, emit). options:
+    the compile options (registry.OPTIONS, by keyword). A refusal naming a kernel is prefixed
+    with the file it came from."""
     from kcc.targets.pipeline import PASS_NAMES
     if dump_after is not None and dump_after not in PASS_NAMES:
         raise CliError(f"unknown pass {dump_after!r} for --dump-after (choose from "
@@ -156,7 +157,8 @@ def _compile(sinks: list, target: str, arch: str | None, emit: str | None,
     try:
         spec.check_arch(arch)
         spec.emit(emit)
-        c = spec.compile(sinks, arch, emit, dump_after, out)
+        kw = spec.compile_options(options or {})
+        c = spec.compile(sinks, arch, emit, dump_after, out, **kw)
     except Exception as e:                   # noqa: BLE001 — never a traceback for a user
         msg = _compile_message(e)
         for sink, path in zip(sinks, files):
@@ -178,6 +180,15 @@ def _compile_message(e: Exception) -> str:
     return f"internal compiler error ({type(e).__name__}: {e}); please report it with the input"
 
 
+def _compile_option_flags(f):
+    """One flag per compile option of the registry (`--fp-contract [off|fast]`); a target that
+    does not compile the value given refuses it (TargetSpec.compile_options)."""
+    for opt in reversed(registry.OPTIONS):
+        f = click.option(opt.flag, opt.keyword, type=click.Choice(opt.values),
+                         default=opt.values[0], show_default=True, help=opt.help)(f)
+    return f
+
+
 @main.command("compile")
 @click.argument("files", nargs=-1, required=True)
 @click.option("-t", "--target", type=TARGET, required=True,
@@ -195,9 +206,10 @@ def _compile_message(e: Exception) -> str:
               "them).")
 @click.option("--dump-after", help="Print the graph or machine listing after this pass.")
 @click.option("--time-passes", is_flag=True, help="Print the time of each pass (stderr).")
+@_compile_option_flags
 def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
                 manifest: str | None, no_manifest: bool, header: str | None, emit: str | None,
-                dump_after: str | None, time_passes: bool) -> None:
+                dump_after: str | None, time_passes: bool, **options: str) -> None:
     """Compile FILE… (one kernel each, - is standard input) into one object and a JSON launch
     manifest. Every output is written completely or not at all, and never over an input."""
     for flag, value in (("-o", output), ("--manifest", manifest), ("--header", header),
@@ -219,7 +231,8 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
         from kcc.targets.pipeline import format_pass_times
         from kcc.targets.pipeline import time_passes as timer
         with timer() as times:
-            data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after, files)
+            data, descs, arch, emit = _compile(sinks, target, arch, emit, dump_after, files,
+                                               options)
         if time_passes:
             click.echo(format_pass_times(times), err=True, nl=False)
         outputs, mpath = _compile_outputs(files, target, arch, emit, data, descs, output,
@@ -615,8 +628,10 @@ def targets_cmd() -> None:
     """List the targets: name, arches (default first) and emit kinds."""
     for t in registry.all_targets():
         arches = [t.default_arch] + [a for a in t.arches if a != t.default_arch]
+        opts = "".join(f"\n  {o.flag} {', '.join((o.values[0], *t.options[o.keyword]))}"
+                       for o in registry.OPTIONS if t.options.get(o.keyword))
         click.echo(f"{t.name}: {t.summary}\n  --arch {', '.join(arches)}\n"
-                   f"  --emit {', '.join(e.name for e in t.emits)}")
+                   f"  --emit {', '.join(e.name for e in t.emits)}{opts}")
 
 
 @main.command("tinygrad-capture", context_settings={"ignore_unknown_options": True})

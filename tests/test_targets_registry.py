@@ -123,6 +123,14 @@ def test_cli_refusals_of_a_registered_target(toy, tmp_path: Path) -> None:
     res = kcc("compile", str(SAXPY), "-t", "toy", "--header", str(tmp_path / "k.h"), "-o",
               str(tmp_path / "k"))
     assert res.exit_code == 1 and "-t toy has no C header" in res.output
+    # a compile option's default is never passed (ToySpec.compile takes no keyword for it);
+    # a value the target does not list is refused before compile runs
+    res = kcc("compile", str(SAXPY), "-t", "toy", "--fp-contract=off", "-o",
+              str(tmp_path / "k"), "--no-manifest")
+    assert res.exit_code == 0, res.output
+    res = kcc("compile", str(SAXPY), "-t", "toy", "--fp-contract=fast", "-o",
+              str(tmp_path / "k2"))
+    assert res.exit_code == 1 and "-t toy does not compile --fp-contract=fast" in res.output
 
 
 def test_cli_disassembles_with_a_registered_target(toy, tmp_path: Path) -> None:

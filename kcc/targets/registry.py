@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, TextIO
+from types import MappingProxyType
+from typing import Any, Mapping, TextIO
 
 # name → module defining TARGET; the order is the order `kcc targets` and --help list them
 BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda",
@@ -43,6 +44,30 @@ class Emit:
     loadable: bool
 
 
+@dataclass(frozen=True)
+class CompileOption:
+    """A compile option any target may accept: the flag `kcc compile` takes (`--fp-contract`),
+    the keyword `TargetSpec.compile` receives it as, and its values; the first value is the
+    default, which every target compiles (and is never passed: a target that takes no options
+    needs no keyword)."""
+
+    flag: str
+    keyword: str
+    values: tuple[str, ...]
+    help: str
+
+
+# the compile options the CLI offers; each target says which non-default values it compiles
+# (TargetSpec.options), so the CLI never asks which target it drives
+OPTIONS: tuple[CompileOption, ...] = (
+    CompileOption("--fp-contract", "fp_contract", ("off", "fast"),
+                  "Float multiply-add contraction, as clang's -ffp-contract: off (the default) "
+                  "computes every MUL and ADD as written (docs/semantics.md); fast fuses a MUL "
+                  "feeding an ADD into one fused multiply-add (targets that list it in `kcc "
+                  "targets`)."),
+)
+
+
 @dataclass
 class Compiled:
     """What `TargetSpec.compile` returns: the output bytes, one KernelDesc per kernel (the
@@ -63,6 +88,8 @@ class TargetSpec:
     default_arch: str = ""
     emits: tuple[Emit, ...] = ()          # the first is the default
     lists: str = ""                       # what `kcc disasm` lists, e.g. "an x86-64 ELF object"
+    # CompileOption keyword → the values beyond its default this target compiles
+    options: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
     @property
     def default_emit(self) -> str:
@@ -83,10 +110,29 @@ class TargetSpec:
             raise CompileError(f"unknown {self.name} --arch {arch!r} (choose from "
                                f"{', '.join(self.arches)})")
 
+    def compile_options(self, given: dict[str, str]) -> dict[str, str]:
+        """The keywords to pass to compile for options given by keyword (a default value is
+        left out); CompileError for a value this target does not compile."""
+        kw = {}
+        for opt in OPTIONS:
+            value = given.get(opt.keyword, opt.values[0])
+            if value not in opt.values:
+                raise CompileError(f"{opt.flag} is {' or '.join(opt.values)}, not {value!r}")
+            if value == opt.values[0]:
+                continue
+            if value not in self.options.get(opt.keyword, ()):
+                able = [t.name for t in all_targets() if value in t.options.get(opt.keyword, ())]
+                also = "".join(f"; -t {n} does" for n in able[:1])
+                raise CompileError(f"-t {self.name} does not compile {opt.flag}={value} (only "
+                                   f"{opt.flag}={opt.values[0]}){also}")
+            kw[opt.keyword] = value
+        return kw
+
     def compile(self, sinks: list[Any], arch: str, emit: str, dump_after: str | None = None,
-                out: TextIO | None = None) -> Compiled:
+                out: TextIO | None = None, **options: str) -> Compiled:
         """Compile kernel graphs (one object, one symbol each); CompileError for a kernel the
-        target refuses on purpose, any other exception is an internal error."""
+        target refuses on purpose, any other exception is an internal error. options: the
+        non-default compile options (`OPTIONS`) among those the target lists in `options`."""
         raise NotImplementedError
 
     def launch(self, data: bytes, desc: Any, values: list[Any]) -> None:

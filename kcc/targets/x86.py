@@ -595,13 +595,14 @@ class X86Spec(TargetSpec):
     default_arch = "x86-64-v3"
     emits = (Emit("obj", ".o", True), Emit("asm", ".s", False))
     lists = "an x86-64 ELF object"
+    options = MappingProxyType({"fp_contract": ("fast",)})
 
     def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
-                out: Any = None) -> Compiled:
+                out: Any = None, fp_contract: str = "off") -> Compiled:
         self.check_arch(arch)
         self.emit(emit)
         try:
-            data, descs = compile_x86(sinks, arch, emit, dump_after, out)
+            data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract)
         except SelectError as e:
             raise CompileError(str(e)) from None
         if descs:       # "native" is recorded as the arch it resolved to
