@@ -235,6 +235,9 @@ def test_a_fortran_order_array_of_the_right_size_runs(built: Path) -> None:
     (["fmt", "-i", "-"], (2,)),
     (["fmt", "/"], (1,)),
     (["targets", "extra"], (2,)),
+    (["compile", "--help"], (0,)),
+    (["run", "--help"], (0,)),
+    (["compile", str(SAXPY), "-t", "x86", "--fp-contract", "on"], (2,)),
 ])
 def test_odd_command_lines(argv: list[str], codes: tuple[int, ...]) -> None:
     clean(kcc(*argv), codes)
