@@ -10,6 +10,10 @@
 
 A bad input file is reported as `path:line:col: error: message` with the line and a caret, and
 the command exits with status 1; it never shows a Python traceback.
+
+Start-up is kept small: this module imports click, the registry's names and the error type;
+the parser, the passes, a target and numpy are imported by the commands that use them
+(`kcc --version` imports none of them: tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -17,27 +21,38 @@ from __future__ import annotations
 import os
 import re
 import sys
-from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kcc.frontend.errors import SourceError
-from kcc.frontend.lexer import decode_source
-from kcc.frontend.parser import ParseResult, parse_result, read_source
-from kcc.frontend.printer import format_uop, leading_comments
 from kcc.targets import registry
+
+if TYPE_CHECKING:
+    from kcc.frontend.parser import ParseResult
 
 
 def _version() -> str:
+    from importlib import metadata
     try:
         return metadata.version("kcc")
     except metadata.PackageNotFoundError:
         return "unknown"
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--version: the installed package's version, read only when asked (start-up)."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"kcc, version {_version()}")
+    ctx.exit()
+
+
 def load(path: str) -> tuple[ParseResult, str]:
     """Read, parse and verify a `.uop` file (`-` is stdin); returns the result and the text."""
+    from kcc.frontend.lexer import decode_source
+    from kcc.frontend.parser import parse_result, read_source
     if path == "-":
         data, name = sys.stdin.buffer.read(), "<stdin>"
     else:
@@ -51,7 +66,8 @@ def _fail(err: SourceError) -> None:
 
 
 @click.group()
-@click.version_option(_version(), "--version", prog_name="kcc")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 def main() -> None:
     """kcc: an ahead-of-time kernel compiler for .uop graphs."""
 
@@ -85,6 +101,7 @@ def fmt(file: str, in_place: bool) -> None:
     except SourceError as e:
         _fail(e)
         sys.exit(1)
+    from kcc.frontend.printer import format_uop, leading_comments
     out = format_uop(res.sink, leading_comments(text))
     if not in_place:
         click.echo(out, nl=False)

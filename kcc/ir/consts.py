@@ -13,11 +13,10 @@ so a strong constant is a constant wherever the format asks for one.
 
 from __future__ import annotations
 
+import math
+import struct
 from typing import Any
 
-import numpy as np
-
-from kcc.ir import numerics as nm
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
@@ -34,10 +33,45 @@ def literal_value(v: int | float | bool, dt: DType) -> int | float | bool:
     return _convert(v, src, dt)
 
 
+def _wrap(v: int, dt: DType) -> int:
+    """Integer v modulo 2**bits in integer dtype dt's range (weakint: 64 bits, signed)."""
+    bits = 64 if dt.is_weak else dt.bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dt.is_signed and v >> (bits - 1) else v
+
+
+def round_float(v: float, dt: DType) -> float | None:
+    """Python float v rounded once (to nearest even) to float32/float64 dt, ±inf past its
+    range, without numpy; None for another dtype, a NaN, or a value Python's struct cannot
+    round (the caller then asks kcc.ir.numerics). tests/test_startup.py checks it agrees."""
+    if dt == dtypes.float64 or (dt == dtypes.float32 and math.isinf(v)):
+        return v
+    if dt != dtypes.float32 or math.isnan(v):
+        return None
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:           # rounds past float32's largest value: numpy gives inf
+        return None
+
+
 def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool:
     """Value v of dtype src (weak or strong) converted to dt, as the interpreter does it."""
     if src == dt:
         return v
+    if (src.is_int or src.is_bool) and (dt.is_int or dt.is_bool) and isinstance(v, int):
+        # integers and bools: the interpreter's casts keep the low bits (bool: != 0), which
+        # Python's integers compute without numpy (kcc's start-up imports no numpy for it;
+        # tests/test_startup.py checks this against kcc.ir.numerics)
+        x = int(v) if src.is_bool else _wrap(v, src)
+        return x != 0 if dt.is_bool else _wrap(x, dt)
+    if dt.is_float and not isinstance(v, bool) and (
+            (src.is_float and src != dtypes.bfloat16) or (src.is_int and abs(v) <= 1 << 53)):
+        r = round_float(float(v), dt)      # every such value is exact in float64 first
+        if r is not None:
+            return r
+    import numpy as np
+
+    from kcc.ir import numerics as nm
     with np.errstate(all="ignore"):      # overflow to inf is the defined result here
         c = nm.cast(nm.const_array(v, src), src, dt)
     if dt.is_bool:

@@ -7,8 +7,10 @@ A dtype is a scalar element type; vectors are a shape on the node, not a dtype. 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:          # numpy is imported when a dtype's .np is first asked (start-up)
+    import numpy as np
 
 
 @dataclass(frozen=True, eq=True)
@@ -51,6 +53,7 @@ class DType:
     @property
     def np(self) -> np.dtype:
         """The numpy dtype with the same bits (bfloat16 is carried as its uint16 bit pattern)."""
+        import numpy as np
         return np.dtype(_NP[self.name])
 
     def min(self) -> int | float:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
@@ -103,6 +101,7 @@ def const_bytes(v: int | float | bool, dt: DType) -> bytes:
     # v is already rounded to the half dtype (commit_const), so these conversions are exact;
     # before this, int(v) truncated a float16/bfloat16 constant (-0.0 became +0.0, 1.5 became 1)
     if dt == dtypes.float16:
+        import numpy as np          # a float16 constant only (start-up stays small)
         return np.float16(v).tobytes()
     if dt == dtypes.bfloat16:
         return struct.pack("<f", v)[2:]          # the high half of the float32

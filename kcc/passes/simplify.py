@@ -22,9 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, round_float
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
@@ -50,6 +48,10 @@ def _to_float(v: int | float, dt: DType) -> float | None:
         return None
     if isinstance(v, int) and abs(v) > 1 << 53:
         return None    # numpy would round through float64 first: double rounding
+    r = round_float(float(v), dt)  # exact in float64 first: a float, or an int of <= 53 bits
+    if r is not None:
+        return r
+    import numpy as np             # only such a fold needs it (kcc's start-up stays small)
     with np.errstate(all="ignore"):
         return float(dt.np.type(v))
 
@@ -130,6 +132,7 @@ def _float_op(op: Ops, a: list[float], dt: DType) -> float | bool | None:
     """A float op in dtype dt (float16 computes in float32 and rounds once)."""
     if op in _NO_FOLD_FLOAT or dt == dtypes.bfloat16:
         return None
+    import numpy as np
     work = np.float32 if dt == dtypes.float16 else dt.np.type
     x = [work(v) for v in a]
     with np.errstate(all="ignore"):

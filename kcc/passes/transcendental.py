@@ -7,11 +7,10 @@ same results. Polynomial coefficients are Taylor coefficients computed here with
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from decimal import Decimal, getcontext
 from fractions import Fraction
-
-import numpy as np
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
@@ -32,6 +31,20 @@ class FloatFormat:
 F32 = FloatFormat(dtypes.float32, dtypes.int32, 23, 127, -126)
 F64 = FloatFormat(dtypes.float64, dtypes.int64, 52, 1023, -1022)
 FORMATS = {dtypes.float32: F32, dtypes.float64: F64}
+_STRUCT = {dtypes.float32: ("<f", "<i"), dtypes.float64: ("<d", "<q")}
+
+
+def _float_bits(v: float, dt: DType) -> int:
+    """The bits of v (a value of float32/float64 dt, so packing rounds nothing) as a signed
+    integer of the same width, as BITCAST reads them."""
+    f, i = _STRUCT[dt]
+    return struct.unpack(i, struct.pack(f, v))[0]
+
+
+def _bits_float(bits: int, dt: DType) -> float:
+    """The float32/float64 value whose bits are the signed integer bits."""
+    f, i = _STRUCT[dt]
+    return struct.unpack(f, struct.pack(i, bits))[0]
 
 
 def _round(v: Decimal | Fraction | float, dt: DType) -> float:
@@ -88,13 +101,12 @@ class _B:
         """An integer-valued float (|k| < 2**(mant-1)) as the same-width int, with no CAST
         (vector float64 → int64 conversion needs AVX-512): the low bits of k + magic."""
         m = self.magic()
-        return self.sub(self.bits(self.add(k, self.c(m))),
-                        self.ci(int(np.array(m, self.dt.np).view(self.f.itype.np))))
+        return self.sub(self.bits(self.add(k, self.c(m))), self.ci(_float_bits(m, self.dt)))
 
     def to_float(self, i: UOp) -> UOp:
         """A small int (|i| < 2**(mant-1)) as a float, the inverse of to_int."""
         m = self.magic()
-        mbits = int(np.array(m, self.dt.np).view(self.f.itype.np))
+        mbits = _float_bits(m, self.dt)
         return self.sub(self.from_bits(self.add(i, self.ci(mbits))), self.c(m))
 
     @staticmethod
@@ -205,8 +217,8 @@ def log2(x: UOp) -> UOp:
     lo = b.add(b.sub(b.sub(f, hi), hfsq), b.mul(s, b.add(hfsq, r)))
     inv_ln2 = 1 / _dec(2).ln()
     ih = _round(inv_ln2, dt)
-    ih_bits = int(np.array(ih, dt.np).view(it.np)) & -(1 << clear)
-    ivln2hi = float(np.array(ih_bits, it.np).view(dt.np))
+    ih_bits = _float_bits(ih, dt) & -(1 << clear)
+    ivln2hi = _bits_float(ih_bits, dt)
     ivln2lo = _round(inv_ln2 - Decimal(ivln2hi), dt)
     val_hi = b.mul(hi, b.c(ivln2hi))
     val_lo = b.add(b.mul(b.add(lo, hi), b.c(ivln2lo)), b.mul(lo, b.c(ivln2hi)))

@@ -12,9 +12,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling needs none)
+    import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import toposort
@@ -284,6 +285,7 @@ def check_launch(desc: KernelDesc, args: list[Any]) -> list[Any]:
     Buffers become C-contiguous flat numpy views of the caller's arrays (the kernel writes
     into them); scalars become numpy scalars of the declared dtype. Nothing is launched here.
     """
+    import numpy as np
     if len(args) != len(desc.args):
         raise LaunchError(f"kernel {desc.name} takes {len(desc.args)} arguments, got {len(args)}")
     out: list[Any] = []
@@ -309,6 +311,7 @@ def check_launch(desc: KernelDesc, args: list[Any]) -> list[Any]:
 
 
 def _check_scalar(a: ArgDesc, v: Any, label: str, want: np.dtype) -> Any:
+    import numpy as np
     if isinstance(v, np.ndarray):
         if v.size != 1:
             raise LaunchError(f"{label}: expected a {a.dtype} scalar, got an array")

@@ -23,8 +23,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from kcc.encode.x86 import Assembler, format_intel
 from kcc.encode.x86 import Imm as XImm
 from kcc.encode.x86 import Label as XLabel
@@ -41,7 +39,6 @@ from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
-from kcc.regalloc.checker import check_allocation
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
                              write_relocatable)
@@ -408,6 +405,7 @@ class X86Target:
         if self.check_alloc:
             # the independent checker re-executes the allocation symbolically (tests turn
             # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
+            from kcc.regalloc.checker import check_allocation
             check_allocation(s.fn, fn, info)
         return Selected(fn, s.locals_bytes, s.desc)
 
@@ -487,6 +485,7 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
         if a.kind == "buffer":
             base.append(v.ctypes.data)
         elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
+            import numpy as np
             base.append(int(np.float16(v).view(np.uint16)))
         else:
             base.append(v.item())
