@@ -1,0 +1,79 @@
+"""Benchmark: kcc's process start-up, against a bare Python in the same run.
+
+    python bench/startup.py [--runs 21] [--also DIR] [FILE]   # FILE: examples/saxpy.uop
+
+Runs, interleaved round-robin, `python -c pass` (the floor every `kcc` process pays),
+`kcc --version` and `kcc compile FILE -t x86` (object and manifest into a temporary folder),
+each as a fresh process (`python -m kcc.cli`, this checkout first on PYTHONPATH). Prints the
+median and the minimum wall time of each, its median CPU time (user + system, steadier than wall
+time on a loaded host), and kcc's wall time above the bare interpreter. Bytecode
+is cached under a temporary PYTHONPYCACHEPREFIX (warmed first) even where
+PYTHONDONTWRITEBYTECODE is set, so the numbers are those of an installed kcc, not of
+recompiling every module. `--also DIR` adds the same two kcc rows for another checkout of kcc
+(e.g. `git worktree add /tmp/before <commit>`), interleaved in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", nargs="?", type=Path, default=REPO / "examples" / "saxpy.uop")
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--also", type=Path, help="another kcc checkout to time in the same run")
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kcc-startup-"))
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    py = [sys.executable]
+    cmds: dict[str, tuple[list[str], dict[str, str]]] = {"python -c pass": (py + ["-c", "pass"],
+                                                                            base_env)}
+    for i, tree in enumerate([REPO] + ([a.also.resolve()] if a.also else [])):
+        env = dict(base_env, PYTHONPATH=os.pathsep.join(
+            [str(tree), base_env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            PYTHONPYCACHEPREFIX=str(tmp / f"pyc{i}"))
+        tag = "" if tree == REPO else f" ({tree})"
+        cmds[f"kcc --version{tag}"] = (py + ["-m", "kcc.cli", "--version"], env)
+        cmds[f"kcc compile {a.file.name} -t x86{tag}"] = (
+            py + ["-m", "kcc.cli", "compile", str(a.file.resolve()), "-t", "x86", "-o",
+                  str(tmp / f"k{i}.o")], env)
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(2):                      # warm the bytecode cache and the page cache
+        for c, env in cmds.values():
+            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True)
+    for _ in range(a.runs):
+        for k, (c, env) in cmds.items():
+            r0, t0 = _child_cpu(), time.perf_counter()
+            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True)
+            times[k].append((time.perf_counter() - t0) * 1e3)
+            cpu[k].append((_child_cpu() - r0) * 1e3)
+    base = statistics.median(times["python -c pass"])
+    print(f"| process ({a.runs} runs, interleaved) | median ms | min ms | CPU ms (median) | "
+          "median above `python -c pass` |")
+    print("|---|---|---|---|---|")
+    for k, ts in times.items():
+        above = "–" if k.startswith("python") else f"{statistics.median(ts) - base:.0f} ms"
+        print(f"| `{k}` | {statistics.median(ts):.0f} | {min(ts):.0f} | "
+              f"{statistics.median(cpu[k]):.0f} | {above} |")
+
+
+def _child_cpu() -> float:
+    """User + system seconds of the finished child processes so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+if __name__ == "__main__":
+    main()
