@@ -57,6 +57,12 @@ class Ops(enum.Enum):
     MULACC = enum.auto()
     WMMA = enum.auto()
 
+    # Members are singletons compared by identity, so the identity hash is a valid one; Enum's
+    # own __hash__ (hash of the name) is a Python call, and every op-set test and hash-consing
+    # lookup of a node hashes an op (kcc's compile time). Order of a set of ops was never
+    # fixed either way (str hashes are randomized per process).
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 

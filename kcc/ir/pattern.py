@@ -98,13 +98,16 @@ class PatternMatcher:
             for op in (pat.op or [None]):
                 self._by_op.setdefault(op, []).append((pat, fn, wants_ctx))
         self._any = self._by_op.pop(None, [])
+        # per op, its rules then the any-op rules, built once (rewrite runs per node visited)
+        self._rules_for: dict[Ops, list[tuple[UPat, Callable, bool]]] = {
+            op: rs + self._any for op, rs in self._by_op.items()}
 
     def __add__(self, other: "PatternMatcher") -> "PatternMatcher":
         return PatternMatcher(self.rules + other.rules)
 
     def rewrite(self, n: UOp, ctx: Any = None) -> UOp | None:
         """The first rule's replacement for n, or None."""
-        for pat, fn, wants_ctx in self._by_op.get(n.op, []) + self._any:
+        for pat, fn, wants_ctx in self._rules_for.get(n.op, self._any):
             store: dict[str, UOp] = {}
             if pat.match(n, store):
                 r = fn(ctx, **store) if wants_ctx else fn(**store)

@@ -83,7 +83,8 @@ def argkey(arg: Any) -> Any:
 class UOp:
     """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
-    __slots__ = ("op", "src", "arg", "tag", "_utype", "__weakref__")
+    # _verified: what the verifier concluded from this node's subgraph (kcc/passes/verify.py)
+    __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "__weakref__")
     _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
 
     op: Ops
@@ -103,6 +104,7 @@ class UOp:
         object.__setattr__(node, "arg", arg)
         object.__setattr__(node, "tag", tag)
         object.__setattr__(node, "_utype", None)
+        object.__setattr__(node, "_verified", None)
         UOp._cache[key] = node
         return node
 
@@ -176,20 +178,22 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
 
     With `descend`, a src is visited (and walked through) only when descend(src) is true."""
     out: list[UOp] = []
-    seen: set[int] = set()
+    # UOp hashes and compares by identity (hash-consed), so the set holds the nodes themselves;
+    # each stack frame resumes its srcs' iterator where it left off (the same DFS order as
+    # indexing, without rebuilding a frame per src)
+    seen: set[UOp] = set()
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
-        stack: list[tuple[UOp, int]] = [(root, 0)]
-        seen.add(id(root))
+        seen.add(root)
+        stack: list[tuple[UOp, Iterator[UOp]]] = [(root, iter(root.src))]
         while stack:
-            node, i = stack[-1]
-            if i < len(node.src):
-                stack[-1] = (node, i + 1)
-                s = node.src[i]
-                if id(s) not in seen and (descend is None or descend(s)):
-                    seen.add(id(s))
-                    stack.append((s, 0))
+            node, srcs = stack[-1]
+            for s in srcs:
+                if s not in seen and (descend is None or descend(s)):
+                    seen.add(s)
+                    stack.append((s, iter(s.src)))
+                    break
             else:
                 stack.pop()
                 out.append(node)

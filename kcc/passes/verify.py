@@ -16,6 +16,14 @@ at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where
 - a RANGE bound is built only from constants and scalar integer PARAMs (so loop bounds are
   known at launch); a SPECIAL bound is an integer constant or an integer expression of scalar
   PARAMs (evaluated at launch), and two SPECIALs of one name agree on it.
+
+The pipeline verifies after every pass, and a pass leaves most of the graph as it was: nodes
+are immutable and hash-consed, so what a node's own rules and its subgraph decide (its type,
+its srcs being effects, a RANGE or SPECIAL bound, the loops it is inside and after, whether it
+may be in a RANGE bound) is computed once and kept on the node (`UOp._verified`). Each call
+still walks the whole graph for the rules over all nodes (slots, one END per RANGE, SPECIAL
+bounds agreeing, one SINK, no loop open at the SINK), in the same order, so the first broken
+rule is the same one a fresh walk finds.
 """
 
 from __future__ import annotations
@@ -67,42 +75,64 @@ class _Walk:
         self.closers: dict[UOp, UOp] = {}               # RANGE -> the END that closes it
         self.ranges: list[UOp] = []
         self.special_bound: dict[str, UOp] = {}
-        self.static: set[UOp] = set()                   # nodes usable in a RANGE bound
-        # per node: RANGEs whose loop it is inside (open) / after (closed)
-        self.open: dict[UOp, frozenset[UOp]] = {}
-        self.closed: dict[UOp, frozenset[UOp]] = {}
 
     def run(self, order: list[UOp]) -> None:
         for n in order:
-            try:
-                n.utype
-            except IRError as e:
-                raise VerifyError(e.msg, n, e.src_index) from None
-            self._node(n)
-            self._scope(n)
+            # n._verified: (RANGEs whose loop n is inside, RANGEs n is after, whether n may be
+            # in a RANGE bound), set once n's own rules held; srcs come first in the order
+            fresh = n._verified is None
+            if fresh:
+                try:
+                    n.utype
+                except IRError as e:
+                    raise VerifyError(e.msg, n, e.src_index) from None
+            static = self._node(n, fresh)
+            if fresh:
+                object.__setattr__(n, "_verified", (*self._scope(n), static))
+            if n is self.sink and n._verified[0]:
+                # Every node is reachable from the SINK, so an END of this range would have put
+                # it in `closed` and failed in _scope: an open range at the SINK has no END.
+                r = min(n._verified[0], key=lambda x: self.ranges.index(x))
+                raise VerifyError("this RANGE is never closed by an END", r)
         self._slots()
         for r in self.ranges:
             if r not in self.closers:
                 raise VerifyError("this RANGE is never closed by an END", r)
 
-    def _node(self, n: UOp) -> None:
+    def _node(self, n: UOp, fresh: bool) -> bool:
+        """The rules at n (its own only when fresh, the graph-wide ones always, in the order a
+        fresh walk checks them); returns whether n may be in a RANGE bound."""
         op = n.op
         if op is Ops.SINK and n is not self.sink:
             raise VerifyError("a second SINK inside the graph: the SINK is the root only", n)
         if op is Ops.PARAM:
             self.params.append(n)
-            if n.arg.addrspace is AddrSpace.ALU and n.dtype.is_int:
-                self.static.add(n)
         elif op is Ops.BUFFER:
             prev = self.buffer_slots.setdefault((n.arg.addrspace, n.arg.slot), n)
             if prev is not n:
                 raise VerifyError(f"BUFFER slot {n.arg.slot} is used by two BUFFERs (in "
                                   f"{n.arg.addrspace.name})", n, related=prev)
-        elif op is Ops.CONST:
-            self.static.add(n)
-        elif op in _BOUND_OPS and all(s in self.static for s in n.src):
-            self.static.add(n)
-        elif op is Ops.SINK:
+        elif op is Ops.END:
+            self._end(n, fresh)
+        elif op is Ops.RANGE:
+            self.ranges.append(n)
+            if fresh and not n.src[0]._verified[2]:
+                raise VerifyError("a RANGE bound is built only from constants and scalar "
+                                  "integer PARAMs (addrspace=ALU)", n, 0)
+        elif op is Ops.SPECIAL:
+            self._special(n, fresh)
+        elif fresh:
+            self._effects(n)
+        if not fresh:
+            return n._verified[2]
+        if op is Ops.PARAM:
+            return n.arg.addrspace is AddrSpace.ALU and n.dtype.is_int
+        return op is Ops.CONST or (op in _BOUND_OPS and all(s._verified[2] for s in n.src))
+
+    def _effects(self, n: UOp) -> None:
+        """A SINK's srcs are effects or PARAMs, a GROUP's effects."""
+        op = n.op
+        if op is Ops.SINK:
             for i, s in enumerate(n.src):
                 if s.kind != "void" and s.op is not Ops.PARAM:
                     raise VerifyError(f"the SINK's srcs are effects; this {s.op.name} value "
@@ -112,28 +142,23 @@ class _Walk:
                 if s.kind != "void":
                     raise VerifyError(f"a GROUP's srcs are effects; this {s.op.name} value is "
                                       "never used", n, i)
-        elif op is Ops.END:
-            self._end(n)
-        elif op is Ops.RANGE:
-            self.ranges.append(n)
-            if n.src[0] not in self.static:
-                raise VerifyError("a RANGE bound is built only from constants and scalar "
-                                  "integer PARAMs (addrspace=ALU)", n, 0)
-        elif op is Ops.SPECIAL:
+
+    def _special(self, n: UOp, fresh: bool) -> None:
+        if fresh:
             bad = launch_expr_problem(n.src[0])
             if bad is not None:
                 raise VerifyError(bad[1], n, 0, related=bad[0] if bad[0] is not n.src[0]
                                   else None)
-            prev = self.special_bound.setdefault(n.arg, n)
-            same = prev.src[0] is n.src[0] or (
-                const_int(prev.src[0]) is not None
-                and const_int(prev.src[0]) == const_int(n.src[0]))
-            if not same:
-                raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
-                                  f"{_bound(prev)} elsewhere", n, 0, related=prev)
+        prev = self.special_bound.setdefault(n.arg, n)
+        same = prev.src[0] is n.src[0] or (
+            const_int(prev.src[0]) is not None
+            and const_int(prev.src[0]) == const_int(n.src[0]))
+        if not same:
+            raise VerifyError(f"SPECIAL {n.arg!r} has bound {_bound(n)} here but "
+                              f"{_bound(prev)} elsewhere", n, 0, related=prev)
 
-    def _end(self, n: UOp) -> None:
-        if n.src[0].kind != "void":
+    def _end(self, n: UOp, fresh: bool) -> None:
+        if fresh and n.src[0].kind != "void":
             raise VerifyError(f"an END's body is an effect; this {n.src[0].op.name} value is "
                               "never used", n, 0)
         for i, r in enumerate(n.src[1:], 1):
@@ -142,10 +167,10 @@ class _Walk:
                 raise VerifyError("this RANGE is closed by more than one END", n, i,
                                   related=r)
 
-    def _scope(self, n: UOp) -> None:
-        """Propagate the open and closed RANGE sets to n; they may not meet."""
-        opened = _union([self.open[s] for s in n.src])
-        closed = _union([self.closed[s] for s in n.src])
+    def _scope(self, n: UOp) -> tuple[frozenset[UOp], frozenset[UOp]]:
+        """The open and closed RANGE sets of n, from its srcs'; they may not meet."""
+        opened = _union([s._verified[0] for s in n.src])
+        closed = _union([s._verified[1] for s in n.src])
         if n.op is Ops.RANGE:
             opened = opened | {n}
         elif n.op is Ops.END:
@@ -157,13 +182,7 @@ class _Walk:
             r = min(both, key=lambda x: self.ranges.index(x))
             raise VerifyError("this node depends on a RANGE both inside its loop and after "
                               "the END that closes it", n, related=r)
-        if n is self.sink and opened:
-            # Every node is reachable from the SINK, so an END of this range would have put it
-            # in `closed` and failed above: an open range at the SINK has no END at all.
-            r = min(opened, key=lambda x: self.ranges.index(x))
-            raise VerifyError("this RANGE is never closed by an END", r)
-        self.open[n] = opened
-        self.closed[n] = closed
+        return opened, closed
 
     def _slots(self) -> None:
         by_slot: dict[int, UOp] = {}
