@@ -174,3 +174,45 @@ def test_long_chain_is_iterative() -> None:
     for _ in range(50_000):
         x = UOp(Ops.ADD, (x, c(1.0)))
     verify(sink(end(store(out, i, x), i)))
+
+
+# -- verifying again: what a node's subgraph decided is kept on it (UOp._verified), the rules
+# over the whole graph are checked on every call ------------------------------------------------
+
+def test_graph_wide_rules_hold_over_parts_verified_before() -> None:
+    a, b, i = param(0), param(0, size=8), rng(16)
+    body_a, body_b = end(store(a, i, c(1.0)), i), store(b, c(0), c(2.0))
+    verify(sink(body_a))
+    verify(sink(body_b))
+    e = refused(sink(body_a, body_b), "PARAM slot 0 is used by two PARAMs")
+    assert {e.node, e.related} == {a, b}
+    # the same RANGE closed in two kernels that were each fine: two ENDs in one graph
+    j = rng(4, 1)
+    e1, e2 = end(store(a, j, c(1.0)), j), end(store(a, j, c(3.0)), j)
+    verify(sink(e1))
+    verify(sink(e2))
+    refused(sink(e1, e2), "closed by more than one END")
+
+
+def test_an_open_loop_is_refused_at_a_sink_after_its_nodes_were_verified() -> None:
+    out, i = param(0), rng(16)
+    st = store(out, i, c(1.0))
+    verify(sink(end(st, i)))
+    e = refused(sink(st), "never closed by an END")
+    assert e.node is i
+
+
+def test_a_refused_node_is_refused_again() -> None:
+    out, i = param(0), rng(16)
+    bad = UOp(Ops.GROUP, (UOp(Ops.ADD, (i, c(1))),))
+    for _ in range(2):
+        refused(sink(end(UOp(Ops.GROUP, (store(out, i, c(1.0)), bad)), i)), "GROUP's srcs")
+
+
+def test_special_bounds_must_agree_across_verified_parts() -> None:
+    out = param(0)
+    g4, g8 = UOp(Ops.SPECIAL, (c(4),), "gidx0"), UOp(Ops.SPECIAL, (c(8),), "gidx0")
+    s4, s8 = store(out, g4, c(1.0)), store(out, g8, c(1.0))
+    verify(sink(s4))
+    verify(sink(s8))
+    refused(sink(s4, s8), "SPECIAL 'gidx0' has bound")
