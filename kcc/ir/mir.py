@@ -64,6 +64,8 @@ class Role(enum.Flag):
     DEF = 1
     USE = 2
 
+    __hash__ = object.__hash__      # identity, as Enum's ==; a C call (see kcc.ir.ops.Ops)
+
 
 _WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 _READS = frozenset({Role.USE, Role.DEF | Role.USE})
@@ -129,6 +131,8 @@ class Kind(enum.Enum):
     MOVE = "move"
     SPILL = "spill"
     FILL = "fill"
+
+    __hash__ = object.__hash__      # identity, as Enum's ==; a C call (see kcc.ir.ops.Ops)
 
 
 #: kinds that only the register allocator creates

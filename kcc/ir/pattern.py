@@ -142,7 +142,8 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
             stack.extend((s, 0, None) for s in reversed(n.src) if s not in done)
         elif stage == 1:
             new_src = tuple(done[s] for s in n.src)
-            x = n if all(a is b for a, b in zip(new_src, n.src)) else n.replace(src=new_src)
+            # tuples of UOps compare element by element by identity (UOp defines no ==)
+            x = n if new_src == n.src else n.replace(src=new_src)
             if x is not n and not bottom_up:
                 stack.append((n, 2, x))
                 stack.append((x, 0, None))

@@ -368,6 +368,8 @@ def keep_params(before: UOp, after: UOp) -> UOp:
     """`after` with every PARAM of `before` that a rewrite dropped (x*0 → 0 can drop the last
     use of a scalar argument) appended to its SINK: an argument keeps its slot, so the slots
     still run 0..n-1 (the verifier's rule) and the kernel's signature does not change."""
+    if after is before:             # a pass that changed nothing (no walk: compile time)
+        return after
     have = {u for u in after.toposort() if u.op is Ops.PARAM}
     lost = sorted((u for u in before.toposort() if u.op is Ops.PARAM and u not in have),
                   key=lambda u: u.arg.slot)
