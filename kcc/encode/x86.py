@@ -481,8 +481,12 @@ class Assembler:
             if row is not None and is_branch(row.form):
                 if ops[0].name not in self._labels:
                     raise EncodeError(f"branch to undefined label {ops[0].name!r}")
+        # only a branch's bytes depend on `long`: every other item is encoded once
+        fixed = [None if row is not None and is_branch(row.form) else self._encode_item(i, long)
+                 for i, (_, row, _) in enumerate(self._items)]
         while True:                      # sizes only grow, so this reaches a fixed point
-            encoded = [self._encode_item(i, long) for i in range(len(self._items))]
+            encoded = [f if f is not None else self._encode_item(i, long)
+                       for i, f in enumerate(fixed)]
             addr = [0]
             for b, _ in encoded:
                 addr.append(addr[-1] + len(b))

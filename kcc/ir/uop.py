@@ -131,16 +131,17 @@ class UOp:
     @property
     def dtype(self) -> DType | None:
         """The element dtype, or None for a void node (STORE, END, SINK …)."""
-        return self.utype.dtype
+        # the cached type read directly: these three are asked per node by every pass
+        return (self._utype or self.utype).dtype
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.utype.shape
+        return (self._utype or self.utype).shape
 
     @property
     def kind(self) -> str:
         """"value", "place" (INDEX/SHRINK of a buffer), "buffer" or "void"."""
-        return self.utype.kind
+        return (self._utype or self.utype).kind
 
     # -- building ----------------------------------------------------------------------------
     def replace(self, **kw: Any) -> "UOp":
