@@ -1,7 +1,7 @@
 """Benchmark: kcc's x86 code against clang -O2 on tinygrad's own kernels.
 
     python bench/tinygrad_x86.py [--reps 15] [--only add,matmul] [--arch native]
-                                 [--fp-contract off|fast|both]
+                                 [--fp-contract off|fast|both] [--capture-dir DIR]
 
 Each workload runs once in tinygrad (DEV=CPU, its default clang path) inside
 `kcc.tinygrad.capture`, which writes every kernel as `.uop` with its arguments' values. For each
@@ -293,6 +293,9 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--arch", default="native")
     ap.add_argument("--fp-contract", default="off", choices=("off", "fast", "both"))
+    ap.add_argument("--capture-dir", type=Path, help="keep the captured kernels here "
+                    "(DIR/WORKLOAD/k000_NAME.uop, for bench/compile_time.py) instead of a "
+                    "temporary folder")
     opt = ap.parse_args()
     try:
         import kcc.tinygrad  # noqa: F401
@@ -301,7 +304,7 @@ def main() -> None:
     names = [n for n in opt.only.split(",") if n]
     contracts = ["off", "fast"] if opt.fp_contract == "both" else [opt.fp_contract]
     with tempfile.TemporaryDirectory() as tmp:
-        kernels = capture(names, Path(tmp))
+        kernels = capture(names, opt.capture_dir or Path(tmp))
         rows = []
         for contract in contracts:
             for k0 in kernels:

@@ -75,10 +75,13 @@ class UPat:
             return True
         if len(n.src) < len(self.src) or (not self.rest and len(n.src) != len(self.src)):
             return False
-        orders = [n.src]
-        if self.commutative and len(n.src) == 2:
-            orders.append((n.src[1], n.src[0]))
-        for srcs in orders:
+        if not self.commutative or len(n.src) != 2:
+            # one order: match into store directly (a failure may leave partial captures)
+            for p, s in zip(self.src, n.src):
+                if not p.match(s, store):
+                    return False
+            return True
+        for srcs in (n.src, (n.src[1], n.src[0])):
             trial = dict(store)
             if all(p.match(s, trial) for p, s in zip(self.src, srcs)):
                 store.update(trial)
