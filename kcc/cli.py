@@ -33,19 +33,12 @@ if TYPE_CHECKING:
     from kcc.frontend.parser import ParseResult
 
 
-def _version() -> str:
-    from importlib import metadata
-    try:
-        return metadata.version("kcc")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """--version: the installed package's version, read only when asked (start-up)."""
+    """--version: kcc.__version__ (which pyproject.toml's version is read from)."""
     if not value or ctx.resilient_parsing:
         return
-    click.echo(f"kcc, version {_version()}")
+    from kcc import __version__
+    click.echo(f"kcc, version {__version__}")
     ctx.exit()
 
 

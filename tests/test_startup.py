@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -118,3 +119,16 @@ def test_float_rounding_without_numpy_matches_numerics(v: float, src, dt) -> Non
 def test_int_to_float_without_numpy_matches_numerics(v: int, dt, src) -> None:
     x = _in(src, v)
     assert _convert(x, src, dt) == _numerics(x, src, dt)
+
+
+def test_version_is_the_package_version() -> None:
+    import kcc
+    from importlib import metadata
+    p = subprocess.run([sys.executable, "-m", "kcc.cli", "--version"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == f"kcc, version {kcc.__version__}"
+    try:
+        installed = metadata.version("kcc")
+    except metadata.PackageNotFoundError:
+        pytest.skip("kcc is not installed (pip install -e .): no metadata to compare with")
+    assert installed == kcc.__version__
