@@ -94,7 +94,9 @@ class UOp:
 
     def __new__(cls, op: Ops, src: tuple["UOp", ...] = (), arg: Any = None, tag: Any = None):
         src = tuple(src)
-        key = (op, tuple(id(s) for s in src), argkey(arg), argkey(tag))
+        # (None args and tags, the common case, skip argkey: no other arg's key is None)
+        key = (op, tuple(map(id, src)), None if arg is None else argkey(arg),
+               None if tag is None else argkey(tag))
         hit = UOp._cache.get(key)
         if hit is not None:
             return hit
