@@ -14,9 +14,7 @@ Frame (System V, rbp as frame pointer):
 
 from __future__ import annotations
 
-import ctypes
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -462,6 +460,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
 # -- running ------------------------------------------------------------------------------------
 
 def _ctype(dt_name: str) -> Any:
+    import ctypes
     return {"float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
             "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
             "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
@@ -472,6 +471,9 @@ def _ctype(dt_name: str) -> Any:
 def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
     """Call a loaded kernel once per gidx worker (in parallel on a thread pool); args are
     already checked and normalized by manifest.check_launch."""
+    # ctypes and the thread pool only when running (compiling needs neither: start-up)
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
     arch = desc.target.get("x86", {}).get("arch")
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
