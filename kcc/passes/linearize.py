@@ -75,7 +75,7 @@ def normalize_ends(sink: UOp) -> UOp:
     return graph_rewrite(sink, _ENDS, pos, bottom_up=False)
 
 
-def _range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
+def range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
     """For every node, the RANGEs it depends on (stopping at ENDs of those ranges)."""
     dep: dict[UOp, frozenset[UOp]] = {}
     for n in order:
@@ -133,7 +133,7 @@ def linearize(sink: UOp) -> list[UOp]:
     sink = normalize_ends(sink)
     order = toposort([sink])
     pos = {n: i for i, n in enumerate(order)}
-    dep = _range_sets(order)
+    dep = range_sets(order)
     if dep[sink]:
         raise LinearizeError("the SINK depends on a RANGE that no END closes")
     end_of, chains = _loop_tree(order, dep)

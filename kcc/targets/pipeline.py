@@ -1,9 +1,11 @@
 """The pass pipeline, in one place, the same for every target.
 
     PIPELINE = (verify, lower_weak_dtypes, simplify, slp, contract, devectorize, decompose,
-                legalize_gates, simplify, linearize, select, allocate, encode)
+                legalize_gates, simplify, hoist_sums, linearize, select, allocate, encode)
 
-(`contract` changes nothing unless the target was built with fp_contract on.)
+(`contract` changes nothing unless the target was built with fp_contract on. `hoist_sums`
+regroups integer sums so their loop-invariant part is a node linearize hoists; the x86
+target's select also moves invariant machine code out of loops, kcc/isel/licm.py.)
 
 Graph passes take (sink, TargetDesc) and return a sink; the verifier runs after each of them
 (Cranelift's `verify_if`, on by default). `linearize` turns the graph into the schedule; the
@@ -23,6 +25,7 @@ from kcc.passes.contract import contract
 from kcc.passes.decompose import decompose
 from kcc.passes.devectorize import devectorize
 from kcc.passes.gates import legalize_gates
+from kcc.passes.licm import hoist_sums
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
@@ -68,6 +71,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("decompose", "graph", decompose),
     Step("legalize_gates", "graph", legalize_gates),
     Step("simplify", "graph", simplify),
+    Step("hoist_sums", "graph", hoist_sums),
     Step("linearize", "linear", lambda sink, desc: linearize(sink)),
     Step("select", "target", None),
     Step("allocate", "target", None),

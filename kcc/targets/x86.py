@@ -32,7 +32,9 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import (BRANCH_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role,
                         format_mir)
 from kcc.isel.dce import eliminate_dead
+from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86 import ConstPool, SelectError, imm_form
+from kcc.isel.x86_base import PSEUDO_ROLES
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
@@ -375,6 +377,29 @@ def _reads_flags(inst: Inst) -> bool:
     return inst.kind in BRANCH_KINDS or inst.op.startswith(("cmov", "set", "adc", "sbb", "j"))
 
 
+def _flags_of(inst: Inst) -> str:
+    """How a form uses RFLAGS, from its row: "r", "w" or "" (a pseudo touches none)."""
+    row = FORMS.get(inst.op)
+    return row.flags if row is not None else ""
+
+
+def _movable(inst: Inst) -> bool:
+    """May loop-invariant code motion move inst out of a loop (kcc/isel/licm.py)? A form with
+    no implicit registers whose only memory operand, if any, is an address (LEA) or a
+    read-only .rodata constant: never a buffer access (a gate may protect it) or a store."""
+    if inst.op in PSEUDO_ROLES:
+        return True
+    row = FORMS.get(inst.op)
+    if row is None or row.implicit_uses or row.implicit_defs:
+        return False
+    for o in inst.operands:
+        if isinstance(o, Mem) and row.mnemonic != "lea" and not (
+                o.base is None and o.index is None and isinstance(inst.arg, dict)
+                and "rip" in inst.arg):
+            return False
+    return True
+
+
 class X86Target:
     """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
 
@@ -395,6 +420,7 @@ class X86Target:
         kd = describe_kernel(sink)
         fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials)
         eliminate_dead(fn, _writes_memory, _reads_flags)
+        hoist_invariants(fn, _movable, _flags_of)
         return Selected(fn, locals_bytes, kd)
 
     def allocate(self, s: Selected) -> Selected:

@@ -1,0 +1,186 @@
+"""Loop-invariant code motion on a selected machine function (after dead-code elimination,
+before allocation).
+
+Selection emits code where the graph's node is used: a lane mask built from a bool that was
+computed outside the loop (gated loads: `movzx`, `neg`, `vmovq`/`vpinsrd` every iteration), a
+constant materialized per loop level, address sums of invariant registers. Such an
+instruction moves to the loop's preheader (just before its LOOP_BEGIN, after any zero-trip
+guard) when
+
+- the target says it may move (`movable(inst)`: an ordinary OP with no side effect, no
+  implicit registers, no memory access other than read-only constants, and it cannot fault:
+  never a load from a buffer, which a gate may protect, and never a store or a division);
+- it sits in the loop's own body (not inside an inner loop: those were processed first, and
+  what they hoisted now sits in this body);
+- every register it reads is defined nowhere in the loop, or only by instructions that move
+  too (a fixed point);
+- every register it writes is written only by instructions that move (anywhere in the
+  function), and no instruction of the loop reads it before its first write in the body (that
+  read sees the previous iteration's value: a loop-carried register stays);
+- flags stay paired: an instruction that reads RFLAGS moves only together with the nearest
+  earlier flag writer in the body, and that writer only together with it (`flags_of(inst)`
+  says "r", "w" or "rw"; branches read flags).
+
+Hoisting a lone constant materialization only lengthens a live range (the allocator may then
+spill it), so an instruction that reads no register moves only for the instructions that move
+with it: when loop code still reads its result, it stays and a copy of it (a fresh register)
+is placed in the preheader for the moved readers. Loops are processed innermost first, so a
+value invariant in two loops moves out of both. Linear in the function's size per loop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable
+
+from kcc.ir.mir import Inst, Kind, Mem, MFunction, RegOp, VReg, structure
+
+
+def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
+                     flags_of: Callable[[Inst], str]) -> int:
+    """Move loop-invariant instructions of fn to their loops' preheaders, in place; returns
+    how many moved (a cloned constant counts once)."""
+    moved = 0
+    done: set[str] = set()
+    while True:
+        loops, _ = structure(fn.insts)
+        todo = [(b, e, d) for b, e, d in loops if fn.insts[b].label() not in done]
+        if not todo:
+            return moved
+        b, e, _ = max(todo, key=lambda t: (t[2], -t[0]))     # the deepest loop first
+        done.add(fn.insts[b].label() or "")
+        moved += _hoist_loop(fn, b, e, movable, flags_of)
+
+
+def _top_level(insts: list[Inst], b: int, e: int) -> list[int]:
+    """Indices of the body of loop [b, e] that are not inside an inner loop."""
+    out, depth = [], 0
+    for i in range(b + 1, e):
+        k = insts[i].kind
+        if k is Kind.LOOP_BEGIN:
+            depth += 1
+        elif k is Kind.LOOP_END:
+            depth -= 1
+        elif depth == 0:
+            out.append(i)
+    return out
+
+
+def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
+                flags_of: Callable[[Inst], str]) -> int:
+    insts = fn.insts
+    body = _top_level(insts, b, e)
+    cand = {i for i in body if insts[i].kind is Kind.OP and not insts[i].clobbers
+            and movable(insts[i])}
+    if not cand:
+        return 0
+    defs_at: dict[object, list[int]] = defaultdict(list)
+    for i, inst in enumerate(insts):
+        for r in inst.defs():
+            defs_at[r].append(i)
+    # the first use of each register in the loop, and its first def there (program order)
+    first_use: dict[object, int] = {}
+    first_def: dict[object, int] = {}
+    for i in range(b + 1, e):
+        inst = insts[i]
+        for r in inst.uses():
+            first_use.setdefault(r, i)
+        for r in inst.defs():
+            first_def.setdefault(r, i)
+    # flag pairs: (reader, its writer) within the body; a reader with no writer there pins
+    pairs: list[tuple[int, int | None]] = []
+    for i in range(b + 1, e):
+        inst = insts[i]
+        reads = inst.kind in (Kind.BRANCH, Kind.LOOP_END) or (
+            inst.kind is Kind.OP and "r" in flags_of(inst))
+        if not reads:
+            continue
+        w = None
+        for j in range(i - 1, b, -1):
+            if insts[j].kind is not Kind.OP:
+                break
+            if "w" in flags_of(insts[j]):
+                w = j
+                break
+        pairs.append((i, w))
+    changed = True
+    while changed:
+        changed = False
+        for i in sorted(cand):
+            if not _invariant(insts[i], b, e, cand, defs_at, first_use, first_def):
+                cand.discard(i)
+                changed = True
+        for r, w in pairs:
+            if w is None or r not in cand or w not in cand:
+                for x in (r, w):
+                    if x is not None and x in cand:
+                        cand.discard(x)
+                        changed = True
+    if not cand:
+        return 0
+    # constants (no register read) move only for their moved readers
+    readers: dict[object, list[int]] = defaultdict(list)
+    for i in range(b + 1, e):
+        for r in insts[i].uses():
+            readers[r].append(i)
+    pre: list[Inst] = []
+    rename: dict[VReg, VReg] = {}
+    stay: set[int] = set()
+    for i in sorted(cand):
+        inst = insts[i]
+        ds = inst.defs()
+        if inst.uses() or any(len(defs_at[r]) != 1 for r in ds):
+            continue
+        rs = [j for r in ds for j in readers.get(r, ())]
+        if all(j in cand for j in rs):
+            continue                          # every reader moves: move it too
+        stay.add(i)
+        if any(j in cand for j in rs):
+            clone_ops = []
+            for o in inst.operands:
+                if isinstance(o, RegOp) and o.is_def and isinstance(o.reg, VReg):
+                    nv = rename.setdefault(o.reg, fn.new_vreg(o.reg.cls))
+                    clone_ops.append(RegOp(nv, o.role, fixed=o.fixed, tied=o.tied))
+                else:
+                    clone_ops.append(o)
+            pre.append(Inst(inst.op, clone_ops, inst.clobbers, inst.kind, inst.arg, inst.slot))
+    cand -= stay
+    for i in sorted(cand):
+        pre.append(_renamed(insts[i], rename) if rename else insts[i])
+    fn.insts = insts[:b] + pre + [x for i, x in enumerate(insts[b:], b) if i not in cand]
+    return len(pre)
+
+
+def _invariant(inst: Inst, b: int, e: int, cand: set[int], defs_at: dict,
+               first_use: dict, first_def: dict) -> bool:
+    """Whether inst computes the same value in every iteration of loop [b, e] given that the
+    instructions in cand move (see the module docstring)."""
+    for r in inst.uses():
+        if any(b < j < e and j not in cand for j in defs_at.get(r, ())):
+            return False
+    for r in inst.defs():
+        if not isinstance(r, VReg) or any(j not in cand for j in defs_at[r]):
+            return False
+        u = first_use.get(r)
+        if u is not None and u <= first_def[r]:
+            return False                      # read before written: carried around the loop
+    return True
+
+
+def _renamed(inst: Inst, rename: dict[VReg, VReg]) -> Inst:
+    """inst with its USE of a renamed (cloned constant) register pointed at the clone."""
+    ops = []
+    hit = False
+    for o in inst.operands:
+        if isinstance(o, RegOp) and o.reg in rename and not o.is_def:
+            ops.append(RegOp(rename[o.reg], o.role, fixed=o.fixed, tied=o.tied))
+            hit = True
+        elif isinstance(o, Mem) and (o.base in rename or o.index in rename):
+            ops.append(Mem(rename.get(o.base, o.base), rename.get(o.index, o.index), o.scale,
+                           o.disp))
+            hit = True
+        else:
+            ops.append(o)
+    if not hit:
+        return inst
+    return Inst(inst.op, ops, inst.clobbers, inst.kind, inst.arg, inst.slot)

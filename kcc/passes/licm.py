@@ -1,0 +1,72 @@
+"""Loop-invariant address bases: integer sums regrouped so their invariant part is one node.
+
+Linearize already places every node in the innermost loop of the ranges it depends on, so a
+node that is invariant in a loop is computed outside it. A sum is one node per ADD, though,
+and producers associate it as they build it: tinygrad writes an index as
+`((x*56 + y*4) + r*3136) + (gidx*401408 + z*100352)` with the reduce range `r` in the middle,
+so every ADD depends on `r` and the whole sum is recomputed in the inner loop. This pass
+flattens each tree of integer ADDs (through inner ADDs of the same dtype that nothing else
+reads) into its terms, orders them by how many loops they depend on (fewest first, keeping
+the producer's order among equals) with constant terms last, and rebuilds the sum from the
+left: the terms of the outer loops form an ADD node of their own (hoisted by linearize), the
+inner terms are added to it one by one, and a constant addend ends up outermost, where a
+target folds it into an address displacement (`[base + index*4 + disp]`).
+
+Integer ADD wraps (docs/semantics.md), so it is associative and commutative and the value is
+unchanged in every dtype. Floats are never regrouped (their addition is not associative).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kcc.ir.consts import const_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.simplify import keep_params
+from kcc.passes.target import TargetDesc
+
+
+def _is_int_add(u: UOp) -> bool:
+    return u.op is Ops.ADD and u.dtype is not None and u.dtype.is_int and not u.shape
+
+
+def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
+    """Regroup every integer sum by the loops its terms depend on (see the module docstring)."""
+    order = toposort([sink])
+    uses: Counter = Counter(s for u in order for s in u.src)
+    deps = range_sets(order)
+    new: dict[UOp, UOp] = {}
+    changed = False
+    for u in order:
+        src = tuple(new[s] for s in u.src)
+        if _is_int_add(u) and deps[u]:
+            terms = _terms(u, uses)
+            if len(terms) > 2:
+                ranked = sorted(range(len(terms)),
+                                key=lambda k: (const_int(terms[k]) is not None,
+                                               len(deps[terms[k]]), k))
+                if ranked != list(range(len(terms))):
+                    acc = new[terms[ranked[0]]]
+                    for k in ranked[1:]:
+                        acc = UOp(Ops.ADD, (acc, new[terms[k]]))
+                    new[u] = acc
+                    changed = True
+                    continue
+        new[u] = u if src == u.src else u.replace(src=src)
+    return keep_params(sink, new[sink]) if changed else sink
+
+
+def _terms(u: UOp, uses: Counter) -> list[UOp]:
+    """The addends of the ADD tree under u, left to right: an inner ADD of the same dtype is
+    flattened when u's tree is its only reader."""
+    out: list[UOp] = []
+    stack = [u]
+    while stack:
+        x = stack.pop()
+        if x is u or (_is_int_add(x) and x.dtype == u.dtype and uses[x] == 1):
+            stack.extend(reversed(x.src))
+        else:
+            out.append(x)
+    return out
