@@ -188,10 +188,26 @@ def test_gate_masks_are_built_outside_the_inner_loop() -> None:
     assert "vblendvps_x_x_xm_x" in inside     # the blends themselves stay
 
 
+def _with_alt(alt: str) -> str:
+    """The kernel with both gated loads' alt values replaced by alt."""
+    return KERNEL.read_text().replace("CAST(1.5) float32", f"CAST({alt}) float32").replace(
+        "LOAD(%xi, -2.0, %h)", f"LOAD(%xi, {alt}, %h)")
+
+
+def test_a_positive_zero_alt_is_a_mask_and_not_a_blend() -> None:
+    inside = _innermost_ops(parse(_with_alt("0.0")))
+    assert "vandps_x_x_xm" in inside and "vblendvps_x_x_xm_x" not in inside, inside
+    # -0.0 is not the all-zero bit pattern: it stays a blend
+    inside = _innermost_ops(parse(_with_alt("-0.0")))
+    assert "vandps_x_x_xm" not in inside and "vblendvps_x_x_xm_x" in inside, inside
+
+
+@pytest.mark.parametrize("alt", ["1.5", "0.0", "-0.0"])
 @pytest.mark.parametrize("n", [0, 1, 3, 8, 15])
 @pytest.mark.parametrize("k", [-1, 0, 3, 9])
-def test_gated_loads_with_invariant_gates_match_the_interpreter(n: int, k: int) -> None:
-    sink = parse(KERNEL.read_text(), str(KERNEL))
+def test_gated_loads_with_invariant_gates_match_the_interpreter(n: int, k: int,
+                                                                alt: str) -> None:
+    sink = parse(_with_alt(alt), str(KERNEL))
     rng = np.random.default_rng(n * 31 + k + 1)
     args = [np.zeros(32, np.float32), (rng.standard_normal(64) * 4).astype(np.float32),
             np.int32(n), np.int32(k)]

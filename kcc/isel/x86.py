@@ -13,7 +13,10 @@ Value model (why: it keeps most ops one or two instructions):
   in the frame below the spill area, addressed from rsp.
 - A gated store never branches: its address is replaced by a frame scratch slot when the gate
   is false (`cmove`), so a false gate writes nothing the kernel can observe.
-Loops are LOOP_BEGIN/LOOP_END markers around the body; the counter is a loop-carried register.
+Loops are LOOP_BEGIN/LOOP_END markers around the body; the counter is a loop-carried register,
+and so is each strength-reduced index sum `init + r*step` (`induction_sums`).
+- A float load with one ALU user is read by that user as its memory operand (`vaddps x, x,
+  [mem]`, `vinsertps x, x, [mem], imm`; `foldable_loads`).
 Rules are methods `sel_<op>` (one per UOp op), each with a one-line docstring.
 """
 
@@ -54,6 +57,8 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         self._labels = 0
         self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
         self.ranges: dict = {}
+        self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
+        self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
 
     # -- emission helpers ---------------------------------------------------------------------
     def new(self, cls: str) -> VReg:
@@ -117,6 +122,12 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """The register holding u's value; constants are materialized once per loop level."""
         v = self.val.get(u)
         if v is not None:
+            return v
+        if u in self.deferred:
+            # a load kept for a memory operand that its user did not take after all: read it
+            # here (no store lies between the two places in the schedule)
+            self.val[u] = v = self.load(Place(self.deferred.pop(u), u.dtype,
+                                              u.shape[0] if u.shape else 1))
             return v
         c = strong_const(u)
         if c is None:
@@ -213,8 +224,13 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
+        self.foldable = foldable_loads(lin)
+        self.ivs = induction_sums(lin)
+        iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
         for u in lin:
+            if u in iv_nodes:
+                continue                  # an induction variable, defined at its RANGE
             rule = getattr(self, f"sel_{u.op.name}", None)
             if rule is None:
                 rule = self.sel_alu
@@ -331,6 +347,17 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """A counted loop: counter = 0; a guard when the bound may be zero; loop header."""
         i = self.new("gpr")
         self.emit("mov_r32_imm32", i, 0)
+        for n, init, _ in self.ivs.get(u, ()):
+            # a sum `init + u*step` as its own counter (strength reduction): init here, one
+            # add per iteration at the END instead of a multiply and an add in the body
+            v = self.new("gpr")
+            if init is None:
+                self.emit("mov_r32_imm32", v, 0)
+            elif n.dtype.itemsize == 8:
+                self.emit("mov_r64_rm64", v, self.reg(init))
+            else:
+                self.emit("mov_r32_rm32", v, self.reg(init))   # zero-extends (SDM §3.4.1.1)
+            self.val[n] = v
         bound = u.src[0]
         skip = None
         c = strong_const(bound)
@@ -356,6 +383,9 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         # constants materialized inside the loop are not valid after it
         self.const_cache = {k: v for k, v in self.const_cache.items()
                             if k[-1] <= len(self.loops)}
+        for n, _, step in self.ivs.get(rng, ()):
+            wn = isz(n.dtype)
+            self.emit(imm_form("add", wn, step), self.val[n], step)
         w = isz(rng.dtype)
         self.emit(f"add_rm{w}_imm8", i, 1)
         bound = rng.src[0]
@@ -420,7 +450,14 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         if len(u.src) == 3:
             raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
         p = self.places[u.src[0]]
+        if u in self.foldable and p.var is None:
+            self.deferred[u] = p.mem      # its one user reads it as a memory operand
+            return
         self.val[u] = self.load(p)
+
+    def folded(self, u: UOp) -> Mem | None:
+        """The memory operand of a deferred load of u (its user reads it in place), or None."""
+        return self.deferred.pop(u, None)
 
     def load(self, p: Place) -> VReg:
         dt = p.dtype
@@ -495,6 +532,105 @@ def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str]
     sel = X86Selector(name, pool, specials)
     fn = sel.select(lin)
     return fn, sel.frame_bytes, sel.stack_args
+
+
+MAX_IVS = 4          # strength-reduced sums per loop: each is a register carried around it
+
+
+def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
+    """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
+    (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, init independent of the
+    loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is read elsewhere (init
+    None: 0). Wrapping integer arithmetic makes `init + r*step` and the counter that starts at
+    init and adds step each iteration the same bits. init is scheduled before the loop (so it
+    does not depend on r and its register exists at the RANGE). A constant init is left alone
+    (it is an address displacement already), and so is a step that does not fit an imm32."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    out: dict[UOp, list[tuple[UOp, UOp | None, int]]] = {}
+
+    def scaled(m: UOp) -> tuple[UOp, int] | None:
+        """(r, step) when m is MUL(r, c), MUL(c, r) or SHL(r, k) of a RANGE r."""
+        if m.op not in (Ops.MUL, Ops.SHL) or not m.dtype.is_int or m.shape or \
+                m.dtype.itemsize not in (4, 8) or m.dtype.is_weak:
+            return None
+        a, b = m.src
+        if m.op is Ops.MUL and a.op is not Ops.RANGE:
+            a, b = b, a
+        c = strong_const(b)
+        if a.op is not Ops.RANGE or a.dtype != m.dtype or c is None:
+            return None
+        c = int(c)
+        if m.op is Ops.SHL:
+            if not 0 <= c < m.dtype.bits:
+                return None
+            c = 1 << c
+        step = commit_const(c, m.dtype)
+        step = commit_const(step, dtypes.int64 if m.dtype.itemsize == 8 else dtypes.int32)
+        return (a, int(step)) if fits32(int(step)) else None
+
+    taken: set[UOp] = set()
+    for u in lin:
+        if u.op is not Ops.ADD or u in taken:
+            continue
+        for m, init in ((u.src[1], u.src[0]), (u.src[0], u.src[1])):
+            rs = scaled(m)
+            if rs is None or init.dtype != u.dtype or strong_const(init) is not None:
+                continue
+            r, step = rs
+            ivs = out.setdefault(r, [])
+            if len(ivs) < MAX_IVS and pos[init] < pos[r]:   # computed before the loop
+                ivs.append((u, init, step))
+                taken.add(u)
+            break
+    for u in lin:
+        rs = scaled(u)
+        if rs is None or all(x in taken for x in users.get(u, [])):
+            continue
+        ivs = out.setdefault(rs[0], [])
+        if len(ivs) < MAX_IVS:
+            ivs.append((u, None, rs[1]))
+    return out
+
+
+_FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
+
+
+def foldable_loads(lin: list[UOp]) -> frozenset[UOp]:
+    """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
+    `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
+    ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), or
+    by a float32 STACK built with inserts as a lane other than the first; between the load
+    and its user in the schedule lies no STORE and no loop boundary, so reading memory at
+    the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
+    Vol. 1 §14.9), so the place's alignment does not matter."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    barrier = [0] * (len(lin) + 1)        # count of STORE/RANGE/END before each position
+    for k, u in enumerate(lin):
+        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    out = set()
+    for u in lin:
+        if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec":
+            continue
+        us = users.get(u, [])
+        if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
+            continue
+        x = us[0]
+        if x.op in _FOLD_INTO and x.dtype.is_float and (
+                x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
+            out.add(u)
+        elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
+                and x.src[0] is not u and len(set(x.src)) == len(x.src) \
+                and strong_const(x) is None:
+            out.add(u)
+    return frozenset(out)
 
 
 def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:

@@ -3,12 +3,24 @@ A mixin of X86Selector (kcc/isel/x86.py)."""
 
 from __future__ import annotations
 
+from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import RegOp, Role, VReg
-from kcc.isel.x86_base import CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz, strong_const
+from kcc.isel.x86_base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, const_bytes, fs, imm_form,
+                               isz, strong_const, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import RAX, RDX, reg_class
+
+
+def _positive_zero(u: UOp, dt: DType) -> bool:
+    """Whether u is the constant +0.0 of dt (a scalar, or a STACK of it in every lane)."""
+    if u.op is Ops.STACK:
+        if any(s is not u.src[0] for s in u.src):
+            return False
+        u = u.src[0]
+    c = strong_const(u)
+    return c is not None and const_bytes(c, dt) == bytes(dt.itemsize)
 
 
 class X86Alu:
@@ -200,6 +212,11 @@ class X86Alu:
             self.emit(f"cmovne_r{w}_rm{w}", t, self.reg(a))
             return t
         lanes = u.shape[0] if u.shape else 1
+        if c.op is Ops.CMPLT and a is c.src[1] and b is c.src[0] and c.src[0].dtype == dt \
+                and reg_class(dt) == "vec":
+            # WHERE(a < b, b, a) is MAX(a, b) exactly (docs/semantics.md defines MAX so): one
+            # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
+            return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         if compare and c.shape and c.src[0].dtype.itemsize == dt.itemsize:
             m = self.reg(c)                 # a vector compare is already a lane mask
@@ -218,6 +235,15 @@ class X86Alu:
             self.emit("neg_rm64", z)
             m = self.new("vec")
             self.emit("vmovq_x_r64", m, z)
+        if _positive_zero(b, dt):
+            # m ? a : +0.0 is a AND m (all-ones lanes keep a's bits, zero lanes give +0.0's):
+            # one instruction and no zero register (a gated load's usual alt)
+            w = vw(dt, lanes)
+            form = f"vandp{fs(dt)}_{w}_{w}_{w}m"
+            if form in FORMS:
+                t = self.new("vec")
+                self.emit(form, t, m, self.reg(a))
+                return t
         return self.blend(dt, lanes, self.reg(b), self.reg(a), m)
 
     # -- casts --------------------------------------------------------------------------------

@@ -197,8 +197,11 @@ class X86Vec(X86Shuf):
                           (v4[1] << 6) | (k << 4))
             elif dt == dtypes.float32:
                 # a scalar just loaded is read by the INSERTPS itself (a memory source: count_s
-                # is ignored, SDM "INSERTPS"), so the separate VMOVSS goes (dce)
-                m = self.loaded_mem(s)
+                # is ignored, SDM "INSERTPS"): a load deferred for it (foldable_loads), else
+                # one already emitted, whose VMOVSS then goes (dce)
+                m = self.folded(s)
+                if m is None:
+                    m = self.loaded_mem(s)
                 self.emit("vinsertps_x_x_xm32_imm8", t, acc, m if m is not None else self.reg(s),
                           k << 4)
             else:
@@ -209,6 +212,9 @@ class X86Vec(X86Shuf):
     def falu(self, u: UOp) -> VReg:
         """Float ALU (scalar ss/sd, packed ps/pd on xmm/ymm/zmm)."""
         dt, lanes = u.dtype, (u.shape[0] if u.shape else 1)
+        if u.op in (Ops.ADD, Ops.MUL) and u.src[0] in self.deferred:
+            # a folded load as the left operand: ADD and MUL commute (NaN payloads are free)
+            return self.fop(u.op, dt, lanes, [self.reg(u.src[1]), self.fsrc(u.src[0])])
         if u.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV):
             b = self.fsrc(u.src[1])         # a constant right operand is read from .rodata
             return self.fop(u.op, dt, lanes, [self.reg(u.src[0]), b])
@@ -292,6 +298,9 @@ class X86Vec(X86Shuf):
     def fsrc(self, u: UOp) -> VReg | tuple[Mem, object]:
         """A float operand for an r/m slot: a constant is read from .rodata in place (a
         (memory operand, rip label) pair)."""
+        m = self.folded(u)
+        if m is not None:
+            return m, None                  # a load read in place
         c = strong_const(u)
         if c is None or u.op is Ops.STACK:
             return self.reg(u)

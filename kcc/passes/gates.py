@@ -1,6 +1,8 @@
 """Gated-load legalization for targets without predicated loads (`gated_load == "select"`).
 
-`LOAD(INDEX(buf, i), alt, gate)` → `WHERE(gate, LOAD(INDEX(buf, WHERE(gate, i, 0))), alt)`: with a
+`LOAD(INDEX(buf, i), alt, gate)` → `WHERE(gate, LOAD(INDEX(buf, AND(i, NEG(CAST(gate))))), alt)`
+(the safe index `i & -gate` is `WHERE(gate, i, 0)`, written so that the mask depends on the
+gate alone and is hoisted with it; a weak index keeps the WHERE form): with a
 false gate the load reads element 0, which always exists (a buffer has size ≥ 1), so no address
 outside the buffer is touched, and the WHERE returns alt. A vector load of a SHRINK place of n
 elements reads from start 0 instead, which is in bounds because the buffer holds ≥ n elements
@@ -31,7 +33,14 @@ def _zero_like(u: UOp) -> UOp:
 def select_gated_load(x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp:
     """A gated LOAD → an ungated LOAD at a safe place, and a WHERE of gate, value and alt."""
     buf, start = p.src[0], p.src[1]
-    safe = UOp(Ops.WHERE, (gate, start, _zero_like(start)))
+    if start.dtype.is_weak or gate.shape:
+        safe = UOp(Ops.WHERE, (gate, start, _zero_like(start)))
+    else:
+        # start AND -gate (0 or all ones): the same value as WHERE(gate, start, 0), and the
+        # mask depends on the gate alone, so it is computed where the gate is (often outside
+        # the loop: padding gates of a convolution depend on the outer ranges only)
+        mask = UOp(Ops.NEG, (UOp(Ops.CAST, (gate,), start.dtype),))
+        safe = UOp(Ops.AND, (start, mask))
     if p.op is Ops.SHRINK:
         n = p.shape[0]
         if buf.shape[0] < n:
