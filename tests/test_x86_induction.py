@@ -7,8 +7,6 @@ step too wide for an immediate that must stay a multiply), and on the selected c
 from __future__ import annotations
 
 import io
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,52 @@ from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86 import X86Target
 from tests.x86_util import assert_same, compile_and_run, reference
 
-KERNEL = Path(__file__).resolve().parent / "kernels" / "induction_sums.uop"
+# (not under tests/kernels: the AMD target, which runs those files too, has no int64 RANGE)
+KERNEL = """# kcc-uop 1
+# Index sums `init + j*step` of every shape strength reduction takes: MUL by a positive and a
+# negative constant, SHL, a bare scaled counter that is also a value, an int64 loop; inner trip
+# counts from scalars (0 included).
+%out = PARAM ParamArg(0, int32, 64)
+%x = PARAM ParamArg(1, float32, 128)
+%y = PARAM ParamArg(2, float32, 64)
+%w = PARAM ParamArg(3, int64, 64)
+%n = PARAM ParamArg(4, int32, vmin_vmax=(0, 8), addrspace=ALU)
+%m = PARAM ParamArg(5, int64, vmin_vmax=(0, 8), addrspace=ALU)
+%s = PARAM ParamArg(6, int32, vmin_vmax=(0, 40), addrspace=ALU)
+%i = RANGE(8) (0, LOOP)
+%j = RANGE(%n, %i) (1, LOOP)
+%i8 = MUL(%i, 8)
+%o = ADD(%i8, %j)
+%j3 = MUL(%j, -3)
+%b0 = ADD(%s, 60)
+%xb = ADD(%b0, %j3)
+%xi = INDEX(%x, %xb)
+%xv = LOAD(%xi)
+%j4 = SHL(%j, 2)
+%yb = ADD(%j4, %i)
+%yi = INDEX(%y, %yb)
+%yv = LOAD(%yi)
+%sum = ADD(%xv, %yv)
+%cv = CAST(%sum) int32
+%val = ADD(%cv, %j4)
+%oi = INDEX(%out, %o)
+%st = STORE(%oi, %val)
+%e = END(%st, %j)
+%k = RANGE(%m, %i) (2, LOOP)
+%i8w = CAST(%i8) int64
+%k5 = MUL(%k, -7)
+%kb = MUL(%k, 5000000000)
+%kk = MUL(%k, 1)
+%wo = ADD(%i8w, %kk)
+%wv0 = ADD(%k5, %i8w)
+%wv = ADD(%wv0, %kb)
+%wi = INDEX(%w, %wo)
+%st2 = STORE(%wi, %wv)
+%e2 = END(%st2, %k)
+%g = GROUP(%e, %e2)
+%ei = END(%g, %i)
+SINK(%ei) KernelInfo(name="induction_sums")
+"""
 
 
 def _loops(text: str) -> list[list[str]]:
@@ -44,7 +87,7 @@ def _loops(text: str) -> list[list[str]]:
 
 
 def test_the_sums_are_counters_and_the_wide_step_stays_a_multiply() -> None:
-    j_loop, k_loop, _ = _loops(KERNEL.read_text())
+    j_loop, k_loop, _ = _loops(KERNEL)
     # j: x[s + 60 - 3j], y[4j + i], the stored 4j: three counters, no multiply, no shift
     assert not any(o.startswith(("imul", "shl")) for o in j_loop), j_loop
     assert j_loop.count("add_rm32_imm8") == 4, j_loop        # three counters + the loop's
@@ -67,7 +110,7 @@ def test_at_most_max_ivs_counters_a_loop() -> None:
 
 @pytest.mark.parametrize("n,m", [(0, 0), (1, 1), (3, 5), (8, 8)])
 def test_strength_reduced_sums_match_the_interpreter(n: int, m: int) -> None:
-    sink = parse(KERNEL.read_text(), str(KERNEL))
+    sink = parse(KERNEL)
     rng = np.random.default_rng(n * 9 + m)
     args = [np.zeros(64, np.int32), (rng.standard_normal(128) * 50).astype(np.float32),
             (rng.standard_normal(64) * 50).astype(np.float32), np.zeros(64, np.int64),

@@ -619,6 +619,8 @@ def foldable_loads(lin: list[UOp]) -> frozenset[UOp]:
     for u in lin:
         if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec":
             continue
+        if u.shape and u.dtype.itemsize * u.shape[0] not in (16, 32, 64):
+            continue                  # the packed form would read a whole register's bytes
         us = users.get(u, [])
         if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
             continue
