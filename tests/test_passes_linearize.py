@@ -173,7 +173,9 @@ def test_gated_load_select() -> None:
     loads = [u for u in toposort([g]) if u.op is Ops.LOAD]
     assert len(loads) == 1 and len(loads[0].src) == 1
     idx = loads[0].src[0].src[1]
-    assert idx.op is Ops.WHERE and idx.src[2].op is Ops.CAST and idx.src[2].src[0].arg == 0
+    # the safe index is i & -gate: 0 when the gate is false, the index when it is true
+    assert idx.op is Ops.AND and idx.src[1].op is Ops.NEG
+    assert idx.src[1].src[0].op is Ops.CAST and idx.src[1].src[0].src[0].op is Ops.CMPLT
     assert legalize_gates(s, CUDA) is s
     check_contract(g, linearize(g))
 
