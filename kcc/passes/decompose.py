@@ -9,7 +9,9 @@
 - bfloat16 CASTs, when the target lacks them → bit operations on the float32 pattern (bfloat16
   is the top half of a float32; narrowing rounds to nearest even and keeps NaN a NaN).
 - float32 FDIV and SQRT the target lacks (it has float64 fma) → a float64 approximation made
-  exact by an exact midpoint test (kcc/passes/division.py); float64 FDIV/SQRT are an error there.
+  exact by an exact midpoint test (kcc/passes/division.py); float64 FDIV and SQRT → Newton
+  approximations made exact by the signs of fused multiply-add residuals, with exponent
+  scaling so that subnormal quotients round once (kcc/passes/division64.py).
 - int64 → float32/float16 and float64 → float16 on a target without these conversions →
   round to odd in float64/float32 first, then one rounding.
 - RECIPROCAL → FDIV(1, x). MAX on floats → WHERE(CMPLT(a, b), b, a), the IR's definition.
@@ -31,7 +33,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
-from kcc.passes import division, transcendental
+from kcc.passes import division, division64, transcendental
 from kcc.passes.devectorize import devectorize
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -138,13 +140,12 @@ def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
 
 
 def fdiv_sqrt(ctx: TargetDesc, x: UOp) -> UOp | None:
-    """float32 FDIV/SQRT the target lacks → kcc/passes/division.py; float64: an error."""
+    """FDIV/SQRT the target lacks → kcc/passes/division.py (float32) or division64.py."""
     dt = x.dtype
     if dt not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, dt):
         return None
     if dt == dtypes.float64:
-        raise DecomposeError(f"target {ctx.name} has no correctly rounded float64 "
-                             f"{x.op.name} and kcc has no decomposition for it yet")
+        return division64.fdiv64(x) if x.op is Ops.FDIV else division64.sqrt64(x)
     return division.fdiv32(x) if x.op is Ops.FDIV else division.sqrt32(x)
 
 
