@@ -207,3 +207,47 @@ def test_interpreter_narrowing_casts_round_once(src: str, dst: str) -> None:
                                  Fraction(float(v)), dst) for v in x])
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(x[i], got[i], want[i]) for i in bad[:5]]
+
+
+def _uniform_kernel(src: str, dst: str) -> UOp:
+    """out[g] = CAST(p + g): a value the same in every lane (an SGPR) per workgroup g."""
+    return parse(f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dst}, {BLOCK})
+%p = PARAM ParamArg(1, {src}, addrspace=ALU)
+%g = SPECIAL({BLOCK}) "gidx0" : weakint
+%gs = CAST(%g) {src}
+%x = ADD(%p, %gs) : {src}
+%r = CAST(%x) {dst}
+%oi = INDEX(%o, %g)
+%s = STORE(%oi, %r)
+SINK(%s) KernelInfo(name="k")
+""")
+
+
+@pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
+                    "and emulator) are not in this tree")
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_casts_of_uniform_integers_match_the_interpreter(arch: str) -> None:
+    """≤ 32-bit integers the same in every lane live in SGPRs: their casts (from SALU
+    registers) around the limits and the float16 overflow threshold."""
+    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    failures = []
+    for src in ("int8", "uint8", "int16", "uint16", "int32", "uint32"):
+        info = np.iinfo(_np(src))
+        bases = {int(info.min), int(info.max) - BLOCK + 1, -BLOCK // 2, 65504 - BLOCK // 2,
+                 (1 << 24) - BLOCK // 2}
+        bases = [b for b in bases if info.min <= b and b + BLOCK - 1 <= info.max]
+        for dst in DTYPES:
+            if dst == src:
+                continue
+            sink = _uniform_kernel(src, dst)
+            (code,) = compile_amd_code([sink], arch)
+            for base in bases:
+                args = [np.zeros(BLOCK, _np(dst)), _np(src).type(base)]
+                want = reference(sink, args)[0]
+                got = [args[0].copy(), args[1]]
+                emulate(hsaco([code]), code.desc, check_launch(code.desc, got))
+                bad = np.flatnonzero(~same(got[0], want))
+                if bad.size:
+                    failures.append((src, dst, base, [(got[0][i], want[i]) for i in bad[:3]]))
+    assert not failures, failures
