@@ -9,9 +9,9 @@ The allocator works on a private copy of the function in four steps:
    pseudo entry instruction.  Copies carry a hint so that, when the source dies, source and
    destination get the same register and the copy disappears: this is how two-address operands
    are coalesced when the tied use dies and copied otherwise.
-2. *Intervals.*  Liveness by data flow over the control-flow graph; each variable's interval is
-   the hull of its live positions (see ``liveness``), so values live into or across a loop
-   cover the whole loop.  Pre-coloured temporaries and instruction clobbers reserve their
+2. *Intervals.*  Liveness by two backward passes over the structured control-flow graph
+   (linear in the code, see ``liveness``); each variable's interval is the hull of its live
+   positions, so values live into or across a loop cover the whole loop.  Pre-coloured temporaries and instruction clobbers reserve their
    physical register over their range.
 3. *Scan.*  Intervals in order of start get a free register of their class that no
    reservation blocks over the whole interval (copy partners' registers first, then the
@@ -202,19 +202,20 @@ class _Allocator:
         index: dict[int, int] = {}
         var: list[VReg] = []
 
-        def bit(r: Reg | None) -> int:
-            if not isinstance(r, VReg):
-                return 0
+        def num(r: Reg) -> int:
             k = index.get(id(r))
             if k is None:
                 k = index[id(r)] = len(var)
-                var.append(r)
-            return 1 << k
+                var.append(r)  # type: ignore[arg-type]
+            return k
 
-        uses = [sum(bit(r) for r in {id(r): r for r in w.uses()}.values()) for w in work]
-        defs = [sum(bit(r) for r in {id(r): r for r in w.defs()}.values()) for w in work]
-        _, labels = structure(work)
-        ivs, undefined = intervals(uses, defs, successors(work, labels), len(var))
+        uses = [list(dict.fromkeys(num(r) for r in w.uses() if isinstance(r, VReg)))
+                for w in work]
+        defs = [list(dict.fromkeys(num(r) for r in w.defs() if isinstance(r, VReg)))
+                for w in work]
+        loops, labels = structure(work)
+        ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
+                                      [(b, e) for b, e, _ in loops], len(var))
         if undefined:
             names = ", ".join(repr(var[k]) for k in range(len(var)) if undefined >> k & 1)
             raise AllocationError(f"{self.fn.name}: used before any definition on some "
@@ -378,19 +379,21 @@ class _Allocator:
         """Frame offset of every spilled variable (by id) and the 16-byte aligned frame size."""
         index: dict[int, int] = {}
         var: list[VReg] = []
-        uses, defs = [], []
+        uses: list[list[int]] = []
+        defs: list[list[int]] = []
         for w in work:
-            b = 0
+            mark: list[int] = []
             if w.kind in (Kind.SPILL, Kind.FILL):
                 assert w.var is not None
                 k = index.setdefault(id(w.var), len(var))
                 if k == len(var):
                     var.append(w.var)
-                b = 1 << k
-            uses.append(b if w.kind is Kind.FILL else 0)
-            defs.append(b if w.kind is Kind.SPILL else 0)
-        _, labels = structure(work)
-        ivs, _ = intervals(uses, defs, successors(work, labels), len(var))
+                mark = [k]
+            uses.append(mark if w.kind is Kind.FILL else [])
+            defs.append(mark if w.kind is Kind.SPILL else [])
+        loops, labels = structure(work)
+        ivs, _, _ = intervals(uses, defs, successors(work, labels),
+                              [(b, e) for b, e, _ in loops], len(var))
         slots: list[list[int]] = []          # [offset, size, end of the current occupant]
         offset: dict[int, int] = {}
         top = 0

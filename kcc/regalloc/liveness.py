@@ -1,11 +1,25 @@
-"""Liveness by backward data flow over the instruction-level control-flow graph, and live
-intervals in the linear order.
+"""Liveness over the structured control-flow graph, and live intervals in the linear order,
+in time linear in the code (plus bit-set work proportional to the number of variables).
 
 Positions: instruction ``i`` reads its operands at ``2*i`` and writes its results at
 ``2*i + 1``.  A variable's interval is the hull of every position where it is live, so a value
-live into a loop (defined before and used inside, or carried around the back edge) is live at
-the ``LOOP_END`` and therefore covers the whole loop; a value defined in a loop and used after
-it covers the loop's tail and the code up to its last use.
+live into a loop (defined before and used inside, or carried around the back edge) covers the
+whole loop; a value defined in a loop and used after it covers the loop's tail and the code up
+to its last use.
+
+Why two backward passes suffice (no iteration to a fixed point): the only backward edges are
+the ``LOOP_END`` back edges of properly nested loops, so the graph is reducible.  One backward
+pass that ignores the back edges gives the exact live-in set of every loop header (a value is
+live into a header along some path; cut that path at its last visit of the header and what is
+left reaches the use without using this loop's back edge; inner loops' back edges the same way
+— Brandner et al., "Computing Liveness Sets for SSA-Form Programs", INRIA RR-7503, §4).  With
+those sets known, a second backward pass evaluates every instruction's equation once with all
+inputs final: the exact live-out sets, needed only by copy coalescing.
+
+The hull needs no per-instruction sets at all: in a well-formed function (nothing used before
+its definition) a variable is live only between its first and last mention in the linear order,
+except that a variable live into a loop header is live over the whole loop.  So the interval is
+the hull of the variable's own def/use positions widened by each loop it is live into.
 """
 
 from __future__ import annotations
@@ -29,66 +43,103 @@ class Interval:
         return self.uses[k] if k < len(self.uses) else 1 << 60
 
 
-def _bits(x: int):
+def bits(x: int) -> list[int]:
+    """The indices of the set bits of ``x``, lowest first."""
+    out = []
     while x:
         low = x & -x
-        yield low.bit_length() - 1
+        out.append(low.bit_length() - 1)
         x ^= low
+    return out
 
 
-def live_sets(uses: list[int], defs: list[int],
-              succ: list[list[int]]) -> tuple[list[int], list[int]]:
-    """Live-in and live-out bit sets per instruction.
+def _backward(use: list[int], kill: list[int], succ: list[list[int]],
+              header_in: dict[int, int] | None, keep: bool
+              ) -> tuple[dict[int, int], int, list[int]]:
+    """One backward pass: live-in sets of branch targets, live-in of instruction 0, and (with
+    ``keep``) every instruction's live-out set.  Back edges contribute ``header_in`` (nothing
+    when it is ``None``)."""
+    n = len(use)
+    targets = {t for i, ss in enumerate(succ) for t in ss if t != i + 1 and t < n}
+    at: dict[int, int] = {}
+    outs = [0] * n if keep else []
+    live = 0                      # live-in of instruction i + 1
+    for i in range(n - 1, -1, -1):
+        out = 0
+        for t in succ[i]:
+            if t == i + 1:
+                out |= live
+            elif t > i:
+                if t < n:
+                    out |= at[t]
+            elif header_in is not None:
+                out |= header_in[t]
+        if keep:
+            outs[i] = out
+        live = use[i] | (out & ~kill[i])
+        if i in targets:
+            at[i] = live
+    return at, live, outs
 
-    ``uses[i]``/``defs[i]`` are bit sets of the variables instruction ``i`` reads/writes and
-    ``succ[i]`` its successors (an index ``>= len(uses)`` is the function exit).  Iterates to
-    the fixed point in reverse order, which converges in (loop depth + 2) sweeps.
+
+def header_live_in(use: list[int], kill: list[int], succ: list[list[int]],
+                   headers: list[int]) -> tuple[dict[int, int], int]:
+    """The exact live-in set of each loop header (``LOOP_BEGIN`` index) and of instruction 0.
+
+    ``use[i]``/``kill[i]`` are bit sets of the variables instruction ``i`` reads/writes and
+    ``succ[i]`` its successors (an index ``>= len(use)`` is the function exit).
     """
-    n = len(uses)
-    live_in = [0] * n
-    live_out = [0] * n
-    changed = True
-    while changed:
-        changed = False
-        for i in range(n - 1, -1, -1):
-            out = 0
-            for s in succ[i]:
-                if s < n:
-                    out |= live_in[s]
-            new_in = uses[i] | (out & ~defs[i])
-            if out != live_out[i] or new_in != live_in[i]:
-                live_out[i] = out
-                live_in[i] = new_in
-                changed = True
-    return live_in, live_out
+    at, entry, _ = _backward(use, kill, succ, None, False)
+    return {b: at.get(b, 0) for b in headers}, entry
 
 
-def intervals(uses: list[int], defs: list[int], succ: list[list[int]],
-              nvars: int) -> tuple[list[Interval | None], int]:
+def live_out_sets(use: list[int], kill: list[int], succ: list[list[int]],
+                  header_in: dict[int, int]) -> list[int]:
+    """Every instruction's exact live-out bit set, given the headers' live-in sets."""
+    return _backward(use, kill, succ, header_in, True)[2]
+
+
+def live_sets(use: list[int], kill: list[int], succ: list[list[int]],
+              loops: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Live-in and live-out bit sets of every instruction (two passes, see the module doc)."""
+    header_in, _ = header_live_in(use, kill, succ, [b for b, _ in loops])
+    outs = live_out_sets(use, kill, succ, header_in)
+    return [u | (o & ~k) for u, k, o in zip(use, kill, outs)], outs
+
+
+def intervals(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
+              loops: list[tuple[int, int]], nvars: int
+              ) -> tuple[list[Interval | None], int, dict[int, int]]:
     """Live intervals of variables ``0..nvars-1`` (``None`` for a variable never mentioned).
 
-    Also returns the bit set of variables live into instruction 0 (used before any
-    definition on some path).
+    ``uses[i]``/``defs[i]`` list the variables instruction ``i`` reads/writes (each once),
+    ``loops`` the (``LOOP_BEGIN``, ``LOOP_END``) index pairs.  Also returns the bit set of
+    variables live into instruction 0 (used before any definition on some path) and the
+    live-in bit set of every loop header.
     """
-    live_in, live_out = live_sets(uses, defs, succ)
+    use_b = [sum(1 << v for v in us) for us in uses]
+    def_b = [sum(1 << v for v in ds) for ds in defs]
+    header_in, entry = header_live_in(use_b, def_b, succ, [b for b, _ in loops])
     lo = [-1] * nvars
     hi = [-1] * nvars
     use_pos: list[list[int]] = [[] for _ in range(nvars)]
-
-    def cover(v: int, p: int) -> None:
-        if lo[v] < 0 or p < lo[v]:
-            lo[v] = p
-        if p > hi[v]:
+    for i, (us, ds) in enumerate(zip(uses, defs)):
+        p = 2 * i
+        for v in us:
+            use_pos[v].append(p)
+            if lo[v] < 0:
+                lo[v] = p
             hi[v] = p
-
-    for i in range(len(uses)):
-        for v in _bits(live_in[i]):
-            cover(v, 2 * i)
-        for v in _bits(live_out[i] | defs[i]):
-            cover(v, 2 * i + 1)
-        for v in _bits(uses[i]):
-            use_pos[v].append(2 * i)
-    out: list[Interval | None] = []
-    for v in range(nvars):
-        out.append(Interval(v, lo[v], hi[v], use_pos[v]) if lo[v] >= 0 else None)
-    return out, (live_in[0] if live_in else 0)
+        for v in ds:
+            if lo[v] < 0:
+                lo[v] = p + 1
+            hi[v] = p + 1
+    for b, e in loops:
+        for v in bits(header_in[b]):
+            if lo[v] > 2 * b:
+                lo[v] = 2 * b
+            if hi[v] < 2 * e + 1:
+                hi[v] = 2 * e + 1
+    out: list[Interval | None] = [
+        Interval(v, lo[v], hi[v], use_pos[v]) if lo[v] >= 0 else None for v in range(nvars)]
+    return out, entry, header_in

@@ -1,0 +1,80 @@
+"""The allocator's two-pass liveness and interval hulls against a brute-force reference.
+
+The reference below iterates the textbook data-flow equations over every instruction to a
+fixed point and takes each variable's interval as the hull of every position where it is live
+(the definition the allocator's intervals must meet); it shares no code with
+``kcc.regalloc.liveness``.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kcc.ir.mir import Inst, MFunction, RegOp, Role, VReg, structure, successors
+from kcc.regalloc.liveness import intervals, live_sets
+from test_regalloc import Gen
+
+
+def _numbered(insts: list[Inst]) -> tuple[list[list[int]], list[list[int]], int]:
+    ids: dict[int, int] = {}
+    uses, defs = [], []
+    for inst in insts:
+        uses.append(list(dict.fromkeys(ids.setdefault(id(r), len(ids)) for r in inst.uses()
+                                       if isinstance(r, VReg))))
+        defs.append(list(dict.fromkeys(ids.setdefault(id(r), len(ids)) for r in inst.defs()
+                                       if isinstance(r, VReg))))
+    return uses, defs, len(ids)
+
+
+def _reference(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]]
+               ) -> tuple[list[set[int]], list[set[int]]]:
+    n = len(uses)
+    lin: list[set[int]] = [set() for _ in range(n)]
+    lout: list[set[int]] = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n):
+            o = set().union(*(lin[s] for s in succ[i] if s < n))
+            new = set(uses[i]) | (o - set(defs[i]))
+            if o != lout[i] or new != lin[i]:
+                lout[i], lin[i], changed = o, new, True
+    return lin, lout
+
+
+def _check(fn: MFunction) -> None:
+    # the parameters are defined by an entry instruction, as the allocator's working copy has
+    insts = [Inst("entry", [RegOp(v, Role.DEF) for v, _ in fn.params]), *fn.insts]
+    uses, defs, nvars = _numbered(insts)
+    loops, labels = structure(insts)
+    succ = successors(insts, labels)
+    pairs = [(b, e) for b, e, _ in loops]
+    lin, lout = _reference(uses, defs, succ)
+    got_in, got_out = live_sets([sum(1 << v for v in us) for us in uses],
+                                [sum(1 << v for v in ds) for ds in defs], succ, pairs)
+    for i in range(len(uses)):
+        assert got_in[i] == sum(1 << v for v in lin[i]), f"live-in of inst {i}"
+        assert got_out[i] == sum(1 << v for v in lout[i]), f"live-out of inst {i}"
+    ivs, entry, _ = intervals(uses, defs, succ, pairs, nvars)
+    assert entry == sum(1 << v for v in lin[0]) == 0
+    pos: dict[int, list[int]] = {}
+    for i in range(len(uses)):
+        for v in lin[i]:
+            pos.setdefault(v, []).append(2 * i)
+        for v in lout[i] | set(defs[i]):
+            pos.setdefault(v, []).append(2 * i + 1)
+    for v in range(nvars):
+        iv = ivs[v]
+        if v not in pos:
+            assert iv is None
+            continue
+        assert iv is not None and (iv.start, iv.end) == (min(pos[v]), max(pos[v])), v
+        assert iv.uses == sorted(2 * i for i, us in enumerate(uses) if v in us)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data(), st.integers(4, 60))
+def test_two_pass_liveness_and_hulls_match_the_fixed_point(data: st.DataObject,
+                                                           budget: int) -> None:
+    _check(Gen(data, budget).build())
