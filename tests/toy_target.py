@@ -62,6 +62,11 @@ class ToyTarget:
         """8 bytes for a GPR, 32 for a vector, 16 for a wide register."""
         return {"gpr": 8, "vec": 32, "wide": 16}[cls]
 
+    def is_copy(self, inst: Inst) -> bool:
+        """mov/vmov/wmov between two registers: copies the allocator may coalesce."""
+        return inst.op in MOVE_OP.values() and len(inst.operands) == 2 and all(
+            isinstance(o, RegOp) for o in inst.operands)
+
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """A register copy."""
         return Inst(MOVE_OP[cls], [RegOp(dst, Role.DEF), RegOp(src, Role.USE)])

@@ -11,8 +11,11 @@ The allocator works on a private copy of the function in four steps:
    are coalesced when the tied use dies and copied otherwise.
 2. *Intervals.*  Liveness by two backward passes over the structured control-flow graph
    (linear in the code, see ``liveness``); each variable's interval is the hull of its live
-   positions, so values live into or across a loop cover the whole loop.  Pre-coloured temporaries and instruction clobbers reserve their
-   physical register over their range.
+   positions, so values live into or across a loop cover the whole loop.  Pre-coloured
+   temporaries and instruction clobbers reserve their physical register over their range.
+   Before that, the selector's own copies (a target's ``is_copy``) are coalesced where source
+   and destination are never live at once (``coalesce``): loop-carried values then need no
+   copies in and out of the loop body.
 3. *Scan.*  Intervals in order of start get a free register of their class that no
    reservation blocks over the whole interval (copy partners' registers first, then the
    target's preference order).  When none is free, the value whose next use is furthest away
@@ -34,6 +37,7 @@ from dataclasses import dataclass, replace
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, PReg, Reg, RegOp,
                         Role, VReg, format_inst, structure, successors, verify_mir)
+from kcc.regalloc.coalesce import coalesce_copies
 from kcc.regalloc.liveness import Interval, intervals
 from kcc.regalloc.target import AllocationError, TargetRegInfo, reg_units
 
@@ -479,6 +483,18 @@ class _Allocator:
 
     def run(self) -> MFunction:
         work = self.prepare()
+        is_copy = getattr(self.t, "is_copy", None)
+        if is_copy is not None:
+            loops, labels = structure(work)
+            m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops,
+                                successors(work, labels))
+            if m:
+                work = [_rename(w, m) if any(id(r) in m for r in (*w.uses(), *w.defs()))
+                        else w for w in work]
+                # the allocator's own copies that became self-copies go; the selector's stay
+                # (the checker pairs them with the input) and the target drops them
+                work = [w for w in work if not (w.kind is Kind.MOVE
+                                                and w.defs()[0] is w.uses()[0])]
         while True:
             assign, spilled = self.scan(work)
             if not spilled:

@@ -19,6 +19,10 @@ class TargetRegInfo(Protocol):
     alias (an SGPR pair over two SGPRs, xmm inside ymm) may also define
     ``reg_units(p) -> tuple[str, ...]``: registers conflict when their units intersect; the
     default unit of a register is its name.
+
+    Optional hooks: ``is_copy(inst) -> bool`` marks the selector's own register copies (one
+    DEF, one USE register operand, nothing else done), which the allocator coalesces when
+    the two values never differ while both are live (``coalesce``).
     """
 
     classes: dict[str, list[PReg]]

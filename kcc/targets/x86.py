@@ -66,6 +66,11 @@ class X86RegInfo:
         """A GPR slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
         return 8 if cls == "gpr" else self.vbytes
 
+    def is_copy(self, inst: Inst) -> bool:
+        """A register-to-register copy of the selector's (the allocator may coalesce it)."""
+        return inst.op in _COPY_FORMS and len(inst.operands) == 2 and all(
+            isinstance(o, RegOp) for o in inst.operands)
+
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         form = "mov_r64_rm64" if cls == "gpr" else f"vmovaps_{self.v}_{self.v}m"
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)

@@ -1,0 +1,103 @@
+"""Coalescing of the selector's own register copies before the scan.
+
+Instruction selection writes loop-carried values as copies: the accumulator ``acc`` is copied
+into a fresh register at the top of the loop body, the new sum is computed into another and
+copied back to ``acc`` at the bottom.  The allocator's intervals are hulls, so ``acc`` (live
+around the back edge) covers the whole body and would need a register of its own besides the
+working copies: two copies per value per iteration.  Here the copies a target marks with
+``is_copy`` are coalesced when the two variables are never live at once, by the interference
+test of Chaitin (a variable interferes with everything live after each of its definitions),
+without his exception for a copy's source: the source must die at the copy.  (Sharing a
+register while both are live would be correct too, but then which of two equal values a
+register holds depends on the path, which the independent checker, tracking one value per
+location, rightly refuses to assume.)  Both become one variable, the copies copy a register onto
+itself and the target drops them when it emits code.
+
+Only the live-out sets of the definitions are needed; they come from the exact two-pass
+liveness (``liveness.live_out_sets``).  Copies in deeper loops are tried first.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
+from kcc.regalloc.liveness import header_live_in, live_out_sets
+
+
+def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: set[int],
+                    weak: set[int], loops: list[tuple[int, int, int]],
+                    succ: list[list[int]]) -> dict[int, VReg]:
+    """The variable (by ``id``) each coalesced variable of ``work`` becomes.
+
+    Candidates are the allocator's own ``Kind.MOVE`` copies (around tied operands) and the
+    instructions for which ``is_copy(inst.orig)`` says that they copy their USE register
+    operand into their DEF one and do nothing else.  ``pinned`` holds the ids of variables
+    that keep their identity (pre-coloured); a variable in ``weak`` (the allocator's
+    unspillable temporaries) is never the one a group is renamed to when another member is
+    not weak, so that a long-lived group stays spillable.
+    """
+    index: dict[int, int] = {}
+    var: list[VReg] = []
+
+    def num(r: VReg) -> int:
+        k = index.get(id(r))
+        if k is None:
+            k = index[id(r)] = len(var)
+            var.append(r)
+        return k
+
+    copies: list[tuple[int, int, int, int]] = []     # (-depth, inst, dst, src)
+    depth = [0] * len(work)
+    for b, e, dep in loops:
+        for i in range(b, e + 1):
+            depth[i] = max(depth[i], dep + 1)
+    use_b, def_b = [], []
+    def_at: dict[int, list[int]] = {}
+    for i, w in enumerate(work):
+        us = [num(r) for r in w.uses() if isinstance(r, VReg)]
+        ds = [num(r) for r in w.defs() if isinstance(r, VReg)]
+        use_b.append(sum(1 << k for k in set(us)))
+        def_b.append(sum(1 << k for k in set(ds)))
+        for k in ds:
+            def_at.setdefault(k, []).append(i)
+        orig = getattr(w, "orig", None)
+        if w.kind is Kind.MOVE or w.kind is Kind.OP and orig is not None and is_copy(orig):
+            ops = [o for o in w.operands if isinstance(o, RegOp)]
+            if len(ops) == 2 and all(o.fixed is None and o.tied is None for o in ops):
+                d, s = ops[0].reg, ops[1].reg
+                if (isinstance(d, VReg) and isinstance(s, VReg) and d is not s
+                        and d.cls == s.cls and id(d) not in pinned and id(s) not in pinned
+                        and ops[0].role is Role.DEF and ops[1].role is Role.USE):
+                    copies.append((-depth[i], i, index[id(d)], index[id(s)]))
+    if not copies:
+        return {}
+    header_in, _ = header_live_in(use_b, def_b, succ, [b for b, _, _ in loops])
+    out = live_out_sets(use_b, def_b, succ, header_in)
+    parent = list(range(len(var)))
+    mask = [1 << k for k in range(len(var))]
+    defs = {k: list(def_at.get(k, ())) for k in range(len(var))}
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for _, i, d, s in sorted(copies):
+        a, b = find(d), find(s)
+        if a == b:
+            continue
+        if set(defs[a]) & set(defs[b]):
+            continue                      # one instruction defines both: two results
+        ok = all(not out[j] & mask[b] for j in defs[a] if j != i)
+        ok = ok and all(not out[j] & mask[a] for j in defs[b])
+        ok = ok and not out[i] & mask[b]
+        if not ok:
+            continue
+        # a becomes the representative: a variable that may spill, with the most definitions
+        a, b = sorted((a, b), key=lambda k: (id(var[k]) in weak, -len(defs[k]), k))
+        parent[b] = a
+        mask[a] |= mask[b]
+        defs[a] += defs.pop(b)
+    return {id(var[k]): var[find(k)] for k in range(len(var)) if find(k) != k}
