@@ -1,19 +1,25 @@
-"""Allocation quality that can be asserted: coalesced loop-carried copies.  Every toy
+"""Allocation quality that can be asserted: coalesced loop-carried copies, constants
+rematerialized instead of spilled and reloaded.  Every toy
 allocation is re-verified by the independent checker and run against the unallocated function
 (``run_both``); the x86 ones by the checker (KCC_CHECK_ALLOC, on in tests)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
 import capstone
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kcc.frontend.parser import parse_file
 from kcc.ir.mir import Imm, Inst, Kind, MFunction, RegOp
+from kcc.regalloc import CheckError, allocate, check_allocation
 from kcc.targets.x86 import compile_x86
-from test_regalloc import bnz, count, dec, li, loop, out, run_both
-from toy_target import ToyTarget, add, d, u
+from test_regalloc import Gen, bnz, count, dec, li, loop, out, run_both
+from toy_target import MASK, ToyTarget, add, d, u
 
 T = ToyTarget(wide=True)
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +60,72 @@ def test_copy_whose_source_stays_live_is_not_coalesced() -> None:
     assert count(Kind.OP, after) == len(fn.insts)
     mov = next(i for i in after.insts if i.op == "mov")
     assert mov.operands[0].reg != mov.operands[1].reg
+
+
+# -- rematerialization ---------------------------------------------------------------------
+
+TR = ToyTarget(wide=True, remat=True)
+
+
+def _pressure(k: int) -> MFunction:
+    """k constants live across a loop that needs every register."""
+    fn = MFunction("consts")
+    cs = [fn.new_vreg("gpr") for _ in range(k)]
+    n, acc = fn.new_vreg("gpr"), fn.new_vreg("gpr")
+    fn.insts = [*[li(c, 100 + j) for j, c in enumerate(cs)], li(n, 3), li(acc, 0), loop("L")]
+    for c in cs:
+        fn.insts.append(add(acc, acc, c))
+    fn.insts += [dec(n), bnz(n, "L"), out(acc)]
+    return fn
+
+
+def test_constants_are_rematerialized_not_reloaded() -> None:
+    fn = _pressure(6)
+    after = run_both(fn, [], TR)
+    assert count(Kind.REMAT, after) >= 4
+    assert count(Kind.FILL, after) == count(Kind.SPILL, after) == 0
+    assert after.frame_size == 0
+    for inst in after.insts:
+        if inst.kind is Kind.REMAT:
+            assert fn.insts[inst.slot].op == "li" and inst.operands[1:] == \
+                fn.insts[inst.slot].operands[1:]
+    # without the target's consent the same function spills and reloads
+    plain = run_both(fn, [], T)
+    assert count(Kind.FILL, plain) >= 4 and count(Kind.REMAT, plain) == 0
+
+
+def test_checker_refuses_a_wrong_rematerialization() -> None:
+    fn = _pressure(6)
+    after = allocate(fn, TR)
+    k = next(i for i, x in enumerate(after.insts) if x.kind is Kind.REMAT)
+    bad = dataclasses.replace(after.insts[k], operands=[after.insts[k].operands[0], Imm(5)])
+    with pytest.raises(CheckError, match="repeat"):
+        check_allocation(fn, dataclasses.replace(
+            after, insts=after.insts[:k] + [bad] + after.insts[k + 1:]), TR)
+    other = next(j for j, x in enumerate(fn.insts) if x.op == "li"
+                 and x is not fn.insts[after.insts[k].slot])
+    wrong = dataclasses.replace(after.insts[k], slot=other, operands=[
+        after.insts[k].operands[0], *fn.insts[other].operands[1:]])
+    with pytest.raises(CheckError, match="reads"):
+        check_allocation(fn, dataclasses.replace(
+            after, insts=after.insts[:k] + [wrong] + after.insts[k + 1:]), TR)
+    # a value with two definitions is no constant, even if one of them is an li
+    acc_def = next(j for j, x in enumerate(fn.insts) if x.op == "li"
+                   and any(o.reg is fn.insts[-1].operands[0].reg for o in x.operands
+                           if isinstance(o, RegOp)))
+    twice = dataclasses.replace(after.insts[k], slot=acc_def,
+                                operands=[after.insts[k].operands[0],
+                                          *fn.insts[acc_def].operands[1:]])
+    with pytest.raises(CheckError, match="other definitions"):
+        check_allocation(fn, dataclasses.replace(
+            after, insts=after.insts[:k] + [twice] + after.insts[k + 1:]), TR)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data(), st.integers(4, 40), st.lists(st.integers(0, MASK), min_size=3, max_size=3))
+def test_random_functions_with_remat_check_and_run_the_same(data: st.DataObject, budget: int,
+                                                            args: list[int]) -> None:
+    run_both(Gen(data, budget).build(), args, TR)
 
 
 # -- x86 ------------------------------------------------------------------------------------

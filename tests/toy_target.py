@@ -46,7 +46,8 @@ MOVE_OP = {"gpr": "mov", "vec": "vmov", "wide": "wmov"}
 class ToyTarget:
     """The toy register description handed to the allocator."""
 
-    def __init__(self, wide: bool = False) -> None:
+    def __init__(self, wide: bool = False, remat: bool = False) -> None:
+        self.remat = remat
         self.classes: dict[str, list[PReg]] = {"gpr": list(R), "vec": list(V)}
         if wide:
             self.classes["wide"] = list(W)
@@ -66,6 +67,10 @@ class ToyTarget:
         """mov/vmov/wmov between two registers: copies the allocator may coalesce."""
         return inst.op in MOVE_OP.values() and len(inst.operands) == 2 and all(
             isinstance(o, RegOp) for o in inst.operands)
+
+    def rematerializable(self, inst: Inst) -> bool:
+        """li (when enabled): a constant the allocator may load again instead of spilling."""
+        return self.remat and inst.op == "li"
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """A register copy."""

@@ -14,9 +14,10 @@ Control flow is structured and marked by the instruction ``kind``:
 * ``LOOP_BEGIN`` / ``LOOP_END``: a loop header (operand: the loop's ``Label``) and the
   conditional back edge to the header with the same label, which falls through on exit;
 * ``RET``: leaves the function;
-* ``MOVE`` / ``SPILL`` / ``FILL``: register copies and frame-slot stores and loads; these three
-  kinds are reserved for code the register allocator inserts (instruction selection emits its
-  own copies as ordinary ``OP`` instructions).
+* ``MOVE`` / ``SPILL`` / ``FILL`` / ``REMAT``: register copies, frame-slot stores and loads, and
+  a repeat of an input instruction that computes a constant (rematerialization: ``slot`` is
+  that instruction's index in the allocator's input); these kinds are reserved for code the
+  register allocator inserts (instruction selection emits its own copies as ``OP``).
 
 The allocator never looks at ``op`` strings; encoders never look at anything but ``op``,
 ``operands`` and ``arg``.
@@ -131,12 +132,13 @@ class Kind(enum.Enum):
     MOVE = "move"
     SPILL = "spill"
     FILL = "fill"
+    REMAT = "remat"
 
     __hash__ = object.__hash__      # identity, as Enum's ==; a C call (see kcc.ir.ops.Ops)
 
 
 #: kinds that only the register allocator creates
-INSERTED_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL})
+INSERTED_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL, Kind.REMAT})
 #: kinds that transfer control somewhere other than (or besides) the next instruction
 BRANCH_KINDS = frozenset({Kind.JUMP, Kind.BRANCH, Kind.LOOP_END, Kind.RET})
 
@@ -148,7 +150,8 @@ class Inst:
     ``op`` is the target's opcode string, ``operands`` are in the order the encoder wants,
     ``clobbers`` are physical registers the instruction destroys (beyond its DEF operands),
     ``arg`` is a target-private payload (condition code, width...) the allocator carries
-    through untouched, and ``slot`` is the frame offset of a ``SPILL``/``FILL``.
+    through untouched, and ``slot`` is the frame offset of a ``SPILL``/``FILL`` (for a
+    ``REMAT``, the index of the input instruction it repeats).
     """
 
     op: str

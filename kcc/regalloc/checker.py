@@ -12,7 +12,10 @@ original code, or nothing), following forward branches and loop back edges to a 
 * fixed operands are in their register and tied DEFs share their USE's register,
 * a clobber destroys its register (so a value left there is caught when it is next read),
 * callee-saved registers not reported in ``callee_saved_used`` are never written,
-* spill slots lie inside the 16-byte aligned frame and are aligned to their size.
+* spill slots lie inside the 16-byte aligned frame and are aligned to their size,
+* a rematerialization (``REMAT``) repeats, into some register, an original instruction that
+  the target calls ``rematerializable`` and that reads no register; it gives that register the
+  value the original instruction defined.
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ class _Checker:
             near = {q for u in units[p] for q in by_unit[u] if q != p}
             self.alias[p] = sorted(near, key=order.__getitem__)
         self.units = units
+        self.ndefs: dict[int, int] = {}
+        for v, _ in before.params:
+            self.ndefs[id(v)] = 1 + self.ndefs.get(id(v), 0)
+        for inst in before.insts:
+            for r in inst.defs():
+                self.ndefs[id(r)] = 1 + self.ndefs.get(id(r), 0)
 
     def fail(self, i: int, msg: str) -> CheckError:
         return CheckError(f"{self.a.name}: after inst {i} '{format_inst(self.a.insts[i])}': {msg}")
@@ -145,6 +154,9 @@ class _Checker:
             raise self.fail(i, "a move needs a DEF and a USE register operand")
         if inst.kind is Kind.SPILL and s is None or inst.kind is Kind.FILL and d is None:
             raise self.fail(i, f"a {inst.kind.value} needs its register operand")
+        if inst.kind is Kind.REMAT:
+            self._remat_source(i, inst)
+            return
         if inst.kind in (Kind.SPILL, Kind.FILL):
             r = s if inst.kind is Kind.SPILL else d
             size = self.t.spill_slot_size(r.cls)
@@ -152,6 +164,34 @@ class _Checker:
                     inst.slot + size > self.a.frame_size:
                 raise self.fail(i, f"slot {inst.slot} (size {size}) outside the frame of "
                                    f"{self.a.frame_size} bytes or misaligned")
+
+    def _remat_source(self, i: int, inst: Inst) -> Inst:
+        """The original instruction a REMAT repeats, after checking that it may."""
+        ok = getattr(self.t, "rematerializable", None)
+        k = inst.slot
+        if ok is None or k is None or not 0 <= k < len(self.b.insts):
+            raise self.fail(i, "a rematerialization must name an original instruction")
+        b = self.b.insts[k]
+        regs = [o for o in b.operands if isinstance(o, RegOp)]
+        if (b.kind is not Kind.OP or not ok(b) or len(regs) != 1 or not regs[0].is_def
+                or regs[0].is_use or not isinstance(regs[0].reg, VReg) or b.clobbers
+                or any(isinstance(o, Mem) and (o.base or o.index) for o in b.operands)):
+            raise self.fail(i, f"'{format_inst(b)}' cannot be rematerialized")
+        if self.ndefs.get(id(regs[0].reg), 0) != 1:
+            # another definition could have changed the value since: not a constant
+            raise self.fail(i, f"{regs[0].reg!r} has other definitions than "
+                               f"'{format_inst(b)}'; it cannot be rematerialized")
+        if (inst.op, inst.arg, inst.clobbers, len(inst.operands)) != \
+                (b.op, b.arg, b.clobbers, len(b.operands)):
+            raise self.fail(i, f"does not repeat '{format_inst(b)}'")
+        for ao, bo in zip(inst.operands, b.operands):
+            if isinstance(bo, RegOp):
+                if not (isinstance(ao, RegOp) and ao.role == bo.role
+                        and isinstance(ao.reg, PReg) and ao.reg.cls == bo.reg.cls):
+                    raise self.fail(i, f"does not repeat '{format_inst(b)}'")
+            elif ao != bo:
+                raise self.fail(i, f"does not repeat '{format_inst(b)}'")
+        return b
 
     # -- symbolic execution ----------------------------------------------------------------
     def cfg(self) -> list[list[int]]:
@@ -192,6 +232,13 @@ class _Checker:
     def transfer(self, i: int, st: dict, pairs: dict[int, Inst]) -> dict:
         st = dict(st)
         inst = self.a.insts[i]
+        if inst.kind is Kind.REMAT:
+            b = self._remat_source(i, inst)
+            d = _main(inst)[0]
+            for c in inst.clobbers:
+                self.write(st, c, None)
+            self.write(st, d, _main(b)[0])
+            return st
         if inst.kind in INSERTED_KINDS:
             d, s = _main(inst)
             if inst.kind is Kind.SPILL:

@@ -18,11 +18,14 @@ The allocator works on a private copy of the function in four steps:
    copies in and out of the loop body.
 3. *Scan.*  Intervals in order of start get a free register of their class that no
    reservation blocks over the whole interval (copy partners' registers first, then the
-   target's preference order).  When none is free, the value whose next use is furthest away
-   (the current interval or the holders of one register) is spilled.
+   target's preference order).  When none is free, one value is spilled among the current
+   interval and the holders of one register: first one not used again in the innermost loop
+   around the current position, then a constant, then the one used furthest away.
 4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
    fill into a fresh short-lived temporary right before the instruction and every definition
-   writes it through a spill right after, so code inside loops reloads at each use.  The
+   writes it through a spill right after, so code inside loops reloads at each use.  A
+   constant (its one definition is an instruction the target calls ``rematerializable``) is
+   not stored at all: that instruction is repeated (``Kind.REMAT``) before each use.  The
    temporaries cannot be spilled; the scan is repeated until nothing more spills.
 
 Frame slots are then given by a second linear scan over the slots' own live ranges (slots of
@@ -100,6 +103,7 @@ class _Allocator:
                         raise AllocationError(f"{fn.name}: no registers of class {r.cls!r} "
                                               f"for {r!r}")
         self.raw: dict[PReg, VReg] = {}
+        self.index = {id(inst): k for k, inst in enumerate(fn.insts)}
 
     # -- helpers ---------------------------------------------------------------------------
     def _units(self, p: PReg) -> tuple[str, ...]:
@@ -235,6 +239,19 @@ class _Allocator:
                         return True
             return False
 
+        # Which value to spill: first one not used again in the innermost loop around the
+        # current position, then a constant (re-created at its uses, never stored), then the
+        # one used furthest away (Belady).  Values used inside the inner loop stay in registers.
+        inner_end = [-1] * len(work)
+        for b, e, _ in loops:                # outer loops first: inner ones overwrite
+            inner_end[b:e + 1] = [2 * e + 1] * (e - b + 1)
+        remat = self.rematerializable(work)
+
+        def cost(k: int, pos: int) -> tuple[bool, bool, int]:
+            nxt = ivs[k].next_use(pos)  # type: ignore[union-attr]
+            end = inner_end[pos // 2]
+            return end >= 0 and nxt > end, id(var[k]) in remat, nxt
+
         partners: dict[int, list[int]] = {}
         for w in work:
             if w.kind is Kind.MOVE:
@@ -265,18 +282,18 @@ class _Allocator:
                     choice = p
                     break
             if choice is None:
-                best: tuple[int, PReg, list[int]] | None = None
+                best: tuple[tuple[bool, bool, int], PReg, list[int]] | None = None
                 for p in regs:
                     if reserved(p, iv):
                         continue
                     blockers = sorted({busy[u] for u in self._units(p) if u in busy})
                     if any(id(var[b]) in self.nospill for b in blockers):
                         continue
-                    score = min(ivs[b].next_use(iv.start) for b in blockers)  # type: ignore
+                    score = min(cost(b, iv.start) for b in blockers)
                     if best is None or score > best[0]:
                         best = (score, p, blockers)
                 if id(v) not in self.nospill and (best is None
-                                                  or iv.next_use(iv.start) >= best[0]):
+                                                  or cost(iv.var, iv.start) >= best[0]):
                     spilled.append(v)
                     continue
                 if best is None:
@@ -342,15 +359,50 @@ class _Allocator:
         return starts, ends
 
     # -- step 4 ----------------------------------------------------------------------------
+    def rematerializable(self, work: list[_W]) -> dict[int, _W]:
+        """The variables (by id) whose one definition the target may repeat at each use
+        (``rematerializable``: a constant with no register inputs), with that definition."""
+        ok = getattr(self.t, "rematerializable", None)
+        if ok is None:
+            return {}
+        found: dict[int, _W | None] = {}
+        for w in work:
+            for r in w.defs():
+                found[id(r)] = None if id(r) in found else w
+        out: dict[int, _W] = {}
+        for k, w in found.items():
+            if w is None or w.kind is not Kind.OP or w.orig is None or w.clobbers:
+                continue
+            regs = [o for o in w.operands if isinstance(o, RegOp)]
+            mem = [o for o in w.operands if isinstance(o, Mem)]
+            if len(regs) != 1 or regs[0].role is not Role.DEF or regs[0].fixed is not None \
+                    or regs[0].tied is not None or any(m.base or m.index for m in mem):
+                continue
+            if ok(w.orig):
+                out[k] = w
+        return out
+
+    def _remat(self, src: _W, dst: VReg, var: VReg) -> _W:
+        """A repeat of the constant definition ``src`` into ``dst``."""
+        ops = [RegOp(dst, Role.DEF) if isinstance(o, RegOp) else o for o in src.operands]
+        assert src.orig is not None
+        return _W(src.op, ops, src.clobbers, Kind.REMAT, src.arg, self.index[id(src.orig)],
+                  var=var)
+
     def spill(self, work: list[_W], spilled: list[VReg]) -> list[_W]:
-        """``work`` with every variable in ``spilled`` kept in its frame slot."""
+        """``work`` with every variable in ``spilled`` kept in its frame slot, or, for a
+        constant, re-created before each use."""
         sp = {id(v) for v in spilled}
+        remat = {k: w for k, w in self.rematerializable(work).items() if k in sp}
         out: list[_W] = []
         for w in work:
             if w.kind is Kind.MOVE:
                 d, s = w.defs()[0], w.uses()[0]
                 if id(d) in sp and id(s) not in sp:
                     out.append(_W("spill", [RegOp(s, Role.USE)], kind=Kind.SPILL, var=d))
+                    continue
+                if id(s) in remat and id(d) not in sp:
+                    out.append(self._remat(remat[id(s)], d, s))   # type: ignore[arg-type]
                     continue
                 if id(s) in sp and id(d) not in sp:
                     out.append(_W("fill", [RegOp(d, Role.DEF)], kind=Kind.FILL, var=s))
@@ -371,12 +423,16 @@ class _Allocator:
                 if k not in temps:
                     temps[k] = self._temp(r.cls)
             for k, r in used.items():
-                if k not in forwarded:
+                if k in remat:
+                    out.append(self._remat(remat[k], temps[k], r))  # type: ignore[arg-type]
+                elif k not in forwarded:
                     out.append(_W("fill", [RegOp(temps[k], Role.DEF)], kind=Kind.FILL,
                                   var=r))
             out.append(_rename(w, temps))
             for k, r in defd.items():
-                out.append(_W("spill", [RegOp(temps[k], Role.USE)], kind=Kind.SPILL, var=r))
+                if k not in remat:        # a constant's own definition needs no store
+                    out.append(_W("spill", [RegOp(temps[k], Role.USE)], kind=Kind.SPILL,
+                                  var=r))
         return out
 
     def slots(self, work: list[_W]) -> tuple[dict[int, int], int]:
@@ -446,6 +502,10 @@ class _Allocator:
                 if d != s:
                     insts.append(self._stamp(self.t.make_move(d.cls, d, s), Kind.MOVE,
                                              d, s, None))
+            elif w.kind is Kind.REMAT:
+                insts.append(Inst(w.op, [replace(o, reg=reg(o.reg)) if isinstance(o, RegOp)
+                                         else o for o in w.operands], w.clobbers, Kind.REMAT,
+                                  w.arg, w.slot))
             elif w.kind in (Kind.SPILL, Kind.FILL):
                 assert w.var is not None
                 r = reg(w.operands[0].reg)  # type: ignore[union-attr]

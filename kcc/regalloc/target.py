@@ -22,7 +22,10 @@ class TargetRegInfo(Protocol):
 
     Optional hooks: ``is_copy(inst) -> bool`` marks the selector's own register copies (one
     DEF, one USE register operand, nothing else done), which the allocator coalesces when
-    the two values never differ while both are live (``coalesce``).
+    the two values never differ while both are live (``coalesce``);
+    ``rematerializable(inst) -> bool`` marks instructions with one DEF and no register inputs
+    that compute the same value wherever they run and touch nothing else (flags included), so
+    a spilled value they define is re-created at its uses instead of stored and reloaded.
     """
 
     classes: dict[str, list[PReg]]

@@ -71,6 +71,16 @@ class X86RegInfo:
         return inst.op in _COPY_FORMS and len(inst.operands) == 2 and all(
             isinstance(o, RegOp) for o in inst.operands)
 
+    def rematerializable(self, inst: Inst) -> bool:
+        """A constant the allocator may re-create at a use instead of spilling it: an
+        immediate move, a zeroing, or a load from the read-only constant pool (none of them
+        writes the flags)."""
+        if inst.op in ("vzero", "mov_r32_imm32", "mov_r64_imm64"):
+            return True
+        return isinstance(inst.arg, dict) and "rip" in inst.arg and inst.op.startswith(
+            ("vmovups_", "vmovaps_", "vmovdqu_", "vmovdqa_", "vmovss_x_m32", "vmovsd_x_m64",
+             "vbroadcastss_", "vbroadcastsd_", "vpbroadcast"))
+
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         form = "mov_r64_rm64" if cls == "gpr" else f"vmovaps_{self.v}_{self.v}m"
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
