@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -19,19 +17,7 @@ from cuda_kernels import has_transcendental, mismatch, op_matrix, random_args
 from test_semantics import CASES, same_bits
 from x86_util import reference
 
-READY = all(importlib.util.find_spec(m) is not None
-            for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
-pytestmark = pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the "
-                                "AMD encoder and emulator) are not in this tree")
 ARCHS = ("gfx1100", "gfx942")
-# Kernels AMD refuses while a decomposition is not in the tree, each with the reason; strict,
-# so that a refusal that goes away unnoticed fails. float64 FDIV/SQRT come with
-# kcc/passes/division64.py (another branch); where it is present these run as ordinary tests.
-HAVE_F64_DIV = importlib.util.find_spec("kcc.passes.division64") is not None
-PENDING: dict[str, str] = {} if HAVE_F64_DIV else {
-    **{k: "float64 FDIV/SQRT on AMD (kcc/passes/division64.py) is not in this tree"
-       for k in ("fdiv_float64", "sqrt_float64", "reciprocal_float64", "log2_float64")},
-}
 
 
 def _emulate(sink, inputs: list, arch: str) -> list:
@@ -57,13 +43,7 @@ MATRIX = op_matrix()
 
 
 def _matrix_params() -> list:
-    out = []
-    for sink in MATRIX:
-        name = sink.arg.name
-        marks = [pytest.mark.xfail(strict=True, reason=PENDING[name])] if name in PENDING \
-            else []
-        out.append(pytest.param(sink, id=name, marks=marks))
-    return out
+    return [pytest.param(sink, id=sink.arg.name) for sink in MATRIX]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
