@@ -9,7 +9,6 @@ FDIV/SQRT marked non-native, and in the AMD emulator for gfx1100 and gfx942."""
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,10 +17,7 @@ from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp
 from kcc.ir.dtype import dtypes
 from kcc.targets.manifest import check_launch
-from kcc.targets.objload import LoadedObject
-from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import X86Target, launch, write_object
-from x86_util import reference
+from x86_util import reference, run_lacking
 
 AMD_READY = all(importlib.util.find_spec(m) is not None
                 for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
@@ -29,24 +25,8 @@ BLOCK = 64
 _MAX = np.finfo(np.float64).max
 
 
-def _x86_lacking_f64_division() -> X86Target:
-    t = X86Target()
-    native = t.desc.native
-    lacks = {(Ops.FDIV, dtypes.float64), (Ops.SQRT, dtypes.float64)}
-    t.desc = replace(t.desc, native=lambda op, dt: (op, dt) not in lacks and native(op, dt))
-    return t
-
-
 def _run_x86(sink: UOp, args: list) -> list:
-    t = _x86_lacking_f64_division()
-    k, d = run_pipeline(sink, t)
-    lo = LoadedObject(write_object([k], t.pool))
-    mine = [a.copy() for a in args]
-    try:
-        launch(lo, d, check_launch(d, mine))
-    finally:
-        lo.close()
-    return mine
+    return run_lacking(sink, args, {(Ops.FDIV, dtypes.float64), (Ops.SQRT, dtypes.float64)})
 
 
 def _run_amd(sink: UOp, args: list, arch: str) -> list:

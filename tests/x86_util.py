@@ -55,6 +55,28 @@ def compile_and_run(sink: UOp, args: list, arch: str = "x86-64-v3") -> list:
     return mine
 
 
+def run_lacking(sink: UOp, args: list, lacks: set) -> list:
+    """Compile sink for x86 as if it lacked the (op, dtype) pairs in lacks (dtype None: every
+    dtype), so that the target-neutral decompositions of those ops run; run it on copies of
+    args and return them."""
+    from dataclasses import replace
+
+    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.x86 import X86Target, write_object
+    t = X86Target()
+    native = t.desc.native
+    t.desc = replace(t.desc, native=lambda op, dt: (op, dt) not in lacks and
+                     (op, None) not in lacks and native(op, dt))
+    k, d = run_pipeline(sink, t)
+    lo = LoadedObject(write_object([k], t.pool))
+    mine = [a.copy() for a in args]
+    try:
+        launch(lo, d, check_launch(d, mine))
+    finally:
+        lo.close()
+    return mine
+
+
 def reference(sink: UOp, args: list) -> list:
     """The interpreter's result on copies of args."""
     ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
