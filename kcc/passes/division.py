@@ -115,18 +115,44 @@ def _not(b: _B, x: UOp) -> UOp:
     return b.op(Ops.CMPNE, x, b.c(True, dtypes.bool))
 
 
+class QuotientCases:
+    """The IEEE special cases of a float quotient a / d: |a|, |d|, which operand is NaN, inf or
+    zero, and the quotient's value for them (NaN for NaN, 0/0 and inf/inf; 0 for 0/x and x/inf;
+    inf for inf/x and x/0; the sign the XOR of the operands' signs)."""
+
+    def __init__(self, b: "_B", a: UOp, d: UOp, fdt: DType, udt: DType):
+        self.b, self.a, self.d, self.fdt, self.udt = b, a, d, fdt, udt
+        self.aa, self.ad = b.fabs(a, fdt, udt), b.fabs(d, fdt, udt)
+        inf, zero = b.c(float("inf"), fdt), b.c(0.0, fdt)
+        self.a_nan, self.d_nan = b.op(Ops.CMPNE, a, a), b.op(Ops.CMPNE, d, d)
+        self.a_inf, self.d_inf = b.op(Ops.CMPEQ, self.aa, inf), b.op(Ops.CMPEQ, self.ad, inf)
+        self.a_zero, self.d_zero = (b.op(Ops.CMPEQ, self.aa, zero),
+                                    b.op(Ops.CMPEQ, self.ad, zero))
+        self.special = b.op(Ops.OR, b.op(Ops.OR, b.op(Ops.OR, self.a_nan, self.d_nan),
+                                         b.op(Ops.OR, self.a_inf, self.d_inf)),
+                            b.op(Ops.OR, self.a_zero, self.d_zero))
+
+    def result(self, mag: UOp) -> UOp:
+        """The quotient from the magnitude of the general path (ignored for a special case)."""
+        b, fdt, udt = self.b, self.fdt, self.udt
+        nan = b.op(Ops.OR, b.op(Ops.OR, self.a_nan, self.d_nan),
+                   b.op(Ops.OR, b.op(Ops.AND, self.a_zero, self.d_zero),
+                        b.op(Ops.AND, self.a_inf, self.d_inf)))
+        mag = b.where(b.op(Ops.OR, self.a_zero, self.d_inf), b.c(0.0, fdt), mag)
+        mag = b.where(b.op(Ops.OR, self.a_inf, self.d_zero), b.c(float("inf"), fdt), mag)
+        mag = b.where(nan, b.c(float("nan"), fdt), mag)
+        sign = b.op(Ops.AND, b.op(Ops.XOR, b.bitcast(self.a, udt), b.bitcast(self.d, udt)),
+                    b.c(1 << (fdt.bits - 1), udt))
+        return b.bitcast(b.op(Ops.OR, b.bitcast(mag, udt), sign), fdt)
+
+
 def fdiv32(x: UOp) -> UOp:
     """FDIV of float32 → the exactly tested float64 approximation (module docstring)."""
     b = _B(x.shape)
     a, d = x.src
-    aa, ad = b.fabs(a, F32, U32), b.fabs(d, F32, U32)
-    A, D = b.cast(aa, F64), b.cast(ad, F64)
-    inf, zero = b.c(float("inf"), F32), b.c(0.0, F32)
-    a_nan, d_nan = b.op(Ops.CMPNE, a, a), b.op(Ops.CMPNE, d, d)
-    a_inf, d_inf = b.op(Ops.CMPEQ, aa, inf), b.op(Ops.CMPEQ, ad, inf)
-    a_zero, d_zero = b.op(Ops.CMPEQ, aa, zero), b.op(Ops.CMPEQ, ad, zero)
-    special = b.op(Ops.OR, b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan), b.op(Ops.OR, a_inf, d_inf)),
-                   b.op(Ops.OR, a_zero, d_zero))
+    q = QuotientCases(b, a, d, F32, U32)
+    A, D = b.cast(q.aa, F64), b.cast(q.ad, F64)
+    special = q.special
     # the general path sees 1.0 for a special divisor so that its intermediate values stay
     # ordinary (the result is replaced below)
     Ds = b.where(special, b.c(1.0, F64), D)
@@ -135,15 +161,7 @@ def fdiv32(x: UOp) -> UOp:
     def above(m: UOp) -> tuple[UOp, UOp]:
         p = b.op(Ops.MUL, m, Ds)
         return b.op(Ops.CMPLT, p, A), b.op(Ops.CMPEQ, p, A)
-    mag = _round_exact(b, c, above)
-    nan = b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan),
-               b.op(Ops.OR, b.op(Ops.AND, a_zero, d_zero), b.op(Ops.AND, a_inf, d_inf)))
-    mag = b.where(b.op(Ops.OR, a_zero, d_inf), zero, mag)
-    mag = b.where(b.op(Ops.OR, a_inf, d_zero), inf, mag)
-    mag = b.where(nan, b.c(float("nan"), F32), mag)
-    sign = b.op(Ops.AND, b.op(Ops.XOR, b.bitcast(a, U32), b.bitcast(d, U32)),
-                b.c(0x80000000, U32))
-    return b.bitcast(b.op(Ops.OR, b.bitcast(mag, U32), sign), F32)
+    return q.result(_round_exact(b, c, above))
 
 
 def _rsqrt64(b: _B, v: UOp) -> UOp:

@@ -46,7 +46,7 @@ from __future__ import annotations
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
-from kcc.passes.division import _B, _not, _recip64, _rsqrt64
+from kcc.passes.division import _B, QuotientCases, _not, _recip64, _rsqrt64
 
 F64, U64, U32, I32 = dtypes.float64, dtypes.uint64, dtypes.uint32, dtypes.int32
 _MANT = (1 << 52) - 1
@@ -128,13 +128,8 @@ def fdiv64(x: UOp) -> UOp:
     """FDIV of float64 → the exactly tested sequence of the module docstring."""
     b = _B(x.shape)
     a, d = x.src
-    aa, ad = b.fabs(a, F64, U64), b.fabs(d, F64, U64)
-    inf, zero = b.c(float("inf"), F64), b.c(0.0, F64)
-    a_nan, d_nan = b.op(Ops.CMPNE, a, a), b.op(Ops.CMPNE, d, d)
-    a_inf, d_inf = b.op(Ops.CMPEQ, aa, inf), b.op(Ops.CMPEQ, ad, inf)
-    a_zero, d_zero = b.op(Ops.CMPEQ, aa, zero), b.op(Ops.CMPEQ, ad, zero)
-    special = b.op(Ops.OR, b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan), b.op(Ops.OR, a_inf, d_inf)),
-                   b.op(Ops.OR, a_zero, d_zero))
+    q = QuotientCases(b, a, d, F64, U64)
+    aa, ad, special = q.aa, q.ad, q.special
     one = b.c(1.0, F64)
     ma, ea = _split(b, b.where(special, one, aa), False)
     mb, eb = _split(b, b.where(special, one, ad), False)
@@ -144,15 +139,7 @@ def fdiv64(x: UOp) -> UOp:
     c = _quotient(b, ma, mb)
     n = b.op(Ops.MUL, b.op(Ops.MUL, c, _pow2(b, e1)), _pow2(b, e2))
     tiny = b.op(Ops.CMPLT, c, _pow2(b, _clamp(b, b.op(Ops.SUB, b.c(-1022, I32), e), -60, 60)))
-    mag = b.where(tiny, _tiny(b, n, e, e1, e2, ma, mb), n)
-    nan = b.op(Ops.OR, b.op(Ops.OR, a_nan, d_nan),
-               b.op(Ops.OR, b.op(Ops.AND, a_zero, d_zero), b.op(Ops.AND, a_inf, d_inf)))
-    mag = b.where(b.op(Ops.OR, a_zero, d_inf), zero, mag)
-    mag = b.where(b.op(Ops.OR, a_inf, d_zero), inf, mag)
-    mag = b.where(nan, b.c(float("nan"), F64), mag)
-    sign = b.op(Ops.AND, b.op(Ops.XOR, b.bitcast(a, U64), b.bitcast(d, U64)),
-                b.c(1 << 63, U64))
-    return b.bitcast(b.op(Ops.OR, b.bitcast(mag, U64), sign), F64)
+    return q.result(b.where(tiny, _tiny(b, n, e, e1, e2, ma, mb), n))
 
 
 def sqrt64(x: UOp) -> UOp:
