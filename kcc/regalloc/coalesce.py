@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
-from kcc.regalloc.liveness import header_live_in, live_out_sets
+from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars
 
 
 def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: set[int],
@@ -37,16 +37,7 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
     unspillable temporaries) is never the one a group is renamed to when another member is
     not weak, so that a long-lived group stays spillable.
     """
-    index: dict[int, int] = {}
-    var: list[VReg] = []
-
-    def num(r: VReg) -> int:
-        k = index.get(id(r))
-        if k is None:
-            k = index[id(r)] = len(var)
-            var.append(r)
-        return k
-
+    var, index, uses, defs_of = number_vars(work)
     copies: list[tuple[int, int, int, int]] = []     # (-depth, inst, dst, src)
     depth = [0] * len(work)
     for b, e, dep in loops:
@@ -55,10 +46,9 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
     use_b, def_b = [], []
     def_at: dict[int, list[int]] = {}
     for i, w in enumerate(work):
-        us = [num(r) for r in w.uses() if isinstance(r, VReg)]
-        ds = [num(r) for r in w.defs() if isinstance(r, VReg)]
-        use_b.append(sum(1 << k for k in set(us)))
-        def_b.append(sum(1 << k for k in set(ds)))
+        ds = defs_of[i]
+        use_b.append(sum(1 << k for k in uses[i]))
+        def_b.append(sum(1 << k for k in ds))
         for k in ds:
             def_at.setdefault(k, []).append(i)
         orig = getattr(w, "orig", None)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, PReg, Reg, RegOp,
                         Role, VReg, format_inst, structure, successors, verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
-from kcc.regalloc.liveness import Interval, intervals
+from kcc.regalloc.liveness import Interval, intervals, number_vars
 from kcc.regalloc.target import AllocationError, TargetRegInfo, reg_units
 
 
@@ -207,20 +207,7 @@ class _Allocator:
     # -- steps 2 and 3 ---------------------------------------------------------------------
     def scan(self, work: list[_W]) -> tuple[dict[int, PReg], list[VReg]]:
         """One linear scan: the register of every variable (by id), or the vregs to spill."""
-        index: dict[int, int] = {}
-        var: list[VReg] = []
-
-        def num(r: Reg) -> int:
-            k = index.get(id(r))
-            if k is None:
-                k = index[id(r)] = len(var)
-                var.append(r)  # type: ignore[arg-type]
-            return k
-
-        uses = [list(dict.fromkeys(num(r) for r in w.uses() if isinstance(r, VReg)))
-                for w in work]
-        defs = [list(dict.fromkeys(num(r) for r in w.defs() if isinstance(r, VReg)))
-                for w in work]
+        var, index, uses, defs = number_vars(work)
         loops, labels = structure(work)
         ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
                                       [(b, e) for b, e, _ in loops], len(var))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -41,6 +42,26 @@ class Interval:
         """The first use at or after ``pos`` (a huge number when there is none)."""
         k = bisect_left(self.uses, pos)
         return self.uses[k] if k < len(self.uses) else 1 << 60
+
+
+def number_vars(work: list[Any]) -> tuple[list[Any], dict[int, int], list[list[int]],
+                                           list[list[int]]]:
+    """Number the virtual registers of a linear instruction list (those used, in order of first
+    use, then those only defined): the variables by number, number by id, and each
+    instruction's used and defined numbers without repeats. Only VReg operands count (pre-coloured registers are not variables)."""
+    from kcc.ir.mir import VReg
+    index: dict[int, int] = {}
+    var: list[Any] = []
+
+    def num(r: Any) -> int:
+        k = index.get(id(r))
+        if k is None:
+            k = index[id(r)] = len(var)
+            var.append(r)
+        return k
+    uses = [list(dict.fromkeys(num(r) for r in w.uses() if isinstance(r, VReg))) for w in work]
+    defs = [list(dict.fromkeys(num(r) for r in w.defs() if isinstance(r, VReg))) for w in work]
+    return var, index, uses, defs
 
 
 def bits(x: int) -> list[int]:
