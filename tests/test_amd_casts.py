@@ -8,7 +8,6 @@ rounding once."""
 
 from __future__ import annotations
 
-import importlib.util
 from fractions import Fraction
 
 import numpy as np
@@ -19,8 +18,6 @@ from kcc.ir import UOp
 from kcc.targets.manifest import check_launch
 from x86_util import reference
 
-READY = all(importlib.util.find_spec(m) is not None
-            for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
 DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
           "float16", "bfloat16", "float32", "float64")
 BLOCK = 64
@@ -136,8 +133,6 @@ def same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return eq
 
 
-@pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
-                    "and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("src", DTYPES)
 def test_every_cast_from_src_matches_the_interpreter(src: str, arch: str) -> None:
@@ -224,8 +219,6 @@ SINK(%s) KernelInfo(name="k")
 """)
 
 
-@pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
-                    "and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 def test_casts_of_uniform_integers_match_the_interpreter(arch: str) -> None:
     """≤ 32-bit integers the same in every lane live in SGPRs: their casts (from SALU

@@ -8,7 +8,6 @@ iterations and one, in kcc's emulator on gfx1100 and gfx942 against the interpre
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -16,10 +15,6 @@ import pytest
 from kcc.frontend.parser import parse
 from x86_util import assert_same, reference
 
-READY = all(importlib.util.find_spec(m) is not None
-            for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
-pytestmark = pytest.mark.skipif(not READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the "
-                                "AMD encoder and emulator) are not in this tree")
 
 # outer bound CDIV(n, 3): a uniform value the VALU computes; inner: an int64 counter
 NESTED = """# kcc-uop 1

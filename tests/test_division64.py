@@ -8,7 +8,6 @@ FDIV/SQRT marked non-native, and in the AMD emulator for gfx1100 and gfx942."""
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -19,8 +18,6 @@ from kcc.ir.dtype import dtypes
 from kcc.targets.manifest import check_launch
 from x86_util import reference, run_lacking
 
-AMD_READY = all(importlib.util.find_spec(m) is not None
-                for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
 BLOCK = 64
 _MAX = np.finfo(np.float64).max
 
@@ -148,8 +145,6 @@ def test_float64_on_x86_without_native_division_is_bit_exact(op: str) -> None:
     _check(op, _run_x86, 20000, 1)
 
 
-@pytest.mark.skipif(not AMD_READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD "
-                    "encoder and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("op", ["FDIV", "SQRT"])
 def test_float64_in_the_amd_emulator_is_bit_exact(op: str, arch: str) -> None:
@@ -165,9 +160,8 @@ def test_regression_subnormal_quotient_is_rounded_once() -> None:
     want = reference(_kernel("FDIV", a.size), args)[0][0]
     assert want == 2.0 ** -1074 and a[0] * 2.0 ** 537 * 2.0 ** 537 / b[0] == 1.5
     assert _run_x86(_kernel("FDIV", a.size), args)[0][0] == want
-    if AMD_READY:
-        for arch in ("gfx1100", "gfx942"):
-            assert _run_amd(_kernel("FDIV", a.size, gpu=True), args, arch)[0][0] == want
+    for arch in ("gfx1100", "gfx942"):
+        assert _run_amd(_kernel("FDIV", a.size, gpu=True), args, arch)[0][0] == want
 
 
 def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -179,8 +173,6 @@ def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(got) & np.isnan(want), 0, d)
 
 
-@pytest.mark.skipif(not AMD_READY, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD "
-                    "encoder and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("op", ["EXP2", "LOG2", "SIN"])
 def test_float64_transcendentals_in_the_amd_emulator_meet_the_bound(op: str, arch: str) -> None:
