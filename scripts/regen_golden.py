@@ -99,7 +99,7 @@ def _reg_name(kind: str, num: int) -> str:
     k = KINDS[kind]
     if k.cls == "vec":
         return f"{_VEC[k.reg_size]}{num}"
-    return _GPR[k.reg_size][num]
+    return _GPR[k.reg_size][num % 16]     # EVEX register sets number vectors up to 31
 
 
 def _mem_text(kind: str, mem: tuple) -> str:
@@ -116,7 +116,8 @@ def _mem_text(kind: str, mem: tuple) -> str:
     return f"{_PTR[size]} ptr [{inner}]" if size else f"[{inner}]"
 
 
-def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int) -> str | None:
+def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int,
+               mnemonic: str | None = None) -> str | None:
     """Intel text for one case, or None when the row cannot take this variant."""
     parts, r = [], 0
     for o in row.operands:
@@ -135,9 +136,12 @@ def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int) -> str | 
         else:
             parts.append(_reg_name(o.kind, regset[r]))
             r += 1
-    text = f"{row.mnemonic} {', '.join(parts)}" if parts else row.mnemonic
+    mnem = mnemonic or row.mnemonic
+    text = f"{mnem} {', '.join(parts)}" if parts else mnem
     if any(o.kind == "rel32" for o in row.operands):
         text = "{disp32} " + text       # llvm-mc would pick rel8 otherwise
+    if row.enc == "evex" and row.vl < 2:
+        text = "{evex} " + text         # an EVEX twin: llvm-mc would pick VEX for xmm0-15
     return text
 
 
@@ -157,6 +161,19 @@ def x86_cases(index: int, row: Row) -> list[str]:
             t = _case_text(row, regsets["lo" if j % 2 else "hi"], mem, k + 1 + j)
             if t is not None and t not in cases:
                 cases.append(t)
+    if row.evex_form is not None:
+        # a VEX form naming xmm16-31: llvm-mc picks the EVEX encoding (the twin's mnemonic)
+        twin = FORMS[row.evex_form].mnemonic
+        for j, name in enumerate(("hi", "mix", "mix2")):
+            t = _case_text(row, _EVEX_REGSETS[name], None, j, twin)
+            if t is not None and t not in cases:
+                cases.append(t)
+        if has_mem:
+            for j in range(2):
+                mem = _MEMS[(index * 2 + j + 5) % len(_MEMS)]
+                t = _case_text(row, _EVEX_REGSETS["hi" if j else "mix2"], mem, j, twin)
+                if t is not None and t not in cases:
+                    cases.append(t)
     return cases
 
 

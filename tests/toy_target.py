@@ -17,8 +17,8 @@ shl        mod d, c fixed r2                               d = d << (c & 15)
 call       (clobbers r0 r1 r2 v0 v1)                       destroys the clobbered registers
 pair       def a, def b, x                                 a, b = x + 1, x + 2
 ldm        def d, [a + b*8 + 16]                           d = hash of the address
-vsplat     def vd, g                                       vd = 3g + 1
-vadd       def vd tied=1, va, vb                           vd = va + vb
+vsplat     def vd, g                                       vd = 3g + 1 (narrow: v0/v1 only)
+vadd       def vd tied=1, va, vb                           vd = va + vb (narrow: v0/v1 only)
 vsum       def g, va                                       g = va ^ 0x5555
 wpack      def w, a                                        w = a * 7
 wsum       def g, w                                        g = w + 1
@@ -40,14 +40,16 @@ W = [PReg("w01", "wide"), PReg("w23", "wide")]
 SP = PReg("sp", "ptr")
 SENTINEL = 0x5EED_CA11_EE5A_FE00
 CLOBBERED = (R[0], R[1], R[2], V[0], V[1])
+NARROW = frozenset(V[:2])
 MOVE_OP = {"gpr": "mov", "vec": "vmov", "wide": "wmov"}
 
 
 class ToyTarget:
     """The toy register description handed to the allocator."""
 
-    def __init__(self, wide: bool = False, remat: bool = False) -> None:
+    def __init__(self, wide: bool = False, remat: bool = False, narrow: bool = False) -> None:
         self.remat = remat
+        self.narrow = narrow
         self.classes: dict[str, list[PReg]] = {"gpr": list(R), "vec": list(V)}
         if wide:
             self.classes["wide"] = list(W)
@@ -67,6 +69,15 @@ class ToyTarget:
         """mov/vmov/wmov between two registers: copies the allocator may coalesce."""
         return inst.op in MOVE_OP.values() and len(inst.operands) == 2 and all(
             isinstance(o, RegOp) for o in inst.operands)
+
+    def operand_regs(self, inst: Inst, k: int) -> frozenset[PReg] | None:
+        """With ``narrow``, the vector operands of vadd and vsplat can only be v0 and v1 (as a
+        VEX form cannot name xmm16-31)."""
+        o = inst.operands[k]
+        if self.narrow and inst.op in ("vadd", "vsplat") and isinstance(o, RegOp) and \
+                o.reg.cls == "vec":
+            return NARROW
+        return None
 
     def rematerializable(self, inst: Inst) -> bool:
         """li (when enabled): a constant the allocator may load again instead of spilling."""

@@ -20,6 +20,22 @@ vcvtsi2ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
 ; form: vcvtsi2ss_x_x_rm32
 vcvtsi2ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 32 2a 84 9c 00 10 00 00
+; form: vcvtsi2ss_x_x_rm32
+vcvtsi2ss xmm16, xmm17, r15d
+; bytes: 62 c1 76 00 2a c7
+; form: vcvtsi2ss_x_x_rm32
+vcvtsi2ss xmm3, xmm24, r9d
+; bytes: 62 d1 3e 00 2a d9
+; form: vcvtsi2ss_x_x_rm32
+vcvtsi2ss xmm29, xmm8, edx
+; bytes: 62 61 3e 08 2a ea
+; form: vcvtsi2ss_x_x_rm32
+vcvtsi2ss xmm29, xmm8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3e 08 2a ac 4b e8 03 00 00
+; form: vcvtsi2ss_x_x_rm32
+vcvtsi2ss xmm16, xmm17, dword ptr [rip + foo + 16]
+; bytes: 62 e1 76 00 2a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvtsi2ss_x_x_rm64
 vcvtsi2ss xmm0, xmm1, rdx
 ; bytes: c4 e1 f2 2a c2
@@ -42,6 +58,21 @@ vcvtsi2ss xmm0, xmm1, qword ptr [rip + bar]
 ; form: vcvtsi2ss_x_x_rm64
 vcvtsi2ss xmm8, xmm9, qword ptr [rdi]
 ; bytes: c4 61 b2 2a 07
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm16, xmm17, r15
+; bytes: 62 c1 f6 00 2a c7
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm3, xmm24, r9
+; bytes: 62 d1 be 00 2a d9
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm29, xmm8, rdx
+; bytes: 62 61 be 08 2a ea
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm29, xmm8, qword ptr [8*rcx + 64]
+; bytes: 62 61 be 08 2a 2c cd 40 00 00 00
+; form: vcvtsi2ss_x_x_rm64
+vcvtsi2ss xmm16, xmm17, qword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f6 00 2a 84 30 7f 00 00 00
 ; form: vcvttss2si_r32_xm32
 vcvttss2si eax, xmm1
 ; bytes: c5 fa 2c c1
@@ -63,6 +94,21 @@ vcvttss2si eax, dword ptr [rbp]
 ; form: vcvttss2si_r32_xm32
 vcvttss2si r8d, dword ptr [r13 - 300]
 ; bytes: c4 41 7a 2c 85 d4 fe ff ff
+; form: vcvttss2si_r32_xm32
+vcvttss2si eax, xmm17
+; bytes: 62 b1 7e 08 2c c1
+; form: vcvttss2si_r32_xm32
+vcvttss2si ebx, xmm24
+; bytes: 62 91 7e 08 2c d8
+; form: vcvttss2si_r32_xm32
+vcvttss2si r13d, xmm8
+; bytes: c4 41 7a 2c e8
+; form: vcvttss2si_r32_xm32
+vcvttss2si r13d, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7a 2c ac 9c 00 10 00 00
+; form: vcvttss2si_r32_xm32
+vcvttss2si eax, dword ptr [rdx - 8192]
+; bytes: c5 fa 2c 82 00 e0 ff ff
 ; form: vcvttss2si_r64_xm32
 vcvttss2si rax, xmm1
 ; bytes: c4 e1 fa 2c c1
@@ -84,6 +130,22 @@ vcvttss2si rax, dword ptr [r12 + 8*r15 - 128]
 ; form: vcvttss2si_r64_xm32
 vcvttss2si r8, dword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 fa 2c 84 4b e8 03 00 00
+; form: vcvttss2si_r64_xm32
+vcvttss2si rax, xmm17
+; bytes: 62 b1 fe 08 2c c1
+; form: vcvttss2si_r64_xm32
+vcvttss2si rbx, xmm24
+; bytes: 62 91 fe 08 2c d8
+; form: vcvttss2si_r64_xm32
+vcvttss2si r13, xmm8
+; bytes: c4 41 fa 2c e8
+; form: vcvttss2si_r64_xm32
+vcvttss2si r13, dword ptr [rip + bar]
+; bytes: c4 61 fa 2c 2d 00 00 00 00
+; fixup: 5 pc32 bar -4
+; form: vcvttss2si_r64_xm32
+vcvttss2si rax, dword ptr [rdi]
+; bytes: c4 e1 fa 2c 07
 ; form: vcvtsi2sd_x_x_rm32
 vcvtsi2sd xmm0, xmm1, edx
 ; bytes: c5 f3 2a c2
@@ -106,6 +168,21 @@ vcvtsi2sd xmm0, xmm1, dword ptr [8*rcx + 64]
 ; form: vcvtsi2sd_x_x_rm32
 vcvtsi2sd xmm8, xmm9, dword ptr [r8 + rsi + 127]
 ; bytes: c4 41 33 2a 44 30 7f
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm16, xmm17, r15d
+; bytes: 62 c1 77 00 2a c7
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm3, xmm24, r9d
+; bytes: 62 d1 3f 00 2a d9
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm29, xmm8, edx
+; bytes: 62 61 3f 08 2a ea
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm29, xmm8, dword ptr [rsp + 8]
+; bytes: 62 61 3f 08 2a 6c 24 02
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e1 77 00 2a 45 00
 ; form: vcvtsi2sd_x_x_rm64
 vcvtsi2sd xmm0, xmm1, rdx
 ; bytes: c4 e1 f3 2a c2
@@ -128,6 +205,21 @@ vcvtsi2sd xmm0, xmm1, qword ptr [rdx - 8192]
 vcvtsi2sd xmm8, xmm9, qword ptr [rip + bar]
 ; bytes: c4 61 b3 2a 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm16, xmm17, r15
+; bytes: 62 c1 f7 00 2a c7
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm3, xmm24, r9
+; bytes: 62 d1 bf 00 2a d9
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm29, xmm8, rdx
+; bytes: 62 61 bf 08 2a ea
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm29, xmm8, qword ptr [r13 - 300]
+; bytes: 62 41 bf 08 2a ad d4 fe ff ff
+; form: vcvtsi2sd_x_x_rm64
+vcvtsi2sd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f7 00 2a 44 87 01
 ; form: vcvttsd2si_r32_xm64
 vcvttsd2si eax, xmm1
 ; bytes: c5 fb 2c c1
@@ -149,6 +241,21 @@ vcvttsd2si eax, qword ptr [rsp + 8]
 ; form: vcvttsd2si_r32_xm64
 vcvttsd2si r8d, qword ptr [rbp]
 ; bytes: c5 7b 2c 45 00
+; form: vcvttsd2si_r32_xm64
+vcvttsd2si eax, xmm17
+; bytes: 62 b1 7f 08 2c c1
+; form: vcvttsd2si_r32_xm64
+vcvttsd2si ebx, xmm24
+; bytes: 62 91 7f 08 2c d8
+; form: vcvttsd2si_r32_xm64
+vcvttsd2si r13d, xmm8
+; bytes: c4 41 7b 2c e8
+; form: vcvttsd2si_r32_xm64
+vcvttsd2si r13d, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7b 2c 6c fc 80
+; form: vcvttsd2si_r32_xm64
+vcvttsd2si eax, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 7b 2c 84 4b e8 03 00 00
 ; form: vcvttsd2si_r64_xm64
 vcvttsd2si rax, xmm1
 ; bytes: c4 e1 fb 2c c1
@@ -170,6 +277,22 @@ vcvttsd2si rax, qword ptr [rdi + 4*rax + 8]
 ; form: vcvttsd2si_r64_xm64
 vcvttsd2si r8, qword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 fb 2c 44 fc 80
+; form: vcvttsd2si_r64_xm64
+vcvttsd2si rax, xmm17
+; bytes: 62 b1 ff 08 2c c1
+; form: vcvttsd2si_r64_xm64
+vcvttsd2si rbx, xmm24
+; bytes: 62 91 ff 08 2c d8
+; form: vcvttsd2si_r64_xm64
+vcvttsd2si r13, xmm8
+; bytes: c4 41 fb 2c e8
+; form: vcvttsd2si_r64_xm64
+vcvttsd2si r13, qword ptr [rip + foo + 16]
+; bytes: c4 61 fb 2c 2d 00 00 00 00
+; fixup: 5 pc32 foo 12
+; form: vcvttsd2si_r64_xm64
+vcvttsd2si rax, qword ptr [8*rcx + 64]
+; bytes: c4 e1 fb 2c 04 cd 40 00 00 00
 ; form: vcvtss2sd_x_x_xm32
 vcvtss2sd xmm0, xmm1, xmm2
 ; bytes: c5 f2 5a c2
@@ -192,6 +315,21 @@ vcvtss2sd xmm0, xmm1, dword ptr [rip + foo + 16]
 ; form: vcvtss2sd_x_x_xm32
 vcvtss2sd xmm8, xmm9, dword ptr [8*rcx + 64]
 ; bytes: c5 32 5a 04 cd 40 00 00 00
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 5a c7
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 5a d9
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 5a ea
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm29, xmm8, dword ptr [r8 + rsi + 127]
+; bytes: 62 41 3e 08 5a ac 30 7f 00 00 00
+; form: vcvtss2sd_x_x_xm32
+vcvtss2sd xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 5a 84 9c 00 10 00 00
 ; form: vcvtsd2ss_x_x_xm64
 vcvtsd2ss xmm0, xmm1, xmm2
 ; bytes: c5 f3 5a c2
@@ -213,6 +351,22 @@ vcvtsd2ss xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
 ; form: vcvtsd2ss_x_x_xm64
 vcvtsd2ss xmm8, xmm9, qword ptr [rdx - 8192]
 ; bytes: c5 33 5a 82 00 e0 ff ff
+; form: vcvtsd2ss_x_x_xm64
+vcvtsd2ss xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 5a c7
+; form: vcvtsd2ss_x_x_xm64
+vcvtsd2ss xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 5a d9
+; form: vcvtsd2ss_x_x_xm64
+vcvtsd2ss xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 5a ea
+; form: vcvtsd2ss_x_x_xm64
+vcvtsd2ss xmm29, xmm8, qword ptr [rdx - 8192]
+; bytes: 62 61 bf 08 5a aa 00 e0 ff ff
+; form: vcvtsd2ss_x_x_xm64
+vcvtsd2ss xmm16, xmm17, qword ptr [rip + bar]
+; bytes: 62 e1 f7 00 5a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtdq2ps_x_xm
 vcvtdq2ps xmm0, xmm1
 ; bytes: c5 f8 5b c1
@@ -235,6 +389,21 @@ vcvtdq2ps xmm0, xmmword ptr [rdi]
 ; form: vcvtdq2ps_x_xm
 vcvtdq2ps xmm8, xmmword ptr [rsp + 8]
 ; bytes: c5 78 5b 44 24 08
+; form: vcvtdq2ps_x_xm
+vcvtdq2ps xmm16, xmm17
+; bytes: 62 a1 7c 08 5b c1
+; form: vcvtdq2ps_x_xm
+vcvtdq2ps xmm3, xmm24
+; bytes: 62 91 7c 08 5b d8
+; form: vcvtdq2ps_x_xm
+vcvtdq2ps xmm29, xmm8
+; bytes: 62 41 7c 08 5b e8
+; form: vcvtdq2ps_x_xm
+vcvtdq2ps xmm29, xmmword ptr [rdi]
+; bytes: 62 61 7c 08 5b 2f
+; form: vcvtdq2ps_x_xm
+vcvtdq2ps xmm16, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7c 08 5b 84 24 08 00 00 00
 ; form: vcvtdq2ps_y_ym
 vcvtdq2ps ymm0, ymm1
 ; bytes: c5 fc 5b c1
@@ -256,6 +425,21 @@ vcvtdq2ps ymm0, ymmword ptr [r13 - 300]
 ; form: vcvtdq2ps_y_ym
 vcvtdq2ps ymm8, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 7c 5b 44 87 08
+; form: vcvtdq2ps_y_ym
+vcvtdq2ps ymm16, ymm17
+; bytes: 62 a1 7c 28 5b c1
+; form: vcvtdq2ps_y_ym
+vcvtdq2ps ymm3, ymm24
+; bytes: 62 91 7c 28 5b d8
+; form: vcvtdq2ps_y_ym
+vcvtdq2ps ymm29, ymm8
+; bytes: 62 41 7c 28 5b e8
+; form: vcvtdq2ps_y_ym
+vcvtdq2ps ymm29, ymmword ptr [rbp]
+; bytes: 62 61 7c 28 5b 6d 00
+; form: vcvtdq2ps_y_ym
+vcvtdq2ps ymm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 7c 28 5b 85 d4 fe ff ff
 ; form: vcvttps2dq_x_xm
 vcvttps2dq xmm0, xmm1
 ; bytes: c5 fa 5b c1
@@ -278,6 +462,21 @@ vcvttps2dq xmm0, xmmword ptr [rbx + 2*r9 + 1000]
 vcvttps2dq xmm8, xmmword ptr [rip + foo + 16]
 ; bytes: c5 7a 5b 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm16, xmm17
+; bytes: 62 a1 7e 08 5b c1
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm3, xmm24
+; bytes: 62 91 7e 08 5b d8
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm29, xmm8
+; bytes: 62 41 7e 08 5b e8
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm29, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 7e 08 5b ac 87 08 00 00 00
+; form: vcvttps2dq_x_xm
+vcvttps2dq xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 08 5b 44 fc f8
 ; form: vcvttps2dq_y_ym
 vcvttps2dq ymm0, ymm1
 ; bytes: c5 fe 5b c1
@@ -299,6 +498,22 @@ vcvttps2dq ymm0, ymmword ptr [r8 + rsi + 127]
 ; form: vcvttps2dq_y_ym
 vcvttps2dq ymm8, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 7e 5b 84 9c 00 10 00 00
+; form: vcvttps2dq_y_ym
+vcvttps2dq ymm16, ymm17
+; bytes: 62 a1 7e 28 5b c1
+; form: vcvttps2dq_y_ym
+vcvttps2dq ymm3, ymm24
+; bytes: 62 91 7e 28 5b d8
+; form: vcvttps2dq_y_ym
+vcvttps2dq ymm29, ymm8
+; bytes: 62 41 7e 28 5b e8
+; form: vcvttps2dq_y_ym
+vcvttps2dq ymm29, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 7e 28 5b ac 4b e8 03 00 00
+; form: vcvttps2dq_y_ym
+vcvttps2dq ymm16, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 7e 28 5b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvtdq2pd_x_xm64
 vcvtdq2pd xmm0, xmm1
 ; bytes: c5 fa e6 c1
@@ -321,6 +536,21 @@ vcvtdq2pd xmm0, qword ptr [rip + bar]
 ; form: vcvtdq2pd_x_xm64
 vcvtdq2pd xmm8, qword ptr [rdi]
 ; bytes: c5 7a e6 07
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm16, xmm17
+; bytes: 62 a1 7e 08 e6 c1
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm3, xmm24
+; bytes: 62 91 7e 08 e6 d8
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm29, xmm8
+; bytes: 62 41 7e 08 e6 e8
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm29, qword ptr [8*rcx + 64]
+; bytes: 62 61 7e 08 e6 2c cd 40 00 00 00
+; form: vcvtdq2pd_x_xm64
+vcvtdq2pd xmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7e 08 e6 84 30 7f 00 00 00
 ; form: vcvtdq2pd_y_xm
 vcvtdq2pd ymm0, xmm1
 ; bytes: c5 fe e6 c1
@@ -342,6 +572,21 @@ vcvtdq2pd ymm0, xmmword ptr [rbp]
 ; form: vcvtdq2pd_y_xm
 vcvtdq2pd ymm8, xmmword ptr [r13 - 300]
 ; bytes: c4 41 7e e6 85 d4 fe ff ff
+; form: vcvtdq2pd_y_xm
+vcvtdq2pd ymm16, xmm17
+; bytes: 62 a1 7e 28 e6 c1
+; form: vcvtdq2pd_y_xm
+vcvtdq2pd ymm3, xmm24
+; bytes: 62 91 7e 28 e6 d8
+; form: vcvtdq2pd_y_xm
+vcvtdq2pd ymm29, xmm8
+; bytes: 62 41 7e 28 e6 e8
+; form: vcvtdq2pd_y_xm
+vcvtdq2pd ymm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 7e 28 e6 ac 9c 00 10 00 00
+; form: vcvtdq2pd_y_xm
+vcvtdq2pd ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7e 28 e6 82 00 e0 ff ff
 ; form: vcvtps2pd_x_xm64
 vcvtps2pd xmm0, xmm1
 ; bytes: c5 f8 5a c1
@@ -363,6 +608,22 @@ vcvtps2pd xmm0, qword ptr [r12 + 8*r15 - 128]
 ; form: vcvtps2pd_x_xm64
 vcvtps2pd xmm8, qword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 78 5a 84 4b e8 03 00 00
+; form: vcvtps2pd_x_xm64
+vcvtps2pd xmm16, xmm17
+; bytes: 62 a1 7c 08 5a c1
+; form: vcvtps2pd_x_xm64
+vcvtps2pd xmm3, xmm24
+; bytes: 62 91 7c 08 5a d8
+; form: vcvtps2pd_x_xm64
+vcvtps2pd xmm29, xmm8
+; bytes: 62 41 7c 08 5a e8
+; form: vcvtps2pd_x_xm64
+vcvtps2pd xmm29, qword ptr [rip + bar]
+; bytes: 62 61 7c 08 5a 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vcvtps2pd_x_xm64
+vcvtps2pd xmm16, qword ptr [rdi]
+; bytes: 62 e1 7c 08 5a 07
 ; form: vcvtps2pd_y_xm
 vcvtps2pd ymm0, xmm1
 ; bytes: c5 fc 5a c1
@@ -385,6 +646,21 @@ vcvtps2pd ymm0, xmmword ptr [8*rcx + 64]
 ; form: vcvtps2pd_y_xm
 vcvtps2pd ymm8, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 7c 5a 44 30 7f
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm16, xmm17
+; bytes: 62 a1 7c 28 5a c1
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm3, xmm24
+; bytes: 62 91 7c 28 5a d8
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm29, xmm8
+; bytes: 62 41 7c 28 5a e8
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm29, xmmword ptr [rsp + 8]
+; bytes: 62 61 7c 28 5a ac 24 08 00 00 00
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm16, xmmword ptr [rbp]
+; bytes: 62 e1 7c 28 5a 45 00
 ; form: vcvtph2ps_x_xm64
 vcvtph2ps xmm0, xmm1
 ; bytes: c4 e2 79 13 c1
@@ -407,6 +683,21 @@ vcvtph2ps xmm0, qword ptr [rdx - 8192]
 vcvtph2ps xmm8, qword ptr [rip + bar]
 ; bytes: c4 62 79 13 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm16, xmm17
+; bytes: 62 a2 7d 08 13 c1
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm3, xmm24
+; bytes: 62 92 7d 08 13 d8
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm29, xmm8
+; bytes: 62 42 7d 08 13 e8
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm29, qword ptr [r13 - 300]
+; bytes: 62 42 7d 08 13 ad d4 fe ff ff
+; form: vcvtph2ps_x_xm64
+vcvtph2ps xmm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 13 44 87 01
 ; form: vcvtph2ps_y_xm
 vcvtph2ps ymm0, xmm1
 ; bytes: c4 e2 7d 13 c1
@@ -428,6 +719,21 @@ vcvtph2ps ymm0, xmmword ptr [rsp + 8]
 ; form: vcvtph2ps_y_xm
 vcvtph2ps ymm8, xmmword ptr [rbp]
 ; bytes: c4 62 7d 13 45 00
+; form: vcvtph2ps_y_xm
+vcvtph2ps ymm16, xmm17
+; bytes: 62 a2 7d 28 13 c1
+; form: vcvtph2ps_y_xm
+vcvtph2ps ymm3, xmm24
+; bytes: 62 92 7d 28 13 d8
+; form: vcvtph2ps_y_xm
+vcvtph2ps ymm29, xmm8
+; bytes: 62 42 7d 28 13 e8
+; form: vcvtph2ps_y_xm
+vcvtph2ps ymm29, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 28 13 6c fc f8
+; form: vcvtph2ps_y_xm
+vcvtph2ps ymm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 13 84 4b e8 03 00 00
 ; form: vcvttpd2dq_x_xm
 vcvttpd2dq xmm0, xmm1
 ; bytes: c5 f9 e6 c1
@@ -449,6 +755,22 @@ vcvttpd2dq xmm0, xmmword ptr [rdi + 4*rax + 8]
 ; form: vcvttpd2dq_x_xm
 vcvttpd2dq xmm8, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 79 e6 44 fc 80
+; form: vcvttpd2dq_x_xm
+vcvttpd2dq xmm16, xmm17
+; bytes: 62 a1 fd 08 e6 c1
+; form: vcvttpd2dq_x_xm
+vcvttpd2dq xmm3, xmm24
+; bytes: 62 91 fd 08 e6 d8
+; form: vcvttpd2dq_x_xm
+vcvttpd2dq xmm29, xmm8
+; bytes: 62 41 fd 08 e6 e8
+; form: vcvttpd2dq_x_xm
+vcvttpd2dq xmm29, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 fd 08 e6 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vcvttpd2dq_x_xm
+vcvttpd2dq xmm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 08 e6 04 cd 40 00 00 00
 ; form: vcvttpd2dq_x_ym
 vcvttpd2dq xmm0, ymm1
 ; bytes: c5 fd e6 c1
@@ -471,6 +793,21 @@ vcvttpd2dq xmm0, ymmword ptr [rip + foo + 16]
 ; form: vcvttpd2dq_x_ym
 vcvttpd2dq xmm8, ymmword ptr [8*rcx + 64]
 ; bytes: c5 7d e6 04 cd 40 00 00 00
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm16, ymm17
+; bytes: 62 a1 fd 28 e6 c1
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm3, ymm24
+; bytes: 62 91 fd 28 e6 d8
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm29, ymm8
+; bytes: 62 41 fd 28 e6 e8
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm29, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 fd 28 e6 ac 30 7f 00 00 00
+; form: vcvttpd2dq_x_ym
+vcvttpd2dq xmm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd 28 e6 84 9c 00 10 00 00
 ; form: vcvtpd2ps_x_xm
 vcvtpd2ps xmm0, xmm1
 ; bytes: c5 f9 5a c1
@@ -492,6 +829,22 @@ vcvtpd2ps xmm0, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vcvtpd2ps_x_xm
 vcvtpd2ps xmm8, xmmword ptr [rdx - 8192]
 ; bytes: c5 79 5a 82 00 e0 ff ff
+; form: vcvtpd2ps_x_xm
+vcvtpd2ps xmm16, xmm17
+; bytes: 62 a1 fd 08 5a c1
+; form: vcvtpd2ps_x_xm
+vcvtpd2ps xmm3, xmm24
+; bytes: 62 91 fd 08 5a d8
+; form: vcvtpd2ps_x_xm
+vcvtpd2ps xmm29, xmm8
+; bytes: 62 41 fd 08 5a e8
+; form: vcvtpd2ps_x_xm
+vcvtpd2ps xmm29, xmmword ptr [rdx - 8192]
+; bytes: 62 61 fd 08 5a aa 00 e0 ff ff
+; form: vcvtpd2ps_x_xm
+vcvtpd2ps xmm16, xmmword ptr [rip + bar]
+; bytes: 62 e1 fd 08 5a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtpd2ps_x_ym
 vcvtpd2ps xmm0, ymm1
 ; bytes: c5 fd 5a c1
@@ -514,6 +867,21 @@ vcvtpd2ps xmm0, ymmword ptr [rdi]
 ; form: vcvtpd2ps_x_ym
 vcvtpd2ps xmm8, ymmword ptr [rsp + 8]
 ; bytes: c5 7d 5a 44 24 08
+; form: vcvtpd2ps_x_ym
+vcvtpd2ps xmm16, ymm17
+; bytes: 62 a1 fd 28 5a c1
+; form: vcvtpd2ps_x_ym
+vcvtpd2ps xmm3, ymm24
+; bytes: 62 91 fd 28 5a d8
+; form: vcvtpd2ps_x_ym
+vcvtpd2ps xmm29, ymm8
+; bytes: 62 41 fd 28 5a e8
+; form: vcvtpd2ps_x_ym
+vcvtpd2ps xmm29, ymmword ptr [rdi]
+; bytes: 62 61 fd 28 5a 2f
+; form: vcvtpd2ps_x_ym
+vcvtpd2ps xmm16, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fd 28 5a 84 24 08 00 00 00
 ; form: vcvtps2ph_xm64_x_imm8
 vcvtps2ph xmm0, xmm1, 1
 ; bytes: c4 e3 79 1d c8 01
@@ -535,6 +903,21 @@ vcvtps2ph qword ptr [r13 - 300], xmm0, 100
 ; form: vcvtps2ph_xm64_x_imm8
 vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm8, 200
 ; bytes: c4 63 79 1d 44 87 08 c8
+; form: vcvtps2ph_xm64_x_imm8
+vcvtps2ph xmm16, xmm17, 1
+; bytes: 62 a3 7d 08 1d c8 01
+; form: vcvtps2ph_xm64_x_imm8
+vcvtps2ph xmm3, xmm24, 31
+; bytes: 62 63 7d 08 1d c3 1f
+; form: vcvtps2ph_xm64_x_imm8
+vcvtps2ph xmm29, xmm8, 127
+; bytes: 62 13 7d 08 1d c5 7f
+; form: vcvtps2ph_xm64_x_imm8
+vcvtps2ph qword ptr [rbp], xmm29, 1
+; bytes: 62 63 7d 08 1d 6d 00 01
+; form: vcvtps2ph_xm64_x_imm8
+vcvtps2ph qword ptr [r13 - 300], xmm16, 31
+; bytes: 62 c3 7d 08 1d 85 d4 fe ff ff 1f
 ; form: vcvtps2ph_xm_y_imm8
 vcvtps2ph xmm0, ymm1, 1
 ; bytes: c4 e3 7d 1d c8 01
@@ -557,6 +940,21 @@ vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm0, 100
 vcvtps2ph xmmword ptr [rip + foo + 16], ymm8, 200
 ; bytes: c4 63 7d 1d 05 00 00 00 00 c8
 ; fixup: 5 pc32 foo 11
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmm16, ymm17, 1
+; bytes: 62 a3 7d 28 1d c8 01
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmm3, ymm24, 31
+; bytes: 62 63 7d 28 1d c3 1f
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmm29, ymm8, 127
+; bytes: 62 13 7d 28 1d c5 7f
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmmword ptr [rdi + 4*rax + 8], ymm29, 1
+; bytes: 62 63 7d 28 1d ac 87 08 00 00 00 01
+; form: vcvtps2ph_xm_y_imm8
+vcvtps2ph xmmword ptr [r12 + 8*r15 - 128], ymm16, 31
+; bytes: 62 83 7d 28 1d 44 fc f8 1f
 ; form: vpmovzxbw_x_xm64
 vpmovzxbw xmm0, xmm1
 ; bytes: c4 e2 79 30 c1
@@ -578,6 +976,22 @@ vpmovzxbw xmm0, qword ptr [r8 + rsi + 127]
 ; form: vpmovzxbw_x_xm64
 vpmovzxbw xmm8, qword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 79 30 84 9c 00 10 00 00
+; form: vpmovzxbw_x_xm64
+vpmovzxbw xmm16, xmm17
+; bytes: 62 a2 7d 08 30 c1
+; form: vpmovzxbw_x_xm64
+vpmovzxbw xmm3, xmm24
+; bytes: 62 92 7d 08 30 d8
+; form: vpmovzxbw_x_xm64
+vpmovzxbw xmm29, xmm8
+; bytes: 62 42 7d 08 30 e8
+; form: vpmovzxbw_x_xm64
+vpmovzxbw xmm29, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 7d 08 30 6c 4b 7d
+; form: vpmovzxbw_x_xm64
+vpmovzxbw xmm16, qword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 30 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxbw_y_xm
 vpmovzxbw ymm0, xmm1
 ; bytes: c4 e2 7d 30 c1
@@ -600,6 +1014,21 @@ vpmovzxbw ymm0, xmmword ptr [rip + bar]
 ; form: vpmovzxbw_y_xm
 vpmovzxbw ymm8, xmmword ptr [rdi]
 ; bytes: c4 62 7d 30 07
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm16, xmm17
+; bytes: 62 a2 7d 28 30 c1
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm3, xmm24
+; bytes: 62 92 7d 28 30 d8
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm29, xmm8
+; bytes: 62 42 7d 28 30 e8
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm29, xmmword ptr [8*rcx + 64]
+; bytes: 62 62 7d 28 30 2c cd 40 00 00 00
+; form: vpmovzxbw_y_xm
+vpmovzxbw ymm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 28 30 84 30 7f 00 00 00
 ; form: vpmovsxbw_x_xm64
 vpmovsxbw xmm0, xmm1
 ; bytes: c4 e2 79 20 c1
@@ -621,6 +1050,21 @@ vpmovsxbw xmm0, qword ptr [rbp]
 ; form: vpmovsxbw_x_xm64
 vpmovsxbw xmm8, qword ptr [r13 - 300]
 ; bytes: c4 42 79 20 85 d4 fe ff ff
+; form: vpmovsxbw_x_xm64
+vpmovsxbw xmm16, xmm17
+; bytes: 62 a2 7d 08 20 c1
+; form: vpmovsxbw_x_xm64
+vpmovsxbw xmm3, xmm24
+; bytes: 62 92 7d 08 20 d8
+; form: vpmovsxbw_x_xm64
+vpmovsxbw xmm29, xmm8
+; bytes: 62 42 7d 08 20 e8
+; form: vpmovsxbw_x_xm64
+vpmovsxbw xmm29, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 08 20 ac 9c 00 10 00 00
+; form: vpmovsxbw_x_xm64
+vpmovsxbw xmm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 20 82 00 e0 ff ff
 ; form: vpmovsxbw_y_xm
 vpmovsxbw ymm0, xmm1
 ; bytes: c4 e2 7d 20 c1
@@ -642,6 +1086,22 @@ vpmovsxbw ymm0, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vpmovsxbw_y_xm
 vpmovsxbw ymm8, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 7d 20 84 4b e8 03 00 00
+; form: vpmovsxbw_y_xm
+vpmovsxbw ymm16, xmm17
+; bytes: 62 a2 7d 28 20 c1
+; form: vpmovsxbw_y_xm
+vpmovsxbw ymm3, xmm24
+; bytes: 62 92 7d 28 20 d8
+; form: vpmovsxbw_y_xm
+vpmovsxbw ymm29, xmm8
+; bytes: 62 42 7d 28 20 e8
+; form: vpmovsxbw_y_xm
+vpmovsxbw ymm29, xmmword ptr [rip + bar]
+; bytes: 62 62 7d 28 20 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovsxbw_y_xm
+vpmovsxbw ymm16, xmmword ptr [rdi]
+; bytes: 62 e2 7d 28 20 07
 ; form: vpmovzxbd_x_xm32
 vpmovzxbd xmm0, xmm1
 ; bytes: c4 e2 79 31 c1
@@ -664,6 +1124,21 @@ vpmovzxbd xmm0, dword ptr [8*rcx + 64]
 ; form: vpmovzxbd_x_xm32
 vpmovzxbd xmm8, dword ptr [r8 + rsi + 127]
 ; bytes: c4 42 79 31 44 30 7f
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm16, xmm17
+; bytes: 62 a2 7d 08 31 c1
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm3, xmm24
+; bytes: 62 92 7d 08 31 d8
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm29, xmm8
+; bytes: 62 42 7d 08 31 e8
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm29, dword ptr [rsp + 8]
+; bytes: 62 62 7d 08 31 6c 24 02
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm16, dword ptr [rbp]
+; bytes: 62 e2 7d 08 31 45 00
 ; form: vpmovzxbd_y_xm64
 vpmovzxbd ymm0, xmm1
 ; bytes: c4 e2 7d 31 c1
@@ -686,6 +1161,21 @@ vpmovzxbd ymm0, qword ptr [rdx - 8192]
 vpmovzxbd ymm8, qword ptr [rip + bar]
 ; bytes: c4 62 7d 31 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm16, xmm17
+; bytes: 62 a2 7d 28 31 c1
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm3, xmm24
+; bytes: 62 92 7d 28 31 d8
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm29, xmm8
+; bytes: 62 42 7d 28 31 e8
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm29, qword ptr [r13 - 300]
+; bytes: 62 42 7d 28 31 ad d4 fe ff ff
+; form: vpmovzxbd_y_xm64
+vpmovzxbd ymm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 28 31 44 87 01
 ; form: vpmovsxbd_x_xm32
 vpmovsxbd xmm0, xmm1
 ; bytes: c4 e2 79 21 c1
@@ -707,6 +1197,21 @@ vpmovsxbd xmm0, dword ptr [rsp + 8]
 ; form: vpmovsxbd_x_xm32
 vpmovsxbd xmm8, dword ptr [rbp]
 ; bytes: c4 62 79 21 45 00
+; form: vpmovsxbd_x_xm32
+vpmovsxbd xmm16, xmm17
+; bytes: 62 a2 7d 08 21 c1
+; form: vpmovsxbd_x_xm32
+vpmovsxbd xmm3, xmm24
+; bytes: 62 92 7d 08 21 d8
+; form: vpmovsxbd_x_xm32
+vpmovsxbd xmm29, xmm8
+; bytes: 62 42 7d 08 21 e8
+; form: vpmovsxbd_x_xm32
+vpmovsxbd xmm29, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 08 21 6c fc e0
+; form: vpmovsxbd_x_xm32
+vpmovsxbd xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 08 21 84 4b e8 03 00 00
 ; form: vpmovsxbd_y_xm64
 vpmovsxbd ymm0, xmm1
 ; bytes: c4 e2 7d 21 c1
@@ -728,6 +1233,22 @@ vpmovsxbd ymm0, qword ptr [rdi + 4*rax + 8]
 ; form: vpmovsxbd_y_xm64
 vpmovsxbd ymm8, qword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 7d 21 44 fc 80
+; form: vpmovsxbd_y_xm64
+vpmovsxbd ymm16, xmm17
+; bytes: 62 a2 7d 28 21 c1
+; form: vpmovsxbd_y_xm64
+vpmovsxbd ymm3, xmm24
+; bytes: 62 92 7d 28 21 d8
+; form: vpmovsxbd_y_xm64
+vpmovsxbd ymm29, xmm8
+; bytes: 62 42 7d 28 21 e8
+; form: vpmovsxbd_y_xm64
+vpmovsxbd ymm29, qword ptr [rip + foo + 16]
+; bytes: 62 62 7d 28 21 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovsxbd_y_xm64
+vpmovsxbd ymm16, qword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 21 04 cd 40 00 00 00
 ; form: vpmovzxbq_x_xm16
 vpmovzxbq xmm0, xmm1
 ; bytes: c4 e2 79 32 c1
@@ -750,6 +1271,21 @@ vpmovzxbq xmm0, word ptr [rip + foo + 16]
 ; form: vpmovzxbq_x_xm16
 vpmovzxbq xmm8, word ptr [8*rcx + 64]
 ; bytes: c4 62 79 32 04 cd 40 00 00 00
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm16, xmm17
+; bytes: 62 a2 7d 08 32 c1
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm3, xmm24
+; bytes: 62 92 7d 08 32 d8
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm29, xmm8
+; bytes: 62 42 7d 08 32 e8
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm29, word ptr [r8 + rsi + 127]
+; bytes: 62 42 7d 08 32 ac 30 7f 00 00 00
+; form: vpmovzxbq_x_xm16
+vpmovzxbq xmm16, word ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 08 32 84 9c 00 10 00 00
 ; form: vpmovzxbq_y_xm32
 vpmovzxbq ymm0, xmm1
 ; bytes: c4 e2 7d 32 c1
@@ -771,6 +1307,22 @@ vpmovzxbq ymm0, dword ptr [rsp + 4*r11 + 4096]
 ; form: vpmovzxbq_y_xm32
 vpmovzxbq ymm8, dword ptr [rdx - 8192]
 ; bytes: c4 62 7d 32 82 00 e0 ff ff
+; form: vpmovzxbq_y_xm32
+vpmovzxbq ymm16, xmm17
+; bytes: 62 a2 7d 28 32 c1
+; form: vpmovzxbq_y_xm32
+vpmovzxbq ymm3, xmm24
+; bytes: 62 92 7d 28 32 d8
+; form: vpmovzxbq_y_xm32
+vpmovzxbq ymm29, xmm8
+; bytes: 62 42 7d 28 32 e8
+; form: vpmovzxbq_y_xm32
+vpmovzxbq ymm29, dword ptr [rdx - 8192]
+; bytes: 62 62 7d 28 32 aa 00 e0 ff ff
+; form: vpmovzxbq_y_xm32
+vpmovzxbq ymm16, dword ptr [rip + bar]
+; bytes: 62 e2 7d 28 32 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxbq_x_xm16
 vpmovsxbq xmm0, xmm1
 ; bytes: c4 e2 79 22 c1
@@ -793,6 +1345,21 @@ vpmovsxbq xmm0, word ptr [rdi]
 ; form: vpmovsxbq_x_xm16
 vpmovsxbq xmm8, word ptr [rsp + 8]
 ; bytes: c4 62 79 22 44 24 08
+; form: vpmovsxbq_x_xm16
+vpmovsxbq xmm16, xmm17
+; bytes: 62 a2 7d 08 22 c1
+; form: vpmovsxbq_x_xm16
+vpmovsxbq xmm3, xmm24
+; bytes: 62 92 7d 08 22 d8
+; form: vpmovsxbq_x_xm16
+vpmovsxbq xmm29, xmm8
+; bytes: 62 42 7d 08 22 e8
+; form: vpmovsxbq_x_xm16
+vpmovsxbq xmm29, word ptr [rdi]
+; bytes: 62 62 7d 08 22 2f
+; form: vpmovsxbq_x_xm16
+vpmovsxbq xmm16, word ptr [rsp + 8]
+; bytes: 62 e2 7d 08 22 44 24 04
 ; form: vpmovsxbq_y_xm32
 vpmovsxbq ymm0, xmm1
 ; bytes: c4 e2 7d 22 c1
@@ -814,6 +1381,21 @@ vpmovsxbq ymm0, dword ptr [r13 - 300]
 ; form: vpmovsxbq_y_xm32
 vpmovsxbq ymm8, dword ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 7d 22 44 87 08
+; form: vpmovsxbq_y_xm32
+vpmovsxbq ymm16, xmm17
+; bytes: 62 a2 7d 28 22 c1
+; form: vpmovsxbq_y_xm32
+vpmovsxbq ymm3, xmm24
+; bytes: 62 92 7d 28 22 d8
+; form: vpmovsxbq_y_xm32
+vpmovsxbq ymm29, xmm8
+; bytes: 62 42 7d 28 22 e8
+; form: vpmovsxbq_y_xm32
+vpmovsxbq ymm29, dword ptr [rbp]
+; bytes: 62 62 7d 28 22 6d 00
+; form: vpmovsxbq_y_xm32
+vpmovsxbq ymm16, dword ptr [r13 - 300]
+; bytes: 62 c2 7d 28 22 45 b5
 ; form: vpmovzxwd_x_xm64
 vpmovzxwd xmm0, xmm1
 ; bytes: c4 e2 79 33 c1
@@ -836,6 +1418,21 @@ vpmovzxwd xmm0, qword ptr [rbx + 2*r9 + 1000]
 vpmovzxwd xmm8, qword ptr [rip + foo + 16]
 ; bytes: c4 62 79 33 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm16, xmm17
+; bytes: 62 a2 7d 08 33 c1
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm3, xmm24
+; bytes: 62 92 7d 08 33 d8
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm29, xmm8
+; bytes: 62 42 7d 08 33 e8
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm29, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 7d 08 33 6c 87 01
+; form: vpmovzxwd_x_xm64
+vpmovzxwd xmm16, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 08 33 44 fc f0
 ; form: vpmovzxwd_y_xm
 vpmovzxwd ymm0, xmm1
 ; bytes: c4 e2 7d 33 c1
@@ -857,6 +1454,22 @@ vpmovzxwd ymm0, xmmword ptr [r8 + rsi + 127]
 ; form: vpmovzxwd_y_xm
 vpmovzxwd ymm8, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 7d 33 84 9c 00 10 00 00
+; form: vpmovzxwd_y_xm
+vpmovzxwd ymm16, xmm17
+; bytes: 62 a2 7d 28 33 c1
+; form: vpmovzxwd_y_xm
+vpmovzxwd ymm3, xmm24
+; bytes: 62 92 7d 28 33 d8
+; form: vpmovzxwd_y_xm
+vpmovzxwd ymm29, xmm8
+; bytes: 62 42 7d 28 33 e8
+; form: vpmovzxwd_y_xm
+vpmovzxwd ymm29, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 7d 28 33 ac 4b e8 03 00 00
+; form: vpmovzxwd_y_xm
+vpmovzxwd ymm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 28 33 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovsxwd_x_xm64
 vpmovsxwd xmm0, xmm1
 ; bytes: c4 e2 79 23 c1
@@ -879,6 +1492,21 @@ vpmovsxwd xmm0, qword ptr [rip + bar]
 ; form: vpmovsxwd_x_xm64
 vpmovsxwd xmm8, qword ptr [rdi]
 ; bytes: c4 62 79 23 07
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm16, xmm17
+; bytes: 62 a2 7d 08 23 c1
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm3, xmm24
+; bytes: 62 92 7d 08 23 d8
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm29, xmm8
+; bytes: 62 42 7d 08 23 e8
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm29, qword ptr [8*rcx + 64]
+; bytes: 62 62 7d 08 23 2c cd 40 00 00 00
+; form: vpmovsxwd_x_xm64
+vpmovsxwd xmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 23 84 30 7f 00 00 00
 ; form: vpmovsxwd_y_xm
 vpmovsxwd ymm0, xmm1
 ; bytes: c4 e2 7d 23 c1
@@ -900,6 +1528,21 @@ vpmovsxwd ymm0, xmmword ptr [rbp]
 ; form: vpmovsxwd_y_xm
 vpmovsxwd ymm8, xmmword ptr [r13 - 300]
 ; bytes: c4 42 7d 23 85 d4 fe ff ff
+; form: vpmovsxwd_y_xm
+vpmovsxwd ymm16, xmm17
+; bytes: 62 a2 7d 28 23 c1
+; form: vpmovsxwd_y_xm
+vpmovsxwd ymm3, xmm24
+; bytes: 62 92 7d 28 23 d8
+; form: vpmovsxwd_y_xm
+vpmovsxwd ymm29, xmm8
+; bytes: 62 42 7d 28 23 e8
+; form: vpmovsxwd_y_xm
+vpmovsxwd ymm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 28 23 ac 9c 00 10 00 00
+; form: vpmovsxwd_y_xm
+vpmovsxwd ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 23 82 00 e0 ff ff
 ; form: vpmovzxwq_x_xm32
 vpmovzxwq xmm0, xmm1
 ; bytes: c4 e2 79 34 c1
@@ -921,6 +1564,22 @@ vpmovzxwq xmm0, dword ptr [r12 + 8*r15 - 128]
 ; form: vpmovzxwq_x_xm32
 vpmovzxwq xmm8, dword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 79 34 84 4b e8 03 00 00
+; form: vpmovzxwq_x_xm32
+vpmovzxwq xmm16, xmm17
+; bytes: 62 a2 7d 08 34 c1
+; form: vpmovzxwq_x_xm32
+vpmovzxwq xmm3, xmm24
+; bytes: 62 92 7d 08 34 d8
+; form: vpmovzxwq_x_xm32
+vpmovzxwq xmm29, xmm8
+; bytes: 62 42 7d 08 34 e8
+; form: vpmovzxwq_x_xm32
+vpmovzxwq xmm29, dword ptr [rip + bar]
+; bytes: 62 62 7d 08 34 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovzxwq_x_xm32
+vpmovzxwq xmm16, dword ptr [rdi]
+; bytes: 62 e2 7d 08 34 07
 ; form: vpmovzxwq_y_xm64
 vpmovzxwq ymm0, xmm1
 ; bytes: c4 e2 7d 34 c1
@@ -943,6 +1602,21 @@ vpmovzxwq ymm0, qword ptr [8*rcx + 64]
 ; form: vpmovzxwq_y_xm64
 vpmovzxwq ymm8, qword ptr [r8 + rsi + 127]
 ; bytes: c4 42 7d 34 44 30 7f
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm16, xmm17
+; bytes: 62 a2 7d 28 34 c1
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm3, xmm24
+; bytes: 62 92 7d 28 34 d8
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm29, xmm8
+; bytes: 62 42 7d 28 34 e8
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm29, qword ptr [rsp + 8]
+; bytes: 62 62 7d 28 34 6c 24 01
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm16, qword ptr [rbp]
+; bytes: 62 e2 7d 28 34 45 00
 ; form: vpmovsxwq_x_xm32
 vpmovsxwq xmm0, xmm1
 ; bytes: c4 e2 79 24 c1
@@ -965,6 +1639,21 @@ vpmovsxwq xmm0, dword ptr [rdx - 8192]
 vpmovsxwq xmm8, dword ptr [rip + bar]
 ; bytes: c4 62 79 24 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm16, xmm17
+; bytes: 62 a2 7d 08 24 c1
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm3, xmm24
+; bytes: 62 92 7d 08 24 d8
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm29, xmm8
+; bytes: 62 42 7d 08 24 e8
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm29, dword ptr [r13 - 300]
+; bytes: 62 42 7d 08 24 6d b5
+; form: vpmovsxwq_x_xm32
+vpmovsxwq xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 24 44 87 02
 ; form: vpmovsxwq_y_xm64
 vpmovsxwq ymm0, xmm1
 ; bytes: c4 e2 7d 24 c1
@@ -986,6 +1675,21 @@ vpmovsxwq ymm0, qword ptr [rsp + 8]
 ; form: vpmovsxwq_y_xm64
 vpmovsxwq ymm8, qword ptr [rbp]
 ; bytes: c4 62 7d 24 45 00
+; form: vpmovsxwq_y_xm64
+vpmovsxwq ymm16, xmm17
+; bytes: 62 a2 7d 28 24 c1
+; form: vpmovsxwq_y_xm64
+vpmovsxwq ymm3, xmm24
+; bytes: 62 92 7d 28 24 d8
+; form: vpmovsxwq_y_xm64
+vpmovsxwq ymm29, xmm8
+; bytes: 62 42 7d 28 24 e8
+; form: vpmovsxwq_y_xm64
+vpmovsxwq ymm29, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 28 24 6c fc f0
+; form: vpmovsxwq_y_xm64
+vpmovsxwq ymm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 24 44 4b 7d
 ; form: vpmovzxdq_x_xm64
 vpmovzxdq xmm0, xmm1
 ; bytes: c4 e2 79 35 c1
@@ -1007,6 +1711,22 @@ vpmovzxdq xmm0, qword ptr [rdi + 4*rax + 8]
 ; form: vpmovzxdq_x_xm64
 vpmovzxdq xmm8, qword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 79 35 44 fc 80
+; form: vpmovzxdq_x_xm64
+vpmovzxdq xmm16, xmm17
+; bytes: 62 a2 7d 08 35 c1
+; form: vpmovzxdq_x_xm64
+vpmovzxdq xmm3, xmm24
+; bytes: 62 92 7d 08 35 d8
+; form: vpmovzxdq_x_xm64
+vpmovzxdq xmm29, xmm8
+; bytes: 62 42 7d 08 35 e8
+; form: vpmovzxdq_x_xm64
+vpmovzxdq xmm29, qword ptr [rip + foo + 16]
+; bytes: 62 62 7d 08 35 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovzxdq_x_xm64
+vpmovzxdq xmm16, qword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 08 35 04 cd 40 00 00 00
 ; form: vpmovzxdq_y_xm
 vpmovzxdq ymm0, xmm1
 ; bytes: c4 e2 7d 35 c1
@@ -1029,6 +1749,21 @@ vpmovzxdq ymm0, xmmword ptr [rip + foo + 16]
 ; form: vpmovzxdq_y_xm
 vpmovzxdq ymm8, xmmword ptr [8*rcx + 64]
 ; bytes: c4 62 7d 35 04 cd 40 00 00 00
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm16, xmm17
+; bytes: 62 a2 7d 28 35 c1
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm3, xmm24
+; bytes: 62 92 7d 28 35 d8
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm29, xmm8
+; bytes: 62 42 7d 28 35 e8
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm29, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 42 7d 28 35 ac 30 7f 00 00 00
+; form: vpmovzxdq_y_xm
+vpmovzxdq ymm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 28 35 84 9c 00 10 00 00
 ; form: vpmovsxdq_x_xm64
 vpmovsxdq xmm0, xmm1
 ; bytes: c4 e2 79 25 c1
@@ -1050,6 +1785,22 @@ vpmovsxdq xmm0, qword ptr [rsp + 4*r11 + 4096]
 ; form: vpmovsxdq_x_xm64
 vpmovsxdq xmm8, qword ptr [rdx - 8192]
 ; bytes: c4 62 79 25 82 00 e0 ff ff
+; form: vpmovsxdq_x_xm64
+vpmovsxdq xmm16, xmm17
+; bytes: 62 a2 7d 08 25 c1
+; form: vpmovsxdq_x_xm64
+vpmovsxdq xmm3, xmm24
+; bytes: 62 92 7d 08 25 d8
+; form: vpmovsxdq_x_xm64
+vpmovsxdq xmm29, xmm8
+; bytes: 62 42 7d 08 25 e8
+; form: vpmovsxdq_x_xm64
+vpmovsxdq xmm29, qword ptr [rdx - 8192]
+; bytes: 62 62 7d 08 25 aa 00 e0 ff ff
+; form: vpmovsxdq_x_xm64
+vpmovsxdq xmm16, qword ptr [rip + bar]
+; bytes: 62 e2 7d 08 25 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxdq_y_xm
 vpmovsxdq ymm0, xmm1
 ; bytes: c4 e2 7d 25 c1
@@ -1072,6 +1823,21 @@ vpmovsxdq ymm0, xmmword ptr [rdi]
 ; form: vpmovsxdq_y_xm
 vpmovsxdq ymm8, xmmword ptr [rsp + 8]
 ; bytes: c4 62 7d 25 44 24 08
+; form: vpmovsxdq_y_xm
+vpmovsxdq ymm16, xmm17
+; bytes: 62 a2 7d 28 25 c1
+; form: vpmovsxdq_y_xm
+vpmovsxdq ymm3, xmm24
+; bytes: 62 92 7d 28 25 d8
+; form: vpmovsxdq_y_xm
+vpmovsxdq ymm29, xmm8
+; bytes: 62 42 7d 28 25 e8
+; form: vpmovsxdq_y_xm
+vpmovsxdq ymm29, xmmword ptr [rdi]
+; bytes: 62 62 7d 28 25 2f
+; form: vpmovsxdq_y_xm
+vpmovsxdq ymm16, xmmword ptr [rsp + 8]
+; bytes: 62 e2 7d 28 25 84 24 08 00 00 00
 ; form: vpacksswb_x_x_xm
 vpacksswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 63 c2
@@ -1093,6 +1859,21 @@ vpacksswb xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vpacksswb_x_x_xm
 vpacksswb xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 31 63 44 87 08
+; form: vpacksswb_x_x_xm
+vpacksswb xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 63 c7
+; form: vpacksswb_x_x_xm
+vpacksswb xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 63 d9
+; form: vpacksswb_x_x_xm
+vpacksswb xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 63 ea
+; form: vpacksswb_x_x_xm
+vpacksswb xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 3d 08 63 6d 00
+; form: vpacksswb_x_x_xm
+vpacksswb xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 63 85 d4 fe ff ff
 ; form: vpacksswb_y_y_ym
 vpacksswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 63 c2
@@ -1115,6 +1896,21 @@ vpacksswb ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vpacksswb ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c5 35 63 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vpacksswb_y_y_ym
+vpacksswb ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 63 c7
+; form: vpacksswb_y_y_ym
+vpacksswb ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 63 d9
+; form: vpacksswb_y_y_ym
+vpacksswb ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 63 ea
+; form: vpacksswb_y_y_ym
+vpacksswb ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3d 28 63 ac 87 08 00 00 00
+; form: vpacksswb_y_y_ym
+vpacksswb ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 63 44 fc fc
 ; form: vpackuswb_x_x_xm
 vpackuswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 67 c2
@@ -1136,6 +1932,22 @@ vpackuswb xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vpackuswb_x_x_xm
 vpackuswb xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 31 67 84 9c 00 10 00 00
+; form: vpackuswb_x_x_xm
+vpackuswb xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 67 c7
+; form: vpackuswb_x_x_xm
+vpackuswb xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 67 d9
+; form: vpackuswb_x_x_xm
+vpackuswb xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 67 ea
+; form: vpackuswb_x_x_xm
+vpackuswb xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3d 08 67 ac 4b e8 03 00 00
+; form: vpackuswb_x_x_xm
+vpackuswb xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 00 67 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpackuswb_y_y_ym
 vpackuswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 67 c2
@@ -1158,6 +1970,21 @@ vpackuswb ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vpackuswb_y_y_ym
 vpackuswb ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c5 35 67 07
+; form: vpackuswb_y_y_ym
+vpackuswb ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 67 c7
+; form: vpackuswb_y_y_ym
+vpackuswb ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 67 d9
+; form: vpackuswb_y_y_ym
+vpackuswb ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 67 ea
+; form: vpackuswb_y_y_ym
+vpackuswb ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 3d 28 67 2c cd 40 00 00 00
+; form: vpackuswb_y_y_ym
+vpackuswb ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 20 67 84 30 7f 00 00 00
 ; form: vpackssdw_x_x_xm
 vpackssdw xmm0, xmm1, xmm2
 ; bytes: c5 f1 6b c2
@@ -1179,6 +2006,21 @@ vpackssdw xmm0, xmm1, xmmword ptr [rbp]
 ; form: vpackssdw_x_x_xm
 vpackssdw xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 41 31 6b 85 d4 fe ff ff
+; form: vpackssdw_x_x_xm
+vpackssdw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 6b c7
+; form: vpackssdw_x_x_xm
+vpackssdw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 6b d9
+; form: vpackssdw_x_x_xm
+vpackssdw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 6b ea
+; form: vpackssdw_x_x_xm
+vpackssdw xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 08 6b ac 9c 00 10 00 00
+; form: vpackssdw_x_x_xm
+vpackssdw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 6b 82 00 e0 ff ff
 ; form: vpackssdw_y_y_ym
 vpackssdw ymm0, ymm1, ymm2
 ; bytes: c5 f5 6b c2
@@ -1200,6 +2042,22 @@ vpackssdw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vpackssdw_y_y_ym
 vpackssdw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 35 6b 84 4b e8 03 00 00
+; form: vpackssdw_y_y_ym
+vpackssdw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 6b c7
+; form: vpackssdw_y_y_ym
+vpackssdw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 6b d9
+; form: vpackssdw_y_y_ym
+vpackssdw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 6b ea
+; form: vpackssdw_y_y_ym
+vpackssdw ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3d 28 6b 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpackssdw_y_y_ym
+vpackssdw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 6b 07
 ; form: vpackusdw_x_x_xm
 vpackusdw xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 2b c2
@@ -1222,6 +2080,21 @@ vpackusdw xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vpackusdw_x_x_xm
 vpackusdw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 31 2b 44 30 7f
+; form: vpackusdw_x_x_xm
+vpackusdw xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 2b c7
+; form: vpackusdw_x_x_xm
+vpackusdw xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 2b d9
+; form: vpackusdw_x_x_xm
+vpackusdw xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 2b ea
+; form: vpackusdw_x_x_xm
+vpackusdw xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 3d 08 2b ac 24 08 00 00 00
+; form: vpackusdw_x_x_xm
+vpackusdw xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 2b 45 00
 ; form: vpackusdw_y_y_ym
 vpackusdw ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 2b c2
@@ -1244,3 +2117,18 @@ vpackusdw ymm0, ymm1, ymmword ptr [rdx - 8192]
 vpackusdw ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 35 2b 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vpackusdw_y_y_ym
+vpackusdw ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 2b c7
+; form: vpackusdw_y_y_ym
+vpackusdw ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 2b d9
+; form: vpackusdw_y_y_ym
+vpackusdw ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 2b ea
+; form: vpackusdw_y_y_ym
+vpackusdw ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 3d 28 2b ad d4 fe ff ff
+; form: vpackusdw_y_y_ym
+vpackusdw ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 2b 84 87 08 00 00 00

@@ -21,6 +21,21 @@ vaddss xmm0, xmm1, dword ptr [8*rcx + 64]
 ; form: vaddss_x_x_xm32
 vaddss xmm8, xmm9, dword ptr [r8 + rsi + 127]
 ; bytes: c4 41 32 58 44 30 7f
+; form: vaddss_x_x_xm32
+vaddss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 58 c7
+; form: vaddss_x_x_xm32
+vaddss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 58 d9
+; form: vaddss_x_x_xm32
+vaddss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 58 ea
+; form: vaddss_x_x_xm32
+vaddss xmm29, xmm8, dword ptr [rsp + 8]
+; bytes: 62 61 3e 08 58 6c 24 02
+; form: vaddss_x_x_xm32
+vaddss xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e1 76 00 58 45 00
 ; form: vaddsd_x_x_xm64
 vaddsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 58 c2
@@ -43,6 +58,21 @@ vaddsd xmm0, xmm1, qword ptr [rdx - 8192]
 vaddsd xmm8, xmm9, qword ptr [rip + bar]
 ; bytes: c5 33 58 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vaddsd_x_x_xm64
+vaddsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 58 c7
+; form: vaddsd_x_x_xm64
+vaddsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 58 d9
+; form: vaddsd_x_x_xm64
+vaddsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 58 ea
+; form: vaddsd_x_x_xm64
+vaddsd xmm29, xmm8, qword ptr [r13 - 300]
+; bytes: 62 41 bf 08 58 ad d4 fe ff ff
+; form: vaddsd_x_x_xm64
+vaddsd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f7 00 58 44 87 01
 ; form: vaddps_x_x_xm
 vaddps xmm0, xmm1, xmm2
 ; bytes: c5 f0 58 c2
@@ -64,6 +94,21 @@ vaddps xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vaddps_x_x_xm
 vaddps xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 30 58 45 00
+; form: vaddps_x_x_xm
+vaddps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 58 c7
+; form: vaddps_x_x_xm
+vaddps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 58 d9
+; form: vaddps_x_x_xm
+vaddps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 58 ea
+; form: vaddps_x_x_xm
+vaddps xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3c 08 58 6c fc f8
+; form: vaddps_x_x_xm
+vaddps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 00 58 84 4b e8 03 00 00
 ; form: vaddps_y_y_ym
 vaddps ymm0, ymm1, ymm2
 ; bytes: c5 f4 58 c2
@@ -85,6 +130,22 @@ vaddps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vaddps_y_y_ym
 vaddps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 34 58 44 fc 80
+; form: vaddps_y_y_ym
+vaddps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 58 c7
+; form: vaddps_y_y_ym
+vaddps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 58 d9
+; form: vaddps_y_y_ym
+vaddps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 58 ea
+; form: vaddps_y_y_ym
+vaddps ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3c 28 58 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vaddps_y_y_ym
+vaddps ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 20 58 04 cd 40 00 00 00
 ; form: vaddpd_x_x_xm
 vaddpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 58 c2
@@ -107,6 +168,21 @@ vaddpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vaddpd_x_x_xm
 vaddpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c5 31 58 04 cd 40 00 00 00
+; form: vaddpd_x_x_xm
+vaddpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 58 c7
+; form: vaddpd_x_x_xm
+vaddpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 58 d9
+; form: vaddpd_x_x_xm
+vaddpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 58 ea
+; form: vaddpd_x_x_xm
+vaddpd xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 08 58 ac 30 7f 00 00 00
+; form: vaddpd_x_x_xm
+vaddpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 58 84 9c 00 10 00 00
 ; form: vaddpd_y_y_ym
 vaddpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 58 c2
@@ -128,6 +204,22 @@ vaddpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vaddpd_y_y_ym
 vaddpd ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c5 35 58 82 00 e0 ff ff
+; form: vaddpd_y_y_ym
+vaddpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 58 c7
+; form: vaddpd_y_y_ym
+vaddpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 58 d9
+; form: vaddpd_y_y_ym
+vaddpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 58 ea
+; form: vaddpd_y_y_ym
+vaddpd ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 bd 28 58 aa 00 e0 ff ff
+; form: vaddpd_y_y_ym
+vaddpd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 f5 20 58 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmulss_x_x_xm32
 vmulss xmm0, xmm1, xmm2
 ; bytes: c5 f2 59 c2
@@ -150,6 +242,21 @@ vmulss xmm0, xmm1, dword ptr [rdi]
 ; form: vmulss_x_x_xm32
 vmulss xmm8, xmm9, dword ptr [rsp + 8]
 ; bytes: c5 32 59 44 24 08
+; form: vmulss_x_x_xm32
+vmulss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 59 c7
+; form: vmulss_x_x_xm32
+vmulss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 59 d9
+; form: vmulss_x_x_xm32
+vmulss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 59 ea
+; form: vmulss_x_x_xm32
+vmulss xmm29, xmm8, dword ptr [rdi]
+; bytes: 62 61 3e 08 59 2f
+; form: vmulss_x_x_xm32
+vmulss xmm16, xmm17, dword ptr [rsp + 8]
+; bytes: 62 e1 76 00 59 44 24 02
 ; form: vmulsd_x_x_xm64
 vmulsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 59 c2
@@ -171,6 +278,21 @@ vmulsd xmm0, xmm1, qword ptr [r13 - 300]
 ; form: vmulsd_x_x_xm64
 vmulsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
 ; bytes: c5 33 59 44 87 08
+; form: vmulsd_x_x_xm64
+vmulsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 59 c7
+; form: vmulsd_x_x_xm64
+vmulsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 59 d9
+; form: vmulsd_x_x_xm64
+vmulsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 59 ea
+; form: vmulsd_x_x_xm64
+vmulsd xmm29, xmm8, qword ptr [rbp]
+; bytes: 62 61 bf 08 59 6d 00
+; form: vmulsd_x_x_xm64
+vmulsd xmm16, xmm17, qword ptr [r13 - 300]
+; bytes: 62 c1 f7 00 59 85 d4 fe ff ff
 ; form: vmulps_x_x_xm
 vmulps xmm0, xmm1, xmm2
 ; bytes: c5 f0 59 c2
@@ -193,6 +315,21 @@ vmulps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
 vmulps xmm8, xmm9, xmmword ptr [rip + foo + 16]
 ; bytes: c5 30 59 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmulps_x_x_xm
+vmulps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 59 c7
+; form: vmulps_x_x_xm
+vmulps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 59 d9
+; form: vmulps_x_x_xm
+vmulps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 59 ea
+; form: vmulps_x_x_xm
+vmulps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3c 08 59 ac 87 08 00 00 00
+; form: vmulps_x_x_xm
+vmulps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 00 59 44 fc f8
 ; form: vmulps_y_y_ym
 vmulps ymm0, ymm1, ymm2
 ; bytes: c5 f4 59 c2
@@ -214,6 +351,22 @@ vmulps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vmulps_y_y_ym
 vmulps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 34 59 84 9c 00 10 00 00
+; form: vmulps_y_y_ym
+vmulps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 59 c7
+; form: vmulps_y_y_ym
+vmulps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 59 d9
+; form: vmulps_y_y_ym
+vmulps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 59 ea
+; form: vmulps_y_y_ym
+vmulps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 28 59 ac 4b e8 03 00 00
+; form: vmulps_y_y_ym
+vmulps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 20 59 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmulpd_x_x_xm
 vmulpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 59 c2
@@ -236,6 +389,21 @@ vmulpd xmm0, xmm1, xmmword ptr [rip + bar]
 ; form: vmulpd_x_x_xm
 vmulpd xmm8, xmm9, xmmword ptr [rdi]
 ; bytes: c5 31 59 07
+; form: vmulpd_x_x_xm
+vmulpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 59 c7
+; form: vmulpd_x_x_xm
+vmulpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 59 d9
+; form: vmulpd_x_x_xm
+vmulpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 59 ea
+; form: vmulpd_x_x_xm
+vmulpd xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 08 59 2c cd 40 00 00 00
+; form: vmulpd_x_x_xm
+vmulpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 59 84 30 7f 00 00 00
 ; form: vmulpd_y_y_ym
 vmulpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 59 c2
@@ -257,6 +425,21 @@ vmulpd ymm0, ymm1, ymmword ptr [rbp]
 ; form: vmulpd_y_y_ym
 vmulpd ymm8, ymm9, ymmword ptr [r13 - 300]
 ; bytes: c4 41 35 59 85 d4 fe ff ff
+; form: vmulpd_y_y_ym
+vmulpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 59 c7
+; form: vmulpd_y_y_ym
+vmulpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 59 d9
+; form: vmulpd_y_y_ym
+vmulpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 59 ea
+; form: vmulpd_y_y_ym
+vmulpd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 28 59 ac 9c 00 10 00 00
+; form: vmulpd_y_y_ym
+vmulpd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 59 82 00 e0 ff ff
 ; form: vsubss_x_x_xm32
 vsubss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5c c2
@@ -278,6 +461,22 @@ vsubss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
 ; form: vsubss_x_x_xm32
 vsubss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 32 5c 84 4b e8 03 00 00
+; form: vsubss_x_x_xm32
+vsubss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 5c c7
+; form: vsubss_x_x_xm32
+vsubss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 5c d9
+; form: vsubss_x_x_xm32
+vsubss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 5c ea
+; form: vsubss_x_x_xm32
+vsubss xmm29, xmm8, dword ptr [rip + bar]
+; bytes: 62 61 3e 08 5c 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vsubss_x_x_xm32
+vsubss xmm16, xmm17, dword ptr [rdi]
+; bytes: 62 e1 76 00 5c 07
 ; form: vsubsd_x_x_xm64
 vsubsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5c c2
@@ -300,6 +499,21 @@ vsubsd xmm0, xmm1, qword ptr [8*rcx + 64]
 ; form: vsubsd_x_x_xm64
 vsubsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
 ; bytes: c4 41 33 5c 44 30 7f
+; form: vsubsd_x_x_xm64
+vsubsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 5c c7
+; form: vsubsd_x_x_xm64
+vsubsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 5c d9
+; form: vsubsd_x_x_xm64
+vsubsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 5c ea
+; form: vsubsd_x_x_xm64
+vsubsd xmm29, xmm8, qword ptr [rsp + 8]
+; bytes: 62 61 bf 08 5c 6c 24 01
+; form: vsubsd_x_x_xm64
+vsubsd xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e1 f7 00 5c 45 00
 ; form: vsubps_x_x_xm
 vsubps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5c c2
@@ -322,6 +536,21 @@ vsubps xmm0, xmm1, xmmword ptr [rdx - 8192]
 vsubps xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 30 5c 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vsubps_x_x_xm
+vsubps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 5c c7
+; form: vsubps_x_x_xm
+vsubps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 5c d9
+; form: vsubps_x_x_xm
+vsubps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 5c ea
+; form: vsubps_x_x_xm
+vsubps xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3c 08 5c ad d4 fe ff ff
+; form: vsubps_x_x_xm
+vsubps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 00 5c 84 87 08 00 00 00
 ; form: vsubps_y_y_ym
 vsubps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5c c2
@@ -343,6 +572,21 @@ vsubps ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vsubps_y_y_ym
 vsubps ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c5 34 5c 45 00
+; form: vsubps_y_y_ym
+vsubps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 5c c7
+; form: vsubps_y_y_ym
+vsubps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 5c d9
+; form: vsubps_y_y_ym
+vsubps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 5c ea
+; form: vsubps_y_y_ym
+vsubps ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3c 28 5c 6c fc fc
+; form: vsubps_y_y_ym
+vsubps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 5c 84 4b e8 03 00 00
 ; form: vsubpd_x_x_xm
 vsubpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5c c2
@@ -364,6 +608,22 @@ vsubpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
 ; form: vsubpd_x_x_xm
 vsubpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 31 5c 44 fc 80
+; form: vsubpd_x_x_xm
+vsubpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 5c c7
+; form: vsubpd_x_x_xm
+vsubpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 5c d9
+; form: vsubpd_x_x_xm
+vsubpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 5c ea
+; form: vsubpd_x_x_xm
+vsubpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 08 5c 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vsubpd_x_x_xm
+vsubpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 5c 04 cd 40 00 00 00
 ; form: vsubpd_y_y_ym
 vsubpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5c c2
@@ -386,6 +646,21 @@ vsubpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
 ; form: vsubpd_y_y_ym
 vsubpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
 ; bytes: c5 35 5c 04 cd 40 00 00 00
+; form: vsubpd_y_y_ym
+vsubpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 5c c7
+; form: vsubpd_y_y_ym
+vsubpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 5c d9
+; form: vsubpd_y_y_ym
+vsubpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 5c ea
+; form: vsubpd_y_y_ym
+vsubpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 28 5c ac 30 7f 00 00 00
+; form: vsubpd_y_y_ym
+vsubpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 5c 84 9c 00 10 00 00
 ; form: vminss_x_x_xm32
 vminss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5d c2
@@ -407,6 +682,22 @@ vminss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
 ; form: vminss_x_x_xm32
 vminss xmm8, xmm9, dword ptr [rdx - 8192]
 ; bytes: c5 32 5d 82 00 e0 ff ff
+; form: vminss_x_x_xm32
+vminss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 5d c7
+; form: vminss_x_x_xm32
+vminss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 5d d9
+; form: vminss_x_x_xm32
+vminss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 5d ea
+; form: vminss_x_x_xm32
+vminss xmm29, xmm8, dword ptr [rdx - 8192]
+; bytes: 62 61 3e 08 5d aa 00 e0 ff ff
+; form: vminss_x_x_xm32
+vminss xmm16, xmm17, dword ptr [rip + bar]
+; bytes: 62 e1 76 00 5d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vminsd_x_x_xm64
 vminsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5d c2
@@ -429,6 +720,21 @@ vminsd xmm0, xmm1, qword ptr [rdi]
 ; form: vminsd_x_x_xm64
 vminsd xmm8, xmm9, qword ptr [rsp + 8]
 ; bytes: c5 33 5d 44 24 08
+; form: vminsd_x_x_xm64
+vminsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 5d c7
+; form: vminsd_x_x_xm64
+vminsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 5d d9
+; form: vminsd_x_x_xm64
+vminsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 5d ea
+; form: vminsd_x_x_xm64
+vminsd xmm29, xmm8, qword ptr [rdi]
+; bytes: 62 61 bf 08 5d 2f
+; form: vminsd_x_x_xm64
+vminsd xmm16, xmm17, qword ptr [rsp + 8]
+; bytes: 62 e1 f7 00 5d 44 24 01
 ; form: vminps_x_x_xm
 vminps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5d c2
@@ -450,6 +756,21 @@ vminps xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vminps_x_x_xm
 vminps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 30 5d 44 87 08
+; form: vminps_x_x_xm
+vminps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 5d c7
+; form: vminps_x_x_xm
+vminps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 5d d9
+; form: vminps_x_x_xm
+vminps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 5d ea
+; form: vminps_x_x_xm
+vminps xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 3c 08 5d 6d 00
+; form: vminps_x_x_xm
+vminps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 74 00 5d 85 d4 fe ff ff
 ; form: vminps_y_y_ym
 vminps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5d c2
@@ -472,6 +793,21 @@ vminps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vminps ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c5 34 5d 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vminps_y_y_ym
+vminps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 5d c7
+; form: vminps_y_y_ym
+vminps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 5d d9
+; form: vminps_y_y_ym
+vminps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 5d ea
+; form: vminps_y_y_ym
+vminps ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3c 28 5d ac 87 08 00 00 00
+; form: vminps_y_y_ym
+vminps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 20 5d 44 fc fc
 ; form: vminpd_x_x_xm
 vminpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5d c2
@@ -493,6 +829,22 @@ vminpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vminpd_x_x_xm
 vminpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 31 5d 84 9c 00 10 00 00
+; form: vminpd_x_x_xm
+vminpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 5d c7
+; form: vminpd_x_x_xm
+vminpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 5d d9
+; form: vminpd_x_x_xm
+vminpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 5d ea
+; form: vminpd_x_x_xm
+vminpd xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 08 5d ac 4b e8 03 00 00
+; form: vminpd_x_x_xm
+vminpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 5d 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vminpd_y_y_ym
 vminpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5d c2
@@ -515,6 +867,21 @@ vminpd ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vminpd_y_y_ym
 vminpd ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c5 35 5d 07
+; form: vminpd_y_y_ym
+vminpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 5d c7
+; form: vminpd_y_y_ym
+vminpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 5d d9
+; form: vminpd_y_y_ym
+vminpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 5d ea
+; form: vminpd_y_y_ym
+vminpd ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 28 5d 2c cd 40 00 00 00
+; form: vminpd_y_y_ym
+vminpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 5d 84 30 7f 00 00 00
 ; form: vdivss_x_x_xm32
 vdivss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5e c2
@@ -536,6 +903,21 @@ vdivss xmm0, xmm1, dword ptr [rbp]
 ; form: vdivss_x_x_xm32
 vdivss xmm8, xmm9, dword ptr [r13 - 300]
 ; bytes: c4 41 32 5e 85 d4 fe ff ff
+; form: vdivss_x_x_xm32
+vdivss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 5e c7
+; form: vdivss_x_x_xm32
+vdivss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 5e d9
+; form: vdivss_x_x_xm32
+vdivss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 5e ea
+; form: vdivss_x_x_xm32
+vdivss xmm29, xmm8, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3e 08 5e ac 9c 00 10 00 00
+; form: vdivss_x_x_xm32
+vdivss xmm16, xmm17, dword ptr [rdx - 8192]
+; bytes: 62 e1 76 00 5e 82 00 e0 ff ff
 ; form: vdivsd_x_x_xm64
 vdivsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5e c2
@@ -557,6 +939,22 @@ vdivsd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
 ; form: vdivsd_x_x_xm64
 vdivsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 33 5e 84 4b e8 03 00 00
+; form: vdivsd_x_x_xm64
+vdivsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 5e c7
+; form: vdivsd_x_x_xm64
+vdivsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 5e d9
+; form: vdivsd_x_x_xm64
+vdivsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 5e ea
+; form: vdivsd_x_x_xm64
+vdivsd xmm29, xmm8, qword ptr [rip + bar]
+; bytes: 62 61 bf 08 5e 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vdivsd_x_x_xm64
+vdivsd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 5e 07
 ; form: vdivps_x_x_xm
 vdivps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5e c2
@@ -579,6 +977,21 @@ vdivps xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vdivps_x_x_xm
 vdivps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 30 5e 44 30 7f
+; form: vdivps_x_x_xm
+vdivps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 5e c7
+; form: vdivps_x_x_xm
+vdivps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 5e d9
+; form: vdivps_x_x_xm
+vdivps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 5e ea
+; form: vdivps_x_x_xm
+vdivps xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3c 08 5e ac 24 08 00 00 00
+; form: vdivps_x_x_xm
+vdivps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 74 00 5e 45 00
 ; form: vdivps_y_y_ym
 vdivps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5e c2
@@ -601,6 +1014,21 @@ vdivps ymm0, ymm1, ymmword ptr [rdx - 8192]
 vdivps ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 34 5e 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vdivps_y_y_ym
+vdivps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 5e c7
+; form: vdivps_y_y_ym
+vdivps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 5e d9
+; form: vdivps_y_y_ym
+vdivps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 5e ea
+; form: vdivps_y_y_ym
+vdivps ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3c 28 5e ad d4 fe ff ff
+; form: vdivps_y_y_ym
+vdivps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 5e 84 87 08 00 00 00
 ; form: vdivpd_x_x_xm
 vdivpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5e c2
@@ -622,6 +1050,21 @@ vdivpd xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vdivpd_x_x_xm
 vdivpd xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 31 5e 45 00
+; form: vdivpd_x_x_xm
+vdivpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 5e c7
+; form: vdivpd_x_x_xm
+vdivpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 5e d9
+; form: vdivpd_x_x_xm
+vdivpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 5e ea
+; form: vdivpd_x_x_xm
+vdivpd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bd 08 5e 6c fc f8
+; form: vdivpd_x_x_xm
+vdivpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 5e 84 4b e8 03 00 00
 ; form: vdivpd_y_y_ym
 vdivpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5e c2
@@ -643,6 +1086,22 @@ vdivpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vdivpd_y_y_ym
 vdivpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 35 5e 44 fc 80
+; form: vdivpd_y_y_ym
+vdivpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 5e c7
+; form: vdivpd_y_y_ym
+vdivpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 5e d9
+; form: vdivpd_y_y_ym
+vdivpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 5e ea
+; form: vdivpd_y_y_ym
+vdivpd ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 28 5e 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vdivpd_y_y_ym
+vdivpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 5e 04 cd 40 00 00 00
 ; form: vmaxss_x_x_xm32
 vmaxss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5f c2
@@ -665,6 +1124,21 @@ vmaxss xmm0, xmm1, dword ptr [rip + foo + 16]
 ; form: vmaxss_x_x_xm32
 vmaxss xmm8, xmm9, dword ptr [8*rcx + 64]
 ; bytes: c5 32 5f 04 cd 40 00 00 00
+; form: vmaxss_x_x_xm32
+vmaxss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 5f c7
+; form: vmaxss_x_x_xm32
+vmaxss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 5f d9
+; form: vmaxss_x_x_xm32
+vmaxss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 5f ea
+; form: vmaxss_x_x_xm32
+vmaxss xmm29, xmm8, dword ptr [r8 + rsi + 127]
+; bytes: 62 41 3e 08 5f ac 30 7f 00 00 00
+; form: vmaxss_x_x_xm32
+vmaxss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 5f 84 9c 00 10 00 00
 ; form: vmaxsd_x_x_xm64
 vmaxsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5f c2
@@ -686,6 +1160,22 @@ vmaxsd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
 ; form: vmaxsd_x_x_xm64
 vmaxsd xmm8, xmm9, qword ptr [rdx - 8192]
 ; bytes: c5 33 5f 82 00 e0 ff ff
+; form: vmaxsd_x_x_xm64
+vmaxsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 5f c7
+; form: vmaxsd_x_x_xm64
+vmaxsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 5f d9
+; form: vmaxsd_x_x_xm64
+vmaxsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 5f ea
+; form: vmaxsd_x_x_xm64
+vmaxsd xmm29, xmm8, qword ptr [rdx - 8192]
+; bytes: 62 61 bf 08 5f aa 00 e0 ff ff
+; form: vmaxsd_x_x_xm64
+vmaxsd xmm16, xmm17, qword ptr [rip + bar]
+; bytes: 62 e1 f7 00 5f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmaxps_x_x_xm
 vmaxps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5f c2
@@ -708,6 +1198,21 @@ vmaxps xmm0, xmm1, xmmword ptr [rdi]
 ; form: vmaxps_x_x_xm
 vmaxps xmm8, xmm9, xmmword ptr [rsp + 8]
 ; bytes: c5 30 5f 44 24 08
+; form: vmaxps_x_x_xm
+vmaxps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 5f c7
+; form: vmaxps_x_x_xm
+vmaxps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 5f d9
+; form: vmaxps_x_x_xm
+vmaxps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 5f ea
+; form: vmaxps_x_x_xm
+vmaxps xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 61 3c 08 5f 2f
+; form: vmaxps_x_x_xm
+vmaxps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 5f 84 24 08 00 00 00
 ; form: vmaxps_y_y_ym
 vmaxps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5f c2
@@ -729,6 +1234,21 @@ vmaxps ymm0, ymm1, ymmword ptr [r13 - 300]
 ; form: vmaxps_y_y_ym
 vmaxps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 34 5f 44 87 08
+; form: vmaxps_y_y_ym
+vmaxps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 5f c7
+; form: vmaxps_y_y_ym
+vmaxps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 5f d9
+; form: vmaxps_y_y_ym
+vmaxps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 5f ea
+; form: vmaxps_y_y_ym
+vmaxps ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 61 3c 28 5f 6d 00
+; form: vmaxps_y_y_ym
+vmaxps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 74 20 5f 85 d4 fe ff ff
 ; form: vmaxpd_x_x_xm
 vmaxpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5f c2
@@ -751,6 +1271,21 @@ vmaxpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
 vmaxpd xmm8, xmm9, xmmword ptr [rip + foo + 16]
 ; bytes: c5 31 5f 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmaxpd_x_x_xm
+vmaxpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 5f c7
+; form: vmaxpd_x_x_xm
+vmaxpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 5f d9
+; form: vmaxpd_x_x_xm
+vmaxpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 5f ea
+; form: vmaxpd_x_x_xm
+vmaxpd xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bd 08 5f ac 87 08 00 00 00
+; form: vmaxpd_x_x_xm
+vmaxpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 5f 44 fc f8
 ; form: vmaxpd_y_y_ym
 vmaxpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5f c2
@@ -772,6 +1307,22 @@ vmaxpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vmaxpd_y_y_ym
 vmaxpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 35 5f 84 9c 00 10 00 00
+; form: vmaxpd_y_y_ym
+vmaxpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 5f c7
+; form: vmaxpd_y_y_ym
+vmaxpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 5f d9
+; form: vmaxpd_y_y_ym
+vmaxpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 5f ea
+; form: vmaxpd_y_y_ym
+vmaxpd ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 28 5f ac 4b e8 03 00 00
+; form: vmaxpd_y_y_ym
+vmaxpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 5f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vsqrtss_x_x_xm32
 vsqrtss xmm0, xmm1, xmm2
 ; bytes: c5 f2 51 c2
@@ -794,6 +1345,21 @@ vsqrtss xmm0, xmm1, dword ptr [rip + bar]
 ; form: vsqrtss_x_x_xm32
 vsqrtss xmm8, xmm9, dword ptr [rdi]
 ; bytes: c5 32 51 07
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 51 c7
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 51 d9
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 51 ea
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm29, xmm8, dword ptr [8*rcx + 64]
+; bytes: 62 61 3e 08 51 2c cd 40 00 00 00
+; form: vsqrtss_x_x_xm32
+vsqrtss xmm16, xmm17, dword ptr [r8 + rsi + 127]
+; bytes: 62 c1 76 00 51 84 30 7f 00 00 00
 ; form: vsqrtsd_x_x_xm64
 vsqrtsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 51 c2
@@ -815,6 +1381,21 @@ vsqrtsd xmm0, xmm1, qword ptr [rbp]
 ; form: vsqrtsd_x_x_xm64
 vsqrtsd xmm8, xmm9, qword ptr [r13 - 300]
 ; bytes: c4 41 33 51 85 d4 fe ff ff
+; form: vsqrtsd_x_x_xm64
+vsqrtsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 51 c7
+; form: vsqrtsd_x_x_xm64
+vsqrtsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 51 d9
+; form: vsqrtsd_x_x_xm64
+vsqrtsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 51 ea
+; form: vsqrtsd_x_x_xm64
+vsqrtsd xmm29, xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bf 08 51 ac 9c 00 10 00 00
+; form: vsqrtsd_x_x_xm64
+vsqrtsd xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f7 00 51 82 00 e0 ff ff
 ; form: vsqrtps_x_xm
 vsqrtps xmm0, xmm1
 ; bytes: c5 f8 51 c1
@@ -836,6 +1417,22 @@ vsqrtps xmm0, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vsqrtps_x_xm
 vsqrtps xmm8, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 78 51 84 4b e8 03 00 00
+; form: vsqrtps_x_xm
+vsqrtps xmm16, xmm17
+; bytes: 62 a1 7c 08 51 c1
+; form: vsqrtps_x_xm
+vsqrtps xmm3, xmm24
+; bytes: 62 91 7c 08 51 d8
+; form: vsqrtps_x_xm
+vsqrtps xmm29, xmm8
+; bytes: 62 41 7c 08 51 e8
+; form: vsqrtps_x_xm
+vsqrtps xmm29, xmmword ptr [rip + bar]
+; bytes: 62 61 7c 08 51 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vsqrtps_x_xm
+vsqrtps xmm16, xmmword ptr [rdi]
+; bytes: 62 e1 7c 08 51 07
 ; form: vsqrtps_y_ym
 vsqrtps ymm0, ymm1
 ; bytes: c5 fc 51 c1
@@ -858,6 +1455,21 @@ vsqrtps ymm0, ymmword ptr [8*rcx + 64]
 ; form: vsqrtps_y_ym
 vsqrtps ymm8, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 7c 51 44 30 7f
+; form: vsqrtps_y_ym
+vsqrtps ymm16, ymm17
+; bytes: 62 a1 7c 28 51 c1
+; form: vsqrtps_y_ym
+vsqrtps ymm3, ymm24
+; bytes: 62 91 7c 28 51 d8
+; form: vsqrtps_y_ym
+vsqrtps ymm29, ymm8
+; bytes: 62 41 7c 28 51 e8
+; form: vsqrtps_y_ym
+vsqrtps ymm29, ymmword ptr [rsp + 8]
+; bytes: 62 61 7c 28 51 ac 24 08 00 00 00
+; form: vsqrtps_y_ym
+vsqrtps ymm16, ymmword ptr [rbp]
+; bytes: 62 e1 7c 28 51 45 00
 ; form: vsqrtpd_x_xm
 vsqrtpd xmm0, xmm1
 ; bytes: c5 f9 51 c1
@@ -880,6 +1492,21 @@ vsqrtpd xmm0, xmmword ptr [rdx - 8192]
 vsqrtpd xmm8, xmmword ptr [rip + bar]
 ; bytes: c5 79 51 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vsqrtpd_x_xm
+vsqrtpd xmm16, xmm17
+; bytes: 62 a1 fd 08 51 c1
+; form: vsqrtpd_x_xm
+vsqrtpd xmm3, xmm24
+; bytes: 62 91 fd 08 51 d8
+; form: vsqrtpd_x_xm
+vsqrtpd xmm29, xmm8
+; bytes: 62 41 fd 08 51 e8
+; form: vsqrtpd_x_xm
+vsqrtpd xmm29, xmmword ptr [r13 - 300]
+; bytes: 62 41 fd 08 51 ad d4 fe ff ff
+; form: vsqrtpd_x_xm
+vsqrtpd xmm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fd 08 51 84 87 08 00 00 00
 ; form: vsqrtpd_y_ym
 vsqrtpd ymm0, ymm1
 ; bytes: c5 fd 51 c1
@@ -901,6 +1528,21 @@ vsqrtpd ymm0, ymmword ptr [rsp + 8]
 ; form: vsqrtpd_y_ym
 vsqrtpd ymm8, ymmword ptr [rbp]
 ; bytes: c5 7d 51 45 00
+; form: vsqrtpd_y_ym
+vsqrtpd ymm16, ymm17
+; bytes: 62 a1 fd 28 51 c1
+; form: vsqrtpd_y_ym
+vsqrtpd ymm3, ymm24
+; bytes: 62 91 fd 28 51 d8
+; form: vsqrtpd_y_ym
+vsqrtpd ymm29, ymm8
+; bytes: 62 41 fd 28 51 e8
+; form: vsqrtpd_y_ym
+vsqrtpd ymm29, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 fd 28 51 6c fc fc
+; form: vsqrtpd_y_ym
+vsqrtpd ymm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 28 51 84 4b e8 03 00 00
 ; form: vcmpss_x_x_xm32_imm8
 vcmpss xmm0, xmm1, xmm2, 1
 ; bytes: c5 f2 c2 c2 01
@@ -1051,6 +1693,22 @@ vandps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vandps_x_x_xm
 vandps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 30 54 84 9c 00 10 00 00
+; form: vandps_x_x_xm
+vandps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 54 c7
+; form: vandps_x_x_xm
+vandps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 54 d9
+; form: vandps_x_x_xm
+vandps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 54 ea
+; form: vandps_x_x_xm
+vandps xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 08 54 ac 4b e8 03 00 00
+; form: vandps_x_x_xm
+vandps xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 00 54 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vandps_y_y_ym
 vandps ymm0, ymm1, ymm2
 ; bytes: c5 f4 54 c2
@@ -1073,6 +1731,21 @@ vandps ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vandps_y_y_ym
 vandps ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c5 34 54 07
+; form: vandps_y_y_ym
+vandps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 54 c7
+; form: vandps_y_y_ym
+vandps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 54 d9
+; form: vandps_y_y_ym
+vandps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 54 ea
+; form: vandps_y_y_ym
+vandps ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 3c 28 54 2c cd 40 00 00 00
+; form: vandps_y_y_ym
+vandps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 20 54 84 30 7f 00 00 00
 ; form: vandpd_x_x_xm
 vandpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 54 c2
@@ -1094,6 +1767,21 @@ vandpd xmm0, xmm1, xmmword ptr [rbp]
 ; form: vandpd_x_x_xm
 vandpd xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 41 31 54 85 d4 fe ff ff
+; form: vandpd_x_x_xm
+vandpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 54 c7
+; form: vandpd_x_x_xm
+vandpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 54 d9
+; form: vandpd_x_x_xm
+vandpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 54 ea
+; form: vandpd_x_x_xm
+vandpd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 08 54 ac 9c 00 10 00 00
+; form: vandpd_x_x_xm
+vandpd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 00 54 82 00 e0 ff ff
 ; form: vandpd_y_y_ym
 vandpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 54 c2
@@ -1115,6 +1803,22 @@ vandpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vandpd_y_y_ym
 vandpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 35 54 84 4b e8 03 00 00
+; form: vandpd_y_y_ym
+vandpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 54 c7
+; form: vandpd_y_y_ym
+vandpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 54 d9
+; form: vandpd_y_y_ym
+vandpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 54 ea
+; form: vandpd_y_y_ym
+vandpd ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 bd 28 54 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vandpd_y_y_ym
+vandpd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 f5 20 54 07
 ; form: vandnps_x_x_xm
 vandnps xmm0, xmm1, xmm2
 ; bytes: c5 f0 55 c2
@@ -1137,6 +1841,21 @@ vandnps xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vandnps_x_x_xm
 vandnps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 30 55 44 30 7f
+; form: vandnps_x_x_xm
+vandnps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 55 c7
+; form: vandnps_x_x_xm
+vandnps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 55 d9
+; form: vandnps_x_x_xm
+vandnps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 55 ea
+; form: vandnps_x_x_xm
+vandnps xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3c 08 55 ac 24 08 00 00 00
+; form: vandnps_x_x_xm
+vandnps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 74 00 55 45 00
 ; form: vandnps_y_y_ym
 vandnps ymm0, ymm1, ymm2
 ; bytes: c5 f4 55 c2
@@ -1159,6 +1878,21 @@ vandnps ymm0, ymm1, ymmword ptr [rdx - 8192]
 vandnps ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 34 55 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vandnps_y_y_ym
+vandnps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 55 c7
+; form: vandnps_y_y_ym
+vandnps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 55 d9
+; form: vandnps_y_y_ym
+vandnps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 55 ea
+; form: vandnps_y_y_ym
+vandnps ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3c 28 55 ad d4 fe ff ff
+; form: vandnps_y_y_ym
+vandnps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 55 84 87 08 00 00 00
 ; form: vandnpd_x_x_xm
 vandnpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 55 c2
@@ -1180,6 +1914,21 @@ vandnpd xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vandnpd_x_x_xm
 vandnpd xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 31 55 45 00
+; form: vandnpd_x_x_xm
+vandnpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 55 c7
+; form: vandnpd_x_x_xm
+vandnpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 55 d9
+; form: vandnpd_x_x_xm
+vandnpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 55 ea
+; form: vandnpd_x_x_xm
+vandnpd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bd 08 55 6c fc f8
+; form: vandnpd_x_x_xm
+vandnpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 55 84 4b e8 03 00 00
 ; form: vandnpd_y_y_ym
 vandnpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 55 c2
@@ -1201,6 +1950,22 @@ vandnpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vandnpd_y_y_ym
 vandnpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 35 55 44 fc 80
+; form: vandnpd_y_y_ym
+vandnpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 55 c7
+; form: vandnpd_y_y_ym
+vandnpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 55 d9
+; form: vandnpd_y_y_ym
+vandnpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 55 ea
+; form: vandnpd_y_y_ym
+vandnpd ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 28 55 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vandnpd_y_y_ym
+vandnpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 55 04 cd 40 00 00 00
 ; form: vorps_x_x_xm
 vorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 56 c2
@@ -1223,6 +1988,21 @@ vorps xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vorps_x_x_xm
 vorps xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c5 30 56 04 cd 40 00 00 00
+; form: vorps_x_x_xm
+vorps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 56 c7
+; form: vorps_x_x_xm
+vorps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 56 d9
+; form: vorps_x_x_xm
+vorps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 56 ea
+; form: vorps_x_x_xm
+vorps xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3c 08 56 ac 30 7f 00 00 00
+; form: vorps_x_x_xm
+vorps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 00 56 84 9c 00 10 00 00
 ; form: vorps_y_y_ym
 vorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 56 c2
@@ -1244,6 +2024,22 @@ vorps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vorps_y_y_ym
 vorps ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c5 34 56 82 00 e0 ff ff
+; form: vorps_y_y_ym
+vorps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 56 c7
+; form: vorps_y_y_ym
+vorps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 56 d9
+; form: vorps_y_y_ym
+vorps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 56 ea
+; form: vorps_y_y_ym
+vorps ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 3c 28 56 aa 00 e0 ff ff
+; form: vorps_y_y_ym
+vorps ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 74 20 56 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vorpd_x_x_xm
 vorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 56 c2
@@ -1266,6 +2062,21 @@ vorpd xmm0, xmm1, xmmword ptr [rdi]
 ; form: vorpd_x_x_xm
 vorpd xmm8, xmm9, xmmword ptr [rsp + 8]
 ; bytes: c5 31 56 44 24 08
+; form: vorpd_x_x_xm
+vorpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 56 c7
+; form: vorpd_x_x_xm
+vorpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 56 d9
+; form: vorpd_x_x_xm
+vorpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 56 ea
+; form: vorpd_x_x_xm
+vorpd xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 61 bd 08 56 2f
+; form: vorpd_x_x_xm
+vorpd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 f5 00 56 84 24 08 00 00 00
 ; form: vorpd_y_y_ym
 vorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 56 c2
@@ -1287,6 +2098,21 @@ vorpd ymm0, ymm1, ymmword ptr [r13 - 300]
 ; form: vorpd_y_y_ym
 vorpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 35 56 44 87 08
+; form: vorpd_y_y_ym
+vorpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 56 c7
+; form: vorpd_y_y_ym
+vorpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 56 d9
+; form: vorpd_y_y_ym
+vorpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 56 ea
+; form: vorpd_y_y_ym
+vorpd ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 61 bd 28 56 6d 00
+; form: vorpd_y_y_ym
+vorpd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 f5 20 56 85 d4 fe ff ff
 ; form: vxorps_x_x_xm
 vxorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 57 c2
@@ -1309,6 +2135,21 @@ vxorps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
 vxorps xmm8, xmm9, xmmword ptr [rip + foo + 16]
 ; bytes: c5 30 57 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vxorps_x_x_xm
+vxorps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 57 c7
+; form: vxorps_x_x_xm
+vxorps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 57 d9
+; form: vxorps_x_x_xm
+vxorps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 57 ea
+; form: vxorps_x_x_xm
+vxorps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3c 08 57 ac 87 08 00 00 00
+; form: vxorps_x_x_xm
+vxorps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 00 57 44 fc f8
 ; form: vxorps_y_y_ym
 vxorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 57 c2
@@ -1330,6 +2171,22 @@ vxorps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vxorps_y_y_ym
 vxorps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 34 57 84 9c 00 10 00 00
+; form: vxorps_y_y_ym
+vxorps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 57 c7
+; form: vxorps_y_y_ym
+vxorps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 57 d9
+; form: vxorps_y_y_ym
+vxorps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 57 ea
+; form: vxorps_y_y_ym
+vxorps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 28 57 ac 4b e8 03 00 00
+; form: vxorps_y_y_ym
+vxorps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 20 57 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vxorpd_x_x_xm
 vxorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 57 c2
@@ -1352,6 +2209,21 @@ vxorpd xmm0, xmm1, xmmword ptr [rip + bar]
 ; form: vxorpd_x_x_xm
 vxorpd xmm8, xmm9, xmmword ptr [rdi]
 ; bytes: c5 31 57 07
+; form: vxorpd_x_x_xm
+vxorpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 57 c7
+; form: vxorpd_x_x_xm
+vxorpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 57 d9
+; form: vxorpd_x_x_xm
+vxorpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 57 ea
+; form: vxorpd_x_x_xm
+vxorpd xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 08 57 2c cd 40 00 00 00
+; form: vxorpd_x_x_xm
+vxorpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 57 84 30 7f 00 00 00
 ; form: vxorpd_y_y_ym
 vxorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 57 c2
@@ -1373,6 +2245,21 @@ vxorpd ymm0, ymm1, ymmword ptr [rbp]
 ; form: vxorpd_y_y_ym
 vxorpd ymm8, ymm9, ymmword ptr [r13 - 300]
 ; bytes: c4 41 35 57 85 d4 fe ff ff
+; form: vxorpd_y_y_ym
+vxorpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 57 c7
+; form: vxorpd_y_y_ym
+vxorpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 57 d9
+; form: vxorpd_y_y_ym
+vxorpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 57 ea
+; form: vxorpd_y_y_ym
+vxorpd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 28 57 ac 9c 00 10 00 00
+; form: vxorpd_y_y_ym
+vxorpd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 57 82 00 e0 ff ff
 ; form: vfmadd132ps_x_x_xm
 vfmadd132ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 98 c2
@@ -1394,6 +2281,22 @@ vfmadd132ps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vfmadd132ps_x_x_xm
 vfmadd132ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 31 98 84 4b e8 03 00 00
+; form: vfmadd132ps_x_x_xm
+vfmadd132ps xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 98 c7
+; form: vfmadd132ps_x_x_xm
+vfmadd132ps xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 98 d9
+; form: vfmadd132ps_x_x_xm
+vfmadd132ps xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 98 ea
+; form: vfmadd132ps_x_x_xm
+vfmadd132ps xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 3d 08 98 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vfmadd132ps_x_x_xm
+vfmadd132ps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 98 07
 ; form: vfmadd132ps_y_y_ym
 vfmadd132ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 98 c2
@@ -1416,6 +2319,21 @@ vfmadd132ps ymm0, ymm1, ymmword ptr [8*rcx + 64]
 ; form: vfmadd132ps_y_y_ym
 vfmadd132ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 35 98 44 30 7f
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 98 c7
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 98 d9
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 98 ea
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 3d 28 98 ac 24 08 00 00 00
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 98 45 00
 ; form: vfmadd132pd_x_x_xm
 vfmadd132pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 98 c2
@@ -1438,6 +2356,21 @@ vfmadd132pd xmm0, xmm1, xmmword ptr [rdx - 8192]
 vfmadd132pd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c4 62 b1 98 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 98 c7
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 98 d9
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 98 ea
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 42 bd 08 98 ad d4 fe ff ff
+; form: vfmadd132pd_x_x_xm
+vfmadd132pd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 00 98 84 87 08 00 00 00
 ; form: vfmadd132pd_y_y_ym
 vfmadd132pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 98 c2
@@ -1459,6 +2392,21 @@ vfmadd132pd ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vfmadd132pd_y_y_ym
 vfmadd132pd ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c4 62 b5 98 45 00
+; form: vfmadd132pd_y_y_ym
+vfmadd132pd ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 98 c7
+; form: vfmadd132pd_y_y_ym
+vfmadd132pd ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 98 d9
+; form: vfmadd132pd_y_y_ym
+vfmadd132pd ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 98 ea
+; form: vfmadd132pd_y_y_ym
+vfmadd132pd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 bd 28 98 6c fc fc
+; form: vfmadd132pd_y_y_ym
+vfmadd132pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 20 98 84 4b e8 03 00 00
 ; form: vfmadd132ss_x_x_xm32
 vfmadd132ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 99 c2
@@ -1480,6 +2428,22 @@ vfmadd132ss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
 ; form: vfmadd132ss_x_x_xm32
 vfmadd132ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 31 99 44 fc 80
+; form: vfmadd132ss_x_x_xm32
+vfmadd132ss xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 99 c7
+; form: vfmadd132ss_x_x_xm32
+vfmadd132ss xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 99 d9
+; form: vfmadd132ss_x_x_xm32
+vfmadd132ss xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 99 ea
+; form: vfmadd132ss_x_x_xm32
+vfmadd132ss xmm29, xmm8, dword ptr [rip + foo + 16]
+; bytes: 62 62 3d 08 99 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vfmadd132ss_x_x_xm32
+vfmadd132ss xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 99 04 cd 40 00 00 00
 ; form: vfmadd132sd_x_x_xm64
 vfmadd132sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 99 c2
@@ -1502,6 +2466,21 @@ vfmadd132sd xmm0, xmm1, qword ptr [rip + foo + 16]
 ; form: vfmadd132sd_x_x_xm64
 vfmadd132sd xmm8, xmm9, qword ptr [8*rcx + 64]
 ; bytes: c4 62 b1 99 04 cd 40 00 00 00
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 99 c7
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 99 d9
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 99 ea
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm29, xmm8, qword ptr [r8 + rsi + 127]
+; bytes: 62 42 bd 08 99 ac 30 7f 00 00 00
+; form: vfmadd132sd_x_x_xm64
+vfmadd132sd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 00 99 84 9c 00 10 00 00
 ; form: vfmadd213ps_x_x_xm
 vfmadd213ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a8 c2
@@ -1523,6 +2502,22 @@ vfmadd213ps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vfmadd213ps_x_x_xm
 vfmadd213ps xmm8, xmm9, xmmword ptr [rdx - 8192]
 ; bytes: c4 62 31 a8 82 00 e0 ff ff
+; form: vfmadd213ps_x_x_xm
+vfmadd213ps xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 a8 c7
+; form: vfmadd213ps_x_x_xm
+vfmadd213ps xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 a8 d9
+; form: vfmadd213ps_x_x_xm
+vfmadd213ps xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 a8 ea
+; form: vfmadd213ps_x_x_xm
+vfmadd213ps xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 62 3d 08 a8 aa 00 e0 ff ff
+; form: vfmadd213ps_x_x_xm
+vfmadd213ps xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e2 75 00 a8 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd213ps_y_y_ym
 vfmadd213ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 a8 c2
@@ -1545,6 +2540,21 @@ vfmadd213ps ymm0, ymm1, ymmword ptr [rdi]
 ; form: vfmadd213ps_y_y_ym
 vfmadd213ps ymm8, ymm9, ymmword ptr [rsp + 8]
 ; bytes: c4 62 35 a8 44 24 08
+; form: vfmadd213ps_y_y_ym
+vfmadd213ps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 a8 c7
+; form: vfmadd213ps_y_y_ym
+vfmadd213ps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 a8 d9
+; form: vfmadd213ps_y_y_ym
+vfmadd213ps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 a8 ea
+; form: vfmadd213ps_y_y_ym
+vfmadd213ps ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 62 3d 28 a8 2f
+; form: vfmadd213ps_y_y_ym
+vfmadd213ps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 a8 84 24 08 00 00 00
 ; form: vfmadd213pd_x_x_xm
 vfmadd213pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a8 c2
@@ -1566,6 +2576,21 @@ vfmadd213pd xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vfmadd213pd_x_x_xm
 vfmadd213pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 b1 a8 44 87 08
+; form: vfmadd213pd_x_x_xm
+vfmadd213pd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 a8 c7
+; form: vfmadd213pd_x_x_xm
+vfmadd213pd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 a8 d9
+; form: vfmadd213pd_x_x_xm
+vfmadd213pd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 a8 ea
+; form: vfmadd213pd_x_x_xm
+vfmadd213pd xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 62 bd 08 a8 6d 00
+; form: vfmadd213pd_x_x_xm
+vfmadd213pd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 00 a8 85 d4 fe ff ff
 ; form: vfmadd213pd_y_y_ym
 vfmadd213pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 a8 c2
@@ -1588,6 +2613,21 @@ vfmadd213pd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vfmadd213pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c4 62 b5 a8 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 a8 c7
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 a8 d9
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 a8 ea
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 bd 28 a8 ac 87 08 00 00 00
+; form: vfmadd213pd_y_y_ym
+vfmadd213pd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 20 a8 44 fc fc
 ; form: vfmadd213ss_x_x_xm32
 vfmadd213ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a9 c2
@@ -1609,6 +2649,22 @@ vfmadd213ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
 ; form: vfmadd213ss_x_x_xm32
 vfmadd213ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 31 a9 84 9c 00 10 00 00
+; form: vfmadd213ss_x_x_xm32
+vfmadd213ss xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 a9 c7
+; form: vfmadd213ss_x_x_xm32
+vfmadd213ss xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 a9 d9
+; form: vfmadd213ss_x_x_xm32
+vfmadd213ss xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 a9 ea
+; form: vfmadd213ss_x_x_xm32
+vfmadd213ss xmm29, xmm8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 08 a9 ac 4b e8 03 00 00
+; form: vfmadd213ss_x_x_xm32
+vfmadd213ss xmm16, xmm17, dword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 a9 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd213sd_x_x_xm64
 vfmadd213sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a9 c2
@@ -1631,6 +2687,21 @@ vfmadd213sd xmm0, xmm1, qword ptr [rip + bar]
 ; form: vfmadd213sd_x_x_xm64
 vfmadd213sd xmm8, xmm9, qword ptr [rdi]
 ; bytes: c4 62 b1 a9 07
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 a9 c7
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 a9 d9
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 a9 ea
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm29, xmm8, qword ptr [8*rcx + 64]
+; bytes: 62 62 bd 08 a9 2c cd 40 00 00 00
+; form: vfmadd213sd_x_x_xm64
+vfmadd213sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 00 a9 84 30 7f 00 00 00
 ; form: vfmadd231ps_x_x_xm
 vfmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b8 c2
@@ -1652,6 +2723,21 @@ vfmadd231ps xmm0, xmm1, xmmword ptr [rbp]
 ; form: vfmadd231ps_x_x_xm
 vfmadd231ps xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 42 31 b8 85 d4 fe ff ff
+; form: vfmadd231ps_x_x_xm
+vfmadd231ps xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 b8 c7
+; form: vfmadd231ps_x_x_xm
+vfmadd231ps xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 b8 d9
+; form: vfmadd231ps_x_x_xm
+vfmadd231ps xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 b8 ea
+; form: vfmadd231ps_x_x_xm
+vfmadd231ps xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 3d 08 b8 ac 9c 00 10 00 00
+; form: vfmadd231ps_x_x_xm
+vfmadd231ps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 b8 82 00 e0 ff ff
 ; form: vfmadd231ps_y_y_ym
 vfmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 b8 c2
@@ -1673,6 +2759,22 @@ vfmadd231ps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vfmadd231ps_y_y_ym
 vfmadd231ps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 35 b8 84 4b e8 03 00 00
+; form: vfmadd231ps_y_y_ym
+vfmadd231ps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 b8 c7
+; form: vfmadd231ps_y_y_ym
+vfmadd231ps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 b8 d9
+; form: vfmadd231ps_y_y_ym
+vfmadd231ps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 b8 ea
+; form: vfmadd231ps_y_y_ym
+vfmadd231ps ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 62 3d 28 b8 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vfmadd231ps_y_y_ym
+vfmadd231ps ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 b8 07
 ; form: vfmadd231pd_x_x_xm
 vfmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b8 c2
@@ -1695,6 +2797,21 @@ vfmadd231pd xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vfmadd231pd_x_x_xm
 vfmadd231pd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 b1 b8 44 30 7f
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 b8 c7
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 b8 d9
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 b8 ea
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 bd 08 b8 ac 24 08 00 00 00
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 f5 00 b8 45 00
 ; form: vfmadd231pd_y_y_ym
 vfmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 b8 c2
@@ -1717,6 +2834,21 @@ vfmadd231pd ymm0, ymm1, ymmword ptr [rdx - 8192]
 vfmadd231pd ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 b5 b8 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 b8 c7
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 b8 d9
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 b8 ea
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 bd 28 b8 ad d4 fe ff ff
+; form: vfmadd231pd_y_y_ym
+vfmadd231pd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 20 b8 84 87 08 00 00 00
 ; form: vfmadd231ss_x_x_xm32
 vfmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b9 c2
@@ -1738,6 +2870,21 @@ vfmadd231ss xmm0, xmm1, dword ptr [rsp + 8]
 ; form: vfmadd231ss_x_x_xm32
 vfmadd231ss xmm8, xmm9, dword ptr [rbp]
 ; bytes: c4 62 31 b9 45 00
+; form: vfmadd231ss_x_x_xm32
+vfmadd231ss xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 b9 c7
+; form: vfmadd231ss_x_x_xm32
+vfmadd231ss xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 b9 d9
+; form: vfmadd231ss_x_x_xm32
+vfmadd231ss xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 b9 ea
+; form: vfmadd231ss_x_x_xm32
+vfmadd231ss xmm29, xmm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 08 b9 6c fc e0
+; form: vfmadd231ss_x_x_xm32
+vfmadd231ss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 00 b9 84 4b e8 03 00 00
 ; form: vfmadd231sd_x_x_xm64
 vfmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b9 c2
@@ -1759,6 +2906,22 @@ vfmadd231sd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
 ; form: vfmadd231sd_x_x_xm64
 vfmadd231sd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 b1 b9 44 fc 80
+; form: vfmadd231sd_x_x_xm64
+vfmadd231sd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 b9 c7
+; form: vfmadd231sd_x_x_xm64
+vfmadd231sd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 b9 d9
+; form: vfmadd231sd_x_x_xm64
+vfmadd231sd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 b9 ea
+; form: vfmadd231sd_x_x_xm64
+vfmadd231sd xmm29, xmm8, qword ptr [rip + foo + 16]
+; bytes: 62 62 bd 08 b9 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vfmadd231sd_x_x_xm64
+vfmadd231sd xmm16, xmm17, qword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 b9 04 cd 40 00 00 00
 ; form: vfmsub231ps_x_x_xm
 vfmsub231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 ba c2
@@ -1781,6 +2944,21 @@ vfmsub231ps xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vfmsub231ps_x_x_xm
 vfmsub231ps xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c4 62 31 ba 04 cd 40 00 00 00
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 ba c7
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 ba d9
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 ba ea
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 42 3d 08 ba ac 30 7f 00 00 00
+; form: vfmsub231ps_x_x_xm
+vfmsub231ps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 ba 84 9c 00 10 00 00
 ; form: vfmsub231ps_y_y_ym
 vfmsub231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 ba c2
@@ -1802,6 +2980,22 @@ vfmsub231ps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vfmsub231ps_y_y_ym
 vfmsub231ps ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c4 62 35 ba 82 00 e0 ff ff
+; form: vfmsub231ps_y_y_ym
+vfmsub231ps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 ba c7
+; form: vfmsub231ps_y_y_ym
+vfmsub231ps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 ba d9
+; form: vfmsub231ps_y_y_ym
+vfmsub231ps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 ba ea
+; form: vfmsub231ps_y_y_ym
+vfmsub231ps ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 62 3d 28 ba aa 00 e0 ff ff
+; form: vfmsub231ps_y_y_ym
+vfmsub231ps ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 ba 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmsub231pd_x_x_xm
 vfmsub231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 ba c2
@@ -1824,6 +3018,21 @@ vfmsub231pd xmm0, xmm1, xmmword ptr [rdi]
 ; form: vfmsub231pd_x_x_xm
 vfmsub231pd xmm8, xmm9, xmmword ptr [rsp + 8]
 ; bytes: c4 62 b1 ba 44 24 08
+; form: vfmsub231pd_x_x_xm
+vfmsub231pd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 ba c7
+; form: vfmsub231pd_x_x_xm
+vfmsub231pd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 ba d9
+; form: vfmsub231pd_x_x_xm
+vfmsub231pd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 ba ea
+; form: vfmsub231pd_x_x_xm
+vfmsub231pd xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 62 bd 08 ba 2f
+; form: vfmsub231pd_x_x_xm
+vfmsub231pd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 f5 00 ba 84 24 08 00 00 00
 ; form: vfmsub231pd_y_y_ym
 vfmsub231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 ba c2
@@ -1845,6 +3054,21 @@ vfmsub231pd ymm0, ymm1, ymmword ptr [r13 - 300]
 ; form: vfmsub231pd_y_y_ym
 vfmsub231pd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 b5 ba 44 87 08
+; form: vfmsub231pd_y_y_ym
+vfmsub231pd ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 ba c7
+; form: vfmsub231pd_y_y_ym
+vfmsub231pd ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 ba d9
+; form: vfmsub231pd_y_y_ym
+vfmsub231pd ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 ba ea
+; form: vfmsub231pd_y_y_ym
+vfmsub231pd ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 62 bd 28 ba 6d 00
+; form: vfmsub231pd_y_y_ym
+vfmsub231pd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 f5 20 ba 85 d4 fe ff ff
 ; form: vfmsub231ss_x_x_xm32
 vfmsub231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bb c2
@@ -1867,6 +3091,21 @@ vfmsub231ss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
 vfmsub231ss xmm8, xmm9, dword ptr [rip + foo + 16]
 ; bytes: c4 62 31 bb 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 bb c7
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 bb d9
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 bb ea
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm29, xmm8, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 08 bb 6c 87 02
+; form: vfmsub231ss_x_x_xm32
+vfmsub231ss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 bb 44 fc e0
 ; form: vfmsub231sd_x_x_xm64
 vfmsub231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bb c2
@@ -1888,6 +3127,22 @@ vfmsub231sd xmm0, xmm1, qword ptr [r8 + rsi + 127]
 ; form: vfmsub231sd_x_x_xm64
 vfmsub231sd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 b1 bb 84 9c 00 10 00 00
+; form: vfmsub231sd_x_x_xm64
+vfmsub231sd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 bb c7
+; form: vfmsub231sd_x_x_xm64
+vfmsub231sd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 bb d9
+; form: vfmsub231sd_x_x_xm64
+vfmsub231sd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 bb ea
+; form: vfmsub231sd_x_x_xm64
+vfmsub231sd xmm29, xmm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 bd 08 bb 6c 4b 7d
+; form: vfmsub231sd_x_x_xm64
+vfmsub231sd xmm16, xmm17, qword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 00 bb 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfnmadd231ps_x_x_xm
 vfnmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bc c2
@@ -1910,6 +3165,21 @@ vfnmadd231ps xmm0, xmm1, xmmword ptr [rip + bar]
 ; form: vfnmadd231ps_x_x_xm
 vfnmadd231ps xmm8, xmm9, xmmword ptr [rdi]
 ; bytes: c4 62 31 bc 07
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 bc c7
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 bc d9
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 bc ea
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 62 3d 08 bc 2c cd 40 00 00 00
+; form: vfnmadd231ps_x_x_xm
+vfnmadd231ps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 bc 84 30 7f 00 00 00
 ; form: vfnmadd231ps_y_y_ym
 vfnmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 bc c2
@@ -1931,6 +3201,21 @@ vfnmadd231ps ymm0, ymm1, ymmword ptr [rbp]
 ; form: vfnmadd231ps_y_y_ym
 vfnmadd231ps ymm8, ymm9, ymmword ptr [r13 - 300]
 ; bytes: c4 42 35 bc 85 d4 fe ff ff
+; form: vfnmadd231ps_y_y_ym
+vfnmadd231ps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 bc c7
+; form: vfnmadd231ps_y_y_ym
+vfnmadd231ps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 bc d9
+; form: vfnmadd231ps_y_y_ym
+vfnmadd231ps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 bc ea
+; form: vfnmadd231ps_y_y_ym
+vfnmadd231ps ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 3d 28 bc ac 9c 00 10 00 00
+; form: vfnmadd231ps_y_y_ym
+vfnmadd231ps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 75 20 bc 82 00 e0 ff ff
 ; form: vfnmadd231pd_x_x_xm
 vfnmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bc c2
@@ -1952,6 +3237,22 @@ vfnmadd231pd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vfnmadd231pd_x_x_xm
 vfnmadd231pd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 b1 bc 84 4b e8 03 00 00
+; form: vfnmadd231pd_x_x_xm
+vfnmadd231pd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 bc c7
+; form: vfnmadd231pd_x_x_xm
+vfnmadd231pd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 bc d9
+; form: vfnmadd231pd_x_x_xm
+vfnmadd231pd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 bc ea
+; form: vfnmadd231pd_x_x_xm
+vfnmadd231pd xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 bd 08 bc 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vfnmadd231pd_x_x_xm
+vfnmadd231pd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 f5 00 bc 07
 ; form: vfnmadd231pd_y_y_ym
 vfnmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 bc c2
@@ -1974,6 +3275,21 @@ vfnmadd231pd ymm0, ymm1, ymmword ptr [8*rcx + 64]
 ; form: vfnmadd231pd_y_y_ym
 vfnmadd231pd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 b5 bc 44 30 7f
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 bc c7
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 bc d9
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 bc ea
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 bd 28 bc ac 24 08 00 00 00
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 f5 20 bc 45 00
 ; form: vfnmadd231ss_x_x_xm32
 vfnmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bd c2
@@ -1996,6 +3312,21 @@ vfnmadd231ss xmm0, xmm1, dword ptr [rdx - 8192]
 vfnmadd231ss xmm8, xmm9, dword ptr [rip + bar]
 ; bytes: c4 62 31 bd 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 bd c7
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 bd d9
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 bd ea
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm29, xmm8, dword ptr [r13 - 300]
+; bytes: 62 42 3d 08 bd 6d b5
+; form: vfnmadd231ss_x_x_xm32
+vfnmadd231ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 bd 44 87 02
 ; form: vfnmadd231sd_x_x_xm64
 vfnmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bd c2
@@ -2017,6 +3348,21 @@ vfnmadd231sd xmm0, xmm1, qword ptr [rsp + 8]
 ; form: vfnmadd231sd_x_x_xm64
 vfnmadd231sd xmm8, xmm9, qword ptr [rbp]
 ; bytes: c4 62 b1 bd 45 00
+; form: vfnmadd231sd_x_x_xm64
+vfnmadd231sd xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 bd c7
+; form: vfnmadd231sd_x_x_xm64
+vfnmadd231sd xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 bd d9
+; form: vfnmadd231sd_x_x_xm64
+vfnmadd231sd xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 bd ea
+; form: vfnmadd231sd_x_x_xm64
+vfnmadd231sd xmm29, xmm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 bd 08 bd 6c fc f0
+; form: vfnmadd231sd_x_x_xm64
+vfnmadd231sd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 bd 44 4b 7d
 ; form: vroundps_x_xm_imm8
 vroundps xmm0, xmm1, 1
 ; bytes: c4 e3 79 08 c1 01

@@ -20,6 +20,21 @@ vpaddb xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vpaddb_x_x_xm
 vpaddb xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 31 fc 45 00
+; form: vpaddb_x_x_xm
+vpaddb xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 fc c7
+; form: vpaddb_x_x_xm
+vpaddb xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 fc d9
+; form: vpaddb_x_x_xm
+vpaddb xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 fc ea
+; form: vpaddb_x_x_xm
+vpaddb xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 08 fc 6c fc f8
+; form: vpaddb_x_x_xm
+vpaddb xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 fc 84 4b e8 03 00 00
 ; form: vpaddb_y_y_ym
 vpaddb ymm0, ymm1, ymm2
 ; bytes: c5 f5 fc c2
@@ -41,6 +56,22 @@ vpaddb ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vpaddb_y_y_ym
 vpaddb ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 35 fc 44 fc 80
+; form: vpaddb_y_y_ym
+vpaddb ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 fc c7
+; form: vpaddb_y_y_ym
+vpaddb ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 fc d9
+; form: vpaddb_y_y_ym
+vpaddb ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 fc ea
+; form: vpaddb_y_y_ym
+vpaddb ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 28 fc 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpaddb_y_y_ym
+vpaddb ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 fc 04 cd 40 00 00 00
 ; form: vpaddw_x_x_xm
 vpaddw xmm0, xmm1, xmm2
 ; bytes: c5 f1 fd c2
@@ -63,6 +94,21 @@ vpaddw xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vpaddw_x_x_xm
 vpaddw xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c5 31 fd 04 cd 40 00 00 00
+; form: vpaddw_x_x_xm
+vpaddw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 fd c7
+; form: vpaddw_x_x_xm
+vpaddw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 fd d9
+; form: vpaddw_x_x_xm
+vpaddw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 fd ea
+; form: vpaddw_x_x_xm
+vpaddw xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 08 fd ac 30 7f 00 00 00
+; form: vpaddw_x_x_xm
+vpaddw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 fd 84 9c 00 10 00 00
 ; form: vpaddw_y_y_ym
 vpaddw ymm0, ymm1, ymm2
 ; bytes: c5 f5 fd c2
@@ -84,6 +130,22 @@ vpaddw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vpaddw_y_y_ym
 vpaddw ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c5 35 fd 82 00 e0 ff ff
+; form: vpaddw_y_y_ym
+vpaddw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 fd c7
+; form: vpaddw_y_y_ym
+vpaddw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 fd d9
+; form: vpaddw_y_y_ym
+vpaddw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 fd ea
+; form: vpaddw_y_y_ym
+vpaddw ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 3d 28 fd aa 00 e0 ff ff
+; form: vpaddw_y_y_ym
+vpaddw ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 75 20 fd 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpaddd_x_x_xm
 vpaddd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fe c2
@@ -106,6 +168,21 @@ vpaddd xmm0, xmm1, xmmword ptr [rdi]
 ; form: vpaddd_x_x_xm
 vpaddd xmm8, xmm9, xmmword ptr [rsp + 8]
 ; bytes: c5 31 fe 44 24 08
+; form: vpaddd_x_x_xm
+vpaddd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 fe c7
+; form: vpaddd_x_x_xm
+vpaddd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 fe d9
+; form: vpaddd_x_x_xm
+vpaddd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 fe ea
+; form: vpaddd_x_x_xm
+vpaddd xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 61 3d 08 fe 2f
+; form: vpaddd_x_x_xm
+vpaddd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 fe 84 24 08 00 00 00
 ; form: vpaddd_y_y_ym
 vpaddd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fe c2
@@ -127,6 +204,21 @@ vpaddd ymm0, ymm1, ymmword ptr [r13 - 300]
 ; form: vpaddd_y_y_ym
 vpaddd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 35 fe 44 87 08
+; form: vpaddd_y_y_ym
+vpaddd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 fe c7
+; form: vpaddd_y_y_ym
+vpaddd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 fe d9
+; form: vpaddd_y_y_ym
+vpaddd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 fe ea
+; form: vpaddd_y_y_ym
+vpaddd ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 61 3d 28 fe 6d 00
+; form: vpaddd_y_y_ym
+vpaddd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 75 20 fe 85 d4 fe ff ff
 ; form: vpaddq_x_x_xm
 vpaddq xmm0, xmm1, xmm2
 ; bytes: c5 f1 d4 c2
@@ -149,6 +241,21 @@ vpaddq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
 vpaddq xmm8, xmm9, xmmword ptr [rip + foo + 16]
 ; bytes: c5 31 d4 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vpaddq_x_x_xm
+vpaddq xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 d4 c7
+; form: vpaddq_x_x_xm
+vpaddq xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 d4 d9
+; form: vpaddq_x_x_xm
+vpaddq xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 d4 ea
+; form: vpaddq_x_x_xm
+vpaddq xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bd 08 d4 ac 87 08 00 00 00
+; form: vpaddq_x_x_xm
+vpaddq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 d4 44 fc f8
 ; form: vpaddq_y_y_ym
 vpaddq ymm0, ymm1, ymm2
 ; bytes: c5 f5 d4 c2
@@ -170,6 +277,22 @@ vpaddq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vpaddq_y_y_ym
 vpaddq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 35 d4 84 9c 00 10 00 00
+; form: vpaddq_y_y_ym
+vpaddq ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 d4 c7
+; form: vpaddq_y_y_ym
+vpaddq ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 d4 d9
+; form: vpaddq_y_y_ym
+vpaddq ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 d4 ea
+; form: vpaddq_y_y_ym
+vpaddq ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 28 d4 ac 4b e8 03 00 00
+; form: vpaddq_y_y_ym
+vpaddq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 d4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsubb_x_x_xm
 vpsubb xmm0, xmm1, xmm2
 ; bytes: c5 f1 f8 c2
@@ -192,6 +315,21 @@ vpsubb xmm0, xmm1, xmmword ptr [rip + bar]
 ; form: vpsubb_x_x_xm
 vpsubb xmm8, xmm9, xmmword ptr [rdi]
 ; bytes: c5 31 f8 07
+; form: vpsubb_x_x_xm
+vpsubb xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 f8 c7
+; form: vpsubb_x_x_xm
+vpsubb xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 f8 d9
+; form: vpsubb_x_x_xm
+vpsubb xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 f8 ea
+; form: vpsubb_x_x_xm
+vpsubb xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 3d 08 f8 2c cd 40 00 00 00
+; form: vpsubb_x_x_xm
+vpsubb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 f8 84 30 7f 00 00 00
 ; form: vpsubb_y_y_ym
 vpsubb ymm0, ymm1, ymm2
 ; bytes: c5 f5 f8 c2
@@ -213,6 +351,21 @@ vpsubb ymm0, ymm1, ymmword ptr [rbp]
 ; form: vpsubb_y_y_ym
 vpsubb ymm8, ymm9, ymmword ptr [r13 - 300]
 ; bytes: c4 41 35 f8 85 d4 fe ff ff
+; form: vpsubb_y_y_ym
+vpsubb ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 f8 c7
+; form: vpsubb_y_y_ym
+vpsubb ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 f8 d9
+; form: vpsubb_y_y_ym
+vpsubb ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 f8 ea
+; form: vpsubb_y_y_ym
+vpsubb ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 28 f8 ac 9c 00 10 00 00
+; form: vpsubb_y_y_ym
+vpsubb ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 f8 82 00 e0 ff ff
 ; form: vpsubw_x_x_xm
 vpsubw xmm0, xmm1, xmm2
 ; bytes: c5 f1 f9 c2
@@ -234,6 +387,22 @@ vpsubw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vpsubw_x_x_xm
 vpsubw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 31 f9 84 4b e8 03 00 00
+; form: vpsubw_x_x_xm
+vpsubw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 f9 c7
+; form: vpsubw_x_x_xm
+vpsubw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 f9 d9
+; form: vpsubw_x_x_xm
+vpsubw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 f9 ea
+; form: vpsubw_x_x_xm
+vpsubw xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 3d 08 f9 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpsubw_x_x_xm
+vpsubw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 f9 07
 ; form: vpsubw_y_y_ym
 vpsubw ymm0, ymm1, ymm2
 ; bytes: c5 f5 f9 c2
@@ -256,6 +425,21 @@ vpsubw ymm0, ymm1, ymmword ptr [8*rcx + 64]
 ; form: vpsubw_y_y_ym
 vpsubw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 35 f9 44 30 7f
+; form: vpsubw_y_y_ym
+vpsubw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 f9 c7
+; form: vpsubw_y_y_ym
+vpsubw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 f9 d9
+; form: vpsubw_y_y_ym
+vpsubw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 f9 ea
+; form: vpsubw_y_y_ym
+vpsubw ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 3d 28 f9 ac 24 08 00 00 00
+; form: vpsubw_y_y_ym
+vpsubw ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 f9 45 00
 ; form: vpsubd_x_x_xm
 vpsubd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fa c2
@@ -278,6 +462,21 @@ vpsubd xmm0, xmm1, xmmword ptr [rdx - 8192]
 vpsubd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 31 fa 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vpsubd_x_x_xm
+vpsubd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 fa c7
+; form: vpsubd_x_x_xm
+vpsubd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 fa d9
+; form: vpsubd_x_x_xm
+vpsubd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 fa ea
+; form: vpsubd_x_x_xm
+vpsubd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3d 08 fa ad d4 fe ff ff
+; form: vpsubd_x_x_xm
+vpsubd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 fa 84 87 08 00 00 00
 ; form: vpsubd_y_y_ym
 vpsubd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fa c2
@@ -299,6 +498,21 @@ vpsubd ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vpsubd_y_y_ym
 vpsubd ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c5 35 fa 45 00
+; form: vpsubd_y_y_ym
+vpsubd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 fa c7
+; form: vpsubd_y_y_ym
+vpsubd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 fa d9
+; form: vpsubd_y_y_ym
+vpsubd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 fa ea
+; form: vpsubd_y_y_ym
+vpsubd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 28 fa 6c fc fc
+; form: vpsubd_y_y_ym
+vpsubd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 fa 84 4b e8 03 00 00
 ; form: vpsubq_x_x_xm
 vpsubq xmm0, xmm1, xmm2
 ; bytes: c5 f1 fb c2
@@ -320,6 +534,22 @@ vpsubq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
 ; form: vpsubq_x_x_xm
 vpsubq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 31 fb 44 fc 80
+; form: vpsubq_x_x_xm
+vpsubq xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 fb c7
+; form: vpsubq_x_x_xm
+vpsubq xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 fb d9
+; form: vpsubq_x_x_xm
+vpsubq xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 fb ea
+; form: vpsubq_x_x_xm
+vpsubq xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 08 fb 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpsubq_x_x_xm
+vpsubq xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 fb 04 cd 40 00 00 00
 ; form: vpsubq_y_y_ym
 vpsubq ymm0, ymm1, ymm2
 ; bytes: c5 f5 fb c2
@@ -342,6 +572,21 @@ vpsubq ymm0, ymm1, ymmword ptr [rip + foo + 16]
 ; form: vpsubq_y_y_ym
 vpsubq ymm8, ymm9, ymmword ptr [8*rcx + 64]
 ; bytes: c5 35 fb 04 cd 40 00 00 00
+; form: vpsubq_y_y_ym
+vpsubq ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 fb c7
+; form: vpsubq_y_y_ym
+vpsubq ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 fb d9
+; form: vpsubq_y_y_ym
+vpsubq ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 fb ea
+; form: vpsubq_y_y_ym
+vpsubq ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 28 fb ac 30 7f 00 00 00
+; form: vpsubq_y_y_ym
+vpsubq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 fb 84 9c 00 10 00 00
 ; form: vpmullw_x_x_xm
 vpmullw xmm0, xmm1, xmm2
 ; bytes: c5 f1 d5 c2
@@ -363,6 +608,22 @@ vpmullw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vpmullw_x_x_xm
 vpmullw xmm8, xmm9, xmmword ptr [rdx - 8192]
 ; bytes: c5 31 d5 82 00 e0 ff ff
+; form: vpmullw_x_x_xm
+vpmullw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 d5 c7
+; form: vpmullw_x_x_xm
+vpmullw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 d5 d9
+; form: vpmullw_x_x_xm
+vpmullw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 d5 ea
+; form: vpmullw_x_x_xm
+vpmullw xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 3d 08 d5 aa 00 e0 ff ff
+; form: vpmullw_x_x_xm
+vpmullw xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 d5 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmullw_y_y_ym
 vpmullw ymm0, ymm1, ymm2
 ; bytes: c5 f5 d5 c2
@@ -385,6 +646,21 @@ vpmullw ymm0, ymm1, ymmword ptr [rdi]
 ; form: vpmullw_y_y_ym
 vpmullw ymm8, ymm9, ymmword ptr [rsp + 8]
 ; bytes: c5 35 d5 44 24 08
+; form: vpmullw_y_y_ym
+vpmullw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 d5 c7
+; form: vpmullw_y_y_ym
+vpmullw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 d5 d9
+; form: vpmullw_y_y_ym
+vpmullw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 d5 ea
+; form: vpmullw_y_y_ym
+vpmullw ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 3d 28 d5 2f
+; form: vpmullw_y_y_ym
+vpmullw ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 d5 84 24 08 00 00 00
 ; form: vpmuludq_x_x_xm
 vpmuludq xmm0, xmm1, xmm2
 ; bytes: c5 f1 f4 c2
@@ -406,6 +682,21 @@ vpmuludq xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vpmuludq_x_x_xm
 vpmuludq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 31 f4 44 87 08
+; form: vpmuludq_x_x_xm
+vpmuludq xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 f4 c7
+; form: vpmuludq_x_x_xm
+vpmuludq xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 f4 d9
+; form: vpmuludq_x_x_xm
+vpmuludq xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 f4 ea
+; form: vpmuludq_x_x_xm
+vpmuludq xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 bd 08 f4 6d 00
+; form: vpmuludq_x_x_xm
+vpmuludq xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 00 f4 85 d4 fe ff ff
 ; form: vpmuludq_y_y_ym
 vpmuludq ymm0, ymm1, ymm2
 ; bytes: c5 f5 f4 c2
@@ -428,6 +719,21 @@ vpmuludq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vpmuludq ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c5 35 f4 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vpmuludq_y_y_ym
+vpmuludq ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 f4 c7
+; form: vpmuludq_y_y_ym
+vpmuludq ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 f4 d9
+; form: vpmuludq_y_y_ym
+vpmuludq ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 f4 ea
+; form: vpmuludq_y_y_ym
+vpmuludq ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bd 28 f4 ac 87 08 00 00 00
+; form: vpmuludq_y_y_ym
+vpmuludq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 20 f4 44 fc fc
 ; form: vpand_x_x_xm
 vpand xmm0, xmm1, xmm2
 ; bytes: c5 f1 db c2
@@ -449,6 +755,22 @@ vpand xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vpand_x_x_xm
 vpand xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 31 db 84 9c 00 10 00 00
+; form: vpand_x_x_xm
+vpandd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 db c7
+; form: vpand_x_x_xm
+vpandd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 db d9
+; form: vpand_x_x_xm
+vpandd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 db ea
+; form: vpand_x_x_xm
+vpandd xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3d 08 db ac 4b e8 03 00 00
+; form: vpand_x_x_xm
+vpandd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 00 db 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpand_y_y_ym
 vpand ymm0, ymm1, ymm2
 ; bytes: c5 f5 db c2
@@ -471,6 +793,21 @@ vpand ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vpand_y_y_ym
 vpand ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c5 35 db 07
+; form: vpand_y_y_ym
+vpandd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 db c7
+; form: vpand_y_y_ym
+vpandd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 db d9
+; form: vpand_y_y_ym
+vpandd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 db ea
+; form: vpand_y_y_ym
+vpandd ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 3d 28 db 2c cd 40 00 00 00
+; form: vpand_y_y_ym
+vpandd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 20 db 84 30 7f 00 00 00
 ; form: vpandn_x_x_xm
 vpandn xmm0, xmm1, xmm2
 ; bytes: c5 f1 df c2
@@ -492,6 +829,21 @@ vpandn xmm0, xmm1, xmmword ptr [rbp]
 ; form: vpandn_x_x_xm
 vpandn xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 41 31 df 85 d4 fe ff ff
+; form: vpandn_x_x_xm
+vpandnd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 df c7
+; form: vpandn_x_x_xm
+vpandnd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 df d9
+; form: vpandn_x_x_xm
+vpandnd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 df ea
+; form: vpandn_x_x_xm
+vpandnd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 08 df ac 9c 00 10 00 00
+; form: vpandn_x_x_xm
+vpandnd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 df 82 00 e0 ff ff
 ; form: vpandn_y_y_ym
 vpandn ymm0, ymm1, ymm2
 ; bytes: c5 f5 df c2
@@ -513,6 +865,22 @@ vpandn ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vpandn_y_y_ym
 vpandn ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 35 df 84 4b e8 03 00 00
+; form: vpandn_y_y_ym
+vpandnd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 df c7
+; form: vpandn_y_y_ym
+vpandnd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 df d9
+; form: vpandn_y_y_ym
+vpandnd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 df ea
+; form: vpandn_y_y_ym
+vpandnd ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3d 28 df 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpandn_y_y_ym
+vpandnd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 df 07
 ; form: vpor_x_x_xm
 vpor xmm0, xmm1, xmm2
 ; bytes: c5 f1 eb c2
@@ -535,6 +903,21 @@ vpor xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vpor_x_x_xm
 vpor xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 31 eb 44 30 7f
+; form: vpor_x_x_xm
+vpord xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 eb c7
+; form: vpor_x_x_xm
+vpord xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 eb d9
+; form: vpor_x_x_xm
+vpord xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 eb ea
+; form: vpor_x_x_xm
+vpord xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3d 08 eb ac 24 08 00 00 00
+; form: vpor_x_x_xm
+vpord xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 eb 45 00
 ; form: vpor_y_y_ym
 vpor ymm0, ymm1, ymm2
 ; bytes: c5 f5 eb c2
@@ -557,6 +940,21 @@ vpor ymm0, ymm1, ymmword ptr [rdx - 8192]
 vpor ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 35 eb 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vpor_y_y_ym
+vpord ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 eb c7
+; form: vpor_y_y_ym
+vpord ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 eb d9
+; form: vpor_y_y_ym
+vpord ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 eb ea
+; form: vpor_y_y_ym
+vpord ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3d 28 eb ad d4 fe ff ff
+; form: vpor_y_y_ym
+vpord ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 eb 84 87 08 00 00 00
 ; form: vpxor_x_x_xm
 vpxor xmm0, xmm1, xmm2
 ; bytes: c5 f1 ef c2
@@ -578,6 +976,21 @@ vpxor xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vpxor_x_x_xm
 vpxor xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 31 ef 45 00
+; form: vpxor_x_x_xm
+vpxord xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 ef c7
+; form: vpxor_x_x_xm
+vpxord xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 ef d9
+; form: vpxor_x_x_xm
+vpxord xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 ef ea
+; form: vpxor_x_x_xm
+vpxord xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 08 ef 6c fc f8
+; form: vpxor_x_x_xm
+vpxord xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 ef 84 4b e8 03 00 00
 ; form: vpxor_y_y_ym
 vpxor ymm0, ymm1, ymm2
 ; bytes: c5 f5 ef c2
@@ -599,6 +1012,22 @@ vpxor ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vpxor_y_y_ym
 vpxor ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 35 ef 44 fc 80
+; form: vpxor_y_y_ym
+vpxord ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 ef c7
+; form: vpxor_y_y_ym
+vpxord ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 ef d9
+; form: vpxor_y_y_ym
+vpxord ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 ef ea
+; form: vpxor_y_y_ym
+vpxord ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 28 ef 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpxor_y_y_ym
+vpxord ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 ef 04 cd 40 00 00 00
 ; form: vpcmpeqb_x_x_xm
 vpcmpeqb xmm0, xmm1, xmm2
 ; bytes: c5 f1 74 c2
@@ -878,6 +1307,22 @@ vpunpcklbw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
 ; form: vpunpcklbw_x_x_xm
 vpunpcklbw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 31 60 44 fc 80
+; form: vpunpcklbw_x_x_xm
+vpunpcklbw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 60 c7
+; form: vpunpcklbw_x_x_xm
+vpunpcklbw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 60 d9
+; form: vpunpcklbw_x_x_xm
+vpunpcklbw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 60 ea
+; form: vpunpcklbw_x_x_xm
+vpunpcklbw xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 08 60 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpunpcklbw_x_x_xm
+vpunpcklbw xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 60 04 cd 40 00 00 00
 ; form: vpunpcklbw_y_y_ym
 vpunpcklbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 60 c2
@@ -900,6 +1345,21 @@ vpunpcklbw ymm0, ymm1, ymmword ptr [rip + foo + 16]
 ; form: vpunpcklbw_y_y_ym
 vpunpcklbw ymm8, ymm9, ymmword ptr [8*rcx + 64]
 ; bytes: c5 35 60 04 cd 40 00 00 00
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 60 c7
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 60 d9
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 60 ea
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 28 60 ac 30 7f 00 00 00
+; form: vpunpcklbw_y_y_ym
+vpunpcklbw ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 60 84 9c 00 10 00 00
 ; form: vpunpcklwd_x_x_xm
 vpunpcklwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 61 c2
@@ -921,6 +1381,22 @@ vpunpcklwd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vpunpcklwd_x_x_xm
 vpunpcklwd xmm8, xmm9, xmmword ptr [rdx - 8192]
 ; bytes: c5 31 61 82 00 e0 ff ff
+; form: vpunpcklwd_x_x_xm
+vpunpcklwd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 61 c7
+; form: vpunpcklwd_x_x_xm
+vpunpcklwd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 61 d9
+; form: vpunpcklwd_x_x_xm
+vpunpcklwd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 61 ea
+; form: vpunpcklwd_x_x_xm
+vpunpcklwd xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 3d 08 61 aa 00 e0 ff ff
+; form: vpunpcklwd_x_x_xm
+vpunpcklwd xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 61 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpcklwd_y_y_ym
 vpunpcklwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 61 c2
@@ -943,6 +1419,21 @@ vpunpcklwd ymm0, ymm1, ymmword ptr [rdi]
 ; form: vpunpcklwd_y_y_ym
 vpunpcklwd ymm8, ymm9, ymmword ptr [rsp + 8]
 ; bytes: c5 35 61 44 24 08
+; form: vpunpcklwd_y_y_ym
+vpunpcklwd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 61 c7
+; form: vpunpcklwd_y_y_ym
+vpunpcklwd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 61 d9
+; form: vpunpcklwd_y_y_ym
+vpunpcklwd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 61 ea
+; form: vpunpcklwd_y_y_ym
+vpunpcklwd ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 3d 28 61 2f
+; form: vpunpcklwd_y_y_ym
+vpunpcklwd ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 61 84 24 08 00 00 00
 ; form: vpunpckldq_x_x_xm
 vpunpckldq xmm0, xmm1, xmm2
 ; bytes: c5 f1 62 c2
@@ -964,6 +1455,21 @@ vpunpckldq xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vpunpckldq_x_x_xm
 vpunpckldq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 31 62 44 87 08
+; form: vpunpckldq_x_x_xm
+vpunpckldq xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 62 c7
+; form: vpunpckldq_x_x_xm
+vpunpckldq xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 62 d9
+; form: vpunpckldq_x_x_xm
+vpunpckldq xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 62 ea
+; form: vpunpckldq_x_x_xm
+vpunpckldq xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 3d 08 62 6d 00
+; form: vpunpckldq_x_x_xm
+vpunpckldq xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 62 85 d4 fe ff ff
 ; form: vpunpckldq_y_y_ym
 vpunpckldq ymm0, ymm1, ymm2
 ; bytes: c5 f5 62 c2
@@ -986,6 +1492,21 @@ vpunpckldq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vpunpckldq ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c5 35 62 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 62 c7
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 62 d9
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 62 ea
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3d 28 62 ac 87 08 00 00 00
+; form: vpunpckldq_y_y_ym
+vpunpckldq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 62 44 fc fc
 ; form: vpunpcklqdq_x_x_xm
 vpunpcklqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6c c2
@@ -1007,6 +1528,22 @@ vpunpcklqdq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vpunpcklqdq_x_x_xm
 vpunpcklqdq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 31 6c 84 9c 00 10 00 00
+; form: vpunpcklqdq_x_x_xm
+vpunpcklqdq xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 6c c7
+; form: vpunpcklqdq_x_x_xm
+vpunpcklqdq xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 6c d9
+; form: vpunpcklqdq_x_x_xm
+vpunpcklqdq xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 6c ea
+; form: vpunpcklqdq_x_x_xm
+vpunpcklqdq xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 08 6c ac 4b e8 03 00 00
+; form: vpunpcklqdq_x_x_xm
+vpunpcklqdq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 6c 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpcklqdq_y_y_ym
 vpunpcklqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6c c2
@@ -1029,6 +1566,21 @@ vpunpcklqdq ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vpunpcklqdq_y_y_ym
 vpunpcklqdq ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c5 35 6c 07
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 6c c7
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 6c d9
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 6c ea
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 28 6c 2c cd 40 00 00 00
+; form: vpunpcklqdq_y_y_ym
+vpunpcklqdq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 6c 84 30 7f 00 00 00
 ; form: vpunpckhbw_x_x_xm
 vpunpckhbw xmm0, xmm1, xmm2
 ; bytes: c5 f1 68 c2
@@ -1050,6 +1602,21 @@ vpunpckhbw xmm0, xmm1, xmmword ptr [rbp]
 ; form: vpunpckhbw_x_x_xm
 vpunpckhbw xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 41 31 68 85 d4 fe ff ff
+; form: vpunpckhbw_x_x_xm
+vpunpckhbw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 68 c7
+; form: vpunpckhbw_x_x_xm
+vpunpckhbw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 68 d9
+; form: vpunpckhbw_x_x_xm
+vpunpckhbw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 68 ea
+; form: vpunpckhbw_x_x_xm
+vpunpckhbw xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 08 68 ac 9c 00 10 00 00
+; form: vpunpckhbw_x_x_xm
+vpunpckhbw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 68 82 00 e0 ff ff
 ; form: vpunpckhbw_y_y_ym
 vpunpckhbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 68 c2
@@ -1071,6 +1638,22 @@ vpunpckhbw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vpunpckhbw_y_y_ym
 vpunpckhbw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 35 68 84 4b e8 03 00 00
+; form: vpunpckhbw_y_y_ym
+vpunpckhbw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 68 c7
+; form: vpunpckhbw_y_y_ym
+vpunpckhbw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 68 d9
+; form: vpunpckhbw_y_y_ym
+vpunpckhbw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 68 ea
+; form: vpunpckhbw_y_y_ym
+vpunpckhbw ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3d 28 68 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpunpckhbw_y_y_ym
+vpunpckhbw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 68 07
 ; form: vpunpckhwd_x_x_xm
 vpunpckhwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 69 c2
@@ -1093,6 +1676,21 @@ vpunpckhwd xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vpunpckhwd_x_x_xm
 vpunpckhwd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 31 69 44 30 7f
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 69 c7
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 69 d9
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 69 ea
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3d 08 69 ac 24 08 00 00 00
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 69 45 00
 ; form: vpunpckhwd_y_y_ym
 vpunpckhwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 69 c2
@@ -1115,6 +1713,21 @@ vpunpckhwd ymm0, ymm1, ymmword ptr [rdx - 8192]
 vpunpckhwd ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 35 69 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 69 c7
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 69 d9
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 69 ea
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3d 28 69 ad d4 fe ff ff
+; form: vpunpckhwd_y_y_ym
+vpunpckhwd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 69 84 87 08 00 00 00
 ; form: vpunpckhdq_x_x_xm
 vpunpckhdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6a c2
@@ -1136,6 +1749,21 @@ vpunpckhdq xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vpunpckhdq_x_x_xm
 vpunpckhdq xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c5 31 6a 45 00
+; form: vpunpckhdq_x_x_xm
+vpunpckhdq xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 6a c7
+; form: vpunpckhdq_x_x_xm
+vpunpckhdq xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 6a d9
+; form: vpunpckhdq_x_x_xm
+vpunpckhdq xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 6a ea
+; form: vpunpckhdq_x_x_xm
+vpunpckhdq xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 08 6a 6c fc f8
+; form: vpunpckhdq_x_x_xm
+vpunpckhdq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 6a 84 4b e8 03 00 00
 ; form: vpunpckhdq_y_y_ym
 vpunpckhdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6a c2
@@ -1157,6 +1785,22 @@ vpunpckhdq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vpunpckhdq_y_y_ym
 vpunpckhdq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 35 6a 44 fc 80
+; form: vpunpckhdq_y_y_ym
+vpunpckhdq ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 6a c7
+; form: vpunpckhdq_y_y_ym
+vpunpckhdq ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 6a d9
+; form: vpunpckhdq_y_y_ym
+vpunpckhdq ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 6a ea
+; form: vpunpckhdq_y_y_ym
+vpunpckhdq ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 28 6a 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpunpckhdq_y_y_ym
+vpunpckhdq ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 6a 04 cd 40 00 00 00
 ; form: vpunpckhqdq_x_x_xm
 vpunpckhqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6d c2
@@ -1179,6 +1823,21 @@ vpunpckhqdq xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vpunpckhqdq_x_x_xm
 vpunpckhqdq xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c5 31 6d 04 cd 40 00 00 00
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 6d c7
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 6d d9
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 6d ea
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 08 6d ac 30 7f 00 00 00
+; form: vpunpckhqdq_x_x_xm
+vpunpckhqdq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 6d 84 9c 00 10 00 00
 ; form: vpunpckhqdq_y_y_ym
 vpunpckhqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6d c2
@@ -1200,6 +1859,22 @@ vpunpckhqdq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vpunpckhqdq_y_y_ym
 vpunpckhqdq ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c5 35 6d 82 00 e0 ff ff
+; form: vpunpckhqdq_y_y_ym
+vpunpckhqdq ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 6d c7
+; form: vpunpckhqdq_y_y_ym
+vpunpckhqdq ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 6d d9
+; form: vpunpckhqdq_y_y_ym
+vpunpckhqdq ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 6d ea
+; form: vpunpckhqdq_y_y_ym
+vpunpckhqdq ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 bd 28 6d aa 00 e0 ff ff
+; form: vpunpckhqdq_y_y_ym
+vpunpckhqdq ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 f5 20 6d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmulld_x_x_xm
 vpmulld xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 40 c2
@@ -1222,6 +1897,21 @@ vpmulld xmm0, xmm1, xmmword ptr [rdi]
 ; form: vpmulld_x_x_xm
 vpmulld xmm8, xmm9, xmmword ptr [rsp + 8]
 ; bytes: c4 62 31 40 44 24 08
+; form: vpmulld_x_x_xm
+vpmulld xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 40 c7
+; form: vpmulld_x_x_xm
+vpmulld xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 40 d9
+; form: vpmulld_x_x_xm
+vpmulld xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 40 ea
+; form: vpmulld_x_x_xm
+vpmulld xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 62 3d 08 40 2f
+; form: vpmulld_x_x_xm
+vpmulld xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 75 00 40 84 24 08 00 00 00
 ; form: vpmulld_y_y_ym
 vpmulld ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 40 c2
@@ -1243,6 +1933,21 @@ vpmulld ymm0, ymm1, ymmword ptr [r13 - 300]
 ; form: vpmulld_y_y_ym
 vpmulld ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 35 40 44 87 08
+; form: vpmulld_y_y_ym
+vpmulld ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 40 c7
+; form: vpmulld_y_y_ym
+vpmulld ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 40 d9
+; form: vpmulld_y_y_ym
+vpmulld ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 40 ea
+; form: vpmulld_y_y_ym
+vpmulld ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 62 3d 28 40 6d 00
+; form: vpmulld_y_y_ym
+vpmulld ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 40 85 d4 fe ff ff
 ; form: vpcmpeqq_x_x_xm
 vpcmpeqq xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 29 c2
@@ -1350,6 +2055,22 @@ vpminsd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vpminsd_x_x_xm
 vpminsd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 31 39 84 4b e8 03 00 00
+; form: vpminsd_x_x_xm
+vpminsd xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 39 c7
+; form: vpminsd_x_x_xm
+vpminsd xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 39 d9
+; form: vpminsd_x_x_xm
+vpminsd xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 39 ea
+; form: vpminsd_x_x_xm
+vpminsd xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 3d 08 39 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpminsd_x_x_xm
+vpminsd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 39 07
 ; form: vpminsd_y_y_ym
 vpminsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 39 c2
@@ -1372,6 +2093,21 @@ vpminsd ymm0, ymm1, ymmword ptr [8*rcx + 64]
 ; form: vpminsd_y_y_ym
 vpminsd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 35 39 44 30 7f
+; form: vpminsd_y_y_ym
+vpminsd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 39 c7
+; form: vpminsd_y_y_ym
+vpminsd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 39 d9
+; form: vpminsd_y_y_ym
+vpminsd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 39 ea
+; form: vpminsd_y_y_ym
+vpminsd ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 3d 28 39 ac 24 08 00 00 00
+; form: vpminsd_y_y_ym
+vpminsd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 39 45 00
 ; form: vpminud_x_x_xm
 vpminud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3b c2
@@ -1394,6 +2130,21 @@ vpminud xmm0, xmm1, xmmword ptr [rdx - 8192]
 vpminud xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c4 62 31 3b 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vpminud_x_x_xm
+vpminud xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3b c7
+; form: vpminud_x_x_xm
+vpminud xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3b d9
+; form: vpminud_x_x_xm
+vpminud xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3b ea
+; form: vpminud_x_x_xm
+vpminud xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 42 3d 08 3b ad d4 fe ff ff
+; form: vpminud_x_x_xm
+vpminud xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 3b 84 87 08 00 00 00
 ; form: vpminud_y_y_ym
 vpminud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3b c2
@@ -1415,6 +2166,21 @@ vpminud ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vpminud_y_y_ym
 vpminud ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c4 62 35 3b 45 00
+; form: vpminud_y_y_ym
+vpminud ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3b c7
+; form: vpminud_y_y_ym
+vpminud ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3b d9
+; form: vpminud_y_y_ym
+vpminud ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3b ea
+; form: vpminud_y_y_ym
+vpminud ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 28 3b 6c fc fc
+; form: vpminud_y_y_ym
+vpminud ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 3b 84 4b e8 03 00 00
 ; form: vpmaxsd_x_x_xm
 vpmaxsd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3d c2
@@ -1436,6 +2202,22 @@ vpmaxsd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
 ; form: vpmaxsd_x_x_xm
 vpmaxsd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 31 3d 44 fc 80
+; form: vpmaxsd_x_x_xm
+vpmaxsd xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3d c7
+; form: vpmaxsd_x_x_xm
+vpmaxsd xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3d d9
+; form: vpmaxsd_x_x_xm
+vpmaxsd xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3d ea
+; form: vpmaxsd_x_x_xm
+vpmaxsd xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 62 3d 08 3d 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmaxsd_x_x_xm
+vpmaxsd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 3d 04 cd 40 00 00 00
 ; form: vpmaxsd_y_y_ym
 vpmaxsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3d c2
@@ -1458,6 +2240,21 @@ vpmaxsd ymm0, ymm1, ymmword ptr [rip + foo + 16]
 ; form: vpmaxsd_y_y_ym
 vpmaxsd ymm8, ymm9, ymmword ptr [8*rcx + 64]
 ; bytes: c4 62 35 3d 04 cd 40 00 00 00
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3d c7
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3d d9
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3d ea
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 42 3d 28 3d ac 30 7f 00 00 00
+; form: vpmaxsd_y_y_ym
+vpmaxsd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 20 3d 84 9c 00 10 00 00
 ; form: vpmaxud_x_x_xm
 vpmaxud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3f c2
@@ -1479,6 +2276,22 @@ vpmaxud xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vpmaxud_x_x_xm
 vpmaxud xmm8, xmm9, xmmword ptr [rdx - 8192]
 ; bytes: c4 62 31 3f 82 00 e0 ff ff
+; form: vpmaxud_x_x_xm
+vpmaxud xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3f c7
+; form: vpmaxud_x_x_xm
+vpmaxud xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3f d9
+; form: vpmaxud_x_x_xm
+vpmaxud xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3f ea
+; form: vpmaxud_x_x_xm
+vpmaxud xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 62 3d 08 3f aa 00 e0 ff ff
+; form: vpmaxud_x_x_xm
+vpmaxud xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e2 75 00 3f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmaxud_y_y_ym
 vpmaxud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3f c2
@@ -1501,6 +2314,21 @@ vpmaxud ymm0, ymm1, ymmword ptr [rdi]
 ; form: vpmaxud_y_y_ym
 vpmaxud ymm8, ymm9, ymmword ptr [rsp + 8]
 ; bytes: c4 62 35 3f 44 24 08
+; form: vpmaxud_y_y_ym
+vpmaxud ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3f c7
+; form: vpmaxud_y_y_ym
+vpmaxud ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3f d9
+; form: vpmaxud_y_y_ym
+vpmaxud ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3f ea
+; form: vpmaxud_y_y_ym
+vpmaxud ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 62 3d 28 3f 2f
+; form: vpmaxud_y_y_ym
+vpmaxud ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 3f 84 24 08 00 00 00
 ; form: vpsrlvd_x_x_xm
 vpsrlvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 45 c2
@@ -1522,6 +2350,21 @@ vpsrlvd xmm0, xmm1, xmmword ptr [r13 - 300]
 ; form: vpsrlvd_x_x_xm
 vpsrlvd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 31 45 44 87 08
+; form: vpsrlvd_x_x_xm
+vpsrlvd xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 45 c7
+; form: vpsrlvd_x_x_xm
+vpsrlvd xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 45 d9
+; form: vpsrlvd_x_x_xm
+vpsrlvd xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 45 ea
+; form: vpsrlvd_x_x_xm
+vpsrlvd xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 62 3d 08 45 6d 00
+; form: vpsrlvd_x_x_xm
+vpsrlvd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 75 00 45 85 d4 fe ff ff
 ; form: vpsrlvd_y_y_ym
 vpsrlvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 45 c2
@@ -1544,6 +2387,21 @@ vpsrlvd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vpsrlvd ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c4 62 35 45 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 45 c7
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 45 d9
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 45 ea
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 28 45 ac 87 08 00 00 00
+; form: vpsrlvd_y_y_ym
+vpsrlvd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 45 44 fc fc
 ; form: vpsrlvq_x_x_xm
 vpsrlvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 45 c2
@@ -1565,6 +2423,22 @@ vpsrlvq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
 ; form: vpsrlvq_x_x_xm
 vpsrlvq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 b1 45 84 9c 00 10 00 00
+; form: vpsrlvq_x_x_xm
+vpsrlvq xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 45 c7
+; form: vpsrlvq_x_x_xm
+vpsrlvq xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 45 d9
+; form: vpsrlvq_x_x_xm
+vpsrlvq xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 45 ea
+; form: vpsrlvq_x_x_xm
+vpsrlvq xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 bd 08 45 ac 4b e8 03 00 00
+; form: vpsrlvq_x_x_xm
+vpsrlvq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 00 45 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsrlvq_y_y_ym
 vpsrlvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 45 c2
@@ -1587,6 +2461,21 @@ vpsrlvq ymm0, ymm1, ymmword ptr [rip + bar]
 ; form: vpsrlvq_y_y_ym
 vpsrlvq ymm8, ymm9, ymmword ptr [rdi]
 ; bytes: c4 62 b5 45 07
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 45 c7
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 45 d9
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 45 ea
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 62 bd 28 45 2c cd 40 00 00 00
+; form: vpsrlvq_y_y_ym
+vpsrlvq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 20 45 84 30 7f 00 00 00
 ; form: vpsravd_x_x_xm
 vpsravd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 46 c2
@@ -1608,6 +2497,21 @@ vpsravd xmm0, xmm1, xmmword ptr [rbp]
 ; form: vpsravd_x_x_xm
 vpsravd xmm8, xmm9, xmmword ptr [r13 - 300]
 ; bytes: c4 42 31 46 85 d4 fe ff ff
+; form: vpsravd_x_x_xm
+vpsravd xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 46 c7
+; form: vpsravd_x_x_xm
+vpsravd xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 46 d9
+; form: vpsravd_x_x_xm
+vpsravd xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 46 ea
+; form: vpsravd_x_x_xm
+vpsravd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 3d 08 46 ac 9c 00 10 00 00
+; form: vpsravd_x_x_xm
+vpsravd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 46 82 00 e0 ff ff
 ; form: vpsravd_y_y_ym
 vpsravd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 46 c2
@@ -1629,6 +2533,22 @@ vpsravd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vpsravd_y_y_ym
 vpsravd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 35 46 84 4b e8 03 00 00
+; form: vpsravd_y_y_ym
+vpsravd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 46 c7
+; form: vpsravd_y_y_ym
+vpsravd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 46 d9
+; form: vpsravd_y_y_ym
+vpsravd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 46 ea
+; form: vpsravd_y_y_ym
+vpsravd ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 62 3d 28 46 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpsravd_y_y_ym
+vpsravd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 46 07
 ; form: vpsllvd_x_x_xm
 vpsllvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 47 c2
@@ -1651,6 +2571,21 @@ vpsllvd xmm0, xmm1, xmmword ptr [8*rcx + 64]
 ; form: vpsllvd_x_x_xm
 vpsllvd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 31 47 44 30 7f
+; form: vpsllvd_x_x_xm
+vpsllvd xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 47 c7
+; form: vpsllvd_x_x_xm
+vpsllvd xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 47 d9
+; form: vpsllvd_x_x_xm
+vpsllvd xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 47 ea
+; form: vpsllvd_x_x_xm
+vpsllvd xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 3d 08 47 ac 24 08 00 00 00
+; form: vpsllvd_x_x_xm
+vpsllvd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 47 45 00
 ; form: vpsllvd_y_y_ym
 vpsllvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 47 c2
@@ -1673,6 +2608,21 @@ vpsllvd ymm0, ymm1, ymmword ptr [rdx - 8192]
 vpsllvd ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 35 47 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vpsllvd_y_y_ym
+vpsllvd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 47 c7
+; form: vpsllvd_y_y_ym
+vpsllvd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 47 d9
+; form: vpsllvd_y_y_ym
+vpsllvd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 47 ea
+; form: vpsllvd_y_y_ym
+vpsllvd ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 3d 28 47 ad d4 fe ff ff
+; form: vpsllvd_y_y_ym
+vpsllvd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 47 84 87 08 00 00 00
 ; form: vpsllvq_x_x_xm
 vpsllvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 47 c2
@@ -1694,6 +2644,21 @@ vpsllvq xmm0, xmm1, xmmword ptr [rsp + 8]
 ; form: vpsllvq_x_x_xm
 vpsllvq xmm8, xmm9, xmmword ptr [rbp]
 ; bytes: c4 62 b1 47 45 00
+; form: vpsllvq_x_x_xm
+vpsllvq xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 47 c7
+; form: vpsllvq_x_x_xm
+vpsllvq xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 47 d9
+; form: vpsllvq_x_x_xm
+vpsllvq xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 47 ea
+; form: vpsllvq_x_x_xm
+vpsllvq xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 bd 08 47 6c fc f8
+; form: vpsllvq_x_x_xm
+vpsllvq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 47 84 4b e8 03 00 00
 ; form: vpsllvq_y_y_ym
 vpsllvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 47 c2
@@ -1715,6 +2680,22 @@ vpsllvq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
 ; form: vpsllvq_y_y_ym
 vpsllvq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 b5 47 44 fc 80
+; form: vpsllvq_y_y_ym
+vpsllvq ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 47 c7
+; form: vpsllvq_y_y_ym
+vpsllvq ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 47 d9
+; form: vpsllvq_y_y_ym
+vpsllvq ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 47 ea
+; form: vpsllvq_y_y_ym
+vpsllvq ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 62 bd 28 47 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpsllvq_y_y_ym
+vpsllvq ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 20 47 04 cd 40 00 00 00
 ; form: vpsrlw_x_x_imm8
 vpsrlw xmm0, xmm1, 1
 ; bytes: c5 f9 71 d1 01
@@ -1727,6 +2708,15 @@ vpsrlw xmm1, xmm12, 127
 ; form: vpsrlw_x_x_imm8
 vpsrlw xmm11, xmm2, 255
 ; bytes: c5 a1 71 d2 ff
+; form: vpsrlw_x_x_imm8
+vpsrlw xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 71 d1 01
+; form: vpsrlw_x_x_imm8
+vpsrlw xmm3, xmm24, 31
+; bytes: 62 91 65 08 71 d0 1f
+; form: vpsrlw_x_x_imm8
+vpsrlw xmm29, xmm8, 127
+; bytes: 62 d1 15 00 71 d0 7f
 ; form: vpsrlw_y_y_imm8
 vpsrlw ymm0, ymm1, 1
 ; bytes: c5 fd 71 d1 01
@@ -1739,6 +2729,15 @@ vpsrlw ymm1, ymm12, 127
 ; form: vpsrlw_y_y_imm8
 vpsrlw ymm11, ymm2, 255
 ; bytes: c5 a5 71 d2 ff
+; form: vpsrlw_y_y_imm8
+vpsrlw ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 71 d1 01
+; form: vpsrlw_y_y_imm8
+vpsrlw ymm3, ymm24, 31
+; bytes: 62 91 65 28 71 d0 1f
+; form: vpsrlw_y_y_imm8
+vpsrlw ymm29, ymm8, 127
+; bytes: 62 d1 15 20 71 d0 7f
 ; form: vpsraw_x_x_imm8
 vpsraw xmm0, xmm1, 1
 ; bytes: c5 f9 71 e1 01
@@ -1751,6 +2750,15 @@ vpsraw xmm1, xmm12, 127
 ; form: vpsraw_x_x_imm8
 vpsraw xmm11, xmm2, 255
 ; bytes: c5 a1 71 e2 ff
+; form: vpsraw_x_x_imm8
+vpsraw xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 71 e1 01
+; form: vpsraw_x_x_imm8
+vpsraw xmm3, xmm24, 31
+; bytes: 62 91 65 08 71 e0 1f
+; form: vpsraw_x_x_imm8
+vpsraw xmm29, xmm8, 127
+; bytes: 62 d1 15 00 71 e0 7f
 ; form: vpsraw_y_y_imm8
 vpsraw ymm0, ymm1, 1
 ; bytes: c5 fd 71 e1 01
@@ -1763,6 +2771,15 @@ vpsraw ymm1, ymm12, 127
 ; form: vpsraw_y_y_imm8
 vpsraw ymm11, ymm2, 255
 ; bytes: c5 a5 71 e2 ff
+; form: vpsraw_y_y_imm8
+vpsraw ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 71 e1 01
+; form: vpsraw_y_y_imm8
+vpsraw ymm3, ymm24, 31
+; bytes: 62 91 65 28 71 e0 1f
+; form: vpsraw_y_y_imm8
+vpsraw ymm29, ymm8, 127
+; bytes: 62 d1 15 20 71 e0 7f
 ; form: vpsllw_x_x_imm8
 vpsllw xmm0, xmm1, 1
 ; bytes: c5 f9 71 f1 01
@@ -1775,6 +2792,15 @@ vpsllw xmm1, xmm12, 127
 ; form: vpsllw_x_x_imm8
 vpsllw xmm11, xmm2, 255
 ; bytes: c5 a1 71 f2 ff
+; form: vpsllw_x_x_imm8
+vpsllw xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 71 f1 01
+; form: vpsllw_x_x_imm8
+vpsllw xmm3, xmm24, 31
+; bytes: 62 91 65 08 71 f0 1f
+; form: vpsllw_x_x_imm8
+vpsllw xmm29, xmm8, 127
+; bytes: 62 d1 15 00 71 f0 7f
 ; form: vpsllw_y_y_imm8
 vpsllw ymm0, ymm1, 1
 ; bytes: c5 fd 71 f1 01
@@ -1787,6 +2813,15 @@ vpsllw ymm1, ymm12, 127
 ; form: vpsllw_y_y_imm8
 vpsllw ymm11, ymm2, 255
 ; bytes: c5 a5 71 f2 ff
+; form: vpsllw_y_y_imm8
+vpsllw ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 71 f1 01
+; form: vpsllw_y_y_imm8
+vpsllw ymm3, ymm24, 31
+; bytes: 62 91 65 28 71 f0 1f
+; form: vpsllw_y_y_imm8
+vpsllw ymm29, ymm8, 127
+; bytes: 62 d1 15 20 71 f0 7f
 ; form: vpsrld_x_x_imm8
 vpsrld xmm0, xmm1, 1
 ; bytes: c5 f9 72 d1 01
@@ -1799,6 +2834,15 @@ vpsrld xmm1, xmm12, 127
 ; form: vpsrld_x_x_imm8
 vpsrld xmm11, xmm2, 255
 ; bytes: c5 a1 72 d2 ff
+; form: vpsrld_x_x_imm8
+vpsrld xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 72 d1 01
+; form: vpsrld_x_x_imm8
+vpsrld xmm3, xmm24, 31
+; bytes: 62 91 65 08 72 d0 1f
+; form: vpsrld_x_x_imm8
+vpsrld xmm29, xmm8, 127
+; bytes: 62 d1 15 00 72 d0 7f
 ; form: vpsrld_y_y_imm8
 vpsrld ymm0, ymm1, 1
 ; bytes: c5 fd 72 d1 01
@@ -1811,6 +2855,15 @@ vpsrld ymm1, ymm12, 127
 ; form: vpsrld_y_y_imm8
 vpsrld ymm11, ymm2, 255
 ; bytes: c5 a5 72 d2 ff
+; form: vpsrld_y_y_imm8
+vpsrld ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 72 d1 01
+; form: vpsrld_y_y_imm8
+vpsrld ymm3, ymm24, 31
+; bytes: 62 91 65 28 72 d0 1f
+; form: vpsrld_y_y_imm8
+vpsrld ymm29, ymm8, 127
+; bytes: 62 d1 15 20 72 d0 7f
 ; form: vpsrad_x_x_imm8
 vpsrad xmm0, xmm1, 1
 ; bytes: c5 f9 72 e1 01
@@ -1823,6 +2876,15 @@ vpsrad xmm1, xmm12, 127
 ; form: vpsrad_x_x_imm8
 vpsrad xmm11, xmm2, 255
 ; bytes: c5 a1 72 e2 ff
+; form: vpsrad_x_x_imm8
+vpsrad xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 72 e1 01
+; form: vpsrad_x_x_imm8
+vpsrad xmm3, xmm24, 31
+; bytes: 62 91 65 08 72 e0 1f
+; form: vpsrad_x_x_imm8
+vpsrad xmm29, xmm8, 127
+; bytes: 62 d1 15 00 72 e0 7f
 ; form: vpsrad_y_y_imm8
 vpsrad ymm0, ymm1, 1
 ; bytes: c5 fd 72 e1 01
@@ -1835,6 +2897,15 @@ vpsrad ymm1, ymm12, 127
 ; form: vpsrad_y_y_imm8
 vpsrad ymm11, ymm2, 255
 ; bytes: c5 a5 72 e2 ff
+; form: vpsrad_y_y_imm8
+vpsrad ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 72 e1 01
+; form: vpsrad_y_y_imm8
+vpsrad ymm3, ymm24, 31
+; bytes: 62 91 65 28 72 e0 1f
+; form: vpsrad_y_y_imm8
+vpsrad ymm29, ymm8, 127
+; bytes: 62 d1 15 20 72 e0 7f
 ; form: vpslld_x_x_imm8
 vpslld xmm0, xmm1, 1
 ; bytes: c5 f9 72 f1 01
@@ -1847,6 +2918,15 @@ vpslld xmm1, xmm12, 127
 ; form: vpslld_x_x_imm8
 vpslld xmm11, xmm2, 255
 ; bytes: c5 a1 72 f2 ff
+; form: vpslld_x_x_imm8
+vpslld xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 72 f1 01
+; form: vpslld_x_x_imm8
+vpslld xmm3, xmm24, 31
+; bytes: 62 91 65 08 72 f0 1f
+; form: vpslld_x_x_imm8
+vpslld xmm29, xmm8, 127
+; bytes: 62 d1 15 00 72 f0 7f
 ; form: vpslld_y_y_imm8
 vpslld ymm0, ymm1, 1
 ; bytes: c5 fd 72 f1 01
@@ -1859,6 +2939,15 @@ vpslld ymm1, ymm12, 127
 ; form: vpslld_y_y_imm8
 vpslld ymm11, ymm2, 255
 ; bytes: c5 a5 72 f2 ff
+; form: vpslld_y_y_imm8
+vpslld ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 72 f1 01
+; form: vpslld_y_y_imm8
+vpslld ymm3, ymm24, 31
+; bytes: 62 91 65 28 72 f0 1f
+; form: vpslld_y_y_imm8
+vpslld ymm29, ymm8, 127
+; bytes: 62 d1 15 20 72 f0 7f
 ; form: vpsrlq_x_x_imm8
 vpsrlq xmm0, xmm1, 1
 ; bytes: c5 f9 73 d1 01
@@ -1871,6 +2960,15 @@ vpsrlq xmm1, xmm12, 127
 ; form: vpsrlq_x_x_imm8
 vpsrlq xmm11, xmm2, 255
 ; bytes: c5 a1 73 d2 ff
+; form: vpsrlq_x_x_imm8
+vpsrlq xmm16, xmm17, 1
+; bytes: 62 b1 fd 00 73 d1 01
+; form: vpsrlq_x_x_imm8
+vpsrlq xmm3, xmm24, 31
+; bytes: 62 91 e5 08 73 d0 1f
+; form: vpsrlq_x_x_imm8
+vpsrlq xmm29, xmm8, 127
+; bytes: 62 d1 95 00 73 d0 7f
 ; form: vpsrlq_y_y_imm8
 vpsrlq ymm0, ymm1, 1
 ; bytes: c5 fd 73 d1 01
@@ -1883,6 +2981,15 @@ vpsrlq ymm1, ymm12, 127
 ; form: vpsrlq_y_y_imm8
 vpsrlq ymm11, ymm2, 255
 ; bytes: c5 a5 73 d2 ff
+; form: vpsrlq_y_y_imm8
+vpsrlq ymm16, ymm17, 1
+; bytes: 62 b1 fd 20 73 d1 01
+; form: vpsrlq_y_y_imm8
+vpsrlq ymm3, ymm24, 31
+; bytes: 62 91 e5 28 73 d0 1f
+; form: vpsrlq_y_y_imm8
+vpsrlq ymm29, ymm8, 127
+; bytes: 62 d1 95 20 73 d0 7f
 ; form: vpsrldq_x_x_imm8
 vpsrldq xmm0, xmm1, 1
 ; bytes: c5 f9 73 d9 01
@@ -1895,6 +3002,15 @@ vpsrldq xmm1, xmm12, 127
 ; form: vpsrldq_x_x_imm8
 vpsrldq xmm11, xmm2, 255
 ; bytes: c5 a1 73 da ff
+; form: vpsrldq_x_x_imm8
+vpsrldq xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 73 d9 01
+; form: vpsrldq_x_x_imm8
+vpsrldq xmm3, xmm24, 31
+; bytes: 62 91 65 08 73 d8 1f
+; form: vpsrldq_x_x_imm8
+vpsrldq xmm29, xmm8, 127
+; bytes: 62 d1 15 00 73 d8 7f
 ; form: vpsrldq_y_y_imm8
 vpsrldq ymm0, ymm1, 1
 ; bytes: c5 fd 73 d9 01
@@ -1907,6 +3023,15 @@ vpsrldq ymm1, ymm12, 127
 ; form: vpsrldq_y_y_imm8
 vpsrldq ymm11, ymm2, 255
 ; bytes: c5 a5 73 da ff
+; form: vpsrldq_y_y_imm8
+vpsrldq ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 73 d9 01
+; form: vpsrldq_y_y_imm8
+vpsrldq ymm3, ymm24, 31
+; bytes: 62 91 65 28 73 d8 1f
+; form: vpsrldq_y_y_imm8
+vpsrldq ymm29, ymm8, 127
+; bytes: 62 d1 15 20 73 d8 7f
 ; form: vpsllq_x_x_imm8
 vpsllq xmm0, xmm1, 1
 ; bytes: c5 f9 73 f1 01
@@ -1919,6 +3044,15 @@ vpsllq xmm1, xmm12, 127
 ; form: vpsllq_x_x_imm8
 vpsllq xmm11, xmm2, 255
 ; bytes: c5 a1 73 f2 ff
+; form: vpsllq_x_x_imm8
+vpsllq xmm16, xmm17, 1
+; bytes: 62 b1 fd 00 73 f1 01
+; form: vpsllq_x_x_imm8
+vpsllq xmm3, xmm24, 31
+; bytes: 62 91 e5 08 73 f0 1f
+; form: vpsllq_x_x_imm8
+vpsllq xmm29, xmm8, 127
+; bytes: 62 d1 95 00 73 f0 7f
 ; form: vpsllq_y_y_imm8
 vpsllq ymm0, ymm1, 1
 ; bytes: c5 fd 73 f1 01
@@ -1931,6 +3065,15 @@ vpsllq ymm1, ymm12, 127
 ; form: vpsllq_y_y_imm8
 vpsllq ymm11, ymm2, 255
 ; bytes: c5 a5 73 f2 ff
+; form: vpsllq_y_y_imm8
+vpsllq ymm16, ymm17, 1
+; bytes: 62 b1 fd 20 73 f1 01
+; form: vpsllq_y_y_imm8
+vpsllq ymm3, ymm24, 31
+; bytes: 62 91 e5 28 73 f0 1f
+; form: vpsllq_y_y_imm8
+vpsllq ymm29, ymm8, 127
+; bytes: 62 d1 95 20 73 f0 7f
 ; form: vpslldq_x_x_imm8
 vpslldq xmm0, xmm1, 1
 ; bytes: c5 f9 73 f9 01
@@ -1943,6 +3086,15 @@ vpslldq xmm1, xmm12, 127
 ; form: vpslldq_x_x_imm8
 vpslldq xmm11, xmm2, 255
 ; bytes: c5 a1 73 fa ff
+; form: vpslldq_x_x_imm8
+vpslldq xmm16, xmm17, 1
+; bytes: 62 b1 7d 00 73 f9 01
+; form: vpslldq_x_x_imm8
+vpslldq xmm3, xmm24, 31
+; bytes: 62 91 65 08 73 f8 1f
+; form: vpslldq_x_x_imm8
+vpslldq xmm29, xmm8, 127
+; bytes: 62 d1 15 00 73 f8 7f
 ; form: vpslldq_y_y_imm8
 vpslldq ymm0, ymm1, 1
 ; bytes: c5 fd 73 f9 01
@@ -1955,6 +3107,15 @@ vpslldq ymm1, ymm12, 127
 ; form: vpslldq_y_y_imm8
 vpslldq ymm11, ymm2, 255
 ; bytes: c5 a5 73 fa ff
+; form: vpslldq_y_y_imm8
+vpslldq ymm16, ymm17, 1
+; bytes: 62 b1 7d 20 73 f9 01
+; form: vpslldq_y_y_imm8
+vpslldq ymm3, ymm24, 31
+; bytes: 62 91 65 28 73 f8 1f
+; form: vpslldq_y_y_imm8
+vpslldq ymm29, ymm8, 127
+; bytes: 62 d1 15 20 73 f8 7f
 ; form: vptest_x_xm
 vptest xmm0, xmm1
 ; bytes: c4 e2 79 17 c1

@@ -20,6 +20,22 @@ vmovups xmm0, xmmword ptr [rdi + 4*rax + 8]
 ; form: vmovups_x_xm
 vmovups xmm8, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 78 10 44 fc 80
+; form: vmovups_x_xm
+vmovups xmm16, xmm17
+; bytes: 62 a1 7c 08 10 c1
+; form: vmovups_x_xm
+vmovups xmm3, xmm24
+; bytes: 62 91 7c 08 10 d8
+; form: vmovups_x_xm
+vmovups xmm29, xmm8
+; bytes: 62 41 7c 08 10 e8
+; form: vmovups_x_xm
+vmovups xmm29, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 7c 08 10 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovups_x_xm
+vmovups xmm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 08 10 04 cd 40 00 00 00
 ; form: vmovups_y_ym
 vmovups ymm0, ymm1
 ; bytes: c5 fc 10 c1
@@ -42,6 +58,21 @@ vmovups ymm0, ymmword ptr [rip + foo + 16]
 ; form: vmovups_y_ym
 vmovups ymm8, ymmword ptr [8*rcx + 64]
 ; bytes: c5 7c 10 04 cd 40 00 00 00
+; form: vmovups_y_ym
+vmovups ymm16, ymm17
+; bytes: 62 a1 7c 28 10 c1
+; form: vmovups_y_ym
+vmovups ymm3, ymm24
+; bytes: 62 91 7c 28 10 d8
+; form: vmovups_y_ym
+vmovups ymm29, ymm8
+; bytes: 62 41 7c 28 10 e8
+; form: vmovups_y_ym
+vmovups ymm29, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 7c 28 10 ac 30 7f 00 00 00
+; form: vmovups_y_ym
+vmovups ymm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 28 10 84 9c 00 10 00 00
 ; form: vmovups_m128_x
 vmovups xmmword ptr [r8 + rsi + 127], xmm8
 ; bytes: c4 41 78 11 44 30 7f
@@ -51,6 +82,13 @@ vmovups xmmword ptr [rsp + 4*r11 + 4096], xmm0
 ; form: vmovups_m128_x
 vmovups xmmword ptr [rdx - 8192], xmm8
 ; bytes: c5 78 11 82 00 e0 ff ff
+; form: vmovups_m128_x
+vmovups xmmword ptr [rdx - 8192], xmm29
+; bytes: 62 61 7c 08 11 aa 00 e0 ff ff
+; form: vmovups_m128_x
+vmovups xmmword ptr [rip + bar], xmm16
+; bytes: 62 e1 7c 08 11 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovups_m256_y
 vmovups ymmword ptr [rip + bar], ymm8
 ; bytes: c5 7c 11 05 00 00 00 00
@@ -61,6 +99,12 @@ vmovups ymmword ptr [rdi], ymm0
 ; form: vmovups_m256_y
 vmovups ymmword ptr [rsp + 8], ymm8
 ; bytes: c5 7c 11 44 24 08
+; form: vmovups_m256_y
+vmovups ymmword ptr [rdi], ymm29
+; bytes: 62 61 7c 28 11 2f
+; form: vmovups_m256_y
+vmovups ymmword ptr [rsp + 8], ymm16
+; bytes: 62 e1 7c 28 11 84 24 08 00 00 00
 ; form: vmovupd_x_xm
 vmovupd xmm0, xmm1
 ; bytes: c5 f9 10 c1
@@ -82,6 +126,21 @@ vmovupd xmm0, xmmword ptr [r13 - 300]
 ; form: vmovupd_x_xm
 vmovupd xmm8, xmmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 79 10 44 87 08
+; form: vmovupd_x_xm
+vmovupd xmm16, xmm17
+; bytes: 62 a1 fd 08 10 c1
+; form: vmovupd_x_xm
+vmovupd xmm3, xmm24
+; bytes: 62 91 fd 08 10 d8
+; form: vmovupd_x_xm
+vmovupd xmm29, xmm8
+; bytes: 62 41 fd 08 10 e8
+; form: vmovupd_x_xm
+vmovupd xmm29, xmmword ptr [rbp]
+; bytes: 62 61 fd 08 10 6d 00
+; form: vmovupd_x_xm
+vmovupd xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 fd 08 10 85 d4 fe ff ff
 ; form: vmovupd_y_ym
 vmovupd ymm0, ymm1
 ; bytes: c5 fd 10 c1
@@ -104,6 +163,21 @@ vmovupd ymm0, ymmword ptr [rbx + 2*r9 + 1000]
 vmovupd ymm8, ymmword ptr [rip + foo + 16]
 ; bytes: c5 7d 10 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmovupd_y_ym
+vmovupd ymm16, ymm17
+; bytes: 62 a1 fd 28 10 c1
+; form: vmovupd_y_ym
+vmovupd ymm3, ymm24
+; bytes: 62 91 fd 28 10 d8
+; form: vmovupd_y_ym
+vmovupd ymm29, ymm8
+; bytes: 62 41 fd 28 10 e8
+; form: vmovupd_y_ym
+vmovupd ymm29, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 fd 28 10 ac 87 08 00 00 00
+; form: vmovupd_y_ym
+vmovupd ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 28 10 44 fc fc
 ; form: vmovupd_m128_x
 vmovupd xmmword ptr [8*rcx + 64], xmm8
 ; bytes: c5 79 11 04 cd 40 00 00 00
@@ -113,6 +187,13 @@ vmovupd xmmword ptr [r8 + rsi + 127], xmm0
 ; form: vmovupd_m128_x
 vmovupd xmmword ptr [rsp + 4*r11 + 4096], xmm8
 ; bytes: c4 21 79 11 84 9c 00 10 00 00
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [rbx + 2*r9 + 1000], xmm29
+; bytes: 62 21 fd 08 11 ac 4b e8 03 00 00
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 fd 08 11 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovupd_m256_y
 vmovupd ymmword ptr [rdx - 8192], ymm8
 ; bytes: c5 7d 11 82 00 e0 ff ff
@@ -123,6 +204,12 @@ vmovupd ymmword ptr [rip + bar], ymm0
 ; form: vmovupd_m256_y
 vmovupd ymmword ptr [rdi], ymm8
 ; bytes: c5 7d 11 07
+; form: vmovupd_m256_y
+vmovupd ymmword ptr [8*rcx + 64], ymm29
+; bytes: 62 61 fd 28 11 2c cd 40 00 00 00
+; form: vmovupd_m256_y
+vmovupd ymmword ptr [r8 + rsi + 127], ymm16
+; bytes: 62 c1 fd 28 11 84 30 7f 00 00 00
 ; form: vmovaps_x_xm
 vmovaps xmm0, xmm1
 ; bytes: c5 f8 28 c1
@@ -144,6 +231,21 @@ vmovaps xmm0, xmmword ptr [rbp]
 ; form: vmovaps_x_xm
 vmovaps xmm8, xmmword ptr [r13 - 300]
 ; bytes: c4 41 78 28 85 d4 fe ff ff
+; form: vmovaps_x_xm
+vmovaps xmm16, xmm17
+; bytes: 62 a1 7c 08 28 c1
+; form: vmovaps_x_xm
+vmovaps xmm3, xmm24
+; bytes: 62 91 7c 08 28 d8
+; form: vmovaps_x_xm
+vmovaps xmm29, xmm8
+; bytes: 62 41 7c 08 28 e8
+; form: vmovaps_x_xm
+vmovaps xmm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 7c 08 28 ac 9c 00 10 00 00
+; form: vmovaps_x_xm
+vmovaps xmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7c 08 28 82 00 e0 ff ff
 ; form: vmovaps_y_ym
 vmovaps ymm0, ymm1
 ; bytes: c5 fc 28 c1
@@ -165,6 +267,22 @@ vmovaps ymm0, ymmword ptr [r12 + 8*r15 - 128]
 ; form: vmovaps_y_ym
 vmovaps ymm8, ymmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 7c 28 84 4b e8 03 00 00
+; form: vmovaps_y_ym
+vmovaps ymm16, ymm17
+; bytes: 62 a1 7c 28 28 c1
+; form: vmovaps_y_ym
+vmovaps ymm3, ymm24
+; bytes: 62 91 7c 28 28 d8
+; form: vmovaps_y_ym
+vmovaps ymm29, ymm8
+; bytes: 62 41 7c 28 28 e8
+; form: vmovaps_y_ym
+vmovaps ymm29, ymmword ptr [rip + bar]
+; bytes: 62 61 7c 28 28 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovaps_y_ym
+vmovaps ymm16, ymmword ptr [rdi]
+; bytes: 62 e1 7c 28 28 07
 ; form: vmovaps_m128_x
 vmovaps xmmword ptr [rip + foo + 16], xmm8
 ; bytes: c5 78 29 05 00 00 00 00
@@ -175,6 +293,12 @@ vmovaps xmmword ptr [8*rcx + 64], xmm0
 ; form: vmovaps_m128_x
 vmovaps xmmword ptr [r8 + rsi + 127], xmm8
 ; bytes: c4 41 78 29 44 30 7f
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rsp + 8], xmm29
+; bytes: 62 61 7c 08 29 ac 24 08 00 00 00
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rbp], xmm16
+; bytes: 62 e1 7c 08 29 45 00
 ; form: vmovaps_m256_y
 vmovaps ymmword ptr [rsp + 4*r11 + 4096], ymm8
 ; bytes: c4 21 7c 29 84 9c 00 10 00 00
@@ -185,6 +309,12 @@ vmovaps ymmword ptr [rdx - 8192], ymm0
 vmovaps ymmword ptr [rip + bar], ymm8
 ; bytes: c5 7c 29 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [r13 - 300], ymm29
+; bytes: 62 41 7c 28 29 ad d4 fe ff ff
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [rdi + 4*rax + 8], ymm16
+; bytes: 62 e1 7c 28 29 84 87 08 00 00 00
 ; form: vmovapd_x_xm
 vmovapd xmm0, xmm1
 ; bytes: c5 f9 28 c1
@@ -206,6 +336,21 @@ vmovapd xmm0, xmmword ptr [rsp + 8]
 ; form: vmovapd_x_xm
 vmovapd xmm8, xmmword ptr [rbp]
 ; bytes: c5 79 28 45 00
+; form: vmovapd_x_xm
+vmovapd xmm16, xmm17
+; bytes: 62 a1 fd 08 28 c1
+; form: vmovapd_x_xm
+vmovapd xmm3, xmm24
+; bytes: 62 91 fd 08 28 d8
+; form: vmovapd_x_xm
+vmovapd xmm29, xmm8
+; bytes: 62 41 fd 08 28 e8
+; form: vmovapd_x_xm
+vmovapd xmm29, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 fd 08 28 6c fc f8
+; form: vmovapd_x_xm
+vmovapd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 08 28 84 4b e8 03 00 00
 ; form: vmovapd_y_ym
 vmovapd ymm0, ymm1
 ; bytes: c5 fd 28 c1
@@ -227,6 +372,22 @@ vmovapd ymm0, ymmword ptr [rdi + 4*rax + 8]
 ; form: vmovapd_y_ym
 vmovapd ymm8, ymmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 7d 28 44 fc 80
+; form: vmovapd_y_ym
+vmovapd ymm16, ymm17
+; bytes: 62 a1 fd 28 28 c1
+; form: vmovapd_y_ym
+vmovapd ymm3, ymm24
+; bytes: 62 91 fd 28 28 d8
+; form: vmovapd_y_ym
+vmovapd ymm29, ymm8
+; bytes: 62 41 fd 28 28 e8
+; form: vmovapd_y_ym
+vmovapd ymm29, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 fd 28 28 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovapd_y_ym
+vmovapd ymm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 28 28 04 cd 40 00 00 00
 ; form: vmovapd_m128_x
 vmovapd xmmword ptr [rbx + 2*r9 + 1000], xmm8
 ; bytes: c4 21 79 29 84 4b e8 03 00 00
@@ -237,6 +398,12 @@ vmovapd xmmword ptr [rip + foo + 16], xmm0
 ; form: vmovapd_m128_x
 vmovapd xmmword ptr [8*rcx + 64], xmm8
 ; bytes: c5 79 29 04 cd 40 00 00 00
+; form: vmovapd_m128_x
+vmovapd xmmword ptr [r8 + rsi + 127], xmm29
+; bytes: 62 41 fd 08 29 ac 30 7f 00 00 00
+; form: vmovapd_m128_x
+vmovapd xmmword ptr [rsp + 4*r11 + 4096], xmm16
+; bytes: 62 a1 fd 08 29 84 9c 00 10 00 00
 ; form: vmovapd_m256_y
 vmovapd ymmword ptr [r8 + rsi + 127], ymm8
 ; bytes: c4 41 7d 29 44 30 7f
@@ -246,6 +413,13 @@ vmovapd ymmword ptr [rsp + 4*r11 + 4096], ymm0
 ; form: vmovapd_m256_y
 vmovapd ymmword ptr [rdx - 8192], ymm8
 ; bytes: c5 7d 29 82 00 e0 ff ff
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rdx - 8192], ymm29
+; bytes: 62 61 fd 28 29 aa 00 e0 ff ff
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rip + bar], ymm16
+; bytes: 62 e1 fd 28 29 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu_x_xm
 vmovdqu xmm0, xmm1
 ; bytes: c5 fa 6f c1
@@ -268,6 +442,21 @@ vmovdqu xmm0, xmmword ptr [rdi]
 ; form: vmovdqu_x_xm
 vmovdqu xmm8, xmmword ptr [rsp + 8]
 ; bytes: c5 7a 6f 44 24 08
+; form: vmovdqu_x_xm
+vmovdqu32 xmm16, xmm17
+; bytes: 62 a1 7e 08 6f c1
+; form: vmovdqu_x_xm
+vmovdqu32 xmm3, xmm24
+; bytes: 62 91 7e 08 6f d8
+; form: vmovdqu_x_xm
+vmovdqu32 xmm29, xmm8
+; bytes: 62 41 7e 08 6f e8
+; form: vmovdqu_x_xm
+vmovdqu32 xmm29, xmmword ptr [rdi]
+; bytes: 62 61 7e 08 6f 2f
+; form: vmovdqu_x_xm
+vmovdqu32 xmm16, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7e 08 6f 84 24 08 00 00 00
 ; form: vmovdqu_y_ym
 vmovdqu ymm0, ymm1
 ; bytes: c5 fe 6f c1
@@ -289,6 +478,21 @@ vmovdqu ymm0, ymmword ptr [r13 - 300]
 ; form: vmovdqu_y_ym
 vmovdqu ymm8, ymmword ptr [rdi + 4*rax + 8]
 ; bytes: c5 7e 6f 44 87 08
+; form: vmovdqu_y_ym
+vmovdqu32 ymm16, ymm17
+; bytes: 62 a1 7e 28 6f c1
+; form: vmovdqu_y_ym
+vmovdqu32 ymm3, ymm24
+; bytes: 62 91 7e 28 6f d8
+; form: vmovdqu_y_ym
+vmovdqu32 ymm29, ymm8
+; bytes: 62 41 7e 28 6f e8
+; form: vmovdqu_y_ym
+vmovdqu32 ymm29, ymmword ptr [rbp]
+; bytes: 62 61 7e 28 6f 6d 00
+; form: vmovdqu_y_ym
+vmovdqu32 ymm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 7e 28 6f 85 d4 fe ff ff
 ; form: vmovdqu_m128_x
 vmovdqu xmmword ptr [r12 + 8*r15 - 128], xmm8
 ; bytes: c4 01 7a 7f 44 fc 80
@@ -299,6 +503,12 @@ vmovdqu xmmword ptr [rbx + 2*r9 + 1000], xmm0
 vmovdqu xmmword ptr [rip + foo + 16], xmm8
 ; bytes: c5 7a 7f 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmovdqu_m128_x
+vmovdqu32 xmmword ptr [rdi + 4*rax + 8], xmm29
+; bytes: 62 61 7e 08 7f ac 87 08 00 00 00
+; form: vmovdqu_m128_x
+vmovdqu32 xmmword ptr [r12 + 8*r15 - 128], xmm16
+; bytes: 62 81 7e 08 7f 44 fc f8
 ; form: vmovdqu_m256_y
 vmovdqu ymmword ptr [8*rcx + 64], ymm8
 ; bytes: c5 7e 7f 04 cd 40 00 00 00
@@ -308,6 +518,13 @@ vmovdqu ymmword ptr [r8 + rsi + 127], ymm0
 ; form: vmovdqu_m256_y
 vmovdqu ymmword ptr [rsp + 4*r11 + 4096], ymm8
 ; bytes: c4 21 7e 7f 84 9c 00 10 00 00
+; form: vmovdqu_m256_y
+vmovdqu32 ymmword ptr [rbx + 2*r9 + 1000], ymm29
+; bytes: 62 21 7e 28 7f ac 4b e8 03 00 00
+; form: vmovdqu_m256_y
+vmovdqu32 ymmword ptr [rip + foo + 16], ymm16
+; bytes: 62 e1 7e 28 7f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqa_x_xm
 vmovdqa xmm0, xmm1
 ; bytes: c5 f9 6f c1
@@ -330,6 +547,21 @@ vmovdqa xmm0, xmmword ptr [rip + bar]
 ; form: vmovdqa_x_xm
 vmovdqa xmm8, xmmword ptr [rdi]
 ; bytes: c5 79 6f 07
+; form: vmovdqa_x_xm
+vmovdqa32 xmm16, xmm17
+; bytes: 62 a1 7d 08 6f c1
+; form: vmovdqa_x_xm
+vmovdqa32 xmm3, xmm24
+; bytes: 62 91 7d 08 6f d8
+; form: vmovdqa_x_xm
+vmovdqa32 xmm29, xmm8
+; bytes: 62 41 7d 08 6f e8
+; form: vmovdqa_x_xm
+vmovdqa32 xmm29, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 7d 08 6f 2c cd 40 00 00 00
+; form: vmovdqa_x_xm
+vmovdqa32 xmm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7d 08 6f 84 30 7f 00 00 00
 ; form: vmovdqa_y_ym
 vmovdqa ymm0, ymm1
 ; bytes: c5 fd 6f c1
@@ -351,6 +583,21 @@ vmovdqa ymm0, ymmword ptr [rbp]
 ; form: vmovdqa_y_ym
 vmovdqa ymm8, ymmword ptr [r13 - 300]
 ; bytes: c4 41 7d 6f 85 d4 fe ff ff
+; form: vmovdqa_y_ym
+vmovdqa32 ymm16, ymm17
+; bytes: 62 a1 7d 28 6f c1
+; form: vmovdqa_y_ym
+vmovdqa32 ymm3, ymm24
+; bytes: 62 91 7d 28 6f d8
+; form: vmovdqa_y_ym
+vmovdqa32 ymm29, ymm8
+; bytes: 62 41 7d 28 6f e8
+; form: vmovdqa_y_ym
+vmovdqa32 ymm29, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 7d 28 6f ac 9c 00 10 00 00
+; form: vmovdqa_y_ym
+vmovdqa32 ymm16, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 7d 28 6f 82 00 e0 ff ff
 ; form: vmovdqa_m128_x
 vmovdqa xmmword ptr [rdi + 4*rax + 8], xmm8
 ; bytes: c5 79 7f 44 87 08
@@ -360,6 +607,13 @@ vmovdqa xmmword ptr [r12 + 8*r15 - 128], xmm0
 ; form: vmovdqa_m128_x
 vmovdqa xmmword ptr [rbx + 2*r9 + 1000], xmm8
 ; bytes: c4 21 79 7f 84 4b e8 03 00 00
+; form: vmovdqa_m128_x
+vmovdqa32 xmmword ptr [rip + bar], xmm29
+; bytes: 62 61 7d 08 7f 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqa_m128_x
+vmovdqa32 xmmword ptr [rdi], xmm16
+; bytes: 62 e1 7d 08 7f 07
 ; form: vmovdqa_m256_y
 vmovdqa ymmword ptr [rip + foo + 16], ymm8
 ; bytes: c5 7d 7f 05 00 00 00 00
@@ -370,6 +624,12 @@ vmovdqa ymmword ptr [8*rcx + 64], ymm0
 ; form: vmovdqa_m256_y
 vmovdqa ymmword ptr [r8 + rsi + 127], ymm8
 ; bytes: c4 41 7d 7f 44 30 7f
+; form: vmovdqa_m256_y
+vmovdqa32 ymmword ptr [rsp + 8], ymm29
+; bytes: 62 61 7d 28 7f ac 24 08 00 00 00
+; form: vmovdqa_m256_y
+vmovdqa32 ymmword ptr [rbp], ymm16
+; bytes: 62 e1 7d 28 7f 45 00
 ; form: vmovss_x_m32
 vmovss xmm8, dword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 21 7a 10 84 9c 00 10 00 00
@@ -380,6 +640,12 @@ vmovss xmm0, dword ptr [rdx - 8192]
 vmovss xmm8, dword ptr [rip + bar]
 ; bytes: c5 7a 10 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vmovss_x_m32
+vmovss xmm29, dword ptr [r13 - 300]
+; bytes: 62 41 7e 08 10 6d b5
+; form: vmovss_x_m32
+vmovss xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7e 08 10 44 87 02
 ; form: vmovss_m32_x
 vmovss dword ptr [rdi], xmm8
 ; bytes: c5 7a 11 07
@@ -389,6 +655,12 @@ vmovss dword ptr [rsp + 8], xmm0
 ; form: vmovss_m32_x
 vmovss dword ptr [rbp], xmm8
 ; bytes: c5 7a 11 45 00
+; form: vmovss_m32_x
+vmovss dword ptr [r12 + 8*r15 - 128], xmm29
+; bytes: 62 01 7e 08 11 6c fc e0
+; form: vmovss_m32_x
+vmovss dword ptr [rbx + 2*r9 + 1000], xmm16
+; bytes: 62 a1 7e 08 11 84 4b e8 03 00 00
 ; form: vmovss_x_x_x
 vmovss xmm0, xmm1, xmm2
 ; bytes: c5 f2 10 c2
@@ -401,6 +673,15 @@ vmovss xmm1, xmm12, xmm10
 ; form: vmovss_x_x_x
 vmovss xmm11, xmm2, xmm3
 ; bytes: c5 6a 10 db
+; form: vmovss_x_x_x
+vmovss xmm16, xmm17, xmm31
+; bytes: 62 81 76 00 10 c7
+; form: vmovss_x_x_x
+vmovss xmm3, xmm24, xmm9
+; bytes: 62 d1 3e 00 10 d9
+; form: vmovss_x_x_x
+vmovss xmm29, xmm8, xmm18
+; bytes: 62 21 3e 08 10 ea
 ; form: vmovsd_x_m64
 vmovsd xmm8, qword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 7b 10 84 4b e8 03 00 00
@@ -411,6 +692,12 @@ vmovsd xmm0, qword ptr [rip + foo + 16]
 ; form: vmovsd_x_m64
 vmovsd xmm8, qword ptr [8*rcx + 64]
 ; bytes: c5 7b 10 04 cd 40 00 00 00
+; form: vmovsd_x_m64
+vmovsd xmm29, qword ptr [r8 + rsi + 127]
+; bytes: 62 41 ff 08 10 ac 30 7f 00 00 00
+; form: vmovsd_x_m64
+vmovsd xmm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 ff 08 10 84 9c 00 10 00 00
 ; form: vmovsd_m64_x
 vmovsd qword ptr [r8 + rsi + 127], xmm8
 ; bytes: c4 41 7b 11 44 30 7f
@@ -420,6 +707,13 @@ vmovsd qword ptr [rsp + 4*r11 + 4096], xmm0
 ; form: vmovsd_m64_x
 vmovsd qword ptr [rdx - 8192], xmm8
 ; bytes: c5 7b 11 82 00 e0 ff ff
+; form: vmovsd_m64_x
+vmovsd qword ptr [rdx - 8192], xmm29
+; bytes: 62 61 ff 08 11 aa 00 e0 ff ff
+; form: vmovsd_m64_x
+vmovsd qword ptr [rip + bar], xmm16
+; bytes: 62 e1 ff 08 11 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovsd_x_x_x
 vmovsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 10 c2
@@ -432,6 +726,15 @@ vmovsd xmm1, xmm12, xmm10
 ; form: vmovsd_x_x_x
 vmovsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 10 db
+; form: vmovsd_x_x_x
+vmovsd xmm16, xmm17, xmm31
+; bytes: 62 81 f7 00 10 c7
+; form: vmovsd_x_x_x
+vmovsd xmm3, xmm24, xmm9
+; bytes: 62 d1 bf 00 10 d9
+; form: vmovsd_x_x_x
+vmovsd xmm29, xmm8, xmm18
+; bytes: 62 21 bf 08 10 ea
 ; form: vmovd_x_rm32
 vmovd xmm0, ecx
 ; bytes: c5 f9 6e c1
@@ -453,6 +756,21 @@ vmovd xmm0, dword ptr [r13 - 300]
 ; form: vmovd_x_rm32
 vmovd xmm8, dword ptr [rdi + 4*rax + 8]
 ; bytes: c5 79 6e 44 87 08
+; form: vmovd_x_rm32
+vmovd xmm16, ecx
+; bytes: 62 e1 7d 08 6e c1
+; form: vmovd_x_rm32
+vmovd xmm3, r8d
+; bytes: c4 c1 79 6e d8
+; form: vmovd_x_rm32
+vmovd xmm29, r8d
+; bytes: 62 41 7d 08 6e e8
+; form: vmovd_x_rm32
+vmovd xmm29, dword ptr [rbp]
+; bytes: 62 61 7d 08 6e 6d 00
+; form: vmovd_x_rm32
+vmovd xmm16, dword ptr [r13 - 300]
+; bytes: 62 c1 7d 08 6e 45 b5
 ; form: vmovd_rm32_x
 vmovd eax, xmm1
 ; bytes: c5 f9 7e c8
@@ -475,6 +793,21 @@ vmovd dword ptr [rbx + 2*r9 + 1000], xmm0
 vmovd dword ptr [rip + foo + 16], xmm8
 ; bytes: c5 79 7e 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmovd_rm32_x
+vmovd eax, xmm17
+; bytes: 62 e1 7d 08 7e c8
+; form: vmovd_rm32_x
+vmovd ebx, xmm24
+; bytes: 62 61 7d 08 7e c3
+; form: vmovd_rm32_x
+vmovd r13d, xmm8
+; bytes: c4 41 79 7e c5
+; form: vmovd_rm32_x
+vmovd dword ptr [rdi + 4*rax + 8], xmm29
+; bytes: 62 61 7d 08 7e 6c 87 02
+; form: vmovd_rm32_x
+vmovd dword ptr [r12 + 8*r15 - 128], xmm16
+; bytes: 62 81 7d 08 7e 44 fc e0
 ; form: vmovq_x_r64
 vmovq xmm0, rcx
 ; bytes: c4 e1 f9 6e c1
@@ -487,6 +820,15 @@ vmovq xmm1, r12
 ; form: vmovq_x_r64
 vmovq xmm11, rdx
 ; bytes: c4 61 f9 6e da
+; form: vmovq_x_r64
+vmovq xmm16, rcx
+; bytes: 62 e1 fd 08 6e c1
+; form: vmovq_x_r64
+vmovq xmm3, r8
+; bytes: c4 c1 f9 6e d8
+; form: vmovq_x_r64
+vmovq xmm29, r8
+; bytes: 62 41 fd 08 6e e8
 ; form: vmovq_r64_x
 vmovq rax, xmm1
 ; bytes: c4 e1 f9 7e c8
@@ -499,6 +841,15 @@ vmovq rcx, xmm12
 ; form: vmovq_r64_x
 vmovq r11, xmm2
 ; bytes: c4 c1 f9 7e d3
+; form: vmovq_r64_x
+vmovq rax, xmm17
+; bytes: 62 e1 fd 08 7e c8
+; form: vmovq_r64_x
+vmovq rbx, xmm24
+; bytes: 62 61 fd 08 7e c3
+; form: vmovq_r64_x
+vmovq r13, xmm8
+; bytes: c4 41 f9 7e c5
 ; form: vmovq_x_xm64
 vmovq xmm0, xmm1
 ; bytes: c5 fa 7e c1
@@ -520,6 +871,21 @@ vmovq xmm0, qword ptr [rbp]
 ; form: vmovq_x_xm64
 vmovq xmm8, qword ptr [r13 - 300]
 ; bytes: c4 41 7a 7e 85 d4 fe ff ff
+; form: vmovq_x_xm64
+vmovq xmm16, xmm17
+; bytes: 62 a1 fe 08 7e c1
+; form: vmovq_x_xm64
+vmovq xmm3, xmm24
+; bytes: 62 91 fe 08 7e d8
+; form: vmovq_x_xm64
+vmovq xmm29, xmm8
+; bytes: 62 41 fe 08 7e e8
+; form: vmovq_x_xm64
+vmovq xmm29, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 fe 08 7e ac 9c 00 10 00 00
+; form: vmovq_x_xm64
+vmovq xmm16, qword ptr [rdx - 8192]
+; bytes: 62 e1 fe 08 7e 82 00 e0 ff ff
 ; form: vmovq_m64_x
 vmovq qword ptr [rdi + 4*rax + 8], xmm8
 ; bytes: c5 79 d6 44 87 08
@@ -529,6 +895,13 @@ vmovq qword ptr [r12 + 8*r15 - 128], xmm0
 ; form: vmovq_m64_x
 vmovq qword ptr [rbx + 2*r9 + 1000], xmm8
 ; bytes: c4 21 79 d6 84 4b e8 03 00 00
+; form: vmovq_m64_x
+vmovq qword ptr [rip + bar], xmm29
+; bytes: 62 61 fd 08 d6 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovq_m64_x
+vmovq qword ptr [rdi], xmm16
+; bytes: 62 e1 fd 08 d6 07
 ; form: vmovmskps_r32_x
 vmovmskps eax, xmm1
 ; bytes: c5 f8 50 c1
@@ -623,6 +996,21 @@ vpbroadcastb xmm0, byte ptr [rdi]
 ; form: vpbroadcastb_x_xm8
 vpbroadcastb xmm8, byte ptr [rsp + 8]
 ; bytes: c4 62 79 78 44 24 08
+; form: vpbroadcastb_x_xm8
+vpbroadcastb xmm16, xmm17
+; bytes: 62 a2 7d 08 78 c1
+; form: vpbroadcastb_x_xm8
+vpbroadcastb xmm3, xmm24
+; bytes: 62 92 7d 08 78 d8
+; form: vpbroadcastb_x_xm8
+vpbroadcastb xmm29, xmm8
+; bytes: 62 42 7d 08 78 e8
+; form: vpbroadcastb_x_xm8
+vpbroadcastb xmm29, byte ptr [rdi]
+; bytes: 62 62 7d 08 78 2f
+; form: vpbroadcastb_x_xm8
+vpbroadcastb xmm16, byte ptr [rsp + 8]
+; bytes: 62 e2 7d 08 78 44 24 08
 ; form: vpbroadcastb_y_xm8
 vpbroadcastb ymm0, xmm1
 ; bytes: c4 e2 7d 78 c1
@@ -644,6 +1032,21 @@ vpbroadcastb ymm0, byte ptr [r13 - 300]
 ; form: vpbroadcastb_y_xm8
 vpbroadcastb ymm8, byte ptr [rdi + 4*rax + 8]
 ; bytes: c4 62 7d 78 44 87 08
+; form: vpbroadcastb_y_xm8
+vpbroadcastb ymm16, xmm17
+; bytes: 62 a2 7d 28 78 c1
+; form: vpbroadcastb_y_xm8
+vpbroadcastb ymm3, xmm24
+; bytes: 62 92 7d 28 78 d8
+; form: vpbroadcastb_y_xm8
+vpbroadcastb ymm29, xmm8
+; bytes: 62 42 7d 28 78 e8
+; form: vpbroadcastb_y_xm8
+vpbroadcastb ymm29, byte ptr [rbp]
+; bytes: 62 62 7d 28 78 6d 00
+; form: vpbroadcastb_y_xm8
+vpbroadcastb ymm16, byte ptr [r13 - 300]
+; bytes: 62 c2 7d 28 78 85 d4 fe ff ff
 ; form: vpbroadcastw_x_xm16
 vpbroadcastw xmm0, xmm1
 ; bytes: c4 e2 79 79 c1
@@ -666,6 +1069,21 @@ vpbroadcastw xmm0, word ptr [rbx + 2*r9 + 1000]
 vpbroadcastw xmm8, word ptr [rip + foo + 16]
 ; bytes: c4 62 79 79 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vpbroadcastw_x_xm16
+vpbroadcastw xmm16, xmm17
+; bytes: 62 a2 7d 08 79 c1
+; form: vpbroadcastw_x_xm16
+vpbroadcastw xmm3, xmm24
+; bytes: 62 92 7d 08 79 d8
+; form: vpbroadcastw_x_xm16
+vpbroadcastw xmm29, xmm8
+; bytes: 62 42 7d 08 79 e8
+; form: vpbroadcastw_x_xm16
+vpbroadcastw xmm29, word ptr [rdi + 4*rax + 8]
+; bytes: 62 62 7d 08 79 6c 87 04
+; form: vpbroadcastw_x_xm16
+vpbroadcastw xmm16, word ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 08 79 44 fc c0
 ; form: vpbroadcastw_y_xm16
 vpbroadcastw ymm0, xmm1
 ; bytes: c4 e2 7d 79 c1
@@ -687,6 +1105,22 @@ vpbroadcastw ymm0, word ptr [r8 + rsi + 127]
 ; form: vpbroadcastw_y_xm16
 vpbroadcastw ymm8, word ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 7d 79 84 9c 00 10 00 00
+; form: vpbroadcastw_y_xm16
+vpbroadcastw ymm16, xmm17
+; bytes: 62 a2 7d 28 79 c1
+; form: vpbroadcastw_y_xm16
+vpbroadcastw ymm3, xmm24
+; bytes: 62 92 7d 28 79 d8
+; form: vpbroadcastw_y_xm16
+vpbroadcastw ymm29, xmm8
+; bytes: 62 42 7d 28 79 e8
+; form: vpbroadcastw_y_xm16
+vpbroadcastw ymm29, word ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 7d 28 79 ac 4b e8 03 00 00
+; form: vpbroadcastw_y_xm16
+vpbroadcastw ymm16, word ptr [rip + foo + 16]
+; bytes: 62 e2 7d 28 79 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpbroadcastd_x_xm32
 vpbroadcastd xmm0, xmm1
 ; bytes: c4 e2 79 58 c1
@@ -709,6 +1143,21 @@ vpbroadcastd xmm0, dword ptr [rip + bar]
 ; form: vpbroadcastd_x_xm32
 vpbroadcastd xmm8, dword ptr [rdi]
 ; bytes: c4 62 79 58 07
+; form: vpbroadcastd_x_xm32
+vpbroadcastd xmm16, xmm17
+; bytes: 62 a2 7d 08 58 c1
+; form: vpbroadcastd_x_xm32
+vpbroadcastd xmm3, xmm24
+; bytes: 62 92 7d 08 58 d8
+; form: vpbroadcastd_x_xm32
+vpbroadcastd xmm29, xmm8
+; bytes: 62 42 7d 08 58 e8
+; form: vpbroadcastd_x_xm32
+vpbroadcastd xmm29, dword ptr [8*rcx + 64]
+; bytes: 62 62 7d 08 58 2c cd 40 00 00 00
+; form: vpbroadcastd_x_xm32
+vpbroadcastd xmm16, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 58 84 30 7f 00 00 00
 ; form: vpbroadcastd_y_xm32
 vpbroadcastd ymm0, xmm1
 ; bytes: c4 e2 7d 58 c1
@@ -730,6 +1179,21 @@ vpbroadcastd ymm0, dword ptr [rbp]
 ; form: vpbroadcastd_y_xm32
 vpbroadcastd ymm8, dword ptr [r13 - 300]
 ; bytes: c4 42 7d 58 85 d4 fe ff ff
+; form: vpbroadcastd_y_xm32
+vpbroadcastd ymm16, xmm17
+; bytes: 62 a2 7d 28 58 c1
+; form: vpbroadcastd_y_xm32
+vpbroadcastd ymm3, xmm24
+; bytes: 62 92 7d 28 58 d8
+; form: vpbroadcastd_y_xm32
+vpbroadcastd ymm29, xmm8
+; bytes: 62 42 7d 28 58 e8
+; form: vpbroadcastd_y_xm32
+vpbroadcastd ymm29, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 28 58 ac 9c 00 10 00 00
+; form: vpbroadcastd_y_xm32
+vpbroadcastd ymm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 58 82 00 e0 ff ff
 ; form: vpbroadcastq_x_xm64
 vpbroadcastq xmm0, xmm1
 ; bytes: c4 e2 79 59 c1
@@ -751,6 +1215,22 @@ vpbroadcastq xmm0, qword ptr [r12 + 8*r15 - 128]
 ; form: vpbroadcastq_x_xm64
 vpbroadcastq xmm8, qword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 22 79 59 84 4b e8 03 00 00
+; form: vpbroadcastq_x_xm64
+vpbroadcastq xmm16, xmm17
+; bytes: 62 a2 fd 08 59 c1
+; form: vpbroadcastq_x_xm64
+vpbroadcastq xmm3, xmm24
+; bytes: 62 92 fd 08 59 d8
+; form: vpbroadcastq_x_xm64
+vpbroadcastq xmm29, xmm8
+; bytes: 62 42 fd 08 59 e8
+; form: vpbroadcastq_x_xm64
+vpbroadcastq xmm29, qword ptr [rip + bar]
+; bytes: 62 62 fd 08 59 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpbroadcastq_x_xm64
+vpbroadcastq xmm16, qword ptr [rdi]
+; bytes: 62 e2 fd 08 59 07
 ; form: vpbroadcastq_y_xm64
 vpbroadcastq ymm0, xmm1
 ; bytes: c4 e2 7d 59 c1
@@ -773,6 +1253,21 @@ vpbroadcastq ymm0, qword ptr [8*rcx + 64]
 ; form: vpbroadcastq_y_xm64
 vpbroadcastq ymm8, qword ptr [r8 + rsi + 127]
 ; bytes: c4 42 7d 59 44 30 7f
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm16, xmm17
+; bytes: 62 a2 fd 28 59 c1
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm3, xmm24
+; bytes: 62 92 fd 28 59 d8
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm29, xmm8
+; bytes: 62 42 fd 28 59 e8
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm29, qword ptr [rsp + 8]
+; bytes: 62 62 fd 28 59 6c 24 01
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm16, qword ptr [rbp]
+; bytes: 62 e2 fd 28 59 45 00
 ; form: vbroadcastss_x_xm32
 vbroadcastss xmm0, xmm1
 ; bytes: c4 e2 79 18 c1
@@ -795,6 +1290,21 @@ vbroadcastss xmm0, dword ptr [rdx - 8192]
 vbroadcastss xmm8, dword ptr [rip + bar]
 ; bytes: c4 62 79 18 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: vbroadcastss_x_xm32
+vbroadcastss xmm16, xmm17
+; bytes: 62 a2 7d 08 18 c1
+; form: vbroadcastss_x_xm32
+vbroadcastss xmm3, xmm24
+; bytes: 62 92 7d 08 18 d8
+; form: vbroadcastss_x_xm32
+vbroadcastss xmm29, xmm8
+; bytes: 62 42 7d 08 18 e8
+; form: vbroadcastss_x_xm32
+vbroadcastss xmm29, dword ptr [r13 - 300]
+; bytes: 62 42 7d 08 18 6d b5
+; form: vbroadcastss_x_xm32
+vbroadcastss xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 18 44 87 02
 ; form: vbroadcastss_y_xm32
 vbroadcastss ymm0, xmm1
 ; bytes: c4 e2 7d 18 c1
@@ -816,6 +1326,21 @@ vbroadcastss ymm0, dword ptr [rsp + 8]
 ; form: vbroadcastss_y_xm32
 vbroadcastss ymm8, dword ptr [rbp]
 ; bytes: c4 62 7d 18 45 00
+; form: vbroadcastss_y_xm32
+vbroadcastss ymm16, xmm17
+; bytes: 62 a2 7d 28 18 c1
+; form: vbroadcastss_y_xm32
+vbroadcastss ymm3, xmm24
+; bytes: 62 92 7d 28 18 d8
+; form: vbroadcastss_y_xm32
+vbroadcastss ymm29, xmm8
+; bytes: 62 42 7d 28 18 e8
+; form: vbroadcastss_y_xm32
+vbroadcastss ymm29, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 28 18 6c fc e0
+; form: vbroadcastss_y_xm32
+vbroadcastss ymm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 18 84 4b e8 03 00 00
 ; form: vbroadcastsd_y_xm64
 vbroadcastsd ymm0, xmm1
 ; bytes: c4 e2 7d 19 c1
@@ -837,6 +1362,22 @@ vbroadcastsd ymm0, qword ptr [rdi + 4*rax + 8]
 ; form: vbroadcastsd_y_xm64
 vbroadcastsd ymm8, qword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 02 7d 19 44 fc 80
+; form: vbroadcastsd_y_xm64
+vbroadcastsd ymm16, xmm17
+; bytes: 62 a2 fd 28 19 c1
+; form: vbroadcastsd_y_xm64
+vbroadcastsd ymm3, xmm24
+; bytes: 62 92 fd 28 19 d8
+; form: vbroadcastsd_y_xm64
+vbroadcastsd ymm29, xmm8
+; bytes: 62 42 fd 28 19 e8
+; form: vbroadcastsd_y_xm64
+vbroadcastsd ymm29, qword ptr [rip + foo + 16]
+; bytes: 62 62 fd 28 19 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vbroadcastsd_y_xm64
+vbroadcastsd ymm16, qword ptr [8*rcx + 64]
+; bytes: 62 e2 fd 28 19 04 cd 40 00 00 00
 ; form: vinsertps_x_x_xm32_imm8
 vinsertps xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 21 c2 01
@@ -859,6 +1400,21 @@ vinsertps xmm0, xmm1, dword ptr [rip + foo + 16], 100
 ; form: vinsertps_x_x_xm32_imm8
 vinsertps xmm8, xmm9, dword ptr [8*rcx + 64], 200
 ; bytes: c4 63 31 21 04 cd 40 00 00 00 c8
+; form: vinsertps_x_x_xm32_imm8
+vinsertps xmm16, xmm17, xmm31, 1
+; bytes: 62 83 75 00 21 c7 01
+; form: vinsertps_x_x_xm32_imm8
+vinsertps xmm3, xmm24, xmm9, 31
+; bytes: 62 d3 3d 00 21 d9 1f
+; form: vinsertps_x_x_xm32_imm8
+vinsertps xmm29, xmm8, xmm18, 127
+; bytes: 62 23 3d 08 21 ea 7f
+; form: vinsertps_x_x_xm32_imm8
+vinsertps xmm29, xmm8, dword ptr [r8 + rsi + 127], 1
+; bytes: 62 43 3d 08 21 ac 30 7f 00 00 00 01
+; form: vinsertps_x_x_xm32_imm8
+vinsertps xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096], 31
+; bytes: 62 a3 75 00 21 84 9c 00 10 00 00 1f
 ; form: vpinsrb_x_x_r32m8_imm8
 vpinsrb xmm0, xmm1, edx, 1
 ; bytes: c4 e3 71 20 c2 01
@@ -880,6 +1436,22 @@ vpinsrb xmm0, xmm1, byte ptr [rsp + 4*r11 + 4096], 100
 ; form: vpinsrb_x_x_r32m8_imm8
 vpinsrb xmm8, xmm9, byte ptr [rdx - 8192], 200
 ; bytes: c4 63 31 20 82 00 e0 ff ff c8
+; form: vpinsrb_x_x_r32m8_imm8
+vpinsrb xmm16, xmm17, r15d, 1
+; bytes: 62 c3 75 00 20 c7 01
+; form: vpinsrb_x_x_r32m8_imm8
+vpinsrb xmm3, xmm24, r9d, 31
+; bytes: 62 d3 3d 00 20 d9 1f
+; form: vpinsrb_x_x_r32m8_imm8
+vpinsrb xmm29, xmm8, edx, 127
+; bytes: 62 63 3d 08 20 ea 7f
+; form: vpinsrb_x_x_r32m8_imm8
+vpinsrb xmm29, xmm8, byte ptr [rdx - 8192], 1
+; bytes: 62 63 3d 08 20 aa 00 e0 ff ff 01
+; form: vpinsrb_x_x_r32m8_imm8
+vpinsrb xmm16, xmm17, byte ptr [rip + bar], 31
+; bytes: 62 e3 75 00 20 05 00 00 00 00 1f
+; fixup: 6 pc32 bar -5
 ; form: vpinsrw_x_x_r32m16_imm8
 vpinsrw xmm0, xmm1, edx, 1
 ; bytes: c5 f1 c4 c2 01
@@ -902,6 +1474,21 @@ vpinsrw xmm0, xmm1, word ptr [rdi], 100
 ; form: vpinsrw_x_x_r32m16_imm8
 vpinsrw xmm8, xmm9, word ptr [rsp + 8], 200
 ; bytes: c5 31 c4 44 24 08 c8
+; form: vpinsrw_x_x_r32m16_imm8
+vpinsrw xmm16, xmm17, r15d, 1
+; bytes: 62 c1 75 00 c4 c7 01
+; form: vpinsrw_x_x_r32m16_imm8
+vpinsrw xmm3, xmm24, r9d, 31
+; bytes: 62 d1 3d 00 c4 d9 1f
+; form: vpinsrw_x_x_r32m16_imm8
+vpinsrw xmm29, xmm8, edx, 127
+; bytes: 62 61 3d 08 c4 ea 7f
+; form: vpinsrw_x_x_r32m16_imm8
+vpinsrw xmm29, xmm8, word ptr [rdi], 1
+; bytes: 62 61 3d 08 c4 2f 01
+; form: vpinsrw_x_x_r32m16_imm8
+vpinsrw xmm16, xmm17, word ptr [rsp + 8], 31
+; bytes: 62 e1 75 00 c4 44 24 04 1f
 ; form: vpinsrd_x_x_rm32_imm8
 vpinsrd xmm0, xmm1, edx, 1
 ; bytes: c4 e3 71 22 c2 01
@@ -923,6 +1510,21 @@ vpinsrd xmm0, xmm1, dword ptr [r13 - 300], 100
 ; form: vpinsrd_x_x_rm32_imm8
 vpinsrd xmm8, xmm9, dword ptr [rdi + 4*rax + 8], 200
 ; bytes: c4 63 31 22 44 87 08 c8
+; form: vpinsrd_x_x_rm32_imm8
+vpinsrd xmm16, xmm17, r15d, 1
+; bytes: 62 c3 75 00 22 c7 01
+; form: vpinsrd_x_x_rm32_imm8
+vpinsrd xmm3, xmm24, r9d, 31
+; bytes: 62 d3 3d 00 22 d9 1f
+; form: vpinsrd_x_x_rm32_imm8
+vpinsrd xmm29, xmm8, edx, 127
+; bytes: 62 63 3d 08 22 ea 7f
+; form: vpinsrd_x_x_rm32_imm8
+vpinsrd xmm29, xmm8, dword ptr [rbp], 1
+; bytes: 62 63 3d 08 22 6d 00 01
+; form: vpinsrd_x_x_rm32_imm8
+vpinsrd xmm16, xmm17, dword ptr [r13 - 300], 31
+; bytes: 62 c3 75 00 22 45 b5 1f
 ; form: vpinsrq_x_x_rm64_imm8
 vpinsrq xmm0, xmm1, rdx, 1
 ; bytes: c4 e3 f1 22 c2 01
@@ -945,6 +1547,21 @@ vpinsrq xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000], 100
 vpinsrq xmm8, xmm9, qword ptr [rip + foo + 16], 200
 ; bytes: c4 63 b1 22 05 00 00 00 00 c8
 ; fixup: 5 pc32 foo 11
+; form: vpinsrq_x_x_rm64_imm8
+vpinsrq xmm16, xmm17, r15, 1
+; bytes: 62 c3 f5 00 22 c7 01
+; form: vpinsrq_x_x_rm64_imm8
+vpinsrq xmm3, xmm24, r9, 31
+; bytes: 62 d3 bd 00 22 d9 1f
+; form: vpinsrq_x_x_rm64_imm8
+vpinsrq xmm29, xmm8, rdx, 127
+; bytes: 62 63 bd 08 22 ea 7f
+; form: vpinsrq_x_x_rm64_imm8
+vpinsrq xmm29, xmm8, qword ptr [rdi + 4*rax + 8], 1
+; bytes: 62 63 bd 08 22 6c 87 01 01
+; form: vpinsrq_x_x_rm64_imm8
+vpinsrq xmm16, xmm17, qword ptr [r12 + 8*r15 - 128], 31
+; bytes: 62 83 f5 00 22 44 fc f0 1f
 ; form: vpextrb_r32m8_x_imm8
 vpextrb eax, xmm1, 1
 ; bytes: c4 e3 79 14 c8 01
@@ -966,6 +1583,22 @@ vpextrb byte ptr [r8 + rsi + 127], xmm0, 100
 ; form: vpextrb_r32m8_x_imm8
 vpextrb byte ptr [rsp + 4*r11 + 4096], xmm8, 200
 ; bytes: c4 23 79 14 84 9c 00 10 00 00 c8
+; form: vpextrb_r32m8_x_imm8
+vpextrb eax, xmm17, 1
+; bytes: 62 e3 7d 08 14 c8 01
+; form: vpextrb_r32m8_x_imm8
+vpextrb ebx, xmm24, 31
+; bytes: 62 63 7d 08 14 c3 1f
+; form: vpextrb_r32m8_x_imm8
+vpextrb r13d, xmm8, 127
+; bytes: c4 43 79 14 c5 7f
+; form: vpextrb_r32m8_x_imm8
+vpextrb byte ptr [rbx + 2*r9 + 1000], xmm29, 1
+; bytes: 62 23 7d 08 14 ac 4b e8 03 00 00 01
+; form: vpextrb_r32m8_x_imm8
+vpextrb byte ptr [rip + foo + 16], xmm16, 31
+; bytes: 62 e3 7d 08 14 05 00 00 00 00 1f
+; fixup: 6 pc32 foo 11
 ; form: vpextrw_r32_x_imm8
 vpextrw eax, xmm1, 1
 ; bytes: c5 f9 c5 c1 01
@@ -978,6 +1611,15 @@ vpextrw ecx, xmm12, 127
 ; form: vpextrw_r32_x_imm8
 vpextrw r11d, xmm2, 255
 ; bytes: c5 79 c5 da ff
+; form: vpextrw_r32_x_imm8
+vpextrw eax, xmm17, 1
+; bytes: 62 b1 7d 08 c5 c1 01
+; form: vpextrw_r32_x_imm8
+vpextrw ebx, xmm24, 31
+; bytes: 62 91 7d 08 c5 d8 1f
+; form: vpextrw_r32_x_imm8
+vpextrw r13d, xmm8, 127
+; bytes: c4 41 79 c5 e8 7f
 ; form: vpextrw_m16_x_imm8
 vpextrw word ptr [rsp + 8], xmm8, 0
 ; bytes: c4 63 79 15 44 24 08 00
@@ -987,6 +1629,12 @@ vpextrw word ptr [rbp], xmm0, 100
 ; form: vpextrw_m16_x_imm8
 vpextrw word ptr [r13 - 300], xmm8, 200
 ; bytes: c4 43 79 15 85 d4 fe ff ff c8
+; form: vpextrw_m16_x_imm8
+vpextrw word ptr [rsp + 4*r11 + 4096], xmm29, 1
+; bytes: 62 23 7d 08 15 ac 9c 00 10 00 00 01
+; form: vpextrw_m16_x_imm8
+vpextrw word ptr [rdx - 8192], xmm16, 31
+; bytes: 62 e3 7d 08 15 82 00 e0 ff ff 1f
 ; form: vpextrd_rm32_x_imm8
 vpextrd eax, xmm1, 1
 ; bytes: c4 e3 79 16 c8 01
@@ -1008,6 +1656,22 @@ vpextrd dword ptr [r12 + 8*r15 - 128], xmm0, 100
 ; form: vpextrd_rm32_x_imm8
 vpextrd dword ptr [rbx + 2*r9 + 1000], xmm8, 200
 ; bytes: c4 23 79 16 84 4b e8 03 00 00 c8
+; form: vpextrd_rm32_x_imm8
+vpextrd eax, xmm17, 1
+; bytes: 62 e3 7d 08 16 c8 01
+; form: vpextrd_rm32_x_imm8
+vpextrd ebx, xmm24, 31
+; bytes: 62 63 7d 08 16 c3 1f
+; form: vpextrd_rm32_x_imm8
+vpextrd r13d, xmm8, 127
+; bytes: c4 43 79 16 c5 7f
+; form: vpextrd_rm32_x_imm8
+vpextrd dword ptr [rip + bar], xmm29, 1
+; bytes: 62 63 7d 08 16 2d 00 00 00 00 01
+; fixup: 6 pc32 bar -5
+; form: vpextrd_rm32_x_imm8
+vpextrd dword ptr [rdi], xmm16, 31
+; bytes: 62 e3 7d 08 16 07 1f
 ; form: vpextrq_rm64_x_imm8
 vpextrq rax, xmm1, 1
 ; bytes: c4 e3 f9 16 c8 01
@@ -1030,6 +1694,21 @@ vpextrq qword ptr [8*rcx + 64], xmm0, 100
 ; form: vpextrq_rm64_x_imm8
 vpextrq qword ptr [r8 + rsi + 127], xmm8, 200
 ; bytes: c4 43 f9 16 44 30 7f c8
+; form: vpextrq_rm64_x_imm8
+vpextrq rax, xmm17, 1
+; bytes: 62 e3 fd 08 16 c8 01
+; form: vpextrq_rm64_x_imm8
+vpextrq rbx, xmm24, 31
+; bytes: 62 63 fd 08 16 c3 1f
+; form: vpextrq_rm64_x_imm8
+vpextrq r13, xmm8, 127
+; bytes: c4 43 f9 16 c5 7f
+; form: vpextrq_rm64_x_imm8
+vpextrq qword ptr [rsp + 8], xmm29, 1
+; bytes: 62 63 fd 08 16 6c 24 01 01
+; form: vpextrq_rm64_x_imm8
+vpextrq qword ptr [rbp], xmm16, 31
+; bytes: 62 e3 fd 08 16 45 00 1f
 ; form: vextractps_rm32_x_imm8
 vextractps eax, xmm1, 1
 ; bytes: c4 e3 79 17 c8 01
@@ -1052,6 +1731,21 @@ vextractps dword ptr [rdx - 8192], xmm0, 100
 vextractps dword ptr [rip + bar], xmm8, 200
 ; bytes: c4 63 79 17 05 00 00 00 00 c8
 ; fixup: 5 pc32 bar -5
+; form: vextractps_rm32_x_imm8
+vextractps eax, xmm17, 1
+; bytes: 62 e3 7d 08 17 c8 01
+; form: vextractps_rm32_x_imm8
+vextractps ebx, xmm24, 31
+; bytes: 62 63 7d 08 17 c3 1f
+; form: vextractps_rm32_x_imm8
+vextractps r13d, xmm8, 127
+; bytes: c4 43 79 17 c5 7f
+; form: vextractps_rm32_x_imm8
+vextractps dword ptr [r13 - 300], xmm29, 1
+; bytes: 62 43 7d 08 17 6d b5 01
+; form: vextractps_rm32_x_imm8
+vextractps dword ptr [rdi + 4*rax + 8], xmm16, 31
+; bytes: 62 e3 7d 08 17 44 87 02 1f
 ; form: vextractf128_xm_y_imm8
 vextractf128 xmm0, ymm1, 1
 ; bytes: c4 e3 7d 19 c8 01
@@ -1073,6 +1767,21 @@ vextractf128 xmmword ptr [rsp + 8], ymm0, 100
 ; form: vextractf128_xm_y_imm8
 vextractf128 xmmword ptr [rbp], ymm8, 200
 ; bytes: c4 63 7d 19 45 00 c8
+; form: vextractf128_xm_y_imm8
+vextractf32x4 xmm16, ymm17, 1
+; bytes: 62 a3 7d 28 19 c8 01
+; form: vextractf128_xm_y_imm8
+vextractf32x4 xmm3, ymm24, 31
+; bytes: 62 63 7d 28 19 c3 1f
+; form: vextractf128_xm_y_imm8
+vextractf32x4 xmm29, ymm8, 127
+; bytes: 62 13 7d 28 19 c5 7f
+; form: vextractf128_xm_y_imm8
+vextractf32x4 xmmword ptr [r12 + 8*r15 - 128], ymm29, 1
+; bytes: 62 03 7d 28 19 6c fc f8 01
+; form: vextractf128_xm_y_imm8
+vextractf32x4 xmmword ptr [rbx + 2*r9 + 1000], ymm16, 31
+; bytes: 62 a3 7d 28 19 84 4b e8 03 00 00 1f
 ; form: vinsertf128_y_y_xm_imm8
 vinsertf128 ymm0, ymm1, xmm2, 1
 ; bytes: c4 e3 75 18 c2 01
@@ -1094,6 +1803,22 @@ vinsertf128 ymm0, ymm1, xmmword ptr [rdi + 4*rax + 8], 100
 ; form: vinsertf128_y_y_xm_imm8
 vinsertf128 ymm8, ymm9, xmmword ptr [r12 + 8*r15 - 128], 200
 ; bytes: c4 03 35 18 44 fc 80 c8
+; form: vinsertf128_y_y_xm_imm8
+vinsertf32x4 ymm16, ymm17, xmm31, 1
+; bytes: 62 83 75 20 18 c7 01
+; form: vinsertf128_y_y_xm_imm8
+vinsertf32x4 ymm3, ymm24, xmm9, 31
+; bytes: 62 d3 3d 20 18 d9 1f
+; form: vinsertf128_y_y_xm_imm8
+vinsertf32x4 ymm29, ymm8, xmm18, 127
+; bytes: 62 23 3d 28 18 ea 7f
+; form: vinsertf128_y_y_xm_imm8
+vinsertf32x4 ymm29, ymm8, xmmword ptr [rip + foo + 16], 1
+; bytes: 62 63 3d 28 18 2d 00 00 00 00 01
+; fixup: 6 pc32 foo 11
+; form: vinsertf128_y_y_xm_imm8
+vinsertf32x4 ymm16, ymm17, xmmword ptr [8*rcx + 64], 31
+; bytes: 62 e3 75 20 18 04 cd 40 00 00 00 1f
 ; form: vextracti128_xm_y_imm8
 vextracti128 xmm0, ymm1, 1
 ; bytes: c4 e3 7d 39 c8 01
@@ -1116,6 +1841,21 @@ vextracti128 xmmword ptr [rip + foo + 16], ymm0, 100
 ; form: vextracti128_xm_y_imm8
 vextracti128 xmmword ptr [8*rcx + 64], ymm8, 200
 ; bytes: c4 63 7d 39 04 cd 40 00 00 00 c8
+; form: vextracti128_xm_y_imm8
+vextracti32x4 xmm16, ymm17, 1
+; bytes: 62 a3 7d 28 39 c8 01
+; form: vextracti128_xm_y_imm8
+vextracti32x4 xmm3, ymm24, 31
+; bytes: 62 63 7d 28 39 c3 1f
+; form: vextracti128_xm_y_imm8
+vextracti32x4 xmm29, ymm8, 127
+; bytes: 62 13 7d 28 39 c5 7f
+; form: vextracti128_xm_y_imm8
+vextracti32x4 xmmword ptr [r8 + rsi + 127], ymm29, 1
+; bytes: 62 43 7d 28 39 ac 30 7f 00 00 00 01
+; form: vextracti128_xm_y_imm8
+vextracti32x4 xmmword ptr [rsp + 4*r11 + 4096], ymm16, 31
+; bytes: 62 a3 7d 28 39 84 9c 00 10 00 00 1f
 ; form: vinserti128_y_y_xm_imm8
 vinserti128 ymm0, ymm1, xmm2, 1
 ; bytes: c4 e3 75 38 c2 01
@@ -1137,6 +1877,22 @@ vinserti128 ymm0, ymm1, xmmword ptr [rsp + 4*r11 + 4096], 100
 ; form: vinserti128_y_y_xm_imm8
 vinserti128 ymm8, ymm9, xmmword ptr [rdx - 8192], 200
 ; bytes: c4 63 35 38 82 00 e0 ff ff c8
+; form: vinserti128_y_y_xm_imm8
+vinserti32x4 ymm16, ymm17, xmm31, 1
+; bytes: 62 83 75 20 38 c7 01
+; form: vinserti128_y_y_xm_imm8
+vinserti32x4 ymm3, ymm24, xmm9, 31
+; bytes: 62 d3 3d 20 38 d9 1f
+; form: vinserti128_y_y_xm_imm8
+vinserti32x4 ymm29, ymm8, xmm18, 127
+; bytes: 62 23 3d 28 38 ea 7f
+; form: vinserti128_y_y_xm_imm8
+vinserti32x4 ymm29, ymm8, xmmword ptr [rdx - 8192], 1
+; bytes: 62 63 3d 28 38 aa 00 e0 ff ff 01
+; form: vinserti128_y_y_xm_imm8
+vinserti32x4 ymm16, ymm17, xmmword ptr [rip + bar], 31
+; bytes: 62 e3 75 20 38 05 00 00 00 00 1f
+; fixup: 6 pc32 bar -5
 ; form: vpermq_y_ym_imm8
 vpermq ymm0, ymm1, 1
 ; bytes: c4 e3 fd 00 c1 01
@@ -1159,6 +1915,21 @@ vpermq ymm0, ymmword ptr [rdi], 100
 ; form: vpermq_y_ym_imm8
 vpermq ymm8, ymmword ptr [rsp + 8], 200
 ; bytes: c4 63 fd 00 44 24 08 c8
+; form: vpermq_y_ym_imm8
+vpermq ymm16, ymm17, 1
+; bytes: 62 a3 fd 28 00 c1 01
+; form: vpermq_y_ym_imm8
+vpermq ymm3, ymm24, 31
+; bytes: 62 93 fd 28 00 d8 1f
+; form: vpermq_y_ym_imm8
+vpermq ymm29, ymm8, 127
+; bytes: 62 43 fd 28 00 e8 7f
+; form: vpermq_y_ym_imm8
+vpermq ymm29, ymmword ptr [rdi], 1
+; bytes: 62 63 fd 28 00 2f 01
+; form: vpermq_y_ym_imm8
+vpermq ymm16, ymmword ptr [rsp + 8], 31
+; bytes: 62 e3 fd 28 00 84 24 08 00 00 00 1f
 ; form: vpermpd_y_ym_imm8
 vpermpd ymm0, ymm1, 1
 ; bytes: c4 e3 fd 01 c1 01
@@ -1180,6 +1951,21 @@ vpermpd ymm0, ymmword ptr [r13 - 300], 100
 ; form: vpermpd_y_ym_imm8
 vpermpd ymm8, ymmword ptr [rdi + 4*rax + 8], 200
 ; bytes: c4 63 fd 01 44 87 08 c8
+; form: vpermpd_y_ym_imm8
+vpermpd ymm16, ymm17, 1
+; bytes: 62 a3 fd 28 01 c1 01
+; form: vpermpd_y_ym_imm8
+vpermpd ymm3, ymm24, 31
+; bytes: 62 93 fd 28 01 d8 1f
+; form: vpermpd_y_ym_imm8
+vpermpd ymm29, ymm8, 127
+; bytes: 62 43 fd 28 01 e8 7f
+; form: vpermpd_y_ym_imm8
+vpermpd ymm29, ymmword ptr [rbp], 1
+; bytes: 62 63 fd 28 01 6d 00 01
+; form: vpermpd_y_ym_imm8
+vpermpd ymm16, ymmword ptr [r13 - 300], 31
+; bytes: 62 c3 fd 28 01 85 d4 fe ff ff 1f
 ; form: vpermd_y_y_ym
 vpermd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 36 c2
@@ -1202,6 +1988,21 @@ vpermd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
 vpermd ymm8, ymm9, ymmword ptr [rip + foo + 16]
 ; bytes: c4 62 35 36 05 00 00 00 00
 ; fixup: 5 pc32 foo 12
+; form: vpermd_y_y_ym
+vpermd ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 36 c7
+; form: vpermd_y_y_ym
+vpermd ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 36 d9
+; form: vpermd_y_y_ym
+vpermd ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 36 ea
+; form: vpermd_y_y_ym
+vpermd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 28 36 ac 87 08 00 00 00
+; form: vpermd_y_y_ym
+vpermd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 36 44 fc fc
 ; form: vpermps_y_y_ym
 vpermps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 16 c2
@@ -1223,6 +2024,22 @@ vpermps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
 ; form: vpermps_y_y_ym
 vpermps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
 ; bytes: c4 22 35 16 84 9c 00 10 00 00
+; form: vpermps_y_y_ym
+vpermps ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 16 c7
+; form: vpermps_y_y_ym
+vpermps ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 16 d9
+; form: vpermps_y_y_ym
+vpermps ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 16 ea
+; form: vpermps_y_y_ym
+vpermps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 28 16 ac 4b e8 03 00 00
+; form: vpermps_y_y_ym
+vpermps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 16 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vunpcklps_x_x_xm
 vunpcklps xmm0, xmm1, xmm2
 ; bytes: c5 f0 14 c2
@@ -1245,6 +2062,21 @@ vunpcklps xmm0, xmm1, xmmword ptr [rip + bar]
 ; form: vunpcklps_x_x_xm
 vunpcklps xmm8, xmm9, xmmword ptr [rdi]
 ; bytes: c5 30 14 07
+; form: vunpcklps_x_x_xm
+vunpcklps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 14 c7
+; form: vunpcklps_x_x_xm
+vunpcklps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 14 d9
+; form: vunpcklps_x_x_xm
+vunpcklps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 14 ea
+; form: vunpcklps_x_x_xm
+vunpcklps xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 3c 08 14 2c cd 40 00 00 00
+; form: vunpcklps_x_x_xm
+vunpcklps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 00 14 84 30 7f 00 00 00
 ; form: vunpcklps_y_y_ym
 vunpcklps ymm0, ymm1, ymm2
 ; bytes: c5 f4 14 c2
@@ -1266,6 +2098,21 @@ vunpcklps ymm0, ymm1, ymmword ptr [rbp]
 ; form: vunpcklps_y_y_ym
 vunpcklps ymm8, ymm9, ymmword ptr [r13 - 300]
 ; bytes: c4 41 34 14 85 d4 fe ff ff
+; form: vunpcklps_y_y_ym
+vunpcklps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 14 c7
+; form: vunpcklps_y_y_ym
+vunpcklps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 14 d9
+; form: vunpcklps_y_y_ym
+vunpcklps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 14 ea
+; form: vunpcklps_y_y_ym
+vunpcklps ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3c 28 14 ac 9c 00 10 00 00
+; form: vunpcklps_y_y_ym
+vunpcklps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 74 20 14 82 00 e0 ff ff
 ; form: vunpckhps_x_x_xm
 vunpckhps xmm0, xmm1, xmm2
 ; bytes: c5 f0 15 c2
@@ -1287,6 +2134,22 @@ vunpckhps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
 ; form: vunpckhps_x_x_xm
 vunpckhps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: c4 21 30 15 84 4b e8 03 00 00
+; form: vunpckhps_x_x_xm
+vunpckhps xmm16, xmm17, xmm31
+; bytes: 62 81 74 00 15 c7
+; form: vunpckhps_x_x_xm
+vunpckhps xmm3, xmm24, xmm9
+; bytes: 62 d1 3c 00 15 d9
+; form: vunpckhps_x_x_xm
+vunpckhps xmm29, xmm8, xmm18
+; bytes: 62 21 3c 08 15 ea
+; form: vunpckhps_x_x_xm
+vunpckhps xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 3c 08 15 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vunpckhps_x_x_xm
+vunpckhps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 74 00 15 07
 ; form: vunpckhps_y_y_ym
 vunpckhps ymm0, ymm1, ymm2
 ; bytes: c5 f4 15 c2
@@ -1309,6 +2172,21 @@ vunpckhps ymm0, ymm1, ymmword ptr [8*rcx + 64]
 ; form: vunpckhps_y_y_ym
 vunpckhps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 41 34 15 44 30 7f
+; form: vunpckhps_y_y_ym
+vunpckhps ymm16, ymm17, ymm31
+; bytes: 62 81 74 20 15 c7
+; form: vunpckhps_y_y_ym
+vunpckhps ymm3, ymm24, ymm9
+; bytes: 62 d1 3c 20 15 d9
+; form: vunpckhps_y_y_ym
+vunpckhps ymm29, ymm8, ymm18
+; bytes: 62 21 3c 28 15 ea
+; form: vunpckhps_y_y_ym
+vunpckhps ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 3c 28 15 ac 24 08 00 00 00
+; form: vunpckhps_y_y_ym
+vunpckhps ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 74 20 15 45 00
 ; form: vunpcklpd_x_x_xm
 vunpcklpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 14 c2
@@ -1331,6 +2209,21 @@ vunpcklpd xmm0, xmm1, xmmword ptr [rdx - 8192]
 vunpcklpd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 31 14 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 14 c7
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 14 d9
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 14 ea
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 bd 08 14 ad d4 fe ff ff
+; form: vunpcklpd_x_x_xm
+vunpcklpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 00 14 84 87 08 00 00 00
 ; form: vunpcklpd_y_y_ym
 vunpcklpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 14 c2
@@ -1352,6 +2245,21 @@ vunpcklpd ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vunpcklpd_y_y_ym
 vunpcklpd ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c5 35 14 45 00
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 14 c7
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 14 d9
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 14 ea
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bd 28 14 6c fc fc
+; form: vunpcklpd_y_y_ym
+vunpcklpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 20 14 84 4b e8 03 00 00
 ; form: vunpckhpd_x_x_xm
 vunpckhpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 15 c2
@@ -1373,6 +2281,22 @@ vunpckhpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
 ; form: vunpckhpd_x_x_xm
 vunpckhpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
 ; bytes: c4 01 31 15 44 fc 80
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm16, xmm17, xmm31
+; bytes: 62 81 f5 00 15 c7
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm3, xmm24, xmm9
+; bytes: 62 d1 bd 00 15 d9
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm29, xmm8, xmm18
+; bytes: 62 21 bd 08 15 ea
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 08 15 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vunpckhpd_x_x_xm
+vunpckhpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 15 04 cd 40 00 00 00
 ; form: vunpckhpd_y_y_ym
 vunpckhpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 15 c2
@@ -1395,6 +2319,21 @@ vunpckhpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
 ; form: vunpckhpd_y_y_ym
 vunpckhpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
 ; bytes: c5 35 15 04 cd 40 00 00 00
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm16, ymm17, ymm31
+; bytes: 62 81 f5 20 15 c7
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm3, ymm24, ymm9
+; bytes: 62 d1 bd 20 15 d9
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm29, ymm8, ymm18
+; bytes: 62 21 bd 28 15 ea
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 28 15 ac 30 7f 00 00 00
+; form: vunpckhpd_y_y_ym
+vunpckhpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 15 84 9c 00 10 00 00
 ; form: vmovddup_x_xm64
 vmovddup xmm0, xmm1
 ; bytes: c5 fb 12 c1
@@ -1416,6 +2355,22 @@ vmovddup xmm0, qword ptr [rsp + 4*r11 + 4096]
 ; form: vmovddup_x_xm64
 vmovddup xmm8, qword ptr [rdx - 8192]
 ; bytes: c5 7b 12 82 00 e0 ff ff
+; form: vmovddup_x_xm64
+vmovddup xmm16, xmm17
+; bytes: 62 a1 ff 08 12 c1
+; form: vmovddup_x_xm64
+vmovddup xmm3, xmm24
+; bytes: 62 91 ff 08 12 d8
+; form: vmovddup_x_xm64
+vmovddup xmm29, xmm8
+; bytes: 62 41 ff 08 12 e8
+; form: vmovddup_x_xm64
+vmovddup xmm29, qword ptr [rdx - 8192]
+; bytes: 62 61 ff 08 12 aa 00 e0 ff ff
+; form: vmovddup_x_xm64
+vmovddup xmm16, qword ptr [rip + bar]
+; bytes: 62 e1 ff 08 12 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovddup_y_ym
 vmovddup ymm0, ymm1
 ; bytes: c5 ff 12 c1
@@ -1438,6 +2393,21 @@ vmovddup ymm0, ymmword ptr [rdi]
 ; form: vmovddup_y_ym
 vmovddup ymm8, ymmword ptr [rsp + 8]
 ; bytes: c5 7f 12 44 24 08
+; form: vmovddup_y_ym
+vmovddup ymm16, ymm17
+; bytes: 62 a1 ff 28 12 c1
+; form: vmovddup_y_ym
+vmovddup ymm3, ymm24
+; bytes: 62 91 ff 28 12 d8
+; form: vmovddup_y_ym
+vmovddup ymm29, ymm8
+; bytes: 62 41 ff 28 12 e8
+; form: vmovddup_y_ym
+vmovddup ymm29, ymmword ptr [rdi]
+; bytes: 62 61 ff 28 12 2f
+; form: vmovddup_y_ym
+vmovddup ymm16, ymmword ptr [rsp + 8]
+; bytes: 62 e1 ff 28 12 84 24 08 00 00 00
 ; form: vshufps_x_x_xm_imm8
 vshufps xmm0, xmm1, xmm2, 1
 ; bytes: c5 f0 c6 c2 01
@@ -1459,6 +2429,21 @@ vshufps xmm0, xmm1, xmmword ptr [r13 - 300], 100
 ; form: vshufps_x_x_xm_imm8
 vshufps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
 ; bytes: c5 30 c6 44 87 08 c8
+; form: vshufps_x_x_xm_imm8
+vshufps xmm16, xmm17, xmm31, 1
+; bytes: 62 81 74 00 c6 c7 01
+; form: vshufps_x_x_xm_imm8
+vshufps xmm3, xmm24, xmm9, 31
+; bytes: 62 d1 3c 00 c6 d9 1f
+; form: vshufps_x_x_xm_imm8
+vshufps xmm29, xmm8, xmm18, 127
+; bytes: 62 21 3c 08 c6 ea 7f
+; form: vshufps_x_x_xm_imm8
+vshufps xmm29, xmm8, xmmword ptr [rbp], 1
+; bytes: 62 61 3c 08 c6 6d 00 01
+; form: vshufps_x_x_xm_imm8
+vshufps xmm16, xmm17, xmmword ptr [r13 - 300], 31
+; bytes: 62 c1 74 00 c6 85 d4 fe ff ff 1f
 ; form: vshufps_y_y_ym_imm8
 vshufps ymm0, ymm1, ymm2, 1
 ; bytes: c5 f4 c6 c2 01
@@ -1481,6 +2466,21 @@ vshufps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
 vshufps ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
 ; bytes: c5 34 c6 05 00 00 00 00 c8
 ; fixup: 4 pc32 foo 11
+; form: vshufps_y_y_ym_imm8
+vshufps ymm16, ymm17, ymm31, 1
+; bytes: 62 81 74 20 c6 c7 01
+; form: vshufps_y_y_ym_imm8
+vshufps ymm3, ymm24, ymm9, 31
+; bytes: 62 d1 3c 20 c6 d9 1f
+; form: vshufps_y_y_ym_imm8
+vshufps ymm29, ymm8, ymm18, 127
+; bytes: 62 21 3c 28 c6 ea 7f
+; form: vshufps_y_y_ym_imm8
+vshufps ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8], 1
+; bytes: 62 61 3c 28 c6 ac 87 08 00 00 00 01
+; form: vshufps_y_y_ym_imm8
+vshufps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128], 31
+; bytes: 62 81 74 20 c6 44 fc fc 1f
 ; form: vpermilps_x_xm_imm8
 vpermilps xmm0, xmm1, 1
 ; bytes: c4 e3 79 04 c1 01
@@ -1502,6 +2502,22 @@ vpermilps xmm0, xmmword ptr [r8 + rsi + 127], 100
 ; form: vpermilps_x_xm_imm8
 vpermilps xmm8, xmmword ptr [rsp + 4*r11 + 4096], 200
 ; bytes: c4 23 79 04 84 9c 00 10 00 00 c8
+; form: vpermilps_x_xm_imm8
+vpermilps xmm16, xmm17, 1
+; bytes: 62 a3 7d 08 04 c1 01
+; form: vpermilps_x_xm_imm8
+vpermilps xmm3, xmm24, 31
+; bytes: 62 93 7d 08 04 d8 1f
+; form: vpermilps_x_xm_imm8
+vpermilps xmm29, xmm8, 127
+; bytes: 62 43 7d 08 04 e8 7f
+; form: vpermilps_x_xm_imm8
+vpermilps xmm29, xmmword ptr [rbx + 2*r9 + 1000], 1
+; bytes: 62 23 7d 08 04 ac 4b e8 03 00 00 01
+; form: vpermilps_x_xm_imm8
+vpermilps xmm16, xmmword ptr [rip + foo + 16], 31
+; bytes: 62 e3 7d 08 04 05 00 00 00 00 1f
+; fixup: 6 pc32 foo 11
 ; form: vpermilps_y_ym_imm8
 vpermilps ymm0, ymm1, 1
 ; bytes: c4 e3 7d 04 c1 01
@@ -1524,6 +2540,21 @@ vpermilps ymm0, ymmword ptr [rip + bar], 100
 ; form: vpermilps_y_ym_imm8
 vpermilps ymm8, ymmword ptr [rdi], 200
 ; bytes: c4 63 7d 04 07 c8
+; form: vpermilps_y_ym_imm8
+vpermilps ymm16, ymm17, 1
+; bytes: 62 a3 7d 28 04 c1 01
+; form: vpermilps_y_ym_imm8
+vpermilps ymm3, ymm24, 31
+; bytes: 62 93 7d 28 04 d8 1f
+; form: vpermilps_y_ym_imm8
+vpermilps ymm29, ymm8, 127
+; bytes: 62 43 7d 28 04 e8 7f
+; form: vpermilps_y_ym_imm8
+vpermilps ymm29, ymmword ptr [8*rcx + 64], 1
+; bytes: 62 63 7d 28 04 2c cd 40 00 00 00 01
+; form: vpermilps_y_ym_imm8
+vpermilps ymm16, ymmword ptr [r8 + rsi + 127], 31
+; bytes: 62 c3 7d 28 04 84 30 7f 00 00 00 1f
 ; form: vbroadcastf128_y_m128
 vbroadcastf128 ymm8, xmmword ptr [rsp + 8]
 ; bytes: c4 62 7d 1a 44 24 08
@@ -1533,6 +2564,12 @@ vbroadcastf128 ymm0, xmmword ptr [rbp]
 ; form: vbroadcastf128_y_m128
 vbroadcastf128 ymm8, xmmword ptr [r13 - 300]
 ; bytes: c4 42 7d 1a 85 d4 fe ff ff
+; form: vbroadcastf128_y_m128
+vbroadcastf32x4 ymm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 28 1a ac 9c 00 10 00 00
+; form: vbroadcastf128_y_m128
+vbroadcastf32x4 ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 1a 82 00 e0 ff ff
 ; form: vperm2f128_y_y_ym_imm8
 vperm2f128 ymm0, ymm1, ymm2, 1
 ; bytes: c4 e3 75 06 c2 01
@@ -1576,6 +2613,21 @@ vshufpd xmm0, xmm1, xmmword ptr [8*rcx + 64], 100
 ; form: vshufpd_x_x_xm_imm8
 vshufpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127], 200
 ; bytes: c4 41 31 c6 44 30 7f c8
+; form: vshufpd_x_x_xm_imm8
+vshufpd xmm16, xmm17, xmm31, 1
+; bytes: 62 81 f5 00 c6 c7 01
+; form: vshufpd_x_x_xm_imm8
+vshufpd xmm3, xmm24, xmm9, 31
+; bytes: 62 d1 bd 00 c6 d9 1f
+; form: vshufpd_x_x_xm_imm8
+vshufpd xmm29, xmm8, xmm18, 127
+; bytes: 62 21 bd 08 c6 ea 7f
+; form: vshufpd_x_x_xm_imm8
+vshufpd xmm29, xmm8, xmmword ptr [rsp + 8], 1
+; bytes: 62 61 bd 08 c6 ac 24 08 00 00 00 01
+; form: vshufpd_x_x_xm_imm8
+vshufpd xmm16, xmm17, xmmword ptr [rbp], 31
+; bytes: 62 e1 f5 00 c6 45 00 1f
 ; form: vshufpd_y_y_ym_imm8
 vshufpd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c6 c2 01
@@ -1598,6 +2650,21 @@ vshufpd ymm0, ymm1, ymmword ptr [rdx - 8192], 100
 vshufpd ymm8, ymm9, ymmword ptr [rip + bar], 200
 ; bytes: c5 35 c6 05 00 00 00 00 c8
 ; fixup: 4 pc32 bar -5
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm16, ymm17, ymm31, 1
+; bytes: 62 81 f5 20 c6 c7 01
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm3, ymm24, ymm9, 31
+; bytes: 62 d1 bd 20 c6 d9 1f
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm29, ymm8, ymm18, 127
+; bytes: 62 21 bd 28 c6 ea 7f
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm29, ymm8, ymmword ptr [r13 - 300], 1
+; bytes: 62 41 bd 28 c6 ad d4 fe ff ff 01
+; form: vshufpd_y_y_ym_imm8
+vshufpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8], 31
+; bytes: 62 e1 f5 20 c6 84 87 08 00 00 00 1f
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm0, xmm1, 1
 ; bytes: c5 f9 70 c1 01
@@ -1619,6 +2686,21 @@ vpshufd xmm0, xmmword ptr [rsp + 8], 100
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm8, xmmword ptr [rbp], 200
 ; bytes: c5 79 70 45 00 c8
+; form: vpshufd_x_xm_imm8
+vpshufd xmm16, xmm17, 1
+; bytes: 62 a1 7d 08 70 c1 01
+; form: vpshufd_x_xm_imm8
+vpshufd xmm3, xmm24, 31
+; bytes: 62 91 7d 08 70 d8 1f
+; form: vpshufd_x_xm_imm8
+vpshufd xmm29, xmm8, 127
+; bytes: 62 41 7d 08 70 e8 7f
+; form: vpshufd_x_xm_imm8
+vpshufd xmm29, xmmword ptr [r12 + 8*r15 - 128], 1
+; bytes: 62 01 7d 08 70 6c fc f8 01
+; form: vpshufd_x_xm_imm8
+vpshufd xmm16, xmmword ptr [rbx + 2*r9 + 1000], 31
+; bytes: 62 a1 7d 08 70 84 4b e8 03 00 00 1f
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm0, ymm1, 1
 ; bytes: c5 fd 70 c1 01
@@ -1640,6 +2722,22 @@ vpshufd ymm0, ymmword ptr [rdi + 4*rax + 8], 100
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm8, ymmword ptr [r12 + 8*r15 - 128], 200
 ; bytes: c4 01 7d 70 44 fc 80 c8
+; form: vpshufd_y_ym_imm8
+vpshufd ymm16, ymm17, 1
+; bytes: 62 a1 7d 28 70 c1 01
+; form: vpshufd_y_ym_imm8
+vpshufd ymm3, ymm24, 31
+; bytes: 62 91 7d 28 70 d8 1f
+; form: vpshufd_y_ym_imm8
+vpshufd ymm29, ymm8, 127
+; bytes: 62 41 7d 28 70 e8 7f
+; form: vpshufd_y_ym_imm8
+vpshufd ymm29, ymmword ptr [rip + foo + 16], 1
+; bytes: 62 61 7d 28 70 2d 00 00 00 00 01
+; fixup: 6 pc32 foo 11
+; form: vpshufd_y_ym_imm8
+vpshufd ymm16, ymmword ptr [8*rcx + 64], 31
+; bytes: 62 e1 7d 28 70 04 cd 40 00 00 00 1f
 ; form: vpshufb_x_x_xm
 vpshufb xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 00 c2
@@ -1662,6 +2760,21 @@ vpshufb xmm0, xmm1, xmmword ptr [rip + foo + 16]
 ; form: vpshufb_x_x_xm
 vpshufb xmm8, xmm9, xmmword ptr [8*rcx + 64]
 ; bytes: c4 62 31 00 04 cd 40 00 00 00
+; form: vpshufb_x_x_xm
+vpshufb xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 00 c7
+; form: vpshufb_x_x_xm
+vpshufb xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 00 d9
+; form: vpshufb_x_x_xm
+vpshufb xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 00 ea
+; form: vpshufb_x_x_xm
+vpshufb xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 42 3d 08 00 ac 30 7f 00 00 00
+; form: vpshufb_x_x_xm
+vpshufb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 00 84 9c 00 10 00 00
 ; form: vpshufb_y_y_ym
 vpshufb ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 00 c2
@@ -1683,6 +2796,22 @@ vpshufb ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
 ; form: vpshufb_y_y_ym
 vpshufb ymm8, ymm9, ymmword ptr [rdx - 8192]
 ; bytes: c4 62 35 00 82 00 e0 ff ff
+; form: vpshufb_y_y_ym
+vpshufb ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 00 c7
+; form: vpshufb_y_y_ym
+vpshufb ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 00 d9
+; form: vpshufb_y_y_ym
+vpshufb ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 00 ea
+; form: vpshufb_y_y_ym
+vpshufb ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 62 3d 28 00 aa 00 e0 ff ff
+; form: vpshufb_y_y_ym
+vpshufb ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 00 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vblendvps_x_x_xm_x
 vblendvps xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4a c2 30

@@ -196,7 +196,7 @@ def implicit_defs(form: str) -> tuple[str, ...]:
 def _check(row: Row, ops: tuple) -> None:
     if len(ops) != len(row.operands):
         raise EncodeError(f"{row.form}: expected {len(row.operands)} operands, got {len(ops)}")
-    vec_limit = 32 if row.enc == "evex" else 16
+    vec_limit = 32 if row.enc == "evex" or row.evex_form is not None else 16
     for i, (o, v) in enumerate(zip(row.operands, ops)):
         k = KINDS[o.kind]
         where = f"{row.form} operand {i} ({o.kind})"
@@ -388,7 +388,16 @@ def encode(form: str, *ops: Op) -> tuple[bytes, list[Fixup]]:
     return _encode_checked(row, ops)
 
 
+def _needs_evex(row: Row, ops: tuple) -> bool:
+    """A VEX form naming a vector register 16-31, which only its EVEX twin can (§2.7.2)."""
+    return row.evex_form is not None and any(
+        isinstance(v, Reg) and REGISTERS[v.name].cls == "vec" and REGISTERS[v.name].num >= 16
+        for v in ops)
+
+
 def _encode_checked(row: Row, ops: tuple) -> tuple[bytes, list[Fixup]]:
+    if _needs_evex(row, ops):
+        row = FORMS[row.evex_form]          # type: ignore[index]
     # The alternates below are the encodings llvm-mc chooses for the same assembly text;
     # both are correct, matching them keeps the golden comparison byte-exact.
     rm_ops = [v for o, v in zip(row.operands, ops) if o.slot == "rm"]
@@ -433,10 +442,13 @@ def _fmt_mem(m: Mem, sized: bool) -> str:
 
 def format_intel(form: str, *ops: Op) -> str:
     """Intel-syntax text of one instruction, as llvm-mc reads it, e.g.
-    ``vaddps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]``. Branches print the plain mnemonic
+    ``vaddps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]`` (the EVEX twin's mnemonic where a VEX
+form names xmm16-31, e.g. ``vpxord``). Branches print the plain mnemonic
     (``jne .L1``) for both the rel8 and rel32 forms."""
     row = _row(form)
     _check(row, ops)
+    if _needs_evex(row, ops):
+        row = FORMS[row.evex_form]          # type: ignore[index]
     parts = []
     for o, v in zip(row.operands, ops):
         if isinstance(v, Reg):

@@ -15,7 +15,7 @@ instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``set
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
 # low nibble of Jcc/SETcc/CMOVcc opcodes.
@@ -105,6 +105,7 @@ class Row:
     rev_opcode: int | None = None     # VEX reg-reg: swap reg/rm (the "MR" opcode) to avoid
     rev_pp: int | None = None         # the 3-byte VEX when only the source is xmm8-15
     disp8_n: int = 1              # EVEX compressed disp8 scale N (§2.7.5)
+    evex_form: str | None = None  # VEX form: its EVEX twin, used when it names xmm16-31
 
     @property
     def imm_operand(self) -> Operand | None:
@@ -469,6 +470,55 @@ def _evex_rows() -> None:
     ev("vpbroadcastq", P66, M0F38, 0x59, "z/reg/w xm64/rm/r", True, n=8)
 
 
+# EVEX twins (x86-64-v4): VEX.128/256 forms that AVX-512VL (with BW and DQ, which v4 also
+# has) encodes as EVEX.128/256 too, so that they can name xmm16-31/ymm16-31 (EVEX.R', V', X
+# as bit 4 of a register, §2.7.2). The encoder uses a twin only when an operand is one of
+# those registers, as llvm-mc does. Some have another mnemonic in EVEX (the element size of a
+# bitwise op or a 128-bit block is part of the name there):
+_EVEX_NAMES = {"vmovdqu": "vmovdqu32", "vmovdqa": "vmovdqa32", "vpand": "vpandd",
+               "vpandn": "vpandnd", "vpor": "vpord", "vpxor": "vpxord",
+               "vextractf128": "vextractf32x4", "vinsertf128": "vinsertf32x4",
+               "vextracti128": "vextracti32x4", "vinserti128": "vinserti32x4",
+               "vbroadcastf128": "vbroadcastf32x4"}
+# ... and these have no EVEX form with vector operands: compares write a k mask in EVEX, and
+# blends by a vector mask (/is4), PTEST, ROUND, MOVMSK, VPERM2F128 and VZEROUPPER are VEX only.
+_VEX_ONLY = ("vcmp", "vpcmpeq", "vpcmpgt", "vblendv", "vpblendvb", "vptest", "vround",
+             "vmovmsk", "vpmovmskb", "vperm2f128", "vzeroupper")
+# EVEX.W1 where the VEX row is W0/WIG: 64-bit elements (the VEX forms ignore W there).
+_EVEX_W1 = frozenset({"vmovddup", "vmovq", "vpaddq", "vpsubq", "vpmuludq", "vpunpcklqdq",
+                      "vpunpckhqdq", "vpsrlq", "vpsllq", "vpbroadcastq"})
+
+
+def _evex_w(row: Row) -> bool:
+    """EVEX.W of a twin: a conversion's W names its source element size (W1 for pd/sd), a
+    GPR operand's width decides for the scalar integer conversions, else W1 for 64-bit
+    elements (SDM Vol. 2 opcode tables, "EVEX.128.66.0F.W1 58 /r VADDPD" ...)."""
+    m = row.mnemonic
+    if m in ("vcvtsi2ss", "vcvtsi2sd", "vcvttss2si", "vcvttsd2si"):
+        return row.w
+    if m.startswith(("vcvtpd2", "vcvttpd2", "vcvtsd2")):
+        return True
+    if m.startswith(("vcvt", "vpmov")):
+        return False
+    return row.w or m in _EVEX_W1 or not m.startswith("vp") and m.endswith(("pd", "sd"))
+
+
+def _evex_twins() -> None:
+    """Add the EVEX twin of every VEX form that has one and point the VEX row at it."""
+    for i, row in enumerate(list(ROWS)):
+        if row.enc != "vex" or row.mnemonic.startswith(_VEX_ONLY):
+            continue
+        mnem = _EVEX_NAMES.get(row.mnemonic, row.mnemonic)
+        mem = [KINDS[o.kind].mem_size for o in row.operands if KINDS[o.kind].mem_size]
+        # disp8*N (§2.7.5): for every form here N is the size of the memory operand (Full,
+        # Half, Quarter and Eighth Mem, Tuple1 Scalar/Fixed, Tuple4 and DUP alike)
+        twin = Row(_name(mnem, row.operands) + "_evex", mnem, "evex_vl", "evex", row.opcode,
+                   row.operands, w=_evex_w(row), pp=row.pp, mmap=row.mmap, vl=row.vl,
+                   digit=row.digit, flags=row.flags, disp8_n=mem[0] if mem else 1)
+        ROWS.append(twin)
+        ROWS[i] = replace(row, evex_form=twin.form)
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -476,6 +526,7 @@ _avx_fp_rows()
 _avx_cvt_rows()
 _avx_int_rows()
 _evex_rows()
+_evex_twins()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

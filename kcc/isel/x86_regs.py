@@ -16,6 +16,9 @@ RAX, RCX, RDX, RBX, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 = (
 RSP = PReg("rsp", "gpr")
 RBP = PReg("rbp", "gpr")
 XMM = tuple(PReg(f"xmm{i}", "vec") for i in range(16))
+# xmm16-31 (and their ymm/zmm views): EVEX only, so allocated on x86-64-v4 alone, after
+# xmm0-15; caller-saved like every vector register (§3.2.1).
+XMM_HI = tuple(PReg(f"xmm{i}", "vec") for i in range(16, 32))
 
 # System V AMD64 ABI §3.2.3: INTEGER class arguments in rdi, rsi, rdx, rcx, r8, r9; SSE class
 # in xmm0–7; the rest on the stack, 8 bytes each, from [rsp + 8] at entry.

@@ -10,6 +10,8 @@ original code, or nothing), following forward branches and loop back edges to a 
 
 * every register read by an original instruction holds the value the original operand named,
 * fixed operands are in their register and tied DEFs share their USE's register,
+* every register operand names a register its instruction's encoding can name (the target's
+  ``operand_regs``, e.g. no xmm16-31 in a VEX-only form), inserted copies included,
 * a clobber destroys its register (so a value left there is caught when it is next read),
 * callee-saved registers not reported in ``callee_saved_used`` are never written,
 * spill slots lie inside the 16-byte aligned frame and are aligned to their size,
@@ -24,7 +26,7 @@ from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
                         VReg, format_inst)
-from kcc.regalloc.target import TargetRegInfo, reg_units
+from kcc.regalloc.target import TargetRegInfo, operand_regs, reg_units
 
 
 class CheckError(AssertionError):
@@ -147,6 +149,12 @@ class _Checker:
                     raise self.fail(i, f"writes callee-saved {r!r}, which is not reported")
             if inst.kind in INSERTED_KINDS:
                 self._inserted_shape(i, inst)
+            for k, o in enumerate(inst.operands):
+                if isinstance(o, RegOp) and isinstance(o.reg, PReg):
+                    ok = operand_regs(self.t, inst, k)
+                    if ok is not None and o.reg not in ok:
+                        raise self.fail(i, f"operand {k} cannot be {o.reg!r} (the encoding "
+                                           f"of {inst.op} cannot name it)")
 
     def _inserted_shape(self, i: int, inst: Inst) -> None:
         d, s = _main(inst)

@@ -18,7 +18,10 @@ The allocator works on a private copy of the function in four steps:
    copies in and out of the loop body.
 3. *Scan.*  Intervals in order of start get a free register of their class that no
    reservation blocks over the whole interval (copy partners' registers first, then the
-   target's preference order).  When none is free, one value is spilled among the current
+   target's preference order), among the registers every operand of the variable allows (a
+   target's ``operand_regs``: an encoding that cannot name some registers).  A narrowed
+   variable that finds none of its registers free first tries to move the holder of one to a
+   register that was free over the holder's whole interval.  When none is free, one value is spilled among the current
    interval and the holders of one register: first one not used again in the innermost loop
    around the current position, then a constant, then the one used furthest away.
 4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
@@ -35,14 +38,14 @@ made by the target's ``make_move``/``make_spill``/``make_fill``.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, replace
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, PReg, Reg, RegOp,
                         Role, VReg, format_inst, structure, successors, verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
 from kcc.regalloc.liveness import Interval, intervals, number_vars
-from kcc.regalloc.target import AllocationError, TargetRegInfo, reg_units
+from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
 
 
 @dataclass(eq=False)
@@ -246,6 +249,7 @@ class _Allocator:
                 if isinstance(d, VReg) and isinstance(s, VReg):
                     partners.setdefault(index[id(d)], []).append(index[id(s)])
                     partners.setdefault(index[id(s)], []).append(index[id(d)])
+        allowed = self._allowed(work, index, var)
         assign: dict[int, PReg] = {}
         for k, v in enumerate(var):
             if id(v) in self.pre:
@@ -253,6 +257,53 @@ class _Allocator:
         busy: dict[str, int] = {}
         active: list[int] = []
         spilled: list[VReg] = []
+        # per register unit, the intervals (start, end, var) given to it so far: disjoint and
+        # sorted, so whether a register was free over an earlier stretch is one bisection
+        held: dict[str, list[tuple[int, int, int]]] = {}
+
+        def record(k: int, p: PReg, add: bool) -> None:
+            iv = ivs[k]
+            assert iv is not None
+            e = (iv.start, iv.end, k)
+            for u in self._units(p):
+                h = held.setdefault(u, [])
+                if add:
+                    insort(h, e)
+                else:
+                    del h[bisect_left(h, e)]
+
+        def free_over(p: PReg, k: int) -> bool:
+            iv = ivs[k]
+            assert iv is not None
+            if reserved(p, iv):
+                return False
+            for u in self._units(p):
+                h = held.get(u)
+                j = bisect_right(h, (iv.end, len(work) * 2 + 2, 0)) - 1 if h else -1
+                if j >= 0 and h[j][1] >= iv.start:    # type: ignore[index]
+                    return False
+            return True
+
+        def relocate(regs: list[PReg], iv: Interval) -> PReg | None:
+            """Free one of ``regs`` (a narrowed variable's) by moving its holder to another
+            register that was free over the holder's whole interval."""
+            for p in regs:
+                holders = {busy[u] for u in self._units(p) if u in busy}
+                if reserved(p, iv) or len(holders) != 1:
+                    continue
+                b = holders.pop()
+                for q in allowed.get(b) or self.t.classes[var[b].cls]:
+                    if set(self._units(q)) & set(self._units(p)) or not free_over(q, b):
+                        continue
+                    record(b, p, False)
+                    for u in self._units(p):
+                        del busy[u]
+                    assign[b] = q
+                    record(b, q, True)
+                    for u in self._units(q):
+                        busy[u] = b
+                    return p
+            return None
         order = sorted((iv for k, iv in enumerate(ivs) if iv and k not in assign),
                        key=lambda iv: (iv.start, iv.var))
         for iv in order:
@@ -261,13 +312,15 @@ class _Allocator:
                 for u in self._units(assign[a]):
                     del busy[u]
             v = var[iv.var]
-            regs = self.t.classes[v.cls]
+            regs = allowed.get(iv.var) or self.t.classes[v.cls]
             hints = [assign[p] for p in partners.get(iv.var, ()) if p in assign]
             choice = None
             for p in [*(h for h in hints if h in regs), *regs]:
                 if not any(u in busy for u in self._units(p)) and not reserved(p, iv):
                     choice = p
                     break
+            if choice is None and iv.var in allowed:
+                choice = relocate(regs, iv)
             if choice is None:
                 best: tuple[tuple[bool, bool, int], PReg, list[int]] | None = None
                 for p in regs:
@@ -291,14 +344,46 @@ class _Allocator:
                 choice = best[1]
                 for b in best[2]:
                     active.remove(b)
+                    record(b, assign[b], False)
                     for u in self._units(assign.pop(b)):
                         del busy[u]
                     spilled.append(var[b])
             assign[iv.var] = choice
+            record(iv.var, choice, True)
             active.append(iv.var)
             for u in self._units(choice):
                 busy[u] = iv.var
         return {id(var[k]): p for k, p in assign.items()}, spilled
+
+    def _allowed(self, work: list[_W], index: dict[int, int], var: list[VReg]
+                 ) -> dict[int, list[PReg]]:
+        """The registers of the variables (by number) that some operand narrows to part of
+        their class (the target's ``operand_regs``), in the class's preference order."""
+        if getattr(self.t, "operand_regs", None) is None:
+            return {}
+        sets: dict[int, frozenset[PReg]] = {}
+        for w in work:
+            if w.entry or w.kind in (Kind.MOVE, Kind.SPILL, Kind.FILL):
+                continue            # the target's own copies accept its whole class
+            for k, o in enumerate(w.operands):
+                if isinstance(o, RegOp) and isinstance(o.reg, VReg):
+                    ok = operand_regs(self.t, w, k)
+                    if ok is not None:
+                        n = index[id(o.reg)]
+                        sets[n] = sets[n] & ok if n in sets else ok
+        out: dict[int, list[PReg]] = {}
+        memo: dict[tuple[str, frozenset[PReg]], list[PReg]] = {}
+        for n, ok in sets.items():
+            v = var[n]
+            key = (v.cls, ok)
+            regs = memo.get(key)
+            if regs is None:
+                regs = memo[key] = [p for p in self.t.classes[v.cls] if p in ok]
+            if not regs:
+                raise AllocationError(f"{self.fn.name}: no {v.cls} register allowed by every "
+                                      f"operand of {v!r}")
+            out[n] = regs
+        return out
 
     def _reservations(self, work: list[_W], var: list[VReg], ivs: list[Interval | None]
                       ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:

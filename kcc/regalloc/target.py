@@ -25,7 +25,12 @@ class TargetRegInfo(Protocol):
     the two values never differ while both are live (``coalesce``);
     ``rematerializable(inst) -> bool`` marks instructions with one DEF and no register inputs
     that compute the same value wherever they run and touch nothing else (flags included), so
-    a spilled value they define is re-created at its uses instead of stored and reloaded.
+    a spilled value they define is re-created at its uses instead of stored and reloaded;
+    ``operand_regs(inst, k) -> frozenset[PReg] | None`` narrows register operand ``k`` of
+    ``inst`` to the registers its encoding can name (x86-64-v4: a VEX-only form cannot name
+    xmm16-31), ``None`` meaning any register of the class.  A variable gets a register every
+    one of its operands allows; the copies, spills and fills the target makes must accept any
+    register of their class.
     """
 
     classes: dict[str, list[PReg]]
@@ -46,6 +51,13 @@ class TargetRegInfo(Protocol):
     def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
         """An instruction loading ``dst`` (a DEF operand) from the frame slot at the offset."""
         ...
+
+
+def operand_regs(target: object, inst: Inst, k: int) -> frozenset[PReg] | None:
+    """The registers operand ``k`` of ``inst`` may name according to ``target`` (``None``:
+    any register of its class)."""
+    fn = getattr(target, "operand_regs", None)
+    return fn(inst, k) if fn is not None else None
 
 
 def reg_units(target: object, p: PReg) -> tuple[str, ...]:

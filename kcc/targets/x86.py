@@ -37,7 +37,7 @@ from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86_base import PSEUDO_ROLES
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
-from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, c_type
+from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, XMM_HI, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
@@ -51,12 +51,34 @@ R_X86_64_PC32 = 2
 FRAME_ALIGN = 64
 
 
+_LOW_VEC = frozenset(XMM)
+
+
+def _vec_limits(form: str) -> tuple[frozenset[PReg] | None, ...]:
+    """Per operand of ``form``: xmm0-15 for a vector operand of a VEX form with no EVEX twin
+    (VEX cannot name registers 16-31, SDM Vol. 2 §2.3.5; kcc.encode.x86_table), else None."""
+    if form == "vzero":
+        form = "vxorps_x_x_xm"                 # what encode_operands emits for it
+    row = FORMS.get(form)
+    if row is None:
+        return ()
+    low = row.enc != "evex" and row.evex_form is None
+    return tuple(_LOW_VEC if low and KINDS[o.kind].cls == "vec" else None
+                 for o in row.operands)
+
+
 class X86RegInfo:
     """What the allocator knows of x86-64: classes, callee-saved registers, copy/spill forms.
-    `vbytes` is the widest vector the code uses (32 for ymm, 64 for zmm on x86-64-v4)."""
+    `vbytes` is the widest vector the code uses (32 for ymm, 64 for zmm on x86-64-v4), and
+    with 64 (AVX-512) the vector class has xmm16-31 too, which VEX-only forms cannot name."""
 
-    def __init__(self, locals_bytes: int, vbytes: int = 32):
-        self.classes = {"gpr": list(GPR_ORDER), "vec": list(XMM)}
+    def __init__(self, locals_bytes: int, vbytes: int = 32, high_first: bool = False):
+        # high_first (x86-64-v4 only) hands out xmm16-31 before xmm0-15, so that every form
+        # with an EVEX twin is encoded as EVEX: the tests run code that way to check the twins
+        hi = list(XMM_HI) if vbytes == 64 else []
+        vec = hi + list(XMM) if high_first else list(XMM) + hi
+        self.classes = {"gpr": list(GPR_ORDER), "vec": vec}
+        self._limits: dict[str, tuple[frozenset[PReg] | None, ...]] = {}
         self.callee_saved = set(CALLEE_SAVED)
         self.locals_bytes = locals_bytes
         self.v = "z" if vbytes == 64 else "y"
@@ -65,6 +87,15 @@ class X86RegInfo:
     def spill_slot_size(self, cls: str) -> int:
         """A GPR slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
         return 8 if cls == "gpr" else self.vbytes
+
+    def operand_regs(self, inst: Inst, k: int) -> frozenset[PReg] | None:
+        """xmm0-15 for a vector operand of a VEX-only form when xmm16-31 are allocatable."""
+        if self.vbytes != 64:
+            return None
+        lim = self._limits.get(inst.op)
+        if lim is None:
+            lim = self._limits[inst.op] = _vec_limits(inst.op)
+        return lim[k] if k < len(lim) else None
 
     def is_copy(self, inst: Inst) -> bool:
         """A register-to-register copy of the selector's (the allocator may coalesce it)."""
@@ -429,6 +460,8 @@ class X86Target:
         self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
         self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
+        # tests set this to allocate xmm16-31 first on x86-64-v4 (see X86RegInfo)
+        self.vec_high_first = os.environ.get("KCC_X86_HIGH_VEC_FIRST", "") not in ("", "0")
         self.pool = ConstPool()
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
@@ -439,7 +472,7 @@ class X86Target:
         return Selected(fn, locals_bytes, kd)
 
     def allocate(self, s: Selected) -> Selected:
-        info = X86RegInfo(s.locals_bytes, self.vbytes)
+        info = X86RegInfo(s.locals_bytes, self.vbytes, self.vec_high_first)
         fn = allocate(s.fn, info)
         if self.check_alloc:
             # the independent checker re-executes the allocation symbolically (tests turn
