@@ -29,6 +29,8 @@ class TargetDesc:
     fp_contract: fuse a float MUL feeding an ADD into one MULACC (opt-in, passes/contract.py).
     vector_cast(op, src, dst, n): a CAST/BITCAST of n lanes the target has although vector_ops
       does not list it for one side (x86: int32 ↔ float32); None: none beyond vector_ops.
+    vector_regs: the vector registers the allocator gives values; passes/unroll.py sizes its
+      unroll factor by them (0: loops are not unrolled).
     """
 
     name: str
@@ -42,6 +44,7 @@ class TargetDesc:
     fp_contract: bool = False
     vector_cast: Callable[[Ops, DType, DType, int], bool] | None = field(default=None,
                                                                          compare=False)
+    vector_regs: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -1,6 +1,6 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, slp, contract, devectorize, decompose,
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, slp, contract, devectorize, decompose,
                 legalize_gates, simplify, hoist_sums, linearize, select, allocate, encode)
 
 (`contract` changes nothing unless the target was built with fp_contract on. `hoist_sums`
@@ -31,6 +31,7 @@ from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.target import TargetDesc
+from kcc.passes.unroll import unroll
 from kcc.passes.verify import verify
 
 
@@ -65,6 +66,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("verify", "graph", _verify),
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
+    Step("unroll", "graph", unroll),
     Step("slp", "graph", slp),
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),

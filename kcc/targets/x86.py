@@ -362,7 +362,7 @@ def x86_desc(arch: str) -> TargetDesc:
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
                    mem_widths=MappingProxyType({**widths, **ints}),
                    vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
-                   vector_cast=_vector_cast, notes=f"{arch}: {note}")
+                   vector_cast=_vector_cast, vector_regs=len(XMM), notes=f"{arch}: {note}")
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})

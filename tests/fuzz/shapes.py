@@ -12,13 +12,20 @@
   WHERE, MAX, STACK lanes and casts into and out of the half types; movement outputs are
   compared bit for bit (docs/semantics.md: they keep the bits), others NaN-as-NaN;
 - spills: long dependency chains over 12–28 values of both register classes (integers and
-  floats) live at once, so the allocator spills both.
+  floats) live at once, so the allocator spills both;
+- jam: tinygrad's reduction tile (REG accumulators zeroed at the top of an outer loop, a reduce
+  loop or two inside it, the accumulators stored after it) with random store strides and
+  offsets (aliasing between iterations or not), read-modify-writes of the output, gated loads,
+  an accumulator sometimes zeroed once outside the loop: the shapes passes/unroll.py jams or
+  must refuse.
 
 Every kernel is valid by construction and keeps to defined results (masked shift amounts, no
 division).
 """
 
 from __future__ import annotations
+
+import math
 
 from hypothesis import strategies as st
 
@@ -243,3 +250,60 @@ def spills(draw: st.DrawFn, name: str = "fuzz") -> UOp:
     both = UOp(Ops.GROUP, (UOp(Ops.STORE, (UOp(Ops.INDEX, (fo, r)), facc)),
                            UOp(Ops.STORE, (UOp(Ops.INDEX, (io, r)), iacc))))
     return P.sink(UOp(Ops.END, (both, r)), name)
+
+
+@st.composite
+def jam(draw: st.DrawFn, name: str = "fuzz") -> UOp:
+    """for o: for i: acc[:] = 0; for j (, l): acc[a] = acc[a]*k + x[o, i, j, l] (gated
+    sometimes); out[o*S + stride*i + a*gap (+ shift)] = acc[a] (+ out[...])."""
+    P = _Params()
+    dt = draw(st.sampled_from([dtypes.float32, dtypes.int32, dtypes.float64]))
+    n_o, n_i = draw(st.sampled_from([1, 2])), draw(st.sampled_from([2, 3, 4, 6, 8]))
+    n_j = [draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 2)))]
+    n_acc = draw(st.sampled_from([1, 2, 4]))
+    stride, gap = draw(st.sampled_from([0, 1, 2, n_acc, n_acc + 1])), draw(st.integers(0, 3))
+    span = stride * (n_i - 1) + gap * (n_acc - 1) + 4     # room for the read 3 on
+    out = P.buf(dt, n_o * span)
+    n_x = n_o * n_i * math.prod(n_j)
+    x = P.buf(dt, n_x)
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, dt, n_acc, addrspace=AddrSpace.REG))
+    ro = UOp(Ops.RANGE, (c(n_o),), (0, AxisType.LOOP))
+    once = draw(st.integers(0, 4)) == 0         # zeroed once: carried across i
+    ri = UOp(Ops.RANGE, (c(n_i), ro), (1, AxisType.WEAK))
+    zero_at = ro if once else ri
+    inits = tuple(UOp(Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, zero_at)), c(a))),
+                                  cast(a, dt))) for a in range(n_acc))
+    rj = [UOp(Ops.RANGE, (c(n_j[0]), ri, *inits), (2, AxisType.REDUCE))]
+    if len(n_j) > 1:
+        rj.append(UOp(Ops.RANGE, (c(n_j[1]), rj[0]), (3, AxisType.REDUCE)))
+    a_in = UOp(Ops.AFTER, (acc, *inits, *rj))
+    xi = _flat([ro, ri, *rj], [n_o, n_i, *n_j])
+    if draw(st.booleans()):
+        gate = UOp(Ops.CMPLT, (rj[-1], c(draw(st.integers(1, 3)))))
+        xv = UOp(Ops.LOAD, (UOp(Ops.INDEX, (x, xi)), cast(7, dt), gate))
+    else:
+        xv = UOp(Ops.LOAD, (UOp(Ops.INDEX, (x, xi)),))
+    k = cast(draw(st.sampled_from([1, 2, -1])), dt)
+    body = []
+    for a in range(n_acc):
+        p = UOp(Ops.INDEX, (a_in, c(a)))
+        body.append(UOp(Ops.STORE, (p, UOp(Ops.ADD, (UOp(Ops.MUL, (UOp(Ops.LOAD, (p,)), k)),
+                                                         xv)))))
+    e = UOp(Ops.GROUP, tuple(body))
+    for r in reversed(rj):
+        e = UOp(Ops.END, (e, r))
+    a_out = UOp(Ops.AFTER, (acc, e))
+    stores = []
+    # read out[place + shift] first; not with stride 0: simplify folds i*0 and hoists that load
+    # out of the i loop, before the previous iteration's store (a bug of its own, not jam's)
+    rmw = draw(st.sampled_from([None, 0, 1, 3])) if stride else None
+    for a in range(n_acc):
+        place = UOp(Ops.ADD, (UOp(Ops.ADD, (UOp(Ops.MUL, (ro, c(span))),
+                                            UOp(Ops.MUL, (ri, c(stride))))), c(a * gap)))
+        v = UOp(Ops.LOAD, (UOp(Ops.INDEX, (a_out, c(a))),))
+        if rmw is not None:
+            old = UOp(Ops.LOAD, (UOp(Ops.INDEX, (out, UOp(Ops.ADD, (place, c(rmw))))),))
+            v = UOp(Ops.ADD, (v, old))
+        stores.append(UOp(Ops.STORE, (UOp(Ops.INDEX, (out, place)), v)))
+    ei = UOp(Ops.END, (UOp(Ops.GROUP, tuple(stores)), ri))
+    return P.sink(UOp(Ops.END, (ei, ro)), name)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from fuzz.harness import (check_ptxas, check_x86, find_ptxas, n_examples, run_reference,
                           run_x86, special_inputs)
 from fuzz.lanewise import lanewise
-from fuzz.shapes import HALF_BITS, carried, half_nan, mixed_lanes, spills
+from fuzz.shapes import HALF_BITS, carried, half_nan, jam, mixed_lanes, spills
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 from kcc.frontend.printer import format_uop
 from kcc.ir.interp import InterpError
@@ -45,6 +45,12 @@ def test_carried_accumulators_match_interpreter(sink, seed) -> None:
 @_settings(40)
 @given(mixed_lanes(), SEEDS)
 def test_mixed_lane_widths_match_interpreter(sink, seed) -> None:
+    check_x86(sink, seed)
+
+
+@_settings(40)
+@given(jam(), SEEDS)
+def test_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
 
 
@@ -104,6 +110,7 @@ def test_shapes_compile_to_ptx_ptxas_accepts(sinks) -> None:
 
 CORPUS = st.one_of(elementwise(avoid=X86_AVOID), reduce(avoid=X86_AVOID),
                    vector(avoid=X86_AVOID), lanewise(), carried(), mixed_lanes(), spills(),
+                   jam(),
                    half_nan().map(lambda c: c[0]))
 
 

@@ -1,0 +1,373 @@
+"""Unroll-and-jam: f iterations of a loop that holds a REG accumulator run as one, their inner
+loops fused, so the accumulators of the f iterations are f independent dependency chains.
+
+tinygrad's reductions (matmul, row sums, softmax's max and sum, layernorm's mean) are
+
+    for i in range(N):                 # an outer loop (WEAK): one output tile per iteration
+        acc[...] = 0                   # a REG buffer, initialised every iteration
+        for j in range(M):             # the reduce loop
+            acc[...] = acc[...] + f(i, j)
+        out[g(i)] = acc[...]
+
+Each reduce iteration adds into the same accumulators, so the loop runs at the latency of that
+add (float adds are not reassociated: docs/semantics.md), and the loads that do not depend on
+i (matmul's A tile, its lane shuffles) are repeated for every i. Unrolling i by f and jamming:
+
+    for i2 in range(N // f):
+        acc_0[...] = 0; …; acc_{f-1}[...] = 0        # one REG buffer per copy
+        for j in range(M):                             # one fused reduce loop
+            acc_k[...] = acc_k[...] + f(f*i2 + k, j)   # for k = 0 … f-1, shared loads once
+        out[g(f*i2 + k)] = acc_k[...]                  # for each k
+
+Every copy computes exactly the values iteration f*i2 + k computed, with the same ops in the
+same order (each accumulator still adds its terms in j order), so results are bit-identical.
+
+**Legality** (checked on the graph; the pass refuses a loop otherwise, which is always correct).
+The transformation reorders only effects of iterations of one group {f*i2 … f*i2+f-1}: groups
+still run in order, and within each copy the order of its own effects is kept. So it is legal
+when the iterations of a group do not interact:
+- the loop bound is a constant divisible by f (remainder-free; symbolic bounds and other
+  counts are left alone), every END in the loop closes one range, and every node that depends
+  on the loop's RANGE lies under its END;
+- inner loops (RANGEs closed inside the body) have bounds that do not depend on the loop
+  (the format's rule already: bounds are constants and scalar PARAMs); they are fused;
+- every STORE in the loop (inner loops included) depends on the loop's RANGE (else it would
+  run f times less often), and there is no BARRIER and no LOCAL buffer;
+- a REG buffer stored in the loop is privatized (one fresh buffer per copy) only when no value
+  flows through it from one iteration to the next: every access to it in the whole kernel is
+  in the loop, and every LOAD of it reads constant elements that an ungated STORE of the same
+  iteration wrote first — a store in the load's dependency cone that depends on the loop's
+  RANGE and on no inner loop (it runs once per iteration, before the load). At least one REG
+  buffer must be privatized (otherwise there is nothing to gain from the jam);
+- a GLOBAL buffer stored in the loop is accessed in it only at `c*i + base + o` (c and the
+  offsets o constants, base the same sum of terms free of i and of inner loops for every
+  access), and for every store and every other access of it the element spans of iterations
+  d = 1 … f-1 apart are disjoint: no two iterations of a group touch one element.
+
+**Cost** (the target's choice): a factor f from FACTORS with N % f == 0 whose accumulators fit
+the target's vector registers (`TargetDesc.vector_regs`; 0 opts out of the pass), the estimate
+`f * (acc + 1) <= vector_regs // 2` where acc counts the vector registers one copy's privatized
+REG buffers need at the widest vector the target loads, and a loop whose copied part has at
+most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks).
+Loops are taken innermost first; a loop that encloses a jammed one is left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kcc.ir.consts import const_int
+from kcc.ir.dtype import DType
+from kcc.ir.ops import Ops
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.simplify import keep_params
+from kcc.passes.target import TargetDesc
+
+FACTORS = (4, 2)
+MAX_COPIED = 600          # nodes of one copy of a loop body (f copies are made)
+_PLACES = (Ops.INDEX, Ops.SHRINK)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One loop to unroll-and-jam: its RANGE and END, the factor, what gets copies of its own."""
+
+    rng: UOp
+    end: UOp
+    factor: int
+    private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
+    inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
+
+
+def _root(buf: UOp) -> UOp:
+    """The buffer under a chain of AFTERs."""
+    while buf.op is Ops.AFTER:
+        buf = buf.src[0]
+    return buf
+
+
+def _strong_int(v: int, dt: DType) -> UOp:
+    """The integer constant v in dtype dt, written as the format's strong constant."""
+    return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
+
+
+def _span(place: UOp) -> tuple[UOp, int] | None:
+    """(index, element count) of an INDEX/SHRINK place; None when the count is not constant."""
+    if place.op is Ops.INDEX:
+        return place.src[1], 1
+    n = const_int(place.src[2])
+    return (place.src[1], n) if n is not None else None
+
+
+class _Affine:
+    """idx as c*r + sum(coef*term) + o, the terms free of r; None where r is not linear."""
+
+    def __init__(self, r: UOp, dep: dict[UOp, frozenset[UOp]]) -> None:
+        self.r, self.dep = r, dep
+        self.memo: dict[UOp, tuple[int, int, dict[UOp, int]] | None] = {}
+
+    def of(self, n: UOp) -> tuple[int, int, dict[UOp, int]] | None:
+        if n in self.memo:
+            return self.memo[n]
+        res: tuple[int, int, dict[UOp, int]] | None = None
+        v = const_int(n)
+        if v is not None:
+            res = (0, v, {})
+        elif n is self.r:
+            res = (1, 0, {})
+        elif self.r not in self.dep.get(n, frozenset()):
+            res = (0, 0, {n: 1})
+        elif n.op in (Ops.ADD, Ops.SUB):
+            a, b = self.of(n.src[0]), self.of(n.src[1])
+            if a is not None and b is not None:
+                s = 1 if n.op is Ops.ADD else -1
+                terms = dict(a[2])
+                for t, c in b[2].items():
+                    terms[t] = terms.get(t, 0) + s * c
+                res = (a[0] + s * b[0], a[1] + s * b[1], {t: c for t, c in terms.items() if c})
+        elif n.op in (Ops.MUL, Ops.SHL):
+            k = const_int(n.src[1])
+            x = n.src[0]
+            if k is None and n.op is Ops.MUL:
+                k, x = const_int(n.src[0]), n.src[1]
+            a = self.of(x) if k is not None and (n.op is Ops.MUL or 0 <= k < 31) else None
+            if a is not None:
+                m = k if n.op is Ops.MUL else 1 << k
+                res = (a[0] * m, a[1] * m, {t: c * m for t, c in a[2].items()})
+        self.memo[n] = res
+        return res
+
+
+class _Loops:
+    """The loop structure of one graph: range sets, the END of each range, body cones."""
+
+    def __init__(self, sink: UOp) -> None:
+        self.order = toposort([sink])
+        self.dep = range_sets(self.order)
+        self.end_of: dict[UOp, UOp] = {}
+        self.multi: set[UOp] = set()
+        for n in self.order:
+            if n.op is Ops.END:
+                for r in n.src[1:]:
+                    (self.multi.add(r) if len(n.src) > 2 else self.end_of.setdefault(r, n))
+
+    def cone(self, end: UOp) -> list[UOp]:
+        return toposort([end.src[0]])
+
+
+def _inner(loops: _Loops, r: UOp, cone: list[UOp]) -> list[UOp] | None:
+    """The RANGEs of the loops closed inside r's body; None when one is closed by a
+    several-range END."""
+    inside = set(cone)
+    res = []
+    for n in cone:
+        if n.op is Ops.RANGE and n is not r:
+            if n in loops.multi:
+                return None
+            e = loops.end_of.get(n)
+            if e is not None and e in inside:
+                res.append(n)
+    return res
+
+
+def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp],
+                  region_set: set[UOp], buf: UOp) -> bool:
+    """Whether REG buffer buf carries no value from one iteration of r to the next (see the
+    module docstring) and is used only inside the loop."""
+    for n in loops.order:
+        if buf in n.src and n not in region_set:
+            return False
+        if n.op in _PLACES and n.src[0].op is Ops.AFTER and _root(n.src[0]) is buf \
+                and n not in region_set:
+            return False
+    dep = loops.dep
+    covered: dict[UOp, frozenset[int]] = {}
+    # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
+    for n in loops.order:
+        s: frozenset[int] = frozenset().union(*(covered.get(x, frozenset()) for x in n.src))
+        if n.op is Ops.STORE and len(n.src) == 2 and _root(n.src[0].src[0]) is buf \
+                and r in dep[n] and not (dep[n] & inner):
+            sp = _span(n.src[0])
+            v = const_int(sp[0]) if sp is not None else None
+            if v is not None:
+                s = s | frozenset(range(v, v + sp[1]))
+        if s:
+            covered[n] = s
+    for n in region:
+        if n.op is Ops.LOAD and _root(n.src[0].src[0]) is buf:
+            sp = _span(n.src[0])
+            v = const_int(sp[0]) if sp is not None else None
+            if v is None or not set(range(v, v + sp[1])) <= covered.get(n, frozenset()):
+                return False
+    return True
+
+
+def _disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
+    """Whether accesses (c, o, n elements, is a store) with c*i + base + o of iterations 1 …
+    f-1 apart never touch one element when one of the two is a store."""
+    for c, o1, w1, st1 in accesses:
+        for c2, o2, w2, st2 in accesses:
+            if not (st1 or st2):
+                continue
+            if c2 != c:
+                return False
+            for d in range(1, f):
+                for dd in (d, -d):
+                    diff = c * dd + o2 - o1   # start of the other iteration's span, relative
+                    if -w2 < diff < w1:
+                        return False
+    return True
+
+
+def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
+    """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay."""
+    end = loops.end_of.get(r)
+    n_iter = const_int(r.src[0])
+    if end is None or r in loops.multi or n_iter is None or n_iter < 2:
+        return None
+    cone = loops.cone(end)
+    inner_l = _inner(loops, r, cone)
+    if not inner_l:
+        return None
+    inner = frozenset(inner_l)
+    dep = loops.dep
+    cone_set = set(cone)
+    if any(r in dep[n] and n not in cone_set for n in loops.order):
+        return None
+    keys = inner | {r}
+    inner_ends = {loops.end_of[x] for x in inner}
+    region = [n for n in cone if dep[n] & keys or n in inner_ends]
+    region_set = set(region)
+    stored: dict[UOp, list[UOp]] = {}
+    accesses: dict[UOp, list[UOp]] = {}
+    for n in region:
+        if n.op is Ops.BARRIER:
+            return None
+        if n.op in (Ops.LOAD, Ops.STORE):
+            if n.src[0].op not in _PLACES:
+                return None
+            buf = _root(n.src[0].src[0])
+            if buf.op is Ops.BUFFER and buf.arg.addrspace is AddrSpace.LOCAL:
+                return None
+            accesses.setdefault(buf, []).append(n)
+            if n.op is Ops.STORE:
+                if r not in dep[n]:
+                    return None
+                stored.setdefault(buf, []).append(n)
+    private = []
+    for buf in stored:
+        if buf.op is Ops.BUFFER:
+            if not _privatizable(loops, r, inner, region, region_set, buf):
+                return None
+            private.append(buf)
+    if not private:
+        return None
+    aff = _Affine(r, dep)
+    glob: dict[UOp, list[tuple[int, int, int, bool]]] = {}
+    for buf in stored:
+        if buf.op is not Ops.PARAM:
+            continue
+        base = None
+        for a in accesses[buf]:
+            sp = _span(a.src[0])
+            if sp is None or dep[sp[0]] & inner:
+                return None
+            af = aff.of(sp[0])
+            if af is None or (base is not None and af[2] != base):
+                return None
+            base = af[2]
+            glob.setdefault(buf, []).append((af[0], af[1], sp[1], a.op is Ops.STORE))
+    acc = 0
+    for buf in private:
+        lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))
+        acc += -(-(buf.arg.size or 1) // lanes)
+    copied = sum(1 for n in region if r in dep[n])
+    if copied > MAX_COPIED:
+        return None
+    for f in FACTORS:
+        if n_iter % f or f * (acc + 1) > desc.vector_regs // 2:
+            continue
+        if all(_disjoint(v, f) for v in glob.values()):
+            return _Plan(r, end, f, tuple(private), inner)
+    return None
+
+
+def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
+    """The graph with plan's loop unrolled and jammed; also the RANGEs it made."""
+    r, end, f = plan.rng, plan.end, plan.factor
+    dt = r.dtype
+    r2 = UOp(Ops.RANGE, (_strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
+    scale = UOp(Ops.MUL, (r2, _strong_int(f, dt)))
+    idx = [scale] + [UOp(Ops.ADD, (scale, _strong_int(k, dt))) for k in range(1, f)]
+    slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
+                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+    new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
+    for buf in plan.private:
+        for k in range(1, f):
+            a: ParamArg = buf.arg
+            new[k][buf] = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size, a.vmin_vmax,
+                                                      a.name, a.addrspace, a.volatile))
+            slot += 1
+    made = {r2}
+
+    def src_of(k: int, n: UOp, i: int, s: UOp) -> UOp:
+        # an ordering src (AFTER deps, RANGE order srcs) orders after the new loop's counter
+        if s is r and i > 0 and n.op in (Ops.AFTER, Ops.RANGE):
+            return r2
+        return new[k].get(s, s)
+
+    for n in loops.cone(end):
+        if n is r or n.op is Ops.BUFFER:
+            continue
+        if n.op is Ops.RANGE and n in plan.inner:
+            srcs = list(dict.fromkeys(src_of(k, n, i, s) for k in range(f)
+                                      for i, s in enumerate(n.src) if i > 0))
+            shared = n.replace(src=(n.src[0],) + tuple(srcs))
+            made.add(shared)
+            for k in range(f):
+                new[k][n] = shared
+        elif n.op is Ops.END and n.src[1] in plan.inner:
+            bodies = tuple(dict.fromkeys(new[k].get(n.src[0], n.src[0]) for k in range(f)))
+            merged = UOp(Ops.END, (UOp(Ops.GROUP, bodies), new[0][n.src[1]]))
+            for k in range(f):
+                new[k][n] = merged
+        else:
+            for k in range(f):
+                srcs = tuple(src_of(k, n, i, s) for i, s in enumerate(n.src))
+                if srcs != n.src:
+                    new[k][n] = n.replace(src=srcs)
+    bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
+    jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
+    out: dict[UOp, UOp] = {end: jammed}
+    for n in loops.order:
+        if n is end:
+            continue
+        srcs = tuple(out.get(s, s) for s in n.src)
+        if srcs != n.src:
+            out[n] = n.replace(src=srcs)
+    return out.get(sink, sink), made
+
+
+def unroll(sink: UOp, desc: TargetDesc) -> UOp:
+    """Unroll-and-jam every loop the module docstring allows, innermost first."""
+    if desc.vector_regs <= 0:
+        return sink
+    before, done = sink, set()
+    while True:
+        loops = _Loops(sink)
+        cands = []
+        for r, end in loops.end_of.items():
+            cone = loops.cone(end)
+            if any(n in done for n in cone):
+                continue
+            cands.append((sum(1 for n in cone if n.op is Ops.RANGE), r))
+        plan = None
+        for _, r in sorted(cands, key=lambda c: c[0]):
+            plan = _analyze(loops, r, desc)
+            if plan is not None:
+                break
+        if plan is None:
+            return keep_params(before, sink)
+        sink, made = _jam(sink, loops, plan)
+        done |= made
