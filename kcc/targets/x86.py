@@ -362,7 +362,9 @@ def x86_desc(arch: str) -> TargetDesc:
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
                    mem_widths=MappingProxyType({**widths, **ints}),
                    vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
-                   vector_cast=_vector_cast, vector_regs=len(XMM), notes=f"{arch}: {note}")
+                   vector_cast=_vector_cast, notes=f"{arch}: {note}",
+                   # the registers the allocator gives vectors (xmm16-31 on v4 only)
+                   vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0))
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
