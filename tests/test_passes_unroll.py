@@ -218,3 +218,18 @@ def test_factor_is_limited_by_the_register_budget() -> None:
     # acc: 2 floats = 1 register a copy; f * (1 + 1) <= regs // 2
     assert _regs(unroll(g, replace(x86_desc("x86-64-v3"), vector_regs=8))) == 2
     assert _regs(unroll(g, replace(x86_desc("x86-64-v3"), vector_regs=16))) == 4
+
+
+def test_copies_index_the_same_base_plus_a_constant() -> None:
+    # copy k's counter f*i2 + k reaches the addresses as a constant addend (a displacement),
+    # not as an index sum of its own per copy
+    text = MATVEC.format(**BASE).replace("%i2 = MUL(%i, 2)", "%i2 = SHL(%i, 1)")
+    u = simplify(_check(parse(text, "shl.uop")))
+    bases, offsets = set(), set()
+    for n in u.toposort():
+        if n.op is Ops.STORE and n.src[0].src[0].op is Ops.PARAM:
+            idx = n.src[0].src[1]
+            c = const_int(idx.src[1]) if idx.op is Ops.ADD else None
+            bases.add(idx.src[0] if c is not None else idx)
+            offsets.add(c or 0)
+    assert len(bases) == 1 and offsets == {0, 1, 2, 3, 4, 5, 6, 7}

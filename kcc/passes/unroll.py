@@ -56,12 +56,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
 from kcc.passes.linearize import range_sets
-from kcc.passes.simplify import keep_params
+from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
 
 FACTORS = (4, 2)
@@ -98,6 +98,30 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
         return place.src[1], 1
     n = const_int(place.src[2])
     return (place.src[1], n) if n is not None else None
+
+
+def _constant_out(n: UOp) -> UOp:
+    """An integer node of a copy with a constant addend of its src moved outward:
+    (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c.
+    Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
+    of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
+    the same in every dtype."""
+    dt = n.dtype
+    if dt is None or not dt.is_int or dt.is_weak or n.shape:
+        return n
+    if n.op in (Ops.SHL, Ops.MUL) and n.src[0].op is Ops.ADD:
+        k, c = const_int(n.src[1]), const_int(n.src[0].src[1])
+        if k is not None and c is not None and (n.op is Ops.MUL or 0 <= k < dt.bits):
+            m = c * k if n.op is Ops.MUL else c << k
+            return UOp(Ops.ADD, (UOp(n.op, (n.src[0].src[0], n.src[1])),
+                                 make_const(literal_value(m, dt), dt)))
+    if n.op is Ops.ADD:
+        a, b = n.src
+        if const_int(b) is None and a.op is Ops.ADD and const_int(a.src[1]) is not None:
+            return UOp(Ops.ADD, (UOp(Ops.ADD, (a.src[0], b)), a.src[1]))
+        if const_int(a) is None and b.op is Ops.ADD and const_int(b.src[1]) is not None:
+            return UOp(Ops.ADD, (UOp(Ops.ADD, (a, b.src[0])), b.src[1]))   # keeps the order
+    return n
 
 
 class _Affine:
@@ -152,8 +176,14 @@ class _Loops:
                 for r in n.src[1:]:
                     (self.multi.add(r) if len(n.src) > 2 else self.end_of.setdefault(r, n))
 
+        self._cones: dict[UOp, list[UOp]] = {}
+
     def cone(self, end: UOp) -> list[UOp]:
-        return toposort([end.src[0]])
+        """The nodes under an END's body (the loop and what it reads), srcs first."""
+        c = self._cones.get(end)
+        if c is None:
+            c = self._cones[end] = toposort([end.src[0]])
+        return c
 
 
 def _inner(loops: _Loops, r: UOp, cone: list[UOp]) -> list[UOp] | None:
@@ -336,7 +366,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
             for k in range(f):
                 srcs = tuple(src_of(k, n, i, s) for i, s in enumerate(n.src))
                 if srcs != n.src:
-                    new[k][n] = n.replace(src=srcs)
+                    new[k][n] = _constant_out(n.replace(src=srcs))
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     out: dict[UOp, UOp] = {end: jammed}
@@ -353,7 +383,7 @@ def unroll(sink: UOp, desc: TargetDesc) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first."""
     if desc.vector_regs <= 0:
         return sink
-    before, done = sink, set()
+    done: set[UOp] = set()
     while True:
         loops = _Loops(sink)
         cands = []
@@ -368,6 +398,6 @@ def unroll(sink: UOp, desc: TargetDesc) -> UOp:
             if plan is not None:
                 break
         if plan is None:
-            return keep_params(before, sink)
+            return sink       # every PARAM is still read: copy 0 reads what the loop read
         sink, made = _jam(sink, loops, plan)
         done |= made
