@@ -15,10 +15,10 @@ captured kernel this script then builds
 
 loads both objects into this process (kcc's ELF loader), runs both on the same 64-byte aligned
 buffers holding the values tinygrad had, checks their outputs against each other and against
-tinygrad's, and times them interleaved round-robin (median of --reps rounds after a warm-up).
-A threaded kernel (tinygrad's `core_id`, kcc's gidx0) is timed the way tinygrad calls it, every
-worker index in sequence on one thread, for both; kcc's own parallel launch (one thread per
-worker) is timed too. Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
+tinygrad's, and times them interleaved (median of --reps rounds after a warm-up; the order
+reverses every other round). A threaded kernel (tinygrad's `core_id`, kcc's gidx0) is timed the
+way tinygrad calls it, every worker index in sequence on one thread, for both; kcc's own
+parallel launch (one thread per worker) is timed too, in rounds of its own after those. Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
 (`pip install 'kcc[tinygrad]'`).
 """
 
@@ -250,12 +250,17 @@ def check(k: Kernel, run: Callable[[], None]) -> tuple[bool, float]:
 
 
 def timed(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
-    """Median seconds of each fn over reps interleaved rounds (one warm-up round first)."""
+    """Median seconds of each fn over reps interleaved rounds (one warm-up round first).
+
+    Every other round runs the fns in reverse order, so each fn follows each other fn (and
+    itself) equally often: what one call leaves in the caches (lines held by the other core
+    after a threaded launch, a buffer just written) does not fall on one fn every round."""
     for f in fns.values():
         f()
     ts: dict[str, list[float]] = {n: [] for n in fns}
-    for _ in range(reps):
-        for n, f in fns.items():
+    order = list(fns.items())
+    for r in range(reps):
+        for n, f in (order if r % 2 == 0 else order[::-1]):
             t = time.perf_counter()
             f()
             ts[n].append(time.perf_counter() - t)
@@ -314,10 +319,12 @@ def main() -> None:
                 kfn, cfn = calls(k.kcc_fn, ptrs, k.workers), calls(k.c_fn, c_ptrs, k.workers)
                 ok_k, err_k = check(k, kfn)
                 ok_c, err_c = check(k, cfn)
-                fns = {"kcc": kfn, "clang": cfn}
+                t = timed({"kcc": kfn, "clang": cfn}, opt.reps)
                 if k.workers > 1 and k.kcc_par is not None:
-                    fns["kcc parallel"] = k.kcc_par
-                t = timed(fns, opt.reps)
+                    # timed apart: interleaved with the sequential calls, the threaded launch
+                    # leaves half the input in the other core's caches for the call after it
+                    # (softmax max read kcc/clang 1.1-1.2 right after it, 0.85 otherwise)
+                    t.update(timed({"kcc parallel": k.kcc_par}, opt.reps))
                 k.moved = moved_bytes(k)
                 k.bufs, k.want, k.kcc_par, k.kcc_fn, k.c_fn = [], {}, None, None, None
                 k.keep.clear()                   # free the buffers before the next kernel
