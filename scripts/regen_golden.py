@@ -15,6 +15,8 @@ Each case is written to golden/x86/<group>.s as
     ; fixup: 3 pc32 foo -4          (only when llvm-mc reports a fixup)
 
 Only the table's operand kinds are read from kcc; every byte comes from llvm-mc.
+golden/x86/align/p2align.s holds the NOP bytes llvm-mc pads a `.p2align` gap of n bytes with
+(``; padding: n`` then ``; bytes: …``), for kcc's loop-head alignment.
 
 AMD (``--target amd``, needs LLVM 19: ``--llvm-mc-19 /usr/bin/llvm-mc-19``): for every row of
 kcc.encode.amd_table.rows(arch), arch gfx1100 and gfx942, scripts/amd_cases.py renders
@@ -233,6 +235,38 @@ def regen_x86(llvm_mc: str) -> None:
             body.extend(f"; fixup: {f}\n" for f in fixups)
         (outdir / f"{group}.s").write_text("".join(body))
         print(f"golden/x86/{group}.s: {len(cases)} cases")
+    regen_x86_padding(llvm_mc, tool)
+
+
+PADDING_MAX = 63
+
+
+def regen_x86_padding(llvm_mc: str, tool: str) -> None:
+    """Write golden/x86/align/p2align.s: the NOP bytes llvm-mc pads a gap of n bytes with
+    (n = 1..PADDING_MAX), read from the object of `n` filler bytes short of a `.p2align 6`."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+    src = []
+    for n in range(1, PADDING_MAX + 1):
+        src += [f'\t.section .text.pad{n},"ax",@progbits', f"\t.fill {64 - n}, 1, 0xcc",
+                "\t.p2align 6", "\tint3"]
+    outdir = ROOT / "golden" / "x86" / "align"
+    outdir.mkdir(parents=True, exist_ok=True)
+    obj = outdir / "p2align.o"
+    proc = subprocess.run([llvm_mc, "-triple=x86_64", "-filetype=obj", "-o", str(obj)],
+                          input="\n".join(src) + "\n", capture_output=True, text=True)
+    if proc.returncode != 0 or proc.stderr:
+        raise SystemExit(f"llvm-mc failed:\n{proc.stderr[:4000]}")
+    elf = ELFFile(io.BytesIO(obj.read_bytes()))
+    obj.unlink()
+    body = [HEADER.format(tool=tool)]
+    for n in range(1, PADDING_MAX + 1):
+        data = elf.get_section_by_name(f".text.pad{n}").data()
+        assert len(data) == 65 and data[-1] == 0xCC, (n, data.hex())
+        body.append(f"; padding: {n}\n; bytes: {data[64 - n:64].hex(' ')}\n")
+    (outdir / "p2align.s").write_text("".join(body))
+    print(f"golden/x86/align/p2align.s: {PADDING_MAX} cases")
 
 
 # ----------------------------------------------------------------------------- AMD

@@ -24,7 +24,7 @@ from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
 from kcc.encode.x86 import (FORMS, Assembler, EncodeError, Fixup, Imm, Label, Mem, Reg,
                             branch_forms, encode, format_intel, is_branch, is_two_address,
-                            operand_roles, reads_flags, reads_memory, writes_flags,
+                            nop_padding, operand_roles, reads_flags, reads_memory, writes_flags,
                             writes_memory)
 from kcc.encode.x86_table import KINDS
 
@@ -316,6 +316,60 @@ def test_assembler_chain_relaxation_and_rip_fixups():
     add_at = branches[1][2]
     disp = int.from_bytes(code[add_at + 2:add_at + 6], "little", signed=True)
     assert add_at + 10 + disp == len(code) - 1
+
+
+def _padding_golden() -> dict[int, bytes]:
+    """golden/x86/align/p2align.s: gap length → llvm-mc's NOP bytes."""
+    out, n = {}, None
+    for line in (GOLDEN / "align" / "p2align.s").read_text().splitlines():
+        if line.startswith("; padding: "):
+            n = int(line[11:])
+        elif line.startswith("; bytes: "):
+            assert n is not None
+            out[n] = bytes.fromhex(line[9:])
+    return out
+
+
+def test_nop_padding_is_llvm_mcs_and_decodes_to_nops():
+    golden = _padding_golden()
+    assert sorted(golden) == list(range(1, 64)), "run scripts/regen_golden.py"
+    cs = Cs(CS_ARCH_X86, CS_MODE_64)
+    for n, want in golden.items():
+        got = nop_padding(n)
+        assert got == want, f"{n}: kcc {got.hex(' ')} / llvm-mc {want.hex(' ')}"
+        insns = list(cs.disasm(got, 0))
+        assert sum(i.size for i in insns) == n and {i.mnemonic for i in insns} == {"nop"}
+    assert nop_padding(0) == b""
+
+
+@pytest.mark.parametrize("lead,body", [(0, 10), (3, 10), (31, 118), (1, 119), (5, 200)])
+def test_assembler_aligns_loop_heads(lead, body):
+    """A loop head after `lead` bytes starts at a multiple of 32 and its back branch reaches
+    it; where the padding pushes a forward branch past rel8, that branch grows."""
+    a = Assembler()
+    a.emit("jmp_rel8", Label("out"))
+    for _ in range(lead):
+        a.emit("nop")
+    a.align(32)
+    a.label("head")
+    for _ in range(body):
+        a.emit("nop")
+    a.emit("jne_rel8", Label("head"))
+    a.label("out")
+    a.emit("ret")
+    code, _ = a.finish()
+    assert a.max_align == 32
+    (j0, s0, t0), (j1, s1, t1) = _decode_branches(code)
+    head = -(-(s0 + lead) // 32) * 32
+    assert t1 == head and t0 == len(code) - 1
+    assert code[s0 + lead:head] == nop_padding(head - s0 - lead)
+    assert s1 == (2 if body + 2 <= 128 else 6)
+    assert s0 == (2 if len(code) - 1 - 2 <= 127 else 5)
+
+
+def test_assembler_rejects_bad_alignment():
+    with pytest.raises(EncodeError, match="power of 2"):
+        Assembler().align(24)
 
 
 def test_assembler_rejects_undefined_branch_label():

@@ -90,9 +90,13 @@ def _objdump(path: Path) -> list[tuple[int, list[str], str]]:
     r = subprocess.run(["objdump", "-d", "-M", "intel", "--insn-width=16", str(path)],
                        capture_output=True, text=True, check=True)
     out = []
-    for m in re.finditer(r"^\s+([0-9a-f]+):\t((?:[0-9a-f]{2} )+)\s*\t(\S+)", r.stdout, re.M):
+    for m in re.finditer(r"^\s+([0-9a-f]+):\t((?:[0-9a-f]{2} )+)\s*\t(?:cs )?(\S+)", r.stdout,
+                         re.M):
         if m.group(3) != "int3":
-            out.append((int(m.group(1), 16), m.group(2).split(), m.group(3)))
+            code = m.group(2).split()
+            # loop-alignment padding: binutils spells 66 90 "xchg ax,ax", capstone "nop"
+            mnem = "nop" if code == ["66", "90"] else m.group(3)
+            out.append((int(m.group(1), 16), code, mnem))
     return out
 
 
@@ -113,10 +117,50 @@ def test_disasm_matches_objdump(three_kernels) -> None:
     theirs = _objdump(d / "k.o")
     assert len(ours) > 30
     assert [(a, b) for a, b, _ in ours] == [(a, b) for a, b, _ in theirs]
-    # mnemonics: capstone and binutils spell a few differently (none in kcc's output so far)
+    # mnemonics: capstone and binutils spell a few differently (the NOP padding: see _objdump)
     assert [m for *_, m in ours] == [m for *_, m in theirs]
 
 
 def test_disasm_refuses_garbage() -> None:
     with pytest.raises(ValueError, match="ELF"):
         disasm_object(b"\x7fELF" + b"\x00" * 10)
+
+
+def _innermost_loop_heads(code: bytes) -> list[int]:
+    """The targets of the backward branches whose span holds no other backward branch."""
+    from capstone import CS_ARCH_X86, CS_MODE_64, Cs
+    loops = []
+    for i in Cs(CS_ARCH_X86, CS_MODE_64).disasm(code, 0):
+        if i.mnemonic.startswith("j") and int(i.op_str, 16) <= i.address:
+            loops.append((int(i.op_str, 16), i.address))
+    return [h for h, e in loops if not any(h < h2 <= e2 < e for h2, e2 in loops)]
+
+
+def test_innermost_loop_heads_are_32_byte_aligned() -> None:
+    """Every innermost loop starts at a multiple of 32 bytes: in the object (functions placed
+    at multiples of 32, .text aligned to 32) and where the loader maps it. Three kernels in one
+    object, so the later functions' placement counts too."""
+    from elftools.elf.elffile import ELFFile
+    import io
+
+    from kcc.targets.objload import LoadedObject
+    names = ["softmax_row", "matmul_tiled", "saxpy"]
+    sinks = [parse((REPO / "examples" / f"{n}.uop").read_text(), f"{n}.uop") for n in names]
+    obj, descs = compile_x86(sinks)
+    elf = ELFFile(io.BytesIO(obj))
+    text = elf.get_section_by_name(".text")
+    assert text["sh_addralign"] >= 32
+    syms = {s.name: s for s in elf.get_section_by_name(".symtab").iter_symbols()
+            if s["st_info"]["type"] == "STT_FUNC"}
+    data = text.data()
+    heads = 0
+    with LoadedObject(obj) as lo:
+        for d in descs:
+            s = syms[d.name]
+            start = s["st_value"]
+            assert start % 32 == 0 and lo.address(d.name) % 32 == 0, d.name
+            loops = _innermost_loop_heads(data[start:start + s["st_size"]])
+            assert loops, f"{d.name} has a loop"
+            assert all(h % 32 == 0 for h in loops), (d.name, [hex(h) for h in loops])
+            heads += len(loops)
+    assert heads >= 3

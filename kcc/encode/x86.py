@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Union
 
-from kcc.encode.x86_table import CONDITION_CODES, FIXED_REGS, FORMS, KINDS, Row
+from kcc.encode.x86_table import CONDITION_CODES, FIXED_REGS, FORMS, KINDS, NOPS, Row
 
 __all__ = ["Reg", "Mem", "Imm", "Label", "Fixup", "EncodeError", "OperandRole", "FORMS",
            "CONDITION_CODES", "encode", "format_intel", "Assembler", "operand_roles",
            "writes_flags", "reads_flags", "reads_memory", "writes_memory", "is_two_address",
-           "is_branch", "branch_forms", "implicit_uses", "implicit_defs", "reg_info"]
+           "is_branch", "branch_forms", "implicit_uses", "implicit_defs", "reg_info",
+           "nop_padding"]
 
 
 class EncodeError(ValueError):
@@ -463,14 +464,32 @@ form names xmm16-31, e.g. ``vpxord``). Branches print the plain mnemonic
 
 
 # ----------------------------------------------------------------------------- assembler
+def nop_padding(n: int) -> bytes:
+    """``n`` bytes of no-ops: 10-byte NOPs, then one NOP of the rest (as llvm-mc pads)."""
+    longest = len(NOPS[-1])
+    out = NOPS[-1] * (n // longest)
+    return out + (NOPS[n % longest - 1] if n % longest else b"")
+
+
 class Assembler:
-    """Assembles a sequence of instructions and labels. Branches to labels defined here are
-    relaxed: rel8 where the displacement fits, else rel32; RIP-relative operands whose label
-    is defined here are resolved; the rest stay as "pc32" fixups."""
+    """Assembles a sequence of instructions, labels and alignments. Branches to labels defined
+    here are relaxed: rel8 where the displacement fits, else rel32; RIP-relative operands whose
+    label is defined here are resolved; the rest stay as "pc32" fixups. Alignments are
+    relative to the start of the code: place it at a multiple of ``max_align``."""
 
     def __init__(self) -> None:
         self._items: list[tuple[str, Row | None, tuple]] = []
         self._labels: dict[str, int] = {}
+        self._aligns: dict[int, int] = {}
+        self.max_align = 1
+
+    def align(self, n: int) -> None:
+        """Pad with NOPs so that the next item starts at a multiple of ``n`` (a power of 2)."""
+        if n < 1 or n & (n - 1):
+            raise EncodeError(f"alignment {n} is not a power of 2")
+        self._aligns[len(self._items)] = n
+        self._items.append(("", None, ()))
+        self.max_align = max(self.max_align, n)
 
     def label(self, name: str) -> None:
         """Define ``name`` at the current position."""
@@ -493,15 +512,20 @@ class Assembler:
             if row is not None and is_branch(row.form):
                 if ops[0].name not in self._labels:
                     raise EncodeError(f"branch to undefined label {ops[0].name!r}")
-        # only a branch's bytes depend on `long`: every other item is encoded once
+        # only a branch's bytes depend on `long` and an alignment's on its address: every
+        # other item is encoded once
         fixed = [None if row is not None and is_branch(row.form) else self._encode_item(i, long)
                  for i, (_, row, _) in enumerate(self._items)]
-        while True:                      # sizes only grow, so this reaches a fixed point
-            encoded = [f if f is not None else self._encode_item(i, long)
-                       for i, f in enumerate(fixed)]
+        while True:                      # `long` only grows, so this reaches a fixed point
+            encoded = []
             addr = [0]
-            for b, _ in encoded:
-                addr.append(addr[-1] + len(b))
+            for i, f in enumerate(fixed):
+                if i in self._aligns:
+                    f = (nop_padding(-addr[-1] % self._aligns[i]), [])
+                elif f is None:
+                    f = self._encode_item(i, long)
+                encoded.append(f)
+                addr.append(addr[-1] + len(f[0]))
             grew = False
             for i, (b, fx) in enumerate(encoded):
                 for f in fx:

@@ -519,6 +519,15 @@ def _evex_twins() -> None:
         ROWS[i] = replace(row, evex_form=twin.form)
 
 
+# Alignment padding: NOPS[n - 1] is one n-byte no-op. 1-9 bytes are the recommended
+# multi-byte NOPs of SDM Vol. 2B "NOP" (Table 4-12: 90, 66 90, NOP r/m32 0F 1F /0 with the
+# displacement and SIB shapes that make each length, 66 for the 16-bit forms); 10 bytes is the
+# 9-byte form behind a CS segment override (2E, ignored in 64-bit mode, §2.1.1). A longer gap
+# is 10-byte NOPs and then the rest: the bytes llvm-mc pads `.p2align` with.
+NOPS: tuple[bytes, ...] = tuple(bytes.fromhex(h) for h in (
+    "90", "6690", "0f1f00", "0f1f4000", "0f1f440000", "660f1f440000", "0f1f8000000000",
+    "0f1f840000000000", "660f1f840000000000", "662e0f1f840000000000"))
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
