@@ -9,6 +9,7 @@ import io
 import random
 
 import capstone
+import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -215,3 +216,34 @@ def test_int32_transpose_is_shuffles(arch: str) -> None:
     check(text, arch)
     ms = _insts(text, arch)
     assert _shuffles(text, arch) <= 8 and not any(m.startswith("vpextr") for m in ms), ms
+
+
+STORE_BETWEEN = """# kcc-uop 1
+%y = PARAM ParamArg(0, float32, 4)
+%a = PARAM ParamArg(1, float32, 4)
+%pa = SHRINK(%a, 0, 4)
+%va = LOAD(%pa)
+%n1 = ADD(%va, %va)
+%st1 = STORE(%pa, %n1)
+%l1 = INDEX(%va, 1)
+%sp = STACK(%l1, %l1, %l1, %l1)
+%m = MUL(%sp, %n1)
+%py = SHRINK(%y, 0, 4)
+%st2 = STORE(%py, %m)
+%g = GROUP(%st1, %st2)
+SINK(%g) KernelInfo(name="store_between")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_a_store_between_a_load_and_its_lane_splat_keeps_the_register(arch: str) -> None:
+    """a[0:4] is loaded, then overwritten with 2·a, then lane 1 of the loaded value is
+    splatted: the splat must not broadcast a[1] from memory (it would read the new 2·a[1];
+    the selector once missed the store, whose operands it tested with the encoder's types)."""
+    check(STORE_BETWEEN, arch)
+    sink = parse(STORE_BETWEEN)
+    args = [np.zeros(4, np.float32), np.array([1, 2, 3, 4], np.float32)]
+    got = compile_and_run(sink, args, arch)
+    assert list(got[0]) == [4.0, 8.0, 12.0, 16.0]
+    assert not any("broadcast" in i and "[rsi" in i for i in _insts(STORE_BETWEEN, arch,
+                                                                    ops=True))
