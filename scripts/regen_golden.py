@@ -134,7 +134,10 @@ def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int,
         elif kind.cls is None or (mem is not None and o.slot == "rm"):
             if mem is None or kind.mem_size is None:
                 return None
-            parts.append(_mem_text(o.kind, mem))
+            text = _mem_text(o.kind, mem)
+            if row.bcst:        # EVEX embedded broadcast: {1toN}, N = vector / element bytes
+                text += f"{{1to{(16 << row.vl) // KINDS[o.kind].mem_size}}}"
+            parts.append(text)
         else:
             parts.append(_reg_name(o.kind, regset[r]))
             r += 1

@@ -6,7 +6,8 @@
   lower case, single spaces, the ``{disp32}`` pseudo-prefix dropped; memory operands compared
   as (size, base, index, scale, disp) with ``N*reg``/``reg*N`` both accepted; immediates
   compared as integers modulo the form's immediate width (capstone prints sign-extended hex);
-  capstone's ``vcmp<pred>ps`` aliases turned back into ``vcmpps ..., imm``; a RIP-relative
+  capstone's ``vcmp<pred>ps`` aliases turned back into ``vcmpps ..., imm``; an embedded
+  broadcast's ``{1toN}`` compared as its count N; a RIP-relative
   operand compares its label/addend through the fixup (the bytes hold 0), and a branch label
   compares as the address a zero displacement decodes to.
 * format_intel text is assembled by llvm-mc (skipped only when llvm-mc is missing).
@@ -103,7 +104,7 @@ def parse_operands(form: str, text: str) -> tuple:
         elif o.slot == "imm":
             ops.append(Imm(int(p, 0)))
         elif "[" in p:
-            mem = _parse_mem(p)
+            mem = _parse_mem(re.sub(r"\{1to\d+\}$", "", p))    # the broadcast is the form's
             size = KINDS[o.kind].mem_size or 8          # lea: any size, printed without ptr
             ops.append(Mem(size, mem.base, mem.index, mem.scale, mem.disp, mem.label))
         else:
@@ -179,10 +180,11 @@ def _norm(text: str, form: str, length: int) -> tuple:
         elif "[" in p:
             # capstone prints hex displacements and reg*scale; map both to the golden shape
             p = re.sub(r"0x[0-9a-f]+", lambda h: str(int(h.group(0), 16)), p)
-            mem = _parse_mem(p)
+            bcst = re.search(r"\{1to(\d+)\}$", p)     # EVEX embedded broadcast: compared too
+            mem = _parse_mem(p[:bcst.start()] if bcst else p)
             if "rip" in p:                            # label and disp live in the fixup
                 mem = Mem(mem.size, "rip")
-            out.append(mem)
+            out.append((mem, int(bcst.group(1)) if bcst else None))
         else:
             out.append(p)
     return mnem, tuple(out)

@@ -377,7 +377,7 @@ def _evex_prefix(row: Row, pp: int, reg: int, modrm: _ModRM | None, vvvv: int,
     p0 = ((reg >> 3 & 1) ^ 1) << 7 | (x ^ 1) << 6 | (modrm.b ^ 1) << 5 | \
         ((reg >> 4 & 1) ^ 1) << 4 | row.mmap
     p1 = row.w << 7 | (~vvvv & 15) << 3 | 4 | pp
-    p2 = row.vl << 5 | ((vvvv >> 4 & 1) ^ 1) << 3
+    p2 = row.vl << 5 | row.bcst << 4 | ((vvvv >> 4 & 1) ^ 1) << 3
     return bytes([0x62, p0, p1, p2])
 
 
@@ -455,7 +455,10 @@ form names xmm16-31, e.g. ``vpxord``). Branches print the plain mnemonic
         if isinstance(v, Reg):
             parts.append(v.name)
         elif isinstance(v, Mem):
-            parts.append(_fmt_mem(v, KINDS[o.kind].mem_size != 0))
+            text = _fmt_mem(v, KINDS[o.kind].mem_size != 0)
+            if row.bcst:                    # the element count: vector bytes / element bytes
+                text += f"{{1to{(16 << row.vl) // v.size}}}"
+            parts.append(text)
         elif isinstance(v, Imm):
             parts.append(str(v.value))
         else:

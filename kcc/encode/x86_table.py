@@ -50,6 +50,10 @@ def _kinds() -> dict[str, KindInfo]:
         k[f"m{s * 8}"] = KindInfo(None, None, s)
     for s in (1, 2, 4, 8):
         k[f"xm{s * 8}"] = KindInfo("vec", 16, s)   # xmm register or a scalar in memory
+    for s in (4, 8):
+        # EVEX embedded broadcast (§2.7.5): one s-byte element in memory, read into every
+        # lane (`dword ptr [mem]{1to16}`); only on rows with EVEX.b = 1
+        k[f"m{s * 8}bcst"] = KindInfo(None, None, s)
     k["imm8"] = KindInfo(None, None, None, 8)       # raw byte: -128..255
     k["simm8"] = KindInfo(None, None, None, 8, True)
     k["imm16"] = KindInfo(None, None, None, 16)
@@ -106,6 +110,7 @@ class Row:
     rev_pp: int | None = None         # the 3-byte VEX when only the source is xmm8-15
     disp8_n: int = 1              # EVEX compressed disp8 scale N (§2.7.5)
     evex_form: str | None = None  # VEX form: its EVEX twin, used when it names xmm16-31
+    bcst: bool = False            # EVEX.b = 1 with a memory operand: embedded broadcast
 
     @property
     def imm_operand(self) -> Operand | None:
@@ -470,6 +475,26 @@ def _evex_rows() -> None:
     ev("vpbroadcastq", P66, M0F38, 0x59, "z/reg/w xm64/rm/r", True, n=8)
 
 
+def _bcst_rows() -> None:
+    """Float ALU forms whose memory operand is one element broadcast to every lane (EVEX.b = 1,
+    SDM Vol. 2 §2.7.5 "EVEX.b ... embedded broadcast"; the `m32bcst`/`m64bcst` operands of
+    the opcode tables, e.g. "EVEX.512.0F.W0 59 /r VMULPS zmm1, zmm2, zmm3/m512/m32bcst"), on
+    zmm (EVEX.512) and, AVX-512VL, on xmm/ymm (EVEX.128/256). disp8 scales by the element
+    size (Table 2-34: Full with EVEX.b = 1, N = 4 or 8)."""
+    for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+        for base, op in (("add", 0x58), ("mul", 0x59), ("sub", 0x5C), ("min", 0x5D),
+                         ("div", 0x5E), ("max", 0x5F)):
+            for sfx, pp, w, size in (("ps", N, False, 32), ("pd", P66, True, 64)):
+                _add(f"v{base}{sfx}", "evex_bcst", "evex", bytes([op]),
+                     f"{v}/reg/w {v}/vvvv/r m{size}bcst/rm/r", pp=pp, mmap=M0F, w=w, vl=vl,
+                     disp8_n=size // 8, bcst=True)
+        for name, op in (("vfmadd132", 0x98), ("vfmadd213", 0xA8), ("vfmadd231", 0xB8)):
+            for sfx, w, size in (("ps", False, 32), ("pd", True, 64)):
+                _add(name + sfx, "evex_bcst", "evex", bytes([op]),
+                     f"{v}/reg/rw {v}/vvvv/r m{size}bcst/rm/r", pp=P66, mmap=M0F38, w=w,
+                     vl=vl, disp8_n=size // 8, bcst=True)
+
+
 # EVEX twins (x86-64-v4): VEX.128/256 forms that AVX-512VL (with BW and DQ, which v4 also
 # has) encodes as EVEX.128/256 too, so that they can name xmm16-31/ymm16-31 (EVEX.R', V', X
 # as bit 4 of a register, §2.7.2). The encoder uses a twin only when an operand is one of
@@ -536,6 +561,7 @@ _avx_cvt_rows()
 _avx_int_rows()
 _evex_rows()
 _evex_twins()
+_bcst_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

@@ -43,8 +43,9 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 class X86Selector(X86Vec, X86Alu, X86IVec):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
-    def __init__(self, name: str, pool: ConstPool, specials: list[str]):
+    def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False):
         self.fn = MFunction(name)
+        self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts) allowed
         self.pool = pool
         self.specials = specials
         self.val: dict[UOp, VReg] = {}
@@ -525,11 +526,12 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
             self.emit(f"mov_rm{b}_r{b}", mem, v)
 
 
-def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str]
-           ) -> tuple[MFunction, int, list[tuple[VReg, int]]]:
+def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],
+           evex: bool = False) -> tuple[MFunction, int, list[tuple[VReg, int]]]:
     """Select a linearized kernel. Returns the machine function, the bytes of frame locals
-    (REG buffers and the gated-store scratch slot) and the stack-passed arguments."""
-    sel = X86Selector(name, pool, specials)
+    (REG buffers and the gated-store scratch slot) and the stack-passed arguments. ``evex``:
+    the target is x86-64-v4 (AVX-512 forms on any vector width)."""
+    sel = X86Selector(name, pool, specials, evex)
     fn = sel.select(lin)
     return fn, sel.frame_bytes, sel.stack_args
 

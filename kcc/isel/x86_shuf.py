@@ -121,9 +121,19 @@ class X86Shuf:
 
     # -- memory: a vector loaded just before, read again by a broadcast or an insert -----------
     def loaded_mem(self, v: UOp) -> Mem | None:
-        """The memory operand v (a vector, or a float32 scalar) was loaded from, when that load
+        """The memory operand v (a vector, or a float scalar) was loaded from, when that load
         is among the last instructions and nothing since (a store, a loop or branch boundary,
         a redefinition of its address registers) could make memory differ from the value."""
+        return self._reread(v, ("vmovup", "vmovdqu", "vmovss_x_m", "vmovsd_x_m"))
+
+    def broadcast_mem(self, v: UOp) -> Mem | None:
+        """The memory operand of the scalar VBROADCASTSS/SD (MOVDDUP) v (a splat) was read by, under
+        the same conditions as loaded_mem: an ALU may read it again as an embedded broadcast."""
+        return self._reread(v, ("vbroadcastss_", "vbroadcastsd_", "vmovddup_x_xm64"))
+
+    def _reread(self, v: UOp, forms: tuple[str, ...]) -> Mem | None:
+        """The memory operand of the instruction (a form starting with one of forms) that
+        defined v's register, when memory there still holds what it read."""
         r = self.val.get(v)
         if r is None:
             return None
@@ -134,8 +144,7 @@ class X86Shuf:
             defs = inst.defs()
             if r in defs:
                 ops = inst.operands
-                if inst.op.startswith(("vmovup", "vmovdqu", "vmovss_x_m")) and len(ops) == 2 \
-                        and inst.arg is None \
+                if inst.op.startswith(forms) and len(ops) == 2 and inst.arg is None \
                         and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
                     return ops[1]
                 return None

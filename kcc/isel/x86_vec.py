@@ -148,7 +148,10 @@ class X86Vec(X86Shuf):
                 m = self.loaded_mem(u.src[0])     # a scalar just loaded: broadcast from memory
                 self.emit(f"vbroadcastss_{w}_xm32", t, m if m is not None else self.reg(u.src[0]))
             elif w in ("y", "z"):           # float64 x4 / x8 (a zmm too: not just 2 lanes)
-                self.emit(f"vbroadcastsd_{w}_xm64", t, self.reg(u.src[0]))
+                m = self.loaded_mem(u.src[0])
+                self.emit(f"vbroadcastsd_{w}_xm64", t, m if m is not None else self.reg(u.src[0]))
+            elif (m := self.loaded_mem(u.src[0])) is not None:
+                self.emit("vmovddup_x_xm64", t, m)      # MOVDDUP m64: the scalar twice
             else:
                 a = self.reg(u.src[0])
                 self.emit("vunpcklpd_x_x_xm", t, a, a)
@@ -212,6 +215,10 @@ class X86Vec(X86Shuf):
     def falu(self, u: UOp) -> VReg:
         """Float ALU (scalar ss/sd, packed ps/pd on xmm/ymm/zmm)."""
         dt, lanes = u.dtype, (u.shape[0] if u.shape else 1)
+        if self.evex and lanes > 1:
+            t = self.embedded_broadcast(u, dt, lanes)
+            if t is not None:
+                return t
         if u.op in (Ops.ADD, Ops.MUL) and u.src[0] in self.deferred:
             # a folded load as the left operand: ADD and MUL commute (NaN payloads are free)
             return self.fop(u.op, dt, lanes, [self.reg(u.src[1]), self.fsrc(u.src[0])])
@@ -219,6 +226,40 @@ class X86Vec(X86Shuf):
             b = self.fsrc(u.src[1])         # a constant right operand is read from .rodata
             return self.fop(u.op, dt, lanes, [self.reg(u.src[0]), b])
         return self.fop(u.op, dt, lanes, [self.reg(x) for x in u.src])
+
+    def embedded_broadcast(self, u: UOp, dt: DType, lanes: int) -> VReg | None:
+        """x86-64-v4: a packed op one of whose operands is a splat just broadcast from memory
+        reads that scalar itself, `vmulps zmm, zmm, dword ptr [mem]{1to16}` (EVEX.b, SDM
+        Vol. 2 §2.7.5); the VBROADCASTSS then has no user and goes (dce). The operand in the
+        r/m slot: ADD, MUL and MULACC's product commute (NaN payloads are free), SUB and FDIV
+        broadcast their second operand, MAX(a, b) = vmaxps(b, a) its first."""
+        slots = {Ops.ADD: (1, 0), Ops.MUL: (1, 0), Ops.MULACC: (1, 0), Ops.SUB: (1,),
+                 Ops.FDIV: (1,), Ops.MAX: (0,)}.get(u.op)
+        if slots is None or dt not in (dtypes.float32, dtypes.float64):
+            return None
+        name = {Ops.ADD: "vadd", Ops.MUL: "vmul", Ops.SUB: "vsub", Ops.FDIV: "vdiv",
+                Ops.MAX: "vmax", Ops.MULACC: "vfmadd231"}[u.op]
+        w = vw(dt, lanes)
+        form = f"{name}p{fs(dt)}_{w}_{w}_m{dt.bits}bcst"
+        for k in slots:
+            b = u.src[k]
+            if b.op is not Ops.STACK or any(x is not b.src[0] for x in b.src) \
+                    or form not in FORMS:
+                continue
+            other = u.src[1 - k]
+            if other in self.deferred:
+                continue                 # that load folds into the plain form instead
+            ra = self.reg(other)
+            acc = self.reg(u.src[2]) if u.op is Ops.MULACC else None
+            m = self.broadcast_mem(b)    # after the registers: nothing emitted after it
+            if m is None:
+                continue
+            # MULACC: a*b+c fused, one rounding, into a copy of c (a register-to-register
+            # copy neither writes memory nor redefines m's address registers)
+            t = self.new("vec") if acc is None else self.copy(acc, dt, lanes)
+            self.emit(form, t, ra, m)
+            return t
+        return None
 
     def fform(self, op: Ops, dt: DType, lanes: int) -> str:
         """The form computing op on lanes of dt."""

@@ -486,7 +486,8 @@ class X86Target:
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
         kd = describe_kernel(sink)
-        fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials)
+        fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials,
+                                         self.arch == "x86-64-v4")
         eliminate_dead(fn, _writes_memory, _reads_flags)
         hoist_invariants(fn, _movable, _flags_of)
         return Selected(fn, locals_bytes, kd)
