@@ -77,6 +77,15 @@ def test_v4_reads_splats_in_place(dt: str, lanes: int) -> None:
     assert len(SPLAT.findall(text)) == 1, text
 
 
+def test_a_splat_with_two_users_stays_one_broadcast() -> None:
+    """Embedding it in one user would keep the VBROADCASTSS for the other and only stretch
+    its address registers' lives: both users read the register."""
+    text = _kernel("float32", 16, "%t0 = MUL(%vx, %vx)\n%t1 = MUL(%t0, %b0)\n"
+                   "%r = SUB(%t1, %b0)")
+    dis = _disasm(text, "x86-64-v4")
+    assert not BCST.search(dis) and len(SPLAT.findall(dis)) == 1, dis
+
+
 @pytest.mark.parametrize("dt,lanes", [("float32", 16), ("float64", 4)])
 def test_v3_has_no_embedded_broadcast(dt: str, lanes: int) -> None:
     text = _disasm(_kernel(dt, lanes), "x86-64-v3")

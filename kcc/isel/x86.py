@@ -22,6 +22,8 @@ Rules are methods `sel_<op>` (one per UOp op), each with a one-line docstring.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.consts import const_int
@@ -226,6 +228,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin)
+        self.nusers = Counter(s for u in lin for s in u.src)
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])

@@ -230,7 +230,9 @@ class X86Vec(X86Shuf):
     def embedded_broadcast(self, u: UOp, dt: DType, lanes: int) -> VReg | None:
         """x86-64-v4: a packed op one of whose operands is a splat just broadcast from memory
         reads that scalar itself, `vmulps zmm, zmm, dword ptr [mem]{1to16}` (EVEX.b, SDM
-        Vol. 2 §2.7.5); the VBROADCASTSS then has no user and goes (dce). The operand in the
+        Vol. 2 §2.7.5); the VBROADCASTSS then has no user and goes (dce). Only a splat with
+        this one user: another keeps the broadcast, and the re-read would only keep its
+        address registers live longer (spilled, reloaded: conv2d). The operand in the
         r/m slot: ADD, MUL and MULACC's product commute (NaN payloads are free), SUB and FDIV
         broadcast their second operand, MAX(a, b) = vmaxps(b, a) its first."""
         slots = {Ops.ADD: (1, 0), Ops.MUL: (1, 0), Ops.MULACC: (1, 0), Ops.SUB: (1,),
@@ -244,7 +246,7 @@ class X86Vec(X86Shuf):
         for k in slots:
             b = u.src[k]
             if b.op is not Ops.STACK or any(x is not b.src[0] for x in b.src) \
-                    or form not in FORMS:
+                    or self.nusers[b] != 1 or form not in FORMS:
                 continue
             other = u.src[1 - k]
             if other in self.deferred:
