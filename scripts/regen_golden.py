@@ -97,8 +97,10 @@ _IMMS = {
 }
 
 
-def _reg_name(kind: str, num: int) -> str:
+def _reg_name(kind: str, num: int, slot: str = "reg") -> str:
     k = KINDS[kind]
+    if k.cls == "mask":                   # an opmask (EVEX.aaa) is k1-k7: k0 means none
+        return f"k{num % 7 + 1}" if slot == "aaa" else f"k{num % 8}"
     if k.cls == "vec":
         return f"{_VEC[k.reg_size]}{num}"
     return _GPR[k.reg_size][num % 16]     # EVEX register sets number vectors up to 31
@@ -138,6 +140,9 @@ def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int,
             if row.bcst:        # EVEX embedded broadcast: {1toN}, N = vector / element bytes
                 text += f"{{1to{(16 << row.vl) // KINDS[o.kind].mem_size}}}"
             parts.append(text)
+        elif o.slot == "aaa":
+            parts[-1] += f" {{{_reg_name(o.kind, regset[r], 'aaa')}}}"
+            r += 1
         else:
             parts.append(_reg_name(o.kind, regset[r]))
             r += 1

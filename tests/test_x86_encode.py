@@ -92,11 +92,20 @@ def _parse_mem(text: str) -> Mem:
     return Mem(size, base, index, scale, disp, label)
 
 
+def _split_opmask(parts: list[str]) -> list[str]:
+    """``xmm1 {k1}`` (a destination and its EVEX.aaa opmask) as two operands."""
+    out = []
+    for p in parts:
+        m = re.fullmatch(r"(\S+) \{(k\d)\}", p)
+        out += [m.group(1), m.group(2)] if m else [p]
+    return out
+
+
 def parse_operands(form: str, text: str) -> tuple:
     """Rebuild kcc operands from golden Intel text using the form's operand kinds."""
     text = text.removeprefix("{disp32} ").removeprefix("{evex} ")
     _, _, rest = text.partition(" ")
-    parts = [p.strip() for p in rest.split(",")] if rest else []
+    parts = _split_opmask([p.strip() for p in rest.split(",")] if rest else [])
     ops = []
     for o, p in zip(FORMS[form].operands, parts, strict=True):
         if o.slot == "rel":
@@ -164,7 +173,7 @@ def _norm(text: str, form: str, length: int) -> tuple:
     text = re.sub(r"\s+", " ", text.lower().removeprefix("{disp32} ").removeprefix(
         "{evex} ").strip())
     mnem, _, rest = text.partition(" ")
-    parts = [p.strip() for p in rest.split(",")] if rest else []
+    parts = _split_opmask([p.strip() for p in rest.split(",")] if rest else [])
     m = re.fullmatch(r"vcmp(\w+?)(ps|pd|ss|sd)", mnem)
     if m and m.group(1) in _VCMP:                     # capstone's predicate aliases
         mnem = "vcmp" + m.group(2)

@@ -24,7 +24,8 @@ HIGH = re.compile(r"\b[xyz]mm(1[6-9]|2\d|3[01])\b")
 
 def _pressure_kernel(nvec: int, iters: int = 8) -> str:
     """nvec float32x4 vectors loaded before the loop and all used in every iteration, every
-    third one through a compare and a blend (vcmpps/vblendvps, VEX-only forms)."""
+    third one through a compare and a blend (VEX-only vcmpps/vblendvps on v3; a k-mask
+    compare and vblendmps on v4)."""
     lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {4 * iters})",
              f"%a = PARAM ParamArg(1, float32, {4 * nvec})",
              f"%x = PARAM ParamArg(2, float32, {4 * iters})"]
@@ -34,8 +35,8 @@ def _pressure_kernel(nvec: int, iters: int = 8) -> str:
               "%xv = LOAD(%xp)", "%t0 = MUL(%xv, %v0)"]
     for j in range(1, nvec):
         k = j - 1
-        if j % 3 == 0:
-            lines += [f"%c{j} = CMPLT(%t{k}, %v{j})", f"%t{j} = WHERE(%c{j}, %v{j}, %t{k})"]
+        if j % 3 == 0:      # not the MAX pattern WHERE(a < b, b, a): a compare and a blend
+            lines += [f"%c{j} = CMPLT(%t{k}, %v{j})", f"%t{j} = WHERE(%c{j}, %xv, %t{k})"]
         elif j % 3 == 1:
             lines.append(f"%t{j} = MUL(%t{k}, %v{j})")
         else:
@@ -70,8 +71,9 @@ def test_v4_keeps_28_vectors_in_registers() -> None:
     obj, _ = compile_x86([parse(src)], "x86-64-v4")
     text = disasm_object(obj)
     assert HIGH.search(text)
+    assert "vblendmps" in text and "vblendvps" not in text     # the opmask blend on v4
     for line in text.splitlines():
-        if re.search(r"vblendvps|vcmp\w*ps", line):      # VEX-only: low registers alone
+        if re.search(r"vblendv|vcmp\w* [xyz]mm", line):   # VEX-only: low registers alone
             assert not HIGH.search(line), line
 
 
@@ -122,3 +124,86 @@ def test_reg_info_has_high_registers_on_v4_only() -> None:
     assert {p.name for p in v4.operand_regs(blend, 3)} == {f"xmm{i}" for i in range(16)}
     assert v4.operand_regs(Inst("vaddps_y_y_ym", []), 0) is None
     assert v4.operand_regs(Inst("vcvttss2si_r64_xm32", []), 0) is None    # a GPR
+
+
+WHERE = """# kcc-uop 1
+%y = PARAM ParamArg(0, DT, 192)
+%a = PARAM ParamArg(1, DT, 192)
+%b = PARAM ParamArg(2, DT, 192)
+%i = RANGE(RN) (0, LOOP)
+%iL = MUL(%i, L)
+%pa = SHRINK(%a, %iL, L)
+%va = LOAD(%pa)
+%pb = SHRINK(%b, %iL, L)
+%vb = LOAD(%pb)
+%c = CMP(%va, %vb)
+%r = WHERE(%c, %va, %vb)
+%py = SHRINK(%y, %iL, L)
+%st = STORE(%py, %r)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="kw")
+"""
+SPECIAL = [float("nan"), 0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), 3.5, -2.25,
+           1e-40, -1e-40, 7.0]
+
+
+def _where(dt: str, lanes: int, cmp: str) -> str:
+    return (WHERE.replace("DT", dt).replace("RN", str(192 // lanes))
+            .replace("L)", f"{lanes})").replace("CMP", cmp))
+
+
+@pytest.mark.parametrize("dt,lanes", [("float32", 4), ("float32", 8), ("float32", 16),
+                                      ("float64", 2), ("float64", 4), ("float64", 8)])
+@pytest.mark.parametrize("cmp", ["CMPLT", "CMPEQ", "CMPNE"])
+def test_v4_where_is_an_opmask_compare_and_blend(dt: str, lanes: int, cmp: str) -> None:
+    """One EVEX VCMPP* into a k register and one VBLENDMP* (zmm too: no halves); the
+    vector-mask compare is gone. Run against the interpreter on every pair of special values
+    (NaN, signed zeros, infinities, subnormals) where the CPU has AVX-512."""
+    import numpy as np
+    src = _where(dt, lanes, cmp)
+    sel = _listing(src, "x86-64-v4")
+    t = dt[-2:] == "32" and "s" or "d"
+    assert f"vcmpp{t}_k_" in sel and f"vblendmp{t}_" in sel, sel
+    assert "vblendv" not in sel and not re.search(r"vcmpp\w_[xyz]_", sel), sel
+    obj, _ = compile_x86([parse(src)], "x86-64-v4")
+    text = disasm_object(obj)
+    assert re.search(rf"vcmp\w*p{t} k[1-7], [xyz]mm", text), text
+    if not HAS_V4:
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(src)
+    x, y = np.meshgrid(np.array(SPECIAL, dt), np.array(SPECIAL, dt))
+    args = [np.zeros(192, dt), np.resize(x.reshape(-1), 192), np.resize(y.reshape(-1), 192)]
+    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+
+
+def _opmask_pressure(n: int) -> str:
+    """n loop-invariant compares (hoisted out of the loop with their opmasks) each read by a
+    blend in every iteration: more live masks than k1-k7."""
+    lines = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
+             "%a = PARAM ParamArg(1, float32, 64)", f"%x = PARAM ParamArg(2, float32, {8 * n})"]
+    for j in range(n):
+        lines += [f"%xp{j} = SHRINK(%x, {8 * j}, 4)", f"%xv{j} = LOAD(%xp{j})",
+                  f"%yp{j} = SHRINK(%x, {8 * j + 4}, 4)", f"%yv{j} = LOAD(%yp{j})",
+                  f"%c{j} = CMPLT(%xv{j}, %yv{j})"]
+    lines += ["%i = RANGE(16) (0, LOOP)", "%s = MUL(%i, 4)", "%ap = SHRINK(%a, %s, 4)",
+              "%av = LOAD(%ap)", "%t0 = ADD(%av, %av)"]
+    for j in range(n):
+        lines += [f"%s{j} = ADD(%t{j}, %xv{j})", f"%t{j + 1} = WHERE(%c{j}, %s{j}, %av)"]
+    last = f"%t{n}"
+    lines += ["%op = SHRINK(%out, %s, 4)", f"%st = STORE(%op, {last})", "%e = END(%st, %i)",
+              'SINK(%e) KernelInfo(name="kspill")']
+    return "\n".join(lines) + "\n"
+
+
+def test_v4_opmasks_spill_with_kmovq() -> None:
+    listing = _listing(_opmask_pressure(10), "x86-64-v4")
+    assert "kmovq_m64_k" in listing and "kmovq_k_km64" in listing, listing
+
+
+@needs_v4
+@pytest.mark.parametrize("n", [6, 10])
+def test_v4_opmask_pressure_matches_the_interpreter(n: int) -> None:
+    sink = parse(_opmask_pressure(n))
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))

@@ -207,6 +207,8 @@ def _check(row: Row, ops: tuple) -> None:
                 raise EncodeError(f"{where}: register {v.name} not allowed")
             if o.kind in FIXED_REGS and v.name != o.kind:
                 raise EncodeError(f"{where}: must be {o.kind}")
+            if o.slot == "aaa" and info.num == 0:
+                raise EncodeError(f"{where}: k0 as an opmask means no masking (§2.7.1)")
             if info.cls == "vec" and info.num >= vec_limit:
                 raise EncodeError(f"{where}: {v.name} needs EVEX; this form is {row.enc}")
         elif isinstance(v, Mem):
@@ -323,7 +325,8 @@ def _encode_row(row: Row, ops: tuple, swap: bool = False) -> tuple[bytes, list[F
         if row.enc == "vex":
             prefix = _vex_prefix(row, pp, r_bit, modrm, vvvv)
         else:
-            prefix = _evex_prefix(row, pp, reg_field, modrm, vvvv, slots.get("rm"))
+            aaa = _num(slots["aaa"]) if "aaa" in slots else 0
+            prefix = _evex_prefix(row, pp, reg_field, modrm, vvvv, aaa)
     out = bytearray(prefix + opcode)
     fixups: list[Fixup] = []
     if modrm is not None:
@@ -368,16 +371,17 @@ def _vex_prefix(row: Row, pp: int, r: int, modrm: _ModRM | None, vvvv: int) -> b
 
 
 def _evex_prefix(row: Row, pp: int, reg: int, modrm: _ModRM | None, vvvv: int,
-                 rm: Op | None) -> bytes:
+                 aaa: int) -> bytes:
     """62 P0 P1 P2 (§2.7.1, Table 2-30): P0 = R X B R' 0 mmm, P1 = W vvvv 1 pp,
     P2 = z L'L b V' aaa; R/X/B/R'/vvvv/V' are stored inverted. For a register rm, EVEX.X
-    holds bit 4 of its number (§2.7.2); for memory it is the index's bit 3."""
+    holds bit 4 of its number (§2.7.2); for memory it is the index's bit 3. aaa is the
+    opmask register (0: no masking)."""
     assert modrm is not None
     x = modrm.x
     p0 = ((reg >> 3 & 1) ^ 1) << 7 | (x ^ 1) << 6 | (modrm.b ^ 1) << 5 | \
         ((reg >> 4 & 1) ^ 1) << 4 | row.mmap
     p1 = row.w << 7 | (~vvvv & 15) << 3 | 4 | pp
-    p2 = row.vl << 5 | row.bcst << 4 | ((vvvv >> 4 & 1) ^ 1) << 3
+    p2 = row.vl << 5 | row.bcst << 4 | ((vvvv >> 4 & 1) ^ 1) << 3 | aaa & 7
     return bytes([0x62, p0, p1, p2])
 
 
@@ -452,7 +456,9 @@ form names xmm16-31, e.g. ``vpxord``). Branches print the plain mnemonic
         row = FORMS[row.evex_form]          # type: ignore[index]
     parts = []
     for o, v in zip(row.operands, ops):
-        if isinstance(v, Reg):
+        if o.slot == "aaa":
+            parts[-1] += f" {{{v.name}}}"          # the opmask follows the destination
+        elif isinstance(v, Reg):
             parts.append(v.name)
         elif isinstance(v, Mem):
             text = _fmt_mem(v, KINDS[o.kind].mem_size != 0)

@@ -54,6 +54,8 @@ def _kinds() -> dict[str, KindInfo]:
         # EVEX embedded broadcast (§2.7.5): one s-byte element in memory, read into every
         # lane (`dword ptr [mem]{1to16}`); only on rows with EVEX.b = 1
         k[f"m{s * 8}bcst"] = KindInfo(None, None, s)
+    k["k"] = KindInfo("mask", 8, None)              # AVX-512 opmask register k0-k7
+    k["km64"] = KindInfo("mask", 8, 8)              # opmask or its 64 bits in memory
     k["imm8"] = KindInfo(None, None, None, 8)       # raw byte: -128..255
     k["simm8"] = KindInfo(None, None, None, 8, True)
     k["imm16"] = KindInfo(None, None, None, 16)
@@ -69,8 +71,9 @@ KINDS: dict[str, KindInfo] = _kinds()
 
 # Where an operand goes in the encoding: ModRM.reg, ModRM.rm (register or memory), VEX/EVEX
 # vvvv, the is4 register in imm8[7:4] (§2.3.5.8 "/is4"), the low opcode bits ("+r"), an
-# immediate, a branch displacement, or nowhere (a fixed register such as cl).
-SLOTS = ("reg", "rm", "vvvv", "is4", "opreg", "imm", "rel", "fixed")
+# immediate, a branch displacement, nowhere (a fixed register such as cl), or EVEX.aaa (the
+# opmask of a masked operation, §2.7.1; written "xmm1 {k1}" after the destination).
+SLOTS = ("reg", "rm", "vvvv", "is4", "opreg", "imm", "rel", "fixed", "aaa")
 ACCESS = {"r": "use", "w": "def", "rw": "defuse"}
 FIXED_REGS = {"cl": "rcx"}
 
@@ -553,6 +556,24 @@ NOPS: tuple[bytes, ...] = tuple(bytes.fromhex(h) for h in (
     "90", "6690", "0f1f00", "0f1f4000", "0f1f440000", "660f1f440000", "0f1f8000000000",
     "0f1f840000000000", "660f1f840000000000", "662e0f1f840000000000"))
 
+
+def _mask_rows() -> None:
+    """AVX-512 opmask forms: KMOVQ (VEX.L0.0F.W1 90/91 /r, AVX512BW), compares into a k
+    register (EVEX.0F.W0 / 66.0F.W1 C2 /r ib, "VCMPPS k1, xmm2, xmm3/m128, imm8") and the
+    blend by a k register (EVEX.66.0F38 65 /r "VBLENDMPS xmm1 {k1}, xmm2, xmm3/m128": lanes
+    whose mask bit is set come from the second source). Full-vector memory: N = VL bytes."""
+    _vex("kmovq", "evex_mask", N, M0F, 0x90, "k/reg/w km64/rm/r", w=True)
+    _vex("kmovq", "evex_mask", N, M0F, 0x91, "m64/rm/w k/reg/r", w=True)
+    for v, vl, n in (("x", 0, 16), ("y", 1, 32), ("z", 2, 64)):
+        for t, pp, w in (("s", N, False), ("d", P66, True)):
+            _add(f"vcmpp{t}", "evex_mask", "evex", bytes([0xC2]),
+                 f"k/reg/w {v}/vvvv/r {v}m/rm/r imm8/imm/r", pp=pp, mmap=M0F, w=w, vl=vl,
+                 disp8_n=n)
+            _add(f"vblendmp{t}", "evex_mask", "evex", bytes([0x65]),
+                 f"{v}/reg/w k/aaa/r {v}/vvvv/r {v}m/rm/r", pp=P66, mmap=M0F38, w=w, vl=vl,
+                 disp8_n=n)
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -562,6 +583,7 @@ _avx_int_rows()
 _evex_rows()
 _evex_twins()
 _bcst_rows()
+_mask_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

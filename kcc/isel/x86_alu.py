@@ -218,6 +218,12 @@ class X86Alu:
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+        if self.evex and compare and c.shape and lanes > 1 and dt == c.src[0].dtype \
+                and reg_class(dt) == "vec" and not _positive_zero(b, dt):
+            # x86-64-v4: the compare into an opmask and one VBLENDMPS/PD (zmm whole, and
+            # every operand may be xmm16-31); the vector-mask compare selected for c is
+            # dead unless something else reads it (kcc/isel/dce.py)
+            return self.kblend(dt, lanes, self.reg(b), self.reg(a), self.kmask(c))
         if compare and c.shape and c.src[0].dtype.itemsize == dt.itemsize:
             m = self.reg(c)                 # a vector compare is already a lane mask
         elif compare and not c.shape and reg_class(c.src[0].dtype) == "vec" \

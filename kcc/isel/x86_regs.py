@@ -19,6 +19,9 @@ XMM = tuple(PReg(f"xmm{i}", "vec") for i in range(16))
 # xmm16-31 (and their ymm/zmm views): EVEX only, so allocated on x86-64-v4 alone, after
 # xmm0-15; caller-saved like every vector register (§3.2.1).
 XMM_HI = tuple(PReg(f"xmm{i}", "vec") for i in range(16, 32))
+# AVX-512 opmask registers k1-k7 (x86-64-v4; k0 as a write mask means "no masking", so it is
+# never allocated): compare results that a masked blend reads.
+KMASK = tuple(PReg(f"k{i}", "mask") for i in range(1, 8))
 
 # System V AMD64 ABI §3.2.3: INTEGER class arguments in rdi, rsi, rdx, rcx, r8, r9; SSE class
 # in xmm0–7; the rest on the stack, 8 bytes each, from [rsp + 8] at entry.

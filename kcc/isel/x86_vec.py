@@ -374,6 +374,24 @@ class X86Vec(X86Shuf):
         self.emit(form, m, ra, rb, pred)
         return m
 
+    def kmask(self, u: UOp) -> VReg:
+        """A float vector compare into an AVX-512 opmask register (EVEX VCMPPS/PD k, one
+        bit per lane, whatever the width)."""
+        a_u, b_u = u.src
+        dt = a_u.dtype
+        w = vw(dt, a_u.shape[0])
+        pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
+        k = self.new("mask")
+        self.emit(f"vcmpp{fs(dt)}_k_{w}_{w}m_imm8", k, self.reg(a_u), self.reg(b_u), pred)
+        return k
+
+    def kblend(self, dt: DType, lanes: int, no: VReg, yes: VReg, k: VReg) -> VReg:
+        """k ? yes : no per lane: VBLENDMPS/PD takes its second source where k is set."""
+        w = vw(dt, lanes)
+        t = self.new("vec")
+        self.emit(f"vblendmp{fs(dt)}_{w}_k_{w}_{w}m", t, k, no, yes)
+        return t
+
     def fcompare(self, u: UOp) -> VReg:
         """A float compare as a bool: the mask's low bit, moved to a GPR. A vector compare
         stays a lane mask (all ones / zero per lane of the operands' width) in a vector

@@ -37,7 +37,7 @@ from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86_base import PSEUDO_ROLES
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
-from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, RSP, XMM, XMM_HI, c_type
+from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
@@ -85,6 +85,8 @@ class X86RegInfo:
         hi = list(XMM_HI) if vbytes == 64 else []
         vec = hi + list(XMM) if high_first else list(XMM) + hi
         self.classes = {"gpr": list(GPR_ORDER), "vec": vec}
+        if vbytes == 64:
+            self.classes["mask"] = list(KMASK)     # AVX-512 opmasks (k0 means "no mask")
         self._limits: dict[str, tuple[frozenset[PReg] | None, ...]] = {}
         self.callee_saved = set(CALLEE_SAVED)
         self.locals_bytes = locals_bytes
@@ -92,8 +94,8 @@ class X86RegInfo:
         self.vbytes = vbytes
 
     def spill_slot_size(self, cls: str) -> int:
-        """A GPR slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
-        return 8 if cls == "gpr" else self.vbytes
+        """A GPR or opmask slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
+        return 8 if cls in ("gpr", "mask") else self.vbytes
 
     def operand_regs(self, inst: Inst, k: int) -> frozenset[PReg] | None:
         """xmm0-15 for a vector operand of a VEX-only form when xmm16-31 are allocatable."""
@@ -120,16 +122,19 @@ class X86RegInfo:
              "vbroadcastss_", "vbroadcastsd_", "vpbroadcast"))
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
-        form = "mov_r64_rm64" if cls == "gpr" else f"vmovaps_{self.v}_{self.v}m"
+        form = {"gpr": "mov_r64_rm64", "mask": "kmovq_k_km64"}.get(
+            cls, f"vmovaps_{self.v}_{self.v}m")
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
-        form = "mov_rm64_r64" if cls == "gpr" else f"vmovups_m{self.vbytes * 8}_{self.v}"
+        form = {"gpr": "mov_rm64_r64", "mask": "kmovq_m64_k"}.get(
+            cls, f"vmovups_m{self.vbytes * 8}_{self.v}")
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
         return Inst(form, [mem, RegOp(src, Role.USE)], kind=Kind.SPILL, slot=slot_offset)
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
-        form = "mov_r64_rm64" if cls == "gpr" else f"vmovups_{self.v}_{self.v}m"
+        form = {"gpr": "mov_r64_rm64", "mask": "kmovq_k_km64"}.get(
+            cls, f"vmovups_{self.v}_{self.v}m")
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
         return Inst(form, [RegOp(dst, Role.DEF), mem], kind=Kind.FILL, slot=slot_offset)
 
@@ -153,6 +158,8 @@ def _gpr_name(p: str, size: int) -> str:
 def _reg(p: PReg, size: int) -> XReg:
     if p.cls == "gpr":
         return XReg(_gpr_name(p.name, size))
+    if p.cls == "mask":
+        return XReg(p.name)
     n = p.name[3:]
     return XReg({16: "xmm", 32: "ymm", 64: "zmm"}[size] + n)
 
