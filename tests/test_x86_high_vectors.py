@@ -207,3 +207,22 @@ def test_v4_opmask_pressure_matches_the_interpreter(n: int) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+
+
+def test_v4_one_compare_feeds_two_blends() -> None:
+    """The opmask is selected with its compare: two WHEREs on one compare read one k, and the
+    unused vector-mask compare is removed."""
+    src = _where("float32", 8, "CMPLT").replace(
+        "%r = WHERE(%c, %va, %vb)", "%r0 = WHERE(%c, %va, %vb)\n%r1 = WHERE(%c, %vb, %r0)\n"
+        "%r = ADD(%r0, %r1)")
+    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.x86 import X86Target
+    buf = io.StringIO()
+    run_pipeline(parse(src), X86Target("x86-64-v4"), dump_after="allocate", out=buf)
+    sel = buf.getvalue()
+    assert sel.count("vcmpps_k_y_ym_imm8") == 1 and sel.count("vblendmps_y_k_y_ym") == 2, sel
+    assert "vcmpps_y_y_ym_imm8" not in sel, sel
+    if HAS_V4:
+        sink = parse(src)
+        args = random_inputs(sink, 3)
+        assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))

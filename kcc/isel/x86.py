@@ -48,6 +48,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False):
         self.fn = MFunction(name)
         self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts, opmasks)
+        self.kval: dict[UOp, VReg] = {}             # vector compares as opmasks (evex)
         self.pool = pool
         self.specials = specials
         self.val: dict[UOp, VReg] = {}

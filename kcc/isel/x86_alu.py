@@ -220,10 +220,11 @@ class X86Alu:
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         if self.evex and compare and c.shape and lanes > 1 and dt == c.src[0].dtype \
                 and reg_class(dt) == "vec" and not _positive_zero(b, dt):
-            # x86-64-v4: the compare into an opmask and one VBLENDMPS/PD (zmm whole, and
-            # every operand may be xmm16-31); the vector-mask compare selected for c is
-            # dead unless something else reads it (kcc/isel/dce.py)
-            return self.kblend(dt, lanes, self.reg(b), self.reg(a), self.kmask(c))
+            # x86-64-v4: the compare's opmask (selected with the compare, x86_vec.fcompare)
+            # and one VBLENDMPS/PD (zmm whole, and every operand may be xmm16-31); the
+            # vector-mask compare is dead unless something else reads it (kcc/isel/dce.py)
+            k = self.kval.get(c) or self.kmask(c)
+            return self.kblend(dt, lanes, self.reg(b), self.reg(a), k)
         if compare and c.shape and c.src[0].dtype.itemsize == dt.itemsize:
             m = self.reg(c)                 # a vector compare is already a lane mask
         elif compare and not c.shape and reg_class(c.src[0].dtype) == "vec" \

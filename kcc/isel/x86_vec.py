@@ -397,6 +397,10 @@ class X86Vec(X86Shuf):
         stays a lane mask (all ones / zero per lane of the operands' width) in a vector
         register: WHERE blends with it and a lane INDEX turns one lane into a bool."""
         if u.shape:
+            if self.evex and u.shape[0] > 1:
+                # x86-64-v4: also the opmask, here where the compare is, so every WHERE on it
+                # reads one (x86_alu.where); DCE removes whichever form nobody reads
+                self.kval[u] = self.kmask(u)
             return self.fmask(u)
         m = self.fmask(u)
         t = self.new("gpr")
