@@ -6,6 +6,7 @@ Registers are named by their 64-bit (GPR) or xmm (vector) name; the encoder pick
 
 from __future__ import annotations
 
+from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir.dtype import DType
 from kcc.ir.mir import PReg
 
@@ -22,6 +23,22 @@ XMM_HI = tuple(PReg(f"xmm{i}", "vec") for i in range(16, 32))
 # AVX-512 opmask registers k1-k7 (x86-64-v4; k0 as a write mask means "no masking", so it is
 # never allocated): compare results that a masked blend reads.
 KMASK = tuple(PReg(f"k{i}", "mask") for i in range(1, 8))
+
+_LOW_VEC = frozenset(XMM)
+
+
+def vec_limits(form: str) -> tuple[frozenset[PReg] | None, ...]:
+    """Per operand of ``form``: xmm0-15 for a vector operand of a VEX form with no EVEX twin
+    (VEX cannot name registers 16-31, SDM Vol. 2 §2.3.5; kcc.encode.x86_table), else None."""
+    if form == "vzero":
+        form = "vxorps_x_x_xm"                 # what the encoder is given for it
+    row = FORMS.get(form)
+    if row is None:
+        return ()
+    low = row.enc != "evex" and row.evex_form is None
+    return tuple(_LOW_VEC if low and KINDS[o.kind].cls == "vec" else None
+                 for o in row.operands)
+
 
 # System V AMD64 ABI §3.2.3: INTEGER class arguments in rdi, rsi, rdx, rcx, r8, r9; SSE class
 # in xmm0–7; the rest on the stack, 8 bytes each, from [rsp + 8] at entry.

@@ -21,9 +21,10 @@ The allocator works on a private copy of the function in four steps:
    target's preference order), among the registers every operand of the variable allows (a
    target's ``operand_regs``: an encoding that cannot name some registers).  A narrowed
    variable that finds none of its registers free first tries to move the holder of one to a
-   register that was free over the holder's whole interval.  When none is free, one value is spilled among the current
-   interval and the holders of one register: first one not used again in the innermost loop
-   around the current position, then a constant, then the one used furthest away.
+   register that was free over the holder's whole interval.  When none is free, one value is
+   spilled among the current interval and the holders of one register: first one not used
+   again in the innermost loop around the current position, then a constant, then the one
+   used furthest away.
 4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
    fill into a fresh short-lived temporary right before the instruction and every definition
    writes it through a spill right after, so code inside loops reloads at each use.  A

@@ -37,7 +37,8 @@ from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86_base import PSEUDO_ROLES
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
-from kcc.isel.x86_regs import CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type
+from kcc.isel.x86_regs import (CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type,
+                                vec_limits)
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
@@ -56,22 +57,6 @@ FRAME_ALIGN = 64
 # address that is only 16-byte aligned or not aligned. Functions start at a multiple of it.
 LOOP_ALIGN = 32
 FUNC_ALIGN = 16
-
-
-_LOW_VEC = frozenset(XMM)
-
-
-def _vec_limits(form: str) -> tuple[frozenset[PReg] | None, ...]:
-    """Per operand of ``form``: xmm0-15 for a vector operand of a VEX form with no EVEX twin
-    (VEX cannot name registers 16-31, SDM Vol. 2 §2.3.5; kcc.encode.x86_table), else None."""
-    if form == "vzero":
-        form = "vxorps_x_x_xm"                 # what encode_operands emits for it
-    row = FORMS.get(form)
-    if row is None:
-        return ()
-    low = row.enc != "evex" and row.evex_form is None
-    return tuple(_LOW_VEC if low and KINDS[o.kind].cls == "vec" else None
-                 for o in row.operands)
 
 
 class X86RegInfo:
@@ -103,7 +88,7 @@ class X86RegInfo:
             return None
         lim = self._limits.get(inst.op)
         if lim is None:
-            lim = self._limits[inst.op] = _vec_limits(inst.op)
+            lim = self._limits[inst.op] = vec_limits(inst.op)
         return lim[k] if k < len(lim) else None
 
     def is_copy(self, inst: Inst) -> bool:
