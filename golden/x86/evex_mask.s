@@ -9,24 +9,24 @@ kmovq k1, k4
 kmovq k3, k2
 ; bytes: c4 e1 f8 90 da
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e1 f8 90 44 87 08
+kmovq k0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 f8 90 84 9c 00 10 00 00
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 f8 90 44 fc 80
+kmovq k0, qword ptr [rdx - 8192]
+; bytes: c4 e1 f8 90 82 00 e0 ff ff
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 f8 90 84 4b e8 03 00 00
+kmovq k0, qword ptr [rip + bar]
+; bytes: c4 e1 f8 90 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: kmovq_m64_k
-kmovq qword ptr [rip + foo + 16], k0
-; bytes: c4 e1 f8 91 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+kmovq qword ptr [rdi], k0
+; bytes: c4 e1 f8 91 07
 ; form: kmovq_m64_k
-kmovq qword ptr [8*rcx + 64], k0
-; bytes: c4 e1 f8 91 04 cd 40 00 00 00
+kmovq qword ptr [rsp + 8], k0
+; bytes: c4 e1 f8 91 44 24 08
 ; form: kmovq_m64_k
-kmovq qword ptr [r8 + rsi + 127], k0
-; bytes: c4 c1 f8 91 44 30 7f
+kmovq qword ptr [rbp], k0
+; bytes: c4 e1 f8 91 45 00
 ; form: vcmpps_k_x_xm_imm8
 {evex} vcmpps k0, xmm1, xmm2, 1
 ; bytes: 62 f1 74 08 c2 c2 01
@@ -40,15 +40,14 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vcmpps k5, xmm8, xmm18, 255
 ; bytes: 62 b1 3c 08 c2 ea ff
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm17, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 b1 74 00 c2 84 9c 00 10 00 00 00
+{evex} vcmpps k0, xmm17, xmmword ptr [r13 - 300], 0
+; bytes: 62 d1 74 00 c2 85 d4 fe ff ff 00
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm1, xmmword ptr [rdx - 8192], 100
-; bytes: 62 f1 74 08 c2 82 00 e0 ff ff 64
+{evex} vcmpps k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f1 74 08 c2 84 87 08 00 00 00 64
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm17, xmmword ptr [rip + bar], 200
-; bytes: 62 f1 74 00 c2 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vcmpps k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 91 74 00 c2 44 fc f8 c8
 ; form: vblendmps_x_k_x_xm
 {evex} vblendmps xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 6d 0a 65 c3
@@ -62,14 +61,15 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vblendmps xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 6d 02 65 e9
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [rdi]
-; bytes: 62 e2 05 04 65 07
+{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 04 65 84 4b e8 03 00 00
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm0 {k2}, xmm2, xmmword ptr [rsp + 8]
-; bytes: 62 f2 6d 0a 65 84 24 08 00 00 00
+{evex} vblendmps xmm0 {k2}, xmm2, xmmword ptr [rip + foo + 16]
+; bytes: 62 f2 6d 0a 65 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [rbp]
-; bytes: 62 e2 05 04 65 45 00
+{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 04 65 04 cd 40 00 00 00
 ; form: vcmppd_k_x_xm_imm8
 {evex} vcmppd k0, xmm1, xmm2, 1
 ; bytes: 62 f1 f5 08 c2 c2 01
@@ -83,14 +83,14 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vcmppd k5, xmm8, xmm18, 255
 ; bytes: 62 b1 bd 08 c2 ea ff
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm17, xmmword ptr [r13 - 300], 0
-; bytes: 62 d1 f5 00 c2 85 d4 fe ff ff 00
+{evex} vcmppd k0, xmm17, xmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d1 f5 00 c2 84 30 7f 00 00 00 00
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f1 f5 08 c2 84 87 08 00 00 00 64
+{evex} vcmppd k0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 f5 08 c2 84 9c 00 10 00 00 64
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 91 f5 00 c2 44 fc f8 c8
+{evex} vcmppd k0, xmm17, xmmword ptr [rdx - 8192], 200
+; bytes: 62 f1 f5 00 c2 82 00 e0 ff ff c8
 ; form: vblendmpd_x_k_x_xm
 {evex} vblendmpd xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 ed 0a 65 c3
@@ -104,15 +104,15 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vblendmpd xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 ed 02 65 e9
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 85 04 65 84 4b e8 03 00 00
+{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rip + bar]
+; bytes: 62 e2 85 04 65 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm0 {k2}, xmm2, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 ed 0a 65 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vblendmpd xmm0 {k2}, xmm2, xmmword ptr [rdi]
+; bytes: 62 f2 ed 0a 65 07
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 85 04 65 04 cd 40 00 00 00
+{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rsp + 8]
+; bytes: 62 e2 85 04 65 84 24 08 00 00 00
 ; form: vcmpps_k_y_ym_imm8
 {evex} vcmpps k0, ymm1, ymm2, 1
 ; bytes: 62 f1 74 28 c2 c2 01
@@ -126,14 +126,14 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vcmpps k5, ymm8, ymm18, 255
 ; bytes: 62 b1 3c 28 c2 ea ff
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d1 74 20 c2 84 30 7f 00 00 00 00
+{evex} vcmpps k0, ymm17, ymmword ptr [rbp], 0
+; bytes: 62 f1 74 20 c2 45 00 00
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b1 74 28 c2 84 9c 00 10 00 00 64
+{evex} vcmpps k0, ymm1, ymmword ptr [r13 - 300], 100
+; bytes: 62 d1 74 28 c2 85 d4 fe ff ff 64
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm17, ymmword ptr [rdx - 8192], 200
-; bytes: 62 f1 74 20 c2 82 00 e0 ff ff c8
+{evex} vcmpps k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f1 74 20 c2 84 87 08 00 00 00 c8
 ; form: vblendmps_y_k_y_ym
 {evex} vblendmps ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 65 c3
@@ -147,15 +147,15 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vblendmps ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 65 e9
 ; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [rip + bar]
+{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 05 24 65 44 fc fc
+; form: vblendmps_y_k_y_ym
+{evex} vblendmps ymm0 {k2}, ymm2, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 6d 2a 65 84 4b e8 03 00 00
+; form: vblendmps_y_k_y_ym
+{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
 ; bytes: 62 e2 05 24 65 05 00 00 00 00
-; fixup: 6 pc32 bar -4
-; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm0 {k2}, ymm2, ymmword ptr [rdi]
-; bytes: 62 f2 6d 2a 65 07
-; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
-; bytes: 62 e2 05 24 65 84 24 08 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcmppd_k_y_ym_imm8
 {evex} vcmppd k0, ymm1, ymm2, 1
 ; bytes: 62 f1 f5 28 c2 c2 01
@@ -169,14 +169,14 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vcmppd k5, ymm8, ymm18, 255
 ; bytes: 62 b1 bd 28 c2 ea ff
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm17, ymmword ptr [rbp], 0
-; bytes: 62 f1 f5 20 c2 45 00 00
+{evex} vcmppd k0, ymm17, ymmword ptr [8*rcx + 64], 0
+; bytes: 62 f1 f5 20 c2 04 cd 40 00 00 00 00
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm1, ymmword ptr [r13 - 300], 100
-; bytes: 62 d1 f5 28 c2 85 d4 fe ff ff 64
+{evex} vcmppd k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d1 f5 28 c2 84 30 7f 00 00 00 64
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 200
-; bytes: 62 f1 f5 20 c2 84 87 08 00 00 00 c8
+{evex} vcmppd k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b1 f5 20 c2 84 9c 00 10 00 00 c8
 ; form: vblendmpd_y_k_y_ym
 {evex} vblendmpd ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 65 c3
@@ -190,15 +190,15 @@ kmovq qword ptr [r8 + rsi + 127], k0
 {evex} vblendmpd ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 65 e9
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 85 24 65 44 fc fc
+{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 85 24 65 82 00 e0 ff ff
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm0 {k2}, ymm2, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 ed 2a 65 84 4b e8 03 00 00
+{evex} vblendmpd ymm0 {k2}, ymm2, ymmword ptr [rip + bar]
+; bytes: 62 f2 ed 2a 65 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
-; bytes: 62 e2 85 24 65 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rdi]
+; bytes: 62 e2 85 24 65 07
 ; form: vcmpps_k_z_zm_imm8
 vcmpps k0, zmm1, zmm2, 1
 ; bytes: 62 f1 74 48 c2 c2 01
@@ -212,14 +212,14 @@ vcmpps k3, zmm24, zmm9, 127
 vcmpps k5, zmm8, zmm18, 255
 ; bytes: 62 b1 3c 48 c2 ea ff
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm17, zmmword ptr [8*rcx + 64], 0
-; bytes: 62 f1 74 40 c2 04 cd 40 00 00 00 00
+vcmpps k0, zmm17, zmmword ptr [rsp + 8], 0
+; bytes: 62 f1 74 40 c2 84 24 08 00 00 00 00
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm1, zmmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d1 74 48 c2 84 30 7f 00 00 00 64
+vcmpps k0, zmm1, zmmword ptr [rbp], 100
+; bytes: 62 f1 74 48 c2 45 00 64
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b1 74 40 c2 44 9c 40 c8
+vcmpps k0, zmm17, zmmword ptr [r13 - 300], 200
+; bytes: 62 d1 74 40 c2 85 d4 fe ff ff c8
 ; form: vblendmps_z_k_z_zm
 vblendmps zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 65 c3
@@ -233,15 +233,14 @@ vblendmps zmm3 {k4}, zmm9, zmm30
 vblendmps zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 65 e9
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm16 {k4}, zmm31, zmmword ptr [rdx - 8192]
-; bytes: 62 e2 05 44 65 42 80
+vblendmps zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 05 44 65 84 87 08 00 00 00
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm0 {k2}, zmm2, zmmword ptr [rip + bar]
-; bytes: 62 f2 6d 4a 65 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vblendmps zmm0 {k2}, zmm2, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 6d 4a 65 44 fc fe
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm16 {k4}, zmm31, zmmword ptr [rdi]
-; bytes: 62 e2 05 44 65 07
+vblendmps zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 44 65 84 4b e8 03 00 00
 ; form: vcmppd_k_z_zm_imm8
 vcmppd k0, zmm1, zmm2, 1
 ; bytes: 62 f1 f5 48 c2 c2 01
@@ -255,14 +254,15 @@ vcmppd k3, zmm24, zmm9, 127
 vcmppd k5, zmm8, zmm18, 255
 ; bytes: 62 b1 bd 48 c2 ea ff
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm17, zmmword ptr [rsp + 8], 0
-; bytes: 62 f1 f5 40 c2 84 24 08 00 00 00 00
+vcmppd k0, zmm17, zmmword ptr [rip + foo + 16], 0
+; bytes: 62 f1 f5 40 c2 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm1, zmmword ptr [rbp], 100
-; bytes: 62 f1 f5 48 c2 45 00 64
+vcmppd k0, zmm1, zmmword ptr [8*rcx + 64], 100
+; bytes: 62 f1 f5 48 c2 04 cd 40 00 00 00 64
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm17, zmmword ptr [r13 - 300], 200
-; bytes: 62 d1 f5 40 c2 85 d4 fe ff ff c8
+vcmppd k0, zmm17, zmmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d1 f5 40 c2 84 30 7f 00 00 00 c8
 ; form: vblendmpd_z_k_z_zm
 vblendmpd zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 65 c3
@@ -276,11 +276,12 @@ vblendmpd zmm3 {k4}, zmm9, zmm30
 vblendmpd zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 65 e9
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 85 44 65 84 87 08 00 00 00
+vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 85 44 65 44 9c 40
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm0 {k2}, zmm2, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 ed 4a 65 44 fc fe
+vblendmpd zmm0 {k2}, zmm2, zmmword ptr [rdx - 8192]
+; bytes: 62 f2 ed 4a 65 42 80
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 85 44 65 84 4b e8 03 00 00
+vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
+; bytes: 62 e2 85 44 65 05 00 00 00 00
+; fixup: 6 pc32 bar -4
