@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kcc.ir.mir import Inst, MFunction, RegOp, Role, VReg, structure, successors
-from kcc.regalloc.liveness import intervals, live_sets
+from kcc.regalloc.liveness import intervals, live_sets, number_vars
 from test_regalloc import Gen
 
 
@@ -78,3 +78,27 @@ def _check(fn: MFunction) -> None:
 def test_two_pass_liveness_and_hulls_match_the_fixed_point(data: st.DataObject,
                                                            budget: int) -> None:
     _check(Gen(data, budget).build())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data(), st.integers(4, 60))
+def test_number_vars_lists_what_uses_and_defs_name(data: st.DataObject, budget: int) -> None:
+    """The allocator's one-walk operand lists (``vreg_lists``, behind ``number_vars``) name,
+    per instruction, the VRegs of ``Inst.uses``/``Inst.defs`` in order without repeats, and the
+    numbering counts the used ones first, in order of first use."""
+    fn = Gen(data, budget).build()
+    var, index, uses, defs = number_vars(fn.insts)
+
+    def want(regs: list) -> list:
+        out: list = []
+        for r in regs:
+            if isinstance(r, VReg) and not any(x is r for x in out):
+                out.append(r)
+        return out
+    first_use: list = []
+    for inst, us, ds in zip(fn.insts, uses, defs):
+        assert [var[k] for k in us] == want(inst.uses())
+        assert [var[k] for k in ds] == want(inst.defs())
+        first_use += [r for r in want(inst.uses()) if not any(x is r for x in first_use)]
+    assert var[:len(first_use)] == first_use
+    assert all(index[id(v)] == k for k, v in enumerate(var))

@@ -141,6 +141,11 @@ class Kind(enum.Enum):
 INSERTED_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL, Kind.REMAT})
 #: kinds that transfer control somewhere other than (or besides) the next instruction
 BRANCH_KINDS = frozenset({Kind.JUMP, Kind.BRANCH, Kind.LOOP_END, Kind.RET})
+#: kinds that name a Label operand
+_LABELLED_KINDS = frozenset({Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JUMP,
+                             Kind.BRANCH})
+#: kinds with nothing for ``structure`` to check
+_PLAIN_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL, Kind.REMAT})
 
 
 @dataclass(eq=False)
@@ -227,31 +232,39 @@ def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, 
     labels: dict[str, int] = {}
     loops: list[tuple[int, int, int]] = []
     stack: list[tuple[str, int]] = []
-    enclosing: dict[int, tuple[int, ...]] = {}
+    inside: tuple[int, ...] = ()          # the open loops' headers, outermost first
+    enclosing: dict[int, tuple[int, ...]] = {}   # of the labels and forward branches
+    OP = Kind.OP
     for i, inst in enumerate(insts):
-        enclosing[i] = tuple(b for _, b in stack)
-        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JUMP, Kind.BRANCH):
-            if inst.label() is None:
-                raise MirError(f"inst {i} ({inst.op}): a {inst.kind.value} needs a Label")
-        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+        kind = inst.kind
+        if kind is OP or kind in _PLAIN_KINDS:
+            continue                      # nothing to check (a plain instruction)
+        if kind in _LABELLED_KINDS and inst.label() is None:
+            raise MirError(f"inst {i} ({inst.op}): a {kind.value} needs a Label")
+        if kind is Kind.LABEL or kind is Kind.JUMP or kind is Kind.BRANCH:
+            enclosing[i] = inside
+        if kind is Kind.LABEL or kind is Kind.LOOP_BEGIN:
             name = inst.label()
             assert name is not None
             if name in labels:
                 raise MirError(f"inst {i} ({inst.op}): label {name!r} defined twice")
             labels[name] = i
-        if inst.kind is Kind.LOOP_BEGIN:
+        if kind is Kind.LOOP_BEGIN:
             stack.append((inst.label() or "", i))
-        elif inst.kind is Kind.LOOP_END:
+            inside = inside + (i,)
+        elif kind is Kind.LOOP_END:
             if not stack or stack[-1][0] != inst.label():
                 raise MirError(f"inst {i} ({inst.op}): LOOP_END {inst.label()!r} does not "
                                f"close the innermost open loop")
             _, b = stack.pop()
+            inside = inside[:-1]
             loops.append((b, i, len(stack)))
-        if inst.kind in (Kind.LOOP_END, Kind.JUMP, Kind.BRANCH, Kind.RET) and inst.defs():
+        if kind in BRANCH_KINDS and inst.defs():
             raise MirError(f"inst {i} ({inst.op}): a branch may not define registers")
     if stack:
         raise MirError(f"loop {stack[-1][0]!r} at inst {stack[-1][1]} has no LOOP_END")
-    for i, inst in enumerate(insts):
+    for i, inside in enclosing.items():
+        inst = insts[i]
         if inst.kind in (Kind.JUMP, Kind.BRANCH):
             name = inst.label()
             t = labels.get(name or "")
@@ -259,7 +272,7 @@ def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, 
                 raise MirError(f"inst {i} ({inst.op}): branch to unknown label {name!r}")
             if t <= i:
                 raise MirError(f"inst {i} ({inst.op}): only LOOP_END may branch backwards")
-            if enclosing[t] != enclosing[i]:
+            if enclosing[t] != inside:
                 raise MirError(f"inst {i} ({inst.op}): branch into or out of a loop")
     loops.sort()
     return loops, labels

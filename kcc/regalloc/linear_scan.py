@@ -24,7 +24,8 @@ The allocator works on a private copy of the function in four steps:
    register that was free over the holder's whole interval.  When none is free, one value is
    spilled among the current interval and the holders of one register: first one not used
    again in the innermost loop around the current position, then a constant, then the one
-   used furthest away.
+   used furthest away.  (The scan works on register numbers and bit sets of register units;
+   the active intervals are a heap by end: n log n in the intervals.)
 4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
    fill into a fresh short-lived temporary right before the instruction and every definition
    writes it through a spill right after, so code inside loops reloads at each use.  A
@@ -41,11 +42,14 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, replace
+from heapq import heappop, heappush
+from typing import Any
 
-from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, PReg, Reg, RegOp,
-                        Role, VReg, format_inst, structure, successors, verify_mir)
+from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, Operand, PReg,
+                        Reg, RegOp, Role, VReg, format_inst, structure, successors,
+                        verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
-from kcc.regalloc.liveness import Interval, intervals, number_vars
+from kcc.regalloc.liveness import Interval, bits, intervals, number_vars, vreg_lists
 from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
 
 
@@ -64,18 +68,27 @@ def _move(dst: Reg, src: Reg) -> _W:
     return _W("move", [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
 
+def _reg_op(o: RegOp, reg: Reg | None) -> RegOp:
+    """``o`` naming ``reg`` (``dataclasses.replace`` without its per-call field walk)."""
+    return o if reg is o.reg else RegOp(reg, o.role, o.fixed, o.tied)  # type: ignore[arg-type]
+
+
+def _mem_op(o: Mem, base: Reg | None, index: Reg | None) -> Mem:
+    """``o`` with registers ``base`` and ``index``."""
+    return o if base is o.base and index is o.index else Mem(base, index, o.scale, o.disp)
+
+
 def _rename(w: _W, m: dict[int, VReg]) -> _W:
     """``w`` with every register in ``m`` (keyed by ``id``) replaced."""
-    def r(x: Reg | None) -> Reg | None:
-        return m.get(id(x), x) if x is not None else None
-    ops = []
+    ops: list[Operand] = []
     for o in w.operands:
         if isinstance(o, RegOp):
-            o = replace(o, reg=r(o.reg))
+            o = _reg_op(o, m.get(id(o.reg), o.reg))
         elif isinstance(o, Mem):
-            o = replace(o, base=r(o.base), index=r(o.index))
+            o = _mem_op(o, m.get(id(o.base), o.base) if o.base is not None else None,
+                        m.get(id(o.index), o.index) if o.index is not None else None)
         ops.append(o)
-    return replace(w, operands=ops)
+    return _W(w.op, ops, w.clobbers, w.kind, w.arg, w.slot, w.orig, w.entry, w.var)
 
 
 class _Allocator:
@@ -107,6 +120,12 @@ class _Allocator:
                         raise AllocationError(f"{fn.name}: no registers of class {r.cls!r} "
                                               f"for {r!r}")
         self.raw: dict[PReg, VReg] = {}
+        self.regno: dict[PReg, int] = {}
+        self.regtab: list[PReg] = []
+        self.umask: list[int] = []
+        self.unit_bit: dict[str, int] = {}
+        self.orders: dict[int, tuple[list[PReg], list[int], set[int]]] = {}
+        self.remat_of: tuple[list[_W], dict[int, _W]] | None = None
         self.index = {id(inst): k for k, inst in enumerate(fn.insts)}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -148,8 +167,8 @@ class _Allocator:
                 inst.op, list(inst.operands), inst.clobbers, inst.kind, inst.arg, inst.slot,
                 orig=inst)
             w.operands = [
-                replace(o, reg=self._map_raw(o.reg)) if isinstance(o, RegOp) else
-                replace(o, base=self._map_raw(o.base), index=self._map_raw(o.index))
+                _reg_op(o, self._map_raw(o.reg)) if isinstance(o, RegOp) else
+                _mem_op(o, self._map_raw(o.base), self._map_raw(o.index))
                 if isinstance(o, Mem) else o for o in w.operands]
             work.extend(self._lower(w))
         return work
@@ -208,10 +227,44 @@ class _Allocator:
             ops[k] = RegOp(t, o.role)
         return [*pre, w, *post]
 
+    # -- the scan's tables -----------------------------------------------------------------
+    def _vregs(self, w: _W) -> tuple[list[Any], list[Any]]:
+        """``vreg_lists(w)``, kept on the working instruction (its operands never change after
+        ``prepare``: renaming, spilling and filling make new instructions)."""
+        c = w.__dict__.get("_vregs")
+        if c is None:
+            c = w.__dict__["_vregs"] = vreg_lists(w)
+        return c
+
+    def _regno(self, p: PReg) -> int:
+        """The number of physical register ``p`` in the allocator's register table, whose
+        ``umask`` entry is the bit set of its register units."""
+        r = self.regno.get(p)
+        if r is None:
+            r = self.regno[p] = len(self.regtab)
+            self.regtab.append(p)
+            m = 0
+            for u in self._units(p):
+                b = self.unit_bit.get(u)
+                if b is None:
+                    b = self.unit_bit[u] = len(self.unit_bit)
+                m |= 1 << b
+            self.umask.append(m)
+        return r
+
+    def _order(self, regs: list[PReg]) -> tuple[list[int], set[int]]:
+        """A register list (a class, in preference order) as register numbers and their set;
+        memoized by the list's identity (the lists live as long as the target)."""
+        got = self.orders.get(id(regs))
+        if got is None or got[0] is not regs:
+            nums = [self._regno(p) for p in regs]
+            got = self.orders[id(regs)] = (regs, nums, set(nums))
+        return got[1], got[2]
+
     # -- steps 2 and 3 ---------------------------------------------------------------------
     def scan(self, work: list[_W]) -> tuple[dict[int, PReg], list[VReg]]:
         """One linear scan: the register of every variable (by id), or the vregs to spill."""
-        var, index, uses, defs = number_vars(work)
+        var, index, uses, defs = number_vars(work, self._vregs)
         loops, labels = structure(work)
         ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
                                       [(b, e) for b, e, _ in loops], len(var))
@@ -220,15 +273,24 @@ class _Allocator:
             raise AllocationError(f"{self.fn.name}: used before any definition on some "
                                   f"path: {names}")
         starts, ends = self._reservations(work, var, ivs)
+        umask = self.umask
+        # the reserved ranges of each register's units, for the registers that have any
+        resv: dict[int, list[tuple[list[int], list[int]]]] = {}
 
-        def reserved(p: PReg, iv: Interval) -> bool:
-            for u in self._units(p):
-                s = starts.get(u)
-                if s:
-                    j = bisect_right(s, iv.end) - 1
-                    if j >= 0 and ends[u][j] >= iv.start:
-                        return True
+        def reserved(r: int, iv: Interval) -> bool:
+            for s, e in resv.get(r, ()):
+                j = bisect_right(s, iv.end) - 1
+                if j >= 0 and e[j] >= iv.start:
+                    return True
             return False
+
+        def note_reservations() -> None:
+            for r in range(len(resv_known), len(self.regtab)):
+                rs = [(starts[u], ends[u]) for u in self._units(self.regtab[r]) if starts.get(u)]
+                if rs:
+                    resv[r] = rs
+                resv_known.append(r)
+        resv_known: list[int] = []
 
         # Which value to spill: first one not used again in the innermost loop around the
         # current position, then a constant (re-created at its uses, never stored), then the
@@ -237,124 +299,142 @@ class _Allocator:
         for b, e, _ in loops:                # outer loops first: inner ones overwrite
             inner_end[b:e + 1] = [2 * e + 1] * (e - b + 1)
         remat = self.rematerializable(work)
+        is_remat = [id(v) in remat for v in var]
+        nospill = [id(v) in self.nospill for v in var]
 
         def cost(k: int, pos: int) -> tuple[bool, bool, int]:
             nxt = ivs[k].next_use(pos)  # type: ignore[union-attr]
             end = inner_end[pos // 2]
-            return end >= 0 and nxt > end, id(var[k]) in remat, nxt
+            return end >= 0 and nxt > end, is_remat[k], nxt
 
         partners: dict[int, list[int]] = {}
         for w in work:
             if w.kind is Kind.MOVE:
-                d, s = w.defs()[0], w.uses()[0]
+                d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
                 if isinstance(d, VReg) and isinstance(s, VReg):
                     partners.setdefault(index[id(d)], []).append(index[id(s)])
                     partners.setdefault(index[id(s)], []).append(index[id(d)])
         allowed = self._allowed(work, index, var)
-        assign: dict[int, PReg] = {}
+        classes = self.t.classes
+
+        def regs_of(k: int) -> tuple[list[int], set[int]]:
+            return self._order(allowed.get(k) or classes[var[k].cls])
+        assign: dict[int, int] = {}          # variable -> register number
         for k, v in enumerate(var):
             if id(v) in self.pre:
-                assign[k] = self.pre[id(v)]
-        busy: dict[str, int] = {}
-        active: list[int] = []
+                assign[k] = self._regno(self.pre[id(v)])
+        owner: dict[int, int] = {}           # unit bit -> the active variable holding it
+        busy = 0                             # bit set of the units active variables hold
+        active: list[tuple[int, int]] = []  # heap of (end, variable) of the assigned ones
         spilled: list[VReg] = []
-        # per register unit, the intervals (start, end, var) given to it so far: disjoint and
-        # sorted, so whether a register was free over an earlier stretch is one bisection
-        held: dict[str, list[tuple[int, int, int]]] = {}
+        # per register unit bit, the intervals (start, end, var) given to it so far: disjoint
+        # and sorted, so whether a register was free over an earlier stretch is one bisection
+        held: dict[int, list[tuple[int, int, int]]] = {}
 
-        def record(k: int, p: PReg, add: bool) -> None:
+        def record(k: int, r: int, add: bool) -> None:
             iv = ivs[k]
             assert iv is not None
             e = (iv.start, iv.end, k)
-            for u in self._units(p):
+            for u in bits(umask[r]):
                 h = held.setdefault(u, [])
                 if add:
                     insort(h, e)
                 else:
                     del h[bisect_left(h, e)]
 
-        def free_over(p: PReg, k: int) -> bool:
+        def free_over(r: int, k: int) -> bool:
             iv = ivs[k]
             assert iv is not None
-            if reserved(p, iv):
+            if reserved(r, iv):
                 return False
-            for u in self._units(p):
+            for u in bits(umask[r]):
                 h = held.get(u)
                 j = bisect_right(h, (iv.end, len(work) * 2 + 2, 0)) - 1 if h else -1
                 if j >= 0 and h[j][1] >= iv.start:    # type: ignore[index]
                     return False
             return True
 
-        def relocate(regs: list[PReg], iv: Interval) -> PReg | None:
-            """Free one of ``regs`` (a narrowed variable's) by moving its holder to another
-            register that was free over the holder's whole interval."""
-            for p in regs:
-                holders = {busy[u] for u in self._units(p) if u in busy}
-                if reserved(p, iv) or len(holders) != 1:
+        def relocate(nums: list[int], iv: Interval) -> int:
+            """Free one of ``nums`` (a narrowed variable's registers) by moving its holder to
+            another register that was free over the holder's whole interval; -1 if none."""
+            nonlocal busy
+            for r in nums:
+                holders = {owner[u] for u in bits(busy & umask[r])}
+                if reserved(r, iv) or len(holders) != 1:
                     continue
                 b = holders.pop()
-                for q in allowed.get(b) or self.t.classes[var[b].cls]:
-                    if set(self._units(q)) & set(self._units(p)) or not free_over(q, b):
+                qs, _ = regs_of(b)
+                note_reservations()
+                for q in qs:
+                    if umask[q] & umask[r] or not free_over(q, b):
                         continue
-                    record(b, p, False)
-                    for u in self._units(p):
-                        del busy[u]
+                    record(b, r, False)
+                    busy &= ~umask[r]
                     assign[b] = q
                     record(b, q, True)
-                    for u in self._units(q):
-                        busy[u] = b
-                    return p
-            return None
+                    busy |= umask[q]
+                    for u in bits(umask[q]):
+                        owner[u] = b
+                    return r
+            return -1
         order = sorted((iv for k, iv in enumerate(ivs) if iv and k not in assign),
                        key=lambda iv: (iv.start, iv.var))
         for iv in order:
-            for a in [a for a in active if ivs[a].end < iv.start]:  # type: ignore[union-attr]
-                active.remove(a)
-                for u in self._units(assign[a]):
-                    del busy[u]
-            v = var[iv.var]
-            regs = allowed.get(iv.var) or self.t.classes[v.cls]
-            hints = [assign[p] for p in partners.get(iv.var, ()) if p in assign]
-            choice = None
-            for p in [*(h for h in hints if h in regs), *regs]:
-                if not any(u in busy for u in self._units(p)) and not reserved(p, iv):
-                    choice = p
+            start = iv.start
+            while active and active[0][0] < start:      # expire the intervals ended before
+                r = assign.get(heappop(active)[1])      # (None: spilled since)
+                if r is not None:
+                    busy &= ~umask[r]
+            k = iv.var
+            nums, numset = regs_of(k)
+            note_reservations()
+            choice = -1
+            for p in partners.get(k, ()):
+                r = assign.get(p)
+                if r is not None and r in numset and not busy & umask[r] and not (
+                        r in resv and reserved(r, iv)):
+                    choice = r
                     break
-            if choice is None and iv.var in allowed:
-                choice = relocate(regs, iv)
-            if choice is None:
-                best: tuple[tuple[bool, bool, int], PReg, list[int]] | None = None
-                for p in regs:
-                    if reserved(p, iv):
+            if choice < 0:
+                for r in nums:
+                    if not busy & umask[r] and not (r in resv and reserved(r, iv)):
+                        choice = r
+                        break
+            if choice < 0 and k in allowed:
+                choice = relocate(nums, iv)
+            if choice < 0:
+                best: tuple[tuple[bool, bool, int], int, list[int]] | None = None
+                for r in nums:
+                    if r in resv and reserved(r, iv):
                         continue
-                    blockers = sorted({busy[u] for u in self._units(p) if u in busy})
-                    if any(id(var[b]) in self.nospill for b in blockers):
+                    blockers = sorted({owner[u] for u in bits(busy & umask[r])})
+                    if any(nospill[b] for b in blockers):
                         continue
-                    score = min(cost(b, iv.start) for b in blockers)
+                    score = min(cost(b, start) for b in blockers)
                     if best is None or score > best[0]:
-                        best = (score, p, blockers)
-                if id(v) not in self.nospill and (best is None
-                                                  or cost(iv.var, iv.start) >= best[0]):
-                    spilled.append(v)
+                        best = (score, r, blockers)
+                if not nospill[k] and (best is None or cost(k, start) >= best[0]):
+                    spilled.append(var[k])
                     continue
                 if best is None:
-                    pos = iv.start // 2
-                    raise AllocationError(f"{self._where(work[pos])}: no {v.cls} register "
-                                          f"left for an operand (too many values fixed or "
-                                          f"used at once)")
+                    pos = start // 2
+                    raise AllocationError(f"{self._where(work[pos])}: no {var[k].cls} "
+                                          f"register left for an operand (too many values "
+                                          f"fixed or used at once)")
                 choice = best[1]
                 for b in best[2]:
-                    active.remove(b)
                     record(b, assign[b], False)
-                    for u in self._units(assign.pop(b)):
-                        del busy[u]
+                    busy &= ~umask[assign.pop(b)]
                     spilled.append(var[b])
-            assign[iv.var] = choice
-            record(iv.var, choice, True)
-            active.append(iv.var)
-            for u in self._units(choice):
-                busy[u] = iv.var
-        return {id(var[k]): p for k, p in assign.items()}, spilled
+            assign[k] = choice
+            record(k, choice, True)
+            heappush(active, (iv.end, k))
+            m = umask[choice]
+            busy |= m
+            for u in bits(m):
+                owner[u] = k
+        regtab = self.regtab
+        return {id(var[k]): regtab[r] for k, r in assign.items()}, spilled
 
     def _allowed(self, work: list[_W], index: dict[int, int], var: list[VReg]
                  ) -> dict[int, list[PReg]]:
@@ -438,9 +518,11 @@ class _Allocator:
         ok = getattr(self.t, "rematerializable", None)
         if ok is None:
             return {}
+        if self.remat_of is not None and self.remat_of[0] is work:
+            return self.remat_of[1]          # the scan's, asked again by spill
         found: dict[int, _W | None] = {}
         for w in work:
-            for r in w.defs():
+            for r in self._vregs(w)[1]:
                 found[id(r)] = None if id(r) in found else w
         out: dict[int, _W] = {}
         for k, w in found.items():
@@ -453,6 +535,7 @@ class _Allocator:
                 continue
             if ok(w.orig):
                 out[k] = w
+        self.remat_of = (work, out)
         return out
 
     def _remat(self, src: _W, dst: VReg, var: VReg) -> _W:
@@ -469,8 +552,12 @@ class _Allocator:
         remat = {k: w for k, w in self.rematerializable(work).items() if k in sp}
         out: list[_W] = []
         for w in work:
+            us, ds = self._vregs(w)
+            if not us and not ds:
+                out.append(w)
+                continue
             if w.kind is Kind.MOVE:
-                d, s = w.defs()[0], w.uses()[0]
+                d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
                 if id(d) in sp and id(s) not in sp:
                     out.append(_W("spill", [RegOp(s, Role.USE)], kind=Kind.SPILL, var=d))
                     continue
@@ -480,8 +567,8 @@ class _Allocator:
                 if id(s) in sp and id(d) not in sp:
                     out.append(_W("fill", [RegOp(d, Role.DEF)], kind=Kind.FILL, var=s))
                     continue
-            used = {id(r): r for r in w.uses() if id(r) in sp}
-            defd = {id(r): r for r in w.defs() if id(r) in sp}
+            used = {id(r): r for r in us if id(r) in sp}
+            defd = {id(r): r for r in ds if id(r) in sp}
             if not used and not defd:
                 out.append(w)
                 continue
@@ -576,7 +663,7 @@ class _Allocator:
                     insts.append(self._stamp(self.t.make_move(d.cls, d, s), Kind.MOVE,
                                              d, s, None))
             elif w.kind is Kind.REMAT:
-                insts.append(Inst(w.op, [replace(o, reg=reg(o.reg)) if isinstance(o, RegOp)
+                insts.append(Inst(w.op, [_reg_op(o, reg(o.reg)) if isinstance(o, RegOp)
                                          else o for o in w.operands], w.clobbers, Kind.REMAT,
                                   w.arg, w.slot))
             elif w.kind in (Kind.SPILL, Kind.FILL):
@@ -597,12 +684,14 @@ class _Allocator:
                 for o, wo in zip(w.orig.operands, w.operands):
                     if isinstance(o, RegOp):
                         assert isinstance(wo, RegOp)
-                        o = replace(o, reg=reg(wo.reg))
+                        o = _reg_op(o, reg(wo.reg))
                     elif isinstance(o, Mem):
                         assert isinstance(wo, Mem)
-                        o = replace(o, base=reg(wo.base), index=reg(wo.index))
+                        o = _mem_op(o, reg(wo.base), reg(wo.index))
                     ops.append(o)
-                insts.append(replace(w.orig, operands=ops))
+                orig = w.orig
+                insts.append(Inst(orig.op, ops, orig.clobbers, orig.kind, orig.arg, orig.slot)
+                             if type(orig) is Inst else replace(orig, operands=ops))
         written: set[str] = set()
         for inst in insts:
             for r in [*inst.defs(), *inst.clobbers]:

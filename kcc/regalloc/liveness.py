@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from kcc.ir.mir import Mem, RegOp, Role, VReg
 
 
 @dataclass
@@ -44,23 +46,57 @@ class Interval:
         return self.uses[k] if k < len(self.uses) else 1 << 60
 
 
-def number_vars(work: list[Any]) -> tuple[list[Any], dict[int, int], list[list[int]],
-                                           list[list[int]]]:
+def vreg_lists(w: Any) -> tuple[list[Any], list[Any]]:
+    """The virtual registers instruction ``w`` reads and writes, each list in operand order
+    without repeats (``Inst.uses``/``Inst.defs`` restricted to VRegs), in one operand walk."""
+    us: list[Any] = []
+    ds: list[Any] = []
+    for o in w.operands:
+        if isinstance(o, RegOp):
+            r = o.reg
+            if isinstance(r, VReg):
+                role = o.role
+                if role is not Role.DEF and not any(x is r for x in us):  # USE, DEF | USE
+                    us.append(r)
+                if role is not Role.USE and not any(x is r for x in ds):
+                    ds.append(r)
+        elif isinstance(o, Mem):
+            for r in (o.base, o.index):
+                if isinstance(r, VReg) and not any(x is r for x in us):
+                    us.append(r)
+    return us, ds
+
+
+def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any]]] = vreg_lists
+                ) -> tuple[list[Any], dict[int, int], list[list[int]], list[list[int]]]:
     """Number the virtual registers of a linear instruction list (those used, in order of first
     use, then those only defined): the variables by number, number by id, and each
-    instruction's used and defined numbers without repeats. Only VReg operands count (pre-coloured registers are not variables)."""
-    from kcc.ir.mir import VReg
+    instruction's used and defined numbers without repeats. Only VReg operands count
+    (pre-coloured registers are not variables). ``regs(w)`` gives an instruction's used and
+    defined VRegs (``vreg_lists``; the allocator passes a cached one)."""
     index: dict[int, int] = {}
     var: list[Any] = []
-
-    def num(r: Any) -> int:
-        k = index.get(id(r))
-        if k is None:
-            k = index[id(r)] = len(var)
-            var.append(r)
-        return k
-    uses = [list(dict.fromkeys(num(r) for r in w.uses() if isinstance(r, VReg))) for w in work]
-    defs = [list(dict.fromkeys(num(r) for r in w.defs() if isinstance(r, VReg))) for w in work]
+    lists = [regs(w) for w in work]
+    uses: list[list[int]] = []
+    for us, _ in lists:
+        row = []
+        for r in us:
+            k = index.get(id(r))
+            if k is None:
+                k = index[id(r)] = len(var)
+                var.append(r)
+            row.append(k)
+        uses.append(row)
+    defs: list[list[int]] = []
+    for _, ds in lists:
+        row = []
+        for r in ds:
+            k = index.get(id(r))
+            if k is None:
+                k = index[id(r)] = len(var)
+                var.append(r)
+            row.append(k)
+        defs.append(row)
     return var, index, uses, defs
 
 
