@@ -42,6 +42,7 @@ def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
     how many moved (a cloned constant counts once)."""
     moved = 0
     done: set[str] = set()
+    regs = _Regs()
     while True:
         loops, _ = structure(fn.insts)
         todo = [(b, e, d) for b, e, d in loops if fn.insts[b].label() not in done]
@@ -49,7 +50,29 @@ def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
             return moved
         b, e, _ = max(todo, key=lambda t: (t[2], -t[0]))     # the deepest loop first
         done.add(fn.insts[b].label() or "")
-        moved += _hoist_loop(fn, b, e, movable, flags_of)
+        moved += _hoist_loop(fn, b, e, movable, flags_of, regs)
+
+
+class _Regs:
+    """Each instruction's ``uses()``, ``defs()`` and flag use, computed once per instruction
+    object (this pass never changes an instruction's operands in place: a renamed one is a
+    new instruction)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Inst, list, list, str | None]] = {}
+
+    def get(self, inst: Inst) -> tuple[list, list]:
+        got = self._seen.get(id(inst))
+        if got is None or got[0] is not inst:
+            got = self._seen[id(inst)] = (inst, inst.uses(), inst.defs(), None)
+        return got[1], got[2]
+
+    def flags(self, inst: Inst, flags_of: Callable[[Inst], str]) -> str:
+        self.get(inst)
+        got = self._seen[id(inst)]
+        if got[3] is None:
+            got = self._seen[id(inst)] = (*got[:3], flags_of(inst))
+        return got[3]  # type: ignore[return-value]
 
 
 def _top_level(insts: list[Inst], b: int, e: int) -> list[int]:
@@ -67,7 +90,7 @@ def _top_level(insts: list[Inst], b: int, e: int) -> list[int]:
 
 
 def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
-                flags_of: Callable[[Inst], str]) -> int:
+                flags_of: Callable[[Inst], str], regs: _Regs) -> int:
     insts = fn.insts
     body = _top_level(insts, b, e)
     cand = {i for i in body if insts[i].kind is Kind.OP and not insts[i].clobbers
@@ -76,38 +99,37 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
         return 0
     defs_at: dict[object, list[int]] = defaultdict(list)
     for i, inst in enumerate(insts):
-        for r in inst.defs():
+        for r in regs.get(inst)[1]:
             defs_at[r].append(i)
     # the first use of each register in the loop, and its first def there (program order)
     first_use: dict[object, int] = {}
     first_def: dict[object, int] = {}
     for i in range(b + 1, e):
-        inst = insts[i]
-        for r in inst.uses():
+        us, ds = regs.get(insts[i])
+        for r in us:
             first_use.setdefault(r, i)
-        for r in inst.defs():
+        for r in ds:
             first_def.setdefault(r, i)
-    # flag pairs: (reader, its writer) within the body; a reader with no writer there pins
+    # flag pairs: (reader, its writer) within the body; a reader with no writer there pins.
+    # The writer is the nearest earlier flag writer with only OPs in between (one forward
+    # walk keeps the latest such writer).
     pairs: list[tuple[int, int | None]] = []
+    writer: int | None = None
     for i in range(b + 1, e):
         inst = insts[i]
-        reads = inst.kind in (Kind.BRANCH, Kind.LOOP_END) or (
-            inst.kind is Kind.OP and "r" in flags_of(inst))
-        if not reads:
-            continue
-        w = None
-        for j in range(i - 1, b, -1):
-            if insts[j].kind is not Kind.OP:
-                break
-            if "w" in flags_of(insts[j]):
-                w = j
-                break
-        pairs.append((i, w))
+        op = inst.kind is Kind.OP
+        fl = regs.flags(inst, flags_of) if op else ""
+        if inst.kind in (Kind.BRANCH, Kind.LOOP_END) or (op and "r" in fl):
+            pairs.append((i, writer))
+        if not op:
+            writer = None
+        elif "w" in fl:
+            writer = i
     changed = True
     while changed:
         changed = False
         for i in sorted(cand):
-            if not _invariant(insts[i], b, e, cand, defs_at, first_use, first_def):
+            if not _invariant(regs.get(insts[i]), b, e, cand, defs_at, first_use, first_def):
                 cand.discard(i)
                 changed = True
         for r, w in pairs:
@@ -121,15 +143,15 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     # constants (no register read) move only for their moved readers
     readers: dict[object, list[int]] = defaultdict(list)
     for i in range(b + 1, e):
-        for r in insts[i].uses():
+        for r in regs.get(insts[i])[0]:
             readers[r].append(i)
     pre: list[Inst] = []
     rename: dict[VReg, VReg] = {}
     stay: set[int] = set()
     for i in sorted(cand):
         inst = insts[i]
-        ds = inst.defs()
-        if inst.uses() or any(len(defs_at[r]) != 1 for r in ds):
+        us, ds = regs.get(inst)
+        if us or any(len(defs_at[r]) != 1 for r in ds):
             continue
         rs = [j for r in ds for j in readers.get(r, ())]
         if all(j in cand for j in rs):
@@ -151,14 +173,15 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     return len(pre)
 
 
-def _invariant(inst: Inst, b: int, e: int, cand: set[int], defs_at: dict,
+def _invariant(regs: tuple[list, list], b: int, e: int, cand: set[int], defs_at: dict,
                first_use: dict, first_def: dict) -> bool:
-    """Whether inst computes the same value in every iteration of loop [b, e] given that the
-    instructions in cand move (see the module docstring)."""
-    for r in inst.uses():
+    """Whether the instruction reading and writing ``regs`` (its uses and defs) computes the
+    same value in every iteration of loop [b, e] given that the instructions in cand move
+    (see the module docstring)."""
+    for r in regs[0]:
         if any(b < j < e and j not in cand for j in defs_at.get(r, ())):
             return False
-    for r in inst.defs():
+    for r in regs[1]:
         if not isinstance(r, VReg) or any(j not in cand for j in defs_at[r]):
             return False
         u = first_use.get(r)
