@@ -279,7 +279,7 @@ def _stack_cost(u: UOp, base: int, shared: set) -> int:
     return cost
 
 
-def _cost(vs: list[UOp], original: set[UOp], base: int) -> int:
+def _cost(vs: list[UOp], original: dict[UOp, int], base: int) -> int:
     """Estimated instructions of the new vector nodes under vs (one per vector value node,
     _stack_cost for a STACK leaf) and of the scalar ALU nodes the STACK leaves still read."""
     seen: set[UOp] = set()
@@ -309,14 +309,14 @@ def _cost(vs: list[UOp], original: set[UOp], base: int) -> int:
     return cost
 
 
-def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: set[UOp],
+def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
                  base: int) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
     pack (or cannot be one store)."""
     p = _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
-        if not ctx.mem_legal(lanes, g[0].src[1].dtype) or not _independent(g):
+        if not ctx.mem_legal(lanes, g[0].src[1].dtype) or not _independent(g, original):
             return None
         v = p.pack(tuple(s.src[1] for s in g))
         if v is None:
@@ -330,7 +330,7 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
     """The store groups to pack, and the group width of each widened REG buffer: every run
     in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
     is cheaper; the runs of one REG buffer are judged together (one width for all)."""
-    original = set(order)
+    original = {u: i for i, u in enumerate(order)}     # the graph's nodes, numbered in order
     sets: dict[object, list[tuple[UOp, ...]]] = {}
     for run in _store_runs(order):
         if len(run) < widest:
@@ -364,17 +364,25 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
     return groups, reg_width
 
 
-def _independent(group: tuple[UOp, ...]) -> bool:
-    """No store of the group is reached from another's value (merging them would be a cycle)."""
+def _independent(group: tuple[UOp, ...], pos: dict[UOp, int]) -> bool:
+    """No store of the group is reached from another's value (merging them would be a cycle).
+
+    ``pos`` numbers the graph's nodes in a topological order (srcs first), so a node reached
+    from a value precedes it: the walk never enters a node numbered below the first store."""
     members = set(group)
-    return not any(u in members for u in toposort([s.src[1] for s in group]))
+    lo = min(pos[s] for s in group)
+    vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
+    return not vals or not any(u in members for u in toposort(
+        vals, lambda u: pos.get(u, lo) >= lo))
 
 
-def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp]) -> None:
-    """Consecutive scalar STOREs whose values pack become one vector STORE."""
+def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp],
+                 pos: dict[UOp, int]) -> None:
+    """Consecutive scalar STOREs whose values pack become one vector STORE (``pos``: the
+    graph's nodes numbered in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        if not p.ctx.mem_legal(len(group), dt) or not _independent(group):
+        if not p.ctx.mem_legal(len(group), dt) or not _independent(group, pos):
             continue
         v = p.pack(tuple(s.src[1] for s in group))
         if v is None:
@@ -407,7 +415,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
         v = p.pack(u.src)
         if v is not None and v is not u:
             redirect[u] = v
-    _pack_stores(p, groups, redirect)
+    _pack_stores(p, groups, redirect, {u: i for i, u in enumerate(order)})
     if not redirect:
         return sink
     _claim_loads(p)
