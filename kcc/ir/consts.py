@@ -19,7 +19,7 @@ from typing import Any
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UNKNOWN, UOp
 
 
 def literal_value(v: int | float | bool, dt: DType) -> int | float | bool:
@@ -82,7 +82,16 @@ def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool
 
 
 def const_value(u: UOp) -> tuple[Any, DType] | None:
-    """(value, dtype) of a scalar constant node (CONST or a CAST chain over one), else None."""
+    """(value, dtype) of a scalar constant node (CONST or a CAST chain over one), else None.
+    Computed once per node (nodes are immutable): every pass asks it of the same nodes."""
+    cv = u._const
+    if cv is UNKNOWN:
+        cv = _const_value(u)
+        object.__setattr__(u, "_const", cv)
+    return cv
+
+
+def _const_value(u: UOp) -> tuple[Any, DType] | None:
     chain: list[UOp] = []
     while u.op is Ops.CAST and u.shape == ():
         chain.append(u)

@@ -80,11 +80,16 @@ def argkey(arg: Any) -> Any:
     return (type(arg).__name__, arg)
 
 
+#: a memo slot of a UOp not filled yet
+UNKNOWN: Any = object()
+
+
 class UOp:
     """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
-    # _verified: what the verifier concluded from this node's subgraph (kcc/passes/verify.py)
-    __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "__weakref__")
+    # _verified: what the verifier concluded from this node's subgraph (kcc/passes/verify.py);
+    # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked)
+    __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "__weakref__")
     _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
 
     op: Ops
@@ -107,6 +112,7 @@ class UOp:
         object.__setattr__(node, "tag", tag)
         object.__setattr__(node, "_utype", None)
         object.__setattr__(node, "_verified", None)
+        object.__setattr__(node, "_const", UNKNOWN)
         UOp._cache[key] = node
         return node
 
@@ -123,6 +129,10 @@ class UOp:
         t = self._utype
         if t is None:
             from kcc.ir.rules import utype_of
+            if all(s._utype is not None for s in self.src):   # the common case: no walk
+                t = utype_of(self.op, self.src, self.arg)
+                object.__setattr__(self, "_utype", t)
+                return t
             # Type the untyped srcs first, deepest first, so a long chain never recurses; the
             # walk stops at nodes already typed, so typing a graph node by node stays linear.
             for n in _untyped(self):
