@@ -47,6 +47,8 @@ class UPat:
         object.__setattr__(self, "dtype", dts)
         object.__setattr__(self, "rest", rest)
         object.__setattr__(self, "commutative", commutative)
+        # the arg's key, compared with each candidate node's (not a field: not compared)
+        object.__setattr__(self, "_argkey", None if arg is _ANY else argkey(arg))
 
     @staticmethod
     def var(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> "UPat":
@@ -64,7 +66,7 @@ class UPat:
             return False
         if self.dtype is not None and n.dtype not in self.dtype:
             return False
-        if self.arg is not _ANY and argkey(self.arg) != argkey(n.arg):
+        if self._argkey is not None and self._argkey != argkey(n.arg):
             return False
         if self.name is not None:
             prev = store.get(self.name)

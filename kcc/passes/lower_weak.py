@@ -130,7 +130,7 @@ def _key(u: UOp, want: DType | None, nat: dict[UOp, DType]) -> tuple[UOp, DType 
 def _children(u: UOp, want: DType | None,
               nat: dict[UOp, DType]) -> list[tuple[UOp, DType | None] | None]:
     """The memo key each src of u is built at (None: keep the src as it is)."""
-    cdt = _compute_dtype(u, want, nat)
+    cdt: DType | None | str = _KEEP         # computed at the first weak _OPER src
     out: list[tuple[UOp, DType | None] | None] = []
     for i, s in enumerate(u.src):
         if not _is_weak(s):
@@ -140,7 +140,9 @@ def _children(u: UOp, want: DType | None,
         if mode == _KEEP:
             out.append(None)
         elif mode == _OPER:
-            out.append(_key(s, cdt, nat))
+            if cdt is _KEEP:
+                cdt = _compute_dtype(u, want, nat)
+            out.append(_key(s, cdt, nat))  # type: ignore[arg-type]
         else:
             out.append(_key(s, None, nat))
     return out
@@ -166,16 +168,17 @@ def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
     nat = _natural(order)
     done: dict[tuple[UOp, DType | None], UOp] = {}
     root = (sink, None)
-    stack: list[tuple[tuple[UOp, DType | None], bool]] = [(root, False)]
+    # frames: (key, its srcs' keys once computed: the node's srcs are then done)
+    stack: list[tuple[tuple[UOp, DType | None], list | None]] = [(root, None)]
     while stack:
-        key, ready = stack.pop()
+        key, kids = stack.pop()
         if key in done:
             continue
         u, want = key
-        kids = _children(u, want, nat)
-        if not ready:
-            stack.append((key, True))
-            stack.extend((k, False) for k in reversed(kids) if k is not None and k not in done)
+        if kids is None:
+            kids = _children(u, want, nat)
+            stack.append((key, kids))
+            stack.extend((k, None) for k in reversed(kids) if k is not None and k not in done)
             continue
         new_src = tuple(s if k is None else done[k] for s, k in zip(u.src, kids))
         done[key] = _construct(u, want, new_src, nat)

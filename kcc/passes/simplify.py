@@ -26,7 +26,7 @@ from kcc.ir.consts import const_int, round_float
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UNKNOWN, UOp
 from kcc.passes.target import TargetDesc
 
 _NO_FOLD_FLOAT = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC, Ops.THREEFRY})
@@ -75,8 +75,23 @@ def convert(v: Any, src: DType, dst: DType) -> Any:
     return _wrap(int(v), dst)
 
 
+# const_value's answers while simplify runs (its rules ask it of the same nodes again and
+# again: every ALU node's srcs, by several rules); None outside simplify, so no node is kept
+_MEMO: dict[UOp, tuple[Any, DType] | None] | None = None
+
+
 def const_value(u: UOp) -> tuple[Any, DType] | None:
     """(value, dtype) of a strong scalar constant node, else None."""
+    memo = _MEMO
+    if memo is None:
+        return _strong_value(u)
+    cv = memo.get(u, UNKNOWN)
+    if cv is UNKNOWN:
+        cv = memo[u] = _strong_value(u)
+    return cv
+
+
+def _strong_value(u: UOp) -> tuple[Any, DType] | None:
     if u.op is Ops.CONST and isinstance(u.arg, bool):
         return (u.arg, dtypes.bool)
     if u.op is Ops.CAST and u.src[0].op is Ops.CONST:
@@ -361,7 +376,13 @@ SIMPLIFY = PatternMatcher([
 
 def simplify(sink: UOp, target: TargetDesc | None = None) -> UOp:
     """Rewrite the graph with SIMPLIFY to a fixed point (idempotent)."""
-    return keep_params(sink, graph_rewrite(sink, SIMPLIFY))
+    global _MEMO
+    outer = _MEMO
+    _MEMO = {} if outer is None else outer
+    try:
+        return keep_params(sink, graph_rewrite(sink, SIMPLIFY))
+    finally:
+        _MEMO = outer
 
 
 def keep_params(before: UOp, after: UOp) -> UOp:
