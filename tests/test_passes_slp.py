@@ -132,6 +132,21 @@ def test_a_store_that_feeds_another_of_its_group_is_not_merged() -> None:
     assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
 
 
+def test_a_store_fed_by_a_later_lane_of_its_group_is_not_merged_either() -> None:
+    """Lane 3's store feeds lane 0's value: the cycle test must find it whichever store of
+    the group comes first in the graph's order."""
+    out, a, b, av, bv, lane, op = _vec_setup()
+    st3 = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(3))), UOp(Ops.ADD, (lane(av, 3), lane(bv, 3)))))
+    back = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (out, st3)), C(3))),))
+    rest = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(j))), UOp(Ops.ADD, (back if j == 0 else
+                                                                      lane(av, j), lane(bv, j)))))
+            for j in range(3)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (*rest, st3)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (st3, *rest)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+
+
 def test_strong_lane_numbers_pack_too() -> None:
     """tinygrad writes lane numbers and lengths as strong int32 constants (CAST(1) int32)."""
     text = (KERNELS / "lanewise_add.uop").read_text()
