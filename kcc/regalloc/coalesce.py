@@ -22,12 +22,13 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
-from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars
+from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
 
 
 def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: set[int],
                     weak: set[int], loops: list[tuple[int, int, int]],
-                    succ: list[list[int]]) -> dict[int, VReg]:
+                    succ: list[list[int]],
+                    regs: Callable[[Inst], tuple[list, list]] = vreg_lists) -> dict[int, VReg]:
     """The variable (by ``id``) each coalesced variable of ``work`` becomes.
 
     Candidates are the allocator's own ``Kind.MOVE`` copies (around tied operands) and the
@@ -35,9 +36,10 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
     operand into their DEF one and do nothing else.  ``pinned`` holds the ids of variables
     that keep their identity (pre-coloured); a variable in ``weak`` (the allocator's
     unspillable temporaries) is never the one a group is renamed to when another member is
-    not weak, so that a long-lived group stays spillable.
+    not weak, so that a long-lived group stays spillable.  ``regs(inst)`` lists an
+    instruction's used and defined VRegs (``liveness.vreg_lists``, or the allocator's cache).
     """
-    var, index, uses, defs_of = number_vars(work)
+    var, index, uses, defs_of = number_vars(work, regs)
     copies: list[tuple[int, int, int, int]] = []     # (-depth, inst, dst, src)
     depth = [0] * len(work)
     for b, e, dep in loops:

@@ -113,12 +113,13 @@ class _Allocator:
         self.nospill: set[int] = set()      # ids of vregs that must get a register
         self.next_id = fn.next_vreg
         for inst in fn.insts:
-            for r in [*inst.uses(), *inst.defs()]:
-                if isinstance(r, VReg):
-                    self.next_id = max(self.next_id, r.id + 1)
-                    if r.cls not in target.classes:
-                        raise AllocationError(f"{fn.name}: no registers of class {r.cls!r} "
-                                              f"for {r!r}")
+            us, ds = vreg_lists(inst)
+            for r in (*us, *ds):
+                if r.id >= self.next_id:
+                    self.next_id = r.id + 1
+                if r.cls not in target.classes:
+                    raise AllocationError(f"{fn.name}: no registers of class {r.cls!r} "
+                                          f"for {r!r}")
         self.raw: dict[PReg, VReg] = {}
         self.regno: dict[PReg, int] = {}
         self.regtab: list[PReg] = []
@@ -446,12 +447,15 @@ class _Allocator:
         for w in work:
             if w.entry or w.kind in (Kind.MOVE, Kind.SPILL, Kind.FILL):
                 continue            # the target's own copies accept its whole class
-            for k, o in enumerate(w.operands):
-                if isinstance(o, RegOp) and isinstance(o.reg, VReg):
-                    ok = operand_regs(self.t, w, k)
-                    if ok is not None:
-                        n = index[id(o.reg)]
-                        sets[n] = sets[n] & ok if n in sets else ok
+            narrowed = w.__dict__.get("_narrowed")      # asked once per instruction
+            if narrowed is None:
+                narrowed = w.__dict__["_narrowed"] = [
+                    (o.reg, ok) for k, o in enumerate(w.operands)
+                    if isinstance(o, RegOp) and isinstance(o.reg, VReg)
+                    and (ok := operand_regs(self.t, w, k)) is not None]
+            for r, ok in narrowed:
+                n = index[id(r)]
+                sets[n] = sets[n] & ok if n in sets else ok
         out: dict[int, list[PReg]] = {}
         memo: dict[tuple[str, frozenset[PReg]], list[PReg]] = {}
         for n, ok in sets.items():
@@ -643,6 +647,8 @@ class _Allocator:
         if (dst is not None and d != dst) or (src is not None and s != src):
             raise AllocationError(f"target {kind.value} '{format_inst(inst)}' must have "
                                   f"DEF {dst!r} / USE {src!r} as its first register operands")
+        if type(inst) is Inst:              # (dataclasses.replace walks the fields per call)
+            return Inst(inst.op, inst.operands, inst.clobbers, kind, inst.arg, slot)
         return replace(inst, kind=kind, slot=slot)
 
     def materialize(self, work: list[_W], assign: dict[int, PReg]) -> MFunction:
@@ -709,7 +715,7 @@ class _Allocator:
         if is_copy is not None:
             loops, labels = structure(work)
             m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops,
-                                successors(work, labels))
+                                successors(work, labels), self._vregs)
             if m:
                 work = [_rename(w, m) if any(id(r) in m for r in (*w.uses(), *w.defs()))
                         else w for w in work]
