@@ -58,8 +58,18 @@ def test_small_x86_compile_imports_no_numpy_capstone_or_elftools(tmp_path: Path)
                          cwd=tmp_path)
     assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
     assert "kcc.targets.x86" in mods
-    for m in HEAVY + ("kcc.targets.cuda", "kcc.targets.amd", "kcc.ir.interp"):
+    for m in HEAVY + ("kcc.targets.cuda", "kcc.targets.amd", "kcc.ir.interp",
+                      "kcc.passes.transcendental", "decimal", "fractions"):
         assert m not in mods, f"compiling saxpy for x86 imported {m}"
+
+
+def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:
+    """The lazily imported EXP2/LOG2/SIN polynomials are there when a kernel needs them."""
+    src = REPO / "examples" / "transcendental.uop"
+    mods = modules_after("compile", str(src), "-t", "x86", "-o", str(tmp_path / "t.o"),
+                         cwd=tmp_path)
+    assert (tmp_path / "t.o").read_bytes()[:4] == b"\x7fELF"
+    assert "kcc.passes.transcendental" in mods
 
 
 INT_DTYPES = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,

@@ -33,7 +33,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
-from kcc.passes import division, division64, transcendental
+from kcc.passes import division, division64
 from kcc.passes.devectorize import devectorize
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -94,6 +94,9 @@ def poly(ctx: TargetDesc, x: UOp) -> UOp | None:
     """EXP2/LOG2/SIN on float32/float64 the target lacks → a polynomial of basic ops."""
     if x.dtype not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, x.dtype):
         return None
+    # imported here: its constant tables (decimal, fractions) are start-up time a kernel
+    # without EXP2/LOG2/SIN does not need (tests/test_startup.py)
+    from kcc.passes import transcendental
     fn = {Ops.EXP2: transcendental.exp2, Ops.LOG2: transcendental.log2,
           Ops.SIN: transcendental.sin}[x.op]
     return fn(x.src[0])
