@@ -200,9 +200,14 @@ def _check(row: Row, ops: tuple) -> None:
     vec_limit = 32 if row.enc == "evex" or row.evex_form is not None else 16
     for i, (o, v) in enumerate(zip(row.operands, ops)):
         k = KINDS[o.kind]
-        where = f"{row.form} operand {i} ({o.kind})"
         if isinstance(v, Reg):
+            info = REGISTERS.get(v.name)
+            if info is not None and k.cls is not None and info.cls == k.cls \
+                    and info.size == k.reg_size and info.num < vec_limit \
+                    and o.kind not in FIXED_REGS:
+                continue                    # the common case, without building messages
             info = reg_info(v.name)
+            where = f"{row.form} operand {i} ({o.kind})"
             if k.cls is None or info.cls != k.cls or info.size != k.reg_size:
                 raise EncodeError(f"{where}: register {v.name} not allowed")
             if o.kind in FIXED_REGS and v.name != o.kind:
@@ -211,7 +216,9 @@ def _check(row: Row, ops: tuple) -> None:
                 raise EncodeError(f"{where}: k0 as an opmask means no masking (§2.7.1)")
             if info.cls == "vec" and info.num >= vec_limit:
                 raise EncodeError(f"{where}: {v.name} needs EVEX; this form is {row.enc}")
-        elif isinstance(v, Mem):
+            continue
+        where = f"{row.form} operand {i} ({o.kind})"
+        if isinstance(v, Mem):
             if k.mem_size is None:
                 raise EncodeError(f"{where}: memory operand not allowed")
             if k.mem_size and v.size != k.mem_size:
