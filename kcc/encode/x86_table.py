@@ -121,8 +121,19 @@ class Row:
         return next((o for o in self.operands if o.slot == "imm"), None)
 
 
+_PARSED: dict[str, tuple[Operand, ...]] = {}
+
+
 def _ops(spec: str) -> tuple[Operand, ...]:
-    """Parse ``"kind/slot/access ..."`` (access r, w or rw)."""
+    """Parse ``"kind/slot/access ..."`` (access r, w or rw); each distinct spec once (the
+    rows share about 150 of them: built at every start-up)."""
+    got = _PARSED.get(spec)
+    if got is None:
+        got = _PARSED[spec] = _parse_ops(spec)
+    return got
+
+
+def _parse_ops(spec: str) -> tuple[Operand, ...]:
     out = []
     for item in spec.split():
         kind, slot, acc = item.split("/")
