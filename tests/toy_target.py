@@ -22,10 +22,13 @@ vadd       def vd tied=1, va, vb                           vd = va + vb (narrow:
 vsum       def g, va                                       g = va ^ 0x5555
 wpack      def w, a                                        w = a * 7
 wsum       def g, w                                        g = w + 1
+lo4        def d, a   (4-byte values: SizedToyTarget)       d = (3a + 1) mod 2**32
+vlo        def vd, va (16-byte vectors: SizedToyTarget)     vd = va ^ 0xF0F0
 out        a                                               append a to the output
 bnz        (LOOP_END) c, label                             back to the loop if c != 0
 bz         (BRANCH) c, label                               forward to label if c == 0
-st / ld    [sp + off], s  /  def d, [sp + off]             frame store / load
+st / ld    [sp + off], s  /  def d, [sp + off]             frame store / load (arg: class,
+                                                           bytes; a store keeps the low bytes)
 =========  ==============================================  =================================
 """
 
@@ -87,13 +90,29 @@ class ToyTarget:
         """A register copy."""
         return Inst(MOVE_OP[cls], [RegOp(dst, Role.DEF), RegOp(src, Role.USE)])
 
-    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
-        """A store to the frame."""
-        return Inst("st", [Mem(SP, disp=slot_offset), RegOp(src, Role.USE)], arg=cls)
+    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
+        """A store of ``size`` bytes to the frame."""
+        return Inst("st", [Mem(SP, disp=slot_offset), RegOp(src, Role.USE)], arg=(cls, size))
 
-    def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
-        """A load from the frame."""
-        return Inst("ld", [RegOp(dst, Role.DEF), Mem(SP, disp=slot_offset)], arg=cls)
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
+        """A load of ``size`` bytes from the frame."""
+        return Inst("ld", [RegOp(dst, Role.DEF), Mem(SP, disp=slot_offset)], arg=(cls, size))
+
+    def slot_bytes(self, inst: Inst) -> int:
+        """The width an st/ld moves (read off the instruction)."""
+        return int(inst.arg[1])
+
+
+class SizedToyTarget(ToyTarget):
+    """The toy target with value widths: ``lo4`` carries 4-byte values and ``vlo`` 16-byte
+    vectors; everything else the class's full width (a memory operand's registers: 8)."""
+
+    def value_bytes(self, inst: Inst, k: int) -> int:
+        """lo4: 4, vlo: 16, else the slot size of the operand's class."""
+        o = inst.operands[k]
+        if isinstance(o, Mem):
+            return 8
+        return {"lo4": 4, "vlo": 16}.get(inst.op) or self.spill_slot_size(o.reg.cls)
 
 
 def d(r: Reg, **kw: object) -> RegOp:
@@ -209,12 +228,13 @@ class Machine:
             out.append(val(0))
             return None
         if op == "st":
-            off, size = self.addr(ops[0]), self.t.spill_slot_size(inst.arg)  # type: ignore
+            off, size = self.addr(ops[0]), inst.arg[1]  # type: ignore
+            keep = val(1) & ((1 << 8 * size) - 1) if size < 8 else val(1)
             for b in range(off, off + size):
-                self.stack[b] = (off, size, val(1))
+                self.stack[b] = (off, size, keep)
             return None
         if op == "ld":
-            off, size = self.addr(ops[1]), self.t.spill_slot_size(inst.arg)  # type: ignore
+            off, size = self.addr(ops[1]), inst.arg[1]  # type: ignore
             cells = {self.stack.get(b) for b in range(off, off + size)}
             c = cells.pop() if len(cells) == 1 else None
             self.write(ops[0].reg, c[2] if c and c[:2] == (off, size) else self._poison())
@@ -246,7 +266,8 @@ class Machine:
                 "addi": lambda: val(0) + val(1), "shl": lambda: val(0) << (val(1) & 15),
                 "vsplat": lambda: 3 * val(1) + 1, "vadd": lambda: val(1) + val(2),
                 "vsum": lambda: val(1) ^ 0x5555, "wpack": lambda: val(1) * 7,
-                "wsum": lambda: val(1) + 1,
+                "wsum": lambda: val(1) + 1, "lo4": lambda: (3 * val(1) + 1) & 0xFFFF_FFFF,
+                "vlo": lambda: val(1) ^ 0xF0F0,
             }[op]()
         self.write(ops[0].reg, res)  # type: ignore[union-attr]
         return None

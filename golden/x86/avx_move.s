@@ -246,6 +246,18 @@ vmovaps xmm29, xmmword ptr [rsp + 4*r11 + 4096]
 ; form: vmovaps_x_xm
 vmovaps xmm16, xmmword ptr [rdx - 8192]
 ; bytes: 62 e1 7c 08 28 82 00 e0 ff ff
+; form: vmovaps_x_xm
+vmovaps xmm0, xmmword ptr [rsp + 64]
+; bytes: c5 f8 28 44 24 40
+; form: vmovaps_x_xm
+vmovaps xmm16, xmmword ptr [rsp + 64]
+; bytes: 62 e1 7c 08 28 44 24 04
+; form: vmovaps_x_xm
+vmovaps xmm1, xmmword ptr [rsp + 4160]
+; bytes: c5 f8 28 8c 24 40 10 00 00
+; form: vmovaps_x_xm
+vmovaps xmm16, xmmword ptr [rsp + 4160]
+; bytes: 62 e1 7c 08 28 84 24 40 10 00 00
 ; form: vmovaps_y_ym
 vmovaps ymm0, ymm1
 ; bytes: c5 fc 28 c1
@@ -283,6 +295,18 @@ vmovaps ymm29, ymmword ptr [rip + bar]
 ; form: vmovaps_y_ym
 vmovaps ymm16, ymmword ptr [rdi]
 ; bytes: 62 e1 7c 28 28 07
+; form: vmovaps_y_ym
+vmovaps ymm0, ymmword ptr [rsp + 64]
+; bytes: c5 fc 28 44 24 40
+; form: vmovaps_y_ym
+vmovaps ymm16, ymmword ptr [rsp + 64]
+; bytes: 62 e1 7c 28 28 44 24 02
+; form: vmovaps_y_ym
+vmovaps ymm1, ymmword ptr [rsp + 4160]
+; bytes: c5 fc 28 8c 24 40 10 00 00
+; form: vmovaps_y_ym
+vmovaps ymm16, ymmword ptr [rsp + 4160]
+; bytes: 62 e1 7c 28 28 84 24 40 10 00 00
 ; form: vmovaps_m128_x
 vmovaps xmmword ptr [rip + foo + 16], xmm8
 ; bytes: c5 78 29 05 00 00 00 00
@@ -299,6 +323,18 @@ vmovaps xmmword ptr [rsp + 8], xmm29
 ; form: vmovaps_m128_x
 vmovaps xmmword ptr [rbp], xmm16
 ; bytes: 62 e1 7c 08 29 45 00
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rsp + 64], xmm0
+; bytes: c5 f8 29 44 24 40
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rsp + 64], xmm16
+; bytes: 62 e1 7c 08 29 44 24 04
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rsp + 4160], xmm1
+; bytes: c5 f8 29 8c 24 40 10 00 00
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rsp + 4160], xmm16
+; bytes: 62 e1 7c 08 29 84 24 40 10 00 00
 ; form: vmovaps_m256_y
 vmovaps ymmword ptr [rsp + 4*r11 + 4096], ymm8
 ; bytes: c4 21 7c 29 84 9c 00 10 00 00
@@ -315,6 +351,18 @@ vmovaps ymmword ptr [r13 - 300], ymm29
 ; form: vmovaps_m256_y
 vmovaps ymmword ptr [rdi + 4*rax + 8], ymm16
 ; bytes: 62 e1 7c 28 29 84 87 08 00 00 00
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [rsp + 64], ymm0
+; bytes: c5 fc 29 44 24 40
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [rsp + 64], ymm16
+; bytes: 62 e1 7c 28 29 44 24 02
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [rsp + 4160], ymm1
+; bytes: c5 fc 29 8c 24 40 10 00 00
+; form: vmovaps_m256_y
+vmovaps ymmword ptr [rsp + 4160], ymm16
+; bytes: 62 e1 7c 28 29 84 24 40 10 00 00
 ; form: vmovapd_x_xm
 vmovapd xmm0, xmm1
 ; bytes: c5 f9 28 c1
@@ -646,6 +694,18 @@ vmovss xmm29, dword ptr [r13 - 300]
 ; form: vmovss_x_m32
 vmovss xmm16, dword ptr [rdi + 4*rax + 8]
 ; bytes: 62 e1 7e 08 10 44 87 02
+; form: vmovss_x_m32
+vmovss xmm0, dword ptr [rsp + 64]
+; bytes: c5 fa 10 44 24 40
+; form: vmovss_x_m32
+vmovss xmm16, dword ptr [rsp + 64]
+; bytes: 62 e1 7e 08 10 44 24 10
+; form: vmovss_x_m32
+vmovss xmm1, dword ptr [rsp + 4160]
+; bytes: c5 fa 10 8c 24 40 10 00 00
+; form: vmovss_x_m32
+vmovss xmm16, dword ptr [rsp + 4160]
+; bytes: 62 e1 7e 08 10 84 24 40 10 00 00
 ; form: vmovss_m32_x
 vmovss dword ptr [rdi], xmm8
 ; bytes: c5 7a 11 07
@@ -661,6 +721,18 @@ vmovss dword ptr [r12 + 8*r15 - 128], xmm29
 ; form: vmovss_m32_x
 vmovss dword ptr [rbx + 2*r9 + 1000], xmm16
 ; bytes: 62 a1 7e 08 11 84 4b e8 03 00 00
+; form: vmovss_m32_x
+vmovss dword ptr [rsp + 64], xmm0
+; bytes: c5 fa 11 44 24 40
+; form: vmovss_m32_x
+vmovss dword ptr [rsp + 64], xmm16
+; bytes: 62 e1 7e 08 11 44 24 10
+; form: vmovss_m32_x
+vmovss dword ptr [rsp + 4160], xmm1
+; bytes: c5 fa 11 8c 24 40 10 00 00
+; form: vmovss_m32_x
+vmovss dword ptr [rsp + 4160], xmm16
+; bytes: 62 e1 7e 08 11 84 24 40 10 00 00
 ; form: vmovss_x_x_x
 vmovss xmm0, xmm1, xmm2
 ; bytes: c5 f2 10 c2
@@ -698,6 +770,18 @@ vmovsd xmm29, qword ptr [r8 + rsi + 127]
 ; form: vmovsd_x_m64
 vmovsd xmm16, qword ptr [rsp + 4*r11 + 4096]
 ; bytes: 62 a1 ff 08 10 84 9c 00 10 00 00
+; form: vmovsd_x_m64
+vmovsd xmm0, qword ptr [rsp + 64]
+; bytes: c5 fb 10 44 24 40
+; form: vmovsd_x_m64
+vmovsd xmm16, qword ptr [rsp + 64]
+; bytes: 62 e1 ff 08 10 44 24 08
+; form: vmovsd_x_m64
+vmovsd xmm1, qword ptr [rsp + 4160]
+; bytes: c5 fb 10 8c 24 40 10 00 00
+; form: vmovsd_x_m64
+vmovsd xmm16, qword ptr [rsp + 4160]
+; bytes: 62 e1 ff 08 10 84 24 40 10 00 00
 ; form: vmovsd_m64_x
 vmovsd qword ptr [r8 + rsi + 127], xmm8
 ; bytes: c4 41 7b 11 44 30 7f
@@ -714,6 +798,18 @@ vmovsd qword ptr [rdx - 8192], xmm29
 vmovsd qword ptr [rip + bar], xmm16
 ; bytes: 62 e1 ff 08 11 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovsd_m64_x
+vmovsd qword ptr [rsp + 64], xmm0
+; bytes: c5 fb 11 44 24 40
+; form: vmovsd_m64_x
+vmovsd qword ptr [rsp + 64], xmm16
+; bytes: 62 e1 ff 08 11 44 24 08
+; form: vmovsd_m64_x
+vmovsd qword ptr [rsp + 4160], xmm1
+; bytes: c5 fb 11 8c 24 40 10 00 00
+; form: vmovsd_m64_x
+vmovsd qword ptr [rsp + 4160], xmm16
+; bytes: 62 e1 ff 08 11 84 24 40 10 00 00
 ; form: vmovsd_x_x_x
 vmovsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 10 c2

@@ -83,6 +83,12 @@ vmovaps zmm0, zmmword ptr [rip + foo + 16]
 ; form: vmovaps_z_zm
 vmovaps zmm16, zmmword ptr [8*rcx + 64]
 ; bytes: 62 e1 7c 48 28 04 cd 40 00 00 00
+; form: vmovaps_z_zm
+vmovaps zmm0, zmmword ptr [rsp + 64]
+; bytes: 62 f1 7c 48 28 44 24 01
+; form: vmovaps_z_zm
+vmovaps zmm3, zmmword ptr [rsp + 4160]
+; bytes: 62 f1 7c 48 28 5c 24 41
 ; form: vmovaps_m512_z
 vmovaps zmmword ptr [r8 + rsi + 127], zmm16
 ; bytes: 62 c1 7c 48 29 84 30 7f 00 00 00
@@ -92,6 +98,12 @@ vmovaps zmmword ptr [rsp + 4*r11 + 4096], zmm0
 ; form: vmovaps_m512_z
 vmovaps zmmword ptr [rdx - 8192], zmm16
 ; bytes: 62 e1 7c 48 29 42 80
+; form: vmovaps_m512_z
+vmovaps zmmword ptr [rsp + 64], zmm0
+; bytes: 62 f1 7c 48 29 44 24 01
+; form: vmovaps_m512_z
+vmovaps zmmword ptr [rsp + 4160], zmm3
+; bytes: 62 f1 7c 48 29 5c 24 41
 ; form: vmovdqu32_z_zm
 vmovdqu32 zmm0, zmm1
 ; bytes: 62 f1 7e 48 6f c1

@@ -18,6 +18,12 @@ kmovq k0, qword ptr [rdx - 8192]
 kmovq k0, qword ptr [rip + bar]
 ; bytes: c4 e1 f8 90 05 00 00 00 00
 ; fixup: 5 pc32 bar -4
+; form: kmovq_k_km64
+kmovq k0, qword ptr [rsp + 64]
+; bytes: c4 e1 f8 90 44 24 40
+; form: kmovq_k_km64
+kmovq k1, qword ptr [rsp + 4160]
+; bytes: c4 e1 f8 90 8c 24 40 10 00 00
 ; form: kmovq_m64_k
 kmovq qword ptr [rdi], k0
 ; bytes: c4 e1 f8 91 07
@@ -27,6 +33,12 @@ kmovq qword ptr [rsp + 8], k0
 ; form: kmovq_m64_k
 kmovq qword ptr [rbp], k0
 ; bytes: c4 e1 f8 91 45 00
+; form: kmovq_m64_k
+kmovq qword ptr [rsp + 64], k0
+; bytes: c4 e1 f8 91 44 24 40
+; form: kmovq_m64_k
+kmovq qword ptr [rsp + 4160], k1
+; bytes: c4 e1 f8 91 8c 24 40 10 00 00
 ; form: vcmpps_k_x_xm_imm8
 {evex} vcmpps k0, xmm1, xmm2, 1
 ; bytes: 62 f1 74 08 c2 c2 01

@@ -3282,6 +3282,12 @@ mov dword ptr [rdi], eax
 ; form: mov_rm32_r32
 mov dword ptr [rsp + 8], r8d
 ; bytes: 44 89 44 24 08
+; form: mov_rm32_r32
+mov dword ptr [rsp + 64], eax
+; bytes: 89 44 24 40
+; form: mov_rm32_r32
+mov dword ptr [rsp + 4160], ecx
+; bytes: 89 8c 24 40 10 00 00
 ; form: mov_r32_rm32
 mov eax, ecx
 ; bytes: 89 c8
@@ -3306,6 +3312,12 @@ mov eax, dword ptr [r13 - 300]
 ; form: mov_r32_rm32
 mov r8d, dword ptr [rdi + 4*rax + 8]
 ; bytes: 44 8b 44 87 08
+; form: mov_r32_rm32
+mov eax, dword ptr [rsp + 64]
+; bytes: 8b 44 24 40
+; form: mov_r32_rm32
+mov ecx, dword ptr [rsp + 4160]
+; bytes: 8b 8c 24 40 10 00 00
 ; form: mov_r32_imm32
 mov eax, 1000
 ; bytes: b8 e8 03 00 00
@@ -3786,6 +3798,12 @@ mov qword ptr [rdx - 8192], rax
 mov qword ptr [rip + bar], r8
 ; bytes: 4c 89 05 00 00 00 00
 ; fixup: 3 pc32 bar -4
+; form: mov_rm64_r64
+mov qword ptr [rsp + 64], rax
+; bytes: 48 89 44 24 40
+; form: mov_rm64_r64
+mov qword ptr [rsp + 4160], rcx
+; bytes: 48 89 8c 24 40 10 00 00
 ; form: mov_r64_rm64
 mov rax, rcx
 ; bytes: 48 89 c8
@@ -3810,6 +3828,12 @@ mov rax, qword ptr [rsp + 8]
 ; form: mov_r64_rm64
 mov r8, qword ptr [rbp]
 ; bytes: 4c 8b 45 00
+; form: mov_r64_rm64
+mov rax, qword ptr [rsp + 64]
+; bytes: 48 8b 44 24 40
+; form: mov_r64_rm64
+mov rcx, qword ptr [rsp + 4160]
+; bytes: 48 8b 8c 24 40 10 00 00
 ; form: mov_rm64_imm32
 mov rax, 1000
 ; bytes: 48 c7 c0 e8 03 00 00

@@ -91,7 +91,7 @@ class AmdRegInfo:
         """A copy: s_mov_b32/s_mov_b64/v_mov_b32 (tuples become per-register moves)."""
         return Inst("copy", [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
-    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
+    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
         """Refused: kcc does not spill AMD registers to scratch memory."""
         raise AllocationError(f"kernel too large for AMD: {self.kernel!r} needs more "
                               f"{'SGPRs' if cls.startswith('s') else 'VGPRs'} than "

@@ -15,6 +15,10 @@ original code, or nothing), following forward branches and loop back edges to a 
 * a clobber destroys its register (so a value left there is caught when it is next read),
 * callee-saved registers not reported in ``callee_saved_used`` are never written,
 * spill slots lie inside the 16-byte aligned frame and are aligned to their size,
+* a fill reads a slot at the width it was written (the target's ``slot_bytes`` reads the
+  width off the spill and fill instructions themselves), and that width holds the whole value:
+  at least the bytes any operand of the value reports by the target's ``value_bytes``
+  (computed here from the original function, values a copy joins sharing one width),
 * a rematerialization (``REMAT``) repeats, into some register, an original instruction that
   the target calls ``rematerializable`` and that reads no register; it gives that register the
   value the original instruction defined.
@@ -26,7 +30,7 @@ from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
                         VReg, format_inst)
-from kcc.regalloc.target import TargetRegInfo, operand_regs, reg_units
+from kcc.regalloc.target import TargetRegInfo, operand_regs, reg_units, slot_bytes
 
 
 class CheckError(AssertionError):
@@ -71,6 +75,7 @@ class _Checker:
             near = {q for u in units[p] for q in by_unit[u] if q != p}
             self.alias[p] = sorted(near, key=order.__getitem__)
         self.units = units
+        self.need = _value_widths(before, target)
         self.ndefs: dict[int, int] = {}
         for v, _ in before.params:
             self.ndefs[id(v)] = 1 + self.ndefs.get(id(v), 0)
@@ -166,9 +171,8 @@ class _Checker:
             self._remat_source(i, inst)
             return
         if inst.kind in (Kind.SPILL, Kind.FILL):
-            r = s if inst.kind is Kind.SPILL else d
-            size = self.t.spill_slot_size(r.cls)
-            if inst.slot is None or inst.slot < 0 or inst.slot % size or \
+            size = slot_bytes(self.t, inst)
+            if size <= 0 or inst.slot is None or inst.slot < 0 or inst.slot % size or \
                     inst.slot + size > self.a.frame_size:
                 raise self.fail(i, f"slot {inst.slot} (size {size}) outside the frame of "
                                    f"{self.a.frame_size} bytes or misaligned")
@@ -250,10 +254,10 @@ class _Checker:
         if inst.kind in INSERTED_KINDS:
             d, s = _main(inst)
             if inst.kind is Kind.SPILL:
-                self.write_slot(st, inst.slot, self.t.spill_slot_size(s.cls), self.get(st, s))
+                self.write_slot(st, inst.slot, slot_bytes(self.t, inst), self.get(st, s))
                 return st
             v = self.get(st, s) if inst.kind is Kind.MOVE else \
-                self.get(st, ("slot", inst.slot, self.t.spill_slot_size(d.cls)))
+                self.get(st, ("slot", inst.slot, slot_bytes(self.t, inst)))
             for r in (*inst.defs(), *inst.clobbers):
                 if isinstance(r, PReg) and r != d:
                     self.write(st, r, None)
@@ -305,6 +309,9 @@ class _Checker:
                     if state[s] is None or not _eq(merged, state[s]):
                         state[s] = merged
                         changed = True
+        for i, inst in enumerate(self.a.insts):
+            if inst.kind is Kind.FILL and state[i] is not None:
+                self._fill_width(i, inst, state[i])
         for i, b in pairs.items():
             st = state[i]
             if st is None:
@@ -320,12 +327,63 @@ class _Checker:
                         raise self.fail(i, f"operand {k} reads {ar!r} holding {_show(have)}, "
                                            f"expected {_show(want)}")
 
+    def _fill_width(self, i: int, inst: Inst, st: dict) -> None:
+        """A fill reads its slot at the width the slot was written, and that width holds the
+        whole value it reloads."""
+        size = slot_bytes(self.t, inst)
+        v = self.get(st, ("slot", inst.slot, size))
+        if v is None:
+            for loc, w in st.items():
+                if isinstance(loc, tuple) and w is not None and loc[1] < inst.slot + size \
+                        and inst.slot < loc[1] + loc[2]:
+                    raise self.fail(i, f"reads {size} bytes at slot {inst.slot}, which holds "
+                                       f"{_show(w)} written as {loc[2]} bytes at {loc[1]}")
+            return
+        need = self.need.get(id(v), 0) if isinstance(v, VReg) else 0
+        if size < need:
+            raise self.fail(i, f"reloads {_show(v)} from a {size}-byte slot; the value has "
+                               f"{need} bytes")
+
     def join(self, x: dict, y: dict) -> dict:
         out = {}
         for loc in {**x, **y}:
             u, v = self.get(x, loc), self.get(y, loc)
             out[loc] = u if _same(u, v) else None
         return out
+
+
+def _value_widths(fn: MFunction, target: Any) -> dict[int, int]:
+    """The bytes each virtual register of ``fn`` carries (by id): the widest report of the
+    target's ``value_bytes`` over its operands, one width for the two sides of a copy
+    (``is_copy``); empty when the target has no ``value_bytes``."""
+    bytes_of = getattr(target, "value_bytes", None)
+    if bytes_of is None:
+        return {}
+    is_copy = getattr(target, "is_copy", None)
+    width: dict[int, int] = {}
+    up: dict[int, int] = {}             # copy partners: a forest, each tree one width
+
+    def root(x: int) -> int:
+        while up.get(x, x) != x:
+            x = up[x]
+        return x
+
+    for inst in fn.insts:
+        if is_copy is not None and inst.kind is Kind.OP and is_copy(inst):
+            a, b = root(id(inst.defs()[0])), root(id(inst.uses()[0]))
+            if a != b:
+                up[a] = b
+            continue
+        for k, o in enumerate(inst.operands):
+            regs = (o.reg,) if isinstance(o, RegOp) else (o.base, o.index) \
+                if isinstance(o, Mem) else ()
+            for r in regs:
+                if isinstance(r, VReg):
+                    width[id(r)] = max(width.get(id(r), 0), bytes_of(inst, k))
+    tree: dict[int, int] = {}
+    for x, n in width.items():
+        tree[root(x)] = max(tree.get(root(x), 0), n)
+    return {x: tree[root(x)] for x in {*width, *up} if root(x) in tree}
 
 
 def _eq(x: dict, y: dict) -> bool:

@@ -33,14 +33,20 @@ The allocator works on a private copy of the function in four steps:
    not stored at all: that instruction is repeated (``Kind.REMAT``) before each use.  The
    temporaries cannot be spilled; the scan is repeated until nothing more spills.
 
-Frame slots are then given by a second linear scan over the slots' own live ranges (slots of
-equal size whose values do not overlap share an offset), and the copies, spills and fills are
-made by the target's ``make_move``/``make_spill``/``make_fill``.
+Each spilled value's slot is as wide as the value (the target's ``value_bytes``: the largest
+width any of its operands reports, one width for the values a copy joins), so a 4-byte scalar
+gets a 4-byte slot and an xmm value a 16-byte one even where the widest vector is a zmm.  Frame
+slots are then given by a second linear scan over the slots' own live ranges: values of equal
+size whose slot ranges do not overlap share a slot (a heap of each size's slots by the end of
+their occupant: n log n), and the sizes are laid out widest first, so every slot is aligned to
+its size without padding.  The copies, spills and fills are made by the target's
+``make_move``/``make_spill``/``make_fill`` (the last two at the slot's width).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from heapq import heappop, heappush
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from typing import Any
@@ -128,6 +134,7 @@ class _Allocator:
         self.orders: dict[int, tuple[list[PReg], list[int], set[int]]] = {}
         self.remat_of: tuple[list[_W], dict[int, _W]] | None = None
         self.index = {id(inst): k for k, inst in enumerate(fn.insts)}
+        self.sizes: dict[int, int] | None = None   # slot size by id(var), once spilling starts
 
     # -- helpers ---------------------------------------------------------------------------
     def _units(self, p: PReg) -> tuple[str, ...]:
@@ -599,8 +606,52 @@ class _Allocator:
                                   var=r))
         return out
 
-    def slots(self, work: list[_W]) -> tuple[dict[int, int], int]:
-        """Frame offset of every spilled variable (by id) and the 16-byte aligned frame size."""
+    def value_sizes(self, work: list[_W]) -> dict[int, int]:
+        """The slot size of every variable (by id) of ``work``: the widest of its operands
+        by the target's ``value_bytes``; copies (the allocator's and the selector's) give
+        source and destination one size (union-find), since a copy moves every byte."""
+        bytes_of = getattr(self.t, "value_bytes", None)
+        if bytes_of is None:
+            return {}
+        is_copy = getattr(self.t, "is_copy", None)
+        parent: dict[int, int] = {}
+
+        def find(x: int) -> int:
+            root = x
+            while parent.get(root, root) != root:
+                root = parent[root]
+            while x != root:                     # path compression
+                parent[x], x = root, parent.get(x, x)
+            return root
+
+        size: dict[int, int] = {}
+        for w in work:
+            if w.kind is Kind.MOVE or (w.orig is not None and is_copy is not None
+                                       and w.kind is Kind.OP and is_copy(w.orig)):
+                d, s = w.defs()[0], w.uses()[0]
+                a, b = find(id(d)), find(id(s))
+                if a != b:
+                    parent[a] = b
+                continue
+            if w.orig is None:
+                continue                         # the entry: parameters say nothing
+            for k, o in enumerate(w.operands):
+                regs = (o.reg,) if isinstance(o, RegOp) else (o.base, o.index) \
+                    if isinstance(o, Mem) else ()
+                for r in regs:
+                    if isinstance(r, VReg):
+                        n = bytes_of(w.orig, k)
+                        if n > size.get(id(r), 0):
+                            size[id(r)] = n
+        out: dict[int, int] = {}
+        for k, n in size.items():
+            root = find(k)
+            out[root] = max(out.get(root, 0), n)
+        return {k: out[find(k)] for k in {*size, *parent} if find(k) in out}
+
+    def slots(self, work: list[_W]) -> tuple[dict[int, tuple[int, int]], int]:
+        """Frame offset and size of every spilled variable's slot (by id) and the 16-byte
+        aligned frame size."""
         index: dict[int, int] = {}
         var: list[VReg] = []
         uses: list[list[int]] = []
@@ -618,25 +669,28 @@ class _Allocator:
         loops, labels = structure(work)
         ivs, _, _ = intervals(uses, defs, successors(work, labels),
                               [(b, e) for b, e, _ in loops], len(var))
-        slots: list[list[int]] = []          # [offset, size, end of the current occupant]
-        offset: dict[int, int] = {}
-        top = 0
+        busy: dict[int, list[tuple[int, int]]] = {}   # size -> heap of (occupant end, slot)
+        count: dict[int, int] = {}                    # size -> slots of that size
+        where: dict[int, tuple[int, int]] = {}        # id(var) -> (size, slot number)
         for iv in sorted((iv for iv in ivs if iv), key=lambda iv: (iv.start, iv.var)):
-            cls = var[iv.var].cls
-            size = self.t.spill_slot_size(cls)
+            v = var[iv.var]
+            size = self.sizes.get(id(v)) or self.t.spill_slot_size(v.cls)
             if size <= 0 or size & (size - 1):
-                raise AllocationError(f"spill slot size {size} of class {cls} is not a power "
-                                      f"of two")
-            for s in slots:
-                if s[1] == size and s[2] < iv.start:
-                    s[2] = iv.end
-                    offset[id(var[iv.var])] = s[0]
-                    break
+                raise AllocationError(f"spill slot size {size} of {v!r} is not a power of two")
+            heap = busy.setdefault(size, [])
+            if heap and heap[0][0] < iv.start:       # the slot freed first is free now
+                slot = heappop(heap)[1]
             else:
-                off = -(-top // size) * size
-                top = off + size
-                slots.append([off, size, iv.end])
-                offset[id(var[iv.var])] = off
+                slot = count.get(size, 0)
+                count[size] = slot + 1
+            heappush(heap, (iv.end, slot))
+            where[id(v)] = (size, slot)
+        base: dict[int, int] = {}
+        top = 0
+        for size in sorted(count, reverse=True):     # widest first: aligned without padding
+            base[size] = top
+            top += count[size] * size
+        offset = {k: (base[size] + slot * size, size) for k, (size, slot) in where.items()}
         return offset, -(-top // 16) * 16
 
     def _stamp(self, inst: Inst, kind: Kind, dst: PReg | None, src: PReg | None,
@@ -653,6 +707,8 @@ class _Allocator:
 
     def materialize(self, work: list[_W], assign: dict[int, PReg]) -> MFunction:
         """The allocated function."""
+        if self.sizes is None:
+            self.sizes = {}
         offset, frame = self.slots(work)
 
         def reg(r: Reg | None) -> Reg | None:
@@ -676,12 +732,12 @@ class _Allocator:
                 assert w.var is not None
                 r = reg(w.operands[0].reg)  # type: ignore[union-attr]
                 assert isinstance(r, PReg)
-                off = offset[id(w.var)]
+                off, size = offset[id(w.var)]
                 if w.kind is Kind.SPILL:
-                    inst = self._stamp(self.t.make_spill(r.cls, r, off), Kind.SPILL,
+                    inst = self._stamp(self.t.make_spill(r.cls, r, off, size), Kind.SPILL,
                                        None, r, off)
                 else:
-                    inst = self._stamp(self.t.make_fill(r.cls, r, off), Kind.FILL,
+                    inst = self._stamp(self.t.make_fill(r.cls, r, off, size), Kind.FILL,
                                        r, None, off)
                 insts.append(inst)
             else:
@@ -727,6 +783,9 @@ class _Allocator:
             assign, spilled = self.scan(work)
             if not spilled:
                 return self.materialize(work, assign)
+            if self.sizes is None:
+                # before the first spill: later rounds only spill variables of this list
+                self.sizes = self.value_sizes(work)
             work = self.spill(work, spilled)
 
 
@@ -735,8 +794,8 @@ def allocate(fn: MFunction, target: TargetRegInfo) -> MFunction:
 
     Returns a new function (``fn`` is not changed) whose operands name only physical
     registers, with copies (``Kind.MOVE``), spills and fills (``Kind.SPILL``/``Kind.FILL``,
-    ``slot`` = frame offset) inserted, ``frame_size`` set (16-byte aligned; each slot aligned
-    to its size) and ``callee_saved_used`` listing the callee-saved registers it writes.
+    ``slot`` = frame offset) inserted, ``frame_size`` set (16-byte aligned; each slot as wide
+    as its value and aligned to its size) and ``callee_saved_used`` listing the callee-saved registers it writes.
     Deterministic: the same input gives the same output.  Raises ``AllocationError`` when
     constraints conflict or an instruction needs more registers than its class has.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kcc.ir.mir import Inst, PReg
+from kcc.ir.mir import Inst, PReg, RegOp
 
 
 class AllocationError(ValueError):
@@ -31,25 +31,39 @@ class TargetRegInfo(Protocol):
     xmm16-31), ``None`` meaning any register of the class.  A variable gets a register every
     one of its operands allows; the copies, spills and fills the target makes must accept any
     register of their class.
+
+    Slot sizes: ``value_bytes(inst, k) -> int`` gives the bytes of the register that operand
+    ``k`` of an input instruction reads or writes *as a value* (for a memory operand: of its
+    base and index registers), a power of two.  A read reports every byte the meaningful bytes
+    of the instruction's results depend on; a write reports the bytes its readers may rely on
+    (a scalar ``addss`` writes 4, even though it also writes the register's upper lanes).
+    A spilled value gets a slot of the largest size any of its operands reports (values that
+    a copy joins get the same size), filled and spilled at that width.  Without the hook a
+    slot is ``spill_slot_size(cls)``.  ``slot_bytes(inst) -> int`` tells the checker how many
+    bytes a spill or fill the target made actually stores or loads (it reads the instruction,
+    not the allocator's bookkeeping).
     """
 
     classes: dict[str, list[PReg]]
     callee_saved: set[PReg]
 
     def spill_slot_size(self, cls: str) -> int:
-        """Bytes of a frame slot for class ``cls`` (a power of two)."""
+        """Bytes of the largest frame slot for class ``cls`` (a power of two): the size of a
+        slot when the target does not define ``value_bytes``."""
         ...
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """An instruction copying ``src`` to ``dst``: a DEF ``dst`` and a USE ``src``."""
         ...
 
-    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
-        """An instruction storing ``src`` (a USE operand) to the frame slot at the offset."""
+    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
+        """An instruction storing the low ``size`` bytes of ``src`` (a USE operand) to the
+        frame slot at the offset (aligned to ``size`` within the frame)."""
         ...
 
-    def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
-        """An instruction loading ``dst`` (a DEF operand) from the frame slot at the offset."""
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
+        """An instruction loading ``dst`` (a DEF operand) from the ``size``-byte frame slot at
+        the offset."""
         ...
 
 
@@ -58,6 +72,16 @@ def operand_regs(target: object, inst: Inst, k: int) -> frozenset[PReg] | None:
     any register of its class)."""
     fn = getattr(target, "operand_regs", None)
     return fn(inst, k) if fn is not None else None
+
+
+def slot_bytes(target: object, inst: Inst) -> int:
+    """The bytes a target's spill or fill ``inst`` stores or loads, by ``target.slot_bytes``,
+    else the class's ``spill_slot_size``."""
+    fn = getattr(target, "slot_bytes", None)
+    if fn is not None:
+        return int(fn(inst))
+    r = next(o.reg for o in inst.operands if isinstance(o, RegOp))
+    return int(target.spill_slot_size(r.cls))  # type: ignore[attr-defined]
 
 
 def reg_units(target: object, p: PReg) -> tuple[str, ...]:

@@ -7,14 +7,16 @@ Frame (System V, rbp as frame pointer):
     [rbp + 8]         return address
     [rbp]             saved rbp
     [rbp - 8 ...]     saved callee-saved registers
-    ... rsp aligned down to 32 ...
-    [rsp + locals]    spill slots (the allocator's frame, offsets from its start)
+    ... rsp aligned down to 64 ...
+    [rsp + locals]    spill slots (the allocator's frame, offsets from its start; locals is
+                      rounded up to 64 so that each slot is aligned to its size)
     [rsp + 0]         locals: the gated-store scratch slot, then REG buffers
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -79,7 +81,8 @@ class X86RegInfo:
         self.vbytes = vbytes
 
     def spill_slot_size(self, cls: str) -> int:
-        """A GPR or opmask slot is 8 bytes; a vector slot holds a whole ymm (or zmm)."""
+        """The widest slot: 8 bytes for a GPR or an opmask, a whole ymm (or zmm) for a
+        vector."""
         return 8 if cls in ("gpr", "mask") else self.vbytes
 
     def operand_regs(self, inst: Inst, k: int) -> frozenset[PReg] | None:
@@ -90,6 +93,16 @@ class X86RegInfo:
         if lim is None:
             lim = self._limits[inst.op] = vec_limits(inst.op)
         return lim[k] if k < len(lim) else None
+
+    def value_bytes(self, inst: Inst, k: int) -> int:
+        """The bytes of operand k's register that carry a value (see _value_bytes)."""
+        return _value_bytes(inst, k, self.vbytes)
+
+    def slot_bytes(self, inst: Inst) -> int:
+        """The bytes a spill or fill moves: the width of its form's memory operand."""
+        row = FORMS[inst.op]
+        return next(KINDS[spec.kind].mem_size for spec, o in zip(row.operands, inst.operands)
+                    if isinstance(o, Mem)) or 0
 
     def is_copy(self, inst: Inst) -> bool:
         """A register-to-register copy of the selector's (the allocator may coalesce it)."""
@@ -111,18 +124,79 @@ class X86RegInfo:
             cls, f"vmovaps_{self.v}_{self.v}m")
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
-    def make_spill(self, cls: str, src: PReg, slot_offset: int) -> Inst:
-        form = {"gpr": "mov_rm64_r64", "mask": "kmovq_m64_k"}.get(
-            cls, f"vmovups_m{self.vbytes * 8}_{self.v}")
+    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
+        """A store of the value's own width: MOV r32/r64, VMOVSS/VMOVSD for a scalar, and
+        VMOVAPS for a vector (the slot is aligned to its size: rsp and the slot area are
+        64-byte aligned, see X86Target.allocate)."""
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
-        return Inst(form, [mem, RegOp(src, Role.USE)], kind=Kind.SPILL, slot=slot_offset)
+        return Inst(_SPILL_FORMS[cls, size], [mem, RegOp(src, Role.USE)], kind=Kind.SPILL,
+                    slot=slot_offset)
 
-    def make_fill(self, cls: str, dst: PReg, slot_offset: int) -> Inst:
-        form = {"gpr": "mov_r64_rm64", "mask": "kmovq_k_km64"}.get(
-            cls, f"vmovups_{self.v}_{self.v}m")
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
+        """A load of the slot's width (MOV r32 and VMOVSS/VMOVSD zero the rest)."""
         mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
-        return Inst(form, [RegOp(dst, Role.DEF), mem], kind=Kind.FILL, slot=slot_offset)
+        return Inst(_FILL_FORMS[cls, size], [RegOp(dst, Role.DEF), mem], kind=Kind.FILL,
+                    slot=slot_offset)
 
+
+# Spill and fill forms by (class, slot bytes).  VMOVAPS faults on a misaligned address
+# (SDM Vol. 2 "MOVAPS": #GP if not aligned to 16/32/64 bytes), so it is only used for slots
+# aligned to their size.
+_SPILL_FORMS = {("gpr", 4): "mov_rm32_r32", ("gpr", 8): "mov_rm64_r64", ("mask", 8): "kmovq_m64_k",
+                ("vec", 4): "vmovss_m32_x", ("vec", 8): "vmovsd_m64_x",
+                ("vec", 16): "vmovaps_m128_x", ("vec", 32): "vmovaps_m256_y",
+                ("vec", 64): "vmovaps_m512_z"}
+_FILL_FORMS = {("gpr", 4): "mov_r32_rm32", ("gpr", 8): "mov_r64_rm64", ("mask", 8): "kmovq_k_km64",
+               ("vec", 4): "vmovss_x_m32", ("vec", 8): "vmovsd_x_m64",
+               ("vec", 16): "vmovaps_x_xm", ("vec", 32): "vmovaps_y_ym",
+               ("vec", 64): "vmovaps_z_zm"}
+# Scalar float arithmetic (SDM "ADDSS" …, "VFMADD231SS"): the result's meaningful bytes are
+# the low lane; the first source's upper lanes only pass into the result's upper lanes.
+_SCALAR_OPS = re.compile(r"v(add|sub|mul|div|min|max|sqrt|cmp|round|fn?m(add|sub)\d\d\d)"
+                         r"(ss|sd)$")
+# Moves whose register operand holds one scalar (MOVSS/MOVSD load and store, MOVD/MOVQ).
+_SCALAR_MOVES = {"vmovss_x_m32": 4, "vmovss_m32_x": 4, "vmovsd_x_m64": 8, "vmovsd_m64_x": 8,
+                 "vmovq_m64_x": 8, "vmovd_x_rm32": 4, "vmovd_rm32_x": 4, "vmovq_x_r64": 8,
+                 "vmovq_r64_x": 8, "vmovq_x_xm64": 8}
+
+
+def _value_bytes(inst: Inst, k: int, vbytes: int) -> int:
+    """How many low bytes of operand k's register hold a value the code relies on.
+
+    A memory operand's base and index are 64-bit addresses.  A GPR operand carries its
+    width (at least 4: MOV r32 zero-extends, so a 4-byte slot restores a 32-bit value).  A
+    vector operand carries its register width, except the scalar parts: an xm8…xm64
+    register operand reads its low lane (VINSERTPS reads lane imm[7:6], so all of it unless
+    that is 0), scalar arithmetic and scalar moves carry one lane, and a scalar conversion's
+    result is the width it converts to."""
+    o = inst.operands[k]
+    if isinstance(o, Mem):
+        return 8
+    row = FORMS.get(inst.op)
+    if row is None or k >= len(row.operands):
+        return 8 if isinstance(o, RegOp) and o.reg.cls in ("gpr", "mask") else vbytes
+    spec = row.operands[k]
+    info = KINDS[spec.kind]
+    if info.cls == "mask":
+        return 8                                      # opmasks spill whole (KMOVQ)
+    if info.cls != "vec":
+        return max(4, info.reg_size or 8)
+    return max(4, _vec_bytes(inst, row, info))
+
+
+def _vec_bytes(inst: Inst, row: Any, info: Any) -> int:
+    if inst.op in _SCALAR_MOVES:
+        return _SCALAR_MOVES[inst.op]
+    if info.mem_size and info.mem_size < info.reg_size:   # xm8 … xm64
+        if row.mnemonic == "vinsertps":
+            imm = next((int(x.value) for x in inst.operands if isinstance(x, Imm)), 0)
+            return info.reg_size if imm >> 6 else 4
+        return info.mem_size
+    if row.mnemonic in ("vcvtss2sd", "vcvtsd2ss"):
+        return 8 if row.mnemonic == "vcvtss2sd" else 4
+    if _SCALAR_OPS.match(row.mnemonic):
+        return 4 if row.mnemonic.endswith("ss") else 8
+    return info.reg_size
 
 # -- from allocated MIR to bytes ----------------------------------------------------------------
 
@@ -210,7 +284,7 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     for p in saved:
         items.append(("push_r64", XReg(p.name)))
     items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
-    # 32-byte alignment for ymm spill slots and REG buffers
+    # 64-byte alignment for vector spill slots and REG buffers
     items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
     for k, inst in enumerate(fn.insts):
         if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
@@ -485,14 +559,17 @@ class X86Target:
         return Selected(fn, locals_bytes, kd)
 
     def allocate(self, s: Selected) -> Selected:
-        info = X86RegInfo(s.locals_bytes, self.vbytes, self.vec_high_first)
+        # the spill slots start 64-byte aligned (rsp is): each slot is then aligned to its
+        # size in memory too, so whole-vector spills and fills may use VMOVAPS
+        base = -(-s.locals_bytes // FRAME_ALIGN) * FRAME_ALIGN
+        info = X86RegInfo(base, self.vbytes, self.vec_high_first)
         fn = allocate(s.fn, info)
         if self.check_alloc:
             # the independent checker re-executes the allocation symbolically (tests turn
             # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
             from kcc.regalloc.checker import check_allocation
             check_allocation(s.fn, fn, info)
-        return Selected(fn, s.locals_bytes, s.desc)
+        return Selected(fn, base, s.desc)
 
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
         k = assemble(s.fn, s.locals_bytes)
