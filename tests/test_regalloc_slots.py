@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from kcc.ir.mir import Inst, Kind, MFunction, VReg
 from kcc.regalloc import CheckError, allocate, check_allocation
 from test_regalloc import Gen, bnz, dec, li, loop, out, run_both
-from toy_target import MASK, Machine, SizedToyTarget, ToyTarget, d, u
+from toy_target import MASK, FoldingToyTarget, Machine, SizedToyTarget, ToyTarget, d, u
 
 S = SizedToyTarget(wide=True)
+F = FoldingToyTarget(wide=True)
 
 
 def lo4(dst: VReg, a: VReg) -> Inst:
@@ -158,6 +159,34 @@ def test_checker_rejects_a_slot_narrower_than_its_value() -> None:
     assert Machine(bad, physical=True, target=S).run([]) != want
 
 
+def test_fills_fold_into_operands_that_take_a_slot() -> None:
+    # the values are spilled; out and lo4 read them from their slots, no reload
+    fn = _scalars()
+    plain = run_both(fn, [], S)
+    after = run_both(fn, [], F)
+    folded = [i for i in after.insts if i.kind is Kind.OP and i.slot is not None]
+    assert folded and all(i.op in ("out", "lo4") for i in folded)
+    fills = sum(i.kind is Kind.FILL for i in after.insts)
+    assert fills + len(folded) == sum(i.kind is Kind.FILL for i in plain.insts)
+
+
+def test_checker_rejects_a_fold_of_the_wrong_slot_or_width() -> None:
+    fn = _scalars()
+    after = allocate(fn, F)
+    check_allocation(fn, after, F)
+    k = next(k for k, i in enumerate(after.insts) if i.op == "out" and i.slot is not None)
+    others = sorted({i.slot for i in after.insts if i.kind is Kind.SPILL} - {after.insts[k].slot})
+    insts = list(after.insts)
+    insts[k] = dataclasses.replace(insts[k], slot=others[0])
+    with pytest.raises(CheckError, match="reads slot"):
+        check_allocation(fn, dataclasses.replace(after, insts=insts), F)
+    # the value out reads kept in a 4-byte slot: an 8-byte read of it
+    off = after.insts[k].slot
+    ks = [j for j, i in enumerate(after.insts) if i.kind is Kind.SPILL and i.slot == off]
+    with pytest.raises(CheckError, match="from a 4-byte slot; the value has 8 bytes"):
+        check_allocation(fn, _resize(after, ks, 4), F)
+
+
 class SizedGen(Gen):
     """Random toy functions that also use the 4-byte and 16-byte operations."""
 
@@ -178,4 +207,6 @@ class SizedGen(Gen):
 @given(st.data(), st.integers(4, 40), st.lists(st.integers(0, MASK), min_size=3, max_size=3))
 def test_random_functions_with_widths_check_and_run_the_same(data: st.DataObject, budget: int,
                                                              args: list[int]) -> None:
-    run_both(SizedGen(data, budget).build(), args, S)
+    fn = SizedGen(data, budget).build()
+    run_both(fn, args, S)
+    run_both(fn, args, F)

@@ -17,8 +17,8 @@ from kcc.encode.x86_table import FORMS
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Mem, PReg, RegOp, Role, VReg
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import (_FILL_FORMS, _SPILL_FORMS, V4_FLAGS, X86RegInfo, X86Target,
-                             compile_x86, cpu_flags)
+from kcc.targets.x86 import V4_FLAGS, X86RegInfo, X86Target, compile_x86, cpu_flags
+from kcc.targets.x86_slots import FILL_FORMS, SPILL_FORMS
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -121,9 +121,9 @@ def test_value_bytes(inst: Inst, want: list[int | None]) -> None:
 
 def test_spill_and_fill_forms_match_their_slot() -> None:
     info = X86RegInfo(64, 64)
-    assert set(_SPILL_FORMS) == set(_FILL_FORMS)
-    for (cls, size) in _SPILL_FORMS:
-        p = PReg("rax", "gpr") if cls == "gpr" else PReg("xmm3", "vec")
+    assert set(SPILL_FORMS) == set(FILL_FORMS)
+    for (cls, size) in SPILL_FORMS:
+        p = {"gpr": PReg("rax", "gpr"), "mask": PReg("k1", "mask")}.get(cls, PReg("xmm3", "vec"))
         s, f = info.make_spill(cls, p, 2 * size, size), info.make_fill(cls, p, 2 * size, size)
         assert info.slot_bytes(s) == info.slot_bytes(f) == size
         for i in (s, f):
@@ -134,7 +134,47 @@ def test_spill_and_fill_forms_match_their_slot() -> None:
 
 def test_golden_has_every_spill_and_fill_form_at_rsp() -> None:
     text = "".join(p.read_text() for p in GOLDEN.glob("*.s"))
-    for form in {*_SPILL_FORMS.values(), *_FILL_FORMS.values()}:
+    for form in {*SPILL_FORMS.values(), *FILL_FORMS.values()}:
         cases = re.findall(rf"; form: {form}\n([^\n]*)\n", text)
         assert any(re.search(r"\[rsp \+ \d+\]", c) for c in cases), \
             f"no golden case of {form} at [rsp + disp] (run scripts/regen_golden.py)"
+
+
+def _fold(inst: Inst, k: int, size: int) -> Inst | None:
+    return X86RegInfo(64, 64).fold_fill(inst, k, 16, size)
+
+
+def test_fold_fill_only_where_the_form_reads_memory_like_the_register() -> None:
+    v = [RegOp(VReg(j, "vec"), Role.USE) for j in range(3)]
+    dst = RegOp(VReg(9, "vec"), Role.DEF)
+    andps = Inst("vandps_x_x_xm", [dst, v[0], v[1]])
+    got = _fold(andps, 2, 16)
+    assert got is not None and got.operands[2] == Mem(PReg("rsp", "gpr"), None, 1, 80)
+    assert got.operands[:2] == andps.operands[:2]
+    assert _fold(andps, 1, 16) is None               # vvvv takes no memory
+    assert _fold(andps, 2, 4) is None                # a 16-byte read of a 4-byte slot
+    assert _fold(Inst("vaddss_x_x_xm32", [dst, v[0], v[1]]), 2, 4) is not None
+    ins = [dst, v[0], v[1]]
+    assert _fold(Inst("vinsertps_x_x_xm32_imm8", [*ins, Imm(0x10)]), 2, 16) is not None
+    # the memory form reads the first float, the register form lane imm[7:6]
+    assert _fold(Inst("vinsertps_x_x_xm32_imm8", [*ins, Imm(0x90)]), 2, 16) is None
+    g = [RegOp(VReg(j, "gpr"), Role.USE) for j in range(3)]
+    gd = RegOp(VReg(8, "gpr"), Role.DEF | Role.USE)
+    assert _fold(Inst("and_r32_rm32", [gd, g[0]]), 1, 4) is not None
+    assert _fold(Inst("add_r64_rm64", [gd, g[0]]), 1, 4) is None    # 8 bytes of 4
+    assert _fold(Inst("add_rm64_r64", [gd, g[0]]), 1, 8) is None    # the reg operand
+    # one memory operand an instruction
+    assert _fold(Inst("vaddps_x_x_xm", [dst, v[0], Mem(VReg(5, "gpr"))]), 1, 16) is None
+
+
+def test_reloads_fold_into_alu_operands_and_run_right() -> None:
+    src = _pressure(4)
+    buf = io.StringIO()
+    run_pipeline(parse(src), X86Target("x86-64-v3"), dump_after="allocate", out=buf)
+    text = buf.getvalue()
+    folded = [ln for ln in text.splitlines() if "[rsp + " in ln and "slot=" in ln
+              and "; spill" not in ln and "; fill" not in ln]
+    assert folded and all(re.search(r"v(mul|add|fmadd231)ps", ln) for ln in folded), folded
+    sink = parse(src)
+    args = random_inputs(sink, 3)
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))

@@ -111,7 +111,9 @@ def _allocated_listing(src: str) -> str:
 
 def test_more_live_vectors_than_registers() -> None:
     listing = _allocated_listing(_spill_kernel(20))
-    assert "; spill" in listing and "; fill" in listing     # the test really spills
+    # the test really spills: stores, and reloads (or slot reads folded into an operand)
+    assert "; spill" in listing and any("slot=" in ln and "; spill" not in ln
+                                        for ln in listing.splitlines())
     _check(_spill_kernel(20))
 
 

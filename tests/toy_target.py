@@ -99,8 +99,33 @@ class ToyTarget:
         return Inst("ld", [RegOp(dst, Role.DEF), Mem(SP, disp=slot_offset)], arg=(cls, size))
 
     def slot_bytes(self, inst: Inst) -> int:
-        """The width an st/ld moves (read off the instruction)."""
-        return int(inst.arg[1])
+        """The width an st/ld moves (read off the instruction), or that a folded operand
+        reads."""
+        if inst.op in ("st", "ld"):
+            return int(inst.arg[1])
+        return next(FOLD_READS[inst.op, k] for k, o in enumerate(inst.operands)
+                    if isinstance(o, Mem))
+
+
+# (op, operand) that may read a frame slot instead of a register, and the bytes it reads
+FOLD_READS = {("sub", 2): 8, ("out", 0): 8, ("lo4", 1): 4, ("vsum", 1): 32}
+
+
+class FoldingToyTarget(ToyTarget):
+    """The sized toy target whose sub/out/lo4/vsum may read a spilled operand from its slot."""
+
+    def value_bytes(self, inst: Inst, k: int) -> int:
+        """As SizedToyTarget."""
+        return SizedToyTarget.value_bytes(self, inst, k)  # type: ignore[arg-type]
+
+    def fold_fill(self, inst: Inst, k: int, slot_offset: int, size: int) -> Inst | None:
+        """The slot at operand k, where FOLD_READS allows it and the slot is wide enough."""
+        n = FOLD_READS.get((inst.op, k))
+        if n is None or n > size:
+            return None
+        ops = list(inst.operands)
+        ops[k] = Mem(SP, disp=slot_offset)
+        return Inst(inst.op, ops, inst.clobbers, inst.kind, inst.arg, inst.slot)
 
 
 class SizedToyTarget(ToyTarget):
@@ -181,6 +206,14 @@ class Machine:
         self.poison += 1
         return self.poison
 
+    def slot_read(self, o: Mem, size: int) -> int:
+        """``size`` bytes at a frame address, from the one store that wrote them (a narrower
+        or wider store there, or none, reads as poison)."""
+        off = self.addr(o)
+        cells = {self.stack.get(b) for b in range(off, off + size)}
+        c = cells.pop() if len(cells) == 1 else None
+        return c[2] if c and c[0] == off and c[1] >= size else self._poison()
+
     def addr(self, o: Mem) -> int:
         a = self.read(o.base) if o.base is not None else 0
         b = self.read(o.index) if o.index is not None else 0
@@ -215,6 +248,8 @@ class Machine:
 
         def val(k: int) -> int:
             o = ops[k]
+            if isinstance(o, Mem) and op not in ("ld", "st", "ldm"):
+                return self.slot_read(o, FOLD_READS[op, k])   # a fill folded into it
             return o.value if isinstance(o, Imm) else rd(o.reg)  # type: ignore
 
         op = inst.op

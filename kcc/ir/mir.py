@@ -155,8 +155,9 @@ class Inst:
     ``op`` is the target's opcode string, ``operands`` are in the order the encoder wants,
     ``clobbers`` are physical registers the instruction destroys (beyond its DEF operands),
     ``arg`` is a target-private payload (condition code, width...) the allocator carries
-    through untouched, and ``slot`` is the frame offset of a ``SPILL``/``FILL`` (for a
-    ``REMAT``, the index of the input instruction it repeats).
+    through untouched, and ``slot`` is the frame offset of a ``SPILL``/``FILL`` or of the slot
+    an allocated ``OP`` reads in place of a reload (for a ``REMAT``, the index of the input
+    instruction it repeats).
     """
 
     op: str

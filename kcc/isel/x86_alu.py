@@ -249,7 +249,9 @@ class X86Alu:
             form = f"vandp{fs(dt)}_{w}_{w}_{w}m"
             if form in FORMS:
                 t = self.new("vec")
-                self.emit(form, t, m, self.reg(a))
+                # the mask (often hoisted out of the loop, then spilled) in the r/m operand,
+                # where the allocator can read it from its slot without a reload
+                self.emit(form, t, self.reg(a), m)
                 return t
         return self.blend(dt, lanes, self.reg(b), self.reg(a), m)
 

@@ -19,6 +19,9 @@ original code, or nothing), following forward branches and loop back edges to a 
   width off the spill and fill instructions themselves), and that width holds the whole value:
   at least the bytes any operand of the value reports by the target's ``value_bytes``
   (computed here from the original function, values a copy joins sharing one width),
+* an original instruction whose ``slot`` is set reads one plain USE operand from that frame
+  slot instead of a register (a fill folded into it): the slot holds that operand's value, at
+  least as wide as the read and as the value,
 * a rematerialization (``REMAT``) repeats, into some register, an original instruction that
   the target calls ``rematerializable`` and that reads no register; it gives that register the
   value the original instruction defined.
@@ -29,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
-                        VReg, format_inst)
+                        Role, VReg, format_inst)
 from kcc.regalloc.target import TargetRegInfo, operand_regs, reg_units, slot_bytes
 
 
@@ -76,6 +79,7 @@ class _Checker:
             self.alias[p] = sorted(near, key=order.__getitem__)
         self.units = units
         self.need = _value_widths(before, target)
+        self.folds: dict[int, tuple[int, VReg]] = {}   # inst -> (operand, value) read from a slot
         self.ndefs: dict[int, int] = {}
         for v, _ in before.params:
             self.ndefs[id(v)] = 1 + self.ndefs.get(id(v), 0)
@@ -96,18 +100,55 @@ class _Checker:
         pairs = dict(zip(orig, self.b.insts))
         for i, b in pairs.items():
             a = self.a.insts[i]
-            if (a.op, a.kind, a.arg, a.slot, a.clobbers) != (b.op, b.kind, b.arg, b.slot,
-                                                             b.clobbers):
+            folded = a.kind is Kind.OP and b.slot is None and a.slot is not None
+            if (a.op, a.kind, a.arg, a.slot if not folded else None, a.clobbers) != (
+                    b.op, b.kind, b.arg, b.slot, b.clobbers):
                 raise self.fail(i, f"does not match original '{format_inst(b)}'")
             if len(a.operands) != len(b.operands):
                 raise self.fail(i, "operand count changed")
+            if folded:
+                self._pair_fold(i, a, b)
             for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
-                self._pair_operand(i, k, a, ao, bo)
+                if self.folds.get(i, (None,))[0] != k:
+                    self._pair_operand(i, k, a, ao, bo)
             outs = [o.reg for o in a.operands if isinstance(o, RegOp) and o.is_def]
             for k, r in enumerate(outs):
                 if any(self.units[r] & self.units[q] for q in outs[k + 1:]):
                     raise self.fail(i, f"two results in {r!r} (or registers sharing it)")
         return pairs
+
+    def _pair_fold(self, i: int, a: Inst, b: Inst) -> None:
+        """An original instruction whose ``slot`` names a frame slot reads one USE register
+        operand of the original from that slot (a memory operand instead of a reload)."""
+        ks = [k for k, (ao, bo) in enumerate(zip(a.operands, b.operands))
+              if isinstance(bo, RegOp) and isinstance(ao, Mem)]
+        if len(ks) != 1:
+            raise self.fail(i, f"reads a slot in place of {len(ks)} register operands")
+        bo = b.operands[ks[0]]
+        if bo.role is not Role.USE or bo.fixed is not None or not isinstance(bo.reg, VReg):
+            raise self.fail(i, f"operand {ks[0]} cannot be read from a slot")
+        size = slot_bytes(self.t, a)
+        if size <= 0 or a.slot < 0 or a.slot + size > self.a.frame_size:
+            raise self.fail(i, f"slot {a.slot} (size {size}) outside the frame of "
+                               f"{self.a.frame_size} bytes")
+        self.folds[i] = (ks[0], bo.reg)
+
+    def _fold_read(self, i: int, inst: Inst, st: dict) -> None:
+        """A slot read in place of a register holds the operand's value, in a slot at least
+        as wide as the read and as the value."""
+        k, want = self.folds[i]
+        size = slot_bytes(self.t, inst)
+        have = [(loc[2], v) for loc, v in st.items() if isinstance(loc, tuple)
+                and loc[1] == inst.slot and v is not None]
+        got = next(((n, v) for n, v in have if _same(v, want)), None)
+        if got is None:
+            raise self.fail(i, f"operand {k} reads slot {inst.slot} holding "
+                               f"{_show(have[0][1]) if have else 'nothing'}, expected "
+                               f"{_show(want)}")
+        if got[0] < max(size, self.need.get(id(want), 0)):
+            raise self.fail(i, f"operand {k} reads {size} bytes of {_show(want)} from a "
+                               f"{got[0]}-byte slot; the value has "
+                               f"{self.need.get(id(want), 0)} bytes")
 
     def _pair_operand(self, i: int, k: int, a: Inst, ao: Any, bo: Any) -> None:
         if type(ao) is not type(bo):
@@ -317,7 +358,11 @@ class _Checker:
             if st is None:
                 continue
             a = self.a.insts[i]
+            if i in self.folds:
+                self._fold_read(i, a, st)
             for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
+                if self.folds.get(i, (None,))[0] == k:
+                    continue
                 reads = [(ao.reg, bo.reg)] if isinstance(bo, RegOp) and bo.is_use else \
                     [(x, y) for x, y in ((ao.base, bo.base), (ao.index, bo.index))
                      if y is not None] if isinstance(bo, Mem) else []

@@ -28,7 +28,9 @@ The allocator works on a private copy of the function in four steps:
    the active intervals are a heap by end: n log n in the intervals.)
 4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
    fill into a fresh short-lived temporary right before the instruction and every definition
-   writes it through a spill right after, so code inside loops reloads at each use.  A
+   writes it through a spill right after, so code inside loops reloads at each use; where the
+   target's ``fold_fill`` allows, one such use an instruction reads the slot itself as a memory
+   operand instead (``slot`` on the instruction names it: x86 ALU sources).  A
    constant (its one definition is an instruction the target calls ``rematerializable``) is
    not stored at all: that instruction is repeated (``Kind.REMAT``) before each use.  The
    temporaries cannot be spilled; the scan is repeated until nothing more spills.
@@ -36,17 +38,16 @@ The allocator works on a private copy of the function in four steps:
 Each spilled value's slot is as wide as the value (the target's ``value_bytes``: the largest
 width any of its operands reports, one width for the values a copy joins), so a 4-byte scalar
 gets a 4-byte slot and an xmm value a 16-byte one even where the widest vector is a zmm.  Frame
-slots are then given by a second linear scan over the slots' own live ranges: values of equal
-size whose slot ranges do not overlap share a slot (a heap of each size's slots by the end of
-their occupant: n log n), and the sizes are laid out widest first, so every slot is aligned to
-its size without padding.  The copies, spills and fills are made by the target's
-``make_move``/``make_spill``/``make_fill`` (the last two at the slot's width).
+slots are then given by a second linear scan over the slots' own live ranges (``frame``):
+values of equal size whose slot ranges do not overlap share a slot (a heap of each size's
+slots by the end of their occupant: n log n), and the sizes are laid out widest first, so
+every slot is aligned to its size without padding.  The copies, spills and fills are made
+by the target's ``make_move``/``make_spill``/``make_fill`` (the last two at the slot's width).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from heapq import heappop, heappush
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from typing import Any
@@ -55,6 +56,7 @@ from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, Op
                         Reg, RegOp, Role, VReg, format_inst, structure, successors,
                         verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
+from kcc.regalloc.frame import assign_slots, value_sizes
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars, vreg_lists
 from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
 
@@ -63,11 +65,12 @@ from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, re
 class _W(Inst):
     """A working instruction: ``orig`` is the input instruction it stands for, ``entry`` marks
     the pseudo instruction defining the parameters, ``var`` is the spilled variable whose slot
-    a SPILL/FILL means."""
+    a SPILL/FILL means, ``fold`` the operand that reads a spilled variable's slot directly."""
 
     orig: Inst | None = None
     entry: bool = False
     var: VReg | None = None
+    fold: tuple[int, VReg] | None = None   # (operand, spilled variable) read from its slot
 
 
 def _move(dst: Reg, src: Reg) -> _W:
@@ -590,108 +593,51 @@ class _Allocator:
                 if isinstance(t, VReg) and id(t) in self.nospill and id(t) not in self.pre:
                     temps[id(prev.var)] = t
             forwarded = set(temps)
+            # one use may read the slot itself (no reload, no temporary)
+            fold = self._foldable(w, used, remat, forwarded)
             for k, r in {**used, **defd}.items():
-                if k not in temps:
+                if k not in temps and (fold is None or fold[1] is not r):
                     temps[k] = self._temp(r.cls)
             for k, r in used.items():
                 if k in remat:
                     out.append(self._remat(remat[k], temps[k], r))  # type: ignore[arg-type]
-                elif k not in forwarded:
+                elif k not in forwarded and k in temps:
                     out.append(_W("fill", [RegOp(temps[k], Role.DEF)], kind=Kind.FILL,
                                   var=r))
-            out.append(_rename(w, temps))
+            new = _rename(w, temps)
+            if fold is not None:
+                ops = list(new.operands)
+                ops[fold[0]] = Mem()              # the slot, made at materialize
+                new = replace(new, operands=ops, fold=fold)
+            out.append(new)
             for k, r in defd.items():
                 if k not in remat:        # a constant's own definition needs no store
                     out.append(_W("spill", [RegOp(temps[k], Role.USE)], kind=Kind.SPILL,
                                   var=r))
         return out
 
-    def value_sizes(self, work: list[_W]) -> dict[int, int]:
-        """The slot size of every variable (by id) of ``work``: the widest of its operands
-        by the target's ``value_bytes``; copies (the allocator's and the selector's) give
-        source and destination one size (union-find), since a copy moves every byte."""
-        bytes_of = getattr(self.t, "value_bytes", None)
-        if bytes_of is None:
-            return {}
-        is_copy = getattr(self.t, "is_copy", None)
-        parent: dict[int, int] = {}
-
-        def find(x: int) -> int:
-            root = x
-            while parent.get(root, root) != root:
-                root = parent[root]
-            while x != root:                     # path compression
-                parent[x], x = root, parent.get(x, x)
-            return root
-
-        size: dict[int, int] = {}
-        for w in work:
-            if w.kind is Kind.MOVE or (w.orig is not None and is_copy is not None
-                                       and w.kind is Kind.OP and is_copy(w.orig)):
-                d, s = w.defs()[0], w.uses()[0]
-                a, b = find(id(d)), find(id(s))
-                if a != b:
-                    parent[a] = b
+    def _foldable(self, w: _W, used: dict[int, Reg], remat: dict[int, _W],
+                  forwarded: set[int]) -> tuple[int, VReg] | None:
+        """The operand of ``w`` that may read its spilled value's slot instead of a reload
+        (the target's ``fold_fill``): a plain USE of a value read by no other operand of
+        ``w``, at most one an instruction."""
+        fold_fill = getattr(self.t, "fold_fill", None)
+        if fold_fill is None or w.orig is None or w.kind is not Kind.OP or w.fold is not None:
+            return None
+        for j, o in enumerate(w.operands):
+            if not isinstance(o, RegOp) or o.role is not Role.USE or o.fixed is not None:
                 continue
-            if w.orig is None:
-                continue                         # the entry: parameters say nothing
-            for k, o in enumerate(w.operands):
-                regs = (o.reg,) if isinstance(o, RegOp) else (o.base, o.index) \
-                    if isinstance(o, Mem) else ()
-                for r in regs:
-                    if isinstance(r, VReg):
-                        n = bytes_of(w.orig, k)
-                        if n > size.get(id(r), 0):
-                            size[id(r)] = n
-        out: dict[int, int] = {}
-        for k, n in size.items():
-            root = find(k)
-            out[root] = max(out.get(root, 0), n)
-        return {k: out[find(k)] for k in {*size, *parent} if find(k) in out}
-
-    def slots(self, work: list[_W]) -> tuple[dict[int, tuple[int, int]], int]:
-        """Frame offset and size of every spilled variable's slot (by id) and the 16-byte
-        aligned frame size."""
-        index: dict[int, int] = {}
-        var: list[VReg] = []
-        uses: list[list[int]] = []
-        defs: list[list[int]] = []
-        for w in work:
-            mark: list[int] = []
-            if w.kind in (Kind.SPILL, Kind.FILL):
-                assert w.var is not None
-                k = index.setdefault(id(w.var), len(var))
-                if k == len(var):
-                    var.append(w.var)
-                mark = [k]
-            uses.append(mark if w.kind is Kind.FILL else [])
-            defs.append(mark if w.kind is Kind.SPILL else [])
-        loops, labels = structure(work)
-        ivs, _, _ = intervals(uses, defs, successors(work, labels),
-                              [(b, e) for b, e, _ in loops], len(var))
-        busy: dict[int, list[tuple[int, int]]] = {}   # size -> heap of (occupant end, slot)
-        count: dict[int, int] = {}                    # size -> slots of that size
-        where: dict[int, tuple[int, int]] = {}        # id(var) -> (size, slot number)
-        for iv in sorted((iv for iv in ivs if iv), key=lambda iv: (iv.start, iv.var)):
-            v = var[iv.var]
-            size = self.sizes.get(id(v)) or self.t.spill_slot_size(v.cls)
-            if size <= 0 or size & (size - 1):
-                raise AllocationError(f"spill slot size {size} of {v!r} is not a power of two")
-            heap = busy.setdefault(size, [])
-            if heap and heap[0][0] < iv.start:       # the slot freed first is free now
-                slot = heappop(heap)[1]
-            else:
-                slot = count.get(size, 0)
-                count[size] = slot + 1
-            heappush(heap, (iv.end, slot))
-            where[id(v)] = (size, slot)
-        base: dict[int, int] = {}
-        top = 0
-        for size in sorted(count, reverse=True):     # widest first: aligned without padding
-            base[size] = top
-            top += count[size] * size
-        offset = {k: (base[size] + slot * size, size) for k, (size, slot) in where.items()}
-        return offset, -(-top // 16) * 16
+            r = o.reg
+            k = id(r)
+            if k not in used or k in remat or k in forwarded:
+                continue
+            if sum(1 for x in w.uses() if x is r) != 1 or any(x is r for x in w.defs()):
+                continue
+            assert isinstance(r, VReg)
+            size = self.sizes.get(k) or self.t.spill_slot_size(r.cls)  # type: ignore
+            if fold_fill(w.orig, j, 0, size) is not None:
+                return j, r
+        return None
 
     def _stamp(self, inst: Inst, kind: Kind, dst: PReg | None, src: PReg | None,
                slot: int | None) -> Inst:
@@ -705,11 +651,23 @@ class _Allocator:
             return Inst(inst.op, inst.operands, inst.clobbers, kind, inst.arg, slot)
         return replace(inst, kind=kind, slot=slot)
 
+    def _folded(self, inst: Inst, j: int, off: int, size: int) -> Inst:
+        """The target's ``fold_fill`` of operand j, after checking that it changed only that
+        operand into a memory operand; ``slot`` names the slot it reads."""
+        f = self.t.fold_fill(inst, j, off, size)  # type: ignore[attr-defined]
+        same = f is not None and f.op == inst.op and len(f.operands) == len(inst.operands) \
+            and isinstance(f.operands[j], Mem) and all(
+                a == b for k, (a, b) in enumerate(zip(f.operands, inst.operands)) if k != j)
+        if not same:
+            raise AllocationError(f"target fold of operand {j} into '{format_inst(inst)}' "
+                                  f"must only make that operand a memory operand")
+        return replace(f, slot=off)  # type: ignore[arg-type]
+
     def materialize(self, work: list[_W], assign: dict[int, PReg]) -> MFunction:
         """The allocated function."""
         if self.sizes is None:
             self.sizes = {}
-        offset, frame = self.slots(work)
+        offset, frame = assign_slots(work, self.sizes, self.t)
 
         def reg(r: Reg | None) -> Reg | None:
             return assign[id(r)] if isinstance(r, VReg) else r
@@ -743,8 +701,10 @@ class _Allocator:
             else:
                 assert w.orig is not None
                 ops = []
-                for o, wo in zip(w.orig.operands, w.operands):
-                    if isinstance(o, RegOp):
+                for j, (o, wo) in enumerate(zip(w.orig.operands, w.operands)):
+                    if w.fold is not None and j == w.fold[0]:
+                        pass                      # the target replaces it below
+                    elif isinstance(o, RegOp):
                         assert isinstance(wo, RegOp)
                         o = _reg_op(o, reg(wo.reg))
                     elif isinstance(o, Mem):
@@ -752,8 +712,13 @@ class _Allocator:
                         o = _mem_op(o, reg(wo.base), reg(wo.index))
                     ops.append(o)
                 orig = w.orig
-                insts.append(Inst(orig.op, ops, orig.clobbers, orig.kind, orig.arg, orig.slot)
-                             if type(orig) is Inst else replace(orig, operands=ops))
+                inst = Inst(orig.op, ops, orig.clobbers, orig.kind, orig.arg, orig.slot) \
+                    if type(orig) is Inst else replace(orig, operands=ops)
+                if w.fold is not None:
+                    j, v = w.fold
+                    off, size = offset[id(v)]
+                    inst = self._folded(inst, j, off, size)
+                insts.append(inst)
         written: set[str] = set()
         for inst in insts:
             for r in [*inst.defs(), *inst.clobbers]:
@@ -785,7 +750,7 @@ class _Allocator:
                 return self.materialize(work, assign)
             if self.sizes is None:
                 # before the first spill: later rounds only spill variables of this list
-                self.sizes = self.value_sizes(work)
+                self.sizes = value_sizes(work, self.t)
             work = self.spill(work, spilled)
 
 
@@ -795,7 +760,8 @@ def allocate(fn: MFunction, target: TargetRegInfo) -> MFunction:
     Returns a new function (``fn`` is not changed) whose operands name only physical
     registers, with copies (``Kind.MOVE``), spills and fills (``Kind.SPILL``/``Kind.FILL``,
     ``slot`` = frame offset) inserted, ``frame_size`` set (16-byte aligned; each slot as wide
-    as its value and aligned to its size) and ``callee_saved_used`` listing the callee-saved registers it writes.
+    as its value and aligned to its size) and ``callee_saved_used`` listing the callee-saved
+    registers it writes.
     Deterministic: the same input gives the same output.  Raises ``AllocationError`` when
     constraints conflict or an instruction needs more registers than its class has.
     """

@@ -41,7 +41,14 @@ class TargetRegInfo(Protocol):
     a copy joins get the same size), filled and spilled at that width.  Without the hook a
     slot is ``spill_slot_size(cls)``.  ``slot_bytes(inst) -> int`` tells the checker how many
     bytes a spill or fill the target made actually stores or loads (it reads the instruction,
-    not the allocator's bookkeeping).
+    not the allocator's bookkeeping), and a folded instruction reads from its slot.
+
+    Folded reloads: ``fold_fill(inst, k, slot_offset, size) -> Inst | None`` returns the input
+    instruction ``inst`` with its register USE operand ``k`` replaced by a memory operand
+    reading the ``size``-byte frame slot at the offset (and nothing else changed), or None
+    where the form cannot read memory there with the register's meaning.  The allocator then
+    reads a spilled value there instead of reloading it into a temporary; the result's
+    ``slot`` names the slot.
     """
 
     classes: dict[str, list[PReg]]

@@ -16,7 +16,6 @@ Frame (System V, rbp as frame pointer):
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -43,6 +42,7 @@ from kcc.isel.x86_regs import (CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI,
                                 vec_limits)
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
+from kcc.targets import x86_slots as slots
 from kcc.targets.elf import (SHF_ALLOC, SHF_EXECINSTR, X86_64_RELOC_BY_CODE, Reloc, Symbol,
                              write_relocatable)
 from kcc.targets.facts import NOTE_SECTION, elf_note, read_object_facts
@@ -79,6 +79,7 @@ class X86RegInfo:
         self.locals_bytes = locals_bytes
         self.v = "z" if vbytes == 64 else "y"
         self.vbytes = vbytes
+        self._bytes: dict[tuple, int] = {}
 
     def spill_slot_size(self, cls: str) -> int:
         """The widest slot: 8 bytes for a GPR or an opmask, a whole ymm (or zmm) for a
@@ -95,14 +96,27 @@ class X86RegInfo:
         return lim[k] if k < len(lim) else None
 
     def value_bytes(self, inst: Inst, k: int) -> int:
-        """The bytes of operand k's register that carry a value (see _value_bytes)."""
-        return _value_bytes(inst, k, self.vbytes)
+        """The bytes of operand k's register that carry a value (x86_slots.value_bytes,
+        memoized by form, operand and operand type: the allocator asks for every operand)."""
+        o = inst.operands[k]
+        key = (inst.op, k, type(o), o.reg.cls if isinstance(o, RegOp) else None,
+               inst.operands[-1] if inst.op.startswith("vinsertps") else None)
+        n = self._bytes.get(key)
+        if n is None:
+            n = self._bytes[key] = slots.value_bytes(inst, k, self.vbytes)
+        return n
 
     def slot_bytes(self, inst: Inst) -> int:
-        """The bytes a spill or fill moves: the width of its form's memory operand."""
-        row = FORMS[inst.op]
-        return next(KINDS[spec.kind].mem_size for spec, o in zip(row.operands, inst.operands)
-                    if isinstance(o, Mem)) or 0
+        """The bytes a spill, fill or folded instruction moves from or to its slot."""
+        return slots.slot_bytes(inst)
+
+    def fold_fill(self, inst: Inst, k: int, slot_offset: int, size: int) -> Inst | None:
+        """inst reading operand k from its slot instead of a reload (x86_slots.fold_fill)."""
+        return slots.fold_fill(inst, k, self.slot_mem(slot_offset), size)
+
+    def slot_mem(self, slot_offset: int) -> Mem:
+        """The memory operand of a frame slot: rsp-relative, past the locals."""
+        return Mem(RSP, None, 1, self.locals_bytes + slot_offset)
 
     def is_copy(self, inst: Inst) -> bool:
         """A register-to-register copy of the selector's (the allocator may coalesce it)."""
@@ -125,78 +139,17 @@ class X86RegInfo:
         return Inst(form, [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
-        """A store of the value's own width: MOV r32/r64, VMOVSS/VMOVSD for a scalar, and
-        VMOVAPS for a vector (the slot is aligned to its size: rsp and the slot area are
-        64-byte aligned, see X86Target.allocate)."""
-        mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
-        return Inst(_SPILL_FORMS[cls, size], [mem, RegOp(src, Role.USE)], kind=Kind.SPILL,
-                    slot=slot_offset)
+        """A store of the value's own width (x86_slots.SPILL_FORMS)."""
+        return Inst(slots.SPILL_FORMS[cls, size], [self.slot_mem(slot_offset),
+                                                   RegOp(src, Role.USE)],
+                    kind=Kind.SPILL, slot=slot_offset)
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
-        """A load of the slot's width (MOV r32 and VMOVSS/VMOVSD zero the rest)."""
-        mem = Mem(RSP, None, 1, self.locals_bytes + slot_offset)
-        return Inst(_FILL_FORMS[cls, size], [RegOp(dst, Role.DEF), mem], kind=Kind.FILL,
-                    slot=slot_offset)
+        """A load of the slot's width (x86_slots.FILL_FORMS)."""
+        return Inst(slots.FILL_FORMS[cls, size], [RegOp(dst, Role.DEF),
+                                                  self.slot_mem(slot_offset)],
+                    kind=Kind.FILL, slot=slot_offset)
 
-
-# Spill and fill forms by (class, slot bytes).  VMOVAPS faults on a misaligned address
-# (SDM Vol. 2 "MOVAPS": #GP if not aligned to 16/32/64 bytes), so it is only used for slots
-# aligned to their size.
-_SPILL_FORMS = {("gpr", 4): "mov_rm32_r32", ("gpr", 8): "mov_rm64_r64", ("mask", 8): "kmovq_m64_k",
-                ("vec", 4): "vmovss_m32_x", ("vec", 8): "vmovsd_m64_x",
-                ("vec", 16): "vmovaps_m128_x", ("vec", 32): "vmovaps_m256_y",
-                ("vec", 64): "vmovaps_m512_z"}
-_FILL_FORMS = {("gpr", 4): "mov_r32_rm32", ("gpr", 8): "mov_r64_rm64", ("mask", 8): "kmovq_k_km64",
-               ("vec", 4): "vmovss_x_m32", ("vec", 8): "vmovsd_x_m64",
-               ("vec", 16): "vmovaps_x_xm", ("vec", 32): "vmovaps_y_ym",
-               ("vec", 64): "vmovaps_z_zm"}
-# Scalar float arithmetic (SDM "ADDSS" …, "VFMADD231SS"): the result's meaningful bytes are
-# the low lane; the first source's upper lanes only pass into the result's upper lanes.
-_SCALAR_OPS = re.compile(r"v(add|sub|mul|div|min|max|sqrt|cmp|round|fn?m(add|sub)\d\d\d)"
-                         r"(ss|sd)$")
-# Moves whose register operand holds one scalar (MOVSS/MOVSD load and store, MOVD/MOVQ).
-_SCALAR_MOVES = {"vmovss_x_m32": 4, "vmovss_m32_x": 4, "vmovsd_x_m64": 8, "vmovsd_m64_x": 8,
-                 "vmovq_m64_x": 8, "vmovd_x_rm32": 4, "vmovd_rm32_x": 4, "vmovq_x_r64": 8,
-                 "vmovq_r64_x": 8, "vmovq_x_xm64": 8}
-
-
-def _value_bytes(inst: Inst, k: int, vbytes: int) -> int:
-    """How many low bytes of operand k's register hold a value the code relies on.
-
-    A memory operand's base and index are 64-bit addresses.  A GPR operand carries its
-    width (at least 4: MOV r32 zero-extends, so a 4-byte slot restores a 32-bit value).  A
-    vector operand carries its register width, except the scalar parts: an xm8…xm64
-    register operand reads its low lane (VINSERTPS reads lane imm[7:6], so all of it unless
-    that is 0), scalar arithmetic and scalar moves carry one lane, and a scalar conversion's
-    result is the width it converts to."""
-    o = inst.operands[k]
-    if isinstance(o, Mem):
-        return 8
-    row = FORMS.get(inst.op)
-    if row is None or k >= len(row.operands):
-        return 8 if isinstance(o, RegOp) and o.reg.cls in ("gpr", "mask") else vbytes
-    spec = row.operands[k]
-    info = KINDS[spec.kind]
-    if info.cls == "mask":
-        return 8                                      # opmasks spill whole (KMOVQ)
-    if info.cls != "vec":
-        return max(4, info.reg_size or 8)
-    return max(4, _vec_bytes(inst, row, info))
-
-
-def _vec_bytes(inst: Inst, row: Any, info: Any) -> int:
-    if inst.op in _SCALAR_MOVES:
-        return _SCALAR_MOVES[inst.op]
-    if info.mem_size and info.mem_size < info.reg_size:   # xm8 … xm64
-        if row.mnemonic == "vinsertps":
-            imm = next((int(x.value) for x in inst.operands if isinstance(x, Imm)), 0)
-            return info.reg_size if imm >> 6 else 4
-        return info.mem_size
-    if row.mnemonic in ("vcvtss2sd", "vcvtsd2ss"):
-        return 8 if row.mnemonic == "vcvtss2sd" else 4
-    if _SCALAR_OPS.match(row.mnemonic):
-        return 4 if row.mnemonic.endswith("ss") else 8
-    return info.reg_size
 
 # -- from allocated MIR to bytes ----------------------------------------------------------------
 
