@@ -97,7 +97,7 @@ def _rename(w: _W, m: dict[int, VReg]) -> _W:
             o = _mem_op(o, m.get(id(o.base), o.base) if o.base is not None else None,
                         m.get(id(o.index), o.index) if o.index is not None else None)
         ops.append(o)
-    return _W(w.op, ops, w.clobbers, w.kind, w.arg, w.slot, w.orig, w.entry, w.var)
+    return _W(w.op, ops, w.clobbers, w.kind, w.arg, w.slot, w.orig, w.entry, w.var, w.fold)
 
 
 class _Allocator:
