@@ -233,3 +233,14 @@ def test_copies_index_the_same_base_plus_a_constant() -> None:
             bases.add(idx.src[0] if c is not None else idx)
             offsets.add(c or 0)
     assert len(bases) == 1 and offsets == {0, 1, 2, 3, 4, 5, 6, 7}
+
+
+def test_inner_loops_with_much_work_are_left_alone(monkeypatch) -> None:
+    import kcc.passes.unroll as unroll_mod
+    g = simplify(lower_weak_dtypes(_kernel()))
+    # a copy's reduce body: 2 accumulator loads, the index ADD, the load of a, MUL, 3 ADDs,
+    # 2 stores (b[j] is the same load for every copy)
+    monkeypatch.setattr(unroll_mod, "MAX_INNER_WORK", 9)
+    assert unroll(g, x86_desc("x86-64-v3")) is g
+    monkeypatch.setattr(unroll_mod, "MAX_INNER_WORK", 10)
+    assert _regs(unroll(g, x86_desc("x86-64-v3"))) == 4

@@ -31,8 +31,10 @@ when the iterations of a group do not interact:
   on the loop's RANGE lies under its END;
 - inner loops (RANGEs closed inside the body) have bounds that do not depend on the loop
   (the format's rule already: bounds are constants and scalar PARAMs); they are fused;
-- every STORE in the loop (inner loops included) depends on the loop's RANGE (else it would
-  run f times less often), and there is no BARRIER and no LOCAL buffer;
+- every STORE in the loop (inner loops included) reads the loop's counter or a privatized
+  buffer through its value srcs, so its copies differ (one that reaches the counter only
+  through ordering srcs — a RANGE's order srcs, an AFTER's deps — would be one node, run f
+  times less often), and there is no BARRIER and no LOCAL buffer;
 - a REG buffer stored in the loop is privatized (one fresh buffer per copy) only when no value
   flows through it from one iteration to the next: every access to it in the whole kernel is
   in the loop, and every LOAD of it reads constant elements that an ungated STORE of the same
@@ -47,8 +49,10 @@ when the iterations of a group do not interact:
 **Cost** (the target's choice): a factor f from FACTORS with N % f == 0 whose accumulators fit
 the target's vector registers (`TargetDesc.vector_regs`; 0 opts out of the pass), the estimate
 `f * (acc + 1) <= vector_regs // 2` where acc counts the vector registers one copy's privatized
-REG buffers need at the widest vector the target loads, and a loop whose copied part has at
-most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks).
+REG buffers need at the widest vector the target loads, a loop whose copied part has at
+most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks), and
+inner loops whose copied work is at most MAX_INNER_WORK ops (a larger body hides the latency
+by itself).
 Loops are taken innermost first; a loop that encloses a jammed one is left alone.
 """
 
@@ -58,7 +62,7 @@ from dataclasses import dataclass
 
 from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
-from kcc.ir.ops import Ops
+from kcc.ir.ops import ALU, Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
@@ -66,7 +70,12 @@ from kcc.passes.target import TargetDesc
 
 FACTORS = (4, 2)
 MAX_COPIED = 600          # nodes of one copy of a loop body (f copies are made)
+# ALU ops and memory accesses of one copy inside the inner loops: more already hide the
+# accumulator's latency, and copies only add register pressure (conv2d's 339: 2 copies ran 4%
+# more instructions under callgrind; matmul's 168: 27% fewer)
+MAX_INNER_WORK = 256
 _PLACES = (Ops.INDEX, Ops.SHRINK)
+_WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
 
 
 @dataclass(frozen=True)
@@ -233,6 +242,18 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     return True
 
 
+def _varies(cone: list[UOp], r: UOp, private: set[UOp]) -> set[UOp]:
+    """The nodes whose copies differ: those that read r or a privatized buffer through value
+    srcs. A RANGE's order srcs and an AFTER's deps only order (the copies share the new loop's
+    counter there), so a node reaching r only through them is one node for every copy."""
+    out: set[UOp] = set()
+    for n in cone:
+        srcs = n.src[:1] if n.op in (Ops.RANGE, Ops.AFTER) else n.src
+        if n is r or n in private or any(s in out for s in srcs):
+            out.add(n)
+    return out
+
+
 def _disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
     """Whether accesses (c, o, n elements, is a store) with c*i + base + o of iterations 1 …
     f-1 apart never touch one element when one of the two is a store."""
@@ -282,9 +303,10 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
                 return None
             accesses.setdefault(buf, []).append(n)
             if n.op is Ops.STORE:
-                if r not in dep[n]:
-                    return None
                 stored.setdefault(buf, []).append(n)
+    varies = _varies(cone, r, {b for b in stored if b.op is Ops.BUFFER})
+    if any(n not in varies for v in stored.values() for n in v):
+        return None
     private = []
     for buf in stored:
         if buf.op is Ops.BUFFER:
@@ -312,8 +334,9 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
     for buf in private:
         lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))
         acc += -(-(buf.arg.size or 1) // lanes)
-    copied = sum(1 for n in region if r in dep[n])
-    if copied > MAX_COPIED:
+    copied = [n for n in region if n in varies]
+    work = sum(1 for n in copied if dep[n] & inner and n.op in _WORK)
+    if len(copied) > MAX_COPIED or work > MAX_INNER_WORK:
         return None
     for f in FACTORS:
         if n_iter % f or f * (acc + 1) > desc.vector_regs // 2:
