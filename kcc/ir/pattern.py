@@ -122,14 +122,15 @@ class PatternMatcher:
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
-                  bottom_up: bool = True) -> UOp:
+                  bottom_up: bool = True, memo: dict[UOp, UOp] | None = None) -> UOp:
     """Rewrite the graph under root with pm until no rule matches anywhere (a fixed point).
 
     bottom_up: srcs are rewritten first, then the node built from the rewritten srcs.
     top-down (bottom_up=False): a node is rewritten before its srcs are visited.
     Iterative: an explicit stack, so graph depth is unbounded.
+    memo: if given, filled with every visited node's final replacement (old node → new).
     """
-    done: dict[UOp, UOp] = {}
+    done: dict[UOp, UOp] = {} if memo is None else memo
     # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
     while stack:

@@ -380,9 +380,51 @@ def simplify(sink: UOp, target: TargetDesc | None = None) -> UOp:
     outer = _MEMO
     _MEMO = {} if outer is None else outer
     try:
-        return keep_params(sink, graph_rewrite(sink, SIMPLIFY))
+        done: dict[UOp, UOp] = {}
+        after = graph_rewrite(sink, SIMPLIFY, memo=done)
+        return keep_params(sink, keep_loops(sink, after, done))
     finally:
         _MEMO = outer
+
+
+def keep_loops(before: UOp, after: UOp, done: dict[UOp, UOp]) -> UOp:
+    """`after` with every LOAD still inside the loops it was in before the rewrite.
+
+    A node is placed by the RANGEs it depends on (docs/semantics.md, "Placement"), so a fold
+    that drops a counter from a LOAD's address (`out[i*0]` → `out[0]`, `i < n` → true in a
+    gate) would hoist the load out of its loop, ahead of the stores of earlier iterations: a
+    read-modify-write of one element would read the value before the loop every time. Such a
+    LOAD's buffer gets the lost RANGEs as AFTER deps (order only), which keeps it in place."""
+    if after is before:
+        return after
+    order = before.toposort()
+    loads = [n for n in order if n.op is Ops.LOAD and done.get(n, n) is not n]
+    if not loads:
+        return after
+    from kcc.passes.linearize import range_sets
+    had = range_sets(order)
+    ranges = [n for n in order if n.op is Ops.RANGE]
+    has = range_sets(after.toposort())
+    fix: dict[UOp, UOp] = {}
+    for n in loads:
+        x = done[n]
+        if x.op is not Ops.LOAD or x not in has:
+            continue
+        deps = [done.get(r, r) for r in ranges if r in had[n]]
+        deps = [r for r in deps if r not in has[x]]
+        if deps:
+            place = x.src[0]
+            buf = UOp(Ops.AFTER, (place.src[0], *deps))
+            fix[x] = x.replace(src=(place.replace(src=(buf, *place.src[1:])), *x.src[1:]))
+    return graph_rewrite(after, _KEEP, fix) if fix else after
+
+
+def _kept(ctx: dict[UOp, UOp], x: UOp) -> UOp | None:
+    """A LOAD that lost a loop, with its loops as AFTER deps of its buffer."""
+    return ctx.get(x)
+
+
+_KEEP = PatternMatcher([(UPat(Ops.LOAD, name="x"), _kept)])
 
 
 def keep_params(before: UOp, after: UOp) -> UOp:
