@@ -294,9 +294,9 @@ def jam(draw: st.DrawFn, name: str = "fuzz") -> UOp:
         e = UOp(Ops.END, (e, r))
     a_out = UOp(Ops.AFTER, (acc, e))
     stores = []
-    # read out[place + shift] first; not with stride 0: simplify folds i*0 and hoists that load
-    # out of the i loop, before the previous iteration's store (a bug of its own, not jam's)
-    rmw = draw(st.sampled_from([None, 0, 1, 3])) if stride else None
+    # read out[place + shift] first; with stride 0 simplify folds i*0 out of that load's index
+    # and must keep it in the i loop (keep_loops), after the previous iteration's store
+    rmw = draw(st.sampled_from([None, 0, 1, 3]))
     for a in range(n_acc):
         place = UOp(Ops.ADD, (UOp(Ops.ADD, (UOp(Ops.MUL, (ro, c(span))),
                                             UOp(Ops.MUL, (ri, c(stride))))), c(a * gap)))
