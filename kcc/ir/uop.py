@@ -186,6 +186,13 @@ class UType:
     kind: str  # "value" | "place" | "buffer" | "void"
 
 
+def base_buffer(b: UOp) -> UOp:
+    """The PARAM/BUFFER under a chain of AFTERs (AFTER only orders a buffer's accesses)."""
+    while b.op is Ops.AFTER:
+        b = b.src[0]
+    return b
+
+
 def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> list[UOp]:
     """All nodes reachable from roots, srcs before users, in deterministic DFS order.
 

@@ -27,11 +27,11 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Kind, MFunction
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, UOp
+from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd_alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd_base import AmdSelectError, D, is_wide, uniform_nodes
 from kcc.isel.amd_regs import Arch, preg
-from kcc.isel.ptx import base_buffer, multiple_of
+from kcc.isel.ptx import multiple_of
 from kcc.isel.x86_base import strong_const
 
 

@@ -38,7 +38,7 @@ from kcc.encode.ptx import Addr, Imm, Inst, Kernel, Label, Reg, Sym, Vec
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, UOp
+from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.ptx_alu import (PtxAlu, SelectError, bank_of, bf16_bits, f32_bits,
                                fty, ity, mem_type, param_type, sel_type,
                                strong_const)
@@ -462,13 +462,6 @@ def vec_type(dt: DType) -> str:
     if dt.is_float:
         return fty(dt)
     return f"u{dt.bits}"
-
-
-def base_buffer(b: UOp) -> UOp:
-    """The PARAM/BUFFER under AFTERs."""
-    while b.op is Ops.AFTER:
-        b = b.src[0]
-    return b
 
 
 def select(lin: list[UOp], name: str, params: list[UOp | None], sm: int) -> Kernel:

@@ -37,7 +37,7 @@ the scalar graph (IR ops are lane-wise: docs/semantics.md).
 from __future__ import annotations
 
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -57,13 +57,6 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
         if k is not None and k[0] is None:
             return idx.src[0], k[1]
     return idx, 0
-
-
-def _root(buf: UOp) -> UOp:
-    """The buffer under a chain of AFTERs."""
-    while buf.op is Ops.AFTER:
-        buf = buf.src[0]
-    return buf
 
 
 def _int_like(c: UOp, k: int) -> UOp:
@@ -110,7 +103,7 @@ class _Packer:
         if any(o != (base, k0 + j) for j, o in enumerate(offs)):
             return None
         start = t[0].src[0].src[1]
-        w = self.reg_width.get(_root(buf), len(t))
+        w = self.reg_width.get(base_buffer(buf), len(t))
         if base is None and w > len(t) and k0 // w == (k0 + len(t) - 1) // w:
             # elements of a wider register group: lanes of the group's load
             g = k0 // w * w
@@ -335,7 +328,7 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
     for run in _store_runs(order):
         if len(run) < widest:
             continue
-        b = _root(run[0].src[0].src[0])
+        b = base_buffer(run[0].src[0].src[0])
         reg = b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
         sets.setdefault(b if reg else run, []).append(run)
     groups: list[tuple[UOp, ...]] = []

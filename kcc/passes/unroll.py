@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, Ops
-from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -87,13 +87,6 @@ class _Plan:
     factor: int
     private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
     inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
-
-
-def _root(buf: UOp) -> UOp:
-    """The buffer under a chain of AFTERs."""
-    while buf.op is Ops.AFTER:
-        buf = buf.src[0]
-    return buf
 
 
 def _strong_int(v: int, dt: DType) -> UOp:
@@ -217,7 +210,7 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     for n in loops.order:
         if buf in n.src and n not in region_set:
             return False
-        if n.op in _PLACES and n.src[0].op is Ops.AFTER and _root(n.src[0]) is buf \
+        if n.op in _PLACES and n.src[0].op is Ops.AFTER and base_buffer(n.src[0]) is buf \
                 and n not in region_set:
             return False
     dep = loops.dep
@@ -225,7 +218,7 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
     for n in loops.order:
         s: frozenset[int] = frozenset().union(*(covered.get(x, frozenset()) for x in n.src))
-        if n.op is Ops.STORE and len(n.src) == 2 and _root(n.src[0].src[0]) is buf \
+        if n.op is Ops.STORE and len(n.src) == 2 and base_buffer(n.src[0].src[0]) is buf \
                 and r in dep[n] and not (dep[n] & inner):
             sp = _span(n.src[0])
             v = const_int(sp[0]) if sp is not None else None
@@ -234,7 +227,7 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
         if s:
             covered[n] = s
     for n in region:
-        if n.op is Ops.LOAD and _root(n.src[0].src[0]) is buf:
+        if n.op is Ops.LOAD and base_buffer(n.src[0].src[0]) is buf:
             sp = _span(n.src[0])
             v = const_int(sp[0]) if sp is not None else None
             if v is None or not set(range(v, v + sp[1])) <= covered.get(n, frozenset()):
@@ -298,7 +291,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
         if n.op in (Ops.LOAD, Ops.STORE):
             if n.src[0].op not in _PLACES:
                 return None
-            buf = _root(n.src[0].src[0])
+            buf = base_buffer(n.src[0].src[0])
             if buf.op is Ops.BUFFER and buf.arg.addrspace is AddrSpace.LOCAL:
                 return None
             accesses.setdefault(buf, []).append(n)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling nee
     import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
-from kcc.ir.uop import toposort
+from kcc.ir.uop import base_buffer, toposort
 from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 MANIFEST_FORMAT = "kcc-manifest"
@@ -128,10 +128,7 @@ def duplicate_name(sinks: list[UOp]) -> str | None:
 
 def _buffer_of(place: UOp) -> UOp:
     """The PARAM/BUFFER under an INDEX/SHRINK place (through AFTERs)."""
-    b = place.src[0]
-    while b.op is Ops.AFTER:
-        b = b.src[0]
-    return b
+    return base_buffer(place.src[0])
 
 
 def _accessed(order: list[UOp]) -> tuple[set[UOp], set[UOp]]:
