@@ -14,7 +14,8 @@ from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
 from kcc.targets.x86 import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import (assert_same, compile_and_run, random_inputs, reference,
+                       vector_pressure_kernel)
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 needs_v4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
@@ -22,28 +23,20 @@ needs_v4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-6
 HIGH = re.compile(r"\b[xyz]mm(1[6-9]|2\d|3[01])\b")
 
 
+def _pressure_step(j: int) -> list[str]:
+    """Every third step a compare and a blend (not the MAX pattern WHERE(a < b, b, a)):
+    VEX-only vcmpps/vblendvps on v3, a k-mask compare and vblendmps on v4."""
+    k = j - 1
+    if j % 3 == 0:
+        return [f"%c{j} = CMPLT(%t{k}, %v{j})", f"%t{j} = WHERE(%c{j}, %xv, %t{k})"]
+    if j % 3 == 1:
+        return [f"%t{j} = MUL(%t{k}, %v{j})"]
+    return [f"%t{j} = ADD(%t{k}, %v{j})"]
+
+
 def _pressure_kernel(nvec: int, iters: int = 8) -> str:
-    """nvec float32x4 vectors loaded before the loop and all used in every iteration, every
-    third one through a compare and a blend (VEX-only vcmpps/vblendvps on v3; a k-mask
-    compare and vblendmps on v4)."""
-    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {4 * iters})",
-             f"%a = PARAM ParamArg(1, float32, {4 * nvec})",
-             f"%x = PARAM ParamArg(2, float32, {4 * iters})"]
-    for j in range(nvec):
-        lines += [f"%p{j} = SHRINK(%a, {4 * j}, 4)", f"%v{j} = LOAD(%p{j})"]
-    lines += [f"%i = RANGE({iters}) (0, LOOP)", "%s = MUL(%i, 4)", "%xp = SHRINK(%x, %s, 4)",
-              "%xv = LOAD(%xp)", "%t0 = MUL(%xv, %v0)"]
-    for j in range(1, nvec):
-        k = j - 1
-        if j % 3 == 0:      # not the MAX pattern WHERE(a < b, b, a): a compare and a blend
-            lines += [f"%c{j} = CMPLT(%t{k}, %v{j})", f"%t{j} = WHERE(%c{j}, %xv, %t{k})"]
-        elif j % 3 == 1:
-            lines.append(f"%t{j} = MUL(%t{k}, %v{j})")
-        else:
-            lines.append(f"%t{j} = ADD(%t{k}, %v{j})")
-    lines += ["%op = SHRINK(%out, %s, 4)", f"%st = STORE(%op, %t{nvec - 1})",
-              "%e = END(%st, %i)", 'SINK(%e) KernelInfo(name="xmm_pressure")']
-    return "\n".join(lines) + "\n"
+    """nvec float32x4 vectors live across the loop, every third through a compare + blend."""
+    return vector_pressure_kernel(nvec, iters, 4, "xmm_pressure", _pressure_step)
 
 
 def _listing(src: str, arch: str) -> str:

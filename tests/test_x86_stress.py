@@ -8,24 +8,19 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import (assert_same, compile_and_run, random_inputs, reference,
+                       vector_pressure_kernel)
+
+
+def _spill_step(j: int) -> list[str]:
+    """Odd steps a fused multiply-add with the loaded vector, even ones an add."""
+    k = j - 1
+    return [f"%t{j} = MULACC(%xv, %v{j}, %t{k})" if j % 2 else f"%t{j} = ADD(%t{k}, %v{j})"]
 
 
 def _spill_kernel(nvec: int = 20, iters: int = 16) -> str:
     """nvec float32x8 vectors loaded before the loop, all used in every iteration."""
-    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {8 * iters})",
-             f"%a = PARAM ParamArg(1, float32, {8 * nvec})",
-             f"%x = PARAM ParamArg(2, float32, {8 * iters})"]
-    for j in range(nvec):
-        lines += [f"%p{j} = SHRINK(%a, {8 * j}, 8)", f"%v{j} = LOAD(%p{j})"]
-    lines += [f"%i = RANGE({iters}) (0, LOOP)", "%s = MUL(%i, 8)", "%xp = SHRINK(%x, %s, 8)",
-              "%xv = LOAD(%xp)", "%t0 = MUL(%xv, %v0)"]
-    for j in range(1, nvec):
-        op = "MULACC(%xv, %v{j}, %t{k})" if j % 2 else "ADD(%t{k}, %v{j})"
-        lines.append(f"%t{j} = " + op.format(j=j, k=j - 1))
-    lines += ["%op = SHRINK(%out, %s, 8)", f"%st = STORE(%op, %t{nvec - 1})",
-              "%e = END(%st, %i)", 'SINK(%e) KernelInfo(name="spill")']
-    return "\n".join(lines) + "\n"
+    return vector_pressure_kernel(nvec, iters, 8, "spill", _spill_step)
 
 
 def _nest_kernel() -> str:

@@ -4,6 +4,7 @@ reference interpreter on the same inputs (the oracle)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -106,3 +107,22 @@ def check_file(path: Path, seed: int = 0, ulp: int = 0) -> None:
     sink = parse(path.read_text(), str(path))
     args = random_inputs(sink, seed)
     assert_same(sink, compile_and_run(sink, args), reference(sink, args), ulp)
+
+
+def vector_pressure_kernel(nvec: int, iters: int, lanes: int, name: str,
+                           step: Callable[[int], list[str]]) -> str:
+    """A kernel with nvec float32 vectors of `lanes` lanes (%v0..) loaded before a loop of
+    `iters` iterations and all used in every iteration: %t0 = %xv * %v0, then `step(j)`'s
+    lines define %t{j} from %t{j-1}, %v{j} and %xv; the last %t is stored per iteration."""
+    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {lanes * iters})",
+             f"%a = PARAM ParamArg(1, float32, {lanes * nvec})",
+             f"%x = PARAM ParamArg(2, float32, {lanes * iters})"]
+    for j in range(nvec):
+        lines += [f"%p{j} = SHRINK(%a, {lanes * j}, {lanes})", f"%v{j} = LOAD(%p{j})"]
+    lines += [f"%i = RANGE({iters}) (0, LOOP)", f"%s = MUL(%i, {lanes})",
+              f"%xp = SHRINK(%x, %s, {lanes})", "%xv = LOAD(%xp)", "%t0 = MUL(%xv, %v0)"]
+    for j in range(1, nvec):
+        lines += step(j)
+    lines += [f"%op = SHRINK(%out, %s, {lanes})", f"%st = STORE(%op, %t{nvec - 1})",
+              "%e = END(%st, %i)", f'SINK(%e) KernelInfo(name="{name}")']
+    return "\n".join(lines) + "\n"
