@@ -25,6 +25,9 @@ I = rng.integers(-50, 50, (4, 8, 8)).astype(np.int32)
 BIG1 = rng.standard_normal(1 << 16).astype(np.float32)
 BIG2 = rng.standard_normal((512, 512)).astype(np.float32)
 U8 = rng.integers(0, 255, (64,)).astype(np.uint8)
+ODD = rng.standard_normal((333, 77)).astype(np.float32)       # no tile or unroll factor divides
+W = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+X = rng.standard_normal((2, 8, 14, 14)).astype(np.float32)
 cases = {   # name -> a computation returning a numpy array
     "half_arith": lambda: (Tensor(F).cast(dtypes.half) * 1.5 + 2).numpy(),
     "half_sum": lambda: Tensor(F).cast(dtypes.half).sum(axis=2).numpy(),
@@ -68,6 +71,19 @@ cases = {   # name -> a computation returning a numpy array
     "uint16_max": lambda: Tensor(np.abs(I).astype(np.uint16)).max(axis=1).numpy(),
     "large_ew": lambda: (Tensor(BIG1).sigmoid() * 2).numpy(),
     "big_reduce": lambda: Tensor(BIG2).sum(axis=0).numpy(),
+    # the benchmark's workloads (bench/tinygrad_x86.py) at sizes that are not its own
+    "matmul_64": lambda: (Tensor(BIG2[:64, :64]) @ Tensor(BIG2[64:128, :64])).numpy(),
+    "matmul_odd": lambda: (Tensor(ODD[:37, :53]) @ Tensor(ODD[40:93, :29])).numpy(),
+    "conv2d": lambda: Tensor(X).conv2d(Tensor(W), padding=1).numpy(),
+    "conv2d_odd": lambda: Tensor(X[:1, :, :13, :11]).conv2d(Tensor(W[:5]), stride=2).numpy(),
+    "softmax_rows": lambda: Tensor(BIG2[:64]).softmax(axis=1).numpy(),
+    "softmax_odd": lambda: Tensor(ODD).softmax(axis=1).numpy(),
+    "layernorm": lambda: Tensor(BIG2[:128]).layernorm().numpy(),
+    "layernorm_odd": lambda: Tensor(ODD).layernorm().numpy(),
+    "sum_odd": lambda: Tensor(ODD).sum(axis=1).numpy(),
+    "max_odd": lambda: Tensor(ODD).max(axis=0).numpy(),
+    "argmax": lambda: Tensor(ODD).argmax(axis=1).numpy(),
+    "exp2_mul": lambda: (Tensor(BIG1).exp2() * Tensor(BIG1) + 1).numpy(),
 }
 failed = 0
 names = sys.argv[1:] or list(cases)
