@@ -73,8 +73,8 @@ cases = {   # name -> a computation returning a numpy array
     "big_reduce": lambda: Tensor(BIG2).sum(axis=0).numpy(),
     # the benchmark's workloads (bench/tinygrad_x86.py) at sizes that are not its own
     "matmul_64": lambda: (Tensor(BIG2[:64, :64]) @ Tensor(BIG2[64:128, :64])).numpy(),
-    "matmul_36x44": lambda: (Tensor(ODD[:36, :64]) @ Tensor(BIG2[:64, :44])).numpy(),  # 11 tiles
-    "matmul_36x48": lambda: (Tensor(ODD[:36, :64]) @ Tensor(BIG2[:64, :48])).numpy(),  # 12 tiles
+    "matmul_36x44": lambda: (Tensor(ODD[:36, :64]) @ Tensor(BIG2[:64, :44])).numpy(),  # 11 of 4
+    "matmul_36x48": lambda: (Tensor(ODD[:36, :64]) @ Tensor(BIG2[:64, :48])).numpy(),  # 16 of 3
     "matmul_odd": lambda: (Tensor(ODD[:37, :53]) @ Tensor(ODD[40:93, :29])).numpy(),
     "conv2d": lambda: Tensor(X).conv2d(Tensor(W), padding=1).numpy(),
     "conv2d_odd": lambda: Tensor(X[:1, :, :13, :11]).conv2d(Tensor(W[:5]), stride=2).numpy(),
