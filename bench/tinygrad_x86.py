@@ -20,6 +20,13 @@ reverses every other round). A threaded kernel (tinygrad's `core_id`, kcc's gidx
 way tinygrad calls it, every worker index in sequence on one thread, for both; kcc's own
 parallel launch (one thread per worker) is timed too, in rounds of its own after those. Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
 (`pip install 'kcc[tinygrad]'`).
+
+The memory-bound add kernel is also read against the machine's memory bandwidth, measured in
+the same rounds: `bench/bandwidth.py`'s STREAM-style copy and add peers (clang -O3 with
+ordinary and non-temporal stores, libc memcpy, numpy) over the same element count run
+interleaved with kcc's and clang's kernel, and the kernel's GB/s is printed as a share of the
+best add peer (bytes as STREAM counts them: no write-allocate; `--no-bandwidth` leaves the
+peers out).
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bandwidth import Peers  # noqa: E402   (bench/bandwidth.py, beside this script)
+
 WORKLOADS: dict[str, str] = {
     "add": "a + b, float32 16M",
     "exp2": "exp2(a) * a + 1, float32 16M",
@@ -48,6 +58,8 @@ WORKLOADS: dict[str, str] = {
     "conv2d": "conv2d 8x32x56x56 * 64x32x3x3, padding 1",
     "layernorm": "layernorm over rows of 4096x1024 float32",
 }
+# memory-bound kernels timed with the bandwidth peers (bench/bandwidth.py) in their rounds
+BANDWIDTH_WORKLOADS = ("add",)
 FLOPS = {"matmul": 2 * 512 ** 3, "conv2d": 2 * 8 * 64 * 56 * 56 * 32 * 9}
 
 
@@ -249,7 +261,8 @@ def check(k: Kernel, run: Callable[[], None]) -> tuple[bool, float]:
     return ok, worst
 
 
-def timed(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
+def timed(fns: dict[str, Callable[[], None]], reps: int,
+          rounds: dict[str, list[float]] | None = None) -> dict[str, float]:
     """Median seconds of each fn over reps interleaved rounds (one warm-up round first).
 
     Every other round runs the fns in reverse order, so each fn follows each other fn (and
@@ -264,6 +277,8 @@ def timed(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
             t = time.perf_counter()
             f()
             ts[n].append(time.perf_counter() - t)
+    if rounds is not None:
+        rounds.update(ts)            # every round's seconds, in round order
     return {n: statistics.median(v) for n, v in ts.items()}
 
 
@@ -298,6 +313,8 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--arch", default="native")
     ap.add_argument("--fp-contract", default="off", choices=("off", "fast", "both"))
+    ap.add_argument("--no-bandwidth", action="store_true", help="do not time the memory "
+                    "bandwidth peers (bench/bandwidth.py) with the add kernel")
     ap.add_argument("--capture-dir", type=Path, help="keep the captured kernels here "
                     "(DIR/WORKLOAD/k000_NAME.uop, for bench/compile_time.py) instead of a "
                     "temporary folder")
@@ -310,7 +327,7 @@ def main() -> None:
     contracts = ["off", "fast"] if opt.fp_contract == "both" else [opt.fp_contract]
     with tempfile.TemporaryDirectory() as tmp:
         kernels = capture(names, opt.capture_dir or Path(tmp))
-        rows = []
+        rows, bw_rows = [], []
         for contract in contracts:
             for k0 in kernels:
                 k = Kernel(k0.workload, k0.name, k0.uop, k0.workers, k0.args, src=k0.src)
@@ -319,7 +336,17 @@ def main() -> None:
                 kfn, cfn = calls(k.kcc_fn, ptrs, k.workers), calls(k.c_fn, c_ptrs, k.workers)
                 ok_k, err_k = check(k, kfn)
                 ok_c, err_c = check(k, cfn)
-                t = timed({"kcc": kfn, "clang": cfn}, opt.reps)
+                fns = {"kcc": kfn, "clang": cfn}
+                bw = None
+                if k.workload in BANDWIDTH_WORKLOADS and not opt.no_bandwidth:
+                    # STREAM-style peers over the output's element count, in the same rounds
+                    bw = Peers(max(b.size for b in k.bufs))
+                    bad = bw.check()
+                    if bad:
+                        sys.exit(f"bandwidth peers computed wrong results: {', '.join(bad)}")
+                    fns.update(bw.fns())
+                per_round: dict[str, list[float]] = {}
+                t = timed(fns, opt.reps, per_round)
                 if k.workers > 1 and k.kcc_par is not None:
                     # timed apart: interleaved with the sequential calls, the threaded launch
                     # leaves half the input in the other core's caches for the call after it
@@ -329,7 +356,11 @@ def main() -> None:
                 k.bufs, k.want, k.kcc_par, k.kcc_fn, k.c_fn = [], {}, None, None, None
                 k.keep.clear()                   # free the buffers before the next kernel
                 rows.append((contract, k, t, ok_k and ok_c, (err_k, err_c)))
+                if bw is not None:
+                    bw.close()
+                    bw_rows.append((contract, k, t, bw, per_round))
     report(rows, opt)
+    report_bandwidth(bw_rows)
 
 
 def report(rows: list, opt: Any) -> None:
@@ -360,6 +391,30 @@ def report(rows: list, opt: Any) -> None:
               f"worst {max(rs):.2f}")
     if not all(ok for *_, ok, _ in rows):
         sys.exit(1)
+
+
+def report_bandwidth(bw_rows: list) -> None:
+    """The bandwidth peers timed with a kernel, and the kernel's GB/s as a share of the best
+    add peer: the ratio of the kernel's time to that peer's in each round (both ran in the
+    same minute), the median over rounds and its spread; and of the medians."""
+    for contract, k, t, bw, per_round in bw_rows:
+        print()
+        print(f"memory bandwidth, {k.workload} {k.name} (fp-contract {contract}): peers over "
+              f"{bw.n} float32 in the same interleaved rounds, one thread; GB/s counts what "
+              "a loop reads and writes (no write-allocate)")
+        print()
+        print("\n".join(bw.table(t)))
+        print()
+        copy, gc = bw.best(t, "copy")
+        add, ga = bw.best(t, "add")
+        print(f"best copy {gc:.1f} GB/s ({copy}); best add {ga:.1f} GB/s ({add})")
+        ref = per_round[f"bw: {add}"]
+        for who in ("kcc", "clang"):
+            g = k.moved / t[who] / 1e9
+            share = sorted(r / w for r, w in zip(ref, per_round[who]))
+            print(f"{who} {k.name}: {g:.1f} GB/s = {100 * g / ga:.0f}% of the best add "
+                  f"({100 * g / gc:.0f}% of the best copy); per round {100 * share[0]:.0f}–"
+                  f"{100 * share[-1]:.0f}%, median {100 * statistics.median(share):.0f}%")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,225 @@
+"""The machine's memory bandwidth, measured beside the kernels (STREAM-style copy and add).
+
+    python bench/bandwidth.py [--n 16777216] [--reps 11]      # standalone: the table only
+
+`bench/tinygrad_x86.py` times these peers in the same interleaved rounds as its memory-bound
+kernels (add 16M), over the same element count, so that a kernel's GB/s can be read as a
+share of what this machine moved in the same minutes. The peers, all one thread:
+
+- C compiled by clang -O3 -march=native -fno-builtin: `copy` (dst[i] = a[i]) and `add`
+  (dst[i] = a[i] + b[i]) with ordinary stores (-fno-builtin: the copy loop stays a loop of
+  VMOVUPS instead of becoming a call of memcpy), and the same loops with
+  `__builtin_nontemporal_store` (which clang emits as VMOVNTPS: the stored lines bypass the
+  caches, so no write-allocate read of the destination; an SFENCE ends the function, as it
+  must for other threads to see the stores in order);
+- libc's memcpy (glibc switches to non-temporal stores itself above a size threshold);
+- numpy: `np.copyto(dst, a)` and `np.add(a, b, out=dst)`.
+
+Bytes are counted as STREAM counts them: what the loop reads and writes (copy 8 bytes an
+element, add 12), NOT the write-allocate read that an ordinary store also causes (the line of
+dst is read before it is written: copy then moves 12 bytes an element through the memory bus
+and add 16). That is why a non-temporal peer reads faster than an ordinary one here, and why
+the reference is the best peer of each kind (copy, add) in the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+C_SRC = r"""
+#include <stddef.h>
+typedef float v8 __attribute__((vector_size(32), aligned(32)));
+
+void copy_plain(float *restrict d, const float *restrict a, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = a[i];
+}
+void add_plain(float *restrict d, const float *restrict a, const float *restrict b,
+               size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = a[i] + b[i];
+}
+/* n a multiple of 8, d 32-byte aligned: 8-float non-temporal stores */
+void copy_nt(float *restrict d, const float *restrict a, size_t n) {
+    for (size_t i = 0; i < n; i += 8)
+        __builtin_nontemporal_store(*(const v8 *)(a + i), (v8 *)(d + i));
+    __builtin_ia32_sfence();
+}
+void add_nt(float *restrict d, const float *restrict a, const float *restrict b, size_t n) {
+    for (size_t i = 0; i < n; i += 8)
+        __builtin_nontemporal_store(*(const v8 *)(a + i) + *(const v8 *)(b + i),
+                                    (v8 *)(d + i));
+    __builtin_ia32_sfence();
+}
+"""
+
+# bytes one element moves as counted (no write-allocate), by kind
+COUNTED = {"copy": 8, "add": 12}
+# bytes one element moves through memory with ordinary stores (the write-allocate read too)
+WITH_ALLOCATE = {"copy": 12, "add": 16}
+
+
+def aligned(n: int, dt: Any = np.float32, align: int = 64) -> np.ndarray:
+    """A zeroed array of n elements whose data starts at a multiple of align bytes."""
+    dt = np.dtype(dt)
+    raw = np.zeros(n * dt.itemsize + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n * dt.itemsize].view(dt)
+
+
+@dataclass
+class Peer:
+    """One reference loop: its kind (copy or add), how it stores, and the call."""
+
+    name: str
+    kind: str
+    stores: str             # "ordinary", "non-temporal" or "libc's choice" (memcpy)
+    run: Callable[[], None]
+
+
+class Peers:
+    """The bandwidth peers over n float32 elements, on buffers of their own (64-byte aligned:
+    the non-temporal loops need 32). Keep the object alive while its peers run."""
+
+    def __init__(self, n: int, cc: str = "clang", tmp: Path | None = None):
+        if n % 8:
+            raise ValueError(f"n = {n} is not a multiple of 8")
+        self.n = n
+        rng = np.random.default_rng(1)
+        self.a = aligned(n)
+        self.a[:] = rng.standard_normal(n, dtype=np.float32)
+        self.b = aligned(n)
+        self.b[:] = rng.standard_normal(n, dtype=np.float32)
+        self.d = aligned(n)
+        self.peers: list[Peer] = []
+        self.errors: list[str] = []
+        self._so = self._build(cc, tmp)
+        if self._so is not None:
+            so, p = self._so, ctypes.c_void_p
+            for name in ("copy_plain", "copy_nt"):
+                getattr(so, name).argtypes = [p, p, ctypes.c_size_t]
+            for name in ("add_plain", "add_nt"):
+                getattr(so, name).argtypes = [p, p, p, ctypes.c_size_t]
+            d, a, b = self.d.ctypes.data, self.a.ctypes.data, self.b.ctypes.data
+            self.peers += [
+                Peer("clang -O3 copy", "copy", "ordinary", lambda: so.copy_plain(d, a, n)),
+                Peer("clang -O3 copy, nontemporal", "copy", "non-temporal",
+                     lambda: so.copy_nt(d, a, n)),
+                Peer("clang -O3 add", "add", "ordinary", lambda: so.add_plain(d, a, b, n)),
+                Peer("clang -O3 add, nontemporal", "add", "non-temporal",
+                     lambda: so.add_nt(d, a, b, n)),
+            ]
+        libc = ctypes.CDLL(None)
+        libc.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        libc.memcpy.restype = ctypes.c_void_p
+        d, a = self.d.ctypes.data, self.a.ctypes.data
+        self.peers += [
+            Peer("libc memcpy", "copy", "libc's choice", lambda: libc.memcpy(d, a, 4 * n)),
+            Peer("numpy copyto", "copy", "ordinary", lambda: np.copyto(self.d, self.a)),
+            Peer("numpy add", "add", "ordinary", lambda: np.add(self.a, self.b, out=self.d)),
+        ]
+
+    def _build(self, cc: str, tmp: Path | None) -> Any:
+        """The C peers as a shared object (None, with a note in errors, without clang)."""
+        if shutil.which(cc) is None:
+            self.errors.append(f"{cc} not found: no C peers")
+            return None
+        with tempfile.TemporaryDirectory(dir=tmp) as d:
+            src, lib = Path(d) / "bw.c", Path(d) / "bw.so"
+            src.write_text(C_SRC)
+            subprocess.run([cc, "-O3", "-march=native", "-fno-builtin", "-shared", "-fPIC", str(src), "-o",
+                            str(lib)], check=True)
+            return ctypes.CDLL(str(lib))       # mapped: the file may go
+
+    def check(self) -> list[str]:
+        """Each peer's output against numpy's own (names of the peers that are wrong)."""
+        bad = []
+        want = {"copy": self.a.copy(), "add": self.a + self.b}
+        for p in self.peers:
+            self.d[:] = 0
+            p.run()
+            if not np.array_equal(self.d, want[p.kind]):
+                bad.append(p.name)
+        return bad
+
+    def close(self) -> None:
+        """Free the buffers (the timings stay readable; the peers cannot run again)."""
+        def gone() -> None:
+            raise RuntimeError("the bandwidth peers' buffers were freed")
+        self.a = self.b = self.d = None         # type: ignore[assignment]
+        self.peers = [Peer(p.name, p.kind, p.stores, gone) for p in self.peers]
+
+    def fns(self) -> dict[str, Callable[[], None]]:
+        """The peers by name, for an interleaved timing (bench/tinygrad_x86.timed)."""
+        return {f"bw: {p.name}": p.run for p in self.peers}
+
+    def gbs(self, times: dict[str, float]) -> dict[str, float]:
+        """GB/s (counted bytes, no write-allocate) of each peer from median seconds."""
+        return {p.name: self.n * COUNTED[p.kind] / times[f"bw: {p.name}"] / 1e9
+                for p in self.peers if f"bw: {p.name}" in times}
+
+    def best(self, times: dict[str, float], kind: str) -> tuple[str, float]:
+        """The fastest peer of a kind (copy or add) in this run: name, GB/s."""
+        g = self.gbs(times)
+        name = max((p.name for p in self.peers if p.kind == kind and p.name in g),
+                   key=lambda k: g[k])
+        return name, g[name]
+
+    def table(self, times: dict[str, float]) -> list[str]:
+        """Markdown rows: every peer's time and GB/s, counted and with write-allocate."""
+        g = self.gbs(times)
+        rows = ["| reference | stores | ms | GB/s (counted) | GB/s with write-allocate |",
+                "|---|---|---|---|---|"]
+        for p in self.peers:
+            t = times[f"bw: {p.name}"]
+            wa = {"ordinary": f"{self.n * WITH_ALLOCATE[p.kind] / t / 1e9:.1f}",
+                  "non-temporal": f"{g[p.name]:.1f}"}.get(p.stores, "–")
+            rows.append(f"| {p.name} | {p.stores} | {t * 1e3:.2f} | {g[p.name]:.1f} | {wa} |")
+        return rows
+
+
+def interleaved(fns: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
+    """Median seconds of each fn over reps rounds after a warm-up, order reversed every other
+    round (as bench/tinygrad_x86.timed)."""
+    for f in fns.values():
+        f()
+    ts: dict[str, list[float]] = {k: [] for k in fns}
+    order = list(fns.items())
+    for r in range(reps):
+        for k, f in (order if r % 2 == 0 else order[::-1]):
+            t = time.perf_counter()
+            f()
+            ts[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in ts.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1 << 24)
+    ap.add_argument("--reps", type=int, default=11)
+    opt = ap.parse_args()
+    peers = Peers(opt.n)
+    bad = peers.check()
+    t = interleaved(peers.fns(), opt.reps)
+    print(f"n = {opt.n} float32, median of {opt.reps} interleaved rounds, one thread; "
+          f"wrong: {bad or 'none'}")
+    print()
+    print("\n".join(peers.table(t)))
+    for kind in ("copy", "add"):
+        name, g = peers.best(t, kind)
+        print(f"best {kind}: {name}, {g:.1f} GB/s")
+    if bad:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
