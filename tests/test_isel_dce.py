@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
 from kcc.isel.dce import eliminate_dead
-from kcc.targets.x86 import _reads_flags, _writes_memory
+from kcc.isel.x86_base import writes_memory
+from kcc.targets.x86 import _reads_flags
 
 D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE
 RDI = PReg("rdi", "gpr")
@@ -20,7 +21,7 @@ def _fn() -> tuple[MFunction, list]:
 
 
 def _run(fn: MFunction) -> list[str]:
-    eliminate_dead(fn, _writes_memory, _reads_flags)
+    eliminate_dead(fn, writes_memory, _reads_flags)
     return [i.op for i in fn.insts]
 
 
@@ -60,3 +61,21 @@ def test_a_clobbering_op_stays() -> None:
     fn.insts = [Inst("div", [RegOp(v[1], D), RegOp(v[0], U)], clobbers=(PReg("rdx", "gpr"),)),
                 Inst("ret", kind=Kind.RET)]
     assert _run(fn) == ["div", "ret"]
+
+
+def test_writes_memory_reads_the_form_row() -> None:
+    """One row-based answer for DCE and the selector's load reuse: a memory operand counts as a
+    store only in a slot the row writes (CMP/TEST read their memory first operand)."""
+    fn, v = _fn()
+    x, k = fn.new_vreg("vec"), fn.new_vreg("mask")
+    assert writes_memory(Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]))
+    assert writes_memory(Inst("add_rm64_r64", [Mem(v[0]), RegOp(v[1], U)]))   # RMW
+    assert writes_memory(Inst("vextractf128_xm_y_imm8", [Mem(v[0]), RegOp(x, U), Imm(1)]))
+    assert writes_memory(Inst("kmovq_m64_k", [Mem(v[0]), RegOp(k, U)]))
+    assert not writes_memory(Inst("cmp_rm64_r64", [Mem(v[0]), RegOp(v[1], U)]))
+    assert not writes_memory(Inst("test_rm32_imm32", [Mem(v[0]), Imm(1)]))
+    assert not writes_memory(Inst("vmovups_y_ym", [RegOp(x, D), Mem(v[0])]))
+    assert not writes_memory(Inst("vextractf128_xm_y_imm8", [RegOp(x, D), RegOp(x, U), Imm(1)]))
+    assert not writes_memory(Inst("vzero", [RegOp(x, D)]))
+    assert writes_memory(Inst("no_such_row", [Mem(v[0])]))       # unknown: kept as a store
+

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Mem, Role, VReg
+from kcc.encode.x86_table import FORMS
+from kcc.ir.mir import Inst, Mem, Role, VReg
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
 ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
@@ -19,6 +20,20 @@ CMP_LT_OS, CMP_EQ_OQ, CMP_NEQ_UQ = 1, 0, 4
 ROUND_TRUNC = 0b1011        # vround imm8: truncate (bits 1:0 = 11), suppress precision (bit 3)
 # Pseudo forms expanded by the target after allocation (roles of their register operands).
 PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",)}
+
+
+def writes_memory(inst: Inst) -> bool:
+    """Whether a selected instruction writes memory: a machine-IR memory operand in a slot its
+    form's row writes (def or defuse; CMP/TEST read a memory first operand, a store form writes
+    one, KMOVQ m64 too). A pseudo writes none; an instruction with no row (control flow, what
+    the target inserts) counts as a store when it has a memory operand at all."""
+    if inst.op in PSEUDO_ROLES:
+        return False
+    row = FORMS.get(inst.op)
+    if row is None:
+        return any(isinstance(v, Mem) for v in inst.operands)
+    return any(isinstance(v, Mem) and o.access != "use"
+               for o, v in zip(row.operands, inst.operands))
 
 
 class SelectError(Exception):

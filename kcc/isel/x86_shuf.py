@@ -31,20 +31,11 @@ from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Inst, Kind, Mem, RegOp, VReg
-from kcc.isel.x86_base import vw
+from kcc.ir.mir import Kind, Mem, RegOp, VReg
+from kcc.isel.x86_base import vw, writes_memory
 
 Block = tuple[UOp, int]          # (source vector value, 128-bit block number)
 _SCAN = 256                      # how far back a just-loaded vector's load is looked for
-
-
-def _stores(inst: Inst) -> bool:
-    """Whether a selected instruction writes memory: a machine-IR memory operand in a slot
-    its form writes. (The encoder's writes_memory tests for the encoder's own operand types,
-    so given machine-IR operands it saw no store at all.)"""
-    row = FORMS[inst.op]
-    return any(isinstance(v, Mem) and o.access != "use"
-               for o, v in zip(row.operands, inst.operands))
 
 
 def _imm4(p: tuple[int, ...]) -> int:
@@ -148,7 +139,7 @@ class X86Shuf:
                         and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
                     return ops[1]
                 return None
-            if _stores(inst):
+            if writes_memory(inst):
                 return None
             addr.update(defs)
         return None

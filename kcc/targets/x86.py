@@ -35,7 +35,7 @@ from kcc.ir.mir import (BRANCH_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PR
 from kcc.isel.dce import eliminate_dead
 from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86 import ConstPool, SelectError, imm_form
-from kcc.isel.x86_base import PSEUDO_ROLES
+from kcc.isel.x86_base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86_regs import (CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type,
@@ -452,11 +452,6 @@ class Selected:
     desc: KernelDesc
 
 
-def _writes_memory(inst: Inst) -> bool:
-    """x86 forms are written destination first: a memory first operand is written."""
-    return bool(inst.operands) and isinstance(inst.operands[0], Mem)
-
-
 def _reads_flags(inst: Inst) -> bool:
     """Branches, CMOVcc, SETcc, ADC/SBB read RFLAGS (Intel SDM Vol. 1, 3.4.3)."""
     return inst.kind in BRANCH_KINDS or inst.op.startswith(("cmov", "set", "adc", "sbb", "j"))
@@ -507,7 +502,7 @@ class X86Target:
         kd = describe_kernel(sink)
         fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials,
                                          self.arch == "x86-64-v4")
-        eliminate_dead(fn, _writes_memory, _reads_flags)
+        eliminate_dead(fn, writes_memory, _reads_flags)
         hoist_invariants(fn, _movable, _flags_of)
         return Selected(fn, locals_bytes, kd)
 
