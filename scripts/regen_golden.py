@@ -145,6 +145,8 @@ def _case_text(row: Row, regset: list[int], mem: tuple | None, k: int,
             parts.append(text)
         elif o.slot == "aaa":
             parts[-1] += f" {{{_reg_name(o.kind, regset[r], 'aaa')}}}"
+            if o.kind == "kz":              # zero-masking (EVEX.z)
+                parts[-1] += " {z}"
             r += 1
         else:
             parts.append(_reg_name(o.kind, regset[r]))

@@ -96,7 +96,7 @@ def _split_opmask(parts: list[str]) -> list[str]:
     """``xmm1 {k1}`` (a destination and its EVEX.aaa opmask) as two operands."""
     out = []
     for p in parts:
-        m = re.fullmatch(r"(\S+) \{(k\d)\}", p)
+        m = re.fullmatch(r"(\S+) \{(k\d)\}(?: \{z\})?", p)
         out += [m.group(1), m.group(2)] if m else [p]
     return out
 
@@ -167,6 +167,8 @@ _VCMP = ("eq lt le unord neq nlt nle ord eq_uq nge ngt false neq_oq ge gt true e
          "le_oq unord_s neq_us nlt_uq nle_uq ord_s eq_us nge_uq ngt_uq false_os neq_os ge_oq "
          "gt_oq true_us").split()
 
+_VPCMP = "eq lt le false neq nlt nle true".split()
+
 
 def _norm(text: str, form: str, length: int) -> tuple:
     """Canonical (mnemonic, operands) of Intel text from either golden or capstone."""
@@ -179,6 +181,10 @@ def _norm(text: str, form: str, length: int) -> tuple:
         mnem = "vcmp" + m.group(2)
         parts.append(str(_VCMP.index(m.group(1))))
     row = FORMS[form]
+    m = re.fullmatch(r"vpcmp(eq|lt|le|false|neq|nlt|nle|true)(u?[bwdq])", mnem)
+    if m and row.mnemonic.startswith("vpcmp") and row.imm_operand is not None:
+        mnem = "vpcmp" + m.group(2)                   # VPCMP's predicate aliases
+        parts.append(str(_VPCMP.index(m.group(1))))
     out = []
     for o, p in zip(row.operands, parts, strict=True):
         k = KINDS[o.kind]

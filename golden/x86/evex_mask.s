@@ -297,3 +297,1537 @@ vblendmpd zmm0 {k2}, zmm2, zmmword ptr [rdx - 8192]
 vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 ; bytes: 62 e2 85 44 65 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k0, xmm1, xmm2, 1
+; bytes: 62 f3 75 08 3f c2 01
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k0, xmm17, xmm31, 31
+; bytes: 62 93 75 00 3f c7 1f
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k3, xmm24, xmm9, 127
+; bytes: 62 d3 3d 00 3f d9 7f
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k5, xmm8, xmm18, 255
+; bytes: 62 b3 3d 08 3f ea ff
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k0, xmm17, xmmword ptr [rdi], 0
+; bytes: 62 f3 75 00 3f 07 00
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k0, xmm1, xmmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 08 3f 84 24 08 00 00 00 64
+; form: vpcmpb_k_x_xm_imm8
+{evex} vpcmpb k0, xmm17, xmmword ptr [rbp], 200
+; bytes: 62 f3 75 00 3f 45 00 c8
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k0, xmm1, xmm2, 1
+; bytes: 62 f3 75 08 3e c2 01
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k0, xmm17, xmm31, 31
+; bytes: 62 93 75 00 3e c7 1f
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k3, xmm24, xmm9, 127
+; bytes: 62 d3 3d 00 3e d9 7f
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k5, xmm8, xmm18, 255
+; bytes: 62 b3 3d 08 3e ea ff
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k0, xmm17, xmmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 00 3e 85 d4 fe ff ff 00
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 08 3e 84 87 08 00 00 00 64
+; form: vpcmpub_k_x_xm_imm8
+{evex} vpcmpub k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 00 3e 44 fc f8 c8
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm0 {k2}, xmm2, xmm3
+; bytes: 62 f2 6d 0a 66 c3
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm16 {k4}, xmm31, xmm20
+; bytes: 62 a2 05 04 66 c4
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm3 {k4}, xmm9, xmm30
+; bytes: 62 92 35 0c 66 de
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm29 {k2}, xmm18, xmm1
+; bytes: 62 62 6d 02 66 e9
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 04 66 84 4b e8 03 00 00
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm0 {k2}, xmm2, xmmword ptr [rip + foo + 16]
+; bytes: 62 f2 6d 0a 66 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpblendmb_x_k_x_xm
+{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 04 66 04 cd 40 00 00 00
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k0, xmm1, xmm2, 1
+; bytes: 62 f3 f5 08 3f c2 01
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k0, xmm17, xmm31, 31
+; bytes: 62 93 f5 00 3f c7 1f
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k3, xmm24, xmm9, 127
+; bytes: 62 d3 bd 00 3f d9 7f
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k5, xmm8, xmm18, 255
+; bytes: 62 b3 bd 08 3f ea ff
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k0, xmm17, xmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 00 3f 84 30 7f 00 00 00 00
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 08 3f 84 9c 00 10 00 00 64
+; form: vpcmpw_k_x_xm_imm8
+{evex} vpcmpw k0, xmm17, xmmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 00 3f 82 00 e0 ff ff c8
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k0, xmm1, xmm2, 1
+; bytes: 62 f3 f5 08 3e c2 01
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k0, xmm17, xmm31, 31
+; bytes: 62 93 f5 00 3e c7 1f
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k3, xmm24, xmm9, 127
+; bytes: 62 d3 bd 00 3e d9 7f
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k5, xmm8, xmm18, 255
+; bytes: 62 b3 bd 08 3e ea ff
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k0, xmm17, xmmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 00 3e 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k0, xmm1, xmmword ptr [rdi], 100
+; bytes: 62 f3 f5 08 3e 07 64
+; form: vpcmpuw_k_x_xm_imm8
+{evex} vpcmpuw k0, xmm17, xmmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 00 3e 84 24 08 00 00 00 c8
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm0 {k2}, xmm2, xmm3
+; bytes: 62 f2 ed 0a 66 c3
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm16 {k4}, xmm31, xmm20
+; bytes: 62 a2 85 04 66 c4
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm3 {k4}, xmm9, xmm30
+; bytes: 62 92 b5 0c 66 de
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm29 {k2}, xmm18, xmm1
+; bytes: 62 62 ed 02 66 e9
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [rbp]
+; bytes: 62 e2 85 04 66 45 00
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm0 {k2}, xmm2, xmmword ptr [r13 - 300]
+; bytes: 62 d2 ed 0a 66 85 d4 fe ff ff
+; form: vpblendmw_x_k_x_xm
+{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 04 66 84 87 08 00 00 00
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k0, xmm1, xmm2, 1
+; bytes: 62 f3 75 08 1f c2 01
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k0, xmm17, xmm31, 31
+; bytes: 62 93 75 00 1f c7 1f
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k3, xmm24, xmm9, 127
+; bytes: 62 d3 3d 00 1f d9 7f
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k5, xmm8, xmm18, 255
+; bytes: 62 b3 3d 08 1f ea ff
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 93 75 00 1f 44 fc f8 00
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 75 08 1f 84 4b e8 03 00 00 64
+; form: vpcmpd_k_x_xm_imm8
+{evex} vpcmpd k0, xmm17, xmmword ptr [rip + foo + 16], 200
+; bytes: 62 f3 75 00 1f 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k0, xmm1, xmm2, 1
+; bytes: 62 f3 75 08 1e c2 01
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k0, xmm17, xmm31, 31
+; bytes: 62 93 75 00 1e c7 1f
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k3, xmm24, xmm9, 127
+; bytes: 62 d3 3d 00 1e d9 7f
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k5, xmm8, xmm18, 255
+; bytes: 62 b3 3d 08 1e ea ff
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k0, xmm17, xmmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 00 1e 04 cd 40 00 00 00 00
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k0, xmm1, xmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 08 1e 84 30 7f 00 00 00 64
+; form: vpcmpud_k_x_xm_imm8
+{evex} vpcmpud k0, xmm17, xmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 00 1e 84 9c 00 10 00 00 c8
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm0 {k2}, xmm2, xmm3
+; bytes: 62 f2 6d 0a 64 c3
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm16 {k4}, xmm31, xmm20
+; bytes: 62 a2 05 04 64 c4
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm3 {k4}, xmm9, xmm30
+; bytes: 62 92 35 0c 64 de
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm29 {k2}, xmm18, xmm1
+; bytes: 62 62 6d 02 64 e9
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 05 04 64 82 00 e0 ff ff
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm0 {k2}, xmm2, xmmword ptr [rip + bar]
+; bytes: 62 f2 6d 0a 64 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpblendmd_x_k_x_xm
+{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [rdi]
+; bytes: 62 e2 05 04 64 07
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k0, xmm1, xmm2, 1
+; bytes: 62 f3 f5 08 1f c2 01
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k0, xmm17, xmm31, 31
+; bytes: 62 93 f5 00 1f c7 1f
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k3, xmm24, xmm9, 127
+; bytes: 62 d3 bd 00 1f d9 7f
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k5, xmm8, xmm18, 255
+; bytes: 62 b3 bd 08 1f ea ff
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k0, xmm17, xmmword ptr [rsp + 8], 0
+; bytes: 62 f3 f5 00 1f 84 24 08 00 00 00 00
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k0, xmm1, xmmword ptr [rbp], 100
+; bytes: 62 f3 f5 08 1f 45 00 64
+; form: vpcmpq_k_x_xm_imm8
+{evex} vpcmpq k0, xmm17, xmmword ptr [r13 - 300], 200
+; bytes: 62 d3 f5 00 1f 85 d4 fe ff ff c8
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k0, xmm1, xmm2, 1
+; bytes: 62 f3 f5 08 1e c2 01
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k0, xmm17, xmm31, 31
+; bytes: 62 93 f5 00 1e c7 1f
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k3, xmm24, xmm9, 127
+; bytes: 62 d3 bd 00 1e d9 7f
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k5, xmm8, xmm18, 255
+; bytes: 62 b3 bd 08 1e ea ff
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k0, xmm17, xmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 00 1e 84 87 08 00 00 00 00
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k0, xmm1, xmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 08 1e 44 fc f8 64
+; form: vpcmpuq_k_x_xm_imm8
+{evex} vpcmpuq k0, xmm17, xmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 00 1e 84 4b e8 03 00 00 c8
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm0 {k2}, xmm2, xmm3
+; bytes: 62 f2 ed 0a 64 c3
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm16 {k4}, xmm31, xmm20
+; bytes: 62 a2 85 04 64 c4
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm3 {k4}, xmm9, xmm30
+; bytes: 62 92 b5 0c 64 de
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm29 {k2}, xmm18, xmm1
+; bytes: 62 62 ed 02 64 e9
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 85 04 64 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm0 {k2}, xmm2, xmmword ptr [8*rcx + 64]
+; bytes: 62 f2 ed 0a 64 04 cd 40 00 00 00
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 85 04 64 84 30 7f 00 00 00
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 7c 8a 10 c2
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm16 {k4} {z}, xmm31
+; bytes: 62 81 7c 8c 10 c7
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 7c 8c 10 d9
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm29 {k2} {z}, xmm18
+; bytes: 62 21 7c 8a 10 ea
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 8c 10 84 9c 00 10 00 00
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm0 {k2} {z}, xmmword ptr [rdx - 8192]
+; bytes: 62 f1 7c 8a 10 82 00 e0 ff ff
+; form: vmovups_x_kz_xm
+{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rip + bar]
+; bytes: 62 e1 7c 8c 10 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 fd 8a 10 c2
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm16 {k4} {z}, xmm31
+; bytes: 62 81 fd 8c 10 c7
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 fd 8c 10 d9
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm29 {k2} {z}, xmm18
+; bytes: 62 21 fd 8a 10 ea
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [rdi]
+; bytes: 62 e1 fd 8c 10 07
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm0 {k2} {z}, xmmword ptr [rsp + 8]
+; bytes: 62 f1 fd 8a 10 84 24 08 00 00 00
+; form: vmovupd_x_kz_xm
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [rbp]
+; bytes: 62 e1 fd 8c 10 45 00
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 7f 8a 6f c2
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm16 {k4} {z}, xmm31
+; bytes: 62 81 7f 8c 6f c7
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 7f 8c 6f d9
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm29 {k2} {z}, xmm18
+; bytes: 62 21 7f 8a 6f ea
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7f 8c 6f 85 d4 fe ff ff
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm0 {k2} {z}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7f 8a 6f 84 87 08 00 00 00
+; form: vmovdqu8_x_kz_xm
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7f 8c 6f 44 fc f8
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 ff 8a 6f c2
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm16 {k4} {z}, xmm31
+; bytes: 62 81 ff 8c 6f c7
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 ff 8c 6f d9
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm29 {k2} {z}, xmm18
+; bytes: 62 21 ff 8a 6f ea
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 ff 8c 6f 84 4b e8 03 00 00
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm0 {k2} {z}, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 ff 8a 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 ff 8c 6f 04 cd 40 00 00 00
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 7e 8a 6f c2
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm16 {k4} {z}, xmm31
+; bytes: 62 81 7e 8c 6f c7
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 7e 8c 6f d9
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm29 {k2} {z}, xmm18
+; bytes: 62 21 7e 8a 6f ea
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7e 8c 6f 84 30 7f 00 00 00
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm0 {k2} {z}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7e 8a 6f 84 9c 00 10 00 00
+; form: vmovdqu32_x_kz_xm
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7e 8c 6f 82 00 e0 ff ff
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm0 {k2} {z}, xmm2
+; bytes: 62 f1 fe 8a 6f c2
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm16 {k4} {z}, xmm31
+; bytes: 62 81 fe 8c 6f c7
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm3 {k4} {z}, xmm9
+; bytes: 62 d1 fe 8c 6f d9
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm29 {k2} {z}, xmm18
+; bytes: 62 21 fe 8a 6f ea
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rip + bar]
+; bytes: 62 e1 fe 8c 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm0 {k2} {z}, xmmword ptr [rdi]
+; bytes: 62 f1 fe 8a 6f 07
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rsp + 8]
+; bytes: 62 e1 fe 8c 6f 84 24 08 00 00 00
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm0, xmm1, 1
+; bytes: 62 f3 7d 08 08 c1 01
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm16, xmm17, 31
+; bytes: 62 a3 7d 08 08 c1 1f
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm3, xmm24, 127
+; bytes: 62 93 7d 08 08 d8 7f
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm29, xmm8, 255
+; bytes: 62 43 7d 08 08 e8 ff
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm16, xmmword ptr [rbp], 0
+; bytes: 62 e3 7d 08 08 45 00 00
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm0, xmmword ptr [r13 - 300], 100
+; bytes: 62 d3 7d 08 08 85 d4 fe ff ff 64
+; form: vrndscaleps_x_xm_imm8
+{evex} vrndscaleps xmm16, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 7d 08 08 84 87 08 00 00 00 c8
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm0, xmm1, 1
+; bytes: 62 f3 fd 08 09 c1 01
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm16, xmm17, 31
+; bytes: 62 a3 fd 08 09 c1 1f
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm3, xmm24, 127
+; bytes: 62 93 fd 08 09 d8 7f
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm29, xmm8, 255
+; bytes: 62 43 fd 08 09 e8 ff
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm16, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 83 fd 08 09 44 fc f8 00
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm0, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 fd 08 09 84 4b e8 03 00 00 64
+; form: vrndscalepd_x_xm_imm8
+{evex} vrndscalepd xmm16, xmmword ptr [rip + foo + 16], 200
+; bytes: 62 e3 fd 08 09 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k0, ymm1, ymm2, 1
+; bytes: 62 f3 75 28 3f c2 01
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k0, ymm17, ymm31, 31
+; bytes: 62 93 75 20 3f c7 1f
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k3, ymm24, ymm9, 127
+; bytes: 62 d3 3d 20 3f d9 7f
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k5, ymm8, ymm18, 255
+; bytes: 62 b3 3d 28 3f ea ff
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k0, ymm17, ymmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 20 3f 04 cd 40 00 00 00 00
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 28 3f 84 30 7f 00 00 00 64
+; form: vpcmpb_k_y_ym_imm8
+{evex} vpcmpb k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 20 3f 84 9c 00 10 00 00 c8
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k0, ymm1, ymm2, 1
+; bytes: 62 f3 75 28 3e c2 01
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k0, ymm17, ymm31, 31
+; bytes: 62 93 75 20 3e c7 1f
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k3, ymm24, ymm9, 127
+; bytes: 62 d3 3d 20 3e d9 7f
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k5, ymm8, ymm18, 255
+; bytes: 62 b3 3d 28 3e ea ff
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k0, ymm17, ymmword ptr [rdx - 8192], 0
+; bytes: 62 f3 75 20 3e 82 00 e0 ff ff 00
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k0, ymm1, ymmword ptr [rip + bar], 100
+; bytes: 62 f3 75 28 3e 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vpcmpub_k_y_ym_imm8
+{evex} vpcmpub k0, ymm17, ymmword ptr [rdi], 200
+; bytes: 62 f3 75 20 3e 07 c8
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm0 {k2}, ymm2, ymm3
+; bytes: 62 f2 6d 2a 66 c3
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm16 {k4}, ymm31, ymm20
+; bytes: 62 a2 05 24 66 c4
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm3 {k4}, ymm9, ymm30
+; bytes: 62 92 35 2c 66 de
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm29 {k2}, ymm18, ymm1
+; bytes: 62 62 6d 22 66 e9
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
+; bytes: 62 e2 05 24 66 84 24 08 00 00 00
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm0 {k2}, ymm2, ymmword ptr [rbp]
+; bytes: 62 f2 6d 2a 66 45 00
+; form: vpblendmb_y_k_y_ym
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [r13 - 300]
+; bytes: 62 c2 05 24 66 85 d4 fe ff ff
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k0, ymm1, ymm2, 1
+; bytes: 62 f3 f5 28 3f c2 01
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k0, ymm17, ymm31, 31
+; bytes: 62 93 f5 20 3f c7 1f
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k3, ymm24, ymm9, 127
+; bytes: 62 d3 bd 20 3f d9 7f
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k5, ymm8, ymm18, 255
+; bytes: 62 b3 bd 28 3f ea ff
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 20 3f 84 87 08 00 00 00 00
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 28 3f 44 fc fc 64
+; form: vpcmpw_k_y_ym_imm8
+{evex} vpcmpw k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 20 3f 84 4b e8 03 00 00 c8
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k0, ymm1, ymm2, 1
+; bytes: 62 f3 f5 28 3e c2 01
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k0, ymm17, ymm31, 31
+; bytes: 62 93 f5 20 3e c7 1f
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k3, ymm24, ymm9, 127
+; bytes: 62 d3 bd 20 3e d9 7f
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k5, ymm8, ymm18, 255
+; bytes: 62 b3 bd 28 3e ea ff
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k0, ymm17, ymmword ptr [rip + foo + 16], 0
+; bytes: 62 f3 f5 20 3e 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k0, ymm1, ymmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 f5 28 3e 04 cd 40 00 00 00 64
+; form: vpcmpuw_k_y_ym_imm8
+{evex} vpcmpuw k0, ymm17, ymmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d3 f5 20 3e 84 30 7f 00 00 00 c8
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm0 {k2}, ymm2, ymm3
+; bytes: 62 f2 ed 2a 66 c3
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm16 {k4}, ymm31, ymm20
+; bytes: 62 a2 85 24 66 c4
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm3 {k4}, ymm9, ymm30
+; bytes: 62 92 b5 2c 66 de
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm29 {k2}, ymm18, ymm1
+; bytes: 62 62 ed 22 66 e9
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 85 24 66 84 9c 00 10 00 00
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm0 {k2}, ymm2, ymmword ptr [rdx - 8192]
+; bytes: 62 f2 ed 2a 66 82 00 e0 ff ff
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rip + bar]
+; bytes: 62 e2 85 24 66 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k0, ymm1, ymm2, 1
+; bytes: 62 f3 75 28 1f c2 01
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k0, ymm17, ymm31, 31
+; bytes: 62 93 75 20 1f c7 1f
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k3, ymm24, ymm9, 127
+; bytes: 62 d3 3d 20 1f d9 7f
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k5, ymm8, ymm18, 255
+; bytes: 62 b3 3d 28 1f ea ff
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k0, ymm17, ymmword ptr [rdi], 0
+; bytes: 62 f3 75 20 1f 07 00
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k0, ymm1, ymmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 28 1f 84 24 08 00 00 00 64
+; form: vpcmpd_k_y_ym_imm8
+{evex} vpcmpd k0, ymm17, ymmword ptr [rbp], 200
+; bytes: 62 f3 75 20 1f 45 00 c8
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k0, ymm1, ymm2, 1
+; bytes: 62 f3 75 28 1e c2 01
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k0, ymm17, ymm31, 31
+; bytes: 62 93 75 20 1e c7 1f
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k3, ymm24, ymm9, 127
+; bytes: 62 d3 3d 20 1e d9 7f
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k5, ymm8, ymm18, 255
+; bytes: 62 b3 3d 28 1e ea ff
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k0, ymm17, ymmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 20 1e 85 d4 fe ff ff 00
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k0, ymm1, ymmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 28 1e 84 87 08 00 00 00 64
+; form: vpcmpud_k_y_ym_imm8
+{evex} vpcmpud k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 20 1e 44 fc fc c8
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm0 {k2}, ymm2, ymm3
+; bytes: 62 f2 6d 2a 64 c3
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm16 {k4}, ymm31, ymm20
+; bytes: 62 a2 05 24 64 c4
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm3 {k4}, ymm9, ymm30
+; bytes: 62 92 35 2c 64 de
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm29 {k2}, ymm18, ymm1
+; bytes: 62 62 6d 22 64 e9
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 24 64 84 4b e8 03 00 00
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm0 {k2}, ymm2, ymmword ptr [rip + foo + 16]
+; bytes: 62 f2 6d 2a 64 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpblendmd_y_k_y_ym
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 24 64 04 cd 40 00 00 00
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k0, ymm1, ymm2, 1
+; bytes: 62 f3 f5 28 1f c2 01
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k0, ymm17, ymm31, 31
+; bytes: 62 93 f5 20 1f c7 1f
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k3, ymm24, ymm9, 127
+; bytes: 62 d3 bd 20 1f d9 7f
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k5, ymm8, ymm18, 255
+; bytes: 62 b3 bd 28 1f ea ff
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 20 1f 84 30 7f 00 00 00 00
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 28 1f 84 9c 00 10 00 00 64
+; form: vpcmpq_k_y_ym_imm8
+{evex} vpcmpq k0, ymm17, ymmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 20 1f 82 00 e0 ff ff c8
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k0, ymm1, ymm2, 1
+; bytes: 62 f3 f5 28 1e c2 01
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k0, ymm17, ymm31, 31
+; bytes: 62 93 f5 20 1e c7 1f
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k3, ymm24, ymm9, 127
+; bytes: 62 d3 bd 20 1e d9 7f
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k5, ymm8, ymm18, 255
+; bytes: 62 b3 bd 28 1e ea ff
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k0, ymm17, ymmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 20 1e 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k0, ymm1, ymmword ptr [rdi], 100
+; bytes: 62 f3 f5 28 1e 07 64
+; form: vpcmpuq_k_y_ym_imm8
+{evex} vpcmpuq k0, ymm17, ymmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 20 1e 84 24 08 00 00 00 c8
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm0 {k2}, ymm2, ymm3
+; bytes: 62 f2 ed 2a 64 c3
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm16 {k4}, ymm31, ymm20
+; bytes: 62 a2 85 24 64 c4
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm3 {k4}, ymm9, ymm30
+; bytes: 62 92 b5 2c 64 de
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm29 {k2}, ymm18, ymm1
+; bytes: 62 62 ed 22 64 e9
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rbp]
+; bytes: 62 e2 85 24 64 45 00
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm0 {k2}, ymm2, ymmword ptr [r13 - 300]
+; bytes: 62 d2 ed 2a 64 85 d4 fe ff ff
+; form: vpblendmq_y_k_y_ym
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 24 64 84 87 08 00 00 00
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 7c aa 10 c2
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm16 {k4} {z}, ymm31
+; bytes: 62 81 7c ac 10 c7
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 7c ac 10 d9
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm29 {k2} {z}, ymm18
+; bytes: 62 21 7c aa 10 ea
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c ac 10 44 fc fc
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm0 {k2} {z}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7c aa 10 84 4b e8 03 00 00
+; form: vmovups_y_kz_ym
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 7c ac 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 fd aa 10 c2
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm16 {k4} {z}, ymm31
+; bytes: 62 81 fd ac 10 c7
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 fd ac 10 d9
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm29 {k2} {z}, ymm18
+; bytes: 62 21 fd aa 10 ea
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd ac 10 04 cd 40 00 00 00
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm0 {k2} {z}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 fd aa 10 84 30 7f 00 00 00
+; form: vmovupd_y_kz_ym
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd ac 10 84 9c 00 10 00 00
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 7f aa 6f c2
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm16 {k4} {z}, ymm31
+; bytes: 62 81 7f ac 6f c7
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 7f ac 6f d9
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm29 {k2} {z}, ymm18
+; bytes: 62 21 7f aa 6f ea
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 7f ac 6f 82 00 e0 ff ff
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm0 {k2} {z}, ymmword ptr [rip + bar]
+; bytes: 62 f1 7f aa 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rdi]
+; bytes: 62 e1 7f ac 6f 07
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 ff aa 6f c2
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm16 {k4} {z}, ymm31
+; bytes: 62 81 ff ac 6f c7
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 ff ac 6f d9
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm29 {k2} {z}, ymm18
+; bytes: 62 21 ff aa 6f ea
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rsp + 8]
+; bytes: 62 e1 ff ac 6f 84 24 08 00 00 00
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm0 {k2} {z}, ymmword ptr [rbp]
+; bytes: 62 f1 ff aa 6f 45 00
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [r13 - 300]
+; bytes: 62 c1 ff ac 6f 85 d4 fe ff ff
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 7e aa 6f c2
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm16 {k4} {z}, ymm31
+; bytes: 62 81 7e ac 6f c7
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 7e ac 6f d9
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm29 {k2} {z}, ymm18
+; bytes: 62 21 7e aa 6f ea
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7e ac 6f 84 87 08 00 00 00
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm0 {k2} {z}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7e aa 6f 44 fc fc
+; form: vmovdqu32_y_kz_ym
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7e ac 6f 84 4b e8 03 00 00
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm0 {k2} {z}, ymm2
+; bytes: 62 f1 fe aa 6f c2
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm16 {k4} {z}, ymm31
+; bytes: 62 81 fe ac 6f c7
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm3 {k4} {z}, ymm9
+; bytes: 62 d1 fe ac 6f d9
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm29 {k2} {z}, ymm18
+; bytes: 62 21 fe aa 6f ea
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 fe ac 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm0 {k2} {z}, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 fe aa 6f 04 cd 40 00 00 00
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fe ac 6f 84 30 7f 00 00 00
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm0, ymm1, 1
+; bytes: 62 f3 7d 28 08 c1 01
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm16, ymm17, 31
+; bytes: 62 a3 7d 28 08 c1 1f
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm3, ymm24, 127
+; bytes: 62 93 7d 28 08 d8 7f
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm29, ymm8, 255
+; bytes: 62 43 7d 28 08 e8 ff
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm16, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 7d 28 08 84 9c 00 10 00 00 00
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm0, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f3 7d 28 08 82 00 e0 ff ff 64
+; form: vrndscaleps_y_ym_imm8
+{evex} vrndscaleps ymm16, ymmword ptr [rip + bar], 200
+; bytes: 62 e3 7d 28 08 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm0, ymm1, 1
+; bytes: 62 f3 fd 28 09 c1 01
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm16, ymm17, 31
+; bytes: 62 a3 fd 28 09 c1 1f
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm3, ymm24, 127
+; bytes: 62 93 fd 28 09 d8 7f
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm29, ymm8, 255
+; bytes: 62 43 fd 28 09 e8 ff
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm16, ymmword ptr [rdi], 0
+; bytes: 62 e3 fd 28 09 07 00
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm0, ymmword ptr [rsp + 8], 100
+; bytes: 62 f3 fd 28 09 84 24 08 00 00 00 64
+; form: vrndscalepd_y_ym_imm8
+{evex} vrndscalepd ymm16, ymmword ptr [rbp], 200
+; bytes: 62 e3 fd 28 09 45 00 c8
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k0, zmm1, zmm2, 1
+; bytes: 62 f3 75 48 3f c2 01
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k0, zmm17, zmm31, 31
+; bytes: 62 93 75 40 3f c7 1f
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k3, zmm24, zmm9, 127
+; bytes: 62 d3 3d 40 3f d9 7f
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k5, zmm8, zmm18, 255
+; bytes: 62 b3 3d 48 3f ea ff
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k0, zmm17, zmmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 40 3f 85 d4 fe ff ff 00
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k0, zmm1, zmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 48 3f 84 87 08 00 00 00 64
+; form: vpcmpb_k_z_zm_imm8
+vpcmpb k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 40 3f 44 fc fe c8
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k0, zmm1, zmm2, 1
+; bytes: 62 f3 75 48 3e c2 01
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k0, zmm17, zmm31, 31
+; bytes: 62 93 75 40 3e c7 1f
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k3, zmm24, zmm9, 127
+; bytes: 62 d3 3d 40 3e d9 7f
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k5, zmm8, zmm18, 255
+; bytes: 62 b3 3d 48 3e ea ff
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b3 75 40 3e 84 4b e8 03 00 00 00
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k0, zmm1, zmmword ptr [rip + foo + 16], 100
+; bytes: 62 f3 75 48 3e 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
+; form: vpcmpub_k_z_zm_imm8
+vpcmpub k0, zmm17, zmmword ptr [8*rcx + 64], 200
+; bytes: 62 f3 75 40 3e 04 cd 40 00 00 00 c8
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm0 {k2}, zmm2, zmm3
+; bytes: 62 f2 6d 4a 66 c3
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm16 {k4}, zmm31, zmm20
+; bytes: 62 a2 05 44 66 c4
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm3 {k4}, zmm9, zmm30
+; bytes: 62 92 35 4c 66 de
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm29 {k2}, zmm18, zmm1
+; bytes: 62 62 6d 42 66 e9
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 05 44 66 84 30 7f 00 00 00
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm0 {k2}, zmm2, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 6d 4a 66 44 9c 40
+; form: vpblendmb_z_k_z_zm
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [rdx - 8192]
+; bytes: 62 e2 05 44 66 42 80
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k0, zmm1, zmm2, 1
+; bytes: 62 f3 f5 48 3f c2 01
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k0, zmm17, zmm31, 31
+; bytes: 62 93 f5 40 3f c7 1f
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k3, zmm24, zmm9, 127
+; bytes: 62 d3 bd 40 3f d9 7f
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k5, zmm8, zmm18, 255
+; bytes: 62 b3 bd 48 3f ea ff
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k0, zmm17, zmmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 40 3f 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k0, zmm1, zmmword ptr [rdi], 100
+; bytes: 62 f3 f5 48 3f 07 64
+; form: vpcmpw_k_z_zm_imm8
+vpcmpw k0, zmm17, zmmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 40 3f 84 24 08 00 00 00 c8
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k0, zmm1, zmm2, 1
+; bytes: 62 f3 f5 48 3e c2 01
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k0, zmm17, zmm31, 31
+; bytes: 62 93 f5 40 3e c7 1f
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k3, zmm24, zmm9, 127
+; bytes: 62 d3 bd 40 3e d9 7f
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k5, zmm8, zmm18, 255
+; bytes: 62 b3 bd 48 3e ea ff
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k0, zmm17, zmmword ptr [rbp], 0
+; bytes: 62 f3 f5 40 3e 45 00 00
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k0, zmm1, zmmword ptr [r13 - 300], 100
+; bytes: 62 d3 f5 48 3e 85 d4 fe ff ff 64
+; form: vpcmpuw_k_z_zm_imm8
+vpcmpuw k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f3 f5 40 3e 84 87 08 00 00 00 c8
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm0 {k2}, zmm2, zmm3
+; bytes: 62 f2 ed 4a 66 c3
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm16 {k4}, zmm31, zmm20
+; bytes: 62 a2 85 44 66 c4
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm3 {k4}, zmm9, zmm30
+; bytes: 62 92 b5 4c 66 de
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm29 {k2}, zmm18, zmm1
+; bytes: 62 62 ed 42 66 e9
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 85 44 66 44 fc fe
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm0 {k2}, zmm2, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 ed 4a 66 84 4b e8 03 00 00
+; form: vpblendmw_z_k_z_zm
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 85 44 66 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k0, zmm1, zmm2, 1
+; bytes: 62 f3 75 48 1f c2 01
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k0, zmm17, zmm31, 31
+; bytes: 62 93 75 40 1f c7 1f
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k3, zmm24, zmm9, 127
+; bytes: 62 d3 3d 40 1f d9 7f
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k5, zmm8, zmm18, 255
+; bytes: 62 b3 3d 48 1f ea ff
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k0, zmm17, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 40 1f 04 cd 40 00 00 00 00
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k0, zmm1, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 48 1f 84 30 7f 00 00 00 64
+; form: vpcmpd_k_z_zm_imm8
+vpcmpd k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 40 1f 44 9c 40 c8
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k0, zmm1, zmm2, 1
+; bytes: 62 f3 75 48 1e c2 01
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k0, zmm17, zmm31, 31
+; bytes: 62 93 75 40 1e c7 1f
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k3, zmm24, zmm9, 127
+; bytes: 62 d3 3d 40 1e d9 7f
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k5, zmm8, zmm18, 255
+; bytes: 62 b3 3d 48 1e ea ff
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k0, zmm17, zmmword ptr [rdx - 8192], 0
+; bytes: 62 f3 75 40 1e 42 80 00
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k0, zmm1, zmmword ptr [rip + bar], 100
+; bytes: 62 f3 75 48 1e 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vpcmpud_k_z_zm_imm8
+vpcmpud k0, zmm17, zmmword ptr [rdi], 200
+; bytes: 62 f3 75 40 1e 07 c8
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm0 {k2}, zmm2, zmm3
+; bytes: 62 f2 6d 4a 64 c3
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm16 {k4}, zmm31, zmm20
+; bytes: 62 a2 05 44 64 c4
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm3 {k4}, zmm9, zmm30
+; bytes: 62 92 35 4c 64 de
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm29 {k2}, zmm18, zmm1
+; bytes: 62 62 6d 42 64 e9
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rsp + 8]
+; bytes: 62 e2 05 44 64 84 24 08 00 00 00
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm0 {k2}, zmm2, zmmword ptr [rbp]
+; bytes: 62 f2 6d 4a 64 45 00
+; form: vpblendmd_z_k_z_zm
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [r13 - 300]
+; bytes: 62 c2 05 44 64 85 d4 fe ff ff
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k0, zmm1, zmm2, 1
+; bytes: 62 f3 f5 48 1f c2 01
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k0, zmm17, zmm31, 31
+; bytes: 62 93 f5 40 1f c7 1f
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k3, zmm24, zmm9, 127
+; bytes: 62 d3 bd 40 1f d9 7f
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k5, zmm8, zmm18, 255
+; bytes: 62 b3 bd 48 1f ea ff
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 40 1f 84 87 08 00 00 00 00
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k0, zmm1, zmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 48 1f 44 fc fe 64
+; form: vpcmpq_k_z_zm_imm8
+vpcmpq k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 40 1f 84 4b e8 03 00 00 c8
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k0, zmm1, zmm2, 1
+; bytes: 62 f3 f5 48 1e c2 01
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k0, zmm17, zmm31, 31
+; bytes: 62 93 f5 40 1e c7 1f
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k3, zmm24, zmm9, 127
+; bytes: 62 d3 bd 40 1e d9 7f
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k5, zmm8, zmm18, 255
+; bytes: 62 b3 bd 48 1e ea ff
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k0, zmm17, zmmword ptr [rip + foo + 16], 0
+; bytes: 62 f3 f5 40 1e 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k0, zmm1, zmmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 f5 48 1e 04 cd 40 00 00 00 64
+; form: vpcmpuq_k_z_zm_imm8
+vpcmpuq k0, zmm17, zmmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d3 f5 40 1e 84 30 7f 00 00 00 c8
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm0 {k2}, zmm2, zmm3
+; bytes: 62 f2 ed 4a 64 c3
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm16 {k4}, zmm31, zmm20
+; bytes: 62 a2 85 44 64 c4
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm3 {k4}, zmm9, zmm30
+; bytes: 62 92 b5 4c 64 de
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm29 {k2}, zmm18, zmm1
+; bytes: 62 62 ed 42 64 e9
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 85 44 64 44 9c 40
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm0 {k2}, zmm2, zmmword ptr [rdx - 8192]
+; bytes: 62 f2 ed 4a 64 42 80
+; form: vpblendmq_z_k_z_zm
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
+; bytes: 62 e2 85 44 64 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovups_z_kz_zm
+vmovups zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 7c ca 10 c2
+; form: vmovups_z_kz_zm
+vmovups zmm16 {k4} {z}, zmm31
+; bytes: 62 81 7c cc 10 c7
+; form: vmovups_z_kz_zm
+vmovups zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 7c cc 10 d9
+; form: vmovups_z_kz_zm
+vmovups zmm29 {k2} {z}, zmm18
+; bytes: 62 21 7c ca 10 ea
+; form: vmovups_z_kz_zm
+vmovups zmm16 {k4} {z}, zmmword ptr [rdi]
+; bytes: 62 e1 7c cc 10 07
+; form: vmovups_z_kz_zm
+vmovups zmm0 {k2} {z}, zmmword ptr [rsp + 8]
+; bytes: 62 f1 7c ca 10 84 24 08 00 00 00
+; form: vmovups_z_kz_zm
+vmovups zmm16 {k4} {z}, zmmword ptr [rbp]
+; bytes: 62 e1 7c cc 10 45 00
+; form: vmovupd_z_kz_zm
+vmovupd zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 fd ca 10 c2
+; form: vmovupd_z_kz_zm
+vmovupd zmm16 {k4} {z}, zmm31
+; bytes: 62 81 fd cc 10 c7
+; form: vmovupd_z_kz_zm
+vmovupd zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 fd cc 10 d9
+; form: vmovupd_z_kz_zm
+vmovupd zmm29 {k2} {z}, zmm18
+; bytes: 62 21 fd ca 10 ea
+; form: vmovupd_z_kz_zm
+vmovupd zmm16 {k4} {z}, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fd cc 10 85 d4 fe ff ff
+; form: vmovupd_z_kz_zm
+vmovupd zmm0 {k2} {z}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fd ca 10 84 87 08 00 00 00
+; form: vmovupd_z_kz_zm
+vmovupd zmm16 {k4} {z}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd cc 10 44 fc fe
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 7f ca 6f c2
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm16 {k4} {z}, zmm31
+; bytes: 62 81 7f cc 6f c7
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 7f cc 6f d9
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm29 {k2} {z}, zmm18
+; bytes: 62 21 7f ca 6f ea
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7f cc 6f 84 4b e8 03 00 00
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm0 {k2} {z}, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 7f ca 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovdqu8_z_kz_zm
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7f cc 6f 04 cd 40 00 00 00
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 ff ca 6f c2
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm16 {k4} {z}, zmm31
+; bytes: 62 81 ff cc 6f c7
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 ff cc 6f d9
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm29 {k2} {z}, zmm18
+; bytes: 62 21 ff ca 6f ea
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 ff cc 6f 84 30 7f 00 00 00
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm0 {k2} {z}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 ff ca 6f 44 9c 40
+; form: vmovdqu16_z_kz_zm
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 ff cc 6f 42 80
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 7e ca 6f c2
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm16 {k4} {z}, zmm31
+; bytes: 62 81 7e cc 6f c7
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 7e cc 6f d9
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm29 {k2} {z}, zmm18
+; bytes: 62 21 7e ca 6f ea
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rip + bar]
+; bytes: 62 e1 7e cc 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm0 {k2} {z}, zmmword ptr [rdi]
+; bytes: 62 f1 7e ca 6f 07
+; form: vmovdqu32_z_kz_zm
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rsp + 8]
+; bytes: 62 e1 7e cc 6f 84 24 08 00 00 00
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm0 {k2} {z}, zmm2
+; bytes: 62 f1 fe ca 6f c2
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm16 {k4} {z}, zmm31
+; bytes: 62 81 fe cc 6f c7
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm3 {k4} {z}, zmm9
+; bytes: 62 d1 fe cc 6f d9
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm29 {k2} {z}, zmm18
+; bytes: 62 21 fe ca 6f ea
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rbp]
+; bytes: 62 e1 fe cc 6f 45 00
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm0 {k2} {z}, zmmword ptr [r13 - 300]
+; bytes: 62 d1 fe ca 6f 85 d4 fe ff ff
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fe cc 6f 84 87 08 00 00 00
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm0, zmm1, 1
+; bytes: 62 f3 7d 48 08 c1 01
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm16, zmm17, 31
+; bytes: 62 a3 7d 48 08 c1 1f
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm3, zmm24, 127
+; bytes: 62 93 7d 48 08 d8 7f
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm29, zmm8, 255
+; bytes: 62 43 7d 48 08 e8 ff
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm16, zmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 83 7d 48 08 44 fc fe 00
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm0, zmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 7d 48 08 84 4b e8 03 00 00 64
+; form: vrndscaleps_z_zm_imm8
+vrndscaleps zmm16, zmmword ptr [rip + foo + 16], 200
+; bytes: 62 e3 7d 48 08 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm0, zmm1, 1
+; bytes: 62 f3 fd 48 09 c1 01
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm16, zmm17, 31
+; bytes: 62 a3 fd 48 09 c1 1f
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm3, zmm24, 127
+; bytes: 62 93 fd 48 09 d8 7f
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm29, zmm8, 255
+; bytes: 62 43 fd 48 09 e8 ff
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm16, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 e3 fd 48 09 04 cd 40 00 00 00 00
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm0, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 fd 48 09 84 30 7f 00 00 00 64
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 a3 fd 48 09 44 9c 40 c8
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm0, xmm1, xmm2, 1
+; bytes: 62 f3 75 08 0a c2 01
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm16, xmm17, xmm31, 31
+; bytes: 62 83 75 00 0a c7 1f
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm3, xmm24, xmm9, 127
+; bytes: 62 d3 3d 00 0a d9 7f
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm29, xmm8, xmm18, 255
+; bytes: 62 23 3d 08 0a ea ff
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm16, xmm17, dword ptr [rdx - 8192], 0
+; bytes: 62 e3 75 00 0a 82 00 e0 ff ff 00
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm0, xmm1, dword ptr [rip + bar], 100
+; bytes: 62 f3 75 08 0a 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm16, xmm17, dword ptr [rdi], 200
+; bytes: 62 e3 75 00 0a 07 c8
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm0, xmm1, xmm2, 1
+; bytes: 62 f3 f5 08 0b c2 01
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm16, xmm17, xmm31, 31
+; bytes: 62 83 f5 00 0b c7 1f
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm3, xmm24, xmm9, 127
+; bytes: 62 d3 bd 00 0b d9 7f
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm29, xmm8, xmm18, 255
+; bytes: 62 23 bd 08 0b ea ff
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rsp + 8], 0
+; bytes: 62 e3 f5 00 0b 44 24 01 00
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm0, xmm1, qword ptr [rbp], 100
+; bytes: 62 f3 f5 08 0b 45 00 64
+; form: vrndscalesd_x_x_xm64_imm8
+{evex} vrndscalesd xmm16, xmm17, qword ptr [r13 - 300], 200
+; bytes: 62 c3 f5 00 0b 85 d4 fe ff ff c8
+; form: kandb_k_k_k
+kandb k0, k1, k2
+; bytes: c5 f5 41 c2
+; form: kandb_k_k_k
+kandb k0, k1, k7
+; bytes: c5 f5 41 c7
+; form: kandb_k_k_k
+kandb k1, k4, k2
+; bytes: c5 dd 41 ca
+; form: kandb_k_k_k
+kandb k3, k2, k3
+; bytes: c5 ed 41 db
+; form: korb_k_k_k
+korb k0, k1, k2
+; bytes: c5 f5 45 c2
+; form: korb_k_k_k
+korb k0, k1, k7
+; bytes: c5 f5 45 c7
+; form: korb_k_k_k
+korb k1, k4, k2
+; bytes: c5 dd 45 ca
+; form: korb_k_k_k
+korb k3, k2, k3
+; bytes: c5 ed 45 db
+; form: kxorb_k_k_k
+kxorb k0, k1, k2
+; bytes: c5 f5 47 c2
+; form: kxorb_k_k_k
+kxorb k0, k1, k7
+; bytes: c5 f5 47 c7
+; form: kxorb_k_k_k
+kxorb k1, k4, k2
+; bytes: c5 dd 47 ca
+; form: kxorb_k_k_k
+kxorb k3, k2, k3
+; bytes: c5 ed 47 db
+; form: knotb_k_k
+knotb k0, k1
+; bytes: c5 f9 44 c1
+; form: knotb_k_k
+knotb k1, k4
+; bytes: c5 f9 44 cc
+; form: knotb_k_k
+knotb k3, k2
+; bytes: c5 f9 44 da
+; form: kandw_k_k_k
+kandw k0, k1, k2
+; bytes: c5 f4 41 c2
+; form: kandw_k_k_k
+kandw k0, k1, k7
+; bytes: c5 f4 41 c7
+; form: kandw_k_k_k
+kandw k1, k4, k2
+; bytes: c5 dc 41 ca
+; form: kandw_k_k_k
+kandw k3, k2, k3
+; bytes: c5 ec 41 db
+; form: korw_k_k_k
+korw k0, k1, k2
+; bytes: c5 f4 45 c2
+; form: korw_k_k_k
+korw k0, k1, k7
+; bytes: c5 f4 45 c7
+; form: korw_k_k_k
+korw k1, k4, k2
+; bytes: c5 dc 45 ca
+; form: korw_k_k_k
+korw k3, k2, k3
+; bytes: c5 ec 45 db
+; form: kxorw_k_k_k
+kxorw k0, k1, k2
+; bytes: c5 f4 47 c2
+; form: kxorw_k_k_k
+kxorw k0, k1, k7
+; bytes: c5 f4 47 c7
+; form: kxorw_k_k_k
+kxorw k1, k4, k2
+; bytes: c5 dc 47 ca
+; form: kxorw_k_k_k
+kxorw k3, k2, k3
+; bytes: c5 ec 47 db
+; form: knotw_k_k
+knotw k0, k1
+; bytes: c5 f8 44 c1
+; form: knotw_k_k
+knotw k1, k4
+; bytes: c5 f8 44 cc
+; form: knotw_k_k
+knotw k3, k2
+; bytes: c5 f8 44 da
+; form: kandd_k_k_k
+kandd k0, k1, k2
+; bytes: c4 e1 f5 41 c2
+; form: kandd_k_k_k
+kandd k0, k1, k7
+; bytes: c4 e1 f5 41 c7
+; form: kandd_k_k_k
+kandd k1, k4, k2
+; bytes: c4 e1 dd 41 ca
+; form: kandd_k_k_k
+kandd k3, k2, k3
+; bytes: c4 e1 ed 41 db
+; form: kord_k_k_k
+kord k0, k1, k2
+; bytes: c4 e1 f5 45 c2
+; form: kord_k_k_k
+kord k0, k1, k7
+; bytes: c4 e1 f5 45 c7
+; form: kord_k_k_k
+kord k1, k4, k2
+; bytes: c4 e1 dd 45 ca
+; form: kord_k_k_k
+kord k3, k2, k3
+; bytes: c4 e1 ed 45 db
+; form: kxord_k_k_k
+kxord k0, k1, k2
+; bytes: c4 e1 f5 47 c2
+; form: kxord_k_k_k
+kxord k0, k1, k7
+; bytes: c4 e1 f5 47 c7
+; form: kxord_k_k_k
+kxord k1, k4, k2
+; bytes: c4 e1 dd 47 ca
+; form: kxord_k_k_k
+kxord k3, k2, k3
+; bytes: c4 e1 ed 47 db
+; form: knotd_k_k
+knotd k0, k1
+; bytes: c4 e1 f9 44 c1
+; form: knotd_k_k
+knotd k1, k4
+; bytes: c4 e1 f9 44 cc
+; form: knotd_k_k
+knotd k3, k2
+; bytes: c4 e1 f9 44 da
+; form: kandq_k_k_k
+kandq k0, k1, k2
+; bytes: c4 e1 f4 41 c2
+; form: kandq_k_k_k
+kandq k0, k1, k7
+; bytes: c4 e1 f4 41 c7
+; form: kandq_k_k_k
+kandq k1, k4, k2
+; bytes: c4 e1 dc 41 ca
+; form: kandq_k_k_k
+kandq k3, k2, k3
+; bytes: c4 e1 ec 41 db
+; form: korq_k_k_k
+korq k0, k1, k2
+; bytes: c4 e1 f4 45 c2
+; form: korq_k_k_k
+korq k0, k1, k7
+; bytes: c4 e1 f4 45 c7
+; form: korq_k_k_k
+korq k1, k4, k2
+; bytes: c4 e1 dc 45 ca
+; form: korq_k_k_k
+korq k3, k2, k3
+; bytes: c4 e1 ec 45 db
+; form: kxorq_k_k_k
+kxorq k0, k1, k2
+; bytes: c4 e1 f4 47 c2
+; form: kxorq_k_k_k
+kxorq k0, k1, k7
+; bytes: c4 e1 f4 47 c7
+; form: kxorq_k_k_k
+kxorq k1, k4, k2
+; bytes: c4 e1 dc 47 ca
+; form: kxorq_k_k_k
+kxorq k3, k2, k3
+; bytes: c4 e1 ec 47 db
+; form: knotq_k_k
+knotq k0, k1
+; bytes: c4 e1 f8 44 c1
+; form: knotq_k_k
+knotq k1, k4
+; bytes: c4 e1 f8 44 cc
+; form: knotq_k_k
+knotq k3, k2
+; bytes: c4 e1 f8 44 da
+; form: kmovw_k_r32
+kmovw k0, ecx
+; bytes: c5 f8 92 c1
+; form: kmovw_k_r32
+kmovw k0, r9d
+; bytes: c4 c1 78 92 c1
+; form: kmovw_k_r32
+kmovw k1, r12d
+; bytes: c4 c1 78 92 cc
+; form: kmovw_k_r32
+kmovw k3, edx
+; bytes: c5 f8 92 da
+; form: kmovd_k_r32
+kmovd k0, ecx
+; bytes: c5 fb 92 c1
+; form: kmovd_k_r32
+kmovd k0, r9d
+; bytes: c4 c1 7b 92 c1
+; form: kmovd_k_r32
+kmovd k1, r12d
+; bytes: c4 c1 7b 92 cc
+; form: kmovd_k_r32
+kmovd k3, edx
+; bytes: c5 fb 92 da

@@ -333,7 +333,8 @@ def _encode_row(row: Row, ops: tuple, swap: bool = False) -> tuple[bytes, list[F
             prefix = _vex_prefix(row, pp, r_bit, modrm, vvvv)
         else:
             aaa = _num(slots["aaa"]) if "aaa" in slots else 0
-            prefix = _evex_prefix(row, pp, reg_field, modrm, vvvv, aaa)
+            z = any(o.kind == "kz" for o in row.operands)
+            prefix = _evex_prefix(row, pp, reg_field, modrm, vvvv, aaa, z)
     out = bytearray(prefix + opcode)
     fixups: list[Fixup] = []
     if modrm is not None:
@@ -378,17 +379,17 @@ def _vex_prefix(row: Row, pp: int, r: int, modrm: _ModRM | None, vvvv: int) -> b
 
 
 def _evex_prefix(row: Row, pp: int, reg: int, modrm: _ModRM | None, vvvv: int,
-                 aaa: int) -> bytes:
+                 aaa: int, z: bool = False) -> bytes:
     """62 P0 P1 P2 (§2.7.1, Table 2-30): P0 = R X B R' 0 mmm, P1 = W vvvv 1 pp,
     P2 = z L'L b V' aaa; R/X/B/R'/vvvv/V' are stored inverted. For a register rm, EVEX.X
     holds bit 4 of its number (§2.7.2); for memory it is the index's bit 3. aaa is the
-    opmask register (0: no masking)."""
+    opmask register (0: no masking); z zeroes the masked-off lanes instead of merging."""
     assert modrm is not None
     x = modrm.x
     p0 = ((reg >> 3 & 1) ^ 1) << 7 | (x ^ 1) << 6 | (modrm.b ^ 1) << 5 | \
         ((reg >> 4 & 1) ^ 1) << 4 | row.mmap
     p1 = row.w << 7 | (~vvvv & 15) << 3 | 4 | pp
-    p2 = row.vl << 5 | row.bcst << 4 | ((vvvv >> 4 & 1) ^ 1) << 3 | aaa & 7
+    p2 = z << 7 | row.vl << 5 | row.bcst << 4 | ((vvvv >> 4 & 1) ^ 1) << 3 | aaa & 7
     return bytes([0x62, p0, p1, p2])
 
 
@@ -465,6 +466,8 @@ form names xmm16-31, e.g. ``vpxord``). Branches print the plain mnemonic
     for o, v in zip(row.operands, ops):
         if o.slot == "aaa":
             parts[-1] += f" {{{v.name}}}"          # the opmask follows the destination
+            if o.kind == "kz":
+                parts[-1] += " {z}"
         elif isinstance(v, Reg):
             parts.append(v.name)
         elif isinstance(v, Mem):

@@ -56,6 +56,9 @@ def _kinds() -> dict[str, KindInfo]:
         k[f"m{s * 8}bcst"] = KindInfo(None, None, s)
     k["k"] = KindInfo("mask", 8, None)              # AVX-512 opmask register k0-k7
     k["km64"] = KindInfo("mask", 8, 8)              # opmask or its 64 bits in memory
+    # the opmask of a zero-masking operation (EVEX.z = 1, §2.7.1 "EVEX.z": masked-off lanes
+    # of the destination become zero instead of keeping their value); written "{k1} {z}"
+    k["kz"] = KindInfo("mask", 8, None)
     k["imm8"] = KindInfo(None, None, None, 8)       # raw byte: -128..255
     k["simm8"] = KindInfo(None, None, None, 8, True)
     k["imm16"] = KindInfo(None, None, None, 16)
@@ -585,6 +588,56 @@ def _mask_rows() -> None:
                  disp8_n=n)
 
 
+def _kmask_rows() -> None:
+    """x86-64-v4 opmask forms of integer compares, masked blends, zero-masked moves and mask
+    logic, and VRNDSCALE (the EVEX rounding that can name xmm16-31; VROUND is VEX only).
+
+    - VPCMP[U]B/W/D/Q k1, v2, v3/m, imm8 (EVEX.66.0F3A 3F/3E: W0 b, W1 w, AVX512BW; 1F/1E:
+      W0 d, W1 q, AVX512F): imm8[2:0] the predicate (0 EQ, 1 LT, 2 LE, 4 NE, 5 NLT, 6 NLE),
+      signed or (U) unsigned; one mask bit per lane.
+    - VPBLENDMB/W/D/Q v1 {k1}, v2, v3/m (EVEX.66.0F38 66: W0 b, W1 w; 64: W0 d, W1 q): a lane
+      whose mask bit is set comes from the second source.
+    - VMOVUPS/UPD, VMOVDQU8/16/32/64 v1 {k1} {z}, v2/m (EVEX 0F 10, F2/F3 0F 6F): lanes off in
+      k1 become zero, and a masked-off element of a memory source raises no fault (SDM Vol. 1
+      §15.6.1, "memory fault-suppression"; Vol. 2 §2.7). Full-vector memory: N = VL bytes.
+    - KAND/KOR/KXOR B/W/D/Q k1, k2, k3 (VEX.L1 0F 41/45/47: 66 W0 b (AVX512DQ), W0 w, 66 W1
+      d and W1 q (AVX512BW)); KNOT k1, k2 (VEX.L0 0F 44, same pp/W); KMOVW/KMOVD k1, r32
+      (VEX.L0 0F 92: W0, F2 W0): a mask's bits from a GPR.
+    - VRNDSCALEPS/PD v1, v2/m, imm8 (EVEX.66.0F3A 08 W0 / 09 W1) and VRNDSCALESS/SD x1, x2,
+      x3/m32/m64, imm8 (0A W0 / 0B W1, Tuple1 Scalar: N = 4/8): imm8[1:0] the rounding mode,
+      [3] suppress precision (as VROUND's), [7:4] = 0 keeps no fraction bits."""
+    for v, vl, n in (("x", 0, 16), ("y", 1, 32), ("z", 2, 64)):
+        for sfx, wide, w in (("b", True, False), ("w", True, True), ("d", False, False),
+                             ("q", False, True)):
+            for u in ("", "u"):
+                _add(f"vpcmp{u}{sfx}", "evex_mask", "evex",
+                     bytes([(0x3F if wide else 0x1F) - (u == "u")]),
+                     f"k/reg/w {v}/vvvv/r {v}m/rm/r imm8/imm/r", pp=P66, mmap=M0F3A, w=w,
+                     vl=vl, disp8_n=n)
+            _add(f"vpblendm{sfx}", "evex_mask", "evex", bytes([0x66 if wide else 0x64]),
+                 f"{v}/reg/w k/aaa/r {v}/vvvv/r {v}m/rm/r", pp=P66, mmap=M0F38, w=w, vl=vl,
+                 disp8_n=n)
+        for mnem, pp, op, w in (("vmovups", N, 0x10, False), ("vmovupd", P66, 0x10, True),
+                                ("vmovdqu8", PF2, 0x6F, False), ("vmovdqu16", PF2, 0x6F, True),
+                                ("vmovdqu32", PF3, 0x6F, False),
+                                ("vmovdqu64", PF3, 0x6F, True)):
+            _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w kz/aaa/r {v}m/rm/r",
+                 pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
+        for mnem, op, w in (("vrndscaleps", 0x08, False), ("vrndscalepd", 0x09, True)):
+            _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w {v}m/rm/r imm8/imm/r",
+                 pp=P66, mmap=M0F3A, w=w, vl=vl, disp8_n=n)
+    for mnem, op, w, bits in (("vrndscaless", 0x0A, False, 32), ("vrndscalesd", 0x0B, True, 64)):
+        _add(mnem, "evex_mask", "evex", bytes([op]),
+             f"x/reg/w x/vvvv/r xm{bits}/rm/r imm8/imm/r", pp=P66, mmap=M0F3A, w=w,
+             disp8_n=bits // 8)
+    for sfx, pp, w in (("b", P66, False), ("w", N, False), ("d", P66, True), ("q", N, True)):
+        for name, op in (("kand", 0x41), ("kor", 0x45), ("kxor", 0x47)):
+            _vex(name + sfx, "evex_mask", pp, M0F, op, "k/reg/w k/vvvv/r k/rm/r", vl=1, w=w)
+        _vex("knot" + sfx, "evex_mask", pp, M0F, 0x44, "k/reg/w k/rm/r", w=w)
+    _vex("kmovw", "evex_mask", N, M0F, 0x92, "k/reg/w r32/rm/r")
+    _vex("kmovd", "evex_mask", PF2, M0F, 0x92, "k/reg/w r32/rm/r")
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -595,6 +648,7 @@ _evex_rows()
 _evex_twins()
 _bcst_rows()
 _mask_rows()
+_kmask_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

@@ -35,6 +35,7 @@ from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Pla
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, strong_const, vw)
 from kcc.isel.x86_ivec import X86IVec, is_int_vector
+from kcc.isel.x86_kmask import X86KMask
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RCX, RSP, reg_class
 from kcc.isel.x86_vec import X86Vec
 
@@ -42,7 +43,7 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
            "imm_form", "isz", "select", "strong_const", "vw"]
 
 
-class X86Selector(X86Vec, X86Alu, X86IVec):
+class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False):
@@ -228,7 +229,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec):
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
-        self.foldable = foldable_loads(lin)
+        self.foldable = foldable_loads(lin, self.evex)
         self.nusers = Counter(s for u in lin for s in u.src)
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
@@ -605,11 +606,13 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
 _FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
 
 
-def foldable_loads(lin: list[UOp]) -> frozenset[UOp]:
+def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
     `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
-    ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), or
-    by a float32 STACK built with inserts as a lane other than the first; between the load
+    ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), by
+    a float32 STACK built with inserts as a lane other than the first, or (evex) by a vector
+    WHERE as its true value (a masked blend's or zero-masked move's r/m operand,
+    kcc/isel/x86_kmask.py; a WHERE without an opmask form loads it there); between the load
     and its user in the schedule lies no STORE and no loop boundary, so reading memory at
     the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
     Vol. 1 §14.9), so the place's alignment does not matter."""
@@ -633,6 +636,8 @@ def foldable_loads(lin: list[UOp]) -> frozenset[UOp]:
         x = us[0]
         if x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
+            out.add(u)
+        elif evex and x.op is Ops.WHERE and u.shape and x.src[1] is u and x.src[2] is not u:
             out.add(u)
         elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
                 and x.src[0] is not u and len(set(x.src)) == len(x.src) \

@@ -8,19 +8,9 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import RegOp, Role, VReg
 from kcc.isel.x86_base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, const_bytes, fs, imm_form,
-                               isz, strong_const, vw)
+                               isz, positive_zero, strong_const, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import RAX, RDX, reg_class
-
-
-def _positive_zero(u: UOp, dt: DType) -> bool:
-    """Whether u is the constant +0.0 of dt (a scalar, or a STACK of it in every lane)."""
-    if u.op is Ops.STACK:
-        if any(s is not u.src[0] for s in u.src):
-            return False
-        u = u.src[0]
-    c = strong_const(u)
-    return c is not None and const_bytes(c, dt) == bytes(dt.itemsize)
 
 
 class X86Alu:
@@ -29,6 +19,14 @@ class X86Alu:
     # -- ALU ----------------------------------------------------------------------------------
     def sel_alu(self, u: UOp) -> None:
         """Dispatch an ALU op by the class of its operands: vector registers or GPRs."""
+        self.sel_alu_value(u)
+        if self.evex and u.dtype.is_bool and u.shape and u.shape[0] > 1:
+            # x86-64-v4: also the bool vector's opmask, here where it is computed, so every
+            # WHERE on it reads one (x86_kmask); DCE removes whichever form nobody reads
+            self.kbool(u)
+
+    def sel_alu_value(self, u: UOp) -> None:
+        """An ALU op's value, by the class of its operands: vector registers or GPRs."""
         op = u.op
         operand = u.src[1] if op is Ops.WHERE else u.src[0]
         dt = operand.dtype
@@ -218,13 +216,14 @@ class X86Alu:
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
-        if self.evex and compare and c.shape and lanes > 1 and dt == c.src[0].dtype \
-                and reg_class(dt) == "vec" and not _positive_zero(b, dt):
-            # x86-64-v4: the compare's opmask (selected with the compare, x86_vec.fcompare)
-            # and one VBLENDMPS/PD (zmm whole, and every operand may be xmm16-31); the
-            # vector-mask compare is dead unless something else reads it (kcc/isel/dce.py)
-            k = self.kval.get(c) or self.kmask(c)
-            return self.kblend(dt, lanes, self.reg(b), self.reg(a), k)
+        if self.evex and lanes > 1:
+            # x86-64-v4: the bool vector's opmask (selected with it, sel_alu) and one masked
+            # blend or zero-masked move (zmm whole, every operand may be xmm16-31); the
+            # vector-mask form is dead unless something else reads it (kcc/isel/dce.py)
+            k = self.kbool(c)
+            t = self.kwhere(u, k) if k is not None else None
+            if t is not None:
+                return t
         if compare and c.shape and c.src[0].dtype.itemsize == dt.itemsize:
             m = self.reg(c)                 # a vector compare is already a lane mask
         elif compare and not c.shape and reg_class(c.src[0].dtype) == "vec" \
@@ -242,7 +241,7 @@ class X86Alu:
             self.emit("neg_rm64", z)
             m = self.new("vec")
             self.emit("vmovq_x_r64", m, z)
-        if _positive_zero(b, dt):
+        if positive_zero(b, dt):
             # m ? a : +0.0 is a AND m (all-ones lanes keep a's bits, zero lanes give +0.0's):
             # one instruction and no zero register (a gated load's usual alt)
             w = vw(dt, lanes)

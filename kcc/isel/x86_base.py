@@ -6,10 +6,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
-from kcc.encode.x86_table import FORMS
 from kcc.ir.mir import Inst, Mem, Role, VReg
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
@@ -61,6 +61,16 @@ class Place:
     dtype: DType
     lanes: int
     var: VReg | None = None      # a REG buffer element promoted to a register
+
+
+def positive_zero(u: UOp, dt: DType) -> bool:
+    """Whether u is the constant +0.0 of dt (a scalar, or a STACK of it in every lane)."""
+    if u.op is Ops.STACK:
+        if any(s is not u.src[0] for s in u.src):
+            return False
+        u = u.src[0]
+    c = strong_const(u)
+    return c is not None and const_bytes(c, dt) == bytes(dt.itemsize)
 
 
 def isz(dt: DType) -> str:

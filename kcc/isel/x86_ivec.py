@@ -75,6 +75,8 @@ class X86IVec:
             b = self.reg(u.src[1])
             if dt.itemsize == 4:
                 self.emit(("vpmaxsd" if dt.is_signed else "vpmaxud") + three, t, a, b)
+            elif self.evex:                        # x86-64-v4: an opmask and VPBLENDM
+                return self.kmax(dt, n, a, b)
             else:                                  # a < b ? b : a, a compare and a blend
                 return self.blend(dt, n, a, b, self.ivec_less(dt, n, a, b))
         elif op is Ops.SHL:

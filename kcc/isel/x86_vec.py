@@ -277,8 +277,10 @@ class X86Vec(X86Shuf):
         if op is Ops.SQRT:
             return f"vsqrtp{s}_{w}_{w}m" if packed else f"vsqrts{s}_x_x_xm{dt.bits}"
         if op is Ops.TRUNC:
-            return f"vroundp{s}_{w}_{w}m_imm8" if packed else \
-                f"vrounds{s}_x_x_xm{dt.bits}_imm8"
+            # x86-64-v4: VRNDSCALE (EVEX, so xmm16-31 and a whole zmm), whose imm8[1:0] and [3]
+            # are VROUND's and [7:4] = 0 keeps no fraction bits (SDM Vol. 2 "VRNDSCALEPS")
+            r = "vrndscale" if self.evex else "vround"
+            return f"{r}p{s}_{w}_{w}m_imm8" if packed else f"{r}s{s}_x_x_xm{dt.bits}_imm8"
         if op is Ops.MULACC:
             return f"vfmadd231p{s}_{w}_{w}_{w}m" if packed else \
                 f"vfmadd231s{s}_x_x_xm{dt.bits}"
@@ -374,33 +376,11 @@ class X86Vec(X86Shuf):
         self.emit(form, m, ra, rb, pred)
         return m
 
-    def kmask(self, u: UOp) -> VReg:
-        """A float vector compare into an AVX-512 opmask register (EVEX VCMPPS/PD k, one
-        bit per lane, whatever the width)."""
-        a_u, b_u = u.src
-        dt = a_u.dtype
-        w = vw(dt, a_u.shape[0])
-        pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
-        k = self.new("mask")
-        self.emit(f"vcmpp{fs(dt)}_k_{w}_{w}m_imm8", k, self.reg(a_u), self.reg(b_u), pred)
-        return k
-
-    def kblend(self, dt: DType, lanes: int, no: VReg, yes: VReg, k: VReg) -> VReg:
-        """k ? yes : no per lane: VBLENDMPS/PD takes its second source where k is set."""
-        w = vw(dt, lanes)
-        t = self.new("vec")
-        self.emit(f"vblendmp{fs(dt)}_{w}_k_{w}_{w}m", t, k, no, yes)
-        return t
-
     def fcompare(self, u: UOp) -> VReg:
         """A float compare as a bool: the mask's low bit, moved to a GPR. A vector compare
         stays a lane mask (all ones / zero per lane of the operands' width) in a vector
         register: WHERE blends with it and a lane INDEX turns one lane into a bool."""
         if u.shape:
-            if self.evex and u.shape[0] > 1:
-                # x86-64-v4: also the opmask, here where the compare is, so every WHERE on it
-                # reads one (x86_alu.where); DCE removes whichever form nobody reads
-                self.kval[u] = self.kmask(u)
             return self.fmask(u)
         m = self.fmask(u)
         t = self.new("gpr")

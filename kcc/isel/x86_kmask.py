@@ -1,0 +1,165 @@
+"""x86-64-v4 selection of bool vectors as AVX-512 opmasks (k1-k7, one bit per lane) and of
+WHERE on them as masked blends and zero-masked moves. A mixin of X86Selector
+(kcc/isel/x86.py).
+
+An opmask has one bit per lane whatever the lanes' width, so a compare of int64 lanes can pick
+float32 lanes without resizing a mask, and the compares, blends and moves here are EVEX forms
+that every operand of may be xmm16-31 (the VEX compares into a vector and VBLENDV are
+restricted to xmm0-15). Each rule returns None where it has no opmask form; the selector then
+keeps the vector-mask rules of x86_vec/x86_ivec (which run beside these: kcc/isel/dce.py
+removes whichever form nobody reads).
+"""
+
+from __future__ import annotations
+
+from kcc.encode.x86_table import FORMS
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
+from kcc.ir.mir import VReg
+from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
+                               strong_const, vw)
+from kcc.isel.x86_ivec import is_int_vector
+from kcc.isel.x86_regs import reg_class
+
+_COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+_KLOGIC = {Ops.AND: "kand", Ops.OR: "kor", Ops.XOR: "kxor"}
+# VPCMP imm8[2:0], the comparison predicate (SDM Vol. 2 "VPCMPD/VPCMPUD"): 0 EQ, 1 LT, 4 NEQ
+_VPCMP_PRED = {Ops.CMPEQ: 0, Ops.CMPLT: 1, Ops.CMPNE: 4}
+_SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
+
+
+def _ksfx(lanes: int) -> str:
+    """The mask-instruction width covering `lanes` bits: KANDB (8), W (16), D (32), Q (64)."""
+    return "b" if lanes <= 8 else "w" if lanes <= 16 else "d" if lanes <= 32 else "q"
+
+
+def _all_true(u: UOp) -> bool:
+    """u is a STACK of the constant true in every lane."""
+    return u.op is Ops.STACK and all(strong_const(x) is not None and bool(strong_const(x))
+                                     for x in u.src)
+
+
+class X86KMask:
+    """Opmask rules (mixed into X86Selector; used only when its `evex` is set)."""
+
+    def kbool(self, u: UOp) -> VReg | None:
+        """The opmask of a bool vector u, or None: a compare of vector lanes, AND/OR/XOR of
+        opmasks, XOR with all-true (NOT), a STACK of constants or of one scalar bool."""
+        if not u.shape or u.shape[0] < 2:
+            return None
+        k = self.kval.get(u)
+        if k is not None:
+            return k
+        if u.op in _COMPARES and u.src[0].shape:
+            k = self.kcompare(u)
+        elif u.op in _KLOGIC:
+            k = self.klogic(u)
+        elif u.op is Ops.STACK:
+            memo = self.__dict__.setdefault("_kstacks", {})
+            key = (u, tuple(lp[0] for lp in self.loops))    # built where it is first read
+            if key not in memo:
+                memo[key] = self.kstack(u)
+            return memo[key]
+        else:
+            return None
+        if k is not None:
+            self.kval[u] = k
+        return k
+
+    def kcompare(self, u: UOp) -> VReg | None:
+        """A vector compare into an opmask: VCMPPS/PD (float) or VPCMP[U]B/W/D/Q (integer)."""
+        a_u, b_u = u.src
+        dt, lanes = a_u.dtype, a_u.shape[0]
+        w = vw(dt, lanes)
+        if reg_class(dt) == "vec":
+            pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
+            form = f"vcmpp{fs(dt)}_k_{w}_{w}m_imm8"
+        elif is_int_vector(a_u):
+            pred = _VPCMP_PRED[u.op]
+            u_ = "u" if u.op is Ops.CMPLT and not dt.is_signed else ""
+            form = f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8"
+        else:
+            return None
+        if form not in FORMS:
+            return None
+        k = self.new("mask")
+        self.emit(form, k, self.reg(a_u), self.reg(b_u), pred)
+        return k
+
+    def klogic(self, u: UOp) -> VReg | None:
+        """AND/OR/XOR of two opmasks as KAND/KOR/KXOR; XOR with all-true as KNOT."""
+        a, b = u.src
+        sfx = _ksfx(u.shape[0])
+        if u.op is Ops.XOR and (_all_true(a) or _all_true(b)):
+            ka = self.kbool(b if _all_true(a) else a)
+            if ka is None:
+                return None
+            k = self.new("mask")
+            self.emit(f"knot{sfx}_k_k", k, ka)
+            return k
+        ka, kb = self.kbool(a), self.kbool(b)
+        if ka is None or kb is None:
+            return None
+        k = self.new("mask")
+        self.emit(f"{_KLOGIC[u.op]}{sfx}_k_k_k", k, ka, kb)
+        return k
+
+    def kstack(self, u: UOp) -> VReg | None:
+        """A STACK of constant bools (their bits through a GPR) or of one scalar bool 0/1
+        (negated: all ones or zero, KMOVW/D takes the low 32 bits) as an opmask."""
+        lanes = u.shape[0]
+        if lanes > 32:
+            return None
+        consts = [strong_const(x) for x in u.src]
+        g = self.new("gpr")
+        if all(c is not None for c in consts):
+            bits = sum(1 << i for i, c in enumerate(consts) if c)
+            self.emit("mov_r32_imm32", g, bits - (1 << 32) if bits >= 1 << 31 else bits)
+        elif all(x is u.src[0] for x in u.src) and u.src[0].dtype == dtypes.bool:
+            self.emit("movzx_r32_rm8", g, self.reg(u.src[0]))
+            self.emit("neg_rm32", g)              # 1 -> all ones, 0 -> 0
+        else:
+            return None
+        k = self.new("mask")
+        self.emit("kmovw_k_r32" if lanes <= 16 else "kmovd_k_r32", k, g)
+        return k
+
+    def kwhere(self, u: UOp, k: VReg) -> VReg | None:
+        """WHERE(k, a, b) per lane: +0 as b is a zero-masked move of a (VMOVUPS/UPD/DQU
+        {k}{z}: a just-loaded a is read by it, masked-off lanes not at all), else VBLENDMPS/PD
+        or VPBLENDMB/W/D/Q (the second source where k is set)."""
+        _, a, b = u.src
+        dt, lanes = u.dtype, u.shape[0]
+        w = vw(dt, lanes)
+        if reg_class(dt) == "vec":
+            move, blend = f"vmovup{fs(dt)}", f"vblendmp{fs(dt)}"
+        elif is_int_vector(u):
+            move = f"vmovdqu{dt.bits}"
+            blend = f"vpblendm{_SFX[dt.itemsize]}"
+        else:
+            return None
+        t = self.new("vec")
+        if positive_zero(b, dt):
+            form = f"{move}_{w}_kz_{w}m"
+            if form in FORMS:
+                m = self.folded(a)
+                self.emit(form, t, k, m if m is not None else self.reg(a))
+                return t
+        form = f"{blend}_{w}_k_{w}_{w}m"
+        if form not in FORMS:
+            return None
+        no = self.reg(b)
+        m = self.folded(a)
+        self.emit(form, t, k, no, m if m is not None else self.reg(a))
+        return t
+
+
+    def kmax(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
+        """MAX of integer lanes without a VPMAX form here: a < b (VPCMP[U] into k) picks b
+        (VPBLENDM), so no VEX compare and VPBLENDVB."""
+        w = vw(dt, n)
+        u_ = "" if dt.is_signed else "u"
+        k, t = self.new("mask"), self.new("vec")
+        self.emit(f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8", k, a, b, _VPCMP_PRED[Ops.CMPLT])
+        self.emit(f"vpblendm{_SFX[dt.itemsize]}_{w}_k_{w}_{w}m", t, k, a, b)
+        return t
