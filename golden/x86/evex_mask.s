@@ -1584,6 +1584,44 @@ vrndscalepd zmm0, zmmword ptr [r8 + rsi + 127], 100
 ; form: vrndscalepd_z_zm_imm8
 vrndscalepd zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
 ; bytes: 62 a3 fd 48 09 44 9c 40 c8
+; form: vmovss_x_kz_m32
+{evex} vmovss xmm16 {k4} {z}, dword ptr [rdx - 8192]
+; bytes: 62 e1 7e 8c 10 82 00 e0 ff ff
+; form: vmovss_x_kz_m32
+{evex} vmovss xmm0 {k2} {z}, dword ptr [rip + bar]
+; bytes: 62 f1 7e 8a 10 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovss_x_kz_m32
+{evex} vmovss xmm16 {k4} {z}, dword ptr [rdi]
+; bytes: 62 e1 7e 8c 10 07
+; form: vmovss_x_k_m32
+{evex} vmovss xmm16 {k4}, dword ptr [rsp + 8]
+; bytes: 62 e1 7e 0c 10 44 24 02
+; form: vmovss_x_k_m32
+{evex} vmovss xmm0 {k2}, dword ptr [rbp]
+; bytes: 62 f1 7e 0a 10 45 00
+; form: vmovss_x_k_m32
+{evex} vmovss xmm16 {k4}, dword ptr [r13 - 300]
+; bytes: 62 c1 7e 0c 10 45 b5
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm16 {k4} {z}, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 ff 8c 10 44 87 01
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm0 {k2} {z}, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 ff 8a 10 44 fc f0
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm16 {k4} {z}, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 ff 8c 10 44 4b 7d
+; form: vmovsd_x_k_m64
+{evex} vmovsd xmm16 {k4}, qword ptr [rip + foo + 16]
+; bytes: 62 e1 ff 0c 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovsd_x_k_m64
+{evex} vmovsd xmm0 {k2}, qword ptr [8*rcx + 64]
+; bytes: 62 f1 ff 0a 10 04 cd 40 00 00 00
+; form: vmovsd_x_k_m64
+{evex} vmovsd xmm16 {k4}, qword ptr [r8 + rsi + 127]
+; bytes: 62 c1 ff 0c 10 84 30 7f 00 00 00
 ; form: vrndscaless_x_x_xm32_imm8
 {evex} vrndscaless xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 0a c2 01
@@ -1597,15 +1635,15 @@ vrndscalepd zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
 {evex} vrndscaless xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 3d 08 0a ea ff
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [rdx - 8192], 0
-; bytes: 62 e3 75 00 0a 82 00 e0 ff ff 00
+{evex} vrndscaless xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 75 00 0a 84 9c 00 10 00 00 00
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm0, xmm1, dword ptr [rip + bar], 100
-; bytes: 62 f3 75 08 0a 05 00 00 00 00 64
+{evex} vrndscaless xmm0, xmm1, dword ptr [rdx - 8192], 100
+; bytes: 62 f3 75 08 0a 82 00 e0 ff ff 64
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm16, xmm17, dword ptr [rip + bar], 200
+; bytes: 62 e3 75 00 0a 05 00 00 00 00 c8
 ; fixup: 6 pc32 bar -5
-; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [rdi], 200
-; bytes: 62 e3 75 00 0a 07 c8
 ; form: vrndscalesd_x_x_xm64_imm8
 {evex} vrndscalesd xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 0b c2 01
@@ -1619,14 +1657,14 @@ vrndscalepd zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
 {evex} vrndscalesd xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 bd 08 0b ea ff
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [rsp + 8], 0
-; bytes: 62 e3 f5 00 0b 44 24 01 00
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rdi], 0
+; bytes: 62 e3 f5 00 0b 07 00
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm0, xmm1, qword ptr [rbp], 100
-; bytes: 62 f3 f5 08 0b 45 00 64
+{evex} vrndscalesd xmm0, xmm1, qword ptr [rsp + 8], 100
+; bytes: 62 f3 f5 08 0b 44 24 01 64
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [r13 - 300], 200
-; bytes: 62 c3 f5 00 0b 85 d4 fe ff ff c8
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rbp], 200
+; bytes: 62 e3 f5 00 0b 45 00 c8
 ; form: kandb_k_k_k
 kandb k0, k1, k2
 ; bytes: c5 f5 41 c2
@@ -1831,3 +1869,15 @@ kmovd k1, r12d
 ; form: kmovd_k_r32
 kmovd k3, edx
 ; bytes: c5 fb 92 da
+; form: kmovd_r32_k
+kmovd eax, k1
+; bytes: c5 fb 93 c1
+; form: kmovd_r32_k
+kmovd r8d, k1
+; bytes: c5 7b 93 c1
+; form: kmovd_r32_k
+kmovd ecx, k4
+; bytes: c5 fb 93 cc
+; form: kmovd_r32_k
+kmovd r11d, k2
+; bytes: c5 7b 93 da

@@ -602,7 +602,7 @@ def _kmask_rows() -> None:
       §15.6.1, "memory fault-suppression"; Vol. 2 §2.7). Full-vector memory: N = VL bytes.
     - KAND/KOR/KXOR B/W/D/Q k1, k2, k3 (VEX.L1 0F 41/45/47: 66 W0 b (AVX512DQ), W0 w, 66 W1
       d and W1 q (AVX512BW)); KNOT k1, k2 (VEX.L0 0F 44, same pp/W); KMOVW/KMOVD k1, r32
-      (VEX.L0 0F 92: W0, F2 W0): a mask's bits from a GPR.
+      (VEX.L0 0F 92: W0, F2 W0): a mask's bits from a GPR; KMOVD r32, k1 (F2 0F 93 W0) back.
     - VRNDSCALEPS/PD v1, v2/m, imm8 (EVEX.66.0F3A 08 W0 / 09 W1) and VRNDSCALESS/SD x1, x2,
       x3/m32/m64, imm8 (0A W0 / 0B W1, Tuple1 Scalar: N = 4/8): imm8[1:0] the rounding mode,
       [3] suppress precision (as VROUND's), [7:4] = 0 keeps no fraction bits."""
@@ -626,6 +626,14 @@ def _kmask_rows() -> None:
         for mnem, op, w in (("vrndscaleps", 0x08, False), ("vrndscalepd", 0x09, True)):
             _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w {v}m/rm/r imm8/imm/r",
                  pp=P66, mmap=M0F3A, w=w, vl=vl, disp8_n=n)
+    # VMOVSS/VMOVSD xmm1 {k1} {z}, m32/m64 (EVEX.LIG.F3/F2.0F W0/W1 10 /r, Tuple1 Scalar): the
+    # element if k1 bit 0 is set, else zero ({z}) or xmm1's own (merge-masking: the
+    # destination is read); either way no fault, the masked-off element is not read
+    for mnem, pp, w, bits in (("vmovss", PF3, False, 32), ("vmovsd", PF2, True, 64)):
+        _add(mnem, "evex_mask", "evex", bytes([0x10]), f"x/reg/w kz/aaa/r m{bits}/rm/r",
+             pp=pp, mmap=M0F, w=w, disp8_n=bits // 8)
+        _add(mnem, "evex_mask", "evex", bytes([0x10]), f"x/reg/rw k/aaa/r m{bits}/rm/r",
+             pp=pp, mmap=M0F, w=w, disp8_n=bits // 8)
     for mnem, op, w, bits in (("vrndscaless", 0x0A, False, 32), ("vrndscalesd", 0x0B, True, 64)):
         _add(mnem, "evex_mask", "evex", bytes([op]),
              f"x/reg/w x/vvvv/r xm{bits}/rm/r imm8/imm/r", pp=P66, mmap=M0F3A, w=w,
@@ -636,6 +644,7 @@ def _kmask_rows() -> None:
         _vex("knot" + sfx, "evex_mask", pp, M0F, 0x44, "k/reg/w k/rm/r", w=w)
     _vex("kmovw", "evex_mask", N, M0F, 0x92, "k/reg/w r32/rm/r")
     _vex("kmovd", "evex_mask", PF2, M0F, 0x92, "k/reg/w r32/rm/r")
+    _vex("kmovd", "evex_mask", PF2, M0F, 0x93, "r32/reg/w k/rm/r")
 
 
 _gpr_rows()

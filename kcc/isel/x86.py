@@ -49,7 +49,9 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False):
         self.fn = MFunction(name)
         self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts, opmasks)
-        self.kval: dict[UOp, VReg] = {}             # vector compares as opmasks (evex)
+        self.kval: dict[UOp, VReg] = {}             # bool vectors as opmasks (evex)
+        self.lazy_masks: set[UOp] = set()           # ... whose lane-mask vector waits
+        self.lazy_vals: dict[tuple, VReg] = {}      # lane masks made for a reader, per loop
         self.pool = pool
         self.specials = specials
         self.val: dict[UOp, VReg] = {}
@@ -128,6 +130,15 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         v = self.val.get(u)
         if v is not None:
             return v
+        if u in self.lazy_masks:
+            # an opmask's bool vector read as a lane mask after all: made here, once per loop
+            # nest it is read in (made inside a loop, it would be undefined after a loop
+            # that ran no iteration)
+            key = (u, tuple(lp[0] for lp in self.loops))
+            if key not in self.lazy_vals:
+                self.sel_alu_value(u)
+                self.lazy_vals[key] = self.val.pop(u)
+            return self.lazy_vals[key]
         if u in self.deferred:
             # a load kept for a memory operand that its user did not take after all: read it
             # here (no store lies between the two places in the schedule)
@@ -610,8 +621,8 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
     `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
     ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), by
-    a float32 STACK built with inserts as a lane other than the first, or (evex) by a vector
-    WHERE as its true value (a masked blend's or zero-masked move's r/m operand,
+    a float32 STACK built with inserts as a lane other than the first, or (evex) by a WHERE
+    as its true value (a masked blend's or zero-masked move's r/m operand,
     kcc/isel/x86_kmask.py; a WHERE without an opmask form loads it there); between the load
     and its user in the schedule lies no STORE and no loop boundary, so reading memory at
     the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
@@ -637,7 +648,7 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         if x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)
-        elif evex and x.op is Ops.WHERE and u.shape and x.src[1] is u and x.src[2] is not u:
+        elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:
             out.add(u)
         elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
                 and x.src[0] is not u and len(set(x.src)) == len(x.src) \

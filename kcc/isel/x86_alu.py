@@ -19,11 +19,13 @@ class X86Alu:
     # -- ALU ----------------------------------------------------------------------------------
     def sel_alu(self, u: UOp) -> None:
         """Dispatch an ALU op by the class of its operands: vector registers or GPRs."""
+        if self.evex and u.dtype.is_bool and u.shape and u.shape[0] > 1 \
+                and self.kbool(u) is not None:
+            # x86-64-v4: the bool vector as an opmask, which WHEREs and lane reads take
+            # (x86_kmask); its lane-mask vector only where something else reads it (reg)
+            self.lazy_masks.add(u)
+            return
         self.sel_alu_value(u)
-        if self.evex and u.dtype.is_bool and u.shape and u.shape[0] > 1:
-            # x86-64-v4: also the bool vector's opmask, here where it is computed, so every
-            # WHERE on it reads one (x86_kmask); DCE removes whichever form nobody reads
-            self.kbool(u)
 
     def sel_alu_value(self, u: UOp) -> None:
         """An ALU op's value, by the class of its operands: vector registers or GPRs."""
@@ -216,6 +218,10 @@ class X86Alu:
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+        if self.evex and lanes == 1:
+            t = self.kwhere_scalar(u)
+            if t is not None:
+                return t
         if self.evex and lanes > 1:
             # x86-64-v4: the bool vector's opmask (selected with it, sel_alu) and one masked
             # blend or zero-masked move (zmm whole, every operand may be xmm16-31); the

@@ -105,8 +105,9 @@ class X86KMask:
         return k
 
     def kstack(self, u: UOp) -> VReg | None:
-        """A STACK of constant bools (their bits through a GPR) or of one scalar bool 0/1
-        (negated: all ones or zero, KMOVW/D takes the low 32 bits) as an opmask."""
+        """A STACK of constant bools (their bits through a GPR), of one scalar bool 0/1
+        (negated: all ones or zero, KMOVW/D takes the low 32 bits) or of scalar bools (one
+        bit each) as an opmask."""
         lanes = u.shape[0]
         if lanes > 32:
             return None
@@ -118,6 +119,15 @@ class X86KMask:
         elif all(x is u.src[0] for x in u.src) and u.src[0].dtype == dtypes.bool:
             self.emit("movzx_r32_rm8", g, self.reg(u.src[0]))
             self.emit("neg_rm32", g)              # 1 -> all ones, 0 -> 0
+        elif all(x.dtype == dtypes.bool and not x.shape for x in u.src):
+            # lanes of a compare devectorize split (no vector form of its operands): bit i
+            # from bool i, shifted into place and ORed
+            self.emit("movzx_r32_rm8", g, self.reg(u.src[0]))
+            for i, x in enumerate(u.src[1:], 1):
+                b = self.new("gpr")
+                self.emit("movzx_r32_rm8", b, self.reg(x))
+                self.emit("shl_rm32_imm8", b, i)
+                self.emit("or_r32_rm32", g, b)
         else:
             return None
         k = self.new("mask")
@@ -162,4 +172,41 @@ class X86KMask:
         k, t = self.new("mask"), self.new("vec")
         self.emit(f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8", k, a, b, _VPCMP_PRED[Ops.CMPLT])
         self.emit(f"vpblendm{_SFX[dt.itemsize]}_{w}_k_{w}_{w}m", t, k, a, b)
+        return t
+
+    def klane(self, k: VReg, lane: int) -> VReg:
+        """Lane `lane` of an opmask as a bool (0/1) in a GPR: KMOVD, a shift, AND 1."""
+        t = self.new("gpr")
+        self.emit("kmovd_r32_k", t, k)
+        if lane:
+            self.emit("shr_rm32_imm8", t, lane)
+        self.emit("and_rm32_imm8", t, 1)
+        return t
+
+    def kgate(self, c: UOp) -> VReg:
+        """A scalar bool (0/1 in a GPR) as bit 0 of an opmask: MOVZX, KMOVW."""
+        memo = self.__dict__.setdefault("_kgates", {})
+        key = (c, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            g, k = self.new("gpr"), self.new("mask")
+            self.emit("movzx_r32_rm8", g, self.reg(c))
+            self.emit("kmovw_k_r32", k, g)
+            memo[key] = k
+        return memo[key]
+
+    def kwhere_scalar(self, u: UOp) -> VReg | None:
+        """WHERE(c, LOAD, b) on a scalar float whose load is deferred to its user (tinygrad's
+        gated loads: the padding of a conv): one masked VMOVSS/SD from memory, zero-masked
+        for b = +0, else merging into a copy of b."""
+        c, a, b = u.src
+        dt = u.dtype
+        if reg_class(dt) != "vec" or a not in self.deferred or c.shape:
+            return None
+        if positive_zero(b, dt):
+            k = self.kgate(c)
+            t = self.new("vec")
+            self.emit(f"vmovs{fs(dt)}_x_kz_m{dt.bits}", t, k, self.folded(a))
+            return t
+        t = self.copy(self.reg(b), dt)
+        self.emit(f"vmovs{fs(dt)}_x_k_m{dt.bits}", t, self.kgate(c), self.folded(a))
         return t

@@ -25,19 +25,21 @@ XMM_HI = tuple(PReg(f"xmm{i}", "vec") for i in range(16, 32))
 KMASK = tuple(PReg(f"k{i}", "mask") for i in range(1, 8))
 
 _LOW_VEC = frozenset(XMM)
+_WRITE_MASKS = frozenset(KMASK)
 
 
 def vec_limits(form: str) -> tuple[frozenset[PReg] | None, ...]:
     """Per operand of ``form``: xmm0-15 for a vector operand of a VEX form with no EVEX twin
-    (VEX cannot name registers 16-31, SDM Vol. 2 §2.3.5; kcc.encode.x86_table), else None."""
+    (VEX cannot name registers 16-31, SDM Vol. 2 §2.3.5; kcc.encode.x86_table), k1-k7 for
+    the opmask of a masked operation (EVEX.aaa = 0 means no masking, §2.7.1), else None."""
     if form == "vzero":
         form = "vxorps_x_x_xm"                 # what the encoder is given for it
     row = FORMS.get(form)
     if row is None:
         return ()
     low = row.enc != "evex" and row.evex_form is None
-    return tuple(_LOW_VEC if low and KINDS[o.kind].cls == "vec" else None
-                 for o in row.operands)
+    return tuple(_LOW_VEC if low and KINDS[o.kind].cls == "vec" else
+                 _WRITE_MASKS if o.slot == "aaa" else None for o in row.operands)
 
 
 # System V AMD64 ABI §3.2.3: INTEGER class arguments in rdi, rsi, rdx, rcx, r8, r9; SSE class

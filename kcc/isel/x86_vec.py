@@ -55,6 +55,8 @@ class X86Vec(X86Shuf):
 
     def mask_lane(self, base: UOp, k: int) -> VReg:
         """Lane k of a vector compare's (or bool op's) mask as a bool (0/1) in a GPR."""
+        if self.evex and base in self.kval:
+            return self.klane(self.kval[base], k)    # x86-64-v4: a bit of its opmask
         if base.op in _BOOL_OPS and base.shape:
             width, m = self.mask_width(base), self.reg(base)
         elif base.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and base.src[0].shape:

@@ -60,6 +60,24 @@ def test_zmm_vector_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(60)
+@given(vector(avoid=X86_AVOID), SEEDS)
+def test_v4_vector_matches_interpreter(sink, seed) -> None:
+    """xmm/ymm vectors on x86-64-v4: compares, bool ops and WHEREs by opmasks (x86_kmask)."""
+    check_x86(sink, seed, "x86-64-v4")
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(60)
+@given(elementwise(avoid=X86_AVOID), SEEDS)
+def test_v4_elementwise_matches_interpreter(sink, seed) -> None:
+    """Scalar kernels on x86-64-v4: gated loads as masked VMOVSS/SD, TRUNC as VRNDSCALE."""
+    check_x86(sink, seed, "x86-64-v4")
+
+
 @_settings(80)
 @given(lanewise(), SEEDS)
 def test_lanewise_matches_interpreter(sink, seed) -> None:
