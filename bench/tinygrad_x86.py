@@ -152,6 +152,8 @@ class Kernel:
     want: dict[int, np.ndarray] = field(default_factory=dict)
     kcc_ms: float = 0.0
     kcc_fn: Any = None
+    kcc_base_fn: Any = None
+    same_as_base: bool = False      # the baseline object is byte-identical (a noise control)
     c_fn: Any = None
     kcc_par: Callable[[], None] | None = None
     loops: tuple[int, int] = (0, 0)
@@ -190,8 +192,10 @@ def capture(names: list[str], out: Path) -> list[Kernel]:
     return kernels
 
 
-def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
-    """Compile both, allocate the buffers with tinygrad's input values."""
+def prepare(k: Kernel, src: str, arch: str, contract: str, streaming: str = "auto",
+            baseline: str | None = None) -> None:
+    """Compile both, allocate the buffers with tinygrad's input values; with baseline, also
+    kcc's object compiled with --streaming-stores=baseline (k.kcc_base_fn)."""
     from kcc.frontend.parser import parse
     from kcc.targets.objload import LoadedObject
     from kcc.targets.x86 import compile_x86, launch
@@ -199,8 +203,11 @@ def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
     text = readable(Path(k.uop).read_text())
     t0 = time.perf_counter()
     kw = {"fp_contract": contract} if contract != "off" else {}
-    obj, descs = compile_x86([parse(text, k.uop)], arch, **kw)
+    obj, descs = compile_x86([parse(text, k.uop)], arch, streaming_stores=streaming, **kw)
     k.kcc_ms = (time.perf_counter() - t0) * 1e3
+    base_obj = None
+    if baseline is not None:
+        base_obj, _ = compile_x86([parse(text, k.uop)], arch, streaming_stores=baseline, **kw)
     c_obj = ClangCompiler(["x86_64", "native"]).compile(src)
     lo, co = LoadedObject(obj), LoadedObject(c_obj)
     k.keep += [lo, co]
@@ -226,6 +233,11 @@ def prepare(k: Kernel, src: str, arch: str, contract: str) -> None:
     c_ptrs = [p for _, p in sorted(zip(bslots, ptrs), key=lambda x: x[0])]
     sig = [ctypes.c_void_p] * len(ptrs) + [ctypes.c_int]
     k.kcc_fn = lo.function(desc.name, None, sig)
+    if base_obj is not None:
+        bo = LoadedObject(base_obj)
+        k.keep.append(bo)
+        k.kcc_base_fn = bo.function(desc.name, None, sig)
+        k.same_as_base = base_obj == obj
     k.c_fn = co.function(k.name, None, sig)
     k.keep += [c_ptrs, ptrs]
     k.kcc_par = lambda: launch(lo, desc, args)
@@ -313,6 +325,11 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--arch", default="native")
     ap.add_argument("--fp-contract", default="off", choices=("off", "fast", "both"))
+    ap.add_argument("--streaming-stores", default="auto", choices=("auto", "never", "always"),
+                    help="kcc's --streaming-stores for the kcc column")
+    ap.add_argument("--streaming-baseline", choices=("auto", "never", "always"),
+                    help="also time kcc compiled with this --streaming-stores, in the same "
+                    "rounds (column 'kcc baseline')")
     ap.add_argument("--no-bandwidth", action="store_true", help="do not time the memory "
                     "bandwidth peers (bench/bandwidth.py) with the add kernel")
     ap.add_argument("--capture-dir", type=Path, help="keep the captured kernels here "
@@ -331,12 +348,17 @@ def main() -> None:
         for contract in contracts:
             for k0 in kernels:
                 k = Kernel(k0.workload, k0.name, k0.uop, k0.workers, k0.args, src=k0.src)
-                prepare(k, k.src, opt.arch, contract)
+                prepare(k, k.src, opt.arch, contract, opt.streaming_stores,
+                        opt.streaming_baseline)
                 c_ptrs, ptrs = k.keep[-2], k.keep[-1]
                 kfn, cfn = calls(k.kcc_fn, ptrs, k.workers), calls(k.c_fn, c_ptrs, k.workers)
                 ok_k, err_k = check(k, kfn)
                 ok_c, err_c = check(k, cfn)
                 fns = {"kcc": kfn, "clang": cfn}
+                if k.kcc_base_fn is not None:
+                    fns["kcc baseline"] = calls(k.kcc_base_fn, ptrs, k.workers)
+                    ok_b, _ = check(k, fns["kcc baseline"])
+                    ok_k &= ok_b
                 bw = None
                 if k.workload in BANDWIDTH_WORKLOADS and not opt.no_bandwidth:
                     # STREAM-style peers over the output's element count, in the same rounds
@@ -354,6 +376,7 @@ def main() -> None:
                     t.update(timed({"kcc parallel": k.kcc_par}, opt.reps))
                 k.moved = moved_bytes(k)
                 k.bufs, k.want, k.kcc_par, k.kcc_fn, k.c_fn = [], {}, None, None, None
+                k.kcc_base_fn = None
                 k.keep.clear()                   # free the buffers before the next kernel
                 rows.append((contract, k, t, ok_k and ok_c, (err_k, err_c)))
                 if bw is not None:
@@ -365,7 +388,8 @@ def main() -> None:
 
 def report(rows: list, opt: Any) -> None:
     """The Markdown table and the geomean of kcc/clang."""
-    print(f"median of {opt.reps} interleaved rounds, --arch {opt.arch}; times in ms")
+    print(f"median of {opt.reps} interleaved rounds, --arch {opt.arch}, kcc "
+          f"--streaming-stores={opt.streaming_stores}; times in ms")
     print()
     print("| workload | kernel | fp-contract | workers | kcc | clang | kcc/clang | kcc GB/s |"
           " GFLOP/s kcc / clang | kcc parallel | inner loop insts kcc / clang | compile ms |"
@@ -385,6 +409,14 @@ def report(rows: list, opt: Any) -> None:
               f"{k.loops[0]} / {k.loops[1]} | "
               f"{k.kcc_ms:.0f} | {'ok' if ok else 'MISMATCH'} ({err[0]:.0e} / {err[1]:.0e}) |")
     print()
+    if opt.streaming_baseline:
+        print()
+        print(f"kcc --streaming-stores={opt.streaming_stores} against "
+              f"--streaming-stores={opt.streaming_baseline} in the same rounds:")
+        for contract, k, t, ok, err in rows:
+            same = "; the same object: the host's noise" if k.same_as_base else ""
+            print(f"  {k.workload} {k.name}: {t['kcc'] / t['kcc baseline']:.2f} "
+                  f"(baseline/clang {t['kcc baseline'] / t['clang']:.2f}{same})")
     for contract, rs in ratios.items():
         gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
         print(f"geomean kcc/clang (fp-contract {contract}): {gm:.2f} over {len(rs)} kernels; "

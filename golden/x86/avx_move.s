@@ -3040,3 +3040,98 @@ vpblendvb ymm8, ymm9, ymmword ptr [r13 - 300], ymm15
 ; form: vzeroupper
 vzeroupper
 ; bytes: c5 f8 77
+; form: vmovntps_m128_x
+vmovntps xmmword ptr [8*rcx + 64], xmm8
+; bytes: c5 78 2b 04 cd 40 00 00 00
+; form: vmovntps_m128_x
+vmovntps xmmword ptr [r8 + rsi + 127], xmm0
+; bytes: c4 c1 78 2b 44 30 7f
+; form: vmovntps_m128_x
+vmovntps xmmword ptr [rsp + 4*r11 + 4096], xmm8
+; bytes: c4 21 78 2b 84 9c 00 10 00 00
+; form: vmovntps_m128_x
+vmovntps xmmword ptr [rbx + 2*r9 + 1000], xmm29
+; bytes: 62 21 7c 08 2b ac 4b e8 03 00 00
+; form: vmovntps_m128_x
+vmovntps xmmword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 7c 08 2b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovntps_m256_y
+vmovntps ymmword ptr [rdx - 8192], ymm8
+; bytes: c5 7c 2b 82 00 e0 ff ff
+; form: vmovntps_m256_y
+vmovntps ymmword ptr [rip + bar], ymm0
+; bytes: c5 fc 2b 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vmovntps_m256_y
+vmovntps ymmword ptr [rdi], ymm8
+; bytes: c5 7c 2b 07
+; form: vmovntps_m256_y
+vmovntps ymmword ptr [8*rcx + 64], ymm29
+; bytes: 62 61 7c 28 2b 2c cd 40 00 00 00
+; form: vmovntps_m256_y
+vmovntps ymmword ptr [r8 + rsi + 127], ymm16
+; bytes: 62 c1 7c 28 2b 84 30 7f 00 00 00
+; form: vmovntpd_m128_x
+vmovntpd xmmword ptr [rdi + 4*rax + 8], xmm8
+; bytes: c5 79 2b 44 87 08
+; form: vmovntpd_m128_x
+vmovntpd xmmword ptr [r12 + 8*r15 - 128], xmm0
+; bytes: c4 81 79 2b 44 fc 80
+; form: vmovntpd_m128_x
+vmovntpd xmmword ptr [rbx + 2*r9 + 1000], xmm8
+; bytes: c4 21 79 2b 84 4b e8 03 00 00
+; form: vmovntpd_m128_x
+vmovntpd xmmword ptr [rip + bar], xmm29
+; bytes: 62 61 fd 08 2b 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovntpd_m128_x
+vmovntpd xmmword ptr [rdi], xmm16
+; bytes: 62 e1 fd 08 2b 07
+; form: vmovntpd_m256_y
+vmovntpd ymmword ptr [rip + foo + 16], ymm8
+; bytes: c5 7d 2b 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vmovntpd_m256_y
+vmovntpd ymmword ptr [8*rcx + 64], ymm0
+; bytes: c5 fd 2b 04 cd 40 00 00 00
+; form: vmovntpd_m256_y
+vmovntpd ymmword ptr [r8 + rsi + 127], ymm8
+; bytes: c4 41 7d 2b 44 30 7f
+; form: vmovntpd_m256_y
+vmovntpd ymmword ptr [rsp + 8], ymm29
+; bytes: 62 61 fd 28 2b ac 24 08 00 00 00
+; form: vmovntpd_m256_y
+vmovntpd ymmword ptr [rbp], ymm16
+; bytes: 62 e1 fd 28 2b 45 00
+; form: vmovntdq_m128_x
+vmovntdq xmmword ptr [rdi], xmm8
+; bytes: c5 79 e7 07
+; form: vmovntdq_m128_x
+vmovntdq xmmword ptr [rsp + 8], xmm0
+; bytes: c5 f9 e7 44 24 08
+; form: vmovntdq_m128_x
+vmovntdq xmmword ptr [rbp], xmm8
+; bytes: c5 79 e7 45 00
+; form: vmovntdq_m128_x
+vmovntdq xmmword ptr [r12 + 8*r15 - 128], xmm29
+; bytes: 62 01 7d 08 e7 6c fc f8
+; form: vmovntdq_m128_x
+vmovntdq xmmword ptr [rbx + 2*r9 + 1000], xmm16
+; bytes: 62 a1 7d 08 e7 84 4b e8 03 00 00
+; form: vmovntdq_m256_y
+vmovntdq ymmword ptr [r13 - 300], ymm8
+; bytes: c4 41 7d e7 85 d4 fe ff ff
+; form: vmovntdq_m256_y
+vmovntdq ymmword ptr [rdi + 4*rax + 8], ymm0
+; bytes: c5 fd e7 44 87 08
+; form: vmovntdq_m256_y
+vmovntdq ymmword ptr [r12 + 8*r15 - 128], ymm8
+; bytes: c4 01 7d e7 44 fc 80
+; form: vmovntdq_m256_y
+vmovntdq ymmword ptr [rip + foo + 16], ymm29
+; bytes: 62 61 7d 28 e7 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovntdq_m256_y
+vmovntdq ymmword ptr [8*rcx + 64], ymm16
+; bytes: 62 e1 7d 28 e7 04 cd 40 00 00 00

@@ -1206,3 +1206,32 @@ vpbroadcastq zmm0, qword ptr [rdi]
 ; form: vpbroadcastq_z_xm64
 vpbroadcastq zmm16, qword ptr [rsp + 8]
 ; bytes: 62 e2 fd 48 59 44 24 01
+; form: vmovntps_m512_z
+vmovntps zmmword ptr [rsp + 8], zmm16
+; bytes: 62 e1 7c 48 2b 84 24 08 00 00 00
+; form: vmovntps_m512_z
+vmovntps zmmword ptr [rbp], zmm0
+; bytes: 62 f1 7c 48 2b 45 00
+; form: vmovntps_m512_z
+vmovntps zmmword ptr [r13 - 300], zmm16
+; bytes: 62 c1 7c 48 2b 85 d4 fe ff ff
+; form: vmovntpd_m512_z
+vmovntpd zmmword ptr [rsp + 4*r11 + 4096], zmm16
+; bytes: 62 a1 fd 48 2b 44 9c 40
+; form: vmovntpd_m512_z
+vmovntpd zmmword ptr [rdx - 8192], zmm0
+; bytes: 62 f1 fd 48 2b 42 80
+; form: vmovntpd_m512_z
+vmovntpd zmmword ptr [rip + bar], zmm16
+; bytes: 62 e1 fd 48 2b 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovntdq_m512_z
+vmovntdq zmmword ptr [rbx + 2*r9 + 1000], zmm16
+; bytes: 62 a1 7d 48 e7 84 4b e8 03 00 00
+; form: vmovntdq_m512_z
+vmovntdq zmmword ptr [rip + foo + 16], zmm0
+; bytes: 62 f1 7d 48 e7 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovntdq_m512_z
+vmovntdq zmmword ptr [8*rcx + 64], zmm16
+; bytes: 62 e1 7d 48 e7 04 cd 40 00 00 00

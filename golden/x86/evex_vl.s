@@ -6336,3 +6336,60 @@
 ; form: vpslldq_y_y_imm8_evex
 {evex} vpslldq ymm29, ymm8, 255
 ; bytes: 62 d1 15 20 73 f8 ff
+; form: vmovntps_m128_x_evex
+{evex} vmovntps xmmword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c1 7c 08 2b 84 30 7f 00 00 00
+; form: vmovntps_m128_x_evex
+{evex} vmovntps xmmword ptr [rsp + 4*r11 + 4096], xmm0
+; bytes: 62 b1 7c 08 2b 84 9c 00 10 00 00
+; form: vmovntps_m128_x_evex
+{evex} vmovntps xmmword ptr [rdx - 8192], xmm16
+; bytes: 62 e1 7c 08 2b 82 00 e0 ff ff
+; form: vmovntps_m256_y_evex
+{evex} vmovntps ymmword ptr [rip + bar], ymm16
+; bytes: 62 e1 7c 28 2b 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovntps_m256_y_evex
+{evex} vmovntps ymmword ptr [rdi], ymm0
+; bytes: 62 f1 7c 28 2b 07
+; form: vmovntps_m256_y_evex
+{evex} vmovntps ymmword ptr [rsp + 8], ymm16
+; bytes: 62 e1 7c 28 2b 84 24 08 00 00 00
+; form: vmovntpd_m128_x_evex
+{evex} vmovntpd xmmword ptr [rbp], xmm16
+; bytes: 62 e1 fd 08 2b 45 00
+; form: vmovntpd_m128_x_evex
+{evex} vmovntpd xmmword ptr [r13 - 300], xmm0
+; bytes: 62 d1 fd 08 2b 85 d4 fe ff ff
+; form: vmovntpd_m128_x_evex
+{evex} vmovntpd xmmword ptr [rdi + 4*rax + 8], xmm16
+; bytes: 62 e1 fd 08 2b 84 87 08 00 00 00
+; form: vmovntpd_m256_y_evex
+{evex} vmovntpd ymmword ptr [r12 + 8*r15 - 128], ymm16
+; bytes: 62 81 fd 28 2b 44 fc fc
+; form: vmovntpd_m256_y_evex
+{evex} vmovntpd ymmword ptr [rbx + 2*r9 + 1000], ymm0
+; bytes: 62 b1 fd 28 2b 84 4b e8 03 00 00
+; form: vmovntpd_m256_y_evex
+{evex} vmovntpd ymmword ptr [rip + foo + 16], ymm16
+; bytes: 62 e1 fd 28 2b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovntdq_m128_x_evex
+{evex} vmovntdq xmmword ptr [8*rcx + 64], xmm16
+; bytes: 62 e1 7d 08 e7 04 cd 40 00 00 00
+; form: vmovntdq_m128_x_evex
+{evex} vmovntdq xmmword ptr [r8 + rsi + 127], xmm0
+; bytes: 62 d1 7d 08 e7 84 30 7f 00 00 00
+; form: vmovntdq_m128_x_evex
+{evex} vmovntdq xmmword ptr [rsp + 4*r11 + 4096], xmm16
+; bytes: 62 a1 7d 08 e7 84 9c 00 10 00 00
+; form: vmovntdq_m256_y_evex
+{evex} vmovntdq ymmword ptr [rdx - 8192], ymm16
+; bytes: 62 e1 7d 28 e7 82 00 e0 ff ff
+; form: vmovntdq_m256_y_evex
+{evex} vmovntdq ymmword ptr [rip + bar], ymm0
+; bytes: 62 f1 7d 28 e7 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovntdq_m256_y_evex
+{evex} vmovntdq ymmword ptr [rdi], ymm16
+; bytes: 62 e1 7d 28 e7 07

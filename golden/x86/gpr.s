@@ -4878,3 +4878,6 @@ ret
 ; form: nop
 nop
 ; bytes: 90
+; form: sfence
+sfence
+; bytes: 0f ae f8

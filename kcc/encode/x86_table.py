@@ -545,10 +545,11 @@ def _evex_w(row: Row) -> bool:
     return row.w or m in _EVEX_W1 or not m.startswith("vp") and m.endswith(("pd", "sd"))
 
 
-def _evex_twins() -> None:
-    """Add the EVEX twin of every VEX form that has one and point the VEX row at it."""
+def _evex_twins(start: int = 0) -> None:
+    """Add the EVEX twin of every VEX form (from ROWS[start] on) that has one and point the
+    VEX row at it."""
     for i, row in enumerate(list(ROWS)):
-        if row.enc != "vex" or row.mnemonic.startswith(_VEX_ONLY):
+        if i < start or row.enc != "vex" or row.mnemonic.startswith(_VEX_ONLY):
             continue
         mnem = _EVEX_NAMES.get(row.mnemonic, row.mnemonic)
         mem = [KINDS[o.kind].mem_size for o in row.operands if KINDS[o.kind].mem_size]
@@ -647,6 +648,25 @@ def _kmask_rows() -> None:
     _vex("kmovd", "evex_mask", PF2, M0F, 0x93, "r32/reg/w k/rm/r")
 
 
+def _stream_rows() -> None:
+    """Non-temporal stores and SFENCE (kcc/isel/x86_stream.py), added after every other row
+    (with their own EVEX twins) so that the golden cases of the rows before keep their
+    register rotation. SDM "MOVNTPS/MOVNTPD/MOVNTDQ — Store Packed ... Using Non-Temporal
+    Hint": VEX.128/256 and EVEX.512 0F 2B (ps), 66 0F 2B (pd, EVEX.W1), 66 0F E7 (dq, W0) /r;
+    the memory operand must be aligned to its size (#GP otherwise). "SFENCE" (NP 0F AE F8):
+    every store before it, non-temporal ones included, is globally visible before any store
+    after it."""
+    start = len(ROWS)
+    for mnem, pp, op, w in (("vmovntps", N, 0x2B, False), ("vmovntpd", P66, 0x2B, True),
+                            ("vmovntdq", P66, 0xE7, False)):
+        _vex(mnem, "avx_move", pp, M0F, op, "m128/rm/w x/reg/r")
+        _vex(mnem, "avx_move", pp, M0F, op, "m256/rm/w y/reg/r", vl=1)
+        _add(mnem, "evex", "evex", bytes([op]), "m512/rm/w z/reg/r", pp=pp, mmap=M0F, w=w,
+             vl=2, disp8_n=64)
+    _evex_twins(start)
+    _leg("sfence", "gpr", "0faef8", "")
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -658,6 +678,7 @@ _evex_twins()
 _bcst_rows()
 _mask_rows()
 _kmask_rows()
+_stream_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

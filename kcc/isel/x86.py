@@ -30,12 +30,14 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
+from kcc.ir.uop import base_buffer
 from kcc.isel.x86_alu import X86Alu
 from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, strong_const, vw)
 from kcc.isel.x86_ivec import X86IVec, is_int_vector
 from kcc.isel.x86_kmask import X86KMask
+from kcc.isel.x86_stream import NONTEMPORAL
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RCX, RSP, reg_class
 from kcc.isel.x86_vec import X86Vec
 
@@ -46,8 +48,13 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
-    def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False):
+    def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
+                 stream: dict[UOp, int] | None = None):
         self.fn = MFunction(name)
+        # STOREs selected as non-temporal stores (kcc/isel/x86_stream.py) → their vector
+        # bytes; the buffers they write → the alignment their base pointer needs
+        self.stream = stream or {}
+        self.stream_align: dict[UOp, int] = {}
         self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts, opmasks)
         self.kval: dict[UOp, VReg] = {}             # bool vectors as opmasks (evex)
         self.lazy_masks: set[UOp] = set()           # ... whose lane-mask vector waits
@@ -252,6 +259,9 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
             if rule is None:
                 rule = self.sel_alu
             rule(u)
+        if self.stream_align:
+            # non-temporal stores are weakly ordered: visible to others before the return
+            self.emit("sfence")
         self.emit("ret", kind=Kind.RET)
         return self.fn
 
@@ -528,28 +538,48 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
             mem = Mem(a, None, 1, 0)
         v = self.reg(u.src[1])
         dt = p.dtype
+        bits = dt.itemsize * p.lanes * 8
         if reg_class(dt) == "vec":
             if p.lanes == 1:
                 self.emit(f"vmovs{fs(dt)}_m{dt.bits}_x", mem, v)
             else:
                 w = vw(dt, p.lanes)
-                self.emit(f"vmovup{fs(dt)}_m{dt.itemsize * p.lanes * 8}_{w}", mem, v)
+                self.emit(self.streaming(u, f"vmovup{fs(dt)}_m{bits}_{w}"), mem, v)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
-            self.emit(f"vmovdqu_m{dt.itemsize * p.lanes * 8}_{w}", mem, v)
+            self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)
         else:
             b = dt.bits
             self.emit(f"mov_rm{b}_r{b}", mem, v)
 
 
+    def streaming(self, u: UOp, form: str) -> str:
+        """The non-temporal twin of store form when STORE u streams (kcc/isel/x86_stream.py),
+        noting the alignment its buffer's base pointer needs; else form itself."""
+        n = self.stream.get(u)
+        nt = NONTEMPORAL.get(form)
+        if n is None or nt is None or FORMS[nt].operands[0].kind != f"m{n * 8}":
+            return form
+        buf = base_buffer(u.src[0].src[0])
+        self.stream_align[buf] = max(n, self.stream_align.get(buf, 0))
+        return nt
+
+
 def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],
-           evex: bool = False) -> tuple[MFunction, int, list[tuple[VReg, int]]]:
+           evex: bool = False, stream: dict[UOp, int] | None = None
+           ) -> tuple[MFunction, int, list[tuple[VReg, int]], list[tuple[tuple, int]]]:
     """Select a linearized kernel. Returns the machine function, the bytes of frame locals
-    (REG buffers and the gated-store scratch slot) and the stack-passed arguments. ``evex``:
-    the target is x86-64-v4 (AVX-512 forms on any vector width)."""
-    sel = X86Selector(name, pool, specials, evex)
+    (REG buffers and the gated-store scratch slot), the stack-passed arguments, and for each
+    buffer written with non-temporal stores (the STOREs in ``stream``) where its pointer
+    arrives and the alignment it needs. ``evex``: the target is x86-64-v4 (AVX-512 forms on
+    any vector width)."""
+    sel = X86Selector(name, pool, specials, evex, stream)
     fn = sel.select(lin)
-    return fn, sel.frame_bytes, sel.stack_args
+    # where each streamed buffer's pointer arrives: ("reg", name) or ("stack", rbp offset)
+    loc = {v: ("reg", p.name) for v, p in fn.params}
+    loc.update((v, ("stack", off)) for v, off in sel.stack_args)
+    checks = [(loc[sel.bufs[b][1]], n) for b, n in sel.stream_align.items()]
+    return fn, sel.frame_bytes, sel.stack_args, checks
 
 
 MAX_IVS = 4          # strength-reduced sums per loop: each is a register carried around it

@@ -65,6 +65,12 @@ OPTIONS: tuple[CompileOption, ...] = (
                   "computes every MUL and ADD as written (docs/semantics.md); fast fuses a MUL "
                   "feeding an ADD into one fused multiply-add (targets that list it in `kcc "
                   "targets`)."),
+    CompileOption("--streaming-stores", "streaming_stores", ("auto", "never", "always"),
+                  "Non-temporal (streaming) vector stores, which write memory without reading "
+                  "the lines into the cache first: auto (the default) uses them for stores "
+                  "that stream through a write-only buffer (consecutive whole vectors across "
+                  "the loop) when the kernel's buffers total at least 32 MiB; always also "
+                  "below that; never not at all (targets that list it in `kcc targets`)."),
 )
 
 

@@ -38,6 +38,7 @@ from kcc.isel.x86 import ConstPool, SelectError, imm_form
 from kcc.isel.x86_base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
+from kcc.isel.x86_stream import streaming_stores
 from kcc.isel.x86_regs import (CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type,
                                 vec_limits)
 from kcc.passes.target import X86_AVX2, TargetDesc
@@ -450,6 +451,9 @@ class Selected:
     fn: MFunction
     locals_bytes: int
     desc: KernelDesc
+    # with non-temporal stores in fn: the pointers the entry tests to choose between fn and
+    # its ordinary version (kcc/isel/x86_stream.py, kcc/targets/x86_versions.py)
+    checks: tuple[tuple[tuple, int], ...] = ()
 
 
 def _reads_flags(inst: Inst) -> bool:
@@ -485,11 +489,13 @@ class X86Target:
 
     name = "x86"
 
-    def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off"):
+    def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off",
+                 streaming_stores: str = "auto"):
         if arch not in ARCHES:
             raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
         if fp_contract not in ("off", "fast"):
             raise ValueError(f"fp_contract is 'off' or 'fast', not {fp_contract!r}")
+        self.streaming_stores = streaming_stores     # checked by streaming_stores()
         self.arch = resolve_arch(arch)
         self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
@@ -500,11 +506,12 @@ class X86Target:
 
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
         kd = describe_kernel(sink)
-        fn, locals_bytes, _ = x86_select(lin, kd.name, self.pool, kd.specials,
-                                         self.arch == "x86-64-v4")
+        stream = streaming_stores(lin, self.streaming_stores, self.vbytes)
+        fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
+                                                 self.arch == "x86-64-v4", stream)
         eliminate_dead(fn, writes_memory, _reads_flags)
         hoist_invariants(fn, _movable, _flags_of)
-        return Selected(fn, locals_bytes, kd)
+        return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
     def allocate(self, s: Selected) -> Selected:
         # the spill slots start 64-byte aligned (rsp is): each slot is then aligned to its
@@ -517,10 +524,14 @@ class X86Target:
             # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
             from kcc.regalloc.checker import check_allocation
             check_allocation(s.fn, fn, info)
-        return Selected(fn, base, s.desc)
+        return Selected(fn, base, s.desc, s.checks)
 
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
-        k = assemble(s.fn, s.locals_bytes)
+        if s.checks:
+            from kcc.targets.x86_versions import assemble_versions
+            k = assemble_versions(s.fn, s.locals_bytes, list(s.checks))
+        else:
+            k = assemble(s.fn, s.locals_bytes)
         s.desc.target = {"x86": {"arch": self.arch, "workers": [
             s.desc.global_size[int(w[-1])] for w in worker_names(s.desc)],
             "worker_args": worker_names(s.desc),
@@ -535,15 +546,17 @@ class X86Target:
 
 
 def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
-                dump_after: str | None = None, out: Any = None, fp_contract: str = "off"
-                ) -> tuple[bytes, list[KernelDesc]]:
+                dump_after: str | None = None, out: Any = None, fp_contract: str = "off",
+                streaming_stores: str = "auto") -> tuple[bytes, list[KernelDesc]]:
     """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
     (emit="asm"); returns it and the kernels' descriptions for the manifest. fp_contract
-    "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact."""
+    "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact.
+    streaming_stores: "auto" (default), "never" or "always" non-temporal stores
+    (kcc/isel/x86_stream.py)."""
     from kcc.targets.pipeline import compile_kernels
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
-    target = X86Target(arch, fp_contract)
+    target = X86Target(arch, fp_contract, streaming_stores)
     encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,), dump_after,
                                      out)
     if emit == "asm":
@@ -621,14 +634,17 @@ class X86Spec(TargetSpec):
     default_arch = "x86-64-v3"
     emits = (Emit("obj", ".o", True), Emit("asm", ".s", False))
     lists = "an x86-64 ELF object"
-    options = MappingProxyType({"fp_contract": ("fast",)})
+    options = MappingProxyType({"fp_contract": ("fast",),
+                                "streaming_stores": ("never", "always")})
 
     def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
-                out: Any = None, fp_contract: str = "off") -> Compiled:
+                out: Any = None, fp_contract: str = "off", streaming_stores: str = "auto"
+                ) -> Compiled:
         self.check_arch(arch)
         self.emit(emit)
         try:
-            data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract)
+            data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract,
+                                      streaming_stores)
         except SelectError as e:
             raise CompileError(str(e)) from None
         if descs:       # "native" is recorded as the arch it resolved to

@@ -123,6 +123,41 @@ def check_x86(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
         raise AssertionError(f"{msg}\nseed={seed}\n{format_uop(sink)}")
 
 
+def check_x86_streaming(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
+    """check_x86 with `--streaming-stores=always` (kcc/isel/x86_stream.py), every buffer run
+    twice: 64-byte aligned (a streaming kernel takes its non-temporal body) and one element
+    past that (its ordinary body: VMOVNTPS there would fault)."""
+    import numpy as np
+
+    from kcc.targets.manifest import check_launch
+    from kcc.targets.objload import LoadedObject
+    from kcc.targets.x86 import compile_x86, launch
+    verify(sink)
+    args = special_inputs(sink, seed)
+    want = run_reference(sink, args)
+    obj, descs = compile_x86([sink], arch, streaming_stores="always")
+    lo = LoadedObject(obj)
+    try:
+        for shift in (0, 1):
+            mine = []
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    raw = np.zeros(a.nbytes + 128, np.uint8)
+                    off = (-raw.ctypes.data) % 64 + shift * a.itemsize
+                    b = raw[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+                    b[...] = a
+                    mine.append(b)
+                else:
+                    mine.append(a)
+            launch(lo, descs[0], check_launch(descs[0], mine))
+            msg = mismatch(sink, mine, want)
+            if msg:
+                raise AssertionError(f"{msg}\nstreaming stores, buffers shifted by {shift} "
+                                     f"element(s); seed={seed}\n{format_uop(sink)}")
+    finally:
+        lo.close()
+
+
 def find_ptxas() -> str | None:
     """ptxas on PATH (or the pip wheel's), via the CUDA target's own finder."""
     from kcc.targets.cuda import find_ptxas as find

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz.harness import check_x86, derandomize, n_examples
+from fuzz.harness import check_x86, check_x86_streaming, derandomize, n_examples
 from fuzz.lanewise import lanewise, lanewise_reduce, lanewise_tile
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 
@@ -69,6 +69,14 @@ def test_v4_vector_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
+@_settings(40)
+@given(vector(avoid=X86_AVOID), SEEDS)
+def test_streaming_stores_vector_matches_interpreter(sink, seed) -> None:
+    """Every qualifying store non-temporal (--streaming-stores=always), on aligned and
+    misaligned buffers (the entry picks the body)."""
+    check_x86_streaming(sink, seed)
+
+
 @pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
                     "cannot run here)")
 @_settings(60)
@@ -76,6 +84,20 @@ def test_v4_vector_matches_interpreter(sink, seed) -> None:
 def test_v4_elementwise_matches_interpreter(sink, seed) -> None:
     """Scalar kernels on x86-64-v4: gated loads as masked VMOVSS/SD, TRUNC as VRNDSCALE."""
     check_x86(sink, seed, "x86-64-v4")
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(30)
+@given(vector(avoid=X86_AVOID, wide=True), SEEDS)
+def test_streaming_stores_zmm_vector_matches_interpreter(sink, seed) -> None:
+    check_x86_streaming(sink, seed, "x86-64-v4")
+
+
+@_settings(30)
+@given(lanewise(), SEEDS)
+def test_streaming_stores_lanewise_matches_interpreter(sink, seed) -> None:
+    check_x86_streaming(sink, seed)
 
 
 @_settings(80)
