@@ -378,6 +378,7 @@ def main() -> None:
                 k.bufs, k.want, k.kcc_par, k.kcc_fn, k.c_fn = [], {}, None, None, None
                 k.kcc_base_fn = None
                 k.keep.clear()                   # free the buffers before the next kernel
+                t["rounds"] = per_round           # type: ignore[assignment]
                 rows.append((contract, k, t, ok_k and ok_c, (err_k, err_c)))
                 if bw is not None:
                     bw.close()
@@ -415,8 +416,12 @@ def report(rows: list, opt: Any) -> None:
               f"--streaming-stores={opt.streaming_baseline} in the same rounds:")
         for contract, k, t, ok, err in rows:
             same = "; the same object: the host's noise" if k.same_as_base else ""
-            print(f"  {k.workload} {k.name}: {t['kcc'] / t['kcc baseline']:.2f} "
-                  f"(baseline/clang {t['kcc baseline'] / t['clang']:.2f}{same})")
+            pr = t["rounds"]
+            q = sorted(a / b for a, b in zip(pr["kcc"], pr["kcc baseline"]))
+            print(f"  {k.workload} {k.name}: {t['kcc'] / t['kcc baseline']:.2f} of the medians"
+                  f", per round median {statistics.median(q):.2f} (quartiles "
+                  f"{q[len(q) // 4]:.2f}–{q[3 * len(q) // 4]:.2f}); baseline/clang "
+                  f"{t['kcc baseline'] / t['clang']:.2f}{same}")
     for contract, rs in ratios.items():
         gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
         print(f"geomean kcc/clang (fp-contract {contract}): {gm:.2f} over {len(rs)} kernels; "
