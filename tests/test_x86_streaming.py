@@ -250,6 +250,48 @@ def test_results_aligned_and_misaligned(arch, lanes, dt, inputs):
         lo.close()
 
 
+TWO_OUTPUTS = """# kcc-uop 1
+%a = PARAM ParamArg(0, float32, 256)
+%d = PARAM ParamArg(1, float32, 256)
+%e = PARAM ParamArg(2, float64, 256)
+%i = RANGE(64) (0, LOOP)
+%o = MUL(%i, 4)
+%pa = SHRINK(%a, %o, 4)
+%va = LOAD(%pa)
+%s = ADD(%va, %va)
+%pd = SHRINK(%d, %o, 4)
+%st = STORE(%pd, %s)
+%w = CAST(%va) float64
+%pe = SHRINK(%e, %o, 4)
+%st2 = STORE(%pe, %w)
+%g = GROUP(%st, %st2)
+%end = END(%g, %i)
+SINK(%end) KernelInfo(name="two")
+"""
+
+
+def test_two_streamed_buffers_are_both_checked():
+    """d (xmm stores) and e (ymm stores of float64) both stream: the entry ORs both pointers
+    and tests 32-byte alignment; a misaligned e alone must choose the ordinary body."""
+    sink = parse(TWO_OUTPUTS, "k.uop")
+    obj, descs = compile_x86([sink], "x86-64-v3", streaming_stores="always")
+    asm = disasm_object(obj)
+    assert "mov rax, rsi" in asm and "or rax, rdx" in asm and "test al, 0x1f" in asm
+    assert len(NT.findall(asm)) == 2
+    rng = np.random.default_rng(5)
+    lo = LoadedObject(obj)
+    try:
+        for mis_d, mis_e in ((0, 0), (0, 8), (16, 0), (4, 24)):
+            args = [_buffer(256, np.dtype("float32"), 0, rng),
+                    _buffer(256, np.dtype("float32"), mis_d, rng),
+                    _buffer(256, np.dtype("float64"), mis_e, rng)]
+            want = reference(sink, args)
+            launch(lo, descs[0], check_launch(descs[0], args))
+            assert_same(sink, args, want)
+    finally:
+        lo.close()
+
+
 def test_misaligned_output_runs_the_ordinary_body_in_a_fresh_process(tmp_path):
     """A misaligned pointer must not reach VMOVNTPS (#GP: the process would die): run it in
     a child process so that a fault fails this test rather than the whole session."""
