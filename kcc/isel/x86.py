@@ -30,14 +30,13 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
-from kcc.ir.uop import base_buffer
 from kcc.isel.x86_alu import X86Alu
 from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, strong_const, vw)
 from kcc.isel.x86_ivec import X86IVec, is_int_vector
 from kcc.isel.x86_kmask import X86KMask
-from kcc.isel.x86_stream import NONTEMPORAL
+from kcc.isel.x86_stream import stream_form
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RCX, RSP, reg_class
 from kcc.isel.x86_vec import X86Vec
 
@@ -554,15 +553,8 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
 
 
     def streaming(self, u: UOp, form: str) -> str:
-        """The non-temporal twin of store form when STORE u streams (kcc/isel/x86_stream.py),
-        noting the alignment its buffer's base pointer needs; else form itself."""
-        n = self.stream.get(u)
-        nt = NONTEMPORAL.get(form)
-        if n is None or nt is None or FORMS[nt].operands[0].kind != f"m{n * 8}":
-            return form
-        buf = base_buffer(u.src[0].src[0])
-        self.stream_align[buf] = max(n, self.stream_align.get(buf, 0))
-        return nt
+        """Store form, or its non-temporal twin when STORE u streams (x86_stream.py)."""
+        return stream_form(u, form, self.stream, self.stream_align)
 
 
 def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],

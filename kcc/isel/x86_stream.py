@@ -83,6 +83,18 @@ def affine(x: UOp) -> tuple[dict[UOp, int], int]:
     return {x: 1}, 0
 
 
+def stream_form(u: UOp, form: str, stream: dict[UOp, int], align: dict[UOp, int]) -> str:
+    """The selector's store form for STORE u: form's non-temporal twin when u is in stream
+    (noting in align the alignment its buffer's base pointer needs), else form."""
+    n = stream.get(u)
+    nt = NONTEMPORAL.get(form)
+    if n is None or nt is None or FORMS[nt].operands[0].kind != f"m{n * 8}":
+        return form
+    buf = base_buffer(u.src[0].src[0])
+    align[buf] = max(n, align.get(buf, 0))
+    return nt
+
+
 def _footprint(lin: list[UOp]) -> int | None:
     """Bytes of every buffer argument of the kernel, or None if a size is not known."""
     total = 0
