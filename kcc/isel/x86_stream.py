@@ -118,8 +118,8 @@ def streaming_stores(lin: list[UOp], mode: str, max_bytes: int = 32) -> dict[UOp
         size = _footprint(lin)
         if size is None or size < STREAM_MIN_BYTES:
             return {}
-    loaded = {base_buffer(u.src[0].src[0]) for u in lin
-              if u.op is Ops.LOAD and u.src[0].op in (Ops.INDEX, Ops.SHRINK)}
+    loaded = {base_buffer(u.src[0].src[0] if u.src[0].op in (Ops.INDEX, Ops.SHRINK)
+                          else u.src[0]) for u in lin if u.op is Ops.LOAD}
     out: dict[UOp, int] = {}
     loops: list[UOp] = []
     for u in lin:
