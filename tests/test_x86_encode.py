@@ -96,7 +96,7 @@ def _split_opmask(parts: list[str]) -> list[str]:
     """``xmm1 {k1}`` (a destination and its EVEX.aaa opmask) as two operands."""
     out = []
     for p in parts:
-        m = re.fullmatch(r"(\S+) \{(k\d)\}(?: \{z\})?", p)
+        m = re.fullmatch(r"(.+?) \{(k\d)\}(?: \{z\})?", p)      # a register or memory
         out += [m.group(1), m.group(2)] if m else [p]
     return out
 

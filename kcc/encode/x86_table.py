@@ -624,6 +624,14 @@ def _kmask_rows() -> None:
                                 ("vmovdqu64", PF3, 0x6F, True)):
             _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w kz/aaa/r {v}m/rm/r",
                  pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
+        # ... and their merge-masked stores (EVEX 0F 11, F2/F3 0F 7F): lanes off in k1 are
+        # not written and raise no fault (the same §15.6.1); "[mem] {k1}, v"
+        for mnem, pp, op, w in (("vmovups", N, 0x11, False), ("vmovupd", P66, 0x11, True),
+                                ("vmovdqu8", PF2, 0x7F, False), ("vmovdqu16", PF2, 0x7F, True),
+                                ("vmovdqu32", PF3, 0x7F, False),
+                                ("vmovdqu64", PF3, 0x7F, True)):
+            _add(mnem, "evex_mask", "evex", bytes([op]), f"m{n * 8}/rm/w k/aaa/r {v}/reg/r",
+                 pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
         for mnem, op, w in (("vrndscaleps", 0x08, False), ("vrndscalepd", 0x09, True)):
             _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w {v}m/rm/r imm8/imm/r",
                  pp=P66, mmap=M0F3A, w=w, vl=vl, disp8_n=n)
@@ -634,6 +642,8 @@ def _kmask_rows() -> None:
         _add(mnem, "evex_mask", "evex", bytes([0x10]), f"x/reg/w kz/aaa/r m{bits}/rm/r",
              pp=pp, mmap=M0F, w=w, disp8_n=bits // 8)
         _add(mnem, "evex_mask", "evex", bytes([0x10]), f"x/reg/rw k/aaa/r m{bits}/rm/r",
+             pp=pp, mmap=M0F, w=w, disp8_n=bits // 8)
+        _add(mnem, "evex_mask", "evex", bytes([0x11]), f"m{bits}/rm/w k/aaa/r x/reg/r",
              pp=pp, mmap=M0F, w=w, disp8_n=bits // 8)
     for mnem, op, w, bits in (("vrndscaless", 0x0A, False, 32), ("vrndscalesd", 0x0B, True, 64)):
         _add(mnem, "evex_mask", "evex", bytes([op]),

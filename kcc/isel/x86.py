@@ -12,7 +12,8 @@ Value model (why: it keeps most ops one or two instructions):
 - Places (INDEX/SHRINK) become memory operands `[base + index*scale + disp]`; REG buffers live
   in the frame below the spill area, addressed from rsp.
 - A gated store never branches: its address is replaced by a frame scratch slot when the gate
-  is false (`cmove`), so a false gate writes nothing the kernel can observe.
+  is false (`cmove`), so a false gate writes nothing the kernel can observe; on x86-64-v4 a
+  float or vector one is a masked store instead (kcc/isel/x86_kmask.py).
 Loops are LOOP_BEGIN/LOOP_END markers around the body; the counter is a loop-carried register,
 and so is each strength-reduced index sum `init + r*step` (`induction_sums`).
 - A float load with one ALU user is read by that user as its memory operand (`vaddps x, x,
@@ -526,6 +527,8 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
                 w = vw(p.dtype, p.lanes)
                 self.emit(f"vmovaps_{w}_{w}m", p.var, v)
             return
+        if len(u.src) == 3 and self.evex and self.kstore(u, mem, p.dtype, p.lanes):
+            return                                # x86-64-v4: a masked store (x86_kmask)
         if len(u.src) == 3:
             a = self.new("gpr")
             self.emit("lea_r64_m", a, mem)

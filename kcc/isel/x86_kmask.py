@@ -15,10 +15,10 @@ from __future__ import annotations
 from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
-from kcc.ir.mir import VReg
+from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86_base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
-from kcc.isel.x86_ivec import is_int_vector
+from kcc.isel.x86_ivec import INT_VECTOR_DTYPES, is_int_vector
 from kcc.isel.x86_regs import reg_class
 
 _COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
@@ -183,16 +183,38 @@ class X86KMask:
         self.emit("and_rm32_imm8", t, 1)
         return t
 
-    def kgate(self, c: UOp) -> VReg:
-        """A scalar bool (0/1 in a GPR) as bit 0 of an opmask: MOVZX, KMOVW."""
+    def kgate(self, c: UOp, lanes: int = 1) -> VReg:
+        """A scalar bool (0/1 in a GPR) as an opmask: bit 0 (MOVZX, KMOVW), or its value in
+        each of `lanes` bits (negated first: all ones or zero)."""
         memo = self.__dict__.setdefault("_kgates", {})
-        key = (c, tuple(lp[0] for lp in self.loops))
+        key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
         if key not in memo:
             g, k = self.new("gpr"), self.new("mask")
             self.emit("movzx_r32_rm8", g, self.reg(c))
-            self.emit("kmovw_k_r32", k, g)
+            if lanes > 1:
+                self.emit("neg_rm32", g)
+            self.emit("kmovw_k_r32" if lanes <= 16 else "kmovd_k_r32", k, g)
             memo[key] = k
         return memo[key]
+
+    def kstore(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> bool:
+        """A gated STORE of a float scalar or vector, or an integer vector, as one merge-masked
+        store (VMOVSS/SD, VMOVUPS/UPD, VMOVDQU8/16/32/64 [mem] {k}, v): a lane whose gate is
+        false is not written and raises no fault (SDM Vol. 1 §15.6.1), so no scratch address.
+        False where it has no such form (a GPR value). A gate is a scalar bool (the .uop
+        verifier's rule): its opmask has it in every lane."""
+        gate = u.src[2]
+        if reg_class(dt) == "vec":
+            form = f"vmovs{fs(dt)}_m{dt.bits}_k_x" if lanes == 1 else \
+                f"vmovup{fs(dt)}_m{dt.bits * lanes}_k_{vw(dt, lanes)}"
+        elif lanes > 1 and dt in INT_VECTOR_DTYPES:
+            form = f"vmovdqu{dt.bits}_m{dt.bits * lanes}_k_{vw(dt, lanes)}"
+        else:
+            return False
+        if form not in FORMS or lanes > 32:
+            return False
+        self.emit(form, mem, self.kgate(gate, lanes), self.reg(u.src[1]))
+        return True
 
     def kwhere_scalar(self, u: UOp) -> VReg | None:
         """WHERE(c, LOAD, b) on a scalar float whose load is deferred to its user (tinygrad's
