@@ -576,6 +576,27 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups xmm16 {k4} {z}, xmmword ptr [rip + bar]
 ; bytes: 62 e1 7c 8c 10 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovups_x_k_xm
+{evex} vmovups xmm0 {k2}, xmm2
+; bytes: 62 f1 7c 0a 10 c2
+; form: vmovups_x_k_xm
+{evex} vmovups xmm16 {k4}, xmm31
+; bytes: 62 81 7c 0c 10 c7
+; form: vmovups_x_k_xm
+{evex} vmovups xmm3 {k4}, xmm9
+; bytes: 62 d1 7c 0c 10 d9
+; form: vmovups_x_k_xm
+{evex} vmovups xmm29 {k2}, xmm18
+; bytes: 62 21 7c 0a 10 ea
+; form: vmovups_x_k_xm
+{evex} vmovups xmm16 {k4}, xmmword ptr [rdi]
+; bytes: 62 e1 7c 0c 10 07
+; form: vmovups_x_k_xm
+{evex} vmovups xmm0 {k2}, xmmword ptr [rsp + 8]
+; bytes: 62 f1 7c 0a 10 84 24 08 00 00 00
+; form: vmovups_x_k_xm
+{evex} vmovups xmm16 {k4}, xmmword ptr [rbp]
+; bytes: 62 e1 7c 0c 10 45 00
 ; form: vmovupd_x_kz_xm
 {evex} vmovupd xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 fd 8a 10 c2
@@ -589,14 +610,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 fd 8a 10 ea
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [rdi]
-; bytes: 62 e1 fd 8c 10 07
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [r13 - 300]
+; bytes: 62 c1 fd 8c 10 85 d4 fe ff ff
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm0 {k2} {z}, xmmword ptr [rsp + 8]
-; bytes: 62 f1 fd 8a 10 84 24 08 00 00 00
+{evex} vmovupd xmm0 {k2} {z}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fd 8a 10 84 87 08 00 00 00
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [rbp]
-; bytes: 62 e1 fd 8c 10 45 00
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 8c 10 44 fc f8
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm0 {k2}, xmm2
+; bytes: 62 f1 fd 0a 10 c2
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm16 {k4}, xmm31
+; bytes: 62 81 fd 0c 10 c7
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm3 {k4}, xmm9
+; bytes: 62 d1 fd 0c 10 d9
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm29 {k2}, xmm18
+; bytes: 62 21 fd 0a 10 ea
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm16 {k4}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 0c 10 84 4b e8 03 00 00
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm0 {k2}, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 fd 0a 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovupd_x_k_xm
+{evex} vmovupd xmm16 {k4}, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 0c 10 04 cd 40 00 00 00
 ; form: vmovdqu8_x_kz_xm
 {evex} vmovdqu8 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 7f 8a 6f c2
@@ -610,14 +653,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 7f 8a 6f ea
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r13 - 300]
-; bytes: 62 c1 7f 8c 6f 85 d4 fe ff ff
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7f 8c 6f 84 30 7f 00 00 00
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm0 {k2} {z}, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7f 8a 6f 84 87 08 00 00 00
+{evex} vmovdqu8 xmm0 {k2} {z}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7f 8a 6f 84 9c 00 10 00 00
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7f 8c 6f 44 fc f8
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7f 8c 6f 82 00 e0 ff ff
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm0 {k2}, xmm2
+; bytes: 62 f1 7f 0a 6f c2
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm16 {k4}, xmm31
+; bytes: 62 81 7f 0c 6f c7
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm3 {k4}, xmm9
+; bytes: 62 d1 7f 0c 6f d9
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm29 {k2}, xmm18
+; bytes: 62 21 7f 0a 6f ea
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rip + bar]
+; bytes: 62 e1 7f 0c 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm0 {k2}, xmmword ptr [rdi]
+; bytes: 62 f1 7f 0a 6f 07
+; form: vmovdqu8_x_k_xm
+{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7f 0c 6f 84 24 08 00 00 00
 ; form: vmovdqu16_x_kz_xm
 {evex} vmovdqu16 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 ff 8a 6f c2
@@ -631,15 +696,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 ff 8a 6f ea
 ; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 ff 8c 6f 84 4b e8 03 00 00
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rbp]
+; bytes: 62 e1 ff 8c 6f 45 00
 ; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm0 {k2} {z}, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 ff 8a 6f 05 00 00 00 00
+{evex} vmovdqu16 xmm0 {k2} {z}, xmmword ptr [r13 - 300]
+; bytes: 62 d1 ff 8a 6f 85 d4 fe ff ff
+; form: vmovdqu16_x_kz_xm
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 ff 8c 6f 84 87 08 00 00 00
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm0 {k2}, xmm2
+; bytes: 62 f1 ff 0a 6f c2
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm16 {k4}, xmm31
+; bytes: 62 81 ff 0c 6f c7
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm3 {k4}, xmm9
+; bytes: 62 d1 ff 0c 6f d9
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm29 {k2}, xmm18
+; bytes: 62 21 ff 0a 6f ea
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 ff 0c 6f 44 fc f8
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm0 {k2}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 ff 0a 6f 84 4b e8 03 00 00
+; form: vmovdqu16_x_k_xm
+{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 ff 0c 6f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 ff 8c 6f 04 cd 40 00 00 00
 ; form: vmovdqu32_x_kz_xm
 {evex} vmovdqu32 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 7e 8a 6f c2
@@ -653,14 +739,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 7e 8a 6f ea
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e 8c 6f 84 30 7f 00 00 00
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7e 8c 6f 04 cd 40 00 00 00
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm0 {k2} {z}, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7e 8a 6f 84 9c 00 10 00 00
+{evex} vmovdqu32 xmm0 {k2} {z}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7e 8a 6f 84 30 7f 00 00 00
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7e 8c 6f 82 00 e0 ff ff
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7e 8c 6f 84 9c 00 10 00 00
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm0 {k2}, xmm2
+; bytes: 62 f1 7e 0a 6f c2
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm16 {k4}, xmm31
+; bytes: 62 81 7e 0c 6f c7
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm3 {k4}, xmm9
+; bytes: 62 d1 7e 0c 6f d9
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm29 {k2}, xmm18
+; bytes: 62 21 7e 0a 6f ea
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7e 0c 6f 82 00 e0 ff ff
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm0 {k2}, xmmword ptr [rip + bar]
+; bytes: 62 f1 7e 0a 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovdqu32_x_k_xm
+{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [rdi]
+; bytes: 62 e1 7e 0c 6f 07
 ; form: vmovdqu64_x_kz_xm
 {evex} vmovdqu64 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 fe 8a 6f c2
@@ -674,71 +782,92 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 fe 8a 6f ea
 ; form: vmovdqu64_x_kz_xm
-{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rip + bar]
-; bytes: 62 e1 fe 8c 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
-; form: vmovdqu64_x_kz_xm
-{evex} vmovdqu64 xmm0 {k2} {z}, xmmword ptr [rdi]
-; bytes: 62 f1 fe 8a 6f 07
-; form: vmovdqu64_x_kz_xm
 {evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rsp + 8]
 ; bytes: 62 e1 fe 8c 6f 84 24 08 00 00 00
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm0 {k2} {z}, xmmword ptr [rbp]
+; bytes: 62 f1 fe 8a 6f 45 00
+; form: vmovdqu64_x_kz_xm
+{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [r13 - 300]
+; bytes: 62 c1 fe 8c 6f 85 d4 fe ff ff
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm0 {k2}, xmm2
+; bytes: 62 f1 fe 0a 6f c2
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm16 {k4}, xmm31
+; bytes: 62 81 fe 0c 6f c7
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm3 {k4}, xmm9
+; bytes: 62 d1 fe 0c 6f d9
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm29 {k2}, xmm18
+; bytes: 62 21 fe 0a 6f ea
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fe 0c 6f 84 87 08 00 00 00
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm0 {k2}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 fe 0a 6f 44 fc f8
+; form: vmovdqu64_x_k_xm
+{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe 0c 6f 84 4b e8 03 00 00
 ; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [rbp] {k3}, xmm17
-; bytes: 62 e1 7c 0b 11 4d 00
-; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [r13 - 300] {k1}, xmm1
-; bytes: 62 d1 7c 09 11 8d d4 fe ff ff
-; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [rdi + 4*rax + 8] {k3}, xmm17
-; bytes: 62 e1 7c 0b 11 8c 87 08 00 00 00
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [r12 + 8*r15 - 128] {k3}, xmm17
-; bytes: 62 81 fd 0b 11 4c fc f8
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [rbx + 2*r9 + 1000] {k1}, xmm1
-; bytes: 62 b1 fd 09 11 8c 4b e8 03 00 00
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [rip + foo + 16] {k3}, xmm17
-; bytes: 62 e1 fd 0b 11 0d 00 00 00 00
+{evex} vmovups xmmword ptr [rip + foo + 16] {k3}, xmm17
+; bytes: 62 e1 7c 0b 11 0d 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [8*rcx + 64] {k3}, xmm17
-; bytes: 62 e1 7f 0b 7f 0c cd 40 00 00 00
-; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [r8 + rsi + 127] {k1}, xmm1
-; bytes: 62 d1 7f 09 7f 8c 30 7f 00 00 00
-; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
-; bytes: 62 a1 7f 0b 7f 8c 9c 00 10 00 00
-; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [rdx - 8192] {k3}, xmm17
-; bytes: 62 e1 ff 0b 7f 8a 00 e0 ff ff
-; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [rip + bar] {k1}, xmm1
-; bytes: 62 f1 ff 09 7f 0d 00 00 00 00
+; form: vmovups_m128_k_x
+{evex} vmovups xmmword ptr [8*rcx + 64] {k1}, xmm1
+; bytes: 62 f1 7c 09 11 0c cd 40 00 00 00
+; form: vmovups_m128_k_x
+{evex} vmovups xmmword ptr [r8 + rsi + 127] {k3}, xmm17
+; bytes: 62 c1 7c 0b 11 8c 30 7f 00 00 00
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
+; bytes: 62 a1 fd 0b 11 8c 9c 00 10 00 00
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rdx - 8192] {k1}, xmm1
+; bytes: 62 f1 fd 09 11 8a 00 e0 ff ff
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rip + bar] {k3}, xmm17
+; bytes: 62 e1 fd 0b 11 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovdqu8_m128_k_x
+{evex} vmovdqu8 xmmword ptr [rdi] {k3}, xmm17
+; bytes: 62 e1 7f 0b 7f 0f
+; form: vmovdqu8_m128_k_x
+{evex} vmovdqu8 xmmword ptr [rsp + 8] {k1}, xmm1
+; bytes: 62 f1 7f 09 7f 8c 24 08 00 00 00
+; form: vmovdqu8_m128_k_x
+{evex} vmovdqu8 xmmword ptr [rbp] {k3}, xmm17
+; bytes: 62 e1 7f 0b 7f 4d 00
 ; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [rdi] {k3}, xmm17
-; bytes: 62 e1 ff 0b 7f 0f
+{evex} vmovdqu16 xmmword ptr [r13 - 300] {k3}, xmm17
+; bytes: 62 c1 ff 0b 7f 8d d4 fe ff ff
+; form: vmovdqu16_m128_k_x
+{evex} vmovdqu16 xmmword ptr [rdi + 4*rax + 8] {k1}, xmm1
+; bytes: 62 f1 ff 09 7f 8c 87 08 00 00 00
+; form: vmovdqu16_m128_k_x
+{evex} vmovdqu16 xmmword ptr [r12 + 8*r15 - 128] {k3}, xmm17
+; bytes: 62 81 ff 0b 7f 4c fc f8
 ; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [rsp + 8] {k3}, xmm17
-; bytes: 62 e1 7e 0b 7f 8c 24 08 00 00 00
+{evex} vmovdqu32 xmmword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
+; bytes: 62 a1 7e 0b 7f 8c 4b e8 03 00 00
 ; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [rbp] {k1}, xmm1
-; bytes: 62 f1 7e 09 7f 4d 00
+{evex} vmovdqu32 xmmword ptr [rip + foo + 16] {k1}, xmm1
+; bytes: 62 f1 7e 09 7f 0d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [r13 - 300] {k3}, xmm17
-; bytes: 62 c1 7e 0b 7f 8d d4 fe ff ff
+{evex} vmovdqu32 xmmword ptr [8*rcx + 64] {k3}, xmm17
+; bytes: 62 e1 7e 0b 7f 0c cd 40 00 00 00
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [rdi + 4*rax + 8] {k3}, xmm17
-; bytes: 62 e1 fe 0b 7f 8c 87 08 00 00 00
+{evex} vmovdqu64 xmmword ptr [r8 + rsi + 127] {k3}, xmm17
+; bytes: 62 c1 fe 0b 7f 8c 30 7f 00 00 00
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [r12 + 8*r15 - 128] {k1}, xmm1
-; bytes: 62 91 fe 09 7f 4c fc f8
+{evex} vmovdqu64 xmmword ptr [rsp + 4*r11 + 4096] {k1}, xmm1
+; bytes: 62 b1 fe 09 7f 8c 9c 00 10 00 00
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
-; bytes: 62 a1 fe 0b 7f 8c 4b e8 03 00 00
+{evex} vmovdqu64 xmmword ptr [rdx - 8192] {k3}, xmm17
+; bytes: 62 e1 fe 0b 7f 8a 00 e0 ff ff
 ; form: vrndscaleps_x_xm_imm8
 {evex} vrndscaleps xmm0, xmm1, 1
 ; bytes: 62 f3 7d 08 08 c1 01
@@ -752,15 +881,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscaleps xmm29, xmm8, 255
 ; bytes: 62 43 7d 08 08 e8 ff
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm16, xmmword ptr [rip + foo + 16], 0
+{evex} vrndscaleps xmm16, xmmword ptr [rip + bar], 0
 ; bytes: 62 e3 7d 08 08 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+; fixup: 6 pc32 bar -5
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm0, xmmword ptr [8*rcx + 64], 100
-; bytes: 62 f3 7d 08 08 04 cd 40 00 00 00 64
+{evex} vrndscaleps xmm0, xmmword ptr [rdi], 100
+; bytes: 62 f3 7d 08 08 07 64
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm16, xmmword ptr [r8 + rsi + 127], 200
-; bytes: 62 c3 7d 08 08 84 30 7f 00 00 00 c8
+{evex} vrndscaleps xmm16, xmmword ptr [rsp + 8], 200
+; bytes: 62 e3 7d 08 08 84 24 08 00 00 00 c8
 ; form: vrndscalepd_x_xm_imm8
 {evex} vrndscalepd xmm0, xmm1, 1
 ; bytes: 62 f3 fd 08 09 c1 01
@@ -774,15 +903,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscalepd xmm29, xmm8, 255
 ; bytes: 62 43 fd 08 09 e8 ff
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm16, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 fd 08 09 84 9c 00 10 00 00 00
+{evex} vrndscalepd xmm16, xmmword ptr [rbp], 0
+; bytes: 62 e3 fd 08 09 45 00 00
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm0, xmmword ptr [rdx - 8192], 100
-; bytes: 62 f3 fd 08 09 82 00 e0 ff ff 64
+{evex} vrndscalepd xmm0, xmmword ptr [r13 - 300], 100
+; bytes: 62 d3 fd 08 09 85 d4 fe ff ff 64
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm16, xmmword ptr [rip + bar], 200
-; bytes: 62 e3 fd 08 09 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vrndscalepd xmm16, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 fd 08 09 84 87 08 00 00 00 c8
 ; form: vpcmpb_k_y_ym_imm8
 {evex} vpcmpb k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 3f c2 01
@@ -796,14 +924,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpb k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 3f ea ff
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm17, ymmword ptr [rdi], 0
-; bytes: 62 f3 75 20 3f 07 00
+{evex} vpcmpb k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 93 75 20 3f 44 fc fc 00
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm1, ymmword ptr [rsp + 8], 100
-; bytes: 62 f3 75 28 3f 84 24 08 00 00 00 64
+{evex} vpcmpb k0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 75 28 3f 84 4b e8 03 00 00 64
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm17, ymmword ptr [rbp], 200
-; bytes: 62 f3 75 20 3f 45 00 c8
+{evex} vpcmpb k0, ymm17, ymmword ptr [rip + foo + 16], 200
+; bytes: 62 f3 75 20 3f 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpcmpub_k_y_ym_imm8
 {evex} vpcmpub k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 3e c2 01
@@ -817,14 +946,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpub k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 3e ea ff
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm17, ymmword ptr [r13 - 300], 0
-; bytes: 62 d3 75 20 3e 85 d4 fe ff ff 00
+{evex} vpcmpub k0, ymm17, ymmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 20 3e 04 cd 40 00 00 00 00
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm1, ymmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f3 75 28 3e 84 87 08 00 00 00 64
+{evex} vpcmpub k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 28 3e 84 30 7f 00 00 00 64
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 93 75 20 3e 44 fc fc c8
+{evex} vpcmpub k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 20 3e 84 9c 00 10 00 00 c8
 ; form: vpblendmb_y_k_y_ym
 {evex} vpblendmb ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 66 c3
@@ -838,15 +967,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmb ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 66 e9
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 05 24 66 84 4b e8 03 00 00
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 05 24 66 82 00 e0 ff ff
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm0 {k2}, ymm2, ymmword ptr [rip + foo + 16]
+{evex} vpblendmb ymm0 {k2}, ymm2, ymmword ptr [rip + bar]
 ; bytes: 62 f2 6d 2a 66 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+; fixup: 6 pc32 bar -4
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 05 24 66 04 cd 40 00 00 00
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rdi]
+; bytes: 62 e2 05 24 66 07
 ; form: vpcmpw_k_y_ym_imm8
 {evex} vpcmpw k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 3f c2 01
@@ -860,14 +989,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpw k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 3f ea ff
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d3 f5 20 3f 84 30 7f 00 00 00 00
+{evex} vpcmpw k0, ymm17, ymmword ptr [rsp + 8], 0
+; bytes: 62 f3 f5 20 3f 84 24 08 00 00 00 00
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 28 3f 84 9c 00 10 00 00 64
+{evex} vpcmpw k0, ymm1, ymmword ptr [rbp], 100
+; bytes: 62 f3 f5 28 3f 45 00 64
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm17, ymmword ptr [rdx - 8192], 200
-; bytes: 62 f3 f5 20 3f 82 00 e0 ff ff c8
+{evex} vpcmpw k0, ymm17, ymmword ptr [r13 - 300], 200
+; bytes: 62 d3 f5 20 3f 85 d4 fe ff ff c8
 ; form: vpcmpuw_k_y_ym_imm8
 {evex} vpcmpuw k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 3e c2 01
@@ -881,15 +1010,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuw k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 3e ea ff
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm17, ymmword ptr [rip + bar], 0
-; bytes: 62 f3 f5 20 3e 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+{evex} vpcmpuw k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 20 3e 84 87 08 00 00 00 00
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm1, ymmword ptr [rdi], 100
-; bytes: 62 f3 f5 28 3e 07 64
+{evex} vpcmpuw k0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 28 3e 44 fc fc 64
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm17, ymmword ptr [rsp + 8], 200
-; bytes: 62 f3 f5 20 3e 84 24 08 00 00 00 c8
+{evex} vpcmpuw k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 20 3e 84 4b e8 03 00 00 c8
 ; form: vpblendmw_y_k_y_ym
 {evex} vpblendmw ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 66 c3
@@ -903,14 +1031,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmw ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 66 e9
 ; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rbp]
-; bytes: 62 e2 85 24 66 45 00
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 85 24 66 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm0 {k2}, ymm2, ymmword ptr [r13 - 300]
-; bytes: 62 d2 ed 2a 66 85 d4 fe ff ff
+{evex} vpblendmw ymm0 {k2}, ymm2, ymmword ptr [8*rcx + 64]
+; bytes: 62 f2 ed 2a 66 04 cd 40 00 00 00
 ; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 85 24 66 84 87 08 00 00 00
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 85 24 66 84 30 7f 00 00 00
 ; form: vpcmpd_k_y_ym_imm8
 {evex} vpcmpd k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 1f c2 01
@@ -924,15 +1053,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpd k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 1f ea ff
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 93 75 20 1f 44 fc fc 00
+{evex} vpcmpd k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 b3 75 20 1f 84 9c 00 10 00 00 00
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 28 1f 84 4b e8 03 00 00 64
+{evex} vpcmpd k0, ymm1, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f3 75 28 1f 82 00 e0 ff ff 64
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm17, ymmword ptr [rip + foo + 16], 200
+{evex} vpcmpd k0, ymm17, ymmword ptr [rip + bar], 200
 ; bytes: 62 f3 75 20 1f 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+; fixup: 6 pc32 bar -5
 ; form: vpcmpud_k_y_ym_imm8
 {evex} vpcmpud k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 1e c2 01
@@ -946,14 +1075,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpud k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 1e ea ff
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm17, ymmword ptr [8*rcx + 64], 0
-; bytes: 62 f3 75 20 1e 04 cd 40 00 00 00 00
+{evex} vpcmpud k0, ymm17, ymmword ptr [rdi], 0
+; bytes: 62 f3 75 20 1e 07 00
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 75 28 1e 84 30 7f 00 00 00 64
+{evex} vpcmpud k0, ymm1, ymmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 28 1e 84 24 08 00 00 00 64
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b3 75 20 1e 84 9c 00 10 00 00 c8
+{evex} vpcmpud k0, ymm17, ymmword ptr [rbp], 200
+; bytes: 62 f3 75 20 1e 45 00 c8
 ; form: vpblendmd_y_k_y_ym
 {evex} vpblendmd ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 64 c3
@@ -967,15 +1096,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmd ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 64 e9
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 05 24 64 82 00 e0 ff ff
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [r13 - 300]
+; bytes: 62 c2 05 24 64 85 d4 fe ff ff
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm0 {k2}, ymm2, ymmword ptr [rip + bar]
-; bytes: 62 f2 6d 2a 64 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpblendmd ymm0 {k2}, ymm2, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 6d 2a 64 84 87 08 00 00 00
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [rdi]
-; bytes: 62 e2 05 24 64 07
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 05 24 64 44 fc fc
 ; form: vpcmpq_k_y_ym_imm8
 {evex} vpcmpq k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 1f c2 01
@@ -989,14 +1117,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpq k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 1f ea ff
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm17, ymmword ptr [rsp + 8], 0
-; bytes: 62 f3 f5 20 1f 84 24 08 00 00 00 00
+{evex} vpcmpq k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b3 f5 20 1f 84 4b e8 03 00 00 00
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm1, ymmword ptr [rbp], 100
-; bytes: 62 f3 f5 28 1f 45 00 64
+{evex} vpcmpq k0, ymm1, ymmword ptr [rip + foo + 16], 100
+; bytes: 62 f3 f5 28 1f 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm17, ymmword ptr [r13 - 300], 200
-; bytes: 62 d3 f5 20 1f 85 d4 fe ff ff c8
+{evex} vpcmpq k0, ymm17, ymmword ptr [8*rcx + 64], 200
+; bytes: 62 f3 f5 20 1f 04 cd 40 00 00 00 c8
 ; form: vpcmpuq_k_y_ym_imm8
 {evex} vpcmpuq k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 1e c2 01
@@ -1010,14 +1139,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuq k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 1e ea ff
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 f3 f5 20 1e 84 87 08 00 00 00 00
+{evex} vpcmpuq k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 20 1e 84 30 7f 00 00 00 00
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 93 f5 28 1e 44 fc fc 64
+{evex} vpcmpuq k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 28 1e 84 9c 00 10 00 00 64
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 b3 f5 20 1e 84 4b e8 03 00 00 c8
+{evex} vpcmpuq k0, ymm17, ymmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 20 1e 82 00 e0 ff ff c8
 ; form: vpblendmq_y_k_y_ym
 {evex} vpblendmq ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 64 c3
@@ -1031,15 +1160,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmq ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 64 e9
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rip + bar]
 ; bytes: 62 e2 85 24 64 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+; fixup: 6 pc32 bar -4
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm0 {k2}, ymm2, ymmword ptr [8*rcx + 64]
-; bytes: 62 f2 ed 2a 64 04 cd 40 00 00 00
+{evex} vpblendmq ymm0 {k2}, ymm2, ymmword ptr [rdi]
+; bytes: 62 f2 ed 2a 64 07
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 85 24 64 84 30 7f 00 00 00
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
+; bytes: 62 e2 85 24 64 84 24 08 00 00 00
 ; form: vmovups_y_kz_ym
 {evex} vmovups ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7c aa 10 c2
@@ -1053,15 +1182,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7c aa 10 ea
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c ac 10 84 9c 00 10 00 00
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rbp]
+; bytes: 62 e1 7c ac 10 45 00
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm0 {k2} {z}, ymmword ptr [rdx - 8192]
-; bytes: 62 f1 7c aa 10 82 00 e0 ff ff
+{evex} vmovups ymm0 {k2} {z}, ymmword ptr [r13 - 300]
+; bytes: 62 d1 7c aa 10 85 d4 fe ff ff
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rip + bar]
-; bytes: 62 e1 7c ac 10 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7c ac 10 84 87 08 00 00 00
+; form: vmovups_y_k_ym
+{evex} vmovups ymm0 {k2}, ymm2
+; bytes: 62 f1 7c 2a 10 c2
+; form: vmovups_y_k_ym
+{evex} vmovups ymm16 {k4}, ymm31
+; bytes: 62 81 7c 2c 10 c7
+; form: vmovups_y_k_ym
+{evex} vmovups ymm3 {k4}, ymm9
+; bytes: 62 d1 7c 2c 10 d9
+; form: vmovups_y_k_ym
+{evex} vmovups ymm29 {k2}, ymm18
+; bytes: 62 21 7c 2a 10 ea
+; form: vmovups_y_k_ym
+{evex} vmovups ymm16 {k4}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 2c 10 44 fc fc
+; form: vmovups_y_k_ym
+{evex} vmovups ymm0 {k2}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7c 2a 10 84 4b e8 03 00 00
+; form: vmovups_y_k_ym
+{evex} vmovups ymm16 {k4}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 7c 2c 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovupd_y_kz_ym
 {evex} vmovupd ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 fd aa 10 c2
@@ -1075,14 +1225,36 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 fd aa 10 ea
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rdi]
-; bytes: 62 e1 fd ac 10 07
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd ac 10 04 cd 40 00 00 00
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm0 {k2} {z}, ymmword ptr [rsp + 8]
-; bytes: 62 f1 fd aa 10 84 24 08 00 00 00
+{evex} vmovupd ymm0 {k2} {z}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 fd aa 10 84 30 7f 00 00 00
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rbp]
-; bytes: 62 e1 fd ac 10 45 00
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd ac 10 84 9c 00 10 00 00
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm0 {k2}, ymm2
+; bytes: 62 f1 fd 2a 10 c2
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm16 {k4}, ymm31
+; bytes: 62 81 fd 2c 10 c7
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm3 {k4}, ymm9
+; bytes: 62 d1 fd 2c 10 d9
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm29 {k2}, ymm18
+; bytes: 62 21 fd 2a 10 ea
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm16 {k4}, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 fd 2c 10 82 00 e0 ff ff
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm0 {k2}, ymmword ptr [rip + bar]
+; bytes: 62 f1 fd 2a 10 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vmovupd_y_k_ym
+{evex} vmovupd ymm16 {k4}, ymmword ptr [rdi]
+; bytes: 62 e1 fd 2c 10 07
 ; form: vmovdqu8_y_kz_ym
 {evex} vmovdqu8 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7f aa 6f c2
@@ -1096,14 +1268,35 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7f aa 6f ea
 ; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rsp + 8]
+; bytes: 62 e1 7f ac 6f 84 24 08 00 00 00
+; form: vmovdqu8_y_kz_ym
+{evex} vmovdqu8 ymm0 {k2} {z}, ymmword ptr [rbp]
+; bytes: 62 f1 7f aa 6f 45 00
+; form: vmovdqu8_y_kz_ym
 {evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [r13 - 300]
 ; bytes: 62 c1 7f ac 6f 85 d4 fe ff ff
-; form: vmovdqu8_y_kz_ym
-{evex} vmovdqu8 ymm0 {k2} {z}, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7f aa 6f 84 87 08 00 00 00
-; form: vmovdqu8_y_kz_ym
-{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7f ac 6f 44 fc fc
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm0 {k2}, ymm2
+; bytes: 62 f1 7f 2a 6f c2
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm16 {k4}, ymm31
+; bytes: 62 81 7f 2c 6f c7
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm3 {k4}, ymm9
+; bytes: 62 d1 7f 2c 6f d9
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm29 {k2}, ymm18
+; bytes: 62 21 7f 2a 6f ea
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7f 2c 6f 84 87 08 00 00 00
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm0 {k2}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7f 2a 6f 44 fc fc
+; form: vmovdqu8_y_k_ym
+{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7f 2c 6f 84 4b e8 03 00 00
 ; form: vmovdqu16_y_kz_ym
 {evex} vmovdqu16 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 ff aa 6f c2
@@ -1117,15 +1310,37 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 ff aa 6f ea
 ; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 ff ac 6f 84 4b e8 03 00 00
-; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm0 {k2} {z}, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 ff aa 6f 05 00 00 00 00
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 ff ac 6f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
 ; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 ff ac 6f 04 cd 40 00 00 00
+{evex} vmovdqu16 ymm0 {k2} {z}, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 ff aa 6f 04 cd 40 00 00 00
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 ff ac 6f 84 30 7f 00 00 00
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm0 {k2}, ymm2
+; bytes: 62 f1 ff 2a 6f c2
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm16 {k4}, ymm31
+; bytes: 62 81 ff 2c 6f c7
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm3 {k4}, ymm9
+; bytes: 62 d1 ff 2c 6f d9
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm29 {k2}, ymm18
+; bytes: 62 21 ff 2a 6f ea
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 ff 2c 6f 84 9c 00 10 00 00
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm0 {k2}, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 ff 2a 6f 82 00 e0 ff ff
+; form: vmovdqu16_y_k_ym
+{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rip + bar]
+; bytes: 62 e1 ff 2c 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu32_y_kz_ym
 {evex} vmovdqu32 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7e aa 6f c2
@@ -1139,14 +1354,35 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7e aa 6f ea
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e ac 6f 84 30 7f 00 00 00
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rdi]
+; bytes: 62 e1 7e ac 6f 07
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm0 {k2} {z}, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7e aa 6f 84 9c 00 10 00 00
+{evex} vmovdqu32 ymm0 {k2} {z}, ymmword ptr [rsp + 8]
+; bytes: 62 f1 7e aa 6f 84 24 08 00 00 00
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 7e ac 6f 82 00 e0 ff ff
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rbp]
+; bytes: 62 e1 7e ac 6f 45 00
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm0 {k2}, ymm2
+; bytes: 62 f1 7e 2a 6f c2
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm16 {k4}, ymm31
+; bytes: 62 81 7e 2c 6f c7
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm3 {k4}, ymm9
+; bytes: 62 d1 7e 2c 6f d9
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm29 {k2}, ymm18
+; bytes: 62 21 7e 2a 6f ea
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [r13 - 300]
+; bytes: 62 c1 7e 2c 6f 85 d4 fe ff ff
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm0 {k2}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7e 2a 6f 84 87 08 00 00 00
+; form: vmovdqu32_y_k_ym
+{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 2c 6f 44 fc fc
 ; form: vmovdqu64_y_kz_ym
 {evex} vmovdqu64 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 fe aa 6f c2
@@ -1160,71 +1396,93 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 fe aa 6f ea
 ; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rip + bar]
-; bytes: 62 e1 fe ac 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe ac 6f 84 4b e8 03 00 00
 ; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm0 {k2} {z}, ymmword ptr [rdi]
-; bytes: 62 f1 fe aa 6f 07
-; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rsp + 8]
-; bytes: 62 e1 fe ac 6f 84 24 08 00 00 00
-; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [rbp] {k3}, ymm17
-; bytes: 62 e1 7c 2b 11 4d 00
-; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [r13 - 300] {k1}, ymm1
-; bytes: 62 d1 7c 29 11 8d d4 fe ff ff
-; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
-; bytes: 62 e1 7c 2b 11 8c 87 08 00 00 00
-; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [r12 + 8*r15 - 128] {k3}, ymm17
-; bytes: 62 81 fd 2b 11 4c fc fc
-; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [rbx + 2*r9 + 1000] {k1}, ymm1
-; bytes: 62 b1 fd 29 11 8c 4b e8 03 00 00
-; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [rip + foo + 16] {k3}, ymm17
-; bytes: 62 e1 fd 2b 11 0d 00 00 00 00
+{evex} vmovdqu64 ymm0 {k2} {z}, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 fe aa 6f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [8*rcx + 64] {k3}, ymm17
-; bytes: 62 e1 7f 2b 7f 0c cd 40 00 00 00
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [r8 + rsi + 127] {k1}, ymm1
-; bytes: 62 d1 7f 29 7f 8c 30 7f 00 00 00
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [rsp + 4*r11 + 4096] {k3}, ymm17
-; bytes: 62 a1 7f 2b 7f 8c 9c 00 10 00 00
-; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [rdx - 8192] {k3}, ymm17
-; bytes: 62 e1 ff 2b 7f 8a 00 e0 ff ff
-; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [rip + bar] {k1}, ymm1
-; bytes: 62 f1 ff 29 7f 0d 00 00 00 00
+; form: vmovdqu64_y_kz_ym
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fe ac 6f 04 cd 40 00 00 00
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm0 {k2}, ymm2
+; bytes: 62 f1 fe 2a 6f c2
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm16 {k4}, ymm31
+; bytes: 62 81 fe 2c 6f c7
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm3 {k4}, ymm9
+; bytes: 62 d1 fe 2c 6f d9
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm29 {k2}, ymm18
+; bytes: 62 21 fe 2a 6f ea
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fe 2c 6f 84 30 7f 00 00 00
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm0 {k2}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 fe 2a 6f 84 9c 00 10 00 00
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 fe 2c 6f 82 00 e0 ff ff
+; form: vmovups_m256_k_y
+{evex} vmovups ymmword ptr [rip + bar] {k3}, ymm17
+; bytes: 62 e1 7c 2b 11 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovups_m256_k_y
+{evex} vmovups ymmword ptr [rdi] {k1}, ymm1
+; bytes: 62 f1 7c 29 11 0f
+; form: vmovups_m256_k_y
+{evex} vmovups ymmword ptr [rsp + 8] {k3}, ymm17
+; bytes: 62 e1 7c 2b 11 8c 24 08 00 00 00
+; form: vmovupd_m256_k_y
+{evex} vmovupd ymmword ptr [rbp] {k3}, ymm17
+; bytes: 62 e1 fd 2b 11 4d 00
+; form: vmovupd_m256_k_y
+{evex} vmovupd ymmword ptr [r13 - 300] {k1}, ymm1
+; bytes: 62 d1 fd 29 11 8d d4 fe ff ff
+; form: vmovupd_m256_k_y
+{evex} vmovupd ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
+; bytes: 62 e1 fd 2b 11 8c 87 08 00 00 00
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [r12 + 8*r15 - 128] {k3}, ymm17
+; bytes: 62 81 7f 2b 7f 4c fc fc
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [rbx + 2*r9 + 1000] {k1}, ymm1
+; bytes: 62 b1 7f 29 7f 8c 4b e8 03 00 00
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [rip + foo + 16] {k3}, ymm17
+; bytes: 62 e1 7f 2b 7f 0d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [rdi] {k3}, ymm17
-; bytes: 62 e1 ff 2b 7f 0f
+{evex} vmovdqu16 ymmword ptr [8*rcx + 64] {k3}, ymm17
+; bytes: 62 e1 ff 2b 7f 0c cd 40 00 00 00
+; form: vmovdqu16_m256_k_y
+{evex} vmovdqu16 ymmword ptr [r8 + rsi + 127] {k1}, ymm1
+; bytes: 62 d1 ff 29 7f 8c 30 7f 00 00 00
+; form: vmovdqu16_m256_k_y
+{evex} vmovdqu16 ymmword ptr [rsp + 4*r11 + 4096] {k3}, ymm17
+; bytes: 62 a1 ff 2b 7f 8c 9c 00 10 00 00
 ; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [rsp + 8] {k3}, ymm17
-; bytes: 62 e1 7e 2b 7f 8c 24 08 00 00 00
+{evex} vmovdqu32 ymmword ptr [rdx - 8192] {k3}, ymm17
+; bytes: 62 e1 7e 2b 7f 8a 00 e0 ff ff
 ; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [rbp] {k1}, ymm1
-; bytes: 62 f1 7e 29 7f 4d 00
+{evex} vmovdqu32 ymmword ptr [rip + bar] {k1}, ymm1
+; bytes: 62 f1 7e 29 7f 0d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [r13 - 300] {k3}, ymm17
-; bytes: 62 c1 7e 2b 7f 8d d4 fe ff ff
+{evex} vmovdqu32 ymmword ptr [rdi] {k3}, ymm17
+; bytes: 62 e1 7e 2b 7f 0f
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
-; bytes: 62 e1 fe 2b 7f 8c 87 08 00 00 00
+{evex} vmovdqu64 ymmword ptr [rsp + 8] {k3}, ymm17
+; bytes: 62 e1 fe 2b 7f 8c 24 08 00 00 00
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [r12 + 8*r15 - 128] {k1}, ymm1
-; bytes: 62 91 fe 29 7f 4c fc fc
+{evex} vmovdqu64 ymmword ptr [rbp] {k1}, ymm1
+; bytes: 62 f1 fe 29 7f 4d 00
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [rbx + 2*r9 + 1000] {k3}, ymm17
-; bytes: 62 a1 fe 2b 7f 8c 4b e8 03 00 00
+{evex} vmovdqu64 ymmword ptr [r13 - 300] {k3}, ymm17
+; bytes: 62 c1 fe 2b 7f 8d d4 fe ff ff
 ; form: vrndscaleps_y_ym_imm8
 {evex} vrndscaleps ymm0, ymm1, 1
 ; bytes: 62 f3 7d 28 08 c1 01
@@ -1238,15 +1496,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscaleps ymm29, ymm8, 255
 ; bytes: 62 43 7d 28 08 e8 ff
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm16, ymmword ptr [rip + foo + 16], 0
-; bytes: 62 e3 7d 28 08 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+{evex} vrndscaleps ymm16, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 e3 7d 28 08 84 87 08 00 00 00 00
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm0, ymmword ptr [8*rcx + 64], 100
-; bytes: 62 f3 7d 28 08 04 cd 40 00 00 00 64
+{evex} vrndscaleps ymm0, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 7d 28 08 44 fc fc 64
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm16, ymmword ptr [r8 + rsi + 127], 200
-; bytes: 62 c3 7d 28 08 84 30 7f 00 00 00 c8
+{evex} vrndscaleps ymm16, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 a3 7d 28 08 84 4b e8 03 00 00 c8
 ; form: vrndscalepd_y_ym_imm8
 {evex} vrndscalepd ymm0, ymm1, 1
 ; bytes: 62 f3 fd 28 09 c1 01
@@ -1260,15 +1517,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscalepd ymm29, ymm8, 255
 ; bytes: 62 43 fd 28 09 e8 ff
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm16, ymmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 fd 28 09 84 9c 00 10 00 00 00
+{evex} vrndscalepd ymm16, ymmword ptr [rip + foo + 16], 0
+; bytes: 62 e3 fd 28 09 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm0, ymmword ptr [rdx - 8192], 100
-; bytes: 62 f3 fd 28 09 82 00 e0 ff ff 64
+{evex} vrndscalepd ymm0, ymmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 fd 28 09 04 cd 40 00 00 00 64
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm16, ymmword ptr [rip + bar], 200
-; bytes: 62 e3 fd 28 09 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vrndscalepd ymm16, ymmword ptr [r8 + rsi + 127], 200
+; bytes: 62 c3 fd 28 09 84 30 7f 00 00 00 c8
 ; form: vpcmpb_k_z_zm_imm8
 vpcmpb k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 3f c2 01
@@ -1282,14 +1539,15 @@ vpcmpb k3, zmm24, zmm9, 127
 vpcmpb k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 3f ea ff
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm17, zmmword ptr [rdi], 0
-; bytes: 62 f3 75 40 3f 07 00
+vpcmpb k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 b3 75 40 3f 44 9c 40 00
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm1, zmmword ptr [rsp + 8], 100
-; bytes: 62 f3 75 48 3f 84 24 08 00 00 00 64
+vpcmpb k0, zmm1, zmmword ptr [rdx - 8192], 100
+; bytes: 62 f3 75 48 3f 42 80 64
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm17, zmmword ptr [rbp], 200
-; bytes: 62 f3 75 40 3f 45 00 c8
+vpcmpb k0, zmm17, zmmword ptr [rip + bar], 200
+; bytes: 62 f3 75 40 3f 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vpcmpub_k_z_zm_imm8
 vpcmpub k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 3e c2 01
@@ -1303,14 +1561,14 @@ vpcmpub k3, zmm24, zmm9, 127
 vpcmpub k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 3e ea ff
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm17, zmmword ptr [r13 - 300], 0
-; bytes: 62 d3 75 40 3e 85 d4 fe ff ff 00
+vpcmpub k0, zmm17, zmmword ptr [rdi], 0
+; bytes: 62 f3 75 40 3e 07 00
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm1, zmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f3 75 48 3e 84 87 08 00 00 00 64
+vpcmpub k0, zmm1, zmmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 48 3e 84 24 08 00 00 00 64
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 93 75 40 3e 44 fc fe c8
+vpcmpub k0, zmm17, zmmword ptr [rbp], 200
+; bytes: 62 f3 75 40 3e 45 00 c8
 ; form: vpblendmb_z_k_z_zm
 vpblendmb zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 66 c3
@@ -1324,15 +1582,14 @@ vpblendmb zmm3 {k4}, zmm9, zmm30
 vpblendmb zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 66 e9
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 05 44 66 84 4b e8 03 00 00
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [r13 - 300]
+; bytes: 62 c2 05 44 66 85 d4 fe ff ff
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm0 {k2}, zmm2, zmmword ptr [rip + foo + 16]
-; bytes: 62 f2 6d 4a 66 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpblendmb zmm0 {k2}, zmm2, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 6d 4a 66 84 87 08 00 00 00
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm16 {k4}, zmm31, zmmword ptr [8*rcx + 64]
-; bytes: 62 e2 05 44 66 04 cd 40 00 00 00
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 05 44 66 44 fc fe
 ; form: vpcmpw_k_z_zm_imm8
 vpcmpw k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 3f c2 01
@@ -1346,14 +1603,15 @@ vpcmpw k3, zmm24, zmm9, 127
 vpcmpw k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 3f ea ff
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm17, zmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d3 f5 40 3f 84 30 7f 00 00 00 00
+vpcmpw k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b3 f5 40 3f 84 4b e8 03 00 00 00
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm1, zmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 48 3f 44 9c 40 64
+vpcmpw k0, zmm1, zmmword ptr [rip + foo + 16], 100
+; bytes: 62 f3 f5 48 3f 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm17, zmmword ptr [rdx - 8192], 200
-; bytes: 62 f3 f5 40 3f 42 80 c8
+vpcmpw k0, zmm17, zmmword ptr [8*rcx + 64], 200
+; bytes: 62 f3 f5 40 3f 04 cd 40 00 00 00 c8
 ; form: vpcmpuw_k_z_zm_imm8
 vpcmpuw k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 3e c2 01
@@ -1367,15 +1625,14 @@ vpcmpuw k3, zmm24, zmm9, 127
 vpcmpuw k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 3e ea ff
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm17, zmmword ptr [rip + bar], 0
-; bytes: 62 f3 f5 40 3e 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+vpcmpuw k0, zmm17, zmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 40 3e 84 30 7f 00 00 00 00
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm1, zmmword ptr [rdi], 100
-; bytes: 62 f3 f5 48 3e 07 64
+vpcmpuw k0, zmm1, zmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 48 3e 44 9c 40 64
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm17, zmmword ptr [rsp + 8], 200
-; bytes: 62 f3 f5 40 3e 84 24 08 00 00 00 c8
+vpcmpuw k0, zmm17, zmmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 40 3e 42 80 c8
 ; form: vpblendmw_z_k_z_zm
 vpblendmw zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 66 c3
@@ -1389,14 +1646,15 @@ vpblendmw zmm3 {k4}, zmm9, zmm30
 vpblendmw zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 66 e9
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rbp]
-; bytes: 62 e2 85 44 66 45 00
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
+; bytes: 62 e2 85 44 66 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm0 {k2}, zmm2, zmmword ptr [r13 - 300]
-; bytes: 62 d2 ed 4a 66 85 d4 fe ff ff
+vpblendmw zmm0 {k2}, zmm2, zmmword ptr [rdi]
+; bytes: 62 f2 ed 4a 66 07
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 85 44 66 84 87 08 00 00 00
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rsp + 8]
+; bytes: 62 e2 85 44 66 84 24 08 00 00 00
 ; form: vpcmpd_k_z_zm_imm8
 vpcmpd k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 1f c2 01
@@ -1410,15 +1668,14 @@ vpcmpd k3, zmm24, zmm9, 127
 vpcmpd k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 1f ea ff
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 93 75 40 1f 44 fc fe 00
+vpcmpd k0, zmm17, zmmword ptr [rbp], 0
+; bytes: 62 f3 75 40 1f 45 00 00
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm1, zmmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 48 1f 84 4b e8 03 00 00 64
+vpcmpd k0, zmm1, zmmword ptr [r13 - 300], 100
+; bytes: 62 d3 75 48 1f 85 d4 fe ff ff 64
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm17, zmmword ptr [rip + foo + 16], 200
-; bytes: 62 f3 75 40 1f 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+vpcmpd k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f3 75 40 1f 84 87 08 00 00 00 c8
 ; form: vpcmpud_k_z_zm_imm8
 vpcmpud k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 1e c2 01
@@ -1432,14 +1689,15 @@ vpcmpud k3, zmm24, zmm9, 127
 vpcmpud k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 1e ea ff
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm17, zmmword ptr [8*rcx + 64], 0
-; bytes: 62 f3 75 40 1e 04 cd 40 00 00 00 00
+vpcmpud k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 93 75 40 1e 44 fc fe 00
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm1, zmmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 75 48 1e 84 30 7f 00 00 00 64
+vpcmpud k0, zmm1, zmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 75 48 1e 84 4b e8 03 00 00 64
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b3 75 40 1e 44 9c 40 c8
+vpcmpud k0, zmm17, zmmword ptr [rip + foo + 16], 200
+; bytes: 62 f3 75 40 1e 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpblendmd_z_k_z_zm
 vpblendmd zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 64 c3
@@ -1453,15 +1711,14 @@ vpblendmd zmm3 {k4}, zmm9, zmm30
 vpblendmd zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 64 e9
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rdx - 8192]
-; bytes: 62 e2 05 44 64 42 80
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 44 64 04 cd 40 00 00 00
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm0 {k2}, zmm2, zmmword ptr [rip + bar]
-; bytes: 62 f2 6d 4a 64 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpblendmd zmm0 {k2}, zmm2, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 6d 4a 64 84 30 7f 00 00 00
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rdi]
-; bytes: 62 e2 05 44 64 07
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 05 44 64 44 9c 40
 ; form: vpcmpq_k_z_zm_imm8
 vpcmpq k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 1f c2 01
@@ -1475,14 +1732,15 @@ vpcmpq k3, zmm24, zmm9, 127
 vpcmpq k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 1f ea ff
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm17, zmmword ptr [rsp + 8], 0
-; bytes: 62 f3 f5 40 1f 84 24 08 00 00 00 00
+vpcmpq k0, zmm17, zmmword ptr [rdx - 8192], 0
+; bytes: 62 f3 f5 40 1f 42 80 00
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm1, zmmword ptr [rbp], 100
-; bytes: 62 f3 f5 48 1f 45 00 64
+vpcmpq k0, zmm1, zmmword ptr [rip + bar], 100
+; bytes: 62 f3 f5 48 1f 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm17, zmmword ptr [r13 - 300], 200
-; bytes: 62 d3 f5 40 1f 85 d4 fe ff ff c8
+vpcmpq k0, zmm17, zmmword ptr [rdi], 200
+; bytes: 62 f3 f5 40 1f 07 c8
 ; form: vpcmpuq_k_z_zm_imm8
 vpcmpuq k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 1e c2 01
@@ -1496,14 +1754,14 @@ vpcmpuq k3, zmm24, zmm9, 127
 vpcmpuq k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 1e ea ff
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 f3 f5 40 1e 84 87 08 00 00 00 00
+vpcmpuq k0, zmm17, zmmword ptr [rsp + 8], 0
+; bytes: 62 f3 f5 40 1e 84 24 08 00 00 00 00
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm1, zmmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 93 f5 48 1e 44 fc fe 64
+vpcmpuq k0, zmm1, zmmword ptr [rbp], 100
+; bytes: 62 f3 f5 48 1e 45 00 64
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 b3 f5 40 1e 84 4b e8 03 00 00 c8
+vpcmpuq k0, zmm17, zmmword ptr [r13 - 300], 200
+; bytes: 62 d3 f5 40 1e 85 d4 fe ff ff c8
 ; form: vpblendmq_z_k_z_zm
 vpblendmq zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 64 c3
@@ -1517,15 +1775,14 @@ vpblendmq zmm3 {k4}, zmm9, zmm30
 vpblendmq zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 64 e9
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rip + foo + 16]
-; bytes: 62 e2 85 44 64 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 44 64 84 87 08 00 00 00
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm0 {k2}, zmm2, zmmword ptr [8*rcx + 64]
-; bytes: 62 f2 ed 4a 64 04 cd 40 00 00 00
+vpblendmq zmm0 {k2}, zmm2, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 ed 4a 64 44 fc fe
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm16 {k4}, zmm31, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 85 44 64 84 30 7f 00 00 00
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 85 44 64 84 4b e8 03 00 00
 ; form: vmovups_z_kz_zm
 vmovups zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7c ca 10 c2
@@ -1539,14 +1796,36 @@ vmovups zmm3 {k4} {z}, zmm9
 vmovups zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7c ca 10 ea
 ; form: vmovups_z_kz_zm
-vmovups zmm16 {k4} {z}, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c cc 10 44 9c 40
-; form: vmovups_z_kz_zm
-vmovups zmm0 {k2} {z}, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 7c ca 10 42 80
-; form: vmovups_z_kz_zm
-vmovups zmm16 {k4} {z}, zmmword ptr [rip + bar]
+vmovups zmm16 {k4} {z}, zmmword ptr [rip + foo + 16]
 ; bytes: 62 e1 7c cc 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovups_z_kz_zm
+vmovups zmm0 {k2} {z}, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 7c ca 10 04 cd 40 00 00 00
+; form: vmovups_z_kz_zm
+vmovups zmm16 {k4} {z}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7c cc 10 84 30 7f 00 00 00
+; form: vmovups_z_k_zm
+vmovups zmm0 {k2}, zmm2
+; bytes: 62 f1 7c 4a 10 c2
+; form: vmovups_z_k_zm
+vmovups zmm16 {k4}, zmm31
+; bytes: 62 81 7c 4c 10 c7
+; form: vmovups_z_k_zm
+vmovups zmm3 {k4}, zmm9
+; bytes: 62 d1 7c 4c 10 d9
+; form: vmovups_z_k_zm
+vmovups zmm29 {k2}, zmm18
+; bytes: 62 21 7c 4a 10 ea
+; form: vmovups_z_k_zm
+vmovups zmm16 {k4}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 4c 10 44 9c 40
+; form: vmovups_z_k_zm
+vmovups zmm0 {k2}, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 7c 4a 10 42 80
+; form: vmovups_z_k_zm
+vmovups zmm16 {k4}, zmmword ptr [rip + bar]
+; bytes: 62 e1 7c 4c 10 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vmovupd_z_kz_zm
 vmovupd zmm0 {k2} {z}, zmm2
@@ -1569,6 +1848,27 @@ vmovupd zmm0 {k2} {z}, zmmword ptr [rsp + 8]
 ; form: vmovupd_z_kz_zm
 vmovupd zmm16 {k4} {z}, zmmword ptr [rbp]
 ; bytes: 62 e1 fd cc 10 45 00
+; form: vmovupd_z_k_zm
+vmovupd zmm0 {k2}, zmm2
+; bytes: 62 f1 fd 4a 10 c2
+; form: vmovupd_z_k_zm
+vmovupd zmm16 {k4}, zmm31
+; bytes: 62 81 fd 4c 10 c7
+; form: vmovupd_z_k_zm
+vmovupd zmm3 {k4}, zmm9
+; bytes: 62 d1 fd 4c 10 d9
+; form: vmovupd_z_k_zm
+vmovupd zmm29 {k2}, zmm18
+; bytes: 62 21 fd 4a 10 ea
+; form: vmovupd_z_k_zm
+vmovupd zmm16 {k4}, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fd 4c 10 85 d4 fe ff ff
+; form: vmovupd_z_k_zm
+vmovupd zmm0 {k2}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fd 4a 10 84 87 08 00 00 00
+; form: vmovupd_z_k_zm
+vmovupd zmm16 {k4}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 4c 10 44 fc fe
 ; form: vmovdqu8_z_kz_zm
 vmovdqu8 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7f ca 6f c2
@@ -1582,14 +1882,36 @@ vmovdqu8 zmm3 {k4} {z}, zmm9
 vmovdqu8 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7f ca 6f ea
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm16 {k4} {z}, zmmword ptr [r13 - 300]
-; bytes: 62 c1 7f cc 6f 85 d4 fe ff ff
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7f cc 6f 84 4b e8 03 00 00
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm0 {k2} {z}, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7f ca 6f 84 87 08 00 00 00
+vmovdqu8 zmm0 {k2} {z}, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 7f ca 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm16 {k4} {z}, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7f cc 6f 44 fc fe
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7f cc 6f 04 cd 40 00 00 00
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm0 {k2}, zmm2
+; bytes: 62 f1 7f 4a 6f c2
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm16 {k4}, zmm31
+; bytes: 62 81 7f 4c 6f c7
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm3 {k4}, zmm9
+; bytes: 62 d1 7f 4c 6f d9
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm29 {k2}, zmm18
+; bytes: 62 21 7f 4a 6f ea
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm16 {k4}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7f 4c 6f 84 30 7f 00 00 00
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm0 {k2}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7f 4a 6f 44 9c 40
+; form: vmovdqu8_z_k_zm
+vmovdqu8 zmm16 {k4}, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 7f 4c 6f 42 80
 ; form: vmovdqu16_z_kz_zm
 vmovdqu16 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 ff ca 6f c2
@@ -1603,15 +1925,36 @@ vmovdqu16 zmm3 {k4} {z}, zmm9
 vmovdqu16 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 ff ca 6f ea
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 ff cc 6f 84 4b e8 03 00 00
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rip + bar]
+; bytes: 62 e1 ff cc 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm0 {k2} {z}, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 ff ca 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovdqu16 zmm0 {k2} {z}, zmmword ptr [rdi]
+; bytes: 62 f1 ff ca 6f 07
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm16 {k4} {z}, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 ff cc 6f 04 cd 40 00 00 00
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rsp + 8]
+; bytes: 62 e1 ff cc 6f 84 24 08 00 00 00
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm0 {k2}, zmm2
+; bytes: 62 f1 ff 4a 6f c2
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm16 {k4}, zmm31
+; bytes: 62 81 ff 4c 6f c7
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm3 {k4}, zmm9
+; bytes: 62 d1 ff 4c 6f d9
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm29 {k2}, zmm18
+; bytes: 62 21 ff 4a 6f ea
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm16 {k4}, zmmword ptr [rbp]
+; bytes: 62 e1 ff 4c 6f 45 00
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm0 {k2}, zmmword ptr [r13 - 300]
+; bytes: 62 d1 ff 4a 6f 85 d4 fe ff ff
+; form: vmovdqu16_z_k_zm
+vmovdqu16 zmm16 {k4}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 ff 4c 6f 84 87 08 00 00 00
 ; form: vmovdqu32_z_kz_zm
 vmovdqu32 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7e ca 6f c2
@@ -1625,14 +1968,36 @@ vmovdqu32 zmm3 {k4} {z}, zmm9
 vmovdqu32 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7e ca 6f ea
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm16 {k4} {z}, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e cc 6f 84 30 7f 00 00 00
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e cc 6f 44 fc fe
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm0 {k2} {z}, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7e ca 6f 44 9c 40
+vmovdqu32 zmm0 {k2} {z}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7e ca 6f 84 4b e8 03 00 00
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 7e cc 6f 42 80
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 7e cc 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm0 {k2}, zmm2
+; bytes: 62 f1 7e 4a 6f c2
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm16 {k4}, zmm31
+; bytes: 62 81 7e 4c 6f c7
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm3 {k4}, zmm9
+; bytes: 62 d1 7e 4c 6f d9
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm29 {k2}, zmm18
+; bytes: 62 21 7e 4a 6f ea
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm16 {k4}, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7e 4c 6f 04 cd 40 00 00 00
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm0 {k2}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7e 4a 6f 84 30 7f 00 00 00
+; form: vmovdqu32_z_k_zm
+vmovdqu32 zmm16 {k4}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7e 4c 6f 44 9c 40
 ; form: vmovdqu64_z_kz_zm
 vmovdqu64 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 fe ca 6f c2
@@ -1646,71 +2011,93 @@ vmovdqu64 zmm3 {k4} {z}, zmm9
 vmovdqu64 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 fe ca 6f ea
 ; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rip + bar]
-; bytes: 62 e1 fe cc 6f 05 00 00 00 00
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 fe cc 6f 42 80
+; form: vmovdqu64_z_kz_zm
+vmovdqu64 zmm0 {k2} {z}, zmmword ptr [rip + bar]
+; bytes: 62 f1 fe ca 6f 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm0 {k2} {z}, zmmword ptr [rdi]
-; bytes: 62 f1 fe ca 6f 07
-; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rsp + 8]
-; bytes: 62 e1 fe cc 6f 84 24 08 00 00 00
-; form: vmovups_m512_k_z
-vmovups zmmword ptr [rbp] {k3}, zmm17
-; bytes: 62 e1 7c 4b 11 4d 00
-; form: vmovups_m512_k_z
-vmovups zmmword ptr [r13 - 300] {k1}, zmm1
-; bytes: 62 d1 7c 49 11 8d d4 fe ff ff
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rdi]
+; bytes: 62 e1 fe cc 6f 07
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm0 {k2}, zmm2
+; bytes: 62 f1 fe 4a 6f c2
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm16 {k4}, zmm31
+; bytes: 62 81 fe 4c 6f c7
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm3 {k4}, zmm9
+; bytes: 62 d1 fe 4c 6f d9
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm29 {k2}, zmm18
+; bytes: 62 21 fe 4a 6f ea
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm16 {k4}, zmmword ptr [rsp + 8]
+; bytes: 62 e1 fe 4c 6f 84 24 08 00 00 00
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm0 {k2}, zmmword ptr [rbp]
+; bytes: 62 f1 fe 4a 6f 45 00
+; form: vmovdqu64_z_k_zm
+vmovdqu64 zmm16 {k4}, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fe 4c 6f 85 d4 fe ff ff
 ; form: vmovups_m512_k_z
 vmovups zmmword ptr [rdi + 4*rax + 8] {k3}, zmm17
 ; bytes: 62 e1 7c 4b 11 8c 87 08 00 00 00
-; form: vmovupd_m512_k_z
-vmovupd zmmword ptr [r12 + 8*r15 - 128] {k3}, zmm17
-; bytes: 62 81 fd 4b 11 4c fc fe
-; form: vmovupd_m512_k_z
-vmovupd zmmword ptr [rbx + 2*r9 + 1000] {k1}, zmm1
-; bytes: 62 b1 fd 49 11 8c 4b e8 03 00 00
+; form: vmovups_m512_k_z
+vmovups zmmword ptr [r12 + 8*r15 - 128] {k1}, zmm1
+; bytes: 62 91 7c 49 11 4c fc fe
+; form: vmovups_m512_k_z
+vmovups zmmword ptr [rbx + 2*r9 + 1000] {k3}, zmm17
+; bytes: 62 a1 7c 4b 11 8c 4b e8 03 00 00
 ; form: vmovupd_m512_k_z
 vmovupd zmmword ptr [rip + foo + 16] {k3}, zmm17
 ; bytes: 62 e1 fd 4b 11 0d 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovdqu8_m512_k_z
-vmovdqu8 zmmword ptr [8*rcx + 64] {k3}, zmm17
-; bytes: 62 e1 7f 4b 7f 0c cd 40 00 00 00
-; form: vmovdqu8_m512_k_z
-vmovdqu8 zmmword ptr [r8 + rsi + 127] {k1}, zmm1
-; bytes: 62 d1 7f 49 7f 8c 30 7f 00 00 00
+; form: vmovupd_m512_k_z
+vmovupd zmmword ptr [8*rcx + 64] {k1}, zmm1
+; bytes: 62 f1 fd 49 11 0c cd 40 00 00 00
+; form: vmovupd_m512_k_z
+vmovupd zmmword ptr [r8 + rsi + 127] {k3}, zmm17
+; bytes: 62 c1 fd 4b 11 8c 30 7f 00 00 00
 ; form: vmovdqu8_m512_k_z
 vmovdqu8 zmmword ptr [rsp + 4*r11 + 4096] {k3}, zmm17
 ; bytes: 62 a1 7f 4b 7f 4c 9c 40
-; form: vmovdqu16_m512_k_z
-vmovdqu16 zmmword ptr [rdx - 8192] {k3}, zmm17
-; bytes: 62 e1 ff 4b 7f 4a 80
-; form: vmovdqu16_m512_k_z
-vmovdqu16 zmmword ptr [rip + bar] {k1}, zmm1
-; bytes: 62 f1 ff 49 7f 0d 00 00 00 00
+; form: vmovdqu8_m512_k_z
+vmovdqu8 zmmword ptr [rdx - 8192] {k1}, zmm1
+; bytes: 62 f1 7f 49 7f 4a 80
+; form: vmovdqu8_m512_k_z
+vmovdqu8 zmmword ptr [rip + bar] {k3}, zmm17
+; bytes: 62 e1 7f 4b 7f 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
 ; form: vmovdqu16_m512_k_z
 vmovdqu16 zmmword ptr [rdi] {k3}, zmm17
 ; bytes: 62 e1 ff 4b 7f 0f
-; form: vmovdqu32_m512_k_z
-vmovdqu32 zmmword ptr [rsp + 8] {k3}, zmm17
-; bytes: 62 e1 7e 4b 7f 8c 24 08 00 00 00
-; form: vmovdqu32_m512_k_z
-vmovdqu32 zmmword ptr [rbp] {k1}, zmm1
-; bytes: 62 f1 7e 49 7f 4d 00
+; form: vmovdqu16_m512_k_z
+vmovdqu16 zmmword ptr [rsp + 8] {k1}, zmm1
+; bytes: 62 f1 ff 49 7f 8c 24 08 00 00 00
+; form: vmovdqu16_m512_k_z
+vmovdqu16 zmmword ptr [rbp] {k3}, zmm17
+; bytes: 62 e1 ff 4b 7f 4d 00
 ; form: vmovdqu32_m512_k_z
 vmovdqu32 zmmword ptr [r13 - 300] {k3}, zmm17
 ; bytes: 62 c1 7e 4b 7f 8d d4 fe ff ff
-; form: vmovdqu64_m512_k_z
-vmovdqu64 zmmword ptr [rdi + 4*rax + 8] {k3}, zmm17
-; bytes: 62 e1 fe 4b 7f 8c 87 08 00 00 00
-; form: vmovdqu64_m512_k_z
-vmovdqu64 zmmword ptr [r12 + 8*r15 - 128] {k1}, zmm1
-; bytes: 62 91 fe 49 7f 4c fc fe
+; form: vmovdqu32_m512_k_z
+vmovdqu32 zmmword ptr [rdi + 4*rax + 8] {k1}, zmm1
+; bytes: 62 f1 7e 49 7f 8c 87 08 00 00 00
+; form: vmovdqu32_m512_k_z
+vmovdqu32 zmmword ptr [r12 + 8*r15 - 128] {k3}, zmm17
+; bytes: 62 81 7e 4b 7f 4c fc fe
 ; form: vmovdqu64_m512_k_z
 vmovdqu64 zmmword ptr [rbx + 2*r9 + 1000] {k3}, zmm17
 ; bytes: 62 a1 fe 4b 7f 8c 4b e8 03 00 00
+; form: vmovdqu64_m512_k_z
+vmovdqu64 zmmword ptr [rip + foo + 16] {k1}, zmm1
+; bytes: 62 f1 fe 49 7f 0d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vmovdqu64_m512_k_z
+vmovdqu64 zmmword ptr [8*rcx + 64] {k3}, zmm17
+; bytes: 62 e1 fe 4b 7f 0c cd 40 00 00 00
 ; form: vrndscaleps_z_zm_imm8
 vrndscaleps zmm0, zmm1, 1
 ; bytes: 62 f3 7d 48 08 c1 01
@@ -1724,15 +2111,14 @@ vrndscaleps zmm3, zmm24, 127
 vrndscaleps zmm29, zmm8, 255
 ; bytes: 62 43 7d 48 08 e8 ff
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm16, zmmword ptr [rip + foo + 16], 0
-; bytes: 62 e3 7d 48 08 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+vrndscaleps zmm16, zmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 c3 7d 48 08 84 30 7f 00 00 00 00
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm0, zmmword ptr [8*rcx + 64], 100
-; bytes: 62 f3 7d 48 08 04 cd 40 00 00 00 64
+vrndscaleps zmm0, zmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 7d 48 08 44 9c 40 64
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm16, zmmword ptr [r8 + rsi + 127], 200
-; bytes: 62 c3 7d 48 08 84 30 7f 00 00 00 c8
+vrndscaleps zmm16, zmmword ptr [rdx - 8192], 200
+; bytes: 62 e3 7d 48 08 42 80 c8
 ; form: vrndscalepd_z_zm_imm8
 vrndscalepd zmm0, zmm1, 1
 ; bytes: 62 f3 fd 48 09 c1 01
@@ -1746,71 +2132,71 @@ vrndscalepd zmm3, zmm24, 127
 vrndscalepd zmm29, zmm8, 255
 ; bytes: 62 43 fd 48 09 e8 ff
 ; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm16, zmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 fd 48 09 44 9c 40 00
-; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm0, zmmword ptr [rdx - 8192], 100
-; bytes: 62 f3 fd 48 09 42 80 64
-; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm16, zmmword ptr [rip + bar], 200
-; bytes: 62 e3 fd 48 09 05 00 00 00 00 c8
+vrndscalepd zmm16, zmmword ptr [rip + bar], 0
+; bytes: 62 e3 fd 48 09 05 00 00 00 00 00
 ; fixup: 6 pc32 bar -5
-; form: vmovss_x_kz_m32
-{evex} vmovss xmm16 {k4} {z}, dword ptr [rdi]
-; bytes: 62 e1 7e 8c 10 07
-; form: vmovss_x_kz_m32
-{evex} vmovss xmm0 {k2} {z}, dword ptr [rsp + 8]
-; bytes: 62 f1 7e 8a 10 44 24 02
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm0, zmmword ptr [rdi], 100
+; bytes: 62 f3 fd 48 09 07 64
+; form: vrndscalepd_z_zm_imm8
+vrndscalepd zmm16, zmmword ptr [rsp + 8], 200
+; bytes: 62 e3 fd 48 09 84 24 08 00 00 00 c8
 ; form: vmovss_x_kz_m32
 {evex} vmovss xmm16 {k4} {z}, dword ptr [rbp]
 ; bytes: 62 e1 7e 8c 10 45 00
-; form: vmovss_x_k_m32
-{evex} vmovss xmm16 {k4}, dword ptr [r13 - 300]
-; bytes: 62 c1 7e 0c 10 45 b5
-; form: vmovss_x_k_m32
-{evex} vmovss xmm0 {k2}, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7e 0a 10 44 87 02
+; form: vmovss_x_kz_m32
+{evex} vmovss xmm0 {k2} {z}, dword ptr [r13 - 300]
+; bytes: 62 d1 7e 8a 10 45 b5
+; form: vmovss_x_kz_m32
+{evex} vmovss xmm16 {k4} {z}, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7e 8c 10 44 87 02
 ; form: vmovss_x_k_m32
 {evex} vmovss xmm16 {k4}, dword ptr [r12 + 8*r15 - 128]
 ; bytes: 62 81 7e 0c 10 44 fc e0
-; form: vmovss_m32_k_x
-{evex} vmovss dword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
-; bytes: 62 a1 7e 0b 11 8c 4b e8 03 00 00
-; form: vmovss_m32_k_x
-{evex} vmovss dword ptr [rip + foo + 16] {k1}, xmm1
-; bytes: 62 f1 7e 09 11 0d 00 00 00 00
+; form: vmovss_x_k_m32
+{evex} vmovss xmm0 {k2}, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7e 0a 10 84 4b e8 03 00 00
+; form: vmovss_x_k_m32
+{evex} vmovss xmm16 {k4}, dword ptr [rip + foo + 16]
+; bytes: 62 e1 7e 0c 10 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
 ; form: vmovss_m32_k_x
 {evex} vmovss dword ptr [8*rcx + 64] {k3}, xmm17
 ; bytes: 62 e1 7e 0b 11 0c cd 40 00 00 00
-; form: vmovsd_x_kz_m64
-{evex} vmovsd xmm16 {k4} {z}, qword ptr [r8 + rsi + 127]
-; bytes: 62 c1 ff 8c 10 84 30 7f 00 00 00
-; form: vmovsd_x_kz_m64
-{evex} vmovsd xmm0 {k2} {z}, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 ff 8a 10 84 9c 00 10 00 00
+; form: vmovss_m32_k_x
+{evex} vmovss dword ptr [r8 + rsi + 127] {k1}, xmm1
+; bytes: 62 d1 7e 09 11 8c 30 7f 00 00 00
+; form: vmovss_m32_k_x
+{evex} vmovss dword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
+; bytes: 62 a1 7e 0b 11 8c 9c 00 10 00 00
 ; form: vmovsd_x_kz_m64
 {evex} vmovsd xmm16 {k4} {z}, qword ptr [rdx - 8192]
 ; bytes: 62 e1 ff 8c 10 82 00 e0 ff ff
-; form: vmovsd_x_k_m64
-{evex} vmovsd xmm16 {k4}, qword ptr [rip + bar]
-; bytes: 62 e1 ff 0c 10 05 00 00 00 00
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm0 {k2} {z}, qword ptr [rip + bar]
+; bytes: 62 f1 ff 8a 10 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vmovsd_x_k_m64
-{evex} vmovsd xmm0 {k2}, qword ptr [rdi]
-; bytes: 62 f1 ff 0a 10 07
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm16 {k4} {z}, qword ptr [rdi]
+; bytes: 62 e1 ff 8c 10 07
 ; form: vmovsd_x_k_m64
 {evex} vmovsd xmm16 {k4}, qword ptr [rsp + 8]
 ; bytes: 62 e1 ff 0c 10 44 24 01
-; form: vmovsd_m64_k_x
-{evex} vmovsd qword ptr [rbp] {k3}, xmm17
-; bytes: 62 e1 ff 0b 11 4d 00
-; form: vmovsd_m64_k_x
-{evex} vmovsd qword ptr [r13 - 300] {k1}, xmm1
-; bytes: 62 d1 ff 09 11 8d d4 fe ff ff
+; form: vmovsd_x_k_m64
+{evex} vmovsd xmm0 {k2}, qword ptr [rbp]
+; bytes: 62 f1 ff 0a 10 45 00
+; form: vmovsd_x_k_m64
+{evex} vmovsd xmm16 {k4}, qword ptr [r13 - 300]
+; bytes: 62 c1 ff 0c 10 85 d4 fe ff ff
 ; form: vmovsd_m64_k_x
 {evex} vmovsd qword ptr [rdi + 4*rax + 8] {k3}, xmm17
 ; bytes: 62 e1 ff 0b 11 4c 87 01
+; form: vmovsd_m64_k_x
+{evex} vmovsd qword ptr [r12 + 8*r15 - 128] {k1}, xmm1
+; bytes: 62 91 ff 09 11 4c fc f0
+; form: vmovsd_m64_k_x
+{evex} vmovsd qword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
+; bytes: 62 a1 ff 0b 11 4c 4b 7d
 ; form: vrndscaless_x_x_xm32_imm8
 {evex} vrndscaless xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 0a c2 01
@@ -1824,15 +2210,15 @@ vrndscalepd zmm16, zmmword ptr [rip + bar], 200
 {evex} vrndscaless xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 3d 08 0a ea ff
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 83 75 00 0a 44 fc e0 00
-; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 08 0a 84 4b e8 03 00 00 64
-; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [rip + foo + 16], 200
-; bytes: 62 e3 75 00 0a 05 00 00 00 00 c8
+{evex} vrndscaless xmm16, xmm17, dword ptr [rip + foo + 16], 0
+; bytes: 62 e3 75 00 0a 05 00 00 00 00 00
 ; fixup: 6 pc32 foo 11
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm0, xmm1, dword ptr [8*rcx + 64], 100
+; bytes: 62 f3 75 08 0a 04 cd 40 00 00 00 64
+; form: vrndscaless_x_x_xm32_imm8
+{evex} vrndscaless xmm16, xmm17, dword ptr [r8 + rsi + 127], 200
+; bytes: 62 c3 75 00 0a 84 30 7f 00 00 00 c8
 ; form: vrndscalesd_x_x_xm64_imm8
 {evex} vrndscalesd xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 0b c2 01
@@ -1846,14 +2232,15 @@ vrndscalepd zmm16, zmmword ptr [rip + bar], 200
 {evex} vrndscalesd xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 bd 08 0b ea ff
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [8*rcx + 64], 0
-; bytes: 62 e3 f5 00 0b 04 cd 40 00 00 00 00
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 f5 00 0b 84 9c 00 10 00 00 00
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm0, xmm1, qword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 f5 08 0b 84 30 7f 00 00 00 64
+{evex} vrndscalesd xmm0, xmm1, qword ptr [rdx - 8192], 100
+; bytes: 62 f3 f5 08 0b 82 00 e0 ff ff 64
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 a3 f5 00 0b 84 9c 00 10 00 00 c8
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rip + bar], 200
+; bytes: 62 e3 f5 00 0b 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: kandb_k_k_k
 kandb k0, k1, k2
 ; bytes: c5 f5 41 c2

@@ -624,6 +624,9 @@ def _kmask_rows() -> None:
                                 ("vmovdqu64", PF3, 0x6F, True)):
             _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w kz/aaa/r {v}m/rm/r",
                  pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
+            # merge-masking: lanes off in k1 keep the destination's (read: rw)
+            _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/rw k/aaa/r {v}m/rm/r",
+                 pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
         # ... and their merge-masked stores (EVEX 0F 11, F2/F3 0F 7F): lanes off in k1 are
         # not written and raise no fault (the same §15.6.1); "[mem] {k1}, v"
         for mnem, pp, op, w in (("vmovups", N, 0x11, False), ("vmovupd", P66, 0x11, True),

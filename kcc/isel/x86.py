@@ -473,10 +473,14 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         return Place(self.address(buf, idx, dt), dt, lanes)
 
     def sel_LOAD(self, u: UOp) -> None:
-        """A load; gated loads were rewritten by legalize_gates to a safe index + WHERE."""
-        if len(u.src) == 3:
-            raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
+        """A load; gated loads were rewritten by legalize_gates to a safe index + WHERE, but
+        for x86-64-v4's masked loads (TargetDesc.masked_load; x86_kmask)."""
         p = self.places[u.src[0]]
+        if len(u.src) == 3:
+            if not self.evex or p.var is not None:
+                raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
+            self.val[u] = self.kload(u, p.mem, p.dtype, p.lanes)
+            return
         if u in self.foldable and p.var is None:
             self.deferred[u] = p.mem      # its one user reads it as a memory operand
             return

@@ -184,8 +184,8 @@ class X86KMask:
         return t
 
     def kgate(self, c: UOp, lanes: int = 1) -> VReg:
-        """A scalar bool (0/1 in a GPR) as an opmask: bit 0 (MOVZX, KMOVW), or its value in
-        each of `lanes` bits (negated first: all ones or zero)."""
+        """A scalar bool (0/1 in a GPR) as an opmask: bit 0 (MOVZX, KMOVW), or for lanes > 1
+        its value in each of 32 bits (negated first: all ones or zero; KMOVD)."""
         memo = self.__dict__.setdefault("_kgates", {})
         key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
         if key not in memo:
@@ -193,7 +193,8 @@ class X86KMask:
             self.emit("movzx_r32_rm8", g, self.reg(c))
             if lanes > 1:
                 self.emit("neg_rm32", g)
-            self.emit("kmovw_k_r32" if lanes <= 16 else "kmovd_k_r32", k, g)
+            # all 32 bits (KMOVD) for any lane count: one mask serves gates of 8 and 32 lanes
+            self.emit("kmovd_k_r32" if lanes > 1 else "kmovw_k_r32", k, g)
             memo[key] = k
         return memo[key]
 
@@ -231,4 +232,25 @@ class X86KMask:
             return t
         t = self.copy(self.reg(b), dt)
         self.emit(f"vmovs{fs(dt)}_x_k_m{dt.bits}", t, self.kgate(c), self.folded(a))
+        return t
+
+    def kload(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> VReg:
+        """A gated LOAD as one masked load, the opmask from the gate (KMOVW/D): zero-masked
+        for a +0 alt, else merging into a copy of alt (VMOVSS/SD, VMOVUPS/UPD,
+        VMOVDQU8-64 {k}); where the gate is false nothing is read, so nothing faults (SDM
+        Vol. 1 §15.6.1) whatever the address."""
+        _, alt, gate = u.src
+        if reg_class(dt) == "vec":
+            mnem = f"vmovs{fs(dt)}" if lanes == 1 else f"vmovup{fs(dt)}"
+        else:
+            mnem = f"vmovdqu{dt.bits}"
+        w = vw(dt, lanes)
+        src = f"m{dt.bits}" if lanes == 1 else f"{w}m"
+        k = self.kgate(gate, lanes)
+        if positive_zero(alt, dt):
+            t = self.new("vec")
+            self.emit(f"{mnem}_x_kz_{src}" if lanes == 1 else f"{mnem}_{w}_kz_{src}", t, k, mem)
+            return t
+        t = self.copy(self.reg(alt), dt, lanes)
+        self.emit(f"{mnem}_x_k_{src}" if lanes == 1 else f"{mnem}_{w}_k_{src}", t, k, mem)
         return t

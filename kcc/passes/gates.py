@@ -7,7 +7,9 @@ false gate the load reads element 0, which always exists (a buffer has size ≥ 
 outside the buffer is touched, and the WHERE returns alt. A vector load of a SHRINK place of n
 elements reads from start 0 instead, which is in bounds because the buffer holds ≥ n elements
 (checked here: a smaller buffer is refused). Gated STOREs stay gated: the target branches or
-predicates them. On a target with native predicated loads the graph is unchanged.
+predicates them. On a target with native predicated loads the graph is unchanged, and a
+"select" target's `masked_load` keeps the gated loads it does natively as they are
+(x86-64-v4: float scalars and vectors and integer vectors, as opmask-masked loads).
 """
 
 from __future__ import annotations
@@ -53,14 +55,23 @@ def select_gated_load(x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp:
     return UOp(Ops.WHERE, (cond, UOp(Ops.LOAD, (place,)), alt))
 
 
+def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:
+    """A gated LOAD the target does not do natively (masked_load) → select_gated_load."""
+    keep = ctx.masked_load
+    if keep is not None and keep(x.dtype, p.shape[0] if p.op is Ops.SHRINK else 1):
+        return None
+    return select_gated_load(x, p, alt, gate)
+
+
 GATES = PatternMatcher([
     (UPat(Ops.LOAD, src=(UPat((Ops.INDEX, Ops.SHRINK), name="p"), UPat.var("alt"),
-                         UPat.var("gate")), name="x"), select_gated_load),
+                         UPat.var("gate")), name="x"), _gated),
 ])
 
 
 def legalize_gates(sink: UOp, target: TargetDesc) -> UOp:
-    """Rewrite gated loads to safe-index loads and WHEREs when the target asks for "select"."""
+    """Rewrite gated loads to safe-index loads and WHEREs when the target asks for "select",
+    except those its `masked_load` does natively."""
     if target.gated_load != "select":
         return sink
-    return keep_params(sink, graph_rewrite(sink, GATES))
+    return keep_params(sink, graph_rewrite(sink, GATES, target))

@@ -31,6 +31,9 @@ class TargetDesc:
       does not list it for one side (x86: int32 ↔ float32); None: none beyond vector_ops.
     vector_regs: the vector registers the allocator gives values; passes/unroll.py sizes its
       unroll factor by them (0: loops are not unrolled).
+    masked_load(dtype, n): with gated_load "select", a gated LOAD of n lanes of dtype that the
+      target does natively all the same (a masked load that reads nothing where the gate is
+      false: x86-64-v4's opmasks); None: none.
     """
 
     name: str
@@ -45,6 +48,7 @@ class TargetDesc:
     vector_cast: Callable[[Ops, DType, DType, int], bool] | None = field(default=None,
                                                                          compare=False)
     vector_regs: int = 0
+    masked_load: Callable[[DType, int], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -40,7 +40,7 @@ from kcc.isel.x86 import select as x86_select
 from kcc.isel.x86_ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86_stream import streaming_stores
 from kcc.isel.x86_regs import (CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, c_type,
-                                vec_limits)
+                                reg_class, vec_limits)
 from kcc.passes.target import X86_AVX2, TargetDesc
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets import x86_slots as slots
@@ -402,7 +402,15 @@ def x86_desc(arch: str) -> TargetDesc:
                    vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
                    vector_cast=_vector_cast, notes=f"{arch}: {note}",
                    # the registers the allocator gives vectors (xmm16-31 on v4 only)
-                   vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0))
+                   vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
+                   masked_load=_masked_load if arch == "x86-64-v4" else None)
+
+
+def _masked_load(dt: DType, n: int) -> bool:
+    """x86-64-v4: a gated load of a float scalar or vector or an integer vector is one
+    opmask-masked load (kcc/isel/x86_kmask.py kload), which reads nothing where the gate is
+    false (SDM Vol. 1 §15.6.1): no safe index needed."""
+    return reg_class(dt) == "vec" or (n > 1 and dt in VECTOR_OPS)
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})

@@ -241,3 +241,42 @@ def test_vector_shift_by_amounts_of_another_width() -> None:
 %e = END(%g, %i)
 SINK(%e) KernelInfo(name="k")
 """)
+
+
+def test_v4_one_gate_masks_stores_of_8_and_32_lanes() -> None:
+    """x86-64-v4: one scalar gate masked a store of 8 uint32 lanes and one of 32 uint8 lanes;
+    its opmask was memoized per gate with the KMOVW (16 bits) of the first, so the second
+    store left lanes 16-31 unwritten. Fixed in kcc/isel/x86_kmask.py (kgate: KMOVD, all 32
+    bits, for any vector)."""
+    import pytest
+
+    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    if not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 code cannot run here)")
+    sink = parse(HEAD + """%o8 = PARAM ParamArg(0, uint8, 32)
+%g1 = PARAM ParamArg(1, bool, addrspace=ALU)
+%g2 = PARAM ParamArg(2, bool, addrspace=ALU)
+%a = PARAM ParamArg(3, uint32, 32)
+%b = PARAM ParamArg(4, uint32, 32)
+%o32 = PARAM ParamArg(5, uint32, 32)
+%x8 = PARAM ParamArg(6, uint8, 32)
+%i = RANGE(1) (0, LOOP)
+%s = MUL(%i, 32)
+%pa = SHRINK(%a, %s, 32)
+%pb = SHRINK(%b, %s, 32)
+%vb = LOAD(%pb)
+%f = CMPLT(%i, 0)
+%va = LOAD(%pa, %vb, %f)
+%po = SHRINK(%o32, %s, 32)
+%g = MAX(%g1, %g2)
+%st = STORE(%po, %va, %g)
+%px = SHRINK(%x8, %s, 32)
+%vx = LOAD(%px)
+%p8 = SHRINK(%o8, %s, 32)
+%st2 = STORE(%p8, %vx, %g)
+%grp = GROUP(%st, %st2)
+%e = END(%grp, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+    for seed in range(4):
+        check_x86(sink, seed, "x86-64-v4")
