@@ -58,7 +58,6 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts, opmasks)
         self.kval: dict[UOp, VReg] = {}             # bool vectors as opmasks (evex)
         self.lazy_masks: set[UOp] = set()           # ... whose lane-mask vector waits
-        self.lazy_vals: dict[tuple, VReg] = {}      # lane masks made for a reader, per loop
         self.pool = pool
         self.specials = specials
         self.val: dict[UOp, VReg] = {}
@@ -138,14 +137,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         if v is not None:
             return v
         if u in self.lazy_masks:
-            # an opmask's bool vector read as a lane mask after all: made here, once per loop
-            # nest it is read in (made inside a loop, it would be undefined after a loop
-            # that ran no iteration)
-            key = (u, tuple(lp[0] for lp in self.loops))
-            if key not in self.lazy_vals:
-                self.sel_alu_value(u)
-                self.lazy_vals[key] = self.val.pop(u)
-            return self.lazy_vals[key]
+            return self.lane_mask(u)        # x86-64-v4: an opmask's bool vector (x86_kmask)
         if u in self.deferred:
             # a load kept for a memory operand that its user did not take after all: read it
             # here (no store lies between the two places in the schedule)

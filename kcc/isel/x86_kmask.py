@@ -66,6 +66,17 @@ class X86KMask:
             self.kval[u] = k
         return k
 
+    def lane_mask(self, u: UOp) -> VReg:
+        """An opmask's bool vector read as a lane-mask vector after all: made where it is
+        read, once per loop nest (made inside a loop, it would be undefined after a loop that
+        ran no iteration)."""
+        memo = self.__dict__.setdefault("_lane_masks", {})
+        key = (u, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            self.sel_alu_value(u)
+            memo[key] = self.val.pop(u)
+        return memo[key]
+
     def kcompare(self, u: UOp) -> VReg | None:
         """A vector compare into an opmask: VCMPPS/PD (float) or VPCMP[U]B/W/D/Q (integer)."""
         a_u, b_u = u.src
