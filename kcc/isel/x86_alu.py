@@ -7,8 +7,8 @@ from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import RegOp, Role, VReg
-from kcc.isel.x86_base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, const_bytes, fs, imm_form,
-                               isz, positive_zero, strong_const, vw)
+from kcc.isel.x86_base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz,
+                               positive_zero, strong_const, vw)
 from kcc.isel.x86_ivec import is_int_vector
 from kcc.isel.x86_regs import RAX, RDX, reg_class
 
