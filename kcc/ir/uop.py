@@ -88,8 +88,10 @@ class UOp:
     """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
     # _verified: what the verifier concluded from this node's subgraph (kcc/passes/verify.py);
-    # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked)
-    __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "__weakref__")
+    # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked);
+    # _strong: its strong-constant value, kcc.passes.simplify.const_value's memo (likewise)
+    __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "_strong",
+                 "__weakref__")
     _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
 
     op: Ops
@@ -113,6 +115,7 @@ class UOp:
         object.__setattr__(node, "_utype", None)
         object.__setattr__(node, "_verified", None)
         object.__setattr__(node, "_const", UNKNOWN)
+        object.__setattr__(node, "_strong", UNKNOWN)
         UOp._cache[key] = node
         return node
 

@@ -75,19 +75,16 @@ def convert(v: Any, src: DType, dst: DType) -> Any:
     return _wrap(int(v), dst)
 
 
-# const_value's answers while simplify runs (its rules ask it of the same nodes again and
-# again: every ALU node's srcs, by several rules); None outside simplify, so no node is kept
-_MEMO: dict[UOp, tuple[Any, DType] | None] | None = None
-
-
 def const_value(u: UOp) -> tuple[Any, DType] | None:
-    """(value, dtype) of a strong scalar constant node, else None."""
-    memo = _MEMO
-    if memo is None:
-        return _strong_value(u)
-    cv = memo.get(u, UNKNOWN)
+    """(value, dtype) of a strong scalar constant node, else None.
+
+    Computed once per node and kept on it (`UOp._strong`; nodes are immutable, so the answer
+    never changes): simplify's rules ask it of the same nodes again and again. No module state,
+    so concurrent or nested runs cannot see each other's memo."""
+    cv = u._strong
     if cv is UNKNOWN:
-        cv = memo[u] = _strong_value(u)
+        cv = _strong_value(u)
+        object.__setattr__(u, "_strong", cv)
     return cv
 
 
@@ -376,15 +373,9 @@ SIMPLIFY = PatternMatcher([
 
 def simplify(sink: UOp, target: TargetDesc | None = None) -> UOp:
     """Rewrite the graph with SIMPLIFY to a fixed point (idempotent)."""
-    global _MEMO
-    outer = _MEMO
-    _MEMO = {} if outer is None else outer
-    try:
-        done: dict[UOp, UOp] = {}
-        after = graph_rewrite(sink, SIMPLIFY, memo=done)
-        return keep_params(sink, keep_loops(sink, after, done))
-    finally:
-        _MEMO = outer
+    done: dict[UOp, UOp] = {}
+    after = graph_rewrite(sink, SIMPLIFY, memo=done)
+    return keep_params(sink, keep_loops(sink, after, done))
 
 
 def keep_loops(before: UOp, after: UOp, done: dict[UOp, UOp]) -> UOp:
