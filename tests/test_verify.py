@@ -216,3 +216,21 @@ def test_special_bounds_must_agree_across_verified_parts() -> None:
     verify(sink(s4))
     verify(sink(s8))
     refused(sink(s4, s8), "SPECIAL 'gidx0' has bound")
+
+
+def test_a_verified_graph_is_remembered_only_for_itself() -> None:
+    # verify remembers a SINK that passed (a second verify of it is a lookup); a graph that
+    # shares all of it but one broken rule is still refused, and the memory keeps no graph alive
+    import gc
+    import weakref
+    out, i = param(0), rng(16)
+    body = end(store(out, i, c(1.0)), i)
+    good = sink(body)
+    verify(good)
+    verify(good)
+    refused(sink(body, param(2)), "slot 1 is missing")
+    refused(sink(body, c(3.0)), "value is never used")
+    dead = weakref.ref(good)
+    del good
+    gc.collect()
+    assert dead() is None

@@ -78,17 +78,28 @@ def normalize_ends(sink: UOp) -> UOp:
 def range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
     """For every node, the RANGEs it depends on (stopping at ENDs of those ranges)."""
     dep: dict[UOp, frozenset[UOp]] = {}
+    empty: frozenset[UOp] = frozenset()
     for n in order:
-        s: set[UOp] = set()
-        for x in n.src:
-            s |= dep[x]
-        if n.op is Ops.RANGE:
-            s.add(n)
-        elif n.op is Ops.END:
-            r = n.src[1]
-            s.discard(r)
-            s = {x for x in s if r not in dep[x]}
-        dep[n] = frozenset(s)
+        src = n.src
+        # a node's set is most often one of its srcs' sets: share it (no new set per node)
+        if not src:
+            s = empty
+        elif len(src) == 1:
+            s = dep[src[0]]
+        else:
+            s = empty
+            for x in src:
+                d = dep[x]
+                if d and d is not s and not d <= s:
+                    s = d if s <= d else s | d
+        op = n.op
+        if op is Ops.RANGE:
+            s = s | {n}
+        elif op is Ops.END:
+            r = src[1]
+            if r in s or any(r in dep[x] for x in s):
+                s = frozenset(x for x in s if x is not r and r not in dep[x])
+        dep[n] = s
     return dep
 
 

@@ -23,10 +23,14 @@ its srcs being effects, a RANGE or SPECIAL bound, the loops it is inside and aft
 may be in a RANGE bound) is computed once and kept on the node (`UOp._verified`). Each call
 still walks the whole graph for the rules over all nodes (slots, one END per RANGE, SPECIAL
 bounds agreeing, one SINK, no loop open at the SINK), in the same order, so the first broken
-rule is the same one a fresh walk finds.
+rule is the same one a fresh walk finds. A SINK whose whole walk passed is remembered (weakly:
+the set keeps no graph alive), so verifying the same graph again (a pass that changed nothing
+returns its input) is a lookup: the graph is immutable, so the verdict cannot change.
 """
 
 from __future__ import annotations
+
+import weakref
 
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU, Ops
@@ -37,6 +41,8 @@ from kcc.ir.uop import AddrSpace, UOp, toposort
 _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
 _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
+# SINKs whose whole graph passed verify (a verdict of an immutable graph never changes)
+_CLEAN: "weakref.WeakSet[UOp]" = weakref.WeakSet()
 # Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
 LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
                         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
@@ -63,8 +69,11 @@ def verify(sink: UOp) -> None:
     """Check the graph under `sink`; raise VerifyError at the first broken rule."""
     if sink.op is not Ops.SINK:
         raise VerifyError(f"the root of a kernel graph is a SINK, not {sink.op.name}", sink)
+    if sink in _CLEAN:
+        return
     order = toposort([sink])
     _Walk(sink).run(order)
+    _CLEAN.add(sink)
 
 
 class _Walk:
