@@ -13,42 +13,56 @@ if TYPE_CHECKING:          # numpy is imported when a dtype's .np is first asked
     import numpy as np
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=False)
 class DType:
-    """A scalar element type: `kind` is one of bool, int, uint, float, weakint, weakfloat."""
+    """A scalar element type: `kind` is one of bool, int, uint, float, weakint, weakfloat.
+
+    The kind tests (is_weak, is_float, is_int, is_signed, is_bool) and bits are plain
+    attributes computed once: every pass and selector asks them per node."""
 
     name: str
     itemsize: int
     kind: str
 
+    def __post_init__(self) -> None:
+        k = self.kind
+        object.__setattr__(self, "is_weak", k in ("weakint", "weakfloat"))
+        object.__setattr__(self, "is_float", k in ("float", "weakfloat"))   # weak or strong
+        object.__setattr__(self, "is_int", k in ("int", "uint", "weakint"))  # bool is not one
+        object.__setattr__(self, "is_signed", k in ("int", "weakint"))
+        object.__setattr__(self, "is_bool", k == "bool")
+        object.__setattr__(self, "bits", self.itemsize * 8)
+        object.__setattr__(self, "_key", (self.name, self.itemsize, self.kind))
+
+    # equal fields are equal dtypes (as the dataclass's own eq); the dtypes are singletons,
+    # so identity answers almost every comparison without building the field tuples
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not DType:
+            return NotImplemented
+        return self._key == other._key          # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        if self is other:
+            return False
+        if other.__class__ is not DType:
+            return NotImplemented
+        return self._key != other._key          # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
     def __repr__(self) -> str:
         return self.name
 
-    @property
-    def is_weak(self) -> bool:
-        return self.kind in ("weakint", "weakfloat")
-
-    @property
-    def is_float(self) -> bool:
-        """A float dtype, weak or strong."""
-        return self.kind in ("float", "weakfloat")
-
-    @property
-    def is_int(self) -> bool:
-        """An integer dtype, weak or strong (bool is not an integer)."""
-        return self.kind in ("int", "uint", "weakint")
-
-    @property
-    def is_signed(self) -> bool:
-        return self.kind in ("int", "weakint")
-
-    @property
-    def is_bool(self) -> bool:
-        return self.kind == "bool"
-
-    @property
-    def bits(self) -> int:
-        return self.itemsize * 8
+    if TYPE_CHECKING:
+        is_weak: bool
+        is_float: bool
+        is_int: bool
+        is_signed: bool
+        is_bool: bool
+        bits: int
 
     @property
     def np(self) -> np.dtype:

@@ -96,15 +96,20 @@ class PatternMatcher:
 
     def __init__(self, rules: list[tuple[UPat, Callable[..., UOp | None]]]):
         self.rules = rules
-        self._by_op: dict[Ops | None, list[tuple[UPat, Callable, bool]]] = {}
+        # (pattern, rule, wants ctx, capture): capture is the name a pattern that tests only
+        # the op binds the node to ("" for none), None for a pattern that must be matched
+        self._by_op: dict[Ops | None, list[tuple[UPat, Callable, bool, str | None]]] = {}
         for pat, fn in rules:
             params = list(inspect.signature(fn).parameters)
             wants_ctx = bool(params) and params[0] == "ctx"
+            # the op is what _rules_for files the rule under, so such a pattern always matches
+            only_op = pat.src is None and pat.dtype is None and pat._argkey is None
+            capture = (pat.name or "") if only_op else None
             for op in (pat.op or [None]):
-                self._by_op.setdefault(op, []).append((pat, fn, wants_ctx))
+                self._by_op.setdefault(op, []).append((pat, fn, wants_ctx, capture))
         self._any = self._by_op.pop(None, [])
         # per op, its rules then the any-op rules, built once (rewrite runs per node visited)
-        self._rules_for: dict[Ops, list[tuple[UPat, Callable, bool]]] = {
+        self._rules_for: dict[Ops, list[tuple[UPat, Callable, bool, str | None]]] = {
             op: rs + self._any for op, rs in self._by_op.items()}
 
     def __add__(self, other: "PatternMatcher") -> "PatternMatcher":
@@ -112,12 +117,16 @@ class PatternMatcher:
 
     def rewrite(self, n: UOp, ctx: Any = None) -> UOp | None:
         """The first rule's replacement for n, or None."""
-        for pat, fn, wants_ctx in self._rules_for.get(n.op, self._any):
-            store: dict[str, UOp] = {}
-            if pat.match(n, store):
-                r = fn(ctx, **store) if wants_ctx else fn(**store)
-                if r is not None and r is not n:
-                    return r
+        for pat, fn, wants_ctx, capture in self._rules_for.get(n.op, self._any):
+            if capture is not None:
+                store: dict[str, UOp] = {capture: n} if capture else {}
+            else:
+                store = {}
+                if not pat.match(n, store):
+                    continue
+            r = fn(ctx, **store) if wants_ctx else fn(**store)
+            if r is not None and r is not n:
+                return r
         return None
 
 
