@@ -69,7 +69,8 @@ def _promote_all(src: tuple[UOp, ...], idx: range | list[int], what: str) -> UTy
             dt = promote(dt, t.dtype)
         except PromotionError as e:
             raise IRError(str(e), i) from None
-    return UType(dt, shape, "value")
+    # the first operand's type when the common dtype is its own (UTypes compare by value)
+    return first if dt is first.dtype else UType(dt, shape, "value")
 
 
 def _store_into(place: UType, val: UType, i: int, what: str) -> None:
@@ -283,29 +284,37 @@ def _bitcast(src: tuple[UOp, ...], arg: Any) -> UType:
 
 
 def _unary(op: Ops) -> Callable[[tuple[UOp, ...], Any], UType]:
+    name = op.name                      # (an enum's .name is a slow property: asked once)
+    what = f"{name}'s operand"
+    floats = op in FLOAT_ONLY or op is Ops.TRUNC
+
     def rule(src: tuple[UOp, ...], arg: Any) -> UType:
-        t = _value(src, 0, f"{op.name}'s operand")
-        if op in FLOAT_ONLY or op is Ops.TRUNC:
+        t = _value(src, 0, what)
+        if floats:
             if not t.dtype.is_float:
-                raise IRError(f"{op.name} takes a float, not {t.dtype}", 0)
+                raise IRError(f"{name} takes a float, not {t.dtype}", 0)
         elif t.dtype.is_bool:
-            raise IRError(f"{op.name} takes a number, not bool", 0)
+            raise IRError(f"{name} takes a number, not bool", 0)
         return t
     return rule
 
 
 def _binary(op: Ops) -> Callable[[tuple[UOp, ...], Any], UType]:
+    name = op.name                      # (an enum's .name is a slow property: asked once)
+    floats, ints, bitwise = op in FLOAT_ONLY, op in INT_ONLY, op in BITWISE
+    numbers = op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC)
+
     def rule(src: tuple[UOp, ...], arg: Any) -> UType:
-        t = _promote_all(src, [0, 1], op.name)
+        t = _promote_all(src, [0, 1], name)
         dt = t.dtype
-        if op in FLOAT_ONLY and not dt.is_float:
-            raise IRError(f"{op.name} takes floats, not {dt}", 0)
-        if op in INT_ONLY and not dt.is_int:
-            raise IRError(f"{op.name} takes integers, not {dt}", 0)
-        if op in BITWISE and not (dt.is_int or dt.is_bool):
-            raise IRError(f"{op.name} takes integers or bools, not {dt}", 0)
-        if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC) and dt.is_bool:
-            raise IRError(f"{op.name} takes numbers, not bool", 0)
+        if floats and not dt.is_float:
+            raise IRError(f"{name} takes floats, not {dt}", 0)
+        if ints and not dt.is_int:
+            raise IRError(f"{name} takes integers, not {dt}", 0)
+        if bitwise and not (dt.is_int or dt.is_bool):
+            raise IRError(f"{name} takes integers or bools, not {dt}", 0)
+        if numbers and dt.is_bool:
+            raise IRError(f"{name} takes numbers, not bool", 0)
         return t
     return rule
 

@@ -223,6 +223,19 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
     return out
 
 
+def reachable(roots: list[UOp], stop: "set[UOp] | frozenset[UOp]" = frozenset()) -> set[UOp]:
+    """Every node reachable from roots without entering a node of stop (a set: no order, so
+    cheaper than toposort where only membership is asked)."""
+    seen = {r for r in roots if r not in stop}
+    stack = list(seen)
+    while stack:
+        for s in stack.pop().src:
+            if s not in seen and s not in stop:
+                seen.add(s)
+                stack.append(s)
+    return seen
+
+
 def _untyped(root: UOp) -> list[UOp]:
     """The nodes under root (root included) whose type is not computed yet, srcs first."""
     return toposort([root], lambda s: s._utype is None)

@@ -29,7 +29,7 @@ from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, VReg
 from kcc.ir.ranges import int_ranges
 from kcc.isel.x86_alu import X86Alu
 from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
@@ -43,6 +43,26 @@ from kcc.isel.x86_vec import X86Vec
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
            "imm_form", "isz", "select", "strong_const", "vw"]
+
+
+# per form, one tuple per explicit operand: (role, whether the register class is checked, the
+# class the row wants, a fixed register (cl), whether a def is a 32-bit write that zeroes
+# bits 63:32, whether the role writes); built on a form's first use, emit runs per instruction
+_PLANS: dict[str, tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]] = {}
+
+
+def _plan(form: str) -> tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]:
+    if form in PSEUDO_ROLES:
+        return tuple((ROLE[a], False, None, None, False, RegOp(RCX, ROLE[a]).is_def)
+                     for a in PSEUDO_ROLES[form])
+    row = FORMS[form]
+    return tuple((ROLE[o.access], True, KINDS[o.kind].cls, RCX if o.kind == "cl" else None,
+                  o.kind in ("r32", "rm32"), RegOp(RCX, ROLE[o.access]).is_def)
+                 for o in row.operands)
+
+
+# the rule method of each op (an enum's .name is a slow property; select asks it per node)
+_RULE_NAMES: dict[Ops, str] = {op: f"sel_{op.name}" for op in Ops}
 
 
 class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
@@ -80,34 +100,27 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     def emit(self, form: str, *ops: object, extra: tuple[RegOp, ...] = (),
              kind: Kind = Kind.OP, arg: object = None) -> Inst:
         """Append one instruction; register roles come from the form's row in the table."""
-        if form in PSEUDO_ROLES:
-            access = PSEUDO_ROLES[form]
-        else:
-            row = FORMS[form]
-            access = tuple(o.access for o in row.operands)
-            kinds = [o.kind for o in row.operands]
-        if len(ops) != len(access):
-            raise AssertionError(f"{form} takes {len(access)} operands, got {len(ops)}")
+        plan = _PLANS.get(form)
+        if plan is None:
+            plan = _PLANS[form] = _plan(form)
+        if len(ops) != len(plan):
+            raise AssertionError(f"{form} takes {len(plan)} operands, got {len(ops)}")
         operands: list = []
-        for k, (acc, o) in enumerate(zip(access, ops)):
-            if isinstance(o, (VReg, PReg)) and form in FORMS:
-                want = KINDS[kinds[k]].cls
-                if want != o.cls:
+        zext = self.zext
+        for k, ((role, checked, want, fixed, narrow, writes), o) in enumerate(zip(plan, ops)):
+            if isinstance(o, (VReg, PReg)):
+                if checked and want != o.cls:
                     raise AssertionError(f"{form} operand {k} wants a {want} register, "
                                          f"got {o!r}")
-            if isinstance(o, (VReg, PReg)):
-                fixed = RCX if form in FORMS and kinds[k] == "cl" else None
-                operands.append(RegOp(o, ROLE[acc], fixed=fixed))
+                o = RegOp(o, role, fixed=fixed)
             elif isinstance(o, int):
-                operands.append(Imm(o))
-            else:
-                operands.append(o)
-        for k, o in enumerate(operands):
-            if isinstance(o, RegOp) and o.is_def:
-                if form in FORMS and kinds[k] in ("r32", "rm32"):
-                    self.zext.add(o.reg)
+                o = Imm(o)
+            operands.append(o)
+            if isinstance(o, RegOp) and (writes if o.role is role else o.is_def):
+                if narrow:
+                    zext.add(o.reg)
                 else:
-                    self.zext.discard(o.reg)      # redefined with all 64 bits
+                    zext.discard(o.reg)      # redefined with all 64 bits
         inst = Inst(form, operands + list(extra), kind=kind, arg=arg)
         self.fn.insts.append(inst)
         return inst
@@ -247,7 +260,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         for u in lin:
             if u in iv_nodes:
                 continue                  # an induction variable, defined at its RANGE
-            rule = getattr(self, f"sel_{u.op.name}", None)
+            rule = getattr(self, _RULE_NAMES[u.op], None)
             if rule is None:
                 rule = self.sel_alu
             rule(u)

@@ -26,7 +26,7 @@ from kcc.ir.consts import const_int, round_float
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from kcc.ir.uop import UNKNOWN, UOp
+from kcc.ir.uop import UNKNOWN, UOp, reachable
 from kcc.passes.target import TargetDesc
 
 _NO_FOLD_FLOAT = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC, Ops.THREEFRY})
@@ -424,7 +424,8 @@ def keep_params(before: UOp, after: UOp) -> UOp:
     still run 0..n-1 (the verifier's rule) and the kernel's signature does not change."""
     if after is before:             # a pass that changed nothing (no walk: compile time)
         return after
-    have = {u for u in after.toposort() if u.op is Ops.PARAM}
-    lost = sorted((u for u in before.toposort() if u.op is Ops.PARAM and u not in have),
+    now = reachable([after])
+    # a PARAM under a node the new graph still has is still there: walk only what changed
+    lost = sorted((u for u in reachable([before], now) if u.op is Ops.PARAM),
                   key=lambda u: u.arg.slot)
     return after.replace(src=after.src + tuple(lost)) if lost else after
