@@ -75,18 +75,29 @@ class _Packer:
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
+        kind = self._leaf_kind(t)
+        if kind == 0:
+            return None, False
+        if kind == 2:
+            return t[0].src[0], True
+        return UOp(Ops.STACK, t), True
+
+    @staticmethod
+    def _leaf_kind(t: Lanes) -> int:
+        """0: t needs recursion; 2: t is the lanes of one vector in order (that vector);
+        1: another leaf, a STACK of t (lanes of vectors, one value, constants)."""
         s0 = t[0]
         if all(s.op is Ops.INDEX and s.src[0].kind == "value" and const_int(s.src[1]) is not None
                for s in t):
             v = s0.src[0]
             if v.shape == (len(t),) and all(s.src[0] is v and const_int(s.src[1]) == j
                                             for j, s in enumerate(t)):
-                return v, True
+                return 2
             # lanes of one vector are a shuffle; of several (a transpose), at most n inserts
-            return UOp(Ops.STACK, t), True
+            return 1
         if all(s is s0 for s in t) or all(is_const(s) for s in t):
-            return UOp(Ops.STACK, t), True
-        return None, False
+            return 1
+        return 0
 
     def _load(self, t: Lanes) -> UOp | None:
         """n ungated LOADs of consecutive elements of one buffer → one vector LOAD."""
@@ -145,7 +156,7 @@ class _Packer:
                 work.pop()
                 continue
             subs = [tuple(s.src[i] for s in t) for i in range(len(t[0].src))]
-            todo = [s for s in subs if s not in self.memo and self._leaf(s)[0] is None]
+            todo = [s for s in subs if s not in self.memo and not self._leaf_kind(s)]
             if todo:
                 work.extend(todo)
                 continue
@@ -179,15 +190,22 @@ def _claim_loads(p: _Packer) -> None:
                 p.lane_of.setdefault(s, (v, j))
 
 
-def _rebuild(sink: UOp, redirect: dict[UOp, UOp]) -> UOp:
-    """sink with every node in redirect replaced (transitively) by its target, rebuilt."""
+def _rebuild(sink: UOp, redirect: dict[UOp, UOp],
+             lanes: dict[UOp, tuple[UOp, int]] | None = None) -> UOp:
+    """sink with every node in redirect replaced (transitively) by its target, rebuilt; a
+    node of lanes (and not of redirect) becomes its lane `INDEX(vec, j)`, built only when the
+    walk reaches it."""
     memo: dict[UOp, UOp] = {}
     stack: list[tuple[UOp, bool]] = [(sink, False)]
+    lanes = lanes or {}
     while stack:
         n, ready = stack.pop()
         if n in memo:
             continue
         r = redirect.get(n)
+        if r is None and n in lanes:
+            vec, j = lanes[n]
+            r = redirect[n] = UOp(Ops.INDEX, (vec, UOp.const(j)))
         if r is not None:
             if r in memo:
                 memo[n] = memo[r]
@@ -412,6 +430,4 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     if not redirect:
         return sink
     _claim_loads(p)
-    for s, (vec, j) in p.lane_of.items():
-        redirect.setdefault(s, UOp(Ops.INDEX, (vec, UOp.const(j))))
-    return keep_params(sink, _rebuild(sink, redirect))
+    return keep_params(sink, _rebuild(sink, redirect, p.lane_of))
