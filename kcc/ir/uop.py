@@ -12,6 +12,7 @@ import enum
 import math
 import struct
 import weakref
+from _weakref import _remove_dead_weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -84,6 +85,23 @@ def argkey(arg: Any) -> Any:
 UNKNOWN: Any = object()
 
 
+class _KeyedRef(weakref.ref):
+    """A weak reference to a node that knows the node's key in _NODES."""
+
+    __slots__ = ("key",)
+
+
+# The hash-consing table: a node's key (op, src ids, arg key, tag key) → a weak reference to
+# it; a node that dies drops its entry (unless a new node took the key meanwhile). A plain dict
+# with C-level references: weakref.WeakValueDictionary's Python-level bookkeeping cost about 5
+# of the 6 µs of making a node that soon dies (passes build many such).
+_NODES: dict[tuple, _KeyedRef] = {}
+
+
+def _forget(ref: _KeyedRef, _nodes: dict = _NODES, _drop=_remove_dead_weakref) -> None:
+    _drop(_nodes, ref.key)
+
+
 class UOp:
     """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
@@ -92,7 +110,6 @@ class UOp:
     # _strong: its strong-constant value, kcc.passes.simplify.const_value's memo (likewise)
     __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "_strong",
                  "__weakref__")
-    _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
 
     op: Ops
     src: tuple["UOp", ...]
@@ -104,19 +121,24 @@ class UOp:
         # (None args and tags, the common case, skip argkey: no other arg's key is None)
         key = (op, tuple(map(id, src)), None if arg is None else argkey(arg),
                None if tag is None else argkey(tag))
-        hit = UOp._cache.get(key)
-        if hit is not None:
-            return hit
+        ref = _NODES.get(key)
+        if ref is not None:
+            hit = ref()
+            if hit is not None:
+                return hit
         node = object.__new__(cls)
-        object.__setattr__(node, "op", op)
-        object.__setattr__(node, "src", src)
-        object.__setattr__(node, "arg", arg)
-        object.__setattr__(node, "tag", tag)
-        object.__setattr__(node, "_utype", None)
-        object.__setattr__(node, "_verified", None)
-        object.__setattr__(node, "_const", UNKNOWN)
-        object.__setattr__(node, "_strong", UNKNOWN)
-        UOp._cache[key] = node
+        init = object.__setattr__
+        init(node, "op", op)
+        init(node, "src", src)
+        init(node, "arg", arg)
+        init(node, "tag", tag)
+        init(node, "_utype", None)
+        init(node, "_verified", None)
+        init(node, "_const", UNKNOWN)
+        init(node, "_strong", UNKNOWN)
+        ref = _KeyedRef(node, _forget)
+        ref.key = key
+        _NODES[key] = ref
         return node
 
     def __setattr__(self, name: str, value: Any) -> None:
