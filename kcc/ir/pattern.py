@@ -140,36 +140,42 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
     memo: if given, filled with every visited node's final replacement (old node → new).
     """
     done: dict[UOp, UOp] = {} if memo is None else memo
+    rules_for, any_rules, rewrite = pm._rules_for, pm._any, pm.rewrite
     # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
+    push, pop = stack.append, stack.pop
     while stack:
-        n, stage, extra = stack.pop()
+        n, stage, extra = pop()
         if stage != 2 and n in done:
             continue
         if stage == 0:
             if not bottom_up:
-                r = pm.rewrite(n, ctx)
+                r = rewrite(n, ctx)
                 if r is not None:
-                    stack.append((n, 2, r))
-                    stack.append((r, 0, None))
+                    push((n, 2, r))
+                    push((r, 0, None))
                     continue
-            stack.append((n, 1, None))
-            stack.extend((s, 0, None) for s in reversed(n.src) if s not in done)
+            push((n, 1, None))
+            src = n.src
+            if src:
+                stack.extend([(s, 0, None) for s in reversed(src) if s not in done])
         elif stage == 1:
-            new_src = tuple(done[s] for s in n.src)
+            src = n.src
+            new_src = tuple([done[s] for s in src])
             # tuples of UOps compare element by element by identity (UOp defines no ==)
-            x = n if new_src == n.src else n.replace(src=new_src)
+            x = n if new_src == src else n.replace(src=new_src)
             if x is not n and not bottom_up:
-                stack.append((n, 2, x))
-                stack.append((x, 0, None))
+                push((n, 2, x))
+                push((x, 0, None))
                 continue
-            r = pm.rewrite(x, ctx)
+            # (no rule for the op: nothing to try)
+            r = rewrite(x, ctx) if rules_for.get(x.op, any_rules) else None
             if r is None:
                 done[n] = x
                 done[x] = x
             else:
-                stack.append((n, 2, r))
-                stack.append((r, 0, None))
+                push((n, 2, r))
+                push((r, 0, None))
         else:
             done[n] = done[extra]
     return done[root]

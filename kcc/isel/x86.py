@@ -253,7 +253,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
-        self.nusers = Counter(s for u in lin for s in u.src)
+        self.nusers = Counter([s for u in lin for s in u.src])
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])

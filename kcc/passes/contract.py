@@ -23,7 +23,7 @@ def contract(sink: UOp, target: TargetDesc) -> UOp:
     use = users(order)
     memo: dict[UOp, UOp] = {}
     for u in order:
-        src = tuple(memo[s] for s in u.src)
+        src = tuple([memo[s] for s in u.src])
         new = u if src == u.src else u.replace(src=src)
         if u.op is Ops.ADD and u.dtype is not None and u.dtype.is_float:
             for k in (0, 1):

@@ -35,12 +35,12 @@ def _is_int_add(u: UOp) -> bool:
 def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     """Regroup every integer sum by the loops its terms depend on (see the module docstring)."""
     order = toposort([sink])
-    uses: Counter = Counter(s for u in order for s in u.src)
+    uses: Counter = Counter([s for u in order for s in u.src])
     deps = range_sets(order)
     new: dict[UOp, UOp] = {}
     changed = False
     for u in order:
-        src = tuple(new[s] for s in u.src)
+        src = tuple([new[s] for s in u.src])
         if _is_int_add(u) and deps[u]:
             terms = _terms(u, uses)
             if len(terms) > 2:

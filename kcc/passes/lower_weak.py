@@ -103,7 +103,7 @@ def _compute_dtype(u: UOp, want: DType | None, nat: dict[UOp, DType]) -> DType |
         return strong[0] if strong else _join([nat[s] for s in u.src])
     if u.op is Ops.THREEFRY:
         return dtypes.uint64
-    if _is_weak(u):
+    if u in nat:
         return want if _direct(u, want) else nat[u]
     if u.op in (Ops.SHL, Ops.SHR):
         return u.dtype
@@ -118,7 +118,7 @@ def _direct(u: UOp, want: DType | None) -> bool:
 
 def _key(u: UOp, want: DType | None, nat: dict[UOp, DType]) -> tuple[UOp, DType | None]:
     """The memo key of u requested at want (None for a strong node or the natural dtype)."""
-    if not _is_weak(u):
+    if u not in nat:
         return (u, None)
     if want is None:
         want = nat[u]
@@ -133,7 +133,7 @@ def _children(u: UOp, want: DType | None,
     cdt: DType | None | str = _KEEP         # computed at the first weak _OPER src
     out: list[tuple[UOp, DType | None] | None] = []
     for i, s in enumerate(u.src):
-        if not _is_weak(s):
+        if s not in nat:                    # (nat holds exactly the graph's weak nodes)
             out.append((s, None))
             continue
         mode = _mode(u, i)
@@ -151,7 +151,7 @@ def _children(u: UOp, want: DType | None,
 def _construct(u: UOp, want: DType | None, new_src: tuple[UOp, ...],
                nat: dict[UOp, DType]) -> UOp:
     """The lowered node for u requested at want, given its lowered srcs."""
-    if not _is_weak(u):
+    if u not in nat:
         return u if new_src == u.src else u.replace(src=new_src)
     target = want if want is not None else nat[u]
     if u.op is Ops.CONST:

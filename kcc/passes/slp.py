@@ -155,7 +155,7 @@ class _Packer:
                 self.memo[t] = v
                 work.pop()
                 continue
-            subs = [tuple(s.src[i] for s in t) for i in range(len(t[0].src))]
+            subs = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
             todo = [s for s in subs if s not in self.memo and not self._leaf_kind(s)]
             if todo:
                 work.extend(todo)
@@ -216,7 +216,7 @@ def _rebuild(sink: UOp, redirect: dict[UOp, UOp],
             stack.append((n, True))
             stack.extend((s, False) for s in n.src if s not in memo)
             continue
-        new = tuple(memo[s] for s in n.src)
+        new = tuple([memo[s] for s in n.src])
         if n.op in _EFFECT_LISTS:            # merged STOREs: one src where there were several
             new = tuple(dict.fromkeys(new))
         memo[n] = n if new == n.src else n.replace(src=new)

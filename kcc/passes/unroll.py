@@ -216,8 +216,14 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     dep = loops.dep
     covered: dict[UOp, frozenset[int]] = {}
     # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
+    empty: frozenset[int] = frozenset()
     for n in loops.order:
-        s: frozenset[int] = frozenset().union(*(covered.get(x, frozenset()) for x in n.src))
+        # the union of the srcs' sets, sharing one when the others add nothing (most nodes)
+        s = empty
+        for x in n.src:
+            c = covered.get(x)
+            if c and c is not s and not c <= s:
+                s = c if s <= c else s | c
         if n.op is Ops.STORE and len(n.src) == 2 and base_buffer(n.src[0].src[0]) is buf \
                 and r in dep[n] and not (dep[n] & inner):
             sp = _span(n.src[0])
@@ -380,7 +386,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
                 new[k][n] = merged
         else:
             for k in range(f):
-                srcs = tuple(src_of(k, n, i, s) for i, s in enumerate(n.src))
+                srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
                 if srcs != n.src:
                     new[k][n] = _constant_out(n.replace(src=srcs))
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
@@ -389,7 +395,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
     for n in loops.order:
         if n is end:
             continue
-        srcs = tuple(out.get(s, s) for s in n.src)
+        srcs = tuple([out.get(s, s) for s in n.src])
         if srcs != n.src:
             out[n] = n.replace(src=srcs)
     return out.get(sink, sink), made
