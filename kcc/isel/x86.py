@@ -25,16 +25,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, VReg
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
 from kcc.isel.x86_alu import X86Alu
-from kcc.isel.x86_base import (PSEUDO_ROLES, ROLE, SCRATCH_BYTES, ConstPool, Place,
+from kcc.isel.x86_base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
-                               isz, strong_const, vw)
+                               isz, operand_plan, strong_const, vw)
 from kcc.isel.x86_ivec import X86IVec, is_int_vector
 from kcc.isel.x86_kmask import X86KMask
 from kcc.isel.x86_stream import stream_form
@@ -43,22 +42,6 @@ from kcc.isel.x86_vec import X86Vec
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
            "imm_form", "isz", "select", "strong_const", "vw"]
-
-
-# per form, one tuple per explicit operand: (role, whether the register class is checked, the
-# class the row wants, a fixed register (cl), whether a def is a 32-bit write that zeroes
-# bits 63:32, whether the role writes); built on a form's first use, emit runs per instruction
-_PLANS: dict[str, tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]] = {}
-
-
-def _plan(form: str) -> tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]:
-    if form in PSEUDO_ROLES:
-        return tuple((ROLE[a], False, None, None, False, RegOp(RCX, ROLE[a]).is_def)
-                     for a in PSEUDO_ROLES[form])
-    row = FORMS[form]
-    return tuple((ROLE[o.access], True, KINDS[o.kind].cls, RCX if o.kind == "cl" else None,
-                  o.kind in ("r32", "rm32"), RegOp(RCX, ROLE[o.access]).is_def)
-                 for o in row.operands)
 
 
 # the rule method of each op (an enum's .name is a slow property; select asks it per node)
@@ -100,9 +83,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     def emit(self, form: str, *ops: object, extra: tuple[RegOp, ...] = (),
              kind: Kind = Kind.OP, arg: object = None) -> Inst:
         """Append one instruction; register roles come from the form's row in the table."""
-        plan = _PLANS.get(form)
-        if plan is None:
-            plan = _PLANS[form] = _plan(form)
+        plan = OPERAND_PLANS.get(form) or operand_plan(form)
         if len(ops) != len(plan):
             raise AssertionError(f"{form} takes {len(plan)} operands, got {len(ops)}")
         operands: list = []

@@ -6,11 +6,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from kcc.encode.x86_table import FORMS
+from kcc.encode.x86_table import FORMS, KINDS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Inst, Mem, Role, VReg
+from kcc.ir.mir import Inst, Mem, PReg, RegOp, Role, VReg
+from kcc.isel.x86_regs import RCX
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
 ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
@@ -34,6 +35,26 @@ def writes_memory(inst: Inst) -> bool:
         return any(isinstance(v, Mem) for v in inst.operands)
     return any(isinstance(v, Mem) and o.access != "use"
                for o, v in zip(row.operands, inst.operands))
+
+
+# Per form, one tuple per explicit operand: (role, whether the register class is checked, the
+# class the row wants, a fixed register (cl), whether a def is a 32-bit write that zeroes
+# bits 63:32, whether the role writes); built on a form's first use (the selector's emit runs
+# per instruction).
+OPERAND_PLANS: dict[str, tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]] = {}
+
+
+def operand_plan(form: str) -> tuple[tuple[Role, bool, str | None, PReg | None, bool, bool], ...]:
+    """The operand plan of a form (a pseudo form's or a row's), kept in OPERAND_PLANS."""
+    if form in PSEUDO_ROLES:
+        plan = tuple((ROLE[a], False, None, None, False, RegOp(RCX, ROLE[a]).is_def)
+                     for a in PSEUDO_ROLES[form])
+    else:
+        plan = tuple((ROLE[o.access], True, KINDS[o.kind].cls, RCX if o.kind == "cl" else None,
+                      o.kind in ("r32", "rm32"), RegOp(RCX, ROLE[o.access]).is_def)
+                     for o in FORMS[form].operands)
+    OPERAND_PLANS[form] = plan
+    return plan
 
 
 class SelectError(Exception):
