@@ -8,7 +8,8 @@
 Each kernel is compiled for x86 (x86-64-v3, ELF object), CUDA (sm_90 PTX: kcc's own work,
 without ptxas) and AMD (gfx1100 and gfx942, assembly: selection, allocation and listing;
 HSACO where the encoder is present), through the target registry as `kcc compile` does.
-Every number is the median of --reps compiles after a warm-up compile; the AMD columns also
+Every number is the median of --reps compiles after a warm-up compile, each of a freshly
+parsed graph (the previous one freed first: nodes are hash-consed); the AMD columns also
 give the ratio to x86 in the same run. A kernel a target refuses shows the refusal's start.
 `--clock cpu` times with the process's CPU time instead of the wall clock: on a shared, loaded
 host the wall clock also counts the time other jobs held the core. The last rows give the
@@ -19,8 +20,10 @@ docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
+import weakref
 from pathlib import Path
 
 from kcc.frontend.parser import parse
@@ -52,10 +55,19 @@ def time_compile(path: Path, target: str, arch: str, emit: str | None,
         return str(e)
     times = []
     for _ in range(reps):
+        # every rep compiles a graph of its own: UOps are hash-consed, so a parse while the
+        # previous rep's graph is alive would hand back its nodes with their types and
+        # verdicts already cached (cheaper than any real compile, where the graph is new)
+        gc.collect()
         sink = parse(text, str(path))
         t0 = clock()
         spec.compile([sink], arch, emit)
         times.append((clock() - t0) * 1000)
+        last = weakref.ref(sink)
+        del sink
+        gc.collect()
+        if last() is not None:
+            raise SystemExit(f"{path}: the compiled graph is still referenced after its rep")
     return statistics.median(times)
 
 
