@@ -257,6 +257,11 @@ class X86Alu:
                 # the mask (often hoisted out of the loop, then spilled) in the r/m operand,
                 # where the allocator can read it from its slot without a reload
                 self.emit(form, t, self.reg(a), m)
+                uniform = lanes > 1 and c.op is Ops.STACK and all(s is c.src[0] for s in c.src)
+                if a.op is Ops.LOAD and (lanes == 1 or uniform):
+                    # a gated load: a splat of it may AND a broadcast from memory instead
+                    # (x86_shuf.gated_splat); the scalar mask's lane 0 is the gate's
+                    self.__dict__.setdefault("_gated", {})[u] = (a, m, uniform)
                 return t
         return self.blend(dt, lanes, self.reg(b), self.reg(a), m)
 

@@ -31,11 +31,22 @@ from kcc.encode.x86_table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Kind, Mem, RegOp, VReg
+from kcc.ir.mir import Inst, Kind, Mem, RegOp, VReg
 from kcc.isel.x86_base import vw, writes_memory
+from kcc.isel.x86_regs import RSP
 
 Block = tuple[UOp, int]          # (source vector value, 128-bit block number)
 _SCAN = 256                      # how far back a just-loaded vector's load is looked for
+
+
+def _frame_only(inst: Inst) -> bool:
+    """Whether every memory operand an instruction writes is a fixed place of kcc's own frame
+    ([rsp + disp]: a REG buffer or a spill slot), which no buffer argument can point into."""
+    row = FORMS.get(inst.op)
+    if row is None:
+        return False
+    return all(v.base == RSP and v.index is None for o, v in zip(row.operands, inst.operands)
+               if isinstance(v, Mem) and o.access != "use")
 
 
 def _imm4(p: tuple[int, ...]) -> int:
@@ -129,20 +140,50 @@ class X86Shuf:
         if r is None:
             return None
         addr: set = set()
+        frame_stores = False
         for inst in reversed(self.fn.insts[-_SCAN:]):
+            if inst.kind is Kind.OP and inst.op == "vzero" and r not in inst.defs():
+                addr.update(inst.defs())          # a zeroing idiom: no memory access
+                continue
             if inst.kind is not Kind.OP or inst.op not in FORMS:
                 return None
             defs = inst.defs()
             if r in defs:
                 ops = inst.operands
                 if inst.op.startswith(forms) and len(ops) == 2 and inst.arg is None \
-                        and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index}:
+                        and isinstance(ops[1], Mem) and not addr & {ops[1].base, ops[1].index} \
+                        and not (frame_stores and ops[1].base == RSP):
                     return ops[1]
                 return None
             if writes_memory(inst):
-                return None
+                if not _frame_only(inst):
+                    return None
+                # a store to kcc's own frame (a REG buffer at [rsp + k]) cannot change a
+                # buffer argument's memory: the caller's buffers are never in this frame
+                frame_stores = True
             addr.update(defs)
         return None
+
+    def gated_splat(self, v: UOp, k: int, dt: DType, w: str) -> VReg | None:
+        """Lane k of v = WHERE(gate, LOAD, +0.0) (selected as the load AND a mask of the gate)
+        in every lane, as a VBROADCASTSS from the loaded memory AND the gate's mask in every
+        lane: one FP operation (the AND) where the load, the AND and a SHUFPS/VBROADCASTSS of
+        the result were two (the WHERE's own load and AND go when nothing else reads them).
+        Bitwise the same: a true gate's lanes keep the loaded bits, a false one's are +0.0.
+        Only a mask whose lanes are all the same gate (where() records those)."""
+        hit = self.__dict__.get("_gated", {}).get(v)
+        if hit is None or dt != dtypes.float32:
+            return None
+        load, mask, uniform = hit
+        m = self.loaded_mem(load)
+        if m is None:
+            return None
+        b = self._once(f"vbroadcastss_{w}_xm32", self._at(m, k * dt.itemsize))
+        if not uniform or w != "x":
+            # lane 0 of the mask (the gate's, all ones or zero) to every lane; invariant when
+            # the gate is, so it leaves the loop with the mask (kcc/isel/licm.py)
+            mask = self._once(f"vbroadcastss_{w}_xm32", mask)
+        return self._once(f"vandps_{w}_{w}_{w}m", b, mask)
 
     @staticmethod
     def _at(m: Mem, off: int) -> Mem:
@@ -152,6 +193,9 @@ class X86Shuf:
     def splat(self, v: UOp, k: int, dt: DType, n: int) -> VReg:
         """Lane k of v in every one of n lanes."""
         w, c = vw(dt, n), 16 // dt.itemsize
+        g = self.gated_splat(v, k, dt, w)
+        if g is not None:
+            return g
         m = self.loaded_mem(v)
         if m is not None:
             at = self._at(m, k * dt.itemsize)

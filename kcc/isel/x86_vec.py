@@ -146,6 +146,8 @@ class X86Vec(X86Shuf):
                     y = self.new("vec")
                     self.emit("vinsertf128_y_y_xm_imm8", y, t, t, 1)
                     t = y
+            elif dt == dtypes.float32 and (g := self.gated_splat(u.src[0], 0, dt, w)) is not None:
+                t = g                             # a gated scalar load: broadcast, then AND
             elif dt == dtypes.float32:
                 m = self.loaded_mem(u.src[0])     # a scalar just loaded: broadcast from memory
                 self.emit(f"vbroadcastss_{w}_xm32", t, m if m is not None else self.reg(u.src[0]))
@@ -187,6 +189,9 @@ class X86Vec(X86Shuf):
     def build128(self, srcs: tuple[UOp, ...], dt: DType) -> VReg:
         """An xmm holding the scalar float srcs in order (one scalar repeated: a broadcast)."""
         if len(srcs) > 1 and all(s is srcs[0] for s in srcs):
+            g = self.gated_splat(srcs[0], 0, dt, "x") if len(srcs) == 4 else None
+            if g is not None:
+                return g                          # a gated scalar load: broadcast, then AND
             m = self.loaded_mem(srcs[0]) if dt == dtypes.float32 else None
             t = self.new("vec")
             self.emit("vbroadcastss_x_xm32" if dt == dtypes.float32 else "vmovddup_x_xm64", t,
