@@ -38,6 +38,7 @@ from kcc.isel.x86_ivec import X86IVec, is_int_vector
 from kcc.isel.x86_kmask import X86KMask
 from kcc.isel.x86_stream import stream_form
 from kcc.isel.x86_regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RCX, RSP, reg_class
+from kcc.isel.x86_shuf import splat_only_wheres
 from kcc.isel.x86_vec import X86Vec
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
@@ -75,6 +76,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.ranges: dict = {}
         self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
+        self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
 
     # -- emission helpers ---------------------------------------------------------------------
     def new(self, cls: str) -> VReg:
@@ -234,6 +236,7 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
+        self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counter([s for u in lin for s in u.src])
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}

@@ -218,11 +218,13 @@ class X86Alu:
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
-        if self.evex and lanes == 1:
+        # (a WHERE read only as splats keeps the AND form below: x86_shuf.gated_splat then
+        # broadcasts its load from memory)
+        if self.evex and lanes == 1 and u not in self.splat_only:
             t = self.kwhere_scalar(u)
             if t is not None:
                 return t
-        if self.evex and lanes > 1:
+        if self.evex and lanes > 1 and u not in self.splat_only:
             # x86-64-v4: the bool vector's opmask (selected with it, sel_alu) and one masked
             # blend or zero-masked move (zmm whole, every operand may be xmm16-31); the
             # vector-mask form is dead unless something else reads it (kcc/isel/dce.py)

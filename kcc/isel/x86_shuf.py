@@ -32,7 +32,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Inst, Kind, Mem, RegOp, VReg
-from kcc.isel.x86_base import vw, writes_memory
+from kcc.isel.x86_base import positive_zero, vw, writes_memory
 from kcc.isel.x86_regs import RSP
 
 Block = tuple[UOp, int]          # (source vector value, 128-bit block number)
@@ -47,6 +47,36 @@ def _frame_only(inst: Inst) -> bool:
         return False
     return all(v.base == RSP and v.index is None for o, v in zip(row.operands, inst.operands)
                if isinstance(v, Mem) and o.access != "use")
+
+
+def splat_only_wheres(lin: list[UOp]) -> frozenset[UOp]:
+    """Float32 WHEREs of a LOAD and +0.0 (gated loads after legalize_gates) read only as
+    splats: every user a STACK of copies of it (a scalar), or (a vector) an INDEX of a lane
+    whose every user is such a STACK. `gated_splat` broadcasts those from memory and ANDs the
+    mask, so on x86-64-v4 they keep that form instead of an opmask move whose result would be
+    shuffled (one FP operation a lane either way, and the broadcast's load is free)."""
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+
+    def splats(s: UOp) -> bool:
+        us = users.get(s, [])
+        return bool(us) and all(x.op is Ops.STACK and len(x.src) > 1
+                                and all(y is s for y in x.src) for x in us)
+    out = set()
+    for u in lin:
+        if u.op is not Ops.WHERE or u.dtype != dtypes.float32 or u.src[1].op is not Ops.LOAD \
+                or not positive_zero(u.src[2], u.dtype):
+            continue
+        if not u.shape:
+            ok = splats(u)
+        else:
+            us = users.get(u, [])
+            ok = bool(us) and all(x.op is Ops.INDEX and splats(x) for x in us)
+        if ok:
+            out.add(u)
+    return frozenset(out)
 
 
 def _imm4(p: tuple[int, ...]) -> int:
