@@ -67,11 +67,15 @@ def _int_like(c: UOp, k: int) -> UOp:
 class _Packer:
     """Packs lane tuples into vector values; remembers which scalar became which lane."""
 
-    def __init__(self, ctx: TargetDesc, reg_width: dict[UOp, int] | None = None) -> None:
+    def __init__(self, ctx: TargetDesc, reg_width: dict[UOp, int] | None = None,
+                 order: list[UOp] | None = None) -> None:
         self.ctx = ctx
         self.memo: dict[Lanes, UOp | None] = {}
         self.lane_of: dict[UOp, tuple[UOp, int]] = {}
         self.reg_width = reg_width or {}      # REG buffer → the lane count of its groups
+        self.order = order or []              # the graph's nodes (row runs are found in it)
+        self.runs: dict[int, dict[tuple[UOp, UOp | None, int], int]] = {}
+        self.rows: dict[tuple[UOp, UOp | None, int, int], UOp] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -124,6 +128,64 @@ class _Packer:
                                         for j in range(len(t))))
         return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(len(t)))),))
 
+    def _run_starts(self, n: int) -> dict[tuple[UOp, UOp | None, int], int]:
+        """(buffer, base, k) → the first element of the run of n consecutive elements
+        base+r … base+r+n-1 holding base+k, for the elements the kernel reads with ungated
+        scalar LOADs of that very buffer node (one memory state). Runs are taken greedily
+        from the lowest element and never overlap."""
+        if n in self.runs:
+            return self.runs[n]
+        seen: dict[tuple[UOp, UOp | None], set[int]] = {}
+        for u in self.order:
+            if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX \
+                    and u.shape == () and u.src[0].src[0].kind == "buffer":
+                off = _offset(u.src[0].src[1])
+                if off is not None:
+                    seen.setdefault((u.src[0].src[0], off[0]), set()).add(off[1])
+        starts: dict[tuple[UOp, UOp | None, int], int] = {}
+        for (buf, base), ks in seen.items():
+            taken: set[int] = set()
+            for k in sorted(ks):
+                if k not in taken and all(k + j in ks for j in range(n)):
+                    for j in range(n):
+                        taken.add(k + j)
+                        starts[(buf, base, k + j)] = k
+        self.runs[n] = starts
+        return starts
+
+    def _rows(self, t: Lanes) -> UOp | None:
+        """n ungated scalar LOADs at unrelated places (a strided gather: a column of a
+        matrix) → a STACK of lanes of vector LOADs of the rows they lie in, when the kernel
+        reads every element of each row anyway (a run of `_run_starts`): a row load reads
+        nothing the scalar loads do not, and n such columns of n rows are one transpose (n
+        row loads and shuffles shared by the columns instead of n scalar loads and n-1 lane
+        inserts each)."""
+        n = len(t)
+        if not all(s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX
+                   and s.shape == () for s in t) or not self.ctx.mem_legal(n, t[0].dtype):
+            return None
+        starts = self._run_starts(n)
+        lanes = []
+        for s in t:
+            buf, idx = s.src[0].src[0], s.src[0].src[1]
+            off = _offset(idx)
+            r = starts.get((buf, off[0], off[1])) if off is not None else None
+            if r is None or s.dtype != t[0].dtype:
+                return None
+            key = (buf, off[0], r, n)
+            row = self.rows.get(key)
+            if row is None:
+                if off[0] is None:
+                    start = _int_like(idx, r)
+                elif r == 0:
+                    start = off[0]
+                else:
+                    start = UOp(Ops.ADD, (off[0], _int_like(idx.src[1], r)))
+                row = self.rows[key] = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start,
+                                                                       UOp.const(n))),))
+            lanes.append(UOp(Ops.INDEX, (row, UOp.const(off[1] - r))))
+        return UOp(Ops.STACK, tuple(lanes))
+
     def _op_ok(self, t: Lanes) -> bool:
         """Whether the lanes are n isomorphic scalar ALU nodes the target has at n lanes."""
         s0 = t[0]
@@ -172,6 +234,8 @@ class _Packer:
             if v is None:
                 v = self.memo[s]
                 ok = v is not None
+                if v is None and self.order:
+                    v = self._rows(s)         # a strided gather: lanes of row loads
             good |= ok
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
         if not good:
@@ -416,7 +480,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     order = toposort([sink])
     widest = _widest(order)
     groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 else ([], {})
-    p = _Packer(target, reg_width)
+    p = _Packer(target, reg_width, order)
     redirect: dict[UOp, UOp] = {}
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
