@@ -117,9 +117,11 @@ def test_gated_splats_match_the_interpreter(arch: str, extra_use: bool, reg_acc:
     _check(kernel(extra_use, reg_acc), arch)
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ["x86-64-v3"])
 @pytest.mark.parametrize("reg_acc", [False, True])
 def test_gated_splats_are_broadcasts_from_memory(arch: str, reg_acc: bool) -> None:
+    # (x86-64-v4 selects these gated loads as opmask-masked loads, kcc/isel/x86_kmask.py:
+    # no WHERE is left to splat there; its values are checked above)
     ins = _loop(kernel(reg_acc=reg_acc), arch)
     text = "\n".join(ins)
     # (x86-64-v4 reads the ungated scalar as an embedded broadcast, `{1to4}`)
