@@ -23,6 +23,7 @@ from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
 from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
+from kcc.regalloc.unionfind import UnionFind
 
 
 def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: set[int],
@@ -66,15 +67,10 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
         return {}
     header_in, _ = header_live_in(use_b, def_b, succ, [b for b, _, _ in loops])
     out = live_out_sets(use_b, def_b, succ, header_in)
-    parent = list(range(len(var)))
+    sets = UnionFind()
+    find = sets.find
     mask = [1 << k for k in range(len(var))]
     defs = {k: list(def_at.get(k, ())) for k in range(len(var))}
-
-    def find(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
 
     for _, i, d, s in sorted(copies):
         a, b = find(d), find(s)
@@ -89,7 +85,7 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
             continue
         # a becomes the representative: a variable that may spill, with the most definitions
         a, b = sorted((a, b), key=lambda k: (id(var[k]) in weak, -len(defs[k]), k))
-        parent[b] = a
+        sets.union(b, a)
         mask[a] |= mask[b]
         defs[a] += defs.pop(b)
     return {id(var[k]): var[find(k)] for k in range(len(var)) if find(k) != k}

@@ -16,6 +16,7 @@ from typing import Any
 from kcc.ir.mir import Kind, Mem, RegOp, VReg, structure, successors
 from kcc.regalloc.liveness import intervals
 from kcc.regalloc.target import AllocationError
+from kcc.regalloc.unionfind import UnionFind
 
 
 def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
@@ -27,24 +28,14 @@ def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     if bytes_of is None:
         return {}
     is_copy = getattr(target, "is_copy", None)
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while x != root:                     # path compression
-            parent[x], x = root, parent.get(x, x)
-        return root
-
+    sets = UnionFind()
+    find = sets.find
     size: dict[int, int] = {}
     for w in work:
         if w.kind is Kind.MOVE or (w.orig is not None and is_copy is not None
                                    and w.kind is Kind.OP and is_copy(w.orig)):
             d, s = w.defs()[0], w.uses()[0]
-            a, b = find(id(d)), find(id(s))
-            if a != b:
-                parent[a] = b
+            sets.union(id(d), id(s))
             continue
         if w.orig is None:
             continue                         # the entry: parameters say nothing
@@ -60,7 +51,7 @@ def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     for k, n in size.items():
         root = find(k)
         out[root] = max(out.get(root, 0), n)
-    return {k: out[find(k)] for k in {*size, *parent} if find(k) in out}
+    return {k: out[find(k)] for k in {*size, *sets.joined()} if find(k) in out}
 
 
 def assign_slots(work: list[Any], sizes: dict[int, int], target: Any
