@@ -176,16 +176,20 @@ class Inst:
     def uses(self) -> list[Reg]:
         """Every register read: USE operands and memory base/index registers."""
         out: list[Reg] = []
-        for o in self.operands:
-            if isinstance(o, RegOp) and o.is_use:
-                out.append(o.reg)
+        for o in self.operands:                 # (role tests, not the properties: a call each)
+            if isinstance(o, RegOp):
+                if o.role in _READS:
+                    out.append(o.reg)
             elif isinstance(o, Mem):
-                out.extend(r for r in (o.base, o.index) if r is not None)
+                if o.base is not None:
+                    out.append(o.base)
+                if o.index is not None:
+                    out.append(o.index)
         return out
 
     def defs(self) -> list[Reg]:
         """Every register written through a DEF operand (clobbers not included)."""
-        return [o.reg for o in self.operands if isinstance(o, RegOp) and o.is_def]
+        return [o.reg for o in self.operands if isinstance(o, RegOp) and o.role in _WRITES]
 
     def label(self) -> str | None:
         """The name of the first ``Label`` operand, if any."""
@@ -282,12 +286,16 @@ def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, 
 def successors(insts: list[Inst], labels: dict[str, int]) -> list[list[int]]:
     """Control-flow successors of each instruction (``len(insts)`` means function exit)."""
     succ: list[list[int]] = []
+    OP, RET, JUMP, BACK = Kind.OP, Kind.RET, Kind.JUMP, (Kind.BRANCH, Kind.LOOP_END)
     for i, inst in enumerate(insts):
-        if inst.kind is Kind.RET:
+        kind = inst.kind
+        if kind is OP:
+            succ.append([i + 1])
+        elif kind is RET:
             succ.append([])
-        elif inst.kind is Kind.JUMP:
+        elif kind is JUMP:
             succ.append([labels[inst.label() or ""]])
-        elif inst.kind in (Kind.BRANCH, Kind.LOOP_END):
+        elif kind in BACK:
             succ.append([i + 1, labels[inst.label() or ""]])
         else:
             succ.append([i + 1])
@@ -300,33 +308,43 @@ def verify_mir(fn: MFunction) -> None:
     for v, p in fn.params:
         if v.cls != p.cls:
             raise MirError(f"param {v!r} arrives in {p!r} of another class")
+    regs = (VReg, PReg)
+    USE = Role.USE
     for i, inst in enumerate(fn.insts):
         seen_defs: list[Reg] = []
-        for k, o in inst.reg_ops():
-            where = f"inst {i} ({inst.op}) operand {k}"
-            if not isinstance(o.reg, (VReg, PReg)):
-                raise MirError(f"{where}: {o.reg!r} is not a register")
+        for k, o in enumerate(inst.operands):
+            if not isinstance(o, RegOp):
+                if isinstance(o, Mem):
+                    for r in (o.base, o.index):
+                        if r is not None and not isinstance(r, regs):
+                            raise MirError(f"inst {i} ({inst.op}): bad memory register {r!r}")
+                continue
+            if not isinstance(o.reg, regs):
+                raise MirError(f"{_where(i, inst, k)}: {o.reg!r} is not a register")
             if not o.role:
-                raise MirError(f"{where}: operand has no role")
+                raise MirError(f"{_where(i, inst, k)}: operand has no role")
             if o.fixed is not None and o.fixed.cls != o.reg.cls:
-                raise MirError(f"{where}: fixed {o.fixed!r} is not of class {o.reg.cls}")
+                raise MirError(f"{_where(i, inst, k)}: fixed {o.fixed!r} is not of class "
+                               f"{o.reg.cls}")
             if o.tied is not None:
                 if not o.is_def or o.is_use:
-                    raise MirError(f"{where}: only a pure DEF can be tied")
+                    raise MirError(f"{_where(i, inst, k)}: only a pure DEF can be tied")
                 t = inst.operands[o.tied] if 0 <= o.tied < len(inst.operands) else None
-                if not isinstance(t, RegOp) or t.role is not Role.USE:
-                    raise MirError(f"{where}: tied={o.tied} is not a USE register operand")
+                if not isinstance(t, RegOp) or t.role is not USE:
+                    raise MirError(f"{_where(i, inst, k)}: tied={o.tied} is not a USE register "
+                                   f"operand")
                 if t.reg.cls != o.reg.cls:
-                    raise MirError(f"{where}: tied operands of different classes")
-            if o.is_def:
+                    raise MirError(f"{_where(i, inst, k)}: tied operands of different classes")
+            if o.role in _WRITES:
                 if any(r is o.reg for r in seen_defs):
-                    raise MirError(f"{where}: {o.reg!r} defined twice by one instruction")
+                    raise MirError(f"{_where(i, inst, k)}: {o.reg!r} defined twice by one "
+                                   f"instruction")
                 seen_defs.append(o.reg)
-        for o in inst.operands:
-            if isinstance(o, Mem):
-                for r in (o.base, o.index):
-                    if r is not None and not isinstance(r, (VReg, PReg)):
-                        raise MirError(f"inst {i} ({inst.op}): bad memory register {r!r}")
+
+
+def _where(i: int, inst: Inst, k: int) -> str:
+    """Where an operand error is (made only when there is one)."""
+    return f"inst {i} ({inst.op}) operand {k}"
 
 
 def _fmt_reg(r: Reg | None) -> str:

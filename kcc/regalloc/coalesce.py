@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
-from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
+from kcc.regalloc.liveness import bitsets, header_live_in, live_out_sets, number_vars, vreg_lists
 from kcc.regalloc.unionfind import UnionFind
 
 
@@ -46,12 +46,9 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
     for b, e, dep in loops:
         for i in range(b, e + 1):
             depth[i] = max(depth[i], dep + 1)
-    use_b, def_b = [], []
     def_at: dict[int, list[int]] = {}
     for i, w in enumerate(work):
         ds = defs_of[i]
-        use_b.append(sum(1 << k for k in uses[i]))
-        def_b.append(sum(1 << k for k in ds))
         for k in ds:
             def_at.setdefault(k, []).append(i)
         orig = getattr(w, "orig", None)
@@ -65,6 +62,7 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
                     copies.append((-depth[i], i, index[id(d)], index[id(s)]))
     if not copies:
         return {}
+    use_b, def_b = bitsets(uses), bitsets(defs_of)
     header_in, _ = header_live_in(use_b, def_b, succ, [b for b, _, _ in loops])
     out = live_out_sets(use_b, def_b, succ, header_in)
     sets = UnionFind()

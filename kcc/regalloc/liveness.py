@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
 
+_DEF, _USE = Role.DEF, Role.USE     # (an Enum member lookup is a slow metaclass call)
+
 
 @dataclass
 class Interval:
@@ -56,14 +58,17 @@ def vreg_lists(w: Any) -> tuple[list[Any], list[Any]]:
             r = o.reg
             if isinstance(r, VReg):
                 role = o.role
-                if role is not Role.DEF and not any(x is r for x in us):  # USE, DEF | USE
-                    us.append(r)
-                if role is not Role.USE and not any(x is r for x in ds):
+                if role is not _DEF and r not in us:      # USE, DEF | USE (VRegs compare
+                    us.append(r)                           # by identity: eq=False)
+                if role is not _USE and r not in ds:
                     ds.append(r)
         elif isinstance(o, Mem):
-            for r in (o.base, o.index):
-                if isinstance(r, VReg) and not any(x is r for x in us):
-                    us.append(r)
+            r = o.base
+            if isinstance(r, VReg) and r not in us:
+                us.append(r)
+            r = o.index
+            if isinstance(r, VReg) and r not in us:
+                us.append(r)
     return us, ds
 
 
@@ -98,6 +103,17 @@ def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any
             row.append(k)
         defs.append(row)
     return var, index, uses, defs
+
+
+def bitsets(rows: list[list[int]]) -> list[int]:
+    """Each row of variable numbers as a bit set."""
+    out = []
+    for row in rows:
+        b = 0
+        for v in row:
+            b |= 1 << v
+        out.append(b)
+    return out
 
 
 def bits(x: int) -> list[int]:
@@ -174,8 +190,8 @@ def intervals(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]
     variables live into instruction 0 (used before any definition on some path) and the
     live-in bit set of every loop header.
     """
-    use_b = [sum(1 << v for v in us) for us in uses]
-    def_b = [sum(1 << v for v in ds) for ds in defs]
+    use_b = bitsets(uses)
+    def_b = bitsets(defs)
     header_in, entry = header_live_in(use_b, def_b, succ, [b for b, _ in loops])
     lo = [-1] * nvars
     hi = [-1] * nvars
