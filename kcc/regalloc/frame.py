@@ -18,6 +18,10 @@ from kcc.regalloc.liveness import intervals
 from kcc.regalloc.target import AllocationError
 from kcc.regalloc.unionfind import UnionFind
 
+# Enum members bound once: an attribute lookup on an Enum class goes through the
+# metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops
+_FILL, _MOVE, _OP, _SPILL = Kind.FILL, Kind.MOVE, Kind.OP, Kind.SPILL
+
 
 def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     """The slot size of every variable (by id) of the allocator's working list: the widest of
@@ -32,8 +36,8 @@ def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     find = sets.find
     size: dict[int, int] = {}
     for w in work:
-        if w.kind is Kind.MOVE or (w.orig is not None and is_copy is not None
-                                   and w.kind is Kind.OP and is_copy(w.orig)):
+        if w.kind is _MOVE or (w.orig is not None and is_copy is not None
+                               and w.kind is _OP and is_copy(w.orig)):
             d, s = w.defs()[0], w.uses()[0]
             sets.union(id(d), id(s))
             continue
@@ -66,14 +70,14 @@ def assign_slots(work: list[Any], sizes: dict[int, int], target: Any
     defs: list[list[int]] = []
     for w in work:
         mark: list[int] = []
-        v = w.var if w.kind in (Kind.SPILL, Kind.FILL) else w.fold[1] if w.fold else None
+        v = w.var if w.kind in (_SPILL, _FILL) else w.fold[1] if w.fold else None
         if v is not None:
             k = index.setdefault(id(v), len(var))
             if k == len(var):
                 var.append(v)
             mark = [k]
-        uses.append(mark if w.kind is not Kind.SPILL else [])
-        defs.append(mark if w.kind is Kind.SPILL else [])
+        uses.append(mark if w.kind is not _SPILL else [])
+        defs.append(mark if w.kind is _SPILL else [])
     loops, labels = structure(work)
     ivs, _, _ = intervals(uses, defs, successors(work, labels),
                           [(b, e) for b, e, _ in loops], len(var))

@@ -60,6 +60,11 @@ from kcc.regalloc.frame import assign_slots, value_sizes
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars, vreg_lists
 from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
 
+# Enum members bound once: an attribute lookup on an Enum class goes through the
+# metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops
+_FILL, _MOVE, _OP, _REMAT, _SPILL = Kind.FILL, Kind.MOVE, Kind.OP, Kind.REMAT, Kind.SPILL
+_DEF, _USE = Role.DEF, Role.USE
+
 
 @dataclass(eq=False)
 class _W(Inst):
@@ -74,7 +79,7 @@ class _W(Inst):
 
 
 def _move(dst: Reg, src: Reg) -> _W:
-    return _W("move", [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
+    return _W("move", [RegOp(dst, _DEF), RegOp(src, _USE)], kind=_MOVE)
 
 
 def _reg_op(o: RegOp, reg: Reg | None) -> RegOp:
@@ -170,7 +175,7 @@ class _Allocator:
     # -- step 1 ----------------------------------------------------------------------------
     def prepare(self) -> list[_W]:
         """The working copy with parameters, raw registers, ties and fixed operands lowered."""
-        entry = _W("entry", [RegOp(v, Role.DEF, fixed=p) for v, p in self.fn.params],
+        entry = _W("entry", [RegOp(v, _DEF, fixed=p) for v, p in self.fn.params],
                    entry=True)
         work: list[_W] = []
         for inst in [entry, *self.fn.insts]:
@@ -199,8 +204,8 @@ class _Allocator:
             fixed = o.fixed or u.fixed
             d, a = o.reg, u.reg
             if a is d:
-                ops[k] = RegOp(d, Role.DEF, fixed=fixed)
-                ops[o.tied] = RegOp(a, Role.USE, fixed=fixed)
+                ops[k] = RegOp(d, _DEF, fixed=fixed)
+                ops[o.tied] = RegOp(a, _USE, fixed=fixed)
                 continue
             if not isinstance(d, VReg) or not isinstance(a, VReg):
                 raise AllocationError(f"{self._where(w)}: tied operands name different "
@@ -209,9 +214,9 @@ class _Allocator:
             pre.append(_move(t, a))
             post.append(_move(d, t))
             for j, x in enumerate(ops):
-                if isinstance(x, RegOp) and x.reg is a and x.role is Role.USE:
-                    ops[j] = RegOp(t, Role.USE, fixed=x.fixed if j != o.tied else None)
-            ops[k] = RegOp(t, Role.DEF)
+                if isinstance(x, RegOp) and x.reg is a and x.role is _USE:
+                    ops[j] = RegOp(t, _USE, fixed=x.fixed if j != o.tied else None)
+            ops[k] = RegOp(t, _DEF)
         temps: dict[tuple[int, PReg], VReg] = {}
         moved_in: set[tuple[int, PReg]] = set()
         moved_out: set[tuple[int, PReg]] = set()
@@ -320,7 +325,7 @@ class _Allocator:
 
         partners: dict[int, list[int]] = {}
         for w in work:
-            if w.kind is Kind.MOVE:
+            if w.kind is _MOVE:
                 d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
                 if isinstance(d, VReg) and isinstance(s, VReg):
                     partners.setdefault(index[id(d)], []).append(index[id(s)])
@@ -455,7 +460,7 @@ class _Allocator:
             return {}
         sets: dict[int, frozenset[PReg]] = {}
         for w in work:
-            if w.entry or w.kind in (Kind.MOVE, Kind.SPILL, Kind.FILL):
+            if w.entry or w.kind in (_MOVE, _SPILL, _FILL):
                 continue            # the target's own copies accept its whole class
             narrowed = w.__dict__.get("_narrowed")      # asked once per instruction
             if narrowed is None:
@@ -540,11 +545,11 @@ class _Allocator:
                 found[id(r)] = None if id(r) in found else w
         out: dict[int, _W] = {}
         for k, w in found.items():
-            if w is None or w.kind is not Kind.OP or w.orig is None or w.clobbers:
+            if w is None or w.kind is not _OP or w.orig is None or w.clobbers:
                 continue
             regs = [o for o in w.operands if isinstance(o, RegOp)]
             mem = [o for o in w.operands if isinstance(o, Mem)]
-            if len(regs) != 1 or regs[0].role is not Role.DEF or regs[0].fixed is not None \
+            if len(regs) != 1 or regs[0].role is not _DEF or regs[0].fixed is not None \
                     or regs[0].tied is not None or any(m.base or m.index for m in mem):
                 continue
             if ok(w.orig):
@@ -554,9 +559,9 @@ class _Allocator:
 
     def _remat(self, src: _W, dst: VReg, var: VReg) -> _W:
         """A repeat of the constant definition ``src`` into ``dst``."""
-        ops = [RegOp(dst, Role.DEF) if isinstance(o, RegOp) else o for o in src.operands]
+        ops = [RegOp(dst, _DEF) if isinstance(o, RegOp) else o for o in src.operands]
         assert src.orig is not None
-        return _W(src.op, ops, src.clobbers, Kind.REMAT, src.arg, self.index[id(src.orig)],
+        return _W(src.op, ops, src.clobbers, _REMAT, src.arg, self.index[id(src.orig)],
                   var=var)
 
     def spill(self, work: list[_W], spilled: list[VReg]) -> list[_W]:
@@ -570,16 +575,16 @@ class _Allocator:
             if not us and not ds:
                 out.append(w)
                 continue
-            if w.kind is Kind.MOVE:
+            if w.kind is _MOVE:
                 d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
                 if id(d) in sp and id(s) not in sp:
-                    out.append(_W("spill", [RegOp(s, Role.USE)], kind=Kind.SPILL, var=d))
+                    out.append(_W("spill", [RegOp(s, _USE)], kind=_SPILL, var=d))
                     continue
                 if id(s) in remat and id(d) not in sp:
                     out.append(self._remat(remat[id(s)], d, s))   # type: ignore[arg-type]
                     continue
                 if id(s) in sp and id(d) not in sp:
-                    out.append(_W("fill", [RegOp(d, Role.DEF)], kind=Kind.FILL, var=s))
+                    out.append(_W("fill", [RegOp(d, _DEF)], kind=_FILL, var=s))
                     continue
             used = {id(r): r for r in us if id(r) in sp}
             defd = {id(r): r for r in ds if id(r) in sp}
@@ -588,7 +593,7 @@ class _Allocator:
                 continue
             temps: dict[int, VReg] = {}
             prev = out[-1] if out else None
-            if prev is not None and prev.kind is Kind.SPILL and id(prev.var) in used:
+            if prev is not None and prev.kind is _SPILL and id(prev.var) in used:
                 t = prev.operands[0].reg  # just stored from a temporary: no reload
                 if isinstance(t, VReg) and id(t) in self.nospill and id(t) not in self.pre:
                     temps[id(prev.var)] = t
@@ -602,7 +607,7 @@ class _Allocator:
                 if k in remat:
                     out.append(self._remat(remat[k], temps[k], r))  # type: ignore[arg-type]
                 elif k not in forwarded and k in temps:
-                    out.append(_W("fill", [RegOp(temps[k], Role.DEF)], kind=Kind.FILL,
+                    out.append(_W("fill", [RegOp(temps[k], _DEF)], kind=_FILL,
                                   var=r))
             new = _rename(w, temps)
             if fold is not None:
@@ -612,7 +617,7 @@ class _Allocator:
             out.append(new)
             for k, r in defd.items():
                 if k not in remat:        # a constant's own definition needs no store
-                    out.append(_W("spill", [RegOp(temps[k], Role.USE)], kind=Kind.SPILL,
+                    out.append(_W("spill", [RegOp(temps[k], _USE)], kind=_SPILL,
                                   var=r))
         return out
 
@@ -622,10 +627,10 @@ class _Allocator:
         (the target's ``fold_fill``): a plain USE of a value read by no other operand of
         ``w``, at most one an instruction."""
         fold_fill = getattr(self.t, "fold_fill", None)
-        if fold_fill is None or w.orig is None or w.kind is not Kind.OP or w.fold is not None:
+        if fold_fill is None or w.orig is None or w.kind is not _OP or w.fold is not None:
             return None
         for j, o in enumerate(w.operands):
-            if not isinstance(o, RegOp) or o.role is not Role.USE or o.fixed is not None:
+            if not isinstance(o, RegOp) or o.role is not _USE or o.fixed is not None:
                 continue
             r = o.reg
             k = id(r)
@@ -676,26 +681,26 @@ class _Allocator:
         for w in work:
             if w.entry:
                 continue
-            if w.kind is Kind.MOVE:
+            if w.kind is _MOVE:
                 d, s = reg(w.defs()[0]), reg(w.uses()[0])
                 assert isinstance(d, PReg) and isinstance(s, PReg)
                 if d != s:
-                    insts.append(self._stamp(self.t.make_move(d.cls, d, s), Kind.MOVE,
+                    insts.append(self._stamp(self.t.make_move(d.cls, d, s), _MOVE,
                                              d, s, None))
-            elif w.kind is Kind.REMAT:
+            elif w.kind is _REMAT:
                 insts.append(Inst(w.op, [_reg_op(o, reg(o.reg)) if isinstance(o, RegOp)
-                                         else o for o in w.operands], w.clobbers, Kind.REMAT,
+                                         else o for o in w.operands], w.clobbers, _REMAT,
                                   w.arg, w.slot))
-            elif w.kind in (Kind.SPILL, Kind.FILL):
+            elif w.kind in (_SPILL, _FILL):
                 assert w.var is not None
                 r = reg(w.operands[0].reg)  # type: ignore[union-attr]
                 assert isinstance(r, PReg)
                 off, size = offset[id(w.var)]
-                if w.kind is Kind.SPILL:
-                    inst = self._stamp(self.t.make_spill(r.cls, r, off, size), Kind.SPILL,
+                if w.kind is _SPILL:
+                    inst = self._stamp(self.t.make_spill(r.cls, r, off, size), _SPILL,
                                        None, r, off)
                 else:
-                    inst = self._stamp(self.t.make_fill(r.cls, r, off, size), Kind.FILL,
+                    inst = self._stamp(self.t.make_fill(r.cls, r, off, size), _FILL,
                                        r, None, off)
                 insts.append(inst)
             else:
@@ -742,7 +747,7 @@ class _Allocator:
                         else w for w in work]
                 # the allocator's own copies that became self-copies go; the selector's stay
                 # (the checker pairs them with the input) and the target drops them
-                work = [w for w in work if not (w.kind is Kind.MOVE
+                work = [w for w in work if not (w.kind is _MOVE
                                                 and w.defs()[0] is w.uses()[0])]
         while True:
             assign, spilled = self.scan(work)
