@@ -168,16 +168,28 @@ def is_two_address(form: str) -> bool:
     return any(o.access == "defuse" for o in _row(form).operands)
 
 
+# the branch forms (a rel8/rel32 operand) and each branch mnemonic's forms by width, derived
+# from the rows once: the assembler asks about every item of every function
+_BRANCH_FORMS = frozenset(r.form for r in FORMS.values() if any(o.slot == "rel"
+                                                                  for o in r.operands))
+_REL_FORMS: dict[str, dict[str, str]] = {}
+for _r in FORMS.values():
+    for _o in _r.operands:
+        if _o.slot == "rel":
+            _REL_FORMS.setdefault(_r.mnemonic, {})[_o.kind] = _r.form
+
+
 def is_branch(form: str) -> bool:
     """True for jmp/jcc forms (a ``rel8``/``rel32`` operand)."""
-    return any(o.slot == "rel" for o in _row(form).operands)
+    if form in _BRANCH_FORMS:
+        return True
+    _row(form)                              # EncodeError for an unknown form
+    return False
 
 
 def branch_forms(form: str) -> tuple[str, str]:
     """The (rel8, rel32) pair of forms for a branch mnemonic, found from the rows."""
-    mnem = _row(form).mnemonic
-    pair = {o.kind: r.form for r in FORMS.values() if r.mnemonic == mnem
-            for o in r.operands if o.slot == "rel"}
+    pair = _REL_FORMS.get(_row(form).mnemonic, {})
     if set(pair) != {"rel8", "rel32"}:
         raise EncodeError(f"{form!r} is not a relaxable branch")
     return pair["rel8"], pair["rel32"]

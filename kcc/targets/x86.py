@@ -168,7 +168,19 @@ def _gpr_name(p: str, size: int) -> str:
     return base[0] + "l" if base in ("ax", "cx", "dx", "bx") else base + "l"
 
 
+_REGS: dict[tuple[str, str, int], XReg] = {}
+
+
 def _reg(p: PReg, size: int) -> XReg:
+    """The encoder's register for p at size bytes (memoized: one per register and width)."""
+    key = (p.cls, p.name, size)             # (PReg's own hash is a Python-level call)
+    r = _REGS.get(key)
+    if r is None:
+        r = _REGS[key] = _reg_named(p, size)
+    return r
+
+
+def _reg_named(p: PReg, size: int) -> XReg:
     if p.cls == "gpr":
         return XReg(_gpr_name(p.name, size))
     if p.cls == "mask":
