@@ -35,6 +35,10 @@ from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, Mem, MFunction, RegOp, VReg, structure
 
+# Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
+_OP, _LOOP_BEGIN, _LOOP_END = Kind.OP, Kind.LOOP_BEGIN, Kind.LOOP_END
+_BACK_OR_BRANCH = (Kind.BRANCH, Kind.LOOP_END)
+
 
 def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
                      flags_of: Callable[[Inst], str]) -> int:
@@ -67,9 +71,22 @@ class _Regs:
             got = self._seen[id(inst)] = (inst, inst.uses(), inst.defs(), None)
         return got[1], got[2]
 
+    def table(self, insts: list[Inst]) -> list[tuple[Inst, list, list, str | None]]:
+        """(inst, uses, defs, flags or None) of every instruction, in one walk (the per-loop
+        tables are built from it: a method call per instruction and table costs more)."""
+        seen = self._seen
+        out = []
+        for inst in insts:
+            got = seen.get(id(inst))
+            if got is None or got[0] is not inst:
+                got = seen[id(inst)] = (inst, inst.uses(), inst.defs(), None)
+            out.append(got)
+        return out
+
     def flags(self, inst: Inst, flags_of: Callable[[Inst], str]) -> str:
-        self.get(inst)
-        got = self._seen[id(inst)]
+        got = self._seen.get(id(inst))
+        if got is None or got[0] is not inst:
+            got = (inst, inst.uses(), inst.defs(), None)
         if got[3] is None:
             got = self._seen[id(inst)] = (*got[:3], flags_of(inst))
         return got[3]  # type: ignore[return-value]
@@ -80,9 +97,9 @@ def _top_level(insts: list[Inst], b: int, e: int) -> list[int]:
     out, depth = [], 0
     for i in range(b + 1, e):
         k = insts[i].kind
-        if k is Kind.LOOP_BEGIN:
+        if k is _LOOP_BEGIN:
             depth += 1
-        elif k is Kind.LOOP_END:
+        elif k is _LOOP_END:
             depth -= 1
         elif depth == 0:
             out.append(i)
@@ -93,23 +110,26 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
                 flags_of: Callable[[Inst], str], regs: _Regs) -> int:
     insts = fn.insts
     body = _top_level(insts, b, e)
-    cand = {i for i in body if insts[i].kind is Kind.OP and not insts[i].clobbers
+    cand = {i for i in body if insts[i].kind is _OP and not insts[i].clobbers
             and movable(insts[i])}
     if not cand:
         return 0
+    ud = regs.table(insts)
     defs_at: dict[object, list[int]] = defaultdict(list)
-    for i, inst in enumerate(insts):
-        for r in regs.get(inst)[1]:
+    for i, got in enumerate(ud):
+        for r in got[2]:
             defs_at[r].append(i)
     # the first use of each register in the loop, and its first def there (program order)
     first_use: dict[object, int] = {}
     first_def: dict[object, int] = {}
     for i in range(b + 1, e):
-        us, ds = regs.get(insts[i])
+        _, us, ds, _ = ud[i]
         for r in us:
-            first_use.setdefault(r, i)
+            if r not in first_use:
+                first_use[r] = i
         for r in ds:
-            first_def.setdefault(r, i)
+            if r not in first_def:
+                first_def[r] = i
     # flag pairs: (reader, its writer) within the body; a reader with no writer there pins.
     # The writer is the nearest earlier flag writer with only OPs in between (one forward
     # walk keeps the latest such writer).
@@ -117,9 +137,13 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     writer: int | None = None
     for i in range(b + 1, e):
         inst = insts[i]
-        op = inst.kind is Kind.OP
-        fl = regs.flags(inst, flags_of) if op else ""
-        if inst.kind in (Kind.BRANCH, Kind.LOOP_END) or (op and "r" in fl):
+        op = inst.kind is _OP
+        fl = ""
+        if op:
+            fl = ud[i][3]                       # known from an earlier loop, or asked now
+            if fl is None:
+                fl = regs.flags(inst, flags_of)
+        if inst.kind in _BACK_OR_BRANCH or (op and "r" in fl):
             pairs.append((i, writer))
         if not op:
             writer = None
@@ -129,7 +153,7 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     while changed:
         changed = False
         for i in sorted(cand):
-            if not _invariant(regs.get(insts[i]), b, e, cand, defs_at, first_use, first_def):
+            if not _invariant(ud[i][1:3], b, e, cand, defs_at, first_use, first_def):
                 cand.discard(i)
                 changed = True
         for r, w in pairs:
@@ -143,14 +167,13 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     # constants (no register read) move only for their moved readers
     readers: dict[object, list[int]] = defaultdict(list)
     for i in range(b + 1, e):
-        for r in regs.get(insts[i])[0]:
+        for r in ud[i][1]:
             readers[r].append(i)
     pre: list[Inst] = []
     rename: dict[VReg, VReg] = {}
     stay: set[int] = set()
     for i in sorted(cand):
-        inst = insts[i]
-        us, ds = regs.get(inst)
+        inst, us, ds, _ = ud[i]
         if us or any(len(defs_at[r]) != 1 for r in ds):
             continue
         rs = [j for r in ds for j in readers.get(r, ())]
