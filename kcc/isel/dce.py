@@ -34,6 +34,7 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
     flags = [reads_flags(i) for i in fn.insts]
     removed = 0
     changed = True
+    OP = Kind.OP              # (bound once: an Enum class attribute is a slow lookup)
     while changed:
         changed = False
         keep: list[Inst] = []
@@ -41,7 +42,7 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
         nxt_reads_flags = False
         for inst, fl in zip(reversed(fn.insts), reversed(flags)):
             defs, srcs = writes[id(inst)], reads[id(inst)]
-            dead = (inst.kind is Kind.OP and not inst.clobbers and bool(defs)
+            dead = (inst.kind is OP and not inst.clobbers and bool(defs)
                     and not nxt_reads_flags
                     and all(isinstance(r, VReg) and uses[r] == srcs.count(r) for r in defs)
                     and not writes_memory(inst))

@@ -64,6 +64,8 @@ from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, re
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops
 _FILL, _MOVE, _OP, _REMAT, _SPILL = Kind.FILL, Kind.MOVE, Kind.OP, Kind.REMAT, Kind.SPILL
 _DEF, _USE = Role.DEF, Role.USE
+_WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
+_READS = frozenset({Role.USE, Role.DEF | Role.USE})
 
 
 @dataclass(eq=False)
@@ -647,8 +649,13 @@ class _Allocator:
     def _stamp(self, inst: Inst, kind: Kind, dst: PReg | None, src: PReg | None,
                slot: int | None) -> Inst:
         """The target's copy/spill/fill marked with its kind, after checking its shape."""
-        d = next((o.reg for o in inst.operands if isinstance(o, RegOp) and o.is_def), None)
-        s = next((o.reg for o in inst.operands if isinstance(o, RegOp) and o.is_use), None)
+        d = s = None
+        for o in inst.operands:             # the first DEF and the first USE register
+            if isinstance(o, RegOp):
+                if d is None and o.role in _WRITES:
+                    d = o.reg
+                if s is None and o.role in _READS:
+                    s = o.reg
         if (dst is not None and d != dst) or (src is not None and s != src):
             raise AllocationError(f"target {kind.value} '{format_inst(inst)}' must have "
                                   f"DEF {dst!r} / USE {src!r} as its first register operands")
@@ -678,36 +685,40 @@ class _Allocator:
             return assign[id(r)] if isinstance(r, VReg) else r
 
         insts: list[Inst] = []
+        t = self.t
+        written_regs: dict[tuple[str, str], PReg] = {}   # every PReg written, by (name, cls)
         for w in work:
             if w.entry:
                 continue
-            if w.kind is _MOVE:
-                d, s = reg(w.defs()[0]), reg(w.uses()[0])
+            kind = w.kind
+            if kind is _MOVE:
+                d, s = reg(w.operands[0].reg), reg(w.operands[1].reg)  # type: ignore
                 assert isinstance(d, PReg) and isinstance(s, PReg)
-                if d != s:
-                    insts.append(self._stamp(self.t.make_move(d.cls, d, s), _MOVE,
-                                             d, s, None))
-            elif w.kind is _REMAT:
-                insts.append(Inst(w.op, [_reg_op(o, reg(o.reg)) if isinstance(o, RegOp)
-                                         else o for o in w.operands], w.clobbers, _REMAT,
-                                  w.arg, w.slot))
-            elif w.kind in (_SPILL, _FILL):
+                if d.name == s.name and d.cls == s.cls:      # (PReg's == is a Python call)
+                    continue
+                inst = self._stamp(t.make_move(d.cls, d, s), _MOVE, d, s, None)
+            elif kind is _REMAT:
+                inst = Inst(w.op, [_reg_op(o, reg(o.reg)) if isinstance(o, RegOp)
+                                   else o for o in w.operands], w.clobbers, _REMAT,
+                            w.arg, w.slot)
+            elif kind is _SPILL or kind is _FILL:
                 assert w.var is not None
                 r = reg(w.operands[0].reg)  # type: ignore[union-attr]
                 assert isinstance(r, PReg)
                 off, size = offset[id(w.var)]
-                if w.kind is _SPILL:
-                    inst = self._stamp(self.t.make_spill(r.cls, r, off, size), _SPILL,
+                if kind is _SPILL:
+                    inst = self._stamp(t.make_spill(r.cls, r, off, size), _SPILL,
                                        None, r, off)
                 else:
-                    inst = self._stamp(self.t.make_fill(r.cls, r, off, size), _FILL,
+                    inst = self._stamp(t.make_fill(r.cls, r, off, size), _FILL,
                                        r, None, off)
-                insts.append(inst)
             else:
-                assert w.orig is not None
+                orig = w.orig
+                assert orig is not None
                 ops = []
-                for j, (o, wo) in enumerate(zip(w.orig.operands, w.operands)):
-                    if w.fold is not None and j == w.fold[0]:
+                fold = w.fold
+                for j, (o, wo) in enumerate(zip(orig.operands, w.operands)):
+                    if fold is not None and j == fold[0]:
                         pass                      # the target replaces it below
                     elif isinstance(o, RegOp):
                         assert isinstance(wo, RegOp)
@@ -716,19 +727,24 @@ class _Allocator:
                         assert isinstance(wo, Mem)
                         o = _mem_op(o, reg(wo.base), reg(wo.index))
                     ops.append(o)
-                orig = w.orig
                 inst = Inst(orig.op, ops, orig.clobbers, orig.kind, orig.arg, orig.slot) \
                     if type(orig) is Inst else replace(orig, operands=ops)
-                if w.fold is not None:
-                    j, v = w.fold
+                if fold is not None:
+                    j, v = fold
                     off, size = offset[id(v)]
                     inst = self._folded(inst, j, off, size)
-                insts.append(inst)
-        written: set[str] = set()
-        for inst in insts:
-            for r in [*inst.defs(), *inst.clobbers]:
+            insts.append(inst)
+            for o in inst.operands:
+                if isinstance(o, RegOp) and o.role in _WRITES:
+                    r = o.reg
+                    if isinstance(r, PReg):
+                        written_regs[r.name, r.cls] = r
+            for r in inst.clobbers:
                 if isinstance(r, PReg):
-                    written.update(self._units(r))
+                    written_regs[r.name, r.cls] = r
+        written: set[str] = set()
+        for r in written_regs.values():
+            written.update(self._units(r))
         order = [p for regs in self.t.classes.values() for p in regs]
         saved = sorted((p for p in self.t.callee_saved if set(self._units(p)) & written),
                        key=lambda p: (order.index(p) if p in order else len(order), p.name))

@@ -82,11 +82,12 @@ def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any
     index: dict[int, int] = {}
     var: list[Any] = []
     lists = [regs(w) for w in work]
+    get = index.get
     uses: list[list[int]] = []
     for us, _ in lists:
         row = []
         for r in us:
-            k = index.get(id(r))
+            k = get(id(r))
             if k is None:
                 k = index[id(r)] = len(var)
                 var.append(r)
@@ -94,9 +95,12 @@ def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any
         uses.append(row)
     defs: list[list[int]] = []
     for _, ds in lists:
+        if not ds:
+            defs.append([])
+            continue
         row = []
         for r in ds:
-            k = index.get(id(r))
+            k = get(id(r))
             if k is None:
                 k = index[id(r)] = len(var)
                 var.append(r)
@@ -196,17 +200,20 @@ def intervals(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]
     lo = [-1] * nvars
     hi = [-1] * nvars
     use_pos: list[list[int]] = [[] for _ in range(nvars)]
-    for i, (us, ds) in enumerate(zip(uses, defs)):
-        p = 2 * i
+    p = 0
+    for us, ds in zip(uses, defs):
         for v in us:
             use_pos[v].append(p)
             if lo[v] < 0:
                 lo[v] = p
             hi[v] = p
-        for v in ds:
-            if lo[v] < 0:
-                lo[v] = p + 1
-            hi[v] = p + 1
+        if ds:
+            q = p + 1
+            for v in ds:
+                if lo[v] < 0:
+                    lo[v] = q
+                hi[v] = q
+        p += 2
     for b, e in loops:
         for v in bits(header_in[b]):
             if lo[v] > 2 * b:
