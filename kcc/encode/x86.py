@@ -179,6 +179,11 @@ for _r in FORMS.values():
             _REL_FORMS.setdefault(_r.mnemonic, {})[_o.kind] = _r.form
 
 
+# each form's "rm" operand positions (at most one, _self_check)
+_RM_AT = {r.form: tuple(k for k, o in enumerate(r.operands) if o.slot == "rm")
+          for r in FORMS.values()}
+
+
 def is_branch(form: str) -> bool:
     """True for jmp/jcc forms (a ``rel8``/``rel32`` operand)."""
     if form in _BRANCH_FORMS:
@@ -425,7 +430,7 @@ def _encode_checked(row: Row, ops: tuple) -> tuple[bytes, list[Fixup]]:
         row = FORMS[row.evex_form]          # type: ignore[index]
     # The alternates below are the encodings llvm-mc chooses for the same assembly text;
     # both are correct, matching them keeps the golden comparison byte-exact.
-    rm_ops = [v for o, v in zip(row.operands, ops) if o.slot == "rm"]
+    rm_ops = [ops[k] for k in _RM_AT[row.form]]
     if row.rr_form is not None and all(isinstance(v, Reg) for v in rm_ops):
         return _encode_row(FORMS[row.rr_form], ops)
     if row.acc_opcode is not None and isinstance(ops[0], Reg) and _num(ops[0]) == 0:
@@ -539,14 +544,15 @@ class Assembler:
         """Lay out, relax branches, resolve local labels; return bytes and remaining fixups."""
         encoded: list[tuple[bytes, list[Fixup]]] = []
         long: set[int] = set()
+        branch = [row is not None and row.form in _BRANCH_FORMS for _, row, _ in self._items]
         for i, (_, row, ops) in enumerate(self._items):
-            if row is not None and is_branch(row.form):
+            if branch[i]:
                 if ops[0].name not in self._labels:
                     raise EncodeError(f"branch to undefined label {ops[0].name!r}")
         # only a branch's bytes depend on `long` and an alignment's on its address: every
         # other item is encoded once
-        fixed = [None if row is not None and is_branch(row.form) else self._encode_item(i, long)
-                 for i, (_, row, _) in enumerate(self._items)]
+        fixed = [None if branch[i] else self._encode_item(i, long)
+                 for i in range(len(self._items))]
         while True:                      # `long` only grows, so this reaches a fixed point
             encoded = []
             addr = [0]
@@ -586,7 +592,7 @@ class Assembler:
         _, row, ops = self._items[i]
         if row is None:
             return b"", []
-        if is_branch(row.form):
+        if row.form in _BRANCH_FORMS:
             short, near = branch_forms(row.form)
             row = FORMS[near if i in long else short]
         return _encode_checked(row, ops)

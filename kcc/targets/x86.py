@@ -252,12 +252,16 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
     # 64-byte alignment for vector spill slots and REG buffers
     items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
+    OP, RET, LABELS = Kind.OP, Kind.RET, (Kind.LABEL, Kind.LOOP_BEGIN)   # (bound once)
     for k, inst in enumerate(fn.insts):
-        if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+        kind = inst.kind
+        if kind is OP and inst.op not in _COPY_FORMS:
+            items.append(_flat(encode_operands(inst)))      # (the common case first)
+        elif kind in LABELS:
             if k in inner:
                 items.append(("align", LOOP_ALIGN))
             items.append(("label", inst.label()))
-        elif inst.kind is Kind.RET:
+        elif kind is RET:
             items.append(("lea_r64_m", XReg("rsp"), XMem(0, "rbp", None, 1, -8 * len(saved))))
             for p in reversed(saved):
                 items.append(("pop_r64", XReg(p.name)))
