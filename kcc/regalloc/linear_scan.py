@@ -50,6 +50,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
+from operator import attrgetter
 from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, Operand, PReg,
@@ -66,6 +67,7 @@ _FILL, _MOVE, _OP, _REMAT, _SPILL = Kind.FILL, Kind.MOVE, Kind.OP, Kind.REMAT, K
 _DEF, _USE = Role.DEF, Role.USE
 _WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 _READS = frozenset({Role.USE, Role.DEF | Role.USE})
+_start = attrgetter("start")
 
 
 @dataclass(eq=False)
@@ -140,6 +142,7 @@ class _Allocator:
         self.regno: dict[PReg, int] = {}
         self.regtab: list[PReg] = []
         self.umask: list[int] = []
+        self.ubits: list[list[int]] = []     # the unit bits of each umask entry, as a list
         self.unit_bit: dict[str, int] = {}
         self.orders: dict[int, tuple[list[PReg], list[int], set[int]]] = {}
         self.remat_of: tuple[list[_W], dict[int, _W]] | None = None
@@ -268,6 +271,7 @@ class _Allocator:
                     b = self.unit_bit[u] = len(self.unit_bit)
                 m |= 1 << b
             self.umask.append(m)
+            self.ubits.append(bits(m))
         return r
 
     def _order(self, regs: list[PReg]) -> tuple[list[int], set[int]]:
@@ -292,6 +296,7 @@ class _Allocator:
                                   f"path: {names}")
         starts, ends = self._reservations(work, var, ivs)
         umask = self.umask
+        ubits = self.ubits
         # the reserved ranges of each register's units, for the registers that have any
         resv: dict[int, list[tuple[list[int], list[int]]]] = {}
 
@@ -353,7 +358,7 @@ class _Allocator:
             iv = ivs[k]
             assert iv is not None
             e = (iv.start, iv.end, k)
-            for u in bits(umask[r]):
+            for u in ubits[r]:
                 h = held.setdefault(u, [])
                 if add:
                     insort(h, e)
@@ -365,7 +370,7 @@ class _Allocator:
             assert iv is not None
             if reserved(r, iv):
                 return False
-            for u in bits(umask[r]):
+            for u in ubits[r]:
                 h = held.get(u)
                 j = bisect_right(h, (iv.end, len(work) * 2 + 2, 0)) - 1 if h else -1
                 if j >= 0 and h[j][1] >= iv.start:    # type: ignore[index]
@@ -391,12 +396,14 @@ class _Allocator:
                     assign[b] = q
                     record(b, q, True)
                     busy |= umask[q]
-                    for u in bits(umask[q]):
+                    for u in ubits[q]:
                         owner[u] = b
                     return r
             return -1
+        # by start, ties by variable number (ivs is in that order and the sort is stable)
         order = sorted((iv for k, iv in enumerate(ivs) if iv and k not in assign),
-                       key=lambda iv: (iv.start, iv.var))
+                       key=_start)
+        regtab = self.regtab
         for iv in order:
             start = iv.start
             while active and active[0][0] < start:      # expire the intervals ended before
@@ -405,7 +412,8 @@ class _Allocator:
                     busy &= ~umask[r]
             k = iv.var
             nums, numset = regs_of(k)
-            note_reservations()
+            if len(resv_known) < len(regtab):
+                note_reservations()
             choice = -1
             for p in partners.get(k, ()):
                 r = assign.get(p)
@@ -447,9 +455,8 @@ class _Allocator:
             assign[k] = choice
             record(k, choice, True)
             heappush(active, (iv.end, k))
-            m = umask[choice]
-            busy |= m
-            for u in bits(m):
+            busy |= umask[choice]
+            for u in ubits[choice]:
                 owner[u] = k
         regtab = self.regtab
         return {id(var[k]): regtab[r] for k, r in assign.items()}, spilled
