@@ -766,7 +766,8 @@ class _Allocator:
             m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops,
                                 successors(work, labels), self._vregs)
             if m:
-                work = [_rename(w, m) if any(id(r) in m for r in (*w.uses(), *w.defs()))
+                vregs = self._vregs         # (m names VRegs only: their lists suffice)
+                work = [_rename(w, m) if any(id(r) in m for rs in vregs(w) for r in rs)
                         else w for w in work]
                 # the allocator's own copies that became self-copies go; the selector's stay
                 # (the checker pairs them with the input) and the target drops them
