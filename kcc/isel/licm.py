@@ -47,8 +47,11 @@ def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
     moved = 0
     done: set[str] = set()
     regs = _Regs()
+    shape: tuple[list[Inst], list] | None = None   # the loops of fn.insts while it is unchanged
     while True:
-        loops, _ = structure(fn.insts)
+        if shape is None or shape[0] is not fn.insts:
+            shape = (fn.insts, structure(fn.insts)[0])
+        loops = shape[1]
         todo = [(b, e, d) for b, e, d in loops if fn.insts[b].label() not in done]
         if not todo:
             return moved
@@ -64,6 +67,9 @@ class _Regs:
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[Inst, list, list, str | None]] = {}
+        # the last table and its definitions by register, for the list they were made of (a
+        # loop that moves nothing leaves fn.insts as it was for the next loop)
+        self.last: tuple[list[Inst], list, dict[object, list[int]]] | None = None
 
     def get(self, inst: Inst) -> tuple[list, list]:
         got = self._seen.get(id(inst))
@@ -114,11 +120,15 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
             and movable(insts[i])}
     if not cand:
         return 0
-    ud = regs.table(insts)
-    defs_at: dict[object, list[int]] = defaultdict(list)
-    for i, got in enumerate(ud):
-        for r in got[2]:
-            defs_at[r].append(i)
+    if regs.last is not None and regs.last[0] is insts:
+        _, ud, defs_at = regs.last
+    else:
+        ud = regs.table(insts)
+        defs_at = defaultdict(list)
+        for i, got in enumerate(ud):
+            for r in got[2]:
+                defs_at[r].append(i)
+        regs.last = (insts, ud, defs_at)
     # the first use of each register in the loop, and its first def there (program order)
     first_use: dict[object, int] = {}
     first_def: dict[object, int] = {}
