@@ -554,17 +554,29 @@ class _Allocator:
                 found[id(r)] = None if id(r) in found else w
         out: dict[int, _W] = {}
         for k, w in found.items():
-            if w is None or w.kind is not _OP or w.orig is None or w.clobbers:
+            if w is None:
                 continue
-            regs = [o for o in w.operands if isinstance(o, RegOp)]
-            mem = [o for o in w.operands if isinstance(o, Mem)]
-            if len(regs) != 1 or regs[0].role is not _DEF or regs[0].fixed is not None \
-                    or regs[0].tied is not None or any(m.base or m.index for m in mem):
-                continue
-            if ok(w.orig):
+            verdict = w.__dict__.get("_remat")   # asked once per working instruction
+            if verdict is None:
+                verdict = w.__dict__["_remat"] = self._repeatable(w, ok)
+            if verdict:
                 out[k] = w
         self.remat_of = (work, out)
         return out
+
+    @staticmethod
+    def _repeatable(w: _W, ok: Any) -> bool:
+        """Whether ``w`` is a constant the target may repeat: an input OP without clobbers
+        whose one register operand is a plain DEF, no memory operand naming a register, and
+        the target's ``rematerializable`` says so."""
+        if w.kind is not _OP or w.orig is None or w.clobbers:
+            return False
+        regs = [o for o in w.operands if isinstance(o, RegOp)]
+        mem = [o for o in w.operands if isinstance(o, Mem)]
+        if len(regs) != 1 or regs[0].role is not _DEF or regs[0].fixed is not None \
+                or regs[0].tied is not None or any(m.base or m.index for m in mem):
+            return False
+        return bool(ok(w.orig))
 
     def _remat(self, src: _W, dst: VReg, var: VReg) -> _W:
         """A repeat of the constant definition ``src`` into ``dst``."""
