@@ -139,6 +139,7 @@ class _Allocator:
                     raise AllocationError(f"{fn.name}: no registers of class {r.cls!r} "
                                           f"for {r!r}")
         self.raw: dict[PReg, VReg] = {}
+        self.allocatable: dict[int, bool] = {}   # id(PReg) -> whether it has allocatable units
         self.regno: dict[PReg, int] = {}
         self.regtab: list[PReg] = []
         self.umask: list[int] = []
@@ -166,7 +167,12 @@ class _Allocator:
 
     def _map_raw(self, r: Reg | None) -> Reg | None:
         """An allocatable physical register named directly becomes a pre-coloured variable."""
-        if not isinstance(r, PReg) or not set(self._units(r)) & self.alloc_units:
+        if not isinstance(r, PReg):
+            return r
+        ok = self.allocatable.get(id(r))         # (by identity: fn's registers stay alive)
+        if ok is None:
+            ok = self.allocatable[id(r)] = bool(set(self._units(r)) & self.alloc_units)
+        if not ok:
             return r
         v = self.raw.get(r)
         if v is None:
