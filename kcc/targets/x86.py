@@ -278,6 +278,11 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
 def assemble(fn: MFunction, locals_bytes: int) -> EncodedKernel:
     """Prologue, the allocated body, epilogue → bytes (branches relaxed by the assembler)."""
     items, saved, frame = machine_code(fn, locals_bytes)
+    return assemble_items(fn.name, items, frame, saved)
+
+
+def assemble_items(name: str, items: list[tuple], frame: int, saved: list) -> EncodedKernel:
+    """Machine-code items (labels, alignments, instructions) → the kernel's bytes."""
     asm = Assembler()
     for it in items:
         if it[0] == "label":
@@ -287,7 +292,7 @@ def assemble(fn: MFunction, locals_bytes: int) -> EncodedKernel:
         else:
             asm.emit(*it)
     code, fixups = asm.finish()
-    return EncodedKernel(fn.name, code, fixups, frame, saved, items,
+    return EncodedKernel(name, code, fixups, frame, saved, items,
                          max(FUNC_ALIGN, asm.max_align))
 
 

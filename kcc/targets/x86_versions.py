@@ -16,14 +16,13 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
-from kcc.encode.x86 import Assembler
 from kcc.encode.x86 import Imm as XImm
 from kcc.encode.x86 import Label as XLabel
 from kcc.encode.x86 import Mem as XMem
 from kcc.encode.x86 import Reg as XReg
 from kcc.ir.mir import MFunction
 from kcc.isel.x86_stream import ORDINARY
-from kcc.targets.x86 import FUNC_ALIGN, LOOP_ALIGN, EncodedKernel, machine_code
+from kcc.targets.x86 import LOOP_ALIGN, EncodedKernel, assemble_items, machine_code
 
 PLAIN_ENTRY = ".Lkcc_plain_entry"
 
@@ -65,14 +64,4 @@ def assemble_versions(fn: MFunction, locals_bytes: int,
     # the ordinary body starts where a function would (its loop heads then get the padding
     # they get in a kernel of its own: the same bytes as --streaming-stores=never)
     items = entry + items_s + [("align", LOOP_ALIGN), ("label", PLAIN_ENTRY)] + plain
-    asm = Assembler()
-    for it in items:
-        if it[0] == "label":
-            asm.label(it[1])
-        elif it[0] == "align":
-            asm.align(it[1])
-        else:
-            asm.emit(*it)
-    code, fixups = asm.finish()
-    return EncodedKernel(fn.name, code, fixups, frame, saved, items,
-                         max(FUNC_ALIGN, asm.max_align))
+    return assemble_items(fn.name, items, frame, saved)
