@@ -62,3 +62,31 @@ def test_index_from_a_declared_scalar_range_is_checked() -> None:
     parse(_src(off="%n", decl="vmin_vmax=(0, 4), "))
     with pytest.raises(SourceError, match="out of bounds"):
         parse(_src(off="%n", decl="vmin_vmax=(0, 5), "))
+
+
+WRAPPED = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 8)
+%x = PARAM ParamArg(1, int32, 8)
+%b = CAST({bound}) int16
+%i = RANGE(%b) (0, LOOP)
+%j = SUB(7, %i)
+%xi = INDEX(%x, %j)
+%v = LOAD(%xi)
+%oi = INDEX(%out, %i)
+%s = STORE(%oi, %v)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_a_wrapped_literal_bound_is_its_wrapped_value() -> None:
+    """CAST(65544) int16 is 8 (the literal wraps): elements 0..7 of 8, accepted (the range
+    analysis used to give the cast the whole int16 range and refuse it)."""
+    parse(WRAPPED.format(bound=65536 + 8))
+    parse(WRAPPED.format(bound=-65536 + 8))
+
+
+def test_a_wrapped_literal_bound_past_the_end_is_refused() -> None:
+    with pytest.raises(SourceError) as e:
+        parse(WRAPPED.format(bound=65536 + 9))        # 9: element -1 of x
+    assert "index out of bounds: elements -1..7 of a buffer of 8" in e.value.message

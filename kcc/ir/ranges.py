@@ -21,12 +21,22 @@ Range = Optional[tuple[int, int]]
 
 
 def _clamp(r: Range, dt: DType) -> Range:
-    """An exact interval seen through dtype dt: itself if it fits, else dt's full range."""
+    """An exact interval seen through dtype dt: itself if it fits; wrapped, if every value of
+    it wraps by the same multiple of 2**bits (a constant literal cast to a narrower type,
+    `CAST(65540) int16` = 4, as tinygrad-style producers may write one); else dt's range."""
     if dt.is_weak:
         return r
     full = (int(dt.min()), int(dt.max()))
-    if r is None or r[0] < full[0] or r[1] > full[1]:
+    if r is None:
         return full
+    if r[0] < full[0] or r[1] > full[1]:
+        if not dt.is_int:
+            return full
+        span = 1 << dt.bits
+        k = (r[0] - full[0]) // span
+        if (r[1] - full[0]) // span != k:
+            return full
+        return (r[0] - k * span, r[1] - k * span)
     return r
 
 
