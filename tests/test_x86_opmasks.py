@@ -9,9 +9,7 @@ the checker: KCC_CHECK_ALLOC)."""
 from __future__ import annotations
 
 import io
-import os
 import re
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,8 @@ from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
 from kcc.targets.x86 import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import (assert_same, compile_and_run, high_vectors_first, random_inputs,
+                      reference)
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 NO_V4 = "this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"
@@ -45,20 +44,6 @@ def _run(src: str, args: list | None = None, seeds: tuple[int, ...] = (0, 1)) ->
     sink = parse(src)
     for a in [args] if args is not None else [random_inputs(sink, s) for s in seeds]:
         assert_same(sink, compile_and_run(sink, a, "x86-64-v4"), reference(sink, a))
-
-
-@contextmanager
-def _high_vectors_first():
-    """Allocate xmm16-31 before xmm0-15: every EVEX form then names high registers."""
-    old = os.environ.get("KCC_X86_HIGH_VEC_FIRST")
-    os.environ["KCC_X86_HIGH_VEC_FIRST"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["KCC_X86_HIGH_VEC_FIRST"]
-        else:
-            os.environ["KCC_X86_HIGH_VEC_FIRST"] = old
 
 
 WHERE = """# kcc-uop 1
@@ -298,7 +283,7 @@ def test_trunc_is_vrndscale_in_any_register(dt: str, lanes: int) -> None:
     sel = _listing(src)
     assert f"vrndscale{'p' if lanes > 1 else 's'}{t}_" in sel and "vround" not in sel, sel
     assert "vextractf64x4" not in sel, sel                 # no ymm halves of a zmm
-    with _high_vectors_first():
+    with high_vectors_first():
         text = disasm_object(compile_x86([parse(src)], "x86-64-v4")[0])
         lines = [ln for ln in text.splitlines() if "vrndscale" in ln]
         assert lines and all(HIGH.search(ln) for ln in lines), text

@@ -3,6 +3,9 @@ reference interpreter on the same inputs (the oracle)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -126,3 +129,18 @@ def vector_pressure_kernel(nvec: int, iters: int, lanes: int, name: str,
     lines += [f"%op = SHRINK(%out, %s, {lanes})", f"%st = STORE(%op, %t{nvec - 1})",
               "%e = END(%st, %i)", f'SINK(%e) KernelInfo(name="{name}")']
     return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def high_vectors_first() -> Iterator[None]:
+    """Allocate xmm16-31 before xmm0-15 (x86-64-v4): every vector form with an EVEX twin then
+    runs EVEX-encoded with high registers, and VEX-only operands take the low ones."""
+    old = os.environ.get("KCC_X86_HIGH_VEC_FIRST")
+    os.environ["KCC_X86_HIGH_VEC_FIRST"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["KCC_X86_HIGH_VEC_FIRST"]
+        else:
+            os.environ["KCC_X86_HIGH_VEC_FIRST"] = old

@@ -8,9 +8,6 @@ A failure prints the kernel's .uop text and the input seed: add it to test_regre
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,6 +15,7 @@ from hypothesis import strategies as st
 from fuzz.harness import check_x86, check_x86_streaming, derandomize, n_examples
 from fuzz.lanewise import lanewise, lanewise_reduce, lanewise_tile
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
+from x86_util import high_vectors_first
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -139,27 +137,12 @@ def test_zmm_lanewise_tile_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
-@contextmanager
-def _high_vectors_first():
-    """Allocate xmm16-31 before xmm0-15 (x86-64-v4): every vector form with an EVEX twin then
-    runs EVEX-encoded with high registers, and VEX-only operands take the low ones."""
-    old = os.environ.get("KCC_X86_HIGH_VEC_FIRST")
-    os.environ["KCC_X86_HIGH_VEC_FIRST"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["KCC_X86_HIGH_VEC_FIRST"]
-        else:
-            os.environ["KCC_X86_HIGH_VEC_FIRST"] = old
-
-
 @pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
                     "cannot run here)")
 @_settings(60)
 @given(elementwise(avoid=X86_AVOID), SEEDS)
 def test_high_vector_registers_elementwise(sink, seed) -> None:
-    with _high_vectors_first():
+    with high_vectors_first():
         check_x86(sink, seed, "x86-64-v4")
 
 
@@ -168,7 +151,7 @@ def test_high_vector_registers_elementwise(sink, seed) -> None:
 @_settings(40)
 @given(vector(avoid=X86_AVOID), SEEDS)
 def test_high_vector_registers_vector(sink, seed) -> None:
-    with _high_vectors_first():
+    with high_vectors_first():
         check_x86(sink, seed, "x86-64-v4")
 
 
@@ -177,5 +160,5 @@ def test_high_vector_registers_vector(sink, seed) -> None:
 @_settings(30)
 @given(lanewise(), SEEDS)
 def test_high_vector_registers_lanewise(sink, seed) -> None:
-    with _high_vectors_first():
+    with high_vectors_first():
         check_x86(sink, seed, "x86-64-v4")
