@@ -136,8 +136,8 @@ class Peers:
         with tempfile.TemporaryDirectory(dir=tmp) as d:
             src, lib = Path(d) / "bw.c", Path(d) / "bw.so"
             src.write_text(C_SRC)
-            subprocess.run([cc, "-O3", "-march=native", "-fno-builtin", "-shared", "-fPIC", str(src), "-o",
-                            str(lib)], check=True)
+            subprocess.run([cc, "-O3", "-march=native", "-fno-builtin", "-shared", "-fPIC",
+                            str(src), "-o", str(lib)], check=True)
             return ctypes.CDLL(str(lib))       # mapped: the file may go
 
     def check(self) -> list[str]:

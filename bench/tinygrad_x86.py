@@ -18,7 +18,8 @@ buffers holding the values tinygrad had, checks their outputs against each other
 tinygrad's, and times them interleaved (median of --reps rounds after a warm-up; the order
 reverses every other round). A threaded kernel (tinygrad's `core_id`, kcc's gidx0) is timed the
 way tinygrad calls it, every worker index in sequence on one thread, for both; kcc's own
-parallel launch (one thread per worker) is timed too, in rounds of its own after those. Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
+parallel launch (one thread per worker) is timed too, in rounds of its own after those.
+Prints a Markdown table (docs/performance.md). Needs tinygrad 0.14
 (`pip install 'kcc[tinygrad]'`).
 
 The memory-bound add kernel is also read against the machine's memory bandwidth, measured in

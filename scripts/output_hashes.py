@@ -8,7 +8,8 @@ end works (compile time, refactoring) leaves what it writes byte-for-byte the sa
 The corpus: examples/*.uop, tests/kernels/**/*.uop, the .uop files under each DIR (e.g. the
 tinygrad captures of bench/tinygrad_x86.py --capture-dir), and N fuzz kernels (default 300)
 drawn, derandomized, from the strategies of tests/fuzz (the same N kernels on every run of
-one checkout; a drawn kernel whose printed text does not parse back is left out). Each kernel gives one line per output: the x86-64-v3 and x86-64-v4 objects
+one checkout; a drawn kernel whose printed text does not parse back is left out). Each
+kernel gives one line per output: the x86-64-v3 and x86-64-v4 objects
 with their manifest entries, and for every third kernel sm_90 PTX and gfx1100/gfx942 AMD
 assembly (the allocator and encoders are shared). A kernel a target refuses hashes its
 message; any other exception is written as an internal error.

@@ -18,11 +18,12 @@ into one when `streaming_stores` picks it:
   loop's counter is the lane count: consecutive iterations write consecutive vectors (whole
   lines, which is what the CPU's write-combining buffers merge);
 - `auto` (the default) also asks for the kernel's footprint, every buffer argument's bytes
-  (a GLOBAL PARAM declares its element count, so this is known at compile time), to be at least STREAM_MIN_BYTES (32 MiB): a fixed,
-  conservative stand-in for the last-level cache (this host's L3 is 32 MiB; a compile does
-  not read the machine it runs on, so that every host writes the same object). Below that the
-  output may still sit in the cache for the next kernel, and ordinary stores are better.
-  `always` streams every store that qualifies otherwise, whatever the size; `never` none.
+  (a GLOBAL PARAM declares its element count, so this is known at compile time), to be at
+  least STREAM_MIN_BYTES (32 MiB): a fixed, conservative stand-in for the last-level cache
+  (this host's L3 is 32 MiB; a compile does not read the machine it runs on, so that every
+  host writes the same object). Below that the output may still sit in the cache for the
+  next kernel, and ordinary stores are better. `always` streams every store that qualifies
+  otherwise, whatever the size; `never` none.
 
 Alignment: nothing guarantees it. kcc's manifest and loader pass whatever pointer the caller
 has (a numpy view may start at any element), and tinygrad's CPU allocator maps whole pages but
