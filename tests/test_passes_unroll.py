@@ -6,6 +6,7 @@ object compiled with the pass in the pipeline (tests/x86_util.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import pytest
 
@@ -15,7 +16,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.uop import AddrSpace
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
-from kcc.passes.target import SCALAR_ALL_NATIVE
+from kcc.passes.target import SCALAR_ALL_NATIVE, TargetDesc
 from kcc.passes.unroll import unroll
 from kcc.targets.x86 import x86_desc
 from x86_util import assert_same, compile_and_run, random_inputs, reference
@@ -244,3 +245,113 @@ def test_inner_loops_with_much_work_are_left_alone(monkeypatch) -> None:
     assert unroll(g, x86_desc("x86-64-v3")) is g
     monkeypatch.setattr(unroll_mod, "MAX_INNER_WORK", 10)
     assert _regs(unroll(g, x86_desc("x86-64-v3"))) == 4
+
+
+# -- the memory-stream cost (unroll.py's _streams, TargetDesc.load_streams) --------------------
+
+# acc[r] = sum_j term_r for r = 0 … 3, out[4i + r] = acc[r]: a reduce loop over 4 rows in the
+# outer (WEAK) loop, each row's term %v{r} computed by {body}
+STREAMS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%a = PARAM ParamArg(1, float32, {na})
+%b = PARAM ParamArg(2, float32, {nb})
+%acc = BUFFER ParamArg(0, float32, 4, addrspace=REG)
+%i = RANGE(8) (0, WEAK)
+%ai = AFTER(%acc, %i)
+%o4 = MUL(%i, 4)
+{zero}%j = RANGE(4, %i) (1, REDUCE)
+%aj = AFTER(%acc, %z0, %z1, %z2, %z3, %j)
+{body}%wg = GROUP(%w0, %w1, %w2, %w3)
+%ej = END(%wg, %j)
+%ae = AFTER(%acc, %ej)
+{out}%eg = GROUP(%t0, %t1, %t2, %t3)
+%ei = END(%eg, %i)
+SINK(%ei) KernelInfo(name="streams")
+"""
+
+
+def _streams_kernel(na: int, nb: int, pre: str, term: Callable[[int], str]) -> UOp:
+    """STREAMS with the lines pre, then term(r) computing %v{r} for each row r."""
+    zero = "".join(f"%p{r} = INDEX(%ai, {r})\n%z{r} = STORE(%p{r}, 0.0)\n" for r in range(4))
+    body = pre + "".join(f"%q{r} = INDEX(%aj, {r})\n%c{r} = LOAD(%q{r})\n{term(r)}"
+                         f"%s{r} = ADD(%c{r}, %v{r})\n%w{r} = STORE(%q{r}, %s{r})\n"
+                         for r in range(4))
+    out = "".join(f"%e{r} = INDEX(%ae, {r})\n%r{r} = LOAD(%e{r})\n%oi{r} = ADD(%o4, {r})\n"
+                  f"%oo{r} = INDEX(%out, %oi{r})\n%t{r} = STORE(%oo{r}, %r{r})\n"
+                  for r in range(4))
+    text = STREAMS.format(na=na, nb=nb, zero=zero, body=body, out=out)
+    return parse(text, "streams.uop")
+
+
+def _rows(stride: int) -> UOp:
+    """term_r = a[4S*i + S*r + j]: each outer iteration reduces 4 rows of a, S floats apart,
+    so a copy reads 4 streams (S = 1024: one 4 KB page each); b is not read."""
+    return _streams_kernel(
+        32 * stride + 4, 1, f"%ib = MUL(%i, {4 * stride})\n%base = ADD(%ib, %j)\n",
+        lambda r: f"%x{r} = ADD(%base, {stride * r})\n%xa{r} = INDEX(%a, %x{r})\n"
+                  f"%v{r} = LOAD(%xa{r})\n")
+
+
+def _matmul() -> UOp:
+    """term_r = a[1024r + j] * b[1024j + 4i + r]: matmul's shape. The 4 rows of a are the
+    same for every i (one load for all copies, 4 streams); copy k's b elements are 16 bytes
+    after copy k-1's (the same line: one stream): 5 streams with any number of copies."""
+    return _streams_kernel(
+        4100, 4128, "%jb = MUL(%j, 1024)\n%bi = ADD(%jb, %o4)\n",
+        lambda r: f"%x{r} = ADD(%j, {1024 * r})\n%xa{r} = INDEX(%a, %x{r})\n"
+                  f"%ua{r} = LOAD(%xa{r})\n%y{r} = ADD(%bi, {r})\n%yb{r} = INDEX(%b, %y{r})\n"
+                  f"%ub{r} = LOAD(%yb{r})\n%v{r} = MUL(%ua{r}, %ub{r})\n")
+
+
+def _limit(streams: int) -> TargetDesc:
+    return replace(x86_desc("x86-64-v4"), load_streams=streams)
+
+
+def _pre(sink: UOp) -> UOp:
+    return simplify(lower_weak_dtypes(sink))
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_rows_of_distinct_pages_get_two_copies(arch: str) -> None:
+    # 4 streams a copy: 16 with 4 copies is past x86's 8; 2 copies read 8
+    u = _check(_rows(1024), arch)
+    assert _regs(u) == 2 and _bounds(u) == [4, 4]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_matmul_shape_keeps_four_copies(arch: str) -> None:
+    u = _check(_matmul(), arch)
+    assert _regs(u) == 4 and _bounds(u) == [2, 4]
+
+
+def test_factor_follows_the_stream_limit() -> None:
+    g = _pre(_rows(1024))
+    assert _regs(unroll(g, _limit(16))) == 4
+    assert _regs(unroll(g, _limit(15))) == 2
+    assert _regs(unroll(g, _limit(8))) == 2
+    assert unroll(g, _limit(7)) is g          # 2 copies read 8 streams
+    assert unroll(g, _limit(4)) is g
+    assert _regs(unroll(g, _limit(0))) == 4   # 0: no limit
+    m = _pre(_matmul())
+    assert _regs(unroll(m, _limit(5))) == 4
+    assert unroll(m, _limit(4)) is m
+
+
+def test_loads_within_the_window_are_one_stream() -> None:
+    # rows 32 bytes apart: a copy's 4 rows are one stream, 4 copies 4 streams
+    assert _regs(unroll(_pre(_rows(8)), _limit(4))) == 4
+    # 124 bytes apart: rows 0-1 and 2-3 of a copy a stream each (4 with 2 copies, 8 with 4)
+    g = _pre(_rows(31))
+    assert _regs(unroll(g, _limit(4))) == 2 and _regs(unroll(g, _limit(8))) == 4
+    # 128 bytes apart (STREAM_WINDOW): every row a stream of its own
+    g = _pre(_rows(32))
+    assert unroll(g, _limit(3)) is g and _regs(unroll(g, _limit(8))) == 2
+    _check(_rows(31))
+
+
+def test_gpu_targets_have_no_stream_limit() -> None:
+    # CUDA and AMD do not unroll-and-jam at all (vector_regs 0: a GPU hides latency with
+    # other warps/waves in flight, not with independent chains in one thread)
+    from kcc.passes.target import AMD, CUDA
+    for desc in (CUDA, AMD):
+        assert desc.vector_regs == 0 and desc.load_streams == 0

@@ -34,6 +34,9 @@ class TargetDesc:
     masked_load(dtype, n): with gated_load "select", a gated LOAD of n lanes of dtype that the
       target does natively all the same (a masked load that reads nothing where the gate is
       false: x86-64-v4's opmasks); None: none.
+    load_streams: the memory streams (global loads advancing with a loop, each a different
+      region of memory) an innermost loop may read before the hardware prefetchers stop
+      keeping up; passes/unroll.py jams no more copies than keep it within this (0: no limit).
     """
 
     name: str
@@ -49,6 +52,7 @@ class TargetDesc:
                                                                          compare=False)
     vector_regs: int = 0
     masked_load: Callable[[DType, int], bool] | None = field(default=None, compare=False)
+    load_streams: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -52,7 +52,15 @@ the target's vector registers (`TargetDesc.vector_regs`; 0 opts out of the pass)
 REG buffers need at the widest vector the target loads, a loop whose copied part has at
 most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks), and
 inner loops whose copied work is at most MAX_INNER_WORK ops (a larger body hides the latency
-by itself).
+by itself), and memory streams: the largest such f whose fused inner loops read at most
+`TargetDesc.load_streams` streams (0: no limit). A stream is a global load whose address
+advances with an inner loop; loads of one buffer whose addresses differ by a constant under
+STREAM_WINDOW bytes (copies k apart differ by k times the counter's coefficient) are one
+stream, and a load the copies share counts once. Each copy of a row reduction reads its own
+rows (tinygrad's softmax max: 4 rows of one 4 KB page each, 16 streams at f = 4), and past
+what the hardware prefetchers track the jammed loop runs slower although it runs fewer
+instructions; matmul's copies read the same B lines 16 bytes apart and share the A tile (8
+streams at f = 1 and at f = 4). On x86 the limit is 8 (docs/performance.md).
 Loops are taken innermost first; a loop that encloses a jammed one is left alone.
 """
 
@@ -74,6 +82,11 @@ MAX_COPIED = 600          # nodes of one copy of a loop body (f copies are made)
 # accumulator's latency, and copies only add register pressure (conv2d's 339: 2 copies ran 4%
 # more instructions under callgrind; matmul's 168: 27% fewer)
 MAX_INNER_WORK = 256
+# Two loads of one buffer whose addresses differ by a constant under this many bytes read one
+# stream: the same 64-byte line or the next, the 128-byte-aligned pair the L2 prefetchers
+# fetch together (Intel optimization manual, "Data Prefetching": the spatial prefetcher;
+# AMD's L2 stream prefetcher fetches adjacent lines as well)
+STREAM_WINDOW = 128
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 _WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
 
@@ -270,6 +283,80 @@ def _disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
     return True
 
 
+class _Linear:
+    """An integer node as a sum of coefficient * leaf + a constant, the leaves what is not
+    ADD/SUB or a MUL/SHL by a constant (the loop's RANGE among them): which loads differ only
+    by a constant."""
+
+    def __init__(self) -> None:
+        self.memo: dict[UOp, tuple[int, dict[UOp, int]]] = {}
+
+    def of(self, n: UOp) -> tuple[int, dict[UOp, int]]:
+        res = self.memo.get(n)
+        if res is not None:
+            return res
+        v = const_int(n)
+        res = (v, {}) if v is not None else (0, {n: 1})
+        if n.op in (Ops.ADD, Ops.SUB):
+            (a, ta), (b, tb) = self.of(n.src[0]), self.of(n.src[1])
+            s = 1 if n.op is Ops.ADD else -1
+            terms = dict(ta)
+            for t, c in tb.items():
+                terms[t] = terms.get(t, 0) + s * c
+            res = (a + s * b, {t: c for t, c in terms.items() if c})
+        elif n.op in (Ops.MUL, Ops.SHL):
+            k, x = const_int(n.src[1]), n.src[0]
+            if k is None and n.op is Ops.MUL:
+                k, x = const_int(n.src[0]), n.src[1]
+            if k is not None and (n.op is Ops.MUL or 0 <= k < 31):
+                m = k if n.op is Ops.MUL else 1 << k
+                a, ta = self.of(x)
+                res = (a * m, {t: c * m for t, c in ta.items()})
+        self.memo[n] = res
+        return res
+
+
+def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
+             dep: dict[UOp, frozenset[UOp]], f: int) -> int:
+    """The memory streams the fused inner loops read with f copies: global loads whose address
+    advances with an inner loop, one stream per group of loads of one buffer whose addresses
+    (copy k's counter f*i2 + k) differ by constants under STREAM_WINDOW bytes; a load that is
+    not copied (it does not read r) counts once. Loop nests run one after the other: the
+    largest nest's count."""
+    lin = _Linear()
+    nests: dict[UOp, dict[tuple, list[int]]] = {}
+    for n in region:
+        if n.op is not Ops.LOAD:
+            continue
+        buf = base_buffer(n.src[0].src[0])
+        idx = n.src[0].src[1]
+        loops = dep[idx] & inner
+        if buf.op is not Ops.PARAM or not loops:
+            continue
+        top = next((x for x in loops if dep[x] & inner == {x}), r)
+        o, terms = lin.of(idx)
+        terms = dict(terms)
+        c = terms.pop(r, 0)
+        # a leaf that differs between copies other than through r (a privatized buffer's
+        # value): the copies' addresses are not a constant apart
+        own = n in varies and any(t in varies for t in terms)
+        key: tuple = (buf, frozenset(terms.items()))
+        size = buf.arg.dtype.itemsize or 1
+        per = nests.setdefault(top, {})
+        for k in range(f if n in varies else 1):
+            per.setdefault(key + ((k,) if own else ()), []).append((o + c * k) * size)
+    best = 0
+    for per in nests.values():
+        count = 0
+        for offsets in per.values():
+            start = None
+            for x in sorted(offsets):
+                if start is None or x - start >= STREAM_WINDOW:
+                    count, start = count + 1, x
+        best = max(best, count)
+    return best
+
+
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
     """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay."""
     end = loops.end_of.get(r)
@@ -339,6 +426,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
         return None
     for f in FACTORS:
         if n_iter % f or f * (acc + 1) > desc.vector_regs // 2:
+            continue
+        if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
         if all(_disjoint(v, f) for v in glob.values()):
             return _Plan(r, end, f, tuple(private), inner)

@@ -405,6 +405,10 @@ def prototype(desc: Any) -> str:
 
 # -- the target the pipeline drives -------------------------------------------------------------
 
+# The memory streams an inner loop may read (TargetDesc.load_streams)
+X86_LOAD_STREAMS = 8
+
+
 def x86_desc(arch: str) -> TargetDesc:
     """The pass-facing description: the vector widths this selector implements (float32 and
     float64 in xmm/ymm, and zmm on x86-64-v4; integers scalar) and what is decomposed."""
@@ -424,6 +428,9 @@ def x86_desc(arch: str) -> TargetDesc:
                    vector_cast=_vector_cast, notes=f"{arch}: {note}",
                    # the registers the allocator gives vectors (xmm16-31 on v4 only)
                    vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
+                   # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
+                   # 16 streams ran slower than with 8 although they ran fewer instructions
+                   load_streams=X86_LOAD_STREAMS,
                    masked_load=_masked_load if arch == "x86-64-v4" else None)
 
 
