@@ -26,90 +26,36 @@ The allocator works on a private copy of the function in four steps:
    again in the innermost loop around the current position, then a constant, then the one
    used furthest away.  (The scan works on register numbers and bit sets of register units;
    the active intervals are a heap by end: n log n in the intervals.)
-4. *Spill everywhere.*  A spilled variable lives in a frame slot: every use reads it through a
-   fill into a fresh short-lived temporary right before the instruction and every definition
-   writes it through a spill right after, so code inside loops reloads at each use; where the
-   target's ``fold_fill`` allows, one such use an instruction reads the slot itself as a memory
-   operand instead (``slot`` on the instruction names it: x86 ALU sources).  A
-   constant (its one definition is an instruction the target calls ``rematerializable``) is
-   not stored at all: that instruction is repeated (``Kind.REMAT``) before each use.  The
-   temporaries cannot be spilled; the scan is repeated until nothing more spills.
+4. *Spill everywhere* (``spill``): a spilled variable lives in a frame slot, filled before
+   each use and stored after each definition (a constant is re-created instead), and the
+   scan is repeated until nothing more spills; ``materialize`` then makes the allocated
+   function with the target's copies, spills and fills.
 
-Each spilled value's slot is as wide as the value (the target's ``value_bytes``: the largest
-width any of its operands reports, one width for the values a copy joins), so a 4-byte scalar
-gets a 4-byte slot and an xmm value a 16-byte one even where the widest vector is a zmm.  Frame
-slots are then given by a second linear scan over the slots' own live ranges (``frame``):
-values of equal size whose slot ranges do not overlap share a slot (a heap of each size's
-slots by the end of their occupant: n log n), and the sizes are laid out widest first, so
-every slot is aligned to its size without padding.  The copies, spills and fills are made
-by the target's ``make_move``/``make_spill``/``make_fill`` (the last two at the slot's width).
+The working instruction and its renames are in ``work``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from operator import attrgetter
 from typing import Any
 
-from kcc.ir.mir import (INSERTED_KINDS, Inst, Kind, Mem, MFunction, MirError, Operand, PReg,
-                        Reg, RegOp, Role, VReg, format_inst, structure, successors,
-                        verify_mir)
+from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,
+                        format_inst, structure, successors, verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
-from kcc.regalloc.frame import assign_slots, value_sizes
+from kcc.regalloc.frame import value_sizes
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars, vreg_lists
+from kcc.regalloc.materialize import Materializer
+from kcc.regalloc.spill import SpillRewriter
 from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
+from kcc.regalloc.work import (DEF, FILL, MOVE, SPILL, USE, WorkInst, mem_op, reg_op, rename,
+                               work_move)
 
-# Enum members bound once: an attribute lookup on an Enum class goes through the
-# metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops
-_FILL, _MOVE, _OP, _REMAT, _SPILL = Kind.FILL, Kind.MOVE, Kind.OP, Kind.REMAT, Kind.SPILL
-_DEF, _USE = Role.DEF, Role.USE
-_WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
-_READS = frozenset({Role.USE, Role.DEF | Role.USE})
 _start = attrgetter("start")
 
 
-@dataclass(eq=False)
-class _W(Inst):
-    """A working instruction: ``orig`` is the input instruction it stands for, ``entry`` marks
-    the pseudo instruction defining the parameters, ``var`` is the spilled variable whose slot
-    a SPILL/FILL means, ``fold`` the operand that reads a spilled variable's slot directly."""
-
-    orig: Inst | None = None
-    entry: bool = False
-    var: VReg | None = None
-    fold: tuple[int, VReg] | None = None   # (operand, spilled variable) read from its slot
-
-
-def _move(dst: Reg, src: Reg) -> _W:
-    return _W("move", [RegOp(dst, _DEF), RegOp(src, _USE)], kind=_MOVE)
-
-
-def _reg_op(o: RegOp, reg: Reg | None) -> RegOp:
-    """``o`` naming ``reg`` (``dataclasses.replace`` without its per-call field walk)."""
-    return o if reg is o.reg else RegOp(reg, o.role, o.fixed, o.tied)  # type: ignore[arg-type]
-
-
-def _mem_op(o: Mem, base: Reg | None, index: Reg | None) -> Mem:
-    """``o`` with registers ``base`` and ``index``."""
-    return o if base is o.base and index is o.index else Mem(base, index, o.scale, o.disp)
-
-
-def _rename(w: _W, m: dict[int, VReg]) -> _W:
-    """``w`` with every register in ``m`` (keyed by ``id``) replaced."""
-    ops: list[Operand] = []
-    for o in w.operands:
-        if isinstance(o, RegOp):
-            o = _reg_op(o, m.get(id(o.reg), o.reg))
-        elif isinstance(o, Mem):
-            o = _mem_op(o, m.get(id(o.base), o.base) if o.base is not None else None,
-                        m.get(id(o.index), o.index) if o.index is not None else None)
-        ops.append(o)
-    return _W(w.op, ops, w.clobbers, w.kind, w.arg, w.slot, w.orig, w.entry, w.var, w.fold)
-
-
-class _Allocator:
+class _Allocator(SpillRewriter, Materializer):
     def __init__(self, fn: MFunction, target: TargetRegInfo) -> None:
         try:
             verify_mir(fn)
@@ -146,7 +92,7 @@ class _Allocator:
         self.ubits: list[list[int]] = []     # the unit bits of each umask entry, as a list
         self.unit_bit: dict[str, int] = {}
         self.orders: dict[int, tuple[list[PReg], list[int], set[int]]] = {}
-        self.remat_of: tuple[list[_W], dict[int, _W]] | None = None
+        self.remat_of: tuple[list[WorkInst], dict[int, WorkInst]] | None = None
         self.index = {id(inst): k for k, inst in enumerate(fn.insts)}
         self.sizes: dict[int, int] | None = None   # slot size by id(var), once spilling starts
 
@@ -180,29 +126,29 @@ class _Allocator:
         return v
 
     def _where(self, w: Inst) -> str:
-        src = w.orig if isinstance(w, _W) and w.orig is not None else w
+        src = w.orig if isinstance(w, WorkInst) and w.orig is not None else w
         return f"{self.fn.name}: at '{format_inst(src)}'"
 
     # -- step 1 ----------------------------------------------------------------------------
-    def prepare(self) -> list[_W]:
+    def prepare(self) -> list[WorkInst]:
         """The working copy with parameters, raw registers, ties and fixed operands lowered."""
-        entry = _W("entry", [RegOp(v, _DEF, fixed=p) for v, p in self.fn.params],
-                   entry=True)
-        work: list[_W] = []
+        entry = WorkInst("entry", [RegOp(v, DEF, fixed=p) for v, p in self.fn.params],
+                         entry=True)
+        work: list[WorkInst] = []
         for inst in [entry, *self.fn.insts]:
-            w = inst if isinstance(inst, _W) else _W(
+            w = inst if isinstance(inst, WorkInst) else WorkInst(
                 inst.op, list(inst.operands), inst.clobbers, inst.kind, inst.arg, inst.slot,
                 orig=inst)
             w.operands = [
-                _reg_op(o, self._map_raw(o.reg)) if isinstance(o, RegOp) else
-                _mem_op(o, self._map_raw(o.base), self._map_raw(o.index))
+                reg_op(o, self._map_raw(o.reg)) if isinstance(o, RegOp) else
+                mem_op(o, self._map_raw(o.base), self._map_raw(o.index))
                 if isinstance(o, Mem) else o for o in w.operands]
             work.extend(self._lower(w))
         return work
 
-    def _lower(self, w: _W) -> list[_W]:
-        pre: list[_W] = []
-        post: list[_W] = []
+    def _lower(self, w: WorkInst) -> list[WorkInst]:
+        pre: list[WorkInst] = []
+        post: list[WorkInst] = []
         ops = w.operands
         for k, o in enumerate(ops):
             if not isinstance(o, RegOp) or o.tied is None:
@@ -215,19 +161,19 @@ class _Allocator:
             fixed = o.fixed or u.fixed
             d, a = o.reg, u.reg
             if a is d:
-                ops[k] = RegOp(d, _DEF, fixed=fixed)
-                ops[o.tied] = RegOp(a, _USE, fixed=fixed)
+                ops[k] = RegOp(d, DEF, fixed=fixed)
+                ops[o.tied] = RegOp(a, USE, fixed=fixed)
                 continue
             if not isinstance(d, VReg) or not isinstance(a, VReg):
                 raise AllocationError(f"{self._where(w)}: tied operands name different "
                                       f"non-allocatable registers")
             t = self._temp(d.cls, fixed)
-            pre.append(_move(t, a))
-            post.append(_move(d, t))
+            pre.append(work_move(t, a))
+            post.append(work_move(d, t))
             for j, x in enumerate(ops):
-                if isinstance(x, RegOp) and x.reg is a and x.role is _USE:
-                    ops[j] = RegOp(t, _USE, fixed=x.fixed if j != o.tied else None)
-            ops[k] = RegOp(t, _DEF)
+                if isinstance(x, RegOp) and x.reg is a and x.role is USE:
+                    ops[j] = RegOp(t, USE, fixed=x.fixed if j != o.tied else None)
+            ops[k] = RegOp(t, DEF)
         temps: dict[tuple[int, PReg], VReg] = {}
         moved_in: set[tuple[int, PReg]] = set()
         moved_out: set[tuple[int, PReg]] = set()
@@ -247,15 +193,15 @@ class _Allocator:
                 t = temps[key] = self._temp(o.reg.cls, p)
             if o.is_use and key not in moved_in:
                 moved_in.add(key)
-                pre.append(_move(t, o.reg))
+                pre.append(work_move(t, o.reg))
             if o.is_def and key not in moved_out:
                 moved_out.add(key)
-                post.append(_move(o.reg, t))
+                post.append(work_move(o.reg, t))
             ops[k] = RegOp(t, o.role)
         return [*pre, w, *post]
 
     # -- the scan's tables -----------------------------------------------------------------
-    def _vregs(self, w: _W) -> tuple[list[Any], list[Any]]:
+    def _vregs(self, w: WorkInst) -> tuple[list[Any], list[Any]]:
         """``vreg_lists(w)``, kept on the working instruction (its operands never change after
         ``prepare``: renaming, spilling and filling make new instructions)."""
         c = w.__dict__.get("_vregs")
@@ -290,7 +236,7 @@ class _Allocator:
         return got[1], got[2]
 
     # -- steps 2 and 3 ---------------------------------------------------------------------
-    def scan(self, work: list[_W]) -> tuple[dict[int, PReg], list[VReg]]:
+    def scan(self, work: list[WorkInst]) -> tuple[dict[int, PReg], list[VReg]]:
         """One linear scan: the register of every variable (by id), or the vregs to spill."""
         var, index, uses, defs = number_vars(work, self._vregs)
         loops, labels = structure(work)
@@ -338,7 +284,7 @@ class _Allocator:
 
         partners: dict[int, list[int]] = {}
         for w in work:
-            if w.kind is _MOVE:
+            if w.kind is MOVE:
                 d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
                 if isinstance(d, VReg) and isinstance(s, VReg):
                     partners.setdefault(index[id(d)], []).append(index[id(s)])
@@ -467,7 +413,7 @@ class _Allocator:
         regtab = self.regtab
         return {id(var[k]): regtab[r] for k, r in assign.items()}, spilled
 
-    def _allowed(self, work: list[_W], index: dict[int, int], var: list[VReg]
+    def _allowed(self, work: list[WorkInst], index: dict[int, int], var: list[VReg]
                  ) -> dict[int, list[PReg]]:
         """The registers of the variables (by number) that some operand narrows to part of
         their class (the target's ``operand_regs``), in the class's preference order."""
@@ -475,7 +421,7 @@ class _Allocator:
             return {}
         sets: dict[int, frozenset[PReg]] = {}
         for w in work:
-            if w.entry or w.kind in (_MOVE, _SPILL, _FILL):
+            if w.entry or w.kind in (MOVE, SPILL, FILL):
                 continue            # the target's own copies accept its whole class
             narrowed = w.__dict__.get("_narrowed")      # asked once per instruction
             if narrowed is None:
@@ -500,7 +446,7 @@ class _Allocator:
             out[n] = regs
         return out
 
-    def _reservations(self, work: list[_W], var: list[VReg], ivs: list[Interval | None]
+    def _reservations(self, work: list[WorkInst], var: list[VReg], ivs: list[Interval | None]
                       ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         """Per register unit, the disjoint sorted ranges blocked by pre-coloured variables and
         clobbers; raises when two pre-coloured variables need one register at once."""
@@ -545,237 +491,6 @@ class _Allocator:
             starts[u], ends[u] = s_list, e_list
         return starts, ends
 
-    # -- step 4 ----------------------------------------------------------------------------
-    def rematerializable(self, work: list[_W]) -> dict[int, _W]:
-        """The variables (by id) whose one definition the target may repeat at each use
-        (``rematerializable``: a constant with no register inputs), with that definition."""
-        ok = getattr(self.t, "rematerializable", None)
-        if ok is None:
-            return {}
-        if self.remat_of is not None and self.remat_of[0] is work:
-            return self.remat_of[1]          # the scan's, asked again by spill
-        found: dict[int, _W | None] = {}
-        for w in work:
-            for r in self._vregs(w)[1]:
-                found[id(r)] = None if id(r) in found else w
-        out: dict[int, _W] = {}
-        for k, w in found.items():
-            if w is None:
-                continue
-            verdict = w.__dict__.get("_remat")   # asked once per working instruction
-            if verdict is None:
-                verdict = w.__dict__["_remat"] = self._repeatable(w, ok)
-            if verdict:
-                out[k] = w
-        self.remat_of = (work, out)
-        return out
-
-    @staticmethod
-    def _repeatable(w: _W, ok: Any) -> bool:
-        """Whether ``w`` is a constant the target may repeat: an input OP without clobbers
-        whose one register operand is a plain DEF, no memory operand naming a register, and
-        the target's ``rematerializable`` says so."""
-        if w.kind is not _OP or w.orig is None or w.clobbers:
-            return False
-        regs = [o for o in w.operands if isinstance(o, RegOp)]
-        mem = [o for o in w.operands if isinstance(o, Mem)]
-        if len(regs) != 1 or regs[0].role is not _DEF or regs[0].fixed is not None \
-                or regs[0].tied is not None or any(m.base or m.index for m in mem):
-            return False
-        return bool(ok(w.orig))
-
-    def _remat(self, src: _W, dst: VReg, var: VReg) -> _W:
-        """A repeat of the constant definition ``src`` into ``dst``."""
-        ops = [RegOp(dst, _DEF) if isinstance(o, RegOp) else o for o in src.operands]
-        assert src.orig is not None
-        return _W(src.op, ops, src.clobbers, _REMAT, src.arg, self.index[id(src.orig)],
-                  var=var)
-
-    def spill(self, work: list[_W], spilled: list[VReg]) -> list[_W]:
-        """``work`` with every variable in ``spilled`` kept in its frame slot, or, for a
-        constant, re-created before each use."""
-        sp = {id(v) for v in spilled}
-        remat = {k: w for k, w in self.rematerializable(work).items() if k in sp}
-        out: list[_W] = []
-        for w in work:
-            us, ds = self._vregs(w)
-            if not us and not ds:
-                out.append(w)
-                continue
-            if w.kind is _MOVE:
-                d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
-                if id(d) in sp and id(s) not in sp:
-                    out.append(_W("spill", [RegOp(s, _USE)], kind=_SPILL, var=d))
-                    continue
-                if id(s) in remat and id(d) not in sp:
-                    out.append(self._remat(remat[id(s)], d, s))   # type: ignore[arg-type]
-                    continue
-                if id(s) in sp and id(d) not in sp:
-                    out.append(_W("fill", [RegOp(d, _DEF)], kind=_FILL, var=s))
-                    continue
-            used = {id(r): r for r in us if id(r) in sp}
-            defd = {id(r): r for r in ds if id(r) in sp}
-            if not used and not defd:
-                out.append(w)
-                continue
-            temps: dict[int, VReg] = {}
-            prev = out[-1] if out else None
-            if prev is not None and prev.kind is _SPILL and id(prev.var) in used:
-                t = prev.operands[0].reg  # just stored from a temporary: no reload
-                if isinstance(t, VReg) and id(t) in self.nospill and id(t) not in self.pre:
-                    temps[id(prev.var)] = t
-            forwarded = set(temps)
-            # one use may read the slot itself (no reload, no temporary)
-            fold = self._foldable(w, used, remat, forwarded)
-            for k, r in {**used, **defd}.items():
-                if k not in temps and (fold is None or fold[1] is not r):
-                    temps[k] = self._temp(r.cls)
-            for k, r in used.items():
-                if k in remat:
-                    out.append(self._remat(remat[k], temps[k], r))  # type: ignore[arg-type]
-                elif k not in forwarded and k in temps:
-                    out.append(_W("fill", [RegOp(temps[k], _DEF)], kind=_FILL,
-                                  var=r))
-            new = _rename(w, temps)
-            if fold is not None:
-                ops = list(new.operands)
-                ops[fold[0]] = Mem()              # the slot, made at materialize
-                new = replace(new, operands=ops, fold=fold)
-            out.append(new)
-            for k, r in defd.items():
-                if k not in remat:        # a constant's own definition needs no store
-                    out.append(_W("spill", [RegOp(temps[k], _USE)], kind=_SPILL,
-                                  var=r))
-        return out
-
-    def _foldable(self, w: _W, used: dict[int, Reg], remat: dict[int, _W],
-                  forwarded: set[int]) -> tuple[int, VReg] | None:
-        """The operand of ``w`` that may read its spilled value's slot instead of a reload
-        (the target's ``fold_fill``): a plain USE of a value read by no other operand of
-        ``w``, at most one an instruction."""
-        fold_fill = getattr(self.t, "fold_fill", None)
-        if fold_fill is None or w.orig is None or w.kind is not _OP or w.fold is not None:
-            return None
-        for j, o in enumerate(w.operands):
-            if not isinstance(o, RegOp) or o.role is not _USE or o.fixed is not None:
-                continue
-            r = o.reg
-            k = id(r)
-            if k not in used or k in remat or k in forwarded:
-                continue
-            if sum(1 for x in w.uses() if x is r) != 1 or any(x is r for x in w.defs()):
-                continue
-            assert isinstance(r, VReg)
-            size = self.sizes.get(k) or self.t.spill_slot_size(r.cls)  # type: ignore
-            if fold_fill(w.orig, j, 0, size) is not None:
-                return j, r
-        return None
-
-    def _stamp(self, inst: Inst, kind: Kind, dst: PReg | None, src: PReg | None,
-               slot: int | None) -> Inst:
-        """The target's copy/spill/fill marked with its kind, after checking its shape."""
-        d = s = None
-        for o in inst.operands:             # the first DEF and the first USE register
-            if isinstance(o, RegOp):
-                if d is None and o.role in _WRITES:
-                    d = o.reg
-                if s is None and o.role in _READS:
-                    s = o.reg
-        if (dst is not None and d != dst) or (src is not None and s != src):
-            raise AllocationError(f"target {kind.value} '{format_inst(inst)}' must have "
-                                  f"DEF {dst!r} / USE {src!r} as its first register operands")
-        if type(inst) is Inst:              # (dataclasses.replace walks the fields per call)
-            return Inst(inst.op, inst.operands, inst.clobbers, kind, inst.arg, slot)
-        return replace(inst, kind=kind, slot=slot)
-
-    def _folded(self, inst: Inst, j: int, off: int, size: int) -> Inst:
-        """The target's ``fold_fill`` of operand j, after checking that it changed only that
-        operand into a memory operand; ``slot`` names the slot it reads."""
-        f = self.t.fold_fill(inst, j, off, size)  # type: ignore[attr-defined]
-        same = f is not None and f.op == inst.op and len(f.operands) == len(inst.operands) \
-            and isinstance(f.operands[j], Mem) and all(
-                a == b for k, (a, b) in enumerate(zip(f.operands, inst.operands)) if k != j)
-        if not same:
-            raise AllocationError(f"target fold of operand {j} into '{format_inst(inst)}' "
-                                  f"must only make that operand a memory operand")
-        return replace(f, slot=off)  # type: ignore[arg-type]
-
-    def materialize(self, work: list[_W], assign: dict[int, PReg]) -> MFunction:
-        """The allocated function."""
-        if self.sizes is None:
-            self.sizes = {}
-        offset, frame = assign_slots(work, self.sizes, self.t)
-
-        def reg(r: Reg | None) -> Reg | None:
-            return assign[id(r)] if isinstance(r, VReg) else r
-
-        insts: list[Inst] = []
-        t = self.t
-        written_regs: dict[tuple[str, str], PReg] = {}   # every PReg written, by (name, cls)
-        for w in work:
-            if w.entry:
-                continue
-            kind = w.kind
-            if kind is _MOVE:
-                d, s = reg(w.operands[0].reg), reg(w.operands[1].reg)  # type: ignore
-                assert isinstance(d, PReg) and isinstance(s, PReg)
-                if d.name == s.name and d.cls == s.cls:      # (PReg's == is a Python call)
-                    continue
-                inst = self._stamp(t.make_move(d.cls, d, s), _MOVE, d, s, None)
-            elif kind is _REMAT:
-                inst = Inst(w.op, [_reg_op(o, reg(o.reg)) if isinstance(o, RegOp)
-                                   else o for o in w.operands], w.clobbers, _REMAT,
-                            w.arg, w.slot)
-            elif kind is _SPILL or kind is _FILL:
-                assert w.var is not None
-                r = reg(w.operands[0].reg)  # type: ignore[union-attr]
-                assert isinstance(r, PReg)
-                off, size = offset[id(w.var)]
-                if kind is _SPILL:
-                    inst = self._stamp(t.make_spill(r.cls, r, off, size), _SPILL,
-                                       None, r, off)
-                else:
-                    inst = self._stamp(t.make_fill(r.cls, r, off, size), _FILL,
-                                       r, None, off)
-            else:
-                orig = w.orig
-                assert orig is not None
-                ops = []
-                fold = w.fold
-                for j, (o, wo) in enumerate(zip(orig.operands, w.operands)):
-                    if fold is not None and j == fold[0]:
-                        pass                      # the target replaces it below
-                    elif isinstance(o, RegOp):
-                        assert isinstance(wo, RegOp)
-                        o = _reg_op(o, reg(wo.reg))
-                    elif isinstance(o, Mem):
-                        assert isinstance(wo, Mem)
-                        o = _mem_op(o, reg(wo.base), reg(wo.index))
-                    ops.append(o)
-                inst = Inst(orig.op, ops, orig.clobbers, orig.kind, orig.arg, orig.slot) \
-                    if type(orig) is Inst else replace(orig, operands=ops)
-                if fold is not None:
-                    j, v = fold
-                    off, size = offset[id(v)]
-                    inst = self._folded(inst, j, off, size)
-            insts.append(inst)
-            for o in inst.operands:
-                if isinstance(o, RegOp) and o.role in _WRITES:
-                    r = o.reg
-                    if isinstance(r, PReg):
-                        written_regs[r.name, r.cls] = r
-            for r in inst.clobbers:
-                if isinstance(r, PReg):
-                    written_regs[r.name, r.cls] = r
-        written: set[str] = set()
-        for r in written_regs.values():
-            written.update(self._units(r))
-        order = [p for regs in self.t.classes.values() for p in regs]
-        saved = sorted((p for p in self.t.callee_saved if set(self._units(p)) & written),
-                       key=lambda p: (order.index(p) if p in order else len(order), p.name))
-        return MFunction(self.fn.name, insts, [(p, p) for _, p in self.fn.params], frame,
-                         tuple(saved), self.fn.next_vreg)
-
     def run(self) -> MFunction:
         work = self.prepare()
         is_copy = getattr(self.t, "is_copy", None)
@@ -785,11 +500,11 @@ class _Allocator:
                                 successors(work, labels), self._vregs)
             if m:
                 vregs = self._vregs         # (m names VRegs only: their lists suffice)
-                work = [_rename(w, m) if any(id(r) in m for rs in vregs(w) for r in rs)
+                work = [rename(w, m) if any(id(r) in m for rs in vregs(w) for r in rs)
                         else w for w in work]
                 # the allocator's own copies that became self-copies go; the selector's stay
                 # (the checker pairs them with the input) and the target drops them
-                work = [w for w in work if not (w.kind is _MOVE
+                work = [w for w in work if not (w.kind is MOVE
                                                 and w.defs()[0] is w.uses()[0])]
         while True:
             assign, spilled = self.scan(work)
