@@ -22,7 +22,7 @@ from kcc.encode.x86 import Mem as XMem
 from kcc.encode.x86 import Reg as XReg
 from kcc.ir.mir import MFunction
 from kcc.isel.x86_stream import ORDINARY
-from kcc.targets.x86 import LOOP_ALIGN, EncodedKernel, assemble_items, machine_code
+from kcc.targets.x86_code import LOOP_ALIGN, EncodedKernel, assemble_items, machine_code
 
 PLAIN_ENTRY = ".Lkcc_plain_entry"
 
