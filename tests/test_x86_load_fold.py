@@ -1,4 +1,4 @@
-"""Loads folded into x86 ALU memory operands (kcc/isel/x86.py `foldable_loads`).
+"""Loads folded into x86 ALU memory operands (kcc/isel/x86_analysis.py `foldable_loads`).
 
 What folds (a single-use float load read by ADD/SUB/MUL/FDIV as its right operand, by ADD/MUL
 as either, a scalar float32 lane of an inserted STACK) and what does not (two users, a STORE or
@@ -16,7 +16,7 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
-from kcc.isel.x86 import foldable_loads
+from kcc.isel.x86_analysis import foldable_loads
 from kcc.passes.linearize import linearize
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86 import X86Target
