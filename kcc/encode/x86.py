@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Union
 
-from kcc.encode.x86_table import CONDITION_CODES, FIXED_REGS, FORMS, KINDS, NOPS, Row
+from kcc.encode.x86_row import CONDITION_CODES, FIXED_REGS, KINDS, Row
+from kcc.encode.x86_table import FORMS, NOPS
 
 __all__ = ["Reg", "Mem", "Imm", "Label", "Fixup", "EncodeError", "OperandRole", "FORMS",
            "CONDITION_CODES", "encode", "format_intel", "Assembler", "operand_roles",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from kcc.encode.x86_table import FORMS, KINDS, KindInfo, Row
+from kcc.encode.x86_row import KINDS, KindInfo, Row
+from kcc.encode.x86_table import FORMS
 from kcc.ir.mir import Imm, Inst, Mem, RegOp
 
 # Spill and fill forms by (class, slot bytes).  VMOVAPS faults on a misaligned address
