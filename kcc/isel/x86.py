@@ -78,6 +78,16 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
+        # the rules' memos, one kernel long (a selector selects one kernel); a value made
+        # where it is first read is keyed by the loop nest there too (made inside a loop, it
+        # would be undefined after a loop that ran no iteration)
+        self.bool_masks: dict[tuple, VReg] = {}   # x86_vec.bool_vec: (u, lane bytes, loops)
+        # x86_alu's gated-load WHEREs -> (load, mask, whether every lane of the mask is one
+        # gate), read by x86_shuf.gated_splat
+        self.gated: dict[UOp, tuple[UOp, VReg, bool]] = {}
+        self.kstacks: dict[tuple, VReg] = {}      # x86_kmask.kbool of a STACK: (u, loops)
+        self.lane_masks: dict[tuple, VReg] = {}   # x86_kmask.lane_mask: (u, loops)
+        self.kgates: dict[tuple, VReg] = {}       # x86_kmask.kgate: (c, lanes > 1, loops)
 
     # -- emission helpers ---------------------------------------------------------------------
     def new(self, cls: str) -> VReg:

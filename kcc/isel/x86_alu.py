@@ -263,7 +263,7 @@ class X86Alu:
                 if a.op is Ops.LOAD and (lanes == 1 or uniform):
                     # a gated load: a splat of it may AND a broadcast from memory instead
                     # (x86_shuf.gated_splat); the scalar mask's lane 0 is the gate's
-                    self.__dict__.setdefault("_gated", {})[u] = (a, m, uniform)
+                    self.gated[u] = (a, m, uniform)
                 return t
         return self.blend(dt, lanes, self.reg(b), self.reg(a), m)
 

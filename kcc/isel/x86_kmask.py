@@ -55,7 +55,7 @@ class X86KMask:
         elif u.op in _KLOGIC:
             k = self.klogic(u)
         elif u.op is Ops.STACK:
-            memo = self.__dict__.setdefault("_kstacks", {})
+            memo = self.kstacks
             key = (u, tuple(lp[0] for lp in self.loops))    # built where it is first read
             if key not in memo:
                 memo[key] = self.kstack(u)
@@ -70,7 +70,7 @@ class X86KMask:
         """An opmask's bool vector read as a lane-mask vector after all: made where it is
         read, once per loop nest (made inside a loop, it would be undefined after a loop that
         ran no iteration)."""
-        memo = self.__dict__.setdefault("_lane_masks", {})
+        memo = self.lane_masks
         key = (u, tuple(lp[0] for lp in self.loops))
         if key not in memo:
             self.sel_alu_value(u)
@@ -197,7 +197,7 @@ class X86KMask:
     def kgate(self, c: UOp, lanes: int = 1) -> VReg:
         """A scalar bool (0/1 in a GPR) as an opmask: bit 0 (MOVZX, KMOVW), or for lanes > 1
         its value in each of 32 bits (negated first: all ones or zero; KMOVD)."""
-        memo = self.__dict__.setdefault("_kgates", {})
+        memo = self.kgates
         key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
         if key not in memo:
             g, k = self.new("gpr"), self.new("mask")

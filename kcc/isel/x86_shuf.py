@@ -201,7 +201,7 @@ class X86Shuf:
         the result were two (the WHERE's own load and AND go when nothing else reads them).
         Bitwise the same: a true gate's lanes keep the loaded bits, a false one's are +0.0.
         Only a mask whose lanes are all the same gate (where() records those)."""
-        hit = self.__dict__.get("_gated", {}).get(v)
+        hit = self.gated.get(v)
         if hit is None or dt != dtypes.float32:
             return None
         load, mask, uniform = hit

@@ -87,7 +87,7 @@ class X86Vec(X86Shuf):
         """A bool vector as a lane mask of `width`-byte lanes (all ones where true): compares
         (resized when their operands are of another width), STACKs of bools, and AND/OR/XOR
         of those as one VANDPS/VORPS/VXORPS (bitwise, so any lane width)."""
-        memo = self.__dict__.setdefault("_bool_masks", {})
+        memo = self.bool_masks
         lanes = u.shape[0]
         key = (u, width, tuple(lp[0] for lp in self.loops))
         if key in memo:
