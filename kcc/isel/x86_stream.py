@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from kcc.encode.x86_table import FORMS
 from kcc.ir import AddrSpace, Ops, UOp
+from kcc.ir.affine import affine
 from kcc.ir.uop import base_buffer
-from kcc.isel.x86_base import strong_const
 
 MODES = ("auto", "never", "always")
 # the footprint (bytes of every buffer argument) from which `auto` streams (see above)
@@ -54,34 +54,6 @@ NONTEMPORAL: dict[str, str] = {
     f: _TWINS[f[:8]] + f[8:] for f in FORMS
     if f[:8] in _TWINS and f[8:9] == "m" and _TWINS[f[:8]] + f[8:] in FORMS}
 ORDINARY: dict[str, str] = {nt: f for f, nt in NONTEMPORAL.items()}
-
-
-def _int(x: UOp) -> int | None:
-    """The value of an integer constant (strong, or a weak literal), else None."""
-    c = x.arg if x.op is Ops.CONST else strong_const(x)
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-
-def affine(x: UOp) -> tuple[dict[UOp, int], int]:
-    """x as sum(coefficient * leaf) + constant over ADD, SUB, MUL and SHL by constants; any
-    other node is a leaf of coefficient 1."""
-    c = _int(x)
-    if c is not None:
-        return {}, c
-    if x.op in (Ops.ADD, Ops.SUB):
-        (ta, ca), (tb, cb) = affine(x.src[0]), affine(x.src[1])
-        sign = 1 if x.op is Ops.ADD else -1
-        out = dict(ta)
-        for leaf, k in tb.items():
-            out[leaf] = out.get(leaf, 0) + sign * k
-        return out, ca + sign * cb
-    if x.op in (Ops.MUL, Ops.SHL):
-        k = _int(x.src[1])
-        if k is not None and (x.op is Ops.MUL or 0 <= k < 63):
-            scale = k if x.op is Ops.MUL else 1 << k
-            t, c0 = affine(x.src[0])
-            return {leaf: v * scale for leaf, v in t.items()}, c0 * scale
-    return {x: 1}, 0
 
 
 def stream_form(u: UOp, form: str, stream: dict[UOp, int], align: dict[UOp, int]) -> str:
@@ -149,7 +121,7 @@ def _stream_bytes(u: UOp, loop: UOp, loaded: set[UOp], max_bytes: int) -> int:
     if nbytes not in STREAM_BYTES or nbytes > max_bytes or not (
             dt.is_float and dt.itemsize in (4, 8) or dt.is_int and dt.itemsize == 4):
         return 0
-    terms, const = affine(place.src[1])
+    terms, const = affine(place.src[1])        # (without a leaf test: never None)
     if const % lanes or any(k % lanes for k in terms.values()) or terms.get(loop) != lanes:
         return 0
     return nbytes

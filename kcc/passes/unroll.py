@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, Ops
@@ -137,45 +138,6 @@ def _constant_out(n: UOp) -> UOp:
         if const_int(a) is None and b.op is Ops.ADD and const_int(b.src[1]) is not None:
             return UOp(Ops.ADD, (UOp(Ops.ADD, (a, b.src[0])), b.src[1]))   # keeps the order
     return n
-
-
-class _Affine:
-    """idx as c*r + sum(coef*term) + o, the terms free of r; None where r is not linear."""
-
-    def __init__(self, r: UOp, dep: dict[UOp, frozenset[UOp]]) -> None:
-        self.r, self.dep = r, dep
-        self.memo: dict[UOp, tuple[int, int, dict[UOp, int]] | None] = {}
-
-    def of(self, n: UOp) -> tuple[int, int, dict[UOp, int]] | None:
-        if n in self.memo:
-            return self.memo[n]
-        res: tuple[int, int, dict[UOp, int]] | None = None
-        v = const_int(n)
-        if v is not None:
-            res = (0, v, {})
-        elif n is self.r:
-            res = (1, 0, {})
-        elif self.r not in self.dep.get(n, frozenset()):
-            res = (0, 0, {n: 1})
-        elif n.op in (Ops.ADD, Ops.SUB):
-            a, b = self.of(n.src[0]), self.of(n.src[1])
-            if a is not None and b is not None:
-                s = 1 if n.op is Ops.ADD else -1
-                terms = dict(a[2])
-                for t, c in b[2].items():
-                    terms[t] = terms.get(t, 0) + s * c
-                res = (a[0] + s * b[0], a[1] + s * b[1], {t: c for t, c in terms.items() if c})
-        elif n.op in (Ops.MUL, Ops.SHL):
-            k = const_int(n.src[1])
-            x = n.src[0]
-            if k is None and n.op is Ops.MUL:
-                k, x = const_int(n.src[0]), n.src[1]
-            a = self.of(x) if k is not None and (n.op is Ops.MUL or 0 <= k < 31) else None
-            if a is not None:
-                m = k if n.op is Ops.MUL else 1 << k
-                res = (a[0] * m, a[1] * m, {t: c * m for t, c in a[2].items()})
-        self.memo[n] = res
-        return res
 
 
 class _Loops:
@@ -401,7 +363,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
             private.append(buf)
     if not private:
         return None
-    aff = _Affine(r, dep)
+    memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
     glob: dict[UOp, list[tuple[int, int, int, bool]]] = {}
     for buf in stored:
         if buf.op is not Ops.PARAM:
@@ -411,11 +373,15 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
             sp = _span(a.src[0])
             if sp is None or dep[sp[0]] & inner:
                 return None
-            af = aff.of(sp[0])
-            if af is None or (base is not None and af[2] != base):
+            af = affine(sp[0], lambda n: n is r or r not in dep.get(n, frozenset()), memo)
+            if af is None:
                 return None
-            base = af[2]
-            glob.setdefault(buf, []).append((af[0], af[1], sp[1], a.op is Ops.STORE))
+            terms = dict(af[0])
+            c = terms.pop(r, 0)
+            if base is not None and terms != base:
+                return None
+            base = terms
+            glob.setdefault(buf, []).append((c, af[1], sp[1], a.op is Ops.STORE))
     acc = 0
     for buf in private:
         lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))

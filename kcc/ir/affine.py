@@ -1,0 +1,60 @@
+"""An integer index as an affine sum: sum(coefficient * leaf) + constant.
+
+The decomposition reads ADD, SUB, MUL by a constant (either operand) and SHL by a constant
+shift (one that keeps the factor below the dtype's sign bit); constants are what
+`kcc.ir.consts.const_int` reads. Terms whose coefficients cancel are dropped. The sum is over
+the integers, not modulo the dtype's width.
+
+What counts as a leaf is the caller's: by default every node that is none of the above is a
+leaf of coefficient 1 (the non-temporal store check of kcc/isel/x86_stream.py); with `leaf`,
+a node it accepts is a leaf even if it is a sum (unroll's loop-invariant terms, kept whole),
+and any other node that is none of the above makes the whole decomposition None (unroll:
+the index is not linear in its counter).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kcc.ir.consts import const_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp
+
+Affine = tuple[dict[UOp, int], int]       # (coefficient of each leaf, constant)
+
+
+def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
+           memo: dict[UOp, Affine | None] | None = None) -> Affine | None:
+    """x as ({leaf: coefficient}, constant), or None (only with `leaf`, see the module
+    docstring). memo, when given, keeps each node's answer across calls with the same leaf."""
+    if memo is not None and x in memo:
+        return memo[x]
+    res: Affine | None = None
+    c = const_int(x)
+    if c is not None:
+        res = {}, c
+    elif leaf is not None and leaf(x):
+        res = {x: 1}, 0
+    elif x.op in (Ops.ADD, Ops.SUB):
+        a, b = affine(x.src[0], leaf, memo), affine(x.src[1], leaf, memo)
+        if a is not None and b is not None:
+            sign = 1 if x.op is Ops.ADD else -1
+            terms = dict(a[0])
+            for t, k in b[0].items():
+                terms[t] = terms.get(t, 0) + sign * k
+            res = {t: k for t, k in terms.items() if k}, a[1] + sign * b[1]
+    elif x.op in (Ops.MUL, Ops.SHL):
+        k, y = const_int(x.src[1]), x.src[0]
+        if k is None and x.op is Ops.MUL:
+            k, y = const_int(x.src[0]), x.src[1]
+        bits = 64 if x.dtype.is_weak else x.dtype.bits
+        if k is not None and (x.op is Ops.MUL or 0 <= k < bits - 1):
+            a = affine(y, leaf, memo)
+            if a is not None:
+                m = k if x.op is Ops.MUL else 1 << k
+                res = {t: v * m for t, v in a[0].items() if v * m}, a[1] * m
+    if res is None and leaf is None:
+        res = {x: 1}, 0
+    if memo is not None:
+        memo[x] = res
+    return res
