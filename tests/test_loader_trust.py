@@ -105,7 +105,8 @@ def test_an_object_with_the_note_still_links(built: Path) -> None:
     (lambda d: d["kernels"][0].update(symbol="evil"), "'symbol' 'evil' must be"),
     (lambda d: d["kernels"][0].update(name="a b", symbol="a b"), "not a symbol name"),
     (lambda d: d["kernels"][0].update({"global": [2, 1, 1]}), "'global'"),
-    (lambda d: d["kernels"][0].update({"global": [2**40, 1, 1]}), "a constant launch dimension is in"),
+    (lambda d: d["kernels"][0].update({"global": [2**40, 1, 1]}),
+     "a constant launch dimension is in"),
     (lambda d: d.update(arch="x86-64-v9"), "arch 'x86-64-v9' is not a x86 arch"),
 ])
 def test_an_edited_manifest_is_refused(built: Path, change, needle: str) -> None:

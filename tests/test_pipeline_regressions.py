@@ -98,7 +98,8 @@ SINK(%e) KernelInfo(name="k")
     assert [u.dtype.name for u in muls] == ["float64"]
     xs = np.zeros(4, np.float16 if dt == "float16" else np.uint16)
     ref = run_reference(sink, [xs.copy(), xs.copy()])
-    # 1e7 rounded once: float16 overflows to inf (0x7c00); bfloat16 1e7 (0x4b189680 in float32) is 0x4b19
+    # 1e7 rounded once: float16 overflows to inf (0x7c00); bfloat16 1e7 (0x4b189680 in
+    # float32) is 0x4b19
     assert ref[0].view(np.uint16).tolist() == [0x7C00 if dt == "float16" else 0x4B19] * 4
     _check(text)
 

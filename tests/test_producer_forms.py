@@ -182,7 +182,8 @@ def test_barrier_scheduled_after_its_sources() -> None:
     lin = linearize(sink)
     bar = next(i for i, u in enumerate(lin) if u.op is Ops.BARRIER)
     st = next(i for i, u in enumerate(lin) if u.op is Ops.STORE
-              and u.src[0].src[0].op is Ops.BUFFER and u.src[0].src[0].arg.addrspace.name == "LOCAL")
+              and u.src[0].src[0].op is Ops.BUFFER
+              and u.src[0].src[0].arg.addrspace.name == "LOCAL")
     loads = [i for i, u in enumerate(lin) if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.AFTER
              and u.src[0].src[0].src[0].arg.addrspace.name == "LOCAL"]
     assert st < bar < min(loads)

@@ -510,9 +510,9 @@ class _Parser:
 
         Checked commitments: a literal among promoted operands beside a strong one (the
         promoted dtype), a literal stored into a place or used as a LOAD's alt (the place's
-        dtype); a CAST of a literal is not one, it converts like any CAST. A literal that stays weak must fit int64
-        (index arithmetic) or, a float, float64. Values reached only through other arithmetic
-        are not folded here.
+        dtype); a CAST of a literal is not one, it converts like any CAST. A literal that
+        stays weak must fit int64 (index arithmetic) or, a float, float64. Values reached only
+        through other arithmetic are not folded here.
         """
         for i, s in enumerate(node.src):
             if s.op is not Ops.CONST or isinstance(s.arg, bool):

@@ -206,8 +206,9 @@ def is_wide(dt: DType) -> bool:
 
 def uniform_nodes(lin: list[UOp]) -> set[UOp]:
     """The nodes whose value is the same in every lane of a wave: constants, scalar PARAMs,
-    gidx, ≤ 32-bit RANGE counters with uniform bounds, and ALU ops, INDEX lanes and AFTERs of uniform
-    values. lidx and loaded values are per lane, and so is what depends on them."""
+    gidx, ≤ 32-bit RANGE counters with uniform bounds, and ALU ops, INDEX lanes and AFTERs
+    of uniform values. lidx and loaded values are per lane, and so is what depends on
+    them."""
     uni: set[UOp] = set()
     for u in lin:
         if u.op in (Ops.CONST, Ops.PARAM, Ops.BUFFER):

@@ -11,9 +11,9 @@ dimensions"); a loader evaluates it per launch from the scalar arguments it is g
   taken in dtype D as the reference interpreter computes it (integers wrap to D's width, CDIV
   and CMOD truncate toward zero, comparisons give 0 or 1, `weakint` is 64-bit).
 
-Ops are those `LAUNCH_OPS` (kcc.passes.verify) lists. A dimension that evaluates below 0 or above MAX_DIM, a
-division by zero or a shift amount outside [0, bits) is a LaunchError; a dimension of 0
-launches nothing.
+Ops are those `LAUNCH_OPS` (kcc.passes.verify) lists. A dimension that evaluates below 0 or
+above MAX_DIM, a division by zero or a shift amount outside [0, bits) is a LaunchError; a
+dimension of 0 launches nothing.
 """
 
 from __future__ import annotations
