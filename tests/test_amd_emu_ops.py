@@ -72,6 +72,18 @@ def test_v_add_f32_values_zeros_nans_and_masked_lanes(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_v_add_f64_nan_results(arch):
+    w = make(arch, active=2)
+    for reg, vals in ((2, [float("inf"), float("nan")]), (4, [float("-inf"), 1.0])):
+        lanes(w, reg, [d2u(x) & 0xFFFFFFFF for x in vals])
+        lanes(w, reg + 1, [d2u(x) >> 32 for x in vals])
+    run(w, Inst("v_add_f64", (V(6, 2), V(2, 2), V(4, 2))))
+    got = [int(w.v[6, k]) | int(w.v[7, k]) << 32 for k in range(2)]
+    assert got[0] == 0x7FF8000000000000  # inf - inf: the default quiet NaN (positive)
+    assert got[1] & 0x7FF8000000000000 == 0x7FF8000000000000  # a NaN operand stays NaN
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_v_max_min_f32_signed_zero_and_nan(arch):
     w = make(arch)
     lanes(w, 1, [0x00000000, 0x80000000, 0x7FC00000, f2u(3.0)])

@@ -66,31 +66,27 @@ def _base(name: str) -> str:
     return name[:-4] if name.endswith(("_e32", "_e64")) else name
 
 
+# per float result type: its numpy type, the bits' type, the default NaN and the quiet bit
+_FLOATS = {"f": (np.float32, np.uint32, _QNAN32, np.uint32(1 << 22)),
+           "F": (np.float64, np.uint64, _QNAN64, np.uint64(1 << 51))}
+
+
 def _bits(res: np.ndarray, t: str, srcs: list[np.ndarray]) -> np.ndarray:
     """A result of type t as register bits; float NaNs an op created become the default
     NaN, NaN operands propagate quieted."""
-    if t == "f":
-        r = np.asarray(res, np.float32)
-        u = r.view(np.uint32).copy()
+    fl = _FLOATS.get(t)
+    if fl is not None:
+        ftype, utype, qnan, quiet = fl
+        r = np.asarray(res, ftype)
+        u = r.view(utype).copy()
         nan = np.isnan(r)
         if nan.any():
             src_nan = np.zeros_like(nan)
             for s in srcs:
                 if s.dtype.kind == "f":
                     src_nan |= np.isnan(s)
-            u = np.where(nan & ~src_nan, _QNAN32, u | np.where(nan, np.uint32(0x400000), 0))
-        return u.astype(np.uint32)
-    if t == "F":
-        r = np.asarray(res, np.float64)
-        u = r.view(np.uint64).copy()
-        nan = np.isnan(r)
-        if nan.any():
-            src_nan = np.zeros_like(nan)
-            for s in srcs:
-                if s.dtype.kind == "f":
-                    src_nan |= np.isnan(s)
-            u = np.where(nan & ~src_nan, _QNAN64, u | np.where(nan, np.uint64(1 << 51), 0))
-        return u.astype(np.uint64)
+            u = np.where(nan & ~src_nan, qnan, u | np.where(nan, quiet, 0))
+        return u.astype(utype)
     if t == "h":
         r = np.asarray(res, np.float16)
         return r.view(np.uint16).astype(np.uint32)
