@@ -58,7 +58,7 @@ def cast(sel: Any, x: UOp, dt: DType) -> Any:
     if s.is_bool:
         bit = sel.from_mask(sel.reg(x))
         if dt.is_float:
-            return _from_u32(sel, bit, dt)
+            return _from_32(sel, bit, dt, "u32")
         return sel.pair(bit, sel.vconst_reg(0)) if is_wide(dt) else bit
     if not s.is_float and not dt.is_float:
         return _int_to_int(sel, x, dt)
@@ -68,7 +68,7 @@ def cast(sel: Any, x: UOp, dt: DType) -> Any:
         if is_wide(s):
             raise AmdSelectError(f"CAST {s} → {dt} should have been decomposed for AMD")
         v = sel.vgpr(sel.reg(x))
-        return _from_i32(sel, v, dt) if s.is_signed else _from_u32(sel, v, dt)
+        return _from_32(sel, v, dt, "i32" if s.is_signed else "u32")
     if not dt.is_float:
         if is_wide(dt):
             return _f_to_i64(sel, x, dt)
@@ -127,18 +127,12 @@ def _f_to_i64(sel: Any, x: UOp, dt: DType) -> Any:
     return sel.pair(lo, hi)
 
 
-def _from_i32(sel: Any, v: Any, dt: DType) -> Any:
+def _from_32(sel: Any, v: Any, dt: DType, src: str) -> Any:
+    """A 32-bit integer (src "i32" or "u32") converted to float dtype dt (float16 through
+    float32)."""
     if dt == _F64:
-        return _vop1(sel, "v_cvt_f64_i32", v, True)
-    f = _vop1(sel, "v_cvt_f32_i32", v, False)
-    return f if dt == _F32 else sel.normalize(_vop1(sel, "v_cvt_f16_f32", f, False),
-                                               dtypes.uint16)
-
-
-def _from_u32(sel: Any, v: Any, dt: DType) -> Any:
-    if dt == _F64:
-        return _vop1(sel, "v_cvt_f64_u32", v, True)
-    f = _vop1(sel, "v_cvt_f32_u32", v, False)
+        return _vop1(sel, f"v_cvt_f64_{src}", v, True)
+    f = _vop1(sel, f"v_cvt_f32_{src}", v, False)
     return f if dt == _F32 else sel.normalize(_vop1(sel, "v_cvt_f16_f32", f, False),
                                                dtypes.uint16)
 
