@@ -245,39 +245,6 @@ def _disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
     return True
 
 
-class _Linear:
-    """An integer node as a sum of coefficient * leaf + a constant, the leaves what is not
-    ADD/SUB or a MUL/SHL by a constant (the loop's RANGE among them): which loads differ only
-    by a constant."""
-
-    def __init__(self) -> None:
-        self.memo: dict[UOp, tuple[int, dict[UOp, int]]] = {}
-
-    def of(self, n: UOp) -> tuple[int, dict[UOp, int]]:
-        res = self.memo.get(n)
-        if res is not None:
-            return res
-        v = const_int(n)
-        res = (v, {}) if v is not None else (0, {n: 1})
-        if n.op in (Ops.ADD, Ops.SUB):
-            (a, ta), (b, tb) = self.of(n.src[0]), self.of(n.src[1])
-            s = 1 if n.op is Ops.ADD else -1
-            terms = dict(ta)
-            for t, c in tb.items():
-                terms[t] = terms.get(t, 0) + s * c
-            res = (a + s * b, {t: c for t, c in terms.items() if c})
-        elif n.op in (Ops.MUL, Ops.SHL):
-            k, x = const_int(n.src[1]), n.src[0]
-            if k is None and n.op is Ops.MUL:
-                k, x = const_int(n.src[0]), n.src[1]
-            if k is not None and (n.op is Ops.MUL or 0 <= k < 31):
-                m = k if n.op is Ops.MUL else 1 << k
-                a, ta = self.of(x)
-                res = (a * m, {t: c * m for t, c in ta.items()})
-        self.memo[n] = res
-        return res
-
-
 def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
              dep: dict[UOp, frozenset[UOp]], f: int) -> int:
     """The memory streams the fused inner loops read with f copies: global loads whose address
@@ -285,7 +252,7 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
     (copy k's counter f*i2 + k) differ by constants under STREAM_WINDOW bytes; a load that is
     not copied (it does not read r) counts once. Loop nests run one after the other: the
     largest nest's count."""
-    lin = _Linear()
+    memo: dict = {}             # each index as sum(coef*leaf) + o (kcc/ir/affine.py)
     nests: dict[UOp, dict[tuple, list[int]]] = {}
     for n in region:
         if n.op is not Ops.LOAD:
@@ -296,7 +263,7 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
         if buf.op is not Ops.PARAM or not loops:
             continue
         top = next((x for x in loops if dep[x] & inner == {x}), r)
-        o, terms = lin.of(idx)
+        terms, o = affine(idx, memo=memo)   # (without a leaf test: never None)
         terms = dict(terms)
         c = terms.pop(r, 0)
         # a leaf that differs between copies other than through r (a privatized buffer's
