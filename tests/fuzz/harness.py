@@ -158,6 +158,34 @@ def check_x86_streaming(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> No
         lo.close()
 
 
+def check_x86_contract(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
+    """check_x86 with `--fp-contract=fast`: kcc may fuse a float MUL into the ADD using it, so
+    the oracle is the interpreter on the graph right after the pipeline's `contract` pass
+    (dumped as .uop text and parsed back: the fusions kcc chose, each one rounding, as
+    docs/semantics.md defines MULACC); everything after it (devectorize, decompose, isel,
+    register allocation, encoding) must then be exact."""
+    import io
+
+    from kcc.frontend.parser import parse
+    from kcc.targets.x86 import compile_x86
+    verify(sink)
+    args = special_inputs(sink, seed)
+    dump = io.StringIO()
+    compile_x86([sink], arch, dump_after="contract", out=dump, fp_contract="fast")
+    head, _, text = dump.getvalue().partition("\n")
+    assert head == "; after contract", head
+    fused = parse(text, "after-contract.uop")
+    want = run_reference(fused, args)
+    try:
+        got = run_x86(sink, args, arch, fp_contract="fast")
+    except Exception as e:
+        raise AssertionError(f"x86 compile/run failed: {type(e).__name__}: {e}\n"
+                             f"seed={seed}\n{format_uop(sink)}") from e
+    msg = mismatch(sink, got, want)
+    if msg:
+        raise AssertionError(f"{msg}\nfp-contract fast, seed={seed}\n{format_uop(sink)}")
+
+
 def find_ptxas() -> str | None:
     """ptxas on PATH (or the pip wheel's), via the CUDA target's own finder."""
     from kcc.targets.cuda import find_ptxas as find

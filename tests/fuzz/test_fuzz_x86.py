@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz.harness import check_x86, check_x86_streaming, derandomize, n_examples
+from fuzz.harness import (check_x86, check_x86_contract, check_x86_streaming, derandomize,
+                          n_examples)
 from fuzz.lanewise import lanewise, lanewise_reduce, lanewise_tile
+from fuzz.shapes import jam
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 from x86_util import high_vectors_first
 
@@ -162,3 +164,20 @@ def test_high_vector_registers_vector(sink, seed) -> None:
 def test_high_vector_registers_lanewise(sink, seed) -> None:
     with high_vectors_first():
         check_x86(sink, seed, "x86-64-v4")
+
+
+# --fp-contract=fast: the oracle is the interpreter on the graph after the contract pass
+@_settings(40)
+@given(st.one_of(elementwise(avoid=X86_AVOID), vector(avoid=X86_AVOID), lanewise(),
+                 lanewise_tile(), jam()), SEEDS)
+def test_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) -> None:
+    check_x86_contract(sink, seed)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(40)
+@given(st.one_of(elementwise(avoid=X86_AVOID), vector(avoid=X86_AVOID, wide=True),
+                 lanewise(wide=True), lanewise_tile(), jam()), SEEDS)
+def test_v4_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) -> None:
+    check_x86_contract(sink, seed, "x86-64-v4")
