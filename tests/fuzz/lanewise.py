@@ -6,8 +6,10 @@ are rebuilt with a STACK and stored with one SHRINK store. To reach every branch
 expression also reads lanes in another order, one lane of a vector for all lanes (a broadcast),
 scalar PARAMs, per-lane constants and scalar loads of consecutive elements; a WHERE's condition
 may join two compares by AND/OR/XOR, maybe negated (vector bool ops once packed); sometimes one
-lane uses a different op (not isomorphic: must stay scalar), and sometimes an intermediate lane
-is also stored on its own (a packed scalar that keeps another user).
+lane uses a different op (not isomorphic: must stay scalar), sometimes an intermediate lane
+is also stored on its own (a packed scalar that keeps another user), and sometimes per-lane
+compares of the result, joined by a bool op, are stored as a bool vector. Lanes are float32,
+float64 and 8- to 64-bit integers.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from kcc.ir import AddrSpace, AxisType, Ops, ParamArg, UOp, dtypes
 from kcc.ir.dtype import DType
 
 SHAPES = [(dtypes.float32, 4), (dtypes.float32, 8), (dtypes.float64, 2), (dtypes.float64, 4),
-          (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 4)]
-WIDE = [(dtypes.float32, 16), (dtypes.float64, 8), (dtypes.int32, 16)]
+          (dtypes.int32, 4), (dtypes.int32, 8), (dtypes.uint32, 4), (dtypes.int8, 16),
+          (dtypes.uint8, 16), (dtypes.int16, 8), (dtypes.uint16, 8), (dtypes.int64, 2),
+          (dtypes.int64, 4)]
+WIDE = [(dtypes.float32, 16), (dtypes.float64, 8), (dtypes.int32, 16), (dtypes.int64, 8),
+        (dtypes.int16, 32)]
 F_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.FDIV, Ops.MULACC, Ops.NEG, Ops.SQRT, Ops.WHERE)
 I_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.XOR, Ops.AND, Ops.OR, Ops.MULACC, Ops.NEG,
          Ops.SHL, Ops.WHERE)
@@ -137,7 +142,28 @@ def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False) -> UOp:
     if draw(st.integers(0, 3)) == 0:               # the same lanes stored in reverse order
         rev = UOp(Ops.STACK, tuple(reversed(res.src)))
         stores.append(s.store(Val(rev), False))
+    if draw(st.integers(0, 2)) == 0:
+        stores.append(s.store(Val(_mask_lanes(draw, g, res.src)), False))
     return _sink(k, _close(draw, _group(stores), ranges), name)
+
+
+def _mask_lanes(draw: st.DrawFn, g: _Lanes, res: tuple[UOp, ...]) -> UOp:
+    """A bool vector stored on its own, as tinygrad writes `(a < b) & (c != d)`: per lane two
+    compares (of the result lane and a lane of a loaded vector) joined by AND/OR/XOR, maybe
+    negated (XOR true): packed, a vector compare and a vector bool op (opmasks on v4)."""
+    v = g.vecs[draw(st.integers(0, len(g.vecs) - 1))]
+    c1, c2 = draw(st.sampled_from(CMPS)), draw(st.sampled_from(CMPS))
+    bop, neg, two = draw(st.sampled_from(BOOLS)), draw(st.booleans()), draw(st.booleans())
+    lanes = []
+    for j, r in enumerate(res):
+        x = UOp(Ops.INDEX, (v, g.num(j)))
+        m = UOp(c1, (r, x))
+        if two:
+            m = UOp(bop, (m, UOp(c2, (x, UOp.const(0 if g.dt.is_int else 0.0)))))
+        if neg:
+            m = UOp(Ops.XOR, (m, UOp.const(True)))
+        lanes.append(m)
+    return UOp(Ops.STACK, tuple(lanes))
 
 
 @st.composite

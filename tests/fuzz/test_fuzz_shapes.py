@@ -54,6 +54,38 @@ def test_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> No
     check_x86(sink, seed)
 
 
+def _has_avx512() -> bool:
+    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    return all(f in cpu_flags() for f in V4_FLAGS)
+
+
+needs_v4 = pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 "
+                              "code cannot run here)")
+
+
+@needs_v4
+@_settings(40)
+@given(jam(), SEEDS)
+def test_v4_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> None:
+    """Unroll-and-jam picks its factor per target (v4 jams more): the same tiles on v4."""
+    check_x86(sink, seed, "x86-64-v4")
+
+
+@needs_v4
+@_settings(30)
+@given(carried(), SEEDS)
+def test_v4_carried_accumulators_match_interpreter(sink, seed) -> None:
+    check_x86(sink, seed, "x86-64-v4")
+
+
+@needs_v4
+@_settings(30)
+@given(mixed_lanes(), SEEDS)
+def test_v4_mixed_lane_widths_match_interpreter(sink, seed) -> None:
+    """Compares of one width selecting vectors of another: opmasks on v4."""
+    check_x86(sink, seed, "x86-64-v4")
+
+
 @_settings(20)
 @given(spills(), SEEDS)
 def test_long_chains_spilling_both_classes_match_interpreter(sink, seed) -> None:

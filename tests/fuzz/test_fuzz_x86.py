@@ -181,3 +181,11 @@ def test_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) -> 
                  lanewise(wide=True), lanewise_tile(), jam()), SEEDS)
 def test_v4_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) -> None:
     check_x86_contract(sink, seed, "x86-64-v4")
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(40)
+@given(lanewise_reduce(), SEEDS)
+def test_v4_lanewise_reduce_matches_interpreter(sink, seed) -> None:
+    check_x86(sink, seed, "x86-64-v4")
