@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
 
@@ -83,29 +83,22 @@ def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any
     var: list[Any] = []
     lists = [regs(w) for w in work]
     get = index.get
-    uses: list[list[int]] = []
-    for us, _ in lists:
-        row = []
-        for r in us:
-            k = get(id(r))
-            if k is None:
-                k = index[id(r)] = len(var)
-                var.append(r)
-            row.append(k)
-        uses.append(row)
-    defs: list[list[int]] = []
-    for _, ds in lists:
-        if not ds:
-            defs.append([])
-            continue
-        row = []
-        for r in ds:
-            k = get(id(r))
-            if k is None:
-                k = index[id(r)] = len(var)
-                var.append(r)
-            row.append(k)
-        defs.append(row)
+
+    def numbered(regs_of: Iterable[list[Any]]) -> list[list[int]]:
+        """Each instruction's registers as numbers, numbering the ones not seen yet."""
+        out: list[list[int]] = []
+        for rs in regs_of:
+            row = []
+            for r in rs:
+                k = get(id(r))
+                if k is None:
+                    k = index[id(r)] = len(var)
+                    var.append(r)
+                row.append(k)
+            out.append(row)
+        return out
+    uses = numbered(us for us, _ in lists)      # (all uses first: the numbering's order)
+    defs = numbered(ds for _, ds in lists)
     return var, index, uses, defs
 
 
