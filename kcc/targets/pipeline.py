@@ -1,7 +1,8 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, slp, contract, devectorize, decompose,
-                legalize_gates, simplify, hoist_sums, linearize, select, allocate, encode)
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, slp, widen, contract, devectorize,
+                decompose, legalize_gates, simplify, hoist_sums, linearize, select, allocate,
+                encode)
 
 (`contract` changes nothing unless the target was built with fp_contract on. `hoist_sums`
 regroups integer sums so their loop-invariant part is a node linearize hoists; the x86
@@ -33,6 +34,7 @@ from kcc.passes.slp import slp
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import unroll
 from kcc.passes.verify import verify
+from kcc.passes.widen import widen
 
 
 class Target(Protocol):
@@ -68,6 +70,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("simplify", "graph", simplify),
     Step("unroll", "graph", unroll),
     Step("slp", "graph", slp),
+    Step("widen", "graph", widen),
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
     Step("decompose", "graph", decompose),

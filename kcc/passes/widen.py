@@ -1,0 +1,328 @@
+"""Widen elementwise loops across iterations: k iterations of a W-lane loop run as one
+iteration of W*k lanes.
+
+tinygrad's elementwise kernels read W = 4 consecutive elements per iteration (one SHRINK),
+compute and store 4, and slp packs the lanes into 4-lane vector ops:
+
+    for i in range(N):
+        v = LOAD(SHRINK(a, c*i + base, W))       # c == W: iteration i+1 reads the next W
+        STORE(SHRINK(out, c*i + base, W), f(v))  # f lane-wise over W-lane vectors
+
+On a target whose vectors hold 8 or 16 lanes, the k = 2 or 4 iterations i = k*i2 + j read
+and write k adjacent spans: one span of W*k elements. This pass rewrites the loop as
+
+    for i2 in range(N // k):
+        v = LOAD(SHRINK(a, c*(k*i2) + base, W*k))
+        STORE(SHRINK(out, c*(k*i2) + base, W*k), f(v))       # f over W*k-lane vectors
+
+Lane j*W + l of a widened vector is lane l of iteration k*i2 + j's vector. A lane-wise op
+(ALU, CAST, BITCAST, WHERE: every IR op is lane-wise, docs/semantics.md) over widened srcs
+computes exactly the lanes the k iterations computed; a loop-invariant W-lane src is repeated
+k times. Scalar work the loop does per lane (what slp left as scalars, e.g. bool chains over
+lane INDEXes, then STACKed) is copied once per iteration j, its lane INDEXes reading lane
+j*W + l of the widened vector and its STACKs concatenated in j order, and the counter of
+copy j is `k*i2 + j`. Every value is computed by the same op in the same dtype, so the result
+is bit-identical.
+
+**Legality** (the pass leaves a loop alone otherwise, which is always correct):
+- the loop is innermost (no RANGE or END depends on its counter), closed by an END of its
+  range alone, its bound is a constant divisible by k, and every node that depends on its
+  counter lies under that END;
+- every memory access in it is an ungated LOAD or STORE of a SHRINK place of W elements of a
+  kernel argument (a GLOBAL PARAM, possibly through an AFTER made outside the loop), whose
+  start is `W*i + base + o` (i the counter, base a sum of terms free of i, o a constant):
+  consecutive vectors. Gated accesses, element INDEX places (gathers, scalar loads), other
+  strides and REG/LOCAL buffers are refused, and so are AFTER and BARRIER in the loop;
+- widening runs the loads of k iterations before their stores. For every buffer the loop
+  stores, all its accesses in the loop share one base, and no store's span of one iteration
+  overlaps any access's span of an iteration 1 … k-1 apart (so no store of iteration i is read
+  by a load of iteration i+1, and two iterations never write one element). Distinct PARAMs
+  are distinct buffers, as in passes/unroll.py;
+- every vector node is W lanes; the target stores W*k elements of each stored and loaded
+  dtype at once (`TargetDesc.mem_legal`), and every op the target has at W lanes it also has
+  at W*k (an op it has at neither is split by devectorize either way).
+
+**Width**: the largest k with N % k == 0 and W*k a legal width by the rules above (x86-64-v3:
+8 float32 lanes, v4 16; an int32 op limits v4 to 8, the widest integer vector kcc selects).
+GPU targets opt out: their lanes are threads, and their vector memory widths are 4 at most.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int
+from kcc.ir.dtype import DType
+from kcc.ir.ops import ALU, COMPARE, Ops
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.simplify import keep_params
+from kcc.passes.target import TargetDesc
+
+_LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
+_FACTORS = (16, 8, 4, 2)
+Affine = tuple[int, int, frozenset[tuple[UOp, int]]]
+
+
+def _strong(v: int, dt: DType) -> UOp:
+    """The integer constant v in dtype dt, written as the format's strong constant."""
+    return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
+
+
+def _affine(n: UOp, r: UOp, dep: dict[UOp, frozenset[UOp]],
+            memo: dict[UOp, Affine | None]) -> Affine | None:
+    """n as (c, o, terms) with n = c*r + o + sum(coef*term), the terms free of r; None when r
+    does not enter linearly (through ADD, SUB, and MUL/SHL by constants)."""
+    if n in memo:
+        return memo[n]
+    res: Affine | None = None
+    v = const_int(n)
+    if v is not None:
+        res = (0, v, frozenset())
+    elif n is r:
+        res = (1, 0, frozenset())
+    elif r not in dep.get(n, frozenset()):
+        res = (0, 0, frozenset({(n, 1)}))
+    elif n.op in (Ops.ADD, Ops.SUB):
+        a, b = _affine(n.src[0], r, dep, memo), _affine(n.src[1], r, dep, memo)
+        if a is not None and b is not None:
+            s = 1 if n.op is Ops.ADD else -1
+            terms = dict(a[2])
+            for t, c in b[2]:
+                terms[t] = terms.get(t, 0) + s * c
+            res = (a[0] + s * b[0], a[1] + s * b[1],
+                   frozenset((t, c) for t, c in terms.items() if c))
+    elif n.op in (Ops.MUL, Ops.SHL):
+        k, x = const_int(n.src[1]), n.src[0]
+        if k is None and n.op is Ops.MUL:
+            k, x = const_int(n.src[0]), n.src[1]
+        a = _affine(x, r, dep, memo) if k is not None and (n.op is Ops.MUL or 0 <= k < 31) \
+            else None
+        if a is not None:
+            m = k if n.op is Ops.MUL else 1 << k
+            res = (a[0] * m, a[1] * m, frozenset((t, c * m) for t, c in a[2]))
+    memo[n] = res
+    return res
+
+
+def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
+    """Whether the target has vector node n (a LOAD, STORE or lane-wise op) at `width` lanes."""
+    if n.op is Ops.LOAD:
+        return desc.mem_legal(width, n.dtype)
+    if n.op is Ops.STORE:
+        return desc.mem_legal(width, n.src[1].dtype)
+    if n.op in (Ops.CAST, Ops.BITCAST):
+        return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, width)
+    dt = n.src[0].dtype if n.op in COMPARE else n.dtype
+    return desc.alu_legal(width, dt, n.op)
+
+
+class _Loop:
+    """One innermost loop's body checked for widening: its region (the nodes that depend on
+    the counter), their vector width W, its places and the vector nodes to legalize."""
+
+    def __init__(self, r: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]]) -> None:
+        self.r, self.end, self.dep = r, end, dep
+        cone = toposort([end.src[0]])
+        self.region = [n for n in cone if r in dep[n]]
+        self.width = 0
+        self.places: list[UOp] = []
+        self.vectors: list[UOp] = []
+
+    def check(self) -> bool:
+        """Whether every node of the region is of a form the widening rewrites (module
+        docstring), recording W, the places and the vector nodes on the way."""
+        r, dep = self.r, self.dep
+        widths: set[int] = set()
+        region = set(self.region)
+        for n in self.region:
+            if n is r:
+                continue
+            if n.op in (Ops.RANGE, Ops.END, Ops.AFTER, Ops.BARRIER):
+                return False
+            if n.op is Ops.SHRINK:
+                w = const_int(n.src[2])
+                buf = n.src[0]
+                b = base_buffer(buf)
+                if w is None or w < 2 or buf in region or b.op is not Ops.PARAM \
+                        or b.arg.addrspace is not AddrSpace.GLOBAL or n.src[1] not in region:
+                    return False
+                widths.add(w)
+                self.places.append(n)
+            elif n.kind == "value" and n.shape:
+                if len(n.shape) != 1:
+                    return False
+                widths.add(n.shape[0])
+                if n.op is Ops.LOAD:
+                    if len(n.src) != 1 or n.src[0].op is not Ops.SHRINK:
+                        return False
+                elif n.op is Ops.STACK:
+                    if any(s.shape for s in n.src):
+                        return False
+                elif n.op in _LANEWISE:
+                    if any(s.shape != n.shape for s in n.src):
+                        return False
+                else:
+                    return False
+                self.vectors.append(n)
+            elif n.kind == "value":
+                if n.op is Ops.INDEX:
+                    v = n.src[0]
+                    if v.kind != "value" or v not in region or const_int(n.src[1]) is None:
+                        return False
+                elif n.op not in _LANEWISE or any(s.shape for s in n.src):
+                    return False
+            elif n.op is Ops.STORE:
+                if len(n.src) != 2 or n.src[0] not in region or n.src[0].op is not Ops.SHRINK:
+                    return False
+                self.vectors.append(n)
+            elif n.op is not Ops.GROUP:
+                return False
+        if len(widths) != 1 or not self.places:
+            return False
+        self.width = widths.pop()
+        return self._consecutive()
+
+    def _consecutive(self) -> bool:
+        """Every place starts at W*i + base + o; the stored buffers' accesses share one base."""
+        memo: dict[UOp, Affine | None] = {}
+        self.spans: dict[UOp, list[tuple[int, bool]]] = {}
+        bases: dict[UOp, frozenset] = {}
+        stored = {base_buffer(n.src[0].src[0]) for n in self.vectors if n.op is Ops.STORE}
+        users = {n.src[0]: n.op is Ops.STORE for n in self.vectors
+                 if n.op in (Ops.LOAD, Ops.STORE)}
+        for p in self.places:
+            a = _affine(p.src[1], self.r, self.dep, memo)
+            if a is None or a[0] != self.width or p not in users:
+                return False
+            b = base_buffer(p.src[0])
+            if b in stored:
+                if bases.setdefault(b, a[2]) != a[2]:
+                    return False
+                self.spans.setdefault(b, []).append((a[1], users[p]))
+        return True
+
+    def independent(self, k: int) -> bool:
+        """No store's span of one iteration meets another access's span 1 … k-1 iterations
+        apart, in either direction (every span is W elements, W*d apart per d iterations)."""
+        w = self.width
+        for spans in self.spans.values():
+            for o1, st1 in spans:
+                for o2, st2 in spans:
+                    if not (st1 or st2):
+                        continue
+                    for d in range(1, k):
+                        for dd in (d, -d):
+                            if -w < w * dd + o2 - o1 < w:
+                                return False
+        return True
+
+    def factor(self, desc: TargetDesc) -> int:
+        """The largest legal k (module docstring), 0 for none."""
+        n_iter = const_int(self.r.src[0])
+        w = self.width
+        for k in _FACTORS:
+            if n_iter % k or not self.independent(k):
+                continue
+            ok = True
+            for n in self.vectors:
+                if n.op in (Ops.LOAD, Ops.STORE):
+                    ok = _legal(n, w * k, desc)
+                elif n.op is not Ops.STACK:
+                    ok = not _legal(n, w, desc) or _legal(n, w * k, desc)
+                if not ok:
+                    break
+            if ok:
+                return k
+        return 0
+
+
+def _repeat(v: UOp, k: int) -> UOp:
+    """A loop-invariant vector's lanes repeated k times (one copy per widened iteration)."""
+    if v.op is Ops.STACK:
+        return UOp(Ops.STACK, v.src * k)
+    lanes = tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(v.shape[0]))
+    return UOp(Ops.STACK, lanes * k)
+
+
+def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
+    """(the loop's new END, its new RANGE): the region rewritten at W*k lanes."""
+    r, w = loop.r, loop.width
+    dt = r.dtype
+    r2 = UOp(Ops.RANGE, (_strong(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
+    base = UOp(Ops.MUL, (r2, _strong(k, dt)))
+    copies: dict[UOp, list[UOp]] = {
+        r: [base] + [UOp(Ops.ADD, (base, _strong(j, dt))) for j in range(1, k)]}
+    wide: dict[UOp, UOp] = {}
+
+    def scalar(s: UOp, j: int) -> UOp:
+        c = copies.get(s)
+        return s if c is None else c[j]
+
+    def vector(s: UOp) -> UOp:
+        v = wide.get(s)
+        return v if v is not None else _repeat(s, k)
+
+    for n in loop.region:
+        if n is r:
+            continue
+        if n.op is Ops.SHRINK:
+            cnt = n.src[2]
+            cnt2 = _strong(w * k, cnt.arg) if cnt.op is Ops.CAST else UOp.const(w * k)
+            wide[n] = n.replace(src=(n.src[0], copies[n.src[1]][0], cnt2))
+        elif n.op is Ops.STORE:
+            wide[n] = n.replace(src=(wide[n.src[0]], vector(n.src[1])))
+        elif n.op is Ops.GROUP:
+            wide[n] = n.replace(src=tuple(dict.fromkeys(wide.get(s, s) for s in n.src)))
+        elif n.shape:
+            if n.op is Ops.LOAD:
+                wide[n] = n.replace(src=(wide[n.src[0]],))
+            elif n.op is Ops.STACK:
+                wide[n] = UOp(Ops.STACK, tuple(scalar(s, j) for j in range(k) for s in n.src))
+            else:
+                wide[n] = n.replace(src=tuple(vector(s) for s in n.src))
+        elif n.op is Ops.INDEX:
+            lane = const_int(n.src[1])
+            copies[n] = [UOp(Ops.INDEX, (wide[n.src[0]], UOp.const(j * w + lane)))
+                         for j in range(k)]
+        else:
+            copies[n] = [n.replace(src=tuple(scalar(s, j) for s in n.src)) for j in range(k)]
+    body = loop.end.src[0]
+    return UOp(Ops.END, (wide.get(body, body), r2)), r2
+
+
+def widen(sink: UOp, desc: TargetDesc) -> UOp:
+    """Widen every innermost elementwise loop the module docstring allows."""
+    if desc.gpu:
+        return sink
+    order = toposort([sink])
+    ends = [n for n in order if n.op is Ops.END]
+    if not ends:
+        return sink
+    dep = range_sets(order)
+    closed: dict[UOp, int] = {}
+    for e in ends:
+        for x in e.src[1:]:
+            closed[x] = closed.get(x, 0) + 1
+    new_end: dict[UOp, UOp] = {}
+    for e in ends:
+        r = e.src[1]
+        if len(e.src) != 2 or closed[r] != 1 or const_int(r.src[0]) is None:
+            continue
+        loop = _Loop(r, e, dep)
+        if not loop.check():
+            continue
+        inside = set(loop.region)
+        if any(r in dep[n] and n not in inside and n is not e for n in order):
+            continue
+        k = loop.factor(desc)
+        if k:
+            new_end[e] = _widen_loop(loop, k)[0]
+    if not new_end:
+        return sink
+    out: dict[UOp, UOp] = dict(new_end)
+    for n in order:
+        if n in out:
+            continue
+        srcs = tuple([out.get(s, s) for s in n.src])
+        if srcs != n.src:
+            out[n] = n.replace(src=srcs)
+    return keep_params(sink, out.get(sink, sink))
