@@ -234,3 +234,20 @@ def test_rows_that_differ_are_not_widened_together() -> None:
         r = slp(g, X86_AVX512)
         assert _reg_places(r) == {(4 * k, 4) for k in range(rows)}
         assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(4,)}
+
+
+def test_bool_cmpne_lanes_pack_as_xor() -> None:
+    # tinygrad's exp2 writes `(x < 128) != true` per lane: CMPNE of bools, which x86 has no
+    # vector form of; its truth table is XOR's, which it has on bool vectors
+    out, a, b, av, bv, lane, dst = _vec_setup()
+    res = []
+    for j in range(4):
+        c = UOp(Ops.CMPLT, (lane(av, j), UOp.const(1.5)))
+        n = UOp(Ops.CMPNE, (c, UOp.const(True)))
+        res.append(UOp(Ops.WHERE, (n, lane(av, j), lane(bv, j))))
+    g = _prep(_kernel(UOp(Ops.STORE, (dst, UOp(Ops.STACK, tuple(res))))))
+    from kcc.targets.x86 import x86_desc
+    r = slp(g, x86_desc("x86-64-v3"))
+    assert [u.shape for u in _ops(r, Ops.XOR)] == [(4,)]
+    assert not [u for u in _ops(r, Ops.CMPNE) if u.shape == ()]
+    assert [u.shape for u in _ops(r, Ops.WHERE)] == [(4,)]

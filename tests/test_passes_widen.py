@@ -115,10 +115,23 @@ def test_exp_shape_with_scalar_lanes_and_decomposed_ops(arch: str) -> None:
     w = _check(_text(lane=EXP_LANE), arch)
     # int32 vectors are 8 lanes at most on both: 2 iterations as one
     assert _bounds(w) == [8] and _widths(w) == {8}
-    # the bool lanes slp left scalar are copied per iteration: 8 of them, read from lanes 0-7
+    # (x < 1.5) != true packed by slp as a bool XOR, then widened with the rest
+    assert [u.shape for u in w.toposort() if u.op is Ops.XOR] == [(8,)]
+    assert not [u for u in w.toposort() if u.op is Ops.INDEX and u.src[0].kind == "value"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_scalar_lanes_are_copied_per_iteration(arch: str) -> None:
+    # lane 2 subtracts where the others add: slp leaves the lanes scalar (a STACK of them),
+    # and the widened loop computes them once per iteration, from lanes j*4 + l
+    w = _check(_text().replace("%r2 = ADD(%a2, %b2)", "%r2 = SUB(%a2, %b2)"), arch)
+    k = 2 if arch == "x86-64-v3" else 4
+    assert _widths(w) == {4 * k}
     lanes = sorted(const_int(u.src[1]) for u in w.toposort()
-                   if u.op is Ops.INDEX and u.src[0].kind == "value" and u.dtype.is_float)
-    assert lanes == list(range(8))
+                   if u.op is Ops.INDEX and u.src[0].kind == "value")
+    assert lanes == sorted(list(range(4 * k)) * 2)     # one lane of a and one of b each
+    (st,) = [u for u in w.toposort() if u.op is Ops.STACK and u.shape == (4 * k,)]
+    assert sum(1 for s in st.src if s.op is Ops.SUB) == k
 
 
 def test_largest_dividing_factor_is_taken() -> None:

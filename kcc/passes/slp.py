@@ -36,6 +36,7 @@ the scalar graph (IR ops are lane-wise: docs/semantics.md).
 
 from __future__ import annotations
 
+from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const
@@ -62,6 +63,14 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
 def _int_like(c: UOp, k: int) -> UOp:
     """The integer constant k written like the constant c (a weak CONST or CAST(CONST))."""
     return UOp(Ops.CAST, (UOp.const(k),), c.arg) if c.op is Ops.CAST else UOp.const(k)
+
+
+def _bool_op(u: UOp) -> Ops:
+    """The op a packed u computes: CMPNE of two bools is their XOR (the same truth table),
+    which targets have on bool vectors (tinygrad's exp2 writes `(x < 128) != true`)."""
+    if u.op is Ops.CMPNE and u.src[0].dtype == dtypes.bool:
+        return Ops.XOR
+    return u.op
 
 
 class _Packer:
@@ -200,7 +209,7 @@ class _Packer:
         if s0.op in (Ops.CAST, Ops.BITCAST):
             return self.ctx.cast_legal(s0.op, s0.src[0].dtype, s0.dtype, n)
         dt = s0.src[0].dtype if s0.op in COMPARE else s0.dtype
-        return self.ctx.alu_legal(n, dt, s0.op)
+        return self.ctx.alu_legal(n, dt, _bool_op(s0))
 
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
@@ -240,7 +249,7 @@ class _Packer:
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
         if not good:
             return None
-        vec = t[0].replace(src=tuple(srcs))
+        vec = t[0].replace(op=_bool_op(t[0]), src=tuple(srcs))
         for j, s in enumerate(t):
             self.lane_of.setdefault(s, (vec, j))
         return vec

@@ -49,12 +49,12 @@ GPU targets opt out: their lanes are threads, and their vector memory widths are
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
-from kcc.passes.simplify import keep_params
+from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -65,6 +65,21 @@ Affine = tuple[int, int, frozenset[tuple[UOp, int]]]
 def _strong(v: int, dt: DType) -> UOp:
     """The integer constant v in dtype dt, written as the format's strong constant."""
     return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
+
+
+def _scaled(n: UOp) -> UOp:
+    """(x * a) << b → x * (a << b) and (x * a) * b → x * (a * b) on integers (wrapping, so
+    exact in every dtype): the widened counter's factor k merges into the index's own scale,
+    one induction step instead of a MUL and a shift per iteration."""
+    dt = n.dtype
+    if n.op not in (Ops.SHL, Ops.MUL) or dt is None or not dt.is_int or dt.is_weak or n.shape:
+        return n
+    x, b = n.src[0], const_int(n.src[1])
+    a = const_int(x.src[1]) if x.op is Ops.MUL else None
+    if a is None or b is None or (n.op is Ops.SHL and not 0 <= b < dt.bits):
+        return n
+    m = a << b if n.op is Ops.SHL else a * b
+    return UOp(Ops.MUL, (x.src[0], make_const(literal_value(m, dt), dt)))
 
 
 def _affine(n: UOp, r: UOp, dep: dict[UOp, frozenset[UOp]],
@@ -284,7 +299,8 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
             copies[n] = [UOp(Ops.INDEX, (wide[n.src[0]], UOp.const(j * w + lane)))
                          for j in range(k)]
         else:
-            copies[n] = [n.replace(src=tuple(scalar(s, j) for s in n.src)) for j in range(k)]
+            copies[n] = [_scaled(n.replace(src=tuple(scalar(s, j) for s in n.src)))
+                         for j in range(k)]
     body = loop.end.src[0]
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
 

@@ -5,11 +5,11 @@ in scalars by the same expression (isomorphic lanes: what the SLP pass re-packs)
 are rebuilt with a STACK and stored with one SHRINK store. To reach every branch of the pass the
 expression also reads lanes in another order, one lane of a vector for all lanes (a broadcast),
 scalar PARAMs, per-lane constants and scalar loads of consecutive elements; a WHERE's condition
-may join two compares by AND/OR/XOR, maybe negated (vector bool ops once packed); sometimes one
-lane uses a different op (not isomorphic: must stay scalar), sometimes an intermediate lane
-is also stored on its own (a packed scalar that keeps another user), and sometimes per-lane
-compares of the result, joined by a bool op, are stored as a bool vector. Lanes are float32,
-float64 and 8- to 64-bit integers.
+may join two compares by AND/OR/XOR/CMPNE, maybe negated (vector bool ops once packed);
+sometimes one lane uses a different op (not isomorphic: must stay scalar), sometimes an
+intermediate lane is also stored on its own (a packed scalar that keeps another user), and
+sometimes per-lane compares of the result, joined by a bool op, are stored as a bool vector.
+Lanes are float32, float64 and 8- to 64-bit integers.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ class _Lanes:
                 c1, c2, bop, neg = t[3]
                 cond = UOp(bop, (UOp(c1, (kids[0], kids[1])), UOp(c2, (kids[2], kids[0]))))
                 if neg:
-                    cond = UOp(Ops.XOR, (cond, UOp.const(True)))
+                    neg_op = Ops.CMPNE if bop is Ops.CMPNE else Ops.XOR
+                    cond = UOp(neg_op, (cond, UOp.const(True)))
             else:
                 cond = UOp(t[3], (kids[0], kids[1]))
             return UOp(Ops.WHERE, (cond, kids[1], kids[2]))
@@ -121,21 +122,47 @@ class _Lanes:
 
 
 CMPS = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
-BOOLS = (Ops.AND, Ops.OR, Ops.XOR)
+# CMPNE of two bools is XOR's truth table (slp packs it as XOR: tinygrad's `(x < c) != true`)
+BOOLS = (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE)
+
+
+def _widen_loops(draw: st.DrawFn) -> tuple[list[UOp], UOp, int]:
+    """One or two loops whose innermost bound is one passes/widen.py may divide (2, 4, 6, 8,
+    12, 16) or not (3, 5): the loop nest `lanewise(loop=True)` draws."""
+    bounds = [draw(st.integers(1, 3))] if draw(st.booleans()) else []
+    bounds.append(draw(st.sampled_from((2, 4, 6, 8, 12, 16, 3, 5))))
+    ranges = [UOp(Ops.RANGE, (UOp.const(b),), (k, AxisType.LOOP)) for k, b in enumerate(bounds)]
+    lin: UOp = ranges[0]
+    for r, b in zip(ranges[1:], bounds[1:]):
+        lin = UOp(Ops.ADD, (UOp(Ops.MUL, (lin, UOp.const(b))), r))
+    n = 1
+    for b in bounds:
+        n *= b
+    return ranges, lin, n
 
 
 @st.composite
-def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False) -> UOp:
-    """out[w·i : w·i+w] = STACK(f(lane 0), …, f(lane w-1)) over one or two loops."""
+def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False, loop: bool = False
+             ) -> UOp:
+    """out[w·i : w·i+w] = STACK(f(lane 0), …, f(lane w-1)) over one or two loops. With `loop`,
+    the innermost loop has a bound passes/widen.py may divide, the loops nest (one END each)
+    and the result is sometimes stored in place over one of the inputs (read and written by
+    the same iteration): the elementwise loops that pass widens across iterations."""
     dt, w = draw(st.sampled_from(WIDE if wide else SHAPES))
     k = _Kernel(draw)
-    ranges, lin, n = _loops(draw, draw(st.integers(1, 2)), max_bound=4)
+    ranges, lin, n = (_widen_loops(draw) if loop else
+                      _loops(draw, draw(st.integers(1, 2)), max_bound=4))
     s = Scope(k, ranges, lin, n, w)
     g = _Lanes(draw, s, dt, w)
     t = g.tmpl(0)
     res = UOp(Ops.STACK, tuple(g.lane(t, j) for j in range(w)))
-    stores = [s.store(Val(res), False)]
-    if g.tmpls and draw(st.booleans()):            # an intermediate lane with its own user
+    if loop and draw(st.booleans()):                # in place: over the first vector's input
+        src = g.vecs[0].src[0]
+        stores = [UOp(Ops.STORE, (src, res))] if g.vecs[0].op is Ops.LOAD and \
+            len(g.vecs[0].src) == 1 else [s.store(Val(res), False)]
+    else:
+        stores = [s.store(Val(res), False)]
+    if g.tmpls and draw(st.booleans()) and not loop:   # an intermediate lane with its own user
         inner = draw(st.sampled_from(g.tmpls))
         lane = draw(st.integers(0, w - 1))
         stores.append(s.store(Val(g.lane(inner, lane)), False))
@@ -144,7 +171,12 @@ def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False) -> UOp:
         stores.append(s.store(Val(rev), False))
     if draw(st.integers(0, 2)) == 0:
         stores.append(s.store(Val(_mask_lanes(draw, g, res.src)), False))
-    return _sink(k, _close(draw, _group(stores), ranges), name)
+    body = _group(stores)
+    if loop:
+        for r in reversed(ranges):
+            body = UOp(Ops.END, (body, r))
+        return _sink(k, body, name)
+    return _sink(k, _close(draw, body, ranges), name)
 
 
 def _mask_lanes(draw: st.DrawFn, g: _Lanes, res: tuple[UOp, ...]) -> UOp:

@@ -115,6 +115,22 @@ def test_zmm_lanewise_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
+@_settings(60)
+@given(lanewise(loop=True), SEEDS)
+def test_widened_lanewise_loop_matches_interpreter(sink, seed) -> None:
+    """Elementwise loops passes/widen.py runs 2 iterations at a time (8 float32 lanes)."""
+    check_x86(sink, seed)
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
+                    "cannot run here)")
+@_settings(40)
+@given(lanewise(loop=True), SEEDS)
+def test_zmm_widened_lanewise_loop_matches_interpreter(sink, seed) -> None:
+    """The same on x86-64-v4: up to 4 iterations at a time (16 float32 lanes)."""
+    check_x86(sink, seed, "x86-64-v4")
+
+
 @_settings(50)
 @given(lanewise_reduce(), SEEDS)
 def test_lanewise_reduce_matches_interpreter(sink, seed) -> None:
