@@ -156,12 +156,12 @@ def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False, loop: bool
     g = _Lanes(draw, s, dt, w)
     t = g.tmpl(0)
     res = UOp(Ops.STACK, tuple(g.lane(t, j) for j in range(w)))
-    if loop and draw(st.booleans()):                # in place: over the first vector's input
-        src = g.vecs[0].src[0]
-        stores = [UOp(Ops.STORE, (src, res))] if g.vecs[0].op is Ops.LOAD and \
-            len(g.vecs[0].src) == 1 else [s.store(Val(res), False)]
-    else:
-        stores = [s.store(Val(res), False)]
+    v0 = g.vecs[0]
+    # in place: over the first vector's input, when the result reads that load (so the load
+    # is ordered before the store; no other effect may read the buffer: no mask store below)
+    inplace = loop and draw(st.booleans()) and v0.op is Ops.LOAD and len(v0.src) == 1 \
+        and v0 in set(res.toposort())
+    stores = [UOp(Ops.STORE, (v0.src[0], res)) if inplace else s.store(Val(res), False)]
     if g.tmpls and draw(st.booleans()) and not loop:   # an intermediate lane with its own user
         inner = draw(st.sampled_from(g.tmpls))
         lane = draw(st.integers(0, w - 1))
@@ -169,7 +169,7 @@ def lanewise(draw: st.DrawFn, name: str = "fuzz", wide: bool = False, loop: bool
     if draw(st.integers(0, 3)) == 0:               # the same lanes stored in reverse order
         rev = UOp(Ops.STACK, tuple(reversed(res.src)))
         stores.append(s.store(Val(rev), False))
-    if draw(st.integers(0, 2)) == 0:
+    if draw(st.integers(0, 2)) == 0 and not inplace:
         stores.append(s.store(Val(_mask_lanes(draw, g, res.src)), False))
     body = _group(stores)
     if loop:
