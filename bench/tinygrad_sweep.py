@@ -37,6 +37,11 @@ SPEC = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -2.5
                  -0.5, 1.5, 65504.0, 7e4, -7e4, 1e-8, 300.0, -129.0, 255.5], np.float32)
 IDX = rng.integers(0, 77, (333, 5)).astype(np.int32)
 VN = 37                                    # a Variable's bound value (symbolic shapes)
+I32 = rng.integers(-2**31, 2**31, (9, 37)).astype(np.int32)        # full range: wraps
+U64 = rng.integers(0, 2**63, (50,)).astype(np.uint64)
+NANS = np.array([np.nan, 1, -np.inf, 2, np.inf, -0.0, 0.0, 3] * 4, np.float32)
+C5 = rng.standard_normal(5000).astype(np.float32)
+C7 = rng.standard_normal((3, 777)).astype(np.float32)
 
 
 def _var(name: str = "n"):
@@ -186,6 +191,31 @@ cases = {   # name -> a computation returning a numpy array
                                                ).numpy(),
     "triu_int": lambda: Tensor(I[0]).triu(1).numpy(),
     "clip_int8": lambda: Tensor(I8).clip(-20, 20).numpy(),
+    "u8_min": lambda: Tensor(U8B).min(axis=1).numpy(),
+    "i8_min": lambda: Tensor(I8).min(axis=0).numpy(),
+    "bool_sum": lambda: (Tensor(ODD) > 0).sum(axis=1).numpy(),
+    "argmax_bool": lambda: (Tensor(ODD) > 0.5).argmax(axis=1).numpy(),
+    "half_max_nan": lambda: Tensor(NANS).half().reshape(4, 8).max(axis=1).numpy(),
+    "max_nan": lambda: Tensor(NANS).reshape(4, 8).max(axis=1).numpy(),
+    "min_nan": lambda: Tensor(NANS).reshape(4, 8).min(axis=0).numpy(),
+    "where_isnan": lambda: Tensor(NANS).isnan().where(0.0, Tensor(NANS)).numpy(),
+    "bf16_matmul": lambda: (Tensor(ODD[:9, :16]).cast(dtypes.bfloat16)
+                            @ Tensor(ODD[9:25, :9]).cast(dtypes.bfloat16)).float().numpy(),
+    "i32_mul_wrap": lambda: (Tensor(I32) * 65537).numpy(),
+    "i32_abs": lambda: Tensor(I32).abs().numpy(),
+    "i64_div_neg": lambda: (Tensor(I32.astype(np.int64)) // -7).numpy(),
+    "u64_shift": lambda: ((Tensor(U64) >> 13) ^ (Tensor(U64) << 7)).numpy(),
+    "u64_div": lambda: (Tensor(U64) // 1000003).numpy(),
+    "maxpool_int": lambda: Tensor(I32[None, None, :8, :36] >> 20).max_pool2d().numpy(),
+    "sum_u8_wrap": lambda: Tensor(U8B).sum(axis=0, dtype=dtypes.uint8).numpy(),
+    "mean_int8": lambda: Tensor(I8).mean(axis=1).numpy(),
+    "std_half": lambda: Tensor(ODD[:9]).half().std(axis=1).numpy(),
+    "softmax_x100": lambda: (Tensor(ODD) * 100).softmax(axis=1).numpy(),
+    "log_softmax_axis0": lambda: Tensor(ODD).log_softmax(axis=0).numpy(),
+    "cumsum_5000": lambda: Tensor(C5).cumsum().numpy(),
+    "cumsum_777": lambda: Tensor(C7).cumsum(axis=1).numpy(),
+    "cumprod": lambda: (Tensor(C7[:, :40]) * 0.1 + 1).cumprod(axis=1).numpy(),
+    "cummax_777": lambda: Tensor(C7).cummax(axis=1)[0].numpy(),
 }
 failed = 0
 names = sys.argv[1:] or list(cases)
