@@ -1235,3 +1235,45 @@ vmovntdq zmmword ptr [rip + foo + 16], zmm0
 ; form: vmovntdq_m512_z
 vmovntdq zmmword ptr [8*rcx + 64], zmm16
 ; bytes: 62 e1 7d 48 e7 04 cd 40 00 00 00
+; form: vpermps_z_z_zm
+vpermps zmm0, zmm1, zmm2
+; bytes: 62 f2 75 48 16 c2
+; form: vpermps_z_z_zm
+vpermps zmm16, zmm17, zmm31
+; bytes: 62 82 75 40 16 c7
+; form: vpermps_z_z_zm
+vpermps zmm3, zmm24, zmm9
+; bytes: 62 d2 3d 40 16 d9
+; form: vpermps_z_z_zm
+vpermps zmm29, zmm8, zmm18
+; bytes: 62 22 3d 48 16 ea
+; form: vpermps_z_z_zm
+vpermps zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e2 75 40 16 84 24 08 00 00 00
+; form: vpermps_z_z_zm
+vpermps zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f2 75 48 16 45 00
+; form: vpermps_z_z_zm
+vpermps zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c2 75 40 16 85 d4 fe ff ff
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm0, zmm1, zmm2
+; bytes: 62 f2 75 48 77 c2
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm16, zmm17, zmm31
+; bytes: 62 82 75 40 77 c7
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm3, zmm24, zmm9
+; bytes: 62 d2 3d 40 77 d9
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm29, zmm8, zmm18
+; bytes: 62 22 3d 48 77 ea
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 40 77 84 87 08 00 00 00
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 48 77 44 fc fe
+; form: vpermi2ps_z_z_zm
+vpermi2ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 40 77 84 4b e8 03 00 00

@@ -572,6 +572,19 @@ def _stream_rows() -> None:
     _leg("sfence", "gpr", "0faef8", "")
 
 
+def _permute_rows() -> None:
+    """Lane permutations by an index vector on zmm (kcc/isel/x86_shuf.py `permute`), added
+    after every other row so that the golden cases of the rows before keep their register
+    rotation. Full, N = 64 (§2.7.5): VPERMPS zmm1, zmm2 (the indexes), zmm3/m512
+    (EVEX.512.66.0F38.W0 16 /r) picks any of 16 lanes of zmm3; VPERMI2PS zmm1 (the indexes,
+    overwritten), zmm2, zmm3/m512 (EVEX.512.66.0F38.W0 77 /r) any of the 32 lanes of both
+    tables (index bit 4 selects zmm3): SDM Vol. 2 "VPERMPS", "VPERMI2PS"."""
+    for mnem, op, spec in (("vpermps", 0x16, "z/reg/w z/vvvv/r zm/rm/r"),
+                           ("vpermi2ps", 0x77, "z/reg/rw z/vvvv/r zm/rm/r")):
+        _add(mnem, "evex", "evex", bytes([op]), spec, pp=P66, mmap=M0F38, w=False, vl=2,
+             disp8_n=64)
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -584,6 +597,7 @@ _bcst_rows()
 _mask_rows()
 _kmask_rows()
 _stream_rows()
+_permute_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

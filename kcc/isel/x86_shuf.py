@@ -32,7 +32,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Inst, Kind, Mem, RegOp, VReg
-from kcc.isel.x86_base import positive_zero, vw, writes_memory
+from kcc.isel.x86_base import positive_zero, strong_const, vw, writes_memory
 from kcc.isel.x86_regs import RSP
 
 Block = tuple[UOp, int]          # (source vector value, 128-bit block number)
@@ -118,7 +118,7 @@ class X86Shuf:
         lanes: list[tuple[UOp, int]] = []
         for s in u.src:
             if s.op is not Ops.INDEX or s.src[0].kind != "value":
-                return None
+                return self.permute(u, dt)       # a scalar lane: only a permutation takes it
             v, k = s.src[0], const_int(s.src[1])
             if k is None or v.dtype != vt or len(v.shape) != 1 \
                     or dt.itemsize * v.shape[0] not in (16, 32, 64):
@@ -135,12 +135,63 @@ class X86Shuf:
             if p == tuple(range(c)):
                 return x
             return self.in_block(x, p, dt, n)
+        t = self.permute(u, dt)
+        if t is not None:
+            return t
         if dt.itemsize * n == 64 and dt == dtypes.float64:
             return None                          # no zmm SHUFPD here: lane inserts instead
         regs = [self.block_of_lanes(b, dt) for b in blocks]
         if all(b == blocks[0] for b in blocks):
             return self.repeat(regs[0], n * dt.itemsize)
         return self.concat(regs, dt)
+
+    def permute(self, u: UOp, dt: DType) -> VReg | None:
+        """x86-64-v4: a zmm STACK of 32-bit lanes, each a lane of one of at most two
+        registers (a vector value's lane k, or a scalar value: lane 0 of its register), as one
+        VPERMPS (one register) or VPERMI2PS (two) by an index vector from .rodata: lane j
+        takes lane k of the first register (index k) or of the second (16 + k; index bits
+        3:0 pick the lane, bit 4 the table, SDM Vol. 2 "VPERMI2PS"). A source narrower than
+        a zmm is read as its register's low lanes (the indexes never reach above them); the
+        sources are registers, never memory (a narrower vector's memory would be read past
+        its end). None when the lanes need more registers, or the STACK is not a zmm of
+        32-bit lanes, or not on x86-64-v4."""
+        n = len(u.src)
+        if not self.evex or dt != dtypes.float32 or n != 16:
+            return None
+        regs: list[UOp] = []
+        idx: list[int] = []
+        for s in u.src:
+            if s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[0].shape:
+                v, k = s.src[0], const_int(s.src[1])
+                if k is None or v.dtype != u.dtype or len(v.shape) != 1 or v.shape[0] > 16:
+                    return None
+            elif s.shape == () and s.kind == "value" and s.dtype == u.dtype \
+                    and s.op is not Ops.CONST and strong_const(s) is None:
+                v, k = s, 0
+            else:
+                return None
+            if v not in regs:
+                if len(regs) == 2:
+                    return None
+                regs.append(v)
+            idx.append(16 * regs.index(v) + k)
+        key = ("permute", tuple(idx), *regs)
+        memo = self._shuf_memo()
+        path = tuple(lp[0] for lp in self.loops)
+        hit = memo.get(key)
+        if hit is not None and path[:len(hit[0])] == hit[0]:
+            return hit[1]
+        t = self.new("vec")
+        data = b"".join(i.to_bytes(4, "little") for i in idx)
+        self.emit("vmovups_z_zm", t, Mem(), arg={"rip": self.pool.label(data)})
+        if len(regs) == 1:
+            r = self.new("vec")
+            self.emit("vpermps_z_z_zm", r, t, self.reg(regs[0]))
+            t = r
+        else:
+            self.emit("vpermi2ps_z_z_zm", t, self.reg(regs[0]), self.reg(regs[1]))
+        memo[key] = (path, t)
+        return t
 
     @staticmethod
     def _one_block(block: list[tuple[UOp, int]], c: int) -> tuple[Block, tuple[int, ...]] | None:

@@ -177,6 +177,10 @@ class X86Vec(X86Shuf):
         nbytes = dt.itemsize * len(srcs)
         if nbytes <= 16:
             return self.build128(srcs, dt)
+        c = 16 // dt.itemsize
+        if all(srcs[i:i + c] == srcs[:c] for i in range(c, len(srcs), c)):
+            # every 128-bit block the same (a column repeated): built once, then repeated
+            return self.repeat(self.build128(srcs[:c], dt), nbytes)
         half = len(srcs) // 2
         lo, hi = self.build(srcs[:half], dt), self.build(srcs[half:], dt)
         t = self.new("vec")

@@ -169,10 +169,21 @@ class _Packer:
         nothing the scalar loads do not, and n such columns of n rows are one transpose (n
         row loads and shuffles shared by the columns instead of n scalar loads and n-1 lane
         inserts each)."""
-        n = len(t)
         if not all(s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX
-                   and s.shape == () for s in t) or not self.ctx.mem_legal(n, t[0].dtype):
+                   and s.shape == () for s in t):
             return None
+        # rows as long as the tuple, else of one 128-bit block (a wider tuple that repeats
+        # a column: lanes of the same block-long rows, shuffled once and repeated)
+        block = 16 // t[0].dtype.itemsize if t[0].dtype.itemsize <= 16 else 1
+        for n in dict.fromkeys((len(t), block)):
+            if n > 1 and len(t) % n == 0 and self.ctx.mem_legal(n, t[0].dtype):
+                v = self._rows_of(t, n)
+                if v is not None:
+                    return v
+        return None
+
+    def _rows_of(self, t: Lanes, n: int) -> UOp | None:
+        """`_rows` with rows of n elements."""
         starts = self._run_starts(n)
         lanes = []
         for s in t:
@@ -245,6 +256,11 @@ class _Packer:
                 ok = v is not None
                 if v is None and self.order:
                     v = self._rows(s)         # a strided gather: lanes of row loads
+                if v is None:
+                    # lanes of at most as many registers as one permutation reads (one
+                    # instruction, x86-64-v4's VPERMI2PS): as good as a shuffle
+                    n = self.ctx.permute_sources(s[0].dtype, len(s))
+                    ok = bool(n) and _permute_regs(s, n)
             good |= ok
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
         if not good:
@@ -325,14 +341,33 @@ def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
     return [run[i:i + lanes] for i in range(0, len(run) - lanes + 1, lanes)]
 
 
-def _stack_cost(u: UOp, base: int, shared: set) -> int:
+def _permute_regs(t: Lanes, limit: int) -> bool:
+    """Whether every lane of t is a lane of one of at most `limit` registers: a constant lane
+    of a vector value, or a scalar value that is not a constant (lane 0 of its register)."""
+    regs: set[UOp] = set()
+    for s in t:
+        if s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[0].shape \
+                and const_int(s.src[1]) is not None:
+            regs.add(s.src[0])
+        elif s.shape == () and s.kind == "value" and not is_const(s):
+            regs.add(s)
+        else:
+            return False
+    return len(regs) <= limit
+
+
+def _stack_cost(u: UOp, base: int, shared: set, perm: int = 0) -> int:
     """Estimated instructions of a STACK leaf, in blocks of `base` lanes: 0 for a vector's
     own blocks in order, 1 for a broadcast, a constant or one in-block order applied to a
-    concat (whose inserts count once per distinct concat), else per block."""
+    concat (whose inserts count once per distinct concat), 2 (an index load and the
+    permutation) for lanes of at most `perm` registers, else per block (one block and a
+    repeat when every block is the same)."""
     t = u.src
     if all(s is t[0] for s in t) or all(is_const(s) for s in t):
         return 1
     blocks = [t[i:i + base] for i in range(0, len(t), base)]
+    if len(blocks) > 1 and all(b == blocks[0] for b in blocks):
+        return _stack_cost(UOp(Ops.STACK, blocks[0]), base, shared) + 1
     one = []
     for b in blocks:
         v = b[0].src[0] if b[0].op is Ops.INDEX else None
@@ -352,6 +387,8 @@ def _stack_cost(u: UOp, base: int, shared: set) -> int:
             shared.add(srcs)
             cost += len(srcs) - 1
         return cost
+    if perm and _permute_regs(t, perm):
+        return 2
     cost = len(blocks) - 1
     for b, o in zip(blocks, one):
         if o is not None:
@@ -363,7 +400,7 @@ def _stack_cost(u: UOp, base: int, shared: set) -> int:
     return cost
 
 
-def _cost(vs: list[UOp], original: dict[UOp, int], base: int) -> int:
+def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -> int:
     """Estimated instructions of the new vector nodes under vs (one per vector value node,
     _stack_cost for a STACK leaf) and of the scalar ALU nodes the STACK leaves still read."""
     seen: set[UOp] = set()
@@ -376,7 +413,8 @@ def _cost(vs: list[UOp], original: dict[UOp, int], base: int) -> int:
             continue
         seen.add(n)
         if n.op is Ops.STACK:
-            cost += _stack_cost(n, base, shared)
+            cost += _stack_cost(n, base, shared,
+                                ctx.permute_sources(n.dtype, len(n.src)))
             scalars.extend(n.src)
             continue
         if n.kind == "value" and n.shape:
@@ -406,7 +444,7 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
         if v is None:
             return None
         vs.append(v)
-    return _cost(vs, original, base)
+    return _cost(vs, original, base, ctx)
 
 
 def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
@@ -478,6 +516,26 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
             redirect[s] = st
 
 
+def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp, UOp],
+                 lanes: dict[UOp, tuple[UOp, int]]) -> None:
+    """A scalar LOAD of a widened REG buffer's element that nothing packed (tinygrad reads
+    conv2d's accumulators back one by one, transposed, for its output STACKs) becomes its lane
+    of a load of the element's group: every place of the buffer is then a whole group, so
+    the selector keeps each group in a register (kcc/isel/x86.py promotable_buffers)."""
+    for u in order:
+        if u.op is not Ops.LOAD or len(u.src) != 1 or u.shape != () or u in redirect \
+                or u in lanes or u.src[0].op is not Ops.INDEX:
+            continue
+        buf, idx = u.src[0].src
+        w = reg_width.get(base_buffer(buf)) if buf.kind == "buffer" else None
+        k = const_int(idx)
+        if w is None or k is None:
+            continue
+        g = k // w * w
+        wide = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g), UOp.const(w))),))
+        redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
+
+
 def _widest(order: list[UOp]) -> int:
     """The widest vector whose lanes the kernel takes apart."""
     return max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX
@@ -500,6 +558,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
         if v is not None and v is not u:
             redirect[u] = v
     _pack_stores(p, groups, redirect, {u: i for i, u in enumerate(order)})
+    _group_lanes(order, reg_width, redirect, p.lane_of)
     if not redirect:
         return sink
     _claim_loads(p)

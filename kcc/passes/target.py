@@ -37,6 +37,9 @@ class TargetDesc:
     load_streams: the memory streams (global loads advancing with a loop, each a different
       region of memory) an innermost loop may read before the hardware prefetchers stop
       keeping up; passes/unroll.py jams no more copies than keep it within this (0: no limit).
+    permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
+      read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
+      takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
     """
 
     name: str
@@ -53,6 +56,7 @@ class TargetDesc:
     vector_regs: int = 0
     masked_load: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     load_streams: int = 0
+    permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):
@@ -72,6 +76,10 @@ class TargetDesc:
         if self.alu_legal(n, src, op) and self.alu_legal(n, dst, op):
             return True
         return self.vector_cast is not None and self.vector_cast(op, src, dst, n)
+
+    def permute_sources(self, dtype: DType, n: int) -> int:
+        """How many source registers one permutation of n lanes of dtype may read (0: none)."""
+        return self.permute(dtype, n) if self.permute is not None else 0
 
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""

@@ -42,7 +42,14 @@ def x86_desc(arch: str) -> TargetDesc:
                    # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
                    # 16 streams ran slower than with 8 although they ran fewer instructions
                    load_streams=X86_LOAD_STREAMS,
-                   masked_load=_masked_load if arch == "x86-64-v4" else None)
+                   masked_load=_masked_load if arch == "x86-64-v4" else None,
+                   permute=_permute if arch == "x86-64-v4" else None)
+
+
+def _permute(dt: DType, n: int) -> int:
+    """x86-64-v4: 16 float32 lanes from two registers are one VPERMI2PS (kcc/isel/x86_shuf.py
+    permute)."""
+    return 2 if dt == dtypes.float32 and n == 16 else 0
 
 
 def _masked_load(dt: DType, n: int) -> bool:
