@@ -249,3 +249,24 @@ def test_a_store_between_a_load_and_its_lane_splat_keeps_the_register(arch: str)
     assert list(got[0]) == [4.0, 8.0, 12.0, 16.0]
     assert not any("broadcast" in i and "[rsi" in i for i in _insts(STORE_BETWEEN, arch,
                                                                     ops=True))
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("n", [8, 16])
+@pytest.mark.parametrize("k", range(4))
+def test_repeated_column_of_loaded_rows_is_transposed_at_full_width(arch: str, n: int,
+                                                                    k: int) -> None:
+    """A column of four just-loaded rows in every 128-bit block ((r0[k], …, r3[k]) ×n/4, as
+    conv2d's weights at 16 lanes): each row is read into every block by one VBROADCASTF128 /
+    VBROADCASTF32X4 from memory and the transpose's UNPCK/SHUFPS (3) run at the full width,
+    so no block insert or VSHUFF32X4 repeats the result (ymm only on x86-64-v3). One column
+    a kernel: a store to another buffer may alias the rows, so the rows are not read again
+    from memory after it."""
+    if n == 16 and arch == "x86-64-v3":
+        n = 8
+    text = kernel("float32", [(4, False)] * 4, [[(j, k) for j in range(4)] * (n // 4)])
+    check(text, arch)
+    insts = _insts(text, arch)
+    assert insts.count("vbroadcastf128" if n == 8 else "vbroadcastf32x4") == 4, insts
+    assert not [i for i in insts if i.startswith(("vinsertf", "vshuff", "vperm"))], insts
+    assert _shuffles(text, arch) == 4 + 3, insts

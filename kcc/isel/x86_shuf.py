@@ -140,10 +140,33 @@ class X86Shuf:
             return t
         if dt.itemsize * n == 64 and dt == dtypes.float64:
             return None                          # no zmm SHUFPD here: lane inserts instead
-        regs = [self.block_of_lanes(b, dt) for b in blocks]
         if all(b == blocks[0] for b in blocks):
-            return self.repeat(regs[0], n * dt.itemsize)
+            t = self.repeated_block(blocks[0], dt, n)
+            return t if t is not None else self.repeat(self.block_of_lanes(blocks[0], dt),
+                                                        n * dt.itemsize)
+        regs = [self.block_of_lanes(b, dt) for b in blocks]
         return self.concat(regs, dt)
+
+    def repeated_block(self, block: list[tuple[UOp, int]], dt: DType, n: int) -> VReg | None:
+        """One block of float32 lanes in every 128-bit block of n lanes, when every source
+        block was just loaded: each source block is read from memory into every block at
+        once (VBROADCASTF128 / VBROADCASTF32X4 m128, a load) and the block's shuffles run at
+        the full width (SHUFPS/UNPCK apply one selection to each 128-bit lane), so no repeat
+        follows (conv2d's weight columns (w[0][k], …, w[3][k]) ×4: the 4×4 transposes of its
+        row loads, at zmm width)."""
+        c = 16 // dt.itemsize
+        if dt != dtypes.float32 or n * dt.itemsize not in (32, 64):
+            return None
+        mems = {}
+        for v, k in block:
+            m = self.loaded_mem(v)
+            if m is None:
+                return None
+            mems[(v, k // c)] = self._at(m, 16 * (k // c))
+        w = vw(dt, n)
+        form = "vbroadcastf128_y_m128" if w == "y" else "vbroadcastf32x4_z_m128"
+        wide = {s: self._once(form, m) for s, m in mems.items()}
+        return self.block_of_lanes(block, dt, w, wide)
 
     def permute(self, u: UOp, dt: DType) -> VReg | None:
         """x86-64-v4: a zmm STACK of 32-bit lanes, each a lane of one of at most two
@@ -372,30 +395,38 @@ class X86Shuf:
                                self._once("vshufpd_y_y_ym_imm8", hi, hi, bits * 5))
         return self._once(f"vshufpd_{w}_{w}_{w}m_imm8", x, x, bits * (5 if w == "y" else 1))
 
-    def block_of_lanes(self, block: list[tuple[UOp, int]], dt: DType) -> VReg:
-        """An xmm holding the lanes of one 128-bit block, each a lane of some vector."""
+    def block_of_lanes(self, block: list[tuple[UOp, int]], dt: DType, w: str = "x",
+                       wide: dict[Block, VReg] | None = None) -> VReg:
+        """An xmm holding the lanes of one 128-bit block, each a lane of some vector; with
+        w = "y"/"z", a ymm/zmm holding them in every block, from `wide`: each source block
+        already in every block of a register."""
         c = 16 // dt.itemsize
         src = [((v, k // c), k % c) for v, k in block]
+        blk = self.block_x if wide is None else wide.__getitem__
         if dt == dtypes.float64:
             (a, pa), (b, pb) = src
             return self._once("vshufpd_x_x_xm_imm8", self.block_x(a), self.block_x(b),
                               pa | pb << 1)
+        shuf = f"vshufps_{w}_{w}_{w}m_imm8"
         if src[0][0] == src[1][0] and src[2][0] == src[3][0]:
-            return self._once("vshufps_x_x_xm_imm8", self.block_x(src[0][0]),
-                              self.block_x(src[2][0]), _imm4(tuple(p for _, p in src)))
-        r0, i0, j0 = self._pair(src[0], src[1])
-        r1, i1, j1 = self._pair(src[2], src[3])
-        return self._once("vshufps_x_x_xm_imm8", r0, r1, _imm4((i0, j0, i1, j1)))
+            return self._once(shuf, blk(src[0][0]), blk(src[2][0]),
+                              _imm4(tuple(p for _, p in src)))
+        r0, i0, j0 = self._pair(src[0], src[1], w, blk)
+        r1, i1, j1 = self._pair(src[2], src[3], w, blk)
+        return self._once(shuf, r0, r1, _imm4((i0, j0, i1, j1)))
 
-    def _pair(self, x: tuple[Block, int], y: tuple[Block, int]) -> tuple[VReg, int, int]:
-        """A register holding lanes x and y of two source blocks, and their positions in it."""
+    def _pair(self, x: tuple[Block, int], y: tuple[Block, int], w: str = "x",
+              blk=None) -> tuple[VReg, int, int]:
+        """A register holding lanes x and y of two source blocks, and their positions in it
+        (in every 128-bit block of a w-wide register when blk gives sources so repeated)."""
         (a, pa), (b, pb) = x, y
+        blk = blk or self.block_x
         if a == b:
-            return self.block_x(a), pa, pb
+            return blk(a), pa, pb
         if pa == pb:
             # UNPCKLPS interleaves lanes 0-1 of both sources, UNPCKHPS lanes 2-3
-            form = "vunpcklps_x_x_xm" if pa < 2 else "vunpckhps_x_x_xm"
+            form = f"vunpcklps_{w}_{w}_{w}m" if pa < 2 else f"vunpckhps_{w}_{w}_{w}m"
             at = (pa % 2) * 2
-            return self._once(form, self.block_x(a), self.block_x(b)), at, at + 1
-        return (self._once("vshufps_x_x_xm_imm8", self.block_x(a), self.block_x(b),
+            return self._once(form, blk(a), blk(b)), at, at + 1
+        return (self._once(f"vshufps_{w}_{w}_{w}m_imm8", blk(a), blk(b),
                            _imm4((pa, pa, pb, pb))), 0, 2)
