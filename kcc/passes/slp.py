@@ -26,7 +26,13 @@ leaves, a block concat shared between the STACKs that read it): tinygrad's 4×4 
 (16 scalar accumulators in 4 lane groups) becomes one 16-lane group whose operands are the
 concat of the four rows shuffled once per k and one row repeated (a block broadcast). All runs
 of one REG buffer get one width (its places must stay equal or disjoint to live in
-registers), and narrower loads of its elements are lanes of a load of their group.
+registers), and narrower loads of its elements are lanes of a load of their group (scalar
+ones too, so that the group stays in one register). A lane tuple that is a permutation of at
+most as many registers as the target's `permute` reads (x86-64-v4: two, one VPERMI2PS) is an
+operand as good as a shuffle: tinygrad's conv2d (16 accumulators, 4 output columns × 4
+channels) becomes one 16-lane group whose input operands are an input row's lanes and its
+gated neighbour, each in a block of its own, and whose weights are a column of block-long row
+loads repeated in every block.
 
 Anything else stays a STACK of its lanes. A scalar that was packed and still has other users
 is read back as INDEX(vector, lane), so no lane is computed twice. Each packed node computes
