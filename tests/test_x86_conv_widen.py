@@ -26,6 +26,7 @@ from elftools.elf.elffile import ELFFile
 from conv_kernel import conv_kernel
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp
+from kcc.ir.consts import const_int
 from kcc.ir.interp import run as interp_run
 from kcc.ir.uop import AddrSpace, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
@@ -194,3 +195,25 @@ def test_permutations_of_one_or_two_registers(case: int) -> None:
     insts = [i.split()[0] for i in _insts(text, "x86-64-v4")]
     if len(set(lanes)) > 1:
         assert insts.count("vpermi2ps" if regs == 2 else "vpermps") == 1, insts
+
+
+def test_group_lanes_stay_inside_the_buffer() -> None:
+    """A scalar read of a widened REG buffer becomes a lane of its group's load only where
+    that group lies inside the buffer (a 20-element buffer in groups of 16: element 17 has no
+    whole group and stays a scalar load)."""
+    from kcc.passes.slp import _group_lanes
+    text = "\n".join([
+        "# kcc-uop 1", "%y = PARAM ParamArg(0, float32, 2)",
+        "%acc = BUFFER ParamArg(0, float32, 20, addrspace=REG)",
+        "%p3 = INDEX(%acc, 3)", "%l3 = LOAD(%p3)", "%p17 = INDEX(%acc, 17)", "%l17 = LOAD(%p17)",
+        "%s = ADD(%l3, %l17)", "%q = INDEX(%y, 0)", "%st = STORE(%q, %s)",
+        'SINK(%st) KernelInfo(name="g")']) + "\n"
+    g = _prep(text)
+    order = toposort([g])
+    acc = next(u for u in order if u.op is Ops.BUFFER)
+    loads = {const_int(u.src[0].src[1]): u for u in order if u.op is Ops.LOAD}
+    redirect: dict[UOp, UOp] = {}
+    _group_lanes(order, {acc: 16}, redirect, {})
+    assert set(redirect) == {loads[3]}
+    r = redirect[loads[3]]
+    assert r.op is Ops.INDEX and const_int(r.src[1]) == 3 and r.src[0].shape == (16,)

@@ -118,7 +118,7 @@ class X86Shuf:
         lanes: list[tuple[UOp, int]] = []
         for s in u.src:
             if s.op is not Ops.INDEX or s.src[0].kind != "value":
-                return self.permute(u, dt)       # a scalar lane: only a permutation takes it
+                return self.permute(u)           # a scalar lane: only a permutation takes it
             v, k = s.src[0], const_int(s.src[1])
             if k is None or v.dtype != vt or len(v.shape) != 1 \
                     or dt.itemsize * v.shape[0] not in (16, 32, 64):
@@ -135,7 +135,7 @@ class X86Shuf:
             if p == tuple(range(c)):
                 return x
             return self.in_block(x, p, dt, n)
-        t = self.permute(u, dt)
+        t = self.permute(u)
         if t is not None:
             return t
         if dt.itemsize * n == 64 and dt == dtypes.float64:
@@ -168,8 +168,8 @@ class X86Shuf:
         wide = {s: self._once(form, m) for s, m in mems.items()}
         return self.block_of_lanes(block, dt, w, wide)
 
-    def permute(self, u: UOp, dt: DType) -> VReg | None:
-        """x86-64-v4: a zmm STACK of 32-bit lanes, each a lane of one of at most two
+    def permute(self, u: UOp) -> VReg | None:
+        """x86-64-v4: a zmm STACK of float32 lanes, each a lane of one of at most two
         registers (a vector value's lane k, or a scalar value: lane 0 of its register), as one
         VPERMPS (one register) or VPERMI2PS (two) by an index vector from .rodata: lane j
         takes lane k of the first register (index k) or of the second (16 + k; index bits
@@ -177,9 +177,9 @@ class X86Shuf:
         a zmm is read as its register's low lanes (the indexes never reach above them); the
         sources are registers, never memory (a narrower vector's memory would be read past
         its end). None when the lanes need more registers, or the STACK is not a zmm of
-        32-bit lanes, or not on x86-64-v4."""
+        float32 lanes, or not on x86-64-v4."""
         n = len(u.src)
-        if not self.evex or dt != dtypes.float32 or n != 16:
+        if not self.evex or u.dtype != dtypes.float32 or n != 16:
             return None
         regs: list[UOp] = []
         idx: list[int] = []

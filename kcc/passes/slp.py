@@ -535,7 +535,7 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
         buf, idx = u.src[0].src
         w = reg_width.get(base_buffer(buf)) if buf.kind == "buffer" else None
         k = const_int(idx)
-        if w is None or k is None:
+        if w is None or k is None or k < 0 or k // w * w + w > base_buffer(buf).arg.size:
             continue
         g = k // w * w
         wide = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g), UOp.const(w))),))
