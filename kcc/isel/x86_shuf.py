@@ -118,7 +118,9 @@ class X86Shuf:
         lanes: list[tuple[UOp, int]] = []
         for s in u.src:
             if s.op is not Ops.INDEX or s.src[0].kind != "value":
-                return self.permute(u)           # a scalar lane: only a permutation takes it
+                # a scalar lane: only a permutation takes it (a splat of one scalar is a
+                # broadcast, sel_STACK's, which an ALU may read from memory as {1toN})
+                return None if all(x is s for x in u.src) else self.permute(u)
             v, k = s.src[0], const_int(s.src[1])
             if k is None or v.dtype != vt or len(v.shape) != 1 \
                     or dt.itemsize * v.shape[0] not in (16, 32, 64):
