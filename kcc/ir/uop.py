@@ -154,15 +154,17 @@ class UOp:
         t = self._utype
         if t is None:
             from kcc.ir.rules import utype_of
-            if all(s._utype is not None for s in self.src):   # the common case: no walk
-                t = utype_of(self.op, self.src, self.arg)
-                object.__setattr__(self, "_utype", t)
-                return t
-            # Type the untyped srcs first, deepest first, so a long chain never recurses; the
-            # walk stops at nodes already typed, so typing a graph node by node stays linear.
-            for n in _untyped(self):
-                object.__setattr__(n, "_utype", utype_of(n.op, n.src, n.arg))
-            t = self._utype
+            for s in self.src:
+                if s._utype is None:
+                    # Type the untyped srcs first, deepest first, so a long chain never
+                    # recurses; the walk stops at nodes already typed, so typing a graph node
+                    # by node stays linear.
+                    for n in _untyped(self):
+                        object.__setattr__(n, "_utype", utype_of(n.op, n.src, n.arg))
+                    return self._utype
+            # the common case, every src typed: no walk (a loop, not all() over a generator)
+            t = utype_of(self.op, self.src, self.arg)
+            object.__setattr__(self, "_utype", t)
         return t
 
     @property
@@ -227,21 +229,33 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
     # each stack frame resumes its srcs' iterator where it left off (the same DFS order as
     # indexing, without rebuilding a frame per src)
     seen: set[UOp] = set()
+    add, emit = seen.add, out.append     # (bound once: this walk runs per node of every pass)
     for root in roots:
         if root in seen:
             continue
-        seen.add(root)
+        add(root)
         stack: list[tuple[UOp, Iterator[UOp]]] = [(root, iter(root.src))]
+        push, pop = stack.append, stack.pop
         while stack:
             node, srcs = stack[-1]
+            if descend is None:
+                for s in srcs:
+                    if s not in seen:
+                        add(s)
+                        push((s, iter(s.src)))
+                        break
+                else:
+                    pop()
+                    emit(node)
+                continue
             for s in srcs:
-                if s not in seen and (descend is None or descend(s)):
-                    seen.add(s)
-                    stack.append((s, iter(s.src)))
+                if s not in seen and descend(s):
+                    add(s)
+                    push((s, iter(s.src)))
                     break
             else:
-                stack.pop()
-                out.append(node)
+                pop()
+                emit(node)
     return out
 
 

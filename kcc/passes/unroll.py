@@ -89,6 +89,7 @@ MAX_INNER_WORK = 256
 # AMD's L2 stream prefetcher fetches adjacent lines as well)
 STREAM_WINDOW = 128
 _PLACES = (Ops.INDEX, Ops.SHRINK)
+_ORDERING = (Ops.RANGE, Ops.AFTER)     # ops whose srcs past the first only order
 _WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
 
 
@@ -221,10 +222,11 @@ def _varies(cone: list[UOp], r: UOp, private: set[UOp]) -> set[UOp]:
     srcs. A RANGE's order srcs and an AFTER's deps only order (the copies share the new loop's
     counter there), so a node reaching r only through them is one node for every copy."""
     out: set[UOp] = set()
+    add, disjoint = out.add, out.isdisjoint
     for n in cone:
-        srcs = n.src[:1] if n.op in (Ops.RANGE, Ops.AFTER) else n.src
-        if n is r or n in private or any(s in out for s in srcs):
-            out.add(n)
+        srcs = n.src[:1] if n.op in _ORDERING else n.src
+        if n is r or n in private or not disjoint(srcs):
+            add(n)
     return out
 
 

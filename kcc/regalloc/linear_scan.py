@@ -135,18 +135,31 @@ class _Allocator(SpillRewriter, Materializer):
         entry = WorkInst("entry", [RegOp(v, DEF, fixed=p) for v, p in self.fn.params],
                          entry=True)
         work: list[WorkInst] = []
+        map_raw = self._map_raw
         for inst in [entry, *self.fn.insts]:
             w = inst if isinstance(inst, WorkInst) else WorkInst(
                 inst.op, list(inst.operands), inst.clobbers, inst.kind, inst.arg, inst.slot,
                 orig=inst)
-            w.operands = [
-                reg_op(o, self._map_raw(o.reg)) if isinstance(o, RegOp) else
-                mem_op(o, self._map_raw(o.base), self._map_raw(o.index))
-                if isinstance(o, Mem) else o for o in w.operands]
+            ops = []
+            for o in w.operands:
+                # only a physical register can be mapped (_map_raw keeps anything else)
+                if isinstance(o, RegOp):
+                    if isinstance(o.reg, PReg):
+                        o = reg_op(o, map_raw(o.reg))
+                elif isinstance(o, Mem):
+                    if isinstance(o.base, PReg) or isinstance(o.index, PReg):
+                        o = mem_op(o, map_raw(o.base), map_raw(o.index))
+                ops.append(o)
+            w.operands = ops
             work.extend(self._lower(w))
         return work
 
     def _lower(self, w: WorkInst) -> list[WorkInst]:
+        for o in w.operands:
+            if isinstance(o, RegOp) and (o.tied is not None or o.fixed is not None):
+                break
+        else:
+            return [w]                        # nothing tied or fixed: nothing to lower
         pre: list[WorkInst] = []
         post: list[WorkInst] = []
         ops = w.operands
