@@ -29,7 +29,7 @@ from __future__ import annotations
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import UOp, toposort
-from kcc.ir.ranges import fits, int_ranges
+from kcc.ir.ranges import Range, fits, int_ranges
 from kcc.passes.target import TargetDesc
 
 _KEEP = "keep"      # leave the src exactly as it is (a static CONST operand)
@@ -49,7 +49,7 @@ def _is_weak(u: UOp) -> bool:
 
 def _natural(order: list[UOp]) -> dict[UOp, DType]:
     """The natural dtype of every weak node: int32/int64 for weakint, float64 for weakfloat."""
-    rng = int_ranges([order[-1]]) if order else {}
+    rng: dict[UOp, Range] | None = None
     nat: dict[UOp, DType] = {}
     for u in order:
         if not _is_weak(u):
@@ -57,7 +57,15 @@ def _natural(order: list[UOp]) -> dict[UOp, DType]:
         if u.dtype.kind == "weakfloat":
             nat[u] = dtypes.float64
             continue
-        wide = not fits(rng.get(u), dtypes.int32)
+        if u.src:
+            if rng is None:
+                rng = int_ranges([order[-1]])
+            r = rng.get(u)
+        else:
+            # a leaf's range is its own (no srcs to read): not worth the whole graph's walk,
+            # and weak leaves (literal constants) are most kernels' only weak nodes
+            r = rng.get(u) if rng is not None else int_ranges([u]).get(u)
+        wide = not fits(r, dtypes.int32)
         for i, s in enumerate(u.src):
             if s in nat and _mode(u, i) != _KEEP and nat[s] == dtypes.int64:
                 wide = True
