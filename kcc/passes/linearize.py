@@ -67,6 +67,9 @@ def split_end(ctx: dict[UOp, int], x: UOp) -> UOp | None:
 
 
 _ENDS = PatternMatcher([(UPat(Ops.END, name="x"), split_end)])
+# Enum members bound once: an attribute lookup on an Enum class goes through the metaclass's
+# __getattr__ hook (~100 ns on CPython 3.11), per node in range_sets
+_RANGE, _END = Ops.RANGE, Ops.END
 
 
 def normalize_ends(sink: UOp) -> UOp:
@@ -93,9 +96,9 @@ def range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
                 if d and d is not s and not d <= s:
                     s = d if s <= d else s | d
         op = n.op
-        if op is Ops.RANGE:
+        if op is _RANGE:
             s = s | {n}
-        elif op is Ops.END:
+        elif op is _END:
             r = src[1]
             if r in s or any(r in dep[x] for x in s):
                 s = frozenset(x for x in s if x is not r and r not in dep[x])
@@ -185,7 +188,7 @@ def linearize(sink: UOp) -> list[UOp]:
                 items[r] = None
         preds: dict[UOp, set[UOp]] = {it: set() for it in items}
         succs: dict[UOp, list[UOp]] = {it: [] for it in items}
-        for n in order:
+        for n in within.get(block, ()):
             it = item_in(n, block)
             if it is None:
                 continue
@@ -209,8 +212,17 @@ def linearize(sink: UOp) -> list[UOp]:
         return res
 
     members: dict[UOp | None, list[UOp]] = {}
+    # the nodes each block holds, itself or in a loop nested in it (in order): the only ones
+    # item_in places in the block, so order_block need not walk the whole graph per block
+    within: dict[UOp | None, list[UOp]] = {}
+    top = within[None] = []
     for n in order:
-        members.setdefault(home[n], []).append(n)
+        h = home[n]
+        members.setdefault(h, []).append(n)
+        top.append(n)
+        if h is not None:
+            for b in chains[h]:
+                within.setdefault(b, []).append(n)
     out: list[UOp] = []
     # iterative emission (explicit stack of (block, items, next index))
     stack: list[tuple[UOp | None, list[UOp], int]] = [(None, order_block(None), 0)]

@@ -389,12 +389,14 @@ def keep_loops(before: UOp, after: UOp, done: dict[UOp, UOp]) -> UOp:
     if after is before:
         return after
     order = before.toposort()
-    loads = [n for n in order if n.op is Ops.LOAD and done.get(n, n) is not n]
+    load = Ops.LOAD                 # (bound once: an Enum class attribute is a slow lookup)
+    loads = [n for n in order if n.op is load and done.get(n, n) is not n]
     if not loads:
         return after
     from kcc.passes.linearize import range_sets
     had = range_sets(order)
-    ranges = [n for n in order if n.op is Ops.RANGE]
+    rng = Ops.RANGE
+    ranges = [n for n in order if n.op is rng]
     has = range_sets(after.toposort())
     fix: dict[UOp, UOp] = {}
     for n in loads:

@@ -43,6 +43,10 @@ _EMPTY: frozenset[UOp] = frozenset()
 _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
 # SINKs whose whole graph passed verify (a verdict of an immutable graph never changes)
 _CLEAN: "weakref.WeakSet[UOp]" = weakref.WeakSet()
+# Enum members bound once: an attribute lookup on an Enum class goes through the
+# metaclass's __getattr__ hook (~100 ns on CPython 3.11), several per node here
+_BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP
+_PARAM, _RANGE, _SINK, _SPECIAL = Ops.PARAM, Ops.RANGE, Ops.SINK, Ops.SPECIAL
 # Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
 LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
                         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
@@ -112,41 +116,41 @@ class _Walk:
         """The rules at n (its own only when fresh, the graph-wide ones always, in the order a
         fresh walk checks them); returns whether n may be in a RANGE bound."""
         op = n.op
-        if op is Ops.SINK and n is not self.sink:
+        if op is _SINK and n is not self.sink:
             raise VerifyError("a second SINK inside the graph: the SINK is the root only", n)
-        if op is Ops.PARAM:
+        if op is _PARAM:
             self.params.append(n)
-        elif op is Ops.BUFFER:
+        elif op is _BUFFER:
             prev = self.buffer_slots.setdefault((n.arg.addrspace, n.arg.slot), n)
             if prev is not n:
                 raise VerifyError(f"BUFFER slot {n.arg.slot} is used by two BUFFERs (in "
                                   f"{n.arg.addrspace.name})", n, related=prev)
-        elif op is Ops.END:
+        elif op is _END:
             self._end(n, fresh)
-        elif op is Ops.RANGE:
+        elif op is _RANGE:
             self.ranges.append(n)
             if fresh and not n.src[0]._verified[2]:
                 raise VerifyError("a RANGE bound is built only from constants and scalar "
                                   "integer PARAMs (addrspace=ALU)", n, 0)
-        elif op is Ops.SPECIAL:
+        elif op is _SPECIAL:
             self._special(n, fresh)
         elif fresh:
             self._effects(n)
         if not fresh:
             return n._verified[2]
-        if op is Ops.PARAM:
+        if op is _PARAM:
             return n.arg.addrspace is AddrSpace.ALU and n.dtype.is_int
-        return op is Ops.CONST or (op in _BOUND_OPS and all(s._verified[2] for s in n.src))
+        return op is _CONST or (op in _BOUND_OPS and all(s._verified[2] for s in n.src))
 
     def _effects(self, n: UOp) -> None:
         """A SINK's srcs are effects or PARAMs, a GROUP's effects."""
         op = n.op
-        if op is Ops.SINK:
+        if op is _SINK:
             for i, s in enumerate(n.src):
-                if s.kind != "void" and s.op is not Ops.PARAM:
+                if s.kind != "void" and s.op is not _PARAM:
                     raise VerifyError(f"the SINK's srcs are effects; this {s.op.name} value "
                                       "is never used", n, i)
-        elif op is Ops.GROUP:
+        elif op is _GROUP:
             for i, s in enumerate(n.src):
                 if s.kind != "void":
                     raise VerifyError(f"a GROUP's srcs are effects; this {s.op.name} value is "
@@ -180,9 +184,9 @@ class _Walk:
         """The open and closed RANGE sets of n, from its srcs'; they may not meet."""
         opened = _union([s._verified[0] for s in n.src])
         closed = _union([s._verified[1] for s in n.src])
-        if n.op is Ops.RANGE:
+        if n.op is _RANGE:
             opened = opened | {n}
-        elif n.op is Ops.END:
+        elif n.op is _END:
             ends = frozenset(n.src[1:])
             opened = opened - ends
             closed = closed | ends
