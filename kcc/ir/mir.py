@@ -72,7 +72,7 @@ _WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 _READS = frozenset({Role.USE, Role.DEF | Role.USE})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RegOp:
     """A register operand with its role and constraints."""
 
@@ -80,6 +80,14 @@ class RegOp:
     role: Role = Role.USE
     fixed: PReg | None = None
     tied: int | None = None
+
+    def __init__(self, reg: Reg, role: Role = Role.USE, fixed: PReg | None = None,
+                 tied: int | None = None) -> None:
+        # the fields written into the instance dict: a frozen dataclass's own __init__ sets
+        # each through object.__setattr__ (2.4x slower; the selector and the allocator make
+        # thousands of operands per kernel)
+        d = self.__dict__
+        d["reg"], d["role"], d["fixed"], d["tied"] = reg, role, fixed, tied
 
     @property
     def is_def(self) -> bool:
@@ -106,7 +114,7 @@ class Label:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Mem:
     """A memory operand ``[base + index * scale + disp]``; base and index are register USEs."""
 
@@ -114,6 +122,11 @@ class Mem:
     index: Reg | None = None
     scale: int = 1
     disp: int = 0
+
+    def __init__(self, base: Reg | None = None, index: Reg | None = None, scale: int = 1,
+                 disp: int = 0) -> None:
+        d = self.__dict__                   # (as RegOp's: not object.__setattr__ per field)
+        d["base"], d["index"], d["scale"], d["disp"] = base, index, scale, disp
 
 
 Operand = Union[RegOp, Imm, Label, Mem]
