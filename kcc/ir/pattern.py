@@ -49,6 +49,10 @@ class UPat:
         object.__setattr__(self, "commutative", commutative)
         # the arg's key, compared with each candidate node's (not a field: not compared)
         object.__setattr__(self, "_argkey", None if arg is _ANY else argkey(arg))
+        # a pattern that only names any node (UPat.var() without a dtype): its parent binds
+        # the src itself instead of calling match (most rules' src patterns are these)
+        object.__setattr__(self, "_plain", ops is None and src is None and dts is None
+                           and arg is _ANY)
 
     @staticmethod
     def var(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> "UPat":
@@ -80,7 +84,14 @@ class UPat:
         if not self.commutative or len(n.src) != 2:
             # one order: match into store directly (a failure may leave partial captures)
             for p, s in zip(self.src, n.src):
-                if not p.match(s, store):
+                if p._plain:                 # p.match(s, store) without the call
+                    name = p.name
+                    if name is not None:
+                        prev = store.get(name)
+                        if prev is not None and prev is not s:
+                            return False
+                        store[name] = s
+                elif not p.match(s, store):
                     return False
             return True
         for srcs in (n.src, (n.src[1], n.src[0])):

@@ -197,9 +197,13 @@ def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
 
 def check_no_weak(sink: UOp) -> None:
     """Raise WeakLoweringError if a weak value is left outside a static CONST operand."""
-    for u in toposort([sink]):
+    order = toposort([sink])
+    weak = {u for u in order if _is_weak(u)}     # asked once per node, not once per edge
+    if not weak:
+        return
+    for u in order:
         for i, s in enumerate(u.src):
-            if _is_weak(s) and not (s.op is Ops.CONST and (
+            if s in weak and not (s.op is Ops.CONST and (
                     u.op is Ops.CAST or _mode(u, i) == _KEEP)):
                 raise WeakLoweringError(f"{s.op.name} is still {s.dtype} as src {i} of "
                                         f"{u.op.name} after weak-dtype lowering")

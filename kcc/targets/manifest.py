@@ -97,9 +97,24 @@ class KernelDesc:
 
 def describe_kernel(sink: UOp) -> KernelDesc:
     """The argument list and launch dimensions of a kernel graph (before any pass)."""
-    order = toposort([sink])
-    params = sorted((n for n in order if n.op is Ops.PARAM), key=lambda n: n.arg.slot)
-    loaded, stored = _accessed(order)
+    # one walk sorts out the nodes this reads (Enum members bound once: an Ops class
+    # attribute is a metaclass __getattr__ hook on CPython 3.11, slow per node)
+    param, special, load, store = Ops.PARAM, Ops.SPECIAL, Ops.LOAD, Ops.STORE
+    found: list[UOp] = []
+    spec_nodes: list[UOp] = []
+    loaded: set[UOp] = set()
+    stored: set[UOp] = set()
+    for n in toposort([sink]):
+        op = n.op
+        if op is param:
+            found.append(n)
+        elif op is special:
+            spec_nodes.append(n)
+        elif op is load:
+            loaded.add(_buffer_of(n.src[0]))
+        elif op is store:
+            stored.add(_buffer_of(n.src[0]))
+    params = sorted(found, key=lambda n: n.arg.slot)
     args = []
     for p in params:
         a = p.arg
@@ -111,12 +126,11 @@ def describe_kernel(sink: UOp) -> KernelDesc:
             args.append(ArgDesc(a.slot, "buffer", a.dtype.name, a.size, acc, name=a.name))
     glob: list[Any] = [1, 1, 1]
     loc: list[Any] = [1, 1, 1]
-    specials = sorted({n.arg for n in order if n.op is Ops.SPECIAL})
-    for n in order:
-        if n.op is Ops.SPECIAL:
-            dims = glob if n.arg.startswith("gidx") else loc
-            # a constant, or the expression of scalar arguments a loader evaluates per launch
-            dims[int(n.arg[-1])] = dim_json(n.src[0])
+    specials = sorted({n.arg for n in spec_nodes})
+    for n in spec_nodes:
+        dims = glob if n.arg.startswith("gidx") else loc
+        # a constant, or the expression of scalar arguments a loader evaluates per launch
+        dims[int(n.arg[-1])] = dim_json(n.src[0])
     return KernelDesc(sink.arg.name, args, glob, loc, specials=specials)
 
 
@@ -129,17 +143,6 @@ def duplicate_name(sinks: list[UOp]) -> str | None:
 def _buffer_of(place: UOp) -> UOp:
     """The PARAM/BUFFER under an INDEX/SHRINK place (through AFTERs)."""
     return base_buffer(place.src[0])
-
-
-def _accessed(order: list[UOp]) -> tuple[set[UOp], set[UOp]]:
-    loaded: set[UOp] = set()
-    stored: set[UOp] = set()
-    for n in order:
-        if n.op is Ops.LOAD:
-            loaded.add(_buffer_of(n.src[0]))
-        elif n.op is Ops.STORE:
-            stored.add(_buffer_of(n.src[0]))
-    return loaded, stored
 
 
 def worker_names(desc: KernelDesc) -> list[str]:
