@@ -26,10 +26,16 @@ from kcc.ir.mir import Inst, Kind, MFunction, VReg
 
 
 def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
-                   reads_flags: Callable[[Inst], bool]) -> int:
-    """Remove dead instructions from fn in place; returns how many went."""
+                   reads_flags: Callable[[Inst], bool],
+                   known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
+    """Remove dead instructions from fn in place; returns how many went. ``known``, when
+    given, receives (inst, uses(), defs()) of every instruction by id (the instructions stay
+    unchanged: the next pass may read them there instead of asking again)."""
     reads = {id(i): i.uses() for i in fn.insts}
     writes = {id(i): i.defs() for i in fn.insts}
+    if known is not None:
+        for i in fn.insts:
+            known[id(i)] = (i, reads[id(i)], writes[id(i)])
     uses: Counter = Counter(r for rs in reads.values() for r in rs if isinstance(r, VReg))
     flags = [reads_flags(i) for i in fn.insts]
     removed = 0

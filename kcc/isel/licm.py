@@ -41,12 +41,14 @@ _BACK_OR_BRANCH = (Kind.BRANCH, Kind.LOOP_END)
 
 
 def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
-                     flags_of: Callable[[Inst], str]) -> int:
+                     flags_of: Callable[[Inst], str],
+                     known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
     """Move loop-invariant instructions of fn to their loops' preheaders, in place; returns
-    how many moved (a cloned constant counts once)."""
+    how many moved (a cloned constant counts once). ``known``: (inst, uses(), defs()) of
+    instructions by id, already asked (eliminate_dead's)."""
     moved = 0
     done: set[str] = set()
-    regs = _Regs()
+    regs = _Regs(known)
     shape: tuple[list[Inst], list] | None = None   # the loops of fn.insts while it is unchanged
     while True:
         if shape is None or shape[0] is not fn.insts:
@@ -65,8 +67,9 @@ class _Regs:
     object (this pass never changes an instruction's operands in place: a renamed one is a
     new instruction)."""
 
-    def __init__(self) -> None:
-        self._seen: dict[int, tuple[Inst, list, list, str | None]] = {}
+    def __init__(self, known: dict[int, tuple[Inst, list, list]] | None = None) -> None:
+        self._seen: dict[int, tuple[Inst, list, list, str | None]] = {
+            k: (*v, None) for k, v in known.items()} if known else {}
         # the last table and its definitions by register, for the list they were made of (a
         # loop that moves nothing leaves fn.insts as it was for the next loop)
         self.last: tuple[list[Inst], list, dict[object, list[int]]] | None = None

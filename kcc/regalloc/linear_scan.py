@@ -513,7 +513,8 @@ class _Allocator(SpillRewriter, Materializer):
                                 successors(work, labels), self._vregs)
             if m:
                 vregs = self._vregs         # (m names VRegs only: their lists suffice)
-                work = [rename(w, m) if any(id(r) in m for rs in vregs(w) for r in rs)
+                keys = m.keys()
+                work = [rename(w, m) if not all(keys.isdisjoint(map(id, rs)) for rs in vregs(w))
                         else w for w in work]
                 # the allocator's own copies that became self-copies go; the selector's stay
                 # (the checker pairs them with the input) and the target drops them

@@ -120,8 +120,9 @@ class X86Target:
         stream = streaming_stores(lin, self.streaming_stores, self.vbytes)
         fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
                                                  self.arch == "x86-64-v4", stream)
-        eliminate_dead(fn, writes_memory, _reads_flags)
-        hoist_invariants(fn, _movable, _flags_of)
+        known: dict = {}                      # each instruction's uses and defs, asked once
+        eliminate_dead(fn, writes_memory, _reads_flags, known)
+        hoist_invariants(fn, _movable, _flags_of, known)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
     def allocate(self, s: Selected) -> Selected:
