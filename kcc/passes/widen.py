@@ -49,6 +49,7 @@ GPU targets opt out: their lanes are threads, and their vector memory widths are
 
 from __future__ import annotations
 
+from kcc.ir.affine import Affine, affine
 from kcc.ir.consts import const_int, literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, COMPARE, Ops
@@ -59,7 +60,6 @@ from kcc.passes.target import TargetDesc
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _FACTORS = (16, 8, 4, 2)
-Affine = tuple[int, int, frozenset[tuple[UOp, int]]]
 
 
 def _strong(v: int, dt: DType) -> UOp:
@@ -80,42 +80,6 @@ def _scaled(n: UOp) -> UOp:
         return n
     m = a << b if n.op is Ops.SHL else a * b
     return UOp(Ops.MUL, (x.src[0], make_const(literal_value(m, dt), dt)))
-
-
-def _affine(n: UOp, r: UOp, dep: dict[UOp, frozenset[UOp]],
-            memo: dict[UOp, Affine | None]) -> Affine | None:
-    """n as (c, o, terms) with n = c*r + o + sum(coef*term), the terms free of r; None when r
-    does not enter linearly (through ADD, SUB, and MUL/SHL by constants)."""
-    if n in memo:
-        return memo[n]
-    res: Affine | None = None
-    v = const_int(n)
-    if v is not None:
-        res = (0, v, frozenset())
-    elif n is r:
-        res = (1, 0, frozenset())
-    elif r not in dep.get(n, frozenset()):
-        res = (0, 0, frozenset({(n, 1)}))
-    elif n.op in (Ops.ADD, Ops.SUB):
-        a, b = _affine(n.src[0], r, dep, memo), _affine(n.src[1], r, dep, memo)
-        if a is not None and b is not None:
-            s = 1 if n.op is Ops.ADD else -1
-            terms = dict(a[2])
-            for t, c in b[2]:
-                terms[t] = terms.get(t, 0) + s * c
-            res = (a[0] + s * b[0], a[1] + s * b[1],
-                   frozenset((t, c) for t, c in terms.items() if c))
-    elif n.op in (Ops.MUL, Ops.SHL):
-        k, x = const_int(n.src[1]), n.src[0]
-        if k is None and n.op is Ops.MUL:
-            k, x = const_int(n.src[0]), n.src[1]
-        a = _affine(x, r, dep, memo) if k is not None and (n.op is Ops.MUL or 0 <= k < 31) \
-            else None
-        if a is not None:
-            m = k if n.op is Ops.MUL else 1 << k
-            res = (a[0] * m, a[1] * m, frozenset((t, c * m) for t, c in a[2]))
-    memo[n] = res
-    return res
 
 
 def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
@@ -198,6 +162,7 @@ class _Loop:
 
     def _consecutive(self) -> bool:
         """Every place starts at W*i + base + o; the stored buffers' accesses share one base."""
+        r, dep = self.r, self.dep
         memo: dict[UOp, Affine | None] = {}
         self.spans: dict[UOp, list[tuple[int, bool]]] = {}
         bases: dict[UOp, frozenset] = {}
@@ -205,12 +170,14 @@ class _Loop:
         users = {n.src[0]: n.op is Ops.STORE for n in self.vectors
                  if n.op in (Ops.LOAD, Ops.STORE)}
         for p in self.places:
-            a = _affine(p.src[1], self.r, self.dep, memo)
-            if a is None or a[0] != self.width or p not in users:
+            # the counter and the nodes free of it are leaves; anything else: not linear
+            a = affine(p.src[1], lambda n: n is r or r not in dep.get(n, frozenset()), memo)
+            if a is None or a[0].get(r) != self.width or p not in users:
                 return False
             b = base_buffer(p.src[0])
             if b in stored:
-                if bases.setdefault(b, a[2]) != a[2]:
+                base = frozenset((t, c) for t, c in a[0].items() if t is not r)
+                if bases.setdefault(b, base) != base:
                     return False
                 self.spans.setdefault(b, []).append((a[1], users[p]))
         return True
