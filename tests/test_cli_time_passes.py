@@ -18,7 +18,8 @@ def test_time_passes_lists_every_pass(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["compile", "-t", "x86", str(KERNEL), "-o",
                                   str(tmp_path / "k.o"), "--time-passes"])
     assert r.exit_code == 0, r.output
-    rows = [line.split()[0] for line in r.output.splitlines() if line and not line.startswith("wrote")]
+    rows = [line.split()[0] for line in r.output.splitlines()
+            if line and not line.startswith("wrote")]
     assert rows == ["pass", *PASS_NAMES, "total"]
 
 

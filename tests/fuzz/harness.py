@@ -112,15 +112,22 @@ def check_x86(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
     failure message holds the kernel's .uop text and the input seed (to make a regression)."""
     verify(sink)                          # a generator bug, not a compiler bug, if this fails
     args = special_inputs(sink, seed)
-    want = run_reference(sink, args)
+    _compare_x86(sink, args, run_reference(sink, args), seed, arch)
+
+
+def _compare_x86(sink: UOp, args: list, want: list, seed: int, arch: str,
+                 fp_contract: str = "off") -> None:
+    """Run kcc's x86 object of sink on args and assert it wrote what the oracle did (want);
+    the message names the seed and holds the kernel's text."""
     try:
-        got = run_x86(sink, args, arch)
+        got = run_x86(sink, args, arch, fp_contract=fp_contract)
     except Exception as e:
         raise AssertionError(f"x86 compile/run failed: {type(e).__name__}: {e}\n"
                              f"seed={seed}\n{format_uop(sink)}") from e
     msg = mismatch(sink, got, want)
     if msg:
-        raise AssertionError(f"{msg}\nseed={seed}\n{format_uop(sink)}")
+        how = "" if fp_contract == "off" else f"fp-contract {fp_contract}, "
+        raise AssertionError(f"{msg}\n{how}seed={seed}\n{format_uop(sink)}")
 
 
 def check_x86_streaming(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
@@ -175,15 +182,7 @@ def check_x86_contract(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> Non
     head, _, text = dump.getvalue().partition("\n")
     assert head == "; after contract", head
     fused = parse(text, "after-contract.uop")
-    want = run_reference(fused, args)
-    try:
-        got = run_x86(sink, args, arch, fp_contract="fast")
-    except Exception as e:
-        raise AssertionError(f"x86 compile/run failed: {type(e).__name__}: {e}\n"
-                             f"seed={seed}\n{format_uop(sink)}") from e
-    msg = mismatch(sink, got, want)
-    if msg:
-        raise AssertionError(f"{msg}\nfp-contract fast, seed={seed}\n{format_uop(sink)}")
+    _compare_x86(sink, args, run_reference(fused, args), seed, arch, fp_contract="fast")
 
 
 def find_ptxas() -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.strategies import Scope, Val, _close, _group, _Kernel, _loops, _sink
+from fuzz.strategies import Scope, Val, _close, _group, _Kernel, _loops, _sink, loop_nest
 from kcc.ir import AddrSpace, AxisType, Ops, ParamArg, UOp, dtypes
 from kcc.ir.dtype import DType
 
@@ -131,14 +131,7 @@ def _widen_loops(draw: st.DrawFn) -> tuple[list[UOp], UOp, int]:
     12, 16) or not (3, 5): the loop nest `lanewise(loop=True)` draws."""
     bounds = [draw(st.integers(1, 3))] if draw(st.booleans()) else []
     bounds.append(draw(st.sampled_from((2, 4, 6, 8, 12, 16, 3, 5))))
-    ranges = [UOp(Ops.RANGE, (UOp.const(b),), (k, AxisType.LOOP)) for k, b in enumerate(bounds)]
-    lin: UOp = ranges[0]
-    for r, b in zip(ranges[1:], bounds[1:]):
-        lin = UOp(Ops.ADD, (UOp(Ops.MUL, (lin, UOp.const(b))), r))
-    n = 1
-    for b in bounds:
-        n *= b
-    return ranges, lin, n
+    return loop_nest(draw, bounds)
 
 
 @st.composite

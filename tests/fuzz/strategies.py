@@ -361,6 +361,13 @@ def _loops(draw: st.DrawFn, depth: int, first_axis: int = 0, max_bound: int = 5,
     `special`, the outermost is a SPECIAL gidx0 (x86 workers, CUDA blocks), not a RANGE."""
     bounds = [draw(st.integers(1, max_bound)) for _ in range(depth)]
     idt = draw(st.sampled_from(INDEX_DTYPES)) if strong else None
+    return loop_nest(draw, bounds, first_axis, idt, special)
+
+
+def loop_nest(draw: st.DrawFn, bounds: list[int], first_axis: int = 0,
+              idt: DType | None = None, special: bool = False) -> tuple[list[UOp], UOp, int]:
+    """Nested RANGEs of these bounds (weak literals, or strong constants of idt: int_const),
+    the outermost a SPECIAL gidx0 with `special`; their linear index and element count."""
     ranges = [UOp(Ops.RANGE, (int_const(draw, b, idt),), (first_axis + k, AxisType.LOOP))
               for k, b in enumerate(bounds)]
     if special:
