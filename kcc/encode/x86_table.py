@@ -499,6 +499,11 @@ def _kmask_rows() -> None:
     - VRNDSCALEPS/PD v1, v2/m, imm8 (EVEX.66.0F3A 08 W0 / 09 W1) and VRNDSCALESS/SD x1, x2,
       x3/m32/m64, imm8 (0A W0 / 0B W1, Tuple1 Scalar: N = 4/8): imm8[1:0] the rounding mode,
       [3] suppress precision (as VROUND's), [7:4] = 0 keeps no fraction bits."""
+    # the masked moves: mnemonic, pp, load opcode, store opcode, W (SDM Vol. 2: MOVUPS/MOVUPD
+    # 0F 10/11, VMOVDQU8/16 F2 0F 6F/7F, VMOVDQU32/64 F3 0F 6F/7F)
+    masked_moves = (("vmovups", N, 0x10, 0x11, False), ("vmovupd", P66, 0x10, 0x11, True),
+                    ("vmovdqu8", PF2, 0x6F, 0x7F, False), ("vmovdqu16", PF2, 0x6F, 0x7F, True),
+                    ("vmovdqu32", PF3, 0x6F, 0x7F, False), ("vmovdqu64", PF3, 0x6F, 0x7F, True))
     for v, vl, n in (("x", 0, 16), ("y", 1, 32), ("z", 2, 64)):
         for sfx, wide, w in (("b", True, False), ("w", True, True), ("d", False, False),
                              ("q", False, True)):
@@ -510,10 +515,7 @@ def _kmask_rows() -> None:
             _add(f"vpblendm{sfx}", "evex_mask", "evex", bytes([0x66 if wide else 0x64]),
                  f"{v}/reg/w k/aaa/r {v}/vvvv/r {v}m/rm/r", pp=P66, mmap=M0F38, w=w, vl=vl,
                  disp8_n=n)
-        for mnem, pp, op, w in (("vmovups", N, 0x10, False), ("vmovupd", P66, 0x10, True),
-                                ("vmovdqu8", PF2, 0x6F, False), ("vmovdqu16", PF2, 0x6F, True),
-                                ("vmovdqu32", PF3, 0x6F, False),
-                                ("vmovdqu64", PF3, 0x6F, True)):
+        for mnem, pp, op, _, w in masked_moves:
             _add(mnem, "evex_mask", "evex", bytes([op]), f"{v}/reg/w kz/aaa/r {v}m/rm/r",
                  pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
             # merge-masking: lanes off in k1 keep the destination's (read: rw)
@@ -521,10 +523,7 @@ def _kmask_rows() -> None:
                  pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
         # ... and their merge-masked stores (EVEX 0F 11, F2/F3 0F 7F): lanes off in k1 are
         # not written and raise no fault (the same §15.6.1); "[mem] {k1}, v"
-        for mnem, pp, op, w in (("vmovups", N, 0x11, False), ("vmovupd", P66, 0x11, True),
-                                ("vmovdqu8", PF2, 0x7F, False), ("vmovdqu16", PF2, 0x7F, True),
-                                ("vmovdqu32", PF3, 0x7F, False),
-                                ("vmovdqu64", PF3, 0x7F, True)):
+        for mnem, pp, _, op, w in masked_moves:
             _add(mnem, "evex_mask", "evex", bytes([op]), f"m{n * 8}/rm/w k/aaa/r {v}/reg/r",
                  pp=pp, mmap=M0F, w=w, vl=vl, disp8_n=n)
         for mnem, op, w in (("vrndscaleps", 0x08, False), ("vrndscalepd", 0x09, True)):
