@@ -59,3 +59,21 @@ def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
     if memo is not None:
         memo[x] = res
     return res
+
+
+def iterations_disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
+    """Whether accesses (c, o, n elements, is a store), each of elements c*i + base + o …
+    + n-1 in iteration i (one base for all), never touch one element in iterations 1 … f-1
+    apart when one of the two is a store: f adjacent iterations may run as one."""
+    for c, o1, w1, st1 in accesses:
+        for c2, o2, w2, st2 in accesses:
+            if not (st1 or st2):
+                continue
+            if c2 != c:
+                return False
+            for d in range(1, f):
+                for dd in (d, -d):
+                    diff = c * dd + o2 - o1   # start of the other iteration's span, relative
+                    if -w2 < diff < w1:
+                        return False
+    return True

@@ -81,6 +81,12 @@ def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool
     return float(c) if dt.is_float else int(c)
 
 
+def strong_int(v: int, dt: DType) -> UOp:
+    """The integer constant v in dtype dt as the format writes a strong constant (CAST(v) dt;
+    a weak dt: the plain literal)."""
+    return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
+
+
 def const_value(u: UOp) -> tuple[Any, DType] | None:
     """(value, dtype) of a scalar constant node (CONST or a CAST chain over one), else None.
     Computed once per node (nodes are immutable): every pass asks it of the same nodes."""

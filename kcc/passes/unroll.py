@@ -68,9 +68,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcc.ir.affine import affine
-from kcc.ir.consts import const_int, literal_value
-from kcc.ir.dtype import DType
+from kcc.ir.affine import affine, iterations_disjoint
+from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
@@ -102,11 +101,6 @@ class _Plan:
     factor: int
     private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
     inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
-
-
-def _strong_int(v: int, dt: DType) -> UOp:
-    """The integer constant v in dtype dt, written as the format's strong constant."""
-    return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
 
 
 def _span(place: UOp) -> tuple[UOp, int] | None:
@@ -230,23 +224,6 @@ def _varies(cone: list[UOp], r: UOp, private: set[UOp]) -> set[UOp]:
     return out
 
 
-def _disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:
-    """Whether accesses (c, o, n elements, is a store) with c*i + base + o of iterations 1 …
-    f-1 apart never touch one element when one of the two is a store."""
-    for c, o1, w1, st1 in accesses:
-        for c2, o2, w2, st2 in accesses:
-            if not (st1 or st2):
-                continue
-            if c2 != c:
-                return False
-            for d in range(1, f):
-                for dd in (d, -d):
-                    diff = c * dd + o2 - o1   # start of the other iteration's span, relative
-                    if -w2 < diff < w1:
-                        return False
-    return True
-
-
 def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
              dep: dict[UOp, frozenset[UOp]], f: int) -> int:
     """The memory streams the fused inner loops read with f copies: global loads whose address
@@ -364,7 +341,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
-        if all(_disjoint(v, f) for v in glob.values()):
+        if all(iterations_disjoint(v, f) for v in glob.values()):
             return _Plan(r, end, f, tuple(private), inner)
     return None
 
@@ -373,9 +350,9 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
-    r2 = UOp(Ops.RANGE, (_strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
-    scale = UOp(Ops.MUL, (r2, _strong_int(f, dt)))
-    idx = [scale] + [UOp(Ops.ADD, (scale, _strong_int(k, dt))) for k in range(1, f)]
+    r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
+    scale = UOp(Ops.MUL, (r2, strong_int(f, dt)))
+    idx = [scale] + [UOp(Ops.ADD, (scale, strong_int(k, dt))) for k in range(1, f)]
     slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
                     and n.arg.addrspace is AddrSpace.REG), default=-1)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]

@@ -49,9 +49,8 @@ GPU targets opt out: their lanes are threads, and their vector memory widths are
 
 from __future__ import annotations
 
-from kcc.ir.affine import Affine, affine
-from kcc.ir.consts import const_int, literal_value
-from kcc.ir.dtype import DType
+from kcc.ir.affine import Affine, affine, iterations_disjoint
+from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
@@ -60,11 +59,6 @@ from kcc.passes.target import TargetDesc
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _FACTORS = (16, 8, 4, 2)
-
-
-def _strong(v: int, dt: DType) -> UOp:
-    """The integer constant v in dtype dt, written as the format's strong constant."""
-    return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
 
 
 def _scaled(n: UOp) -> UOp:
@@ -186,16 +180,8 @@ class _Loop:
         """No store's span of one iteration meets another access's span 1 … k-1 iterations
         apart, in either direction (every span is W elements, W*d apart per d iterations)."""
         w = self.width
-        for spans in self.spans.values():
-            for o1, st1 in spans:
-                for o2, st2 in spans:
-                    if not (st1 or st2):
-                        continue
-                    for d in range(1, k):
-                        for dd in (d, -d):
-                            if -w < w * dd + o2 - o1 < w:
-                                return False
-        return True
+        return all(iterations_disjoint([(w, o, w, st) for o, st in spans], k)
+                   for spans in self.spans.values())
 
     def factor(self, desc: TargetDesc) -> int:
         """The largest legal k (module docstring), 0 for none."""
@@ -229,10 +215,10 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
     """(the loop's new END, its new RANGE): the region rewritten at W*k lanes."""
     r, w = loop.r, loop.width
     dt = r.dtype
-    r2 = UOp(Ops.RANGE, (_strong(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
-    base = UOp(Ops.MUL, (r2, _strong(k, dt)))
+    r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
+    base = UOp(Ops.MUL, (r2, strong_int(k, dt)))
     copies: dict[UOp, list[UOp]] = {
-        r: [base] + [UOp(Ops.ADD, (base, _strong(j, dt))) for j in range(1, k)]}
+        r: [base] + [UOp(Ops.ADD, (base, strong_int(j, dt))) for j in range(1, k)]}
     wide: dict[UOp, UOp] = {}
 
     def scalar(s: UOp, j: int) -> UOp:
@@ -248,7 +234,7 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
             continue
         if n.op is Ops.SHRINK:
             cnt = n.src[2]
-            cnt2 = _strong(w * k, cnt.arg) if cnt.op is Ops.CAST else UOp.const(w * k)
+            cnt2 = strong_int(w * k, cnt.arg) if cnt.op is Ops.CAST else UOp.const(w * k)
             wide[n] = n.replace(src=(n.src[0], copies[n.src[1]][0], cnt2))
         elif n.op is Ops.STORE:
             wide[n] = n.replace(src=(wide[n.src[0]], vector(n.src[1])))
