@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kcc.frontend.parser import parse, parse_file  # noqa: E402
 from kcc.ir.interp import run  # noqa: E402
-from kcc.targets.cuda import compile_cuda, find_ptxas, launch_cuda  # noqa: E402
-from kcc.targets.cuda_driver import Driver, available  # noqa: E402
+from kcc.targets.cuda.target import compile_cuda, find_ptxas, launch_cuda  # noqa: E402
+from kcc.targets.cuda.driver import Driver, available  # noqa: E402
 from kcc.targets.manifest import check_launch  # noqa: E402
 
 N_BIG = 1 << 26          # 64 Mi float32 per buffer: 256 MiB read + 256 MiB written per launch
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
     if find_ptxas() is None:
         print("gpu_check: ptxas not found (pip install nvidia-cuda-nvcc); nothing to run.")
         return 0
-    from kcc.targets.cuda import ARCHES
+    from kcc.targets.cuda.target import ARCHES
     mj, mn = Driver.get().compute_capability()
     known = [a for a in ARCHES if int(a[3:]) <= mj * 10 + mn]
     arch = known[-1] if known else ARCHES[0]

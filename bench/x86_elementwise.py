@@ -27,8 +27,8 @@ import numpy as np
 
 from kcc.frontend.parser import parse
 from kcc.targets.manifest import check_launch
-from kcc.targets.objload import LoadedObject
-from kcc.targets.x86 import compile_x86, launch
+from kcc.targets.x86.objload import LoadedObject
+from kcc.targets.x86.target import compile_x86, launch
 
 C_SRC = """
 void saxpy(float *restrict out, const float *restrict a, const float *restrict b, float x,

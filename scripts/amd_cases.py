@@ -9,7 +9,7 @@ sc0/sc1/nt, DS offset0/offset1).
 """
 from __future__ import annotations
 
-from kcc.encode.amd_table import FAMILY, KINDS, WAVE_SIZE, Row
+from kcc.encode.amd.table import FAMILY, KINDS, WAVE_SIZE, Row
 
 _FLOATS = ("f16", "f32", "f64")
 

@@ -3,7 +3,7 @@
 
     python scripts/regen_golden.py [--target x86] [--llvm-mc /usr/bin/llvm-mc]
 
-x86: for every row of kcc.encode.x86_table.FORMS, a few representative cases (low, high and
+x86: for every row of kcc.encode.x86.table.FORMS, a few representative cases (low, high and
 mixed registers, the memory addressing modes, immediates of each width) are rendered as Intel
 assembly *by this script* (not by kcc's printer) and assembled with
 ``llvm-mc -triple=x86_64 -x86-asm-syntax=intel -output-asm-variant=1 -show-encoding``.
@@ -19,7 +19,7 @@ golden/x86/align/p2align.s holds the NOP bytes llvm-mc pads a `.p2align` gap of 
 (``; padding: n`` then ``; bytes: …``), for kcc's loop-head alignment.
 
 AMD (``--target amd``, needs LLVM 19: ``--llvm-mc-19 /usr/bin/llvm-mc-19``): for every row of
-kcc.encode.amd_table.rows(arch), arch gfx1100 and gfx942, scripts/amd_cases.py renders
+kcc.encode.amd.table.rows(arch), arch gfx1100 and gfx942, scripts/amd_cases.py renders
 representative cases; ``llvm-mc-19 -triple=amdgcn -mcpu=<arch> -mattr=<pinned> -show-encoding``
 assembles them and ``llvm-mc-19 -disassemble`` prints the bytes back (the text llvm-objdump-19
 shows). golden/amd/<arch>/<format>.s then holds
@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from kcc.encode.x86_table import FORMS, GROUPS, KINDS, Row  # noqa: E402
-from kcc.targets.x86_slots import FILL_FORMS, SPILL_FORMS  # noqa: E402
+from kcc.encode.x86.table import FORMS, GROUPS, KINDS, Row  # noqa: E402
+from kcc.targets.x86.slots import FILL_FORMS, SPILL_FORMS  # noqa: E402
 
 _SLOT_FORMS = frozenset({*SPILL_FORMS.values(), *FILL_FORMS.values()})
 
@@ -321,7 +321,7 @@ def amd_assemble(llvm_mc: str, arch: str, lines: list[str],
 def regen_amd(llvm_mc: str) -> None:
     """Write golden/amd/<arch>/<format>.s for every row of both AMD families."""
     from amd_cases import amd_cases
-    from kcc.encode.amd_table import ARCHES, formats_of
+    from kcc.encode.amd.table import ARCHES, formats_of
     version = subprocess.run([llvm_mc, "--version"], capture_output=True, text=True).stdout
     ver = re.search(r"LLVM version ([\d.]+)", version)
     if not ver or int(ver.group(1).split(".")[0]) < 17:

@@ -15,15 +15,15 @@ HAVE_LLVM19 = all(shutil.which(t) for t in LLVM19)
 needs_llvm19 = pytest.mark.skipif(not HAVE_LLVM19,
                                   reason="needs LLVM 19 (apt-get install llvm-19 lld-19)")
 ARCHS = ("gfx1100", "gfx942")
-# The emulator decodes .text with kcc's AMD decoder (kcc.encode.amd, issue 9 section 2),
+# The emulator decodes .text with kcc's AMD decoder (kcc.encode.amd.encoder, issue 9 section 2),
 # which lands separately; until it is in the tree the tests that run code objects skip.
 try:
-    import kcc.encode.amd  # noqa: F401
+    import kcc.encode.amd.encoder  # noqa: F401
     HAVE_DECODER = True
 except ImportError:
     HAVE_DECODER = False
 needs_decoder = pytest.mark.skipif(not HAVE_DECODER,
-                                   reason="kcc's AMD decoder (kcc.encode.amd) is not in this tree")
+                                   reason="kcc's AMD decoder (kcc.encode.amd.encoder) is not in this tree")
 
 _ENC = re.compile(r"encoding: \[([^\]]*)\]")
 

@@ -136,7 +136,7 @@ def same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("src", DTYPES)
 def test_every_cast_from_src_matches_the_interpreter(src: str, arch: str) -> None:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     x = source_values(src)
     x = np.concatenate([x, x[: (-x.size) % BLOCK]])
     failures = []
@@ -223,7 +223,7 @@ SINK(%s) KernelInfo(name="k")
 def test_casts_of_uniform_integers_match_the_interpreter(arch: str) -> None:
     """≤ 32-bit integers the same in every lane live in SGPRs: their casts (from SALU
     registers) around the limits and the float16 overflow threshold."""
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     failures = []
     for src in ("int8", "uint8", "int16", "uint16", "int32", "uint32"):
         info = np.iinfo(_np(src))

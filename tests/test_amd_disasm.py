@@ -14,8 +14,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from amd_llvm_kernels import build_hsaco
-from kcc.encode.amd_decode import disassemble
-from kcc.encode.amd_table import ARCHES
+from kcc.encode.amd.decode import disassemble
+from kcc.encode.amd.table import ARCHES
 from test_amd_encode import CASES, MATTR
 
 TOOLS = {t: shutil.which(t) for t in ("llvm-mc-19", "ld.lld-19", "llvm-objdump-19", "llc-19")}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from amd_util import ARCHS, llc_hsaco, needs_decoder, needs_llvm19
-from kcc.targets.amd_emu import EmuError, run_hsaco
+from kcc.targets.amd.emu.core import EmuError, run_hsaco
 
 pytestmark = [needs_llvm19, needs_decoder]
 
@@ -331,7 +331,7 @@ def test_disasm_listing_matches_llvm_objdump(tmp_path, arch):
     """`kcc disasm` of code llc wrote: every instruction's address, words and text as
     llvm-objdump-19 prints them (up to the padding after each kernel)."""
     import re
-    from kcc.targets.hsaco_read import listing
+    from kcc.targets.amd.hsaco_read import listing
     obj = build(tmp_path, arch, REDUCE, "reduce")
     mine = []
     for m in re.finditer(r"^\s+([0-9a-f]+):\s+((?:[0-9a-f]{8} )+)\s*(.*)$", listing(obj), re.M):

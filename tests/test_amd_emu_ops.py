@@ -11,8 +11,8 @@ import struct
 import numpy as np
 import pytest
 
-from kcc.encode.amd_operands import SGPR, VGPR, FloatImm, Imm, Inst, Special
-from kcc.targets.amd_emu import WAVE, EmuError, Memory, Wave, Workgroup, execute
+from kcc.encode.amd.operands import SGPR, VGPR, FloatImm, Imm, Inst, Special
+from kcc.targets.amd.emu.core import WAVE, EmuError, Memory, Wave, Workgroup, execute
 
 ARCHS = ("gfx1100", "gfx942")
 SENTINEL = 0xDEADBEEF

@@ -24,7 +24,7 @@ KERNELS = (sorted((REPO / "examples").glob("*.uop")) + sorted((REPO / "tests" / 
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
 def test_kernel_runs_in_the_emulator_like_the_interpreter(path: Path, arch: str) -> None:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     sink = parse_file(path)
     (code,) = compile_amd_code([sink], arch)
     data = hsaco([code])
@@ -42,7 +42,7 @@ def test_cli_run_amd_emulates_and_points_to_emulate_without_a_gpu(tmp_path: Path
                                                                    monkeypatch) -> None:
     from click.testing import CliRunner
     from kcc.cli import main
-    from kcc.targets import hip_driver
+    from kcc.targets.amd import hip_driver
     monkeypatch.setenv("KCC_LIBAMDHIP64", str(tmp_path / "no-libamdhip64.so"))
     monkeypatch.setattr(hip_driver.Runtime, "_instance", None)
     src = str(REPO / "examples" / "local_reduce.uop")
@@ -65,7 +65,7 @@ def test_regression_uint8_to_int8_is_sign_extended(arch: str) -> None:
     """Found by the AMD fuzzer: CAST uint8 → int8 kept the zero-extended register (254 instead
     of -2), so a CMOD of it had the wrong sign."""
     from kcc.frontend.parser import parse
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     sink = parse("""# kcc-uop 1
 %o = PARAM ParamArg(0, int8, 4)
 %a = PARAM ParamArg(1, uint8, 4)

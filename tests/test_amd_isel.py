@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kcc.encode.amd_operands import SGPR, VGPR
+from kcc.encode.amd.operands import SGPR, VGPR
 from kcc.frontend.parser import parse, parse_file
 from kcc.ir.mir import PReg
-from kcc.isel.amd import AmdSelectError, kernarg_layout
-from kcc.isel.amd_base import uniform_nodes
-from kcc.isel.amd_regs import ARCHES, AmdRegInfo, parse_preg
-from kcc.targets.amd import assembly, compile_amd_code
+from kcc.isel.amd.select import AmdSelectError, kernarg_layout
+from kcc.isel.amd.base import uniform_nodes
+from kcc.isel.amd.regs import ARCHES, AmdRegInfo, parse_preg
+from kcc.targets.amd.target import assembly, compile_amd_code
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / "tests" / "kernels" / "shared"   # the shared examples (project copy)
@@ -177,7 +177,7 @@ def test_kernarg_layout_aligns_each_argument() -> None:
 %s = STORE(%i, %h)
 SINK(%s) KernelInfo(name="k")
 """)
-    from kcc.targets.amd import _params
+    from kcc.targets.amd.target import _params
     layout, size = kernarg_layout(_params(sink))
     assert layout == [(0, 4), (8, 8), (16, 8), (24, 4)] and size == 32
 
@@ -249,9 +249,9 @@ SINK(%e) KernelInfo(name="f64div")
 def test_hsaco_text_equals_an_llvm_build_of_the_assembly(arch: str, tmp_path: Path) -> None:
     """kcc's own code object (the encoder over the listing, branches laid out by kcc) has the
     same .text bytes as llvm-mc-19 + ld.lld-19 give for kcc's assembly of the same kernels."""
-    from kcc.targets.amd import has_encoder, hsaco
+    from kcc.targets.amd.target import has_encoder, hsaco
     if not has_encoder():
-        pytest.skip("kcc.encode.amd (the AMD encoder) is not in this tree")
+        pytest.skip("kcc.encode.amd.encoder (the AMD encoder) is not in this tree")
     tools = [shutil.which(t) for t in ("ld.lld-19", "llvm-objcopy-19")]
     if LLVM_MC is None or None in tools:
         pytest.skip("llvm-mc-19/ld.lld-19/llvm-objcopy-19 not installed (apt-get install "
@@ -299,7 +299,7 @@ SINK(%e) KernelInfo(name="k")
 def test_cli_run_amd_without_a_code_object_says_what_to_do(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from kcc.cli import main
-    from kcc.targets.amd import has_encoder
+    from kcc.targets.amd.target import has_encoder
     src = str(REPO / "examples" / "saxpy.uop")
     r = CliRunner().invoke(main, ["run", src, "-t", "x86", "--random", "--emulate",
                                   "-o", str(tmp_path)])

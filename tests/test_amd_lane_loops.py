@@ -1,4 +1,4 @@
-"""AMD loops that run per lane (kcc/isel/amd.py `lane_loop`): a VGPR counter, EXEC narrowed to
+"""AMD loops that run per lane (kcc/isel/amd/select.py `lane_loop`): a VGPR counter, EXEC narrowed to
 the lanes still iterating, the loop left when EXEC is empty (s_cbranch_execz / execnz) and EXEC
 restored after END. The format's bounds are static (docs/uop-format.md: constants and scalar
 PARAMs), so what reaches this path is a 64-bit counter (SALU has no 64-bit signed compare) and
@@ -110,7 +110,7 @@ SINK(%e) KernelInfo(name="i64c")
 
 
 def _emulate(sink, args: list, arch: str) -> list:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     from kcc.targets.manifest import check_launch
     (code,) = compile_amd_code([sink], arch)
     assert any("s_cbranch_execnz" in line for line in code.asm), "no per-lane loop"

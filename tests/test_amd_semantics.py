@@ -21,7 +21,7 @@ ARCHS = ("gfx1100", "gfx942")
 
 
 def _emulate(sink, inputs: list, arch: str) -> list:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     from kcc.targets.manifest import check_launch
     (code,) = compile_amd_code([sink], arch)
     got = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
@@ -49,7 +49,7 @@ def _matrix_params() -> list:
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("sink", _matrix_params())
 def test_op_matrix_on_amd_matches_interpreter(sink, arch: str) -> None:
-    from kcc.targets.amd import compile_amd_code
+    from kcc.targets.amd.target import compile_amd_code
     (code,) = compile_amd_code([sink], arch)
     args = random_args(code.desc, np.random.default_rng(7))
     want = reference(sink, args)

@@ -30,7 +30,7 @@ from elftools.elf.relocation import RelocationSection
 from kcc.cli import main
 from kcc.frontend.parser import parse
 from kcc.targets.manifest import check_launch, describe_kernel
-from kcc.targets.x86 import launch
+from kcc.targets.x86.target import launch
 from test_cli_run import APPROX, CPU_EXAMPLES
 from x86_util import assert_same, random_inputs, reference
 

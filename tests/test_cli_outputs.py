@@ -232,7 +232,7 @@ def test_disasm_of_an_elf_with_no_code(tmp_path: Path) -> None:
 
 
 def test_disasm_cubin_without_sass_tools_fails(monkeypatch, tmp_path: Path) -> None:
-    import kcc.targets.cuda as cuda
+    import kcc.targets.cuda.target as cuda
     monkeypatch.setattr(cuda.shutil, "which", lambda name: None)
     monkeypatch.setattr(cuda, "_wheel_tool", lambda name: None)
     elf = bytearray(64)

@@ -390,7 +390,7 @@ def test_subprocess_no_traceback(built: Path, argv: list[str], needle: str) -> N
 
 def test_an_internal_compiler_error_is_one_line_not_a_traceback(monkeypatch, tmp_path) -> None:
     """A bug inside a pass must still end in `error: internal compiler error …`, exit 1."""
-    import kcc.targets.x86 as x86
+    import kcc.targets.x86.target as x86
 
     def broken(*a, **k):
         raise ZeroDivisionError("simulated bug")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-import kcc.targets.x86 as x86_target
+import kcc.targets.x86.target as x86_target
 from kcc.cli import TRANSCENDENTAL_ULP, main
 from kcc.frontend.parser import parse
 from kcc.ir import Ops

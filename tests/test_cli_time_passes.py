@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from kcc.cli import main
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import PASS_NAMES, time_passes
-from kcc.targets.x86 import compile_x86
+from kcc.targets.x86.target import compile_x86
 
 KERNEL = Path(__file__).parent / "kernels" / "lanewise_add.uop"
 

@@ -17,9 +17,9 @@ import pytest
 from kcc.encode.ptx import ARCH_PTX, Addr, Imm, Inst, PtxError, Reg, check_inst
 from kcc.frontend.parser import parse, parse_file
 from kcc.ir import dtypes
-from kcc.isel.ptx import bank_of, bf16_bits, mem_type, multiple_of, strong_const
-from kcc.targets import cuda
-from kcc.targets.cuda import (CudaCompileError, compile_cuda, disasm_cuda, find_ptxas,
+from kcc.isel.ptx.select import bank_of, bf16_bits, mem_type, multiple_of, strong_const
+from kcc.targets.cuda import target as cuda
+from kcc.targets.cuda.target import (CudaCompileError, compile_cuda, disasm_cuda, find_ptxas,
                               parse_ptxas_info)
 
 sys.path.insert(0, str(Path(__file__).parent))

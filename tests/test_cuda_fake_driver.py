@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.targets import cuda_driver
-from kcc.targets.cuda import compile_cuda, launch_cuda
+from kcc.targets.cuda import driver as cuda_driver
+from kcc.targets.cuda.target import compile_cuda, launch_cuda
 from kcc.targets.manifest import check_launch
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import pytest
 
 from kcc.frontend.parser import parse_file
 from kcc.ir.interp import run
-from kcc.targets.cuda import compile_cuda, find_ptxas, launch_cuda
-from kcc.targets.cuda_driver import CudaError, available
+from kcc.targets.cuda.target import compile_cuda, find_ptxas, launch_cuda
+from kcc.targets.cuda.driver import CudaError, available
 from kcc.targets.manifest import LaunchError, check_launch
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.skipif(_REASON is not None, reason=f"no CUDA GPU: {_RE
 
 
 def _arch() -> str:
-    from kcc.targets.cuda_driver import Driver
+    from kcc.targets.cuda.driver import Driver
     mj, mn = Driver.get().compute_capability()
-    from kcc.targets.cuda import ARCHES
+    from kcc.targets.cuda.target import ARCHES
     known = [a for a in ARCHES if int(a[3:]) <= mj * 10 + mn]
     return known[-1] if known else ARCHES[0]
 

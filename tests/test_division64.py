@@ -27,7 +27,7 @@ def _run_x86(sink: UOp, args: list) -> list:
 
 
 def _run_amd(sink: UOp, args: list, arch: str) -> list:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     (code,) = compile_amd_code([sink], arch)
     got = [a.copy() for a in args]
     emulate(hsaco([code]), code.desc, check_launch(code.desc, got))

@@ -19,7 +19,7 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import PASS_NAMES, run_pipeline
-from kcc.targets.x86 import X86Target
+from kcc.targets.x86.target import X86Target
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "kernels"
 MARK = "; after "

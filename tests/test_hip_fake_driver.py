@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse_file
-from kcc.targets import hip_driver
-from kcc.targets.amd import compile_amd_code, assembly
+from kcc.targets.amd import hip_driver
+from kcc.targets.amd.target import compile_amd_code, assembly
 from kcc.targets.manifest import LaunchError, check_launch
 
 REPO = Path(__file__).resolve().parents[1]

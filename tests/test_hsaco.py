@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from kcc.targets.amd_asm import write_asm
+from kcc.targets.amd.asm import write_asm
 from kcc.targets.elf import ElfWriteError
-from kcc.targets.hsaco import AmdKernel, KernelArg, write_hsaco
+from kcc.targets.amd.hsaco import AmdKernel, KernelArg, write_hsaco
 from amd_util import ARCHS, llvm_link, mc_bytes, needs_decoder, needs_llvm19, parse_yaml
 
 # Two hand-written kernels per arch: c[i] = a[i] + b[i] (one workgroup) and x[i] *= n in
@@ -248,7 +248,7 @@ def test_independent_build_from_assembly(built, tmp_path):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_hand_built_kernels_run_in_the_emulator(arch):
     """kcc's own HSACO, read back and run by the emulator (decoding kcc's .text)."""
-    from kcc.targets.amd_emu import run_hsaco
+    from kcc.targets.amd.emu.core import run_hsaco
     obj = write_hsaco(kernels(arch), arch)
     a = np.arange(64, dtype=np.float32)
     b = np.full(64, 0.25, np.float32)

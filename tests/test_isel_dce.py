@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
 from kcc.isel.dce import eliminate_dead
-from kcc.isel.x86_base import writes_memory
-from kcc.targets.x86 import _reads_flags
+from kcc.isel.x86.base import writes_memory
+from kcc.targets.x86.target import _reads_flags
 
 D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE
 RDI = PReg("rdi", "gpr")

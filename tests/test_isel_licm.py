@@ -20,7 +20,7 @@ from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, verify_mir
 from kcc.isel.licm import hoist_invariants
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import X86Target, _flags_of, _movable
+from kcc.targets.x86.target import X86Target, _flags_of, _movable
 from tests.x86_util import assert_same, compile_and_run, reference
 
 D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE

@@ -175,7 +175,7 @@ def test_cuda_modules_carry_the_facts(tmp_path: Path) -> None:
     assert spec.describe((tmp_path / "k.ptx").read_bytes()) == [F.facts_of(doc["kernels"][0])]
     with pytest.raises(F.FactsError, match="no kcc launch facts"):
         spec.describe(b".version 8.0\n.target sm_90\n")
-    from kcc.targets.cuda import find_ptxas
+    from kcc.targets.cuda.target import find_ptxas
     if find_ptxas() is None:
         pytest.skip("ptxas not installed: the cubin half of this test needs it")
     res = kcc("compile", str(EXAMPLES / "saxpy.uop"), "-t", "cuda", "-o",

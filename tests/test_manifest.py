@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import kcc.targets.x86 as x86_target
+import kcc.targets.x86.target as x86_target
 from kcc.cli import main
 from kcc.targets.manifest import (KernelDesc, LaunchError, check_launch, read_manifest)
 from test_cli_robustness import SCALE

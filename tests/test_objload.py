@@ -20,7 +20,7 @@ from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 from kcc.targets.elf import (
     EM_AMDGPU, R_X86_64_64, R_X86_64_PC32, R_X86_64_PLT32, SHF_ALLOC, SHF_EXECINSTR,
     SHF_WRITE, Reloc, Symbol, write_relocatable)
-from kcc.targets.objload import LoadedObject, ObjectLoadError
+from kcc.targets.x86.objload import LoadedObject, ObjectLoadError
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("readelf") is None,
                                 reason="needs cc and readelf on PATH")

@@ -20,9 +20,9 @@ from kcc.passes.contract import contract
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.target import X86_AVX2
 from kcc.targets import registry
-from kcc.targets.objload import LoadedObject
+from kcc.targets.x86.objload import LoadedObject
 from kcc.targets.manifest import check_launch
-from kcc.targets.x86 import compile_x86, launch
+from kcc.targets.x86.target import compile_x86, launch
 
 C = UOp.const
 FAST = replace(X86_AVX2, fp_contract=True)

@@ -75,16 +75,16 @@ def test_int64_min_over_minus_one_wraps_as_the_interpreter() -> None:
 
 
 AMD = all(importlib.util.find_spec(m) is not None
-          for m in ("kcc.encode.amd", "kcc.targets.amd_emu"))
+          for m in ("kcc.encode.amd.encoder", "kcc.targets.amd.emu.core"))
 
 
-@pytest.mark.skipif(not AMD, reason="kcc.encode.amd / kcc.targets.amd_emu (the AMD encoder "
+@pytest.mark.skipif(not AMD, reason="kcc.encode.amd.encoder / kcc.targets.amd.emu.core (the AMD encoder "
                     "and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("dt", ["int64", "uint64"])
 @pytest.mark.parametrize("op", ["CDIV", "CMOD"])
 def test_cdiv64_in_the_amd_emulator_is_exact(arch: str, dt: str, op: str) -> None:
-    from kcc.targets.amd import compile_amd_code, emulate, hsaco
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     from kcc.targets.manifest import check_launch
     # the emulator runs ~1000 instructions a work-item: 160 pairs, edges first (every 23rd
     # edge pair, so each edge value meets several others), then random and exact multiples

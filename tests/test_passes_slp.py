@@ -246,7 +246,7 @@ def test_bool_cmpne_lanes_pack_as_xor() -> None:
         n = UOp(Ops.CMPNE, (c, UOp.const(True)))
         res.append(UOp(Ops.WHERE, (n, lane(av, j), lane(bv, j))))
     g = _prep(_kernel(UOp(Ops.STORE, (dst, UOp(Ops.STACK, tuple(res))))))
-    from kcc.targets.x86 import x86_desc
+    from kcc.targets.x86.target import x86_desc
     r = slp(g, x86_desc("x86-64-v3"))
     assert [u.shape for u in _ops(r, Ops.XOR)] == [(4,)]
     assert not [u for u in _ops(r, Ops.CMPNE) if u.shape == ()]

@@ -18,7 +18,7 @@ from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.target import SCALAR_ALL_NATIVE, TargetDesc
 from kcc.passes.unroll import unroll
-from kcc.targets.x86 import x86_desc
+from kcc.targets.x86.target import x86_desc
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 # out[2i] = sum_j a[M*i + j] * b[j], out[2i+1] = sum_j (a[M*i + j] + b[j]): two REG

@@ -18,7 +18,7 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.target import AMD, CUDA, SCALAR_ALL_NATIVE
 from kcc.passes.widen import widen
-from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -253,7 +253,7 @@ SINK(%r) KernelInfo(name="red")
 @pytest.mark.parametrize("arch, reg", [("x86-64-v3", "ymm"), ("x86-64-v4", "zmm")])
 def test_object_computes_in_wide_registers_and_streams_them(arch: str, reg: str) -> None:
     """The selector picks whole ymm/zmm ops for the widened loop, and the non-temporal store
-    (kcc/isel/x86_stream.py) applies to the wide store."""
+    (kcc/isel/x86/stream.py) applies to the wide store."""
     obj, _ = compile_x86([parse(_text(), "k.uop")], arch, streaming_stores="always")
     asm = disasm_object(obj)
     assert re.search(rf"vaddps {reg}\d+, {reg}\d+", asm)

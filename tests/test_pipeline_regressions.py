@@ -16,7 +16,7 @@ from kcc.frontend.parser import parse
 from kcc.ir.ops import Ops
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.targets.cuda import compile_cuda
+from kcc.targets.cuda.target import compile_cuda
 
 HEAD = "# kcc-uop 1\n"
 
@@ -400,7 +400,7 @@ SINK(%e) KernelInfo(name="k")
 
 
 def _has_avx512() -> bool:
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     return all(f in cpu_flags() for f in V4_FLAGS)
 
 

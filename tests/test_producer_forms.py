@@ -16,7 +16,7 @@ from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.interp import run as interp_run
-from kcc.targets.cuda import compile_cuda, find_ptxas
+from kcc.targets.cuda.target import compile_cuda, find_ptxas
 from tests.test_cuda_fake_driver import fake_driver  # noqa: F401 (a fixture)
 from tests.test_hip_fake_driver import fake_hip  # noqa: F401 (a fixture)
 from tests.x86_util import assert_same, compile_and_run, reference
@@ -293,7 +293,7 @@ def test_x86_worker_count_is_the_expression(n: int) -> None:
 
 def test_manifest_records_the_expression_of_named_arguments() -> None:
     from kcc.targets.manifest import KernelDesc, check_launch
-    from kcc.targets.x86 import compile_x86
+    from kcc.targets.x86.target import compile_x86
     _, [desc] = compile_x86([parse((KERNELS / "symbolic_gidx.uop").read_text())])
     d = desc.to_json()
     assert d["global"] == [{"op": "CDIV", "dtype": "int32", "src": [
@@ -309,7 +309,7 @@ def test_manifest_records_the_expression_of_named_arguments() -> None:
 
 def test_loader_refuses_a_value_outside_vmin_vmax() -> None:
     from kcc.targets.manifest import LaunchError, check_launch
-    from kcc.targets.x86 import compile_x86
+    from kcc.targets.x86.target import compile_x86
     _, [desc] = compile_x86([parse((KERNELS / "symbolic_gidx.uop").read_text())])
     buf = np.zeros(64, np.float32)
     for bad in (0, 65, -3):
@@ -321,7 +321,7 @@ def test_manifest_schema_checks_expressions(tmp_path: Path) -> None:
     import json
 
     from kcc.targets.manifest import LaunchError, read_manifest
-    from kcc.targets.x86 import compile_x86
+    from kcc.targets.x86.target import compile_x86
     _, [desc] = compile_x86([parse((KERNELS / "symbolic_gidx.uop").read_text())])
     good = desc.to_json()
     for dims, why in [([{"op": "POW", "dtype": "int32", "src": [1, 2]}, 1, 1], "unknown"),
@@ -375,14 +375,14 @@ def test_symbolic_size_ptxas(tmp_path: Path) -> None:
 
 
 def test_cuda_refuses_a_symbolic_block_size() -> None:
-    from kcc.targets.cuda import CudaCompileError
+    from kcc.targets.cuda.target import CudaCompileError
     text = SYMBOLIC_WORKERS.replace('"gidx0"', '"lidx0"')
     with pytest.raises(CudaCompileError, match="constant block size"):
         compile_cuda([parse(text)], arch="sm_80", emit="ptx")
 
 
 def test_cuda_loader_evaluates_the_grid_per_launch(fake_driver) -> None:
-    from kcc.targets.cuda import launch_cuda
+    from kcc.targets.cuda.target import launch_cuda
     from kcc.targets.manifest import check_launch
     sink = parse((KERNELS / "symbolic_gidx.uop").read_text())
     ptx, [desc] = compile_cuda([sink], arch="sm_80", emit="ptx")
@@ -403,8 +403,8 @@ def test_fmt_round_trip(name: str) -> None:
 
 
 def test_hip_loader_evaluates_the_grid_per_launch(fake_hip) -> None:
-    from kcc.targets import hip_driver
-    from kcc.targets.amd import assembly, compile_amd_code
+    from kcc.targets.amd import hip_driver
+    from kcc.targets.amd.target import assembly, compile_amd_code
     from kcc.targets.manifest import check_launch
     (code,) = compile_amd_code([parse((KERNELS / "symbolic_gidx.uop").read_text())], "gfx1100")
     image, desc = assembly([code]).encode(), code.desc
@@ -415,8 +415,8 @@ def test_hip_loader_evaluates_the_grid_per_launch(fake_hip) -> None:
 
 
 def test_amd_refuses_a_symbolic_block_size() -> None:
-    from kcc.isel.amd_base import AmdSelectError
-    from kcc.targets.amd import compile_amd_code
+    from kcc.isel.amd.base import AmdSelectError
+    from kcc.targets.amd.target import compile_amd_code
     with pytest.raises(AmdSelectError, match="constant workgroup size"):
         compile_amd_code([parse(SYMBOLIC_WORKERS.replace('"gidx0"', '"lidx0"'))], "gfx1100")
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kcc.frontend.parser import parse_file
 from kcc.ir.mir import Imm, Inst, Kind, MFunction, RegOp
 from kcc.regalloc import CheckError, allocate, check_allocation
-from kcc.targets.x86 import compile_x86
+from kcc.targets.x86.target import compile_x86
 from test_regalloc import Gen, bnz, count, dec, li, loop, out, run_both
 from toy_target import MASK, ToyTarget, add, d, u
 

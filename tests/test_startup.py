@@ -44,21 +44,21 @@ def test_version_imports_no_back_end_parser_or_numpy(tmp_path: Path) -> None:
     mods = modules_after("--version", cwd=tmp_path)
     assert "kcc.targets.registry" in mods          # the CLI ran
     for m in HEAVY + ("kcc.ir", "kcc.frontend.parser", "kcc.passes", "kcc.targets.pipeline",
-                      "kcc.targets.x86", "kcc.targets.cuda", "kcc.targets.amd"):
+                      "kcc.targets.x86.target", "kcc.targets.cuda.target", "kcc.targets.amd.target"):
         assert m not in mods, f"kcc --version imported {m}"
 
 
 def test_help_imports_no_back_end(tmp_path: Path) -> None:
     mods = modules_after("compile", "--help", cwd=tmp_path)
-    assert not {"numpy", "kcc.ir", "kcc.targets.x86", "kcc.targets.cuda"} & mods
+    assert not {"numpy", "kcc.ir", "kcc.targets.x86.target", "kcc.targets.cuda.target"} & mods
 
 
 def test_small_x86_compile_imports_no_numpy_capstone_or_elftools(tmp_path: Path) -> None:
     mods = modules_after("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "s.o"),
                          cwd=tmp_path)
     assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
-    assert "kcc.targets.x86" in mods
-    for m in HEAVY + ("kcc.targets.cuda", "kcc.targets.amd", "kcc.ir.interp",
+    assert "kcc.targets.x86.target" in mods
+    for m in HEAVY + ("kcc.targets.cuda.target", "kcc.targets.amd.target", "kcc.ir.interp",
                       "kcc.passes.transcendental", "decimal", "fractions"):
         assert m not in mods, f"compiling saxpy for x86 imported {m}"
 

@@ -104,7 +104,7 @@ def test_gpu_style_lowerings_verify(captured: Path) -> None:
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) not on PATH")
 def test_ptx_style_lowerings_assemble_with_ptxas(captured: Path, tmp_path: Path) -> None:
     from kcc.frontend.parser import parse
-    from kcc.targets.cuda import compile_cuda
+    from kcc.targets.cuda.target import compile_cuda
     for k in load_capture(captured)["kernels"]:
         for style in ("ptx", "uop"):
             name = k["gpu"]["ptx"] if style == "ptx" else k["uop"]

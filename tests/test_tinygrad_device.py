@@ -131,7 +131,7 @@ def test_captured_gpu_style_kernels_compile_for_cuda(name: str, reference,
     compiles for it."""
     from kcc.frontend.parser import parse
     from kcc.targets import registry
-    from kcc.targets.cuda import compile_cuda
+    from kcc.targets.cuda.target import compile_cuda
     from tests.tinygrad_util import load_capture
     _, out = reference(name)
     for k in load_capture(out)["kernels"]:

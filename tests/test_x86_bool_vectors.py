@@ -1,4 +1,4 @@
-"""Vector bool ops on x86 (kcc/isel/x86_vec.py bool_vec): AND/OR/XOR (and NOT as XOR with
+"""Vector bool ops on x86 (kcc/isel/x86/vec.py bool_vec): AND/OR/XOR (and NOT as XOR with
 true) of lane masks as single VANDPS/VORPS/VXORPS, masks resized between lane widths by
 VPMOVSX / VPACKSS / SHUFPS, against the interpreter on x86-64-v3 and (where the CPU has
 AVX-512) x86-64-v4."""
@@ -13,7 +13,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags
 from x86_util import assert_same, check_file, compile_and_run, random_inputs, reference
 
 KERNELS = Path(__file__).parent / "kernels"

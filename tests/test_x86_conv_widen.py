@@ -32,7 +32,7 @@ from kcc.ir.uop import AddrSpace, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
-from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags, x86_desc
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, x86_desc
 from x86_util import assert_same, compile_and_run, high_vectors_first, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)

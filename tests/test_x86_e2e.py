@@ -10,8 +10,8 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
-from kcc.isel.x86 import SelectError
-from kcc.targets.x86 import compile_x86
+from kcc.isel.x86.select import SelectError
+from kcc.targets.x86.target import compile_x86
 from x86_util import REPO, SHARED, assert_same, compile_and_run, random_inputs, reference
 
 GPU_ONLY = {Ops.BARRIER, Ops.BUFFER}     # BUFFER only when LOCAL; checked below

@@ -1,6 +1,6 @@
 """EVEX embedded broadcasts on x86-64-v4: a packed float op whose operand is a splat of a
 scalar just loaded reads the scalar itself (`vmulps zmm0, zmm0, dword ptr [mem]{1to16}`,
-kcc/isel/x86_vec.py `embedded_broadcast`) instead of a VBROADCASTSS into a register first.
+kcc/isel/x86/vec.py `embedded_broadcast`) instead of a VBROADCASTSS into a register first.
 
 What is checked: the selected forms (which operand may be the broadcast one: ADD/MUL/MULACC
 either, SUB/FDIV the second, MAX the first; x86-64-v3 never), that a store between the
@@ -23,7 +23,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import (V4_FLAGS, X86Target, assembly_text, compile_x86, cpu_flags,
+from kcc.targets.x86.target import (V4_FLAGS, X86Target, assembly_text, compile_x86, cpu_flags,
                              disasm_object, write_object)
 from test_asm_roundtrip import _read, compare
 from x86_util import assert_same, compile_and_run, reference

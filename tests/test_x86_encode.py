@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
-from kcc.encode.x86 import (FORMS, Assembler, EncodeError, Fixup, Imm, Label, Mem, Reg,
+from kcc.encode.x86.encoder import (FORMS, Assembler, EncodeError, Fixup, Imm, Label, Mem, Reg,
                             branch_forms, encode, format_intel, is_branch, is_two_address,
                             nop_padding, operand_roles, reads_flags, reads_memory, writes_flags,
                             writes_memory)
-from kcc.encode.x86_table import KINDS
+from kcc.encode.x86.table import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden" / "x86"

@@ -1,4 +1,4 @@
-"""Splats of gated loads on x86 (kcc/isel/x86_shuf.py `gated_splat`): a lane of
+"""Splats of gated loads on x86 (kcc/isel/x86/shuf.py `gated_splat`): a lane of
 `WHERE(gate, LOAD, +0.0)` (a gated load after legalize_gates) in every lane of a vector is a
 VBROADCASTSS from the loaded memory AND the gate's mask broadcast to every lane, instead of
 the load, its AND and a SHUFPS/VBROADCASTSS of the result; and a lane of a vector just loaded
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -120,7 +120,7 @@ def test_gated_splats_match_the_interpreter(arch: str, extra_use: bool, reg_acc:
 @pytest.mark.parametrize("arch", ["x86-64-v3"])
 @pytest.mark.parametrize("reg_acc", [False, True])
 def test_gated_splats_are_broadcasts_from_memory(arch: str, reg_acc: bool) -> None:
-    # (x86-64-v4 selects these gated loads as opmask-masked loads, kcc/isel/x86_kmask.py:
+    # (x86-64-v4 selects these gated loads as opmask-masked loads, kcc/isel/x86/kmask.py:
     # no WHERE is left to splat there; its values are checked above)
     ins = _loop(kernel(reg_acc=reg_acc), arch)
     text = "\n".join(ins)

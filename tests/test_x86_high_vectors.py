@@ -10,10 +10,10 @@ import re
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.encode.x86_table import FORMS, KINDS
+from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
-from kcc.targets.x86 import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
 from x86_util import (assert_same, compile_and_run, random_inputs, reference,
                        vector_pressure_kernel)
 
@@ -41,7 +41,7 @@ def _pressure_kernel(nvec: int, iters: int = 8) -> str:
 
 def _listing(src: str, arch: str) -> str:
     from kcc.targets.pipeline import run_pipeline
-    from kcc.targets.x86 import X86Target
+    from kcc.targets.x86.target import X86Target
     buf = io.StringIO()
     run_pipeline(parse(src), X86Target(arch), dump_after="allocate", out=buf)
     return buf.getvalue()
@@ -210,7 +210,7 @@ def test_v4_one_compare_feeds_two_blends() -> None:
         "%r = WHERE(%c, %va, %vb)", "%r0 = WHERE(%c, %va, %vb)\n%r1 = WHERE(%c, %vb, %r0)\n"
         "%r = ADD(%r0, %r1)")
     from kcc.targets.pipeline import run_pipeline
-    from kcc.targets.x86 import X86Target
+    from kcc.targets.x86.target import X86Target
     buf = io.StringIO()
     run_pipeline(parse(src), X86Target("x86-64-v4"), dump_after="allocate", out=buf)
     sel = buf.getvalue()

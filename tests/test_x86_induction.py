@@ -1,4 +1,4 @@
-"""Strength reduction of loop index sums on x86 (kcc/isel/x86_analysis.py `induction_sums`): a sum
+"""Strength reduction of loop index sums on x86 (kcc/isel/x86/analysis.py `induction_sums`): a sum
 `init + r*step` becomes a register that starts at init before the loop and adds step at its
 END. Checked against the reference interpreter at trip counts 0, 1 and odd (MUL by a positive
 and a negative constant, SHL, a scaled counter that is also a stored value, an int64 loop, a
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.isel.x86_analysis import MAX_IVS, induction_sums
+from kcc.isel.x86.analysis import MAX_IVS, induction_sums
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.target import X86_AVX2
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import X86Target
+from kcc.targets.x86.target import X86Target
 from tests.x86_util import assert_same, compile_and_run, reference
 
 # (not under tests/kernels: the AMD target, which runs those files too, has no int64 RANGE)

@@ -1,4 +1,4 @@
-"""Loads folded into x86 ALU memory operands (kcc/isel/x86_analysis.py `foldable_loads`).
+"""Loads folded into x86 ALU memory operands (kcc/isel/x86/analysis.py `foldable_loads`).
 
 What folds (a single-use float load read by ADD/SUB/MUL/FDIV as its right operand, by ADD/MUL
 as either, a scalar float32 lane of an inserted STACK) and what does not (two users, a STORE or
@@ -16,10 +16,10 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
-from kcc.isel.x86_analysis import foldable_loads
+from kcc.isel.x86.analysis import foldable_loads
 from kcc.passes.linearize import linearize
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import X86Target
+from kcc.targets.x86.target import X86Target
 from tests.x86_util import assert_same, compile_and_run, reference
 
 # y[i] = (a[i+1] + b[i]) * c[i] - d[i] / e[i], vectors of 4 at an odd (unaligned) offset,
@@ -99,7 +99,7 @@ def test_alu_ops_and_inserts_read_memory_in_place() -> None:
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 @pytest.mark.parametrize("n", [0, 1, 3, 15])
 def test_folded_loads_match_the_interpreter(n: int, arch: str) -> None:
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         pytest.skip("this CPU lacks AVX-512 (x86-64-v4)")
     sink = parse(TEXT)

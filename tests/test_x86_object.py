@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86 import c_header, compile_x86, disasm_object
+from kcc.targets.x86.target import c_header, compile_x86, disasm_object
 from x86_util import REPO, SHARED
 
 SAXPY = (REPO / "examples" / "saxpy.uop").read_text()
@@ -143,7 +143,7 @@ def test_innermost_loop_heads_are_32_byte_aligned() -> None:
     from elftools.elf.elffile import ELFFile
     import io
 
-    from kcc.targets.objload import LoadedObject
+    from kcc.targets.x86.objload import LoadedObject
     names = ["softmax_row", "matmul_tiled", "saxpy"]
     sinks = [parse((REPO / "examples" / f"{n}.uop").read_text(), f"{n}.uop") for n in names]
     obj, descs = compile_x86(sinks)

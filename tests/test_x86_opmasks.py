@@ -1,4 +1,4 @@
-"""Bool vectors as AVX-512 opmasks on x86-64-v4 (kcc/isel/x86_kmask.py): integer compares into
+"""Bool vectors as AVX-512 opmasks on x86-64-v4 (kcc/isel/x86/kmask.py): integer compares into
 k registers (VPCMP[U]B/W/D/Q), WHERE as VPBLENDM*/VBLENDMP* for any pair of lane widths, mask
 logic (KAND/KOR/KXOR/KNOT), zero-masked moves and loads for a +0 alt, integer MAX by VPCMP +
 VPBLENDM, TRUNC by VRNDSCALE; the selection (no VEX-only compare or blend left, high vector
@@ -18,7 +18,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
-from kcc.targets.x86 import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
 from x86_util import (assert_same, compile_and_run, high_vectors_first, random_inputs,
                       reference)
 
@@ -31,7 +31,7 @@ SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
 
 def _listing(src: str, arch: str = "x86-64-v4") -> str:
     from kcc.targets.pipeline import run_pipeline
-    from kcc.targets.x86 import X86Target
+    from kcc.targets.x86.target import X86Target
     buf = io.StringIO()
     run_pipeline(parse(src), X86Target(arch), dump_after="allocate", out=buf)
     return buf.getvalue()
@@ -435,8 +435,8 @@ def _launch_guarded(src: str, arch: str, guarded: tuple[int, ...], seed: int) ->
     """Run src with the buffers numbered in `guarded` ending at an inaccessible page, and
     compare every output with the interpreter's."""
     from kcc.targets.manifest import check_launch
-    from kcc.targets.objload import LoadedObject
-    from kcc.targets.x86 import launch
+    from kcc.targets.x86.objload import LoadedObject
+    from kcc.targets.x86.target import launch
     sink = parse(src)
     args = random_inputs(sink, seed)
     keep: list = []

@@ -1,4 +1,4 @@
-"""Lane permutations on x86 (kcc/isel/x86_shuf.py): STACKs whose lanes are lanes of float
+"""Lane permutations on x86 (kcc/isel/x86/shuf.py): STACKs whose lanes are lanes of float
 vectors — transposes, splats (from memory and from registers), 128-bit block concats and
 broadcasts, in-block orders, random permutations — against the interpreter, on x86-64-v3 and
 (where the CPU has AVX-512) x86-64-v4; and the instruction counts the selector promises."""
@@ -14,7 +14,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86 import V4_FLAGS, compile_x86, cpu_flags
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from kcc.encode.x86_table import FORMS
+from kcc.encode.x86.table import FORMS
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Mem, PReg, RegOp, Role, VReg
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import V4_FLAGS, X86RegInfo, X86Target, compile_x86, cpu_flags
-from kcc.targets.x86_slots import FILL_FORMS, SPILL_FORMS
+from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, X86Target, compile_x86, cpu_flags
+from kcc.targets.x86.slots import FILL_FORMS, SPILL_FORMS
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)

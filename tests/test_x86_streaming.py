@@ -1,4 +1,4 @@
-"""Non-temporal (streaming) stores on x86 (kcc/isel/x86_stream.py, `--streaming-stores`).
+"""Non-temporal (streaming) stores on x86 (kcc/isel/x86/stream.py, `--streaming-stores`).
 
 What is checked: which STOREs the heuristic picks and refuses (write-only buffer, whole
 vector, index a multiple of the lanes with the innermost counter's coefficient equal to them,
@@ -25,12 +25,12 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
-from kcc.isel.x86_stream import STREAM_MIN_BYTES, affine, streaming_stores
+from kcc.isel.x86.stream import STREAM_MIN_BYTES, affine, streaming_stores
 from kcc.passes.linearize import linearize
 from kcc.targets.manifest import check_launch
-from kcc.targets.objload import LoadedObject
+from kcc.targets.x86.objload import LoadedObject
 from kcc.targets.pipeline import PIPELINE
-from kcc.targets.x86 import (V4_FLAGS, X86Target, compile_x86, cpu_flags, disasm_object,
+from kcc.targets.x86.target import (V4_FLAGS, X86Target, compile_x86, cpu_flags, disasm_object,
                              launch)
 from x86_util import assert_same, reference
 
@@ -305,8 +305,8 @@ sys.path[:0] = [{str(REPO)!r}, {str(REPO / 'tests')!r}]
 import numpy as np
 from kcc.frontend.parser import parse
 from kcc.targets.manifest import check_launch
-from kcc.targets.objload import LoadedObject
-from kcc.targets.x86 import compile_x86, launch
+from kcc.targets.x86.objload import LoadedObject
+from kcc.targets.x86.target import compile_x86, launch
 from x86_util import reference
 sink = parse(open({str(tmp_path / 'k.uop')!r}).read(), "k.uop")
 obj, d = compile_x86([sink], "x86-64-v3", streaming_stores="always")

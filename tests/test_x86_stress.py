@@ -98,7 +98,7 @@ def _allocated_listing(src: str) -> str:
     import io
 
     from kcc.targets.pipeline import run_pipeline
-    from kcc.targets.x86 import X86Target
+    from kcc.targets.x86.target import X86Target
     buf = io.StringIO()
     run_pipeline(parse(src), X86Target(), dump_after="allocate", out=buf)
     return buf.getvalue()
@@ -127,7 +127,7 @@ def test_more_live_integers_than_registers() -> None:
 
 def test_reg_accumulator_lives_in_a_register() -> None:
     """examples/sum_reduce.uop: the REG accumulator is promoted (no frame access at all)."""
-    from kcc.targets.x86 import compile_x86, disasm_object
+    from kcc.targets.x86.target import compile_x86, disasm_object
     from x86_util import REPO
     path = REPO / "examples" / "sum_reduce.uop"
     obj, _ = compile_x86([parse(path.read_text(), str(path))])
@@ -242,7 +242,7 @@ def test_power_of_two_division_without_div() -> None:
     """CDIV/CMOD by 2^k (int8/int32/int64 signed, uint64) become shifts and masks and still
     truncate toward zero on edge values (INT_MIN, -1, …)."""
     from fuzz.harness import check_x86
-    from kcc.targets.x86 import compile_x86, disasm_object
+    from kcc.targets.x86.target import compile_x86, disasm_object
     from x86_util import REPO
     sink = parse((REPO / "tests" / "kernels" / "pow2_division.uop").read_text())
     text = disasm_object(compile_x86([sink])[0])

@@ -13,7 +13,7 @@ from kcc.ir import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.devectorize import devectorize
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.targets.x86 import V4_FLAGS, cpu_flags, x86_desc
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags, x86_desc
 
 SPECIAL = [np.nan, -np.nan, np.inf, -np.inf, 2.0 ** 31, -2.0 ** 31, 2147483520.0, -2147483904.0,
            -0.0, 0.0, 0.9, -0.9, 1e10, -1e10, 123456.7, -3.5]

@@ -19,7 +19,7 @@ def test_vector_kernel(path: Path, seed: int) -> None:
 
 
 def _has_avx512() -> bool:
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     return all(f in cpu_flags() for f in V4_FLAGS)
 
 
@@ -82,7 +82,7 @@ def test_wide_vectors(arch: str, seed: int) -> None:
 @needs_avx512
 def test_v4_really_uses_zmm() -> None:
     from kcc.frontend.parser import parse
-    from kcc.targets.x86 import compile_x86, disasm_object
+    from kcc.targets.x86.target import compile_x86, disasm_object
     obj, _ = compile_x86([parse(WIDE)], "x86-64-v4")
     text = disasm_object(obj)
     assert "zmm" in text and "vfmadd231ps zmm" in text
@@ -95,7 +95,7 @@ def test_v4_really_uses_zmm() -> None:
                                         .glob("*.uop")), ids=lambda p: p.name)
 def test_examples_on_v4(path: Path) -> None:
     from kcc.frontend.parser import parse
-    from kcc.isel.x86 import SelectError
+    from kcc.isel.x86.select import SelectError
     from x86_util import assert_same, compile_and_run, random_inputs, reference
     sink = parse(path.read_text(), str(path))
     args = random_inputs(sink)
@@ -111,7 +111,7 @@ def test_examples_on_v4(path: Path) -> None:
 def test_int32_vectors_are_selected_as_vectors() -> None:
     """The int32 kernel really uses ymm integer instructions (not split to scalars)."""
     from kcc.frontend.parser import parse
-    from kcc.targets.x86 import compile_x86, disasm_object
+    from kcc.targets.x86.target import compile_x86, disasm_object
     path = Path(__file__).parent / "kernels" / "vector_int32.uop"
     text = disasm_object(compile_x86([parse(path.read_text(), str(path))])[0])
     for mnem in ("vpaddd ymm", "vpmulld ymm", "vpsllvd ymm", "vpsravd ymm", "vpsrlvd ymm",
@@ -130,7 +130,7 @@ def test_int32_vectors_on_edge_values(seed: int) -> None:
 
 def test_int8_int16_int64_vectors_are_selected_as_vectors() -> None:
     from kcc.frontend.parser import parse
-    from kcc.targets.x86 import compile_x86, disasm_object
+    from kcc.targets.x86.target import compile_x86, disasm_object
     path = Path(__file__).parent / "kernels" / "vector_int_widths.uop"
     text = disasm_object(compile_x86([parse(path.read_text(), str(path))])[0])
     for mnem in ("vpaddb ymm", "vpsubb ymm", "vpcmpgtb ymm", "vpblendvb ymm", "vpmullw ymm",

@@ -1,4 +1,4 @@
-"""x86 WHERE selections that replace a compare and a blend (kcc/isel/x86_alu.py `where`):
+"""x86 WHERE selections that replace a compare and a blend (kcc/isel/x86/alu.py `where`):
 `WHERE(a < b, b, a)` is one vmaxps (MAX's own definition), a WHERE with +0.0 as the false
 arm is one vandps with the mask. Checked against the reference interpreter on the values
 where the rules could go wrong (NaN in either operand, zeros of both signs, infinities), and
@@ -13,7 +13,7 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86 import X86Target
+from kcc.targets.x86.target import X86Target
 from tests.x86_util import assert_same, compile_and_run, reference
 
 SPECIAL = np.array([np.nan, -np.nan, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 3.5, -2.25,

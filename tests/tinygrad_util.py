@@ -29,8 +29,8 @@ def run_captured_x86(out: Path, k: dict[str, Any]) -> dict[int, tuple[np.ndarray
     {kcc slot: (kcc's result, tinygrad's result)} for every buffer the kernel writes."""
     from kcc.frontend.parser import parse
     from kcc.targets.manifest import check_launch
-    from kcc.targets.objload import LoadedObject
-    from kcc.targets.x86 import compile_x86, launch
+    from kcc.targets.x86.objload import LoadedObject
+    from kcc.targets.x86.target import compile_x86, launch
     sink = parse((out / k["uop"]).read_text(), k["uop"])
     obj, descs = compile_x86([sink])
     args: list[Any] = []

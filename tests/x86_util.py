@@ -15,8 +15,8 @@ from kcc.frontend.parser import parse
 from kcc.ir import UOp
 from kcc.ir.interp import run as interp_run
 from kcc.targets.manifest import check_launch
-from kcc.targets.objload import LoadedObject
-from kcc.targets.x86 import compile_x86, launch
+from kcc.targets.x86.objload import LoadedObject
+from kcc.targets.x86.target import compile_x86, launch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / "tests" / "kernels" / "shared"   # the shared examples (project copy)
@@ -67,7 +67,7 @@ def run_lacking(sink: UOp, args: list, lacks: set) -> list:
     from dataclasses import replace
 
     from kcc.targets.pipeline import run_pipeline
-    from kcc.targets.x86 import X86Target, write_object
+    from kcc.targets.x86.target import X86Target, write_object
     t = X86Target()
     native = t.desc.native
     t.desc = replace(t.desc, native=lambda op, dt: (op, dt) not in lacks and

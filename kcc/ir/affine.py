@@ -6,7 +6,7 @@ shift (one that keeps the factor below the dtype's sign bit); constants are what
 the integers, not modulo the dtype's width.
 
 What counts as a leaf is the caller's: by default every node that is none of the above is a
-leaf of coefficient 1 (the non-temporal store check of kcc/isel/x86_stream.py, unroll's count
+leaf of coefficient 1 (the non-temporal store check of kcc/isel/x86/stream.py, unroll's count
 of the memory streams a fused loop reads); with `leaf`, a node it accepts is a leaf even if it
 is a sum (unroll's loop-invariant terms, kept whole), and any other node that is none of the
 above makes the whole decomposition None (unroll's store check: the index is not linear in

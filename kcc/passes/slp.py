@@ -527,7 +527,7 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
     """A scalar LOAD of a widened REG buffer's element that nothing packed (tinygrad reads
     conv2d's accumulators back one by one, transposed, for its output STACKs) becomes its lane
     of a load of the element's group: every place of the buffer is then a whole group, so
-    the selector keeps each group in a register (kcc/isel/x86.py promotable_buffers)."""
+    the selector keeps each group in a register (kcc/isel/x86/select.py promotable_buffers)."""
     for u in order:
         if u.op is not Ops.LOAD or len(u.src) != 1 or u.shape != () or u in redirect \
                 or u in lanes or u.src[0].op is not Ops.INDEX:

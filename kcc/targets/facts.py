@@ -10,7 +10,7 @@ target stores them in its object (docs/manifest.md, "The object's own launch fac
   the loaded image and loaders that map SHT_PROGBITS sections never see it), one note of owner
   "kcc", type NT_KCC_LAUNCH, whose descriptor is the JSON list of every kernel's facts;
 - AMD: the same note in the HSACO's last section `.note.kcc` (not allocated, in no segment:
-  ROCr never maps it; kcc.targets.hsaco writes it);
+  ROCr never maps it; kcc.targets.amd.hsaco writes it);
 - CUDA: a `.visible .global .b8 __kcc_launch[]` array in the module holding the same JSON,
   which ptxas keeps in the cubin's `.nv.global.init` (and the PTX keeps as text).
 

@@ -1,7 +1,7 @@
 """What the CUDA and HIP loaders share: finding the vendor library through ctypes, and running
 one kernel with its buffers copied to the device and the written ones copied back.
 
-Each loader (kcc/targets/cuda_driver.py, kcc/targets/hip_driver.py) wraps its own API calls;
+Each loader (kcc/targets/cuda/driver.py, kcc/targets/amd/hip_driver.py) wraps its own API calls;
 a runtime passed here needs only alloc/free/htod/dtoh, which both provide.
 """
 

@@ -172,7 +172,7 @@ class KCCCompiler(Compiler):
     def compile(self, src: str) -> bytes:
         from kcc.frontend.errors import SourceError
         from kcc.frontend.parser import parse_result
-        from kcc.targets.x86 import compile_x86
+        from kcc.targets.x86.target import compile_x86
         name = _name_of(src)
         try:
             sink = parse_result(src, f"{name}.uop").sink

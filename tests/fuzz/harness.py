@@ -131,14 +131,14 @@ def _compare_x86(sink: UOp, args: list, want: list, seed: int, arch: str,
 
 
 def check_x86_streaming(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> None:
-    """check_x86 with `--streaming-stores=always` (kcc/isel/x86_stream.py), every buffer run
+    """check_x86 with `--streaming-stores=always` (kcc/isel/x86/stream.py), every buffer run
     twice: 64-byte aligned (a streaming kernel takes its non-temporal body) and one element
     past that (its ordinary body: VMOVNTPS there would fault)."""
     import numpy as np
 
     from kcc.targets.manifest import check_launch
-    from kcc.targets.objload import LoadedObject
-    from kcc.targets.x86 import compile_x86, launch
+    from kcc.targets.x86.objload import LoadedObject
+    from kcc.targets.x86.target import compile_x86, launch
     verify(sink)
     args = special_inputs(sink, seed)
     want = run_reference(sink, args)
@@ -174,7 +174,7 @@ def check_x86_contract(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> Non
     import io
 
     from kcc.frontend.parser import parse
-    from kcc.targets.x86 import compile_x86
+    from kcc.targets.x86.target import compile_x86
     verify(sink)
     args = special_inputs(sink, seed)
     dump = io.StringIO()
@@ -187,13 +187,13 @@ def check_x86_contract(sink: UOp, seed: int = 0, arch: str = "x86-64-v3") -> Non
 
 def find_ptxas() -> str | None:
     """ptxas on PATH (or the pip wheel's), via the CUDA target's own finder."""
-    from kcc.targets.cuda import find_ptxas as find
+    from kcc.targets.cuda.target import find_ptxas as find
     return find()
 
 
 def check_ptxas(sinks: list[UOp], arch: str = "sm_90") -> None:
     """Compile the kernels to one PTX module (renamed k0, k1, …) and assert ptxas accepts it."""
-    from kcc.targets.cuda import compile_cuda
+    from kcc.targets.cuda.target import compile_cuda
     sinks = [s.replace(arg=KernelInfo(f"k{i}")) for i, s in enumerate(sinks)]
     for s in sinks:
         verify(s)
@@ -247,8 +247,8 @@ def check_amd(sinks: list[UOp], arch: str, seed: int = 0) -> int:
     others were refused on purpose, with one of AMD_REFUSALS)."""
     import shutil
 
-    from kcc.targets.amd import AmdTarget, compile_amd_code, has_encoder, hsaco
-    from kcc.targets.amd import emulate
+    from kcc.targets.amd.target import AmdTarget, compile_amd_code, has_encoder, hsaco
+    from kcc.targets.amd.target import emulate
     mc = shutil.which("llvm-mc-19")
     done = 0
     for i, s in enumerate(sinks):
@@ -285,4 +285,4 @@ def check_amd(sinks: list[UOp], arch: str, seed: int = 0) -> int:
 
 def _has_emulator() -> bool:
     import importlib.util
-    return importlib.util.find_spec("kcc.targets.amd_emu") is not None
+    return importlib.util.find_spec("kcc.targets.amd.emu.core") is not None

@@ -55,7 +55,7 @@ def test_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> No
 
 
 def _has_avx512() -> bool:
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     return all(f in cpu_flags() for f in V4_FLAGS)
 
 

@@ -48,7 +48,7 @@ def test_vector_matches_interpreter(sink, seed) -> None:
 
 
 def _has_avx512() -> bool:
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     return all(f in cpu_flags() for f in V4_FLAGS)
 
 

@@ -21,7 +21,7 @@ def _check(text: str, seeds: range = range(4)) -> None:
 
 def test_float16_constant_keeps_negative_zero() -> None:
     """x86 isel materialized a float16 constant with int(v): -0.0 became +0.0 (and 1.5 became
-    the bit pattern 1). Fixed in kcc/isel/x86.py (const_bytes, materialize)."""
+    the bit pattern 1). Fixed in kcc/isel/x86/select.py (const_bytes, materialize)."""
     _check("""%o = PARAM ParamArg(0, float16, 4)
 %i = RANGE(4) (0, LOOP)
 %z = CAST(-0.0) float16
@@ -246,11 +246,11 @@ SINK(%e) KernelInfo(name="k")
 def test_v4_one_gate_masks_stores_of_8_and_32_lanes() -> None:
     """x86-64-v4: one scalar gate masked a store of 8 uint32 lanes and one of 32 uint8 lanes;
     its opmask was memoized per gate with the KMOVW (16 bits) of the first, so the second
-    store left lanes 16-31 unwritten. Fixed in kcc/isel/x86_kmask.py (kgate: KMOVD, all 32
+    store left lanes 16-31 unwritten. Fixed in kcc/isel/x86/kmask.py (kgate: KMOVD, all 32
     bits, for any vector)."""
     import pytest
 
-    from kcc.targets.x86 import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     if not all(f in cpu_flags() for f in V4_FLAGS):
         pytest.skip("this CPU has no AVX-512 (x86-64-v4 code cannot run here)")
     sink = parse(HEAD + """%o8 = PARAM ParamArg(0, uint8, 32)

@@ -1,0 +1,119 @@
+"""The vocabulary of the x86-64 form table (kcc/encode/x86/table.py): the frozen Row of one
+encodable form, its operands (kind, slot, access), the operand kinds (KINDS: what register
+or memory each accepts) and the condition codes of the conditional forms.
+
+Encoding fields follow the Intel SDM Vol. 2 opcode tables: ``/r`` and ``/digit`` (ModRM.reg,
+§2.1.3), ``+r`` (register in the low 3 opcode bits, §3.1.1.1), ``ib/iw/id/io`` immediates and
+``cb/cd`` branch displacements. VEX fields are named as in §2.3.5 (pp, mmmmm map, W, L) and EVEX
+fields as in §2.7.1 (the same plus L'L and the disp8*N scale of §2.7.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
+# low nibble of Jcc/SETcc/CMOVcc opcodes.
+CONDITION_CODES: tuple[str, ...] = (
+    "o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What an operand kind accepts: a register of ``cls``/``reg_size`` and/or memory."""
+    cls: str | None          # "gpr", "vec", "mask" or None (immediate, label, memory only)
+    reg_size: int | None     # register width in bytes when a register is allowed
+    mem_size: int | None     # access width in bytes when memory is allowed (0: address only)
+    imm_bits: int = 0        # immediate width (imm/rel kinds)
+    imm_signed: bool = False  # True: the value must fit the signed range (sign-extended imm)
+
+
+def _kinds() -> dict[str, KindInfo]:
+    k: dict[str, KindInfo] = {}
+    for s in (1, 2, 4, 8):
+        b = s * 8
+        k[f"r{b}"] = KindInfo("gpr", s, None)
+        k[f"rm{b}"] = KindInfo("gpr", s, s)
+        k[f"m{b}"] = KindInfo(None, None, s)
+    k["r32m8"] = KindInfo("gpr", 4, 1)     # vpinsrb/vpextrb: r32 or m8
+    k["r32m16"] = KindInfo("gpr", 4, 2)    # vpinsrw: r32 or m16
+    k["m"] = KindInfo(None, None, 0)       # lea: address only, no access
+    k["cl"] = KindInfo("gpr", 1, None)     # shift count, fixed register cl
+    for name, s in (("x", 16), ("y", 32), ("z", 64)):
+        k[name] = KindInfo("vec", s, None)
+        k[name + "m"] = KindInfo("vec", s, s)
+        k[f"m{s * 8}"] = KindInfo(None, None, s)
+    for s in (1, 2, 4, 8):
+        k[f"xm{s * 8}"] = KindInfo("vec", 16, s)   # xmm register or a scalar in memory
+    for s in (4, 8):
+        # EVEX embedded broadcast (§2.7.5): one s-byte element in memory, read into every
+        # lane (`dword ptr [mem]{1to16}`); only on rows with EVEX.b = 1
+        k[f"m{s * 8}bcst"] = KindInfo(None, None, s)
+    k["k"] = KindInfo("mask", 8, None)              # AVX-512 opmask register k0-k7
+    k["km64"] = KindInfo("mask", 8, 8)              # opmask or its 64 bits in memory
+    # the opmask of a zero-masking operation (EVEX.z = 1, §2.7.1 "EVEX.z": masked-off lanes
+    # of the destination become zero instead of keeping their value); written "{k1} {z}"
+    k["kz"] = KindInfo("mask", 8, None)
+    k["imm8"] = KindInfo(None, None, None, 8)       # raw byte: -128..255
+    k["simm8"] = KindInfo(None, None, None, 8, True)
+    k["imm16"] = KindInfo(None, None, None, 16)
+    k["imm32"] = KindInfo(None, None, None, 32)
+    k["simm32"] = KindInfo(None, None, None, 32, True)
+    k["imm64"] = KindInfo(None, None, None, 64)
+    k["rel8"] = KindInfo(None, None, None, 8, True)
+    k["rel32"] = KindInfo(None, None, None, 32, True)
+    return k
+
+
+KINDS: dict[str, KindInfo] = _kinds()
+
+# Where an operand goes in the encoding: ModRM.reg, ModRM.rm (register or memory), VEX/EVEX
+# vvvv, the is4 register in imm8[7:4] (§2.3.5.8 "/is4"), the low opcode bits ("+r"), an
+# immediate, a branch displacement, nowhere (a fixed register such as cl), or EVEX.aaa (the
+# opmask of a masked operation, §2.7.1; written "xmm1 {k1}" after the destination).
+SLOTS = ("reg", "rm", "vvvv", "is4", "opreg", "imm", "rel", "fixed", "aaa")
+ACCESS = {"r": "use", "w": "def", "rw": "defuse"}
+FIXED_REGS = {"cl": "rcx"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One explicit operand of a form."""
+    kind: str     # key of KINDS
+    slot: str     # one of SLOTS
+    access: str   # "use", "def" or "defuse"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One instruction form. ``opcode`` holds, for legacy forms, every opcode byte including
+    0F escapes; for VEX/EVEX forms, the single opcode byte after the map (``mmap``)."""
+    form: str
+    mnemonic: str
+    group: str                    # golden file group
+    enc: str                      # "legacy" | "vex" | "evex"
+    opcode: bytes
+    operands: tuple[Operand, ...]
+    prefixes: bytes = b""         # legacy: 66 operand-size and/or mandatory F3, emitted first
+    w: bool = False               # legacy REX.W, or VEX/EVEX .W
+    pp: int = 0                   # VEX/EVEX implied prefix: 0 none, 1 66, 2 F3, 3 F2
+    mmap: int = 1                 # VEX/EVEX opcode map: 1 0F, 2 0F38, 3 0F3A
+    vl: int = 0                   # VEX.L (0: 128, 1: 256) / EVEX L'L (2: 512)
+    digit: int | None = None      # "/digit": ModRM.reg opcode extension
+    flags: str = ""               # "w": writes RFLAGS, "r": reads RFLAGS
+    implicit_uses: tuple[str, ...] = ()
+    implicit_defs: tuple[str, ...] = ()
+    # Alternate encodings llvm-mc picks for the same text (kept so bytes match the oracle):
+    rr_form: str | None = None    # all r/m operands are registers: encode as this form
+    acc_opcode: bytes | None = None   # r/m operand is al/ax/eax/rax: short accumulator form
+    one_opcode: bytes | None = None   # shift/rotate count 1: the D0/D1 "by 1" form
+    rev_opcode: int | None = None     # VEX reg-reg: swap reg/rm (the "MR" opcode) to avoid
+    rev_pp: int | None = None         # the 3-byte VEX when only the source is xmm8-15
+    disp8_n: int = 1              # EVEX compressed disp8 scale N (§2.7.5)
+    evex_form: str | None = None  # VEX form: its EVEX twin, used when it names xmm16-31
+    bcst: bool = False            # EVEX.b = 1 with a memory operand: embedded broadcast
+
+    @property
+    def imm_operand(self) -> Operand | None:
+        """The immediate operand, if any."""
+        return next((o for o in self.operands if o.slot == "imm"), None)

@@ -1,0 +1,229 @@
+"""Plumbing of the AMD instruction selector: machine instructions over virtual registers,
+instruction names per family, constants, and the uniformity analysis.
+
+A selected instruction is a `kcc.ir.mir.Inst` whose `op` is the mnemonic (LLVM's spelling for
+the arch), whose operands are the *register* operands (RegOp, in order) and labels, and whose
+`arg` is `(template, mods)`: the instruction's operand list in assembly order, where an int k
+stands for register operand k, ("part", k, j) for register j of tuple operand k, and anything
+else is a literal `kcc.encode.amd.operands` operand (exec, vcc, an immediate). Names starting
+with "." are pseudo instructions the target expands after allocation (kcc/targets/amd/target.py).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kcc.encode.amd.operands import Imm, Special
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.mir import Inst, Kind, Label, MFunction, RegOp, Role, VReg
+from kcc.ir.ops import ALU, Ops
+from kcc.ir.uop import UOp
+from kcc.isel.amd.regs import Arch
+from kcc.isel.x86.base import SelectError
+
+
+class AmdSelectError(SelectError):
+    """A construct the AMD back end cannot compile, named in the message."""
+
+
+# RDNA3 (gfx11) spellings → CDNA3 (gfx9 family) spellings where they differ (LLVM AMDGPU
+# assembler syntax; RDNA3 ISA §12 / CDNA3 ISA §12 opcode tables).
+_CDNA3 = {
+    "s_load_b32": "s_load_dword", "s_load_b64": "s_load_dwordx2",
+    "s_load_b128": "s_load_dwordx4",
+    "global_load_b32": "global_load_dword", "global_load_b64": "global_load_dwordx2",
+    "global_load_b128": "global_load_dwordx4", "global_load_u8": "global_load_ubyte",
+    "global_load_i8": "global_load_sbyte", "global_load_u16": "global_load_ushort",
+    "global_load_i16": "global_load_sshort",
+    "global_store_b32": "global_store_dword", "global_store_b64": "global_store_dwordx2",
+    "global_store_b128": "global_store_dwordx4", "global_store_b8": "global_store_byte",
+    "global_store_b16": "global_store_short",
+    "ds_load_b32": "ds_read_b32", "ds_load_b64": "ds_read_b64", "ds_load_u8": "ds_read_u8",
+    "ds_load_i8": "ds_read_i8", "ds_load_u16": "ds_read_u16", "ds_load_i16": "ds_read_i16",
+    "ds_store_b32": "ds_write_b32", "ds_store_b64": "ds_write_b64",
+    "ds_store_b8": "ds_write_b8", "ds_store_b16": "ds_write_b16",
+    "v_add_nc_u32": "v_add_u32", "v_sub_nc_u32": "v_sub_u32",
+    "v_add_co_ci_u32": "v_addc_co_u32", "v_sub_co_ci_u32": "v_subb_co_u32",
+    "s_and_not1_b32": "s_andn2_b32", "s_and_not1_b64": "s_andn2_b64",
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """Register j of the tuple in register operand k (in a template)."""
+
+    k: int
+    j: int
+
+
+class D:
+    """A DEF operand (m: DEF | USE, a read-modify-write such as a masked load's result)."""
+
+    def __init__(self, reg: VReg, mod: bool = False):
+        self.reg, self.mod = reg, mod
+
+
+class Base:
+    """What the selector rules share: the function under construction and its helpers."""
+
+    def __init__(self, name: str, arch: Arch):
+        self.name, self.arch = name, arch
+        self.fn = MFunction(name)
+        self.val: dict[UOp, Any] = {}
+        self.vcopies: dict[int, VReg] = {}   # SGPR value → VGPR copy, valid in this block
+        self.labels = 0
+        self.lane_loops = 0                  # per-lane loops open: EXEC may be partial
+
+    # -- emission -------------------------------------------------------------------------
+    def nm(self, name: str) -> str:
+        """The arch's spelling of an RDNA3-spelled mnemonic."""
+        return _CDNA3.get(name, name) if self.arch.family == "cdna3" else name
+
+    def new(self, cls: str) -> VReg:
+        return self.fn.new_vreg(cls)
+
+    def emit(self, name: str, *ops: Any, mods: tuple = (), kind: Kind = Kind.OP) -> Inst:
+        """Append one instruction: VReg → USE, D(v) → DEF, Part(VReg, j) → one register of a
+        tuple USE, Label → branch target, anything else a literal operand."""
+        regs: list[Any] = []
+        tmpl: list[Any] = []
+        index: dict[int, int] = {}
+
+        def slot(r: VReg, role: Role) -> int:
+            key = id(r)
+            if key in index and role is Role.USE:
+                return index[key]
+            regs.append(RegOp(r, role))
+            index[key] = len(regs) - 1
+            return len(regs) - 1
+        for o in ops:
+            if isinstance(o, D):
+                tmpl.append(slot(o.reg, Role.DEF | Role.USE if o.mod else Role.DEF))
+            elif isinstance(o, VReg):
+                tmpl.append(slot(o, Role.USE))
+            elif isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], VReg):
+                tmpl.append(Part(slot(o[0], Role.USE), o[1]))
+            elif isinstance(o, Label):
+                regs.append(o)
+                tmpl.append(o)
+            else:
+                tmpl.append(o)
+        inst = Inst(self.nm(name), regs, kind=kind, arg=(tuple(tmpl), tuple(mods)))
+        self.fn.insts.append(inst)
+        if kind in (Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JUMP, Kind.BRANCH):
+            self.vcopies.clear()
+        return inst
+
+    def label(self) -> Label:
+        self.labels += 1
+        return Label(f".L{self.name}_{self.labels}")
+
+    def keepalive(self, *regs: VReg) -> None:
+        """Keep registers live past the previous instruction (its expansion writes its
+        results before it has read all of them: an early clobber)."""
+        self.emit(".keep", *regs)
+
+    @property
+    def vcc(self) -> Special:
+        return Special("vcc_lo" if self.arch.wave == 32 else "vcc")
+
+    @property
+    def exec(self) -> Special:
+        return Special("exec_lo" if self.arch.wave == 32 else "exec")
+
+    def mask_op(self, base: str) -> str:
+        """A SALU op on lane masks: s_and_b32 in wave32, s_and_b64 in wave64."""
+        return f"{base}_b{self.arch.wave}"
+
+    # -- values in registers ---------------------------------------------------------------
+    def vgpr(self, r: VReg) -> VReg:
+        """r as a VGPR (tuple): SGPRs are copied (once per straight-line block)."""
+        if r.cls.startswith("v"):
+            return r
+        c = self.vcopies.get(id(r))
+        if c is not None:
+            return c
+        c = self.new("v" + r.cls[1:])
+        if r.cls == "s":
+            self.emit("v_mov_b32", D(c), r)
+        else:
+            self.emit(".vmov", D(c), r)
+        self.vcopies[id(r)] = c
+        return c
+
+    def vconst(self, bits: int, wide: bool = False) -> VReg | Imm:
+        """A VALU source for a 32-bit (or 64-bit when wide) constant pattern: an inline
+        integer constant where one exists, else a VGPR set with v_mov_b32."""
+        if not wide and (-16 <= _signed32(bits) <= 64):
+            return Imm(_signed32(bits))
+        if wide and -16 <= _signed64(bits) <= 64:
+            return Imm(_signed64(bits))
+        r = self.new("v2" if wide else "v")
+        if wide:
+            self.emit(".vlit64", D(r), Imm(bits & (2 ** 64 - 1)))
+        else:
+            self.emit("v_mov_b32", D(r), Imm(_signed32(bits)))
+        return r
+
+
+def _signed32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _signed64(v: int) -> int:
+    v &= 2 ** 64 - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def const_bits(v: int | float | bool, dt: DType) -> int:
+    """The bit pattern of constant v in dt (ints: two's complement of its width, widened
+    the way the register holds it: signed ≤16-bit ints sign-extended to 32 bits)."""
+    if dt.is_bool:
+        return 1 if v else 0
+    if dt == dtypes.float32:
+        return struct.unpack("<I", struct.pack("<f", float(v)))[0]
+    if dt == dtypes.float64:
+        return struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+    if dt == dtypes.float16:
+        import numpy as np
+        return int(np.array(float(v), np.float16).view(np.uint16))
+    if dt == dtypes.bfloat16:
+        from kcc.isel.ptx.alu import bf16_bits
+        return bf16_bits(float(v))
+    iv = int(v) & ((1 << dt.bits) - 1)
+    if dt.is_signed and iv >= 1 << (dt.bits - 1):
+        iv -= 1 << dt.bits
+    return iv
+
+
+def is_wide(dt: DType) -> bool:
+    """Whether dt takes a register pair."""
+    return dt.itemsize == 8
+
+
+def uniform_nodes(lin: list[UOp]) -> set[UOp]:
+    """The nodes whose value is the same in every lane of a wave: constants, scalar PARAMs,
+    gidx, ≤ 32-bit RANGE counters with uniform bounds, and ALU ops, INDEX lanes and AFTERs
+    of uniform values. lidx and loaded values are per lane, and so is what depends on
+    them."""
+    uni: set[UOp] = set()
+    for u in lin:
+        if u.op in (Ops.CONST, Ops.PARAM, Ops.BUFFER):
+            uni.add(u)
+        elif u.op is Ops.SPECIAL:
+            if u.arg.startswith("gidx"):
+                uni.add(u)
+        elif u.op is Ops.RANGE:
+            # a 64-bit counter runs per lane (SALU has no 64-bit signed compare)
+            if u.src[0] in uni and not is_wide(u.dtype):
+                uni.add(u)
+        elif u.op in ALU or u.op in (Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX, Ops.AFTER):
+            if u.op is Ops.INDEX and u.src[0].kind != "value":
+                continue
+            srcs = u.src[:1] if u.op is Ops.AFTER else u.src
+            if all(s in uni for s in srcs):
+                uni.add(u)
+    return uni

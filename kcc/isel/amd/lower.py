@@ -1,0 +1,264 @@
+"""After allocation: the AMD machine function → `kcc.encode.amd.operands.Inst` lines.
+
+- pseudo instructions (names starting with ".") expand into real ones; register copies the
+  allocator inserted become s_mov/v_mov;
+- `s_waitcnt` is placed before every instruction that touches a register a pending load
+  (global_load: vmcnt; s_load and DS: lgkmcnt) writes, and every counter is drained before a
+  branch, a label (control-flow joins) and s_barrier (RDNA3 ISA §5.6 / CDNA3 ISA §4.4, data
+  dependency resolution: the hardware does not interlock on memory results);
+- labels stay as `Label` items; branches carry their target name until the encoder lays the
+  code out (`resolve_branches`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcc.encode.amd.operands import SGPR, VGPR, Imm, Inst, Special
+from kcc.ir.mir import Kind, Label, MFunction, PReg, RegOp
+from kcc.isel.amd.base import Part
+from kcc.isel.amd.regs import Arch, parse_preg
+
+_BRANCHES = ("s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz",
+             "s_cbranch_vccnz", "s_cbranch_vccz")
+
+
+def _one(r: SGPR | VGPR, j: int) -> SGPR | VGPR:
+    return type(r)(r.index + j, 1)
+
+
+def _half(o: Any, j: int) -> Any:
+    """Register j of a tuple operand, or the j-th 32-bit word of a 64-bit immediate."""
+    if isinstance(o, (SGPR, VGPR)):
+        return _one(o, j)
+    if isinstance(o, Imm):
+        v = o.value & (2 ** 64 - 1)
+        w = (v >> (32 * j)) & 0xFFFFFFFF
+        return Imm(w - (1 << 32) if w >= 1 << 31 else w)
+    raise ValueError(f"no half of {o!r}")
+
+
+class Lowering:
+    """Expands one allocated function; `out` collects Inst and Label items."""
+
+    def __init__(self, arch: Arch):
+        self.arch = arch
+        self.out: list[Inst | Label] = []
+        self.vcc = Special("vcc_lo" if arch.wave == 32 else "vcc")
+        self.cdna = arch.family == "cdna3"
+
+    def ops(self, inst: Any) -> list[Any]:
+        tmpl, _ = inst.arg if inst.arg is not None else ((), ())
+        regs = inst.operands
+        out = []
+        for t in tmpl:
+            if isinstance(t, int):
+                o = regs[t]
+                out.append(parse_preg(o.reg) if isinstance(o, RegOp) else o)
+            elif isinstance(t, Part):
+                out.append(_one(parse_preg(regs[t.k].reg), t.j))
+            else:
+                out.append(t)
+        return out
+
+    def put(self, name: str, *ops: Any, mods: tuple = ()) -> None:
+        self.out.append(Inst(name, tuple(ops), tuple(sorted(mods))))
+
+    def mov(self, d: Any, s: Any) -> None:
+        if d != s:
+            self.put("s_mov_b32" if isinstance(d, SGPR) else "v_mov_b32", d, s)
+
+    def lower(self, fn: MFunction) -> list[Inst | Label]:
+        """Every instruction of the allocated function, expanded."""
+        for inst in fn.insts:
+            if inst.kind in (Kind.LABEL, Kind.LOOP_BEGIN):
+                self.out.append(Label(inst.label() or ""))
+                continue
+            if inst.kind is Kind.MOVE:
+                d, s = (parse_preg(o.reg) for o in inst.operands)
+                if d == s:
+                    continue
+                if isinstance(d, SGPR) and d.count == 2 and isinstance(s, SGPR):
+                    self.put("s_mov_b64", d, s)
+                else:
+                    for j in range(d.count):
+                        self.mov(_one(d, j), _one(s, j))
+                continue
+            if inst.kind in (Kind.SPILL, Kind.FILL):
+                raise ValueError("AMD code has no spill slots")
+            ops = self.ops(inst)
+            _, mods = inst.arg if inst.arg is not None else ((), ())
+            if inst.op.startswith("."):
+                getattr(self, "x_" + inst.op[1:])(*ops)
+            elif inst.kind in (Kind.BRANCH, Kind.JUMP, Kind.LOOP_END):
+                self.out.append(Inst(inst.op, (), (("target", inst.label()),)))
+            else:
+                self.put(inst.op, *ops, mods=mods)
+        return self.out
+
+    # -- pseudo instructions --------------------------------------------------------------
+    def x_keep(self, *regs: Any) -> None:
+        """Only a liveness marker."""
+
+    def x_vmov(self, d: Any, s: Any) -> None:
+        for j in range(d.count):
+            self.mov(_one(d, j), _half(s, j) if d.count > 1 else s)
+
+    def x_vlit64(self, d: Any, v: Imm) -> None:
+        self.put("v_mov_b32", _one(d, 0), _half(v, 0))
+        self.put("v_mov_b32", _one(d, 1), _half(v, 1))
+
+    def x_pack(self, d: Any, *parts: Any) -> None:
+        """d = the parts (registers or pairs) side by side (the parts are kept live past
+        this, so d overlaps none of them)."""
+        j = 0
+        for p in parts:
+            n = p.count if isinstance(p, (SGPR, VGPR)) else 1
+            for i in range(n):
+                self.mov(_one(d, j), _one(p, i) if n > 1 else p)
+                j += 1
+
+    def _carry(self, first: str, second: str, d: Any, a: Any, b: Any) -> None:
+        self.put(first, _one(d, 0), self.vcc, _half(a, 0), _half(b, 0))
+        self.put(second, _one(d, 1), self.vcc, _half(a, 1), _half(b, 1), self.vcc)
+
+    def x_add64(self, d: Any, a: Any, b: Any) -> None:
+        self._carry("v_add_co_u32", "v_addc_co_u32" if self.cdna else "v_add_co_ci_u32",
+                    d, a, b)
+
+    def x_sub64(self, d: Any, a: Any, b: Any) -> None:
+        self._carry("v_sub_co_u32", "v_subb_co_u32" if self.cdna else "v_sub_co_ci_u32",
+                    d, a, b)
+
+    def _bitwise(self, name: str, d: Any, a: Any, b: Any) -> None:
+        for j in range(2):
+            self.put(name, _one(d, j), _half(a, j), _half(b, j))
+
+    def x_and64(self, d: Any, a: Any, b: Any) -> None:
+        self._bitwise("v_and_b32", d, a, b)
+
+    def x_or64(self, d: Any, a: Any, b: Any) -> None:
+        self._bitwise("v_or_b32", d, a, b)
+
+    def x_xor64(self, d: Any, a: Any, b: Any) -> None:
+        self._bitwise("v_xor_b32", d, a, b)
+
+    def x_mul64(self, d: Any, t0: Any, t1: Any, a: Any, b: Any) -> None:
+        """(a1·2^32 + a0)(b1·2^32 + b0) mod 2^64 = a0·b0 + (a0·b1 + a1·b0 + hi(a0·b0))·2^32
+        (the inputs are kept live past the expansion, so d overlaps neither)."""
+        a0, a1, b0, b1 = _half(a, 0), _half(a, 1), _half(b, 0), _half(b, 1)
+        self.put("v_mul_lo_u32", t0, a0, b1)
+        self.put("v_mul_lo_u32", t1, a1, b0)
+        self.put("v_add_nc_u32" if not self.cdna else "v_add_u32", t0, t0, t1)
+        self.put("v_mul_hi_u32", t1, a0, b0)
+        self.put("v_add_nc_u32" if not self.cdna else "v_add_u32", _one(d, 1), t0, t1)
+        self.put("v_mul_lo_u32", _one(d, 0), a0, b0)
+
+    def x_cndmask64(self, d: Any, b: Any, a: Any, m: Any) -> None:
+        for j in range(2):
+            self.put("v_cndmask_b32", _one(d, j), _half(b, j), _half(a, j), m)
+
+    def x_fneg64(self, d: Any, s: Any) -> None:
+        self.mov(_one(d, 0), _one(s, 0))
+        self.put("v_xor_b32", _one(d, 1), Imm(-0x80000000), _one(s, 1))
+
+
+# -- s_waitcnt ---------------------------------------------------------------------------------
+
+def _units(o: Any) -> list[tuple[str, int]]:
+    if isinstance(o, SGPR):
+        return [("s", o.index + j) for j in range(o.count)]
+    if isinstance(o, VGPR):
+        return [("v", o.index + j) for j in range(o.count)]
+    return []
+
+
+def _counter(name: str) -> str | None:
+    if name.startswith("global_load"):
+        return "vmcnt"
+    if name.startswith(("s_load", "ds_load", "ds_read")):
+        return "lgkmcnt"
+    return None
+
+
+def insert_waits(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
+    """`s_waitcnt` where a loaded register is touched, and before joins/branches/barriers."""
+    out: list[Inst | Label] = []
+    pending: dict[str, set[tuple[str, int]]] = {"vmcnt": set(), "lgkmcnt": set()}
+    stores = False
+
+    def drain(which: tuple[str, ...], all_stores: bool = False) -> None:
+        nonlocal stores
+        live = tuple(c for c in which if pending[c])
+        if live:
+            out.append(Inst("s_waitcnt", (), tuple((c, 0) for c in sorted(live))))
+            for c in live:
+                pending[c].clear()
+        if all_stores and stores and arch.family == "rdna3":
+            # RDNA3 counts stores separately (vscnt)
+            out.append(Inst("s_waitcnt_vscnt", (Special("null"), Imm(0))))
+        if all_stores:
+            stores = False
+
+    for it in items:
+        if isinstance(it, Label):
+            drain(("lgkmcnt", "vmcnt"))
+            out.append(it)
+            continue
+        if it.name in _BRANCHES or it.name == "s_endpgm":
+            if it.name != "s_endpgm":
+                drain(("lgkmcnt", "vmcnt"))
+            out.append(it)
+            continue
+        if it.name == "s_barrier":
+            drain(("lgkmcnt", "vmcnt"), all_stores=True)
+            out.append(it)
+            continue
+        touched = {u for o in it.ops for u in _units(o)}
+        need = tuple(c for c in ("lgkmcnt", "vmcnt") if pending[c] & touched)
+        drain(need)
+        out.append(it)
+        c = _counter(it.name)
+        if c is not None and it.ops:
+            pending[c].update(_units(it.ops[0]))
+        if it.name.startswith(("global_store", "ds_store", "ds_write")):
+            stores = stores or it.name.startswith("global")
+            if not it.name.startswith("global"):
+                pending["lgkmcnt"].add(("lds", 0))
+    return out
+
+
+def _mod_text(k: str, v: Any) -> str:
+    if k in ("offset",):
+        return f"offset:{v}" if v else ""
+    if isinstance(v, bool):
+        return k if v else ""
+    return f"{k}:{v}"
+
+
+def inst_text(it: Inst) -> str:
+    """One instruction in LLVM's AMDGPU assembler syntax."""
+    if it.name == "s_waitcnt":
+        return "s_waitcnt " + " ".join(f"{k}({v})" for k, v in it.mods)
+    target = it.mod("target")
+    if target is not None:
+        return f"{it.name} {target}"
+    neg = it.mod("neg", ())
+    ops = []
+    for k, o in enumerate(it.ops):
+        text = str(o)
+        src = k - 1
+        if neg and 0 <= src < len(neg) and neg[src]:
+            text = "-" + text
+        ops.append(text)
+    mods = [m for m in (_mod_text(k, v) for k, v in it.mods if k not in ("neg",)) if m]
+    text = it.name + (" " + ", ".join(ops) if ops else "")
+    return text + ("" if not mods else " " + " ".join(mods))
+
+
+def listing(items: list[Inst | Label]) -> list[str]:
+    """The function as assembly lines (labels flush left)."""
+    return [f"{it.name}:" if isinstance(it, Label) else "  " + inst_text(it) for it in items]
+
+
+__all__ = ["Lowering", "PReg", "insert_waits", "inst_text", "listing"]

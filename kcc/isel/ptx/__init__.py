@@ -1,0 +1,1 @@
+"""PTX instruction selection: UOps to PTX instructions (`select.py`; `alu.py` the ALU rules)."""

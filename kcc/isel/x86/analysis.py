@@ -1,0 +1,150 @@
+"""What the x86 selector decides about a linearized kernel before it selects any node: the
+loop index sums it strength-reduces (`induction_sums`), the float loads an ALU user reads as
+its memory operand (`foldable_loads`) and the REG buffers that live in registers
+(`promotable_buffers`). Each is a walk of the schedule (kcc/isel/x86/select.py asks them once per
+kernel)."""
+
+from __future__ import annotations
+
+from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.isel.x86.base import commit_const, fits32, strong_const
+from kcc.isel.x86.regs import reg_class
+
+
+MAX_IVS = 4          # strength-reduced sums per loop: each is a register carried around it
+
+
+def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
+    """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
+    (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, init independent of the
+    loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is read elsewhere (init
+    None: 0). Wrapping integer arithmetic makes `init + r*step` and the counter that starts at
+    init and adds step each iteration the same bits. init is scheduled before the loop (so it
+    does not depend on r and its register exists at the RANGE). A constant init is left alone
+    (it is an address displacement already), and so is a step that does not fit an imm32."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    out: dict[UOp, list[tuple[UOp, UOp | None, int]]] = {}
+
+    def scaled(m: UOp) -> tuple[UOp, int] | None:
+        """(r, step) when m is MUL(r, c), MUL(c, r) or SHL(r, k) of a RANGE r."""
+        if m.op not in (Ops.MUL, Ops.SHL) or not m.dtype.is_int or m.shape or \
+                m.dtype.itemsize not in (4, 8) or m.dtype.is_weak:
+            return None
+        a, b = m.src
+        if m.op is Ops.MUL and a.op is not Ops.RANGE:
+            a, b = b, a
+        c = strong_const(b)
+        if a.op is not Ops.RANGE or a.dtype != m.dtype or c is None:
+            return None
+        c = int(c)
+        if m.op is Ops.SHL:
+            if not 0 <= c < m.dtype.bits:
+                return None
+            c = 1 << c
+        step = commit_const(c, m.dtype)
+        step = commit_const(step, dtypes.int64 if m.dtype.itemsize == 8 else dtypes.int32)
+        return (a, int(step)) if fits32(int(step)) else None
+
+    taken: set[UOp] = set()
+    for u in lin:
+        if u.op is not Ops.ADD or u in taken:
+            continue
+        for m, init in ((u.src[1], u.src[0]), (u.src[0], u.src[1])):
+            rs = scaled(m)
+            if rs is None or init.dtype != u.dtype or strong_const(init) is not None:
+                continue
+            r, step = rs
+            ivs = out.setdefault(r, [])
+            if len(ivs) < MAX_IVS and pos[init] < pos[r]:   # computed before the loop
+                ivs.append((u, init, step))
+                taken.add(u)
+            break
+    for u in lin:
+        rs = scaled(u)
+        if rs is None or all(x in taken for x in users.get(u, [])):
+            continue
+        ivs = out.setdefault(rs[0], [])
+        if len(ivs) < MAX_IVS:
+            ivs.append((u, None, rs[1]))
+    return out
+
+
+_FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
+
+
+def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
+    """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
+    `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
+    ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), by
+    a float32 STACK built with inserts as a lane other than the first, or (evex) by a WHERE
+    as its true value (a masked blend's or zero-masked move's r/m operand,
+    kcc/isel/x86/kmask.py; a WHERE without an opmask form loads it there); between the load
+    and its user in the schedule lies no STORE and no loop boundary, so reading memory at
+    the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
+    Vol. 1 §14.9), so the place's alignment does not matter."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    barrier = [0] * (len(lin) + 1)        # count of STORE/RANGE/END before each position
+    for k, u in enumerate(lin):
+        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    out = set()
+    for u in lin:
+        if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec":
+            continue
+        if u.shape and u.dtype.itemsize * u.shape[0] not in (16, 32, 64):
+            continue                  # the packed form would read a whole register's bytes
+        us = users.get(u, [])
+        if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
+            continue
+        x = us[0]
+        if x.op in _FOLD_INTO and x.dtype.is_float and (
+                x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
+            out.add(u)
+        elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:
+            out.add(u)
+        elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
+                and x.src[0] is not u and len(set(x.src)) == len(x.src) \
+                and strong_const(x) is None:
+            out.add(u)
+    return frozenset(out)
+
+
+def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:
+    """REG buffers whose every access is an ungated LOAD/STORE at a constant place, with the
+    places (start, lanes) pairwise equal or disjoint: each place can live in a register."""
+    places: dict[UOp, set[tuple[int, int]]] = {}
+    bad: set[UOp] = set()
+    for u in lin:
+        if u.op not in (Ops.INDEX, Ops.SHRINK) or u.src[0].kind != "buffer":
+            continue
+        b = u.src[0]
+        while b.op is Ops.AFTER:
+            b = b.src[0]
+        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
+            continue
+        start = strong_const(u.src[1])
+        lanes = u.shape[0] if u.op is Ops.SHRINK else 1
+        if start is None or not 0 <= int(start) <= b.arg.size - lanes:
+            bad.add(b)
+            continue
+        places.setdefault(b, set()).add((int(start), lanes))
+    for u in lin:
+        if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3:
+            b = u.src[0].src[0]
+            while b.op is Ops.AFTER:
+                b = b.src[0]
+            bad.add(b)
+    out = {}
+    for b, cells in places.items():
+        spans = sorted(cells)
+        if b in bad or any(a[0] + a[1] > c[0] for a, c in zip(spans, spans[1:])):
+            continue
+        out[b] = spans
+    return out

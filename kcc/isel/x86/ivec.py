@@ -1,0 +1,208 @@
+"""x86 selection of integer vectors (AVX2, 16 bytes in xmm, 32 in ymm): int8…uint64 lanes for
+the ops AVX2 has an instruction for — arithmetic, bitwise ops, per-lane shifts, MAX, compares as
+lane masks — plus loads/stores, STACK and lane access. A mixin of X86Selector (kcc/isel/x86/select.py).
+
+VECTOR_OPS lists, per dtype, the ops the x86 TargetDesc declares legal on such vectors (a row of
+the SDM that does it); devectorize splits every other op into scalars. Lane widths give the form
+suffixes b/w/d/q (PADDB/W/D/Q …).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Mem, VReg
+from kcc.isel.x86.base import SelectError, const_bytes, strong_const, vw
+
+_SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
+_COMMON = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.NEG, Ops.MAX,
+                     Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})
+# AVX2 has PMULLW/PMULLD (no 8- or 64-bit low multiply), PSLLVD/Q and PSRLVD/Q, PSRAVD (no
+# per-lane 8/16-bit shifts, no 64-bit arithmetic right shift).
+VECTOR_OPS = MappingProxyType({
+    dtypes.int8: _COMMON, dtypes.uint8: _COMMON,
+    dtypes.int16: _COMMON | {Ops.MUL, Ops.MULACC},
+    dtypes.uint16: _COMMON | {Ops.MUL, Ops.MULACC},
+    dtypes.int32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR},
+    dtypes.uint32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR},
+    dtypes.int64: _COMMON | {Ops.SHL},
+    dtypes.uint64: _COMMON | {Ops.SHL, Ops.SHR},
+})
+INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
+_BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}
+
+
+def is_int_vector(u: UOp) -> bool:
+    """u is a vector of integer lanes (held in an xmm/ymm register)."""
+    return bool(u.shape) and u.dtype in VECTOR_OPS
+
+
+def vector_widths(dt: DType) -> tuple[int, ...]:
+    """Legal lane counts of an integer vector: a ymm and an xmm of dt."""
+    return (32 // dt.itemsize, 16 // dt.itemsize)
+
+
+class X86IVec:
+    """Integer vector rules (mixed into X86Selector)."""
+
+    def ivec_alu(self, u: UOp) -> VReg:
+        """An ALU op on integer vectors; compares give a lane mask as wide as the lanes."""
+        op = u.op
+        x = u.src[0]
+        dt, n = x.dtype, x.shape[0]
+        w = vw(dt, n)
+        three = f"_{w}_{w}_{w}m"
+        s = _SFX[dt.itemsize]
+        a = self.reg(x)
+        t = self.new("vec")
+        if op in (Ops.ADD, Ops.SUB):
+            self.emit(f"vp{op.name.lower()}{s}" + three, t, a, self.reg(u.src[1]))
+        elif op in _BITWISE:
+            self.emit(_BITWISE[op] + three, t, a, self.reg(u.src[1]))
+        elif op is Ops.MUL:
+            self.emit(f"vpmull{s}" + three, t, a, self.reg(u.src[1]))
+        elif op is Ops.MULACC:
+            p = self.new("vec")
+            self.emit(f"vpmull{s}" + three, p, a, self.reg(u.src[1]))
+            self.emit(f"vpadd{s}" + three, t, p, self.reg(u.src[2]))
+        elif op is Ops.NEG:
+            z = self.new("vec")
+            self.emit("vzero", z)
+            self.emit(f"vpsub{s}" + three, t, z, a)
+        elif op is Ops.MAX:
+            b = self.reg(u.src[1])
+            if dt.itemsize == 4:
+                self.emit(("vpmaxsd" if dt.is_signed else "vpmaxud") + three, t, a, b)
+            elif self.evex:                        # x86-64-v4: an opmask and VPBLENDM
+                return self.kmax(dt, n, a, b)
+            else:                                  # a < b ? b : a, a compare and a blend
+                return self.blend(dt, n, a, b, self.ivec_less(dt, n, a, b))
+        elif op is Ops.SHL:
+            self.emit(f"vpsllv{s}" + three, t, a, self.ivec_amount(u.src[1], dt, n))
+        elif op is Ops.SHR:
+            kind = "vpsrav" if dt.is_signed else "vpsrlv"
+            self.emit(f"{kind}{s}" + three, t, a, self.ivec_amount(u.src[1], dt, n))
+        elif op is Ops.CMPEQ:
+            self.emit(f"vpcmpeq{s}" + three, t, a, self.reg(u.src[1]))
+        elif op is Ops.CMPNE:
+            eq, ones = self.new("vec"), self.new("vec")
+            self.emit(f"vpcmpeq{s}" + three, eq, a, self.reg(u.src[1]))
+            self.emit(f"vpcmpeq{s}" + three, ones, a, a)          # all ones
+            self.emit("vpxor" + three, t, eq, ones)
+        elif op is Ops.CMPLT:
+            return self.ivec_less(dt, n, a, self.reg(u.src[1]))
+        else:
+            raise SelectError(f"{op.name} on vectors of {dt} has no x86 rule")
+        return t
+
+    def ivec_less(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
+        """The lane mask a < b: PCMPGT (signed) of b and a; unsigned lanes are compared as
+        signed after flipping their sign bits."""
+        w = vw(dt, n)
+        three = f"_{w}_{w}_{w}m"
+        if not dt.is_signed:
+            bias = self.ivec_splat_const(1 << (dt.bits - 1), dt, n)
+            a2, b2 = self.new("vec"), self.new("vec")
+            self.emit("vpxor" + three, a2, a, bias)
+            self.emit("vpxor" + three, b2, b, bias)
+            a, b = a2, b2
+        t = self.new("vec")
+        self.emit(f"vpcmpgt{_SFX[dt.itemsize]}" + three, t, b, a)
+        return t
+
+    def ivec_amount(self, b: UOp, dt: DType, n: int) -> VReg:
+        """A shift-amount vector with lanes as wide as the shifted ones (amounts of another
+        integer dtype arrive as a STACK of scalars after devectorize)."""
+        if b.op is Ops.STACK and b.dtype.itemsize != dt.itemsize:
+            # a STACK of amounts of another width (maybe wider than a legal vector: uint64 x 8
+            # beside int32 x 8) is built from its scalars at the shifted lanes' width
+            consts = [strong_const(x) for x in b.src]
+            if all(c is not None for c in consts):
+                # an amount >= bits is unspecified: keeping its low bits is as good as any
+                data = b"".join(const_bytes(int(c) & ((1 << dt.bits) - 1), dt) for c in consts)
+                t = self.new("vec")
+                w = vw(dt, n)
+                self.emit(f"vmovdqu_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+                return t
+            return self.ivec_from([self.ext(x, dt.bits if dt.itemsize == 8 else 32)
+                                   for x in b.src], dt)
+        if is_int_vector(b):
+            if b.dtype.itemsize == dt.itemsize:
+                return self.reg(b)
+            # lanes of another width: read each (vpextr* zero-extends) and re-insert
+            return self.ivec_from([self.ivec_lane(self.reg(b), b.dtype, n, k)
+                                   for k in range(n)], dt)
+        if b.op is not Ops.STACK:
+            raise SelectError(f"a vector shift amount of {b.dtype} has no x86 rule")
+        return self.ivec_from([self.ext(x, dt.bits if dt.itemsize == 8 else 32)
+                               for x in b.src], dt)
+
+    def ivec_splat_const(self, c: int, dt: DType, n: int) -> VReg:
+        """A vector of n lanes all holding the constant c (from .rodata)."""
+        t = self.new("vec")
+        w = vw(dt, n)
+        self.emit(f"vmovdqu_{w}_{w}m", t, Mem(),
+                  arg={"rip": self.pool.label(const_bytes(c, dt) * n)})
+        return t
+
+    def ivec_stack(self, u: UOp) -> VReg:
+        """A STACK of integer scalars: constants, a broadcast, or lane inserts."""
+        dt, n = u.dtype, u.shape[0]
+        w = vw(dt, n)
+        consts = [strong_const(s) for s in u.src]
+        if all(c is not None for c in consts):
+            t = self.new("vec")
+            data = b"".join(const_bytes(c, dt) for c in consts)
+            self.emit(f"vmovdqu_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+            return t
+        if all(s is u.src[0] for s in u.src):
+            x, t = self.new("vec"), self.new("vec")
+            if dt.itemsize == 8:
+                self.emit("vmovq_x_r64", x, self.reg(u.src[0]))
+            else:
+                self.emit("vmovd_x_rm32", x, self.reg(u.src[0]))
+            self.emit(f"vpbroadcast{_SFX[dt.itemsize]}_{w}_xm{dt.bits}", t, x)
+            return t
+        return self.ivec_from([self.reg(x) for x in u.src], dt)
+
+    def ivec_from(self, regs: list[VReg], dt: DType) -> VReg:
+        """An integer vector from GPRs (one lane each): vpinsr{b,w,d,q} into each 128-bit
+        half, then vinserti128."""
+        per = 16 // dt.itemsize
+        s = _SFX[dt.itemsize]
+        src = {1: "r32m8", 2: "r32m16", 4: "rm32", 8: "rm64"}[dt.itemsize]
+        halves = []
+        for h in range(0, len(regs), per):
+            acc = self.new("vec")
+            self.emit("vzero", acc)
+            for k, r in enumerate(regs[h:h + per]):
+                t = self.new("vec")
+                self.emit(f"vpinsr{s}_x_x_{src}_imm8", t, acc, r, k)
+                acc = t
+            halves.append(acc)
+        if len(halves) == 1:
+            return halves[0]
+        if len(halves) != 2:
+            raise SelectError(f"a vector of {len(regs)} x {dt} is wider than a ymm register")
+        y = self.new("vec")
+        self.emit("vinserti128_y_y_xm_imm8", y, halves[0], halves[1], 1)
+        return y
+
+    def ivec_lane(self, v: VReg, dt: DType, n: int, k: int) -> VReg:
+        """Lane k of an integer vector, in a GPR (vextracti128 for the high half, vpextr*)."""
+        if dt.itemsize * n == 64:                  # a zmm (a float32 x 16 compare's mask)
+            lo, hi = self.split_z(v)
+            return self.ivec_lane(hi if k >= n // 2 else lo, dt, n // 2, k % (n // 2))
+        per = 16 // dt.itemsize
+        src = v
+        if n > per and k >= per:
+            hi = self.new("vec")
+            self.emit("vextracti128_xm_y_imm8", hi, v, 1)
+            src, k = hi, k - per
+        t = self.new("gpr")
+        form = {1: "vpextrb_r32m8_x_imm8", 2: "vpextrw_r32_x_imm8", 4: "vpextrd_rm32_x_imm8",
+                8: "vpextrq_rm64_x_imm8"}[dt.itemsize]
+        self.emit(form, t, src, k)
+        return t

@@ -1,0 +1,267 @@
+"""x86-64-v4 selection of bool vectors as AVX-512 opmasks (k1-k7, one bit per lane) and of
+WHERE on them as masked blends and zero-masked moves. A mixin of X86Selector
+(kcc/isel/x86/select.py).
+
+An opmask has one bit per lane whatever the lanes' width, so a compare of int64 lanes can pick
+float32 lanes without resizing a mask, and the compares, blends and moves here are EVEX forms
+that every operand of may be xmm16-31 (the VEX compares into a vector and VBLENDV are
+restricted to xmm0-15). Each rule returns None where it has no opmask form; the selector then
+keeps the vector-mask rules of x86_vec/x86_ivec (which run beside these: kcc/isel/dce.py
+removes whichever form nobody reads).
+"""
+
+from __future__ import annotations
+
+from kcc.encode.x86.table import FORMS
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Mem, VReg
+from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
+                               strong_const, vw)
+from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector
+from kcc.isel.x86.regs import reg_class
+
+_COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+_KLOGIC = {Ops.AND: "kand", Ops.OR: "kor", Ops.XOR: "kxor"}
+# VPCMP imm8[2:0], the comparison predicate (SDM Vol. 2 "VPCMPD/VPCMPUD"): 0 EQ, 1 LT, 4 NEQ
+_VPCMP_PRED = {Ops.CMPEQ: 0, Ops.CMPLT: 1, Ops.CMPNE: 4}
+_SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
+
+
+def _ksfx(lanes: int) -> str:
+    """The mask-instruction width covering `lanes` bits: KANDB (8), W (16), D (32), Q (64)."""
+    return "b" if lanes <= 8 else "w" if lanes <= 16 else "d" if lanes <= 32 else "q"
+
+
+def _all_true(u: UOp) -> bool:
+    """u is a STACK of the constant true in every lane."""
+    return u.op is Ops.STACK and all(strong_const(x) is not None and bool(strong_const(x))
+                                     for x in u.src)
+
+
+class X86KMask:
+    """Opmask rules (mixed into X86Selector; used only when its `evex` is set)."""
+
+    def kbool(self, u: UOp) -> VReg | None:
+        """The opmask of a bool vector u, or None: a compare of vector lanes, AND/OR/XOR of
+        opmasks, XOR with all-true (NOT), a STACK of constants or of one scalar bool."""
+        if not u.shape or u.shape[0] < 2:
+            return None
+        k = self.kval.get(u)
+        if k is not None:
+            return k
+        if u.op in _COMPARES and u.src[0].shape:
+            k = self.kcompare(u)
+        elif u.op in _KLOGIC:
+            k = self.klogic(u)
+        elif u.op is Ops.STACK:
+            memo = self.kstacks
+            key = (u, tuple(lp[0] for lp in self.loops))    # built where it is first read
+            if key not in memo:
+                memo[key] = self.kstack(u)
+            return memo[key]
+        else:
+            return None
+        if k is not None:
+            self.kval[u] = k
+        return k
+
+    def lane_mask(self, u: UOp) -> VReg:
+        """An opmask's bool vector read as a lane-mask vector after all: made where it is
+        read, once per loop nest (made inside a loop, it would be undefined after a loop that
+        ran no iteration)."""
+        memo = self.lane_masks
+        key = (u, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            self.sel_alu_value(u)
+            memo[key] = self.val.pop(u)
+        return memo[key]
+
+    def kcompare(self, u: UOp) -> VReg | None:
+        """A vector compare into an opmask: VCMPPS/PD (float) or VPCMP[U]B/W/D/Q (integer)."""
+        a_u, b_u = u.src
+        dt, lanes = a_u.dtype, a_u.shape[0]
+        w = vw(dt, lanes)
+        if reg_class(dt) == "vec":
+            pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
+            form = f"vcmpp{fs(dt)}_k_{w}_{w}m_imm8"
+        elif is_int_vector(a_u):
+            pred = _VPCMP_PRED[u.op]
+            u_ = "u" if u.op is Ops.CMPLT and not dt.is_signed else ""
+            form = f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8"
+        else:
+            return None
+        if form not in FORMS:
+            return None
+        k = self.new("mask")
+        self.emit(form, k, self.reg(a_u), self.reg(b_u), pred)
+        return k
+
+    def klogic(self, u: UOp) -> VReg | None:
+        """AND/OR/XOR of two opmasks as KAND/KOR/KXOR; XOR with all-true as KNOT."""
+        a, b = u.src
+        sfx = _ksfx(u.shape[0])
+        if u.op is Ops.XOR and (_all_true(a) or _all_true(b)):
+            ka = self.kbool(b if _all_true(a) else a)
+            if ka is None:
+                return None
+            k = self.new("mask")
+            self.emit(f"knot{sfx}_k_k", k, ka)
+            return k
+        ka, kb = self.kbool(a), self.kbool(b)
+        if ka is None or kb is None:
+            return None
+        k = self.new("mask")
+        self.emit(f"{_KLOGIC[u.op]}{sfx}_k_k_k", k, ka, kb)
+        return k
+
+    def kstack(self, u: UOp) -> VReg | None:
+        """A STACK of constant bools (their bits through a GPR), of one scalar bool 0/1
+        (negated: all ones or zero, KMOVW/D takes the low 32 bits) or of scalar bools (one
+        bit each) as an opmask."""
+        lanes = u.shape[0]
+        if lanes > 32:
+            return None
+        consts = [strong_const(x) for x in u.src]
+        g = self.new("gpr")
+        if all(c is not None for c in consts):
+            bits = sum(1 << i for i, c in enumerate(consts) if c)
+            self.emit("mov_r32_imm32", g, bits - (1 << 32) if bits >= 1 << 31 else bits)
+        elif all(x is u.src[0] for x in u.src) and u.src[0].dtype == dtypes.bool:
+            self.emit("movzx_r32_rm8", g, self.reg(u.src[0]))
+            self.emit("neg_rm32", g)              # 1 -> all ones, 0 -> 0
+        elif all(x.dtype == dtypes.bool and not x.shape for x in u.src):
+            # lanes of a compare devectorize split (no vector form of its operands): bit i
+            # from bool i, shifted into place and ORed
+            self.emit("movzx_r32_rm8", g, self.reg(u.src[0]))
+            for i, x in enumerate(u.src[1:], 1):
+                b = self.new("gpr")
+                self.emit("movzx_r32_rm8", b, self.reg(x))
+                self.emit("shl_rm32_imm8", b, i)
+                self.emit("or_r32_rm32", g, b)
+        else:
+            return None
+        k = self.new("mask")
+        self.emit("kmovw_k_r32" if lanes <= 16 else "kmovd_k_r32", k, g)
+        return k
+
+    def kwhere(self, u: UOp, k: VReg) -> VReg | None:
+        """WHERE(k, a, b) per lane: +0 as b is a zero-masked move of a (VMOVUPS/UPD/DQU
+        {k}{z}: a just-loaded a is read by it, masked-off lanes not at all), else VBLENDMPS/PD
+        or VPBLENDMB/W/D/Q (the second source where k is set)."""
+        _, a, b = u.src
+        dt, lanes = u.dtype, u.shape[0]
+        w = vw(dt, lanes)
+        if reg_class(dt) == "vec":
+            move, blend = f"vmovup{fs(dt)}", f"vblendmp{fs(dt)}"
+        elif is_int_vector(u):
+            move = f"vmovdqu{dt.bits}"
+            blend = f"vpblendm{_SFX[dt.itemsize]}"
+        else:
+            return None
+        t = self.new("vec")
+        if positive_zero(b, dt):
+            form = f"{move}_{w}_kz_{w}m"
+            if form in FORMS:
+                m = self.folded(a)
+                self.emit(form, t, k, m if m is not None else self.reg(a))
+                return t
+        form = f"{blend}_{w}_k_{w}_{w}m"
+        if form not in FORMS:
+            return None
+        no = self.reg(b)
+        m = self.folded(a)
+        self.emit(form, t, k, no, m if m is not None else self.reg(a))
+        return t
+
+
+    def kmax(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
+        """MAX of integer lanes without a VPMAX form here: a < b (VPCMP[U] into k) picks b
+        (VPBLENDM), so no VEX compare and VPBLENDVB."""
+        w = vw(dt, n)
+        u_ = "" if dt.is_signed else "u"
+        k, t = self.new("mask"), self.new("vec")
+        self.emit(f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8", k, a, b, _VPCMP_PRED[Ops.CMPLT])
+        self.emit(f"vpblendm{_SFX[dt.itemsize]}_{w}_k_{w}_{w}m", t, k, a, b)
+        return t
+
+    def klane(self, k: VReg, lane: int) -> VReg:
+        """Lane `lane` of an opmask as a bool (0/1) in a GPR: KMOVD, a shift, AND 1."""
+        t = self.new("gpr")
+        self.emit("kmovd_r32_k", t, k)
+        if lane:
+            self.emit("shr_rm32_imm8", t, lane)
+        self.emit("and_rm32_imm8", t, 1)
+        return t
+
+    def kgate(self, c: UOp, lanes: int = 1) -> VReg:
+        """A scalar bool (0/1 in a GPR) as an opmask: bit 0 (MOVZX, KMOVW), or for lanes > 1
+        its value in each of 32 bits (negated first: all ones or zero; KMOVD)."""
+        memo = self.kgates
+        key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            g, k = self.new("gpr"), self.new("mask")
+            self.emit("movzx_r32_rm8", g, self.reg(c))
+            if lanes > 1:
+                self.emit("neg_rm32", g)
+            # all 32 bits (KMOVD) for any lane count: one mask serves gates of 8 and 32 lanes
+            self.emit("kmovd_k_r32" if lanes > 1 else "kmovw_k_r32", k, g)
+            memo[key] = k
+        return memo[key]
+
+    def kstore(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> bool:
+        """A gated STORE of a float scalar or vector, or an integer vector, as one merge-masked
+        store (VMOVSS/SD, VMOVUPS/UPD, VMOVDQU8/16/32/64 [mem] {k}, v): a lane whose gate is
+        false is not written and raises no fault (SDM Vol. 1 §15.6.1), so no scratch address.
+        False where it has no such form (a GPR value). A gate is a scalar bool (the .uop
+        verifier's rule): its opmask has it in every lane."""
+        gate = u.src[2]
+        if reg_class(dt) == "vec":
+            form = f"vmovs{fs(dt)}_m{dt.bits}_k_x" if lanes == 1 else \
+                f"vmovup{fs(dt)}_m{dt.bits * lanes}_k_{vw(dt, lanes)}"
+        elif lanes > 1 and dt in INT_VECTOR_DTYPES:
+            form = f"vmovdqu{dt.bits}_m{dt.bits * lanes}_k_{vw(dt, lanes)}"
+        else:
+            return False
+        if form not in FORMS or lanes > 32:
+            return False
+        self.emit(form, mem, self.kgate(gate, lanes), self.reg(u.src[1]))
+        return True
+
+    def kwhere_scalar(self, u: UOp) -> VReg | None:
+        """WHERE(c, LOAD, b) on a scalar float whose load is deferred to its user (tinygrad's
+        gated loads: the padding of a conv): one masked VMOVSS/SD from memory, zero-masked
+        for b = +0, else merging into a copy of b."""
+        c, a, b = u.src
+        dt = u.dtype
+        if reg_class(dt) != "vec" or a not in self.deferred or c.shape:
+            return None
+        if positive_zero(b, dt):
+            k = self.kgate(c)
+            t = self.new("vec")
+            self.emit(f"vmovs{fs(dt)}_x_kz_m{dt.bits}", t, k, self.folded(a))
+            return t
+        t = self.copy(self.reg(b), dt)
+        self.emit(f"vmovs{fs(dt)}_x_k_m{dt.bits}", t, self.kgate(c), self.folded(a))
+        return t
+
+    def kload(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> VReg:
+        """A gated LOAD as one masked load, the opmask from the gate (KMOVW/D): zero-masked
+        for a +0 alt, else merging into a copy of alt (VMOVSS/SD, VMOVUPS/UPD,
+        VMOVDQU8-64 {k}); where the gate is false nothing is read, so nothing faults (SDM
+        Vol. 1 §15.6.1) whatever the address."""
+        _, alt, gate = u.src
+        if reg_class(dt) == "vec":
+            mnem = f"vmovs{fs(dt)}" if lanes == 1 else f"vmovup{fs(dt)}"
+        else:
+            mnem = f"vmovdqu{dt.bits}"
+        w = vw(dt, lanes)
+        src = f"m{dt.bits}" if lanes == 1 else f"{w}m"
+        k = self.kgate(gate, lanes)
+        if positive_zero(alt, dt):
+            t = self.new("vec")
+            self.emit(f"{mnem}_x_kz_{src}" if lanes == 1 else f"{mnem}_{w}_kz_{src}", t, k, mem)
+            return t
+        t = self.copy(self.reg(alt), dt, lanes)
+        self.emit(f"{mnem}_x_k_{src}" if lanes == 1 else f"{mnem}_{w}_k_{src}", t, k, mem)
+        return t

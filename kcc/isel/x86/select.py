@@ -1,0 +1,581 @@
+"""Instruction selection for x86-64 (AVX2/FMA/F16C): linearized UOps to a machine function.
+
+Value model (why: it keeps most ops one or two instructions):
+- bool, integers, float16 and bfloat16 (bit patterns) live in general-purpose registers; only
+  the low `bits` of the register are meaningful, so an op reads the upper bits only after an
+  explicit extension (`movsx`/`movzx`/`movsxd`): division, comparison, right shift, widening
+  casts, addressing. 8- and 16-bit arithmetic uses the 32-bit forms.
+- float32/float64 scalars live in the low lane of an xmm register; vectors of 4/8 float32 or
+  2/4 float64 in xmm/ymm.
+- A bool is 0 or 1 in the low byte. Float compares use `vcmps*` predicates chosen for the exact
+  NaN rules of docs/semantics.md (LT_OS, EQ_OQ, NEQ_UQ), never the flags of `ucomiss`.
+- Places (INDEX/SHRINK) become memory operands `[base + index*scale + disp]`; REG buffers live
+  in the frame below the spill area, addressed from rsp.
+- A gated store never branches: its address is replaced by a frame scratch slot when the gate
+  is false (`cmove`), so a false gate writes nothing the kernel can observe; on x86-64-v4 a
+  float or vector one is a masked store instead (kcc/isel/x86/kmask.py).
+Loops are LOOP_BEGIN/LOOP_END markers around the body; the counter is a loop-carried register,
+and so is each strength-reduced index sum `init + r*step` (`x86_analysis.induction_sums`).
+- A float load with one ALU user is read by that user as its memory operand (`vaddps x, x,
+  [mem]`, `vinsertps x, x, [mem], imm`; `x86_analysis.foldable_loads`).
+Rules are methods `sel_<op>` (one per UOp op), each with a one-line docstring.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.ir.consts import const_int
+from kcc.ir.dtype import DType
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
+from kcc.ir.ranges import int_ranges
+from kcc.isel.x86.alu import X86Alu
+from kcc.isel.x86.analysis import foldable_loads, induction_sums, promotable_buffers
+from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
+                               SelectError, commit_const, const_bytes, fits32, fs, imm_form,
+                               isz, operand_plan, strong_const, vw)
+from kcc.isel.x86.ivec import X86IVec, is_int_vector
+from kcc.isel.x86.kmask import X86KMask
+from kcc.isel.x86.stream import stream_form
+from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RSP, reg_class
+from kcc.isel.x86.shuf import splat_only_wheres
+from kcc.isel.x86.vec import X86Vec
+
+__all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
+           "imm_form", "isz", "select", "strong_const", "vw"]
+
+
+# the rule method of each op (an enum's .name is a slow property; select asks it per node)
+_RULE_NAMES: dict[Ops, str] = {op: f"sel_{op.name}" for op in Ops}
+
+
+class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
+    """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
+
+    def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
+                 stream: dict[UOp, int] | None = None):
+        self.fn = MFunction(name)
+        # STOREs selected as non-temporal stores (kcc/isel/x86/stream.py) → their vector
+        # bytes; the buffers they write → the alignment their base pointer needs
+        self.stream = stream or {}
+        self.stream_align: dict[UOp, int] = {}
+        self.evex = evex            # x86-64-v4: EVEX-only forms (embedded broadcasts, opmasks)
+        self.kval: dict[UOp, VReg] = {}             # bool vectors as opmasks (evex)
+        self.lazy_masks: set[UOp] = set()           # ... whose lane-mask vector waits
+        self.pool = pool
+        self.specials = specials
+        self.val: dict[UOp, VReg] = {}
+        self.places: dict[UOp, Place] = {}
+        self.bufs: dict[UOp, tuple[str, object]] = {}   # ("ptr", vreg) | ("frame", offset)
+        self.frame_bytes = SCRATCH_BYTES               # REG buffers follow the scratch slot
+        self.loops: list[tuple[UOp, VReg, str, str | None]] = []
+        self.const_cache: dict[tuple, VReg] = {}
+        self.stack_args: list[tuple[VReg, int]] = []
+        self._labels = 0
+        self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
+        self.ranges: dict = {}
+        self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
+        self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
+        self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
+        # the rules' memos, one kernel long (a selector selects one kernel); a value made
+        # where it is first read is keyed by the loop nest there too (made inside a loop, it
+        # would be undefined after a loop that ran no iteration)
+        self.bool_masks: dict[tuple, VReg] = {}   # x86_vec.bool_vec: (u, lane bytes, loops)
+        # x86_alu's gated-load WHEREs -> (load, mask, whether every lane of the mask is one
+        # gate), read by x86_shuf.gated_splat
+        self.gated: dict[UOp, tuple[UOp, VReg, bool]] = {}
+        self.kstacks: dict[tuple, VReg] = {}      # x86_kmask.kbool of a STACK: (u, loops)
+        self.lane_masks: dict[tuple, VReg] = {}   # x86_kmask.lane_mask: (u, loops)
+        self.kgates: dict[tuple, VReg] = {}       # x86_kmask.kgate: (c, lanes > 1, loops)
+
+    # -- emission helpers ---------------------------------------------------------------------
+    def new(self, cls: str) -> VReg:
+        return self.fn.new_vreg(cls)
+
+    def emit(self, form: str, *ops: object, extra: tuple[RegOp, ...] = (),
+             kind: Kind = Kind.OP, arg: object = None) -> Inst:
+        """Append one instruction; register roles come from the form's row in the table."""
+        plan = OPERAND_PLANS.get(form) or operand_plan(form)
+        if len(ops) != len(plan):
+            raise AssertionError(f"{form} takes {len(plan)} operands, got {len(ops)}")
+        operands: list = []
+        zext = self.zext
+        for k, ((role, checked, want, fixed, narrow, writes), o) in enumerate(zip(plan, ops)):
+            if isinstance(o, (VReg, PReg)):
+                if checked and want != o.cls:
+                    raise AssertionError(f"{form} operand {k} wants a {want} register, "
+                                         f"got {o!r}")
+                o = RegOp(o, role, fixed=fixed)
+            elif isinstance(o, int):
+                o = Imm(o)
+            operands.append(o)
+            if isinstance(o, RegOp) and (writes if o.role is role else o.is_def):
+                if narrow:
+                    zext.add(o.reg)
+                else:
+                    zext.discard(o.reg)      # redefined with all 64 bits
+        inst = Inst(form, operands + list(extra), kind=kind, arg=arg)
+        self.fn.insts.append(inst)
+        return inst
+
+    def new_label(self) -> str:
+        self._labels += 1
+        return f".L{self.fn.name}_{self._labels}"
+
+    def copy(self, v: VReg, dt: DType, lanes: int = 1) -> VReg:
+        """A fresh register holding a copy of v (the destination of a two-address op)."""
+        t = self.new(v.cls)
+        if v.cls == "gpr":
+            # a whole-register copy: it keeps bits 63:32 as they are (so a copy of a
+            # zero-extended value stays one, and a copy onto itself can be dropped)
+            self.emit("mov_r64_rm64", t, v)
+            if v in self.zext:
+                self.zext.add(t)
+        else:
+            w = vw(dt, lanes)
+            self.emit(f"vmovaps_{w}_{w}m", t, v)
+        return t
+
+    # -- values -------------------------------------------------------------------------------
+    def reg(self, u: UOp) -> VReg:
+        """The register holding u's value; constants are materialized once per loop level."""
+        v = self.val.get(u)
+        if v is not None:
+            return v
+        if u in self.lazy_masks:
+            return self.lane_mask(u)        # x86-64-v4: an opmask's bool vector (x86_kmask)
+        if u in self.deferred:
+            # a load kept for a memory operand that its user did not take after all: read it
+            # here (no store lies between the two places in the schedule)
+            self.val[u] = v = self.load(Place(self.deferred.pop(u), u.dtype,
+                                              u.shape[0] if u.shape else 1))
+            return v
+        c = strong_const(u)
+        if c is None:
+            if u.op is Ops.STACK and (reg_class(u.dtype) == "vec" or is_int_vector(u)):
+                v = self.sel_STACK(u)
+                if v is not None:
+                    return v
+            raise SelectError(f"{u.op.name} of {u.dtype}{list(u.shape)} has no register "
+                              "form on x86")
+        key = (u, len(self.loops))
+        v = self.const_cache.get(key)
+        if v is None:
+            v = self.materialize(c, u.dtype, u.shape[0] if u.shape else 1)
+            self.const_cache[key] = v
+        return v
+
+    def materialize(self, c: int | float | bool, dt: DType, lanes: int = 1) -> VReg:
+        """A register holding constant c of dt: floats from .rodata, ints as immediates."""
+        if reg_class(dt) == "vec":
+            t = self.new("vec")
+            if const_bytes(c, dt) == bytes(dt.itemsize):
+                self.emit("vzero", t)
+                return t
+            data = const_bytes(c, dt) * lanes
+            if lanes == 1:
+                self.emit(f"vmovs{fs(dt)}_x_m{dt.bits}", t, Mem(),
+                          arg={"rip": self.pool.label(data)})
+            else:
+                w = vw(dt, lanes)
+                self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, Mem(),
+                          arg={"rip": self.pool.label(data)})
+            return t
+        t = self.new("gpr")
+        # a float16/bfloat16 constant lives in a GPR as its bit pattern (int(c) lost -0.0 and
+        # every fraction)
+        iv = int.from_bytes(const_bytes(c, dt), "little") if dt.is_float else int(c)
+        if dt.itemsize == 8 and not fits32(iv):
+            self.emit("movabs_r64_imm64", t, iv & ((1 << 64) - 1))
+        elif dt.itemsize == 8:
+            self.emit("mov_rm64_imm32", t, iv)
+        else:
+            self.emit("mov_r32_imm32", t, iv & 0xFFFFFFFF)
+        return t
+
+    def imm(self, u: UOp, width: int = 32) -> int | None:
+        """u as a sign-extended imm32 operand when it is a constant that fits, else None."""
+        c = strong_const(u)
+        if c is None or isinstance(c, float):
+            return None
+        c = int(c)
+        if u.dtype.itemsize < 8:
+            c = commit_const(c, dtypes.int32)
+        return c if fits32(c) else None
+
+    def ext(self, u: UOp, bits: int) -> VReg:
+        """u's integer value sign- or zero-extended (by its dtype) to 32 or 64 bits; computed
+        once per loop level (like constants) so repeated addressing reuses it."""
+        for level in range(len(self.loops), -1, -1):
+            hit = self.const_cache.get((u, bits, level))
+            if hit is not None:
+                return hit
+        hit = self.const_cache[(u, bits, len(self.loops))] = self._ext(u, bits)
+        return hit
+
+    def _ext(self, u: UOp, bits: int) -> VReg:
+        dt = u.dtype
+        v = self.reg(u)
+        signed = dt.is_signed
+        t = self.new("gpr")
+        if dt.itemsize == 8:
+            return v
+        if dt.itemsize == 4:
+            if bits == 32:
+                return v
+            r = self.ranges.get(u)
+            if v in self.zext and (not signed or (r is not None and r[0] >= 0)):
+                # written by a 32-bit form, which zeroes bits 63:32 (SDM Vol. 1 §3.4.1.1),
+                # and non-negative: the register already holds the 64-bit value
+                return v
+            if signed:
+                self.emit("movsxd_r64_rm32", t, v)
+            else:
+                self.emit("mov_r32_rm32", t, v)     # a 32-bit write zero-extends (SDM §3.4.1.1)
+            return t
+        src = dt.bits if dt.itemsize in (1, 2) else 8
+        if signed:
+            self.emit(f"movsx_r{bits}_rm{src}", t, v)
+        else:
+            self.emit(f"movzx_r32_rm{src}", t, v)
+        return t
+
+    # -- the driver ---------------------------------------------------------------------------
+    def select(self, lin: list[UOp]) -> MFunction:
+        """Select every node of the linearized kernel, in order."""
+        self.sel_params(lin)
+        self.promoted = promotable_buffers(lin)
+        self.foldable = foldable_loads(lin, self.evex)
+        self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
+        self.nusers = Counter([s for u in lin for s in u.src])
+        self.ivs = induction_sums(lin)
+        iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
+        self.ranges = int_ranges([lin[-1]])
+        for u in lin:
+            if u in iv_nodes:
+                continue                  # an induction variable, defined at its RANGE
+            rule = getattr(self, _RULE_NAMES[u.op], None)
+            if rule is None:
+                rule = self.sel_alu
+            rule(u)
+        if self.stream_align:
+            # non-temporal stores are weakly ordered: visible to others before the return
+            self.emit("sfence")
+        self.emit("ret", kind=Kind.RET)
+        return self.fn
+
+    def sel_params(self, lin: list[UOp]) -> None:
+        """Kernel arguments arrive per the System V ABI: params in slot order, then gidx ints."""
+        params = sorted((u for u in lin if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
+        ints, floats, stack = list(INT_ARG_REGS), list(FLOAT_ARG_REGS), 0
+        incoming: list[tuple[UOp | str, str]] = []
+        workers: list[tuple[UOp | None, VReg]] = []
+        for p in params:
+            cls = "gpr" if p.arg.addrspace is not AddrSpace.ALU else reg_class(p.dtype)
+            incoming.append((p, cls))
+        incoming += [(s, "gpr") for s in self.specials if s.startswith("gidx")]
+        for what, cls in incoming:
+            v = self.new(cls)
+            pool = ints if cls == "gpr" else floats
+            if pool:
+                self.fn.params.append((v, pool.pop(0)))
+            else:
+                # §3.2.3: a stack argument occupies an eightbyte at [rbp + 16 + 8k] once the
+                # prologue has pushed rbp.
+                self.stack_args.append((v, 16 + 8 * stack))
+                stack += 1
+            if isinstance(what, str):
+                workers.append((self.special_node(lin, what), v))
+            elif what.arg.addrspace is AddrSpace.ALU:
+                self.val[what] = v
+            else:
+                self.bufs[what] = ("ptr", v)
+        for v, off in self.stack_args:
+            form = "mov_r64_rm64" if v.cls == "gpr" else "vmovsd_x_m64"
+            self.emit(form, v, Mem(RBP, None, 1, off))
+        for node, v in workers:
+            # a worker index is a C int: the upper half of its register or stack eightbyte is
+            # undefined (SysV §3.2.3), so zero-extend it (it is never negative) before an
+            # int64 SPECIAL uses all 64 bits
+            if node is not None:
+                w = self.new("gpr")
+                self.emit("mov_r32_rm32", w, v)
+                self.val[node] = w
+
+    @staticmethod
+    def special_node(lin: list[UOp], name: str) -> UOp | None:
+        """The SPECIAL node called name, or None when simplification removed every use (its
+        worker argument still arrives)."""
+        return next((u for u in lin if u.op is Ops.SPECIAL and u.arg == name), None)
+
+    # -- leaves and structure -------------------------------------------------------------------
+    def sel_PARAM(self, u: UOp) -> None:
+        """Arguments are bound in sel_params."""
+
+    def sel_CONST(self, u: UOp) -> None:
+        """Constants are materialized where they are used."""
+
+    def sel_SINK(self, u: UOp) -> None:
+        """The root has no code."""
+
+    def sel_GROUP(self, u: UOp) -> None:
+        """A group of effects has no code of its own."""
+
+    def sel_BARRIER(self, u: UOp) -> None:
+        """A workgroup barrier has no meaning on a CPU target."""
+        raise SelectError("BARRIER needs a GPU target (-t cuda); x86 runs no workgroups")
+
+    def sel_SPECIAL(self, u: UOp) -> None:
+        """gidx is a worker argument (bound in sel_params); lidx has no CPU meaning."""
+        if u.arg.startswith("lidx"):
+            raise SelectError(f"SPECIAL {u.arg} (a local thread index) needs a GPU target; "
+                              "x86 runs gidx workers only")
+
+    def sel_BUFFER(self, u: UOp) -> None:
+        """A REG buffer gets frame bytes; LOCAL (workgroup-shared) memory is GPU-only."""
+        if u.arg.addrspace is AddrSpace.LOCAL:
+            raise SelectError("a LOCAL buffer (workgroup shared memory) needs a GPU target")
+        if u in self.promoted:
+            # every access is at a constant place: each place is a register variable
+            # (zeroed here so it is defined on every path), no memory traffic in the loop
+            cells = {}
+            for start, lanes in self.promoted[u]:
+                # a place of several lanes is a vector register, integer lanes included
+                v = self.new("vec" if lanes > 1 else reg_class(u.dtype))
+                if v.cls == "vec":
+                    self.emit("vzero", v)
+                else:
+                    self.emit("mov_r32_imm32", v, 0)
+                    # a register variable is defined again by every STORE, maybe with all
+                    # 64 bits and after a use in the program text (a loop): never assume
+                    # its upper half is zero
+                    self.zext.discard(v)
+                cells[start, lanes] = v
+            self.bufs[u] = ("vars", cells)
+            return
+        size = u.arg.size * u.dtype.itemsize
+        align = 32 if size >= 32 else 16
+        self.frame_bytes = (self.frame_bytes + align - 1) // align * align
+        self.bufs[u] = ("frame", self.frame_bytes)
+        self.frame_bytes += size
+
+    def sel_AFTER(self, u: UOp) -> None:
+        """AFTER is its first src, ordered: the schedule already honours the order."""
+        x = u.src[0]
+        if x in self.bufs:
+            self.bufs[u] = self.bufs[x]
+        elif x in self.places:
+            self.places[u] = self.places[x]
+        else:
+            self.val[u] = self.reg(x)
+
+    def sel_RANGE(self, u: UOp) -> None:
+        """A counted loop: counter = 0; a guard when the bound may be zero; loop header."""
+        i = self.new("gpr")
+        self.emit("mov_r32_imm32", i, 0)
+        for n, init, _ in self.ivs.get(u, ()):
+            # a sum `init + u*step` as its own counter (strength reduction): init here, one
+            # add per iteration at the END instead of a multiply and an add in the body
+            v = self.new("gpr")
+            if init is None:
+                self.emit("mov_r32_imm32", v, 0)
+            elif n.dtype.itemsize == 8:
+                self.emit("mov_r64_rm64", v, self.reg(init))
+            else:
+                self.emit("mov_r32_rm32", v, self.reg(init))   # zero-extends (SDM §3.4.1.1)
+            self.val[n] = v
+        bound = u.src[0]
+        skip = None
+        c = strong_const(bound)
+        if c is None or int(c) <= 0:
+            skip = self.new_label()
+            b = self.reg(bound)
+            self.emit(f"cmp_rm{isz(u.dtype)}_imm8", b, 0)
+            self.emit("jle_rel32" if u.dtype.is_signed else "je_rel32", Label(skip),
+                      kind=Kind.BRANCH)
+        head = self.new_label()
+        self.fn.insts.append(Inst("label", [Label(head)], kind=Kind.LOOP_BEGIN))
+        self.loops.append((u, i, head, skip))
+        self.val[u] = i
+        # 0 <= i < bound <= the dtype's max: the 32-bit counter's upper half is zero, so the
+        # register is already i extended to 64 bits (no movsxd for addressing).
+        self.const_cache[(u, 64, len(self.loops))] = i
+
+    def sel_END(self, u: UOp) -> None:
+        """Close the innermost loop: counter += 1; loop while counter < bound."""
+        rng, i, head, skip = self.loops.pop()
+        if rng is not u.src[1]:
+            raise AssertionError("linearize left loops improperly nested")
+        # constants materialized inside the loop are not valid after it
+        self.const_cache = {k: v for k, v in self.const_cache.items()
+                            if k[-1] <= len(self.loops)}
+        for n, _, step in self.ivs.get(rng, ()):
+            wn = isz(n.dtype)
+            self.emit(imm_form("add", wn, step), self.val[n], step)
+        w = isz(rng.dtype)
+        self.emit(f"add_rm{w}_imm8", i, 1)
+        bound = rng.src[0]
+        b = self.imm(bound)
+        if b is not None:
+            self.emit(imm_form("cmp", w, b), i, b)
+        else:
+            self.emit(f"cmp_r{w}_rm{w}", i, self.reg(bound))
+        jcc = "jl_rel32" if rng.dtype.is_signed else "jb_rel32"
+        self.fn.insts.append(Inst(jcc, [Label(head)], kind=Kind.LOOP_END))
+        if skip is not None:
+            self.fn.insts.append(Inst("label", [Label(skip)], kind=Kind.LABEL))
+
+    # -- memory -------------------------------------------------------------------------------
+    def buffer(self, b: UOp) -> tuple[str, object]:
+        while b not in self.bufs and b.op is Ops.AFTER:
+            b = b.src[0]
+        return self.bufs[b]
+
+    def address(self, buf: UOp, idx: UOp, dt: DType) -> Mem:
+        """[base + idx*itemsize + disp], folding a constant index or a constant addend."""
+        kind, base = self.buffer(buf)
+        disp = base if kind == "frame" else 0
+        breg = RSP if kind == "frame" else base
+        scale = dt.itemsize
+        c = self.imm(idx)
+        if c is not None and fits32(c * scale + disp):
+            return Mem(breg, None, 1, disp + c * scale)
+        if idx.op is Ops.ADD:
+            k = self.imm(idx.src[1])
+            if k is not None and fits32(k * scale + disp):
+                return Mem(breg, self.ext(idx.src[0], 64), scale, disp + k * scale)
+        return Mem(breg, self.ext(idx, 64), scale, disp)
+
+    def sel_INDEX(self, u: UOp) -> None:
+        """A place in a buffer, or one lane of a vector value."""
+        base = u.src[0]
+        if base.kind == "value":
+            k = const_int(u.src[1])
+            if base.dtype.is_bool:
+                self.val[u] = self.mask_lane(base, k)
+            elif is_int_vector(base):
+                self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
+            else:
+                self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
+            return
+        self.places[u] = self.place(base, u.src[1], u.dtype, 1)
+
+    def sel_SHRINK(self, u: UOp) -> None:
+        """A place of n contiguous elements (a vector access)."""
+        self.places[u] = self.place(u.src[0], u.src[1], u.dtype, u.shape[0])
+
+    def place(self, buf: UOp, idx: UOp, dt: DType, lanes: int) -> Place:
+        """A memory place, or the register variable of a promoted REG buffer element."""
+        kind, cells = self.buffer(buf)
+        if kind == "vars":
+            return Place(None, dt, lanes, cells[int(strong_const(idx)), lanes])
+        return Place(self.address(buf, idx, dt), dt, lanes)
+
+    def sel_LOAD(self, u: UOp) -> None:
+        """A load; gated loads were rewritten by legalize_gates to a safe index + WHERE, but
+        for x86-64-v4's masked loads (TargetDesc.masked_load; x86_kmask)."""
+        p = self.places[u.src[0]]
+        if len(u.src) == 3:
+            if not self.evex or p.var is not None:
+                raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
+            self.val[u] = self.kload(u, p.mem, p.dtype, p.lanes)
+            return
+        if u in self.foldable and p.var is None:
+            self.deferred[u] = p.mem      # its one user reads it as a memory operand
+            return
+        self.val[u] = self.load(p)
+
+    def folded(self, u: UOp) -> Mem | None:
+        """The memory operand of a deferred load of u (its user reads it in place), or None."""
+        return self.deferred.pop(u, None)
+
+    def load(self, p: Place) -> VReg:
+        dt = p.dtype
+        if p.var is not None:
+            return self.copy(p.var, dt, p.lanes)   # a snapshot: later stores redefine var
+        if reg_class(dt) == "vec":
+            t = self.new("vec")
+            if p.lanes == 1:
+                self.emit(f"vmovs{fs(dt)}_x_m{dt.bits}", t, p.mem)
+            else:
+                w = vw(dt, p.lanes)
+                self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, p.mem)
+            return t
+        if p.lanes != 1:
+            if not dt.is_int:
+                raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
+            t = self.new("vec")
+            w = vw(dt, p.lanes)
+            self.emit(f"vmovdqu_{w}_{w}m", t, p.mem)
+            return t
+        t = self.new("gpr")
+        if dt.itemsize == 8:
+            self.emit("mov_r64_rm64", t, p.mem)
+        elif dt.itemsize == 4:
+            self.emit("mov_r32_rm32", t, p.mem)
+        else:
+            ext = "movsx" if dt.is_signed else "movzx"
+            self.emit(f"{ext}_r32_rm{dt.bits}", t, p.mem)
+        return t
+
+    def sel_STORE(self, u: UOp) -> None:
+        """A store; a gated store writes a frame scratch slot instead when its gate is false."""
+        p = self.places[u.src[0]]
+        mem = p.mem
+        if p.var is not None:                     # promoted REG element: a register move
+            v = self.reg(u.src[1])
+            if p.var.cls == "gpr":
+                self.emit(f"mov_r{isz(p.dtype)}_rm{isz(p.dtype)}", p.var, v)
+            else:
+                w = vw(p.dtype, p.lanes)
+                self.emit(f"vmovaps_{w}_{w}m", p.var, v)
+            return
+        if len(u.src) == 3 and self.evex and self.kstore(u, mem, p.dtype, p.lanes):
+            return                                # x86-64-v4: a masked store (x86_kmask)
+        if len(u.src) == 3:
+            a = self.new("gpr")
+            self.emit("lea_r64_m", a, mem)
+            s = self.new("gpr")
+            self.emit("lea_r64_m", s, Mem(RSP, None, 1, 0))
+            g = self.reg(u.src[2])
+            self.emit("test_rm8_r8", g, g)
+            self.emit("cmove_r64_rm64", a, s)
+            mem = Mem(a, None, 1, 0)
+        v = self.reg(u.src[1])
+        dt = p.dtype
+        bits = dt.itemsize * p.lanes * 8
+        if reg_class(dt) == "vec":
+            if p.lanes == 1:
+                self.emit(f"vmovs{fs(dt)}_m{dt.bits}_x", mem, v)
+            else:
+                w = vw(dt, p.lanes)
+                self.emit(self.streaming(u, f"vmovup{fs(dt)}_m{bits}_{w}"), mem, v)
+        elif p.lanes > 1:                      # int32/uint32 vector
+            w = vw(dt, p.lanes)
+            self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)
+        else:
+            b = dt.bits
+            self.emit(f"mov_rm{b}_r{b}", mem, v)
+
+
+    def streaming(self, u: UOp, form: str) -> str:
+        """Store form, or its non-temporal twin when STORE u streams (x86_stream.py)."""
+        return stream_form(u, form, self.stream, self.stream_align)
+
+
+def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],
+           evex: bool = False, stream: dict[UOp, int] | None = None
+           ) -> tuple[MFunction, int, list[tuple[VReg, int]], list[tuple[tuple, int]]]:
+    """Select a linearized kernel. Returns the machine function, the bytes of frame locals
+    (REG buffers and the gated-store scratch slot), the stack-passed arguments, and for each
+    buffer written with non-temporal stores (the STOREs in ``stream``) where its pointer
+    arrives and the alignment it needs. ``evex``: the target is x86-64-v4 (AVX-512 forms on
+    any vector width)."""
+    sel = X86Selector(name, pool, specials, evex, stream)
+    fn = sel.select(lin)
+    # where each streamed buffer's pointer arrives: ("reg", name) or ("stack", rbp offset)
+    loc = {v: ("reg", p.name) for v, p in fn.params}
+    loc.update((v, ("stack", off)) for v, off in sel.stack_args)
+    checks = [(loc[sel.bufs[b][1]], n) for b, n in sel.stream_align.items()]
+    return fn, sel.frame_bytes, sel.stack_args, checks

@@ -1,0 +1,318 @@
+"""The AMD GPU target: gfx1100 (RDNA3, wave32, the default) and gfx942 (CDNA3, wave64).
+
+Pipeline steps: select (kcc/isel/amd/select.py) → allocate (the linear-scan allocator with SGPR/VGPR
+classes, kcc/isel/amd/regs.py; the independent checker re-verifies it with
+KCC_CHECK_ALLOC=1) → encode (expand pseudo instructions, place s_waitcnt, lay out branches:
+kcc/isel/amd/lower.py). The result is a list of instructions and labels plus the facts the
+kernel descriptor, the metadata and the manifest need.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcc.encode.amd.operands import SGPR, VGPR, Inst
+from kcc.ir import Ops, UOp
+from kcc.ir.mir import Label, format_mir
+from kcc.isel.amd.select import AmdSelectError, Selected, select
+from kcc.isel.amd.lower import Lowering, insert_waits, listing
+from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch
+from kcc.passes.target import AMD
+from kcc.regalloc import AllocationError, allocate, check_allocation
+from kcc.targets.dims import is_symbolic
+from kcc.targets.facts import read_object_facts
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
+from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
+
+DEFAULT_ARCH = "gfx1100"
+
+
+@dataclass
+class AmdCode:
+    """One compiled kernel: its instructions (with labels), register counts and launch
+    facts."""
+
+    name: str
+    items: list[Inst | Label]
+    arch: Arch
+    sgprs: int
+    vgprs: int
+    sel: Selected
+    desc: KernelDesc
+    asm: list[str] = field(default_factory=list)
+
+
+def _counts(items: list[Inst | Label]) -> tuple[int, int]:
+    """Next free SGPR and VGPR (one past the highest register the code names)."""
+    s = v = 0
+    for it in items:
+        if isinstance(it, Label):
+            continue
+        for o in it.ops:
+            if isinstance(o, SGPR):
+                s = max(s, o.index + o.count)
+            elif isinstance(o, VGPR):
+                v = max(v, o.index + o.count)
+    return s, v
+
+
+def _params(sink: UOp) -> list[UOp | None]:
+    from kcc.ir.uop import toposort
+    ps = {n.arg.slot: n for n in toposort([sink]) if n.op is Ops.PARAM}
+    n = max(ps, default=-1) + 1
+    return [ps.get(i) for i in range(n)]
+
+
+class AmdTarget:
+    """What the pipeline drives for AMD."""
+
+    name = "amd"
+
+    def __init__(self, arch: str = DEFAULT_ARCH):
+        if arch not in ARCHES:
+            raise AmdSelectError(f"unknown AMD arch {arch!r} (choose from "
+                                 f"{', '.join(ARCHES)})")
+        self.arch = ARCHES[arch]
+        self.desc = AMD
+        self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
+
+    def select(self, lin: list[UOp], sink: UOp) -> tuple[Selected, KernelDesc]:
+        kd = describe_kernel(sink)
+        if is_symbolic(kd.local_size):
+            raise AmdSelectError("a lidx SPECIAL bound that depends on scalar arguments: the AMD "
+                                 "target needs a constant workgroup size; a symbolic size is "
+                                 "supported for gidx (the grid)")
+        return select(lin, kd.name, _params(sink), self.arch), kd
+
+    def allocate(self, state: tuple[Selected, KernelDesc]) -> tuple[Selected, KernelDesc]:
+        sel, kd = state
+        info = AmdRegInfo(self.arch, kd.name)
+        try:
+            fn = allocate(sel.fn, info)
+        except AllocationError as e:
+            raise AmdSelectError(str(e)) from None
+        if self.check_alloc:
+            check_allocation(sel.fn, fn, info)
+        out = Selected(fn, sel.lds_bytes, sel.workgroup_ids, sel.workitem_ids, sel.kernarg,
+                       sel.kernarg_size)
+        return out, kd
+
+    def encode(self, state: tuple[Selected, KernelDesc]) -> AmdCode:
+        sel, kd = state
+        items = insert_waits(Lowering(self.arch).lower(sel.fn), self.arch)
+        s, v = _counts(items)
+        flat = [kd.local_size[0] * kd.local_size[1] * kd.local_size[2]]
+        kd.target = {"amd": {
+            "arch": self.arch.name, "wave_size": self.arch.wave,
+            "kernarg_size": sel.kernarg_size, "kernarg_align": 8,
+            "kernarg_offsets": [off for off, _ in sel.kernarg],
+            "sgpr_count": s, "vgpr_count": max(v, 1), "lds_bytes": sel.lds_bytes,
+            "grid": kd.global_size, "block": kd.local_size,
+            "workgroup_size": flat[0]}}
+        return AmdCode(kd.name, items, self.arch, s, max(v, 1), sel, kd, listing(items))
+
+    def listing(self, stage: str, state: Any) -> str:
+        if stage in ("select", "allocate"):
+            return format_mir(state[0].fn)
+        return "\n".join([f"{state.name}:"] + state.asm) + "\n"
+
+
+def compile_amd_code(sinks: list[UOp], arch: str = DEFAULT_ARCH,
+                     dump_after: str | None = None, out: Any = None) -> list[AmdCode]:
+    """Run the pipeline for every kernel; the per-kernel code before packaging."""
+    from kcc.targets.manifest import duplicate_name
+    from kcc.targets.pipeline import run_pipeline
+    target = AmdTarget(arch)
+    dup = duplicate_name(sinks)
+    if dup:
+        raise AmdSelectError(f"two kernels are named {dup!r}; symbols must be unique")
+    return [run_pipeline(s, target, dump_after, out) for s in sinks]
+
+
+# -- the registry entry ---------------------------------------------------------------------
+
+def amd_kernel(c: AmdCode, machine: bytes = b"") -> Any:
+    """The kernel as kcc.targets.amd.hsaco packages it (descriptor facts, metadata arguments)."""
+    from kcc.encode.amd.operands import Special
+    from kcc.targets.amd.hsaco import AmdKernel, KernelArg
+    f = c.desc.target["amd"]
+    args = []
+    for a, (off, size) in zip(c.desc.args, c.sel.kernarg):
+        name = a.name or f"arg{a.slot}"
+        if a.kind == "buffer":
+            args.append(KernelArg(name, off, 8))
+        else:
+            args.append(KernelArg(name, off, size, "by_value", None))
+    uses_vcc = any(isinstance(o, Special) and o.name.startswith("vcc")
+                   for it in c.items if not isinstance(it, Label) for o in it.ops)
+    return AmdKernel(
+        c.name, machine, next_free_vgpr=c.vgprs, next_free_sgpr=max(c.sgprs, 1),
+        args=tuple(args), kernarg_size=f["kernarg_size"], kernarg_align=8,
+        group_segment_size=f["lds_bytes"], uses_vcc=uses_vcc,
+        workgroup_ids=c.sel.workgroup_ids, workitem_ids=c.sel.workitem_ids,
+        max_flat_workgroup_size=max(f["workgroup_size"], 1), asm=tuple(c.asm))
+
+
+def assembly(codes: list[AmdCode]) -> str:
+    """LLVM-syntax assembly with each kernel's `.amdhsa_kernel` block and the
+    `.amdgpu_metadata` (kcc.targets.amd.asm): llvm-mc + ld.lld build a code object from it."""
+    from kcc.targets.amd.asm import write_asm
+    return write_asm([amd_kernel(c) for c in codes], codes[0].arch.name)
+
+
+def has_encoder() -> bool:
+    """Whether kcc's AMD encoder (kcc.encode.amd.encoder) is present, so HSACO can be written."""
+    import importlib.util
+    return importlib.util.find_spec("kcc.encode.amd.encoder") is not None
+
+
+class AmdSpec(TargetSpec):
+    """AMD GPUs: gfx1100 (RDNA3, wave32) and gfx942 (CDNA3, wave64)."""
+
+    name = "amd"
+    summary = "AMD GPU assembly (gfx1100 wave32, gfx942 wave64)"
+    arches = tuple(ARCHES)
+    default_arch = DEFAULT_ARCH
+    emits = ((Emit("hsaco", ".hsaco", True),) if has_encoder() else ()) + \
+        (Emit("asm", ".s", False),)
+
+    def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
+                out: Any = None) -> Compiled:
+        from kcc.passes.decompose import DecomposeError
+        self.check_arch(arch)
+        self.emit(emit)
+        try:
+            codes = compile_amd_code(sinks, arch, dump_after, out)
+        except (AmdSelectError, DecomposeError) as e:
+            raise CompileError(str(e)) from None
+        data = hsaco(codes) if emit == "hsaco" else assembly(codes).encode()
+        return Compiled(data, [c.desc for c in codes], arch, emit)
+
+    lists = "an AMD code object (.hsaco)"
+
+    def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        """On an AMD GPU through HIP; without one, a LaunchError pointing to --emulate."""
+        from kcc.targets.amd.hip_driver import HipError, HipUnavailable, launch_hip
+        if not data.startswith(b"\x7fELF"):
+            raise LaunchError("this is AMD assembly, not a code object: compile with "
+                              "--emit hsaco to run it")
+        self.check_facts(data, desc)
+        try:
+            launch_hip(data, desc, values)
+        except HipUnavailable as e:
+            raise LaunchError(f"cannot run on an AMD GPU here ({e}); use --emulate to run "
+                              "the code object in kcc's AMD emulator") from None
+        except HipError as e:
+            raise LaunchError(f"HIP refused the launch: {e}") from None
+
+    def emulate(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        """Run in kcc's emulator (kcc.targets.amd.emu.core); what it refuses is a LaunchError."""
+        from kcc.targets.amd.emu.core import EmuError
+        from kcc.targets.amd.hsaco_read import HsacoReadError
+        if not data.startswith(b"\x7fELF"):
+            raise LaunchError("this is AMD assembly, not a code object: compile with "
+                              "--emit hsaco to emulate it")
+        self.check_facts(data, desc)
+        if not has_encoder():
+            raise LaunchError("the AMD emulator needs kcc's AMD decoder (kcc.encode.amd.encoder), "
+                              "which is not in this build")
+        try:
+            emulate(data, desc, values)
+        except (EmuError, HsacoReadError) as e:
+            raise LaunchError(f"AMD emulator: {e}") from None
+
+    def describe(self, data: bytes) -> list[dict[str, Any]] | None:
+        """The launch facts of the code object's .note.kcc (FactsError without one)."""
+        return read_object_facts(data, "AMD code object", "code object")
+
+    def claims(self, data: bytes, path: str) -> bool:
+        from kcc.targets.amd.hsaco_read import is_hsaco
+        return is_hsaco(data)
+
+    def disasm(self, data: bytes, att: bool = False) -> str:
+        """Each kernel's launch facts and instructions, from kcc's decoder."""
+        from kcc.targets.amd.hsaco_read import HsacoReadError, listing
+        if not has_encoder():
+            raise DisasmError("listing AMD code needs kcc's AMD decoder (kcc.encode.amd.encoder), "
+                              "which is not in this build")
+        try:
+            return listing(data)
+        except HsacoReadError as e:
+            raise DisasmError(str(e)) from None
+
+
+TARGET = AmdSpec()
+
+
+# -- code objects and running (the encoder, HSACO writer and emulator of issue 9) --------------
+
+def _branch_text(name: str, offset: int) -> str:
+    return f"{name} {offset}"
+
+
+def machine_code(code: AmdCode) -> bytes:
+    """The kernel's bytes: every instruction through the encoder (parsed from the listing's
+    LLVM syntax), branches resolved to SOPP word offsets from the next instruction."""
+    from kcc.encode.amd.encoder import encode
+    from kcc.encode.amd.syntax import parse_inst
+    from kcc.isel.amd.lower import inst_text
+    arch = code.arch.name
+    sizes: list[int] = []
+    enc: list[bytes | None] = []
+    labels: dict[str, int] = {}
+    pos = 0
+    for it in code.items:
+        if isinstance(it, Label):
+            labels[it.name] = pos
+            enc.append(None)
+            sizes.append(0)
+            continue
+        if it.mod("target") is not None:
+            enc.append(None)
+            sizes.append(4)                   # SOPP: one dword
+        else:
+            b = encode(arch, parse_inst(arch, inst_text(it)))
+            enc.append(b)
+            sizes.append(len(b))
+        pos += sizes[-1]
+    out = bytearray()
+    for it, b in zip(code.items, enc):
+        if isinstance(it, Label):
+            continue
+        if b is None:
+            off = (labels[it.mod("target")] - (len(out) + 4)) // 4
+            b = encode(arch, parse_inst(arch, _branch_text(it.name, off)))
+        out += b
+    return bytes(out)
+
+
+def hsaco(codes: list[AmdCode]) -> bytes:
+    """One code object (kcc.targets.amd.hsaco) holding the kernels and, in its `.note.kcc`, their
+    launch facts with the AMD target facts (kcc.targets.facts)."""
+    from kcc.targets.facts import elf_note
+    from kcc.targets.amd.hsaco import write_hsaco
+    return write_hsaco([amd_kernel(c, machine_code(c)) for c in codes], codes[0].arch.name,
+                       elf_note([c.desc for c in codes]))
+
+
+def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+    """Run one kernel of a code object in kcc's AMD emulator (values normalized by
+    manifest.check_launch; buffers updated in place). A scalar below 4 bytes goes in as an
+    integer (its kernarg slot is 4 bytes, kernarg_layout)."""
+    import numpy as np
+    from kcc.targets.amd.emu.core import run_hsaco
+    args: list[Any] = []
+    for a, v in zip(desc.args, values):
+        if a.kind == "buffer":
+            args.append(v)
+        elif np.asarray(v).dtype.itemsize < 4:
+            x = np.asarray(v)
+            args.append(int(x.view(f"u{x.dtype.itemsize}")) if x.dtype.kind in "fb"
+                        else int(x))
+        else:
+            args.append(np.asarray(v))
+    grid, block = desc.launch_dims(values)       # symbolic sizes: evaluated per launch
+    if 0 not in grid:                            # a dimension of 0 launches nothing
+        run_hsaco(data, desc.name, args, tuple(grid), tuple(block))

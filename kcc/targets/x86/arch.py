@@ -1,0 +1,97 @@
+"""The x86-64 arches kcc compiles for: their names, the CPU features each needs (and `native`
+resolved from this machine's), and the pass-facing TargetDesc of each (vector widths and ops,
+casts, masked loads, vector registers)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+
+from kcc.ir import Ops, dtypes
+from kcc.ir.dtype import DType
+from kcc.isel.x86.base import SelectError
+from kcc.isel.x86.ivec import VECTOR_OPS, vector_widths
+from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
+from kcc.passes.target import X86_AVX2, TargetDesc
+
+
+# The memory streams an inner loop may read (TargetDesc.load_streams)
+X86_LOAD_STREAMS = 8
+
+
+def x86_desc(arch: str) -> TargetDesc:
+    """The pass-facing description: the vector widths this selector implements (float32 and
+    float64 in xmm/ymm, and zmm on x86-64-v4; integers scalar) and what is decomposed."""
+    if arch == "x86-64-v4":
+        widths = {dtypes.float32: (16, 8, 4), dtypes.float64: (8, 4, 2)}
+        note = "AVX-512F zmm + AVX2/FMA/F16C"
+    else:
+        widths = {dtypes.float32: (8, 4), dtypes.float64: (4, 2)}
+        note = "AVX2 + FMA + F16C"
+    # integer vectors (xmm/ymm) for the ops kcc.isel.x86.ivec selects; others split
+    ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
+    # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no memory
+    bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
+    return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
+                   mem_widths=MappingProxyType({**widths, **ints}),
+                   vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
+                   vector_cast=_vector_cast, notes=f"{arch}: {note}",
+                   # the registers the allocator gives vectors (xmm16-31 on v4 only)
+                   vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
+                   # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
+                   # 16 streams ran slower than with 8 although they ran fewer instructions
+                   load_streams=X86_LOAD_STREAMS,
+                   masked_load=_masked_load if arch == "x86-64-v4" else None,
+                   permute=_permute if arch == "x86-64-v4" else None)
+
+
+def _permute(dt: DType, n: int) -> int:
+    """x86-64-v4: 16 float32 lanes from two registers are one VPERMI2PS (kcc/isel/x86/shuf.py
+    permute)."""
+    return 2 if dt == dtypes.float32 and n == 16 else 0
+
+
+def _masked_load(dt: DType, n: int) -> bool:
+    """x86-64-v4: a gated load of a float scalar or vector or an integer vector is one
+    opmask-masked load (kcc/isel/x86/kmask.py kload), which reads nothing where the gate is
+    false (SDM Vol. 1 §15.6.1): no safe index needed."""
+    return reg_class(dt) == "vec" or (n > 1 and dt in VECTOR_OPS)
+
+
+_BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+
+
+def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
+    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation), or a BITCAST that
+    moves nothing (x86_vec.vcast)."""
+    return n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}
+
+
+ARCHES = ("x86-64-v3", "x86-64-v4", "native")
+V3_FLAGS = ("avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe")
+V4_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+
+
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of this machine (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def resolve_arch(arch: str) -> str:
+    """native → x86-64-v4 when this CPU has AVX-512 (F/BW/CD/DQ/VL), else x86-64-v3."""
+    if arch != "native":
+        return arch
+    flags = cpu_flags()
+    if all(f in flags for f in V4_FLAGS):
+        return "x86-64-v4"
+    if all(f in flags for f in V3_FLAGS):
+        return "x86-64-v3"
+    raise SelectError("this CPU lacks x86-64-v3 (AVX2, FMA, F16C, BMI2), the least kcc targets")

@@ -1,0 +1,295 @@
+"""The x86-64 target: selection with its machine-IR cleanups, allocation and encoding of each
+kernel (the phases the pipeline drives), the C prototypes of an object's kernels, the
+in-process launch that runs gidx workers on threads, and the registry entry.
+
+The arches and their pass-facing description are in x86_arch, the allocator's register info
+in x86_reginfo, the frame and machine code in x86_code, the object file and assembly text in
+x86_object.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from itertools import product
+from types import MappingProxyType
+from typing import Any
+
+from kcc.encode.x86.table import FORMS
+from kcc.ir import UOp, dtypes
+from kcc.ir.mir import BRANCH_KINDS, Inst, Mem, MFunction, format_mir
+from kcc.isel.dce import eliminate_dead
+from kcc.isel.licm import hoist_invariants
+from kcc.isel.x86.select import ConstPool, SelectError
+from kcc.isel.x86.select import select as x86_select
+from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
+from kcc.isel.x86.regs import c_type
+from kcc.isel.x86.stream import streaming_stores
+from kcc.regalloc.linear_scan import allocate
+from kcc.targets.facts import read_object_facts
+from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worker_names
+from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
+from kcc.targets.x86.arch import ARCHES, V4_FLAGS, cpu_flags, resolve_arch, x86_desc
+from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
+from kcc.targets.x86.disasm import disasm_bytes, disasm_object   # re-exported: kcc disasm
+from kcc.targets.x86.object import assembly_text, write_object
+from kcc.targets.x86.reginfo import X86RegInfo
+
+
+def prototype(desc: Any) -> str:
+    """The C prototype of a compiled kernel (buffers as pointers, scalars by value, then one
+    int per gidx worker index in name order)."""
+    params = []
+    for a in desc.args:
+        dt = dtypes.by_name(a.dtype)
+        name = a.name or f"arg{a.slot}"
+        if a.kind == "buffer":
+            const = "" if "w" in a.access else "const "
+            params.append(f"{const}{c_type(dt)} *{name}")
+        else:
+            params.append(f"{c_type(dt)} {name}")
+    params += [f"int {s}" for s in worker_names(desc)]
+    return f"void {desc.name}({', '.join(params) or 'void'});"
+
+
+# -- the target the pipeline drives -------------------------------------------------------------
+
+@dataclass
+class Selected:
+    """A kernel after selection (or allocation): its machine function, the bytes of frame
+    locals below the spill area, and its description for the manifest."""
+
+    fn: MFunction
+    locals_bytes: int
+    desc: KernelDesc
+    # with non-temporal stores in fn: the pointers the entry tests to choose between fn and
+    # its ordinary version (kcc/isel/x86/stream.py, kcc/targets/x86/versions.py)
+    checks: tuple[tuple[tuple, int], ...] = ()
+
+
+def _reads_flags(inst: Inst) -> bool:
+    """Branches, CMOVcc, SETcc, ADC/SBB read RFLAGS (Intel SDM Vol. 1, 3.4.3)."""
+    return inst.kind in BRANCH_KINDS or inst.op.startswith(("cmov", "set", "adc", "sbb", "j"))
+
+
+def _flags_of(inst: Inst) -> str:
+    """How a form uses RFLAGS, from its row: "r", "w" or "" (a pseudo touches none)."""
+    row = FORMS.get(inst.op)
+    return row.flags if row is not None else ""
+
+
+def _movable(inst: Inst) -> bool:
+    """May loop-invariant code motion move inst out of a loop (kcc/isel/licm.py)? A form with
+    no implicit registers whose only memory operand, if any, is an address (LEA) or a
+    read-only .rodata constant: never a buffer access (a gate may protect it) or a store."""
+    if inst.op in PSEUDO_ROLES:
+        return True
+    row = FORMS.get(inst.op)
+    if row is None or row.implicit_uses or row.implicit_defs:
+        return False
+    for o in inst.operands:
+        if isinstance(o, Mem) and row.mnemonic != "lea" and not (
+                o.base is None and o.index is None and isinstance(inst.arg, dict)
+                and "rip" in inst.arg):
+            return False
+    return True
+
+
+class X86Target:
+    """x86-64: select with kcc.isel.x86.select, allocate with the linear-scan allocator, assemble."""
+
+    name = "x86"
+
+    def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off",
+                 streaming_stores: str = "auto"):
+        if arch not in ARCHES:
+            raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
+        if fp_contract not in ("off", "fast"):
+            raise ValueError(f"fp_contract is 'off' or 'fast', not {fp_contract!r}")
+        self.streaming_stores = streaming_stores     # checked by streaming_stores()
+        self.arch = resolve_arch(arch)
+        self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
+        self.vbytes = 64 if self.arch == "x86-64-v4" else 32
+        self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
+        # tests set this to allocate xmm16-31 first on x86-64-v4 (see X86RegInfo)
+        self.vec_high_first = os.environ.get("KCC_X86_HIGH_VEC_FIRST", "") not in ("", "0")
+        self.pool = ConstPool()
+
+    def select(self, lin: list[UOp], sink: UOp) -> Selected:
+        kd = describe_kernel(sink)
+        stream = streaming_stores(lin, self.streaming_stores, self.vbytes)
+        fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
+                                                 self.arch == "x86-64-v4", stream)
+        known: dict = {}                      # each instruction's uses and defs, asked once
+        eliminate_dead(fn, writes_memory, _reads_flags, known)
+        hoist_invariants(fn, _movable, _flags_of, known)
+        return Selected(fn, locals_bytes, kd, checks=tuple(checks))
+
+    def allocate(self, s: Selected) -> Selected:
+        # the spill slots start 64-byte aligned (rsp is): each slot is then aligned to its
+        # size in memory too, so whole-vector spills and fills may use VMOVAPS
+        base = -(-s.locals_bytes // FRAME_ALIGN) * FRAME_ALIGN
+        info = X86RegInfo(base, self.vbytes, self.vec_high_first)
+        fn = allocate(s.fn, info)
+        if self.check_alloc:
+            # the independent checker re-executes the allocation symbolically (tests turn
+            # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
+            from kcc.regalloc.checker import check_allocation
+            check_allocation(s.fn, fn, info)
+        return Selected(fn, base, s.desc, s.checks)
+
+    def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:
+        if s.checks:
+            from kcc.targets.x86.versions import assemble_versions
+            k = assemble_versions(s.fn, s.locals_bytes, list(s.checks))
+        else:
+            k = assemble(s.fn, s.locals_bytes)
+        s.desc.target = {"x86": {"arch": self.arch, "workers": [
+            s.desc.global_size[int(w[-1])] for w in worker_names(s.desc)],
+            "worker_args": worker_names(s.desc),
+            "frame_bytes": k.frame}}
+        return k, s.desc
+
+    def listing(self, stage: str, state: Any) -> str:
+        if stage in ("select", "allocate"):
+            return format_mir(state.fn)
+        k, _ = state
+        return disasm_bytes(k.code, k.name)
+
+
+def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
+                dump_after: str | None = None, out: Any = None, fp_contract: str = "off",
+                streaming_stores: str = "auto") -> tuple[bytes, list[KernelDesc]]:
+    """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
+    (emit="asm"); returns it and the kernels' descriptions for the manifest. fp_contract
+    "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact.
+    streaming_stores: "auto" (default), "never" or "always" non-temporal stores
+    (kcc/isel/x86/stream.py)."""
+    from kcc.targets.pipeline import compile_kernels
+    if emit not in ("obj", "asm"):
+        raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
+    target = X86Target(arch, fp_contract, streaming_stores)
+    encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,), dump_after,
+                                     out)
+    if emit == "asm":
+        return assembly_text(encoded, target.pool).encode(), descs
+    return write_object(encoded, target.pool, descs), descs
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def _ctype(dt_name: str) -> Any:
+    import ctypes
+    return {"float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+            "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
+            "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+            "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float16": ctypes.c_uint16,
+            "bfloat16": ctypes.c_uint16}[dt_name]
+
+
+def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
+    """Call a loaded kernel once per gidx worker (in parallel on a thread pool); args are
+    already checked and normalized by manifest.check_launch."""
+    # ctypes and the thread pool only when running (compiling needs neither: start-up)
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
+    arch = desc.target.get("x86", {}).get("arch")
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
+                          "CPU lacks it; recompile with --arch x86-64-v3")
+    argtypes = [ctypes.c_void_p if a.kind == "buffer" else _ctype(a.dtype) for a in desc.args]
+    workers = worker_names(desc)
+    argtypes += [ctypes.c_int] * len(workers)
+    fn = obj.function(desc.name, None, argtypes)
+    base = []
+    for a, v in zip(desc.args, args):
+        if a.kind == "buffer":
+            base.append(v.ctypes.data)
+        elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
+            import numpy as np
+            base.append(int(np.float16(v).view(np.uint16)))
+        else:
+            base.append(v.item())
+    glob, _ = desc.launch_dims(args)      # symbolic sizes: evaluated for these arguments
+    dims = [range(glob[int(w[-1])]) for w in workers]
+    ids = list(product(*dims))
+    if len(ids) == 1:
+        fn(*base, *ids[0])
+        return
+    # ctypes releases the GIL during the call, so workers run in parallel.
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        for f in [ex.submit(fn, *base, *i) for i in ids]:
+            f.result()
+
+
+def c_header(descs: list[KernelDesc], guard: str = "KCC_KERNELS_H") -> str:
+    """A C header declaring every kernel of an object (`kcc compile --header`), its include
+    guard the macro guard."""
+    lines = ["/* Generated by kcc: prototypes of the kernels in the object. */",
+             f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>", "",
+             "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
+    lines += [prototype(d) for d in descs]
+    lines += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)
+
+
+# -- the registry entry (kcc.targets.registry) --------------------------------------------------
+
+class X86Spec(TargetSpec):
+    """x86-64: ELF64 relocatable objects (or GNU assembler text), run in process."""
+
+    name = "x86"
+    summary = "x86-64 ELF64 relocatable .o (System V ABI), run in process"
+    arches = ARCHES
+    default_arch = "x86-64-v3"
+    emits = (Emit("obj", ".o", True), Emit("asm", ".s", False))
+    lists = "an x86-64 ELF object"
+    options = MappingProxyType({"fp_contract": ("fast",),
+                                "streaming_stores": ("never", "always")})
+
+    def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
+                out: Any = None, fp_contract: str = "off", streaming_stores: str = "auto"
+                ) -> Compiled:
+        self.check_arch(arch)
+        self.emit(emit)
+        try:
+            data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract,
+                                      streaming_stores)
+        except SelectError as e:
+            raise CompileError(str(e)) from None
+        if descs:       # "native" is recorded as the arch it resolved to
+            arch = descs[0].target["x86"]["arch"]
+        return Compiled(data, descs, arch, emit)
+
+    def launch(self, data: bytes, desc: KernelDesc, values: list[Any]) -> None:
+        from kcc.targets.x86.objload import LoadedObject, ObjectLoadError
+        self.check_facts(data, desc)
+        try:
+            obj = LoadedObject(data)
+        except ObjectLoadError as e:
+            raise LaunchError(str(e)) from None
+        try:
+            launch(obj, desc, values)
+        except LookupError as e:      # the manifest names a symbol the object lacks
+            raise LaunchError(str(e).strip("'\"")) from None
+        finally:
+            obj.close()
+
+    def describe(self, data: bytes) -> list[dict[str, Any]] | None:
+        """The launch facts of the object's .note.kcc (FactsError without one)."""
+        return read_object_facts(data, "ELF object", "object")
+
+    def claims(self, data: bytes, path: str) -> bool:
+        return data[:4] == b"\x7fELF" and int.from_bytes(data[18:20], "little") == 62
+
+    def disasm(self, data: bytes, att: bool = False) -> str:
+        try:
+            return disasm_object(data, att)
+        except ValueError as e:
+            raise DisasmError(str(e)) from None
+
+    def header(self, descs: list[KernelDesc], guard: str) -> str | None:
+        return c_header(descs, guard)
+
+
+TARGET = X86Spec()
