@@ -23,7 +23,7 @@ try:
 except ImportError:
     HAVE_DECODER = False
 needs_decoder = pytest.mark.skipif(not HAVE_DECODER,
-                                   reason="kcc's AMD decoder (kcc.encode.amd.encoder) is not in this tree")
+                                   reason="kcc's AMD decoder (kcc.encode.amd) is not in this tree")
 
 _ENC = re.compile(r"encoding: \[([^\]]*)\]")
 

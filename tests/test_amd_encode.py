@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kcc.encode.amd.encoder import AmdDecodeError, AmdEncodeError, encode
-from kcc.encode.amd.syntax import format_inst, parse_inst, waitcnt
+from kcc.encode.amd import AmdDecodeError, AmdEncodeError, encode
 from kcc.encode.amd.decode import decode, disassemble
 from kcc.encode.amd.operands import SGPR, VGPR, FloatImm, Imm, Inst, Special
+from kcc.encode.amd.syntax import format_inst, parse_inst, waitcnt
 from kcc.encode.amd.table import ARCHES, FORMATS, by_opcode, formats_of, rows
 
 ROOT = Path(__file__).resolve().parent.parent

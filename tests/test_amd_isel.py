@@ -145,7 +145,7 @@ def test_uniformity() -> None:
 %s = STORE(%i, %gn)
 SINK(%s) KernelInfo(name="u")
 """)
-    from kcc.passes.target import AMD
+    from kcc.targets.amd.desc import AMD
     from kcc.targets.pipeline import PIPELINE
     state = sink
     for step in PIPELINE:

@@ -1,4 +1,5 @@
-"""AMD loops that run per lane (kcc/isel/amd/select.py `lane_loop`): a VGPR counter, EXEC narrowed to
+"""AMD loops that run per lane (kcc/isel/amd/select.py `lane_loop`): a VGPR counter, EXEC
+narrowed to
 the lanes still iterating, the loop left when EXEC is empty (s_cbranch_execz / execnz) and EXEC
 restored after END. The format's bounds are static (docs/uop-format.md: constants and scalar
 PARAMs), so what reaches this path is a 64-bit counter (SALU has no 64-bit signed compare) and
@@ -8,13 +9,11 @@ iterations and one, in kcc's emulator on gfx1100 and gfx942 against the interpre
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-
-from kcc.frontend.parser import parse
 from x86_util import assert_same, reference
 
+from kcc.frontend.parser import parse
 
 # outer bound CDIV(n, 3): a uniform value the VALU computes; inner: an int64 counter
 NESTED = """# kcc-uop 1

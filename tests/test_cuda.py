@@ -17,7 +17,8 @@ import pytest
 from kcc.encode.ptx import ARCH_PTX, Addr, Imm, Inst, PtxError, Reg, check_inst
 from kcc.frontend.parser import parse, parse_file
 from kcc.ir import dtypes
-from kcc.isel.ptx.select import bank_of, bf16_bits, mem_type, multiple_of, strong_const
+from kcc.isel.common import bf16_bits, multiple_of, scalar_const
+from kcc.isel.ptx.select import bank_of, mem_type
 from kcc.targets.cuda import target as cuda
 from kcc.targets.cuda.target import (CudaCompileError, compile_cuda, disasm_cuda, find_ptxas,
                               parse_ptxas_info)
@@ -262,8 +263,8 @@ def test_isel_dtype_rules():
 def test_strong_const_and_alignment():
     from kcc.ir import Ops, UOp
     c = UOp(Ops.CAST, (UOp.const(300),), dtypes.int8)
-    assert strong_const(c) == 44                       # wraps to the dtype
-    assert strong_const(UOp(Ops.CAST, (UOp.const(1e30),), dtypes.int32)) is None
+    assert scalar_const(c) == 44                       # wraps to the dtype
+    assert scalar_const(UOp(Ops.CAST, (UOp.const(1e30),), dtypes.int32)) is None
     i = UOp(Ops.RANGE, (UOp.const(4),), (0, __import__("kcc.ir").ir.AxisType.LOOP))
     four = UOp(Ops.CAST, (UOp.const(4),), dtypes.int32)
     assert multiple_of(UOp(Ops.MUL, (i, four))) == 4

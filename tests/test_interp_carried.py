@@ -17,7 +17,7 @@ from kcc.ir.dtype import dtypes
 from kcc.ir.interp import run
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
-from kcc.passes.verify import verify
+from kcc.ir.verify import verify
 from x86_util import compile_and_run
 
 RNG = np.random.default_rng(12)

@@ -18,7 +18,7 @@ from kcc.ir import AxisType, KernelInfo, Ops, UOp, dtypes
 from kcc.ir.uop import toposort
 from kcc.passes.contract import contract
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 from kcc.targets import registry
 from kcc.targets.x86.objload import LoadedObject
 from kcc.targets.manifest import check_launch

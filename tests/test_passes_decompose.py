@@ -11,7 +11,8 @@ from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.decompose import decompose
-from kcc.passes.target import CUDA, X86_AVX2
+from kcc.targets.cuda.desc import CUDA
+from kcc.targets.x86.arch import X86_AVX2
 
 F = {dtypes.float32: np.float32, dtypes.float64: np.float64}
 SPECIALS = [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5, -3.5]

@@ -9,7 +9,6 @@ import importlib.util
 
 import numpy as np
 import pytest
-
 from test_passes_division import _binary, _run
 from x86_util import reference
 
@@ -78,7 +77,7 @@ AMD = all(importlib.util.find_spec(m) is not None
           for m in ("kcc.encode.amd.encoder", "kcc.targets.amd.emu.core"))
 
 
-@pytest.mark.skipif(not AMD, reason="kcc.encode.amd.encoder / kcc.targets.amd.emu.core (the AMD encoder "
+@pytest.mark.skipif(not AMD, reason="kcc.encode.amd / kcc.targets.amd.emu (the AMD encoder "
                     "and emulator) are not in this tree")
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 @pytest.mark.parametrize("dt", ["int64", "uint64"])

@@ -19,8 +19,8 @@ from kcc.passes.licm import hoist_sums
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
-from kcc.passes.target import X86_AVX2
-from kcc.passes.verify import verify
+from kcc.targets.x86.arch import X86_AVX2
+from kcc.ir.verify import verify
 from tests.x86_util import assert_same, compile_and_run, reference
 
 KERNEL = Path(__file__).resolve().parent / "kernels" / "invariant_sums.uop"

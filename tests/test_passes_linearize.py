@@ -17,8 +17,9 @@ from kcc.passes.gates import legalize_gates
 from kcc.passes.linearize import LinearizeError, linearize, loop_structure
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
-from kcc.passes.target import CUDA, X86_AVX2
-from kcc.passes.verify import verify
+from kcc.targets.cuda.desc import CUDA
+from kcc.targets.x86.arch import X86_AVX2
+from kcc.ir.verify import verify
 
 
 def check_contract(root: UOp, lin: list[UOp]) -> None:

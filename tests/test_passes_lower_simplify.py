@@ -12,7 +12,7 @@ from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.ir.ranges import int_ranges
 from kcc.passes.simplify import simplify
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 
 
 def weak_left(root: UOp) -> list[UOp]:

@@ -15,7 +15,8 @@ from kcc.ir.uop import toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
-from kcc.passes.target import SCALAR_ALL_NATIVE, X86_AVX2
+from kcc.passes.target import SCALAR_ALL_NATIVE
+from kcc.targets.x86.arch import X86_AVX2
 
 KERNELS = Path(__file__).parent / "kernels"
 C = UOp.const
@@ -209,7 +210,7 @@ def _reg_places(g: UOp) -> set[tuple[int, int]]:
 
 def test_matmul_tile_widens_to_the_targets_widest_vectors() -> None:
     from dataclasses import replace
-    from kcc.passes.target import X86_AVX512
+    from kcc.targets.x86.arch import X86_AVX512
     g = _tile(4)
     # x86-64-v4: the 4 row groups are one 16-lane group; every REG access is that group
     # (the rows read after the loop are lanes of its load), so it stays one register
@@ -229,7 +230,7 @@ def test_matmul_tile_widens_to_the_targets_widest_vectors() -> None:
 def test_rows_that_differ_are_not_widened_together() -> None:
     """Rows whose lanes are not isomorphic across the wide group (row 2 subtracts, a run of 12
     not divisible by 8 or 16) keep the kernel's 4-lane groups, each still packed."""
-    from kcc.passes.target import X86_AVX512
+    from kcc.targets.x86.arch import X86_AVX512
     for g, rows in ((_tile(4, mixed=True), 4), (_tile(3), 3)):
         r = slp(g, X86_AVX512)
         assert _reg_places(r) == {(4 * k, 4) for k in range(rows)}

@@ -20,7 +20,7 @@ from kcc.ir.uop import toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 

@@ -352,6 +352,7 @@ def test_loads_within_the_window_are_one_stream() -> None:
 def test_gpu_targets_have_no_stream_limit() -> None:
     # CUDA and AMD do not unroll-and-jam at all (vector_regs 0: a GPU hides latency with
     # other warps/waves in flight, not with independent chains in one thread)
-    from kcc.passes.target import AMD, CUDA
+    from kcc.targets.amd.desc import AMD
+    from kcc.targets.cuda.desc import CUDA
     for desc in (CUDA, AMD):
         assert desc.vector_regs == 0 and desc.load_streams == 0

@@ -16,7 +16,9 @@ from kcc.ir.consts import const_int
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
-from kcc.passes.target import AMD, CUDA, SCALAR_ALL_NATIVE
+from kcc.passes.target import SCALAR_ALL_NATIVE
+from kcc.targets.amd.desc import AMD
+from kcc.targets.cuda.desc import CUDA
 from kcc.passes.widen import widen
 from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
 from x86_util import assert_same, compile_and_run, random_inputs, reference

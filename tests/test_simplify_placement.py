@@ -16,7 +16,7 @@ from kcc.ir.ops import Ops
 from kcc.passes.linearize import range_sets
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 
 ZERO_OF_I = ["MUL(%i, 0)", "AND(%i, 0)", "CMOD(%i, 1)", "CDIV(%i, 8)", "SHR(%i, 3)"]
 

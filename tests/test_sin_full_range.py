@@ -9,7 +9,7 @@ import numpy as np
 from kcc.frontend.parser import parse
 from kcc.ir.interp import run as interp_run
 from kcc.passes.decompose import decompose
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 from x86_util import compile_and_run
 
 N = 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kcc.ir import AddrSpace, AxisType, KernelInfo, Ops, ParamArg, UOp, dtypes
-from kcc.passes.verify import VerifyError, verify
+from kcc.ir.verify import VerifyError, verify
 
 
 def c(v: int | float | bool) -> UOp:

@@ -14,7 +14,7 @@ from kcc.frontend.parser import parse
 from kcc.isel.x86.analysis import MAX_IVS, induction_sums
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.passes.target import X86_AVX2
+from kcc.targets.x86.arch import X86_AVX2
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 from tests.x86_util import assert_same, compile_and_run, reference

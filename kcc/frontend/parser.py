@@ -8,7 +8,7 @@ is built, so a 200,000-line chain is linear and never recursive.
 Besides the rule table, the parser checks what only the text knows: names (defined once, before
 use, every non-PARAM line used by name), the header, SINK last, type assertions, and literal
 ranges where a literal is committed to a dtype (see `_check_literals`). The graph checks
-(slots, loops) are kcc.passes.verify; its errors are mapped back to the line of the node.
+(slots, loops) are kcc.ir.verify; its errors are mapped back to the line of the node.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kcc.ir.dtype import DType, dtypes, promote
 from kcc.ir.ops import COMPARE, OP_ROWS, ROW, Ops, arity_ok, arity_text
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
-from kcc.passes.verify import VerifyError, check_bounds, verify
+from kcc.ir.verify import VerifyError, check_bounds, verify
 
 HEADER = "# kcc-uop 1"
 # Deeper nesting than any valid arg needs is refused before it can strain anything downstream

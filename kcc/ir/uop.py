@@ -105,7 +105,7 @@ def _forget(ref: _KeyedRef, _nodes: dict = _NODES, _drop=_remove_dead_weakref) -
 class UOp:
     """One node of the graph, `UOp(op, src, arg, tag)`: equal structure gives the same object."""
 
-    # _verified: what the verifier concluded from this node's subgraph (kcc/passes/verify.py);
+    # _verified: what the verifier concluded from this node's subgraph (kcc/ir/verify.py);
     # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked);
     # _strong: its strong-constant value, kcc.passes.simplify.const_value's memo (likewise)
     __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "_strong",

@@ -1,8 +1,9 @@
 """The target description a target-neutral pass asks: legal vector widths and native ops.
 
 A pass never imports a target; the target module builds a `TargetDesc` and the pipeline hands it
-to every pass. The constants below describe the targets kcc knows; a target module may build
-its own (e.g. AVX-512 when the CPU has it).
+to every pass. Each target describes itself beside its code (kcc.targets.x86.arch,
+kcc.targets.cuda.desc, kcc.targets.amd.desc); `SCALAR_ALL_NATIVE` below is the tests' target of
+one pass.
 """
 
 from __future__ import annotations
@@ -86,81 +87,18 @@ class TargetDesc:
         return n == 1 or n in self.mem_widths.get(dtype, ())
 
 
-_HALF = (dtypes.float16, dtypes.bfloat16)
+# What every target's `native` shares (kcc.targets.<t>: the descriptions of the real targets)
+HALF_DTYPES = (dtypes.float16, dtypes.bfloat16)
 # Transcendentals are polynomials on every target (kcc owns their accuracy: docs/transcendentals.md)
-_POLY = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN})
-_ALWAYS_DECOMPOSED = frozenset({Ops.THREEFRY, Ops.RECIPROCAL})
+POLYNOMIAL_OPS = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN})
+ALWAYS_DECOMPOSED = frozenset({Ops.THREEFRY, Ops.RECIPROCAL})
 
 
-def _native_x86(op: Ops, dtype: DType) -> bool:
-    """x86-64 AVX2/FMA: no transcendental instructions, no half-precision arithmetic.
-
-    MAX on floats is native: MAXPS dst = (src1 > src2) ? src1 : src2 (Intel SDM Vol. 2B, MAXPS),
-    so MAXPS with the operands swapped is exactly MAX(a, b) = a < b ? b : a, NaN and -0.0 included.
-    """
-    if op in (Ops.CAST, Ops.BITCAST):
-        return dtype != dtypes.bfloat16     # F16C converts float16; bfloat16 is bit work
-    if op in _POLY or op in _ALWAYS_DECOMPOSED or dtype in _HALF:
-        return False
-    return True
-
-
-def _native_cuda(op: Ops, dtype: DType) -> bool:
-    """PTX: ex2.approx/lg2.approx/sin.approx are not accurate enough, so polynomials; PTX max.f32
-    is IEEE maxNum (not MAX's NaN rule); half precision computes in float32."""
-    if op in (Ops.CAST, Ops.BITCAST):
-        return dtype != dtypes.bfloat16
-    if op in _POLY or op in _ALWAYS_DECOMPOSED or dtype in _HALF:
-        return False
-    if op is Ops.MAX and dtype.is_float:
-        return False
-    return True
-
-
-def _native_amd(op: Ops, dtype: DType) -> bool:
-    """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
-    v_sqrt, v_exp, v_log, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops),
-    so FDIV/SQRT, CDIV/CMOD and the transcendentals are decomposed; v_max_f32 is IEEE maxNum,
-    not MAX; half precision computes in float32; integer MULACC is MUL then ADD. CAST from
-    int64/uint64/float64 (asked with the source dtype) is native only where a v_cvt does it
-    with one rounding: to float32/float16 kcc rounds to odd first (decompose.odd_cast)."""
-    if op is Ops.CAST:
-        return dtype not in (dtypes.bfloat16, dtypes.int64, dtypes.uint64, dtypes.float64)
-    if op is Ops.BITCAST:
-        return dtype != dtypes.bfloat16
-    if op in _POLY or op in _ALWAYS_DECOMPOSED or dtype in _HALF:
-        return False
-    if op in (Ops.FDIV, Ops.SQRT, Ops.CDIV, Ops.CMOD):
-        return False
-    if op is Ops.MAX and dtype.is_float:
-        return False
-    if op is Ops.MULACC and not dtype.is_float:
-        return False
-    return True
-
-
-def _widths(table: dict[DType, tuple[int, ...]]) -> Mapping[DType, tuple[int, ...]]:
+def widths(table: dict[DType, tuple[int, ...]]) -> Mapping[DType, tuple[int, ...]]:
+    """A read-only lane-width table (TargetDesc.alu_widths / mem_widths)."""
     return MappingProxyType(dict(table))
 
 
-_AVX2 = {dtypes.float32: (8, 4), dtypes.float64: (4, 2), dtypes.int32: (8, 4),
-         dtypes.uint32: (8, 4), dtypes.int64: (4, 2), dtypes.uint64: (4, 2),
-         dtypes.int16: (16, 8), dtypes.uint16: (16, 8), dtypes.int8: (32, 16),
-         dtypes.uint8: (32, 16)}
-_AVX512 = {dt: tuple(sorted({2 * w[0], *w}, reverse=True)) for dt, w in _AVX2.items()}
-
-X86_AVX2 = TargetDesc("x86", _widths(_AVX2), _widths(_AVX2), _native_x86, "select", False,
-                      notes="AVX2 + FMA, 256-bit vectors")
-X86_AVX512 = TargetDesc("x86", _widths(_AVX512), _widths(_AVX512), _native_x86, "select", False,
-                        notes="AVX-512F/BW/DQ/VL, 512-bit vectors")
-CUDA = TargetDesc("cuda", _widths({}),
-                  _widths({dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
-                           dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}),
-                  _native_cuda, "native", True, notes="PTX: scalar ALU, ld/st.global.v2/v4")
 # A target that computes everything natively and has no vectors: handy for tests of one pass.
-SCALAR_ALL_NATIVE = TargetDesc("scalar", _widths({}), _widths({}), lambda op, dt: True,
+SCALAR_ALL_NATIVE = TargetDesc("scalar", widths({}), widths({}), lambda op, dt: True,
                                "native", False, notes="test target")
-_AMD_MEM = {dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
-            dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}
-AMD = TargetDesc("amd", _widths({}), _widths(_AMD_MEM), _native_amd, "native", True,
-                 notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128")

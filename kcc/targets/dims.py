@@ -11,7 +11,7 @@ dimensions"); a loader evaluates it per launch from the scalar arguments it is g
   taken in dtype D as the reference interpreter computes it (integers wrap to D's width, CDIV
   and CMOD truncate toward zero, comparisons give 0 or 1, `weakint` is 64-bit).
 
-Ops are those `LAUNCH_OPS` (kcc.passes.verify) lists. A dimension that evaluates below 0 or
+Ops are those `LAUNCH_OPS` (kcc.ir.verify) lists. A dimension that evaluates below 0 or
 above MAX_DIM, a division by zero or a shift amount outside [0, bits) is a LaunchError; a
 dimension of 0 launches nothing.
 """
@@ -23,7 +23,7 @@ from typing import Any
 from kcc.ir import Ops, UOp, dtypes, toposort
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.dtype import DType
-from kcc.passes.verify import LAUNCH_OPS
+from kcc.ir.verify import LAUNCH_OPS
 
 MAX_DIM = 2**31 - 1         # a launch dimension (CUDA's gridDim.x limit)
 _BY_NAME = {op.name: op for op in LAUNCH_OPS}

@@ -33,7 +33,7 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import unroll
-from kcc.passes.verify import verify
+from kcc.ir.verify import verify
 from kcc.passes.widen import widen
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from kcc.frontend.printer import format_uop
 from kcc.ir import KernelInfo, Ops, UOp
-from kcc.passes.verify import verify
+from kcc.ir.verify import verify
 from kcc.targets.manifest import describe_kernel
 from x86_util import compile_and_run as run_x86
 from x86_util import reference as run_reference

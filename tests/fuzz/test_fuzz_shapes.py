@@ -22,7 +22,7 @@ from fuzz.shapes import HALF_BITS, carried, half_nan, jam, mixed_lanes, spills
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
 from kcc.frontend.printer import format_uop
 from kcc.ir.interp import InterpError
-from kcc.passes.verify import verify
+from kcc.ir.verify import verify
 from kcc.targets.manifest import describe_kernel
 
 SEEDS = st.integers(0, 2**32 - 1)

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kcc.encode.amd.encoder import (_CACHE, _PREFIX, _SEG_FMT, AmdDecodeError, _signed, lane_dwords,
-                            src_operand)
+from kcc.encode.amd.fields import (
+    _CACHE,
+    _PREFIX,
+    _SEG_FMT,
+    AmdDecodeError,
+    _signed,
+    lane_dwords,
+    src_operand,
+)
 from kcc.encode.amd.operands import SGPR, VGPR, Imm, Inst, Operand, Special
-from kcc.encode.amd.table import (FAMILY, KINDS, LITERAL, OFF_CODE, Row, by_opcode)
+from kcc.encode.amd.table import FAMILY, KINDS, LITERAL, OFF_CODE, Row, by_opcode
 
 __all__ = ["decode", "disassemble"]
 

@@ -1,9 +1,9 @@
-"""AMD GPU encoder and decoder for gfx1100 (RDNA3) and gfx942 (CDNA3), driven by the rows of
+"""AMD GPU encoder for gfx1100 (RDNA3) and gfx942 (CDNA3), driven by the rows of
 :mod:`kcc.encode.amd.table`.
 
-``encode(arch, inst)`` turns an :class:`~kcc.encode.amd.operands.Inst` into bytes; ``decode``
-and ``disassemble`` turn bytes back into ``Inst`` values (and LLVM-syntax text through
-:mod:`kcc.encode.amd.syntax`). Field layouts are those of RDNA3 ISA §16 and CDNA3 ISA §12
+``encode(arch, inst)`` turns an :class:`~kcc.encode.amd.operands.Inst` into bytes (the decoder
+is :mod:`kcc.encode.amd.decode`, the LLVM syntax :mod:`kcc.encode.amd.syntax`; the package
+``kcc.encode.amd`` offers all three). Field layouts are those of RDNA3 ISA §16 and CDNA3 ISA §12
 "Microcode Formats"; each packer below names its format.
 
 Mnemonics of VOP1/VOP2/VOPC forms may carry LLVM's ``_e32``/``_e64`` suffix to choose the
@@ -13,183 +13,32 @@ suffix, as LLVM prints it.
 """
 from __future__ import annotations
 
-from kcc.encode.amd.operands import SGPR, VGPR, FloatImm, Imm, Inst, Operand, Special
-from kcc.encode.amd.table import (FAMILY, KINDS, LITERAL, MAX_SGPR, OFF_CODE, SPECIAL_CODES,
-                                  SPECIAL_NAMES, WAVE_SIZE, Row, by_name, code_float,
-                                  float_bits, inline_float_codes, vop3_opcode)
-
-__all__ = ["AmdEncodeError", "AmdDecodeError", "encode", "decode", "disassemble", "format_inst",
-           "parse_inst", "lookup"]
-
-
-class AmdEncodeError(ValueError):
-    """An instruction the AMD encoder cannot encode (unknown form, bad operand)."""
-
-
-class AmdDecodeError(ValueError):
-    """Bytes that are no instruction form of kcc's tables."""
-
-
-_VOP_E32 = ("VOP1", "VOP2", "VOPC")
-_PREFIX = {  # bits [31:26] of the 64-bit formats (RDNA3 §16, CDNA3 §12)
-    "gfx11": {"SMEM": 0x3D, "VOP3": 0x35, "DS": 0x36, "FLAT": 0x37},
-    "gfx9": {"SMEM": 0x30, "VOP3": 0x34, "DS": 0x36, "FLAT": 0x37},
-}
-_SEG = {"FLAT": 0, "SCRATCH": 1, "GLOBAL": 2}
-_SEG_FMT = {v: k for k, v in _SEG.items()}
-_CACHE = {"gfx11": ("glc", "slc", "dlc"), "gfx9": ("sc0", "sc1", "nt")}
-
-
-def lookup(arch: str, name: str) -> tuple[Row, str | None]:
-    """The row of a mnemonic and the encoding its suffix asks for ("e32", "e64" or None)."""
-    table = by_name(arch)
-    for suffix in ("_e32", "_e64"):
-        base = name.removesuffix(suffix)
-        if base != name and base in table and table[base].fmt in _VOP_E32:
-            return table[base], suffix[1:]
-    if name in table:
-        return table[name], None
-    raise AmdEncodeError(f"{arch}: unknown instruction {name!r}")
-
-
-def lane_dwords(arch: str) -> int:
-    """SGPRs in a lane mask: 1 on wave32 (gfx1100), 2 on wave64 (gfx942)."""
-    return WAVE_SIZE[arch] // 32
-
-
-def kind_dwords(arch: str, kind: str) -> int:
-    """Registers an operand of this kind spans."""
-    return lane_dwords(arch) if kind == "lane" else KINDS[kind].dwords
-
-
-# ----------------------------------------------------------------------------- operands
-def _scalar_code(arch: str, op: Operand, n: int, what: str) -> int:
-    """Code of an SGPR or special register in a 7/8/9-bit scalar field."""
-    fam = FAMILY[arch]
-    if isinstance(op, SGPR):
-        if op.count != n:
-            raise AmdEncodeError(f"{what}: {op} is {op.count} SGPRs, expected {n}")
-        if op.index + n - 1 > MAX_SGPR[fam]:
-            raise AmdEncodeError(f"{what}: {op} is past s{MAX_SGPR[fam]}")
-        if n > 1 and op.index % (2 if n == 2 else 4):
-            raise AmdEncodeError(f"{what}: {op} is not aligned")
-        return op.index
-    if isinstance(op, Special) and op.name in SPECIAL_CODES[fam]:
-        code = SPECIAL_CODES[fam][op.name]
-        if SPECIAL_NAMES[fam].get((code, n)) == op.name or op.name in ("null", "scc", "vccz",
-                                                                      "execz"):
-            return code
-        raise AmdEncodeError(f"{what}: {op} is not a {n}-dword operand")
-    raise AmdEncodeError(f"{what}: expected a scalar register, got {op}")
-
-
-def src_code(arch: str, op: Operand, kind: str, what: str = "source") -> tuple[int, int | None]:
-    """9-bit source code of an operand and the literal dword it needs, if any (RDNA3 §7.3,
-    CDNA3 §4.4 source operand encoding)."""
-    k = KINDS[kind] if kind != "lane" else None
-    n = kind_dwords(arch, kind)
-    if isinstance(op, VGPR):
-        if op.count != n:
-            raise AmdEncodeError(f"{what}: {op} is {op.count} VGPRs, expected {n}")
-        if k is not None and not k.vgpr:
-            raise AmdEncodeError(f"{what}: {op} cannot be a VGPR here")
-        return 256 + op.index, None
-    if isinstance(op, (SGPR, Special)):
-        return _scalar_code(arch, op, n, what), None
-    if k is None:
-        raise AmdEncodeError(f"{what}: a lane mask must be an SGPR or VCC, got {op}")
-    wide_float = kind.startswith("f") and n == 2
-    if isinstance(op, Imm):
-        v = op.value
-        if -16 <= v <= 64:
-            return (128 + v if v >= 0 else 192 - v), None
-        pattern = v << 32 if wide_float and 0 <= v <= 0xFFFFFFFF else v
-        code = inline_float_codes(k.ctype).get(pattern & ((1 << (32 * n)) - 1))
-        if code is not None:
-            return code, None
-        if wide_float and v > 0xFFFFFFFF:
-            if v & 0xFFFFFFFF:
-                raise AmdEncodeError(f"{what}: f64 literal {v:#x} has nonzero low dword")
-            return LITERAL, v >> 32
-        if not -(1 << 31) <= v <= 0xFFFFFFFF:
-            raise AmdEncodeError(f"{what}: {v:#x} does not fit a 32-bit literal")
-        return LITERAL, v & 0xFFFFFFFF
-    if isinstance(op, FloatImm):
-        bits = float_bits(op.value, k.ctype)
-        code = inline_float_codes(k.ctype).get(bits)
-        if code is not None:
-            return code, None
-        if k.ctype == "f64":
-            if bits & 0xFFFFFFFF:
-                raise AmdEncodeError(f"{what}: {op.value} needs a 64-bit literal")
-            return LITERAL, bits >> 32
-        return LITERAL, bits
-    raise AmdEncodeError(f"{what}: bad operand {op!r}")
-
-
-def src_operand(arch: str, code: int, kind: str, literal: int | None) -> Operand:
-    """The operand a source code stands for (the inverse of :func:`src_code`)."""
-    fam = FAMILY[arch]
-    n = kind_dwords(arch, kind)
-    if code >= 256:
-        return VGPR(code - 256, n)
-    if code <= MAX_SGPR[fam]:
-        return SGPR(code, n)
-    name = SPECIAL_NAMES[fam].get((code, n)) or SPECIAL_NAMES[fam].get((code, 1))
-    if name is not None and (n == 1 or name in ("null", "scc", "vccz", "execz") or
-                             (code, n) in SPECIAL_NAMES[fam]):
-        return Special(name)
-    if 128 <= code <= 192:
-        return Imm(code - 128)
-    if 193 <= code <= 208:
-        return Imm(192 - code)
-    if 240 <= code <= 248:
-        return FloatImm(code_float(code))
-    if code == LITERAL:
-        if literal is None:
-            raise AmdDecodeError("literal operand without a literal dword")
-        return Imm(literal)
-    raise AmdDecodeError(f"unsupported source operand code {code}")
-
-
-def _vgpr(op: Operand, n: int, what: str) -> int:
-    if not isinstance(op, VGPR) or op.count != n:
-        raise AmdEncodeError(f"{what}: expected {n} VGPR(s), got {op}")
-    return op.index
-
-
-def _mods(inst: Inst, allowed: tuple[str, ...]) -> dict[str, object]:
-    m = dict(inst.mods)
-    bad = sorted(set(m) - set(allowed))
-    if bad:
-        raise AmdEncodeError(f"{inst.name}: modifier(s) {', '.join(bad)} not allowed here")
-    return m
-
-
-def _signed(v: int, bits: int) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
-
-
-def _fit(v: object, bits: int, signed: bool, what: str) -> int:
-    if not isinstance(v, int):
-        raise AmdEncodeError(f"{what}: expected an integer, got {v!r}")
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    if not lo <= v <= hi:
-        raise AmdEncodeError(f"{what}: {v} is outside [{lo}, {hi}]")
-    return v & ((1 << bits) - 1)
-
-
-def _words(*ws: int, literal: int | None = None) -> bytes:
-    out = b"".join(w.to_bytes(4, "little") for w in ws)
-    return out + (literal.to_bytes(4, "little") if literal is not None else b"")
-
-
-def _one_literal(lits: list[int | None], what: str) -> int | None:
-    vals = {v for v in lits if v is not None}
-    if len(vals) > 1:
-        raise AmdEncodeError(f"{what}: more than one literal value")
-    return vals.pop() if vals else None
+from kcc.encode.amd.fields import (
+    _CACHE,
+    _PREFIX,
+    _SEG,
+    _VOP_E32,
+    AmdEncodeError,
+    _fit,
+    _mods,
+    _one_literal,
+    _scalar_code,
+    _vgpr,
+    _words,
+    fits_e32,
+    lane_dwords,
+    lookup,
+    src_code,
+)
+from kcc.encode.amd.operands import VGPR, Imm, Inst, Operand, Special
+from kcc.encode.amd.table import (
+    FAMILY,
+    KINDS,
+    OFF_CODE,
+    SPECIAL_CODES,
+    Row,
+    vop3_opcode,
+)
 
 
 # ----------------------------------------------------------------------------- encoder
@@ -202,7 +51,7 @@ def encode(arch: str, inst: Inst) -> bytes:
                              f"{len(inst.ops)}")
     ops = dict(zip((f for f, _ in row.ops), inst.ops))
     if row.fmt in _VOP_E32:
-        if want == "e64" or (want is None and row.e64 and not _fits_e32(arch, row, inst)):
+        if want == "e64" or (want is None and row.e64 and not fits_e32(arch, row, inst)):
             if not row.e64:
                 raise AmdEncodeError(f"{inst.name}: {row.name} has no VOP3 encoding")
             return _enc_vop3(arch, row, inst, ops, row.promoted_fmt, vop3_opcode(arch, row))
@@ -210,18 +59,6 @@ def encode(arch: str, inst: Inst) -> bytes:
     if row.fmt in ("VOP3", "VOP3SD"):
         return _enc_vop3(arch, row, inst, ops, row.fmt, row.op)
     return _ENCODERS[row.fmt](arch, row, inst, ops)
-
-
-def _fits_e32(arch: str, row: Row, inst: Inst) -> bool:
-    if inst.mods:
-        return False
-    vcc = "vcc_lo" if lane_dwords(arch) == 1 else "vcc"
-    for (field, kind), op in zip(row.ops, inst.ops):
-        if kind == "lane" and op != Special(vcc):
-            return False
-        if field == "src1" and kind != "lane" and not isinstance(op, VGPR):
-            return False
-    return True
 
 
 def _enc_vop_e32(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
@@ -452,30 +289,3 @@ def _enc_ds(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
 _ENCODERS = {"SOP2": _enc_sop, "SOP1": _enc_sop, "SOPC": _enc_sop, "SOPK": _enc_sopk,
              "SOPP": _enc_sopp, "SMEM": _enc_smem, "FLAT": _enc_flat, "GLOBAL": _enc_flat,
              "SCRATCH": _enc_flat, "DS": _enc_ds}
-
-
-# ----------------------------------------------------------------------------- front door
-def decode(arch: str, data: bytes, offset: int = 0, base: int = 0) -> tuple[Inst, int]:
-    """The instruction at data[offset:] and its size (see :mod:`kcc.encode.amd.decode`)."""
-    from kcc.encode.amd.decode import decode as _decode
-    return _decode(arch, data, offset, base)
-
-
-def disassemble(arch: str, data: bytes, base: int = 0):
-    """(offset, size, Inst, LLVM text) per instruction of a code range (``base`` is the
-    address of data[0]); an unknown word raises :class:`AmdDecodeError` naming it and its
-    offset."""
-    from kcc.encode.amd.decode import disassemble as _disassemble
-    return _disassemble(arch, data, base)
-
-
-def format_inst(arch: str, inst: Inst) -> str:
-    """LLVM-syntax text of one instruction (see :mod:`kcc.encode.amd.syntax`)."""
-    from kcc.encode.amd.syntax import format_inst as _format
-    return _format(arch, inst)
-
-
-def parse_inst(arch: str, text: str) -> Inst:
-    """One line of LLVM-syntax AMD assembly as an Inst (see :mod:`kcc.encode.amd.syntax`)."""
-    from kcc.encode.amd.syntax import parse_inst as _parse
-    return _parse(arch, text)

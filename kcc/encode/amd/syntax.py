@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from kcc.encode.amd.encoder import AmdEncodeError, _fits_e32, lookup, src_code
+from kcc.encode.amd.fields import AmdEncodeError, fits_e32, lookup, src_code
 from kcc.encode.amd.operands import SGPR, VGPR, FloatImm, Imm, Inst, Operand, Special
 from kcc.encode.amd.table import FAMILY, INV_2PI, KINDS, LITERAL, SPECIAL_CODES, Row
 
@@ -129,9 +129,9 @@ def _imm_text(fam: str, kind: str, op: Operand) -> str:
 
 
 def _vop_encoding(arch: str, row: Row, inst: Inst, want: str | None) -> str:
-    """The format an instruction is encoded in, as :func:`kcc.encode.amd.encoder.encode` picks it."""
+    """The format an instruction is encoded in, as :func:`kcc.encode.amd.encode` picks it."""
     if row.fmt in ("VOP1", "VOP2", "VOPC"):
-        if want == "e64" or (want is None and row.e64 and not _fits_e32(arch, row, inst)):
+        if want == "e64" or (want is None and row.e64 and not fits_e32(arch, row, inst)):
             return row.promoted_fmt
     return row.fmt
 

@@ -1,7 +1,8 @@
 """x86-64 instruction forms as data: one frozen :class:`Row` per encodable form.
 
 Every group the rest of kcc asks about (flag writers, two-address forms, branches, ...) is
-derived from these rows by functions in :mod:`kcc.encode.x86.encoder`; nothing here is a hand-kept set.
+derived from these rows by functions in
+:mod:`kcc.encode.x86.encoder`; nothing here is a hand-kept set.
 
 The row type, operand kinds and encoding fields are in :mod:`kcc.encode.x86.row`.
 

@@ -20,7 +20,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 from kcc.isel.amd.base import AmdSelectError, Base, D, const_bits, is_wide
-from kcc.isel.x86.base import strong_const
+from kcc.isel.common import strong_const
 
 _F32, _F64 = dtypes.float32, dtypes.float64
 _HALF = (dtypes.float16, dtypes.bfloat16)

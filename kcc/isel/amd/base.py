@@ -21,7 +21,7 @@ from kcc.ir.mir import Inst, Kind, Label, MFunction, RegOp, Role, VReg
 from kcc.ir.ops import ALU, Ops
 from kcc.ir.uop import UOp
 from kcc.isel.amd.regs import Arch
-from kcc.isel.x86.base import SelectError
+from kcc.isel.common import SelectError
 
 
 class AmdSelectError(SelectError):
@@ -191,7 +191,7 @@ def const_bits(v: int | float | bool, dt: DType) -> int:
         import numpy as np
         return int(np.array(float(v), np.float16).view(np.uint16))
     if dt == dtypes.bfloat16:
-        from kcc.isel.ptx.alu import bf16_bits
+        from kcc.isel.common import bf16_bits
         return bf16_bits(float(v))
     iv = int(v) & ((1 << dt.bits) - 1)
     if dt.is_signed and iv >= 1 << (dt.bits - 1):

@@ -31,8 +31,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd.base import AmdSelectError, D, is_wide, uniform_nodes
 from kcc.isel.amd.regs import Arch, preg
-from kcc.isel.ptx.select import multiple_of
-from kcc.isel.x86.base import strong_const
+from kcc.isel.common import SelectorBase, multiple_of, strong_const
 
 
 def kernarg_layout(params: list[UOp | None]) -> tuple[list[tuple[int, int]], int]:
@@ -86,7 +85,7 @@ class Selected:
     kernarg_size: int
 
 
-class AmdSelector(AmdAlu):
+class AmdSelector(SelectorBase, AmdAlu):
     """Select a linearized kernel into AMD machine instructions."""
 
     def __init__(self, name: str, arch: Arch, params: list[UOp | None]):
@@ -103,12 +102,7 @@ class AmdSelector(AmdAlu):
         specials = {u.arg for u in lin if u.op is Ops.SPECIAL}
         self.entry(specials)
         self.bind_params()
-        for u in lin:
-            rule = getattr(self, f"sel_{u.op.name}", None)
-            if rule is None:
-                raise AmdSelectError(f"the AMD back end does not handle {u.op.name} "
-                                     f"({u.dtype})")
-            rule(u)
+        self.select_nodes(lin, self.unhandled)
         if self.loops:
             raise AmdSelectError("a RANGE without its END reached the AMD selector")
         self.emit("s_endpgm", kind=Kind.RET)
@@ -118,6 +112,10 @@ class AmdSelector(AmdAlu):
         litop = max((int(s[-1]) for s in specials if s.startswith("lidx")), default=0)
         layout, size = kernarg_layout(self.params)
         return Selected(self.fn, self.lds, wgs, litop, layout, size)
+
+    def unhandled(self, u: UOp) -> None:
+        """An op with no AMD rule is refused, naming it."""
+        raise AmdSelectError(f"the AMD back end does not handle {u.op.name} ({u.dtype})")
 
     # -- launch state ---------------------------------------------------------------------
     def entry(self, specials: set[str]) -> None:
@@ -171,15 +169,6 @@ class AmdSelector(AmdAlu):
         """Bound at entry."""
         if u not in self.bufs and u not in self.val:
             raise AmdSelectError(f"PARAM slot {u.arg.slot} is not in the kernel signature")
-
-    def sel_CONST(self, u: UOp) -> None:
-        """Constants are materialized where they are used."""
-
-    def sel_SINK(self, u: UOp) -> None:
-        """The root has no code."""
-
-    def sel_GROUP(self, u: UOp) -> None:
-        """A group of effects has no code of its own."""
 
     def sel_BARRIER(self, u: UOp) -> None:
         """s_barrier: every wave of the workgroup (s_waitcnt for LDS/memory before it is

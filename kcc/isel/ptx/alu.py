@@ -5,25 +5,14 @@ The semantics choices are listed in kcc/isel/ptx/select.py's docstring.
 
 from __future__ import annotations
 
-import math
-import struct
-
-import numpy as np
-
 from kcc.encode.ptx import Imm, Reg
-from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import COMPARE, Ops
 from kcc.ir.uop import UOp
+from kcc.isel.common import SelectError, scalar_const
 
 HALF = (dtypes.float16, dtypes.bfloat16)
 
-
-class SelectError(Exception):
-    """A kernel the PTX selector cannot translate (with the reason)."""
-
-
-# -- dtype facts ---------------------------------------------------------------------------------
 
 def bank_of(dt: DType) -> str:
     """The register bank that holds a value of dt."""
@@ -71,33 +60,6 @@ def sel_type(dt: DType) -> str:
     b = bank_of(dt)
     return {"b16": "b16", "b32": "b32", "b64": "b64", "f32": "f32", "f64": "f64"}[b]
 
-
-def f32_bits(v: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
-
-
-def bf16_bits(v: float) -> int:
-    """bfloat16 bits of v: float32 first, then round to nearest even (NaN kept quiet)."""
-    b = f32_bits(v)
-    if math.isnan(v):
-        return (b >> 16) | 0x40
-    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-
-
-
-def strong_const(u: UOp) -> int | float | bool | None:
-    """The value of a strong constant (`CAST(CONST v) dt` or a bool CONST), else None."""
-    if u.op is Ops.CONST and isinstance(u.arg, bool):
-        return u.arg
-    if u.op is Ops.CAST and u.src[0].op is Ops.CONST and u.shape == ():
-        v, dt = u.src[0].arg, u.dtype
-        if dt.is_bool:
-            return bool(v)
-        if dt.is_int and isinstance(v, float) and (
-                not math.isfinite(v) or not dt.min() <= math.trunc(v) <= dt.max()):
-            return None            # an out-of-range conversion: computed, not folded
-        return literal_value(v, dt)   # ints wrap; floats rounded once (±inf beyond range)
-    return None
 
 class PtxAlu:
     """The ALU half of the selector: needs `new`, `emit`, `reg`, `const`, `normalize`, `sm`."""
@@ -293,7 +255,7 @@ class PtxAlu:
     # -- casts -----------------------------------------------------------------------------------
     def sel_CAST(self, u: UOp) -> None:
         """Value conversion between any two dtypes (docs/semantics.md, CAST)."""
-        if strong_const(u) is not None:
+        if scalar_const(u) is not None:
             return              # materialized where used
         if u.shape != ():
             raise SelectError("a vector CAST reached PTX isel (devectorize makes it scalar)")

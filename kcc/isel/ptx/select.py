@@ -27,7 +27,6 @@ Semantics choices (docs/semantics.md is the statement; the reference interpreter
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -39,29 +38,15 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
-from kcc.isel.ptx.alu import (PtxAlu, SelectError, bank_of, bf16_bits, f32_bits,
-                               fty, ity, mem_type, param_type, sel_type,
-                               strong_const)
-
-def multiple_of(u: UOp) -> int:
-    """A number that u's value is always a multiple of (0: the value is 0), for alignment."""
-    c = strong_const(u)
-    if c is None and u.op is Ops.CONST and not isinstance(u.arg, (bool, float)):
-        c = u.arg
-    if c is not None and not isinstance(c, float):
-        return abs(int(c))
-    if u.op is Ops.MUL:
-        return multiple_of(u.src[0]) * multiple_of(u.src[1])
-    if u.op is Ops.ADD:
-        return math.gcd(multiple_of(u.src[0]), multiple_of(u.src[1]))
-    if u.op is Ops.SHL:
-        k = strong_const(u.src[1])
-        if isinstance(k, int) and 0 <= k < 63:
-            return multiple_of(u.src[0]) << k
-    if u.op in (Ops.CAST, Ops.AFTER) and u.src[0].dtype is not None \
-            and u.src[0].dtype.is_int:
-        return multiple_of(u.src[0])
-    return 1
+from kcc.isel.common import (
+    SelectError,
+    SelectorBase,
+    bf16_bits,
+    f32_bits,
+    multiple_of,
+    scalar_const,
+)
+from kcc.isel.ptx.alu import PtxAlu, bank_of, fty, ity, mem_type, param_type, sel_type
 
 
 @dataclass
@@ -87,7 +72,7 @@ class Place:
 
 # -- the selector ------------------------------------------------------------------------------
 
-class PtxSelector(PtxAlu):
+class PtxSelector(SelectorBase, PtxAlu):
     """Select a linearized kernel into PTX instructions over virtual registers."""
 
     def __init__(self, name: str, params: list[UOp | None], sm: int):
@@ -128,7 +113,7 @@ class PtxSelector(PtxAlu):
             return self.val[u]
         if u.op is Ops.AFTER:
             return self.reg(u.src[0])
-        c = strong_const(u)
+        c = scalar_const(u)
         if c is not None:
             return self.const(c, u.dtype)
         if u.op is Ops.STACK:
@@ -178,17 +163,16 @@ class PtxSelector(PtxAlu):
         """Select every node of the schedule in order; returns the kernel."""
         self.reg_buffers = self.register_resident(lin)
         self.bind_params()
-        for u in lin:
-            rule = getattr(self, f"sel_{u.op.name}", None)
-            if rule is None:
-                self.val[u] = self.alu(u)
-            else:
-                rule(u)
+        self.select_nodes(lin, self.sel_alu)
         if self.loops:
             raise SelectError("a RANGE without its END reached the PTX selector")
         pnames = [(self.pname(i), self.ptype(p)) for i, p in enumerate(self.params)]
         body = self.pro + self.body + [Inst("ret")]
         return Kernel(self.name, pnames, body, dict(self.counts), self.shared, self.local)
+
+    def sel_alu(self, u: UOp) -> None:
+        """Every op without a rule of its own is an ALU op (kcc.isel.ptx.alu)."""
+        self.val[u] = self.alu(u)
 
     def pname(self, i: int) -> str:
         return f"{self.name}_param_{i}"
@@ -227,7 +211,7 @@ class PtxSelector(PtxAlu):
         for u in lin:
             if u.op in (Ops.INDEX, Ops.SHRINK) and u.src[0].kind == "buffer":
                 b = base_buffer(u.src[0])
-                if b in regs and strong_const(u.src[1]) is None and not (
+                if b in regs and scalar_const(u.src[1]) is None and not (
                         u.src[1].op is Ops.CONST and isinstance(u.src[1].arg, int)):
                     regs.discard(b)
         return regs
@@ -237,15 +221,6 @@ class PtxSelector(PtxAlu):
         """Bound in bind_params (a PARAM that no kernel signature slot holds is an error)."""
         if u not in self.bufs and u not in self.val:
             raise SelectError(f"PARAM slot {u.arg.slot} is not in the kernel signature")
-
-    def sel_CONST(self, u: UOp) -> None:
-        """Constants are materialized in the prologue where they are used."""
-
-    def sel_SINK(self, u: UOp) -> None:
-        """The root has no code."""
-
-    def sel_GROUP(self, u: UOp) -> None:
-        """A group of effects has no code of its own."""
 
     def sel_BARRIER(self, u: UOp) -> None:
         """A workgroup barrier: barrier 0 with all threads of the CTA (9.7.13.1)."""
@@ -297,7 +272,7 @@ class PtxSelector(PtxAlu):
         i = self.new(bank_of(u.dtype))
         self.emit(f"mov.{ity(u.dtype)}", i, Imm("0"))
         bound = u.src[0]
-        c = strong_const(bound)
+        c = scalar_const(bound)
         skip = None
         if c is None or int(c) <= 0:
             skip = self.label()
@@ -332,14 +307,14 @@ class PtxSelector(PtxAlu):
 
     def address(self, buf: Buf, idx: UOp, size: int) -> Addr:
         """base + idx * size, folding a constant index or a constant addend into the offset."""
-        c = strong_const(idx)
+        c = scalar_const(idx)
         if c is None and idx.op is Ops.CONST and isinstance(idx.arg, int):
             c = idx.arg
         if c is not None and abs(int(c) * size) < 2**31:
             return Addr(buf.base, int(c) * size)
         off = 0
         if idx.op is Ops.ADD:
-            k = strong_const(idx.src[1])
+            k = scalar_const(idx.src[1])
             if isinstance(k, int) and not isinstance(k, bool) and abs(k * size) < 2**31:
                 idx, off = idx.src[0], k * size
         x = self.reg(idx)
@@ -368,7 +343,7 @@ class PtxSelector(PtxAlu):
     def place(self, base: UOp, idx: UOp, lanes: int) -> Place:
         buf = self.buffer(base)
         if buf.space == "reg":
-            k = strong_const(idx)
+            k = scalar_const(idx)
             k = idx.arg if k is None else k
             if not 0 <= int(k) and int(k) + lanes <= len(buf.slots):
                 raise SelectError(f"register buffer access [{k}:{int(k) + lanes}] is outside "

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir import Ops, UOp, dtypes
-from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Inst, Mem, PReg, RegOp, Role, VReg
+from kcc.isel.common import SelectError, commit_const, strong_const  # noqa: F401
 from kcc.isel.x86.regs import RCX
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
@@ -55,10 +55,6 @@ def operand_plan(form: str) -> tuple[tuple[Role, bool, str | None, PReg | None, 
                      for o in FORMS[form].operands)
     OPERAND_PLANS[form] = plan
     return plan
-
-
-class SelectError(Exception):
-    """A construct the x86 target cannot compile (LOCAL buffers, BARRIER, lidx)."""
 
 
 @dataclass
@@ -109,20 +105,6 @@ def fs(dt: DType) -> str:
     return "s" if dt == dtypes.float32 else "d"
 
 
-def strong_const(u: UOp) -> int | float | bool | None:
-    """The value of a strong constant CAST(CONST) (or a bool CONST), else None."""
-    if u.op is Ops.CONST and not u.dtype.is_weak:
-        return u.arg
-    if u.op is Ops.CAST and u.src[0].op is Ops.CONST:
-        return commit_const(u.src[0].arg, u.dtype)
-    return None
-
-
-def commit_const(v: int | float | bool, dt: DType) -> int | float | bool:
-    """A literal committed to dt by the CAST rules of docs/semantics.md (kcc.ir.consts)."""
-    return literal_value(v, dt)
-
-
 def imm_form(mnem: str, width: str, value: int) -> str:
     """The `op r/m, imm` form for a 32/64-bit op: the sign-extended imm8 encoding (opcode 83,
     SDM "ADD"…) when the value fits a byte — what assemblers pick — else imm32."""
@@ -147,7 +129,7 @@ def const_bytes(v: int | float | bool, dt: DType) -> bytes:
     # v is already rounded to the half dtype (commit_const), so these conversions are exact;
     # before this, int(v) truncated a float16/bfloat16 constant (-0.0 became +0.0, 1.5 became 1)
     if dt == dtypes.float16:
-        import numpy as np          # a float16 constant only (start-up stays small)
+        import numpy as np  # a float16 constant only (start-up stays small)
         return np.float16(v).tobytes()
     if dt == dtypes.bfloat16:
         return struct.pack("<f", v)[2:]          # the high half of the float32

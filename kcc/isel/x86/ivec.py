@@ -1,6 +1,7 @@
 """x86 selection of integer vectors (AVX2, 16 bytes in xmm, 32 in ymm): int8…uint64 lanes for
 the ops AVX2 has an instruction for — arithmetic, bitwise ops, per-lane shifts, MAX, compares as
-lane masks — plus loads/stores, STACK and lane access. A mixin of X86Selector (kcc/isel/x86/select.py).
+lane masks — plus loads/stores, STACK and lane access. A mixin of X86Selector
+(kcc/isel/x86/select.py).
 
 VECTOR_OPS lists, per dtype, the ops the x86 TargetDesc declares legal on such vectors (a row of
 the SDM that does it); devectorize splits every other op into scalars. Lane widths give the form

@@ -30,6 +30,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
+from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.analysis import foldable_loads, induction_sums, promotable_buffers
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
@@ -46,11 +47,8 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
            "imm_form", "isz", "select", "strong_const", "vw"]
 
 
-# the rule method of each op (an enum's .name is a slow property; select asks it per node)
-_RULE_NAMES: dict[Ops, str] = {op: f"sel_{op.name}" for op in Ops}
 
-
-class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
+class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
@@ -252,13 +250,8 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
-        for u in lin:
-            if u in iv_nodes:
-                continue                  # an induction variable, defined at its RANGE
-            rule = getattr(self, _RULE_NAMES[u.op], None)
-            if rule is None:
-                rule = self.sel_alu
-            rule(u)
+        # an induction variable is defined at its RANGE
+        self.select_nodes(lin, self.sel_alu, skip=iv_nodes)
         if self.stream_align:
             # non-temporal stores are weakly ordered: visible to others before the return
             self.emit("sfence")
@@ -312,15 +305,6 @@ class X86Selector(X86Vec, X86Alu, X86IVec, X86KMask):
     # -- leaves and structure -------------------------------------------------------------------
     def sel_PARAM(self, u: UOp) -> None:
         """Arguments are bound in sel_params."""
-
-    def sel_CONST(self, u: UOp) -> None:
-        """Constants are materialized where they are used."""
-
-    def sel_SINK(self, u: UOp) -> None:
-        """The root has no code."""
-
-    def sel_GROUP(self, u: UOp) -> None:
-        """A group of effects has no code of its own."""
 
     def sel_BARRIER(self, u: UOp) -> None:
         """A workgroup barrier has no meaning on a CPU target."""

@@ -184,7 +184,7 @@ def listing(data: bytes) -> str:
     """``kcc disasm`` of a code object: per kernel its descriptor's launch facts, then each
     instruction's address, dwords and LLVM-syntax text from kcc's decoder. A word the
     decoder does not know ends that kernel's listing with a line naming it."""
-    from kcc.encode.amd.encoder import disassemble
+    from kcc.encode.amd import disassemble
     obj = read_hsaco(data)
     out = [f"; {obj.arch} code object, {len(obj.kernels)} kernel(s)"]
     for k in sorted(obj.kernels.values(), key=lambda k: k.code_addr):

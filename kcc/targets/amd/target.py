@@ -16,10 +16,10 @@ from typing import Any
 from kcc.encode.amd.operands import SGPR, VGPR, Inst
 from kcc.ir import Ops, UOp
 from kcc.ir.mir import Label, format_mir
-from kcc.isel.amd.select import AmdSelectError, Selected, select
 from kcc.isel.amd.lower import Lowering, insert_waits, listing
 from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch
-from kcc.passes.target import AMD
+from kcc.isel.amd.select import AmdSelectError, Selected, select
+from kcc.targets.amd.desc import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
 from kcc.targets.dims import is_symbolic
 from kcc.targets.facts import read_object_facts
@@ -255,7 +255,7 @@ def _branch_text(name: str, offset: int) -> str:
 def machine_code(code: AmdCode) -> bytes:
     """The kernel's bytes: every instruction through the encoder (parsed from the listing's
     LLVM syntax), branches resolved to SOPP word offsets from the next instruction."""
-    from kcc.encode.amd.encoder import encode
+    from kcc.encode.amd import encode
     from kcc.encode.amd.syntax import parse_inst
     from kcc.isel.amd.lower import inst_text
     arch = code.arch.name
@@ -291,8 +291,8 @@ def machine_code(code: AmdCode) -> bytes:
 def hsaco(codes: list[AmdCode]) -> bytes:
     """One code object (kcc.targets.amd.hsaco) holding the kernels and, in its `.note.kcc`, their
     launch facts with the AMD target facts (kcc.targets.facts)."""
-    from kcc.targets.facts import elf_note
     from kcc.targets.amd.hsaco import write_hsaco
+    from kcc.targets.facts import elf_note
     return write_hsaco([amd_kernel(c, machine_code(c)) for c in codes], codes[0].arch.name,
                        elf_note([c.desc for c in codes]))
 
@@ -302,6 +302,7 @@ def emulate(data: bytes, desc: KernelDesc, values: list[Any]) -> None:
     manifest.check_launch; buffers updated in place). A scalar below 4 bytes goes in as an
     integer (its kernarg slot is 4 bytes, kernarg_layout)."""
     import numpy as np
+
     from kcc.targets.amd.emu.core import run_hsaco
     args: list[Any] = []
     for a, v in zip(desc.args, values):

@@ -28,7 +28,8 @@ import numpy as np
 from kcc.encode.ptx import ARCH_PTX, Kernel, PtxError, module_text, sm_number
 from kcc.ir import Ops, UOp
 from kcc.isel.ptx.select import SelectError, select
-from kcc.passes.target import CUDA, TargetDesc
+from kcc.passes.target import TargetDesc
+from kcc.targets.cuda.desc import CUDA
 from kcc.targets.dims import is_symbolic
 from kcc.targets.facts import (FactsError, ptx_global, read_cubin_global,
                                read_ptx_global)

@@ -13,7 +13,33 @@ from kcc.ir.dtype import DType
 from kcc.isel.x86.base import SelectError
 from kcc.isel.x86.ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
-from kcc.passes.target import X86_AVX2, TargetDesc
+from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
+                               widths)
+
+
+def _native_x86(op: Ops, dtype: DType) -> bool:
+    """x86-64 AVX2/FMA: no transcendental instructions, no half-precision arithmetic.
+
+    MAX on floats is native: MAXPS dst = (src1 > src2) ? src1 : src2 (Intel SDM Vol. 2B, MAXPS),
+    so MAXPS with the operands swapped is exactly MAX(a, b) = a < b ? b : a, NaN and -0.0 included.
+    """
+    if op in (Ops.CAST, Ops.BITCAST):
+        return dtype != dtypes.bfloat16     # F16C converts float16; bfloat16 is bit work
+    if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
+        return False
+    return True
+
+
+_AVX2 = {dtypes.float32: (8, 4), dtypes.float64: (4, 2), dtypes.int32: (8, 4),
+         dtypes.uint32: (8, 4), dtypes.int64: (4, 2), dtypes.uint64: (4, 2),
+         dtypes.int16: (16, 8), dtypes.uint16: (16, 8), dtypes.int8: (32, 16),
+         dtypes.uint8: (32, 16)}
+_AVX512 = {dt: tuple(sorted({2 * w[0], *w}, reverse=True)) for dt, w in _AVX2.items()}
+
+X86_AVX2 = TargetDesc("x86", widths(_AVX2), widths(_AVX2), _native_x86, "select", False,
+                      notes="AVX2 + FMA, 256-bit vectors")
+X86_AVX512 = TargetDesc("x86", widths(_AVX512), widths(_AVX512), _native_x86, "select", False,
+                        notes="AVX-512F/BW/DQ/VL, 512-bit vectors")
 
 
 # The memory streams an inner loop may read (TargetDesc.load_streams)

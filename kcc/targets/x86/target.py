@@ -20,10 +20,10 @@ from kcc.ir import UOp, dtypes
 from kcc.ir.mir import BRANCH_KINDS, Inst, Mem, MFunction, format_mir
 from kcc.isel.dce import eliminate_dead
 from kcc.isel.licm import hoist_invariants
-from kcc.isel.x86.select import ConstPool, SelectError
-from kcc.isel.x86.select import select as x86_select
 from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86.regs import c_type
+from kcc.isel.x86.select import ConstPool, SelectError
+from kcc.isel.x86.select import select as x86_select
 from kcc.isel.x86.stream import streaming_stores
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.facts import read_object_facts
@@ -31,7 +31,10 @@ from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worke
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 from kcc.targets.x86.arch import ARCHES, V4_FLAGS, cpu_flags, resolve_arch, x86_desc
 from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
-from kcc.targets.x86.disasm import disasm_bytes, disasm_object   # re-exported: kcc disasm
+from kcc.targets.x86.disasm import (  # re-exported: kcc disasm
+    disasm_bytes,
+    disasm_object,
+)
 from kcc.targets.x86.object import assembly_text, write_object
 from kcc.targets.x86.reginfo import X86RegInfo
 
@@ -96,7 +99,7 @@ def _movable(inst: Inst) -> bool:
 
 
 class X86Target:
-    """x86-64: select with kcc.isel.x86.select, allocate with the linear-scan allocator, assemble."""
+    """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
 
     name = "x86"
 

@@ -2,7 +2,7 @@
 
 It loads an HSACO the way the packet processor would (:mod:`kcc.targets.amd.hsaco_read`: the
 kernel descriptor's entry, user/system SGPR enables and LDS size, the metadata's argument
-layout), decodes ``.text`` with kcc's decoder (:mod:`kcc.encode.amd.encoder`) and executes each
+layout), decodes ``.text`` with kcc's decoder (:mod:`kcc.encode.amd`) and executes each
 workgroup's waves: SGPRs, VGPRs, EXEC/VCC/SCC, LDS shared by the waves of a workgroup,
 ``s_barrier`` across them, and global memory as numpy buffers. Timing is not modelled;
 ``s_waitcnt`` is checked instead: reading or overwriting a register a load has not yet
@@ -484,7 +484,7 @@ class _Fetch:
         self.cache: dict[int, tuple[Inst, int]] = {}
 
     def __call__(self, pc: int) -> tuple[Inst, int]:
-        from kcc.encode.amd.encoder import decode
+        from kcc.encode.amd import decode
         hit = self.cache.get(pc)
         if hit is None:
             obj = self.obj

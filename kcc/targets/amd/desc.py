@@ -1,0 +1,37 @@
+"""What a pass may ask of the AMD target (kcc.passes.target.TargetDesc): per-lane scalar ALU,
+global loads and stores up to 128 bits."""
+
+from __future__ import annotations
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import Ops
+from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
+                               widths)
+
+
+def _native_amd(op: Ops, dtype: DType) -> bool:
+    """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
+    v_sqrt, v_exp, v_log, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops),
+    so FDIV/SQRT, CDIV/CMOD and the transcendentals are decomposed; v_max_f32 is IEEE maxNum,
+    not MAX; half precision computes in float32; integer MULACC is MUL then ADD. CAST from
+    int64/uint64/float64 (asked with the source dtype) is native only where a v_cvt does it
+    with one rounding: to float32/float16 kcc rounds to odd first (decompose.odd_cast)."""
+    if op is Ops.CAST:
+        return dtype not in (dtypes.bfloat16, dtypes.int64, dtypes.uint64, dtypes.float64)
+    if op is Ops.BITCAST:
+        return dtype != dtypes.bfloat16
+    if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
+        return False
+    if op in (Ops.FDIV, Ops.SQRT, Ops.CDIV, Ops.CMOD):
+        return False
+    if op is Ops.MAX and dtype.is_float:
+        return False
+    if op is Ops.MULACC and not dtype.is_float:
+        return False
+    return True
+
+
+_AMD_MEM = {dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
+            dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}
+AMD = TargetDesc("amd", widths({}), widths(_AMD_MEM), _native_amd, "native", True,
+                 notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128")

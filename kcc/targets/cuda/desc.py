@@ -1,0 +1,27 @@
+"""What a pass may ask of the CUDA target (kcc.passes.target.TargetDesc): PTX computes scalars,
+loads and stores up to 4 lanes."""
+
+from __future__ import annotations
+
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.ops import Ops
+from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
+                               widths)
+
+
+def _native_cuda(op: Ops, dtype: DType) -> bool:
+    """PTX: ex2.approx/lg2.approx/sin.approx are not accurate enough, so polynomials; PTX max.f32
+    is IEEE maxNum (not MAX's NaN rule); half precision computes in float32."""
+    if op in (Ops.CAST, Ops.BITCAST):
+        return dtype != dtypes.bfloat16
+    if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
+        return False
+    if op is Ops.MAX and dtype.is_float:
+        return False
+    return True
+
+
+CUDA = TargetDesc("cuda", widths({}),
+                  widths({dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
+                           dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}),
+                  _native_cuda, "native", True, notes="PTX: scalar ALU, ld/st.global.v2/v4")
