@@ -7,7 +7,8 @@ Each workload runs once in tinygrad (DEV=CPU, its default clang path) inside
 `kcc.tinygrad.capture`, which writes every kernel as `.uop` with its arguments' values. For each
 captured kernel this script then builds
 
-- kcc: the `.uop` compiled in this process by `kcc.targets.x86.target.compile_x86` (the back-end time
+- kcc: the `.uop` compiled in this process by
+  `kcc.targets.x86.target.compile_x86` (the back-end time
   is measured here, in process);
 - clang: the C source tinygrad rendered for the same kernel, compiled by tinygrad's own
   `ClangCompiler` (its flags: `-O2 -fPIC -ffreestanding -fno-math-errno -nostdlib
@@ -197,10 +198,11 @@ def prepare(k: Kernel, src: str, arch: str, contract: str, streaming: str = "aut
             baseline: str | None = None) -> None:
     """Compile both, allocate the buffers with tinygrad's input values; with baseline, also
     kcc's object compiled with --streaming-stores=baseline (k.kcc_base_fn)."""
+    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+
     from kcc.frontend.parser import parse
     from kcc.targets.x86.objload import LoadedObject
     from kcc.targets.x86.target import compile_x86, launch
-    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
     text = readable(Path(k.uop).read_text())
     t0 = time.perf_counter()
     kw = {"fp_contract": contract} if contract != "off" else {}

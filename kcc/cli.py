@@ -13,7 +13,7 @@ the command exits with status 1; it never shows a Python traceback.
 
 Start-up is kept small: this module imports click, the registry's names and the error type;
 the parser, the passes, a target and numpy are imported by the commands that use them
-(`kcc --version` imports none of them: tests/test_startup.py).
+(`kcc --version` imports none of them: tests/cli/test_startup.py).
 """
 
 from __future__ import annotations

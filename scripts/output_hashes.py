@@ -5,7 +5,7 @@ end works (compile time, refactoring) leaves what it writes byte-for-byte the sa
     python scripts/output_hashes.py before.txt; (change); python scripts/output_hashes.py after.txt
     cmp before.txt after.txt
 
-The corpus: examples/*.uop, tests/kernels/**/*.uop, the .uop files under each DIR (e.g. the
+The corpus: examples/*.uop, tests/data/kernels/**/*.uop, the .uop files under each DIR (e.g. the
 tinygrad captures of bench/tinygrad_x86.py --capture-dir), and N fuzz kernels (default 300)
 drawn, derandomized, from the strategies of tests/fuzz (the same N kernels on every run of
 one checkout; a drawn kernel whose printed text does not parse back is left out). Each
@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "support"),
+                str(REPO / "bench")]
 
 from kcc.frontend.parser import parse          # noqa: E402
 from kcc.frontend.printer import format_uop    # noqa: E402
@@ -81,7 +82,7 @@ def main() -> None:
     ap.add_argument("--fuzz", type=int, default=300, help="fuzz kernels to add (0: none)")
     a = ap.parse_args()
     files = sorted((REPO / "examples").glob("*.uop")) + sorted(
-        (REPO / "tests" / "kernels").rglob("*.uop"))
+        (REPO / "tests" / "data" / "kernels").rglob("*.uop"))
     for d in a.dirs:
         files += sorted(d.rglob("*.uop"))
     corpus = [(str(f.relative_to(REPO)) if f.is_relative_to(REPO) else str(f), kernel_text(f))

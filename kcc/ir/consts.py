@@ -43,7 +43,7 @@ def _wrap(v: int, dt: DType) -> int:
 def round_float(v: float, dt: DType) -> float | None:
     """Python float v rounded once (to nearest even) to float32/float64 dt, ±inf past its
     range, without numpy; None for another dtype, a NaN, or a value Python's struct cannot
-    round (the caller then asks kcc.ir.numerics). tests/test_startup.py checks it agrees."""
+    round (the caller then asks kcc.ir.numerics). tests/cli/test_startup.py checks it agrees."""
     if dt == dtypes.float64 or (dt == dtypes.float32 and math.isinf(v)):
         return v
     if dt != dtypes.float32 or math.isnan(v):
@@ -61,7 +61,7 @@ def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool
     if (src.is_int or src.is_bool) and (dt.is_int or dt.is_bool) and isinstance(v, int):
         # integers and bools: the interpreter's casts keep the low bits (bool: != 0), which
         # Python's integers compute without numpy (kcc's start-up imports no numpy for it;
-        # tests/test_startup.py checks this against kcc.ir.numerics)
+        # tests/cli/test_startup.py checks this against kcc.ir.numerics)
         x = int(v) if src.is_bool else _wrap(v, src)
         return x != 0 if dt.is_bool else _wrap(x, dt)
     if dt.is_float and not isinstance(v, bool) and (

@@ -13,8 +13,6 @@ import math
 import struct
 from typing import Callable, Collection
 
-import numpy as np
-
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
@@ -59,7 +57,8 @@ def scalar_const(u: UOp) -> int | float | bool | None:
 
 
 def f32_bits(v: float) -> int:
-    """The float32 bits of v (rounded to float32 first)."""
+    """The float32 bits of v (rounded to float32 first, ±inf beyond its range)."""
+    import numpy as np  # here, not at import: an x86 compile imports no numpy (start-up)
     return struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
 
 

@@ -95,7 +95,7 @@ def poly(ctx: TargetDesc, x: UOp) -> UOp | None:
     if x.dtype not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, x.dtype):
         return None
     # imported here: its constant tables (decimal, fractions) are start-up time a kernel
-    # without EXP2/LOG2/SIN does not need (tests/test_startup.py)
+    # without EXP2/LOG2/SIN does not need (tests/cli/test_startup.py)
     from kcc.passes import transcendental
     fn = {Ops.EXP2: transcendental.exp2, Ops.LOG2: transcendental.log2,
           Ops.SIN: transcendental.sin}[x.op]

@@ -6,7 +6,7 @@
   ops, loads (plain, reversed, gated out of bounds, gated by data), casts, bitcasts, scalar
   PARAMs; one to three (optionally gated) stores at the loop's linear index;
 - reduce: outer loops with a REG accumulator initialised inside them, updated in an inner loop
-  and read after it closes (the shape of tests/kernels/shared/colmax_reg_acc.uop);
+  and read after it closes (the shape of tests/data/kernels/shared/colmax_reg_acc.uop);
 - vector: float32 ×4/×8 or float64 ×2/×4 SHRINK loads and stores, vector ALU, lanes taken
   apart with INDEX and rebuilt with STACK.
 
@@ -24,7 +24,7 @@ unspecified: CDIV/CMOD divisors are guarded (`WHERE(b == 0, 1, b)`, and INT_MIN 
 amounts are masked with `bits - 1`, no access is out of bounds under a true gate, and a float
 value whose NaN payload is unspecified (the result of arithmetic) is never BITCAST to an
 integer (`Val.exact`). EXP2/LOG2/SIN are left out (they are compared within an ulp bound
-elsewhere, tests/test_x86_e2e.py). Floats are compared NaN-as-NaN by the harness.
+elsewhere, tests/targets/x86/test_x86_e2e.py). Floats are compared NaN-as-NaN by the harness.
 """
 
 from __future__ import annotations

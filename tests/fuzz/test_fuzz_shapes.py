@@ -5,7 +5,7 @@ another exception.
 
 CI runs a fixed, derandomized batch; `KCC_FUZZ_EXAMPLES=N` runs N random examples per test.
 A failure prints the kernel's .uop text and the input seed: keep it as a named regression
-(tests/test_pipeline_regressions.py).
+(tests/isel/x86/test_x86_regressions.py).
 """
 
 from __future__ import annotations

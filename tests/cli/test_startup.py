@@ -1,0 +1,145 @@
+"""Process start-up (issue 11): `kcc --version` imports no back end, no parser, no numpy, and a
+small x86 compile imports no numpy, capstone or pyelftools. These are properties of what a
+fresh interpreter has in sys.modules, not timings (bench/startup.py measures the time).
+
+Constant folding without numpy (kcc.ir.consts: integer casts and float rounding in Python) must
+agree with the interpreter's numerics (kcc.ir.numerics, numpy), which it replaced on that path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kcc.ir import numerics as nm
+from kcc.ir.consts import _convert, round_float
+from kcc.ir.dtype import dtypes
+
+REPO = Path(__file__).resolve().parents[2]
+SAXPY = REPO / "examples" / "saxpy.uop"
+HEAVY = ("numpy", "capstone", "elftools")
+
+
+def modules_after(*argv: str, cwd: Path) -> set[str]:
+    """The modules a fresh interpreter holds after running `kcc ARGV…` (its exit ignored)."""
+    code = ("import json, runpy, sys\n"
+            f"sys.argv = ['kcc', *{list(argv)!r}]\n"
+            "try:\n    runpy.run_module('kcc.cli', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                       timeout=300)
+    return set(json.loads(p.stderr.strip().splitlines()[-1]))
+
+
+def test_version_imports_no_back_end_parser_or_numpy(tmp_path: Path) -> None:
+    mods = modules_after("--version", cwd=tmp_path)
+    assert "kcc.targets.registry" in mods          # the CLI ran
+    for m in HEAVY + ("kcc.ir", "kcc.frontend.parser", "kcc.passes", "kcc.targets.pipeline",
+                      "kcc.targets.x86", "kcc.targets.cuda", "kcc.targets.amd"):
+        assert m not in mods, f"kcc --version imported {m}"
+
+
+def test_help_imports_no_back_end(tmp_path: Path) -> None:
+    mods = modules_after("compile", "--help", cwd=tmp_path)
+    assert not {"numpy", "kcc.ir", "kcc.targets.x86.target", "kcc.targets.cuda.target"} & mods
+
+
+def test_small_x86_compile_imports_no_numpy_capstone_or_elftools(tmp_path: Path) -> None:
+    mods = modules_after("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "s.o"),
+                         cwd=tmp_path)
+    assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
+    assert "kcc.targets.x86.target" in mods
+    for m in HEAVY + ("kcc.targets.cuda.target", "kcc.targets.amd.target", "kcc.ir.interp",
+                      "kcc.passes.transcendental", "decimal", "fractions"):
+        assert m not in mods, f"compiling saxpy for x86 imported {m}"
+
+
+def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:
+    """The lazily imported EXP2/LOG2/SIN polynomials are there when a kernel needs them."""
+    src = REPO / "examples" / "transcendental.uop"
+    mods = modules_after("compile", str(src), "-t", "x86", "-o", str(tmp_path / "t.o"),
+                         cwd=tmp_path)
+    assert (tmp_path / "t.o").read_bytes()[:4] == b"\x7fELF"
+    assert "kcc.passes.transcendental" in mods
+
+
+INT_DTYPES = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
+              dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.weakint]
+
+
+def _numerics(v: int | float | bool, src, dt) -> int | float | bool:
+    """The conversion as the interpreter's numerics compute it (the numpy path)."""
+    with np.errstate(all="ignore"):
+        c = nm.cast(nm.const_array(v, src), src, dt)
+    if dt.is_bool:
+        return bool(c)
+    return float(c) if dt.is_float else int(c)
+
+
+def _in(dt, v: int) -> int | bool:
+    """v wrapped into dt's values (a constant of dt holds one)."""
+    if dt.is_bool:
+        return bool(v & 1)
+    return _numerics(v, dtypes.weakint, dt) if dt != dtypes.weakint else \
+        ((v + 2**63) % 2**64) - 2**63
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(-2**70, 2**70), st.sampled_from(INT_DTYPES), st.sampled_from(INT_DTYPES))
+def test_integer_casts_without_numpy_match_numerics(v: int, src, dt) -> None:
+    x = _in(src, v)
+    got, want = _convert(x, src, dt), _numerics(x, src, dt)
+    assert got == want and type(got) is type(want), (x, src, dt, got, want)
+
+
+FLOATS = st.one_of(st.floats(allow_nan=False, width=64),
+                   st.floats(-3.5e38, 3.5e38, allow_nan=False),
+                   st.sampled_from([3.4028235677973366e38, 3.4028235677973362e38,
+                                    -3.4028235677973366e38, 3.4028234663852886e38,
+                                    1.401298464324817e-45, 7.006492321624085e-46,
+                                    7.006492321624087e-46, 0.0, -0.0])
+                   )
+
+
+@settings(max_examples=400, deadline=None)
+@given(FLOATS, st.sampled_from([dtypes.weakfloat, dtypes.float64, dtypes.float32,
+                                dtypes.float16]),
+       st.sampled_from([dtypes.float32, dtypes.float64]))
+def test_float_rounding_without_numpy_matches_numerics(v: float, src, dt) -> None:
+    x = _numerics(v, dtypes.weakfloat, src) if src != dtypes.weakfloat else v
+    got, want = _convert(x, src, dt), _numerics(x, src, dt)
+    assert math.copysign(1, got) == math.copysign(1, want)
+    assert got == want, (x, src, dt, got, want)
+    r = round_float(x, dt)
+    assert r is None or (r == want and math.copysign(1, r) == math.copysign(1, want))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-2**53, 2**53), st.sampled_from([dtypes.float32, dtypes.float64]),
+       st.sampled_from([dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.weakint]))
+def test_int_to_float_without_numpy_matches_numerics(v: int, dt, src) -> None:
+    x = _in(src, v)
+    assert _convert(x, src, dt) == _numerics(x, src, dt)
+
+
+def test_version_is_the_package_version() -> None:
+    from importlib import metadata
+
+    import kcc
+    p = subprocess.run([sys.executable, "-m", "kcc.cli", "--version"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == f"kcc, version {kcc.__version__}"
+    try:
+        installed = metadata.version("kcc")
+    except metadata.PackageNotFoundError:
+        pytest.skip("kcc is not installed (pip install -e .): no metadata to compare with")
+    assert installed == kcc.__version__

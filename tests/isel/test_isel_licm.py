@@ -1,0 +1,214 @@
+"""Loop-invariant code motion after selection (kcc/isel/licm.py).
+
+On hand-built machine functions: what moves to the preheader (an invariant mask chain, a
+flag writer with its reader), what stays (loop-carried registers, buffer loads, a flag pair
+with a variant half, the compare of an inner loop's guard, a register read before its write)
+and how a constant read by moving and staying code is copied. End to end: a kernel whose gated
+loads have gates that depend only on the outer loop, at inner trip counts 0, 1, odd and full
+and gates true and false, against the reference interpreter, with the masks outside the loop.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, verify_mir
+from kcc.isel.licm import hoist_invariants
+from kcc.targets.pipeline import run_pipeline
+from kcc.targets.x86.target import X86Target, _flags_of, _movable
+from x86_util import assert_same, compile_and_run, reference
+from paths import DATA
+
+D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE
+RDI, RSI = PReg("rdi", "gpr"), PReg("rsi", "gpr")
+KERNEL = DATA / "kernels" / "loop_invariant_gates.uop"
+
+
+def _fn(n: int = 8) -> tuple[MFunction, list]:
+    fn = MFunction("k")
+    vs = [fn.new_vreg("gpr") for _ in range(n)]
+    fn.params += [(vs[0], RDI), (vs[1], RSI)]
+    return fn, vs
+
+
+def _loop(body: list[Inst], counter, label: str = "L") -> list[Inst]:
+    """counter = 0; loop: body; counter += 1; while counter < 8."""
+    return ([Inst("mov_r32_imm32", [RegOp(counter, D), Imm(0)]),
+             Inst("label", [Label(label)], kind=Kind.LOOP_BEGIN)] + body +
+            [Inst("add_rm32_imm8", [RegOp(counter, DU), Imm(1)]),
+             Inst("cmp_rm32_imm8", [RegOp(counter, U), Imm(8)]),
+             Inst("jl_rel32", [Label(label)], kind=Kind.LOOP_END)])
+
+
+def _run(fn: MFunction) -> int:
+    n = hoist_invariants(fn, _movable, _flags_of)
+    verify_mir(fn)
+    return n
+
+
+def _inside(fn: MFunction, label: str = "L") -> list[str]:
+    """The ops between the LOOP_BEGIN of label and its LOOP_END."""
+    ops = [i.op if i.kind is not Kind.LOOP_BEGIN else f"begin {i.label()}" for i in fn.insts]
+    b = ops.index(f"begin {label}")
+    e = next(k for k in range(b, len(fn.insts)) if fn.insts[k].kind is Kind.LOOP_END
+             and fn.insts[k].label() == label)
+    return ops[b + 1:e]
+
+
+def test_an_invariant_mask_chain_moves_before_the_loop() -> None:
+    fn, v = _fn()
+    x = fn.new_vreg("vec")
+    body = [Inst("movzx_r32_rm8", [RegOp(v[3], D), RegOp(v[1], U)]),
+            Inst("neg_rm64", [RegOp(v[3], DU)]),
+            Inst("vmovq_x_r64", [RegOp(x, D), RegOp(v[3], U)]),
+            Inst("vmovss_m32_x", [Mem(v[0], v[2], 4, 0), RegOp(x, U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == 3
+    assert _inside(fn) == ["vmovss_m32_x", "add_rm32_imm8", "cmp_rm32_imm8"]
+    assert [i.op for i in fn.insts[:4]] == ["mov_r32_imm32", "movzx_r32_rm8", "neg_rm64",
+                                            "vmovq_x_r64"]
+
+
+def test_a_loop_carried_register_and_what_reads_it_stay() -> None:
+    fn, v = _fn()
+    body = [Inst("mov_r64_rm64", [RegOp(v[3], D), RegOp(v[2], U)]),   # reads the counter
+            Inst("add_rm32_imm8", [RegOp(v[4], DU), Imm(3)]),          # v4 carried around
+            Inst("mov_rm32_r32", [Mem(v[0], v[3], 4, 0), RegOp(v[4], U)])]
+    fn.insts = ([Inst("mov_r32_imm32", [RegOp(v[4], D), Imm(0)])] + _loop(body, v[2])
+                + [Inst("ret", kind=Kind.RET)])
+    assert _run(fn) == 0
+
+
+def test_a_register_read_before_its_write_in_the_loop_stays() -> None:
+    fn, v = _fn()
+    body = [Inst("mov_rm32_r32", [Mem(v[0], v[2], 4, 0), RegOp(v[3], U)]),  # previous value
+            Inst("mov_r64_rm64", [RegOp(v[3], D), RegOp(v[1], U)])]         # invariant def
+    fn.insts = ([Inst("mov_r64_rm64", [RegOp(v[3], D), RegOp(v[0], U)])] + _loop(body, v[2])
+                + [Inst("ret", kind=Kind.RET)])
+    assert _run(fn) == 0
+    # written only in the loop but read first: the read sees the last iteration's value
+    fn2, w = _fn()
+    fn2.insts = _loop([Inst("mov_rm32_r32", [Mem(w[0], w[2], 4, 0), RegOp(w[3], U)]),
+                       Inst("mov_r64_rm64", [RegOp(w[3], D), RegOp(w[1], U)])], w[2]) + \
+        [Inst("ret", kind=Kind.RET)]
+    assert _run(fn2) == 0
+
+
+def test_a_buffer_load_stays_and_so_does_what_it_feeds() -> None:
+    fn, v = _fn()
+    body = [Inst("mov_r32_rm32", [RegOp(v[3], D), Mem(v[1], None, 1, 0)]),  # invariant place
+            Inst("add_r32_rm32", [RegOp(v[3], DU), RegOp(v[1], U)]),
+            Inst("mov_rm32_r32", [Mem(v[0], v[2], 4, 0), RegOp(v[3], U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == 0
+
+
+def test_a_flag_pair_moves_whole_or_not_at_all() -> None:
+    fn, v = _fn()
+    body = [Inst("mov_r64_rm64", [RegOp(v[3], D), RegOp(v[0], U)]),
+            Inst("test_rm8_r8", [RegOp(v[1], U), RegOp(v[1], U)]),
+            Inst("cmovne_r32_rm32", [RegOp(v[3], DU), RegOp(v[1], U)]),
+            Inst("mov_rm32_r32", [Mem(v[0], v[2], 4, 0), RegOp(v[3], U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == 3
+    assert [i.op for i in fn.insts[1:4]] == ["mov_r64_rm64", "test_rm8_r8", "cmovne_r32_rm32"]
+    # the same pair with a variant cmov source: the invariant test must stay beside it
+    fn2, w = _fn()
+    body2 = [Inst("mov_r64_rm64", [RegOp(w[3], D), RegOp(w[0], U)]),
+             Inst("test_rm8_r8", [RegOp(w[1], U), RegOp(w[1], U)]),
+             Inst("mov_r64_rm64", [RegOp(w[5], D), RegOp(w[0], U)]),   # no flags between
+             Inst("cmovne_r32_rm32", [RegOp(w[3], DU), RegOp(w[2], U)]),
+             Inst("mov_rm32_r32", [Mem(w[0], w[2], 4, 0), RegOp(w[3], U)]),
+             Inst("mov_rm32_r32", [Mem(w[0], w[2], 4, 4), RegOp(w[5], U)])]
+    fn2.insts = _loop(body2, w[2]) + [Inst("ret", kind=Kind.RET)]
+    _run(fn2)
+    inside = _inside(fn2)
+    assert "test_rm8_r8" in inside and "cmovne_r32_rm32" in inside
+    assert inside.index("cmovne_r32_rm32") > inside.index("test_rm8_r8")
+
+
+def test_an_inner_loop_guard_compare_stays_before_its_branch() -> None:
+    fn, v = _fn()
+    inner = [Inst("cmp_rm32_imm8", [RegOp(v[1], U), Imm(0)]),     # invariant bound
+             Inst("jle_rel32", [Label("skip")], kind=Kind.BRANCH)]
+    inner += _loop([Inst("mov_rm32_r32", [Mem(v[0], v[4], 4, 0), RegOp(v[2], U)])], v[4],
+                   "J")
+    inner += [Inst("label", [Label("skip")], kind=Kind.LABEL)]
+    fn.insts = _loop(inner, v[2]) + [Inst("ret", kind=Kind.RET)]
+    _run(fn)
+    inside = _inside(fn)
+    assert inside[inside.index("jle_rel32") - 1] == "cmp_rm32_imm8"
+
+
+def test_a_constant_read_in_and_out_of_the_loop_is_copied_for_the_moved_code() -> None:
+    fn, v = _fn()
+    z, m = fn.new_vreg("vec"), fn.new_vreg("vec")
+    body = [Inst("vzero", [RegOp(z, D)]),
+            Inst("vpinsrd_x_x_rm32_imm8", [RegOp(m, D), RegOp(z, U), RegOp(v[1], U), Imm(0)]),
+            Inst("vmovups_m128_x", [Mem(v[0], v[2], 4, 0), RegOp(m, U)]),
+            Inst("vmovups_m128_x", [Mem(v[0], v[2], 4, 16), RegOp(z, U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    _run(fn)
+    inside = _inside(fn)
+    assert inside.count("vzero") == 1 and "vpinsrd_x_x_rm32_imm8" not in inside
+    pre = fn.insts[1:3]
+    assert [i.op for i in pre] == ["vzero", "vpinsrd_x_x_rm32_imm8"]
+    clone = pre[0].operands[0].reg
+    assert clone is not z and pre[1].operands[1].reg is clone
+
+
+def test_a_lone_constant_stays_in_its_loop() -> None:
+    fn, v = _fn()
+    z = fn.new_vreg("vec")
+    body = [Inst("vzero", [RegOp(z, D)]),
+            Inst("vmovups_m128_x", [Mem(v[0], v[2], 4, 0), RegOp(z, U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == 0
+
+
+def _innermost_ops(sink) -> list[str]:
+    out = io.StringIO()
+    run_pipeline(sink, X86Target(), dump_after="select", out=out)
+    # listing lines are "N:   op operands"; the innermost loop is the last one opened
+    lines = [s.split(":", 1)[1].strip() for s in out.getvalue().splitlines()
+             if s.split(":", 1)[0].strip().isdigit()]
+    b = max(k for k, s in enumerate(lines) if s.startswith("loop "))
+    e = next(k for k in range(b, len(lines)) if lines[k].startswith("jl_rel32"))
+    return [s.split()[0] for s in lines[b + 1:e]]
+
+
+def test_gate_masks_are_built_outside_the_inner_loop() -> None:
+    sink = parse(KERNEL.read_text(), str(KERNEL))
+    inside = _innermost_ops(sink)
+    assert "vpinsrd_x_x_rm32_imm8" not in inside and "neg_rm64" not in inside, inside
+    assert "vblendvps_x_x_xm_x" in inside     # the blends themselves stay
+
+
+def _with_alt(alt: str) -> str:
+    """The kernel with both gated loads' alt values replaced by alt."""
+    return KERNEL.read_text().replace("CAST(1.5) float32", f"CAST({alt}) float32").replace(
+        "LOAD(%xi, -2.0, %h)", f"LOAD(%xi, {alt}, %h)")
+
+
+def test_a_positive_zero_alt_is_a_mask_and_not_a_blend() -> None:
+    inside = _innermost_ops(parse(_with_alt("0.0")))
+    assert "vandps_x_x_xm" in inside and "vblendvps_x_x_xm_x" not in inside, inside
+    # -0.0 is not the all-zero bit pattern: it stays a blend
+    inside = _innermost_ops(parse(_with_alt("-0.0")))
+    assert "vandps_x_x_xm" not in inside and "vblendvps_x_x_xm_x" in inside, inside
+
+
+@pytest.mark.parametrize("alt", ["1.5", "0.0", "-0.0"])
+@pytest.mark.parametrize("n", [0, 1, 3, 8, 15])
+@pytest.mark.parametrize("k", [-1, 0, 3, 9])
+def test_gated_loads_with_invariant_gates_match_the_interpreter(n: int, k: int,
+                                                                alt: str) -> None:
+    sink = parse(_with_alt(alt), str(KERNEL))
+    rng = np.random.default_rng(n * 31 + k + 1)
+    args = [np.zeros(32, np.float32), (rng.standard_normal(64) * 4).astype(np.float32),
+            np.int32(n), np.int32(k)]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))

@@ -1,0 +1,159 @@
+"""Loads folded into x86 ALU memory operands (kcc/isel/x86/analysis.py `foldable_loads`).
+
+What folds (a single-use float load read by ADD/SUB/MUL/FDIV as its right operand, by ADD/MUL
+as either, a scalar float32 lane of an inserted STACK) and what does not (two users, a STORE or
+a loop boundary between the load and its user, MAX, the first lane of a STACK); the selected
+code reads memory in the ALU instruction; the results match the reference interpreter at loop
+trip counts 0, 1 and odd, unaligned places included.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.isel.x86.analysis import foldable_loads
+from kcc.passes.linearize import linearize
+from kcc.targets.pipeline import run_pipeline
+from kcc.targets.x86.target import X86Target
+from x86_util import assert_same, compile_and_run, reference
+
+# y[i] = (a[i+1] + b[i]) * c[i] - d[i] / e[i], vectors of 4 at an odd (unaligned) offset,
+# and w[i] = stack of 4 strided scalar loads * a scalar loaded once per iteration (folded as
+# the left operand of MUL)
+TEXT = """# kcc-uop 1
+%y = PARAM ParamArg(0, float32, 64)
+%w = PARAM ParamArg(1, float32, 64)
+%a = PARAM ParamArg(2, float32, 80)
+%b = PARAM ParamArg(3, float32, 80)
+%n = PARAM ParamArg(4, int32, vmin_vmax=(0, 15), addrspace=ALU)
+%i = RANGE(%n) (0, LOOP)
+%i4 = MUL(%i, 4)
+%ia = ADD(%i4, 1)
+%pa = SHRINK(%a, %ia, 4)
+%va = LOAD(%pa)
+%pb = SHRINK(%b, %i4, 4)
+%vb = LOAD(%pb)
+%s = ADD(%va, %vb)
+%pc = SHRINK(%b, %ia, 4)
+%vc = LOAD(%pc)
+%m = MUL(%s, %vc)
+%i2 = ADD(%i4, 2)
+%pd = SHRINK(%a, %i2, 4)
+%vd = LOAD(%pd)
+%i3 = ADD(%i4, 3)
+%pe = SHRINK(%b, %i3, 4)
+%ve = LOAD(%pe)
+%q = FDIV(%vd, %ve)
+%r = SUB(%m, %q)
+%py = SHRINK(%y, %i4, 4)
+%st = STORE(%py, %r)
+%k0 = INDEX(%a, %i)
+%x0 = LOAD(%k0)
+%j1 = ADD(%i, 16)
+%k1 = INDEX(%a, %j1)
+%x1 = LOAD(%k1)
+%j2 = ADD(%i, 32)
+%k2 = INDEX(%a, %j2)
+%x2 = LOAD(%k2)
+%j3 = ADD(%i, 48)
+%k3 = INDEX(%a, %j3)
+%x3 = LOAD(%k3)
+%xs = STACK(%x0, %x1, %x2, %x3)
+%kb = INDEX(%b, %j3)
+%sb = LOAD(%kb)
+%sv = STACK(%sb, %sb, %sb, %sb)
+%t = MUL(%sv, %xs)
+%pw = SHRINK(%w, %i4, 4)
+%st2 = STORE(%pw, %t)
+%g = GROUP(%st, %st2)
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="fold")
+"""
+
+
+def _mir(text: str, arch: str = "x86-64-v3") -> str:
+    out = io.StringIO()
+    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
+    return out.getvalue()
+
+
+def test_alu_ops_and_inserts_read_memory_in_place() -> None:
+    mir = _mir(TEXT)
+    lines = [s for s in mir.splitlines() if "[%v" in s]
+    ops = [s.split(":", 1)[1].split()[0] for s in lines]
+    # ADD (left or right), MUL, FDIV read a buffer operand; so do three lanes of the STACK
+    assert {"vaddps_x_x_xm", "vmulps_x_x_xm", "vdivps_x_x_xm"} <= set(ops), ops
+    assert ops.count("vinsertps_x_x_xm32_imm8") == 3, ops
+    # what stays a load: the first STACK lane, the FDIV's dividend (its left operand), one
+    # operand of the ADD (the broadcast scalar has two readers: a load, or a broadcast that
+    # reads memory itself)
+    assert ops.count("vmovss_x_m32") + ops.count("vbroadcastss_x_xm32") == 2, ops
+    assert ops.count("vmovups_x_xm") == 2, ops
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("n", [0, 1, 3, 15])
+def test_folded_loads_match_the_interpreter(n: int, arch: str) -> None:
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU lacks AVX-512 (x86-64-v4)")
+    sink = parse(TEXT)
+    rng = np.random.default_rng(n)
+    args = [np.zeros(64, np.float32), np.zeros(64, np.float32),
+            (rng.standard_normal(80) * 3).astype(np.float32),
+            (rng.standard_normal(80) * 3).astype(np.float32), np.int32(n)]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def _lin(text: str) -> list:
+    return linearize(parse(text))
+
+
+_BASE = """# kcc-uop 1
+%y = PARAM ParamArg(0, float32, 8)
+%a = PARAM ParamArg(1, float32, 8)
+%i = RANGE(8) (0, LOOP)
+%pa = INDEX(%a, %i)
+%va = LOAD(%pa)
+%py = INDEX(%y, %i)
+%vy = LOAD(%py)
+BODY
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def _loads(text: str) -> set:
+    lin = _lin(_BASE.replace("BODY", text))
+    return {u.src[0].src[0].arg.slot for u in foldable_loads(lin)}
+
+
+def test_what_is_not_folded() -> None:
+    # the right operand folds; a second user keeps it a register
+    assert _loads("%s = ADD(%vy, %va)\n%st = STORE(%py, %s)") == {0, 1}
+    assert _loads("%s = ADD(%vy, %va)\n%t = MUL(%s, %va)\n%st = STORE(%py, %t)") == {0}
+    # SUB and FDIV do not commute: only their right operand folds; MAX never
+    assert _loads("%s = SUB(%vy, %va)\n%st = STORE(%py, %s)") == {1}
+    assert _loads("%s = MAX(%vy, %va)\n%st = STORE(%py, %s)") == set()
+    # the first lane of a STACK is the insert chain's base register
+    assert _loads("%s = STACK(%va, %vy)\n%t = INDEX(%s, 1)\n%st = STORE(%py, %t)") == {0}
+
+
+def test_a_store_between_the_load_and_its_user_keeps_the_load() -> None:
+    body = ("%s = ADD(%vy, %va)\n%z = STORE(%pa, 2.0)\n%st1 = STORE(%py, %s)\n"
+            "%st = GROUP(%z, %st1)")
+    lin = _lin(_BASE.replace("BODY", body))
+    va = next(u for u in lin if u.op is Ops.LOAD and u.src[0].src[0].arg.slot == 1)
+    store = next(u for u in lin if u.op is Ops.STORE and u.src[0].src[0].arg.slot == 1)
+    # a schedule with the store of a[i] after both loads and before the ADD, and one with it
+    # after the ADD
+    rest = [u for u in lin if u is not store]
+    k = next(i for i, u in enumerate(rest) if u.op is Ops.ADD and u.dtype.is_float)
+    lin = rest[:k + 1] + [store] + rest[k + 1:]
+    lin2 = rest[:k] + [store] + rest[k:]
+    assert va in foldable_loads(lin) and va not in foldable_loads(lin2)

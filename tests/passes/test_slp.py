@@ -1,0 +1,254 @@
+"""Tests of the SLP pass (kcc/passes/slp.py): which lane groups become vector ops and which stay
+scalar. Values are checked by the lane-wise fuzzer (tests/fuzz/lanewise.py) against the
+reference interpreter; here the structure: vector ops appear where the lanes are isomorphic,
+nothing is packed where they are not, and a packed lane with another user is read back."""
+
+from __future__ import annotations
+
+
+from passes_support import param
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.uop import toposort
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.target import SCALAR_ALL_NATIVE
+from kcc.targets.x86.arch import X86_AVX2
+from paths import DATA
+
+KERNELS = DATA / "kernels"
+C = UOp.const
+
+
+def _prep(sink: UOp) -> UOp:
+    return simplify(lower_weak_dtypes(sink))
+
+
+def _ops(g: UOp, op: Ops) -> list[UOp]:
+    return [u for u in toposort([g]) if u.op is op]
+
+
+def _kernel(*effects: UOp) -> UOp:
+    from kcc.ir import KernelInfo
+    return UOp(Ops.SINK, effects, KernelInfo("k"))
+
+
+def _vec_setup(n: int = 4):
+    out, a, b = (param(i, dtypes.float32, 64) for i in range(3))
+    s = C(0)
+    av = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (a, s, C(n))),))
+    bv = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (b, s, C(n))),))
+    lane = lambda v, j: UOp(Ops.INDEX, (v, C(j)))      # noqa: E731
+    return out, a, b, av, bv, lane, UOp(Ops.SHRINK, (out, s, C(n)))
+
+
+def test_isomorphic_lanes_become_one_vector_op() -> None:
+    g = _prep(parse((KERNELS / "lanewise_add.uop").read_text(), "lanewise_add.uop"))
+    assert [u for u in _ops(g, Ops.ADD) if u.dtype == dtypes.float32 and u.shape == ()]
+    r = slp(g, X86_AVX2)
+    adds = [u for u in _ops(r, Ops.ADD) if u.dtype == dtypes.float32]
+    assert [u.shape for u in adds] == [(4,)]
+    assert not _ops(r, Ops.STACK)
+    assert all(u.src[0].kind != "value" for u in _ops(r, Ops.INDEX))   # no lane extracts
+
+
+def test_target_without_vectors_is_left_alone() -> None:
+    g = _prep(parse((KERNELS / "lanewise_add.uop").read_text(), "lanewise_add.uop"))
+    assert slp(g, SCALAR_ALL_NATIVE) is g
+
+
+def test_non_isomorphic_lanes_stay_scalar() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    lanes = [UOp(Ops.ADD if j != 2 else Ops.MUL, (lane(av, j), lane(bv, j))) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    assert all(u.shape == () for u in _ops(r, Ops.ADD) + _ops(r, Ops.MUL))
+
+
+def test_shuffled_and_broadcast_operands_pack_as_stacks() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    x = param(3, dtypes.float32)
+    lanes = [UOp(Ops.MUL, (UOp(Ops.ADD, (lane(av, 3 - j), x)), lane(bv, j))) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    (add,) = _ops(r, Ops.ADD)
+    (mul,) = _ops(r, Ops.MUL)
+    assert add.shape == mul.shape == (4,)
+    assert mul.src[1].op is Ops.LOAD and mul.src[1].src[0].src[0] is b
+    rev, bcast = add.src
+    assert rev.op is Ops.STACK and [s.src[1].arg for s in rev.src] == [3, 2, 1, 0]
+    assert bcast.op is Ops.STACK and all(s is x for s in bcast.src)
+
+
+def test_consecutive_scalar_loads_become_a_vector_load() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    loads = [UOp(Ops.LOAD, (UOp(Ops.INDEX, (b, C(8 + j))),)) for j in range(4)]
+    lanes = [UOp(Ops.SUB, (lane(av, j), loads[j])) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    vload = [u for u in _ops(r, Ops.LOAD) if u.shape == (4,) and u.src[0].src[0] is b]
+    assert len(vload) == 1 and _ops(r, Ops.SUB)[0].shape == (4,)
+
+
+def test_gapped_loads_stay_scalar() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    loads = [UOp(Ops.LOAD, (UOp(Ops.INDEX, (b, C(2 * j))),)) for j in range(4)]
+    lanes = [UOp(Ops.SUB, (lane(av, j), loads[j])) for j in range(4)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    assert all(u.shape == () for u in _ops(r, Ops.LOAD) if u.src[0].src[0] is b)
+
+
+def test_packed_lane_with_another_user_is_read_back_not_recomputed() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    lanes = [UOp(Ops.ADD, (lane(av, j), lane(bv, j))) for j in range(4)]
+    extra = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(40))), lanes[1]))
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes)))), extra))
+    r = slp(g, X86_AVX2)
+    (add,) = _ops(r, Ops.ADD)
+    st = next(u for u in _ops(r, Ops.STORE) if u.src[0].op is Ops.INDEX)
+    assert st.src[1].op is Ops.INDEX and st.src[1].src == (add, C(1))
+
+
+def test_consecutive_scalar_stores_become_a_vector_store() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    sts = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(4 + j))), UOp(Ops.MUL, (lane(av, j),
+                                                                       lane(bv, j)))))
+           for j in range(4)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, tuple(sts)))), X86_AVX2)
+    (st,) = _ops(r, Ops.STORE)
+    assert st.src[0].op is Ops.SHRINK and st.src[1].op is Ops.MUL and st.src[1].shape == (4,)
+
+
+def test_a_store_that_feeds_another_of_its_group_is_not_merged() -> None:
+    out, a, b, av, bv, lane, op = _vec_setup()
+    st0 = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(0))), UOp(Ops.ADD, (lane(av, 0), lane(bv, 0)))))
+    back = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (out, st0)), C(0))),))
+    rest = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(j))), UOp(Ops.ADD, (back if j == 1 else
+                                                                      lane(av, j), lane(bv, j)))))
+            for j in range(1, 4)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (st0, *rest)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+
+
+def test_a_store_fed_by_a_later_lane_of_its_group_is_not_merged_either() -> None:
+    """Lane 3's store feeds lane 0's value: the cycle test must find it whichever store of
+    the group comes first in the graph's order."""
+    out, a, b, av, bv, lane, op = _vec_setup()
+    st3 = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(3))), UOp(Ops.ADD, (lane(av, 3), lane(bv, 3)))))
+    back = UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (out, st3)), C(3))),))
+    rest = [UOp(Ops.STORE, (UOp(Ops.INDEX, (out, C(j))), UOp(Ops.ADD, (back if j == 0 else
+                                                                      lane(av, j), lane(bv, j)))))
+            for j in range(3)]
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (*rest, st3)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+    r = slp(_prep(_kernel(UOp(Ops.GROUP, (st3, *rest)))), X86_AVX2)
+    assert all(s.src[0].op is Ops.INDEX for s in _ops(r, Ops.STORE))
+
+
+def test_strong_lane_numbers_pack_too() -> None:
+    """tinygrad writes lane numbers and lengths as strong int32 constants (CAST(1) int32)."""
+    text = (KERNELS / "lanewise_add.uop").read_text()
+    for j in range(4):
+        text = text.replace(f"INDEX(%av, {j})", f"INDEX(%av, %k{j})")
+        text = text.replace(f"INDEX(%bv, {j})", f"INDEX(%bv, %k{j})")
+    text = text.replace("%i    = RANGE", "".join(f"%k{j} = CAST({j}) int32\n" for j in range(4))
+                        + "%i    = RANGE")
+    r = slp(_prep(parse(text, "strong.uop")), X86_AVX2)
+    assert [u.shape for u in _ops(r, Ops.ADD) if u.dtype == dtypes.float32] == [(4,)]
+
+
+def _tile(rows: int, row_operand: str = "lanes", mixed: bool = False) -> UOp:
+    """tinygrad's upcast matmul tile: acc[r·4 + j] += Σ_k a_r[k]·b_k[j] in a reduce loop over
+    a REG accumulator of rows × 4 scalars, then each row's lanes STACKed and stored.
+    row_operand "scalars": a_r[k] is a scalar argument per row instead (no vector to shuffle);
+    mixed: row 2 sums its products with SUB."""
+    from kcc.ir import AddrSpace, AxisType, ParamArg
+    out, a, b = (param(i, dtypes.float32, 4096) for i in range(3))
+    ps = [param(3 + r, dtypes.float32) for r in range(rows)]
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, dtypes.float32, rows * 4, addrspace=AddrSpace.REG))
+    init = [UOp(Ops.STORE, (UOp(Ops.INDEX, (acc, C(j))), C(0.0))) for j in range(rows * 4)]
+    i = UOp(Ops.RANGE, (C(16),), (0, AxisType.REDUCE))
+    after = UOp(Ops.AFTER, (acc, *init, i))
+    at = lambda buf, off: UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, UOp(Ops.ADD, (   # noqa: E731
+        UOp(Ops.MUL, (i, C(4))), C(off))), C(4))),))
+    av = [at(a, 64 * r) for r in range(rows)]
+    bv = [at(b, 64 * k) for k in range(4)]
+    lane = lambda v, j: UOp(Ops.INDEX, (v, C(j)))      # noqa: E731
+    ups = []
+    for r in range(rows):
+        for j in range(4):
+            t = None
+            for k in range(4):
+                x = lane(av[r], k) if row_operand == "lanes" else ps[r]
+                m = UOp(Ops.MUL, (x, lane(bv[k], j)))
+                t = m if t is None else UOp(Ops.SUB if mixed and r == 2 else Ops.ADD, (t, m))
+            place = UOp(Ops.INDEX, (after, C(r * 4 + j)))
+            ups.append(UOp(Ops.STORE, (place, UOp(Ops.ADD, (UOp(Ops.LOAD, (place,)), t)))))
+    done = UOp(Ops.AFTER, (acc, UOp(Ops.END, (UOp(Ops.GROUP, tuple(ups)), i))))
+    sts = [UOp(Ops.STORE, (UOp(Ops.SHRINK, (out, C(512 * r), C(4))), UOp(Ops.STACK, tuple(
+        UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, C(r * 4 + j))),)) for j in range(4)))))
+           for r in range(rows)]
+    return _prep(_kernel(UOp(Ops.GROUP, tuple(sts)), *ps))
+
+
+def _reg_places(g: UOp) -> set[tuple[int, int]]:
+    """(start, lanes) of every access to the REG buffer."""
+    out = set()
+    for u in toposort([g]):
+        if u.op in (Ops.INDEX, Ops.SHRINK) and u.src[0].kind == "buffer":
+            b = u.src[0]
+            while b.op is Ops.AFTER:
+                b = b.src[0]
+            if b.op is Ops.BUFFER:
+                from kcc.ir.consts import const_int
+                out.add((const_int(u.src[1]), u.shape[0] if u.op is Ops.SHRINK else 1))
+    return out
+
+
+def test_matmul_tile_widens_to_the_targets_widest_vectors() -> None:
+    from dataclasses import replace
+    from kcc.targets.x86.arch import X86_AVX512
+    g = _tile(4)
+    # x86-64-v4: the 4 row groups are one 16-lane group; every REG access is that group
+    # (the rows read after the loop are lanes of its load), so it stays one register
+    r = slp(g, X86_AVX512)
+    assert _reg_places(r) == {(0, 16)}
+    assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(16,)}
+    # AVX2: pairs of rows in 8 lanes
+    r = slp(g, X86_AVX2)
+    assert _reg_places(r) == {(0, 8), (8, 8)}
+    assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(8,)}
+    # a target whose widest vectors are 4 lanes keeps the kernel's groups
+    four = {dtypes.float32: (4,)}
+    r = slp(g, replace(X86_AVX2, alu_widths=four, mem_widths=four))
+    assert _reg_places(r) == {(0, 4), (4, 4), (8, 4), (12, 4)}
+
+
+def test_rows_that_differ_are_not_widened_together() -> None:
+    """Rows whose lanes are not isomorphic across the wide group (row 2 subtracts, a run of 12
+    not divisible by 8 or 16) keep the kernel's 4-lane groups, each still packed."""
+    from kcc.targets.x86.arch import X86_AVX512
+    for g, rows in ((_tile(4, mixed=True), 4), (_tile(3), 3)):
+        r = slp(g, X86_AVX512)
+        assert _reg_places(r) == {(4 * k, 4) for k in range(rows)}
+        assert {u.shape for u in _ops(r, Ops.MUL) if u.dtype == dtypes.float32} == {(4,)}
+
+
+def test_bool_cmpne_lanes_pack_as_xor() -> None:
+    # tinygrad's exp2 writes `(x < 128) != true` per lane: CMPNE of bools, which x86 has no
+    # vector form of; its truth table is XOR's, which it has on bool vectors
+    out, a, b, av, bv, lane, dst = _vec_setup()
+    res = []
+    for j in range(4):
+        c = UOp(Ops.CMPLT, (lane(av, j), UOp.const(1.5)))
+        n = UOp(Ops.CMPNE, (c, UOp.const(True)))
+        res.append(UOp(Ops.WHERE, (n, lane(av, j), lane(bv, j))))
+    g = _prep(_kernel(UOp(Ops.STORE, (dst, UOp(Ops.STACK, tuple(res))))))
+    from kcc.targets.x86.target import x86_desc
+    r = slp(g, x86_desc("x86-64-v3"))
+    assert [u.shape for u in _ops(r, Ops.XOR)] == [(4,)]
+    assert not [u for u in _ops(r, Ops.CMPNE) if u.shape == ()]
+    assert [u.shape for u in _ops(r, Ops.WHERE)] == [(4,)]

@@ -1,0 +1,263 @@
+"""Tests of the widening of elementwise loops across iterations (kcc/passes/widen.py): which
+loops become W*k-lane loops and which are left alone, and that every variant computes what the
+graph as written computes. The oracle is the reference interpreter, on the graph before and
+after the pass (bit for bit) and on the x86 object compiled with the pass in the pipeline
+(tests/support/x86_util.py), on x86-64-v3 and, where this CPU has AVX-512, x86-64-v4."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp
+from kcc.ir.consts import const_int
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.target import SCALAR_ALL_NATIVE
+from kcc.targets.amd.desc import AMD
+from kcc.targets.cuda.desc import CUDA
+from kcc.passes.widen import widen
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
+
+# tinygrad's elementwise shape: 4 lanes loaded with one SHRINK per iteration, taken apart,
+# computed lane by lane, STACKed and stored; gidx0 runs the loop for two workers, on spans
+# of the buffers 16 elements apart.
+LANES = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, {size})
+%a = PARAM ParamArg(1, float32, {size})
+%b = PARAM ParamArg(2, float32, {size})
+%g = SPECIAL(2) "gidx0"
+%gb = MUL(%g, {half})
+%i = RANGE({n}) (0, WEAK)
+%i4 = MUL(%i, {stride})
+%p = ADD(%gb, %i4)
+%pa = SHRINK(%a, %p, 4)
+%va = LOAD(%pa)
+%pb = SHRINK(%b, %p, 4)
+%vb = LOAD(%pb)
+{lanes}%v = STACK(%r0, %r1, %r2, %r3)
+%po = {out_place}
+%st = {store}
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="lanes")
+"""
+ADD_LANE = "%a{j} = INDEX(%va, {j})\n%b{j} = INDEX(%vb, {j})\n%r{j} = ADD(%a{j}, %b{j})\n"
+# exp2-like lanes: a bool chain slp leaves scalar (CMPNE of bools), int32 casts, shifts,
+# a BITCAST and a transcendental op that decompose expands after the widening
+EXP_LANE = """%a{j} = INDEX(%va, {j})
+%b{j} = INDEX(%vb, {j})
+%c{j} = CMPLT(%a{j}, 1.5)
+%n{j} = CMPNE(%c{j}, true)
+%t{j} = CAST(%a{j}) int32
+%s{j} = SHL(%t{j}, 3)
+%f{j} = BITCAST(%s{j}) float32
+%x{j} = EXP2(%b{j})
+%m{j} = MUL(%x{j}, %f{j})
+%r{j} = WHERE(%n{j}, %m{j}, %a{j})
+"""
+
+
+def _text(n: int = 16, stride: int = 4, lane: str = ADD_LANE, out_place: str = "",
+          store: str = "STORE(%po, %v)", size: int | None = None, alias: bool = False) -> str:
+    half = n * stride + 16             # workers' spans apart, also with stores ahead of loads
+    size = size or 2 * half
+    text = LANES.format(size=size, half=half, n=n, stride=stride,
+                        lanes="".join(lane.format(j=j) for j in range(4)),
+                        out_place=out_place or "SHRINK(%out, %p, 4)", store=store)
+    if alias:                           # out is a: the loop reads what it writes
+        text = text.replace("%pa = SHRINK(%a,", "%pa = SHRINK(%out,")
+    return text
+
+
+def _prep(text: str, arch: str = "x86-64-v3") -> tuple[UOp, UOp, UOp]:
+    """(the kernel as parsed, the graph after slp, the graph after widen) for arch."""
+    sink = parse(text, "k.uop")
+    desc = x86_desc(arch)
+    g = slp(simplify(lower_weak_dtypes(sink)), desc)
+    return sink, g, widen(g, desc)
+
+
+def _check(text: str, arch: str = "x86-64-v3", seed: int = 3) -> UOp:
+    """The graph after widen; asserts it and the compiled object agree bit for bit with the
+    interpreter on the kernel as written."""
+    sink, _, w = _prep(text, arch)
+    args = random_inputs(sink, seed)
+    want = reference(sink, args)
+    assert_same(sink, reference(w, args), want)
+    assert_same(sink, compile_and_run(sink, args, arch), want)
+    return w
+
+
+def _bounds(g: UOp) -> list[int]:
+    return [const_int(u.src[0]) for u in g.toposort() if u.op is Ops.RANGE]
+
+
+def _widths(g: UOp) -> set[int]:
+    return {const_int(u.src[2]) for u in g.toposort() if u.op is Ops.SHRINK}
+
+
+@pytest.mark.parametrize("arch, k", [("x86-64-v3", 2), ("x86-64-v4", 4)])
+def test_add_shape_is_widened_to_the_target_vector(arch: str, k: int) -> None:
+    w = _check(_text(), arch) if arch == "x86-64-v3" or HAS_V4 else _prep(_text(), arch)[2]
+    assert _bounds(w) == [16 // k] and _widths(w) == {4 * k}
+    adds = [u for u in w.toposort() if u.op is Ops.ADD and u.shape]
+    assert [u.shape for u in adds] == [(4 * k,)]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_exp_shape_with_scalar_lanes_and_decomposed_ops(arch: str) -> None:
+    w = _check(_text(lane=EXP_LANE), arch)
+    # int32 vectors are 8 lanes at most on both: 2 iterations as one
+    assert _bounds(w) == [8] and _widths(w) == {8}
+    # (x < 1.5) != true packed by slp as a bool XOR, then widened with the rest
+    assert [u.shape for u in w.toposort() if u.op is Ops.XOR] == [(8,)]
+    assert not [u for u in w.toposort() if u.op is Ops.INDEX and u.src[0].kind == "value"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_scalar_lanes_are_copied_per_iteration(arch: str) -> None:
+    # lane 2 subtracts where the others add: slp leaves the lanes scalar (a STACK of them),
+    # and the widened loop computes them once per iteration, from lanes j*4 + l
+    w = _check(_text().replace("%r2 = ADD(%a2, %b2)", "%r2 = SUB(%a2, %b2)"), arch)
+    k = 2 if arch == "x86-64-v3" else 4
+    assert _widths(w) == {4 * k}
+    lanes = sorted(const_int(u.src[1]) for u in w.toposort()
+                   if u.op is Ops.INDEX and u.src[0].kind == "value")
+    assert lanes == sorted(list(range(4 * k)) * 2)     # one lane of a and one of b each
+    (st,) = [u for u in w.toposort() if u.op is Ops.STACK and u.shape == (4 * k,)]
+    assert sum(1 for s in st.src if s.op is Ops.SUB) == k
+
+
+def test_largest_dividing_factor_is_taken() -> None:
+    _, _, w = _prep(_text(n=6), "x86-64-v4")     # 4 does not divide 6, 2 does
+    assert _bounds(w) == [3] and _widths(w) == {8}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bound_no_factor_divides_is_left_alone(arch: str) -> None:
+    text = _text(n=7)
+    _, g, w = _prep(text, arch)
+    assert w is g
+    _check(text, arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_store_read_by_the_next_iteration_is_left_alone(arch: str) -> None:
+    # out[p+4 .. p+7] = out[p .. p+3] + b[p ..]: iteration i+1 loads what iteration i stored,
+    # so running both loads first would read old values (the interpreter says which)
+    text = _text(alias=True, out_place="SHRINK(%out, %q, 4)",
+                 store="STORE(%po, %v)").replace("%po = ", "%q = ADD(%p, 4)\n%po = ")
+    _, g, w = _prep(text, arch)
+    assert w is g
+    _check(text, arch)
+    # a store two vectors ahead: iterations 1 apart do not meet, 2 apart do (no factor 4)
+    text2 = text.replace("ADD(%p, 4)", "ADD(%p, 8)")
+    _, _, w2 = _prep(text2, arch)
+    assert _widths(w2) == {8}
+    _check(text2, arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_in_place_update_is_widened(arch: str) -> None:
+    # out[p ..] = out[p ..] + b[p ..]: each element read and written by one iteration only
+    w = _check(_text(alias=True), arch)
+    assert _widths(w) == {8 if arch == "x86-64-v3" else 16}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gated_store_and_gated_load_are_left_alone(arch: str) -> None:
+    gated = _text(store="STORE(%po, %v, %gt)").replace("%st = ", "%gt = CMPLT(%i, 9)\n%st = ")
+    _, g, w = _prep(gated, arch)
+    assert w is g
+    _check(gated, arch)
+    gl = _text().replace("%vb = LOAD(%pb)", "%gt = CMPLT(%i, 9)\n%vb = LOAD(%pb, %z, %gt)")
+    gl = gl.replace("%pb = ", "%z = STACK(0.0, 0.0, 0.0, 0.0)\n%pb = ")
+    _, g, w = _prep(gl, arch)
+    assert w is g
+    _check(gl, arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_non_consecutive_stride_is_left_alone(arch: str) -> None:
+    text = _text(stride=8)                 # a 4-element gap between iterations' vectors
+    _, g, w = _prep(text, arch)
+    assert w is g
+    _check(text, arch)
+
+
+def test_scalar_load_in_the_loop_is_left_alone() -> None:
+    # a scalar LOAD that depends on the counter (a gather) is not copied per iteration
+    text = _text().replace("%r0 = ADD(%a0, %b0)", "%x = INDEX(%b, %i)\n%xl = LOAD(%x)\n"
+                           "%xs = ADD(%b0, %xl)\n%r0 = ADD(%a0, %xs)")
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+def test_loop_invariant_scalar_and_vector_operands_are_repeated() -> None:
+    # a scalar loaded outside the loop (broadcast) and a lane-varying constant vector
+    text = _text(lane="%a{j} = INDEX(%va, {j})\n%b{j} = INDEX(%vb, {j})\n"
+                      "%m{j} = MUL(%a{j}, %y)\n%r{j} = ADD(%m{j}, %b{j})\n")
+    text = text.replace("%i = RANGE", "%yp = INDEX(%b, 5)\n%y = LOAD(%yp)\n%i = RANGE")
+    text = text.replace("%v = STACK(%r0, %r1, %r2, %r3)",
+                        "%v0 = STACK(%r0, %r1, %r2, %r3)\n"
+                        "%cv = STACK(0.5, 1.5, 2.5, 3.5)\n%v = ADD(%v0, %cv)")
+    w = _check(text)
+    assert _widths(w) == {8}
+
+
+@pytest.mark.parametrize("desc", [CUDA, AMD, SCALAR_ALL_NATIVE], ids=lambda d: d.name)
+def test_targets_without_wide_cpu_vectors_opt_out(desc) -> None:
+    sink = parse(_text(), "k.uop")
+    g = slp(simplify(lower_weak_dtypes(sink)), desc)
+    assert widen(g, desc) is g
+
+
+def test_reduce_loops_are_left_alone() -> None:
+    # a REG accumulator in the loop: not an elementwise loop
+    text = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 4)
+%a = PARAM ParamArg(1, float32, 64)
+%acc = BUFFER ParamArg(0, float32, 4, addrspace=REG)
+%zp = SHRINK(%acc, 0, 4)
+%zv = STACK(0.0, 0.0, 0.0, 0.0)
+%z = STORE(%zp, %zv)
+%i = RANGE(16, %z) (0, REDUCE)
+%ai = AFTER(%acc, %z, %i)
+%pl = SHRINK(%ai, 0, 4)
+%c = LOAD(%pl)
+%i4 = MUL(%i, 4)
+%xp = SHRINK(%a, %i4, 4)
+%x = LOAD(%xp)
+%cx = ADD(%c, %x)
+%s = STORE(%pl, %cx)
+%e = END(%s, %i)
+%ae = AFTER(%acc, %e)
+%rp = SHRINK(%ae, 0, 4)
+%rv = LOAD(%rp)
+%op = SHRINK(%out, 0, 4)
+%r = STORE(%op, %rv)
+SINK(%r) KernelInfo(name="red")
+"""
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+@pytest.mark.parametrize("arch, reg", [("x86-64-v3", "ymm"), ("x86-64-v4", "zmm")])
+def test_object_computes_in_wide_registers_and_streams_them(arch: str, reg: str) -> None:
+    """The selector picks whole ymm/zmm ops for the widened loop, and the non-temporal store
+    (kcc/isel/x86/stream.py) applies to the wide store."""
+    obj, _ = compile_x86([parse(_text(), "k.uop")], arch, streaming_stores="always")
+    asm = disasm_object(obj)
+    assert re.search(rf"vaddps {reg}\d+, {reg}\d+", asm)
+    assert re.search(rf"vmovntps {reg}word ptr", asm)
+    assert not re.search(r"vaddps xmm", asm)
