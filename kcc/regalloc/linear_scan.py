@@ -36,21 +36,44 @@ The working instruction and its renames are in ``work``.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
-from heapq import heappop, heappush
+from bisect import bisect_right
 from operator import attrgetter
 from typing import Any
 
-from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,
-                        format_inst, structure, successors, verify_mir)
+from kcc.ir.mir import (
+    INSERTED_KINDS,
+    Inst,
+    Mem,
+    MFunction,
+    MirError,
+    PReg,
+    Reg,
+    RegOp,
+    VReg,
+    format_inst,
+    structure,
+    successors,
+    verify_mir,
+)
 from kcc.regalloc.coalesce import coalesce_copies
 from kcc.regalloc.frame import value_sizes
-from kcc.regalloc.liveness import Interval, bits, intervals, number_vars, vreg_lists
+from kcc.regalloc.liveness import Interval, bits, vreg_lists
 from kcc.regalloc.materialize import Materializer
+from kcc.regalloc.scan import Scan
 from kcc.regalloc.spill import SpillRewriter
 from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
-from kcc.regalloc.work import (DEF, FILL, MOVE, SPILL, USE, WorkInst, mem_op, reg_op, rename,
-                               work_move)
+from kcc.regalloc.work import (
+    DEF,
+    FILL,
+    MOVE,
+    SPILL,
+    USE,
+    WorkInst,
+    mem_op,
+    reg_op,
+    rename,
+    work_move,
+)
 
 _start = attrgetter("start")
 
@@ -250,181 +273,9 @@ class _Allocator(SpillRewriter, Materializer):
 
     # -- steps 2 and 3 ---------------------------------------------------------------------
     def scan(self, work: list[WorkInst]) -> tuple[dict[int, PReg], list[VReg]]:
-        """One linear scan: the register of every variable (by id), or the vregs to spill."""
-        var, index, uses, defs = number_vars(work, self._vregs)
-        loops, labels = structure(work)
-        ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
-                                      [(b, e) for b, e, _ in loops], len(var))
-        if undefined:
-            names = ", ".join(repr(var[k]) for k in range(len(var)) if undefined >> k & 1)
-            raise AllocationError(f"{self.fn.name}: used before any definition on some "
-                                  f"path: {names}")
-        starts, ends = self._reservations(work, var, ivs)
-        umask = self.umask
-        ubits = self.ubits
-        # the reserved ranges of each register's units, for the registers that have any
-        resv: dict[int, list[tuple[list[int], list[int]]]] = {}
-
-        def reserved(r: int, iv: Interval) -> bool:
-            for s, e in resv.get(r, ()):
-                j = bisect_right(s, iv.end) - 1
-                if j >= 0 and e[j] >= iv.start:
-                    return True
-            return False
-
-        def note_reservations() -> None:
-            for r in range(len(resv_known), len(self.regtab)):
-                rs = [(starts[u], ends[u]) for u in self._units(self.regtab[r]) if starts.get(u)]
-                if rs:
-                    resv[r] = rs
-                resv_known.append(r)
-        resv_known: list[int] = []
-
-        # Which value to spill: first one not used again in the innermost loop around the
-        # current position, then a constant (re-created at its uses, never stored), then the
-        # one used furthest away (Belady).  Values used inside the inner loop stay in registers.
-        inner_end = [-1] * len(work)
-        for b, e, _ in loops:                # outer loops first: inner ones overwrite
-            inner_end[b:e + 1] = [2 * e + 1] * (e - b + 1)
-        remat = self.rematerializable(work)
-        is_remat = [id(v) in remat for v in var]
-        nospill = [id(v) in self.nospill for v in var]
-
-        def cost(k: int, pos: int) -> tuple[bool, bool, int]:
-            nxt = ivs[k].next_use(pos)  # type: ignore[union-attr]
-            end = inner_end[pos // 2]
-            return end >= 0 and nxt > end, is_remat[k], nxt
-
-        partners: dict[int, list[int]] = {}
-        for w in work:
-            if w.kind is MOVE:
-                d, s = w.operands[0].reg, w.operands[1].reg  # type: ignore[union-attr]
-                if isinstance(d, VReg) and isinstance(s, VReg):
-                    partners.setdefault(index[id(d)], []).append(index[id(s)])
-                    partners.setdefault(index[id(s)], []).append(index[id(d)])
-        allowed = self._allowed(work, index, var)
-        classes = self.t.classes
-
-        def regs_of(k: int) -> tuple[list[int], set[int]]:
-            return self._order(allowed.get(k) or classes[var[k].cls])
-        assign: dict[int, int] = {}          # variable -> register number
-        for k, v in enumerate(var):
-            if id(v) in self.pre:
-                assign[k] = self._regno(self.pre[id(v)])
-        owner: dict[int, int] = {}           # unit bit -> the active variable holding it
-        busy = 0                             # bit set of the units active variables hold
-        active: list[tuple[int, int]] = []  # heap of (end, variable) of the assigned ones
-        spilled: list[VReg] = []
-        # per register unit bit, the intervals (start, end, var) given to it so far: disjoint
-        # and sorted, so whether a register was free over an earlier stretch is one bisection
-        held: dict[int, list[tuple[int, int, int]]] = {}
-
-        def record(k: int, r: int, add: bool) -> None:
-            iv = ivs[k]
-            assert iv is not None
-            e = (iv.start, iv.end, k)
-            for u in ubits[r]:
-                h = held.setdefault(u, [])
-                if add:
-                    insort(h, e)
-                else:
-                    del h[bisect_left(h, e)]
-
-        def free_over(r: int, k: int) -> bool:
-            iv = ivs[k]
-            assert iv is not None
-            if reserved(r, iv):
-                return False
-            for u in ubits[r]:
-                h = held.get(u)
-                j = bisect_right(h, (iv.end, len(work) * 2 + 2, 0)) - 1 if h else -1
-                if j >= 0 and h[j][1] >= iv.start:    # type: ignore[index]
-                    return False
-            return True
-
-        def relocate(nums: list[int], iv: Interval) -> int:
-            """Free one of ``nums`` (a narrowed variable's registers) by moving its holder to
-            another register that was free over the holder's whole interval; -1 if none."""
-            nonlocal busy
-            for r in nums:
-                holders = {owner[u] for u in bits(busy & umask[r])}
-                if reserved(r, iv) or len(holders) != 1:
-                    continue
-                b = holders.pop()
-                qs, _ = regs_of(b)
-                note_reservations()
-                for q in qs:
-                    if umask[q] & umask[r] or not free_over(q, b):
-                        continue
-                    record(b, r, False)
-                    busy &= ~umask[r]
-                    assign[b] = q
-                    record(b, q, True)
-                    busy |= umask[q]
-                    for u in ubits[q]:
-                        owner[u] = b
-                    return r
-            return -1
-        # by start, ties by variable number (ivs is in that order and the sort is stable)
-        order = sorted((iv for k, iv in enumerate(ivs) if iv and k not in assign),
-                       key=_start)
-        regtab = self.regtab
-        for iv in order:
-            start = iv.start
-            while active and active[0][0] < start:      # expire the intervals ended before
-                r = assign.get(heappop(active)[1])      # (None: spilled since)
-                if r is not None:
-                    busy &= ~umask[r]
-            k = iv.var
-            nums, numset = regs_of(k)
-            if len(resv_known) < len(regtab):
-                note_reservations()
-            choice = -1
-            for p in partners.get(k, ()):
-                r = assign.get(p)
-                if r is not None and r in numset and not busy & umask[r] and not (
-                        r in resv and reserved(r, iv)):
-                    choice = r
-                    break
-            if choice < 0:
-                for r in nums:
-                    if not busy & umask[r] and not (r in resv and reserved(r, iv)):
-                        choice = r
-                        break
-            if choice < 0 and k in allowed:
-                choice = relocate(nums, iv)
-            if choice < 0:
-                best: tuple[tuple[bool, bool, int], int, list[int]] | None = None
-                for r in nums:
-                    if r in resv and reserved(r, iv):
-                        continue
-                    blockers = sorted({owner[u] for u in bits(busy & umask[r])})
-                    if any(nospill[b] for b in blockers):
-                        continue
-                    score = min(cost(b, start) for b in blockers)
-                    if best is None or score > best[0]:
-                        best = (score, r, blockers)
-                if not nospill[k] and (best is None or cost(k, start) >= best[0]):
-                    spilled.append(var[k])
-                    continue
-                if best is None:
-                    pos = start // 2
-                    raise AllocationError(f"{self._where(work[pos])}: no {var[k].cls} "
-                                          f"register left for an operand (too many values "
-                                          f"fixed or used at once)")
-                choice = best[1]
-                for b in best[2]:
-                    record(b, assign[b], False)
-                    busy &= ~umask[assign.pop(b)]
-                    spilled.append(var[b])
-            assign[k] = choice
-            record(k, choice, True)
-            heappush(active, (iv.end, k))
-            busy |= umask[choice]
-            for u in ubits[choice]:
-                owner[u] = k
-        regtab = self.regtab
-        return {id(var[k]): regtab[r] for k, r in assign.items()}, spilled
+        """One linear scan: the register of every variable (by id), or the vregs to spill
+        (kcc.regalloc.scan)."""
+        return Scan(self, work).run()
 
     def _allowed(self, work: list[WorkInst], index: dict[int, int], var: list[VReg]
                  ) -> dict[int, list[PReg]]:
