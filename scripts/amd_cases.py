@@ -236,12 +236,12 @@ def _mem_cases(g: _Gen, row: Row) -> list[str]:
                     parts.append(g.reg("v64", style, i))
                 elif addr == "sgpr":
                     parts.append(g.reg("v32", style, i))
-                elif addr == "off" and row.fmt == "SCRATCH":
+                elif addr in ("off", "st") and row.fmt == "SCRATCH":
                     parts.append("off")
                 else:
                     parts.append(g.reg("v64" if row.fmt == "GLOBAL" else "v32", style, i))
             elif fld == "saddr":
-                if addr == "off" and row.fmt == "GLOBAL" or addr == "vgpr":
+                if addr == "off" and row.fmt == "GLOBAL" or addr in ("vgpr", "st"):
                     parts.append("off")
                 elif kd == "saddr32":
                     parts.append("s2" if style == "lo" else f"s{g.top_s}")
@@ -255,8 +255,9 @@ def _mem_cases(g: _Gen, row: Row) -> list[str]:
         return [render("lo", "", ""), render("hi", "", " offset:4095"),
                 render("lo", "", " offset:8" + cache)]
     if row.fmt == "SCRATCH":
+        # "st": no address register at all (the form kcc's spills and fills use)
         return [render("lo", "vgpr", " offset:8"), render("hi", "off", " offset:-16"),
-                render("lo", "off", cache)]
+                render("lo", "off", cache), render("hi", "st", " offset:4092")]
     return [render("lo", "sgpr", ""), render("hi", "off", " offset:-4096"),
             render("lo", "sgpr", " offset:4095" + cache), render("hi", "sgpr", " offset:-16")]
 

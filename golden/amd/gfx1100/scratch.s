@@ -8,6 +8,9 @@ scratch_load_u8 v255, off, s105 offset:-16
 ; row: scratch_load_u8
 scratch_load_u8 v1, off, s2 glc slc dlc
 ; bytes: 00 e0 41 dc 00 00 02 01
+; row: scratch_load_u8
+scratch_load_u8 v255, off, off offset:4092
+; bytes: fc 0f 41 dc 00 00 7c ff
 ; row: scratch_load_i8
 scratch_load_i8 v1, v5, off offset:8
 ; bytes: 08 00 45 dc 05 00 fc 01
@@ -17,6 +20,9 @@ scratch_load_i8 v255, off, s105 offset:-16
 ; row: scratch_load_i8
 scratch_load_i8 v1, off, s2 glc slc dlc
 ; bytes: 00 e0 45 dc 00 00 02 01
+; row: scratch_load_i8
+scratch_load_i8 v255, off, off offset:4092
+; bytes: fc 0f 45 dc 00 00 7c ff
 ; row: scratch_load_u16
 scratch_load_u16 v1, v5, off offset:8
 ; bytes: 08 00 49 dc 05 00 fc 01
@@ -26,6 +32,9 @@ scratch_load_u16 v255, off, s105 offset:-16
 ; row: scratch_load_u16
 scratch_load_u16 v1, off, s2 glc slc dlc
 ; bytes: 00 e0 49 dc 00 00 02 01
+; row: scratch_load_u16
+scratch_load_u16 v255, off, off offset:4092
+; bytes: fc 0f 49 dc 00 00 7c ff
 ; row: scratch_load_i16
 scratch_load_i16 v1, v5, off offset:8
 ; bytes: 08 00 4d dc 05 00 fc 01
@@ -35,6 +44,9 @@ scratch_load_i16 v255, off, s105 offset:-16
 ; row: scratch_load_i16
 scratch_load_i16 v1, off, s2 glc slc dlc
 ; bytes: 00 e0 4d dc 00 00 02 01
+; row: scratch_load_i16
+scratch_load_i16 v255, off, off offset:4092
+; bytes: fc 0f 4d dc 00 00 7c ff
 ; row: scratch_load_b32
 scratch_load_b32 v1, v5, off offset:8
 ; bytes: 08 00 51 dc 05 00 fc 01
@@ -44,6 +56,9 @@ scratch_load_b32 v255, off, s105 offset:-16
 ; row: scratch_load_b32
 scratch_load_b32 v1, off, s2 glc slc dlc
 ; bytes: 00 e0 51 dc 00 00 02 01
+; row: scratch_load_b32
+scratch_load_b32 v255, off, off offset:4092
+; bytes: fc 0f 51 dc 00 00 7c ff
 ; row: scratch_load_b64
 scratch_load_b64 v[0:1], v5, off offset:8
 ; bytes: 08 00 55 dc 05 00 fc 00
@@ -53,6 +68,9 @@ scratch_load_b64 v[254:255], off, s105 offset:-16
 ; row: scratch_load_b64
 scratch_load_b64 v[0:1], off, s2 glc slc dlc
 ; bytes: 00 e0 55 dc 00 00 02 00
+; row: scratch_load_b64
+scratch_load_b64 v[254:255], off, off offset:4092
+; bytes: fc 0f 55 dc 00 00 7c fe
 ; row: scratch_load_b96
 scratch_load_b96 v[0:2], v5, off offset:8
 ; bytes: 08 00 59 dc 05 00 fc 00
@@ -62,6 +80,9 @@ scratch_load_b96 v[252:254], off, s105 offset:-16
 ; row: scratch_load_b96
 scratch_load_b96 v[0:2], off, s2 glc slc dlc
 ; bytes: 00 e0 59 dc 00 00 02 00
+; row: scratch_load_b96
+scratch_load_b96 v[252:254], off, off offset:4092
+; bytes: fc 0f 59 dc 00 00 7c fc
 ; row: scratch_load_b128
 scratch_load_b128 v[0:3], v5, off offset:8
 ; bytes: 08 00 5d dc 05 00 fc 00
@@ -71,6 +92,9 @@ scratch_load_b128 v[252:255], off, s105 offset:-16
 ; row: scratch_load_b128
 scratch_load_b128 v[0:3], off, s2 glc slc dlc
 ; bytes: 00 e0 5d dc 00 00 02 00
+; row: scratch_load_b128
+scratch_load_b128 v[252:255], off, off offset:4092
+; bytes: fc 0f 5d dc 00 00 7c fc
 ; row: scratch_store_b8
 scratch_store_b8 v1, v5, off offset:8
 ; bytes: 08 00 61 dc 01 05 fc 00
@@ -80,6 +104,9 @@ scratch_store_b8 off, v251, s105 offset:-16
 ; row: scratch_store_b8
 scratch_store_b8 off, v5, s2 glc slc dlc
 ; bytes: 00 e0 61 dc 00 05 02 00
+; row: scratch_store_b8
+scratch_store_b8 off, v251, off offset:4092
+; bytes: fc 0f 61 dc 00 fb 7c 00
 ; row: scratch_store_b16
 scratch_store_b16 v1, v5, off offset:8
 ; bytes: 08 00 65 dc 01 05 fc 00
@@ -89,6 +116,9 @@ scratch_store_b16 off, v251, s105 offset:-16
 ; row: scratch_store_b16
 scratch_store_b16 off, v5, s2 glc slc dlc
 ; bytes: 00 e0 65 dc 00 05 02 00
+; row: scratch_store_b16
+scratch_store_b16 off, v251, off offset:4092
+; bytes: fc 0f 65 dc 00 fb 7c 00
 ; row: scratch_store_b32
 scratch_store_b32 v1, v5, off offset:8
 ; bytes: 08 00 69 dc 01 05 fc 00
@@ -98,6 +128,9 @@ scratch_store_b32 off, v251, s105 offset:-16
 ; row: scratch_store_b32
 scratch_store_b32 off, v5, s2 glc slc dlc
 ; bytes: 00 e0 69 dc 00 05 02 00
+; row: scratch_store_b32
+scratch_store_b32 off, v251, off offset:4092
+; bytes: fc 0f 69 dc 00 fb 7c 00
 ; row: scratch_store_b64
 scratch_store_b64 v1, v[4:5], off offset:8
 ; bytes: 08 00 6d dc 01 04 fc 00
@@ -107,6 +140,9 @@ scratch_store_b64 off, v[250:251], s105 offset:-16
 ; row: scratch_store_b64
 scratch_store_b64 off, v[4:5], s2 glc slc dlc
 ; bytes: 00 e0 6d dc 00 04 02 00
+; row: scratch_store_b64
+scratch_store_b64 off, v[250:251], off offset:4092
+; bytes: fc 0f 6d dc 00 fa 7c 00
 ; row: scratch_store_b96
 scratch_store_b96 v1, v[4:6], off offset:8
 ; bytes: 08 00 71 dc 01 04 fc 00
@@ -116,6 +152,9 @@ scratch_store_b96 off, v[248:250], s105 offset:-16
 ; row: scratch_store_b96
 scratch_store_b96 off, v[4:6], s2 glc slc dlc
 ; bytes: 00 e0 71 dc 00 04 02 00
+; row: scratch_store_b96
+scratch_store_b96 off, v[248:250], off offset:4092
+; bytes: fc 0f 71 dc 00 f8 7c 00
 ; row: scratch_store_b128
 scratch_store_b128 v1, v[4:7], off offset:8
 ; bytes: 08 00 75 dc 01 04 fc 00
@@ -125,3 +164,6 @@ scratch_store_b128 off, v[248:251], s105 offset:-16
 ; row: scratch_store_b128
 scratch_store_b128 off, v[4:7], s2 glc slc dlc
 ; bytes: 00 e0 75 dc 00 04 02 00
+; row: scratch_store_b128
+scratch_store_b128 off, v[248:251], off offset:4092
+; bytes: fc 0f 75 dc 00 f8 7c 00

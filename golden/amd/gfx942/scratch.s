@@ -8,6 +8,9 @@ scratch_load_ubyte v255, off, s101 offset:-16
 ; row: scratch_load_ubyte
 scratch_load_ubyte v1, off, s2 sc0 nt sc1
 ; bytes: 00 40 43 de 00 00 02 01
+; row: scratch_load_ubyte
+scratch_load_ubyte v255, off, off offset:4092
+; bytes: fc 4f 40 dc 00 00 7f ff
 ; row: scratch_load_sbyte
 scratch_load_sbyte v1, v5, off offset:8
 ; bytes: 08 60 44 dc 05 00 7f 01
@@ -17,6 +20,9 @@ scratch_load_sbyte v255, off, s101 offset:-16
 ; row: scratch_load_sbyte
 scratch_load_sbyte v1, off, s2 sc0 nt sc1
 ; bytes: 00 40 47 de 00 00 02 01
+; row: scratch_load_sbyte
+scratch_load_sbyte v255, off, off offset:4092
+; bytes: fc 4f 44 dc 00 00 7f ff
 ; row: scratch_load_ushort
 scratch_load_ushort v1, v5, off offset:8
 ; bytes: 08 60 48 dc 05 00 7f 01
@@ -26,6 +32,9 @@ scratch_load_ushort v255, off, s101 offset:-16
 ; row: scratch_load_ushort
 scratch_load_ushort v1, off, s2 sc0 nt sc1
 ; bytes: 00 40 4b de 00 00 02 01
+; row: scratch_load_ushort
+scratch_load_ushort v255, off, off offset:4092
+; bytes: fc 4f 48 dc 00 00 7f ff
 ; row: scratch_load_sshort
 scratch_load_sshort v1, v5, off offset:8
 ; bytes: 08 60 4c dc 05 00 7f 01
@@ -35,6 +44,9 @@ scratch_load_sshort v255, off, s101 offset:-16
 ; row: scratch_load_sshort
 scratch_load_sshort v1, off, s2 sc0 nt sc1
 ; bytes: 00 40 4f de 00 00 02 01
+; row: scratch_load_sshort
+scratch_load_sshort v255, off, off offset:4092
+; bytes: fc 4f 4c dc 00 00 7f ff
 ; row: scratch_load_dword
 scratch_load_dword v1, v5, off offset:8
 ; bytes: 08 60 50 dc 05 00 7f 01
@@ -44,6 +56,9 @@ scratch_load_dword v255, off, s101 offset:-16
 ; row: scratch_load_dword
 scratch_load_dword v1, off, s2 sc0 nt sc1
 ; bytes: 00 40 53 de 00 00 02 01
+; row: scratch_load_dword
+scratch_load_dword v255, off, off offset:4092
+; bytes: fc 4f 50 dc 00 00 7f ff
 ; row: scratch_load_dwordx2
 scratch_load_dwordx2 v[0:1], v5, off offset:8
 ; bytes: 08 60 54 dc 05 00 7f 00
@@ -53,6 +68,9 @@ scratch_load_dwordx2 v[254:255], off, s101 offset:-16
 ; row: scratch_load_dwordx2
 scratch_load_dwordx2 v[0:1], off, s2 sc0 nt sc1
 ; bytes: 00 40 57 de 00 00 02 00
+; row: scratch_load_dwordx2
+scratch_load_dwordx2 v[254:255], off, off offset:4092
+; bytes: fc 4f 54 dc 00 00 7f fe
 ; row: scratch_load_dwordx3
 scratch_load_dwordx3 v[0:2], v5, off offset:8
 ; bytes: 08 60 58 dc 05 00 7f 00
@@ -62,6 +80,9 @@ scratch_load_dwordx3 v[252:254], off, s101 offset:-16
 ; row: scratch_load_dwordx3
 scratch_load_dwordx3 v[0:2], off, s2 sc0 nt sc1
 ; bytes: 00 40 5b de 00 00 02 00
+; row: scratch_load_dwordx3
+scratch_load_dwordx3 v[252:254], off, off offset:4092
+; bytes: fc 4f 58 dc 00 00 7f fc
 ; row: scratch_load_dwordx4
 scratch_load_dwordx4 v[0:3], v5, off offset:8
 ; bytes: 08 60 5c dc 05 00 7f 00
@@ -71,6 +92,9 @@ scratch_load_dwordx4 v[252:255], off, s101 offset:-16
 ; row: scratch_load_dwordx4
 scratch_load_dwordx4 v[0:3], off, s2 sc0 nt sc1
 ; bytes: 00 40 5f de 00 00 02 00
+; row: scratch_load_dwordx4
+scratch_load_dwordx4 v[252:255], off, off offset:4092
+; bytes: fc 4f 5c dc 00 00 7f fc
 ; row: scratch_store_byte
 scratch_store_byte v1, v5, off offset:8
 ; bytes: 08 60 60 dc 01 05 7f 00
@@ -80,6 +104,9 @@ scratch_store_byte off, v251, s101 offset:-16
 ; row: scratch_store_byte
 scratch_store_byte off, v5, s2 sc0 nt sc1
 ; bytes: 00 40 63 de 00 05 02 00
+; row: scratch_store_byte
+scratch_store_byte off, v251, off offset:4092
+; bytes: fc 4f 60 dc 00 fb 7f 00
 ; row: scratch_store_short
 scratch_store_short v1, v5, off offset:8
 ; bytes: 08 60 68 dc 01 05 7f 00
@@ -89,6 +116,9 @@ scratch_store_short off, v251, s101 offset:-16
 ; row: scratch_store_short
 scratch_store_short off, v5, s2 sc0 nt sc1
 ; bytes: 00 40 6b de 00 05 02 00
+; row: scratch_store_short
+scratch_store_short off, v251, off offset:4092
+; bytes: fc 4f 68 dc 00 fb 7f 00
 ; row: scratch_store_dword
 scratch_store_dword v1, v5, off offset:8
 ; bytes: 08 60 70 dc 01 05 7f 00
@@ -98,6 +128,9 @@ scratch_store_dword off, v251, s101 offset:-16
 ; row: scratch_store_dword
 scratch_store_dword off, v5, s2 sc0 nt sc1
 ; bytes: 00 40 73 de 00 05 02 00
+; row: scratch_store_dword
+scratch_store_dword off, v251, off offset:4092
+; bytes: fc 4f 70 dc 00 fb 7f 00
 ; row: scratch_store_dwordx2
 scratch_store_dwordx2 v1, v[4:5], off offset:8
 ; bytes: 08 60 74 dc 01 04 7f 00
@@ -107,6 +140,9 @@ scratch_store_dwordx2 off, v[250:251], s101 offset:-16
 ; row: scratch_store_dwordx2
 scratch_store_dwordx2 off, v[4:5], s2 sc0 nt sc1
 ; bytes: 00 40 77 de 00 04 02 00
+; row: scratch_store_dwordx2
+scratch_store_dwordx2 off, v[250:251], off offset:4092
+; bytes: fc 4f 74 dc 00 fa 7f 00
 ; row: scratch_store_dwordx3
 scratch_store_dwordx3 v1, v[4:6], off offset:8
 ; bytes: 08 60 78 dc 01 04 7f 00
@@ -116,6 +152,9 @@ scratch_store_dwordx3 off, v[248:250], s101 offset:-16
 ; row: scratch_store_dwordx3
 scratch_store_dwordx3 off, v[4:6], s2 sc0 nt sc1
 ; bytes: 00 40 7b de 00 04 02 00
+; row: scratch_store_dwordx3
+scratch_store_dwordx3 off, v[248:250], off offset:4092
+; bytes: fc 4f 78 dc 00 f8 7f 00
 ; row: scratch_store_dwordx4
 scratch_store_dwordx4 v1, v[4:7], off offset:8
 ; bytes: 08 60 7c dc 01 04 7f 00
@@ -125,3 +164,6 @@ scratch_store_dwordx4 off, v[248:251], s101 offset:-16
 ; row: scratch_store_dwordx4
 scratch_store_dwordx4 off, v[4:7], s2 sc0 nt sc1
 ; bytes: 00 40 7f de 00 04 02 00
+; row: scratch_store_dwordx4
+scratch_store_dwordx4 off, v[248:251], off offset:4092
+; bytes: fc 4f 7c dc 00 f8 7f 00
