@@ -81,7 +81,10 @@ class Descriptor:
 
     @property
     def private_segment(self) -> bool:
-        """ENABLE_PRIVATE_SEGMENT (RSRC2 bit 0): a scratch wave offset SGPR follows."""
+        """ENABLE_PRIVATE_SEGMENT (RSRC2 bit 0): the kernel uses its private segment (on
+        gfx1100 and gfx942, which have architected flat scratch, the hardware then sets up
+        FLAT_SCRATCH; no wave offset SGPR is loaded, AMDGPUUsage "Initial Kernel Execution
+        State")."""
         return bool(self.rsrc2 & 1)
 
     @property
@@ -191,7 +194,9 @@ def listing(data: bytes) -> str:
         d = k.descriptor
         out.append(f"\n{k.name}:  ; kernarg {d.kernarg_size} B, LDS {d.group_segment_size} B,"
                    f" vgprs {k.metadata.get('.vgpr_count')}, sgprs "
-                   f"{k.metadata.get('.sgpr_count')}, wave{32 if d.wave32 else 64}")
+                   f"{k.metadata.get('.sgpr_count')}, wave{32 if d.wave32 else 64}"
+                   + (f", scratch {d.private_segment_size} B" if d.private_segment_size
+                      else ""))
         code = obj.code(k.name)
         try:
             for addr, size, _, text in disassemble(obj.arch, code, k.code_addr):

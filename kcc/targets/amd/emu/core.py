@@ -4,7 +4,9 @@ It loads an HSACO the way the packet processor would (:mod:`kcc.targets.amd.hsac
 kernel descriptor's entry, user/system SGPR enables and LDS size, the metadata's argument
 layout), decodes ``.text`` with kcc's decoder (:mod:`kcc.encode.amd`) and executes each
 workgroup's waves: SGPRs, VGPRs, EXEC/VCC/SCC, LDS shared by the waves of a workgroup,
-``s_barrier`` across them, and global memory as numpy buffers. Timing is not modelled;
+``s_barrier`` across them, global memory as numpy buffers and, for a kernel whose descriptor
+enables the private segment, each work-item's own scratch memory of PRIVATE_SEGMENT_FIXED_SIZE
+bytes (scratch instructions address it from 0). Timing is not modelled;
 ``s_waitcnt`` is checked instead: reading or overwriting a register a load has not yet
 written back (no ``s_waitcnt`` covering it) is an error, as it would be a race on hardware.
 
@@ -143,6 +145,7 @@ class Wave:
         self.pending: list[Pending] = []
         self.inst: Inst | None = None
         self.ieee = True  # COMPUTE_PGM_RSRC1.ENABLE_IEEE_MODE
+        self.scratch: np.ndarray | None = None  # [lane, byte]: each work-item's private segment
 
     # --- scalar registers ---------------------------------------------------------------
     def sindex(self, op: Operand) -> int:
@@ -525,8 +528,9 @@ def run_kernel(obj: Hsaco, k: HsacoKernel, args: list, launch: Launch) -> None:
     lanes = WAVE[obj.arch]
     if (lanes == 32) != d.wave32:
         raise EmuError(f"kernel {k.name!r}: descriptor wave size does not match {obj.arch}")
-    if d.private_segment or d.private_segment_size:
-        raise EmuError(f"kernel {k.name!r}: scratch (private segment) is not emulated")
+    if d.private_segment_size and not d.private_segment:
+        raise EmuError(f"kernel {k.name!r}: a private segment of {d.private_segment_size} "
+                       "bytes, but ENABLE_PRIVATE_SEGMENT is off")
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]
     limit = int(k.metadata.get(".max_flat_workgroup_size", 1024))
     if nthreads > limit:
@@ -546,6 +550,11 @@ def run_kernel(obj: Hsaco, k: HsacoKernel, args: list, launch: Launch) -> None:
                 wg = Workgroup(np.zeros(d.group_segment_size, np.uint8), mem)
                 waves = [_start_wave(obj, k, nvgpr, user, (gx, gy, gz), first, launch)
                          for first in range(0, nthreads, lanes)]
+                if d.private_segment:
+                    for w in waves:
+                        # a fresh segment per work-item; its bytes start as a pattern, not
+                        # zeros, so a read of a never-written slot shows
+                        w.scratch = np.full((lanes, d.private_segment_size), 0xA5, np.uint8)
                 _run_workgroup(waves, wg, fetch, budget)
     for arr, addr in buffers:
         arr.reshape(-1).view(np.uint8)[:] = mem.view(addr)[:arr.nbytes]

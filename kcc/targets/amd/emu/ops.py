@@ -427,6 +427,70 @@ for _pre in ("global", "flat"):
         OPS[f"{_pre}_store_{_k}"] = _global_store
 
 
+# --- SCRATCH: the private segment -------------------------------------------------------
+def _scratch_addr(w: Wave, inst: Inst, vaddr, saddr, size: int, m: np.ndarray) -> np.ndarray:
+    """Each active lane's byte offset in its own private segment: VADDR (unless ``off``) +
+    SADDR (unless ``off``) + the signed offset (RDNA3 §10.1 / CDNA3 §9.1, scratch
+    addressing: a per-work-item address space from 0). An access outside the kernel's
+    private segment (the descriptor's PRIVATE_SEGMENT_FIXED_SIZE) is an error here."""
+    if w.scratch is None:
+        raise w.error("scratch access, but the kernel has no private segment")
+    a = np.full(w.lanes, int(inst.mod("offset", 0)), np.int64)  # type: ignore[arg-type]
+    if not (isinstance(vaddr, Special) and vaddr.name == "off"):
+        a += w.vread(vaddr).astype(np.int64)
+    if not (isinstance(saddr, Special) and saddr.name == "off"):
+        a += w.sread(saddr)
+    a = a[m]
+    bad = (a < 0) | (a + size > w.scratch.shape[1])
+    if bad.any():
+        raise w.error(f"scratch access of {size} bytes at {int(a[bad][0]):#x} is outside the "
+                      f"{w.scratch.shape[1]}-byte private segment")
+    return a
+
+
+def _scratch_load(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    size, signed = _LOADS[inst.name.split("_")[-1]]
+    dst, vaddr, saddr = inst.ops
+    assert isinstance(dst, VGPR)
+    m = w.exec
+    nd = max(1, size // 4)
+    lanes = np.nonzero(m)[0]
+    a = _scratch_addr(w, inst, vaddr, saddr, size, m)
+    raw = np.ascontiguousarray(w.scratch[lanes[:, None], a[:, None] + np.arange(size)])
+    if size >= 4:
+        vals = raw.view(np.uint32).reshape(len(a), nd)
+    else:
+        dt = {(1, False): np.uint8, (1, True): np.int8, (2, False): np.uint16,
+              (2, True): np.int16}[(size, signed)]
+        vals = raw.view(dt).astype(np.int64).astype(np.uint32).reshape(-1, 1)
+    for k in range(nd):
+        w.check_pending(("v", dst.index + k, 1))
+        w.v[dst.index + k, m] = vals[:, k]
+    w.issue_load("vm", {("v", dst.index + k) for k in range(nd)})
+
+
+def _scratch_store(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    size = _STORES[inst.name.split("_")[-1]]
+    vaddr, data, saddr = inst.ops
+    assert isinstance(data, VGPR)
+    m = w.exec
+    nd = max(1, size // 4)
+    lanes = np.nonzero(m)[0]
+    a = _scratch_addr(w, inst, vaddr, saddr, size, m)
+    for k in range(nd):
+        w.check_pending(("v", data.index + k, 1))
+    vals = np.ascontiguousarray(w.v[data.index:data.index + nd, m].T)
+    raw = vals.view(np.uint8).reshape(len(a), 4 * nd)[:, :size]
+    w.scratch[lanes[:, None], a[:, None] + np.arange(size)] = raw
+    w.issue_other("vs" if w.fam == "gfx11" else "vm")
+
+
+for _k in _LOADS:
+    OPS[f"scratch_load_{_k}"] = _scratch_load
+for _k in _STORES:
+    OPS[f"scratch_store_{_k}"] = _scratch_store
+
+
 def _global_atomic_add(w: Wave, inst: Inst, wg: Workgroup) -> None:
     """GLOBAL_ATOMIC_ADD_{U32,F32} without return: lane by lane (in lane order) memory =
     memory + data (f32: one IEEE rounding per lane)."""

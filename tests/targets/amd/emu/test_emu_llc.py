@@ -376,3 +376,47 @@ def test_unemulated_instruction_is_an_error_naming_it_and_its_address(tmp_path, 
     with pytest.raises(EmuError, match=r"at 0x[0-9a-f]+: (instruction \w+ is not supported "
                                        r"by the emulator|cannot decode)"):
         run_hsaco(obj, "atomret", [np.zeros(1, np.uint32), np.zeros(1, np.uint32)], 1, 1)
+
+
+# Private memory (scratch): each work-item stores to and reloads from an array of its own at
+# indices that depend on the lane; llc-19 selects scratch_store/scratch_load (volatile: kept in
+# memory), with the private segment size in the descriptor.
+PRIVATE = HEAD + """
+define amdgpu_kernel void @priv(ptr addrspace(1) %in, ptr addrspace(1) %out) {
+  %a = alloca [64 x i32], align 4, addrspace(5)
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %wg = call i32 @llvm.amdgcn.workgroup.id.x()
+  %base = mul i32 %wg, 64
+  %i = add i32 %base, %tid
+  %pi = getelementptr i32, ptr addrspace(1) %in, i32 %i
+  %x = load i32, ptr addrspace(1) %pi
+  %t = and i32 %tid, 63
+  %u = sub i32 63, %t
+  %x3 = mul i32 %x, 3
+  %pt = getelementptr [64 x i32], ptr addrspace(5) %a, i32 0, i32 %t
+  %pu = getelementptr [64 x i32], ptr addrspace(5) %a, i32 0, i32 %u
+  store volatile i32 %x, ptr addrspace(5) %pt
+  store volatile i32 %x3, ptr addrspace(5) %pu
+  %y = load volatile i32, ptr addrspace(5) %pt
+  %z = load volatile i32, ptr addrspace(5) %pu
+  %y10 = mul i32 %y, 10
+  %r = add i32 %y10, %z
+  %po = getelementptr i32, ptr addrspace(1) %out, i32 %i
+  store i32 %r, ptr addrspace(1) %po
+  ret void
+}
+""" + DECLS
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_private_memory_is_per_work_item(tmp_path, arch):
+    """Every lane writes the same array offsets (its own t and 63 - t) in its private
+    segment; were the segment shared, lanes would read each other's values."""
+    obj = build(tmp_path, arch, PRIVATE, "priv")
+    from kcc.targets.amd.hsaco_read import read_hsaco
+    d = read_hsaco(obj).kernels["priv"].descriptor
+    assert d.private_segment and d.private_segment_size >= 256
+    x = np.arange(128, dtype=np.int32) * 7 - 300
+    out = np.zeros(128, np.int32)
+    run_hsaco(obj, "priv", [x, out], grid=2, block=64)
+    np.testing.assert_array_equal(out, x * 10 + x * 3)
