@@ -22,6 +22,10 @@ original code, or nothing), following forward branches and loop back edges to a 
 * an original instruction whose ``slot`` is set reads one plain USE operand from that frame
   slot instead of a register (a fill folded into it): the slot holds that operand's value, at
   least as wide as the read and as the value,
+* a slot the target keeps in a register (its ``slot_home``: AMD keeps spilled SGPRs in lanes of
+  a VGPR) is named with one register by every spill and fill of it, and any other write of
+  that register (an original instruction, a copy, a fill, a clobber) destroys the slot's value,
+  so a fill after it is caught,
 * a rematerialization (``REMAT``) repeats, into some register, an original instruction that
   the target calls ``rematerializable`` and that reads no register; it gives that register the
   value the original instruction defined.
@@ -33,7 +37,8 @@ from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
                         Role, VReg, format_inst)
-from kcc.regalloc.target import TargetRegInfo, operand_regs, reg_units, slot_bytes
+from kcc.regalloc.target import (TargetRegInfo, operand_regs, reg_units, slot_bytes,
+                                 slot_home)
 
 
 class CheckError(AssertionError):
@@ -81,6 +86,8 @@ class _Checker:
         self.need = _value_widths(before, target)
         self.folds: dict[int, tuple[int, VReg]] = {}   # inst -> (operand, value) read from a slot
         self.ndefs: dict[int, int] = {}
+        self.homes: dict[tuple[int, int], PReg] = {}      # (slot, size) -> its register
+        self.homed: dict[str, set[tuple[int, int]]] = {}   # register unit -> slots in it
         for v, _ in before.params:
             self.ndefs[id(v)] = 1 + self.ndefs.get(id(v), 0)
         for inst in before.insts:
@@ -195,6 +202,8 @@ class _Checker:
                     raise self.fail(i, f"writes callee-saved {r!r}, which is not reported")
             if inst.kind in INSERTED_KINDS:
                 self._inserted_shape(i, inst)
+                if inst.kind in (Kind.SPILL, Kind.FILL):
+                    self._home(i, inst)
             for k, o in enumerate(inst.operands):
                 if isinstance(o, RegOp) and isinstance(o.reg, PReg):
                     ok = operand_regs(self.t, inst, k)
@@ -217,6 +226,22 @@ class _Checker:
                     inst.slot + size > self.a.frame_size:
                 raise self.fail(i, f"slot {inst.slot} (size {size}) outside the frame of "
                                    f"{self.a.frame_size} bytes or misaligned")
+
+    def _home(self, i: int, inst: Inst) -> None:
+        """Record the register a spill's or fill's slot is kept in (``slot_home``); every
+        spill and fill of one slot must name the same one, as an operand."""
+        home = slot_home(self.t, inst)
+        if home is None:
+            return
+        if not any(isinstance(o, RegOp) and o.reg == home for o in inst.operands):
+            raise self.fail(i, f"keeps its slot in {home!r} but does not name it")
+        key = (inst.slot, slot_bytes(self.t, inst))
+        have = self.homes.setdefault(key, home)
+        if have != home:
+            raise self.fail(i, f"slot {key[0]} (size {key[1]}) is kept in {have!r} by another "
+                               f"spill or fill, here in {home!r}")
+        for u in self.units[home]:
+            self.homed.setdefault(u, set()).add(key)
 
     def _remat_source(self, i: int, inst: Inst) -> Inst:
         """The original instruction a REMAT repeats, after checking that it may."""
@@ -274,6 +299,10 @@ class _Checker:
         for q in self.alias[r]:
             st[q] = None
         st[r] = v
+        if self.homed:
+            for u in self.units[r]:          # a register holding slots: they are gone
+                for off, size in self.homed.get(u, ()):
+                    st[("slot", off, size)] = None
 
     def write_slot(self, st: dict, off: int, size: int, v: Value) -> None:
         for loc in list(st):

@@ -43,6 +43,11 @@ class TargetRegInfo(Protocol):
     bytes a spill or fill the target made actually stores or loads (it reads the instruction,
     not the allocator's bookkeeping), and a folded instruction reads from its slot.
 
+    Slots in registers: ``slot_home(inst) -> PReg | None`` names the register a spill or fill
+    keeps its slot in, where the target keeps slots in registers rather than memory (AMD keeps
+    spilled SGPRs in lanes of a VGPR); the spill or fill names that register as an operand
+    after its value, and the checker treats any other write of it as destroying the slot.
+
     Folded reloads: ``fold_fill(inst, k, slot_offset, size) -> Inst | None`` returns the input
     instruction ``inst`` with its register USE operand ``k`` replaced by a memory operand
     reading the ``size``-byte frame slot at the offset (and nothing else changed), or None
@@ -89,6 +94,13 @@ def slot_bytes(target: object, inst: Inst) -> int:
         return int(fn(inst))
     r = next(o.reg for o in inst.operands if isinstance(o, RegOp))
     return int(target.spill_slot_size(r.cls))  # type: ignore[attr-defined]
+
+
+def slot_home(target: object, inst: Inst) -> PReg | None:
+    """The register ``target`` keeps the slot of spill or fill ``inst`` in (``slot_home``),
+    or None: a slot in memory."""
+    fn = getattr(target, "slot_home", None)
+    return fn(inst) if fn is not None else None
 
 
 def reg_units(target: object, p: PReg) -> tuple[str, ...]:

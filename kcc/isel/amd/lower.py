@@ -1,11 +1,12 @@
 """After allocation: the AMD machine function → `kcc.encode.amd.operands.Inst` lines.
 
 - pseudo instructions (names starting with ".") expand into real ones; register copies the
-  allocator inserted become s_mov/v_mov;
+  allocator inserted become s_mov/v_mov; its spills and fills (kcc/isel/amd/regs.py) become
+  v_writelane/v_readlane of a lane VGPR (SGPRs) and scratch stores/loads (VGPRs);
 - `s_waitcnt` is placed before every instruction that touches a register a pending load
-  (global_load: vmcnt; s_load and DS: lgkmcnt) writes, and every counter is drained before a
-  branch, a label (control-flow joins) and s_barrier (RDNA3 ISA §5.6 / CDNA3 ISA §4.4, data
-  dependency resolution: the hardware does not interlock on memory results);
+  (global_load and scratch_load: vmcnt; s_load and DS: lgkmcnt) writes, and every counter is
+  drained before a branch, a label (control-flow joins) and s_barrier (RDNA3 ISA §5.6 / CDNA3
+  ISA §4.4, data dependency resolution: the hardware does not interlock on memory results);
 - labels stay as `Label` items; branches carry their target name until the encoder lays the
   code out (`resolve_branches`).
 """
@@ -85,7 +86,8 @@ class Lowering:
                         self.mov(_one(d, j), _one(s, j))
                 continue
             if inst.kind in (Kind.SPILL, Kind.FILL):
-                raise ValueError("AMD code has no spill slots")
+                self.slot(inst)
+                continue
             ops = self.ops(inst)
             _, mods = inst.arg if inst.arg is not None else ((), ())
             if inst.op.startswith("."):
@@ -95,6 +97,42 @@ class Lowering:
             else:
                 self.put(inst.op, *ops, mods=mods)
         return self.out
+
+    # -- spills and fills (kcc/isel/amd/regs.py) -----------------------------------------
+    def slot(self, inst: Any) -> None:
+        """A spill or fill: SGPR dwords to/from lanes of their lane VGPR, VGPRs to/from the
+        private segment (scratch).
+
+        CDNA3 needs software wait states around these (the manual's table of manually
+        inserted wait states; LLVM's GCNHazardRecognizer rules for gfx940): an SGPR a VALU
+        wrote (a compare's mask) read as a constant by v_writelane: 2; a VGPR a VALU wrote (a
+        v_writelane just before) read by v_readlane: 1; an SGPR v_readlane wrote read by a
+        VMEM instruction: 5 (by a VALU as a constant: 2, as a lane select: 4); the data VGPRs
+        of a store of more than 8 bytes written by a VALU right after it: 1. The s_nops below
+        give them, only in code that spills (RDNA3 interlocks these)."""
+        reg = parse_preg(inst.operands[0].reg)
+        size, lane = inst.arg
+        if inst.op in (".spill_s", ".fill_s"):
+            home = parse_preg(inst.operands[1].reg)
+            if self.cdna:
+                self.put("s_nop", Imm(1 if inst.op == ".spill_s" else 0))
+            for j in range(reg.count):
+                if inst.op == ".spill_s":
+                    self.put("v_writelane_b32", home, _one(reg, j), Imm(lane + j))
+                else:
+                    self.put("v_readlane_b32", _one(reg, j), home, Imm(lane + j))
+            if self.cdna and inst.op == ".fill_s":
+                self.put("s_nop", Imm(4))
+            return
+        suffix = {4: ("dword", "b32"), 8: ("dwordx2", "b64"), 16: ("dwordx4", "b128")}[size]
+        kind = suffix[0] if self.cdna else suffix[1]
+        off = Special("off")
+        if inst.op == ".spill_v":
+            self.put(f"scratch_store_{kind}", off, reg, off, mods=(("offset", inst.slot),))
+            if self.cdna and size > 8:
+                self.put("s_nop", Imm(0))
+        else:
+            self.put(f"scratch_load_{kind}", reg, off, off, mods=(("offset", inst.slot),))
 
     # -- pseudo instructions --------------------------------------------------------------
     def x_keep(self, *regs: Any) -> None:
@@ -174,7 +212,7 @@ def _units(o: Any) -> list[tuple[str, int]]:
 
 
 def _counter(name: str) -> str | None:
-    if name.startswith("global_load"):
+    if name.startswith(("global_load", "scratch_load")):
         return "vmcnt"
     if name.startswith(("s_load", "ds_load", "ds_read")):
         return "lgkmcnt"

@@ -8,9 +8,25 @@ Register classes (a class is one value's register or aligned tuple):
 A lane mask (a per-lane bool, EXEC, a carry) is one SGPR in wave32 and a pair in wave64.
 
 The tuple `s[4:5]` consists of the units s4 and s5 (`reg_units`), so the allocator sees that it
-conflicts with s4, s5 and with `s[4:7]`. There is nothing to spill to short of scratch memory,
-which this back end does not use: running out of registers is the error "kernel too large for
-AMD" naming the kernel.
+conflicts with s4, s5 and with `s[4:7]`.
+
+Spills (when a kernel needs more registers than the arch has): the allocator's frame is one
+byte-addressed area; a slot of `size` bytes at frame offset `off` lives
+- for an SGPR value, in lanes off/4 … off/4 + size/4 - 1 of the *lane VGPRs* (lane L is lane
+  L % wave of VGPR `lane_vgprs[L // wave]`): `v_writelane_b32` stores each dword, `v_readlane_b32`
+  reloads it (RDNA3 ISA §6.6 / CDNA3 ISA §6.5: both ignore EXEC, so a spill inside a gated
+  region keeps every dword). The lane VGPRs are taken out of the allocatable classes
+  (`AmdRegInfo(lanes=...)`; kcc/targets/amd/target.py reserves them after a first allocation shows
+  how many dwords the SGPR slots need);
+- for a VGPR value, at byte `off` of each work-item's private segment (scratch), stored and
+  loaded with `scratch_store`/`scratch_load` in the form that names no address register
+  (`scratch_store_dword off, v1, off offset:N`; AMDGPUUsage: gfx1100 and gfx942 have
+  *architected flat scratch*: the hardware sets FLAT_SCRATCH from the dispatch when the
+  descriptor's ENABLE_PRIVATE_SEGMENT is set, so no prologue is needed). Under a narrowed EXEC
+  only the active lanes are stored and reloaded, which are the lanes the value has there.
+The spills and fills are pseudo instructions (`.spill_s`, `.fill_s`, `.spill_v`, `.fill_v`)
+that kcc/isel/amd/lower.py expands; `slot_home` tells the allocation checker which VGPR holds an
+SGPR slot, so it sees any other write to that VGPR destroy the slots in it.
 """
 
 from __future__ import annotations
@@ -63,19 +79,40 @@ def parse_preg(p: PReg) -> SGPR | VGPR:
     return SGPR(lo, n) if m.group(1) == "s" else VGPR(lo, n)
 
 
+#: the largest scratch offset a spill or fill names: the 13-bit signed immediate of the
+#: SCRATCH encoding (RDNA3 ISA §10.1 / CDNA3 ISA §9.1; llvm-mc-19: "expected a 13-bit signed
+#: offset") reaches 4095
+SCRATCH_LIMIT = 4096
+
+
+class SpillAreaError(AllocationError):
+    """The spill area outgrew what a scratch instruction's offset reaches."""
+
+
 class AmdRegInfo:
-    """The allocator's view of an arch's registers (kcc.regalloc.TargetRegInfo)."""
+    """The allocator's view of an arch's registers (kcc.regalloc.TargetRegInfo).
+
+    ``lanes`` are the VGPR numbers that hold spilled SGPRs (taken out of the VGPR classes).
+    After an allocation, ``lane_dwords`` is how many SGPR-slot dwords its spills and fills
+    named (the lanes the allocation needs: more than ``len(lanes) * wave`` means it must be
+    redone with more lane VGPRs), ``scratch_bytes`` how many bytes of private segment its
+    VGPR spills need, and ``spills`` the spill count per bank ("s", "v")."""
 
     callee_saved: set[PReg] = set()
 
-    def __init__(self, arch: Arch, kernel: str):
-        self.arch, self.kernel = arch, kernel
+    def __init__(self, arch: Arch, kernel: str, lanes: tuple[int, ...] = ()):
+        self.arch, self.kernel, self.lanes = arch, kernel, lanes
+        taken = set(lanes)
         self.classes: dict[str, list[PReg]] = {}
         for bank, total in (("s", arch.sgprs), ("v", arch.vgprs)):
             for n in (1, 2, 4):
                 step = 1 if n == 1 else (n if bank == "s" else 2)
                 self.classes[bank + ("" if n == 1 else str(n))] = [
-                    preg(bank, i, n) for i in range(0, total - n + 1, step)]
+                    preg(bank, i, n) for i in range(0, total - n + 1, step)
+                    if bank == "s" or not taken & set(range(i, i + n))]
+        self.lane_dwords = 0
+        self.scratch_bytes = 0
+        self.spills = {"s": 0, "v": 0}
 
     def reg_units(self, p: PReg) -> tuple[str, ...]:
         """The single registers a tuple consists of."""
@@ -84,17 +121,69 @@ class AmdRegInfo:
         return tuple(f"{bank}{i}" for i in range(r.index, r.index + r.count))
 
     def spill_slot_size(self, cls: str) -> int:
-        """Slot bytes (asked before a spill is made; the spill itself is refused)."""
+        """Slot bytes: 4 per register of the class (a VGPR slot holds 4 bytes per lane)."""
         return 4 * _SIZE[cls]
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """A copy: s_mov_b32/s_mov_b64/v_mov_b32 (tuples become per-register moves)."""
         return Inst("copy", [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)
 
-    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
-        """Refused: kcc does not spill AMD registers to scratch memory."""
-        raise AllocationError(f"kernel too large for AMD: {self.kernel!r} needs more "
-                              f"{'SGPRs' if cls.startswith('s') else 'VGPRs'} than "
-                              f"{self.arch.name} has and kcc does not spill to scratch")
+    def _lane(self, slot_offset: int, size: int) -> tuple[PReg | None, int]:
+        """The lane VGPR and first lane of an SGPR slot (None while too few are reserved: the
+        allocation is then redone with more). A slot is aligned to its size and a wave is a
+        multiple of 4 lanes, so a slot never straddles two VGPRs."""
+        first = slot_offset // 4
+        self.lane_dwords = max(self.lane_dwords, first + size // 4)
+        k = first // self.arch.wave
+        if k >= len(self.lanes):
+            return None, first % self.arch.wave
+        return preg("v", self.lanes[k], 1), first % self.arch.wave
 
-    make_fill = make_spill
+    def _scratch(self, slot_offset: int, size: int) -> None:
+        self.scratch_bytes = max(self.scratch_bytes, slot_offset + size)
+        if slot_offset + size > SCRATCH_LIMIT:
+            raise SpillAreaError(
+                f"kernel too large for AMD: {self.kernel!r} needs a spill area of more than "
+                f"{SCRATCH_LIMIT} bytes per work-item, the reach of a scratch instruction's "
+                "offset")
+
+    def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
+        """A store of ``src`` to its slot: ``.spill_s`` (v_writelane per dword; operands: the
+        value, then the lane VGPR it writes) or ``.spill_v`` (a scratch store)."""
+        if cls.startswith("s"):
+            self.spills["s"] += 1
+            home, lane = self._lane(slot_offset, size)
+            ops = [RegOp(src, Role.USE)]
+            if home is not None:
+                ops.append(RegOp(home, Role.DEF | Role.USE))
+            return Inst(".spill_s", ops, kind=Kind.SPILL, arg=(size, lane), slot=slot_offset)
+        self.spills["v"] += 1
+        self._scratch(slot_offset, size)
+        return Inst(".spill_v", [RegOp(src, Role.USE)], kind=Kind.SPILL, arg=(size, 0),
+                    slot=slot_offset)
+
+    def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
+        """A reload of ``dst`` from its slot: ``.fill_s`` (v_readlane per dword; operands: the
+        value, then the lane VGPR it reads) or ``.fill_v`` (a scratch load)."""
+        if cls.startswith("s"):
+            home, lane = self._lane(slot_offset, size)
+            ops = [RegOp(dst, Role.DEF)]
+            if home is not None:
+                ops.append(RegOp(home, Role.USE))
+            return Inst(".fill_s", ops, kind=Kind.FILL, arg=(size, lane), slot=slot_offset)
+        self._scratch(slot_offset, size)
+        return Inst(".fill_v", [RegOp(dst, Role.DEF)], kind=Kind.FILL, arg=(size, 0),
+                    slot=slot_offset)
+
+    def slot_bytes(self, inst: Inst) -> int:
+        """The bytes a spill or fill stores or loads (its ``arg``)."""
+        return int(inst.arg[0])
+
+    def slot_home(self, inst: Inst) -> PReg | None:
+        """The register an SGPR spill or fill keeps its slot in (its lane VGPR); None for a
+        slot in memory (scratch)."""
+        if inst.op in (".spill_s", ".fill_s") and len(inst.operands) > 1:
+            reg = inst.operands[1]
+            assert isinstance(reg, RegOp) and isinstance(reg.reg, PReg)
+            return reg.reg
+        return None

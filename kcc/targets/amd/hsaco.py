@@ -123,6 +123,9 @@ class AmdKernel:
     dispatch ptr, queue ptr, kernarg segment ptr, dispatch id, flat scratch init, private
     segment size); ``workgroup_ids`` enables the system SGPRs for x, y, z; ``workitem_ids``
     is the VGPR work-item id count minus one (0: x, 1: x and y, 2: x, y and z).
+    ``private_segment_size`` is the scratch bytes per work-item (nonzero sets
+    ENABLE_PRIVATE_SEGMENT: gfx1100 and gfx942 have architected flat scratch, so nothing else
+    is set up); ``sgpr_spill_count``/``vgpr_spill_count`` go to the metadata as they are.
     """
 
     name: str
@@ -142,6 +145,8 @@ class AmdKernel:
     workgroup_ids: tuple[bool, bool, bool] = (True, False, False)
     workitem_ids: int = 0
     max_flat_workgroup_size: int = 1024
+    sgpr_spill_count: int = 0
+    vgpr_spill_count: int = 0
     asm: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -209,11 +214,11 @@ def kernel_metadata(kernel: AmdKernel, arch: AmdArch) -> dict[str, object]:
         ".name": kernel.name,
         ".private_segment_fixed_size": kernel.private_segment_size,
         ".sgpr_count": kernel.next_free_sgpr + arch.extra_sgprs(kernel.uses_vcc),
-        ".sgpr_spill_count": 0,
+        ".sgpr_spill_count": kernel.sgpr_spill_count,
         ".symbol": kernel.name + ".kd",
         ".uses_dynamic_stack": False,
         ".vgpr_count": kernel.next_free_vgpr,
-        ".vgpr_spill_count": 0,
+        ".vgpr_spill_count": kernel.vgpr_spill_count,
         ".wavefront_size": arch.wave_size,
     }
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from kcc.encode.amd.operands import SGPR, VGPR, Inst
 from kcc.ir import Ops, UOp
-from kcc.ir.mir import Label, format_mir
+from kcc.ir.mir import Label, MFunction, PReg, format_mir
 from kcc.isel.amd.lower import Lowering, insert_waits, listing
-from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch
+from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch, parse_preg
 from kcc.isel.amd.select import AmdSelectError, Selected, select
 from kcc.targets.amd.desc import AMD
 from kcc.regalloc import AllocationError, allocate, check_allocation
@@ -27,6 +27,17 @@ from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 
 DEFAULT_ARCH = "gfx1100"
+
+
+@dataclass(frozen=True)
+class Spills:
+    """What a kernel's spills need: bytes of private segment (scratch) per work-item for its
+    VGPR slots, and how many SGPR and VGPR spill instructions it has (the metadata's
+    ``.sgpr_spill_count`` / ``.vgpr_spill_count``)."""
+
+    scratch_bytes: int = 0
+    sgpr: int = 0
+    vgpr: int = 0
 
 
 @dataclass
@@ -42,6 +53,7 @@ class AmdCode:
     sel: Selected
     desc: KernelDesc
     asm: list[str] = field(default_factory=list)
+    spills: Spills = Spills()
 
 
 def _counts(items: list[Inst | Label]) -> tuple[int, int]:
@@ -65,6 +77,40 @@ def _params(sink: UOp) -> list[UOp | None]:
     return [ps.get(i) for i in range(n)]
 
 
+def _vgpr_top(fn: MFunction) -> int:
+    """One past the highest VGPR an allocated function names."""
+    top = 0
+    for inst in fn.insts:
+        for r in (*inst.uses(), *inst.defs()):
+            if isinstance(r, PReg):
+                p = parse_preg(r)
+                if isinstance(p, VGPR):
+                    top = max(top, p.index + p.count)
+    return top
+
+
+def allocate_spilling(fn: MFunction, arch: Arch, kernel: str) -> tuple[MFunction, AmdRegInfo]:
+    """Allocate ``fn``; where SGPRs spill, again with lane VGPRs reserved for their slots.
+
+    The first allocation has every register (a kernel that does not spill SGPRs is done
+    then, as before spilling existed). Its SGPR spills tell how many slot dwords the lanes
+    must hold; the lane VGPRs are then the ones just past the highest VGPR it used (so the
+    VGPR assignment, which never chose them, stays the same), or the top ones when the
+    VGPRs ran out too. Each retry reserves at least one more lane VGPR, so it ends."""
+    info = AmdRegInfo(arch, kernel)
+    out = allocate(fn, info)
+    while info.lane_dwords > len(info.lanes) * arch.wave:
+        n = max(-(-info.lane_dwords // arch.wave), len(info.lanes) + 1)
+        low = _vgpr_top(out) if not info.lanes else min(info.lanes)
+        first = low if low + n <= arch.vgprs else arch.vgprs - n
+        if first < 1:                      # v0 holds the work-item ids at entry
+            raise AllocationError(f"kernel too large for AMD: {kernel!r} needs more than "
+                                  f"{arch.vgprs} VGPRs for its values and spilled SGPRs")
+        info = AmdRegInfo(arch, kernel, tuple(range(first, first + n)))
+        out = allocate(fn, info)
+    return out, info
+
+
 class AmdTarget:
     """What the pipeline drives for AMD."""
 
@@ -86,21 +132,21 @@ class AmdTarget:
                                  "supported for gidx (the grid)")
         return select(lin, kd.name, _params(sink), self.arch), kd
 
-    def allocate(self, state: tuple[Selected, KernelDesc]) -> tuple[Selected, KernelDesc]:
+    def allocate(self, state: tuple[Selected, KernelDesc]
+                 ) -> tuple[Selected, KernelDesc, Spills]:
         sel, kd = state
-        info = AmdRegInfo(self.arch, kd.name)
         try:
-            fn = allocate(sel.fn, info)
+            fn, info = allocate_spilling(sel.fn, self.arch, kd.name)
         except AllocationError as e:
             raise AmdSelectError(str(e)) from None
         if self.check_alloc:
             check_allocation(sel.fn, fn, info)
         out = Selected(fn, sel.lds_bytes, sel.workgroup_ids, sel.workitem_ids, sel.kernarg,
                        sel.kernarg_size)
-        return out, kd
+        return out, kd, Spills(info.scratch_bytes, info.spills["s"], info.spills["v"])
 
-    def encode(self, state: tuple[Selected, KernelDesc]) -> AmdCode:
-        sel, kd = state
+    def encode(self, state: tuple[Selected, KernelDesc, Spills]) -> AmdCode:
+        sel, kd, spills = state
         items = insert_waits(Lowering(self.arch).lower(sel.fn), self.arch)
         s, v = _counts(items)
         flat = [kd.local_size[0] * kd.local_size[1] * kd.local_size[2]]
@@ -111,7 +157,11 @@ class AmdTarget:
             "sgpr_count": s, "vgpr_count": max(v, 1), "lds_bytes": sel.lds_bytes,
             "grid": kd.global_size, "block": kd.local_size,
             "workgroup_size": flat[0]}}
-        return AmdCode(kd.name, items, self.arch, s, max(v, 1), sel, kd, listing(items))
+        if spills.scratch_bytes:
+            # only a kernel that spills VGPRs has the fact (the others' manifests unchanged)
+            kd.target["amd"]["scratch_bytes"] = spills.scratch_bytes
+        return AmdCode(kd.name, items, self.arch, s, max(v, 1), sel, kd, listing(items),
+                       spills)
 
     def listing(self, stage: str, state: Any) -> str:
         if stage in ("select", "allocate"):
@@ -151,6 +201,8 @@ def amd_kernel(c: AmdCode, machine: bytes = b"") -> Any:
         c.name, machine, next_free_vgpr=c.vgprs, next_free_sgpr=max(c.sgprs, 1),
         args=tuple(args), kernarg_size=f["kernarg_size"], kernarg_align=8,
         group_segment_size=f["lds_bytes"], uses_vcc=uses_vcc,
+        private_segment_size=c.spills.scratch_bytes, sgpr_spill_count=c.spills.sgpr,
+        vgpr_spill_count=c.spills.vgpr,
         workgroup_ids=c.sel.workgroup_ids, workitem_ids=c.sel.workitem_ids,
         max_flat_workgroup_size=max(f["workgroup_size"], 1), asm=tuple(c.asm))
 
