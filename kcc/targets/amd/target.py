@@ -148,6 +148,7 @@ class AmdTarget:
     def encode(self, state: tuple[Selected, KernelDesc, Spills]) -> AmdCode:
         sel, kd, spills = state
         items = insert_waits(Lowering(self.arch).lower(sel.fn), self.arch)
+        items = relax_branches(items, self.arch.name)
         s, v = _counts(items)
         flat = [kd.local_size[0] * kd.local_size[1] * kd.local_size[2]]
         kd.target = {"amd": {
@@ -304,6 +305,76 @@ def _branch_text(name: str, offset: int) -> str:
     return f"{name} {offset}"
 
 
+# A SOPP branch reaches SIMM16 dwords from the next instruction: [-32768, 32767] (RDNA3 ISA
+# §5.5 / CDNA3 ISA §4.5); the widest instruction kcc emits is 12 bytes (a VOP3 and a literal)
+_REACH = 32767
+_WIDEST = 12
+_INVERSE = {"s_cbranch_scc0": "s_cbranch_scc1", "s_cbranch_scc1": "s_cbranch_scc0",
+            "s_cbranch_vccz": "s_cbranch_vccnz", "s_cbranch_vccnz": "s_cbranch_vccz",
+            "s_cbranch_execz": "s_cbranch_execnz", "s_cbranch_execnz": "s_cbranch_execz"}
+
+
+def relax_branches(items: list[Inst | Label], arch: str) -> list[Inst | Label]:
+    """``items`` with every branch within the reach of its 16-bit offset.
+
+    A kernel whose code cannot reach 128 KiB (most) is returned as it is. Otherwise, while a
+    branch lies out of reach: a conditional one becomes the inverted condition over an
+    ``s_branch`` to the target; an ``s_branch`` is sent to an island placed within its reach
+    toward the target — ``s_branch over; island: s_branch target; over:`` — which the code
+    falling through skips. No register is needed (a far jump through s_setpc_b64 would need
+    an SGPR pair after allocation). Each pass moves a branch at least ~128 KiB closer, so it
+    ends."""
+    if _WIDEST * len(items) <= 4 * _REACH:
+        return items
+    from kcc.encode.amd import encode, parse_inst
+    from kcc.isel.amd.lower import inst_text
+    out = list(items)
+    size: dict[int, int] = {}
+
+    def nbytes(it: Inst | Label) -> int:
+        if isinstance(it, Label):
+            return 0
+        if it.mod("target") is not None:
+            return 4
+        n = size.get(id(it))
+        if n is None:
+            n = size[id(it)] = len(encode(arch, parse_inst(arch, inst_text(it))))
+        return n
+
+    fresh = 0
+    while True:
+        pos, at, labels = [], 0, {}
+        for it in out:
+            pos.append(at)
+            if isinstance(it, Label):
+                labels[it.name] = at
+            at += nbytes(it)
+        far = next((k for k, it in enumerate(out) if isinstance(it, Inst)
+                    and it.mod("target") is not None
+                    and not -_REACH - 1 <= (labels[str(it.mod("target"))] - pos[k] - 4) // 4
+                    <= _REACH), None)
+        if far is None:
+            return out
+        br = out[far]
+        assert isinstance(br, Inst)
+        target = str(br.mod("target"))
+        fresh += 1
+        if br.name != "s_branch":
+            skip = f".Lfar{fresh}_skip"
+            out[far:far + 1] = [Inst(_INVERSE[br.name], (), (("target", skip),)),
+                                Inst("s_branch", (), (("target", target),)), Label(skip)]
+            continue
+        island, over = f".Lfar{fresh}_island", f".Lfar{fresh}_over"
+        margin = 4 * _REACH - 64                 # room for the island itself
+        if labels[target] > pos[far]:
+            j = max(k for k in range(far + 1, len(out)) if pos[k] - pos[far] <= margin)
+        else:
+            j = min(k for k in range(far + 1) if pos[far] - pos[k] <= margin)
+        out[far] = Inst("s_branch", (), (("target", island),))
+        out[j:j] = [Inst("s_branch", (), (("target", over),)), Label(island),
+                    Inst("s_branch", (), (("target", target),)), Label(over)]
+
+
 def machine_code(code: AmdCode) -> bytes:
     """The kernel's bytes: every instruction through the encoder (parsed from the listing's
     LLVM syntax), branches resolved to SOPP word offsets from the next instruction."""
@@ -335,6 +406,9 @@ def machine_code(code: AmdCode) -> bytes:
             continue
         if b is None:
             off = (labels[it.mod("target")] - (len(out) + 4)) // 4
+            if not -_REACH - 1 <= off <= _REACH:  # (relax_branches keeps every one in reach)
+                raise ValueError(f"{it.name} to {it.mod('target')}: {off} dwords is out of "
+                                 "reach of a SOPP offset")
             b = encode(arch, parse_inst(arch, _branch_text(it.name, off)))
         out += b
     return bytes(out)
