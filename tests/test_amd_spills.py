@@ -36,20 +36,23 @@ from kcc.targets.manifest import check_launch
 ARCHS = ("gfx1100", "gfx942")
 
 
-def vgpr_kernel(n: int = 270) -> str:
-    """n float32 values live at once (a REG buffer written in order, read back reversed):
-    more than the 256 VGPRs."""
-    lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float32, {n})",
-             f"%x = PARAM ParamArg(1, float32, {n})",
-             f"%r = BUFFER ParamArg(2, float32, {n}, addrspace=REG)"]
+def vgpr_kernel(n: int = 270, lanes: int = 48) -> str:
+    """n float32 values live at once in each of ``lanes`` work-items (a REG buffer written in
+    order, read back reversed): more than the 256 VGPRs. 48 work-items: a partial second wave
+    on gfx1100, a partial EXEC on gfx942, so scratch is per lane and under EXEC."""
+    lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float32, {n * lanes})",
+             f"%x = PARAM ParamArg(1, float32, {n * lanes})",
+             f"%r = BUFFER ParamArg(2, float32, {n}, addrspace=REG)",
+             f'%l = SPECIAL({lanes}) "lidx0" : weakint']
     for k in range(n):
-        lines += [f"%i{k} = INDEX(%x, {k})", f"%v{k} = LOAD(%i{k}) : float32",
+        lines += [f"%a{k} = ADD(%l, {k * lanes}) : weakint", f"%i{k} = INDEX(%x, %a{k})",
+                  f"%v{k} = LOAD(%i{k}) : float32",
                   f"%p{k} = INDEX(%r, {k})", f"%w{k} = STORE(%p{k}, %v{k})"]
     lines.append(f"%all = GROUP({', '.join(f'%w{k}' for k in range(n))})")
     lines.append("%ra = AFTER(%r, %all)")
     for k in range(n):
         lines += [f"%q{k} = INDEX(%ra, {n - 1 - k})", f"%u{k} = LOAD(%q{k}) : float32",
-                  f"%j{k} = INDEX(%o, {k})", f"%t{k} = STORE(%j{k}, %u{k})"]
+                  f"%j{k} = INDEX(%o, %a{k})", f"%t{k} = STORE(%j{k}, %u{k})"]
     lines.append(f"%g = GROUP({', '.join(f'%t{k}' for k in range(n))})")
     lines.append('SINK(%g) KernelInfo(name="vgprs")')
     return "\n".join(lines) + "\n"
@@ -73,19 +76,22 @@ def sgpr_kernel(n: int = 120) -> str:
 
 def wide_kernel(ns: int = 56, nv: int = 140) -> str:
     """ns int64 scalar arguments (SGPR pairs) read in a loop and nv float64 values (VGPR
-    pairs) live at once: both register files overflow with 64-bit values."""
-    lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float64, {nv})",
-             f"%x = PARAM ParamArg(1, float64, {nv})", "%q = PARAM ParamArg(2, int64, 4)",
-             f"%r = BUFFER ParamArg({ns + 3}, float64, {nv}, addrspace=REG)"]
+    pairs) live at once in each of 8 work-items: both register files overflow with 64-bit
+    values. (Every work-item stores the same q[l], the loop's result.)"""
+    lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float64, {nv * 8})",
+             f"%x = PARAM ParamArg(1, float64, {nv * 8})", "%q = PARAM ParamArg(2, int64, 4)",
+             f"%r = BUFFER ParamArg({ns + 3}, float64, {nv}, addrspace=REG)",
+             '%w = SPECIAL(8) "lidx0" : weakint']
     lines += [f"%s{k} = PARAM ParamArg({k + 3}, int64, addrspace=ALU)" for k in range(ns)]
     for k in range(nv):
-        lines += [f"%i{k} = INDEX(%x, {k})", f"%v{k} = LOAD(%i{k}) : float64",
+        lines += [f"%c{k} = ADD(%w, {k * 8}) : weakint", f"%i{k} = INDEX(%x, %c{k})",
+                  f"%v{k} = LOAD(%i{k}) : float64",
                   f"%p{k} = INDEX(%r, {k})", f"%w{k} = STORE(%p{k}, %v{k})"]
     lines.append(f"%all = GROUP({', '.join(f'%w{k}' for k in range(nv))})")
     lines.append("%ra = AFTER(%r, %all)")
     for k in range(nv):
         lines += [f"%g{k} = INDEX(%ra, {nv - 1 - k})", f"%u{k} = LOAD(%g{k}) : float64",
-                  f"%j{k} = INDEX(%o, {k})", f"%t{k} = STORE(%j{k}, %u{k})"]
+                  f"%j{k} = INDEX(%o, %c{k})", f"%t{k} = STORE(%j{k}, %u{k})"]
     lines += ["%l = RANGE(4) (0, LOOP) : weakint", "%li = CAST(%l) int64",
               "%a0 = MUL(%s0, %li) : int64"]
     for k in range(1, ns):
