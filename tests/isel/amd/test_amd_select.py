@@ -193,7 +193,7 @@ def test_register_classes_alias_by_units() -> None:
 
 def test_too_many_registers_spill_instead_of_a_refusal() -> None:
     """300 float32 REG slots live at once need more than 256 VGPRs: once refused as "kernel
-    too large for AMD", now spilled to scratch (tests/test_amd_spills.py runs such kernels)."""
+    too large for AMD", now spilled to scratch (tests/targets/amd/test_amd_spills.py runs such kernels)."""
     n = 300
     lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float32, {n})",
              f"%x = PARAM ParamArg(1, float32, {n})",
