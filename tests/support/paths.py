@@ -7,4 +7,4 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 DATA = REPO / "tests" / "data"
 KERNELS = DATA / "kernels"                 # .uop kernels the tests compile
-SHARED_KERNELS = KERNELS / "shared"       # the shared examples (project copy of ../shared)
+SHARED_KERNELS = KERNELS / "shared"       # the shared examples (the project's copy)

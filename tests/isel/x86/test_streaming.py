@@ -301,7 +301,7 @@ def test_misaligned_output_runs_the_ordinary_body_in_a_fresh_process(tmp_path):
     a child process so that a fault fails this test rather than the whole session."""
     code = f"""
 import sys
-sys.path[:0] = [{str(REPO)!r}, {str(REPO / 'tests')!r}]
+sys.path[:0] = [{str(REPO)!r}, {str(REPO / 'tests' / 'support')!r}]
 import numpy as np
 from kcc.frontend.parser import parse
 from kcc.targets.manifest import check_launch
