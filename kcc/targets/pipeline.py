@@ -158,24 +158,25 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
     return state
 
 
-def compile_kernels(sinks: list[UOp], target: Target, error: type[Exception],
+def compile_kernels(sinks: list[UOp], target: Target,
                     refusals: tuple[type[Exception], ...] = (), dump_after: str | None = None,
                     out: TextIO | None = None) -> tuple[list[Any], list[Any]]:
     """The kernels of one object through the pipeline: the encoded kernels and their
-    KernelDescs, in input order. Two kernels of one name (one symbol each) raise error; a
-    refusal (an exception of a type in refusals) is re-raised as error naming the kernel."""
+    KernelDescs, in input order. Two kernels of one name (one symbol each) raise CompileError;
+    a refusal (an exception of a type in refusals) is re-raised as a CompileError whose
+    `kernel` field names the kernel."""
     from kcc.targets.manifest import duplicate_name
+    from kcc.targets.registry import CompileError
     dup = duplicate_name(sinks)
     if dup:
-        raise error(f"two kernels are named {dup!r}; symbols in one object must be unique")
+        raise CompileError(f"two kernels are named {dup!r}; symbols in one object must be "
+                           "unique")
     encoded, descs = [], []
     for sink in sinks:
         try:
             k, d = run_pipeline(sink, target, dump_after, out)
         except refusals as e:
-            msg = str(e)
-            prefix = f"kernel {sink.arg.name}: "
-            raise error(msg if msg.startswith(prefix) else prefix + msg) from None
+            raise CompileError(str(e), kernel=sink.arg.name) from None
         encoded.append(k)
         descs.append(d)
     return encoded, descs

@@ -27,7 +27,26 @@ _loaded: dict[str, "TargetSpec"] = {}
 
 
 class CompileError(Exception):
-    """A kernel (or request) a target refuses on purpose; the message is for the user."""
+    """A kernel (or request) a target refuses on purpose; the message is for the user.
+
+    kernel: the name of the kernel refused (None when the whole request is refused, e.g. an
+    unknown arch); source: the file that kernel was read from, set by whoever read it (the
+    CLI). str() is `source: kernel NAME: message` with the parts that are known, so a caller
+    attributes a refusal by these fields, never by parsing the message."""
+
+    def __init__(self, message: str, kernel: str | None = None, source: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.kernel = kernel
+        self.source = source
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        where += f"kernel {self.kernel}: " if self.kernel else ""
+        return where + self.message
+
+    def __reduce__(self) -> tuple:       # the fields survive pickling (worker processes)
+        return (type(self), (self.message, self.kernel, self.source))
 
 
 class DisasmError(Exception):

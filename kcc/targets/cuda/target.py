@@ -41,7 +41,7 @@ PTXAS_HINT = ("install it with `pip install nvidia-cuda-nvcc` (it provides "
               "site-packages/nvidia/cu13/bin/ptxas) or the CUDA toolkit, or use --emit ptx")
 
 
-class CudaCompileError(Exception):
+class CudaCompileError(CompileError):
     """A CUDA compilation that cannot complete (no ptxas, ptxas refused the PTX, bad arch)."""
 
 
@@ -173,8 +173,7 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
     ptxas = find_ptxas()
     if emit == "cubin" and ptxas is None:
         raise CudaCompileError(f"a cubin needs ptxas, which was not found; {PTXAS_HINT}")
-    kernels, descs = compile_kernels(sinks, target, CudaCompileError, (SelectError, PtxError),
-                                     dump_after, out)
+    kernels, descs = compile_kernels(sinks, target, (SelectError, PtxError), dump_after, out)
     try:
         ptx = module_text(kernels, arch) + ptx_global(descs)
     except PtxError as e:

@@ -172,8 +172,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
     target = X86Target(arch, fp_contract, streaming_stores)
-    encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,), dump_after,
-                                     out)
+    encoded, descs = compile_kernels(sinks, target, (SelectError,), dump_after, out)
     if emit == "asm":
         return assembly_text(encoded, target.pool).encode(), descs
     return write_object(encoded, target.pool, descs), descs

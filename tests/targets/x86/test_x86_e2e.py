@@ -10,7 +10,7 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
-from kcc.isel.x86.select import SelectError
+from kcc.targets.registry import CompileError
 from kcc.targets.x86.target import compile_x86
 from x86_util import REPO, SHARED, assert_same, compile_and_run, random_inputs, reference
 
@@ -37,7 +37,7 @@ def _files() -> list[Path]:
 def test_example_matches_interpreter(path: Path) -> None:
     sink = parse(path.read_text(), str(path))
     if _gpu_style(sink):
-        with pytest.raises(SelectError, match="GPU target"):
+        with pytest.raises(CompileError, match="GPU target"):
             compile_x86([sink])
         return
     ulp = TRANSCENDENTAL_ULP if any(n.op in (Ops.EXP2, Ops.LOG2, Ops.SIN)
@@ -55,8 +55,9 @@ def test_gpu_constructs_are_refused_with_their_name() -> None:
 %s = STORE(%p, 1.0)
 SINK(%s) KernelInfo(name="k")
 """
-    with pytest.raises(SelectError, match="lidx0"):
+    with pytest.raises(CompileError, match="lidx0") as e:
         compile_x86([parse(src)])
+    assert e.value.kernel == "k"
 
 
 def test_object_is_deterministic() -> None:
