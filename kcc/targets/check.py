@@ -233,3 +233,45 @@ def compare(desc: Any, got: list[Any], want: list[Any], defined: list[np.ndarray
             out.append(Mismatch(a.slot, a.name, int(diff.sum()), i, _show(g, i, a.dtype),
                                 _show(w, i, a.dtype), excluded))
     return out
+
+
+# docs/transcendentals.md: EXP2/LOG2/SIN are within 2 ulp of the exact value and the
+# interpreter rounds its float64 result once more; a kernel using them is compared within this
+# many ulp (floats only), every other kernel bit for bit (docs/semantics.md: exact ops).
+TRANSCENDENTAL_ULP = 4
+
+
+def check_ulp(sink: UOp) -> int:
+    """The ulp tolerance `kcc run --check` compares sink's float results with: 0 (bit for
+    bit) unless the kernel uses an approximated op (TRANSCENDENTAL_ULP)."""
+    approx = {Ops.EXP2, Ops.LOG2, Ops.SIN}
+    return TRANSCENDENTAL_ULP if any(n.op in approx for n in toposort([sink])) else 0
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verdict of one `--check`: the mismatches (none: a match) and the report lines."""
+
+    mismatches: list[Mismatch]
+    lines: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """True when every defined element matches."""
+        return not self.mismatches
+
+
+def check_report(desc: Any, target: str, sink: UOp, got: list[Any], want: list[Any],
+                 defined: list[np.ndarray | None]) -> CheckReport:
+    """Compare a target's buffers with the interpreter's under the kernel's ulp policy; the
+    report's lines say what matched or, per argument, what differs."""
+    ulp = check_ulp(sink)
+    bad = compare(desc, got, want, defined, ulp)
+    if not bad:
+        skipped = sum(int((~d).sum()) for d in defined if d is not None)
+        note = f" ({skipped} unspecified elements not compared)" if skipped else ""
+        return CheckReport([], [f"{desc.name}: {target} matches the interpreter{note}"])
+    how = f"by more than {ulp} ulp" if ulp else "(bit-exact comparison, NaN = NaN)"
+    lines = [f"{desc.name}: {target} differs from the interpreter {how}:"]
+    lines += [f"  {m.describe(target)}" for m in bad]
+    return CheckReport(bad, lines)

@@ -4,6 +4,11 @@
     check_paths(inputs, outs)      # OutputError: an output is an input, or two outputs coincide
     write_all(outs)                # every regular file, or none of them
 
+    outs, mpath = compile_outputs(spec, compiled, "k.uop", output=None)   # kcc compile's files
+
+`compile_outputs` is `kcc compile`'s output policy: the object's default name, the manifest
+beside it (never silently over another output's manifest or a user's JSON) and the C header.
+
 A regular file is written to a temporary file beside it (same folder, so the rename is atomic
 on POSIX) and every temporary is renamed into place only once all of them are complete; on any
 failure the temporaries are removed and no destination has changed. `-` is standard output;
@@ -13,12 +18,15 @@ place, after the regular files.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class OutputError(Exception):
@@ -132,3 +140,71 @@ def write_all(outputs: list[Output]) -> None:
                     f.write(o.data)
         except OSError as e:
             raise OutputError(_message(o, e)) from None
+
+
+# -- kcc compile's outputs ------------------------------------------------------------------------
+
+def header_guard(path: str) -> str:
+    """The include guard of a header, from its file name: kernels-v2.h → KERNELS_V2_H."""
+    name = re.sub(r"[^A-Za-z0-9]", "_", Path(path).name).upper() if path != "-" else ""
+    if not name or not (name[0].isalpha()):
+        name = "KCC_" + (name.lstrip("_") or "KERNELS_H")
+    return name
+
+
+def compile_outputs(spec: Any, compiled: Any, first_input: str, output: str | None = None,
+                    manifest: str | None = None, no_manifest: bool = False,
+                    header: str | None = None) -> tuple[list[Output], str | None]:
+    """The files `kcc compile` writes for compiled (a registry.Compiled of target spec): the
+    object (default: first_input's stem with the emit kind's suffix), the manifest (default:
+    beside the object, .json; none for standard output or a device) and the C header, none
+    written yet; and the manifest's path (None without one). OutputError for a request that
+    cannot be met."""
+    from kcc.targets.manifest import manifest_doc, manifest_text
+    kind = spec.emit(compiled.emit)
+    out = output or Path(first_input).stem + kind.suffix
+    outputs = [Output(out, compiled.data,
+                      "object" if kind.loadable else f"{compiled.emit} output")]
+    mpath = None
+    if manifest:
+        if kind.loadable and is_special(out):
+            raise OutputError(f"a manifest names the object's file and hash, and "
+                              f"{'standard output' if out == '-' else out} is not a file; "
+                              "write the object to a file, or leave out --manifest")
+        mpath = manifest
+    elif not no_manifest and not is_special(out):
+        mpath = str(Path(out).with_suffix(".json"))
+        refuse_foreign_manifest(mpath, out)
+    if mpath:
+        doc = manifest_doc(Path(mpath), spec.name, compiled.arch, compiled.descs,
+                           Path(out) if kind.loadable else None, compiled.data)
+        outputs.append(Output(mpath, manifest_text(doc).encode(), "manifest"))
+    if header:
+        text = spec.header(compiled.descs, header_guard(header))
+        if text is None:
+            raise OutputError(f"--header: -t {spec.name} has no C header (C prototypes of the "
+                              "object's functions); nothing was written")
+        outputs.append(Output(header, text.encode(), "header"))
+    return outputs, mpath
+
+
+def refuse_foreign_manifest(mpath: str, out: str) -> None:
+    """OutputError unless the default-named manifest mpath is absent or the manifest of this
+    same output: it must not silently replace another target's k.json beside k.o and k.cubin,
+    or a user's JSON."""
+    try:
+        old = json.loads(Path(mpath).read_text())
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError, ValueError):
+        old = None
+    hint = "name the manifest with --manifest, or --no-manifest"
+    if not isinstance(old, dict) or old.get("format") != "kcc-manifest":
+        raise OutputError(f"the manifest would be {mpath} (named after {out}), which exists "
+                          f"and is not a kcc manifest; {hint}")
+    obj = old.get("object")
+    other = obj.get("file") if isinstance(obj, dict) else None
+    mine = os.path.relpath(os.path.abspath(out), os.path.dirname(os.path.abspath(mpath)))
+    if other is not None and other != mine:
+        raise OutputError(f"the manifest would be {mpath} (named after {out}), which is the "
+                          f"manifest of {other} (target {old.get('target')}); {hint}")

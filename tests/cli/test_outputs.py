@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from kcc.cli import header_guard, main
+from kcc.cli import main
+from kcc.targets.outputs import header_guard
 from kcc.frontend.parser import parse
 from kcc.targets import check as chk
 from kcc.targets.manifest import describe_kernel

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 import kcc.targets.x86.target as x86_target
-from kcc.cli import TRANSCENDENTAL_ULP, main
+from kcc.cli import main
+from kcc.targets.check import TRANSCENDENTAL_ULP
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from uop_texts import INC, SCALE

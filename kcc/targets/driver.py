@@ -1,0 +1,335 @@
+"""What `kcc compile` and `kcc run` do between the command line and the output: read the
+inputs, drive a target, check and save (kcc/cli.py is only the click wiring around this).
+
+    sinks = load_all(["k.uop"])                               # SourceError for a bad file
+    c = compile_sinks(sinks, ["k.uop"], "x86")                # UserError for a refusal
+    run(RunOptions("k.uop", target="x86", check=True))        # UserError for a refusal
+
+A refusal is a `UserError` whose message is one line (or a `--check` report) for the user;
+a `.uop` that does not parse is the frontend's `SourceError` (it renders the line and a
+caret). Start-up: importing this module imports only the registry; numpy, the parser, the
+pipeline and a target are imported by the function that needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from kcc.targets import registry
+
+if TYPE_CHECKING:
+    from kcc.frontend.parser import ParseResult
+
+
+class UserError(Exception):
+    """A refusal for the user: printed as `error: message`, exit status 1."""
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def plural(n: int, word: str) -> str:
+    """`1 kernel`, `2 kernels`."""
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+# -- reading and compiling ------------------------------------------------------------------------
+
+def load(path: str) -> tuple[ParseResult, str]:
+    """Read, parse and verify a `.uop` file (`-` is stdin); returns the result and the text."""
+    from kcc.frontend.lexer import decode_source
+    from kcc.frontend.parser import parse_result, read_source
+    if path == "-":
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        data, name = read_source(path), path
+    text = decode_source(data, name)
+    return parse_result(text, name), text
+
+
+def load_all(files: list[str] | tuple[str, ...]) -> list[Any]:
+    """The kernel graph of each file, in order (SourceError for the first bad one)."""
+    return [load(path)[0].sink for path in files]
+
+
+def compile_sinks(sinks: list[Any], files: list[str] | tuple[str, ...], target: str,
+                  arch: str | None = None, emit: str | None = None,
+                  dump_after: str | None = None,
+                  options: dict[str, str] | None = None) -> registry.Compiled:
+    """Run the pipeline for target (`--dump-after` listings to stdout). options: the compile
+    options by keyword (registry.OPTIONS). A refusal is a UserError; one naming a kernel names
+    the file it came from (files[i] holds sinks[i])."""
+    from kcc.targets.pipeline import PASS_NAMES
+    if dump_after is not None and dump_after not in PASS_NAMES:
+        raise UserError(f"unknown pass {dump_after!r} for --dump-after (choose from "
+                        f"{', '.join(PASS_NAMES)})")
+    spec = registry.get(target)
+    arch = arch or spec.default_arch
+    emit = emit or spec.default_emit
+    out = sys.stdout if dump_after else None
+    try:
+        spec.check_arch(arch)
+        spec.emit(emit)
+        kw = spec.compile_options(options or {})
+        return spec.compile(sinks, arch, emit, dump_after, out, **kw)
+    except registry.CompileError as e:
+        if e.kernel is not None and e.source is None:
+            e.source = next((("<stdin>" if path == "-" else path)
+                             for sink, path in zip(sinks, files) if sink.arg.name == e.kernel),
+                            None)
+        raise UserError(str(e)) from None
+    except Exception as e:                   # noqa: BLE001 — never a traceback for a user
+        if os.environ.get("KCC_TRACEBACK"):  # for kcc developers: the traceback
+            raise
+        raise UserError(f"internal compiler error ({type(e).__name__}: {e}); please report "
+                        "it with the input") from None
+
+
+# -- kcc run --------------------------------------------------------------------------------------
+
+@dataclass
+class RunOptions:
+    """What `kcc run` was asked to do (its flags, one field each)."""
+
+    source: str                          # a .uop, or a manifest .json
+    args: tuple[str, ...] = ()           # .npy paths for buffers, numbers for scalars
+    interp: bool = False                 # run the .uop in the reference interpreter
+    target: str | None = None            # compile the .uop for this target
+    arch: str | None = None
+    kernel: str | None = None            # which kernel of a manifest
+    outdir: str = "kcc-out"              # where arg{slot}.npy go
+    random_fill: bool = False            # fill missing inputs randomly
+    seed: int = 0
+    check: bool = False                  # compare with the interpreter (implies random_fill)
+    emulate: bool = False                # run the code object in kcc's emulator
+    say: Callable[[str], None] = _stderr  # progress and report lines
+
+
+def run(o: RunOptions) -> None:
+    """`kcc run`: load or compile the kernel, fill and check its arguments, run it, save every
+    buffer to o.outdir; with o.check compare with the interpreter (UserError on a mismatch)."""
+    import numpy as np
+    from kcc.targets.check import check_inputs
+    from kcc.targets.manifest import LaunchError, check_launch, describe_kernel
+    if o.check and o.interp:
+        raise UserError("--check compares a compiled kernel with the interpreter: give "
+                        "-t TARGET, not --interp")
+    sink = None
+    target = o.target
+    if o.source.endswith(".json"):
+        if o.interp:
+            raise UserError("--interp runs a .uop, not a manifest")
+        if o.check:
+            raise UserError("--check needs a .uop source (the interpreter runs the graph), "
+                            "not a manifest")
+        desc, data, target = from_manifest(o.source, target, o.kernel)
+    else:
+        refuse_object_source(o.source)
+        if (target is None) == (not o.interp):
+            raise UserError("choose one of --interp or -t TARGET to run a .uop")
+        sink = load_all((o.source,))[0]
+        if o.kernel is not None and o.kernel != sink.arg.name:
+            raise UserError(f"{o.source} holds kernel {sink.arg.name!r}, not {o.kernel!r}")
+        desc = describe_kernel(sink)
+        data = None
+        if target is not None:
+            c = compile_sinks([sink], (o.source,), target, o.arch)
+            data, desc = c.data, c.descs[0]
+    if o.emulate and data is None:
+        raise UserError("--emulate runs a compiled kernel: give -t TARGET or a manifest")
+    given = parse_args(desc, o.args, o.random_fill or o.check)
+    try:
+        values = check_inputs(sink, desc, np.random.default_rng(o.seed), given)
+    except MemoryError:
+        raise UserError(f"kernel {desc.name}: not enough memory for random buffers of "
+                        f"{', '.join(str(a.size) for a in desc.args if a.kind == 'buffer')} "
+                        "elements") from None
+    try:
+        values = check_launch(desc, values)
+    except LaunchError as e:
+        raise UserError(str(e)) from None
+    o.say(report_inputs(desc, values, len(given)))
+    if o.check:
+        want, defined = _reference(sink, values)
+    if data is None:
+        _interpret(sink, values)
+    else:
+        _launch(target, data, desc, values, o.emulate)
+    out = Path(o.outdir)
+    _save(out, desc, values, "")
+    n = sum(a.kind == "buffer" for a in desc.args)
+    o.say(f"saved {plural(n, 'buffer')} to {out}/ (arg{{slot}}.npy)")
+    if o.check:
+        from kcc.targets.check import check_report
+        rep = check_report(desc, target, sink, values, want, defined)
+        if rep.ok:
+            o.say("\n".join(rep.lines))
+            return
+        _save(out, desc, want, ".interp")      # the interpreter's buffers beside the target's
+        raise UserError("\n".join(rep.lines + [
+            f"  {target}'s buffers are {out}/arg{{slot}}.npy, the interpreter's "
+            f"{out}/arg{{slot}}.interp.npy"]))
+
+
+def parse_args(desc: Any, raw: tuple[str, ...], random_fill: bool) -> list[Any]:
+    """Kernel arguments given on the command line (a prefix of the kernel's): .npy paths for
+    buffers, numbers for scalars."""
+    from kcc.ir import dtypes
+    if len(raw) > len(desc.args):
+        raise UserError(f"kernel {desc.name} takes {plural(len(desc.args), 'argument')}, got "
+                        f"{len(raw)}")
+    if len(raw) < len(desc.args) and not random_fill:
+        missing = desc.args[len(raw)]
+        raise UserError(f"kernel {desc.name} takes {plural(len(desc.args), 'argument')}, got "
+                        f"{len(raw)} "
+                        f"(argument {missing.slot} is missing; --random fills missing inputs)")
+    out = []
+    for a, text in zip(desc.args, raw):
+        label = f"argument {a.slot}" + (f" ({a.name})" if a.name else "")
+        if a.kind == "buffer":
+            out.append(load_npy(text, label))
+            continue
+        try:
+            out.append(float(text) if dtypes.by_name(a.dtype).is_float else int(text, 0))
+        except ValueError:
+            raise UserError(f"{label}: {text!r} is not a {a.dtype} number") from None
+    return out
+
+
+def load_npy(path: str, label: str) -> Any:
+    """A .npy file as a contiguous array; never unpickles (object arrays are refused)."""
+    import numpy as np
+    # np.load falls back to unpickling a file without the .npy magic, which allow_pickle=False
+    # refuses with a misleading message: check the magic first
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        raise UserError(f"{label}: cannot read {path!r}: {e.strerror}") from None
+    if magic != b"\x93NUMPY":
+        raise UserError(f"{label}: {path!r} is not a .npy file")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as e:          # noqa: BLE001 — a garbled header raises from ast/tokenize
+        raise UserError(f"{label}: cannot read {path!r} as .npy: {e}") from None
+    if not isinstance(arr, np.ndarray):
+        raise UserError(f"{label}: {path!r} holds no array")
+    return np.ascontiguousarray(arr)
+
+
+def from_manifest(source: str, target: str | None, kernel: str | None
+                  ) -> tuple[Any, bytes, str]:
+    """The kernel a manifest describes, its object's bytes, and its target."""
+    from kcc.targets.manifest import KernelDesc, LaunchError, read_manifest
+    try:
+        doc = read_manifest(Path(source))
+    except LaunchError as e:
+        raise UserError(str(e)) from None
+    descs = [KernelDesc.from_json(k) for k in doc["kernels"]]
+    names = [d.name for d in descs]
+    if kernel is None and len(descs) > 1:
+        raise UserError(f"{source} holds {len(descs)} kernels ({', '.join(names)}); "
+                        "choose one with --kernel")
+    if kernel is not None and kernel not in names:
+        raise UserError(f"{source} has no kernel {kernel!r} (it has {', '.join(names)})")
+    desc = descs[names.index(kernel)] if kernel else descs[0]
+    if doc["target"] not in registry.names():     # from a newer kcc, or edited
+        raise UserError(f"{source} is for target {doc['target']!r}, which this kcc cannot "
+                        f"run (it runs {', '.join(registry.names())})")
+    if target is not None and target != doc["target"]:
+        raise UserError(f"{source} was compiled for {doc['target']}, not {target}")
+    if doc.get("object") is None:      # written for --emit asm: nothing to load
+        raise UserError(f"{source} describes no object (it was written with --emit asm); "
+                        "assemble the .s and run it from C, or compile with --emit obj")
+    data = (Path(source).parent / doc["object"]["file"]).read_bytes()
+    spec = registry.get(doc["target"])
+    if spec.arches and doc["arch"] not in spec.arches:
+        raise UserError(f"{source}: arch {doc['arch']!r} is not a {spec.name} arch (it has "
+                        f"{', '.join(spec.arches)})")
+    _check_facts(spec, data, doc["kernels"], source)
+    return desc, data, doc["target"]
+
+
+def _check_facts(spec: Any, data: bytes, kernels: list[Any], source: str) -> None:
+    """Refuse a manifest whose kernels disagree with the launch facts the object carries."""
+    from kcc.targets.facts import FactsError, check_manifest
+    try:
+        facts = spec.describe(data)
+        for k in kernels if facts is not None else ():
+            check_manifest(k, facts, source)
+    except FactsError as e:
+        raise UserError(str(e)) from None
+
+
+def refuse_object_source(source: str) -> None:
+    """`kcc run k.o`: say that objects run through their manifest, not that -t is missing;
+    an unreadable source is reported as such first."""
+    if source == "-":
+        return
+    try:
+        with open(source, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise UserError(f"cannot read {source!r}: {e.strerror or e}") from None
+    if head == b"\x7fELF":
+        raise UserError(f"{source} is a compiled object; run its manifest "
+                        f"({Path(source).with_suffix('.json')}), or the .uop with -t TARGET")
+
+
+def report_inputs(desc: Any, values: list[Any], given: int) -> str:
+    """Which buffers the kernel writes, and the scalar values (those chosen at random too)."""
+    outs = [f"arg{a.slot}" + (f" ({a.name})" if a.name else "") for a in desc.args
+            if a.kind == "buffer" and "w" in a.access]
+    scal = [f"arg{a.slot}" + (f" ({a.name})" if a.name else "") + f" = {v}"
+            + (" (random)" if i >= given else "")
+            for i, (a, v) in enumerate(zip(desc.args, values)) if a.kind == "scalar"]
+    return (f"{desc.name}: outputs {', '.join(outs) or 'none'}"
+            + (f"; scalars {', '.join(scal)}" if scal else ""))
+
+
+def _save(out: Path, desc: Any, values: list[Any], suffix: str) -> None:
+    import numpy as np
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for a, v in zip(desc.args, values):
+            if a.kind == "buffer":
+                np.save(out / f"arg{a.slot}{suffix}.npy", v)
+    except OSError as e:
+        raise UserError(f"cannot write {e.filename or out}: {e.strerror}") from None
+
+
+def _reference(sink: Any, values: list[Any]) -> tuple[list[Any], list[Any]]:
+    from kcc.ir.interp import InterpError
+    from kcc.targets.check import reference
+    try:
+        return reference(sink, values)
+    except InterpError as e:
+        raise UserError(f"the interpreter stopped: {e}") from None
+
+
+def _interpret(sink: Any, values: list[Any]) -> None:
+    """Run the reference interpreter; a runtime fault (an out-of-bounds access whose index
+    only the data decides) is an error line, not a traceback."""
+    from kcc.ir.interp import InterpError
+    from kcc.ir.interp import run as interp_run
+    try:
+        interp_run(sink, values)
+    except InterpError as e:
+        raise UserError(f"the interpreter stopped: {e}") from None
+
+
+def _launch(target: str, data: bytes, desc: Any, values: list[Any], emulate: bool) -> None:
+    from kcc.targets.manifest import LaunchError
+    spec = registry.get(target)
+    try:
+        if emulate:
+            spec.emulate(data, desc, values)
+        else:
+            spec.launch(data, desc, values)
+    except LaunchError as e:
+        raise UserError(str(e)) from None
