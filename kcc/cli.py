@@ -234,12 +234,14 @@ def run_cmd(source: str, args: tuple[str, ...], interp: bool, target: str | None
 def disasm_cmd(file: str, att: bool) -> None:
     """Print the instructions of a compiled object (an x86 .o, a cubin, PTX, …: the target
     that recognizes FILE lists it)."""
-    try:
-        data = Path(file).read_bytes() if file else b""
-    except OSError as e:
-        _die(f"cannot read {file}: {e.strerror}")
+    from kcc.files import FileError, read_regular
+    from kcc.limits import MAX_OBJECT_BYTES
     if not file:
         _die("disasm needs a file name, not an empty string")
+    try:
+        data = read_regular(file, MAX_OBJECT_BYTES)
+    except FileError as e:
+        _die(f"cannot read {file}: {e}")
     # an ELF too short for its 64-byte header is refused here, before any target guesses
     if data[:4] == b"\x7fELF" and len(data) < 64:
         _die(f"{file}: truncated ELF file ({len(data)} bytes, the header alone is 64)")

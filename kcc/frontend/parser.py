@@ -83,11 +83,14 @@ def parse_file(path: str | Path) -> UOp:
 
 
 def read_source(path: str | Path) -> bytes:
-    """The bytes of a file, or a SourceError naming the file if it cannot be read."""
+    """The bytes of a file, or a SourceError naming the file if it cannot be read (only a
+    regular file of at most kcc.limits.MAX_SOURCE_BYTES is read: never a device or FIFO)."""
+    from kcc.files import FileError, read_regular
+    from kcc.limits import MAX_SOURCE_BYTES
     try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise SourceError(str(path), 0, 0, f"cannot read the file: {e.strerror or e}") from None
+        return read_regular(path, MAX_SOURCE_BYTES)
+    except FileError as e:
+        raise SourceError(str(path), 0, 0, f"cannot read the file: {e}") from None
 
 
 def parse_result(text: str | bytes, path: str = "<input>") -> ParseResult:

@@ -42,10 +42,17 @@ def plural(n: int, word: str) -> str:
 
 def load(path: str) -> tuple[ParseResult, str]:
     """Read, parse and verify a `.uop` file (`-` is stdin); returns the result and the text."""
+    from kcc.files import FileError, read_limited
+    from kcc.frontend.errors import SourceError
     from kcc.frontend.lexer import decode_source
     from kcc.frontend.parser import parse_result, read_source
+    from kcc.limits import MAX_SOURCE_BYTES
     if path == "-":
-        data, name = sys.stdin.buffer.read(), "<stdin>"
+        name = "<stdin>"
+        try:
+            data = read_limited(sys.stdin.buffer, MAX_SOURCE_BYTES)
+        except FileError as e:
+            raise SourceError(name, 0, 0, f"cannot read the file: {e}") from None
     else:
         data, name = read_source(path), path
     text = decode_source(data, name)
@@ -204,11 +211,15 @@ def parse_args(desc: Any, raw: tuple[str, ...], random_fill: bool) -> list[Any]:
 def load_npy(path: str, label: str) -> Any:
     """A .npy file as a contiguous array; never unpickles (object arrays are refused)."""
     import numpy as np
+    from kcc.files import FileError, check_regular
     # np.load falls back to unpickling a file without the .npy magic, which allow_pickle=False
     # refuses with a misleading message: check the magic first
     try:
+        check_regular(path)         # never open a FIFO or read a device
         with open(path, "rb") as f:
             magic = f.read(6)
+    except FileError as e:
+        raise UserError(f"{label}: cannot read {path!r}: {e}") from None
     except OSError as e:
         raise UserError(f"{label}: cannot read {path!r}: {e.strerror}") from None
     if magic != b"\x93NUMPY":
@@ -225,9 +236,9 @@ def load_npy(path: str, label: str) -> Any:
 def from_manifest(source: str, target: str | None, kernel: str | None
                   ) -> tuple[Any, bytes, str]:
     """The kernel a manifest describes, its object's bytes, and its target."""
-    from kcc.targets.manifest import KernelDesc, LaunchError, read_manifest
+    from kcc.targets.manifest import KernelDesc, LaunchError, load_manifest
     try:
-        doc = read_manifest(Path(source))
+        doc, data = load_manifest(Path(source))
     except LaunchError as e:
         raise UserError(str(e)) from None
     descs = [KernelDesc.from_json(k) for k in doc["kernels"]]
@@ -243,11 +254,13 @@ def from_manifest(source: str, target: str | None, kernel: str | None
                         f"run (it runs {', '.join(registry.names())})")
     if target is not None and target != doc["target"]:
         raise UserError(f"{source} was compiled for {doc['target']}, not {target}")
-    if doc.get("object") is None:      # written for --emit asm: nothing to load
-        raise UserError(f"{source} describes no object (it was written with --emit asm); "
-                        "assemble the .s and run it from C, or compile with --emit obj")
-    data = (Path(source).parent / doc["object"]["file"]).read_bytes()
     spec = registry.get(doc["target"])
+    if data is None:      # written for an emit kind that is not loadable (--emit asm)
+        loadable = [e.name for e in spec.emits if e.loadable]
+        how = (f"compile with --emit {' or '.join(loadable)} to run it" if loadable else
+               f"this kcc writes no loadable {spec.name} object")
+        raise UserError(f"{source} describes no object (its kernels were written as text, "
+                        f"e.g. --emit asm, which kcc cannot load); {how}")
     if spec.arches and doc["arch"] not in spec.arches:
         raise UserError(f"{source}: arch {doc['arch']!r} is not a {spec.name} arch (it has "
                         f"{', '.join(spec.arches)})")
@@ -269,11 +282,15 @@ def _check_facts(spec: Any, data: bytes, kernels: list[Any], source: str) -> Non
 def refuse_object_source(source: str) -> None:
     """`kcc run k.o`: say that objects run through their manifest, not that -t is missing;
     an unreadable source is reported as such first."""
+    from kcc.files import FileError, check_regular
     if source == "-":
         return
     try:
+        check_regular(source)       # never open a FIFO (it would wait for a writer)
         with open(source, "rb") as f:
             head = f.read(4)
+    except FileError as e:
+        raise UserError(f"cannot read {source!r}: {e}") from None
     except OSError as e:
         raise UserError(f"cannot read {source!r}: {e.strerror or e}") from None
     if head == b"\x7fELF":
@@ -293,14 +310,13 @@ def report_inputs(desc: Any, values: list[Any], given: int) -> str:
 
 
 def _save(out: Path, desc: Any, values: list[Any], suffix: str) -> None:
-    import numpy as np
+    """Every buffer as out/arg{slot}{suffix}.npy, all or nothing (outputs.save_arrays)."""
+    from kcc.targets.outputs import OutputError, save_arrays
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for a, v in zip(desc.args, values):
-            if a.kind == "buffer":
-                np.save(out / f"arg{a.slot}{suffix}.npy", v)
-    except OSError as e:
-        raise UserError(f"cannot write {e.filename or out}: {e.strerror}") from None
+        save_arrays(out, {f"arg{a.slot}{suffix}.npy": v for a, v in zip(desc.args, values)
+                          if a.kind == "buffer"})
+    except OutputError as e:
+        raise UserError(str(e)) from None
 
 
 def _reference(sink: Any, values: list[Any]) -> tuple[list[Any], list[Any]]:

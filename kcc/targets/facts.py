@@ -53,6 +53,9 @@ def parse_facts(blob: bytes) -> list[dict[str, Any]]:
         facts = json.loads(blob.decode())
     except (UnicodeDecodeError, ValueError) as e:
         raise FactsError(f"the object's launch facts are unreadable ({e})") from None
+    except RecursionError:      # the json module recurses once per nesting level
+        raise FactsError("the object's launch facts are unreadable (JSON nested too "
+                         "deeply)") from None
     if not isinstance(facts, list) or not all(isinstance(f, dict) and isinstance(
             f.get("name"), str) for f in facts):
         raise FactsError("the object's launch facts are not a list of kernels")

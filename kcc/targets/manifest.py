@@ -23,7 +23,7 @@ from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 MANIFEST_FORMAT = "kcc-manifest"
 MANIFEST_VERSION = 1
-MAX_ELEMENTS = 2**40        # a buffer's element count a manifest may state (1 TiB of bytes)
+from kcc.limits import MAX_BUFFER_ELEMENTS as MAX_ELEMENTS   # what a manifest may state
 
 
 class LaunchError(Exception):
@@ -185,10 +185,24 @@ def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc]
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read and check a manifest; LaunchError with a clear message if it is not one."""
+    return load_manifest(path)[0]
+
+
+def load_manifest(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """Read and check a manifest and the object it names (None for a manifest of no object,
+    e.g. --emit asm): the bytes whose sha256 was checked, so a caller never reads the object
+    a second time. LaunchError with a clear message if either cannot be used. Only regular
+    files are read, up to kcc.limits' sizes; a JSON nested too deeply is refused."""
+    from kcc.files import FileError, read_regular
+    from kcc.limits import MAX_MANIFEST_BYTES, MAX_OBJECT_BYTES
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc = json.loads(read_regular(path, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except FileError as e:
         raise LaunchError(f"{path}: cannot read manifest: {e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise LaunchError(f"{path}: cannot read manifest: {e}") from None
+    except RecursionError:       # the json module recurses once per nesting level
+        raise LaunchError(f"{path}: cannot read manifest: JSON nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise LaunchError(f"{path}: not a kcc manifest")
     if doc.get("version") != MANIFEST_VERSION:
@@ -198,16 +212,17 @@ def read_manifest(path: Path) -> dict[str, Any]:
     # KeyError/TypeError deep in the loader
     _check_schema(doc, str(path))
     obj = doc.get("object")
+    data = None
     if obj is not None:
         opath = Path(path).parent / obj["file"]
         try:
-            data = opath.read_bytes()
-        except OSError as e:
-            raise LaunchError(f"{path}: object {opath}: {e.strerror}") from None
+            data = read_regular(opath, MAX_OBJECT_BYTES)
+        except FileError as e:
+            raise LaunchError(f"{path}: object {opath}: {e}") from None
         if hashlib.sha256(data).hexdigest() != obj["sha256"]:
             raise LaunchError(f"{path}: object {opath} does not match the manifest's sha256 "
                               "(recompile, or the object was changed)")
-    return doc
+    return doc, data
 
 
 def _need(ok: bool, where: str, what: str) -> None:

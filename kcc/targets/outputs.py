@@ -26,20 +26,32 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable, Union
 
 
 class OutputError(Exception):
     """An output that cannot or must not be written; the message names the path."""
 
 
+# an output's contents: its bytes, or a function writing them to a binary file (a large
+# array is streamed to the temporary file instead of being copied into bytes first)
+Contents = Union[bytes, Callable[[BinaryIO], None]]
+
+
 @dataclass(frozen=True)
 class Output:
-    """One file a command writes: where ("-" for stdout), its bytes, and what it is."""
+    """One file a command writes: where ("-" for stdout), its contents, and what it is."""
 
     path: str
-    data: bytes
+    data: Contents
     what: str
+
+
+def _put(f: BinaryIO, data: Contents) -> None:
+    if callable(data):
+        data(f)
+    else:
+        f.write(data)
 
 
 def is_special(path: str) -> bool:
@@ -114,7 +126,7 @@ def write_all(outputs: list[Output]) -> None:
             temps.append((tmp, o))
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(o.data)
+                    _put(f, o.data)
                 os.chmod(tmp, _mode_for(o.path))
             except OSError as e:
                 raise OutputError(_message(o, e)) from None
@@ -133,11 +145,11 @@ def write_all(outputs: list[Output]) -> None:
     for o in special:
         try:
             if o.path == "-":
-                sys.stdout.buffer.write(o.data)
+                _put(sys.stdout.buffer, o.data)
                 sys.stdout.buffer.flush()
             else:
                 with open(o.path, "wb") as f:
-                    f.write(o.data)
+                    _put(f, o.data)
         except OSError as e:
             raise OutputError(_message(o, e)) from None
 
@@ -192,11 +204,13 @@ def refuse_foreign_manifest(mpath: str, out: str) -> None:
     """OutputError unless the default-named manifest mpath is absent or the manifest of this
     same output: it must not silently replace another target's k.json beside k.o and k.cubin,
     or a user's JSON."""
-    try:
-        old = json.loads(Path(mpath).read_text())
-    except FileNotFoundError:
+    from kcc.files import FileError, read_regular
+    from kcc.limits import MAX_MANIFEST_BYTES
+    if not os.path.lexists(mpath):
         return
-    except (OSError, UnicodeDecodeError, ValueError):
+    try:
+        old = json.loads(read_regular(mpath, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (FileError, UnicodeDecodeError, ValueError, RecursionError):
         old = None
     hint = "name the manifest with --manifest, or --no-manifest"
     if not isinstance(old, dict) or old.get("format") != "kcc-manifest":
@@ -208,3 +222,53 @@ def refuse_foreign_manifest(mpath: str, out: str) -> None:
     if other is not None and other != mine:
         raise OutputError(f"the manifest would be {mpath} (named after {out}), which is the "
                           f"manifest of {other} (target {old.get('target')}); {hint}")
+
+
+# -- folders a command fills -----------------------------------------------------------------------
+
+def save_arrays(folder: str | Path, arrays: dict[str, Any]) -> None:
+    """Save numpy arrays as folder/NAME (.npy files), all or nothing (write_all): a full disk
+    leaves no half-written file and no earlier file replaced. The folder is created."""
+    import numpy as np
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot write {e.filename or folder}: {e.strerror}") from None
+
+    def saver(arr: Any) -> Callable[[BinaryIO], None]:
+        return lambda f: np.save(f, arr, allow_pickle=False)
+
+    write_all([Output(str(folder / name), saver(arr), "buffer")
+               for name, arr in arrays.items()])
+
+
+def fresh_folder(folder: str | Path, force: bool, marker: str) -> None:
+    """Make folder ready for a command that fills it with its own files: create it, or accept
+    it empty; a non-empty folder is refused (files of two runs would mix) unless force is set
+    and the folder holds marker (the file the command writes last, so it is one of its own
+    folders): then its contents are removed. OutputError otherwise."""
+    import shutil
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder} exists and is not a folder; choose a folder with -o")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not force:
+            raise OutputError(f"{folder} is not empty (the files of two runs would mix); "
+                              "choose a new folder with -o, or --force to empty it")
+        if not (folder / marker).is_file():
+            raise OutputError(f"{folder} is not empty and holds no {marker}, so it is not "
+                              "an earlier output of this command; --force empties only "
+                              "those: choose a new folder with -o")
+        try:
+            for p in folder.iterdir():
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+        except OSError as e:
+            raise OutputError(f"cannot empty {folder}: {e.strerror or e}") from None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create {folder}: {e.strerror or e}") from None

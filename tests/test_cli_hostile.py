@@ -1,0 +1,166 @@
+"""Hostile files and arguments (issue 20, §4): each ends in exit status 1 and an `error:` line,
+without a traceback, within a bounded time and memory.
+
+The bounds are not timed assertions: each case runs the real `kcc` in a subprocess whose
+address space is capped (RLIMIT_AS) and which is killed after a timeout; without the fix the
+case exhausts the cap (a MemoryError traceback) or hangs (the timeout fails the test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAXPY = REPO / "examples" / "saxpy.uop"
+AS_LIMIT = 2 * 2**30           # address space: python, numpy, kcc and a 256 MiB read fit
+TIMEOUT = 120
+
+
+def _limits(fsize: int | None = None):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+        if fsize is not None:      # a full disk: a write past fsize fails with EFBIG
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    return apply
+
+
+def kcc(*args: str, cwd: Path | None = None, stdin=None, fsize: int | None = None
+        ) -> subprocess.CompletedProcess:
+    """The kcc command, bounded in memory and time; stdout/stderr as text."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "kcc.cli", *args], capture_output=True,
+                          text=True, timeout=TIMEOUT, cwd=cwd, stdin=stdin, env=env,
+                          preexec_fn=_limits(fsize))
+
+
+def refused(r: subprocess.CompletedProcess, *words: str) -> None:
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Traceback" not in out and "error:" in r.stderr, out
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+# -- only regular files, with a size cap ----------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [["check"], ["fmt"], ["disasm"], ["run", "--interp"]])
+def test_a_device_is_not_read(cmd: list[str]) -> None:
+    refused(kcc(*cmd, "/dev/zero"), "character device")
+
+
+@pytest.mark.parametrize("cmd", [["check"], ["disasm"], ["run", "--interp"]])
+def test_a_fifo_is_not_opened(cmd: list[str], tmp_path: Path) -> None:
+    fifo = tmp_path / "k.uop"
+    os.mkfifo(fifo)          # no writer: opening it for reading would wait forever
+    refused(kcc(*cmd, str(fifo)), "FIFO")
+
+
+def test_an_npy_argument_that_is_a_fifo(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.npy")
+    refused(kcc("run", str(SAXPY), "--interp", "--random", str(tmp_path / "x.npy"),
+                "-o", str(tmp_path / "out")), "argument 0", "FIFO")
+
+
+def test_standard_input_is_read_up_to_the_cap() -> None:
+    with open("/dev/zero", "rb") as zero:
+        refused(kcc("check", "-", stdin=zero), "more than the 256.0 MiB")
+
+
+def test_a_manifest_whose_object_is_a_device(tmp_path: Path) -> None:
+    r = kcc("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "k.o"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "k.json").read_text())
+    doc["object"]["file"] = "/dev/zero"
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    refused(kcc("run", str(tmp_path / "k.json"), "--random"), "/dev/zero",
+            "character device")
+
+
+def test_a_manifest_that_is_a_device_or_fifo(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "k.json")
+    refused(kcc("run", str(tmp_path / "k.json")), "FIFO")
+    # the default manifest beside -o k.o is read to see whose it is: never a FIFO
+    refused(kcc("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "k.o")),
+            "not a kcc manifest")
+
+
+def test_a_manifest_nested_100000_levels_deep(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    refused(kcc("run", str(deep)), "nested too deeply")
+    deep.write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    refused(kcc("run", str(deep)), "nested too deeply")
+    # as the existing manifest beside an output: refused as not a kcc manifest
+    (tmp_path / "k.json").write_text("[" * 100_000 + "]" * 100_000)
+    refused(kcc("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "k.o")),
+            "not a kcc manifest")
+
+
+# -- one buffer-size limit for compile and run ----------------------------------------------------
+
+def _buffer_kernel(size: int) -> str:
+    return ("# kcc-uop 1\n"
+            f"%out = PARAM ParamArg(0, float32, {size})\n"
+            "%i = INDEX(%out, 0)\n%s = STORE(%i, 1.0)\nSINK(%s) KernelInfo(name=\"big\")\n")
+
+
+def test_a_buffer_of_2_62_elements_is_refused_by_compile_and_run(tmp_path: Path) -> None:
+    src = tmp_path / "big.uop"
+    src.write_text(_buffer_kernel(2**62))
+    for cmd in (["compile", str(src), "-t", "x86", "-o", str(tmp_path / "big.o")],
+                ["run", str(src), "--interp", "--random", "-o", str(tmp_path / "o")],
+                ["run", str(src), "-t", "x86", "--check", "-o", str(tmp_path / "o")],
+                ["check", str(src)]):
+        refused(kcc(*cmd), "big.uop:2:", "at most 2^40 elements")
+    assert not (tmp_path / "big.o").exists() and not (tmp_path / "o").exists()
+
+
+def test_the_limit_is_the_manifests() -> None:
+    from kcc.frontend.errors import SourceError
+    from kcc.frontend.parser import parse
+    from kcc.limits import MAX_BUFFER_ELEMENTS
+    from kcc.targets.manifest import MAX_ELEMENTS
+    assert MAX_ELEMENTS == MAX_BUFFER_ELEMENTS
+    parse(_buffer_kernel(MAX_BUFFER_ELEMENTS))
+    with pytest.raises(SourceError, match="at most 2"):
+        parse(_buffer_kernel(MAX_BUFFER_ELEMENTS + 1))
+
+
+# -- kcc run writes its outputs atomically ---------------------------------------------------------
+
+def test_run_on_a_full_disk_leaves_no_half_written_buffer(tmp_path: Path) -> None:
+    src = tmp_path / "k.uop"
+    n = 1 << 16                       # 256 KiB of float32, over the 64 KiB file-size limit
+    src.write_text(_buffer_kernel(n).replace('"big"', '"k"'))
+    out = tmp_path / "out"
+    out.mkdir()
+    np.save(out / "arg0.npy", np.arange(4, dtype=np.float32))    # an earlier run's result
+    before = (out / "arg0.npy").read_bytes()
+    r = kcc("run", str(src), "--interp", "--random", "-o", str(out), fsize=64 * 1024)
+    refused(r, "cannot write", "arg0.npy")
+    assert sorted(p.name for p in out.iterdir()) == ["arg0.npy"]      # no temporary left
+    assert (out / "arg0.npy").read_bytes() == before                   # not replaced
+
+
+# -- messages that say what is wrong ---------------------------------------------------------------
+
+def test_an_amd_asm_manifest_names_the_loadable_emit(tmp_path: Path) -> None:
+    r = kcc("compile", str(SAXPY), "-t", "amd", "--emit", "asm", "-o", str(tmp_path / "k.s"),
+            "--manifest", str(tmp_path / "k.json"))
+    assert r.returncode == 0, r.stderr
+    r = kcc("run", str(tmp_path / "k.json"), "--random")
+    refused(r, "describes no object")
+    from kcc.targets import registry
+    loadable = [e.name for e in registry.get("amd").emits if e.loadable]
+    if loadable:
+        assert "--emit hsaco" in r.stderr and "--emit obj" not in r.stderr, r.stderr
