@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+from typing import Any
 
 import click
 
@@ -45,7 +45,50 @@ def _fail(err: SourceError) -> None:
     click.echo(err.render(), err=True)
 
 
-@click.group()
+class _UsageRefusal(click.ClickException):
+    """A usage error (unknown option, missing argument, bad value) reported like every other
+    refusal: one `error: …` line on stderr, exit status 1 (not click's `Error:` and 2)."""
+
+    exit_code = 1
+
+    def __init__(self, e: click.ClickException):
+        msg = e.format_message().rstrip(".")
+        ctx = getattr(e, "ctx", None)
+        if isinstance(e, click.UsageError) and ctx is not None:
+            msg += f" (`{ctx.command_path} --help` shows the usage)"
+        super().__init__(msg)
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class _Kcc(click.Group):
+    """The kcc group: click's own usage errors become _UsageRefusal (see there)."""
+
+    @staticmethod
+    def _convert(e: click.ClickException) -> click.ClickException:
+        no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
+        if no_args and isinstance(e, no_args):
+            e.exit_code = 0           # `kcc` alone is `kcc --help`
+            return e
+        if isinstance(e, _UsageRefusal):
+            return e
+        return _UsageRefusal(e)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.ClickException as e:
+            raise self._convert(e) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as e:
+            raise self._convert(e) from None
+
+
+@click.group(cls=_Kcc)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=_print_version, help="Show the version and exit.")
 def main() -> None:

@@ -225,6 +225,15 @@ class Lexer:
         m = _NUMBERISH.match(text, pos)
         if m is not None and (ch != "." or len(m.group()) > 1):
             return self.error(pos + 1, f"malformed number {_clip(m.group())!r}")
+        if ch == "%":       # a name of a character outside [A-Za-z0-9_.]: say which
+            nxt = text[pos + 1:pos + 2]
+            if not nxt or nxt.isspace():
+                return self.error(pos + 1, "a % needs a name after it (%0, %x)")
+            return self.error(pos + 2, f"character {nxt!r} cannot be in a %name (names are "
+                                       "ASCII letters, digits, _ and .)")
+        if not ch.isascii() and (ch.isalnum() or ch == "_"):
+            return self.error(pos + 1, f"character {ch!r} cannot be in a name (names are ASCII "
+                                       "letters, digits and _)")
         return self.error(pos + 1, f"unexpected character {ch!r}")
 
 

@@ -104,6 +104,13 @@ CASES: dict[str, tuple[str | bytes, int, str | int | None, str]] = {
                             "this ADD is never used"),
     "not_utf8": (b"# kcc-uop 1\n%a = \xff\n", 2, "\ufffd", "not UTF-8 text (byte 0xff"),
     "unexpected_char": (H + P + "%x = ADD(%i, @)\n", 6, "@", "unexpected character '@'"),
+    # a %name of a non-ASCII letter: the letter is named, not the '%' before it
+    "non_ascii_ref_definition": (H + "%äx = PARAM ParamArg(0, float32, 4)\n", 2, "ä",
+                                 "character 'ä' cannot be in a %name"),
+    "non_ascii_ref_use": (H + P + "%x = ADD(%i, %é)\n", 6, "é",
+                          "character 'é' cannot be in a %name"),
+    "bare_percent": (H + P + "%x = ADD(%i, % )\n", 6, "% ", "a % needs a name after it"),
+    "non_ascii_word": (H + P + "%x = ADD(%i, ñ)\n", 6, "ñ", "character 'ñ' cannot be in a name"),
     "malformed_number": (H + P + "%x = ADD(%i, 12abc)\n", 6, "12abc", "malformed number"),
     "unterminated_string": (H + '%g = SPECIAL(4) "gidx0\n', 2, '"', "unterminated string"),
     "float_overflow_literal": (H + P + "%x = CAST(1e400) float64\n", 6, "1e400",

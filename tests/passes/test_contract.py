@@ -111,7 +111,7 @@ def test_cli_fp_contract_fast_is_refused_by_a_target_without_it(tmp_path: Path) 
 
 def test_cli_fp_contract_value_is_checked(tmp_path: Path) -> None:
     code, out, _ = _asm(tmp_path, "--fp-contract=on")
-    assert code == 2 and "'on' is not one of 'off', 'fast'" in out
+    assert code == 1 and "'on' is not one of 'off', 'fast'" in out
 
 
 def test_registry_passes_only_non_default_options() -> None:
