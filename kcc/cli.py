@@ -317,18 +317,30 @@ def targets_cmd() -> None:
 @click.argument("script")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--outdir", default="kcc-capture", show_default=True,
-              help="Where the .uop files, values and capture.json go.")
+              help="Where the .uop files, values and capture.json go (a new or empty "
+              "folder).")
+@click.option("--force", is_flag=True, help="Empty OUTDIR first when it holds an earlier "
+              "capture (a capture.json).")
 @click.option("--no-gpu", is_flag=True, help="Skip the PTX- and HIP-style lowerings.")
-def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
+def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str, force: bool,
                          no_gpu: bool) -> None:
     """Run the tinygrad SCRIPT and capture every kernel it runs (docs/tinygrad.md)."""
     import runpy
+
+    from kcc.files import FileError, check_regular
+    from kcc.targets.outputs import OutputError, fresh_folder
     try:
         import kcc.tinygrad as ktg
     except ImportError as e:
         _die(f"tinygrad is not importable ({e}); install it with pip install 'kcc[tinygrad]'")
-    if not os.path.isfile(script):
-        _die(f"{script}: no such file")
+    try:
+        check_regular(script)
+    except FileError as e:
+        _die(f"cannot run {script}: {e}")
+    try:
+        fresh_folder(outdir, force, "capture.json")
+    except OutputError as e:
+        _die(str(e))
     argv = sys.argv
     sys.argv = [script, *script_args]
     failure = None
@@ -340,8 +352,7 @@ def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
                 if e.code not in (None, 0):
                     failure = f"{script} exited with status {e.code}"
             except Exception as e:             # the script's error, shown as the script's
-                import traceback
-                traceback.print_exc()
+                _print_script_traceback(e, script)
                 failure = f"{script} raised {type(e).__name__}: {e}"
     finally:
         sys.argv = argv
@@ -351,6 +362,18 @@ def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
                + (f" ({bad} not importable, see their 'error')" if bad else ""))
     if failure:
         _die(f"{failure} (the kernels it ran before are captured)")
+
+
+def _print_script_traceback(e: BaseException, script: str) -> None:
+    """The traceback of an exception a captured script raised, from the script's first frame
+    on (kcc's and runpy's frames above it are not the user's)."""
+    import traceback
+    tb = e.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != \
+            os.path.abspath(script):
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(e), e, tb if tb is not None else e.__traceback__)
+    click.echo("".join(lines), err=True, nl=False)
 
 
 if __name__ == "__main__":

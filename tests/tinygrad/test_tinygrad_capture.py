@@ -151,4 +151,52 @@ def test_cli_script_failure_and_missing_script(tmp_path: Path) -> None:
                         str(tmp_path / "none.py")], capture_output=True, text=True, cwd=ROOT,
                        env=env)
     assert r.returncode == 1
-    assert r.stderr.strip() == f"error: {tmp_path / 'none.py'}: no such file"
+    assert r.stderr.strip() == (f"error: cannot run {tmp_path / 'none.py'}: No such file or "
+                                "directory")
+
+
+def _capture(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DEV": "CPU", "PARALLEL": "0",
+           "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "kcc.cli", "tinygrad-capture", *args],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+
+def test_cli_capture_shows_the_scripts_traceback(tmp_path: Path) -> None:
+    # the user's frames, from the script's first line on; not kcc's or runpy's
+    (tmp_path / "bad.py").write_text("def f():\n    raise KeyError('boom')\n\n\nf()\n")
+    r = _capture(tmp_path, "bad.py", "-o", "cap", "--no-gpu")
+    assert r.returncode == 1, r.stderr
+    tb = r.stderr[:r.stderr.index("error:")]
+    assert tb.startswith("Traceback (most recent call last):\n"), r.stderr
+    assert 'bad.py", line 5, in <module>' in tb and 'bad.py", line 2, in f' in tb
+    assert "KeyError: 'boom'" in tb and "kcc" not in tb and "runpy" not in tb, tb
+
+
+def test_cli_capture_refuses_what_it_would_mix_or_miss(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("from tinygrad import Tensor\n"
+                                    "print((Tensor([1.0]) + 1).tolist())\n")
+    (tmp_path / "file").write_text("mine")
+    r = _capture(tmp_path, "ok.py", "-o", "file", "--no-gpu")
+    assert r.returncode == 1 and r.stderr == ("error: file exists and is not a folder; choose "
+                                              "a folder with -o\n"), r.stderr
+    assert (tmp_path / "file").read_text() == "mine"
+    r = _capture(tmp_path, str(tmp_path), "-o", "cap")
+    assert r.returncode == 1 and "is a directory, not a regular file" in r.stderr, r.stderr
+    # a folder of the user's is never emptied, not even with --force
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    for extra in ([], ["--force"]):
+        r = _capture(tmp_path, "ok.py", "-o", "mine", "--no-gpu", *extra)
+        assert r.returncode == 1 and "is not empty" in r.stderr, r.stderr
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    # an earlier capture: refused, then replaced with --force (no file of the first left)
+    r = _capture(tmp_path, "ok.py", "-o", "cap", "--no-gpu")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "cap" / "stale.uop").write_text("from an earlier run")
+    r = _capture(tmp_path, "ok.py", "-o", "cap", "--no-gpu")
+    assert r.returncode == 1 and "cap is not empty" in r.stderr and "--force" in r.stderr
+    r = _capture(tmp_path, "ok.py", "-o", "cap", "--no-gpu", "--force")
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "cap" / "stale.uop").exists()
+    assert len(load_capture(tmp_path / "cap")["kernels"]) == 1
