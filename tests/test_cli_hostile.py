@@ -164,3 +164,21 @@ def test_an_amd_asm_manifest_names_the_loadable_emit(tmp_path: Path) -> None:
     loadable = [e.name for e in registry.get("amd").emits if e.loadable]
     if loadable:
         assert "--emit hsaco" in r.stderr and "--emit obj" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name", ["main", "memcpy", "free", "exp", "double", "__init_x",
+                                  "_Start"])
+def test_x86_kernel_names_of_the_c_library_are_refused(name: str, tmp_path: Path) -> None:
+    src = tmp_path / "k.uop"
+    src.write_text(_buffer_kernel(4).replace('"big"', f'"{name}"'))
+    refused(kcc("compile", str(src), "-t", "x86", "-o", str(tmp_path / "k.o")),
+            f"{src}: kernel {name}: its name is", "rename the kernel")
+    assert not (tmp_path / "k.o").exists()
+    refused(kcc("run", str(src), "-t", "x86", "--random", "-o", str(tmp_path / "o")),
+            "rename the kernel")
+
+
+def test_other_x86_kernel_names_compile(tmp_path: Path) -> None:
+    from kcc.targets.x86.csyms import refusal
+    for name in ("saxpy", "memcpy_f32", "E_4_4", "main2", "_k", "r_16"):
+        assert refusal(name) is None, name

@@ -41,7 +41,7 @@ def _kernel(two_users: bool = False, lanes: int = 1) -> UOp:
     if two_users:
         s = UOp(Ops.SUB, (s, m))
     st = UOp(Ops.STORE, (at(out), s))
-    return UOp(Ops.SINK, (UOp(Ops.END, (st, r)),), KernelInfo("fma"))
+    return UOp(Ops.SINK, (UOp(Ops.END, (st, r)),), KernelInfo("fma_k"))
 
 
 def test_default_is_exact_as_written() -> None:

@@ -31,6 +31,7 @@ from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worke
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 from kcc.targets.x86.arch import ARCHES, V4_FLAGS, cpu_flags, resolve_arch, x86_desc
 from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
+from kcc.targets.x86.csyms import refusal as c_name_refusal
 from kcc.targets.x86.disasm import (  # re-exported: kcc disasm
     disasm_bytes,
     disasm_object,
@@ -171,6 +172,10 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
     from kcc.targets.pipeline import compile_kernels
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
+    for sink in sinks:      # its symbol must not take over a C program's function
+        why = c_name_refusal(sink.arg.name)
+        if why:
+            raise CompileError(why, kernel=sink.arg.name)
     target = X86Target(arch, fp_contract, streaming_stores)
     encoded, descs = compile_kernels(sinks, target, (SelectError,), dump_after, out)
     if emit == "asm":
