@@ -161,6 +161,9 @@ def run(o: RunOptions) -> None:
     except LaunchError as e:
         raise UserError(str(e)) from None
     o.say(report_inputs(desc, values, len(given)))
+    big = launch_size(desc, values)
+    if big:
+        o.say(big)
     if o.check:
         want, defined = _reference(sink, values)
     if data is None:
@@ -307,6 +310,24 @@ def report_inputs(desc: Any, values: list[Any], given: int) -> str:
             for i, (a, v) in enumerate(zip(desc.args, values)) if a.kind == "scalar"]
     return (f"{desc.name}: outputs {', '.join(outs) or 'none'}"
             + (f"; scalars {', '.join(scal)}" if scal else ""))
+
+
+# a launch of at least this many workers (work-items) is announced before it runs, so that a
+# long run is not silent (2^31 workers run for minutes even natively)
+LARGE_LAUNCH = 2**20
+
+
+def launch_size(desc: Any, values: list[Any]) -> str | None:
+    """A line saying how many workers a large launch runs (None for a small one)."""
+    glob, loc = desc.launch_dims(values)
+    n = 1
+    for d in (*glob, *loc):
+        n *= d
+    if n < LARGE_LAUNCH:
+        return None
+    shape = " x ".join(map(str, glob)) + ("" if list(loc) == [1, 1, 1] else
+                                           " groups of " + " x ".join(map(str, loc)))
+    return f"{desc.name}: runs {n} workers ({shape}); a launch this large takes a while"
 
 
 def _save(out: Path, desc: Any, values: list[Any], suffix: str) -> None:

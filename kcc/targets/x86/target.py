@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from itertools import product
 from types import MappingProxyType
 from typing import Any
 
@@ -185,48 +184,51 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
 
 # -- running ------------------------------------------------------------------------------------
 
-def _ctype(dt_name: str) -> Any:
-    import ctypes
-    return {"float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
-            "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
-            "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
-            "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float16": ctypes.c_uint16,
-            "bfloat16": ctypes.c_uint16}[dt_name]
-
-
 def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
-    """Call a loaded kernel once per gidx worker (in parallel on a thread pool); args are
-    already checked and normalized by manifest.check_launch."""
-    # ctypes and the thread pool only when running (compiling needs neither: start-up)
-    import ctypes
-    from concurrent.futures import ThreadPoolExecutor
+    """Call a loaded kernel once per gidx worker, the workers split into one contiguous range
+    per thread, each range run by a native loop (kcc.targets.x86.workers: one ctypes call per
+    thread, not per worker); args are already checked and normalized by
+    manifest.check_launch."""
+    # ctypes and the threads only when running (compiling needs neither: start-up)
+    import threading
+
+    from kcc.targets.x86.workers import WorkerLoop
     arch = desc.target.get("x86", {}).get("arch")
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
                           "CPU lacks it; recompile with --arch x86-64-v3")
-    argtypes = [ctypes.c_void_p if a.kind == "buffer" else _ctype(a.dtype) for a in desc.args]
-    workers = worker_names(desc)
-    argtypes += [ctypes.c_int] * len(workers)
-    fn = obj.function(desc.name, None, argtypes)
-    base = []
+    kinds, values = [], []
     for a, v in zip(desc.args, args):
         if a.kind == "buffer":
-            base.append(v.ctypes.data)
+            kinds.append("int")
+            values.append(v.ctypes.data)
         elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
             import numpy as np
-            base.append(int(np.float16(v).view(np.uint16)))
+            kinds.append("int")
+            values.append(int(np.float16(v).view(np.uint16)))
         else:
-            base.append(v.item())
+            kinds.append(a.dtype if a.dtype in ("float32", "float64") else "int")
+            values.append(v.item())
     glob, _ = desc.launch_dims(args)      # symbolic sizes: evaluated for these arguments
-    dims = [range(glob[int(w[-1])]) for w in workers]
-    ids = list(product(*dims))
-    if len(ids) == 1:
-        fn(*base, *ids[0])
+    dims = [glob[int(w[-1])] for w in worker_names(desc)]
+    total = 1
+    for d in dims:
+        total *= d
+    if total == 0:
         return
-    # ctypes releases the GIL during the call, so workers run in parallel.
-    with ThreadPoolExecutor(max_workers=threads) as ex:
-        for f in [ex.submit(fn, *base, *i) for i in ids]:
-            f.result()
+    with WorkerLoop(obj.address(desc.name), kinds, values, dims) as loop:
+        n = max(1, min(threads or os.cpu_count() or 1, total))
+        bounds = [total * t // n for t in range(n + 1)]
+        if n == 1:
+            loop.run(0, total)
+            return
+        # ctypes releases the GIL during each call, so the ranges run in parallel
+        ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]))
+              for t in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
 
 
 def c_header(descs: list[KernelDesc], guard: str = "KCC_KERNELS_H") -> str:

@@ -102,6 +102,10 @@ class _SharedLib:
         fn.restype, fn.argtypes = restype, list(argtypes)
         return fn
 
+    def address(self, symbol: str) -> int:
+        """Where the symbol is (x86.launch's worker loop calls it from machine code)."""
+        return ctypes.cast(getattr(self.lib, symbol), ctypes.c_void_p).value
+
 
 @pytest.mark.parametrize("who", ["kcc", "gas", "llvm-mc"])
 def test_linked_objects_run_like_the_interpreter(built: dict, who: str,
