@@ -2,7 +2,7 @@
 the loaders accept too, and a file is refused before it is read past its limit.
 
 A limit is a sanity bound far above any real kernel, there so that a hostile or broken input
-is refused with one error line instead of exhausting memory (docs/cli.md, "Limits").
+is refused with one error line instead of exhausting memory (README.md, "Using it").
 """
 
 from __future__ import annotations
