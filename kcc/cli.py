@@ -131,11 +131,14 @@ def fmt(file: str, in_place: bool) -> None:
     if not in_place:
         click.echo(out, nl=False)
         return
+    # all or nothing (a temporary beside the file, renamed over it): a full disk must not
+    # leave the user's source truncated; through a symlink, the file it names is replaced
+    from kcc.targets.outputs import Output, OutputError, write_all
     try:
-        with open(file, "w", encoding="utf-8", newline="\n") as f:
-            f.write(out)
-    except OSError as e:
-        _fail(SourceError(file, 0, 0, f"cannot write the file: {e.strerror or e}"))
+        write_all([Output(os.path.realpath(file), out.encode(), "file")])
+    except OutputError as e:
+        why = str(e).split(": ")[-1]
+        _fail(SourceError(file, 0, 0, f"cannot write the file: {why}"))
         sys.exit(1)
 
 

@@ -231,3 +231,18 @@ def test_worker_loop_stub_disassembles_to_its_plan() -> None:
         "mov edx, r14d", "mov ecx, r15d", "mov r8d, ebp"]
     assert "movabs rax, 0x1122334455667788" in text and text.count("ret") == 2
     assert len(b"".join([code])) == sum(i.size for i in md.disasm(code, 0))
+
+
+def test_fmt_in_place_on_a_full_disk_leaves_the_source(tmp_path: Path) -> None:
+    src = tmp_path / "k.uop"
+    text = "# kcc-uop 1\n" + "# a long comment line that fmt keeps\n" * 4000 + \
+        _buffer_kernel(4).split("\n", 1)[1].replace('"big"', '"k"')
+    src.write_text(text)                 # ~150 KiB, over the 64 KiB file-size limit
+    refused(kcc("fmt", "-i", str(src), fsize=64 * 1024), "cannot write the file")
+    assert src.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.uop"]    # no temporary left
+    link = tmp_path / "link.uop"
+    link.symlink_to(src)                 # through a symlink the file it names is rewritten
+    r = kcc("fmt", "-i", str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and src.read_text() != text and "%0 = PARAM" in src.read_text()
