@@ -62,6 +62,15 @@ class _UsageRefusal(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+class _Interrupted(click.ClickException):
+    """Ctrl-C: one `error: interrupted` line and exit status 1 (not click's `Aborted!`)."""
+
+    exit_code = 1
+
+    def show(self, file: object = None) -> None:
+        click.echo("\nerror: interrupted", err=True)
+
+
 class _Kcc(click.Group):
     """The kcc group: click's own usage errors become _UsageRefusal (see there)."""
 
@@ -86,6 +95,8 @@ class _Kcc(click.Group):
             return super().invoke(ctx)
         except click.ClickException as e:
             raise self._convert(e) from None
+        except KeyboardInterrupt:
+            raise _Interrupted("interrupted") from None
 
 
 @click.group(cls=_Kcc)

@@ -14,6 +14,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -246,3 +247,36 @@ def test_fmt_in_place_on_a_full_disk_leaves_the_source(tmp_path: Path) -> None:
     r = kcc("fmt", "-i", str(link))
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and src.read_text() != text and "%0 = PARAM" in src.read_text()
+
+
+def test_a_2_31_worker_launch_says_so_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    # 2^31 workers: kcc run names the count before it starts, and SIGINT ends the process
+    # with one error line (native threads cannot be stopped, so it exits at once)
+    n = 2**31 - 1
+    src = tmp_path / "w.uop"
+    src.write_text("# kcc-uop 1\n%out = PARAM ParamArg(0, float32, 2)\n"
+                   f'%g = SPECIAL({n}) "gidx0" : weakint\n'
+                   "%lt = CMPLT(%g, 1) : bool\n%j = WHERE(%lt, 0, 1) : weakint\n"
+                   "%i = INDEX(%out, %j)\n%s = STORE(%i, 1.0)\n"
+                   'SINK(%s) KernelInfo(name="many")\n')
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-m", "kcc.cli", "run", str(src), "-t", "x86",
+                          "--random", "-o", str(tmp_path / "o")], stderr=subprocess.PIPE,
+                         text=True, env=env, preexec_fn=_limits())
+    try:
+        lines = []
+        while not any("workers" in ln for ln in lines):
+            ln = p.stderr.readline()
+            assert ln, "".join(lines)
+            lines.append(ln)
+        assert f"many: runs {n} workers ({n} x 1 x 1)" in lines[-1], lines
+        time.sleep(3)           # into the launch (an earlier SIGINT also ends in one line)
+        p.send_signal(signal.SIGINT)
+        rest = p.stderr.read()
+        assert p.wait(timeout=TIMEOUT) == 1, rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "error: interrupted" in rest and "Traceback" not in rest, rest
+    assert "Aborted" not in rest
+    assert not (tmp_path / "o").exists()

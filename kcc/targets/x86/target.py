@@ -10,6 +10,7 @@ x86_object.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -216,19 +217,36 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
         total *= d
     if total == 0:
         return
-    with WorkerLoop(obj.address(desc.name), kinds, values, dims) as loop:
-        n = max(1, min(threads or os.cpu_count() or 1, total))
-        bounds = [total * t // n for t in range(n + 1)]
-        if n == 1:
-            loop.run(0, total)
-            return
-        # ctypes releases the GIL during each call, so the ranges run in parallel
-        ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]))
-              for t in range(n)]
+    try:
+        loop = WorkerLoop(obj.address(desc.name), kinds, values, dims)
+    except OSError as e:
+        raise LaunchError(f"kernel {desc.name}: cannot map the worker loop: {e}") from None
+    if total == 1:
+        try:
+            loop.run(0, 1)
+        finally:
+            loop.close()
+        return
+    n = max(1, min(threads or os.cpu_count() or 1, total))
+    bounds = [total * t // n for t in range(n + 1)]
+    # ctypes releases the GIL during each call, so the ranges run in parallel; the threads are
+    # daemons and the main thread only joins them, so Ctrl-C reaches it during a long launch
+    ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]), daemon=True)
+          for t in range(n)]
+    try:
         for t in ts:
             t.start()
         for t in ts:
             t.join()
+    except KeyboardInterrupt:
+        # native code cannot be stopped, and unmapping the stub or the object under it would
+        # crash the process: end it now, with the one error line
+        loop.abandon()
+        sys.stderr.write(f"\nerror: interrupted while kernel {desc.name} ran {total} "
+                         "workers\n")
+        sys.stderr.flush()
+        os._exit(1)
+    loop.close()
 
 
 def c_header(descs: list[KernelDesc], guard: str = "KCC_KERNELS_H") -> str:

@@ -148,6 +148,11 @@ class WorkerLoop:
             _munmap(self._addr, self._size)
             self._addr = None
 
+    def abandon(self) -> None:
+        """Forget the stub without unmapping it (threads that cannot be stopped still run it;
+        the process is about to end)."""
+        self._addr = None
+
     def __enter__(self) -> WorkerLoop:
         return self
 
