@@ -249,16 +249,28 @@ def test_fmt_in_place_on_a_full_disk_leaves_the_source(tmp_path: Path) -> None:
     assert link.is_symlink() and src.read_text() != text and "%0 = PARAM" in src.read_text()
 
 
+def test_the_interpreter_out_of_memory_is_an_error_line(tmp_path: Path) -> None:
+    # 2^31 workers as numpy lanes: 16 GiB for the index alone, over the 2 GiB cap
+    src = tmp_path / "w.uop"
+    src.write_text(_MANY)
+    refused(kcc("run", str(src), "--interp", "--random", "-o", str(tmp_path / "o")),
+            "kernel many: not enough memory for the interpreter")
+    assert not (tmp_path / "o").exists()
+
+
+_MANY = ("# kcc-uop 1\n%out = PARAM ParamArg(0, float32, 2)\n"
+         f'%g = SPECIAL({2**31 - 1}) "gidx0" : weakint\n'
+         "%lt = CMPLT(%g, 1) : bool\n%j = WHERE(%lt, 0, 1) : weakint\n"
+         "%i = INDEX(%out, %j)\n%s = STORE(%i, 1.0)\n"
+         'SINK(%s) KernelInfo(name="many")\n')
+
+
 def test_a_2_31_worker_launch_says_so_and_ctrl_c_ends_it(tmp_path: Path) -> None:
     # 2^31 workers: kcc run names the count before it starts, and SIGINT ends the process
     # with one error line (native threads cannot be stopped, so it exits at once)
     n = 2**31 - 1
     src = tmp_path / "w.uop"
-    src.write_text("# kcc-uop 1\n%out = PARAM ParamArg(0, float32, 2)\n"
-                   f'%g = SPECIAL({n}) "gidx0" : weakint\n'
-                   "%lt = CMPLT(%g, 1) : bool\n%j = WHERE(%lt, 0, 1) : weakint\n"
-                   "%i = INDEX(%out, %j)\n%s = STORE(%i, 1.0)\n"
-                   'SINK(%s) KernelInfo(name="many")\n')
+    src.write_text(_MANY)
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
     p = subprocess.Popen([sys.executable, "-m", "kcc.cli", "run", str(src), "-t", "x86",
                           "--random", "-o", str(tmp_path / "o")], stderr=subprocess.PIPE,

@@ -347,6 +347,8 @@ def _reference(sink: Any, values: list[Any]) -> tuple[list[Any], list[Any]]:
         return reference(sink, values)
     except InterpError as e:
         raise UserError(f"the interpreter stopped: {e}") from None
+    except MemoryError:
+        raise UserError(_no_memory(sink)) from None
 
 
 def _interpret(sink: Any, values: list[Any]) -> None:
@@ -358,6 +360,14 @@ def _interpret(sink: Any, values: list[Any]) -> None:
         interp_run(sink, values)
     except InterpError as e:
         raise UserError(f"the interpreter stopped: {e}") from None
+    except MemoryError:
+        raise UserError(_no_memory(sink)) from None
+
+
+def _no_memory(sink: Any) -> str:
+    # the interpreter runs every worker and loop iteration as numpy lanes at once
+    return (f"kernel {sink.arg.name}: not enough memory for the interpreter, which runs all "
+            "workers and iterations as array lanes at once; run it compiled (-t TARGET)")
 
 
 def _launch(target: str, data: bytes, desc: Any, values: list[Any], emulate: bool) -> None:
