@@ -291,8 +291,8 @@ def run_cmd(source: str, args: tuple[str, ...], interp: bool, target: str | None
 def disasm_cmd(file: str, att: bool) -> None:
     """Print the instructions of a compiled object (an x86 .o, a cubin, PTX, …: the target
     that recognizes FILE lists it)."""
-    from kcc.files import FileError, read_regular
-    from kcc.limits import MAX_OBJECT_BYTES
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_OBJECT_BYTES
     if not file:
         _die("disasm needs a file name, not an empty string")
     try:
@@ -341,7 +341,7 @@ def tinygrad_capture_cmd(script: str, script_args: tuple[str, ...], outdir: str,
     """Run the tinygrad SCRIPT and capture every kernel it runs (docs/tinygrad.md)."""
     import runpy
 
-    from kcc.files import FileError, check_regular
+    from kcc.frontend.files import FileError, check_regular
     from kcc.targets.outputs import OutputError, fresh_folder
     try:
         import kcc.tinygrad as ktg

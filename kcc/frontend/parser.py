@@ -84,9 +84,9 @@ def parse_file(path: str | Path) -> UOp:
 
 def read_source(path: str | Path) -> bytes:
     """The bytes of a file, or a SourceError naming the file if it cannot be read (only a
-    regular file of at most kcc.limits.MAX_SOURCE_BYTES is read: never a device or FIFO)."""
-    from kcc.files import FileError, read_regular
-    from kcc.limits import MAX_SOURCE_BYTES
+    regular file of at most kcc.ir.limits.MAX_SOURCE_BYTES is read: never a device or FIFO)."""
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_SOURCE_BYTES
     try:
         return read_regular(path, MAX_SOURCE_BYTES)
     except FileError as e:

@@ -13,7 +13,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, PromotionError, dtypes, promote
 from kcc.ir.ops import BITWISE, FLOAT_ONLY, INT_ONLY, ROW, Ops, arity_ok, arity_text
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp, UType
-from kcc.limits import MAX_BUFFER_ELEMENTS
+from kcc.ir.limits import MAX_BUFFER_ELEMENTS
 
 VOID = UType(None, (), "void")
 SPECIAL_NAMES = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
@@ -136,7 +136,7 @@ def _param_common(arg: ParamArg) -> None:
                                  or arg.size <= 0):
         raise IRError("a ParamArg size is a positive integer")
     if arg.size is not None and arg.size > MAX_BUFFER_ELEMENTS:
-        # the one limit kcc compile, the manifest reader and kcc run share (kcc/limits.py)
+        # the one limit kcc compile, the manifest reader and kcc run share (kcc/ir/limits.py)
         raise IRError(f"a ParamArg size is at most 2^{MAX_BUFFER_ELEMENTS.bit_length() - 1} "
                       f"elements, not {arg.size}")
     if arg.vmin_vmax is not None:

@@ -24,7 +24,7 @@ from kcc.ir import Ops, UOp, dtypes, toposort
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.dtype import DType
 from kcc.ir.verify import LAUNCH_OPS
-from kcc.limits import MAX_DIM          # a launch dimension (CUDA's gridDim.x limit)
+from kcc.ir.limits import MAX_DIM          # a launch dimension (CUDA's gridDim.x limit)
 
 _BY_NAME = {op.name: op for op in LAUNCH_OPS}
 

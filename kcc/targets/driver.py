@@ -42,11 +42,11 @@ def plural(n: int, word: str) -> str:
 
 def load(path: str) -> tuple[ParseResult, str]:
     """Read, parse and verify a `.uop` file (`-` is stdin); returns the result and the text."""
-    from kcc.files import FileError, read_limited
+    from kcc.frontend.files import FileError, read_limited
     from kcc.frontend.errors import SourceError
     from kcc.frontend.lexer import decode_source
     from kcc.frontend.parser import parse_result, read_source
-    from kcc.limits import MAX_SOURCE_BYTES
+    from kcc.ir.limits import MAX_SOURCE_BYTES
     if path == "-":
         name = "<stdin>"
         try:
@@ -214,7 +214,7 @@ def parse_args(desc: Any, raw: tuple[str, ...], random_fill: bool) -> list[Any]:
 def load_npy(path: str, label: str) -> Any:
     """A .npy file as a contiguous array; never unpickles (object arrays are refused)."""
     import numpy as np
-    from kcc.files import FileError, check_regular
+    from kcc.frontend.files import FileError, check_regular
     # np.load falls back to unpickling a file without the .npy magic, which allow_pickle=False
     # refuses with a misleading message: check the magic first
     try:
@@ -285,7 +285,7 @@ def _check_facts(spec: Any, data: bytes, kernels: list[Any], source: str) -> Non
 def refuse_object_source(source: str) -> None:
     """`kcc run k.o`: say that objects run through their manifest, not that -t is missing;
     an unreadable source is reported as such first."""
-    from kcc.files import FileError, check_regular
+    from kcc.frontend.files import FileError, check_regular
     if source == "-":
         return
     try:

@@ -23,7 +23,7 @@ from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 MANIFEST_FORMAT = "kcc-manifest"
 MANIFEST_VERSION = 1
-from kcc.limits import MAX_BUFFER_ELEMENTS as MAX_ELEMENTS   # what a manifest may state
+from kcc.ir.limits import MAX_BUFFER_ELEMENTS as MAX_ELEMENTS   # what a manifest may state
 
 
 class LaunchError(Exception):
@@ -192,9 +192,9 @@ def load_manifest(path: Path) -> tuple[dict[str, Any], bytes | None]:
     """Read and check a manifest and the object it names (None for a manifest of no object,
     e.g. --emit asm): the bytes whose sha256 was checked, so a caller never reads the object
     a second time. LaunchError with a clear message if either cannot be used. Only regular
-    files are read, up to kcc.limits' sizes; a JSON nested too deeply is refused."""
-    from kcc.files import FileError, read_regular
-    from kcc.limits import MAX_MANIFEST_BYTES, MAX_OBJECT_BYTES
+    files are read, up to kcc.ir.limits' sizes; a JSON nested too deeply is refused."""
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_MANIFEST_BYTES, MAX_OBJECT_BYTES
     try:
         doc = json.loads(read_regular(path, MAX_MANIFEST_BYTES).decode("utf-8"))
     except FileError as e:

@@ -204,8 +204,8 @@ def refuse_foreign_manifest(mpath: str, out: str) -> None:
     """OutputError unless the default-named manifest mpath is absent or the manifest of this
     same output: it must not silently replace another target's k.json beside k.o and k.cubin,
     or a user's JSON."""
-    from kcc.files import FileError, read_regular
-    from kcc.limits import MAX_MANIFEST_BYTES
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_MANIFEST_BYTES
     if not os.path.lexists(mpath):
         return
     try:

@@ -16,7 +16,7 @@ MAX_BUFFER_ELEMENTS = 2**40
 MAX_DIM = 2**31 - 1
 
 # Input files: read only when they are regular files (never a device, FIFO or directory) of
-# at most this many bytes (kcc/files.py).
+# at most this many bytes (kcc/frontend/files.py).
 MAX_SOURCE_BYTES = 256 * 2**20       # a .uop (a 200,000-node kernel is about 10 MiB)
 MAX_MANIFEST_BYTES = 64 * 2**20      # a manifest's JSON
 MAX_OBJECT_BYTES = 16 * 2**30        # an object: a program's object holds its weights

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "examples" / "saxpy.uop"
 AS_LIMIT = 2 * 2**30           # address space: python, numpy, kcc and a 256 MiB read fit
 TIMEOUT = 120
@@ -129,7 +129,7 @@ def test_a_buffer_of_2_62_elements_is_refused_by_compile_and_run(tmp_path: Path)
 def test_the_limit_is_the_manifests() -> None:
     from kcc.frontend.errors import SourceError
     from kcc.frontend.parser import parse
-    from kcc.limits import MAX_BUFFER_ELEMENTS
+    from kcc.ir.limits import MAX_BUFFER_ELEMENTS
     from kcc.targets.manifest import MAX_ELEMENTS
     assert MAX_ELEMENTS == MAX_BUFFER_ELEMENTS
     parse(_buffer_kernel(MAX_BUFFER_ELEMENTS))
@@ -210,7 +210,7 @@ def test_x86_runs_16m_workers_natively_and_says_how_many(tmp_path: Path) -> None
 def test_x86_worker_loop_passes_every_argument_class(seed: int, tmp_path: Path) -> None:
     # 17 scalars of six dtypes and three worker indices: registers and stack slots of both
     # System V classes, against the interpreter
-    src = REPO / "tests" / "kernels" / "many_args_workers.uop"
+    src = REPO / "tests" / "data" / "kernels" / "many_args_workers.uop"
     r = kcc("run", str(src), "-t", "x86", "--check", "--seed", str(seed), "-o",
             str(tmp_path / "o"))
     assert r.returncode == 0 and "x86 matches the interpreter" in r.stderr, r.stderr

@@ -1,4 +1,4 @@
-"""Reading a user's input files: regular files only, with a size limit (kcc/limits.py).
+"""Reading a user's input files: regular files only, with a size limit (kcc/ir/limits.py).
 
     data = read_regular("k.uop", MAX_SOURCE_BYTES)     # FileError: not a regular file, too big
 
@@ -44,7 +44,7 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
             raise FileError(f"it is {kind_of(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise FileError(f"it is {_size(st.st_size)}, more than the {_size(limit)} kcc "
-                            "reads (kcc/limits.py)")
+                            "reads (kcc/ir/limits.py)")
         with os.fdopen(fd, "rb", closefd=True) as f:
             fd = -1
             return read_limited(f, limit)
@@ -60,7 +60,7 @@ def read_limited(f: BinaryIO, limit: int) -> bytes:
     holds more."""
     data = f.read(limit + 1)
     if len(data) > limit:
-        raise FileError(f"it holds more than the {_size(limit)} kcc reads (kcc/limits.py)")
+        raise FileError(f"it holds more than the {_size(limit)} kcc reads (kcc/ir/limits.py)")
     return data
 
 
