@@ -1310,3 +1310,7 @@ jmp foo
 {disp32} jmp bar
 ; bytes: e9 00 00 00 00
 ; fixup: 1 rel32 bar -4
+; form: call_rel32
+{disp32} call bar
+; bytes: e8 00 00 00 00
+; fixup: 1 rel32 bar -4

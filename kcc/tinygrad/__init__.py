@@ -7,6 +7,8 @@
     with kcc.tinygrad.capture("out/"):       # every kernel that runs: .uop, values, JSON
         y.realize()
 
+    kcc.tinygrad.export(model, x, out="net/", name="net")   # net.o + net.h: a C entry point
+
 This package is the only part of kcc that imports tinygrad (`pip install 'kcc[tinygrad]'`,
 tinygrad 0.14.0). Registration extends the renderer list of tinygrad's CPU device (it is built
 in `CPUDevice.__init__` and handed to `Compiled.__init__`, so kcc wraps the latter for CPU
@@ -22,7 +24,7 @@ from typing import Any
 
 from kcc.tinygrad.renderer import KCCCompiler, KCCRenderer, program_to_uop
 
-__all__ = ["KCCRenderer", "KCCCompiler", "program_to_uop", "register", "capture"]
+__all__ = ["KCCRenderer", "KCCCompiler", "program_to_uop", "register", "capture", "export"]
 
 
 def _add(dev: Any) -> None:
@@ -57,6 +59,13 @@ def capture(out_dir: str, **kwargs: Any) -> Any:
     (see kcc.tinygrad.recording.Capture)."""
     from kcc.tinygrad.recording import Capture
     return Capture(out_dir, **kwargs)
+
+
+def export(fn: Any, *example_inputs: Any, **kwargs: Any) -> Any:
+    """A whole tinygrad computation as one ahead-of-time artifact (kcc.tinygrad.exporting.export;
+    docs/export.md)."""
+    from kcc.tinygrad.exporting import export as _export
+    return _export(fn, *example_inputs, **kwargs)
 
 
 register()

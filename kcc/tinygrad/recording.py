@@ -84,6 +84,7 @@ class _Kernel:
     workers: int
     args: list[dict] = field(default_factory=list)
     error: str | None = None
+    key: bytes | None = None          # the PROGRAM's key: one per distinct kernel
 
 
 class Capture:
@@ -104,6 +105,8 @@ class Capture:
         self.events: list[tuple[int, str]] = []    # (buffer id, "r" / "w") in order
         self._saved: dict[str, Any] = {}
         self._renderers: dict[str, Any] | None = None
+        # (PROGRAM key, "ptx" / "hip") -> the GPU-style lowering, imported (for export)
+        self.gpu_imported: dict[tuple[bytes, str], Any] = {}
         self._cpu: Any = None
 
     # -- hooks -----------------------------------------------------------------------------
@@ -194,7 +197,7 @@ class Capture:
         if prg.key not in self.files:
             self.files[prg.key] = self._write_uops(prg, index)
         uop, gpu, error, imported = self.files[prg.key]
-        k = _Kernel(index, info.function_name, uop, gpu, 1, error=error)
+        k = _Kernel(index, info.function_name, uop, gpu, 1, error=error, key=prg.key)
         params = {u.arg.slot: u for u in prg.src[0].toposort() if u.op is Ops.PARAM}
         if imported is not None:
             k.workers = imported.workers
@@ -240,7 +243,9 @@ class Capture:
                 self._renderers = gpu_renderers()
             for style, ren in self._renderers.items():
                 try:
-                    text = program_to_uop(lower(self.asts[prg.key], ren)).text
+                    imp = program_to_uop(lower(self.asts[prg.key], ren))
+                    self.gpu_imported[(prg.key, style)] = imp
+                    text = imp.text
                     (self.out / f"{stem}.{style}.uop").write_text(text)
                     gpu[style] = f"{stem}.{style}.uop"
                 except TinygradImportError as e:

@@ -171,8 +171,10 @@ def is_two_address(form: str) -> bool:
 
 # the branch forms (a rel8/rel32 operand) and each branch mnemonic's forms by width, derived
 # from the rows once: the assembler asks about every item of every function
-_BRANCH_FORMS = frozenset(r.form for r in FORMS.values() if any(o.slot == "rel"
-                                                                  for o in r.operands))
+# Relaxable branches (jcc, jmp) to labels of the same code; CALL's rel32 is no branch here: its
+# callee may lie outside (a fixup), and it has no rel8 form to relax to.
+_BRANCH_FORMS = frozenset(r.form for r in FORMS.values() if r.mnemonic != "call"
+                          and any(o.slot == "rel" for o in r.operands))
 _REL_FORMS: dict[str, dict[str, str]] = {}
 for _r in FORMS.values():
     for _o in _r.operands:

@@ -585,6 +585,15 @@ def _permute_rows() -> None:
              disp8_n=64)
 
 
+def _call_rows() -> None:
+    """CALL rel32 (SDM Vol. 2 "CALL": E8 cd), added after every other row so that the golden
+    cases of the rows before keep their register rotation. Not relaxed (there is no rel8
+    form); a callee outside the assembled code stays a rel32 fixup, an R_X86_64_PLT32
+    relocation in an object (psABI 4.4). Only the program runtime (kcc/targets/x86_program.py)
+    emits it: kernels call nothing."""
+    _leg("call", "cc", "e8", "rel32/rel/r", implicit_uses=("rsp",), implicit_defs=("rsp",))
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -598,6 +607,7 @@ _mask_rows()
 _kmask_rows()
 _stream_rows()
 _permute_rows()
+_call_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

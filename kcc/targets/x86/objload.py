@@ -43,6 +43,8 @@ MAP_32BIT = 0x40  # Linux x86-64: place the mapping in the first 2 GiB (mmap(2))
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_STUB_JMP = b"\xff\x25\x00\x00\x00\x00"   # jmp qword ptr [rip + 0]; the address follows
+_STUB_SIZE = 16
 _MAX_IMAGE = 1 << 31  # R_X86_64_PC32 reaches +-2 GiB, so no loadable image is larger
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -124,9 +126,17 @@ class LoadedObject:
     its mapping) alive. :meth:`close` unmaps the memory; afterwards nothing obtained from the
     object may be used. Also usable as a context manager. ``sections`` lists where each
     loaded section lives and with which page permission (``"r-x"``, ``"r--"``, ``"rw-"``).
+
+    ``externals`` maps undefined symbols the object may call (a program's runtime calls libc's
+    pthread functions, kcc/targets/x86_program.py) to addresses in this process. Each gets a
+    16-byte stub in the executable group, ``jmp qword ptr [rip + 0]`` and the address (SDM
+    "JMP": FF /4), which the object's PC-relative relocations reach wherever libc lies, as a
+    linker's PLT entry does. An undefined symbol not in ``externals`` is refused.
     """
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, externals: dict[str, int] | None = None) -> None:
+        self._externals = dict(externals or {})
+        self._stubs: dict[str, int] = {}
         self._base = 0
         self._map_addr = 0
         self._map_size = 0
@@ -170,12 +180,16 @@ class LoadedObject:
         group_of: dict[int, _Group] = {}
         ranges: list[tuple[_Group, int, int]] = []
         end, max_align = 0, PAGE_SIZE
+        stubs = self._needed_stubs(sections)
+        stub_off = 0
         for group in _GROUPS:
             members = [i for i in sorted(loaded)
                        if _group_of(sections[i].name, sections[i]["sh_flags"]) is group]
-            if not members:
+            if not members and not (stubs and group is _GROUPS[0]):
                 continue
             start = end = _align_up(end, PAGE_SIZE)
+            if group is _GROUPS[0] and stubs:       # the stubs first, executable
+                stub_off, end = end, end + _STUB_SIZE * len(stubs)
             for i in members:
                 align = max(sections[i]["sh_addralign"], 1)
                 if align & (align - 1):
@@ -217,6 +231,11 @@ class LoadedObject:
                     raise ObjectLoadError(f"section {sec.name!r}: {len(contents)} bytes of "
                                           f"contents for sh_size {sec['sh_size']}")
                 ctypes.memmove(self._base + off, contents, len(contents))
+        for k, name in enumerate(stubs):
+            addr = self._base + stub_off + _STUB_SIZE * k
+            ctypes.memmove(addr, _STUB_JMP + struct.pack("<Q", self._externals[name]),
+                           _STUB_SIZE)
+            self._stubs[name] = addr
         self.sections = tuple(LoadedSection(sections[i].name, self._base + off,
                                             sections[i]["sh_size"], group_of[i].name)
                               for i, off in offsets.items())
@@ -234,6 +253,17 @@ class LoadedObject:
             if _mprotect(self._base + start, stop - start, group.prot) != 0:
                 err = ctypes.get_errno()
                 raise OSError(err, f"mprotect({group.name}) failed: {os.strerror(err)}")
+
+    def _needed_stubs(self, sections: list[Any]) -> list[str]:
+        """The undefined symbols with an address in externals, in symbol table order."""
+        names: list[str] = []
+        for s in sections:
+            if isinstance(s, SymbolTableSection) and s["sh_type"] == "SHT_SYMTAB":
+                for sym in s.iter_symbols():
+                    if sym["st_shndx"] == "SHN_UNDEF" and sym.name in self._externals \
+                            and sym.name not in names:
+                        names.append(sym.name)
+        return names
 
     def _map(self, size: int, low: bool) -> None:
         flags = MAP_PRIVATE | MAP_ANONYMOUS | (MAP_32BIT if low else 0)
@@ -263,6 +293,8 @@ class LoadedObject:
             value: int | None = None
             if index == 0 or stype == "STT_FILE":
                 pass
+            elif shndx == "SHN_UNDEF" and sym.name in self._stubs:
+                value = self._stubs[sym.name]
             elif shndx == "SHN_UNDEF":
                 raise ObjectLoadError(f"undefined symbol {sym.name!r}: the object refers to "
                                       "a symbol it does not define (no external linking)")

@@ -1,0 +1,594 @@
+"""A whole program as one x86-64 object: every kernel, the weights in .rodata and a runtime in
+machine code — the entry point `int NAME(inputs…, outputs…)` and its helpers — encoded by
+kcc's own x86 encoder (kcc/encode/x86.py), so that `cc main.c NAME.o -lpthread -lm` links it
+and no C compiler ever sees kcc's output. docs/export.md describes the design.
+
+The runtime (System V AMD64 ABI, psABI 3.2; every call below is to libc):
+
+    NAME(in…, out…)                   aligned_alloc(64, workspace), run, free
+    NAME_with_workspace(ws, in…, out…) run on the caller's 64-byte aligned workspace
+    run:  threads T = NAME_set_threads value, or sysconf(_SC_NPROCESSORS_ONLN), at most the
+          largest worker count and MAX_THREADS; with T > 1, under a locked start mutex,
+          pthread_create T-1 workers (stopping at the first failure: T becomes the number
+          running), pthread_barrier_init(T), unlock; every thread then runs the body; join.
+    body(ctx, tid): for each launch in order: a kernel with W workers calls
+          kernel(buffers…, gidx0 = i) for i = tid, tid+T, … < W (a static split: no atomics);
+          one without workers runs on tid 0; a pthread_barrier_wait separates two launches
+          unless both run on tid 0 alone.
+
+The context (on the entry's stack, 64-byte aligned) holds the input/output pointers, the
+workspace pointer, T, the start mutex, the barrier and one record per thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kcc.encode.x86 import Imm, Label, Mem, Reg
+from kcc.targets.elf import (
+    R_X86_64_PC32, R_X86_64_PLT32, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, Reloc, Symbol,
+    write_relocatable)
+from kcc.targets.facts import NOTE_SECTION, elf_note
+from kcc.targets.manifest import KernelDesc, worker_names
+from kcc.targets.program import Program, ProgramError, align_up, worker_count
+from kcc.targets.x86_code import EncodedKernel, assemble_items
+from kcc.targets.x86_object import rodata
+
+MAX_THREADS = 64
+_SC_NPROCESSORS_ONLN = 84            # glibc's <bits/confname.h> value
+ARG_REGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")      # psABI 3.2.3, INTEGER class
+ARG_REGS32 = ("edi", "esi", "edx", "ecx", "r8d", "r9d")
+WEIGHTS_LABEL = "__kcc_weights"
+STATE_LABEL = "__kcc_state"
+STR_LABEL = "__kcc_strings"
+# .bss state: the thread count NAME_set_threads stored, the error message pointer, and the
+# external weights' base (NAME_load_weights)
+ST_THREADS, ST_ERROR, ST_WEIGHTS, STATE_BYTES = 0, 8, 16, 64
+MESSAGES = {
+    "none": "",
+    "oom": "out of memory for the workspace",
+    "align": "the workspace is NULL or not 64-byte aligned",
+    "noweights": "no weights loaded: call NAME_load_weights(path) first",
+}
+# the libc functions the runtime calls (all of them: the object's only undefined symbols)
+LIBC = ("aligned_alloc", "free", "sysconf", "pthread_create", "pthread_join",
+        "pthread_mutex_init", "pthread_mutex_lock", "pthread_mutex_unlock",
+        "pthread_mutex_destroy", "pthread_barrier_init", "pthread_barrier_wait",
+        "pthread_barrier_destroy")
+
+
+@dataclass
+class _Ctx:
+    """Byte offsets in the run context."""
+
+    nio: int
+
+    @property
+    def ws(self) -> int:
+        return 8 * self.nio
+
+    @property
+    def nthreads(self) -> int:
+        return self.ws + 8
+
+    @property
+    def mutex(self) -> int:          # pthread_mutex_t: 40 bytes on x86-64 glibc
+        return align_up(self.nthreads + 8)
+
+    @property
+    def barrier(self) -> int:        # pthread_barrier_t: 32 bytes on x86-64 glibc
+        return self.mutex + 64
+
+    @property
+    def records(self) -> int:        # per thread: ctx, tid, pthread_t, pad
+        return self.barrier + 64
+
+    @property
+    def size(self) -> int:
+        return align_up(self.records + 32 * MAX_THREADS)
+
+
+class _Code:
+    """Instructions for kcc's assembler, with the few helpers the runtime needs."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.items: list[tuple] = []
+        self._n = 0
+
+    def __call__(self, form: str, *ops: Any) -> None:
+        self.items.append((form, *ops))
+
+    def label(self, name: str) -> None:
+        self.items.append(("label", name))
+
+    def fresh(self, stem: str) -> str:
+        self._n += 1
+        return f".L{stem}{self._n}"
+
+    def call(self, fn: str) -> None:
+        self("call_rel32", Label(fn))
+
+    def mov(self, dst: str, src: str) -> None:
+        self("mov_r64_rm64", Reg(dst), Reg(src))
+
+    def load(self, dst: str, base: str, disp: int) -> None:
+        self("mov_r64_rm64", Reg(dst), Mem(8, base, None, 1, disp))
+
+    def store(self, base: str, disp: int, src: str) -> None:
+        self("mov_rm64_r64", Mem(8, base, None, 1, disp), Reg(src))
+
+    def lea(self, dst: str, base: str | None, disp: int, label: str | None = None) -> None:
+        self("lea_r64_m", Reg(dst), Mem(0, base, None, 1, disp, label))
+
+    def imm(self, dst: str, value: int) -> None:
+        if 0 <= value < 2**31:
+            self("mov_r32_imm32", Reg(_r32(dst)), Imm(value))
+        else:
+            self("movabs_r64_imm64", Reg(dst), Imm(value))
+
+    def set_error(self, msg: str, offsets: dict[str, int]) -> None:
+        self.lea("rax", None, offsets[msg], STR_LABEL)
+        self("mov_rm64_r64", Mem(8, None, None, 1, ST_ERROR, STATE_LABEL), Reg("rax"))
+
+    def prologue(self, frame: int = 0) -> None:
+        """push rbp and rbx, r12-r15; rsp 64-byte aligned below frame bytes."""
+        self("push_r64", Reg("rbp"))
+        self.mov("rbp", "rsp")
+        for r in ("rbx", "r12", "r13", "r14", "r15"):
+            self("push_r64", Reg(r))
+        self("sub_rm64_imm32", Reg("rsp"), Imm(align_up(frame + 8, 16)))
+        self("and_rm64_imm8", Reg("rsp"), Imm(-64))
+
+    def epilogue(self) -> None:
+        self.lea("rsp", "rbp", -40)
+        for r in ("r15", "r14", "r13", "r12", "rbx"):
+            self("pop_r64", Reg(r))
+        self("pop_r64", Reg("rbp"))
+        self("ret")
+
+    def assemble(self) -> EncodedKernel:
+        return assemble_items(self.name, self.items, 0, [])
+
+
+def _r32(r: str) -> str:
+    return {"rax": "eax", "rcx": "ecx", "rdx": "edx", "rbx": "ebx", "rsi": "esi",
+            "rdi": "edi"}.get(r, r + "d")
+
+
+# -- the runtime -----------------------------------------------------------------------------
+
+class Runtime:
+    """The runtime functions of program p (module docstring); weights "rodata" or
+    "external"."""
+
+    def __init__(self, p: Program, weights: str, strings: dict[str, int]):
+        self.p = p
+        self.weights = weights
+        self.strings = strings
+        self.ctx = _Ctx(len(p.inputs) + len(p.outputs))
+        self.pos = {b: k for k, b in enumerate(p.inputs + p.outputs)}
+        self.workers = [worker_count(p.kernel(ln.kernel)) for ln in p.launches]
+        self.max_workers = min(max(self.workers + [1]), MAX_THREADS)
+        if max(p.workspace_bytes, p.weights_bytes) >= 2**31:
+            # buffers are reached by a 32-bit displacement from the workspace or weights base
+            raise ProgramError(f"program {p.name}: {p.workspace_bytes} bytes of intermediates "
+                               f"and {p.weights_bytes} of weights; the x86 runtime reaches "
+                               "at most 2 GiB of each")
+
+    def functions(self) -> list[tuple[EncodedKernel, str]]:
+        """(code, binding) of every runtime function."""
+        n = self.p.name
+        out = [(self.entry(n, own_workspace=True), "global"),
+               (self.entry(f"{n}_with_workspace", own_workspace=False), "global"),
+               (self.small(f"{n}_workspace_bytes", self.p.workspace_bytes), "global"),
+               (self.set_threads(), "global"), (self.error(), "global"),
+               (self.body(), "local"), (self.worker(), "local")]
+        return out
+
+    # the small helpers
+    def small(self, name: str, value: int) -> EncodedKernel:
+        c = _Code(name)
+        c.imm("rax", value)
+        c("ret")
+        return c.assemble()
+
+    def set_threads(self) -> EncodedKernel:
+        c = _Code(f"{self.p.name}_set_threads")
+        c("mov_rm32_r32", Mem(4, None, None, 1, ST_THREADS, STATE_LABEL), Reg("edi"))
+        c("ret")
+        return c.assemble()
+
+    def error(self) -> EncodedKernel:
+        c = _Code(f"{self.p.name}_error")
+        c("mov_r64_rm64", Reg("rax"), Mem(8, None, None, 1, ST_ERROR, STATE_LABEL))
+        c("test_rm64_r64", Reg("rax"), Reg("rax"))
+        c("jne_rel8", Label(".Ldone"))
+        c.lea("rax", None, self.strings["none"], STR_LABEL)
+        c.label(".Ldone")
+        c("ret")
+        return c.assemble()
+
+    # the entry points
+    def entry(self, name: str, own_workspace: bool) -> EncodedKernel:
+        """NAME / NAME_with_workspace: rbx ctx, r13 T, r14 threads created, r15 the workspace
+        to free (own_workspace)."""
+        c, cx = _Code(name), self.ctx
+        c.prologue(cx.size)
+        c.mov("rbx", "rsp")
+        first = 0 if own_workspace else 1
+        for j in range(cx.nio + first):             # the arguments into the context
+            slot = cx.ws if j < first else 8 * (j - first)
+            if j < 6:
+                c.store("rbx", slot, ARG_REGS[j])
+            else:
+                c.load("rax", "rbp", 16 + 8 * (j - 6))
+                c.store("rbx", slot, "rax")
+        c("xor_r32_rm32", Reg("r15d"), Reg("r15d"))
+        ws = self.p.workspace_bytes
+        if own_workspace:
+            c("mov_rm64_imm32", Mem(8, "rbx", None, 1, cx.ws), Imm(0))
+            if ws:
+                c("mov_r32_imm32", Reg("edi"), Imm(64))
+                c.imm("rsi", align_up(ws))
+                c.call("aligned_alloc")
+                c("test_rm64_r64", Reg("rax"), Reg("rax"))
+                c("je_rel32", Label(".Loom"))
+                c.store("rbx", cx.ws, "rax")
+                c.mov("r15", "rax")
+        elif ws:
+            c.load("rax", "rbx", cx.ws)
+            c("test_rm64_r64", Reg("rax"), Reg("rax"))
+            c("je_rel32", Label(".Lalign"))
+            c("test_rm64_imm32", Reg("rax"), Imm(63))
+            c("jne_rel32", Label(".Lalign"))
+        if self.weights == "external" and any(b.role == "weight" for b in self.p.buffers):
+            c("mov_r64_rm64", Reg("rax"), Mem(8, None, None, 1, ST_WEIGHTS, STATE_LABEL))
+            c("test_rm64_r64", Reg("rax"), Reg("rax"))
+            c("je_rel32", Label(".Lnoweights"))
+        self._threads(c)
+        c.mov("rdi", "rbx")
+        c("xor_r32_rm32", Reg("esi"), Reg("esi"))
+        c.call(f"{self.p.name}__body")
+        self._join(c)
+        c("xor_r32_rm32", Reg("r12d"), Reg("r12d"))        # the result: 0
+        c.label(".Lfree")
+        c.mov("rdi", "r15")
+        c.call("free")                                        # free(NULL) does nothing
+        c("mov_r32_rm32", Reg("eax"), Reg("r12d"))
+        c.epilogue()
+        for lab, msg in ((".Loom", "oom"), (".Lalign", "align"), (".Lnoweights", "noweights")):
+            c.label(lab)
+            c.set_error(msg, self.strings)
+            c("mov_r32_imm32", Reg("r12d"), Imm(1))
+            c("jmp_rel32", Label(".Lfree"))
+        return c.assemble()
+
+    def _threads(self, c: _Code) -> None:
+        """T into r13 and ctx; with T > 1 start T-1 workers (r14: how many started)."""
+        cx = self.ctx
+        c("mov_rm64_imm32", Reg("r14"), Imm(-1))             # -1: no threads, no mutex
+        c("mov_r32_imm32", Reg("r13d"), Imm(1))
+        c.store("rbx", cx.nthreads, "r13")
+        if self.max_workers <= 1:
+            return
+        c("movsxd_r64_rm32", Reg("rax"), Mem(4, None, None, 1, ST_THREADS, STATE_LABEL))
+        c("test_rm64_r64", Reg("rax"), Reg("rax"))
+        c("jg_rel8", Label(".Lhave"))
+        c("mov_r32_imm32", Reg("edi"), Imm(_SC_NPROCESSORS_ONLN))
+        c.call("sysconf")
+        c.label(".Lhave")
+        c("mov_r32_imm32", Reg("ecx"), Imm(self.max_workers))
+        c("cmp_rm64_r64", Reg("rax"), Reg("rcx"))
+        c("cmovg_r64_rm64", Reg("rax"), Reg("rcx"))
+        c("mov_r32_imm32", Reg("ecx"), Imm(1))
+        c("cmp_rm64_r64", Reg("rax"), Reg("rcx"))
+        c("cmovl_r64_rm64", Reg("rax"), Reg("rcx"))
+        c.mov("r13", "rax")
+        c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+        c("jle_rel32", Label(".Lsolo"))
+        c.lea("rdi", "rbx", cx.mutex)
+        c("xor_r32_rm32", Reg("esi"), Reg("esi"))
+        c.call("pthread_mutex_init")
+        c.lea("rdi", "rbx", cx.mutex)
+        c.call("pthread_mutex_lock")
+        c("mov_r32_imm32", Reg("r12d"), Imm(1))                # t = 1
+        c.label(".Lcreate")
+        c("cmp_rm64_r64", Reg("r12"), Reg("r13"))
+        c("jge_rel8", Label(".Lcreated"))
+        c.mov("rcx", "r12")                                     # rec = ctx + records + 32 t
+        c("shl_rm64_imm8", Reg("rcx"), Imm(5))
+        c("lea_r64_m", Reg("rcx"), Mem(0, "rbx", "rcx", 1, cx.records))
+        c.store("rcx", 0, "rbx")
+        c.store("rcx", 8, "r12")
+        c.lea("rdi", "rcx", 16)
+        c("xor_r32_rm32", Reg("esi"), Reg("esi"))
+        c.lea("rdx", None, 0, f"{self.p.name}__worker")
+        c.call("pthread_create")
+        c("test_rm32_r32", Reg("eax"), Reg("eax"))
+        c("jne_rel8", Label(".Lcreated"))
+        c("add_rm64_imm8", Reg("r12"), Imm(1))
+        c("jmp_rel8", Label(".Lcreate"))
+        c.label(".Lcreated")
+        c("lea_r64_m", Reg("r14"), Mem(0, "r12", None, 1, -1))  # workers started
+        c.mov("r13", "r12")                                     # T: those and this thread
+        c.lea("rdi", "rbx", cx.barrier)
+        c("xor_r32_rm32", Reg("esi"), Reg("esi"))
+        c("mov_r32_rm32", Reg("edx"), Reg("r13d"))
+        c.call("pthread_barrier_init")
+        c("test_rm32_r32", Reg("eax"), Reg("eax"))
+        c("je_rel8", Label(".Lbar"))
+        c("mov_r32_imm32", Reg("r13d"), Imm(1))                # no barrier: run alone
+        c.label(".Lbar")
+        c.store("rbx", cx.nthreads, "r13")
+        c.lea("rdi", "rbx", cx.mutex)
+        c.call("pthread_mutex_unlock")
+        c.label(".Lsolo")
+
+    def _join(self, c: _Code) -> None:
+        cx = self.ctx
+        if self.max_workers <= 1:
+            return
+        c("test_rm64_r64", Reg("r14"), Reg("r14"))
+        c("js_rel32", Label(".Ljoined"))
+        c("mov_r32_imm32", Reg("r12d"), Imm(1))
+        c.label(".Ljoin")
+        c("cmp_rm64_r64", Reg("r12"), Reg("r14"))
+        c("jg_rel8", Label(".Ljoindone"))
+        c.mov("rcx", "r12")
+        c("shl_rm64_imm8", Reg("rcx"), Imm(5))
+        c("mov_r64_rm64", Reg("rdi"), Mem(8, "rbx", "rcx", 1, cx.records + 16))
+        c("xor_r32_rm32", Reg("esi"), Reg("esi"))
+        c.call("pthread_join")
+        c("add_rm64_imm8", Reg("r12"), Imm(1))
+        c("jmp_rel8", Label(".Ljoin"))
+        c.label(".Ljoindone")
+        c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+        c("jle_rel8", Label(".Lnobar"))
+        c.lea("rdi", "rbx", cx.barrier)
+        c.call("pthread_barrier_destroy")
+        c.label(".Lnobar")
+        c.lea("rdi", "rbx", cx.mutex)
+        c.call("pthread_mutex_destroy")
+        c.label(".Ljoined")
+
+    def worker(self) -> EncodedKernel:
+        """The thread start routine: wait for the start mutex, then the body for its tid
+        (or nothing, when the threads were fewer than asked)."""
+        c, cx = _Code(f"{self.p.name}__worker"), self.ctx
+        c.prologue()
+        c.load("rbx", "rdi", 0)               # ctx
+        c.load("r12", "rdi", 8)               # tid
+        c.lea("rdi", "rbx", cx.mutex)
+        c.call("pthread_mutex_lock")
+        c.lea("rdi", "rbx", cx.mutex)
+        c.call("pthread_mutex_unlock")
+        c.load("rax", "rbx", cx.nthreads)
+        c("cmp_rm64_r64", Reg("r12"), Reg("rax"))
+        c("jge_rel8", Label(".Lout"))
+        c.mov("rdi", "rbx")
+        c.mov("rsi", "r12")
+        c.call(f"{self.p.name}__body")
+        c.label(".Lout")
+        c("xor_r32_rm32", Reg("eax"), Reg("eax"))
+        c.epilogue()
+        return c.assemble()
+
+    def body(self) -> EncodedKernel:
+        """Every launch for thread tid: rbx ctx, r12 tid, r13 T, r14 the worker index."""
+        p, cx = self.p, self.ctx
+        nstack = max([len(p.kernel(ln.kernel).args) + 1 - 6 for ln in p.launches] + [0])
+        c = _Code(f"{p.name}__body")
+        c.prologue(8 * nstack)
+        c.mov("rbx", "rdi")
+        c.mov("r12", "rsi")
+        c.load("r13", "rbx", cx.nthreads)
+        for k, ln in enumerate(p.launches):
+            desc = p.kernel(ln.kernel)
+            w = self.workers[k]
+            has_gidx = bool(worker_names(desc))
+            if len(worker_names(desc)) > 1:
+                raise ProgramError(f"kernel {desc.name}: {len(worker_names(desc))} worker "
+                                   "indices; the x86 program runtime runs gidx0 only")
+            skip, loop = c.fresh("skip"), c.fresh("loop")
+            if w <= 1:
+                c("test_rm64_r64", Reg("r12"), Reg("r12"))
+                c("jne_rel32", Label(skip))
+                c("xor_r32_rm32", Reg("r14d"), Reg("r14d"))
+                self._call_kernel(c, desc, ln, has_gidx)
+            else:
+                c.mov("r14", "r12")
+                c.label(loop)
+                c("cmp_rm64_imm32", Reg("r14"), Imm(w))
+                c("jge_rel32", Label(skip))
+                self._call_kernel(c, desc, ln, has_gidx)
+                c("add_rm64_r64", Reg("r14"), Reg("r13"))
+                c("jmp_rel32", Label(loop))
+            c.label(skip)
+            last = k == len(p.launches) - 1
+            if not last and (w > 1 or self.workers[k + 1] > 1):
+                nob = c.fresh("nobar")
+                c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+                c("jle_rel32", Label(nob))
+                c.lea("rdi", "rbx", cx.barrier)
+                c.call("pthread_barrier_wait")
+                c.label(nob)
+        c("xor_r32_rm32", Reg("eax"), Reg("eax"))
+        c.epilogue()
+        return c.assemble()
+
+    def _address(self, c: _Code, reg: str, bid: int, off: int) -> None:
+        """The address of byte off of buffer bid into reg."""
+        b = self.p.buffer(bid)
+        if b.role in ("input", "output"):
+            c.load(reg, "rbx", 8 * self.pos[bid])
+            if off:
+                c.lea(reg, reg, off)
+        elif b.role == "intermediate":
+            c.load(reg, "rbx", self.ctx.ws)
+            if b.offset + off:
+                c.lea(reg, reg, b.offset + off)
+        elif self.weights == "external":
+            c("mov_r64_rm64", Reg(reg), Mem(8, None, None, 1, ST_WEIGHTS, STATE_LABEL))
+            if b.offset + off:
+                c.lea(reg, reg, b.offset + off)
+        else:
+            c.lea(reg, None, b.offset + off, WEIGHTS_LABEL)
+
+    def _call_kernel(self, c: _Code, desc: KernelDesc, ln: Any, gidx: bool) -> None:
+        args, offs = ln.args, ln.offsets
+        n = len(args) + gidx
+        for j in range(6, n):                    # stack arguments first (rax as scratch)
+            if j < len(args):
+                self._address(c, "rax", args[j], offs[j])
+                c.store("rsp", 8 * (j - 6), "rax")
+            else:
+                c("mov_rm32_r32", Mem(4, "rsp", None, 1, 8 * (j - 6)), Reg("r14d"))
+        for j in range(min(n, 6)):
+            if j < len(args):
+                self._address(c, ARG_REGS[j], args[j], offs[j])
+            else:
+                c("mov_r32_rm32", Reg(ARG_REGS32[j]), Reg("r14d"))
+        c.call(desc.name)
+
+
+# -- the object --------------------------------------------------------------------------------
+
+def _strings(name: str) -> tuple[bytes, dict[str, int]]:
+    out, offs = bytearray(), {}
+    for key, msg in MESSAGES.items():
+        offs[key] = len(out)
+        text = f"{name}: {msg.replace('NAME', name)}" if msg else ""
+        out += text.encode() + b"\0"
+    return bytes(out), offs
+
+
+def write_program_object(p: Program, kernels: list[EncodedKernel], pool: Any,
+                         descs: list[KernelDesc], weights_data: bytes | None,
+                         weights: str = "rodata") -> bytes:
+    """NAME.o: the kernels (global symbols), the runtime, the constant pool and the weights
+    (weights "rodata": weights_data in .rodata.weights) and the kernels' launch facts."""
+    strings, str_offs = _strings(p.name)
+    rt = Runtime(p, weights, str_offs)
+    funcs = [(k, "global") for k in kernels] + rt.functions()
+    pool_data, pool_offs, pool_align = rodata(pool)
+    data_labels = {WEIGHTS_LABEL: (".rodata.weights", 0), STATE_LABEL: (".bss", 0),
+                   STR_LABEL: (".rodata.str", 0)}
+    text = bytearray()
+    symbols: list[Symbol] = []
+    relocs: list[Reloc] = []
+    for k, binding in funcs:
+        text += b"\xcc" * (-len(text) % k.align)
+        base = len(text)
+        text += k.code
+        symbols.append(Symbol(k.name, ".text", base, len(k.code), "func", binding))
+        for f in k.fixups:
+            at = base + f.offset
+            if f.kind == "rel32":
+                relocs.append(Reloc(".text", at, R_X86_64_PLT32, f.target, f.addend))
+            elif f.target in pool_offs:
+                relocs.append(Reloc(".text", at, R_X86_64_PC32, ".rodata",
+                                    pool_offs[f.target] + f.addend))
+            elif f.target in data_labels:
+                sec, off = data_labels[f.target]
+                relocs.append(Reloc(".text", at, R_X86_64_PC32, sec, off + f.addend))
+            elif f.kind == "pc32":
+                relocs.append(Reloc(".text", at, R_X86_64_PC32, f.target, f.addend))
+            else:
+                raise AssertionError(f"unresolved fixup {f}")
+    sections: dict[str, tuple[bytes, int, int]] = {
+        ".text": (bytes(text), max(k.align for k, _ in funcs), SHF_ALLOC | SHF_EXECINSTR)}
+    if pool_data:
+        sections[".rodata"] = (pool_data, pool_align, SHF_ALLOC)
+    sections[".rodata.str"] = (strings, 1, SHF_ALLOC)
+    # at least one byte, so that every weight label has a section (an empty program's too)
+    sections[".rodata.weights"] = (weights_data or b"\0", 64, SHF_ALLOC)
+    sections[".bss"] = (bytes(STATE_BYTES), 64, SHF_ALLOC | SHF_WRITE)
+    sections[NOTE_SECTION] = (elf_note(descs), 4, 0)
+    return write_relocatable(sections, symbols, relocs)
+
+
+def compile_program_x86(p: Program, sinks: list[Any], weights_data: bytes | None,
+                        arch: str = "x86-64-v3", weights: str = "rodata"
+                        ) -> tuple[bytes, list[KernelDesc], str]:
+    """Compile the program's kernels (sinks, named as p.kernels will be) and package them;
+    returns the object, the kernels' descriptions and the resolved arch."""
+    from kcc.isel.x86 import SelectError
+    from kcc.targets.pipeline import compile_kernels
+    from kcc.targets.registry import CompileError
+    from kcc.targets.x86 import X86Target
+    target = X86Target(arch)
+    try:
+        encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,))
+    except SelectError as e:
+        raise CompileError(str(e)) from None
+    p.kernels = descs
+    from kcc.targets.program import check_program
+    check_program(p)
+    obj = write_program_object(p, encoded, target.pool, descs, weights_data, weights)
+    return obj, descs, target.arch
+
+
+# -- running in this process --------------------------------------------------------------------
+
+def libc_addresses() -> dict[str, int]:
+    """The addresses of the libc functions the runtime calls, in this process."""
+    libc = ctypes.CDLL(None)
+    return {n: ctypes.cast(getattr(libc, n), ctypes.c_void_p).value for n in LIBC}
+
+
+def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any],
+                    threads: int = 0) -> list[Any]:
+    """Load the program's object (its facts checked against the manifest's kernels) and call
+    its entry point on the inputs; returns the outputs (flat)."""
+    import numpy as np
+
+    from kcc.targets.facts import FactsError, check_manifest, read_object_facts
+    from kcc.targets.manifest import LaunchError
+    from kcc.targets.objload import LoadedObject, ObjectLoadError
+    from kcc.targets.program import artifact, np_dtype, read_safetensors
+    from kcc.targets.x86_arch import V4_FLAGS, cpu_flags
+    data = artifact(doc, folder, "object")
+    try:
+        facts = read_object_facts(data, "ELF object", "object")
+        for k in p.kernels:
+            check_manifest(k.to_json(), facts, "the program manifest")
+        if sorted(f.get("name") for f in facts) != sorted(k.name for k in p.kernels):
+            raise FactsError("the program manifest's kernels are not the object's: "
+                             f"{sorted(k.name for k in p.kernels)} against "
+                             f"{sorted(str(f.get('name')) for f in facts)}")
+    except (FactsError, LaunchError) as e:
+        raise ProgramError(str(e)) from None
+    if doc.get("arch") == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        raise ProgramError("the program was compiled for x86-64-v4 (AVX-512), which this CPU "
+                           "lacks")
+    outs = [np.zeros(p.buffer(i).size, np_dtype(p.buffer(i).dtype)) for i in p.outputs]
+    try:
+        obj = LoadedObject(data, libc_addresses())
+    except ObjectLoadError as e:
+        raise ProgramError(str(e)) from None
+    try:
+        wbuf = None
+        if doc.get("weights") == "external" and any(b.role == "weight" for b in p.buffers):
+            vals = read_safetensors(artifact(doc, folder, "weights"), p)
+            wbuf = np.zeros(p.weights_bytes + 64, np.uint8)
+            base = (-wbuf.ctypes.data) % 64
+            for b in p.buffers:
+                if b.role == "weight":
+                    wbuf[base + b.offset:base + b.offset + b.nbytes] = \
+                        np.frombuffer(vals[b.id], np.uint8)
+            set_w = obj.function(f"{p.name}_set_weights", None, [ctypes.c_void_p])
+            set_w(wbuf.ctypes.data + base)
+        obj.function(f"{p.name}_set_threads", None, [ctypes.c_int])(threads)
+        n = len(p.inputs) + len(p.outputs)
+        fn = obj.function(p.name, ctypes.c_int, [ctypes.c_void_p] * n)
+        rc = fn(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs])
+        if rc != 0:
+            err = obj.function(f"{p.name}_error", ctypes.c_char_p, [])()
+            raise ProgramError(f"{p.name} returned {rc}: {err.decode(errors='replace')}")
+    finally:
+        obj.close()
+    return outs

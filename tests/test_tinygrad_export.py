@@ -1,0 +1,299 @@
+"""Whole tinygrad programs exported for x86 (kcc.tinygrad.export, docs/export.md): the object
+linked into a C program with `cc main.c NAME.o -lpthread -lm` gives tinygrad's DEV=CPU values,
+and so does `kcc run NAME.json`; bad exports and inconsistent manifests are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.tinygrad_util import needs_tinygrad
+
+pytestmark = needs_tinygrad
+
+CC = shutil.which("cc")
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH")
+
+MAIN_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "{name}.h"
+static void *slurp(const char *path, size_t n) {{
+  void *p = malloc(n ? n : 1); FILE *f = fopen(path, "rb");
+  if (!f || fread(p, 1, n, f) != n) {{ fprintf(stderr, "cannot read %s\n", path); exit(2); }}
+  fclose(f); return p;
+}}
+int main(int argc, char **argv) {{
+  if (argc > 1) {name}_set_threads(atoi(argv[1]));
+{body}
+  return 0;
+}}
+"""
+
+
+def c_main(ex: Any) -> str:
+    """A C program that reads inK.bin, runs the program, writes outK.bin (raw bytes)."""
+    p = ex.program
+    body = []
+    for k, i in enumerate(p.inputs):
+        body.append(f'  void *in{k} = slurp("in{k}.bin", {p.buffer(i).nbytes});')
+    for k, i in enumerate(p.outputs):
+        body.append(f"  void *out{k} = malloc({p.buffer(i).nbytes});")
+    args = [f"in{k}" for k in range(len(p.inputs))] + [f"out{k}" for k in range(len(p.outputs))]
+    body.append(f"  int rc = {p.name}({', '.join(args)});")
+    body.append(f'  if (rc) {{ fprintf(stderr, "%s\\n", {p.name}_error()); return 1; }}')
+    for k, i in enumerate(p.outputs):
+        body.append(f'  {{ FILE *f = fopen("out{k}.bin", "wb"); '
+                    f"fwrite(out{k}, 1, {p.buffer(i).nbytes}, f); fclose(f); }}")
+    return MAIN_C.format(name=p.name, body="\n".join(body))
+
+
+def run_in_c(ex: Any, work: Path, threads: int = 0) -> list[np.ndarray]:
+    """Link the exported object into a C program with cc (nothing else) and run it."""
+    from kcc.targets.program import np_dtype
+    p = ex.program
+    (work / "main.c").write_text(c_main(ex))
+    exe = work / "main"
+    subprocess.run([CC, "-Wall", "-Werror", f"-I{ex.out}", str(work / "main.c"),
+                    str(ex.path("object")), "-lpthread", "-lm", "-o", str(exe)], check=True)
+    for k, a in enumerate(ex.inputs):
+        (work / f"in{k}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
+    res = subprocess.run([str(exe), str(threads)], cwd=work, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    return [np.frombuffer((work / f"out{k}.bin").read_bytes(),
+                          np_dtype(p.buffer(i).dtype)).reshape(p.buffer(i).shape)
+            for k, i in enumerate(p.outputs)]
+
+
+def assert_same(got: list[np.ndarray], want: list[np.ndarray], rtol: float = 1e-4,
+                atol: float = 1e-6) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        if np.issubdtype(w.dtype, np.floating):
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                       atol=atol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+# -- the models ------------------------------------------------------------------------------
+
+def _cnn() -> tuple[Any, list[np.ndarray]]:
+    """conv + BatchNorm (eval, running statistics set) + relu + max pooling + avg pooling."""
+    from tinygrad import Tensor, nn
+    rng = np.random.default_rng(1)
+    conv, bn = nn.Conv2d(3, 8, 3), nn.BatchNorm(8)
+    bn.running_mean.assign(Tensor(rng.normal(size=8).astype(np.float32)))
+    bn.running_var.assign(Tensor(rng.uniform(0.5, 2, size=8).astype(np.float32)))
+    lin = nn.Linear(8 * 3 * 3, 10)
+
+    def f(x: Any) -> Any:
+        y = bn(conv(x)).relu().max_pool2d(2)
+        y = y.avg_pool2d(2)
+        return lin(y.flatten(1))
+    return f, [rng.normal(size=(2, 3, 14, 14)).astype(np.float32)]
+
+
+def _mlp() -> tuple[Any, list[np.ndarray]]:
+    from tinygrad import nn
+    rng = np.random.default_rng(2)
+    l1, l2 = nn.Linear(256, 512), nn.Linear(512, 10)
+
+    def f(x: Any) -> Any:
+        return l2(l1(x).relu()).softmax()
+    return f, [rng.normal(size=(64, 256)).astype(np.float32)]
+
+
+def _attention() -> tuple[Any, list[np.ndarray]]:
+    """A pre-norm transformer block: causal attention and an MLP, LayerNorm and residuals."""
+    from tinygrad import nn
+    rng = np.random.default_rng(3)
+    d, heads = 32, 4
+    ln1, ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+    qkv, proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+    up, down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def f(x: Any) -> Any:
+        b, t, _ = x.shape
+        q, k, v = qkv(ln1(x)).reshape(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+        a = q.scaled_dot_product_attention(k, v, is_causal=True)
+        x = x + proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + down(up(ln2(x)).gelu())
+    return f, [rng.normal(size=(2, 8, d)).astype(np.float32)]
+
+
+def _ints() -> tuple[Any, list[np.ndarray]]:
+    """Integer inputs and outputs, several of each."""
+    rng = np.random.default_rng(4)
+
+    def f(a: Any, b: Any) -> Any:
+        return (a * 3 + b) // 2, (a ^ b).sum(axis=1), (a < b)
+    return f, [rng.integers(-1000, 1000, size=(16, 24), dtype=np.int32),
+               rng.integers(-1000, 1000, size=(16, 24), dtype=np.int32)]
+
+
+def _half() -> tuple[Any, list[np.ndarray]]:
+    """float16 in and out, with a float32 second output."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(16, 8)).astype(np.float16)
+
+    def f(x: Any) -> Any:
+        from tinygrad import Tensor
+        y = (x @ Tensor(w)).relu()
+        return y, y.float().mean(axis=0)
+    return f, [rng.normal(size=(4, 16)).astype(np.float16)]
+
+
+MODELS = {"cnn": _cnn, "mlp": _mlp, "attention": _attention, "ints": _ints, "half": _half}
+# float16: kcc rounds every float16 op, tinygrad's clang path keeps float within an
+# expression (docs/tinygrad.md, "What differs"): one float16 ulp is about 1e-3
+RTOL = {"half": 2e-2}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: Any) -> dict[str, Any]:
+    import kcc.tinygrad as ktg
+    base = tmp_path_factory.mktemp("export")
+    out = {}
+    for name, make in MODELS.items():
+        f, ins = make()
+        out[name] = ktg.export(f, *ins, out=base / name, name=f"net_{name}")
+    return out
+
+
+@needs_cc
+@pytest.mark.parametrize("model", list(MODELS))
+def test_exported_object_in_a_c_program_gives_tinygrads_values(exported, model, tmp_path):
+    ex = exported[model]
+    got = run_in_c(ex, tmp_path)
+    assert_same(got, ex.outputs, RTOL.get(model, 1e-4), 1e-3 if model == "half" else 1e-6)
+
+
+@needs_cc
+def test_worker_threads_give_the_same_values(exported, tmp_path):
+    """The MLP's matmul runs on several gidx workers; 1, 2 and 5 threads agree."""
+    from kcc.targets.program import worker_count
+    ex = exported["mlp"]
+    assert max(worker_count(k) for k in ex.program.kernels) > 1
+    for t in (1, 2, 5):
+        assert_same(run_in_c(ex, tmp_path, t), ex.outputs)
+
+
+@pytest.mark.parametrize("model", ["cnn", "ints"])
+def test_kcc_run_on_the_program_manifest(exported, model, tmp_path):
+    from click.testing import CliRunner
+
+    from kcc.cli import main
+    ex = exported[model]
+    args = []
+    for k, a in enumerate(ex.inputs):
+        np.save(tmp_path / f"in{k}.npy", a)
+        args.append(str(tmp_path / f"in{k}.npy"))
+    res = CliRunner().invoke(main, ["run", str(ex.path("manifest")), *args, "-o",
+                                    str(tmp_path / "res")])
+    assert res.exit_code == 0, res.output
+    got = [np.load(tmp_path / "res" / f"out{k}.npy") for k in range(len(ex.outputs))]
+    assert_same(got, ex.outputs)
+
+
+def test_header_is_valid_c_and_cxx_and_names_the_sizes(exported):
+    ex = exported["ints"]
+    h = ex.path("header").read_text()
+    assert "int net_ints(const int32_t *in0, const int32_t *in1, int32_t *out0, " \
+           "int32_t *out1, bool *out2);" in h
+    assert "#define net_ints_IN0_ELEMENTS 384" in h and "#define net_ints_OUT1_ELEMENTS 16" in h
+    assert "kcc" not in h.split("*/", 1)[1].replace("KCC_PROGRAM", "")
+    for cc, lang in ((shutil.which("cc"), "c"), (shutil.which("c++") or shutil.which("g++"),
+                                                  "c++")):
+        if cc:
+            subprocess.run([cc, "-x", lang, "-fsyntax-only", "-Wall", "-Werror", "-"],
+                           input=f'#include "{ex.path("header")}"\n', text=True, check=True)
+
+
+def test_kernel_names_are_unique_and_prefixed(exported):
+    from kcc.targets.program import check_program
+    p = exported["cnn"].program
+    names = [k.name for k in p.kernels]
+    assert len(set(names)) == len(names) and all(n.startswith("net_cnn_") for n in names)
+    check_program(p)
+
+
+def test_object_links_only_libc_symbols(exported):
+    """The object's undefined symbols are the runtime's libc calls, nothing else."""
+    from elftools.elf.elffile import ELFFile
+
+    from kcc.targets.x86_program import LIBC
+    with open(exported["mlp"].path("object"), "rb") as f:
+        undef = {s.name for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
+                 if s["st_shndx"] == "SHN_UNDEF" and s.name}
+    assert undef and undef <= set(LIBC)
+
+
+def test_edited_manifest_is_refused(exported, tmp_path):
+    """A launch whose argument no longer matches its buffer, and a changed object."""
+    from kcc.targets.program import ProgramError, run_program
+    ex = exported["ints"]
+    shutil.copytree(ex.out, tmp_path / "p")
+    m = tmp_path / "p" / ex.files["manifest"]
+    doc = json.loads(m.read_text())
+    doc["buffers"][doc["inputs"][0]]["size"] += 1
+    m.write_text(json.dumps(doc))
+    with pytest.raises(ProgramError, match=r"launch \d+ .*argument \d+ is int32\[384\]"):
+        run_program(m, ex.inputs)
+    shutil.copy(ex.path("manifest"), m)
+    obj = tmp_path / "p" / ex.files["object"]
+    obj.write_bytes(obj.read_bytes() + b"\0")
+    with pytest.raises(ProgramError, match="was changed since"):
+        run_program(m, ex.inputs)
+
+
+def test_non_empty_folder_is_refused_unless_forced(tmp_path):
+    import kcc.tinygrad as ktg
+    from kcc.tinygrad.exporting import ExportError
+    (tmp_path / "keep.txt").write_text("x")
+    f, ins = _ints()
+    with pytest.raises(ExportError, match="is not empty"):
+        ktg.export(f, *ins, out=tmp_path, name="p")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["keep.txt"]
+    ex = ktg.export(f, *ins, out=tmp_path, name="p", force=True)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["keep.txt", "p.h", "p.json", "p.o"]
+    assert ex.outputs
+
+
+def test_bad_name_and_a_failing_function_leave_nothing(tmp_path):
+    import kcc.tinygrad as ktg
+    from kcc.tinygrad.exporting import ExportError
+    f, ins = _ints()
+    with pytest.raises(ExportError, match="not a C identifier"):
+        ktg.export(f, *ins, out=tmp_path / "a", name="no-pe")
+
+    def bad(a: Any, b: Any) -> Any:
+        raise RuntimeError("boom")
+    with pytest.raises(ExportError, match="raised RuntimeError: boom"):
+        ktg.export(bad, *ins, out=tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_compile_refusal_names_the_kernel(tmp_path, monkeypatch):
+    """kcc's refusal of a kernel reaches the user with the kernel's name and kcc's message,
+    and no file is left."""
+    import kcc.tinygrad as ktg
+    from kcc.isel.x86 import SelectError
+    from kcc.targets import x86 as x86mod
+    from kcc.tinygrad.exporting import ExportError
+
+    def refuse(self: Any, lin: Any, sink: Any) -> Any:
+        raise SelectError("cannot select op FOO")
+    monkeypatch.setattr(x86mod.X86Target, "select", refuse)
+    f, ins = _ints()
+    with pytest.raises(ExportError, match=r"kernel p_\w+: cannot select op FOO"):
+        ktg.export(f, *ins, out=tmp_path / "a", name="p")
+    assert list(tmp_path.iterdir()) == []
