@@ -230,7 +230,7 @@ def test_object_links_only_libc_symbols(exported):
     """The object's undefined symbols are the runtime's libc calls, nothing else."""
     from elftools.elf.elffile import ELFFile
 
-    from kcc.targets.x86_program import LIBC
+    from kcc.targets.x86.program import LIBC
     with open(exported["mlp"].path("object"), "rb") as f:
         undef = {s.name for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
                  if s["st_shndx"] == "SHN_UNDEF" and s.name}
@@ -286,8 +286,8 @@ def test_a_compile_refusal_names_the_kernel(tmp_path, monkeypatch):
     """kcc's refusal of a kernel reaches the user with the kernel's name and kcc's message,
     and no file is left."""
     import kcc.tinygrad as ktg
-    from kcc.isel.x86 import SelectError
-    from kcc.targets import x86 as x86mod
+    from kcc.isel.x86.select import SelectError
+    from kcc.targets.x86 import target as x86mod
     from kcc.tinygrad.exporting import ExportError
 
     def refuse(self: Any, lin: Any, sink: Any) -> Any:

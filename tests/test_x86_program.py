@@ -1,4 +1,4 @@
-"""The x86 program runtime (kcc/targets/x86_program.py) without tinygrad: a hand-built program
+"""The x86 program runtime (kcc/targets/x86/program.py) without tinygrad: a hand-built program
 of two kernels — gidx workers, a weight in .rodata, an intermediate in the workspace, more
 arguments than registers — linked into a C program with cc and run in process."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.encode.x86 import Assembler, Label
+from kcc.encode.x86.encoder import Assembler, Label
 from kcc.frontend.parser import parse
 from kcc.targets.program import Launch, ProgBuffer, Program, c_header, lay_out, weights_blob
 
@@ -77,7 +77,7 @@ def _program() -> tuple[Program, list, dict[int, bytes], np.ndarray]:
 
 
 def _compiled() -> tuple[Program, bytes, np.ndarray]:
-    from kcc.targets.x86_program import compile_program_x86
+    from kcc.targets.x86.program import compile_program_x86
     prog, sinks, values, xw = _program()
     obj, _, _ = compile_program_x86(prog, sinks, weights_blob(prog, values))
     return prog, obj, xw
@@ -97,8 +97,8 @@ def test_call_to_an_undefined_label_stays_a_rel32_fixup() -> None:
 def test_program_runs_in_process_with_libc_stubs() -> None:
     """The loader gives the object's libc calls stubs; the entry point computes the values on
     1 and 3 threads, and a misaligned workspace is refused with a message."""
-    from kcc.targets.objload import LoadedObject
-    from kcc.targets.x86_program import libc_addresses
+    from kcc.targets.x86.objload import LoadedObject
+    from kcc.targets.x86.program import libc_addresses
     prog, obj, (x, want) = _compiled()
     with LoadedObject(obj, libc_addresses()) as lo:
         fn = lo.function("p", ctypes.c_int, [ctypes.c_void_p] * 2)

@@ -2,9 +2,9 @@
 (`NAME.json`, format `kcc-program`, docs/manifest.md "Program manifests"), its C header, the
 safetensors-compatible weights file, and the consistency check every runner does first.
 
-A program is target-neutral: the target's packager (kcc/targets/x86_program.py) turns it into
+A program is target-neutral: the target's packager (kcc/targets/x86/program.py) turns it into
 an artifact, and `run_program` runs a manifest on the target it names. Producers (the tinygrad
-export, kcc/tinygrad/export.py) build a Program from what they captured.
+export, kcc/tinygrad/exporting.py) build a Program from what they captured.
 """
 
 from __future__ import annotations
@@ -410,7 +410,7 @@ def run_program(path: Path, arrays: list[Any], emulate: bool = False,
     if target == "x86":
         if emulate:
             raise ProgramError("--emulate runs AMD programs; this program is for x86")
-        from kcc.targets.x86_program import run_x86_program
+        from kcc.targets.x86.program import run_x86_program
         outs = run_x86_program(doc, p, path.parent, ins)
     else:
         raise ProgramError(f"running {target} programs is not supported yet")

@@ -311,7 +311,7 @@ def _write(res: Exported, sinks: list[Any], values: dict[int, bytes], arch: str 
     try:
         files: dict[str, str] = {}
         if res.target == "x86":
-            from kcc.targets.x86_program import compile_program_x86
+            from kcc.targets.x86.program import compile_program_x86
             blob = weights_blob(p, values) if weights == "rodata" else None
             try:
                 obj, _, arch = compile_program_x86(p, sinks, blob, arch or "x86-64-v3",

@@ -589,7 +589,7 @@ def _call_rows() -> None:
     """CALL rel32 (SDM Vol. 2 "CALL": E8 cd), added after every other row so that the golden
     cases of the rows before keep their register rotation. Not relaxed (there is no rel8
     form); a callee outside the assembled code stays a rel32 fixup, an R_X86_64_PLT32
-    relocation in an object (psABI 4.4). Only the program runtime (kcc/targets/x86_program.py)
+    relocation in an object (psABI 4.4). Only the program runtime (kcc/targets/x86/program.py)
     emits it: kernels call nothing."""
     _leg("call", "cc", "e8", "rel32/rel/r", implicit_uses=("rsp",), implicit_defs=("rsp",))
 

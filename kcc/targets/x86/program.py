@@ -1,6 +1,6 @@
 """A whole program as one x86-64 object: every kernel, the weights in .rodata and a runtime in
 machine code — the entry point `int NAME(inputs…, outputs…)` and its helpers — encoded by
-kcc's own x86 encoder (kcc/encode/x86.py), so that `cc main.c NAME.o -lpthread -lm` links it
+kcc's own x86 encoder (kcc/encode/x86/encoder.py), so that `cc main.c NAME.o -lpthread -lm` links it
 and no C compiler ever sees kcc's output. docs/export.md describes the design.
 
 The runtime (System V AMD64 ABI, psABI 3.2; every call below is to libc):
@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kcc.encode.x86 import Imm, Label, Mem, Reg
+from kcc.encode.x86.encoder import Imm, Label, Mem, Reg
 from kcc.targets.elf import (
     R_X86_64_PC32, R_X86_64_PLT32, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, Reloc, Symbol,
     write_relocatable)
 from kcc.targets.facts import NOTE_SECTION, elf_note
 from kcc.targets.manifest import KernelDesc, worker_names
 from kcc.targets.program import Program, ProgramError, align_up, worker_count
-from kcc.targets.x86_code import EncodedKernel, assemble_items
-from kcc.targets.x86_object import rodata
+from kcc.targets.x86.code import EncodedKernel, assemble_items
+from kcc.targets.x86.object import rodata
 
 MAX_THREADS = 64
 _SC_NPROCESSORS_ONLN = 84            # glibc's <bits/confname.h> value
@@ -516,10 +516,10 @@ def compile_program_x86(p: Program, sinks: list[Any], weights_data: bytes | None
                         ) -> tuple[bytes, list[KernelDesc], str]:
     """Compile the program's kernels (sinks, named as p.kernels will be) and package them;
     returns the object, the kernels' descriptions and the resolved arch."""
-    from kcc.isel.x86 import SelectError
+    from kcc.isel.x86.select import SelectError
     from kcc.targets.pipeline import compile_kernels
     from kcc.targets.registry import CompileError
-    from kcc.targets.x86 import X86Target
+    from kcc.targets.x86.target import X86Target
     target = X86Target(arch)
     try:
         encoded, descs = compile_kernels(sinks, target, SelectError, (SelectError,))
@@ -548,9 +548,9 @@ def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
 
     from kcc.targets.facts import FactsError, check_manifest, read_object_facts
     from kcc.targets.manifest import LaunchError
-    from kcc.targets.objload import LoadedObject, ObjectLoadError
+    from kcc.targets.x86.objload import LoadedObject, ObjectLoadError
     from kcc.targets.program import artifact, np_dtype, read_safetensors
-    from kcc.targets.x86_arch import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.arch import V4_FLAGS, cpu_flags
     data = artifact(doc, folder, "object")
     try:
         facts = read_object_facts(data, "ELF object", "object")
