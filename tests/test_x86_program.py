@@ -144,3 +144,27 @@ int main(int argc, char **argv) {{
                              text=True, check=True)
         got = np.array([float(v) for v in res.stdout.split()], np.float32)
         np.testing.assert_array_equal(got, want)
+
+
+def test_compile_prefix_renames_and_duplicates_name_both_files(tmp_path: Path) -> None:
+    """kcc compile --prefix P names every kernel P_name; two inputs with one kernel name are
+    refused naming both files."""
+    from click.testing import CliRunner
+
+    from kcc.cli import main
+    (tmp_path / "a.uop").write_text(SCALE)
+    (tmp_path / "b.uop").write_text(SCALE)
+    res = CliRunner().invoke(main, ["compile", str(tmp_path / "a.uop"), str(tmp_path / "b.uop"),
+                                    "-t", "x86", "-o", str(tmp_path / "k.o")])
+    assert res.exit_code == 1
+    assert f"{tmp_path / 'a.uop'} and {tmp_path / 'b.uop'} both define kernel 'p_scale'" \
+        in res.output
+    res = CliRunner().invoke(main, ["compile", str(tmp_path / "a.uop"), "-t", "x86",
+                                    "--prefix", "net", "-o", str(tmp_path / "k.o")])
+    assert res.exit_code == 0, res.output
+    import json
+    assert [k["name"] for k in json.loads((tmp_path / "k.json").read_text())["kernels"]] == \
+        ["net_p_scale"]
+    res = CliRunner().invoke(main, ["compile", str(tmp_path / "a.uop"), "-t", "x86",
+                                    "--prefix", "1x", "-o", str(tmp_path / "k2.o")])
+    assert res.exit_code == 1 and "not a C identifier" in res.output

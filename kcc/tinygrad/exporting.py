@@ -30,7 +30,9 @@ from kcc.targets.program import (
     Launch, ProgBuffer, Program, ProgramError, c_header, is_identifier, lay_out, program_doc,
     safetensors_bytes, weights_blob)
 
-TARGETS = ("x86",)
+TARGETS = ("x86", "amd", "cuda")
+# the tinygrad renderer whose lowering each target compiles (None: the CPU path's)
+STYLES = {"x86": None, "amd": "hip", "cuda": "ptx"}
 WEIGHTS = ("rodata", "external")
 
 
@@ -240,6 +242,20 @@ class _Builder:
         return out
 
 
+def _gpu_kernel(cap: Any, r: _Run, style: str) -> Any:
+    """The kernel as tinygrad's PTX or HIP renderer lowers it (imported), or ExportError."""
+    imp = cap.gpu_imported.get((r.key, style))
+    if imp is None:
+        why = next((k.gpu.get(f"{style}_error") for k in cap.kernels if k.key == r.key), None)
+        raise ExportError(f"kernel {r.name}: tinygrad's {style.upper()} lowering cannot be "
+                          f"imported: {why or 'not captured'}")
+    missing = [ts for ts in imp.slots if ts not in r.tg_args]
+    if missing:
+        raise ExportError(f"kernel {r.name}: its {style.upper()} lowering takes tinygrad "
+                          f"slots {missing} that the CPU kernel does not (scalars?)")
+    return imp
+
+
 def _unique_names(prefix: str, runs: list[_Run]) -> dict[bytes, str]:
     """One symbol per distinct kernel: PREFIX_tinygradname, made unique with _2, _3…"""
     names: dict[bytes, str] = {}
@@ -289,12 +305,20 @@ def export(fn: Callable, *example_inputs: Any, out: str | os.PathLike = "export"
         names = _unique_names(name, runs)
         lay_out(b.buffers, "intermediate")
         lay_out(b.buffers, "weight")
-        prog = Program(name, b.buffers, [], [Launch(names[r.key], r.args, r.offsets) for r in runs],
-                       b.inputs, b.outputs)
-        sinks = []
-        for key, kname in names.items():
-            imported = cap.files[key][3]
-            sinks.append(_renamed(imported.text, kname, f"{kname}.uop"))
+        style = STYLES[target]
+        launches, sinks, seen = [], [], set()
+        for r in runs:
+            imp = cap.files[r.key][3] if style is None else _gpu_kernel(cap, r, style)
+            if style is None:
+                launches.append(Launch(names[r.key], r.args, r.offsets))
+            else:
+                where = [r.tg_args[ts] for ts in imp.slots]
+                launches.append(Launch(names[r.key], [w for w, _ in where],
+                                       [o for _, o in where]))
+            if r.key not in seen:
+                seen.add(r.key)
+                sinks.append(_renamed(imp.text, names[r.key], f"{names[r.key]}.uop"))
+        prog = Program(name, b.buffers, [], launches, b.inputs, b.outputs)
         res = Exported(outp, name, target, {}, prog,
                        [t.numpy() for t in ts], [o.numpy() for o in outs])
         _write(res, sinks, b.values, arch, weights)
@@ -320,12 +344,15 @@ def _write(res: Exported, sinks: list[Any], values: dict[int, bytes], arch: str 
                 raise ExportError(_compile_message(str(e), p)) from None
             (stage / f"{p.name}.o").write_bytes(obj)
             files["object"] = f"{p.name}.o"
-        if weights == "external":
+        else:
+            arch = _write_gpu(p, res.target, sinks, values, arch, weights, stage, files)
+        # GPU programs always carry NAME.weights: `kcc run` reads the weights from it
+        if values and (weights == "external" or res.target != "x86"):
             (stage / f"{p.name}.weights").write_bytes(safetensors_bytes(p, values))
             files["weights"] = f"{p.name}.weights"
         extra = [f"int {p.name}_load_weights(const char *path);"] \
-            if weights == "external" else []
-        (stage / f"{p.name}.h").write_text(c_header(p, extra))
+            if weights == "external" and values else []
+        (stage / f"{p.name}.h").write_text(c_header(p, extra, gpu=res.target != "x86"))
         files["header"] = f"{p.name}.h"
         import json
         doc = program_doc(p, res.target, arch or "", stage, files, weights)
@@ -338,6 +365,75 @@ def _write(res: Exported, sinks: list[Any], values: dict[int, bytes], arch: str 
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def _write_gpu(p: Program, target: str, sinks: list[Any], values: dict[int, bytes],
+               arch: str | None, weights: str, stage: Path, files: dict[str, str]) -> str:
+    """NAME.hsaco or NAME.cubin (NAME.ptx without ptxas) and NAME_launch.c; the arch."""
+    from kcc.targets import registry
+    from kcc.targets.gpu_program import launcher_c
+    from kcc.targets.program import check_program
+    from kcc.targets.registry import CompileError
+    spec = registry.get(target)
+    emit = "hsaco" if target == "amd" else "cubin" if shutil.which("ptxas") else "ptx"
+    arch = arch or spec.default_arch
+    try:
+        compiled = spec.compile(sinks, arch, emit)
+        p.kernels = compiled.descs
+        check_program(p)
+        image = compiled.data + (b"\0" if emit == "ptx" else b"")
+        text = launcher_c(p, target, image,
+                          weights_blob(p, values) if weights == "rodata" else None)
+    except (CompileError, ProgramError, ValueError) as e:
+        raise ExportError(_compile_message(str(e), p)) from None
+    (stage / f"{p.name}.{emit}").write_bytes(compiled.data)
+    (stage / f"{p.name}_launch.c").write_text(text)
+    files["object"] = f"{p.name}.{emit}"
+    files["launcher"] = f"{p.name}_launch.c"
+    return compiled.arch
+
+
 def _compile_message(msg: str, p: Program) -> str:
     """A compile refusal, naming the kernel (kcc's message names the node and op)."""
     return f"kcc cannot compile program {p.name}: {msg}"
+
+
+# -- the command line (`kcc tinygrad-export`) ---------------------------------------------------
+
+def example_input(spec: str, seed: int = 0) -> np.ndarray:
+    """An example input from `4x32:float32` (shape, dtype; a scalar is `:float32`): seeded
+    normal values for floats, small integers for integers, alternating for bool."""
+    shape_s, sep, dtype = spec.partition(":")
+    if not sep:
+        raise ExportError(f"--input {spec!r}: expected SHAPE:DTYPE, e.g. 4x32:float32")
+    try:
+        shape = tuple(int(d) for d in shape_s.split("x")) if shape_s else ()
+        dt = np.dtype(dtype)
+    except (ValueError, TypeError):
+        raise ExportError(f"--input {spec!r}: expected SHAPE:DTYPE, e.g. 4x32:float32"
+                          ) from None
+    if any(d < 0 for d in shape) or dt.kind not in "biuf":
+        raise ExportError(f"--input {spec!r}: a non-negative shape and a bool, integer or "
+                          "float dtype")
+    rng = np.random.default_rng(seed)
+    if dt.kind == "f":
+        return rng.normal(size=shape).astype(dt)
+    if dt.kind == "b":
+        return (np.arange(int(np.prod(shape))) % 2 == 0).reshape(shape)
+    return rng.integers(0, 100, size=shape).astype(dt)
+
+
+def load_function(spec: str) -> Callable:
+    """The function `fn` of `script.py:fn` (the script runs as a module, not as __main__)."""
+    import runpy
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise ExportError(f"{spec!r}: expected SCRIPT.py:FUNCTION")
+    if not os.path.isfile(path):
+        raise ExportError(f"{path}: no such file")
+    try:
+        ns = runpy.run_path(path, run_name="kcc_export")
+    except Exception as e:           # the script's own error, shown as the script's
+        raise ExportError(f"{path} raised {type(e).__name__}: {e}") from None
+    fn = ns.get(name)
+    if not callable(fn):
+        raise ExportError(f"{path} defines no function {name!r}")
+    return fn

@@ -52,12 +52,13 @@ MESSAGES = {
     "oom": "out of memory for the workspace",
     "align": "the workspace is NULL or not 64-byte aligned",
     "noweights": "no weights loaded: call NAME_load_weights(path) first",
+    "badweights": "cannot read the weights file (missing, or not this program's NAME.weights)",
 }
 # the libc functions the runtime calls (all of them: the object's only undefined symbols)
 LIBC = ("aligned_alloc", "free", "sysconf", "pthread_create", "pthread_join",
         "pthread_mutex_init", "pthread_mutex_lock", "pthread_mutex_unlock",
         "pthread_mutex_destroy", "pthread_barrier_init", "pthread_barrier_wait",
-        "pthread_barrier_destroy")
+        "pthread_barrier_destroy", "fopen", "fread", "fseek", "fclose")
 
 
 @dataclass
@@ -187,7 +188,68 @@ class Runtime:
                (self.small(f"{n}_workspace_bytes", self.p.workspace_bytes), "global"),
                (self.set_threads(), "global"), (self.error(), "global"),
                (self.body(), "local"), (self.worker(), "local")]
+        if self.weights == "external":
+            out.append((self.load_weights(), "global"))
         return out
+
+    def load_weights(self) -> EncodedKernel:
+        """NAME_load_weights(path): fopen, skip the safetensors header (its 8-byte length
+        first), fread the weights into a 64-byte aligned block, which replaces the last one.
+        rbx FILE *, r12 the block, r13 the path; [rsp] the header length."""
+        c = _Code(f"{self.p.name}_load_weights")
+        size = self.p.weights_bytes
+        c.prologue(16)
+        c.mov("r13", "rdi")
+        c("xor_r32_rm32", Reg("r12d"), Reg("r12d"))
+        c.lea("rsi", None, self.strings["rb"], STR_LABEL)
+        c.call("fopen")
+        c.mov("rbx", "rax")
+        c("test_rm64_r64", Reg("rbx"), Reg("rbx"))
+        c("je_rel32", Label(".Lfail"))
+        c.mov("rdi", "rsp")                                   # fread(&len, 1, 8, f)
+        c("mov_r32_imm32", Reg("esi"), Imm(1))
+        c("mov_r32_imm32", Reg("edx"), Imm(8))
+        c.mov("rcx", "rbx")
+        c.call("fread")
+        c("cmp_rm64_imm8", Reg("rax"), Imm(8))
+        c("jne_rel32", Label(".Lclose"))
+        c.mov("rdi", "rbx")                                   # fseek(f, len, SEEK_CUR)
+        c.load("rsi", "rsp", 0)
+        c("mov_r32_imm32", Reg("edx"), Imm(1))
+        c.call("fseek")
+        c("test_rm32_r32", Reg("eax"), Reg("eax"))
+        c("jne_rel32", Label(".Lclose"))
+        c("mov_r32_imm32", Reg("edi"), Imm(64))
+        c.imm("rsi", align_up(max(size, 1)))
+        c.call("aligned_alloc")
+        c.mov("r12", "rax")
+        c("test_rm64_r64", Reg("r12"), Reg("r12"))
+        c("je_rel32", Label(".Lclose"))
+        c.mov("rdi", "r12")                                   # fread(block, 1, size, f)
+        c("mov_r32_imm32", Reg("esi"), Imm(1))
+        c.imm("rdx", size)
+        c.mov("rcx", "rbx")
+        c.call("fread")
+        c.imm("rcx", size)
+        c("cmp_rm64_r64", Reg("rax"), Reg("rcx"))
+        c("jne_rel32", Label(".Lclose"))
+        c.mov("rdi", "rbx")
+        c.call("fclose")
+        c("mov_r64_rm64", Reg("rdi"), Mem(8, None, None, 1, ST_WEIGHTS, STATE_LABEL))
+        c.call("free")                                        # the last block, if any
+        c("mov_rm64_r64", Mem(8, None, None, 1, ST_WEIGHTS, STATE_LABEL), Reg("r12"))
+        c("xor_r32_rm32", Reg("eax"), Reg("eax"))
+        c.epilogue()
+        c.label(".Lclose")
+        c.mov("rdi", "rbx")
+        c.call("fclose")
+        c.mov("rdi", "r12")
+        c.call("free")
+        c.label(".Lfail")
+        c.set_error("badweights", self.strings)
+        c("mov_r32_imm32", Reg("eax"), Imm(1))
+        c.epilogue()
+        return c.assemble()
 
     # the small helpers
     def small(self, name: str, value: int) -> EncodedKernel:
@@ -458,7 +520,7 @@ class Runtime:
 # -- the object --------------------------------------------------------------------------------
 
 def _strings(name: str) -> tuple[bytes, dict[str, int]]:
-    out, offs = bytearray(), {}
+    out, offs = bytearray(b"rb\0"), {"rb": 0}
     for key, msg in MESSAGES.items():
         offs[key] = len(out)
         text = f"{name}: {msg.replace('NAME', name)}" if msg else ""
@@ -571,17 +633,14 @@ def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
     except ObjectLoadError as e:
         raise ProgramError(str(e)) from None
     try:
-        wbuf = None
         if doc.get("weights") == "external" and any(b.role == "weight" for b in p.buffers):
-            vals = read_safetensors(artifact(doc, folder, "weights"), p)
-            wbuf = np.zeros(p.weights_bytes + 64, np.uint8)
-            base = (-wbuf.ctypes.data) % 64
-            for b in p.buffers:
-                if b.role == "weight":
-                    wbuf[base + b.offset:base + b.offset + b.nbytes] = \
-                        np.frombuffer(vals[b.id], np.uint8)
-            set_w = obj.function(f"{p.name}_set_weights", None, [ctypes.c_void_p])
-            set_w(wbuf.ctypes.data + base)
+            # the file as the manifest says (hash, header), then read by the object itself
+            read_safetensors(artifact(doc, folder, "weights"), p)
+            load = obj.function(f"{p.name}_load_weights", ctypes.c_int, [ctypes.c_char_p])
+            wpath = folder / doc["files"]["weights"]["file"]
+            if load(str(wpath).encode()) != 0:
+                err = obj.function(f"{p.name}_error", ctypes.c_char_p, [])()
+                raise ProgramError(f"{wpath}: {err.decode(errors='replace')}")
         obj.function(f"{p.name}_set_threads", None, [ctypes.c_int])(threads)
         n = len(p.inputs) + len(p.outputs)
         fn = obj.function(p.name, ctypes.c_int, [ctypes.c_void_p] * n)
