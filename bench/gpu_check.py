@@ -2,7 +2,10 @@
 compare with the reference interpreter, then time a large elementwise kernel against the
 device's memory bandwidth. Prints a table; exits cleanly (status 0, a message) without a GPU.
 
-    python bench/gpu_check.py [/path/to/shared/examples ...] [--no-matrix]
+    python bench/gpu_check.py [/path/to/shared/examples ...] [--no-matrix] [--no-export]
+
+With tinygrad installed it also exports three whole models for CUDA (docs/export.md) and runs
+them through `kcc run` and through their C launcher against the real libcuda.
 """
 
 from __future__ import annotations
@@ -98,6 +101,50 @@ def bandwidth(arch: str) -> str:
             f"({100 * gbs / peak:.0f}%)" if peak else f"{gbs:.0f} GB/s")
 
 
+def exported_programs(arch: str) -> list[tuple]:
+    """Whole tinygrad programs exported for CUDA (docs/export.md) run on this GPU: through
+    `kcc run`'s launch-by-launch loader and through NAME_launch.c built with cc against the
+    real libcuda; both compared with tinygrad's CPU values. Skipped without tinygrad or cc."""
+    import shutil
+    import subprocess
+    import tempfile
+    try:
+        import kcc.tinygrad as ktg
+        from test_tinygrad_export import MODELS, c_main
+    except ImportError as e:
+        return [("export", "SKIP", f"tinygrad is not importable ({e})")]
+    from kcc.targets.program import np_dtype, run_program
+    rows = []
+    for name in ("cnn", "attention", "ints"):
+        f, ins = MODELS[name]()
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            try:
+                ex = ktg.export(f, *ins, out=work / "p", name="net", target="cuda", arch=arch)
+                got = run_program(ex.path("manifest"), ex.inputs)
+                ok = all(np.allclose(g, w, rtol=1e-4, atol=1e-5)
+                         for g, w in zip(got, ex.outputs))
+                how = "kcc run"
+                if ok and shutil.which("cc"):
+                    (work / "main.c").write_text(c_main(ex, "  (void)argc; (void)argv;"))
+                    subprocess.run(["cc", str(work / "main.c"), f"-I{ex.out}",
+                                    str(ex.path("launcher")), "-ldl", "-o",
+                                    str(work / "main")], check=True)
+                    for k, a in enumerate(ex.inputs):
+                        (work / f"in{k}.bin").write_bytes(a.tobytes())
+                    subprocess.run([str(work / "main")], cwd=work, check=True, timeout=120)
+                    for k, i in enumerate(ex.program.outputs):
+                        b = ex.program.buffer(i)
+                        c = np.frombuffer((work / f"out{k}.bin").read_bytes(),
+                                          np_dtype(b.dtype)).reshape(b.shape)
+                        ok = ok and np.allclose(c, ex.outputs[k], rtol=1e-4, atol=1e-5)
+                    how += " and NAME_launch.c"
+                rows.append((f"export {name}", "ok" if ok else "MISMATCH", how))
+            except Exception as e:       # a bench reports every failure and goes on
+                rows.append((f"export {name}", "ERROR", f"{type(e).__name__}: {e}"[:80]))
+    return rows
+
+
 def main(argv: list[str]) -> int:
     why = available()
     if why is not None:
@@ -130,6 +177,11 @@ def main(argv: list[str]) -> int:
         print(f"{r[0]:<{w}}  {r[1]:<8}  {r[2]}")
     nbad = sum(r[1] != "ok" for r in rows)
     print(f"{len(rows) - nbad}/{len(rows)} kernels match the interpreter")
+    if "--no-export" not in argv:
+        rows2 = exported_programs(arch)
+        for r in rows2:
+            print(f"{r[0]:<{w}}  {r[1]:<8}  {r[2]}")
+        nbad += sum(r[1] != "ok" for r in rows2)
     try:
         print(bandwidth(arch))
     except Exception as e:

@@ -256,6 +256,11 @@ def test_edited_manifest_is_refused(exported, tmp_path):
     m.write_text(json.dumps(doc))
     with pytest.raises(ProgramError, match=r"launch \d+ .*argument \d+ is int32\[384\]"):
         run_program(m, ex.inputs)
+    doc = json.loads(ex.path("manifest").read_text())
+    doc["launches"].reverse()           # consistent in itself, but not the object's program
+    m.write_text(json.dumps(doc))
+    with pytest.raises(ProgramError, match="manifest's 'launches' is not the object's"):
+        run_program(m, ex.inputs)
     shutil.copy(ex.path("manifest"), m)
     obj = tmp_path / "p" / ex.files["object"]
     obj.write_bytes(obj.read_bytes() + b"\0")
@@ -424,3 +429,51 @@ def test_example_transformer_block_exports_for_the_gpus(tmp_path, target):
     if CC:
         subprocess.run([CC, "-Wall", "-Werror", "-c", str(ex.path("launcher")),
                         f"-I{ex.out}", "-o", str(tmp_path / "l.o")], check=True)
+
+
+def _mutations(doc: Any, path: tuple = ()) -> Any:
+    """(path, value) pairs: every field deleted or replaced by a value of another type."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield path + (k,), None
+            yield path + (k,), "x"
+            yield path + (k,), -1
+            yield from _mutations(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            yield path + (i,), {"a": 1}
+            yield path + (i,), 2**41
+            yield from _mutations(v, path + (i,))
+
+
+def test_damaged_program_manifests_are_refused_with_a_message(exported, tmp_path):
+    """Every field of a program manifest deleted or given a wrong value: kcc run refuses with
+    a ProgramError or LaunchError (a message), never another exception; the original runs."""
+    import copy
+
+    from kcc.targets.manifest import LaunchError
+    from kcc.targets.program import ProgramError, run_program
+    ex = exported["ints"]
+    shutil.copytree(ex.out, tmp_path / "p")
+    m = tmp_path / "p" / ex.files["manifest"]
+    doc = json.loads(m.read_text())
+    n = 0
+    for path, value in _mutations(doc):
+        bad = copy.deepcopy(doc)
+        at = bad
+        for key in path[:-1]:
+            at = at[key]
+        if value is None and isinstance(at, dict):
+            del at[path[-1]]
+        else:
+            at[path[-1]] = value
+        if bad == doc:
+            continue
+        m.write_text(json.dumps(bad))
+        try:
+            run_program(m, ex.inputs)
+        except (ProgramError, LaunchError):
+            n += 1
+    assert n > 200
+    m.write_text(json.dumps(doc))
+    assert_same(run_program(m, ex.inputs), ex.outputs)

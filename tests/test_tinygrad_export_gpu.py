@@ -164,6 +164,15 @@ def test_amd_program_in_the_emulator_gives_tinygrads_values(model, arch, tmp_pat
     ex = _export(GPU_MODELS[model], tmp_path / "p", "amd", arch)
     assert ex.files["object"] == "net.hsaco"
     got = run_program(ex.path("manifest"), ex.inputs, emulate=True)
+    if model == "ints":                 # the HSACO carries the program: an edit is refused
+        import json
+
+        from kcc.targets.program import ProgramError
+        doc = json.loads(ex.path("manifest").read_text())
+        doc["launches"].reverse()
+        ex.path("manifest").write_text(json.dumps(doc))
+        with pytest.raises(ProgramError, match="'launches' is not the object's"):
+            run_program(ex.path("manifest"), ex.inputs, emulate=True)
     if model == "half":
         assert_same(got, ex.outputs, 2e-2, 1e-2)
     else:

@@ -26,6 +26,7 @@ from typing import Any
 
 NOTE_OWNER = b"kcc"
 NT_KCC_LAUNCH = 1            # the note type of the launch facts (owner "kcc")
+NT_KCC_PROGRAM = 2           # a whole program's buffers and launches (kcc/targets/program.py)
 NOTE_SECTION = ".note.kcc"
 LAUNCH_KEYS = ("name", "symbol", "args", "global", "local", "specials")
 
@@ -75,11 +76,19 @@ def elf_note(descs: list[Any], target: bool = True) -> bytes:
             + bytes(_pad4(len(owner))) + desc + bytes(_pad4(len(desc))))
 
 
-def read_elf_note(data: bytes) -> list[dict[str, Any]] | None:
-    """The facts in the notes of a `.note.kcc` section's bytes (None if it has no kcc note)."""
+def raw_note(ntype: int, desc: bytes) -> bytes:
+    """One kcc ELF note of type ntype (appended to a `.note.kcc` section's contents)."""
+    owner = NOTE_OWNER + b"\0"
+    return (struct.pack("<III", len(owner), len(desc), ntype) + owner
+            + bytes(_pad4(len(owner))) + desc + bytes(_pad4(len(desc))))
+
+
+def read_elf_note(data: bytes, want: int = NT_KCC_LAUNCH) -> Any:
+    """The facts in the notes of a `.note.kcc` section's bytes (None if it has no kcc note);
+    want NT_KCC_PROGRAM: a program's facts (a JSON object)."""
     pos = 0
     while pos + 12 <= len(data):
-        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        namesz, descsz, kind = struct.unpack_from("<III", data, pos)
         pos += 12
         name = data[pos:pos + namesz]
         pos += namesz + _pad4(namesz)
@@ -87,8 +96,13 @@ def read_elf_note(data: bytes) -> list[dict[str, Any]] | None:
         pos += descsz + _pad4(descsz)
         if pos > len(data) + 3:
             raise FactsError("the object's .note.kcc section is truncated")
-        if name.rstrip(b"\0") == NOTE_OWNER and ntype == NT_KCC_LAUNCH:
-            return parse_facts(desc)
+        if name.rstrip(b"\0") == NOTE_OWNER and kind == want:
+            if want == NT_KCC_LAUNCH:
+                return parse_facts(desc)
+            try:
+                return json.loads(desc)
+            except ValueError as e:
+                raise FactsError(f"the object's program note is not JSON: {e}") from None
     return None
 
 

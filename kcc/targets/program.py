@@ -241,6 +241,14 @@ def read_program(path: Path) -> tuple[dict[str, Any], Program]:
     if doc.get("version") != PROGRAM_VERSION:
         raise ProgramError(f"{path}: program manifest version {doc.get('version')!r}; this "
                            f"kcc reads version {PROGRAM_VERSION}")
+    from kcc.targets.manifest import _check_schema
+    if doc.get("target") not in ("x86", "amd", "cuda"):
+        raise ProgramError(f"{path}: unknown target {doc.get('target')!r}")
+    try:                # the kernel entries as a kernel manifest's (docs/manifest.md)
+        _check_schema({"target": doc.get("target"), "arch": doc.get("arch"),
+                       "kernels": doc.get("kernels")}, str(path))
+    except LaunchError as e:
+        raise ProgramError(str(e)) from None
     try:
         p = Program(doc["name"], [ProgBuffer.from_json(b) for b in doc["buffers"]],
                     [KernelDesc.from_json(k) for k in doc["kernels"]],
@@ -256,9 +264,24 @@ def read_program(path: Path) -> tuple[dict[str, Any], Program]:
                            ) from None
     try:
         check_program(p)
+        for b in p.buffers:
+            if not all(isinstance(d, int) and d >= 0 for d in b.shape) or \
+                    int(np_prod(b.shape)) != b.size:
+                raise ProgramError(f"buffer {b.id} ({b.name}): shape {b.shape} does not hold "
+                                   f"{b.size} elements")
     except ProgramError as e:
         raise ProgramError(f"{path}: {e}") from None
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        raise ProgramError(f"{path}: malformed program manifest ({type(e).__name__}: {e})"
+                           ) from None
     return doc, p
+
+
+def np_prod(xs: list[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
 
 
 def artifact(doc: dict[str, Any], folder: Path, kind: str) -> bytes:
@@ -275,6 +298,46 @@ def artifact(doc: dict[str, Any], folder: Path, kind: str) -> bytes:
         raise ProgramError(f"{path} was changed since the program was exported (its SHA-256 "
                            "differs from the manifest's)")
     return data
+
+
+# -- the program's own facts, in its object -----------------------------------------------------
+
+def program_facts(p: Program) -> dict[str, Any]:
+    """What the object records of its program (ELF note NT_KCC_PROGRAM in `.note.kcc`): the
+    name, every buffer's role, dtype, size and offset, the inputs, outputs and launches."""
+    return {"name": p.name, "inputs": p.inputs, "outputs": p.outputs,
+            "buffers": [[b.role, b.dtype, b.size, b.offset] for b in p.buffers],
+            "launches": [[ln.kernel, ln.args, ln.offsets] for ln in p.launches]}
+
+
+def program_note(p: Program) -> bytes:
+    """The NT_KCC_PROGRAM note of p (compact JSON, keys sorted)."""
+    from kcc.targets.facts import NT_KCC_PROGRAM, raw_note
+    return raw_note(NT_KCC_PROGRAM, json.dumps(program_facts(p), sort_keys=True,
+                                               separators=(",", ":")).encode())
+
+
+def check_object_program(p: Program, data: bytes) -> None:
+    """ProgramError unless the ELF object (x86 object, HSACO) carries p's own facts."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    from kcc.targets.facts import NOTE_SECTION, NT_KCC_PROGRAM, FactsError, read_elf_note
+    try:
+        sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
+        have = read_elf_note(sec.data(), NT_KCC_PROGRAM) if sec is not None else None
+    except (ELFError, ValueError, KeyError, AttributeError, IndexError, FactsError) as e:
+        raise ProgramError(f"the program's object is not readable: {e}") from None
+    if have is None:
+        raise ProgramError("the object carries no program facts: it was not exported by "
+                           "this kcc")
+    want = json.loads(json.dumps(program_facts(p)))
+    for key in sorted(set(want) | set(have)):
+        if want.get(key) != have.get(key):
+            raise ProgramError(f"the program manifest's {key!r} is not the object's (the "
+                               "manifest was edited or belongs to another program)")
 
 
 # -- the C header ------------------------------------------------------------------------------
@@ -413,6 +476,8 @@ def run_program(path: Path, arrays: list[Any], emulate: bool = False,
     doc, p = read_program(path)
     target = doc["target"]
     ins = check_inputs(p, arrays)
+    if target in ("x86", "amd"):        # a PTX module carries no program facts
+        check_object_program(p, artifact(doc, path.parent, "object"))
     if target == "x86":
         if emulate:
             raise ProgramError("--emulate runs AMD programs; this program is for x86")

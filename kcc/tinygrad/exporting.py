@@ -376,19 +376,24 @@ def _write_gpu(p: Program, target: str, sinks: list[Any], values: dict[int, byte
     emit = "hsaco" if target == "amd" else "cubin" if shutil.which("ptxas") else "ptx"
     arch = arch or spec.default_arch
     try:
-        compiled = spec.compile(sinks, arch, emit)
-        p.kernels = compiled.descs
+        if target == "amd":
+            from kcc.targets.gpu_program import compile_program_amd
+            spec.check_arch(arch)
+            data, p.kernels = compile_program_amd(p, sinks, arch)
+        else:
+            compiled = spec.compile(sinks, arch, emit)
+            data, p.kernels = compiled.data, compiled.descs
         check_program(p)
-        image = compiled.data + (b"\0" if emit == "ptx" else b"")
+        image = data + (b"\0" if emit == "ptx" else b"")
         text = launcher_c(p, target, image,
                           weights_blob(p, values) if weights == "rodata" else None)
     except (CompileError, ProgramError, ValueError) as e:
         raise ExportError(_compile_message(str(e), p)) from None
-    (stage / f"{p.name}.{emit}").write_bytes(compiled.data)
+    (stage / f"{p.name}.{emit}").write_bytes(data)
     (stage / f"{p.name}_launch.c").write_text(text)
     files["object"] = f"{p.name}.{emit}"
     files["launcher"] = f"{p.name}_launch.c"
-    return compiled.arch
+    return arch
 
 
 def _compile_message(msg: str, p: Program) -> str:

@@ -33,7 +33,7 @@ from kcc.targets.elf import (
     write_relocatable)
 from kcc.targets.facts import NOTE_SECTION, elf_note
 from kcc.targets.manifest import KernelDesc, worker_names
-from kcc.targets.program import Program, ProgramError, align_up, worker_count
+from kcc.targets.program import Program, ProgramError, align_up, program_note, worker_count
 from kcc.targets.x86.code import EncodedKernel, assemble_items
 from kcc.targets.x86.object import rodata
 
@@ -569,7 +569,7 @@ def write_program_object(p: Program, kernels: list[EncodedKernel], pool: Any,
     # at least one byte, so that every weight label has a section (an empty program's too)
     sections[".rodata.weights"] = (weights_data or b"\0", 64, SHF_ALLOC)
     sections[".bss"] = (bytes(STATE_BYTES), 64, SHF_ALLOC | SHF_WRITE)
-    sections[NOTE_SECTION] = (elf_note(descs), 4, 0)
+    sections[NOTE_SECTION] = (elf_note(descs) + program_note(p), 4, 0)
     return write_relocatable(sections, symbols, relocs)
 
 
@@ -648,6 +648,9 @@ def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
         if rc != 0:
             err = obj.function(f"{p.name}_error", ctypes.c_char_p, [])()
             raise ProgramError(f"{p.name} returned {rc}: {err.decode(errors='replace')}")
+    except LookupError as e:         # the manifest's name is not the object's program
+        raise ProgramError(f"the object has no entry point of program {p.name!r} "
+                           f"({str(e).strip(chr(39) + chr(34))})") from None
     finally:
         obj.close()
     return outs
