@@ -275,8 +275,18 @@ def test_hip_launcher_calls_the_runtime_as_the_manifest_says(tmp_path, weights):
 
 
 @needs_cc
-def test_cuda_launcher_calls_the_driver_as_the_manifest_says(tmp_path):
+@pytest.mark.parametrize("ptxas", [True, False])
+def test_cuda_launcher_calls_the_driver_as_the_manifest_says(tmp_path, monkeypatch, ptxas):
+    """With ptxas the launcher embeds the cubin; without it, the PTX (NUL-terminated), which
+    the driver compiles when it loads the module."""
+    if not ptxas:
+        import kcc.tinygrad.exporting as exporting
+        real = shutil.which
+        monkeypatch.setattr(exporting.shutil, "which",
+                            lambda name, *a, **k: None if name == "ptxas" else real(name))
     ex = _export(GPU_MODELS["ints"], tmp_path / "p", "cuda", None)
+    want = "net.cubin" if ptxas and shutil.which("ptxas") else "net.ptx"
+    assert ex.files["object"] == want
     nparams = ",".join(f"{k.name}:{len(k.args)}" for k in ex.program.kernels)
     log = _launcher_log(ex, tmp_path, "KCC_LIBCUDA", {"FAKE_NPARAMS": nparams},
                         "  (void)argc; (void)argv;")

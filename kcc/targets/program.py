@@ -454,7 +454,9 @@ def check_inputs(p: Program, arrays: list[Any]) -> list[Any]:
     """The inputs as contiguous arrays of the program's dtypes and sizes (LaunchError)."""
     import numpy as np
     if len(arrays) != len(p.inputs):
-        raise LaunchError(f"the program takes {len(p.inputs)} inputs, {len(arrays)} given")
+        n = len(p.inputs)
+        raise LaunchError(f"the program takes {n} input{'s' if n != 1 else ''}, "
+                          f"{len(arrays)} given")
     out = []
     for k, (i, a) in enumerate(zip(p.inputs, arrays)):
         b = p.buffer(i)
@@ -475,6 +477,9 @@ def run_program(path: Path, arrays: list[Any], emulate: bool = False,
     outputs, shaped. x86 calls the object's own entry point in this process."""
     doc, p = read_program(path)
     target = doc["target"]
+    if arch is not None and arch != doc.get("arch"):
+        raise ProgramError(f"the program was exported for {doc.get('arch')}, not {arch}; "
+                           "export it again with that arch")
     ins = check_inputs(p, arrays)
     if target in ("x86", "amd"):        # a PTX module carries no program facts
         check_object_program(p, artifact(doc, path.parent, "object"))
