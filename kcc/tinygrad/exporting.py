@@ -377,7 +377,7 @@ def _write_gpu(p: Program, target: str, sinks: list[Any], values: dict[int, byte
     arch = arch or spec.default_arch
     try:
         if target == "amd":
-            from kcc.targets.gpu_program import compile_program_amd
+            from kcc.targets.amd.program import compile_program_amd
             spec.check_arch(arch)
             data, p.kernels = compile_program_amd(p, sinks, arch)
         else:
