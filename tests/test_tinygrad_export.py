@@ -285,8 +285,9 @@ def test_bad_name_and_a_failing_function_leave_nothing(tmp_path):
     import kcc.tinygrad as ktg
     from kcc.tinygrad.exporting import ExportError
     f, ins = _ints()
-    with pytest.raises(ExportError, match="not a C identifier"):
-        ktg.export(f, *ins, out=tmp_path / "a", name="no-pe")
+    for bad_name in ("no-pe", "free", "main", "int"):
+        with pytest.raises(ExportError, match="not a C identifier"):
+            ktg.export(f, *ins, out=tmp_path / "a", name=bad_name)
 
     def bad(a: Any, b: Any) -> Any:
         raise RuntimeError("boom")

@@ -168,3 +168,11 @@ def test_compile_prefix_renames_and_duplicates_name_both_files(tmp_path: Path) -
     res = CliRunner().invoke(main, ["compile", str(tmp_path / "a.uop"), "-t", "x86",
                                     "--prefix", "1x", "-o", str(tmp_path / "k2.o")])
     assert res.exit_code == 1 and "not a C identifier" in res.output
+
+
+def test_runtime_libc_names_are_reserved_program_names() -> None:
+    """A program named like a libc function the runtime calls would call itself."""
+    from kcc.targets.program import RESERVED, is_identifier
+    from kcc.targets.x86.program import LIBC
+    assert set(LIBC) <= RESERVED
+    assert not is_identifier("pthread_create") and is_identifier("net")

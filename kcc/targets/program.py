@@ -41,9 +41,20 @@ class ProgramError(ValueError):
     """A program or program manifest that is inconsistent or cannot be packaged."""
 
 
+# names a program may not take: C and C++ keywords, `main`, and the libc functions the x86
+# runtime calls (a program named `free` would call itself)
+RESERVED = frozenset("""auto bool break case char const continue default do double else enum
+extern float for goto if inline int long register restrict return short signed sizeof static
+struct switch typedef union unsigned void volatile while class delete new namespace private
+protected public template this throw try catch virtual operator friend using typename main
+aligned_alloc free sysconf pthread_create pthread_join pthread_mutex_init pthread_mutex_lock
+pthread_mutex_unlock pthread_mutex_destroy pthread_barrier_init pthread_barrier_wait
+pthread_barrier_destroy fopen fread fseek fclose malloc""".split())
+
+
 def is_identifier(name: str) -> bool:
-    """Is name a C identifier (the program's name, a prefix of every symbol)?"""
-    return bool(_IDENT.match(name))
+    """Is name a C identifier that a program may take (the prefix of every symbol)?"""
+    return bool(_IDENT.match(name)) and name not in RESERVED
 
 
 @dataclass

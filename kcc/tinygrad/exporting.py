@@ -289,7 +289,9 @@ def export(fn: Callable, *example_inputs: Any, out: str | os.PathLike = "export"
     "external" (NAME.weights, loaded by NAME_load_weights). Refuses a non-empty out unless
     force; leaves nothing behind on error. See docs/export.md."""
     if not is_identifier(name):
-        raise ExportError(f"name {name!r} is not a C identifier")
+        raise ExportError(f"name {name!r} is not a C identifier a program may take (C and "
+                          "C++ keywords, main and the libc functions the runtime calls are "
+                          "refused)")
     if target not in TARGETS:
         raise ExportError(f"target {target!r}: export writes {', '.join(TARGETS)}")
     if weights not in WEIGHTS:
