@@ -210,6 +210,8 @@ def test_kcc_run_on_the_program_manifest(exported, model, tmp_path):
     assert res.exit_code == 0, res.output
     got = [np.load(tmp_path / "res" / f"out{k}.npy") for k in range(len(ex.outputs))]
     assert_same(got, ex.outputs)
+    res = CliRunner().invoke(main, ["run", str(ex.path("manifest")), *args, "--check"])
+    assert res.exit_code == 1 and "--check apply to single kernels" in res.output
 
 
 def test_header_is_valid_c_and_cxx_and_names_the_sizes(exported):
