@@ -176,3 +176,19 @@ def test_runtime_libc_names_are_reserved_program_names() -> None:
     from kcc.targets.x86.program import LIBC
     assert set(LIBC) <= RESERVED
     assert not is_identifier("pthread_create") and is_identifier("net")
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH")
+def test_program_object_links_into_a_shared_library(tmp_path: Path) -> None:
+    """The runtime's relocations (PLT32 calls, PC-relative data) suit position-independent
+    code: cc -shared takes the object, and the library's entry point runs through ctypes."""
+    prog, obj, (x, want) = _compiled()
+    (tmp_path / "p.o").write_bytes(obj)
+    lib = tmp_path / "libp.so"
+    subprocess.run([CC, "-shared", str(tmp_path / "p.o"), "-o", str(lib), "-lpthread", "-lm"],
+                   check=True)
+    so = ctypes.CDLL(str(lib))
+    so.p_set_threads(2)
+    out = np.zeros(N, np.float32)
+    assert so.p(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data)) == 0
+    np.testing.assert_array_equal(out, want)
