@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -206,10 +207,13 @@ def _compile_option_flags(f):
               "them).")
 @click.option("--dump-after", help="Print the graph or machine listing after this pass.")
 @click.option("--time-passes", is_flag=True, help="Print the time of each pass (stderr).")
+@click.option("--prefix", help="Name every kernel PREFIX_name (symbols of one object are "
+              "unique; two inputs' kernels may share a name).")
 @_compile_option_flags
 def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: str | None,
                 manifest: str | None, no_manifest: bool, header: str | None, emit: str | None,
-                dump_after: str | None, time_passes: bool, **options: str) -> None:
+                dump_after: str | None, time_passes: bool, prefix: str | None = None,
+                **options: str) -> None:
     """Compile FILE… (one kernel each, - is standard input) into one object and a JSON launch
     manifest. Every output is written completely or not at all, and never over an input."""
     for flag, value in (("-o", output), ("--manifest", manifest), ("--header", header),
@@ -226,7 +230,7 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
     if dump_after and output == "-":
         _die("--dump-after prints to standard output, so the output cannot go there too "
              "(-o FILE)")
-    from kcc.targets.driver import UserError, compile_sinks, load_all, plural
+    from kcc.targets.driver import UserError, compile_sinks, load_all, plural, unique_kernels
     from kcc.targets.outputs import OutputError, check_paths, compile_outputs, write_all
     try:
         sinks = load_all(files)
@@ -234,6 +238,7 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
         _fail(e)
         sys.exit(1)
     try:
+        sinks = unique_kernels(sinks, files, prefix)
         from kcc.targets.pipeline import format_pass_times
         from kcc.targets.pipeline import time_passes as timer
         with timer() as times:
@@ -325,6 +330,37 @@ def targets_cmd() -> None:
                        for o in registry.OPTIONS if t.options.get(o.keyword))
         click.echo(f"{t.name}: {t.summary}\n  --arch {', '.join(arches)}\n"
                    f"  --emit {', '.join(e.name for e in t.emits)}{opts}")
+
+
+@main.command("tinygrad-export")
+@click.argument("function")
+@click.option("--input", "inputs", multiple=True, metavar="SHAPE:DTYPE",
+              help="An example input, e.g. 4x32:float32 (repeat, in argument order).")
+@click.option("-t", "--target", default="x86", show_default=True,
+              type=click.Choice(["x86", "amd", "cuda"]))
+@click.option("--arch", help="The target's architecture (default: the target's default).")
+@click.option("-o", "--outdir", required=True, help="The folder to write (new or empty).")
+@click.option("--name", default="net", show_default=True, help="The program's C name.")
+@click.option("--weights", default="rodata", show_default=True,
+              type=click.Choice(["rodata", "external"]))
+@click.option("--force", is_flag=True, help="Write into a folder that is not empty.")
+def tinygrad_export_cmd(function: str, inputs: tuple[str, ...], target: str, arch: str | None,
+                        outdir: str, name: str, weights: str, force: bool) -> None:
+    """Export FUNCTION (script.py:fn, a tinygrad computation) run once on example inputs as one
+    ahead-of-time program: NAME.h, NAME.json and the target's files (docs/export.md)."""
+    try:
+        from kcc.tinygrad.exporting import ExportError, example_input, export, load_function
+    except ImportError as e:
+        _die(f"tinygrad is not importable ({e}); install it with pip install 'kcc[tinygrad]'")
+    try:
+        fn = load_function(function)
+        arrays = [example_input(s, k) for k, s in enumerate(inputs)]
+        ex = export(fn, *arrays, out=outdir, name=name, target=target, arch=arch,
+                    weights=weights, force=force)
+    except ExportError as e:
+        _die(str(e))
+    for kind, f in ex.files.items():
+        click.echo(f"wrote {Path(outdir) / f} ({kind})")
 
 
 @main.command("tinygrad-capture", context_settings={"ignore_unknown_options": True})

@@ -64,6 +64,28 @@ def load_all(files: list[str] | tuple[str, ...]) -> list[Any]:
     return [load(path)[0].sink for path in files]
 
 
+def unique_kernels(sinks: list[Any], files: list[str] | tuple[str, ...],
+                   prefix: str | None = None) -> list[Any]:
+    """The kernels, each renamed PREFIX_name when a prefix is given; two of one name are
+    refused naming both files (one object holds one symbol per name)."""
+    import re
+
+    from kcc.ir.uop import KernelInfo
+    if prefix is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+            raise UserError(f"--prefix {prefix!r} is not a C identifier")
+        sinks = [s.replace(arg=KernelInfo(f"{prefix}_{s.arg.name}")) for s in sinks]
+    seen: dict[str, str] = {}
+    for sink, path in zip(sinks, files):
+        name = sink.arg.name
+        if name in seen:
+            raise UserError(f"{seen[name]} and {path} both define kernel {name!r}; symbols in "
+                            "one object must be unique (rename one, --prefix, or compile them "
+                            "apart)")
+        seen[name] = path
+    return sinks
+
+
 def compile_sinks(sinks: list[Any], files: list[str] | tuple[str, ...], target: str,
                   arch: str | None = None, emit: str | None = None,
                   dump_after: str | None = None,
@@ -117,9 +139,32 @@ class RunOptions:
     say: Callable[[str], None] = _stderr  # progress and report lines
 
 
+def run_program(o: RunOptions) -> bool:
+    """Run o.source if it is a program manifest (docs/export.md), saying each file written;
+    False if it is not one. The options that run single kernels are refused for a program."""
+    from kcc.targets.manifest import LaunchError
+    from kcc.targets.program import ProgramError, is_program_manifest, run_program_files
+    if not o.source.endswith(".json") or not is_program_manifest(o.source):
+        return False
+    flags = [f for f, on in (("--interp", o.interp), ("-t", o.target), ("--kernel", o.kernel),
+                             ("--random", o.random_fill), ("--check", o.check)) if on]
+    if flags:
+        raise UserError(f"{o.source} is a program manifest: {', '.join(flags)} apply to single "
+                        "kernels (a program takes its inputs in order, -o, --emulate and --arch)")
+    try:
+        for path in run_program_files(o.source, o.args, o.outdir, o.emulate, o.arch):
+            o.say(f"wrote {path}")
+    except (ProgramError, LaunchError) as e:
+        raise UserError(str(e)) from None
+    return True
+
+
 def run(o: RunOptions) -> None:
     """`kcc run`: load or compile the kernel, fill and check its arguments, run it, save every
-    buffer to o.outdir; with o.check compare with the interpreter (UserError on a mismatch)."""
+    buffer to o.outdir; with o.check compare with the interpreter (UserError on a mismatch).
+    A program manifest runs the whole program (run_program)."""
+    if run_program(o):
+        return
     import numpy as np
     from kcc.targets.check import check_inputs
     from kcc.targets.manifest import LaunchError, check_launch, describe_kernel

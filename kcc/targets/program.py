@@ -233,19 +233,23 @@ def program_doc(p: Program, target: str, arch: str, folder: Path, files: dict[st
 
 def is_program_manifest(path: str | Path) -> bool:
     """Does the JSON file at path say it is a program manifest?"""
+    from kcc.frontend.files import FileError, check_regular
     try:
+        check_regular(path)         # never open a FIFO or a device (it could block or not end)
         with open(path, "rb") as f:
             head = f.read(4096)
-    except OSError:
+    except (OSError, FileError):
         return False
     return b'"kcc-program"' in head
 
 
 def read_program(path: Path) -> tuple[dict[str, Any], Program]:
     """A program manifest and its Program, checked (ProgramError)."""
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_MANIFEST_BYTES
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        doc = json.loads(read_regular(path, MAX_MANIFEST_BYTES).decode())
+    except (FileError, OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ProgramError(f"{path}: cannot read the program manifest: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != PROGRAM_FORMAT:
         raise ProgramError(f"{path}: not a program manifest (format {PROGRAM_FORMAT!r})")
@@ -301,10 +305,12 @@ def artifact(doc: dict[str, Any], folder: Path, kind: str) -> bytes:
     if ent is None:
         raise ProgramError(f"the program manifest names no {kind} file")
     path = folder / ent["file"]
+    from kcc.frontend.files import FileError, read_regular
+    from kcc.ir.limits import MAX_OBJECT_BYTES
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ProgramError(f"{path}: {e.strerror or e}") from None
+        data = read_regular(path, MAX_OBJECT_BYTES)
+    except (FileError, OSError) as e:
+        raise ProgramError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
     if hashlib.sha256(data).hexdigest() != ent.get("sha256"):
         raise ProgramError(f"{path} was changed since the program was exported (its SHA-256 "
                            "differs from the manifest's)")

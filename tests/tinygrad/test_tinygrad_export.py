@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.tinygrad_util import needs_tinygrad
+from tinygrad_util import needs_tinygrad
 
 pytestmark = needs_tinygrad
 
@@ -398,7 +398,7 @@ def test_cli_tinygrad_export_refusals(tmp_path, argv, msg):
     assert not (tmp_path / "o").exists()
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @needs_cc

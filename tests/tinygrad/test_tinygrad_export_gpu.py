@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.test_tinygrad_export import MODELS, assert_same
-from tests.tinygrad_util import needs_tinygrad
+from test_tinygrad_export import MODELS, assert_same
+from tinygrad_util import needs_tinygrad
 
 pytestmark = needs_tinygrad
 CC = shutil.which("cc")
@@ -184,7 +184,7 @@ def _launcher_log(ex: Any, tmp_path: Path, env_var: str, extra_env: dict[str, st
     """Build the stand-in library and main.c + NAME_launch.c with cc, run, return the log."""
     import os
 
-    from tests.test_tinygrad_export import c_main
+    from test_tinygrad_export import c_main
     lib = tmp_path / "libfake.so"
     (tmp_path / "fake.c").write_text(FAKE)
     subprocess.run([CC, "-shared", "-fPIC", "-O1", str(tmp_path / "fake.c"), "-o", str(lib)],
