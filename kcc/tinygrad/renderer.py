@@ -19,6 +19,8 @@ entry shim is needed.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -162,12 +164,49 @@ def _listing(uops: list[UOp]) -> str:
                    for i, u in enumerate(uops))
 
 
+# Environment switches that change the object kcc writes for the same .uop (kcc/targets/x86.py):
+# part of the cache key so that a cached object is never one compiled under other settings
+_CODE_ENVS = ("KCC_X86_HIGH_VEC_FIRST", "KCC_CHECK_ALLOC")
+
+
+@functools.cache
+def source_hash(root: str | None = None) -> str:
+    """A hash of kcc's own source files (every .py under the kcc package, path and bytes),
+    computed once per process (about 4 ms): the compile cache's key changes with kcc's code,
+    not only with its version number, so an edited checkout never reuses a stale object."""
+    import kcc
+    base = Path(root) if root else Path(kcc.__file__).parent
+    h = hashlib.sha256()
+    for p in sorted(base.rglob("*.py")):
+        h.update(p.relative_to(base).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def cache_key(arch: str) -> str:
+    """The table of tinygrad's compile cache (helpers.diskcache_put, keyed there by the .uop
+    text) that holds kcc's objects: kcc's version, a hash of its source, the resolved target
+    arch and the environment switches that change the code. Only [A-Za-z0-9_.-] characters:
+    tinygrad quotes it as an SQL table name."""
+    import kcc
+    from kcc.targets.x86 import resolve_arch
+    envs = "".join("1" if os.environ.get(e, "") not in ("", "0") else "0" for e in _CODE_ENVS)
+    try:
+        arch = resolve_arch(arch)
+    except Exception:       # a CPU below x86-64-v3: compile() reports it, kernel by kernel
+        pass
+    return f"compile_kcc_{kcc.__version__}_{source_hash()}_{arch}_{envs}"
+
+
 class KCCCompiler(Compiler):
-    """Compiles `.uop` text with kcc's x86 back end, in-process, to an ELF relocatable object."""
+    """Compiles `.uop` text with kcc's x86 back end, in-process, to an ELF relocatable object.
+
+    Objects go through tinygrad's compile cache (`Compiler.compile_cached`, the sqlite file
+    `CACHEDB`) under `cache_key(arch)`, as clang's objects do under theirs, so a second process
+    compiles nothing; `CCACHE=0` (or `CACHELEVEL=0`) turns the cache off."""
 
     def __init__(self, arch: str | None = None):
-        super().__init__(None)       # no disk cache: the object depends on kcc's version
         self.arch = arch or os.environ.get(ARCH_ENV, "x86-64-v3")
+        super().__init__(cache_key(self.arch))
 
     def compile(self, src: str) -> bytes:
         from kcc.frontend.errors import SourceError
@@ -199,6 +238,10 @@ class KCCRenderer(ClangRenderer):
     """tinygrad's CPU renderer whose kernels kcc compiles (`DEV=CPU:KCC`)."""
 
     code_for_op = code_for_op(os.environ.get(NATIVE_ENV, "1") != "0")
+    # tinygrad keys its BEAM search cache by (kernel, device, renderer suffix): without a suffix
+    # of its own, a search made for DEV=CPU's clang would be reused for kcc's code, and one made
+    # with kcc's native ops for a run without them
+    suffix = "KCC" if NATIVE_OPS[0] in code_for_op else "KCC_CLANGOPS"
 
     def __init__(self, target: Any):
         Renderer.__init__(self, target)   # not ClangRenderer's: that one sets up clang
