@@ -16,7 +16,8 @@ import pytest
 from tests.tinygrad_util import needs_tinygrad
 
 pytestmark = needs_tinygrad
-ROOT = Path(__file__).resolve().parents[2]
+# the repository root (this file sits two folders down)
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 
 PROGRAM = """
 import kcc.tinygrad
