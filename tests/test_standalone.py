@@ -34,3 +34,14 @@ def test_a_climb_past_the_repository_is_found() -> None:
     assert not outside_refs(p, "R = Path(__file__).resolve().parents[3]")
     assert outside_refs(p, "R = Path(__file__).resolve().parents[4]")
     assert outside_refs(p, "S = REPO.parent / 'shared'")
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    """README's second command line installs the extras CI installs (tinygrad included, so a
+    new user's run has no tinygrad tests skipped) and .ci/run runs exactly its test command."""
+    readme = (ROOT / "README.md").read_text().split("```sh\n", 1)[1].splitlines()
+    test_cmd = readme[1].split(" && ", 2)[2]
+    assert test_cmd == "pip install -e '.[test,tinygrad]' && pytest"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith("#")]
+    assert ci[-1] == test_cmd
