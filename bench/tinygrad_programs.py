@@ -149,6 +149,7 @@ def now() -> tuple[float, float]:
 
 
 def since(st: tuple[float, float]) -> list[float]:
+    """[wall, CPU] seconds since st (a now())."""
     t = now()
     return [t[0] - st[0], t[1] - st[1]]
 
@@ -215,6 +216,7 @@ def worker(name: str, steady: int, out: str) -> None:
 
 def run_worker(name: str, dev: str, cachedb: str, steady: int, out: str,
                parallel: int) -> dict[str, Any]:
+    """Run one program on one device in a fresh process with the given CACHEDB; its JSON."""
     env = dict(os.environ, DEV=dev, CACHEDB=cachedb, PARALLEL=str(parallel),
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     st = now()
@@ -254,6 +256,7 @@ def split_of(s: dict[str, list[float]], clock: int) -> tuple[float, float]:
 
 
 def main() -> None:
+    """Run the rounds (or, with --worker, one program in this process) and print the tables."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steady", type=int, default=3)
@@ -304,6 +307,7 @@ def _ms(x: float) -> str:
 
 def print_table(names: list[str], rows: dict[tuple[str, str], dict[str, list[Any]]],
                 clock: int) -> None:
+    """The markdown table of the medians, wall (clock 0) or CPU (clock 1) time."""
     med = statistics.median
     print("| program | run | DEV=CPU (ms) | compile | tinygrad | DEV=CPU:KCC (ms) | compile | "
           "tinygrad | CPU / KCC |")
