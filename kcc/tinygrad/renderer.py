@@ -188,7 +188,7 @@ def cache_key(arch: str) -> str:
     arch and the environment switches that change the code. Only [A-Za-z0-9_.-] characters:
     tinygrad quotes it as an SQL table name."""
     import kcc
-    from kcc.targets.x86 import resolve_arch
+    from kcc.targets.x86.arch import resolve_arch
     envs = "".join("1" if os.environ.get(e, "") not in ("", "0") else "0" for e in _CODE_ENVS)
     try:
         arch = resolve_arch(arch)

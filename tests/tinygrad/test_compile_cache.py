@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.tinygrad_util import needs_tinygrad
+from paths import REPO as ROOT
+from tinygrad_util import needs_tinygrad
 
 pytestmark = needs_tinygrad
-# the repository root (this file sits two folders down)
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 
 PROGRAM = """
 import kcc.tinygrad
