@@ -37,7 +37,7 @@ from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp,
                         Role, VReg, format_inst)
-from kcc.regalloc.target import (TargetRegInfo, operand_regs, reg_units, slot_bytes,
+from kcc.regalloc.target import (TargetRegInfo, hook, operand_regs, reg_units, slot_bytes,
                                  slot_home)
 
 
@@ -245,7 +245,7 @@ class _Checker:
 
     def _remat_source(self, i: int, inst: Inst) -> Inst:
         """The original instruction a REMAT repeats, after checking that it may."""
-        ok = getattr(self.t, "rematerializable", None)
+        ok = hook(self.t, "rematerializable")
         k = inst.slot
         if ok is None or k is None or not 0 <= k < len(self.b.insts):
             raise self.fail(i, "a rematerialization must name an original instruction")
@@ -430,10 +430,10 @@ def _value_widths(fn: MFunction, target: Any) -> dict[int, int]:
     """The bytes each virtual register of ``fn`` carries (by id): the widest report of the
     target's ``value_bytes`` over its operands, one width for the two sides of a copy
     (``is_copy``); empty when the target has no ``value_bytes``."""
-    bytes_of = getattr(target, "value_bytes", None)
+    bytes_of = hook(target, "value_bytes")
     if bytes_of is None:
         return {}
-    is_copy = getattr(target, "is_copy", None)
+    is_copy = hook(target, "is_copy")
     width: dict[int, int] = {}
     up: dict[int, int] = {}             # copy partners: a forest, each tree one width
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kcc.ir.mir import Kind, Mem, RegOp, VReg, structure, successors
 from kcc.regalloc.liveness import intervals
-from kcc.regalloc.target import AllocationError
+from kcc.regalloc.target import AllocationError, hook
 from kcc.regalloc.unionfind import UnionFind
 
 # Enum members bound once: an attribute lookup on an Enum class goes through the
@@ -28,10 +28,10 @@ def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     its operands by the target's ``value_bytes`` (asked about each instruction's ``orig``);
     copies (the allocator's and the selector's) give source and destination one size
     (union-find), since a copy moves every byte."""
-    bytes_of = getattr(target, "value_bytes", None)
+    bytes_of = hook(target, "value_bytes")
     if bytes_of is None:
         return {}
-    is_copy = getattr(target, "is_copy", None)
+    is_copy = hook(target, "is_copy")
     sets = UnionFind()
     find = sets.find
     size: dict[int, int] = {}

@@ -31,7 +31,8 @@ The allocator works on a private copy of the function in four steps:
    scan is repeated until nothing more spills; ``materialize`` then makes the allocated
    function with the target's copies, spills and fills.
 
-The working instruction and its renames are in ``work``.
+One scan is the object ``kcc.regalloc.scan.Scan``; the working instruction and its renames
+are in ``work``.
 """
 
 from __future__ import annotations
@@ -40,40 +41,17 @@ from bisect import bisect_right
 from operator import attrgetter
 from typing import Any
 
-from kcc.ir.mir import (
-    INSERTED_KINDS,
-    Inst,
-    Mem,
-    MFunction,
-    MirError,
-    PReg,
-    Reg,
-    RegOp,
-    VReg,
-    format_inst,
-    structure,
-    successors,
-    verify_mir,
-)
+from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,
+                        format_inst, structure, successors, verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
 from kcc.regalloc.frame import value_sizes
 from kcc.regalloc.liveness import Interval, bits, vreg_lists
 from kcc.regalloc.materialize import Materializer
 from kcc.regalloc.scan import Scan
 from kcc.regalloc.spill import SpillRewriter
-from kcc.regalloc.target import AllocationError, TargetRegInfo, operand_regs, reg_units
-from kcc.regalloc.work import (
-    DEF,
-    FILL,
-    MOVE,
-    SPILL,
-    USE,
-    WorkInst,
-    mem_op,
-    reg_op,
-    rename,
-    work_move,
-)
+from kcc.regalloc.target import AllocationError, TargetRegInfo, hook, operand_regs, reg_units
+from kcc.regalloc.work import (DEF, FILL, MOVE, SPILL, USE, WorkInst, mem_op, reg_op, rename,
+                               work_move)
 
 _start = attrgetter("start")
 
@@ -281,7 +259,7 @@ class _Allocator(SpillRewriter, Materializer):
                  ) -> dict[int, list[PReg]]:
         """The registers of the variables (by number) that some operand narrows to part of
         their class (the target's ``operand_regs``), in the class's preference order."""
-        if getattr(self.t, "operand_regs", None) is None:
+        if hook(self.t, "operand_regs") is None:
             return {}
         sets: dict[int, frozenset[PReg]] = {}
         for w in work:
@@ -357,7 +335,7 @@ class _Allocator(SpillRewriter, Materializer):
 
     def run(self) -> MFunction:
         work = self.prepare()
-        is_copy = getattr(self.t, "is_copy", None)
+        is_copy = hook(self.t, "is_copy")
         if is_copy is not None:
             loops, labels = structure(work)
             m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops,

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from kcc.ir.mir import Mem, Reg, RegOp, VReg
-from kcc.regalloc.target import TargetRegInfo
+from kcc.regalloc.target import TargetRegInfo, hook
 from kcc.regalloc.work import DEF, FILL, MOVE, OP, REMAT, SPILL, USE, WorkInst, rename
 
 
@@ -42,7 +42,7 @@ class SpillRewriter:
     def rematerializable(self, work: list[WorkInst]) -> dict[int, WorkInst]:
         """The variables (by id) whose one definition the target may repeat at each use
         (``rematerializable``: a constant with no register inputs), with that definition."""
-        ok = getattr(self.t, "rematerializable", None)
+        ok = hook(self.t, "rematerializable")
         if ok is None:
             return {}
         if self.remat_of is not None and self.remat_of[0] is work:
@@ -145,7 +145,7 @@ class SpillRewriter:
         """The operand of ``w`` that may read its spilled value's slot instead of a reload
         (the target's ``fold_fill``): a plain USE of a value read by no other operand of
         ``w``, at most one an instruction."""
-        fold_fill = getattr(self.t, "fold_fill", None)
+        fold_fill = hook(self.t, "fold_fill")
         if fold_fill is None or w.orig is None or w.kind is not OP or w.fold is not None:
             return None
         for j, o in enumerate(w.operands):

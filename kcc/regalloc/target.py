@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Callable
 
 from kcc.ir.mir import Inst, PReg, RegOp
 
@@ -11,8 +11,13 @@ class AllocationError(ValueError):
     """The function cannot be allocated (conflicting constraints, too many operands...)."""
 
 
-class TargetRegInfo(Protocol):
-    """Registers, frame slots and copy instructions of a target.
+class TargetRegInfo:
+    """Registers, frame slots and copy instructions of a target: the base class every target's
+    register info subclasses (x86: kcc/targets/x86/reginfo.py, AMD: kcc/isel/amd/regs.py, the
+    tests' toy target), so each shows what it overrides. The four makers and ``classes`` /
+    ``callee_saved`` are required; every optional hook below has a default here that means "the
+    target has none", and the allocator asks ``hook(target, name)``, which is None for a hook
+    the target did not override (so it skips that work entirely).
 
     ``classes`` lists the allocatable registers per class in preference order (caller-saved
     first, so callee-saved ones are only touched under pressure).  A target whose classes
@@ -62,34 +67,85 @@ class TargetRegInfo(Protocol):
     def spill_slot_size(self, cls: str) -> int:
         """Bytes of the largest frame slot for class ``cls`` (a power of two): the size of a
         slot when the target does not define ``value_bytes``."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__}.spill_slot_size")
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """An instruction copying ``src`` to ``dst``: a DEF ``dst`` and a USE ``src``."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__}.make_move")
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
         """An instruction storing the low ``size`` bytes of ``src`` (a USE operand) to the
         frame slot at the offset (aligned to ``size`` within the frame)."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__}.make_spill")
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
         """An instruction loading ``dst`` (a DEF operand) from the ``size``-byte frame slot at
         the offset."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__}.make_fill")
+
+
+    # -- optional hooks (defaults: the target has none) ---------------------------------------
+    def reg_units(self, p: PReg) -> tuple[str, ...]:
+        """The register units of ``p`` (registers conflict when their units intersect)."""
+        return (p.name,)
+
+    def is_copy(self, inst: Inst) -> bool:
+        """Whether ``inst`` is one of the selector's own register copies (coalesced)."""
+        return False
+
+    def rematerializable(self, inst: Inst) -> bool:
+        """Whether the value ``inst`` defines is re-created at its uses when spilled."""
+        return False
+
+    def operand_regs(self, inst: Inst, k: int) -> frozenset[PReg] | None:
+        """The registers operand ``k`` of ``inst`` may name (None: any of its class)."""
+        return None
+
+    def value_bytes(self, inst: Inst, k: int) -> int:
+        """The bytes of operand ``k``'s register that are a value (sizes spill slots)."""
+        raise NotImplementedError("value_bytes")
+
+    def slot_bytes(self, inst: Inst) -> int:
+        """The bytes a spill or fill the target made stores or loads."""
+        r = next(o.reg for o in inst.operands if isinstance(o, RegOp))
+        return int(self.spill_slot_size(r.cls))
+
+    def slot_home(self, inst: Inst) -> PReg | None:
+        """The register a spill's or fill's slot is kept in (None: memory)."""
+        return None
+
+    def fold_fill(self, inst: Inst, k: int, slot_offset: int, size: int) -> Inst | None:
+        """``inst`` reading its USE operand ``k`` from the frame slot (None: it cannot)."""
+        return None
+
+
+OPTIONAL_HOOKS = ("reg_units", "is_copy", "rematerializable", "operand_regs", "value_bytes",
+                  "slot_bytes", "slot_home", "fold_fill")
+
+
+def hook(target: object, name: str) -> Callable[..., Any] | None:
+    """The target's implementation of optional hook ``name``, or None where it keeps the base
+    class's default (or, for an object that does not subclass TargetRegInfo, lacks it)."""
+    fn = getattr(target, name, None)
+    if fn is None:
+        return None
+    if isinstance(target, TargetRegInfo) and \
+            getattr(type(target), name, None) is getattr(TargetRegInfo, name):
+        return None
+    return fn  # type: ignore[no-any-return]
 
 
 def operand_regs(target: object, inst: Inst, k: int) -> frozenset[PReg] | None:
     """The registers operand ``k`` of ``inst`` may name according to ``target`` (``None``:
     any register of its class)."""
-    fn = getattr(target, "operand_regs", None)
+    fn = hook(target, "operand_regs")
     return fn(inst, k) if fn is not None else None
 
 
 def slot_bytes(target: object, inst: Inst) -> int:
     """The bytes a target's spill or fill ``inst`` stores or loads, by ``target.slot_bytes``,
     else the class's ``spill_slot_size``."""
-    fn = getattr(target, "slot_bytes", None)
+    fn = hook(target, "slot_bytes")
     if fn is not None:
         return int(fn(inst))
     r = next(o.reg for o in inst.operands if isinstance(o, RegOp))
@@ -99,11 +155,11 @@ def slot_bytes(target: object, inst: Inst) -> int:
 def slot_home(target: object, inst: Inst) -> PReg | None:
     """The register ``target`` keeps the slot of spill or fill ``inst`` in (``slot_home``),
     or None: a slot in memory."""
-    fn = getattr(target, "slot_home", None)
+    fn = hook(target, "slot_home")
     return fn(inst) if fn is not None else None
 
 
 def reg_units(target: object, p: PReg) -> tuple[str, ...]:
     """The register units of ``p`` according to ``target`` (its name by default)."""
-    fn = getattr(target, "reg_units", None)
+    fn = hook(target, "reg_units")
     return tuple(fn(p)) if fn is not None else (p.name,)

@@ -35,6 +35,7 @@ st / ld    [sp + off], s  /  def d, [sp + off]             frame store / load (a
 from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Mem, MFunction, PReg, Reg, RegOp, Role
+from kcc.regalloc.target import TargetRegInfo
 
 MASK = (1 << 64) - 1
 R = [PReg(f"r{i}", "gpr") for i in range(4)]
@@ -47,7 +48,7 @@ NARROW = frozenset(V[:2])
 MOVE_OP = {"gpr": "mov", "vec": "vmov", "wide": "wmov"}
 
 
-class ToyTarget:
+class ToyTarget(TargetRegInfo):
     """The toy register description handed to the allocator."""
 
     def __init__(self, wide: bool = False, remat: bool = False, narrow: bool = False) -> None:

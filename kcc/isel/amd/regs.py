@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from kcc.encode.amd.operands import SGPR, VGPR
 from kcc.ir.mir import Inst, Kind, PReg, RegOp, Role
-from kcc.regalloc.target import AllocationError
+from kcc.regalloc.target import AllocationError, TargetRegInfo
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class SpillAreaError(AllocationError):
     """The spill area outgrew what a scratch instruction's offset reaches."""
 
 
-class AmdRegInfo:
+class AmdRegInfo(TargetRegInfo):
     """The allocator's view of an arch's registers (kcc.regalloc.TargetRegInfo).
 
     ``lanes`` are the VGPR numbers that hold spilled SGPRs (taken out of the VGPR classes).

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from kcc.ir.mir import Inst, Kind, Mem, PReg, RegOp, Role
 from kcc.isel.x86.regs import CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, vec_limits
+from kcc.regalloc.target import TargetRegInfo
 from kcc.targets.x86 import slots
 from kcc.targets.x86.code import COPY_FORMS
 
 
-class X86RegInfo:
+class X86RegInfo(TargetRegInfo):
     """What the allocator knows of x86-64: classes, callee-saved registers, copy/spill forms.
     `vbytes` is the widest vector the code uses (32 for ymm, 64 for zmm on x86-64-v4), and
     with 64 (AVX-512) the vector class has xmm16-31 too, which VEX-only forms cannot name."""
