@@ -22,8 +22,8 @@ guard) when
   says "r", "w" or "rw"; branches read flags).
 
 Hoisting a lone constant materialization only lengthens a live range (the allocator may then
-spill it), so an instruction that reads no register moves only for the instructions that move
-with it: when loop code still reads its result, it stays and a copy of it (a fresh register)
+spill it), so an instruction that reads no register (and no flags: a SETcc moves with its flag
+writer) moves only for the instructions that move with it: when loop code still reads its result, it stays and a copy of it (a fresh register)
 is placed in the preheader for the moved readers. Loops are processed innermost first, so a
 value invariant in two loops moves out of both. Linear in the function's size per loop.
 """
@@ -182,12 +182,16 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
     for i in range(b + 1, e):
         for r in ud[i][1]:
             readers[r].append(i)
+    # a flag reader or writer that moves with its partner is no constant even when it reads no
+    # register (SETcc reads only RFLAGS): left behind, it would read flags its moved writer no
+    # longer sets (a divisor's `cmp b, -1; sete` read the loop counter's compare instead)
+    paired = {x for r, w in pairs if w is not None and r in cand for x in (r, w)}
     pre: list[Inst] = []
     rename: dict[VReg, VReg] = {}
     stay: set[int] = set()
     for i in sorted(cand):
         inst, us, ds, _ = ud[i]
-        if us or any(len(defs_at[r]) != 1 for r in ds):
+        if us or i in paired or any(len(defs_at[r]) != 1 for r in ds):
             continue
         rs = [j for r in ds for j in readers.get(r, ())]
         if all(j in cand for j in rs):

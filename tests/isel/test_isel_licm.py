@@ -212,3 +212,80 @@ def test_gated_loads_with_invariant_gates_match_the_interpreter(n: int, k: int,
     args = [np.zeros(32, np.float32), (rng.standard_normal(64) * 4).astype(np.float32),
             np.int32(n), np.int32(k)]
     assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+def test_a_setcc_moves_with_its_flag_writer() -> None:
+    # `cmp v1, -1; sete v3` reads no register but RFLAGS: it is no constant to leave in the
+    # loop, where it read the loop counter's compare once the cmp had moved (issue 20, §2)
+    fn, v = _fn()
+    body = [Inst("cmp_rm32_imm8", [RegOp(v[1], U), Imm(-1)]),
+            Inst("sete_rm8", [RegOp(v[3], D)]),
+            Inst("mov_rm8_r8", [Mem(v[0], v[2], 1, 0), RegOp(v[3], U)])]
+    fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == 2
+    assert _inside(fn) == ["mov_rm8_r8", "add_rm32_imm8", "cmp_rm32_imm8"]
+    assert [i.op for i in fn.insts[1:3]] == ["cmp_rm32_imm8", "sete_rm8"]
+
+
+DIVIDE_BY_PARAM = """# kcc-uop 1
+%out = PARAM ParamArg(0, {dt}, 16)
+%x = PARAM ParamArg(1, {dt}, 16)
+%d = PARAM ParamArg(2, {dt}, 1)
+%di = INDEX(%d, 0)
+%d0 = LOAD(%di)
+%i = RANGE(16) (0, LOOP)
+%xi = INDEX(%x, %i)
+%xv = LOAD(%xi)
+%q = {op}(%xv, %d0)
+%oi = INDEX(%out, %i)
+%s = STORE(%oi, %q)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("op", ["CDIV", "CMOD"])
+@pytest.mark.parametrize("divisor", [-1, 1, -2, 3])
+def test_division_by_a_loaded_minus_one_is_right_in_every_iteration(dt: str, op: str,
+                                                                    divisor: int) -> None:
+    # tinygrad's Tensor.div(Tensor([-1]), rounding_mode="trunc"): the divisor's -1 test
+    # moved out of the loop without its SETcc, so only the first element was negated
+    sink = parse(DIVIDE_BY_PARAM.format(dt=dt, op=op))
+    x = np.array([5, 6, 7, 0, -5, -6, -7, 1, -1, 100, -100, 9, -9, 2, -2, 3], dt)
+    args = [np.zeros(16, dt), x, np.array([divisor], dt)]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+INT8_VECTOR_DIVIDE_TO_BF16 = """# kcc-uop 1
+%out = PARAM ParamArg(0, bfloat16, 32)
+%a = PARAM ParamArg(1, int8, 32)
+%d = PARAM ParamArg(2, int8, {w})
+%dp = SHRINK(%d, 0, {w})
+%dv = LOAD(%dp)
+%i = RANGE({n}) (0, LOOP)
+%base = MUL(%i, {w})
+%ap = SHRINK(%a, %base, {w})
+%av = LOAD(%ap)
+%q = CDIV(%av, %dv)
+%c = CAST(%q) bfloat16
+%op = SHRINK(%out, %base, {w})
+%s = STORE(%op, %c)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("w", [2, 4, 16])
+def test_int8_vector_division_cast_to_bfloat16_keeps_its_sign(arch: str, w: int) -> None:
+    # issue 20, §2 ("x86 gave 0x41c8, the interpreter 0xc1c8"): the lanes' divisor -1 SETcc
+    # stayed in the loop reading the wrong flags, so quotients by 1..9 were negated at random
+    from kcc.targets.x86_arch import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(INT8_VECTOR_DIVIDE_TO_BF16.format(w=w, n=32 // w))
+    a = (np.arange(-16, 16) * 7).astype(np.int8)
+    d = np.array([1, 2, 3, -1, 9, -4, 5, 7, 1, -2, 3, 4, 6, -9, 8, 2][:w], np.int8)
+    args = [np.zeros(32, np.uint16), a, d]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

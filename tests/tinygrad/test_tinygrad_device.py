@@ -164,6 +164,20 @@ def test_float_to_int_casts_saturate_in_kcc() -> None:
     assert u8.tolist() == [0, 0, 0, 255, 255, 0]
 
 
+def test_integer_division_by_a_tensor_of_minus_one() -> None:
+    """tinygrad's test_div_rounding_mode case (issue 20, §2): the divisor's -1 test was hoisted
+    out of the loop without its SETcc, so only the first quotient was negated."""
+    import kcc.tinygrad  # noqa: F401
+    from tinygrad import Tensor
+    from tinygrad.helpers import Context
+    x = [5, 6, 7, 0, -5, -6, -7]
+    with Context(DEV="CPU:KCC", PARALLEL=0):
+        for mode in ("trunc", "floor"):
+            got = Tensor(x).div(Tensor([-1]), rounding_mode=mode).numpy()
+            assert got.tolist() == [-v for v in x], mode
+        assert (Tensor(x) % Tensor([-1])).numpy().tolist() == [0] * 7
+
+
 def test_dev_env_and_spawned_compile_workers(tmp_path: Path) -> None:
     """DEV=CPU:KCC from the environment, several kernels compiled in tinygrad's spawned
     worker processes (PARALLEL=2), which import kcc.tinygrad again to unpickle the renderer."""
