@@ -6,7 +6,7 @@ from __future__ import annotations
 from kcc.encode.x86.table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
-from kcc.ir.mir import RegOp, Role, VReg
+from kcc.ir.mir import Mem, RegOp, Role, VReg
 from kcc.isel.x86.base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz,
                                positive_zero, strong_const, vw)
 from kcc.isel.x86.ivec import is_int_vector
@@ -321,7 +321,12 @@ class X86Alu:
         self.emit("vmovd_rm32_x", bits, t)
         ne = self.new("vec")
         self.emit("vcmpsd_x_x_xm64_imm8", ne, back, x, CMP_NEQ_UQ)   # inexact (or NaN)
-        absmask = self.materialize(float.fromhex("0x1.fffffffffffffp+1023"), dtypes.float64)
+        # |v| is v AND 0x7FFF…F (the sign bit off; as a float64 that constant is a NaN, so it is
+        # given as bytes): the largest finite float64 (0x7FEF…F) also cleared the exponent's
+        # low bit, making |inf| 2^1023, so -1.8e308 rounded to odd as the NaN 0xFF800001
+        absmask = self.new("vec")
+        self.emit("vmovsd_x_m64", absmask, Mem(),
+                  arg={"rip": self.pool.label(((1 << 63) - 1).to_bytes(8, "little"))})
         ab, ax = self.new("vec"), self.new("vec")
         self.emit("vandpd_x_x_xm", ab, back, absmask)
         self.emit("vandpd_x_x_xm", ax, x, absmask)

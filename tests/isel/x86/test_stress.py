@@ -213,6 +213,22 @@ def test_float64_to_half_rounds_once() -> None:
         assert_same(sink, compile_and_run(sink, args), reference(sink, args))
 
 
+def test_float64_to_half_of_huge_magnitudes_is_inf_not_nan() -> None:
+    # issue 20 corpus: x86's float64 → float32 round-to-odd took |v| with the largest finite
+    # float64 as its mask, which also cleared the exponent's low bit: |x| >= 2^1023 (-1.8e308)
+    # became the NaN 0xFF800001, and float16 a NaN instead of -inf
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "kernels" / "f64_to_half.uop").read_text())
+    big = [np.finfo(np.float64).max, 2.0 ** 1023, 1.5 * 2.0 ** 1023, 2.0 ** 1000, 3.5e38,
+           3.4028235677973366e38, 65520.0, 1e300, np.inf, 2.0 ** 1023 * 1.0000001]
+    x = np.array(big + [-v for v in big] + [np.nan, 0.0, -0.0, 1.0], np.float64)
+    x = np.resize(x, 4096)
+    args = [np.zeros(4096, np.float16), np.zeros(4096, np.uint16), x]
+    got = compile_and_run(sink, args)
+    assert_same(sink, got, reference(sink, args))
+    assert np.isinf(got[0][:len(big)]).all() and np.isinf(got[0][len(big):2 * len(big)]).all()
+
+
 def _int_midpoints(rng, n: int, bits: int, signed: bool):
     """Integers whose value is a bfloat16 midpoint, or one above or below it, at every
     magnitude up to 2^bits: where rounding through float32/float64 first would go wrong."""
