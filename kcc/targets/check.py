@@ -5,18 +5,22 @@ inside the defined domain of every op of the kernel (docs/semantics.md).
     want, defined = reference(sink, values)        # the interpreter; where results are defined
     bad = compare(desc, got, want, defined, ulp)   # the arguments that differ, with details
 
-Domains: a buffer or scalar whose values reach a divisor (CDIV/CMOD) gets integers in [1, 9]
-(no zero, no MIN / -1); one reaching a shift amount gets [0, bits); one reaching an index, a
+Domains: a buffer or scalar whose values reach a divisor (CDIV/CMOD) gets integers in
+[-9, 9] without 0 (negative divisors, -1 included, take their own code paths: a divisor of -1
+once had its test hoisted out of a loop without its SETcc, issue 20; MIN / -1 is found as
+unspecified, below); one reaching a shift amount gets [0, bits); one reaching an index, a
 RANGE or SPECIAL bound stays small ([0, 16)) so every access is in bounds. Other integers are
 drawn over the dtype's whole range with its edges (MIN, MAX, 0, ±1); other floats are normal
 values with NaN, ±inf, ±0, subnormals and the largest finite mixed in — every float op defines
-them. What the domain cannot rule out (a divisor computed as `b - 1`) is found by running the
+them. A scalar with no declared range is drawn the same way (one element of a buffer); one
+with a range stays in it. What the domain cannot rule out (a divisor computed as `b - 1`) is found by running the
 interpreter twice with different choices for every unspecified result (numerics.UNSPECIFIED):
 the elements that differ depend on an unspecified value and are left out of the comparison.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +30,7 @@ from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import toposort
 
 SMALL = (0, 15)
-DIVISOR = (1, 9)
+DIVISOR = (-9, 9)         # a domain that spans 0 from below is a divisor's: 0 is never drawn
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def random_buffer(rng: np.random.Generator, dtype: str, n: int,
     if dt.is_float:
         work = np.float32 if dtype == "bfloat16" else dt.np
         if domain is not None:
-            vals = rng.integers(domain[0], domain[1] + 1, n).astype(work)
+            vals = _nonzero(rng.integers(domain[0], domain[1] + 1, n), domain).astype(work)
         else:
             vals = rng.standard_normal(n).astype(work)
             pick = rng.random(n) < (0.125 if specials else 0.0)
@@ -128,7 +132,7 @@ def random_buffer(rng: np.random.Generator, dtype: str, n: int,
     info = np.iinfo(dt.np)
     if domain is not None:
         lo, hi = max(domain[0], info.min), min(domain[1], info.max)
-        return rng.integers(lo, hi + 1, n, dtype=np.int64).astype(dt.np)
+        return _nonzero(rng.integers(lo, hi + 1, n, dtype=np.int64), domain).astype(dt.np)
     vals = rng.integers(info.min, info.max, n, dtype=dt.np, endpoint=True)
     pick = rng.random(n) < 0.125
     edges = np.array(sorted({info.min, info.max, 0, 1, info.max - 1}
@@ -137,15 +141,35 @@ def random_buffer(rng: np.random.Generator, dtype: str, n: int,
     return vals
 
 
-def random_scalar(rng: np.random.Generator, arg: Any, domain: tuple[int, int] | None) -> Any:
-    """A scalar inside its declared range and its domain (default [1, 8])."""
+def _nonzero(vals: np.ndarray, domain: tuple[int, int]) -> np.ndarray:
+    """vals with 0 replaced by 1 when domain is a divisor's (it spans 0 from below)."""
+    if domain[0] < 0 < domain[1]:
+        vals[vals == 0] = 1
+    return vals
+
+
+def random_scalar(rng: np.random.Generator, arg: Any, domain: tuple[int, int] | None,
+                  specials: bool = True) -> Any:
+    """A scalar inside its declared range and its domain; with no declared range, drawn as
+    one element of a buffer (without specials, i.e. with nothing known of the kernel: an
+    integer or float in [1, 8])."""
     npdt = dtypes.by_name(arg.dtype).np
+    if not arg.range and specials:
+        v = random_buffer(rng, arg.dtype, 1, domain)
+        if arg.dtype == "bfloat16":        # a bfloat16 scalar is given as its value
+            return np.float32((v.astype(np.uint32) << 16).view(np.float32)[0])
+        return v[0]
     lo, hi = arg.range if arg.range else (1, 8)
     if domain is not None:
         lo, hi = max(lo, domain[0]), min(hi, domain[1])
         hi = max(lo, hi)
     if npdt.kind in "iub":
-        return npdt.type(rng.integers(int(np.ceil(lo)), int(np.floor(hi)) + 1))
+        lo, hi = math.ceil(lo), math.floor(hi)
+        # an integer range past int64 (uint64's) is drawn as an offset from lo
+        v = lo + int(rng.integers(0, hi - lo, endpoint=True, dtype=np.uint64))
+        if domain is not None and domain[0] < 0 < domain[1] and v == 0 and lo <= 1 <= hi:
+            v = 1
+        return npdt.type(v)
     return npdt.type(rng.uniform(float(lo), float(hi)))
 
 
@@ -160,7 +184,7 @@ def check_inputs(sink: UOp | None, desc: Any, rng: np.random.Generator,
         if a.kind == "buffer":
             out.append(random_buffer(rng, a.dtype, a.size, dom.get(a.slot), sink is not None))
         else:
-            out.append(random_scalar(rng, a, dom.get(a.slot)))
+            out.append(random_scalar(rng, a, dom.get(a.slot), sink is not None))
     return out
 
 
