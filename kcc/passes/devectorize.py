@@ -35,7 +35,7 @@ def chunks(n: int, legal: tuple[int, ...]) -> list[tuple[int, int]]:
 
 def lanes(v: UOp, start: int, width: int) -> UOp:
     """Lanes [start, start+width) of vector value v as a scalar (width 1) or a vector."""
-    if width == v.shape[0] and start == 0:
+    if width == v.shape[0] and start == 0 and width > 1:
         return v
     if v.op is Ops.STACK:
         if width == 1:
@@ -77,9 +77,9 @@ def split_alu(ctx: TargetDesc, x: UOp) -> UOp | None:
         return None
     n = x.shape[0]
     dts = _alu_dtypes(x)
-    if all(ctx.alu_legal(n, d, x.op) for d in dts):
+    if n > 1 and all(ctx.alu_legal(n, d, x.op) for d in dts):
         return None
-    if x.op in (Ops.CAST, Ops.BITCAST) and ctx.cast_legal(x.op, dts[0], dts[1], n):
+    if n > 1 and x.op in (Ops.CAST, Ops.BITCAST) and ctx.cast_legal(x.op, dts[0], dts[1], n):
         return None
     legal = tuple(set.intersection(*(set(w for w in ctx.alu_widths.get(d, ())
                                          if ctx.alu_legal(w, d, x.op)) for d in dts)))
@@ -107,7 +107,7 @@ def _int_like(k: int, like: UOp) -> UOp:
 def split_load(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
     """A LOAD of an illegal-width SHRINK place → STACK of lanes of legal-width LOADs."""
     n = p.shape[0]
-    if ctx.mem_legal(n, p.dtype):
+    if n > 1 and ctx.mem_legal(n, p.dtype):
         return None
     parts = []
     for st, w in chunks(n, tuple(ctx.mem_widths.get(p.dtype, ()))):
@@ -121,7 +121,7 @@ def split_load(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
 def split_store(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
     """A STORE to an illegal-width SHRINK place → GROUP of legal-width chunk STOREs."""
     n = p.shape[0]
-    if ctx.mem_legal(n, p.dtype):
+    if n > 1 and ctx.mem_legal(n, p.dtype):
         return None
     stores = []
     for st, w in chunks(n, tuple(ctx.mem_widths.get(p.dtype, ()))):

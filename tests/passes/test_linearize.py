@@ -165,6 +165,49 @@ def test_devectorize_widths() -> None:
     check_contract(g2, linearize(lower_weak_dtypes(g2)))
 
 
+def test_one_lane_vectors_become_scalars() -> None:
+    # a SHRINK of one element and a STACK of one lane are 1-lane vectors: every target took
+    # "1 lane" as legal and left them whole, and x86 then refused or crashed on them ("CDIV on
+    # vectors of int8 has no x86 rule", vpaddb on a GPR; issue 20 corpus)
+    i8 = dtypes.int8
+    a, b = param(0, i8, 8), param(1, i8, 8)
+    z = strong(3, dtypes.int32)
+    v = op(Ops.CDIV, op(Ops.LOAD, op(Ops.SHRINK, b, z, 1)), op(Ops.STACK, strong(-1, i8)))
+    for target in (X86_AVX2, CUDA):
+        g = devectorize(sink(op(Ops.STORE, op(Ops.SHRINK, a, z, 1), op(Ops.NEG, v))), target)
+        nodes = toposort([g])
+        assert all(u.shape == () for u in nodes if u.op in (Ops.CDIV, Ops.NEG, Ops.LOAD))
+        assert not [u for u in nodes if u.op in (Ops.SHRINK, Ops.STACK)]
+        verify(g)
+
+
+@pytest.mark.parametrize("dt", ["int8", "int32", "uint64", "float32", "bfloat16"])
+@pytest.mark.parametrize("alu", ["ADD", "MUL", "MAX", "CDIV", "SHL", "CMPLT"])
+def test_one_lane_vector_kernels_match_the_interpreter(dt: str, alu: str) -> None:
+    from kcc.frontend.parser import parse
+    from x86_util import assert_same, compile_and_run, random_inputs, reference
+    if dt in ("float32", "bfloat16") and alu in ("CDIV", "SHL"):
+        pytest.skip("an integer op")
+    out = "bool" if alu == "CMPLT" else dt
+    text = f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {out}, 8)
+%a = PARAM ParamArg(1, {dt}, 8)
+%i = RANGE(8) (0, LOOP)
+%p = SHRINK(%a, %i, 1)
+%x = LOAD(%p)
+%c = CAST(3) {dt}
+%k = STACK(%c)
+%y = {alu}(%x, %k)
+%q = SHRINK(%o, %i, 1)
+%s = STORE(%q, %y)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="one_lane")
+"""
+    sink_ = parse(text)
+    args = random_inputs(sink_, 1)
+    assert_same(sink_, compile_and_run(sink_, args), reference(sink_, args))
+
+
 def test_gated_load_select() -> None:
     out, x = param(0, dtypes.int32, 10), param(1, dtypes.int32, 7)
     i = rng(10, 0)
