@@ -23,9 +23,10 @@ guard) when
 
 Hoisting a lone constant materialization only lengthens a live range (the allocator may then
 spill it), so an instruction that reads no register (and no flags: a SETcc moves with its flag
-writer) moves only for the instructions that move with it: when loop code still reads its result, it stays and a copy of it (a fresh register)
-is placed in the preheader for the moved readers. Loops are processed innermost first, so a
-value invariant in two loops moves out of both. Linear in the function's size per loop.
+writer) moves only for the instructions that move with it: when loop code still reads its
+result, it stays and a copy of it (a fresh register) is placed in the preheader for the moved
+readers. Loops are processed innermost first, so a value invariant in two loops moves out of
+both. Linear in the function's size per loop.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ RANGE or SPECIAL bound stays small ([0, 16)) so every access is in bounds. Other
 drawn over the dtype's whole range with its edges (MIN, MAX, 0, ±1); other floats are normal
 values with NaN, ±inf, ±0, subnormals and the largest finite mixed in — every float op defines
 them. A scalar with no declared range is drawn the same way (one element of a buffer); one
-with a range stays in it. What the domain cannot rule out (a divisor computed as `b - 1`) is found by running the
-interpreter twice with different choices for every unspecified result (numerics.UNSPECIFIED):
-the elements that differ depend on an unspecified value and are left out of the comparison.
+with a range stays in it. What the domain cannot rule out (a divisor computed as `b - 1`) is
+found by running the interpreter twice with different choices for every unspecified result
+(numerics.UNSPECIFIED): the elements that differ depend on an unspecified value and are left
+out of the comparison.
 """
 
 from __future__ import annotations
