@@ -11,7 +11,8 @@ its own seed:
   it (`inv`, loop-invariant: what licm and linearize hoist), a scalar PARAM (`param`, a STACK of
   it for vectors) or a strong constant (`const`, a STACK of per-lane constants from the edges
   of the dtype: MIN, MAX, -1, 0, ±inf, NaN, a subnormal …);
-- the kernel runs 8 loop iterations (`loop`) or is straight-line code (`flat`);
+- the kernel runs 8 loop iterations (`loop`, with at least one operand loaded in the loop)
+  or is straight-line code (`flat`);
 - width 1 is a scalar, or (30%) a 1-lane vector: a SHRINK of one element, a STACK of one.
 
 The oracle is the reference interpreter, on inputs that kcc/targets/check.py draws inside every
@@ -230,6 +231,8 @@ class _Builder:
                          cell.dst or result_dtype(op, cell.src), self.n * self.w)
         n = ARITY.get(op, 2)
         forms = [FORMS[k] for k in self.rng.integers(0, len(FORMS), n)]
+        if not self.flat and "loop" not in forms:
+            forms[0] = "loop"           # else the whole op is invariant: hoisted, no loop left
         roles = ["value"] * n
         if op in (Ops.CDIV, Ops.CMOD):
             roles[1] = "divisor"
