@@ -258,7 +258,7 @@ def build(case: Case) -> UOp:
 
 def host_runs(arch: str) -> bool:
     """Whether this CPU runs arch's code (x86-64-v4 needs AVX-512 F/BW/CD/DQ/VL)."""
-    from kcc.targets.x86_arch import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.arch import V4_FLAGS, cpu_flags
     return arch != "x86-64-v4" or all(f in cpu_flags() for f in V4_FLAGS)
 
 
@@ -281,11 +281,11 @@ def check_case(case: Case, input_seed: int | None = None) -> Outcome:
     """Compile the case's kernel for its arch, run it on check.py's inputs and compare with
     the interpreter as `kcc run --check` does (unspecified elements left out)."""
     from kcc.frontend.printer import format_uop
-    from kcc.passes.verify import verify
+    from kcc.ir.verify import verify
     from kcc.targets import check
     from kcc.targets.manifest import check_launch
-    from kcc.targets.objload import LoadedObject
-    from kcc.targets.x86 import compile_x86, launch
+    from kcc.targets.x86.objload import LoadedObject
+    from kcc.targets.x86.target import compile_x86, launch
     sink = build(case)
     verify(sink)                        # a generator bug, not a compiler bug, if this fails
     text = format_uop(sink)

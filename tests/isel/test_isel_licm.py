@@ -281,7 +281,7 @@ SINK(%e) KernelInfo(name="k")
 def test_int8_vector_division_cast_to_bfloat16_keeps_its_sign(arch: str, w: int) -> None:
     # issue 20, §2 ("x86 gave 0x41c8, the interpreter 0xc1c8"): the lanes' divisor -1 SETcc
     # stayed in the loop reading the wrong flags, so quotients by 1..9 were negated at random
-    from kcc.targets.x86_arch import V4_FLAGS, cpu_flags
+    from kcc.targets.x86.arch import V4_FLAGS, cpu_flags
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
     sink = parse(INT8_VECTOR_DIVIDE_TO_BF16.format(w=w, n=32 // w))
