@@ -8,7 +8,9 @@ then scalars), and its result is the STACK of the chunks' lanes. A chunk of an o
 without moving data where it can be: the lanes of a STACK, or the whole operand when the chunk is
 all of it; otherwise lane INDEXes. A split LOAD reads SHRINK(buf, start + k, w) chunks (a scalar
 chunk is an INDEX place); a split STORE writes the chunks and becomes a GROUP of the chunk STOREs.
-A legal vector stays one node. Shape-() nodes are never touched.
+A legal vector stays one node. A 1-lane vector (a SHRINK of one element, a STACK of one lane)
+is always split: into one scalar chunk, so no target meets a vector of one lane. Shape-() nodes
+are never touched.
 """
 
 from __future__ import annotations
