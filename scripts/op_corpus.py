@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "support")]
 os.environ.setdefault("KCC_CHECK_ALLOC", "1")     # every allocation re-verified, as in tests
 
 from fuzz import corpus                            # noqa: E402

@@ -218,7 +218,7 @@ def test_float64_to_half_of_huge_magnitudes_is_inf_not_nan() -> None:
     # float64 as its mask, which also cleared the exponent's low bit: |x| >= 2^1023 (-1.8e308)
     # became the NaN 0xFF800001, and float16 a NaN instead of -inf
     from x86_util import REPO
-    sink = parse((REPO / "tests" / "kernels" / "f64_to_half.uop").read_text())
+    sink = parse((REPO / "tests" / "data" / "kernels" / "f64_to_half.uop").read_text())
     big = [np.finfo(np.float64).max, 2.0 ** 1023, 1.5 * 2.0 ** 1023, 2.0 ** 1000, 3.5e38,
            3.4028235677973366e38, 65520.0, 1e300, np.inf, 2.0 ** 1023 * 1.0000001]
     x = np.array(big + [-v for v in big] + [np.nan, 0.0, -0.0, 1.0], np.float64)
