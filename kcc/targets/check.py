@@ -12,8 +12,9 @@ unspecified, below); one reaching a shift amount gets [0, bits); one reaching an
 RANGE or SPECIAL bound stays small ([0, 16)) so every access is in bounds. Other integers are
 drawn over the dtype's whole range with its edges (MIN, MAX, 0, ±1); other floats are normal
 values with NaN, ±inf, ±0, subnormals and the largest finite mixed in — every float op defines
-them. A scalar with no declared range is drawn the same way (one element of a buffer); one
-with a range stays in it. What the domain cannot rule out (a divisor computed as `b - 1`) is
+them. A scalar with no declared range is drawn the same way (one element of a buffer), but
+never NaN (a NaN scalar often makes every output NaN, which compares equal to anything NaN);
+one with a range stays in it. What the domain cannot rule out (a divisor computed as `b - 1`) is
 found by running the interpreter twice with different choices for every unspecified result
 (numerics.UNSPECIFIED): the elements that differ depend on an unspecified value and are left
 out of the comparison.
@@ -158,7 +159,10 @@ def random_scalar(rng: np.random.Generator, arg: Any, domain: tuple[int, int] | 
     if not arg.range and specials:
         v = random_buffer(rng, arg.dtype, 1, domain)
         if arg.dtype == "bfloat16":        # a bfloat16 scalar is given as its value
-            return np.float32((v.astype(np.uint32) << 16).view(np.float32)[0])
+            v = (v.astype(np.uint32) << 16).view(np.float32)
+        if v.dtype.kind == "f" and np.isnan(v[0]):
+            # never a NaN scalar: it would make every output NaN, and NaN = NaN compares equal
+            v = rng.standard_normal(1).astype(v.dtype)
         return v[0]
     lo, hi = arg.range if arg.range else (1, 8)
     if domain is not None:
