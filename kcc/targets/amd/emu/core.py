@@ -531,6 +531,10 @@ class _Fetch:
 def _run_workgroup(waves: list[Wave], wg: Workgroup, fetch: _Fetch, budget: list[int]) -> None:
     """Run each wave until it ends or waits at s_barrier; release the barrier when every
     wave that has not ended waits there."""
+    from kcc.targets.amd.emu import counters
+    if counters.active is not None:
+        _run_counted(waves, wg, fetch, budget, counters.active)
+        return
     while True:
         live = [w for w in waves if not w.done]
         if not live:
@@ -538,6 +542,34 @@ def _run_workgroup(waves: list[Wave], wg: Workgroup, fetch: _Fetch, budget: list
         for wave in live:
             while not wave.done and not wave.at_barrier:
                 inst, size = fetch(wave.pc)
+                wave.next_pc = wave.pc + size
+                execute(wave, inst, wg)
+                wave.pc = wave.next_pc
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise EmuError(f"kernel {fetch.kernel!r}: more than {MAX_STEPS} "
+                                   "instructions; an endless loop?")
+        for w in waves:
+            w.at_barrier = False
+
+
+def _run_counted(waves: list[Wave], wg: Workgroup, fetch: _Fetch, budget: list[int],
+                 counts: dict[str, int]) -> None:
+    """_run_workgroup's loop with each executed instruction counted by class (a separate
+    loop so the uncounted one pays nothing; kcc.targets.amd.emu.counters)."""
+    from kcc.targets.amd.emu.counters import classify
+    kinds: dict[int, str] = {}
+    while True:
+        live = [w for w in waves if not w.done]
+        if not live:
+            return
+        for wave in live:
+            while not wave.done and not wave.at_barrier:
+                inst, size = fetch(wave.pc)
+                kind = kinds.get(wave.pc)
+                if kind is None:
+                    kind = kinds[wave.pc] = classify(inst.name)
+                counts[kind] += 1
                 wave.next_pc = wave.pc + size
                 execute(wave, inst, wg)
                 wave.pc = wave.next_pc
