@@ -17,7 +17,9 @@
   loop or two inside it, the accumulators stored after it) with random store strides and
   offsets (aliasing between iterations or not), read-modify-writes of the output, gated loads,
   an accumulator sometimes zeroed once outside the loop: the shapes passes/unroll.py jams or
-  must refuse.
+  must refuse;
+- reflected (GPU targets): indices (s - t) + c whose part s - t is negative for some threads
+  while the whole is in bounds, as tinygrad's flip/sort/topk/reflect pad write them (issue 20).
 
 Every kernel is valid by construction and keeps to defined results (masked shift amounts, no
 division).
@@ -307,3 +309,52 @@ def jam(draw: st.DrawFn, name: str = "fuzz") -> UOp:
         stores.append(UOp(Ops.STORE, (UOp(Ops.INDEX, (out, place)), v)))
     ei = UOp(Ops.END, (UOp(Ops.GROUP, tuple(stores)), ri))
     return P.sink(UOp(Ops.END, (ei, ro)), name)
+
+
+@st.composite
+def reflected(draw: st.DrawFn, name: str = "fuzz") -> UOp:
+    """GPU-style indices whose parts leave the buffer while the whole stays inside it:
+    (s - t)·L + c·L as tinygrad's flip, sort, topk and reflect pad write them (s - t < 0 for
+    the last threads), and (t + s)·L + c·L with c < 0, for t a lidx, a gidx or a loop
+    counter: out[t] = x[g(t)] for the window of L elements (a SHRINK vector, or one
+    element), read from GLOBAL or from a LOCAL copy after a BARRIER (lidx only), gated or
+    not; the index dtype weak, int32 or int64 (issue 20: a constant folded into the
+    immediate offset left a negative VGPR offset)."""
+    P = _Params()
+    n = draw(st.integers(2, 12))
+    lanes = draw(st.sampled_from([1, 1, 2, 4]))
+    dt = draw(st.sampled_from([dtypes.float32, dtypes.int32, dtypes.float64, dtypes.int8,
+                               dtypes.uint16]))
+    idt = draw(st.sampled_from([None, dtypes.int32, dtypes.int64]))
+
+    def k(v: int) -> UOp:
+        return c(v) if idt is None else cast(v, idt)
+    axis = draw(st.sampled_from(["lidx0", "gidx0", "range"]))
+    t = (UOp(Ops.RANGE, (k(n),), (0, AxisType.LOOP)) if axis == "range" else
+         UOp(Ops.SPECIAL, (k(n),), axis))
+    x, out = P.buf(dt, n * lanes), P.buf(dt, n * lanes)
+
+    def at(buf: UOp, idx: UOp) -> UOp:
+        return UOp(Ops.SHRINK, (buf, idx, c(lanes))) if lanes > 1 else \
+            UOp(Ops.INDEX, (buf, idx))
+    mine = UOp(Ops.MUL, (t, k(lanes))) if lanes > 1 else t
+    src = x
+    if axis == "lidx0" and draw(st.booleans()):
+        loc = UOp(Ops.BUFFER, (), ParamArg(0, dt, n * lanes, addrspace=AddrSpace.LOCAL))
+        put = UOp(Ops.STORE, (at(loc, mine), UOp(Ops.LOAD, (at(x, mine),))))
+        src = UOp(Ops.AFTER, (loc, UOp(Ops.BARRIER, (put,))))
+    s = draw(st.integers(1, 6))
+    if draw(st.booleans()):                     # g = (n - 1 - s - t) + s... reversed
+        part, cst = UOp(Ops.SUB, (k(n - 1 - s), t)), s
+    else:                                       # g = (t + s) - s
+        part, cst = UOp(Ops.ADD, (t, k(s))), -s
+    if lanes > 1:
+        part = UOp(Ops.MUL, (part, k(lanes)))
+    idx = UOp(Ops.ADD, (part, k(cst * lanes)))
+    if lanes == 1 and draw(st.booleans()):
+        gate = UOp(Ops.CMPLT, (t, k(draw(st.integers(0, n)))))
+        v = UOp(Ops.LOAD, (at(src, idx), cast(0, dt), gate))
+    else:
+        v = UOp(Ops.LOAD, (at(src, idx),))
+    body = UOp(Ops.STORE, (at(out, mine), v))
+    return P.sink(UOp(Ops.END, (body, t)) if axis == "range" else body, name)

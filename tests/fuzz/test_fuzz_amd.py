@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz.harness import check_amd, derandomize, n_examples
+from fuzz.shapes import reflected
 from fuzz.strategies import kernels
 
 BATCH = 4
@@ -33,3 +34,18 @@ def test_amd_fuzz(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     run()
     assert sum(compiled) > 0, "every generated kernel was refused"
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_amd_fuzz_reflected_indices(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(s - t) + c indices, negative in part and in bounds as a whole (issue 20)."""
+    monkeypatch.setenv("KCC_CHECK_ALLOC", "1")
+
+    @settings(max_examples=n_examples(10), deadline=None, database=None,
+              derandomize=derandomize(),
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(reflected(), st.integers(0, 2 ** 16))
+    def run(sink, seed) -> None:
+        assert check_amd([sink], arch, seed) == 1
+
+    run()

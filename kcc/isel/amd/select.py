@@ -27,6 +27,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Kind, MFunction
 from kcc.ir.ops import Ops
+from kcc.ir.ranges import int_ranges
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd.base import AmdSelectError, D, is_wide, uniform_nodes
@@ -58,6 +59,7 @@ class Buf:
     base: object = None
     lds: int = 0
     slots: list = field(default_factory=list)
+    size: int = 0                # elements (a global buffer's ParamArg size)
 
 
 @dataclass
@@ -99,6 +101,7 @@ class AmdSelector(SelectorBase, AmdAlu):
     def select(self, lin: list[UOp]) -> Selected:
         """Select every node of the schedule in order."""
         self.uniform = uniform_nodes(lin)
+        self.ranges = int_ranges([lin[-1]])
         specials = {u.arg for u in lin if u.op is Ops.SPECIAL}
         self.entry(specials)
         self.bind_params()
@@ -142,7 +145,7 @@ class AmdSelector(SelectorBase, AmdAlu):
             if p.arg.addrspace is not AddrSpace.ALU:
                 r = self.new("s2")
                 self.emit("s_load_b64", D(r), self.kernarg, Imm(off))
-                self.bufs[p] = Buf("global", p.dtype, r)
+                self.bufs[p] = Buf("global", p.dtype, r, size=p.arg.size)
                 continue
             dt = p.dtype
             if is_wide(dt):
@@ -327,17 +330,14 @@ class AmdSelector(SelectorBase, AmdAlu):
                 return Place(buf, self.lo32(x) if is_wide(idx.dtype) else x, 0, lanes, -1)
             return Place(buf, None, 0, lanes, int(k))
         size = buf.dtype.itemsize
-        limit = 4096 if buf.space == "global" else 65536
-        if k is not None and 0 <= int(k) * size + buf.lds < limit:
+        if k is not None and 0 <= int(k) * size + buf.lds < _imm_limit(buf.space):
             return Place(buf, None, int(k) * size + buf.lds, lanes)
         off = 0
         if idx.op is Ops.ADD:
             c = strong_const(idx.src[1])
-            if isinstance(c, int) and not isinstance(c, bool):
-                total = c * size + buf.lds
-                ok = -4096 <= total < 4096 if buf.space == "global" else 0 <= total < 65536
-                if ok and (buf.space == "global" or c >= 0):
-                    idx, off = idx.src[0], c * size
+            if isinstance(c, int) and not isinstance(c, bool) and \
+                    self.foldable(buf, idx.src[0], c, lanes):
+                idx, off = idx.src[0], c * size
         x = self.reg(idx)
         if is_wide(idx.dtype):
             x = self.lo32(x)
@@ -349,13 +349,35 @@ class AmdSelector(SelectorBase, AmdAlu):
             x = v
         return Place(buf, x, off + buf.lds, lanes)
 
+    def foldable(self, buf: Buf, x: UOp, c: int, lanes: int) -> bool:
+        """Whether element index x + c may be addressed as VGPR x·size plus the immediate
+        offset c·size. The VGPR offset is read as an *unsigned* 32-bit number: GLOBAL with
+        SADDR adds it zero-extended to the 64-bit base (RDNA3 ISA §10.1 / CDNA3 ISA §9.1,
+        "vaddr is a 32-bit offset"), and a DS address is VGPR + offset with no wrap we rely
+        on (RDNA3 ISA §11 / CDNA3 ISA §10). So x·size must be a non-negative 32-bit number in
+        every active lane: a negative x (x = s - lidx with x + 3 in bounds) would address
+        4 GiB past the buffer. That holds when x's value range is non-negative, or when c < 0
+        (x = index - c > index ≥ 0 for an in-bounds index, and below 2^32 bytes when the
+        buffer and the offset are). Every lane's immediate (the last one at
+        c·size + (lanes-1)·size) must fit the encoding: 13-bit signed for GLOBAL, 16-bit
+        unsigned for DS."""
+        size = buf.dtype.itemsize
+        first = c * size + buf.lds
+        last = first + (lanes - 1) * size
+        lo = -4096 if buf.space == "global" else 0
+        if not (lo <= first and last < _imm_limit(buf.space)):
+            return False
+        if c < 0:
+            return buf.space == "global" and buf.size * size + 4096 <= 1 << 32
+        r = self.ranges.get(x)
+        return r is not None and r[0] >= 0
+
     def _voff(self, p: Place, k: int, size: int) -> tuple[object, int]:
         """(VGPR offset, immediate offset) of lane k of a place."""
         imm = p.imm + k * size
         if p.voff is None:
             v = self.new("v")
-            limit = 4096 if p.buf.space == "global" else 65536
-            if 0 <= imm < limit:
+            if 0 <= imm < _imm_limit(p.buf.space):
                 self.emit("v_mov_b32", D(v), Imm(0))
                 return v, imm
             self.emit("v_mov_b32", D(v), Imm(imm))
@@ -524,6 +546,12 @@ class AmdSelector(SelectorBase, AmdAlu):
             sign = "i" if dt.is_int and dt.is_signed else "u"
             return f"{pre}_load_{sign}{8 * size}"
         return f"{pre}_{kind}_b{8 * size}"
+
+
+def _imm_limit(space: str) -> int:
+    """One past the largest non-negative immediate offset: GLOBAL 13-bit signed (RDNA3 ISA
+    §16.8 / CDNA3 ISA §12.9), DS 16-bit unsigned (RDNA3 ISA §16.5 / CDNA3 ISA §12.6)."""
+    return 4096 if space == "global" else 65536
 
 
 def select(lin: list[UOp], name: str, params: list[UOp | None], arch: Arch) -> Selected:

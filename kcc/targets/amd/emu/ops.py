@@ -522,8 +522,10 @@ for _n in ("global_atomic_add_u32", "global_atomic_add", "global_atomic_add_f32"
 # --- DS (LDS) ---------------------------------------------------------------------------
 def _lds_addr(w: Wave, wg: Workgroup, inst: Inst, addr: VGPR, off: int, size: int,
               m: np.ndarray) -> np.ndarray:
-    """LDS address = VGPR + offset; an access past the workgroup's allocation is an error
-    here (hardware returns 0 / drops the write, which hides a bug)."""
+    """LDS address = VGPR + offset, the VGPR read as an unsigned 32-bit number and the sum
+    taken without wrapping (kcc never relies on a wrap: a negative base plus an offset is
+    reported, issue 20); an access past the workgroup's allocation is an error here
+    (hardware returns 0 / drops the write, which hides a bug)."""
     a = w.vread(addr).astype(np.int64)[m] + off
     bad = (a < 0) | (a + size > len(wg.lds))
     if bad.any():
