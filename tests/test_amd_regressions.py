@@ -12,7 +12,10 @@ from __future__ import annotations
 import pytest
 
 from fuzz.harness import check_amd
+from kcc.encode.amd.operands import Imm
 from kcc.frontend.parser import parse
+from kcc.isel.amd.base import D
+from kcc.isel.amd.regs import ARCHES
 
 ARCHS = ("gfx1100", "gfx942")
 HEAD = "# kcc-uop 1\n"
@@ -102,3 +105,54 @@ def test_regression_folded_offset_fits_every_lane_of_a_vector_access(arch: str) 
 %st  = STORE(%dst, %v)
 SINK(%st) KernelInfo(name="far_pair")
 """, arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_regression_uniform_where_of_two_literals(arch: str) -> None:
+    """A uniform WHERE of two constants that are no inline constants became
+    s_cselect_b32 d, 0x43f, 0x3ff: "AmdEncodeError: s_cselect_b32: more than one literal
+    value" (an SOP2 word holds one literal dword). Found by the fuzzer in a float64 SQRT
+    decomposition; 0x3f800000 (1.0) is an inline constant and stays in place."""
+    text = """%out = PARAM ParamArg(0, int32, 2)
+%n   = PARAM ParamArg(1, int32, addrspace=ALU)
+%c   = CMPLT(%n, 5)                         : bool
+%a   = CAST(1087) int32
+%b   = CAST(1023) int32
+%w   = WHERE(%c, %a, %b)                    : int32
+%one = CAST(1065353216) int32
+%k   = CAST(2000) int32
+%w2  = WHERE(%c, %one, %k)                  : int32
+%o0  = INDEX(%out, 0)
+%s0  = STORE(%o0, %w)
+%o1  = INDEX(%out, 1)
+%s1  = STORE(%o1, %w2)
+%g   = GROUP(%s0, %s1)
+SINK(%g) KernelInfo(name="two_literals")
+"""
+    sink = parse(HEAD + text)
+    for seed in range(4):                       # n < 5 and n ≥ 5 both drawn
+        assert check_amd([sink], arch, seed) == 1
+    sel = [line for line in _asm(text, arch) if "s_cselect_b32" in line]
+    assert any("0x3f800000" in line or "1.0" in line for line in sel), sel
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_valu_literals_are_legalized_per_encoding(arch: str) -> None:
+    """The selector's emit keeps at most one literal per SALU instruction and per RDNA3
+    VALU instruction, and none in a CDNA3 VALU instruction but v_mov_b32 (CDNA3's VOP3
+    takes no literal)."""
+    from kcc.isel.amd.select import AmdSelector
+    from kcc.isel.amd.base import literal32
+    sel = AmdSelector("k", ARCHES[arch], [])
+    a, d = sel.new("v"), sel.new("v")
+    sel.emit("v_fma_f32", D(d), Imm(0x12345), Imm(0x12345), a)
+    sel.emit("v_fma_f32", D(d), Imm(0x12345), Imm(0x6789A), a)
+    sel.emit("s_add_i32", D(sel.new("s")), Imm(1000), Imm(2000))
+    sel.emit("v_mov_b32", D(d), Imm(0x12345))
+    for inst in sel.fn.insts:
+        tmpl, _ = inst.arg
+        lits = {literal32(o) for o in tmpl if literal32(o) is not None}
+        cdna_vop = arch == "gfx942" and inst.op.startswith("v_") and inst.op != "v_mov_b32"
+        assert len(lits) <= (0 if cdna_vop else 1), (inst.op, tmpl)
+    ops = [inst.op for inst in sel.fn.insts]
+    assert ops.count("v_fma_f32") == 2 and ops.count("s_add_i32") == 1

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcc.encode.amd.operands import Imm, Special
+from kcc.encode.amd.table import inline_float_codes
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Inst, Kind, Label, MFunction, RegOp, Role, VReg
 from kcc.ir.ops import ALU, Ops
@@ -86,7 +87,9 @@ class Base:
 
     def emit(self, name: str, *ops: Any, mods: tuple = (), kind: Kind = Kind.OP) -> Inst:
         """Append one instruction: VReg → USE, D(v) → DEF, Part(VReg, j) → one register of a
-        tuple USE, Label → branch target, anything else a literal operand."""
+        tuple USE, Label → branch target, anything else a literal operand. Literal constants
+        beyond what the encoding holds are first moved into registers (`legal_literals`)."""
+        ops = self.legal_literals(name, ops)
         regs: list[Any] = []
         tmpl: list[Any] = []
         index: dict[int, int] = {}
@@ -115,6 +118,42 @@ class Base:
         if kind in (Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JUMP, Kind.BRANCH):
             self.vcopies.clear()
         return inst
+
+    def legal_literals(self, name: str, ops: tuple) -> tuple:
+        """The operands with every 32-bit literal the encoding cannot hold moved into a
+        register. An instruction word carries at most one literal dword (RDNA3 ISA §7.3 /
+        CDNA3 ISA §4.4, "Literal constants"): SOP1/SOP2/SOPC and, on RDNA3, VOP1/2/C and VOP3
+        hold one (shared by the operands with that same value); CDNA3's VOP3 holds none, and
+        whether a VALU op becomes VOP3 is the encoder's choice, so there only v_mov_b32 keeps
+        its literal. A uniform WHERE of two constants (s_cselect_b32 d, 0x43f, 0x3ff) needs
+        this. 64-bit operations are left alone: a literal of a 64-bit operand is not a plain
+        32-bit value (a float64's is its high dword), and the selector gives them inline
+        constants or registers only (`vconst`). The moves write no SCC or VCC, so they may
+        sit between a compare and the s_cselect reading it."""
+        if name.endswith("64"):
+            return ops
+        if name.startswith("s_"):
+            keep, cls, mov = 1, "s", "s_mov_b32"
+        elif name.startswith("v_"):
+            keep, cls, mov = 1, "v", "v_mov_b32"
+            if self.arch.family == "cdna3" and name != "v_mov_b32":
+                keep = 0
+        else:
+            return ops
+        lits = [lit for o in ops if (lit := literal32(o)) is not None]
+        if len(set(lits)) <= keep:
+            return ops
+        moved: dict[int, VReg] = {}
+        out = []
+        for o in ops:
+            lit = literal32(o)
+            if lit is not None and lit not in lits[:keep]:
+                if lit not in moved:
+                    moved[lit] = self.new(cls)
+                    self.emit(mov, D(moved[lit]), o)
+                o = moved[lit]
+            out.append(o)
+        return tuple(out)
 
     def label(self) -> Label:
         self.labels += 1
@@ -166,6 +205,19 @@ class Base:
         else:
             self.emit("v_mov_b32", D(r), Imm(_signed32(bits)))
         return r
+
+
+_INLINE_F32 = frozenset(inline_float_codes("f32"))
+
+
+def literal32(o: Any) -> int | None:
+    """The literal dword an immediate operand needs (None for a register or an inline
+    constant: the integers -16..64 and the f32 patterns of the inline floats, which every
+    32-bit operand accepts, RDNA3 ISA §7.3.2 / CDNA3 ISA §4.4.1)."""
+    if not isinstance(o, Imm) or -16 <= o.value <= 64:
+        return None
+    bits = o.value & 0xFFFFFFFF
+    return None if bits in _INLINE_F32 else bits
 
 
 def _signed32(v: int) -> int:
