@@ -15,6 +15,8 @@ Q u64, q i64 (64-bit operands are VGPR pairs / SGPR pairs).
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -23,6 +25,7 @@ from kcc.encode.amd.operands import VGPR, Inst
 from kcc.targets.amd.emu.core import Semantic, Wave, Workgroup
 
 OPS: dict[str, Semantic] = {}
+SIGNATURES: dict[str, str] = {}   # a vop() op's "D:SSS" type letters (tests feed it any bits)
 WIDE = "FQq"
 FLOAT = "fhF"
 _QNAN32 = np.uint32(0x7FC00000)
@@ -114,20 +117,22 @@ def _output_mods(inst: Inst, res: np.ndarray, t: str, ieee: bool = True) -> np.n
     return res
 
 
-def vop(sig: str, fn: Callable[..., np.ndarray], *names: str) -> None:
-    """A VALU op: ``sig`` is "D:SSS" type letters (destination, sources)."""
+def vop(sig: str, fn: Callable[..., np.ndarray], *names: str, mode: bool = False) -> None:
+    """A VALU op: ``sig`` is "D:SSS" type letters (destination, sources); ``mode``: fn also
+    takes the wave's IEEE mode bit (``ieee=``)."""
     dt, st = sig.split(":")
 
     def run(w: Wave, inst: Inst, wg: Workgroup) -> None:
         srcs = [_read(w, inst, i, t) for i, t in enumerate(st)]
         with np.errstate(all="ignore"):
-            res = fn(*srcs)
+            res = fn(*srcs, ieee=w.ieee) if mode else fn(*srcs)
             if dt in FLOAT:
                 res = _output_mods(inst, np.asarray(res, {"f": np.float32, "F": np.float64,
                                                           "h": np.float16}[dt]), dt, w.ieee)
         w.vwrite(inst.ops[0], _bits(res, dt, srcs), 64 if dt in WIDE else 32)
     for n in names:
         OPS[n] = run
+        SIGNATURES[n] = sig
 
 
 f32, f64 = np.float32, np.float64
@@ -137,20 +142,39 @@ def _u(x: np.ndarray) -> np.ndarray:
     return x.astype(np.uint64)
 
 
-def _fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """V_MAX: a NaN operand yields the other operand (IEEE mode); +0 > -0."""
+def _snan(a: np.ndarray) -> np.ndarray:
+    """Lanes holding a signalling NaN (quiet bit clear)."""
+    quiet = {np.dtype(np.float32): (np.uint32, 22), np.dtype(np.float64): (np.uint64, 51)}
+    ut, bit = quiet[a.dtype]
+    return np.isnan(a) & ((a.view(ut) >> ut(bit)) & ut(1) == 0)
+
+
+def _nan_rule(a: np.ndarray, b: np.ndarray, r: np.ndarray, ieee: bool) -> np.ndarray:
+    """V_MIN/V_MAX NaN operands: a quiet NaN yields the other operand; in IEEE mode (set by
+    compute kernel descriptors) a signalling NaN operand yields that NaN, quieted (by
+    _bits), as IEEE 754-2008 minNum/maxNum (the mode register's IEEE bit: "floating point
+    opcodes that support exception flag gathering quiet and propagate signalling NaN
+    inputs", RDNA3 ISA §3.4 MODE / CDNA3 ISA §3.6)."""
+    r = np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
+    if ieee:
+        r = np.where(_snan(a), a, np.where(_snan(b), b, r))
+    return r
+
+
+def _fmax(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
+    """V_MAX: +0 > -0; NaN operands by _nan_rule."""
     r = np.where(a > b, a, b)
     zero = (a == 0) & (b == 0)
     r = np.where(zero, np.where(np.signbit(a) & np.signbit(b), a, np.abs(a)), r)
-    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
+    return _nan_rule(a, b, r, ieee)
 
 
-def _fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """V_MIN: a NaN operand yields the other operand (IEEE mode); -0 < +0."""
+def _fmin(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
+    """V_MIN: -0 < +0; NaN operands by _nan_rule."""
     r = np.where(a < b, a, b)
     zero = (a == 0) & (b == 0)
     r = np.where(zero, np.where(np.signbit(a) | np.signbit(b), -np.abs(a), a), r)
-    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
+    return _nan_rule(a, b, r, ieee)
 
 
 def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -168,16 +192,58 @@ def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return s.astype(f32)
 
 
+def _round64(q: Fraction) -> float:
+    """A nonzero exact rational rounded to the nearest binary64, ties to even (int / int
+    true division is correctly rounded, subnormals included); past the largest finite
+    number it rounds to ±inf (IEEE 754 §7.4 overflow under roundTiesToEven), where Python
+    raises instead."""
+    try:
+        return q.numerator / q.denominator
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Fused a*b+c in binary64, exactly rounded (per lane with exact rationals)."""
-    from fractions import Fraction
+    """Fused a*b+c in binary64, rounded once (per lane with exact rationals). Any operand
+    bits give a result: NaN and infinite operands follow IEEE 754 §6 (inf·0 and inf - inf
+    are invalid: NaN), a finite product plus an infinite c is c even where the product
+    overflows binary64, an exactly zero product adds its signed zero to c, and an exact
+    zero sum of nonzero terms is +0 (§6.3, round to nearest)."""
     out = np.empty(len(a), f64)
     for i, (x, y, z) in enumerate(zip(a.tolist(), b.tolist(), c.tolist())):
-        if not all(np.isfinite(v) for v in (x, y, z)) or x * y == 0:
+        if math.isnan(x) or math.isnan(y) or math.isnan(z) or math.isinf(x) or math.isinf(y):
             out[i] = x * y + z
+        elif math.isinf(z):
+            out[i] = z
+        elif x == 0 or y == 0:
+            out[i] = x * y + z          # the product is an exact signed zero
+        else:
+            exact = Fraction(x) * Fraction(y) + Fraction(z)
+            out[i] = _round64(exact) if exact != 0 else 0.0
+    return out
+
+
+def _rsq64(a: np.ndarray) -> np.ndarray:
+    """1/sqrt(a) rounded once to binary64: numpy's 1/np.sqrt(a) (two roundings, within an
+    ULP) corrected per lane by exact comparisons with the midpoints to its neighbours
+    (1/sqrt(a) > m ⟺ m²·a < 1 for m, a > 0; never a tie: 1/sqrt(a) is then irrational or
+    exactly representable). Zeros, infinities, negatives and NaN as IEEE rsqrt."""
+    with np.errstate(all="ignore"):
+        r = 1 / np.sqrt(a)
+    out = r.copy()
+    for i, (x, y) in enumerate(zip(a.tolist(), r.tolist())):
+        if not (x > 0 and math.isfinite(x)) or not math.isfinite(y):
             continue
-        exact = Fraction(x) * Fraction(y) + Fraction(z)
-        out[i] = float(exact) if exact != 0 else (x * y + z)
+        fx = Fraction(x)
+        while True:
+            up, down = math.nextafter(y, math.inf), math.nextafter(y, 0.0)
+            if (Fraction(y) + Fraction(up)) ** 2 * fx < 4:       # true value above the
+                y = up                                           # upper midpoint
+            elif (Fraction(y) + Fraction(down)) ** 2 * fx > 4:   # below the lower one
+                y = down
+            else:
+                break
+        out[i] = y
     return out
 
 
@@ -190,14 +256,18 @@ vop("f:ff", lambda a, b: a + b, "v_add_f32")
 vop("f:ff", lambda a, b: a - b, "v_sub_f32")
 vop("f:ff", lambda a, b: b - a, "v_subrev_f32")
 vop("f:ff", lambda a, b: a * b, "v_mul_f32")
-vop("f:ff", _fmax, "v_max_f32")
-vop("f:ff", _fmin, "v_min_f32")
+vop("f:ff", _fmax, "v_max_f32", mode=True)
+vop("f:ff", _fmin, "v_min_f32", mode=True)
 vop("f:fff", _fma32, "v_fma_f32", "v_fmamk_f32", "v_fmaak_f32")
 # V_MAD_F32 / V_MAC_F32 (gfx9): multiply rounded, then add rounded (not fused).
 vop("f:fff", lambda a, b, c: (a * b) + c, "v_mad_f32")
-vop("f:fff", lambda a, b, c: _fmax(_fmax(a, b), c), "v_max3_f32")
-vop("f:fff", lambda a, b, c: _fmin(_fmin(a, b), c), "v_min3_f32")
-vop("f:fff", lambda a, b, c: _fmax(_fmin(a, b), _fmin(_fmax(a, b), c)), "v_med3_f32")
+vop("f:fff", lambda a, b, c, ieee: _fmax(_fmax(a, b, ieee), c, ieee), "v_max3_f32",
+    mode=True)
+vop("f:fff", lambda a, b, c, ieee: _fmin(_fmin(a, b, ieee), c, ieee), "v_min3_f32",
+    mode=True)
+vop("f:fff", lambda a, b, c, ieee: _fmax(_fmin(a, b, ieee),
+                                         _fmin(_fmax(a, b, ieee), c, ieee), ieee),
+    "v_med3_f32", mode=True)
 # V_RCP_IFLAG_F32 is V_RCP_F32 that flags integer divide-by-zero (no result difference).
 vop("f:f", lambda a: f32(1) / a, "v_rcp_f32", "v_rcp_iflag_f32")
 vop("f:f", lambda a: (1 / np.sqrt(a.astype(f64))).astype(f32), "v_rsq_f32")
@@ -249,12 +319,12 @@ vop("i:f", lambda a: np.where(np.isnan(a), 0, np.clip(np.floor(a.astype(f64)), -
 # --- float64 ----------------------------------------------------------------------------
 vop("F:FF", lambda a, b: a + b, "v_add_f64")
 vop("F:FF", lambda a, b: a * b, "v_mul_f64")
-vop("F:FF", _fmax, "v_max_f64")
-vop("F:FF", _fmin, "v_min_f64")
+vop("F:FF", _fmax, "v_max_f64", mode=True)
+vop("F:FF", _fmin, "v_min_f64", mode=True)
 vop("F:FFF", _fma64, "v_fma_f64")
 vop("F:F", lambda a: f64(1) / a, "v_rcp_f64")
 vop("F:F", np.sqrt, "v_sqrt_f64")
-vop("F:F", lambda a: 1 / np.sqrt(a), "v_rsq_f64")
+vop("F:F", _rsq64, "v_rsq_f64")
 vop("F:F", np.floor, "v_floor_f64")
 vop("F:F", np.ceil, "v_ceil_f64")
 vop("F:F", np.trunc, "v_trunc_f64")
