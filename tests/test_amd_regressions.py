@@ -156,3 +156,36 @@ def test_valu_literals_are_legalized_per_encoding(arch: str) -> None:
         assert len(lits) <= (0 if cdna_vop else 1), (inst.op, tmpl)
     ops = [inst.op for inst in sel.fn.insts]
     assert ops.count("v_fma_f32") == 2 and ops.count("s_add_i32") == 1
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_regression_offset_not_folded_over_an_unsigned_index_that_wraps(arch: str) -> None:
+    """x[u + 3] for a uint32 u loaded from memory: u = 0xFFFFFFFF wraps u + 3 to 2, in
+    bounds, while VGPR u·4 (0xFFFFFFFC) + offset:12 is 4 GiB past the buffer. u's range
+    is [0, 2^32 - 1]: non-negative, but u·4 does not fit 32 bits, so no fold."""
+    sink = parse(HEAD + """%out = PARAM ParamArg(0, float32, 4)
+%x   = PARAM ParamArg(1, float32, 8)
+%u   = PARAM ParamArg(2, uint32, 4)
+%l   = SPECIAL(4) "lidx0"                   : weakint
+%ui  = INDEX(%u, %l)
+%uv  = LOAD(%ui)                            : uint32
+%three = CAST(3) uint32
+%j   = ADD(%uv, %three)                     : uint32
+%xi  = INDEX(%x, %j)
+%xv  = LOAD(%xi)                            : float32
+%oi  = INDEX(%out, %l)
+%st  = STORE(%oi, %xv)
+SINK(%st) KernelInfo(name="wrapped")
+""")
+    import numpy as np
+
+    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
+    from kcc.targets.manifest import check_launch
+    from x86_util import reference
+    args = [np.zeros(4, np.float32), np.arange(8, dtype=np.float32),
+            np.array([0xFFFFFFFF, 0, 0xFFFFFFFD, 4], np.uint32)]
+    want = reference(sink, args)
+    (code,) = compile_amd_code([sink], arch)
+    got = [a.copy() for a in args]
+    emulate(hsaco([code]), code.desc, check_launch(code.desc, got))
+    assert got[0].tolist() == want[0].tolist() == [2.0, 3.0, 0.0, 7.0]

@@ -354,13 +354,14 @@ class AmdSelector(SelectorBase, AmdAlu):
         offset c·size. The VGPR offset is read as an *unsigned* 32-bit number: GLOBAL with
         SADDR adds it zero-extended to the 64-bit base (RDNA3 ISA §10.1 / CDNA3 ISA §9.1,
         "vaddr is a 32-bit offset"), and a DS address is VGPR + offset with no wrap we rely
-        on (RDNA3 ISA §11 / CDNA3 ISA §10). So x·size must be a non-negative 32-bit number in
+        on (RDNA3 ISA §11 / CDNA3 ISA §10). So x·size must be the 32-bit number it is in
         every active lane: a negative x (x = s - lidx with x + 3 in bounds) would address
-        4 GiB past the buffer. That holds when x's value range is non-negative, or when c < 0
-        (x = index - c > index ≥ 0 for an in-bounds index, and below 2^32 bytes when the
-        buffer and the offset are). Every lane's immediate (the last one at
-        c·size + (lanes-1)·size) must fit the encoding: 13-bit signed for GLOBAL, 16-bit
-        unsigned for DS."""
+        4 GiB past the buffer, and so would an unsigned x + c that wraps around to a small
+        index. That holds when x's value range [lo, hi] has lo ≥ 0 and hi·size plus the
+        immediate stays below 2^32, or when c < 0 (x = index - c > index ≥ 0 for an
+        in-bounds index, without wrapping when the buffer is below 2 GiB). Every lane's
+        immediate (the last one at (c + lanes - 1)·size) must fit the encoding: 13-bit
+        signed for GLOBAL, 16-bit unsigned for DS."""
         size = buf.dtype.itemsize
         first = c * size + buf.lds
         last = first + (lanes - 1) * size
@@ -368,9 +369,9 @@ class AmdSelector(SelectorBase, AmdAlu):
         if not (lo <= first and last < _imm_limit(buf.space)):
             return False
         if c < 0:
-            return buf.space == "global" and buf.size * size + 4096 <= 1 << 32
+            return buf.space == "global" and buf.size * size + 4096 <= 1 << 31
         r = self.ranges.get(x)
-        return r is not None and r[0] >= 0
+        return r is not None and r[0] >= 0 and r[1] * size + last < 1 << 32
 
     def _voff(self, p: Place, k: int, size: int) -> tuple[object, int]:
         """(VGPR offset, immediate offset) of lane k of a place."""
