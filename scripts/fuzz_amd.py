@@ -7,7 +7,7 @@ kcc's emulator against the reference interpreter on special-biased inputs.
     python scripts/fuzz_amd.py [--n 300] [--seed 1] [--arch gfx1100 --arch gfx942] [--out DIR]
 
 Every outcome is counted: ok, refused on purpose (docs/architecture.md "AMD"), refused for
-registers ("needs more SGPRs/VGPRs": spilling is not done yet), internal compiler error,
+registers ("kernel too large for AMD": a scratch area past the limit), internal error,
 emulator error (an access outside every buffer, a register read before its load...: wrong
 code), emulator crash (a Python exception inside the emulator), wrong result. Each kernel that
 is not ok or refused is written to DIR as a .uop file named after its outcome, with the arch and
@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "support")]
 
 from kcc.frontend.printer import format_uop    # noqa: E402
 from kcc.ir import KernelInfo                  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.tinygrad_util import load_capture, needs_tinygrad
+from tinygrad_util import load_capture, needs_tinygrad
 
 pytestmark = needs_tinygrad
 
