@@ -34,6 +34,8 @@ def random_inputs(sink: UOp, seed: int = 0) -> list:
         n = a.size if a.kind == "buffer" else 1
         if a.dtype == "bool":
             v = rng.integers(0, 2, n).astype(bool)
+        elif dt.kind == "f" and a.kind == "scalar" and a.range:
+            v = rng.uniform(float(a.range[0]), float(a.range[1]), 1).astype(dt)
         elif dt.kind == "f":
             v = (rng.standard_normal(n) * 4).astype(dt)
         elif a.dtype == "bfloat16":
