@@ -26,6 +26,17 @@ BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda",
 _loaded: dict[str, "TargetSpec"] = {}
 
 
+def lazy_target(package: str) -> Any:
+    """The module `__getattr__` of a target package (`kcc/targets/<t>/__init__.py`): its
+    `TARGET` is built by `<package>.target` on first use, so importing one module of the
+    package (its arch table, its driver) imports no more of the back end."""
+    def __getattr__(name: str) -> Any:
+        if name == "TARGET":
+            return importlib.import_module(f"{package}.target").TARGET
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return __getattr__
+
+
 class CompileError(Exception):
     """A kernel (or request) a target refuses on purpose; the message is for the user.
 

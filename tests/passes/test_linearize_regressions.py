@@ -8,17 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from fuzz.harness import check_x86, run_reference, run_x86
-from kcc.frontend.parser import parse
+from ptx_util import k
 from kcc.ir.ops import Ops
 from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.targets.cuda.target import compile_cuda
 
-HEAD = "# kcc-uop 1\n"
-
-
-def k(text: str):
-    return parse(HEAD + text)
 
 
 def _check(text: str, seeds: range = range(4)) -> None:
@@ -27,8 +21,6 @@ def _check(text: str, seeds: range = range(4)) -> None:
         check_x86(sink, seed)
 
 
-def _ptx(sink) -> str:
-    return compile_cuda([sink], "sm_90", "ptx")[0].decode()
 
 
 # -- loop order ----------------------------------------------------------------------------

@@ -12,15 +12,10 @@ import pytest
 from fuzz.harness import check_x86, run_reference, run_x86
 from kcc.frontend.errors import SourceError
 from kcc.frontend.parser import parse
+from ptx_util import HEAD, k, ptx_of
 from kcc.ir.ops import Ops
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.targets.cuda.target import compile_cuda
 
-HEAD = "# kcc-uop 1\n"
-
-
-def k(text: str):
-    return parse(HEAD + text)
 
 
 def _check(text: str, seeds: range = range(4)) -> None:
@@ -29,8 +24,6 @@ def _check(text: str, seeds: range = range(4)) -> None:
         check_x86(sink, seed)
 
 
-def _ptx(sink) -> str:
-    return compile_cuda([sink], "sm_90", "ptx")[0].decode()
 
 
 # -- weak dtypes ---------------------------------------------------------------------------
@@ -71,7 +64,7 @@ SINK(%s) KernelInfo(name="k")
     assert int(ref[0].view(np.uint32)[0]) == 0x3BA3D70A
     got = run_x86(sink, [np.zeros(1, np.float32)])
     assert int(got[0].view(np.uint32)[0]) == 0x3BA3D70A
-    assert "0f3BA3D70A" in _ptx(sink)
+    assert "0f3BA3D70A" in ptx_of(sink)
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])

@@ -6,35 +6,21 @@ cannot take them. Oracles: numpy, the reference interpreter, ptxas, stand-in dri
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.ir import UOp
 from kcc.ir.interp import run as interp_run
-from kcc.targets.cuda.target import compile_cuda, find_ptxas
+from kcc.targets.cuda.target import compile_cuda
 from fake_cuda import fake_driver  # noqa: F401 (a fixture)
 from fake_hip import fake_hip  # noqa: F401 (a fixture)
 from x86_util import assert_same, compile_and_run, reference
 from paths import DATA
+from ptx_util import needs_ptxas, ptxas_ok
 
 KERNELS = DATA / "kernels"
-PTXAS = find_ptxas()
-needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not installed (CUDA oracle)")
-
-
-def ptxas_ok(sink: UOp, tmp_path: Path, arch: str = "sm_80") -> str:
-    """The kernel's PTX, after ptxas has assembled it."""
-    ptx = compile_cuda([sink], arch=arch, emit="ptx")[0].decode()
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx)
-    r = subprocess.run([PTXAS, f"-arch={arch}", str(src), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return ptx
 
 
 # -- symbolic launch sizes ---------------------------------------------------------------------

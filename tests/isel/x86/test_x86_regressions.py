@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from fuzz.harness import check_x86, run_reference, run_x86
-from kcc.frontend.parser import parse
-from kcc.targets.cuda.target import compile_cuda
+from ptx_util import k
 
-HEAD = "# kcc-uop 1\n"
-
-
-def k(text: str):
-    return parse(HEAD + text)
 
 
 def _check(text: str, seeds: range = range(4)) -> None:
@@ -25,8 +19,6 @@ def _check(text: str, seeds: range = range(4)) -> None:
         check_x86(sink, seed)
 
 
-def _ptx(sink) -> str:
-    return compile_cuda([sink], "sm_90", "ptx")[0].decode()
 
 
 # -- x86: segfaults, internal errors, refusals, wrong code ---------------------------------
