@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
-from kcc.regalloc.liveness import bitsets, header_live_in, live_out_sets, number_vars, vreg_lists
+from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
 from kcc.regalloc.unionfind import UnionFind
 
 # Enum members bound once: an attribute lookup on an Enum class goes through the
@@ -66,28 +66,51 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
                     copies.append((-depth[i], i, index[id(d)], index[id(s)]))
     if not copies:
         return {}
-    use_b, def_b = bitsets(uses), bitsets(defs_of)
-    header_in, _ = header_live_in(use_b, def_b, succ, [b for b, _, _ in loops])
-    out = live_out_sets(use_b, def_b, succ, header_in)
+    # the live-out sets the test reads: at the definitions of the variables copies join (a
+    # group's definitions are its members') and at the copies themselves
+    involved = {k for _, _, d, s in copies for k in (d, s)}
+    defs = {k: set(def_at.get(k, ())) for k in involved}
+    need = set().union(*defs.values(), (i for _, i, _, _ in copies))
+    header_in, _ = header_live_in(uses, defs_of, succ, [b for b, _, _ in loops])
+    out = live_out_sets(uses, defs_of, succ, header_in, need)
+    live_at: dict[int, set[int]] = {}      # variable → the kept instructions it is live out of
+    for j, o in out.items():
+        for k in o:
+            if k in involved:
+                live_at.setdefault(k, set()).add(j)
     sets = UnionFind()
     find = sets.find
-    mask = [1 << k for k in range(len(var))]
-    defs = {k: list(def_at.get(k, ())) for k in range(len(var))}
+    members = {k: {k} for k in involved}
+
+    def live_out_of(js: set[int], skip: int, group: set[int]) -> bool:
+        """Whether a variable of group is live out of an instruction of js other than skip,
+        asked from the smaller side (a group that grows along a 200,000-instruction chain
+        is never walked per copy)."""
+        if len(js) <= len(group):
+            return any(j != skip and not out[j].isdisjoint(group) for j in js)
+        for k in group:
+            at = live_at.get(k)
+            if at and any(j != skip for j in at & js):
+                return True
+        return False
 
     for _, i, d, s in sorted(copies):
         a, b = find(d), find(s)
         if a == b:
             continue
-        if set(defs[a]) & set(defs[b]):
+        if not defs[a].isdisjoint(defs[b]):
             continue                      # one instruction defines both: two results
-        ok = all(not out[j] & mask[b] for j in defs[a] if j != i)
-        ok = ok and all(not out[j] & mask[a] for j in defs[b])
-        ok = ok and not out[i] & mask[b]
-        if not ok:
+        if live_out_of(defs[a], i, members[b]) or live_out_of(defs[b], -1, members[a]) \
+                or not out[i].isdisjoint(members[b]):
             continue
         # a becomes the representative: a variable that may spill, with the most definitions
         a, b = sorted((a, b), key=lambda k: (id(var[k]) in weak, -len(defs[k]), k))
         sets.union(b, a)
-        mask[a] |= mask[b]
-        defs[a] += defs.pop(b)
+        # (the smaller set into the larger: each element moves O(log n) times)
+        for table in (members, defs):
+            x, y = table[a], table.pop(b)
+            if len(x) < len(y):
+                x, y = y, x
+            x |= y
+            table[a] = x
     return {id(var[k]): var[find(k)] for k in range(len(var)) if find(k) != k}

@@ -1,5 +1,6 @@
 """Liveness over the structured control-flow graph, and live intervals in the linear order,
-in time linear in the code (plus bit-set work proportional to the number of variables).
+in time linear in the code (plus set work proportional to the live sets at branches and at
+the instructions whose live-out sets a caller keeps).
 
 Positions: instruction ``i`` reads its operands at ``2*i`` and writes its results at
 ``2*i + 1``.  A variable's interval is the hull of every position where it is live, so a value
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Container, Iterable
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
 
@@ -102,17 +103,6 @@ def number_vars(work: list[Any], regs: Callable[[Any], tuple[list[Any], list[Any
     return var, index, uses, defs
 
 
-def bitsets(rows: list[list[int]]) -> list[int]:
-    """Each row of variable numbers as a bit set."""
-    out = []
-    for row in rows:
-        b = 0
-        for v in row:
-            b |= 1 << v
-        out.append(b)
-    return out
-
-
 def bits(x: int) -> list[int]:
     """The indices of the set bits of ``x``, lowest first."""
     out = []
@@ -123,73 +113,86 @@ def bits(x: int) -> list[int]:
     return out
 
 
-def _backward(use: list[int], kill: list[int], succ: list[list[int]],
-              header_in: dict[int, int] | None, keep: bool
-              ) -> tuple[dict[int, int], int, list[int]]:
-    """One backward pass: live-in sets of branch targets, live-in of instruction 0, and (with
-    ``keep``) every instruction's live-out set.  Back edges contribute ``header_in`` (nothing
-    when it is ``None``)."""
-    n = len(use)
+def _backward(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
+              header_in: dict[int, frozenset[int]] | None, keep: Container[int]
+              ) -> tuple[dict[int, frozenset[int]], frozenset[int], dict[int, frozenset[int]]]:
+    """One backward pass: live-in sets of branch targets, live-in of instruction 0, and the
+    live-out set of every instruction in ``keep``.  Back edges contribute ``header_in``
+    (nothing when it is ``None``).
+
+    The live set is one Python set updated in place (a straight-line instruction costs its
+    operands, not the live set); only the sets kept (branch targets, ``keep``) are copied.
+    (Big-integer bit sets would cost the highest variable number per instruction: quadratic
+    in a 200,000-instruction chain, in time and, kept per instruction, in memory.)"""
+    n = len(uses)
     targets = {t for i, ss in enumerate(succ) for t in ss if t != i + 1 and t < n}
-    at: dict[int, int] = {}
-    outs = [0] * n if keep else []
-    live = 0                      # live-in of instruction i + 1
+    at: dict[int, frozenset[int]] = {}
+    outs: dict[int, frozenset[int]] = {}
+    live: set[int] = set()            # live-in of instruction i + 1
     for i in range(n - 1, -1, -1):
-        out = 0
-        for t in succ[i]:
-            if t == i + 1:
-                out |= live
-            elif t > i:
-                if t < n:
-                    out |= at[t]
-            elif header_in is not None:
-                out |= header_in[t]
-        if keep:
-            outs[i] = out
-        live = use[i] | (out & ~kill[i])
+        ss = succ[i]
+        if len(ss) == 1 and ss[0] == i + 1:
+            out = live                     # straight line: live-out is the next live-in
+        else:
+            out = set()
+            for t in ss:
+                if t == i + 1:
+                    out |= live
+                elif t > i:
+                    if t < n:
+                        out |= at[t]
+                elif header_in is not None:
+                    out |= header_in[t]
+        if i in keep:
+            outs[i] = frozenset(out)
+        out.difference_update(defs[i])
+        out.update(uses[i])
+        live = out
         if i in targets:
-            at[i] = live
-    return at, live, outs
+            at[i] = frozenset(live)
+    return at, frozenset(live), outs
 
 
-def header_live_in(use: list[int], kill: list[int], succ: list[list[int]],
-                   headers: list[int]) -> tuple[dict[int, int], int]:
+def header_live_in(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
+                   headers: list[int]) -> tuple[dict[int, frozenset[int]], frozenset[int]]:
     """The exact live-in set of each loop header (``LOOP_BEGIN`` index) and of instruction 0.
 
-    ``use[i]``/``kill[i]`` are bit sets of the variables instruction ``i`` reads/writes and
-    ``succ[i]`` its successors (an index ``>= len(use)`` is the function exit).
+    ``uses[i]``/``defs[i]`` list the variables instruction ``i`` reads/writes and ``succ[i]``
+    its successors (an index ``>= len(uses)`` is the function exit).
     """
-    at, entry, _ = _backward(use, kill, succ, None, False)
-    return {b: at.get(b, 0) for b in headers}, entry
+    at, entry, _ = _backward(uses, defs, succ, None, ())
+    return {b: at.get(b, frozenset()) for b in headers}, entry
 
 
-def live_out_sets(use: list[int], kill: list[int], succ: list[list[int]],
-                  header_in: dict[int, int]) -> list[int]:
-    """Every instruction's exact live-out bit set, given the headers' live-in sets."""
-    return _backward(use, kill, succ, header_in, True)[2]
+def live_out_sets(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
+                  header_in: dict[int, frozenset[int]], keep: Container[int] | None = None
+                  ) -> dict[int, frozenset[int]]:
+    """The exact live-out set of every instruction in ``keep`` (default: all), given the
+    headers' live-in sets."""
+    return _backward(uses, defs, succ, header_in,
+                     range(len(uses)) if keep is None else keep)[2]
 
 
-def live_sets(use: list[int], kill: list[int], succ: list[list[int]],
-              loops: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """Live-in and live-out bit sets of every instruction (two passes, see the module doc)."""
-    header_in, _ = header_live_in(use, kill, succ, [b for b, _ in loops])
-    outs = live_out_sets(use, kill, succ, header_in)
-    return [u | (o & ~k) for u, k, o in zip(use, kill, outs)], outs
+def live_sets(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
+              loops: list[tuple[int, int]]) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+    """Live-in and live-out sets of every instruction (two passes, see the module doc)."""
+    header_in, _ = header_live_in(uses, defs, succ, [b for b, _ in loops])
+    outs = live_out_sets(uses, defs, succ, header_in)
+    ins = [frozenset(uses[i]) | (outs[i] - frozenset(defs[i])) for i in range(len(uses))]
+    return ins, [outs[i] for i in range(len(uses))]
 
 
 def intervals(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]],
               loops: list[tuple[int, int]], nvars: int
-              ) -> tuple[list[Interval | None], int, dict[int, int]]:
+              ) -> tuple[list[Interval | None], frozenset[int], dict[int, frozenset[int]]]:
     """Live intervals of variables ``0..nvars-1`` (``None`` for a variable never mentioned).
 
     ``uses[i]``/``defs[i]`` list the variables instruction ``i`` reads/writes (each once),
-    ``loops`` the (``LOOP_BEGIN``, ``LOOP_END``) index pairs.  Also returns the bit set of
+    ``loops`` the (``LOOP_BEGIN``, ``LOOP_END``) index pairs.  Also returns the set of
     variables live into instruction 0 (used before any definition on some path) and the
-    live-in bit set of every loop header.
+    live-in set of every loop header.
     """
-    use_b = bitsets(uses)
-    def_b = bitsets(defs)
-    header_in, entry = header_live_in(use_b, def_b, succ, [b for b, _ in loops])
+    header_in, entry = header_live_in(uses, defs, succ, [b for b, _ in loops])
     lo = [-1] * nvars
     hi = [-1] * nvars
     use_pos: list[list[int]] = [[] for _ in range(nvars)]
@@ -208,7 +211,7 @@ def intervals(uses: list[list[int]], defs: list[list[int]], succ: list[list[int]
                 hi[v] = q
         p += 2
     for b, e in loops:
-        for v in bits(header_in[b]):
+        for v in header_in[b]:
             if lo[v] > 2 * b:
                 lo[v] = 2 * b
             if hi[v] < 2 * e + 1:

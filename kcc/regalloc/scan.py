@@ -38,7 +38,7 @@ class Scan:
         ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
                                       [(b, e) for b, e, _ in loops], len(var))
         if undefined:
-            names = ", ".join(repr(var[k]) for k in range(len(var)) if undefined >> k & 1)
+            names = ", ".join(repr(var[k]) for k in sorted(undefined))
             raise AllocationError(f"{alloc.fn.name}: used before any definition on some "
                                   f"path: {names}")
         self.var, self.ivs = var, ivs

@@ -51,13 +51,12 @@ def _check(fn: MFunction) -> None:
     succ = successors(insts, labels)
     pairs = [(b, e) for b, e, _ in loops]
     lin, lout = _reference(uses, defs, succ)
-    got_in, got_out = live_sets([sum(1 << v for v in us) for us in uses],
-                                [sum(1 << v for v in ds) for ds in defs], succ, pairs)
+    got_in, got_out = live_sets(uses, defs, succ, pairs)
     for i in range(len(uses)):
-        assert got_in[i] == sum(1 << v for v in lin[i]), f"live-in of inst {i}"
-        assert got_out[i] == sum(1 << v for v in lout[i]), f"live-out of inst {i}"
+        assert got_in[i] == lin[i], f"live-in of inst {i}"
+        assert got_out[i] == lout[i], f"live-out of inst {i}"
     ivs, entry, _ = intervals(uses, defs, succ, pairs, nvars)
-    assert entry == sum(1 << v for v in lin[0]) == 0
+    assert entry == lin[0] == set()
     pos: dict[int, list[int]] = {}
     for i in range(len(uses)):
         for v in lin[i]:
