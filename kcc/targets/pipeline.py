@@ -16,6 +16,7 @@ graph (in the .uop text form) or the machine listing after the named pass.
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -103,19 +104,34 @@ def format_schedule(lin: list[UOp]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_timers: list[dict[str, float]] = []
+# (times, clock) of each time_passes in force; the functions watch_passes calls after a step
+_timers: list[tuple[dict[str, float], Callable[[], float]]] = []
+_watchers: list[Callable[[str], None]] = []
 
 
 @contextmanager
-def time_passes() -> Iterator[dict[str, float]]:
+def time_passes(clock: Callable[[], float] = time.perf_counter) -> Iterator[dict[str, float]]:
     """Seconds spent in each pipeline step (summed over kernels and repeated steps) by the
-    compiles inside the `with`, in pipeline order (as `llc -time-passes`)."""
+    compiles inside the `with`, in pipeline order (as `llc -time-passes`); by the wall clock,
+    or e.g. `time.process_time` (on a loaded host the wall clock also counts other jobs)."""
     times: dict[str, float] = dict.fromkeys(PASS_NAMES, 0.0)
-    _timers.append(times)
+    entry = (times, clock)
+    _timers.append(entry)
     try:
         yield times
     finally:
-        _timers.remove(times)
+        _timers.remove(entry)
+
+
+@contextmanager
+def watch_passes(fn: Callable[[str], None]) -> Iterator[None]:
+    """fn(step name) is called after every pipeline step of the compiles inside the `with`
+    (bench/compile_scale.py reads the memory high-water mark of each step there)."""
+    _watchers.append(fn)
+    try:
+        yield
+    finally:
+        _watchers.remove(fn)
 
 
 def format_pass_times(times: dict[str, float]) -> str:
@@ -127,13 +143,36 @@ def format_pass_times(times: dict[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the `with` (as the parser does): a compile makes
+    millions of long-lived objects (nodes, instructions, operands) and next to no reference
+    cycles, so the collector's full collections, which rescan every live object, were more
+    than half of the time a 40,000-node chain took to compile (bench/compile_scale.py).
+    Reference counting still frees everything else at once; the few cycles wait for the
+    next collection after the compile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
                  out: TextIO | None = None, verify_each: bool = True) -> Any:
     """Compile one kernel graph for target; returns what the target's encode returns."""
+    with _cyclic_gc_paused():
+        return _run_pipeline(sink, target, dump_after, out, verify_each)
+
+
+def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
+                  out: TextIO | None, verify_each: bool) -> Any:
     from kcc.frontend.printer import format_uop
     state: Any = sink
     for step in PIPELINE:
-        t0 = time.perf_counter()
+        t0 = [clock() for _, clock in _timers]
         if step.kind == "graph":
             state = step.run(state, target.desc)
             if verify_each and step.name != "verify":
@@ -149,8 +188,10 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
             else:
                 state = getattr(target, step.name)(state)
             text = target.listing(step.name, state) if dump_after == step.name else None
-        for times in _timers:
-            times[step.name] = times.get(step.name, 0.0) + time.perf_counter() - t0
+        for (times, clock), t in zip(_timers, t0):
+            times[step.name] = times.get(step.name, 0.0) + clock() - t
+        for fn in _watchers:
+            fn(step.name)
         if text is not None and out is not None:
             out.write(f"; after {step.name}\n{text}")
             if not text.endswith("\n"):
