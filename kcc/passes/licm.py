@@ -37,11 +37,17 @@ def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     order = toposort([sink])
     uses: Counter = Counter([s for u in order for s in u.src])
     deps = range_sets(order)
+    # An ADD that its tree's root flattens (its one reader is an integer ADD of its dtype) is
+    # not regrouped on its own: each root flattens its whole tree once, so a chain of n ADDs
+    # costs n, not n^2 (it made no difference: when the root's terms are already in order,
+    # so are the terms of every ADD inside it, and otherwise the root reads none of them).
+    inner = {s for u in order if _is_int_add(u) for s in u.src
+             if _is_int_add(s) and s.dtype == u.dtype and uses[s] == 1}
     new: dict[UOp, UOp] = {}
     changed = False
     for u in order:
         src = tuple([new[s] for s in u.src])
-        if _is_int_add(u) and deps[u]:
+        if _is_int_add(u) and deps[u] and u not in inner:
             terms = _terms(u, uses)
             if len(terms) > 2:
                 ranked = sorted(range(len(terms)),
