@@ -24,12 +24,34 @@ from kcc.ir.uop import UOp
 Affine = tuple[dict[UOp, int], int]       # (coefficient of each leaf, constant)
 
 
-def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
-           memo: dict[UOp, Affine | None] | None = None) -> Affine | None:
-    """x as ({leaf: coefficient}, constant), or None (only with `leaf`, see the module
-    docstring). memo, when given, keeps each node's answer across calls with the same leaf."""
-    if memo is not None and x in memo:
-        return memo[x]
+def _affine_srcs(x: UOp, leaf: Callable[[UOp], bool] | None) -> tuple[UOp, ...]:
+    """The nodes whose decompositions x's is made of (none for a constant or a leaf)."""
+    if const_int(x) is not None or (leaf is not None and leaf(x)):
+        return ()
+    if x.op in (Ops.ADD, Ops.SUB):
+        return x.src
+    if x.op in (Ops.MUL, Ops.SHL):
+        k, y = _factor(x)
+        if k is not None:
+            return (y,)
+    return ()
+
+
+def _factor(x: UOp) -> tuple[int | None, UOp]:
+    """A MUL or SHL as (constant factor or shift, the other operand); (None, _) when it is
+    not one the decomposition reads."""
+    k, y = const_int(x.src[1]), x.src[0]
+    if k is None and x.op is Ops.MUL:
+        k, y = const_int(x.src[0]), x.src[1]
+    bits = 64 if x.dtype.is_weak else x.dtype.bits
+    if k is not None and (x.op is Ops.MUL or 0 <= k < bits - 1):
+        return k, y
+    return None, y
+
+
+def _affine_node(x: UOp, leaf: Callable[[UOp], bool] | None,
+                 memo: dict[UOp, Affine | None]) -> Affine | None:
+    """x's decomposition from those of its srcs (already in memo)."""
     res: Affine | None = None
     c = const_int(x)
     if c is not None:
@@ -37,7 +59,7 @@ def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
     elif leaf is not None and leaf(x):
         res = {x: 1}, 0
     elif x.op in (Ops.ADD, Ops.SUB):
-        a, b = affine(x.src[0], leaf, memo), affine(x.src[1], leaf, memo)
+        a, b = memo[x.src[0]], memo[x.src[1]]
         if a is not None and b is not None:
             sign = 1 if x.op is Ops.ADD else -1
             terms = dict(a[0])
@@ -45,20 +67,42 @@ def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
                 terms[t] = terms.get(t, 0) + sign * k
             res = {t: k for t, k in terms.items() if k}, a[1] + sign * b[1]
     elif x.op in (Ops.MUL, Ops.SHL):
-        k, y = const_int(x.src[1]), x.src[0]
-        if k is None and x.op is Ops.MUL:
-            k, y = const_int(x.src[0]), x.src[1]
-        bits = 64 if x.dtype.is_weak else x.dtype.bits
-        if k is not None and (x.op is Ops.MUL or 0 <= k < bits - 1):
-            a = affine(y, leaf, memo)
+        k, y = _factor(x)
+        if k is not None:
+            a = memo[y]
             if a is not None:
                 m = k if x.op is Ops.MUL else 1 << k
                 res = {t: v * m for t, v in a[0].items() if v * m}, a[1] * m
     if res is None and leaf is None:
         res = {x: 1}, 0
-    if memo is not None:
-        memo[x] = res
     return res
+
+
+def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
+           memo: dict[UOp, Affine | None] | None = None) -> Affine | None:
+    """x as ({leaf: coefficient}, constant), or None (only with `leaf`, see the module
+    docstring). memo, when given, keeps each node's answer across calls with the same leaf.
+
+    Iterative, each node decomposed once (a post-order walk with a memo): an index that is a
+    chain of 100,000 ADDs does not recurse, nor does one whose sums share terms take a step
+    per path."""
+    if memo is None:
+        memo = {}
+    if x in memo:
+        return memo[x]
+    stack: list[tuple[UOp, bool]] = [(x, False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in memo:
+            continue
+        if not ready:
+            srcs = [s for s in _affine_srcs(n, leaf) if s not in memo]
+            if srcs:
+                stack.append((n, True))
+                stack.extend((s, False) for s in srcs)
+                continue
+        memo[n] = _affine_node(n, leaf, memo)
+    return memo[x]
 
 
 def iterations_disjoint(accesses: list[tuple[int, int, int, bool]], f: int) -> bool:

@@ -70,25 +70,64 @@ def bf16_bits(v: float) -> int:
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
-def multiple_of(u: UOp) -> int:
-    """A number that u's value is always a multiple of (0: the value is 0), for alignment."""
+def _multiple_srcs(u: UOp) -> tuple[UOp, ...]:
+    """The nodes multiple_of(u) is made of."""
+    c = scalar_const(u)
+    if c is None and u.op is Ops.CONST and not isinstance(u.arg, (bool, float)):
+        c = u.arg
+    if c is not None and not isinstance(c, float):
+        return ()
+    if u.op in (Ops.MUL, Ops.ADD):
+        return u.src
+    if u.op is Ops.SHL:
+        k = scalar_const(u.src[1])
+        return (u.src[0],) if isinstance(k, int) and 0 <= k < 63 else ()
+    if u.op in (Ops.CAST, Ops.AFTER) and u.src[0].dtype is not None \
+            and u.src[0].dtype.is_int:
+        return (u.src[0],)
+    return ()
+
+
+def _multiple_node(u: UOp, memo: dict[UOp, int]) -> int:
+    """multiple_of(u) from its srcs' answers (in memo)."""
     c = scalar_const(u)
     if c is None and u.op is Ops.CONST and not isinstance(u.arg, (bool, float)):
         c = u.arg
     if c is not None and not isinstance(c, float):
         return abs(int(c))
     if u.op is Ops.MUL:
-        return multiple_of(u.src[0]) * multiple_of(u.src[1])
+        return memo[u.src[0]] * memo[u.src[1]]
     if u.op is Ops.ADD:
-        return math.gcd(multiple_of(u.src[0]), multiple_of(u.src[1]))
+        return math.gcd(memo[u.src[0]], memo[u.src[1]])
     if u.op is Ops.SHL:
         k = scalar_const(u.src[1])
         if isinstance(k, int) and 0 <= k < 63:
-            return multiple_of(u.src[0]) << k
+            return memo[u.src[0]] << k
     if u.op in (Ops.CAST, Ops.AFTER) and u.src[0].dtype is not None \
             and u.src[0].dtype.is_int:
-        return multiple_of(u.src[0])
+        return memo[u.src[0]]
     return 1
+
+
+def multiple_of(u: UOp, memo: dict[UOp, int] | None = None) -> int:
+    """A number that u's value is always a multiple of (0: the value is 0), for alignment.
+    Each node once (memo: kept across calls by a selector), iteratively: an index may be a
+    long chain of ADDs or a DAG of sums sharing terms."""
+    if memo is None:
+        memo = {}
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in memo:
+            continue
+        if not ready:
+            srcs = [s for s in _multiple_srcs(n) if s not in memo]
+            if srcs:
+                stack.append((n, True))
+                stack.extend((s, False) for s in srcs)
+                continue
+        memo[n] = _multiple_node(n, memo)
+    return memo[u]
 
 
 # ----------------------------------------------------------------------------- the loop

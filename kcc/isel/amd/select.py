@@ -95,6 +95,7 @@ class AmdSelector(SelectorBase, AmdAlu):
         self.params = params
         self.bufs: dict[UOp, Buf] = {}
         self.places: dict[UOp, Place] = {}
+        self.multiples: dict[UOp, int] = {}   # multiple_of's memo, for the kernel
         self.loops: list[tuple[UOp, object, object, object, object]] = []
         self.lds = 0
 
@@ -314,7 +315,7 @@ class AmdSelector(SelectorBase, AmdAlu):
         """The byte offset of element idx: a VGPR (idx · size) plus a constant; `aligned`
         when a vector access of the lanes is naturally aligned (buffers are)."""
         p = self._place(base, idx, lanes)
-        m = multiple_of(idx)
+        m = multiple_of(idx, self.multiples)
         p.aligned = lanes > 1 and (m == 0 or m % lanes == 0)
         return p
 

@@ -85,6 +85,7 @@ class PtxSelector(SelectorBase, PtxAlu):
         self.val: dict[UOp, Any] = {}      # a Reg, or a tuple of Regs for a vector value
         self.bufs: dict[UOp, Buf] = {}
         self.places: dict[UOp, Place] = {}
+        self.multiples: dict[UOp, int] = {}   # multiple_of's memo, for the kernel
         self.consts: dict[tuple, Reg] = {}
         self.loops: list[tuple[UOp, Reg, str, str | None]] = []
         self.labels = 0
@@ -350,7 +351,7 @@ class PtxSelector(SelectorBase, PtxAlu):
                                   f"its {len(buf.slots)} elements")
             return Place(buf, None, lanes, True, int(k))
         size = buf.dtype.itemsize
-        m = multiple_of(idx)
+        m = multiple_of(idx, self.multiples)
         aligned = lanes in (2, 4) and lanes * size <= 16 and (m == 0 or m % lanes == 0)
         return Place(buf, self.address(buf, idx, size), lanes, aligned)
 
