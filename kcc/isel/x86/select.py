@@ -80,6 +80,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
         # where it is first read is keyed by the loop nest there too (made inside a loop, it
         # would be undefined after a loop that ran no iteration)
         self.bool_masks: dict[tuple, VReg] = {}   # x86_vec.bool_vec: (u, lane bytes, loops)
+        self.mask_widths: dict[UOp, tuple[int, int] | None] = {}   # x86_vec.mask_width
         # x86_alu's gated-load WHEREs -> (load, mask, whether every lane of the mask is one
         # gate), read by x86_shuf.gated_splat
         self.gated: dict[UOp, tuple[UOp, VReg, bool]] = {}

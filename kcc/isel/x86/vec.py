@@ -71,17 +71,34 @@ class X86Vec(X86Shuf):
     # -- bool vectors: lane masks combined by vector AND/OR/XOR ------------------------------
     def mask_width(self, u: UOp) -> int:
         """The lane width (bytes) a bool vector op computes its mask in: that of the first
-        vector compare under it (no resize there), else 4."""
-        work = [u]
+        vector compare under it (no resize there), else 4. First: the one a breadth-first
+        walk through the bool ops (srcs in order) meets first, i.e. the nearest, and among
+        the nearest the one whose path takes the earliest srcs. That is found per node from
+        its srcs' answers (nearest src, ties to the earlier src), once per node: a DAG of
+        bool ops costs its nodes, not a walk per op nor a step per path."""
+        memo = self.mask_widths               # node → (distance, width) or None
+        work = [(u, False)]
         while work:
-            n = work.pop(0)
+            n, ready = work.pop()
+            if n in memo:
+                continue
             if n.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and n.src[0].shape:
                 w = n.src[0].dtype.itemsize
-                if w * u.shape[0] <= 64:
-                    return w
-            elif n.op in _BOOL_OPS:
-                work.extend(n.src)
-        return 4
+                memo[n] = (0, w) if w * n.shape[0] <= 64 else None
+            elif n.op not in _BOOL_OPS:
+                memo[n] = None
+            elif not ready:
+                work.append((n, True))
+                work.extend((s, False) for s in n.src if s not in memo)
+            else:
+                best = None
+                for s in n.src:            # (a strict < keeps the earlier src on a tie)
+                    got = memo[s]
+                    if got is not None and (best is None or got[0] + 1 < best[0]):
+                        best = (got[0] + 1, got[1])
+                memo[n] = best
+        got = memo[u]
+        return 4 if got is None else got[1]
 
     def bool_vec(self, u: UOp, width: int) -> VReg:
         """A bool vector as a lane mask of `width`-byte lanes (all ones where true): compares
