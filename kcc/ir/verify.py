@@ -219,7 +219,9 @@ def check_bounds(sink: UOp) -> None:
     caller's promise). For input graphs: the frontend calls it after verify; passes build
     safe-index forms (WHERE(gate, i, 0)) whose range hull is wider on purpose."""
     rng = int_ranges([sink])
-    for n in toposort([sink]):
+    order = toposort([sink])
+    static = _static_nodes(order)
+    for n in order:
         if n.op not in (Ops.LOAD, Ops.STORE) or len(n.src) == 3:
             continue
         place = n.src[0]
@@ -229,7 +231,7 @@ def check_bounds(sink: UOp) -> None:
         lanes = place.shape[0] if place.op is Ops.SHRINK else 1
         idx = place.src[1]
         r = rng.get(idx)
-        if r is None or not _static_index(idx):
+        if r is None or not static[idx]:
             continue
         if r[0] < 0 or r[1] + lanes > size:
             what = "elements" if lanes == 1 else f"starts of {lanes} elements"
@@ -237,15 +239,16 @@ def check_bounds(sink: UOp) -> None:
                               f"{size} (gate the access, or fix the index)", place, 1)
 
 
-def _static_index(idx: UOp) -> bool:
-    """Whether idx depends on nothing but constants, loop and thread indices and declared
-    scalar ranges."""
-    for u in toposort([idx]):
-        if u.op is Ops.LOAD or u.op is Ops.BUFFER:
-            return False
-        if u.op is Ops.PARAM and (u.arg.size is not None or u.arg.vmin_vmax is None):
-            return False
-    return True
+def _static_nodes(order: list[UOp]) -> dict[UOp, bool]:
+    """For every node of a toposorted list, whether it depends on nothing but constants, loop
+    and thread indices and declared scalar ranges (from its srcs' answers: each node once,
+    not a walk per index)."""
+    static: dict[UOp, bool] = {}
+    for u in order:
+        ok = u.op is not Ops.LOAD and u.op is not Ops.BUFFER and not (
+            u.op is Ops.PARAM and (u.arg.size is not None or u.arg.vmin_vmax is None))
+        static[u] = ok and all(static[s] for s in u.src)
+    return static
 
 
 def launch_expr_problem(bound: UOp) -> tuple[UOp, str] | None:

@@ -63,18 +63,23 @@ def _buffer_param(place: UOp) -> UOp | None:
     return b if b.op is Ops.PARAM else None
 
 
-def _sources(x: UOp) -> set[int]:
-    """The argument slots whose values reach x (through LOADs of PARAM buffers and scalar
-    PARAMs), x included."""
-    out: set[int] = set()
-    for n in toposort([x]):
+def _sources(order: list[UOp]) -> dict[UOp, list[int]]:
+    """For every node of a toposorted list, the argument slots whose values reach it (through
+    LOADs of PARAM buffers and scalar PARAMs), itself included; each node once, from its
+    srcs' sets (a walk per divisor, shift or index was quadratic in a chain of them)."""
+    reach: dict[UOp, int] = {}              # node → bit set of slots
+    for n in order:
+        m = 0
+        for s in n.src:
+            m |= reach[s]
         if n.op is Ops.LOAD:
             p = _buffer_param(n.src[0])
             if p is not None:
-                out.add(p.arg.slot)
+                m |= 1 << p.arg.slot
         elif n.op is Ops.PARAM and n.arg.addrspace is AddrSpace.ALU:
-            out.add(n.arg.slot)
-    return out
+            m |= 1 << n.arg.slot
+        reach[n] = m
+    return {n: [k for k in range(m.bit_length()) if m >> k & 1] for n, m in reach.items()}
 
 
 def _bits(n: UOp) -> int:
@@ -86,21 +91,23 @@ def input_domains(sink: UOp) -> dict[int, tuple[int, int]]:
     """Per argument slot, the integer interval its values must stay in (absent: any value)."""
     dom: dict[int, tuple[int, int]] = {}
 
-    def narrow(slots: set[int], lo: int, hi: int) -> None:
+    def narrow(slots: list[int], lo: int, hi: int) -> None:
         for s in slots:
             a, b = dom.get(s, (lo, hi))
             dom[s] = (max(a, lo), max(max(a, lo), min(b, hi)))
 
-    for n in toposort([sink]):
+    order = toposort([sink])
+    src = _sources(order)
+    for n in order:
         if n.op in (Ops.CDIV, Ops.CMOD) and len(n.src) == 2:
-            narrow(_sources(n.src[1]), *DIVISOR)
+            narrow(src[n.src[1]], *DIVISOR)
         elif n.op in (Ops.SHL, Ops.SHR) and len(n.src) == 2:
-            narrow(_sources(n.src[1]), 0, _bits(n) - 1)
+            narrow(src[n.src[1]], 0, _bits(n) - 1)
         elif n.op in (Ops.INDEX, Ops.SHRINK):
             for s in n.src[1:]:
-                narrow(_sources(s), *SMALL)
+                narrow(src[s], *SMALL)
         elif n.op in (Ops.RANGE, Ops.SPECIAL) and n.src:
-            narrow(_sources(n.src[0]), *SMALL)
+            narrow(src[n.src[0]], *SMALL)
     return dom
 
 
