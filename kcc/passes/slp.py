@@ -35,9 +35,12 @@ gated neighbour, each in a block of its own, and whose weights are a column of b
 loads repeated in every block.
 
 Anything else stays a STACK of its lanes. A scalar that was packed and still has other users
-is read back as INDEX(vector, lane), so no lane is computed twice. Each packed node computes
-exactly its lanes' values with the same op in the same dtype, so the result is bit-identical to
-the scalar graph (IR ops are lane-wise: docs/semantics.md).
+is read back as INDEX(vector, lane), so no lane is computed twice, except where the vector
+itself reads that scalar (lane j = lane j-1 + x: a prefix sum over lanes), which would be a
+cycle: the rebuild finds it, and that vector's lanes are not read back (their scalars stay
+as well, `_rebuild_acyclic`). Each packed node computes exactly its lanes' values with the
+same op in the same dtype, so the result is bit-identical to the scalar graph (IR ops are
+lane-wise: docs/semantics.md).
 """
 
 from __future__ import annotations
