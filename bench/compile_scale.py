@@ -4,11 +4,11 @@
                                                        # x86 (x86-64-v3 object)
     python bench/compile_scale.py --targets x86,cuda,amd --sizes 2000,20000
 
-Shapes (tests/deep_graphs.py, template "elementwise": out[i] = f(x[i], y[i]) in float32, which
-nothing folds): `chain`, n ADDs each reading the one before; `diamond`, n/2 levels each
-reading both values of the level before (an ADD and a MUL), so a walk that expands a node per
-use instead of once would take 2^(n/2) steps. Each case runs in a process of its own (its peak
-memory is its own): the `.uop` text is parsed (and verified: what `kcc check` does), then
+Shapes (tests/support/deep_graphs.py, template "elementwise": out[i] = f(x[i], y[i]) in
+float32, which nothing folds): `chain`, n ADDs each reading the one before; `diamond`, n/2
+levels each reading both values of the level before (an ADD and a MUL), so a walk that
+expands a node per use instead of once would take 2^(n/2) steps. Each case runs in a process
+of its own (its peak memory is its own): the `.uop` text is parsed (and verified: what `kcc check` does), then
 compiled as `kcc compile` does. Per pass: wall and CPU milliseconds (`time_passes`) and the
 peak resident memory during the pass (Linux: the high-water mark VmHWM, reset before each
 pass through /proc/self/clear_refs; elsewhere the process's peak so far). The summary gives
@@ -57,7 +57,7 @@ def _reset_hwm() -> None:
 def one(shape: str, nodes: int, target: str) -> dict:
     """Parse and compile one case in this process: per step (parse, each pass) wall and CPU
     seconds and peak MiB."""
-    sys.path[:0] = [str(REPO), str(REPO / "tests")]
+    sys.path[:0] = [str(REPO), str(REPO / "tests" / "support")]
     from deep_graphs import kernel
 
     from kcc.frontend.parser import parse

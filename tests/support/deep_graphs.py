@@ -2,7 +2,7 @@
 diamond: each level reads both values of the level before, so a walk that re-expands a node
 per use takes 2^levels steps), in the places each pass and back end looks: plain values,
 indices, vector lanes, whole vectors, reduce loops, decomposed ops, gates, selects. Used by
-tests/test_graph_walks.py (every walk visits each node once) and bench/compile_scale.py
+tests/e2e/test_graph_walks.py (every walk visits each node once) and bench/compile_scale.py
 (compile time and memory linear in the nodes).
 
 Each kernel is `.uop` text, so the parser and printer walk it too: `kernel(template, shape,
@@ -81,7 +81,7 @@ def _kernel(name: str, params: list[str], head: list[str], body: list[str], tail
     lines = ["# kcc-uop 1"] + params + [f"%i = RANGE({loop}) (0, LOOP)"]
     for line in head + body + tail:
         _flat(line, lines)
-    return "\n".join(lines + ["%e = END(%st, %i)", f'SINK(%e) KernelInfo(name="{name}")', ""])
+    return "\n".join(lines + ["%e = END(%st, %i)", f'SINK(%e) KernelInfo(name="deep_{name}")', ""])
 
 
 def _io(dt: str, n: int = 64) -> list[str]:

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parent
+TESTS = SUPPORT.parent
 REPO = TESTS.parent
 
 
@@ -25,7 +26,7 @@ def run_bounded(code: str, timeout: float = 120, memory_mb: int = 1024) -> str:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([str(REPO), str(TESTS)] + [
+               PYTHONPATH=os.pathsep.join([str(REPO), str(SUPPORT), str(TESTS)] + [
                    p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     try:
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,12 +1,13 @@
 """Every graph walk visits each node once, and none recurses along a chain (issue 20 §3).
 
 Each test runs in a fresh interpreter under an address-space limit and a timeout
-(tests/bounded.py), never as a timed assertion: a diamond 64 levels deep (each level reads
-both values of the one before, tests/deep_graphs.py) takes 2^64 steps for a walk that expands
-a node per use, and a chain longer than the recursion limit raises RecursionError in a walk
-that recurses per node. Every kernel shape goes through the parser and verifier, every pass,
-selection, allocation (with the independent checker: KCC_CHECK_ALLOC=1) and encoding for x86
-(v3, v4), CUDA and AMD (gfx1100, gfx942), and through the reference interpreter.
+(tests/support/bounded.py), never as a timed assertion: a diamond 64 levels deep (each level
+reads both values of the one before, tests/support/deep_graphs.py) takes 2^64 steps for a walk
+that expands a node per use, and a chain longer than the recursion limit raises RecursionError
+in a walk that recurses per node. Every kernel shape goes through the parser and verifier,
+every pass, selection, allocation (with the independent checker: KCC_CHECK_ALLOC=1) and
+encoding for x86 (v3, v4), CUDA and AMD (gfx1100, gfx942), and through the reference
+interpreter.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kcc.frontend.parser import parse
 from kcc.frontend.printer import format_uop
 from kcc.ir.interp import run
 from kcc.targets import registry
-from kcc.targets.cuda import CudaTarget
+from kcc.targets.cuda.target import CudaTarget
 from kcc.targets.pipeline import run_pipeline
 from x86_util import random_inputs
 text = kernel({template!r}, {shape!r}, {n})
@@ -54,7 +55,7 @@ def test_a_diamond_64_levels_deep_compiles_on_every_target(template: str) -> Non
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_a_chain_past_the_recursion_limit_compiles(template: str) -> None:
     # 1,500 nodes: past Python's default limit of 1,000 frames. (The interpreter's own chain
-    # is tests/test_long_chain.py; ptxas reads the diamonds' PTX above.)
+    # is tests/ir/test_long_chain.py; ptxas reads the diamonds' PTX above.)
     configs = [CONFIGS[0], ("cuda", "sm_90", None), CONFIGS[3]]
     code = _COMPILE_ALL.format(template=template, shape="chain", n=1500, configs=configs,
                                interp=False)
@@ -62,7 +63,7 @@ def test_a_chain_past_the_recursion_limit_compiles(template: str) -> None:
 
 
 def test_slp_prefix_sum_lanes_pack_without_a_cycle() -> None:
-    """Lane j = lane j-1 + v[j] (tests/deep_graphs.prefix_lanes): slp packed the four lanes
+    """Lane j = lane j-1 + v[j] (deep_graphs.prefix_lanes): slp packed the four lanes
     as one vector ADD whose first operand STACKs lanes 0..2, and read those lanes back from
     that very vector, so its rebuild walked the cycle for ever (a padded conv2d of tinygrad's
     test_ops: 21 GB in 5 minutes). The kernel compiles and equals the interpreter."""
