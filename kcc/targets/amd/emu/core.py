@@ -11,7 +11,8 @@ bytes (scratch instructions address it from 0). Timing is not modelled;
 written back (no ``s_waitcnt`` covering it) is an error, as it would be a race on hardware.
 
 Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, control) and
-:mod:`kcc.targets.amd.emu.valu` (vector ALU), from the RDNA3 and CDNA3 ISA manuals. An
+:mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
+:mod:`kcc.targets.amd.emu.valu16`), from the RDNA3 and CDNA3 ISA manuals. An
 instruction they do not know is an :class:`EmuError` naming it and its address.
 
 Initial state (AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from s0 in the
@@ -333,6 +334,7 @@ class Workgroup:
 def _semantics() -> dict[str, Semantic]:
     from kcc.targets.amd.emu.ops import SCALAR_OPS
     from kcc.targets.amd.emu.valu import VECTOR_OPS
+    import kcc.targets.amd.emu.valu16  # noqa: F401  (registers the 16-bit ops in VECTOR_OPS)
     return {**SCALAR_OPS, **VECTOR_OPS}
 
 
@@ -346,23 +348,12 @@ _SEM: dict[str, Semantic] | None = None
 UNEMULATED = frozenset("""
     ds_add_f32 ds_add_rtn_f32 ds_add_rtn_u32 ds_add_u32 ds_bpermute_b32 ds_max_rtn_u32
     s_bcnt0_i32_b32 s_bfm_b64 s_brev_b64 s_cls_i32 s_ctz_i32_b64 s_ff1_i32_b64 s_flbit_i32
-    s_quadmask_b32 s_setpc_b64 s_swappc_b64 s_trap s_wqm_b32 s_wqm_b64 v_add_f16 v_add_i32
-    v_add_nc_i32 v_add_nc_u16 v_add_u16 v_ashrrev_i16 v_ceil_f16 v_cls_i32 v_cmp_class_f16
-    v_cmp_eq_f16 v_cmp_eq_i16 v_cmp_eq_u16 v_cmp_f_f16 v_cmp_f_i16 v_cmp_f_u16 v_cmp_ge_f16
-    v_cmp_ge_i16 v_cmp_ge_u16 v_cmp_gt_f16 v_cmp_gt_i16 v_cmp_gt_u16 v_cmp_le_f16
-    v_cmp_le_i16 v_cmp_le_u16 v_cmp_lg_f16 v_cmp_lt_f16 v_cmp_lt_i16 v_cmp_lt_u16
-    v_cmp_ne_i16 v_cmp_ne_u16 v_cmp_neq_f16 v_cmp_nge_f16 v_cmp_ngt_f16 v_cmp_nle_f16
-    v_cmp_nlg_f16 v_cmp_nlt_f16 v_cmp_o_f16 v_cmp_t_f16 v_cmp_t_i16 v_cmp_t_u16
-    v_cmp_tru_f16 v_cmp_u_f16 v_cos_f16 v_cvt_f16_i16 v_cvt_f16_u16 v_cvt_i16_f16
-    v_cvt_i32_i16 v_cvt_pk_rtz_f16_f32 v_cvt_pkrtz_f16_f32 v_cvt_u16_f16 v_cvt_u32_u16
-    v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32 v_div_fmas_f64
-    v_div_scale_f32 v_div_scale_f64 v_exp_f16 v_ffbh_i32 v_floor_f16 v_fma_f16 v_fmac_f16
-    v_fmac_f64 v_fract_f16 v_fract_f64 v_frexp_exp_i16_f16 v_frexp_exp_i32_f32
-    v_frexp_exp_i32_f64 v_frexp_mant_f16 v_frexp_mant_f32 v_frexp_mant_f64 v_ldexp_f16
-    v_log_f16 v_lshlrev_b16 v_lshrrev_b16 v_mad_u32_u16 v_max_f16 v_max_i16 v_max_u16
-    v_min_f16 v_min_i16 v_min_u16 v_mul_f16 v_mul_hi_i32_i24 v_mul_lo_u16 v_nop v_rcp_f16
-    v_rndne_f16 v_rsq_f16 v_sin_f16 v_sqrt_f16 v_sub_f16 v_sub_i32 v_sub_nc_i32 v_sub_nc_u16
-    v_sub_u16 v_subrev_f16 v_trig_preop_f64 v_trunc_f16
+    s_quadmask_b32 s_setpc_b64 s_swappc_b64 s_trap s_wqm_b32 s_wqm_b64 v_add_i32
+    v_add_nc_i32 v_cls_i32 v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32
+    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_ffbh_i32 v_fmac_f64 v_fract_f64
+    v_frexp_exp_i16_f16 v_frexp_exp_i32_f32 v_frexp_exp_i32_f64 v_frexp_mant_f16
+    v_frexp_mant_f32 v_frexp_mant_f64 v_mul_hi_i32_i24 v_nop v_sub_i32 v_sub_nc_i32
+    v_trig_preop_f64
 """.split())
 
 

@@ -9,8 +9,16 @@ operation creates is the default quiet NaN 0x7fc00000 (a NaN operand propagates,
 V_RCP/V_RSQ/V_SQRT/V_EXP/V_LOG/V_SIN/V_COS are computed exactly rounded here; the hardware
 is within 1 ULP, so code that depends on the exact approximation is not modelled.
 
-Type letters of a form: f f32, h f16 (low 16 bits), F f64, u u32, i i32, b b32,
-Q u64, q i64 (64-bit operands are VGPR pairs / SGPR pairs).
+Type letters of a form: f f32, h f16, w u16, j i16 (16-bit: the low half of the 32-bit
+operand), F f64, u u32, i i32, b b32, Q u64, q i64 (64-bit operands are VGPR pairs / SGPR
+pairs). A 16-bit float inline constant is the f16 encoding of its value.
+
+Where a 16-bit result goes: the low half of the destination VGPR (kcc's decoder refuses
+op_sel, so sources are always low halves too). The upper half is kept on gfx11 (RDNA3: a
+VGPR holds two independent 16-bit halves, every 16-bit op writes only its half) and on gfx9
+for the ops with an op_sel destination select (V_FMA_F16, V_DIV_FIXUP_F16, V_MAD_*16: "if
+op_sel[3] is 0 the result is written to the 16 LSBs and the high 16 bits are preserved");
+the other gfx9 16-bit ops write the result zero-extended, the legacy VOP1/VOP2 behaviour.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ OPS: dict[str, Semantic] = {}
 SIGNATURES: dict[str, str] = {}   # a vop() op's "D:SSS" type letters (tests feed it any bits)
 WIDE = "FQq"
 FLOAT = "fhF"
+HALF = "hwj"  # 16-bit operand types
+# gfx9 16-bit ops that keep the destination's upper half (see the module docstring)
+GFX9_KEEP_HIGH = {"v_fma_f16", "v_div_fixup_f16", "v_mad_u16", "v_mad_i16", "v_mad_f16"}
 _QNAN32 = np.uint32(0x7FC00000)
 _QNAN64 = np.uint64(0x7FF8000000000000)
 
@@ -36,13 +47,17 @@ def _read(w: Wave, inst: Inst, i: int, t: str, nd: int | None = None) -> np.ndar
     """Source i (counted among the sources, after ``nd`` destinations) as the numpy type of
     letter t, with the VOP3 abs/neg modifiers of float operands applied (abs first)."""
     op = inst.ops[i + (_ndst(inst) if nd is None else nd)]
-    raw = w.vread(op, 64 if t in WIDE else 32, is_float=t in FLOAT)
+    raw = w.vread(op, 64 if t in WIDE else 16 if t == "h" else 32, is_float=t in FLOAT)
     if t == "f":
         v = raw.view(np.float32)
     elif t == "F":
         v = raw.view(np.float64)
     elif t == "h":
         v = (raw & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+    elif t == "w":
+        v = (raw & np.uint32(0xFFFF)).astype(np.uint16)
+    elif t == "j":
+        v = (raw & np.uint32(0xFFFF)).astype(np.uint16).view(np.int16)
     elif t == "i":
         v = raw.view(np.int32)
     elif t == "q":
@@ -70,7 +85,8 @@ def _base(name: str) -> str:
 
 
 # per float result type: its numpy type, the bits' type, the default NaN and the quiet bit
-_FLOATS = {"f": (np.float32, np.uint32, _QNAN32, np.uint32(1 << 22)),
+_FLOATS = {"h": (np.float16, np.uint16, np.uint16(0x7E00), np.uint16(1 << 9)),
+           "f": (np.float32, np.uint32, _QNAN32, np.uint32(1 << 22)),
            "F": (np.float64, np.uint64, _QNAN64, np.uint64(1 << 51))}
 
 
@@ -89,11 +105,10 @@ def _bits(res: np.ndarray, t: str, srcs: list[np.ndarray]) -> np.ndarray:
                 if s.dtype.kind == "f":
                     src_nan |= np.isnan(s)
             u = np.where(nan & ~src_nan, qnan, u | np.where(nan, quiet, 0))
-        return u.astype(utype)
-    if t == "h":
-        r = np.asarray(res, np.float16)
-        return r.view(np.uint16).astype(np.uint32)
+        return u.astype(utype).astype(np.uint64 if t == "F" else np.uint32)
     r = np.asarray(res)
+    if t in "wj":
+        return (r.astype(np.int64) & 0xFFFF).astype(np.uint32)
     if t in "Qq":
         return r.astype(np.int64).view(np.uint64) if r.dtype.kind == "i" else \
             r.astype(np.uint64)
@@ -117,6 +132,15 @@ def _output_mods(inst: Inst, res: np.ndarray, t: str, ieee: bool = True) -> np.n
     return res
 
 
+def write(w: Wave, inst: Inst, bits: np.ndarray, t: str) -> None:
+    """Write a result of type t (register bits) to the VGPR destination; a 16-bit result
+    goes to the low half, the upper half kept or zeroed per arch (module docstring)."""
+    if t in HALF and (w.fam == "gfx11" or _base(inst.name) in GFX9_KEEP_HIGH):
+        old = w.vread(inst.ops[0])
+        bits = (old & np.uint32(0xFFFF0000)) | (bits.astype(np.uint32) & np.uint32(0xFFFF))
+    w.vwrite(inst.ops[0], bits, 64 if t in WIDE else 32)
+
+
 def vop(sig: str, fn: Callable[..., np.ndarray], *names: str, mode: bool = False) -> None:
     """A VALU op: ``sig`` is "D:SSS" type letters (destination, sources); ``mode``: fn also
     takes the wave's IEEE mode bit (``ieee=``)."""
@@ -129,7 +153,7 @@ def vop(sig: str, fn: Callable[..., np.ndarray], *names: str, mode: bool = False
             if dt in FLOAT:
                 res = _output_mods(inst, np.asarray(res, {"f": np.float32, "F": np.float64,
                                                           "h": np.float16}[dt]), dt, w.ieee)
-        w.vwrite(inst.ops[0], _bits(res, dt, srcs), 64 if dt in WIDE else 32)
+        write(w, inst, _bits(res, dt, srcs), dt)
     for n in names:
         OPS[n] = run
         SIGNATURES[n] = sig
@@ -144,7 +168,8 @@ def _u(x: np.ndarray) -> np.ndarray:
 
 def _snan(a: np.ndarray) -> np.ndarray:
     """Lanes holding a signalling NaN (quiet bit clear)."""
-    quiet = {np.dtype(np.float32): (np.uint32, 22), np.dtype(np.float64): (np.uint64, 51)}
+    quiet = {np.dtype(np.float16): (np.uint16, 9), np.dtype(np.float32): (np.uint32, 22),
+             np.dtype(np.float64): (np.uint64, 51)}
     ut, bit = quiet[a.dtype]
     return np.isnan(a) & ((a.view(ut) >> ut(bit)) & ut(1) == 0)
 
@@ -177,9 +202,10 @@ def _fmin(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
     return _nan_rule(a, b, r, ieee)
 
 
-def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Fused a*b+c in binary32, one rounding: the product is exact in binary64, the sum is
-    rounded to odd in binary64 (TwoSum residual), then rounded once to binary32."""
+def fma_odd(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b+c of binary32/binary16 values in binary64 rounded to odd: the product is exact
+    in binary64, the sum is rounded to odd (TwoSum residual), so a final rounding to the
+    narrower type (>= 2 bits shorter) is the correctly rounded fused result."""
     p = a.astype(f64) * b.astype(f64)
     cc = c.astype(f64)
     s = p + cc
@@ -188,8 +214,12 @@ def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     bits = s.view(np.uint64)
     odd = (bits & np.uint64(1)) == 1
     fix = (err != 0) & ~odd & np.isfinite(s)
-    s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s.astype(f32)
+    return np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Fused a*b+c in binary32, one rounding."""
+    return fma_odd(a, b, c).astype(f32)
 
 
 def _round64(q: Fraction) -> float:
@@ -468,8 +498,8 @@ def _cmp_i(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _class(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """V_CMP_CLASS: bit of S1 for the class of S0: 0 sNaN, 1 qNaN, 2 -inf, 3 -normal,
     4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf."""
-    bits = a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
-    quiet_bit = 22 if a.dtype == np.float32 else 51
+    bits = a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+    quiet_bit = {2: 9, 4: 22, 8: 51}[a.dtype.itemsize]
     tiny = np.finfo(a.dtype).tiny
     neg = np.signbit(a)
     cls = np.select(

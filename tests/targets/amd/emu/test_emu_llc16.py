@@ -1,0 +1,85 @@
+"""16-bit code llc-19 wrote (f16 arithmetic, fused multiply-add, maxnum, compares; i16 add,
+shifts, min/max, zero-extension), run in the emulator for gfx1100 and gfx942 against numpy.
+It checks the 16-bit semantics of kcc/targets/amd/emu/valu16.py, including where a 16-bit
+result goes: llc relies on the upper half being zero (gfx942) or masks it (gfx1100)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from amd_util import ARCHS, llc_hsaco, needs_decoder, needs_llvm19
+from kcc.targets.amd.emu.core import run_hsaco
+
+pytestmark = [needs_llvm19, needs_decoder]
+
+H16 = """target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @h16(ptr addrspace(1) %a, ptr addrspace(1) %b,
+                               ptr addrspace(1) %o, ptr addrspace(1) %q) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr half, ptr addrspace(1) %a, i32 %tid
+  %pb = getelementptr half, ptr addrspace(1) %b, i32 %tid
+  %x = load half, ptr addrspace(1) %pa
+  %y = load half, ptr addrspace(1) %pb
+  %s = fadd half %x, %y
+  %m = fmul half %s, %y
+  %f = call half @llvm.fma.f16(half %x, half %y, half %m)
+  %mx = call half @llvm.maxnum.f16(half %f, half %x)
+  %c = fcmp olt half %x, %y
+  %sel = select i1 %c, half %mx, half %s
+  %po = getelementptr half, ptr addrspace(1) %o, i32 %tid
+  store half %sel, ptr addrspace(1) %po
+  %xi = bitcast half %x to i16
+  %yi = bitcast half %y to i16
+  %ad = add i16 %xi, %yi
+  %amt = and i16 %yi, 15
+  %sh = lshr i16 %ad, %amt
+  %mn = call i16 @llvm.umin.i16(i16 %sh, i16 %xi)
+  %ms = call i16 @llvm.smax.i16(i16 %mn, i16 %yi)
+  %ci = icmp slt i16 %xi, %yi
+  %z = zext i16 %ms to i32
+  %sx = sext i16 %ad to i32
+  %r = select i1 %ci, i32 %z, i32 %sx
+  %pq = getelementptr i32, ptr addrspace(1) %q, i32 %tid
+  store i32 %r, ptr addrspace(1) %pq
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare half @llvm.fma.f16(half, half, half)
+declare half @llvm.maxnum.f16(half, half)
+declare i16 @llvm.umin.i16(i16, i16)
+declare i16 @llvm.smax.i16(i16, i16)
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_f16_and_i16_kernel_matches_numpy(tmp_path, arch):
+    obj = llc_hsaco(tmp_path, arch, H16, "h16",
+                    extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    rng = np.random.default_rng(16)
+    n = 64
+    a = (rng.standard_normal(n) * 4).astype(np.float16)
+    b = (rng.standard_normal(n) * 4).astype(np.float16)
+    a[:6] = [np.nan, 0.0, -0.0, np.inf, 2048.0, 6e-8]  # NaN, zeros, inf, rounding, denormal
+    b[:6] = [1.0, -0.0, 0.0, 1.0, 3.0, 6e-8]
+    o = np.zeros(n, np.float16)
+    q = np.zeros(n, np.uint32)
+    run_hsaco(obj, "h16", [a.copy(), b.copy(), o, q], grid=1, block=n)
+    with np.errstate(all="ignore"):
+        s = a + b  # binary16 add/mul: numpy rounds the exact binary32 result once more
+        m = s * b
+        # the product of two halves is exact in binary64 and these sums are too (small
+        # exponent span): one rounding to binary16 is the fused result
+        f = (a.astype(np.float64) * b + m).astype(np.float16)
+    want = np.where(a < b, np.fmax(f, a), s)
+    np.testing.assert_array_equal(o.view(np.uint16)[1:], want.view(np.uint16)[1:])
+    assert np.isnan(o[0])
+    xi, yi = a.view(np.uint16).astype(np.int64), b.view(np.uint16).astype(np.int64)
+    ad = (xi + yi) & 0xFFFF
+    sh = ad >> (yi & 15)
+    ms = np.maximum(np.minimum(sh, xi).astype(np.uint16).view(np.int16), yi.astype(np.uint16)
+                    .view(np.int16))
+    ci = xi.astype(np.uint16).view(np.int16) < yi.astype(np.uint16).view(np.int16)
+    r = np.where(ci, ms.view(np.uint16).astype(np.int64),
+                 ad.astype(np.uint16).view(np.int16).astype(np.int64))
+    np.testing.assert_array_equal(q, (r & 0xFFFFFFFF).astype(np.uint32))
