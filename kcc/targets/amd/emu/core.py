@@ -341,19 +341,15 @@ def _semantics() -> dict[str, Semantic]:
 _SEM: dict[str, Semantic] | None = None
 
 # Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for:
-# 16-bit and packed-half math, the division helpers (v_div_scale/fmas/fixup), frexp, program-
-# counter and WQM ops, LDS atomics. kcc's selector emits none of them (a test checks every
+# the division helpers (v_div_scale/fmas/fixup), frexp, v_trig_preop, s_trap, LDS atomics and
+# ds_bpermute. kcc's selector emits none of them (a test checks every
 # mnemonic it names is emulated); executing one is an EmuError naming it. The test
 # tests/targets/amd/emu/test_row_coverage.py keeps this set exact, so it only shrinks.
 UNEMULATED = frozenset("""
     ds_add_f32 ds_add_rtn_f32 ds_add_rtn_u32 ds_add_u32 ds_bpermute_b32 ds_max_rtn_u32
-    s_bcnt0_i32_b32 s_bfm_b64 s_brev_b64 s_cls_i32 s_ctz_i32_b64 s_ff1_i32_b64 s_flbit_i32
-    s_quadmask_b32 s_setpc_b64 s_swappc_b64 s_trap s_wqm_b32 s_wqm_b64 v_add_i32
-    v_add_nc_i32 v_cls_i32 v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32
-    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_ffbh_i32 v_fmac_f64 v_fract_f64
-    v_frexp_exp_i16_f16 v_frexp_exp_i32_f32 v_frexp_exp_i32_f64 v_frexp_mant_f16
-    v_frexp_mant_f32 v_frexp_mant_f64 v_mul_hi_i32_i24 v_nop v_sub_i32 v_sub_nc_i32
-    v_trig_preop_f64
+    s_trap v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32 v_div_fmas_f64
+    v_div_scale_f32 v_div_scale_f64 v_frexp_exp_i16_f16 v_frexp_exp_i32_f32
+    v_frexp_exp_i32_f64 v_frexp_mant_f16 v_frexp_mant_f32 v_frexp_mant_f64 v_trig_preop_f64
 """.split())
 
 

@@ -108,6 +108,7 @@ for _k in (1, 2, 3, 4):
     _sop2(lambda a, b, w, k=_k: ((a << k) + b, ((a << k) + b) >> 32 != 0), 32,
           f"s_lshl{_k}_add_u32")
 _sop2(lambda a, b, w: ((((1 << (a & 31)) - 1) << (b & 31)), None), 32, "s_bfm_b32")
+_sop2(lambda a, b, w: ((((1 << (a & 63)) - 1) << (b & 63)), None), 64, "s_bfm_b64")
 
 
 def _bfe(a: int, b: int, bits: int, signed: bool) -> tuple[int, bool]:
@@ -148,6 +149,23 @@ def _popcount(v: int) -> int:
     return bin(v).count("1")
 
 
+def cls32(a: int) -> int:
+    """Count of leading bits equal to bit 31 (bit 31 included), -1 (as u32) for 0 and -1."""
+    a &= M32
+    if a in (0, M32):
+        return M32
+    x = a ^ M32 if a >> 31 else a
+    return 32 - x.bit_length()
+
+
+def _wqm(a: int, bits: int) -> int:
+    return sum(0xF << q for q in range(0, bits, 4) if (a >> q) & 0xF)
+
+
+def _quadmask(a: int, bits: int) -> int:
+    return sum(1 << (q // 4) for q in range(0, bits, 4) if (a >> q) & 0xF)
+
+
 _sop1(lambda a, w: (a, None), 1, "s_mov_b32")
 _sop1(lambda a, w: (a, None), 2, "s_mov_b64")
 _sop1(lambda a, w: (~a, (~a & M32) != 0), 1, "s_not_b32")
@@ -160,6 +178,18 @@ _sop1(lambda a, w: ((a & -a).bit_length() - 1 if a else M32, None), 1, "s_ctz_i3
       "s_ff1_i32_b32")
 _sop1(lambda a, w: (32 - a.bit_length() if a else M32, None), 1, "s_clz_i32_u32",
       "s_flbit_i32_b32")
+_sop1(lambda a, w: (32 - _popcount(a), _popcount(a) != 32), 1, "s_bcnt0_i32_b32")
+_sop1(lambda a, w: (int(f"{a:064b}"[::-1], 2), None), 2, "s_brev_b64")
+_sop1(lambda a, w: ((a & -a).bit_length() - 1 if a else M32, None), 1, "s_ctz_i32_b64",
+      "s_ff1_i32_b64", src_dwords=2)
+# S_CLS_I32 / S_FLBIT_I32: leading bits equal to the sign bit (the sign bit counted); -1 for
+# 0 and -1 (RDNA3 §15 SOP1 S_CLS_I32, CDNA3 S_FLBIT_I32).
+_sop1(lambda a, w: (cls32(a), None), 1, "s_cls_i32", "s_flbit_i32")
+# S_WQM: every 4-bit quad with a bit set becomes all ones; S_QUADMASK: bit i = any bit of
+# quad i. SCC = result != 0.
+_sop1(lambda a, w: (_wqm(a, 32), _wqm(a, 32) != 0), 1, "s_wqm_b32")
+_sop1(lambda a, w: (_wqm(a, 64), _wqm(a, 64) != 0), 2, "s_wqm_b64")
+_sop1(lambda a, w: (_quadmask(a, 32), _quadmask(a, 32) != 0), 1, "s_quadmask_b32")
 _sop1(lambda a, w: (_s32(a << 24) >> 24, None), 1, "s_sext_i32_i8")
 _sop1(lambda a, w: (_s32(a << 16) >> 16, None), 1, "s_sext_i32_i16")
 
@@ -306,6 +336,20 @@ def _code_end(w: Wave, inst: Inst, wg: Workgroup) -> None:
 @_reg("s_getpc_b64")
 def _getpc(w: Wave, inst: Inst, wg: Workgroup) -> None:
     w.swrite(inst.ops[0], w.pc + 4, 2)
+
+
+@_reg("s_setpc_b64")
+def _setpc(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    """PC = S0 (a byte address; outside .text the fetch stops with an error)."""
+    w.next_pc = w.sread(inst.ops[0], 2)
+
+
+@_reg("s_swappc_b64")
+def _swappc(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    """D = the address of the next instruction (PC + 4), then PC = S0."""
+    target = w.sread(inst.ops[1], 2)
+    w.swrite(inst.ops[0], w.pc + 4, 2)
+    w.next_pc = target
 
 
 @_reg("s_waitcnt")

@@ -360,6 +360,9 @@ vop("F:F", np.ceil, "v_ceil_f64")
 vop("F:F", np.trunc, "v_trunc_f64")
 vop("F:F", np.rint, "v_rndne_f64")
 vop("F:Fi", lambda a, e: np.ldexp(a, np.clip(e, -3000, 3000)), "v_ldexp_f64")
+vop("F:F", lambda a: np.where(np.isinf(a), np.nan,
+                             np.minimum(a - np.floor(a), np.nextafter(1.0, 0.0))),
+    "v_fract_f64")
 
 # --- 32-bit integer ----------------------------------------------------------------------
 vop("u:uu", lambda a, b: _u(a) + b, "v_add_nc_u32", "v_add_u32")
@@ -379,6 +382,24 @@ def _i24(x: np.ndarray) -> np.ndarray:
 
 
 vop("i:ii", lambda a, b: _i24(a) * _i24(b), "v_mul_i32_i24")
+vop("i:ii", lambda a, b: (_i24(a) * _i24(b)) >> 32, "v_mul_hi_i32_i24")
+
+
+def _add_i32(sign: int) -> Semantic:
+    """V_ADD_NC_I32 / V_SUB_NC_I32 (gfx11), V_ADD_I32 / V_SUB_I32 (gfx9, VOP3): D = S0 +- S1,
+    wrapping; with the clamp bit the signed result saturates."""
+    def run(w: Wave, inst: Inst, wg: Workgroup) -> None:
+        a, b = _read(w, inst, 0, "i"), _read(w, inst, 1, "i")
+        r = a.astype(np.int64) + sign * b.astype(np.int64)
+        if inst.mod("clamp", False):
+            r = np.clip(r, -2**31, 2**31 - 1)
+        w.vwrite(inst.ops[0], _bits(r, "i", [a, b]))
+    return run
+
+
+OPS["v_add_nc_i32"] = OPS["v_add_i32"] = _add_i32(1)
+OPS["v_sub_nc_i32"] = OPS["v_sub_i32"] = _add_i32(-1)
+OPS["v_nop"] = lambda w, inst, wg: None
 vop("u:uuu", lambda a, b, c: _u(a & np.uint32(0xFFFFFF)) * (b & np.uint32(0xFFFFFF)) + c,
     "v_mad_u32_u24")
 vop("i:iii", lambda a, b, c: _i24(a) * _i24(b) + c, "v_mad_i32_i24")
@@ -459,6 +480,14 @@ def _ctz(a: np.ndarray) -> np.ndarray:
     return n
 
 
+def _cls(a: np.ndarray) -> np.ndarray:
+    """V_CLS_I32 / V_FFBH_I32: leading bits equal to the sign bit (it included); -1 for 0
+    and -1 (RDNA3 §15 VOP1 V_CLS_I32, CDNA3 V_FFBH_I32)."""
+    n = _clz(np.where(a >> np.uint32(31) == 1, ~a, a).astype(np.uint32))
+    return np.where((a == 0) | (a == np.uint32(0xFFFFFFFF)), -1, n)
+
+
+vop("i:u", _cls, "v_cls_i32", "v_ffbh_i32")
 vop("i:u", _clz, "v_clz_i32_u32", "v_ffbh_u32")
 vop("i:u", _ctz, "v_ctz_i32_b32", "v_ffbl_b32")
 vop("u:uu", lambda a, b: np.array([bin(int(x)).count("1") for x in a], np.uint64) + b,
@@ -625,16 +654,19 @@ for _n in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32",
 
 
 def _fmac(w: Wave, inst: Inst, wg: Workgroup) -> None:
-    """V_FMAC_F32 (fused) / V_MAC_F32 (gfx9, unfused): D = S0 * S1 + D."""
-    a, b = _read(w, inst, 0, "f"), _read(w, inst, 1, "f")
-    d = w.vread(inst.ops[0]).view(np.float32)
+    """V_FMAC_F32 / V_FMAC_F64 (fused) / V_MAC_F32 (gfx9, unfused): D = S0 * S1 + D."""
+    name = _base(inst.name)
+    t = "F" if name == "v_fmac_f64" else "f"
+    a, b = _read(w, inst, 0, t), _read(w, inst, 1, t)
+    d = w.vread(inst.ops[0], 64 if t == "F" else 32).view(np.float64 if t == "F" else f32)
     with np.errstate(all="ignore"):
-        res = _fma32(a, b, d) if _base(inst.name) == "v_fmac_f32" else (a * b) + d
-        res = _output_mods(inst, res.astype(np.float32), "f", w.ieee)
-    w.vwrite(inst.ops[0], _bits(res, "f", [a, b, d]))
+        res = _fma64(a, b, d) if t == "F" else _fma32(a, b, d) if name == "v_fmac_f32" \
+            else (a * b) + d
+        res = _output_mods(inst, res, t, w.ieee)
+    w.vwrite(inst.ops[0], _bits(res, t, [a, b, d]), 64 if t == "F" else 32)
 
 
-OPS["v_fmac_f32"] = OPS["v_mac_f32"] = _fmac
+OPS["v_fmac_f32"] = OPS["v_mac_f32"] = OPS["v_fmac_f64"] = _fmac
 
 VECTOR_OPS = OPS
 
