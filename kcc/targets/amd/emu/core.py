@@ -12,7 +12,8 @@ written back (no ``s_waitcnt`` covering it) is an error, as it would be a race o
 
 Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, control) and
 :mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
-:mod:`kcc.targets.amd.emu.valu16`), from the RDNA3 and CDNA3 ISA manuals. An
+:mod:`kcc.targets.amd.emu.valu16`; LDS atomics in
+:mod:`kcc.targets.amd.emu.lds_atomics`), from the RDNA3 and CDNA3 ISA manuals. An
 instruction they do not know is an :class:`EmuError` naming it and its address.
 
 Initial state (AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from s0 in the
@@ -334,21 +335,22 @@ class Workgroup:
 def _semantics() -> dict[str, Semantic]:
     from kcc.targets.amd.emu.ops import SCALAR_OPS
     from kcc.targets.amd.emu.valu import VECTOR_OPS
-    import kcc.targets.amd.emu.valu16  # noqa: F401  (registers the 16-bit ops in VECTOR_OPS)
+    # these register their ops in SCALAR_OPS / VECTOR_OPS
+    import kcc.targets.amd.emu.lds_atomics  # noqa: F401
+    import kcc.targets.amd.emu.valu16  # noqa: F401
     return {**SCALAR_OPS, **VECTOR_OPS}
 
 
 _SEM: dict[str, Semantic] | None = None
 
 # Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for:
-# the division helpers (v_div_scale/fmas/fixup), frexp, v_trig_preop, s_trap, LDS atomics and
-# ds_bpermute. kcc's selector emits none of them (a test checks every
-# mnemonic it names is emulated); executing one is an EmuError naming it. The test
+# the division helpers (v_div_scale/fmas/fixup), frexp, v_trig_preop, s_trap, ds_bpermute.
+# kcc's selector emits none of them (a test checks every mnemonic it names is emulated);
+# executing one is an EmuError naming it. The test
 # tests/targets/amd/emu/test_row_coverage.py keeps this set exact, so it only shrinks.
 UNEMULATED = frozenset("""
-    ds_add_f32 ds_add_rtn_f32 ds_add_rtn_u32 ds_add_u32 ds_bpermute_b32 ds_max_rtn_u32
-    s_trap v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32 v_div_fmas_f64
-    v_div_scale_f32 v_div_scale_f64 v_frexp_exp_i16_f16 v_frexp_exp_i32_f32
+    ds_bpermute_b32 s_trap v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32
+    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_frexp_exp_i16_f16 v_frexp_exp_i32_f32
     v_frexp_exp_i32_f64 v_frexp_mant_f16 v_frexp_mant_f32 v_frexp_mant_f64 v_trig_preop_f64
 """.split())
 

@@ -83,3 +83,89 @@ def test_f16_and_i16_kernel_matches_numpy(tmp_path, arch):
     r = np.where(ci, ms.view(np.uint16).astype(np.int64),
                  ad.astype(np.uint16).view(np.int16).astype(np.int64))
     np.testing.assert_array_equal(q, (r & 0xFFFFFFFF).astype(np.uint32))
+
+
+# LDS atomics llc-19 selects: add without return (ds_add_u32), add and umax with return
+# (ds_add_rtn_u32, ds_max_rtn_u32), float add without return (ds_add_f32). 4 slots, each
+# lane adds to slot tid % 4; after a barrier lanes 0-3 store the slots.
+LDS_ATOMICS = """target triple = "amdgcn-amd-amdhsa"
+@acc = internal addrspace(3) global [4 x i32] undef, align 4
+@mx = internal addrspace(3) global [4 x i32] undef, align 4
+@cnt = internal addrspace(3) global [4 x i32] undef, align 4
+@fs = internal addrspace(3) global [4 x float] undef, align 4
+define amdgpu_kernel void @ldsat(ptr addrspace(1) %v, ptr addrspace(1) %old,
+                                 ptr addrspace(1) %oldmax, ptr addrspace(1) %sums) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %slot = and i32 %tid, 3
+  %first = icmp ult i32 %tid, 4
+  %pa = getelementptr [4 x i32], ptr addrspace(3) @acc, i32 0, i32 %slot
+  %pm = getelementptr [4 x i32], ptr addrspace(3) @mx, i32 0, i32 %slot
+  %pc = getelementptr [4 x i32], ptr addrspace(3) @cnt, i32 0, i32 %slot
+  %pf = getelementptr [4 x float], ptr addrspace(3) @fs, i32 0, i32 %slot
+  br i1 %first, label %init, label %go
+init:
+  store i32 0, ptr addrspace(3) %pa
+  store i32 0, ptr addrspace(3) %pm
+  store i32 0, ptr addrspace(3) %pc
+  store float 0.0, ptr addrspace(3) %pf
+  br label %go
+go:
+  call void @llvm.amdgcn.s.barrier()
+  %pv = getelementptr i32, ptr addrspace(1) %v, i32 %tid
+  %x = load i32, ptr addrspace(1) %pv
+  %o = atomicrmw add ptr addrspace(3) %pa, i32 %x monotonic
+  %om = atomicrmw umax ptr addrspace(3) %pm, i32 %x monotonic
+  %u = atomicrmw add ptr addrspace(3) %pc, i32 1 monotonic
+  %xf = uitofp i32 %x to float
+  %uf = atomicrmw fadd ptr addrspace(3) %pf, float %xf monotonic
+  %po = getelementptr i32, ptr addrspace(1) %old, i32 %tid
+  store i32 %o, ptr addrspace(1) %po
+  %pom = getelementptr i32, ptr addrspace(1) %oldmax, i32 %tid
+  store i32 %om, ptr addrspace(1) %pom
+  call void @llvm.amdgcn.s.barrier()
+  br i1 %first, label %out, label %done
+out:
+  %s = load i32, ptr addrspace(3) %pa
+  %c = load i32, ptr addrspace(3) %pc
+  %f = load float, ptr addrspace(3) %pf
+  %fi = fptoui float %f to i32
+  %ps = getelementptr i32, ptr addrspace(1) %sums, i32 %tid
+  %t = add i32 %s, %c
+  store i32 %t, ptr addrspace(1) %ps
+  %tid4 = add i32 %tid, 4
+  %ps2 = getelementptr i32, ptr addrspace(1) %sums, i32 %tid4
+  store i32 %fi, ptr addrspace(1) %ps2
+  br label %done
+done:
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare void @llvm.amdgcn.s.barrier()
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lds_atomics_kernel_matches_numpy(tmp_path, arch):
+    obj = llc_hsaco(tmp_path, arch, LDS_ATOMICS, "ldsat",
+                    extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    n = 128
+    rng = np.random.default_rng(6)
+    v = rng.integers(0, 1000, n).astype(np.uint32)
+    old, oldmax, sums = (np.zeros(n, np.uint32), np.zeros(n, np.uint32),
+                         np.zeros(8, np.uint32))
+    run_hsaco(obj, "ldsat", [v.copy(), old, oldmax, sums], grid=1, block=n)
+    slot = np.arange(n) % 4
+    want = np.array([v[slot == s].sum() for s in range(4)], np.int64)
+    # the add slot plus the count slot (32 lanes each); the float sums are exact integers
+    np.testing.assert_array_equal(sums[:4], want + n // 4)
+    np.testing.assert_array_equal(sums[4:], want)
+    for s in range(4):
+        # whatever the lane order, each returned old value is the sum of the values added
+        # before it: sorted by old value they chain; the max atomic's old values are the
+        # running maximum in that same order (the emulator runs both in lane order)
+        lanes = np.nonzero(slot == s)[0]
+        order = lanes[np.argsort(old[lanes], kind="stable")]
+        np.testing.assert_array_equal(old[order], np.concatenate(
+            [[0], np.cumsum(v[order].astype(np.int64))[:-1]]))
+        np.testing.assert_array_equal(oldmax[order], np.concatenate(
+            [[0], np.maximum.accumulate(v[order])[:-1]]))

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pytest
 
-from kcc.encode.amd.operands import SGPR, VGPR, Inst
+from kcc.encode.amd.operands import SGPR, VGPR, Imm, Inst
 from tests.targets.amd.emu.test_emu_ops import ARCHS, lanes, make, run
 
 V, S = VGPR, SGPR
 GFX11 = {"gfx1100": True, "gfx942": False}
+
+
+def f2u(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def d2u(x: float) -> int:
@@ -128,3 +133,23 @@ def test_v_fract_f64_and_fmac_f64(arch):
         lanes(w, 5, [d2u(c) >> 32] * 4)
         run(w, Inst("v_fmac_f64_e32", (V(4, 2), V(2, 2), V(2, 2))))
         assert int(w.v[4, 0]) | int(w.v[5, 0]) << 32 == d2u(2.0**-60)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lds_atomics_in_lane_order_with_returns(arch):
+    w = make(arch, active=3)
+    lanes(w, 1, [4, 4, 4])
+    lanes(w, 2, [f2u(1.5), f2u(2.25), f2u(-0.75)])
+    lanes(w, 3, [7, 0xFFFFFFFF, 5])
+    # lane by lane: old 0, 1.5, 3.75 returned; 3.0 left (offset 8 + 4 = byte 12)
+    wg = run(w, Inst("ds_add_rtn_f32", (V(4), V(1), V(2)), (("offset", 8),)))
+    run(w, Inst("s_waitcnt", (Imm(0xFC07 if arch == "gfx1100" else 0xC07F),)), wg=wg)
+    assert w.v[4, :3].tolist() == [0, f2u(1.5), f2u(3.75)]
+    assert wg.lds[12:16].view(np.uint32)[0] == f2u(3.0)
+    # u32 add wraps: 7 + 0xFFFFFFFF + 5 = 11 at byte 4; max: returns 0, 7, 0xFFFFFFFF
+    run(w, Inst("ds_add_u32", (V(1), V(3))), wg=wg)
+    assert wg.lds[4:8].view(np.uint32)[0] == 11
+    run(w, Inst("ds_max_rtn_u32", (V(5), V(1), V(3)), (("offset", 16),)), wg=wg)
+    run(w, Inst("s_waitcnt", (Imm(0xFC07 if arch == "gfx1100" else 0xC07F),)), wg=wg)
+    assert w.v[5, :3].tolist() == [0, 7, 0xFFFFFFFF]
+    assert wg.lds[20:24].view(np.uint32)[0] == 0xFFFFFFFF
