@@ -344,14 +344,13 @@ def _semantics() -> dict[str, Semantic]:
 _SEM: dict[str, Semantic] | None = None
 
 # Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for:
-# the division helpers (v_div_scale/fmas/fixup), frexp, v_trig_preop, s_trap, ds_bpermute.
+# the division helpers (v_div_scale/fmas/fixup), v_trig_preop, s_trap, ds_bpermute.
 # kcc's selector emits none of them (a test checks every mnemonic it names is emulated);
 # executing one is an EmuError naming it. The test
 # tests/targets/amd/emu/test_row_coverage.py keeps this set exact, so it only shrinks.
 UNEMULATED = frozenset("""
     ds_bpermute_b32 s_trap v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32
-    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_frexp_exp_i16_f16 v_frexp_exp_i32_f32
-    v_frexp_exp_i32_f64 v_frexp_mant_f16 v_frexp_mant_f32 v_frexp_mant_f64 v_trig_preop_f64
+    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_trig_preop_f64
 """.split())
 
 

@@ -360,6 +360,24 @@ vop("F:F", np.ceil, "v_ceil_f64")
 vop("F:F", np.trunc, "v_trunc_f64")
 vop("F:F", np.rint, "v_rndne_f64")
 vop("F:Fi", lambda a, e: np.ldexp(a, np.clip(e, -3000, 3000)), "v_ldexp_f64")
+
+
+def frexp_mant(a: np.ndarray) -> np.ndarray:
+    """V_FREXP_MANT: the significand in (-1, -0.5] / [0.5, 1) of C frexp() (the manual's
+    "invariant S0 = significand * 2 ** exponent"; 0 stays 0, a denormal is normalized);
+    inf and NaN give S0."""
+    return np.where(np.isfinite(a), np.frexp(a)[0], a)
+
+
+def frexp_exp(a: np.ndarray) -> np.ndarray:
+    """V_FREXP_EXP: the exponent of C frexp() (0 for 0); inf and NaN give 0."""
+    return np.where(np.isfinite(a), np.frexp(a)[1], 0).astype(np.int64)
+
+
+vop("f:f", frexp_mant, "v_frexp_mant_f32")
+vop("F:F", frexp_mant, "v_frexp_mant_f64")
+vop("i:f", frexp_exp, "v_frexp_exp_i32_f32")
+vop("i:F", frexp_exp, "v_frexp_exp_i32_f64")
 vop("F:F", lambda a: np.where(np.isinf(a), np.nan,
                              np.minimum(a - np.floor(a), np.nextafter(1.0, 0.0))),
     "v_fract_f64")

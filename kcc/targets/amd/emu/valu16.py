@@ -18,7 +18,8 @@ import numpy as np
 from kcc.encode.amd.operands import Inst
 from kcc.targets.amd.emu.core import Wave, Workgroup
 from kcc.targets.amd.emu.valu import (OPS, _bits, _cmp_f, _cmp_i, _class, _fmax, _fmin,
-                                      _output_mods, _read, _vopc, fma_odd, vop, write)
+                                      _output_mods, _read, _vopc, fma_odd, frexp_exp,
+                                      frexp_mant, vop, write)
 
 h16, f64 = np.float16, np.float64
 
@@ -46,6 +47,8 @@ vop("h:h", np.rint, "v_rndne_f16")
 vop("h:h", lambda a: np.where(np.isinf(a), h16(np.nan),
                              np.minimum(a - np.floor(a), np.nextafter(h16(1), h16(0)))),
     "v_fract_f16")
+vop("h:h", frexp_mant, "v_frexp_mant_f16")
+vop("j:h", frexp_exp, "v_frexp_exp_i16_f16")
 vop("h:h", np.sqrt, "v_sqrt_f16")
 vop("h:h", lambda a: h16(1) / a, "v_rcp_f16")
 vop("h:h", lambda a: (1 / np.sqrt(a.astype(f64))).astype(h16), "v_rsq_f16")

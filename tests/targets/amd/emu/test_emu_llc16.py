@@ -1,7 +1,6 @@
-"""16-bit code llc-19 wrote (f16 arithmetic, fused multiply-add, maxnum, compares; i16 add,
-shifts, min/max, zero-extension), run in the emulator for gfx1100 and gfx942 against numpy.
-It checks the 16-bit semantics of kcc/targets/amd/emu/valu16.py, including where a 16-bit
-result goes: llc relies on the upper half being zero (gfx942) or masks it (gfx1100)."""
+"""Code llc-19 wrote with rows the emulator gained, run for gfx1100 and gfx942 against numpy:
+16-bit math (f16 arithmetic, fused multiply-add, maxnum, compares; i16 add, shifts, min/max,
+zero-extension: kcc/targets/amd/emu/valu16.py), LDS atomics (lds_atomics.py) and frexp."""
 
 from __future__ import annotations
 
@@ -169,3 +168,37 @@ def test_lds_atomics_kernel_matches_numpy(tmp_path, arch):
             [[0], np.cumsum(v[order].astype(np.int64))[:-1]]))
         np.testing.assert_array_equal(oldmax[order], np.concatenate(
             [[0], np.maximum.accumulate(v[order])[:-1]]))
+
+
+# llvm.frexp: llc-19 selects v_frexp_mant_f32 / v_frexp_exp_i32_f32 with no fix-up, so LLVM
+# relies on them being C frexp() for finite inputs (0 -> (0, 0), denormals normalized).
+FREXP = """target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @fx(ptr addrspace(1) %a, ptr addrspace(1) %m, ptr addrspace(1) %e) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr float, ptr addrspace(1) %a, i32 %tid
+  %x = load float, ptr addrspace(1) %pa
+  %r = call { float, i32 } @llvm.frexp.f32.i32(float %x)
+  %mm = extractvalue { float, i32 } %r, 0
+  %ee = extractvalue { float, i32 } %r, 1
+  %pm = getelementptr float, ptr addrspace(1) %m, i32 %tid
+  store float %mm, ptr addrspace(1) %pm
+  %pe = getelementptr i32, ptr addrspace(1) %e, i32 %tid
+  store i32 %ee, ptr addrspace(1) %pe
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare { float, i32 } @llvm.frexp.f32.i32(float)
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_frexp_kernel_matches_numpy(tmp_path, arch):
+    obj = llc_hsaco(tmp_path, arch, FREXP, "fx")
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal(64) * 10.0 ** rng.integers(-30, 30, 64)).astype(np.float32)
+    a[:4] = [0.0, -0.0, 1e-40, -3e-45]  # zeros and denormals
+    m, e = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    run_hsaco(obj, "fx", [a.copy(), m, e], grid=1, block=64)
+    wm, we = np.frexp(a)
+    np.testing.assert_array_equal(m.view(np.uint32), wm.view(np.uint32))
+    np.testing.assert_array_equal(e, we)

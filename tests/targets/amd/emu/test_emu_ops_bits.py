@@ -153,3 +153,28 @@ def test_lds_atomics_in_lane_order_with_returns(arch):
     run(w, Inst("s_waitcnt", (Imm(0xFC07 if arch == "gfx1100" else 0xC07F),)), wg=wg)
     assert w.v[5, :3].tolist() == [0, 7, 0xFFFFFFFF]
     assert wg.lds[20:24].view(np.uint32)[0] == 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_frexp_mant_and_exp(arch):
+    # 12 = 0.75 * 2^4; -0 = -0 * 2^0; 2^-140 (a denormal, bits 0x200) = 0.5 * 2^-139;
+    # inf and NaN: the mantissa is S0, the exponent 0 (manual pseudocode)
+    w = make(arch, active=5)
+    lanes(w, 1, [f2u(12.0), 0x80000000, 0x00000200, 0x7F800000, 0x7FC00000])
+    run(w, Inst("v_frexp_mant_f32_e32", (V(2), V(1))),
+        Inst("v_frexp_exp_i32_f32_e32", (V(3), V(1))))
+    assert w.v[2, :5].tolist() == [f2u(0.75), 0x80000000, f2u(0.5), 0x7F800000, 0x7FC00000]
+    assert w.v[3, :5].tolist() == [4, 0, (-139) & 0xFFFFFFFF, 0, 0]
+    lanes(w, 4, [0] * 5)
+    lanes(w, 5, [d2u(0.375) >> 32] * 5)  # 0.375 = 0.75 * 2^-1
+    run(w, Inst("v_frexp_mant_f64_e32", (V(6, 2), V(4, 2))),
+        Inst("v_frexp_exp_i32_f64_e32", (V(8), V(4, 2))))
+    assert (int(w.v[6, 0]) | int(w.v[7, 0]) << 32, w.v[8, 0]) == (d2u(0.75), 0xFFFFFFFF)
+    # f16: 2^-24 (0x0001) = 0.5 * 2^-23; 65504 (0x7BFF) = 0.99951171875 (0x3BFF) * 2^16
+    lanes(w, 1, [0x0001, 0x7BFF])
+    w.v[2] = w.v[3] = 0xDEADBEEF
+    run(w, Inst("v_frexp_mant_f16_e32", (V(2), V(1))),
+        Inst("v_frexp_exp_i16_f16_e32", (V(3), V(1))))
+    hi = 0xDEAD0000 if GFX11[arch] else 0
+    assert w.v[2, :2].tolist() == [hi | 0x3800, hi | 0x3BFF]
+    assert w.v[3, :2].tolist() == [hi | ((-23) & 0xFFFF), hi | 16]
