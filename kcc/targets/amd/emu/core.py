@@ -12,8 +12,8 @@ written back (no ``s_waitcnt`` covering it) is an error, as it would be a race o
 
 Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, control) and
 :mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
-:mod:`kcc.targets.amd.emu.valu16`; LDS atomics in
-:mod:`kcc.targets.amd.emu.lds_atomics`), from the RDNA3 and CDNA3 ISA manuals. An
+:mod:`kcc.targets.amd.emu.valu16`, division helpers in :mod:`kcc.targets.amd.emu.valu_div`;
+LDS atomics in :mod:`kcc.targets.amd.emu.lds_atomics`), from the RDNA3 and CDNA3 ISA manuals. An
 instruction they do not know is an :class:`EmuError` naming it and its address.
 
 Initial state (AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from s0 in the
@@ -338,19 +338,19 @@ def _semantics() -> dict[str, Semantic]:
     # these register their ops in SCALAR_OPS / VECTOR_OPS
     import kcc.targets.amd.emu.lds_atomics  # noqa: F401
     import kcc.targets.amd.emu.valu16  # noqa: F401
+    import kcc.targets.amd.emu.valu_div  # noqa: F401
     return {**SCALAR_OPS, **VECTOR_OPS}
 
 
 _SEM: dict[str, Semantic] | None = None
 
 # Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for:
-# the division helpers (v_div_scale/fmas/fixup), v_trig_preop, s_trap, ds_bpermute.
+# v_trig_preop, s_trap, ds_bpermute.
 # kcc's selector emits none of them (a test checks every mnemonic it names is emulated);
 # executing one is an EmuError naming it. The test
 # tests/targets/amd/emu/test_row_coverage.py keeps this set exact, so it only shrinks.
 UNEMULATED = frozenset("""
-    ds_bpermute_b32 s_trap v_div_fixup_f16 v_div_fixup_f32 v_div_fixup_f64 v_div_fmas_f32
-    v_div_fmas_f64 v_div_scale_f32 v_div_scale_f64 v_trig_preop_f64
+    ds_bpermute_b32 s_trap v_trig_preop_f64
 """.split())
 
 

@@ -1,6 +1,7 @@
 """Code llc-19 wrote with rows the emulator gained, run for gfx1100 and gfx942 against numpy:
 16-bit math (f16 arithmetic, fused multiply-add, maxnum, compares; i16 add, shifts, min/max,
-zero-extension: kcc/targets/amd/emu/valu16.py), LDS atomics (lds_atomics.py) and frexp."""
+zero-extension: kcc/targets/amd/emu/valu16.py), LDS atomics (lds_atomics.py), frexp and
+llc's f32/f64 division (v_div_scale / v_div_fmas / v_div_fixup: valu_div.py)."""
 
 from __future__ import annotations
 
@@ -202,3 +203,57 @@ def test_frexp_kernel_matches_numpy(tmp_path, arch):
     wm, we = np.frexp(a)
     np.testing.assert_array_equal(m.view(np.uint32), wm.view(np.uint32))
     np.testing.assert_array_equal(e, we)
+
+
+# fdiv float and double: llc-19's macro v_div_scale (numerator and denominator), v_rcp, fma
+# Newton-Raphson steps, v_div_fmas, v_div_fixup. With the emulator's exactly rounded v_rcp
+# the macro gives the correctly rounded quotient; special operands go through v_div_fixup.
+FDIV = """target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @dv(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %o,
+                              ptr addrspace(1) %da, ptr addrspace(1) %db, ptr addrspace(1) %do) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr float, ptr addrspace(1) %a, i32 %tid
+  %pb = getelementptr float, ptr addrspace(1) %b, i32 %tid
+  %x = load float, ptr addrspace(1) %pa
+  %y = load float, ptr addrspace(1) %pb
+  %q = fdiv float %x, %y
+  %po = getelementptr float, ptr addrspace(1) %o, i32 %tid
+  store float %q, ptr addrspace(1) %po
+  %pda = getelementptr double, ptr addrspace(1) %da, i32 %tid
+  %pdb = getelementptr double, ptr addrspace(1) %db, i32 %tid
+  %dx = load double, ptr addrspace(1) %pda
+  %dy = load double, ptr addrspace(1) %pdb
+  %dq = fdiv double %dx, %dy
+  %pdo = getelementptr double, ptr addrspace(1) %do, i32 %tid
+  store double %dq, ptr addrspace(1) %pdo
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+"""
+
+
+# gfx942 only: for gfx1100 llc puts an s_waitcnt_depctr (a hazard wait) in this kernel, a
+# SOPP form kcc's decoder has no row for (kcc never emits it).
+@pytest.mark.parametrize("arch", ["gfx942"])
+def test_fdiv_macro_matches_numpy(tmp_path, arch):
+    obj = llc_hsaco(tmp_path, arch, FDIV, "dv")
+    rng = np.random.default_rng(8)
+    n = 64
+    # quotients within 2^+-96 and no tiny operand: the cases valu_div.py emulates
+    a = rng.standard_normal(n) * 10.0 ** rng.integers(-10, 10, n)
+    b = rng.standard_normal(n) * 10.0 ** rng.integers(-10, 10, n)
+    special = [(0.0, 0.0), (1.0, 0.0), (-1.0, 0.0), (np.inf, np.inf), (np.inf, 2.0),
+               (3.0, np.inf), (0.0, -5.0), (np.nan, 1.0), (1.0, np.nan), (1.0, 3.0)]
+    for i, (x, y) in enumerate(special):
+        a[i], b[i] = x, y
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    o = np.zeros(n, np.float32)
+    do = np.zeros(n, np.float64)
+    run_hsaco(obj, "dv", [a32.copy(), b32.copy(), o, a.copy(), b.copy(), do], grid=1, block=n)
+    with np.errstate(all="ignore"):
+        w32, w64 = a32 / b32, a / b
+    nan32, nan64 = np.isnan(w32), np.isnan(w64)
+    np.testing.assert_array_equal(np.isnan(o), nan32)
+    np.testing.assert_array_equal(o.view(np.uint32)[~nan32], w32.view(np.uint32)[~nan32])
+    np.testing.assert_array_equal(np.isnan(do), nan64)
+    np.testing.assert_array_equal(do.view(np.uint64)[~nan64], w64.view(np.uint64)[~nan64])
