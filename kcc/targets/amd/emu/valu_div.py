@@ -4,8 +4,8 @@
 The manual's pseudocode for these is known to be incomplete (its V_DIV_FMAS "2 ** 32 *
 fma(...)" cannot undo V_DIV_SCALE's 2 ** 64 scaling, and UNDERFLOW_F32/OVERFLOW_F32 are never
 defined), so the cases it does not settle are refused, an EmuError at the instruction, not
-guessed: V_DIV_SCALE with a denormal denominator or a tiny numerator (exponent field <= 23 /
-53), V_DIV_FMAS on a lane with VCC set whose fused result is finite and nonzero (a power-of-2
+guessed: V_DIV_SCALE with a denormal denominator or quotient or a tiny numerator (exponent
+field <= 23 / 53), V_DIV_FMAS on a lane with VCC set whose fused result is finite and nonzero (a power-of-2
 factor leaves NaN, inf and 0 unchanged, so those lanes are exact whatever the factor), and
 V_DIV_FIXUP's underflow/overflow cases and a NaN quotient in its last case. None arises in
 llc's division macro for finite operands within ~2 ** 96 of each other and not tiny, nor for
@@ -57,9 +57,9 @@ def _div_scale(t: str) -> Semantic:
             conds = [(s2 == 0) | (s1 == 0), ediff >= thr, _denorm(s1), rcp_den & quot_den,
                      rcp_den, quot_den, _exponent(s2, t) <= tiny]
         first = np.argmax(np.array(conds + [np.ones_like(conds[0])]), axis=0)
-        if (np.isin(first, (2, 6)) & w.exec).any():
-            raise w.error("a denormal denominator or a tiny numerator: this case of "
-                          "v_div_scale is not emulated")
+        if (np.isin(first, (2, 3, 5, 6)) & w.exec).any():
+            raise w.error("a denormal denominator or quotient or a tiny numerator: this case "
+                          "of v_div_scale is not emulated")
         with np.errstate(all="ignore"):
             res = np.select(conds, [np.full_like(s0, np.nan), np.where(s0 == s1, up, s0), up,
                                     np.where(s0 == s1, up, s0), down,
