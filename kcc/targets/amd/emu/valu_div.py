@@ -1,15 +1,16 @@
 """Emulator semantics of the float division helpers V_DIV_SCALE, V_DIV_FMAS and V_DIV_FIXUP
-(RDNA3 ISA §15 VOP3 / VOP3SD opcode pseudocode; the same definitions in CDNA3 §13).
+(RDNA3 ISA §15 VOP3 / VOP3SD opcode pseudocode; CDNA3 §13 has the same opcodes, its text
+was not compared).
 
 The manual's pseudocode for these is known to be incomplete (its V_DIV_FMAS "2 ** 32 *
 fma(...)" cannot undo V_DIV_SCALE's 2 ** 64 scaling, and UNDERFLOW_F32/OVERFLOW_F32 are never
 defined), so the cases it does not settle are refused, an EmuError at the instruction, not
 guessed: V_DIV_SCALE with a denormal denominator or quotient or a tiny numerator (exponent
-field <= 23 / 53), V_DIV_FMAS on a lane with VCC set whose fused result is finite and nonzero (a power-of-2
-factor leaves NaN, inf and 0 unchanged, so those lanes are exact whatever the factor), and
-V_DIV_FIXUP's underflow/overflow cases and a NaN quotient in its last case. None arises in
-llc's division macro for finite operands within ~2 ** 96 of each other and not tiny, nor for
-a zero, infinite or NaN operand.
+field <= 23 / 53), V_DIV_FMAS on a lane with VCC set whose fused result is finite and
+nonzero (a power-of-2 factor leaves NaN, inf and 0 unchanged, so those lanes are exact
+whatever the factor), and V_DIV_FIXUP's underflow/overflow cases and a NaN quotient in its
+last case. None arises in llc's division macro for finite operands within ~2 ** 96 of each
+other and not tiny, nor for a zero, infinite or NaN operand.
 """
 
 from __future__ import annotations
