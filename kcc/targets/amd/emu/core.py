@@ -12,7 +12,8 @@ written back (no ``s_waitcnt`` covering it) is an error, as it would be a race o
 
 Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, control) and
 :mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
-:mod:`kcc.targets.amd.emu.valu16`, division helpers in :mod:`kcc.targets.amd.emu.valu_div`;
+:mod:`kcc.targets.amd.emu.valu16`, division helpers in :mod:`kcc.targets.amd.emu.valu_div`,
+frexp and a few more in :mod:`kcc.targets.amd.emu.valu_more`;
 LDS atomics in :mod:`kcc.targets.amd.emu.lds_atomics`), from the RDNA3 and CDNA3 ISA manuals. An
 instruction they do not know is an :class:`EmuError` naming it and its address.
 
@@ -339,6 +340,7 @@ def _semantics() -> dict[str, Semantic]:
     import kcc.targets.amd.emu.lds_atomics  # noqa: F401
     import kcc.targets.amd.emu.valu16  # noqa: F401
     import kcc.targets.amd.emu.valu_div  # noqa: F401
+    import kcc.targets.amd.emu.valu_more  # noqa: F401
     return {**SCALAR_OPS, **VECTOR_OPS}
 
 

@@ -362,22 +362,6 @@ vop("F:F", np.rint, "v_rndne_f64")
 vop("F:Fi", lambda a, e: np.ldexp(a, np.clip(e, -3000, 3000)), "v_ldexp_f64")
 
 
-def frexp_mant(a: np.ndarray) -> np.ndarray:
-    """V_FREXP_MANT: the significand in (-1, -0.5] / [0.5, 1) of C frexp() (the manual's
-    "invariant S0 = significand * 2 ** exponent"; 0 stays 0, a denormal is normalized);
-    inf and NaN give S0."""
-    return np.where(np.isfinite(a), np.frexp(a)[0], a)
-
-
-def frexp_exp(a: np.ndarray) -> np.ndarray:
-    """V_FREXP_EXP: the exponent of C frexp() (0 for 0); inf and NaN give 0."""
-    return np.where(np.isfinite(a), np.frexp(a)[1], 0).astype(np.int64)
-
-
-vop("f:f", frexp_mant, "v_frexp_mant_f32")
-vop("F:F", frexp_mant, "v_frexp_mant_f64")
-vop("i:f", frexp_exp, "v_frexp_exp_i32_f32")
-vop("i:F", frexp_exp, "v_frexp_exp_i32_f64")
 vop("F:F", lambda a: np.where(np.isinf(a), np.nan,
                              np.minimum(a - np.floor(a), np.nextafter(1.0, 0.0))),
     "v_fract_f64")
@@ -400,24 +384,6 @@ def _i24(x: np.ndarray) -> np.ndarray:
 
 
 vop("i:ii", lambda a, b: _i24(a) * _i24(b), "v_mul_i32_i24")
-vop("i:ii", lambda a, b: (_i24(a) * _i24(b)) >> 32, "v_mul_hi_i32_i24")
-
-
-def _add_i32(sign: int) -> Semantic:
-    """V_ADD_NC_I32 / V_SUB_NC_I32 (gfx11), V_ADD_I32 / V_SUB_I32 (gfx9, VOP3): D = S0 +- S1,
-    wrapping; with the clamp bit the signed result saturates."""
-    def run(w: Wave, inst: Inst, wg: Workgroup) -> None:
-        a, b = _read(w, inst, 0, "i"), _read(w, inst, 1, "i")
-        r = a.astype(np.int64) + sign * b.astype(np.int64)
-        if inst.mod("clamp", False):
-            r = np.clip(r, -2**31, 2**31 - 1)
-        w.vwrite(inst.ops[0], _bits(r, "i", [a, b]))
-    return run
-
-
-OPS["v_add_nc_i32"] = OPS["v_add_i32"] = _add_i32(1)
-OPS["v_sub_nc_i32"] = OPS["v_sub_i32"] = _add_i32(-1)
-OPS["v_nop"] = lambda w, inst, wg: None
 vop("u:uuu", lambda a, b, c: _u(a & np.uint32(0xFFFFFF)) * (b & np.uint32(0xFFFFFF)) + c,
     "v_mad_u32_u24")
 vop("i:iii", lambda a, b, c: _i24(a) * _i24(b) + c, "v_mad_i32_i24")
@@ -498,14 +464,6 @@ def _ctz(a: np.ndarray) -> np.ndarray:
     return n
 
 
-def _cls(a: np.ndarray) -> np.ndarray:
-    """V_CLS_I32 / V_FFBH_I32: leading bits equal to the sign bit (it included); -1 for 0
-    and -1 (RDNA3 §15 VOP1 V_CLS_I32, CDNA3 V_FFBH_I32)."""
-    n = _clz(np.where(a >> np.uint32(31) == 1, ~a, a).astype(np.uint32))
-    return np.where((a == 0) | (a == np.uint32(0xFFFFFFFF)), -1, n)
-
-
-vop("i:u", _cls, "v_cls_i32", "v_ffbh_i32")
 vop("i:u", _clz, "v_clz_i32_u32", "v_ffbh_u32")
 vop("i:u", _ctz, "v_ctz_i32_b32", "v_ffbl_b32")
 vop("u:uu", lambda a, b: np.array([bin(int(x)).count("1") for x in a], np.uint64) + b,

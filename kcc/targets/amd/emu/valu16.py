@@ -18,8 +18,8 @@ import numpy as np
 from kcc.encode.amd.operands import Inst
 from kcc.targets.amd.emu.core import Wave, Workgroup
 from kcc.targets.amd.emu.valu import (OPS, _bits, _cmp_f, _cmp_i, _class, _fmax, _fmin,
-                                      _output_mods, _read, _vopc, fma_odd, frexp_exp,
-                                      frexp_mant, vop, write)
+                                      _output_mods, _read, _vopc, fma_odd, vop, write)
+from kcc.targets.amd.emu.valu_more import frexp_exp, frexp_mant
 
 h16, f64 = np.float16, np.float64
 
@@ -34,8 +34,8 @@ vop("h:hh", lambda a, b: a + b, "v_add_f16")
 vop("h:hh", lambda a, b: a - b, "v_sub_f16")
 vop("h:hh", lambda a, b: b - a, "v_subrev_f16")
 vop("h:hh", lambda a, b: a * b, "v_mul_f16")
-vop("h:hh", _fmax, "v_max_f16")
-vop("h:hh", _fmin, "v_min_f16")
+vop("h:hh", _fmax, "v_max_f16", mode=True)
+vop("h:hh", _fmin, "v_min_f16", mode=True)
 vop("h:hhh", lambda a, b, c: fma_odd(a, b, c).astype(h16), "v_fma_f16")
 # V_LDEXP_F16: S0.f16 * 2 ** S1.i16 (exactly: one rounding, to a denormal or infinity).
 vop("h:hj", lambda a, e: np.ldexp(a.astype(f64), np.clip(e, -100, 100)).astype(h16),

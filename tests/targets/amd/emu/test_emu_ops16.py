@@ -133,3 +133,17 @@ def test_16bit_compares_signedness_nan_and_class(arch):
     lanes(w, 3, [(1 << 5) | (1 << 1) | (1 << 7)] * 4)
     run(w, Inst("v_cmp_class_f16_e32", (v, V(1), V(3))))
     assert w.mask_value("vcc") == 0b0111
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_v_max_f16_nan_operands_follow_the_ieee_mode_bit(arch):
+    # a quiet NaN (0x7E00) gives the other operand; in IEEE mode a signalling NaN (0x7C01)
+    # gives that NaN quieted (0x7E01), with IEEE mode off the other operand
+    w = make(arch, active=2)
+    lanes(w, 1, [0x7E00, 0x7C01])
+    lanes(w, 2, [0x3C00, 0x3C00])
+    run(w, Inst("v_max_f16_e32", (V(3), V(1), V(2))))
+    assert w.v[3, :2].tolist() == [high(arch, 0x3C00), high(arch, 0x7E01)]
+    w.ieee = False
+    run(w, Inst("v_min_f16_e32", (V(4), V(1), V(2))))
+    assert w.v[4, :2].tolist() == [high(arch, 0x3C00), high(arch, 0x3C00)]
