@@ -3,8 +3,8 @@
 - every case of tests/e2e/test_semantics.py (NaN compares in four forms, MAX with NaN and ±0,
   CDIV/CMOD signs, wrap-around, half rounding, fused MULACC, …) against its hand-written
   expected values, as x86 checks them in tests/e2e/test_x86_semantics.py;
-- the op × dtype table of tests/support/cuda_kernels.py (every ALU op on every dtype, THREEFRY, every
-  CAST and BITCAST pair) against the reference interpreter on special-biased inputs (signed
+- the op × dtype table of tests/support/cuda_kernels.py (every ALU op on every dtype, THREEFRY,
+  every CAST and BITCAST pair) against the reference interpreter on special-biased inputs (signed
   zeros, inf, NaN, full-range integers), as the CUDA GPU test checks it.
 """
 

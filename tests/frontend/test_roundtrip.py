@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.frontend.errors import SourceError
 from kcc.frontend.parser import parse, parse_file, parse_result
 from kcc.frontend.printer import format_uop
 from kcc.ir import AddrSpace, AxisType, Ops, dtypes

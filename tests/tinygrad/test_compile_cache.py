@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from paths import REPO as ROOT
 from tinygrad_util import needs_tinygrad

@@ -4,10 +4,10 @@ with grep instead of by reading the generators of kcc.encode.x86.table:
     python -m kcc.encode.x86.listing | grep vpermi2ps
 
 Each line: the form name, its group, the encoding (legacy prefixes and opcode bytes, or
-VEX/EVEX with pp, map, L and W), the ModRM /digit, flag use, the operands (kind, where the encoding puts it, use or def),
-and the
-alternate encodings kept for llvm-mc's choices. docs/x86-rows.txt is this listing, checked
-by tests/encode/x86/test_listing.py (KCC_BLESS=1 rewrites it).
+VEX/EVEX with pp, map, L and W), the ModRM /digit, flag use, the operands (kind, where the
+encoding puts it, use or def), and the alternate encodings kept for llvm-mc's choices.
+docs/x86-rows.txt is this listing, checked by tests/encode/x86/test_listing.py (KCC_BLESS=1
+rewrites it).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from kcc.encode.x86.table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
-from kcc.ir.mir import Inst, Kind, Mem, RegOp, VReg
+from kcc.ir.mir import Inst, Kind, Mem, VReg
 from kcc.isel.x86.base import positive_zero, strong_const, vw, writes_memory
 from kcc.isel.x86.regs import RSP
 

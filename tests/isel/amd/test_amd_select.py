@@ -193,7 +193,8 @@ def test_register_classes_alias_by_units() -> None:
 
 def test_too_many_registers_spill_instead_of_a_refusal() -> None:
     """300 float32 REG slots live at once need more than 256 VGPRs: once refused as "kernel
-    too large for AMD", now spilled to scratch (tests/targets/amd/test_amd_spills.py runs such kernels)."""
+    too large for AMD", now spilled to scratch (tests/targets/amd/test_amd_spills.py runs such
+    kernels)."""
     n = 300
     lines = ["# kcc-uop 1", f"%o = PARAM ParamArg(0, float32, {n})",
              f"%x = PARAM ParamArg(1, float32, {n})",
@@ -307,6 +308,7 @@ def test_cli_run_amd_without_a_code_object_says_what_to_do(tmp_path: Path) -> No
                                   "-o", str(tmp_path)])
     assert r.exit_code == 1 and "target x86 has no emulator" in r.output
     if has_encoder():
-        pytest.skip("this tree writes AMD code objects (tests/targets/amd/test_amd_emulated.py runs them)")
+        pytest.skip("this tree writes AMD code objects (tests/targets/amd/test_amd_emulated.py "
+                    "runs them)")
     r = CliRunner().invoke(main, ["run", src, "-t", "amd", "--random", "-o", str(tmp_path)])
     assert r.exit_code == 1 and "compile with --emit hsaco" in r.output

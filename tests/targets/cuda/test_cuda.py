@@ -24,7 +24,7 @@ from kcc.targets.cuda.target import (CudaCompileError, compile_cuda, disasm_cuda
 from cuda_kernels import op_matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
-SHARED = ROOT / "tests" / "data" / "kernels" / "shared"     # the project's copy of the shared examples
+SHARED = ROOT / "tests" / "data" / "kernels" / "shared"     # the project's copy of the examples
 PTXAS = find_ptxas()
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not installed "
                                  "(pip install nvidia-cuda-nvcc)")

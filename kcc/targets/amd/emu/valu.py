@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from kcc.encode.amd.operands import VGPR, Inst
+from kcc.encode.amd.operands import Inst
 from kcc.targets.amd.emu.core import Semantic, Wave, Workgroup
 
 OPS: dict[str, Semantic] = {}
