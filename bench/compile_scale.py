@@ -10,8 +10,9 @@ levels each reading both values of the level before (an ADD and a MUL), so a wal
 expands a node per use instead of once would take 2^(n/2) steps. Each case runs in a process
 of its own (its peak memory is its own): the `.uop` text is parsed (and verified: what
 `kcc check` does), then compiled as `kcc compile` does. Per pass: wall and CPU milliseconds
-(`time_passes`) and the peak resident memory during the pass (Linux: the high-water mark VmHWM, reset before each
-pass through /proc/self/clear_refs; elsewhere the process's peak so far). The summary gives
+(`time_passes`) and the peak resident memory during the pass (Linux: the high-water mark
+VmHWM, reset before each pass through /proc/self/clear_refs; elsewhere the process's peak so
+far). The summary gives
 each case's totals and the ratio to the previous size (linear: 10x for 10x the nodes).
 The load average before and after is printed: on a loaded host the wall clock also counts
 other jobs, the CPU time does not. Prints Markdown for docs/performance.md.
