@@ -452,7 +452,8 @@ class _Parser:
 
     def _range_arg(self, val: Val) -> tuple:
         items = val.v if val.kind == "tuple" else ()
-        ok = len(items) in (2, 3) and all(x.kind == "int" for x in items[:-1])
+        # tinygrad writes any number of axis ids before the AxisType: (4, 0, 0, WEAK)
+        ok = len(items) >= 2 and all(x.kind == "int" for x in items[:-1])
         if not ok or items[-1].kind != "name" or items[-1].v not in AxisType.__members__:
             bad = next((x for x in items[:-1] if x.kind != "int"), None)
             if ok and items[-1].kind in ("name", "dtype"):
@@ -590,7 +591,8 @@ _ARG_FORM: dict[Ops, str] = {
     Ops.BUFFER: "ParamArg(slot, dtype, size, addrspace=LOCAL or REG)",
     Ops.CONST: "a literal",
     Ops.SPECIAL: 'a name, e.g. "gidx0"',
-    Ops.RANGE: "(axis_id, AxisType) or (axis_id, sub_id, AxisType), e.g. (0, LOOP)",
+    Ops.RANGE: "(axis_id, AxisType), with any number of integer axis ids before the AxisType, "
+               "e.g. (0, LOOP) or (4, 0, 0, WEAK)",
     Ops.CAST: "a dtype", Ops.BITCAST: "a dtype",
     Ops.SINK: 'KernelInfo(name="…")',
 }

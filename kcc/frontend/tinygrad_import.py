@@ -10,11 +10,15 @@ The rules (docs/tinygrad.md):
 - `IF(gate, place) … STORE(place, value) … ENDIF` becomes `STORE(place, value, gate)`;
 - repeated sources of SINK and GROUP are merged (an effect is listed once);
 - a PARAM's or BUFFER's shape operand becomes its element count; tinygrad's `core_id` (an ALU
-  PARAM naming the CPU thread) becomes kcc's worker index `SPECIAL(n) "gidx0"`;
+  PARAM naming the CPU thread) becomes kcc's worker index `SPECIAL(n) "gidx0"` when it is the
+  last scalar (kcc passes gidx0 after all PARAMs), else it stays a scalar PARAM `core_id`;
 - PARAM slots are renumbered densely: buffers first, then scalars, in tinygrad's slot order;
-- only nodes the SINK reaches are written (tinygrad lists shape operands nobody else uses).
+- only nodes the SINK reaches are written (tinygrad lists shape operands nobody else uses);
+- a RANGE keeps tinygrad's whole arg, any number of axis ids then the AxisType: `(4, 0, 0, WEAK)`;
+- a NOOP among the effects of a SINK or GROUP is no effect and is dropped.
 
-A construct with no `.uop` spelling raises `TinygradImportError` naming it.
+A construct with no `.uop` spelling raises `TinygradImportError` naming it (`REFUSED` says why
+for each op tinygrad can emit that kcc refuses; docs/tinygrad.md has the table of forms).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from kcc.frontend.printer import format_arg, format_literal
 from kcc.ir import dtypes
+from kcc.ir.rules import SPECIAL_NAMES
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg
 
 # tinygrad op names that are kcc op names with the same meaning and operand order
@@ -37,8 +42,23 @@ SAME_OPS = frozenset({
 })
 # effects listed once in a SINK or GROUP
 _MERGED = frozenset({"SINK", "GROUP"})
+# tinygrad ops that can reach a renderer and have no `.uop` v1 spelling, with the reason
+REFUSED = {
+    "CUSTOM": "inline C source, which kcc does not compile",
+    "CUSTOMI": "inline C source, which kcc does not compile",
+    "CALL": "a call of an external function through a pointer",
+    "INS": "a machine instruction of tinygrad's ISA renderers",
+    "WMMA": "a tensor-core matrix multiply, reserved in .uop v1",
+    "IF": "an IF that gates something other than one STORE",
+    "ENDIF": "an ENDIF without its IF",
+}
+# AxisTypes tinygrad rewrites away before rendering (a DEVICE range becomes the _device_num
+# variable; PLACEHOLDER exists only while optimizing)
+_GONE_AXES = frozenset({"DEVICE", "PLACEHOLDER"})
 WORKER_VAR = "core_id"
 _REF = re.compile(r"%[0-9A-Za-z_.]+")
+# ops that are a buffer or a place when their first src is one
+_THROUGH = frozenset({"INDEX", "SHRINK", "AFTER"})
 
 
 class TinygradImportError(Exception):
@@ -55,6 +75,7 @@ class TgParam:
     addrspace: str = "GLOBAL"            # GLOBAL, LOCAL, REG, ALU
     vmin_vmax: tuple[int, int] | None = None
     name: str | None = None
+    volatile: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +104,8 @@ class ImportedKernel:
     # the tinygrad slot of core_id (the worker index) and its count, if the kernel has one
     worker_slot: int | None = None
     workers: int = 1
+    # core_id is the scalar PARAM at worker_slot (not gidx0): it had not the last slot
+    worker_param: bool = False
 
 
 def _literal(value: Any, where: str) -> str:
@@ -114,6 +137,7 @@ class _Writer:
         self.expr: dict[int, str] = {}         # node -> operand text (a %name or a literal)
         self.lines: list[tuple[str, str]] = []  # (name, statement without the name)
         self.skip: set[int] = set()            # IF / ENDIF / shape-only nodes
+        self.worker_node: int | None = None    # core_id's node when it becomes gidx0
 
     def where(self, i: int) -> str:
         return f"kernel {self.name}: node {i} ({self.nodes[i].op})"
@@ -146,16 +170,13 @@ class _Writer:
         return gated
 
     def renumber(self) -> tuple[dict[int, int], list[int], int | None, int]:
-        """Dense kcc slots: buffers, then scalars, by tinygrad slot; core_id becomes gidx0."""
+        """Dense kcc slots: buffers, then scalars, by tinygrad slot. core_id becomes gidx0 when
+        it is the last scalar (kcc passes gidx0 after every PARAM, tinygrad core_id at its
+        slot); otherwise it stays a scalar PARAM at its slot, with its value range."""
         params = [(i, n.arg) for i, n in enumerate(self.nodes) if n.op == "PARAM"]
         worker = [(i, p) for i, p in params if p.addrspace == "ALU" and p.name == WORKER_VAR]
-        rest = [(i, p) for i, p in params if (i, p) not in worker]
         if len({p.slot for _, p in params}) != len(params):
             raise TinygradImportError(f"kernel {self.name}: two PARAMs share a slot")
-        bufs = sorted((x for x in rest if x[1].addrspace != "ALU"), key=lambda x: x[1].slot)
-        scal = sorted((x for x in rest if x[1].addrspace == "ALU"), key=lambda x: x[1].slot)
-        order = bufs + scal
-        slot_of = {i: k for k, (i, _) in enumerate(order)}
         wslot, workers = None, 1
         if worker:
             if len(worker) > 1:
@@ -164,6 +185,14 @@ class _Writer:
             if wp.vmin_vmax is None or wp.vmin_vmax[0] != 0:
                 raise TinygradImportError(f"kernel {self.name}: {WORKER_VAR} must count from 0")
             wslot, workers = wp.slot, int(wp.vmin_vmax[1]) + 1
+            if wp.slot < max(p.slot for _, p in params if p.addrspace == "ALU"):
+                worker = []                     # a scalar PARAM, in slot order
+        self.worker_node = worker[0][0] if worker else None
+        rest = [(i, p) for i, p in params if i != self.worker_node]
+        bufs = sorted((x for x in rest if x[1].addrspace != "ALU"), key=lambda x: x[1].slot)
+        scal = sorted((x for x in rest if x[1].addrspace == "ALU"), key=lambda x: x[1].slot)
+        order = bufs + scal
+        slot_of = {i: k for k, (i, _) in enumerate(order)}
         return slot_of, [p.slot for _, p in order], wslot, workers
 
     def param_line(self, i: int, n: TgNode, slot: int) -> str:
@@ -175,7 +204,7 @@ class _Writer:
         else:
             if p.size is None:
                 raise TinygradImportError(f"{self.where(i)}: a buffer without a size")
-            arg = ParamArg(slot, dt, p.size, None, None, space)
+            arg = ParamArg(slot, dt, p.size, None, None, space, p.volatile)
         return f"{n.op} {format_arg(arg)}"
 
     def run(self) -> str:
@@ -214,12 +243,19 @@ class _Writer:
                 continue
             seen.add(i)
             n = self.nodes[i]
-            if n.op in ("PARAM", "BUFFER", "CONST"):
+            if n.op in ("PARAM", "BUFFER", "CONST", "NOOP"):
                 continue                        # shape operands are not written
             stack.extend(n.src)
             if i in gated:
                 stack.append(gated[i])
         return seen
+
+    def is_place(self, j: int) -> bool:
+        """Whether node j is a buffer or a place (an INDEX of a vector value is a lane)."""
+        n = self.nodes[j]
+        while n.op in _THROUGH and n.src:
+            n = self.nodes[n.src[0]]
+        return n.op == "BUFFER" or (n.op == "PARAM" and n.arg.addrspace != "ALU")
 
     def operand(self, j: int, user: int) -> str:
         if j not in self.expr:
@@ -229,13 +265,15 @@ class _Writer:
 
     def write(self, i: int, n: TgNode, gated: dict[int, int], slot_of: dict[int, int]) -> None:
         where = self.where(i)
+        if n.op == "NOOP":
+            return                              # no effect; a user of its value is refused
         if n.op == "CONST":
             lit = _literal(n.arg, where)
             if _is_weak(n.dtype) or n.dtype == "bool":
                 self.expr[i] = lit
                 return
             self.lines.append((str(i), f"CAST({lit}) {_dtype(n.dtype, where)}"))
-        elif n.op == "PARAM" and n.arg.addrspace == "ALU" and n.arg.name == WORKER_VAR:
+        elif n.op == "PARAM" and i == self.worker_node:
             _, hi = n.arg.vmin_vmax
             self.lines.append((f"{i}.n", f"CAST({int(hi) + 1}) {_dtype(n.dtype, where)}"))
             self.lines.append((str(i), f'SPECIAL(%{i}.n) "gidx0"'))
@@ -244,30 +282,57 @@ class _Writer:
         elif n.op == "BUFFER":
             self.lines.append((str(i), self.param_line(i, n, n.arg.slot)))
         elif n.op == "SINK":
-            srcs = [self.operand(j, i) for j in dict.fromkeys(n.src)]
+            srcs = [self.operand(j, i) for j in dict.fromkeys(n.src)
+                    if self.nodes[j].op != "NOOP"]
             self.lines.append((str(i), f"SINK({', '.join(srcs)}) "
                                   f"{format_arg(KernelInfo(self.name))}"))
             return
+        elif n.op == "RANGE" and n.dtype is None:
+            raise TinygradImportError(f"{where}: a bound-less loop (a void RANGE, UOp.loop, "
+                                      "closed by END(body, loop, condition)) has no .uop v1 "
+                                      "spelling")
+        elif n.op == "INDEX" and len(n.src) != 2:
+            raise TinygradImportError(f"{where}: an INDEX with {len(n.src)} srcs (a gate or image "
+                                      "coordinates left on the INDEX) has no .uop v1 spelling")
+        elif n.op == "BARRIER" and any(self.nodes[j].dtype is not None for j in n.src):
+            raise TinygradImportError(f"{where}: a BARRIER that waits for loads (tinygrad's "
+                                      "write-after-read barrier of a LOCAL buffer) has no .uop v1 "
+                                      "spelling")
         elif n.op in SAME_OPS:
             src = list(dict.fromkeys(n.src)) if n.op in _MERGED else list(n.src)
+            if n.op in _MERGED:
+                src = [j for j in src if self.nodes[j].op != "NOOP"]
             ops = [self.operand(j, i) for j in src]
             if i in gated:
                 ops.append(self.operand(gated[i], i))
             text = f"{n.op}({', '.join(ops)})" if ops else n.op
             if n.op in ("CAST", "BITCAST"):
+                if ops and self.is_place(n.src[0]):
+                    raise TinygradImportError(f"{where}: a {n.op} of a buffer or place (a pointer "
+                                              "reinterpretation) has no .uop v1 spelling")
                 text += " " + _dtype(n.arg, where)
             elif n.op == "RANGE":
                 text += " " + _range_arg(n.arg, where)
             elif n.op == "SPECIAL":
+                if n.arg not in SPECIAL_NAMES:
+                    names = ", ".join(SPECIAL_NAMES)
+                    raise TinygradImportError(f"{where}: SPECIAL {n.arg!r} has no .uop v1 "
+                                              f"spelling (the names are {names})")
                 text += " " + format_arg(str(n.arg))
             self.lines.append((str(i), text))
         else:
-            raise TinygradImportError(f"{where}: tinygrad op {n.op} has no .uop v1 spelling")
+            why = f" ({REFUSED[n.op]})" if n.op in REFUSED else ""
+            if n.op in ("CUSTOM", "CUSTOMI") and isinstance(n.arg, str):
+                why = f" ({REFUSED[n.op]}: {n.arg[:60]!r})"
+            raise TinygradImportError(f"{where}: tinygrad op {n.op}{why} has no .uop v1 spelling")
         self.expr[i] = f"%{i}"
 
 
 def _range_arg(arg: Any, where: str) -> str:
-    if not (isinstance(arg, tuple) and 2 <= len(arg) <= 3 and arg[-1] in AxisType.__members__
+    if isinstance(arg, tuple) and arg and arg[-1] in _GONE_AXES:
+        raise TinygradImportError(f"{where}: a RANGE of axis type {arg[-1]} (tinygrad rewrites "
+                                  "it away before rendering) has no .uop v1 spelling")
+    if not (isinstance(arg, tuple) and len(arg) >= 2 and arg[-1] in AxisType.__members__
             and all(isinstance(a, int) for a in arg[:-1])):
         raise TinygradImportError(f"{where}: RANGE arg {arg!r} has no .uop v1 spelling")
     return "(" + ", ".join([*(str(a) for a in arg[:-1]), arg[-1]]) + ")"
@@ -287,4 +352,5 @@ def import_program(nodes: list[TgNode], name: str) -> ImportedKernel:
     w = _Writer(nodes, name)
     text = w.run()
     _, slots, wslot, workers = w.renumber()
-    return ImportedKernel(name, text, slots, wslot, workers)
+    return ImportedKernel(name, text, slots, wslot, workers,
+                          wslot is not None and w.worker_node is None)

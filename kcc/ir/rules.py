@@ -168,10 +168,11 @@ def _special(src: tuple[UOp, ...], arg: Any) -> UType:
 
 
 def _range(src: tuple[UOp, ...], arg: Any) -> UType:
-    ok = (isinstance(arg, tuple) and len(arg) in (2, 3) and isinstance(arg[-1], AxisType)
+    ok = (isinstance(arg, tuple) and len(arg) >= 2 and isinstance(arg[-1], AxisType)
           and all(isinstance(a, int) and not isinstance(a, bool) for a in arg[:-1]))
     if not ok:
-        raise IRError("RANGE takes (axis_id, AxisType) or (axis_id, sub_id, AxisType)")
+        raise IRError("RANGE takes (axis_id, AxisType), with any number of integer axis ids "
+                      "before the AxisType")
     t = _scalar_int(src, 0, "a RANGE bound")
     return UType(t.dtype, (), "value")
 

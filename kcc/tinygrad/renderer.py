@@ -10,11 +10,11 @@ The calling convention. tinygrad calls the object at `.text+0` once per `core_id
 argument as a 64-bit integer: buffer addresses in slot order, then the integer variables in slot
 order, `core_id` among them at its slot. kcc's x86 kernels are System V functions taking the
 buffers, then the scalar PARAMs (integers in GPRs, read at their own width: the low bits of the
-64-bit value tinygrad passes), then `int gidx0`. The importer maps `core_id` to `gidx0`; the two
-conventions agree exactly when `core_id` has the last slot, which is where tinygrad numbers it
-(it is the one PARAM created without a slot). `render()` checks that, and refuses a kernel that
-would need another order, as it refuses a float scalar argument (tinygrad passes none). No
-entry shim is needed.
+64-bit value tinygrad passes), then `int gidx0`. When `core_id` is the last variable the importer
+maps it to `gidx0`, and the two conventions agree argument for argument; when tinygrad numbers a
+variable after it (a JIT's bound Variable can be), `core_id` stays a scalar PARAM at its slot, so
+they agree again. `render()` refuses a float scalar argument (tinygrad passes none) and a
+SPECIAL (tinygrad's CPU device passes no thread index but `core_id`). No entry shim is needed.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def _param(u: UOp) -> TgParam:
     if space != "ALU":
         size = int(u.max_numel())
     vv = tuple(int(v) for v in a.vmin_vmax) if a.vmin_vmax is not None else None
-    return TgParam(a.slot, dtype_name(u.dtype) or "void", size, space, vv, a.name)
+    return TgParam(a.slot, dtype_name(u.dtype) or "void", size, space, vv, a.name,
+                   bool(a.volatile))
 
 
 def _arg(u: UOp) -> Any:
@@ -142,9 +143,10 @@ def _check_abi(uops: list[UOp], k: ImportedKernel) -> None:
                 not dtypes.is_int(u.dtype):
             raise TinygradImportError(f"kernel {k.name}: a {u.dtype} scalar argument (tinygrad "
                                       "passes every argument as a 64-bit integer)")
-    if k.worker_slot is not None and k.slots and k.worker_slot < max(k.slots):
-        raise TinygradImportError(f"kernel {k.name}: {WORKER_VAR} is not the last argument, "
-                                  "so kcc's worker index would arrive in the wrong register")
+        if u.op is Ops.SPECIAL:
+            raise TinygradImportError(f"kernel {k.name}: a SPECIAL thread index {u.arg!r} "
+                                      "(tinygrad's CPU device passes no thread index but "
+                                      f"{WORKER_VAR})")
 
 
 def dump(name: str, suffix: str, text: str) -> str | None:

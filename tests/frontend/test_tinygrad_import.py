@@ -94,7 +94,8 @@ def _replace(op: str, new: TgNode):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (_replace("MUL", TgNode("CUSTOM", "float32", "x")), r"node \d+ \(CUSTOM\).*CUSTOM has no"),
+    (_replace("MUL", TgNode("CUSTOM", "float32", "x")),
+     r"node \d+ \(CUSTOM\).*CUSTOM \(inline C source.*'x'\) has no"),
     (_replace("ENDIF", TgNode("NOOP", None, None)), "END inside an IF block"),
     (_replace("END", TgNode("ENDIF", None, None)), "ENDIF without its IF"),
     (lambda ns: ns.append(TgNode("SINK", None, None, ())), "one SINK"),
