@@ -268,3 +268,42 @@ def test_jit_variable_numbered_after_core_id() -> None:
                 for s in (0, 7, 3)]
         return np.concatenate(outs)
     np.testing.assert_array_equal(_on("CPU:KCC", prog), _on("CPU", prog))
+
+
+def test_vector_cast_bitcast_shrink_and_after_chains() -> None:
+    """A vector CAST and BITCAST (shape kept), SHRINK loads and stores, an INDEX lane of a
+    vector, a REG accumulator through AFTER(AFTER(acc, store), range) and a BARRIER over an
+    effect: all spelled as tinygrad writes them; the interpreter gives the expected values."""
+    p = Prog()
+    four = p.const(4)
+    out = p.add("PARAM", "float32", TgParam(0, "float32", 4), four)
+    bits = p.add("PARAM", "uint32", TgParam(1, "uint32", 4), four)
+    x = p.add("PARAM", "int32", TgParam(2, "int32", 4), four)
+    acc = p.add("BUFFER", "int32", TgParam(0, "int32", 1, "REG"), p.const(1))
+    zero = p.const(0)
+    vec = p.add("LOAD", "int32", None, p.add("SHRINK", "int32", None, x, zero, four))
+    f = p.add("CAST", "float32", "float32", vec)
+    st_out = p.add("STORE", None, None, p.add("SHRINK", "float32", None, out, zero, four), f)
+    u = p.add("BITCAST", "uint32", "uint32", vec)
+    st_bits = p.add("STORE", None, None, p.add("SHRINK", "uint32", None, bits, zero, four), u)
+    init = p.add("STORE", None, None, p.add("INDEX", "int32", None, acc, zero), zero)
+    r = p.add("RANGE", "int32", (1, 0, "REDUCE"), four)
+    acc_r = p.add("AFTER", "int32", None, p.add("AFTER", "int32", None, acc, init), r)
+    place = p.add("INDEX", "int32", None, acc_r, zero)
+    lane = p.add("INDEX", "int32", None, vec, p.const(3))
+    add = p.add("ADD", "int32", None, p.add("LOAD", "int32", None, place), lane)
+    end = p.add("END", None, None, p.add("STORE", None, None, place, add), r)
+    total = p.add("LOAD", "int32", None,
+                  p.add("INDEX", "int32", None, p.add("AFTER", "int32", None, acc, end), zero))
+    bar = p.add("BARRIER", None, None, st_out)
+    st_x = p.add("STORE", None, None,
+                 p.add("INDEX", "int32", None, p.add("AFTER", "int32", None, x, bar), zero), total)
+    p.add("SINK", None, None, p.add("GROUP", None, None, st_bits, st_x, st_bits))
+    k = import_program(p.nodes, "E_vec")
+    for spelled in ("SHRINK(", "CAST(%", "BITCAST(%", "AFTER(%", "BARRIER(%", "(1, 0, REDUCE)"):
+        assert spelled in k.text
+    xs = np.array([-2, 0, 5, 7], np.int32)
+    res = run(parse(k.text), [np.zeros(4, np.float32), np.zeros(4, np.uint32), xs.copy()])
+    np.testing.assert_array_equal(res[0], xs.astype(np.float32))
+    np.testing.assert_array_equal(res[1], xs.view(np.uint32))
+    assert res[2][0] == 28

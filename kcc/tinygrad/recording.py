@@ -210,6 +210,8 @@ class Capture:
                     a["size"] = int(u.max_numel())
                 else:
                     a["name"] = u.arg.name
+                    if imported.worker_param and ts == imported.worker_slot:
+                        a["worker"] = True      # core_id: one call per worker, no one value
                 k.args.append(a)
         return k
 
