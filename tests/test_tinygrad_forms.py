@@ -307,3 +307,35 @@ def test_vector_cast_bitcast_shrink_and_after_chains() -> None:
     np.testing.assert_array_equal(res[0], xs.astype(np.float32))
     np.testing.assert_array_equal(res[1], xs.view(np.uint32))
     assert res[2][0] == 28
+
+
+@pytest.mark.parametrize("value, dtype, want", [
+    (2**64 + 1, "uint64", 1), (2**64 + 1, "int64", 1), (-(2**64) - 1, "uint64", 2**64 - 1),
+    (2**65 + 255, "int8", -1), (2**64 + 1, "float32", np.float32(2.0**64))])
+def test_folded_constant_outside_64_bits_is_cast_to_its_dtype(value: int, dtype: str,
+                                                            want) -> None:
+    """tinygrad folds `Tensor(uint64.max) + 2` to CAST(2**64 + 1) uint64 (test_dtype's
+    test_uint_overflow); the literal lies outside int64 and uint64, so the importer writes
+    the value the CAST gives (its low bits), as tinygrad's C renderer truncates it."""
+    p = Prog()
+    out = p.add("PARAM", dtype, TgParam(0, dtype, 1), p.const(1))
+    c = p.add("CAST", dtype, dtype, p.add("CONST", "weakint", value))
+    st = p.add("STORE", None, None, p.add("INDEX", dtype, None, out, p.const(0)), c)
+    p.add("SINK", None, None, st)
+    k = import_program(p.nodes, "E_big")
+    npdt = np.dtype(dtype)
+    assert run(parse(k.text), [np.zeros(1, npdt)])[0][0] == np.array(want).astype(npdt)
+
+
+@needs_tinygrad
+def test_uint64_overflow_of_a_folded_constant() -> None:
+    import kcc.tinygrad  # noqa: F401
+    from tinygrad import Tensor, dtypes
+
+    def prog() -> np.ndarray:
+        v = dtypes.uint64.max
+        return np.stack([(Tensor(v, dtype=dtypes.uint64) + 2).numpy(),
+                         (Tensor(v, dtype=dtypes.uint64) * 2).numpy()])
+    got = _on("CPU:KCC", prog)
+    np.testing.assert_array_equal(got, _on("CPU", prog))
+    np.testing.assert_array_equal(got, [1, 2**64 - 2])

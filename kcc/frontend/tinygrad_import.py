@@ -272,7 +272,8 @@ class _Writer:
             if _is_weak(n.dtype) or n.dtype == "bool":
                 self.expr[i] = lit
                 return
-            self.lines.append((str(i), f"CAST({lit}) {_dtype(n.dtype, where)}"))
+            lit = _wrapped(n, _dtype(n.dtype, where), lit)
+            self.lines.append((str(i), f"CAST({lit}) {n.dtype}"))
         elif n.op == "PARAM" and i == self.worker_node:
             _, hi = n.arg.vmin_vmax
             self.lines.append((f"{i}.n", f"CAST({int(hi) + 1}) {_dtype(n.dtype, where)}"))
@@ -305,6 +306,8 @@ class _Writer:
             ops = [self.operand(j, i) for j in src]
             if i in gated:
                 ops.append(self.operand(gated[i], i))
+            if n.op == "CAST" and ops and _is_weak(self.nodes[n.src[0]].dtype):
+                ops[0] = _wrapped(self.nodes[n.src[0]], n.arg, ops[0])
             text = f"{n.op}({', '.join(ops)})" if ops else n.op
             if n.op in ("CAST", "BITCAST"):
                 if ops and self.is_place(n.src[0]):
@@ -336,6 +339,23 @@ def _range_arg(arg: Any, where: str) -> str:
             and all(isinstance(a, int) for a in arg[:-1])):
         raise TinygradImportError(f"{where}: RANGE arg {arg!r} has no .uop v1 spelling")
     return "(" + ", ".join([*(str(a) for a in arg[:-1]), arg[-1]]) + ")"
+
+
+def _wrapped(src: TgNode, dtype: str, text: str) -> str:
+    """A weak integer literal CAST to an integer dtype, as the dtype's value when the literal
+    itself lies outside int64 and uint64 (tinygrad folds `uint64.max + 2` to 2**64 + 1; the
+    CAST keeps its low bits, as C's conversion and docs/semantics.md do)."""
+    v = src.arg
+    if src.op != "CONST" or isinstance(v, bool) or not isinstance(v, int) or \
+            -(1 << 63) <= v < (1 << 64):
+        return text
+    dt = dtypes.by_name(dtype)
+    if dt is None or not dt.is_int:
+        return format_literal(float(v))         # rounds once to float64, then to the dtype
+    v &= (1 << dt.bits) - 1
+    if dt.is_signed and v >= 1 << (dt.bits - 1):
+        v -= 1 << dt.bits
+    return format_literal(v)
 
 
 def _c_name(name: str | None) -> str | None:
