@@ -15,7 +15,8 @@ The rules (docs/tinygrad.md):
 - PARAM slots are renumbered densely: buffers first, then scalars, in tinygrad's slot order;
 - only nodes the SINK reaches are written (tinygrad lists shape operands nobody else uses);
 - a RANGE keeps tinygrad's whole arg, any number of axis ids then the AxisType: `(4, 0, 0, WEAK)`;
-- a NOOP among the effects of a SINK or GROUP is no effect and is dropped.
+- a NOOP among the effects of a SINK or GROUP is no effect and is dropped; a program with no
+  effect at all (tinygrad's kernel for a zero-size output) stores to a private byte instead.
 
 A construct with no `.uop` spelling raises `TinygradImportError` naming it (`REFUSED` says why
 for each op tinygrad can emit that kcc refuses; docs/tinygrad.md has the table of forms).
@@ -285,6 +286,13 @@ class _Writer:
         elif n.op == "SINK":
             srcs = [self.operand(j, i) for j in dict.fromkeys(n.src)
                     if self.nodes[j].op != "NOOP"]
+            if not srcs:
+                # tinygrad's empty kernel (a zero-size output): `.uop` needs an effect, so one
+                # store to a private byte nobody reads, which compiles to nothing
+                self.lines += [("empty.buf", "BUFFER ParamArg(0, uint8, 1, addrspace=REG)"),
+                               ("empty.at", "INDEX(%empty.buf, 0)"),
+                               ("empty", "STORE(%empty.at, 0)")]
+                srcs = ["%empty"]
             self.lines.append((str(i), f"SINK({', '.join(srcs)}) "
                                   f"{format_arg(KernelInfo(self.name))}"))
             return
