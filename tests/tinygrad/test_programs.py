@@ -18,11 +18,8 @@ from tinygrad_util import HAVE_TINYGRAD, needs_tinygrad
 
 pytestmark = needs_tinygrad
 
-# kcc's importer has no .uop spelling yet for this RANGE form (issue 21 item 1, branch
-# tg-forms); strict, so the test reports when it starts to pass
-_WEAK = pytest.mark.xfail(strict=True, reason="RANGE arg (0, 0, 1, 'WEAK') has no .uop v1 "
-                          "spelling (float16 Threefry kernels)")
-XFAIL = {"rand_half": _WEAK}
+# programs expected to fail through DEV=CPU:KCC, with the reason (strict: reported when fixed)
+XFAIL: dict[str, Any] = {}
 
 
 def _params() -> list[Any]:

@@ -11,8 +11,8 @@ from kcc.frontend.parser import parse
 from kcc.frontend.printer import format_uop
 from kcc.frontend.tinygrad_import import TgNode, TgParam, TinygradImportError, import_program
 from kcc.ir.interp import run
-from tests.test_tinygrad_import import Prog
-from tests.tinygrad_util import needs_tinygrad
+from tests.frontend.test_tinygrad_import import Prog
+from tinygrad_util import needs_tinygrad
 
 
 def _fill(axis_arg: tuple) -> Prog:
@@ -345,7 +345,7 @@ def test_empty_program_is_a_kernel_that_does_nothing() -> None:
     """tinygrad hands over a lone SINK (no sources) for a zero-size output (test_tensor's
     TestZeroShapeTensor::test_pad, ::test_shrink_into_zero); `.uop` needs an effect, so it is
     one store to a private byte, which kcc's x86 back end compiles to an empty function."""
-    from kcc.targets.x86 import compile_x86
+    from kcc.targets.x86.target import compile_x86
     k = import_program([TgNode("NOOP", None, None), TgNode("SINK", None, None, (0,))], "E_2")
     sink = parse(k.text)
     assert k.slots == [] and run(sink, []) == []
