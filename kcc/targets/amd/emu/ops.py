@@ -328,6 +328,18 @@ def _noop(w: Wave, inst: Inst, wg: Workgroup) -> None:
     """No architectural effect in a functional model (scheduling hints, messages)."""
 
 
+@_reg("s_trap")
+def _trap(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    """s_trap enters the trap handler the HSA runtime installs, which for every trap ID it
+    defines terminates the dispatch and puts its queue into the error state when no debugger
+    is attached (LLVM AMDGPUUsage, "Trap Handler ABI": llvm.trap is s_trap 2, llvm.debugtrap
+    s_trap 3 "handled same as llvm.trap" without a debugger). The emulator has no debugger:
+    the dispatch ends with an error naming the trap ID."""
+    trap_id = int(getattr(inst.ops[0], "value", inst.ops[0])) & 0xFF if inst.ops else 0
+    raise w.error(f"s_trap {trap_id}: the trap handler terminates the dispatch "
+                  "(HSA trap handler ABI; no debugger)")
+
+
 @_reg("s_code_end")
 def _code_end(w: Wave, inst: Inst, wg: Workgroup) -> None:
     raise w.error("executed s_code_end: the program ran past its s_endpgm")

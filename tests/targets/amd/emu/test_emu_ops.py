@@ -417,3 +417,12 @@ def test_v_perm_b32_byte_selects(arch):
     # 8 -> sign of byte 1 (0x77: clear) -> 0x00; 13 -> 0xff; 4 -> 0x44; 3 -> 0x55
     run(w, Inst("v_perm_b32", (V(4), V(1), V(2), Imm(0x08_0D_04_03))))
     assert w.v[4, 0] == 0x00_FF_44_55
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_s_trap_terminates_the_dispatch_naming_the_trap_id(arch):
+    """LLVM AMDGPUUsage "Trap Handler ABI": llvm.trap is s_trap 2 and ends the dispatch (the
+    queue in the error state); without a debugger s_trap 3 is handled the same."""
+    for trap_id in (2, 3):
+        with pytest.raises(EmuError, match=rf"s_trap {trap_id}: the trap handler terminates"):
+            run(make(arch), Inst("s_trap", (Imm(trap_id),)))
