@@ -53,3 +53,24 @@ def _ds_atomic(fn: Callable[[np.uint32, np.uint32], np.uint32], rtn: bool) -> Se
 for _op, _fn in _ATOMICS.items():
     OPS[f"ds_{_op}"] = _ds_atomic(_fn, False)
     OPS[f"ds_{_op.replace('_', '_rtn_')}"] = _ds_atomic(_fn, True)
+
+
+def _ds_bpermute(w: Wave, inst: Inst, wg: Workgroup) -> None:
+    """DS_BPERMUTE_B32 vdst, vaddr, vdata [offset]: a gather across the wave through the LDS
+    crossbar, touching no LDS memory: each active lane i reads lane j = ((vaddr[i] + offset)
+    >> 2) mod the wave size of vdata, and 0 where lane j is inactive (LLVM's
+    llvm.amdgcn.ds.bpermute: a byte address per lane; "reading from inactive lanes returns
+    0")."""
+    dst, addr, data = inst.ops
+    assert isinstance(dst, VGPR) and isinstance(addr, VGPR) and isinstance(data, VGPR)
+    m = w.exec
+    n = len(m)
+    src = w.vread(data)
+    lane = ((w.vread(addr).astype(np.int64) + int(inst.mod("offset", 0))) >> 2) % n
+    got = np.where(m[lane], src[lane], 0).astype(np.uint32)
+    w.check_pending(("v", dst.index, 1))
+    w.v[dst.index, m] = got[m]
+    w.issue_load("lgkm", {("v", dst.index)})
+
+
+OPS["ds_bpermute_b32"] = _ds_bpermute

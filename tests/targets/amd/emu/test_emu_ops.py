@@ -426,3 +426,15 @@ def test_s_trap_terminates_the_dispatch_naming_the_trap_id(arch):
     for trap_id in (2, 3):
         with pytest.raises(EmuError, match=rf"s_trap {trap_id}: the trap handler terminates"):
             run(make(arch), Inst("s_trap", (Imm(trap_id),)))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ds_bpermute_gathers_lanes_and_reads_zero_from_inactive_ones(arch):
+    """llvm.amdgcn.ds.bpermute: lane i gets vdata of lane (vaddr[i] + offset) / 4 (mod the
+    wave), 0 from an inactive lane; inactive lanes keep their vdst."""
+    w = make(arch, active=6)
+    lanes(w, 1, [4 * 5, 4 * 0, 4 * 7, 4 * 2 + 1, 4 * 3, 4 * (WAVE[arch] + 1)])   # byte addresses
+    lanes(w, 2, [100 + k for k in range(WAVE[arch])])
+    run(w, Inst("ds_bpermute_b32", (V(3), V(1), V(2))))
+    assert list(w.v[3, :6]) == [105, 100, 0, 102, 103, 101]     # lane 7 is inactive: 0
+    assert w.v[3, 6] == SENTINEL
