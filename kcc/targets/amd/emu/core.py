@@ -346,14 +346,10 @@ def _semantics() -> dict[str, Semantic]:
 
 _SEM: dict[str, Semantic] | None = None
 
-# Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for:
-# v_trig_preop (its 2/pi table is not sourced here).
-# kcc's selector emits none of them (a test checks every mnemonic it names is emulated);
-# executing one is an EmuError naming it. The test
-# tests/targets/amd/emu/test_row_coverage.py keeps this set exact, so it only shrinks.
-UNEMULATED = frozenset("""
-    v_trig_preop_f64
-""".split())
+# Rows of the AMD tables (kcc/encode/amd/gfx11.py, gfx9.py) the emulator has no semantics for
+# (none: every row is emulated). tests/targets/amd/emu/test_row_coverage.py keeps this set
+# exact, so a row added without semantics fails there.
+UNEMULATED: frozenset[str] = frozenset()
 
 
 def base_name(name: str) -> str:

@@ -1,7 +1,7 @@
-"""Emulator semantics of VALU rows outside valu.py's families: frexp (f16/f32/f64), the
-sign-bit count V_CLS_I32 / V_FFBH_I32, V_MUL_HI_I32_I24, the signed adds with clamp
-V_ADD_NC_I32 / V_SUB_NC_I32 (gfx11) and V_ADD_I32 / V_SUB_I32 (gfx9), and V_NOP (RDNA3 ISA
-§15 opcode pseudocode, CDNA3 ISA §13). Registered through valu.vop like the rest.
+"""Emulator semantics of VALU rows outside valu.py's families: frexp (f16/f32/f64),
+V_TRIG_PREOP_F64, the sign-bit count V_CLS_I32 / V_FFBH_I32, V_MUL_HI_I32_I24, the signed adds
+with clamp V_ADD_NC_I32 / V_SUB_NC_I32 (gfx11) and V_ADD_I32 / V_SUB_I32 (gfx9), and V_NOP
+(RDNA3 ISA §15 opcode pseudocode, CDNA3 ISA §13). Registered through valu.vop like the rest.
 """
 
 from __future__ import annotations
@@ -57,3 +57,45 @@ def _add_i32(sign: int) -> Semantic:
 OPS["v_add_nc_i32"] = OPS["v_add_i32"] = _add_i32(1)
 OPS["v_sub_nc_i32"] = OPS["v_sub_i32"] = _add_i32(-1)
 OPS["v_nop"] = lambda w, inst, wg: None
+
+
+def _pi_bits(bits: int) -> int:
+    """floor(pi * 2**bits), by Machin's formula pi = 16 atan(1/5) - 4 atan(1/239) in integer
+    arithmetic with 64 guard bits (exact for the precision asked of it here)."""
+    one = 1 << (bits + 64)
+
+    def atan_inv(x: int) -> int:
+        total, term, k, sign, x2 = 0, one // x, 1, 1, x * x
+        while term:
+            total += sign * (term // k)
+            term //= x2
+            k += 2
+            sign = -sign
+        return total
+    return (16 * atan_inv(5) - 4 * atan_inv(239)) >> 64
+
+
+# 2/pi as the 1201 fraction bits b_1200 .. b_0 of the manual's V_TRIG_PREOP_F64 pseudocode
+# ("(2.0/PI) == 0.{b_1200, ..., b_0}"), i.e. floor(2/pi * 2**1201); 32 extra bits of pi make
+# the floor exact.
+_TWO_OVER_PI = (2 << (1201 + 1201 + 32)) // _pi_bits(1201 + 32)
+
+
+def _trig_preop_one(x: np.float64, index: int) -> float:
+    """V_TRIG_PREOP_F64 for one lane (RDNA3 §15 / CDNA3 VOP3 pseudocode): shift = index[4:0]
+    * 53, plus exponent(S0) - 1077 when the biased exponent exceeds 1077; the 53 bits of
+    2/pi that the shift brings into the whole part (bits 1148 - shift .. 1200 - shift of the
+    1201-bit fraction), scaled by 2**(-53 - shift), 2**128 more when exponent(S0) >= 1968."""
+    e = int(np.float64(x).view(np.uint64) >> np.uint64(52)) & 0x7FF
+    shift = (index & 31) * 53 + (e - 1077 if e > 1077 else 0)
+    lo = 1148 - shift
+    seg = (_TWO_OVER_PI >> lo if lo >= 0 else _TWO_OVER_PI << -lo) & ((1 << 53) - 1)
+    scale = -53 - shift + (128 if e >= 1968 else 0)
+    return float(np.ldexp(np.float64(seg), scale))
+
+
+def _trig_preop(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([_trig_preop_one(x, int(i)) for x, i in zip(a, b)], np.float64)
+
+
+vop("F:Fu", _trig_preop, "v_trig_preop_f64")

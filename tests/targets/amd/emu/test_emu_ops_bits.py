@@ -5,6 +5,7 @@ values worked out by hand from the RDNA3 / CDNA3 manuals' definitions."""
 from __future__ import annotations
 
 import struct
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -178,3 +179,28 @@ def test_frexp_mant_and_exp(arch):
     hi = 0xDEAD0000 if GFX11[arch] else 0
     assert w.v[2, :2].tolist() == [hi | 0x3800, hi | 0x3BFF]
     assert w.v[3, :2].tolist() == [hi | ((-23) & 0xFFFF), hi | 16]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_v_trig_preop_f64_gives_consecutive_53_bit_chunks_of_two_over_pi(arch):
+    """The manual's V_TRIG_PREOP_F64: chunk k of 2/pi is its bits 53k .. 53k+52 after the
+    point, scaled; for |x| < 2**54 (biased exponent <= 1077) the exponent adds nothing. Three
+    chunks sum to 2/pi within 2**-159 (digits of 2/pi: a table of constants, not kcc's)."""
+    two_over_pi = Fraction("0.636619772367581343075535053490057448137838582961825794990669")
+    w = make(arch, active=3)
+    lanes(w, 2, [d2u(1.0) & 0xFFFFFFFF] * 3)
+    lanes(w, 3, [d2u(1.0) >> 32] * 3)
+    lanes(w, 6, [0, 1, 2])
+    run(w, Inst("v_trig_preop_f64", (V(4, 2), V(2, 2), V(6))))
+    chunks = [struct.unpack("<d", struct.pack("<Q", int(lo) | int(hi) << 32))[0]
+              for lo, hi in zip(w.v[4, :3], w.v[5, :3])]
+    assert 0 <= two_over_pi - Fraction(chunks[0]) < Fraction(1, 2**53)   # truncated, not rounded
+    assert chunks[1] < 2.0**-53 and chunks[2] < 2.0**-106
+    assert abs(sum(map(Fraction, chunks)) - two_over_pi) < Fraction(1, 2**159)
+    # a huge x (biased exponent 1077 + 10) moves the window 10 bits further down
+    big = 2.0**64
+    lanes(w, 2, [d2u(big) & 0xFFFFFFFF] * 3)
+    lanes(w, 3, [d2u(big) >> 32] * 3)
+    run(w, Inst("v_trig_preop_f64", (V(8, 2), V(2, 2), V(6))))
+    first = struct.unpack("<d", struct.pack("<Q", int(w.v[8, 0]) | int(w.v[9, 0]) << 32))[0]
+    assert Fraction(first) == Fraction(int(two_over_pi * 2**63) % 2**53, 2**63)
