@@ -261,8 +261,12 @@ def test_the_interpreter_out_of_memory_is_an_error_line(tmp_path: Path) -> None:
 _MANY = ("# kcc-uop 1\n%out = PARAM ParamArg(0, float32, 2)\n"
          f'%g = SPECIAL({2**31 - 1}) "gidx0" : weakint\n'
          "%lt = CMPLT(%g, 1) : bool\n%j = WHERE(%lt, 0, 1) : weakint\n"
-         "%i = INDEX(%out, %j)\n%s = STORE(%i, 1.0)\n"
-         'SINK(%s) KernelInfo(name="many")\n')
+         "%i = INDEX(%out, %j)\n"
+         # a loop per worker, so that the launch lasts far longer than the test waits for
+         # (2^31 empty workers end within seconds on an idle host)
+         "%r = RANGE(4096) (0, LOOP) : weakint\n%v = CAST(%r) float32\n"
+         "%s = STORE(%i, %v)\n%e = END(%s, %r)\n"
+         'SINK(%e) KernelInfo(name="many")\n')
 
 
 def test_a_2_31_worker_launch_says_so_and_ctrl_c_ends_it(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Whole tinygrad programs through DEV=CPU:KCC (tests/support/tinygrad_programs.py: training
-steps with SGD and Adam, a CNN with BatchNorm in train and eval mode, masked attention, sort/topk,
+"""Whole tinygrad programs through DEV=CPU:KCC (tests/support/tinygrad_whole_programs.py:
+training steps with SGD and Adam, a CNN with BatchNorm in train and eval mode, masked attention, sort/topk,
 pads, pooling, interpolate, integer and half programs, symbolic shapes, TinyJit, BEAM).
 
 Oracle: the same program, in the same process, on tinygrad's default DEV=CPU (clang).
@@ -25,12 +25,12 @@ XFAIL: dict[str, Any] = {}
 def _params() -> list[Any]:
     if not HAVE_TINYGRAD:
         return []
-    from tinygrad_programs import PROGRAMS
+    from tinygrad_whole_programs import PROGRAMS
     return [pytest.param(n, marks=XFAIL[n]) if n in XFAIL else n for n in PROGRAMS]
 
 
 def _run(dev: str, name: str) -> list[np.ndarray]:
-    from tinygrad_programs import PROGRAMS
+    from tinygrad_whole_programs import PROGRAMS
     from tinygrad.helpers import Context
     with Context(DEV=dev, PARALLEL=0):
         return PROGRAMS[name](np.random.default_rng(0))
