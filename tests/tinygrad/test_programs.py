@@ -1,6 +1,6 @@
 """Whole tinygrad programs through DEV=CPU:KCC (tests/support/tinygrad_whole_programs.py:
-training steps with SGD and Adam, a CNN with BatchNorm in train and eval mode, masked attention, sort/topk,
-pads, pooling, interpolate, integer and half programs, symbolic shapes, TinyJit, BEAM).
+training steps with SGD and Adam, a CNN with BatchNorm in train and eval mode, masked attention,
+sort/topk, pads, pooling, interpolate, integer and half programs, symbolic shapes, TinyJit, BEAM).
 
 Oracle: the same program, in the same process, on tinygrad's default DEV=CPU (clang).
 Integer results must match bit for bit; float32 results to 1e-4 relative (a few steps of
