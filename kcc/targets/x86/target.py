@@ -230,14 +230,17 @@ def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> 
     n = max(1, min(threads or os.cpu_count() or 1, total))
     bounds = [total * t // n for t in range(n + 1)]
     # ctypes releases the GIL during each call, so the ranges run in parallel; the threads are
-    # daemons and the main thread only joins them, so Ctrl-C reaches it during a long launch
+    # daemons and the main thread only joins them, with a timeout: the OS may deliver SIGINT to
+    # a worker thread, and then only the main thread's next bytecode sees it (a join without
+    # one would wait for the whole launch), so Ctrl-C reaches it within 0.1 s
     ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]), daemon=True)
           for t in range(n)]
     try:
         for t in ts:
             t.start()
         for t in ts:
-            t.join()
+            while t.is_alive():
+                t.join(0.1)
     except KeyboardInterrupt:
         # native code cannot be stopped, and unmapping the stub or the object under it would
         # crash the process: end it now, with the one error line
