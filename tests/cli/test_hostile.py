@@ -29,6 +29,10 @@ TIMEOUT = 120
 def _limits(fsize: int | None = None):
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+        # a test run started in the background of a non-interactive shell (CI) inherits SIGINT
+        # ignored, and Python then installs no KeyboardInterrupt handler: kcc gets the
+        # disposition a user's terminal gives it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if fsize is not None:      # a full disk: a write past fsize fails with EFBIG
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
