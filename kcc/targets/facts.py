@@ -12,7 +12,8 @@ target stores them in its object (docs/manifest.md, "The object's own launch fac
 - AMD: the same note in the HSACO's last section `.note.kcc` (not allocated, in no segment:
   ROCr never maps it; kcc.targets.amd.hsaco writes it);
 - CUDA: a `.visible .global .b8 __kcc_launch[]` array in the module holding the same JSON,
-  which ptxas keeps in the cubin's `.nv.global.init` (and the PTX keeps as text).
+  which ptxas keeps in the cubin's `.nv.global.init` (and the PTX keeps as text); an exported
+  program's module holds its program facts the same way, in `__kcc_program`.
 
 `check_manifest` compares a manifest's kernel with the object's facts and says which field
 differs; the loader (`kcc run`) refuses the launch then.
@@ -107,6 +108,7 @@ def read_elf_note(data: bytes, want: int = NT_KCC_LAUNCH) -> Any:
 
 
 PTX_SYMBOL = "__kcc_launch"
+PTX_PROGRAM_SYMBOL = "__kcc_program"     # a whole program's facts (NT_KCC_PROGRAM's JSON)
 
 
 def read_object_facts(data: bytes, what: str, noun: str) -> list[dict[str, Any]]:
@@ -132,30 +134,48 @@ def read_object_facts(data: bytes, what: str, noun: str) -> list[dict[str, Any]]
 def ptx_global(descs: list[Any]) -> str:
     """A PTX module-scope array holding the facts' JSON bytes (PTX ISA, "Variable
     Declarations": .global with an initializer); ptxas keeps a .visible global in the cubin."""
-    blob = facts_json(descs)
+    return ptx_bytes_global(PTX_SYMBOL, facts_json(descs), "kcc launch facts")
+
+
+def ptx_bytes_global(symbol: str, blob: bytes, what: str) -> str:
+    """`.visible .global .align 1 .b8 symbol[n] = {…}` holding blob (what: the comment)."""
     rows = [", ".join(str(b) for b in blob[i:i + 24]) for i in range(0, len(blob), 24)]
-    return (f"\n// kcc launch facts (JSON), read by kcc's loader\n.visible .global .align 1 .b8 "
-            f"{PTX_SYMBOL}[{len(blob)}] = {{\n\t" + ",\n\t".join(rows) + "\n};\n")
+    return (f"\n// {what} (JSON), read by kcc's loader\n.visible .global .align 1 .b8 "
+            f"{symbol}[{len(blob)}] = {{\n\t" + ",\n\t".join(rows) + "\n};\n")
 
 
-def read_ptx_global(text: str) -> list[dict[str, Any]] | None:
+def read_ptx_global(text: str, symbol: str = PTX_SYMBOL) -> list[dict[str, Any]] | None:
     """The facts of a PTX module's __kcc_launch array (None without one)."""
+    blob = ptx_bytes(text, symbol)
+    return None if blob is None else parse_facts(blob)
+
+
+def ptx_bytes(text: str, symbol: str) -> bytes | None:
+    """The bytes of a PTX module's `.b8 symbol[]` array (ptx_bytes_global); None without
+    one, FactsError when it is malformed."""
     import re
-    m = re.search(r"\.global\s+\.align\s+1\s+\.b8\s+" + PTX_SYMBOL +
+    m = re.search(r"\.global\s+\.align\s+1\s+\.b8\s+" + re.escape(symbol) +
                   r"\[(\d+)\]\s*=\s*\{([0-9,\s]*)\}", text)
     if m is None:
         return None
     try:
         blob = bytes(int(x) for x in m.group(2).split(",") if x.strip())
     except ValueError:
-        raise FactsError(f"the module's {PTX_SYMBOL} array is not bytes") from None
+        raise FactsError(f"the module's {symbol} array is not bytes") from None
     if len(blob) != int(m.group(1)):
-        raise FactsError(f"the module's {PTX_SYMBOL} array is truncated")
-    return parse_facts(blob)
+        raise FactsError(f"the module's {symbol} array is truncated")
+    return blob
 
 
 def read_cubin_global(data: bytes) -> list[dict[str, Any]] | None:
     """The facts in a cubin's __kcc_launch symbol (None without one)."""
+    blob = cubin_bytes(data, PTX_SYMBOL)
+    return None if blob is None else parse_facts(blob)
+
+
+def cubin_bytes(data: bytes, symbol: str) -> bytes | None:
+    """The initial bytes of a cubin's global symbol (ptxas keeps a PTX .global's initializer
+    in `.nv.global.init`); None without the symbol, FactsError when unreadable."""
     import io
 
     from elftools.common.exceptions import ELFError
@@ -163,7 +183,7 @@ def read_cubin_global(data: bytes) -> list[dict[str, Any]] | None:
     try:
         elf = ELFFile(io.BytesIO(data))
         symtab = elf.get_section_by_name(".symtab")
-        syms = symtab.get_symbol_by_name(PTX_SYMBOL) if symtab is not None else None
+        syms = symtab.get_symbol_by_name(symbol) if symtab is not None else None
         if not syms:
             return None
         s = syms[0]
@@ -172,8 +192,8 @@ def read_cubin_global(data: bytes) -> list[dict[str, Any]] | None:
     except (ELFError, ValueError, KeyError, AttributeError, IndexError, TypeError) as e:
         raise FactsError(f"not a readable cubin: {e}") from None
     if len(blob) != s["st_size"]:
-        raise FactsError(f"the cubin's {PTX_SYMBOL} is truncated")
-    return parse_facts(blob)
+        raise FactsError(f"the cubin's {symbol} is truncated")
+    return blob
 
 
 def check_manifest(kernel_json: dict[str, Any], facts: list[dict[str, Any]],

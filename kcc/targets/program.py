@@ -327,15 +327,38 @@ def program_facts(p: Program) -> dict[str, Any]:
             "launches": [[ln.kernel, ln.args, ln.offsets] for ln in p.launches]}
 
 
+def program_json(p: Program) -> bytes:
+    """program_facts(p) as compact JSON bytes, keys sorted."""
+    return json.dumps(program_facts(p), sort_keys=True, separators=(",", ":")).encode()
+
+
 def program_note(p: Program) -> bytes:
-    """The NT_KCC_PROGRAM note of p (compact JSON, keys sorted)."""
+    """The NT_KCC_PROGRAM note of p (x86 object, HSACO)."""
     from kcc.targets.facts import NT_KCC_PROGRAM, raw_note
-    return raw_note(NT_KCC_PROGRAM, json.dumps(program_facts(p), sort_keys=True,
-                                               separators=(",", ":")).encode())
+    return raw_note(NT_KCC_PROGRAM, program_json(p))
 
 
-def check_object_program(p: Program, data: bytes) -> None:
-    """ProgramError unless the ELF object (x86 object, HSACO) carries p's own facts."""
+def _module_program(data: bytes) -> Any:
+    """The program facts of a CUDA module (cubin or PTX text: its __kcc_program array)."""
+    from kcc.targets.facts import PTX_PROGRAM_SYMBOL, FactsError, cubin_bytes, ptx_bytes
+    if data[:4] == b"\x7fELF":
+        blob = cubin_bytes(data, PTX_PROGRAM_SYMBOL)
+    else:
+        try:
+            blob = ptx_bytes(data.decode(), PTX_PROGRAM_SYMBOL)
+        except UnicodeDecodeError:
+            raise FactsError("not PTX text (not UTF-8) and not a cubin") from None
+    if blob is None:
+        return None
+    try:
+        return json.loads(blob)
+    except ValueError as e:
+        raise FactsError(f"the module's program facts are not JSON: {e}") from None
+
+
+def check_object_program(p: Program, data: bytes, target: str = "x86") -> None:
+    """ProgramError unless the object carries p's own facts: the ELF note of an x86 object or
+    HSACO, the __kcc_program array of a CUDA module (cubin or PTX)."""
     import io
 
     from elftools.common.exceptions import ELFError
@@ -343,11 +366,14 @@ def check_object_program(p: Program, data: bytes) -> None:
 
     from kcc.targets.facts import NOTE_SECTION, NT_KCC_PROGRAM, FactsError, read_elf_note
     try:
-        sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
-        have = read_elf_note(sec.data(), NT_KCC_PROGRAM) if sec is not None else None
+        if target == "cuda":
+            have = _module_program(data)
+        else:
+            sec = ELFFile(io.BytesIO(data)).get_section_by_name(NOTE_SECTION)
+            have = read_elf_note(sec.data(), NT_KCC_PROGRAM) if sec is not None else None
     except (ELFError, ValueError, KeyError, AttributeError, IndexError, FactsError) as e:
         raise ProgramError(f"the program's object is not readable: {e}") from None
-    if have is None:
+    if not isinstance(have, dict):
         raise ProgramError("the object carries no program facts: it was not exported by "
                            "this kcc")
     want = json.loads(json.dumps(program_facts(p)))
@@ -498,8 +524,7 @@ def run_program(path: Path, arrays: list[Any], emulate: bool = False,
         raise ProgramError(f"the program was exported for {doc.get('arch')}, not {arch}; "
                            "export it again with that arch")
     ins = check_inputs(p, arrays)
-    if target in ("x86", "amd"):        # a PTX module carries no program facts
-        check_object_program(p, artifact(doc, path.parent, "object"))
+    check_object_program(p, artifact(doc, path.parent, "object"), target)
     if target == "x86":
         if emulate:
             raise ProgramError("--emulate runs AMD programs; this program is for x86")

@@ -383,8 +383,9 @@ def _write_gpu(p: Program, target: str, sinks: list[Any], values: dict[int, byte
             spec.check_arch(arch)
             data, p.kernels = compile_program_amd(p, sinks, arch)
         else:
-            compiled = spec.compile(sinks, arch, emit)
-            data, p.kernels = compiled.data, compiled.descs
+            from kcc.targets.cuda.program import compile_program_cuda
+            spec.check_arch(arch)
+            data, p.kernels = compile_program_cuda(p, sinks, arch, emit)
         check_program(p)
         image = data + (b"\0" if emit == "ptx" else b"")
         text = launcher_c(p, target, image,

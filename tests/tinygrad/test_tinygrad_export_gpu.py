@@ -300,3 +300,29 @@ def test_ptxas_accepts_every_kernel_of_a_cuda_program(model, tmp_path):
     ex = _export(GPU_MODELS[model], tmp_path / "p", "cuda", None)
     assert ex.files["object"] == "net.cubin"
     assert ex.path("object").read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("ptxas", [True, False])
+def test_an_edited_cuda_manifest_is_refused(tmp_path, monkeypatch, ptxas):
+    """The CUDA module carries the program's facts (`__kcc_program`, in the cubin's
+    `.nv.global.init` or the PTX text), so a manifest edited after export is refused before
+    anything launches, as for x86 and AMD."""
+    import json
+
+    from kcc.targets.program import (ProgramError, check_object_program, read_program,
+                                     run_program)
+    if not ptxas:
+        import kcc.tinygrad.exporting as exporting
+        real = shutil.which
+        monkeypatch.setattr(exporting.shutil, "which",
+                            lambda name, *a, **k: None if name == "ptxas" else real(name))
+    ex = _export(GPU_MODELS["ints"], tmp_path / "p", "cuda", None)
+    m = ex.path("manifest")
+    _, p = read_program(m)
+    check_object_program(p, ex.path("object").read_bytes(), "cuda")     # as exported: agrees
+    doc = json.loads(m.read_text())
+    assert len(doc["launches"]) > 1
+    doc["launches"].reverse()           # consistent in itself, but not the module's program
+    m.write_text(json.dumps(doc))
+    with pytest.raises(ProgramError, match="manifest's 'launches' is not the object's"):
+        run_program(m, ex.inputs)

@@ -159,9 +159,10 @@ def parse_ptxas_info(text: str) -> dict[str, dict]:
 
 
 def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
-                 dump_after: str | None = None, out: Any = None
+                 dump_after: str | None = None, out: Any = None, extra_ptx: str = ""
                  ) -> tuple[bytes, list[KernelDesc]]:
     """Compile kernels into one CUDA module: a cubin (via ptxas) or PTX text (UTF-8 bytes).
+    extra_ptx: module-scope declarations appended (an exported program's facts).
 
     The manifest facts (registers from `ptxas -v`) are filled whenever ptxas is available,
     also for `emit="ptx"`.
@@ -175,7 +176,7 @@ def compile_cuda(sinks: list[UOp], arch: str = "sm_90", emit: str = "cubin",
         raise CudaCompileError(f"a cubin needs ptxas, which was not found; {PTXAS_HINT}")
     kernels, descs = compile_kernels(sinks, target, (SelectError, PtxError), dump_after, out)
     try:
-        ptx = module_text(kernels, arch) + ptx_global(descs)
+        ptx = module_text(kernels, arch) + ptx_global(descs) + extra_ptx
     except PtxError as e:
         raise CudaCompileError(str(e)) from None
     if ptxas is None:
