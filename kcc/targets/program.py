@@ -420,7 +420,7 @@ def c_header(p: Program, extra: list[str] = (), gpu: bool = False) -> str:
               f"int {n}_with_workspace(void *workspace{', ' if params else ''}"
               f"{', '.join(params)});",
               f"size_t {n}_workspace_bytes(void);",
-              f"/* Threads for the kernels' worker indices; 0 (default): the machine's "
+              "/* Threads for the kernels' worker indices; 0 (default): the machine's "
               "cores. */",
               f"void {n}_set_threads(int n);",
               f"const char *{n}_error(void);", *extra,
