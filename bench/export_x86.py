@@ -179,8 +179,8 @@ print(len(statements), sum(n != f for (f, _), n in renames.items()))
 def time_export_model(name: str, ins: list[np.ndarray], outs: list[np.ndarray], work: Path,
                       args: argparse.Namespace) -> tuple[float | str, int]:
     """(µs per call or clang's error, kernels renamed) of tinygrad's export_model C,
-    compiled as tinygrad compiles C for its CPU device; its outputs checked against the kcc export's tinygrad values and
-    against the child's own tinygrad run."""
+    compiled as tinygrad compiles C for its CPU device; its outputs checked against the kcc
+    export's tinygrad values and against the child's own tinygrad run."""
     import os
     src = work / "net.c"
     env = {**os.environ, "DEV": "CPU", "THREADS": "0"}
