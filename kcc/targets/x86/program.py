@@ -8,16 +8,20 @@ The runtime (System V AMD64 ABI, psABI 3.2; every call below is to libc):
     NAME(in…, out…)                   aligned_alloc(64, workspace), run, free
     NAME_with_workspace(ws, in…, out…) run on the caller's 64-byte aligned workspace
     run:  threads T = NAME_set_threads value, or sysconf(_SC_NPROCESSORS_ONLN), at most the
-          largest worker count and MAX_THREADS; with T > 1, under a locked start mutex,
-          pthread_create T-1 workers (stopping at the first failure: T becomes the number
-          running), pthread_barrier_init(T), unlock; every thread then runs the body; join.
+          largest worker count and MAX_THREADS. With T > 1 a pool of T-1 threads serves
+          every call: it is started on the first call (under a locked start mutex,
+          pthread_create until T-1 run or one fails, pthread_barrier_init for those and this
+          thread, unlock) and kept, waiting at the pool barrier, until NAME_release() or a
+          call with another T replaces it. A call publishes its context, meets the workers
+          at the barrier, runs the body as thread 0 and meets them again when all are done.
     body(ctx, tid): for each launch in order: a kernel with W workers calls
           kernel(buffers…, gidx0 = i) for i = tid, tid+T, … < W (a static split: no atomics);
           one without workers runs on tid 0; a pthread_barrier_wait separates two launches
           unless both run on tid 0 alone.
 
 The context (on the entry's stack, 64-byte aligned) holds the input/output pointers, the
-workspace pointer, T, the start mutex, the barrier and one record per thread.
+workspace pointer and T; the pool (its size, the context of the call it serves, a quit flag,
+the start mutex, the barrier and one record per thread) lives in the object's .bss.
 """
 
 from __future__ import annotations
@@ -44,9 +48,15 @@ ARG_REGS32 = ("edi", "esi", "edx", "ecx", "r8d", "r9d")
 WEIGHTS_LABEL = "__kcc_weights"
 STATE_LABEL = "__kcc_state"
 STR_LABEL = "__kcc_strings"
-# .bss state: the thread count NAME_set_threads stored, the error message pointer, and the
-# external weights' base (NAME_load_weights)
-ST_THREADS, ST_ERROR, ST_WEIGHTS, STATE_BYTES = 0, 8, 16, 64
+# .bss state: the thread count NAME_set_threads stored, the error message pointer, the
+# external weights' base (NAME_load_weights), and the thread pool: its size T (0: none), the
+# context of the call it serves, the quit flag, the threads created, whether the mutex is
+# initialized, the start mutex (pthread_mutex_t: 40 bytes on x86-64 glibc), the barrier
+# (pthread_barrier_t: 32 bytes) and per thread a record (tid, pthread_t)
+ST_THREADS, ST_ERROR, ST_WEIGHTS = 0, 8, 16
+ST_POOL, ST_CTX, ST_QUIT, ST_CREATED, ST_LIVE = 24, 32, 40, 48, 56
+ST_MUTEX, ST_BARRIER, ST_RECORDS = 64, 128, 192
+STATE_BYTES = ST_RECORDS + 32 * 64
 MESSAGES = {
     "none": "",
     "oom": "out of memory for the workspace",
@@ -76,20 +86,8 @@ class _Ctx:
         return self.ws + 8
 
     @property
-    def mutex(self) -> int:          # pthread_mutex_t: 40 bytes on x86-64 glibc
-        return align_up(self.nthreads + 8)
-
-    @property
-    def barrier(self) -> int:        # pthread_barrier_t: 32 bytes on x86-64 glibc
-        return self.mutex + 64
-
-    @property
-    def records(self) -> int:        # per thread: ctx, tid, pthread_t, pad
-        return self.barrier + 64
-
-    @property
     def size(self) -> int:
-        return align_up(self.records + 32 * MAX_THREADS)
+        return align_up(self.nthreads + 8)
 
 
 class _Code:
@@ -130,6 +128,10 @@ class _Code:
             self("mov_r32_imm32", Reg(_r32(dst)), Imm(value))
         else:
             self("movabs_r64_imm64", Reg(dst), Imm(value))
+
+    def state(self, dst: str, disp: int) -> None:
+        """dst = the address of the .bss state's byte disp."""
+        self.lea(dst, None, disp, STATE_LABEL)
 
     def set_error(self, msg: str, offsets: dict[str, int]) -> None:
         self.lea("rax", None, offsets[msg], STR_LABEL)
@@ -187,7 +189,7 @@ class Runtime:
                (self.entry(f"{n}_with_workspace", own_workspace=False), "global"),
                (self.small(f"{n}_workspace_bytes", self.p.workspace_bytes), "global"),
                (self.set_threads(), "global"), (self.error(), "global"),
-               (self.body(), "local"), (self.worker(), "local")]
+               (self.release(), "global"), (self.body(), "local"), (self.worker(), "local")]
         if self.weights == "external":
             out.append((self.load_weights(), "global"))
         return out
@@ -315,7 +317,12 @@ class Runtime:
         c.mov("rdi", "rbx")
         c("xor_r32_rm32", Reg("esi"), Reg("esi"))
         c.call(f"{self.p.name}__body")
-        self._join(c)
+        if self.max_workers > 1:                 # the workers are done with this call too
+            c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+            c("jle_rel8", Label(".Lalone"))
+            c.state("rdi", ST_BARRIER)
+            c.call("pthread_barrier_wait")
+            c.label(".Lalone")
         c("xor_r32_rm32", Reg("r12d"), Reg("r12d"))        # the result: 0
         c.label(".Lfree")
         c.mov("rdi", "r15")
@@ -330,9 +337,9 @@ class Runtime:
         return c.assemble()
 
     def _threads(self, c: _Code) -> None:
-        """T into r13 and ctx; with T > 1 start T-1 workers (r14: how many started)."""
+        """T into r13 and ctx; with T > 1 the pool (started or replaced when its size is not
+        T), this call's context published and the workers released into the body."""
         cx = self.ctx
-        c("mov_rm64_imm32", Reg("r14"), Imm(-1))             # -1: no threads, no mutex
         c("mov_r32_imm32", Reg("r13d"), Imm(1))
         c.store("rbx", cx.nthreads, "r13")
         if self.max_workers <= 1:
@@ -349,91 +356,129 @@ class Runtime:
         c("mov_r32_imm32", Reg("ecx"), Imm(1))
         c("cmp_rm64_r64", Reg("rax"), Reg("rcx"))
         c("cmovl_r64_rm64", Reg("rax"), Reg("rcx"))
-        c.mov("r13", "rax")
-        c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+        c("cmp_r64_rm64", Reg("rax"), Mem(8, None, None, 1, ST_POOL, STATE_LABEL))
+        c("je_rel32", Label(".Lready"))                      # the pool has T threads
+        c.mov("r12", "rax")
+        c.call(f"{self.p.name}_release")                       # the last pool, if any
+        c("cmp_rm64_imm8", Reg("r12"), Imm(1))
         c("jle_rel32", Label(".Lsolo"))
-        c.lea("rdi", "rbx", cx.mutex)
+        c.state("rdi", ST_MUTEX)
         c("xor_r32_rm32", Reg("esi"), Reg("esi"))
         c.call("pthread_mutex_init")
-        c.lea("rdi", "rbx", cx.mutex)
+        c("mov_rm64_imm32", Mem(8, None, None, 1, ST_LIVE, STATE_LABEL), Imm(1))
+        c.state("rdi", ST_MUTEX)
         c.call("pthread_mutex_lock")
-        c("mov_r32_imm32", Reg("r12d"), Imm(1))                # t = 1
+        c("mov_r32_imm32", Reg("r14d"), Imm(1))                # t = 1
         c.label(".Lcreate")
-        c("cmp_rm64_r64", Reg("r12"), Reg("r13"))
+        c("cmp_rm64_r64", Reg("r14"), Reg("r12"))
         c("jge_rel8", Label(".Lcreated"))
-        c.mov("rcx", "r12")                                     # rec = ctx + records + 32 t
+        c.mov("rcx", "r14")                                     # rec = records + 32 t
         c("shl_rm64_imm8", Reg("rcx"), Imm(5))
-        c("lea_r64_m", Reg("rcx"), Mem(0, "rbx", "rcx", 1, cx.records))
-        c.store("rcx", 0, "rbx")
-        c.store("rcx", 8, "r12")
-        c.lea("rdi", "rcx", 16)
+        c.state("rax", ST_RECORDS)
+        c("add_rm64_r64", Reg("rcx"), Reg("rax"))
+        c.store("rcx", 0, "r14")
+        c.lea("rdi", "rcx", 8)
         c("xor_r32_rm32", Reg("esi"), Reg("esi"))
         c.lea("rdx", None, 0, f"{self.p.name}__worker")
         c.call("pthread_create")
         c("test_rm32_r32", Reg("eax"), Reg("eax"))
         c("jne_rel8", Label(".Lcreated"))
-        c("add_rm64_imm8", Reg("r12"), Imm(1))
+        c("add_rm64_imm8", Reg("r14"), Imm(1))
         c("jmp_rel8", Label(".Lcreate"))
         c.label(".Lcreated")
-        c("lea_r64_m", Reg("r14"), Mem(0, "r12", None, 1, -1))  # workers started
-        c.mov("r13", "r12")                                     # T: those and this thread
-        c.lea("rdi", "rbx", cx.barrier)
+        c("lea_r64_m", Reg("rax"), Mem(0, "r14", None, 1, -1))  # workers started
+        c("mov_rm64_r64", Mem(8, None, None, 1, ST_CREATED, STATE_LABEL), Reg("rax"))
+        c("cmp_rm64_imm8", Reg("r14"), Imm(1))
+        c("jle_rel8", Label(".Lnobar"))
+        c.state("rdi", ST_BARRIER)
         c("xor_r32_rm32", Reg("esi"), Reg("esi"))
-        c("mov_r32_rm32", Reg("edx"), Reg("r13d"))
+        c("mov_r32_rm32", Reg("edx"), Reg("r14d"))
         c.call("pthread_barrier_init")
         c("test_rm32_r32", Reg("eax"), Reg("eax"))
         c("je_rel8", Label(".Lbar"))
-        c("mov_r32_imm32", Reg("r13d"), Imm(1))                # no barrier: run alone
+        c.label(".Lnobar")
+        c("mov_r32_imm32", Reg("r14d"), Imm(1))                # no pool: the workers leave
         c.label(".Lbar")
-        c.store("rbx", cx.nthreads, "r13")
-        c.lea("rdi", "rbx", cx.mutex)
+        c("mov_rm64_r64", Mem(8, None, None, 1, ST_POOL, STATE_LABEL), Reg("r14"))
+        c.state("rdi", ST_MUTEX)
         c.call("pthread_mutex_unlock")
+        c("cmp_rm64_imm8", Reg("r14"), Imm(1))
+        c("jg_rel8", Label(".Lready"))
+        c.call(f"{self.p.name}_release")                       # join those that left
+        c("jmp_rel32", Label(".Lsolo"))
+        c.label(".Lready")
+        c("mov_r64_rm64", Reg("r13"), Mem(8, None, None, 1, ST_POOL, STATE_LABEL))
+        c.store("rbx", cx.nthreads, "r13")
+        c("mov_rm64_r64", Mem(8, None, None, 1, ST_CTX, STATE_LABEL), Reg("rbx"))
+        c.state("rdi", ST_BARRIER)                              # the workers start
+        c.call("pthread_barrier_wait")
         c.label(".Lsolo")
 
-    def _join(self, c: _Code) -> None:
-        cx = self.ctx
-        if self.max_workers <= 1:
-            return
-        c("test_rm64_r64", Reg("r14"), Reg("r14"))
-        c("js_rel32", Label(".Ljoined"))
+    def release(self) -> EncodedKernel:
+        """NAME_release(): stop the pool (the quit flag, one barrier round for the waiting
+        workers), join every thread created, destroy the barrier and the mutex. Nothing
+        without a pool; the next call starts a new one."""
+        c = _Code(f"{self.p.name}_release")
+        c.prologue()
+        c("cmp_rm64_imm8", Mem(8, None, None, 1, ST_LIVE, STATE_LABEL), Imm(0))
+        c("je_rel32", Label(".Lnone"))
+        c("mov_r64_rm64", Reg("r13"), Mem(8, None, None, 1, ST_POOL, STATE_LABEL))
+        c("cmp_rm64_imm8", Reg("r13"), Imm(1))
+        c("jle_rel8", Label(".Ljoin0"))
+        c("mov_rm64_imm32", Mem(8, None, None, 1, ST_QUIT, STATE_LABEL), Imm(1))
+        c.state("rdi", ST_BARRIER)
+        c.call("pthread_barrier_wait")
+        c.label(".Ljoin0")
         c("mov_r32_imm32", Reg("r12d"), Imm(1))
         c.label(".Ljoin")
-        c("cmp_rm64_r64", Reg("r12"), Reg("r14"))
-        c("jg_rel8", Label(".Ljoindone"))
+        c("cmp_r64_rm64", Reg("r12"), Mem(8, None, None, 1, ST_CREATED, STATE_LABEL))
+        c("jg_rel8", Label(".Ljoined"))
         c.mov("rcx", "r12")
         c("shl_rm64_imm8", Reg("rcx"), Imm(5))
-        c("mov_r64_rm64", Reg("rdi"), Mem(8, "rbx", "rcx", 1, cx.records + 16))
+        c.state("rax", ST_RECORDS + 8)
+        c("mov_r64_rm64", Reg("rdi"), Mem(8, "rax", "rcx", 1, 0))
         c("xor_r32_rm32", Reg("esi"), Reg("esi"))
         c.call("pthread_join")
         c("add_rm64_imm8", Reg("r12"), Imm(1))
         c("jmp_rel8", Label(".Ljoin"))
-        c.label(".Ljoindone")
+        c.label(".Ljoined")
         c("cmp_rm64_imm8", Reg("r13"), Imm(1))
         c("jle_rel8", Label(".Lnobar"))
-        c.lea("rdi", "rbx", cx.barrier)
+        c.state("rdi", ST_BARRIER)
         c.call("pthread_barrier_destroy")
         c.label(".Lnobar")
-        c.lea("rdi", "rbx", cx.mutex)
+        c.state("rdi", ST_MUTEX)
         c.call("pthread_mutex_destroy")
-        c.label(".Ljoined")
+        for slot in (ST_POOL, ST_QUIT, ST_CREATED, ST_LIVE):
+            c("mov_rm64_imm32", Mem(8, None, None, 1, slot, STATE_LABEL), Imm(0))
+        c.label(".Lnone")
+        c.epilogue()
+        return c.assemble()
 
     def worker(self) -> EncodedKernel:
-        """The thread start routine: wait for the start mutex, then the body for its tid
-        (or nothing, when the threads were fewer than asked)."""
-        c, cx = _Code(f"{self.p.name}__worker"), self.ctx
+        """A pool thread (its record in rdi): wait for the start mutex, leave when the pool
+        is smaller than its tid; then per call: the barrier, the quit flag, the body for
+        its tid with the published context, the barrier."""
+        c = _Code(f"{self.p.name}__worker")
         c.prologue()
-        c.load("rbx", "rdi", 0)               # ctx
-        c.load("r12", "rdi", 8)               # tid
-        c.lea("rdi", "rbx", cx.mutex)
+        c.load("r12", "rdi", 0)               # tid
+        c.state("rdi", ST_MUTEX)
         c.call("pthread_mutex_lock")
-        c.lea("rdi", "rbx", cx.mutex)
+        c.state("rdi", ST_MUTEX)
         c.call("pthread_mutex_unlock")
-        c.load("rax", "rbx", cx.nthreads)
-        c("cmp_rm64_r64", Reg("r12"), Reg("rax"))
+        c("cmp_r64_rm64", Reg("r12"), Mem(8, None, None, 1, ST_POOL, STATE_LABEL))
         c("jge_rel8", Label(".Lout"))
-        c.mov("rdi", "rbx")
+        c.label(".Lloop")
+        c.state("rdi", ST_BARRIER)
+        c.call("pthread_barrier_wait")
+        c("cmp_rm64_imm8", Mem(8, None, None, 1, ST_QUIT, STATE_LABEL), Imm(0))
+        c("jne_rel8", Label(".Lout"))
+        c("mov_r64_rm64", Reg("rdi"), Mem(8, None, None, 1, ST_CTX, STATE_LABEL))
         c.mov("rsi", "r12")
         c.call(f"{self.p.name}__body")
+        c.state("rdi", ST_BARRIER)
+        c.call("pthread_barrier_wait")
+        c("jmp_rel8", Label(".Lloop"))
         c.label(".Lout")
         c("xor_r32_rm32", Reg("eax"), Reg("eax"))
         c.epilogue()
@@ -475,7 +520,7 @@ class Runtime:
                 nob = c.fresh("nobar")
                 c("cmp_rm64_imm8", Reg("r13"), Imm(1))
                 c("jle_rel32", Label(nob))
-                c.lea("rdi", "rbx", cx.barrier)
+                c.state("rdi", ST_BARRIER)
                 c.call("pthread_barrier_wait")
                 c.label(nob)
         c("xor_r32_rm32", Reg("eax"), Reg("eax"))
@@ -645,6 +690,7 @@ def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
         n = len(p.inputs) + len(p.outputs)
         fn = obj.function(p.name, ctypes.c_int, [ctypes.c_void_p] * n)
         rc = fn(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs])
+        obj.function(f"{p.name}_release", None, [])()   # no thread outlives the mapping
         if rc != 0:
             err = obj.function(f"{p.name}_error", ctypes.c_char_p, [])()
             raise ProgramError(f"{p.name} returned {rc}: {err.decode(errors='replace')}")

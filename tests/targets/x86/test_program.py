@@ -102,11 +102,12 @@ def test_program_runs_in_process_with_libc_stubs() -> None:
     prog, obj, (x, want) = _compiled()
     with LoadedObject(obj, libc_addresses()) as lo:
         fn = lo.function("p", ctypes.c_int, [ctypes.c_void_p] * 2)
-        for threads in (1, 3):
+        for threads in (1, 3, 3, 2, 1):
             lo.function("p_set_threads", None, [ctypes.c_int])(threads)
             out = np.zeros(N, np.float32)
             assert fn(x.ctypes.data, out.ctypes.data) == 0
             np.testing.assert_array_equal(out, want)
+        lo.function("p_release", None, [])()
         assert lo.function("p_workspace_bytes", ctypes.c_size_t, [])() == N * 4
         ws = np.zeros(N * 4 + 64, np.uint8)
         odd = ws.ctypes.data + (1 if ws.ctypes.data % 64 == 0 else 0)
@@ -134,6 +135,7 @@ int main(int argc, char **argv) {{
   if (p(in0, out0) || p_with_workspace(ws, in0, out0)) return 1;
   for (int i = 0; i < p_OUT0_ELEMENTS; i++) printf("%.9g\\n", out0[i]);
   free(ws);
+  p_release();
   return 0;
 }}
 """)
@@ -192,3 +194,46 @@ def test_program_object_links_into_a_shared_library(tmp_path: Path) -> None:
     out = np.zeros(N, np.float32)
     assert so.p(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data)) == 0
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH")
+def test_worker_threads_persist_between_calls_until_released(tmp_path: Path) -> None:
+    """The pool: after a call on T threads the process has T-1 more threads (counted in
+    /proc/self/task), the same ones on the next call; another T replaces them, NAME_release
+    joins them all, and a call after the release starts a pool again — every result right."""
+    prog, obj, (x, want) = _compiled()
+    (tmp_path / "p.o").write_bytes(obj)
+    (tmp_path / "p.h").write_text(c_header(prog))
+    vals = ", ".join(f"{v!r}f" for v in x.tolist())
+    (tmp_path / "main.c").write_text(f"""
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include "p.h"
+static const float in0[p_IN0_ELEMENTS] = {{{vals}}};
+static const float want[p_OUT0_ELEMENTS] = {{{", ".join(f"{v!r}f" for v in want.tolist())}}};
+static int tasks(void) {{
+  int n = 0; struct dirent *e; DIR *d = opendir("/proc/self/task");
+  while ((e = readdir(d))) n += e->d_name[0] != '.';
+  closedir(d); return n;
+}}
+static int run(int t) {{
+  float out0[p_OUT0_ELEMENTS];
+  p_set_threads(t);
+  if (p(in0, out0) || memcmp(out0, want, sizeof out0)) return -1;
+  return tasks();
+}}
+int main(void) {{
+  int a = run(3), b = run(3), c = run(2), d = run(1);
+  p_release();
+  int e = tasks(), f = run(3);
+  p_release();
+  printf("%d %d %d %d %d %d %d\\n", a, b, c, d, e, f, tasks());
+  return 0;
+}}
+""")
+    subprocess.run([CC, "-Wall", "-Werror", "main.c", "p.o", "-lpthread", "-lm", "-o", "main"],
+                   cwd=tmp_path, check=True)
+    res = subprocess.run(["./main"], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         timeout=60)
+    assert res.stdout.split() == ["3", "3", "2", "1", "1", "3", "1"]
