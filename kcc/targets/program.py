@@ -423,7 +423,7 @@ def c_header(p: Program, extra: list[str] = (), gpu: bool = False) -> str:
               "/* Threads for the kernels' worker indices; 0 (default): the machine's "
               "cores. */",
               f"void {n}_set_threads(int n);",
-              f"/* The worker threads stay between calls; this stops and joins them (the next "
+              "/* The worker threads stay between calls; this stops and joins them (the next "
               "call starts them again). */",
               f"void {n}_release(void);",
               f"const char *{n}_error(void);", *extra,
