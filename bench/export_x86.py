@@ -7,12 +7,14 @@ by clang -O2, for the same model and input, in one run.
                                [--tinygrad-src /path/to/tinygrad-checkout]
 
 For each model: the program is exported, linked into a C timing harness with `cc -O2 main.c
-NAME.o -lpthread -lm`, which calls NAME once, then `rounds` rounds of `calls` calls each, and
-prints each round's time per call (clock_gettime, CLOCK_MONOTONIC); tinygrad's TinyJit of the
-same function runs after three warm-up calls, `rounds` rounds of `calls` calls, each call
-realized and the device synchronized. The table gives the medians and their ratio (how many
-times faster the exported program is). Both run on the machine's cores (tinygrad's CPU threads;
-the export's default thread count) unless --threads is given for the export.
+NAME.o -lpthread -lm`, which calls NAME once (its outputs checked), then `calls` calls, and
+prints the time per call (clock_gettime, CLOCK_MONOTONIC); tinygrad's TinyJit of the
+same function runs after three warm-up calls, `calls` calls a round, each call realized and
+the device synchronized. The variants' rounds are interleaved (one round of each in turn,
+`rounds` times), so a shared host's load falls on all alike; the table gives the medians and
+their ratios (how many times faster the exported program is). Both run on the machine's
+cores (tinygrad's CPU threads; the export's default thread count) unless --threads is given
+for the export.
 
 `export_model` is tinygrad's own whole-model C exporter; it is not in the installed package
 (only in tinygrad's repository, `extra/`), so it runs only with --tinygrad-src naming a checkout
@@ -115,31 +117,31 @@ def harness(work: Path, ins: list[np.ndarray], out_bytes: list[int], decl: str,
     return work / "main.c"
 
 
-def run_harness(exe: Path, work: Path, args: argparse.Namespace, threads: int,
+def run_harness(exe: Path, work: Path, calls: int, threads: int,
                 outs: list[np.ndarray]) -> float:
-    """Median µs per call; the first call's outputs checked against tinygrad's (outs)."""
-    res = subprocess.run([str(exe), str(args.rounds), str(args.calls), str(threads),
-                          str(work / "outs.bin")], capture_output=True, text=True, check=True)
+    """One round: µs per call over `calls` calls; the first call's outputs checked against
+    tinygrad's (outs)."""
+    res = subprocess.run([str(exe), "1", str(calls), str(threads), str(work / "outs.bin")],
+                         capture_output=True, text=True, check=True)
     blob, pos = (work / "outs.bin").read_bytes(), 0
     for want in outs:
         got = np.frombuffer(blob[pos:pos + want.nbytes], want.dtype).reshape(want.shape)
         pos += want.nbytes
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    return statistics.median(float(v) for v in res.stdout.split())
+    return float(res.stdout.split()[0])
 
 
-def time_export(fn: Any, ins: list[np.ndarray], work: Path, args: argparse.Namespace
-                ) -> tuple[float, float, int]:
-    """(µs per call on args.threads, on one thread, launches) of kcc's exported object."""
+def build_export(fn: Any, ins: list[np.ndarray], work: Path
+                 ) -> tuple[Path, list[np.ndarray], int]:
+    """kcc's exported object linked into the harness: (executable, tinygrad's outputs,
+    launches)."""
     import kcc.tinygrad as ktg
     ex = ktg.export(fn, *ins, out=work / "p", name="net")
-    p = ex.program
     outs = [np.asarray(o) for o in ex.outputs]
     main = harness(work, ins, [o.nbytes for o in outs], '#include "net.h"', True)
     subprocess.run(["cc", "-O2", str(main), f"-I{ex.out}", str(ex.path("object")),
                     "-lpthread", "-lm", "-o", str(work / "main")], check=True)
-    return (run_harness(work / "main", work, args, args.threads, outs),
-            run_harness(work / "main", work, args, 1, outs), len(p.launches))
+    return work / "main", outs, len(ex.program.launches)
 
 
 EXPORT_MODEL_CHILD = r"""
@@ -177,10 +179,10 @@ print(len(statements), sum(n != f for (f, _), n in renames.items()))
 
 
 def time_export_model(name: str, ins: list[np.ndarray], outs: list[np.ndarray], work: Path,
-                      args: argparse.Namespace) -> tuple[float | str, int]:
-    """(µs per call or clang's error, kernels renamed) of tinygrad's export_model C,
-    compiled as tinygrad compiles C for its CPU device; its outputs checked against the kcc
-    export's tinygrad values and against the child's own tinygrad run."""
+                      args: argparse.Namespace) -> tuple[Path | str, int]:
+    """(the harness executable or clang's error, kernels renamed) of tinygrad's export_model
+    C, compiled as tinygrad compiles C for its CPU device; the child's own tinygrad values
+    checked against the kcc export's (the same weights and inputs)."""
     import os
     src = work / "net.c"
     env = {**os.environ, "DEV": "CPU", "THREADS": "0"}
@@ -205,10 +207,12 @@ def time_export_model(name: str, ins: list[np.ndarray], outs: list[np.ndarray], 
                            str(work / "main_em")], capture_output=True, text=True)
     if link.returncode:
         sys.exit(f"the export_model harness does not link:\n{link.stderr[-2000:]}")
-    return run_harness(work / "main_em", work, args, 1, outs), renamed
+    return work / "main_em", renamed
 
 
-def time_tinyjit(fn: Any, ins: list[np.ndarray], args: argparse.Namespace) -> float:
+def tinyjit_rounds(fn: Any, ins: list[np.ndarray]) -> Any:
+    """A function timing one round of `calls` TinyJit calls (µs per call) after three
+    warm-up calls; each call realized, the device synchronized at the round's end."""
     from tinygrad import Device, Tensor, TinyJit
     jit = TinyJit(lambda *xs: fn(*xs).realize())
     ts = [Tensor(a).realize() for a in ins]
@@ -216,14 +220,14 @@ def time_tinyjit(fn: Any, ins: list[np.ndarray], args: argparse.Namespace) -> fl
         jit(*ts)
     dev = Device[Device.DEFAULT]
     dev.synchronize()
-    times = []
-    for _ in range(args.rounds):
+
+    def one(calls: int) -> float:
         t0 = time.perf_counter()
-        for _ in range(args.calls):
+        for _ in range(calls):
             jit(*ts)
         dev.synchronize()
-        times.append((time.perf_counter() - t0) / args.calls * 1e6)
-    return statistics.median(times)
+        return (time.perf_counter() - t0) / calls * 1e6
+    return one
 
 
 def main() -> None:
@@ -241,15 +245,22 @@ def main() -> None:
     rows = []
     for name, (fn, ins) in models().items():
         with tempfile.TemporaryDirectory() as tmp:
-            kcc_us, kcc1_us, nk = time_export(fn, ins, Path(tmp), args)
-            em = None
-            if args.tinygrad_src:
-                import kcc.tinygrad as ktg
-                outs = [np.asarray(o) for o in ktg.export(fn, *ins, out=Path(tmp) / "q",
-                                                          name="net").outputs]
-                em = time_export_model(name, ins, outs, Path(tmp), args)
-        jit_us = time_tinyjit(fn, ins, args)
-        rows.append((name, nk, kcc_us, jit_us, kcc1_us, em))
+            work = Path(tmp)
+            exe, outs, nk = build_export(fn, ins, work)
+            em, renamed = (time_export_model(name, ins, outs, work, args)
+                           if args.tinygrad_src else (None, 0))
+            jit = tinyjit_rounds(fn, ins)
+            times: dict[str, list[float]] = {"kcc": [], "kcc1": [], "em": [], "jit": []}
+            for _ in range(args.rounds):        # interleaved: the host's load hits all alike
+                times["kcc"].append(run_harness(exe, work, args.calls, args.threads, outs))
+                times["kcc1"].append(run_harness(exe, work, args.calls, 1, outs))
+                if isinstance(em, Path):
+                    times["em"].append(run_harness(em, work, args.calls, 1, outs))
+                times["jit"].append(jit(args.calls))
+        med = {k: statistics.median(v) if v else None for k, v in times.items()}
+        rows.append((name, nk, med["kcc"], med["jit"], med["kcc1"],
+                     None if em is None else (em if isinstance(em, str) else med["em"],
+                                              renamed)))
     print("| model | launches | kcc export (µs) | TinyJit DEV=CPU (µs) | TinyJit / export |"
           " kcc export, 1 thread (µs) | export_model C, clang -O2, 1 thread (µs) |"
           " export_model / export |")
