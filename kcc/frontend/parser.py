@@ -257,9 +257,6 @@ class _Parser:
             if tok.text.upper() in Ops.__members__:
                 hint = f" (op names are upper case: {tok.text.upper()})"
             raise self.lx.error(tok.col, f"unknown op {_clip(tok.text)!r}{hint}")
-        if op is Ops.WMMA:
-            raise self.lx.error(tok.col, "WMMA (a tensor-core matrix multiply) is reserved and "
-                                         "not supported in version 1 of the .uop format")
         return op
 
     def _operands(self, op: Ops, lineno: int) -> tuple[list[UOp], list[int], int]:
@@ -445,6 +442,8 @@ class _Parser:
             return val.v
         if op is Ops.RANGE:
             return self._range_arg(val)
+        if op is Ops.WMMA:
+            return self._wmma_arg(val)
         ctor = "KernelInfo" if op is Ops.SINK else "ParamArg"
         if val.kind != "ctor" or val.v[0] != ctor:
             raise err(val.col, f"{op.name} takes {_ARG_FORM[op]}")
@@ -462,6 +461,22 @@ class _Parser:
                                              + " ".join(AxisType.__members__))
             raise self.lx.error((bad or val).col, f"RANGE takes {_ARG_FORM[Ops.RANGE]}")
         return tuple(x.v for x in items[:-1]) + (AxisType[items[-1].v],)
+
+    def _wmma_arg(self, val: Val) -> tuple:
+        """((N, M, K), dtype_in, device, threads, None) as plain values; the rule table checks
+        what they mean (kcc.ir.rules)."""
+        items = val.v if val.kind == "tuple" else ()
+        kinds = ("tuple", "dtype", "str", "int", "none")
+        bad = val if len(items) != 5 else next(
+            (x for x, k in zip(items, kinds) if x.kind != k), None)
+        dims = items[0].v if len(items) == 5 and items[0].kind == "tuple" else ()
+        if bad is None and (len(dims) != 3 or any(d.kind != "int" for d in dims)):
+            bad = items[0]
+        if bad is not None:
+            if bad.kind == "name" and bad is items[1]:
+                raise self.lx.error(bad.col, f"unknown dtype {_clip(_word(bad))!r}")
+            raise self.lx.error(bad.col, f"WMMA takes {_ARG_FORM[Ops.WMMA]}")
+        return (tuple(d.v for d in dims), items[1].v, items[2].v, items[3].v, None)
 
     def _ctor(self, val: Val) -> Any:
         name, pos, kw, kw_cols = val.v
@@ -594,6 +609,8 @@ _ARG_FORM: dict[Ops, str] = {
     Ops.RANGE: "(axis_id, AxisType), with any number of integer axis ids before the AxisType, "
                "e.g. (0, LOOP) or (4, 0, 0, WEAK)",
     Ops.CAST: "a dtype", Ops.BITCAST: "a dtype",
+    Ops.WMMA: '((N, M, K), dtype_in, device, threads, None), e.g. '
+              '((8, 16, 16), float16, "CUDA", 32, None)',
     Ops.SINK: 'KernelInfo(name="…")',
 }
 

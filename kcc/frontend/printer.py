@@ -91,6 +91,8 @@ def format_literal(v: bool | int | float) -> str:
 
 def format_arg(arg: Any) -> str:
     """An op's arg in .uop syntax: literal, string, dtype, enum, tuple or constructor."""
+    if arg is None:
+        return "None"                 # inside a tuple arg (WMMA's last field)
     if isinstance(arg, (bool, int, float)):
         return format_literal(arg)
     if isinstance(arg, str):

@@ -49,7 +49,6 @@ REFUSED = {
     "CUSTOMI": "inline C source, which kcc does not compile",
     "CALL": "a call of an external function through a pointer",
     "INS": "a machine instruction of tinygrad's ISA renderers",
-    "WMMA": "a tensor-core matrix multiply, reserved in .uop v1",
     "IF": "an IF that gates something other than one STORE",
     "ENDIF": "an ENDIF without its IF",
 }
@@ -307,6 +306,9 @@ class _Writer:
             raise TinygradImportError(f"{where}: a BARRIER that waits for loads (tinygrad's "
                                       "write-after-read barrier of a LOCAL buffer) has no .uop v1 "
                                       "spelling")
+        elif n.op == "WMMA":
+            ops = ", ".join(self.operand(j, i) for j in n.src)
+            self.lines.append((str(i), f"WMMA({ops}) {_wmma_arg(n.arg, where)}"))
         elif n.op in SAME_OPS:
             src = list(dict.fromkeys(n.src)) if n.op in _MERGED else list(n.src)
             if n.op in _MERGED:
@@ -347,6 +349,18 @@ def _range_arg(arg: Any, where: str) -> str:
             and all(isinstance(a, int) for a in arg[:-1])):
         raise TinygradImportError(f"{where}: RANGE arg {arg!r} has no .uop v1 spelling")
     return "(" + ", ".join([*(str(a) for a in arg[:-1]), arg[-1]]) + ")"
+
+
+def _wmma_arg(arg: Any, where: str) -> str:
+    """tinygrad's WMMA arg `((N, M, K), dtype_in name, device, threads, None)` as .uop text
+    (the rule table judges the form; here only its spelling)."""
+    ok = (isinstance(arg, tuple) and len(arg) == 5 and isinstance(arg[0], tuple)
+          and all(isinstance(d, int) for d in arg[0]) and isinstance(arg[2], str)
+          and isinstance(arg[3], int) and arg[4] is None)
+    if not ok:
+        raise TinygradImportError(f"{where}: WMMA arg {arg!r} has no .uop v1 spelling")
+    dims = "(" + ", ".join(map(str, arg[0])) + ")"
+    return f"({dims}, {_dtype(arg[1], where)}, {format_arg(arg[2])}, {arg[3]}, None)"
 
 
 def _wrapped(src: TgNode, dtype: str, text: str) -> str:

@@ -73,7 +73,8 @@ class OpRow:
 
     op: Ops
     nsrc: int
-    group: str          # "unary", "binary", "ternary", "compare", "memory", "control", "leaf"
+    # "unary", "binary", "ternary", "compare", "memory", "control", "leaf", "matrix"
+    group: str
     variadic: bool = False
     max_src: int | None = None
     # does an arg appear in the text form ("required", "optional", "none")
@@ -123,7 +124,7 @@ OP_ROWS: tuple[OpRow, ...] = (
     OpRow(Ops.THREEFRY, 2, "binary"),
     OpRow(Ops.WHERE, 3, "ternary"),
     OpRow(Ops.MULACC, 3, "ternary"),
-    OpRow(Ops.WMMA, 0, "reserved", variadic=True),
+    OpRow(Ops.WMMA, 3, "matrix", arg="required"),   # kcc/ir/wmma.py
 )
 
 ROW: dict[Ops, OpRow] = {r.op: r for r in OP_ROWS}

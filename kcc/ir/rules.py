@@ -366,8 +366,36 @@ def _mulacc(src: tuple[UOp, ...], arg: Any) -> UType:
 
 
 def _wmma(src: tuple[UOp, ...], arg: Any) -> UType:
-    raise IRError("WMMA (tensor-core matrix multiply) is reserved and not supported in "
-                  "version 1 of the .uop format")
+    """WMMA(a, b, c) ((N, M, K), dtype_in, device, threads, None): the result is c's type.
+
+    The form (kcc/ir/wmma.py) must be one kcc knows, and each operand a vector of its dtype
+    with the elements per lane the form gives (docs/semantics.md, "WMMA")."""
+    from kcc.ir import wmma
+    ok = (isinstance(arg, tuple) and len(arg) == 5 and isinstance(arg[0], tuple)
+          and len(arg[0]) == 3 and all(isinstance(d, int) and not isinstance(d, bool)
+                                       for d in arg[0])
+          and isinstance(arg[1], DType) and not arg[1].is_weak and isinstance(arg[2], str)
+          and isinstance(arg[3], int) and not isinstance(arg[3], bool) and arg[4] is None)
+    if not ok:
+        raise IRError("WMMA takes ((N, M, K), dtype_in, device, threads, None), e.g. "
+                      '((8, 16, 16), float16, "CUDA", 32, None)')
+    dims, din, device, threads, _ = arg
+    if device not in wmma.DEVICES:
+        raise IRError(f"WMMA device {device!r} is not one of {', '.join(wmma.DEVICES)}")
+    c = _value(src, 2, "a WMMA accumulator")
+    if c.dtype.is_weak:
+        raise IRError("a WMMA accumulator has a strong dtype; CAST the literals", 2)
+    sh = wmma.find(device, dims, threads, din.name, c.dtype.name)
+    if sh is None:
+        raise IRError(f"no tensor-core form {device} {dims} threads={threads} "
+                      f"{din.name}->{c.dtype.name}; the forms are: {wmma.supported_text()}")
+    for i, (what, dt) in enumerate((("A", din), ("B", din), ("C", c.dtype))):
+        t = _value(src, i, f"WMMA's {what}")
+        want = sh.per_lane[i]
+        if t.dtype != dt or t.shape != (want,):
+            raise IRError(f"WMMA's {what} is {dt.name}[{want}] per lane for {sh.name} "
+                          f"({threads} lanes), not {fmt_utype(t)}", i)
+    return c
 
 
 RULES: dict[Ops, Callable[[tuple[UOp, ...], Any], UType]] = {
@@ -388,7 +416,7 @@ assert set(RULES) == set(ROW), "every op has exactly one type rule"
 
 def utype_of(op: Ops, src: tuple[UOp, ...], arg: Any) -> UType:
     """The derived type of (op, src, arg), or IRError if a rule does not hold."""
-    if op is not Ops.WMMA and not arity_ok(op, len(src)):
+    if not arity_ok(op, len(src)):
         raise IRError(f"{op.name} takes {arity_text(op)} src, got {len(src)}")
     return RULES[op](src, arg)
 

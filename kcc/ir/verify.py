@@ -4,7 +4,7 @@
 at the first rule that does not hold. It checks (UOP_FORMAT.md, "Ops" and "Where a node runs"):
 
 - the root is a SINK and no other SINK is in the graph;
-- every node's derived type (the IR's rule table; WMMA is refused there);
+- every node's derived type (the IR's rule table);
 - PARAM slots are unique and run 0..n-1 without gaps over buffers and scalars together;
   BUFFER slots are unique among the BUFFERs of one address space (LOCAL, REG);
 - nothing computed is thrown away: a SINK src is an effect (a void node) or a PARAM (an unused

@@ -97,6 +97,9 @@ def _arg(u: UOp) -> Any:
         return (*u.arg[:-1], u.arg[-1].name)
     if u.op is Ops.SINK:
         return None
+    if u.op is Ops.WMMA:
+        # ((N, M, K), dtype_in, device, threads, upcast axes): the dtype by its kcc name
+        return (tuple(u.arg[0]), dtype_name(u.arg[1]), *u.arg[2:])
     if u.op is Ops.CONST:
         # tinygrad wraps float constants (ConstFloat); the importer wants plain Python values
         v = u.arg

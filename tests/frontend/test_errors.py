@@ -28,7 +28,7 @@ CASES: dict[str, tuple[str | bytes, int, str | int | None, str]] = {
     "bad_version": ("# kcc-uop 2\n", 1, "2", "unsupported .uop version '2'"),
     "unknown_op": (H + P + "%x = FOO(%i)\n", 6, "FOO", "unknown op 'FOO'"),
     "lower_case_op": (H + P + "%x = add(%i, 1)\n", 6, "add", "op names are upper case"),
-    "wmma_refused": (H + "%w = WMMA(1, 2)\n", 2, "WMMA", "WMMA"),
+    "wmma_operands": (H + "%w = WMMA(1, 2)\n", 2, ")", "WMMA takes exactly 3 src, got 2"),
     "unknown_dtype_cast": (H + P + "%x = CAST(%i) flaot32\n", 6, "flaot32",
                            "unknown dtype 'flaot32'"),
     "unknown_dtype_assert": (H + P + "%x = ADD(%i, 1) : flaot\n", 6, "flaot",

@@ -66,8 +66,8 @@ def test_rule_table_error_carries_node_and_operand() -> None:
     assert e.node is x and e.src_index == 1
 
 
-def test_wmma_refused() -> None:
-    refused(sink(UOp(Ops.WMMA, (c(1.0),))), "WMMA")
+def test_wmma_with_a_wrong_arity_is_refused() -> None:
+    refused(sink(UOp(Ops.WMMA, (c(1.0),))), "WMMA takes exactly 3 src")
 
 
 def test_param_slots() -> None:

@@ -113,7 +113,7 @@ def _add_before_sink(*new: TgNode):
     (_swap("ADD", TgNode("CUSTOMI", "int32", "rand()")), r"CUSTOMI \(inline C source"),
     (_swap("ADD", TgNode("CALL", "int32", None)), "call of an external function"),
     (_swap("ADD", TgNode("INS", "int32", "add")), "machine instruction"),
-    (_swap("ADD", TgNode("WMMA", "int32", None)), "tensor-core"),
+    (_swap("ADD", TgNode("WMMA", "int32", None)), "WMMA arg None has no"),
     (_swap("ADD", TgNode("POW", "int32", None)), "op POW has no"),
     (_swap("INDEX", TgNode("INDEX", "int32", None, (1, 3, 3))), "INDEX with 3 srcs"),
     (_swap("ADD", TgNode("BITCAST", "int32", "int32", (2,))), "BITCAST of a buffer or place"),

@@ -1,0 +1,41 @@
+"""WMMA test kernels: every lane loads its A, B and C fragments, one WMMA, every lane stores D.
+
+`fragment_kernel(shape, warps, groups)` is a `.uop` text: `lidx0` runs over `warps` warps of
+`shape.threads` lanes, `gidx0` over `groups` workgroups; buffer A holds lane t's A fragment
+(per_lane[0] elements) of warp w in workgroup g at ((g*warps + w)*threads + t)*per_lane[0], and
+likewise B, C and the output D.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.wmma import WmmaShape
+
+
+def fragment_kernel(sh: WmmaShape, warps: int = 2, groups: int = 2) -> str:
+    """The `.uop` text of the kernel (see the module docstring); slots: D, A, B, C."""
+    lanes = sh.threads * warps
+    na, nb, nc = sh.per_lane
+    total = lanes * groups
+    n, m, k = sh.dims
+    lines = [
+        "# kcc-uop 1",
+        f"%d = PARAM ParamArg(0, {sh.dtype_out}, {total * nc})",
+        f"%a = PARAM ParamArg(1, {sh.dtype_in}, {total * na})",
+        f"%b = PARAM ParamArg(2, {sh.dtype_in}, {total * nb})",
+        f"%c = PARAM ParamArg(3, {sh.dtype_out}, {total * nc})",
+        f'%l = SPECIAL({lanes}) "lidx0"',
+        f'%g = SPECIAL({groups}) "gidx0"',
+        f"%gl = MUL(%g, {lanes})",
+        "%t = ADD(%gl, %l)",
+    ]
+    for name, w in (("a", na), ("b", nb), ("c", nc)):
+        lines += [f"%{name}o = MUL(%t, {w})", f"%{name}p = SHRINK(%{name}, %{name}o, {w})",
+                  f"%{name}v = LOAD(%{name}p)"]
+    lines += [
+        (f'%w = WMMA(%av, %bv, %cv) (({n}, {m}, {k}), {sh.dtype_in}, "{sh.device}", '
+         f"{sh.threads}, None) : {sh.dtype_out}[{nc}]"),
+        f"%dp = SHRINK(%d, %co, {nc})",
+        "%st = STORE(%dp, %w)",
+        'SINK(%st) KernelInfo(name="wmma")',
+    ]
+    return "\n".join(lines) + "\n"
