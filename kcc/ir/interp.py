@@ -8,8 +8,8 @@ Execution model (docs/semantics.md, "Execution order"):
   of the innermost RANGE it depends on (UOP_FORMAT.md: a node is inside the loop of every RANGE
   it depends on unless an END of that range lies on the way). END runs its loops.
 - All hardware threads (SPECIAL gidx/lidx) run in lockstep, each a lane of a numpy axis, so a
-  BARRIER holds by construction; LOCAL buffers have one copy per workgroup (gidx), REG buffers
-  one copy per thread.
+  BARRIER holds by construction and a WMMA sees its whole warp (kcc/ir/wmma.py); LOCAL buffers
+  have one copy per workgroup (gidx), REG buffers one copy per thread.
 - Speed: a RANGE loop runs all its iterations at once as another lane axis when no iteration
   can observe another. That is checked while it runs, on every access to a buffer the kernel
   stores to (shared memory: no element touched by two iterations when one of them writes; REG
@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kcc.ir import numerics as nm
+from kcc.ir import wmma
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes, promote
 from kcc.ir.ops import ALU, COMPARE, Ops
@@ -566,7 +567,19 @@ class _Exec:
             return nm.bitcast(m[x.src[0]], x.src[0].dtype, x.arg)
         if op in ALU:
             return self._alu(x)
+        if op is Ops.WMMA:
+            return self._wmma(x)
         raise InterpError(f"the interpreter cannot run {op.name}")
+
+    def _wmma(self, x: UOp) -> np.ndarray:
+        """One WMMA per warp of the workgroup's lanes (kcc/ir/wmma.py, docs/semantics.md)."""
+        lidx = {n.arg: (a, self.special_size[n]) for n, a in self.k.axis.items()
+                if n.op is Ops.SPECIAL and n.arg.startswith("lidx")}   # one per name
+        try:
+            return wmma.on_lane_axes(wmma.shape_of(x), *(self.memo[s] for s in x.src),
+                                     [lidx[name] for name in sorted(lidx)])
+        except ValueError as e:
+            raise InterpError(str(e)) from None
 
     def _conv(self, v: Any, src: DType, dst: DType) -> np.ndarray:
         return v if src == dst else nm.cast(v, src, dst)

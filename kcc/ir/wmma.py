@@ -234,3 +234,37 @@ def warp_apply(sh: WmmaShape, a: np.ndarray, b: np.ndarray, c: np.ndarray
     bm, ok_b = gather(sh, "b", b)
     cm, _ = gather(sh, "c", c)
     return scatter(sh, matmul(sh, am, bm, cm)), ok_a & ok_b
+
+
+def on_lane_axes(sh: WmmaShape, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                 lanes: list[tuple[int, int]]) -> np.ndarray:
+    """D for operands laid out as the interpreter holds them: one numpy axis per thread index.
+
+    a, b, c: [axes…, width]; `lanes` is (axis, size) of lidx0, lidx1, lidx2 (those the kernel
+    has, in that order). A workgroup's threads are numbered lidx0 + L0*(lidx1 + L1*lidx2) and
+    every `threads` consecutive ones are one warp/wave. Raises ValueError when the workgroup
+    does not split into whole warps, or a replicated element differs between its copies.
+    """
+    nax = a.ndim - 1
+    full = list(np.broadcast_shapes(a.shape[:-1], b.shape[:-1], c.shape[:-1]))
+    for ax, size in lanes:
+        full[ax] = size
+    a, b, c = (np.broadcast_to(v, tuple(full) + v.shape[-1:]) for v in (a, b, c))
+    total = int(np.prod([s for _, s in lanes], dtype=np.int64)) if lanes else 1
+    if total % sh.threads:
+        raise ValueError(f"WMMA {sh.name} needs whole warps of {sh.threads} lanes; the "
+                         f"workgroup has {total} threads")
+    lane_axes = [ax for ax, _ in reversed(lanes)]              # lidx2 outermost
+    rest = [ax for ax in range(nax) if ax not in lane_axes]
+    order = rest + lane_axes + [nax]
+    batch = [full[ax] for ax in rest]
+
+    def frag(v: np.ndarray) -> np.ndarray:
+        return np.transpose(v, order).reshape(batch + [total // sh.threads, sh.threads,
+                                                       v.shape[-1]])
+    d, ok = warp_apply(sh, frag(a), frag(b), frag(c))
+    if not ok.all():
+        raise ValueError(f"WMMA {sh.name}: the lanes that replicate an A or B element "
+                         "(lanes 16..31 repeat lanes 0..15) hold different values")
+    d = d.reshape(batch + [full[ax] for ax in lane_axes] + [d.shape[-1]])
+    return np.transpose(d, np.argsort(order))

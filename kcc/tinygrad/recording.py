@@ -8,7 +8,9 @@ writes to out/:
 - `kNNN_NAME.uop` — the kernel as tinygrad's CPU path lowers it (the graph `DEV=CPU` compiles),
   and, with `gpu=True` (the default), `kNNN_NAME.ptx.uop` / `kNNN_NAME.hip.uop` — the same
   kernel lowered by tinygrad's PTX and HIP renderers (GPU-style: SPECIAL thread indices, LOCAL
-  buffers), which construct without a GPU;
+  buffers, WMMA where tinygrad's tensor-core optimization applies), which construct without a
+  GPU (`gpu=("ptx", "hip", "cuda", "hip_gfx942")` adds `kNNN_NAME.cuda.uop`, the CUDA C
+  renderer for sm_90, and `kNNN_NAME.hip_gfx942.uop`, the HIP renderer for gfx942);
 - `kNNN.argS.in.npy` / `kNNN.argS.out.npy` — every buffer argument (kcc slot S) before the
   kernel ran and, for those it writes, after;
 - `capture.json` — the kernels in execution order with their arguments (kcc slot, tinygrad
@@ -49,12 +51,22 @@ def lower(ast: UOp, renderer: Any) -> list[UOp]:
     return line_rewrite(linearize(sink), pm_linearize_cleanups)
 
 
-def gpu_renderers() -> dict[str, Any]:
-    """tinygrad's PTX (sm_80) and HIP (gfx1100) renderers; they construct without a GPU."""
-    from tinygrad.renderer.cstyle import HIPRenderer
+GPU_STYLES = ("ptx", "hip")          # what `gpu=True` lowers for; "cuda" on request
+
+
+def gpu_renderers(styles: tuple[str, ...] = GPU_STYLES) -> dict[str, Any]:
+    """tinygrad's PTX (sm_80), HIP (gfx1100; `hip_gfx942`: gfx942) and CUDA C (sm_90)
+    renderers, by style; they
+    construct without a GPU (the HIP and CUDA ones with the offline compilers, which only
+    compiling would run)."""
+    from tinygrad.renderer.cstyle import CUDARenderer, HIPRenderer
     from tinygrad.renderer.ptx import PTXRenderer
-    return {"ptx": PTXRenderer(Target(device="CUDA", arch="sm_80")),
-            "hip": HIPRenderer(Target(device="AMD", arch="gfx1100"), use_hipcc=True)}
+    make = {"ptx": lambda: PTXRenderer(Target(device="CUDA", arch="sm_80")),
+            "hip": lambda: HIPRenderer(Target(device="AMD", arch="gfx1100"), use_hipcc=True),
+            "cuda": lambda: CUDARenderer(Target(device="CUDA", arch="sm_90"), use_nvcc=True),
+            "hip_gfx942": lambda: HIPRenderer(Target(device="AMD", arch="gfx942"),
+                                              use_hipcc=True)}
+    return {s: make[s]() for s in styles}
 
 
 def cpu_renderer() -> Any:
@@ -90,12 +102,15 @@ class _Kernel:
 class Capture:
     """The context manager behind `kcc.tinygrad.capture(out_dir)`.
 
-    gpu: also write each kernel lowered by tinygrad's PTX and HIP renderers.
+    gpu: also write each kernel lowered by tinygrad's PTX and HIP renderers; a tuple of
+    styles ("ptx", "hip", "cuda": CUDA C for sm_90, "hip_gfx942") picks the renderers.
     values: save the buffers' values (.npy) before and after each kernel."""
 
-    def __init__(self, out_dir: str | Path, gpu: bool = True, values: bool = True):
+    def __init__(self, out_dir: str | Path, gpu: bool | tuple[str, ...] = True,
+                 values: bool = True):
         self.out = Path(out_dir)
-        self.gpu, self.values = gpu, values
+        self.gpu, self.values = bool(gpu), values
+        self.styles = GPU_STYLES if gpu is True else tuple(gpu or ())
         self.kernels: list[_Kernel] = []
         self.asts: dict[bytes, UOp] = {}          # PROGRAM key -> the kernel's AST
         # PROGRAM key -> (.uop file, GPU-style files, error, the imported kernel)
@@ -242,7 +257,7 @@ class Capture:
         gpu: dict[str, str | None] = {}
         if self.gpu and prg.key in self.asts:
             if self._renderers is None:
-                self._renderers = gpu_renderers()
+                self._renderers = gpu_renderers(self.styles)
             for style, ren in self._renderers.items():
                 try:
                     imp = program_to_uop(lower(self.asts[prg.key], ren))

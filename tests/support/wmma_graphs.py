@@ -11,8 +11,11 @@ from __future__ import annotations
 from kcc.ir.wmma import WmmaShape
 
 
-def fragment_kernel(sh: WmmaShape, warps: int = 2, groups: int = 2) -> str:
-    """The `.uop` text of the kernel (see the module docstring); slots: D, A, B, C."""
+def fragment_kernel(sh: WmmaShape, warps: int = 2, groups: int = 2,
+                    split: int | None = None) -> str:
+    """The `.uop` text of the kernel (see the module docstring); slots: D, A, B, C. With
+    `split`, the lanes are two thread indices: lidx0 < split and lidx1, lane lidx0 + split*lidx1
+    (the order the hardware forms warps in)."""
     lanes = sh.threads * warps
     na, nb, nc = sh.per_lane
     total = lanes * groups
@@ -23,7 +26,9 @@ def fragment_kernel(sh: WmmaShape, warps: int = 2, groups: int = 2) -> str:
         f"%a = PARAM ParamArg(1, {sh.dtype_in}, {total * na})",
         f"%b = PARAM ParamArg(2, {sh.dtype_in}, {total * nb})",
         f"%c = PARAM ParamArg(3, {sh.dtype_out}, {total * nc})",
-        f'%l = SPECIAL({lanes}) "lidx0"',
+        *([f'%l = SPECIAL({lanes}) "lidx0"'] if split is None else [
+            f'%l0 = SPECIAL({split}) "lidx0"', f'%l1 = SPECIAL({lanes // split}) "lidx1"',
+            f"%l1s = MUL(%l1, {split})", "%l = ADD(%l0, %l1s)"]),
         f'%g = SPECIAL({groups}) "gidx0"',
         f"%gl = MUL(%g, {lanes})",
         "%t = ADD(%gl, %l)",
