@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:          # numpy is imported by the functions that compute (start-up time)
+    import numpy as np
 
 Map = Callable[[int, int], tuple[int, int]]
 DEVICES = ("CUDA", "AMD")
@@ -45,6 +46,12 @@ class WmmaShape:
     b_at: Map                            # (lane, elem) -> (k, n)
     c_at: Map                            # (lane, elem) -> (m, n)
     name: str                            # what the hardware calls it
+    # for D's element e of lane l at (m, n) = c_at(l, e): the (lane, element) holding A[m][k]
+    # and B[k][n]; written with + * // % and integer k, e only, so that l may be a symbolic
+    # lane (kcc/passes/wmma.py builds index arithmetic with them); the element never depends
+    # on l
+    a_from: Callable[[Any, int, int], tuple[Any, int]]
+    b_from: Callable[[Any, int, int], tuple[Any, int]]
 
     @property
     def n(self) -> int:
@@ -60,6 +67,7 @@ class WmmaShape:
 
     def table(self, which: str) -> np.ndarray:
         """int array [threads, per_lane, 2]: the (row, col) of every fragment element."""
+        import numpy as np
         i = "abc".index(which)
         at = (self.a_at, self.b_at, self.c_at)[i]
         return np.array([[at(lane, e) for e in range(self.per_lane[i])]
@@ -118,24 +126,60 @@ def _cdna_c(lane: int, e: int) -> tuple[int, int]:
     return 4 * (lane // 16) + e, lane % 16
 
 
+# Where D's element e of lane l finds its A and B operands (derived from the maps above; the
+# tests check them against the maps for every lane). NVIDIA: (m, n) = (l//4 + 8*(e//2),
+# 2*(l%4) + e%2), so m%8 = l//4, m//8 = e//2 and n = 2*(l%4) + e%2.
+def _nv_a16_from(l: Any, e: int, k: int) -> tuple[Any, int]:
+    return (l // 4) * 4 + (k // 2) % 4, k % 2 + 2 * (e // 2) + 4 * (k // 8)
+
+
+def _nv_b16_from(l: Any, e: int, k: int) -> tuple[Any, int]:
+    return (l % 4) * 8 + 4 * (e % 2) + (k // 2) % 4, k % 2 + 2 * (k // 8)
+
+
+def _nv_a8_from(l: Any, e: int, k: int) -> tuple[Any, int]:
+    return (l // 4) * 4 + k // 2, k % 2 + 2 * (e // 2)
+
+
+def _nv_b8_from(l: Any, e: int, k: int) -> tuple[Any, int]:
+    return (l % 4) * 8 + 4 * (e % 2) + k // 2, k % 2
+
+
+def _rdna3_a_from(l: Any, e: int, k: int) -> tuple[Any, int]:     # m = 2e + l//16
+    return l // 16 + 2 * e, k
+
+
+def _rdna3_b_from(l: Any, e: int, k: int) -> tuple[Any, int]:     # n = l%16
+    return l % 16, k
+
+
+def _cdna_a_from(l: Any, e: int, k: int) -> tuple[Any, int]:      # m = 4*(l//16) + e
+    return (l // 16) * 4 + e + 16 * (k // 4), k % 4
+
+
+def _cdna_b_from(l: Any, e: int, k: int) -> tuple[Any, int]:      # n = l%16
+    return l % 16 + 16 * (k // 4), k % 4
+
+
 def _shapes() -> tuple[WmmaShape, ...]:
     out: list[WmmaShape] = []
     for di, do in (("float16", "float32"), ("bfloat16", "float32"), ("float16", "float16")):
         out.append(WmmaShape("CUDA", (8, 16, 16), 32, di, do, (8, 4, 4), _nv_a16, _nv_b16,
-                             _nv_c, f"mma.sync.aligned.m16n8k16 {di}->{do}"))
+                             _nv_c, f"mma.sync.aligned.m16n8k16 {di}->{do}", _nv_a16_from,
+                             _nv_b16_from))
     for di, do in (("float16", "float32"), ("float16", "float16")):
         out.append(WmmaShape("CUDA", (8, 16, 8), 32, di, do, (4, 2, 4), _nv_a8, _nv_b8, _nv_c,
-                             f"mma.sync.aligned.m16n8k8 {di}->{do}"))
+                             f"mma.sync.aligned.m16n8k8 {di}->{do}", _nv_a8_from, _nv_b8_from))
     for di, do, ins in (("float16", "float32", "v_wmma_f32_16x16x16_f16"),
                         ("float16", "float16", "v_wmma_f16_16x16x16_f16"),
                         ("bfloat16", "float32", "v_wmma_f32_16x16x16_bf16"),
                         ("int8", "int32", "v_wmma_i32_16x16x16_iu8")):
         out.append(WmmaShape("AMD", (16, 16, 16), 32, di, do, (16, 16, 8), _rdna3_a, _rdna3_b,
-                             _rdna3_c, ins))
+                             _rdna3_c, ins, _rdna3_a_from, _rdna3_b_from))
     for di, ins in (("float16", "v_mfma_f32_16x16x16_f16"),
                     ("bfloat16", "v_mfma_f32_16x16x16_bf16")):
         out.append(WmmaShape("AMD", (16, 16, 16), 64, di, "float32", (4, 4, 4), _cdna_a,
-                             _cdna_b, _cdna_c, ins))
+                             _cdna_b, _cdna_c, ins, _cdna_a_from, _cdna_b_from))
     return tuple(out)
 
 
@@ -172,6 +216,7 @@ def gather(sh: WmmaShape, which: str, frag: np.ndarray) -> tuple[np.ndarray, np.
     more than one lane (RDNA3's A and B, replicated in lanes 16..31) is read from its first
     holder in lane order; `ok` is False where another copy differs (bitwise).
     """
+    import numpy as np
     tab = sh.table(which)
     rows = sh.m if which in "ac" else sh.k
     cols = sh.k if which == "a" else sh.n
@@ -198,6 +243,7 @@ def scatter(sh: WmmaShape, mat: np.ndarray) -> np.ndarray:
 
 
 def _bits(dt: np.dtype) -> np.dtype:
+    import numpy as np
     return np.dtype(f"u{np.dtype(dt).itemsize}")
 
 
@@ -209,6 +255,8 @@ def matmul(sh: WmmaShape, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.nda
     each product is exact in float32 and the fma is one rounding of the sum); D = acc rounded
     once to dtype_out. int8 -> int32: the exact sum of products wrapped to int32.
     """
+    import numpy as np
+
     from kcc.ir import numerics as nm
     from kcc.ir.dtype import dtypes
     din, dout = dtypes.by_name(sh.dtype_in), dtypes.by_name(sh.dtype_out)
@@ -245,6 +293,7 @@ def on_lane_axes(sh: WmmaShape, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     every `threads` consecutive ones are one warp/wave. Raises ValueError when the workgroup
     does not split into whole warps, or a replicated element differs between its copies.
     """
+    import numpy as np
     nax = a.ndim - 1
     full = list(np.broadcast_shapes(a.shape[:-1], b.shape[:-1], c.shape[:-1]))
     for ax, size in lanes:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
+
+if TYPE_CHECKING:
+    from kcc.ir.wmma import WmmaShape
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class TargetDesc:
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
+    wmma(shape): whether the target selects this tensor-core form (kcc.ir.wmma.WmmaShape) as
+      its own instructions; passes/wmma.py expands every other WMMA into per-lane arithmetic.
+      None (the default): the selector takes every WMMA (and refuses a form it lacks by name).
     """
 
     name: str
@@ -58,6 +64,7 @@ class TargetDesc:
     masked_load: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
+    wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

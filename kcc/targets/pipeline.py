@@ -33,9 +33,11 @@ from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.target import TargetDesc
+from kcc.passes.threads import fold_threads
 from kcc.passes.unroll import unroll
 from kcc.ir.verify import verify
 from kcc.passes.widen import widen
+from kcc.passes.wmma import decompose_wmma
 
 
 class Target(Protocol):
@@ -67,6 +69,8 @@ def _verify(sink: UOp, desc: TargetDesc) -> UOp:
 
 PIPELINE: tuple[Step, ...] = (
     Step("verify", "graph", _verify),
+    Step("decompose_wmma", "graph", decompose_wmma),
+    Step("fold_threads", "graph", fold_threads),
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
     Step("unroll", "graph", unroll),
@@ -177,6 +181,9 @@ def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
             state = step.run(state, target.desc)
             if verify_each and step.name != "verify":
                 verify(state)
+            if step.name == "fold_threads":
+                # the kernel as launched: workgroup threads folded into workers (same PARAMs)
+                sink = state
             text = format_uop(state) if dump_after == step.name else None
         elif step.kind == "linear":
             state = step.run(state, target.desc)

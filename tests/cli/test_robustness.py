@@ -25,11 +25,14 @@ from uop_texts import INC, SCALE  # noqa: F401 (INC: other tests import it from 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
-# One GPU-only construct each; compiling it for x86 must name the construct.
+# One GPU-only construct each; compiling it for x86 must name the construct. (A workgroup of
+# constant size whose threads never meet is folded into workers: passes/threads.py; one of
+# symbolic size is not.)
 GPU_CONSTRUCTS = {
     "lidx": """# kcc-uop 1
 %out = PARAM ParamArg(0, float32, 16)
-%l   = SPECIAL(16) "lidx0"     : weakint
+%n   = PARAM ParamArg(1, int32, addrspace=ALU, vmin_vmax=(1, 16))
+%l   = SPECIAL(%n) "lidx0"     : int32
 %oi  = INDEX(%out, %l)
 %st  = STORE(%oi, 1.0)
 SINK(%st) KernelInfo(name="g")

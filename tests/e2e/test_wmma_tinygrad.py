@@ -85,3 +85,20 @@ def test_the_interpreter_computes_tinygrads_values(k: dict, style: str, name: st
         g, w = _floats(got, a["dtype"]), _floats(want, a["dtype"])
         tol = 4 * EPS[a["dtype"]] * np.abs(w).max()
         assert np.abs(g - w).max() <= tol, (np.abs(g - w).max(), tol)
+
+
+@pytest.mark.parametrize("k, style, name", CASES, ids=IDS)
+def test_x86_runs_them_bit_for_bit_like_the_interpreter(k: dict, style: str, name: str) -> None:
+    """x86 has no tensor cores and no workgroups: passes/wmma.py expands each WMMA per lane
+    and passes/threads.py makes every thread a worker; the result is the interpreter's."""
+    from x86_util import compile_and_run, reference
+
+    from kcc.targets.check import same_elements
+    sink = parse((DIR / name).read_text(), name)
+    args: list[Any] = [np.load(DIR / a["in"]).copy() if a["kind"] == "buffer" else a["value"]
+                       for a in k["args"]]
+    got, want = compile_and_run(sink, args), reference(sink, args)
+    for a in k["args"]:
+        if "out" in a:
+            s = a["slot"]
+            assert same_elements(got[s], want[s], a["dtype"]).all(), a

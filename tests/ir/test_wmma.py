@@ -108,3 +108,17 @@ def test_a_dtype_other_than_dtype_in_is_refused() -> None:
 def test_fragment_kernels_parse(sh: WmmaShape) -> None:
     sink = parse(fragment_kernel(sh))
     assert any(n.op is Ops.WMMA for n in sink.toposort())
+
+
+@pytest.mark.parametrize("sh", SHAPES, ids=NAMES)
+def test_operand_holders_agree_with_the_maps(sh: WmmaShape) -> None:
+    """a_from/b_from (what the decomposition substitutes) name a lane and element that hold
+    A[m][k] and B[k][n] for every D element (m, n) of every lane."""
+    for lane in range(sh.threads):
+        for e in range(sh.per_lane[2]):
+            m, n = sh.c_at(lane, e)
+            for k in range(sh.k):
+                la, ea = sh.a_from(lane, e, k)
+                lb, eb = sh.b_from(lane, e, k)
+                assert sh.a_at(la, ea) == (m, k) and sh.b_at(lb, eb) == (k, n)
+                assert 0 <= la < sh.threads and 0 <= lb < sh.threads

@@ -44,3 +44,42 @@ def fragment_kernel(sh: WmmaShape, warps: int = 2, groups: int = 2,
         'SINK(%st) KernelInfo(name="wmma")',
     ]
     return "\n".join(lines) + "\n"
+
+
+def fragment_inputs(sh: WmmaShape, warps: int = 2, groups: int = 2, seed: int = 0,
+                    specials: bool = False) -> list:
+    """Arguments (D, A, B, C) of `fragment_kernel`: random matrices per warp scattered into the
+    lanes' fragments by the form's maps (so RDNA3's replicated lanes agree); with `specials`,
+    some float elements are ±0, ±inf, NaN and subnormals."""
+    import numpy as np
+
+    from kcc.ir import dtypes
+    from kcc.ir import numerics as nm
+    rng = np.random.default_rng(seed)
+    w = warps * groups
+    n, m, k = sh.dims
+
+    def rand(dt: str, shape: tuple[int, ...]) -> np.ndarray:
+        if dt == "int8":
+            return rng.integers(-128, 128, shape).astype(np.int8)
+        if dt == "int32":
+            return rng.integers(-2**31, 2**31, shape).astype(np.int32)
+        v = rng.standard_normal(shape)
+        if specials:
+            pick = rng.random(shape) < 0.05
+            v[pick] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -130, 1e-7],
+                                 int(pick.sum()))
+        return nm.from_f64(v, dtypes.by_name(dt))
+
+    mats = (rand(sh.dtype_in, (w, m, k)), rand(sh.dtype_in, (w, k, n)),
+            rand(sh.dtype_out, (w, m, n)))
+    frags = []
+    for which, mat in zip("abc", mats):
+        at = {"a": sh.a_at, "b": sh.b_at, "c": sh.c_at}[which]
+        width = sh.per_lane["abc".index(which)]
+        f = np.zeros((w, sh.threads, width), mat.dtype)
+        for lane in range(sh.threads):
+            for e in range(width):
+                f[:, lane, e] = mat[:, at(lane, e)[0], at(lane, e)[1]]
+        frags.append(f.reshape(-1))
+    return [np.zeros_like(frags[2]), *frags]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
@@ -15,6 +16,9 @@ from kcc.isel.x86.ivec import VECTOR_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
+
+if TYPE_CHECKING:
+    from kcc.ir.wmma import WmmaShape
 
 
 def _native_x86(op: Ops, dtype: DType) -> bool:
@@ -69,7 +73,14 @@ def x86_desc(arch: str) -> TargetDesc:
                    # 16 streams ran slower than with 8 although they ran fewer instructions
                    load_streams=X86_LOAD_STREAMS,
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
-                   permute=_permute if arch == "x86-64-v4" else None)
+                   permute=_permute if arch == "x86-64-v4" else None,
+                   # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
+                   wmma=_no_tensor_cores)
+
+
+def _no_tensor_cores(shape: WmmaShape) -> bool:
+    """x86 selects no WMMA form."""
+    return False
 
 
 def _permute(dt: DType, n: int) -> int:

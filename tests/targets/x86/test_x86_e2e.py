@@ -21,8 +21,10 @@ TRANSCENDENTAL_ULP = 4
 
 
 def _gpu_style(sink) -> bool:
+    """Threads that meet (BARRIER, LOCAL memory) need a GPU; lidx alone is folded into
+    workers (kcc/passes/threads.py)."""
     for n in sink.toposort():
-        if n.op is Ops.BARRIER or (n.op is Ops.SPECIAL and n.arg.startswith("lidx")):
+        if n.op is Ops.BARRIER:
             return True
         if n.op is Ops.BUFFER and n.arg.addrspace.name == "LOCAL":
             return True
@@ -47,14 +49,31 @@ def test_example_matches_interpreter(path: Path) -> None:
         assert_same(sink, compile_and_run(sink, args), reference(sink, args), ulp)
 
 
-def test_gpu_constructs_are_refused_with_their_name() -> None:
-    src = """# kcc-uop 1
-%out = PARAM ParamArg(0, float32, 4)
+LIDX = """# kcc-uop 1
+%n = PARAM ParamArg(1, int32, addrspace=ALU, vmin_vmax=(1, 4))
+%out = PARAM ParamArg(0, float32, 12)
 %l = SPECIAL(4) "lidx0"
-%p = INDEX(%out, %l)
-%s = STORE(%p, 1.0)
+%g = SPECIAL(3) "gidx0"
+%g4 = MUL(%g, 4)
+%i = ADD(%g4, %l)
+%p = INDEX(%out, %i)
+%li = CAST(%l) float32
+%s = STORE(%p, %li)
 SINK(%s) KernelInfo(name="k")
 """
+
+
+def test_threads_that_never_meet_become_workers() -> None:
+    """lidx without BARRIER or LOCAL memory: each (gidx, lidx) pair is a worker."""
+    sink = parse(LIDX)
+    args = [np.zeros(12, np.float32), 4]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+    assert reference(sink, args)[0].tolist() == [0.0, 1.0, 2.0, 3.0] * 3
+
+
+def test_gpu_constructs_are_refused_with_their_name() -> None:
+    """A workgroup of symbolic size is not folded into workers; x86 names its lidx."""
+    src = LIDX.replace('SPECIAL(4) "lidx0"', 'SPECIAL(%n) "lidx0"')
     with pytest.raises(CompileError, match="lidx0") as e:
         compile_x86([parse(src)])
     assert e.value.kernel == "k"
