@@ -3,8 +3,9 @@
 
     PYTHONPATH=. python scripts/capture_wmma.py [--out tests/data/wmma_tinygrad]
 
-tinygrad 0.14 runs float16, bfloat16 and int8 matmuls and a float16 conv2d (TC_OPT=2, so
-tensor cores apply to a kernel with several reduce axes) on its CPU device through kcc
+tinygrad 0.14 runs float16, bfloat16 and int8 matmuls (one of 64x64x64, whose workgroups hold
+several warps) and a float16 conv2d (TC_OPT=2, so tensor cores apply to a kernel with several
+reduce axes) on its CPU device through kcc
 (`DEV=CPU:KCC`) under `kcc.tinygrad.capture`, which also lowers each kernel, tensor cores on,
 with tinygrad's PTX (sm_80), HIP (gfx1100), CUDA C (sm_90) and HIP (gfx942) renderers. Kept:
 every kernel with a WMMA in some lowering, its `.uop` files (the CPU form and the GPU forms), the
@@ -51,6 +52,8 @@ def _run_cases(out: Path) -> None:
         x, w = Tensor(rand(1, 16, 8, 8)).realize(), Tensor(rand(16, 16, 3, 3)).realize()
         with Context(TC_OPT=2):
             x.conv2d(w).realize()                                # conv2d, three reduce axes
+        c, d = Tensor(rand(64, 64)).realize(), Tensor(rand(64, 64)).realize()
+        (c @ d).realize()                # several warps a workgroup: lidx1 counts them
 
 
 def _keep(src: Path, dst: Path) -> list[dict]:

@@ -13,8 +13,9 @@ as index arithmetic of l, the element a constant). The chain is the semantics' o
 fma per k, in order; one rounding to a float16 accumulator at the end; int8 products exact and
 added in int32, wrapping), so the result equals the interpreter's bit for bit.
 
-What it needs: the workgroup is `lidx0` alone (a multiple of the form's lanes; no lidx1 or
-lidx2), and the A and B operands are computed from the lane's indices, loops and GLOBAL memory
+What it needs: a constant lidx0 bound that is a multiple of the form's lanes (so a warp lies
+within one lidx0 row and only lidx0 differs between its lanes; tinygrad's lidx0 is the warp,
+lidx1 counts warps), and the A and B operands are computed from the lane's indices, loops and GLOBAL memory
 only (no REG or LOCAL buffer, whose contents another lane cannot see): tinygrad's tensor-core
 kernels load their fragments from GLOBAL memory. Anything else is refused by name.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcc.ir import wmma
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
@@ -122,10 +124,13 @@ def decompose_wmma(sink: UOp, desc: TargetDesc) -> UOp:
     todo = [n for n in order if n.op is Ops.WMMA and not desc.wmma(wmma.shape_of(n))]
     if not todo:
         return sink
-    specials = {n.arg for n in order if n.op is Ops.SPECIAL and n.arg.startswith("lidx")}
-    if specials != {"lidx0"}:
-        raise WmmaError(f"{desc.name} has no {wmma.shape_of(todo[0]).name}, and a WMMA is "
-                        "expanded per lane only in a workgroup of lidx0 alone, not "
-                        f"{', '.join(sorted(specials)) or 'no lidx'}")
     lidx = [n for n in order if n.op is Ops.SPECIAL and n.arg == "lidx0"]
+    size = const_int(lidx[0].src[0]) if lidx else None
+    for x in todo:
+        threads = wmma.shape_of(x).threads
+        if size is None or size % threads:
+            got = "no lidx0" if not lidx else f"lidx0 < {size if size is not None else '?'}"
+            raise WmmaError(f"{desc.name} has no {wmma.shape_of(x).name}, and a WMMA is "
+                            f"expanded per lane only when lidx0 counts whole warps of {threads} "
+                            f"lanes (a constant multiple of {threads}), not {got}")
     return _substitute(sink, {x: _expand(x, lidx) for x in todo})

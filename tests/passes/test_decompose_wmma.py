@@ -60,9 +60,20 @@ def test_a_form_the_target_selects_is_left() -> None:
     assert decompose_wmma(sink, SCALAR_ALL_NATIVE) is sink     # None: the selector takes all
 
 
-def test_lidx1_is_refused_by_name() -> None:
+def test_warps_counted_by_lidx1_expand_and_fold() -> None:
+    """tinygrad's bigger tiles: lidx0 is the warp, lidx1 counts warps."""
+    sh = SHAPES[0]
+    sink = parse(fragment_kernel(sh, split=32))
+    out = fold_threads(decompose_wmma(sink, CPU), CPU)
+    verify(out)
+    args = fragment_inputs(sh, seed=3, specials=True)
+    assert_same(sh, reference(out, args), reference(sink, args))
+    assert_same(sh, compile_and_run(sink, args), reference(sink, args))
+
+
+def test_a_warp_split_across_lidx1_is_refused_by_name() -> None:
     sink = parse(fragment_kernel(SHAPES[0], split=8))
-    with pytest.raises(WmmaError, match="lidx0 alone, not lidx0, lidx1"):
+    with pytest.raises(WmmaError, match="whole warps of 32 lanes .*, not lidx0 < 8"):
         decompose_wmma(sink, CPU)
 
 
