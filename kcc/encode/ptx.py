@@ -113,6 +113,7 @@ class Form:
     nops: int
     section: str             # PTX ISA section that defines it
     min_sm_if: tuple[tuple[str, int], ...] = ()   # (modifier, minimum sm) pairs
+    min_sm: int = 0                                # the least sm of every form of the stem
 
 
 FORMS_ROWS: tuple[Form, ...] = (
@@ -144,6 +145,8 @@ FORMS_ROWS: tuple[Form, ...] = (
     Form("st", 2, "9.7.9.10"),
     Form("bra", 1, "9.7.12.1"),
     Form("bar", 1, "9.7.13.1"),
+    # D, A, B, C; kcc writes only the sm_80 shapes m16n8k8/m16n8k16 (kcc.isel.ptx.wmma)
+    Form("mma", 4, "9.7.14.5.14", min_sm=80),
     Form("ret", 0, "9.7.12.6"),
 )
 FORMS: dict[str, Form] = {f.stem: f for f in FORMS_ROWS}
@@ -180,6 +183,9 @@ def check_inst(inst: Inst, sm: int) -> None:
     if len(inst.operands) != form.nops:
         raise PtxError(f"{inst.op} takes {form.nops} operands, got {len(inst.operands)}")
     mods = inst.op.split(".")[1:]
+    if sm < form.min_sm:
+        raise PtxError(f"{inst.op} needs sm_{form.min_sm} or newer (PTX ISA section "
+                       f"{form.section}); this module targets sm_{sm}")
     for mod, need in form.min_sm_if:
         if mod in mods and sm < need:
             raise PtxError(f"{inst.op} needs sm_{need} or newer (PTX ISA section "

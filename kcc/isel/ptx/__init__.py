@@ -1,1 +1,2 @@
-"""PTX instruction selection: UOps to PTX instructions (`select.py`; `alu.py` the ALU rules)."""
+"""PTX instruction selection: UOps to PTX instructions (`select.py`; `alu.py` the ALU rules;
+`wmma.py` WMMA as mma.sync)."""

@@ -47,6 +47,7 @@ from kcc.isel.common import (
     scalar_const,
 )
 from kcc.isel.ptx.alu import PtxAlu, bank_of, fty, ity, mem_type, param_type, sel_type
+from kcc.isel.ptx.wmma import PtxWmma
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Place:
 
 # -- the selector ------------------------------------------------------------------------------
 
-class PtxSelector(SelectorBase, PtxAlu):
+class PtxSelector(SelectorBase, PtxAlu, PtxWmma):
     """Select a linearized kernel into PTX instructions over virtual registers."""
 
     def __init__(self, name: str, params: list[UOp | None], sm: int):
