@@ -5,19 +5,21 @@ A WMMA of tinygrad's CUDA tensor cores computes D = A·B + C for one warp: A is 
 C and D are M×N, and each of the 32 lanes holds a *fragment* of every matrix as a vector
 (`elements` per lane below). tinygrad numbers a lane's vector elements exactly as PTX numbers
 the fragment elements a0, a1, … / b0, … / c0, … ("Elements (low to high)" in the ISA's fragment
-tables, 9.7.14.5.7/9.7.14.5.8); tests/isel/ptx/test_wmma_layout.py checks that against the ISA's
-row/column formulas for every form here. So the selection is only the packing PTX requires:
+tables, 9.7.14.5.7/9.7.14.5.8); tests/isel/ptx/test_ptx_wmma_layout.py checks that against the
+ISA's row/column formulas for every form here. So the selection is only the packing PTX requires:
 
 - 16-bit elements (f16, bf16) go two to a `.b32` register (`.f16x2` for f16), element 2j in the
-  low half and 2j+1 in the high half: `mov.b32 %r, {%rs_lo, %rs_hi}` (9.7.9.1 mov: the first
-  element of a vector operand is the least significant);
+  low half and 2j+1 in the high half: `mov.b32 %r, {%rs_lo, %rs_hi}` (9.7.9.1 mov, pack: the
+  first element of the vector is the least significant: d = a.x | (a.y << 16));
 - 32-bit inputs (tf32) are the float32 registers' bits moved to `.b32` registers;
 - an f32 accumulator is four `.f32` registers as they are; an f16 accumulator is two `.f16x2`
   registers, packed before and unpacked (`mov.b32 {%rs, %rs}, %r`) after the mma.
 
 The forms are those tinygrad 0.14 lowers to for CUDA sm_80+ (tinygrad/codegen/opt/tc.py:
-`cuda_81616`, `cuda_8168_f16`, `cuda_8168_tf32`); the fp8 ones (sm_89) have no kcc dtype. All
-use `.row.col` (A row-major, B column-major: the only layout m16n8k8/k16 allow, 9.7.14.5.14).
+`cuda_81616`, `cuda_8168_f16`, and `cuda_8168_tf32` when ALLOW_TF32=1). The IR (kcc/ir/wmma.py)
+has no tf32 form (a float32 input rounded to tf32 is not a kcc dtype), so that row is reached
+only by tests of the PTX itself; the fp8 forms (sm_89) have no kcc dtype. All use `.row.col`
+(A row-major, B column-major: the only layout m16n8k8/k16 allow, 9.7.14.5.14).
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ from dataclasses import dataclass
 
 from kcc.encode.ptx import Reg, Vec
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
-from kcc.isel.common import SelectError, scalar_const
+from kcc.isel.common import SelectError
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,11 @@ class PtxWmma:
 
     def sel_WMMA(self, u: UOp) -> None:
         """WMMA → pack A, B (and an f16 C) into .b32 registers, mma.sync.aligned, unpack D."""
-        a, b, c = u.src[:3]
-        dims = wmma_dims(u)
+        a, b, c = u.src
+        dims, device, threads = wmma_arg(u)
+        if device != "CUDA" or threads != 32:
+            raise SelectError(f"a WMMA of {device} with {threads} lanes cannot compile for "
+                              "CUDA (a CUDA WMMA is one warp of 32 lanes)")
         form = mma_form(dims, a.dtype, u.dtype)
         if self.sm < form.min_sm:
             raise SelectError(f"{form.opcode} needs sm_{form.min_sm} or newer; this kernel "
@@ -129,16 +133,10 @@ class PtxWmma:
         return tuple(out)
 
     def lanes(self, x: UOp) -> list[Reg]:
-        """The registers of a vector operand's elements (a vector constant set once each)."""
-        if x.op is Ops.CONST and isinstance(x.arg, tuple):
-            return [self.const(v, x.dtype) for v in x.arg]
-        if x.op is Ops.CAST and x.src[0].op is Ops.CONST and isinstance(x.src[0].arg, tuple):
-            return [self.const(v, x.dtype) for v in x.src[0].arg]
+        """The registers of a vector operand's elements (a STACK, a vector LOAD, a WMMA)."""
         r = self.reg(x)
         if not isinstance(r, tuple):
-            c = scalar_const(x)
-            raise SelectError(f"a WMMA operand is a scalar ({x.op.name}"
-                              f"{'' if c is None else f' {c}'}), not a vector")
+            raise SelectError(f"a WMMA operand ({x.op.name}) is a scalar, not a vector")
         return list(r)
 
     def pack(self, regs: list[Reg], form: MmaForm, operand: int) -> tuple[Reg, ...]:
@@ -156,10 +154,8 @@ class PtxWmma:
         return tuple(out)
 
 
-def wmma_dims(u: UOp) -> tuple[int, int, int]:
-    """(N, M, K) of a WMMA: the first tuple of three ints in its arg (tinygrad 0.14 writes
-    `(dims, dtype_in, device, threads, axes)`; older ones put a name first)."""
-    for x in (u.arg if isinstance(u.arg, tuple) else ()):
-        if isinstance(x, tuple) and len(x) == 3 and all(isinstance(d, int) for d in x):
-            return x
-    raise SelectError(f"WMMA arg {u.arg!r} carries no (N, M, K) dims")
+def wmma_arg(u: UOp) -> tuple[tuple[int, int, int], str, int]:
+    """(N, M, K), device and lanes of a WMMA: tinygrad 0.14's arg `((N, M, K), dtype_in,
+    device, threads, None)` (kcc.ir.wmma; the IR's rule has checked it)."""
+    dims, _din, device, threads, _ = u.arg
+    return tuple(dims), device, threads
