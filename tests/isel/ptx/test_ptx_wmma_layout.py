@@ -140,3 +140,28 @@ def test_operand_element_i_is_fragment_element_i(key_form) -> None:
     assert b == list(range(na, na + nb))
     assert c == list(range(na + nb, na + nb + nc))
     assert d == list(range(nc))
+
+
+# -- 2. the IR's lane maps are the ISA's tables --------------------------------------------------
+@pytest.mark.parametrize("key_form", FORMS, ids=IDS)
+def test_ir_lane_map_is_the_isa_fragment_layout(key_form) -> None:
+    from kcc.ir import wmma
+    (dims, din, dout), form = key_form
+    sh = wmma.find("CUDA", dims, 32, din.name, dout.name)
+    if sh is None:
+        assert form.atype == "tf32", f"the IR has no form for {form.opcode}"
+        pytest.skip("the IR has no tf32 WMMA (float32 inputs rounded to tf32 are no kcc dtype)")
+    assert sh.per_lane == form.elements
+    for which, isa, ir in zip("ABC", ISA[(form.shape, form.atype)], (sh.a_at, sh.b_at, sh.c_at)):
+        for lane in range(32):
+            for i in range(form.elements["ABC".index(which)]):
+                assert ir(lane, i) == isa(lane, i), (form.opcode, which, lane, i)
+
+
+def test_every_cuda_form_of_the_ir_has_an_mma() -> None:
+    from kcc.ir import wmma
+    from kcc.ir.dtype import dtypes
+    for sh in wmma.SHAPES:
+        if sh.device == "CUDA":
+            key = (sh.dims, dtypes.by_name(sh.dtype_in), dtypes.by_name(sh.dtype_out))
+            assert key in MMA_FORMS, sh.name
