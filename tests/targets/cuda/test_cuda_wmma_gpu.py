@@ -1,0 +1,72 @@
+"""WMMA on a real GPU: the kernel where each lane loads its fragments, runs one WMMA and stores D
+(tests/support/wmma_graphs.py), for every CUDA form of the IR, against the IR's meaning
+(kcc.ir.wmma.warp_apply, written from tinygrad's definition).
+
+On small-integer data every product and partial sum is exact, so the tensor core's summation
+order cannot show and D must equal the IR's bit for bit: that checks the fragment layout on the
+hardware. On random data the hardware's order and rounding inside the mma are its own (the PTX
+ISA does not fix them), so D is compared within a relative tolerance.
+Skips with the reason when there is no libcuda, no device or no ptxas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from wmma_graphs import fragment_kernel
+
+from kcc.frontend.parser import parse
+from kcc.ir import numerics as nm
+from kcc.ir import wmma
+from kcc.ir.dtype import dtypes
+from kcc.targets.cuda.driver import available
+from kcc.targets.cuda.target import compile_cuda, find_ptxas, launch_cuda
+from kcc.targets.manifest import check_launch
+
+_REASON = available()
+pytestmark = [pytest.mark.skipif(_REASON is not None, reason=f"no CUDA GPU: {_REASON}"),
+              pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")]
+CUDA_SHAPES = [s for s in wmma.SHAPES if s.device == "CUDA"]
+IDS = [f"k{s.k}-{s.dtype_in}-{s.dtype_out}" for s in CUDA_SHAPES]
+WARPS, GROUPS = 2, 2
+
+
+def _arch() -> str:
+    from kcc.targets.cuda.driver import Driver
+    from kcc.targets.cuda.target import ARCHES
+    mj, mn = Driver.get().compute_capability()
+    known = [a for a in ARCHES if int(a[3:]) <= mj * 10 + mn]
+    return known[-1]
+
+
+def _run(sh: wmma.WmmaShape, vals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(the GPU's D, the IR's D) for A, B, C given as float64 [warps, threads, per_lane]."""
+    din, dout = dtypes.by_name(sh.dtype_in), dtypes.by_name(sh.dtype_out)
+    a, b, c = (nm.from_f64(v, dt) for v, dt in zip(vals, (din, din, dout)))
+    data, descs = compile_cuda([parse(fragment_kernel(sh, WARPS, GROUPS))], _arch(), "cubin")
+    d = np.zeros_like(c)
+    args = [d.reshape(-1), a.reshape(-1).copy(), b.reshape(-1).copy(), c.reshape(-1).copy()]
+    launch_cuda(data, descs[0], check_launch(descs[0], args))
+    want, ok = wmma.warp_apply(sh, a, b, c)
+    assert ok.all()
+    return args[0].reshape(d.shape), want
+
+
+def _vals(sh: wmma.WmmaShape, draw) -> list[np.ndarray]:
+    return [draw((WARPS * GROUPS, sh.threads, n)) for n in sh.per_lane]
+
+
+@pytest.mark.parametrize("sh", CUDA_SHAPES, ids=IDS)
+def test_wmma_on_small_integers_is_exact(sh: wmma.WmmaShape) -> None:
+    rng = np.random.default_rng(1)
+    got, want = _run(sh, _vals(sh, lambda s: rng.integers(-4, 5, s).astype(np.float64)))
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("sh", CUDA_SHAPES, ids=IDS)
+def test_wmma_on_random_data_is_close(sh: wmma.WmmaShape) -> None:
+    rng = np.random.default_rng(2)
+    got, want = _run(sh, _vals(sh, lambda s: rng.standard_normal(s)))
+    dout = dtypes.by_name(sh.dtype_out)
+    g, w = nm.to_compute(got, dout), nm.to_compute(want, dout)
+    tol = 1e-2 if sh.dtype_out == "float16" else 1e-4
+    assert np.allclose(g, w, rtol=tol, atol=tol)
