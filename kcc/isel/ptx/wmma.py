@@ -20,6 +20,12 @@ The forms are those tinygrad 0.14 lowers to for CUDA sm_80+ (tinygrad/codegen/op
 has no tf32 form (a float32 input rounded to tf32 is not a kcc dtype), so that row is reached
 only by tests of the PTX itself; the fp8 forms (sm_89) have no kcc dtype. All use `.row.col`
 (A row-major, B column-major: the only layout m16n8k8/k16 allow, 9.7.14.5.14).
+
+Semantics: the mma computes the IR's D = A·B + C (docs/semantics.md, WMMA) element for element,
+but the order of its K-sum and the precision of its partial sums are the hardware's (the PTX
+ISA leaves them open), not the IR's sequential float32 fmas. So D equals the interpreter's when
+every partial sum is exact (e.g. small integers: tests/targets/cuda/test_cuda_wmma_gpu.py) and
+may differ in the last bits otherwise, as tinygrad's own CUDA kernels do.
 """
 
 from __future__ import annotations
