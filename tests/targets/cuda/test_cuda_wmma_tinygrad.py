@@ -1,6 +1,11 @@
 """tinygrad's own tensor-core kernels for CUDA compile with kcc, and ptxas accepts them.
 
-tinygrad 0.14 lowers float16/bfloat16 matmuls and convolutions to WMMA (its tensor-core
+The captured ones first: tests/data/wmma_tinygrad (scripts/capture_wmma.py) holds tinygrad's
+float16/bfloat16 matmuls and a float16 conv2d lowered by its PTX renderer (`*.ptx.uop`, sm_80)
+and its CUDA C renderer (`*.cuda.uop`, sm_90); each compiles for its arch and ptxas -v accepts it.
+
+Then every form, lowered afresh: tinygrad 0.14 lowers float16/bfloat16 matmuls (to float32 and
+float16, m16n8k16 and, by TC_SELECT, m16n8k8) and convolutions to WMMA (its tensor-core
 optimization) for its PTX renderer at sm_80 and its CUDA renderer at sm_90; both lower without
 a GPU. Each lowering is imported as a `.uop` kernel, compiled by kcc for the same arch (the
 pipeline verifies it), and assembled by ptxas; its PTX holds the mma.sync form of the WMMA.
@@ -9,22 +14,50 @@ Inputs are `Tensor.empty` and the kernel ASTs come from `Tensor.schedule_linear(
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from paths import DATA
 from tinygrad_util import needs_tinygrad
 
+from kcc.ir import Ops
 from tests.support.ptx_util import needs_ptxas
 
-pytestmark = [needs_tinygrad, needs_ptxas]
+pytestmark = needs_ptxas
+CAPTURED = DATA / "wmma_tinygrad"
+ARCH_OF_STYLE = {"ptx": "sm_80", "cuda": "sm_90"}
+CAPTURES = [(f, ARCH_OF_STYLE[style]) for k in json.loads(
+    (CAPTURED / "capture.json").read_text())["kernels"] for style, f in k["gpu"].items()
+            if style in ARCH_OF_STYLE and f and "WMMA(" in (CAPTURED / f).read_text()]
+
+
+def test_the_captures_hold_every_cuda_form_tinygrad_lowers_to() -> None:
+    seen = {m for f, _ in CAPTURES
+            for m in re.findall(r"WMMA\(.*\) \(\((\d+, \d+, \d+)\), (\w+)",
+                                (CAPTURED / f).read_text())}
+    assert {("8, 16, 16", "float16"), ("8, 16, 16", "bfloat16"), ("8, 16, 8", "float16")} <= seen
+    assert {a for _, a in CAPTURES} == {"sm_80", "sm_90"}
+
+
+@pytest.mark.parametrize("name, arch", CAPTURES, ids=[f for f, _ in CAPTURES])
+def test_captured_tensor_core_kernel_compiles_and_assembles(name: str, arch: str) -> None:
+    from kcc.frontend.parser import parse
+    from kcc.targets.cuda.target import compile_cuda
+    sink = parse((CAPTURED / name).read_text(), name)
+    ptx, descs = compile_cuda([sink], arch, "ptx")
+    assert descs[0].target["cuda"]["registers"] is not None      # ptxas -v accepted it
+    assert ptx.decode().count("mma.sync.aligned.m16n8k") == \
+        sum(n.op is Ops.WMMA for n in sink.toposort())
 
 
 def _asts(make: Callable[[], Any]) -> list[Any]:
     """The kernel ASTs (SINKs) tinygrad schedules to realize make(); nothing is compiled."""
-    from tinygrad.uop.ops import Ops
+    from tinygrad.uop.ops import Ops as TgOps
     return [c.src[0] for c in make().schedule_linear().toposort()
-            if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+            if c.op is TgOps.CALL and c.src[0].op is TgOps.SINK]
 
 
 def _renderer(which: str) -> Any:
@@ -77,13 +110,14 @@ CASES += [   # tinygrad's PTX renderer has no bfloat16; its CUDA renderer has
 ]
 
 
+@needs_tinygrad
 @pytest.mark.parametrize("ren, what, make, ctx, form", CASES,
                          ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_tinygrad_tensor_core_kernel_compiles_and_assembles(ren: str, what: str, make: Any,
                                                             ctx: dict[str, int], form: str
                                                             ) -> None:
     from tinygrad.helpers import Context
-    from tinygrad.uop.ops import Ops
+    from tinygrad.uop.ops import Ops as TgOps
 
     from kcc.frontend.parser import parse
     from kcc.targets.cuda.target import compile_cuda
@@ -94,15 +128,16 @@ def test_tinygrad_tensor_core_kernel_compiles_and_assembles(ren: str, what: str,
     (ast,) = _asts(make)
     with Context(**ctx):
         lin = lower(ast, _renderer(ren))
-    assert any(u.op is Ops.WMMA for u in lin), f"tinygrad did not use a tensor core: {what}"
+    assert any(u.op is TgOps.WMMA for u in lin), f"tinygrad did not use a tensor core: {what}"
     text = program_to_uop(lin).text
     sink = parse(text, f"{what}.uop")
     ptx, descs = compile_cuda([sink], arch, "ptx")      # ptxas runs whenever it is present
     assert descs[0].target["cuda"]["registers"] is not None   # ptxas assembled it (its -v)
     assert f"mma.sync.aligned.{form} " in ptx.decode()
-    assert ptx.decode().count("mma.sync") == sum(u.op is Ops.WMMA for u in lin)
+    assert ptx.decode().count("mma.sync") == sum(u.op is TgOps.WMMA for u in lin)
 
 
+@needs_tinygrad
 def test_tinygrad_tf32_kernel_is_refused_by_name() -> None:
     """ALLOW_TF32=1 makes tinygrad use m16n8k8 .tf32 for a float32 matmul; the IR has no tf32
     form (kcc/ir/wmma.py), so the kernel is refused when it is read, with the form named."""
