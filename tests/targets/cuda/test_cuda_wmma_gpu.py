@@ -6,12 +6,21 @@ On small-integer data every product and partial sum is exact, so the tensor core
 order cannot show and D must equal the IR's bit for bit: that checks the fragment layout on the
 hardware. On random data the hardware's order and rounding inside the mma are its own (the PTX
 ISA does not fix them), so D is compared within a relative tolerance.
+
+And tinygrad's own tensor-core kernels (tests/data/wmma_tinygrad: its PTX and CUDA C renderers'
+lowerings) give tinygrad's captured values, within 4 units in the last place of the output
+dtype at the output's largest magnitude (the bound tests/e2e/test_wmma_tinygrad.py uses for the
+interpreter: tinygrad's CPU kernel adds in another order).
 Skips with the reason when there is no libcuda, no device or no ptxas."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import numpy as np
 import pytest
+from paths import DATA
 from wmma_graphs import fragment_kernel
 
 from kcc.frontend.parser import parse
@@ -70,3 +79,23 @@ def test_wmma_on_random_data_is_close(sh: wmma.WmmaShape) -> None:
     g, w = nm.to_compute(got, dout), nm.to_compute(want, dout)
     tol = 1e-2 if sh.dtype_out == "float16" else 1e-4
     assert np.allclose(g, w, rtol=tol, atol=tol)
+
+
+CAPTURED = DATA / "wmma_tinygrad"
+CAPTURES = [(k, f) for k in json.loads((CAPTURED / "capture.json").read_text())["kernels"]
+            for style, f in k["gpu"].items()
+            if style in ("ptx", "cuda") and f and "WMMA(" in (CAPTURED / f).read_text()]
+EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}
+
+
+@pytest.mark.parametrize("k, name", CAPTURES, ids=[f for _, f in CAPTURES])
+def test_tinygrad_tensor_core_kernel_gives_tinygrads_values(k: dict, name: str) -> None:
+    data, descs = compile_cuda([parse((CAPTURED / name).read_text(), name)], _arch(), "cubin")
+    args: list[Any] = [np.load(CAPTURED / a["in"]).copy() if a["kind"] == "buffer"
+                       else a["value"] for a in k["args"]]
+    launch_cuda(data, descs[0], check_launch(descs[0], args))
+    for a in (a for a in k["args"] if "out" in a):
+        dt = dtypes.by_name(a["dtype"])
+        got = nm.to_compute(args[a["slot"]], dt).astype(np.float64)
+        want = nm.to_compute(np.load(CAPTURED / a["out"]), dt).astype(np.float64)
+        assert np.abs(got - want).max() <= 4 * EPS[a["dtype"]] * np.abs(want).max()
