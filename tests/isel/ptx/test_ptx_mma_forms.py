@@ -1,6 +1,6 @@
-"""Every mma.sync form kcc writes (kcc.isel.ptx.wmma.MMA_FORMS) is PTX that ptxas assembles, for
-sm_80 and sm_90, with its fragments packed into the registers the form takes; below sm_80 the
-form is refused by name before any PTX is written."""
+"""Every mma.sync form kcc writes (kcc.isel.ptx.wmma.MMA_FORMS) is PTX that ptxas assembles for
+every arch from sm_80 on (sm_80, 86, 89, 90, 100, 120), with its fragments packed into the
+registers the form takes; below sm_80 the form is refused by name before any PTX is written."""
 
 from __future__ import annotations
 
@@ -10,11 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from kcc.encode.ptx import Addr, Imm, Inst, Kernel, PtxError, Sym, kernel_text, module_text
+from kcc.encode.ptx import (
+    ARCH_PTX,
+    Addr,
+    Imm,
+    Inst,
+    Kernel,
+    PtxError,
+    Sym,
+    kernel_text,
+    module_text,
+    sm_number,
+)
 from kcc.isel.ptx.select import PtxSelector
 from kcc.isel.ptx.wmma import MMA_FORMS, MmaForm
 from tests.support.ptx_util import PTXAS, needs_ptxas
 
+MMA_ARCHES = [a for a in ARCH_PTX if sm_number(a) >= 80]    # every arch kcc knows with mma
 FORMS = sorted(MMA_FORMS.items(), key=lambda kv: str(kv[0]))
 IDS = [f"{d[2]}k-{i.name}-{o.name}" for (d, i, o), _ in FORMS]
 
@@ -65,7 +77,7 @@ def test_each_form_packs_its_fragments(key_form) -> None:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", MMA_ARCHES)
 @pytest.mark.parametrize("key_form", FORMS, ids=IDS)
 def test_ptxas_assembles_every_form(key_form, arch: str, tmp_path: Path) -> None:
     form = key_form[1]
