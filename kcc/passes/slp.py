@@ -69,6 +69,20 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
     return idx, 0
 
 
+def _deep_offset(idx: UOp) -> tuple[UOp | None, int]:
+    """idx as (base, k) with idx = base + k, every constant addend of an ADD chain peeled
+    (`((x + 4) + 512)`: unroll-and-jam moves each copy's constant outward)."""
+    k = 0
+    while True:
+        c = const_int(idx)
+        if c is not None:
+            return None, k + c
+        if idx.op is not Ops.ADD or const_int(idx.src[1]) is None:
+            return idx, k
+        k += const_int(idx.src[1])
+        idx = idx.src[0]
+
+
 def _int_like(c: UOp, k: int) -> UOp:
     """The integer constant k written like the constant c (a weak CONST or CAST(CONST))."""
     return UOp(Ops.CAST, (UOp.const(k),), c.arg) if c.op is Ops.CAST else UOp.const(k)
@@ -102,7 +116,41 @@ class _Packer:
             return None, False
         if kind == 2:
             return t[0].src[0], True
-        return UOp(Ops.STACK, t), True
+        return self._concat_load(t) or UOp(Ops.STACK, t), True
+
+    def _concat_load(self, t: Lanes) -> UOp | None:
+        """Every lane, in order, of ungated vector LOADs of one buffer at consecutive places
+        (the copies unroll-and-jam made of a row load: b[k][4c … 4c+3] for copies c) → one
+        LOAD of their concatenation, when the target loads that many elements at once."""
+        if not all(s.op is Ops.INDEX for s in t) or not self.ctx.mem_legal(len(t), t[0].dtype):
+            return None
+        loads: list[UOp] = []
+        pos = 0
+        while pos < len(t):
+            v = t[pos].src[0]
+            if v.op is not Ops.LOAD or len(v.src) != 1 or v.src[0].op is not Ops.SHRINK \
+                    or len(v.shape) != 1:
+                return None
+            n = v.shape[0]
+            if any(s.src[0] is not v or const_int(s.src[1]) != j
+                   for j, s in enumerate(t[pos:pos + n])) or pos + n > len(t):
+                return None
+            loads.append(v)
+            pos += n
+        if pos != len(t) or len(loads) < 2:
+            return None
+        places = [v.src[0] for v in loads]
+        buf = places[0].src[0]
+        if buf.kind != "buffer" or any(p.src[0] is not buf for p in places):
+            return None
+        offs = [_deep_offset(p.src[1]) for p in places]
+        base, k0 = offs[0]
+        at = k0
+        for (b, k), v in zip(offs, loads):
+            if b is not base or k != at:
+                return None
+            at += v.shape[0]
+        return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, places[0].src[1], UOp.const(len(t)))),))
 
     @staticmethod
     def _leaf_kind(t: Lanes) -> int:

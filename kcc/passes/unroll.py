@@ -346,8 +346,34 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
     return None
 
 
+def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
+    """The row length W for interleaving buf's copies (`_jam`), or 0 to give each copy a
+    buffer of its own: W is the widest vector the kernel takes lanes of (tinygrad's upcast
+    width: matmul's 4 output columns), buf holds several rows of W, and every access to it is
+    a constant place within one row."""
+    w = max((n.src[0].shape[0] for n in loops.order if n.op is Ops.INDEX
+             and n.src[0].kind == "value" and len(n.src[0].shape) == 1), default=0)
+    size = buf.arg.size or 0
+    if w < 2 or size <= w or size % w:
+        return 0
+    for n in cone:
+        if n.op in _PLACES and n.src[0].kind == "buffer" and base_buffer(n.src[0]) is buf:
+            sp = _span(n)
+            start = const_int(sp[0]) if sp is not None else None
+            if start is None or start // w != (start + sp[1] - 1) // w:
+                return 0
+    return w
+
+
 def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
-    """The graph with plan's loop unrolled and jammed; also the RANGEs it made."""
+    """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
+
+    A privatized buffer of rows of W elements (`_row_width`) becomes one buffer whose row j
+    holds row j of every copy side by side (copy k's element e at (e // W)·W·f + k·W + e % W;
+    AFTERs of it shared by the copies): matmul's copies are 4 adjacent column blocks of the
+    same 4 rows, so each row of the jammed tile is f·W consecutive elements, a run that the
+    lane packer (kcc/passes/slp.py) makes one vector whose operands are a whole row of b
+    and a splat of a. Every other buffer gets one fresh buffer per copy."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
@@ -356,13 +382,37 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
     slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
                     and n.arg.addrspace is AddrSpace.REG), default=-1)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
+    rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
     for buf in plan.private:
+        a: ParamArg = buf.arg
+        w = _row_width(loops, loops.cone(end), buf)
+        if w:
+            merged = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size * f, a.vmin_vmax,
+                                                  a.name, a.addrspace, a.volatile))
+            slot += 1
+            rows[merged] = w
+            for k in range(f):
+                new[k][buf] = merged
+            continue
         for k in range(1, f):
-            a: ParamArg = buf.arg
             new[k][buf] = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size, a.vmin_vmax,
                                                       a.name, a.addrspace, a.volatile))
             slot += 1
     made = {r2}
+
+    def merged_of(n: UOp) -> UOp | None:
+        b = base_buffer(n) if n.kind == "buffer" else None
+        return b if b in rows else None
+
+    def place(k: int, n: UOp) -> UOp:
+        # copy k's place in a merged buffer: its row, then its block of W in that row
+        w = rows[base_buffer(n.src[0])]
+        e = const_int(n.src[1])
+        assert e is not None
+        e2 = e // w * w * f + k * w + e % w
+        c = n.src[1]
+        return n.replace(src=(n.src[0], c.replace(src=(UOp.const(e2),)) if c.op is Ops.CAST
+                              else make_const(e2, c.dtype)) + n.src[2:])
 
     def src_of(k: int, n: UOp, i: int, s: UOp) -> UOp:
         # an ordering src (AFTER deps, RANGE order srcs) orders after the new loop's counter
@@ -380,6 +430,20 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
             made.add(shared)
             for k in range(f):
                 new[k][n] = shared
+        elif n.op is Ops.AFTER and merged_of(n.replace(src=(new[0].get(n.src[0], n.src[0]),)
+                                                       + n.src[1:])) is not None:
+            # one AFTER of a merged buffer for every copy, ordered after all copies' deps
+            srcs = [new[0].get(n.src[0], n.src[0])]
+            srcs += dict.fromkeys(src_of(k, n, i, s) for k in range(f)
+                                  for i, s in enumerate(n.src) if i > 0)
+            shared = n.replace(src=tuple(srcs))
+            for k in range(f):
+                new[k][n] = shared
+        elif n.op in _PLACES and n.src[0].kind == "buffer" \
+                and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
+            for k in range(f):
+                new[k][n] = place(k, n.replace(src=(new[k].get(n.src[0], n.src[0]),)
+                                               + n.src[1:]))
         elif n.op is Ops.END and n.src[1] in plan.inner:
             bodies = tuple(dict.fromkeys(new[k].get(n.src[0], n.src[0]) for k in range(f)))
             merged = UOp(Ops.END, (UOp(Ops.GROUP, bodies), new[0][n.src[1]]))

@@ -92,6 +92,32 @@ def test_consecutive_scalar_loads_become_a_vector_load() -> None:
     assert len(vload) == 1 and _ops(r, Ops.SUB)[0].shape == (4,)
 
 
+def test_lanes_of_consecutive_vector_loads_become_one_wider_load() -> None:
+    # b[8…11] and b[12…15] (the second at `(x + 4) + 8`: unroll-and-jam's copies), every lane
+    # in order: one 8-lane load of b[8…15] on AVX2, no STACK left
+    out, a, b, av, bv, lane, op = _vec_setup(8)
+    x = param(3, dtypes.int32)
+    base = UOp(Ops.ADD, (x, C(8)))
+    v0 = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (b, base, C(4))),))
+    v1 = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (b, UOp(Ops.ADD, (UOp(Ops.ADD, (x, C(4))), C(8))),
+                                         C(4))),))
+    lanes = [UOp(Ops.MUL, (lane(av, j), lane(v0 if j < 4 else v1, j % 4))) for j in range(8)]
+    g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+    r = slp(g, X86_AVX2)
+    (mul,) = _ops(r, Ops.MUL)
+    assert mul.shape == (8,) and not _ops(r, Ops.STACK)
+    wide = mul.src[1]
+    assert wide.op is Ops.LOAD and wide.shape == (8,) and wide.src[0].src[0] is b
+    # out of order, or with a gap between the loads: a STACK of their lanes
+    for second in (UOp(Ops.ADD, (x, C(16))), UOp(Ops.ADD, (x, C(4)))):
+        v1 = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (b, second, C(4))),))
+        lanes = [UOp(Ops.MUL, (lane(av, j), lane(v0 if j < 4 else v1, j % 4)))
+                 for j in range(8)]
+        g = _prep(_kernel(UOp(Ops.STORE, (op, UOp(Ops.STACK, tuple(lanes))))))
+        (mul,) = _ops(slp(g, X86_AVX2), Ops.MUL)
+        assert mul.src[1].op is Ops.STACK
+
+
 def test_gapped_loads_stay_scalar() -> None:
     out, a, b, av, bv, lane, op = _vec_setup()
     loads = [UOp(Ops.LOAD, (UOp(Ops.INDEX, (b, C(2 * j))),)) for j in range(4)]

@@ -356,3 +356,54 @@ def test_gpu_targets_have_no_stream_limit() -> None:
     from kcc.targets.cuda.desc import CUDA
     for desc in (CUDA, AMD):
         assert desc.vector_regs == 0 and desc.load_streams == 0
+
+
+def _tile_kernel() -> UOp:
+    """out[r][4i + j] = Σ_k a[r][k]·b[k][4i + j]: a 2-row × 4-column matmul tile per outer
+    iteration i (8 of them, 32 columns), tinygrad's shape: the REG accumulator holds the tile's
+    two rows of 4, b's row is one 4-lane load taken apart by lanes."""
+    lines = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
+             "%a = PARAM ParamArg(1, float32, 16)", "%b = PARAM ParamArg(2, float32, 256)",
+             "%acc = BUFFER ParamArg(0, float32, 8, addrspace=REG)", "%i = RANGE(8) (0, WEAK)",
+             "%ai = AFTER(%acc, %i)"]
+    lines += [f"%p{e} = INDEX(%ai, {e})\n%z{e} = STORE(%p{e}, 0.0)" for e in range(8)]
+    lines += ["%k = RANGE(8, %i) (1, REDUCE)",
+              "%ak = AFTER(%acc, " + ", ".join(f"%z{e}" for e in range(8)) + ", %k)",
+              "%kb = MUL(%k, 32)", "%i4 = MUL(%i, 4)", "%bi = ADD(%kb, %i4)",
+              "%bs = SHRINK(%b, %bi, 4)", "%bv = LOAD(%bs)", "%a0i = INDEX(%a, %k)",
+              "%a0 = LOAD(%a0i)", "%k8 = ADD(%k, 8)", "%a1i = INDEX(%a, %k8)", "%a1 = LOAD(%a1i)"]
+    for r in range(2):
+        for j in range(4):
+            e = 4 * r + j
+            lines += [f"%q{e} = INDEX(%ak, {e})", f"%c{e} = LOAD(%q{e})",
+                      f"%b{e} = INDEX(%bv, {j})", f"%m{e} = MUL(%a{r}, %b{e})",
+                      f"%s{e} = ADD(%c{e}, %m{e})", f"%w{e} = STORE(%q{e}, %s{e})"]
+    lines += ["%wg = GROUP(" + ", ".join(f"%w{e}" for e in range(8)) + ")",
+              "%ek = END(%wg, %k)", "%ae = AFTER(%acc, %ek)"]
+    for r in range(2):
+        lines += [f"%e{e} = INDEX(%ae, {e})\n%l{e} = LOAD(%e{e})" for e in range(4 * r, 4 * r + 4)]
+        lines += [f"%st{r} = STACK(" + ", ".join(f"%l{e}" for e in range(4 * r, 4 * r + 4)) + ")",
+                  f"%oi{r} = ADD(%i4, {32 * r})", f"%os{r} = SHRINK(%out, %oi{r}, 4)",
+                  f"%t{r} = STORE(%os{r}, %st{r})"]
+    lines += ["%eg = GROUP(%t0, %t1)", "%ei = END(%eg, %i)", 'SINK(%ei) KernelInfo(name="tile")']
+    return parse("\n".join(lines) + "\n", "tile.uop")
+
+
+@pytest.mark.parametrize("arch,lanes", [("x86-64-v3", 8), ("x86-64-v4", 16)])
+def test_tile_copies_are_interleaved_into_rows(arch: str, lanes: int) -> None:
+    from kcc.passes.slp import slp
+    u = _check(_tile_kernel(), arch)
+    # one accumulator buffer for the 4 copies: row r of copy c at 16r + 4c … 16r + 4c + 3
+    (buf,) = [n for n in u.toposort() if n.op is Ops.BUFFER]
+    assert buf.arg.size == 32 and _bounds(u) == [2, 8]
+    places = {const_int(n.src[1]) for n in u.toposort() if n.op is Ops.INDEX
+              and n.src[0].kind == "buffer" and n.src[0].op is Ops.AFTER}
+    assert places == set(range(32))
+    # so the lane packer makes each row of the jammed tile vectors of the target's widest
+    # width: the copies' b rows one load, a splat of a[r][k]
+    v = slp(u, x86_desc(arch))
+    regs = {(const_int(n.src[1]), n.shape[0]) for n in v.toposort() if n.op is Ops.SHRINK
+            and n.src[0].kind == "buffer" and n.src[0].op is Ops.AFTER}
+    assert regs == {(s, lanes) for s in range(0, 32, lanes)}
+    assert any(n.op is Ops.LOAD and n.shape == (lanes,) and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 2 for n in v.toposort())
