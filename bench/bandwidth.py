@@ -60,12 +60,25 @@ void add_nt(float *restrict d, const float *restrict a, const float *restrict b,
                                     (v8 *)(d + i));
     __builtin_ia32_sfence();
 }
+/* STREAM's triad: d = a + s*b */
+void triad_plain(float *restrict d, const float *restrict a, const float *restrict b,
+                 float s, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = a[i] + s * b[i];
+}
+void triad_nt(float *restrict d, const float *restrict a, const float *restrict b, float s,
+              size_t n) {
+    for (size_t i = 0; i < n; i += 8)
+        __builtin_nontemporal_store(*(const v8 *)(a + i) + s * *(const v8 *)(b + i),
+                                    (v8 *)(d + i));
+    __builtin_ia32_sfence();
+}
 """
+TRIAD_S = 3.0
 
 # bytes one element moves as counted (no write-allocate), by kind
-COUNTED = {"copy": 8, "add": 12}
+COUNTED = {"copy": 8, "add": 12, "triad": 12}
 # bytes one element moves through memory with ordinary stores (the write-allocate read too)
-WITH_ALLOCATE = {"copy": 12, "add": 16}
+WITH_ALLOCATE = {"copy": 12, "add": 16, "triad": 16}
 
 
 def aligned(n: int, dt: Any = np.float32, align: int = 64) -> np.ndarray:
@@ -90,7 +103,8 @@ class Peers:
     """The bandwidth peers over n float32 elements, on buffers of their own (64-byte aligned:
     the non-temporal loops need 32). Keep the object alive while its peers run."""
 
-    def __init__(self, n: int, cc: str = "clang", tmp: Path | None = None):
+    def __init__(self, n: int, cc: str = "clang", tmp: Path | None = None,
+                 triad: bool = False):
         if n % 8:
             raise ValueError(f"n = {n} is not a multiple of 8")
         self.n = n
@@ -109,7 +123,15 @@ class Peers:
                 getattr(so, name).argtypes = [p, p, ctypes.c_size_t]
             for name in ("add_plain", "add_nt"):
                 getattr(so, name).argtypes = [p, p, p, ctypes.c_size_t]
+            for name in ("triad_plain", "triad_nt"):
+                getattr(so, name).argtypes = [p, p, p, ctypes.c_float, ctypes.c_size_t]
             d, a, b = self.d.ctypes.data, self.a.ctypes.data, self.b.ctypes.data
+            self.peers += [
+                Peer("clang -O3 triad", "triad", "ordinary",
+                     lambda: so.triad_plain(d, a, b, TRIAD_S, n)),
+                Peer("clang -O3 triad, nontemporal", "triad", "non-temporal",
+                     lambda: so.triad_nt(d, a, b, TRIAD_S, n)),
+            ] if triad else []
             self.peers += [
                 Peer("clang -O3 copy", "copy", "ordinary", lambda: so.copy_plain(d, a, n)),
                 Peer("clang -O3 copy, nontemporal", "copy", "non-temporal",
@@ -147,7 +169,11 @@ class Peers:
         for p in self.peers:
             self.d[:] = 0
             p.run()
-            if not np.array_equal(self.d, want[p.kind]):
+            if p.kind == "triad":        # contracted to an FMA or not: within one rounding
+                tw = self.a.astype(np.float64) + TRIAD_S * self.b.astype(np.float64)
+                if not np.allclose(self.d, tw, rtol=1e-6, atol=1e-6):
+                    bad.append(p.name)
+            elif not np.array_equal(self.d, want[p.kind]):
                 bad.append(p.name)
         return bad
 

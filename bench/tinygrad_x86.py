@@ -164,15 +164,17 @@ class Kernel:
     keep: list[Any] = field(default_factory=list)
 
 
-def capture(names: list[str], out: Path) -> list[Kernel]:
-    """Run the workloads under kcc.tinygrad.capture; their kernels with tinygrad's C sources."""
+def capture(names: list[str], out: Path,
+            builder: Callable[[str], Callable[[], Any]] | None = None) -> list[Kernel]:
+    """Run the workloads under kcc.tinygrad.capture; their kernels with tinygrad's C sources
+    (builder: name → thunk, `build` unless given)."""
     import kcc.tinygrad
     kernels: list[Kernel] = []
     seen: set = set()
     c_sources(seen)
     for wl in names:
         d = out / wl
-        run = build(wl)
+        run = (builder or build)(wl)
         # once kcc.tinygrad.capture (the module) is imported, the package attribute of that
         # name is the module, not the function: take the context manager class from it then
         cap = kcc.tinygrad.capture
