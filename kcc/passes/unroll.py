@@ -22,6 +22,14 @@ i (matmul's A tile, its lane shuffles) are repeated for every i. Unrolling i by 
 Every copy computes exactly the values iteration f*i2 + k computed, with the same ops in the
 same order (each accumulator still adds its terms in j order), so results are bit-identical.
 
+Layout of the copies' accumulators: a tile of rows of W elements (W the widest vector the
+kernel takes lanes of: tinygrad's upcast columns), accessed only at constant places within one
+row, becomes ONE buffer whose row j holds row j of every copy side by side (`_jam`): matmul's
+copies are adjacent column blocks, so a row of the jammed tile is f·W consecutive outputs,
+and the lane packer (kcc/passes/slp.py) makes it one vector whose operands are one load of b's
+row and a splat of a (x86-64-v4: 4 zmm rows of 16, no shuffles). Other buffers get one fresh
+buffer per copy.
+
 **Legality** (checked on the graph; the pass refuses a loop otherwise, which is always correct).
 The transformation reorders only effects of iterations of one group {f*i2 … f*i2+f-1}: groups
 still run in order, and within each copy the order of its own effects is kept. So it is legal
