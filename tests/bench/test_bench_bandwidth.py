@@ -25,6 +25,19 @@ def test_peers_compute_copy_and_add():
     assert peers.check() == ["broken"]
 
 
+@pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not installed (C peers)")
+def test_triad_peers_compute_a_plus_s_times_b():
+    peers = bandwidth.Peers(4096, triad=True)
+    triads = [p for p in peers.peers if p.kind == "triad"]
+    assert [p.stores for p in triads] == ["ordinary", "non-temporal"]
+    assert peers.check() == []
+    peers.peers.append(bandwidth.Peer("broken", "triad", "ordinary", lambda: None))
+    assert peers.check() == ["broken"]
+    times = {f"bw: {p.name}": 1e-3 for p in peers.peers}
+    assert peers.gbs(times)["clang -O3 triad"] == pytest.approx(4096 * 12 / 1e-3 / 1e9)
+    assert not [p for p in bandwidth.Peers(4096).peers if p.kind == "triad"]   # opt-in
+
+
 def test_counted_bytes_and_best():
     peers = bandwidth.Peers(1024, cc="no-such-compiler-kcc")
     assert peers.errors and all(not p.name.startswith("clang") for p in peers.peers)
