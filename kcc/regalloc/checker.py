@@ -325,6 +325,8 @@ class _Checker:
             d, s = _main(inst)
             if inst.kind is Kind.SPILL:
                 self.write_slot(st, inst.slot, slot_bytes(self.t, inst), self.get(st, s))
+                for c in inst.clobbers:      # (AMD: the frame SGPR of a far slot)
+                    self.write(st, c, None)
                 return st
             v = self.get(st, s) if inst.kind is Kind.MOVE else \
                 self.get(st, ("slot", inst.slot, slot_bytes(self.t, inst)))

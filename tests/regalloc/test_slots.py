@@ -144,6 +144,22 @@ def test_checker_rejects_a_fill_of_another_width() -> None:
         check_allocation(fn, _resize(after, [k], 8), S)
 
 
+def test_checker_sees_a_spill_clobber_destroy_its_register() -> None:
+    """A spill may clobber a register (AMD: the frame SGPR a far scratch slot is addressed
+    from); the checker treats it as destroyed, so a value still read from it is caught."""
+    fn = _scalars()
+    after = allocate(fn, S)
+    # a spill, and a register an original instruction after it reads, not written between
+    k, r = next((k, r) for k, x in enumerate(after.insts) if x.kind is Kind.SPILL
+                for j in range(k + 1, len(after.insts)) if after.insts[j].kind is Kind.OP
+                for r in after.insts[j].uses()
+                if not any(r in y.defs() for y in after.insts[k:j]))
+    insts = list(after.insts)
+    insts[k] = dataclasses.replace(insts[k], clobbers=(r,))
+    with pytest.raises(CheckError, match="holding nothing"):
+        check_allocation(fn, dataclasses.replace(after, insts=insts), S)
+
+
 def test_checker_rejects_a_slot_narrower_than_its_value() -> None:
     # every spill and fill of one 8-byte slot made 4 bytes wide: consistent with each other,
     # but the value has 8 bytes (and the interpreter indeed prints other numbers)

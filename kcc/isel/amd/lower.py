@@ -18,7 +18,7 @@ from typing import Any
 from kcc.encode.amd.operands import SGPR, VGPR, Imm, Inst, Special
 from kcc.ir.mir import Kind, Label, MFunction, PReg, RegOp
 from kcc.isel.amd.base import Part
-from kcc.isel.amd.regs import Arch, parse_preg
+from kcc.isel.amd.regs import SCRATCH_REACH, Arch, parse_preg
 
 _BRANCHES = ("s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz",
              "s_cbranch_vccnz", "s_cbranch_vccz")
@@ -127,12 +127,30 @@ class Lowering:
         suffix = {4: ("dword", "b32"), 8: ("dwordx2", "b64"), 16: ("dwordx4", "b128")}[size]
         kind = suffix[0] if self.cdna else suffix[1]
         off = Special("off")
+        saddr, offset = self.frame_base(inst)
         if inst.op == ".spill_v":
-            self.put(f"scratch_store_{kind}", off, reg, off, mods=(("offset", inst.slot),))
+            self.put(f"scratch_store_{kind}", off, reg, saddr, mods=(("offset", offset),))
             if self.cdna and size > 8:
                 self.put("s_nop", Imm(0))
         else:
-            self.put(f"scratch_load_{kind}", reg, off, off, mods=(("offset", inst.slot),))
+            self.put(f"scratch_load_{kind}", reg, off, saddr, mods=(("offset", offset),))
+
+    def frame_base(self, inst: Any) -> tuple[Any, int]:
+        """The SADDR and OFFSET of a VGPR slot's scratch access: ``off`` and the slot's offset
+        within the immediate's reach; past it, the frame SGPR (the spill's or fill's clobber,
+        kcc/isel/amd/regs.py) set here to the slot's 4 KiB-aligned base and the rest. An SALU
+        write of an SGPR that a VMEM instruction then reads needs no wait states (the CDNA3
+        ISA's table of manually inserted wait states has that rule for a VALU write only)."""
+        if inst.slot < SCRATCH_REACH:
+            return Special("off"), inst.slot
+        if not inst.clobbers:
+            raise ValueError(f"scratch slot {inst.slot} past the offset's reach without the "
+                             "frame SGPR")
+        base = parse_preg(inst.clobbers[0])
+        hi = inst.slot - inst.slot % SCRATCH_REACH
+        # s_movk_i32 sign-extends a 16-bit immediate: a shorter form up to 28 KiB
+        self.put("s_movk_i32" if hi < 1 << 15 else "s_mov_b32", base, Imm(hi))
+        return base, inst.slot - hi
 
     # -- pseudo instructions --------------------------------------------------------------
     def x_keep(self, *regs: Any) -> None:

@@ -24,6 +24,12 @@ byte-addressed area; a slot of `size` bytes at frame offset `off` lives
   *architected flat scratch*: the hardware sets FLAT_SCRATCH from the dispatch when the
   descriptor's ENABLE_PRIVATE_SEGMENT is set, so no prologue is needed). Under a narrowed EXEC
   only the active lanes are stored and reloaded, which are the lanes the value has there.
+  The OFFSET immediate reaches bytes 0 … 4095 (`SCRATCH_REACH`); a slot past it is addressed
+  from the *frame SGPR*, which holds the slot's 4 KiB-aligned base (`s_movk_i32`/`s_mov_b32`
+  just before the access, the scratch instruction naming it as SADDR, the rest in OFFSET).
+  That SGPR is taken out of the SGPR classes (`AmdRegInfo(base=...)`, reserved by
+  kcc/targets/amd/target.py when a first allocation's spill area outgrows the reach), and
+  each far spill and fill names it as a clobber, so the checker sees it written there.
 The spills and fills are pseudo instructions (`.spill_s`, `.fill_s`, `.spill_v`, `.fill_v`)
 that kcc/isel/amd/lower.py expands; `slot_home` tells the allocation checker which VGPR holds an
 SGPR slot, so it sees any other write to that VGPR destroy the slots in it.
@@ -48,6 +54,7 @@ class Arch:
     wave: int            # 32, 64
     sgprs: int           # allocatable SGPRs s0..s(sgprs-1) (VCC and friends are extra)
     vgprs: int
+    scratch_max: int     # bytes of private segment a work-item may have (see SCRATCH_MAX)
 
     @property
     def mask_cls(self) -> str:
@@ -55,8 +62,14 @@ class Arch:
         return "s" if self.wave == 32 else "s2"
 
 
-ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256),
-          "gfx942": Arch("gfx942", "cdna3", 64, 100, 256)}
+#: the most scratch a wave can have is what COMPUTE_TMPRING_SIZE.WAVESIZE counts (LLVM's
+#: getMaxWaveScratchSize, AMDGPUUsage): 15 bits of 256-byte granules on gfx11, 13 bits of
+#: 1 KiB granules on gfx9 (gfx942); a work-item's share is that over the wave size. Past it
+#: the waves' scratch areas would overlap.
+SCRATCH_MAX = {"gfx1100": 256 * ((1 << 15) - 1) // 32, "gfx942": 1024 * ((1 << 13) - 1) // 64}
+
+ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256, SCRATCH_MAX["gfx1100"]),
+          "gfx942": Arch("gfx942", "cdna3", 64, 100, 256, SCRATCH_MAX["gfx942"])}
 
 _SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4}
 _NAME = re.compile(r"^([sv])(?:(\d+)|\[(\d+):(\d+)\])$")
@@ -79,38 +92,44 @@ def parse_preg(p: PReg) -> SGPR | VGPR:
     return SGPR(lo, n) if m.group(1) == "s" else VGPR(lo, n)
 
 
-#: the largest scratch offset a spill or fill names: the 13-bit signed immediate of the
-#: SCRATCH encoding (RDNA3 ISA §10.1 / CDNA3 ISA §9.1; llvm-mc-19: "expected a 13-bit signed
-#: offset") reaches 4095
-SCRATCH_LIMIT = 4096
+#: the scratch offsets an instruction reaches from no address register: the 13-bit signed
+#: immediate of the SCRATCH encoding (RDNA3 ISA §10.1 / CDNA3 ISA §9.1; llvm-mc-19: "expected
+#: a 13-bit signed offset") names 0 … 4095 (negative offsets are not used: gfx942 has LLVM's
+#: NegativeScratchOffsetBug). Slots from here on are addressed from the frame SGPR.
+SCRATCH_REACH = 4096
 
 
 class SpillAreaError(AllocationError):
-    """The spill area outgrew what a scratch instruction's offset reaches."""
+    """The spill area outgrew the private segment the hardware gives a work-item."""
 
 
 class AmdRegInfo(TargetRegInfo):
     """The allocator's view of an arch's registers (kcc.regalloc.TargetRegInfo).
 
-    ``lanes`` are the VGPR numbers that hold spilled SGPRs (taken out of the VGPR classes).
+    ``lanes`` are the VGPR numbers that hold spilled SGPRs (taken out of the VGPR classes),
+    ``base`` the number of the frame SGPR (taken out of the SGPR classes) or None.
     After an allocation, ``lane_dwords`` is how many SGPR-slot dwords its spills and fills
     named (the lanes the allocation needs: more than ``len(lanes) * wave`` means it must be
-    redone with more lane VGPRs), ``scratch_bytes`` how many bytes of private segment its
-    VGPR spills need, and ``spills`` the spill count per bank ("s", "v")."""
+    redone with more lane VGPRs), ``far`` whether a VGPR slot lies past ``SCRATCH_REACH`` (it
+    must be redone with a frame SGPR if it had none), ``scratch_bytes`` how many bytes of
+    private segment its VGPR spills need, and ``spills`` the spill count per bank ("s",
+    "v")."""
 
     callee_saved: set[PReg] = set()
 
-    def __init__(self, arch: Arch, kernel: str, lanes: tuple[int, ...] = ()):
-        self.arch, self.kernel, self.lanes = arch, kernel, lanes
-        taken = set(lanes)
+    def __init__(self, arch: Arch, kernel: str, lanes: tuple[int, ...] = (),
+                 base: int | None = None):
+        self.arch, self.kernel, self.lanes, self.base = arch, kernel, lanes, base
+        taken = {"s": set() if base is None else {base}, "v": set(lanes)}
         self.classes: dict[str, list[PReg]] = {}
         for bank, total in (("s", arch.sgprs), ("v", arch.vgprs)):
             for n in (1, 2, 4):
                 step = 1 if n == 1 else (n if bank == "s" else 2)
                 self.classes[bank + ("" if n == 1 else str(n))] = [
                     preg(bank, i, n) for i in range(0, total - n + 1, step)
-                    if bank == "s" or not taken & set(range(i, i + n))]
+                    if not taken[bank] & set(range(i, i + n))]
         self.lane_dwords = 0
+        self.far = False
         self.scratch_bytes = 0
         self.spills = {"s": 0, "v": 0}
 
@@ -139,17 +158,25 @@ class AmdRegInfo(TargetRegInfo):
             return None, first % self.arch.wave
         return preg("v", self.lanes[k], 1), first % self.arch.wave
 
-    def _scratch(self, slot_offset: int, size: int) -> None:
+    def _scratch(self, slot_offset: int, size: int) -> tuple[PReg, ...]:
+        """Record a VGPR slot; what its spill or fill clobbers: the frame SGPR for a slot past
+        the offset's reach (nothing while none is reserved: the allocation is then redone
+        with one)."""
         self.scratch_bytes = max(self.scratch_bytes, slot_offset + size)
-        if slot_offset + size > SCRATCH_LIMIT:
+        if slot_offset + size > self.arch.scratch_max:
             raise SpillAreaError(
                 f"kernel too large for AMD: {self.kernel!r} needs a spill area of more than "
-                f"{SCRATCH_LIMIT} bytes per work-item, the reach of a scratch instruction's "
-                "offset")
+                f"{self.arch.scratch_max} bytes per work-item, the private segment "
+                f"{self.arch.name} gives one (COMPUTE_TMPRING_SIZE.WAVESIZE)")
+        if slot_offset < SCRATCH_REACH:
+            return ()
+        self.far = True
+        return () if self.base is None else (preg("s", self.base, 1),)
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
         """A store of ``src`` to its slot: ``.spill_s`` (v_writelane per dword; operands: the
-        value, then the lane VGPR it writes) or ``.spill_v`` (a scratch store)."""
+        value, then the lane VGPR it writes) or ``.spill_v`` (a scratch store; clobbering the
+        frame SGPR for a slot past the offset's reach)."""
         if cls.startswith("s"):
             self.spills["s"] += 1
             home, lane = self._lane(slot_offset, size)
@@ -158,22 +185,21 @@ class AmdRegInfo(TargetRegInfo):
                 ops.append(RegOp(home, Role.DEF | Role.USE))
             return Inst(".spill_s", ops, kind=Kind.SPILL, arg=(size, lane), slot=slot_offset)
         self.spills["v"] += 1
-        self._scratch(slot_offset, size)
-        return Inst(".spill_v", [RegOp(src, Role.USE)], kind=Kind.SPILL, arg=(size, 0),
-                    slot=slot_offset)
+        return Inst(".spill_v", [RegOp(src, Role.USE)], self._scratch(slot_offset, size),
+                    kind=Kind.SPILL, arg=(size, 0), slot=slot_offset)
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
         """A reload of ``dst`` from its slot: ``.fill_s`` (v_readlane per dword; operands: the
-        value, then the lane VGPR it reads) or ``.fill_v`` (a scratch load)."""
+        value, then the lane VGPR it reads) or ``.fill_v`` (a scratch load; clobbering the
+        frame SGPR for a slot past the offset's reach)."""
         if cls.startswith("s"):
             home, lane = self._lane(slot_offset, size)
             ops = [RegOp(dst, Role.DEF)]
             if home is not None:
                 ops.append(RegOp(home, Role.USE))
             return Inst(".fill_s", ops, kind=Kind.FILL, arg=(size, lane), slot=slot_offset)
-        self._scratch(slot_offset, size)
-        return Inst(".fill_v", [RegOp(dst, Role.DEF)], kind=Kind.FILL, arg=(size, 0),
-                    slot=slot_offset)
+        return Inst(".fill_v", [RegOp(dst, Role.DEF)], self._scratch(slot_offset, size),
+                    kind=Kind.FILL, arg=(size, 0), slot=slot_offset)
 
     def slot_bytes(self, inst: Inst) -> int:
         """The bytes a spill or fill stores or loads (its ``arg``)."""

@@ -77,36 +77,45 @@ def _params(sink: UOp) -> list[UOp | None]:
     return [ps.get(i) for i in range(n)]
 
 
-def _vgpr_top(fn: MFunction) -> int:
-    """One past the highest VGPR an allocated function names."""
+def _top(fn: MFunction, bank: type) -> int:
+    """One past the highest register of ``bank`` (SGPR or VGPR) an allocated function
+    names."""
     top = 0
     for inst in fn.insts:
         for r in (*inst.uses(), *inst.defs()):
             if isinstance(r, PReg):
                 p = parse_preg(r)
-                if isinstance(p, VGPR):
+                if isinstance(p, bank):
                     top = max(top, p.index + p.count)
     return top
 
 
 def allocate_spilling(fn: MFunction, arch: Arch, kernel: str) -> tuple[MFunction, AmdRegInfo]:
-    """Allocate ``fn``; where SGPRs spill, again with lane VGPRs reserved for their slots.
+    """Allocate ``fn``; where SGPRs spill, again with lane VGPRs reserved for their slots, and
+    where VGPR slots lie past a scratch offset's reach, again with a frame SGPR reserved.
 
-    The first allocation has every register (a kernel that does not spill SGPRs is done
-    then, as before spilling existed). Its SGPR spills tell how many slot dwords the lanes
-    must hold; the lane VGPRs are then the ones just past the highest VGPR it used (so the
-    VGPR assignment, which never chose them, stays the same), or the top ones when the
-    VGPRs ran out too. Each retry reserves at least one more lane VGPR, so it ends."""
+    The first allocation has every register (a kernel that does not spill SGPRs or has a
+    small spill area is done then, as before either existed). Its SGPR spills tell how many
+    slot dwords the lanes must hold; the lane VGPRs are then the ones just past the highest
+    VGPR it used (so the VGPR assignment, which never chose them, stays the same), or the top
+    ones when the VGPRs ran out too. The frame SGPR is likewise the one past the highest SGPR
+    used, or the top one. Each retry reserves at least one more lane VGPR or the frame SGPR,
+    so it ends."""
     info = AmdRegInfo(arch, kernel)
     out = allocate(fn, info)
-    while info.lane_dwords > len(info.lanes) * arch.wave:
-        n = max(-(-info.lane_dwords // arch.wave), len(info.lanes) + 1)
-        low = _vgpr_top(out) if not info.lanes else min(info.lanes)
-        first = low if low + n <= arch.vgprs else arch.vgprs - n
-        if first < 1:                      # v0 holds the work-item ids at entry
-            raise AllocationError(f"kernel too large for AMD: {kernel!r} needs more than "
-                                  f"{arch.vgprs} VGPRs for its values and spilled SGPRs")
-        info = AmdRegInfo(arch, kernel, tuple(range(first, first + n)))
+    while info.lane_dwords > len(info.lanes) * arch.wave or (info.far and info.base is None):
+        lanes, base = info.lanes, info.base
+        if info.lane_dwords > len(lanes) * arch.wave:
+            n = max(-(-info.lane_dwords // arch.wave), len(lanes) + 1)
+            low = _top(out, VGPR) if not lanes else min(lanes)
+            first = low if low + n <= arch.vgprs else arch.vgprs - n
+            if first < 1:                      # v0 holds the work-item ids at entry
+                raise AllocationError(f"kernel too large for AMD: {kernel!r} needs more than "
+                                      f"{arch.vgprs} VGPRs for its values and spilled SGPRs")
+            lanes = tuple(range(first, first + n))
+        if info.far and base is None:
+            base = min(_top(out, SGPR), arch.sgprs - 1)
+        info = AmdRegInfo(arch, kernel, lanes, base)
         out = allocate(fn, info)
     return out, info
 

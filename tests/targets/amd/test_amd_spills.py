@@ -21,7 +21,7 @@ from kcc.encode.amd.operands import VGPR, Imm, Inst, Special
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Inst as MInst
 from kcc.ir.mir import Kind, PReg, RegOp, Role
-from kcc.isel.amd.regs import ARCHES, SCRATCH_LIMIT, AmdRegInfo, SpillAreaError
+from kcc.isel.amd.regs import ARCHES, SCRATCH_REACH, AmdRegInfo, SpillAreaError
 from kcc.regalloc import CheckError, check_allocation
 from kcc.targets.amd.target import (
     AmdTarget,
@@ -183,6 +183,40 @@ def test_spills_assemble_and_readelf_shows_the_private_segment(arch: str,
     assert replace(mine, entry_offset=0) == replace(llvm, entry_offset=0)  # (layouts differ)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_spill_area_past_a_scratch_offset_runs_like_the_interpreter(arch: str,
+                                                                    tmp_path: Path) -> None:
+    """A spill area larger than a scratch instruction's offset reaches (4 KiB per work-item:
+    once 'kernel too large for AMD'): the far slots are addressed from the frame SGPR
+    (SADDR, set by s_movk_i32 just before), the descriptor's private segment covers them,
+    the checker verified the allocation, the emulator runs it like the interpreter and, with
+    LLVM 19, llvm-mc assembles the `--emit asm` text to the same code and private segment."""
+    from amd_util import HAVE_LLVM19, llvm_link
+
+    from kcc.targets.amd.hsaco_read import read_hsaco
+    from kcc.targets.amd.target import assembly
+    sink = parse(vgpr_kernel(700, lanes=40))
+    (code,) = compile_amd_code([sink], arch)       # KCC_CHECK_ALLOC=1: the checker ran
+    text = "\n".join(code.asm)
+    assert code.spills.scratch_bytes > SCRATCH_REACH
+    far = re.findall(r"s_movk_i32 (s\d+), 0x1000\n\s+scratch_(?:store|load)_\w+ "
+                     r"[^\n]*, (s\d+) offset:(\d+)", text)
+    assert far and all(a == b and int(o) < SCRATCH_REACH for a, b, o in far)
+    assert code.sgprs <= ARCHES[arch].sgprs
+    data = hsaco([code])
+    d = read_hsaco(data).kernels["vgprs"].descriptor
+    assert d.private_segment and d.private_segment_size == code.spills.scratch_bytes
+    args = random_inputs(sink, 0)
+    want = reference(sink, args)
+    got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    emulate(data, code.desc, check_launch(code.desc, got))
+    assert_same(sink, got, want)
+    if HAVE_LLVM19:
+        theirs = read_hsaco(llvm_link(tmp_path, arch, assembly([code])))
+        assert theirs.code("vgprs") == read_hsaco(data).code("vgprs")
+        assert theirs.kernels["vgprs"].descriptor.private_segment_size == d.private_segment_size
+
+
 def test_cli_run_check_emulate_a_spilling_kernel(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
@@ -258,11 +292,25 @@ def test_checker_rejects_corrupted_spills(arch: str) -> None:
         check_allocation(before, _replace(fn, sfill, moved), info)
 
 
-def test_spill_area_beyond_a_scratch_offset_is_a_clear_error() -> None:
+def test_far_slots_clobber_the_frame_sgpr_and_past_the_hardware_a_clear_error() -> None:
+    """A VGPR slot within a scratch offset's reach names no register; past it, the frame
+    SGPR (after ``far`` says one is needed); past the private segment the hardware gives a
+    work-item, a clear error."""
     info = AmdRegInfo(ARCHES["gfx1100"], "big")
-    info.make_spill("v", PReg("v1", "v"), SCRATCH_LIMIT - 4, 4)      # the last reachable dword
-    with pytest.raises(SpillAreaError, match="kernel too large for AMD: 'big'"):
-        info.make_spill("v", PReg("v1", "v"), SCRATCH_LIMIT, 4)
+    assert not info.make_spill("v", PReg("v1", "v"), SCRATCH_REACH - 4, 4).clobbers
+    assert not info.far
+    info.make_spill("v", PReg("v1", "v"), SCRATCH_REACH, 4)
+    assert info.far
+    info = AmdRegInfo(ARCHES["gfx942"], "big", base=99)
+    assert "s99" not in {p.name for p in info.classes["s"]}
+    assert {p.name for p in info.classes["s2"]} >= {"s[96:97]"}
+    assert "s[98:99]" not in {p.name for p in info.classes["s2"]}
+    far = info.make_fill("v", PReg("v1", "v"), SCRATCH_REACH + 16, 4)
+    assert far.clobbers == (PReg("s99", "s"),)
+    top = ARCHES["gfx942"].scratch_max
+    info.make_spill("v", PReg("v1", "v"), top - 4, 4)           # the last dword the hardware has
+    with pytest.raises(SpillAreaError, match="kernel too large for AMD: 'big'.*131056 bytes"):
+        info.make_spill("v", PReg("v1", "v"), top, 4)
 
 
 def test_lane_vgprs_leave_the_vgpr_classes() -> None:
@@ -325,3 +373,29 @@ def test_emulated_scratch_outside_the_private_segment_is_an_error(arch: str) -> 
     w.scratch = None
     with pytest.raises(EmuError, match="no private segment"):
         _run(w, Inst(load, (VGPR(3), off, off), (("offset", 0),)))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_far_slots_past_32_kib_set_the_frame_sgpr_with_a_literal(arch: str) -> None:
+    """A slot past s_movk_i32's 16-bit reach gets its base from s_mov_b32 with a literal;
+    the lowered spill and fill run in the emulator (SADDR + OFFSET per lane) and the fill
+    reloads what the spill stored, at the slot's address."""
+    from kcc.isel.amd.lower import Lowering
+    s9, v2, v4 = PReg("s9", "s"), PReg("v2", "v"), PReg("v4", "v")
+    slot = 40000                                       # 36864 + 3136
+    spill = MInst(".spill_v", [RegOp(v2, Role.USE)], (s9,), kind=Kind.SPILL, arg=(4, 0),
+                  slot=slot)
+    fill = MInst(".fill_v", [RegOp(v4, Role.DEF)], (s9,), kind=Kind.FILL, arg=(4, 0),
+                 slot=slot)
+    low = Lowering(ARCHES[arch])
+    low.slot(spill)
+    low.slot(fill)
+    names = [(i.name, i.mod("offset")) for i in low.out]
+    assert names[0] == ("s_mov_b32", None) and low.out[0].ops[1] == Imm(36864)
+    assert names[1][1] == names[3][1] == 3136 and low.out[1].ops[2] == low.out[3].ops[2]
+    n = WAVE[arch]
+    w = _wave(arch, slot + 16, n)
+    w.v[2] = np.arange(n) + 7
+    _run(w, *low.out, Inst("s_waitcnt", (Imm(0),)))
+    assert w.v[4].tolist() == list(range(7, n + 7))
+    assert w.scratch[1, slot:slot + 4].view(np.uint32)[0] == 8     # lane 1's own segment
