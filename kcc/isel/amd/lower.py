@@ -20,8 +20,9 @@ from kcc.ir.mir import Kind, Label, MFunction, PReg, RegOp
 from kcc.isel.amd.base import Part
 from kcc.isel.amd.regs import SCRATCH_REACH, Arch, parse_preg
 
-_BRANCHES = ("s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz",
-             "s_cbranch_vccnz", "s_cbranch_vccz")
+#: every branch (a loop's back edge included: s_cbranch_execnz ends a per-lane loop): the
+#: counters are drained before each, so no load is pending on any control-flow edge
+_BRANCHES = ("s_branch", "s_cbranch_")
 
 
 def _one(r: SGPR | VGPR, j: int) -> SGPR | VGPR:
@@ -261,7 +262,7 @@ def insert_waits(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
             drain(("lgkmcnt", "vmcnt"))
             out.append(it)
             continue
-        if it.name in _BRANCHES or it.name == "s_endpgm":
+        if it.name.startswith(_BRANCHES) or it.name == "s_endpgm":
             if it.name != "s_endpgm":
                 drain(("lgkmcnt", "vmcnt"))
             out.append(it)
