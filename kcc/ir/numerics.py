@@ -215,6 +215,10 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _fma64_exact(a: float, b: float, c: float) -> float:
     """One float64 fma by exact rational arithmetic (CPython's int division rounds correctly)."""
     if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        if np.isfinite(a) and np.isfinite(b):
+            # the exact product is finite, so c (±inf, NaN) is the result; a*b + c would
+            # round the product first, and 1e300*1e300 + -inf would be NaN instead of -inf
+            return c
         return a * b + c
     v = Fraction(a) * Fraction(b) + Fraction(c)
     if v == 0:

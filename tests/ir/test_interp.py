@@ -112,6 +112,39 @@ def test_fma_float64_exact_including_ties() -> None:
     assert np.signbit(got[-5]) and got[-6] == 0 and not np.signbit(got[-6])
 
 
+def _fma_special(a: float, b: float, c: float) -> float:
+    """IEEE 754 fusedMultiplyAdd for operands at least one of which is not finite, by the
+    standard's rules (a NaN result is any NaN)."""
+    if np.isnan(a) or np.isnan(b) or np.isnan(c):
+        return float("nan")
+    if np.isinf(a) or np.isinf(b):
+        if a == 0 or b == 0:
+            return float("nan")                       # 0 * inf
+        p = float("-inf") if np.signbit(a) != np.signbit(b) else float("inf")
+        return float("nan") if np.isinf(c) and np.signbit(c) != np.signbit(p) else p
+    return c                                          # a finite exact product plus ±inf
+
+
+def test_fma_float64_infinite_addend_with_a_finite_product() -> None:
+    """fma(1e300, 1e300, -inf) is -inf: the exact product is finite. The interpreter gave NaN
+    (it rounded the product to inf first), found by scripts/fuzz_amd.py --seed 8 (kernel 203:
+    MULACC(x, x, x * (x * -2.5)) at x = 1e300, where both AMD arches gave -inf)."""
+    edge = [0.0, -0.0, 1.0, -2.5, 1e300, -1e300, np.finfo(np.float64).max, 5e-324,
+            np.inf, -np.inf, np.nan]
+    trip = [(x, y, z) for x in edge for y in edge for z in edge
+            if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z))]
+    a, b, cc = (np.array(v, np.float64) for v in zip(*trip))
+    with np.errstate(all="ignore"):                # (the vector path's overflows)
+        got = nm.fma(a, b, cc, dtypes.float64)
+    for k, (x, y, z) in enumerate(trip):
+        want = _fma_special(x, y, z)
+        assert (np.isnan(got[k]) and np.isnan(want)) or \
+            struct.pack("<d", got[k]) == struct.pack("<d", want), (x, y, z, got[k])
+    with np.errstate(all="ignore"):
+        assert nm.fma(np.array([1e300]), np.array([1e300]), np.array([-np.inf]),
+                      dtypes.float64)[0] == -np.inf
+
+
 def bf16_trick(f: np.ndarray) -> np.ndarray:
     """float32 -> bfloat16 bits by integer rounding (the usual round-to-nearest-even trick)."""
     u = f.view(np.uint32).astype(np.uint64)
