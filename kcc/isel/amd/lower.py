@@ -108,9 +108,10 @@ class Lowering:
         inserted wait states; LLVM's GCNHazardRecognizer rules for gfx940): an SGPR a VALU
         wrote (a compare's mask) read as a constant by v_writelane: 2; a VGPR a VALU wrote (a
         v_writelane just before) read by v_readlane: 1; an SGPR v_readlane wrote read by a
-        VMEM instruction: 5 (by a VALU as a constant: 2, as a lane select: 4); the data VGPRs
-        of a store of more than 8 bytes written by a VALU right after it: 1. The s_nops below
-        give them, only in code that spills (RDNA3 interlocks these)."""
+        VMEM instruction: 5 (by a VALU as a constant: 2, as a lane select: 4). The s_nops below
+        give them, only in code that spills (RDNA3 interlocks these). (The data VGPRs of a
+        store of more than 8 bytes written by a VALU right after it, 1, is every store's
+        hazard: ``store_hazards``.)"""
         reg = parse_preg(inst.operands[0].reg)
         size, lane = inst.arg
         if inst.op in (".spill_s", ".fill_s"):
@@ -131,8 +132,6 @@ class Lowering:
         saddr, offset = self.frame_base(inst)
         if inst.op == ".spill_v":
             self.put(f"scratch_store_{kind}", off, reg, saddr, mods=(("offset", offset),))
-            if self.cdna and size > 8:
-                self.put("s_nop", Imm(0))
         else:
             self.put(f"scratch_load_{kind}", reg, off, saddr, mods=(("offset", offset),))
 
@@ -285,6 +284,36 @@ def insert_waits(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
     return out
 
 
+#: VMEM stores with more than 8 bytes of data (the CDNA3 spellings)
+_WIDE_STORES = tuple(f"{seg}_store_dwordx{n}" for seg in ("global", "scratch") for n in (3, 4))
+
+
+def store_hazards(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
+    """On gfx942, ``s_nop 0`` between a VMEM store of more than 8 bytes and a VALU
+    instruction right after it that writes one of the store's data VGPRs.
+
+    The CDNA3 ISA's table of manually inserted wait states asks for 1 there (the store may
+    not have read its data yet; LLVM's GCNHazardRecognizer has12DWordStoreHazard, every GCN
+    generation after SI). Any instruction between is a wait state, so a taken branch (itself
+    one) never carries the hazard and labels are skipped. RDNA3 has no such hazard
+    (GFX10+ interlock data dependencies)."""
+    if arch.family != "cdna3":
+        return items
+    out: list[Inst | Label] = []
+    data: Any = None
+    for it in items:
+        if isinstance(it, Label):
+            out.append(it)
+            continue
+        d = it.ops[0] if it.ops else None
+        if data is not None and it.name.startswith("v_") and isinstance(d, VGPR) and \
+                d.index < data.index + data.count and data.index < d.index + d.count:
+            out.append(Inst("s_nop", (Imm(0),)))
+        data = it.ops[1] if it.name.startswith(_WIDE_STORES) else None
+        out.append(it)
+    return out
+
+
 def _mod_text(k: str, v: Any) -> str:
     if k in ("offset",):
         return f"offset:{v}" if v else ""
@@ -318,4 +347,4 @@ def listing(items: list[Inst | Label]) -> list[str]:
     return [f"{it.name}:" if isinstance(it, Label) else "  " + inst_text(it) for it in items]
 
 
-__all__ = ["Lowering", "PReg", "insert_waits", "inst_text", "listing"]
+__all__ = ["Lowering", "PReg", "insert_waits", "inst_text", "listing", "store_hazards"]

@@ -9,6 +9,9 @@ enables the private segment, each work-item's own scratch memory of PRIVATE_SEGM
 bytes (scratch instructions address it from 0). Timing is not modelled;
 ``s_waitcnt`` is checked instead: reading or overwriting a register a load has not yet
 written back (no ``s_waitcnt`` covering it) is an error, as it would be a race on hardware.
+So is, on gfx942, a VALU instruction writing a data VGPR of the VMEM store of more than
+8 bytes just before it (CDNA3's software wait state: the store may not have read its data
+yet; the one data hazard kcc's code could hit, kcc/isel/amd/lower.py ``store_hazards``).
 
 Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, control) and
 :mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
@@ -149,6 +152,7 @@ class Wave:
         self.inst: Inst | None = None
         self.ieee = True  # COMPUTE_PGM_RSRC1.ENABLE_IEEE_MODE
         self.scratch: np.ndarray | None = None  # [lane, byte]: each work-item's private segment
+        self.store_data: VGPR | None = None     # gfx942: the data of a >8-byte store just run
 
     # --- scalar registers ---------------------------------------------------------------
     def sindex(self, op: Operand) -> int:
@@ -365,12 +369,34 @@ def execute(wave: Wave, inst: Inst, wg: Workgroup) -> None:
     global _SEM
     if _SEM is None:
         _SEM = _semantics()
+    if wave.store_data is not None:
+        _store_hazard(wave, inst)
     wave.inst = inst
     sem = _SEM.get(base_name(inst.name))
     if sem is None:
         raise EmuError(f"at {wave.pc:#x}: instruction {inst.name} is not supported by the "
                        "emulator")
     sem(wave, inst, wg)
+    if wave.fam == "gfx9" and inst.name.startswith(_WIDE_STORES):
+        wave.store_data = inst.ops[1]             # (vaddr, data, saddr)
+
+
+#: VMEM stores with more than 8 bytes of data (gfx9 spellings)
+_WIDE_STORES = tuple(f"{seg}_store_dwordx{n}" for seg in ("global", "scratch", "flat", "buffer")
+                     for n in (3, 4))
+
+
+def _store_hazard(wave: Wave, inst: Inst) -> None:
+    """The instruction right after a >8-byte VMEM store on gfx942: a VALU write of the store's
+    data VGPRs is an error (the CDNA3 ISA's manually inserted wait states: 1; LLVM's
+    has12DWordStoreHazard)."""
+    data, wave.store_data = wave.store_data, None
+    d = inst.ops[0] if inst.ops else None
+    if inst.name.startswith("v_") and isinstance(d, VGPR) and isinstance(data, VGPR) and \
+            d.index < data.index + data.count and data.index < d.index + d.count:
+        raise EmuError(f"at {wave.pc:#x} ({inst.name}): writes {d}, data of the store of more "
+                       "than 8 bytes just before it, with no wait state between (gfx942 "
+                       "hazard)")
 
 
 @dataclass
