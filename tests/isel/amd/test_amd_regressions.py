@@ -189,3 +189,38 @@ SINK(%st) KernelInfo(name="wrapped")
     got = [a.copy() for a in args]
     emulate(hsaco([code]), code.desc, check_launch(code.desc, got))
     assert got[0].tolist() == want[0].tolist() == [2.0, 3.0, 0.0, 7.0]
+
+
+# a float4 through LDS (found by scripts/fuzz_amd.py --seed 8, kernels 371 and 372)
+LDS_FLOAT4 = """%0 = PARAM ParamArg(0, float32, 20)
+%1 = PARAM ParamArg(1, float32, 20)
+%2 = BUFFER ParamArg(0, float32, 20, addrspace=LOCAL)
+%l = SPECIAL(5) "lidx0" : weakint
+%6 = MUL(%l, 4) : weakint
+%7 = SHRINK(%1, %6, 4)
+%8 = SHRINK(%2, %6, 4)
+%9 = SHRINK(%0, %6, 4)
+%10 = LOAD(%9) : float32[4]
+%11 = STORE(%8, %10)
+%12 = BARRIER(%11)
+%13 = AFTER(%2, %12)
+%15 = ADD(%l, 6) : weakint
+%16 = MUL(%15, 4) : weakint
+%18 = ADD(%16, -24) : weakint
+%19 = SHRINK(%13, %18, 4)
+%20 = LOAD(%19) : float32[4]
+%21 = STORE(%7, %20)
+SINK(%21) KernelInfo(name="lds4")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_regression_lds_b128_has_its_cdna3_spelling(arch: str) -> None:
+    """A 16-byte LDS store and load were spelled ds_store_b128/ds_load_b128 on gfx942 too
+    (the RDNA3 names; 'unknown instruction' in the assembler): CDNA3 says ds_write_b128 and
+    ds_read_b128."""
+    _check(LDS_FLOAT4, arch)
+    text = "\n".join(_asm(LDS_FLOAT4, arch))
+    want = ("ds_write_b128", "ds_read_b128") if arch == "gfx942" else \
+        ("ds_store_b128", "ds_load_b128")
+    assert all(w in text for w in want), text
