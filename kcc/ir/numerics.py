@@ -186,6 +186,10 @@ def bitcast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     # not np.ascontiguousarray: it turns a 0-d value (one lane) into shape (1,), and a STACK of
     # such lanes then has a lane axis too many
     a = np.asarray(x)
+    if dst.is_bool != src.is_bool:
+        # a bool is 0 or 1: a byte read as a bool is byte != 0, a bool read as a byte 0 or 1
+        # (docs/semantics.md, CAST and BITCAST)
+        return (a.view(np.uint8) != 0).astype(dst.np)
     return (a if a.flags.c_contiguous else a.copy()).view(dst.np)
 
 

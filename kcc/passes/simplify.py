@@ -350,6 +350,16 @@ def bool_store(x: UOp) -> UOp | None:
     return x.replace(src=(place, UOp(Ops.CAST, (v,), dtypes.bool)) + x.src[2:])
 
 
+def bool_bitcast(x: UOp) -> UOp | None:
+    """BITCAST between bool and a byte (int8/uint8) → CAST: a bool is 0 or 1
+    (docs/semantics.md), so a byte read as a bool is ``byte != 0``, as CAST says, and a bool
+    read as a byte is its 0 or 1. Targets then never see a bool holding another byte (which
+    x86 stored and computed on as the raw byte while AMD made it 0/1)."""
+    if x.arg.is_bool == x.src[0].dtype.is_bool:
+        return None
+    return UOp(Ops.CAST, x.src, x.arg)
+
+
 _INT_ID_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR,
                Ops.SHL, Ops.SHR)
 
@@ -368,6 +378,7 @@ SIMPLIFY = PatternMatcher([
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
     (UPat(Ops.STORE, name="x"), bool_store),
+    (UPat(Ops.BITCAST, name="x"), bool_bitcast),
 ])
 
 

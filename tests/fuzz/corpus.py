@@ -105,14 +105,6 @@ def result_dtype(op: Ops, src: DType) -> DType:
     return dtypes.bool if op in COMPARES else src
 
 
-def _unsettled(op: Ops, dst: DType) -> bool:
-    """BITCAST of a byte to bool: a byte other than 0 or 1 is no bool (docs/semantics.md
-    defines bool as one byte, 0 or 1) and the semantics do not say what it becomes (the
-    interpreter gives a scalar 1 and keeps a vector lane's byte; x86 keeps the byte), so
-    it is left out until they do (as tests/fuzz/strategies.py leaves it out)."""
-    return op is Ops.BITCAST and dst.is_bool
-
-
 def cells() -> list[Cell]:
     """Every (op, operand dtype, stored dtype) the type rules accept."""
     out = []
@@ -120,7 +112,7 @@ def cells() -> list[Cell]:
         for src in STRONG:
             if op in (Ops.CAST, Ops.BITCAST):
                 out += [Cell(op, src, d) for d in STRONG
-                        if d != src and accepts(op, src, d) and not _unsettled(op, d)]
+                        if d != src and accepts(op, src, d)]
                 continue
             if not accepts(op, src):
                 continue
