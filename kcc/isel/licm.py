@@ -19,7 +19,8 @@ guard) when
   read sees the previous iteration's value: a loop-carried register stays);
 - flags stay paired: an instruction that reads RFLAGS moves only together with the nearest
   earlier flag writer in the body, and that writer only together with it (`flags_of(inst)`
-  says "r", "w" or "rw"; branches read flags).
+  says "r", "w" or "rw"; branches read flags; the pairs of kcc/isel/flags.py, which DCE
+  follows too).
 
 Hoisting a lone constant materialization only lengthens a live range (the allocator may then
 spill it), so an instruction that reads no register (and no flags: a SETcc moves with its flag
@@ -35,10 +36,10 @@ from collections import defaultdict
 from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, Mem, MFunction, RegOp, VReg, structure
+from kcc.isel.flags import flag_pairs
 
 # Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
 _OP, _LOOP_BEGIN, _LOOP_END = Kind.OP, Kind.LOOP_BEGIN, Kind.LOOP_END
-_BACK_OR_BRANCH = (Kind.BRANCH, Kind.LOOP_END)
 
 
 def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
@@ -144,25 +145,13 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
         for r in ds:
             if r not in first_def:
                 first_def[r] = i
-    # flag pairs: (reader, its writer) within the body; a reader with no writer there pins.
-    # The writer is the nearest earlier flag writer with only OPs in between (one forward
-    # walk keeps the latest such writer).
-    pairs: list[tuple[int, int | None]] = []
-    writer: int | None = None
-    for i in range(b + 1, e):
-        inst = insts[i]
-        op = inst.kind is _OP
-        fl = ""
-        if op:
-            fl = ud[i][3]                       # known from an earlier loop, or asked now
-            if fl is None:
-                fl = regs.flags(inst, flags_of)
-        if inst.kind in _BACK_OR_BRANCH or (op and "r" in fl):
-            pairs.append((i, writer))
-        if not op:
-            writer = None
-        elif "w" in fl:
-            writer = i
+    # flag pairs: (reader, its writer) within the body, by the rule DCE follows too
+    # (kcc/isel/flags.py); a reader with no writer there pins.
+    def flags(i: int) -> str:
+        fl = ud[i][3]                           # known from an earlier loop, or asked now
+        return regs.flags(insts[i], flags_of) if fl is None else fl
+
+    pairs = flag_pairs(insts, flags, b + 1, e)
     changed = True
     while changed:
         changed = False

@@ -1,13 +1,14 @@
 """Tests of dead-instruction elimination after selection (kcc/isel/dce.py) on hand-built
 machine functions: what goes (dead chains, read-modify-writes of dead values) and what stays
-(stores, flag producers before a flag reader, values carried around a loop, clobbering ops)."""
+(stores, flag producers whose flags a reader reads, values carried around a loop, clobbering
+ops)."""
 
 from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
 from kcc.isel.dce import eliminate_dead
 from kcc.isel.x86.base import writes_memory
-from kcc.targets.x86.target import _reads_flags
+from kcc.targets.x86.target import _flags_of
 
 D, U, DU = Role.DEF, Role.USE, Role.DEF | Role.USE
 RDI = PReg("rdi", "gpr")
@@ -21,7 +22,7 @@ def _fn() -> tuple[MFunction, list]:
 
 
 def _run(fn: MFunction) -> list[str]:
-    eliminate_dead(fn, writes_memory, _reads_flags)
+    eliminate_dead(fn, writes_memory, _flags_of)
     return [i.op for i in fn.insts]
 
 
@@ -43,6 +44,44 @@ def test_a_flag_producer_before_a_flag_reader_stays() -> None:
                 Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[0], U)]),
                 Inst("ret", kind=Kind.RET)]
     assert _run(fn)[0] == "sub_rm32_imm8"
+
+
+def test_a_dead_flag_producer_read_past_a_flagless_op_stays() -> None:
+    """DCE asked only whether the next instruction reads flags: a dead `sub` followed by a
+    `mov` and then the `cmove` that reads its ZF went, and the cmove read older flags. Now
+    DCE keeps every writer a reader is paired with (kcc/isel/flags.py, LICM's rule)."""
+    fn, v = _fn()
+    fn.insts = [Inst("sub_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("mov_r64_rm64", [RegOp(v[2], D), RegOp(v[0], U)]),
+                Inst("cmove_r64_rm64", [RegOp(v[0], DU), RegOp(v[2], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[0], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn)[0] == "sub_rm32_imm8"
+
+
+def test_a_dead_flag_producer_between_a_writer_and_its_reader_stays() -> None:
+    """The cmove reads the flags of the dead `and` (the nearest writer), not of the cmp."""
+    fn, v = _fn()
+    fn.insts = [Inst("cmp_rm64_imm8", [RegOp(v[0], U), Imm(3)]),
+                Inst("and_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("mov_r64_rm64", [RegOp(v[2], D), RegOp(v[0], U)]),
+                Inst("cmove_r64_rm64", [RegOp(v[0], DU), RegOp(v[2], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[0], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn)[:2] == ["cmp_rm64_imm8", "and_rm32_imm8"]
+
+
+def test_a_dead_flag_producer_no_reader_reads_goes() -> None:
+    """A writer whose flags the next writer replaces before any reader, or that a jump or a
+    label ends, is dead like any other instruction."""
+    fn, v = _fn()
+    fn.insts = [Inst("sub_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),      # replaced by the cmp
+                Inst("cmp_rm64_imm8", [RegOp(v[0], U), Imm(3)]),
+                Inst("cmove_r64_rm64", [RegOp(v[0], DU), RegOp(v[0], U)]),
+                Inst("add_rm32_imm8", [RegOp(v[2], DU), Imm(1)]),      # no reader after it
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[0], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run(fn) == ["cmp_rm64_imm8", "cmove_r64_rm64", "mov_rm32_r32", "ret"]
 
 
 def test_a_value_read_at_the_loop_top_stays() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
-from kcc.ir.mir import BRANCH_KINDS, Inst, Mem, MFunction, format_mir
+from kcc.ir.mir import Inst, Mem, MFunction, format_mir
 from kcc.isel.dce import eliminate_dead
 from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
@@ -71,13 +71,9 @@ class Selected:
     checks: tuple[tuple[tuple, int], ...] = ()
 
 
-def _reads_flags(inst: Inst) -> bool:
-    """Branches, CMOVcc, SETcc, ADC/SBB read RFLAGS (Intel SDM Vol. 1, 3.4.3)."""
-    return inst.kind in BRANCH_KINDS or inst.op.startswith(("cmov", "set", "adc", "sbb", "j"))
-
-
 def _flags_of(inst: Inst) -> str:
-    """How a form uses RFLAGS, from its row: "r", "w" or "" (a pseudo touches none)."""
+    """How a form uses RFLAGS, from its row: "r", "w", "rw" or "" (a pseudo touches none):
+    what DCE and LICM both ask (kcc/isel/flags.py)."""
     row = FORMS.get(inst.op)
     return row.flags if row is not None else ""
 
@@ -125,7 +121,7 @@ class X86Target:
         fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
                                                  self.arch == "x86-64-v4", stream)
         known: dict = {}                      # each instruction's uses and defs, asked once
-        eliminate_dead(fn, writes_memory, _reads_flags, known)
+        eliminate_dead(fn, writes_memory, _flags_of, known)
         hoist_invariants(fn, _movable, _flags_of, known)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
