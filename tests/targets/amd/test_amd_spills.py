@@ -399,3 +399,5 @@ def test_far_slots_past_32_kib_set_the_frame_sgpr_with_a_literal(arch: str) -> N
     _run(w, *low.out, Inst("s_waitcnt", (Imm(0),)))
     assert w.v[4].tolist() == list(range(7, n + 7))
     assert w.scratch[1, slot:slot + 4].view(np.uint32)[0] == 8     # lane 1's own segment
+    with pytest.raises(ValueError, match="without the frame SGPR"):  # a far slot needs it
+        Lowering(ARCHES[arch]).slot(replace(fill, clobbers=()))
