@@ -7,7 +7,8 @@ kcc's emulator against the reference interpreter on special-biased inputs.
     python scripts/fuzz_amd.py [--n 300] [--seed 1] [--arch gfx1100 --arch gfx942] [--out DIR]
 
 Every outcome is counted: ok, refused on purpose (docs/architecture.md "AMD"), refused for
-registers ("kernel too large for AMD": a scratch area past the limit), internal error,
+registers ("kernel too large for AMD": a spill area past the private segment the hardware
+gives a work-item, 262,136 bytes on gfx1100 and 131,056 on gfx942), internal error,
 emulator error (an access outside every buffer, a register read before its load...: wrong
 code), emulator crash (a Python exception inside the emulator), wrong result. Each kernel that
 is not ok or refused is written to DIR as a .uop file named after its outcome, with the arch and
