@@ -117,18 +117,32 @@ def test_program_runs_in_process_with_libc_stubs() -> None:
         assert err == b"p: the workspace is NULL or not 64-byte aligned"
 
 
-@pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH")
-def test_program_object_links_with_cc_and_runs(tmp_path: Path) -> None:
+def _c_floats(a: np.ndarray) -> str:
+    return ", ".join(f"{v!r}f" for v in a.tolist())
+
+
+def _build_main(tmp_path: Path, main_c: str) -> np.ndarray:
+    """The program's object and header, and main.c (main_c with `{in0}` and `{want}` replaced
+    by the input's and the expected output's values) built with cc into tmp_path/main;
+    returns the expected output."""
     prog, obj, (x, want) = _compiled()
     (tmp_path / "p.o").write_bytes(obj)
     (tmp_path / "p.h").write_text(c_header(prog))
-    vals = ", ".join(f"{v!r}f" for v in x.tolist())
-    (tmp_path / "main.c").write_text(f"""
+    (tmp_path / "main.c").write_text(main_c.replace("{in0}", _c_floats(x))
+                                     .replace("{want}", _c_floats(want)))
+    subprocess.run([CC, "-Wall", "-Werror", "main.c", "p.o", "-lpthread", "-lm", "-o", "main"],
+                   cwd=tmp_path, check=True)
+    return want
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH")
+def test_program_object_links_with_cc_and_runs(tmp_path: Path) -> None:
+    want = _build_main(tmp_path, """
 #include <stdio.h>
 #include <stdlib.h>
 #include "p.h"
-static const float in0[p_IN0_ELEMENTS] = {{{vals}}};
-int main(int argc, char **argv) {{
+static const float in0[p_IN0_ELEMENTS] = {{in0}};
+int main(int argc, char **argv) {
   float out0[p_OUT0_ELEMENTS];
   p_set_threads(atoi(argv[1]));
   void *ws = aligned_alloc(64, p_workspace_bytes());
@@ -137,10 +151,8 @@ int main(int argc, char **argv) {{
   free(ws);
   p_release();
   return 0;
-}}
+}
 """)
-    subprocess.run([CC, "-Wall", "-Werror", "main.c", "p.o", "-lpthread", "-lm", "-o", "main"],
-                   cwd=tmp_path, check=True)
     for threads in ("0", "1", "2", "7"):
         res = subprocess.run(["./main", threads], cwd=tmp_path, capture_output=True,
                              text=True, check=True)
@@ -201,39 +213,33 @@ def test_worker_threads_persist_between_calls_until_released(tmp_path: Path) -> 
     """The pool: after a call on T threads the process has T-1 more threads (counted in
     /proc/self/task), the same ones on the next call; another T replaces them, NAME_release
     joins them all, and a call after the release starts a pool again — every result right."""
-    prog, obj, (x, want) = _compiled()
-    (tmp_path / "p.o").write_bytes(obj)
-    (tmp_path / "p.h").write_text(c_header(prog))
-    vals = ", ".join(f"{v!r}f" for v in x.tolist())
-    (tmp_path / "main.c").write_text(f"""
+    _build_main(tmp_path, """
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include "p.h"
-static const float in0[p_IN0_ELEMENTS] = {{{vals}}};
-static const float want[p_OUT0_ELEMENTS] = {{{", ".join(f"{v!r}f" for v in want.tolist())}}};
-static int tasks(void) {{
+static const float in0[p_IN0_ELEMENTS] = {{in0}};
+static const float want[p_OUT0_ELEMENTS] = {{want}};
+static int tasks(void) {
   int n = 0; struct dirent *e; DIR *d = opendir("/proc/self/task");
   while ((e = readdir(d))) n += e->d_name[0] != '.';
   closedir(d); return n;
-}}
-static int run(int t) {{
+}
+static int run(int t) {
   float out0[p_OUT0_ELEMENTS];
   p_set_threads(t);
   if (p(in0, out0) || memcmp(out0, want, sizeof out0)) return -1;
   return tasks();
-}}
-int main(void) {{
+}
+int main(void) {
   int a = run(3), b = run(3), c = run(2), d = run(1);
   p_release();
   int e = tasks(), f = run(3);
   p_release();
   printf("%d %d %d %d %d %d %d\\n", a, b, c, d, e, f, tasks());
   return 0;
-}}
+}
 """)
-    subprocess.run([CC, "-Wall", "-Werror", "main.c", "p.o", "-lpthread", "-lm", "-o", "main"],
-                   cwd=tmp_path, check=True)
     res = subprocess.run(["./main"], cwd=tmp_path, capture_output=True, text=True, check=True,
                          timeout=60)
     assert res.stdout.split() == ["3", "3", "2", "1", "1", "3", "1"]
