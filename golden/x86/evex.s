@@ -1277,3 +1277,282 @@ vpermi2ps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
 ; form: vpermi2ps_z_z_zm
 vpermi2ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
 ; bytes: 62 a2 75 40 77 84 4b e8 03 00 00
+; form: vprold_x_xm_imm8
+{evex} vprold xmm0, xmm1, 1
+; bytes: 62 f1 7d 08 72 c9 01
+; form: vprold_x_xm_imm8
+{evex} vprold xmm16, xmm17, 31
+; bytes: 62 b1 7d 00 72 c9 1f
+; form: vprold_x_xm_imm8
+{evex} vprold xmm3, xmm24, 127
+; bytes: 62 91 65 08 72 c8 7f
+; form: vprold_x_xm_imm8
+{evex} vprold xmm29, xmm8, 255
+; bytes: 62 d1 15 00 72 c8 ff
+; form: vprold_x_xm_imm8
+{evex} vprold xmm16, xmmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 b1 7d 00 72 8c 9c 00 10 00 00 00
+; form: vprold_x_xm_imm8
+{evex} vprold xmm0, xmmword ptr [rdx - 8192], 100
+; bytes: 62 f1 7d 08 72 8a 00 e0 ff ff 64
+; form: vprold_x_xm_imm8
+{evex} vprold xmm16, xmmword ptr [rip + bar], 200
+; bytes: 62 f1 7d 00 72 0d 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
+; form: vprold_y_ym_imm8
+{evex} vprold ymm0, ymm1, 1
+; bytes: 62 f1 7d 28 72 c9 01
+; form: vprold_y_ym_imm8
+{evex} vprold ymm16, ymm17, 31
+; bytes: 62 b1 7d 20 72 c9 1f
+; form: vprold_y_ym_imm8
+{evex} vprold ymm3, ymm24, 127
+; bytes: 62 91 65 28 72 c8 7f
+; form: vprold_y_ym_imm8
+{evex} vprold ymm29, ymm8, 255
+; bytes: 62 d1 15 20 72 c8 ff
+; form: vprold_y_ym_imm8
+{evex} vprold ymm16, ymmword ptr [rdi], 0
+; bytes: 62 f1 7d 20 72 0f 00
+; form: vprold_y_ym_imm8
+{evex} vprold ymm0, ymmword ptr [rsp + 8], 100
+; bytes: 62 f1 7d 28 72 8c 24 08 00 00 00 64
+; form: vprold_y_ym_imm8
+{evex} vprold ymm16, ymmword ptr [rbp], 200
+; bytes: 62 f1 7d 20 72 4d 00 c8
+; form: vprold_z_zm_imm8
+vprold zmm0, zmm1, 1
+; bytes: 62 f1 7d 48 72 c9 01
+; form: vprold_z_zm_imm8
+vprold zmm16, zmm17, 31
+; bytes: 62 b1 7d 40 72 c9 1f
+; form: vprold_z_zm_imm8
+vprold zmm3, zmm24, 127
+; bytes: 62 91 65 48 72 c8 7f
+; form: vprold_z_zm_imm8
+vprold zmm29, zmm8, 255
+; bytes: 62 d1 15 40 72 c8 ff
+; form: vprold_z_zm_imm8
+vprold zmm16, zmmword ptr [r13 - 300], 0
+; bytes: 62 d1 7d 40 72 8d d4 fe ff ff 00
+; form: vprold_z_zm_imm8
+vprold zmm0, zmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f1 7d 48 72 8c 87 08 00 00 00 64
+; form: vprold_z_zm_imm8
+vprold zmm16, zmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 91 7d 40 72 4c fc fe c8
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm0, xmm1, 1
+; bytes: 62 f1 fd 08 72 c9 01
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm16, xmm17, 31
+; bytes: 62 b1 fd 00 72 c9 1f
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm3, xmm24, 127
+; bytes: 62 91 e5 08 72 c8 7f
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm29, xmm8, 255
+; bytes: 62 d1 95 00 72 c8 ff
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm16, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b1 fd 00 72 8c 4b e8 03 00 00 00
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm0, xmmword ptr [rip + foo + 16], 100
+; bytes: 62 f1 fd 08 72 0d 00 00 00 00 64
+; fixup: 6 pc32 foo 11
+; form: vprolq_x_xm_imm8
+{evex} vprolq xmm16, xmmword ptr [8*rcx + 64], 200
+; bytes: 62 f1 fd 00 72 0c cd 40 00 00 00 c8
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm0, ymm1, 1
+; bytes: 62 f1 fd 28 72 c9 01
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm16, ymm17, 31
+; bytes: 62 b1 fd 20 72 c9 1f
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm3, ymm24, 127
+; bytes: 62 91 e5 28 72 c8 7f
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm29, ymm8, 255
+; bytes: 62 d1 95 20 72 c8 ff
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm16, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d1 fd 20 72 8c 30 7f 00 00 00 00
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm0, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 fd 28 72 8c 9c 00 10 00 00 64
+; form: vprolq_y_ym_imm8
+{evex} vprolq ymm16, ymmword ptr [rdx - 8192], 200
+; bytes: 62 f1 fd 20 72 8a 00 e0 ff ff c8
+; form: vprolq_z_zm_imm8
+vprolq zmm0, zmm1, 1
+; bytes: 62 f1 fd 48 72 c9 01
+; form: vprolq_z_zm_imm8
+vprolq zmm16, zmm17, 31
+; bytes: 62 b1 fd 40 72 c9 1f
+; form: vprolq_z_zm_imm8
+vprolq zmm3, zmm24, 127
+; bytes: 62 91 e5 48 72 c8 7f
+; form: vprolq_z_zm_imm8
+vprolq zmm29, zmm8, 255
+; bytes: 62 d1 95 40 72 c8 ff
+; form: vprolq_z_zm_imm8
+vprolq zmm16, zmmword ptr [rip + bar], 0
+; bytes: 62 f1 fd 40 72 0d 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vprolq_z_zm_imm8
+vprolq zmm0, zmmword ptr [rdi], 100
+; bytes: 62 f1 fd 48 72 0f 64
+; form: vprolq_z_zm_imm8
+vprolq zmm16, zmmword ptr [rsp + 8], 200
+; bytes: 62 f1 fd 40 72 8c 24 08 00 00 00 c8
+; form: vpord_z_z_zm
+vpord zmm0, zmm1, zmm2
+; bytes: 62 f1 75 48 eb c2
+; form: vpord_z_z_zm
+vpord zmm16, zmm17, zmm31
+; bytes: 62 81 75 40 eb c7
+; form: vpord_z_z_zm
+vpord zmm3, zmm24, zmm9
+; bytes: 62 d1 3d 40 eb d9
+; form: vpord_z_z_zm
+vpord zmm29, zmm8, zmm18
+; bytes: 62 21 3d 48 eb ea
+; form: vpord_z_z_zm
+vpord zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 75 40 eb 45 00
+; form: vpord_z_z_zm
+vpord zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d1 75 48 eb 85 d4 fe ff ff
+; form: vpord_z_z_zm
+vpord zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 40 eb 84 87 08 00 00 00
+; form: vpslld_z_zm_imm8
+vpslld zmm0, zmm1, 1
+; bytes: 62 f1 7d 48 72 f1 01
+; form: vpslld_z_zm_imm8
+vpslld zmm16, zmm17, 31
+; bytes: 62 b1 7d 40 72 f1 1f
+; form: vpslld_z_zm_imm8
+vpslld zmm3, zmm24, 127
+; bytes: 62 91 65 48 72 f0 7f
+; form: vpslld_z_zm_imm8
+vpslld zmm29, zmm8, 255
+; bytes: 62 d1 15 40 72 f0 ff
+; form: vpslld_z_zm_imm8
+vpslld zmm16, zmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 91 7d 40 72 74 fc fe 00
+; form: vpslld_z_zm_imm8
+vpslld zmm0, zmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b1 7d 48 72 b4 4b e8 03 00 00 64
+; form: vpslld_z_zm_imm8
+vpslld zmm16, zmmword ptr [rip + foo + 16], 200
+; bytes: 62 f1 7d 40 72 35 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
+; form: vpsrld_z_zm_imm8
+vpsrld zmm0, zmm1, 1
+; bytes: 62 f1 7d 48 72 d1 01
+; form: vpsrld_z_zm_imm8
+vpsrld zmm16, zmm17, 31
+; bytes: 62 b1 7d 40 72 d1 1f
+; form: vpsrld_z_zm_imm8
+vpsrld zmm3, zmm24, 127
+; bytes: 62 91 65 48 72 d0 7f
+; form: vpsrld_z_zm_imm8
+vpsrld zmm29, zmm8, 255
+; bytes: 62 d1 15 40 72 d0 ff
+; form: vpsrld_z_zm_imm8
+vpsrld zmm16, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 f1 7d 40 72 14 cd 40 00 00 00 00
+; form: vpsrld_z_zm_imm8
+vpsrld zmm0, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d1 7d 48 72 94 30 7f 00 00 00 64
+; form: vpsrld_z_zm_imm8
+vpsrld zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b1 7d 40 72 54 9c 40 c8
+; form: vpsrad_z_zm_imm8
+vpsrad zmm0, zmm1, 1
+; bytes: 62 f1 7d 48 72 e1 01
+; form: vpsrad_z_zm_imm8
+vpsrad zmm16, zmm17, 31
+; bytes: 62 b1 7d 40 72 e1 1f
+; form: vpsrad_z_zm_imm8
+vpsrad zmm3, zmm24, 127
+; bytes: 62 91 65 48 72 e0 7f
+; form: vpsrad_z_zm_imm8
+vpsrad zmm29, zmm8, 255
+; bytes: 62 d1 15 40 72 e0 ff
+; form: vpsrad_z_zm_imm8
+vpsrad zmm16, zmmword ptr [rdx - 8192], 0
+; bytes: 62 f1 7d 40 72 62 80 00
+; form: vpsrad_z_zm_imm8
+vpsrad zmm0, zmmword ptr [rip + bar], 100
+; bytes: 62 f1 7d 48 72 25 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vpsrad_z_zm_imm8
+vpsrad zmm16, zmmword ptr [rdi], 200
+; bytes: 62 f1 7d 40 72 27 c8
+; form: vpsllvd_z_z_zm
+vpsllvd zmm0, zmm1, zmm2
+; bytes: 62 f2 75 48 47 c2
+; form: vpsllvd_z_z_zm
+vpsllvd zmm16, zmm17, zmm31
+; bytes: 62 82 75 40 47 c7
+; form: vpsllvd_z_z_zm
+vpsllvd zmm3, zmm24, zmm9
+; bytes: 62 d2 3d 40 47 d9
+; form: vpsllvd_z_z_zm
+vpsllvd zmm29, zmm8, zmm18
+; bytes: 62 22 3d 48 47 ea
+; form: vpsllvd_z_z_zm
+vpsllvd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e2 75 40 47 84 24 08 00 00 00
+; form: vpsllvd_z_z_zm
+vpsllvd zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f2 75 48 47 45 00
+; form: vpsllvd_z_z_zm
+vpsllvd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c2 75 40 47 85 d4 fe ff ff
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm0, zmm1, zmm2
+; bytes: 62 f2 75 48 45 c2
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm16, zmm17, zmm31
+; bytes: 62 82 75 40 45 c7
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm3, zmm24, zmm9
+; bytes: 62 d2 3d 40 45 d9
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm29, zmm8, zmm18
+; bytes: 62 22 3d 48 45 ea
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 40 45 84 87 08 00 00 00
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 48 45 44 fc fe
+; form: vpsrlvd_z_z_zm
+vpsrlvd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 40 45 84 4b e8 03 00 00
+; form: vpsravd_z_z_zm
+vpsravd zmm0, zmm1, zmm2
+; bytes: 62 f2 75 48 46 c2
+; form: vpsravd_z_z_zm
+vpsravd zmm16, zmm17, zmm31
+; bytes: 62 82 75 40 46 c7
+; form: vpsravd_z_z_zm
+vpsravd zmm3, zmm24, zmm9
+; bytes: 62 d2 3d 40 46 d9
+; form: vpsravd_z_z_zm
+vpsravd zmm29, zmm8, zmm18
+; bytes: 62 22 3d 48 46 ea
+; form: vpsravd_z_z_zm
+vpsravd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 40 46 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpsravd_z_z_zm
+vpsravd zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 48 46 04 cd 40 00 00 00
+; form: vpsravd_z_z_zm
+vpsravd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 40 46 84 30 7f 00 00 00

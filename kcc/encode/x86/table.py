@@ -594,6 +594,30 @@ def _call_rows() -> None:
     _leg("call", "cc", "e8", "rel32/rel/r", implicit_uses=("rsp",), implicit_defs=("rsp",))
 
 
+def _int_lane_rows() -> None:
+    """Rotates of 32/64-bit lanes by an immediate (kcc/isel/x86/ivec.py), added after every
+    other row so that the golden cases of the rows before keep their register rotation.
+    SDM Vol. 2 "VPROLD/VPROLVD/VPROLQ/VPROLVQ": EVEX.128/256/512.66.0F.W0 72 /1 ib VPROLD
+    (W1: VPROLQ; AVX512F, the 128/256-bit forms AVX512VL), the destination in EVEX.vvvv and
+    the source in ModRM.rm as for the VEX shifts by an immediate; Full memory operand
+    (disp8*N, N the vector's bytes, §2.7.5)."""
+    for mnem, w in (("vprold", False), ("vprolq", True)):
+        for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+            _add(mnem, "evex", "evex", bytes([0x72]), f"{v}/vvvv/w {v}m/rm/r imm8/imm/r",
+                 pp=P66, mmap=M0F, w=w, vl=vl, digit=1, disp8_n=16 << vl)
+    # ... and the rest of the 32-bit lane work on zmm that the VEX rows do on ymm (int32 x 16
+    # on x86-64-v4): VPORD (EVEX.512.66.0F.W0 EB /r), the shifts by an immediate
+    # (EVEX.512.66.0F.W0 72 /6 ib VPSLLD, /2 VPSRLD, /4 VPSRAD: destination in EVEX.vvvv) and
+    # by a vector (EVEX.512.66.0F38.W0 47 VPSLLVD, 45 VPSRLVD, 46 VPSRAVD); Full, N = 64.
+    ev = dict(pp=P66, w=False, vl=2, disp8_n=64)
+    _add("vpord", "evex", "evex", bytes([0xEB]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F, **ev)
+    for mnem, d in (("vpslld", 6), ("vpsrld", 2), ("vpsrad", 4)):
+        _add(mnem, "evex", "evex", bytes([0x72]), "z/vvvv/w zm/rm/r imm8/imm/r", mmap=M0F,
+             digit=d, **ev)
+    for mnem, op in (("vpsllvd", 0x47), ("vpsrlvd", 0x45), ("vpsravd", 0x46)):
+        _add(mnem, "evex", "evex", bytes([op]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F38, **ev)
+
+
 _gpr_rows()
 _cc_rows()
 _avx_move_rows()
@@ -608,6 +632,7 @@ _kmask_rows()
 _stream_rows()
 _permute_rows()
 _call_rows()
+_int_lane_rows()
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:
