@@ -193,7 +193,9 @@ def threefry(ctx: TargetDesc, x: UOp) -> UOp | None:
             a = UOp(Ops.ADD, (a, b))
             b = UOp(Ops.XOR, (a, _rotl(b, r)))
         a = UOp(Ops.ADD, (a, ks[i % 3]))
-        b = UOp(Ops.ADD, (UOp(Ops.ADD, (b, ks[(i + 1) % 3])), _u32(i + 1, sh)))
+        # b + (k + (i+1)): wrapping, so the same sum as (b + k) + (i+1), and the key's part is
+        # one node a loop can hoist when the key is invariant (Tensor.rand's)
+        b = UOp(Ops.ADD, (b, UOp(Ops.ADD, (ks[(i + 1) % 3], _u32(i + 1, sh)))))
     hi = UOp(Ops.SHL, (UOp(Ops.CAST, (b,), u64), _const(32, u64, sh)))
     return UOp(Ops.OR, (hi, UOp(Ops.CAST, (a,), u64)))
 

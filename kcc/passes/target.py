@@ -47,6 +47,9 @@ class TargetDesc:
     wmma(shape): whether the target selects this tensor-core form (kcc.ir.wmma.WmmaShape) as
       its own instructions; passes/wmma.py expands every other WMMA into per-lane arithmetic.
       None (the default): the selector takes every WMMA (and refuses a form it lacks by name).
+    vector_ops_at: for a (dtype, n) listed here, only these ops are legal on n lanes of dtype
+      (instead of vector_ops[dtype]): x86-64-v4 has int32 x 16 for the arithmetic, bitwise
+      ops and shifts only.
     """
 
     name: str
@@ -65,6 +68,8 @@ class TargetDesc:
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
+    vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
+                                                                      compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):
@@ -76,7 +81,7 @@ class TargetDesc:
             return True
         if n not in self.alu_widths.get(dtype, ()):
             return False
-        allowed = self.vector_ops.get(dtype)
+        allowed = self.vector_ops_at.get((dtype, n)) or self.vector_ops.get(dtype)
         return allowed is None or op is None or op in allowed
 
     def cast_legal(self, op: Ops, src: DType, dst: DType, n: int) -> bool:

@@ -56,6 +56,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
+from kcc.passes.widen_lanes import LaneLoop, expand_threefry
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _FACTORS = (16, 8, 4, 2)
@@ -263,6 +264,9 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
     if desc.gpu:
         return sink
     order = toposort([sink])
+    sink2 = expand_threefry(sink, desc, order)
+    if sink2 is not sink:
+        sink, order = sink2, toposort([sink2])
     ends = [n for n in order if n.op is Ops.END]
     if not ends:
         return sink
@@ -277,10 +281,15 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         if len(e.src) != 2 or closed[r] != 1 or const_int(r.src[0]) is None:
             continue
         loop = _Loop(r, e, dep)
-        if not loop.check():
-            continue
         inside = set(loop.region)
         if any(r in dep[n] and n not in inside and n is not e for n in order):
+            continue
+        if not loop.check():
+            # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
+            lanes = LaneLoop(r, e, loop.region, dep)
+            out = lanes.widen(const_int(r.src[0]), desc) if lanes.check() else None
+            if out is not None:
+                new_end[e] = out
             continue
         k = loop.factor(desc)
         if k:

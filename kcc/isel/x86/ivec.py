@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import SelectError, const_bytes, strong_const, vw
@@ -32,6 +33,13 @@ VECTOR_OPS = MappingProxyType({
     dtypes.uint64: _COMMON | {Ops.SHL, Ops.SHR},
 })
 INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
+# x86-64-v4: the ops on int32 x 16 (zmm) with an EVEX.512 row (kcc/encode/x86/table.py); a
+# zmm integer value is made by these, a splat or a constant, and read by them, a BITCAST or
+# a same-size integer CAST (nothing to do) and a lane read
+_ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
+ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS})
+# x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
+_ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
 _BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}
 
 
@@ -45,6 +53,37 @@ def vector_widths(dt: DType) -> tuple[int, ...]:
     return (32 // dt.itemsize, 16 // dt.itemsize)
 
 
+def imov(w: str) -> str:
+    """The integer vector load form of register width w (VMOVDQU32 on zmm: EVEX names the
+    element size)."""
+    return "vmovdqu32_z_zm" if w == "z" else f"vmovdqu_{w}_{w}m"
+
+
+def uniform_const(b: UOp) -> int | None:
+    """The integer every lane of vector b holds when b is a STACK of one constant, else None."""
+    if b.op is not Ops.STACK:
+        return None
+    vals = {const_int(x) for x in b.src}
+    return vals.pop() if len(vals) == 1 and None not in vals else None
+
+
+def _rotate(u: UOp) -> tuple[UOp, int] | None:
+    """(x, c) when u is OR/ADD/XOR of SHL(x, c) and a logical SHR(x, bits - c), 0 < c < bits,
+    on unsigned lanes: x rotated left by c (the shifted-out bits of one are the zero bits of
+    the other, so the three ops agree)."""
+    a, b = u.src
+    if a.op is Ops.SHR:
+        a, b = b, a
+    if a.op is not Ops.SHL or b.op is not Ops.SHR or a.src[0] is not b.src[0] \
+            or a.dtype.is_signed:
+        return None
+    c, d = uniform_const(a.src[1]), uniform_const(b.src[1])
+    bits = a.dtype.bits
+    if c is None or d is None or not 0 < c < bits or c + d != bits:
+        return None
+    return a.src[0], c
+
+
 class X86IVec:
     """Integer vector rules (mixed into X86Selector)."""
 
@@ -56,12 +95,31 @@ class X86IVec:
         w = vw(dt, n)
         three = f"_{w}_{w}_{w}m"
         s = _SFX[dt.itemsize]
+        if op in _ROTATE_OPS and self.evex and dt.itemsize in (4, 8):
+            rot = _rotate(u)
+            if rot is not None:         # x86-64-v4: one VPROLD/VPROLQ (SDM "VPROLD")
+                t = self.new("vec")
+                self.emit(f"vprol{s}_{w}_{w}m_imm8", t, self.reg(rot[0]), rot[1])
+                return t
+        if op in (Ops.SHL, Ops.SHR) and dt.itemsize > 1:
+            c = uniform_const(u.src[1])
+            if c is not None and 0 <= c < dt.bits:
+                # a shift of every lane by one constant: the immediate form (SDM "PSLLW/PSLLD/
+                # PSLLQ", "PSRLW/…", "PSRAW/PSRAD"), no amount vector to keep in a register
+                kind = "vpsll" if op is Ops.SHL else "vpsra" if dt.is_signed else "vpsrl"
+                if not (kind == "vpsra" and dt.itemsize == 8):   # VPSRAQ is AVX-512 only
+                    t = self.new("vec")
+                    src = "zm" if w == "z" else w               # the EVEX.512 rows read m512
+                    self.emit(f"{kind}{s}_{w}_{src}_imm8", t, self.reg(x), c)
+                    return t
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):
             self.emit(f"vp{op.name.lower()}{s}" + three, t, a, self.reg(u.src[1]))
         elif op in _BITWISE:
-            self.emit(_BITWISE[op] + three, t, a, self.reg(u.src[1]))
+            # EVEX names the element size of a bitwise op (VPANDD, VPORD, VPXORD)
+            mnem = _BITWISE[op] + ("d" if w == "z" else "")
+            self.emit(mnem + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MUL:
             self.emit(f"vpmull{s}" + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MULACC:
@@ -125,7 +183,7 @@ class X86IVec:
                 data = b"".join(const_bytes(int(c) & ((1 << dt.bits) - 1), dt) for c in consts)
                 t = self.new("vec")
                 w = vw(dt, n)
-                self.emit(f"vmovdqu_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+                self.emit(imov(w), t, Mem(), arg={"rip": self.pool.label(data)})
                 return t
             return self.ivec_from([self.ext(x, dt.bits if dt.itemsize == 8 else 32)
                                    for x in b.src], dt)
@@ -144,7 +202,7 @@ class X86IVec:
         """A vector of n lanes all holding the constant c (from .rodata)."""
         t = self.new("vec")
         w = vw(dt, n)
-        self.emit(f"vmovdqu_{w}_{w}m", t, Mem(),
+        self.emit(imov(w), t, Mem(),
                   arg={"rip": self.pool.label(const_bytes(c, dt) * n)})
         return t
 
@@ -156,7 +214,7 @@ class X86IVec:
         if all(c is not None for c in consts):
             t = self.new("vec")
             data = b"".join(const_bytes(c, dt) for c in consts)
-            self.emit(f"vmovdqu_{w}_{w}m", t, Mem(), arg={"rip": self.pool.label(data)})
+            self.emit(imov(w), t, Mem(), arg={"rip": self.pool.label(data)})
             return t
         if all(s is u.src[0] for s in u.src):
             x, t = self.new("vec"), self.new("vec")
@@ -174,6 +232,9 @@ class X86IVec:
         per = 16 // dt.itemsize
         s = _SFX[dt.itemsize]
         src = {1: "r32m8", 2: "r32m16", 4: "rm32", 8: "rm64"}[dt.itemsize]
+        if len(regs) * dt.itemsize == 64:              # a zmm (int32 x 16): two ymm halves
+            half = len(regs) // 2
+            return self.join_z(self.ivec_from(regs[:half], dt), self.ivec_from(regs[half:], dt))
         halves = []
         for h in range(0, len(regs), per):
             acc = self.new("vec")

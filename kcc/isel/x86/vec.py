@@ -11,7 +11,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
                                const_bytes, fs, strong_const, uint_of, vw)
-from kcc.isel.x86.ivec import is_int_vector
+from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
 
@@ -134,7 +134,8 @@ class X86Vec(X86Shuf):
     def sel_STACK(self, u: UOp) -> VReg | None:
         """Build a vector from scalars: a constant from .rodata, else lane inserts."""
         dt, n = u.dtype, u.shape[0]
-        if is_int_vector(u) and dt.itemsize * n > 32:
+        widest = 64 if self.evex and dt in ZMM_INT_OPS else 32      # int32 x 16 on v4
+        if is_int_vector(u) and dt.itemsize * n > widest:
             # wider than a ymm (uint64 x 8 shift amounts beside int32 x 8): only its lanes
             # are used, each where it is needed
             return None
@@ -521,11 +522,14 @@ class X86Vec(X86Shuf):
         return out
 
     def vcast(self, u: UOp) -> VReg:
-        """Vector casts between float32 and float64, and int32 ↔ float32."""
+        """Vector casts between float32 and float64, int32 ↔ float32, and between integers of
+        one size (nothing to do)."""
         x, dt = u.src[0], u.dtype
         n = u.shape[0]
         if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:
             return self.vcast_i32(x, dt, n)
+        if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:
+            return self.reg(x)          # the same bits: modulo 2^bits either way
         if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:
             # 8 x float32 (ymm) → 8 x float64 (zmm): each xmm half widens to a ymm
             v = self.reg(x)

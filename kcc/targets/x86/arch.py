@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
 from kcc.isel.x86.base import SelectError
-from kcc.isel.x86.ivec import VECTOR_OPS, vector_widths
+from kcc.isel.x86.ivec import VECTOR_OPS, ZMM_INT_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
@@ -61,12 +61,23 @@ def x86_desc(arch: str) -> TargetDesc:
         note = "AVX2 + FMA + F16C"
     # integer vectors (xmm/ymm) for the ops kcc.isel.x86.ivec selects; others split
     ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
+    wide_ints: dict = {}
+    if arch == "x86-64-v4":
+        # int32 x 16 in a zmm for the lane work with EVEX.512 rows (kcc.isel.x86.ivec); as
+        # values only: no int32 x 16 loads or stores (mem_widths), which would let slp and
+        # widen make zmm integer accumulators and memory streams this selector lacks
+        for dt in ZMM_INT_OPS:
+            ints[dt] = (16, *ints[dt])
+            wide_ints[dt, 16] = ZMM_INT_OPS[dt]
     # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no memory
     bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
-                   mem_widths=MappingProxyType({**widths, **ints}),
+                   mem_widths=MappingProxyType({**widths, **{dt: vector_widths(dt)
+                                                             for dt in VECTOR_OPS}}),
+                   vector_ops_at=MappingProxyType(wide_ints),
                    vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
-                   vector_cast=_vector_cast, notes=f"{arch}: {note}",
+                   vector_cast=_vector_cast_v4 if arch == "x86-64-v4" else _vector_cast,
+                   notes=f"{arch}: {note}",
                    # the registers the allocator gives vectors (xmm16-31 on v4 only)
                    vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
                    # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
@@ -101,8 +112,34 @@ _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation), or a BITCAST that
-    moves nothing (x86_vec.vcast)."""
-    return n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}
+    moves nothing (x86_vec.vcast); and what moves nothing at all in an xmm/ymm: a BITCAST
+    between an integer vector and one of the same lane size (integer or float), a CAST
+    between integers of one size (the bits are the value modulo 2^bits either way)."""
+    if n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}:
+        return True
+    if src.itemsize != dst.itemsize or n * src.itemsize not in (16, 32):
+        return False
+    return _moves_nothing(op, src, dst)
+
+
+def _vector_cast_v4(op: Ops, src: DType, dst: DType, n: int) -> bool:
+    """x86-64-v4: _vector_cast, and the same on int32 x 16 in a zmm (ZMM_INT_OPS)."""
+    if n * src.itemsize == 64 and src.itemsize == dst.itemsize and \
+            all(d in ZMM_INT_OPS or d in _FLOAT_VEC for d in (src, dst)):
+        return _moves_nothing(op, src, dst)
+    return _vector_cast(op, src, dst, n)
+
+
+def _moves_nothing(op: Ops, src: DType, dst: DType) -> bool:
+    """A BITCAST between an integer vector and a vector of the same lane size, or a CAST
+    between integer vectors of one lane size."""
+    ints = sum(d in VECTOR_OPS for d in (src, dst))
+    if op is Ops.CAST:
+        return ints == 2
+    return ints == 2 or ints == 1 and (src in _FLOAT_VEC or dst in _FLOAT_VEC)
+
+
+_FLOAT_VEC = frozenset({dtypes.float32, dtypes.float64})
 
 
 ARCHES = ("x86-64-v3", "x86-64-v4", "native")

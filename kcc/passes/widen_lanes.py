@@ -1,0 +1,379 @@
+"""Widen scalar loops across iterations: k iterations of a loop whose body is scalar run as one
+iteration of k-lane vectors (the scalar case of kcc/passes/widen.py, whose loops already
+hold W-lane vectors).
+
+tinygrad leaves some innermost loops scalar: each iteration reads and writes single elements
+at places one element apart from the previous iteration's (Tensor.rand's Threefry kernel
+stores two floats an iteration, half the buffer apart; integer kernels tinygrad does not
+upcast):
+
+    for i in range(N):
+        x = LOAD(INDEX(a, i + base))
+        STORE(INDEX(out, i + base + o), f(x, i))
+
+On a target with k-lane vectors this pass rewrites the loop as
+
+    for i2 in range(N // k):
+        x = LOAD(SHRINK(a, k*i2 + base, k))
+        STORE(SHRINK(out, k*i2 + base + o, k), f(x, k*i2 + [0, 1, … k-1]))
+
+Lane j of every vector is iteration k*i2 + j's scalar. A lane-wise op (ALU, CAST, BITCAST:
+every IR op is lane-wise, docs/semantics.md) over such vectors computes exactly the lanes the
+k iterations computed; a loop-invariant operand is splatted (a STACK of k copies). An integer
+value that is linear in the counter (index arithmetic: ADD, SUB, NEG, MUL and SHL by a
+constant, MULACC whose product is loop-invariant, CASTs to an integer no wider: all exact
+modulo 2^bits) is computed once as a scalar, for lane 0, and its vector is that scalar
+splatted plus c*[0, 1, … k-1] (c its coefficient modulo 2^bits). Every value is computed by
+the same op in the same dtype, so the result is bit-identical.
+
+THREEFRY, which no CPU target has (passes/target.py ALWAYS_DECOMPOSED), is decomposed here,
+before the loops are examined, instead of in passes/decompose.py (the same rounds: decompose's
+own rule), and the uint64 packing around it folded: tinygrad packs two uint32 into the uint64
+operand (`hi << 32 | lo`) and takes the result apart (`CAST(x) uint32`, `CAST(x >> 32)
+uint32`), and the rounds work on the halves, so the halves are used directly and the loop's
+lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint32).
+
+**Legality** (a loop is left alone otherwise, which is always correct):
+- the loop is innermost, closed by an END of its range alone, its bound a constant k divides,
+  and every node that depends on its counter lies under that END (widen.py checks these);
+- every node that depends on the counter is scalar (a vector: widen.py's loop), a lane-wise
+  op, an ungated LOAD or a STORE of an INDEX place of a kernel argument (a GLOBAL PARAM,
+  possibly through an AFTER made outside the loop) whose index is `i + base + o` (base a sum
+  of terms free of the counter, o a constant: consecutive elements), or a GROUP; RANGE, END,
+  AFTER and BARRIER in the loop are refused, and so are gathers (another stride);
+- the k iterations' loads run before their stores: for every buffer the loop stores, all its
+  accesses in the loop share one base and no store of an iteration meets an access of an
+  iteration 1 … k-1 apart (kcc.ir.affine.iterations_disjoint);
+- every vector the rewrite makes is legal at k lanes on the target (`TargetDesc.alu_legal`,
+  `cast_legal`, `mem_legal`): no op is split back to scalars.
+
+**Width**: the largest k in 16, 8, 4, 2 with N % k == 0 and the rules above (x86-64-v3:
+8 lanes of float32 or int32; v4: 16 of float32, 8 where the loop has an int32 op).
+"""
+
+from __future__ import annotations
+
+from kcc.ir.affine import iterations_disjoint
+from kcc.ir.consts import const_int, literal_value, strong_int
+from kcc.ir.dtype import dtypes
+from kcc.ir.ops import ALU, COMPARE, Ops
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.uop import AddrSpace, UOp, base_buffer
+from kcc.passes import decompose
+from kcc.passes.simplify import keep_params, make_const
+from kcc.passes.target import TargetDesc
+
+_LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
+_FACTORS = (16, 8, 4, 2)
+_U32, _U64 = dtypes.uint32, dtypes.uint64
+
+Affine = tuple[dict[object, int], int]
+
+
+# -- THREEFRY and its uint64 packing ------------------------------------------------------------
+
+def _zext32(v: UOp) -> UOp | None:
+    """x when v is CAST(x) uint64 of a uint32 x (zero-extended), else None."""
+    if v.op is Ops.CAST and v.dtype == _U64 and not v.shape and v.src[0].dtype == _U32:
+        return v.src[0]
+    return None
+
+
+def _pack(v: UOp) -> tuple[UOp, UOp] | None:
+    """(hi, lo) when v is OR(SHL(CAST(hi) uint64, 32), CAST(lo) uint64) of uint32 hi and lo
+    (either OR order): the uint64 whose halves they are."""
+    if v.op is not Ops.OR or v.dtype != _U64 or v.shape:
+        return None
+    for s, lo in (v.src, v.src[::-1]):
+        if s.op is Ops.SHL and const_int(s.src[1]) == 32:
+            h, lo32 = _zext32(s.src[0]), _zext32(lo)
+            if h is not None and lo32 is not None:
+                return h, lo32
+    return None
+
+
+def _low_half(x: UOp) -> UOp | None:
+    """CAST(v) uint32 of a packed v → its low half; of CAST(y) uint64 of a uint32 y → y."""
+    if x.dtype != _U32 or x.shape or x.src[0].dtype != _U64:
+        return None
+    v = x.src[0]
+    p = _pack(v)
+    if p is not None:
+        return p[1]
+    return _zext32(v)
+
+
+def _high_half(x: UOp) -> UOp | None:
+    """SHR(v, 32) of a packed v → CAST(hi) uint64 (zero-extended: the same value)."""
+    if x.dtype != _U64 or x.shape or const_int(x.src[1]) != 32:
+        return None
+    p = _pack(x.src[0])
+    return None if p is None else UOp(Ops.CAST, (p[0],), _U64)
+
+
+_THREEFRY = PatternMatcher([
+    (UPat(Ops.THREEFRY, name="x"), decompose.threefry),
+    (UPat(Ops.CAST, name="x"), lambda x: _low_half(x)),
+    (UPat(Ops.SHR, name="x"), lambda x: _high_half(x)),
+])
+
+
+def expand_threefry(sink: UOp, desc: TargetDesc, order: list[UOp]) -> UOp:
+    """Every THREEFRY decomposed into its uint32 rounds, the packing around it folded (module
+    docstring); sink itself when it has none or the target computes THREEFRY."""
+    if desc.native(Ops.THREEFRY, _U64) or not any(n.op is Ops.THREEFRY for n in order):
+        return sink
+    return keep_params(sink, graph_rewrite(sink, _THREEFRY, ctx=desc))
+
+
+# -- the loop ------------------------------------------------------------------------------------
+
+def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
+    """Whether the target has vector node n (a LOAD, STORE, STACK or lane-wise op) at width."""
+    if n.op is Ops.LOAD:
+        return desc.mem_legal(width, n.dtype)
+    if n.op is Ops.STORE:
+        return desc.mem_legal(width, n.src[1].dtype)
+    if n.op is Ops.STACK:
+        return desc.alu_legal(width, n.dtype)
+    if n.op in (Ops.CAST, Ops.BITCAST):
+        return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, width)
+    dt = n.src[0].dtype if n.op in COMPARE else n.dtype
+    return desc.alu_legal(width, dt, n.op)
+
+
+class LaneLoop:
+    """One innermost scalar loop checked for widening (module docstring): its region (the
+    nodes that depend on the counter), its places and the accesses of each stored buffer."""
+
+    def __init__(self, r: UOp, end: UOp, region: list[UOp],
+                 dep: dict[UOp, frozenset[UOp]]) -> None:
+        self.r, self.end, self.region, self.dep = r, end, region, dep
+        self.inside = set(region)
+        self.lin_memo: dict[UOp, int | None] = {}
+        self.aff_memo: dict[UOp, Affine | None] = {}
+        self.spans: dict[UOp, list[tuple[int, bool]]] = {}
+
+    def free(self, n: UOp) -> bool:
+        """Whether n is loop-invariant (does not depend on the counter)."""
+        return self.r not in self.dep[n]
+
+    def check(self) -> bool:
+        """Whether every node of the region is of a form the rewrite handles, its places
+        consecutive across iterations and its stored buffers' accesses independent."""
+        inside = self.inside
+        accesses: list[tuple[UOp, bool]] = []
+        for n in self.region:
+            if n is self.r:
+                continue
+            if n.shape or n.op in (Ops.RANGE, Ops.END, Ops.AFTER, Ops.BARRIER):
+                return False
+            if n.op is Ops.INDEX:
+                b = base_buffer(n.src[0])
+                if n.kind != "place" or n.src[0] in inside or b.op is not Ops.PARAM \
+                        or b.arg.addrspace is not AddrSpace.GLOBAL:
+                    return False
+            elif n.op in (Ops.LOAD, Ops.STORE):
+                p = n.src[0]
+                if len(n.src) != (1 if n.op is Ops.LOAD else 2) or p.op is not Ops.INDEX \
+                        or p not in inside:
+                    return False
+                accesses.append((p, n.op is Ops.STORE))
+            elif n.op is not Ops.GROUP and (n.kind != "value" or n.op not in _LANEWISE):
+                return False
+        if not any(st for _, st in accesses):
+            return False
+        return self._consecutive(accesses)
+
+    def _consecutive(self, accesses: list[tuple[UOp, bool]]) -> bool:
+        """Every place's index is counter + base + o; a stored buffer's accesses share base."""
+        stored = {base_buffer(p.src[0]) for p, st in accesses if st}
+        bases: dict[UOp, frozenset] = {}
+        for p, st in accesses:
+            a = self.affine(p.src[1])
+            if a is None or a[0].get(self.r) != 1:
+                return False
+            b = base_buffer(p.src[0])
+            if b in stored:
+                base = frozenset((t, c) for t, c in a[0].items() if t is not self.r)
+                if bases.setdefault(b, base) != base:
+                    return False
+                self.spans.setdefault(b, []).append((a[1], st))
+        return True
+
+    def affine(self, n: UOp) -> Affine | None:
+        """An index as ({term: coefficient}, constant) over the integers: terms are the
+        counter and loop-invariant nodes (an invariant MULACC product is the term (a, b));
+        None when it is not linear in the counter."""
+        memo = self.aff_memo
+        if n in memo:
+            return memo[n]
+        res: Affine | None = None
+        c = const_int(n)
+        if c is not None:
+            res = {}, c
+        elif n is self.r or self.free(n):
+            res = {n: 1}, 0
+        elif n.op in (Ops.ADD, Ops.SUB, Ops.MULACC):
+            if n.op is Ops.MULACC:
+                x, y, z = n.src
+                prod = self._scaled_term(x, y)
+                parts = [prod, self.affine(z)]
+            else:
+                parts = [self.affine(s) for s in n.src]
+            if all(p is not None for p in parts):
+                sign = -1 if n.op is Ops.SUB else 1
+                terms = dict(parts[0][0])
+                for t, k in parts[1][0].items():
+                    terms[t] = terms.get(t, 0) + sign * k
+                res = {t: k for t, k in terms.items() if k}, parts[0][1] + sign * parts[1][1]
+        elif n.op in (Ops.MUL, Ops.SHL):
+            k = const_int(n.src[1])
+            if n.op is Ops.SHL:
+                k = 1 << k if k is not None and 0 <= k < n.dtype.bits - 1 else None
+            res = self._scale(n.src[0], k) if k is not None else \
+                self._scaled_term(n.src[0], n.src[1]) if n.op is Ops.MUL else None
+        memo[n] = res
+        return res
+
+    def _scale(self, x: UOp, k: int) -> Affine | None:
+        a = self.affine(x)
+        return None if a is None else ({t: v * k for t, v in a[0].items() if v * k}, a[1] * k)
+
+    def _scaled_term(self, x: UOp, y: UOp) -> Affine | None:
+        """x*y as an affine: a constant times an affine, or an invariant product term."""
+        for a, b in ((x, y), (y, x)):
+            k = const_int(b)
+            if k is not None:
+                return self._scale(a, k)
+        if self.free(x) and self.free(y):
+            return {(x, y): 1}, 0
+        return None
+
+    def lin(self, n: UOp) -> int | None:
+        """The coefficient (modulo 2^bits) of the counter in integer n when n is linear in it
+        modulo 2^bits (module docstring), else None; 0 for a loop-invariant node."""
+        memo = self.lin_memo
+        if n in memo:
+            return memo[n]
+        dt = n.dtype
+        res: int | None = None
+        if self.free(n):
+            res = 0
+        elif dt is None or n.shape or not dt.is_int or dt.is_weak or dt.is_bool:
+            res = None
+        elif n is self.r:
+            res = 1
+        elif n.op in (Ops.ADD, Ops.SUB):
+            a, b = self.lin(n.src[0]), self.lin(n.src[1])
+            if a is not None and b is not None:
+                res = a + b if n.op is Ops.ADD else a - b
+        elif n.op is Ops.NEG:
+            a = self.lin(n.src[0])
+            res = None if a is None else -a
+        elif n.op in (Ops.MUL, Ops.MULACC):
+            x, y = n.src[0], n.src[1]
+            rest = self.lin(n.src[2]) if n.op is Ops.MULACC else 0
+            prod = 0 if self.free(x) and self.free(y) else None
+            for a, b in ((x, y), (y, x)):
+                k, la = const_int(b), self.lin(a)
+                if prod is None and k is not None and la is not None:
+                    prod = la * k
+            if prod is not None and rest is not None:
+                res = prod + rest
+        elif n.op is Ops.SHL:
+            k, a = const_int(n.src[1]), self.lin(n.src[0])
+            if k is not None and a is not None and 0 <= k < dt.bits:
+                res = a << k
+        elif n.op is Ops.CAST:
+            s = n.src[0].dtype
+            if s.is_int and not s.is_bool and not s.is_weak and s.bits >= dt.bits:
+                res = self.lin(n.src[0])
+        if res is not None:
+            res &= (1 << dt.bits) - 1 if dt is not None and dt.is_int and not dt.is_weak \
+                else -1
+        memo[n] = res
+        return res
+
+    def independent(self, k: int) -> bool:
+        """No store of one iteration meets another access 1 … k-1 iterations apart."""
+        return all(iterations_disjoint([(1, o, 1, st) for o, st in spans], k)
+                   for spans in self.spans.values())
+
+    def rewrite(self, k: int, desc: TargetDesc) -> UOp | None:
+        """The loop's new END at k lanes, or None when a vector it needs is not legal."""
+        r = self.r
+        dt = r.dtype
+        need_vec, need_scalar = self._demand()
+        r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
+        scal: dict[UOp, UOp] = {r: UOp(Ops.MUL, (r2, strong_int(k, dt)))}
+        vec: dict[UOp, UOp] = {}
+        new: dict[UOp, UOp] = {}
+        made: list[UOp] = []
+
+        def lanes(s: UOp) -> UOp:
+            v = vec.get(s)
+            if v is None:                   # loop-invariant: k copies
+                v = UOp(Ops.STACK, (s,) * k)
+                made.append(v)
+            return v
+
+        def place(p: UOp) -> UOp:
+            return UOp(Ops.SHRINK, (p.src[0], scal[p.src[1]], UOp.const(k)))
+
+        for n in self.region:
+            if n in need_scalar and n is not r:
+                scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
+            if n in need_vec:
+                c = self.lin(n)
+                if n.op is Ops.LOAD:
+                    v = UOp(Ops.LOAD, (place(n.src[0]),))
+                elif c is not None:
+                    steps = tuple(make_const(literal_value(c * j, n.dtype), n.dtype)
+                                  for j in range(k))
+                    v = UOp(Ops.ADD, (lanes(scal[n]), UOp(Ops.STACK, steps)))
+                else:
+                    v = n.replace(src=tuple(lanes(s) for s in n.src))
+                vec[n] = v
+                made.append(v)
+            if n.op is Ops.STORE:
+                new[n] = UOp(Ops.STORE, (place(n.src[0]), lanes(n.src[1])))
+                made.append(new[n])
+            elif n.op is Ops.GROUP:
+                new[n] = n.replace(src=tuple(dict.fromkeys(new.get(s, s) for s in n.src)))
+        if not all(_legal(v, k, desc) for v in made):
+            return None
+        body = self.end.src[0]
+        return UOp(Ops.END, (new.get(body, body), r2))
+
+    def _demand(self) -> tuple[set[UOp], set[UOp]]:
+        """(the nodes whose k-lane vector the rewrite needs, those whose lane-0 scalar it
+        needs): a store's value and the operands of a vector that is not linear are vectors;
+        places' indexes and linear vectors' nodes are scalars, and so are their operands."""
+        inside = self.inside
+        need_vec: set[UOp] = set()
+        need_scalar: set[UOp] = set()
+        for n in reversed(self.region):
+            if n.op is Ops.STORE:
+                need_scalar.add(n.src[0].src[1])
+                if n.src[1] in inside:
+                    need_vec.add(n.src[1])
+            if n in need_vec:
+                if n.op is Ops.LOAD:
+                    need_scalar.add(n.src[0].src[1])
+                elif self.lin(n) is not None:
+                    need_scalar.add(n)
+                else:
+                    need_vec.update(s for s in n.src if s in inside)
+            if n in need_scalar:
+                need_scalar.update(s for s in n.src if s in inside)
+        return need_vec, need_scalar
+
+    def widen(self, n_iter: int, desc: TargetDesc) -> UOp | None:
+        """The loop's END at the largest legal factor (module docstring), or None."""
+        for k in _FACTORS:
+            if n_iter % k == 0 and self.independent(k):
+                out = self.rewrite(k, desc)
+                if out is not None:
+                    return out
+        return None

@@ -1,0 +1,188 @@
+"""Tests of the widening of scalar loops across iterations (kcc/passes/widen_lanes.py, run by
+kcc/passes/widen.py): which loops become k-lane loops and which are left alone, THREEFRY's
+decomposition with its uint64 packing folded, and that every variant computes what the graph
+as written computes. The oracle is the reference interpreter, on the graph before and after
+the pass (bit for bit) and on the x86 object compiled with the pass in the pipeline, on
+x86-64-v3 and, where this CPU has AVX-512, x86-64-v4."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.consts import const_int
+from kcc.passes.linearize import range_sets
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.widen import widen
+from kcc.targets.cuda.desc import CUDA
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
+RAND = Path(__file__).resolve().parents[1] / "data" / "kernels" / "threefry_rand.uop"
+
+# a scalar integer loop as tinygrad writes one it does not upcast: two workers, each over
+# {n} consecutive elements of its own span ({span} apart: a load up to 8 elements ahead or
+# behind stays in the worker's span); the value mixes a loaded element and the counter
+SCALAR = """# kcc-uop 1
+%out = PARAM ParamArg(0, {dt}, {size})
+%a = PARAM ParamArg(1, {dt}, {asize})
+%g = SPECIAL(2) "gidx0"
+%i = RANGE({n}) (0, WEAK)
+%p = MULACC(%g, {span}, %i)
+%q = {load_index}
+%ap = INDEX(%a, %q)
+%x = LOAD(%ap)
+%ic = CAST(%i) {dt}
+%m = MUL(%x, 3)
+%s = SHL(%ic, 2)
+%t = ADD(%m, %s)
+%r = XOR(%t, %x)
+%op = INDEX(%out, %p)
+%st = STORE(%op, %r)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="lanes")
+"""
+
+
+def _text(n: int = 64, dt: str = "int32", load_off: int = 0, alias: bool = False,
+          load_index: str = "") -> str:
+    span = n + 16
+    text = SCALAR.format(n=n, dt=dt, span=span, size=2 * span, asize=4 * span,
+                         load_index=load_index or f"ADD(%p, {load_off})")
+    text = text.replace("%op = INDEX(%out, %p)", "%o = ADD(%p, 8)\n%op = INDEX(%out, %o)")
+    if alias:                   # the loop reads out at q + 8 and writes it at p + 8
+        text = text.replace("%q = ADD(%p, ", "%q0 = ADD(%p, 8)\n%q = ADD(%q0, ")
+        text = text.replace("INDEX(%a, %q)", "INDEX(%out, %q)")
+    return text
+
+
+def _prep(text: str, arch: str = "x86-64-v3") -> tuple[UOp, UOp, UOp]:
+    """(the kernel as parsed, the graph after slp, the graph after widen) for arch."""
+    sink = parse(text, "k.uop")
+    desc = x86_desc(arch)
+    g = slp(simplify(lower_weak_dtypes(sink)), desc)
+    return sink, g, widen(g, desc)
+
+
+def _check(text: str, arch: str = "x86-64-v3", seed: int = 3) -> UOp:
+    """The graph after widen; asserts it and the compiled object agree bit for bit with the
+    interpreter on the kernel as written."""
+    sink, _, w = _prep(text, arch)
+    args = random_inputs(sink, seed)
+    want = reference(sink, args)
+    assert_same(sink, reference(w, args), want)
+    assert_same(sink, compile_and_run(sink, args, arch), want)
+    return w
+
+
+def _bounds(g: UOp) -> list[int]:
+    return [const_int(u.src[0]) for u in g.toposort() if u.op is Ops.RANGE]
+
+
+def _widths(g: UOp) -> set[int]:
+    return {const_int(u.src[2]) for u in g.toposort() if u.op is Ops.SHRINK}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_scalar_int_loop_runs_8_lanes(arch: str) -> None:
+    w = _check(_text(), arch)
+    # int32 vectors are 8 lanes on both arches (ymm)
+    assert _bounds(w) == [8] and _widths(w) == {8}
+    assert {u.shape for u in w.toposort() if u.op is Ops.XOR} == {(8,)}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float_lanes_beside_the_counter(arch: str) -> None:
+    text = _text(dt="float32").replace("%s = SHL(%ic, 2)", "%s = MUL(%ic, 0.5)")
+    text = text.replace("%r = XOR(%t, %x)", "%r = SUB(%t, %x)")
+    w = _check(text, arch)
+    # 8 lanes on both: the counter's int32 lanes (x86-64-v4 floats alone would take 16)
+    k = 8
+    assert _bounds(w) == [64 // k] and _widths(w) == {k}
+    # the counter's lanes: its lane-0 value splatted plus [0, 1, … k-1], then converted
+    casts = [u for u in w.toposort() if u.op is Ops.CAST and u.shape == (k,)]
+    assert casts and casts[0].src[0].dtype == dtypes.int32
+
+
+def test_bound_no_factor_divides_is_left_alone() -> None:
+    text = _text(n=63)
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+@pytest.mark.parametrize("load_off, widened", [(-1, False), (1, False), (0, True), (8, True)])
+def test_store_and_load_of_one_buffer(load_off: int, widened: bool) -> None:
+    # out[p] = f(out[p + load_off]): a load 1 behind the store reads what the iteration before
+    # stored; 1 ahead is left alone too (any overlap of iterations 1 … k-1 apart is), in place
+    # or a whole vector ahead is widened (8 lanes: no overlap)
+    text = _text(load_off=load_off, alias=True)
+    _, g, w = _prep(text)
+    assert (w is not g) == widened
+    _check(text)
+
+
+def test_gather_is_left_alone() -> None:
+    text = _text(load_index="MUL(%p, 2)")      # a[2p]: every other element
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+def test_op_without_a_vector_form_is_left_alone() -> None:
+    # int32 division has no x86 vector form: widening would split it back into 8 scalars
+    text = _text().replace("%r = XOR(%t, %x)", "%r = CDIV(%t, 7)")
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+def test_reduction_through_memory_is_left_alone() -> None:
+    # out[g] += a[i]: the store's place does not move with the counter
+    text = _text().replace("%o = ADD(%p, 8)\n%op = INDEX(%out, %o)", "%op = INDEX(%out, %g)")
+    _, g, w = _prep(text)
+    assert w is g
+
+
+def test_gpu_targets_opt_out() -> None:
+    sink = parse(_text(), "k.uop")
+    g = slp(simplify(lower_weak_dtypes(sink)), CUDA)
+    assert widen(g, CUDA) is g
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_threefry_rand_kernel_is_widened_on_uint32_lanes(arch: str) -> None:
+    """Tensor.rand's kernel: THREEFRY decomposed before the loop is examined, its uint64
+    packing folded, so the loop's lanes are all uint32 and float32: 8 a vector on x86-64-v3,
+    16 (zmm, uint32 x 16 for the rounds' adds, XORs and shifts) on x86-64-v4."""
+    w = _check(RAND.read_text(), arch)
+    k = 8 if arch == "x86-64-v3" else 16
+    assert _bounds(w) == [1024 // k]
+    order = w.toposort()
+    assert not [u for u in order if u.op is Ops.THREEFRY]
+    dep = range_sets(order)
+    loop = [u for u in order if dep[u] and u.kind == "value"]
+    assert {u.dtype for u in loop} <= {dtypes.uint32, dtypes.float32, dtypes.int32}
+    assert {u.shape for u in loop if u.shape} == {(k,)}
+    # scalars left in the loop: the counter's index arithmetic, and lane 0 of the rounds'
+    # first sums, which are linear in it (splatted and stepped: module docstring)
+    assert len([u for u in loop if not u.shape]) < 20
+
+
+@pytest.mark.parametrize("arch, rotate", [("x86-64-v3", r"vpslld ymm\d+, ymm\d+, 0xd"),
+                                          ("x86-64-v4", r"vprold zmm\d+, zmm\d+, 0xf")])
+def test_threefry_object_rotates_by_immediates(arch: str, rotate: str) -> None:
+    """The rounds' rotates: shifts by immediates on x86-64-v3 (no amount vectors), one
+    VPROLD of a zmm each on x86-64-v4."""
+    asm = disasm_object(compile_x86([parse(RAND.read_text(), "k.uop")], arch)[0])
+    assert re.search(rotate, asm)
+    assert "vpsllvd" not in asm and "vpsrlvd" not in asm
