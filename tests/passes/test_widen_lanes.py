@@ -166,7 +166,7 @@ def test_threefry_rand_kernel_is_widened_on_uint32_lanes(arch: str) -> None:
     16 (zmm, uint32 x 16 for the rounds' adds, XORs and shifts) on x86-64-v4."""
     w = _check(RAND.read_text(), arch)
     k = 8 if arch == "x86-64-v3" else 16
-    assert _bounds(w) == [1024 // k]
+    assert _bounds(w) == [64 // k]
     order = w.toposort()
     assert not [u for u in order if u.op is Ops.THREEFRY]
     dep = range_sets(order)
