@@ -43,8 +43,12 @@ is bit-identical.
   at W*k (an op it has at neither is split by devectorize either way).
 
 **Width**: the largest k with N % k == 0 and W*k a legal width by the rules above (x86-64-v3:
-8 float32 lanes, v4 16; an int32 op limits v4 to 8, the widest integer vector kcc selects).
+8 float32 lanes, v4 16; an int32 load, store, compare or conversion limits v4 to 8: int32 x 16
+is a value for the arithmetic, bitwise ops and shifts only, TargetDesc.vector_ops_at).
 GPU targets opt out: their lanes are threads, and their vector memory widths are 4 at most.
+
+A loop whose body is scalar (no W-lane SHRINKs) is widened from one lane by
+kcc/passes/widen_lanes.py, which also decomposes THREEFRY first (its docstring).
 """
 
 from __future__ import annotations
