@@ -266,7 +266,10 @@ def _specials(dt: str) -> np.ndarray:
 
 
 def _trunc(dt: str, lanes: int) -> str:
-    return (TRUNC.replace("DT", dt).replace("@N", str(64 // lanes)).replace("@L", str(lanes))
+    # the scalar loop runs 63 iterations: a bound 2 divides would be widened across iterations
+    # (kcc/passes/widen_lanes.py) into the vector forms the other cases test
+    n = 63 if lanes == 1 else 64 // lanes
+    return (TRUNC.replace("DT", dt).replace("@N", str(n)).replace("@L", str(lanes))
             .replace("@P", "INDEX" if lanes == 1 else "SHRINK")
             .replace("@W", "" if lanes == 1 else f", {lanes}"))
 
