@@ -5,7 +5,7 @@ then assembled by llvm-mc-19 in scripts/regen_golden.py. For each row: low regis
 registers (v255, s100-s105, aligned tuples), SGPR and special-register sources, inline
 integers (-16, 64, -1) and floats (0.5, -4.0, 1/(2*pi)), 32-bit literals, negative and
 maximal offsets, and every modifier the format has (neg/abs/clamp/omod, glc/slc/dlc or
-sc0/sc1/nt, DS offset0/offset1).
+sc0/sc1/nt, DS offset0/offset1, the matrix ops' neg_lo/neg_hi/op_sel/clamp or cbsz/abid/blgp).
 """
 from __future__ import annotations
 
@@ -153,6 +153,31 @@ def _vop_cases(g: _Gen, row: Row) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _matrix_cases(g: _Gen, row: Row) -> list[str]:
+    """VOP3P matrix ops (v_wmma_* on gfx1100, v_mfma_* on gfx942): low, high and odd
+    register tuples (gfx942 wants them 64-bit aligned: llvm-mc refuses the odd ones), an
+    inline constant accumulator, and the modifiers of each family; llvm-mc refuses the
+    modifiers a form does not take and those cases are left out."""
+    n = [KINDS[kd].dwords for _, kd in row.ops]
+    lo, at = [], 0
+    for d in n[:3]:
+        lo.append(_v(at, d))
+        at += d
+    lo.append(lo[0])
+    hi, top = [], 256
+    for d in n:
+        top -= d
+        hi.append(_v(top, d))
+    odd = [_v(1 + sum(n[:i]), d) for i, d in enumerate(n[:3])] + [_v(1, n[0])]
+    mods = ([" neg_lo:[1,0,0] neg_hi:[0,1,0]", " neg_lo:[1,1,0] clamp", " op_sel:[0,0,1]",
+             " neg_lo:[0,0,1]", " clamp"] if g.fam == "gfx11" else
+            [" cbsz:1 abid:2 blgp:3", " blgp:7", " cbsz:4 abid:15"])
+    out = [", ".join(lo), ", ".join(hi), ", ".join(odd)]
+    out += [", ".join(lo[:3] + [c]) for c in ("1.0", "0", "-1")]
+    out += [", ".join(lo) + m for m in mods]
+    return [f"{row.name} {t}" for t in out]
+
+
 def _waitcnt(g: _Gen) -> list[str]:
     hi = "vmcnt(40)" if g.fam == "gfx9" else "vmcnt(62)"
     return ["vmcnt(0) lgkmcnt(0)", "vmcnt(1)", "expcnt(2) lgkmcnt(3)", "lgkmcnt(0)",
@@ -265,6 +290,8 @@ def _mem_cases(g: _Gen, row: Row) -> list[str]:
 def amd_cases(arch: str, row: Row) -> list[str]:
     """The representative cases of one row, as assembly text for llvm-mc."""
     g = _Gen(arch, row)
+    if row.fmt == "VOP3P":
+        return _matrix_cases(g, row)
     if row.fmt.startswith("VOP"):
         return _vop_cases(g, row)
     if row.fmt.startswith("S"):

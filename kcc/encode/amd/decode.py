@@ -46,6 +46,8 @@ def _classify(fam: str, w: int) -> tuple[str, int] | None:
         if w >> 25 == 0x3E:
             return "VOPC", (w >> 17) & 0xFF
         return "VOP2", (w >> 25) & 0x3F
+    if (fam == "gfx11" and w >> 24 == 0xCC) or (fam == "gfx9" and w >> 23 == 0x1A7):
+        return "VOP3P", (w >> 16) & 0x7F
     top6 = w >> 26
     p = _PREFIX[fam]
     if top6 == p["SMEM"]:
@@ -94,7 +96,7 @@ def decode(arch: str, data: bytes, offset: int = 0, base: int = 0) -> tuple[Inst
                              f"{base + offset:#x}")
     row, promoted = hit
     fmt = cls[0]
-    is64 = fmt in ("VOP3", "SMEM", "DS", "FLAT", "GLOBAL", "SCRATCH")
+    is64 = fmt in ("VOP3", "VOP3P", "SMEM", "DS", "FLAT", "GLOBAL", "SCRATCH")
     w1 = _word(data, offset + 4, base, f"{row.name}") if is64 else 0
     size = 8 if is64 else 4
     ctx = _Ctx(arch, data, offset + size, base)
@@ -192,6 +194,35 @@ def _dec_vop3(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
     return _in_order(row, vals), mods
 
 
+def _dec_vop3p(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
+    """gfx11 VOP3P (WMMA) and gfx9 VOP3P-MAI (MFMA); field layouts at
+    :func:`kcc.encode.amd.encoder._enc_vop3p`."""
+    kinds = row.fields()
+    vals: dict[str, Operand] = {"vdst": _vreg(kinds["vdst"], w & 0xFF)}
+    for i in range(3):
+        f = f"src{i}"
+        code = (w1 >> (9 * i)) & 0x1FF
+        if KINDS[kinds[f]].cls == "vreg":
+            if code < 256:
+                raise AmdDecodeError(f"{f} must be a VGPR tuple")
+            vals[f] = _vreg(kinds[f], code - 256)
+        else:
+            vals[f] = ctx.src(code, kinds[f])
+            if ctx.used or isinstance(vals[f], (SGPR, Special)):
+                raise AmdDecodeError(f"{f} must be a VGPR tuple or an inline constant")
+    bits3 = lambda b: tuple((b >> i) & 1 for i in range(3)) if b & 7 else None
+    if FAMILY[ctx.arch] == "gfx9":
+        if (w >> 15) & 1 or (w1 >> 27) & 3:
+            raise AmdDecodeError("AGPR operands (acc_cd, acc) are not supported")
+        mods = {"cbsz": (w >> 8) & 7, "abid": (w >> 11) & 0xF, "blgp": w1 >> 29}
+    else:
+        if not (w >> 14) & 1 or (w1 >> 27) & 3 != 3:
+            raise AmdDecodeError("op_sel_hi other than [1,1,1] is not supported")
+        mods = {"op_sel": bits3(w >> 11), "neg_lo": bits3(w1 >> 29), "neg_hi": bits3(w >> 8),
+                "clamp": bool((w >> 15) & 1)}
+    return _in_order(row, vals), mods
+
+
 def _dec_smem(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
     fam = FAMILY[ctx.arch]
     kinds = row.fields()
@@ -272,7 +303,7 @@ def _dec_ds(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
 _DECODERS = {"SOP2": _dec_sop, "SOP1": _dec_sop, "SOPC": _dec_sop, "SOPK": _dec_sop,
              "SOPP": _dec_sopp, "VOP1": _dec_vop_e32, "VOP2": _dec_vop_e32,
              "VOPC": _dec_vop_e32, "VOP3": _dec_vop3, "SMEM": _dec_smem, "FLAT": _dec_flat,
-             "GLOBAL": _dec_flat, "SCRATCH": _dec_flat, "DS": _dec_ds}
+             "GLOBAL": _dec_flat, "SCRATCH": _dec_flat, "DS": _dec_ds, "VOP3P": _dec_vop3p}
 
 
 def disassemble(arch: str, data: bytes, base: int = 0) -> Iterator[tuple[int, int, Inst, str]]:

@@ -30,7 +30,7 @@ from kcc.encode.amd.fields import (
     lookup,
     src_code,
 )
-from kcc.encode.amd.operands import VGPR, Imm, Inst, Operand, Special
+from kcc.encode.amd.operands import VGPR, FloatImm, Imm, Inst, Operand, Special
 from kcc.encode.amd.table import (
     FAMILY,
     KINDS,
@@ -131,6 +131,55 @@ def _enc_vop3(arch: str, row: Row, inst: Inst, ops: dict[str, Operand], fmt: str
     w1 = ((_bits3(m.get("neg"), "neg") << 29) | (omod << 27) | (codes[2] << 18) |
           (codes[1] << 9) | codes[0])
     return _words(w0, w1, literal=literal)
+
+
+def _enc_vop3p(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
+    """The matrix ops: RDNA3 VOP3P (§16.3; WMMA) and CDNA3 VOP3P-MAI (§12.3; MFMA), 64 bits.
+
+    gfx11: [7:0] VDST, [10:8] NEG_HI, [13:11] OP_SEL, [14] OP_SEL_HI[2], [15] CLAMP, [22:16]
+    OP, [31:24] 0xCC; then SRC0, SRC1, SRC2 (9 bits each), [28:27] OP_SEL_HI[1:0], [31:29]
+    NEG (LLVM's neg_lo). OP_SEL_HI is written all ones, as LLVM does for these ops; on
+    v_wmma_i32_16x16x16_iu8 NEG_LO[0]/[1] mean "A/B signed" and CLAMP saturates.
+    gfx9: [7:0] VDST, [10:8] CBSZ, [14:11] ABID, [15] ACC_CD (0: C and D are VGPRs), [22:16]
+    OP, [31:23] 0x1A7; then SRC0, SRC1, SRC2, [28:27] ACC (0: A and B are VGPRs), [31:29]
+    BLGP. AGPRs are not used by kcc, so ACC_CD and ACC are always 0."""
+    kinds = row.fields()
+    fam = FAMILY[arch]
+    if fam == "gfx11":
+        m = _mods(inst, ("op_sel", "neg_lo", "neg_hi", "clamp"))
+    else:
+        m = _mods(inst, ("cbsz", "abid", "blgp"))
+    codes = []
+    for i in range(3):
+        f = f"src{i}"
+        op = ops[f]
+        if KINDS[kinds[f]].cls == "vreg":
+            codes.append(256 + _vgpr(op, KINDS[kinds[f]].dwords, f"{inst.name} {f}"))
+            continue
+        if not isinstance(op, (VGPR, Imm, FloatImm)):
+            raise AmdEncodeError(f"{inst.name} {f}: a VGPR tuple or an inline constant, "
+                                 f"got {op}")
+        c, lit = src_code(arch, op, kinds[f], f"{inst.name} {f}")
+        if lit is not None:
+            raise AmdEncodeError(f"{inst.name} {f}: {op} is no inline constant")
+        codes.append(c)
+    nd = KINDS[kinds["vdst"]].dwords
+    vdst = _vgpr(ops["vdst"], nd, f"{inst.name} vdst")
+    if fam == "gfx9":
+        for f, op in ops.items():
+            if isinstance(op, VGPR) and op.index % 2:
+                raise AmdEncodeError(f"{inst.name} {f}: {op} is not 64-bit aligned")
+        w0 = ((0x1A7 << 23) | (row.op << 16) | (_fit(m.get("abid", 0), 4, False, "abid") << 11)
+              | (_fit(m.get("cbsz", 0), 3, False, "cbsz") << 8) | vdst)
+        w1 = ((_fit(m.get("blgp", 0), 3, False, "blgp") << 29) | (codes[2] << 18) |
+              (codes[1] << 9) | codes[0])
+        return _words(w0, w1)
+    w0 = ((0xCC << 24) | (row.op << 16) | ((1 if m.get("clamp") else 0) << 15) | (1 << 14) |
+          (_bits3(m.get("op_sel"), "op_sel") << 11) | (_bits3(m.get("neg_hi"), "neg_hi") << 8)
+          | vdst)
+    w1 = ((_bits3(m.get("neg_lo"), "neg_lo") << 29) | (3 << 27) | (codes[2] << 18) |
+          (codes[1] << 9) | codes[0])
+    return _words(w0, w1)
 
 
 def _bits3(v: object, what: str) -> int:
@@ -288,4 +337,4 @@ def _enc_ds(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
 
 _ENCODERS = {"SOP2": _enc_sop, "SOP1": _enc_sop, "SOPC": _enc_sop, "SOPK": _enc_sopk,
              "SOPP": _enc_sopp, "SMEM": _enc_smem, "FLAT": _enc_flat, "GLOBAL": _enc_flat,
-             "SCRATCH": _enc_flat, "DS": _enc_ds}
+             "SCRATCH": _enc_flat, "DS": _enc_ds, "VOP3P": _enc_vop3p}

@@ -3,9 +3,9 @@
 Opcodes are those of the "AMD RDNA3 Shader Instruction Set Architecture" reference guide,
 §16 "Microcode Formats" (SOP2 §16.1.1, SOPK §16.1.2, SOP1 §16.1.3, SOPC §16.1.4, SOPP §16.1.5,
 SMEM §16.2, VOP2 §16.3.1, VOP1 §16.3.2, VOPC §16.3.3, VOP3 §16.3.4, VOP3SD §16.3.5, DS §16.5,
-FLAT/GLOBAL/SCRATCH §16.8), spelled as LLVM's assembler spells them (``s_load_b64``,
-``global_load_b32``, ``v_add_nc_u32``). 16-bit VALU forms are the 32-bit-register ("fake16")
-ones; wave32 lane masks are single SGPRs (``vcc_lo``, ``s4``).
+FLAT/GLOBAL/SCRATCH §16.8, VOP3P §16.3: the WMMA matrix ops), spelled as LLVM's assembler
+spells them (``s_load_b64``, ``global_load_b32``, ``v_add_nc_u32``). 16-bit VALU forms are the
+32-bit-register ("fake16") ones; wave32 lane masks are single SGPRs (``vcc_lo``, ``s4``).
 """
 from __future__ import annotations
 
@@ -444,6 +444,10 @@ VOP3    0x30b v_min_u16                u16:u16,u16
 VOP3    0x30c v_min_i16                i16:i16,i16
 VOP3    0x326 v_add_nc_i32             i32:i32,i32
 VOP3    0x325 v_sub_nc_i32             i32:i32,i32
+VOP3P   0x040 v_wmma_f32_16x16x16_f16   v256:v256,v256,c256
+VOP3P   0x041 v_wmma_f32_16x16x16_bf16  v256:v256,v256,c256
+VOP3P   0x042 v_wmma_f16_16x16x16_f16   v256:v256,v256,c256
+VOP3P   0x044 v_wmma_i32_16x16x16_iu8   v256:v128,v128,c256
 VOP3SD  0x2fe v_mad_u64_u32            u64,lane:u32,u32,u64
 VOP3SD  0x2ff v_mad_i64_i32            i64,lane:i32,i32,i64
 VOP3SD  0x2fc v_div_scale_f32          f32,lane:f32,f32,f32

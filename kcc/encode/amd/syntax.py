@@ -184,6 +184,14 @@ def _mod_words(fam: str, row: Row, inst: Inst) -> list[str]:
         out += [f"{k}:{m[k]}" for k in ("offset", "offset0", "offset1") if m.get(k)]
         if m.get("gds"):
             out.append("gds")
+    elif row.fmt == "VOP3P":
+        # llvm-mc-19's order: op_sel, neg_lo, neg_hi, clamp (gfx11); cbsz, abid, blgp (gfx9)
+        for k in ("op_sel", "neg_lo", "neg_hi"):
+            if m.get(k):
+                out.append(f"{k}:[{','.join(str(int(b)) for b in m[k])}]")
+        if m.get("clamp"):
+            out.append("clamp")
+        out += [f"{k}:{m[k]}" for k in ("cbsz", "abid", "blgp") if m.get(k)]
     else:
         if m.get("clamp"):
             out.append("clamp")
@@ -264,7 +272,8 @@ def parse_inst(arch: str, text: str) -> Inst:
     rest = rest.strip()
     if len(row.ops) == 1 and KINDS[row.ops[0][1]].style in ("waitcnt", "delay", "sendmsg"):
         return Inst(name, (_symbolic(fam, KINDS[row.ops[0][1]].style, rest),))
-    pieces = [p.strip() for p in rest.split(",")] if rest else []
+    # commas inside brackets belong to a modifier (op_sel:[0,0,1])
+    pieces = [p.strip() for p in re.split(r",(?![^\[]*\])", rest)] if rest else []
     mods_text: list[str] = []
     if pieces:
         last = pieces[-1].split()
@@ -302,8 +311,10 @@ def parse_inst(arch: str, text: str) -> Inst:
             mods[key] = True
         elif key in ("mul", "div") and val:
             mods["omod"] = {"mul:2": 1, "mul:4": 2, "div:2": 3}[word]
-        elif key in ("offset", "offset0", "offset1") and val:
+        elif key in ("offset", "offset0", "offset1", "cbsz", "abid", "blgp") and val:
             mods[key] = int(val, 0)
+        elif key in ("op_sel", "neg_lo", "neg_hi") and re.fullmatch(r"\[[01](,[01]){2}\]", val):
+            mods[key] = tuple(int(b) for b in val[1:-1].split(","))
         else:
             raise AmdAsmError(f"{name}: unknown modifier {word!r}")
     return Inst(name, tuple(ops), tuple(sorted(mods.items())))

@@ -16,7 +16,9 @@ CDNA3 ISA = "AMD Instinct MI300 CDNA3 ISA" §12 "Microcode Formats"):
   SOP2, SOP1, SOPK, SOPC, SOPP (RDNA3 §16.1 / CDNA3 §12.1 scalar ALU and program control),
   SMEM (RDNA3 §16.2 / CDNA3 §12.2), VOP2, VOP1, VOPC (RDNA3 §16.3 / CDNA3 §12.3),
   VOP3 and VOP3SD (RDNA3 §16.3.4-16.3.5; CDNA3 §12.3.4 VOP3A and §12.3.5 VOP3B),
-  DS (RDNA3 §16.5 / CDNA3 §12.6), FLAT/GLOBAL/SCRATCH (RDNA3 §16.8 / CDNA3 §12.9).
+  DS (RDNA3 §16.5 / CDNA3 §12.6), FLAT/GLOBAL/SCRATCH (RDNA3 §16.8 / CDNA3 §12.9),
+  VOP3P (RDNA3 §16.3 "VOP3P": here only the matrix ops v_wmma_*; CDNA3 §12.3 "VOP3P-MAI": the
+  matrix ops v_mfma_*; one format name, the family decides the layout).
 Flags: ``e64`` a VOP1/VOP2/VOPC form that also has a VOP3 (or VOP3SD) encoding, which LLVM
 spells with an ``_e32``/``_e64`` suffix; ``off2`` a DS form with two 8-bit offsets.
 A VOPC form without a destination is a gfx11 ``v_cmpx`` (it writes EXEC only).
@@ -33,7 +35,8 @@ FAMILY: dict[str, str] = {"gfx1100": "gfx11", "gfx942": "gfx9"}
 
 FLAGS: tuple[str, ...] = ("e64", "off2")
 FORMATS: tuple[str, ...] = ("SOP2", "SOP1", "SOPK", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1",
-                            "VOPC", "VOP3", "VOP3SD", "DS", "FLAT", "GLOBAL", "SCRATCH")
+                            "VOPC", "VOP3", "VOP3SD", "VOP3P", "DS", "FLAT", "GLOBAL",
+                            "SCRATCH")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def _kinds() -> dict[str, Kind]:
     for n in (1, 2, 3, 4, 8, 16):
         k[f"v{32 * n}"] = Kind("vreg", n)
         k[f"s{32 * n}"] = Kind("sreg", n)
+    # A matrix op's accumulator source (C): a VGPR tuple or an inline constant, no SGPR and
+    # no literal (llvm-mc-19 refuses both for v_wmma_* / v_mfma_*).
+    for n in (4, 8):
+        k[f"c{32 * n}"] = Kind("src", n)
     return k
 
 
@@ -124,7 +131,7 @@ def _fields(fmt: str, dsts: list[str], srcs: list[str]) -> tuple[tuple[str, str]
         return tuple(("simm16", s) for s in srcs)
     if fmt == "SMEM":
         return tuple(zip(["sdata", "sbase", "offset"], dsts + srcs))
-    if fmt in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD"):
+    if fmt in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P"):
         d = ["vdst", "sdst"] if fmt in ("VOP2", "VOP3SD") else ["vdst"]
         if fmt == "VOPC":
             d = ["sdst"]
