@@ -17,7 +17,8 @@ Instruction meanings live in :mod:`kcc.targets.amd.emu.ops` (scalar, memory, con
 :mod:`kcc.targets.amd.emu.valu` (vector ALU; its 16-bit ops in
 :mod:`kcc.targets.amd.emu.valu16`, division helpers in :mod:`kcc.targets.amd.emu.valu_div`,
 frexp and a few more in :mod:`kcc.targets.amd.emu.valu_more`;
-LDS atomics in :mod:`kcc.targets.amd.emu.lds_atomics`), from the RDNA3 and CDNA3 ISA manuals. An
+LDS atomics in :mod:`kcc.targets.amd.emu.lds_atomics`; the matrix ops v_wmma_* / v_mfma_* in
+:mod:`kcc.targets.amd.emu.matrix`), from the RDNA3 and CDNA3 ISA manuals. An
 instruction they do not know is an :class:`EmuError` naming it and its address.
 
 Initial state (AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from s0 in the
@@ -342,6 +343,7 @@ def _semantics() -> dict[str, Semantic]:
     from kcc.targets.amd.emu.valu import VECTOR_OPS
     # these register their ops in SCALAR_OPS / VECTOR_OPS
     import kcc.targets.amd.emu.lds_atomics  # noqa: F401
+    import kcc.targets.amd.emu.matrix  # noqa: F401
     import kcc.targets.amd.emu.valu16  # noqa: F401
     import kcc.targets.amd.emu.valu_div  # noqa: F401
     import kcc.targets.amd.emu.valu_more  # noqa: F401
