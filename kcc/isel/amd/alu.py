@@ -20,6 +20,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 from kcc.isel.amd.base import AmdSelectError, Base, D, const_bits, is_wide
+from kcc.isel.amd.matrix import select_wmma
 from kcc.isel.common import strong_const
 
 _F32, _F64 = dtypes.float32, dtypes.float64
@@ -461,7 +462,11 @@ class AmdAlu(Base):
         raise AmdSelectError(f"{u.op.name} on {u.dtype} should have been decomposed for AMD")
 
     sel_FDIV = sel_SQRT = sel_RECIPROCAL = sel_EXP2 = sel_LOG2 = sel_SIN = _unsupported
-    sel_CDIV = sel_CMOD = sel_THREEFRY = sel_WMMA = _unsupported
+    sel_CDIV = sel_CMOD = sel_THREEFRY = _unsupported
+
+    def sel_WMMA(self, u: UOp) -> None:
+        """A tensor-core matrix multiply: v_wmma_* / v_mfma_* (kcc/isel/amd/matrix.py)."""
+        select_wmma(self, u)
 
 
 def _s32(v: int) -> int:

@@ -126,14 +126,22 @@ class Lowering:
             if self.cdna and inst.op == ".fill_s":
                 self.put("s_nop", Imm(4))
             return
-        suffix = {4: ("dword", "b32"), 8: ("dwordx2", "b64"), 16: ("dwordx4", "b128")}[size]
-        kind = suffix[0] if self.cdna else suffix[1]
         off = Special("off")
         saddr, offset = self.frame_base(inst)
-        if inst.op == ".spill_v":
-            self.put(f"scratch_store_{kind}", off, reg, saddr, mods=(("offset", offset),))
-        else:
-            self.put(f"scratch_load_{kind}", reg, off, saddr, mods=(("offset", offset),))
+        # a WMMA fragment (v8, 32 bytes) moves as two 16-byte pieces (its slot is 32-byte
+        # aligned, so both lie within one 4 KiB window of the frame base)
+        for at in range(0, size, 16):
+            part = min(size - at, 16)
+            r = VGPR(reg.index + at // 4, part // 4) if size > 16 else reg
+            suffix = {4: ("dword", "b32"), 8: ("dwordx2", "b64"), 16: ("dwordx4", "b128")}[part]
+            kind = suffix[0] if self.cdna else suffix[1]
+            if offset + at >= SCRATCH_REACH:
+                raise ValueError(f"scratch slot {inst.slot}+{at} crosses the offset's reach")
+            mods = (("offset", offset + at),)
+            if inst.op == ".spill_v":
+                self.put(f"scratch_store_{kind}", off, r, saddr, mods=mods)
+            else:
+                self.put(f"scratch_load_{kind}", r, off, saddr, mods=mods)
 
     def frame_base(self, inst: Any) -> tuple[Any, int]:
         """The SADDR and OFFSET of a VGPR slot's scratch access: ``off`` and the slot's offset

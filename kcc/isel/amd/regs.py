@@ -3,8 +3,9 @@
 Register classes (a class is one value's register or aligned tuple):
   s, s2, s4: an SGPR, an even-aligned SGPR pair, a 4-aligned SGPR quad (SMEM and 64-bit SALU
              operands must be aligned: RDNA3 ISA §3.3.1 / CDNA3 ISA §3.3, SGPR alignment);
-  v, v2, v4: a VGPR, and VGPR pairs/quads starting at an even VGPR (CDNA3 requires even-aligned
-             VGPR tuples, §3.6.4; RDNA3 does not, and the same rule keeps one allocator).
+  v, v2, v4, v8: a VGPR, and VGPR pairs/quads/octets starting at an even VGPR (CDNA3 requires
+             even-aligned VGPR tuples, §3.6.4; RDNA3 does not, and the same rule keeps one
+             allocator); v8 holds a WMMA fragment (kcc/isel/amd/matrix.py).
 A lane mask (a per-lane bool, EXEC, a carry) is one SGPR in wave32 and a pair in wave64.
 
 The tuple `s[4:5]` consists of the units s4 and s5 (`reg_units`), so the allocator sees that it
@@ -71,7 +72,7 @@ SCRATCH_MAX = {"gfx1100": 256 * ((1 << 15) - 1) // 32, "gfx942": 1024 * ((1 << 1
 ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256, SCRATCH_MAX["gfx1100"]),
           "gfx942": Arch("gfx942", "cdna3", 64, 100, 256, SCRATCH_MAX["gfx942"])}
 
-_SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4}
+_SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4, "v8": 8}
 _NAME = re.compile(r"^([sv])(?:(\d+)|\[(\d+):(\d+)\])$")
 
 
@@ -123,7 +124,7 @@ class AmdRegInfo(TargetRegInfo):
         taken = {"s": set() if base is None else {base}, "v": set(lanes)}
         self.classes: dict[str, list[PReg]] = {}
         for bank, total in (("s", arch.sgprs), ("v", arch.vgprs)):
-            for n in (1, 2, 4):
+            for n in (1, 2, 4, 8) if bank == "v" else (1, 2, 4):
                 step = 1 if n == 1 else (n if bank == "s" else 2)
                 self.classes[bank + ("" if n == 1 else str(n))] = [
                     preg(bank, i, n) for i in range(0, total - n + 1, step)

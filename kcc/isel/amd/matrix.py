@@ -1,0 +1,146 @@
+"""WMMA selection for AMD: tinygrad's tensor-core op as one matrix instruction.
+
+A WMMA node (docs/semantics.md) holds each lane's A, B and C fragment vectors; tinygrad's
+AMD lowerings hand the same vectors to LLVM's ``llvm.amdgcn.wmma.*`` / ``llvm.amdgcn.mfma.*``
+intrinsics, so element i of a fragment is element i of the instruction's register operand:
+
+| arch | in -> out | instruction (dims (N, M, K) 16, 16, 16) | A, B | C, D |
+|---|---|---|---|---|
+| gfx1100 | f16 -> f32 | v_wmma_f32_16x16x16_f16 | 16 f16, v8 | 8 f32, v8 |
+| gfx1100 | bf16 -> f32 | v_wmma_f32_16x16x16_bf16 | 16 bf16, v8 | 8 f32, v8 |
+| gfx1100 | f16 -> f16 | v_wmma_f16_16x16x16_f16 | 16 f16, v8 | 8 f16 (low halves), v8 |
+| gfx1100 | i8 -> i32 | v_wmma_i32_16x16x16_iu8 neg_lo:[1,1,0] | 16 i8, v4 | 8 i32, v8 |
+| gfx942 | f16 -> f32 | v_mfma_f32_16x16x16_f16 | 4 f16, v2 | 4 f32, v4 |
+| gfx942 | bf16 -> f32 | v_mfma_f32_16x16x16_bf16 | 4 bf16, v2 | 4 f32, v4 |
+
+(neg_lo:[1,1,0] on iu8: A and B are signed; an f16 C/D uses the low half of each of its 8 VGPRs,
+op_sel 0, as tinygrad's HIP wrapper puts c[n] in element 2n of the 16-half operand.)
+
+Registers: the fragments' element registers (16-bit values zero-extended, 8-bit ones sign-
+extended, kcc's convention) are packed into dwords (``v_lshl_or_b32`` two halves, ``v_perm_b32``
+bytes), the dwords copied into one contiguous tuple (``.pack``; classes v2, v4, v8, even-aligned
+as CDNA3 requires); the result tuple's registers are the result vector's elements (an f16 result
+masked to its low half). A, B and C stay live past the instruction, so D overlaps none of them.
+
+Hazards the hardware does not interlock: on gfx1100 a WMMA whose A or B was the previous
+WMMA's D needs one independent instruction between them (LLVM's GCNHazardRecognizer,
+fixWMMAHazards): a ``v_nop`` follows each WMMA. On gfx942 a VALU or memory instruction that reads
+an MFMA's result, or another MFMA that reads it, must wait out the MFMA's passes (the CDNA3
+ISA's table of required independent instructions after an MFMA; LLVM's GCNHazardRecognizer asks
+gfx940 for at most 19 wait states): three ``s_nop 7`` (24) follow each MFMA. The matrix ops also need EXEC all ones, so WMMA is refused
+inside a per-lane loop (where EXEC may be partial).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcc.encode.amd.operands import Imm
+from kcc.ir.dtype import DType, dtypes
+from kcc.ir.uop import UOp
+from kcc.isel.amd.base import AmdSelectError, D
+
+# (family, dtype in, dtype out) -> (mnemonic, A/B dwords, C/D registers, modifiers)
+_FORMS: dict[tuple[str, DType, DType], tuple[str, int, int, tuple]] = {
+    ("rdna3", dtypes.float16, dtypes.float32): ("v_wmma_f32_16x16x16_f16", 8, 8, ()),
+    ("rdna3", dtypes.bfloat16, dtypes.float32): ("v_wmma_f32_16x16x16_bf16", 8, 8, ()),
+    ("rdna3", dtypes.float16, dtypes.float16): ("v_wmma_f16_16x16x16_f16", 8, 8, ()),
+    ("rdna3", dtypes.int8, dtypes.int32): ("v_wmma_i32_16x16x16_iu8", 4, 8,
+                                           (("neg_lo", (1, 1, 0)),)),
+    ("cdna3", dtypes.float16, dtypes.float32): ("v_mfma_f32_16x16x16_f16", 2, 4, ()),
+    ("cdna3", dtypes.bfloat16, dtypes.float32): ("v_mfma_f32_16x16x16_bf16", 2, 4, ()),
+}
+
+
+def forms() -> dict[tuple[str, DType, DType], str]:
+    """(family, dtype in, dtype out) -> the instruction, for tests and docs."""
+    return {k: v[0] for k, v in _FORMS.items()}
+
+
+def _elements(sel: Any, u: UOp, n: int, what: str) -> list[Any]:
+    """The n element registers of a fragment operand, each a VGPR or an inline constant."""
+    if u.shape != (n,):
+        raise AmdSelectError(f"WMMA: {what} has shape {u.shape}, the instruction takes {n}")
+    r = sel.reg(u)
+    regs = r if isinstance(r, tuple) else (r,)
+    out = []
+    for x in regs:
+        if isinstance(x, tuple):
+            raise AmdSelectError(f"WMMA: {what} holds a nested vector")
+        out.append(sel.vgpr(x))
+    return out
+
+
+def _dwords(sel: Any, elems: list[Any], dt: DType) -> list[Any]:
+    """Pack 16-bit (two per dword) or 8-bit (four per dword) elements into dwords."""
+    if dt.itemsize == 4:
+        return elems
+    out: list[Any] = []
+    if dt.itemsize == 2:
+        for lo, hi in zip(elems[0::2], elems[1::2]):
+            d = sel.new("v")
+            sel.emit("v_lshl_or_b32", D(d), hi, Imm(16), lo)   # hi << 16 | lo (lo < 2^16)
+            out.append(d)
+        return out
+    # v_perm_b32 D, S0, S1, sel: selector byte 0-3 picks that byte of S1, 4-7 of S0, 0x0c a
+    # zero byte (RDNA3 ISA V_PERM_B32): perm(b1, b0, 0x0c0c0400) = [b0.0, b1.0, 0, 0]
+    bytes01 = sel.vconst(0x0C0C0400)
+    for j in range(0, len(elems), 4):
+        b0, b1, b2, b3 = elems[j:j + 4]
+        lo, hi, d = sel.new("v"), sel.new("v"), sel.new("v")
+        sel.emit("v_perm_b32", D(lo), b1, b0, bytes01)
+        sel.emit("v_perm_b32", D(hi), b3, b2, bytes01)
+        sel.emit("v_lshl_or_b32", D(d), hi, Imm(16), lo)
+        out.append(d)
+    return out
+
+
+def _tuple(sel: Any, dwords: list[Any]) -> Any:
+    """One contiguous VGPR tuple holding the dwords in order."""
+    t = sel.new(f"v{len(dwords)}")
+    sel.emit(".pack", D(t), *dwords)
+    sel.keepalive(*dwords)
+    return t
+
+
+def select_wmma(sel: Any, u: UOp) -> None:
+    """Select a WMMA node (see the module docstring); its value is the tuple of the result
+    vector's element registers."""
+    arg = u.arg
+    try:
+        _, dims, din, dout, _, threads, *_ = arg
+    except (TypeError, ValueError):
+        raise AmdSelectError(f"WMMA: unexpected arg {arg!r}") from None
+    arch = sel.arch
+    key = (arch.family, din, dout)
+    if tuple(dims) != (16, 16, 16) or threads != arch.wave or key not in _FORMS:
+        have = ", ".join(f"{i.name}->{o.name}" for f, i, o in _FORMS if f == arch.family)
+        raise AmdSelectError(
+            f"WMMA {tuple(dims)} {din.name}->{dout.name} on {threads} threads has no "
+            f"{arch.name} instruction (it has 16x16x16 {have} on {arch.wave} threads)")
+    if sel.lane_loops:
+        raise AmdSelectError("WMMA inside a per-lane loop: the matrix ops need EXEC all ones")
+    name, ab_dw, cd, mods = _FORMS[key]
+    per = ab_dw * 4 // din.itemsize
+    a = _tuple(sel, _dwords(sel, _elements(sel, u.src[0], per, "A"), din))
+    b = _tuple(sel, _dwords(sel, _elements(sel, u.src[1], per, "B"), din))
+    c_el = _elements(sel, u.src[2], cd, "C")
+    c = _tuple(sel, c_el)
+    d = sel.new(f"v{cd}")
+    sel.emit(name, D(d), a, b, c, mods=mods)
+    sel.keepalive(a, b, c)
+    if arch.family == "rdna3":
+        sel.emit("v_nop")
+    else:
+        for _ in range(3):
+            sel.emit("s_nop", Imm(7))
+    outs = []
+    for i in range(cd):
+        r = sel.new("v")
+        if dout.itemsize == 2:
+            sel.emit("v_bfe_u32", D(r), (d, i), Imm(0), Imm(16))
+        else:
+            sel.emit("v_mov_b32", D(r), (d, i))
+        outs.append(r)
+    sel.val[u] = tuple(outs)
+
