@@ -327,6 +327,8 @@ def _mod_text(k: str, v: Any) -> str:
         return f"offset:{v}" if v else ""
     if isinstance(v, bool):
         return k if v else ""
+    if isinstance(v, tuple):                # op_sel / neg_lo / neg_hi bits: neg_lo:[1,1,0]
+        return f"{k}:[{','.join(str(int(b)) for b in v)}]"
     return f"{k}:{v}"
 
 

@@ -1,8 +1,9 @@
 """WMMA selection for AMD: tinygrad's tensor-core op as one matrix instruction.
 
-A WMMA node (docs/semantics.md) holds each lane's A, B and C fragment vectors; tinygrad's
-AMD lowerings hand the same vectors to LLVM's ``llvm.amdgcn.wmma.*`` / ``llvm.amdgcn.mfma.*``
-intrinsics, so element i of a fragment is element i of the instruction's register operand:
+A WMMA node (docs/semantics.md; its form and lane maps in kcc/ir/wmma.py) holds each lane's A,
+B and C fragment vectors; tinygrad's AMD lowerings hand the same vectors to LLVM's
+``llvm.amdgcn.wmma.*`` / ``llvm.amdgcn.mfma.*`` intrinsics, so element i of a fragment is
+element i of the instruction's register operand:
 
 | arch | in -> out | instruction (dims (N, M, K) 16, 16, 16) | A, B | C, D |
 |---|---|---|---|---|
@@ -27,8 +28,8 @@ WMMA's D needs one independent instruction between them (LLVM's GCNHazardRecogni
 fixWMMAHazards): a ``v_nop`` follows each WMMA. On gfx942 a VALU or memory instruction that reads
 an MFMA's result, or another MFMA that reads it, must wait out the MFMA's passes (the CDNA3
 ISA's table of required independent instructions after an MFMA; LLVM's GCNHazardRecognizer asks
-gfx940 for at most 19 wait states): three ``s_nop 7`` (24) follow each MFMA. The matrix ops also need EXEC all ones, so WMMA is refused
-inside a per-lane loop (where EXEC may be partial).
+gfx940 for at most 19 wait states): three ``s_nop 7`` (24) follow each MFMA. The matrix ops
+also need EXEC all ones, so WMMA is refused inside a per-lane loop (where EXEC may be partial).
 """
 
 from __future__ import annotations
@@ -36,24 +37,24 @@ from __future__ import annotations
 from typing import Any
 
 from kcc.encode.amd.operands import Imm
-from kcc.ir.dtype import DType, dtypes
+from kcc.ir import wmma
+from kcc.ir.dtype import DType
 from kcc.ir.uop import UOp
 from kcc.isel.amd.base import AmdSelectError, D
 
-# (family, dtype in, dtype out) -> (mnemonic, A/B dwords, C/D registers, modifiers)
-_FORMS: dict[tuple[str, DType, DType], tuple[str, int, int, tuple]] = {
-    ("rdna3", dtypes.float16, dtypes.float32): ("v_wmma_f32_16x16x16_f16", 8, 8, ()),
-    ("rdna3", dtypes.bfloat16, dtypes.float32): ("v_wmma_f32_16x16x16_bf16", 8, 8, ()),
-    ("rdna3", dtypes.float16, dtypes.float16): ("v_wmma_f16_16x16x16_f16", 8, 8, ()),
-    ("rdna3", dtypes.int8, dtypes.int32): ("v_wmma_i32_16x16x16_iu8", 4, 8,
-                                           (("neg_lo", (1, 1, 0)),)),
-    ("cdna3", dtypes.float16, dtypes.float32): ("v_mfma_f32_16x16x16_f16", 2, 4, ()),
-    ("cdna3", dtypes.bfloat16, dtypes.float32): ("v_mfma_f32_16x16x16_bf16", 2, 4, ()),
+# instruction -> (family, A/B dwords, C/D registers, modifiers); kcc.ir.wmma names the form
+_FORMS: dict[str, tuple[str, int, int, tuple]] = {
+    "v_wmma_f32_16x16x16_f16": ("rdna3", 8, 8, ()),
+    "v_wmma_f32_16x16x16_bf16": ("rdna3", 8, 8, ()),
+    "v_wmma_f16_16x16x16_f16": ("rdna3", 8, 8, ()),
+    "v_wmma_i32_16x16x16_iu8": ("rdna3", 4, 8, (("neg_lo", (1, 1, 0)),)),
+    "v_mfma_f32_16x16x16_f16": ("cdna3", 2, 4, ()),
+    "v_mfma_f32_16x16x16_bf16": ("cdna3", 2, 4, ()),
 }
 
 
-def forms() -> dict[tuple[str, DType, DType], str]:
-    """(family, dtype in, dtype out) -> the instruction, for tests and docs."""
+def instructions() -> dict[str, str]:
+    """Instruction -> the family it belongs to, for tests and docs."""
     return {k: v[0] for k, v in _FORMS.items()}
 
 
@@ -106,28 +107,25 @@ def _tuple(sel: Any, dwords: list[Any]) -> Any:
 def select_wmma(sel: Any, u: UOp) -> None:
     """Select a WMMA node (see the module docstring); its value is the tuple of the result
     vector's element registers."""
-    arg = u.arg
-    try:
-        _, dims, din, dout, _, threads, *_ = arg
-    except (TypeError, ValueError):
-        raise AmdSelectError(f"WMMA: unexpected arg {arg!r}") from None
+    sh = wmma.shape_of(u)
     arch = sel.arch
-    key = (arch.family, din, dout)
-    if tuple(dims) != (16, 16, 16) or threads != arch.wave or key not in _FORMS:
-        have = ", ".join(f"{i.name}->{o.name}" for f, i, o in _FORMS if f == arch.family)
-        raise AmdSelectError(
-            f"WMMA {tuple(dims)} {din.name}->{dout.name} on {threads} threads has no "
-            f"{arch.name} instruction (it has 16x16x16 {have} on {arch.wave} threads)")
+    form = _FORMS.get(sh.name)
+    if form is None or form[0] != arch.family:
+        have = ", ".join(n for n, f in _FORMS.items() if f[0] == arch.family)
+        raise AmdSelectError(f"WMMA {sh.device} {sh.dims} {sh.dtype_in}->{sh.dtype_out} on "
+                             f"{sh.threads} threads ({sh.name}) has no {arch.name} instruction "
+                             f"({arch.name} has {have})")
     if sel.lane_loops:
         raise AmdSelectError("WMMA inside a per-lane loop: the matrix ops need EXEC all ones")
-    name, ab_dw, cd, mods = _FORMS[key]
-    per = ab_dw * 4 // din.itemsize
-    a = _tuple(sel, _dwords(sel, _elements(sel, u.src[0], per, "A"), din))
-    b = _tuple(sel, _dwords(sel, _elements(sel, u.src[1], per, "B"), din))
-    c_el = _elements(sel, u.src[2], cd, "C")
-    c = _tuple(sel, c_el)
+    _, ab_dw, cd, mods = form
+    din = u.src[0].dtype
+    frags = [_dwords(sel, _elements(sel, u.src[i], sh.per_lane[i], "AB"[i]), din)
+             for i in (0, 1)]
+    assert all(len(f) == ab_dw for f in frags), "the form's A/B registers"
+    a, b = (_tuple(sel, f) for f in frags)
+    c = _tuple(sel, _elements(sel, u.src[2], sh.per_lane[2], "C"))
     d = sel.new(f"v{cd}")
-    sel.emit(name, D(d), a, b, c, mods=mods)
+    sel.emit(sh.name, D(d), a, b, c, mods=mods)
     sel.keepalive(a, b, c)
     if arch.family == "rdna3":
         sel.emit("v_nop")
@@ -137,10 +135,9 @@ def select_wmma(sel: Any, u: UOp) -> None:
     outs = []
     for i in range(cd):
         r = sel.new("v")
-        if dout.itemsize == 2:
+        if u.dtype.itemsize == 2:
             sel.emit("v_bfe_u32", D(r), (d, i), Imm(0), Imm(16))
         else:
             sel.emit("v_mov_b32", D(r), (d, i))
         outs.append(r)
     sel.val[u] = tuple(outs)
-

@@ -1,0 +1,112 @@
+"""tinygrad's own tensor-core kernels on AMD, end to end in kcc's emulator.
+
+tests/data/wmma_tinygrad holds tinygrad 0.14's float16/bfloat16/int8 matmuls and a float16
+conv2d lowered with tensor cores by its HIP renderer for gfx1100 (``*.hip.uop``: WMMA on 32
+threads, v_wmma_*) and gfx942 (``*.hip_gfx942.uop``: 64 threads, v_mfma_*), with the values
+tinygrad computed on its CPU device. Each compiles for its arch (kcc/isel/amd/matrix.py), runs in
+the emulator (kcc/targets/amd/emu/matrix.py) on tinygrad's inputs and gives tinygrad's values:
+within 4 units in the last place of the output dtype (tinygrad's CPU kernel and the matrix op
+add in other orders, docs/semantics.md "WMMA"), int8 exactly. llvm-objdump-19 reads every
+instruction of the code objects as kcc's disassembler does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from paths import DATA
+
+from kcc.encode.amd.decode import disassemble
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.isel.amd.base import AmdSelectError
+from kcc.targets.manifest import check_launch
+
+DIR = DATA / "wmma_tinygrad"
+DOC = json.loads((DIR / "capture.json").read_text())
+ARCH = {"hip": "gfx1100", "hip_gfx942": "gfx942"}
+CASES = [(k, style, f) for k in DOC["kernels"] for style, f in k["gpu"].items()
+         if style in ARCH and f and "WMMA(" in (DIR / f).read_text()]
+IDS = [f"k{k['index']}-{ARCH[style]}" for k, style, _ in CASES]
+EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}
+OBJDUMP = shutil.which("llvm-objdump-19")
+MATTR = {"gfx1100": "+wavefrontsize32,-real-true16", "gfx942": "+wavefrontsize64"}
+
+
+def _floats(v: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (v.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return v.astype(np.float64)
+
+
+def _compile(name: str, arch: str) -> tuple[Any, bytes]:
+    from kcc.targets.amd.target import compile_amd_code, hsaco
+    sink = parse((DIR / name).read_text(), name)
+    (code,) = compile_amd_code([sink], arch)
+    return code, hsaco([code])
+
+
+def _text(data: bytes) -> tuple[int, bytes]:
+    import io
+
+    from elftools.elf.elffile import ELFFile
+    sec = ELFFile(io.BytesIO(data)).get_section_by_name(".text")
+    return sec["sh_addr"], sec.data()
+
+
+def test_cases_cover_every_amd_form() -> None:
+    forms = {(n.arg[3], n.arg[1].name, n.dtype.name) for _, _, f in CASES
+             for n in parse((DIR / f).read_text(), f).toposort() if n.op is Ops.WMMA}
+    assert forms == {(32, "float16", "float32"), (32, "float16", "float16"),
+                     (32, "bfloat16", "float32"), (32, "int8", "int32"),
+                     (64, "float16", "float32"), (64, "bfloat16", "float32")}
+
+
+@pytest.mark.parametrize("k, style, name", CASES, ids=IDS)
+def test_tinygrads_tensor_core_kernel_gives_its_values(k: dict, style: str, name: str,
+                                                        tmp_path: Path) -> None:
+    from kcc.targets.amd.target import emulate
+    arch = ARCH[style]
+    code, data = _compile(name, arch)
+    addr, text = _text(data)
+    ops = [inst.name for _, _, inst, _ in disassemble(arch, text, base=addr)]
+    mnem = "v_wmma_" if arch == "gfx1100" else "v_mfma_"
+    sink = parse((DIR / name).read_text(), name)
+    n_wmma = sum(1 for n in sink.toposort() if n.op is Ops.WMMA)
+    assert sum(o.startswith(mnem) for o in ops) >= n_wmma, "one matrix op per WMMA node"
+    args: list[Any] = [np.load(DIR / a["in"]).copy() if a["kind"] == "buffer" else a["value"]
+                       for a in k["args"]]
+    emulate(data, code.desc, check_launch(code.desc, args))
+    outs = [a for a in k["args"] if "out" in a]
+    assert outs
+    for a in outs:
+        got, want = args[a["slot"]], np.load(DIR / a["out"])
+        if a["dtype"] in ("int32", "int8"):
+            np.testing.assert_array_equal(got, want)
+            continue
+        g, w = _floats(got, a["dtype"]), _floats(want, a["dtype"])
+        tol = 4 * EPS[a["dtype"]] * np.abs(w).max()
+        assert np.abs(g - w).max() <= tol, (np.abs(g - w).max(), tol)
+    if OBJDUMP:
+        path = tmp_path / "k.hsaco"
+        path.write_bytes(data)
+        out = subprocess.run([OBJDUMP, "-d", f"--mattr={MATTR[arch]}", str(path)],
+                             check=True, capture_output=True, text=True).stdout
+        line = re.compile(r"^\s+(\S.*?)\s*// ([0-9A-F]+):")
+        want_txt = [m.group(1) for m in map(line.match, out.splitlines()) if m]
+        got_txt = [t for _, _, _, t in disassemble(arch, text, base=addr)]
+        assert want_txt == got_txt
+
+
+@pytest.mark.parametrize("style, other", [("hip", "gfx942"), ("hip_gfx942", "gfx1100")])
+def test_a_form_of_the_other_arch_is_refused_by_name(style: str, other: str) -> None:
+    name = next(f for _, s, f in CASES if s == style)
+    with pytest.raises(AmdSelectError, match=f"has no {other} instruction"):
+        _compile(name, other)
