@@ -110,3 +110,19 @@ def test_a_form_of_the_other_arch_is_refused_by_name(style: str, other: str) -> 
     name = next(f for _, s, f in CASES if s == style)
     with pytest.raises(AmdSelectError, match=f"has no {other} instruction"):
         _compile(name, other)
+
+
+@pytest.mark.skipif(not (shutil.which("llvm-mc-19") and shutil.which("ld.lld-19")),
+                    reason="llvm-mc-19 / ld.lld-19 not installed")
+@pytest.mark.parametrize("index, style", [(6, "hip"), (1, "hip"), (4, "hip_gfx942")])
+def test_assembly_builds_the_same_text_with_llvm_mc(index: int, style: str,
+                                                    tmp_path: Path) -> None:
+    """``--emit asm`` of a WMMA kernel (neg_lo on iu8, the f16 accumulator, MFMA), assembled
+    by llvm-mc-19 and linked by ld.lld-19, is the same machine code as kcc's code object."""
+    from amd_util import llvm_link
+
+    from kcc.targets.amd.target import assembly, compile_amd_code, hsaco
+    name = next(f for k, s, f in CASES if k["index"] == index and s == style)
+    arch = ARCH[style]
+    codes = compile_amd_code([parse((DIR / name).read_text(), name)], arch)
+    assert _text(llvm_link(tmp_path, arch, assembly(codes)))[1] == _text(hsaco(codes))[1]
