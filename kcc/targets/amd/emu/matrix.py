@@ -17,27 +17,28 @@ gfx942, wave64, 16x16x16 (AMD's matrix instruction calculator for CDNA3):
      lane i + 16 * (k // 4); B: element (k, j) is item k % 4 of lane j + 16 * (k // 4);
   C, D: element (i, j) is VGPR i % 4 of lane j + 16 * (i // 4).
 
-Arithmetic: the products of two f16 or bf16 values are exact in binary64 and are summed with
-C exactly (``math.fsum`` with its residual, rounded to odd in binary64), then rounded once to
-the result type, round to nearest even: one rounding of the exact A x B + C. The manuals do
-not give the hardware's internal order and precision, so values are compared with numpy
-within the rounding of the result type. iu8: exact integer sums, wrapped to 32 bits (CLAMP:
-saturated); NEG_LO[0]/[1] say A/B are signed. On f16/bf16 sources NEG_LO/NEG_HI negate the low
-/high 16-bit halves of A (bit 0) or B (bit 1). EXEC must be all ones (the manuals require it
+Arithmetic: the manuals do not give the hardware's internal order and precision, so the
+emulator computes kcc's definition of WMMA (docs/semantics.md, "WMMA"): for each (m, n),
+acc = C as binary32, then for k = 0 .. 15 in order acc = fma(A[m][k], B[k][n], acc) rounded to
+binary32 (the f16/bf16 product is exact in binary64; the sum is rounded to odd there and then
+to binary32: one rounding), D = acc rounded once to the result type (f16: round to nearest
+even). So ``kcc run --check --emulate`` compares a WMMA kernel with the interpreter bit for
+bit; a GPU agrees with both within the rounding of 16 additions. iu8: exact integer sums,
+wrapped to 32 bits (CLAMP: saturated); NEG_LO[0]/[1] say A/B are signed. On f16/bf16 sources
+NEG_LO/NEG_HI negate the low/high 16-bit halves of A (bit 0) or B (bit 1). EXEC must be all ones (the manuals require it
 of these ops); CBSZ/ABID/BLGP (gfx942 broadcasts) and modifiers on C are not emulated and
 raise :class:`~kcc.targets.amd.emu.core.EmuError`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from kcc.encode.amd.operands import VGPR, Inst, Operand
 from kcc.targets.amd.emu.core import Wave, Workgroup
-from kcc.targets.amd.emu.valu import OPS, _bits
+from kcc.targets.amd.emu.valu import OPS, _bits, fma_odd
 
 
 @dataclass(frozen=True)
@@ -93,24 +94,6 @@ def _negate(h: np.ndarray, lo: int, hi: int) -> np.ndarray:
         out[:, 0::2] ^= np.uint16(0x8000)
     if hi:
         out[:, 1::2] ^= np.uint16(0x8000)
-    return out
-
-
-def exact_sums(terms: np.ndarray) -> np.ndarray:
-    """Row sums of binary64 terms [n, k], exact then rounded to odd in binary64, so that one
-    more rounding to binary32/16/bf16 is the correctly rounded exact sum. Rows with an
-    infinity or NaN are summed as IEEE does (inf - inf is NaN)."""
-    out = np.empty(terms.shape[0], np.float64)
-    for r, row in enumerate(terms):
-        vals = [float(x) for x in row]
-        if not all(math.isfinite(x) for x in vals):
-            out[r] = float(np.sum(row))
-            continue
-        s = math.fsum(vals)
-        resid = math.fsum(vals + [-s])
-        if resid != 0 and not np.float64(s).view(np.uint64) & np.uint64(1):
-            s = float(np.nextafter(s, math.inf if resid > 0 else -math.inf))
-        out[r] = s
     return out
 
 
@@ -177,12 +160,12 @@ def _result(w: Wave, inst: Inst, f: Form, a: np.ndarray, b: np.ndarray,
         cv = ((c >> np.uint32(16 * sel)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
     else:
         cv = c.view(np.float32)
-    terms = np.concatenate([(a[:, None, :] * b.T[None, :, :]).reshape(256, 16),
-                            cv.astype(np.float64).reshape(256, 1)], axis=1)
-    with np.errstate(all="ignore"):
-        s = exact_sums(terms).reshape(16, 16)
+    acc = cv.astype(np.float32)
+    with np.errstate(all="ignore"):                    # inf * 0 is NaN, as IEEE says
+        for k in range(16):
+            acc = fma_odd(a[:, k:k + 1], b[k:k + 1, :], acc).astype(np.float32)
         t = "h" if f.c == "f16" else "f"
-        res = s.astype(np.float16 if t == "h" else np.float32)
+        res = acc.astype(np.float16) if t == "h" else acc
     return _bits(res, t, [a, b, cv])
 
 

@@ -3,8 +3,8 @@ LLVM's intrinsics, independent of kcc: ``llvm.amdgcn.wmma.*`` on gfx1100 (v_wmma
 bf16, v_wmma_f16 with op_sel, v_wmma_i32 iu8 signed/unsigned with clamp) and
 ``llvm.amdgcn.mfma.f32.16x16x16{f16,bf16.1k}`` on gfx942. Each lane loads its own fragment
 vectors, laid out from numpy matrices as the ISA manuals give the lanes (the module docstring of
-matrix.py); the results must be numpy's A @ B + C rounded once (math.fsum of the exact
-products), integers exactly."""
+matrix.py); the results must be A @ B + C as docs/semantics.md defines it (a binary32 fma chain
+over k, computed here with math.fsum), integers exactly."""
 
 from __future__ import annotations
 
@@ -98,13 +98,21 @@ def _bf16_value(h: np.ndarray) -> np.ndarray:
 
 
 def _want(a: np.ndarray, b: np.ndarray, c: np.ndarray, out) -> np.ndarray:
-    """A @ B + C: the exact sum (math.fsum of binary64 products) rounded to ``out``."""
-    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
+    """A @ B + C as docs/semantics.md defines it: per (m, n), acc = C in binary32, then for
+    k = 0 .. 15 acc = fma(A[m][k], B[k][n], acc) in binary32 (math.fsum of the exact binary64
+    product and acc, rounded to binary32), then rounded to ``out``."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
     d = np.empty((16, 16), np.float64)
-    for m in range(16):
-        for n in range(16):
-            d[m, n] = math.fsum([*(a64[m] * b64[:, n]), c64[m, n]])
-    return d.astype(out)
+    with np.errstate(all="ignore"):
+        for m in range(16):
+            for n in range(16):
+                acc = np.float32(c[m, n])
+                for k in range(16):
+                    p = a64[m, k] * b64[k, n]
+                    exact = math.isfinite(p) and math.isfinite(acc)
+                    acc = np.float32(math.fsum([p, float(acc)]) if exact else p + acc)
+                d[m, n] = acc
+        return d.astype(np.float32).astype(out)
 
 
 def _mats(rng, dtype):
