@@ -3,6 +3,10 @@ global loads and stores up to 128 bits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
@@ -35,3 +39,16 @@ _AMD_MEM = {dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
             dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}
 AMD = TargetDesc("amd", widths({}), widths(_AMD_MEM), _native_amd, "native", True,
                  notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128")
+
+
+def _selects(family: str, shape: Any) -> bool:
+    """Whether the family has the tensor-core form as one instruction (kcc/isel/amd/matrix.py:
+    gfx1100's v_wmma_* on 32 lanes, gfx942's v_mfma_* on 64); kcc/passes/wmma.py expands any
+    other form (another arch's, CUDA's) into per-lane arithmetic."""
+    from kcc.isel.amd.matrix import instructions
+    return instructions().get(shape.name) == family
+
+
+def desc_for(family: str) -> TargetDesc:
+    """The TargetDesc of one AMD family ("rdna3", "cdna3"): AMD's, with its WMMA forms."""
+    return replace(AMD, wmma=partial(_selects, family))

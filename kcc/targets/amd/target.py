@@ -19,7 +19,7 @@ from kcc.ir.mir import Label, MFunction, PReg, format_mir
 from kcc.isel.amd.lower import Lowering, insert_waits, listing, store_hazards
 from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch, parse_preg
 from kcc.isel.amd.select import AmdSelectError, Selected, select
-from kcc.targets.amd.desc import AMD
+from kcc.targets.amd.desc import desc_for
 from kcc.regalloc import AllocationError, allocate, check_allocation
 from kcc.targets.dims import is_symbolic
 from kcc.targets.facts import read_object_facts
@@ -130,7 +130,7 @@ class AmdTarget:
             raise AmdSelectError(f"unknown AMD arch {arch!r} (choose from "
                                  f"{', '.join(ARCHES)})")
         self.arch = ARCHES[arch]
-        self.desc = AMD
+        self.desc = desc_for(self.arch.family)
         self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
 
     def select(self, lin: list[UOp], sink: UOp) -> tuple[Selected, KernelDesc]:

@@ -1,7 +1,8 @@
 """Pieces of AMD WMMA selection (kcc/isel/amd/matrix.py) the end-to-end tests
 (tests/targets/amd/test_amd_wmma.py) do not reach: a spilled fragment tuple (v8, 32 bytes)
 moves as two 16-byte scratch accesses that encode; the v8 class is even-aligned; the
-instruction table matches kcc.ir.wmma's AMD forms and the encoder's rows."""
+instruction table matches kcc.ir.wmma's AMD forms and the encoder's rows; each family's
+TargetDesc selects its own forms (kcc/passes/wmma.py expands the others)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,11 @@ def test_every_amd_form_has_an_instruction_and_a_row() -> None:
     assert amd == set(instructions())
     for name, fam in instructions().items():
         assert name in by_name(fams[fam])
+
+
+def test_each_family_selects_its_own_forms_and_passes_expand_the_rest() -> None:
+    from kcc.targets.amd.target import AmdTarget
+    for arch, threads in (("gfx1100", 32), ("gfx942", 64)):
+        desc = AmdTarget(arch).desc
+        for sh in wmma.SHAPES:
+            assert desc.wmma(sh) == (sh.device == "AMD" and sh.threads == threads), sh.name
