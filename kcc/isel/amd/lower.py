@@ -95,9 +95,31 @@ class Lowering:
                 getattr(self, "x_" + inst.op[1:])(*ops)
             elif inst.kind in (Kind.BRANCH, Kind.JUMP, Kind.LOOP_END):
                 self.out.append(Inst(inst.op, (), (("target", inst.label()),)))
+            elif inst.op.startswith(("v_wmma_", "v_mfma_")):
+                self.matrix_waits(inst.op, ops, mods)
             else:
                 self.put(inst.op, *ops, mods=mods)
         return self.out
+
+    def matrix_waits(self, name: str, ops: list[Any], mods: tuple) -> None:
+        """A matrix op (kcc/isel/amd/matrix.py) with the waits the hardware does not
+        interlock, fixed and conservative rather than computed per dependency:
+        - gfx1100: a WMMA whose A or B is the previous WMMA's D needs one independent
+          instruction between them (LLVM's GCNHazardRecognizer, fixWMMAHazards): a ``v_nop``
+          after each WMMA;
+        - gfx942: an MFMA reading a VGPR a VALU instruction wrote needs 2 wait states (4 after
+          a VALU write of EXEC): an ``s_nop 4`` (5) before it; a VALU, memory or MFMA
+          instruction reading or overwriting an MFMA's result must wait out its passes (the
+          CDNA3 ISA's required independent instructions after an MFMA; GCNHazardRecognizer
+          asks gfx940 for at most 19 wait states): three ``s_nop 7`` (24) after it."""
+        if self.cdna:
+            self.put("s_nop", Imm(4))
+        self.put(name, *ops, mods=mods)
+        if self.cdna:
+            for _ in range(3):
+                self.put("s_nop", Imm(7))
+        else:
+            self.put("v_nop")
 
     # -- spills and fills (kcc/isel/amd/regs.py) -----------------------------------------
     def slot(self, inst: Any) -> None:

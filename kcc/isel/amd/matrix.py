@@ -23,13 +23,9 @@ bytes), the dwords copied into one contiguous tuple (``.pack``; classes v2, v4, 
 as CDNA3 requires); the result tuple's registers are the result vector's elements (an f16 result
 masked to its low half). A, B and C stay live past the instruction, so D overlaps none of them.
 
-Hazards the hardware does not interlock: on gfx1100 a WMMA whose A or B was the previous
-WMMA's D needs one independent instruction between them (LLVM's GCNHazardRecognizer,
-fixWMMAHazards): a ``v_nop`` follows each WMMA. On gfx942 a VALU or memory instruction that reads
-an MFMA's result, or another MFMA that reads it, must wait out the MFMA's passes (the CDNA3
-ISA's table of required independent instructions after an MFMA; LLVM's GCNHazardRecognizer asks
-gfx940 for at most 19 wait states): three ``s_nop 7`` (24) follow each MFMA. The matrix ops
-also need EXEC all ones, so WMMA is refused inside a per-lane loop (where EXEC may be partial).
+Hazards the hardware does not interlock are waited out after allocation, where the order is
+final (kcc/isel/amd/lower.py, ``Lowering.matrix_waits``). The matrix ops also need EXEC all
+ones, so WMMA is refused inside a per-lane loop (where EXEC may be partial).
 """
 
 from __future__ import annotations
@@ -125,13 +121,8 @@ def select_wmma(sel: Any, u: UOp) -> None:
     a, b = (_tuple(sel, f) for f in frags)
     c = _tuple(sel, _elements(sel, u.src[2], sh.per_lane[2], "C"))
     d = sel.new(f"v{cd}")
-    sel.emit(sh.name, D(d), a, b, c, mods=mods)
+    sel.emit(sh.name, D(d), a, b, c, mods=mods)      # its waits: lower.Lowering.matrix_waits
     sel.keepalive(a, b, c)
-    if arch.family == "rdna3":
-        sel.emit("v_nop")
-    else:
-        for _ in range(3):
-            sel.emit("s_nop", Imm(7))
     outs = []
     for i in range(cd):
         r = sel.new("v")
