@@ -17,11 +17,12 @@ element i of the instruction's register operand:
 (neg_lo:[1,1,0] on iu8: A and B are signed; an f16 C/D uses the low half of each of its 8 VGPRs,
 op_sel 0, as tinygrad's HIP wrapper puts c[n] in element 2n of the 16-half operand.)
 
-Registers: the fragments' element registers (16-bit values zero-extended, 8-bit ones sign-
-extended, kcc's convention) are packed into dwords (``v_lshl_or_b32`` two halves, ``v_perm_b32``
-bytes), the dwords copied into one contiguous tuple (``.pack``; classes v2, v4, v8, even-aligned
-as CDNA3 requires); the result tuple's registers are the result vector's elements (an f16 result
-masked to its low half). A, B and C stay live past the instruction, so D overlaps none of them.
+Registers: the fragments' element registers (a 16- or 8-bit value in the low bits of a 32-bit
+register) are packed into dwords (``v_perm_b32``: two halves, or four bytes with a
+``v_lshl_or_b32``), the dwords copied into one contiguous tuple (``.pack``; classes v2, v4, v8,
+even-aligned as CDNA3 requires); the result tuple's registers are the result vector's elements
+(an f16 result zero-extended from its low half, kcc's convention). A, B and C stay live past
+the instruction, so D overlaps none of them.
 
 Hazards the hardware does not interlock are waited out after allocation, where the order is
 final (kcc/isel/amd/lower.py, ``Lowering.matrix_waits``). The matrix ops also need EXEC all
@@ -55,7 +56,7 @@ def instructions() -> dict[str, str]:
 
 
 def _elements(sel: Any, u: UOp, n: int, what: str) -> list[Any]:
-    """The n element registers of a fragment operand, each a VGPR or an inline constant."""
+    """The n element registers of a fragment operand, as VGPRs (SGPRs and constants copied)."""
     if u.shape != (n,):
         raise AmdSelectError(f"WMMA: {what} has shape {u.shape}, the instruction takes {n}")
     r = sel.reg(u)
@@ -73,14 +74,17 @@ def _dwords(sel: Any, elems: list[Any], dt: DType) -> list[Any]:
     if dt.itemsize == 4:
         return elems
     out: list[Any] = []
+    # v_perm_b32 D, S0, S1, sel: selector byte 0-3 picks that byte of S1, 4-7 of S0, 0x0c a
+    # zero byte (RDNA3 ISA V_PERM_B32), whatever the registers' unused upper bits hold:
+    # perm(hi, lo, 0x05040100) = [lo.0, lo.1, hi.0, hi.1]; perm(b1, b0, 0x0c0c0400) =
+    # [b0.0, b1.0, 0, 0]
     if dt.itemsize == 2:
+        halves = sel.vconst(0x05040100)
         for lo, hi in zip(elems[0::2], elems[1::2]):
             d = sel.new("v")
-            sel.emit("v_lshl_or_b32", D(d), hi, Imm(16), lo)   # hi << 16 | lo (lo < 2^16)
+            sel.emit("v_perm_b32", D(d), hi, lo, halves)
             out.append(d)
         return out
-    # v_perm_b32 D, S0, S1, sel: selector byte 0-3 picks that byte of S1, 4-7 of S0, 0x0c a
-    # zero byte (RDNA3 ISA V_PERM_B32): perm(b1, b0, 0x0c0c0400) = [b0.0, b1.0, 0, 0]
     bytes01 = sel.vconst(0x0C0C0400)
     for j in range(0, len(elems), 4):
         b0, b1, b2, b3 = elems[j:j + 4]
