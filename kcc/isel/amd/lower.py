@@ -204,6 +204,12 @@ class Lowering:
                 self.mov(_one(d, j), _one(p, i) if n > 1 else p)
                 j += 1
 
+    def x_packh(self, d: Any, sel: Any, *parts: Any) -> None:
+        """d's register j = the low halves of parts 2j (bits 15:0) and 2j+1 (31:16): one
+        v_perm_b32 each (selector 0x05040100; the parts are kept live past this)."""
+        for j in range(d.count):
+            self.put("v_perm_b32", _one(d, j), parts[2 * j + 1], parts[2 * j], sel)
+
     def _carry(self, first: str, second: str, d: Any, a: Any, b: Any) -> None:
         self.put(first, _one(d, 0), self.vcc, _half(a, 0), _half(b, 0))
         self.put(second, _one(d, 1), self.vcc, _half(a, 1), _half(b, 1), self.vcc)

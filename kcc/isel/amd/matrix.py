@@ -18,10 +18,10 @@ element i of the instruction's register operand:
 op_sel 0, as tinygrad's HIP wrapper puts c[n] in element 2n of the 16-half operand.)
 
 Registers: the fragments' element registers (a 16- or 8-bit value in the low bits of a 32-bit
-register) are packed into dwords (``v_perm_b32``: two halves, or four bytes with a
-``v_lshl_or_b32``), the dwords copied into one contiguous tuple (``.pack``; classes v2, v4, v8,
-even-aligned as CDNA3 requires); the result tuple's registers are the result vector's elements
-(an f16 result zero-extended from its low half, kcc's convention). A, B and C stay live past
+register) are packed into one contiguous tuple per operand (``v_perm_b32``: two halves, or
+four bytes with a ``v_lshl_or_b32``; classes v2, v4, v8, even-aligned as CDNA3 requires); the
+result tuple's registers are the result vector's elements (an f16 result zero-extended from its
+low half, kcc's convention). A, B and C stay live past
 the instruction, so D overlaps none of them.
 
 Hazards the hardware does not interlock are waited out after allocation, where the order is
@@ -69,38 +69,35 @@ def _elements(sel: Any, u: UOp, n: int, what: str) -> list[Any]:
     return out
 
 
-def _dwords(sel: Any, elems: list[Any], dt: DType) -> list[Any]:
-    """Pack 16-bit (two per dword) or 8-bit (four per dword) elements into dwords."""
-    if dt.itemsize == 4:
-        return elems
-    out: list[Any] = []
+def _fragment(sel: Any, elems: list[Any], dt: DType | None) -> Any:
+    """One contiguous VGPR tuple (class v2, v4 or v8) holding the elements: one to a register
+    (``.pack``: dt None, the accumulator, whose f16 elements sit in low halves), 16-bit ones two
+    to a register (``.packh``: a v_perm_b32 straight into each of the tuple's registers,
+    kcc/isel/amd/lower.py), 8-bit ones four to a dword built first and copied. The sources stay
+    live past the packing, so the tuple overlaps none of them."""
     # v_perm_b32 D, S0, S1, sel: selector byte 0-3 picks that byte of S1, 4-7 of S0, 0x0c a
-    # zero byte (RDNA3 ISA V_PERM_B32), whatever the registers' unused upper bits hold:
+    # zero byte (RDNA3 ISA V_PERM_B32), whatever the registers' upper bits hold:
     # perm(hi, lo, 0x05040100) = [lo.0, lo.1, hi.0, hi.1]; perm(b1, b0, 0x0c0c0400) =
     # [b0.0, b1.0, 0, 0]
-    if dt.itemsize == 2:
+    if dt is not None and dt.itemsize == 2:
+        t = sel.new(f"v{len(elems) // 2}")
         halves = sel.vconst(0x05040100)
-        for lo, hi in zip(elems[0::2], elems[1::2]):
-            d = sel.new("v")
-            sel.emit("v_perm_b32", D(d), hi, lo, halves)
-            out.append(d)
-        return out
-    bytes01 = sel.vconst(0x0C0C0400)
-    for j in range(0, len(elems), 4):
-        b0, b1, b2, b3 = elems[j:j + 4]
-        lo, hi, d = sel.new("v"), sel.new("v"), sel.new("v")
-        sel.emit("v_perm_b32", D(lo), b1, b0, bytes01)
-        sel.emit("v_perm_b32", D(hi), b3, b2, bytes01)
-        sel.emit("v_lshl_or_b32", D(d), hi, Imm(16), lo)
-        out.append(d)
-    return out
-
-
-def _tuple(sel: Any, dwords: list[Any]) -> Any:
-    """One contiguous VGPR tuple holding the dwords in order."""
-    t = sel.new(f"v{len(dwords)}")
-    sel.emit(".pack", D(t), *dwords)
-    sel.keepalive(*dwords)
+        sel.emit(".packh", D(t), halves, *elems)
+        sel.keepalive(halves, *elems)
+        return t
+    if dt is not None and dt.itemsize == 1:
+        bytes01, words = sel.vconst(0x0C0C0400), []
+        for j in range(0, len(elems), 4):
+            b0, b1, b2, b3 = elems[j:j + 4]
+            lo, hi, w = sel.new("v"), sel.new("v"), sel.new("v")
+            sel.emit("v_perm_b32", D(lo), b1, b0, bytes01)
+            sel.emit("v_perm_b32", D(hi), b3, b2, bytes01)
+            sel.emit("v_lshl_or_b32", D(w), hi, Imm(16), lo)
+            words.append(w)
+        elems = words
+    t = sel.new(f"v{len(elems)}")
+    sel.emit(".pack", D(t), *elems)
+    sel.keepalive(*elems)
     return t
 
 
@@ -119,11 +116,10 @@ def select_wmma(sel: Any, u: UOp) -> None:
         raise AmdSelectError("WMMA inside a per-lane loop: the matrix ops need EXEC all ones")
     _, ab_dw, cd, mods = form
     din = u.src[0].dtype
-    frags = [_dwords(sel, _elements(sel, u.src[i], sh.per_lane[i], "AB"[i]), din)
-             for i in (0, 1)]
-    assert all(len(f) == ab_dw for f in frags), "the form's A/B registers"
-    a, b = (_tuple(sel, f) for f in frags)
-    c = _tuple(sel, _elements(sel, u.src[2], sh.per_lane[2], "C"))
+    a, b = (_fragment(sel, _elements(sel, u.src[i], sh.per_lane[i], "AB"[i]), din)
+            for i in (0, 1))
+    assert sh.per_lane[0] * din.itemsize == 4 * ab_dw, "the form's A/B registers"
+    c = _fragment(sel, _elements(sel, u.src[2], sh.per_lane[2], "C"), None)
     d = sel.new(f"v{cd}")
     sel.emit(sh.name, D(d), a, b, c, mods=mods)      # its waits: lower.Lowering.matrix_waits
     sel.keepalive(a, b, c)
