@@ -79,11 +79,17 @@ def test_tinygrads_tensor_core_kernel_gives_its_values(k: dict, style: str, name
     arch = ARCH[style]
     code, data = _compile(name, arch)
     addr, text = _text(data)
-    ops = [inst.name for _, _, inst, _ in disassemble(arch, text, base=addr)]
+    lst = [t for _, _, _, t in disassemble(arch, text, base=addr)]
     mnem = "v_wmma_" if arch == "gfx1100" else "v_mfma_"
     sink = parse((DIR / name).read_text(), name)
     n_wmma = sum(1 for n in sink.toposort() if n.op is Ops.WMMA)
-    assert sum(o.startswith(mnem) for o in ops) >= n_wmma, "one matrix op per WMMA node"
+    at = [i for i, t in enumerate(lst) if t.startswith(mnem)]
+    assert len(at) >= n_wmma, "one matrix op per WMMA node"
+    for i in at:                      # the waits of isel/amd/lower.py's matrix_waits
+        if arch == "gfx1100":
+            assert lst[i + 1] == "v_nop"
+        else:
+            assert lst[i - 1] == "s_nop 4" and lst[i + 1:i + 4] == ["s_nop 7"] * 3
     args: list[Any] = [np.load(DIR / a["in"]).copy() if a["kind"] == "buffer" else a["value"]
                        for a in k["args"]]
     interp = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
