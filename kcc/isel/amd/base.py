@@ -68,6 +68,15 @@ class D:
         self.reg, self.mod = reg, mod
 
 
+class DPart:
+    """Register j of tuple `reg` as a destination: the tuple is DEF | USE (its other registers
+    keep their values), so the tuple and the instruction's sources are live together and never
+    share a register, spilled or not (a WMMA fragment built one register at a time)."""
+
+    def __init__(self, reg: VReg, j: int):
+        self.reg, self.j = reg, j
+
+
 class Base:
     """What the selector rules share: the function under construction and its helpers."""
 
@@ -88,9 +97,10 @@ class Base:
         return self.fn.new_vreg(cls)
 
     def emit(self, name: str, *ops: Any, mods: tuple = (), kind: Kind = Kind.OP) -> Inst:
-        """Append one instruction: VReg → USE, D(v) → DEF, Part(VReg, j) → one register of a
-        tuple USE, Label → branch target, anything else a literal operand. Literal constants
-        beyond what the encoding holds are first moved into registers (`legal_literals`)."""
+        """Append one instruction: VReg → USE, D(v) → DEF, (VReg, j) → one register of a
+        tuple USE, DPart(VReg, j) → one register of a tuple DEF (the tuple DEF | USE), Label →
+        branch target, anything else a literal operand. Literal constants beyond what the
+        encoding holds are first moved into registers (`legal_literals`)."""
         ops = self.legal_literals(name, ops)
         regs: list[Any] = []
         tmpl: list[Any] = []
@@ -106,6 +116,8 @@ class Base:
         for o in ops:
             if isinstance(o, D):
                 tmpl.append(slot(o.reg, Role.DEF | Role.USE if o.mod else Role.DEF))
+            elif isinstance(o, DPart):
+                tmpl.append(Part(slot(o.reg, Role.DEF | Role.USE), o.j))
             elif isinstance(o, VReg):
                 tmpl.append(slot(o, Role.USE))
             elif isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], VReg):

@@ -186,6 +186,10 @@ class Lowering:
     def x_keep(self, *regs: Any) -> None:
         """Only a liveness marker."""
 
+    def x_def(self, *regs: Any) -> None:
+        """Only a definition: a tuple whose registers are then written one at a time (DPart,
+        kcc/isel/amd/base.py) starts here with whatever its registers hold."""
+
     def x_vmov(self, d: Any, s: Any) -> None:
         for j in range(d.count):
             self.mov(_one(d, j), _half(s, j) if d.count > 1 else s)
@@ -203,12 +207,6 @@ class Lowering:
             for i in range(n):
                 self.mov(_one(d, j), _one(p, i) if n > 1 else p)
                 j += 1
-
-    def x_packh(self, d: Any, sel: Any, *parts: Any) -> None:
-        """d's register j = the low halves of parts 2j (bits 15:0) and 2j+1 (31:16): one
-        v_perm_b32 each (selector 0x05040100; the parts are kept live past this)."""
-        for j in range(d.count):
-            self.put("v_perm_b32", _one(d, j), parts[2 * j + 1], parts[2 * j], sel)
 
     def _carry(self, first: str, second: str, d: Any, a: Any, b: Any) -> None:
         self.put(first, _one(d, 0), self.vcc, _half(a, 0), _half(b, 0))

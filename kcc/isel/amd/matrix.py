@@ -18,11 +18,11 @@ element i of the instruction's register operand:
 op_sel 0, as tinygrad's HIP wrapper puts c[n] in element 2n of the 16-half operand.)
 
 Registers: the fragments' element registers (a 16- or 8-bit value in the low bits of a 32-bit
-register) are packed into one contiguous tuple per operand (``v_perm_b32``: two halves, or
-four bytes with a ``v_lshl_or_b32``; classes v2, v4, v8, even-aligned as CDNA3 requires); the
-result tuple's registers are the result vector's elements (an f16 result zero-extended from its
-low half, kcc's convention). A, B and C stay live past
-the instruction, so D overlaps none of them.
+register) are packed into one contiguous tuple per operand, register by register (``v_perm_b32``:
+two halves, or four bytes with a ``v_lshl_or_b32``; classes v2, v4, v8, even-aligned as CDNA3
+requires); the instruction writes D over C (C is a fresh tuple), and the result tuple's
+registers are the result vector's elements (an f16 result zero-extended from its low half, kcc's
+convention).
 
 Hazards the hardware does not interlock are waited out after allocation, where the order is
 final (kcc/isel/amd/lower.py, ``Lowering.matrix_waits``). The matrix ops also need EXEC all
@@ -37,7 +37,7 @@ from kcc.encode.amd.operands import Imm
 from kcc.ir import wmma
 from kcc.ir.dtype import DType
 from kcc.ir.uop import UOp
-from kcc.isel.amd.base import AmdSelectError, D
+from kcc.isel.amd.base import AmdSelectError, D, DPart
 
 # instruction -> (family, A/B dwords, C/D registers, modifiers); kcc.ir.wmma names the form
 _FORMS: dict[str, tuple[str, int, int, tuple]] = {
@@ -71,33 +71,32 @@ def _elements(sel: Any, u: UOp, n: int, what: str) -> list[Any]:
 
 def _fragment(sel: Any, elems: list[Any], dt: DType | None) -> Any:
     """One contiguous VGPR tuple (class v2, v4 or v8) holding the elements: one to a register
-    (``.pack``: dt None, the accumulator, whose f16 elements sit in low halves), 16-bit ones two
-    to a register (``.packh``: a v_perm_b32 straight into each of the tuple's registers,
-    kcc/isel/amd/lower.py), 8-bit ones four to a dword built first and copied. The sources stay
-    live past the packing, so the tuple overlaps none of them."""
+    (dt None: the accumulator, whose f16 elements sit in low halves), 16-bit ones two to a
+    register, 8-bit ones four. The tuple is written one register at a time (DPart: the tuple is
+    DEF | USE there), so it never shares a register with an element, even a spilled one that
+    is filled just before its use."""
+    per = 1 if dt is None else 4 // dt.itemsize
+    t = sel.new(f"v{len(elems) // per}")
+    sel.emit(".def", D(t))
     # v_perm_b32 D, S0, S1, sel: selector byte 0-3 picks that byte of S1, 4-7 of S0, 0x0c a
     # zero byte (RDNA3 ISA V_PERM_B32), whatever the registers' upper bits hold:
     # perm(hi, lo, 0x05040100) = [lo.0, lo.1, hi.0, hi.1]; perm(b1, b0, 0x0c0c0400) =
     # [b0.0, b1.0, 0, 0]
-    if dt is not None and dt.itemsize == 2:
-        t = sel.new(f"v{len(elems) // 2}")
+    if per == 2:
         halves = sel.vconst(0x05040100)
-        sel.emit(".packh", D(t), halves, *elems)
-        sel.keepalive(halves, *elems)
-        return t
-    if dt is not None and dt.itemsize == 1:
-        bytes01, words = sel.vconst(0x0C0C0400), []
-        for j in range(0, len(elems), 4):
-            b0, b1, b2, b3 = elems[j:j + 4]
-            lo, hi, w = sel.new("v"), sel.new("v"), sel.new("v")
-            sel.emit("v_perm_b32", D(lo), b1, b0, bytes01)
-            sel.emit("v_perm_b32", D(hi), b3, b2, bytes01)
-            sel.emit("v_lshl_or_b32", D(w), hi, Imm(16), lo)
-            words.append(w)
-        elems = words
-    t = sel.new(f"v{len(elems)}")
-    sel.emit(".pack", D(t), *elems)
-    sel.keepalive(*elems)
+    elif per == 4:
+        bytes01 = sel.vconst(0x0C0C0400)
+    for j in range(len(elems) // per):
+        part = elems[per * j:per * j + per]
+        if per == 1:
+            sel.emit("v_mov_b32", DPart(t, j), part[0])
+        elif per == 2:
+            sel.emit("v_perm_b32", DPart(t, j), part[1], part[0], halves)
+        else:
+            lo, hi = sel.new("v"), sel.new("v")
+            sel.emit("v_perm_b32", D(lo), part[1], part[0], bytes01)
+            sel.emit("v_perm_b32", D(hi), part[3], part[2], bytes01)
+            sel.emit("v_lshl_or_b32", DPart(t, j), hi, Imm(16), lo)
     return t
 
 
@@ -120,9 +119,10 @@ def select_wmma(sel: Any, u: UOp) -> None:
             for i in (0, 1))
     assert sh.per_lane[0] * din.itemsize == 4 * ab_dw, "the form's A/B registers"
     c = _fragment(sel, _elements(sel, u.src[2], sh.per_lane[2], "C"), None)
-    d = sel.new(f"v{cd}")
-    sel.emit(sh.name, D(d), a, b, c, mods=mods)      # its waits: lower.Lowering.matrix_waits
-    sel.keepalive(a, b, c)
+    # D in C's registers (as llc writes it): A, B and C are all read, so live together and
+    # apart, and D, being C, overlaps neither A nor B. Waits: lower.Lowering.matrix_waits.
+    sel.emit(sh.name, D(c, mod=True), a, b, c, mods=mods)
+    d = c
     outs = []
     for i in range(cd):
         r = sel.new("v")

@@ -156,3 +156,26 @@ def test_assembly_builds_the_same_text_with_llvm_mc(index: int, style: str,
     arch = ARCH[style]
     codes = compile_amd_code([parse((DIR / name).read_text(), name)], arch)
     assert _text(llvm_link(tmp_path, arch, assembly(codes)))[1] == _text(hsaco(codes))[1]
+
+
+@pytest.mark.parametrize("style, vgprs", [("hip", 64), ("hip_gfx942", 32)])
+def test_fragments_survive_spilling(style: str, vgprs: int, monkeypatch) -> None:
+    """With few VGPRs the fragments' elements are spilled and filled just before the packing;
+    the fragment tuple is written one register at a time (DPart), so a fill never lands in
+    it, and D is written over C, so it overlaps neither A nor B (a regression: packing with
+    one early-clobber pseudo let a filled element share the tuple's registers)."""
+    from dataclasses import replace
+
+    from kcc.isel.amd import regs
+    from kcc.targets.amd.target import emulate
+    arch = ARCH[style]
+    monkeypatch.setitem(regs.ARCHES, arch, replace(regs.ARCHES[arch], vgprs=vgprs))
+    k, name = next((k, f) for k, s, f in CASES if k["index"] == 0 and s == style)
+    code, data = _compile(name, arch)
+    assert code.spills.scratch_bytes > 0
+    sink = parse((DIR / name).read_text(), name)
+    args: list[Any] = [np.load(DIR / a["in"]).copy() for a in k["args"]]
+    interp = [x.copy() for x in args]
+    run(sink, interp)
+    emulate(data, code.desc, check_launch(code.desc, args))
+    assert args[0].tobytes() == interp[0].tobytes()
