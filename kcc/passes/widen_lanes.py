@@ -53,6 +53,8 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from kcc.ir.affine import iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.dtype import dtypes
@@ -201,13 +203,34 @@ class LaneLoop:
                 self.spans.setdefault(b, []).append((a[1], st))
         return True
 
+    def _post_order(self, n: UOp, memo: dict[UOp, Any], node: Callable[[UOp], Any]) -> None:
+        """node(x) for every not yet memoized x below n that depends on the counter, sources
+        first, without recursion (a chain may be deeper than Python's frame limit): then
+        node's own calls on x's sources find them memoized. Each node is expanded once."""
+        stack, expanded = [(n, False)], set()
+        while stack:
+            x, ready = stack.pop()
+            if x in memo:
+                continue
+            if ready:
+                node(x)
+            elif x not in expanded:
+                expanded.add(x)
+                stack.append((x, True))
+                if not self.free(x):
+                    stack.extend((s, False) for s in x.src if s not in memo)
+
     def affine(self, n: UOp) -> Affine | None:
         """An index as ({term: coefficient}, constant) over the integers: terms are the
         counter and loop-invariant nodes (an invariant MULACC product is the term (a, b));
         None when it is not linear in the counter."""
+        if n not in self.aff_memo:
+            self._post_order(n, self.aff_memo, self._affine_node)
+        return self.aff_memo[n]
+
+    def _affine_node(self, n: UOp) -> Affine | None:
+        """affine(n), its sources' already memoized."""
         memo = self.aff_memo
-        if n in memo:
-            return memo[n]
         res: Affine | None = None
         c = const_int(n)
         if c is not None:
@@ -253,9 +276,13 @@ class LaneLoop:
     def lin(self, n: UOp) -> int | None:
         """The coefficient (modulo 2^bits) of the counter in integer n when n is linear in it
         modulo 2^bits (module docstring), else None; 0 for a loop-invariant node."""
+        if n not in self.lin_memo:
+            self._post_order(n, self.lin_memo, self._lin_node)
+        return self.lin_memo[n]
+
+    def _lin_node(self, n: UOp) -> int | None:
+        """lin(n), its sources' already memoized."""
         memo = self.lin_memo
-        if n in memo:
-            return memo[n]
         dt = n.dtype
         res: int | None = None
         if self.free(n):
