@@ -461,7 +461,60 @@ class AmdAlu(Base):
     def _unsupported(self, u: UOp) -> None:
         raise AmdSelectError(f"{u.op.name} on {u.dtype} should have been decomposed for AMD")
 
-    sel_FDIV = sel_SQRT = sel_RECIPROCAL = sel_EXP2 = sel_LOG2 = sel_SIN = _unsupported
+    def _fconst(self, x: float) -> Imm:
+        """A float32 source constant: an inline float or integer where the encoding has one,
+        else a literal (`legal_literals` moves what the instruction cannot hold)."""
+        return Imm(_s32(const_bits(x, _F32)))
+
+    def sel_EXP2(self, u: UOp) -> None:
+        """float32 EXP2: v_exp_f32, documented at 1 ulp (LLVM AMDGPUUsage, llvm.exp2) but
+        without subnormal results (RDNA3 ISA §7.x / CDNA3 ISA: the transcendental unit
+        flushes them). So, as LLVM 19 lowers llvm.exp2.f32: below x = -126 the argument is
+        raised by 64 and the result scaled by 2^-64, one exact-or-rounding multiply that rounds
+        a subnormal result once. NaN fails the compare and passes through; -inf gives 0,
+        +inf and x ≥ 128 give inf (the instruction's specials)."""
+        if u.dtype != _F32:
+            raise AmdSelectError(f"EXP2 on {u.dtype} should have been decomposed for AMD")
+        self._lanes(u)
+        x = self.vsrc_reg(u.src[0])
+        m = self.new(self.arch.mask_cls)
+        self.emit("v_cmp_gt_f32", D(m), self._fconst(-126.0), x)
+        t = self.new("v")
+        self.emit("v_add_f32", D(t), self._fconst(64.0), x)
+        s = self.new("v")
+        self.emit("v_cndmask_b32", D(s), x, t, m)
+        e = self.new("v")
+        self.emit("v_exp_f32", D(e), s)
+        k = self.new("v")
+        self.emit("v_cndmask_b32", D(k), self._fconst(1.0), self._fconst(2.0 ** -64), m)
+        r = self.new("v")
+        self.emit("v_mul_f32", D(r), k, e)
+        self.val[u] = r
+
+    def sel_LOG2(self, u: UOp) -> None:
+        """float32 LOG2: v_log_f32, documented at 1 ulp (LLVM AMDGPUUsage, llvm.log2) but
+        not for subnormal arguments. As LLVM 19 lowers llvm.log2.f32: an argument below
+        2^-126 is multiplied by 2^32 (exact) and 32 subtracted from the result (±0 → -inf,
+        negative → NaN either way). NaN, +inf and negatives are the instruction's specials."""
+        if u.dtype != _F32:
+            raise AmdSelectError(f"LOG2 on {u.dtype} should have been decomposed for AMD")
+        self._lanes(u)
+        x = self.vsrc_reg(u.src[0])
+        m = self.new(self.arch.mask_cls)
+        self.emit("v_cmp_gt_f32", D(m), self._fconst(2.0 ** -126), x)
+        t = self.new("v")
+        self.emit("v_mul_f32", D(t), self._fconst(2.0 ** 32), x)
+        s = self.new("v")
+        self.emit("v_cndmask_b32", D(s), x, t, m)
+        e = self.new("v")
+        self.emit("v_log_f32", D(e), s)
+        k = self.new("v")
+        self.emit("v_cndmask_b32", D(k), Imm(0), self._fconst(32.0), m)
+        r = self.new("v")
+        self.emit("v_sub_f32", D(r), e, k)
+        self.val[u] = r
+
+    sel_FDIV = sel_SQRT = sel_RECIPROCAL = sel_SIN = _unsupported
     sel_CDIV = sel_CMOD = sel_THREEFRY = _unsupported
 
     def sel_WMMA(self, u: UOp) -> None:

@@ -15,8 +15,12 @@ from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, T
 
 def _native_amd(op: Ops, dtype: DType) -> bool:
     """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
-    v_sqrt, v_exp, v_log, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops),
-    so FDIV/SQRT, CDIV/CMOD and the transcendentals are decomposed; v_max_f32 is IEEE maxNum,
+    v_sqrt, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops) whose error
+    kcc's contracts do not allow, so FDIV/SQRT, CDIV/CMOD and SIN are decomposed; float32 EXP2
+    and LOG2 are native: v_exp_f32 / v_log_f32 are documented at 1 ulp (LLVM AMDGPUUsage,
+    llvm.exp2/llvm.log2), within docs/transcendentals.md's 2 ulp, with the selector scaling
+    the inputs whose results or arguments are subnormal (kcc/isel/amd/alu.py); float64 ones
+    stay polynomials (the hardware has no float64 exp/log); v_max_f32 is IEEE maxNum,
     not MAX; half precision computes in float32; integer MULACC is MUL then ADD. CAST from
     int64/uint64/float64 (asked with the source dtype) is native only where a v_cvt does it
     with one rounding: to float32/float16 kcc rounds to odd first (decompose.odd_cast)."""
@@ -24,6 +28,8 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
         return dtype not in (dtypes.bfloat16, dtypes.int64, dtypes.uint64, dtypes.float64)
     if op is Ops.BITCAST:
         return dtype != dtypes.bfloat16
+    if op in (Ops.EXP2, Ops.LOG2) and dtype == dtypes.float32:
+        return True
     if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
         return False
     if op in (Ops.FDIV, Ops.SQRT, Ops.CDIV, Ops.CMOD):
