@@ -41,6 +41,9 @@ class TargetDesc:
     load_streams: the memory streams (global loads advancing with a loop, each a different
       region of memory) an innermost loop may read before the hardware prefetchers stop
       keeping up; passes/unroll.py jams no more copies than keep it within this (0: no limit).
+    full_unroll: innermost REDUCE-style loops with a constant bound up to this are replaced by
+      their iterations (passes/unroll_full.py; 0, the default: none): a GPU pays a compare and
+      a branch per iteration.
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
@@ -70,6 +73,7 @@ class TargetDesc:
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
+    full_unroll: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -475,7 +475,11 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
 
 
 def unroll(sink: UOp, desc: TargetDesc) -> UOp:
-    """Unroll-and-jam every loop the module docstring allows, innermost first."""
+    """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
+    target that asks for it, short loops are unrolled fully (passes/unroll_full.py)."""
+    if desc.full_unroll > 0:
+        from kcc.passes.unroll_full import unroll_full
+        sink = unroll_full(sink, desc)
     if desc.vector_regs <= 0:
         return sink
     done: set[UOp] = set()

@@ -81,11 +81,13 @@ class AmdAlu(Base):
         return r
 
     def vsrc(self, u: UOp) -> Any:
-        """A VALU source: a VGPR (pair) or an inline constant."""
+        """A VALU source: a VGPR (pair), a 32-bit SGPR (emit's legal_scalars copies it into a
+        VGPR where the instruction cannot read it), an inline constant or a literal."""
         c = strong_const(u)
         if c is not None and not u.dtype.is_bool:
             return self.vconst(const_bits(c, u.dtype), is_wide(u.dtype))
-        return self.vgpr(self.reg(u))
+        r = self.reg(u)
+        return r if getattr(r, "cls", None) == "s" and not u.dtype.is_bool else self.vgpr(r)
 
     def is_salu(self, u: UOp) -> bool:
         """Whether u is computed by the SALU: uniform, ≤ 32-bit integer, operands scalar."""
@@ -175,7 +177,9 @@ class AmdAlu(Base):
         elif is_wide(dt):
             self.emit(".vmov", D(dst), src)
         else:
-            self.emit("v_mov_b32", D(dst), src)
+            # in a per-lane loop EXEC is narrower than where src may have been defined: a
+            # finished lane keeps dst, so this copy must stay a copy (regs.is_copy)
+            self.emit("v_mov_b32_e32" if self.lane_loops else "v_mov_b32", D(dst), src)
 
     def normalize(self, r: Any, dt: DType) -> Any:
         """Re-extend a ≤ 16-bit integer (or a half's bit pattern) in a 32-bit VGPR."""

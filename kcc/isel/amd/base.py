@@ -84,7 +84,9 @@ class Base:
         self.name, self.arch = name, arch
         self.fn = MFunction(name)
         self.val: dict[UOp, Any] = {}
-        self.vcopies: dict[int, VReg] = {}   # SGPR value → VGPR copy, valid in this block
+        # SGPR value → VGPR copy, and (key, …) → a VALU value computed in this block (an
+        # address shift, a zero offset); valid until control flow or EXEC changes
+        self.vcopies: dict[Any, VReg] = {}
         self.labels = 0
         self.lane_loops = 0                  # per-lane loops open: EXEC may be partial
 
@@ -101,7 +103,7 @@ class Base:
         tuple USE, DPart(VReg, j) → one register of a tuple DEF (the tuple DEF | USE), Label →
         branch target, anything else a literal operand. Literal constants beyond what the
         encoding holds are first moved into registers (`legal_literals`)."""
-        ops = self.legal_literals(name, ops)
+        ops = self.legal_scalars(name, self.legal_literals(name, ops))
         regs: list[Any] = []
         tmpl: list[Any] = []
         index: dict[int, int] = {}
@@ -169,6 +171,55 @@ class Base:
             out.append(o)
         return tuple(out)
 
+    def legal_scalars(self, name: str, ops: tuple) -> tuple:
+        """The operands with SGPR sources copied into VGPRs where the instruction cannot
+        read them. A VALU instruction reads SGPRs, special registers (VCC, EXEC) and a literal
+        over the *constant bus*: at most 2 distinct values per instruction on RDNA3 (RDNA3 ISA
+        §7.3.1, "Constant bus limitations": gfx10+), 1 on CDNA3 (CDNA3 ISA §4.4, one SGPR or
+        literal per VALU instruction). SGPR sources are kept up to that limit (the encoder
+        chooses VOP3 when src1 is not a VGPR); v_cndmask's lane mask (its last operand) is
+        one of them and always stays. 64-bit operations, pseudo instructions and the
+        matrix/packed/lane instructions take their 32-bit register operands as VGPRs, as
+        before (their expansions and operand kinds were written for that)."""
+        if not any(isinstance(o, VReg) and o.cls == "s" for o in ops):
+            return ops
+        keep_mask = "cndmask" in name
+        if not name.startswith("v_") or name.endswith("64") or \
+                name.startswith(_VGPR_ONLY) or name == "v_mov_b32":
+            if name.startswith(".") or name.endswith("64") or name.startswith(_VGPR_ONLY):
+                if name in (".keep", ".label", ".loop"):
+                    return ops
+                last = len(ops) - 1
+                return tuple(self.vgpr(o) if isinstance(o, VReg) and o.cls == "s" and
+                             not (keep_mask and k == last) else o for k, o in enumerate(ops))
+            return ops
+        limit = 2 if self.arch.family == "rdna3" else 1
+        last = len(ops) - 1
+        bus: list[Any] = []
+        for k, o in enumerate(ops):
+            if isinstance(o, VReg) and o.cls.startswith("s"):
+                key: Any = id(o)
+            elif isinstance(o, Special):
+                key = ("special", o.name)
+            elif (lit := literal32(o)) is not None:
+                key = ("lit", lit)
+            else:
+                continue
+            if key not in bus:
+                bus.append(key)
+        if len(bus) <= limit:
+            return ops
+        out = list(ops)
+        for k, o in enumerate(ops):
+            if len(bus) <= limit:
+                break
+            if isinstance(o, VReg) and o.cls == "s" and not (keep_mask and k == last) \
+                    and id(o) in bus:
+                bus.remove(id(o))
+                c = self.vgpr(o)
+                out = [c if x is o else x for x in out]
+        return tuple(out)
+
     def label(self) -> Label:
         self.labels += 1
         return Label(f".L{self.name}_{self.labels}")
@@ -206,10 +257,15 @@ class Base:
         self.vcopies[id(r)] = c
         return c
 
+    def vconst_imm(self, bits: int) -> Imm:
+        """A 32-bit constant as v_mov_b32's source (which takes a literal on both families)."""
+        return Imm(_signed32(bits))
+
     def vconst(self, bits: int, wide: bool = False) -> VReg | Imm:
         """A VALU source for a 32-bit (or 64-bit when wide) constant pattern: an inline
         integer constant where one exists, else a VGPR set with v_mov_b32."""
-        if not wide and (-16 <= _signed32(bits) <= 64):
+        if not wide and (-16 <= _signed32(bits) <= 64 or self.arch.family == "rdna3"):
+            # RDNA3: a literal (legal_literals/legal_scalars move what does not fit)
             return Imm(_signed32(bits))
         if wide and -16 <= _signed64(bits) <= 64:
             return Imm(_signed64(bits))
@@ -222,6 +278,9 @@ class Base:
 
 
 _INLINE_F32 = frozenset(inline_float_codes("f32"))
+# VALU instructions whose register sources kcc always gives as VGPRs
+_VGPR_ONLY = ("v_wmma", "v_pk_", "v_dot", "v_mfma", "v_readlane", "v_writelane",
+              "v_readfirstlane", "v_perm", "v_permlane")
 
 
 def literal32(o: Any) -> int | None:

@@ -93,6 +93,8 @@ class Lowering:
             _, mods = inst.arg if inst.arg is not None else ((), ())
             if inst.op.startswith("."):
                 getattr(self, "x_" + inst.op[1:])(*ops)
+            elif inst.op == "v_mov_b32" and len(ops) == 2 and ops[0] == ops[1]:
+                continue                      # a copy the allocator coalesced
             elif inst.kind in (Kind.BRANCH, Kind.JUMP, Kind.LOOP_END):
                 self.out.append(Inst(inst.op, (), (("target", inst.label()),)))
             elif inst.op.startswith(("v_wmma_", "v_mfma_")):

@@ -144,6 +144,18 @@ class AmdRegInfo(TargetRegInfo):
         """Slot bytes: 4 per register of the class (a VGPR slot holds 4 bytes per lane)."""
         return 4 * _SIZE[cls]
 
+    def is_copy(self, inst: Inst) -> bool:
+        """A selector copy the allocator may coalesce: `v_mov_b32 d, s` of one VGPR into
+        another (kcc/isel/amd/alu.py `copy_into` spells a copy under a narrowed EXEC, which
+        keeps the inactive lanes of d, `v_mov_b32_e32`, so it is never one)."""
+        if inst.op != "v_mov_b32" or len(inst.operands) != 2 or inst.kind is not Kind.OP:
+            return False
+        d, s = inst.operands
+        return (isinstance(inst.arg, tuple) and inst.arg[0] == (0, 1)
+                and isinstance(d, RegOp) and isinstance(s, RegOp) and d.role is Role.DEF
+                and s.role is Role.USE and getattr(d.reg, "cls", None) == "v"
+                and getattr(s.reg, "cls", None) == "v")
+
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         """A copy: s_mov_b32/s_mov_b64/v_mov_b32 (tuples become per-register moves)."""
         return Inst("copy", [RegOp(dst, Role.DEF), RegOp(src, Role.USE)], kind=Kind.MOVE)

@@ -22,17 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kcc.encode.amd.operands import Imm
+from kcc.encode.amd.operands import Imm, Special
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.mir import Kind, MFunction
+from kcc.ir.mir import Inst, Kind, MFunction
 from kcc.ir.ops import Ops
 from kcc.ir.ranges import int_ranges
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
-from kcc.isel.amd.base import AmdSelectError, D, is_wide, uniform_nodes
+from kcc.isel.amd.base import AmdSelectError, D, const_bits, is_wide, uniform_nodes
 from kcc.isel.amd.regs import Arch, preg
 from kcc.isel.common import SelectorBase, multiple_of, strong_const
+from kcc.isel.dce import eliminate_dead
 
 
 def kernarg_layout(params: list[UOp | None]) -> tuple[list[tuple[int, int]], int]:
@@ -110,6 +111,9 @@ class AmdSelector(SelectorBase, AmdAlu):
         if self.loops:
             raise AmdSelectError("a RANGE without its END reached the AMD selector")
         self.emit("s_endpgm", kind=Kind.RET)
+        # address arithmetic a memory operand folded (an unrolled loop's `base + k` whose k
+        # became an offset) and values nobody reads
+        eliminate_dead(self.fn, _effect, _scc)
         gids = tuple(f"gidx{k}" in specials for k in range(3))
         top = max((k for k in range(3) if gids[k]), default=-1)
         wgs = tuple(k <= top for k in range(3))
@@ -342,12 +346,19 @@ class AmdSelector(SelectorBase, AmdAlu):
         x = self.reg(idx)
         if is_wide(idx.dtype):
             x = self.lo32(x)
-        x = self.vgpr(x)
         shift = size.bit_length() - 1
         if shift:
-            v = self.new("v")
-            self.emit("v_lshlrev_b32", D(v), Imm(shift), x)
+            # one shift per index value and block (address CSE: a load and the store of the
+            # same element, or the copies of an unrolled loop, share it)
+            key = ("shl", id(x), shift)
+            v = self.vcopies.get(key)
+            if v is None:
+                v = self.new("v")
+                self.emit("v_lshlrev_b32", D(v), Imm(shift), x)
+                self.vcopies[key] = v
             x = v
+        else:
+            x = self.vgpr(x)
         return Place(buf, x, off + buf.lds, lanes)
 
     def foldable(self, buf: Buf, x: UOp, c: int, lanes: int) -> bool:
@@ -378,10 +389,13 @@ class AmdSelector(SelectorBase, AmdAlu):
         """(VGPR offset, immediate offset) of lane k of a place."""
         imm = p.imm + k * size
         if p.voff is None:
-            v = self.new("v")
             if 0 <= imm < _imm_limit(p.buf.space):
-                self.emit("v_mov_b32", D(v), Imm(0))
+                v = self.vcopies.get(("zero",))
+                if v is None:
+                    v = self.vcopies[("zero",)] = self.new("v")
+                    self.emit("v_mov_b32", D(v), Imm(0))
                 return v, imm
+            v = self.new("v")
             self.emit("v_mov_b32", D(v), Imm(imm))
             return v, 0
         return p.voff, imm
@@ -458,6 +472,12 @@ class AmdSelector(SelectorBase, AmdAlu):
         """global_store/ds_store per element under EXEC & gate; REG slots are moves."""
         p = self.places[u.src[0]]
         dt = p.buf.dtype
+        c = strong_const(u.src[1])
+        if p.buf.space == "reg" and p.slot >= 0 and len(u.src) == 2 and c is not None \
+                and not dt.is_bool and not is_wide(dt):
+            # a constant into a register slot (an accumulator's init): one v_mov
+            self.copy_into(p.buf.slots[p.slot], self.vconst_imm(const_bits(c, dt)), dt)
+            return
         v = self.reg(u.src[1])
         vals = v if isinstance(v, tuple) else (v,)
         if p.buf.space == "reg" and p.slot < 0:
@@ -548,6 +568,34 @@ class AmdSelector(SelectorBase, AmdAlu):
             sign = "i" if dt.is_int and dt.is_signed else "u"
             return f"{pre}_load_{sign}{8 * size}"
         return f"{pre}_{kind}_b{8 * size}"
+
+
+def _effect(inst: Inst) -> bool:
+    """Whether an instruction does more than define its registers: writes memory, or writes
+    EXEC/VCC/M0 (a special register operand, s_and_saveexec)."""
+    tmpl = inst.arg[0] if inst.arg else ()
+    return inst.op.startswith(_WRITERS) or "saveexec" in inst.op or \
+        any(isinstance(t, Special) for t in tmpl)
+
+
+_WRITERS = ("global_store", "global_atomic", "ds_store", "ds_write", "ds_add", "ds_bpermute",
+            "scratch_store", "s_barrier")
+
+
+def _scc(inst: Inst) -> str:
+    """How an instruction uses SCC (kcc/isel/flags.py's rule for DCE): s_cselect, s_addc,
+    s_subb, s_cmov read it; every other SALU op but the moves, loads and program control may
+    write it (a dead one paired with a reader stays, it is there for SCC)."""
+    op = inst.op
+    if op.startswith(("s_cselect", "s_cmov", "s_cbranch_scc")):
+        return "r"
+    if op.startswith(("s_addc", "s_subb")):
+        return "rw"
+    if op.startswith("s_") and not op.startswith(("s_mov", "s_load", "s_waitcnt", "s_barrier",
+                                                   "s_endpgm", "s_nop", "s_branch",
+                                                   "s_cbranch", "s_sext")):
+        return "w"
+    return ""
 
 
 def _imm_limit(space: str) -> int:

@@ -43,8 +43,11 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
 
 _AMD_MEM = {dtypes.float32: (4, 2), dtypes.int32: (4, 2), dtypes.uint32: (4, 2),
             dtypes.float64: (2,), dtypes.int64: (2,), dtypes.uint64: (2,)}
+# full_unroll: tinygrad's per-work-item reduce loops (16-32 iterations at its GPU opts) run
+# straight-line, as LLVM's loop unroller makes them (bench/gpu_vs_llvm.py, issue 25)
 AMD = TargetDesc("amd", widths({}), widths(_AMD_MEM), _native_amd, "native", True,
-                 notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128")
+                 notes="AMD GPU: per-lane scalar ALU, global_load/store_b64/b128",
+                 full_unroll=32)
 
 
 def _selects(family: str, shape: Any) -> bool:
