@@ -4,7 +4,7 @@ divide or square root (AMD GPUs: v_rcp and v_sqrt are approximations, and there 
 divide instruction).
 
 All three start from a float64 approximation built of MUL, ADD and MULACC only (a bit-pattern
-first guess refined by Newton-Raphson; relative error below 2^-50), and then make the result
+first guess refined by Newton-Raphson; relative error below 2^-47), and then make the result
 exact by an exact test instead of relying on an error bound alone:
 
 - float32 FDIV/SQRT: c = RN32(approximation) is the correctly rounded result or one of its two
@@ -63,15 +63,16 @@ class _B:
         return self.bitcast(self.op(Ops.AND, self.bitcast(x, udt), self.c(mask, udt)), fdt)
 
 
-def _recip64(b: _B, d: UOp) -> UOp:
-    """≈ 1/d for a positive normal float64 d, relative error < 2^-52 (plus rounding).
+def _recip64(b: _B, d: UOp, steps: int = 5) -> UOp:
+    """≈ 1/d for a positive normal float64 d, relative error < 2^-52 (plus rounding) with the
+    default 5 steps, below 2^-24 (plus rounding) with 3.
 
     Guess: subtracting d's bit pattern from twice the pattern of 1.0 negates its exponent and
     gives (1 - f/2)/2^e for d = (1 + f)·2^e, within 12.5% of 1/d. Each Newton step
     y += y·(1 - d·y) (two fused multiply-adds) squares the relative error: 2^-3 → 2^-96 in 5."""
     y = b.bitcast(b.op(Ops.SUB, b.c(0x7FE0000000000000, U64), b.bitcast(d, U64)), F64)
     one = b.c(1.0, F64)
-    for _ in range(5):
+    for _ in range(steps):
         e = b.op(Ops.MULACC, b.op(Ops.NEG, d), y, one)
         y = b.op(Ops.MULACC, y, e, y)
     return y
@@ -79,8 +80,13 @@ def _recip64(b: _B, d: UOp) -> UOp:
 
 def _div64(b: _B, n: UOp, d: UOp) -> UOp:
     """≈ n/d for a float64 n ≥ 0 and a positive normal d: q = n·y, then one correction
-    q + (n - d·q)·y, relative error a few units of 2^-53 (n/d must stay in the normal range)."""
-    y = _recip64(b, d)
+    q' = q + (n - d·q)·y, relative error below 2^-47 (n/d must stay in the normal range).
+
+    y comes from 3 Newton steps (relative error ε ≤ 2^-24 plus rounding): q = n·y is off by
+    ε, and the correction leaves (q - n/d)·(1 - d·y), i.e. ε² ≤ 2^-48, plus the roundings of
+    the FMAs (a few units of 2^-53). Both users need far less: FDIV's candidate RN32(q') must
+    be within one float32 step (2^-24) of the quotient, CDIV's error below 2^-32."""
+    y = _recip64(b, d, 3)
     q = b.op(Ops.MUL, n, y)
     r = b.op(Ops.MULACC, b.op(Ops.NEG, d), q, n)
     return b.op(Ops.MULACC, r, y, q)

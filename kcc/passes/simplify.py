@@ -196,6 +196,28 @@ def fold_cast(x: UOp, c: UOp) -> UOp | None:
     return None if v is None else make_const(v, x.arg)
 
 
+def fold_bitcast(x: UOp, c: UOp) -> UOp | None:
+    """BITCAST of a strong scalar constant → the constant of the same bits in the new dtype
+    (a float division's special-case tests on a constant numerator, |1.0| == inf…, then fold).
+    NaN on either side is left alone (a float constant does not carry a NaN's payload), and
+    so are bool and bfloat16 (no numpy type holds them as bits)."""
+    import numpy as np
+    cv = const_value(c)
+    if cv is None or x.shape != ():
+        return None
+    v, src = cv
+    dst = x.arg
+    if src.is_bool or dst.is_bool or dtypes.bfloat16 in (src, dst) or \
+            src.itemsize != dst.itemsize:
+        return None
+    if src.is_float and v != v:
+        return None
+    out = np.array(v, src.np.type).view(dst.np.type)[()]
+    if dst.is_float and out != out:
+        return None
+    return make_const(float(out) if dst.is_float else int(out), dst)
+
+
 # -- identities -----------------------------------------------------------------------------------
 
 def _is_const(u: UOp, v: int | bool) -> bool:
@@ -220,13 +242,16 @@ def const_right(x: UOp) -> UOp | None:
 
 
 def int_identity(x: UOp) -> UOp | None:
-    """x+0, x-0, x*1, x*0, x/1, x%1, x|0, x^0, x&0 on integers; bool x&true, x|false."""
+    """x+0, x-0, x*1, x*0, x/1, x%1, x|0, x^0, x&0 on integers; bool x&true, x|false,
+    x&false (false), x|true (true)."""
     a, b = x.src
     dt = x.dtype
     if dt.is_bool:
         if (x.op is Ops.AND and _is_const(b, True)) or \
                 (x.op in (Ops.OR, Ops.XOR) and _is_const(b, False)):
             return a
+        if (x.op is Ops.AND and _is_const(b, False)) or (x.op is Ops.OR and _is_const(b, True)):
+            return b
         return None
     if x.op in (Ops.ADD, Ops.SUB, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and _is_const(b, 0):
         return a
@@ -365,6 +390,7 @@ _INT_ID_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, O
 
 SIMPLIFY = PatternMatcher([
     (UPat(Ops.CAST, src=(UPat.var("c"),), name="x"), fold_cast),
+    (UPat(Ops.BITCAST, src=(UPat.var("c"),), name="x"), fold_bitcast),
     (UPat(ALU, name="x"), fold_alu),
     (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), cast_chain),
     (UPat(Ops.CAST, name="x"), cast_noop),

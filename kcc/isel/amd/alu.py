@@ -80,12 +80,14 @@ class AmdAlu(Base):
             raise AmdSelectError(f"{u.op.name} is not uniform where a scalar was needed")
         return r
 
-    def vsrc(self, u: UOp) -> Any:
+    def vsrc(self, u: UOp, f64: bool = False) -> Any:
         """A VALU source: a VGPR (pair), a 32-bit SGPR (emit's legal_scalars copies it into a
-        VGPR where the instruction cannot read it), an inline constant or a literal."""
+        VGPR where the instruction cannot read it), an inline constant or a literal; `f64`:
+        the operand of a float64 VALU instruction (which takes the inline floats)."""
         c = strong_const(u)
         if c is not None and not u.dtype.is_bool:
-            return self.vconst(const_bits(c, u.dtype), is_wide(u.dtype))
+            return self.vconst(const_bits(c, u.dtype), is_wide(u.dtype),
+                               f64 and u.dtype == _F64)
         r = self.reg(u)
         return r if getattr(r, "cls", None) == "s" and not u.dtype.is_bool else self.vgpr(r)
 
@@ -209,7 +211,8 @@ class AmdAlu(Base):
 
     def _vop(self, u: UOp, name: str, *srcs: UOp, wide: bool = False) -> Any:
         r = self.new("v2" if wide else "v")
-        self.emit(name, D(r), *(self.vsrc(s) for s in srcs))
+        f64 = name.startswith("v_") and name.endswith("_f64")
+        self.emit(name, D(r), *(self.vsrc(s, f64) for s in srcs))
         return r
 
     def _mask2(self, u: UOp, base: str) -> None:
@@ -248,7 +251,7 @@ class AmdAlu(Base):
         dt = u.dtype
         if dt == _F64:
             r = self.new("v2")
-            self.emit("v_add_f64", D(r), self.vsrc(u.src[0]), self.vsrc(u.src[1]),
+            self.emit("v_add_f64", D(r), self.vsrc(u.src[0], True), self.vsrc(u.src[1], True),
                       mods=(("neg", (0, 1, 0)),))
             self.val[u] = r
         elif dt.is_float:
@@ -399,7 +402,9 @@ class AmdAlu(Base):
         else:
             if op == "ne" and dt.is_float:
                 op = "neq"
-            self.emit(f"v_cmp_{op}_{_cmp_suffix(dt)}", D(m), self.vsrc(a), self.vsrc(b))
+            f64 = dt == _F64
+            self.emit(f"v_cmp_{op}_{_cmp_suffix(dt)}", D(m), self.vsrc(a, f64),
+                      self.vsrc(b, f64))
         self.val[u] = m
 
     def sel_CMPLT(self, u: UOp) -> None:

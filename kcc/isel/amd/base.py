@@ -15,8 +15,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from kcc.encode.amd.operands import Imm, Special
-from kcc.encode.amd.table import inline_float_codes
+from kcc.encode.amd.operands import FloatImm, Imm, Special
+from kcc.encode.amd.table import INLINE_FLOATS, inline_float_codes
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.mir import Inst, Kind, Label, MFunction, RegOp, Role, VReg
 from kcc.ir.ops import ALU, Ops
@@ -261,9 +261,14 @@ class Base:
         """A 32-bit constant as v_mov_b32's source (which takes a literal on both families)."""
         return Imm(_signed32(bits))
 
-    def vconst(self, bits: int, wide: bool = False) -> VReg | Imm:
+    def vconst(self, bits: int, wide: bool = False, f64: bool = False) -> VReg | Imm | FloatImm:
         """A VALU source for a 32-bit (or 64-bit when wide) constant pattern: an inline
-        integer constant where one exists, else a VGPR set with v_mov_b32."""
+        integer constant where one exists (for a float64 operand of a float64 instruction,
+        `f64`, also the inline floats ±0.5, ±1, ±2, ±4), else a VGPR set with v_mov_b32."""
+        if wide and f64:
+            x = struct.unpack("<d", (bits & (2 ** 64 - 1)).to_bytes(8, "little"))[0]
+            if x in INLINE_FLOATS:
+                return FloatImm(x)
         if not wide and (-16 <= _signed32(bits) <= 64 or self.arch.family == "rdna3"):
             # RDNA3: a literal (legal_literals/legal_scalars move what does not fit)
             return Imm(_signed32(bits))

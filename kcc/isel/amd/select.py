@@ -32,6 +32,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd.base import AmdSelectError, D, const_bits, is_wide, uniform_nodes
 from kcc.isel.amd.regs import Arch, preg
+from kcc.isel.amd.schedule import early_loads
 from kcc.isel.common import SelectorBase, multiple_of, strong_const
 from kcc.isel.dce import eliminate_dead
 
@@ -99,9 +100,11 @@ class AmdSelector(SelectorBase, AmdAlu):
         self.multiples: dict[UOp, int] = {}   # multiple_of's memo, for the kernel
         self.loops: list[tuple[UOp, object, object, object, object]] = []
         self.lds = 0
+        self.dropped: set[int] = set()        # ids of instructions a later one made moot
 
     def select(self, lin: list[UOp]) -> Selected:
         """Select every node of the schedule in order."""
+        lin = early_loads(lin)
         self.uniform = uniform_nodes(lin)
         self.ranges = int_ranges([lin[-1]])
         specials = {u.arg for u in lin if u.op is Ops.SPECIAL}
@@ -113,6 +116,8 @@ class AmdSelector(SelectorBase, AmdAlu):
         self.emit("s_endpgm", kind=Kind.RET)
         # address arithmetic a memory operand folded (an unrolled loop's `base + k` whose k
         # became an offset) and values nobody reads
+        if self.dropped:
+            self.fn.insts = [i for i in self.fn.insts if id(i) not in self.dropped]
         eliminate_dead(self.fn, _effect, _scc)
         gids = tuple(f"gidx{k}" in specials for k in range(3))
         top = max((k for k in range(3) if gids[k]), default=-1)
@@ -293,7 +298,8 @@ class AmdSelector(SelectorBase, AmdAlu):
             elif cls == "v2":
                 self.emit(".vlit64", D(r), Imm(0))
             else:
-                self.emit("v_mov_b32", D(r), Imm(0))
+                init = self.emit("v_mov_b32", D(r), Imm(0))
+                self.vcopies[("init", id(r))] = init     # (a first constant store replaces it)
             slots.append(r)
         self.bufs[u] = Buf("reg", u.dtype, slots=slots)
 
@@ -426,6 +432,8 @@ class AmdSelector(SelectorBase, AmdAlu):
             a = self.reg(u.src[1])
             alts = a if isinstance(a, tuple) else (a,) * p.lanes
         outs = []
+        if p.buf.space == "reg":
+            self.slots_read(p.buf)
         if p.buf.space == "reg" and p.slot < 0:
             for k in range(p.lanes):
                 r = p.buf.slots[0]
@@ -475,11 +483,18 @@ class AmdSelector(SelectorBase, AmdAlu):
         c = strong_const(u.src[1])
         if p.buf.space == "reg" and p.slot >= 0 and len(u.src) == 2 and c is not None \
                 and not dt.is_bool and not is_wide(dt):
-            # a constant into a register slot (an accumulator's init): one v_mov
-            self.copy_into(p.buf.slots[p.slot], self.vconst_imm(const_bits(c, dt)), dt)
+            # a constant into a register slot (an accumulator's init): one v_mov, which
+            # replaces the slot's zeroing when nothing came between them (same block)
+            slot = p.buf.slots[p.slot]
+            init = self.vcopies.pop(("init", id(slot)), None)
+            if init is not None and not self.lane_loops:
+                self.dropped.add(id(init))
+            self.copy_into(slot, self.vconst_imm(const_bits(c, dt)), dt)
             return
         v = self.reg(u.src[1])
         vals = v if isinstance(v, tuple) else (v,)
+        if p.buf.space == "reg":
+            self.slots_read(p.buf)
         if p.buf.space == "reg" and p.slot < 0:
             for k, r in enumerate(vals):
                 for j, slot in enumerate(p.buf.slots):
@@ -518,6 +533,11 @@ class AmdSelector(SelectorBase, AmdAlu):
             else:
                 self.emit(name, voff, r, mods=(("offset", imm),))
         self.gate_end(saved)
+
+    def slots_read(self, buf: Buf) -> None:
+        """A REG buffer's slots may be read here: their zeroing must stay."""
+        for r in buf.slots:
+            self.vcopies.pop(("init", id(r)), None)
 
     def slot_is(self, p: Place, k: int, j: int) -> object:
         """The lane mask of (runtime index + k == j) for a REG place."""
