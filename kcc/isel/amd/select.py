@@ -4,9 +4,9 @@ function over SGPR/VGPR virtual registers (kcc/isel/amd/base.py describes the in
 Value model (docs/architecture.md, "AMD"):
 - uniform values (uniform_nodes: constants, scalar PARAMs, gidx, uniform RANGE counters and
   ≤ 32-bit integer arithmetic on them) live in SGPRs and use SALU; everything else lives in
-  VGPRs, one lane per work-item. A VALU operand is a VGPR or an inline constant (SGPRs are
-  copied with v_mov_b32), which keeps every instruction within the constant-bus limit of
-  both families and makes VOP3 literals (absent on CDNA3) unnecessary;
+  VGPRs, one lane per work-item. A VALU operand is a VGPR, an SGPR, an inline constant or a
+  literal, within each family's constant-bus and literal rules (`Base.legal_literals`,
+  `Base.legal_scalars` copy what does not fit into VGPRs);
 - bool is a lane mask (an SGPR in wave32, a pair in wave64): a compare's result; a uniform
   bool is all ones or all zeros (s_cselect after s_cmp);
 - 8/16-bit integers sit normalized (sign-/zero-extended) in 32 bits, float16/bfloat16 as
