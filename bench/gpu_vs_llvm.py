@@ -1,6 +1,7 @@
 """kcc's AMD code against LLVM 19's, instruction by instruction, in kcc's AMD emulator (issue 25).
 
-For each tinygrad computation below (tinygrad 0.14, emulator sizes), every kernel it runs is
+For each tinygrad computation below (tinygrad 0.14, emulator sizes: the workloads of
+bench/tinygrad_x86.py, smaller), every kernel it runs is
 captured (kcc.tinygrad.capture: the AST, the inputs and tinygrad's outputs) and lowered twice
 from the same AST: by tinygrad's HIP renderer (the `.hip.uop` kcc compiles) and by tinygrad's
 AMD LLVM IR renderer (tinygrad.renderer.llvmir.AMDLLVMRenderer, which constructs without a GPU),
@@ -62,6 +63,8 @@ def _computations() -> dict[str, Callable[[], Any]]:
         "sum": lambda: t(64, 256).sum(axis=1),
         "softmax": lambda: t(16, 128).softmax(axis=1),
         "matmul": lambda: t(32, 32) @ t(32, 32),
+        "layernorm": lambda: t(16, 128).layernorm(),
+        "conv2d": lambda: t(1, 4, 8, 8).conv2d(t(8, 4, 3, 3), padding=1),
     }
 
 
