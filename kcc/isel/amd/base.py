@@ -103,7 +103,7 @@ class Base:
         tuple USE, DPart(VReg, j) → one register of a tuple DEF (the tuple DEF | USE), Label →
         branch target, anything else a literal operand. Literal constants beyond what the
         encoding holds are first moved into registers (`legal_literals`)."""
-        ops = self.legal_scalars(name, self.legal_literals(name, ops))
+        ops = self.legal_scalars(name, self.legal_literals(name, ops, bool(mods)))
         regs: list[Any] = []
         tmpl: list[Any] = []
         index: dict[int, int] = {}
@@ -135,13 +135,15 @@ class Base:
             self.vcopies.clear()
         return inst
 
-    def legal_literals(self, name: str, ops: tuple) -> tuple:
+    def legal_literals(self, name: str, ops: tuple, mods: bool = False) -> tuple:
         """The operands with every 32-bit literal the encoding cannot hold moved into a
         register. An instruction word carries at most one literal dword (RDNA3 ISA §7.3 /
         CDNA3 ISA §4.4, "Literal constants"): SOP1/SOP2/SOPC and, on RDNA3, VOP1/2/C and VOP3
         hold one (shared by the operands with that same value); CDNA3's VOP3 holds none, and
         whether a VALU op becomes VOP3 is the encoder's choice, so there only v_mov_b32 keeps
-        its literal. A uniform WHERE of two constants (s_cselect_b32 d, 0x43f, 0x3ff) needs
+        its literal, and a VOP1/VOP2 instruction whose literal is src0 and whose other sources
+        are VGPRs, without modifiers or a lane mask (the encoder's `fits_e32`: encoded e32,
+        which holds one). A uniform WHERE of two constants (s_cselect_b32 d, 0x43f, 0x3ff) needs
         this. 64-bit operations are left alone: a literal of a 64-bit operand is not a plain
         32-bit value (a float64's is its high dword), and the selector gives them inline
         constants or registers only (`vconst`). The moves write no SCC or VCC, so they may
@@ -152,7 +154,8 @@ class Base:
             keep, cls, mov = 1, "s", "s_mov_b32"
         elif name.startswith("v_"):
             keep, cls, mov = 1, "v", "v_mov_b32"
-            if self.arch.family == "cdna3" and name != "v_mov_b32":
+            if self.arch.family == "cdna3" and name != "v_mov_b32" and \
+                    (mods or not self._e32_literal(name, ops)):
                 keep = 0
         else:
             return ops
@@ -170,6 +173,21 @@ class Base:
                 o = moved[lit]
             out.append(o)
         return tuple(out)
+
+    def _e32_literal(self, name: str, ops: tuple) -> bool:
+        """Whether a CDNA3 VALU instruction is a VOP1/VOP2 one that takes its literal in the
+        e32 encoding: the literal src0, every other source a VGPR, no lane mask operand."""
+        from kcc.encode.amd.fields import AmdEncodeError, lookup
+        try:
+            row, _ = lookup(self.arch.name, self.nm(name))
+        except AmdEncodeError:        # not an instruction of the table
+            return False
+        if row.fmt not in ("VOP1", "VOP2") or any(k == "lane" for _, k in row.ops):
+            return False
+        srcs = [o for o in ops if not isinstance(o, D)]
+        if not srcs or literal32(srcs[0]) is None:
+            return False
+        return all(isinstance(o, VReg) and o.cls == "v" for o in srcs[1:])
 
     def legal_scalars(self, name: str, ops: tuple) -> tuple:
         """The operands with SGPR sources copied into VGPRs where the instruction cannot
