@@ -19,7 +19,8 @@ index then folds into an address displacement (`unroll._constant_out`), so a sel
 addresses all N loads from one base register.
 
 **Legality** (the loop is left alone otherwise): its bound is a constant N with
-1 ≤ N ≤ `TargetDesc.full_unroll`; it is innermost (no RANGE or END in its body); its END closes
+1 ≤ N ≤ `TargetDesc.full_unroll`; it is innermost (no RANGE or END in its body) and outermost
+(its body depends on no other RANGE: a GPU work-item's loop); its END closes
 it alone and every node that depends on its RANGE lies under that END; the body stores only
 into REG buffers, and every access to such a buffer in the body reads it through an AFTER
 that depends on the RANGE (so the copies' chaining orders all of them); there is no BARRIER.
@@ -49,6 +50,11 @@ def _candidate(r: UOp, end: UOp, order: list[UOp], dep: dict[UOp, frozenset[UOp]
     cone = set(toposort([end.src[0]]))
     body = [x for x in order if r in dep[x] and x is not end]
     if any(x not in cone for x in body):
+        return None
+    if any(dep[x] != frozenset((r,)) for x in body):
+        # inside another loop: a REG accumulator carried across the outer iterations would be
+        # read by copy 0 through AFTERs that no longer name a range of the nest, which
+        # linearize would then hoist out of it (found by scripts/fuzz_amd.py, seed 11)
         return None
     if n * len(body) > MAX_NODES:
         return None

@@ -118,3 +118,41 @@ def test_unrolled_reduction_runs_in_the_emulator_like_the_interpreter(arch: str)
         got = [a.copy() for a in args]
         emulate(data, code.desc, check_launch(code.desc, got))
         assert_same(sink, got, want)
+
+
+def test_a_loop_inside_another_is_left_alone() -> None:
+    """scripts/fuzz_amd.py seed 11: an accumulator set once before an outer loop and carried
+    across its iterations; unrolled, the inner loop's first copy read it through an AFTER
+    naming no range, and linearize hoisted that read out of the outer loop."""
+    sink = parse("""# kcc-uop 1
+%0 = PARAM ParamArg(0, float64, 3)
+%1 = PARAM ParamArg(1, float64, 6)
+%2 = BUFFER ParamArg(0, float64, 1, addrspace=REG)
+%3 = INDEX(%2, 0)
+%4 = CAST(2) float64
+%5 = STORE(%3, %4)
+%6 = RANGE(1, %5) (0, LOOP)
+%7 = MUL(%6, 3)
+%8 = RANGE(3) (1, LOOP)
+%9 = ADD(%7, %8)
+%10 = INDEX(%0, %9)
+%11 = RANGE(2) (2, LOOP)
+%12 = AFTER(%2, %5, %11)
+%13 = INDEX(%12, 0)
+%14 = LOAD(%13)
+%15 = MUL(%14, %4)
+%16 = MUL(%9, 2)
+%17 = ADD(%16, %11)
+%18 = INDEX(%1, %17)
+%19 = LOAD(%18)
+%20 = ADD(%15, %19)
+%21 = STORE(%13, %20)
+%22 = END(%21, %11)
+%23 = AFTER(%2, %22)
+%24 = INDEX(%23, 0)
+%25 = LOAD(%24)
+%26 = STORE(%10, %25)
+%27 = END(%26, %6, %8)
+SINK(%27) KernelInfo(name="fuzz0115")
+""", "fuzz0115.uop")
+    assert _ranges(_unrolled(sink)) == 3
