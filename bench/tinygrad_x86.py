@@ -189,6 +189,8 @@ def capture(names: list[str], out: Path,
                 continue
             kernels.append(Kernel(wl, k["name"], str(d / k["uop"]), k["workers"], k["args"]))
             kernels[-1].src = source_of(kernels[-1], srcs)
+            # beside the .uop: bench/compile_time.py --clang times clang on it
+            (d / k["uop"]).with_suffix(".c").write_text(kernels[-1].src)
             for a in k["args"]:
                 for key in ("in", "out"):
                     if key in a:
@@ -338,7 +340,8 @@ def main() -> None:
     ap.add_argument("--no-bandwidth", action="store_true", help="do not time the memory "
                     "bandwidth peers (bench/bandwidth.py) with the add kernel")
     ap.add_argument("--capture-dir", type=Path, help="keep the captured kernels here "
-                    "(DIR/WORKLOAD/k000_NAME.uop, for bench/compile_time.py) instead of a "
+                    "(DIR/WORKLOAD/k000_NAME.uop and tinygrad's C as .c, for "
+                    "bench/compile_time.py) instead of a "
                     "temporary folder")
     opt = ap.parse_args()
     try:

@@ -23,7 +23,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Union
@@ -110,6 +109,24 @@ def _message(o: Output, e: OSError) -> str:
     return f"cannot write the {o.what} {o.path}: {e.strerror or e}"
 
 
+# what tempfile.mkstemp opens with (that module, with shutil and random behind it, was a tenth
+# of a small compile's imports)
+_TEMP_FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_BINARY", 0))
+
+
+def _temporary(folder: str, name: str) -> tuple[int, str]:
+    """A new file `.NAME.XXXXXXXX.tmp` in folder, created exclusively with mode 0600 (as
+    tempfile.mkstemp): its descriptor and path."""
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
 def write_all(outputs: list[Output]) -> None:
     """Write every output, or leave every destination as it was (OutputError)."""
     regular = [o for o in outputs if not is_special(o.path)]
@@ -119,8 +136,7 @@ def write_all(outputs: list[Output]) -> None:
         for o in regular:
             folder = os.path.dirname(o.path) or "."
             try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{Path(o.path).name}.", suffix=".tmp",
-                                           dir=folder)
+                fd, tmp = _temporary(folder, Path(o.path).name)
             except OSError as e:
                 raise OutputError(_message(o, e)) from None
             temps.append((tmp, o))

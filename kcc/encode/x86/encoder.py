@@ -600,13 +600,3 @@ class Assembler:
             row = FORMS[near if i in long else short]
         return _encode_checked(row, ops)
 
-
-def _self_check() -> None:
-    for row in FORMS.values():
-        kinds = [o.slot for o in row.operands]
-        assert kinds.count("rm") <= 1 and kinds.count("reg") <= 1, row.form
-        assert row.rev_opcode is None or row.enc == "vex", row.form
-    assert len(CONDITION_CODES) == 16
-
-
-_self_check()

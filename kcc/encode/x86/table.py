@@ -13,9 +13,11 @@ instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``set
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
+from kcc.encode.x86 import row as _row_module
 from kcc.encode.x86.row import ACCESS, CONDITION_CODES, KINDS, SLOTS, Operand, Row
+from kcc.startup import cached
 
 _PARSED: dict[str, tuple[Operand, ...]] = {}
 
@@ -618,21 +620,63 @@ def _int_lane_rows() -> None:
         _add(mnem, "evex", "evex", bytes([op]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F38, **ev)
 
 
-_gpr_rows()
-_cc_rows()
-_avx_move_rows()
-_avx_fp_rows()
-_avx_cvt_rows()
-_avx_int_rows()
-_evex_rows()
-_evex_twins()
-_bcst_rows()
-_mask_rows()
-_kmask_rows()
-_stream_rows()
-_permute_rows()
-_call_rows()
-_int_lane_rows()
+def _build() -> list[Row]:
+    """Every row, built from the templates above (in this order: the golden files' order)."""
+    _gpr_rows()
+    _cc_rows()
+    _avx_move_rows()
+    _avx_fp_rows()
+    _avx_cvt_rows()
+    _avx_int_rows()
+    _evex_rows()
+    _evex_twins()
+    _bcst_rows()
+    _mask_rows()
+    _kmask_rows()
+    _stream_rows()
+    _permute_rows()
+    _call_rows()
+    _int_lane_rows()
+    for row in ROWS:                # what the encoder assumes of every row
+        slots = [o.slot for o in row.operands]
+        assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form
+        assert row.rev_opcode is None or row.enc == "vex", row.form
+    assert len(CONDITION_CODES) == 16
+    return ROWS
+
+
+_FIELDS = tuple(f.name for f in fields(Row))
+
+
+def _dump(rows: list[Row]) -> tuple:
+    """The rows as marshal-able tuples (field values in order; operands as their fields)."""
+    return tuple(tuple(tuple((o.kind, o.slot, o.access) for o in v) if k == "operands" else v
+                       for k, v in zip(_FIELDS, (getattr(r, f) for f in _FIELDS)))
+                 for r in rows)
+
+
+def _load(data: tuple) -> list[Row]:
+    """_dump's rows back: each Row's fields set as its frozen __init__ sets them (without
+    its ~23 `object.__setattr__` calls), each distinct operand tuple one Operand."""
+    at = _FIELDS.index("operands")
+    ops: dict[tuple, tuple[Operand, ...]] = {}
+    out = []
+    new = object.__new__
+    for vals in data:
+        spec = vals[at]
+        got = ops.get(spec)
+        if got is None:
+            got = ops[spec] = tuple(Operand(*o) for o in spec)
+        r = new(Row)
+        r.__dict__.update(zip(_FIELDS, vals))
+        r.__dict__["operands"] = got
+        out.append(r)
+    return out
+
+
+# built once and then loaded from the bytecode cache while this file and row.py are unchanged
+# (kcc/startup.py: building the ~1,200 rows was a tenth of a small compile's start-up)
+ROWS[:] = cached("x86-forms", [__file__, _row_module.__file__], _build, _dump, _load)
 
 FORMS: dict[str, Row] = {}
 for _r in ROWS:

@@ -1,0 +1,134 @@
+"""Process start-up: what every kcc process would otherwise rebuild, loaded from a cache.
+
+Above the interpreter's own start, a small `kcc compile` is mostly imports, and two parts of
+them are work that gives the same result in every process (issue 24, item 4):
+
+- dataclasses compiling the source text of each class's generated methods (`__init__`,
+  `__eq__`, `__hash__`, …): about 220 `exec`s of a string on the x86 compile path, 30% of its
+  import time on CPython 3.11. `install_dataclass_cache` gives the `dataclasses` module an
+  `exec` that compiles each distinct text once and keeps the code object;
+- tables built at import (the x86 form table: ~1,200 rows from their templates): `cached`
+  keeps a table's value and rebuilds it when one of its source files changes.
+
+Both live in the bytecode's cache folder (kcc/__pycache__, or under PYTHONPYCACHEPREFIX), in
+marshal's format, and follow the bytecode's rules: the interpreter version is part of the name,
+nothing is written when bytecode is not (`PYTHONDONTWRITEBYTECODE`, `-B`), an unreadable or
+stale file is ignored and rebuilt, and a write is a temporary file renamed into place (two
+processes may race; either file is whole). What is cached is exactly what would be built:
+the same source compiled with the same (no) future flags, the same table values.
+"""
+
+from __future__ import annotations
+
+import builtins
+import marshal
+import os
+import sys
+from collections.abc import Callable
+from types import CodeType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_TAG = f"{sys.implementation.cache_tag}-{sys.version.split()[0]}"
+_MAX_CODES = 4000           # a cache that grew past this (many versions' classes) starts over
+_codes: dict[str, CodeType] | None = None
+_codes_dirty = False
+
+
+def cache_dir() -> str:
+    """The folder of kcc's bytecode (what `importlib` writes the .pyc of this module to)."""
+    from importlib.util import cache_from_source
+    return os.path.dirname(cache_from_source(os.path.abspath(__file__)))
+
+
+def _read(path: str) -> Any:
+    """The marshalled value in path, or None if it is missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            return marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def _write(path: str, value: Any) -> None:
+    """Write value to path (temporary file, then rename); nothing where bytecode is not
+    written, and no error if the folder cannot be written."""
+    if sys.dont_write_bytecode:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps(value))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def cached(name: str, sources: list[str], build: Callable[[], T],
+           dump: Callable[[T], Any], load: Callable[[Any], T],
+           directory: str | None = None) -> T:
+    """build(), or the value a previous process built when no file of sources changed since.
+
+    dump turns the value into what marshal writes (tuples, str, bytes, numbers, None), load
+    turns that back; load(dump(build())) must equal build(). The stamp is each source's
+    modification time and size, as for bytecode."""
+    path = os.path.join(directory or cache_dir(), f"{name}.{_TAG}.bin")
+    try:
+        stamp = tuple((os.stat(s).st_mtime_ns, os.stat(s).st_size) for s in sources)
+    except OSError:
+        return build()
+    got = _read(path)
+    if isinstance(got, tuple) and len(got) == 2 and got[0] == stamp:
+        try:
+            return load(got[1])
+        except (TypeError, ValueError, KeyError, IndexError):
+            pass                    # a file of another layout: rebuild it
+    value = build()
+    _write(path, (stamp, dump(value)))
+    return value
+
+
+def _codes_path() -> str:
+    return os.path.join(cache_dir(), f"dataclass-methods.{_TAG}.bin")
+
+
+def _dataclass_exec(source: Any, globals: dict | None = None,
+                    locals: dict | None = None) -> None:
+    """`exec` for the dataclasses module: a string is compiled once, then its code object is
+    reused (in this process and, through the cache file, in later ones)."""
+    global _codes, _codes_dirty
+    if type(source) is str:
+        if _codes is None:
+            got = _read(_codes_path())
+            _codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
+        code = _codes.get(source)
+        if code is None:
+            # dont_inherit: compiled as dataclasses' own `exec` compiles it (that module has
+            # no `from __future__` imports; this one has, and must not pass them on)
+            code = _codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
+            if not _codes_dirty:
+                _codes_dirty = True
+                import atexit
+                atexit.register(_save_codes)
+        source = code
+    if globals is None:             # as if called from dataclasses: its namespace, not ours
+        globals = sys.modules["dataclasses"].__dict__
+    builtins.exec(source, globals, locals)  # noqa: S102  (dataclasses' own exec, cached)
+
+
+def _save_codes() -> None:
+    if _codes:
+        _write(_codes_path(), _codes)
+
+
+def install_dataclass_cache() -> None:
+    """Route the `exec` calls of the dataclasses module through _dataclass_exec (its
+    generated methods are the only source text it executes)."""
+    import dataclasses
+    if getattr(dataclasses, "exec", None) is not _dataclass_exec:
+        dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]
