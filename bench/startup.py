@@ -1,10 +1,13 @@
 """Benchmark: kcc's process start-up, against a bare Python in the same run.
 
     python bench/startup.py [--runs 21] [--also DIR] [FILE]   # FILE: examples/saxpy.uop
+    python bench/startup.py /tmp/tg/softmax/k001_*.uop          # a capture, with its .c
 
 Runs, interleaved round-robin, `python -c pass` (the floor every `kcc` process pays),
-`kcc --version` and `kcc compile FILE -t x86` (object and manifest into a temporary folder),
-each as a fresh process (`python -m kcc.cli`, this checkout first on PYTHONPATH). Prints the
+`kcc --version`, `kcc compile FILE -t x86` (object and manifest into a temporary folder) and
+clang compiling the same kernel's C as tinygrad does (bench/compile_time.py's CLANG command:
+FILE's sibling `.c` from `bench/tinygrad_x86.py --capture-dir`, or for saxpy.uop the loop
+tinygrad's C renderer writes for it), each as a fresh process (`python -m kcc.cli`, this checkout first on PYTHONPATH). Prints the
 median and the minimum wall time of each, its median CPU time (user + system, steadier than wall
 time on a loaded host), and kcc's wall time above the bare interpreter. Bytecode
 is cached under a temporary PYTHONPYCACHEPREFIX (warmed first) even where
@@ -26,6 +29,19 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile_time import CLANG  # noqa: E402   (bench/compile_time.py, beside this script)
+
+# examples/saxpy.uop as tinygrad's C renderer writes such a kernel (restrict pointers, the
+# scalar as the last argument, one loop)
+SAXPY_C = """void saxpy(float* restrict data0_1024, float* restrict data1_1024, float data2_1) {
+  for (int ridx0 = 0; ridx0 < 1024; ridx0++) {
+    float val0 = *(data1_1024+ridx0);
+    float val1 = *(data0_1024+ridx0);
+    *(data0_1024+ridx0) = ((data2_1*val0)+val1);
+  }
+}
+"""
 
 
 def main() -> None:
@@ -48,15 +64,22 @@ def main() -> None:
         cmds[f"kcc compile {a.file.name} -t x86{tag}"] = (
             py + ["-m", "kcc.cli", "compile", str(a.file.resolve()), "-t", "x86", "-o",
                   str(tmp / f"k{i}.o")], env)
+    c_file = a.file.with_suffix(".c")
+    c_src = c_file.read_bytes() if c_file.exists() else \
+        SAXPY_C.encode() if a.file.name == "saxpy.uop" else None
+    if c_src is not None:
+        cmds[f"clang -O2 (tinygrad's command) on {a.file.stem}'s C"] = (CLANG, base_env)
     times: dict[str, list[float]] = {k: [] for k in cmds}
     cpu: dict[str, list[float]] = {k: [] for k in cmds}
     for _ in range(2):                      # warm the bytecode cache and the page cache
         for c, env in cmds.values():
-            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True)
+            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True,
+                           input=c_src if c is CLANG else None)
     for _ in range(a.runs):
         for k, (c, env) in cmds.items():
             r0, t0 = _child_cpu(), time.perf_counter()
-            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True)
+            subprocess.run(c, env=env, cwd=tmp, check=True, capture_output=True,
+                           input=c_src if c is CLANG else None)
             times[k].append((time.perf_counter() - t0) * 1e3)
             cpu[k].append((_child_cpu() - r0) * 1e3)
     base = statistics.median(times["python -c pass"])
@@ -64,7 +87,8 @@ def main() -> None:
           "median above `python -c pass` |")
     print("|---|---|---|---|---|")
     for k, ts in times.items():
-        above = "–" if k.startswith("python") else f"{statistics.median(ts) - base:.0f} ms"
+        above = "–" if k.startswith(("python", "clang")) else \
+            f"{statistics.median(ts) - base:.0f} ms"
         print(f"| `{k}` | {statistics.median(ts):.0f} | {min(ts):.0f} | "
               f"{statistics.median(cpu[k]):.0f} | {above} |")
 
