@@ -40,14 +40,26 @@ def _wrap(v: int, dt: DType) -> int:
     return v - (1 << bits) if dt.is_signed and v >> (bits - 1) else v
 
 
+_QUIET64 = 1 << 51              # float64's quiet-NaN bit (the fraction's top bit)
+_LOW29 = (1 << 29) - 1          # the fraction bits float32 does not have
+
+
 def round_float(v: float, dt: DType) -> float | None:
     """Python float v rounded once (to nearest even) to float32/float64 dt, ±inf past its
     range, without numpy; None for another dtype, a NaN, or a value Python's struct cannot
-    round (the caller then asks kcc.ir.numerics). tests/cli/test_startup.py checks it agrees."""
+    round (the caller then asks kcc.ir.numerics). tests/cli/test_startup.py checks it agrees.
+
+    A quiet NaN whose payload float32 holds (its low 29 fraction bits zero, as the NaN every
+    transcendental decomposition folds) is its own float32 value: a conversion keeps a quiet
+    NaN's sign and top payload bits (IEEE 754 §6.2.3), so nothing changes; another NaN goes to
+    kcc.ir.numerics (numpy: the first such fold in a process imports it, ~90 ms)."""
     if dt == dtypes.float64 or (dt == dtypes.float32 and math.isinf(v)):
         return v
-    if dt != dtypes.float32 or math.isnan(v):
+    if dt != dtypes.float32:
         return None
+    if math.isnan(v):
+        bits = struct.unpack("<Q", struct.pack("<d", v))[0]
+        return v if bits & _QUIET64 and not bits & _LOW29 else None
     try:
         return struct.unpack("<f", struct.pack("<f", v))[0]
     except OverflowError:           # rounds past float32's largest value: numpy gives inf

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,31 @@ def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> No
     assert "kcc.passes.transcendental" in mods
 
 
+EXP2_ONLY = """# kcc-uop 1
+%x   = PARAM ParamArg(0, float32, 16)
+%o   = PARAM ParamArg(1, float32, 16)
+%i   = RANGE(16) (0, LOOP)                 : weakint
+%xi  = INDEX(%x, %i)
+%xv  = LOAD(%xi)                           : float32
+%e   = EXP2(%xv)                           : float32
+%oi  = INDEX(%o, %i)
+%st  = STORE(%oi, %e)
+%end = END(%st, %i)
+SINK(%end) KernelInfo(name="exp2_only")
+"""
+
+
+def test_exp2_decomposition_folds_its_nan_without_numpy(tmp_path: Path) -> None:
+    """EXP2's decomposition folds CAST(nan) float32: without numpy (round_float keeps a quiet
+    NaN whose payload float32 holds), which a tinygrad softmax's compile imported for it."""
+    src = tmp_path / "e.uop"
+    src.write_text(EXP2_ONLY)
+    mods = modules_after("compile", str(src), "-t", "x86", "-o", str(tmp_path / "e.o"),
+                         cwd=tmp_path)
+    assert (tmp_path / "e.o").read_bytes()[:4] == b"\x7fELF"
+    assert "kcc.passes.transcendental" in mods and "numpy" not in mods
+
+
 INT_DTYPES = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
               dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.weakint]
 
@@ -121,6 +147,33 @@ def test_float_rounding_without_numpy_matches_numerics(v: float, src, dt) -> Non
     assert got == want, (x, src, dt, got, want)
     r = round_float(x, dt)
     assert r is None or (r == want and math.copysign(1, r) == math.copysign(1, want))
+
+
+def _f64(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def _bits(v: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 1), st.integers(0, 1), st.integers(0, (1 << 51) - 1))
+def test_nan_to_float32_without_numpy_matches_numerics_bit_for_bit(sign: int, quiet: int,
+                                                                    payload: int) -> None:
+    """A NaN folded to float32 without numpy has numpy's bits, or is left to numpy (None)."""
+    if not quiet and payload == 0:
+        payload = 1                                  # (that would be an infinity)
+    x = _f64(sign << 63 | 0x7FF << 52 | quiet << 51 | payload)
+    want = _numerics(x, dtypes.float64, dtypes.float32)
+    r = round_float(x, dtypes.float32)
+    assert r is None or _bits(r) == _bits(want), (hex(_bits(x)), r, want)
+    assert _bits(_convert(x, dtypes.float64, dtypes.float32)) == _bits(want)
+    if quiet and payload & ((1 << 29) - 1) == 0:
+        assert r is not None                         # the common NaNs fold without numpy
+    for canonical in (math.nan, -math.nan, float("nan")):
+        assert _bits(round_float(canonical, dtypes.float32)) == \
+            _bits(_numerics(canonical, dtypes.float64, dtypes.float32))
 
 
 @settings(max_examples=300, deadline=None)
