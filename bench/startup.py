@@ -50,7 +50,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--also", type=Path, help="another kcc checkout to time in the same run")
     a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="kcc-startup-"))
+    with tempfile.TemporaryDirectory(prefix="kcc-startup-") as folder:
+        _run(a, Path(folder))
+
+
+def _run(a: argparse.Namespace, tmp: Path) -> None:
+    """The interleaved runs in folder tmp (objects, bytecode caches), and the table."""
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     py = [sys.executable]
     cmds: dict[str, tuple[list[str], dict[str, str]]] = {"python -c pass": (py + ["-c", "pass"],
