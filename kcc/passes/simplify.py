@@ -144,6 +144,71 @@ def _float_op(op: Ops, a: list[float], dt: DType) -> float | bool | None:
     """A float op in dtype dt (float16 computes in float32 and rounds once)."""
     if op in _NO_FOLD_FLOAT or dt == dtypes.bfloat16:
         return None
+    r = _py_float_op(op, a, dt)
+    return _numpy_float_op(op, a, dt) if r is _NUMPY else r
+
+
+_NUMPY = object()       # _py_float_op's "numpy decides this one"
+_EXACT_DTYPES = (dtypes.float32, dtypes.float64)
+
+
+def _py_float_op(op: Ops, a: list[float], dt: DType) -> Any:
+    """op on float32/float64 Python floats without numpy (whose import was most of a small
+    transcendental kernel's compile process): computed in float64 and rounded once to dt,
+    which for +, -, *, /, sqrt of float32 operands is the float32 result itself (53 >= 2*24 + 2
+    bits: rounding twice is innocuous for these operations); comparisons, MAX, NEG and TRUNC
+    are exact. _NUMPY where numpy's own answer is kept: a NaN operand or result (its payload
+    and sign are the hardware's), a zero divisor, a negative square root, a float32 overflow,
+    float16, a non-float operand. tests/passes/test_simplify_fold_float.py compares the two
+    bit for bit."""
+    if dt not in _EXACT_DTYPES or any(type(v) is not float for v in a):
+        return _NUMPY
+    x = [round_float(v, dt) for v in a]
+    if None in x:
+        return _NUMPY
+    if op is Ops.CMPLT:
+        return x[0] < x[1]
+    if op is Ops.CMPNE:
+        return x[0] != x[1]
+    if op is Ops.CMPEQ:
+        return x[0] == x[1]
+    if any(math.isnan(v) for v in x):
+        return _NUMPY
+    p = x[0]
+    if op is Ops.ADD:
+        r = p + x[1]
+    elif op is Ops.SUB:
+        r = p - x[1]
+    elif op is Ops.MUL:
+        r = p * x[1]
+    elif op is Ops.FDIV:
+        if x[1] == 0:
+            return _NUMPY
+        r = p / x[1]
+    elif op is Ops.MAX:
+        r = x[1] if p < x[1] else p
+    elif op is Ops.NEG:
+        r = -p
+    elif op is Ops.SQRT:
+        if p < 0:
+            return _NUMPY
+        r = math.sqrt(p)
+    elif op is Ops.TRUNC:
+        r = p if math.isinf(p) else math.copysign(float(math.trunc(p)), p)
+    elif op is Ops.RECIPROCAL:
+        if p == 0:
+            return _NUMPY
+        r = 1.0 / p
+    else:
+        return None                 # (nor does the numpy path fold it)
+    if math.isnan(r):
+        return _NUMPY
+    got = round_float(r, dt)
+    return _NUMPY if got is None else got
+
+
+def _numpy_float_op(op: Ops, a: list[float], dt: DType) -> float | bool | None:
+    """_float_op through numpy's scalar types (the reference _py_float_op agrees with)."""
     import numpy as np
     work = np.float32 if dt == dtypes.float16 else dt.np.type
     x = [work(v) for v in a]
