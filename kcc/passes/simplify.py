@@ -261,23 +261,37 @@ def fold_cast(x: UOp, c: UOp) -> UOp | None:
     return None if v is None else make_const(v, x.arg)
 
 
+def _struct_format(dt: DType) -> str | None:
+    """The struct format of a strong scalar dtype's bits (float16 'e': IEEE binary16)."""
+    if dt.is_weak:
+        return None
+    if dt.is_float:
+        return {2: "e", 4: "f", 8: "d"}.get(dt.itemsize) if dt != dtypes.bfloat16 else None
+    fmt = {1: "b", 2: "h", 4: "i", 8: "q"}.get(dt.itemsize)
+    return None if fmt is None else fmt if dt.is_signed else fmt.upper()
+
+
 def fold_bitcast(x: UOp, c: UOp) -> UOp | None:
     """BITCAST of a strong scalar constant → the constant of the same bits in the new dtype
     (a float division's special-case tests on a constant numerator, |1.0| == inf…, then fold).
     NaN on either side is left alone (a float constant does not carry a NaN's payload), and
-    so are bool and bfloat16 (no numpy type holds them as bits)."""
-    import numpy as np
+    so are bool and bfloat16. The bits go through struct, not numpy (start-up: a kernel's
+    compile does not import numpy)."""
+    import struct
     cv = const_value(c)
     if cv is None or x.shape != ():
         return None
     v, src = cv
     dst = x.arg
-    if src.is_bool or dst.is_bool or dtypes.bfloat16 in (src, dst) or \
-            src.itemsize != dst.itemsize:
+    if src.is_bool or dst.is_bool or src.itemsize != dst.itemsize:
         return None
-    if src.is_float and v != v:
+    fs, fd = _struct_format(src), _struct_format(dst)
+    if fs is None or fd is None or (src.is_float and v != v):
         return None
-    out = np.array(v, src.np.type).view(dst.np.type)[()]
+    try:
+        out = struct.unpack("<" + fd, struct.pack("<" + fs, v))[0]
+    except (struct.error, OverflowError):      # a value the source dtype cannot hold
+        return None
     if dst.is_float and out != out:
         return None
     return make_const(float(out) if dst.is_float else int(out), dst)
