@@ -3,9 +3,13 @@ compare with the reference interpreter, then time a large elementwise kernel aga
 device's memory bandwidth. Prints a table; exits cleanly (status 0, a message) without a GPU.
 
     python bench/gpu_check.py [/path/to/shared/examples ...] [--no-matrix] [--no-export]
+                              [--no-wmma] [--only-wmma] [--wmma-n=4096]
 
 With tinygrad installed it also exports three whole models for CUDA (docs/export.md) and runs
-them through `kcc run` and through their C launcher against the real libcuda.
+them through `kcc run` and through their C launcher against the real libcuda, and (sm_80 and
+newer) times a 4096^3 float16 matmul on the tensor cores: kcc's `mma.sync` code from tinygrad's
+tensor-core graph against tinygrad's own kernel for it, both checked against numpy
+(bench/gpu_wmma.py). `--only-wmma` runs that section alone; `--wmma-n` sets its size.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from kcc.frontend.parser import parse, parse_file  # noqa: E402
 from kcc.ir.interp import run  # noqa: E402
@@ -158,7 +163,9 @@ def main(argv: list[str]) -> int:
     known = [a for a in ARCHES if int(a[3:]) <= mj * 10 + mn]
     arch = known[-1] if known else ARCHES[0]
     print(f"device: sm_{mj}{mn}; compiling for {arch}")
-    dirs = [ROOT / "examples"] + [Path(a) for a in argv if not a.startswith("--")]
+    only_wmma = "--only-wmma" in argv
+    dirs = [] if only_wmma else [ROOT / "examples"]
+    dirs += [Path(a) for a in argv if not a.startswith("--")]
     rng = np.random.default_rng(0)
     rows = []
     for d in dirs:
@@ -169,19 +176,33 @@ def main(argv: list[str]) -> int:
                 rows.append((f.name, "PARSE", str(e).splitlines()[0][:80]))
                 continue
             rows += check([sink], f.name, arch, rng)
-    if "--no-matrix" not in argv:
+    if "--no-matrix" not in argv and not only_wmma:
         from cuda_kernels import op_matrix
         rows += check(op_matrix(), "op matrix", arch, rng)
     w = max((len(r[0]) for r in rows), default=10)
     for r in rows:
         print(f"{r[0]:<{w}}  {r[1]:<8}  {r[2]}")
     nbad = sum(r[1] != "ok" for r in rows)
-    print(f"{len(rows) - nbad}/{len(rows)} kernels match the interpreter")
-    if "--no-export" not in argv:
+    if rows or not only_wmma:
+        print(f"{len(rows) - nbad}/{len(rows)} kernels match the interpreter")
+    if "--no-export" not in argv and not only_wmma:
         rows2 = exported_programs(arch)
         for r in rows2:
             print(f"{r[0]:<{w}}  {r[1]:<8}  {r[2]}")
         nbad += sum(r[1] != "ok" for r in rows2)
+    if "--no-wmma" not in argv:
+        import gpu_wmma
+        n = next((int(a.split("=")[1]) for a in argv if a.startswith("--wmma-n=")), gpu_wmma.N)
+        try:
+            rows3 = gpu_wmma.rows(mj * 10 + mn, arch, n)
+        except Exception as e:           # rows() reports its own failures; this is a backstop
+            rows3 = [("wmma", "ERROR", f"{type(e).__name__}: {e}"[:100])]
+        w3 = max(len(r[0]) for r in rows3)
+        for r in rows3:
+            print(f"{r[0]:<{w3}}  {r[1]:<8}  {r[2]}")
+        nbad += sum(r[1] not in ("ok", "SKIP") for r in rows3)
+    if only_wmma:
+        return 1 if nbad else 0
     try:
         print(bandwidth(arch))
     except Exception as e:
