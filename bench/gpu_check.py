@@ -7,8 +7,8 @@ device's memory bandwidth. Prints a table; exits cleanly (status 0, a message) w
 
 With tinygrad installed it also exports three whole models for CUDA (docs/export.md) and runs
 them through `kcc run` and through their C launcher against the real libcuda, and (sm_80 and
-newer) times a 4096^3 float16 matmul on the tensor cores: kcc's `mma.sync` code from tinygrad's
-tensor-core graph against tinygrad's own kernel for it, both checked against numpy
+newer), last, times a 4096^3 float16 matmul on the tensor cores: kcc's `mma.sync` code from
+tinygrad's tensor-core graph against tinygrad's own kernel for it, both checked against numpy
 (bench/gpu_wmma.py). `--only-wmma` runs that section alone; `--wmma-n` sets its size.
 """
 
@@ -190,6 +190,12 @@ def main(argv: list[str]) -> int:
         for r in rows2:
             print(f"{r[0]:<{w}}  {r[1]:<8}  {r[2]}")
         nbad += sum(r[1] != "ok" for r in rows2)
+    if not only_wmma:
+        try:
+            print(bandwidth(arch))
+        except Exception as e:
+            print(f"bandwidth: {type(e).__name__}: {e}")
+    # last: a kernel fault on the tensor cores would leave this process's context unusable
     if "--no-wmma" not in argv:
         import gpu_wmma
         n = next((int(a.split("=")[1]) for a in argv if a.startswith("--wmma-n=")), gpu_wmma.N)
@@ -201,12 +207,6 @@ def main(argv: list[str]) -> int:
         for r in rows3:
             print(f"{r[0]:<{w3}}  {r[1]:<8}  {r[2]}")
         nbad += sum(r[1] not in ("ok", "SKIP") for r in rows3)
-    if only_wmma:
-        return 1 if nbad else 0
-    try:
-        print(bandwidth(arch))
-    except Exception as e:
-        print(f"bandwidth: {type(e).__name__}: {e}")
     return 1 if nbad else 0
 
 

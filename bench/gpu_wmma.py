@@ -58,6 +58,7 @@ class Lowered:
     global_size: tuple[int, ...]
     local_size: tuple[int, ...]
     wmmas: int                  # WMMA nodes in the graph (0: tensor cores did not apply)
+    out_dtype: str              # the output's numpy dtype (float16 for both accumulators)
 
 
 def lower_matmul(n: int, acc: str, sm: str) -> Lowered:
@@ -69,7 +70,7 @@ def lower_matmul(n: int, acc: str, sm: str) -> Lowered:
     from tinygrad.uop.ops import Ops
 
     from kcc.tinygrad.recording import lower
-    from kcc.tinygrad.renderer import program_to_uop
+    from kcc.tinygrad.renderer import dtype_name, program_to_uop
     a = Tensor.empty(n, n, dtype=dtypes.half, device="CPU")
     b = Tensor.empty(n, n, dtype=dtypes.half, device="CPU")
     c = a @ b if acc == "float32" else a.dot(b, dtype=dtypes.half)
@@ -83,7 +84,7 @@ def lower_matmul(n: int, acc: str, sm: str) -> Lowered:
     binary = next(s.arg for s in prg.src if s.op is Ops.BINARY)
     return Lowered(n, acc, imp.name, imp.text, list(imp.slots), binary,
                    tuple(prg.arg.global_size), tuple(prg.arg.local_size),
-                   imp.text.count("= WMMA("))
+                   imp.text.count("= WMMA("), str(dtype_name(c.dtype)))
 
 
 def inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +137,7 @@ def run_kcc_and_ptx(low: Lowered, arch: str, a: np.ndarray, b: np.ndarray,
     from kcc.targets.cuda.driver import Driver
     from kcc.targets.cuda.target import compile_cuda
     drv = Driver.get()
-    out_dtype = np.float16
+    out_dtype = np.dtype(low.out_dtype)
     bufs = {1: a, 2: b}                                   # tinygrad slots: 0 out, 1 a, 2 b
     ptrs = {s: drv.alloc(x.nbytes) for s, x in bufs.items()}
     ptrs[0] = drv.alloc(low.n * low.n * np.dtype(out_dtype).itemsize)
@@ -146,22 +147,23 @@ def run_kcc_and_ptx(low: Lowered, arch: str, a: np.ndarray, b: np.ndarray,
             drv.htod(ptrs[s], x)
         tag = f"wmma {low.n}^3 f16 f{low.acc[5:]}acc"
         progs: list[tuple[str, Any]] = []
+        # tinygrad's program runs first: a fault in kcc's would leave the context unusable
+        try:
+            fn = drv.function(drv.load_module(low.ptx), low.name)
+            params = [("ptr", ptrs[s]) for s in range(3)]
+            progs.append((f"{tag} tinygrad PTX via kcc's driver",
+                          (fn, list(low.global_size), list(low.local_size), params)))
+        except Exception as e:           # report and go on to kcc's
+            rows.append((f"{tag} tinygrad PTX via kcc's driver", "ERROR",
+                         f"{type(e).__name__}: {e}"[:100]))
         try:
             data, descs = compile_cuda([parse(low.uop_text)], arch=arch, emit="cubin")
             d = descs[0]
             fn = drv.function(drv.load_module(data), d.name)
             params = [("ptr", ptrs[ts]) for ts in low.slots]
             progs.append((f"{tag} kcc", (fn, d.global_size, d.local_size, params)))
-        except Exception as e:           # report and go on to tinygrad's
-            rows.append((f"{tag} kcc", "ERROR", f"{type(e).__name__}: {e}"[:100]))
-        try:
-            fn = drv.function(drv.load_module(low.ptx), low.name)
-            params = [("ptr", ptrs[s]) for s in range(3)]
-            progs.append((f"{tag} tinygrad PTX via kcc's driver",
-                          (fn, list(low.global_size), list(low.local_size), params)))
         except Exception as e:
-            rows.append((f"{tag} tinygrad PTX via kcc's driver", "ERROR",
-                         f"{type(e).__name__}: {e}"[:100]))
+            rows.append((f"{tag} kcc", "ERROR", f"{type(e).__name__}: {e}"[:100]))
         for label, (fn, grid, block, params) in progs:
             try:
                 zero = np.zeros((low.n, low.n), out_dtype)

@@ -70,13 +70,14 @@ def test_gpu_path_through_the_stand_in_driver(fake_driver, operands) -> None:
     a, b, want = operands
     low = gpu_wmma.lower_matmul(N, "float32", "sm_80")
     rows = gpu_wmma.run_kcc_and_ptx(low, "sm_80", a, b, want)
-    assert [r[0] for r in rows] == [f"wmma {N}^3 f16 f32acc kcc",
-                                    f"wmma {N}^3 f16 f32acc tinygrad PTX via kcc's driver"]
+    assert [r[0] for r in rows] == [f"wmma {N}^3 f16 f32acc tinygrad PTX via kcc's driver",
+                                    f"wmma {N}^3 f16 f32acc kcc"]
     assert all(r[1] == "MISMATCH" and "TFLOP/s" in r[2] for r in rows), rows
-    # the last launch was tinygrad's PTX, with tinygrad's own grid and block
+    # the last launch was kcc's cubin, with the grid and block of tinygrad's SPECIALs
     assert fake_driver.fake_entry().decode() == low.name
-    assert b"mma.sync" in fake_driver.fake_image()
+    assert fake_driver.fake_image().startswith(b"\x7fELF")
     assert list(fake_driver.fake_dims().contents) == [*low.global_size, *low.local_size]
+    assert low.out_dtype == "float16"
     ratio = gpu_wmma._ratio(rows, "x")
     assert ratio[1] == "SKIP"                            # no correct pair to compare
 
@@ -100,8 +101,8 @@ def test_ratio_row() -> None:
 def test_rows_through_the_stand_in_driver(fake_driver) -> None:
     rows = gpu_wmma.rows(80, "sm_80", n=N, accs=("float16",), runtime=False)
     assert [r[:2] for r in rows] == [
-        (f"wmma {N}^3 f16 f16acc kcc", "MISMATCH"),
         (f"wmma {N}^3 f16 f16acc tinygrad PTX via kcc's driver", "MISMATCH"),
+        (f"wmma {N}^3 f16 f16acc kcc", "MISMATCH"),
         (f"wmma {N}^3 f16 f16acc kcc / tinygrad", "SKIP")]
 
 
