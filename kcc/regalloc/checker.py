@@ -26,6 +26,8 @@ original code, or nothing), following forward branches and loop back edges to a 
   a VGPR) is named with one register by every spill and fill of it, and any other write of
   that register (an original instruction, a copy, a fill, a clobber) destroys the slot's value,
   so a fill after it is caught,
+* an instruction the target calls ``early_clobber`` (it may write a result before it has
+  read every source) has no DEF sharing a register unit with one of its USEs,
 * a rematerialization (``REMAT``) repeats, into some register, an original instruction that
   the target calls ``rematerializable`` and that reads no register; it gives that register the
   value the original instruction defined.
@@ -105,6 +107,7 @@ class _Checker:
             raise CheckError(f"{self.a.name}: {len(orig)} original instructions after "
                              f"allocation, {len(self.b.insts)} before")
         pairs = dict(zip(orig, self.b.insts))
+        early = hook(self.t, "early_clobber")
         for i, b in pairs.items():
             a = self.a.insts[i]
             folded = a.kind is Kind.OP and b.slot is None and a.slot is not None
@@ -122,7 +125,22 @@ class _Checker:
             for k, r in enumerate(outs):
                 if any(self.units[r] & self.units[q] for q in outs[k + 1:]):
                     raise self.fail(i, f"two results in {r!r} (or registers sharing it)")
+            if early is not None and early(a):
+                self._early_clobber(i, a)
         return pairs
+
+    def _early_clobber(self, i: int, a: Inst) -> None:
+        """No result of an instruction that may write before it reads shares a register
+        unit with a source (its own DEF | USE operand aside)."""
+        ops = [(k, o) for k, o in enumerate(a.operands) if isinstance(o, RegOp)]
+        for k, d in ops:
+            if not d.is_def:
+                continue
+            for m, u in ops:
+                if m != k and u.is_use and self.units[d.reg] & self.units[u.reg]:
+                    raise self.fail(i, f"result {d.reg!r} reads a source {u.reg!r} in a "
+                                       f"register it shares, and the instruction may write "
+                                       f"its results before reading all its sources")
 
     def _pair_fold(self, i: int, a: Inst, b: Inst) -> None:
         """An original instruction whose ``slot`` names a frame slot reads one USE register

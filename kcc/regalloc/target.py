@@ -59,6 +59,15 @@ class TargetRegInfo:
     where the form cannot read memory there with the register's meaning.  The allocator then
     reads a spilled value there instead of reloading it into a temporary; the result's
     ``slot`` names the slot.
+
+    Early clobbers: ``early_clobber(inst) -> bool`` marks instructions (a target's pseudo
+    instructions, expanded after allocation into several) that may write a result register
+    before they have read every source. The allocator does not model that (a source's life
+    ends where it is read, a result's starts after), so the selector must not emit one whose
+    sources and results could meet; the checker rejects an allocation in which a DEF of such
+    an instruction shares a register unit with one of its USEs (a spilled source filled into
+    a result's register just before it, say), where it would otherwise see only the right
+    values read.
     """
 
     classes: dict[str, list[PReg]]
@@ -118,9 +127,13 @@ class TargetRegInfo:
         """``inst`` reading its USE operand ``k`` from the frame slot (None: it cannot)."""
         return None
 
+    def early_clobber(self, inst: Inst) -> bool:
+        """Whether ``inst`` may write a result before it has read every source."""
+        return False
+
 
 OPTIONAL_HOOKS = ("reg_units", "is_copy", "rematerializable", "operand_regs", "value_bytes",
-                  "slot_bytes", "slot_home", "fold_fill")
+                  "slot_bytes", "slot_home", "fold_fill", "early_clobber")
 
 
 def hook(target: object, name: str) -> Callable[..., Any] | None:

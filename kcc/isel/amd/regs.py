@@ -72,6 +72,9 @@ SCRATCH_MAX = {"gfx1100": 256 * ((1 << 15) - 1) // 32, "gfx942": 1024 * ((1 << 1
 ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256, SCRATCH_MAX["gfx1100"]),
           "gfx942": Arch("gfx942", "cdna3", 64, 100, 256, SCRATCH_MAX["gfx942"])}
 
+#: pseudo instructions expanded one register (or 32-bit half) at a time, in place
+_IN_PLACE = frozenset({".def", ".vmov", ".vlit64", ".add64", ".sub64", ".and64", ".or64",
+                       ".xor64", ".cndmask64", ".fneg64"})
 _SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4, "v8": 8}
 _NAME = re.compile(r"^([sv])(?:(\d+)|\[(\d+):(\d+)\])$")
 
@@ -213,6 +216,16 @@ class AmdRegInfo(TargetRegInfo):
             return Inst(".fill_s", ops, kind=Kind.FILL, arg=(size, lane), slot=slot_offset)
         return Inst(".fill_v", [RegOp(dst, Role.DEF)], self._scratch(slot_offset, size),
                     kind=Kind.FILL, arg=(size, 0), slot=slot_offset)
+
+    def early_clobber(self, inst: Inst) -> bool:
+        """A pseudo instruction (kcc/isel/amd/lower.py expands it after allocation) other
+        than those whose expansion works register by register, each reading its sources'
+        registers j before writing its result's register j: their operands are aligned
+        tuples of one size (or SGPR masks, immediates), so a result meets a source in the
+        same registers or not at all. Any other pseudo may write a result before reading
+        every source (a multi-register ``.pack`` did: a fill landing in the tuple was read
+        after being overwritten), so the checker keeps its results off its sources."""
+        return inst.op.startswith(".") and inst.op not in _IN_PLACE
 
     def slot_bytes(self, inst: Inst) -> int:
         """The bytes a spill or fill stores or loads (its ``arg``)."""
