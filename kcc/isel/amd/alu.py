@@ -19,7 +19,7 @@ from kcc.encode.amd.operands import Imm
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
-from kcc.isel.amd.base import AmdSelectError, Base, D, const_bits, is_wide
+from kcc.isel.amd.base import AmdSelectError, Base, D, DPart, const_bits, is_wide
 from kcc.isel.amd.matrix import select_wmma
 from kcc.isel.common import strong_const
 
@@ -118,11 +118,8 @@ class AmdAlu(Base):
         return t
 
     def pair(self, lo: Any, hi: Any) -> Any:
-        """A VGPR pair from two 32-bit values."""
-        r = self.new("v2")
-        self.emit(".pack", D(r), self.vgpr(lo), self.vgpr(hi))
-        self.keepalive(lo, hi)
-        return r
+        """A VGPR pair from two 32-bit values (registers, VGPR or SGPR)."""
+        return self.pack([lo, hi])
 
     def widen_u32(self, r: Any) -> Any:
         """A 32-bit value zero-extended to a VGPR pair."""
@@ -265,13 +262,26 @@ class AmdAlu(Base):
         if dt.is_float:
             self.val[u] = self._vop(u, f"v_mul_f{dt.bits}", *u.src, wide=is_wide(dt))
         elif is_wide(dt) and not self.is_salu(u):
-            a, b = self.vsrc_reg(u.src[0]), self.vsrc_reg(u.src[1])
-            r, t0, t1 = self.new("v2"), self.new("v"), self.new("v")
-            self.emit(".mul64", D(r), D(t0), D(t1), a, b)
-            self.keepalive(a, b)
-            self.val[u] = r
+            self.val[u] = self._mul64(self.vsrc_reg(u.src[0]), self.vsrc_reg(u.src[1]))
         else:
             self._int_binop(u, "s_mul_i32", "v_mul_lo_u32", None)
+
+    def _mul64(self, a: Any, b: Any) -> Any:
+        """(a1·2^32 + a0)(b1·2^32 + b0) mod 2^64 = a0·b0 + (a0·b1 + a1·b0 + hi(a0·b0))·2^32,
+        as plain instructions into a pair written one register at a time (so the allocator
+        sees every temporary's and the result's life: nothing overlaps a source that is read
+        later, even one filled from a spill slot)."""
+        add = "v_add_nc_u32"
+        x, y, s, h = self.new("v"), self.new("v"), self.new("v"), self.new("v")
+        self.emit("v_mul_lo_u32", D(x), (a, 0), (b, 1))
+        self.emit("v_mul_lo_u32", D(y), (a, 1), (b, 0))
+        self.emit(add, D(s), x, y)
+        self.emit("v_mul_hi_u32", D(h), (a, 0), (b, 0))
+        r = self.new("v2")
+        self.emit(".def", D(r))
+        self.emit(add, DPart(r, 1), s, h)
+        self.emit("v_mul_lo_u32", DPart(r, 0), (a, 0), (b, 0))
+        return r
 
     def vsrc_reg(self, u: UOp) -> Any:
         """A VALU source that must be a register (not an inline constant)."""

@@ -71,7 +71,8 @@ class D:
 class DPart:
     """Register j of tuple `reg` as a destination: the tuple is DEF | USE (its other registers
     keep their values), so the tuple and the instruction's sources are live together and never
-    share a register, spilled or not (a WMMA fragment built one register at a time)."""
+    share a register, spilled or not (a WMMA fragment, a store's data or a 64-bit pair built
+    one register at a time: `Base.pack`)."""
 
     def __init__(self, reg: VReg, j: int):
         self.reg, self.j = reg, j
@@ -242,10 +243,26 @@ class Base:
         self.labels += 1
         return Label(f".L{self.name}_{self.labels}")
 
-    def keepalive(self, *regs: VReg) -> None:
-        """Keep registers live past the previous instruction (its expansion writes its
-        results before it has read all of them: an early clobber)."""
-        self.emit(".keep", *regs)
+    def pack(self, parts: list[Any]) -> VReg:
+        """A VGPR tuple (v2, v4 or v8) of the parts side by side: 32-bit registers (VGPR or
+        SGPR), (tuple, j) registers, VGPR/SGPR pairs (two registers each) or 32-bit
+        immediates. The tuple starts at ``.def`` and each register is written by its own
+        v_mov_b32 (DPart: the tuple is DEF | USE there), so the tuple is live with every part
+        and shares no register with one, even a part filled from a spill slot just before its
+        move. (One pseudo writing the whole tuple could not promise that: a part's fill ends
+        at the pseudo, so the allocator may give its register to the tuple, which the
+        expansion then writes before reading that part.)"""
+        words: list[Any] = []
+        for p in parts:
+            if isinstance(p, VReg) and p.cls not in ("v", "s"):
+                words += [(p, j) for j in range(int(p.cls[1:]))]
+            else:
+                words.append(p)
+        t = self.new(f"v{len(words)}")
+        self.emit(".def", D(t))
+        for j, w in enumerate(words):
+            self.emit("v_mov_b32", DPart(t, j), w)
+        return t
 
     @property
     def vcc(self) -> Special:

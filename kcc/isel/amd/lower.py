@@ -185,9 +185,6 @@ class Lowering:
         return base, inst.slot - hi
 
     # -- pseudo instructions --------------------------------------------------------------
-    def x_keep(self, *regs: Any) -> None:
-        """Only a liveness marker."""
-
     def x_def(self, *regs: Any) -> None:
         """Only a definition: a tuple whose registers are then written one at a time (DPart,
         kcc/isel/amd/base.py) starts here with whatever its registers hold."""
@@ -199,16 +196,6 @@ class Lowering:
     def x_vlit64(self, d: Any, v: Imm) -> None:
         self.put("v_mov_b32", _one(d, 0), _half(v, 0))
         self.put("v_mov_b32", _one(d, 1), _half(v, 1))
-
-    def x_pack(self, d: Any, *parts: Any) -> None:
-        """d = the parts (registers or pairs) side by side (the parts are kept live past
-        this, so d overlaps none of them)."""
-        j = 0
-        for p in parts:
-            n = p.count if isinstance(p, (SGPR, VGPR)) else 1
-            for i in range(n):
-                self.mov(_one(d, j), _one(p, i) if n > 1 else p)
-                j += 1
 
     def _carry(self, first: str, second: str, d: Any, a: Any, b: Any) -> None:
         self.put(first, _one(d, 0), self.vcc, _half(a, 0), _half(b, 0))
@@ -234,17 +221,6 @@ class Lowering:
 
     def x_xor64(self, d: Any, a: Any, b: Any) -> None:
         self._bitwise("v_xor_b32", d, a, b)
-
-    def x_mul64(self, d: Any, t0: Any, t1: Any, a: Any, b: Any) -> None:
-        """(a1·2^32 + a0)(b1·2^32 + b0) mod 2^64 = a0·b0 + (a0·b1 + a1·b0 + hi(a0·b0))·2^32
-        (the inputs are kept live past the expansion, so d overlaps neither)."""
-        a0, a1, b0, b1 = _half(a, 0), _half(a, 1), _half(b, 0), _half(b, 1)
-        self.put("v_mul_lo_u32", t0, a0, b1)
-        self.put("v_mul_lo_u32", t1, a1, b0)
-        self.put("v_add_nc_u32" if not self.cdna else "v_add_u32", t0, t0, t1)
-        self.put("v_mul_hi_u32", t1, a0, b0)
-        self.put("v_add_nc_u32" if not self.cdna else "v_add_u32", _one(d, 1), t0, t1)
-        self.put("v_mul_lo_u32", _one(d, 0), a0, b0)
 
     def x_cndmask64(self, d: Any, b: Any, a: Any, m: Any) -> None:
         for j in range(2):

@@ -512,11 +512,8 @@ class AmdSelector(SelectorBase, AmdAlu):
                     r = self.select_value(self.reg(u.src[2]), r, slot, dt)
                 self.copy_into(slot, r, dt)      # the slot's one register, in loops too
             return
-        data = [self.store_data(r, dt) for r in vals]
         if self.vector_mem(p, dt):
-            t = self.new(f"v{p.lanes * dt.itemsize // 4}")
-            self.emit(".pack", D(t), *data)
-            self.keepalive(*data)
+            t = self.pack(list(vals))        # (no bools: vector_mem; SGPRs read directly)
             saved = self.gate_begin(u, 2)
             voff, imm = self._voff(p, 0, dt.itemsize)
             name = self.mem_name("store", p.buf.space, dt, p.lanes)
@@ -524,6 +521,7 @@ class AmdSelector(SelectorBase, AmdAlu):
             self.emit(name, voff, t, *base, mods=(("offset", imm),))
             self.gate_end(saved)
             return
+        data = [self.store_data(r, dt) for r in vals]
         saved = self.gate_begin(u, 2)
         for k, r in enumerate(data):
             voff, imm = self._voff(p, k, dt.itemsize)
@@ -572,10 +570,10 @@ class AmdSelector(SelectorBase, AmdAlu):
         outs = []
         per = dt.itemsize // 4
         for k in range(p.lanes):
-            r = self.new("v2" if per == 2 else "v")
             if per == 2:
-                self.emit(".pack", D(r), (t, 2 * k), (t, 2 * k + 1))
+                r = self.pack([(t, 2 * k), (t, 2 * k + 1)])
             else:
+                r = self.new("v")
                 self.emit("v_mov_b32", D(r), (t, k))
             outs.append(r)
         return tuple(outs)
