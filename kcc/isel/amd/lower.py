@@ -193,6 +193,13 @@ class Lowering:
         for j in range(d.count):
             self.mov(_one(d, j), _half(s, j) if d.count > 1 else s)
 
+    def x_vpair(self, d: Any, t: Any, k: Imm) -> None:
+        """d = registers 2k and 2k+1 of tuple t. Both are even-aligned, so d is either those
+        two registers (no move) or shares none of them: each is read before it could be
+        written (in place, as regs.AmdRegInfo.early_clobber expects)."""
+        for j in range(2):
+            self.mov(_one(d, j), _one(t, 2 * k.value + j))
+
     def x_vlit64(self, d: Any, v: Imm) -> None:
         self.put("v_mov_b32", _one(d, 0), _half(v, 0))
         self.put("v_mov_b32", _one(d, 1), _half(v, 1))

@@ -73,7 +73,7 @@ ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256, SCRATCH_MAX["gfx1100
           "gfx942": Arch("gfx942", "cdna3", 64, 100, 256, SCRATCH_MAX["gfx942"])}
 
 #: pseudo instructions expanded one register (or 32-bit half) at a time, in place
-_IN_PLACE = frozenset({".def", ".vmov", ".vlit64", ".add64", ".sub64", ".and64", ".or64",
+_IN_PLACE = frozenset({".def", ".vmov", ".vpair", ".vlit64", ".add64", ".sub64", ".and64", ".or64",
                        ".xor64", ".cndmask64", ".fneg64"})
 _SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4, "v8": 8}
 _NAME = re.compile(r"^([sv])(?:(\d+)|\[(\d+):(\d+)\])$")

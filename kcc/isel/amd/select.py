@@ -570,10 +570,11 @@ class AmdSelector(SelectorBase, AmdAlu):
         outs = []
         per = dt.itemsize // 4
         for k in range(p.lanes):
+            r = self.new("v2" if per == 2 else "v")
             if per == 2:
-                r = self.pack([(t, 2 * k), (t, 2 * k + 1)])
+                # in place, so r may take t's registers where t dies (lower.Lowering.x_vpair)
+                self.emit(".vpair", D(r), t, Imm(k))
             else:
-                r = self.new("v")
                 self.emit("v_mov_b32", D(r), (t, k))
             outs.append(r)
         return tuple(outs)
