@@ -46,7 +46,8 @@ def test_each_target_shows_its_overrides() -> None:
         assert isinstance(t, TargetRegInfo)
     assert overridden(x86) == {"operand_regs", "value_bytes", "slot_bytes", "fold_fill",
                                "is_copy", "rematerializable"}
-    assert overridden(amd) == {"reg_units", "slot_bytes", "slot_home", "early_clobber"}
+    assert overridden(amd) == {"reg_units", "is_copy", "slot_bytes", "slot_home",
+                               "early_clobber"}
     assert overridden(ToyTarget()) == {"reg_units", "is_copy", "operand_regs",
                                        "rematerializable", "slot_bytes"}
     assert overridden(FoldingToyTarget()) == overridden(ToyTarget()) | {"value_bytes",
