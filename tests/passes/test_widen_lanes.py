@@ -11,18 +11,20 @@ import re
 from pathlib import Path
 
 import pytest
+from widen_util import range_bounds as _bounds
+from widen_util import shrink_widths as _widths
+from widen_util import widen_check as _check
+from widen_util import widen_prep as _prep
 
 from kcc.frontend.parser import parse
-from kcc.ir import Ops, UOp, dtypes
-from kcc.ir.consts import const_int
+from kcc.ir import Ops, dtypes
 from kcc.passes.linearize import range_sets
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.widen import widen
 from kcc.targets.cuda.desc import CUDA
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
@@ -63,33 +65,6 @@ def _text(n: int = 64, dt: str = "int32", load_off: int = 0, alias: bool = False
         text = text.replace("%q = ADD(%p, ", "%q0 = ADD(%p, 8)\n%q = ADD(%q0, ")
         text = text.replace("INDEX(%a, %q)", "INDEX(%out, %q)")
     return text
-
-
-def _prep(text: str, arch: str = "x86-64-v3") -> tuple[UOp, UOp, UOp]:
-    """(the kernel as parsed, the graph after slp, the graph after widen) for arch."""
-    sink = parse(text, "k.uop")
-    desc = x86_desc(arch)
-    g = slp(simplify(lower_weak_dtypes(sink)), desc)
-    return sink, g, widen(g, desc)
-
-
-def _check(text: str, arch: str = "x86-64-v3", seed: int = 3) -> UOp:
-    """The graph after widen; asserts it and the compiled object agree bit for bit with the
-    interpreter on the kernel as written."""
-    sink, _, w = _prep(text, arch)
-    args = random_inputs(sink, seed)
-    want = reference(sink, args)
-    assert_same(sink, reference(w, args), want)
-    assert_same(sink, compile_and_run(sink, args, arch), want)
-    return w
-
-
-def _bounds(g: UOp) -> list[int]:
-    return [const_int(u.src[0]) for u in g.toposort() if u.op is Ops.RANGE]
-
-
-def _widths(g: UOp) -> set[int]:
-    return {const_int(u.src[2]) for u in g.toposort() if u.op is Ops.SHRINK}
 
 
 @pytest.mark.parametrize("arch", ARCHS)
