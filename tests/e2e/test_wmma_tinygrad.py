@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from paths import DATA
+from wmma_graphs import assert_tinygrad_value
 
 from kcc.cli import main
 from kcc.frontend.parser import parse
@@ -29,14 +30,6 @@ DOC = json.loads((DIR / "capture.json").read_text())
 CASES = [(k, style, f) for k in DOC["kernels"] for style, f in k["gpu"].items()
          if f and "WMMA(" in (DIR / f).read_text()]
 IDS = [f"k{k['index']}-{style}" for k, style, _ in CASES]
-# ulp of 1.0 in the dtype tinygrad stored the output in
-EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}
-
-
-def _floats(v: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "bfloat16":
-        return (v.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
-    return v.astype(np.float64)
 
 
 def test_every_tensor_core_form_tinygrad_writes_is_here() -> None:
@@ -79,12 +72,7 @@ def test_the_interpreter_computes_tinygrads_values(k: dict, style: str, name: st
     assert outs
     for a in outs:
         got, want = args[a["slot"]], np.load(DIR / a["out"])
-        if a["dtype"] in ("int32", "int8"):
-            np.testing.assert_array_equal(got, want)
-            continue
-        g, w = _floats(got, a["dtype"]), _floats(want, a["dtype"])
-        tol = 4 * EPS[a["dtype"]] * np.abs(w).max()
-        assert np.abs(g - w).max() <= tol, (np.abs(g - w).max(), tol)
+        assert_tinygrad_value(got, want, a["dtype"])
 
 
 @pytest.mark.parametrize("k, style, name", CASES, ids=IDS)

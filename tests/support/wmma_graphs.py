@@ -8,6 +8,8 @@ likewise B, C and the output D.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kcc.ir.wmma import WmmaShape
 
 
@@ -83,3 +85,27 @@ def fragment_inputs(sh: WmmaShape, warps: int = 2, groups: int = 2, seed: int = 
                 f[:, lane, e] = mat[:, at(lane, e)[0], at(lane, e)[1]]
         frags.append(f.reshape(-1))
     return [np.zeros_like(frags[2]), *frags]
+
+
+# ulp of 1.0 in the dtype tinygrad stored a captured output in
+TG_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}
+
+
+def _as_float64(v: Any, dtype: str) -> Any:
+    import numpy as np
+    if dtype == "bfloat16":
+        return (v.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return v.astype(np.float64)
+
+
+def assert_tinygrad_value(got: Any, want: Any, dtype: str) -> None:
+    """A WMMA kernel's output against tinygrad's captured one: integers exactly, floats within
+    4 ulps of the output dtype at the output's largest magnitude (tensor cores and the IR
+    order the sums differently; docs/semantics.md, WMMA)."""
+    import numpy as np
+    if dtype in ("int32", "int8"):
+        np.testing.assert_array_equal(got, want)
+        return
+    g, w = _as_float64(got, dtype), _as_float64(want, dtype)
+    tol = 4 * TG_EPS[dtype] * np.abs(w).max()
+    assert np.abs(g - w).max() <= tol, (np.abs(g - w).max(), tol)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from paths import DATA
+from wmma_graphs import assert_tinygrad_value
 
 from kcc.encode.amd.decode import disassemble
 from kcc.frontend.parser import parse
@@ -38,15 +39,8 @@ CASES = [(k, style, f) for k in DOC["kernels"] for style, f in k["gpu"].items()
          if style in ARCH and f and "WMMA(" in (DIR / f).read_text()]
 IDS = [f"k{k['index']}-{ARCH[style]}" for k, style, _ in CASES]
 CASES_ALL = [(k, style, f) for k in DOC["kernels"] for style, f in k["gpu"].items() if f]
-EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}
 OBJDUMP = shutil.which("llvm-objdump-19")
 MATTR = {"gfx1100": "+wavefrontsize32,-real-true16", "gfx942": "+wavefrontsize64"}
-
-
-def _floats(v: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "bfloat16":
-        return (v.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
-    return v.astype(np.float64)
 
 
 def _compile(name: str, arch: str) -> tuple[Any, bytes]:
@@ -101,12 +95,7 @@ def test_tinygrads_tensor_core_kernel_gives_its_values(k: dict, style: str, name
         got, want = args[a["slot"]], np.load(DIR / a["out"])
         # the emulator computes docs/semantics.md's WMMA, as the interpreter does
         assert got.tobytes() == interp[a["slot"]].tobytes()
-        if a["dtype"] in ("int32", "int8"):
-            np.testing.assert_array_equal(got, want)
-            continue
-        g, w = _floats(got, a["dtype"]), _floats(want, a["dtype"])
-        tol = 4 * EPS[a["dtype"]] * np.abs(w).max()
-        assert np.abs(g - w).max() <= tol, (np.abs(g - w).max(), tol)
+        assert_tinygrad_value(got, want, a["dtype"])
     if OBJDUMP:
         path = tmp_path / "k.hsaco"
         path.write_bytes(data)
