@@ -144,15 +144,20 @@ def _rdna3_d(d: np.ndarray) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("kind", ["f16", "bf16"])
-def test_wmma_f32(wmma_obj, kind) -> None:
-    rng = np.random.default_rng(23)
+def _f32_case(rng: np.random.Generator, kind: str) -> tuple[np.ndarray, ...]:
+    """Random A, B, C of a float32-accumulator case and A, B as the instruction reads them
+    (float16 values, or bfloat16 bit patterns whose values A and B then are)."""
     a, b, c = _mats(rng, np.float32)
     if kind == "bf16":
         ha, hb = _bf16(a.astype(np.float32)), _bf16(b.astype(np.float32))
-        a, b = _bf16_value(ha), _bf16_value(hb)
-    else:
-        ha, hb = a, b
+        return _bf16_value(ha), _bf16_value(hb), c, ha, hb
+    return a, b, c, a, b
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_wmma_f32(wmma_obj, kind) -> None:
+    rng = np.random.default_rng(23)
+    a, b, c, ha, hb = _f32_case(rng, kind)
     la, lb = _rdna3_ab(ha, hb)
     lc = _rdna3_c(c)
     d = np.zeros_like(lc)
@@ -244,12 +249,7 @@ def _cdna3_d(d: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("kind", ["f16", "bf16"])
 def test_mfma_f32(mfma_obj, kind) -> None:
     rng = np.random.default_rng(42)
-    a, b, c = _mats(rng, np.float32)
-    if kind == "bf16":
-        ha, hb = _bf16(a.astype(np.float32)), _bf16(b.astype(np.float32))
-        a, b = _bf16_value(ha), _bf16_value(hb)
-    else:
-        ha, hb = a, b
+    a, b, c, ha, hb = _f32_case(rng, kind)
     la, lb = _cdna3_ab(ha, hb)
     lc = _cdna3_c(c)
     d = np.zeros_like(lc)
