@@ -178,6 +178,22 @@ def _matrix_cases(g: _Gen, row: Row) -> list[str]:
     return [f"{row.name} {t}" for t in out]
 
 
+def _pk_cases(g: _Gen, row: Row) -> list[str]:
+    """gfx942 packed-f32 VOP3P ops: low and high VGPR pairs, an SGPR pair, inline
+    constants, and each modifier (one bit per source)."""
+    n = len(row.ops) - 1
+    lo = ", ".join(_v(2 * i, 2) for i in range(n + 1))
+    hi = ", ".join(_v(254 - 2 * i, 2) for i in range(n + 1))
+    sg = ", ".join([_v(0, 2), _s(2, 2)] + [_v(4 + 2 * i, 2) for i in range(n - 1)])
+    const = ", ".join([_v(0, 2), _v(2, 2)] + ["1.0", "-4"][:n - 1])
+    ones = lambda pat: "[" + ",".join(pat[:n]) + "]"
+    mods = [f" op_sel:{ones('101')}", f" op_sel_hi:{ones('010')}",
+            f" neg_lo:{ones('110')} neg_hi:{ones('011')}", " clamp",
+            f" op_sel:{ones('111')} op_sel_hi:{ones('000')} clamp"]
+    out = [lo, hi, sg, const] + [lo + m for m in mods]
+    return [f"{row.name} {t}" for t in out]
+
+
 def _waitcnt(g: _Gen) -> list[str]:
     hi = "vmcnt(40)" if g.fam == "gfx9" else "vmcnt(62)"
     return ["vmcnt(0) lgkmcnt(0)", "vmcnt(1)", "expcnt(2) lgkmcnt(3)", "lgkmcnt(0)",
@@ -291,7 +307,7 @@ def amd_cases(arch: str, row: Row) -> list[str]:
     """The representative cases of one row, as assembly text for llvm-mc."""
     g = _Gen(arch, row)
     if row.fmt == "VOP3P":
-        return _matrix_cases(g, row)
+        return _pk_cases(g, row) if row.name.startswith("v_pk_") else _matrix_cases(g, row)
     if row.fmt.startswith("VOP"):
         return _vop_cases(g, row)
     if row.fmt.startswith("S"):

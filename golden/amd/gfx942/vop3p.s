@@ -47,3 +47,111 @@ v_mfma_f32_16x16x16_bf16 v[0:3], v[4:5], v[6:7], v[0:3] blgp:7
 ; row: v_mfma_f32_16x16x16_bf16
 v_mfma_f32_16x16x16_bf16 v[0:3], v[4:5], v[6:7], v[0:3] cbsz:4 abid:15
 ; bytes: 00 7c e1 d3 04 0d 02 04
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7]
+; bytes: 00 40 b0 d3 02 09 1a 1c
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[254:255], v[252:253], v[250:251], v[248:249]
+; bytes: fe 40 b0 d3 fc f5 e3 1f
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], s[2:3], v[4:5], v[6:7]
+; bytes: 00 40 b0 d3 02 08 1a 1c
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], 1.0, -4
+; bytes: 00 40 b0 d3 02 e5 11 1b
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel:[1,0,1]
+; bytes: 00 68 b0 d3 02 09 1a 1c
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel_hi:[0,1,0]
+; bytes: 00 00 b0 d3 02 09 1a 14
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] neg_lo:[1,1,0] neg_hi:[0,1,1]
+; bytes: 00 46 b0 d3 02 09 1a 7c
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] clamp
+; bytes: 00 c0 b0 d3 02 09 1a 1c
+; row: v_pk_fma_f32
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel:[1,1,1] op_sel_hi:[0,0,0] clamp
+; bytes: 00 b8 b0 d3 02 09 1a 04
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5]
+; bytes: 00 40 b1 d3 02 09 02 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[254:255], v[252:253], v[250:251]
+; bytes: fe 40 b1 d3 fc f5 03 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], s[2:3], v[4:5]
+; bytes: 00 40 b1 d3 02 08 02 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], 1.0
+; bytes: 00 40 b1 d3 02 e5 01 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel:[1,0]
+; bytes: 00 48 b1 d3 02 09 02 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel_hi:[0,1]
+; bytes: 00 40 b1 d3 02 09 02 10
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] neg_lo:[1,1] neg_hi:[0,1]
+; bytes: 00 42 b1 d3 02 09 02 78
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] clamp
+; bytes: 00 c0 b1 d3 02 09 02 18
+; row: v_pk_mul_f32
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel:[1,1] op_sel_hi:[0,0] clamp
+; bytes: 00 d8 b1 d3 02 09 02 00
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5]
+; bytes: 00 40 b2 d3 02 09 02 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[254:255], v[252:253], v[250:251]
+; bytes: fe 40 b2 d3 fc f5 03 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], s[2:3], v[4:5]
+; bytes: 00 40 b2 d3 02 08 02 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], 1.0
+; bytes: 00 40 b2 d3 02 e5 01 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] op_sel:[1,0]
+; bytes: 00 48 b2 d3 02 09 02 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] op_sel_hi:[0,1]
+; bytes: 00 40 b2 d3 02 09 02 10
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] neg_lo:[1,1] neg_hi:[0,1]
+; bytes: 00 42 b2 d3 02 09 02 78
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] clamp
+; bytes: 00 c0 b2 d3 02 09 02 18
+; row: v_pk_add_f32
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] op_sel:[1,1] op_sel_hi:[0,0] clamp
+; bytes: 00 d8 b2 d3 02 09 02 00
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5]
+; bytes: 00 40 b3 d3 02 09 02 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[254:255], v[252:253], v[250:251]
+; bytes: fe 40 b3 d3 fc f5 03 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], s[2:3], v[4:5]
+; bytes: 00 40 b3 d3 02 08 02 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], 1.0
+; bytes: 00 40 b3 d3 02 e5 01 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] op_sel:[1,0]
+; bytes: 00 48 b3 d3 02 09 02 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] op_sel_hi:[0,1]
+; bytes: 00 40 b3 d3 02 09 02 10
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] neg_lo:[1,1] neg_hi:[0,1]
+; bytes: 00 42 b3 d3 02 09 02 78
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] clamp
+; bytes: 00 c0 b3 d3 02 09 02 18
+; row: v_pk_mov_b32
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] op_sel:[1,1] op_sel_hi:[0,0] clamp
+; bytes: 00 d8 b3 d3 02 09 02 00

@@ -197,6 +197,8 @@ def _dec_vop3(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
 def _dec_vop3p(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
     """gfx11 VOP3P (WMMA) and gfx9 VOP3P-MAI (MFMA); field layouts at
     :func:`kcc.encode.amd.encoder._enc_vop3p`."""
+    if FAMILY[ctx.arch] == "gfx9" and row.op < 0x40:
+        return _dec_pk(ctx, row, w, w1)
     kinds = row.fields()
     vals: dict[str, Operand] = {"vdst": _vreg(kinds["vdst"], w & 0xFF)}
     for i in range(3):
@@ -220,6 +222,29 @@ def _dec_vop3p(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
             raise AmdDecodeError("op_sel_hi other than [1,1,1] is not supported")
         mods = {"op_sel": bits3(w >> 11), "neg_lo": bits3(w1 >> 29), "neg_hi": bits3(w >> 8),
                 "clamp": bool((w >> 15) & 1)}
+    return _in_order(row, vals), mods
+
+
+def _dec_pk(ctx: _Ctx, row: Row, w: int, w1: int):
+    """gfx9 VOP3P packed-f32 ops; layout at :func:`kcc.encode.amd.encoder._enc_pk`.
+    Modifiers have one bit per source; op_sel_hi is left out when all ones, as llvm-mc-19
+    prints it."""
+    kinds = row.fields()
+    n = sum(1 for f in kinds if f.startswith("src"))
+    vals: dict[str, Operand] = {"vdst": _vreg(kinds["vdst"], w & 0xFF)}
+    for i in range(n):
+        f = f"src{i}"
+        vals[f] = ctx.src((w1 >> (9 * i)) & 0x1FF, kinds[f])
+        if ctx.used:
+            raise AmdDecodeError(f"{f}: packed-f32 ops take no literal")
+    hi = ((w1 >> 27) & 3) | ((w >> 14) & 1) << 2
+    fields = {"op_sel": (w >> 11) & 7, "neg_lo": (w1 >> 29) & 7, "neg_hi": (w >> 8) & 7}
+    if n < 3 and (any(v >> n for v in fields.values()) or hi >> n != 1 or (w1 >> 18) & 0x1FF):
+        raise AmdDecodeError("bits of an absent third source are set")
+    bits = lambda b: tuple((b >> i) & 1 for i in range(n))
+    mods: dict[str, object] = {k: bits(v) if v else None for k, v in fields.items()}
+    mods["op_sel_hi"] = None if hi & ((1 << n) - 1) == (1 << n) - 1 else bits(hi)
+    mods["clamp"] = bool((w >> 15) & 1)
     return _in_order(row, vals), mods
 
 

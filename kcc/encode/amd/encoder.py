@@ -145,6 +145,8 @@ def _enc_vop3p(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> byte
     BLGP. AGPRs are not used by kcc, so ACC_CD and ACC are always 0."""
     kinds = row.fields()
     fam = FAMILY[arch]
+    if fam == "gfx9" and row.op < 0x40:
+        return _enc_pk(row, inst, ops)
     if fam == "gfx11":
         m = _mods(inst, ("op_sel", "neg_lo", "neg_hi", "clamp"))
     else:
@@ -180,6 +182,42 @@ def _enc_vop3p(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> byte
     w1 = ((_bits3(m.get("neg_lo"), "neg_lo") << 29) | (3 << 27) | (codes[2] << 18) |
           (codes[1] << 9) | codes[0])
     return _words(w0, w1)
+
+
+def _enc_pk(row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
+    """CDNA3 VOP3P (§12.3.6) packed-f32 ops: [7:0] VDST, [10:8] NEG_HI, [13:11] OP_SEL, [14]
+    OP_SEL_HI[2], [15] CLAMP, [22:16] OP, [31:23] 0x1A7; then SRC0, SRC1, SRC2, [28:27]
+    OP_SEL_HI[1:0], [31:29] NEG_LO. The modifiers have one bit per source (llvm-mc-19 spells
+    op_sel:[1,0] on the two-source ops); OP_SEL_HI defaults to all ones, and its unused bits
+    of a two-source op are written ones, as llvm-mc-19 does. No literal (llvm-mc refuses it)."""
+    kinds = row.fields()
+    m = _mods(inst, ("op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp"))
+    n = sum(1 for f in kinds if f.startswith("src"))
+    codes = [0, 0, 0]
+    for i in range(n):
+        f = f"src{i}"
+        c, lit = src_code("gfx942", ops[f], kinds[f], f"{inst.name} {f}")
+        if lit is not None:
+            raise AmdEncodeError(f"{inst.name} {f}: {ops[f]} is no inline constant")
+        codes[i] = c
+    bits = {k: _bitsn(m.get(k), n, f"{inst.name} {k}") for k in ("op_sel", "neg_lo", "neg_hi")}
+    hi = 7 if m.get("op_sel_hi") is None else (
+        _bitsn(m["op_sel_hi"], n, f"{inst.name} op_sel_hi") | (7 >> n << n))
+    vdst = _vgpr(ops["vdst"], 2, f"{inst.name} vdst")
+    w0 = ((0x1A7 << 23) | (row.op << 16) | ((1 if m.get("clamp") else 0) << 15) |
+          ((hi >> 2) << 14) | (bits["op_sel"] << 11) | (bits["neg_hi"] << 8) | vdst)
+    w1 = ((bits["neg_lo"] << 29) | ((hi & 3) << 27) | (codes[2] << 18) | (codes[1] << 9) |
+          codes[0])
+    return _words(w0, w1)
+
+
+def _bitsn(v: object, n: int, what: str) -> int:
+    """A per-source modifier tuple of n bits (None: all zero) as its field value."""
+    if v is None:
+        return 0
+    if not isinstance(v, tuple) or len(v) != n or any(b not in (0, 1, True, False) for b in v):
+        raise AmdEncodeError(f"{what} must be a {n}-tuple of 0/1, got {v!r}")
+    return sum(int(b) << i for i, b in enumerate(v))
 
 
 def _bits3(v: object, what: str) -> int:

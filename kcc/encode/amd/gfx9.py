@@ -3,7 +3,8 @@
 Opcodes are those of the "AMD Instinct MI300 CDNA3 Instruction Set Architecture" reference
 guide, §12 "Microcode Formats" (SOP2 §12.1.1, SOPK §12.1.2, SOP1 §12.1.3, SOPC §12.1.4,
 SOPP §12.1.5, SMEM §12.2, VOP2 §12.3.1, VOP1 §12.3.2, VOPC §12.3.3, VOP3A §12.3.4, VOP3B
-§12.3.5, DS §12.6, FLAT/GLOBAL/SCRATCH §12.9, VOP3P-MAI §12.3: the MFMA matrix ops), spelled
+§12.3.5, DS §12.6, FLAT/GLOBAL/SCRATCH §12.9, VOP3P-MAI §12.3: the MFMA matrix ops, VOP3P
+§12.3.6: the packed-f32 ops v_pk_*_f32 / v_pk_mov_b32, opcodes below 0x40), spelled
 as LLVM's assembler spells them (``s_load_dwordx2``, ``global_load_dword``, ``v_add_u32``).
 Lane masks are SGPR pairs (``vcc``, ``s[4:5]``). VOP3B forms are written VOP3SD here, as in RDNA3.
 """
@@ -446,6 +447,10 @@ VOP3    0x29c v_add_i32                i32:i32,i32
 VOP3    0x29d v_sub_i32                i32:i32,i32
 VOP3P   0x04d v_mfma_f32_16x16x16_f16   v128:v64,v64,c128
 VOP3P   0x061 v_mfma_f32_16x16x16_bf16  v128:v64,v64,c128
+VOP3P   0x030 v_pk_fma_f32             v64:pk64,pk64,pk64
+VOP3P   0x031 v_pk_mul_f32             v64:pk64,pk64
+VOP3P   0x032 v_pk_add_f32             v64:pk64,pk64
+VOP3P   0x033 v_pk_mov_b32             v64:pk64,pk64
 VOP3SD  0x1e8 v_mad_u64_u32            u64,lane:u32,u32,u64
 VOP3SD  0x1e9 v_mad_i64_i32            i64,lane:i32,i32,i64
 VOP3SD  0x1e0 v_div_scale_f32          f32,lane:f32,f32,f32

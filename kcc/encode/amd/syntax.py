@@ -186,7 +186,7 @@ def _mod_words(fam: str, row: Row, inst: Inst) -> list[str]:
             out.append("gds")
     elif row.fmt == "VOP3P":
         # llvm-mc-19's order: op_sel, neg_lo, neg_hi, clamp (gfx11); cbsz, abid, blgp (gfx9)
-        for k in ("op_sel", "neg_lo", "neg_hi"):
+        for k in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
             if m.get(k):
                 out.append(f"{k}:[{','.join(str(int(b)) for b in m[k])}]")
         if m.get("clamp"):
@@ -313,8 +313,12 @@ def parse_inst(arch: str, text: str) -> Inst:
             mods["omod"] = {"mul:2": 1, "mul:4": 2, "div:2": 3}[word]
         elif key in ("offset", "offset0", "offset1", "cbsz", "abid", "blgp") and val:
             mods[key] = int(val, 0)
-        elif key in ("op_sel", "neg_lo", "neg_hi") and re.fullmatch(r"\[[01](,[01]){2}\]", val):
+        elif (key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
+              and re.fullmatch(r"\[[01](,[01]){1,2}\]", val)):
+            # two bits on gfx942's two-source v_pk_* ops, three elsewhere
             mods[key] = tuple(int(b) for b in val[1:-1].split(","))
+            if key == "op_sel_hi" and all(mods[key]):       # the default: printed by no one
+                del mods[key]
         else:
             raise AmdAsmError(f"{name}: unknown modifier {word!r}")
     return Inst(name, tuple(ops), tuple(sorted(mods.items())))

@@ -18,7 +18,9 @@ CDNA3 ISA = "AMD Instinct MI300 CDNA3 ISA" §12 "Microcode Formats"):
   VOP3 and VOP3SD (RDNA3 §16.3.4-16.3.5; CDNA3 §12.3.4 VOP3A and §12.3.5 VOP3B),
   DS (RDNA3 §16.5 / CDNA3 §12.6), FLAT/GLOBAL/SCRATCH (RDNA3 §16.8 / CDNA3 §12.9),
   VOP3P (RDNA3 §16.3 "VOP3P": here only the matrix ops v_wmma_*; CDNA3 §12.3 "VOP3P-MAI": the
-  matrix ops v_mfma_*; one format name, the family decides the layout).
+  matrix ops v_mfma_*, opcodes 0x40 and up; CDNA3 §12.3.6 "VOP3P": the packed-f32 ops
+  v_pk_*_f32 / v_pk_mov_b32, opcodes below 0x40; one format name, the family and opcode
+  decide the layout).
 Flags: ``e64`` a VOP1/VOP2/VOPC form that also has a VOP3 (or VOP3SD) encoding, which LLVM
 spells with an ``_e32``/``_e64`` suffix; ``off2`` a DS form with two 8-bit offsets.
 A VOPC form without a destination is a gfx11 ``v_cmpx`` (it writes EXEC only).
@@ -65,6 +67,8 @@ def _kinds() -> dict[str, Kind]:
         "i16": Kind("src", 1, "f16"), "u16": Kind("src", 1, "f16"),
         "f64": Kind("src", 2, "f64"), "b64": Kind("src", 2, "f64"), "i64": Kind("src", 2, "f64"),
         "u64": Kind("src", 2, "f64"),
+        # gfx942 packed f32 (v_pk_*_f32): a VGPR/SGPR pair or an f32 inline constant
+        "pk64": Kind("src", 2, "f32"),
         "sb32": Kind("src", 1, vgpr=False),
         "lane": Kind("lane", 0),
         "saddr": Kind("saddr", 2), "saddr32": Kind("saddr", 1), "vaddr": Kind("vaddr", 0),
