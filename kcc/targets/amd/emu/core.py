@@ -347,6 +347,7 @@ def _semantics() -> dict[str, Semantic]:
     import kcc.targets.amd.emu.valu16  # noqa: F401
     import kcc.targets.amd.emu.valu_div  # noqa: F401
     import kcc.targets.amd.emu.valu_more  # noqa: F401
+    import kcc.targets.amd.emu.valu_pk  # noqa: F401
     return {**SCALAR_OPS, **VECTOR_OPS}
 
 
