@@ -9,9 +9,9 @@ whose IR goes through `opt-19 -O3`, `llc-19 -O3 -mattr=+cumode` (the feature tin
 AMDLLVMCompiler sets) and `ld.lld-19 -shared`. On gfx1100 llc runs with
 `--amdgpu-enable-vopd=0`: kcc's decoder (hence its emulator) has no VOPD dual-issue rows, so
 LLVM's wave-instruction counts here are an upper bound by at most the VOPD pairs it would form.
-On gfx942 LLVM uses packed-f32 VOP3P instructions (v_pk_add_f32, v_pk_mul_f32) kcc's decoder
-lacks, so those kernels are reported as not emulated; `--no-pk-f32` compiles LLVM's side with
-`-packed-fp32-ops` instead (LLVM's counts then overstate its VALU work).
+On gfx942 LLVM uses packed-f32 VOP3P instructions (v_pk_add_f32, v_pk_mul_f32, v_pk_fma_f32),
+which kcc's decoder and emulator run; `--no-pk-f32` compiles LLVM's side with
+`-packed-fp32-ops` instead (LLVM's counts then overstate its VALU work), for comparison only.
 Both code objects run in kcc's emulator (kcc.targets.amd.emu) on the captured inputs and each
 side's launch (grid, block); the outputs must agree with tinygrad's CPU values (and so with each
 other) to 1e-4 relative. Per kernel it prints dynamic wave-instruction counts by class
@@ -226,8 +226,8 @@ def main() -> None:
     p.add_argument("--arch", default="gfx1100", choices=("gfx1100", "gfx942"))
     p.add_argument("--only", default=None, help="comma-separated computation names")
     p.add_argument("--no-pk-f32", action="store_true",
-                   help="llc with -packed-fp32-ops (gfx942: kcc's decoder lacks v_pk_add_f32 / "
-                        "v_pk_mul_f32; LLVM then spends one VALU per float instead)")
+                   help="llc with -packed-fp32-ops (gfx942: no v_pk_*_f32; LLVM then spends "
+                        "one VALU per float instead, for comparison only)")
     a = p.parse_args()
     comps = _computations()
     names = a.only.split(",") if a.only else list(comps)
