@@ -3,7 +3,7 @@ default DEV=CPU (clang) on the same inputs (floats to rtol 1e-3, everything else
 Prints one line per computation; exits 1 if any fails. docs/tinygrad.md records the result.
 
     python bench/tinygrad_sweep.py [NAME ...]      # KCC_TINYGRAD_DUMP=dir keeps refused .uop
-    KCC_TINYGRAD_ARCH=native python bench/tinygrad_sweep.py       # x86-64-v4 on an AVX-512 CPU
+    KCC_TINYGRAD_ARCH=x86-64-v3 python bench/tinygrad_sweep.py    # AVX2 code on an AVX-512 CPU
     NOOPT=1 python bench/tinygrad_sweep.py          # tinygrad's unoptimized (no upcast) kernels
 """
 

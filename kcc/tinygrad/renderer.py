@@ -210,7 +210,14 @@ class KCCCompiler(Compiler):
     compiles nothing; `CCACHE=0` (or `CACHELEVEL=0`) turns the cache off."""
 
     def __init__(self, arch: str | None = None):
-        self.arch = arch or os.environ.get(ARCH_ENV, "x86-64-v3")
+        # `native` by default, as tinygrad's clang path compiles with -march=native: the two
+        # devices then use the same instruction set (x86-64-v4 on an AVX-512 CPU, else v3)
+        self.arch = arch or os.environ.get(ARCH_ENV, "native")
+        try:                # resolved once, not per kernel (it reads /proc/cpuinfo)
+            from kcc.targets.x86.arch import resolve_arch
+            self.arch = resolve_arch(self.arch)
+        except Exception:   # a CPU below x86-64-v3: compile() reports it, kernel by kernel
+            pass
         super().__init__(cache_key(self.arch))
 
     def compile(self, src: str) -> bytes:
