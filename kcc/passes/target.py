@@ -53,6 +53,9 @@ class TargetDesc:
     vector_ops_at: for a (dtype, n) listed here, only these ops are legal on n lanes of dtype
       (instead of vector_ops[dtype]): x86-64-v4 has int32 x 16 for the arithmetic, bitwise
       ops and shifts only.
+    pack_bytes: the largest scratch buffer passes/pack.py may give a strided operand of a
+      reduction tile (a per-worker copy, kept in the stack frame on x86); 0 (the default):
+      no packing.
     """
 
     name: str
@@ -74,6 +77,7 @@ class TargetDesc:
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
     full_unroll: int = 0
+    pack_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -476,7 +476,9 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
 
 def unroll(sink: UOp, desc: TargetDesc) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
-    target that asks for it, short loops are unrolled fully (passes/unroll_full.py)."""
+    target that asks for it, short loops are unrolled fully (passes/unroll_full.py); last, on
+    a target with `pack_bytes`, a jammed matmul tile's strided operand is packed
+    (passes/pack.py)."""
     if desc.full_unroll > 0:
         from kcc.passes.unroll_full import unroll_full
         sink = unroll_full(sink, desc)
@@ -497,6 +499,11 @@ def unroll(sink: UOp, desc: TargetDesc) -> UOp:
             if plan is not None:
                 break
         if plan is None:
-            return sink       # every PARAM is still read: copy 0 reads what the loop read
+            break             # every PARAM is still read: copy 0 reads what the loop read
         sink, made = _jam(sink, loops, plan)
         done |= made
+    if desc.pack_bytes > 0:
+        # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
+        from kcc.passes.pack import pack
+        sink = pack(sink, desc)
+    return sink

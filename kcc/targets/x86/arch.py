@@ -48,6 +48,10 @@ X86_AVX512 = TargetDesc("x86", widths(_AVX512), widths(_AVX512), _native_x86, "s
 
 # The memory streams an inner loop may read (TargetDesc.load_streams)
 X86_LOAD_STREAMS = 8
+# The largest packed slab of a strided matmul operand (TargetDesc.pack_bytes): a frame buffer
+# per worker; 64 KiB holds a 16-column slab of 1024 rows, which stays in L2 (2 MiB a core on
+# the hosts measured, docs/performance.md) and is read there contiguously
+X86_PACK_BYTES = 64 * 1024
 
 
 def x86_desc(arch: str) -> TargetDesc:
@@ -83,6 +87,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
                    # 16 streams ran slower than with 8 although they ran fewer instructions
                    load_streams=X86_LOAD_STREAMS,
+                   pack_bytes=X86_PACK_BYTES,
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
                    permute=_permute if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane

@@ -1,0 +1,341 @@
+"""Pack a strided operand of a reduction tile into a contiguous scratch buffer, and interchange
+the two loops around the reduction so the packed slab is reused.
+
+tinygrad's matmul after unroll-and-jam (kcc/passes/unroll.py) is
+
+    for o in range(NO):                        # row blocks of a (WEAK)
+        for c in range(NC):                    # jammed column blocks of b (WEAK)
+            acc[...] = 0
+            for r in range(NR):                # the reduce loop
+                acc[...] += a[o, r] * b[sR*r + sC*c + o_i]      # o_i: constant offsets
+            out[g(o, c)] = acc[...]
+
+Each b load reads a row of 16 columns, rows sR elements apart (2 KiB at 512³, 4 KiB at 1024³):
+the slab of one column block maps to 1-2 sets of L1 and is re-read from L2 or L3 for every row
+block (docs/performance.md, "x86 near the machine's limits"). This pass makes it
+
+    for c in range(NC):
+        for p in range(NR):                    # the slab, k-major and contiguous (per worker)
+            pack[p*F + rank(o_i)] = b[sR*p + sC*c + o_i]        # every distinct (o_i, lanes)
+        for o in range(NO):
+            acc[...] = 0
+            for r in range(NR):
+                acc[...] += a[o, r] * pack[r*F + rank(o_i)]
+            out[g(o, c)] = acc[...]
+
+F is the number of distinct elements one reduce iteration reads (the footprint, e.g. 4 k rows
+of 16 columns = 64), rank(e) the place of element e in it (sorted), so loads of consecutive
+elements stay consecutive (the lane packer still reads a row of 16 as one zmm). pack is a REG
+buffer, which x86 keeps in the worker's stack frame (kcc/isel/x86/select.py, sel_BUFFER): one
+per worker, sized statically.
+
+**Semantics.** Every load of b reads the value b holds (b is not stored anywhere in the kernel,
+so the copy equals it), and every output is computed by the same operations in the same order
+(each accumulator still adds its terms in r order): bit-identical results. The interchange
+only reorders whole (o, c) iterations, legal when they do not interact:
+- the nest is exactly two loops: c's only order src is o's RANGE, o's END closes c's END and
+  nothing else, both bounds are constants, no node outside o's END depends on o or c, every
+  other RANGE and every STORE of the nest depends on c;
+- every REG buffer stored in the nest carries no value from one (o, c) iteration to the next
+  (unroll's rule, `_privatizable`, for loop c: each load reads elements a store of the same
+  iteration wrote first);
+- every GLOBAL buffer stored in the nest is never loaded in the kernel and every buffer loaded
+  there is never stored (so only the stores' order could differ), each store's place is
+  `cO*o + cC*c + base + k` (one base per buffer) and the element sets of distinct (o, c)
+  iterations are disjoint (checked exactly: `_disjoint`);
+- no BARRIER, no LOCAL buffer.
+
+**Cost** (the target's choice: `TargetDesc.pack_bytes`, 0 opts out): a buffer is packed when
+its rows are at least MIN_ROW_STRIDE bytes apart (a contiguous operand needs no copy), the
+slab (NR·F elements) fits pack_bytes, and it is reused by at least MIN_REUSE row blocks (the
+copy costs one load and store per element, the loop reads each NO times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kcc.ir.affine import affine
+from kcc.ir.consts import const_int, strong_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, toposort
+from kcc.passes.target import TargetDesc
+from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
+
+# b's rows this many bytes apart or more are packed: a row of 16 float32 is 64 bytes, and rows
+# 1 KiB apart or more fall into few L1 sets (48 KiB L1, 12 ways: sets 64 bytes x 64 apart
+# repeat every 4 KiB; Intel optimization manual, "Cache and memory subsystem") and defeat the
+# L2 streamer, which follows accesses within one 4 KiB page
+MIN_ROW_STRIDE = 1024
+# the slab is read once per row block: below this many the copy is not paid back
+MIN_REUSE = 4
+_PLACES = (Ops.INDEX, Ops.SHRINK)
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """A buffer to pack: its loads in the reduce loop and how their places decompose."""
+
+    buf: UOp
+    loads: tuple[UOp, ...]                   # LOADs in the reduce loop, srcs[0] a place
+    offsets: tuple[tuple[int, int], ...]     # each load's (constant offset, lanes)
+    rep: UOp                                 # one load's index: T(r, c) + rep_off
+    rep_off: int
+    rank: dict[int, int]                     # element offset → place in one packed row
+    width: int                               # F: elements one reduce iteration reads
+
+
+@dataclass(frozen=True)
+class _Plan:
+    outer: UOp                # o's RANGE
+    col: UOp                  # c's RANGE
+    red: UOp                  # r's RANGE
+    end_o: UOp
+    end_c: UOp
+    operands: tuple[_Operand, ...]
+
+
+def _disjoint(accesses: list[tuple[int, int, int, int]], n_o: int, n_c: int) -> bool:
+    """Whether stores (cO, cC, offset, lanes), each of elements cO*o + cC*c + base + offset
+    … + lanes-1 in iteration (o, c), never write one element in two distinct iterations."""
+    co, cc = accesses[0][0], accesses[0][1]
+    if any(a[0] != co or a[1] != cc for a in accesses) or co == 0 or cc == 0:
+        return False
+    elems = sorted({a[2] + k for a in accesses for k in range(a[3])})
+    diffs = {e1 - e2 for e1 in elems for e2 in elems}
+    for d in diffs:                    # is d = co*do + cc*dc for some (do, dc) != (0, 0)?
+        for dc in range(-(n_c - 1), n_c):
+            rest = d - cc * dc
+            if rest % co == 0 and abs(rest // co) < n_o and (dc != 0 or rest != 0):
+                return False
+    return True
+
+
+def _operands(loops: _Loops, red: UOp, col: UOp, outer: UOp, cone: list[UOp],
+              stored: set[UOp], desc: TargetDesc, n_o: int) -> list[_Operand]:
+    """The buffers worth packing: loaded in r's body at sR*r + sC*c + invariant + constant."""
+    dep = loops.dep
+    n_r = const_int(red.src[0])
+    assert n_r is not None
+    memo: dict = {}
+    found: dict[UOp, list[tuple[UOp, dict, int, int]]] = {}
+    for n in cone:
+        if n.op is not Ops.LOAD or len(n.src) != 1 or red not in dep[n]:
+            continue
+        place = n.src[0]
+        if place.op not in _PLACES or len(place.src) != (2 if place.op is Ops.INDEX else 3):
+            continue
+        buf = base_buffer(place.src[0])
+        if buf.op is not Ops.PARAM or buf in stored:
+            continue
+        sp = _span(place)
+        if sp is None:
+            continue
+        # leaves: r, c and loop-invariant terms; a term of o (or of any other loop) is none
+        # of these, and makes the decomposition None
+        af = affine(sp[0], lambda x: x in (red, col) or not dep.get(x), memo)
+        if af is None or af[0].get(red, 0) == 0:
+            continue
+        terms = af[0]
+        found.setdefault(buf, []).append((n, terms, af[1], sp[1]))
+    out = []
+    for buf, ls in found.items():
+        terms = ls[0][1]
+        ls = [x for x in ls if x[1] == terms]
+        elems = sorted({o + k for _, _, o, w in ls for k in range(w)})
+        # the distance between the rows the loop reads: between the runs of one iteration's
+        # footprint, and from the last run to the next iteration's first
+        starts = [e for e in elems if e - 1 not in elems]
+        gaps = [y - x for x, y in zip(starts, starts[1:])] + [starts[0] + terms[red] - starts[-1]]
+        row = min(gaps) * buf.dtype.itemsize
+        # every load's lanes must be consecutive places of the packed row
+        rank = {e: i for i, e in enumerate(elems)}
+        if any(rank.get(o + w - 1, -1) - rank[o] != w - 1 for _, _, o, w in ls):
+            continue
+        slab = n_r * len(elems) * buf.dtype.itemsize
+        if row < MIN_ROW_STRIDE or slab > desc.pack_bytes or n_o < MIN_REUSE:
+            continue
+        rep = ls[0][0].src[0]
+        out.append(_Operand(buf, tuple(x[0] for x in ls), tuple((o, w) for _, _, o, w in ls),
+                            _span(rep)[0], ls[0][2], rank, len(elems)))
+    return out
+
+
+def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
+    """The plan for loop c (the column loop), or None when it is not legal or does not pay."""
+    end_c = loops.end_of.get(col)
+    n_c = const_int(col.src[0])
+    rs = [s for s in col.src[1:] if s.op is Ops.RANGE]
+    if end_c is None or col in loops.multi or n_c is None or len(col.src) != 2 or not rs:
+        return None
+    outer = rs[0]
+    end_o = loops.end_of.get(outer)
+    n_o = const_int(outer.src[0])
+    if end_o is None or outer in loops.multi or n_o is None or end_o.src[0] is not end_c:
+        return None
+    dep = loops.dep
+    cone = loops.cone(end_o)
+    cone_set = set(cone)
+    if any((outer in dep[n] or col in dep[n]) and n not in cone_set for n in loops.order):
+        return None
+    inner = _inner(loops, col, loops.cone(end_c))
+    if not inner:
+        return None
+    reds = [r for r in inner if col in r.src[1:] and not (_inner(loops, r, loops.cone(
+        loops.end_of[r])) or [])]
+    if len(reds) != 1 or const_int(reds[0].src[0]) is None:
+        return None
+    red = reds[0]
+    region = [n for n in cone if dep[n] & {outer, col}]
+    region_set = set(region)
+    stored: set[UOp] = set()
+    loaded: set[UOp] = set()
+    for n in loops.order:
+        if n.op in (Ops.LOAD, Ops.STORE) and n.src[0].op in _PLACES:
+            (stored if n.op is Ops.STORE else loaded).add(base_buffer(n.src[0].src[0]))
+    glob: dict[UOp, list[tuple[int, int, int, int]]] = {}
+    bases: dict[UOp, dict] = {}
+    memo: dict = {}
+    for n in region:
+        if n.op is Ops.BARRIER:
+            return None
+        if n.op is Ops.RANGE and n is not outer and col not in dep[n]:
+            return None
+        if n.op not in (Ops.LOAD, Ops.STORE):
+            continue
+        if n.src[0].op not in _PLACES:
+            return None
+        buf = base_buffer(n.src[0].src[0])
+        if buf.op is Ops.BUFFER and buf.arg.addrspace is AddrSpace.LOCAL:
+            return None
+        if buf.op is not Ops.PARAM:
+            continue
+        if n.op is Ops.LOAD:
+            if buf in stored:
+                return None
+            continue
+        sp = _span(n.src[0])
+        if buf in loaded or sp is None or col not in dep[n] or dep[sp[0]] & set(inner):
+            return None
+        af = affine(sp[0], lambda x: x in (outer, col) or not dep.get(x) & {outer, col},
+                    memo)
+        if af is None:
+            return None
+        terms = dict(af[0])
+        co, cc = terms.pop(outer, 0), terms.pop(col, 0)
+        if bases.setdefault(buf, terms) != terms:
+            return None
+        glob.setdefault(buf, []).append((co, cc, af[1], sp[1]))
+    if not all(_disjoint(v, n_o, n_c) for v in glob.values()):
+        return None
+    inner_c = frozenset(inner)
+    c_region = [n for n in loops.cone(end_c) if dep[n] & (inner_c | {col})
+                or n in {loops.end_of[x] for x in inner_c}]
+    c_set = set(c_region)
+    for buf in stored:
+        if buf.op is Ops.BUFFER and any(buf is base_buffer(n.src[0]) for n in region_set
+                                        if n.op in _PLACES and n.src[0].kind == "buffer"):
+            if not _privatizable(loops, col, inner_c, c_region, c_set, buf):
+                return None
+    ops = _operands(loops, red, col, outer, loops.cone(loops.end_of[red]), stored, desc, n_o)
+    if not ops:
+        return None
+    return _Plan(outer, col, red, end_o, end_c, tuple(ops))
+
+
+def _subst(x: UOp, m: dict[UOp, UOp]) -> UOp:
+    """x with the nodes of m replaced (its cone rebuilt)."""
+    out = dict(m)
+    for n in toposort([x]):
+        if n in out:
+            continue
+        srcs = tuple(out.get(s, s) for s in n.src)
+        if srcs != n.src:
+            out[n] = n.replace(src=srcs)
+    return out.get(x, x)
+
+
+def _place(buf: UOp, idx: UOp, lanes: int) -> UOp:
+    """An INDEX (one element) or SHRINK (lanes elements) place of buf at idx."""
+    if lanes == 1:
+        return UOp(Ops.INDEX, (buf, idx))
+    return UOp(Ops.SHRINK, (buf, idx, strong_int(lanes, idx.dtype)))
+
+
+def _rewrite(sink: UOp, loops: _Loops, plan: _Plan) -> UOp:
+    """The graph with plan's loops interchanged and its operands read from packed copies."""
+    outer, col, red = plan.outer, plan.col, plan.red
+    dt = red.dtype
+    ids = [n.arg[0] for n in loops.order if n.op is Ops.RANGE and isinstance(n.arg, tuple)]
+    axis = max(ids, default=0) + 1
+    slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
+                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+    col2 = col.replace(src=(col.src[0],) + outer.src[1:])
+    p = UOp(Ops.RANGE, (red.src[0], col2), (axis, AxisType.LOOP))
+    m: dict[UOp, UOp] = {}
+    stores = []
+    views = []
+    for k, op in enumerate(plan.operands):
+        a: ParamArg = op.buf.arg
+        n_r = const_int(red.src[0])
+        assert n_r is not None
+        pbuf = UOp(Ops.BUFFER, (), ParamArg(slot + k, a.dtype, n_r * op.width, None, None,
+                                             AddrSpace.REG))
+        into = UOp(Ops.AFTER, (pbuf, p))
+        src_idx = _subst(op.rep, {red: p, col: col2})
+        row = UOp(Ops.MUL, (p, strong_int(op.width, dt)))
+        for o, w in dict.fromkeys(op.offsets):
+            at = src_idx if o == op.rep_off else \
+                UOp(Ops.ADD, (src_idx, strong_int(o - op.rep_off, dt)))
+            v = UOp(Ops.LOAD, (_place(op.buf, at, w),))
+            to = UOp(Ops.ADD, (row, strong_int(op.rank[o], dt))) if op.rank[o] else row
+            stores.append(UOp(Ops.STORE, (_place(into, to, w), v)))
+        views.append(pbuf)
+    pack_end = UOp(Ops.END, (UOp(Ops.GROUP, tuple(stores)), p))
+    outer2 = outer.replace(src=(outer.src[0], col2, pack_end))
+    # r was directly inside c: now directly inside o (the inner loop of the two)
+    red2 = red.replace(src=tuple(outer2 if s is col else s for s in red.src))
+    for k, op in enumerate(plan.operands):
+        view = UOp(Ops.AFTER, (views[k], pack_end))
+        rr = UOp(Ops.MUL, (red2, strong_int(op.width, dt)))
+        for ld, (o, w) in zip(op.loads, op.offsets):
+            at = UOp(Ops.ADD, (rr, strong_int(op.rank[o], dt))) if op.rank[o] else rr
+            m[ld.src[0]] = _place(view, at, w)
+    out: dict[UOp, UOp] = {outer: outer2, col: col2, red: red2, **m}
+    for n in loops.order:
+        if n in out:
+            continue
+        if n is plan.end_c:
+            out[n] = UOp(Ops.END, (out.get(n.src[0], n.src[0]), outer2))
+            continue
+        if n is plan.end_o:
+            out[n] = UOp(Ops.END, (out[plan.end_c], col2))
+            continue
+        srcs = list(out.get(s, s) for s in n.src)
+        if n.op is Ops.RANGE and col in n.src[1:]:
+            # a loop directly inside c is now directly inside o (the inner of the two)
+            srcs = [outer2 if s is col else out.get(s, s) for s in n.src]
+        if tuple(srcs) != n.src:
+            out[n] = n.replace(src=tuple(srcs))
+    return out.get(sink, sink)
+
+
+def pack(sink: UOp, desc: TargetDesc) -> UOp:
+    """Pack and interchange every loop nest the module docstring allows (outermost nests are
+    tried for each jammed column loop; one rewrite at a time, the graph re-read after each)."""
+    if desc.pack_bytes <= 0:
+        return sink
+    done: set[UOp] = set()
+    while True:
+        loops = _Loops(sink)
+        plan = None
+        for col in list(loops.end_of):
+            if col in done:
+                continue
+            plan = _analyze(loops, col, desc)
+            if plan is not None:
+                break
+        if plan is None:
+            return sink
+        sink = _rewrite(sink, loops, plan)
+        done.add(plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:]))

@@ -1,0 +1,211 @@
+"""Tests of packing and loop interchange (kcc/passes/pack.py): which matmul nests are packed and
+which are left alone, and that every variant computes what the graph as written computes. The
+oracle is the reference interpreter, on the graph before and after unroll + pack (bit for bit)
+and on the x86 object compiled with the pass in the pipeline (tests/support/x86_util.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp
+from kcc.ir.consts import const_int
+from kcc.ir.uop import AddrSpace
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.pack import _disjoint, pack
+from kcc.passes.simplify import simplify
+from kcc.passes.unroll import unroll
+from kcc.targets.x86.target import x86_desc
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+
+def _matmul(m: int, n: int, k: int, ku: int = 4, rmw: bool = False,
+            out_row: bool = True) -> UOp:
+    """tinygrad's matmul tile as its default schedule writes it: out (m×n) = a (m×k) @ b (k×n),
+    a 4-row × 4-column REG tile per (o, c) iteration (o: row blocks, c: column blocks), the
+    reduce loop taking ku k's an iteration (a's k upcast: a ku-lane load of each row of a, ku
+    b rows, each a 4-lane load, taken apart by lanes). rmw: out += a @ b (the kernel loads
+    out); out_row False: every row block writes the same 4 rows (outputs of distinct o
+    overlap)."""
+    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {m * n})",
+             f"%a = PARAM ParamArg(1, float32, {m * k})",
+             f"%b = PARAM ParamArg(2, float32, {k * n})",
+             "%acc = BUFFER ParamArg(0, float32, 16, addrspace=REG)",
+             f"%o = RANGE({m // 4}) (0, WEAK)", f"%c = RANGE({n // 4}, %o) (1, WEAK)",
+             "%ai = AFTER(%acc, %o, %c)"]
+    lines += [f"%p{e} = INDEX(%ai, {e})\n%z{e} = STORE(%p{e}, 0.0)" for e in range(16)]
+    lines += [f"%r = RANGE({k // ku}, %c) (2, REDUCE)",
+              "%ak = AFTER(%acc, " + ", ".join(f"%z{e}" for e in range(16)) + ", %r)",
+              f"%rk = MUL(%r, {ku})", f"%rb = MUL(%rk, {n})", "%c4 = MUL(%c, 4)",
+              f"%o4 = MUL(%o, {4 * k})", "%ra = ADD(%o4, %rk)",
+              "%rc = ADD(%rb, %c4)"]
+    for i in range(4):              # row i of a's tile: ku consecutive k, one load
+        lines += [f"%ax{i} = ADD(%ra, {i * k})"]
+        if ku == 1:
+            lines += [f"%ap{i} = INDEX(%a, %ax{i})", f"%a{i}_0 = LOAD(%ap{i})"]
+            continue
+        lines += [f"%ap{i} = SHRINK(%a, %ax{i}, {ku})", f"%av{i} = LOAD(%ap{i})"]
+        lines += [f"%a{i}_{u} = INDEX(%av{i}, {u})" for u in range(ku)]
+    for u in range(ku):
+        lines += [f"%bj{u} = ADD(%rc, {u * n})",
+                  f"%bs{u} = SHRINK(%b, %bj{u}, 4)", f"%bv{u} = LOAD(%bs{u})"]
+    for i in range(4):
+        for j in range(4):
+            e = 4 * i + j
+            lines += [f"%q{e} = INDEX(%ak, {e})", f"%s{e}_0 = LOAD(%q{e})"]
+            for u in range(ku):
+                lines += [f"%b{e}_{u} = INDEX(%bv{u}, {j})",
+                          f"%m{e}_{u} = MUL(%a{i}_{u}, %b{e}_{u})",
+                          f"%s{e}_{u + 1} = ADD(%s{e}_{u}, %m{e}_{u})"]
+            lines += [f"%w{e} = STORE(%q{e}, %s{e}_{ku})"]
+    lines += ["%wg = GROUP(" + ", ".join(f"%w{e}" for e in range(16)) + ")",
+              "%ek = END(%wg, %r)", "%ae = AFTER(%acc, %ek)",
+              f"%ob = MUL(%o, {4 * n})" if out_row else "%ob = MUL(%o, 0)",
+              "%oc = ADD(%ob, %c4)"]
+    for i in range(4):
+        lines += [f"%e{e} = INDEX(%ae, {e})\n%l{e} = LOAD(%e{e})" for e in range(4 * i, 4 * i + 4)]
+        lines += [f"%st{i} = STACK(" + ", ".join(f"%l{e}" for e in range(4 * i, 4 * i + 4)) + ")",
+                  f"%oj{i} = ADD(%oc, {i * n})", f"%os{i} = SHRINK(%out, %oj{i}, 4)"]
+        if rmw:
+            lines += [f"%old{i} = LOAD(%os{i})", f"%new{i} = ADD(%old{i}, %st{i})",
+                      f"%t{i} = STORE(%os{i}, %new{i})"]
+        else:
+            lines += [f"%t{i} = STORE(%os{i}, %st{i})"]
+    lines += ["%eg = GROUP(%t0, %t1, %t2, %t3)", "%ec = END(%eg, %c)", "%eo = END(%ec, %o)",
+              'SINK(%eo) KernelInfo(name="matmul")']
+    return parse("\n".join(lines) + "\n", "matmul.uop")
+
+
+def _packed(sink: UOp, arch: str = "x86-64-v4", **kw) -> tuple[UOp, UOp]:
+    """(after unroll-and-jam alone, after unroll-and-jam + pack) with the x86 desc (kw
+    replaced in it); the pipeline's unroll step runs both (passes/unroll.py)."""
+    desc = replace(x86_desc(arch), **kw)
+    g = simplify(lower_weak_dtypes(sink))
+    u = unroll(g, replace(desc, pack_bytes=0))
+    p = pack(u, desc)
+    assert unroll(g, desc) is p
+    return u, p
+
+
+def _check(sink: UOp, arch: str = "x86-64-v4") -> tuple[UOp, UOp]:
+    """The kernel after unroll and after unroll + pack; asserts the latter and the compiled
+    object agree with the interpreter on the kernel as written (bit for bit)."""
+    u, p = _packed(sink, arch)
+    args = random_inputs(sink, 3)
+    want = reference(sink, args)
+    assert_same(sink, reference(p, args), want)
+    assert_same(sink, compile_and_run(sink, args, arch), want)
+    # contracted: each fused multiply-add rounds once instead of twice; the error relative to
+    # the output's largest magnitude stays at float32 rounding (as bench/x86_peak.py checks)
+    fast = compile_and_run(sink, args, arch, fp_contract="fast")[0]
+    assert np.abs(fast - want[0]).max() <= 1e-5 * np.abs(want[0]).max()
+    return u, p
+
+
+def _scratch(u: UOp, p: UOp) -> list[UOp]:
+    """The REG buffers p has and u has not (the packed slabs)."""
+    old = set(u.toposort())
+    return [n for n in p.toposort() if n.op is Ops.BUFFER
+            and n.arg.addrspace is AddrSpace.REG and n not in old]
+
+
+def _bound(g: UOp, axis: int) -> int:
+    """The bound of the loop with this axis id."""
+    (r,) = [n for n in g.toposort() if n.op is Ops.RANGE and n.arg[0] == axis]
+    return const_int(r.src[0])
+
+
+def _outermost(g: UOp) -> UOp:
+    """The RANGE of the outermost loop (the one with no RANGE among its srcs)."""
+    (r,) = [n for n in g.toposort() if n.op is Ops.RANGE
+            and not any(s.op in (Ops.RANGE, Ops.END) for s in n.src[1:])]
+    return r
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("ku", [1, 4])
+def test_matmul_tile_is_packed_and_interchanged(arch: str, ku: int) -> None:
+    # b's rows 1 KiB apart (n = 256 columns), 4 row blocks
+    u, p = _check(_matmul(16, 256, 16, ku), arch)
+    (buf,) = _scratch(u, p)
+    # one packed row per k: the columns of one (jammed) column block, 4 per copy (tinygrad's
+    # form, k upcast by 4, is jammed to a row of the widest vector: 8 columns on v3, 16 on v4)
+    cols = 256 // _bound(u, 1)
+    assert buf.arg.size == 16 * cols
+    assert ku == 1 or cols == (16 if arch == "x86-64-v4" else 8)
+    # the column loop is now the outer loop; the row loop (4 blocks) is inside it, after the
+    # loop that fills the slab
+    out = _outermost(p)
+    assert out.arg[0] == 1 and _bound(p, 1) == _bound(u, 1)
+    (rows,) = [n for n in p.toposort() if n.op is Ops.RANGE and n.arg[0] == 0]
+    assert out in rows.src and any(s.op is Ops.END for s in rows.src)
+    # every load of b is in the fill loop: the reduce loop reads the slab only
+    red = [n for n in p.toposort() if n.op is Ops.RANGE and n.arg[0] == 2]
+    b_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 2]
+    assert b_loads and all(red[0] not in n.toposort() for n in b_loads)
+
+
+def test_odd_shapes_are_computed_exactly() -> None:
+    # 65 column blocks (no jam: 65 is odd), 5 row blocks, 12 k in 3 steps of 4: b's rows 1040
+    # bytes apart, so the unjammed 4-column slab is packed (4 elements a row)
+    u, p = _check(_matmul(20, 260, 12, 4))
+    (buf,) = _scratch(u, p)
+    assert buf.arg.size == 4 * 12
+
+
+def test_contiguous_rows_are_left_alone() -> None:
+    u, p = _packed(_matmul(16, 64, 16))         # b's rows 256 bytes apart
+    assert p is u
+
+
+def test_few_row_blocks_are_left_alone() -> None:
+    u, p = _packed(_matmul(8, 256, 16))         # 2 row blocks: the copy is not paid back
+    assert p is u
+
+
+def test_slab_larger_than_the_budget_is_left_alone() -> None:
+    u, p = _packed(_matmul(16, 256, 16), pack_bytes=16 * 16 * 4 - 4)
+    assert p is u
+    u, p = _packed(_matmul(16, 256, 16), pack_bytes=16 * 16 * 4)
+    assert p is not u
+
+
+def test_targets_without_a_budget_opt_out() -> None:
+    from kcc.targets.amd.desc import AMD
+    from kcc.targets.cuda.desc import CUDA
+    assert CUDA.pack_bytes == 0 and AMD.pack_bytes == 0
+    u, p = _packed(_matmul(16, 256, 16), pack_bytes=0)
+    assert p is u
+
+
+def test_kernel_that_reads_its_output_is_left_alone() -> None:
+    # out += a @ b: the kernel loads out, which the interchange would reorder against stores
+    sink = _matmul(16, 256, 16, rmw=True)
+    u, p = _packed(sink)
+    assert p is u
+    args = random_inputs(sink, 1)
+    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+
+
+def test_outputs_shared_by_row_blocks_are_left_alone() -> None:
+    # every row block writes the same 4 rows: the last o's values win, which the interchange
+    # would keep for each c but not across them — refused
+    sink = _matmul(16, 256, 16, out_row=False)
+    u, p = _packed(sink)
+    assert p is u
+    args = random_inputs(sink, 2)
+    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+
+
+def test_disjointness_of_store_footprints() -> None:
+    # (cO, cC, offset, lanes): tinygrad's 4 rows of 4 columns, rows 512 apart
+    rows = [(2048, 4, 512 * i, 4) for i in range(4)]
+    assert _disjoint(rows, 64, 128)
+    assert not _disjoint(rows, 64, 129)           # column block 128 meets the next row
+    assert not _disjoint([(0, 4, 0, 4)], 4, 8)    # o does not move the store
+    assert not _disjoint([(4, 4, 0, 4)], 4, 8)    # (o, c) and (o + 1, c - 1) meet
+    assert not _disjoint([(64, 4, 0, 4), (64, 8, 0, 4)], 4, 8)   # coefficients differ
