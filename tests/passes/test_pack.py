@@ -23,13 +23,13 @@ from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 
 def _matmul(m: int, n: int, k: int, ku: int = 4, rmw: bool = False,
-            out_row: bool = True) -> UOp:
+            out_row: bool = True, double: bool = False) -> UOp:
     """tinygrad's matmul tile as its default schedule writes it: out (m×n) = a (m×k) @ b (k×n),
     a 4-row × 4-column REG tile per (o, c) iteration (o: row blocks, c: column blocks), the
     reduce loop taking ku k's an iteration (a's k upcast: a ku-lane load of each row of a, ku
     b rows, each a 4-lane load, taken apart by lanes). rmw: out += a @ b (the kernel loads
     out); out_row False: every row block writes the same 4 rows (outputs of distinct o
-    overlap)."""
+    overlap); double: out = 2·(a @ b), as acc + acc (an epilogue)."""
     lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {m * n})",
              f"%a = PARAM ParamArg(1, float32, {m * k})",
              f"%b = PARAM ParamArg(2, float32, {k * n})",
@@ -72,6 +72,8 @@ def _matmul(m: int, n: int, k: int, ku: int = 4, rmw: bool = False,
         if rmw:
             lines += [f"%old{i} = LOAD(%os{i})", f"%new{i} = ADD(%old{i}, %st{i})",
                       f"%t{i} = STORE(%os{i}, %new{i})"]
+        elif double:
+            lines += [f"%dd{i} = ADD(%st{i}, %st{i})", f"%t{i} = STORE(%os{i}, %dd{i})"]
         else:
             lines += [f"%t{i} = STORE(%os{i}, %st{i})"]
     lines += ["%eg = GROUP(%t0, %t1, %t2, %t3)", "%ec = END(%eg, %c)", "%eo = END(%ec, %o)",
@@ -155,6 +157,41 @@ def test_odd_shapes_are_computed_exactly() -> None:
     u, p = _check(_matmul(20, 260, 12, 4))
     (buf,) = _scratch(u, p)
     assert buf.arg.size == 4 * 12
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_slab_larger_than_the_chunk_limit_is_blocked_along_k(arch: str, monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    # 16 reduce iterations of 16 (v4) or 8 (v3) columns x 4 k rows: a slab of 4 or 2 KiB cut
+    # into chunks of 1 KiB (4 or 8 iterations); the accumulators reload the partial sums
+    monkeypatch.setattr(pk, "K_BLOCK_BYTES", 1024)     # off by default (measured slower)
+    monkeypatch.setattr(pk, "MIN_CHUNK", 2)
+    u, p = _check(_matmul(16, 256, 64, 4), arch)
+    (buf,) = _scratch(u, p)
+    assert buf.arg.size * 4 == 1024
+    chunks = [n for n in p.toposort() if n.op is Ops.RANGE and n.arg[1].name == "LOOP"
+              and n not in buf.toposort() and const_int(n.src[0]) in (2, 4)]
+    assert _outermost(p) in chunks
+    # every accumulator element starts from 0 in the first chunk, from its output element in
+    # the others: one WHERE each, over 4-lane loads of the output rows
+    cols = 256 // _bound(u, 1)
+    assert sum(1 for n in p.toposort() if n.op is Ops.WHERE) == 4 * cols
+    reloads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 0]
+    assert len(reloads) == cols and all(n.shape == (4,) for n in reloads)
+
+
+def test_k_blocking_is_off_by_default_and_needs_plain_copies(monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    _, p = _packed(_matmul(16, 256, 64, 4))
+    assert pk.K_BLOCK_BYTES == 0 and not [n for n in p.toposort() if n.op is Ops.WHERE]
+    # an epilogue between the accumulator and the output (2·acc): the output does not hold
+    # the partial sum, so the slab is packed whole, not cut into chunks
+    monkeypatch.setattr(pk, "K_BLOCK_BYTES", 1024)
+    monkeypatch.setattr(pk, "MIN_CHUNK", 2)
+    u, p = _check(_matmul(16, 256, 64, 4, double=True))
+    (buf,) = _scratch(u, p)
+    assert buf.arg.size == 16 * 64 and not [n for n in p.toposort() if n.op is Ops.WHERE]
 
 
 def test_contiguous_rows_are_left_alone() -> None:
