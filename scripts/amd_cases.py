@@ -194,6 +194,27 @@ def _pk_cases(g: _Gen, row: Row) -> list[str]:
     return [f"{row.name} {t}" for t in out]
 
 
+def _fmak_cases(g: _Gen, row: Row) -> list[str]:
+    """v_fmaak/v_fmamk (a mandatory literal K): low and high VGPRs, src0 as an SGPR, a special
+    register, an inline integer or float and the same literal as K, and K written as hex, as a
+    float and as small and negative integers."""
+    f16 = row.fields()["simm32"] == "k16"
+    k, kf = ("0x3c01", "0x3800") if f16 else ("0x3727c5ac", "0x3f000000")
+
+    def render(src0: str, kt: str, hi: bool = False) -> str:
+        regs = iter(["v255", "v251", "v247"] if hi else ["v1", "v5", "v9"])
+        parts = [next(regs)]
+        for fld, _ in row.ops[1:]:
+            if fld == "src0":
+                next(regs)                 # src1 keeps its own register
+            parts.append(kt if fld == "simm32" else src0 if fld == "src0" else next(regs))
+        return f"{row.name} {', '.join(parts)}"
+    out = [render("v5", k), render("v251", k, True), render("s2", k), render("vcc_lo", k),
+           render("-16", k), render("0.5", k), render(k, k), render("v5", "1.0"),
+           render("v5", "64"), render("v5", "-1"), render("v5", kf)]
+    return list(dict.fromkeys(out))
+
+
 def _waitcnt(g: _Gen) -> list[str]:
     hi = "vmcnt(40)" if g.fam == "gfx9" else "vmcnt(62)"
     return ["vmcnt(0) lgkmcnt(0)", "vmcnt(1)", "expcnt(2) lgkmcnt(3)", "lgkmcnt(0)",
@@ -214,6 +235,9 @@ def _scalar_cases(g: _Gen, row: Row) -> list[str]:
                       "instid0(TRANS32_DEP_1) | instskip(SKIP_2) | instid1(VALU_DEP_3)"],
             "sendmsg": (["sendmsg(MSG_DEALLOC_VGPRS)", "sendmsg(MSG_INTERRUPT)"]
                         if g.fam == "gfx11" else ["sendmsg(MSG_INTERRUPT)"]),
+            "depctr": ["0xfff", "depctr_va_vdst(0)", "depctr_vm_vsrc(0)",
+                       "depctr_va_vdst(3) depctr_vm_vsrc(2) depctr_sa_sdst(0)", "0xffe3",
+                       "0x0", "0xff9f"],
         }[kinds[0]]]
     if row.fmt == "SOPK":
         if kinds[0] == "s32" and row.ops[0][0] == "sdst" and row.name.startswith("s_waitcnt_"):
@@ -308,6 +332,8 @@ def amd_cases(arch: str, row: Row) -> list[str]:
     g = _Gen(arch, row)
     if row.fmt == "VOP3P":
         return _pk_cases(g, row) if row.name.startswith("v_pk_") else _matrix_cases(g, row)
+    if "simm32" in row.fields():
+        return _fmak_cases(g, row)
     if row.fmt.startswith("VOP"):
         return _vop_cases(g, row)
     if row.fmt.startswith("S"):

@@ -140,3 +140,24 @@ s_delay_alu instid0(SALU_CYCLE_1)
 ; row: s_delay_alu
 s_delay_alu instid0(TRANS32_DEP_1) | instskip(SKIP_2) | instid1(VALU_DEP_3)
 ; bytes: b5 01 87 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr 0xfff
+; bytes: ff 0f 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr depctr_va_vdst(0)
+; bytes: 9f 0f 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr depctr_vm_vsrc(0)
+; bytes: 83 ff 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr depctr_sa_sdst(0) depctr_va_vdst(3) depctr_vm_vsrc(2)
+; bytes: 8a 3f 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr 0xffe3
+; bytes: e3 ff 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr depctr_hold_cnt(0) depctr_sa_sdst(0) depctr_va_vdst(0) depctr_va_sdst(0) depctr_va_ssrc(0) depctr_va_vcc(0) depctr_vm_vsrc(0)
+; bytes: 00 00 88 bf
+; row: s_waitcnt_depctr
+s_waitcnt_depctr depctr_hold_cnt(1) depctr_sa_sdst(1) depctr_va_vdst(15) depctr_va_sdst(7) depctr_va_ssrc(1) depctr_va_vcc(1) depctr_vm_vsrc(7)
+; bytes: 9f ff 88 bf

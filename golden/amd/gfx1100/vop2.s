@@ -1160,3 +1160,129 @@ v_cvt_pk_rtz_f16_f32_e64 v255, v5, -1
 ; row: v_cvt_pk_rtz_f16_f32
 v_cvt_pk_rtz_f16_f32_e64 v1, -v5, |v9|
 ; bytes: 01 02 2f d5 05 13 02 20
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3727c5ac, v9
+; bytes: 05 13 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v255, v251, 0x3727c5ac, v247
+; bytes: fb ef ff 59 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, s2, 0x3727c5ac, v9
+; bytes: 02 12 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, vcc_lo, 0x3727c5ac, v9
+; bytes: 6a 12 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, -16, 0x3727c5ac, v9
+; bytes: d0 12 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, 0.5, 0x3727c5ac, v9
+; bytes: f0 12 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, 0x3727c5ac, 0x3727c5ac, v9
+; bytes: ff 12 02 58 ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3f800000, v9
+; bytes: 05 13 02 58 00 00 80 3f
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x40, v9
+; bytes: 05 13 02 58 40 00 00 00
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0xffffffff, v9
+; bytes: 05 13 02 58 ff ff ff ff
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3f000000, v9
+; bytes: 05 13 02 58 00 00 00 3f
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3727c5ac
+; bytes: 05 13 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v255, v251, v247, 0x3727c5ac
+; bytes: fb ef ff 5b ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, s2, v9, 0x3727c5ac
+; bytes: 02 12 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, vcc_lo, v9, 0x3727c5ac
+; bytes: 6a 12 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, -16, v9, 0x3727c5ac
+; bytes: d0 12 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, 0.5, v9, 0x3727c5ac
+; bytes: f0 12 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, 0x3727c5ac, v9, 0x3727c5ac
+; bytes: ff 12 02 5a ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3f800000
+; bytes: 05 13 02 5a 00 00 80 3f
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x40
+; bytes: 05 13 02 5a 40 00 00 00
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0xffffffff
+; bytes: 05 13 02 5a ff ff ff ff
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3f000000
+; bytes: 05 13 02 5a 00 00 00 3f
+; row: v_fmamk_f16
+v_fmamk_f16 v1, v5, 0x3c01, v9
+; bytes: 05 13 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, s2, 0x3c01, v9
+; bytes: 02 12 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, vcc_lo, 0x3c01, v9
+; bytes: 6a 12 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, -16, 0x3c01, v9
+; bytes: d0 12 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, 0.5, 0x3c01, v9
+; bytes: f0 12 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, 0x3c01, 0x3c01, v9
+; bytes: ff 12 02 6e 01 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, v5, 0x3c00, v9
+; bytes: 05 13 02 6e 00 3c 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, v5, 0x40, v9
+; bytes: 05 13 02 6e 40 00 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, v5, 0xffff, v9
+; bytes: 05 13 02 6e ff ff 00 00
+; row: v_fmamk_f16
+v_fmamk_f16 v1, v5, 0x3800, v9
+; bytes: 05 13 02 6e 00 38 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, v5, v9, 0x3c01
+; bytes: 05 13 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, s2, v9, 0x3c01
+; bytes: 02 12 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, vcc_lo, v9, 0x3c01
+; bytes: 6a 12 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, -16, v9, 0x3c01
+; bytes: d0 12 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, 0.5, v9, 0x3c01
+; bytes: f0 12 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, 0x3c01, v9, 0x3c01
+; bytes: ff 12 02 70 01 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, v5, v9, 0x3c00
+; bytes: 05 13 02 70 00 3c 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, v5, v9, 0x40
+; bytes: 05 13 02 70 40 00 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, v5, v9, 0xffff
+; bytes: 05 13 02 70 ff ff 00 00
+; row: v_fmaak_f16
+v_fmaak_f16 v1, v5, v9, 0x3800
+; bytes: 05 13 02 70 00 38 00 00

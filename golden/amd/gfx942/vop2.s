@@ -650,6 +650,60 @@ v_fmac_f32_e64 v1, v5, v9 mul:2
 ; row: v_fmac_f32
 v_fmac_f32_e64 v1, -v5, |v9| clamp div:2
 ; bytes: 01 82 3b d1 05 13 02 38
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3727c5ac, v9
+; bytes: 05 13 02 2e ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v255, v251, 0x3727c5ac, v247
+; bytes: fb ef ff 2f ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, -16, 0x3727c5ac, v9
+; bytes: d0 12 02 2e ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, 0.5, 0x3727c5ac, v9
+; bytes: f0 12 02 2e ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, 0x3727c5ac, 0x3727c5ac, v9
+; bytes: ff 12 02 2e ac c5 27 37
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3f800000, v9
+; bytes: 05 13 02 2e 00 00 80 3f
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x40, v9
+; bytes: 05 13 02 2e 40 00 00 00
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0xffffffff, v9
+; bytes: 05 13 02 2e ff ff ff ff
+; row: v_fmamk_f32
+v_fmamk_f32 v1, v5, 0x3f000000, v9
+; bytes: 05 13 02 2e 00 00 00 3f
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3727c5ac
+; bytes: 05 13 02 30 ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v255, v251, v247, 0x3727c5ac
+; bytes: fb ef ff 31 ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, -16, v9, 0x3727c5ac
+; bytes: d0 12 02 30 ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, 0.5, v9, 0x3727c5ac
+; bytes: f0 12 02 30 ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, 0x3727c5ac, v9, 0x3727c5ac
+; bytes: ff 12 02 30 ac c5 27 37
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3f800000
+; bytes: 05 13 02 30 00 00 80 3f
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x40
+; bytes: 05 13 02 30 40 00 00 00
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0xffffffff
+; bytes: 05 13 02 30 ff ff ff ff
+; row: v_fmaak_f32
+v_fmaak_f32 v1, v5, v9, 0x3f000000
+; bytes: 05 13 02 30 00 00 00 3f
 ; row: v_add_u32
 v_add_u32_e32 v1, v5, v9
 ; bytes: 05 13 02 68

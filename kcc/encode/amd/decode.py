@@ -123,6 +123,16 @@ class _Ctx:
             self.used = 4
         return src_operand(self.arch, code, kind, lit)
 
+    def k(self, kind: str) -> Imm:
+        """The mandatory literal K of v_fmaak/v_fmamk (the same dword a literal src0 reads).
+        A 16-bit K whose high half is not zero is refused: llvm-mc-19 writes it zero, and
+        kcc's printer could not spell it back."""
+        lit = _word(self.data, self.pos, self.base, "literal K")
+        self.used = 4
+        if KINDS[kind].ctype == "f16" and lit >> 16:
+            raise AmdDecodeError(f"16-bit literal K {lit:#x} has high bits set")
+        return Imm(lit)
+
 
 def _in_order(row: Row, vals: dict[str, Operand]) -> tuple[Operand, ...]:
     return tuple(vals[f] for f, _ in row.ops)
@@ -166,6 +176,8 @@ def _dec_vop_e32(ctx: _Ctx, row: Row, promoted: bool, w: int, w1: int):
         vals["src0"] = ctx.src(w & 0x1FF, kinds["src0"])
     if "src1" in kinds:
         vals["src1"] = _vreg(kinds["src1"], (w >> 9) & 0xFF)
+    if "simm32" in kinds:
+        vals["simm32"] = ctx.k(kinds["simm32"])
     return _in_order(row, vals), {}
 
 

@@ -26,6 +26,7 @@ from kcc.encode.amd.fields import (
     _vgpr,
     _words,
     fits_e32,
+    k_literal,
     lane_dwords,
     lookup,
     src_code,
@@ -63,7 +64,9 @@ def encode(arch: str, inst: Inst) -> bytes:
 
 def _enc_vop_e32(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> bytes:
     """VOP1 (RDNA3 §16.3.2 / CDNA3 §12.3.2), VOP2 (§16.3.1 / §12.3.1), VOPC (§16.3.3 /
-    §12.3.3): 32 bits plus an optional literal; lane masks are VCC, implicit."""
+    §12.3.3): 32 bits plus an optional literal; lane masks are VCC, implicit. v_fmaak/v_fmamk's
+    K is that literal, always present; a literal src0 must be the same dword (one literal per
+    instruction)."""
     _mods(inst, ())
     kinds = row.fields()
     vcc = Special("vcc_lo" if lane_dwords(arch) == 1 else "vcc")
@@ -73,6 +76,9 @@ def _enc_vop_e32(arch: str, row: Row, inst: Inst, ops: dict[str, Operand]) -> by
                                  f"got {ops[field]}")
     src0, lit = (src_code(arch, ops["src0"], kinds["src0"], f"{inst.name} src0")
                  if "src0" in ops else (0, None))
+    if "simm32" in ops:
+        lit = _one_literal([lit, k_literal(ops["simm32"], kinds["simm32"],
+                                           f"{inst.name} K")], inst.name)
     vdst = 0
     if "vdst" in ops:
         kd = kinds["vdst"]

@@ -125,6 +125,20 @@ def src_code(arch: str, op: Operand, kind: str, what: str = "source") -> tuple[i
     raise AmdEncodeError(f"{what}: bad operand {op!r}")
 
 
+def k_literal(op: Operand, kind: str, what: str = "K") -> int:
+    """The dword of a mandatory literal K (kinds "k32"/"k16": v_fmaak/v_fmamk, RDNA3 §16.3.1):
+    an integer is the bit pattern (negative ones two's complement), a float is rounded to the
+    kind's type; a 16-bit K sits in the low half of the dword, the high half zero (as
+    llvm-mc-19 writes it)."""
+    k = KINDS[kind]
+    bits = 16 if k.ctype == "f16" else 32
+    if isinstance(op, FloatImm):
+        return float_bits(op.value, k.ctype)
+    if isinstance(op, Imm) and -(1 << (bits - 1)) <= op.value < (1 << bits):
+        return op.value & ((1 << bits) - 1)
+    raise AmdEncodeError(f"{what}: a {bits}-bit literal constant, got {op}")
+
+
 def src_operand(arch: str, code: int, kind: str, literal: int | None) -> Operand:
     """The operand a source code stands for (the inverse of :func:`src_code`)."""
     fam = FAMILY[arch]

@@ -142,6 +142,7 @@ SOPP    0x010 s_trap                   :dec16
 SOPP    0x03c s_icache_inv             :
 SOPP    0x005 s_clause                 :hex16
 SOPP    0x007 s_delay_alu              :delay
+SOPP    0x008 s_waitcnt_depctr         :depctr
 SOPK    0x018 s_waitcnt_vscnt          :s32,hex16
 SOPK    0x019 s_waitcnt_vmcnt          :s32,hex16
 SOPK    0x01b s_waitcnt_lgkmcnt        :s32,hex16
@@ -257,6 +258,10 @@ VOP2    0x020 v_add_co_ci_u32          u32,lane:u32,u32,lane  e64
 VOP2    0x021 v_sub_co_ci_u32          u32,lane:u32,u32,lane  e64
 VOP2    0x022 v_subrev_co_ci_u32       u32,lane:u32,u32,lane  e64
 VOP2    0x02f v_cvt_pk_rtz_f16_f32     b32:f32,f32            e64
+VOP2    0x02c v_fmamk_f32              f32:f32,k32,f32
+VOP2    0x02d v_fmaak_f32              f32:f32,f32,k32
+VOP2    0x037 v_fmamk_f16              f16:f16,k16,f16
+VOP2    0x038 v_fmaak_f16              f16:f16,f16,k16
 VOPC    0x000 v_cmp_f_f16              lane:f16,f16           e64
 VOPC    0x001 v_cmp_lt_f16             lane:f16,f16           e64
 VOPC    0x002 v_cmp_eq_f16             lane:f16,f16           e64

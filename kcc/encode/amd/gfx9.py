@@ -233,6 +233,8 @@ VOP2    0x013 v_and_b32                b32:b32,b32            e64
 VOP2    0x014 v_or_b32                 b32:b32,b32            e64
 VOP2    0x015 v_xor_b32                b32:b32,b32            e64
 VOP2    0x03b v_fmac_f32               f32:f32,f32            e64
+VOP2    0x017 v_fmamk_f32              f32:f32,k32,f32
+VOP2    0x018 v_fmaak_f32              f32:f32,f32,k32
 VOP2    0x034 v_add_u32                u32:u32,u32            e64
 VOP2    0x035 v_sub_u32                u32:u32,u32            e64
 VOP2    0x036 v_subrev_u32             u32:u32,u32            e64

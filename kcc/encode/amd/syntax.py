@@ -3,14 +3,17 @@ prints it (so llvm-mc reassembles it to the same bytes), :func:`parse_inst` read
 back. Both are driven by the rows of :mod:`kcc.encode.amd.table`.
 
 Symbolic immediates: ``s_waitcnt vmcnt(N) expcnt(N) lgkmcnt(N)`` (RDNA3 §4.4 / CDNA3 §4.4
-field layouts below), ``s_delay_alu instid0(..) | instskip(..) | instid1(..)`` (RDNA3 §4.5)
-and ``s_sendmsg sendmsg(MSG_...)`` (RDNA3 §4.6 / CDNA3 §4.6 message codes).
+field layouts below), ``s_delay_alu instid0(..) | instskip(..) | instid1(..)`` (RDNA3 §4.5),
+``s_sendmsg sendmsg(MSG_...)`` (RDNA3 §4.6 / CDNA3 §4.6 message codes) and
+``s_waitcnt_depctr depctr_va_vdst(N) ...`` (gfx11's dependency-counter wait, SOPP opcode 8;
+field names as LLVM's assembler spells them, layout below). v_fmaak/v_fmamk's literal K is
+printed as the hex dword, as llvm-mc-19 prints it.
 """
 from __future__ import annotations
 
 import re
 
-from kcc.encode.amd.fields import AmdEncodeError, fits_e32, lookup, src_code
+from kcc.encode.amd.fields import AmdEncodeError, fits_e32, k_literal, lookup, src_code
 from kcc.encode.amd.operands import SGPR, VGPR, FloatImm, Imm, Inst, Operand, Special
 from kcc.encode.amd.table import FAMILY, INV_2PI, KINDS, LITERAL, SPECIAL_CODES, Row
 
@@ -32,6 +35,14 @@ _DELAY_ID = ("NO_DEP", "VALU_DEP_1", "VALU_DEP_2", "VALU_DEP_3", "VALU_DEP_4", "
              "TRANS32_DEP_2", "TRANS32_DEP_3", "FMA_ACCUM_CYCLE_1", "SALU_CYCLE_1",
              "SALU_CYCLE_2", "SALU_CYCLE_3")
 _DELAY_SKIP = ("SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4")
+# s_waitcnt_depctr SIMM16 fields, (name, shift, bits) in llvm-mc-19's printing order; each
+# field's default is all ones ("don't wait"). Bits 5-6 belong to no field. Layout checked by
+# assembling each field at 0 with llvm-mc-19 -mcpu=gfx1100.
+DEPCTR_FIELDS: tuple[tuple[str, int, int], ...] = (
+    ("depctr_hold_cnt", 7, 1), ("depctr_sa_sdst", 0, 1), ("depctr_va_vdst", 12, 4),
+    ("depctr_va_sdst", 9, 3), ("depctr_va_ssrc", 8, 1), ("depctr_va_vcc", 1, 1),
+    ("depctr_vm_vsrc", 2, 3))
+_DEPCTR_MASK = sum(((1 << b) - 1) << sh for _, sh, b in DEPCTR_FIELDS)
 _SENDMSG = {"gfx11": {"MSG_INTERRUPT": 1, "MSG_DEALLOC_VGPRS": 3},
             "gfx9": {"MSG_INTERRUPT": 1}}
 _FLOAT_TEXT = {240: "0.5", 241: "-0.5", 242: "1.0", 243: "-1.0", 244: "2.0", 245: "-2.0",
@@ -88,6 +99,16 @@ def _delay_text(raw: int) -> str:
     return " | ".join(parts) or "0"
 
 
+def _depctr_text(raw: int) -> str:
+    """llvm-mc-19's spelling: hex when bits outside the fields are set, else the fields that
+    wait (not all ones), or every field when none does."""
+    if raw & 0xFFFF & ~_DEPCTR_MASK or raw >> 16:
+        return hex(raw & 0xFFFF)
+    vals = [(n, (raw >> sh) & ((1 << b) - 1), (1 << b) - 1) for n, sh, b in DEPCTR_FIELDS]
+    waits = [(n, v) for n, v, top in vals if v != top]
+    return " ".join(f"{n}({v})" for n, v in (waits or [(n, v) for n, v, _ in vals]))
+
+
 def _sendmsg_text(fam: str, raw: int) -> str:
     for name, v in _SENDMSG[fam].items():
         if v == raw:
@@ -125,6 +146,8 @@ def _imm_text(fam: str, kind: str, op: Operand) -> str:
         return _delay_text(v)
     if style == "sendmsg":
         return _sendmsg_text(fam, v)
+    if style == "depctr":
+        return _depctr_text(v)
     raise AmdEncodeError(f"no text for immediate kind {kind}")
 
 
@@ -155,6 +178,8 @@ def format_inst(arch: str, inst: Inst) -> str:
             parts.append(_imm_text(fam, kind, op))
         elif k is not None and k.style == "soff":
             parts.append(_hex_signed(op.value) if isinstance(op, Imm) else str(op))
+        elif k is not None and k.cls == "lit":
+            parts.append(hex(k_literal(op, kind, f"{inst.name} K")))
         elif k is not None and k.cls == "src":
             t = _src_text(arch, op, kind, f"{inst.name} {field}")
             i = int(field[-1]) if field.startswith("src") else -1
@@ -249,6 +274,18 @@ def _symbolic(fam: str, style: str, text: str) -> Imm:
                 raise AmdAsmError(f"bad s_delay_alu field {key}({val})")
             raw |= table.index(val) << {"instid0": 0, "instskip": 4, "instid1": 7}[key]
         return Imm(raw)
+    if style == "depctr":
+        raw = _DEPCTR_MASK
+        fields = {n: (sh, b) for n, sh, b in DEPCTR_FIELDS}
+        found = re.findall(r"(\w+)\((\w+)\)", t)
+        if not found or re.sub(r"\w+\(\w+\)", "", t).strip():
+            raise AmdAsmError(f"bad s_waitcnt_depctr operand {text!r}")
+        for key, val in found:
+            if key not in fields or not 0 <= int(val, 0) < 1 << fields[key][1]:
+                raise AmdAsmError(f"bad s_waitcnt_depctr field {key}({val})")
+            sh, b = fields[key]
+            raw = raw & ~(((1 << b) - 1) << sh) | int(val, 0) << sh
+        return Imm(raw)
     if style == "sendmsg":
         m = re.fullmatch(r"sendmsg\((\w+)\)", t)
         if m and m.group(1) in _SENDMSG[fam]:
@@ -270,7 +307,8 @@ def parse_inst(arch: str, text: str) -> Inst:
     except AmdEncodeError as e:
         raise AmdAsmError(str(e)) from None
     rest = rest.strip()
-    if len(row.ops) == 1 and KINDS[row.ops[0][1]].style in ("waitcnt", "delay", "sendmsg"):
+    if len(row.ops) == 1 and KINDS[row.ops[0][1]].style in ("waitcnt", "delay", "sendmsg",
+                                                             "depctr"):
         return Inst(name, (_symbolic(fam, KINDS[row.ops[0][1]].style, rest),))
     # commas inside brackets belong to a modifier (op_sel:[0,0,1])
     pieces = [p.strip() for p in re.split(r",(?![^\[]*\])", rest)] if rest else []

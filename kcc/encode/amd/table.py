@@ -47,7 +47,10 @@ class Kind:
 
     cls: "src" (any source: VGPR, SGPR, special register, inline constant or literal, as the
     field allows), "vreg", "sreg", "lane" (a wave-wide lane mask: VCC, an SGPR or an SGPR pair),
-    "imm" (an immediate field printed in ``style``), "saddr" (SGPR pair or ``off``) or "vaddr".
+    "imm" (an immediate field printed in ``style``), "saddr" (SGPR pair or ``off``), "vaddr",
+    or "lit": the mandatory 32-bit literal constant K of v_fmaak_*/v_fmamk_* (RDNA3 §16.3.1
+    "VOP2": the literal dword that follows the instruction is the third operand, never a
+    register or an inline constant), held in the ``simm32`` field.
     dwords: register count (0 for immediates). ctype: the constant table of RDNA3 §7.3.2 /
     CDNA3 §4.4.2 used for inline constants: "f32", "f16", "f64" (integer operands use the table
     of their width, as the hardware does). "sb32" is a 32-bit source that cannot be a VGPR
@@ -77,6 +80,9 @@ def _kinds() -> dict[str, Kind]:
         "hex16": Kind("imm", 0, style="hex16"), "dec16": Kind("imm", 0, style="dec16"),
         "waitcnt": Kind("imm", 0, style="waitcnt"), "delay": Kind("imm", 0, style="delay"),
         "sendmsg": Kind("imm", 0, style="sendmsg"),
+        "depctr": Kind("imm", 0, style="depctr"),
+        # v_fmaak/v_fmamk's literal K: the f32 pattern, or an f16 one in the low 16 bits
+        "k32": Kind("lit", 0, "f32"), "k16": Kind("lit", 0, "f16"),
     }
     for n in (1, 2, 3, 4, 8, 16):
         k[f"v{32 * n}"] = Kind("vreg", n)
@@ -139,7 +145,11 @@ def _fields(fmt: str, dsts: list[str], srcs: list[str]) -> tuple[tuple[str, str]
         d = ["vdst", "sdst"] if fmt in ("VOP2", "VOP3SD") else ["vdst"]
         if fmt == "VOPC":
             d = ["sdst"]
-        return tuple(zip(d, dsts)) + tuple(zip(["src0", "src1", "src2"], srcs))
+        # A literal K takes no source field: it is the dword after the instruction (simm32),
+        # so v_fmamk's S1 after it is still VSRC1.
+        names = iter(["src0", "src1", "src2"])
+        return tuple(zip(d, dsts)) + tuple(
+            ("simm32" if KINDS[s].cls == "lit" else next(names), s) for s in srcs)
     if fmt in ("FLAT", "GLOBAL", "SCRATCH", "DS"):
         # The first source is the address; then data (DS: data0, data1) and saddr.
         out = [("vdst", dsts[0])] if dsts else []
