@@ -288,6 +288,9 @@ vop("f:ff", lambda a, b: b - a, "v_subrev_f32")
 vop("f:ff", lambda a, b: a * b, "v_mul_f32")
 vop("f:ff", _fmax, "v_max_f32", mode=True)
 vop("f:ff", _fmin, "v_min_f32", mode=True)
+# V_FMAMK_F32 D = S0 * K + S1 and V_FMAAK_F32 D = S0 * S1 + K (RDNA3 §15.2 / CDNA3 §13.2, fused,
+# one rounding): in LLVM's operand order (vdst, src0, K, vsrc1 / vdst, src0, vsrc1, K) both
+# are fma of the three sources as written, like V_FMA_F32.
 vop("f:fff", _fma32, "v_fma_f32", "v_fmamk_f32", "v_fmaak_f32")
 # V_MAD_F32 / V_MAC_F32 (gfx9): multiply rounded, then add rounded (not fused).
 vop("f:fff", lambda a, b, c: (a * b) + c, "v_mad_f32")

@@ -36,7 +36,10 @@ vop("h:hh", lambda a, b: b - a, "v_subrev_f16")
 vop("h:hh", lambda a, b: a * b, "v_mul_f16")
 vop("h:hh", _fmax, "v_max_f16", mode=True)
 vop("h:hh", _fmin, "v_min_f16", mode=True)
-vop("h:hhh", lambda a, b, c: fma_odd(a, b, c).astype(h16), "v_fma_f16")
+# V_FMAMK_F16 / V_FMAAK_F16 (gfx11 VOP2 with a literal K): fma of the sources in LLVM's
+# operand order, as for f32 (valu.py)
+vop("h:hhh", lambda a, b, c: fma_odd(a, b, c).astype(h16), "v_fma_f16", "v_fmamk_f16",
+    "v_fmaak_f16")
 # V_LDEXP_F16: S0.f16 * 2 ** S1.i16 (exactly: one rounding, to a denormal or infinity).
 vop("h:hj", lambda a, e: np.ldexp(a.astype(f64), np.clip(e, -100, 100)).astype(h16),
     "v_ldexp_f16")

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from amd_util import ARCHS, llc_hsaco, needs_decoder, needs_llvm19
+from kcc.encode.amd.decode import disassemble
 from kcc.targets.amd.emu.core import EmuError, run_hsaco
+from kcc.targets.amd.hsaco_read import read_hsaco
 
 pytestmark = [needs_llvm19, needs_decoder]
 
@@ -275,11 +277,14 @@ def test_hidden_arguments_give_block_count_and_size(tmp_path, arch):
     np.testing.assert_array_equal(out, 3 * 65536 + np.arange(120, dtype=np.uint32))
 
 
-# gfx942 only: for gfx1100 llc puts an s_waitcnt_depctr (a hazard wait) in this kernel, a
-# SOPP form kcc's decoder has no row for (kcc never emits it).
-@pytest.mark.parametrize("arch", ["gfx942"])
+# For gfx1100 llc puts an s_waitcnt_depctr (a hazard wait, no effect in a functional model) in
+# this kernel; the decoder has that row, so LLVM's code runs as it is.
+@pytest.mark.parametrize("arch", ARCHS)
 def test_division_conversions_and_f64(tmp_path, arch):
     obj = build(tmp_path, arch, MISC, "misc")
+    if arch == "gfx1100":
+        code = read_hsaco(obj).code("misc")
+        assert "s_waitcnt_depctr" in {i.name for _, _, i, _ in disassemble(arch, code)}
     rng = np.random.default_rng(4)
     n = 64
     a = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
