@@ -161,3 +161,9 @@ s_waitcnt_depctr depctr_hold_cnt(0) depctr_sa_sdst(0) depctr_va_vdst(0) depctr_v
 ; row: s_waitcnt_depctr
 s_waitcnt_depctr depctr_hold_cnt(1) depctr_sa_sdst(1) depctr_va_vdst(15) depctr_va_sdst(7) depctr_va_ssrc(1) depctr_va_vcc(1) depctr_vm_vsrc(7)
 ; bytes: 9f ff 88 bf
+; row: s_set_inst_prefetch_distance
+s_set_inst_prefetch_distance 0x1
+; bytes: 01 00 84 bf
+; row: s_set_inst_prefetch_distance
+s_set_inst_prefetch_distance 0x3f
+; bytes: 3f 00 84 bf

@@ -1247,6 +1247,87 @@ v_or3_b32 v1, v5, s10, v13
 ; row: v_or3_b32
 v_or3_b32 v255, v5, -1, v13
 ; bytes: ff 00 58 d6 05 83 35 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, v5, v9, v13
+; bytes: 01 00 47 d6 05 13 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, v251, v247, v243
+; bytes: ff 00 47 d6 fb ef cf 07
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, s6, v9, v13
+; bytes: 01 00 47 d6 06 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, 64, v9, v13
+; bytes: 01 00 47 d6 c0 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, -4.0, v9, v13
+; bytes: ff 00 47 d6 f7 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, 0x12345678, v9, v13
+; bytes: 01 00 47 d6 ff 12 36 04 78 56 34 12
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, vcc_lo, v9, v13
+; bytes: 01 00 47 d6 6a 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, v5, s10, v13
+; bytes: 01 00 47 d6 05 15 34 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, v5, -1, v13
+; bytes: ff 00 47 d6 05 83 35 04
+; row: v_mad_u16
+v_mad_u16 v1, v5, v9, v13
+; bytes: 01 00 41 d6 05 13 36 04
+; row: v_mad_u16
+v_mad_u16 v255, v251, v247, v243
+; bytes: ff 00 41 d6 fb ef cf 07
+; row: v_mad_u16
+v_mad_u16 v1, s6, v9, v13
+; bytes: 01 00 41 d6 06 12 36 04
+; row: v_mad_u16
+v_mad_u16 v1, 64, v9, v13
+; bytes: 01 00 41 d6 c0 12 36 04
+; row: v_mad_u16
+v_mad_u16 v1, 0x3c01, v9, v13
+; bytes: 01 00 41 d6 ff 12 36 04 01 3c 00 00
+; row: v_mad_u16
+v_mad_u16 v1, vcc_lo, v9, v13
+; bytes: 01 00 41 d6 6a 12 36 04
+; row: v_mad_u16
+v_mad_u16 v1, v5, s10, v13
+; bytes: 01 00 41 d6 05 15 34 04
+; row: v_mad_u16
+v_mad_u16 v255, v5, -1, v13
+; bytes: ff 00 41 d6 05 83 35 04
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, v5, v9
+; bytes: 01 00 11 d7 05 13 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, v251, v247
+; bytes: ff 00 11 d7 fb ef 03 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, s6, v9
+; bytes: 01 00 11 d7 06 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, 64, v9
+; bytes: 01 00 11 d7 c0 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, -4.0, v9
+; bytes: ff 00 11 d7 f7 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, 0x3c01, v9
+; bytes: 01 00 11 d7 ff 12 02 00 01 3c 00 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, vcc_lo, v9
+; bytes: 01 00 11 d7 6a 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, v5, s10
+; bytes: 01 00 11 d7 05 15 00 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, v5, -1
+; bytes: ff 00 11 d7 05 83 01 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, -v5, |v9|
+; bytes: 01 02 11 d7 05 13 02 20
 ; row: v_xad_u32
 v_xad_u32 v1, v5, v9, v13
 ; bytes: 01 00 45 d6 05 13 36 04

@@ -3494,3 +3494,387 @@ v_cmpx_t_u32_e64 v5, s10
 ; row: v_cmpx_t_u32
 v_cmpx_t_u32_e64 v5, -1
 ; bytes: 7e 00 cf d4 05 83 01 00
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 a0 7d
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed a1 7d
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 a0 7d
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 64, v[8:9]
+; bytes: c0 10 a0 7d
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 a0 7d
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 a0 7d 00 00 08 40
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d0 d4 04 15 00 00
+; row: v_cmpx_f_i64
+v_cmpx_f_i64_e64 v[4:5], -1
+; bytes: 7e 00 d0 d4 04 83 01 00
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 a2 7d
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed a3 7d
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 a2 7d
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 64, v[8:9]
+; bytes: c0 10 a2 7d
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 a2 7d
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 a2 7d 00 00 08 40
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d1 d4 04 15 00 00
+; row: v_cmpx_lt_i64
+v_cmpx_lt_i64_e64 v[4:5], -1
+; bytes: 7e 00 d1 d4 04 83 01 00
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 a4 7d
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed a5 7d
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 a4 7d
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 64, v[8:9]
+; bytes: c0 10 a4 7d
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 a4 7d
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 a4 7d 00 00 08 40
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d2 d4 04 15 00 00
+; row: v_cmpx_eq_i64
+v_cmpx_eq_i64_e64 v[4:5], -1
+; bytes: 7e 00 d2 d4 04 83 01 00
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 a6 7d
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed a7 7d
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 a6 7d
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 64, v[8:9]
+; bytes: c0 10 a6 7d
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 a6 7d
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 a6 7d 00 00 08 40
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d3 d4 04 15 00 00
+; row: v_cmpx_le_i64
+v_cmpx_le_i64_e64 v[4:5], -1
+; bytes: 7e 00 d3 d4 04 83 01 00
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 a8 7d
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed a9 7d
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 a8 7d
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 64, v[8:9]
+; bytes: c0 10 a8 7d
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 a8 7d
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 a8 7d 00 00 08 40
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d4 d4 04 15 00 00
+; row: v_cmpx_gt_i64
+v_cmpx_gt_i64_e64 v[4:5], -1
+; bytes: 7e 00 d4 d4 04 83 01 00
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 aa 7d
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed ab 7d
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 aa 7d
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 64, v[8:9]
+; bytes: c0 10 aa 7d
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 aa 7d
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 aa 7d 00 00 08 40
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d5 d4 04 15 00 00
+; row: v_cmpx_ne_i64
+v_cmpx_ne_i64_e64 v[4:5], -1
+; bytes: 7e 00 d5 d4 04 83 01 00
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 ac 7d
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed ad 7d
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 ac 7d
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 64, v[8:9]
+; bytes: c0 10 ac 7d
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 ac 7d
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 ac 7d 00 00 08 40
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d6 d4 04 15 00 00
+; row: v_cmpx_ge_i64
+v_cmpx_ge_i64_e64 v[4:5], -1
+; bytes: 7e 00 d6 d4 04 83 01 00
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 v[4:5], v[8:9]
+; bytes: 04 11 ae 7d
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 v[250:251], v[246:247]
+; bytes: fa ed af 7d
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 s[6:7], v[8:9]
+; bytes: 06 10 ae 7d
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 64, v[8:9]
+; bytes: c0 10 ae 7d
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 -4.0, v[8:9]
+; bytes: f7 10 ae 7d
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e32 0x40080000, v[8:9]
+; bytes: ff 10 ae 7d 00 00 08 40
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d7 d4 04 15 00 00
+; row: v_cmpx_t_i64
+v_cmpx_t_i64_e64 v[4:5], -1
+; bytes: 7e 00 d7 d4 04 83 01 00
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 b0 7d
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed b1 7d
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 b0 7d
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 64, v[8:9]
+; bytes: c0 10 b0 7d
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 b0 7d
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 b0 7d 00 00 08 40
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d8 d4 04 15 00 00
+; row: v_cmpx_f_u64
+v_cmpx_f_u64_e64 v[4:5], -1
+; bytes: 7e 00 d8 d4 04 83 01 00
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 b2 7d
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed b3 7d
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 b2 7d
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 64, v[8:9]
+; bytes: c0 10 b2 7d
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 b2 7d
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 b2 7d 00 00 08 40
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 d9 d4 04 15 00 00
+; row: v_cmpx_lt_u64
+v_cmpx_lt_u64_e64 v[4:5], -1
+; bytes: 7e 00 d9 d4 04 83 01 00
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 b4 7d
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed b5 7d
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 b4 7d
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 64, v[8:9]
+; bytes: c0 10 b4 7d
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 b4 7d
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 b4 7d 00 00 08 40
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 da d4 04 15 00 00
+; row: v_cmpx_eq_u64
+v_cmpx_eq_u64_e64 v[4:5], -1
+; bytes: 7e 00 da d4 04 83 01 00
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 b6 7d
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed b7 7d
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 b6 7d
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 64, v[8:9]
+; bytes: c0 10 b6 7d
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 b6 7d
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 b6 7d 00 00 08 40
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 db d4 04 15 00 00
+; row: v_cmpx_le_u64
+v_cmpx_le_u64_e64 v[4:5], -1
+; bytes: 7e 00 db d4 04 83 01 00
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 b8 7d
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed b9 7d
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 b8 7d
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 64, v[8:9]
+; bytes: c0 10 b8 7d
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 b8 7d
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 b8 7d 00 00 08 40
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 dc d4 04 15 00 00
+; row: v_cmpx_gt_u64
+v_cmpx_gt_u64_e64 v[4:5], -1
+; bytes: 7e 00 dc d4 04 83 01 00
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 ba 7d
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed bb 7d
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 ba 7d
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 64, v[8:9]
+; bytes: c0 10 ba 7d
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 ba 7d
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 ba 7d 00 00 08 40
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 dd d4 04 15 00 00
+; row: v_cmpx_ne_u64
+v_cmpx_ne_u64_e64 v[4:5], -1
+; bytes: 7e 00 dd d4 04 83 01 00
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 bc 7d
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed bd 7d
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 bc 7d
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 64, v[8:9]
+; bytes: c0 10 bc 7d
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 bc 7d
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 bc 7d 00 00 08 40
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 de d4 04 15 00 00
+; row: v_cmpx_ge_u64
+v_cmpx_ge_u64_e64 v[4:5], -1
+; bytes: 7e 00 de d4 04 83 01 00
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 v[4:5], v[8:9]
+; bytes: 04 11 be 7d
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 v[250:251], v[246:247]
+; bytes: fa ed bf 7d
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 s[6:7], v[8:9]
+; bytes: 06 10 be 7d
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 64, v[8:9]
+; bytes: c0 10 be 7d
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 -4.0, v[8:9]
+; bytes: f7 10 be 7d
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e32 0x40080000, v[8:9]
+; bytes: ff 10 be 7d 00 00 08 40
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e64 v[4:5], s[10:11]
+; bytes: 7e 00 df d4 04 15 00 00
+; row: v_cmpx_t_u64
+v_cmpx_t_u64_e64 v[4:5], -1
+; bytes: 7e 00 df d4 04 83 01 00

@@ -23,6 +23,27 @@ v_mov_b32_e32 v1, vcc_lo
 ; row: v_mov_b32
 v_mov_b32_e64 v1, v5
 ; bytes: 01 00 41 d1 05 01 00 00
+; row: v_mov_b64
+v_mov_b64_e32 v[0:1], v[4:5]
+; bytes: 04 71 00 7e
+; row: v_mov_b64
+v_mov_b64_e32 v[254:255], v[250:251]
+; bytes: fa 71 fc 7f
+; row: v_mov_b64
+v_mov_b64_e32 v[0:1], s[6:7]
+; bytes: 06 70 00 7e
+; row: v_mov_b64
+v_mov_b64_e32 v[0:1], 64
+; bytes: c0 70 00 7e
+; row: v_mov_b64
+v_mov_b64_e32 v[254:255], -4.0
+; bytes: f7 70 fc 7f
+; row: v_mov_b64
+v_mov_b64_e32 v[0:1], 0x40080000
+; bytes: ff 70 00 7e 00 00 08 40
+; row: v_mov_b64
+v_mov_b64_e64 v[0:1], v[4:5]
+; bytes: 00 00 78 d1 04 01 00 00
 ; row: v_cvt_i32_f64
 v_cvt_i32_f64_e32 v1, v[4:5]
 ; bytes: 04 07 02 7e

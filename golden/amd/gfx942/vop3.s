@@ -1016,6 +1016,78 @@ v_lshl_add_u32 v1, v5, s10, v13
 ; row: v_lshl_add_u32
 v_lshl_add_u32 v255, v5, -1, v13
 ; bytes: ff 00 fd d1 05 83 35 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, v5, v9, v13
+; bytes: 01 00 fe d1 05 13 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, v251, v247, v243
+; bytes: ff 00 fe d1 fb ef cf 07
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, s6, v9, v13
+; bytes: 01 00 fe d1 06 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, 64, v9, v13
+; bytes: 01 00 fe d1 c0 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, -4.0, v9, v13
+; bytes: ff 00 fe d1 f7 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, vcc_lo, v9, v13
+; bytes: 01 00 fe d1 6a 12 36 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v1, v5, s10, v13
+; bytes: 01 00 fe d1 05 15 34 04
+; row: v_add_lshl_u32
+v_add_lshl_u32 v255, v5, -1, v13
+; bytes: ff 00 fe d1 05 83 35 04
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, v5, v9
+; bytes: 01 00 a0 d2 05 13 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, v251, v247
+; bytes: ff 00 a0 d2 fb ef 03 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, s6, v9
+; bytes: 01 00 a0 d2 06 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, 64, v9
+; bytes: 01 00 a0 d2 c0 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, -4.0, v9
+; bytes: ff 00 a0 d2 f7 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, vcc_lo, v9
+; bytes: 01 00 a0 d2 6a 12 02 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, v5, s10
+; bytes: 01 00 a0 d2 05 15 00 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v255, v5, -1
+; bytes: ff 00 a0 d2 05 83 01 00
+; row: v_pack_b32_f16
+v_pack_b32_f16 v1, -v5, |v9|
+; bytes: 01 02 a0 d2 05 13 02 20
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v1, v5, v9, v13
+; bytes: 01 00 eb d1 05 13 36 04
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v255, v251, v247, v243
+; bytes: ff 00 eb d1 fb ef cf 07
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v1, s6, v9, v13
+; bytes: 01 00 eb d1 06 12 36 04
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v1, 64, v9, v13
+; bytes: 01 00 eb d1 c0 12 36 04
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v1, vcc_lo, v9, v13
+; bytes: 01 00 eb d1 6a 12 36 04
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v1, v5, s10, v13
+; bytes: 01 00 eb d1 05 15 34 04
+; row: v_mad_legacy_u16
+v_mad_legacy_u16 v255, v5, -1, v13
+; bytes: ff 00 eb d1 05 83 35 04
 ; row: v_add3_u32
 v_add3_u32 v1, v5, v9, v13
 ; bytes: 01 00 ff d1 05 13 36 04

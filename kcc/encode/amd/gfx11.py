@@ -143,6 +143,7 @@ SOPP    0x03c s_icache_inv             :
 SOPP    0x005 s_clause                 :hex16
 SOPP    0x007 s_delay_alu              :delay
 SOPP    0x008 s_waitcnt_depctr         :depctr
+SOPP    0x004 s_set_inst_prefetch_distance :hex16
 SOPK    0x018 s_waitcnt_vscnt          :s32,hex16
 SOPK    0x019 s_waitcnt_vmcnt          :s32,hex16
 SOPK    0x01b s_waitcnt_lgkmcnt        :s32,hex16
@@ -389,6 +390,22 @@ VOPC    0x0cc v_cmpx_gt_u32            :u32,u32               e64
 VOPC    0x0cd v_cmpx_ne_u32            :u32,u32               e64
 VOPC    0x0ce v_cmpx_ge_u32            :u32,u32               e64
 VOPC    0x0cf v_cmpx_t_u32             :u32,u32               e64
+VOPC    0x0d0 v_cmpx_f_i64             :i64,i64               e64
+VOPC    0x0d1 v_cmpx_lt_i64            :i64,i64               e64
+VOPC    0x0d2 v_cmpx_eq_i64            :i64,i64               e64
+VOPC    0x0d3 v_cmpx_le_i64            :i64,i64               e64
+VOPC    0x0d4 v_cmpx_gt_i64            :i64,i64               e64
+VOPC    0x0d5 v_cmpx_ne_i64            :i64,i64               e64
+VOPC    0x0d6 v_cmpx_ge_i64            :i64,i64               e64
+VOPC    0x0d7 v_cmpx_t_i64             :i64,i64               e64
+VOPC    0x0d8 v_cmpx_f_u64             :u64,u64               e64
+VOPC    0x0d9 v_cmpx_lt_u64            :u64,u64               e64
+VOPC    0x0da v_cmpx_eq_u64            :u64,u64               e64
+VOPC    0x0db v_cmpx_le_u64            :u64,u64               e64
+VOPC    0x0dc v_cmpx_gt_u64            :u64,u64               e64
+VOPC    0x0dd v_cmpx_ne_u64            :u64,u64               e64
+VOPC    0x0de v_cmpx_ge_u64            :u64,u64               e64
+VOPC    0x0df v_cmpx_t_u64             :u64,u64               e64
 VOP3    0x213 v_fma_f32                f32:f32,f32,f32
 VOP3    0x214 v_fma_f64                f64:f64,f64,f64
 VOP3    0x248 v_fma_f16                f16:f16,f16,f16
@@ -429,6 +446,9 @@ VOP3    0x255 v_add3_u32               u32:u32,u32,u32
 VOP3    0x256 v_lshl_or_b32            b32:b32,b32,b32
 VOP3    0x257 v_and_or_b32             b32:b32,b32,b32
 VOP3    0x258 v_or3_b32                b32:b32,b32,b32
+VOP3    0x247 v_add_lshl_u32           u32:u32,u32,u32
+VOP3    0x241 v_mad_u16                u16:u16,u16,u16
+VOP3    0x311 v_pack_b32_f16           b32:f16,f16
 VOP3    0x245 v_xad_u32                u32:u32,u32,u32
 VOP3    0x360 v_readlane_b32           s32:b32,sb32
 VOP3    0x361 v_writelane_b32          b32:sb32,sb32

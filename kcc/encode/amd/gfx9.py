@@ -146,6 +146,7 @@ SMEM    0x002 s_load_dwordx4           s128:s64,soff
 SMEM    0x003 s_load_dwordx8           s256:s64,soff
 SMEM    0x004 s_load_dwordx16          s512:s64,soff
 VOP1    0x001 v_mov_b32                b32:b32                e64
+VOP1    0x038 v_mov_b64                b64:b64                e64
 VOP1    0x003 v_cvt_i32_f64            i32:f64                e64
 VOP1    0x004 v_cvt_f64_i32            f64:i32                e64
 VOP1    0x005 v_cvt_f32_i32            f32:i32                e64
@@ -431,6 +432,9 @@ VOP3    0x28f v_lshlrev_b64            b64:b32,b64
 VOP3    0x290 v_lshrrev_b64            b64:b32,b64
 VOP3    0x291 v_ashrrev_i64            i64:b32,i64
 VOP3    0x1fd v_lshl_add_u32           u32:u32,u32,u32
+VOP3    0x1fe v_add_lshl_u32           u32:u32,u32,u32
+VOP3    0x2a0 v_pack_b32_f16           b32:f16,f16
+VOP3    0x1eb v_mad_legacy_u16         u16:u16,u16,u16
 VOP3    0x1ff v_add3_u32               u32:u32,u32,u32
 VOP3    0x200 v_lshl_or_b32            b32:b32,b32,b32
 VOP3    0x201 v_and_or_b32             b32:b32,b32,b32

@@ -119,6 +119,14 @@ vop("j:jj", np.maximum, "v_max_i16")
 vop("j:jj", np.minimum, "v_min_i16")
 # V_MAD_U32_U16: D.u32 = S0.u16 * S1.u16 + S2.u32
 vop("u:wwu", lambda a, b, c: a.astype(np.uint64) * b + c, "v_mad_u32_u16")
+# V_MAD_U16 (gfx11) and gfx9's V_MAD_LEGACY_U16: D.u16 = S0.u16 * S1.u16 + S2.u16, modulo
+# 2^16 (the legacy form has no op_sel: its result is written zero-extended, as the other
+# gfx9 16-bit ops outside GFX9_KEEP_HIGH)
+vop("w:www", lambda a, b, c: a.astype(np.int64) * b + c, "v_mad_u16", "v_mad_legacy_u16")
+# V_PACK_B32_F16: D[31:16] = S1.f16, D[15:0] = S0.f16; a move of the bits (after the neg/abs
+# source modifiers), no rounding or NaN quieting
+vop("b:hh", lambda a, b: (b.view(np.uint16).astype(np.uint32) << 16) | a.view(np.uint16),
+    "v_pack_b32_f16")
 
 # --- compares -------------------------------------------------------------------------------
 for _x in ("v_cmp_", "v_cmpx_"):
