@@ -22,6 +22,8 @@
   shift-subtract long division on uint64 magnitudes (kcc/passes/division.py, cdiv64).
 - integer MULACC → MUL then ADD (wrapping, so exact).
 - THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
+Independent scalar EXP2/LOG2/SIN of one loop are packed into one vector op first
+(kcc/passes/pack_lanes.py), so a polynomial is built once, not once a lane.
 The rewrite runs to a fixed point (a float16 EXP2 becomes a float32 EXP2, then a polynomial),
 and then devectorize runs again so that what a decomposition built has legal vector widths.
 """
@@ -35,6 +37,7 @@ from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
 from kcc.passes import division, division64
 from kcc.passes.devectorize import devectorize
+from kcc.passes.pack_lanes import pack_lanes
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
@@ -323,5 +326,7 @@ DECOMPOSE = PatternMatcher([
 
 def decompose(sink: UOp, target: TargetDesc) -> UOp:
     """Rewrite every op the target lacks into ops it has (see the module docstring)."""
-    out = graph_rewrite(sink, DECOMPOSE, ctx=target)
+    # independent scalar EXP2/LOG2/SIN of one loop first become one vector op: decomposed
+    # once instead of once a lane (kcc/passes/pack_lanes.py)
+    out = graph_rewrite(pack_lanes(sink, target), DECOMPOSE, ctx=target)
     return keep_params(sink, devectorize(out, target)) if out is not sink else sink
