@@ -170,10 +170,31 @@ def _construct(u: UOp, want: DType | None, new_src: tuple[UOp, ...],
     return x
 
 
+def _unchanged(order: list[UOp], nat: dict[UOp, DType]) -> set[UOp]:
+    """The strong nodes the lowering rebuilds as themselves: every src is one of them, or a
+    weak src kept as it is (_KEEP: the literal of a CAST). In tinygrad's kernels the only weak
+    nodes are such literals, so this is nearly the whole graph, and the walk below stops at
+    these nodes instead of rebuilding each from its srcs."""
+    same: set[UOp] = set()
+    add = same.add
+    for u in order:
+        if u in nat:
+            continue
+        for i, s in enumerate(u.src):
+            if s not in same and (s not in nat or _mode(u, i) != _KEEP):
+                break
+        else:
+            add(u)
+    return same
+
+
 def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
     """Give every weak value a strong dtype (see the module docstring for the rules)."""
     order = toposort([sink])
     nat = _natural(order)
+    if not nat:                                  # nothing weak: nothing to lower
+        return sink
+    same = _unchanged(order, nat)
     done: dict[tuple[UOp, DType | None], UOp] = {}
     root = (sink, None)
     # frames: (key, its srcs' keys once computed: the node's srcs are then done)
@@ -183,6 +204,9 @@ def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
         if key in done:
             continue
         u, want = key
+        if u in same:                            # (a strong node is only asked at None)
+            done[key] = u
+            continue
         if kids is None:
             kids = _children(u, want, nat)
             stack.append((key, kids))
