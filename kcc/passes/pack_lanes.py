@@ -43,6 +43,9 @@ def _worth_it(target: TargetDesc) -> bool:
 
 def _groups(order: list[UOp], target: TargetDesc) -> list[list[UOp]]:
     """The groups of two or more packable nodes, each in topological order."""
+    packable = _PACKABLE
+    if sum(1 for u in order if u.op in packable) < 2:      # most kernels: no walk below
+        return []
     level: dict[UOp, int] = {}
     cands: list[UOp] = []
     for u in order:
