@@ -302,8 +302,9 @@ def timed(fns: dict[str, Callable[[], None]], reps: int,
 
 
 def loop_insts(obj: bytes) -> int:
-    """Instructions in the longest innermost loop of an object's .text (static: a backward
-    jump whose body holds no other backward jump)."""
+    """Instructions in the deepest innermost loop of an object's .text, the longest of those
+    (static: a backward jump whose body holds no other backward jump; deepest: inside the
+    most other loops, so a copy loop in front of the nest, kcc/passes/stage.py, is not it)."""
     import io
 
     import capstone
@@ -318,7 +319,9 @@ def loop_insts(obj: bytes) -> int:
             loops.append((addrs.index(int(op, 16)) if int(op, 16) in addrs else k, k))
     inner = [(s, e) for s, e in loops if not any(s <= s2 and e2 < e and (s2, e2) != (s, e)
                                                  for s2, e2 in loops)]
-    return max((e - s + 1 for s, e in inner), default=0)
+    def depth(s: int, e: int) -> int:
+        return sum(s2 <= s and e <= e2 for s2, e2 in loops)
+    return max(((depth(s, e), e - s + 1) for s, e in inner), default=(0, 0))[1]
 
 
 def moved_bytes(k: Kernel) -> int:

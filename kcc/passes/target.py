@@ -50,6 +50,8 @@ class TargetDesc:
     wmma(shape): whether the target selects this tensor-core form (kcc.ir.wmma.WmmaShape) as
       its own instructions; passes/wmma.py expands every other WMMA into per-lane arithmetic.
       None (the default): the selector takes every WMMA (and refuses a form it lacks by name).
+    stage_bytes: the most bytes of one REG scratch buffer that passes/stage.py may fill with a
+      copy of loop-invariant loads in lane order (0, the default: none; a GPU has no frame).
     vector_ops_at: for a (dtype, n) listed here, only these ops are legal on n lanes of dtype
       (instead of vector_ops[dtype]): x86-64-v4 has int32 x 16 for the arithmetic, bitwise
       ops and shifts only.
@@ -78,6 +80,7 @@ class TargetDesc:
                                                                       compare=False)
     full_unroll: int = 0
     pack_bytes: int = 0
+    stage_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -1,8 +1,8 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, slp, widen, contract, devectorize,
-                decompose, legalize_gates, simplify, hoist_sums, linearize, select, allocate,
-                encode)
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, slp, widen, contract,
+                devectorize, decompose, legalize_gates, simplify, hoist_sums, linearize, select,
+                allocate, encode)
 
 (`contract` changes nothing unless the target was built with fp_contract on. `hoist_sums`
 regroups integer sums so their loop-invariant part is a node linearize hoists; the x86
@@ -32,6 +32,7 @@ from kcc.passes.linearize import linearize
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
+from kcc.passes.stage import stage_loads
 from kcc.passes.target import TargetDesc
 from kcc.passes.threads import fold_threads
 from kcc.passes.unroll import unroll
@@ -74,6 +75,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
     Step("unroll", "graph", unroll),
+    Step("stage", "graph", stage_loads),
     Step("slp", "graph", slp),
     Step("widen", "graph", widen),
     Step("contract", "graph", contract),

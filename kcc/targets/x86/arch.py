@@ -52,6 +52,8 @@ X86_LOAD_STREAMS = 8
 # per worker; 64 KiB holds a 16-column slab of 1024 rows, which stays in L2 (2 MiB a core on
 # the hosts measured, docs/performance.md) and is read there contiguously
 X86_PACK_BYTES = 64 * 1024
+# The most frame bytes kcc/passes/stage.py may fill with one copy of loop-invariant loads
+X86_STAGE_BYTES = 16384
 
 
 def x86_desc(arch: str) -> TargetDesc:
@@ -91,7 +93,9 @@ def x86_desc(arch: str) -> TargetDesc:
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
                    permute=_permute if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
-                   wmma=_no_tensor_cores)
+                   wmma=_no_tensor_cores,
+                   # a staged copy stays in L1d (32-48 KiB) beside what the loop streams
+                   stage_bytes=X86_STAGE_BYTES)
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:
