@@ -6,10 +6,11 @@ taps t). Their index depends on r and on the output-channel loop o, never on the
 loops between o and r (56 rows × 14 column blocks), so every weight is read 784 times per o,
 and each time in the wrong order: the lane packer (kcc/passes/slp.py) wants, for each tap t,
 the column `(w[c=0][t], …, w[3][t])` (one operand of the 16-lane accumulator group), while
-memory holds rows of one c. On x86-64-v4 that is 8 row loads and 16 UNPCK/SHUFPS, plus 4
-VINSERTPS and a VSHUFF32X4 for the ninth column, every iteration: 21 of the loop's ~48
-operations on Intel's shuffle port, which the zmm multiplies and adds share
-(docs/performance.md, "conv2d: weights staged in lane order").
+memory holds rows of one c. On x86-64-v4 that was 8 row loads and 16 UNPCK/SHUFPS, plus 3
+VINSERTPS and a VSHUFF32X4 for the ninth column, every iteration: 20 shuffles of the 48
+operations the loop ran on Intel's ports 0 and 5 (shuffles only on port 5, zmm multiplies
+and adds on both; docs/performance.md, "conv2d: weights staged in lane order (issue 24,
+item 1)").
 
 This pass copies such a group once per iteration of the loop its index depends on (o), in
 front of the loops that do not touch it, into a REG scratch buffer S laid out in the order
@@ -126,10 +127,8 @@ def _groups(order: list[UOp], deps: dict[UOp, frozenset[UOp]],
             desc: TargetDesc) -> list[_Group]:
     """Candidate groups (before the order and size checks)."""
     memo: dict[UOp, frozenset[UOp] | None] = {}
-    # every buffer a place of which is anything but a LOAD's address (a STORE's)
-    written = {base_buffer(x.src[0]) for u in order for i, x in enumerate(u.src)
-               if x.kind == "place" and not (u.op is Ops.LOAD and i == 0)
-               and u.op not in (Ops.INDEX, Ops.SHRINK)}
+    # STORE is the one op that writes memory (kcc/ir/ops.py)
+    written = {base_buffer(u.src[0].src[0]) for u in order if u.op is Ops.STORE}
     inner = {u for u in order if u.op is Ops.RANGE}
     for u in order:
         if u.op is Ops.RANGE:
