@@ -15,9 +15,11 @@ item 1)").
 This pass copies such a group once per iteration of the loop its index depends on (o), in
 front of the loops that do not touch it, into a REG scratch buffer S laid out in the order
 the lanes read it: `S[n·p + k] = w[index_k with r := p]` for every iteration p of r and each
-of the n loads k, and the load k in the body becomes `S[n·r + k]`. The order of k is the
-order in which the accumulator stores read the loads (position in each stored value's tree,
-then the store): for conv2d, `k = 4·t + c`, so the column of tap t is 4 consecutive
+of the n loads k, and the load k in the body becomes `S[n·r + k]`. When the slots come in
+blocks of m whose places move by a constant from block to block (conv2d: m = 4, one tap's 4
+channels), the copy loops over the blocks too, m copies an iteration (`_blocks`). The order
+of k is the order in which the accumulator stores read the loads (position in each stored
+value's tree, then the store): for conv2d, `k = 4·t + c`, so the column of tap t is 4 consecutive
 elements, one block-long row load that the selector broadcasts to every 128-bit block from
 memory (no shuffle at all). The copy loop reads every element the original loop reads, and
 no other (the same index expressions at the same r values, and the loops it moves out of run
@@ -45,6 +47,8 @@ from kcc.passes.target import TargetDesc
 MIN_REUSE = 8          # uses of a staged element per copy below which staging does not pay
 MAX_TREE = 4096        # nodes walked per stored value when ordering a group (compile time)
 MAX_GROUPS = 4         # groups staged per kernel (each one a copy loop and a frame buffer)
+# Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
+_LOAD, _STORE, _RANGE = Ops.LOAD, Ops.STORE, Ops.RANGE
 
 
 def _offset(idx: UOp) -> tuple[UOp | None, int]:
@@ -128,14 +132,15 @@ def _groups(order: list[UOp], deps: dict[UOp, frozenset[UOp]],
     """Candidate groups (before the order and size checks)."""
     memo: dict[UOp, frozenset[UOp] | None] = {}
     # STORE is the one op that writes memory (kcc/ir/ops.py)
-    written = {base_buffer(u.src[0].src[0]) for u in order if u.op is Ops.STORE}
-    inner = {u for u in order if u.op is Ops.RANGE}
+    written = {base_buffer(u.src[0].src[0]) for u in order if u.op is _STORE}
+    inner = {u for u in order if u.op is _RANGE}
     for u in order:
-        if u.op is Ops.RANGE:
+        if u.op is _RANGE:
             inner -= deps[u] - {u}
     groups: dict[tuple[UOp, UOp, UOp | None], _Group] = {}
+    chains: dict[UOp, list[UOp]] = {}
     for u in order:
-        if u.op is not Ops.LOAD or len(u.src) != 1 or u.shape != () \
+        if u.op is not _LOAD or len(u.src) != 1 or u.shape != () \
                 or u.src[0].op is not Ops.INDEX:
             continue
         buf, idx = u.src[0].src
@@ -143,11 +148,14 @@ def _groups(order: list[UOp], deps: dict[UOp, frozenset[UOp]],
                 or buf.arg.dtype not in desc.mem_widths:
             continue
         rs = deps[u]
-        loops = _nest(rs, deps)
-        if not loops or loops[-1] not in inner:
+        if not rs:
             continue
-        r = loops[-1]
-        chain = _nest(deps[r] - {r}, deps)      # the loops around r, outermost first
+        r = max(rs, key=lambda x: len(deps[x]))   # the innermost (nested in all the others)
+        if r not in inner:
+            continue
+        chain = chains.get(r)
+        if chain is None:                       # the loops around r, outermost first
+            chain = chains[r] = _nest(deps[r] - {r}, deps)
         uses = _used_ranges(idx, memo)
         if uses is None or r not in uses or any(x not in deps[r] for x in rs):
             continue
@@ -178,6 +186,22 @@ def _worth(g: _Group, stores: list[UOp], budget: int) -> bool:
                 and all(b[1] == a[1] + 1 for a, b in zip(offs, offs[1:])))
 
 
+def _blocks(offs: list[tuple[UOp | None, int]]) -> tuple[int, int]:
+    """(m, step): the smallest m dividing n = len(offs) such that load k reads the place of
+    load k mod m moved by (k div m)·step elements, all from one base (conv2d's slots 4·t + c
+    read 288·c + t: m = 4, step 1); (n, 0) when there is none."""
+    n = len(offs)
+    if any(o[0] is not offs[0][0] for o in offs):
+        return n, 0
+    for m in range(1, n):
+        if n % m:
+            continue
+        step = offs[m][1] - offs[0][1]
+        if all(offs[k][1] == offs[k % m][1] + step * (k // m) for k in range(n)):
+            return m, step
+    return n, 0
+
+
 def _stage(sink: UOp, order: list[UOp], deps: dict[UOp, frozenset[UOp]], g: _Group,
            slot: int, axis: int) -> UOp:
     """The graph with g's loads read from a staged copy (REG buffer `slot`, copy loop `axis`)."""
@@ -195,19 +219,34 @@ def _stage(sink: UOp, order: list[UOp], deps: dict[UOp, frozenset[UOp]], g: _Gro
         if u not in sub and r in deps[u]:
             sub[u] = u.replace(src=tuple([sub.get(x, x) for x in u.src]))
     base = UOp(Ops.MUL, (p, strong_int(n, dt)))
+    m, step = _blocks([_offset(u.src[0].src[1]) for u in g.loads])
+    q = None
+    if m < n:
+        # slots m·q + j hold what slot j holds, moved by q·step elements: a loop q over the
+        # n/m blocks copies m elements an iteration (a short body to select and allocate)
+        q = UOp(Ops.RANGE, (strong_int(n // m, dt), p), (axis + 1, AxisType.LOOP))
+        base = UOp(Ops.ADD, (base, UOp(Ops.MUL, (q, strong_int(m, dt)))))
     stores = []
-    for k, u in enumerate(g.loads):
-        v = UOp(Ops.LOAD, (UOp(Ops.INDEX, (g.buf, sub[u.src[0].src[1]])),))
+    for k, u in enumerate(g.loads[:m]):
+        idx = sub[u.src[0].src[1]]
+        if q is not None:
+            idx = UOp(Ops.ADD, (idx, UOp(Ops.MUL, (q, strong_int(step, dt)))))
+        v = UOp(Ops.LOAD, (UOp(Ops.INDEX, (g.buf, idx)),))
         at = UOp(Ops.ADD, (base, strong_int(k, dt))) if k else base
         stores.append(UOp(Ops.STORE, (UOp(Ops.INDEX, (s, at)), v)))
-    fill = UOp(Ops.END, (UOp(Ops.GROUP, tuple(stores)), p))
+    fill = UOp(Ops.GROUP, tuple(stores))
+    if q is not None:
+        fill = UOp(Ops.END, (fill, q))
+    fill = UOp(Ops.END, (fill, p))
     staged = UOp(Ops.AFTER, (s, fill))
     rbase = UOp(Ops.MUL, (r, strong_int(n, dt)))
     new: dict[UOp, UOp] = {}
     for k, u in enumerate(g.loads):
         at = UOp(Ops.ADD, (rbase, strong_int(k, dt))) if k else rbase
         new[u] = UOp(Ops.LOAD, (UOp(Ops.INDEX, (staged, at)),))
-    for u in order:
+    # only nodes after the first load (order is topological) can read a replaced one
+    first = min(order.index(u) for u in g.loads)
+    for u in order[first:]:
         if u in new:
             continue
         srcs = tuple([new.get(x, x) for x in u.src])
@@ -217,17 +256,19 @@ def _stage(sink: UOp, order: list[UOp], deps: dict[UOp, frozenset[UOp]], g: _Gro
 
 
 def _first(order: list[UOp], deps: dict[UOp, frozenset[UOp]], desc: TargetDesc,
-           budget: int) -> _Group | None:
-    """The first group worth staging (its loads in lane order), or None."""
-    for g in _groups(order, deps, desc):
-        stores = [u for u in order if u.op is Ops.STORE and g.r in deps[u]
+           budget: int) -> tuple[_Group | None, bool]:
+    """The first group worth staging (its loads in lane order), or None; and whether any
+    other candidate was found (else the staged graph need not be searched again)."""
+    groups = _groups(order, deps, desc)
+    for g in groups:
+        stores = [u for u in order if u.op is _STORE and g.r in deps[u]
                   and u.src[0].op is Ops.INDEX]
         per = _tree_loads(stores, set(g.loads), g.r, deps)
         lanes = _lane_order(per)
         g.loads = lanes + [u for u in g.loads if u not in set(lanes)]
         if _worth(g, [st for st, got in zip(stores, per) if got], budget):
-            return g
-    return None
+            return g, len(groups) > 1
+    return None, False
 
 
 def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
@@ -239,7 +280,7 @@ def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
     budget = desc.stage_bytes               # for all the kernel's staged copies together
     for _ in range(MAX_GROUPS):
         deps = range_sets(order)
-        g = _first(order, deps, desc, budget)
+        g, more = _first(order, deps, desc, budget)
         if g is None:
             break
         budget -= len(g.loads) * const_int(g.r.src[0]) * g.buf.arg.dtype.itemsize
@@ -249,5 +290,7 @@ def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
                         and isinstance(u.arg, tuple) and isinstance(u.arg[0], int)),
                        default=-1)
         sink = _stage(sink, order, deps, g, slot, axis)
+        if not more:
+            break
         order = toposort([sink])
     return sink

@@ -62,6 +62,18 @@ def _offset(idx: UOp) -> int:
     return k or 0
 
 
+def _value(u: UOp, env: dict[UOp, int]) -> int:
+    """An integer index expression's value with the RANGEs in env set (ADD, MUL, constants)."""
+    if u in env:
+        return env[u]
+    c = const_int(u)
+    if c is not None:
+        return c
+    a, b = (_value(x, env) for x in u.src)
+    assert u.op in (Ops.ADD, Ops.MUL), u
+    return a + b if u.op is Ops.ADD else a * b
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_weights_are_copied_once_in_lane_order(shape: dict) -> None:
     ci = shape.get("ci", 2)
@@ -71,17 +83,29 @@ def test_weights_are_copied_once_in_lane_order(shape: dict) -> None:
         .arg.dtype
     fills = [u for u in toposort([g]) if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
              and base_buffer(u.src[0].src[0]) is s]
-    assert len(fills) == 36
+    # the copy: a loop p over the input channels, a loop q over the 9 taps, 4 copies a step
+    # (slots 4·q + c of a tap are w[c][q] moved by q: kcc/passes/stage.py `_blocks`)
+    assert len(fills) == 4
+    loops = {x for st in fills for x in toposort([st]) if x.op is Ops.RANGE}
+    (q,) = [x for x in loops if any(y in loops for y in x.src[1:])]   # q nests in p
+    (p,) = [x for x in q.src[1:] if x in loops]
+    assert (const_int(p.src[0]), const_int(q.src[0])) == (ci, 9)
+    got: dict[int, int] = {}
+    for pv in range(ci):
+        for qv in range(9):
+            for st in fills:
+                v = st.src[1]
+                assert v.op is Ops.LOAD and v.src[0].src[0].op is Ops.PARAM
+                slot = _value(st.src[0].src[1], {p: pv, q: qv})
+                assert slot not in got
+                got[slot] = _value(v.src[0].src[1], {p: pv, q: qv})
+    # slot 36·r + 4·t + c holds w[c][r][t] = w[c·CS + 9·r + t]: tap t's column is 4
+    # consecutive slots
     cs = 9 * ci
-    got = {}
-    for st in fills:
-        v = st.src[1]
-        assert v.op is Ops.LOAD and v.src[0].src[0].op is Ops.PARAM
-        got[_offset(st.src[0].src[1])] = _offset(v.src[0].src[1])
-    # slot 4·t + c holds w[c][t] (c·CS + t, plus 9·r): tap t's column is 4 consecutive slots
-    assert got == {4 * t + c: c * cs + t for t in range(9) for c in range(4)}
+    assert got == {36 * r + 4 * t + c: c * cs + 9 * r + t
+                   for r in range(ci) for t in range(9) for c in range(4)}
     # the copy loop is the only reader of w left
-    assert len(_w_loads(g)) == 36
+    assert len(_w_loads(g)) == 4
 
 
 def test_the_lane_packer_reads_each_column_from_the_staged_copy() -> None:
