@@ -343,7 +343,10 @@ class X86Shuf:
         if len(srcs) == 1:
             return self.block_x(srcs[0])
         nbytes = 16 * len(srcs)
-        mems = [self.loaded_mem(v) for v, _ in srcs]
+        # one backward scan per source vector (a column repeated in every block names the same
+        # vector 4 times; nothing is emitted between these reads)
+        seen = {v: self.loaded_mem(v) for v in dict.fromkeys(v for v, _ in srcs)}
+        mems = [seen[v] for v, _ in srcs]
         if None not in mems:
             at = [self._at(m, 16 * b) for m, (_, b) in zip(mems, srcs)]
             if all((m.base, m.index, m.scale, m.disp) == (at[0].base, at[0].index, at[0].scale,
@@ -354,7 +357,7 @@ class X86Shuf:
                 return self._once(f"vmovup{'s' if dt == dtypes.float32 else 'd'}_{w}_{w}m",
                                   at[0])
         if all(s == srcs[0] for s in srcs):
-            m = self.loaded_mem(srcs[0][0])
+            m = seen[srcs[0][0]]
             if m is not None:
                 at = self._at(m, 16 * srcs[0][1])
                 return self._once("vbroadcastf128_y_m128" if nbytes == 32 else
