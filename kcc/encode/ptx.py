@@ -130,6 +130,7 @@ FORMS_ROWS: tuple[Form, ...] = (
     Form("fma", 4, "9.7.3.6"),
     Form("rcp", 2, "9.7.3.13"),
     Form("sqrt", 2, "9.7.3.14"),
+    Form("ex2", 2, "9.7.3 (ex2)"),
     Form("and", 3, "9.7.8.1"),
     Form("or", 3, "9.7.8.2"),
     Form("xor", 3, "9.7.8.3"),

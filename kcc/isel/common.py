@@ -77,7 +77,8 @@ def _multiple_srcs(u: UOp) -> tuple[UOp, ...]:
         c = u.arg
     if c is not None and not isinstance(c, float):
         return ()
-    if u.op in (Ops.MUL, Ops.ADD):
+    if u.op in (Ops.MUL, Ops.ADD) or (u.op is Ops.MULACC and u.dtype is not None
+                                      and u.dtype.is_int):
         return u.src
     if u.op is Ops.SHL:
         k = scalar_const(u.src[1])
@@ -99,6 +100,10 @@ def _multiple_node(u: UOp, memo: dict[UOp, int]) -> int:
         return memo[u.src[0]] * memo[u.src[1]]
     if u.op is Ops.ADD:
         return math.gcd(memo[u.src[0]], memo[u.src[1]])
+    if u.op is Ops.MULACC and u.dtype is not None and u.dtype.is_int:
+        # a*b + c; wrapping keeps divisibility by the powers of two alignment asks about,
+        # as for MUL and ADD (tinygrad's GPU lowerings index with gidx*stride + lane offset)
+        return math.gcd(memo[u.src[0]] * memo[u.src[1]], memo[u.src[2]])
     if u.op is Ops.SHL:
         k = scalar_const(u.src[1])
         if isinstance(k, int) and 0 <= k < 63:

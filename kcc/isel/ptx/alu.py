@@ -71,6 +71,8 @@ class PtxAlu:
         if u.shape != ():
             raise SelectError(f"vector {op.name} of {u.shape[0]} lanes reached PTX isel "
                               "(devectorize makes every ALU op scalar for CUDA)")
+        if op is Ops.EXP2 and u.dtype == dtypes.float32:
+            return self.exp2_f32(self.reg(u.src[0]))
         if op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.THREEFRY):
             raise SelectError(f"{op.name} has no PTX instruction of the required accuracy; "
                               "kcc.passes.decompose must rewrite it before isel")
@@ -88,6 +90,11 @@ class PtxAlu:
             f = self.falu(op, [self.to_f32(s) for s in u.src], dtypes.float32)
             return self.from_f32(f, dt)
         if dt.is_float:
+            if op is Ops.FDIV and scalar_const(u.src[0]) == 1.0:
+                # RECIPROCAL arrives as FDIV(1, x) (kcc.passes.decompose); rcp.rn is the same
+                # correctly rounded 1/x (9.7.3.13), and ptxas's out-of-line slow path for it
+                # is smaller than div.rn's (88 against 120 SASS instructions alone, sm_80)
+                return self.falu(Ops.RECIPROCAL, [self.reg(u.src[1])], dt)
             return self.falu(op, [self.reg(s) for s in u.src], dt)
         return self.ialu(u)
 
@@ -105,6 +112,15 @@ class PtxAlu:
             self.emit(f"{forms[op]}.{t}", d, *srcs)
         return d
 
+    def exp2_f32(self, x: Reg) -> Reg:
+        """float32 EXP2 as `ex2.approx.f32` without `.ftz` (PTX ISA, Floating Point
+        Instructions: ex2): subnormal inputs and results are kept (ptxas scales x < -126 around
+        MUFU.EX2 itself); -inf -> +0, +inf -> +inf, NaN -> NaN, ±0 -> 1. Accuracy: NVIDIA
+        states 2 ulp for exp2f, this instruction (docs/transcendentals.md, CUDA)."""
+        d = self.new("f32")
+        self.emit("ex2.approx.f32", d, x)
+        return d
+
     def ialu(self, u: UOp) -> Reg:
         """Integer ops on the 32/64-bit register (wrapping), re-normalized to the width."""
         op, dt = u.op, u.dtype
@@ -113,6 +129,12 @@ class PtxAlu:
         d = self.new(bank_of(dt))
         if op in (Ops.SHL, Ops.SHR):
             amt = srcs[1]
+            k = scalar_const(u.src[1])
+            if isinstance(k, int) and not isinstance(k, bool):
+                # a constant amount: reduced here, so no and.b32 at run time (the modulo below)
+                form = f"shl.b{w}" if op is Ops.SHL else f"shr.{t}"
+                self.emit(form, d, srcs[0], Imm(str(k % dt.bits)))
+                return self.normalize(d, dt)
             if u.src[1].dtype.itemsize == 8:        # the shift amount is a .u32 (9.7.8.8)
                 a32 = self.new("b32")
                 self.emit("cvt.u32.u64", a32, amt)

@@ -10,10 +10,15 @@ from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, T
 
 
 def _native_cuda(op: Ops, dtype: DType) -> bool:
-    """PTX: ex2.approx/lg2.approx/sin.approx are not accurate enough, so polynomials; PTX max.f32
-    is IEEE maxNum (not MAX's NaN rule); half precision computes in float32."""
+    """PTX: float32 EXP2 is `ex2.approx.f32` (NVIDIA documents exp2f, which is that instruction,
+    at 2 ulp over the full range: docs/transcendentals.md, CUDA); lg2.approx and sin.approx
+    are documented with an *absolute* error bound (PTX ISA, lg2 and sin), which is no ulp bound
+    near log2's zero at 1 or for small sin, so LOG2, SIN and float64 EXP2 stay polynomials;
+    PTX max.f32 is IEEE maxNum (not MAX's NaN rule); half precision computes in float32."""
     if op in (Ops.CAST, Ops.BITCAST):
         return dtype != dtypes.bfloat16
+    if op is Ops.EXP2 and dtype == dtypes.float32:
+        return True
     if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
         return False
     if op is Ops.MAX and dtype.is_float:
