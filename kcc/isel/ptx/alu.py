@@ -125,16 +125,18 @@ class PtxAlu:
         """Integer ops on the 32/64-bit register (wrapping), re-normalized to the width."""
         op, dt = u.op, u.dtype
         t, w = ity(dt), ("64" if dt.itemsize == 8 else "32")
+        k = scalar_const(u.src[1]) if op in (Ops.SHL, Ops.SHR) else None
+        if isinstance(k, int) and not isinstance(k, bool):
+            # a constant amount, reduced here (the modulo below): no register for it and no
+            # and.b32 at run time
+            d = self.new(bank_of(dt))
+            form = f"shl.b{w}" if op is Ops.SHL else f"shr.{t}"
+            self.emit(form, d, self.reg(u.src[0]), Imm(str(k % dt.bits)))
+            return self.normalize(d, dt)
         srcs = [self.reg(s) for s in u.src]
         d = self.new(bank_of(dt))
         if op in (Ops.SHL, Ops.SHR):
             amt = srcs[1]
-            k = scalar_const(u.src[1])
-            if isinstance(k, int) and not isinstance(k, bool):
-                # a constant amount: reduced here, so no and.b32 at run time (the modulo below)
-                form = f"shl.b{w}" if op is Ops.SHL else f"shr.{t}"
-                self.emit(form, d, srcs[0], Imm(str(k % dt.bits)))
-                return self.normalize(d, dt)
             if u.src[1].dtype.itemsize == 8:        # the shift amount is a .u32 (9.7.8.8)
                 a32 = self.new("b32")
                 self.emit("cvt.u32.u64", a32, amt)
