@@ -9,7 +9,7 @@ from kcc.encode.ptx import Imm, Reg
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import COMPARE, Ops
 from kcc.ir.uop import UOp
-from kcc.isel.common import SelectError, scalar_const
+from kcc.isel.common import SelectError, f32_bits, scalar_const
 
 HALF = (dtypes.float16, dtypes.bfloat16)
 
@@ -113,12 +113,24 @@ class PtxAlu:
         return d
 
     def exp2_f32(self, x: Reg) -> Reg:
-        """float32 EXP2 as `ex2.approx.f32` without `.ftz` (PTX ISA, Floating Point
-        Instructions: ex2): subnormal inputs and results are kept (ptxas scales x < -126 around
-        MUFU.EX2 itself); -inf -> +0, +inf -> +inf, NaN -> NaN, ±0 -> 1. Accuracy: NVIDIA
-        states 2 ulp for exp2f, this instruction (docs/transcendentals.md, CUDA)."""
-        d = self.new("f32")
-        self.emit("ex2.approx.f32", d, x)
+        """float32 EXP2 around `ex2.approx.ftz.f32` (PTX ISA, Floating Point Instructions: ex2);
+        -inf -> +0, +inf -> +inf, NaN -> NaN, ±0 -> 1. Accuracy: NVIDIA states 2 ulp for
+        exp2f, this instruction (docs/transcendentals.md, CUDA).
+
+        For x < -125 it computes ex2(x + 64) · 2^-64: the add is exact there, ex2's result is
+        normal (so `.ftz` flushes nothing that matters: below x = -190 the result rounds to 0
+        anyway), and the predicated multiply rounds a subnormal result once, an error ≤ 2^-22.5
+        relative + ½ ulp ≈ 1.9 ulp of the subnormal spacing. Without `.ftz` ptxas would add
+        its own scaling, ex2(x/2)², which doubles the relative error before that rounding. At
+        x ≥ -125 the result is ≥ 2^-125 (1 - 2^-22.5): normal. A subnormal x is flushed to 0,
+        whose ex2 (1) is the correctly rounded 2^x there. SASS: FSETP, @P FADD, MUFU.EX2,
+        @P FMUL, as many as ptxas's own scaling."""
+        p, s, d = self.new("pred"), self.new("f32"), self.new("f32")
+        self.emit("setp.lt.f32", p, x, Imm(f"0f{f32_bits(-125.0):08X}"))
+        self.emit("mov.f32", s, x)
+        self.emit("add.rn.f32", s, s, Imm(f"0f{f32_bits(64.0):08X}"), guard=p)
+        self.emit("ex2.approx.ftz.f32", d, s)
+        self.emit("mul.rn.f32", d, d, Imm(f"0f{f32_bits(2.0 ** -64):08X}"), guard=p)
         return d
 
     def ialu(self, u: UOp) -> Reg:

@@ -15,8 +15,9 @@ Semantics choices (docs/semantics.md is the statement; the reference interpreter
 - float ADD/SUB/MUL carry `.rn` so ptxas never contracts them into an fma (9.7.3.1: "add with
   an explicit rounding modifier is not contracted"); MULACC is `fma.rn` (fused, one rounding).
 - FDIV `div.rn`, RECIPROCAL (FDIV(1, x) after decompose) `rcp.rn`, SQRT `sqrt.rn` are IEEE
-  correctly rounded; TRUNC is `cvt.rzi` float→float. float32 EXP2 is `ex2.approx.f32`
-  (docs/transcendentals.md states its accuracy); other transcendentals arrive decomposed.
+  correctly rounded; TRUNC is `cvt.rzi` float→float. float32 EXP2 is `ex2.approx.ftz.f32`
+  with subnormal results scaled around it (docs/transcendentals.md states its accuracy); other
+  transcendentals arrive decomposed.
 - float16/bfloat16 arithmetic widens exactly to float32, computes, and rounds once to the dtype
   (`cvt.rn.f16.f32`; bfloat16 by integer round-to-nearest-even, NaN kept with its payload).
   A float16 NaN result is PTX's canonical NaN (its payload is not the interpreter's).

@@ -10,7 +10,8 @@ from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, T
 
 
 def _native_cuda(op: Ops, dtype: DType) -> bool:
-    """PTX: float32 EXP2 is `ex2.approx.f32` (NVIDIA documents exp2f, which is that instruction,
+    """PTX: float32 EXP2 is `ex2.approx.ftz.f32` with
+    subnormal results scaled around it (NVIDIA documents exp2f, which is that instruction,
     at 2 ulp over the full range: docs/transcendentals.md, CUDA); lg2.approx and sin.approx
     are documented with an *absolute* error bound (PTX ISA, lg2 and sin), which is no ulp bound
     near log2's zero at 1 or for small sin, so LOG2, SIN and float64 EXP2 stay polynomials;

@@ -1,5 +1,6 @@
 """PTX isel choices of issue 25 (kcc's CUDA code against tinygrad's PTX): float32 EXP2 is the
-hardware `ex2.approx.f32` (documented accuracy in docs/transcendentals.md, CUDA), LOG2/SIN and
+hardware `ex2.approx.ftz.f32`, subnormal results scaled around it (documented accuracy in
+docs/transcendentals.md, CUDA), LOG2/SIN and
 float64 EXP2 stay polynomials; RECIPROCAL (FDIV(1, x) after decompose) is `rcp.rn`, any other
 FDIV `div.rn` (both correctly rounded); a constant shift amount is reduced at compile time;
 tinygrad's `gidx*stride + lane` (MULACC) indices are aligned, so its 4-lane accesses are
@@ -37,18 +38,31 @@ SINK(%e) KernelInfo(name="k")
 def test_transcendental_example_uses_ex2_and_rcp(tmp_path: Path) -> None:
     ptx = ptxas_ok(parse_file(ROOT / "examples" / "transcendental.uop"), tmp_path)
     # float32 and float16 EXP2 (the latter computed in float32, rounded once)
-    assert ptx.count("ex2.approx.f32 ") == 2
-    assert ".ftz" not in ptx                          # subnormal inputs and results are kept
+    assert ptx.count("ex2.approx.ftz.f32 ") == 2
+    # .ftz only on ex2, whose subnormal results kcc scales itself
+    assert ".ftz" not in ptx.replace("ex2.approx.ftz.f32", "")
     assert "lg2." not in ptx and "sin.approx" not in ptx
     assert "rcp.rn.f32" in ptx                        # (log2's polynomial divides: div.rn)
-    assert "sqrt.rn.f32" in ptx and "approx.f32" not in ptx.replace("ex2.approx.f32", "")
+    assert "sqrt.rn.f32" in ptx and "approx" not in ptx.replace("ex2.approx.ftz.f32", "")
 
 
 def test_float16_exp2_widens_and_rounds_once() -> None:
     ptx = ptx_of(_unary("EXP2", "float16"))
     body = ptx[ptx.index("cvt.f32.f16"):]
-    assert re.search(r"cvt\.f32\.f16 (%f\d+).*\n.*ex2\.approx\.f32 (%f\d+), \1;\n"
-                     r".*cvt\.rn\.f16\.f32 %\w+, \2;", body)
+    assert re.search(r"cvt\.f32\.f16 (%f\d+), %rs\d+;(.*\n)+.*ex2\.approx\.ftz\.f32 (%f\d+), "
+                     r"%f\d+;\n.*mul\.rn\.f32 \3, \3, .*\n.*cvt\.rn\.f16\.f32 %\w+, \3;", body)
+
+
+def test_exp2_scales_subnormal_results_around_ex2() -> None:
+    """x < -125 runs ex2 on x + 64 and multiplies by 2^-64 (one rounding of a subnormal
+    result), instead of ptxas's ex2(x/2)² (docs/transcendentals.md, CUDA)."""
+    ptx = ptx_of(_unary("EXP2", "float32"))
+    m = re.search(r"setp\.lt\.f32 (%p\d+), (%f\d+), 0fC2FA0000;\n"
+                  r".*mov\.f32 (%f\d+), \2;\n"
+                  r".*@\1 add\.rn\.f32 \3, \3, 0f42800000;\n"
+                  r".*ex2\.approx\.ftz\.f32 (%f\d+), \3;\n"
+                  r".*@\1 mul\.rn\.f32 \4, \4, 0f1F800000;", ptx)
+    assert m, ptx
 
 
 def test_polynomials_stay_where_the_hardware_is_not_accurate_enough() -> None:
