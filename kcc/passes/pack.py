@@ -60,6 +60,19 @@ applies only when the nest's outputs are plain copies of its accumulators (`_out
 and the kernel then reads its output buffer. Measured on the 2-core AVX-512 VM at 1024³ (slab
 64 KiB → 2 chunks of 32 KiB): 20.3 / 25.2 GFLOP/s (exact / contracted, fastest of 15 rounds)
 against 25.0 / 30.3 without it in the same rounds, so it is off; docs/performance.md.
+
+**Row jam** (`_jam_rows`; off: ROW_FACTORS = ()). After the interchange the row loop o is
+directly over the reduce loop, the shape unroll-and-jam takes (kcc/passes/unroll.py): its
+legality rules and register estimate are applied to o as they are (the fill loop, which o is
+ordered after, runs before it and is not fused), with limits on the copied work that admit a
+whole column-jammed tile, and each copy's accumulators get a buffer of their own (the copies
+are further rows, each already a vector of b's row). On x86-64-v4 the tile becomes 8 rows ×
+16 columns (8 zmm accumulators; the estimate 2 × (4 + 1) = 10 of the 16 it allows, half of
+32): each packed slab load feeds 8 rows instead of 4 (per 4 k: 4 slab loads, 32 `{1to16}`
+broadcasts of a, 40 FP operations with contraction, where two iterations of the 4-row tile
+took 8, 32 and 40). x86-64-v3's 4 × 8 tile (4 ymm accumulators) would need 2 × (4 + 1) = 10
+of the 8 the estimate allows of its 16 registers, so it is left alone.
+Exact like unroll's jam: every output keeps its operations and their order.
 """
 
 from __future__ import annotations
@@ -71,7 +84,9 @@ from kcc.ir.consts import const_int, const_value, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, toposort
 from kcc.passes.target import TargetDesc
+from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
+from kcc.passes.unroll import _jam as _unroll_jam
 
 # b's rows this many bytes apart or more are packed: a row of 16 float32 is 64 bytes, and rows
 # 1 KiB apart or more fall into few L1 sets (48 KiB L1, 12 ways: sets 64 bytes x 64 apart
@@ -84,6 +99,13 @@ MIN_REUSE = 4
 # reduce loop that fit it (32 KiB would be two thirds of a 48 KiB L1); 0: off, as measured
 K_BLOCK_BYTES = 0
 MIN_CHUNK = 16
+# Row jam (module docstring): the factors tried for the interchanged row loop (largest first;
+# () off), the most ALU ops and accesses one copy of its reduce loop may hold and the most
+# nodes one copy may have (a copy is the whole column-jammed tile: tinygrad's 512³ tile after
+# unroll is 648 and 1069, past unroll's limits for loops that hide their latency alone)
+ROW_FACTORS = (2,)
+ROW_MAX_WORK = 1024
+ROW_MAX_COPIED = 2048
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 
 
@@ -366,9 +388,11 @@ def _place(buf: UOp, idx: UOp, lanes: int) -> UOp:
     return UOp(Ops.SHRINK, (buf, idx, strong_int(lanes, idx.dtype)))
 
 
-def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None) -> UOp:
+def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
+             ) -> tuple[UOp, UOp]:
     """The graph with plan's loops interchanged and its operands read from packed copies;
-    with kb, the reduce loop cut into chunks by a loop outside the column loop."""
+    with kb, the reduce loop cut into chunks by a loop outside the column loop. Also the row
+    loop's new RANGE."""
     outer, col, red = plan.outer, plan.col, plan.red
     dt = red.dtype
     ids = [n.arg[0] for n in loops.order if n.op is Ops.RANGE and isinstance(n.arg, tuple)]
@@ -449,7 +473,23 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None) -> UOp:
             srcs[1] = UOp(Ops.WHERE, (gate, v, srcs[1]))
         if tuple(srcs) != n.src:
             out[n] = n.replace(src=tuple(srcs))
-    return out.get(sink, sink)
+    return out.get(sink, sink), outer2
+
+
+def _jam_rows(sink: UOp, rows: UOp, desc: TargetDesc) -> UOp:
+    """The interchanged row loop unrolled and jammed (module docstring, "Row jam"): unroll's
+    legality rules and register estimate (passes/unroll.py `_analyze`) with ROW_FACTORS and
+    ROW_MAX_WORK, each copy's accumulators a buffer of their own."""
+    if not ROW_FACTORS:
+        return sink
+    loops = _Loops(sink)
+    if rows not in loops.end_of:
+        return sink
+    plan = _unroll_plan(loops, rows, desc, ROW_FACTORS, ROW_MAX_WORK, ROW_MAX_COPIED,
+                        after_loops=True)
+    if plan is None or len(plan.inner) != 1:
+        return sink
+    return _unroll_jam(sink, loops, plan, rows_of=False)[0]
 
 
 def pack(sink: UOp, desc: TargetDesc) -> UOp:
@@ -469,5 +509,6 @@ def pack(sink: UOp, desc: TargetDesc) -> UOp:
                 break
         if plan is None:
             return sink
-        sink = _rewrite(sink, loops, plan, _kblock(loops, plan))
+        sink, rows = _rewrite(sink, loops, plan, _kblock(loops, plan))
+        sink = _jam_rows(sink, rows, desc)
         done.add(plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:]))

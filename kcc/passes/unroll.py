@@ -273,14 +273,23 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
     return best
 
 
-def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
-    """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay."""
+def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
+             max_work: int | None = None, max_copied: int | None = None,
+             after_loops: bool = False) -> _Plan | None:
+    """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay
+    (factors, max_work and max_copied: the cost rules' choices, passes/pack.py jams its row
+    loop with its own, None the module's; after_loops: r's RANGE may be ordered after whole
+    loops, which run before it and are not fused: pack's fill loop)."""
     end = loops.end_of.get(r)
     n_iter = const_int(r.src[0])
     if end is None or r in loops.multi or n_iter is None or n_iter < 2:
         return None
     cone = loops.cone(end)
     inner_l = _inner(loops, r, cone)
+    if inner_l and after_loops:
+        # loops the RANGE itself is ordered after run before it, not inside it
+        before = set(toposort([r]))
+        inner_l = [x for x in inner_l if x not in before]
     if not inner_l:
         return None
     inner = frozenset(inner_l)
@@ -342,9 +351,10 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc) -> _Plan | None:
         acc += -(-(buf.arg.size or 1) // lanes)
     copied = [n for n in region if n in varies]
     work = sum(1 for n in copied if dep[n] & inner and n.op in _WORK)
-    if len(copied) > MAX_COPIED or work > MAX_INNER_WORK:
+    if len(copied) > (MAX_COPIED if max_copied is None else max_copied) \
+            or work > (MAX_INNER_WORK if max_work is None else max_work):
         return None
-    for f in FACTORS:
+    for f in FACTORS if factors is None else factors:
         if n_iter % f or f * (acc + 1) > desc.vector_regs // 2:
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
@@ -373,7 +383,8 @@ def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
     return w
 
 
-def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
+def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
+         ) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
 
     A privatized buffer of rows of W elements (`_row_width`) becomes one buffer whose row j
@@ -381,7 +392,9 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
     AFTERs of it shared by the copies): matmul's copies are 4 adjacent column blocks of the
     same 4 rows, so each row of the jammed tile is f·W consecutive elements, a run that the
     lane packer (kcc/passes/slp.py) makes one vector whose operands are a whole row of b
-    and a splat of a. Every other buffer gets one fresh buffer per copy."""
+    and a splat of a. Every other buffer gets one fresh buffer per copy, and every one with
+    rows_of False (passes/pack.py's row loop: its copies are further rows of the tile, each
+    row already a whole vector)."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
@@ -393,7 +406,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan) -> tuple[UOp, set[UOp]]:
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
     for buf in plan.private:
         a: ParamArg = buf.arg
-        w = _row_width(loops, loops.cone(end), buf)
+        w = _row_width(loops, loops.cone(end), buf) if rows_of else 0
         if w:
             merged = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size * f, a.vmin_vmax,
                                                   a.name, a.addrspace, a.volatile))

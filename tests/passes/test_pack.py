@@ -13,7 +13,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp
 from kcc.ir.consts import const_int
-from kcc.ir.uop import AddrSpace
+from kcc.ir.uop import AddrSpace, base_buffer
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.pack import _disjoint, pack
 from kcc.passes.simplify import simplify
@@ -108,10 +108,14 @@ def _check(sink: UOp, arch: str = "x86-64-v4") -> tuple[UOp, UOp]:
 
 
 def _scratch(u: UOp, p: UOp) -> list[UOp]:
-    """The REG buffers p has and u has not (the packed slabs)."""
+    """The REG buffers p has and u has not that hold copies of a PARAM (the packed slabs; the
+    row jam's fresh accumulators are the others)."""
     old = set(u.toposort())
+    stores = [n for n in p.toposort() if n.op is Ops.STORE]
     return [n for n in p.toposort() if n.op is Ops.BUFFER
-            and n.arg.addrspace is AddrSpace.REG and n not in old]
+            and n.arg.addrspace is AddrSpace.REG and n not in old
+            and any(s.src[1].op is Ops.LOAD and s.src[1].src[0].src[0].op is Ops.PARAM
+                    for s in stores if n in s.src[0].toposort())]
 
 
 def _bound(g: UOp, axis: int) -> int:
@@ -157,6 +161,37 @@ def test_odd_shapes_are_computed_exactly() -> None:
     u, p = _check(_matmul(20, 260, 12, 4))
     (buf,) = _scratch(u, p)
     assert buf.arg.size == 4 * 12
+    assert _bound(p, 0) == 5                    # 5 row blocks: no row jam (not divisible by 2)
+
+
+def _slab_loads(u: UOp, p: UOp) -> list[UOp]:
+    """The loads of p's packed slab (in the reduce loop)."""
+    (buf,) = _scratch(u, p)
+    return [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].kind == "buffer"
+            and base_buffer(n.src[0].src[0]) is buf]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_interchanged_row_loop_is_jammed_where_registers_allow(arch: str,
+                                                                monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    # 8 row blocks: on v4 (32 zmm) two row blocks run as one iteration, 8 rows x 16 columns,
+    # each load of the slab shared by both (half the slab reads a flop); on v3 (16 ymm) one
+    # block's 4 rows x 8 columns already take 4 + 1 of the 8 registers unroll's estimate gives
+    sink = _matmul(32, 256, 16, 4)
+    u, p = _check(sink, arch)
+    monkeypatch.setattr(pk, "ROW_FACTORS", ())
+    _, p1 = _packed(sink, arch)
+    assert _bound(p1, 0) == _bound(u, 0) == 8
+    jam = 2 if arch == "x86-64-v4" else 1
+    assert _bound(p, 0) == 8 // jam
+    assert len(_slab_loads(u, p)) == len(_slab_loads(u, p1)) > 0
+    accs = [n for n in p.toposort() if n.op is Ops.BUFFER and n.arg.addrspace is AddrSpace.REG]
+    assert len(accs) == 1 + jam                 # the slab and one accumulator tile a copy
+    # the a loads of the reduce loop: one per row of every copy
+    a_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 1]
+    assert len(a_loads) == 4 * jam
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
@@ -173,12 +208,15 @@ def test_slab_larger_than_the_chunk_limit_is_blocked_along_k(arch: str, monkeypa
               and n not in buf.toposort() and const_int(n.src[0]) in (2, 4)]
     assert _outermost(p) in chunks
     # every accumulator element starts from 0 in the first chunk, from its output element in
-    # the others: one WHERE each, over 4-lane loads of the output rows
+    # the others: one WHERE each, over 4-lane loads of the output rows (on v4 the row loop is
+    # jammed by 2 as well: twice the rows)
     cols = 256 // _bound(u, 1)
-    assert sum(1 for n in p.toposort() if n.op is Ops.WHERE) == 4 * cols
+    jam = _bound(u, 0) // _bound(p, 0)
+    assert jam == (2 if arch == "x86-64-v4" else 1)
+    assert sum(1 for n in p.toposort() if n.op is Ops.WHERE) == 4 * cols * jam
     reloads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
                and n.src[0].src[0].arg.slot == 0]
-    assert len(reloads) == cols and all(n.shape == (4,) for n in reloads)
+    assert len(reloads) == cols * jam and all(n.shape == (4,) for n in reloads)
 
 
 def test_k_blocking_is_off_by_default_and_needs_plain_copies(monkeypatch) -> None:
