@@ -25,12 +25,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
+from kcc import collector
 from kcc.frontend.errors import SourceError
 from kcc.targets import registry
 
@@ -255,25 +255,9 @@ def compile_cmd(files: tuple[str, ...], target: str, arch: str | None, output: s
         _die("--dump-after prints to standard output, so the output cannot go there too "
              "(-o FILE)")
     _freeze_at_exit()
-    with _gc_paused():
+    with collector.paused():   # importing the compiler and compiling (kcc/collector.py)
         _compile(files, target, arch, output, manifest, no_manifest, header, emit, dump_after,
                  time_passes, prefix, options)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a command imports the compiler and compiles:
-    importing the parser, the pipeline and a back end makes ~100,000 long-lived objects (code,
-    functions, classes, tables) and no garbage cycles, and the collections they trigger each
-    rescan all of them: 5% of the instructions of `kcc compile saxpy.uop` (callgrind; the
-    pipeline pauses it while compiling for the same reason, kcc/targets/pipeline.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _compile(files: tuple[str, ...], target: str, arch: str | None, output: str | None,

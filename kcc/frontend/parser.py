@@ -14,12 +14,12 @@ ranges where a literal is committed to a dtype (see `_check_literals`). The grap
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kcc import collector
 from kcc.frontend.errors import SourceError
 from kcc.frontend.lexer import Lexer, Token, _clip, decode_source, split_lines
 from kcc.ir.dtype import DType, dtypes, promote
@@ -98,13 +98,8 @@ def parse_result(text: str | bytes, path: str = "<input>") -> ParseResult:
     lines = split_lines(decode_source(text, path))
     # The parser makes no reference cycles, so the cyclic GC only costs time here: its full
     # collections rescan every live node while a 200,000-line file is being read.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         return _Parser(path, lines).run()
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # -- arg values -------------------------------------------------------------------------------

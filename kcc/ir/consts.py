@@ -132,6 +132,21 @@ def const_int(u: UOp) -> int | None:
     return int(cv[0])
 
 
+def peel_offset(idx: UOp) -> tuple[UOp | None, int]:
+    """idx as (base, k) with idx = base + k, every constant addend of a left-leaning ADD chain
+    peeled (`((x + 4) + 512)` is (x, 516): unroll-and-jam moves each copy's constant outward);
+    base is None when idx is a constant."""
+    k = 0
+    while True:
+        c = const_int(idx)
+        if c is not None:
+            return None, k + c
+        if idx.op is not Ops.ADD or (c := const_int(idx.src[1])) is None:
+            return idx, k
+        k += c
+        idx = idx.src[0]
+
+
 def is_const(u: UOp) -> bool:
     """Whether u is a scalar constant node (CONST or a CAST chain over one)."""
     return const_value(u) is not None

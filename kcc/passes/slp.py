@@ -48,7 +48,7 @@ from __future__ import annotations
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
-from kcc.ir.consts import const_int, is_const
+from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
@@ -67,20 +67,6 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
         if k is not None:
             return idx.src[0], k
     return idx, 0
-
-
-def _deep_offset(idx: UOp) -> tuple[UOp | None, int]:
-    """idx as (base, k) with idx = base + k, every constant addend of an ADD chain peeled
-    (`((x + 4) + 512)`: unroll-and-jam moves each copy's constant outward)."""
-    k = 0
-    while True:
-        c = const_int(idx)
-        if c is not None:
-            return None, k + c
-        if idx.op is not Ops.ADD or const_int(idx.src[1]) is None:
-            return idx, k
-        k += const_int(idx.src[1])
-        idx = idx.src[0]
 
 
 def _int_like(c: UOp, k: int) -> UOp:
@@ -143,7 +129,7 @@ class _Packer:
         buf = places[0].src[0]
         if buf.kind != "buffer" or any(p.src[0] is not buf for p in places):
             return None
-        offs = [_deep_offset(p.src[1]) for p in places]
+        offs = [peel_offset(p.src[1]) for p in places]
         base, k0 = offs[0]
         at = k0
         for (b, k), v in zip(offs, loads):

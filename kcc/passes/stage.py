@@ -38,7 +38,7 @@ kernel's staged copies together; 0 on GPU targets, which have no frame).
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, strong_int
+from kcc.ir.consts import const_int, peel_offset, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
@@ -49,19 +49,6 @@ MAX_TREE = 4096        # nodes walked per stored value when ordering a group (co
 MAX_GROUPS = 4         # groups staged per kernel (each one a copy loop and a frame buffer)
 # Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
 _LOAD, _STORE, _RANGE = Ops.LOAD, Ops.STORE, Ops.RANGE
-
-
-def _offset(idx: UOp) -> tuple[UOp | None, int]:
-    """idx as (base, k) with idx = base + k, the constant addends of an ADD chain peeled."""
-    k = 0
-    while True:
-        c = const_int(idx)
-        if c is not None:
-            return None, k + c
-        if idx.op is not Ops.ADD or const_int(idx.src[1]) is None:
-            return idx, k
-        k += const_int(idx.src[1])
-        idx = idx.src[0]
 
 
 def _nest(rngs: frozenset[UOp], deps: dict[UOp, frozenset[UOp]]) -> list[UOp]:
@@ -180,7 +167,7 @@ def _worth(g: _Group, stores: list[UOp], budget: int) -> bool:
     if reuse < MIN_REUSE or n < 2 or len(stores) < 2 or r_trip is None or r_trip < 1 \
             or n * r_trip * g.buf.arg.dtype.itemsize > budget:
         return False
-    offs = [_offset(u.src[0].src[1]) for u in g.loads]
+    offs = [peel_offset(u.src[0].src[1]) for u in g.loads]
     # already rows: one base, and the lane order is consecutive places
     return not (all(o[0] is offs[0][0] for o in offs)
                 and all(b[1] == a[1] + 1 for a, b in zip(offs, offs[1:])))
@@ -219,7 +206,7 @@ def _stage(sink: UOp, order: list[UOp], deps: dict[UOp, frozenset[UOp]], g: _Gro
         if u not in sub and r in deps[u]:
             sub[u] = u.replace(src=tuple([sub.get(x, x) for x in u.src]))
     base = UOp(Ops.MUL, (p, strong_int(n, dt)))
-    m, step = _blocks([_offset(u.src[0].src[1]) for u in g.loads])
+    m, step = _blocks([peel_offset(u.src[0].src[1]) for u in g.loads])
     q = None
     if m < n:
         # slots m·q + j hold what slot j holds, moved by q·step elements: a loop q over the

@@ -16,12 +16,12 @@ graph (in the .uop text form) or the machine listing after the named pass.
 
 from __future__ import annotations
 
-import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, TextIO
 
+from kcc import collector
 from kcc.ir import UOp
 from kcc.passes.contract import contract
 from kcc.passes.decompose import decompose
@@ -149,27 +149,10 @@ def format_pass_times(times: dict[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the `with` (as the parser does): a compile makes
-    millions of long-lived objects (nodes, instructions, operands) and next to no reference
-    cycles, so the collector's full collections, which rescan every live object, were more
-    than half of the time a 40,000-node chain took to compile (bench/compile_scale.py).
-    Reference counting still frees everything else at once; the few cycles wait for the
-    next collection after the compile."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
                  out: TextIO | None = None, verify_each: bool = True) -> Any:
     """Compile one kernel graph for target; returns what the target's encode returns."""
-    with _cyclic_gc_paused():
+    with collector.paused():   # a compile makes no cycles (kcc/collector.py)
         return _run_pipeline(sink, target, dump_after, out, verify_each)
 
 
