@@ -20,8 +20,8 @@ from typing import Any
 
 from kcc.ir.mir import PReg, VReg, structure, successors
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars
-from kcc.regalloc.target import AllocationError
-from kcc.regalloc.work import MOVE, WorkInst
+from kcc.regalloc.target import AllocationError, hook
+from kcc.regalloc.work import MOVE, OP, WorkInst
 
 _start = attrgetter("start")
 
@@ -67,6 +67,23 @@ class Scan:
                     partners.setdefault(index[id(d)], []).append(index[id(s)])
                     partners.setdefault(index[id(s)], []).append(index[id(d)])
         self.partners = partners
+        # tuples in place (the target's subreg_copy): variable -> its (tuple, part, register)
+        # triples, the tuple at `register` holding the part
+        self.groups: dict[int, list[tuple[int, int, int]]] = {}
+        sub = hook(alloc.t, "subreg_copy")
+        for w in work if sub is not None else ():
+            got = sub(w) if w.kind is OP else None
+            if got is None:
+                continue
+            t = w.operands[got[0]].reg  # type: ignore[union-attr]
+            for j, pk in enumerate(got[1]):
+                p = w.operands[pk].reg  # type: ignore[union-attr]
+                if isinstance(t, VReg) and isinstance(p, VReg):
+                    e = (index[id(t)], index[id(p)], j)
+                    self.groups.setdefault(e[0], []).append(e)
+                    self.groups.setdefault(e[1], []).append(e)
+        # per register list (by identity): (register j of a register, its unit) -> register
+        self.at: dict[int, dict[tuple[int, str], int]] = {}
         self.allowed = alloc._allowed(work, index, var)
         self.classes = alloc.t.classes
         self.assign: dict[int, int] = {}          # variable -> register number
@@ -151,18 +168,68 @@ class Scan:
                 self.busy &= ~umask[r]
 
     def free_register(self, k: int, iv: Interval, nums: list[int], numset: set[int]) -> int:
-        """A free register for variable k: a copy partner's, else the first by preference
-        (-1: none)."""
+        """A free register for variable k: a copy partner's, else one that puts it in place
+        in a tuple (``tuple_hints``), else the first by preference (-1: none)."""
         busy, umask, assign = self.busy, self.umask, self.assign
         for p in self.partners.get(k, ()):
             r = assign.get(p)
             if r is not None and r in numset and not busy & umask[r] and \
                     not self.blocked(r, iv):
                 return r
+        if k in self.groups:
+            for r in self.tuple_hints(k):
+                if r in numset and not busy & umask[r] and not self.blocked(r, iv):
+                    return r
         for r in nums:
             if not busy & umask[r] and not self.blocked(r, iv):
                 return r
         return -1
+
+    def holding(self, k: int, j: int, unit: str) -> int:
+        """The register of variable k's registers whose register j is ``unit`` (-1: none)."""
+        nums, _ = self.regs_of(k)
+        table = self.at.get(id(nums))
+        if table is None:
+            table = self.at[id(nums)] = {}
+            for r in nums:
+                for i, u in enumerate(self.a._units(self.regtab[r])):
+                    table[(i, u)] = r
+        return table.get((j, unit), -1)
+
+    def tuple_hints(self, k: int) -> list[int]:
+        """Registers that put variable k in place, for the target's ``subreg_copy``: a tuple
+        where an assigned part sits at its register; a part at its register of the assigned
+        tuple, else where an assigned sibling part puts the tuple, else in the first tuple
+        of the class whose registers are all free now (the values a vector store writes are
+        computed before its data tuple is)."""
+        assign, units, regtab = self.assign, self.a._units, self.regtab
+        out: list[int] = []
+        for t, p, j in self.groups[k]:
+            if k == t:
+                if p in assign:
+                    out.append(self.holding(t, j, units(regtab[assign[p]])[0]))
+                continue
+            if k != p:
+                continue
+            if t in assign:
+                out.append(self.holding(p, 0, units(regtab[assign[t]])[j]))
+                continue
+            for t2, p2, j2 in self.groups.get(t, ()):
+                if t2 == t and p2 != k and p2 in assign:
+                    r = self.holding(t, j2, units(regtab[assign[p2]])[0])
+                    if r >= 0:
+                        out.append(self.holding(p, 0, units(regtab[r])[j]))
+            if not out:
+                iv = self.ivs[t]
+                tnums, _ = self.regs_of(t)
+                if len(self.resv_known) < len(regtab):
+                    self.note_reservations()
+                for r in tnums:
+                    if not self.busy & self.umask[r] and iv is not None and \
+                            not self.blocked(r, iv):
+                        out.append(self.holding(p, 0, units(regtab[r])[j]))
+                        break
+        return out
 
     def relocate(self, nums: list[int], iv: Interval) -> int:
         """Free one of ``nums`` (a narrowed variable's registers) by moving its holder to

@@ -68,6 +68,16 @@ class TargetRegInfo:
     an instruction shares a register unit with one of its USEs (a spilled source filled into
     a result's register just before it, say), where it would otherwise see only the right
     values read.
+
+    Tuples in place: ``subreg_copy(inst) -> tuple[int, tuple[int, ...]] | None`` marks an
+    instruction that copies between the registers of a tuple operand (its index first) and
+    one single-register operand per register of the tuple (their indexes, in register order;
+    an index may repeat), every source read before any result is written (a parallel copy:
+    the target expands it after allocation into moves of the registers that differ). The
+    scan then prefers registers that put each part where the tuple has it (a vector load's
+    lanes in the loaded tuple, a vector store's values where its data tuple will be), so the
+    copy becomes nothing. Only a preference: the checker verifies such an instruction like
+    any other, by the values its operands name.
     """
 
     classes: dict[str, list[PReg]]
@@ -131,9 +141,14 @@ class TargetRegInfo:
         """Whether ``inst`` may write a result before it has read every source."""
         return False
 
+    def subreg_copy(self, inst: Inst) -> tuple[int, tuple[int, ...]] | None:
+        """``inst`` as a parallel copy between tuple operand and single-register operands:
+        (tuple operand, part operand per register), or None."""
+        return None
+
 
 OPTIONAL_HOOKS = ("reg_units", "is_copy", "rematerializable", "operand_regs", "value_bytes",
-                  "slot_bytes", "slot_home", "fold_fill", "early_clobber")
+                  "slot_bytes", "slot_home", "fold_fill", "early_clobber", "subreg_copy")
 
 
 def hook(target: object, name: str) -> Callable[..., Any] | None:

@@ -47,7 +47,7 @@ def test_each_target_shows_its_overrides() -> None:
     assert overridden(x86) == {"operand_regs", "value_bytes", "slot_bytes", "fold_fill",
                                "is_copy", "rematerializable"}
     assert overridden(amd) == {"reg_units", "is_copy", "slot_bytes", "slot_home",
-                               "early_clobber"}
+                               "early_clobber", "subreg_copy"}
     assert overridden(ToyTarget()) == {"reg_units", "is_copy", "operand_regs",
                                        "rematerializable", "slot_bytes"}
     assert overridden(FoldingToyTarget()) == overridden(ToyTarget()) | {"value_bytes",

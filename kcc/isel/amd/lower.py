@@ -193,6 +193,34 @@ class Lowering:
         for j in range(d.count):
             self.mov(_one(d, j), _half(s, j) if d.count > 1 else s)
 
+    def x_split(self, *ops: Any) -> None:
+        """``.split r0, …, rn-1, t``: each register of tuple t into its own VGPR."""
+        self.parallel([(r, _one(ops[-1], j)) for j, r in enumerate(ops[:-1])])
+
+    def x_join(self, t: Any, *parts: Any) -> None:
+        """``.join t, p0, …, pn-1``: the VGPRs into the registers of tuple t."""
+        self.parallel([(_one(t, j), p) for j, p in enumerate(parts)])
+
+    def parallel(self, moves: list[tuple[Any, Any]]) -> None:
+        """The VGPR copies (destination, source) as if every source were read first: a move
+        goes once nothing left to do reads its destination; when every destination is still
+        to be read (cycles), one is exchanged with its source by three v_xor_b32 (correct in
+        the active lanes, the only ones a copy writes) and the moves reading either follow.
+        The allocator puts the registers in place where it can, so usually nothing is left."""
+        todo = [(d, s) for d, s in moves if d != s]
+        while todo:
+            reads = {s for _, s in todo}
+            free = next((i for i, (d, _) in enumerate(todo) if d not in reads), None)
+            if free is not None:
+                self.mov(*todo.pop(free))
+                continue
+            d, s = todo.pop(0)
+            for a, b in ((d, s), (s, d), (d, s)):
+                self.put("v_xor_b32", a, a, b)
+            # d now holds what s held (its move is done) and s what d held
+            todo = [(x, s if y == d else d if y == s else y) for x, y in todo]
+            todo = [(x, y) for x, y in todo if x != y]
+
     def x_vpair(self, d: Any, t: Any, k: Imm) -> None:
         """d = registers 2k and 2k+1 of tuple t. Both are even-aligned, so d is either those
         two registers (no move) or shares none of them: each is read before it could be

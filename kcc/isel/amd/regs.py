@@ -75,6 +75,11 @@ ARCHES = {"gfx1100": Arch("gfx1100", "rdna3", 32, 104, 256, SCRATCH_MAX["gfx1100
 #: pseudo instructions expanded one register (or 32-bit half) at a time, in place
 _IN_PLACE = frozenset({".def", ".vmov", ".vpair", ".vlit64", ".add64", ".sub64", ".and64", ".or64",
                        ".xor64", ".cndmask64", ".fneg64"})
+#: parallel copies between a VGPR tuple and one VGPR per register of it (``.split``: a vector
+#: load's lanes, ``.join``: a vector store's data), which read every source before writing
+#: (kcc/isel/amd/lower.py ``Lowering.parallel``) and which the allocator puts in place
+#: (``subreg_copy``) where it can, so they expand to nothing
+_PARALLEL = frozenset({".split", ".join"})
 _SIZE = {"s": 1, "s2": 2, "s4": 4, "v": 1, "v2": 2, "v4": 4, "v8": 8}
 _NAME = re.compile(r"^([sv])(?:(\d+)|\[(\d+):(\d+)\])$")
 
@@ -225,7 +230,18 @@ class AmdRegInfo(TargetRegInfo):
         same registers or not at all. Any other pseudo may write a result before reading
         every source (a multi-register ``.pack`` did: a fill landing in the tuple was read
         after being overwritten), so the checker keeps its results off its sources."""
-        return inst.op.startswith(".") and inst.op not in _IN_PLACE
+        return inst.op.startswith(".") and inst.op not in _IN_PLACE | _PARALLEL
+
+    def subreg_copy(self, inst: Inst) -> tuple[int, tuple[int, ...]] | None:
+        """``.split`` (results r0…rn-1, then the tuple) and ``.join`` (the tuple, then one
+        source per register, a source possibly repeated): the tuple's operand and each
+        register's, read off the instruction's template (kcc/isel/amd/base.py)."""
+        if inst.op not in _PARALLEL or not inst.arg:
+            return None
+        tmpl = inst.arg[0]
+        if inst.op == ".split":
+            return tmpl[-1], tuple(tmpl[:-1])
+        return tmpl[0], tuple(tmpl[1:])
 
     def slot_bytes(self, inst: Inst) -> int:
         """The bytes a spill or fill stores or loads (its ``arg``)."""

@@ -22,6 +22,7 @@ of one stretch read the same memory, whatever their order.
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.ops import ALU, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 
@@ -108,3 +109,60 @@ def early_loads(lin: list[UOp]) -> list[UOp]:
         else:
             seg.append(u)
     return out + _stretch(seg)
+
+
+def _element(idx: UOp) -> tuple[UOp | None, int] | None:
+    """An element index as (x, c) for x + c (x None: the constant c), or None."""
+    c = const_int(idx)
+    if c is not None:
+        return None, int(c)
+    if idx.op is Ops.ADD and (c := const_int(idx.src[1])) is not None:
+        return idx.src[0], int(c)
+    return idx, 0
+
+
+def _groups(seg: list[UOp]) -> dict[UOp, list[UOp]]:
+    """The stretch's wide-load groups (``load_groups``)."""
+    by: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
+    for u in seg:
+        if not _memory_load(u) or len(u.src) != 1 or u.src[0].op is not Ops.INDEX or \
+                u.dtype.is_bool or u.dtype.itemsize != 4 or u.shape != ():
+            continue
+        e = _element(u.src[0].src[1])
+        if e is not None:
+            by.setdefault((u.src[0].src[0], e[0]), {}).setdefault(e[1], u)
+    pos = {u: i for i, u in enumerate(seg)}
+    out: dict[UOp, list[UOp]] = {}
+    for lanes in by.values():
+        taken: set[int] = set()
+        for n in (4, 2):
+            for c in sorted(lanes):
+                g = [lanes.get(c + j) for j in range(n)]
+                if c % n or any(c + j in taken for j in range(n)) or None in g:
+                    continue
+                # issued where lane 0 is, which must come first (its place is resolved there)
+                if min(g, key=pos.__getitem__) is g[0]:  # type: ignore[arg-type]
+                    out[g[0]] = g                          # type: ignore[index,assignment]
+                    taken.update(range(c, c + n))
+    return out
+
+
+def load_groups(lin: list[UOp]) -> dict[UOp, list[UOp]]:
+    """Scalar loads that may be one wide load (global_load_b128/b64, ds_load_b128/b64), as
+    LLVM's load-store vectorizer makes them: the first load of a group → the group's loads in
+    element order. A group is 4 (else 2) ungated 32-bit loads of elements x + c … x + c + n-1
+    of one buffer (c a multiple of n), all in one straight-line stretch, so no store and no
+    barrier comes between them, with lane 0 scheduled first: the wide load is issued there.
+    (An unrolled reduction's loads: `sum`'s 16 loads of one row, then its 16 LDS reads.) The
+    selector checks the alignment of element x + c (kcc/isel/amd/select.py ``vector_mem``)
+    and loads the group one element at a time where it is not known."""
+    out: dict[UOp, list[UOp]] = {}
+    seg: list[UOp] = []
+    for u in lin:
+        if _boundary(u):
+            out.update(_groups(seg))
+            seg = []
+        else:
+            seg.append(u)
+    out.update(_groups(seg))
+    return out

@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from kcc.encode.amd.operands import Imm, Special
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.mir import Inst, Kind, MFunction
+from kcc.ir.mir import Inst, Kind, MFunction, VReg
 from kcc.ir.ops import Ops
 from kcc.ir.ranges import int_ranges
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd.base import AmdSelectError, D, const_bits, is_wide, uniform_nodes
 from kcc.isel.amd.regs import Arch, preg
-from kcc.isel.amd.schedule import early_loads
+from kcc.isel.amd.schedule import early_loads, load_groups
 from kcc.isel.common import SelectorBase, multiple_of, strong_const
 from kcc.isel.dce import eliminate_dead
 
@@ -105,6 +105,7 @@ class AmdSelector(SelectorBase, AmdAlu):
     def select(self, lin: list[UOp]) -> Selected:
         """Select every node of the schedule in order."""
         lin = early_loads(lin)
+        self.load_groups = load_groups(lin)
         self.uniform = uniform_nodes(lin)
         self.ranges = int_ranges([lin[-1]])
         specials = {u.arg for u in lin if u.op is Ops.SPECIAL}
@@ -424,6 +425,11 @@ class AmdSelector(SelectorBase, AmdAlu):
     def sel_LOAD(self, u: UOp) -> None:
         """global_load/ds_load per element; gated: the alt value first, then the load under
         EXEC & gate into the same register (inactive lanes keep alt)."""
+        if u in self.val:
+            return                 # a lane of a wide load (load_group)
+        g = self.load_groups.get(u)
+        if g is not None and self.load_group(u, g):
+            return
         p = self.places[u.src[0]]
         dt = p.buf.dtype
         gated = len(u.src) == 3
@@ -476,6 +482,23 @@ class AmdSelector(SelectorBase, AmdAlu):
             outs.append(self.to_mask(r) if dt.is_bool else r)
         self.val[u] = outs[0] if p.lanes == 1 else tuple(outs)
 
+    def load_group(self, u: UOp, group: list[UOp]) -> bool:
+        """The scalar loads of elements x + c … of schedule.load_groups as one wide load
+        where element x + c is aligned for it, else (4 lanes) as two halves where they are;
+        False (nothing done) where not even that holds or a load was already selected."""
+        if any(ld in self.val for ld in group):
+            return False
+        idx = u.src[0]
+        p = self.place(idx.src[0], idx.src[1], len(group))
+        if not self.vector_mem(p, p.buf.dtype):
+            if len(group) == 4:
+                self.load_groups[group[2]] = group[2:]
+                return self.load_group(u, group[:2])
+            return False
+        for ld, r in zip(group, self.load_vector(p, p.buf.dtype)):
+            self.val[ld] = r
+        return True
+
     def sel_STORE(self, u: UOp) -> None:
         """global_store/ds_store per element under EXEC & gate; REG slots are moves."""
         p = self.places[u.src[0]]
@@ -513,7 +536,13 @@ class AmdSelector(SelectorBase, AmdAlu):
                 self.copy_into(slot, r, dt)      # the slot's one register, in loops too
             return
         if self.vector_mem(p, dt):
-            t = self.pack(list(vals))        # (no bools: vector_mem; SGPRs read directly)
+            if all(isinstance(r, VReg) and r.cls == "v" for r in vals):
+                # one parallel copy the allocator puts in place where it can: the values
+                # computed where the data tuple will be (regs.AmdRegInfo.subreg_copy)
+                t = self.new(f"v{len(vals)}")
+                self.emit(".join", D(t), *vals)
+            else:
+                t = self.pack(list(vals))    # (no bools: vector_mem; SGPRs read directly)
             saved = self.gate_begin(u, 2)
             voff, imm = self._voff(p, 0, dt.itemsize)
             name = self.mem_name("store", p.buf.space, dt, p.lanes)
@@ -567,15 +596,18 @@ class AmdSelector(SelectorBase, AmdAlu):
         name = self.mem_name("load", p.buf.space, dt, p.lanes)
         base = (p.buf.base,) if p.buf.space == "global" else ()
         self.emit(name, D(t), voff, *base, mods=(("offset", imm),))
-        outs = []
         per = dt.itemsize // 4
+        if per == 1:
+            # one parallel copy the allocator puts in place (regs.AmdRegInfo.subreg_copy):
+            # each lane stays in its register of the loaded tuple, no v_mov
+            outs = [self.new("v") for _ in range(p.lanes)]
+            self.emit(".split", *(D(r) for r in outs), t)
+            return tuple(outs)
+        outs = []
         for k in range(p.lanes):
-            r = self.new("v2" if per == 2 else "v")
-            if per == 2:
-                # in place, so r may take t's registers where t dies (lower.Lowering.x_vpair)
-                self.emit(".vpair", D(r), t, Imm(k))
-            else:
-                self.emit("v_mov_b32", D(r), (t, k))
+            r = self.new("v2")
+            # in place, so r may take t's registers where t dies (lower.Lowering.x_vpair)
+            self.emit(".vpair", D(r), t, Imm(k))
             outs.append(r)
         return tuple(outs)
 
