@@ -163,15 +163,20 @@ class Base:
         lits = [lit for o in ops if (lit := literal32(o)) is not None]
         if len(set(lits)) <= keep:
             return ops
-        moved: dict[int, VReg] = {}
         out = []
         for o in ops:
             lit = literal32(o)
             if lit is not None and lit not in lits[:keep]:
-                if lit not in moved:
-                    moved[lit] = self.new(cls)
-                    self.emit(mov, D(moved[lit]), o)
-                o = moved[lit]
+                # one move per constant and block (like the address shifts: valid until
+                # control flow or EXEC changes), as LLVM hoists them: an unrolled exp's
+                # three constants were moved again for every element
+                key = ("lit", cls, lit)
+                r = self.vcopies.get(key)
+                if r is None:
+                    r = self.new(cls)
+                    self.emit(mov, D(r), o)
+                    self.vcopies[key] = r
+                o = r
             out.append(o)
         return tuple(out)
 
@@ -309,11 +314,16 @@ class Base:
             return Imm(_signed32(bits))
         if wide and -16 <= _signed64(bits) <= 64:
             return Imm(_signed64(bits))
+        key = ("vconst", wide, bits)          # one per block (legal_literals' reason)
+        r = self.vcopies.get(key)
+        if r is not None:
+            return r
         r = self.new("v2" if wide else "v")
         if wide:
             self.emit(".vlit64", D(r), Imm(bits & (2 ** 64 - 1)))
         else:
             self.emit("v_mov_b32", D(r), Imm(_signed32(bits)))
+        self.vcopies[key] = r
         return r
 
 

@@ -32,6 +32,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.isel.amd.alu import AmdAlu, _cmp_suffix
 from kcc.isel.amd.base import AmdSelectError, D, const_bits, is_wide, uniform_nodes
 from kcc.isel.amd.regs import Arch, preg
+from kcc.isel.amd.fuse import fuse_shift_add
 from kcc.isel.amd.schedule import early_loads, load_groups
 from kcc.isel.common import SelectorBase, multiple_of, strong_const
 from kcc.isel.dce import eliminate_dead
@@ -101,6 +102,7 @@ class AmdSelector(SelectorBase, AmdAlu):
         self.loops: list[tuple[UOp, object, object, object, object]] = []
         self.lds = 0
         self.dropped: set[int] = set()        # ids of instructions a later one made moot
+        self.gate_keys: list[set] = []        # vcopies' keys where each open gate began
 
     def select(self, lin: list[UOp]) -> Selected:
         """Select every node of the schedule in order."""
@@ -120,6 +122,7 @@ class AmdSelector(SelectorBase, AmdAlu):
         if self.dropped:
             self.fn.insts = [i for i in self.fn.insts if id(i) not in self.dropped]
         eliminate_dead(self.fn, _effect, _scc)
+        fuse_shift_add(self.fn, self.arch)
         gids = tuple(f"gidx{k}" in specials for k in range(3))
         top = max((k for k in range(3) if gids[k]), default=-1)
         wgs = tuple(k <= top for k in range(3))
@@ -414,13 +417,19 @@ class AmdSelector(SelectorBase, AmdAlu):
         g = self.reg(u.src[gate_idx])
         saved = self.new(self.arch.mask_cls)
         self.emit(self.mask_op("s_and_saveexec"), D(saved), g)
+        self.gate_keys.append(set(self.vcopies))
         return saved
 
     def gate_end(self, saved: object | None) -> None:
-        """Restore EXEC."""
+        """Restore EXEC. What was computed under the gate (a zero offset VGPR) holds its
+        value in the gated lanes only and is forgotten; what was computed before it (an
+        address shift under the EXEC now restored) stays valid in every lane of that EXEC
+        and is reused (a padded convolution's gated loads share one address)."""
         if saved is not None:
             self.emit(f"s_mov_b{self.arch.wave}", self.exec, saved)
-            self.vcopies.clear()
+            before = self.gate_keys.pop()
+            for key in [k for k in self.vcopies if k not in before]:
+                del self.vcopies[key]
 
     def sel_LOAD(self, u: UOp) -> None:
         """global_load/ds_load per element; gated: the alt value first, then the load under
@@ -463,9 +472,13 @@ class AmdSelector(SelectorBase, AmdAlu):
             self.val[u] = self.load_vector(p, dt)
             return
         regs = []
+        c = strong_const(u.src[1]) if gated else None
         for k in range(p.lanes):
             r = self.new("v2" if is_wide(dt) else "v")
-            if gated:
+            if c is not None and dt.itemsize == 4 and not dt.is_bool:
+                # a constant alt straight into the VGPR (not through an SGPR: one SALU less)
+                self.copy_into(r, self.vconst_imm(const_bits(c, dt)), dt)
+            elif gated:
                 self.copy_into(r, alts[k], dt)
             regs.append(r)
         saved = self.gate_begin(u, 2)
