@@ -1,14 +1,15 @@
-"""Fusion of the selected AMD function's integer adds (issue 25): ``v_lshl_add_u32`` and
-``v_add3_u32``.
+"""Fusion of the selected AMD function's integer adds (issue 25): ``v_lshl_add_u32``,
+``v_add3_u32`` and ``v_add_lshl_u32``.
 
-Address arithmetic computes ``(x << k) + y`` and ``a + b + y`` as two VALU instructions (an
-index times a power of two, then a base or another index term added):
+Address arithmetic computes ``(x << k) + y``, ``a + b + y`` and ``(a + b) << k`` as two VALU
+instructions (an index times a power of two, a base or another index term added):
 
-    v_lshlrev_b32 t, k, x            v_add_nc_u32 t, a, b
-    v_add_nc_u32  d, t, y            v_add_nc_u32 d, t, y     (CDNA3: v_add_u32; t either side)
+    v_lshlrev_b32 t, k, x       v_add_nc_u32 t, a, b       v_add_nc_u32  t, a, b
+    v_add_nc_u32  d, t, y       v_add_nc_u32 d, t, y       v_lshlrev_b32 d, k, t
 
-Both arches have ``v_lshl_add_u32 d, x, k, y`` = (x << k[4:0]) + y and ``v_add3_u32 d, a, b,
-y`` = a + b + y (mod 2^32), one VOP3 instruction each (RDNA3 ISA §15.10 / CDNA3 ISA §12.11,
+(CDNA3: v_add_u32; t either side of the add). Both arches have ``v_lshl_add_u32 d, x, k, y``
+= (x << k[4:0]) + y, ``v_add3_u32 d, a, b, y`` = a + b + y and ``v_add_lshl_u32 d, a, b, k`` =
+(a + b) << k[4:0] (mod 2^32), one VOP3 instruction each (RDNA3 ISA §15.10 / CDNA3 ISA §12.11,
 VOP3A opcodes; LLVM selects them for the same patterns). A pair is fused when t has no other
 reader, k is an immediate below 32 (an inline constant, no literal), nothing between the two
 redefines a source, no label or branch comes between, and the fused instruction is legal: a
@@ -67,8 +68,9 @@ def _bus(ops: list[Any]) -> tuple[int, bool]:
 
 
 def fuse_shift_add(fn: MFunction, arch: Arch) -> None:
-    """Fuse ``v_lshlrev_b32`` + ``v_add`` pairs of ``fn`` into ``v_lshl_add_u32`` and
-    ``v_add`` + ``v_add`` pairs into ``v_add3_u32``, in place."""
+    """Fuse ``v_lshlrev_b32`` + ``v_add``, ``v_add`` + ``v_add`` and ``v_add`` +
+    ``v_lshlrev_b32`` pairs of ``fn`` into ``v_lshl_add_u32``, ``v_add3_u32`` and
+    ``v_add_lshl_u32``, in place."""
     insts = fn.insts
     uses: dict[int, int] = {}
     for inst in insts:
@@ -100,6 +102,17 @@ def fuse_shift_add(fn: MFunction, arch: Arch) -> None:
                 gone.add(j)
                 del made[id(t)]
                 break
+        if plain and inst.op == "v_lshlrev_b32" and isinstance(ops[1], Imm) and \
+                0 <= ops[1].value < 32 and isinstance(ops[2], VReg):
+            assert ops is not None
+            got = made.get(id(ops[2]))
+            if got is not None and got[1] == "v_add3_u32" and uses.get(id(ops[2])) == 1:
+                j, _, srcs = got
+                n, lit = _bus(srcs)
+                if n <= limit and not (lit and arch.family == "cdna3"):
+                    insts[i] = _inst("v_add_lshl_u32", ops[0], [*srcs, ops[1]])
+                    gone.add(j)
+                    del made[id(ops[2])]
         # a redefinition ends what the candidates read or wrote
         for o in inst.operands:
             if isinstance(o, RegOp) and o.role & Role.DEF and isinstance(o.reg, VReg):
@@ -107,11 +120,11 @@ def fuse_shift_add(fn: MFunction, arch: Arch) -> None:
                 made.pop(id(r), None)
                 for key in [key for key, v in made.items() if any(x is r for x in v[2])]:
                     del made[key]
-        if plain and ops is not None:
+        if plain and ops is not None and insts[i] is inst:
             if inst.op == "v_lshlrev_b32" and isinstance(ops[1], Imm) and \
                     0 <= ops[1].value < 32 and isinstance(ops[2], VReg):
                 made[id(ops[0])] = (i, "v_lshl_add_u32", [ops[2], ops[1]])
-            elif inst.op in _ADDS and insts[i] is inst:
+            elif inst.op in _ADDS:
                 made[id(ops[0])] = (i, "v_add3_u32", [ops[1], ops[2]])
     if gone:
         fn.insts = [inst for j, inst in enumerate(insts) if j not in gone]

@@ -152,22 +152,24 @@ def test_parallel_copy_of_any_permutation(perm: tuple[int, ...]) -> None:
         assert len(low.out) <= 3 * n, low.out
 
 
-#: (x << 3) + y and x + y + z on loaded int32 values (VGPRs), plus a uniform term (an SGPR)
+#: (x << 3) + y, x + y + s and (x + s) << 2 on loaded int32 values (VGPRs; s uniform, an SGPR)
 FUSED = "\n".join(
-    ["# kcc-uop 1", "%o = PARAM ParamArg(0, int32, 64)", "%x = PARAM ParamArg(1, int32, 32)",
+    ["# kcc-uop 1", "%o = PARAM ParamArg(0, int32, 96)", "%x = PARAM ParamArg(1, int32, 32)",
      "%s = PARAM ParamArg(2, int32, 1)", '%l = SPECIAL(32) "lidx0" : weakint',
      "%r = SUB(31, %l) : weakint", "%ix = INDEX(%x, %l)", "%vx = LOAD(%ix)",
      "%iy = INDEX(%x, %r)", "%vy = LOAD(%iy)", "%is = INDEX(%s, 0)", "%vs = LOAD(%is)",
      "%sh = SHL(%vx, 3) : int32", "%f = ADD(%sh, %vy) : int32", "%g0 = ADD(%vx, %vy) : int32",
      "%g = ADD(%g0, %vs) : int32", "%io = INDEX(%o, %l)", "%t0 = STORE(%io, %f)",
      "%l2 = ADD(%l, 32) : weakint", "%io2 = INDEX(%o, %l2)", "%t1 = STORE(%io2, %g)",
-     "%t = GROUP(%t0, %t1)", 'SINK(%t) KernelInfo(name="fused")']) + "\n"
+     "%h0 = ADD(%vx, %vs) : int32", "%h = SHL(%h0, 2) : int32", "%l3 = ADD(%l, 64) : weakint",
+     "%io3 = INDEX(%o, %l3)", "%t2 = STORE(%io3, %h)",
+     "%t = GROUP(%t0, %t1, %t2)", 'SINK(%t) KernelInfo(name="fused")']) + "\n"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_shift_add_and_add_add_fuse(arch: str) -> None:
-    """kcc/isel/amd/fuse.py: v_lshl_add_u32 and v_add3_u32 (int32 wrap-around included: the
-    special inputs reach ±2^31), checked against the interpreter."""
+    """kcc/isel/amd/fuse.py: v_lshl_add_u32, v_add3_u32 and v_add_lshl_u32 (int32
+    wrap-around included: the special inputs reach ±2^31), checked against the interpreter."""
     _, ops = _compile(FUSED, arch)
-    assert "v_lshl_add_u32" in ops and "v_add3_u32" in ops, ops
+    assert {"v_lshl_add_u32", "v_add3_u32", "v_add_lshl_u32"} <= set(ops), ops
     _check(FUSED, arch, seeds=(0, 1, 2))
