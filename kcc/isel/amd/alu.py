@@ -533,7 +533,20 @@ class AmdAlu(Base):
         self.emit("v_sub_f32", D(r), e, k)
         self.val[u] = r
 
-    sel_FDIV = sel_SQRT = sel_RECIPROCAL = sel_SIN = _unsupported
+    def sel_FDIV(self, u: UOp) -> None:
+        """float32 FDIV: LLVM 19's correctly rounded v_div_scale/v_rcp/v_div_fmas/v_div_fixup
+        sequence (kcc/isel/amd/fdiv.py); float64 is decomposed before selection."""
+        from kcc.isel.amd.fdiv import select_fdiv
+        self._lanes(u)
+        self.val[u] = select_fdiv(self, u)
+
+    def sel_SQRT(self, u: UOp) -> None:
+        """float32 SQRT: v_sqrt_f32 corrected by its neighbours (kcc/isel/amd/fdiv.py)."""
+        from kcc.isel.amd.fdiv import select_sqrt
+        self._lanes(u)
+        self.val[u] = select_sqrt(self, u)
+
+    sel_RECIPROCAL = sel_SIN = _unsupported
     sel_CDIV = sel_CMOD = sel_THREEFRY = _unsupported
 
     def sel_WMMA(self, u: UOp) -> None:

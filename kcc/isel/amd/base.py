@@ -224,6 +224,8 @@ class Base:
             if isinstance(o, VReg) and o.cls.startswith("s"):
                 key: Any = id(o)
             elif isinstance(o, Special):
+                if k == 1 and name.startswith("v_div_scale"):
+                    continue                # its SDST (VCC), a result: not a bus read
                 key = ("special", o.name)
             elif (lit := literal32(o)) is not None:
                 key = ("lit", lit)
@@ -303,13 +305,15 @@ class Base:
 
     def vconst(self, bits: int, wide: bool = False, f64: bool = False) -> VReg | Imm | FloatImm:
         """A VALU source for a 32-bit (or 64-bit when wide) constant pattern: an inline
-        integer constant where one exists (for a float64 operand of a float64 instruction,
-        `f64`, also the inline floats ±0.5, ±1, ±2, ±4), else a VGPR set with v_mov_b32."""
+        constant where one exists (32-bit: the integers and the float32 patterns of the
+        inline floats, `literal32`; for a float64 operand of a float64 instruction, `f64`,
+        the inline floats ±0.5, ±1, ±2, ±4), else a VGPR set with v_mov_b32."""
         if wide and f64:
             x = struct.unpack("<d", (bits & (2 ** 64 - 1)).to_bytes(8, "little"))[0]
             if x in INLINE_FLOATS:
                 return FloatImm(x)
-        if not wide and (-16 <= _signed32(bits) <= 64 or self.arch.family == "rdna3"):
+        if not wide and (-16 <= _signed32(bits) <= 64 or self.arch.family == "rdna3" or
+                         (bits & 0xFFFFFFFF) in _INLINE_F32):
             # RDNA3: a literal (legal_literals/legal_scalars move what does not fit)
             return Imm(_signed32(bits))
         if wide and -16 <= _signed64(bits) <= 64:

@@ -16,7 +16,9 @@ from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, T
 def _native_amd(op: Ops, dtype: DType) -> bool:
     """AMD GPUs (RDNA3 gfx1100, CDNA3 gfx942), per lane: no integer divide instruction; v_rcp,
     v_sqrt, v_sin are approximations (RDNA3 ISA §7.x, VOP1 transcendental ops) whose error
-    kcc's contracts do not allow, so FDIV/SQRT, CDIV/CMOD and SIN are decomposed; float32 EXP2
+    kcc's contracts do not allow alone, so CDIV/CMOD, SIN and float64 FDIV/SQRT are
+    decomposed; float32 FDIV/SQRT are native: the selector makes them correctly rounded
+    around v_rcp_f32 / v_sqrt_f32 as LLVM 19 does (kcc/isel/amd/fdiv.py); float32 EXP2
     and LOG2 are native: v_exp_f32 / v_log_f32 are documented at 1 ulp (LLVM AMDGPUUsage,
     llvm.exp2/llvm.log2), within docs/transcendentals.md's 2 ulp, with the selector scaling
     the inputs whose results or arguments are subnormal (kcc/isel/amd/alu.py); float64 ones
@@ -32,7 +34,9 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
         return True
     if op in POLYNOMIAL_OPS or op in ALWAYS_DECOMPOSED or dtype in HALF_DTYPES:
         return False
-    if op in (Ops.FDIV, Ops.SQRT, Ops.CDIV, Ops.CMOD):
+    if op in (Ops.FDIV, Ops.SQRT):
+        return dtype == dtypes.float32
+    if op in (Ops.CDIV, Ops.CMOD):
         return False
     if op is Ops.MAX and dtype.is_float:
         return False

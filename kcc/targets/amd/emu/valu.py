@@ -7,7 +7,8 @@ and writes only the active ones (EXEC). Float arithmetic is IEEE binary32/binary
 round-to-nearest-even and denormals kept (the descriptor's FLOAT_DENORM_MODE 3); a NaN an
 operation creates is the default quiet NaN 0x7fc00000 (a NaN operand propagates, quieted).
 V_RCP/V_RSQ/V_SQRT/V_EXP/V_LOG/V_SIN/V_COS are computed exactly rounded here; the hardware
-is within 1 ULP, so code that depends on the exact approximation is not modelled.
+is within 1 ULP, so code that depends on the exact approximation is not modelled (tests can
+make V_RCP_F32 / V_SQRT_F32 flush denormals and be merely faithful: FLUSH, APPROX below).
 
 Type letters of a form: f f32, h f16, w u16, j i16 (16-bit: the low half of the 32-bit
 operand), F f64, u u32, i i32, b b32, Q u64, q i64 (64-bit operands are VGPR pairs / SGPR
