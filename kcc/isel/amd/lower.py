@@ -361,6 +361,69 @@ def store_hazards(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
     return out
 
 
+# gfx11 transcendental (TRANS) instructions: they run in their own unit (RDNA3 ISA §7.x)
+_TRANS = frozenset(f"v_{op}_{t}" for op in ("exp", "log", "rcp", "rsq", "sqrt", "sin", "cos")
+                   for t in ("f32", "f16")) | {"v_rcp_iflag_f32", "v_rcp_f64", "v_rsq_f64",
+                                               "v_sqrt_f64"}
+_TRANS_VALUS, _TRANS_TRANS = 5, 1      # the window: ≥ 5 VALU, ≥ 1 of them TRANS, expire it
+
+
+def _vgpr_set(ops: Any) -> set[int]:
+    return {o.index + j for o in ops if isinstance(o, VGPR) for j in range(o.count)}
+
+
+def _base_name(name: str) -> str:
+    return name[:-4] if name.endswith(("_e32", "_e64")) else name
+
+
+def trans_hazards(items: list[Inst | Label], arch: Arch) -> list[Inst | Label]:
+    """On gfx11, ``s_waitcnt_depctr 0xfff`` (va_vdst(0): the VALU writes in flight are done)
+    before a VALU instruction that reads a VGPR a transcendental instruction wrote, unless
+    at least 5 VALU instructions, at least one of them a transcendental, lie between them or
+    such a wait does: LLVM's GCNHazardRecognizer::fixVALUTransUseHazard for gfx11
+    (VALUTransUseHazard), the window as llc-19 places these waits (e.g. in its own
+    `fdiv float` code). The scan goes back within the block; reaching a label still inside
+    the window, it waits if any transcendental of the function writes one of the sources
+    (a predecessor may end with it). CDNA3 has no such hazard in LLVM's list."""
+    if arch.family != "rdna3":
+        return items
+    any_trans: set[int] = set()
+    for it in items:
+        if isinstance(it, Inst) and _base_name(it.name) in _TRANS and it.ops:
+            any_trans |= _vgpr_set(it.ops[:1])
+    if not any_trans:
+        return items
+    out: list[Inst | Label] = []
+    for it in items:
+        if isinstance(it, Inst) and it.name.startswith("v_") and \
+                _wait_for_trans(out, _vgpr_set(it.ops[1:]), any_trans):
+            out.append(Inst("s_waitcnt_depctr", (Imm(0xFFF),)))
+        out.append(it)
+    return out
+
+
+def _wait_for_trans(before: list[Inst | Label], srcs: set[int], any_trans: set[int]) -> bool:
+    """Whether a VALU instruction reading VGPRs srcs, placed after ``before``, needs the
+    wait (trans_hazards)."""
+    if not srcs & any_trans:
+        return False
+    valus = trans = 0
+    for prev in reversed(before):
+        if isinstance(prev, Label):
+            return True
+        if prev.name == "s_waitcnt_depctr":
+            return False
+        if not prev.name.startswith("v_"):
+            continue
+        is_trans = _base_name(prev.name) in _TRANS
+        if is_trans and _vgpr_set(prev.ops[:1]) & srcs:
+            return True
+        valus, trans = valus + 1, trans + is_trans
+        if valus >= _TRANS_VALUS and trans >= _TRANS_TRANS:
+            return False
+    return False
+
+
 def _mod_text(k: str, v: Any) -> str:
     if k in ("offset",):
         return f"offset:{v}" if v else ""
@@ -396,4 +459,5 @@ def listing(items: list[Inst | Label]) -> list[str]:
     return [f"{it.name}:" if isinstance(it, Label) else "  " + inst_text(it) for it in items]
 
 
-__all__ = ["Lowering", "PReg", "insert_waits", "inst_text", "listing", "store_hazards"]
+__all__ = ["Lowering", "PReg", "insert_waits", "inst_text", "listing", "store_hazards",
+           "trans_hazards"]

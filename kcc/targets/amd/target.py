@@ -16,7 +16,8 @@ from typing import Any
 from kcc.encode.amd.operands import SGPR, VGPR, Inst
 from kcc.ir import Ops, UOp
 from kcc.ir.mir import Label, MFunction, PReg, format_mir
-from kcc.isel.amd.lower import Lowering, insert_waits, listing, store_hazards
+from kcc.isel.amd.lower import (Lowering, insert_waits, listing, store_hazards,
+                                trans_hazards)
 from kcc.isel.amd.regs import ARCHES, AmdRegInfo, Arch, parse_preg
 from kcc.isel.amd.select import AmdSelectError, Selected, select
 from kcc.targets.amd.desc import desc_for
@@ -158,6 +159,7 @@ class AmdTarget:
         sel, kd, spills = state
         items = store_hazards(insert_waits(Lowering(self.arch).lower(sel.fn), self.arch),
                               self.arch)
+        items = trans_hazards(items, self.arch)
         items = relax_branches(items, self.arch.name)
         s, v = _counts(items)
         flat = [kd.local_size[0] * kd.local_size[1] * kd.local_size[2]]
