@@ -5,7 +5,7 @@ operands biased to every branch (denormals, zeros, infinities, NaN, quotients th
 underflow, numerators and denominators at the ends of the range), with divisors per lane,
 uniform (an SGPR) and constant (an inline constant or a literal); SQRT also with v_sqrt_f32 only
 as accurate as documented, and everything with v_rcp_f32 / v_sqrt_f32 flushing denormals
-(kcc.targets.amd.emu.valu FLUSH / APPROX)."""
+(kcc.targets.amd.emu.valu_div FLUSH / APPROX)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from fuzz.harness import mismatch, run_reference
 from kcc.frontend.parser import parse
-from kcc.targets.amd.emu import valu
+from kcc.targets.amd.emu import valu_div
 from tests.targets.amd.emu.test_emu_fdiv import _pairs, special_f32
 
 ARCHS = ("gfx1100", "gfx942")
@@ -84,13 +84,13 @@ def test_fdiv_sqrt_equal_the_interpreter(arch: str) -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fdiv_sqrt_with_denormals_flushed_and_sqrt_as_documented(arch: str,
                                                                   monkeypatch) -> None:
-    monkeypatch.setattr(valu, "FLUSH", True)
-    monkeypatch.setattr(valu, "APPROX", None)
+    monkeypatch.setattr(valu_div, "FLUSH", True)
+    monkeypatch.setattr(valu_div, "APPROX", None)
     _run(arch, (3,))
     # v_rcp_f32 exact: the division macro needs a better reciprocal than "within 1 ULP"
     # (tests/targets/amd/emu/test_emu_fdiv.py); v_sqrt_f32 either neighbour: the square
     # roots must still be exact. Only the SQRT outputs are compared under APPROX.
-    monkeypatch.setattr(valu, "APPROX", np.random.default_rng(11))
+    monkeypatch.setattr(valu_div, "APPROX", np.random.default_rng(11))
     from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
     from kcc.targets.manifest import check_launch
     sink = parse(KERNEL)

@@ -8,7 +8,7 @@ round-to-nearest-even and denormals kept (the descriptor's FLOAT_DENORM_MODE 3);
 operation creates is the default quiet NaN 0x7fc00000 (a NaN operand propagates, quieted).
 V_RCP/V_RSQ/V_SQRT/V_EXP/V_LOG/V_SIN/V_COS are computed exactly rounded here; the hardware
 is within 1 ULP, so code that depends on the exact approximation is not modelled (tests can
-make V_RCP_F32 / V_SQRT_F32 flush denormals and be merely faithful: FLUSH, APPROX below).
+make V_RCP_F32 / V_SQRT_F32 flush denormals and be merely faithful: valu_div.FLUSH, APPROX).
 
 Type letters of a form: f f32, h f16, w u16, j i16 (16-bit: the low half of the 32-bit
 operand), F f64, u u32, i i32, b b32, Q u64, q i64 (64-bit operands are VGPR pairs / SGPR
@@ -278,38 +278,6 @@ def _rsq64(a: np.ndarray) -> np.ndarray:
     return out
 
 
-# Tests' models of the hardware's approximations (the defaults: exact). FLUSH: V_RCP_F32 and
-# V_SQRT_F32 flush denormal operands and results to zero of their sign (the transcendental
-# unit's, as v_exp_f32's: kcc/isel/amd/alu.py sel_EXP2; LLVM 19 keeps such values away from
-# both). APPROX, a numpy Generator: their results only as accurate as documented, an error
-# below 1 ULP (RDNA3 ISA §7.x VOP1 transcendentals, LLVM AMDGPUUsage), i.e. either float32
-# neighbour of an exact value that is not representable, chosen at random per lane. Code
-# correct under these does not lean on the exactly rounded results the emulator gives.
-FLUSH = False
-APPROX: np.random.Generator | None = None
-
-
-def _approx(fn: Callable[[np.ndarray], np.ndarray],
-            side: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    """A float32 op, exactly rounded by default, under FLUSH / APPROX as the hardware may
-    be; side(a, r): the sign of (exact result - r), computed exactly in float64."""
-    def run(a: np.ndarray) -> np.ndarray:
-        tiny = np.finfo(f32).tiny
-        if FLUSH:
-            a = np.where(np.abs(a) < tiny, np.copysign(f32(0), a), a).astype(f32)
-        r = fn(a)
-        if APPROX is not None:
-            s = side(a.astype(f64), r.astype(f64))
-            other = np.nextafter(r, np.where(s > 0, f32(np.inf), f32(-np.inf)))
-            pick = (s != 0) & np.isfinite(r) & (r != 0) & \
-                (APPROX.integers(0, 2, r.shape) == 1)
-            r = np.where(pick & np.isfinite(other), other, r).astype(f32)
-        if FLUSH:
-            r = np.where(np.abs(r) < tiny, np.copysign(f32(0), r), r).astype(f32)
-        return r
-    return run
-
-
 def _sh(x: np.ndarray, bits: int = 31) -> np.ndarray:
     return (x & np.uint32(bits)).astype(np.uint32)
 
@@ -335,11 +303,8 @@ vop("f:fff", lambda a, b, c, ieee: _fmax(_fmin(a, b, ieee),
                                          _fmin(_fmax(a, b, ieee), c, ieee), ieee),
     "v_med3_f32", mode=True)
 # V_RCP_IFLAG_F32 is V_RCP_F32 that flags integer divide-by-zero (no result difference).
-vop("f:f", _approx(lambda a: f32(1) / a, lambda a, r: np.sign(a) * np.sign(1 - a * r)),
-    "v_rcp_f32")
 vop("f:f", lambda a: f32(1) / a, "v_rcp_iflag_f32")
 vop("f:f", lambda a: (1 / np.sqrt(a.astype(f64))).astype(f32), "v_rsq_f32")
-vop("f:f", _approx(np.sqrt, lambda a, r: np.sign(a - r * r)), "v_sqrt_f32")
 vop("f:f", lambda a: np.exp2(a.astype(f64)).astype(f32), "v_exp_f32")
 vop("f:f", lambda a: np.log2(a.astype(f64)).astype(f32), "v_log_f32")
 # V_SIN/V_COS take the angle in revolutions: sin(2*pi*x).

@@ -8,8 +8,9 @@ is never true for a float32 S1, one branch scales a denominator above 2 ** 126 u
 which LLVM 19's IEEE division macro (v_div_scale ×2, v_rcp, Newton steps, v_div_fmas,
 v_div_fixup: what llc-19 emits for ``fdiv float``/``fdiv double`` with denormals kept) is
 correctly rounded for every operand pair, which tests/targets/amd/emu/test_emu_fdiv.py checks
-against numpy, also with V_RCP perturbed by an ULP and denormal reciprocals flushed (the
-hardware's documented accuracy, kcc.targets.amd.emu.valu.APPROX):
+against numpy, also with V_RCP_F32 / V_SQRT_F32 flushing denormals and V_SQRT_F32 only
+faithful (the hardware's documented behaviour: FLUSH and APPROX below, which is why those two
+instructions live here):
 
 - V_DIV_SCALE (S0 the value to scale, S1 the denominator, S2 the numerator; k = 64 / 128,
   "denormal" of the operand's type): a zero S1 or S2 gives NaN with VCC set (VCC as a
@@ -34,13 +35,53 @@ hardware's documented accuracy, kcc.targets.amd.emu.valu.APPROX):
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
 from kcc.encode.amd.operands import Inst
 from kcc.targets.amd.emu.core import Semantic, Wave, Workgroup
 from kcc.targets.amd.emu.valu import (_DSTS, OPS, _bits, _fma32, _fma64, _output_mods, _read,
-                                      _round64, fma_odd, write)
+                                      _round64, fma_odd, vop, write)
+
+f32, f64 = np.float32, np.float64
+
+# Tests' models of the hardware's approximations (the defaults: exact). FLUSH: V_RCP_F32 and
+# V_SQRT_F32 flush denormal operands and results to zero of their sign (the transcendental
+# unit's, as v_exp_f32's: kcc/isel/amd/alu.py sel_EXP2; LLVM 19 keeps such values away from
+# both). APPROX, a numpy Generator: their results only as accurate as documented, an error
+# below 1 ULP (RDNA3 ISA §7.x VOP1 transcendentals, LLVM AMDGPUUsage), i.e. either float32
+# neighbour of an exact value that is not representable, chosen at random per lane. Code
+# correct under these does not lean on the exactly rounded results the emulator gives.
+FLUSH = False
+APPROX: np.random.Generator | None = None
+
+
+def _approx(fn: Callable[[np.ndarray], np.ndarray],
+            side: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A float32 op, exactly rounded by default, under FLUSH / APPROX as the hardware may
+    be; side(a, r): the sign of (exact result - r), computed exactly in float64."""
+    def run(a: np.ndarray) -> np.ndarray:
+        tiny = np.finfo(f32).tiny
+        if FLUSH:
+            a = np.where(np.abs(a) < tiny, np.copysign(f32(0), a), a).astype(f32)
+        r = fn(a)
+        if APPROX is not None:
+            s = side(a.astype(f64), r.astype(f64))
+            other = np.nextafter(r, np.where(s > 0, f32(np.inf), f32(-np.inf)))
+            pick = (s != 0) & np.isfinite(r) & (r != 0) & \
+                (APPROX.integers(0, 2, r.shape) == 1)
+            r = np.where(pick & np.isfinite(other), other, r).astype(f32)
+        if FLUSH:
+            r = np.where(np.abs(r) < tiny, np.copysign(f32(0), r), r).astype(f32)
+        return r
+    return run
+
+
+# V_RCP_IFLAG_F32 (valu.py) is V_RCP_F32 flagging integer division by zero: exact, as before.
+vop("f:f", _approx(lambda a: f32(1) / a, lambda a, r: np.sign(a) * np.sign(1 - a * r)),
+    "v_rcp_f32")
+vop("f:f", _approx(np.sqrt, lambda a, r: np.sign(a - r * r)), "v_sqrt_f32")
 
 # per type letter: numpy float, bits type, mantissa bits, exponent mask, the 0/0 and
 # inf/inf NaN of V_DIV_FIXUP, quiet bit

@@ -4,7 +4,8 @@ and compared with numpy bit for bit: the check of the emulator's reading of V_DI
 V_DIV_FMAS / V_DIV_FIXUP (kcc/targets/amd/emu/valu_div.py) on operands chosen to reach every
 branch — denormals, zeros, infinities, NaN, quotients that overflow or are denormal, numerators
 and denominators near the ends of the range — also with V_RCP_F32 / V_SQRT_F32 only as exact as
-documented (valu.FLUSH: denormals flushed; valu.APPROX: either neighbour of the exact value).
+documented (valu_div.FLUSH: denormals flushed; valu_div.APPROX: either neighbour of the
+exact value).
 
 gfx1100 code is compiled with ``--amdgpu-enable-vopd=0`` (kcc's decoder has no VOPD rows).
 """
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from amd_util import ARCHS, llc_hsaco, needs_decoder, needs_llvm19
-from kcc.targets.amd.emu import valu
+from kcc.targets.amd.emu import valu_div
 from kcc.targets.amd.emu.core import run_hsaco
 
 pytestmark = [needs_llvm19, needs_decoder]
@@ -150,7 +151,7 @@ def test_llc_division_never_gives_v_rcp_a_denormal(tmp_path, arch, monkeypatch):
     give the correctly rounded results: V_DIV_SCALE scales every denominator whose reciprocal
     is denormal (read literally, the manual's float64 test for it is never true: that
     reading fails here, and even exactly rounded, e.g. 524288 / FLT_MAX one ULP off)."""
-    monkeypatch.setattr(valu, "FLUSH", True)
+    monkeypatch.setattr(valu_div, "FLUSH", True)
     _run(tmp_path, arch, 26)
 
 
@@ -161,6 +162,6 @@ def test_llc_sqrt_with_v_sqrt_as_documented(tmp_path, arch, monkeypatch):
     division macro is not checked so: with a merely faithful v_rcp_f32 it is not correctly
     rounded, 1 / (1 - 2^-24) gives 1.0 when v_rcp_f32 does; it relies on the hardware's
     reciprocal being closer, as LLVM does.)"""
-    monkeypatch.setattr(valu, "FLUSH", True)
-    monkeypatch.setattr(valu, "APPROX", np.random.default_rng(7))
+    monkeypatch.setattr(valu_div, "FLUSH", True)
+    monkeypatch.setattr(valu_div, "APPROX", np.random.default_rng(7))
     _run(tmp_path, arch, 27, "sqrt")
