@@ -1,7 +1,8 @@
 """Correctly rounded float32 FDIV and SQRT, and integer CDIV (64-bit: long division, at the
 end of the module), for a target that has float64 fused multiply-add but no correctly rounded
-divide or square root (AMD GPUs: v_rcp and v_sqrt are approximations, and there is no integer
-divide instruction).
+divide or square root, nor an integer divide instruction (AMD GPUs: CDIV/CMOD; their float32
+FDIV/SQRT are selected as hardware sequences around v_rcp_f32/v_sqrt_f32 instead,
+kcc/isel/amd/fdiv.py, so fdiv32/sqrt32 serve a target that marks them non-native).
 
 All three start from a float64 approximation built of MUL, ADD and MULACC only (a bit-pattern
 first guess refined by Newton-Raphson; relative error below 2^-47), and then make the result
