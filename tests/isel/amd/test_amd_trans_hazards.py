@@ -6,6 +6,10 @@ VALUTransUseHazard); gfx942 has no such hazard."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from amd_util import llc_hsaco, needs_decoder, needs_llvm19
+from kcc.encode.amd.decode import disassemble
 from kcc.encode.amd.operands import SGPR, VGPR, Imm, Inst
 from kcc.ir.mir import Label
 from kcc.isel.amd.lower import trans_hazards
@@ -55,3 +59,41 @@ def test_a_label_inside_the_window_waits_if_any_transcendental_writes_the_source
     assert _names(trans_hazards(looped, RDNA3))[:3] == ["top:", "s_waitcnt_depctr", "v_mul_f32"]
     tuple_read = Inst("global_store_b64", (VGPR(0), VGPR(1, 2), SGPR(2, 2)))
     assert trans_hazards([EXP, tuple_read], RDNA3) == [EXP, tuple_read]   # not a VALU
+
+
+# fdiv, sqrt, exp2, log2 and a reciprocal in a chain: llc-19 puts 4 waits in this kernel
+CHAIN = """target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare float @llvm.sqrt.f32(float)
+declare float @llvm.exp2.f32(float)
+declare float @llvm.log2.f32(float)
+define amdgpu_kernel void @t(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %o) {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr float, ptr addrspace(1) %a, i32 %tid
+  %pb = getelementptr float, ptr addrspace(1) %b, i32 %tid
+  %x = load float, ptr addrspace(1) %pa
+  %y = load float, ptr addrspace(1) %pb
+  %q = fdiv float %x, %y
+  %s = call float @llvm.sqrt.f32(float %q)
+  %e = call float @llvm.exp2.f32(float %s)
+  %l = call float @llvm.log2.f32(float %y)
+  %r = fdiv float 1.0, %l
+  %m = fmul float %e, %r
+  %po = getelementptr float, ptr addrspace(1) %o, i32 %tid
+  store float %m, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+@needs_llvm19
+@needs_decoder
+def test_the_waits_fall_where_llc_puts_them(tmp_path: Path) -> None:
+    """llc-19's gfx1100 code with its s_waitcnt_depctr taken out: trans_hazards puts them
+    back exactly where llc had them (an oracle for the window, not kcc's own reading)."""
+    from kcc.targets.amd.hsaco_read import read_hsaco
+    obj = llc_hsaco(tmp_path, "gfx1100", CHAIN, "t", extra=("--amdgpu-enable-vopd=0",))
+    insts = [i for _, _, i, _ in disassemble("gfx1100", read_hsaco(obj).code("t"))]
+    assert sum(i.name == "s_waitcnt_depctr" for i in insts) == 4
+    stripped = [i for i in insts if i.name != "s_waitcnt_depctr"]
+    assert trans_hazards(stripped, RDNA3) == insts
