@@ -217,35 +217,43 @@ cases = {   # name -> a computation returning a numpy array
     "cumprod": lambda: (Tensor(C7[:, :40]) * 0.1 + 1).cumprod(axis=1).numpy(),
     "cummax_777": lambda: Tensor(C7).cummax(axis=1)[0].numpy(),
 }
-failed = 0
-names = sys.argv[1:] or list(cases)
-for name in names:
-    f = cases[name]
-    try:
-        with Context(DEV="CPU", PARALLEL=0):
-            w = f()
-    except Exception as e:                  # report and go on: this is a survey
-        print(f"{name}: REFERENCE FAILED {type(e).__name__}: {str(e)[:200]}")
-        failed += 1
-        continue
-    try:
-        with Context(DEV="CPU:KCC", PARALLEL=0):
-            g = f()
-    except Exception as e:
-        print(f"{name}: KCC FAILED {str(e)[:800]}")
-        failed += 1
-        continue
-    w, g = np.asarray(w), np.asarray(g)
-    if w.dtype.kind == "f":
-        # clang computes _Float16 expressions in float and rounds once at the end (excess
-        # precision); kcc rounds every half op (docs/semantics.md): half outputs to rtol 2e-2
-        tol = 2e-2 if w.dtype == np.float16 else 1e-3
-        ok = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol / 10,
-                         equal_nan=True)
-    else:
-        ok = np.array_equal(g, w)
-    failed += not ok
-    diff = "" if ok else f" max diff {np.nanmax(np.abs(g.astype(np.float64) - w)):.3g}"
-    print(f"{name}: {'ok' if ok else 'MISMATCH'}{diff}")
-print(f"{len(names) - failed} of {len(names)} match")
-sys.exit(1 if failed else 0)
+
+
+def main() -> None:
+    """Run the named cases (all by default) on both devices; exit 1 if any fails."""
+    failed = 0
+    names = sys.argv[1:] or list(cases)
+    for name in names:
+        f = cases[name]
+        try:
+            with Context(DEV="CPU", PARALLEL=0):
+                w = f()
+        except Exception as e:                  # report and go on: this is a survey
+            print(f"{name}: REFERENCE FAILED {type(e).__name__}: {str(e)[:200]}")
+            failed += 1
+            continue
+        try:
+            with Context(DEV="CPU:KCC", PARALLEL=0):
+                g = f()
+        except Exception as e:
+            print(f"{name}: KCC FAILED {str(e)[:800]}")
+            failed += 1
+            continue
+        w, g = np.asarray(w), np.asarray(g)
+        if w.dtype.kind == "f":
+            # clang computes _Float16 expressions in float and rounds once at the end (excess
+            # precision); kcc rounds every half op (docs/semantics.md): half outputs to rtol 2e-2
+            tol = 2e-2 if w.dtype == np.float16 else 1e-3
+            ok = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol / 10,
+                             equal_nan=True)
+        else:
+            ok = np.array_equal(g, w)
+        failed += not ok
+        diff = "" if ok else f" max diff {np.nanmax(np.abs(g.astype(np.float64) - w)):.3g}"
+        print(f"{name}: {'ok' if ok else 'MISMATCH'}{diff}")
+    print(f"{len(names) - failed} of {len(names)} match")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
