@@ -61,9 +61,10 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, expand_threefry
+from kcc.passes.widen_reroll import widen_rerolled
+from kcc.passes.widen_tail import factors, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
-_FACTORS = (16, 8, 4, 2)
 
 
 def _scaled(n: UOp) -> UOp:
@@ -108,7 +109,7 @@ class _Loop:
     def check(self) -> bool:
         """Whether every node of the region is of a form the widening rewrites (module
         docstring), recording W, the places and the vector nodes on the way."""
-        r, dep = self.r, self.dep
+        r = self.r
         widths: set[int] = set()
         region = set(self.region)
         for n in self.region:
@@ -192,8 +193,8 @@ class _Loop:
         """The largest legal k (module docstring), 0 for none."""
         n_iter = const_int(self.r.src[0])
         w = self.width
-        for k in _FACTORS:
-            if n_iter % k or not self.independent(k):
+        for k in factors(n_iter):
+            if not self.independent(k):
                 continue
             ok = True
             for n in self.vectors:
@@ -292,12 +293,19 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
             lanes = LaneLoop(r, e, loop.region, dep)
             out = lanes.widen(const_int(r.src[0]), desc) if lanes.check() else None
+            if out is None:
+                # c shifted copies of one scalar computation a lane: rerolled, then widened
+                out = widen_rerolled(lanes, desc)
             if out is not None:
                 new_end[e] = out
             continue
         k = loop.factor(desc)
         if k:
-            new_end[e] = _widen_loop(loop, k)[0]
+            n_iter = const_int(r.src[0])
+            out = _widen_loop(loop, k)[0]
+            if n_iter % k:
+                out = tail_loop(r, e, loop.region, out, n_iter - n_iter % k)
+            new_end[e] = out
     if not new_end:
         return sink
     out: dict[UOp, UOp] = dict(new_end)

@@ -64,9 +64,9 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
+from kcc.passes.widen_tail import factors, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
-_FACTORS = (16, 8, 4, 2)
 _U32, _U64 = dtypes.uint32, dtypes.uint64
 
 Affine = tuple[dict[object, int], int]
@@ -397,10 +397,14 @@ class LaneLoop:
         return need_vec, need_scalar
 
     def widen(self, n_iter: int, desc: TargetDesc) -> UOp | None:
-        """The loop's END at the largest legal factor (module docstring), or None."""
-        for k in _FACTORS:
-            if n_iter % k == 0 and self.independent(k):
+        """The loop's END at the best legal factor (module docstring), followed by a tail
+        loop of the remaining n_iter % k iterations (passes/widen_tail.py), or None."""
+        for k in factors(n_iter):
+            if self.independent(k):
                 out = self.rewrite(k, desc)
                 if out is not None:
+                    if n_iter % k:
+                        out = tail_loop(self.r, self.end, self.region, out,
+                                        n_iter - n_iter % k)
                     return out
         return None

@@ -118,11 +118,22 @@ def test_largest_dividing_factor_is_taken() -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_bound_no_factor_divides_is_left_alone(arch: str) -> None:
-    text = _text(n=7)
-    _, g, w = _prep(text, arch)
-    assert w is g
-    _check(text, arch)
+def test_bound_no_factor_divides_gets_a_tail_loop(arch: str) -> None:
+    # 7 iterations: x86-64-v3 runs 3 of 8 lanes (k = 2) and a tail of 1 iteration of the
+    # original 4 lanes; v4 1 of 16 lanes (k = 4, cost 1 + 3 ties with k = 2's 3 + 1) and 3
+    w = _check(_text(n=7), arch)
+    k = 2 if arch == "x86-64-v3" else 4
+    assert _bounds(w) == [7 // k, 7 % k] and _widths(w) == {4 * k, 4}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("n", [1, 5, 9, 13, 17, 33])
+def test_tail_loop_bounds_are_exact(arch: str, n: int) -> None:
+    # every element once, the widened blocks then the tail, against the interpreter
+    w = _check(_text(n=n), arch)
+    b, k = _bounds(w), max(_widths(w)) // 4
+    assert b[0] * k + sum(b[1:]) == n and len(b) == (1 if n % k == 0 else 2)
+    assert n == 1 or k > 1
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -1,0 +1,53 @@
+"""The remainder (tail) loop of a widened loop, for kcc/passes/widen.py and widen_lanes.py.
+
+A loop of N iterations widened by k whose k does not divide N runs as
+
+    for i2 in range(N // k):            # the widened loop: iterations 0 … k*(N//k) - 1
+        body(k*i2 … k*i2 + k-1)
+    for i3 in range(N % k):             # the tail: the original body, unchanged
+        body(k*(N//k) + i3)
+
+Every iteration runs once, in the original order of the blocks: the widened loop's blocks in
+order, then the remaining iterations one by one (the widened loop already runs each block's
+k iterations as one, which the widening's own legality checks allow). The tail's RANGE takes
+the widened loop's END as an ordering src (docs/semantics.md, "Loop order": a RANGE's srcs
+after the bound are done before the loop starts), so it starts after the widened loop's last
+store. The tail's nodes are the original loop's, its counter `i3 + k*(N//k)`: the same ops in
+the same dtypes on the same elements, so the result is bit-identical.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int, strong_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp
+
+_FACTORS = (16, 8, 4, 2)
+
+
+def factors(n: int) -> list[int]:
+    """The widening factors to try for a loop of n iterations, best first: each k costs
+    n // k widened iterations plus n % k tail iterations (a tail iteration costs about what a
+    widened one does: one pass over the body); on a tie, no tail first (one loop less), then
+    the larger k; k > n never pays. When the largest legal k divides n it stays first (the
+    factor taken before tail loops existed); n = 6 takes 2 (3 iterations), not 4 + a tail."""
+    return sorted((k for k in _FACTORS if k <= n),
+                  key=lambda k: (n // k + n % k, n % k != 0, -k))
+
+
+def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: int) -> UOp:
+    """The END of a loop that runs iterations start … N-1 of the loop over r (closed by end;
+    region: the nodes that depend on r, sources first) after `after` (the widened loop's END),
+    its body the original one (module docstring)."""
+    n = r.src[0]
+    dt = r.dtype
+    r3 = UOp(Ops.RANGE, (strong_int(const_int(n) - start, dt), after), r.arg)
+    sub: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, strong_int(start, dt)))}
+    for x in region:
+        if x is r:
+            continue
+        srcs = tuple(sub.get(s, s) for s in x.src)
+        if srcs != x.src:
+            sub[x] = x.replace(src=srcs)
+    body = end.src[0]
+    return UOp(Ops.END, (sub.get(body, body), r3))
