@@ -26,7 +26,7 @@ is bit-identical.
 
 **Legality** (the pass leaves a loop alone otherwise, which is always correct):
 - the loop is innermost (no RANGE or END depends on its counter), closed by an END of its
-  range alone, its bound is a constant divisible by k, and every node that depends on its
+  range alone, its bound is a constant N >= k, and every node that depends on its
   counter lies under that END;
 - every memory access in it is an ungated LOAD or STORE of a SHRINK place of W elements of a
   kernel argument (a GLOBAL PARAM, possibly through an AFTER made outside the loop), whose
@@ -42,13 +42,17 @@ is bit-identical.
   dtype at once (`TargetDesc.mem_legal`), and every op the target has at W lanes it also has
   at W*k (an op it has at neither is split by devectorize either way).
 
-**Width**: the largest k with N % k == 0 and W*k a legal width by the rules above (x86-64-v3:
-8 float32 lanes, v4 16; an int32 load, store, compare or conversion limits v4 to 8: int32 x 16
-is a value for the arithmetic, bitwise ops and shifts only, TargetDesc.vector_ops_at).
+**Width**: the k of least N // k + N % k (passes/widen_tail.py: a bound k does not divide
+runs its last N % k iterations in a tail loop of the original body) with W*k a legal width
+by the rules above (x86-64-v3: 8 float32 lanes, v4 16; an int32 load, store, compare or
+conversion limits v4 to 8: int32 x 16 is a value for the arithmetic, bitwise ops and shifts
+only, TargetDesc.vector_ops_at).
 GPU targets opt out: their lanes are threads, and their vector memory widths are 4 at most.
 
 A loop whose body is scalar (no W-lane SHRINKs) is widened from one lane by
-kcc/passes/widen_lanes.py, which also decomposes THREEFRY first (its docstring).
+kcc/passes/widen_lanes.py, which also decomposes THREEFRY first (its docstring); one whose
+body is c shifted copies of a scalar computation is first rerolled to one lane per iteration
+by kcc/passes/widen_reroll.py.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ uint32`), and the rounds work on the halves, so the halves are used directly and
 lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint32).
 
 **Legality** (a loop is left alone otherwise, which is always correct):
-- the loop is innermost, closed by an END of its range alone, its bound a constant k divides,
+- the loop is innermost, closed by an END of its range alone, its bound a constant N >= k,
   and every node that depends on its counter lies under that END (widen.py checks these);
 - every node that depends on the counter is scalar (a vector: widen.py's loop), a lane-wise
   op, an ungated LOAD or a STORE of an INDEX place of a kernel argument (a GLOBAL PARAM,
@@ -47,7 +47,8 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
 - every vector the rewrite makes is legal at k lanes on the target (`TargetDesc.alu_legal`,
   `cast_legal`, `mem_legal`): no op is split back to scalars.
 
-**Width**: the largest k in 16, 8, 4, 2 with N % k == 0 and the rules above (x86-64-v3:
+**Width**: the k in 16, 8, 4, 2 of least N // k + N % k (the last N % k iterations run in a
+tail loop of the original body, passes/widen_tail.py) under the rules above (x86-64-v3:
 8 lanes of float32 or int32; v4: 16 of float32, 8 where the loop has an int32 op).
 """
 
