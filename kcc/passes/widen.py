@@ -66,7 +66,7 @@ from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, expand_threefry
 from kcc.passes.widen_reroll import widen_rerolled
-from kcc.passes.widen_tail import factors, tail_loop
+from kcc.passes.widen_tail import factors, split, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 
@@ -225,7 +225,7 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
     """(the loop's new END, its new RANGE): the region rewritten at W*k lanes."""
     r, w = loop.r, loop.width
     dt = r.dtype
-    r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
+    r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
     base = UOp(Ops.MUL, (r2, strong_int(k, dt)))
     copies: dict[UOp, list[UOp]] = {
         r: [base] + [UOp(Ops.ADD, (base, strong_int(j, dt))) for j in range(1, k)]}
@@ -268,6 +268,13 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
 
 
+def _int_bound(n: UOp) -> bool:
+    """Whether loop bound n is a constant or a scalar integer expression (of PARAMs: the
+    verifier's rule for a RANGE bound), which passes/widen_tail.py splits."""
+    return const_int(n) is not None or (n.dtype is not None and n.dtype.is_int
+                                        and not n.dtype.is_weak and not n.shape)
+
+
 def widen(sink: UOp, desc: TargetDesc) -> UOp:
     """Widen every innermost elementwise loop the module docstring allows."""
     if desc.gpu:
@@ -287,8 +294,9 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
     new_end: dict[UOp, UOp] = {}
     for e in ends:
         r = e.src[1]
-        if len(e.src) != 2 or closed[r] != 1 or const_int(r.src[0]) is None:
+        if len(e.src) != 2 or closed[r] != 1 or not _int_bound(r.src[0]):
             continue
+        n_iter = const_int(r.src[0])
         loop = _Loop(r, e, dep)
         inside = set(loop.region)
         if any(r in dep[n] and n not in inside and n is not e for n in order):
@@ -296,7 +304,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         if not loop.check():
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
             lanes = LaneLoop(r, e, loop.region, dep)
-            out = lanes.widen(const_int(r.src[0]), desc) if lanes.check() else None
+            out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
                 out = widen_rerolled(lanes, desc)
@@ -305,10 +313,10 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             continue
         k = loop.factor(desc)
         if k:
-            n_iter = const_int(r.src[0])
             out = _widen_loop(loop, k)[0]
-            if n_iter % k:
-                out = tail_loop(r, e, loop.region, out, n_iter - n_iter % k)
+            start = split(r, k)[1]
+            if start is not None:
+                out = tail_loop(r, e, loop.region, out, start)
             new_end[e] = out
     if not new_end:
         return sink

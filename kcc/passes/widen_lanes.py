@@ -65,7 +65,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_tail import factors, tail_loop
+from kcc.passes.widen_tail import factors, split, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _U32, _U64 = dtypes.uint32, dtypes.uint64
@@ -333,7 +333,7 @@ class LaneLoop:
         r = self.r
         dt = r.dtype
         need_vec, need_scalar = self._demand()
-        r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // k, dt),) + r.src[1:], r.arg)
+        r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
         scal: dict[UOp, UOp] = {r: UOp(Ops.MUL, (r2, strong_int(k, dt)))}
         vec: dict[UOp, UOp] = {}
         new: dict[UOp, UOp] = {}
@@ -397,15 +397,16 @@ class LaneLoop:
                 need_scalar.update(s for s in n.src if s in inside)
         return need_vec, need_scalar
 
-    def widen(self, n_iter: int, desc: TargetDesc) -> UOp | None:
+    def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
         """The loop's END at the best legal factor (module docstring), followed by a tail
-        loop of the remaining n_iter % k iterations (passes/widen_tail.py), or None."""
+        loop of the remaining iterations (passes/widen_tail.py), or None. n_iter: the
+        constant bound, None for a symbolic one."""
         for k in factors(n_iter):
             if self.independent(k):
                 out = self.rewrite(k, desc)
                 if out is not None:
-                    if n_iter % k:
-                        out = tail_loop(self.r, self.end, self.region, out,
-                                        n_iter - n_iter % k)
+                    start = split(self.r, k)[1]
+                    if start is not None:
+                        out = tail_loop(self.r, self.end, self.region, out, start)
                     return out
         return None

@@ -25,24 +25,44 @@ from kcc.ir.uop import UOp
 _FACTORS = (16, 8, 4, 2)
 
 
-def factors(n: int) -> list[int]:
+def factors(n: int | None) -> list[int]:
     """The widening factors to try for a loop of n iterations, best first: each k costs
     n // k widened iterations plus n % k tail iterations (a tail iteration costs about what a
     widened one does: one pass over the body); on a tie, no tail first (one loop less), then
     the larger k; k > n never pays. When the largest legal k divides n it stays first (the
-    factor taken before tail loops existed); n = 6 takes 2 (3 iterations), not 4 + a tail."""
+    factor taken before tail loops existed); n = 6 takes 2 (3 iterations), not 4 + a tail.
+    A symbolic n (None): the largest k first."""
+    if n is None:
+        return list(_FACTORS)
     return sorted((k for k in _FACTORS if k <= n),
                   key=lambda k: (n // k + n % k, n % k != 0, -k))
 
 
-def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: int) -> UOp:
+def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:
+    """(the widened loop's bound, the first iteration the tail runs or None for no tail) of
+    the loop over r widened by k. A constant N: N // k and k*(N // k) when k does not divide
+    N. A symbolic N (an integer expression of PARAMs, docs/semantics.md): M = MAX(N, 0) (a
+    bound below 1 runs no iteration, and neither loop may then run one), M >> log2 k and
+    (M >> log2 k) << log2 k, shifts being floor division and multiplication for M >= 0."""
+    n, dt = r.src[0], r.dtype
+    c = const_int(n)
+    if c is not None:
+        return strong_int(c // k, dt), (strong_int(c - c % k, dt) if c % k else None)
+    sh = strong_int(k.bit_length() - 1, dt)
+    main = UOp(Ops.SHR, (UOp(Ops.MAX, (n, strong_int(0, dt))), sh))
+    return main, UOp(Ops.SHL, (main, sh))
+
+
+def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp) -> UOp:
     """The END of a loop that runs iterations start … N-1 of the loop over r (closed by end;
     region: the nodes that depend on r, sources first) after `after` (the widened loop's END),
-    its body the original one (module docstring)."""
-    n = r.src[0]
-    dt = r.dtype
-    r3 = UOp(Ops.RANGE, (strong_int(const_int(n) - start, dt), after), r.arg)
-    sub: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, strong_int(start, dt)))}
+    its body the original one (module docstring). start is split(r, k)[1]."""
+    n, dt = r.src[0], r.dtype
+    c, s = const_int(n), const_int(start)
+    count = strong_int(c - s, dt) if c is not None and s is not None else \
+        UOp(Ops.SUB, (UOp(Ops.MAX, (n, strong_int(0, dt))), start))
+    r3 = UOp(Ops.RANGE, (count, after), r.arg)
+    sub: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, start))}
     for x in region:
         if x is r:
             continue

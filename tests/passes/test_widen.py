@@ -137,6 +137,22 @@ def test_tail_loop_bounds_are_exact(arch: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("lo", [1, -5])
+def test_symbolic_bound_gets_a_tail_loop(arch: str, lo: int) -> None:
+    # the bound from a PARAM n (up to 25 iterations): max(n, 0) >> log2 k widened iterations,
+    # then the tail; each worker's span is sized for 25
+    text = _text(n=25).replace(
+        "%i = RANGE(25) (0, WEAK)",
+        f'%n = PARAM ParamArg(3, int32, vmin_vmax=({lo}, 25), name="n", addrspace=ALU)\n'
+        "%nb = ADD(%n, 0)\n%i = RANGE(%nb) (0, WEAK)")
+    assert "RANGE(%nb)" in text
+    for seed in (3, 4, 5, 6):
+        w = _check(text, arch, seed=seed)
+    ranges = [u for u in w.toposort() if u.op is Ops.RANGE]
+    assert len(ranges) == 2 and Ops.SHR in {u.op for u in ranges[0].src[0].toposort()}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_store_read_by_the_next_iteration_is_left_alone(arch: str) -> None:
     # out[p+4 .. p+7] = out[p .. p+3] + b[p ..]: iteration i+1 loads what iteration i stored,
     # so running both loads first would read old values (the interpreter says which)

@@ -179,3 +179,38 @@ def test_tail_loops_of_every_size(arch: str, dt: str, n: int) -> None:
     w = _check(text, arch)
     b = _bounds(w)
     assert sum(b) <= n and (len(b) == 1 or b[1] < n)
+
+
+SYM = """# kcc-uop 1
+%out = PARAM ParamArg(0, {dt}, 200)
+%a = PARAM ParamArg(1, {dt}, 200)
+%n = PARAM ParamArg(2, int32, vmin_vmax=({lo}, {hi}), name="n", addrspace=ALU)
+%b = {bound}
+%i = RANGE(%b) (0, WEAK)
+%ap = INDEX(%a, %i)
+%x = LOAD(%ap)
+%ic = CAST(%i) {dt}
+%m = MUL(%x, 3)
+%t = ADD(%m, %ic)
+%op = INDEX(%out, %i)
+%st = STORE(%op, %t)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="sym")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt", ["int32", "float32"])
+@pytest.mark.parametrize("lo, hi, bound, seed", [
+    (1, 100, "MUL(%n, 2)", 3), (1, 100, "MUL(%n, 2)", 4), (1, 7, "ADD(%n, 0)", 5),
+    (1, 39, "MULACC(%n, 5, 3)", 6), (-50, 20, "MUL(%n, 3)", 7), (-50, -1, "ADD(%n, 2)", 8)])
+def test_symbolic_bound_gets_a_tail_loop(arch: str, dt: str, lo: int, hi: int, bound: str,
+                                         seed: int) -> None:
+    # N from a PARAM: the widened loop runs max(N, 0) >> log2 k iterations, the tail the rest
+    # (a bound below 1 runs neither); against the interpreter for drawn values of n
+    text = SYM.format(dt=dt, lo=lo, hi=hi, bound=bound)
+    sink, g, w = _prep(text, arch)
+    ranges = [u for u in w.toposort() if u.op is Ops.RANGE]
+    assert len(ranges) == 2 and {u.op for u in ranges[0].src[0].toposort()} >= {Ops.SHR, Ops.MAX}
+    for s in range(seed, seed + 3):
+        _check(text, arch, seed=s)
