@@ -132,7 +132,11 @@ def main() -> None:
             continue
         if OPT.dump:
             Path(OPT.dump).mkdir(parents=True, exist_ok=True)
-            (Path(OPT.dump) / f"{case}_{kname}.uop").write_text(prgs["KCC"].src[2].arg)
+            path, j = Path(OPT.dump) / f"{case}_{kname}.uop", 1
+            while path.exists():            # a case's kernels of one name: _2, _3, …
+                j += 1
+                path = Path(OPT.dump) / f"{case}_{kname}_{j}.uop"
+            path.write_text(prgs["KCC"].src[2].arg)
         bufs, var_vals = args_from_ast(ast, "CPU")
         bufs = [b.ensure_allocated() for b in bufs]
         rts = {n: realize.get_runtime("CPU", p) for n, p in prgs.items()}

@@ -360,6 +360,10 @@ class LaneLoop:
                     steps = tuple(make_const(literal_value(c * j, n.dtype), n.dtype)
                                   for j in range(k))
                     v = UOp(Ops.ADD, (lanes(scal[n]), UOp(Ops.STACK, steps)))
+                elif n.op is Ops.CMPNE and n.src[0].dtype == dtypes.bool:
+                    # bools' != is their XOR (one truth table), which targets have on bool
+                    # vectors and not as a compare (tinygrad's round: `(x < y) != true`)
+                    v = UOp(Ops.XOR, tuple(lanes(s) for s in n.src))
                 else:
                     v = n.replace(src=tuple(lanes(s) for s in n.src))
                 vec[n] = v

@@ -214,3 +214,16 @@ def test_symbolic_bound_gets_a_tail_loop(arch: str, dt: str, lo: int, hi: int, b
     assert len(ranges) == 2 and {u.op for u in ranges[0].src[0].toposort()} >= {Ops.SHR, Ops.MAX}
     for s in range(seed, seed + 3):
         _check(text, arch, seed=s)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bool_cmpne_becomes_a_vector_xor(arch: str) -> None:
+    # tinygrad's round writes `(x < y) != true`: a compare of bools no target has on vectors,
+    # widened as their XOR (the same truth table); n = 13: 3 of 4 lanes (3 + 1 beats 8's
+    # 1 + 5) and a tail of 1
+    text = _text(n=13).replace("%r = XOR(%t, %x)", "%c = CMPLT(%x, %t)\n"
+                               "%nb = CMPNE(%c, true)\n%r = WHERE(%nb, %t, %x)")
+    w = _check(text, arch)
+    assert {u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool} \
+        == {(4,)}
+    assert _bounds(w) == [3, 1]
