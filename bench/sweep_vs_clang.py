@@ -12,9 +12,10 @@ its range, docs/semantics.md, where C's cast is undefined, so no negative or lar
 integers 0..3 so that an index stays in bounds), each program
 runs once on its own copy, and the buffers must match (integers and bools exactly, floats to
 rtol 1e-3, halves 2e-2: the sweep's tolerances). kcc compiles for `KCC_TINYGRAD_ARCH`
-(default x86-64-v3, as bench/tinygrad_cpu.py); `--arch native` sets it.
+(kcc/tinygrad/renderer.py's default, as for bench/tinygrad_cpu.py: native, the instruction set
+clang's -march=native uses); `--arch x86-64-v3` sets it.
 
-    python bench/sweep_vs_clang.py [--rounds 11] [--arch native] [--only NAME,...] [CASE ...]
+    python bench/sweep_vs_clang.py [--rounds 11] [--arch x86-64-v3] [--only NAME,...] [CASE ...]
 
 Prints one line per kernel (kcc µs, clang µs, clang / kcc: above 1 means kcc is faster), then
 the count of kernels clang runs faster and the totals. Exits 1 if any output differs.
@@ -38,7 +39,7 @@ def _parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", help="sweep cases (default: all)")
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--arch", default=None, help="KCC_TINYGRAD_ARCH for kcc (e.g. native)")
+    ap.add_argument("--arch", default=None, help="KCC_TINYGRAD_ARCH for kcc (e.g. x86-64-v3)")
     ap.add_argument("--only", default="", help="comma-separated kernel or case names to time")
     ap.add_argument("--dump", default="", help="folder: write each timed kernel's .uop there")
     return ap.parse_args()
