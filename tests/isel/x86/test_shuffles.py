@@ -33,9 +33,10 @@ def kernel(dt: str, srcs: list[tuple[int, bool]], lanes: list[list[tuple[int, in
     outs = len(lanes)
     t = [f"%o = PARAM ParamArg(0, {dt}, {4 * n * outs})",
          f"%a = PARAM ParamArg(1, {dt}, {4 * total})",
-         # 3 iterations: no factor of passes/widen.py divides them, so the lanes stay as
-         # written (widened, a splat of a 4-lane load would be one of an 8-lane load's blocks)
-         "%i = RANGE(3) (0, LOOP)", f"%ib = MUL(%i, {total})", f"%ob = MUL(%i, {n * outs})"]
+         # 1 iteration: nothing for passes/widen.py to widen (3 would be: a main loop of 2
+         # with a tail), so the lanes stay as written (widened, a splat of a 4-lane load would
+         # be one of an 8-lane load's blocks)
+         "%i = RANGE(1) (0, LOOP)", f"%ib = MUL(%i, {total})", f"%ob = MUL(%i, {n * outs})"]
     off = 0
     used = {j for row in lanes for j, _ in row}
     for j, (w, computed) in enumerate(srcs):

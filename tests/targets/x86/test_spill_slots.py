@@ -29,21 +29,22 @@ GOLDEN = Path(__file__).resolve().parents[3] / "golden" / "x86"
 
 def _pressure(lanes: int, n: int = 40, iters: int = 7) -> str:
     """n float32 values of `lanes` lanes loaded before a loop, all used in every iteration
-    (more than the 16 or 32 vector registers). 7 iterations: passes/widen.py leaves the loop
-    at its own width (no factor divides 7)."""
+    (more than the 16 or 32 vector registers). x is read with a gap between iterations (every
+    other vector), so passes/widen.py leaves the loop at its own width (it widens consecutive
+    accesses only; a bound no factor divides would get a widened loop and a tail)."""
     lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {lanes * iters})",
              f"%a = PARAM ParamArg(1, float32, {lanes * n})",
-             f"%x = PARAM ParamArg(2, float32, {lanes * iters})"]
+             f"%x = PARAM ParamArg(2, float32, {2 * lanes * iters})"]
     for j in range(n):
         if lanes == 1:
             lines += [f"%p{j} = INDEX(%a, {j})", f"%v{j} = LOAD(%p{j})"]
         else:
             lines += [f"%p{j} = SHRINK(%a, {lanes * j}, {lanes})", f"%v{j} = LOAD(%p{j})"]
     if lanes == 1:
-        lines += [f"%i = RANGE({iters}) (0, LOOP)", "%xp = INDEX(%x, %i)"]
+        lines += [f"%i = RANGE({iters}) (0, LOOP)", "%i2 = MUL(%i, 2)", "%xp = INDEX(%x, %i2)"]
     else:
         lines += [f"%i = RANGE({iters}) (0, LOOP)", f"%s = MUL(%i, {lanes})",
-                  f"%xp = SHRINK(%x, %s, {lanes})"]
+                  f"%s2 = MUL(%i, {2 * lanes})", f"%xp = SHRINK(%x, %s2, {lanes})"]
     lines += ["%xv = LOAD(%xp)", "%t0 = MUL(%xv, %v0)"]
     for j in range(1, n):
         op = "MULACC(%xv, %v{j}, %t{k})" if j % 2 else "ADD(%t{k}, %v{j})"
