@@ -220,13 +220,15 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     outer = rs[0]
     end_o = loops.end_of.get(outer)
     n_o = const_int(outer.src[0])
-    if end_o is None or outer in loops.multi or n_o is None or end_o.src[0] is not end_c:
+    # every check below is a pure test of the graph, so their order changes no plan: the
+    # cheap ones and the operand costs run first, because BEAM's candidates (tinygrad
+    # BEAM=2 on a 256^3 matmul or a conv) reach this for each loop and none of them packs;
+    # the walks over the whole graph and region then ran for nothing (docs/performance.md,
+    # "BEAM candidates: compile time by pass")
+    if end_o is None or outer in loops.multi or n_o is None or end_o.src[0] is not end_c \
+            or n_o < MIN_REUSE:                # no operand is worth packing (_operands)
         return None
     dep = loops.dep
-    cone = loops.cone(end_o)
-    cone_set = set(cone)
-    if any((outer in dep[n] or col in dep[n]) and n not in cone_set for n in loops.order):
-        return None
     inner = _inner(loops, col, loops.cone(end_c))
     if not inner:
         return None
@@ -235,13 +237,20 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     if len(reds) != 1 or const_int(reds[0].src[0]) is None:
         return None
     red = reds[0]
-    region = [n for n in cone if dep[n] & {outer, col}]
-    region_set = set(region)
     stored: set[UOp] = set()
     loaded: set[UOp] = set()
     for n in loops.order:
         if n.op in (Ops.LOAD, Ops.STORE) and n.src[0].op in _PLACES:
             (stored if n.op is Ops.STORE else loaded).add(base_buffer(n.src[0].src[0]))
+    ops = _operands(loops, red, col, outer, loops.cone(loops.end_of[red]), stored, desc, n_o)
+    if not ops:
+        return None
+    cone = loops.cone(end_o)
+    cone_set = set(cone)
+    if any((outer in dep[n] or col in dep[n]) and n not in cone_set for n in loops.order):
+        return None
+    region = [n for n in cone if dep[n] & {outer, col}]
+    region_set = set(region)
     glob: dict[UOp, list[tuple[int, int, int, int]]] = {}
     bases: dict[UOp, dict] = {}
     memo: dict = {}
@@ -286,9 +295,6 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
                                         if n.op in _PLACES and n.src[0].kind == "buffer"):
             if not _privatizable(loops, col, inner_c, c_region, c_set, buf):
                 return None
-    ops = _operands(loops, red, col, outer, loops.cone(loops.end_of[red]), stored, desc, n_o)
-    if not ops:
-        return None
     return _Plan(outer, col, red, end_o, end_c, tuple(ops))
 
 
