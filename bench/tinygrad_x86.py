@@ -281,21 +281,25 @@ def check(k: Kernel, run: Callable[[], None]) -> tuple[bool, float]:
 
 
 def timed(fns: dict[str, Callable[[], None]], reps: int,
-          rounds: dict[str, list[float]] | None = None) -> dict[str, float]:
+          rounds: dict[str, list[float]] | None = None,
+          clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds of each fn over reps interleaved rounds (one warm-up round first).
 
     Every other round runs the fns in reverse order, so each fn follows each other fn (and
     itself) equally often: what one call leaves in the caches (lines held by the other core
-    after a threaded launch, a buffer just written) does not fall on one fn every round."""
+    after a threaded launch, a buffer just written) does not fall on one fn every round.
+    clock: wall clock by default; `time.thread_time` counts only this thread's CPU time (on a
+    time-shared host, not the time another process holds the core; only for fns that run on
+    the calling thread)."""
     for f in fns.values():
         f()
     ts: dict[str, list[float]] = {n: [] for n in fns}
     order = list(fns.items())
     for r in range(reps):
         for n, f in (order if r % 2 == 0 else order[::-1]):
-            t = time.perf_counter()
+            t = clock()
             f()
-            ts[n].append(time.perf_counter() - t)
+            ts[n].append(clock() - t)
     if rounds is not None:
         rounds.update(ts)            # every round's seconds, in round order
     return {n: statistics.median(v) for n, v in ts.items()}

@@ -1,10 +1,14 @@
 """Benchmark: kcc's x86 code against the machine's limits (issue 24, items 1 and 3).
 
     python bench/x86_peak.py [--reps 11] [--only matmul512,matmul1024,conv2d,add,sum,layernorm]
+                             [--cpu-time]
 
 Every reference runs in this process, on this machine, interleaved round by round with kcc's
 code (median of --reps rounds after a warm-up, the order reversed every other round:
-bench/tinygrad_x86.timed), so a ratio compares the same minutes of a shared host:
+bench/tinygrad_x86.timed), so a ratio compares the same minutes of a shared host. Every call
+runs on this one thread (OpenBLAS too), so `--cpu-time` can time each by the thread's CPU time
+(`time.thread_time`) instead of the wall clock: time while another process holds the core is
+then not counted (what it leaves in the caches and a sibling hyperthread's load still are):
 
 - **matmul** (512³, 1024³ float32): tinygrad's default matmul graph (`a @ b`, captured from
   tinygrad 0.14 on DEV=CPU) compiled by kcc with `--fp-contract=off` (exact: every MUL and ADD
@@ -38,6 +42,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
@@ -94,7 +99,8 @@ def numpy_matmul(k: tx.Kernel, bad: list[str]) -> Callable[[], None]:
     return lambda: np.matmul(a2, b2, out=c)
 
 
-def run_matmul(k0: tx.Kernel, arch: str, reps: int, bad: list[str]) -> list[str]:
+def run_matmul(k0: tx.Kernel, arch: str, reps: int, bad: list[str],
+               clock: Callable[[], float]) -> list[str]:
     n = MATMULS[k0.workload]
     ks, fns = [], {}
     for contract in ("off", "fast"):
@@ -107,7 +113,7 @@ def run_matmul(k0: tx.Kernel, arch: str, reps: int, bad: list[str]) -> list[str]
             fns["clang -O2 (tinygrad's C)"] = cfn
     fns["numpy OpenBLAS, 1 thread"] = numpy_matmul(ks[0], bad)
     per: dict[str, list[float]] = {}
-    t = tx.timed(fns, reps, per)
+    t = tx.timed(fns, reps, per, clock=clock)
     ref = "numpy OpenBLAS, 1 thread"
     rows = []
     for who in fns:
@@ -127,14 +133,15 @@ def run_matmul(k0: tx.Kernel, arch: str, reps: int, bad: list[str]) -> list[str]
     return rows
 
 
-def run_conv(k0: tx.Kernel, arch: str, reps: int, bad: list[str]) -> list[str]:
+def run_conv(k0: tx.Kernel, arch: str, reps: int, bad: list[str],
+             clock: Callable[[], float]) -> list[str]:
     rows = []
     for contract in ("off", "fast"):
         k, kfn, cfn = loaded(k0, arch, contract)
         checked(k, kfn, f"kcc fp-contract {contract}", bad)
         checked(k, cfn, "clang", bad)
         per: dict[str, list[float]] = {}
-        t = tx.timed({"kcc": kfn, "clang": cfn}, reps, per)
+        t = tx.timed({"kcc": kfn, "clang": cfn}, reps, per, clock=clock)
         q = sorted(a / b for a, b in zip(per["kcc"], per["clang"]))
         rows.append(f"| {k.name} | {contract} | {t['kcc'] * 1e3:.2f} | {t['clang'] * 1e3:.2f} "
                     f"| {t['kcc'] / t['clang']:.2f} | {statistics.median(q):.2f} "
@@ -143,7 +150,8 @@ def run_conv(k0: tx.Kernel, arch: str, reps: int, bad: list[str]) -> list[str]:
     return rows
 
 
-def run_memory(kernels: list[tx.Kernel], arch: str, reps: int, bad: list[str]) -> list[str]:
+def run_memory(kernels: list[tx.Kernel], arch: str, reps: int, bad: list[str],
+               clock: Callable[[], float]) -> list[str]:
     """Each memory-bound kernel timed with the copy/triad peers in its rounds."""
     rows = []
     for k0 in kernels:
@@ -156,7 +164,7 @@ def run_memory(kernels: list[tx.Kernel], arch: str, reps: int, bad: list[str]) -
         bad += [f"bandwidth peer {p}" for p in bw.check()]
         fns = {"kcc": kfn, "clang": cfn, **bw.fns()}
         per: dict[str, list[float]] = {}
-        t = tx.timed(fns, reps, per)
+        t = tx.timed(fns, reps, per, clock=clock)
         g = bw.gbs(t)
         best = max(g, key=lambda name: g[name])
         moved = tx.moved_bytes(k)
@@ -183,13 +191,18 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--only", default=",".join(ALL))
     ap.add_argument("--arch", default="native")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time each call by this thread's CPU time, not the wall clock")
     opt = ap.parse_args()
+    # the clock every round is timed by (bench/tinygrad_x86.timed)
+    clock_fn = time.thread_time if opt.cpu_time else time.perf_counter
     names = [n for n in opt.only.split(",") if n]
     if unknown := [n for n in names if n not in ALL]:
         sys.exit(f"unknown workloads {unknown}: choose from {', '.join(ALL)}")
     bad: list[str] = []
-    print(f"median of {opt.reps} interleaved rounds, --arch {opt.arch}, one thread; load "
-          f"average {Path('/proc/loadavg').read_text().split()[:3]}")
+    clock = "thread CPU time" if opt.cpu_time else "wall clock"
+    print(f"median of {opt.reps} interleaved rounds ({clock}), --arch {opt.arch}, one thread; "
+          f"load average {Path('/proc/loadavg').read_text().split()[:3]}")
     with tempfile.TemporaryDirectory() as tmp:
         kernels = tx.capture(names, Path(tmp), build)
         mm = [k for k in kernels if k.workload in MATMULS]
@@ -199,21 +212,21 @@ def main() -> None:
                   "(range) | inner loop insts |")
             print("|---|---|---|---|---|---|---|---|---|")
             for k in mm:
-                print("\n".join(run_matmul(k, opt.arch, opt.reps, bad)))
+                print("\n".join(run_matmul(k, opt.arch, opt.reps, bad, clock_fn)))
         conv = [k for k in kernels if k.workload == "conv2d"]
         if conv:
             print("\n| conv2d kernel | kcc fp-contract | kcc ms | clang ms | kcc/clang | "
                   "per round: median (range) | inner loop kcc / clang |")
             print("|---|---|---|---|---|---|---|")
             for k in conv:
-                print("\n".join(run_conv(k, opt.arch, opt.reps, bad)))
+                print("\n".join(run_conv(k, opt.arch, opt.reps, bad, clock_fn)))
         mem = [k for k in kernels if k.workload in MEMORY]
         if mem:
             print("\n| memory-bound kernel | code | ms | GB/s | STREAM peers GB/s: copy NT / "
                   "triad NT / copy / triad | of the best peer (medians) | per round: median "
                   "(range) |")
             print("|---|---|---|---|---|---|---|")
-            print("\n".join(run_memory(mem, opt.arch, opt.reps, bad)))
+            print("\n".join(run_memory(mem, opt.arch, opt.reps, bad, clock_fn)))
     print(f"\nload average after: {Path('/proc/loadavg').read_text().split()[:3]}")
     if bad:
         print("WRONG OUTPUTS: " + "; ".join(bad))
