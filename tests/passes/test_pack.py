@@ -195,6 +195,49 @@ def test_interchanged_row_loop_is_jammed_where_registers_allow(arch: str,
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_column_loop_of_a_large_slab_is_widened(arch: str, monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    # 8 row blocks, 16 column blocks of 4, 4 reduce iterations: the jammed slab is 4 x 64
+    # floats (1 KiB) on v4, 4 x 32 (512 B) on v3. With the widening threshold at 512 B, v4's
+    # slab is larger: its column loop is jammed again by 2 (32 columns a block, a 2 KiB slab;
+    # not by 4: the register estimate refuses a third jam); v3's is not larger
+    monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 512)
+    sink = _matmul(32, 256, 16, 4)
+    u, p = _check(sink, arch)
+    (buf,) = _scratch(u, p)
+    cols = 256 // _bound(u, 1)
+    wide = 2 if arch == "x86-64-v4" else 1
+    assert _bound(p, 1) == _bound(u, 1) // wide
+    assert buf.arg.size == 4 * cols * 4 * wide
+    # v4: 4 rows x 32 columns; the row jam's estimate, 2 x (8 + 1) registers, is over its 16,
+    # so the 8 row blocks stay (without the widening they are jammed by 2: the test above)
+    assert _bound(p, 0) == 8
+    accs = [n for n in p.toposort() if n.op is Ops.BUFFER and n.arg.addrspace is AddrSpace.REG]
+    assert len(accs) == 1 + wide                # the slab and one accumulator tile a copy
+    # every b load is in the fill loop, and each of the reduce loop's slab loads reads it
+    b_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 2]
+    red = [n for n in p.toposort() if n.op is Ops.RANGE and n.arg[0] == 2]
+    assert b_loads and all(r not in n.toposort() for n in b_loads for r in red)
+    # a larger threshold (the default, 32 KiB) leaves both alone
+    monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 32 * 1024)
+    _, p0 = _packed(sink, arch)
+    assert _bound(p0, 1) == _bound(u, 1)
+
+
+def test_column_widening_needs_the_wider_slab_to_fit(monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 512)
+    sink = _matmul(32, 256, 16, 4)
+    # v4's 1 KiB slab doubled is 2 KiB: a budget of 2 KiB - 4 packs it unwidened
+    u, p = _packed(sink, pack_bytes=2048 - 4)
+    (buf,) = _scratch(u, p)
+    assert _bound(p, 1) == _bound(u, 1) and buf.arg.size == 4 * 64
+    _, p2 = _packed(sink, pack_bytes=2048)
+    assert _bound(p2, 1) == _bound(u, 1) // 2
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_slab_larger_than_the_chunk_limit_is_blocked_along_k(arch: str, monkeypatch) -> None:
     import kcc.passes.pack as pk
     # 16 reduce iterations of 16 (v4) or 8 (v3) columns x 4 k rows: a slab of 4 or 2 KiB cut

@@ -49,9 +49,10 @@ X86_AVX512 = TargetDesc("x86", widths(_AVX512), widths(_AVX512), _native_x86, "s
 # The memory streams an inner loop may read (TargetDesc.load_streams)
 X86_LOAD_STREAMS = 8
 # The largest packed slab of a strided matmul operand (TargetDesc.pack_bytes): a frame buffer
-# per worker; 64 KiB holds a 16-column slab of 1024 rows, which stays in L2 (2 MiB a core on
-# the hosts measured, docs/performance.md) and is read there contiguously
-X86_PACK_BYTES = 64 * 1024
+# per worker; 128 KiB holds a 32-column slab of 1024 rows (passes/pack.py's column widening),
+# which stays in L2 (2 MiB a core on the hosts measured, docs/performance.md) and is read
+# there contiguously
+X86_PACK_BYTES = 128 * 1024
 # The most frame bytes kcc/passes/stage.py may fill with one copy of loop-invariant loads
 X86_STAGE_BYTES = 16384
 
