@@ -4836,6 +4836,16 @@ lea rax, [rsp + 4*r11 + 4096]
 ; form: lea_r64_m
 lea r8, [rdx - 8192]
 ; bytes: 4c 8d 82 00 e0 ff ff
+; form: lea_r32_m
+lea r8d, [rip + bar]
+; bytes: 44 8d 05 00 00 00 00
+; fixup: 3 pc32 bar -4
+; form: lea_r32_m
+lea eax, [rdi]
+; bytes: 8d 07
+; form: lea_r32_m
+lea r8d, [rsp + 8]
+; bytes: 44 8d 44 24 08
 ; form: cdq
 cdq
 ; bytes: 99

@@ -148,6 +148,8 @@ def _gpr_rows() -> None:
                  w=s == 64, flags="w")
     _leg("movsxd", "gpr", "63", "r64/reg/w rm32/rm/r", w=True)
     _leg("lea", "gpr", "8d", "r64/reg/w m/rm/r", w=True)
+    # LEA r32, m: a 64-bit address sum truncated to 32 bits (no 67 prefix), for int32 index math
+    _leg("lea", "gpr", "8d", "r32/reg/w m/rm/r")
     _leg("cdq", "gpr", "99", "", implicit_uses=("rax",), implicit_defs=("rdx",))
     _leg("cqo", "gpr", "99", "", w=True, implicit_uses=("rax",), implicit_defs=("rdx",))
     _leg("push", "gpr", "50", "r64/opreg/r", implicit_uses=("rsp",), implicit_defs=("rsp",))

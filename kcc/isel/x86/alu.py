@@ -74,10 +74,7 @@ class X86Alu:
                 self.emit(f"imul_r{w}_rm{w}", t, self.reg(u.src[1]))
             return t
         if op is Ops.MULACC:
-            t = self.copy(self.reg(u.src[0]), dt)
-            self.emit(f"imul_r{w}_rm{w}", t, self.reg(u.src[1]))
-            self.emit(f"add_r{w}_rm{w}", t, self.reg(u.src[2]))
-            return t
+            return self.mulacc(u, w)
         if op is Ops.NEG:
             t = self.copy(self.reg(u.src[0]), dt)
             self.emit(f"neg_rm{w}", t)
@@ -95,6 +92,35 @@ class X86Alu:
             self.emit(f"cmov{cc}_r{w}_rm{w}", t, b)
             return t
         raise SelectError(f"{op.name} on {dt} has no x86 rule (it should be decomposed)")
+
+    def mulacc(self, u: UOp, w: str) -> VReg:
+        """a*b + c on GPRs. tinygrad's upcast indices are `i*k + j` with constant k and j: with
+        k in 1, 2, 3, 4, 5, 8, 9 one LEA computes it (no flags, no constant in a register);
+        else IMUL by an immediate, then ADD of an immediate. LEA r32 keeps the low 32 bits of
+        the 64-bit address sum (SDM Vol. 2A "LEA": operand size 32, address size 64), which is
+        the int32 wrap of the product and sum, zero-extended as every 32-bit op's result."""
+        a, k, j = u.src
+        c, d = self.imm(k), self.imm(j)
+        if c is not None and d is not None:
+            x = self.reg(a)
+            mem = {1: Mem(x, None, 1, d), 2: Mem(x, x, 1, d), 4: Mem(None, x, 4, d),
+                   8: Mem(None, x, 8, d), 3: Mem(x, x, 2, d), 5: Mem(x, x, 4, d),
+                   9: Mem(x, x, 8, d)}.get(c)
+            if mem is not None:
+                t = self.new("gpr")
+                self.emit(f"lea_r{w}_m", t, mem)
+                return t
+        if c is not None:
+            t = self.new("gpr")
+            self.emit(f"imul_r{w}_rm{w}_imm{8 if -128 <= c <= 127 else 32}", t, self.reg(a), c)
+        else:
+            t = self.copy(self.reg(a), u.dtype)
+            self.emit(f"imul_r{w}_rm{w}", t, self.reg(k))
+        if d is not None:
+            self.emit(imm_form("add", w, d), t, d)
+        else:
+            self.emit(f"add_r{w}_rm{w}", t, self.reg(j))
+        return t
 
     def shift(self, u: UOp) -> VReg:
         """SHL/SHR: logical for unsigned, arithmetic right shift for signed dtypes."""

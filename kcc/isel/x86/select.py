@@ -67,6 +67,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
         self.places: dict[UOp, Place] = {}
         self.bufs: dict[UOp, tuple[str, object]] = {}   # ("ptr", vreg) | ("frame", offset)
         self.frame_bytes = SCRATCH_BYTES               # REG buffers follow the scratch slot
+        self.scratch_used = False                      # a gated store's false address
         self.loops: list[tuple[UOp, VReg, str, str | None]] = []
         self.const_cache: dict[tuple, VReg] = {}
         self.stack_args: list[tuple[VReg, int]] = []
@@ -522,6 +523,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
             a = self.new("gpr")
             self.emit("lea_r64_m", a, mem)
             s = self.new("gpr")
+            self.scratch_used = True
             self.emit("lea_r64_m", s, Mem(RSP, None, 1, 0))
             g = self.reg(u.src[2])
             self.emit("test_rm8_r8", g, g)
@@ -563,4 +565,7 @@ def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],
     loc = {v: ("reg", p.name) for v, p in fn.params}
     loc.update((v, ("stack", off)) for v, off in sel.stack_args)
     checks = [(loc[sel.bufs[b][1]], n) for b, n in sel.stream_align.items()]
-    return fn, sel.frame_bytes, sel.stack_args, checks
+    # no REG buffer and no gated store: no frame locals at all (the prologue then sets up no
+    # frame, kcc/targets/x86/code.py), not an unused scratch slot
+    unused = sel.frame_bytes == SCRATCH_BYTES and not sel.scratch_used
+    return fn, 0 if unused else sel.frame_bytes, sel.stack_args, checks

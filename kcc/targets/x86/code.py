@@ -134,9 +134,12 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
     for p in saved:
         items.append(("push_r64", XReg(p.name)))
-    items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
-    # 64-byte alignment for vector spill slots and REG buffers
-    items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
+    if frame:
+        items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
+        # 64-byte alignment for vector spill slots and REG buffers
+        items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
+    # else: no slot is addressed off rsp, and the pushes leave rsp where the pops want it, so
+    # neither the frame nor the epilogue's rsp restore is needed (tiny kernels pay them per call)
     OP, RET, LABELS = Kind.OP, Kind.RET, (Kind.LABEL, Kind.LOOP_BEGIN)   # (bound once)
     for k, inst in enumerate(fn.insts):
         kind = inst.kind
@@ -147,7 +150,9 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
                 items.append(("align", LOOP_ALIGN))
             items.append(("label", inst.label()))
         elif kind is RET:
-            items.append(("lea_r64_m", XReg("rsp"), XMem(0, "rbp", None, 1, -8 * len(saved))))
+            if frame:
+                items.append(("lea_r64_m", XReg("rsp"),
+                              XMem(0, "rbp", None, 1, -8 * len(saved))))
             for p in reversed(saved):
                 items.append(("pop_r64", XReg(p.name)))
             items.append(("pop_r64", XReg("rbp")))
