@@ -30,12 +30,14 @@ from kcc.isel.x86.regs import GPR_ORDER
 
 # rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
 FRAME_ALIGN = 64
-# The head of every innermost loop starts at a multiple of 32 bytes (NOP padding before it,
-# run once per entry), so that a short loop body spans as few instruction-fetch blocks as it
-# can. Measured on tinygrad's layernorm normalize loop (docs/performance.md, "Loop heads"):
-# kcc's loop at a 32- or 64-byte aligned address ran 1-3% faster than the same bytes at an
-# address that is only 16-byte aligned or not aligned. Functions start at a multiple of it.
-LOOP_ALIGN = 32
+# The head of every innermost loop starts at a multiple of 64 bytes (NOP padding before it,
+# run once per entry), so that a short loop body spans as few instruction-fetch blocks (and
+# cache lines) as it can. Measured on tinygrad's layernorm normalize loop (docs/performance.md,
+# "Loop heads"): kcc's loop at a 32- or 64-byte aligned address ran 1-3% faster than the same
+# bytes only 16-byte aligned. 64, not 32: once tiny kernels lost their frame setup, a 44-byte
+# loop (the sweep's i32_minmax E_64_4) landed at +0x20, across a 64-byte line, and ran 19.0 ->
+# 24.8 ns a call; at +0x40 18.5 ns (docs/performance.md, "Tiny kernels: ...").
+LOOP_ALIGN = 64
 FUNC_ALIGN = 16
 
 
