@@ -24,7 +24,6 @@ says that the SASS columns are missing; without ptxas it stops and says so.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import subprocess
@@ -155,29 +154,23 @@ def measure(name: str, make: Any, arch: str, tmp: Path,
     from tinygrad.helpers import Target
     from tinygrad.renderer.ptx import PTXRenderer
 
-    import kcc.tinygrad
+    from gpu_vs_llvm import captured_lowerings
+
     from kcc.frontend.parser import parse_result
     from kcc.targets.driver import compile_sinks
     from kcc.tinygrad.recording import lower
-    out = tmp / name
-    with kcc.tinygrad.capture(str(out)) as cap:
-        make().realize()
-    man = json.loads((out / "capture.json").read_text())
     ren = PTXRenderer(Target(device="CUDA", arch=arch))
     rows = []
-    for k in man["kernels"]:
+    for _, k, text, ast in captured_lowerings(name, make, tmp, "ptx"):
         ptx_uop = k["gpu"].get("ptx")
         row: dict[str, Any] = {"comp": name, "kernel": f"{k['name']}#{k['index']}"}
         rows.append(row)
-        if not ptx_uop:
+        if text is None:
             row["error"] = k["gpu"].get("ptx_error") or "no .ptx.uop lowering"
             continue
-        text = (out / ptx_uop).read_text()
         sink = parse_result(text, ptx_uop).sink
         kptx = compile_sinks([sink], [ptx_uop], "cuda", arch, emit="ptx").data.decode()
-        key = next(kk for (kk, st) in cap.gpu_imported
-                   if st == "ptx" and cap.gpu_imported[(kk, st)].text == text)
-        tptx = _tinygrad_module(ren.render(lower(cap.asts[key], ren)), arch)
+        tptx = _tinygrad_module(ren.render(lower(ast, ren)), arch)
         stem = f"{name}_{k['index']}"
         try:
             kcub, kf = ptxas(kptx, arch, tmp, stem + "_kcc")

@@ -35,7 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,24 +120,39 @@ def _agree(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
+def captured_lowerings(name: str, make: Callable[[], Any], tmp: Path,
+                       style: str) -> Iterator[tuple[Path, dict[str, Any], str | None, Any]]:
+    """Capture the computation's kernels (kcc.tinygrad.capture under tmp/name); per kernel its
+    capture folder, its capture.json entry, the .uop text of its GPU lowering `style` ("hip",
+    "ptx"; None when there is none) and the AST tinygrad lowered it from (for the peer's own
+    renderer)."""
+    import kcc.tinygrad
+    out = tmp / name
+    with kcc.tinygrad.capture(str(out)) as cap:
+        make().realize()
+    man = json.loads((out / "capture.json").read_text())
+    for k in man["kernels"]:
+        f = k["gpu"].get(style)
+        text = (out / f).read_text() if f else None
+        ast = None if text is None else next(
+            (cap.asts[kk] for (kk, st), imp in cap.gpu_imported.items()
+             if st == style and imp.text == text), None)
+        yield out, k, text, ast
+
+
 def measure(name: str, make: Callable[[], Any], arch: str, tmp: Path,
             no_pk_f32: bool = False) -> list[dict[str, Any]]:
     """Capture the computation's kernels and measure each on both sides."""
     from tinygrad.helpers import Target
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
 
-    import kcc.tinygrad
     from kcc.frontend.parser import parse_result
     from kcc.targets.amd.emu.core import EmuError
     from kcc.targets.driver import compile_sinks
     from kcc.tinygrad.recording import lower
-    out = tmp / name
-    with kcc.tinygrad.capture(str(out)) as cap:
-        make().realize()
-    man = json.loads((out / "capture.json").read_text())
     ren = AMDLLVMRenderer(Target(device="AMD", arch=arch))
     rows = []
-    for k in man["kernels"]:
+    for out, k, text, ast in captured_lowerings(name, make, tmp, "hip"):
         hip = k["gpu"].get("hip")
         row: dict[str, Any] = {"comp": name, "kernel": f"{k['name']}#{k['index']}"}
         rows.append(row)
@@ -148,7 +163,7 @@ def measure(name: str, make: Callable[[], Any], arch: str, tmp: Path,
         ins = [np.load(out / a["in"]) for a in args]
         want = {i: np.load(out / a["out"]) for i, a in enumerate(args) if "out" in a}
         # kcc: the HIP renderer's lowering through kcc's AMD back end
-        sink = parse_result((out / hip).read_text(), hip).sink
+        sink = parse_result(text, hip).sink
         comp = compile_sinks([sink], [hip], "amd", arch)
         desc = comp.descs[0]
         kgrid, kblock = desc.launch_dims(ins)
@@ -158,9 +173,7 @@ def measure(name: str, make: Callable[[], Any], arch: str, tmp: Path,
             row["error"] = f"kcc's code object does not emulate: {e}"
             continue
         # LLVM: the AMD LLVM renderer's lowering of the same AST, tinygrad-slot order
-        key = next(kk for (kk, st) in cap.gpu_imported if st == "hip" and
-                   cap.gpu_imported[(kk, st)].text == (out / hip).read_text())
-        uops = lower(cap.asts[key], ren)
+        uops = lower(ast, ren)
         ir = ren.render(uops)
         fn = re.search(r"define amdgpu_kernel void @(\w+)\(", ir)
         assert fn is not None
