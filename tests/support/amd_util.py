@@ -52,9 +52,13 @@ def llvm_link(tmp: Path, arch: str, asm: str, name: str = "k") -> bytes:
 
 def llc_hsaco(tmp: Path, arch: str, ir: str, name: str = "k",
               extra: tuple[str, ...] = ()) -> bytes:
-    """Compile LLVM IR with llc-19 for ``arch`` and link it: code kcc did not write."""
+    """Compile LLVM IR with llc-19 for ``arch`` and link it: code kcc did not write. gfx1100
+    code is compiled with ``--amdgpu-enable-vopd=0``: kcc's decoder (and so its emulator) has
+    no VOPD (dual-issue) rows, and kcc never emits them."""
     ll, s = tmp / f"{name}.ll", tmp / f"{name}.s"
     ll.write_text(ir)
+    if arch == "gfx1100":
+        extra = ("--amdgpu-enable-vopd=0", *extra)
     subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2", *extra,
                     str(ll), "-o", str(s)], check=True, capture_output=True, text=True)
     return llvm_link(tmp, arch, s.read_text(), name)

@@ -92,7 +92,7 @@ def test_the_waits_fall_where_llc_puts_them(tmp_path: Path) -> None:
     """llc-19's gfx1100 code with its s_waitcnt_depctr taken out: trans_hazards puts them
     back exactly where llc had them (an oracle for the window, not kcc's own reading)."""
     from kcc.targets.amd.hsaco_read import read_hsaco
-    obj = llc_hsaco(tmp_path, "gfx1100", CHAIN, "t", extra=("--amdgpu-enable-vopd=0",))
+    obj = llc_hsaco(tmp_path, "gfx1100", CHAIN, "t")
     insts = [i for _, _, i, _ in disassemble("gfx1100", read_hsaco(obj).code("t"))]
     assert sum(i.name == "s_waitcnt_depctr" for i in insts) == 4
     stripped = [i for i in insts if i.name != "s_waitcnt_depctr"]

@@ -7,7 +7,7 @@ and denominators near the ends of the range — also with V_RCP_F32 / V_SQRT_F32
 documented (valu_div.FLUSH: denormals flushed; valu_div.APPROX: either neighbour of the
 exact value).
 
-gfx1100 code is compiled with ``--amdgpu-enable-vopd=0`` (kcc's decoder has no VOPD rows).
+gfx1100 code is compiled without VOPD (amd_util.llc_hsaco: kcc's decoder has no VOPD rows).
 """
 
 from __future__ import annotations
@@ -122,8 +122,7 @@ def assert_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 
 def _run(tmp_path, arch: str, seed: int, checks: str = "div rcp sqrt f64") -> None:
-    obj = llc_hsaco(tmp_path, arch, DIV, "fdiv",
-                    extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    obj = llc_hsaco(tmp_path, arch, DIV, "fdiv")
     rng = np.random.default_rng(seed)
     n = 64 * 16
     a, b = special_f32(n, rng), special_f32(n, rng)

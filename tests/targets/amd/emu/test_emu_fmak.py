@@ -80,8 +80,7 @@ def _fused16(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
 @needs_decoder
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 def test_llc_fmaak_fmamk_against_numpy(tmp_path, arch):
-    extra = ("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ()
-    obj = llc_hsaco(tmp_path, arch, FMAK, "fm", extra)
+    obj = llc_hsaco(tmp_path, arch, FMAK, "fm")
     names = {inst.name for _, _, inst, _ in disassemble(arch, read_hsaco(obj).code("fm"))}
     assert FORMS[arch] <= names
     n = 64

@@ -1,7 +1,7 @@
 """The emulator runs code kcc did not write: small kernels in LLVM IR, compiled by llc-19 and
 linked by ld.lld-19 for gfx1100 and gfx942, compared with numpy.
 
-gfx1100 code is compiled with ``--amdgpu-enable-vopd=0``: kcc's decoder has no VOPD
+gfx1100 code is compiled without VOPD (amd_util.llc_hsaco): kcc's decoder has no VOPD
 (dual-issue) rows, since kcc does not emit VOPD.
 """
 
@@ -205,8 +205,7 @@ declare float @llvm.fabs.f32(float)
 
 
 def build(tmp_path, arch: str, ir: str, name: str) -> bytes:
-    return llc_hsaco(tmp_path, arch, ir, name,
-                     extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    return llc_hsaco(tmp_path, arch, ir, name)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -54,8 +54,7 @@ declare i16 @llvm.smax.i16(i16, i16)
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_f16_and_i16_kernel_matches_numpy(tmp_path, arch):
-    obj = llc_hsaco(tmp_path, arch, H16, "h16",
-                    extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    obj = llc_hsaco(tmp_path, arch, H16, "h16")
     rng = np.random.default_rng(16)
     n = 64
     a = (rng.standard_normal(n) * 4).astype(np.float16)
@@ -146,8 +145,7 @@ declare void @llvm.amdgcn.s.barrier()
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_lds_atomics_kernel_matches_numpy(tmp_path, arch):
-    obj = llc_hsaco(tmp_path, arch, LDS_ATOMICS, "ldsat",
-                    extra=("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ())
+    obj = llc_hsaco(tmp_path, arch, LDS_ATOMICS, "ldsat")
     n = 128
     rng = np.random.default_rng(6)
     v = rng.integers(0, 1000, n).astype(np.uint32)
@@ -232,9 +230,7 @@ declare i32 @llvm.amdgcn.workitem.id.x()
 """
 
 
-# gfx942 only: for gfx1100 llc puts an s_waitcnt_depctr (a hazard wait) in this kernel, a
-# SOPP form kcc's decoder has no row for (kcc never emits it).
-@pytest.mark.parametrize("arch", ["gfx942"])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_fdiv_macro_matches_numpy(tmp_path, arch):
     obj = llc_hsaco(tmp_path, arch, FDIV, "dv")
     rng = np.random.default_rng(8)

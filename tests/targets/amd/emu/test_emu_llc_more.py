@@ -65,8 +65,7 @@ FORMS = {"gfx1100": {"v_add_lshl_u32", "v_pack_b32_f16", "v_mad_u16"},
 @needs_decoder
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
 def test_llc_add_lshl_pack_mad16_against_numpy(tmp_path, arch):
-    extra = ("--amdgpu-enable-vopd=0",) if arch == "gfx1100" else ()
-    obj = llc_hsaco(tmp_path, arch, MORE, "more", extra)
+    obj = llc_hsaco(tmp_path, arch, MORE, "more")
     names = {inst.name for _, _, inst, _ in disassemble(arch, read_hsaco(obj).code("more"))}
     assert FORMS[arch] <= names
     n = 64

@@ -79,8 +79,7 @@ declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x16bf16.1k(<4 x i16>, <4 x i16>, 
 
 @pytest.fixture(scope="module")
 def wmma_obj(tmp_path_factory) -> bytes:
-    return llc_hsaco(tmp_path_factory.mktemp("wmma"), "gfx1100", WMMA, "wmma",
-                     extra=("--amdgpu-enable-vopd=0",))
+    return llc_hsaco(tmp_path_factory.mktemp("wmma"), "gfx1100", WMMA, "wmma")
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,8 @@ def test_llc_packed_f32_against_numpy(tmp_path):
     run_hsaco(obj, "pk", [a, b, c, o], grid=2, block=64)
     a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
     sw = b64[:, ::-1]
-    fma = lambda p, q, r: (p * q + r).astype(np.float32)  # exact f64 product, as test_emu_llc
+    def fma(p, q, r):   # exact f64 product, as test_emu_llc
+        return (p * q + r).astype(np.float32)
     with np.errstate(invalid="ignore"):
         want = np.stack([(a + b), (a * b), fma(a64, b64, c64), (a * b[:, ::-1]),
                          fma(a64, sw, -c64), (a + np.float32(1.0)),
