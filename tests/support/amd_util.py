@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,20 @@ def parse_yaml(text: str) -> object:
         return out
 
     return block(0)
+
+
+def assert_emulated_like_interpreter(sink: Any, code: Any, seeds: tuple[int, ...] = (0, 1)) -> None:
+    """Run compiled AMD code (``compile_amd_code``'s result for ``sink``) in kcc's emulator on
+    the fuzz harness's special-biased input draws ``seeds`` and assert every output equals the
+    reference interpreter's."""
+    import numpy as np
+    from fuzz.harness import mismatch, run_reference, special_inputs
+    from kcc.targets.amd.target import emulate, hsaco
+    from kcc.targets.manifest import check_launch
+    data = hsaco([code])
+    for seed in seeds:
+        args = special_inputs(sink, seed)
+        want = run_reference(sink, args)
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        emulate(data, code.desc, check_launch(code.desc, got))
+        assert not mismatch(sink, got, want), mismatch(sink, got, want)

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
-from fuzz.harness import mismatch, run_reference, special_inputs
+from amd_util import assert_emulated_like_interpreter
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Inst, Kind, MFunction, PReg, RegOp, Role, VReg
 from kcc.isel.amd import regs
@@ -82,19 +81,12 @@ def wide_kernel(k: int, op: str) -> str:
 def _run(text: str, arch: str, vgprs: int, monkeypatch, seeds: tuple = (0, 1)) -> None:
     """Compile with only ``vgprs`` VGPRs (the checker on), assert that it spills, and run it in
     the emulator against the interpreter on the input draws ``seeds``."""
-    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
-    from kcc.targets.manifest import check_launch
+    from kcc.targets.amd.target import compile_amd_code
     monkeypatch.setitem(regs.ARCHES, arch, replace(regs.ARCHES[arch], vgprs=vgprs))
     sink = parse(text)
     (code,) = compile_amd_code([sink], arch)
     assert code.spills.scratch_bytes > 0
-    data = hsaco([code])
-    for seed in seeds:
-        args = special_inputs(sink, seed)
-        want = run_reference(sink, args)
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-        emulate(data, code.desc, check_launch(code.desc, got))
-        assert not mismatch(sink, got, want), mismatch(sink, got, want)
+    assert_emulated_like_interpreter(sink, code, seeds)
 
 
 # (dt, lanes, vgprs, vectors): configurations where the old packing gave wrong outputs on

@@ -9,10 +9,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
-from fuzz.harness import mismatch, run_reference, special_inputs
+from amd_util import assert_emulated_like_interpreter
 from kcc.encode.amd.operands import VGPR
 from kcc.frontend.parser import parse
 from kcc.isel.amd import regs
@@ -64,17 +63,10 @@ def _compile(text: str, arch: str) -> tuple[object, list[str]]:
 
 def _check(text: str, arch: str, seeds: tuple = (0, 1)) -> None:
     """Run the kernel in the emulator against the interpreter on the input draws."""
-    from kcc.targets.amd.target import compile_amd_code, emulate, hsaco
-    from kcc.targets.manifest import check_launch
+    from kcc.targets.amd.target import compile_amd_code
     sink = parse(text)
     (code,) = compile_amd_code([sink], arch)
-    data = hsaco([code])
-    for seed in seeds:
-        args = special_inputs(sink, seed)
-        want = run_reference(sink, args)
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-        emulate(data, code.desc, check_launch(code.desc, got))
-        assert not mismatch(sink, got, want), mismatch(sink, got, want)
+    assert_emulated_like_interpreter(sink, code, seeds)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
