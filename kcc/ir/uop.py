@@ -14,7 +14,7 @@ import struct
 import weakref
 from _weakref import _remove_dead_weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
@@ -240,6 +240,26 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
         order.append(root)
         return order
     return _toposort(roots, descend)
+
+
+def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
+    """The nodes of order (sources before users) with the nodes of repl replaced: a copy of
+    repl extended by every node of order that reads a replaced or rebuilt node, rebuilt once
+    with its new sources (a node of repl stays what repl says). Look nodes up with
+    `.get(n, n)`: a node absent is unchanged."""
+    out = dict(repl)
+    for n in order:
+        if n in out:
+            continue
+        srcs = tuple([out.get(s, s) for s in n.src])
+        if srcs != n.src:
+            out[n] = n.replace(src=srcs)
+    return out
+
+
+def substitute(root: UOp, repl: dict[UOp, UOp]) -> UOp:
+    """root with the nodes of repl replaced, its graph rebuilt where they are read (one walk)."""
+    return rebuild(toposort([root]), repl).get(root, root)
 
 
 def _toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None) -> list[UOp]:

@@ -94,7 +94,7 @@ from dataclasses import dataclass
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, toposort
+from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, substitute
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
@@ -392,18 +392,6 @@ def _kblock(loops: _Loops, plan: _Plan) -> _KBlock | None:
     return _KBlock(size, reload) if reload else None
 
 
-def _subst(x: UOp, m: dict[UOp, UOp]) -> UOp:
-    """x with the nodes of m replaced (its cone rebuilt)."""
-    out = dict(m)
-    for n in toposort([x]):
-        if n in out:
-            continue
-        srcs = tuple(out.get(s, s) for s in n.src)
-        if srcs != n.src:
-            out[n] = n.replace(src=srcs)
-    return out.get(x, x)
-
-
 def _place(buf: UOp, idx: UOp, lanes: int) -> UOp:
     """An INDEX (one element) or SHRINK (lanes elements) place of buf at idx."""
     if lanes == 1:
@@ -441,7 +429,7 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
         pbuf = UOp(Ops.BUFFER, (), ParamArg(slot + k, a.dtype, chunk * op.width, None, None,
                                              AddrSpace.REG))
         into = UOp(Ops.AFTER, (pbuf, p))
-        src_idx = _subst(op.rep, {red: UOp(Ops.ADD, (first, p)) if kb else p, col: col2})
+        src_idx = substitute(op.rep, {red: UOp(Ops.ADD, (first, p)) if kb else p, col: col2})
         row = UOp(Ops.MUL, (p, strong_int(op.width, dt)))
         for o, w in dict.fromkeys(op.offsets):
             at = src_idx if o == op.rep_off else \
@@ -490,7 +478,7 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
             # from the second chunk on, the accumulator element starts from the output element
             # it was copied to: float32 stored and loaded exactly, its terms still in r order
             place, lane = kb.reload[n]
-            v = UOp(Ops.LOAD, (_subst(place, out),))
+            v = UOp(Ops.LOAD, (substitute(place, out),))
             v = UOp(Ops.INDEX, (v, strong_int(lane, dt))) if lane >= 0 else v
             gate = UOp(Ops.CMPNE, (kbr, strong_int(0, dt)))
             srcs[1] = UOp(Ops.WHERE, (gate, v, srcs[1]))

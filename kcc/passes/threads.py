@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, UOp, toposort
+from kcc.ir.uop import AddrSpace, UOp, substitute, toposort
 from kcc.passes.target import TargetDesc
-from kcc.passes.wmma import _substitute
 
 
 def _index(n: UOp, v: UOp) -> UOp:
@@ -53,4 +52,4 @@ def fold_threads(sink: UOp, desc: TargetDesc) -> UOp:
             repl[n] = _index(n, UOp(Ops.CMOD, (merged, UOp.const(size))))
         for n in gid:
             repl[n] = _index(n, UOp(Ops.CDIV, (merged, UOp.const(size))))
-    return _substitute(sink, repl)
+    return substitute(sink, repl)

@@ -192,7 +192,7 @@ def log2(x: UOp) -> UOp:
     with a split 1/ln 2) and a tail, and e is added last with its rounding error recovered."""
     fmt = FORMATS[x.dtype]
     b = _B(fmt, x.shape)
-    dt, it = x.dtype, fmt.itype
+    dt = x.dtype
     k = 64
     sub = b.lt(x, b.c(2.0 ** fmt.emin))
     xs = b.where(sub, b.mul(x, b.c(2.0 ** k)), x)

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, Ops
-from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, toposort
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -477,14 +477,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
                     new[k][n] = _constant_out(n.replace(src=srcs))
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
-    out: dict[UOp, UOp] = {end: jammed}
-    for n in loops.order:
-        if n is end:
-            continue
-        srcs = tuple([out.get(s, s) for s in n.src])
-        if srcs != n.src:
-            out[n] = n.replace(src=srcs)
-    return out.get(sink, sink), made
+    return rebuild(loops.order, {end: jammed}).get(sink, sink), made
 
 
 def unroll(sink: UOp, desc: TargetDesc) -> UOp:

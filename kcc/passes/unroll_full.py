@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _constant_out
@@ -114,14 +114,7 @@ def _unroll_one(sink: UOp, order: list[UOp], r: UOp, end: UOp, body: list[UOp]) 
                 new[x] = _constant_out(x.replace(src=tuple(srcs)))
         bodies.append(new.get(end.src[0], end.src[0]))
     group = UOp(Ops.GROUP, tuple(dict.fromkeys(bodies)))
-    out: dict[UOp, UOp] = {end: group}
-    for x in order:
-        if x is end or x in out:
-            continue
-        srcs = tuple([out.get(s, s) for s in x.src])
-        if srcs != x.src:
-            out[x] = x.replace(src=srcs)
-    return out.get(sink, sink)
+    return rebuild(order, {end: group}).get(sink, sink)
 
 
 def unroll_full(sink: UOp, desc: TargetDesc) -> UOp:

@@ -60,7 +60,7 @@ from __future__ import annotations
 from kcc.ir.affine import Affine, affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
@@ -320,11 +320,4 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             new_end[e] = out
     if not new_end:
         return sink
-    out: dict[UOp, UOp] = dict(new_end)
-    for n in order:
-        if n in out:
-            continue
-        srcs = tuple([out.get(s, s) for s in n.src])
-        if srcs != n.src:
-            out[n] = n.replace(src=srcs)
-    return keep_params(sink, out.get(sink, sink))
+    return keep_params(sink, rebuild(order, new_end).get(sink, sink))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, rebuild
 
 _FACTORS = (16, 8, 4, 2)
 
@@ -62,12 +62,6 @@ def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp) -> UO
     count = strong_int(c - s, dt) if c is not None and s is not None else \
         UOp(Ops.SUB, (UOp(Ops.MAX, (n, strong_int(0, dt))), start))
     r3 = UOp(Ops.RANGE, (count, after), r.arg)
-    sub: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, start))}
-    for x in region:
-        if x is r:
-            continue
-        srcs = tuple(sub.get(s, s) for s in x.src)
-        if srcs != x.src:
-            sub[x] = x.replace(src=srcs)
+    sub = rebuild(region, {r: UOp(Ops.ADD, (r3, start))})
     body = end.src[0]
     return UOp(Ops.END, (sub.get(body, body), r3))

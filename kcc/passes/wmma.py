@@ -15,9 +15,10 @@ added in int32, wrapping), so the result equals the interpreter's bit for bit.
 
 What it needs: a constant lidx0 bound that is a multiple of the form's lanes (so a warp lies
 within one lidx0 row and only lidx0 differs between its lanes; tinygrad's lidx0 is the warp,
-lidx1 counts warps), and the A and B operands are computed from the lane's indices, loops and GLOBAL memory
-only (no REG or LOCAL buffer, whose contents another lane cannot see): tinygrad's tensor-core
-kernels load their fragments from GLOBAL memory. Anything else is refused by name.
+lidx1 counts warps), and the A and B operands are computed from the lane's indices, loops and
+GLOBAL memory only (no REG or LOCAL buffer, whose contents another lane cannot see):
+tinygrad's tensor-core kernels load their fragments from GLOBAL memory. Anything else is
+refused by name.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from kcc.ir import wmma
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import UOp, substitute, toposort
 from kcc.passes.target import TargetDesc
 
 
@@ -61,17 +62,6 @@ class _Lane:
     __rmul__ = __mul__
 
 
-def _substitute(root: UOp, old: dict[UOp, UOp]) -> UOp:
-    """root with the nodes of `old` replaced (iterative rebuild of its subgraph)."""
-    new: dict[UOp, UOp] = dict(old)
-    for n in toposort([root]):
-        if n in new:
-            continue
-        src = tuple(new.get(s, s) for s in n.src)
-        new[n] = n if src == n.src else n.replace(src=src)
-    return new[root]
-
-
 def _check_operand(x: UOp, u: UOp, which: str) -> None:
     """Refuse an operand another lane cannot recompute (it reads private or shared scratch)."""
     for n in toposort([u]):
@@ -96,7 +86,7 @@ def _expand(x: UOp, lidx: list[UOp]) -> UOp:
         key = (which, target)
         if key not in at_lane:
             idx = UOp(Ops.ADD, (base, target))
-            at_lane[key] = _substitute(src, {s: idx for s in lidx})
+            at_lane[key] = substitute(src, {s: idx for s in lidx})
         return UOp(Ops.INDEX, (at_lane[key], UOp.const(elem)))
 
     out_dt = dtypes.by_name(sh.dtype_out)
@@ -133,4 +123,4 @@ def decompose_wmma(sink: UOp, desc: TargetDesc) -> UOp:
             raise WmmaError(f"{desc.name} has no {wmma.shape_of(x).name}, and a WMMA is "
                             f"expanded per lane only when lidx0 counts whole warps of {threads} "
                             f"lanes (a constant multiple of {threads}), not {got}")
-    return _substitute(sink, {x: _expand(x, lidx) for x in todo})
+    return substitute(sink, {x: _expand(x, lidx) for x in todo})

@@ -25,9 +25,9 @@ to binary32: one rounding), D = acc rounded once to the result type (f16: round 
 even). So ``kcc run --check --emulate`` compares a WMMA kernel with the interpreter bit for
 bit; a GPU agrees with both within the rounding of 16 additions. iu8: exact integer sums,
 wrapped to 32 bits (CLAMP: saturated); NEG_LO[0]/[1] say A/B are signed. On f16/bf16 sources
-NEG_LO/NEG_HI negate the low/high 16-bit halves of A (bit 0) or B (bit 1). EXEC must be all ones (the manuals require it
-of these ops); CBSZ/ABID/BLGP (gfx942 broadcasts) and modifiers on C are not emulated and
-raise :class:`~kcc.targets.amd.emu.core.EmuError`.
+NEG_LO/NEG_HI negate the low/high 16-bit halves of A (bit 0) or B (bit 1). EXEC must be all
+ones (the manuals require it of these ops); CBSZ/ABID/BLGP (gfx942 broadcasts) and modifiers
+on C are not emulated and raise :class:`~kcc.targets.amd.emu.core.EmuError`.
 """
 
 from __future__ import annotations
