@@ -159,8 +159,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per test file")
     ap.add_argument("--report-only", action="store_true")
-    args, extra = ap.parse_known_args()
-    extra = [a for a in extra if a != "--"]
+    # argparse would take the words after `--` as more test files: split them off first
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, extra = ap.parse_args(argv[:cut]), argv[cut + 1:]
     if not args.report_only:
         if args.tinygrad is None:
             ap.error("--tinygrad is required to run test files")
