@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,42 @@ def _name_of(src: str) -> str:
     return "kernel"
 
 
+def _in_beam_try_compile() -> bool:
+    """Whether tinygrad's BEAM search (`search._try_compile`) is lowering this program."""
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        if code.co_name == "_try_compile" and code.co_filename.endswith(
+                os.path.join("codegen", "opt", "search.py")):
+            return True
+        f = f.f_back
+    return False
+
+
+def _beam_discards(uops: list[UOp]) -> bool:
+    """Whether tinygrad's BEAM search would discard this candidate after compiling it.
+
+    tinygrad 0.14's `search._try_compile` lowers a candidate (kernel name "test") through
+    `to_program` -- render, then compile -- and only then raises `RuntimeError("too many
+    uops")` when the linearized program has `>= BEAM_UOPS_MAX` uops (getenv, default 3000; 0
+    or less turns the check off), which `_try_compile` itself catches: the candidate is
+    dropped. Raising the same error from render() drops it the same way, before kcc spends a
+    compile on it (and before tinygrad's compile cache stores an object nobody loads). One
+    difference, in time only: tinygrad keeps a lowered program in `to_program_cache` when
+    to_program returns, so a candidate seen again (the same AST by another order of opts)
+    is lowered once; a refused one is lowered again and refused again, with the same outcome.
+    tests/tinygrad/test_beam_uops_max.py."""
+    from tinygrad.helpers import getenv
+    uops_max = getenv("BEAM_UOPS_MAX", 3000)
+    if not (len(uops) >= uops_max > 0) or kernel_name(uops) != "test":
+        return False
+    if not _in_beam_try_compile():
+        return False
+    if getenv("BEAM_LOG_SURPASS_MAX"):
+        print(f"too many uops. len(uops)={len(uops)}, uops_max={uops_max}")
+    return True
+
+
 class KCCRenderer(ClangRenderer):
     """tinygrad's CPU renderer whose kernels kcc compiles (`DEV=CPU:KCC`)."""
 
@@ -260,6 +297,8 @@ class KCCRenderer(ClangRenderer):
         self.compiler = KCCCompiler()
 
     def render(self, uops: list[UOp]) -> str:
+        if _beam_discards(uops):
+            raise RuntimeError("too many uops")
         try:
             k = program_to_uop(uops)
             _check_abi(uops, k)
