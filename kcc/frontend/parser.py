@@ -93,13 +93,20 @@ def read_source(path: str | Path) -> bytes:
         raise SourceError(str(path), 0, 0, f"cannot read the file: {e}") from None
 
 
-def parse_result(text: str | bytes, path: str = "<input>") -> ParseResult:
-    """Parse and verify; the result also maps every node to where it is written."""
+def parse_result(text: str | bytes, path: str = "<input>", fast: bool = True) -> ParseResult:
+    """Parse and verify; the result also maps every node to where it is written. With fast,
+    plain statement lines take kcc.frontend.plain's fast path (the same graph, locations and
+    errors); fast=False reads every line with the full lexer and parser."""
     lines = split_lines(decode_source(text, path))
+    if fast:
+        from kcc.frontend.plain import PlainParser
+        parser: _Parser = PlainParser(path, lines)
+    else:
+        parser = _Parser(path, lines)
     # The parser makes no reference cycles, so the cyclic GC only costs time here: its full
     # collections rescan every live node while a 200,000-line file is being read.
     with collector.paused():
-        return _Parser(path, lines).run()
+        return parser.run()
 
 
 # -- arg values -------------------------------------------------------------------------------
@@ -134,6 +141,9 @@ class _Frame:
 # -- the parser -------------------------------------------------------------------------------
 
 class _Parser:
+    # a subclass's fast path for one line (kcc.frontend.plain): True when it parsed the line
+    _fast_line: Any = None
+
     def __init__(self, path: str, lines: list[str]):
         self.path = path
         self.lines = lines
@@ -156,7 +166,10 @@ class _Parser:
         if not self.lines or all(not ln.strip() for ln in self.lines):
             raise self.error(1, 1, f"empty file: a .uop file starts with the line '{HEADER}'")
         self._header(self.lines[0])
+        fast = self._fast_line
         for lineno in range(2, len(self.lines) + 1):
+            if fast is not None and fast(lineno, self.lines[lineno - 1]):
+                continue
             self.lx = Lexer(self.lines[lineno - 1], lineno, self.path)
             if self.lx.peek().kind == "eol":
                 continue
