@@ -10,7 +10,9 @@ without ptxas) and AMD (gfx1100 and gfx942, assembly: selection, allocation and 
 HSACO where the encoder is present), through the target registry as `kcc compile` does.
 Every number is the median of --reps compiles after a warm-up compile, each of a freshly
 parsed graph (the previous one freed first: nodes are hash-consed); the AMD columns also
-give the ratio to x86 in the same run. A kernel a target refuses shows the refusal's start.
+give the ratio to x86 in the same run; `--parse` times parsing the text too, as
+tinygrad's `KCCCompiler.compile` does in-process. A kernel a target refuses shows the
+refusal's start.
 `--clock cpu` times with the process's CPU time instead of the wall clock: on a shared, loaded
 host the wall clock also counts the time other jobs held the core. `--clang` adds, for each
 kernel with tinygrad's C source beside it (`NAME.c`, which `bench/tinygrad_x86.py
@@ -50,8 +52,9 @@ def source(path: Path) -> str:
 
 
 def time_compile(path: Path, target: str, arch: str, emit: str | None,
-                 reps: int, clock=time.perf_counter) -> float | str:
-    """Median milliseconds of compiling path, or the refusal message."""
+                 reps: int, clock=time.perf_counter, with_parse: bool = False) -> float | str:
+    """Median milliseconds of compiling path (with_parse: parsing the text too, as
+    `KCCCompiler.compile` does), or the refusal message."""
     spec = registry.get(target)
     emit = emit or spec.default_emit
     text = source(path)
@@ -65,8 +68,10 @@ def time_compile(path: Path, target: str, arch: str, emit: str | None,
         # previous rep's graph is alive would hand back its nodes with their types and
         # verdicts already cached (cheaper than any real compile, where the graph is new)
         gc.collect()
-        sink = parse(text, str(path))
         t0 = clock()
+        sink = parse(text, str(path))
+        if not with_parse:
+            t0 = clock()
         spec.compile([sink], arch, emit)
         times.append((clock() - t0) * 1000)
         last = weakref.ref(sink)
@@ -106,6 +111,9 @@ def main() -> None:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ap.add_argument("--clang", action="store_true",
                     help="also time clang on each kernel's NAME.c (tinygrad's C)")
+    ap.add_argument("--parse", action="store_true",
+                    help="time parsing the .uop text too (what tinygrad's KCCCompiler.compile "
+                         "runs in-process: parse, then compile)")
     a = ap.parse_args()
     files = a.files or sorted((REPO / "examples").glob("*.uop"))
     clock = time.process_time if a.clock == "cpu" else time.perf_counter
@@ -120,7 +128,7 @@ def main() -> None:
     for f in files:
         cells, x86 = [], None
         for j, (t, arch, emit) in enumerate(cols):
-            r = time_compile(f, t, arch, emit, a.reps, clock)
+            r = time_compile(f, t, arch, emit, a.reps, clock, a.parse)
             if isinstance(r, str):
                 cells.append(f"refused: {r[:40]}")
                 continue
