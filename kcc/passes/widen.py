@@ -65,6 +65,7 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, expand_threefry
+from kcc.passes.widen_reduce import ReduceLoop
 from kcc.passes.widen_reroll import widen_rerolled
 from kcc.passes.widen_tail import factors, split, tail_loop
 
@@ -268,6 +269,12 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
 
 
+def reg_slot(order: list[UOp]) -> int:
+    """The first slot no REG buffer of the kernel uses."""
+    return 1 + max((n.arg.slot for n in order if n.op is Ops.BUFFER
+                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+
+
 def _int_bound(n: UOp) -> bool:
     """Whether loop bound n is a constant or a scalar integer expression (of PARAMs: the
     verifier's rule for a RANGE bound), which passes/widen_tail.py splits."""
@@ -305,6 +312,10 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
             lanes = LaneLoop(r, e, loop.region, dep)
             out = lanes.widen(n_iter, desc) if lanes.check() else None
+            if out is None:
+                # a reduction into REG accumulators: lanes of partial results (widen_reduce.py)
+                red = ReduceLoop(r, e, loop.region, dep, reg_slot(order))
+                out = red.widen(n_iter, desc) if red.find() and red.check() else None
             if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
                 out = widen_rerolled(lanes, desc)

@@ -149,6 +149,9 @@ class LaneLoop:
     """One innermost scalar loop checked for widening (module docstring): its region (the
     nodes that depend on the counter), its places and the accesses of each stored buffer."""
 
+    # nodes check() leaves to a subclass (kcc/passes/widen_reduce.py: accumulator accesses)
+    skip: frozenset[UOp] = frozenset()
+
     def __init__(self, r: UOp, end: UOp, region: list[UOp],
                  dep: dict[UOp, frozenset[UOp]]) -> None:
         self.r, self.end, self.region, self.dep = r, end, region, dep
@@ -167,7 +170,7 @@ class LaneLoop:
         inside = self.inside
         accesses: list[tuple[UOp, bool]] = []
         for n in self.region:
-            if n is self.r:
+            if n is self.r or n in self.skip:
                 continue
             if n.shape or n.op in (Ops.RANGE, Ops.END, Ops.AFTER, Ops.BARRIER):
                 return False
@@ -184,7 +187,7 @@ class LaneLoop:
                 accesses.append((p, n.op is Ops.STORE))
             elif n.op is not Ops.GROUP and (n.kind != "value" or n.op not in _LANEWISE):
                 return False
-        if not any(st for _, st in accesses):
+        if not self.skip and not any(st for _, st in accesses):
             return False
         return self._consecutive(accesses)
 
@@ -335,9 +338,9 @@ class LaneLoop:
         need_vec, need_scalar = self._demand()
         r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
         scal: dict[UOp, UOp] = {r: UOp(Ops.MUL, (r2, strong_int(k, dt)))}
-        vec: dict[UOp, UOp] = {}
+        vec: dict[UOp, UOp] = self.seed(r2, k)
         new: dict[UOp, UOp] = {}
-        made: list[UOp] = []
+        made: list[UOp] = list(vec.values())
 
         def lanes(s: UOp) -> UOp:
             v = vec.get(s)
@@ -352,7 +355,7 @@ class LaneLoop:
         for n in self.region:
             if n in need_scalar and n is not r:
                 scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
-            if n in need_vec:
+            if n in need_vec and n not in vec:
                 c = self.lin(n)
                 if n.op is Ops.LOAD:
                     v = UOp(Ops.LOAD, (place(n.src[0]),))
@@ -369,7 +372,7 @@ class LaneLoop:
                 vec[n] = v
                 made.append(v)
             if n.op is Ops.STORE:
-                new[n] = UOp(Ops.STORE, (place(n.src[0]), lanes(n.src[1])))
+                new[n] = self.vector_store(n, place, lanes)
                 made.append(new[n])
             elif n.op is Ops.GROUP:
                 new[n] = n.replace(src=tuple(dict.fromkeys(new.get(s, s) for s in n.src)))
@@ -377,6 +380,15 @@ class LaneLoop:
             return None
         body = self.end.src[0]
         return UOp(Ops.END, (new.get(body, body), r2))
+
+    def seed(self, r2: UOp, k: int) -> dict[UOp, UOp]:
+        """Vectors of region nodes the rewrite takes as made (none here; a subclass's hook)."""
+        return {}
+
+    def vector_store(self, n: UOp, place: Callable[[UOp], UOp],
+                     lanes: Callable[[UOp], UOp]) -> UOp:
+        """STORE n at k lanes: its place a SHRINK, its value the k lanes (a subclass's hook)."""
+        return UOp(Ops.STORE, (place(n.src[0]), lanes(n.src[1])))
 
     def _demand(self) -> tuple[set[UOp], set[UOp]]:
         """(the nodes whose k-lane vector the rewrite needs, those whose lane-0 scalar it

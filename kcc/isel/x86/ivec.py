@@ -16,7 +16,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
-from kcc.isel.x86.base import SelectError, const_bytes, strong_const, vw
+from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, vw
 
 _SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
 _COMMON = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.NEG, Ops.MAX,
@@ -251,6 +251,34 @@ class X86IVec:
         y = self.new("vec")
         self.emit("vinserti128_y_y_xm_imm8", y, halves[0], halves[1], 1)
         return y
+
+    def vcast_bool(self, x: UOp, dt: DType, n: int) -> VReg:
+        """bool lanes → 0/1 integer or 0.0/1.0 float lanes (docs/semantics.md, CAST)."""
+        w = vw(dt, n)
+        one = const_bytes(1, dt) if dt.is_int else const_bytes(1.0, dt)
+        k = self.kbool(x) if self.evex else None
+        if k is not None:
+            # x86-64-v4: the opmask picks 1 from .rodata, zero elsewhere (VMOVDQU/UPS {k}{z})
+            move = f"vmovdqu{dt.bits}" if dt.is_int else f"vmovup{fs(dt)}"
+            t = self.new("vec")
+            self.emit(f"{move}_{w}_kz_{w}m", t, k, Mem(), arg={"rip": self.pool.label(one * n)})
+            return t
+        # a lane mask is all ones where true: its top bit shifted down (VPSRLW/D/Q), 0 - mask
+        # on bytes (VPSUBB), or the bits of 1.0 ANDed in (VANDPS/PD)
+        m = self.bool_vec(x, dt.itemsize)
+        t = self.new("vec")
+        if dt.is_float:
+            c = self.new("vec")
+            self.emit(f"vmovups_{w}_{w}m", c, Mem(), arg={"rip": self.pool.label(one * n)})
+            self.emit(f"vandp{fs(dt)}_{w}_{w}_{w}m", t, m, c)
+        elif dt.itemsize == 1:
+            z = self.new("vec")
+            self.emit("vzero", z)
+            self.emit(f"vpsubb_{w}_{w}_{w}m", t, z, m)
+        else:
+            self.emit(f"vpsrl{_SFX[dt.itemsize]}_{w}_{w}_imm8" if w != "z"
+                      else f"vpsrl{_SFX[dt.itemsize]}_z_zm_imm8", t, m, dt.bits - 1)
+        return t
 
     def ivec_lane(self, v: VReg, dt: DType, n: int, k: int) -> VReg:
         """Lane k of an integer vector, in a GPR (vextracti128 for the high half, vpextr*)."""

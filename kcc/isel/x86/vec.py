@@ -526,6 +526,8 @@ class X86Vec(X86Shuf):
         one size (nothing to do)."""
         x, dt = u.src[0], u.dtype
         n = u.shape[0]
+        if x.dtype.is_bool:
+            return self.vcast_bool(x, dt, n)
         if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:
             return self.vcast_i32(x, dt, n)
         if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:

@@ -127,13 +127,21 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     between integers of one size (the bits are the value modulo 2^bits either way)."""
     if n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}:
         return True
+    if src == dtypes.bool and op is Ops.CAST and n * dst.itemsize in (16, 32) \
+            and (dst in VECTOR_OPS or dst in _FLOAT_VEC):
+        return True                 # a lane mask shifted or ANDed (x86_ivec.vcast_bool)
     if src.itemsize != dst.itemsize or n * src.itemsize not in (16, 32):
         return False
     return _moves_nothing(op, src, dst)
 
 
 def _vector_cast_v4(op: Ops, src: DType, dst: DType, n: int) -> bool:
-    """x86-64-v4: _vector_cast, and the same on int32 x 16 in a zmm (ZMM_INT_OPS)."""
+    """x86-64-v4: _vector_cast, and the same on int32 x 16 in a zmm (ZMM_INT_OPS); bool
+    lanes → 16 int32 or float32 lanes through an opmask (x86_ivec.vcast_bool)."""
+    if src == dtypes.bool and op is Ops.CAST and n == 16 and dst in (dtypes.int32,
+                                                                       dtypes.uint32,
+                                                                       dtypes.float32):
+        return True
     if n * src.itemsize == 64 and src.itemsize == dst.itemsize and \
             all(d in ZMM_INT_OPS or d in _FLOAT_VEC for d in (src, dst)):
         return _moves_nothing(op, src, dst)

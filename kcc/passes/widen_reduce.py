@@ -1,0 +1,231 @@
+"""Widen integer and bool reductions across iterations: k iterations of a scalar reduce loop
+run as one iteration of k-lane vectors, each lane its own partial accumulator, the lanes
+combined after the loop (the reduction case of kcc/passes/widen_lanes.py).
+
+tinygrad's row reductions keep a one-element REG accumulator and add one term an iteration:
+
+    acc[c] = e                                   # before the loop (the initial store)
+    for j in range(N):
+        acc[c] = acc[c] OP x(j)                  # x: what widen_lanes.py widens
+    ... = acc[c]                                 # after the loop
+
+With OP associative and commutative on the dtype, the loop is rewritten as
+
+    v[0:k] = (id, id, … id)                      # a fresh k-element REG buffer, id OP's identity
+    for j2 in range(N // k):
+        v[0:k] = v[0:k] OP x(k*j2 + [0, 1, … k-1])
+    acc[c] = acc[c] OP v[0] OP v[1] … OP v[k-1]  # the lanes, read back one by one
+    for j3 in range(N % k):                      # the tail: the original body
+        acc[c] = acc[c] OP x(k*(N // k) + j3)
+
+Lane l of v accumulates the terms of iterations j ≡ l (mod k); every term is computed by the
+same ops in the same dtype as before (widen_lanes.py's rewrite). Regrouping the terms is
+exact for OP in ADD, MUL (integers and bools wrap modulo 2^bits: a ring), MAX, AND, OR and
+XOR on integer and bool dtypes, whose identities are 0, 1, the dtype's minimum, all ones, 0
+and 0 (docs/semantics.md). Float reductions are not regrouped (float ADD is not associative;
+their rules are kcc/passes/unroll.py's).
+
+**Legality**, besides widen_lanes.py's rules for every other node of the loop:
+- an accumulator is a REG buffer element `acc[c]` (c a constant) read by one LOAD and
+  written by one ungated STORE in the loop, through one AFTER(acc, deps…, counter), whose
+  stored value is `OP(load, x)` or `OP(x, load)`; neither the LOAD nor the OP is read by any
+  other node, and no x reads any accumulator's LOAD (the lanes' partial values are never
+  observed);
+- the vector accumulator and the lane-wise ops on it are legal at k lanes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kcc.ir.consts import const_int, strong_int
+from kcc.ir.dtype import DType
+from kcc.ir.ops import Ops
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, rebuild
+from kcc.passes.simplify import make_const
+from kcc.passes.target import TargetDesc
+from kcc.passes.widen_lanes import LaneLoop
+from kcc.passes.widen_tail import factors, split
+
+_REDUCE_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
+
+
+def identity(op: Ops, dt: DType) -> UOp:
+    """OP's identity element in integer or bool dtype dt, as a constant node."""
+    if op in (Ops.ADD, Ops.OR, Ops.XOR):
+        v: int | bool = 0
+    elif op is Ops.MUL:
+        v = 1
+    elif op is Ops.MAX:
+        v = dt.min()
+    else:                                           # AND: every bit set
+        v = True if dt.is_bool else (-1 if dt.is_signed else (1 << dt.bits) - 1)
+    return make_const(v, dt)
+
+
+class _Acc:
+    """One accumulator of the loop: its AFTER, place, LOAD, STORE, OP and term x."""
+
+    def __init__(self, after: UOp, place: UOp, load: UOp, store: UOp, x: UOp) -> None:
+        self.after, self.place, self.load, self.store, self.x = after, place, load, store, x
+        self.op = store.src[1].op
+        self.dtype: DType = load.dtype
+        self.buf = after.src[0]
+        self.deps = tuple(s for s in after.src[1:])     # the counter last: checked in find
+        self.vbuf: UOp | None = None
+
+
+class ReduceLoop(LaneLoop):
+    """An innermost scalar loop whose only effects on REG buffers are reductions (module
+    docstring): widen_lanes.py's loop with the accumulators' accesses as vector hooks."""
+
+    def __init__(self, r: UOp, end: UOp, region: list[UOp],
+                 dep: dict[UOp, frozenset[UOp]], slot: int) -> None:
+        super().__init__(r, end, region, dep)
+        self.slot = slot
+        self.accs: list[_Acc] = []
+        self.k = 0
+
+    def find(self) -> bool:
+        """Whether the loop's REG accesses are all accumulators; records them and skips them
+        in widen_lanes.py's check."""
+        users: dict[UOp, list[UOp]] = {}
+        for n in self.region:
+            for s in n.src:
+                users.setdefault(s, []).append(n)
+        r, inside = self.r, self.inside
+        skip: set[UOp] = set()
+        for n in self.region:
+            if n.op is not Ops.AFTER:
+                continue
+            b = base_buffer(n.src[0])
+            if n.src[0] is not b or b.op is not Ops.BUFFER \
+                    or b.arg.addrspace is not AddrSpace.REG or n.src[-1] is not r \
+                    or any(s in inside for s in n.src[1:-1]):
+                return False
+            idx = users.get(n, [])
+            if len(idx) != 1 or idx[0].op is not Ops.INDEX or idx[0].src[0] is not n \
+                    or const_int(idx[0].src[1]) is None:
+                return False
+            place = idx[0]
+            acc = self._acc(n, place, users.get(place, []), users)
+            if acc is None:
+                return False
+            self.accs.append(acc)
+            skip.update((n, place, acc.load, acc.store))
+        if not self.accs:
+            return False
+        loads = {a.load for a in self.accs}
+        for a in self.accs:
+            stack, seen = [a.x], set()
+            while stack:                              # x reads no accumulator's LOAD
+                y = stack.pop()
+                if y in loads:
+                    return False
+                if y in inside and y not in seen:
+                    seen.add(y)
+                    stack.extend(y.src)
+        self.skip = frozenset(skip)
+        return True
+
+    def _acc(self, after: UOp, place: UOp, acc_users: list[UOp],
+             users: dict[UOp, list[UOp]]) -> _Acc | None:
+        """The accumulator read and written at place, or None when it is not one."""
+        loads = [u for u in acc_users if u.op is Ops.LOAD]
+        stores = [u for u in acc_users if u.op is Ops.STORE]
+        if len(loads) != 1 or len(stores) != 1 or len(acc_users) != 2:
+            return None
+        ld, st = loads[0], stores[0]
+        if len(ld.src) != 1 or len(st.src) != 2 or st.src[0] is not place:
+            return None
+        upd = st.src[1]
+        dt = ld.dtype
+        if upd.op not in _REDUCE_OPS or dt is None or dt.is_weak \
+                or not (dt.is_int or dt.is_bool) or upd.dtype != dt:
+            return None
+        if users.get(ld, []) != [upd] or users.get(upd, []) != [st]:
+            return None
+        x = upd.src[1] if upd.src[0] is ld else upd.src[0] if upd.src[1] is ld else None
+        if x is None or x is ld:
+            return None
+        return _Acc(after, place, ld, st, x)
+
+    @staticmethod
+    def _int(a: _Acc, v: int) -> UOp:
+        """Index v in the dtype of a's own index."""
+        idx = a.place.src[1]
+        return strong_int(v, idx.dtype) if idx.dtype is not None else UOp.const(v)
+
+    def _vplace(self, a: _Acc, deps: tuple[UOp, ...]) -> UOp:
+        """The k lanes of a's vector accumulator, ordered after deps."""
+        assert a.vbuf is not None
+        buf = UOp(Ops.AFTER, (a.vbuf,) + deps) if deps else a.vbuf
+        return UOp(Ops.SHRINK, (buf, self._int(a, 0), UOp.const(self.k)))
+
+    def seed(self, r2: UOp, k: int) -> dict[UOp, UOp]:
+        """Each accumulator's LOAD at k lanes: a fresh REG buffer of k elements, its lanes
+        set to OP's identity before the loop (ordered as the accumulator's own AFTER)."""
+        self.k = k
+        out: dict[UOp, UOp] = {}
+        for i, a in enumerate(self.accs):
+            a.vbuf = UOp(Ops.BUFFER, (), ParamArg(self.slot + i, a.dtype, k,
+                                                 addrspace=AddrSpace.REG))
+            ident = UOp(Ops.STACK, (identity(a.op, a.dtype),) * k)
+            init = UOp(Ops.STORE, (self._vplace(a, a.deps[:-1]), ident))
+            out[a.load] = UOp(Ops.LOAD, (self._vplace(a, (init, r2)),))
+        return out
+
+    def vector_store(self, n: UOp, place: Callable[[UOp], UOp],
+                     lanes: Callable[[UOp], UOp]) -> UOp:
+        """An accumulator's STORE writes its k lanes back to its vector buffer."""
+        for a in self.accs:
+            if n is a.store:
+                vload = lanes(a.load)
+                return UOp(Ops.STORE, (vload.src[0], lanes(n.src[1])))
+        return super().vector_store(n, place, lanes)
+
+    def combine(self, wide_end: UOp) -> list[UOp]:
+        """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the loop."""
+        out = []
+        for a in self.accs:
+            assert a.vbuf is not None
+            vb = UOp(Ops.AFTER, (a.vbuf, wide_end))
+            vfin = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (vb, self._int(a, 0), UOp.const(self.k))),))
+            abuf = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (wide_end,))
+            aplace = UOp(Ops.INDEX, (abuf, a.place.src[1]))
+            total = UOp(Ops.LOAD, (aplace,))
+            for j in range(self.k):
+                total = UOp(a.op, (total, UOp(Ops.INDEX, (vfin, UOp.const(j)))))
+            out.append(UOp(Ops.STORE, (aplace, total)))
+        return out
+
+    def tail(self, stores: list[UOp], start: UOp) -> UOp:
+        """The END of the original body over iterations start … N-1, after the combines."""
+        r = self.r
+        n, dt = r.src[0], r.dtype
+        c, s = const_int(n), const_int(start)
+        count = strong_int(c - s, dt) if c is not None and s is not None else \
+            UOp(Ops.SUB, (UOp(Ops.MAX, (n, make_const(0, dt))), start))
+        after = stores[0] if len(stores) == 1 else UOp(Ops.GROUP, tuple(stores))
+        r3 = UOp(Ops.RANGE, (count, after), r.arg)
+        repl: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, start))}
+        for a, st in zip(self.accs, stores):
+            repl[a.after] = UOp(Ops.AFTER, (a.buf, st, r3))
+        sub = rebuild(self.region, repl)
+        body = self.end.src[0]
+        return UOp(Ops.END, (sub.get(body, body), r3))
+
+    def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
+        """The reduction's replacement for its END (module docstring), or None."""
+        for k in factors(n_iter):
+            if not self.independent(k):
+                continue
+            out = self.rewrite(k, desc)
+            if out is None or not all(desc.alu_legal(k, a.dtype) for a in self.accs):
+                continue
+            stores = self.combine(out)
+            start = split(self.r, k)[1]
+            if start is not None:
+                return self.tail(stores, start)
+            return stores[0] if len(stores) == 1 else UOp(Ops.GROUP, tuple(stores))
+        return None

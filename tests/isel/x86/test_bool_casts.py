@@ -1,0 +1,68 @@
+"""x86 selection of CAST from bool vectors to integer and float lanes (kcc/isel/x86/ivec.py
+vcast_bool: a lane mask shifted or ANDed, or on x86-64-v4 an opmask's zero-masked move of 1),
+against the reference interpreter, on x86-64-v3 and (where this CPU has AVX-512) x86-64-v4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from x86_util import compile_and_run, random_inputs, reference
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.ir.uop import toposort
+from kcc.passes.devectorize import devectorize
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
+
+# (compared dtype, result dtype, lanes, the instruction x86-64-v3 makes the 0/1 lanes with)
+CASES = [("float32", "int32", 8, "vpsrld"), ("float32", "float32", 8, "vandps"),
+         ("float32", "int16", 8, "vpsrlw"), ("int8", "int8", 16, "vpsubb"),
+         ("int8", "uint8", 32, "vpsubb"), ("int64", "int64", 4, "vpsrlq"),
+         ("float64", "float64", 4, "vandpd"), ("int32", "uint32", 4, "vpsrld")]
+
+
+def _kernel(src: str, dst: str, n: int) -> str:
+    return f"""# kcc-uop 1
+%out = PARAM ParamArg(0, {dst}, {2 * n})
+%a   = PARAM ParamArg(1, {src}, {2 * n})
+%b   = PARAM ParamArg(2, {src}, {2 * n})
+%i   = RANGE(2) (0, LOOP)
+%s   = MUL(%i, {n})
+%pa  = SHRINK(%a, %s, {n})
+%pb  = SHRINK(%b, %s, {n})
+%va  = LOAD(%pa)
+%vb  = LOAD(%pb)
+%c   = CMPLT(%va, %vb)
+%x   = CAST(%c) {dst}
+%po  = SHRINK(%out, %s, {n})
+%st  = STORE(%po, %x)
+%e   = END(%st, %i)
+SINK(%e) KernelInfo(name="bcast")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("src,dst,n,form", CASES)
+def test_bool_vector_cast_matches_interpreter(arch: str, src: str, dst: str, n: int,
+                                              form: str) -> None:
+    """The 0/1 (or 0.0/1.0) lanes agree with the interpreter, the CAST stays one vector node
+    (legal at n lanes), and the object holds the selected instruction, no lane extraction."""
+    sink = parse(_kernel(src, dst, n), "bcast.uop")
+    args = random_inputs(sink, 5)
+    want = reference(sink, args)
+    got = compile_and_run(sink, args, arch)
+    assert np.array_equal(got[0], want[0])
+    assert 0 < int(np.count_nonzero(want[0])) < 2 * n          # both truth values occur
+    g = devectorize(lower_weak_dtypes(sink), x86_desc(arch))
+    assert any(u.op is Ops.CAST and u.shape == (n,) for u in toposort([g]))
+    text = disasm_object(compile_x86([sink], arch)[0])
+    assert "vpextr" not in text and "vpinsr" not in text
+    if arch == "x86-64-v3":
+        assert form in text
+    else:
+        assert "{z}" in text

@@ -1,0 +1,154 @@
+"""Tests of the widening of integer and bool reductions across iterations
+(kcc/passes/widen_reduce.py, run by kcc/passes/widen.py): which reduce loops get k-lane
+accumulators and which are left alone, and that every variant computes what the graph as
+written computes. The oracle is the reference interpreter, on the graph before and after the
+pass and on the x86 object compiled with the pass in the pipeline (bit for bit), on random
+full-range inputs whose sums wrap around, on x86-64-v3 and, where this CPU has AVX-512,
+x86-64-v4."""
+
+from __future__ import annotations
+
+import pytest
+from widen_util import range_bounds as _bounds
+from widen_util import widen_check as _check
+from widen_util import widen_prep as _prep
+
+from kcc.ir import Ops, dtypes
+from kcc.passes.widen_reduce import identity
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
+
+# tinygrad's row reduction: a one-element REG accumulator per row of {n} elements
+REDUCE = """# kcc-uop 1
+%out = PARAM ParamArg(0, {dt}, {rows})
+%a = PARAM ParamArg(1, {src}, {size})
+%acc = BUFFER ParamArg(0, {dt}, 1, addrspace=REG)
+%z = CAST(0) int32
+%i = RANGE({rows}) (1, WEAK)
+%ai = AFTER(%acc, %i)
+%ap = INDEX(%ai, %z)
+%init = STORE(%ap, {init})
+%j = RANGE({n}, %i) (0, REDUCE)
+%aj = AFTER(%acc, %init, %j)
+%pj = INDEX(%aj, %z)
+%old = LOAD(%pj)
+%q = MULACC(%i, {n}, %j)
+%xp = INDEX(%a, %q)
+%x = LOAD(%xp)
+{pre}%t = {term}
+%new = {op}({first}, {second})
+%st = STORE(%pj, %new)
+%e = END(%st, %j)
+%af = AFTER(%acc, %e)
+%pf = INDEX(%af, %z)
+%v = LOAD(%pf)
+%op = INDEX(%out, %i)
+%so = STORE(%op, %v)
+%e2 = END(%so, %i)
+SINK(%e2) KernelInfo(name="red")
+"""
+
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def _text(dt: str = "int32", op: str = "ADD", n: int = 77, rows: int = 5,
+          term: str = "", src: str = "", init: str = "", swap: bool = False,
+          pre: str = "") -> str:
+    src = src or ("int8" if dt == "bool" else dt)
+    init = init or ("false" if dt == "bool" else "3")
+    bits = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int64": 64, "uint64": 64}.get(dt, 32)
+    term = term or ("CMPLT(%x, 1)" if dt == "bool" else f"ADD(%x, {2 ** (bits - 2) + 1})")
+    first, second = ("%t", "%old") if swap else ("%old", "%t")
+    return REDUCE.format(dt=dt, src=src, rows=rows, n=n, size=rows * n, init=init, term=term,
+                         op=op, first=first, second=second, pre=pre)
+
+
+def _vector_regs(g) -> set[int]:
+    """The element counts of g's REG buffers (the widened accumulators are vectors)."""
+    return {u.arg.size for u in g.toposort() if u.op is Ops.BUFFER}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt", INTS)
+@pytest.mark.parametrize("op", ["ADD", "MAX", "OR", "AND", "XOR", "MUL"])
+def test_int_reductions_match_interpreter(arch: str, dt: str, op: str) -> None:
+    """Every integer width and reduce op: the terms (x + 2^(bits-2) + 1: sums and products
+    wrap) of 77 a row, through the widened loop and its tail, agree bit for bit with the graph
+    as written; the accumulator is a vector (the op is one the target has on the lanes)."""
+    w = _check(_text(dt, op), arch)
+    if op != "MUL" or dt in ("int16", "uint16", "int32", "uint32"):
+        assert max(_vector_regs(w)) > 1
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_wrapping_products_of_terms(arch: str) -> None:
+    """An int32 sum of x * 101 terms (a lane-wise MUL before the reduction)."""
+    w = _check(_text("int32", "ADD", term="MUL(%x, 101)"), arch)
+    assert 8 in _vector_regs(w)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("op", ["OR", "AND", "XOR", "MAX"])
+def test_bool_reductions_match_interpreter(arch: str, op: str) -> None:
+    """any/all-style reductions of bool lanes: bools have no vector memory form on x86, so the
+    accumulator stays scalar, and the result is exact."""
+    w = _check(_text("bool", op, n=37), arch)
+    assert _vector_regs(w) == {1}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bool_count_is_widened(arch: str) -> None:
+    """tinygrad's bool sum: CAST(x < c) int32 added up (a bool vector cast to int lanes); the
+    loop runs 77 // 8 widened iterations and a 5-iteration tail, the result exact."""
+    text = _text("int32", "ADD", term="CAST(%c) int32", src="float32",
+                 pre="%c = CMPLT(%x, 0.0)\n")
+    w = _check(text, arch)
+    assert 8 in _vector_regs(w)
+    assert sorted(_bounds(w)) == [5, 5, 9]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_argmax_shape_is_widened(arch: str) -> None:
+    """argmax's reduction: MAX of (x == m) * (n - j), a term linear in the counter."""
+    text = _text("int32", "MAX", term="MUL(%c, %k)",
+                 pre="%b = CMPEQ(%x, 3)\n%c = CAST(%b) int32\n%k = SUB(77, %j)\n")
+    w = _check(text, arch)
+    assert 8 in _vector_regs(w)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_operand_order_and_exact_multiple(arch: str) -> None:
+    """OP(x, acc) as well as OP(acc, x), and a bound k divides (no tail loop)."""
+    w = _check(_text("int32", "ADD", n=64, swap=True), arch)
+    assert _bounds(w) == [5, 8]
+
+
+def test_float_reduction_left_alone() -> None:
+    """A float sum is not regrouped (float ADD is not associative)."""
+    _, g, w = _prep(_text("float32", "ADD", term="ADD(%x, 1.0)", init="0.0"))
+    assert w is g
+
+
+def test_running_value_left_alone() -> None:
+    """An accumulator whose running value is stored every iteration (a prefix sum) keeps its
+    scalar loop: its lanes' partial values would be observed."""
+    text = _text("int32", "ADD").replace(
+        "%st = STORE(%pj, %new)", "%st0 = STORE(%pj, %new)\n%cp = INDEX(%out, %i)\n"
+        "%st1 = STORE(%cp, %new)\n%st = GROUP(%st0, %st1)")
+    _, g, w = _prep(text)
+    assert w is g
+
+
+@pytest.mark.parametrize("op,dt,want", [
+    (Ops.ADD, dtypes.int8, 0), (Ops.MUL, dtypes.uint16, 1), (Ops.MAX, dtypes.int32, -2**31),
+    (Ops.MAX, dtypes.uint64, 0), (Ops.AND, dtypes.uint8, 255), (Ops.AND, dtypes.int64, -1),
+    (Ops.AND, dtypes.bool, True), (Ops.OR, dtypes.bool, False)])
+def test_identity(op: Ops, dt, want) -> None:
+    """Each reduce op's identity in its dtype (module docstring)."""
+    from kcc.ir.consts import const_value
+    got = identity(op, dt)
+    cv = const_value(got)
+    assert cv is not None and cv[0] == want and cv[1] == dt
