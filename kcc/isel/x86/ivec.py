@@ -36,7 +36,8 @@ INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
 # x86-64-v4: the ops on int32 x 16 (zmm) with an EVEX.512 row (kcc/encode/x86/table.py); a
 # zmm integer value is made by these, a splat or a constant, and read by them, a BITCAST or
 # a same-size integer CAST (nothing to do) and a lane read
-_ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
+_ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
+                      Ops.NEG})
 ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS})
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
@@ -278,6 +279,30 @@ class X86IVec:
         else:
             self.emit(f"vpsrl{_SFX[dt.itemsize]}_{w}_{w}_imm8" if w != "z"
                       else f"vpsrl{_SFX[dt.itemsize]}_z_zm_imm8", t, m, dt.bits - 1)
+        return t
+
+    def vcast_int(self, x: UOp, dt: DType, n: int) -> VReg:
+        """Integer lanes to lanes of half or twice their size, a ymm ↔ an xmm (the only
+        widths x86_desc makes legal): narrowing keeps each lane's low half (the value modulo
+        2^bits, docs/semantics.md): VPSHUFB gathers the low bytes of each 128-bit block's
+        lanes into its low 8 bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords;
+        widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX", "PMOVZX")."""
+        sd = x.dtype
+        v, t = self.reg(x), self.new("vec")
+        if sd.itemsize > dt.itemsize:
+            big, small = sd.itemsize, dt.itemsize
+            ctl = bytearray(b"\x80" * 32)
+            for blk in range(2):
+                for e in range(16 // big):
+                    for b in range(small):
+                        ctl[16 * blk + e * small + b] = e * big + b
+            c = self.new("vec")
+            self.emit(imov("y"), c, Mem(), arg={"rip": self.pool.label(bytes(ctl))})
+            self.emit("vpshufb_y_y_ym", c, v, c)
+            self.emit("vpermq_y_ym_imm8", t, c, 0x08)
+            return t
+        kind = "vpmovsx" if sd.is_signed else "vpmovzx"
+        self.emit(f"{kind}{_SFX[sd.itemsize]}{_SFX[dt.itemsize]}_y_xm", t, v)
         return t
 
     def ivec_lane(self, v: VReg, dt: DType, n: int, k: int) -> VReg:

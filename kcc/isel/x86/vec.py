@@ -532,6 +532,8 @@ class X86Vec(X86Shuf):
             return self.vcast_i32(x, dt, n)
         if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:
             return self.reg(x)          # the same bits: modulo 2^bits either way
+        if x.dtype.is_int and dt.is_int:
+            return self.vcast_int(x, dt, n)
         if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:
             # 8 x float32 (ymm) → 8 x float64 (zmm): each xmm half widens to a ymm
             v = self.reg(x)

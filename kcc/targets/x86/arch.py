@@ -121,7 +121,9 @@ _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
-    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation), or a BITCAST that
+    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation); bool lanes to
+    integer or float lanes; integer lanes narrowed from a ymm to an xmm or widened back (half
+    or twice the lane size); or a BITCAST that
     moves nothing (x86_vec.vcast); and what moves nothing at all in an xmm/ymm: a BITCAST
     between an integer vector and one of the same lane size (integer or float), a CAST
     between integers of one size (the bits are the value modulo 2^bits either way)."""
@@ -130,6 +132,10 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     if src == dtypes.bool and op is Ops.CAST and n * dst.itemsize in (16, 32) \
             and (dst in VECTOR_OPS or dst in _FLOAT_VEC):
         return True                 # a lane mask shifted or ANDed (x86_ivec.vcast_bool)
+    if op is Ops.CAST and src in VECTOR_OPS and dst in VECTOR_OPS \
+            and {src.itemsize, dst.itemsize} in ({1, 2}, {2, 4}, {4, 8}) \
+            and n * max(src.itemsize, dst.itemsize) == 32:
+        return True                 # a ymm ↔ an xmm of half-size lanes (x86_ivec.vcast_int)
     if src.itemsize != dst.itemsize or n * src.itemsize not in (16, 32):
         return False
     return _moves_nothing(op, src, dst)
