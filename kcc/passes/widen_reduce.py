@@ -39,15 +39,18 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.consts import const_int, strong_int
-from kcc.ir.dtype import DType
+from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, rebuild
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_lanes import LaneLoop
+from kcc.passes.widen_lanes import LaneLoop, _legal
 from kcc.passes.widen_tail import factors, split
 
 _REDUCE_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
+_BOOL_OPS = frozenset({Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
+# the integer lanes a bool accumulator's k lanes are kept in (0 or 1 each), in order of choice
+_BOOL_LANES = (dtypes.uint32, dtypes.uint16, dtypes.uint8, dtypes.uint64)
 
 
 def identity(op: Ops, dt: DType) -> UOp:
@@ -73,6 +76,7 @@ class _Acc:
         self.buf = after.src[0]
         self.deps = tuple(s for s in after.src[1:])     # the counter last: checked in find
         self.vbuf: UOp | None = None
+        self.lane_dt: DType = self.dtype        # a bool accumulator's: an unsigned integer
 
 
 class ReduceLoop(LaneLoop):
@@ -85,6 +89,8 @@ class ReduceLoop(LaneLoop):
         self.slot = slot
         self.accs: list[_Acc] = []
         self.k = 0
+        self.desc: TargetDesc | None = None
+        self.extra: list[UOp] = []              # vector nodes the hooks made, to legalize
 
     def find(self) -> bool:
         """Whether the loop's REG accesses are all accumulators; records them and skips them
@@ -140,8 +146,8 @@ class ReduceLoop(LaneLoop):
             return None
         upd = st.src[1]
         dt = ld.dtype
-        if upd.op not in _REDUCE_OPS or dt is None or dt.is_weak \
-                or not (dt.is_int or dt.is_bool) or upd.dtype != dt:
+        if upd.op not in (_BOOL_OPS if dt is not None and dt.is_bool else _REDUCE_OPS) \
+                or dt is None or dt.is_weak or not (dt.is_int or dt.is_bool) or upd.dtype != dt:
             return None
         if users.get(ld, []) != [upd] or users.get(upd, []) != [st]:
             return None
@@ -166,11 +172,15 @@ class ReduceLoop(LaneLoop):
         """Each accumulator's LOAD at k lanes: a fresh REG buffer of k elements, its lanes
         set to OP's identity before the loop (ordered as the accumulator's own AFTER)."""
         self.k = k
+        self.extra = []
         out: dict[UOp, UOp] = {}
         for i, a in enumerate(self.accs):
-            a.vbuf = UOp(Ops.BUFFER, (), ParamArg(self.slot + i, a.dtype, k,
+            a.lane_dt = self._lane_dtype(a, k)
+            a.vbuf = UOp(Ops.BUFFER, (), ParamArg(self.slot + i, a.lane_dt, k,
                                                  addrspace=AddrSpace.REG))
-            ident = UOp(Ops.STACK, (identity(a.op, a.dtype),) * k)
+            one = make_const(1 if a.op is Ops.AND else 0, a.lane_dt)
+            ident = UOp(Ops.STACK, ((one if a.dtype.is_bool else identity(a.op, a.dtype)),) * k)
+            self.extra.append(ident)
             init = UOp(Ops.STORE, (self._vplace(a, a.deps[:-1]), ident))
             out[a.load] = UOp(Ops.LOAD, (self._vplace(a, (init, r2)),))
         return out
@@ -181,8 +191,34 @@ class ReduceLoop(LaneLoop):
         for a in self.accs:
             if n is a.store:
                 vload = lanes(a.load)
-                return UOp(Ops.STORE, (vload.src[0], lanes(n.src[1])))
+                x = lanes(a.x)
+                if a.dtype.is_bool:             # 0/1 integer lanes (x86: a shifted mask)
+                    x = UOp(Ops.CAST, (x,), a.lane_dt)
+                    self.extra.append(x)
+                val = UOp(a.op, (vload, x))
+                self.extra.append(val)
+                return UOp(Ops.STORE, (vload.src[0], val))
         return super().vector_store(n, place, lanes)
+
+    def _lane_dtype(self, a: _Acc, k: int) -> DType:
+        """The dtype of a's k vector lanes: its own, or for a bool the first of _BOOL_LANES
+        the target has at k lanes (memory, the op and the CAST from bool)."""
+        desc = self.desc
+        if not a.dtype.is_bool or desc is None:
+            return a.dtype
+        for dt in _BOOL_LANES:
+            if desc.mem_legal(k, dt) and desc.alu_legal(k, dt, a.op) \
+                    and desc.cast_legal(Ops.CAST, dtypes.bool, dt, k):
+                return dt
+        return a.dtype
+
+    def _demand(self) -> tuple[set[UOp], set[UOp]]:
+        """widen_lanes.py's demand, less the accumulators' updates (vector_store makes
+        them: a bool's in integer lanes)."""
+        need_vec, need_scalar = super()._demand()
+        for a in self.accs:
+            need_vec.discard(a.store.src[1])
+        return need_vec, need_scalar
 
     def combine(self, wide_end: UOp) -> list[UOp]:
         """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the loop."""
@@ -194,10 +230,27 @@ class ReduceLoop(LaneLoop):
             abuf = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (wide_end,))
             aplace = UOp(Ops.INDEX, (abuf, a.place.src[1]))
             total = UOp(Ops.LOAD, (aplace,))
-            for j in range(self.k):
-                total = UOp(a.op, (total, UOp(Ops.INDEX, (vfin, UOp.const(j)))))
+            zero = make_const(0, a.lane_dt)
+            for lane in self._lanes(a, vfin):
+                if a.dtype.is_bool:
+                    lane = UOp(Ops.CMPNE, (lane, zero))
+                total = UOp(a.op, (total, lane))
             out.append(UOp(Ops.STORE, (aplace, total)))
         return out
+
+    def _lanes(self, a: _Acc, v: UOp) -> list[UOp]:
+        """Scalars whose OP is the OP of v's k lanes: v's halves combined while a half is a
+        whole 128-bit block or more of 32/64-bit lanes (lanes then only move whole blocks or
+        in-block shuffles, kcc/isel/x86/shuf.py) and the target has OP on it, then v's lanes."""
+        w, dt = self.k, a.lane_dt
+        desc = self.desc
+        while desc is not None and w > 1 and dt.itemsize >= 4 and w // 2 * dt.itemsize >= 16 \
+                and desc.alu_legal(w // 2, dt, a.op):
+            h = w // 2
+            lo = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h)))
+            hi = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h, w)))
+            v, w = UOp(a.op, (lo, hi)), h
+        return [UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(w)]
 
     def tail(self, stores: list[UOp], start: UOp) -> UOp:
         """The END of the original body over iterations start … N-1, after the combines."""
@@ -217,11 +270,13 @@ class ReduceLoop(LaneLoop):
 
     def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
         """The reduction's replacement for its END (module docstring), or None."""
+        self.desc = desc
         for k in factors(n_iter):
             if not self.independent(k):
                 continue
             out = self.rewrite(k, desc)
-            if out is None or not all(desc.alu_legal(k, a.dtype) for a in self.accs):
+            if out is None or any(a.dtype.is_bool and a.lane_dt.is_bool for a in self.accs) \
+                    or not all(_legal(v, k, desc) for v in self.extra):
                 continue
             stores = self.combine(out)
             start = split(self.r, k)[1]
