@@ -367,6 +367,11 @@ class LaneLoop:
                     # bools' != is their XOR (one truth table), which targets have on bool
                     # vectors and not as a compare (tinygrad's round: `(x < y) != true`)
                     v = UOp(Ops.XOR, tuple(lanes(s) for s in n.src))
+                elif n.op is Ops.CMPEQ and n.src[0].dtype == dtypes.bool:
+                    # and == is XOR's complement: XOR with all-true (a NOT)
+                    ne = UOp(Ops.XOR, tuple(lanes(s) for s in n.src))
+                    made.append(ne)
+                    v = UOp(Ops.XOR, (ne, UOp(Ops.STACK, (UOp.const(True),) * k)))
                 else:
                     v = n.replace(src=tuple(lanes(s) for s in n.src))
                 vec[n] = v

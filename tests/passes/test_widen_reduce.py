@@ -160,3 +160,14 @@ def test_identity(op: Ops, dt, want) -> None:
     got = identity(op, dt)
     cv = const_value(got)
     assert cv is not None and cv[0] == want and cv[1] == dt
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bool_equality_term(arch: str) -> None:
+    """argmax of a bool tensor: (x > c) == b per lane, b a loop-invariant bool (bools' == is
+    the complement of their XOR, widen_lanes.py), cast to int32 and MAXed."""
+    text = _text("int32", "MAX", term="MUL(%c, %k)", src="float32",
+                 pre="%g = CMPLT(0.5, %x)\n%bb = CMPLT(%i, 3)\n%b = CMPEQ(%g, %bb)\n"
+                     "%c = CAST(%b) int32\n%k = SUB(77, %j)\n")
+    w = _check(text, arch)
+    assert 8 in _vector_regs(w)
