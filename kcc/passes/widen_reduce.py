@@ -14,9 +14,9 @@ With OP associative and commutative on the dtype, the loop is rewritten as
     v[0:k] = (id, id, … id)                      # a fresh k-element REG buffer, id OP's identity
     for j2 in range(N // k):
         v[0:k] = v[0:k] OP x(k*j2 + [0, 1, … k-1])
-    acc[c] = acc[c] OP v[0] OP v[1] … OP v[k-1]  # the lanes, read back one by one
     for j3 in range(N % k):                      # the tail: the original body
         acc[c] = acc[c] OP x(k*(N // k) + j3)
+    acc[c] = acc[c] OP v[0] OP v[1] … OP v[k-1]  # the lanes (halves first, then one by one)
 
 Lane l of v accumulates the terms of iterations j ≡ l (mod k); every term is computed by the
 same ops in the same dtype as before (widen_lanes.py's rewrite). Regrouping the terms is
@@ -220,14 +220,15 @@ class ReduceLoop(LaneLoop):
             need_vec.discard(a.store.src[1])
         return need_vec, need_scalar
 
-    def combine(self, wide_end: UOp) -> list[UOp]:
-        """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the loop."""
+    def combine(self, wide_end: UOp, last: UOp) -> list[UOp]:
+        """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the widened loop
+        (wide_end) and the last loop to update acc[c] (last: the tail's END, or wide_end)."""
         out = []
         for a in self.accs:
             assert a.vbuf is not None
             vb = UOp(Ops.AFTER, (a.vbuf, wide_end))
             vfin = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (vb, self._int(a, 0), UOp.const(self.k))),))
-            abuf = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (wide_end,))
+            abuf = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (last,))
             aplace = UOp(Ops.INDEX, (abuf, a.place.src[1]))
             total = UOp(Ops.LOAD, (aplace,))
             zero = make_const(0, a.lane_dt)
@@ -252,18 +253,19 @@ class ReduceLoop(LaneLoop):
             v, w = UOp(a.op, (lo, hi)), h
         return [UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(w)]
 
-    def tail(self, stores: list[UOp], start: UOp) -> UOp:
-        """The END of the original body over iterations start … N-1, after the combines."""
+    def tail(self, wide_end: UOp, start: UOp) -> UOp:
+        """The END of the original body over iterations start … N-1 after the widened loop:
+        it adds its terms to acc[c] before the lanes are (independent of the vector lanes,
+        so the two dependency chains overlap)."""
         r = self.r
         n, dt = r.src[0], r.dtype
         c, s = const_int(n), const_int(start)
         count = strong_int(c - s, dt) if c is not None and s is not None else \
             UOp(Ops.SUB, (UOp(Ops.MAX, (n, make_const(0, dt))), start))
-        after = stores[0] if len(stores) == 1 else UOp(Ops.GROUP, tuple(stores))
-        r3 = UOp(Ops.RANGE, (count, after), r.arg)
+        r3 = UOp(Ops.RANGE, (count, wide_end), r.arg)
         repl: dict[UOp, UOp] = {r: UOp(Ops.ADD, (r3, start))}
-        for a, st in zip(self.accs, stores):
-            repl[a.after] = UOp(Ops.AFTER, (a.buf, st, r3))
+        for a in self.accs:
+            repl[a.after] = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (r3,))
         sub = rebuild(self.region, repl)
         body = self.end.src[0]
         return UOp(Ops.END, (sub.get(body, body), r3))
@@ -278,9 +280,8 @@ class ReduceLoop(LaneLoop):
             if out is None or any(a.dtype.is_bool and a.lane_dt.is_bool for a in self.accs) \
                     or not all(_legal(v, k, desc) for v in self.extra):
                 continue
-            stores = self.combine(out)
             start = split(self.r, k)[1]
-            if start is not None:
-                return self.tail(stores, start)
+            last = out if start is None else self.tail(out, start)
+            stores = self.combine(out, last)
             return stores[0] if len(stores) == 1 else UOp(Ops.GROUP, tuple(stores))
         return None
