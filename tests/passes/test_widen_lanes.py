@@ -227,3 +227,14 @@ def test_bool_cmpne_becomes_a_vector_xor(arch: str) -> None:
     assert {u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool} \
         == {(4,)}
     assert _bounds(w) == [3, 1]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bool_cmpeq_becomes_xor_with_true(arch: str) -> None:
+    # bools' == is the complement of their XOR: XOR(XOR(a, b), true), both 4-lane bool XORs
+    text = _text(n=13).replace("%r = XOR(%t, %x)", "%c = CMPLT(%x, %t)\n%d = CMPLT(%m, %x)\n"
+                               "%nb = CMPEQ(%c, %d)\n%r = WHERE(%nb, %t, %x)")
+    w = _check(text, arch)
+    assert [u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool] \
+        == [(4,), (4,)]
+    assert not any(u.op is Ops.CMPEQ and u.shape for u in w.toposort())
