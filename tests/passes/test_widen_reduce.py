@@ -187,3 +187,68 @@ def test_symbolic_bound(arch: str, lo: int, hi: int, seed: int) -> None:
     assert 8 in _vector_regs(w)
     for s in range(seed, seed + 3):
         _check(text, arch, seed=s)
+
+
+TWO = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 10)
+%a = PARAM ParamArg(1, int16, 385)
+%cp = PARAM ParamArg(2, int16, 385)
+%s = BUFFER ParamArg(0, int32, 1, addrspace=REG)
+%m = BUFFER ParamArg(1, int16, 1, addrspace=REG)
+%z = CAST(0) int32
+%i = RANGE(5) (1, WEAK)
+%si = AFTER(%s, %i)
+%sp = INDEX(%si, %z)
+%s0 = STORE(%sp, 7)
+%mi = AFTER(%m, %i)
+%mp = INDEX(%mi, %z)
+%m0 = STORE(%mp, -32768)
+%j = RANGE(77, %i) (0, REDUCE)
+%sj = AFTER(%s, %s0, %j)
+%spj = INDEX(%sj, %z)
+%sold = LOAD(%spj)
+%mj = AFTER(%m, %m0, %j)
+%mpj = INDEX(%mj, %z)
+%mold = LOAD(%mpj)
+%q = MULACC(%i, 77, %j)
+%xp = INDEX(%a, %q)
+%x = LOAD(%xp)
+%xw = CAST(%x) int32
+%t = MUL(%xw, %xw)
+%snew = ADD(%t, %sold)
+%sst = STORE(%spj, %snew)
+%mnew = MAX(%mold, %x)
+%mst = STORE(%mpj, %mnew)
+%y = XOR(%x, 21845)
+%cpp = INDEX(%cp, %q)
+%cst = STORE(%cpp, %y)
+%g = GROUP(%sst, %mst, %cst)
+%e = END(%g, %j)
+%sf = AFTER(%s, %e)
+%sfp = INDEX(%sf, %z)
+%sv = LOAD(%sfp)
+%mf = AFTER(%m, %e)
+%mfp = INDEX(%mf, %z)
+%mv = LOAD(%mfp)
+%mw = CAST(%mv) int32
+%o1 = INDEX(%out, %i)
+%st1 = STORE(%o1, %sv)
+%i5 = ADD(%i, 5)
+%o2 = INDEX(%out, %i5)
+%st2 = STORE(%o2, %mw)
+%g2 = GROUP(%st1, %st2)
+%e2 = END(%g2, %i)
+SINK(%e2) KernelInfo(name="two")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_two_accumulators_and_a_store(arch: str) -> None:
+    """A sum of squares (int16 → int32, wrapping) and a MAX over the same row, and each
+    element's XOR stored as it goes: two vector accumulators (int32 and int16 lanes, widened
+    int16 → int32 with VPMOVSXWD) beside an elementwise store, exact."""
+    w = _check(TWO, arch)
+    vbufs = [u.arg for u in w.toposort() if u.op is Ops.BUFFER and u.arg.size == 8]
+    assert sorted(str(a.dtype) for a in vbufs) == ["int16", "int32"]
+    slots = [u.arg.slot for u in w.toposort() if u.op is Ops.BUFFER]
+    assert len(slots) == len(set(slots)) == 4             # fresh slots for the new buffers
