@@ -6,7 +6,10 @@
 Execution model (docs/semantics.md, "Execution order"):
 - Effects run depth first from the SINK, srcs in order; a node is evaluated once per iteration
   of the innermost RANGE it depends on (UOP_FORMAT.md: a node is inside the loop of every RANGE
-  it depends on unless an END of that range lies on the way). END runs its loops.
+  it depends on unless an END of that range lies on the way). END runs its loops. A node is
+  evaluated on demand, so an effect outside a loop that only the loop's body reaches (an
+  accumulator's initial STORE ordered by an AFTER in the body) runs in its iteration 0; a loop
+  with bound <= 0 runs such effects itself (_outside), as it runs no iteration.
 - All hardware threads (SPECIAL gidx/lidx) run in lockstep, each a lane of a numpy axis, so a
   BARRIER holds by construction and a WMMA sees its whole warp (kcc/ir/wmma.py); LOCAL buffers
   have one copy per workgroup (gidx), REG buffers one copy per thread.
@@ -71,6 +74,7 @@ class _Kernel:
     pre: dict[UOp, tuple[UOp, ...]] = field(default_factory=dict)   # srcs evaluated first
     rdeps: dict[UOp, tuple[UOp, ...]] = field(default_factory=dict)  # RANGE deps, inner first
     void: frozenset[UOp] = frozenset()
+    pos: dict[UOp, int] = field(default_factory=dict)            # position in order
 
     def __post_init__(self) -> None:
         for n in self.order:
@@ -79,6 +83,7 @@ class _Kernel:
             self.rdeps[n] = tuple(sorted((r for r in self.deps[n] if r.op is Ops.RANGE),
                                          key=self.rank.__getitem__, reverse=True))
         self.void = frozenset(n for n in self.order if n.kind == "void")
+        self.pos = {n: i for i, n in enumerate(self.order)}
 
 
 _CACHE: "weakref.WeakKeyDictionary[UOp, _Kernel]" = weakref.WeakKeyDictionary()
@@ -291,23 +296,43 @@ class _Exec:
         """An effect whose loops are not running yet: END's ranges and any unbound range."""
         loops = self._unbound(x)
         body: Callable[[], Any] = lambda: self.get(x)
+        root = x
         if x.op is Ops.END:
             closed = list(dict.fromkeys(x.src[1:]))
             running = [r for r in closed if r in self.rval]
             if running:
                 raise InterpError(f"END closes RANGE {running[0].arg} inside its own loop")
             loops = sorted(set(loops) | set(closed), key=self.k.rank.__getitem__)
-            body = lambda: self.get(x.src[0])
-        self._loops(loops, body)
+            body, root = (lambda: self.get(x.src[0])), x.src[0]
+        self._loops(loops, body, root)
         self._set(x, None)
 
-    def _loops(self, rs: list[UOp], fn: Callable[[], Any]) -> None:
+    def _loops(self, rs: list[UOp], fn: Callable[[], Any], root: UOp) -> None:
         if not rs:
             fn()
             return
-        self._run_loop(rs[0], lambda: self._loops(rs[1:], fn))
+        self._run_loop(rs[0], lambda: self._loops(rs[1:], fn, root), root)
 
-    def _run_loop(self, r: UOp, fn: Callable[[], Any]) -> None:
+    def _outside(self, root: UOp) -> None:
+        """The body at root of a loop that runs no iteration: run the effects it reaches that lie
+        outside the loop (every RANGE they depend on is running), in graph order. They run once
+        per iteration of the enclosing loops whether or not this one runs (docs/semantics.md,
+        "Placement"): e.g. an accumulator's initial STORE that only an AFTER in the body orders,
+        which a non-empty loop runs on demand in its iteration 0."""
+        seen: set[UOp] = set()
+        stack, todo = [root], []
+        while stack:
+            x = stack.pop()
+            if x in seen or x in self.memo:
+                continue
+            seen.add(x)
+            if x in self.k.void and not self._unbound(x):
+                todo.append(x)
+            stack.extend(x.src)
+        for x in sorted(todo, key=self.k.pos.__getitem__):
+            self.get(x)
+
+    def _run_loop(self, r: UOp, fn: Callable[[], Any], root: UOp) -> None:
         bound_v = np.asarray(self.get(r.src[0]))
         if bound_v.size != 1:
             varying = {n for n, a in self.k.axis.items() if bound_v.shape[a] > 1}
@@ -323,6 +348,7 @@ class _Exec:
         self.depth[r] = len(self.depth)
         try:
             if bound <= 0:
+                self._outside(root)      # zero iterations: the body's effects outside the loop
                 return
             if ax is None or bound == 1 or r in self.k.seq:
                 for it in range(bound):

@@ -174,12 +174,11 @@ def test_bool_equality_term(arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("lo, hi, seed", [(1, 70, 3), (1, 12, 4), (1, 7, 5)])
+@pytest.mark.parametrize("lo, hi, seed", [(-3, 70, 3), (0, 12, 4), (1, 7, 5)])
 def test_symbolic_bound(arch: str, lo: int, hi: int, seed: int) -> None:
     """A reduce loop over n elements, n a scalar PARAM: the widened loop runs max(n, 0) >> 3
-    iterations and the tail the rest, for drawn values of n. (n < 1 is left out: there the
-    interpreter reads the accumulator as 0 after a loop that ran no iteration, and main's x86
-    code as its initial value, with or without this pass.)"""
+    iterations and the tail the rest, for drawn values of n and for n = lo and 0 where the
+    range allows (no iteration: each row reads back the accumulator's initial value, 3)."""
     text = _text("int32", "ADD", n=70).replace(
         '%acc = BUFFER', f'%n = PARAM ParamArg(2, int32, vmin_vmax=({lo}, {hi}), name="n", '
         'addrspace=ALU)\n%acc = BUFFER').replace("%j = RANGE(70, %i)", "%j = RANGE(%n, %i)")
@@ -187,6 +186,8 @@ def test_symbolic_bound(arch: str, lo: int, hi: int, seed: int) -> None:
     assert 8 in _vector_regs(w)
     for s in range(seed, seed + 3):
         _check(text, arch, seed=s)
+    for n in sorted({lo, 0} if lo <= 0 else set()):
+        _check(text, arch, seed=seed, scalars={2: n})
 
 
 TWO = """# kcc-uop 1

@@ -24,11 +24,15 @@ def widen_prep(text: str, arch: str = "x86-64-v3") -> tuple[UOp, UOp, UOp]:
     return sink, g, widen(g, desc)
 
 
-def widen_check(text: str, arch: str = "x86-64-v3", seed: int = 3) -> UOp:
+def widen_check(text: str, arch: str = "x86-64-v3", seed: int = 3,
+                scalars: dict[int, int] | None = None) -> UOp:
     """The graph after widen; asserts it and the compiled object agree bit for bit with the
-    interpreter on the kernel as written."""
+    interpreter on the kernel as written (random arguments, the scalar slots in `scalars` set
+    to the values given)."""
     sink, _, w = widen_prep(text, arch)
     args = random_inputs(sink, seed)
+    for slot, v in (scalars or {}).items():
+        args[slot] = type(args[slot])(v)
     want = reference(sink, args)
     assert_same(sink, reference(w, args), want)
     assert_same(sink, compile_and_run(sink, args, arch), want)
