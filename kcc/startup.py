@@ -25,7 +25,7 @@ import marshal
 import os
 import sys
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -126,9 +126,37 @@ def _save_codes() -> None:
         _write(_codes_path(), _codes)
 
 
+class _Deferred(ModuleType):
+    """A stand-in for a module that imports the real one on the first use of an attribute it
+    lacks, and forwards every such use to it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _import_dataclasses() -> None:
+    """Import dataclasses with a stand-in for its `import inspect` (with ast, dis and
+    tokenize, ~1.5 ms of a process): dataclasses uses inspect in one place, the
+    `inspect.signature` of a class without a docstring, and kcc's classes have docstrings.
+    Only dataclasses holds the stand-in, which imports the real inspect on first use; any
+    other `import inspect`, before or after, is the real module. (importlib's LazyLoader
+    does not help: the `import` statement itself reads the module's `__spec__`, which loads
+    it.)"""
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        return
+    stand_in = sys.modules["inspect"] = _Deferred("inspect")
+    try:
+        import dataclasses  # noqa: F401
+    finally:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+
+
 def install_dataclass_cache() -> None:
     """Route the `exec` calls of the dataclasses module through _dataclass_exec (its
     generated methods are the only source text it executes)."""
+    _import_dataclasses()
     import dataclasses
     if getattr(dataclasses, "exec", None) is not _dataclass_exec:
         dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]

@@ -61,6 +61,8 @@ class _Conflict(Exception):
 
 @dataclass
 class _Kernel:
+    """A kernel prepared to run: its nodes in order and the loops each lies inside."""
+
     sink: UOp
     order: list[UOp]
     deps: dict[UOp, frozenset[UOp]]          # RANGE and SPECIAL nodes each node lies inside
@@ -187,6 +189,8 @@ class _Storage:
 
 @dataclass
 class _Place:
+    """Where a value lives: a storage, its element indices, and how many elements."""
+
     st: _Storage
     idx: np.ndarray
     n: int            # 0: one element; n: a vector of n elements (SHRINK)

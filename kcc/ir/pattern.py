@@ -11,8 +11,8 @@ parameter is called ctx) and returns a replacement node or None for "no match".
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
+from types import FunctionType
 from typing import Any, Callable, Iterable
 
 from kcc.ir.dtype import DType
@@ -102,6 +102,30 @@ class UPat:
         return False
 
 
+CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08    # code.co_flags: *args, **kwargs (inspect.CO_*)
+
+
+def first_parameter(fn: Callable) -> str | None:
+    """The name of fn's first parameter (None if it has none): `inspect.signature(fn)`'s
+    first, read from a plain function's code object (its co_varnames list the positional
+    parameters, then the keyword-only ones, then *args and **kwargs: the Python data model,
+    "Code objects"). Anything else (a bound method, a partial, a wrapper) asks inspect, whose
+    import costs a process ~1.5 ms that no rule of kcc's needs."""
+    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and \
+            not hasattr(fn, "__signature__"):
+        code = fn.__code__
+        n = code.co_argcount + code.co_kwonlyargcount
+        if n:
+            return code.co_varnames[0] if code.co_argcount else \
+                code.co_varnames[n] if code.co_flags & CO_VARARGS else code.co_varnames[0]
+        if code.co_flags & (CO_VARARGS | CO_VARKEYWORDS):
+            return code.co_varnames[0]
+        return None
+    import inspect
+    params = list(inspect.signature(fn).parameters)
+    return params[0] if params else None
+
+
 class PatternMatcher:
     """An ordered list of (pattern, rule); the first rule that returns a node wins."""
 
@@ -111,8 +135,7 @@ class PatternMatcher:
         # the op binds the node to ("" for none), None for a pattern that must be matched
         self._by_op: dict[Ops | None, list[tuple[UPat, Callable, bool, str | None]]] = {}
         for pat, fn in rules:
-            params = list(inspect.signature(fn).parameters)
-            wants_ctx = bool(params) and params[0] == "ctx"
+            wants_ctx = first_parameter(fn) == "ctx"
             # the op is what _rules_for files the rule under, so such a pattern always matches
             only_op = pat.src is None and pat.dtype is None and pat._argkey is None
             capture = (pat.name or "") if only_op else None

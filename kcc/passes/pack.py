@@ -141,6 +141,8 @@ class _Operand:
 
 @dataclass(frozen=True)
 class _Plan:
+    """One packing: the three loops, their ENDs and the operands packed."""
+
     outer: UOp                # o's RANGE
     col: UOp                  # c's RANGE
     red: UOp                  # r's RANGE

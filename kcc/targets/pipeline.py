@@ -156,9 +156,14 @@ def run_pipeline(sink: UOp, target: Target, dump_after: str | None = None,
         return _run_pipeline(sink, target, dump_after, out, verify_each)
 
 
+def _format_uop(sink: UOp) -> str:
+    """The graph as `.uop` text (--dump-after: the printer is imported only then)."""
+    from kcc.frontend.printer import format_uop
+    return format_uop(sink)
+
+
 def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
                   out: TextIO | None, verify_each: bool) -> Any:
-    from kcc.frontend.printer import format_uop
     state: Any = sink
     for step in PIPELINE:
         t0 = [clock() for _, clock in _timers]
@@ -169,7 +174,7 @@ def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
             if step.name == "fold_threads":
                 # the kernel as launched: workgroup threads folded into workers (same PARAMs)
                 sink = state
-            text = format_uop(state) if dump_after == step.name else None
+            text = _format_uop(state) if dump_after == step.name else None
         elif step.kind == "linear":
             state = step.run(state, target.desc)
             text = format_schedule(state) if dump_after == step.name else None

@@ -64,6 +64,27 @@ def test_small_x86_compile_imports_no_numpy_capstone_or_elftools(tmp_path: Path)
         assert m not in mods, f"compiling saxpy for x86 imported {m}"
 
 
+# what the x86 compile path leaves out (issue 24, item 4): click (the fast front end parses the
+# command line, kcc/cli.py), inspect and what it imports (dataclasses' stand-in,
+# kcc/startup.py; PatternMatcher reads a rule's parameters from its code), the other targets,
+# the interpreter, the disassembler and the encoders' decoders
+NOT_ON_THE_X86_PATH = ("click", "kcc.cli_click", "inspect", "ast", "dis", "tokenize", "msgpack",
+                       "kcc.targets.x86.disasm", "kcc.encode.amd", "kcc.isel.amd",
+                       "kcc.isel.ptx", "kcc.targets.amd", "kcc.targets.cuda", "kcc.ir.interp",
+                       "kcc.frontend.printer", "difflib", "locale", "datetime", "uuid",
+                       "platform", "gettext", "threading", "argparse", "subprocess")
+
+
+def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Path) -> None:
+    mods = modules_after("compile", str(SAXPY), "-t", "x86", "-o", str(tmp_path / "s.o"),
+                         cwd=tmp_path)
+    assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
+    assert {"kcc.commands", "kcc.targets.x86.target", "dataclasses"} <= mods
+    imported = sorted(m for m in mods if m in NOT_ON_THE_X86_PATH or
+                      m.startswith(tuple(f"{n}." for n in NOT_ON_THE_X86_PATH)))
+    assert imported == [], f"compiling saxpy for x86 imported {imported}"
+
+
 def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:
     """The lazily imported EXP2/LOG2/SIN polynomials are there when a kernel needs them."""
     src = REPO / "examples" / "transcendental.uop"
