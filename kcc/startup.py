@@ -97,28 +97,46 @@ def _codes_path() -> str:
     return os.path.join(cache_dir(), f"dataclass-methods.{_TAG}.bin")
 
 
+def _cached_code(source: str, mode: str) -> CodeType:
+    """source compiled in mode ("exec" or "eval") as a module without `from __future__`
+    imports compiles it, once: then from this process's table, or the cache file's."""
+    global _codes, _codes_dirty
+    if _codes is None:
+        got = _read(_codes_path())
+        _codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
+    key: Any = source if mode == "exec" else (mode, source)
+    code = _codes.get(key)
+    if code is None:
+        # dont_inherit: compiled as the caller's own `compile` compiles it (dataclasses and
+        # typing have no `from __future__` imports; this module has, and must not pass them on)
+        code = _codes[key] = compile(source, "<string>", mode, dont_inherit=True)
+        if not _codes_dirty:
+            _codes_dirty = True
+            import atexit
+            atexit.register(_save_codes)
+    return code
+
+
 def _dataclass_exec(source: Any, globals: dict | None = None,
                     locals: dict | None = None) -> None:
     """`exec` for the dataclasses module: a string is compiled once, then its code object is
     reused (in this process and, through the cache file, in later ones)."""
-    global _codes, _codes_dirty
     if type(source) is str:
-        if _codes is None:
-            got = _read(_codes_path())
-            _codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
-        code = _codes.get(source)
-        if code is None:
-            # dont_inherit: compiled as dataclasses' own `exec` compiles it (that module has
-            # no `from __future__` imports; this one has, and must not pass them on)
-            code = _codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
-            if not _codes_dirty:
-                _codes_dirty = True
-                import atexit
-                atexit.register(_save_codes)
-        source = code
+        source = _cached_code(source, "exec")
     if globals is None:             # as if called from dataclasses: its namespace, not ours
         globals = sys.modules["dataclasses"].__dict__
     builtins.exec(source, globals, locals)  # noqa: S102  (dataclasses' own exec, cached)
+
+
+def _typing_compile(source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
+    """`compile` for the typing module, which compiles the text of every forward reference
+    (`ForwardRef`: each string annotation of a NamedTuple's fields, ~1.5 ms of a compile's
+    start-up): `compile(text, "<string>", "eval")` is cached as the dataclasses' methods
+    are; any other call is the builtin's."""
+    if type(source) is str and filename == "<string>" and mode == "eval" and not args \
+            and not kwargs:
+        return _cached_code(source, "eval")
+    return builtins.compile(source, filename, mode, *args, **kwargs)
 
 
 def _save_codes() -> None:
@@ -160,3 +178,6 @@ def install_dataclass_cache() -> None:
     import dataclasses
     if getattr(dataclasses, "exec", None) is not _dataclass_exec:
         dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]
+    import typing
+    if getattr(typing, "compile", None) is not _typing_compile:
+        typing.compile = _typing_compile        # type: ignore[attr-defined]

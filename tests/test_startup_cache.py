@@ -21,14 +21,36 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_x86_rows_load_as_they_are_built() -> None:
-    loaded = table._load(table._dump(table.ROWS))
-    assert loaded == table.ROWS
-    for got, want in zip(loaded, table.ROWS):
+    built = list(table.FORMS.values())
+    loaded = table._load(table._dump(built))
+    assert len(loaded) == len(built) and list(loaded) == [r.form for r in built]
+    assert dict.__len__(loaded) == 0                             # nothing made yet
+    for want in built:
+        got = loaded[want.form]
         assert type(got) is type(want) and got.__dict__ == want.__dict__
         assert list(got.__dict__) == list(want.__dict__)        # field order kept
-        assert hash(got) == hash(want)
+        assert hash(got) == hash(want) and got == want
         with pytest.raises(dataclasses.FrozenInstanceError):
             got.form = "x"                                       # type: ignore[misc]
+    assert list(loaded.values()) == built and loaded == table.FORMS
+    assert loaded.rel == table.FORMS.rel and len(loaded.rel) > 30
+
+
+def test_form_table_answers_without_making_rows() -> None:
+    """A FormTable makes a Row only when one is asked for; membership, get of a missing form,
+    iteration and len answer from the cached bytes (what isel and the encoder ask)."""
+    t = table._load(table._dump(list(table.FORMS.values())))
+    assert "add_rm64_imm8" in t and "no_such_form" not in t
+    assert t.get("no_such_form") is None and t.get("no_such_form", 1) == 1
+    assert len(t) == len(table.FORMS) and list(t) == list(table.FORMS) == list(t.keys())
+    assert dict.__len__(t) == 0
+    with pytest.raises(KeyError):
+        t["no_such_form"]
+    row = t["add_rm64_imm8"]
+    assert t.get("add_rm64_imm8") is row and t["add_rm64_imm8"] is row
+    assert dict.__len__(t) == 1
+    assert [r.form for r in table.ROWS] == list(table.FORMS)
+    assert table.GROUPS == tuple(dict.fromkeys(r.group for r in table.ROWS))
 
 
 def test_cached_builds_once_then_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,3 +122,30 @@ def test_second_process_compiles_no_dataclass_method(tmp_path: Path) -> None:
     assert runs[0]["compiled_new"] and runs[0]["codes"] > 50
     assert not runs[1]["compiled_new"] and runs[1]["codes"] == runs[0]["codes"]
     assert list((tmp_path / "pyc").rglob("x86-forms.*.bin"))
+
+
+def test_forward_references_compile_as_typing_compiles_them() -> None:
+    """typing's `compile` (kcc/startup.py _typing_compile): a forward reference's code is the
+    builtin's, from the cache the second time; other calls are passed through."""
+    import typing
+    startup.install_dataclass_cache()
+    assert typing.compile is startup._typing_compile
+    for text in ("int", "tuple[int, ...]", "int | None", "dict[str, 'X']"):
+        got = typing.compile(text, "<string>", "eval")
+        want = compile(text, "<string>", "eval", dont_inherit=True)
+        assert got.co_code == want.co_code and got.co_names == want.co_names
+        assert got.co_consts == want.co_consts
+        assert typing.compile(text, "<string>", "eval") is got          # cached
+    code = typing.compile("x = 1", "<x>", "exec")                   # not a forward reference
+    assert code.co_filename == "<x>"
+    with pytest.raises(SyntaxError):
+        typing.ForwardRef("1 +")
+    ref = typing.ForwardRef("int")
+    assert typing._eval_type(ref, {}, {}) is int
+
+    class N(typing.NamedTuple):         # (this module's annotations are text: forward refs)
+        a: int
+        b: str
+
+    assert N(1, "x").b == "x"
+    assert N.__annotations__ == {"a": typing.ForwardRef("int"), "b": typing.ForwardRef("str")}

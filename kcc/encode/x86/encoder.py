@@ -173,18 +173,23 @@ def is_two_address(form: str) -> bool:
 # from the rows once: the assembler asks about every item of every function
 # Relaxable branches (jcc, jmp) to labels of the same code; CALL's rel32 is no branch here: its
 # callee may lie outside (a fixup), and it has no rel8 form to relax to.
-_BRANCH_FORMS = frozenset(r.form for r in FORMS.values() if r.mnemonic != "call"
-                          and any(o.slot == "rel" for o in r.operands))
+_BRANCH_FORMS = frozenset(form for form, mnem, _ in FORMS.rel if mnem != "call")
 _REL_FORMS: dict[str, dict[str, str]] = {}
-for _r in FORMS.values():
-    for _o in _r.operands:
-        if _o.slot == "rel":
-            _REL_FORMS.setdefault(_r.mnemonic, {})[_o.kind] = _r.form
+for _form, _mnem, _kind in FORMS.rel:
+    _REL_FORMS.setdefault(_mnem, {})[_kind] = _form
 
 
-# each form's "rm" operand positions (at most one, _self_check)
-_RM_AT = {r.form: tuple(k for k, o in enumerate(r.operands) if o.slot == "rm")
-          for r in FORMS.values()}
+class _RmPositions(dict):
+    """Each form's "rm" operand positions (at most one, _self_check), found when first
+    asked for (the form table makes its rows when first asked for: kcc.encode.x86.table)."""
+
+    def __missing__(self, form: str) -> tuple[int, ...]:
+        at = self[form] = tuple(k for k, o in enumerate(FORMS[form].operands)
+                                if o.slot == "rm")
+        return at
+
+
+_RM_AT = _RmPositions()
 
 
 def is_branch(form: str) -> bool:

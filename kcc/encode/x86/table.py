@@ -13,7 +13,9 @@ instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``set
 """
 from __future__ import annotations
 
+import marshal
 from dataclasses import fields, replace
+from typing import Any, Iterator
 
 from kcc.encode.x86 import row as _row_module
 from kcc.encode.x86.row import ACCESS, CONDITION_CODES, KINDS, SLOTS, Operand, Row
@@ -45,13 +47,13 @@ def _name(mnem: str, ops: tuple[Operand, ...]) -> str:
     return "_".join([mnem, *kinds])
 
 
-ROWS: list[Row] = []
+_BUILT: list[Row] = []         # the rows as _build makes them (the module's ROWS: below)
 
 
 def _add(mnem: str, group: str, enc: str, opcode: bytes, spec: str, **kw) -> str:
     ops = _ops(spec)
     form = kw.pop("form", None) or _name(mnem, ops)
-    ROWS.append(Row(form, mnem, group, enc, opcode, ops, **kw))
+    _BUILT.append(Row(form, mnem, group, enc, opcode, ops, **kw))
     return form
 
 
@@ -443,9 +445,9 @@ def _evex_w(row: Row) -> bool:
 
 
 def _evex_twins(start: int = 0) -> None:
-    """Add the EVEX twin of every VEX form (from ROWS[start] on) that has one and point the
+    """Add the EVEX twin of every VEX form (from _BUILT[start] on) that has one and point the
     VEX row at it."""
-    for i, row in enumerate(list(ROWS)):
+    for i, row in enumerate(list(_BUILT)):
         if i < start or row.enc != "vex" or row.mnemonic.startswith(_VEX_ONLY):
             continue
         mnem = _EVEX_NAMES.get(row.mnemonic, row.mnemonic)
@@ -455,8 +457,8 @@ def _evex_twins(start: int = 0) -> None:
         twin = Row(_name(mnem, row.operands) + "_evex", mnem, "evex_vl", "evex", row.opcode,
                    row.operands, w=_evex_w(row), pp=row.pp, mmap=row.mmap, vl=row.vl,
                    digit=row.digit, flags=row.flags, disp8_n=mem[0] if mem else 1)
-        ROWS.append(twin)
-        ROWS[i] = replace(row, evex_form=twin.form)
+        _BUILT.append(twin)
+        _BUILT[i] = replace(row, evex_form=twin.form)
 
 
 # Alignment padding: NOPS[n - 1] is one n-byte no-op. 1-9 bytes are the recommended
@@ -565,7 +567,7 @@ def _stream_rows() -> None:
     the memory operand must be aligned to its size (#GP otherwise). "SFENCE" (NP 0F AE F8):
     every store before it, non-temporal ones included, is globally visible before any store
     after it."""
-    start = len(ROWS)
+    start = len(_BUILT)
     for mnem, pp, op, w in (("vmovntps", N, 0x2B, False), ("vmovntpd", P66, 0x2B, True),
                             ("vmovntdq", P66, 0xE7, False)):
         _vex(mnem, "avx_move", pp, M0F, op, "m128/rm/w x/reg/r")
@@ -639,50 +641,137 @@ def _build() -> list[Row]:
     _permute_rows()
     _call_rows()
     _int_lane_rows()
-    for row in ROWS:                # what the encoder assumes of every row
+    for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form
         assert row.rev_opcode is None or row.enc == "vex", row.form
     assert len(CONDITION_CODES) == 16
-    return ROWS
+    return _BUILT
 
 
 _FIELDS = tuple(f.name for f in fields(Row))
+_AT_OPERANDS = _FIELDS.index("operands")
 
 
 def _dump(rows: list[Row]) -> tuple:
-    """The rows as marshal-able tuples (field values in order; operands as their fields)."""
-    return tuple(tuple(tuple((o.kind, o.slot, o.access) for o in v) if k == "operands" else v
-                       for k, v in zip(_FIELDS, (getattr(r, f) for f in _FIELDS)))
-                 for r in rows)
+    """The rows as marshal-able data: each form's field values (operands as their fields)
+    marshalled on their own, in the rows' order, and the forms with a branch target operand
+    (form, mnemonic, operand kind) for the encoder's branch tables."""
+    forms: dict[str, bytes] = {}
+    for r in rows:
+        if r.form in forms:
+            raise AssertionError(f"duplicate x86 form name {r.form!r}")
+        vals = tuple(tuple((o.kind, o.slot, o.access) for o in v) if k == "operands" else v
+                     for k, v in zip(_FIELDS, (getattr(r, f) for f in _FIELDS)))
+        forms[r.form] = marshal.dumps(vals)
+    rel = tuple((r.form, r.mnemonic, o.kind) for r in rows for o in r.operands
+                if o.slot == "rel")
+    return forms, rel
 
 
-def _load(data: tuple) -> list[Row]:
-    """_dump's rows back: each Row's fields set as its frozen __init__ sets them (without
-    its ~23 `object.__setattr__` calls), each distinct operand tuple one Operand."""
-    at = _FIELDS.index("operands")
-    ops: dict[tuple, tuple[Operand, ...]] = {}
-    out = []
-    new = object.__new__
-    for vals in data:
-        spec = vals[at]
-        got = ops.get(spec)
-        if got is None:
-            got = ops[spec] = tuple(Operand(*o) for o in spec)
-        r = new(Row)
-        r.__dict__.update(zip(_FIELDS, vals))
-        r.__dict__["operands"] = got
-        out.append(r)
-    return out
+_OPERANDS: dict[tuple, tuple[Operand, ...]] = {}     # each distinct operand list, one tuple
+
+
+def _row_of(vals: tuple) -> Row:
+    """One row from its dumped field values: its fields set as its frozen __init__ sets
+    them (without the ~23 `object.__setattr__` calls), its operands shared with every row
+    of the same operand list."""
+    spec = vals[_AT_OPERANDS]
+    ops = _OPERANDS.get(spec)
+    if ops is None:
+        ops = _OPERANDS[spec] = tuple(Operand(*o) for o in spec)
+    r = object.__new__(Row)
+    r.__dict__.update(zip(_FIELDS, vals))
+    r.__dict__["operands"] = ops
+    return r
+
+
+class FormTable(dict):
+    """form name → Row, a Row made from its cached bytes when first asked for: a compile
+    uses a few dozen of the ~1,250 forms, and making every Row was a tenth of a small
+    compile's start-up. `table[form]` (a Row once made is a plain dict entry), `form in
+    table`, get, iteration, len and keys answer for every form without making one; values,
+    items and == make them all first (in the rows' order)."""
+
+    def __init__(self, raw: dict[str, bytes], rel: tuple = ()):
+        super().__init__()
+        self._raw = raw
+        self.rel = rel          # (form, mnemonic, kind) of each branch-target operand
+
+    def __missing__(self, form: str) -> Row:
+        row = self[form] = _row_of(marshal.loads(self._raw[form]))
+        return row
+
+    def __contains__(self, form: object) -> bool:
+        return form in self._raw
+
+    def get(self, form: str, default: Any = None) -> Any:       # type: ignore[override]
+        if form in self._raw:
+            return self[form]
+        return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def keys(self) -> Any:                                      # type: ignore[override]
+        return self._raw.keys()
+
+    def _all(self) -> None:
+        """Every Row made, the entries in the rows' order."""
+        if dict.__len__(self) != len(self._raw):
+            rows = [self[f] for f in self._raw]
+            dict.clear(self)
+            dict.update(self, zip(self._raw, rows))
+
+    def values(self) -> Any:                                    # type: ignore[override]
+        self._all()
+        return dict.values(self)
+
+    def items(self) -> Any:                                     # type: ignore[override]
+        self._all()
+        return dict.items(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None                                             # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<FormTable of {len(self)} x86 forms>"
+
+
+def _load(data: tuple) -> FormTable:
+    """_dump's data back, as a FormTable that makes each Row when first asked for."""
+    return FormTable(*_checked(data))
+
+
+def _checked(data: tuple) -> tuple:
+    """data if it has _dump's layout (TypeError or ValueError if not: a cache file of an
+    earlier layout is rebuilt)."""
+    raw, rel = data
+    if not isinstance(raw, dict) or not isinstance(rel, tuple):
+        raise TypeError("not a form table")
+    return data
 
 
 # built once and then loaded from the bytecode cache while this file and row.py are unchanged
-# (kcc/startup.py: building the ~1,200 rows was a tenth of a small compile's start-up)
-ROWS[:] = cached("x86-forms", [__file__, _row_module.__file__], _build, _dump, _load)
+# (kcc/startup.py: building the ~1,250 rows was a tenth of a small compile's start-up)
+FORMS: FormTable = _load(cached("x86-forms", [__file__, _row_module.__file__],
+                                lambda: _dump(_build()), lambda d: d, _checked))
 
-FORMS: dict[str, Row] = {}
-for _r in ROWS:
-    if _r.form in FORMS:
-        raise AssertionError(f"duplicate x86 form name {_r.form!r}")
-    FORMS[_r.form] = _r
-GROUPS: tuple[str, ...] = tuple(dict.fromkeys(r.group for r in ROWS))
+
+def __getattr__(name: str) -> Any:
+    """ROWS (every Row, in the golden files' order) and GROUPS (the row groups in that
+    order), made on first use: a compile needs neither."""
+    if name == "ROWS":
+        value: Any = list(FORMS.values())
+    elif name == "GROUPS":
+        value = tuple(dict.fromkeys(r.group for r in FORMS.values()))
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
