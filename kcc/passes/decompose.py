@@ -35,7 +35,6 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
-from kcc.passes import division, division64
 from kcc.passes.devectorize import devectorize
 from kcc.passes.pack_lanes import pack_lanes
 from kcc.passes.simplify import keep_params
@@ -132,6 +131,7 @@ def cdiv(ctx: TargetDesc, x: UOp) -> UOp | None:
     """CDIV → TRUNC(FDIV) in float64 (≤ 32 bits), a shift (±2^k), long division (64 bits)."""
     if ctx.native(Ops.CDIV, x.dtype):
         return None
+    from kcc.passes import division     # (imported by the kernels that divide: start-up)
     d = const_int(x.src[1]) if x.shape == () else None
     if d is not None and d != 0 and abs(d) & (abs(d) - 1) == 0 and \
             abs(d).bit_length() < x.dtype.bits:
@@ -151,7 +151,9 @@ def fdiv_sqrt(ctx: TargetDesc, x: UOp) -> UOp | None:
     if dt not in (dtypes.float32, dtypes.float64) or ctx.native(x.op, dt):
         return None
     if dt == dtypes.float64:
+        from kcc.passes import division64
         return division64.fdiv64(x) if x.op is Ops.FDIV else division64.sqrt64(x)
+    from kcc.passes import division
     return division.fdiv32(x) if x.op is Ops.FDIV else division.sqrt32(x)
 
 

@@ -72,7 +72,8 @@ NOT_ON_THE_X86_PATH = ("click", "kcc.cli_click", "inspect", "ast", "dis", "token
                        "kcc.targets.x86.disasm", "kcc.encode.amd", "kcc.isel.amd",
                        "kcc.isel.ptx", "kcc.targets.amd", "kcc.targets.cuda", "kcc.ir.interp",
                        "kcc.frontend.printer", "difflib", "locale", "datetime", "uuid",
-                       "platform", "gettext", "threading", "argparse", "subprocess")
+                       "platform", "gettext", "threading", "argparse", "subprocess",
+                       "kcc.passes.division", "kcc.passes.division64")
 
 
 def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Path) -> None:
