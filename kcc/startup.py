@@ -7,8 +7,14 @@ them are work that gives the same result in every process (issue 24, item 4):
   `__eq__`, `__hash__`, …): about 220 `exec`s of a string on the x86 compile path, 30% of its
   import time on CPython 3.11. `install_dataclass_cache` gives the `dataclasses` module an
   `exec` that compiles each distinct text once and keeps the code object;
-- tables built at import (the x86 form table: ~1,200 rows from their templates): `cached`
-  keeps a table's value and rebuilds it when one of its source files changes.
+- typing compiling the text of every forward reference (a NamedTuple's string annotations):
+  `typing.compile` is routed through the same code cache;
+- tables built at import (the x86 form table: ~1,250 rows from their templates): `cached`
+  keeps a table's value and rebuilds it when one of its source files changes (the x86 table
+  keeps each row's bytes and makes the Row when first asked for: kcc.encode.x86.table).
+
+And one import skipped: dataclasses imports inspect (with ast, dis, tokenize) for a class
+without a docstring; it gets a stand-in that imports inspect when first used.
 
 Both live in the bytecode's cache folder (kcc/__pycache__, or under PYTHONPYCACHEPREFIX), in
 marshal's format, and follow the bytecode's rules: the interpreter version is part of the name,

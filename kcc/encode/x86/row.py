@@ -1,6 +1,7 @@
 """The vocabulary of the x86-64 form table (kcc/encode/x86/table.py): the frozen Row of one
 encodable form, its operands (kind, slot, access), the operand kinds (KINDS: what register
-or memory each accepts) and the condition codes of the conditional forms.
+or memory each accepts), the condition codes of the conditional forms, and FormTable (form
+name → Row, each Row made from its cached bytes when first asked for).
 
 Encoding fields follow the Intel SDM Vol. 2 opcode tables: ``/r`` and ``/digit`` (ModRM.reg,
 §2.1.3), ``+r`` (register in the low 3 opcode bits, §3.1.1.1), ``ib/iw/id/io`` immediates and
@@ -10,7 +11,9 @@ fields as in §2.7.1 (the same plus L'L and the disp8*N scale of §2.7.5).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import marshal
+from dataclasses import dataclass, fields
+from typing import Any, Iterator
 
 # Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
 # low nibble of Jcc/SETcc/CMOVcc opcodes.
@@ -117,3 +120,82 @@ class Row:
     def imm_operand(self) -> Operand | None:
         """The immediate operand, if any."""
         return next((o for o in self.operands if o.slot == "imm"), None)
+
+
+FIELDS = tuple(f.name for f in fields(Row))
+_AT_OPERANDS = FIELDS.index("operands")
+
+
+_OPERANDS: dict[tuple, tuple[Operand, ...]] = {}     # each distinct operand list, one tuple
+
+
+def _row_of(vals: tuple) -> Row:
+    """One row from its dumped field values: its fields set as its frozen __init__ sets
+    them (without the ~23 `object.__setattr__` calls), its operands shared with every row
+    of the same operand list."""
+    spec = vals[_AT_OPERANDS]
+    ops = _OPERANDS.get(spec)
+    if ops is None:
+        ops = _OPERANDS[spec] = tuple(Operand(*o) for o in spec)
+    r = object.__new__(Row)
+    r.__dict__.update(zip(FIELDS, vals))
+    r.__dict__["operands"] = ops
+    return r
+
+
+class FormTable(dict):
+    """form name → Row, a Row made from its cached bytes when first asked for: a compile
+    uses a few dozen of the ~1,250 forms, and making every Row was a tenth of a small
+    compile's start-up. `table[form]` (a Row once made is a plain dict entry), `form in
+    table`, get, iteration, len and keys answer for every form without making one; values,
+    items and == make them all first (in the rows' order)."""
+
+    def __init__(self, raw: dict[str, bytes], rel: tuple = ()):
+        super().__init__()
+        self._raw = raw
+        self.rel = rel          # (form, mnemonic, kind) of each branch-target operand
+
+    def __missing__(self, form: str) -> Row:
+        row = self[form] = _row_of(marshal.loads(self._raw[form]))
+        return row
+
+    def __contains__(self, form: object) -> bool:
+        return form in self._raw
+
+    def get(self, form: str, default: Any = None) -> Any:       # type: ignore[override]
+        if form in self._raw:
+            return self[form]
+        return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def keys(self) -> Any:                                      # type: ignore[override]
+        return self._raw.keys()
+
+    def _all(self) -> None:
+        """Every Row made, the entries in the rows' order."""
+        if dict.__len__(self) != len(self._raw):
+            rows = [self[f] for f in self._raw]
+            dict.clear(self)
+            dict.update(self, zip(self._raw, rows))
+
+    def values(self) -> Any:                                    # type: ignore[override]
+        self._all()
+        return dict.values(self)
+
+    def items(self) -> Any:                                     # type: ignore[override]
+        self._all()
+        return dict.items(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None                                             # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<FormTable of {len(self)} x86 forms>"

@@ -14,11 +14,12 @@ instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``set
 from __future__ import annotations
 
 import marshal
-from dataclasses import fields, replace
-from typing import Any, Iterator
+from dataclasses import replace
+from typing import Any
 
 from kcc.encode.x86 import row as _row_module
-from kcc.encode.x86.row import ACCESS, CONDITION_CODES, KINDS, SLOTS, Operand, Row
+from kcc.encode.x86.row import (ACCESS, CONDITION_CODES, FIELDS, KINDS, SLOTS, FormTable,
+                                Operand, Row)
 from kcc.startup import cached
 
 _PARSED: dict[str, tuple[Operand, ...]] = {}
@@ -649,8 +650,6 @@ def _build() -> list[Row]:
     return _BUILT
 
 
-_FIELDS = tuple(f.name for f in fields(Row))
-_AT_OPERANDS = _FIELDS.index("operands")
 
 
 def _dump(rows: list[Row]) -> tuple:
@@ -662,86 +661,11 @@ def _dump(rows: list[Row]) -> tuple:
         if r.form in forms:
             raise AssertionError(f"duplicate x86 form name {r.form!r}")
         vals = tuple(tuple((o.kind, o.slot, o.access) for o in v) if k == "operands" else v
-                     for k, v in zip(_FIELDS, (getattr(r, f) for f in _FIELDS)))
+                     for k, v in zip(FIELDS, (getattr(r, f) for f in FIELDS)))
         forms[r.form] = marshal.dumps(vals)
     rel = tuple((r.form, r.mnemonic, o.kind) for r in rows for o in r.operands
                 if o.slot == "rel")
     return forms, rel
-
-
-_OPERANDS: dict[tuple, tuple[Operand, ...]] = {}     # each distinct operand list, one tuple
-
-
-def _row_of(vals: tuple) -> Row:
-    """One row from its dumped field values: its fields set as its frozen __init__ sets
-    them (without the ~23 `object.__setattr__` calls), its operands shared with every row
-    of the same operand list."""
-    spec = vals[_AT_OPERANDS]
-    ops = _OPERANDS.get(spec)
-    if ops is None:
-        ops = _OPERANDS[spec] = tuple(Operand(*o) for o in spec)
-    r = object.__new__(Row)
-    r.__dict__.update(zip(_FIELDS, vals))
-    r.__dict__["operands"] = ops
-    return r
-
-
-class FormTable(dict):
-    """form name → Row, a Row made from its cached bytes when first asked for: a compile
-    uses a few dozen of the ~1,250 forms, and making every Row was a tenth of a small
-    compile's start-up. `table[form]` (a Row once made is a plain dict entry), `form in
-    table`, get, iteration, len and keys answer for every form without making one; values,
-    items and == make them all first (in the rows' order)."""
-
-    def __init__(self, raw: dict[str, bytes], rel: tuple = ()):
-        super().__init__()
-        self._raw = raw
-        self.rel = rel          # (form, mnemonic, kind) of each branch-target operand
-
-    def __missing__(self, form: str) -> Row:
-        row = self[form] = _row_of(marshal.loads(self._raw[form]))
-        return row
-
-    def __contains__(self, form: object) -> bool:
-        return form in self._raw
-
-    def get(self, form: str, default: Any = None) -> Any:       # type: ignore[override]
-        if form in self._raw:
-            return self[form]
-        return default
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
-
-    def keys(self) -> Any:                                      # type: ignore[override]
-        return self._raw.keys()
-
-    def _all(self) -> None:
-        """Every Row made, the entries in the rows' order."""
-        if dict.__len__(self) != len(self._raw):
-            rows = [self[f] for f in self._raw]
-            dict.clear(self)
-            dict.update(self, zip(self._raw, rows))
-
-    def values(self) -> Any:                                    # type: ignore[override]
-        self._all()
-        return dict.values(self)
-
-    def items(self) -> Any:                                     # type: ignore[override]
-        self._all()
-        return dict.items(self)
-
-    def __eq__(self, other: object) -> bool:
-        self._all()
-        return dict.__eq__(self, other)
-
-    __hash__ = None                                             # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<FormTable of {len(self)} x86 forms>"
 
 
 def _load(data: tuple) -> FormTable:
