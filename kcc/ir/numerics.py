@@ -319,6 +319,31 @@ def _int_div(a: np.ndarray, b: np.ndarray, signed: bool) -> tuple[np.ndarray, np
     return q, r
 
 
+def mulhi(a: np.ndarray, b: np.ndarray, dt: DType) -> np.ndarray:
+    """MULHI: the high dt.bits of the exact product of a and b (both of dt, signed or not).
+
+    Up to 32 bits the product is exact in int64/uint64. At 64 bits: the unsigned product from
+    32-bit halves, hi = ah·bh + carries (every partial sum below 2^64); the signed one from it
+    as mulhi_s(a, b) = mulhi_u(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0) mod 2^64 (a value
+    read as unsigned is a + 2^64 when negative)."""
+    bits = 64 if dt.is_weak else dt.bits
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    if bits <= 32:
+        wide = np.int64 if dt.is_signed else np.uint64
+        p = a.astype(wide) * b.astype(wide)
+        return (p >> wide(bits)).astype(a.dtype)
+    u64 = np.uint64
+    ua, ub = a.astype(u64), b.astype(u64)
+    lo32, s32 = u64(0xFFFFFFFF), u64(32)
+    al, ah, bl, bh = ua & lo32, ua >> s32, ub & lo32, ub >> s32
+    ll, lh, hl = al * bl, al * bh, ah * bl
+    mid = (ll >> s32) + (lh & lo32) + (hl & lo32)
+    hi = ah * bh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+    if dt.is_signed:
+        hi = hi - np.where(a < 0, ub, u64(0)) - np.where(b < 0, ua, u64(0))
+    return hi.astype(a.dtype)
+
+
 def _shift(op: Ops, a: np.ndarray, n: np.ndarray, dt: DType) -> np.ndarray:
     """SHL/SHR; an amount outside [0, bits) is undefined (here: taken modulo bits)."""
     bits = 64 if dt.is_weak else dt.bits
@@ -385,6 +410,8 @@ def _int_op(op: Ops, dt: DType, xs: tuple[np.ndarray, ...]) -> np.ndarray:
     if op in (Ops.CDIV, Ops.CMOD):
         q, r = _int_div(xs[0], xs[1], dt.is_signed)
         return q if op is Ops.CDIV else r
+    if op is Ops.MULHI:
+        return mulhi(xs[0], xs[1], dt)
     table = {Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply,
              Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor}
     if op in table:

@@ -56,6 +56,8 @@ class Ops(enum.Enum):
     WHERE = enum.auto()
     MULACC = enum.auto()
     WMMA = enum.auto()
+    # high half of the double-width product (kcc/passes/divconst.py makes it; docs/semantics.md)
+    MULHI = enum.auto()
 
     # Members are singletons compared by identity, so the identity hash is a valid one; Enum's
     # own __hash__ (hash of the name) is a Python call, and every op-set test and hash-consing
@@ -125,6 +127,7 @@ OP_ROWS: tuple[OpRow, ...] = (
     OpRow(Ops.WHERE, 3, "ternary"),
     OpRow(Ops.MULACC, 3, "ternary"),
     OpRow(Ops.WMMA, 3, "matrix", arg="required"),   # kcc/ir/wmma.py
+    OpRow(Ops.MULHI, 2, "binary"),
 )
 
 ROW: dict[Ops, OpRow] = {r.op: r for r in OP_ROWS}
@@ -141,7 +144,7 @@ COMPARE = ops_in("compare")
 ALU = ops_in("unary", "binary", "shift", "compare", "ternary")
 # Float-only unary ops (transcendentals and friends): derived from semantics, stated once here.
 FLOAT_ONLY = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV})
-INT_ONLY = frozenset({Ops.CDIV, Ops.CMOD, Ops.SHL, Ops.SHR})
+INT_ONLY = frozenset({Ops.CDIV, Ops.CMOD, Ops.SHL, Ops.SHR, Ops.MULHI})
 BITWISE = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR,
                          Ops.XOR})

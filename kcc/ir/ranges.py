@@ -159,6 +159,11 @@ def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
             return None
         m = _mul(s[0], s[1])
         return None if m is None else _add(m, s[2])
+    if op is Ops.MULHI:     # floor(a·b / 2^bits): monotone in the exact product
+        if s[0] is None or s[1] is None:
+            return None
+        m = _mul(s[0], s[1])
+        return None if m is None or dt.is_weak else (m[0] >> dt.bits, m[1] >> dt.bits)
     fn = _BINARY.get(op)
     if fn is not None and s[0] is not None and s[1] is not None:
         return fn(s[0], s[1])

@@ -409,7 +409,7 @@ RULES: dict[Ops, Callable[[tuple[UOp, ...], Any], UType]] = {
     **{op: _unary(op) for op in (Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT,
                                  Ops.RECIPROCAL, Ops.TRUNC)},
     **{op: _binary(op) for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.CDIV, Ops.CMOD,
-                                  Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)},
+                                  Ops.MULHI, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)},
 }
 assert set(RULES) == set(ROW), "every op has exactly one type rule"
 

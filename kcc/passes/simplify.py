@@ -124,6 +124,8 @@ def _int_op(op: Ops, a: list[int], dt: DType) -> int | bool | None:
             return None
         q = abs(a[0]) // abs(a[1]) * (1 if (a[0] >= 0) == (a[1] >= 0) else -1)
         r = q if op is Ops.CDIV else a[0] - q * a[1]
+    elif op is Ops.MULHI:
+        r = (a[0] * a[1]) >> dt.bits
     elif op in (Ops.SHL, Ops.SHR):
         if not 0 <= a[1] < dt.bits or (op is Ops.SHR and a[0] < 0):
             return None
