@@ -4891,3 +4891,27 @@ nop
 ; form: sfence
 sfence
 ; bytes: 0f ae f8
+; form: imul_rm64
+imul rax
+; bytes: 48 f7 e8
+; form: imul_rm64
+imul r8
+; bytes: 49 f7 e8
+; form: imul_rm64
+imul rcx
+; bytes: 48 f7 e9
+; form: imul_rm64
+imul r11
+; bytes: 49 f7 eb
+; form: imul_rm64
+imul rsp
+; bytes: 48 f7 ec
+; form: imul_rm64
+imul qword ptr [rdi]
+; bytes: 48 f7 2f
+; form: imul_rm64
+imul qword ptr [rsp + 8]
+; bytes: 48 f7 6c 24 08
+; form: imul_rm64
+imul qword ptr [rbp]
+; bytes: 48 f7 6d 00
