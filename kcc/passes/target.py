@@ -58,6 +58,10 @@ class TargetDesc:
     pack_bytes: the largest scratch buffer passes/pack.py may give a strided operand of a
       reduction tile (a per-worker copy, kept in the stack frame on x86); 0 (the default):
       no packing.
+    mul_high: the integer widths (32, 64) whose CDIV/CMOD by a constant passes/divconst.py
+      turns into multiplies: 32 by a 64-bit MUL of the extended dividend, 64 by MULHI (the
+      high half of the 128-bit product), which the target then selects; () (the default):
+      none, the target divides as before.
     """
 
     name: str
@@ -81,6 +85,7 @@ class TargetDesc:
     full_unroll: int = 0
     pack_bytes: int = 0
     stage_bytes: int = 0
+    mul_high: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -1,10 +1,11 @@
 """The pass pipeline, in one place, the same for every target.
 
     PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, slp, widen, contract,
-                devectorize, decompose, legalize_gates, simplify, hoist_sums, linearize, select,
-                allocate, encode)
+                devectorize, div_const, decompose, legalize_gates, simplify, hoist_sums,
+                linearize, select, allocate, encode)
 
-(`contract` changes nothing unless the target was built with fp_contract on. `hoist_sums`
+(`contract` changes nothing unless the target was built with fp_contract on, nor `div_const`
+unless its TargetDesc.mul_high lists widths (x86). `hoist_sums`
 regroups integer sums so their loop-invariant part is a node linearize hoists; the x86
 target's select also moves invariant machine code out of loops, kcc/isel/licm.py.)
 
@@ -26,6 +27,7 @@ from kcc.ir import UOp
 from kcc.passes.contract import contract
 from kcc.passes.decompose import decompose
 from kcc.passes.devectorize import devectorize
+from kcc.passes.divconst import div_const
 from kcc.passes.gates import legalize_gates
 from kcc.passes.licm import hoist_sums
 from kcc.passes.linearize import linearize
@@ -80,6 +82,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("widen", "graph", widen),
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
+    Step("div_const", "graph", div_const),
     Step("decompose", "graph", decompose),
     Step("legalize_gates", "graph", legalize_gates),
     Step("simplify", "graph", simplify),

@@ -83,6 +83,8 @@ class X86Alu:
             return self.shift(u)
         if op in (Ops.CDIV, Ops.CMOD):
             return self.divide(u)
+        if op is Ops.MULHI:
+            return self.mulhi(u)
         if op is Ops.MAX:
             # a < b ? b : a with the flags of one compare
             a, b = self.ext(u.src[0], int(w)), self.ext(u.src[1], int(w))
@@ -134,6 +136,21 @@ class X86Alu:
             self.emit(f"{mnem}_rm{w}_imm8", t, c & 0xFF)
         else:
             self.emit(f"{mnem}_rm{w}_cl", t, self.reg(u.src[1]))
+        return t
+
+    def mulhi(self, u: UOp) -> VReg:
+        """MULHI: 64-bit by the one-operand MUL/IMUL (rdx:rax = rax * r/m64, SDM "MUL",
+        "IMUL"), narrower by a 64-bit IMUL of the extended operands and a shift by the width."""
+        dt = u.dtype
+        if dt.itemsize == 8:
+            lo, hi, dead = self.copy(self.reg(u.src[0]), dt), self.new("gpr"), self.new("gpr")
+            self.emit("imul_rm64" if dt.is_signed else "mul_rm64", self.reg(u.src[1]),
+                      extra=(RegOp(lo, Role.USE, fixed=RAX), RegOp(dead, Role.DEF, fixed=RAX),
+                             RegOp(hi, Role.DEF, fixed=RDX)))
+            return hi
+        t = self.copy(self.ext(u.src[0], 64), dt)
+        self.emit("imul_r64_rm64", t, self.ext(u.src[1], 64))
+        self.emit(f"{'sar' if dt.is_signed else 'shr'}_rm64_imm8", t, dt.bits)
         return t
 
     def divide(self, u: UOp) -> VReg:
@@ -191,8 +208,10 @@ class X86Alu:
             t = self.copy(x, dt)
             if u.op is Ops.CDIV:
                 self.emit(f"shr_rm{w}_imm8", t, k)
-            else:
+            elif k < 32:
                 self.emit(imm_form("and", w, (1 << k) - 1), t, (1 << k) - 1)
+            else:       # the mask is no sign-extended imm32 (SDM "AND"): from a register
+                self.emit("and_r64_rm64", t, self.materialize((1 << k) - 1, dt))
             return t
         # bias = (x >> (bits-1)) >>> (bits-k): 2^k - 1 for negative x, else 0
         bias = self.copy(x, dt)

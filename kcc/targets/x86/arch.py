@@ -96,7 +96,10 @@ def x86_desc(arch: str) -> TargetDesc:
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
                    # a staged copy stays in L1d (32-48 KiB) beside what the loop streams
-                   stage_bytes=X86_STAGE_BYTES)
+                   stage_bytes=X86_STAGE_BYTES,
+                   # IMUL r64 (3 cycles) and MUL/IMUL r/m64 for MULHI, against DIV/IDIV r64
+                   # (tens of cycles): division by a constant multiplies (passes/divconst.py)
+                   mul_high=(32, 64))
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:
