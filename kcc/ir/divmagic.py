@@ -24,11 +24,12 @@ how to compute floor(n·M / 2^p) from w-bit and 2w-bit (or high-half) operations
   wraps. A 32-bit dividend always fits when M < 2^32; a 64-bit one only for a small range.
 - "wide_add" (unsigned 32-bit, 2^32 <= M < 2^33): with M' = M - 2^32,
   t = (uint64(n)·M') >> 32 and q = (t + n) >> (p - 32) (t + n < 2^33: no wrap).
-- "hi" (64-bit): t = mulhi(n, M·2^(64-p) or M) — the high 64 bits of the 128-bit product,
-  unsigned or signed — then t >> (p - 64). A signed multiplier in [2^63, 2^64) is used as
-  M - 2^64 and n added back (mulhi_s(n, M - 2^64) = floor(n·M / 2^64) - n; the sum wraps but
-  the exact value fits). An unsigned multiplier in [2^64, 2^65) is used as M - 2^64 and the
-  add done without overflow as ((n - t) >> 1) + t, which is floor((n + t) / 2) as t <= n.
+- "hi" (64-bit, or 32-bit vector lanes; w the width): t = mulhi(n, M·2^(w-p) or M) — the
+  high w bits of the 2w-bit product, unsigned or signed — then t >> (p - w). A signed
+  multiplier in [2^(w-1), 2^w) is used as M - 2^w and n added back
+  (mulhi_s(n, M - 2^w) = floor(n·M / 2^w) - n; the sum wraps but the exact value fits). An
+  unsigned multiplier in [2^w, 2^(w+1)) ("hi_add") is used as M - 2^w and the add done without
+  overflow as ((n - t) >> 1) + t, which is floor((n + t) / 2) as t <= n.
 - A signed dividend that may be negative adds 1 where n < 0: q - (n >> (w - 1)).
 """
 
@@ -79,9 +80,11 @@ class DivPlan:
     fix_sign: bool = False
 
 
-def plan(d: int, lo: int, hi: int, width: int, signed: bool) -> DivPlan | None:
+def plan(d: int, lo: int, hi: int, width: int, signed: bool,
+         wide: bool = True) -> DivPlan | None:
     """The plan for trunc(n / d), n in [lo, hi] of a `width`-bit type (32 or 64), or None when
-    none of the forms applies (the caller keeps its division)."""
+    none of the forms applies (the caller keeps its division). wide=False: only the high-half
+    forms at `width` ("hi", "hi_add": vector lanes, which have no wider multiply)."""
     if d < 2 or is_pow2(d) or width not in (32, 64):
         return None
     if not signed:
@@ -90,22 +93,24 @@ def plan(d: int, lo: int, hi: int, width: int, signed: bool) -> DivPlan | None:
     m = max(hi, -lo, 1)
     mul, p = magic(d, m)
     limit = (1 << 63) if signed else (1 << 64)
-    if m * mul < limit:           # the exact product fits a 64-bit value: one MUL, one shift
+    if wide and m * mul < limit:  # the exact product fits a 64-bit value: one MUL, one shift
         return DivPlan("wide", mul, p, width, signed, fix_sign=neg)
-    if width == 32:
+    if wide and width == 32:
         if not signed and mul < (1 << 33) and p >= 32:
             return DivPlan("wide_add", mul - (1 << 32), p - 32, width, signed)
         return None
-    if p < 64:                    # scale to a high-half multiply (exact: a left shift)
-        mul, p = mul << (64 - p), 64
+    w = width
+    if p < w:                     # scale to a high-half multiply (exact: a left shift)
+        mul, p = mul << (w - p), w
     if signed:
-        if mul >= (1 << 64):
+        if mul >= (1 << w):
             return None
-        return DivPlan("hi", mul, p - 64, width, signed, add_n=mul >= (1 << 63), fix_sign=neg)
-    if mul < (1 << 64):
-        return DivPlan("hi", mul, p - 64, width, signed)
-    if mul < (1 << 65) and p >= 65:
-        return DivPlan("hi_add", mul - (1 << 64), p - 65, width, signed)
+        return DivPlan("hi", mul, p - w, width, signed, add_n=mul >= (1 << (w - 1)),
+                       fix_sign=neg)
+    if mul < (1 << w):
+        return DivPlan("hi", mul, p - w, width, signed)
+    if mul < (1 << (w + 1)) and p >= w + 1:
+        return DivPlan("hi_add", mul - (1 << w), p - w - 1, width, signed)
     return None
 
 

@@ -15,10 +15,13 @@ d becomes:
   no sign correction): a 64-bit MUL of the extended dividend for 32 bits, MULHI for 64 bits.
   CMOD(x, d) = x - CDIV(x, d)·d.
 
-Zero divisors and vector lanes keep their CDIV/CMOD, and so does a division that a launch
-dimension reads (the SPECIAL bounds the manifest evaluates, docs/manifest.md). The pass runs
-after devectorize, so unroll, slp and widen still see the CDIV/CMOD of index arithmetic that
-they fold.
+A vector CDIV/CMOD by one constant in every lane is rewritten as a vector when the target has
+each op used on its lanes (x86: MULHI of 4/8 int32/uint32 lanes, the high-half plans, as
+vectors have no wider multiply); any other is rewritten lane by lane (a STACK of scalar
+rewrites; devectorize then splits the rest as before). Zero divisors keep their CDIV/CMOD,
+and so does a division that a launch dimension reads (the SPECIAL bounds the manifest
+evaluates, docs/manifest.md). The pass runs after widen and just before devectorize, so
+simplify, unroll, slp and widen still see (and fold) the CDIV/CMOD of index arithmetic.
 """
 
 from __future__ import annotations
@@ -39,9 +42,16 @@ def _op(op: Ops, *src: UOp) -> UOp:
     return UOp(op, src)
 
 
+def _k(v: int, dt: DType, like: UOp) -> UOp:
+    """The constant v of dt, as a STACK of it when `like` is a vector."""
+    c = strong_int(v, dt)
+    return UOp(Ops.STACK, (c,) * like.shape[0]) if like.shape else c
+
+
 def _quotient(x: UOp, pl: DivPlan, dt: DType) -> UOp:
     """trunc(x / d) by the plan (kcc/ir/divmagic.py names each form)."""
-    c = strong_int
+    def c(v: int, cdt: DType) -> UOp:
+        return _k(v, cdt, x)
     if pl.kind in ("wide", "wide_add"):
         wdt = _WIDE[pl.signed]
         xw = x if dt.bits == 64 else UOp(Ops.CAST, (x,), wdt)
@@ -69,30 +79,57 @@ def _quotient(x: UOp, pl: DivPlan, dt: DType) -> UOp:
     return q
 
 
-def _rewrite(u: UOp, x: UOp, d: int, r: Range) -> UOp | None:
-    """The replacement of CDIV/CMOD u = (x, d) (x the rebuilt dividend), or None to keep u."""
-    dt = u.dtype
-    div = u.op is Ops.CDIV
-    zero = strong_int(0, dt)
+def _rewrite(op: Ops, x: UOp, d: int, r: Range, wide: bool = True) -> UOp | None:
+    """The replacement of op (CDIV/CMOD) of x by d, or None to keep the division. x is a
+    scalar, or a vector whose every op used here is legal (the caller checks)."""
+    dt = x.dtype
+    div = op is Ops.CDIV
+    zero = _k(0, dt, x)
     if d == 1 or (d == -1 and dt.is_signed):
         return (x if d == 1 else _op(Ops.NEG, x)) if div else zero
     if dt.is_signed and d == int(dt.min()):
-        hit = _op(Ops.CMPEQ, x, strong_int(d, dt))
-        return (UOp(Ops.WHERE, (hit, strong_int(1, dt), zero)) if div
+        hit = _op(Ops.CMPEQ, x, _k(d, dt, x))
+        return (UOp(Ops.WHERE, (hit, _k(1, dt, x), zero)) if div
                 else UOp(Ops.WHERE, (hit, zero, x)))
     if d < 0:
-        inner = _rewrite(UOp(u.op, (u.src[0], strong_int(-d, dt))), x, -d, r)
-        if inner is None:
-            inner = UOp(u.op, (x, strong_int(-d, dt)))
+        inner = _rewrite(op, x, -d, r, wide) or UOp(op, (x, _k(-d, dt, x)))
         return _op(Ops.NEG, inner) if div else inner
     if d == 0 or is_pow2(d):
         return None
     lo, hi = r if r is not None else (int(dt.min()), int(dt.max()))
-    pl = plan(d, lo, hi, dt.bits, dt.is_signed)
+    pl = plan(d, lo, hi, dt.bits, dt.is_signed, wide=wide)
     if pl is None:
         return None
     q = _quotient(x, pl, dt)
-    return q if div else _op(Ops.SUB, x, _op(Ops.MUL, q, strong_int(d, dt)))
+    return q if div else _op(Ops.SUB, x, _op(Ops.MUL, q, _k(d, dt, x)))
+
+
+# the ops a vector rewrite may build (each must be legal on the lanes, else lane by lane)
+_VECTOR_OPS = (Ops.MULHI, Ops.SHR, Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.CMPEQ, Ops.WHERE)
+
+
+def _divisors(y: UOp) -> list[int] | None:
+    """The constant divisor of each lane (one for a scalar), or None if any is not constant."""
+    if not y.shape:
+        c = const_int(y)
+        return None if c is None else [c]
+    if y.op is not Ops.STACK:
+        return None
+    cs = [const_int(s) for s in y.src]
+    return None if any(c is None for c in cs) else cs       # type: ignore[misc]
+
+
+def _vector(u: UOp, x: UOp, ds: list[int], r: Range, desc: TargetDesc) -> UOp | None:
+    """A vector CDIV/CMOD: whole when its divisor is uniform and the target has every op on
+    its lanes (x86: MULHI of int32/uint32 lanes), else lane by lane as scalars."""
+    n, dt = x.shape[0], x.dtype
+    if len(set(ds)) == 1 and all(desc.alu_legal(n, dt, o) for o in _VECTOR_OPS):
+        return _rewrite(u.op, x, ds[0], r, wide=False)
+    out = []
+    for k, d in enumerate(ds):
+        lane = x.src[k] if x.op is Ops.STACK else UOp(Ops.INDEX, (x, UOp.const(k)))
+        out.append(_rewrite(u.op, lane, d, r) or UOp(u.op, (lane, strong_int(d, dt))))
+    return UOp(Ops.STACK, tuple(out))
 
 
 def _launch_nodes(order: list[UOp]) -> set[UOp]:
@@ -106,9 +143,9 @@ def div_const(sink: UOp, desc: TargetDesc) -> UOp:
     if not desc.mul_high:
         return sink
     order = toposort([sink])
-    todo = [u for u in order if u.op in (Ops.CDIV, Ops.CMOD) and not u.shape
-            and u.dtype.is_int and not u.dtype.is_weak and u.dtype.bits in desc.mul_high
-            and const_int(u.src[1]) is not None]
+    todo = [u for u in order if u.op in (Ops.CDIV, Ops.CMOD) and u.dtype.is_int
+            and not u.dtype.is_weak and u.dtype.bits in desc.mul_high
+            and _divisors(u.src[1]) is not None]
     if not todo:
         return sink
     skip = _launch_nodes(order)
@@ -121,7 +158,14 @@ def div_const(sink: UOp, desc: TargetDesc) -> UOp:
         src = tuple([memo[s] for s in u.src])
         new = u if src == u.src else u.replace(src=src)
         if u in want:
-            d = int(const_int(u.src[1]))        # type: ignore[arg-type]
-            new = _rewrite(u, src[0], d, rng.get(u.src[0])) or new
+            ds = _divisors(u.src[1])
+            assert ds is not None
+            r = rng.get(u.src[0])
+            # lanes that slp/widen may pack take the high-half plans (no wider vector multiply)
+            wide = not any(desc.alu_legal(n, u.dtype, Ops.MULHI)
+                           for n in desc.alu_widths.get(u.dtype, ()))
+            got = (_vector(u, src[0], ds, r, desc) if u.shape
+                   else _rewrite(u.op, src[0], ds[0], r, wide))
+            new = got or new
         memo[u] = new
     return keep_params(sink, memo[sink])

@@ -1,7 +1,7 @@
 """The pass pipeline, in one place, the same for every target.
 
     PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, slp, widen, contract,
-                devectorize, div_const, decompose, legalize_gates, simplify, hoist_sums,
+                div_const, devectorize, decompose, legalize_gates, simplify, hoist_sums,
                 linearize, select, allocate, encode)
 
 (`contract` changes nothing unless the target was built with fp_contract on, nor `div_const`
@@ -78,11 +78,11 @@ PIPELINE: tuple[Step, ...] = (
     Step("simplify", "graph", simplify),
     Step("unroll", "graph", unroll),
     Step("stage", "graph", stage_loads),
+    Step("div_const", "graph", div_const),
     Step("slp", "graph", slp),
     Step("widen", "graph", widen),
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
-    Step("div_const", "graph", div_const),
     Step("decompose", "graph", decompose),
     Step("legalize_gates", "graph", legalize_gates),
     Step("simplify", "graph", simplify),

@@ -104,16 +104,41 @@ def test_plan_random_64(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(3, (1 << 32) - 1), st.integers(-(1 << 31), (1 << 32) - 1), st.booleans())
-def test_plan_random_32(d, n, signed):
-    """Random 32-bit divisor and dividend, full-range plans."""
+@given(st.integers(3, (1 << 32) - 1), st.integers(-(1 << 31), (1 << 32) - 1), st.booleans(),
+       st.booleans())
+def test_plan_random_32(d, n, signed, wide):
+    """Random 32-bit divisor and dividend, full-range plans (wide, and high-half only)."""
     lo, hi = _full(32, signed)
     if is_pow2(d) or d > hi:
         return
     n = max(lo, min(hi, n))
-    pl = plan(d, lo, hi, 32, signed)
+    pl = plan(d, lo, hi, 32, signed, wide)
     assert pl is not None
     assert run_plan(pl, n) == tdiv(n, d)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_plan_high_half_32_lanes(signed):
+    """The high-half-only plans of 32-bit lanes (no 64-bit multiply) for many divisors, edge,
+    multiple and random dividends, full range and a small non-negative range."""
+    rnd = random.Random(5 + signed)
+    lo, hi = _full(32, signed)
+    ds = _divisors(300) + [641, 6700417, (1 << 31) - 1, 10 ** 9 + 7]
+    ds += [rnd.randrange(3, hi) for _ in range(40)]
+    kinds = set()
+    for d in ds:
+        if is_pow2(d):
+            continue
+        for rlo, rhi in ((lo, hi), (0, 5000)):
+            pl = plan(d, rlo, rhi, 32, signed, wide=False)
+            assert pl is not None and pl.kind in ("hi", "hi_add"), (d, pl)
+            kinds.add(pl.kind)
+            ns = [v for v in _edges(32, signed) if rlo <= v <= rhi]
+            ns += [rnd.randint(rlo, rhi) for _ in range(40)]
+            ns += [v for v in (d - 1, d, d + 1, -d, -d - 1, -d + 1) if rlo <= v <= rhi]
+            for n in ns:
+                assert run_plan(pl, n) == tdiv(n, d), (d, n, pl)
+    assert kinds == ({"hi"} if signed else {"hi", "hi_add"})
 
 
 def test_mulhi_model():

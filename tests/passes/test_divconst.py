@@ -133,4 +133,72 @@ def test_index_math_known_range(dt: str, d: int) -> None:
     assert (got == want).all()
     out = _passes(sink)
     assert not any(u.op in (Ops.CDIV, Ops.CMOD) for u in toposort([out]))
-    assert not any(u.op is Ops.MULHI for u in toposort([out]))    # small range: one MUL
+    if dt != "int32":       # int32 lanes take MULHI (x86 has it on vectors): no wider MUL
+        assert not any(u.op is Ops.MULHI for u in toposort([out]))    # small range: one MUL
+
+
+def _vector_kernel(op: str, dt: str, ds: list[int], n: int, lanes: int):
+    """out[i*L:(i+1)*L] = op(x[i*L:(i+1)*L], STACK(ds)) with L-lane loads and stores."""
+    stack = ", ".join(f"%d{k}" for k in range(lanes))
+    consts = "\n".join(f"%d{k} = CAST({ds[k % len(ds)]}) {dt}" for k in range(lanes))
+    return parse(f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dt}, {n})
+%a = PARAM ParamArg(1, {dt}, {n})
+%i = RANGE({n // lanes}) (0, LOOP) : weakint
+%s0 = MUL(%i, {lanes}) : weakint
+%ap = SHRINK(%a, %s0, {lanes})
+%x = LOAD(%ap) : {dt}[{lanes}]
+{consts}
+%dv = STACK({stack}) : {dt}[{lanes}]
+%r = {op}(%x, %dv) : {dt}[{lanes}]
+%op = SHRINK(%o, %s0, {lanes})
+%s = STORE(%op, %r)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+""")
+
+
+@pytest.mark.parametrize("dt", ["int32", "uint32", "int64"])
+@pytest.mark.parametrize("op", ["CDIV", "CMOD"])
+@pytest.mark.parametrize("lanes,arch", [(4, "x86-64-v3"), (8, "x86-64-v3"), (8, "x86-64-v4"),
+                                        (16, "x86-64-v4")])
+def test_vector_lanes(op: str, dt: str, lanes: int, arch: str) -> None:
+    """Vectors divided by one constant per lane: int32/uint32 x 4/8 become vector MULHI
+    (VPMULUDQ-based on x86), int64 lanes one by one; each divisor against the interpreter."""
+    ds = [d for d in _divisors(np.dtype(dt)) if d not in (0,)]
+    x = _dividends(np.dtype(dt), ds, 3)
+    x = np.resize(x, (x.size + 15) // 16 * 16)
+    for d in ds:
+        sink = _vector_kernel(op, dt, [d], x.size, lanes)
+        if dt != "int64" and d > 0 and d & (d - 1) and lanes < 16:
+            assert any(u.op is Ops.MULHI and u.shape == (lanes,)
+                       for u in toposort([_passes(sink)]))
+        args = [np.zeros(x.size, dt), x]
+        got, want = compile_and_run(sink, args, arch)[0], reference(sink, args)[0]
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, (d, [(x[i], got[i], want[i]) for i in bad[:4]])
+
+
+def test_vector_lanes_of_different_divisors() -> None:
+    """A STACK of different constants is divided lane by lane."""
+    ds = [3, -7, 1, 641, -1, 10, 2, -(2 ** 31)]
+    x = _dividends(np.dtype("int32"), ds, 4)
+    x = np.resize(x, (x.size + 7) // 8 * 8)
+    for op in ("CDIV", "CMOD"):
+        sink = _vector_kernel(op, "int32", ds, x.size, 8)
+        args = [np.zeros(x.size, np.int32), x]
+        got, want = compile_and_run(sink, args)[0], reference(sink, args)[0]
+        assert (got == want).all()
+
+
+def test_vector_mulhi_with_high_registers() -> None:
+    """x86-64-v4 with xmm16-31 allocated first: the VPMULUDQ sequence in EVEX-encoded twins."""
+    from x86_util import high_vectors_first
+    x = _dividends(np.dtype("int32"), [7, 641], 9)
+    x = np.resize(x, (x.size + 7) // 8 * 8)
+    for d, dt in ((7, "int32"), (641, "uint32"), (-3, "int32")):
+        sink = _vector_kernel("CMOD", dt, [d], x.size, 8)
+        args = [np.zeros(x.size, dt), x.astype(dt)]
+        with high_vectors_first():
+            got = compile_and_run(sink, args, "x86-64-v4")[0]
+        assert (got == reference(sink, args)[0]).all()

@@ -148,8 +148,13 @@ class X86Alu:
                       extra=(RegOp(lo, Role.USE, fixed=RAX), RegOp(dead, Role.DEF, fixed=RAX),
                              RegOp(hi, Role.DEF, fixed=RDX)))
             return hi
-        t = self.copy(self.ext(u.src[0], 64), dt)
-        self.emit("imul_r64_rm64", t, self.ext(u.src[1], 64))
+        c = strong_const(u.src[1])
+        if c is not None and -(1 << 31) <= int(c) < (1 << 31):     # the extended value
+            t = self.new("gpr")
+            self.emit("imul_r64_rm64_imm32", t, self.ext(u.src[0], 64), int(c))
+        else:
+            t = self.copy(self.ext(u.src[0], 64), dt)
+            self.emit("imul_r64_rm64", t, self.ext(u.src[1], 64))
         self.emit(f"{'sar' if dt.is_signed else 'shr'}_rm64_imm8", t, dt.bits)
         return t
 

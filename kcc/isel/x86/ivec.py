@@ -27,8 +27,8 @@ VECTOR_OPS = MappingProxyType({
     dtypes.int8: _COMMON, dtypes.uint8: _COMMON,
     dtypes.int16: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.uint16: _COMMON | {Ops.MUL, Ops.MULACC},
-    dtypes.int32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR},
-    dtypes.uint32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR},
+    dtypes.int32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR, Ops.MULHI},
+    dtypes.uint32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR, Ops.MULHI},
     dtypes.int64: _COMMON | {Ops.SHL},
     dtypes.uint64: _COMMON | {Ops.SHL, Ops.SHR},
 })
@@ -113,6 +113,8 @@ class X86IVec:
                     src = "zm" if w == "z" else w               # the EVEX.512 rows read m512
                     self.emit(f"{kind}{s}_{w}_{src}_imm8", t, self.reg(x), c)
                     return t
+        if op is Ops.MULHI:
+            return self.ivec_mulhi(u)
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):
@@ -155,6 +157,35 @@ class X86IVec:
             return self.ivec_less(dt, n, a, self.reg(u.src[1]))
         else:
             raise SelectError(f"{op.name} on vectors of {dt} has no x86 rule")
+        return t
+
+    def ivec_mulhi(self, u: UOp) -> VReg:
+        """MULHI of int32/uint32 lanes: VPMULUDQ of the even lanes and of the odd ones shifted
+        down (SDM "PMULUDQ": dword 0 of each qword, a 64-bit product), the high dwords merged;
+        signed lanes as mulhi_u(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0)."""
+        x, y = u.src
+        dt, n = x.dtype, x.shape[0]
+        w = vw(dt, n)
+        three = f"_{w}_{w}_{w}m"
+        a, b = self.reg(x), self.reg(y)
+        odd_a, odd_b = self.new("vec"), self.new("vec")
+        self.emit(f"vpsrlq_{w}_{w}_imm8", odd_a, a, 32)
+        self.emit(f"vpsrlq_{w}_{w}_imm8", odd_b, b, 32)
+        even, odd = self.new("vec"), self.new("vec")
+        self.emit("vpmuludq" + three, even, a, b)
+        self.emit("vpmuludq" + three, odd, odd_a, odd_b)
+        even_hi, odd_hi, t = self.new("vec"), self.new("vec"), self.new("vec")
+        self.emit(f"vpsrlq_{w}_{w}_imm8", even_hi, even, 32)
+        mask = self.ivec_splat_const(0xFFFFFFFF00000000, dtypes.uint64, n // 2)
+        self.emit("vpand" + three, odd_hi, odd, mask)
+        self.emit("vpor" + three, t, even_hi, odd_hi)
+        if dt.is_signed:
+            for p, q in ((a, b), (b, a)):
+                sign, part, t2 = self.new("vec"), self.new("vec"), self.new("vec")
+                self.emit(f"vpsrad_{w}_{w}_imm8", sign, p, 31)
+                self.emit("vpand" + three, part, sign, q)
+                self.emit("vpsubd" + three, t2, t, part)
+                t = t2
         return t
 
     def ivec_less(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
