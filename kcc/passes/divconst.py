@@ -12,16 +12,20 @@ d becomes:
 - d = 2^k: left to the selector (a shift with a bias, kcc/isel/x86/alu.py divide_pow2).
 - any other d: the multiply-shift plan of kcc/ir/divmagic.py for the dividend's value range
   (kcc/ir/ranges.py; an index known to be non-negative and small gets a smaller multiplier and
-  no sign correction): a 64-bit MUL of the extended dividend for 32 bits, MULHI for 64 bits.
-  CMOD(x, d) = x - CDIV(x, d)·d.
+  no sign correction): a 64-bit MUL of the extended dividend for 32 bits, MULHI for 64 bits;
+  32 bits of a dtype whose vectors have MULHI (x86: int32/uint32) take MULHI too, so that slp
+  and widen can pack the lanes. CMOD(x, d) = x - CDIV(x, d)·d.
 
 A vector CDIV/CMOD by one constant in every lane is rewritten as a vector when the target has
 each op used on its lanes (x86: MULHI of 4/8 int32/uint32 lanes, the high-half plans, as
 vectors have no wider multiply); any other is rewritten lane by lane (a STACK of scalar
 rewrites; devectorize then splits the rest as before). Zero divisors keep their CDIV/CMOD,
 and so does a division that a launch dimension reads (the SPECIAL bounds the manifest
-evaluates, docs/manifest.md). The pass runs after widen and just before devectorize, so
-simplify, unroll, slp and widen still see (and fold) the CDIV/CMOD of index arithmetic.
+evaluates, docs/manifest.md). The pass runs after the first simplify, unroll and stage (which
+still see and fold the CDIV/CMOD of index arithmetic) and before slp and widen (which pack
+its MULHI/SHR/ADD lanes; a CDIV they met was never packed, not being vector-legal). The
+second simplify then no longer folds a constant division that widen's lane substitution
+makes trivial (such as (8i + k) // 8: powers of two are not rewritten, so those stay).
 """
 
 from __future__ import annotations

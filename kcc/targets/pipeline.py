@@ -1,7 +1,7 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, slp, widen, contract,
-                div_const, devectorize, decompose, legalize_gates, simplify, hoist_sums,
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, div_const, slp, widen,
+                contract, devectorize, decompose, legalize_gates, simplify, hoist_sums,
                 linearize, select, allocate, encode)
 
 (`contract` changes nothing unless the target was built with fp_contract on, nor `div_const`
