@@ -12,14 +12,15 @@ vcvtsi2ss xmm1, xmm12, r10d
 vcvtsi2ss xmm11, xmm2, ebx
 ; bytes: c5 6a 2a db
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c5 32 2a 04 cd 40 00 00 00
+vcvtsi2ss xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c5 32 2a 82 00 e0 ff ff
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
-; bytes: c4 c1 72 2a 44 30 7f
+vcvtsi2ss xmm0, xmm1, dword ptr [rip + bar]
+; bytes: c5 f2 2a 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 32 2a 84 9c 00 10 00 00
+vcvtsi2ss xmm8, xmm9, dword ptr [rdi]
+; bytes: c5 32 2a 07
 ; form: vcvtsi2ss_x_x_rm32
 vcvtsi2ss xmm16, xmm17, r15d
 ; bytes: 62 c1 76 00 2a c7
@@ -30,12 +31,11 @@ vcvtsi2ss xmm3, xmm24, r9d
 vcvtsi2ss xmm29, xmm8, edx
 ; bytes: 62 61 3e 08 2a ea
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm29, xmm8, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3e 08 2a ac 4b e8 03 00 00
+vcvtsi2ss xmm29, xmm8, dword ptr [8*rcx + 64]
+; bytes: 62 61 3e 08 2a 2c cd 40 00 00 00
 ; form: vcvtsi2ss_x_x_rm32
-vcvtsi2ss xmm16, xmm17, dword ptr [rip + foo + 16]
-; bytes: 62 e1 76 00 2a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vcvtsi2ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
+; bytes: 62 c1 76 00 2a 84 30 7f 00 00 00
 ; form: vcvtsi2ss_x_x_rm64
 vcvtsi2ss xmm0, xmm1, rdx
 ; bytes: c4 e1 f2 2a c2
@@ -49,15 +49,14 @@ vcvtsi2ss xmm1, xmm12, r10
 vcvtsi2ss xmm11, xmm2, rbx
 ; bytes: c4 61 ea 2a db
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c4 61 b2 2a 82 00 e0 ff ff
+vcvtsi2ss xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c4 61 b2 2a 44 24 08
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm0, xmm1, qword ptr [rip + bar]
-; bytes: c4 e1 f2 2a 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vcvtsi2ss xmm0, xmm1, qword ptr [rbp]
+; bytes: c4 e1 f2 2a 45 00
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm8, xmm9, qword ptr [rdi]
-; bytes: c4 61 b2 2a 07
+vcvtsi2ss xmm8, xmm9, qword ptr [r13 - 300]
+; bytes: c4 41 b2 2a 85 d4 fe ff ff
 ; form: vcvtsi2ss_x_x_rm64
 vcvtsi2ss xmm16, xmm17, r15
 ; bytes: 62 c1 f6 00 2a c7
@@ -68,11 +67,11 @@ vcvtsi2ss xmm3, xmm24, r9
 vcvtsi2ss xmm29, xmm8, rdx
 ; bytes: 62 61 be 08 2a ea
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm29, xmm8, qword ptr [8*rcx + 64]
-; bytes: 62 61 be 08 2a 2c cd 40 00 00 00
+vcvtsi2ss xmm29, xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 be 08 2a ac 9c 00 10 00 00
 ; form: vcvtsi2ss_x_x_rm64
-vcvtsi2ss xmm16, xmm17, qword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f6 00 2a 84 30 7f 00 00 00
+vcvtsi2ss xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f6 00 2a 82 00 e0 ff ff
 ; form: vcvttss2si_r32_xm32
 vcvttss2si eax, xmm1
 ; bytes: c5 fa 2c c1
@@ -86,14 +85,14 @@ vcvttss2si ecx, xmm12
 vcvttss2si r11d, xmm2
 ; bytes: c5 7a 2c da
 ; form: vcvttss2si_r32_xm32
-vcvttss2si r8d, dword ptr [rsp + 8]
-; bytes: c5 7a 2c 44 24 08
+vcvttss2si r8d, dword ptr [rdi + 4*rax + 8]
+; bytes: c5 7a 2c 44 87 08
 ; form: vcvttss2si_r32_xm32
-vcvttss2si eax, dword ptr [rbp]
-; bytes: c5 fa 2c 45 00
+vcvttss2si eax, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 7a 2c 44 fc 80
 ; form: vcvttss2si_r32_xm32
-vcvttss2si r8d, dword ptr [r13 - 300]
-; bytes: c4 41 7a 2c 85 d4 fe ff ff
+vcvttss2si r8d, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7a 2c 84 4b e8 03 00 00
 ; form: vcvttss2si_r32_xm32
 vcvttss2si eax, xmm17
 ; bytes: 62 b1 7e 08 2c c1
@@ -104,11 +103,12 @@ vcvttss2si ebx, xmm24
 vcvttss2si r13d, xmm8
 ; bytes: c4 41 7a 2c e8
 ; form: vcvttss2si_r32_xm32
-vcvttss2si r13d, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 7a 2c ac 9c 00 10 00 00
+vcvttss2si r13d, dword ptr [rip + bar]
+; bytes: c5 7a 2c 2d 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvttss2si_r32_xm32
-vcvttss2si eax, dword ptr [rdx - 8192]
-; bytes: c5 fa 2c 82 00 e0 ff ff
+vcvttss2si eax, dword ptr [rdi]
+; bytes: c5 fa 2c 07
 ; form: vcvttss2si_r64_xm32
 vcvttss2si rax, xmm1
 ; bytes: c4 e1 fa 2c c1
@@ -122,14 +122,15 @@ vcvttss2si rcx, xmm12
 vcvttss2si r11, xmm2
 ; bytes: c4 61 fa 2c da
 ; form: vcvttss2si_r64_xm32
-vcvttss2si r8, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 61 fa 2c 44 87 08
+vcvttss2si r8, dword ptr [rip + foo + 16]
+; bytes: c4 61 fa 2c 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vcvttss2si_r64_xm32
-vcvttss2si rax, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 fa 2c 44 fc 80
+vcvttss2si rax, dword ptr [8*rcx + 64]
+; bytes: c4 e1 fa 2c 04 cd 40 00 00 00
 ; form: vcvttss2si_r64_xm32
-vcvttss2si r8, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 fa 2c 84 4b e8 03 00 00
+vcvttss2si r8, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 fa 2c 44 30 7f
 ; form: vcvttss2si_r64_xm32
 vcvttss2si rax, xmm17
 ; bytes: 62 b1 fe 08 2c c1
@@ -140,12 +141,11 @@ vcvttss2si rbx, xmm24
 vcvttss2si r13, xmm8
 ; bytes: c4 41 fa 2c e8
 ; form: vcvttss2si_r64_xm32
-vcvttss2si r13, dword ptr [rip + bar]
-; bytes: c4 61 fa 2c 2d 00 00 00 00
-; fixup: 5 pc32 bar -4
+vcvttss2si r13, dword ptr [rsp + 8]
+; bytes: c4 61 fa 2c 6c 24 08
 ; form: vcvttss2si_r64_xm32
-vcvttss2si rax, dword ptr [rdi]
-; bytes: c4 e1 fa 2c 07
+vcvttss2si rax, dword ptr [rbp]
+; bytes: c4 e1 fa 2c 45 00
 ; form: vcvtsi2sd_x_x_rm32
 vcvtsi2sd xmm0, xmm1, edx
 ; bytes: c5 f3 2a c2
@@ -159,15 +159,15 @@ vcvtsi2sd xmm1, xmm12, r10d
 vcvtsi2sd xmm11, xmm2, ebx
 ; bytes: c5 6b 2a db
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm8, xmm9, dword ptr [rip + foo + 16]
+vcvtsi2sd xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 33 2a 84 9c 00 10 00 00
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: c5 f3 2a 82 00 e0 ff ff
+; form: vcvtsi2sd_x_x_rm32
+vcvtsi2sd xmm8, xmm9, dword ptr [rip + bar]
 ; bytes: c5 33 2a 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: c5 f3 2a 04 cd 40 00 00 00
-; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 33 2a 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vcvtsi2sd_x_x_rm32
 vcvtsi2sd xmm16, xmm17, r15d
 ; bytes: 62 c1 77 00 2a c7
@@ -178,11 +178,11 @@ vcvtsi2sd xmm3, xmm24, r9d
 vcvtsi2sd xmm29, xmm8, edx
 ; bytes: 62 61 3f 08 2a ea
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm29, xmm8, dword ptr [rsp + 8]
-; bytes: 62 61 3f 08 2a 6c 24 02
+vcvtsi2sd xmm29, xmm8, dword ptr [r13 - 300]
+; bytes: 62 41 3f 08 2a 6d b5
 ; form: vcvtsi2sd_x_x_rm32
-vcvtsi2sd xmm16, xmm17, dword ptr [rbp]
-; bytes: 62 e1 77 00 2a 45 00
+vcvtsi2sd xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 77 00 2a 44 87 02
 ; form: vcvtsi2sd_x_x_rm64
 vcvtsi2sd xmm0, xmm1, rdx
 ; bytes: c4 e1 f3 2a c2
@@ -196,15 +196,14 @@ vcvtsi2sd xmm1, xmm12, r10
 vcvtsi2sd xmm11, xmm2, rbx
 ; bytes: c4 61 eb 2a db
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 b3 2a 84 9c 00 10 00 00
+vcvtsi2sd xmm8, xmm9, qword ptr [rdi]
+; bytes: c4 61 b3 2a 07
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: c4 e1 f3 2a 82 00 e0 ff ff
+vcvtsi2sd xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: c4 e1 f3 2a 44 24 08
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c4 61 b3 2a 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vcvtsi2sd xmm8, xmm9, qword ptr [rbp]
+; bytes: c4 61 b3 2a 45 00
 ; form: vcvtsi2sd_x_x_rm64
 vcvtsi2sd xmm16, xmm17, r15
 ; bytes: 62 c1 f7 00 2a c7
@@ -215,11 +214,11 @@ vcvtsi2sd xmm3, xmm24, r9
 vcvtsi2sd xmm29, xmm8, rdx
 ; bytes: 62 61 bf 08 2a ea
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm29, xmm8, qword ptr [r13 - 300]
-; bytes: 62 41 bf 08 2a ad d4 fe ff ff
+vcvtsi2sd xmm29, xmm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bf 08 2a 6c fc f0
 ; form: vcvtsi2sd_x_x_rm64
-vcvtsi2sd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f7 00 2a 44 87 01
+vcvtsi2sd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f7 00 2a 44 4b 7d
 ; form: vcvttsd2si_r32_xm64
 vcvttsd2si eax, xmm1
 ; bytes: c5 fb 2c c1
@@ -233,14 +232,14 @@ vcvttsd2si ecx, xmm12
 vcvttsd2si r11d, xmm2
 ; bytes: c5 7b 2c da
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si r8d, qword ptr [rdi]
-; bytes: c5 7b 2c 07
+vcvttsd2si r8d, qword ptr [r13 - 300]
+; bytes: c4 41 7b 2c 85 d4 fe ff ff
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si eax, qword ptr [rsp + 8]
-; bytes: c5 fb 2c 44 24 08
+vcvttsd2si eax, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 fb 2c 44 87 08
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si r8d, qword ptr [rbp]
-; bytes: c5 7b 2c 45 00
+vcvttsd2si r8d, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7b 2c 44 fc 80
 ; form: vcvttsd2si_r32_xm64
 vcvttsd2si eax, xmm17
 ; bytes: 62 b1 7f 08 2c c1
@@ -251,11 +250,12 @@ vcvttsd2si ebx, xmm24
 vcvttsd2si r13d, xmm8
 ; bytes: c4 41 7b 2c e8
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si r13d, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 7b 2c 6c fc 80
+vcvttsd2si r13d, qword ptr [rip + foo + 16]
+; bytes: c5 7b 2c 2d 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvttsd2si_r32_xm64
-vcvttsd2si eax, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 7b 2c 84 4b e8 03 00 00
+vcvttsd2si eax, qword ptr [8*rcx + 64]
+; bytes: c5 fb 2c 04 cd 40 00 00 00
 ; form: vcvttsd2si_r64_xm64
 vcvttsd2si rax, xmm1
 ; bytes: c4 e1 fb 2c c1
@@ -269,14 +269,15 @@ vcvttsd2si rcx, xmm12
 vcvttsd2si r11, xmm2
 ; bytes: c4 61 fb 2c da
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si r8, qword ptr [r13 - 300]
-; bytes: c4 41 fb 2c 85 d4 fe ff ff
+vcvttsd2si r8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 fb 2c 84 4b e8 03 00 00
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si rax, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e1 fb 2c 44 87 08
+vcvttsd2si rax, qword ptr [rip + foo + 16]
+; bytes: c4 e1 fb 2c 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si r8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 fb 2c 44 fc 80
+vcvttsd2si r8, qword ptr [8*rcx + 64]
+; bytes: c4 61 fb 2c 04 cd 40 00 00 00
 ; form: vcvttsd2si_r64_xm64
 vcvttsd2si rax, xmm17
 ; bytes: 62 b1 ff 08 2c c1
@@ -287,12 +288,11 @@ vcvttsd2si rbx, xmm24
 vcvttsd2si r13, xmm8
 ; bytes: c4 41 fb 2c e8
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si r13, qword ptr [rip + foo + 16]
-; bytes: c4 61 fb 2c 2d 00 00 00 00
-; fixup: 5 pc32 foo 12
+vcvttsd2si r13, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 fb 2c 6c 30 7f
 ; form: vcvttsd2si_r64_xm64
-vcvttsd2si rax, qword ptr [8*rcx + 64]
-; bytes: c4 e1 fb 2c 04 cd 40 00 00 00
+vcvttsd2si rax, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 fb 2c 84 9c 00 10 00 00
 ; form: vcvtss2sd_x_x_xm32
 vcvtss2sd xmm0, xmm1, xmm2
 ; bytes: c5 f2 5a c2
@@ -306,15 +306,14 @@ vcvtss2sd xmm1, xmm12, xmm10
 vcvtss2sd xmm11, xmm2, xmm3
 ; bytes: c5 6a 5a db
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 32 5a 84 4b e8 03 00 00
+vcvtss2sd xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 32 5a 44 30 7f
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm0, xmm1, dword ptr [rip + foo + 16]
-; bytes: c5 f2 5a 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vcvtss2sd xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 72 5a 84 9c 00 10 00 00
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c5 32 5a 04 cd 40 00 00 00
+vcvtss2sd xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c5 32 5a 82 00 e0 ff ff
 ; form: vcvtss2sd_x_x_xm32
 vcvtss2sd xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 5a c7
@@ -325,11 +324,12 @@ vcvtss2sd xmm3, xmm24, xmm9
 vcvtss2sd xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5a ea
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm29, xmm8, dword ptr [r8 + rsi + 127]
-; bytes: 62 41 3e 08 5a ac 30 7f 00 00 00
+vcvtss2sd xmm29, xmm8, dword ptr [rdx - 8192]
+; bytes: 62 61 3e 08 5a aa 00 e0 ff ff
 ; form: vcvtss2sd_x_x_xm32
-vcvtss2sd xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 76 00 5a 84 9c 00 10 00 00
+vcvtss2sd xmm16, xmm17, dword ptr [rip + bar]
+; bytes: 62 e1 76 00 5a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtsd2ss_x_x_xm64
 vcvtsd2ss xmm0, xmm1, xmm2
 ; bytes: c5 f3 5a c2
@@ -343,14 +343,15 @@ vcvtsd2ss xmm1, xmm12, xmm10
 vcvtsd2ss xmm11, xmm2, xmm3
 ; bytes: c5 6b 5a db
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm8, xmm9, qword ptr [r8 + rsi + 127]
-; bytes: c4 41 33 5a 44 30 7f
+vcvtsd2ss xmm8, xmm9, qword ptr [rip + bar]
+; bytes: c5 33 5a 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 73 5a 84 9c 00 10 00 00
+vcvtsd2ss xmm0, xmm1, qword ptr [rdi]
+; bytes: c5 f3 5a 07
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c5 33 5a 82 00 e0 ff ff
+vcvtsd2ss xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c5 33 5a 44 24 08
 ; form: vcvtsd2ss_x_x_xm64
 vcvtsd2ss xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 5a c7
@@ -361,12 +362,11 @@ vcvtsd2ss xmm3, xmm24, xmm9
 vcvtsd2ss xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5a ea
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm29, xmm8, qword ptr [rdx - 8192]
-; bytes: 62 61 bf 08 5a aa 00 e0 ff ff
+vcvtsd2ss xmm29, xmm8, qword ptr [rdi]
+; bytes: 62 61 bf 08 5a 2f
 ; form: vcvtsd2ss_x_x_xm64
-vcvtsd2ss xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e1 f7 00 5a 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vcvtsd2ss xmm16, xmm17, qword ptr [rsp + 8]
+; bytes: 62 e1 f7 00 5a 44 24 01
 ; form: vcvtdq2ps_x_xm
 vcvtdq2ps xmm0, xmm1
 ; bytes: c5 f8 5b c1
@@ -380,15 +380,14 @@ vcvtdq2ps xmm1, xmm12
 vcvtdq2ps xmm11, xmm2
 ; bytes: c5 78 5b da
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm8, xmmword ptr [rip + bar]
-; bytes: c5 78 5b 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vcvtdq2ps xmm8, xmmword ptr [rbp]
+; bytes: c5 78 5b 45 00
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm0, xmmword ptr [rdi]
-; bytes: c5 f8 5b 07
+vcvtdq2ps xmm0, xmmword ptr [r13 - 300]
+; bytes: c4 c1 78 5b 85 d4 fe ff ff
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm8, xmmword ptr [rsp + 8]
-; bytes: c5 78 5b 44 24 08
+vcvtdq2ps xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 78 5b 44 87 08
 ; form: vcvtdq2ps_x_xm
 vcvtdq2ps xmm16, xmm17
 ; bytes: 62 a1 7c 08 5b c1
@@ -399,11 +398,11 @@ vcvtdq2ps xmm3, xmm24
 vcvtdq2ps xmm29, xmm8
 ; bytes: 62 41 7c 08 5b e8
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm29, xmmword ptr [rdi]
-; bytes: 62 61 7c 08 5b 2f
+vcvtdq2ps xmm29, xmmword ptr [rbp]
+; bytes: 62 61 7c 08 5b 6d 00
 ; form: vcvtdq2ps_x_xm
-vcvtdq2ps xmm16, xmmword ptr [rsp + 8]
-; bytes: 62 e1 7c 08 5b 84 24 08 00 00 00
+vcvtdq2ps xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 08 5b 85 d4 fe ff ff
 ; form: vcvtdq2ps_y_ym
 vcvtdq2ps ymm0, ymm1
 ; bytes: c5 fc 5b c1
@@ -417,14 +416,15 @@ vcvtdq2ps ymm1, ymm12
 vcvtdq2ps ymm11, ymm2
 ; bytes: c5 7c 5b da
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm8, ymmword ptr [rbp]
-; bytes: c5 7c 5b 45 00
+vcvtdq2ps ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7c 5b 44 fc 80
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm0, ymmword ptr [r13 - 300]
-; bytes: c4 c1 7c 5b 85 d4 fe ff ff
+vcvtdq2ps ymm0, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 7c 5b 84 4b e8 03 00 00
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 7c 5b 44 87 08
+vcvtdq2ps ymm8, ymmword ptr [rip + foo + 16]
+; bytes: c5 7c 5b 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvtdq2ps_y_ym
 vcvtdq2ps ymm16, ymm17
 ; bytes: 62 a1 7c 28 5b c1
@@ -435,11 +435,11 @@ vcvtdq2ps ymm3, ymm24
 vcvtdq2ps ymm29, ymm8
 ; bytes: 62 41 7c 28 5b e8
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm29, ymmword ptr [rbp]
-; bytes: 62 61 7c 28 5b 6d 00
+vcvtdq2ps ymm29, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 7c 28 5b ac 87 08 00 00 00
 ; form: vcvtdq2ps_y_ym
-vcvtdq2ps ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7c 28 5b 85 d4 fe ff ff
+vcvtdq2ps ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 28 5b 44 fc fc
 ; form: vcvttps2dq_x_xm
 vcvttps2dq xmm0, xmm1
 ; bytes: c5 fa 5b c1
@@ -453,15 +453,14 @@ vcvttps2dq xmm1, xmm12
 vcvttps2dq xmm11, xmm2
 ; bytes: c5 7a 5b da
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 7a 5b 44 fc 80
+vcvttps2dq xmm8, xmmword ptr [8*rcx + 64]
+; bytes: c5 7a 5b 04 cd 40 00 00 00
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm0, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 7a 5b 84 4b e8 03 00 00
+vcvttps2dq xmm0, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 7a 5b 44 30 7f
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm8, xmmword ptr [rip + foo + 16]
-; bytes: c5 7a 5b 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vcvttps2dq xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7a 5b 84 9c 00 10 00 00
 ; form: vcvttps2dq_x_xm
 vcvttps2dq xmm16, xmm17
 ; bytes: 62 a1 7e 08 5b c1
@@ -472,11 +471,12 @@ vcvttps2dq xmm3, xmm24
 vcvttps2dq xmm29, xmm8
 ; bytes: 62 41 7e 08 5b e8
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm29, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 7e 08 5b ac 87 08 00 00 00
+vcvttps2dq xmm29, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 7e 08 5b ac 4b e8 03 00 00
 ; form: vcvttps2dq_x_xm
-vcvttps2dq xmm16, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7e 08 5b 44 fc f8
+vcvttps2dq xmm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 7e 08 5b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvttps2dq_y_ym
 vcvttps2dq ymm0, ymm1
 ; bytes: c5 fe 5b c1
@@ -490,14 +490,15 @@ vcvttps2dq ymm1, ymm12
 vcvttps2dq ymm11, ymm2
 ; bytes: c5 7e 5b da
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm8, ymmword ptr [8*rcx + 64]
-; bytes: c5 7e 5b 04 cd 40 00 00 00
+vcvttps2dq ymm8, ymmword ptr [rdx - 8192]
+; bytes: c5 7e 5b 82 00 e0 ff ff
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm0, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 7e 5b 44 30 7f
+vcvttps2dq ymm0, ymmword ptr [rip + bar]
+; bytes: c5 fe 5b 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 7e 5b 84 9c 00 10 00 00
+vcvttps2dq ymm8, ymmword ptr [rdi]
+; bytes: c5 7e 5b 07
 ; form: vcvttps2dq_y_ym
 vcvttps2dq ymm16, ymm17
 ; bytes: 62 a1 7e 28 5b c1
@@ -508,12 +509,11 @@ vcvttps2dq ymm3, ymm24
 vcvttps2dq ymm29, ymm8
 ; bytes: 62 41 7e 28 5b e8
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm29, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 7e 28 5b ac 4b e8 03 00 00
+vcvttps2dq ymm29, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 7e 28 5b 2c cd 40 00 00 00
 ; form: vcvttps2dq_y_ym
-vcvttps2dq ymm16, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 7e 28 5b 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vcvttps2dq ymm16, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7e 28 5b 84 30 7f 00 00 00
 ; form: vcvtdq2pd_x_xm64
 vcvtdq2pd xmm0, xmm1
 ; bytes: c5 fa e6 c1
@@ -527,15 +527,14 @@ vcvtdq2pd xmm1, xmm12
 vcvtdq2pd xmm11, xmm2
 ; bytes: c5 7a e6 da
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm8, qword ptr [rdx - 8192]
-; bytes: c5 7a e6 82 00 e0 ff ff
+vcvtdq2pd xmm8, qword ptr [rsp + 8]
+; bytes: c5 7a e6 44 24 08
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm0, qword ptr [rip + bar]
-; bytes: c5 fa e6 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vcvtdq2pd xmm0, qword ptr [rbp]
+; bytes: c5 fa e6 45 00
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm8, qword ptr [rdi]
-; bytes: c5 7a e6 07
+vcvtdq2pd xmm8, qword ptr [r13 - 300]
+; bytes: c4 41 7a e6 85 d4 fe ff ff
 ; form: vcvtdq2pd_x_xm64
 vcvtdq2pd xmm16, xmm17
 ; bytes: 62 a1 7e 08 e6 c1
@@ -546,11 +545,11 @@ vcvtdq2pd xmm3, xmm24
 vcvtdq2pd xmm29, xmm8
 ; bytes: 62 41 7e 08 e6 e8
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm29, qword ptr [8*rcx + 64]
-; bytes: 62 61 7e 08 e6 2c cd 40 00 00 00
+vcvtdq2pd xmm29, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 7e 08 e6 ac 9c 00 10 00 00
 ; form: vcvtdq2pd_x_xm64
-vcvtdq2pd xmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e 08 e6 84 30 7f 00 00 00
+vcvtdq2pd xmm16, qword ptr [rdx - 8192]
+; bytes: 62 e1 7e 08 e6 82 00 e0 ff ff
 ; form: vcvtdq2pd_y_xm
 vcvtdq2pd ymm0, xmm1
 ; bytes: c5 fe e6 c1
@@ -564,14 +563,14 @@ vcvtdq2pd ymm1, xmm12
 vcvtdq2pd ymm11, xmm2
 ; bytes: c5 7e e6 da
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm8, xmmword ptr [rsp + 8]
-; bytes: c5 7e e6 44 24 08
+vcvtdq2pd ymm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7e e6 44 87 08
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm0, xmmword ptr [rbp]
-; bytes: c5 fe e6 45 00
+vcvtdq2pd ymm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 7e e6 44 fc 80
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm8, xmmword ptr [r13 - 300]
-; bytes: c4 41 7e e6 85 d4 fe ff ff
+vcvtdq2pd ymm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7e e6 84 4b e8 03 00 00
 ; form: vcvtdq2pd_y_xm
 vcvtdq2pd ymm16, xmm17
 ; bytes: 62 a1 7e 28 e6 c1
@@ -582,11 +581,12 @@ vcvtdq2pd ymm3, xmm24
 vcvtdq2pd ymm29, xmm8
 ; bytes: 62 41 7e 28 e6 e8
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm29, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 7e 28 e6 ac 9c 00 10 00 00
+vcvtdq2pd ymm29, xmmword ptr [rip + bar]
+; bytes: 62 61 7e 28 e6 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtdq2pd_y_xm
-vcvtdq2pd ymm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7e 28 e6 82 00 e0 ff ff
+vcvtdq2pd ymm16, xmmword ptr [rdi]
+; bytes: 62 e1 7e 28 e6 07
 ; form: vcvtps2pd_x_xm64
 vcvtps2pd xmm0, xmm1
 ; bytes: c5 f8 5a c1
@@ -600,14 +600,15 @@ vcvtps2pd xmm1, xmm12
 vcvtps2pd xmm11, xmm2
 ; bytes: c5 78 5a da
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm8, qword ptr [rdi + 4*rax + 8]
-; bytes: c5 78 5a 44 87 08
+vcvtps2pd xmm8, qword ptr [rip + foo + 16]
+; bytes: c5 78 5a 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm0, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 78 5a 44 fc 80
+vcvtps2pd xmm0, qword ptr [8*rcx + 64]
+; bytes: c5 f8 5a 04 cd 40 00 00 00
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 78 5a 84 4b e8 03 00 00
+vcvtps2pd xmm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 78 5a 44 30 7f
 ; form: vcvtps2pd_x_xm64
 vcvtps2pd xmm16, xmm17
 ; bytes: 62 a1 7c 08 5a c1
@@ -618,12 +619,11 @@ vcvtps2pd xmm3, xmm24
 vcvtps2pd xmm29, xmm8
 ; bytes: 62 41 7c 08 5a e8
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm29, qword ptr [rip + bar]
-; bytes: 62 61 7c 08 5a 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vcvtps2pd xmm29, qword ptr [rsp + 8]
+; bytes: 62 61 7c 08 5a 6c 24 01
 ; form: vcvtps2pd_x_xm64
-vcvtps2pd xmm16, qword ptr [rdi]
-; bytes: 62 e1 7c 08 5a 07
+vcvtps2pd xmm16, qword ptr [rbp]
+; bytes: 62 e1 7c 08 5a 45 00
 ; form: vcvtps2pd_y_xm
 vcvtps2pd ymm0, xmm1
 ; bytes: c5 fc 5a c1
@@ -637,15 +637,15 @@ vcvtps2pd ymm1, xmm12
 vcvtps2pd ymm11, xmm2
 ; bytes: c5 7c 5a da
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm8, xmmword ptr [rip + foo + 16]
+vcvtps2pd ymm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7c 5a 84 9c 00 10 00 00
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm0, xmmword ptr [rdx - 8192]
+; bytes: c5 fc 5a 82 00 e0 ff ff
+; form: vcvtps2pd_y_xm
+vcvtps2pd ymm8, xmmword ptr [rip + bar]
 ; bytes: c5 7c 5a 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vcvtps2pd_y_xm
-vcvtps2pd ymm0, xmmword ptr [8*rcx + 64]
-; bytes: c5 fc 5a 04 cd 40 00 00 00
-; form: vcvtps2pd_y_xm
-vcvtps2pd ymm8, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 7c 5a 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vcvtps2pd_y_xm
 vcvtps2pd ymm16, xmm17
 ; bytes: 62 a1 7c 28 5a c1
@@ -656,11 +656,11 @@ vcvtps2pd ymm3, xmm24
 vcvtps2pd ymm29, xmm8
 ; bytes: 62 41 7c 28 5a e8
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm29, xmmword ptr [rsp + 8]
-; bytes: 62 61 7c 28 5a ac 24 08 00 00 00
+vcvtps2pd ymm29, xmmword ptr [r13 - 300]
+; bytes: 62 41 7c 28 5a ad d4 fe ff ff
 ; form: vcvtps2pd_y_xm
-vcvtps2pd ymm16, xmmword ptr [rbp]
-; bytes: 62 e1 7c 28 5a 45 00
+vcvtps2pd ymm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7c 28 5a 84 87 08 00 00 00
 ; form: vcvtph2ps_x_xm64
 vcvtph2ps xmm0, xmm1
 ; bytes: c4 e2 79 13 c1
@@ -674,15 +674,14 @@ vcvtph2ps xmm1, xmm12
 vcvtph2ps xmm11, xmm2
 ; bytes: c4 62 79 13 da
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 13 84 9c 00 10 00 00
+vcvtph2ps xmm8, qword ptr [rdi]
+; bytes: c4 62 79 13 07
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm0, qword ptr [rdx - 8192]
-; bytes: c4 e2 79 13 82 00 e0 ff ff
+vcvtph2ps xmm0, qword ptr [rsp + 8]
+; bytes: c4 e2 79 13 44 24 08
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm8, qword ptr [rip + bar]
-; bytes: c4 62 79 13 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vcvtph2ps xmm8, qword ptr [rbp]
+; bytes: c4 62 79 13 45 00
 ; form: vcvtph2ps_x_xm64
 vcvtph2ps xmm16, xmm17
 ; bytes: 62 a2 7d 08 13 c1
@@ -693,11 +692,11 @@ vcvtph2ps xmm3, xmm24
 vcvtph2ps xmm29, xmm8
 ; bytes: 62 42 7d 08 13 e8
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm29, qword ptr [r13 - 300]
-; bytes: 62 42 7d 08 13 ad d4 fe ff ff
+vcvtph2ps xmm29, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 08 13 6c fc f0
 ; form: vcvtph2ps_x_xm64
-vcvtph2ps xmm16, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 13 44 87 01
+vcvtph2ps xmm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 08 13 44 4b 7d
 ; form: vcvtph2ps_y_xm
 vcvtph2ps ymm0, xmm1
 ; bytes: c4 e2 7d 13 c1
@@ -711,14 +710,14 @@ vcvtph2ps ymm1, xmm12
 vcvtph2ps ymm11, xmm2
 ; bytes: c4 62 7d 13 da
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm8, xmmword ptr [rdi]
-; bytes: c4 62 7d 13 07
+vcvtph2ps ymm8, xmmword ptr [r13 - 300]
+; bytes: c4 42 7d 13 85 d4 fe ff ff
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm0, xmmword ptr [rsp + 8]
-; bytes: c4 e2 7d 13 44 24 08
+vcvtph2ps ymm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 7d 13 44 87 08
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm8, xmmword ptr [rbp]
-; bytes: c4 62 7d 13 45 00
+vcvtph2ps ymm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 13 44 fc 80
 ; form: vcvtph2ps_y_xm
 vcvtph2ps ymm16, xmm17
 ; bytes: 62 a2 7d 28 13 c1
@@ -729,11 +728,12 @@ vcvtph2ps ymm3, xmm24
 vcvtph2ps ymm29, xmm8
 ; bytes: 62 42 7d 28 13 e8
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm29, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 7d 28 13 6c fc f8
+vcvtph2ps ymm29, xmmword ptr [rip + foo + 16]
+; bytes: 62 62 7d 28 13 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvtph2ps_y_xm
-vcvtph2ps ymm16, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 28 13 84 4b e8 03 00 00
+vcvtph2ps ymm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 13 04 cd 40 00 00 00
 ; form: vcvttpd2dq_x_xm
 vcvttpd2dq xmm0, xmm1
 ; bytes: c5 f9 e6 c1
@@ -747,14 +747,15 @@ vcvttpd2dq xmm1, xmm12
 vcvttpd2dq xmm11, xmm2
 ; bytes: c5 79 e6 da
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm8, xmmword ptr [r13 - 300]
-; bytes: c4 41 79 e6 85 d4 fe ff ff
+vcvttpd2dq xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 79 e6 84 4b e8 03 00 00
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm0, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f9 e6 44 87 08
+vcvttpd2dq xmm0, xmmword ptr [rip + foo + 16]
+; bytes: c5 f9 e6 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 79 e6 44 fc 80
+vcvttpd2dq xmm8, xmmword ptr [8*rcx + 64]
+; bytes: c5 79 e6 04 cd 40 00 00 00
 ; form: vcvttpd2dq_x_xm
 vcvttpd2dq xmm16, xmm17
 ; bytes: 62 a1 fd 08 e6 c1
@@ -765,12 +766,11 @@ vcvttpd2dq xmm3, xmm24
 vcvttpd2dq xmm29, xmm8
 ; bytes: 62 41 fd 08 e6 e8
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm29, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 fd 08 e6 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vcvttpd2dq xmm29, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 fd 08 e6 ac 30 7f 00 00 00
 ; form: vcvttpd2dq_x_xm
-vcvttpd2dq xmm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd 08 e6 04 cd 40 00 00 00
+vcvttpd2dq xmm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd 08 e6 84 9c 00 10 00 00
 ; form: vcvttpd2dq_x_ym
 vcvttpd2dq xmm0, ymm1
 ; bytes: c5 fd e6 c1
@@ -784,15 +784,14 @@ vcvttpd2dq xmm1, ymm12
 vcvttpd2dq xmm11, ymm2
 ; bytes: c5 7d e6 da
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 7d e6 84 4b e8 03 00 00
+vcvttpd2dq xmm8, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 7d e6 44 30 7f
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm0, ymmword ptr [rip + foo + 16]
-; bytes: c5 fd e6 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vcvttpd2dq xmm0, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 7d e6 84 9c 00 10 00 00
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm8, ymmword ptr [8*rcx + 64]
-; bytes: c5 7d e6 04 cd 40 00 00 00
+vcvttpd2dq xmm8, ymmword ptr [rdx - 8192]
+; bytes: c5 7d e6 82 00 e0 ff ff
 ; form: vcvttpd2dq_x_ym
 vcvttpd2dq xmm16, ymm17
 ; bytes: 62 a1 fd 28 e6 c1
@@ -803,11 +802,12 @@ vcvttpd2dq xmm3, ymm24
 vcvttpd2dq xmm29, ymm8
 ; bytes: 62 41 fd 28 e6 e8
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm29, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 fd 28 e6 ac 30 7f 00 00 00
+vcvttpd2dq xmm29, ymmword ptr [rdx - 8192]
+; bytes: 62 61 fd 28 e6 aa 00 e0 ff ff
 ; form: vcvttpd2dq_x_ym
-vcvttpd2dq xmm16, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 fd 28 e6 84 9c 00 10 00 00
+vcvttpd2dq xmm16, ymmword ptr [rip + bar]
+; bytes: 62 e1 fd 28 e6 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtpd2ps_x_xm
 vcvtpd2ps xmm0, xmm1
 ; bytes: c5 f9 5a c1
@@ -821,14 +821,15 @@ vcvtpd2ps xmm1, xmm12
 vcvtpd2ps xmm11, xmm2
 ; bytes: c5 79 5a da
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 79 5a 44 30 7f
+vcvtpd2ps xmm8, xmmword ptr [rip + bar]
+; bytes: c5 79 5a 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm0, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 79 5a 84 9c 00 10 00 00
+vcvtpd2ps xmm0, xmmword ptr [rdi]
+; bytes: c5 f9 5a 07
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm8, xmmword ptr [rdx - 8192]
-; bytes: c5 79 5a 82 00 e0 ff ff
+vcvtpd2ps xmm8, xmmword ptr [rsp + 8]
+; bytes: c5 79 5a 44 24 08
 ; form: vcvtpd2ps_x_xm
 vcvtpd2ps xmm16, xmm17
 ; bytes: 62 a1 fd 08 5a c1
@@ -839,12 +840,11 @@ vcvtpd2ps xmm3, xmm24
 vcvtpd2ps xmm29, xmm8
 ; bytes: 62 41 fd 08 5a e8
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm29, xmmword ptr [rdx - 8192]
-; bytes: 62 61 fd 08 5a aa 00 e0 ff ff
+vcvtpd2ps xmm29, xmmword ptr [rdi]
+; bytes: 62 61 fd 08 5a 2f
 ; form: vcvtpd2ps_x_xm
-vcvtpd2ps xmm16, xmmword ptr [rip + bar]
-; bytes: 62 e1 fd 08 5a 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vcvtpd2ps xmm16, xmmword ptr [rsp + 8]
+; bytes: 62 e1 fd 08 5a 84 24 08 00 00 00
 ; form: vcvtpd2ps_x_ym
 vcvtpd2ps xmm0, ymm1
 ; bytes: c5 fd 5a c1
@@ -858,15 +858,14 @@ vcvtpd2ps xmm1, ymm12
 vcvtpd2ps xmm11, ymm2
 ; bytes: c5 7d 5a da
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm8, ymmword ptr [rip + bar]
-; bytes: c5 7d 5a 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vcvtpd2ps xmm8, ymmword ptr [rbp]
+; bytes: c5 7d 5a 45 00
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm0, ymmword ptr [rdi]
-; bytes: c5 fd 5a 07
+vcvtpd2ps xmm0, ymmword ptr [r13 - 300]
+; bytes: c4 c1 7d 5a 85 d4 fe ff ff
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm8, ymmword ptr [rsp + 8]
-; bytes: c5 7d 5a 44 24 08
+vcvtpd2ps xmm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7d 5a 44 87 08
 ; form: vcvtpd2ps_x_ym
 vcvtpd2ps xmm16, ymm17
 ; bytes: 62 a1 fd 28 5a c1
@@ -877,11 +876,11 @@ vcvtpd2ps xmm3, ymm24
 vcvtpd2ps xmm29, ymm8
 ; bytes: 62 41 fd 28 5a e8
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm29, ymmword ptr [rdi]
-; bytes: 62 61 fd 28 5a 2f
+vcvtpd2ps xmm29, ymmword ptr [rbp]
+; bytes: 62 61 fd 28 5a 6d 00
 ; form: vcvtpd2ps_x_ym
-vcvtpd2ps xmm16, ymmword ptr [rsp + 8]
-; bytes: 62 e1 fd 28 5a 84 24 08 00 00 00
+vcvtpd2ps xmm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 fd 28 5a 85 d4 fe ff ff
 ; form: vcvtps2ph_xm64_x_imm8
 vcvtps2ph xmm0, xmm1, 1
 ; bytes: c4 e3 79 1d c8 01
@@ -895,14 +894,15 @@ vcvtps2ph xmm1, xmm12, 127
 vcvtps2ph xmm11, xmm2, 255
 ; bytes: c4 c3 79 1d d3 ff
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [rbp], xmm8, 0
-; bytes: c4 63 79 1d 45 00 00
+vcvtps2ph qword ptr [r12 + 8*r15 - 128], xmm8, 0
+; bytes: c4 03 79 1d 44 fc 80 00
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [r13 - 300], xmm0, 100
-; bytes: c4 c3 79 1d 85 d4 fe ff ff 64
+vcvtps2ph qword ptr [rbx + 2*r9 + 1000], xmm0, 100
+; bytes: c4 a3 79 1d 84 4b e8 03 00 00 64
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm8, 200
-; bytes: c4 63 79 1d 44 87 08 c8
+vcvtps2ph qword ptr [rip + foo + 16], xmm8, 200
+; bytes: c4 63 79 1d 05 00 00 00 00 c8
+; fixup: 5 pc32 foo 11
 ; form: vcvtps2ph_xm64_x_imm8
 vcvtps2ph xmm16, xmm17, 1
 ; bytes: 62 a3 7d 08 1d c8 01
@@ -913,11 +913,11 @@ vcvtps2ph xmm3, xmm24, 31
 vcvtps2ph xmm29, xmm8, 127
 ; bytes: 62 13 7d 08 1d c5 7f
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [rbp], xmm29, 1
-; bytes: 62 63 7d 08 1d 6d 00 01
+vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm29, 1
+; bytes: 62 63 7d 08 1d 6c 87 01 01
 ; form: vcvtps2ph_xm64_x_imm8
-vcvtps2ph qword ptr [r13 - 300], xmm16, 31
-; bytes: 62 c3 7d 08 1d 85 d4 fe ff ff 1f
+vcvtps2ph qword ptr [r12 + 8*r15 - 128], xmm16, 31
+; bytes: 62 83 7d 08 1d 44 fc f0 1f
 ; form: vcvtps2ph_xm_y_imm8
 vcvtps2ph xmm0, ymm1, 1
 ; bytes: c4 e3 7d 1d c8 01
@@ -931,15 +931,14 @@ vcvtps2ph xmm1, ymm12, 127
 vcvtps2ph xmm11, ymm2, 255
 ; bytes: c4 c3 7d 1d d3 ff
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [r12 + 8*r15 - 128], ymm8, 0
-; bytes: c4 03 7d 1d 44 fc 80 00
+vcvtps2ph xmmword ptr [8*rcx + 64], ymm8, 0
+; bytes: c4 63 7d 1d 04 cd 40 00 00 00 00
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm0, 100
-; bytes: c4 a3 7d 1d 84 4b e8 03 00 00 64
+vcvtps2ph xmmword ptr [r8 + rsi + 127], ymm0, 100
+; bytes: c4 c3 7d 1d 44 30 7f 64
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [rip + foo + 16], ymm8, 200
-; bytes: c4 63 7d 1d 05 00 00 00 00 c8
-; fixup: 5 pc32 foo 11
+vcvtps2ph xmmword ptr [rsp + 4*r11 + 4096], ymm8, 200
+; bytes: c4 23 7d 1d 84 9c 00 10 00 00 c8
 ; form: vcvtps2ph_xm_y_imm8
 vcvtps2ph xmm16, ymm17, 1
 ; bytes: 62 a3 7d 28 1d c8 01
@@ -950,11 +949,12 @@ vcvtps2ph xmm3, ymm24, 31
 vcvtps2ph xmm29, ymm8, 127
 ; bytes: 62 13 7d 28 1d c5 7f
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [rdi + 4*rax + 8], ymm29, 1
-; bytes: 62 63 7d 28 1d ac 87 08 00 00 00 01
+vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm29, 1
+; bytes: 62 23 7d 28 1d ac 4b e8 03 00 00 01
 ; form: vcvtps2ph_xm_y_imm8
-vcvtps2ph xmmword ptr [r12 + 8*r15 - 128], ymm16, 31
-; bytes: 62 83 7d 28 1d 44 fc f8 1f
+vcvtps2ph xmmword ptr [rip + foo + 16], ymm16, 31
+; bytes: 62 e3 7d 28 1d 05 00 00 00 00 1f
+; fixup: 6 pc32 foo 11
 ; form: vpmovzxbw_x_xm64
 vpmovzxbw xmm0, xmm1
 ; bytes: c4 e2 79 30 c1
@@ -968,14 +968,15 @@ vpmovzxbw xmm1, xmm12
 vpmovzxbw xmm11, xmm2
 ; bytes: c4 62 79 30 da
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm8, qword ptr [8*rcx + 64]
-; bytes: c4 62 79 30 04 cd 40 00 00 00
+vpmovzxbw xmm8, qword ptr [rdx - 8192]
+; bytes: c4 62 79 30 82 00 e0 ff ff
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm0, qword ptr [r8 + rsi + 127]
-; bytes: c4 c2 79 30 44 30 7f
+vpmovzxbw xmm0, qword ptr [rip + bar]
+; bytes: c4 e2 79 30 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 30 84 9c 00 10 00 00
+vpmovzxbw xmm8, qword ptr [rdi]
+; bytes: c4 62 79 30 07
 ; form: vpmovzxbw_x_xm64
 vpmovzxbw xmm16, xmm17
 ; bytes: 62 a2 7d 08 30 c1
@@ -986,12 +987,11 @@ vpmovzxbw xmm3, xmm24
 vpmovzxbw xmm29, xmm8
 ; bytes: 62 42 7d 08 30 e8
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm29, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 7d 08 30 6c 4b 7d
+vpmovzxbw xmm29, qword ptr [8*rcx + 64]
+; bytes: 62 62 7d 08 30 2c cd 40 00 00 00
 ; form: vpmovzxbw_x_xm64
-vpmovzxbw xmm16, qword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 08 30 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpmovzxbw xmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 30 84 30 7f 00 00 00
 ; form: vpmovzxbw_y_xm
 vpmovzxbw ymm0, xmm1
 ; bytes: c4 e2 7d 30 c1
@@ -1005,15 +1005,14 @@ vpmovzxbw ymm1, xmm12
 vpmovzxbw ymm11, xmm2
 ; bytes: c4 62 7d 30 da
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm8, xmmword ptr [rdx - 8192]
-; bytes: c4 62 7d 30 82 00 e0 ff ff
+vpmovzxbw ymm8, xmmword ptr [rsp + 8]
+; bytes: c4 62 7d 30 44 24 08
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm0, xmmword ptr [rip + bar]
-; bytes: c4 e2 7d 30 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovzxbw ymm0, xmmword ptr [rbp]
+; bytes: c4 e2 7d 30 45 00
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm8, xmmword ptr [rdi]
-; bytes: c4 62 7d 30 07
+vpmovzxbw ymm8, xmmword ptr [r13 - 300]
+; bytes: c4 42 7d 30 85 d4 fe ff ff
 ; form: vpmovzxbw_y_xm
 vpmovzxbw ymm16, xmm17
 ; bytes: 62 a2 7d 28 30 c1
@@ -1024,11 +1023,11 @@ vpmovzxbw ymm3, xmm24
 vpmovzxbw ymm29, xmm8
 ; bytes: 62 42 7d 28 30 e8
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm29, xmmword ptr [8*rcx + 64]
-; bytes: 62 62 7d 28 30 2c cd 40 00 00 00
+vpmovzxbw ymm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 28 30 ac 9c 00 10 00 00
 ; form: vpmovzxbw_y_xm
-vpmovzxbw ymm16, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 28 30 84 30 7f 00 00 00
+vpmovzxbw ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 30 82 00 e0 ff ff
 ; form: vpmovsxbw_x_xm64
 vpmovsxbw xmm0, xmm1
 ; bytes: c4 e2 79 20 c1
@@ -1042,14 +1041,14 @@ vpmovsxbw xmm1, xmm12
 vpmovsxbw xmm11, xmm2
 ; bytes: c4 62 79 20 da
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm8, qword ptr [rsp + 8]
-; bytes: c4 62 79 20 44 24 08
+vpmovsxbw xmm8, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 79 20 44 87 08
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm0, qword ptr [rbp]
-; bytes: c4 e2 79 20 45 00
+vpmovsxbw xmm0, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 79 20 44 fc 80
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm8, qword ptr [r13 - 300]
-; bytes: c4 42 79 20 85 d4 fe ff ff
+vpmovsxbw xmm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 79 20 84 4b e8 03 00 00
 ; form: vpmovsxbw_x_xm64
 vpmovsxbw xmm16, xmm17
 ; bytes: 62 a2 7d 08 20 c1
@@ -1060,11 +1059,12 @@ vpmovsxbw xmm3, xmm24
 vpmovsxbw xmm29, xmm8
 ; bytes: 62 42 7d 08 20 e8
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm29, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 7d 08 20 ac 9c 00 10 00 00
+vpmovsxbw xmm29, qword ptr [rip + bar]
+; bytes: 62 62 7d 08 20 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxbw_x_xm64
-vpmovsxbw xmm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 7d 08 20 82 00 e0 ff ff
+vpmovsxbw xmm16, qword ptr [rdi]
+; bytes: 62 e2 7d 08 20 07
 ; form: vpmovsxbw_y_xm
 vpmovsxbw ymm0, xmm1
 ; bytes: c4 e2 7d 20 c1
@@ -1078,14 +1078,15 @@ vpmovsxbw ymm1, xmm12
 vpmovsxbw ymm11, xmm2
 ; bytes: c4 62 7d 20 da
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 20 44 87 08
+vpmovsxbw ymm8, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 7d 20 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm0, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 7d 20 44 fc 80
+vpmovsxbw ymm0, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 7d 20 04 cd 40 00 00 00
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 7d 20 84 4b e8 03 00 00
+vpmovsxbw ymm8, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 7d 20 44 30 7f
 ; form: vpmovsxbw_y_xm
 vpmovsxbw ymm16, xmm17
 ; bytes: 62 a2 7d 28 20 c1
@@ -1096,12 +1097,11 @@ vpmovsxbw ymm3, xmm24
 vpmovsxbw ymm29, xmm8
 ; bytes: 62 42 7d 28 20 e8
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm29, xmmword ptr [rip + bar]
-; bytes: 62 62 7d 28 20 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmovsxbw ymm29, xmmword ptr [rsp + 8]
+; bytes: 62 62 7d 28 20 ac 24 08 00 00 00
 ; form: vpmovsxbw_y_xm
-vpmovsxbw ymm16, xmmword ptr [rdi]
-; bytes: 62 e2 7d 28 20 07
+vpmovsxbw ymm16, xmmword ptr [rbp]
+; bytes: 62 e2 7d 28 20 45 00
 ; form: vpmovzxbd_x_xm32
 vpmovzxbd xmm0, xmm1
 ; bytes: c4 e2 79 31 c1
@@ -1115,15 +1115,15 @@ vpmovzxbd xmm1, xmm12
 vpmovzxbd xmm11, xmm2
 ; bytes: c4 62 79 31 da
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm8, dword ptr [rip + foo + 16]
+vpmovzxbd xmm8, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 31 84 9c 00 10 00 00
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm0, dword ptr [rdx - 8192]
+; bytes: c4 e2 79 31 82 00 e0 ff ff
+; form: vpmovzxbd_x_xm32
+vpmovzxbd xmm8, dword ptr [rip + bar]
 ; bytes: c4 62 79 31 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm0, dword ptr [8*rcx + 64]
-; bytes: c4 e2 79 31 04 cd 40 00 00 00
-; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm8, dword ptr [r8 + rsi + 127]
-; bytes: c4 42 79 31 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpmovzxbd_x_xm32
 vpmovzxbd xmm16, xmm17
 ; bytes: 62 a2 7d 08 31 c1
@@ -1134,11 +1134,11 @@ vpmovzxbd xmm3, xmm24
 vpmovzxbd xmm29, xmm8
 ; bytes: 62 42 7d 08 31 e8
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm29, dword ptr [rsp + 8]
-; bytes: 62 62 7d 08 31 6c 24 02
+vpmovzxbd xmm29, dword ptr [r13 - 300]
+; bytes: 62 42 7d 08 31 6d b5
 ; form: vpmovzxbd_x_xm32
-vpmovzxbd xmm16, dword ptr [rbp]
-; bytes: 62 e2 7d 08 31 45 00
+vpmovzxbd xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 31 44 87 02
 ; form: vpmovzxbd_y_xm64
 vpmovzxbd ymm0, xmm1
 ; bytes: c4 e2 7d 31 c1
@@ -1152,15 +1152,14 @@ vpmovzxbd ymm1, xmm12
 vpmovzxbd ymm11, xmm2
 ; bytes: c4 62 7d 31 da
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 7d 31 84 9c 00 10 00 00
+vpmovzxbd ymm8, qword ptr [rdi]
+; bytes: c4 62 7d 31 07
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm0, qword ptr [rdx - 8192]
-; bytes: c4 e2 7d 31 82 00 e0 ff ff
+vpmovzxbd ymm0, qword ptr [rsp + 8]
+; bytes: c4 e2 7d 31 44 24 08
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm8, qword ptr [rip + bar]
-; bytes: c4 62 7d 31 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovzxbd ymm8, qword ptr [rbp]
+; bytes: c4 62 7d 31 45 00
 ; form: vpmovzxbd_y_xm64
 vpmovzxbd ymm16, xmm17
 ; bytes: 62 a2 7d 28 31 c1
@@ -1171,11 +1170,11 @@ vpmovzxbd ymm3, xmm24
 vpmovzxbd ymm29, xmm8
 ; bytes: 62 42 7d 28 31 e8
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm29, qword ptr [r13 - 300]
-; bytes: 62 42 7d 28 31 ad d4 fe ff ff
+vpmovzxbd ymm29, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 28 31 6c fc f0
 ; form: vpmovzxbd_y_xm64
-vpmovzxbd ymm16, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 28 31 44 87 01
+vpmovzxbd ymm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 31 44 4b 7d
 ; form: vpmovsxbd_x_xm32
 vpmovsxbd xmm0, xmm1
 ; bytes: c4 e2 79 21 c1
@@ -1189,14 +1188,14 @@ vpmovsxbd xmm1, xmm12
 vpmovsxbd xmm11, xmm2
 ; bytes: c4 62 79 21 da
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm8, dword ptr [rdi]
-; bytes: c4 62 79 21 07
+vpmovsxbd xmm8, dword ptr [r13 - 300]
+; bytes: c4 42 79 21 85 d4 fe ff ff
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm0, dword ptr [rsp + 8]
-; bytes: c4 e2 79 21 44 24 08
+vpmovsxbd xmm0, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 79 21 44 87 08
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm8, dword ptr [rbp]
-; bytes: c4 62 79 21 45 00
+vpmovsxbd xmm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 79 21 44 fc 80
 ; form: vpmovsxbd_x_xm32
 vpmovsxbd xmm16, xmm17
 ; bytes: 62 a2 7d 08 21 c1
@@ -1207,11 +1206,12 @@ vpmovsxbd xmm3, xmm24
 vpmovsxbd xmm29, xmm8
 ; bytes: 62 42 7d 08 21 e8
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm29, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 7d 08 21 6c fc e0
+vpmovsxbd xmm29, dword ptr [rip + foo + 16]
+; bytes: 62 62 7d 08 21 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovsxbd_x_xm32
-vpmovsxbd xmm16, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 08 21 84 4b e8 03 00 00
+vpmovsxbd xmm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 08 21 04 cd 40 00 00 00
 ; form: vpmovsxbd_y_xm64
 vpmovsxbd ymm0, xmm1
 ; bytes: c4 e2 7d 21 c1
@@ -1225,14 +1225,15 @@ vpmovsxbd ymm1, xmm12
 vpmovsxbd ymm11, xmm2
 ; bytes: c4 62 7d 21 da
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm8, qword ptr [r13 - 300]
-; bytes: c4 42 7d 21 85 d4 fe ff ff
+vpmovsxbd ymm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 21 84 4b e8 03 00 00
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm0, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 7d 21 44 87 08
+vpmovsxbd ymm0, qword ptr [rip + foo + 16]
+; bytes: c4 e2 7d 21 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 7d 21 44 fc 80
+vpmovsxbd ymm8, qword ptr [8*rcx + 64]
+; bytes: c4 62 7d 21 04 cd 40 00 00 00
 ; form: vpmovsxbd_y_xm64
 vpmovsxbd ymm16, xmm17
 ; bytes: 62 a2 7d 28 21 c1
@@ -1243,12 +1244,11 @@ vpmovsxbd ymm3, xmm24
 vpmovsxbd ymm29, xmm8
 ; bytes: 62 42 7d 28 21 e8
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm29, qword ptr [rip + foo + 16]
-; bytes: 62 62 7d 28 21 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpmovsxbd ymm29, qword ptr [r8 + rsi + 127]
+; bytes: 62 42 7d 28 21 ac 30 7f 00 00 00
 ; form: vpmovsxbd_y_xm64
-vpmovsxbd ymm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 28 21 04 cd 40 00 00 00
+vpmovsxbd ymm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 28 21 84 9c 00 10 00 00
 ; form: vpmovzxbq_x_xm16
 vpmovzxbq xmm0, xmm1
 ; bytes: c4 e2 79 32 c1
@@ -1262,15 +1262,14 @@ vpmovzxbq xmm1, xmm12
 vpmovzxbq xmm11, xmm2
 ; bytes: c4 62 79 32 da
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm8, word ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 79 32 84 4b e8 03 00 00
+vpmovzxbq xmm8, word ptr [r8 + rsi + 127]
+; bytes: c4 42 79 32 44 30 7f
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm0, word ptr [rip + foo + 16]
-; bytes: c4 e2 79 32 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmovzxbq xmm0, word ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 79 32 84 9c 00 10 00 00
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm8, word ptr [8*rcx + 64]
-; bytes: c4 62 79 32 04 cd 40 00 00 00
+vpmovzxbq xmm8, word ptr [rdx - 8192]
+; bytes: c4 62 79 32 82 00 e0 ff ff
 ; form: vpmovzxbq_x_xm16
 vpmovzxbq xmm16, xmm17
 ; bytes: 62 a2 7d 08 32 c1
@@ -1281,11 +1280,12 @@ vpmovzxbq xmm3, xmm24
 vpmovzxbq xmm29, xmm8
 ; bytes: 62 42 7d 08 32 e8
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm29, word ptr [r8 + rsi + 127]
-; bytes: 62 42 7d 08 32 ac 30 7f 00 00 00
+vpmovzxbq xmm29, word ptr [rdx - 8192]
+; bytes: 62 62 7d 08 32 aa 00 e0 ff ff
 ; form: vpmovzxbq_x_xm16
-vpmovzxbq xmm16, word ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 08 32 84 9c 00 10 00 00
+vpmovzxbq xmm16, word ptr [rip + bar]
+; bytes: 62 e2 7d 08 32 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovzxbq_y_xm32
 vpmovzxbq ymm0, xmm1
 ; bytes: c4 e2 7d 32 c1
@@ -1299,14 +1299,15 @@ vpmovzxbq ymm1, xmm12
 vpmovzxbq ymm11, xmm2
 ; bytes: c4 62 7d 32 da
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm8, dword ptr [r8 + rsi + 127]
-; bytes: c4 42 7d 32 44 30 7f
+vpmovzxbq ymm8, dword ptr [rip + bar]
+; bytes: c4 62 7d 32 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm0, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 7d 32 84 9c 00 10 00 00
+vpmovzxbq ymm0, dword ptr [rdi]
+; bytes: c4 e2 7d 32 07
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm8, dword ptr [rdx - 8192]
-; bytes: c4 62 7d 32 82 00 e0 ff ff
+vpmovzxbq ymm8, dword ptr [rsp + 8]
+; bytes: c4 62 7d 32 44 24 08
 ; form: vpmovzxbq_y_xm32
 vpmovzxbq ymm16, xmm17
 ; bytes: 62 a2 7d 28 32 c1
@@ -1317,12 +1318,11 @@ vpmovzxbq ymm3, xmm24
 vpmovzxbq ymm29, xmm8
 ; bytes: 62 42 7d 28 32 e8
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm29, dword ptr [rdx - 8192]
-; bytes: 62 62 7d 28 32 aa 00 e0 ff ff
+vpmovzxbq ymm29, dword ptr [rdi]
+; bytes: 62 62 7d 28 32 2f
 ; form: vpmovzxbq_y_xm32
-vpmovzxbq ymm16, dword ptr [rip + bar]
-; bytes: 62 e2 7d 28 32 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmovzxbq ymm16, dword ptr [rsp + 8]
+; bytes: 62 e2 7d 28 32 44 24 02
 ; form: vpmovsxbq_x_xm16
 vpmovsxbq xmm0, xmm1
 ; bytes: c4 e2 79 22 c1
@@ -1336,15 +1336,14 @@ vpmovsxbq xmm1, xmm12
 vpmovsxbq xmm11, xmm2
 ; bytes: c4 62 79 22 da
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm8, word ptr [rip + bar]
-; bytes: c4 62 79 22 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovsxbq xmm8, word ptr [rbp]
+; bytes: c4 62 79 22 45 00
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm0, word ptr [rdi]
-; bytes: c4 e2 79 22 07
+vpmovsxbq xmm0, word ptr [r13 - 300]
+; bytes: c4 c2 79 22 85 d4 fe ff ff
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm8, word ptr [rsp + 8]
-; bytes: c4 62 79 22 44 24 08
+vpmovsxbq xmm8, word ptr [rdi + 4*rax + 8]
+; bytes: c4 62 79 22 44 87 08
 ; form: vpmovsxbq_x_xm16
 vpmovsxbq xmm16, xmm17
 ; bytes: 62 a2 7d 08 22 c1
@@ -1355,11 +1354,11 @@ vpmovsxbq xmm3, xmm24
 vpmovsxbq xmm29, xmm8
 ; bytes: 62 42 7d 08 22 e8
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm29, word ptr [rdi]
-; bytes: 62 62 7d 08 22 2f
+vpmovsxbq xmm29, word ptr [rbp]
+; bytes: 62 62 7d 08 22 6d 00
 ; form: vpmovsxbq_x_xm16
-vpmovsxbq xmm16, word ptr [rsp + 8]
-; bytes: 62 e2 7d 08 22 44 24 04
+vpmovsxbq xmm16, word ptr [r13 - 300]
+; bytes: 62 c2 7d 08 22 85 d4 fe ff ff
 ; form: vpmovsxbq_y_xm32
 vpmovsxbq ymm0, xmm1
 ; bytes: c4 e2 7d 22 c1
@@ -1373,14 +1372,15 @@ vpmovsxbq ymm1, xmm12
 vpmovsxbq ymm11, xmm2
 ; bytes: c4 62 7d 22 da
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm8, dword ptr [rbp]
-; bytes: c4 62 7d 22 45 00
+vpmovsxbq ymm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 22 44 fc 80
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm0, dword ptr [r13 - 300]
-; bytes: c4 c2 7d 22 85 d4 fe ff ff
+vpmovsxbq ymm0, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 7d 22 84 4b e8 03 00 00
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm8, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 22 44 87 08
+vpmovsxbq ymm8, dword ptr [rip + foo + 16]
+; bytes: c4 62 7d 22 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovsxbq_y_xm32
 vpmovsxbq ymm16, xmm17
 ; bytes: 62 a2 7d 28 22 c1
@@ -1391,11 +1391,11 @@ vpmovsxbq ymm3, xmm24
 vpmovsxbq ymm29, xmm8
 ; bytes: 62 42 7d 28 22 e8
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm29, dword ptr [rbp]
-; bytes: 62 62 7d 28 22 6d 00
+vpmovsxbq ymm29, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 7d 28 22 6c 87 02
 ; form: vpmovsxbq_y_xm32
-vpmovsxbq ymm16, dword ptr [r13 - 300]
-; bytes: 62 c2 7d 28 22 45 b5
+vpmovsxbq ymm16, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 28 22 44 fc e0
 ; form: vpmovzxwd_x_xm64
 vpmovzxwd xmm0, xmm1
 ; bytes: c4 e2 79 33 c1
@@ -1409,15 +1409,14 @@ vpmovzxwd xmm1, xmm12
 vpmovzxwd xmm11, xmm2
 ; bytes: c4 62 79 33 da
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 79 33 44 fc 80
+vpmovzxwd xmm8, qword ptr [8*rcx + 64]
+; bytes: c4 62 79 33 04 cd 40 00 00 00
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm0, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 79 33 84 4b e8 03 00 00
+vpmovzxwd xmm0, qword ptr [r8 + rsi + 127]
+; bytes: c4 c2 79 33 44 30 7f
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm8, qword ptr [rip + foo + 16]
-; bytes: c4 62 79 33 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmovzxwd xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 33 84 9c 00 10 00 00
 ; form: vpmovzxwd_x_xm64
 vpmovzxwd xmm16, xmm17
 ; bytes: 62 a2 7d 08 33 c1
@@ -1428,11 +1427,12 @@ vpmovzxwd xmm3, xmm24
 vpmovzxwd xmm29, xmm8
 ; bytes: 62 42 7d 08 33 e8
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm29, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 62 7d 08 33 6c 87 01
+vpmovzxwd xmm29, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 7d 08 33 6c 4b 7d
 ; form: vpmovzxwd_x_xm64
-vpmovzxwd xmm16, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 08 33 44 fc f0
+vpmovzxwd xmm16, qword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 33 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxwd_y_xm
 vpmovzxwd ymm0, xmm1
 ; bytes: c4 e2 7d 33 c1
@@ -1446,14 +1446,15 @@ vpmovzxwd ymm1, xmm12
 vpmovzxwd ymm11, xmm2
 ; bytes: c4 62 7d 33 da
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm8, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 7d 33 04 cd 40 00 00 00
+vpmovzxwd ymm8, xmmword ptr [rdx - 8192]
+; bytes: c4 62 7d 33 82 00 e0 ff ff
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm0, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 7d 33 44 30 7f
+vpmovzxwd ymm0, xmmword ptr [rip + bar]
+; bytes: c4 e2 7d 33 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 7d 33 84 9c 00 10 00 00
+vpmovzxwd ymm8, xmmword ptr [rdi]
+; bytes: c4 62 7d 33 07
 ; form: vpmovzxwd_y_xm
 vpmovzxwd ymm16, xmm17
 ; bytes: 62 a2 7d 28 33 c1
@@ -1464,12 +1465,11 @@ vpmovzxwd ymm3, xmm24
 vpmovzxwd ymm29, xmm8
 ; bytes: 62 42 7d 28 33 e8
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm29, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 7d 28 33 ac 4b e8 03 00 00
+vpmovzxwd ymm29, xmmword ptr [8*rcx + 64]
+; bytes: 62 62 7d 28 33 2c cd 40 00 00 00
 ; form: vpmovzxwd_y_xm
-vpmovzxwd ymm16, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 28 33 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpmovzxwd ymm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 28 33 84 30 7f 00 00 00
 ; form: vpmovsxwd_x_xm64
 vpmovsxwd xmm0, xmm1
 ; bytes: c4 e2 79 23 c1
@@ -1483,15 +1483,14 @@ vpmovsxwd xmm1, xmm12
 vpmovsxwd xmm11, xmm2
 ; bytes: c4 62 79 23 da
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm8, qword ptr [rdx - 8192]
-; bytes: c4 62 79 23 82 00 e0 ff ff
+vpmovsxwd xmm8, qword ptr [rsp + 8]
+; bytes: c4 62 79 23 44 24 08
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm0, qword ptr [rip + bar]
-; bytes: c4 e2 79 23 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovsxwd xmm0, qword ptr [rbp]
+; bytes: c4 e2 79 23 45 00
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm8, qword ptr [rdi]
-; bytes: c4 62 79 23 07
+vpmovsxwd xmm8, qword ptr [r13 - 300]
+; bytes: c4 42 79 23 85 d4 fe ff ff
 ; form: vpmovsxwd_x_xm64
 vpmovsxwd xmm16, xmm17
 ; bytes: 62 a2 7d 08 23 c1
@@ -1502,11 +1501,11 @@ vpmovsxwd xmm3, xmm24
 vpmovsxwd xmm29, xmm8
 ; bytes: 62 42 7d 08 23 e8
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm29, qword ptr [8*rcx + 64]
-; bytes: 62 62 7d 08 23 2c cd 40 00 00 00
+vpmovsxwd xmm29, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 08 23 ac 9c 00 10 00 00
 ; form: vpmovsxwd_x_xm64
-vpmovsxwd xmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 08 23 84 30 7f 00 00 00
+vpmovsxwd xmm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 23 82 00 e0 ff ff
 ; form: vpmovsxwd_y_xm
 vpmovsxwd ymm0, xmm1
 ; bytes: c4 e2 7d 23 c1
@@ -1520,14 +1519,14 @@ vpmovsxwd ymm1, xmm12
 vpmovsxwd ymm11, xmm2
 ; bytes: c4 62 7d 23 da
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 7d 23 44 24 08
+vpmovsxwd ymm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 23 44 87 08
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm0, xmmword ptr [rbp]
-; bytes: c4 e2 7d 23 45 00
+vpmovsxwd ymm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 7d 23 44 fc 80
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm8, xmmword ptr [r13 - 300]
-; bytes: c4 42 7d 23 85 d4 fe ff ff
+vpmovsxwd ymm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 23 84 4b e8 03 00 00
 ; form: vpmovsxwd_y_xm
 vpmovsxwd ymm16, xmm17
 ; bytes: 62 a2 7d 28 23 c1
@@ -1538,11 +1537,12 @@ vpmovsxwd ymm3, xmm24
 vpmovsxwd ymm29, xmm8
 ; bytes: 62 42 7d 28 23 e8
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm29, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 7d 28 23 ac 9c 00 10 00 00
+vpmovsxwd ymm29, xmmword ptr [rip + bar]
+; bytes: 62 62 7d 28 23 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxwd_y_xm
-vpmovsxwd ymm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 23 82 00 e0 ff ff
+vpmovsxwd ymm16, xmmword ptr [rdi]
+; bytes: 62 e2 7d 28 23 07
 ; form: vpmovzxwq_x_xm32
 vpmovzxwq xmm0, xmm1
 ; bytes: c4 e2 79 34 c1
@@ -1556,14 +1556,15 @@ vpmovzxwq xmm1, xmm12
 vpmovzxwq xmm11, xmm2
 ; bytes: c4 62 79 34 da
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm8, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 79 34 44 87 08
+vpmovzxwq xmm8, dword ptr [rip + foo + 16]
+; bytes: c4 62 79 34 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm0, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 79 34 44 fc 80
+vpmovzxwq xmm0, dword ptr [8*rcx + 64]
+; bytes: c4 e2 79 34 04 cd 40 00 00 00
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm8, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 79 34 84 4b e8 03 00 00
+vpmovzxwq xmm8, dword ptr [r8 + rsi + 127]
+; bytes: c4 42 79 34 44 30 7f
 ; form: vpmovzxwq_x_xm32
 vpmovzxwq xmm16, xmm17
 ; bytes: 62 a2 7d 08 34 c1
@@ -1574,12 +1575,11 @@ vpmovzxwq xmm3, xmm24
 vpmovzxwq xmm29, xmm8
 ; bytes: 62 42 7d 08 34 e8
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm29, dword ptr [rip + bar]
-; bytes: 62 62 7d 08 34 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmovzxwq xmm29, dword ptr [rsp + 8]
+; bytes: 62 62 7d 08 34 6c 24 02
 ; form: vpmovzxwq_x_xm32
-vpmovzxwq xmm16, dword ptr [rdi]
-; bytes: 62 e2 7d 08 34 07
+vpmovzxwq xmm16, dword ptr [rbp]
+; bytes: 62 e2 7d 08 34 45 00
 ; form: vpmovzxwq_y_xm64
 vpmovzxwq ymm0, xmm1
 ; bytes: c4 e2 7d 34 c1
@@ -1593,15 +1593,15 @@ vpmovzxwq ymm1, xmm12
 vpmovzxwq ymm11, xmm2
 ; bytes: c4 62 7d 34 da
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm8, qword ptr [rip + foo + 16]
+vpmovzxwq ymm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 7d 34 84 9c 00 10 00 00
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm0, qword ptr [rdx - 8192]
+; bytes: c4 e2 7d 34 82 00 e0 ff ff
+; form: vpmovzxwq_y_xm64
+vpmovzxwq ymm8, qword ptr [rip + bar]
 ; bytes: c4 62 7d 34 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm0, qword ptr [8*rcx + 64]
-; bytes: c4 e2 7d 34 04 cd 40 00 00 00
-; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm8, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 7d 34 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpmovzxwq_y_xm64
 vpmovzxwq ymm16, xmm17
 ; bytes: 62 a2 7d 28 34 c1
@@ -1612,11 +1612,11 @@ vpmovzxwq ymm3, xmm24
 vpmovzxwq ymm29, xmm8
 ; bytes: 62 42 7d 28 34 e8
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm29, qword ptr [rsp + 8]
-; bytes: 62 62 7d 28 34 6c 24 01
+vpmovzxwq ymm29, qword ptr [r13 - 300]
+; bytes: 62 42 7d 28 34 ad d4 fe ff ff
 ; form: vpmovzxwq_y_xm64
-vpmovzxwq ymm16, qword ptr [rbp]
-; bytes: 62 e2 7d 28 34 45 00
+vpmovzxwq ymm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 28 34 44 87 01
 ; form: vpmovsxwq_x_xm32
 vpmovsxwq xmm0, xmm1
 ; bytes: c4 e2 79 24 c1
@@ -1630,15 +1630,14 @@ vpmovsxwq xmm1, xmm12
 vpmovsxwq xmm11, xmm2
 ; bytes: c4 62 79 24 da
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 24 84 9c 00 10 00 00
+vpmovsxwq xmm8, dword ptr [rdi]
+; bytes: c4 62 79 24 07
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm0, dword ptr [rdx - 8192]
-; bytes: c4 e2 79 24 82 00 e0 ff ff
+vpmovsxwq xmm0, dword ptr [rsp + 8]
+; bytes: c4 e2 79 24 44 24 08
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm8, dword ptr [rip + bar]
-; bytes: c4 62 79 24 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovsxwq xmm8, dword ptr [rbp]
+; bytes: c4 62 79 24 45 00
 ; form: vpmovsxwq_x_xm32
 vpmovsxwq xmm16, xmm17
 ; bytes: 62 a2 7d 08 24 c1
@@ -1649,11 +1648,11 @@ vpmovsxwq xmm3, xmm24
 vpmovsxwq xmm29, xmm8
 ; bytes: 62 42 7d 08 24 e8
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm29, dword ptr [r13 - 300]
-; bytes: 62 42 7d 08 24 6d b5
+vpmovsxwq xmm29, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 08 24 6c fc e0
 ; form: vpmovsxwq_x_xm32
-vpmovsxwq xmm16, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 24 44 87 02
+vpmovsxwq xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 08 24 84 4b e8 03 00 00
 ; form: vpmovsxwq_y_xm64
 vpmovsxwq ymm0, xmm1
 ; bytes: c4 e2 7d 24 c1
@@ -1667,14 +1666,14 @@ vpmovsxwq ymm1, xmm12
 vpmovsxwq ymm11, xmm2
 ; bytes: c4 62 7d 24 da
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm8, qword ptr [rdi]
-; bytes: c4 62 7d 24 07
+vpmovsxwq ymm8, qword ptr [r13 - 300]
+; bytes: c4 42 7d 24 85 d4 fe ff ff
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm0, qword ptr [rsp + 8]
-; bytes: c4 e2 7d 24 44 24 08
+vpmovsxwq ymm0, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 7d 24 44 87 08
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm8, qword ptr [rbp]
-; bytes: c4 62 7d 24 45 00
+vpmovsxwq ymm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 24 44 fc 80
 ; form: vpmovsxwq_y_xm64
 vpmovsxwq ymm16, xmm17
 ; bytes: 62 a2 7d 28 24 c1
@@ -1685,11 +1684,12 @@ vpmovsxwq ymm3, xmm24
 vpmovsxwq ymm29, xmm8
 ; bytes: 62 42 7d 28 24 e8
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm29, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 7d 28 24 6c fc f0
+vpmovsxwq ymm29, qword ptr [rip + foo + 16]
+; bytes: 62 62 7d 28 24 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovsxwq_y_xm64
-vpmovsxwq ymm16, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 28 24 44 4b 7d
+vpmovsxwq ymm16, qword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 24 04 cd 40 00 00 00
 ; form: vpmovzxdq_x_xm64
 vpmovzxdq xmm0, xmm1
 ; bytes: c4 e2 79 35 c1
@@ -1703,14 +1703,15 @@ vpmovzxdq xmm1, xmm12
 vpmovzxdq xmm11, xmm2
 ; bytes: c4 62 79 35 da
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm8, qword ptr [r13 - 300]
-; bytes: c4 42 79 35 85 d4 fe ff ff
+vpmovzxdq xmm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 79 35 84 4b e8 03 00 00
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm0, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 79 35 44 87 08
+vpmovzxdq xmm0, qword ptr [rip + foo + 16]
+; bytes: c4 e2 79 35 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 79 35 44 fc 80
+vpmovzxdq xmm8, qword ptr [8*rcx + 64]
+; bytes: c4 62 79 35 04 cd 40 00 00 00
 ; form: vpmovzxdq_x_xm64
 vpmovzxdq xmm16, xmm17
 ; bytes: 62 a2 7d 08 35 c1
@@ -1721,12 +1722,11 @@ vpmovzxdq xmm3, xmm24
 vpmovzxdq xmm29, xmm8
 ; bytes: 62 42 7d 08 35 e8
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm29, qword ptr [rip + foo + 16]
-; bytes: 62 62 7d 08 35 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpmovzxdq xmm29, qword ptr [r8 + rsi + 127]
+; bytes: 62 42 7d 08 35 ac 30 7f 00 00 00
 ; form: vpmovzxdq_x_xm64
-vpmovzxdq xmm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 08 35 04 cd 40 00 00 00
+vpmovzxdq xmm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 08 35 84 9c 00 10 00 00
 ; form: vpmovzxdq_y_xm
 vpmovzxdq ymm0, xmm1
 ; bytes: c4 e2 7d 35 c1
@@ -1740,15 +1740,14 @@ vpmovzxdq ymm1, xmm12
 vpmovzxdq ymm11, xmm2
 ; bytes: c4 62 7d 35 da
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 7d 35 84 4b e8 03 00 00
+vpmovzxdq ymm8, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 7d 35 44 30 7f
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm0, xmmword ptr [rip + foo + 16]
-; bytes: c4 e2 7d 35 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmovzxdq ymm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 7d 35 84 9c 00 10 00 00
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm8, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 7d 35 04 cd 40 00 00 00
+vpmovzxdq ymm8, xmmword ptr [rdx - 8192]
+; bytes: c4 62 7d 35 82 00 e0 ff ff
 ; form: vpmovzxdq_y_xm
 vpmovzxdq ymm16, xmm17
 ; bytes: 62 a2 7d 28 35 c1
@@ -1759,11 +1758,12 @@ vpmovzxdq ymm3, xmm24
 vpmovzxdq ymm29, xmm8
 ; bytes: 62 42 7d 28 35 e8
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm29, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 42 7d 28 35 ac 30 7f 00 00 00
+vpmovzxdq ymm29, xmmword ptr [rdx - 8192]
+; bytes: 62 62 7d 28 35 aa 00 e0 ff ff
 ; form: vpmovzxdq_y_xm
-vpmovzxdq ymm16, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 28 35 84 9c 00 10 00 00
+vpmovzxdq ymm16, xmmword ptr [rip + bar]
+; bytes: 62 e2 7d 28 35 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxdq_x_xm64
 vpmovsxdq xmm0, xmm1
 ; bytes: c4 e2 79 25 c1
@@ -1777,14 +1777,15 @@ vpmovsxdq xmm1, xmm12
 vpmovsxdq xmm11, xmm2
 ; bytes: c4 62 79 25 da
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm8, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 79 25 44 30 7f
+vpmovsxdq xmm8, qword ptr [rip + bar]
+; bytes: c4 62 79 25 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 79 25 84 9c 00 10 00 00
+vpmovsxdq xmm0, qword ptr [rdi]
+; bytes: c4 e2 79 25 07
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm8, qword ptr [rdx - 8192]
-; bytes: c4 62 79 25 82 00 e0 ff ff
+vpmovsxdq xmm8, qword ptr [rsp + 8]
+; bytes: c4 62 79 25 44 24 08
 ; form: vpmovsxdq_x_xm64
 vpmovsxdq xmm16, xmm17
 ; bytes: 62 a2 7d 08 25 c1
@@ -1795,12 +1796,11 @@ vpmovsxdq xmm3, xmm24
 vpmovsxdq xmm29, xmm8
 ; bytes: 62 42 7d 08 25 e8
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm29, qword ptr [rdx - 8192]
-; bytes: 62 62 7d 08 25 aa 00 e0 ff ff
+vpmovsxdq xmm29, qword ptr [rdi]
+; bytes: 62 62 7d 08 25 2f
 ; form: vpmovsxdq_x_xm64
-vpmovsxdq xmm16, qword ptr [rip + bar]
-; bytes: 62 e2 7d 08 25 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmovsxdq xmm16, qword ptr [rsp + 8]
+; bytes: 62 e2 7d 08 25 44 24 01
 ; form: vpmovsxdq_y_xm
 vpmovsxdq ymm0, xmm1
 ; bytes: c4 e2 7d 25 c1
@@ -1814,15 +1814,14 @@ vpmovsxdq ymm1, xmm12
 vpmovsxdq ymm11, xmm2
 ; bytes: c4 62 7d 25 da
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm8, xmmword ptr [rip + bar]
-; bytes: c4 62 7d 25 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmovsxdq ymm8, xmmword ptr [rbp]
+; bytes: c4 62 7d 25 45 00
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm0, xmmword ptr [rdi]
-; bytes: c4 e2 7d 25 07
+vpmovsxdq ymm0, xmmword ptr [r13 - 300]
+; bytes: c4 c2 7d 25 85 d4 fe ff ff
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 7d 25 44 24 08
+vpmovsxdq ymm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 25 44 87 08
 ; form: vpmovsxdq_y_xm
 vpmovsxdq ymm16, xmm17
 ; bytes: 62 a2 7d 28 25 c1
@@ -1833,11 +1832,11 @@ vpmovsxdq ymm3, xmm24
 vpmovsxdq ymm29, xmm8
 ; bytes: 62 42 7d 28 25 e8
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm29, xmmword ptr [rdi]
-; bytes: 62 62 7d 28 25 2f
+vpmovsxdq ymm29, xmmword ptr [rbp]
+; bytes: 62 62 7d 28 25 6d 00
 ; form: vpmovsxdq_y_xm
-vpmovsxdq ymm16, xmmword ptr [rsp + 8]
-; bytes: 62 e2 7d 28 25 84 24 08 00 00 00
+vpmovsxdq ymm16, xmmword ptr [r13 - 300]
+; bytes: 62 c2 7d 28 25 85 d4 fe ff ff
 ; form: vpacksswb_x_x_xm
 vpacksswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 63 c2
@@ -1851,14 +1850,15 @@ vpacksswb xmm1, xmm12, xmm10
 vpacksswb xmm11, xmm2, xmm3
 ; bytes: c5 69 63 db
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 63 45 00
+vpacksswb xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 63 44 fc 80
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 63 85 d4 fe ff ff
+vpacksswb xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 63 84 4b e8 03 00 00
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 63 44 87 08
+vpacksswb xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 63 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpacksswb_x_x_xm
 vpacksswb xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 63 c7
@@ -1869,11 +1869,11 @@ vpacksswb xmm3, xmm24, xmm9
 vpacksswb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 63 ea
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 61 3d 08 63 6d 00
+vpacksswb xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3d 08 63 ac 87 08 00 00 00
 ; form: vpacksswb_x_x_xm
-vpacksswb xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 75 00 63 85 d4 fe ff ff
+vpacksswb xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 63 44 fc f8
 ; form: vpacksswb_y_y_ym
 vpacksswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 63 c2
@@ -1887,15 +1887,14 @@ vpacksswb ymm1, ymm12, ymm10
 vpacksswb ymm11, ymm2, ymm3
 ; bytes: c5 6d 63 db
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 63 44 fc 80
+vpacksswb ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 63 04 cd 40 00 00 00
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 63 84 4b e8 03 00 00
+vpacksswb ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 63 44 30 7f
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 63 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpacksswb ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 63 84 9c 00 10 00 00
 ; form: vpacksswb_y_y_ym
 vpacksswb ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 63 c7
@@ -1906,11 +1905,12 @@ vpacksswb ymm3, ymm24, ymm9
 vpacksswb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 63 ea
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 3d 28 63 ac 87 08 00 00 00
+vpacksswb ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3d 28 63 ac 4b e8 03 00 00
 ; form: vpacksswb_y_y_ym
-vpacksswb ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 20 63 44 fc fc
+vpacksswb ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 63 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpackuswb_x_x_xm
 vpackuswb xmm0, xmm1, xmm2
 ; bytes: c5 f1 67 c2
@@ -1924,14 +1924,15 @@ vpackuswb xmm1, xmm12, xmm10
 vpackuswb xmm11, xmm2, xmm3
 ; bytes: c5 69 67 db
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 67 04 cd 40 00 00 00
+vpackuswb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 67 82 00 e0 ff ff
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 67 44 30 7f
+vpackuswb xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 67 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 67 84 9c 00 10 00 00
+vpackuswb xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 67 07
 ; form: vpackuswb_x_x_xm
 vpackuswb xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 67 c7
@@ -1942,12 +1943,11 @@ vpackuswb xmm3, xmm24, xmm9
 vpackuswb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 67 ea
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3d 08 67 ac 4b e8 03 00 00
+vpackuswb xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 3d 08 67 2c cd 40 00 00 00
 ; form: vpackuswb_x_x_xm
-vpackuswb xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 00 67 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpackuswb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 67 84 30 7f 00 00 00
 ; form: vpackuswb_y_y_ym
 vpackuswb ymm0, ymm1, ymm2
 ; bytes: c5 f5 67 c2
@@ -1961,15 +1961,14 @@ vpackuswb ymm1, ymm12, ymm10
 vpackuswb ymm11, ymm2, ymm3
 ; bytes: c5 6d 67 db
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 67 82 00 e0 ff ff
+vpackuswb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 67 44 24 08
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 67 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpackuswb ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 67 45 00
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 67 07
+vpackuswb ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 67 85 d4 fe ff ff
 ; form: vpackuswb_y_y_ym
 vpackuswb ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 67 c7
@@ -1980,11 +1979,11 @@ vpackuswb ymm3, ymm24, ymm9
 vpackuswb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 67 ea
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 61 3d 28 67 2c cd 40 00 00 00
+vpackuswb ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 28 67 ac 9c 00 10 00 00
 ; form: vpackuswb_y_y_ym
-vpackuswb ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 20 67 84 30 7f 00 00 00
+vpackuswb ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 67 82 00 e0 ff ff
 ; form: vpackssdw_x_x_xm
 vpackssdw xmm0, xmm1, xmm2
 ; bytes: c5 f1 6b c2
@@ -1998,14 +1997,14 @@ vpackssdw xmm1, xmm12, xmm10
 vpackssdw xmm11, xmm2, xmm3
 ; bytes: c5 69 6b db
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 6b 44 24 08
+vpackssdw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 6b 44 87 08
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 6b 45 00
+vpackssdw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 6b 44 fc 80
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 6b 85 d4 fe ff ff
+vpackssdw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 6b 84 4b e8 03 00 00
 ; form: vpackssdw_x_x_xm
 vpackssdw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 6b c7
@@ -2016,11 +2015,12 @@ vpackssdw xmm3, xmm24, xmm9
 vpackssdw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 6b ea
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3d 08 6b ac 9c 00 10 00 00
+vpackssdw xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 3d 08 6b 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpackssdw_x_x_xm
-vpackssdw xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 6b 82 00 e0 ff ff
+vpackssdw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 6b 07
 ; form: vpackssdw_y_y_ym
 vpackssdw ymm0, ymm1, ymm2
 ; bytes: c5 f5 6b c2
@@ -2034,14 +2034,15 @@ vpackssdw ymm1, ymm12, ymm10
 vpackssdw ymm11, ymm2, ymm3
 ; bytes: c5 6d 6b db
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 6b 44 87 08
+vpackssdw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 6b 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 6b 44 fc 80
+vpackssdw ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 6b 04 cd 40 00 00 00
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 6b 84 4b e8 03 00 00
+vpackssdw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 6b 44 30 7f
 ; form: vpackssdw_y_y_ym
 vpackssdw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 6b c7
@@ -2052,12 +2053,11 @@ vpackssdw ymm3, ymm24, ymm9
 vpackssdw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 6b ea
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 61 3d 28 6b 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpackssdw ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 3d 28 6b ac 24 08 00 00 00
 ; form: vpackssdw_y_y_ym
-vpackssdw ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 75 20 6b 07
+vpackssdw ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 6b 45 00
 ; form: vpackusdw_x_x_xm
 vpackusdw xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 2b c2
@@ -2071,15 +2071,15 @@ vpackusdw xmm1, xmm12, xmm10
 vpackusdw xmm11, xmm2, xmm3
 ; bytes: c4 62 69 2b db
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vpackusdw xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 2b 84 9c 00 10 00 00
+; form: vpackusdw_x_x_xm
+vpackusdw xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 71 2b 82 00 e0 ff ff
+; form: vpackusdw_x_x_xm
+vpackusdw xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c4 62 31 2b 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpackusdw_x_x_xm
-vpackusdw xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 71 2b 04 cd 40 00 00 00
-; form: vpackusdw_x_x_xm
-vpackusdw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 2b 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpackusdw_x_x_xm
 vpackusdw xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 2b c7
@@ -2090,11 +2090,11 @@ vpackusdw xmm3, xmm24, xmm9
 vpackusdw xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 2b ea
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 62 3d 08 2b ac 24 08 00 00 00
+vpackusdw xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 42 3d 08 2b ad d4 fe ff ff
 ; form: vpackusdw_x_x_xm
-vpackusdw xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 75 00 2b 45 00
+vpackusdw xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 2b 84 87 08 00 00 00
 ; form: vpackusdw_y_y_ym
 vpackusdw ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 2b c2
@@ -2108,15 +2108,14 @@ vpackusdw ymm1, ymm12, ymm10
 vpackusdw ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 2b db
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 2b 84 9c 00 10 00 00
+vpackusdw ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 35 2b 07
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c4 e2 75 2b 82 00 e0 ff ff
+vpackusdw ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 75 2b 44 24 08
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 2b 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpackusdw ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 2b 45 00
 ; form: vpackusdw_y_y_ym
 vpackusdw ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 2b c7
@@ -2127,8 +2126,8 @@ vpackusdw ymm3, ymm24, ymm9
 vpackusdw ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 2b ea
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 42 3d 28 2b ad d4 fe ff ff
+vpackusdw ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 28 2b 6c fc fc
 ; form: vpackusdw_y_y_ym
-vpackusdw ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 20 2b 84 87 08 00 00 00
+vpackusdw ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 2b 84 4b e8 03 00 00

@@ -12,15 +12,15 @@ vaddss xmm1, xmm12, xmm10
 vaddss xmm11, xmm2, xmm3
 ; bytes: c5 6a 58 db
 ; form: vaddss_x_x_xm32
-vaddss xmm8, xmm9, dword ptr [rip + foo + 16]
+vaddss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 32 58 84 9c 00 10 00 00
+; form: vaddss_x_x_xm32
+vaddss xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: c5 f2 58 82 00 e0 ff ff
+; form: vaddss_x_x_xm32
+vaddss xmm8, xmm9, dword ptr [rip + bar]
 ; bytes: c5 32 58 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vaddss_x_x_xm32
-vaddss xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: c5 f2 58 04 cd 40 00 00 00
-; form: vaddss_x_x_xm32
-vaddss xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 32 58 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vaddss_x_x_xm32
 vaddss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 58 c7
@@ -31,11 +31,11 @@ vaddss xmm3, xmm24, xmm9
 vaddss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 58 ea
 ; form: vaddss_x_x_xm32
-vaddss xmm29, xmm8, dword ptr [rsp + 8]
-; bytes: 62 61 3e 08 58 6c 24 02
+vaddss xmm29, xmm8, dword ptr [r13 - 300]
+; bytes: 62 41 3e 08 58 6d b5
 ; form: vaddss_x_x_xm32
-vaddss xmm16, xmm17, dword ptr [rbp]
-; bytes: 62 e1 76 00 58 45 00
+vaddss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 76 00 58 44 87 02
 ; form: vaddsd_x_x_xm64
 vaddsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 58 c2
@@ -49,15 +49,14 @@ vaddsd xmm1, xmm12, xmm10
 vaddsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 58 db
 ; form: vaddsd_x_x_xm64
-vaddsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 33 58 84 9c 00 10 00 00
+vaddsd xmm8, xmm9, qword ptr [rdi]
+; bytes: c5 33 58 07
 ; form: vaddsd_x_x_xm64
-vaddsd xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: c5 f3 58 82 00 e0 ff ff
+vaddsd xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: c5 f3 58 44 24 08
 ; form: vaddsd_x_x_xm64
-vaddsd xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c5 33 58 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vaddsd xmm8, xmm9, qword ptr [rbp]
+; bytes: c5 33 58 45 00
 ; form: vaddsd_x_x_xm64
 vaddsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 58 c7
@@ -68,11 +67,11 @@ vaddsd xmm3, xmm24, xmm9
 vaddsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 58 ea
 ; form: vaddsd_x_x_xm64
-vaddsd xmm29, xmm8, qword ptr [r13 - 300]
-; bytes: 62 41 bf 08 58 ad d4 fe ff ff
+vaddsd xmm29, xmm8, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bf 08 58 6c fc f0
 ; form: vaddsd_x_x_xm64
-vaddsd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f7 00 58 44 87 01
+vaddsd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f7 00 58 44 4b 7d
 ; form: vaddps_x_x_xm
 vaddps xmm0, xmm1, xmm2
 ; bytes: c5 f0 58 c2
@@ -86,14 +85,14 @@ vaddps xmm1, xmm12, xmm10
 vaddps xmm11, xmm2, xmm3
 ; bytes: c5 68 58 db
 ; form: vaddps_x_x_xm
-vaddps xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 30 58 07
+vaddps xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 30 58 85 d4 fe ff ff
 ; form: vaddps_x_x_xm
-vaddps xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f0 58 44 24 08
+vaddps xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f0 58 44 87 08
 ; form: vaddps_x_x_xm
-vaddps xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 30 58 45 00
+vaddps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 30 58 44 fc 80
 ; form: vaddps_x_x_xm
 vaddps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 58 c7
@@ -104,11 +103,12 @@ vaddps xmm3, xmm24, xmm9
 vaddps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 58 ea
 ; form: vaddps_x_x_xm
-vaddps xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3c 08 58 6c fc f8
+vaddps xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 3c 08 58 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vaddps_x_x_xm
-vaddps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 00 58 84 4b e8 03 00 00
+vaddps xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 00 58 04 cd 40 00 00 00
 ; form: vaddps_y_y_ym
 vaddps ymm0, ymm1, ymm2
 ; bytes: c5 f4 58 c2
@@ -122,14 +122,15 @@ vaddps ymm1, ymm12, ymm10
 vaddps ymm11, ymm2, ymm3
 ; bytes: c5 6c 58 db
 ; form: vaddps_y_y_ym
-vaddps ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 34 58 85 d4 fe ff ff
+vaddps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 34 58 84 4b e8 03 00 00
 ; form: vaddps_y_y_ym
-vaddps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f4 58 44 87 08
+vaddps ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f4 58 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vaddps_y_y_ym
-vaddps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 34 58 44 fc 80
+vaddps ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 34 58 04 cd 40 00 00 00
 ; form: vaddps_y_y_ym
 vaddps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 58 c7
@@ -140,12 +141,11 @@ vaddps ymm3, ymm24, ymm9
 vaddps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 58 ea
 ; form: vaddps_y_y_ym
-vaddps ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 3c 28 58 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vaddps ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3c 28 58 ac 30 7f 00 00 00
 ; form: vaddps_y_y_ym
-vaddps ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 20 58 04 cd 40 00 00 00
+vaddps ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 20 58 84 9c 00 10 00 00
 ; form: vaddpd_x_x_xm
 vaddpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 58 c2
@@ -159,15 +159,14 @@ vaddpd xmm1, xmm12, xmm10
 vaddpd xmm11, xmm2, xmm3
 ; bytes: c5 69 58 db
 ; form: vaddpd_x_x_xm
-vaddpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 58 84 4b e8 03 00 00
+vaddpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 58 44 30 7f
 ; form: vaddpd_x_x_xm
-vaddpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 58 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vaddpd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 58 84 9c 00 10 00 00
 ; form: vaddpd_x_x_xm
-vaddpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 58 04 cd 40 00 00 00
+vaddpd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 58 82 00 e0 ff ff
 ; form: vaddpd_x_x_xm
 vaddpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 58 c7
@@ -178,11 +177,12 @@ vaddpd xmm3, xmm24, xmm9
 vaddpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 58 ea
 ; form: vaddpd_x_x_xm
-vaddpd xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 41 bd 08 58 ac 30 7f 00 00 00
+vaddpd xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 bd 08 58 aa 00 e0 ff ff
 ; form: vaddpd_x_x_xm
-vaddpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 00 58 84 9c 00 10 00 00
+vaddpd xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 f5 00 58 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vaddpd_y_y_ym
 vaddpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 58 c2
@@ -196,14 +196,15 @@ vaddpd ymm1, ymm12, ymm10
 vaddpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 58 db
 ; form: vaddpd_y_y_ym
-vaddpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 58 44 30 7f
+vaddpd ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 58 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vaddpd_y_y_ym
-vaddpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 58 84 9c 00 10 00 00
+vaddpd ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 58 07
 ; form: vaddpd_y_y_ym
-vaddpd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 58 82 00 e0 ff ff
+vaddpd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 58 44 24 08
 ; form: vaddpd_y_y_ym
 vaddpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 58 c7
@@ -214,12 +215,11 @@ vaddpd ymm3, ymm24, ymm9
 vaddpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 58 ea
 ; form: vaddpd_y_y_ym
-vaddpd ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 61 bd 28 58 aa 00 e0 ff ff
+vaddpd ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 bd 28 58 2f
 ; form: vaddpd_y_y_ym
-vaddpd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 f5 20 58 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vaddpd ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 f5 20 58 84 24 08 00 00 00
 ; form: vmulss_x_x_xm32
 vmulss xmm0, xmm1, xmm2
 ; bytes: c5 f2 59 c2
@@ -233,15 +233,14 @@ vmulss xmm1, xmm12, xmm10
 vmulss xmm11, xmm2, xmm3
 ; bytes: c5 6a 59 db
 ; form: vmulss_x_x_xm32
-vmulss xmm8, xmm9, dword ptr [rip + bar]
-; bytes: c5 32 59 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmulss xmm8, xmm9, dword ptr [rbp]
+; bytes: c5 32 59 45 00
 ; form: vmulss_x_x_xm32
-vmulss xmm0, xmm1, dword ptr [rdi]
-; bytes: c5 f2 59 07
+vmulss xmm0, xmm1, dword ptr [r13 - 300]
+; bytes: c4 c1 72 59 85 d4 fe ff ff
 ; form: vmulss_x_x_xm32
-vmulss xmm8, xmm9, dword ptr [rsp + 8]
-; bytes: c5 32 59 44 24 08
+vmulss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
+; bytes: c5 32 59 44 87 08
 ; form: vmulss_x_x_xm32
 vmulss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 59 c7
@@ -252,11 +251,11 @@ vmulss xmm3, xmm24, xmm9
 vmulss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 59 ea
 ; form: vmulss_x_x_xm32
-vmulss xmm29, xmm8, dword ptr [rdi]
-; bytes: 62 61 3e 08 59 2f
+vmulss xmm29, xmm8, dword ptr [rbp]
+; bytes: 62 61 3e 08 59 6d 00
 ; form: vmulss_x_x_xm32
-vmulss xmm16, xmm17, dword ptr [rsp + 8]
-; bytes: 62 e1 76 00 59 44 24 02
+vmulss xmm16, xmm17, dword ptr [r13 - 300]
+; bytes: 62 c1 76 00 59 45 b5
 ; form: vmulsd_x_x_xm64
 vmulsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 59 c2
@@ -270,14 +269,15 @@ vmulsd xmm1, xmm12, xmm10
 vmulsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 59 db
 ; form: vmulsd_x_x_xm64
-vmulsd xmm8, xmm9, qword ptr [rbp]
-; bytes: c5 33 59 45 00
+vmulsd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 33 59 44 fc 80
 ; form: vmulsd_x_x_xm64
-vmulsd xmm0, xmm1, qword ptr [r13 - 300]
-; bytes: c4 c1 73 59 85 d4 fe ff ff
+vmulsd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 73 59 84 4b e8 03 00 00
 ; form: vmulsd_x_x_xm64
-vmulsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
-; bytes: c5 33 59 44 87 08
+vmulsd xmm8, xmm9, qword ptr [rip + foo + 16]
+; bytes: c5 33 59 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmulsd_x_x_xm64
 vmulsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 59 c7
@@ -288,11 +288,11 @@ vmulsd xmm3, xmm24, xmm9
 vmulsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 59 ea
 ; form: vmulsd_x_x_xm64
-vmulsd xmm29, xmm8, qword ptr [rbp]
-; bytes: 62 61 bf 08 59 6d 00
+vmulsd xmm29, xmm8, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bf 08 59 6c 87 01
 ; form: vmulsd_x_x_xm64
-vmulsd xmm16, xmm17, qword ptr [r13 - 300]
-; bytes: 62 c1 f7 00 59 85 d4 fe ff ff
+vmulsd xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f7 00 59 44 fc f0
 ; form: vmulps_x_x_xm
 vmulps xmm0, xmm1, xmm2
 ; bytes: c5 f0 59 c2
@@ -306,15 +306,14 @@ vmulps xmm1, xmm12, xmm10
 vmulps xmm11, xmm2, xmm3
 ; bytes: c5 68 59 db
 ; form: vmulps_x_x_xm
-vmulps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 30 59 44 fc 80
+vmulps xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 30 59 04 cd 40 00 00 00
 ; form: vmulps_x_x_xm
-vmulps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 70 59 84 4b e8 03 00 00
+vmulps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 70 59 44 30 7f
 ; form: vmulps_x_x_xm
-vmulps xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 30 59 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmulps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 59 84 9c 00 10 00 00
 ; form: vmulps_x_x_xm
 vmulps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 59 c7
@@ -325,11 +324,12 @@ vmulps xmm3, xmm24, xmm9
 vmulps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 59 ea
 ; form: vmulps_x_x_xm
-vmulps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 3c 08 59 ac 87 08 00 00 00
+vmulps xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 08 59 ac 4b e8 03 00 00
 ; form: vmulps_x_x_xm
-vmulps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 00 59 44 fc f8
+vmulps xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 00 59 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmulps_y_y_ym
 vmulps ymm0, ymm1, ymm2
 ; bytes: c5 f4 59 c2
@@ -343,14 +343,15 @@ vmulps ymm1, ymm12, ymm10
 vmulps ymm11, ymm2, ymm3
 ; bytes: c5 6c 59 db
 ; form: vmulps_y_y_ym
-vmulps ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 34 59 04 cd 40 00 00 00
+vmulps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 34 59 82 00 e0 ff ff
 ; form: vmulps_y_y_ym
-vmulps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 74 59 44 30 7f
+vmulps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f4 59 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmulps_y_y_ym
-vmulps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 34 59 84 9c 00 10 00 00
+vmulps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 59 07
 ; form: vmulps_y_y_ym
 vmulps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 59 c7
@@ -361,12 +362,11 @@ vmulps ymm3, ymm24, ymm9
 vmulps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 59 ea
 ; form: vmulps_y_y_ym
-vmulps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3c 28 59 ac 4b e8 03 00 00
+vmulps ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 3c 28 59 2c cd 40 00 00 00
 ; form: vmulps_y_y_ym
-vmulps ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 74 20 59 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmulps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 20 59 84 30 7f 00 00 00
 ; form: vmulpd_x_x_xm
 vmulpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 59 c2
@@ -380,15 +380,14 @@ vmulpd xmm1, xmm12, xmm10
 vmulpd xmm11, xmm2, xmm3
 ; bytes: c5 69 59 db
 ; form: vmulpd_x_x_xm
-vmulpd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 59 82 00 e0 ff ff
+vmulpd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 59 44 24 08
 ; form: vmulpd_x_x_xm
-vmulpd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 59 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmulpd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 59 45 00
 ; form: vmulpd_x_x_xm
-vmulpd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 59 07
+vmulpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 59 85 d4 fe ff ff
 ; form: vmulpd_x_x_xm
 vmulpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 59 c7
@@ -399,11 +398,11 @@ vmulpd xmm3, xmm24, xmm9
 vmulpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 59 ea
 ; form: vmulpd_x_x_xm
-vmulpd xmm29, xmm8, xmmword ptr [8*rcx + 64]
-; bytes: 62 61 bd 08 59 2c cd 40 00 00 00
+vmulpd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 08 59 ac 9c 00 10 00 00
 ; form: vmulpd_x_x_xm
-vmulpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 00 59 84 30 7f 00 00 00
+vmulpd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 00 59 82 00 e0 ff ff
 ; form: vmulpd_y_y_ym
 vmulpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 59 c2
@@ -417,14 +416,14 @@ vmulpd ymm1, ymm12, ymm10
 vmulpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 59 db
 ; form: vmulpd_y_y_ym
-vmulpd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 59 44 24 08
+vmulpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 59 44 87 08
 ; form: vmulpd_y_y_ym
-vmulpd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 59 45 00
+vmulpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 59 44 fc 80
 ; form: vmulpd_y_y_ym
-vmulpd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 59 85 d4 fe ff ff
+vmulpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 59 84 4b e8 03 00 00
 ; form: vmulpd_y_y_ym
 vmulpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 59 c7
@@ -435,11 +434,12 @@ vmulpd ymm3, ymm24, ymm9
 vmulpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 59 ea
 ; form: vmulpd_y_y_ym
-vmulpd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 bd 28 59 ac 9c 00 10 00 00
+vmulpd ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 bd 28 59 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmulpd_y_y_ym
-vmulpd ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 20 59 82 00 e0 ff ff
+vmulpd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 f5 20 59 07
 ; form: vsubss_x_x_xm32
 vsubss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5c c2
@@ -453,14 +453,15 @@ vsubss xmm1, xmm12, xmm10
 vsubss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5c db
 ; form: vsubss_x_x_xm32
-vsubss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
-; bytes: c5 32 5c 44 87 08
+vsubss xmm8, xmm9, dword ptr [rip + foo + 16]
+; bytes: c5 32 5c 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vsubss_x_x_xm32
-vsubss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 72 5c 44 fc 80
+vsubss xmm0, xmm1, dword ptr [8*rcx + 64]
+; bytes: c5 f2 5c 04 cd 40 00 00 00
 ; form: vsubss_x_x_xm32
-vsubss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 32 5c 84 4b e8 03 00 00
+vsubss xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 32 5c 44 30 7f
 ; form: vsubss_x_x_xm32
 vsubss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 5c c7
@@ -471,12 +472,11 @@ vsubss xmm3, xmm24, xmm9
 vsubss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5c ea
 ; form: vsubss_x_x_xm32
-vsubss xmm29, xmm8, dword ptr [rip + bar]
-; bytes: 62 61 3e 08 5c 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vsubss xmm29, xmm8, dword ptr [rsp + 8]
+; bytes: 62 61 3e 08 5c 6c 24 02
 ; form: vsubss_x_x_xm32
-vsubss xmm16, xmm17, dword ptr [rdi]
-; bytes: 62 e1 76 00 5c 07
+vsubss xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e1 76 00 5c 45 00
 ; form: vsubsd_x_x_xm64
 vsubsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5c c2
@@ -490,15 +490,15 @@ vsubsd xmm1, xmm12, xmm10
 vsubsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5c db
 ; form: vsubsd_x_x_xm64
-vsubsd xmm8, xmm9, qword ptr [rip + foo + 16]
+vsubsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 33 5c 84 9c 00 10 00 00
+; form: vsubsd_x_x_xm64
+vsubsd xmm0, xmm1, qword ptr [rdx - 8192]
+; bytes: c5 f3 5c 82 00 e0 ff ff
+; form: vsubsd_x_x_xm64
+vsubsd xmm8, xmm9, qword ptr [rip + bar]
 ; bytes: c5 33 5c 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vsubsd_x_x_xm64
-vsubsd xmm0, xmm1, qword ptr [8*rcx + 64]
-; bytes: c5 f3 5c 04 cd 40 00 00 00
-; form: vsubsd_x_x_xm64
-vsubsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
-; bytes: c4 41 33 5c 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vsubsd_x_x_xm64
 vsubsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 5c c7
@@ -509,11 +509,11 @@ vsubsd xmm3, xmm24, xmm9
 vsubsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5c ea
 ; form: vsubsd_x_x_xm64
-vsubsd xmm29, xmm8, qword ptr [rsp + 8]
-; bytes: 62 61 bf 08 5c 6c 24 01
+vsubsd xmm29, xmm8, qword ptr [r13 - 300]
+; bytes: 62 41 bf 08 5c ad d4 fe ff ff
 ; form: vsubsd_x_x_xm64
-vsubsd xmm16, xmm17, qword ptr [rbp]
-; bytes: 62 e1 f7 00 5c 45 00
+vsubsd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f7 00 5c 44 87 01
 ; form: vsubps_x_x_xm
 vsubps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5c c2
@@ -527,15 +527,14 @@ vsubps xmm1, xmm12, xmm10
 vsubps xmm11, xmm2, xmm3
 ; bytes: c5 68 5c db
 ; form: vsubps_x_x_xm
-vsubps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 30 5c 84 9c 00 10 00 00
+vsubps xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 30 5c 07
 ; form: vsubps_x_x_xm
-vsubps xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f0 5c 82 00 e0 ff ff
+vsubps xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f0 5c 44 24 08
 ; form: vsubps_x_x_xm
-vsubps xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 30 5c 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vsubps xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 30 5c 45 00
 ; form: vsubps_x_x_xm
 vsubps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 5c c7
@@ -546,11 +545,11 @@ vsubps xmm3, xmm24, xmm9
 vsubps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5c ea
 ; form: vsubps_x_x_xm
-vsubps xmm29, xmm8, xmmword ptr [r13 - 300]
-; bytes: 62 41 3c 08 5c ad d4 fe ff ff
+vsubps xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3c 08 5c 6c fc f8
 ; form: vsubps_x_x_xm
-vsubps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 00 5c 84 87 08 00 00 00
+vsubps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 00 5c 84 4b e8 03 00 00
 ; form: vsubps_y_y_ym
 vsubps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5c c2
@@ -564,14 +563,14 @@ vsubps ymm1, ymm12, ymm10
 vsubps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5c db
 ; form: vsubps_y_y_ym
-vsubps ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 34 5c 07
+vsubps ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 34 5c 85 d4 fe ff ff
 ; form: vsubps_y_y_ym
-vsubps ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f4 5c 44 24 08
+vsubps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f4 5c 44 87 08
 ; form: vsubps_y_y_ym
-vsubps ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 34 5c 45 00
+vsubps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 34 5c 44 fc 80
 ; form: vsubps_y_y_ym
 vsubps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 5c c7
@@ -582,11 +581,12 @@ vsubps ymm3, ymm24, ymm9
 vsubps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5c ea
 ; form: vsubps_y_y_ym
-vsubps ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3c 28 5c 6c fc fc
+vsubps ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3c 28 5c 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vsubps_y_y_ym
-vsubps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 20 5c 84 4b e8 03 00 00
+vsubps ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 20 5c 04 cd 40 00 00 00
 ; form: vsubpd_x_x_xm
 vsubpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5c c2
@@ -600,14 +600,15 @@ vsubpd xmm1, xmm12, xmm10
 vsubpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5c db
 ; form: vsubpd_x_x_xm
-vsubpd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 5c 85 d4 fe ff ff
+vsubpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 5c 84 4b e8 03 00 00
 ; form: vsubpd_x_x_xm
-vsubpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 5c 44 87 08
+vsubpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 5c 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vsubpd_x_x_xm
-vsubpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 5c 44 fc 80
+vsubpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 5c 04 cd 40 00 00 00
 ; form: vsubpd_x_x_xm
 vsubpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 5c c7
@@ -618,12 +619,11 @@ vsubpd xmm3, xmm24, xmm9
 vsubpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5c ea
 ; form: vsubpd_x_x_xm
-vsubpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 bd 08 5c 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vsubpd xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 08 5c ac 30 7f 00 00 00
 ; form: vsubpd_x_x_xm
-vsubpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 00 5c 04 cd 40 00 00 00
+vsubpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 5c 84 9c 00 10 00 00
 ; form: vsubpd_y_y_ym
 vsubpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5c c2
@@ -637,15 +637,14 @@ vsubpd ymm1, ymm12, ymm10
 vsubpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5c db
 ; form: vsubpd_y_y_ym
-vsubpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 5c 84 4b e8 03 00 00
+vsubpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 5c 44 30 7f
 ; form: vsubpd_y_y_ym
-vsubpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 5c 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vsubpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 5c 84 9c 00 10 00 00
 ; form: vsubpd_y_y_ym
-vsubpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 5c 04 cd 40 00 00 00
+vsubpd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 5c 82 00 e0 ff ff
 ; form: vsubpd_y_y_ym
 vsubpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 5c c7
@@ -656,11 +655,12 @@ vsubpd ymm3, ymm24, ymm9
 vsubpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5c ea
 ; form: vsubpd_y_y_ym
-vsubpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 bd 28 5c ac 30 7f 00 00 00
+vsubpd ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 bd 28 5c aa 00 e0 ff ff
 ; form: vsubpd_y_y_ym
-vsubpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 20 5c 84 9c 00 10 00 00
+vsubpd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 f5 20 5c 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vminss_x_x_xm32
 vminss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5d c2
@@ -674,14 +674,15 @@ vminss xmm1, xmm12, xmm10
 vminss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5d db
 ; form: vminss_x_x_xm32
-vminss xmm8, xmm9, dword ptr [r8 + rsi + 127]
-; bytes: c4 41 32 5d 44 30 7f
+vminss xmm8, xmm9, dword ptr [rip + bar]
+; bytes: c5 32 5d 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vminss_x_x_xm32
-vminss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 72 5d 84 9c 00 10 00 00
+vminss xmm0, xmm1, dword ptr [rdi]
+; bytes: c5 f2 5d 07
 ; form: vminss_x_x_xm32
-vminss xmm8, xmm9, dword ptr [rdx - 8192]
-; bytes: c5 32 5d 82 00 e0 ff ff
+vminss xmm8, xmm9, dword ptr [rsp + 8]
+; bytes: c5 32 5d 44 24 08
 ; form: vminss_x_x_xm32
 vminss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 5d c7
@@ -692,12 +693,11 @@ vminss xmm3, xmm24, xmm9
 vminss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5d ea
 ; form: vminss_x_x_xm32
-vminss xmm29, xmm8, dword ptr [rdx - 8192]
-; bytes: 62 61 3e 08 5d aa 00 e0 ff ff
+vminss xmm29, xmm8, dword ptr [rdi]
+; bytes: 62 61 3e 08 5d 2f
 ; form: vminss_x_x_xm32
-vminss xmm16, xmm17, dword ptr [rip + bar]
-; bytes: 62 e1 76 00 5d 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vminss xmm16, xmm17, dword ptr [rsp + 8]
+; bytes: 62 e1 76 00 5d 44 24 02
 ; form: vminsd_x_x_xm64
 vminsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5d c2
@@ -711,15 +711,14 @@ vminsd xmm1, xmm12, xmm10
 vminsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5d db
 ; form: vminsd_x_x_xm64
-vminsd xmm8, xmm9, qword ptr [rip + bar]
-; bytes: c5 33 5d 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vminsd xmm8, xmm9, qword ptr [rbp]
+; bytes: c5 33 5d 45 00
 ; form: vminsd_x_x_xm64
-vminsd xmm0, xmm1, qword ptr [rdi]
-; bytes: c5 f3 5d 07
+vminsd xmm0, xmm1, qword ptr [r13 - 300]
+; bytes: c4 c1 73 5d 85 d4 fe ff ff
 ; form: vminsd_x_x_xm64
-vminsd xmm8, xmm9, qword ptr [rsp + 8]
-; bytes: c5 33 5d 44 24 08
+vminsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 33 5d 44 87 08
 ; form: vminsd_x_x_xm64
 vminsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 5d c7
@@ -730,11 +729,11 @@ vminsd xmm3, xmm24, xmm9
 vminsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5d ea
 ; form: vminsd_x_x_xm64
-vminsd xmm29, xmm8, qword ptr [rdi]
-; bytes: 62 61 bf 08 5d 2f
+vminsd xmm29, xmm8, qword ptr [rbp]
+; bytes: 62 61 bf 08 5d 6d 00
 ; form: vminsd_x_x_xm64
-vminsd xmm16, xmm17, qword ptr [rsp + 8]
-; bytes: 62 e1 f7 00 5d 44 24 01
+vminsd xmm16, xmm17, qword ptr [r13 - 300]
+; bytes: 62 c1 f7 00 5d 85 d4 fe ff ff
 ; form: vminps_x_x_xm
 vminps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5d c2
@@ -748,14 +747,15 @@ vminps xmm1, xmm12, xmm10
 vminps xmm11, xmm2, xmm3
 ; bytes: c5 68 5d db
 ; form: vminps_x_x_xm
-vminps xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 30 5d 45 00
+vminps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 30 5d 44 fc 80
 ; form: vminps_x_x_xm
-vminps xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 70 5d 85 d4 fe ff ff
+vminps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 70 5d 84 4b e8 03 00 00
 ; form: vminps_x_x_xm
-vminps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 30 5d 44 87 08
+vminps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 5d 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vminps_x_x_xm
 vminps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 5d c7
@@ -766,11 +766,11 @@ vminps xmm3, xmm24, xmm9
 vminps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5d ea
 ; form: vminps_x_x_xm
-vminps xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 61 3c 08 5d 6d 00
+vminps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3c 08 5d ac 87 08 00 00 00
 ; form: vminps_x_x_xm
-vminps xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 74 00 5d 85 d4 fe ff ff
+vminps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 00 5d 44 fc f8
 ; form: vminps_y_y_ym
 vminps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5d c2
@@ -784,15 +784,14 @@ vminps ymm1, ymm12, ymm10
 vminps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5d db
 ; form: vminps_y_y_ym
-vminps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 34 5d 44 fc 80
+vminps ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 34 5d 04 cd 40 00 00 00
 ; form: vminps_y_y_ym
-vminps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 74 5d 84 4b e8 03 00 00
+vminps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 74 5d 44 30 7f
 ; form: vminps_y_y_ym
-vminps ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 34 5d 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vminps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 5d 84 9c 00 10 00 00
 ; form: vminps_y_y_ym
 vminps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 5d c7
@@ -803,11 +802,12 @@ vminps ymm3, ymm24, ymm9
 vminps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5d ea
 ; form: vminps_y_y_ym
-vminps ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 3c 28 5d ac 87 08 00 00 00
+vminps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 28 5d ac 4b e8 03 00 00
 ; form: vminps_y_y_ym
-vminps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 20 5d 44 fc fc
+vminps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 20 5d 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vminpd_x_x_xm
 vminpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5d c2
@@ -821,14 +821,15 @@ vminpd xmm1, xmm12, xmm10
 vminpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5d db
 ; form: vminpd_x_x_xm
-vminpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 5d 04 cd 40 00 00 00
+vminpd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 5d 82 00 e0 ff ff
 ; form: vminpd_x_x_xm
-vminpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 5d 44 30 7f
+vminpd xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 5d 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vminpd_x_x_xm
-vminpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 5d 84 9c 00 10 00 00
+vminpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 5d 07
 ; form: vminpd_x_x_xm
 vminpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 5d c7
@@ -839,12 +840,11 @@ vminpd xmm3, xmm24, xmm9
 vminpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5d ea
 ; form: vminpd_x_x_xm
-vminpd xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 bd 08 5d ac 4b e8 03 00 00
+vminpd xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 08 5d 2c cd 40 00 00 00
 ; form: vminpd_x_x_xm
-vminpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 00 5d 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vminpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 5d 84 30 7f 00 00 00
 ; form: vminpd_y_y_ym
 vminpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5d c2
@@ -858,15 +858,14 @@ vminpd ymm1, ymm12, ymm10
 vminpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5d db
 ; form: vminpd_y_y_ym
-vminpd ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 5d 82 00 e0 ff ff
+vminpd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 5d 44 24 08
 ; form: vminpd_y_y_ym
-vminpd ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 5d 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vminpd ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 5d 45 00
 ; form: vminpd_y_y_ym
-vminpd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 5d 07
+vminpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 5d 85 d4 fe ff ff
 ; form: vminpd_y_y_ym
 vminpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 5d c7
@@ -877,11 +876,11 @@ vminpd ymm3, ymm24, ymm9
 vminpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5d ea
 ; form: vminpd_y_y_ym
-vminpd ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 61 bd 28 5d 2c cd 40 00 00 00
+vminpd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 28 5d ac 9c 00 10 00 00
 ; form: vminpd_y_y_ym
-vminpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 5d 84 30 7f 00 00 00
+vminpd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 5d 82 00 e0 ff ff
 ; form: vdivss_x_x_xm32
 vdivss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5e c2
@@ -895,14 +894,14 @@ vdivss xmm1, xmm12, xmm10
 vdivss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5e db
 ; form: vdivss_x_x_xm32
-vdivss xmm8, xmm9, dword ptr [rsp + 8]
-; bytes: c5 32 5e 44 24 08
+vdivss xmm8, xmm9, dword ptr [rdi + 4*rax + 8]
+; bytes: c5 32 5e 44 87 08
 ; form: vdivss_x_x_xm32
-vdivss xmm0, xmm1, dword ptr [rbp]
-; bytes: c5 f2 5e 45 00
+vdivss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 72 5e 44 fc 80
 ; form: vdivss_x_x_xm32
-vdivss xmm8, xmm9, dword ptr [r13 - 300]
-; bytes: c4 41 32 5e 85 d4 fe ff ff
+vdivss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 32 5e 84 4b e8 03 00 00
 ; form: vdivss_x_x_xm32
 vdivss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 5e c7
@@ -913,11 +912,12 @@ vdivss xmm3, xmm24, xmm9
 vdivss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5e ea
 ; form: vdivss_x_x_xm32
-vdivss xmm29, xmm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3e 08 5e ac 9c 00 10 00 00
+vdivss xmm29, xmm8, dword ptr [rip + bar]
+; bytes: 62 61 3e 08 5e 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vdivss_x_x_xm32
-vdivss xmm16, xmm17, dword ptr [rdx - 8192]
-; bytes: 62 e1 76 00 5e 82 00 e0 ff ff
+vdivss xmm16, xmm17, dword ptr [rdi]
+; bytes: 62 e1 76 00 5e 07
 ; form: vdivsd_x_x_xm64
 vdivsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5e c2
@@ -931,14 +931,15 @@ vdivsd xmm1, xmm12, xmm10
 vdivsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5e db
 ; form: vdivsd_x_x_xm64
-vdivsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
-; bytes: c5 33 5e 44 87 08
+vdivsd xmm8, xmm9, qword ptr [rip + foo + 16]
+; bytes: c5 33 5e 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vdivsd_x_x_xm64
-vdivsd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 73 5e 44 fc 80
+vdivsd xmm0, xmm1, qword ptr [8*rcx + 64]
+; bytes: c5 f3 5e 04 cd 40 00 00 00
 ; form: vdivsd_x_x_xm64
-vdivsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 33 5e 84 4b e8 03 00 00
+vdivsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 33 5e 44 30 7f
 ; form: vdivsd_x_x_xm64
 vdivsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 5e c7
@@ -949,12 +950,11 @@ vdivsd xmm3, xmm24, xmm9
 vdivsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5e ea
 ; form: vdivsd_x_x_xm64
-vdivsd xmm29, xmm8, qword ptr [rip + bar]
-; bytes: 62 61 bf 08 5e 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vdivsd xmm29, xmm8, qword ptr [rsp + 8]
+; bytes: 62 61 bf 08 5e 6c 24 01
 ; form: vdivsd_x_x_xm64
-vdivsd xmm16, xmm17, qword ptr [rdi]
-; bytes: 62 e1 f7 00 5e 07
+vdivsd xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e1 f7 00 5e 45 00
 ; form: vdivps_x_x_xm
 vdivps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5e c2
@@ -968,15 +968,15 @@ vdivps xmm1, xmm12, xmm10
 vdivps xmm11, xmm2, xmm3
 ; bytes: c5 68 5e db
 ; form: vdivps_x_x_xm
-vdivps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vdivps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 5e 84 9c 00 10 00 00
+; form: vdivps_x_x_xm
+vdivps xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f0 5e 82 00 e0 ff ff
+; form: vdivps_x_x_xm
+vdivps xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 30 5e 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vdivps_x_x_xm
-vdivps xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f0 5e 04 cd 40 00 00 00
-; form: vdivps_x_x_xm
-vdivps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 30 5e 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vdivps_x_x_xm
 vdivps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 5e c7
@@ -987,11 +987,11 @@ vdivps xmm3, xmm24, xmm9
 vdivps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5e ea
 ; form: vdivps_x_x_xm
-vdivps xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 61 3c 08 5e ac 24 08 00 00 00
+vdivps xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3c 08 5e ad d4 fe ff ff
 ; form: vdivps_x_x_xm
-vdivps xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 74 00 5e 45 00
+vdivps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 00 5e 84 87 08 00 00 00
 ; form: vdivps_y_y_ym
 vdivps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5e c2
@@ -1005,15 +1005,14 @@ vdivps ymm1, ymm12, ymm10
 vdivps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5e db
 ; form: vdivps_y_y_ym
-vdivps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 34 5e 84 9c 00 10 00 00
+vdivps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 5e 07
 ; form: vdivps_y_y_ym
-vdivps ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f4 5e 82 00 e0 ff ff
+vdivps ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f4 5e 44 24 08
 ; form: vdivps_y_y_ym
-vdivps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 34 5e 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vdivps ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 34 5e 45 00
 ; form: vdivps_y_y_ym
 vdivps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 5e c7
@@ -1024,11 +1023,11 @@ vdivps ymm3, ymm24, ymm9
 vdivps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5e ea
 ; form: vdivps_y_y_ym
-vdivps ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 41 3c 28 5e ad d4 fe ff ff
+vdivps ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3c 28 5e 6c fc fc
 ; form: vdivps_y_y_ym
-vdivps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 20 5e 84 87 08 00 00 00
+vdivps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 5e 84 4b e8 03 00 00
 ; form: vdivpd_x_x_xm
 vdivpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5e c2
@@ -1042,14 +1041,14 @@ vdivpd xmm1, xmm12, xmm10
 vdivpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5e db
 ; form: vdivpd_x_x_xm
-vdivpd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 5e 07
+vdivpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 5e 85 d4 fe ff ff
 ; form: vdivpd_x_x_xm
-vdivpd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 5e 44 24 08
+vdivpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 5e 44 87 08
 ; form: vdivpd_x_x_xm
-vdivpd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 5e 45 00
+vdivpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 5e 44 fc 80
 ; form: vdivpd_x_x_xm
 vdivpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 5e c7
@@ -1060,11 +1059,12 @@ vdivpd xmm3, xmm24, xmm9
 vdivpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5e ea
 ; form: vdivpd_x_x_xm
-vdivpd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 bd 08 5e 6c fc f8
+vdivpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 08 5e 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vdivpd_x_x_xm
-vdivpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 5e 84 4b e8 03 00 00
+vdivpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 5e 04 cd 40 00 00 00
 ; form: vdivpd_y_y_ym
 vdivpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5e c2
@@ -1078,14 +1078,15 @@ vdivpd ymm1, ymm12, ymm10
 vdivpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5e db
 ; form: vdivpd_y_y_ym
-vdivpd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 5e 85 d4 fe ff ff
+vdivpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 5e 84 4b e8 03 00 00
 ; form: vdivpd_y_y_ym
-vdivpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 5e 44 87 08
+vdivpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 5e 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vdivpd_y_y_ym
-vdivpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 5e 44 fc 80
+vdivpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 5e 04 cd 40 00 00 00
 ; form: vdivpd_y_y_ym
 vdivpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 5e c7
@@ -1096,12 +1097,11 @@ vdivpd ymm3, ymm24, ymm9
 vdivpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5e ea
 ; form: vdivpd_y_y_ym
-vdivpd ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 bd 28 5e 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vdivpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 28 5e ac 30 7f 00 00 00
 ; form: vdivpd_y_y_ym
-vdivpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 20 5e 04 cd 40 00 00 00
+vdivpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 5e 84 9c 00 10 00 00
 ; form: vmaxss_x_x_xm32
 vmaxss xmm0, xmm1, xmm2
 ; bytes: c5 f2 5f c2
@@ -1115,15 +1115,14 @@ vmaxss xmm1, xmm12, xmm10
 vmaxss xmm11, xmm2, xmm3
 ; bytes: c5 6a 5f db
 ; form: vmaxss_x_x_xm32
-vmaxss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 32 5f 84 4b e8 03 00 00
+vmaxss xmm8, xmm9, dword ptr [r8 + rsi + 127]
+; bytes: c4 41 32 5f 44 30 7f
 ; form: vmaxss_x_x_xm32
-vmaxss xmm0, xmm1, dword ptr [rip + foo + 16]
-; bytes: c5 f2 5f 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmaxss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 72 5f 84 9c 00 10 00 00
 ; form: vmaxss_x_x_xm32
-vmaxss xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c5 32 5f 04 cd 40 00 00 00
+vmaxss xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c5 32 5f 82 00 e0 ff ff
 ; form: vmaxss_x_x_xm32
 vmaxss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 5f c7
@@ -1134,11 +1133,12 @@ vmaxss xmm3, xmm24, xmm9
 vmaxss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5f ea
 ; form: vmaxss_x_x_xm32
-vmaxss xmm29, xmm8, dword ptr [r8 + rsi + 127]
-; bytes: 62 41 3e 08 5f ac 30 7f 00 00 00
+vmaxss xmm29, xmm8, dword ptr [rdx - 8192]
+; bytes: 62 61 3e 08 5f aa 00 e0 ff ff
 ; form: vmaxss_x_x_xm32
-vmaxss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 76 00 5f 84 9c 00 10 00 00
+vmaxss xmm16, xmm17, dword ptr [rip + bar]
+; bytes: 62 e1 76 00 5f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmaxsd_x_x_xm64
 vmaxsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 5f c2
@@ -1152,14 +1152,15 @@ vmaxsd xmm1, xmm12, xmm10
 vmaxsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 5f db
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm8, xmm9, qword ptr [r8 + rsi + 127]
-; bytes: c4 41 33 5f 44 30 7f
+vmaxsd xmm8, xmm9, qword ptr [rip + bar]
+; bytes: c5 33 5f 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 73 5f 84 9c 00 10 00 00
+vmaxsd xmm0, xmm1, qword ptr [rdi]
+; bytes: c5 f3 5f 07
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c5 33 5f 82 00 e0 ff ff
+vmaxsd xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c5 33 5f 44 24 08
 ; form: vmaxsd_x_x_xm64
 vmaxsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 5f c7
@@ -1170,12 +1171,11 @@ vmaxsd xmm3, xmm24, xmm9
 vmaxsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5f ea
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm29, xmm8, qword ptr [rdx - 8192]
-; bytes: 62 61 bf 08 5f aa 00 e0 ff ff
+vmaxsd xmm29, xmm8, qword ptr [rdi]
+; bytes: 62 61 bf 08 5f 2f
 ; form: vmaxsd_x_x_xm64
-vmaxsd xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e1 f7 00 5f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmaxsd xmm16, xmm17, qword ptr [rsp + 8]
+; bytes: 62 e1 f7 00 5f 44 24 01
 ; form: vmaxps_x_x_xm
 vmaxps xmm0, xmm1, xmm2
 ; bytes: c5 f0 5f c2
@@ -1189,15 +1189,14 @@ vmaxps xmm1, xmm12, xmm10
 vmaxps xmm11, xmm2, xmm3
 ; bytes: c5 68 5f db
 ; form: vmaxps_x_x_xm
-vmaxps xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 30 5f 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmaxps xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 30 5f 45 00
 ; form: vmaxps_x_x_xm
-vmaxps xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f0 5f 07
+vmaxps xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 70 5f 85 d4 fe ff ff
 ; form: vmaxps_x_x_xm
-vmaxps xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 30 5f 44 24 08
+vmaxps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 30 5f 44 87 08
 ; form: vmaxps_x_x_xm
 vmaxps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 5f c7
@@ -1208,11 +1207,11 @@ vmaxps xmm3, xmm24, xmm9
 vmaxps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5f ea
 ; form: vmaxps_x_x_xm
-vmaxps xmm29, xmm8, xmmword ptr [rdi]
-; bytes: 62 61 3c 08 5f 2f
+vmaxps xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 3c 08 5f 6d 00
 ; form: vmaxps_x_x_xm
-vmaxps xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 74 00 5f 84 24 08 00 00 00
+vmaxps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 74 00 5f 85 d4 fe ff ff
 ; form: vmaxps_y_y_ym
 vmaxps ymm0, ymm1, ymm2
 ; bytes: c5 f4 5f c2
@@ -1226,14 +1225,15 @@ vmaxps ymm1, ymm12, ymm10
 vmaxps ymm11, ymm2, ymm3
 ; bytes: c5 6c 5f db
 ; form: vmaxps_y_y_ym
-vmaxps ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 34 5f 45 00
+vmaxps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 34 5f 44 fc 80
 ; form: vmaxps_y_y_ym
-vmaxps ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 74 5f 85 d4 fe ff ff
+vmaxps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 74 5f 84 4b e8 03 00 00
 ; form: vmaxps_y_y_ym
-vmaxps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 34 5f 44 87 08
+vmaxps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 34 5f 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmaxps_y_y_ym
 vmaxps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 5f c7
@@ -1244,11 +1244,11 @@ vmaxps ymm3, ymm24, ymm9
 vmaxps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5f ea
 ; form: vmaxps_y_y_ym
-vmaxps ymm29, ymm8, ymmword ptr [rbp]
-; bytes: 62 61 3c 28 5f 6d 00
+vmaxps ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3c 28 5f ac 87 08 00 00 00
 ; form: vmaxps_y_y_ym
-vmaxps ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 74 20 5f 85 d4 fe ff ff
+vmaxps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 20 5f 44 fc fc
 ; form: vmaxpd_x_x_xm
 vmaxpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 5f c2
@@ -1262,15 +1262,14 @@ vmaxpd xmm1, xmm12, xmm10
 vmaxpd xmm11, xmm2, xmm3
 ; bytes: c5 69 5f db
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 5f 44 fc 80
+vmaxpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 5f 04 cd 40 00 00 00
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 71 5f 84 4b e8 03 00 00
+vmaxpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 5f 44 30 7f
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 5f 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmaxpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 5f 84 9c 00 10 00 00
 ; form: vmaxpd_x_x_xm
 vmaxpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 5f c7
@@ -1281,11 +1280,12 @@ vmaxpd xmm3, xmm24, xmm9
 vmaxpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5f ea
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 bd 08 5f ac 87 08 00 00 00
+vmaxpd xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 08 5f ac 4b e8 03 00 00
 ; form: vmaxpd_x_x_xm
-vmaxpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 00 5f 44 fc f8
+vmaxpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 5f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmaxpd_y_y_ym
 vmaxpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 5f c2
@@ -1299,14 +1299,15 @@ vmaxpd ymm1, ymm12, ymm10
 vmaxpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 5f db
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 5f 04 cd 40 00 00 00
+vmaxpd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 5f 82 00 e0 ff ff
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 75 5f 44 30 7f
+vmaxpd ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 5f 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 5f 84 9c 00 10 00 00
+vmaxpd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 5f 07
 ; form: vmaxpd_y_y_ym
 vmaxpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 5f c7
@@ -1317,12 +1318,11 @@ vmaxpd ymm3, ymm24, ymm9
 vmaxpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5f ea
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 bd 28 5f ac 4b e8 03 00 00
+vmaxpd ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 28 5f 2c cd 40 00 00 00
 ; form: vmaxpd_y_y_ym
-vmaxpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 20 5f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmaxpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 5f 84 30 7f 00 00 00
 ; form: vsqrtss_x_x_xm32
 vsqrtss xmm0, xmm1, xmm2
 ; bytes: c5 f2 51 c2
@@ -1336,15 +1336,14 @@ vsqrtss xmm1, xmm12, xmm10
 vsqrtss xmm11, xmm2, xmm3
 ; bytes: c5 6a 51 db
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm8, xmm9, dword ptr [rdx - 8192]
-; bytes: c5 32 51 82 00 e0 ff ff
+vsqrtss xmm8, xmm9, dword ptr [rsp + 8]
+; bytes: c5 32 51 44 24 08
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm0, xmm1, dword ptr [rip + bar]
-; bytes: c5 f2 51 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vsqrtss xmm0, xmm1, dword ptr [rbp]
+; bytes: c5 f2 51 45 00
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm8, xmm9, dword ptr [rdi]
-; bytes: c5 32 51 07
+vsqrtss xmm8, xmm9, dword ptr [r13 - 300]
+; bytes: c4 41 32 51 85 d4 fe ff ff
 ; form: vsqrtss_x_x_xm32
 vsqrtss xmm16, xmm17, xmm31
 ; bytes: 62 81 76 00 51 c7
@@ -1355,11 +1354,11 @@ vsqrtss xmm3, xmm24, xmm9
 vsqrtss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 51 ea
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm29, xmm8, dword ptr [8*rcx + 64]
-; bytes: 62 61 3e 08 51 2c cd 40 00 00 00
+vsqrtss xmm29, xmm8, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3e 08 51 ac 9c 00 10 00 00
 ; form: vsqrtss_x_x_xm32
-vsqrtss xmm16, xmm17, dword ptr [r8 + rsi + 127]
-; bytes: 62 c1 76 00 51 84 30 7f 00 00 00
+vsqrtss xmm16, xmm17, dword ptr [rdx - 8192]
+; bytes: 62 e1 76 00 51 82 00 e0 ff ff
 ; form: vsqrtsd_x_x_xm64
 vsqrtsd xmm0, xmm1, xmm2
 ; bytes: c5 f3 51 c2
@@ -1373,14 +1372,14 @@ vsqrtsd xmm1, xmm12, xmm10
 vsqrtsd xmm11, xmm2, xmm3
 ; bytes: c5 6b 51 db
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm8, xmm9, qword ptr [rsp + 8]
-; bytes: c5 33 51 44 24 08
+vsqrtsd xmm8, xmm9, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 33 51 44 87 08
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm0, xmm1, qword ptr [rbp]
-; bytes: c5 f3 51 45 00
+vsqrtsd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 73 51 44 fc 80
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm8, xmm9, qword ptr [r13 - 300]
-; bytes: c4 41 33 51 85 d4 fe ff ff
+vsqrtsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 33 51 84 4b e8 03 00 00
 ; form: vsqrtsd_x_x_xm64
 vsqrtsd xmm16, xmm17, xmm31
 ; bytes: 62 81 f7 00 51 c7
@@ -1391,11 +1390,12 @@ vsqrtsd xmm3, xmm24, xmm9
 vsqrtsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 51 ea
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm29, xmm8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 bf 08 51 ac 9c 00 10 00 00
+vsqrtsd xmm29, xmm8, qword ptr [rip + bar]
+; bytes: 62 61 bf 08 51 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vsqrtsd_x_x_xm64
-vsqrtsd xmm16, xmm17, qword ptr [rdx - 8192]
-; bytes: 62 e1 f7 00 51 82 00 e0 ff ff
+vsqrtsd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 51 07
 ; form: vsqrtps_x_xm
 vsqrtps xmm0, xmm1
 ; bytes: c5 f8 51 c1
@@ -1409,14 +1409,15 @@ vsqrtps xmm1, xmm12
 vsqrtps xmm11, xmm2
 ; bytes: c5 78 51 da
 ; form: vsqrtps_x_xm
-vsqrtps xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 78 51 44 87 08
+vsqrtps xmm8, xmmword ptr [rip + foo + 16]
+; bytes: c5 78 51 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vsqrtps_x_xm
-vsqrtps xmm0, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 78 51 44 fc 80
+vsqrtps xmm0, xmmword ptr [8*rcx + 64]
+; bytes: c5 f8 51 04 cd 40 00 00 00
 ; form: vsqrtps_x_xm
-vsqrtps xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 78 51 84 4b e8 03 00 00
+vsqrtps xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 78 51 44 30 7f
 ; form: vsqrtps_x_xm
 vsqrtps xmm16, xmm17
 ; bytes: 62 a1 7c 08 51 c1
@@ -1427,12 +1428,11 @@ vsqrtps xmm3, xmm24
 vsqrtps xmm29, xmm8
 ; bytes: 62 41 7c 08 51 e8
 ; form: vsqrtps_x_xm
-vsqrtps xmm29, xmmword ptr [rip + bar]
-; bytes: 62 61 7c 08 51 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vsqrtps xmm29, xmmword ptr [rsp + 8]
+; bytes: 62 61 7c 08 51 ac 24 08 00 00 00
 ; form: vsqrtps_x_xm
-vsqrtps xmm16, xmmword ptr [rdi]
-; bytes: 62 e1 7c 08 51 07
+vsqrtps xmm16, xmmword ptr [rbp]
+; bytes: 62 e1 7c 08 51 45 00
 ; form: vsqrtps_y_ym
 vsqrtps ymm0, ymm1
 ; bytes: c5 fc 51 c1
@@ -1446,15 +1446,15 @@ vsqrtps ymm1, ymm12
 vsqrtps ymm11, ymm2
 ; bytes: c5 7c 51 da
 ; form: vsqrtps_y_ym
-vsqrtps ymm8, ymmword ptr [rip + foo + 16]
+vsqrtps ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7c 51 84 9c 00 10 00 00
+; form: vsqrtps_y_ym
+vsqrtps ymm0, ymmword ptr [rdx - 8192]
+; bytes: c5 fc 51 82 00 e0 ff ff
+; form: vsqrtps_y_ym
+vsqrtps ymm8, ymmword ptr [rip + bar]
 ; bytes: c5 7c 51 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vsqrtps_y_ym
-vsqrtps ymm0, ymmword ptr [8*rcx + 64]
-; bytes: c5 fc 51 04 cd 40 00 00 00
-; form: vsqrtps_y_ym
-vsqrtps ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 7c 51 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vsqrtps_y_ym
 vsqrtps ymm16, ymm17
 ; bytes: 62 a1 7c 28 51 c1
@@ -1465,11 +1465,11 @@ vsqrtps ymm3, ymm24
 vsqrtps ymm29, ymm8
 ; bytes: 62 41 7c 28 51 e8
 ; form: vsqrtps_y_ym
-vsqrtps ymm29, ymmword ptr [rsp + 8]
-; bytes: 62 61 7c 28 51 ac 24 08 00 00 00
+vsqrtps ymm29, ymmword ptr [r13 - 300]
+; bytes: 62 41 7c 28 51 ad d4 fe ff ff
 ; form: vsqrtps_y_ym
-vsqrtps ymm16, ymmword ptr [rbp]
-; bytes: 62 e1 7c 28 51 45 00
+vsqrtps ymm16, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7c 28 51 84 87 08 00 00 00
 ; form: vsqrtpd_x_xm
 vsqrtpd xmm0, xmm1
 ; bytes: c5 f9 51 c1
@@ -1483,15 +1483,14 @@ vsqrtpd xmm1, xmm12
 vsqrtpd xmm11, xmm2
 ; bytes: c5 79 51 da
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 79 51 84 9c 00 10 00 00
+vsqrtpd xmm8, xmmword ptr [rdi]
+; bytes: c5 79 51 07
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm0, xmmword ptr [rdx - 8192]
-; bytes: c5 f9 51 82 00 e0 ff ff
+vsqrtpd xmm0, xmmword ptr [rsp + 8]
+; bytes: c5 f9 51 44 24 08
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm8, xmmword ptr [rip + bar]
-; bytes: c5 79 51 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vsqrtpd xmm8, xmmword ptr [rbp]
+; bytes: c5 79 51 45 00
 ; form: vsqrtpd_x_xm
 vsqrtpd xmm16, xmm17
 ; bytes: 62 a1 fd 08 51 c1
@@ -1502,11 +1501,11 @@ vsqrtpd xmm3, xmm24
 vsqrtpd xmm29, xmm8
 ; bytes: 62 41 fd 08 51 e8
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm29, xmmword ptr [r13 - 300]
-; bytes: 62 41 fd 08 51 ad d4 fe ff ff
+vsqrtpd xmm29, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 fd 08 51 6c fc f8
 ; form: vsqrtpd_x_xm
-vsqrtpd xmm16, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 fd 08 51 84 87 08 00 00 00
+vsqrtpd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 08 51 84 4b e8 03 00 00
 ; form: vsqrtpd_y_ym
 vsqrtpd ymm0, ymm1
 ; bytes: c5 fd 51 c1
@@ -1520,14 +1519,14 @@ vsqrtpd ymm1, ymm12
 vsqrtpd ymm11, ymm2
 ; bytes: c5 7d 51 da
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm8, ymmword ptr [rdi]
-; bytes: c5 7d 51 07
+vsqrtpd ymm8, ymmword ptr [r13 - 300]
+; bytes: c4 41 7d 51 85 d4 fe ff ff
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm0, ymmword ptr [rsp + 8]
-; bytes: c5 fd 51 44 24 08
+vsqrtpd ymm0, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 fd 51 44 87 08
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm8, ymmword ptr [rbp]
-; bytes: c5 7d 51 45 00
+vsqrtpd ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7d 51 44 fc 80
 ; form: vsqrtpd_y_ym
 vsqrtpd ymm16, ymm17
 ; bytes: 62 a1 fd 28 51 c1
@@ -1538,11 +1537,12 @@ vsqrtpd ymm3, ymm24
 vsqrtpd ymm29, ymm8
 ; bytes: 62 41 fd 28 51 e8
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm29, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 fd 28 51 6c fc fc
+vsqrtpd ymm29, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 fd 28 51 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vsqrtpd_y_ym
-vsqrtpd ymm16, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fd 28 51 84 4b e8 03 00 00
+vsqrtpd ymm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 28 51 04 cd 40 00 00 00
 ; form: vcmpss_x_x_xm32_imm8
 vcmpss xmm0, xmm1, xmm2, 1
 ; bytes: c5 f2 c2 c2 01
@@ -1556,14 +1556,15 @@ vcmpss xmm1, xmm12, xmm10, 127
 vcmpss xmm11, xmm2, xmm3, 255
 ; bytes: c5 6a c2 db ff
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm8, xmm9, dword ptr [r13 - 300], 0
-; bytes: c4 41 32 c2 85 d4 fe ff ff 00
+vcmpss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 21 32 c2 84 4b e8 03 00 00 00
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm0, xmm1, dword ptr [rdi + 4*rax + 8], 100
-; bytes: c5 f2 c2 44 87 08 64
+vcmpss xmm0, xmm1, dword ptr [rip + foo + 16], 100
+; bytes: c5 f2 c2 05 00 00 00 00 64
+; fixup: 4 pc32 foo 11
 ; form: vcmpss_x_x_xm32_imm8
-vcmpss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 01 32 c2 44 fc 80 c8
+vcmpss xmm8, xmm9, dword ptr [8*rcx + 64], 200
+; bytes: c5 32 c2 04 cd 40 00 00 00 c8
 ; form: vcmpsd_x_x_xm64_imm8
 vcmpsd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f3 c2 c2 01
@@ -1577,15 +1578,14 @@ vcmpsd xmm1, xmm12, xmm10, 127
 vcmpsd xmm11, xmm2, xmm3, 255
 ; bytes: c5 6b c2 db ff
 ; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000], 0
-; bytes: c4 21 33 c2 84 4b e8 03 00 00 00
+vcmpsd xmm8, xmm9, qword ptr [r8 + rsi + 127], 0
+; bytes: c4 41 33 c2 44 30 7f 00
 ; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm0, xmm1, qword ptr [rip + foo + 16], 100
-; bytes: c5 f3 c2 05 00 00 00 00 64
-; fixup: 4 pc32 foo 11
+vcmpsd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096], 100
+; bytes: c4 a1 73 c2 84 9c 00 10 00 00 64
 ; form: vcmpsd_x_x_xm64_imm8
-vcmpsd xmm8, xmm9, qword ptr [8*rcx + 64], 200
-; bytes: c5 33 c2 04 cd 40 00 00 00 c8
+vcmpsd xmm8, xmm9, qword ptr [rdx - 8192], 200
+; bytes: c5 33 c2 82 00 e0 ff ff c8
 ; form: vcmpps_x_x_xm_imm8
 vcmpps xmm0, xmm1, xmm2, 1
 ; bytes: c5 f0 c2 c2 01
@@ -1599,14 +1599,15 @@ vcmpps xmm1, xmm12, xmm10, 127
 vcmpps xmm11, xmm2, xmm3, 255
 ; bytes: c5 68 c2 db ff
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm8, xmm9, xmmword ptr [r8 + rsi + 127], 0
-; bytes: c4 41 30 c2 44 30 7f 00
+vcmpps xmm8, xmm9, xmmword ptr [rip + bar], 0
+; bytes: c5 30 c2 05 00 00 00 00 00
+; fixup: 4 pc32 bar -5
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: c4 a1 70 c2 84 9c 00 10 00 00 64
+vcmpps xmm0, xmm1, xmmword ptr [rdi], 100
+; bytes: c5 f0 c2 07 64
 ; form: vcmpps_x_x_xm_imm8
-vcmpps xmm8, xmm9, xmmword ptr [rdx - 8192], 200
-; bytes: c5 30 c2 82 00 e0 ff ff c8
+vcmpps xmm8, xmm9, xmmword ptr [rsp + 8], 200
+; bytes: c5 30 c2 44 24 08 c8
 ; form: vcmpps_y_y_ym_imm8
 vcmpps ymm0, ymm1, ymm2, 1
 ; bytes: c5 f4 c2 c2 01
@@ -1620,15 +1621,14 @@ vcmpps ymm1, ymm12, ymm10, 127
 vcmpps ymm11, ymm2, ymm3, 255
 ; bytes: c5 6c c2 db ff
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm8, ymm9, ymmword ptr [rip + bar], 0
-; bytes: c5 34 c2 05 00 00 00 00 00
-; fixup: 4 pc32 bar -5
+vcmpps ymm8, ymm9, ymmword ptr [rbp], 0
+; bytes: c5 34 c2 45 00 00
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm0, ymm1, ymmword ptr [rdi], 100
-; bytes: c5 f4 c2 07 64
+vcmpps ymm0, ymm1, ymmword ptr [r13 - 300], 100
+; bytes: c4 c1 74 c2 85 d4 fe ff ff 64
 ; form: vcmpps_y_y_ym_imm8
-vcmpps ymm8, ymm9, ymmword ptr [rsp + 8], 200
-; bytes: c5 34 c2 44 24 08 c8
+vcmpps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], 200
+; bytes: c5 34 c2 44 87 08 c8
 ; form: vcmppd_x_x_xm_imm8
 vcmppd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f1 c2 c2 01
@@ -1642,14 +1642,15 @@ vcmppd xmm1, xmm12, xmm10, 127
 vcmppd xmm11, xmm2, xmm3, 255
 ; bytes: c5 69 c2 db ff
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm8, xmm9, xmmword ptr [rbp], 0
-; bytes: c5 31 c2 45 00 00
+vcmppd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 01 31 c2 44 fc 80 00
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm0, xmm1, xmmword ptr [r13 - 300], 100
-; bytes: c4 c1 71 c2 85 d4 fe ff ff 64
+vcmppd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a1 71 c2 84 4b e8 03 00 00 64
 ; form: vcmppd_x_x_xm_imm8
-vcmppd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
-; bytes: c5 31 c2 44 87 08 c8
+vcmppd xmm8, xmm9, xmmword ptr [rip + foo + 16], 200
+; bytes: c5 31 c2 05 00 00 00 00 c8
+; fixup: 4 pc32 foo 11
 ; form: vcmppd_y_y_ym_imm8
 vcmppd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c2 c2 01
@@ -1663,15 +1664,14 @@ vcmppd ymm1, ymm12, ymm10, 127
 vcmppd ymm11, ymm2, ymm3, 255
 ; bytes: c5 6d c2 db ff
 ; form: vcmppd_y_y_ym_imm8
-vcmppd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], 0
-; bytes: c4 01 35 c2 44 fc 80 00
+vcmppd ymm8, ymm9, ymmword ptr [8*rcx + 64], 0
+; bytes: c5 35 c2 04 cd 40 00 00 00 00
 ; form: vcmppd_y_y_ym_imm8
-vcmppd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: c4 a1 75 c2 84 4b e8 03 00 00 64
+vcmppd ymm0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: c4 c1 75 c2 44 30 7f 64
 ; form: vcmppd_y_y_ym_imm8
-vcmppd ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
-; bytes: c5 35 c2 05 00 00 00 00 c8
-; fixup: 4 pc32 foo 11
+vcmppd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 21 35 c2 84 9c 00 10 00 00 c8
 ; form: vandps_x_x_xm
 vandps xmm0, xmm1, xmm2
 ; bytes: c5 f0 54 c2
@@ -1685,14 +1685,15 @@ vandps xmm1, xmm12, xmm10
 vandps xmm11, xmm2, xmm3
 ; bytes: c5 68 54 db
 ; form: vandps_x_x_xm
-vandps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 54 04 cd 40 00 00 00
+vandps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 30 54 82 00 e0 ff ff
 ; form: vandps_x_x_xm
-vandps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 70 54 44 30 7f
+vandps xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f0 54 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vandps_x_x_xm
-vandps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 30 54 84 9c 00 10 00 00
+vandps xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 30 54 07
 ; form: vandps_x_x_xm
 vandps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 54 c7
@@ -1703,12 +1704,11 @@ vandps xmm3, xmm24, xmm9
 vandps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 54 ea
 ; form: vandps_x_x_xm
-vandps xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3c 08 54 ac 4b e8 03 00 00
+vandps xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 3c 08 54 2c cd 40 00 00 00
 ; form: vandps_x_x_xm
-vandps xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 74 00 54 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vandps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 00 54 84 30 7f 00 00 00
 ; form: vandps_y_y_ym
 vandps ymm0, ymm1, ymm2
 ; bytes: c5 f4 54 c2
@@ -1722,15 +1722,14 @@ vandps ymm1, ymm12, ymm10
 vandps ymm11, ymm2, ymm3
 ; bytes: c5 6c 54 db
 ; form: vandps_y_y_ym
-vandps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 54 82 00 e0 ff ff
+vandps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 34 54 44 24 08
 ; form: vandps_y_y_ym
-vandps ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f4 54 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vandps ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f4 54 45 00
 ; form: vandps_y_y_ym
-vandps ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 34 54 07
+vandps ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 34 54 85 d4 fe ff ff
 ; form: vandps_y_y_ym
 vandps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 54 c7
@@ -1741,11 +1740,11 @@ vandps ymm3, ymm24, ymm9
 vandps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 54 ea
 ; form: vandps_y_y_ym
-vandps ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 61 3c 28 54 2c cd 40 00 00 00
+vandps ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3c 28 54 ac 9c 00 10 00 00
 ; form: vandps_y_y_ym
-vandps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 20 54 84 30 7f 00 00 00
+vandps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 74 20 54 82 00 e0 ff ff
 ; form: vandpd_x_x_xm
 vandpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 54 c2
@@ -1759,14 +1758,14 @@ vandpd xmm1, xmm12, xmm10
 vandpd xmm11, xmm2, xmm3
 ; bytes: c5 69 54 db
 ; form: vandpd_x_x_xm
-vandpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 54 44 24 08
+vandpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 54 44 87 08
 ; form: vandpd_x_x_xm
-vandpd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 54 45 00
+vandpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 54 44 fc 80
 ; form: vandpd_x_x_xm
-vandpd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 54 85 d4 fe ff ff
+vandpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 54 84 4b e8 03 00 00
 ; form: vandpd_x_x_xm
 vandpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 54 c7
@@ -1777,11 +1776,12 @@ vandpd xmm3, xmm24, xmm9
 vandpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 54 ea
 ; form: vandpd_x_x_xm
-vandpd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 bd 08 54 ac 9c 00 10 00 00
+vandpd xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 bd 08 54 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vandpd_x_x_xm
-vandpd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 00 54 82 00 e0 ff ff
+vandpd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 f5 00 54 07
 ; form: vandpd_y_y_ym
 vandpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 54 c2
@@ -1795,14 +1795,15 @@ vandpd ymm1, ymm12, ymm10
 vandpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 54 db
 ; form: vandpd_y_y_ym
-vandpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 54 44 87 08
+vandpd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 54 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vandpd_y_y_ym
-vandpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 54 44 fc 80
+vandpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 54 04 cd 40 00 00 00
 ; form: vandpd_y_y_ym
-vandpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 54 84 4b e8 03 00 00
+vandpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 54 44 30 7f
 ; form: vandpd_y_y_ym
 vandpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 54 c7
@@ -1813,12 +1814,11 @@ vandpd ymm3, ymm24, ymm9
 vandpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 54 ea
 ; form: vandpd_y_y_ym
-vandpd ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 61 bd 28 54 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vandpd ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 bd 28 54 ac 24 08 00 00 00
 ; form: vandpd_y_y_ym
-vandpd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 f5 20 54 07
+vandpd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 f5 20 54 45 00
 ; form: vandnps_x_x_xm
 vandnps xmm0, xmm1, xmm2
 ; bytes: c5 f0 55 c2
@@ -1832,15 +1832,15 @@ vandnps xmm1, xmm12, xmm10
 vandnps xmm11, xmm2, xmm3
 ; bytes: c5 68 55 db
 ; form: vandnps_x_x_xm
-vandnps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vandnps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 55 84 9c 00 10 00 00
+; form: vandnps_x_x_xm
+vandnps xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f0 55 82 00 e0 ff ff
+; form: vandnps_x_x_xm
+vandnps xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 30 55 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vandnps_x_x_xm
-vandnps xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f0 55 04 cd 40 00 00 00
-; form: vandnps_x_x_xm
-vandnps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 30 55 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vandnps_x_x_xm
 vandnps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 55 c7
@@ -1851,11 +1851,11 @@ vandnps xmm3, xmm24, xmm9
 vandnps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 55 ea
 ; form: vandnps_x_x_xm
-vandnps xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 61 3c 08 55 ac 24 08 00 00 00
+vandnps xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3c 08 55 ad d4 fe ff ff
 ; form: vandnps_x_x_xm
-vandnps xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 74 00 55 45 00
+vandnps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 00 55 84 87 08 00 00 00
 ; form: vandnps_y_y_ym
 vandnps ymm0, ymm1, ymm2
 ; bytes: c5 f4 55 c2
@@ -1869,15 +1869,14 @@ vandnps ymm1, ymm12, ymm10
 vandnps ymm11, ymm2, ymm3
 ; bytes: c5 6c 55 db
 ; form: vandnps_y_y_ym
-vandnps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 34 55 84 9c 00 10 00 00
+vandnps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 55 07
 ; form: vandnps_y_y_ym
-vandnps ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f4 55 82 00 e0 ff ff
+vandnps ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f4 55 44 24 08
 ; form: vandnps_y_y_ym
-vandnps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 34 55 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vandnps ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 34 55 45 00
 ; form: vandnps_y_y_ym
 vandnps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 55 c7
@@ -1888,11 +1887,11 @@ vandnps ymm3, ymm24, ymm9
 vandnps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 55 ea
 ; form: vandnps_y_y_ym
-vandnps ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 41 3c 28 55 ad d4 fe ff ff
+vandnps ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3c 28 55 6c fc fc
 ; form: vandnps_y_y_ym
-vandnps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 20 55 84 87 08 00 00 00
+vandnps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 55 84 4b e8 03 00 00
 ; form: vandnpd_x_x_xm
 vandnpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 55 c2
@@ -1906,14 +1905,14 @@ vandnpd xmm1, xmm12, xmm10
 vandnpd xmm11, xmm2, xmm3
 ; bytes: c5 69 55 db
 ; form: vandnpd_x_x_xm
-vandnpd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 55 07
+vandnpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 55 85 d4 fe ff ff
 ; form: vandnpd_x_x_xm
-vandnpd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 55 44 24 08
+vandnpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 55 44 87 08
 ; form: vandnpd_x_x_xm
-vandnpd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 55 45 00
+vandnpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 55 44 fc 80
 ; form: vandnpd_x_x_xm
 vandnpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 55 c7
@@ -1924,11 +1923,12 @@ vandnpd xmm3, xmm24, xmm9
 vandnpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 55 ea
 ; form: vandnpd_x_x_xm
-vandnpd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 bd 08 55 6c fc f8
+vandnpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 08 55 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vandnpd_x_x_xm
-vandnpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 55 84 4b e8 03 00 00
+vandnpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 55 04 cd 40 00 00 00
 ; form: vandnpd_y_y_ym
 vandnpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 55 c2
@@ -1942,14 +1942,15 @@ vandnpd ymm1, ymm12, ymm10
 vandnpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 55 db
 ; form: vandnpd_y_y_ym
-vandnpd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 55 85 d4 fe ff ff
+vandnpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 55 84 4b e8 03 00 00
 ; form: vandnpd_y_y_ym
-vandnpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 55 44 87 08
+vandnpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 55 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vandnpd_y_y_ym
-vandnpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 55 44 fc 80
+vandnpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 55 04 cd 40 00 00 00
 ; form: vandnpd_y_y_ym
 vandnpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 55 c7
@@ -1960,12 +1961,11 @@ vandnpd ymm3, ymm24, ymm9
 vandnpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 55 ea
 ; form: vandnpd_y_y_ym
-vandnpd ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 bd 28 55 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vandnpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 28 55 ac 30 7f 00 00 00
 ; form: vandnpd_y_y_ym
-vandnpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 20 55 04 cd 40 00 00 00
+vandnpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 55 84 9c 00 10 00 00
 ; form: vorps_x_x_xm
 vorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 56 c2
@@ -1979,15 +1979,14 @@ vorps xmm1, xmm12, xmm10
 vorps xmm11, xmm2, xmm3
 ; bytes: c5 68 56 db
 ; form: vorps_x_x_xm
-vorps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 30 56 84 4b e8 03 00 00
+vorps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 30 56 44 30 7f
 ; form: vorps_x_x_xm
-vorps xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f0 56 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vorps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 70 56 84 9c 00 10 00 00
 ; form: vorps_x_x_xm
-vorps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 30 56 04 cd 40 00 00 00
+vorps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 30 56 82 00 e0 ff ff
 ; form: vorps_x_x_xm
 vorps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 56 c7
@@ -1998,11 +1997,12 @@ vorps xmm3, xmm24, xmm9
 vorps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 56 ea
 ; form: vorps_x_x_xm
-vorps xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 41 3c 08 56 ac 30 7f 00 00 00
+vorps xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 3c 08 56 aa 00 e0 ff ff
 ; form: vorps_x_x_xm
-vorps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 00 56 84 9c 00 10 00 00
+vorps xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 74 00 56 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vorps_y_y_ym
 vorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 56 c2
@@ -2016,14 +2016,15 @@ vorps ymm1, ymm12, ymm10
 vorps ymm11, ymm2, ymm3
 ; bytes: c5 6c 56 db
 ; form: vorps_y_y_ym
-vorps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 34 56 44 30 7f
+vorps ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 34 56 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vorps_y_y_ym
-vorps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 74 56 84 9c 00 10 00 00
+vorps ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f4 56 07
 ; form: vorps_y_y_ym
-vorps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 34 56 82 00 e0 ff ff
+vorps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 34 56 44 24 08
 ; form: vorps_y_y_ym
 vorps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 56 c7
@@ -2034,12 +2035,11 @@ vorps ymm3, ymm24, ymm9
 vorps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 56 ea
 ; form: vorps_y_y_ym
-vorps ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 61 3c 28 56 aa 00 e0 ff ff
+vorps ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 3c 28 56 2f
 ; form: vorps_y_y_ym
-vorps ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 74 20 56 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vorps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 74 20 56 84 24 08 00 00 00
 ; form: vorpd_x_x_xm
 vorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 56 c2
@@ -2053,15 +2053,14 @@ vorpd xmm1, xmm12, xmm10
 vorpd xmm11, xmm2, xmm3
 ; bytes: c5 69 56 db
 ; form: vorpd_x_x_xm
-vorpd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 56 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vorpd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 56 45 00
 ; form: vorpd_x_x_xm
-vorpd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 56 07
+vorpd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 56 85 d4 fe ff ff
 ; form: vorpd_x_x_xm
-vorpd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 56 44 24 08
+vorpd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 56 44 87 08
 ; form: vorpd_x_x_xm
 vorpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 56 c7
@@ -2072,11 +2071,11 @@ vorpd xmm3, xmm24, xmm9
 vorpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 56 ea
 ; form: vorpd_x_x_xm
-vorpd xmm29, xmm8, xmmword ptr [rdi]
-; bytes: 62 61 bd 08 56 2f
+vorpd xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 bd 08 56 6d 00
 ; form: vorpd_x_x_xm
-vorpd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 00 56 84 24 08 00 00 00
+vorpd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 00 56 85 d4 fe ff ff
 ; form: vorpd_y_y_ym
 vorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 56 c2
@@ -2090,14 +2089,15 @@ vorpd ymm1, ymm12, ymm10
 vorpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 56 db
 ; form: vorpd_y_y_ym
-vorpd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 56 45 00
+vorpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 56 44 fc 80
 ; form: vorpd_y_y_ym
-vorpd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 56 85 d4 fe ff ff
+vorpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 56 84 4b e8 03 00 00
 ; form: vorpd_y_y_ym
-vorpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 56 44 87 08
+vorpd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 56 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vorpd_y_y_ym
 vorpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 56 c7
@@ -2108,11 +2108,11 @@ vorpd ymm3, ymm24, ymm9
 vorpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 56 ea
 ; form: vorpd_y_y_ym
-vorpd ymm29, ymm8, ymmword ptr [rbp]
-; bytes: 62 61 bd 28 56 6d 00
+vorpd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bd 28 56 ac 87 08 00 00 00
 ; form: vorpd_y_y_ym
-vorpd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 f5 20 56 85 d4 fe ff ff
+vorpd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 20 56 44 fc fc
 ; form: vxorps_x_x_xm
 vxorps xmm0, xmm1, xmm2
 ; bytes: c5 f0 57 c2
@@ -2126,15 +2126,14 @@ vxorps xmm1, xmm12, xmm10
 vxorps xmm11, xmm2, xmm3
 ; bytes: c5 68 57 db
 ; form: vxorps_x_x_xm
-vxorps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 30 57 44 fc 80
+vxorps xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 30 57 04 cd 40 00 00 00
 ; form: vxorps_x_x_xm
-vxorps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 70 57 84 4b e8 03 00 00
+vxorps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 70 57 44 30 7f
 ; form: vxorps_x_x_xm
-vxorps xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 30 57 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vxorps xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 30 57 84 9c 00 10 00 00
 ; form: vxorps_x_x_xm
 vxorps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 57 c7
@@ -2145,11 +2144,12 @@ vxorps xmm3, xmm24, xmm9
 vxorps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 57 ea
 ; form: vxorps_x_x_xm
-vxorps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 3c 08 57 ac 87 08 00 00 00
+vxorps xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3c 08 57 ac 4b e8 03 00 00
 ; form: vxorps_x_x_xm
-vxorps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 00 57 44 fc f8
+vxorps xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 00 57 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vxorps_y_y_ym
 vxorps ymm0, ymm1, ymm2
 ; bytes: c5 f4 57 c2
@@ -2163,14 +2163,15 @@ vxorps ymm1, ymm12, ymm10
 vxorps ymm11, ymm2, ymm3
 ; bytes: c5 6c 57 db
 ; form: vxorps_y_y_ym
-vxorps ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 34 57 04 cd 40 00 00 00
+vxorps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 34 57 82 00 e0 ff ff
 ; form: vxorps_y_y_ym
-vxorps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 74 57 44 30 7f
+vxorps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f4 57 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vxorps_y_y_ym
-vxorps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 34 57 84 9c 00 10 00 00
+vxorps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 34 57 07
 ; form: vxorps_y_y_ym
 vxorps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 57 c7
@@ -2181,12 +2182,11 @@ vxorps ymm3, ymm24, ymm9
 vxorps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 57 ea
 ; form: vxorps_y_y_ym
-vxorps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3c 28 57 ac 4b e8 03 00 00
+vxorps ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 3c 28 57 2c cd 40 00 00 00
 ; form: vxorps_y_y_ym
-vxorps ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 74 20 57 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vxorps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 20 57 84 30 7f 00 00 00
 ; form: vxorpd_x_x_xm
 vxorpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 57 c2
@@ -2200,15 +2200,14 @@ vxorpd xmm1, xmm12, xmm10
 vxorpd xmm11, xmm2, xmm3
 ; bytes: c5 69 57 db
 ; form: vxorpd_x_x_xm
-vxorpd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 57 82 00 e0 ff ff
+vxorpd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 57 44 24 08
 ; form: vxorpd_x_x_xm
-vxorpd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 57 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vxorpd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 57 45 00
 ; form: vxorpd_x_x_xm
-vxorpd xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 57 07
+vxorpd xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 57 85 d4 fe ff ff
 ; form: vxorpd_x_x_xm
 vxorpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 57 c7
@@ -2219,11 +2218,11 @@ vxorpd xmm3, xmm24, xmm9
 vxorpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 57 ea
 ; form: vxorpd_x_x_xm
-vxorpd xmm29, xmm8, xmmword ptr [8*rcx + 64]
-; bytes: 62 61 bd 08 57 2c cd 40 00 00 00
+vxorpd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 08 57 ac 9c 00 10 00 00
 ; form: vxorpd_x_x_xm
-vxorpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 00 57 84 30 7f 00 00 00
+vxorpd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 00 57 82 00 e0 ff ff
 ; form: vxorpd_y_y_ym
 vxorpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 57 c2
@@ -2237,14 +2236,14 @@ vxorpd ymm1, ymm12, ymm10
 vxorpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 57 db
 ; form: vxorpd_y_y_ym
-vxorpd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 57 44 24 08
+vxorpd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 57 44 87 08
 ; form: vxorpd_y_y_ym
-vxorpd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 57 45 00
+vxorpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 57 44 fc 80
 ; form: vxorpd_y_y_ym
-vxorpd ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 57 85 d4 fe ff ff
+vxorpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 57 84 4b e8 03 00 00
 ; form: vxorpd_y_y_ym
 vxorpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 57 c7
@@ -2255,11 +2254,12 @@ vxorpd ymm3, ymm24, ymm9
 vxorpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 57 ea
 ; form: vxorpd_y_y_ym
-vxorpd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 bd 28 57 ac 9c 00 10 00 00
+vxorpd ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 bd 28 57 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vxorpd_y_y_ym
-vxorpd ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 20 57 82 00 e0 ff ff
+vxorpd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 f5 20 57 07
 ; form: vfmadd132ps_x_x_xm
 vfmadd132ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 98 c2
@@ -2273,14 +2273,15 @@ vfmadd132ps xmm1, xmm12, xmm10
 vfmadd132ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 98 db
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 98 44 87 08
+vfmadd132ps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 98 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 71 98 44 fc 80
+vfmadd132ps xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 71 98 04 cd 40 00 00 00
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 98 84 4b e8 03 00 00
+vfmadd132ps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 98 44 30 7f
 ; form: vfmadd132ps_x_x_xm
 vfmadd132ps xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 98 c7
@@ -2291,12 +2292,11 @@ vfmadd132ps xmm3, xmm24, xmm9
 vfmadd132ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 98 ea
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm29, xmm8, xmmword ptr [rip + bar]
-; bytes: 62 62 3d 08 98 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmadd132ps xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 3d 08 98 ac 24 08 00 00 00
 ; form: vfmadd132ps_x_x_xm
-vfmadd132ps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 75 00 98 07
+vfmadd132ps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 98 45 00
 ; form: vfmadd132ps_y_y_ym
 vfmadd132ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 98 c2
@@ -2310,15 +2310,15 @@ vfmadd132ps ymm1, ymm12, ymm10
 vfmadd132ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 98 db
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vfmadd132ps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 98 84 9c 00 10 00 00
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 75 98 82 00 e0 ff ff
+; form: vfmadd132ps_y_y_ym
+vfmadd132ps ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 35 98 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c4 e2 75 98 04 cd 40 00 00 00
-; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 98 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vfmadd132ps_y_y_ym
 vfmadd132ps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 98 c7
@@ -2329,11 +2329,11 @@ vfmadd132ps ymm3, ymm24, ymm9
 vfmadd132ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 98 ea
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm29, ymm8, ymmword ptr [rsp + 8]
-; bytes: 62 62 3d 28 98 ac 24 08 00 00 00
+vfmadd132ps ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 3d 28 98 ad d4 fe ff ff
 ; form: vfmadd132ps_y_y_ym
-vfmadd132ps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 98 45 00
+vfmadd132ps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 98 84 87 08 00 00 00
 ; form: vfmadd132pd_x_x_xm
 vfmadd132pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 98 c2
@@ -2347,15 +2347,14 @@ vfmadd132pd xmm1, xmm12, xmm10
 vfmadd132pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 98 db
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b1 98 84 9c 00 10 00 00
+vfmadd132pd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 b1 98 07
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c4 e2 f1 98 82 00 e0 ff ff
+vfmadd132pd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c4 e2 f1 98 44 24 08
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 b1 98 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmadd132pd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 b1 98 45 00
 ; form: vfmadd132pd_x_x_xm
 vfmadd132pd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 98 c7
@@ -2366,11 +2365,11 @@ vfmadd132pd xmm3, xmm24, xmm9
 vfmadd132pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 98 ea
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm29, xmm8, xmmword ptr [r13 - 300]
-; bytes: 62 42 bd 08 98 ad d4 fe ff ff
+vfmadd132pd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 bd 08 98 6c fc f8
 ; form: vfmadd132pd_x_x_xm
-vfmadd132pd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 f5 00 98 84 87 08 00 00 00
+vfmadd132pd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 98 84 4b e8 03 00 00
 ; form: vfmadd132pd_y_y_ym
 vfmadd132pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 98 c2
@@ -2384,14 +2383,14 @@ vfmadd132pd ymm1, ymm12, ymm10
 vfmadd132pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 98 db
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 b5 98 07
+vfmadd132pd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 b5 98 85 d4 fe ff ff
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c4 e2 f5 98 44 24 08
+vfmadd132pd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 f5 98 44 87 08
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 b5 98 45 00
+vfmadd132pd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b5 98 44 fc 80
 ; form: vfmadd132pd_y_y_ym
 vfmadd132pd ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 98 c7
@@ -2402,11 +2401,12 @@ vfmadd132pd ymm3, ymm24, ymm9
 vfmadd132pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 98 ea
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 bd 28 98 6c fc fc
+vfmadd132pd ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 62 bd 28 98 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd132pd_y_y_ym
-vfmadd132pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 20 98 84 4b e8 03 00 00
+vfmadd132pd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 20 98 04 cd 40 00 00 00
 ; form: vfmadd132ss_x_x_xm32
 vfmadd132ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 99 c2
@@ -2420,14 +2420,15 @@ vfmadd132ss xmm1, xmm12, xmm10
 vfmadd132ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 99 db
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm8, xmm9, dword ptr [r13 - 300]
-; bytes: c4 42 31 99 85 d4 fe ff ff
+vfmadd132ss xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 99 84 4b e8 03 00 00
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 71 99 44 87 08
+vfmadd132ss xmm0, xmm1, dword ptr [rip + foo + 16]
+; bytes: c4 e2 71 99 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 99 44 fc 80
+vfmadd132ss xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c4 62 31 99 04 cd 40 00 00 00
 ; form: vfmadd132ss_x_x_xm32
 vfmadd132ss xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 99 c7
@@ -2438,12 +2439,11 @@ vfmadd132ss xmm3, xmm24, xmm9
 vfmadd132ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 99 ea
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm29, xmm8, dword ptr [rip + foo + 16]
-; bytes: 62 62 3d 08 99 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmadd132ss xmm29, xmm8, dword ptr [r8 + rsi + 127]
+; bytes: 62 42 3d 08 99 ac 30 7f 00 00 00
 ; form: vfmadd132ss_x_x_xm32
-vfmadd132ss xmm16, xmm17, dword ptr [8*rcx + 64]
-; bytes: 62 e2 75 00 99 04 cd 40 00 00 00
+vfmadd132ss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 99 84 9c 00 10 00 00
 ; form: vfmadd132sd_x_x_xm64
 vfmadd132sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 99 c2
@@ -2457,15 +2457,14 @@ vfmadd132sd xmm1, xmm12, xmm10
 vfmadd132sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 99 db
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 b1 99 84 4b e8 03 00 00
+vfmadd132sd xmm8, xmm9, qword ptr [r8 + rsi + 127]
+; bytes: c4 42 b1 99 44 30 7f
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm0, xmm1, qword ptr [rip + foo + 16]
-; bytes: c4 e2 f1 99 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmadd132sd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 f1 99 84 9c 00 10 00 00
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm8, xmm9, qword ptr [8*rcx + 64]
-; bytes: c4 62 b1 99 04 cd 40 00 00 00
+vfmadd132sd xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c4 62 b1 99 82 00 e0 ff ff
 ; form: vfmadd132sd_x_x_xm64
 vfmadd132sd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 99 c7
@@ -2476,11 +2475,12 @@ vfmadd132sd xmm3, xmm24, xmm9
 vfmadd132sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 99 ea
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm29, xmm8, qword ptr [r8 + rsi + 127]
-; bytes: 62 42 bd 08 99 ac 30 7f 00 00 00
+vfmadd132sd xmm29, xmm8, qword ptr [rdx - 8192]
+; bytes: 62 62 bd 08 99 aa 00 e0 ff ff
 ; form: vfmadd132sd_x_x_xm64
-vfmadd132sd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 f5 00 99 84 9c 00 10 00 00
+vfmadd132sd xmm16, xmm17, qword ptr [rip + bar]
+; bytes: 62 e2 f5 00 99 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd213ps_x_x_xm
 vfmadd213ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a8 c2
@@ -2494,14 +2494,15 @@ vfmadd213ps xmm1, xmm12, xmm10
 vfmadd213ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 a8 db
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 a8 44 30 7f
+vfmadd213ps xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 31 a8 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 71 a8 84 9c 00 10 00 00
+vfmadd213ps xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c4 e2 71 a8 07
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 31 a8 82 00 e0 ff ff
+vfmadd213ps xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 a8 44 24 08
 ; form: vfmadd213ps_x_x_xm
 vfmadd213ps xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 a8 c7
@@ -2512,12 +2513,11 @@ vfmadd213ps xmm3, xmm24, xmm9
 vfmadd213ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 a8 ea
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm29, xmm8, xmmword ptr [rdx - 8192]
-; bytes: 62 62 3d 08 a8 aa 00 e0 ff ff
+vfmadd213ps xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 62 3d 08 a8 2f
 ; form: vfmadd213ps_x_x_xm
-vfmadd213ps xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 a8 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmadd213ps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 75 00 a8 84 24 08 00 00 00
 ; form: vfmadd213ps_y_y_ym
 vfmadd213ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 a8 c2
@@ -2531,15 +2531,14 @@ vfmadd213ps ymm1, ymm12, ymm10
 vfmadd213ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d a8 db
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 a8 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmadd213ps ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 a8 45 00
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c4 e2 75 a8 07
+vfmadd213ps ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c2 75 a8 85 d4 fe ff ff
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 35 a8 44 24 08
+vfmadd213ps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 a8 44 87 08
 ; form: vfmadd213ps_y_y_ym
 vfmadd213ps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 a8 c7
@@ -2550,11 +2549,11 @@ vfmadd213ps ymm3, ymm24, ymm9
 vfmadd213ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 a8 ea
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm29, ymm8, ymmword ptr [rdi]
-; bytes: 62 62 3d 28 a8 2f
+vfmadd213ps ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 62 3d 28 a8 6d 00
 ; form: vfmadd213ps_y_y_ym
-vfmadd213ps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e2 75 20 a8 84 24 08 00 00 00
+vfmadd213ps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 a8 85 d4 fe ff ff
 ; form: vfmadd213pd_x_x_xm
 vfmadd213pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a8 c2
@@ -2568,14 +2567,15 @@ vfmadd213pd xmm1, xmm12, xmm10
 vfmadd213pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 a8 db
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 b1 a8 45 00
+vfmadd213pd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b1 a8 44 fc 80
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c2 f1 a8 85 d4 fe ff ff
+vfmadd213pd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 f1 a8 84 4b e8 03 00 00
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 b1 a8 44 87 08
+vfmadd213pd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 b1 a8 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd213pd_x_x_xm
 vfmadd213pd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 a8 c7
@@ -2586,11 +2586,11 @@ vfmadd213pd xmm3, xmm24, xmm9
 vfmadd213pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 a8 ea
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 62 bd 08 a8 6d 00
+vfmadd213pd xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 bd 08 a8 ac 87 08 00 00 00
 ; form: vfmadd213pd_x_x_xm
-vfmadd213pd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 f5 00 a8 85 d4 fe ff ff
+vfmadd213pd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 00 a8 44 fc f8
 ; form: vfmadd213pd_y_y_ym
 vfmadd213pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 a8 c2
@@ -2604,15 +2604,14 @@ vfmadd213pd ymm1, ymm12, ymm10
 vfmadd213pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed a8 db
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b5 a8 44 fc 80
+vfmadd213pd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 b5 a8 04 cd 40 00 00 00
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 f5 a8 84 4b e8 03 00 00
+vfmadd213pd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 f5 a8 44 30 7f
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 b5 a8 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmadd213pd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b5 a8 84 9c 00 10 00 00
 ; form: vfmadd213pd_y_y_ym
 vfmadd213pd ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 a8 c7
@@ -2623,11 +2622,12 @@ vfmadd213pd ymm3, ymm24, ymm9
 vfmadd213pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 a8 ea
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 62 bd 28 a8 ac 87 08 00 00 00
+vfmadd213pd ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 bd 28 a8 ac 4b e8 03 00 00
 ; form: vfmadd213pd_y_y_ym
-vfmadd213pd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 f5 20 a8 44 fc fc
+vfmadd213pd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 20 a8 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd213ss_x_x_xm32
 vfmadd213ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 a9 c2
@@ -2641,14 +2641,15 @@ vfmadd213ss xmm1, xmm12, xmm10
 vfmadd213ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 a9 db
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm8, xmm9, dword ptr [8*rcx + 64]
-; bytes: c4 62 31 a9 04 cd 40 00 00 00
+vfmadd213ss xmm8, xmm9, dword ptr [rdx - 8192]
+; bytes: c4 62 31 a9 82 00 e0 ff ff
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
-; bytes: c4 c2 71 a9 44 30 7f
+vfmadd213ss xmm0, xmm1, dword ptr [rip + bar]
+; bytes: c4 e2 71 a9 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 a9 84 9c 00 10 00 00
+vfmadd213ss xmm8, xmm9, dword ptr [rdi]
+; bytes: c4 62 31 a9 07
 ; form: vfmadd213ss_x_x_xm32
 vfmadd213ss xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 a9 c7
@@ -2659,12 +2660,11 @@ vfmadd213ss xmm3, xmm24, xmm9
 vfmadd213ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 a9 ea
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm29, xmm8, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 3d 08 a9 ac 4b e8 03 00 00
+vfmadd213ss xmm29, xmm8, dword ptr [8*rcx + 64]
+; bytes: 62 62 3d 08 a9 2c cd 40 00 00 00
 ; form: vfmadd213ss_x_x_xm32
-vfmadd213ss xmm16, xmm17, dword ptr [rip + foo + 16]
-; bytes: 62 e2 75 00 a9 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmadd213ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 a9 84 30 7f 00 00 00
 ; form: vfmadd213sd_x_x_xm64
 vfmadd213sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 a9 c2
@@ -2678,15 +2678,14 @@ vfmadd213sd xmm1, xmm12, xmm10
 vfmadd213sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 a9 db
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm8, xmm9, qword ptr [rdx - 8192]
-; bytes: c4 62 b1 a9 82 00 e0 ff ff
+vfmadd213sd xmm8, xmm9, qword ptr [rsp + 8]
+; bytes: c4 62 b1 a9 44 24 08
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm0, xmm1, qword ptr [rip + bar]
-; bytes: c4 e2 f1 a9 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmadd213sd xmm0, xmm1, qword ptr [rbp]
+; bytes: c4 e2 f1 a9 45 00
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm8, xmm9, qword ptr [rdi]
-; bytes: c4 62 b1 a9 07
+vfmadd213sd xmm8, xmm9, qword ptr [r13 - 300]
+; bytes: c4 42 b1 a9 85 d4 fe ff ff
 ; form: vfmadd213sd_x_x_xm64
 vfmadd213sd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 a9 c7
@@ -2697,11 +2696,11 @@ vfmadd213sd xmm3, xmm24, xmm9
 vfmadd213sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 a9 ea
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm29, xmm8, qword ptr [8*rcx + 64]
-; bytes: 62 62 bd 08 a9 2c cd 40 00 00 00
+vfmadd213sd xmm29, xmm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 bd 08 a9 ac 9c 00 10 00 00
 ; form: vfmadd213sd_x_x_xm64
-vfmadd213sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 f5 00 a9 84 30 7f 00 00 00
+vfmadd213sd xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e2 f5 00 a9 82 00 e0 ff ff
 ; form: vfmadd231ps_x_x_xm
 vfmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b8 c2
@@ -2715,14 +2714,14 @@ vfmadd231ps xmm1, xmm12, xmm10
 vfmadd231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 b8 db
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 31 b8 44 24 08
+vfmadd231ps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 b8 44 87 08
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c4 e2 71 b8 45 00
+vfmadd231ps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 b8 44 fc 80
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 31 b8 85 d4 fe ff ff
+vfmadd231ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 b8 84 4b e8 03 00 00
 ; form: vfmadd231ps_x_x_xm
 vfmadd231ps xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 b8 c7
@@ -2733,11 +2732,12 @@ vfmadd231ps xmm3, xmm24, xmm9
 vfmadd231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 b8 ea
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 3d 08 b8 ac 9c 00 10 00 00
+vfmadd231ps xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 3d 08 b8 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd231ps_x_x_xm
-vfmadd231ps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 75 00 b8 82 00 e0 ff ff
+vfmadd231ps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 b8 07
 ; form: vfmadd231ps_y_y_ym
 vfmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 b8 c2
@@ -2751,14 +2751,15 @@ vfmadd231ps ymm1, ymm12, ymm10
 vfmadd231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d b8 db
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 35 b8 44 87 08
+vfmadd231ps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 b8 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 75 b8 44 fc 80
+vfmadd231ps ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 b8 04 cd 40 00 00 00
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 35 b8 84 4b e8 03 00 00
+vfmadd231ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 b8 44 30 7f
 ; form: vfmadd231ps_y_y_ym
 vfmadd231ps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 b8 c7
@@ -2769,12 +2770,11 @@ vfmadd231ps ymm3, ymm24, ymm9
 vfmadd231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 b8 ea
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 62 3d 28 b8 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmadd231ps ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 3d 28 b8 ac 24 08 00 00 00
 ; form: vfmadd231ps_y_y_ym
-vfmadd231ps ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 b8 07
+vfmadd231ps ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 b8 45 00
 ; form: vfmadd231pd_x_x_xm
 vfmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b8 c2
@@ -2788,15 +2788,15 @@ vfmadd231pd xmm1, xmm12, xmm10
 vfmadd231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 b8 db
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vfmadd231pd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b1 b8 84 9c 00 10 00 00
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 f1 b8 82 00 e0 ff ff
+; form: vfmadd231pd_x_x_xm
+vfmadd231pd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c4 62 b1 b8 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 f1 b8 04 cd 40 00 00 00
-; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 b1 b8 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vfmadd231pd_x_x_xm
 vfmadd231pd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 b8 c7
@@ -2807,11 +2807,11 @@ vfmadd231pd xmm3, xmm24, xmm9
 vfmadd231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 b8 ea
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 62 bd 08 b8 ac 24 08 00 00 00
+vfmadd231pd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 42 bd 08 b8 ad d4 fe ff ff
 ; form: vfmadd231pd_x_x_xm
-vfmadd231pd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 f5 00 b8 45 00
+vfmadd231pd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 00 b8 84 87 08 00 00 00
 ; form: vfmadd231pd_y_y_ym
 vfmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 b8 c2
@@ -2825,15 +2825,14 @@ vfmadd231pd ymm1, ymm12, ymm10
 vfmadd231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed b8 db
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b5 b8 84 9c 00 10 00 00
+vfmadd231pd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 b5 b8 07
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c4 e2 f5 b8 82 00 e0 ff ff
+vfmadd231pd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 f5 b8 44 24 08
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 b5 b8 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmadd231pd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 b5 b8 45 00
 ; form: vfmadd231pd_y_y_ym
 vfmadd231pd ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 b8 c7
@@ -2844,11 +2843,11 @@ vfmadd231pd ymm3, ymm24, ymm9
 vfmadd231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 b8 ea
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 42 bd 28 b8 ad d4 fe ff ff
+vfmadd231pd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 bd 28 b8 6c fc fc
 ; form: vfmadd231pd_y_y_ym
-vfmadd231pd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 f5 20 b8 84 87 08 00 00 00
+vfmadd231pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 20 b8 84 4b e8 03 00 00
 ; form: vfmadd231ss_x_x_xm32
 vfmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 b9 c2
@@ -2862,14 +2861,14 @@ vfmadd231ss xmm1, xmm12, xmm10
 vfmadd231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 b9 db
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm8, xmm9, dword ptr [rdi]
-; bytes: c4 62 31 b9 07
+vfmadd231ss xmm8, xmm9, dword ptr [r13 - 300]
+; bytes: c4 42 31 b9 85 d4 fe ff ff
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm0, xmm1, dword ptr [rsp + 8]
-; bytes: c4 e2 71 b9 44 24 08
+vfmadd231ss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 71 b9 44 87 08
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm8, xmm9, dword ptr [rbp]
-; bytes: c4 62 31 b9 45 00
+vfmadd231ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 b9 44 fc 80
 ; form: vfmadd231ss_x_x_xm32
 vfmadd231ss xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 b9 c7
@@ -2880,11 +2879,12 @@ vfmadd231ss xmm3, xmm24, xmm9
 vfmadd231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 b9 ea
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm29, xmm8, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 3d 08 b9 6c fc e0
+vfmadd231ss xmm29, xmm8, dword ptr [rip + foo + 16]
+; bytes: 62 62 3d 08 b9 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd231ss_x_x_xm32
-vfmadd231ss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 00 b9 84 4b e8 03 00 00
+vfmadd231ss xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 b9 04 cd 40 00 00 00
 ; form: vfmadd231sd_x_x_xm64
 vfmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 b9 c2
@@ -2898,14 +2898,15 @@ vfmadd231sd xmm1, xmm12, xmm10
 vfmadd231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 b9 db
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm8, xmm9, qword ptr [r13 - 300]
-; bytes: c4 42 b1 b9 85 d4 fe ff ff
+vfmadd231sd xmm8, xmm9, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 b1 b9 84 4b e8 03 00 00
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 f1 b9 44 87 08
+vfmadd231sd xmm0, xmm1, qword ptr [rip + foo + 16]
+; bytes: c4 e2 f1 b9 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b1 b9 44 fc 80
+vfmadd231sd xmm8, xmm9, qword ptr [8*rcx + 64]
+; bytes: c4 62 b1 b9 04 cd 40 00 00 00
 ; form: vfmadd231sd_x_x_xm64
 vfmadd231sd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 b9 c7
@@ -2916,12 +2917,11 @@ vfmadd231sd xmm3, xmm24, xmm9
 vfmadd231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 b9 ea
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm29, xmm8, qword ptr [rip + foo + 16]
-; bytes: 62 62 bd 08 b9 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmadd231sd xmm29, xmm8, qword ptr [r8 + rsi + 127]
+; bytes: 62 42 bd 08 b9 ac 30 7f 00 00 00
 ; form: vfmadd231sd_x_x_xm64
-vfmadd231sd xmm16, xmm17, qword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 00 b9 04 cd 40 00 00 00
+vfmadd231sd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 00 b9 84 9c 00 10 00 00
 ; form: vfmsub231ps_x_x_xm
 vfmsub231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 ba c2
@@ -2935,15 +2935,14 @@ vfmsub231ps xmm1, xmm12, xmm10
 vfmsub231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 ba db
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 ba 84 4b e8 03 00 00
+vfmsub231ps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 ba 44 30 7f
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c4 e2 71 ba 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmsub231ps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 71 ba 84 9c 00 10 00 00
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 31 ba 04 cd 40 00 00 00
+vfmsub231ps xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 ba 82 00 e0 ff ff
 ; form: vfmsub231ps_x_x_xm
 vfmsub231ps xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 ba c7
@@ -2954,11 +2953,12 @@ vfmsub231ps xmm3, xmm24, xmm9
 vfmsub231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 ba ea
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 42 3d 08 ba ac 30 7f 00 00 00
+vfmsub231ps xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 62 3d 08 ba aa 00 e0 ff ff
 ; form: vfmsub231ps_x_x_xm
-vfmsub231ps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 ba 84 9c 00 10 00 00
+vfmsub231ps xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e2 75 00 ba 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmsub231ps_y_y_ym
 vfmsub231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 ba c2
@@ -2972,14 +2972,15 @@ vfmsub231ps ymm1, ymm12, ymm10
 vfmsub231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d ba db
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 ba 44 30 7f
+vfmsub231ps ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 ba 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 75 ba 84 9c 00 10 00 00
+vfmsub231ps ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c4 e2 75 ba 07
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 35 ba 82 00 e0 ff ff
+vfmsub231ps ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 ba 44 24 08
 ; form: vfmsub231ps_y_y_ym
 vfmsub231ps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 ba c7
@@ -2990,12 +2991,11 @@ vfmsub231ps ymm3, ymm24, ymm9
 vfmsub231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 ba ea
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 62 3d 28 ba aa 00 e0 ff ff
+vfmsub231ps ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 62 3d 28 ba 2f
 ; form: vfmsub231ps_y_y_ym
-vfmsub231ps ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e2 75 20 ba 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmsub231ps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 ba 84 24 08 00 00 00
 ; form: vfmsub231pd_x_x_xm
 vfmsub231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 ba c2
@@ -3009,15 +3009,14 @@ vfmsub231pd xmm1, xmm12, xmm10
 vfmsub231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 ba db
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 b1 ba 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfmsub231pd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 b1 ba 45 00
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c4 e2 f1 ba 07
+vfmsub231pd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c2 f1 ba 85 d4 fe ff ff
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 b1 ba 44 24 08
+vfmsub231pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 b1 ba 44 87 08
 ; form: vfmsub231pd_x_x_xm
 vfmsub231pd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 ba c7
@@ -3028,11 +3027,11 @@ vfmsub231pd xmm3, xmm24, xmm9
 vfmsub231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 ba ea
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm29, xmm8, xmmword ptr [rdi]
-; bytes: 62 62 bd 08 ba 2f
+vfmsub231pd xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 62 bd 08 ba 6d 00
 ; form: vfmsub231pd_x_x_xm
-vfmsub231pd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e2 f5 00 ba 84 24 08 00 00 00
+vfmsub231pd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 00 ba 85 d4 fe ff ff
 ; form: vfmsub231pd_y_y_ym
 vfmsub231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 ba c2
@@ -3046,14 +3045,15 @@ vfmsub231pd ymm1, ymm12, ymm10
 vfmsub231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed ba db
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 b5 ba 45 00
+vfmsub231pd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b5 ba 44 fc 80
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c2 f5 ba 85 d4 fe ff ff
+vfmsub231pd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 f5 ba 84 4b e8 03 00 00
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 b5 ba 44 87 08
+vfmsub231pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 b5 ba 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfmsub231pd_y_y_ym
 vfmsub231pd ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 ba c7
@@ -3064,11 +3064,11 @@ vfmsub231pd ymm3, ymm24, ymm9
 vfmsub231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 ba ea
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm29, ymm8, ymmword ptr [rbp]
-; bytes: 62 62 bd 28 ba 6d 00
+vfmsub231pd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 bd 28 ba ac 87 08 00 00 00
 ; form: vfmsub231pd_y_y_ym
-vfmsub231pd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 f5 20 ba 85 d4 fe ff ff
+vfmsub231pd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 20 ba 44 fc fc
 ; form: vfmsub231ss_x_x_xm32
 vfmsub231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bb c2
@@ -3082,15 +3082,14 @@ vfmsub231ss xmm1, xmm12, xmm10
 vfmsub231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bb db
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 bb 44 fc 80
+vfmsub231ss xmm8, xmm9, dword ptr [8*rcx + 64]
+; bytes: c4 62 31 bb 04 cd 40 00 00 00
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 71 bb 84 4b e8 03 00 00
+vfmsub231ss xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: c4 c2 71 bb 44 30 7f
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm8, xmm9, dword ptr [rip + foo + 16]
-; bytes: c4 62 31 bb 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vfmsub231ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 bb 84 9c 00 10 00 00
 ; form: vfmsub231ss_x_x_xm32
 vfmsub231ss xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 bb c7
@@ -3101,11 +3100,12 @@ vfmsub231ss xmm3, xmm24, xmm9
 vfmsub231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bb ea
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm29, xmm8, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 62 3d 08 bb 6c 87 02
+vfmsub231ss xmm29, xmm8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 08 bb ac 4b e8 03 00 00
 ; form: vfmsub231ss_x_x_xm32
-vfmsub231ss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 00 bb 44 fc e0
+vfmsub231ss xmm16, xmm17, dword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 bb 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmsub231sd_x_x_xm64
 vfmsub231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bb c2
@@ -3119,14 +3119,15 @@ vfmsub231sd xmm1, xmm12, xmm10
 vfmsub231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bb db
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm8, xmm9, qword ptr [8*rcx + 64]
-; bytes: c4 62 b1 bb 04 cd 40 00 00 00
+vfmsub231sd xmm8, xmm9, qword ptr [rdx - 8192]
+; bytes: c4 62 b1 bb 82 00 e0 ff ff
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm0, xmm1, qword ptr [r8 + rsi + 127]
-; bytes: c4 c2 f1 bb 44 30 7f
+vfmsub231sd xmm0, xmm1, qword ptr [rip + bar]
+; bytes: c4 e2 f1 bb 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b1 bb 84 9c 00 10 00 00
+vfmsub231sd xmm8, xmm9, qword ptr [rdi]
+; bytes: c4 62 b1 bb 07
 ; form: vfmsub231sd_x_x_xm64
 vfmsub231sd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 bb c7
@@ -3137,12 +3138,11 @@ vfmsub231sd xmm3, xmm24, xmm9
 vfmsub231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bb ea
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm29, xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 bd 08 bb 6c 4b 7d
+vfmsub231sd xmm29, xmm8, qword ptr [8*rcx + 64]
+; bytes: 62 62 bd 08 bb 2c cd 40 00 00 00
 ; form: vfmsub231sd_x_x_xm64
-vfmsub231sd xmm16, xmm17, qword ptr [rip + foo + 16]
-; bytes: 62 e2 f5 00 bb 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmsub231sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 00 bb 84 30 7f 00 00 00
 ; form: vfnmadd231ps_x_x_xm
 vfnmadd231ps xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bc c2
@@ -3156,15 +3156,14 @@ vfnmadd231ps xmm1, xmm12, xmm10
 vfnmadd231ps xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bc db
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 31 bc 82 00 e0 ff ff
+vfnmadd231ps xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 bc 44 24 08
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c4 e2 71 bc 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfnmadd231ps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c4 e2 71 bc 45 00
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 31 bc 07
+vfnmadd231ps xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 31 bc 85 d4 fe ff ff
 ; form: vfnmadd231ps_x_x_xm
 vfnmadd231ps xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 bc c7
@@ -3175,11 +3174,11 @@ vfnmadd231ps xmm3, xmm24, xmm9
 vfnmadd231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bc ea
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm29, xmm8, xmmword ptr [8*rcx + 64]
-; bytes: 62 62 3d 08 bc 2c cd 40 00 00 00
+vfnmadd231ps xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 3d 08 bc ac 9c 00 10 00 00
 ; form: vfnmadd231ps_x_x_xm
-vfnmadd231ps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 00 bc 84 30 7f 00 00 00
+vfnmadd231ps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 bc 82 00 e0 ff ff
 ; form: vfnmadd231ps_y_y_ym
 vfnmadd231ps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 bc c2
@@ -3193,14 +3192,14 @@ vfnmadd231ps ymm1, ymm12, ymm10
 vfnmadd231ps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d bc db
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 35 bc 44 24 08
+vfnmadd231ps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 bc 44 87 08
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c4 e2 75 bc 45 00
+vfnmadd231ps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 75 bc 44 fc 80
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 35 bc 85 d4 fe ff ff
+vfnmadd231ps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 35 bc 84 4b e8 03 00 00
 ; form: vfnmadd231ps_y_y_ym
 vfnmadd231ps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 bc c7
@@ -3211,11 +3210,12 @@ vfnmadd231ps ymm3, ymm24, ymm9
 vfnmadd231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 bc ea
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 3d 28 bc ac 9c 00 10 00 00
+vfnmadd231ps ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 62 3d 28 bc 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfnmadd231ps_y_y_ym
-vfnmadd231ps ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 75 20 bc 82 00 e0 ff ff
+vfnmadd231ps ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 bc 07
 ; form: vfnmadd231pd_x_x_xm
 vfnmadd231pd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bc c2
@@ -3229,14 +3229,15 @@ vfnmadd231pd xmm1, xmm12, xmm10
 vfnmadd231pd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bc db
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 b1 bc 44 87 08
+vfnmadd231pd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 b1 bc 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 f1 bc 44 fc 80
+vfnmadd231pd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 f1 bc 04 cd 40 00 00 00
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 b1 bc 84 4b e8 03 00 00
+vfnmadd231pd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 b1 bc 44 30 7f
 ; form: vfnmadd231pd_x_x_xm
 vfnmadd231pd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 bc c7
@@ -3247,12 +3248,11 @@ vfnmadd231pd xmm3, xmm24, xmm9
 vfnmadd231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bc ea
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm29, xmm8, xmmword ptr [rip + bar]
-; bytes: 62 62 bd 08 bc 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfnmadd231pd xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 bd 08 bc ac 24 08 00 00 00
 ; form: vfnmadd231pd_x_x_xm
-vfnmadd231pd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 f5 00 bc 07
+vfnmadd231pd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 f5 00 bc 45 00
 ; form: vfnmadd231pd_y_y_ym
 vfnmadd231pd ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 bc c2
@@ -3266,15 +3266,15 @@ vfnmadd231pd ymm1, ymm12, ymm10
 vfnmadd231pd ymm11, ymm2, ymm3
 ; bytes: c4 62 ed bc db
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vfnmadd231pd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b5 bc 84 9c 00 10 00 00
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 f5 bc 82 00 e0 ff ff
+; form: vfnmadd231pd_y_y_ym
+vfnmadd231pd ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 b5 bc 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c4 e2 f5 bc 04 cd 40 00 00 00
-; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 b5 bc 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vfnmadd231pd_y_y_ym
 vfnmadd231pd ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 bc c7
@@ -3285,11 +3285,11 @@ vfnmadd231pd ymm3, ymm24, ymm9
 vfnmadd231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 bc ea
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm29, ymm8, ymmword ptr [rsp + 8]
-; bytes: 62 62 bd 28 bc ac 24 08 00 00 00
+vfnmadd231pd ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 bd 28 bc ad d4 fe ff ff
 ; form: vfnmadd231pd_y_y_ym
-vfnmadd231pd ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 f5 20 bc 45 00
+vfnmadd231pd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 20 bc 84 87 08 00 00 00
 ; form: vfnmadd231ss_x_x_xm32
 vfnmadd231ss xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 bd c2
@@ -3303,15 +3303,14 @@ vfnmadd231ss xmm1, xmm12, xmm10
 vfnmadd231ss xmm11, xmm2, xmm3
 ; bytes: c4 62 69 bd db
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm8, xmm9, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 bd 84 9c 00 10 00 00
+vfnmadd231ss xmm8, xmm9, dword ptr [rdi]
+; bytes: c4 62 31 bd 07
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm0, xmm1, dword ptr [rdx - 8192]
-; bytes: c4 e2 71 bd 82 00 e0 ff ff
+vfnmadd231ss xmm0, xmm1, dword ptr [rsp + 8]
+; bytes: c4 e2 71 bd 44 24 08
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm8, xmm9, dword ptr [rip + bar]
-; bytes: c4 62 31 bd 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vfnmadd231ss xmm8, xmm9, dword ptr [rbp]
+; bytes: c4 62 31 bd 45 00
 ; form: vfnmadd231ss_x_x_xm32
 vfnmadd231ss xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 bd c7
@@ -3322,11 +3321,11 @@ vfnmadd231ss xmm3, xmm24, xmm9
 vfnmadd231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bd ea
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm29, xmm8, dword ptr [r13 - 300]
-; bytes: 62 42 3d 08 bd 6d b5
+vfnmadd231ss xmm29, xmm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 08 bd 6c fc e0
 ; form: vfnmadd231ss_x_x_xm32
-vfnmadd231ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 00 bd 44 87 02
+vfnmadd231ss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 00 bd 84 4b e8 03 00 00
 ; form: vfnmadd231sd_x_x_xm64
 vfnmadd231sd xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 bd c2
@@ -3340,14 +3339,14 @@ vfnmadd231sd xmm1, xmm12, xmm10
 vfnmadd231sd xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 bd db
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm8, xmm9, qword ptr [rdi]
-; bytes: c4 62 b1 bd 07
+vfnmadd231sd xmm8, xmm9, qword ptr [r13 - 300]
+; bytes: c4 42 b1 bd 85 d4 fe ff ff
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm0, xmm1, qword ptr [rsp + 8]
-; bytes: c4 e2 f1 bd 44 24 08
+vfnmadd231sd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 f1 bd 44 87 08
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm8, xmm9, qword ptr [rbp]
-; bytes: c4 62 b1 bd 45 00
+vfnmadd231sd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b1 bd 44 fc 80
 ; form: vfnmadd231sd_x_x_xm64
 vfnmadd231sd xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 bd c7
@@ -3358,11 +3357,12 @@ vfnmadd231sd xmm3, xmm24, xmm9
 vfnmadd231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bd ea
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm29, xmm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 bd 08 bd 6c fc f0
+vfnmadd231sd xmm29, xmm8, qword ptr [rip + foo + 16]
+; bytes: 62 62 bd 08 bd 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfnmadd231sd_x_x_xm64
-vfnmadd231sd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 00 bd 44 4b 7d
+vfnmadd231sd xmm16, xmm17, qword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 bd 04 cd 40 00 00 00
 ; form: vroundps_x_xm_imm8
 vroundps xmm0, xmm1, 1
 ; bytes: c4 e3 79 08 c1 01
@@ -3376,14 +3376,15 @@ vroundps xmm1, xmm12, 127
 vroundps xmm11, xmm2, 255
 ; bytes: c4 63 79 08 da ff
 ; form: vroundps_x_xm_imm8
-vroundps xmm8, xmmword ptr [r13 - 300], 0
-; bytes: c4 43 79 08 85 d4 fe ff ff 00
+vroundps xmm8, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 23 79 08 84 4b e8 03 00 00 00
 ; form: vroundps_x_xm_imm8
-vroundps xmm0, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: c4 e3 79 08 44 87 08 64
+vroundps xmm0, xmmword ptr [rip + foo + 16], 100
+; bytes: c4 e3 79 08 05 00 00 00 00 64
+; fixup: 5 pc32 foo 11
 ; form: vroundps_x_xm_imm8
-vroundps xmm8, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 03 79 08 44 fc 80 c8
+vroundps xmm8, xmmword ptr [8*rcx + 64], 200
+; bytes: c4 63 79 08 04 cd 40 00 00 00 c8
 ; form: vroundps_y_ym_imm8
 vroundps ymm0, ymm1, 1
 ; bytes: c4 e3 7d 08 c1 01
@@ -3397,15 +3398,14 @@ vroundps ymm1, ymm12, 127
 vroundps ymm11, ymm2, 255
 ; bytes: c4 63 7d 08 da ff
 ; form: vroundps_y_ym_imm8
-vroundps ymm8, ymmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: c4 23 7d 08 84 4b e8 03 00 00 00
+vroundps ymm8, ymmword ptr [r8 + rsi + 127], 0
+; bytes: c4 43 7d 08 44 30 7f 00
 ; form: vroundps_y_ym_imm8
-vroundps ymm0, ymmword ptr [rip + foo + 16], 100
-; bytes: c4 e3 7d 08 05 00 00 00 00 64
-; fixup: 5 pc32 foo 11
+vroundps ymm0, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: c4 a3 7d 08 84 9c 00 10 00 00 64
 ; form: vroundps_y_ym_imm8
-vroundps ymm8, ymmword ptr [8*rcx + 64], 200
-; bytes: c4 63 7d 08 04 cd 40 00 00 00 c8
+vroundps ymm8, ymmword ptr [rdx - 8192], 200
+; bytes: c4 63 7d 08 82 00 e0 ff ff c8
 ; form: vroundpd_x_xm_imm8
 vroundpd xmm0, xmm1, 1
 ; bytes: c4 e3 79 09 c1 01
@@ -3419,14 +3419,15 @@ vroundpd xmm1, xmm12, 127
 vroundpd xmm11, xmm2, 255
 ; bytes: c4 63 79 09 da ff
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm8, xmmword ptr [r8 + rsi + 127], 0
-; bytes: c4 43 79 09 44 30 7f 00
+vroundpd xmm8, xmmword ptr [rip + bar], 0
+; bytes: c4 63 79 09 05 00 00 00 00 00
+; fixup: 5 pc32 bar -5
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm0, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: c4 a3 79 09 84 9c 00 10 00 00 64
+vroundpd xmm0, xmmword ptr [rdi], 100
+; bytes: c4 e3 79 09 07 64
 ; form: vroundpd_x_xm_imm8
-vroundpd xmm8, xmmword ptr [rdx - 8192], 200
-; bytes: c4 63 79 09 82 00 e0 ff ff c8
+vroundpd xmm8, xmmword ptr [rsp + 8], 200
+; bytes: c4 63 79 09 44 24 08 c8
 ; form: vroundpd_y_ym_imm8
 vroundpd ymm0, ymm1, 1
 ; bytes: c4 e3 7d 09 c1 01
@@ -3440,15 +3441,14 @@ vroundpd ymm1, ymm12, 127
 vroundpd ymm11, ymm2, 255
 ; bytes: c4 63 7d 09 da ff
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm8, ymmword ptr [rip + bar], 0
-; bytes: c4 63 7d 09 05 00 00 00 00 00
-; fixup: 5 pc32 bar -5
+vroundpd ymm8, ymmword ptr [rbp], 0
+; bytes: c4 63 7d 09 45 00 00
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm0, ymmword ptr [rdi], 100
-; bytes: c4 e3 7d 09 07 64
+vroundpd ymm0, ymmword ptr [r13 - 300], 100
+; bytes: c4 c3 7d 09 85 d4 fe ff ff 64
 ; form: vroundpd_y_ym_imm8
-vroundpd ymm8, ymmword ptr [rsp + 8], 200
-; bytes: c4 63 7d 09 44 24 08 c8
+vroundpd ymm8, ymmword ptr [rdi + 4*rax + 8], 200
+; bytes: c4 63 7d 09 44 87 08 c8
 ; form: vroundss_x_x_xm32_imm8
 vroundss xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 0a c2 01
@@ -3462,14 +3462,15 @@ vroundss xmm1, xmm12, xmm10, 127
 vroundss xmm11, xmm2, xmm3, 255
 ; bytes: c4 63 69 0a db ff
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm8, xmm9, dword ptr [rbp], 0
-; bytes: c4 63 31 0a 45 00 00
+vroundss xmm8, xmm9, dword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 03 31 0a 44 fc 80 00
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm0, xmm1, dword ptr [r13 - 300], 100
-; bytes: c4 c3 71 0a 85 d4 fe ff ff 64
+vroundss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a3 71 0a 84 4b e8 03 00 00 64
 ; form: vroundss_x_x_xm32_imm8
-vroundss xmm8, xmm9, dword ptr [rdi + 4*rax + 8], 200
-; bytes: c4 63 31 0a 44 87 08 c8
+vroundss xmm8, xmm9, dword ptr [rip + foo + 16], 200
+; bytes: c4 63 31 0a 05 00 00 00 00 c8
+; fixup: 5 pc32 foo 11
 ; form: vroundsd_x_x_xm64_imm8
 vroundsd xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 0b c2 01
@@ -3483,12 +3484,11 @@ vroundsd xmm1, xmm12, xmm10, 127
 vroundsd xmm11, xmm2, xmm3, 255
 ; bytes: c4 63 69 0b db ff
 ; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm8, xmm9, qword ptr [r12 + 8*r15 - 128], 0
-; bytes: c4 03 31 0b 44 fc 80 00
+vroundsd xmm8, xmm9, qword ptr [8*rcx + 64], 0
+; bytes: c4 63 31 0b 04 cd 40 00 00 00 00
 ; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000], 100
-; bytes: c4 a3 71 0b 84 4b e8 03 00 00 64
+vroundsd xmm0, xmm1, qword ptr [r8 + rsi + 127], 100
+; bytes: c4 c3 71 0b 44 30 7f 64
 ; form: vroundsd_x_x_xm64_imm8
-vroundsd xmm8, xmm9, qword ptr [rip + foo + 16], 200
-; bytes: c4 63 31 0b 05 00 00 00 00 c8
-; fixup: 5 pc32 foo 11
+vroundsd xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 23 31 0b 84 9c 00 10 00 00 c8

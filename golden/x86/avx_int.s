@@ -12,14 +12,14 @@ vpaddb xmm1, xmm12, xmm10
 vpaddb xmm11, xmm2, xmm3
 ; bytes: c5 69 fc db
 ; form: vpaddb_x_x_xm
-vpaddb xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 fc 07
+vpaddb xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 fc 85 d4 fe ff ff
 ; form: vpaddb_x_x_xm
-vpaddb xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 fc 44 24 08
+vpaddb xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 fc 44 87 08
 ; form: vpaddb_x_x_xm
-vpaddb xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 fc 45 00
+vpaddb xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 fc 44 fc 80
 ; form: vpaddb_x_x_xm
 vpaddb xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 fc c7
@@ -30,11 +30,12 @@ vpaddb xmm3, xmm24, xmm9
 vpaddb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fc ea
 ; form: vpaddb_x_x_xm
-vpaddb xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3d 08 fc 6c fc f8
+vpaddb xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 08 fc 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpaddb_x_x_xm
-vpaddb xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 00 fc 84 4b e8 03 00 00
+vpaddb xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 fc 04 cd 40 00 00 00
 ; form: vpaddb_y_y_ym
 vpaddb ymm0, ymm1, ymm2
 ; bytes: c5 f5 fc c2
@@ -48,14 +49,15 @@ vpaddb ymm1, ymm12, ymm10
 vpaddb ymm11, ymm2, ymm3
 ; bytes: c5 6d fc db
 ; form: vpaddb_y_y_ym
-vpaddb ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 fc 85 d4 fe ff ff
+vpaddb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 fc 84 4b e8 03 00 00
 ; form: vpaddb_y_y_ym
-vpaddb ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 fc 44 87 08
+vpaddb ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 fc 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpaddb_y_y_ym
-vpaddb ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 fc 44 fc 80
+vpaddb ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 fc 04 cd 40 00 00 00
 ; form: vpaddb_y_y_ym
 vpaddb ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 fc c7
@@ -66,12 +68,11 @@ vpaddb ymm3, ymm24, ymm9
 vpaddb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fc ea
 ; form: vpaddb_y_y_ym
-vpaddb ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 3d 28 fc 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpaddb ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 28 fc ac 30 7f 00 00 00
 ; form: vpaddb_y_y_ym
-vpaddb ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 fc 04 cd 40 00 00 00
+vpaddb ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 fc 84 9c 00 10 00 00
 ; form: vpaddw_x_x_xm
 vpaddw xmm0, xmm1, xmm2
 ; bytes: c5 f1 fd c2
@@ -85,15 +86,14 @@ vpaddw xmm1, xmm12, xmm10
 vpaddw xmm11, xmm2, xmm3
 ; bytes: c5 69 fd db
 ; form: vpaddw_x_x_xm
-vpaddw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 fd 84 4b e8 03 00 00
+vpaddw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 fd 44 30 7f
 ; form: vpaddw_x_x_xm
-vpaddw xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 fd 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpaddw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 fd 84 9c 00 10 00 00
 ; form: vpaddw_x_x_xm
-vpaddw xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 fd 04 cd 40 00 00 00
+vpaddw xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 fd 82 00 e0 ff ff
 ; form: vpaddw_x_x_xm
 vpaddw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 fd c7
@@ -104,11 +104,12 @@ vpaddw xmm3, xmm24, xmm9
 vpaddw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fd ea
 ; form: vpaddw_x_x_xm
-vpaddw xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 41 3d 08 fd ac 30 7f 00 00 00
+vpaddw xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 3d 08 fd aa 00 e0 ff ff
 ; form: vpaddw_x_x_xm
-vpaddw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 00 fd 84 9c 00 10 00 00
+vpaddw xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 fd 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpaddw_y_y_ym
 vpaddw ymm0, ymm1, ymm2
 ; bytes: c5 f5 fd c2
@@ -122,14 +123,15 @@ vpaddw ymm1, ymm12, ymm10
 vpaddw ymm11, ymm2, ymm3
 ; bytes: c5 6d fd db
 ; form: vpaddw_y_y_ym
-vpaddw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 fd 44 30 7f
+vpaddw ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 fd 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpaddw_y_y_ym
-vpaddw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 fd 84 9c 00 10 00 00
+vpaddw ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 fd 07
 ; form: vpaddw_y_y_ym
-vpaddw ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 fd 82 00 e0 ff ff
+vpaddw ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 fd 44 24 08
 ; form: vpaddw_y_y_ym
 vpaddw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 fd c7
@@ -140,12 +142,11 @@ vpaddw ymm3, ymm24, ymm9
 vpaddw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fd ea
 ; form: vpaddw_y_y_ym
-vpaddw ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 61 3d 28 fd aa 00 e0 ff ff
+vpaddw ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 3d 28 fd 2f
 ; form: vpaddw_y_y_ym
-vpaddw ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 75 20 fd 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpaddw ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 fd 84 24 08 00 00 00
 ; form: vpaddd_x_x_xm
 vpaddd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fe c2
@@ -159,15 +160,14 @@ vpaddd xmm1, xmm12, xmm10
 vpaddd xmm11, xmm2, xmm3
 ; bytes: c5 69 fe db
 ; form: vpaddd_x_x_xm
-vpaddd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 fe 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpaddd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 fe 45 00
 ; form: vpaddd_x_x_xm
-vpaddd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 fe 07
+vpaddd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 fe 85 d4 fe ff ff
 ; form: vpaddd_x_x_xm
-vpaddd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 fe 44 24 08
+vpaddd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 fe 44 87 08
 ; form: vpaddd_x_x_xm
 vpaddd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 fe c7
@@ -178,11 +178,11 @@ vpaddd xmm3, xmm24, xmm9
 vpaddd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fe ea
 ; form: vpaddd_x_x_xm
-vpaddd xmm29, xmm8, xmmword ptr [rdi]
-; bytes: 62 61 3d 08 fe 2f
+vpaddd xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 61 3d 08 fe 6d 00
 ; form: vpaddd_x_x_xm
-vpaddd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 75 00 fe 84 24 08 00 00 00
+vpaddd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 fe 85 d4 fe ff ff
 ; form: vpaddd_y_y_ym
 vpaddd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fe c2
@@ -196,14 +196,15 @@ vpaddd ymm1, ymm12, ymm10
 vpaddd ymm11, ymm2, ymm3
 ; bytes: c5 6d fe db
 ; form: vpaddd_y_y_ym
-vpaddd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 fe 45 00
+vpaddd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 fe 44 fc 80
 ; form: vpaddd_y_y_ym
-vpaddd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 fe 85 d4 fe ff ff
+vpaddd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 fe 84 4b e8 03 00 00
 ; form: vpaddd_y_y_ym
-vpaddd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 fe 44 87 08
+vpaddd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 fe 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpaddd_y_y_ym
 vpaddd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 fe c7
@@ -214,11 +215,11 @@ vpaddd ymm3, ymm24, ymm9
 vpaddd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fe ea
 ; form: vpaddd_y_y_ym
-vpaddd ymm29, ymm8, ymmword ptr [rbp]
-; bytes: 62 61 3d 28 fe 6d 00
+vpaddd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3d 28 fe ac 87 08 00 00 00
 ; form: vpaddd_y_y_ym
-vpaddd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 75 20 fe 85 d4 fe ff ff
+vpaddd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 fe 44 fc fc
 ; form: vpaddq_x_x_xm
 vpaddq xmm0, xmm1, xmm2
 ; bytes: c5 f1 d4 c2
@@ -232,15 +233,14 @@ vpaddq xmm1, xmm12, xmm10
 vpaddq xmm11, xmm2, xmm3
 ; bytes: c5 69 d4 db
 ; form: vpaddq_x_x_xm
-vpaddq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 d4 44 fc 80
+vpaddq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 d4 04 cd 40 00 00 00
 ; form: vpaddq_x_x_xm
-vpaddq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 71 d4 84 4b e8 03 00 00
+vpaddq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 d4 44 30 7f
 ; form: vpaddq_x_x_xm
-vpaddq xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 d4 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpaddq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 d4 84 9c 00 10 00 00
 ; form: vpaddq_x_x_xm
 vpaddq xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 d4 c7
@@ -251,11 +251,12 @@ vpaddq xmm3, xmm24, xmm9
 vpaddq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 d4 ea
 ; form: vpaddq_x_x_xm
-vpaddq xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 bd 08 d4 ac 87 08 00 00 00
+vpaddq xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 08 d4 ac 4b e8 03 00 00
 ; form: vpaddq_x_x_xm
-vpaddq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 00 d4 44 fc f8
+vpaddq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 d4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpaddq_y_y_ym
 vpaddq ymm0, ymm1, ymm2
 ; bytes: c5 f5 d4 c2
@@ -269,14 +270,15 @@ vpaddq ymm1, ymm12, ymm10
 vpaddq ymm11, ymm2, ymm3
 ; bytes: c5 6d d4 db
 ; form: vpaddq_y_y_ym
-vpaddq ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 d4 04 cd 40 00 00 00
+vpaddq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 d4 82 00 e0 ff ff
 ; form: vpaddq_y_y_ym
-vpaddq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 75 d4 44 30 7f
+vpaddq ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 d4 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpaddq_y_y_ym
-vpaddq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 d4 84 9c 00 10 00 00
+vpaddq ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 d4 07
 ; form: vpaddq_y_y_ym
 vpaddq ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 d4 c7
@@ -287,12 +289,11 @@ vpaddq ymm3, ymm24, ymm9
 vpaddq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 d4 ea
 ; form: vpaddq_y_y_ym
-vpaddq ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 bd 28 d4 ac 4b e8 03 00 00
+vpaddq ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 28 d4 2c cd 40 00 00 00
 ; form: vpaddq_y_y_ym
-vpaddq ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 20 d4 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpaddq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 d4 84 30 7f 00 00 00
 ; form: vpsubb_x_x_xm
 vpsubb xmm0, xmm1, xmm2
 ; bytes: c5 f1 f8 c2
@@ -306,15 +307,14 @@ vpsubb xmm1, xmm12, xmm10
 vpsubb xmm11, xmm2, xmm3
 ; bytes: c5 69 f8 db
 ; form: vpsubb_x_x_xm
-vpsubb xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 f8 82 00 e0 ff ff
+vpsubb xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 f8 44 24 08
 ; form: vpsubb_x_x_xm
-vpsubb xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 f8 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpsubb xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 f8 45 00
 ; form: vpsubb_x_x_xm
-vpsubb xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 f8 07
+vpsubb xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 f8 85 d4 fe ff ff
 ; form: vpsubb_x_x_xm
 vpsubb xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 f8 c7
@@ -325,11 +325,11 @@ vpsubb xmm3, xmm24, xmm9
 vpsubb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 f8 ea
 ; form: vpsubb_x_x_xm
-vpsubb xmm29, xmm8, xmmword ptr [8*rcx + 64]
-; bytes: 62 61 3d 08 f8 2c cd 40 00 00 00
+vpsubb xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 08 f8 ac 9c 00 10 00 00
 ; form: vpsubb_x_x_xm
-vpsubb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 00 f8 84 30 7f 00 00 00
+vpsubb xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 f8 82 00 e0 ff ff
 ; form: vpsubb_y_y_ym
 vpsubb ymm0, ymm1, ymm2
 ; bytes: c5 f5 f8 c2
@@ -343,14 +343,14 @@ vpsubb ymm1, ymm12, ymm10
 vpsubb ymm11, ymm2, ymm3
 ; bytes: c5 6d f8 db
 ; form: vpsubb_y_y_ym
-vpsubb ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 f8 44 24 08
+vpsubb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 f8 44 87 08
 ; form: vpsubb_y_y_ym
-vpsubb ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 f8 45 00
+vpsubb ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 f8 44 fc 80
 ; form: vpsubb_y_y_ym
-vpsubb ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 f8 85 d4 fe ff ff
+vpsubb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 f8 84 4b e8 03 00 00
 ; form: vpsubb_y_y_ym
 vpsubb ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 f8 c7
@@ -361,11 +361,12 @@ vpsubb ymm3, ymm24, ymm9
 vpsubb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 f8 ea
 ; form: vpsubb_y_y_ym
-vpsubb ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3d 28 f8 ac 9c 00 10 00 00
+vpsubb ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3d 28 f8 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsubb_y_y_ym
-vpsubb ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 75 20 f8 82 00 e0 ff ff
+vpsubb ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 f8 07
 ; form: vpsubw_x_x_xm
 vpsubw xmm0, xmm1, xmm2
 ; bytes: c5 f1 f9 c2
@@ -379,14 +380,15 @@ vpsubw xmm1, xmm12, xmm10
 vpsubw xmm11, xmm2, xmm3
 ; bytes: c5 69 f9 db
 ; form: vpsubw_x_x_xm
-vpsubw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 f9 44 87 08
+vpsubw xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 f9 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpsubw_x_x_xm
-vpsubw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 71 f9 44 fc 80
+vpsubw xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f1 f9 04 cd 40 00 00 00
 ; form: vpsubw_x_x_xm
-vpsubw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 f9 84 4b e8 03 00 00
+vpsubw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 f9 44 30 7f
 ; form: vpsubw_x_x_xm
 vpsubw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 f9 c7
@@ -397,12 +399,11 @@ vpsubw xmm3, xmm24, xmm9
 vpsubw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 f9 ea
 ; form: vpsubw_x_x_xm
-vpsubw xmm29, xmm8, xmmword ptr [rip + bar]
-; bytes: 62 61 3d 08 f9 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpsubw xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3d 08 f9 ac 24 08 00 00 00
 ; form: vpsubw_x_x_xm
-vpsubw xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 75 00 f9 07
+vpsubw xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 f9 45 00
 ; form: vpsubw_y_y_ym
 vpsubw ymm0, ymm1, ymm2
 ; bytes: c5 f5 f9 c2
@@ -416,15 +417,15 @@ vpsubw ymm1, ymm12, ymm10
 vpsubw ymm11, ymm2, ymm3
 ; bytes: c5 6d f9 db
 ; form: vpsubw_y_y_ym
-vpsubw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vpsubw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 f9 84 9c 00 10 00 00
+; form: vpsubw_y_y_ym
+vpsubw ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f5 f9 82 00 e0 ff ff
+; form: vpsubw_y_y_ym
+vpsubw ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 35 f9 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vpsubw_y_y_ym
-vpsubw ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f5 f9 04 cd 40 00 00 00
-; form: vpsubw_y_y_ym
-vpsubw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 f9 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vpsubw_y_y_ym
 vpsubw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 f9 c7
@@ -435,11 +436,11 @@ vpsubw ymm3, ymm24, ymm9
 vpsubw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 f9 ea
 ; form: vpsubw_y_y_ym
-vpsubw ymm29, ymm8, ymmword ptr [rsp + 8]
-; bytes: 62 61 3d 28 f9 ac 24 08 00 00 00
+vpsubw ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3d 28 f9 ad d4 fe ff ff
 ; form: vpsubw_y_y_ym
-vpsubw ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 75 20 f9 45 00
+vpsubw ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 f9 84 87 08 00 00 00
 ; form: vpsubd_x_x_xm
 vpsubd xmm0, xmm1, xmm2
 ; bytes: c5 f1 fa c2
@@ -453,15 +454,14 @@ vpsubd xmm1, xmm12, xmm10
 vpsubd xmm11, xmm2, xmm3
 ; bytes: c5 69 fa db
 ; form: vpsubd_x_x_xm
-vpsubd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 fa 84 9c 00 10 00 00
+vpsubd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 fa 07
 ; form: vpsubd_x_x_xm
-vpsubd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f1 fa 82 00 e0 ff ff
+vpsubd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 fa 44 24 08
 ; form: vpsubd_x_x_xm
-vpsubd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 fa 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpsubd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 fa 45 00
 ; form: vpsubd_x_x_xm
 vpsubd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 fa c7
@@ -472,11 +472,11 @@ vpsubd xmm3, xmm24, xmm9
 vpsubd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fa ea
 ; form: vpsubd_x_x_xm
-vpsubd xmm29, xmm8, xmmword ptr [r13 - 300]
-; bytes: 62 41 3d 08 fa ad d4 fe ff ff
+vpsubd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 08 fa 6c fc f8
 ; form: vpsubd_x_x_xm
-vpsubd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 00 fa 84 87 08 00 00 00
+vpsubd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 fa 84 4b e8 03 00 00
 ; form: vpsubd_y_y_ym
 vpsubd ymm0, ymm1, ymm2
 ; bytes: c5 f5 fa c2
@@ -490,14 +490,14 @@ vpsubd ymm1, ymm12, ymm10
 vpsubd ymm11, ymm2, ymm3
 ; bytes: c5 6d fa db
 ; form: vpsubd_y_y_ym
-vpsubd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 fa 07
+vpsubd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 fa 85 d4 fe ff ff
 ; form: vpsubd_y_y_ym
-vpsubd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f5 fa 44 24 08
+vpsubd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 fa 44 87 08
 ; form: vpsubd_y_y_ym
-vpsubd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 fa 45 00
+vpsubd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 fa 44 fc 80
 ; form: vpsubd_y_y_ym
 vpsubd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 fa c7
@@ -508,11 +508,12 @@ vpsubd ymm3, ymm24, ymm9
 vpsubd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fa ea
 ; form: vpsubd_y_y_ym
-vpsubd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3d 28 fa 6c fc fc
+vpsubd ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 28 fa 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsubd_y_y_ym
-vpsubd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 20 fa 84 4b e8 03 00 00
+vpsubd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 fa 04 cd 40 00 00 00
 ; form: vpsubq_x_x_xm
 vpsubq xmm0, xmm1, xmm2
 ; bytes: c5 f1 fb c2
@@ -526,14 +527,15 @@ vpsubq xmm1, xmm12, xmm10
 vpsubq xmm11, xmm2, xmm3
 ; bytes: c5 69 fb db
 ; form: vpsubq_x_x_xm
-vpsubq xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 fb 85 d4 fe ff ff
+vpsubq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 fb 84 4b e8 03 00 00
 ; form: vpsubq_x_x_xm
-vpsubq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 fb 44 87 08
+vpsubq xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 fb 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpsubq_x_x_xm
-vpsubq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 fb 44 fc 80
+vpsubq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 fb 04 cd 40 00 00 00
 ; form: vpsubq_x_x_xm
 vpsubq xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 fb c7
@@ -544,12 +546,11 @@ vpsubq xmm3, xmm24, xmm9
 vpsubq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 fb ea
 ; form: vpsubq_x_x_xm
-vpsubq xmm29, xmm8, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 bd 08 fb 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpsubq xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 08 fb ac 30 7f 00 00 00
 ; form: vpsubq_x_x_xm
-vpsubq xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 00 fb 04 cd 40 00 00 00
+vpsubq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 fb 84 9c 00 10 00 00
 ; form: vpsubq_y_y_ym
 vpsubq ymm0, ymm1, ymm2
 ; bytes: c5 f5 fb c2
@@ -563,15 +564,14 @@ vpsubq ymm1, ymm12, ymm10
 vpsubq ymm11, ymm2, ymm3
 ; bytes: c5 6d fb db
 ; form: vpsubq_y_y_ym
-vpsubq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 fb 84 4b e8 03 00 00
+vpsubq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 fb 44 30 7f
 ; form: vpsubq_y_y_ym
-vpsubq ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 fb 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpsubq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 fb 84 9c 00 10 00 00
 ; form: vpsubq_y_y_ym
-vpsubq ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 fb 04 cd 40 00 00 00
+vpsubq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 fb 82 00 e0 ff ff
 ; form: vpsubq_y_y_ym
 vpsubq ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 fb c7
@@ -582,11 +582,12 @@ vpsubq ymm3, ymm24, ymm9
 vpsubq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 fb ea
 ; form: vpsubq_y_y_ym
-vpsubq ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 bd 28 fb ac 30 7f 00 00 00
+vpsubq ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 bd 28 fb aa 00 e0 ff ff
 ; form: vpsubq_y_y_ym
-vpsubq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 20 fb 84 9c 00 10 00 00
+vpsubq ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 f5 20 fb 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmullw_x_x_xm
 vpmullw xmm0, xmm1, xmm2
 ; bytes: c5 f1 d5 c2
@@ -600,14 +601,15 @@ vpmullw xmm1, xmm12, xmm10
 vpmullw xmm11, xmm2, xmm3
 ; bytes: c5 69 d5 db
 ; form: vpmullw_x_x_xm
-vpmullw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 d5 44 30 7f
+vpmullw xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 d5 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpmullw_x_x_xm
-vpmullw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 d5 84 9c 00 10 00 00
+vpmullw xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f1 d5 07
 ; form: vpmullw_x_x_xm
-vpmullw xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 d5 82 00 e0 ff ff
+vpmullw xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 d5 44 24 08
 ; form: vpmullw_x_x_xm
 vpmullw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 d5 c7
@@ -618,12 +620,11 @@ vpmullw xmm3, xmm24, xmm9
 vpmullw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 d5 ea
 ; form: vpmullw_x_x_xm
-vpmullw xmm29, xmm8, xmmword ptr [rdx - 8192]
-; bytes: 62 61 3d 08 d5 aa 00 e0 ff ff
+vpmullw xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 61 3d 08 d5 2f
 ; form: vpmullw_x_x_xm
-vpmullw xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 75 00 d5 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmullw xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 d5 84 24 08 00 00 00
 ; form: vpmullw_y_y_ym
 vpmullw ymm0, ymm1, ymm2
 ; bytes: c5 f5 d5 c2
@@ -637,15 +638,14 @@ vpmullw ymm1, ymm12, ymm10
 vpmullw ymm11, ymm2, ymm3
 ; bytes: c5 6d d5 db
 ; form: vpmullw_y_y_ym
-vpmullw ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 d5 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpmullw ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 d5 45 00
 ; form: vpmullw_y_y_ym
-vpmullw ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 d5 07
+vpmullw ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 75 d5 85 d4 fe ff ff
 ; form: vpmullw_y_y_ym
-vpmullw ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 d5 44 24 08
+vpmullw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 d5 44 87 08
 ; form: vpmullw_y_y_ym
 vpmullw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 d5 c7
@@ -656,11 +656,11 @@ vpmullw ymm3, ymm24, ymm9
 vpmullw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 d5 ea
 ; form: vpmullw_y_y_ym
-vpmullw ymm29, ymm8, ymmword ptr [rdi]
-; bytes: 62 61 3d 28 d5 2f
+vpmullw ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 61 3d 28 d5 6d 00
 ; form: vpmullw_y_y_ym
-vpmullw ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 d5 84 24 08 00 00 00
+vpmullw ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 75 20 d5 85 d4 fe ff ff
 ; form: vpmuludq_x_x_xm
 vpmuludq xmm0, xmm1, xmm2
 ; bytes: c5 f1 f4 c2
@@ -674,14 +674,15 @@ vpmuludq xmm1, xmm12, xmm10
 vpmuludq xmm11, xmm2, xmm3
 ; bytes: c5 69 f4 db
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 f4 45 00
+vpmuludq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 f4 44 fc 80
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 f4 85 d4 fe ff ff
+vpmuludq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 f4 84 4b e8 03 00 00
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 f4 44 87 08
+vpmuludq xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 f4 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpmuludq_x_x_xm
 vpmuludq xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 f4 c7
@@ -692,11 +693,11 @@ vpmuludq xmm3, xmm24, xmm9
 vpmuludq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 f4 ea
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 61 bd 08 f4 6d 00
+vpmuludq xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 bd 08 f4 ac 87 08 00 00 00
 ; form: vpmuludq_x_x_xm
-vpmuludq xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 00 f4 85 d4 fe ff ff
+vpmuludq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 f4 44 fc f8
 ; form: vpmuludq_y_y_ym
 vpmuludq ymm0, ymm1, ymm2
 ; bytes: c5 f5 f4 c2
@@ -710,15 +711,14 @@ vpmuludq ymm1, ymm12, ymm10
 vpmuludq ymm11, ymm2, ymm3
 ; bytes: c5 6d f4 db
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 f4 44 fc 80
+vpmuludq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 f4 04 cd 40 00 00 00
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 f4 84 4b e8 03 00 00
+vpmuludq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 f4 44 30 7f
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 f4 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpmuludq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 f4 84 9c 00 10 00 00
 ; form: vpmuludq_y_y_ym
 vpmuludq ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 f4 c7
@@ -729,11 +729,12 @@ vpmuludq ymm3, ymm24, ymm9
 vpmuludq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 f4 ea
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 bd 28 f4 ac 87 08 00 00 00
+vpmuludq ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 bd 28 f4 ac 4b e8 03 00 00
 ; form: vpmuludq_y_y_ym
-vpmuludq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 20 f4 44 fc fc
+vpmuludq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 f4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpand_x_x_xm
 vpand xmm0, xmm1, xmm2
 ; bytes: c5 f1 db c2
@@ -747,14 +748,15 @@ vpand xmm1, xmm12, xmm10
 vpand xmm11, xmm2, xmm3
 ; bytes: c5 69 db db
 ; form: vpand_x_x_xm
-vpand xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 db 04 cd 40 00 00 00
+vpand xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 db 82 00 e0 ff ff
 ; form: vpand_x_x_xm
-vpand xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 db 44 30 7f
+vpand xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 db 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpand_x_x_xm
-vpand xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 db 84 9c 00 10 00 00
+vpand xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 db 07
 ; form: vpand_x_x_xm
 vpandd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 db c7
@@ -765,12 +767,11 @@ vpandd xmm3, xmm24, xmm9
 vpandd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 db ea
 ; form: vpand_x_x_xm
-vpandd xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 3d 08 db ac 4b e8 03 00 00
+vpandd xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 3d 08 db 2c cd 40 00 00 00
 ; form: vpand_x_x_xm
-vpandd xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 00 db 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpandd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 db 84 30 7f 00 00 00
 ; form: vpand_y_y_ym
 vpand ymm0, ymm1, ymm2
 ; bytes: c5 f5 db c2
@@ -784,15 +785,14 @@ vpand ymm1, ymm12, ymm10
 vpand ymm11, ymm2, ymm3
 ; bytes: c5 6d db db
 ; form: vpand_y_y_ym
-vpand ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 db 82 00 e0 ff ff
+vpand ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 db 44 24 08
 ; form: vpand_y_y_ym
-vpand ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 db 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpand ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 db 45 00
 ; form: vpand_y_y_ym
-vpand ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 db 07
+vpand ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 db 85 d4 fe ff ff
 ; form: vpand_y_y_ym
 vpandd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 db c7
@@ -803,11 +803,11 @@ vpandd ymm3, ymm24, ymm9
 vpandd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 db ea
 ; form: vpand_y_y_ym
-vpandd ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 61 3d 28 db 2c cd 40 00 00 00
+vpandd ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 28 db ac 9c 00 10 00 00
 ; form: vpand_y_y_ym
-vpandd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 20 db 84 30 7f 00 00 00
+vpandd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 db 82 00 e0 ff ff
 ; form: vpandn_x_x_xm
 vpandn xmm0, xmm1, xmm2
 ; bytes: c5 f1 df c2
@@ -821,14 +821,14 @@ vpandn xmm1, xmm12, xmm10
 vpandn xmm11, xmm2, xmm3
 ; bytes: c5 69 df db
 ; form: vpandn_x_x_xm
-vpandn xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 df 44 24 08
+vpandn xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 df 44 87 08
 ; form: vpandn_x_x_xm
-vpandn xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 df 45 00
+vpandn xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 df 44 fc 80
 ; form: vpandn_x_x_xm
-vpandn xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 df 85 d4 fe ff ff
+vpandn xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 df 84 4b e8 03 00 00
 ; form: vpandn_x_x_xm
 vpandnd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 df c7
@@ -839,11 +839,12 @@ vpandnd xmm3, xmm24, xmm9
 vpandnd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 df ea
 ; form: vpandn_x_x_xm
-vpandnd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3d 08 df ac 9c 00 10 00 00
+vpandnd xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 3d 08 df 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpandn_x_x_xm
-vpandnd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 df 82 00 e0 ff ff
+vpandnd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 df 07
 ; form: vpandn_y_y_ym
 vpandn ymm0, ymm1, ymm2
 ; bytes: c5 f5 df c2
@@ -857,14 +858,15 @@ vpandn ymm1, ymm12, ymm10
 vpandn ymm11, ymm2, ymm3
 ; bytes: c5 6d df db
 ; form: vpandn_y_y_ym
-vpandn ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 df 44 87 08
+vpandn ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 df 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpandn_y_y_ym
-vpandn ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 df 44 fc 80
+vpandn ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 df 04 cd 40 00 00 00
 ; form: vpandn_y_y_ym
-vpandn ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 df 84 4b e8 03 00 00
+vpandn ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 df 44 30 7f
 ; form: vpandn_y_y_ym
 vpandnd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 df c7
@@ -875,12 +877,11 @@ vpandnd ymm3, ymm24, ymm9
 vpandnd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 df ea
 ; form: vpandn_y_y_ym
-vpandnd ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 61 3d 28 df 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpandnd ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 3d 28 df ac 24 08 00 00 00
 ; form: vpandn_y_y_ym
-vpandnd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 75 20 df 07
+vpandnd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 df 45 00
 ; form: vpor_x_x_xm
 vpor xmm0, xmm1, xmm2
 ; bytes: c5 f1 eb c2
@@ -894,15 +895,15 @@ vpor xmm1, xmm12, xmm10
 vpor xmm11, xmm2, xmm3
 ; bytes: c5 69 eb db
 ; form: vpor_x_x_xm
-vpor xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vpor xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 eb 84 9c 00 10 00 00
+; form: vpor_x_x_xm
+vpor xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f1 eb 82 00 e0 ff ff
+; form: vpor_x_x_xm
+vpor xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 31 eb 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vpor_x_x_xm
-vpor xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 eb 04 cd 40 00 00 00
-; form: vpor_x_x_xm
-vpor xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 eb 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vpor_x_x_xm
 vpord xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 eb c7
@@ -913,11 +914,11 @@ vpord xmm3, xmm24, xmm9
 vpord xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 eb ea
 ; form: vpor_x_x_xm
-vpord xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 61 3d 08 eb ac 24 08 00 00 00
+vpord xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3d 08 eb ad d4 fe ff ff
 ; form: vpor_x_x_xm
-vpord xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 75 00 eb 45 00
+vpord xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 eb 84 87 08 00 00 00
 ; form: vpor_y_y_ym
 vpor ymm0, ymm1, ymm2
 ; bytes: c5 f5 eb c2
@@ -931,15 +932,14 @@ vpor ymm1, ymm12, ymm10
 vpor ymm11, ymm2, ymm3
 ; bytes: c5 6d eb db
 ; form: vpor_y_y_ym
-vpor ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 eb 84 9c 00 10 00 00
+vpor ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 eb 07
 ; form: vpor_y_y_ym
-vpor ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 eb 82 00 e0 ff ff
+vpor ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f5 eb 44 24 08
 ; form: vpor_y_y_ym
-vpor ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 eb 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpor ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 eb 45 00
 ; form: vpor_y_y_ym
 vpord ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 eb c7
@@ -950,11 +950,11 @@ vpord ymm3, ymm24, ymm9
 vpord ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 eb ea
 ; form: vpor_y_y_ym
-vpord ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 41 3d 28 eb ad d4 fe ff ff
+vpord ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 28 eb 6c fc fc
 ; form: vpor_y_y_ym
-vpord ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 20 eb 84 87 08 00 00 00
+vpord ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 eb 84 4b e8 03 00 00
 ; form: vpxor_x_x_xm
 vpxor xmm0, xmm1, xmm2
 ; bytes: c5 f1 ef c2
@@ -968,14 +968,14 @@ vpxor xmm1, xmm12, xmm10
 vpxor xmm11, xmm2, xmm3
 ; bytes: c5 69 ef db
 ; form: vpxor_x_x_xm
-vpxor xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 ef 07
+vpxor xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 ef 85 d4 fe ff ff
 ; form: vpxor_x_x_xm
-vpxor xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 ef 44 24 08
+vpxor xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 ef 44 87 08
 ; form: vpxor_x_x_xm
-vpxor xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 ef 45 00
+vpxor xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 ef 44 fc 80
 ; form: vpxor_x_x_xm
 vpxord xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 ef c7
@@ -986,11 +986,12 @@ vpxord xmm3, xmm24, xmm9
 vpxord xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 ef ea
 ; form: vpxor_x_x_xm
-vpxord xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3d 08 ef 6c fc f8
+vpxord xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 08 ef 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpxor_x_x_xm
-vpxord xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 00 ef 84 4b e8 03 00 00
+vpxord xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 ef 04 cd 40 00 00 00
 ; form: vpxor_y_y_ym
 vpxor ymm0, ymm1, ymm2
 ; bytes: c5 f5 ef c2
@@ -1004,14 +1005,15 @@ vpxor ymm1, ymm12, ymm10
 vpxor ymm11, ymm2, ymm3
 ; bytes: c5 6d ef db
 ; form: vpxor_y_y_ym
-vpxor ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 ef 85 d4 fe ff ff
+vpxor ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 ef 84 4b e8 03 00 00
 ; form: vpxor_y_y_ym
-vpxor ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 ef 44 87 08
+vpxor ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 ef 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpxor_y_y_ym
-vpxor ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 ef 44 fc 80
+vpxor ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 ef 04 cd 40 00 00 00
 ; form: vpxor_y_y_ym
 vpxord ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 ef c7
@@ -1022,12 +1024,11 @@ vpxord ymm3, ymm24, ymm9
 vpxord ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 ef ea
 ; form: vpxor_y_y_ym
-vpxord ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 3d 28 ef 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpxord ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 28 ef ac 30 7f 00 00 00
 ; form: vpxor_y_y_ym
-vpxord ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 ef 04 cd 40 00 00 00
+vpxord ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 ef 84 9c 00 10 00 00
 ; form: vpcmpeqb_x_x_xm
 vpcmpeqb xmm0, xmm1, xmm2
 ; bytes: c5 f1 74 c2
@@ -1041,15 +1042,14 @@ vpcmpeqb xmm1, xmm12, xmm10
 vpcmpeqb xmm11, xmm2, xmm3
 ; bytes: c5 69 74 db
 ; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 74 84 4b e8 03 00 00
+vpcmpeqb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 74 44 30 7f
 ; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 74 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpcmpeqb xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 74 84 9c 00 10 00 00
 ; form: vpcmpeqb_x_x_xm
-vpcmpeqb xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 74 04 cd 40 00 00 00
+vpcmpeqb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 74 82 00 e0 ff ff
 ; form: vpcmpeqb_y_y_ym
 vpcmpeqb ymm0, ymm1, ymm2
 ; bytes: c5 f5 74 c2
@@ -1063,14 +1063,15 @@ vpcmpeqb ymm1, ymm12, ymm10
 vpcmpeqb ymm11, ymm2, ymm3
 ; bytes: c5 6d 74 db
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 74 44 30 7f
+vpcmpeqb ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 74 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 74 84 9c 00 10 00 00
+vpcmpeqb ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 74 07
 ; form: vpcmpeqb_y_y_ym
-vpcmpeqb ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 74 82 00 e0 ff ff
+vpcmpeqb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 74 44 24 08
 ; form: vpcmpeqw_x_x_xm
 vpcmpeqw xmm0, xmm1, xmm2
 ; bytes: c5 f1 75 c2
@@ -1084,15 +1085,14 @@ vpcmpeqw xmm1, xmm12, xmm10
 vpcmpeqw xmm11, xmm2, xmm3
 ; bytes: c5 69 75 db
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 75 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpcmpeqw xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 75 45 00
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c5 f1 75 07
+vpcmpeqw xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c1 71 75 85 d4 fe ff ff
 ; form: vpcmpeqw_x_x_xm
-vpcmpeqw xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 75 44 24 08
+vpcmpeqw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 75 44 87 08
 ; form: vpcmpeqw_y_y_ym
 vpcmpeqw ymm0, ymm1, ymm2
 ; bytes: c5 f5 75 c2
@@ -1106,14 +1106,15 @@ vpcmpeqw ymm1, ymm12, ymm10
 vpcmpeqw ymm11, ymm2, ymm3
 ; bytes: c5 6d 75 db
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 75 45 00
+vpcmpeqw ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 75 44 fc 80
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c1 75 75 85 d4 fe ff ff
+vpcmpeqw ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 75 75 84 4b e8 03 00 00
 ; form: vpcmpeqw_y_y_ym
-vpcmpeqw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 75 44 87 08
+vpcmpeqw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 75 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpcmpeqd_x_x_xm
 vpcmpeqd xmm0, xmm1, xmm2
 ; bytes: c5 f1 76 c2
@@ -1127,15 +1128,14 @@ vpcmpeqd xmm1, xmm12, xmm10
 vpcmpeqd xmm11, xmm2, xmm3
 ; bytes: c5 69 76 db
 ; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 76 44 fc 80
+vpcmpeqd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 76 04 cd 40 00 00 00
 ; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 71 76 84 4b e8 03 00 00
+vpcmpeqd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 71 76 44 30 7f
 ; form: vpcmpeqd_x_x_xm
-vpcmpeqd xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c5 31 76 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpcmpeqd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 76 84 9c 00 10 00 00
 ; form: vpcmpeqd_y_y_ym
 vpcmpeqd ymm0, ymm1, ymm2
 ; bytes: c5 f5 76 c2
@@ -1149,14 +1149,15 @@ vpcmpeqd ymm1, ymm12, ymm10
 vpcmpeqd ymm11, ymm2, ymm3
 ; bytes: c5 6d 76 db
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 76 04 cd 40 00 00 00
+vpcmpeqd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 76 82 00 e0 ff ff
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 75 76 44 30 7f
+vpcmpeqd ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c5 f5 76 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpcmpeqd_y_y_ym
-vpcmpeqd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 76 84 9c 00 10 00 00
+vpcmpeqd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 76 07
 ; form: vpcmpgtb_x_x_xm
 vpcmpgtb xmm0, xmm1, xmm2
 ; bytes: c5 f1 64 c2
@@ -1170,15 +1171,14 @@ vpcmpgtb xmm1, xmm12, xmm10
 vpcmpgtb xmm11, xmm2, xmm3
 ; bytes: c5 69 64 db
 ; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 64 82 00 e0 ff ff
+vpcmpgtb xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 64 44 24 08
 ; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f1 64 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpcmpgtb xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 64 45 00
 ; form: vpcmpgtb_x_x_xm
-vpcmpgtb xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 64 07
+vpcmpgtb xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 64 85 d4 fe ff ff
 ; form: vpcmpgtb_y_y_ym
 vpcmpgtb ymm0, ymm1, ymm2
 ; bytes: c5 f5 64 c2
@@ -1192,14 +1192,14 @@ vpcmpgtb ymm1, ymm12, ymm10
 vpcmpgtb ymm11, ymm2, ymm3
 ; bytes: c5 6d 64 db
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 64 44 24 08
+vpcmpgtb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 64 44 87 08
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f5 64 45 00
+vpcmpgtb ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 64 44 fc 80
 ; form: vpcmpgtb_y_y_ym
-vpcmpgtb ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 64 85 d4 fe ff ff
+vpcmpgtb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 64 84 4b e8 03 00 00
 ; form: vpcmpgtw_x_x_xm
 vpcmpgtw xmm0, xmm1, xmm2
 ; bytes: c5 f1 65 c2
@@ -1213,14 +1213,15 @@ vpcmpgtw xmm1, xmm12, xmm10
 vpcmpgtw xmm11, xmm2, xmm3
 ; bytes: c5 69 65 db
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 65 44 87 08
+vpcmpgtw xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 65 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 71 65 44 fc 80
+vpcmpgtw xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f1 65 04 cd 40 00 00 00
 ; form: vpcmpgtw_x_x_xm
-vpcmpgtw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 65 84 4b e8 03 00 00
+vpcmpgtw xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 65 44 30 7f
 ; form: vpcmpgtw_y_y_ym
 vpcmpgtw ymm0, ymm1, ymm2
 ; bytes: c5 f5 65 c2
@@ -1234,15 +1235,15 @@ vpcmpgtw ymm1, ymm12, ymm10
 vpcmpgtw ymm11, ymm2, ymm3
 ; bytes: c5 6d 65 db
 ; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vpcmpgtw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 65 84 9c 00 10 00 00
+; form: vpcmpgtw_y_y_ym
+vpcmpgtw ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f5 65 82 00 e0 ff ff
+; form: vpcmpgtw_y_y_ym
+vpcmpgtw ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 35 65 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f5 65 04 cd 40 00 00 00
-; form: vpcmpgtw_y_y_ym
-vpcmpgtw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 65 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vpcmpgtd_x_x_xm
 vpcmpgtd xmm0, xmm1, xmm2
 ; bytes: c5 f1 66 c2
@@ -1256,15 +1257,14 @@ vpcmpgtd xmm1, xmm12, xmm10
 vpcmpgtd xmm11, xmm2, xmm3
 ; bytes: c5 69 66 db
 ; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 66 84 9c 00 10 00 00
+vpcmpgtd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 66 07
 ; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f1 66 82 00 e0 ff ff
+vpcmpgtd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 66 44 24 08
 ; form: vpcmpgtd_x_x_xm
-vpcmpgtd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 66 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpcmpgtd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 66 45 00
 ; form: vpcmpgtd_y_y_ym
 vpcmpgtd ymm0, ymm1, ymm2
 ; bytes: c5 f5 66 c2
@@ -1278,14 +1278,14 @@ vpcmpgtd ymm1, ymm12, ymm10
 vpcmpgtd ymm11, ymm2, ymm3
 ; bytes: c5 6d 66 db
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 66 07
+vpcmpgtd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 66 85 d4 fe ff ff
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f5 66 44 24 08
+vpcmpgtd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 66 44 87 08
 ; form: vpcmpgtd_y_y_ym
-vpcmpgtd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 66 45 00
+vpcmpgtd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 66 44 fc 80
 ; form: vpunpcklbw_x_x_xm
 vpunpcklbw xmm0, xmm1, xmm2
 ; bytes: c5 f1 60 c2
@@ -1299,14 +1299,15 @@ vpunpcklbw xmm1, xmm12, xmm10
 vpunpcklbw xmm11, xmm2, xmm3
 ; bytes: c5 69 60 db
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 60 85 d4 fe ff ff
+vpunpcklbw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 60 84 4b e8 03 00 00
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 60 44 87 08
+vpunpcklbw xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 60 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 60 44 fc 80
+vpunpcklbw xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 60 04 cd 40 00 00 00
 ; form: vpunpcklbw_x_x_xm
 vpunpcklbw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 60 c7
@@ -1317,12 +1318,11 @@ vpunpcklbw xmm3, xmm24, xmm9
 vpunpcklbw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 60 ea
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm29, xmm8, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 3d 08 60 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpunpcklbw xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 08 60 ac 30 7f 00 00 00
 ; form: vpunpcklbw_x_x_xm
-vpunpcklbw xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 00 60 04 cd 40 00 00 00
+vpunpcklbw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 60 84 9c 00 10 00 00
 ; form: vpunpcklbw_y_y_ym
 vpunpcklbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 60 c2
@@ -1336,15 +1336,14 @@ vpunpcklbw ymm1, ymm12, ymm10
 vpunpcklbw ymm11, ymm2, ymm3
 ; bytes: c5 6d 60 db
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 60 84 4b e8 03 00 00
+vpunpcklbw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 60 44 30 7f
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 60 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpunpcklbw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 60 84 9c 00 10 00 00
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 60 04 cd 40 00 00 00
+vpunpcklbw ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 60 82 00 e0 ff ff
 ; form: vpunpcklbw_y_y_ym
 vpunpcklbw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 60 c7
@@ -1355,11 +1354,12 @@ vpunpcklbw ymm3, ymm24, ymm9
 vpunpcklbw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 60 ea
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 3d 28 60 ac 30 7f 00 00 00
+vpunpcklbw ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 3d 28 60 aa 00 e0 ff ff
 ; form: vpunpcklbw_y_y_ym
-vpunpcklbw ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 20 60 84 9c 00 10 00 00
+vpunpcklbw ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 75 20 60 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpcklwd_x_x_xm
 vpunpcklwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 61 c2
@@ -1373,14 +1373,15 @@ vpunpcklwd xmm1, xmm12, xmm10
 vpunpcklwd xmm11, xmm2, xmm3
 ; bytes: c5 69 61 db
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 61 44 30 7f
+vpunpcklwd xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c5 31 61 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 71 61 84 9c 00 10 00 00
+vpunpcklwd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c5 f1 61 07
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 31 61 82 00 e0 ff ff
+vpunpcklwd xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 61 44 24 08
 ; form: vpunpcklwd_x_x_xm
 vpunpcklwd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 61 c7
@@ -1391,12 +1392,11 @@ vpunpcklwd xmm3, xmm24, xmm9
 vpunpcklwd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 61 ea
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm29, xmm8, xmmword ptr [rdx - 8192]
-; bytes: 62 61 3d 08 61 aa 00 e0 ff ff
+vpunpcklwd xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 61 3d 08 61 2f
 ; form: vpunpcklwd_x_x_xm
-vpunpcklwd xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 75 00 61 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpunpcklwd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 61 84 24 08 00 00 00
 ; form: vpunpcklwd_y_y_ym
 vpunpcklwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 61 c2
@@ -1410,15 +1410,14 @@ vpunpcklwd ymm1, ymm12, ymm10
 vpunpcklwd ymm11, ymm2, ymm3
 ; bytes: c5 6d 61 db
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 61 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpunpcklwd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 61 45 00
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c5 f5 61 07
+vpunpcklwd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c1 75 61 85 d4 fe ff ff
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 35 61 44 24 08
+vpunpcklwd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 61 44 87 08
 ; form: vpunpcklwd_y_y_ym
 vpunpcklwd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 61 c7
@@ -1429,11 +1428,11 @@ vpunpcklwd ymm3, ymm24, ymm9
 vpunpcklwd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 61 ea
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm29, ymm8, ymmword ptr [rdi]
-; bytes: 62 61 3d 28 61 2f
+vpunpcklwd ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 61 3d 28 61 6d 00
 ; form: vpunpcklwd_y_y_ym
-vpunpcklwd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 61 84 24 08 00 00 00
+vpunpcklwd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 75 20 61 85 d4 fe ff ff
 ; form: vpunpckldq_x_x_xm
 vpunpckldq xmm0, xmm1, xmm2
 ; bytes: c5 f1 62 c2
@@ -1447,14 +1446,15 @@ vpunpckldq xmm1, xmm12, xmm10
 vpunpckldq xmm11, xmm2, xmm3
 ; bytes: c5 69 62 db
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 62 45 00
+vpunpckldq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 62 44 fc 80
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c1 71 62 85 d4 fe ff ff
+vpunpckldq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 71 62 84 4b e8 03 00 00
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 31 62 44 87 08
+vpunpckldq xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 62 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpunpckldq_x_x_xm
 vpunpckldq xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 62 c7
@@ -1465,11 +1465,11 @@ vpunpckldq xmm3, xmm24, xmm9
 vpunpckldq xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 62 ea
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 61 3d 08 62 6d 00
+vpunpckldq xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 3d 08 62 ac 87 08 00 00 00
 ; form: vpunpckldq_x_x_xm
-vpunpckldq xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 75 00 62 85 d4 fe ff ff
+vpunpckldq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 62 44 fc f8
 ; form: vpunpckldq_y_y_ym
 vpunpckldq ymm0, ymm1, ymm2
 ; bytes: c5 f5 62 c2
@@ -1483,15 +1483,14 @@ vpunpckldq ymm1, ymm12, ymm10
 vpunpckldq ymm11, ymm2, ymm3
 ; bytes: c5 6d 62 db
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 62 44 fc 80
+vpunpckldq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 62 04 cd 40 00 00 00
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 75 62 84 4b e8 03 00 00
+vpunpckldq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 75 62 44 30 7f
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c5 35 62 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpunpckldq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 62 84 9c 00 10 00 00
 ; form: vpunpckldq_y_y_ym
 vpunpckldq ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 62 c7
@@ -1502,11 +1501,12 @@ vpunpckldq ymm3, ymm24, ymm9
 vpunpckldq ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 62 ea
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 3d 28 62 ac 87 08 00 00 00
+vpunpckldq ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 3d 28 62 ac 4b e8 03 00 00
 ; form: vpunpckldq_y_y_ym
-vpunpckldq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 20 62 44 fc fc
+vpunpckldq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 62 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpcklqdq_x_x_xm
 vpunpcklqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6c c2
@@ -1520,14 +1520,15 @@ vpunpcklqdq xmm1, xmm12, xmm10
 vpunpcklqdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6c db
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 6c 04 cd 40 00 00 00
+vpunpcklqdq xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 6c 82 00 e0 ff ff
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c1 71 6c 44 30 7f
+vpunpcklqdq xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c5 f1 6c 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 6c 84 9c 00 10 00 00
+vpunpcklqdq xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 6c 07
 ; form: vpunpcklqdq_x_x_xm
 vpunpcklqdq xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 6c c7
@@ -1538,12 +1539,11 @@ vpunpcklqdq xmm3, xmm24, xmm9
 vpunpcklqdq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 6c ea
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 21 bd 08 6c ac 4b e8 03 00 00
+vpunpcklqdq xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 61 bd 08 6c 2c cd 40 00 00 00
 ; form: vpunpcklqdq_x_x_xm
-vpunpcklqdq xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 00 6c 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpunpcklqdq xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 6c 84 30 7f 00 00 00
 ; form: vpunpcklqdq_y_y_ym
 vpunpcklqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6c c2
@@ -1557,15 +1557,14 @@ vpunpcklqdq ymm1, ymm12, ymm10
 vpunpcklqdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6c db
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 6c 82 00 e0 ff ff
+vpunpcklqdq ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 6c 44 24 08
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c5 f5 6c 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpunpcklqdq ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c5 f5 6c 45 00
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 6c 07
+vpunpcklqdq ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 6c 85 d4 fe ff ff
 ; form: vpunpcklqdq_y_y_ym
 vpunpcklqdq ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 6c c7
@@ -1576,11 +1575,11 @@ vpunpcklqdq ymm3, ymm24, ymm9
 vpunpcklqdq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 6c ea
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 61 bd 28 6c 2c cd 40 00 00 00
+vpunpcklqdq ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 bd 28 6c ac 9c 00 10 00 00
 ; form: vpunpcklqdq_y_y_ym
-vpunpcklqdq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 6c 84 30 7f 00 00 00
+vpunpcklqdq ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 6c 82 00 e0 ff ff
 ; form: vpunpckhbw_x_x_xm
 vpunpckhbw xmm0, xmm1, xmm2
 ; bytes: c5 f1 68 c2
@@ -1594,14 +1593,14 @@ vpunpckhbw xmm1, xmm12, xmm10
 vpunpckhbw xmm11, xmm2, xmm3
 ; bytes: c5 69 68 db
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c5 31 68 44 24 08
+vpunpckhbw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 31 68 44 87 08
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c5 f1 68 45 00
+vpunpckhbw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 71 68 44 fc 80
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 68 85 d4 fe ff ff
+vpunpckhbw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 68 84 4b e8 03 00 00
 ; form: vpunpckhbw_x_x_xm
 vpunpckhbw xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 68 c7
@@ -1612,11 +1611,12 @@ vpunpckhbw xmm3, xmm24, xmm9
 vpunpckhbw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 68 ea
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3d 08 68 ac 9c 00 10 00 00
+vpunpckhbw xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 61 3d 08 68 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpckhbw_x_x_xm
-vpunpckhbw xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 68 82 00 e0 ff ff
+vpunpckhbw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 68 07
 ; form: vpunpckhbw_y_y_ym
 vpunpckhbw ymm0, ymm1, ymm2
 ; bytes: c5 f5 68 c2
@@ -1630,14 +1630,15 @@ vpunpckhbw ymm1, ymm12, ymm10
 vpunpckhbw ymm11, ymm2, ymm3
 ; bytes: c5 6d 68 db
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 35 68 44 87 08
+vpunpckhbw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c5 35 68 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 75 68 44 fc 80
+vpunpckhbw ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c5 f5 68 04 cd 40 00 00 00
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 68 84 4b e8 03 00 00
+vpunpckhbw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 68 44 30 7f
 ; form: vpunpckhbw_y_y_ym
 vpunpckhbw ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 68 c7
@@ -1648,12 +1649,11 @@ vpunpckhbw ymm3, ymm24, ymm9
 vpunpckhbw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 68 ea
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 61 3d 28 68 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpunpckhbw ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 61 3d 28 68 ac 24 08 00 00 00
 ; form: vpunpckhbw_y_y_ym
-vpunpckhbw ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 75 20 68 07
+vpunpckhbw ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 68 45 00
 ; form: vpunpckhwd_x_x_xm
 vpunpckhwd xmm0, xmm1, xmm2
 ; bytes: c5 f1 69 c2
@@ -1667,15 +1667,15 @@ vpunpckhwd xmm1, xmm12, xmm10
 vpunpckhwd xmm11, xmm2, xmm3
 ; bytes: c5 69 69 db
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vpunpckhwd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 31 69 84 9c 00 10 00 00
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c5 f1 69 82 00 e0 ff ff
+; form: vpunpckhwd_x_x_xm
+vpunpckhwd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c5 31 69 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c5 f1 69 04 cd 40 00 00 00
-; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 41 31 69 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vpunpckhwd_x_x_xm
 vpunpckhwd xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 69 c7
@@ -1686,11 +1686,11 @@ vpunpckhwd xmm3, xmm24, xmm9
 vpunpckhwd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 69 ea
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 61 3d 08 69 ac 24 08 00 00 00
+vpunpckhwd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 41 3d 08 69 ad d4 fe ff ff
 ; form: vpunpckhwd_x_x_xm
-vpunpckhwd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 75 00 69 45 00
+vpunpckhwd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 69 84 87 08 00 00 00
 ; form: vpunpckhwd_y_y_ym
 vpunpckhwd ymm0, ymm1, ymm2
 ; bytes: c5 f5 69 c2
@@ -1704,15 +1704,14 @@ vpunpckhwd ymm1, ymm12, ymm10
 vpunpckhwd ymm11, ymm2, ymm3
 ; bytes: c5 6d 69 db
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 35 69 84 9c 00 10 00 00
+vpunpckhwd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c5 35 69 07
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c5 f5 69 82 00 e0 ff ff
+vpunpckhwd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c5 f5 69 44 24 08
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c5 35 69 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vpunpckhwd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c5 35 69 45 00
 ; form: vpunpckhwd_y_y_ym
 vpunpckhwd ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 69 c7
@@ -1723,11 +1722,11 @@ vpunpckhwd ymm3, ymm24, ymm9
 vpunpckhwd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 69 ea
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 41 3d 28 69 ad d4 fe ff ff
+vpunpckhwd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 28 69 6c fc fc
 ; form: vpunpckhwd_y_y_ym
-vpunpckhwd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 20 69 84 87 08 00 00 00
+vpunpckhwd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 69 84 4b e8 03 00 00
 ; form: vpunpckhdq_x_x_xm
 vpunpckhdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6a c2
@@ -1741,14 +1740,14 @@ vpunpckhdq xmm1, xmm12, xmm10
 vpunpckhdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6a db
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 31 6a 07
+vpunpckhdq xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 6a 85 d4 fe ff ff
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c5 f1 6a 44 24 08
+vpunpckhdq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f1 6a 44 87 08
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c5 31 6a 45 00
+vpunpckhdq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 31 6a 44 fc 80
 ; form: vpunpckhdq_x_x_xm
 vpunpckhdq xmm16, xmm17, xmm31
 ; bytes: 62 81 75 00 6a c7
@@ -1759,11 +1758,12 @@ vpunpckhdq xmm3, xmm24, xmm9
 vpunpckhdq xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 6a ea
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 3d 08 6a 6c fc f8
+vpunpckhdq xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 08 6a 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpckhdq_x_x_xm
-vpunpckhdq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 00 6a 84 4b e8 03 00 00
+vpunpckhdq xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 6a 04 cd 40 00 00 00
 ; form: vpunpckhdq_y_y_ym
 vpunpckhdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6a c2
@@ -1777,14 +1777,15 @@ vpunpckhdq ymm1, ymm12, ymm10
 vpunpckhdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6a db
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 35 6a 85 d4 fe ff ff
+vpunpckhdq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 6a 84 4b e8 03 00 00
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f5 6a 44 87 08
+vpunpckhdq ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c5 f5 6a 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 35 6a 44 fc 80
+vpunpckhdq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c5 35 6a 04 cd 40 00 00 00
 ; form: vpunpckhdq_y_y_ym
 vpunpckhdq ymm16, ymm17, ymm31
 ; bytes: 62 81 75 20 6a c7
@@ -1795,12 +1796,11 @@ vpunpckhdq ymm3, ymm24, ymm9
 vpunpckhdq ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 6a ea
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 3d 28 6a 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpunpckhdq ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 28 6a ac 30 7f 00 00 00
 ; form: vpunpckhdq_y_y_ym
-vpunpckhdq ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 6a 04 cd 40 00 00 00
+vpunpckhdq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 6a 84 9c 00 10 00 00
 ; form: vpunpckhqdq_x_x_xm
 vpunpckhqdq xmm0, xmm1, xmm2
 ; bytes: c5 f1 6d c2
@@ -1814,15 +1814,14 @@ vpunpckhqdq xmm1, xmm12, xmm10
 vpunpckhqdq xmm11, xmm2, xmm3
 ; bytes: c5 69 6d db
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 31 6d 84 4b e8 03 00 00
+vpunpckhqdq xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 6d 44 30 7f
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c5 f1 6d 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vpunpckhqdq xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 71 6d 84 9c 00 10 00 00
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c5 31 6d 04 cd 40 00 00 00
+vpunpckhqdq xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c5 31 6d 82 00 e0 ff ff
 ; form: vpunpckhqdq_x_x_xm
 vpunpckhqdq xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 6d c7
@@ -1833,11 +1832,12 @@ vpunpckhqdq xmm3, xmm24, xmm9
 vpunpckhqdq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 6d ea
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 41 bd 08 6d ac 30 7f 00 00 00
+vpunpckhqdq xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 61 bd 08 6d aa 00 e0 ff ff
 ; form: vpunpckhqdq_x_x_xm
-vpunpckhqdq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 00 6d 84 9c 00 10 00 00
+vpunpckhqdq xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 f5 00 6d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpckhqdq_y_y_ym
 vpunpckhqdq ymm0, ymm1, ymm2
 ; bytes: c5 f5 6d c2
@@ -1851,14 +1851,15 @@ vpunpckhqdq ymm1, ymm12, ymm10
 vpunpckhqdq ymm11, ymm2, ymm3
 ; bytes: c5 6d 6d db
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 35 6d 44 30 7f
+vpunpckhqdq ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 6d 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 75 6d 84 9c 00 10 00 00
+vpunpckhqdq ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c5 f5 6d 07
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c5 35 6d 82 00 e0 ff ff
+vpunpckhqdq ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c5 35 6d 44 24 08
 ; form: vpunpckhqdq_y_y_ym
 vpunpckhqdq ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 6d c7
@@ -1869,12 +1870,11 @@ vpunpckhqdq ymm3, ymm24, ymm9
 vpunpckhqdq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 6d ea
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 61 bd 28 6d aa 00 e0 ff ff
+vpunpckhqdq ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 61 bd 28 6d 2f
 ; form: vpunpckhqdq_y_y_ym
-vpunpckhqdq ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 f5 20 6d 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpunpckhqdq ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 f5 20 6d 84 24 08 00 00 00
 ; form: vpmulld_x_x_xm
 vpmulld xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 40 c2
@@ -1888,15 +1888,14 @@ vpmulld xmm1, xmm12, xmm10
 vpmulld xmm11, xmm2, xmm3
 ; bytes: c4 62 69 40 db
 ; form: vpmulld_x_x_xm
-vpmulld xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 40 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmulld xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 31 40 45 00
 ; form: vpmulld_x_x_xm
-vpmulld xmm0, xmm1, xmmword ptr [rdi]
-; bytes: c4 e2 71 40 07
+vpmulld xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: c4 c2 71 40 85 d4 fe ff ff
 ; form: vpmulld_x_x_xm
-vpmulld xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 31 40 44 24 08
+vpmulld xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 40 44 87 08
 ; form: vpmulld_x_x_xm
 vpmulld xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 40 c7
@@ -1907,11 +1906,11 @@ vpmulld xmm3, xmm24, xmm9
 vpmulld xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 40 ea
 ; form: vpmulld_x_x_xm
-vpmulld xmm29, xmm8, xmmword ptr [rdi]
-; bytes: 62 62 3d 08 40 2f
+vpmulld xmm29, xmm8, xmmword ptr [rbp]
+; bytes: 62 62 3d 08 40 6d 00
 ; form: vpmulld_x_x_xm
-vpmulld xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e2 75 00 40 84 24 08 00 00 00
+vpmulld xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 75 00 40 85 d4 fe ff ff
 ; form: vpmulld_y_y_ym
 vpmulld ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 40 c2
@@ -1925,14 +1924,15 @@ vpmulld ymm1, ymm12, ymm10
 vpmulld ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 40 db
 ; form: vpmulld_y_y_ym
-vpmulld ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 40 45 00
+vpmulld ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 35 40 44 fc 80
 ; form: vpmulld_y_y_ym
-vpmulld ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: c4 c2 75 40 85 d4 fe ff ff
+vpmulld ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 75 40 84 4b e8 03 00 00
 ; form: vpmulld_y_y_ym
-vpmulld ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 35 40 44 87 08
+vpmulld ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 40 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmulld_y_y_ym
 vpmulld ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 40 c7
@@ -1943,11 +1943,11 @@ vpmulld ymm3, ymm24, ymm9
 vpmulld ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 40 ea
 ; form: vpmulld_y_y_ym
-vpmulld ymm29, ymm8, ymmword ptr [rbp]
-; bytes: 62 62 3d 28 40 6d 00
+vpmulld ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 28 40 ac 87 08 00 00 00
 ; form: vpmulld_y_y_ym
-vpmulld ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 75 20 40 85 d4 fe ff ff
+vpmulld ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 40 44 fc fc
 ; form: vpcmpeqq_x_x_xm
 vpcmpeqq xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 29 c2
@@ -1961,15 +1961,14 @@ vpcmpeqq xmm1, xmm12, xmm10
 vpcmpeqq xmm11, xmm2, xmm3
 ; bytes: c4 62 69 29 db
 ; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 29 44 fc 80
+vpcmpeqq xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 31 29 04 cd 40 00 00 00
 ; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 71 29 84 4b e8 03 00 00
+vpcmpeqq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 71 29 44 30 7f
 ; form: vpcmpeqq_x_x_xm
-vpcmpeqq xmm8, xmm9, xmmword ptr [rip + foo + 16]
-; bytes: c4 62 31 29 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpcmpeqq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 29 84 9c 00 10 00 00
 ; form: vpcmpeqq_y_y_ym
 vpcmpeqq ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 29 c2
@@ -1983,14 +1982,15 @@ vpcmpeqq ymm1, ymm12, ymm10
 vpcmpeqq ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 29 db
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 29 04 cd 40 00 00 00
+vpcmpeqq ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 35 29 82 00 e0 ff ff
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 75 29 44 30 7f
+vpcmpeqq ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c4 e2 75 29 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpcmpeqq_y_y_ym
-vpcmpeqq ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 29 84 9c 00 10 00 00
+vpcmpeqq ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 35 29 07
 ; form: vpcmpgtq_x_x_xm
 vpcmpgtq xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 37 c2
@@ -2004,15 +2004,14 @@ vpcmpgtq xmm1, xmm12, xmm10
 vpcmpgtq xmm11, xmm2, xmm3
 ; bytes: c4 62 69 37 db
 ; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 31 37 82 00 e0 ff ff
+vpcmpgtq xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 37 44 24 08
 ; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c4 e2 71 37 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpcmpgtq xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c4 e2 71 37 45 00
 ; form: vpcmpgtq_x_x_xm
-vpcmpgtq xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 31 37 07
+vpcmpgtq xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 31 37 85 d4 fe ff ff
 ; form: vpcmpgtq_y_y_ym
 vpcmpgtq ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 37 c2
@@ -2026,14 +2025,14 @@ vpcmpgtq ymm1, ymm12, ymm10
 vpcmpgtq ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 37 db
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 35 37 44 24 08
+vpcmpgtq ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 37 44 87 08
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c4 e2 75 37 45 00
+vpcmpgtq ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 75 37 44 fc 80
 ; form: vpcmpgtq_y_y_ym
-vpcmpgtq ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 35 37 85 d4 fe ff ff
+vpcmpgtq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 35 37 84 4b e8 03 00 00
 ; form: vpminsd_x_x_xm
 vpminsd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 39 c2
@@ -2047,14 +2046,15 @@ vpminsd xmm1, xmm12, xmm10
 vpminsd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 39 db
 ; form: vpminsd_x_x_xm
-vpminsd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 39 44 87 08
+vpminsd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 39 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpminsd_x_x_xm
-vpminsd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 71 39 44 fc 80
+vpminsd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c4 e2 71 39 04 cd 40 00 00 00
 ; form: vpminsd_x_x_xm
-vpminsd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 39 84 4b e8 03 00 00
+vpminsd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 39 44 30 7f
 ; form: vpminsd_x_x_xm
 vpminsd xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 39 c7
@@ -2065,12 +2065,11 @@ vpminsd xmm3, xmm24, xmm9
 vpminsd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 39 ea
 ; form: vpminsd_x_x_xm
-vpminsd xmm29, xmm8, xmmword ptr [rip + bar]
-; bytes: 62 62 3d 08 39 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpminsd xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 62 3d 08 39 ac 24 08 00 00 00
 ; form: vpminsd_x_x_xm
-vpminsd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 75 00 39 07
+vpminsd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 39 45 00
 ; form: vpminsd_y_y_ym
 vpminsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 39 c2
@@ -2084,15 +2083,15 @@ vpminsd ymm1, ymm12, ymm10
 vpminsd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 39 db
 ; form: vpminsd_y_y_ym
-vpminsd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vpminsd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 39 84 9c 00 10 00 00
+; form: vpminsd_y_y_ym
+vpminsd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c4 e2 75 39 82 00 e0 ff ff
+; form: vpminsd_y_y_ym
+vpminsd ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c4 62 35 39 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpminsd_y_y_ym
-vpminsd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c4 e2 75 39 04 cd 40 00 00 00
-; form: vpminsd_y_y_ym
-vpminsd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 39 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpminsd_y_y_ym
 vpminsd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 39 c7
@@ -2103,11 +2102,11 @@ vpminsd ymm3, ymm24, ymm9
 vpminsd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 39 ea
 ; form: vpminsd_y_y_ym
-vpminsd ymm29, ymm8, ymmword ptr [rsp + 8]
-; bytes: 62 62 3d 28 39 ac 24 08 00 00 00
+vpminsd ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 42 3d 28 39 ad d4 fe ff ff
 ; form: vpminsd_y_y_ym
-vpminsd ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 39 45 00
+vpminsd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 39 84 87 08 00 00 00
 ; form: vpminud_x_x_xm
 vpminud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3b c2
@@ -2121,15 +2120,14 @@ vpminud xmm1, xmm12, xmm10
 vpminud xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3b db
 ; form: vpminud_x_x_xm
-vpminud xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 31 3b 84 9c 00 10 00 00
+vpminud xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 31 3b 07
 ; form: vpminud_x_x_xm
-vpminud xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c4 e2 71 3b 82 00 e0 ff ff
+vpminud xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c4 e2 71 3b 44 24 08
 ; form: vpminud_x_x_xm
-vpminud xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c4 62 31 3b 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpminud xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c4 62 31 3b 45 00
 ; form: vpminud_x_x_xm
 vpminud xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 3b c7
@@ -2140,11 +2138,11 @@ vpminud xmm3, xmm24, xmm9
 vpminud xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3b ea
 ; form: vpminud_x_x_xm
-vpminud xmm29, xmm8, xmmword ptr [r13 - 300]
-; bytes: 62 42 3d 08 3b ad d4 fe ff ff
+vpminud xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 08 3b 6c fc f8
 ; form: vpminud_x_x_xm
-vpminud xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 00 3b 84 87 08 00 00 00
+vpminud xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 00 3b 84 4b e8 03 00 00
 ; form: vpminud_y_y_ym
 vpminud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3b c2
@@ -2158,14 +2156,14 @@ vpminud ymm1, ymm12, ymm10
 vpminud ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3b db
 ; form: vpminud_y_y_ym
-vpminud ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 35 3b 07
+vpminud ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 35 3b 85 d4 fe ff ff
 ; form: vpminud_y_y_ym
-vpminud ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c4 e2 75 3b 44 24 08
+vpminud ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 75 3b 44 87 08
 ; form: vpminud_y_y_ym
-vpminud ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c4 62 35 3b 45 00
+vpminud ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 35 3b 44 fc 80
 ; form: vpminud_y_y_ym
 vpminud ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 3b c7
@@ -2176,11 +2174,12 @@ vpminud ymm3, ymm24, ymm9
 vpminud ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3b ea
 ; form: vpminud_y_y_ym
-vpminud ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 3d 28 3b 6c fc fc
+vpminud ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 62 3d 28 3b 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpminud_y_y_ym
-vpminud ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 20 3b 84 4b e8 03 00 00
+vpminud ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 20 3b 04 cd 40 00 00 00
 ; form: vpmaxsd_x_x_xm
 vpmaxsd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3d c2
@@ -2194,14 +2193,15 @@ vpmaxsd xmm1, xmm12, xmm10
 vpmaxsd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3d db
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 31 3d 85 d4 fe ff ff
+vpmaxsd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 3d 84 4b e8 03 00 00
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 71 3d 44 87 08
+vpmaxsd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c4 e2 71 3d 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 31 3d 44 fc 80
+vpmaxsd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c4 62 31 3d 04 cd 40 00 00 00
 ; form: vpmaxsd_x_x_xm
 vpmaxsd xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 3d c7
@@ -2212,12 +2212,11 @@ vpmaxsd xmm3, xmm24, xmm9
 vpmaxsd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3d ea
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm29, xmm8, xmmword ptr [rip + foo + 16]
-; bytes: 62 62 3d 08 3d 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpmaxsd xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 42 3d 08 3d ac 30 7f 00 00 00
 ; form: vpmaxsd_x_x_xm
-vpmaxsd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 00 3d 04 cd 40 00 00 00
+vpmaxsd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 3d 84 9c 00 10 00 00
 ; form: vpmaxsd_y_y_ym
 vpmaxsd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3d c2
@@ -2231,15 +2230,14 @@ vpmaxsd ymm1, ymm12, ymm10
 vpmaxsd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3d db
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 35 3d 84 4b e8 03 00 00
+vpmaxsd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 3d 44 30 7f
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c4 e2 75 3d 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpmaxsd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 75 3d 84 9c 00 10 00 00
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 3d 04 cd 40 00 00 00
+vpmaxsd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 35 3d 82 00 e0 ff ff
 ; form: vpmaxsd_y_y_ym
 vpmaxsd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 3d c7
@@ -2250,11 +2248,12 @@ vpmaxsd ymm3, ymm24, ymm9
 vpmaxsd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3d ea
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 42 3d 28 3d ac 30 7f 00 00 00
+vpmaxsd ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 62 3d 28 3d aa 00 e0 ff ff
 ; form: vpmaxsd_y_y_ym
-vpmaxsd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 20 3d 84 9c 00 10 00 00
+vpmaxsd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 3d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmaxud_x_x_xm
 vpmaxud xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 3f c2
@@ -2268,14 +2267,15 @@ vpmaxud xmm1, xmm12, xmm10
 vpmaxud xmm11, xmm2, xmm3
 ; bytes: c4 62 69 3f db
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 3f 44 30 7f
+vpmaxud xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 31 3f 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 71 3f 84 9c 00 10 00 00
+vpmaxud xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c4 e2 71 3f 07
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c4 62 31 3f 82 00 e0 ff ff
+vpmaxud xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 3f 44 24 08
 ; form: vpmaxud_x_x_xm
 vpmaxud xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 3f c7
@@ -2286,12 +2286,11 @@ vpmaxud xmm3, xmm24, xmm9
 vpmaxud xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3f ea
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm29, xmm8, xmmword ptr [rdx - 8192]
-; bytes: 62 62 3d 08 3f aa 00 e0 ff ff
+vpmaxud xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 62 3d 08 3f 2f
 ; form: vpmaxud_x_x_xm
-vpmaxud xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 3f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmaxud xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 75 00 3f 84 24 08 00 00 00
 ; form: vpmaxud_y_y_ym
 vpmaxud ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 3f c2
@@ -2305,15 +2304,14 @@ vpmaxud ymm1, ymm12, ymm10
 vpmaxud ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 3f db
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 3f 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpmaxud ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 3f 45 00
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm0, ymm1, ymmword ptr [rdi]
-; bytes: c4 e2 75 3f 07
+vpmaxud ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c2 75 3f 85 d4 fe ff ff
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c4 62 35 3f 44 24 08
+vpmaxud ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 3f 44 87 08
 ; form: vpmaxud_y_y_ym
 vpmaxud ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 3f c7
@@ -2324,11 +2322,11 @@ vpmaxud ymm3, ymm24, ymm9
 vpmaxud ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3f ea
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm29, ymm8, ymmword ptr [rdi]
-; bytes: 62 62 3d 28 3f 2f
+vpmaxud ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 62 3d 28 3f 6d 00
 ; form: vpmaxud_y_y_ym
-vpmaxud ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e2 75 20 3f 84 24 08 00 00 00
+vpmaxud ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 3f 85 d4 fe ff ff
 ; form: vpsrlvd_x_x_xm
 vpsrlvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 45 c2
@@ -2342,14 +2340,15 @@ vpsrlvd xmm1, xmm12, xmm10
 vpsrlvd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 45 db
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 31 45 45 00
+vpsrlvd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 45 44 fc 80
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: c4 c2 71 45 85 d4 fe ff ff
+vpsrlvd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 71 45 84 4b e8 03 00 00
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 31 45 44 87 08
+vpsrlvd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 45 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpsrlvd_x_x_xm
 vpsrlvd xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 45 c7
@@ -2360,11 +2359,11 @@ vpsrlvd xmm3, xmm24, xmm9
 vpsrlvd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 45 ea
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm29, xmm8, xmmword ptr [rbp]
-; bytes: 62 62 3d 08 45 6d 00
+vpsrlvd xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 08 45 ac 87 08 00 00 00
 ; form: vpsrlvd_x_x_xm
-vpsrlvd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 75 00 45 85 d4 fe ff ff
+vpsrlvd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 45 44 fc f8
 ; form: vpsrlvd_y_y_ym
 vpsrlvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 45 c2
@@ -2378,15 +2377,14 @@ vpsrlvd ymm1, ymm12, ymm10
 vpsrlvd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 45 db
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 35 45 44 fc 80
+vpsrlvd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 45 04 cd 40 00 00 00
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 75 45 84 4b e8 03 00 00
+vpsrlvd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 75 45 44 30 7f
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 35 45 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpsrlvd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 45 84 9c 00 10 00 00
 ; form: vpsrlvd_y_y_ym
 vpsrlvd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 45 c7
@@ -2397,11 +2395,12 @@ vpsrlvd ymm3, ymm24, ymm9
 vpsrlvd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 45 ea
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 62 3d 28 45 ac 87 08 00 00 00
+vpsrlvd ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 28 45 ac 4b e8 03 00 00
 ; form: vpsrlvd_y_y_ym
-vpsrlvd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 20 45 44 fc fc
+vpsrlvd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 45 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsrlvq_x_x_xm
 vpsrlvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 45 c2
@@ -2415,14 +2414,15 @@ vpsrlvq xmm1, xmm12, xmm10
 vpsrlvq xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 45 db
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 b1 45 04 cd 40 00 00 00
+vpsrlvq xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 b1 45 82 00 e0 ff ff
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 f1 45 44 30 7f
+vpsrlvq xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c4 e2 f1 45 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 b1 45 84 9c 00 10 00 00
+vpsrlvq xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 b1 45 07
 ; form: vpsrlvq_x_x_xm
 vpsrlvq xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 45 c7
@@ -2433,12 +2433,11 @@ vpsrlvq xmm3, xmm24, xmm9
 vpsrlvq xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 45 ea
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm29, xmm8, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 bd 08 45 ac 4b e8 03 00 00
+vpsrlvq xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 62 bd 08 45 2c cd 40 00 00 00
 ; form: vpsrlvq_x_x_xm
-vpsrlvq xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 f5 00 45 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpsrlvq xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 00 45 84 30 7f 00 00 00
 ; form: vpsrlvq_y_y_ym
 vpsrlvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 45 c2
@@ -2452,15 +2451,14 @@ vpsrlvq ymm1, ymm12, ymm10
 vpsrlvq ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 45 db
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 b5 45 82 00 e0 ff ff
+vpsrlvq ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 b5 45 44 24 08
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: c4 e2 f5 45 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpsrlvq ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c4 e2 f5 45 45 00
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c4 62 b5 45 07
+vpsrlvq ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 b5 45 85 d4 fe ff ff
 ; form: vpsrlvq_y_y_ym
 vpsrlvq ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 45 c7
@@ -2471,11 +2469,11 @@ vpsrlvq ymm3, ymm24, ymm9
 vpsrlvq ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 45 ea
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm29, ymm8, ymmword ptr [8*rcx + 64]
-; bytes: 62 62 bd 28 45 2c cd 40 00 00 00
+vpsrlvq ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 bd 28 45 ac 9c 00 10 00 00
 ; form: vpsrlvq_y_y_ym
-vpsrlvq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 f5 20 45 84 30 7f 00 00 00
+vpsrlvq ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 20 45 82 00 e0 ff ff
 ; form: vpsravd_x_x_xm
 vpsravd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 46 c2
@@ -2489,14 +2487,14 @@ vpsravd xmm1, xmm12, xmm10
 vpsravd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 46 db
 ; form: vpsravd_x_x_xm
-vpsravd xmm8, xmm9, xmmword ptr [rsp + 8]
-; bytes: c4 62 31 46 44 24 08
+vpsravd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 46 44 87 08
 ; form: vpsravd_x_x_xm
-vpsravd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: c4 e2 71 46 45 00
+vpsravd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 46 44 fc 80
 ; form: vpsravd_x_x_xm
-vpsravd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 42 31 46 85 d4 fe ff ff
+vpsravd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 46 84 4b e8 03 00 00
 ; form: vpsravd_x_x_xm
 vpsravd xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 46 c7
@@ -2507,11 +2505,12 @@ vpsravd xmm3, xmm24, xmm9
 vpsravd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 46 ea
 ; form: vpsravd_x_x_xm
-vpsravd xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 3d 08 46 ac 9c 00 10 00 00
+vpsravd xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 3d 08 46 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsravd_x_x_xm
-vpsravd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 75 00 46 82 00 e0 ff ff
+vpsravd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 46 07
 ; form: vpsravd_y_y_ym
 vpsravd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 46 c2
@@ -2525,14 +2524,15 @@ vpsravd ymm1, ymm12, ymm10
 vpsravd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 46 db
 ; form: vpsravd_y_y_ym
-vpsravd ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 35 46 44 87 08
+vpsravd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 46 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpsravd_y_y_ym
-vpsravd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 75 46 44 fc 80
+vpsravd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 46 04 cd 40 00 00 00
 ; form: vpsravd_y_y_ym
-vpsravd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 35 46 84 4b e8 03 00 00
+vpsravd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 46 44 30 7f
 ; form: vpsravd_y_y_ym
 vpsravd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 46 c7
@@ -2543,12 +2543,11 @@ vpsravd ymm3, ymm24, ymm9
 vpsravd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 46 ea
 ; form: vpsravd_y_y_ym
-vpsravd ymm29, ymm8, ymmword ptr [rip + bar]
-; bytes: 62 62 3d 28 46 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpsravd ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 3d 28 46 ac 24 08 00 00 00
 ; form: vpsravd_y_y_ym
-vpsravd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 46 07
+vpsravd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 46 45 00
 ; form: vpsllvd_x_x_xm
 vpsllvd xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 47 c2
@@ -2562,15 +2561,15 @@ vpsllvd xmm1, xmm12, xmm10
 vpsllvd xmm11, xmm2, xmm3
 ; bytes: c4 62 69 47 db
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm8, xmm9, xmmword ptr [rip + foo + 16]
+vpsllvd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 31 47 84 9c 00 10 00 00
+; form: vpsllvd_x_x_xm
+vpsllvd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 71 47 82 00 e0 ff ff
+; form: vpsllvd_x_x_xm
+vpsllvd xmm8, xmm9, xmmword ptr [rip + bar]
 ; bytes: c4 62 31 47 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpsllvd_x_x_xm
-vpsllvd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: c4 e2 71 47 04 cd 40 00 00 00
-; form: vpsllvd_x_x_xm
-vpsllvd xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
-; bytes: c4 42 31 47 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpsllvd_x_x_xm
 vpsllvd xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 47 c7
@@ -2581,11 +2580,11 @@ vpsllvd xmm3, xmm24, xmm9
 vpsllvd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 47 ea
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm29, xmm8, xmmword ptr [rsp + 8]
-; bytes: 62 62 3d 08 47 ac 24 08 00 00 00
+vpsllvd xmm29, xmm8, xmmword ptr [r13 - 300]
+; bytes: 62 42 3d 08 47 ad d4 fe ff ff
 ; form: vpsllvd_x_x_xm
-vpsllvd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 75 00 47 45 00
+vpsllvd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 47 84 87 08 00 00 00
 ; form: vpsllvd_y_y_ym
 vpsllvd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 47 c2
@@ -2599,15 +2598,14 @@ vpsllvd ymm1, ymm12, ymm10
 vpsllvd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 47 db
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 47 84 9c 00 10 00 00
+vpsllvd ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 35 47 07
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: c4 e2 75 47 82 00 e0 ff ff
+vpsllvd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 75 47 44 24 08
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm8, ymm9, ymmword ptr [rip + bar]
-; bytes: c4 62 35 47 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpsllvd ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 47 45 00
 ; form: vpsllvd_y_y_ym
 vpsllvd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 47 c7
@@ -2618,11 +2616,11 @@ vpsllvd ymm3, ymm24, ymm9
 vpsllvd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 47 ea
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm29, ymm8, ymmword ptr [r13 - 300]
-; bytes: 62 42 3d 28 47 ad d4 fe ff ff
+vpsllvd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 3d 28 47 6c fc fc
 ; form: vpsllvd_y_y_ym
-vpsllvd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 20 47 84 87 08 00 00 00
+vpsllvd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 47 84 4b e8 03 00 00
 ; form: vpsllvq_x_x_xm
 vpsllvq xmm0, xmm1, xmm2
 ; bytes: c4 e2 f1 47 c2
@@ -2636,14 +2634,14 @@ vpsllvq xmm1, xmm12, xmm10
 vpsllvq xmm11, xmm2, xmm3
 ; bytes: c4 62 e9 47 db
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c4 62 b1 47 07
+vpsllvq xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 42 b1 47 85 d4 fe ff ff
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: c4 e2 f1 47 44 24 08
+vpsllvq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 f1 47 44 87 08
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm8, xmm9, xmmword ptr [rbp]
-; bytes: c4 62 b1 47 45 00
+vpsllvq xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 b1 47 44 fc 80
 ; form: vpsllvq_x_x_xm
 vpsllvq xmm16, xmm17, xmm31
 ; bytes: 62 82 f5 00 47 c7
@@ -2654,11 +2652,12 @@ vpsllvq xmm3, xmm24, xmm9
 vpsllvq xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 47 ea
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 bd 08 47 6c fc f8
+vpsllvq xmm29, xmm8, xmmword ptr [rip + foo + 16]
+; bytes: 62 62 bd 08 47 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsllvq_x_x_xm
-vpsllvq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 00 47 84 4b e8 03 00 00
+vpsllvq xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 47 04 cd 40 00 00 00
 ; form: vpsllvq_y_y_ym
 vpsllvq ymm0, ymm1, ymm2
 ; bytes: c4 e2 f5 47 c2
@@ -2672,14 +2671,15 @@ vpsllvq ymm1, ymm12, ymm10
 vpsllvq ymm11, ymm2, ymm3
 ; bytes: c4 62 ed 47 db
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 42 b5 47 85 d4 fe ff ff
+vpsllvq ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 b5 47 84 4b e8 03 00 00
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 f5 47 44 87 08
+vpsllvq ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: c4 e2 f5 47 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 b5 47 44 fc 80
+vpsllvq ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 b5 47 04 cd 40 00 00 00
 ; form: vpsllvq_y_y_ym
 vpsllvq ymm16, ymm17, ymm31
 ; bytes: 62 82 f5 20 47 c7
@@ -2690,12 +2690,11 @@ vpsllvq ymm3, ymm24, ymm9
 vpsllvq ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 47 ea
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm29, ymm8, ymmword ptr [rip + foo + 16]
-; bytes: 62 62 bd 28 47 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpsllvq ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 42 bd 28 47 ac 30 7f 00 00 00
 ; form: vpsllvq_y_y_ym
-vpsllvq ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 20 47 04 cd 40 00 00 00
+vpsllvq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 20 47 84 9c 00 10 00 00
 ; form: vpsrlw_x_x_imm8
 vpsrlw xmm0, xmm1, 1
 ; bytes: c5 f9 71 d1 01
@@ -3129,14 +3128,14 @@ vptest xmm1, xmm12
 vptest xmm11, xmm2
 ; bytes: c4 62 79 17 da
 ; form: vptest_x_xm
-vptest xmm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 79 17 44 24 08
+vptest xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 79 17 44 87 08
 ; form: vptest_x_xm
-vptest xmm0, xmmword ptr [rbp]
-; bytes: c4 e2 79 17 45 00
+vptest xmm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 79 17 44 fc 80
 ; form: vptest_x_xm
-vptest xmm8, xmmword ptr [r13 - 300]
-; bytes: c4 42 79 17 85 d4 fe ff ff
+vptest xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 79 17 84 4b e8 03 00 00
 ; form: vptest_y_ym
 vptest ymm0, ymm1
 ; bytes: c4 e2 7d 17 c1
@@ -3150,11 +3149,12 @@ vptest ymm1, ymm12
 vptest ymm11, ymm2
 ; bytes: c4 62 7d 17 da
 ; form: vptest_y_ym
-vptest ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 17 44 87 08
+vptest ymm8, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 7d 17 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vptest_y_ym
-vptest ymm0, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 7d 17 44 fc 80
+vptest ymm0, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 7d 17 04 cd 40 00 00 00
 ; form: vptest_y_ym
-vptest ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 7d 17 84 4b e8 03 00 00
+vptest ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 7d 17 44 30 7f

@@ -12,14 +12,15 @@ vmovups xmm1, xmm12
 vmovups xmm11, xmm2
 ; bytes: c5 78 10 da
 ; form: vmovups_x_xm
-vmovups xmm8, xmmword ptr [r13 - 300]
-; bytes: c4 41 78 10 85 d4 fe ff ff
+vmovups xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 78 10 84 4b e8 03 00 00
 ; form: vmovups_x_xm
-vmovups xmm0, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f8 10 44 87 08
+vmovups xmm0, xmmword ptr [rip + foo + 16]
+; bytes: c5 f8 10 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovups_x_xm
-vmovups xmm8, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 78 10 44 fc 80
+vmovups xmm8, xmmword ptr [8*rcx + 64]
+; bytes: c5 78 10 04 cd 40 00 00 00
 ; form: vmovups_x_xm
 vmovups xmm16, xmm17
 ; bytes: 62 a1 7c 08 10 c1
@@ -30,12 +31,11 @@ vmovups xmm3, xmm24
 vmovups xmm29, xmm8
 ; bytes: 62 41 7c 08 10 e8
 ; form: vmovups_x_xm
-vmovups xmm29, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 7c 08 10 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovups xmm29, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 7c 08 10 ac 30 7f 00 00 00
 ; form: vmovups_x_xm
-vmovups xmm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7c 08 10 04 cd 40 00 00 00
+vmovups xmm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 08 10 84 9c 00 10 00 00
 ; form: vmovups_y_ym
 vmovups ymm0, ymm1
 ; bytes: c5 fc 10 c1
@@ -49,15 +49,14 @@ vmovups ymm1, ymm12
 vmovups ymm11, ymm2
 ; bytes: c5 7c 10 da
 ; form: vmovups_y_ym
-vmovups ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 7c 10 84 4b e8 03 00 00
+vmovups ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 7c 10 44 30 7f
 ; form: vmovups_y_ym
-vmovups ymm0, ymmword ptr [rip + foo + 16]
-; bytes: c5 fc 10 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovups ymm0, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 7c 10 84 9c 00 10 00 00
 ; form: vmovups_y_ym
-vmovups ymm8, ymmword ptr [8*rcx + 64]
-; bytes: c5 7c 10 04 cd 40 00 00 00
+vmovups ymm8, ymmword ptr [rdx - 8192]
+; bytes: c5 7c 10 82 00 e0 ff ff
 ; form: vmovups_y_ym
 vmovups ymm16, ymm17
 ; bytes: 62 a1 7c 28 10 c1
@@ -68,43 +67,43 @@ vmovups ymm3, ymm24
 vmovups ymm29, ymm8
 ; bytes: 62 41 7c 28 10 e8
 ; form: vmovups_y_ym
-vmovups ymm29, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 7c 28 10 ac 30 7f 00 00 00
+vmovups ymm29, ymmword ptr [rdx - 8192]
+; bytes: 62 61 7c 28 10 aa 00 e0 ff ff
 ; form: vmovups_y_ym
-vmovups ymm16, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c 28 10 84 9c 00 10 00 00
-; form: vmovups_m128_x
-vmovups xmmword ptr [r8 + rsi + 127], xmm8
-; bytes: c4 41 78 11 44 30 7f
-; form: vmovups_m128_x
-vmovups xmmword ptr [rsp + 4*r11 + 4096], xmm0
-; bytes: c4 a1 78 11 84 9c 00 10 00 00
-; form: vmovups_m128_x
-vmovups xmmword ptr [rdx - 8192], xmm8
-; bytes: c5 78 11 82 00 e0 ff ff
-; form: vmovups_m128_x
-vmovups xmmword ptr [rdx - 8192], xmm29
-; bytes: 62 61 7c 08 11 aa 00 e0 ff ff
-; form: vmovups_m128_x
-vmovups xmmword ptr [rip + bar], xmm16
-; bytes: 62 e1 7c 08 11 05 00 00 00 00
+vmovups ymm16, ymmword ptr [rip + bar]
+; bytes: 62 e1 7c 28 10 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
-; form: vmovups_m256_y
-vmovups ymmword ptr [rip + bar], ymm8
-; bytes: c5 7c 11 05 00 00 00 00
+; form: vmovups_m128_x
+vmovups xmmword ptr [rip + bar], xmm8
+; bytes: c5 78 11 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vmovups_m128_x
+vmovups xmmword ptr [rdi], xmm0
+; bytes: c5 f8 11 07
+; form: vmovups_m128_x
+vmovups xmmword ptr [rsp + 8], xmm8
+; bytes: c5 78 11 44 24 08
+; form: vmovups_m128_x
+vmovups xmmword ptr [rdi], xmm29
+; bytes: 62 61 7c 08 11 2f
+; form: vmovups_m128_x
+vmovups xmmword ptr [rsp + 8], xmm16
+; bytes: 62 e1 7c 08 11 84 24 08 00 00 00
 ; form: vmovups_m256_y
-vmovups ymmword ptr [rdi], ymm0
-; bytes: c5 fc 11 07
+vmovups ymmword ptr [rbp], ymm8
+; bytes: c5 7c 11 45 00
 ; form: vmovups_m256_y
-vmovups ymmword ptr [rsp + 8], ymm8
-; bytes: c5 7c 11 44 24 08
+vmovups ymmword ptr [r13 - 300], ymm0
+; bytes: c4 c1 7c 11 85 d4 fe ff ff
 ; form: vmovups_m256_y
-vmovups ymmword ptr [rdi], ymm29
-; bytes: 62 61 7c 28 11 2f
+vmovups ymmword ptr [rdi + 4*rax + 8], ymm8
+; bytes: c5 7c 11 44 87 08
 ; form: vmovups_m256_y
-vmovups ymmword ptr [rsp + 8], ymm16
-; bytes: 62 e1 7c 28 11 84 24 08 00 00 00
+vmovups ymmword ptr [rbp], ymm29
+; bytes: 62 61 7c 28 11 6d 00
+; form: vmovups_m256_y
+vmovups ymmword ptr [r13 - 300], ymm16
+; bytes: 62 c1 7c 28 11 85 d4 fe ff ff
 ; form: vmovupd_x_xm
 vmovupd xmm0, xmm1
 ; bytes: c5 f9 10 c1
@@ -118,14 +117,15 @@ vmovupd xmm1, xmm12
 vmovupd xmm11, xmm2
 ; bytes: c5 79 10 da
 ; form: vmovupd_x_xm
-vmovupd xmm8, xmmword ptr [rbp]
-; bytes: c5 79 10 45 00
+vmovupd xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 79 10 44 fc 80
 ; form: vmovupd_x_xm
-vmovupd xmm0, xmmword ptr [r13 - 300]
-; bytes: c4 c1 79 10 85 d4 fe ff ff
+vmovupd xmm0, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 79 10 84 4b e8 03 00 00
 ; form: vmovupd_x_xm
-vmovupd xmm8, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 79 10 44 87 08
+vmovupd xmm8, xmmword ptr [rip + foo + 16]
+; bytes: c5 79 10 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovupd_x_xm
 vmovupd xmm16, xmm17
 ; bytes: 62 a1 fd 08 10 c1
@@ -136,11 +136,11 @@ vmovupd xmm3, xmm24
 vmovupd xmm29, xmm8
 ; bytes: 62 41 fd 08 10 e8
 ; form: vmovupd_x_xm
-vmovupd xmm29, xmmword ptr [rbp]
-; bytes: 62 61 fd 08 10 6d 00
+vmovupd xmm29, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 fd 08 10 ac 87 08 00 00 00
 ; form: vmovupd_x_xm
-vmovupd xmm16, xmmword ptr [r13 - 300]
-; bytes: 62 c1 fd 08 10 85 d4 fe ff ff
+vmovupd xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 08 10 44 fc f8
 ; form: vmovupd_y_ym
 vmovupd ymm0, ymm1
 ; bytes: c5 fd 10 c1
@@ -154,15 +154,14 @@ vmovupd ymm1, ymm12
 vmovupd ymm11, ymm2
 ; bytes: c5 7d 10 da
 ; form: vmovupd_y_ym
-vmovupd ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 7d 10 44 fc 80
+vmovupd ymm8, ymmword ptr [8*rcx + 64]
+; bytes: c5 7d 10 04 cd 40 00 00 00
 ; form: vmovupd_y_ym
-vmovupd ymm0, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a1 7d 10 84 4b e8 03 00 00
+vmovupd ymm0, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c1 7d 10 44 30 7f
 ; form: vmovupd_y_ym
-vmovupd ymm8, ymmword ptr [rip + foo + 16]
-; bytes: c5 7d 10 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovupd ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 7d 10 84 9c 00 10 00 00
 ; form: vmovupd_y_ym
 vmovupd ymm16, ymm17
 ; bytes: 62 a1 fd 28 10 c1
@@ -173,43 +172,43 @@ vmovupd ymm3, ymm24
 vmovupd ymm29, ymm8
 ; bytes: 62 41 fd 28 10 e8
 ; form: vmovupd_y_ym
-vmovupd ymm29, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 61 fd 28 10 ac 87 08 00 00 00
+vmovupd ymm29, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 21 fd 28 10 ac 4b e8 03 00 00
 ; form: vmovupd_y_ym
-vmovupd ymm16, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 fd 28 10 44 fc fc
-; form: vmovupd_m128_x
-vmovupd xmmword ptr [8*rcx + 64], xmm8
-; bytes: c5 79 11 04 cd 40 00 00 00
-; form: vmovupd_m128_x
-vmovupd xmmword ptr [r8 + rsi + 127], xmm0
-; bytes: c4 c1 79 11 44 30 7f
-; form: vmovupd_m128_x
-vmovupd xmmword ptr [rsp + 4*r11 + 4096], xmm8
-; bytes: c4 21 79 11 84 9c 00 10 00 00
-; form: vmovupd_m128_x
-vmovupd xmmword ptr [rbx + 2*r9 + 1000], xmm29
-; bytes: 62 21 fd 08 11 ac 4b e8 03 00 00
-; form: vmovupd_m128_x
-vmovupd xmmword ptr [rip + foo + 16], xmm16
-; bytes: 62 e1 fd 08 11 05 00 00 00 00
+vmovupd ymm16, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 fd 28 10 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
-; form: vmovupd_m256_y
-vmovupd ymmword ptr [rdx - 8192], ymm8
-; bytes: c5 7d 11 82 00 e0 ff ff
-; form: vmovupd_m256_y
-vmovupd ymmword ptr [rip + bar], ymm0
-; bytes: c5 fd 11 05 00 00 00 00
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [rdx - 8192], xmm8
+; bytes: c5 79 11 82 00 e0 ff ff
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [rip + bar], xmm0
+; bytes: c5 f9 11 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [rdi], xmm8
+; bytes: c5 79 11 07
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [8*rcx + 64], xmm29
+; bytes: 62 61 fd 08 11 2c cd 40 00 00 00
+; form: vmovupd_m128_x
+vmovupd xmmword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c1 fd 08 11 84 30 7f 00 00 00
 ; form: vmovupd_m256_y
-vmovupd ymmword ptr [rdi], ymm8
-; bytes: c5 7d 11 07
+vmovupd ymmword ptr [rsp + 8], ymm8
+; bytes: c5 7d 11 44 24 08
 ; form: vmovupd_m256_y
-vmovupd ymmword ptr [8*rcx + 64], ymm29
-; bytes: 62 61 fd 28 11 2c cd 40 00 00 00
+vmovupd ymmword ptr [rbp], ymm0
+; bytes: c5 fd 11 45 00
 ; form: vmovupd_m256_y
-vmovupd ymmword ptr [r8 + rsi + 127], ymm16
-; bytes: 62 c1 fd 28 11 84 30 7f 00 00 00
+vmovupd ymmword ptr [r13 - 300], ymm8
+; bytes: c4 41 7d 11 85 d4 fe ff ff
+; form: vmovupd_m256_y
+vmovupd ymmword ptr [rsp + 4*r11 + 4096], ymm29
+; bytes: 62 21 fd 28 11 ac 9c 00 10 00 00
+; form: vmovupd_m256_y
+vmovupd ymmword ptr [rdx - 8192], ymm16
+; bytes: 62 e1 fd 28 11 82 00 e0 ff ff
 ; form: vmovaps_x_xm
 vmovaps xmm0, xmm1
 ; bytes: c5 f8 28 c1
@@ -223,14 +222,14 @@ vmovaps xmm1, xmm12
 vmovaps xmm11, xmm2
 ; bytes: c5 78 28 da
 ; form: vmovaps_x_xm
-vmovaps xmm8, xmmword ptr [rsp + 8]
-; bytes: c5 78 28 44 24 08
+vmovaps xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 78 28 44 87 08
 ; form: vmovaps_x_xm
-vmovaps xmm0, xmmword ptr [rbp]
-; bytes: c5 f8 28 45 00
+vmovaps xmm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 78 28 44 fc 80
 ; form: vmovaps_x_xm
-vmovaps xmm8, xmmword ptr [r13 - 300]
-; bytes: c4 41 78 28 85 d4 fe ff ff
+vmovaps xmm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 78 28 84 4b e8 03 00 00
 ; form: vmovaps_x_xm
 vmovaps xmm16, xmm17
 ; bytes: 62 a1 7c 08 28 c1
@@ -241,11 +240,12 @@ vmovaps xmm3, xmm24
 vmovaps xmm29, xmm8
 ; bytes: 62 41 7c 08 28 e8
 ; form: vmovaps_x_xm
-vmovaps xmm29, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 7c 08 28 ac 9c 00 10 00 00
+vmovaps xmm29, xmmword ptr [rip + bar]
+; bytes: 62 61 7c 08 28 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovaps_x_xm
-vmovaps xmm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7c 08 28 82 00 e0 ff ff
+vmovaps xmm16, xmmword ptr [rdi]
+; bytes: 62 e1 7c 08 28 07
 ; form: vmovaps_x_xm
 vmovaps xmm0, xmmword ptr [rsp + 64]
 ; bytes: c5 f8 28 44 24 40
@@ -271,14 +271,15 @@ vmovaps ymm1, ymm12
 vmovaps ymm11, ymm2
 ; bytes: c5 7c 28 da
 ; form: vmovaps_y_ym
-vmovaps ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 7c 28 44 87 08
+vmovaps ymm8, ymmword ptr [rip + foo + 16]
+; bytes: c5 7c 28 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovaps_y_ym
-vmovaps ymm0, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 7c 28 44 fc 80
+vmovaps ymm0, ymmword ptr [8*rcx + 64]
+; bytes: c5 fc 28 04 cd 40 00 00 00
 ; form: vmovaps_y_ym
-vmovaps ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 7c 28 84 4b e8 03 00 00
+vmovaps ymm8, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 7c 28 44 30 7f
 ; form: vmovaps_y_ym
 vmovaps ymm16, ymm17
 ; bytes: 62 a1 7c 28 28 c1
@@ -289,12 +290,11 @@ vmovaps ymm3, ymm24
 vmovaps ymm29, ymm8
 ; bytes: 62 41 7c 28 28 e8
 ; form: vmovaps_y_ym
-vmovaps ymm29, ymmword ptr [rip + bar]
-; bytes: 62 61 7c 28 28 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovaps ymm29, ymmword ptr [rsp + 8]
+; bytes: 62 61 7c 28 28 ac 24 08 00 00 00
 ; form: vmovaps_y_ym
-vmovaps ymm16, ymmword ptr [rdi]
-; bytes: 62 e1 7c 28 28 07
+vmovaps ymm16, ymmword ptr [rbp]
+; bytes: 62 e1 7c 28 28 45 00
 ; form: vmovaps_y_ym
 vmovaps ymm0, ymmword ptr [rsp + 64]
 ; bytes: c5 fc 28 44 24 40
@@ -308,21 +308,21 @@ vmovaps ymm1, ymmword ptr [rsp + 4160]
 vmovaps ymm16, ymmword ptr [rsp + 4160]
 ; bytes: 62 e1 7c 28 28 84 24 40 10 00 00
 ; form: vmovaps_m128_x
-vmovaps xmmword ptr [rip + foo + 16], xmm8
+vmovaps xmmword ptr [rsp + 4*r11 + 4096], xmm8
+; bytes: c4 21 78 29 84 9c 00 10 00 00
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rdx - 8192], xmm0
+; bytes: c5 f8 29 82 00 e0 ff ff
+; form: vmovaps_m128_x
+vmovaps xmmword ptr [rip + bar], xmm8
 ; bytes: c5 78 29 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+; fixup: 4 pc32 bar -4
 ; form: vmovaps_m128_x
-vmovaps xmmword ptr [8*rcx + 64], xmm0
-; bytes: c5 f8 29 04 cd 40 00 00 00
+vmovaps xmmword ptr [r13 - 300], xmm29
+; bytes: 62 41 7c 08 29 ad d4 fe ff ff
 ; form: vmovaps_m128_x
-vmovaps xmmword ptr [r8 + rsi + 127], xmm8
-; bytes: c4 41 78 29 44 30 7f
-; form: vmovaps_m128_x
-vmovaps xmmword ptr [rsp + 8], xmm29
-; bytes: 62 61 7c 08 29 ac 24 08 00 00 00
-; form: vmovaps_m128_x
-vmovaps xmmword ptr [rbp], xmm16
-; bytes: 62 e1 7c 08 29 45 00
+vmovaps xmmword ptr [rdi + 4*rax + 8], xmm16
+; bytes: 62 e1 7c 08 29 84 87 08 00 00 00
 ; form: vmovaps_m128_x
 vmovaps xmmword ptr [rsp + 64], xmm0
 ; bytes: c5 f8 29 44 24 40
@@ -336,21 +336,20 @@ vmovaps xmmword ptr [rsp + 4160], xmm1
 vmovaps xmmword ptr [rsp + 4160], xmm16
 ; bytes: 62 e1 7c 08 29 84 24 40 10 00 00
 ; form: vmovaps_m256_y
-vmovaps ymmword ptr [rsp + 4*r11 + 4096], ymm8
-; bytes: c4 21 7c 29 84 9c 00 10 00 00
+vmovaps ymmword ptr [rdi], ymm8
+; bytes: c5 7c 29 07
 ; form: vmovaps_m256_y
-vmovaps ymmword ptr [rdx - 8192], ymm0
-; bytes: c5 fc 29 82 00 e0 ff ff
+vmovaps ymmword ptr [rsp + 8], ymm0
+; bytes: c5 fc 29 44 24 08
 ; form: vmovaps_m256_y
-vmovaps ymmword ptr [rip + bar], ymm8
-; bytes: c5 7c 29 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmovaps ymmword ptr [rbp], ymm8
+; bytes: c5 7c 29 45 00
 ; form: vmovaps_m256_y
-vmovaps ymmword ptr [r13 - 300], ymm29
-; bytes: 62 41 7c 28 29 ad d4 fe ff ff
+vmovaps ymmword ptr [r12 + 8*r15 - 128], ymm29
+; bytes: 62 01 7c 28 29 6c fc fc
 ; form: vmovaps_m256_y
-vmovaps ymmword ptr [rdi + 4*rax + 8], ymm16
-; bytes: 62 e1 7c 28 29 84 87 08 00 00 00
+vmovaps ymmword ptr [rbx + 2*r9 + 1000], ymm16
+; bytes: 62 a1 7c 28 29 84 4b e8 03 00 00
 ; form: vmovaps_m256_y
 vmovaps ymmword ptr [rsp + 64], ymm0
 ; bytes: c5 fc 29 44 24 40
@@ -376,14 +375,14 @@ vmovapd xmm1, xmm12
 vmovapd xmm11, xmm2
 ; bytes: c5 79 28 da
 ; form: vmovapd_x_xm
-vmovapd xmm8, xmmword ptr [rdi]
-; bytes: c5 79 28 07
+vmovapd xmm8, xmmword ptr [r13 - 300]
+; bytes: c4 41 79 28 85 d4 fe ff ff
 ; form: vmovapd_x_xm
-vmovapd xmm0, xmmword ptr [rsp + 8]
-; bytes: c5 f9 28 44 24 08
+vmovapd xmm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f9 28 44 87 08
 ; form: vmovapd_x_xm
-vmovapd xmm8, xmmword ptr [rbp]
-; bytes: c5 79 28 45 00
+vmovapd xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 79 28 44 fc 80
 ; form: vmovapd_x_xm
 vmovapd xmm16, xmm17
 ; bytes: 62 a1 fd 08 28 c1
@@ -394,11 +393,12 @@ vmovapd xmm3, xmm24
 vmovapd xmm29, xmm8
 ; bytes: 62 41 fd 08 28 e8
 ; form: vmovapd_x_xm
-vmovapd xmm29, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 fd 08 28 6c fc f8
+vmovapd xmm29, xmmword ptr [rip + foo + 16]
+; bytes: 62 61 fd 08 28 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovapd_x_xm
-vmovapd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fd 08 28 84 4b e8 03 00 00
+vmovapd xmm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 08 28 04 cd 40 00 00 00
 ; form: vmovapd_y_ym
 vmovapd ymm0, ymm1
 ; bytes: c5 fd 28 c1
@@ -412,14 +412,15 @@ vmovapd ymm1, ymm12
 vmovapd ymm11, ymm2
 ; bytes: c5 7d 28 da
 ; form: vmovapd_y_ym
-vmovapd ymm8, ymmword ptr [r13 - 300]
-; bytes: c4 41 7d 28 85 d4 fe ff ff
+vmovapd ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7d 28 84 4b e8 03 00 00
 ; form: vmovapd_y_ym
-vmovapd ymm0, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 fd 28 44 87 08
+vmovapd ymm0, ymmword ptr [rip + foo + 16]
+; bytes: c5 fd 28 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovapd_y_ym
-vmovapd ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 7d 28 44 fc 80
+vmovapd ymm8, ymmword ptr [8*rcx + 64]
+; bytes: c5 7d 28 04 cd 40 00 00 00
 ; form: vmovapd_y_ym
 vmovapd ymm16, ymm17
 ; bytes: 62 a1 fd 28 28 c1
@@ -430,44 +431,43 @@ vmovapd ymm3, ymm24
 vmovapd ymm29, ymm8
 ; bytes: 62 41 fd 28 28 e8
 ; form: vmovapd_y_ym
-vmovapd ymm29, ymmword ptr [rip + foo + 16]
-; bytes: 62 61 fd 28 28 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovapd ymm29, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 41 fd 28 28 ac 30 7f 00 00 00
 ; form: vmovapd_y_ym
-vmovapd ymm16, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd 28 28 04 cd 40 00 00 00
+vmovapd ymm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd 28 28 84 9c 00 10 00 00
 ; form: vmovapd_m128_x
-vmovapd xmmword ptr [rbx + 2*r9 + 1000], xmm8
-; bytes: c4 21 79 29 84 4b e8 03 00 00
+vmovapd xmmword ptr [r8 + rsi + 127], xmm8
+; bytes: c4 41 79 29 44 30 7f
 ; form: vmovapd_m128_x
-vmovapd xmmword ptr [rip + foo + 16], xmm0
-; bytes: c5 f9 29 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovapd xmmword ptr [rsp + 4*r11 + 4096], xmm0
+; bytes: c4 a1 79 29 84 9c 00 10 00 00
 ; form: vmovapd_m128_x
-vmovapd xmmword ptr [8*rcx + 64], xmm8
-; bytes: c5 79 29 04 cd 40 00 00 00
+vmovapd xmmword ptr [rdx - 8192], xmm8
+; bytes: c5 79 29 82 00 e0 ff ff
 ; form: vmovapd_m128_x
-vmovapd xmmword ptr [r8 + rsi + 127], xmm29
-; bytes: 62 41 fd 08 29 ac 30 7f 00 00 00
+vmovapd xmmword ptr [rdx - 8192], xmm29
+; bytes: 62 61 fd 08 29 aa 00 e0 ff ff
 ; form: vmovapd_m128_x
-vmovapd xmmword ptr [rsp + 4*r11 + 4096], xmm16
-; bytes: 62 a1 fd 08 29 84 9c 00 10 00 00
-; form: vmovapd_m256_y
-vmovapd ymmword ptr [r8 + rsi + 127], ymm8
-; bytes: c4 41 7d 29 44 30 7f
-; form: vmovapd_m256_y
-vmovapd ymmword ptr [rsp + 4*r11 + 4096], ymm0
-; bytes: c4 a1 7d 29 84 9c 00 10 00 00
-; form: vmovapd_m256_y
-vmovapd ymmword ptr [rdx - 8192], ymm8
-; bytes: c5 7d 29 82 00 e0 ff ff
-; form: vmovapd_m256_y
-vmovapd ymmword ptr [rdx - 8192], ymm29
-; bytes: 62 61 fd 28 29 aa 00 e0 ff ff
-; form: vmovapd_m256_y
-vmovapd ymmword ptr [rip + bar], ymm16
-; bytes: 62 e1 fd 28 29 05 00 00 00 00
+vmovapd xmmword ptr [rip + bar], xmm16
+; bytes: 62 e1 fd 08 29 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rip + bar], ymm8
+; bytes: c5 7d 29 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rdi], ymm0
+; bytes: c5 fd 29 07
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rsp + 8], ymm8
+; bytes: c5 7d 29 44 24 08
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rdi], ymm29
+; bytes: 62 61 fd 28 29 2f
+; form: vmovapd_m256_y
+vmovapd ymmword ptr [rsp + 8], ymm16
+; bytes: 62 e1 fd 28 29 84 24 08 00 00 00
 ; form: vmovdqu_x_xm
 vmovdqu xmm0, xmm1
 ; bytes: c5 fa 6f c1
@@ -481,15 +481,14 @@ vmovdqu xmm1, xmm12
 vmovdqu xmm11, xmm2
 ; bytes: c5 7a 6f da
 ; form: vmovdqu_x_xm
-vmovdqu xmm8, xmmword ptr [rip + bar]
-; bytes: c5 7a 6f 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmovdqu xmm8, xmmword ptr [rbp]
+; bytes: c5 7a 6f 45 00
 ; form: vmovdqu_x_xm
-vmovdqu xmm0, xmmword ptr [rdi]
-; bytes: c5 fa 6f 07
+vmovdqu xmm0, xmmword ptr [r13 - 300]
+; bytes: c4 c1 7a 6f 85 d4 fe ff ff
 ; form: vmovdqu_x_xm
-vmovdqu xmm8, xmmword ptr [rsp + 8]
-; bytes: c5 7a 6f 44 24 08
+vmovdqu xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7a 6f 44 87 08
 ; form: vmovdqu_x_xm
 vmovdqu32 xmm16, xmm17
 ; bytes: 62 a1 7e 08 6f c1
@@ -500,11 +499,11 @@ vmovdqu32 xmm3, xmm24
 vmovdqu32 xmm29, xmm8
 ; bytes: 62 41 7e 08 6f e8
 ; form: vmovdqu_x_xm
-vmovdqu32 xmm29, xmmword ptr [rdi]
-; bytes: 62 61 7e 08 6f 2f
+vmovdqu32 xmm29, xmmword ptr [rbp]
+; bytes: 62 61 7e 08 6f 6d 00
 ; form: vmovdqu_x_xm
-vmovdqu32 xmm16, xmmword ptr [rsp + 8]
-; bytes: 62 e1 7e 08 6f 84 24 08 00 00 00
+vmovdqu32 xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7e 08 6f 85 d4 fe ff ff
 ; form: vmovdqu_y_ym
 vmovdqu ymm0, ymm1
 ; bytes: c5 fe 6f c1
@@ -518,14 +517,15 @@ vmovdqu ymm1, ymm12
 vmovdqu ymm11, ymm2
 ; bytes: c5 7e 6f da
 ; form: vmovdqu_y_ym
-vmovdqu ymm8, ymmword ptr [rbp]
-; bytes: c5 7e 6f 45 00
+vmovdqu ymm8, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 7e 6f 44 fc 80
 ; form: vmovdqu_y_ym
-vmovdqu ymm0, ymmword ptr [r13 - 300]
-; bytes: c4 c1 7e 6f 85 d4 fe ff ff
+vmovdqu ymm0, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 7e 6f 84 4b e8 03 00 00
 ; form: vmovdqu_y_ym
-vmovdqu ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: c5 7e 6f 44 87 08
+vmovdqu ymm8, ymmword ptr [rip + foo + 16]
+; bytes: c5 7e 6f 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovdqu_y_ym
 vmovdqu32 ymm16, ymm17
 ; bytes: 62 a1 7e 28 6f c1
@@ -536,43 +536,43 @@ vmovdqu32 ymm3, ymm24
 vmovdqu32 ymm29, ymm8
 ; bytes: 62 41 7e 28 6f e8
 ; form: vmovdqu_y_ym
-vmovdqu32 ymm29, ymmword ptr [rbp]
-; bytes: 62 61 7e 28 6f 6d 00
+vmovdqu32 ymm29, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 7e 28 6f ac 87 08 00 00 00
 ; form: vmovdqu_y_ym
-vmovdqu32 ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7e 28 6f 85 d4 fe ff ff
+vmovdqu32 ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 28 6f 44 fc fc
 ; form: vmovdqu_m128_x
-vmovdqu xmmword ptr [r12 + 8*r15 - 128], xmm8
-; bytes: c4 01 7a 7f 44 fc 80
+vmovdqu xmmword ptr [8*rcx + 64], xmm8
+; bytes: c5 7a 7f 04 cd 40 00 00 00
 ; form: vmovdqu_m128_x
-vmovdqu xmmword ptr [rbx + 2*r9 + 1000], xmm0
-; bytes: c4 a1 7a 7f 84 4b e8 03 00 00
+vmovdqu xmmword ptr [r8 + rsi + 127], xmm0
+; bytes: c4 c1 7a 7f 44 30 7f
 ; form: vmovdqu_m128_x
-vmovdqu xmmword ptr [rip + foo + 16], xmm8
-; bytes: c5 7a 7f 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovdqu xmmword ptr [rsp + 4*r11 + 4096], xmm8
+; bytes: c4 21 7a 7f 84 9c 00 10 00 00
 ; form: vmovdqu_m128_x
-vmovdqu32 xmmword ptr [rdi + 4*rax + 8], xmm29
-; bytes: 62 61 7e 08 7f ac 87 08 00 00 00
+vmovdqu32 xmmword ptr [rbx + 2*r9 + 1000], xmm29
+; bytes: 62 21 7e 08 7f ac 4b e8 03 00 00
 ; form: vmovdqu_m128_x
-vmovdqu32 xmmword ptr [r12 + 8*r15 - 128], xmm16
-; bytes: 62 81 7e 08 7f 44 fc f8
-; form: vmovdqu_m256_y
-vmovdqu ymmword ptr [8*rcx + 64], ymm8
-; bytes: c5 7e 7f 04 cd 40 00 00 00
-; form: vmovdqu_m256_y
-vmovdqu ymmword ptr [r8 + rsi + 127], ymm0
-; bytes: c4 c1 7e 7f 44 30 7f
-; form: vmovdqu_m256_y
-vmovdqu ymmword ptr [rsp + 4*r11 + 4096], ymm8
-; bytes: c4 21 7e 7f 84 9c 00 10 00 00
-; form: vmovdqu_m256_y
-vmovdqu32 ymmword ptr [rbx + 2*r9 + 1000], ymm29
-; bytes: 62 21 7e 28 7f ac 4b e8 03 00 00
-; form: vmovdqu_m256_y
-vmovdqu32 ymmword ptr [rip + foo + 16], ymm16
-; bytes: 62 e1 7e 28 7f 05 00 00 00 00
+vmovdqu32 xmmword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 7e 08 7f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqu_m256_y
+vmovdqu ymmword ptr [rdx - 8192], ymm8
+; bytes: c5 7e 7f 82 00 e0 ff ff
+; form: vmovdqu_m256_y
+vmovdqu ymmword ptr [rip + bar], ymm0
+; bytes: c5 fe 7f 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vmovdqu_m256_y
+vmovdqu ymmword ptr [rdi], ymm8
+; bytes: c5 7e 7f 07
+; form: vmovdqu_m256_y
+vmovdqu32 ymmword ptr [8*rcx + 64], ymm29
+; bytes: 62 61 7e 28 7f 2c cd 40 00 00 00
+; form: vmovdqu_m256_y
+vmovdqu32 ymmword ptr [r8 + rsi + 127], ymm16
+; bytes: 62 c1 7e 28 7f 84 30 7f 00 00 00
 ; form: vmovdqa_x_xm
 vmovdqa xmm0, xmm1
 ; bytes: c5 f9 6f c1
@@ -586,15 +586,14 @@ vmovdqa xmm1, xmm12
 vmovdqa xmm11, xmm2
 ; bytes: c5 79 6f da
 ; form: vmovdqa_x_xm
-vmovdqa xmm8, xmmword ptr [rdx - 8192]
-; bytes: c5 79 6f 82 00 e0 ff ff
+vmovdqa xmm8, xmmword ptr [rsp + 8]
+; bytes: c5 79 6f 44 24 08
 ; form: vmovdqa_x_xm
-vmovdqa xmm0, xmmword ptr [rip + bar]
-; bytes: c5 f9 6f 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmovdqa xmm0, xmmword ptr [rbp]
+; bytes: c5 f9 6f 45 00
 ; form: vmovdqa_x_xm
-vmovdqa xmm8, xmmword ptr [rdi]
-; bytes: c5 79 6f 07
+vmovdqa xmm8, xmmword ptr [r13 - 300]
+; bytes: c4 41 79 6f 85 d4 fe ff ff
 ; form: vmovdqa_x_xm
 vmovdqa32 xmm16, xmm17
 ; bytes: 62 a1 7d 08 6f c1
@@ -605,11 +604,11 @@ vmovdqa32 xmm3, xmm24
 vmovdqa32 xmm29, xmm8
 ; bytes: 62 41 7d 08 6f e8
 ; form: vmovdqa_x_xm
-vmovdqa32 xmm29, xmmword ptr [8*rcx + 64]
-; bytes: 62 61 7d 08 6f 2c cd 40 00 00 00
+vmovdqa32 xmm29, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 7d 08 6f ac 9c 00 10 00 00
 ; form: vmovdqa_x_xm
-vmovdqa32 xmm16, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7d 08 6f 84 30 7f 00 00 00
+vmovdqa32 xmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7d 08 6f 82 00 e0 ff ff
 ; form: vmovdqa_y_ym
 vmovdqa ymm0, ymm1
 ; bytes: c5 fd 6f c1
@@ -623,14 +622,14 @@ vmovdqa ymm1, ymm12
 vmovdqa ymm11, ymm2
 ; bytes: c5 7d 6f da
 ; form: vmovdqa_y_ym
-vmovdqa ymm8, ymmword ptr [rsp + 8]
-; bytes: c5 7d 6f 44 24 08
+vmovdqa ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7d 6f 44 87 08
 ; form: vmovdqa_y_ym
-vmovdqa ymm0, ymmword ptr [rbp]
-; bytes: c5 fd 6f 45 00
+vmovdqa ymm0, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 7d 6f 44 fc 80
 ; form: vmovdqa_y_ym
-vmovdqa ymm8, ymmword ptr [r13 - 300]
-; bytes: c4 41 7d 6f 85 d4 fe ff ff
+vmovdqa ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7d 6f 84 4b e8 03 00 00
 ; form: vmovdqa_y_ym
 vmovdqa32 ymm16, ymm17
 ; bytes: 62 a1 7d 28 6f c1
@@ -641,59 +640,59 @@ vmovdqa32 ymm3, ymm24
 vmovdqa32 ymm29, ymm8
 ; bytes: 62 41 7d 28 6f e8
 ; form: vmovdqa_y_ym
-vmovdqa32 ymm29, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 7d 28 6f ac 9c 00 10 00 00
-; form: vmovdqa_y_ym
-vmovdqa32 ymm16, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 7d 28 6f 82 00 e0 ff ff
-; form: vmovdqa_m128_x
-vmovdqa xmmword ptr [rdi + 4*rax + 8], xmm8
-; bytes: c5 79 7f 44 87 08
-; form: vmovdqa_m128_x
-vmovdqa xmmword ptr [r12 + 8*r15 - 128], xmm0
-; bytes: c4 81 79 7f 44 fc 80
-; form: vmovdqa_m128_x
-vmovdqa xmmword ptr [rbx + 2*r9 + 1000], xmm8
-; bytes: c4 21 79 7f 84 4b e8 03 00 00
-; form: vmovdqa_m128_x
-vmovdqa32 xmmword ptr [rip + bar], xmm29
-; bytes: 62 61 7d 08 7f 2d 00 00 00 00
+vmovdqa32 ymm29, ymmword ptr [rip + bar]
+; bytes: 62 61 7d 28 6f 2d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovdqa_y_ym
+vmovdqa32 ymm16, ymmword ptr [rdi]
+; bytes: 62 e1 7d 28 6f 07
 ; form: vmovdqa_m128_x
-vmovdqa32 xmmword ptr [rdi], xmm16
-; bytes: 62 e1 7d 08 7f 07
-; form: vmovdqa_m256_y
-vmovdqa ymmword ptr [rip + foo + 16], ymm8
-; bytes: c5 7d 7f 05 00 00 00 00
+vmovdqa xmmword ptr [rip + foo + 16], xmm8
+; bytes: c5 79 7f 05 00 00 00 00
 ; fixup: 4 pc32 foo 12
+; form: vmovdqa_m128_x
+vmovdqa xmmword ptr [8*rcx + 64], xmm0
+; bytes: c5 f9 7f 04 cd 40 00 00 00
+; form: vmovdqa_m128_x
+vmovdqa xmmword ptr [r8 + rsi + 127], xmm8
+; bytes: c4 41 79 7f 44 30 7f
+; form: vmovdqa_m128_x
+vmovdqa32 xmmword ptr [rsp + 8], xmm29
+; bytes: 62 61 7d 08 7f ac 24 08 00 00 00
+; form: vmovdqa_m128_x
+vmovdqa32 xmmword ptr [rbp], xmm16
+; bytes: 62 e1 7d 08 7f 45 00
 ; form: vmovdqa_m256_y
-vmovdqa ymmword ptr [8*rcx + 64], ymm0
-; bytes: c5 fd 7f 04 cd 40 00 00 00
+vmovdqa ymmword ptr [rsp + 4*r11 + 4096], ymm8
+; bytes: c4 21 7d 7f 84 9c 00 10 00 00
 ; form: vmovdqa_m256_y
-vmovdqa ymmword ptr [r8 + rsi + 127], ymm8
-; bytes: c4 41 7d 7f 44 30 7f
+vmovdqa ymmword ptr [rdx - 8192], ymm0
+; bytes: c5 fd 7f 82 00 e0 ff ff
 ; form: vmovdqa_m256_y
-vmovdqa32 ymmword ptr [rsp + 8], ymm29
-; bytes: 62 61 7d 28 7f ac 24 08 00 00 00
-; form: vmovdqa_m256_y
-vmovdqa32 ymmword ptr [rbp], ymm16
-; bytes: 62 e1 7d 28 7f 45 00
-; form: vmovss_x_m32
-vmovss xmm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 7a 10 84 9c 00 10 00 00
-; form: vmovss_x_m32
-vmovss xmm0, dword ptr [rdx - 8192]
-; bytes: c5 fa 10 82 00 e0 ff ff
-; form: vmovss_x_m32
-vmovss xmm8, dword ptr [rip + bar]
-; bytes: c5 7a 10 05 00 00 00 00
+vmovdqa ymmword ptr [rip + bar], ymm8
+; bytes: c5 7d 7f 05 00 00 00 00
 ; fixup: 4 pc32 bar -4
+; form: vmovdqa_m256_y
+vmovdqa32 ymmword ptr [r13 - 300], ymm29
+; bytes: 62 41 7d 28 7f ad d4 fe ff ff
+; form: vmovdqa_m256_y
+vmovdqa32 ymmword ptr [rdi + 4*rax + 8], ymm16
+; bytes: 62 e1 7d 28 7f 84 87 08 00 00 00
 ; form: vmovss_x_m32
-vmovss xmm29, dword ptr [r13 - 300]
-; bytes: 62 41 7e 08 10 6d b5
+vmovss xmm8, dword ptr [rdi]
+; bytes: c5 7a 10 07
 ; form: vmovss_x_m32
-vmovss xmm16, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7e 08 10 44 87 02
+vmovss xmm0, dword ptr [rsp + 8]
+; bytes: c5 fa 10 44 24 08
+; form: vmovss_x_m32
+vmovss xmm8, dword ptr [rbp]
+; bytes: c5 7a 10 45 00
+; form: vmovss_x_m32
+vmovss xmm29, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 7e 08 10 6c fc e0
+; form: vmovss_x_m32
+vmovss xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7e 08 10 84 4b e8 03 00 00
 ; form: vmovss_x_m32
 vmovss xmm0, dword ptr [rsp + 64]
 ; bytes: c5 fa 10 44 24 40
@@ -707,20 +706,21 @@ vmovss xmm1, dword ptr [rsp + 4160]
 vmovss xmm16, dword ptr [rsp + 4160]
 ; bytes: 62 e1 7e 08 10 84 24 40 10 00 00
 ; form: vmovss_m32_x
-vmovss dword ptr [rdi], xmm8
-; bytes: c5 7a 11 07
+vmovss dword ptr [r13 - 300], xmm8
+; bytes: c4 41 7a 11 85 d4 fe ff ff
 ; form: vmovss_m32_x
-vmovss dword ptr [rsp + 8], xmm0
-; bytes: c5 fa 11 44 24 08
+vmovss dword ptr [rdi + 4*rax + 8], xmm0
+; bytes: c5 fa 11 44 87 08
 ; form: vmovss_m32_x
-vmovss dword ptr [rbp], xmm8
-; bytes: c5 7a 11 45 00
+vmovss dword ptr [r12 + 8*r15 - 128], xmm8
+; bytes: c4 01 7a 11 44 fc 80
 ; form: vmovss_m32_x
-vmovss dword ptr [r12 + 8*r15 - 128], xmm29
-; bytes: 62 01 7e 08 11 6c fc e0
+vmovss dword ptr [rip + foo + 16], xmm29
+; bytes: 62 61 7e 08 11 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovss_m32_x
-vmovss dword ptr [rbx + 2*r9 + 1000], xmm16
-; bytes: 62 a1 7e 08 11 84 4b e8 03 00 00
+vmovss dword ptr [8*rcx + 64], xmm16
+; bytes: 62 e1 7e 08 11 04 cd 40 00 00 00
 ; form: vmovss_m32_x
 vmovss dword ptr [rsp + 64], xmm0
 ; bytes: c5 fa 11 44 24 40
@@ -755,21 +755,21 @@ vmovss xmm3, xmm24, xmm9
 vmovss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 10 ea
 ; form: vmovsd_x_m64
-vmovsd xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 7b 10 84 4b e8 03 00 00
+vmovsd xmm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 41 7b 10 44 30 7f
 ; form: vmovsd_x_m64
-vmovsd xmm0, qword ptr [rip + foo + 16]
-; bytes: c5 fb 10 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovsd xmm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 7b 10 84 9c 00 10 00 00
 ; form: vmovsd_x_m64
-vmovsd xmm8, qword ptr [8*rcx + 64]
-; bytes: c5 7b 10 04 cd 40 00 00 00
+vmovsd xmm8, qword ptr [rdx - 8192]
+; bytes: c5 7b 10 82 00 e0 ff ff
 ; form: vmovsd_x_m64
-vmovsd xmm29, qword ptr [r8 + rsi + 127]
-; bytes: 62 41 ff 08 10 ac 30 7f 00 00 00
+vmovsd xmm29, qword ptr [rdx - 8192]
+; bytes: 62 61 ff 08 10 aa 00 e0 ff ff
 ; form: vmovsd_x_m64
-vmovsd xmm16, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 ff 08 10 84 9c 00 10 00 00
+vmovsd xmm16, qword ptr [rip + bar]
+; bytes: 62 e1 ff 08 10 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovsd_x_m64
 vmovsd xmm0, qword ptr [rsp + 64]
 ; bytes: c5 fb 10 44 24 40
@@ -783,21 +783,21 @@ vmovsd xmm1, qword ptr [rsp + 4160]
 vmovsd xmm16, qword ptr [rsp + 4160]
 ; bytes: 62 e1 ff 08 10 84 24 40 10 00 00
 ; form: vmovsd_m64_x
-vmovsd qword ptr [r8 + rsi + 127], xmm8
-; bytes: c4 41 7b 11 44 30 7f
+vmovsd qword ptr [rip + bar], xmm8
+; bytes: c5 7b 11 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmovsd_m64_x
-vmovsd qword ptr [rsp + 4*r11 + 4096], xmm0
-; bytes: c4 a1 7b 11 84 9c 00 10 00 00
+vmovsd qword ptr [rdi], xmm0
+; bytes: c5 fb 11 07
 ; form: vmovsd_m64_x
-vmovsd qword ptr [rdx - 8192], xmm8
-; bytes: c5 7b 11 82 00 e0 ff ff
+vmovsd qword ptr [rsp + 8], xmm8
+; bytes: c5 7b 11 44 24 08
 ; form: vmovsd_m64_x
-vmovsd qword ptr [rdx - 8192], xmm29
-; bytes: 62 61 ff 08 11 aa 00 e0 ff ff
+vmovsd qword ptr [rdi], xmm29
+; bytes: 62 61 ff 08 11 2f
 ; form: vmovsd_m64_x
-vmovsd qword ptr [rip + bar], xmm16
-; bytes: 62 e1 ff 08 11 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovsd qword ptr [rsp + 8], xmm16
+; bytes: 62 e1 ff 08 11 44 24 01
 ; form: vmovsd_m64_x
 vmovsd qword ptr [rsp + 64], xmm0
 ; bytes: c5 fb 11 44 24 40
@@ -844,14 +844,15 @@ vmovd xmm1, r12d
 vmovd xmm11, edx
 ; bytes: c5 79 6e da
 ; form: vmovd_x_rm32
-vmovd xmm8, dword ptr [rbp]
-; bytes: c5 79 6e 45 00
+vmovd xmm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 79 6e 44 fc 80
 ; form: vmovd_x_rm32
-vmovd xmm0, dword ptr [r13 - 300]
-; bytes: c4 c1 79 6e 85 d4 fe ff ff
+vmovd xmm0, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a1 79 6e 84 4b e8 03 00 00
 ; form: vmovd_x_rm32
-vmovd xmm8, dword ptr [rdi + 4*rax + 8]
-; bytes: c5 79 6e 44 87 08
+vmovd xmm8, dword ptr [rip + foo + 16]
+; bytes: c5 79 6e 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vmovd_x_rm32
 vmovd xmm16, ecx
 ; bytes: 62 e1 7d 08 6e c1
@@ -862,11 +863,11 @@ vmovd xmm3, r8d
 vmovd xmm29, r8d
 ; bytes: 62 41 7d 08 6e e8
 ; form: vmovd_x_rm32
-vmovd xmm29, dword ptr [rbp]
-; bytes: 62 61 7d 08 6e 6d 00
+vmovd xmm29, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 61 7d 08 6e 6c 87 02
 ; form: vmovd_x_rm32
-vmovd xmm16, dword ptr [r13 - 300]
-; bytes: 62 c1 7d 08 6e 45 b5
+vmovd xmm16, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7d 08 6e 44 fc e0
 ; form: vmovd_rm32_x
 vmovd eax, xmm1
 ; bytes: c5 f9 7e c8
@@ -880,15 +881,14 @@ vmovd ecx, xmm12
 vmovd r11d, xmm2
 ; bytes: c4 c1 79 7e d3
 ; form: vmovd_rm32_x
-vmovd dword ptr [r12 + 8*r15 - 128], xmm8
-; bytes: c4 01 79 7e 44 fc 80
+vmovd dword ptr [8*rcx + 64], xmm8
+; bytes: c5 79 7e 04 cd 40 00 00 00
 ; form: vmovd_rm32_x
-vmovd dword ptr [rbx + 2*r9 + 1000], xmm0
-; bytes: c4 a1 79 7e 84 4b e8 03 00 00
+vmovd dword ptr [r8 + rsi + 127], xmm0
+; bytes: c4 c1 79 7e 44 30 7f
 ; form: vmovd_rm32_x
-vmovd dword ptr [rip + foo + 16], xmm8
-; bytes: c5 79 7e 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vmovd dword ptr [rsp + 4*r11 + 4096], xmm8
+; bytes: c4 21 79 7e 84 9c 00 10 00 00
 ; form: vmovd_rm32_x
 vmovd eax, xmm17
 ; bytes: 62 e1 7d 08 7e c8
@@ -899,11 +899,12 @@ vmovd ebx, xmm24
 vmovd r13d, xmm8
 ; bytes: c4 41 79 7e c5
 ; form: vmovd_rm32_x
-vmovd dword ptr [rdi + 4*rax + 8], xmm29
-; bytes: 62 61 7d 08 7e 6c 87 02
+vmovd dword ptr [rbx + 2*r9 + 1000], xmm29
+; bytes: 62 21 7d 08 7e ac 4b e8 03 00 00
 ; form: vmovd_rm32_x
-vmovd dword ptr [r12 + 8*r15 - 128], xmm16
-; bytes: 62 81 7d 08 7e 44 fc e0
+vmovd dword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 7d 08 7e 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovq_x_r64
 vmovq xmm0, rcx
 ; bytes: c4 e1 f9 6e c1
@@ -959,14 +960,14 @@ vmovq xmm1, xmm12
 vmovq xmm11, xmm2
 ; bytes: c5 7a 7e da
 ; form: vmovq_x_xm64
-vmovq xmm8, qword ptr [rsp + 8]
-; bytes: c5 7a 7e 44 24 08
+vmovq xmm8, qword ptr [rdi + 4*rax + 8]
+; bytes: c5 7a 7e 44 87 08
 ; form: vmovq_x_xm64
-vmovq xmm0, qword ptr [rbp]
-; bytes: c5 fa 7e 45 00
+vmovq xmm0, qword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 7a 7e 44 fc 80
 ; form: vmovq_x_xm64
-vmovq xmm8, qword ptr [r13 - 300]
-; bytes: c4 41 7a 7e 85 d4 fe ff ff
+vmovq xmm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 7a 7e 84 4b e8 03 00 00
 ; form: vmovq_x_xm64
 vmovq xmm16, xmm17
 ; bytes: 62 a1 fe 08 7e c1
@@ -977,27 +978,28 @@ vmovq xmm3, xmm24
 vmovq xmm29, xmm8
 ; bytes: 62 41 fe 08 7e e8
 ; form: vmovq_x_xm64
-vmovq xmm29, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 fe 08 7e ac 9c 00 10 00 00
-; form: vmovq_x_xm64
-vmovq xmm16, qword ptr [rdx - 8192]
-; bytes: 62 e1 fe 08 7e 82 00 e0 ff ff
-; form: vmovq_m64_x
-vmovq qword ptr [rdi + 4*rax + 8], xmm8
-; bytes: c5 79 d6 44 87 08
-; form: vmovq_m64_x
-vmovq qword ptr [r12 + 8*r15 - 128], xmm0
-; bytes: c4 81 79 d6 44 fc 80
-; form: vmovq_m64_x
-vmovq qword ptr [rbx + 2*r9 + 1000], xmm8
-; bytes: c4 21 79 d6 84 4b e8 03 00 00
-; form: vmovq_m64_x
-vmovq qword ptr [rip + bar], xmm29
-; bytes: 62 61 fd 08 d6 2d 00 00 00 00
+vmovq xmm29, qword ptr [rip + bar]
+; bytes: 62 61 fe 08 7e 2d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovq_x_xm64
+vmovq xmm16, qword ptr [rdi]
+; bytes: 62 e1 fe 08 7e 07
 ; form: vmovq_m64_x
-vmovq qword ptr [rdi], xmm16
-; bytes: 62 e1 fd 08 d6 07
+vmovq qword ptr [rip + foo + 16], xmm8
+; bytes: c5 79 d6 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vmovq_m64_x
+vmovq qword ptr [8*rcx + 64], xmm0
+; bytes: c5 f9 d6 04 cd 40 00 00 00
+; form: vmovq_m64_x
+vmovq qword ptr [r8 + rsi + 127], xmm8
+; bytes: c4 41 79 d6 44 30 7f
+; form: vmovq_m64_x
+vmovq qword ptr [rsp + 8], xmm29
+; bytes: 62 61 fd 08 d6 6c 24 01
+; form: vmovq_m64_x
+vmovq qword ptr [rbp], xmm16
+; bytes: 62 e1 fd 08 d6 45 00
 ; form: vmovmskps_r32_x
 vmovmskps eax, xmm1
 ; bytes: c5 f8 50 c1
@@ -1083,15 +1085,14 @@ vpbroadcastb xmm1, xmm12
 vpbroadcastb xmm11, xmm2
 ; bytes: c4 62 79 78 da
 ; form: vpbroadcastb_x_xm8
-vpbroadcastb xmm8, byte ptr [rip + bar]
-; bytes: c4 62 79 78 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpbroadcastb xmm8, byte ptr [rbp]
+; bytes: c4 62 79 78 45 00
 ; form: vpbroadcastb_x_xm8
-vpbroadcastb xmm0, byte ptr [rdi]
-; bytes: c4 e2 79 78 07
+vpbroadcastb xmm0, byte ptr [r13 - 300]
+; bytes: c4 c2 79 78 85 d4 fe ff ff
 ; form: vpbroadcastb_x_xm8
-vpbroadcastb xmm8, byte ptr [rsp + 8]
-; bytes: c4 62 79 78 44 24 08
+vpbroadcastb xmm8, byte ptr [rdi + 4*rax + 8]
+; bytes: c4 62 79 78 44 87 08
 ; form: vpbroadcastb_x_xm8
 vpbroadcastb xmm16, xmm17
 ; bytes: 62 a2 7d 08 78 c1
@@ -1102,11 +1103,11 @@ vpbroadcastb xmm3, xmm24
 vpbroadcastb xmm29, xmm8
 ; bytes: 62 42 7d 08 78 e8
 ; form: vpbroadcastb_x_xm8
-vpbroadcastb xmm29, byte ptr [rdi]
-; bytes: 62 62 7d 08 78 2f
+vpbroadcastb xmm29, byte ptr [rbp]
+; bytes: 62 62 7d 08 78 6d 00
 ; form: vpbroadcastb_x_xm8
-vpbroadcastb xmm16, byte ptr [rsp + 8]
-; bytes: 62 e2 7d 08 78 44 24 08
+vpbroadcastb xmm16, byte ptr [r13 - 300]
+; bytes: 62 c2 7d 08 78 85 d4 fe ff ff
 ; form: vpbroadcastb_y_xm8
 vpbroadcastb ymm0, xmm1
 ; bytes: c4 e2 7d 78 c1
@@ -1120,14 +1121,15 @@ vpbroadcastb ymm1, xmm12
 vpbroadcastb ymm11, xmm2
 ; bytes: c4 62 7d 78 da
 ; form: vpbroadcastb_y_xm8
-vpbroadcastb ymm8, byte ptr [rbp]
-; bytes: c4 62 7d 78 45 00
+vpbroadcastb ymm8, byte ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 78 44 fc 80
 ; form: vpbroadcastb_y_xm8
-vpbroadcastb ymm0, byte ptr [r13 - 300]
-; bytes: c4 c2 7d 78 85 d4 fe ff ff
+vpbroadcastb ymm0, byte ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 7d 78 84 4b e8 03 00 00
 ; form: vpbroadcastb_y_xm8
-vpbroadcastb ymm8, byte ptr [rdi + 4*rax + 8]
-; bytes: c4 62 7d 78 44 87 08
+vpbroadcastb ymm8, byte ptr [rip + foo + 16]
+; bytes: c4 62 7d 78 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpbroadcastb_y_xm8
 vpbroadcastb ymm16, xmm17
 ; bytes: 62 a2 7d 28 78 c1
@@ -1138,11 +1140,11 @@ vpbroadcastb ymm3, xmm24
 vpbroadcastb ymm29, xmm8
 ; bytes: 62 42 7d 28 78 e8
 ; form: vpbroadcastb_y_xm8
-vpbroadcastb ymm29, byte ptr [rbp]
-; bytes: 62 62 7d 28 78 6d 00
+vpbroadcastb ymm29, byte ptr [rdi + 4*rax + 8]
+; bytes: 62 62 7d 28 78 6c 87 08
 ; form: vpbroadcastb_y_xm8
-vpbroadcastb ymm16, byte ptr [r13 - 300]
-; bytes: 62 c2 7d 28 78 85 d4 fe ff ff
+vpbroadcastb ymm16, byte ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 28 78 44 fc 80
 ; form: vpbroadcastw_x_xm16
 vpbroadcastw xmm0, xmm1
 ; bytes: c4 e2 79 79 c1
@@ -1156,15 +1158,14 @@ vpbroadcastw xmm1, xmm12
 vpbroadcastw xmm11, xmm2
 ; bytes: c4 62 79 79 da
 ; form: vpbroadcastw_x_xm16
-vpbroadcastw xmm8, word ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 79 79 44 fc 80
+vpbroadcastw xmm8, word ptr [8*rcx + 64]
+; bytes: c4 62 79 79 04 cd 40 00 00 00
 ; form: vpbroadcastw_x_xm16
-vpbroadcastw xmm0, word ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 79 79 84 4b e8 03 00 00
+vpbroadcastw xmm0, word ptr [r8 + rsi + 127]
+; bytes: c4 c2 79 79 44 30 7f
 ; form: vpbroadcastw_x_xm16
-vpbroadcastw xmm8, word ptr [rip + foo + 16]
-; bytes: c4 62 79 79 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpbroadcastw xmm8, word ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 79 79 84 9c 00 10 00 00
 ; form: vpbroadcastw_x_xm16
 vpbroadcastw xmm16, xmm17
 ; bytes: 62 a2 7d 08 79 c1
@@ -1175,11 +1176,12 @@ vpbroadcastw xmm3, xmm24
 vpbroadcastw xmm29, xmm8
 ; bytes: 62 42 7d 08 79 e8
 ; form: vpbroadcastw_x_xm16
-vpbroadcastw xmm29, word ptr [rdi + 4*rax + 8]
-; bytes: 62 62 7d 08 79 6c 87 04
+vpbroadcastw xmm29, word ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 7d 08 79 ac 4b e8 03 00 00
 ; form: vpbroadcastw_x_xm16
-vpbroadcastw xmm16, word ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 08 79 44 fc c0
+vpbroadcastw xmm16, word ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 79 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpbroadcastw_y_xm16
 vpbroadcastw ymm0, xmm1
 ; bytes: c4 e2 7d 79 c1
@@ -1193,14 +1195,15 @@ vpbroadcastw ymm1, xmm12
 vpbroadcastw ymm11, xmm2
 ; bytes: c4 62 7d 79 da
 ; form: vpbroadcastw_y_xm16
-vpbroadcastw ymm8, word ptr [8*rcx + 64]
-; bytes: c4 62 7d 79 04 cd 40 00 00 00
+vpbroadcastw ymm8, word ptr [rdx - 8192]
+; bytes: c4 62 7d 79 82 00 e0 ff ff
 ; form: vpbroadcastw_y_xm16
-vpbroadcastw ymm0, word ptr [r8 + rsi + 127]
-; bytes: c4 c2 7d 79 44 30 7f
+vpbroadcastw ymm0, word ptr [rip + bar]
+; bytes: c4 e2 7d 79 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpbroadcastw_y_xm16
-vpbroadcastw ymm8, word ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 7d 79 84 9c 00 10 00 00
+vpbroadcastw ymm8, word ptr [rdi]
+; bytes: c4 62 7d 79 07
 ; form: vpbroadcastw_y_xm16
 vpbroadcastw ymm16, xmm17
 ; bytes: 62 a2 7d 28 79 c1
@@ -1211,12 +1214,11 @@ vpbroadcastw ymm3, xmm24
 vpbroadcastw ymm29, xmm8
 ; bytes: 62 42 7d 28 79 e8
 ; form: vpbroadcastw_y_xm16
-vpbroadcastw ymm29, word ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 7d 28 79 ac 4b e8 03 00 00
+vpbroadcastw ymm29, word ptr [8*rcx + 64]
+; bytes: 62 62 7d 28 79 2c cd 40 00 00 00
 ; form: vpbroadcastw_y_xm16
-vpbroadcastw ymm16, word ptr [rip + foo + 16]
-; bytes: 62 e2 7d 28 79 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpbroadcastw ymm16, word ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 28 79 84 30 7f 00 00 00
 ; form: vpbroadcastd_x_xm32
 vpbroadcastd xmm0, xmm1
 ; bytes: c4 e2 79 58 c1
@@ -1230,15 +1232,14 @@ vpbroadcastd xmm1, xmm12
 vpbroadcastd xmm11, xmm2
 ; bytes: c4 62 79 58 da
 ; form: vpbroadcastd_x_xm32
-vpbroadcastd xmm8, dword ptr [rdx - 8192]
-; bytes: c4 62 79 58 82 00 e0 ff ff
+vpbroadcastd xmm8, dword ptr [rsp + 8]
+; bytes: c4 62 79 58 44 24 08
 ; form: vpbroadcastd_x_xm32
-vpbroadcastd xmm0, dword ptr [rip + bar]
-; bytes: c4 e2 79 58 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vpbroadcastd xmm0, dword ptr [rbp]
+; bytes: c4 e2 79 58 45 00
 ; form: vpbroadcastd_x_xm32
-vpbroadcastd xmm8, dword ptr [rdi]
-; bytes: c4 62 79 58 07
+vpbroadcastd xmm8, dword ptr [r13 - 300]
+; bytes: c4 42 79 58 85 d4 fe ff ff
 ; form: vpbroadcastd_x_xm32
 vpbroadcastd xmm16, xmm17
 ; bytes: 62 a2 7d 08 58 c1
@@ -1249,11 +1250,11 @@ vpbroadcastd xmm3, xmm24
 vpbroadcastd xmm29, xmm8
 ; bytes: 62 42 7d 08 58 e8
 ; form: vpbroadcastd_x_xm32
-vpbroadcastd xmm29, dword ptr [8*rcx + 64]
-; bytes: 62 62 7d 08 58 2c cd 40 00 00 00
+vpbroadcastd xmm29, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 7d 08 58 ac 9c 00 10 00 00
 ; form: vpbroadcastd_x_xm32
-vpbroadcastd xmm16, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 08 58 84 30 7f 00 00 00
+vpbroadcastd xmm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 58 82 00 e0 ff ff
 ; form: vpbroadcastd_y_xm32
 vpbroadcastd ymm0, xmm1
 ; bytes: c4 e2 7d 58 c1
@@ -1267,14 +1268,14 @@ vpbroadcastd ymm1, xmm12
 vpbroadcastd ymm11, xmm2
 ; bytes: c4 62 7d 58 da
 ; form: vpbroadcastd_y_xm32
-vpbroadcastd ymm8, dword ptr [rsp + 8]
-; bytes: c4 62 7d 58 44 24 08
+vpbroadcastd ymm8, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 58 44 87 08
 ; form: vpbroadcastd_y_xm32
-vpbroadcastd ymm0, dword ptr [rbp]
-; bytes: c4 e2 7d 58 45 00
+vpbroadcastd ymm0, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 7d 58 44 fc 80
 ; form: vpbroadcastd_y_xm32
-vpbroadcastd ymm8, dword ptr [r13 - 300]
-; bytes: c4 42 7d 58 85 d4 fe ff ff
+vpbroadcastd ymm8, dword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 58 84 4b e8 03 00 00
 ; form: vpbroadcastd_y_xm32
 vpbroadcastd ymm16, xmm17
 ; bytes: 62 a2 7d 28 58 c1
@@ -1285,11 +1286,12 @@ vpbroadcastd ymm3, xmm24
 vpbroadcastd ymm29, xmm8
 ; bytes: 62 42 7d 28 58 e8
 ; form: vpbroadcastd_y_xm32
-vpbroadcastd ymm29, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 7d 28 58 ac 9c 00 10 00 00
+vpbroadcastd ymm29, dword ptr [rip + bar]
+; bytes: 62 62 7d 28 58 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpbroadcastd_y_xm32
-vpbroadcastd ymm16, dword ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 58 82 00 e0 ff ff
+vpbroadcastd ymm16, dword ptr [rdi]
+; bytes: 62 e2 7d 28 58 07
 ; form: vpbroadcastq_x_xm64
 vpbroadcastq xmm0, xmm1
 ; bytes: c4 e2 79 59 c1
@@ -1303,14 +1305,15 @@ vpbroadcastq xmm1, xmm12
 vpbroadcastq xmm11, xmm2
 ; bytes: c4 62 79 59 da
 ; form: vpbroadcastq_x_xm64
-vpbroadcastq xmm8, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 62 79 59 44 87 08
+vpbroadcastq xmm8, qword ptr [rip + foo + 16]
+; bytes: c4 62 79 59 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vpbroadcastq_x_xm64
-vpbroadcastq xmm0, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 82 79 59 44 fc 80
+vpbroadcastq xmm0, qword ptr [8*rcx + 64]
+; bytes: c4 e2 79 59 04 cd 40 00 00 00
 ; form: vpbroadcastq_x_xm64
-vpbroadcastq xmm8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 79 59 84 4b e8 03 00 00
+vpbroadcastq xmm8, qword ptr [r8 + rsi + 127]
+; bytes: c4 42 79 59 44 30 7f
 ; form: vpbroadcastq_x_xm64
 vpbroadcastq xmm16, xmm17
 ; bytes: 62 a2 fd 08 59 c1
@@ -1321,12 +1324,11 @@ vpbroadcastq xmm3, xmm24
 vpbroadcastq xmm29, xmm8
 ; bytes: 62 42 fd 08 59 e8
 ; form: vpbroadcastq_x_xm64
-vpbroadcastq xmm29, qword ptr [rip + bar]
-; bytes: 62 62 fd 08 59 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpbroadcastq xmm29, qword ptr [rsp + 8]
+; bytes: 62 62 fd 08 59 6c 24 01
 ; form: vpbroadcastq_x_xm64
-vpbroadcastq xmm16, qword ptr [rdi]
-; bytes: 62 e2 fd 08 59 07
+vpbroadcastq xmm16, qword ptr [rbp]
+; bytes: 62 e2 fd 08 59 45 00
 ; form: vpbroadcastq_y_xm64
 vpbroadcastq ymm0, xmm1
 ; bytes: c4 e2 7d 59 c1
@@ -1340,15 +1342,15 @@ vpbroadcastq ymm1, xmm12
 vpbroadcastq ymm11, xmm2
 ; bytes: c4 62 7d 59 da
 ; form: vpbroadcastq_y_xm64
-vpbroadcastq ymm8, qword ptr [rip + foo + 16]
+vpbroadcastq ymm8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 7d 59 84 9c 00 10 00 00
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm0, qword ptr [rdx - 8192]
+; bytes: c4 e2 7d 59 82 00 e0 ff ff
+; form: vpbroadcastq_y_xm64
+vpbroadcastq ymm8, qword ptr [rip + bar]
 ; bytes: c4 62 7d 59 05 00 00 00 00
-; fixup: 5 pc32 foo 12
-; form: vpbroadcastq_y_xm64
-vpbroadcastq ymm0, qword ptr [8*rcx + 64]
-; bytes: c4 e2 7d 59 04 cd 40 00 00 00
-; form: vpbroadcastq_y_xm64
-vpbroadcastq ymm8, qword ptr [r8 + rsi + 127]
-; bytes: c4 42 7d 59 44 30 7f
+; fixup: 5 pc32 bar -4
 ; form: vpbroadcastq_y_xm64
 vpbroadcastq ymm16, xmm17
 ; bytes: 62 a2 fd 28 59 c1
@@ -1359,11 +1361,11 @@ vpbroadcastq ymm3, xmm24
 vpbroadcastq ymm29, xmm8
 ; bytes: 62 42 fd 28 59 e8
 ; form: vpbroadcastq_y_xm64
-vpbroadcastq ymm29, qword ptr [rsp + 8]
-; bytes: 62 62 fd 28 59 6c 24 01
+vpbroadcastq ymm29, qword ptr [r13 - 300]
+; bytes: 62 42 fd 28 59 ad d4 fe ff ff
 ; form: vpbroadcastq_y_xm64
-vpbroadcastq ymm16, qword ptr [rbp]
-; bytes: 62 e2 fd 28 59 45 00
+vpbroadcastq ymm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 fd 28 59 44 87 01
 ; form: vbroadcastss_x_xm32
 vbroadcastss xmm0, xmm1
 ; bytes: c4 e2 79 18 c1
@@ -1377,15 +1379,14 @@ vbroadcastss xmm1, xmm12
 vbroadcastss xmm11, xmm2
 ; bytes: c4 62 79 18 da
 ; form: vbroadcastss_x_xm32
-vbroadcastss xmm8, dword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 79 18 84 9c 00 10 00 00
+vbroadcastss xmm8, dword ptr [rdi]
+; bytes: c4 62 79 18 07
 ; form: vbroadcastss_x_xm32
-vbroadcastss xmm0, dword ptr [rdx - 8192]
-; bytes: c4 e2 79 18 82 00 e0 ff ff
+vbroadcastss xmm0, dword ptr [rsp + 8]
+; bytes: c4 e2 79 18 44 24 08
 ; form: vbroadcastss_x_xm32
-vbroadcastss xmm8, dword ptr [rip + bar]
-; bytes: c4 62 79 18 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+vbroadcastss xmm8, dword ptr [rbp]
+; bytes: c4 62 79 18 45 00
 ; form: vbroadcastss_x_xm32
 vbroadcastss xmm16, xmm17
 ; bytes: 62 a2 7d 08 18 c1
@@ -1396,11 +1397,11 @@ vbroadcastss xmm3, xmm24
 vbroadcastss xmm29, xmm8
 ; bytes: 62 42 7d 08 18 e8
 ; form: vbroadcastss_x_xm32
-vbroadcastss xmm29, dword ptr [r13 - 300]
-; bytes: 62 42 7d 08 18 6d b5
+vbroadcastss xmm29, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 02 7d 08 18 6c fc e0
 ; form: vbroadcastss_x_xm32
-vbroadcastss xmm16, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 18 44 87 02
+vbroadcastss xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 08 18 84 4b e8 03 00 00
 ; form: vbroadcastss_y_xm32
 vbroadcastss ymm0, xmm1
 ; bytes: c4 e2 7d 18 c1
@@ -1414,14 +1415,14 @@ vbroadcastss ymm1, xmm12
 vbroadcastss ymm11, xmm2
 ; bytes: c4 62 7d 18 da
 ; form: vbroadcastss_y_xm32
-vbroadcastss ymm8, dword ptr [rdi]
-; bytes: c4 62 7d 18 07
+vbroadcastss ymm8, dword ptr [r13 - 300]
+; bytes: c4 42 7d 18 85 d4 fe ff ff
 ; form: vbroadcastss_y_xm32
-vbroadcastss ymm0, dword ptr [rsp + 8]
-; bytes: c4 e2 7d 18 44 24 08
+vbroadcastss ymm0, dword ptr [rdi + 4*rax + 8]
+; bytes: c4 e2 7d 18 44 87 08
 ; form: vbroadcastss_y_xm32
-vbroadcastss ymm8, dword ptr [rbp]
-; bytes: c4 62 7d 18 45 00
+vbroadcastss ymm8, dword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 7d 18 44 fc 80
 ; form: vbroadcastss_y_xm32
 vbroadcastss ymm16, xmm17
 ; bytes: 62 a2 7d 28 18 c1
@@ -1432,11 +1433,12 @@ vbroadcastss ymm3, xmm24
 vbroadcastss ymm29, xmm8
 ; bytes: 62 42 7d 28 18 e8
 ; form: vbroadcastss_y_xm32
-vbroadcastss ymm29, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 02 7d 28 18 6c fc e0
+vbroadcastss ymm29, dword ptr [rip + foo + 16]
+; bytes: 62 62 7d 28 18 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vbroadcastss_y_xm32
-vbroadcastss ymm16, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 28 18 84 4b e8 03 00 00
+vbroadcastss ymm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 18 04 cd 40 00 00 00
 ; form: vbroadcastsd_y_xm64
 vbroadcastsd ymm0, xmm1
 ; bytes: c4 e2 7d 19 c1
@@ -1450,14 +1452,15 @@ vbroadcastsd ymm1, xmm12
 vbroadcastsd ymm11, xmm2
 ; bytes: c4 62 7d 19 da
 ; form: vbroadcastsd_y_xm64
-vbroadcastsd ymm8, qword ptr [r13 - 300]
-; bytes: c4 42 7d 19 85 d4 fe ff ff
+vbroadcastsd ymm8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 19 84 4b e8 03 00 00
 ; form: vbroadcastsd_y_xm64
-vbroadcastsd ymm0, qword ptr [rdi + 4*rax + 8]
-; bytes: c4 e2 7d 19 44 87 08
+vbroadcastsd ymm0, qword ptr [rip + foo + 16]
+; bytes: c4 e2 7d 19 05 00 00 00 00
+; fixup: 5 pc32 foo 12
 ; form: vbroadcastsd_y_xm64
-vbroadcastsd ymm8, qword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 7d 19 44 fc 80
+vbroadcastsd ymm8, qword ptr [8*rcx + 64]
+; bytes: c4 62 7d 19 04 cd 40 00 00 00
 ; form: vbroadcastsd_y_xm64
 vbroadcastsd ymm16, xmm17
 ; bytes: 62 a2 fd 28 19 c1
@@ -1468,12 +1471,11 @@ vbroadcastsd ymm3, xmm24
 vbroadcastsd ymm29, xmm8
 ; bytes: 62 42 fd 28 19 e8
 ; form: vbroadcastsd_y_xm64
-vbroadcastsd ymm29, qword ptr [rip + foo + 16]
-; bytes: 62 62 fd 28 19 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vbroadcastsd ymm29, qword ptr [r8 + rsi + 127]
+; bytes: 62 42 fd 28 19 ac 30 7f 00 00 00
 ; form: vbroadcastsd_y_xm64
-vbroadcastsd ymm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 fd 28 19 04 cd 40 00 00 00
+vbroadcastsd ymm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 fd 28 19 84 9c 00 10 00 00
 ; form: vinsertps_x_x_xm32_imm8
 vinsertps xmm0, xmm1, xmm2, 1
 ; bytes: c4 e3 71 21 c2 01
@@ -1487,15 +1489,14 @@ vinsertps xmm1, xmm12, xmm10, 127
 vinsertps xmm11, xmm2, xmm3, 255
 ; bytes: c4 63 69 21 db ff
 ; form: vinsertps_x_x_xm32_imm8
-vinsertps xmm8, xmm9, dword ptr [rbx + 2*r9 + 1000], 0
-; bytes: c4 23 31 21 84 4b e8 03 00 00 00
+vinsertps xmm8, xmm9, dword ptr [r8 + rsi + 127], 0
+; bytes: c4 43 31 21 44 30 7f 00
 ; form: vinsertps_x_x_xm32_imm8
-vinsertps xmm0, xmm1, dword ptr [rip + foo + 16], 100
-; bytes: c4 e3 71 21 05 00 00 00 00 64
-; fixup: 5 pc32 foo 11
+vinsertps xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096], 100
+; bytes: c4 a3 71 21 84 9c 00 10 00 00 64
 ; form: vinsertps_x_x_xm32_imm8
-vinsertps xmm8, xmm9, dword ptr [8*rcx + 64], 200
-; bytes: c4 63 31 21 04 cd 40 00 00 00 c8
+vinsertps xmm8, xmm9, dword ptr [rdx - 8192], 200
+; bytes: c4 63 31 21 82 00 e0 ff ff c8
 ; form: vinsertps_x_x_xm32_imm8
 vinsertps xmm16, xmm17, xmm31, 1
 ; bytes: 62 83 75 00 21 c7 01
@@ -1506,11 +1507,12 @@ vinsertps xmm3, xmm24, xmm9, 31
 vinsertps xmm29, xmm8, xmm18, 127
 ; bytes: 62 23 3d 08 21 ea 7f
 ; form: vinsertps_x_x_xm32_imm8
-vinsertps xmm29, xmm8, dword ptr [r8 + rsi + 127], 1
-; bytes: 62 43 3d 08 21 ac 30 7f 00 00 00 01
+vinsertps xmm29, xmm8, dword ptr [rdx - 8192], 1
+; bytes: 62 63 3d 08 21 aa 00 e0 ff ff 01
 ; form: vinsertps_x_x_xm32_imm8
-vinsertps xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096], 31
-; bytes: 62 a3 75 00 21 84 9c 00 10 00 00 1f
+vinsertps xmm16, xmm17, dword ptr [rip + bar], 31
+; bytes: 62 e3 75 00 21 05 00 00 00 00 1f
+; fixup: 6 pc32 bar -5
 ; form: vpinsrb_x_x_r32m8_imm8
 vpinsrb xmm0, xmm1, edx, 1
 ; bytes: c4 e3 71 20 c2 01
@@ -1524,14 +1526,15 @@ vpinsrb xmm1, xmm12, r10d, 127
 vpinsrb xmm11, xmm2, ebx, 255
 ; bytes: c4 63 69 20 db ff
 ; form: vpinsrb_x_x_r32m8_imm8
-vpinsrb xmm8, xmm9, byte ptr [r8 + rsi + 127], 0
-; bytes: c4 43 31 20 44 30 7f 00
+vpinsrb xmm8, xmm9, byte ptr [rip + bar], 0
+; bytes: c4 63 31 20 05 00 00 00 00 00
+; fixup: 5 pc32 bar -5
 ; form: vpinsrb_x_x_r32m8_imm8
-vpinsrb xmm0, xmm1, byte ptr [rsp + 4*r11 + 4096], 100
-; bytes: c4 a3 71 20 84 9c 00 10 00 00 64
+vpinsrb xmm0, xmm1, byte ptr [rdi], 100
+; bytes: c4 e3 71 20 07 64
 ; form: vpinsrb_x_x_r32m8_imm8
-vpinsrb xmm8, xmm9, byte ptr [rdx - 8192], 200
-; bytes: c4 63 31 20 82 00 e0 ff ff c8
+vpinsrb xmm8, xmm9, byte ptr [rsp + 8], 200
+; bytes: c4 63 31 20 44 24 08 c8
 ; form: vpinsrb_x_x_r32m8_imm8
 vpinsrb xmm16, xmm17, r15d, 1
 ; bytes: 62 c3 75 00 20 c7 01
@@ -1542,12 +1545,11 @@ vpinsrb xmm3, xmm24, r9d, 31
 vpinsrb xmm29, xmm8, edx, 127
 ; bytes: 62 63 3d 08 20 ea 7f
 ; form: vpinsrb_x_x_r32m8_imm8
-vpinsrb xmm29, xmm8, byte ptr [rdx - 8192], 1
-; bytes: 62 63 3d 08 20 aa 00 e0 ff ff 01
+vpinsrb xmm29, xmm8, byte ptr [rdi], 1
+; bytes: 62 63 3d 08 20 2f 01
 ; form: vpinsrb_x_x_r32m8_imm8
-vpinsrb xmm16, xmm17, byte ptr [rip + bar], 31
-; bytes: 62 e3 75 00 20 05 00 00 00 00 1f
-; fixup: 6 pc32 bar -5
+vpinsrb xmm16, xmm17, byte ptr [rsp + 8], 31
+; bytes: 62 e3 75 00 20 44 24 08 1f
 ; form: vpinsrw_x_x_r32m16_imm8
 vpinsrw xmm0, xmm1, edx, 1
 ; bytes: c5 f1 c4 c2 01
@@ -1561,15 +1563,14 @@ vpinsrw xmm1, xmm12, r10d, 127
 vpinsrw xmm11, xmm2, ebx, 255
 ; bytes: c5 69 c4 db ff
 ; form: vpinsrw_x_x_r32m16_imm8
-vpinsrw xmm8, xmm9, word ptr [rip + bar], 0
-; bytes: c5 31 c4 05 00 00 00 00 00
-; fixup: 4 pc32 bar -5
+vpinsrw xmm8, xmm9, word ptr [rbp], 0
+; bytes: c5 31 c4 45 00 00
 ; form: vpinsrw_x_x_r32m16_imm8
-vpinsrw xmm0, xmm1, word ptr [rdi], 100
-; bytes: c5 f1 c4 07 64
+vpinsrw xmm0, xmm1, word ptr [r13 - 300], 100
+; bytes: c4 c1 71 c4 85 d4 fe ff ff 64
 ; form: vpinsrw_x_x_r32m16_imm8
-vpinsrw xmm8, xmm9, word ptr [rsp + 8], 200
-; bytes: c5 31 c4 44 24 08 c8
+vpinsrw xmm8, xmm9, word ptr [rdi + 4*rax + 8], 200
+; bytes: c5 31 c4 44 87 08 c8
 ; form: vpinsrw_x_x_r32m16_imm8
 vpinsrw xmm16, xmm17, r15d, 1
 ; bytes: 62 c1 75 00 c4 c7 01
@@ -1580,11 +1581,11 @@ vpinsrw xmm3, xmm24, r9d, 31
 vpinsrw xmm29, xmm8, edx, 127
 ; bytes: 62 61 3d 08 c4 ea 7f
 ; form: vpinsrw_x_x_r32m16_imm8
-vpinsrw xmm29, xmm8, word ptr [rdi], 1
-; bytes: 62 61 3d 08 c4 2f 01
+vpinsrw xmm29, xmm8, word ptr [rbp], 1
+; bytes: 62 61 3d 08 c4 6d 00 01
 ; form: vpinsrw_x_x_r32m16_imm8
-vpinsrw xmm16, xmm17, word ptr [rsp + 8], 31
-; bytes: 62 e1 75 00 c4 44 24 04 1f
+vpinsrw xmm16, xmm17, word ptr [r13 - 300], 31
+; bytes: 62 c1 75 00 c4 85 d4 fe ff ff 1f
 ; form: vpinsrd_x_x_rm32_imm8
 vpinsrd xmm0, xmm1, edx, 1
 ; bytes: c4 e3 71 22 c2 01
@@ -1598,14 +1599,15 @@ vpinsrd xmm1, xmm12, r10d, 127
 vpinsrd xmm11, xmm2, ebx, 255
 ; bytes: c4 63 69 22 db ff
 ; form: vpinsrd_x_x_rm32_imm8
-vpinsrd xmm8, xmm9, dword ptr [rbp], 0
-; bytes: c4 63 31 22 45 00 00
+vpinsrd xmm8, xmm9, dword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 03 31 22 44 fc 80 00
 ; form: vpinsrd_x_x_rm32_imm8
-vpinsrd xmm0, xmm1, dword ptr [r13 - 300], 100
-; bytes: c4 c3 71 22 85 d4 fe ff ff 64
+vpinsrd xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a3 71 22 84 4b e8 03 00 00 64
 ; form: vpinsrd_x_x_rm32_imm8
-vpinsrd xmm8, xmm9, dword ptr [rdi + 4*rax + 8], 200
-; bytes: c4 63 31 22 44 87 08 c8
+vpinsrd xmm8, xmm9, dword ptr [rip + foo + 16], 200
+; bytes: c4 63 31 22 05 00 00 00 00 c8
+; fixup: 5 pc32 foo 11
 ; form: vpinsrd_x_x_rm32_imm8
 vpinsrd xmm16, xmm17, r15d, 1
 ; bytes: 62 c3 75 00 22 c7 01
@@ -1616,11 +1618,11 @@ vpinsrd xmm3, xmm24, r9d, 31
 vpinsrd xmm29, xmm8, edx, 127
 ; bytes: 62 63 3d 08 22 ea 7f
 ; form: vpinsrd_x_x_rm32_imm8
-vpinsrd xmm29, xmm8, dword ptr [rbp], 1
-; bytes: 62 63 3d 08 22 6d 00 01
+vpinsrd xmm29, xmm8, dword ptr [rdi + 4*rax + 8], 1
+; bytes: 62 63 3d 08 22 6c 87 02 01
 ; form: vpinsrd_x_x_rm32_imm8
-vpinsrd xmm16, xmm17, dword ptr [r13 - 300], 31
-; bytes: 62 c3 75 00 22 45 b5 1f
+vpinsrd xmm16, xmm17, dword ptr [r12 + 8*r15 - 128], 31
+; bytes: 62 83 75 00 22 44 fc e0 1f
 ; form: vpinsrq_x_x_rm64_imm8
 vpinsrq xmm0, xmm1, rdx, 1
 ; bytes: c4 e3 f1 22 c2 01
@@ -1634,15 +1636,14 @@ vpinsrq xmm1, xmm12, r10, 127
 vpinsrq xmm11, xmm2, rbx, 255
 ; bytes: c4 63 e9 22 db ff
 ; form: vpinsrq_x_x_rm64_imm8
-vpinsrq xmm8, xmm9, qword ptr [r12 + 8*r15 - 128], 0
-; bytes: c4 03 b1 22 44 fc 80 00
+vpinsrq xmm8, xmm9, qword ptr [8*rcx + 64], 0
+; bytes: c4 63 b1 22 04 cd 40 00 00 00 00
 ; form: vpinsrq_x_x_rm64_imm8
-vpinsrq xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000], 100
-; bytes: c4 a3 f1 22 84 4b e8 03 00 00 64
+vpinsrq xmm0, xmm1, qword ptr [r8 + rsi + 127], 100
+; bytes: c4 c3 f1 22 44 30 7f 64
 ; form: vpinsrq_x_x_rm64_imm8
-vpinsrq xmm8, xmm9, qword ptr [rip + foo + 16], 200
-; bytes: c4 63 b1 22 05 00 00 00 00 c8
-; fixup: 5 pc32 foo 11
+vpinsrq xmm8, xmm9, qword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 23 b1 22 84 9c 00 10 00 00 c8
 ; form: vpinsrq_x_x_rm64_imm8
 vpinsrq xmm16, xmm17, r15, 1
 ; bytes: 62 c3 f5 00 22 c7 01
@@ -1653,11 +1654,12 @@ vpinsrq xmm3, xmm24, r9, 31
 vpinsrq xmm29, xmm8, rdx, 127
 ; bytes: 62 63 bd 08 22 ea 7f
 ; form: vpinsrq_x_x_rm64_imm8
-vpinsrq xmm29, xmm8, qword ptr [rdi + 4*rax + 8], 1
-; bytes: 62 63 bd 08 22 6c 87 01 01
+vpinsrq xmm29, xmm8, qword ptr [rbx + 2*r9 + 1000], 1
+; bytes: 62 23 bd 08 22 6c 4b 7d 01
 ; form: vpinsrq_x_x_rm64_imm8
-vpinsrq xmm16, xmm17, qword ptr [r12 + 8*r15 - 128], 31
-; bytes: 62 83 f5 00 22 44 fc f0 1f
+vpinsrq xmm16, xmm17, qword ptr [rip + foo + 16], 31
+; bytes: 62 e3 f5 00 22 05 00 00 00 00 1f
+; fixup: 6 pc32 foo 11
 ; form: vpextrb_r32m8_x_imm8
 vpextrb eax, xmm1, 1
 ; bytes: c4 e3 79 14 c8 01
@@ -1671,14 +1673,15 @@ vpextrb ecx, xmm12, 127
 vpextrb r11d, xmm2, 255
 ; bytes: c4 c3 79 14 d3 ff
 ; form: vpextrb_r32m8_x_imm8
-vpextrb byte ptr [8*rcx + 64], xmm8, 0
-; bytes: c4 63 79 14 04 cd 40 00 00 00 00
+vpextrb byte ptr [rdx - 8192], xmm8, 0
+; bytes: c4 63 79 14 82 00 e0 ff ff 00
 ; form: vpextrb_r32m8_x_imm8
-vpextrb byte ptr [r8 + rsi + 127], xmm0, 100
-; bytes: c4 c3 79 14 44 30 7f 64
+vpextrb byte ptr [rip + bar], xmm0, 100
+; bytes: c4 e3 79 14 05 00 00 00 00 64
+; fixup: 5 pc32 bar -5
 ; form: vpextrb_r32m8_x_imm8
-vpextrb byte ptr [rsp + 4*r11 + 4096], xmm8, 200
-; bytes: c4 23 79 14 84 9c 00 10 00 00 c8
+vpextrb byte ptr [rdi], xmm8, 200
+; bytes: c4 63 79 14 07 c8
 ; form: vpextrb_r32m8_x_imm8
 vpextrb eax, xmm17, 1
 ; bytes: 62 e3 7d 08 14 c8 01
@@ -1689,12 +1692,11 @@ vpextrb ebx, xmm24, 31
 vpextrb r13d, xmm8, 127
 ; bytes: c4 43 79 14 c5 7f
 ; form: vpextrb_r32m8_x_imm8
-vpextrb byte ptr [rbx + 2*r9 + 1000], xmm29, 1
-; bytes: 62 23 7d 08 14 ac 4b e8 03 00 00 01
+vpextrb byte ptr [8*rcx + 64], xmm29, 1
+; bytes: 62 63 7d 08 14 2c cd 40 00 00 00 01
 ; form: vpextrb_r32m8_x_imm8
-vpextrb byte ptr [rip + foo + 16], xmm16, 31
-; bytes: 62 e3 7d 08 14 05 00 00 00 00 1f
-; fixup: 6 pc32 foo 11
+vpextrb byte ptr [r8 + rsi + 127], xmm16, 31
+; bytes: 62 c3 7d 08 14 44 30 7f 1f
 ; form: vpextrw_r32_x_imm8
 vpextrw eax, xmm1, 1
 ; bytes: c5 f9 c5 c1 01
@@ -1717,20 +1719,21 @@ vpextrw ebx, xmm24, 31
 vpextrw r13d, xmm8, 127
 ; bytes: c4 41 79 c5 e8 7f
 ; form: vpextrw_m16_x_imm8
-vpextrw word ptr [rsp + 8], xmm8, 0
-; bytes: c4 63 79 15 44 24 08 00
+vpextrw word ptr [rdi + 4*rax + 8], xmm8, 0
+; bytes: c4 63 79 15 44 87 08 00
 ; form: vpextrw_m16_x_imm8
-vpextrw word ptr [rbp], xmm0, 100
-; bytes: c4 e3 79 15 45 00 64
+vpextrw word ptr [r12 + 8*r15 - 128], xmm0, 100
+; bytes: c4 83 79 15 44 fc 80 64
 ; form: vpextrw_m16_x_imm8
-vpextrw word ptr [r13 - 300], xmm8, 200
-; bytes: c4 43 79 15 85 d4 fe ff ff c8
+vpextrw word ptr [rbx + 2*r9 + 1000], xmm8, 200
+; bytes: c4 23 79 15 84 4b e8 03 00 00 c8
 ; form: vpextrw_m16_x_imm8
-vpextrw word ptr [rsp + 4*r11 + 4096], xmm29, 1
-; bytes: 62 23 7d 08 15 ac 9c 00 10 00 00 01
+vpextrw word ptr [rip + bar], xmm29, 1
+; bytes: 62 63 7d 08 15 2d 00 00 00 00 01
+; fixup: 6 pc32 bar -5
 ; form: vpextrw_m16_x_imm8
-vpextrw word ptr [rdx - 8192], xmm16, 31
-; bytes: 62 e3 7d 08 15 82 00 e0 ff ff 1f
+vpextrw word ptr [rdi], xmm16, 31
+; bytes: 62 e3 7d 08 15 07 1f
 ; form: vpextrd_rm32_x_imm8
 vpextrd eax, xmm1, 1
 ; bytes: c4 e3 79 16 c8 01
@@ -1744,14 +1747,15 @@ vpextrd ecx, xmm12, 127
 vpextrd r11d, xmm2, 255
 ; bytes: c4 c3 79 16 d3 ff
 ; form: vpextrd_rm32_x_imm8
-vpextrd dword ptr [rdi + 4*rax + 8], xmm8, 0
-; bytes: c4 63 79 16 44 87 08 00
+vpextrd dword ptr [rip + foo + 16], xmm8, 0
+; bytes: c4 63 79 16 05 00 00 00 00 00
+; fixup: 5 pc32 foo 11
 ; form: vpextrd_rm32_x_imm8
-vpextrd dword ptr [r12 + 8*r15 - 128], xmm0, 100
-; bytes: c4 83 79 16 44 fc 80 64
+vpextrd dword ptr [8*rcx + 64], xmm0, 100
+; bytes: c4 e3 79 16 04 cd 40 00 00 00 64
 ; form: vpextrd_rm32_x_imm8
-vpextrd dword ptr [rbx + 2*r9 + 1000], xmm8, 200
-; bytes: c4 23 79 16 84 4b e8 03 00 00 c8
+vpextrd dword ptr [r8 + rsi + 127], xmm8, 200
+; bytes: c4 43 79 16 44 30 7f c8
 ; form: vpextrd_rm32_x_imm8
 vpextrd eax, xmm17, 1
 ; bytes: 62 e3 7d 08 16 c8 01
@@ -1762,12 +1766,11 @@ vpextrd ebx, xmm24, 31
 vpextrd r13d, xmm8, 127
 ; bytes: c4 43 79 16 c5 7f
 ; form: vpextrd_rm32_x_imm8
-vpextrd dword ptr [rip + bar], xmm29, 1
-; bytes: 62 63 7d 08 16 2d 00 00 00 00 01
-; fixup: 6 pc32 bar -5
+vpextrd dword ptr [rsp + 8], xmm29, 1
+; bytes: 62 63 7d 08 16 6c 24 02 01
 ; form: vpextrd_rm32_x_imm8
-vpextrd dword ptr [rdi], xmm16, 31
-; bytes: 62 e3 7d 08 16 07 1f
+vpextrd dword ptr [rbp], xmm16, 31
+; bytes: 62 e3 7d 08 16 45 00 1f
 ; form: vpextrq_rm64_x_imm8
 vpextrq rax, xmm1, 1
 ; bytes: c4 e3 f9 16 c8 01
@@ -1781,15 +1784,15 @@ vpextrq rcx, xmm12, 127
 vpextrq r11, xmm2, 255
 ; bytes: c4 c3 f9 16 d3 ff
 ; form: vpextrq_rm64_x_imm8
-vpextrq qword ptr [rip + foo + 16], xmm8, 0
-; bytes: c4 63 f9 16 05 00 00 00 00 00
-; fixup: 5 pc32 foo 11
+vpextrq qword ptr [rsp + 4*r11 + 4096], xmm8, 0
+; bytes: c4 23 f9 16 84 9c 00 10 00 00 00
 ; form: vpextrq_rm64_x_imm8
-vpextrq qword ptr [8*rcx + 64], xmm0, 100
-; bytes: c4 e3 f9 16 04 cd 40 00 00 00 64
+vpextrq qword ptr [rdx - 8192], xmm0, 100
+; bytes: c4 e3 f9 16 82 00 e0 ff ff 64
 ; form: vpextrq_rm64_x_imm8
-vpextrq qword ptr [r8 + rsi + 127], xmm8, 200
-; bytes: c4 43 f9 16 44 30 7f c8
+vpextrq qword ptr [rip + bar], xmm8, 200
+; bytes: c4 63 f9 16 05 00 00 00 00 c8
+; fixup: 5 pc32 bar -5
 ; form: vpextrq_rm64_x_imm8
 vpextrq rax, xmm17, 1
 ; bytes: 62 e3 fd 08 16 c8 01
@@ -1800,11 +1803,11 @@ vpextrq rbx, xmm24, 31
 vpextrq r13, xmm8, 127
 ; bytes: c4 43 f9 16 c5 7f
 ; form: vpextrq_rm64_x_imm8
-vpextrq qword ptr [rsp + 8], xmm29, 1
-; bytes: 62 63 fd 08 16 6c 24 01 01
+vpextrq qword ptr [r13 - 300], xmm29, 1
+; bytes: 62 43 fd 08 16 ad d4 fe ff ff 01
 ; form: vpextrq_rm64_x_imm8
-vpextrq qword ptr [rbp], xmm16, 31
-; bytes: 62 e3 fd 08 16 45 00 1f
+vpextrq qword ptr [rdi + 4*rax + 8], xmm16, 31
+; bytes: 62 e3 fd 08 16 44 87 01 1f
 ; form: vextractps_rm32_x_imm8
 vextractps eax, xmm1, 1
 ; bytes: c4 e3 79 17 c8 01
@@ -1818,15 +1821,14 @@ vextractps ecx, xmm12, 127
 vextractps r11d, xmm2, 255
 ; bytes: c4 c3 79 17 d3 ff
 ; form: vextractps_rm32_x_imm8
-vextractps dword ptr [rsp + 4*r11 + 4096], xmm8, 0
-; bytes: c4 23 79 17 84 9c 00 10 00 00 00
+vextractps dword ptr [rdi], xmm8, 0
+; bytes: c4 63 79 17 07 00
 ; form: vextractps_rm32_x_imm8
-vextractps dword ptr [rdx - 8192], xmm0, 100
-; bytes: c4 e3 79 17 82 00 e0 ff ff 64
+vextractps dword ptr [rsp + 8], xmm0, 100
+; bytes: c4 e3 79 17 44 24 08 64
 ; form: vextractps_rm32_x_imm8
-vextractps dword ptr [rip + bar], xmm8, 200
-; bytes: c4 63 79 17 05 00 00 00 00 c8
-; fixup: 5 pc32 bar -5
+vextractps dword ptr [rbp], xmm8, 200
+; bytes: c4 63 79 17 45 00 c8
 ; form: vextractps_rm32_x_imm8
 vextractps eax, xmm17, 1
 ; bytes: 62 e3 7d 08 17 c8 01
@@ -1837,11 +1839,11 @@ vextractps ebx, xmm24, 31
 vextractps r13d, xmm8, 127
 ; bytes: c4 43 79 17 c5 7f
 ; form: vextractps_rm32_x_imm8
-vextractps dword ptr [r13 - 300], xmm29, 1
-; bytes: 62 43 7d 08 17 6d b5 01
+vextractps dword ptr [r12 + 8*r15 - 128], xmm29, 1
+; bytes: 62 03 7d 08 17 6c fc e0 01
 ; form: vextractps_rm32_x_imm8
-vextractps dword ptr [rdi + 4*rax + 8], xmm16, 31
-; bytes: 62 e3 7d 08 17 44 87 02 1f
+vextractps dword ptr [rbx + 2*r9 + 1000], xmm16, 31
+; bytes: 62 a3 7d 08 17 84 4b e8 03 00 00 1f
 ; form: vextractf128_xm_y_imm8
 vextractf128 xmm0, ymm1, 1
 ; bytes: c4 e3 7d 19 c8 01
@@ -1855,14 +1857,14 @@ vextractf128 xmm1, ymm12, 127
 vextractf128 xmm11, ymm2, 255
 ; bytes: c4 c3 7d 19 d3 ff
 ; form: vextractf128_xm_y_imm8
-vextractf128 xmmword ptr [rdi], ymm8, 0
-; bytes: c4 63 7d 19 07 00
+vextractf128 xmmword ptr [r13 - 300], ymm8, 0
+; bytes: c4 43 7d 19 85 d4 fe ff ff 00
 ; form: vextractf128_xm_y_imm8
-vextractf128 xmmword ptr [rsp + 8], ymm0, 100
-; bytes: c4 e3 7d 19 44 24 08 64
+vextractf128 xmmword ptr [rdi + 4*rax + 8], ymm0, 100
+; bytes: c4 e3 7d 19 44 87 08 64
 ; form: vextractf128_xm_y_imm8
-vextractf128 xmmword ptr [rbp], ymm8, 200
-; bytes: c4 63 7d 19 45 00 c8
+vextractf128 xmmword ptr [r12 + 8*r15 - 128], ymm8, 200
+; bytes: c4 03 7d 19 44 fc 80 c8
 ; form: vextractf128_xm_y_imm8
 vextractf32x4 xmm16, ymm17, 1
 ; bytes: 62 a3 7d 28 19 c8 01
@@ -1873,11 +1875,12 @@ vextractf32x4 xmm3, ymm24, 31
 vextractf32x4 xmm29, ymm8, 127
 ; bytes: 62 13 7d 28 19 c5 7f
 ; form: vextractf128_xm_y_imm8
-vextractf32x4 xmmword ptr [r12 + 8*r15 - 128], ymm29, 1
-; bytes: 62 03 7d 28 19 6c fc f8 01
+vextractf32x4 xmmword ptr [rip + foo + 16], ymm29, 1
+; bytes: 62 63 7d 28 19 2d 00 00 00 00 01
+; fixup: 6 pc32 foo 11
 ; form: vextractf128_xm_y_imm8
-vextractf32x4 xmmword ptr [rbx + 2*r9 + 1000], ymm16, 31
-; bytes: 62 a3 7d 28 19 84 4b e8 03 00 00 1f
+vextractf32x4 xmmword ptr [8*rcx + 64], ymm16, 31
+; bytes: 62 e3 7d 28 19 04 cd 40 00 00 00 1f
 ; form: vinsertf128_y_y_xm_imm8
 vinsertf128 ymm0, ymm1, xmm2, 1
 ; bytes: c4 e3 75 18 c2 01
@@ -1891,14 +1894,15 @@ vinsertf128 ymm1, ymm12, xmm10, 127
 vinsertf128 ymm11, ymm2, xmm3, 255
 ; bytes: c4 63 6d 18 db ff
 ; form: vinsertf128_y_y_xm_imm8
-vinsertf128 ymm8, ymm9, xmmword ptr [r13 - 300], 0
-; bytes: c4 43 35 18 85 d4 fe ff ff 00
+vinsertf128 ymm8, ymm9, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 23 35 18 84 4b e8 03 00 00 00
 ; form: vinsertf128_y_y_xm_imm8
-vinsertf128 ymm0, ymm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: c4 e3 75 18 44 87 08 64
+vinsertf128 ymm0, ymm1, xmmword ptr [rip + foo + 16], 100
+; bytes: c4 e3 75 18 05 00 00 00 00 64
+; fixup: 5 pc32 foo 11
 ; form: vinsertf128_y_y_xm_imm8
-vinsertf128 ymm8, ymm9, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 03 35 18 44 fc 80 c8
+vinsertf128 ymm8, ymm9, xmmword ptr [8*rcx + 64], 200
+; bytes: c4 63 35 18 04 cd 40 00 00 00 c8
 ; form: vinsertf128_y_y_xm_imm8
 vinsertf32x4 ymm16, ymm17, xmm31, 1
 ; bytes: 62 83 75 20 18 c7 01
@@ -1909,12 +1913,11 @@ vinsertf32x4 ymm3, ymm24, xmm9, 31
 vinsertf32x4 ymm29, ymm8, xmm18, 127
 ; bytes: 62 23 3d 28 18 ea 7f
 ; form: vinsertf128_y_y_xm_imm8
-vinsertf32x4 ymm29, ymm8, xmmword ptr [rip + foo + 16], 1
-; bytes: 62 63 3d 28 18 2d 00 00 00 00 01
-; fixup: 6 pc32 foo 11
+vinsertf32x4 ymm29, ymm8, xmmword ptr [r8 + rsi + 127], 1
+; bytes: 62 43 3d 28 18 ac 30 7f 00 00 00 01
 ; form: vinsertf128_y_y_xm_imm8
-vinsertf32x4 ymm16, ymm17, xmmword ptr [8*rcx + 64], 31
-; bytes: 62 e3 75 20 18 04 cd 40 00 00 00 1f
+vinsertf32x4 ymm16, ymm17, xmmword ptr [rsp + 4*r11 + 4096], 31
+; bytes: 62 a3 75 20 18 84 9c 00 10 00 00 1f
 ; form: vextracti128_xm_y_imm8
 vextracti128 xmm0, ymm1, 1
 ; bytes: c4 e3 7d 39 c8 01
@@ -1928,15 +1931,14 @@ vextracti128 xmm1, ymm12, 127
 vextracti128 xmm11, ymm2, 255
 ; bytes: c4 c3 7d 39 d3 ff
 ; form: vextracti128_xm_y_imm8
-vextracti128 xmmword ptr [rbx + 2*r9 + 1000], ymm8, 0
-; bytes: c4 23 7d 39 84 4b e8 03 00 00 00
+vextracti128 xmmword ptr [r8 + rsi + 127], ymm8, 0
+; bytes: c4 43 7d 39 44 30 7f 00
 ; form: vextracti128_xm_y_imm8
-vextracti128 xmmword ptr [rip + foo + 16], ymm0, 100
-; bytes: c4 e3 7d 39 05 00 00 00 00 64
-; fixup: 5 pc32 foo 11
+vextracti128 xmmword ptr [rsp + 4*r11 + 4096], ymm0, 100
+; bytes: c4 a3 7d 39 84 9c 00 10 00 00 64
 ; form: vextracti128_xm_y_imm8
-vextracti128 xmmword ptr [8*rcx + 64], ymm8, 200
-; bytes: c4 63 7d 39 04 cd 40 00 00 00 c8
+vextracti128 xmmword ptr [rdx - 8192], ymm8, 200
+; bytes: c4 63 7d 39 82 00 e0 ff ff c8
 ; form: vextracti128_xm_y_imm8
 vextracti32x4 xmm16, ymm17, 1
 ; bytes: 62 a3 7d 28 39 c8 01
@@ -1947,11 +1949,12 @@ vextracti32x4 xmm3, ymm24, 31
 vextracti32x4 xmm29, ymm8, 127
 ; bytes: 62 13 7d 28 39 c5 7f
 ; form: vextracti128_xm_y_imm8
-vextracti32x4 xmmword ptr [r8 + rsi + 127], ymm29, 1
-; bytes: 62 43 7d 28 39 ac 30 7f 00 00 00 01
+vextracti32x4 xmmword ptr [rdx - 8192], ymm29, 1
+; bytes: 62 63 7d 28 39 aa 00 e0 ff ff 01
 ; form: vextracti128_xm_y_imm8
-vextracti32x4 xmmword ptr [rsp + 4*r11 + 4096], ymm16, 31
-; bytes: 62 a3 7d 28 39 84 9c 00 10 00 00 1f
+vextracti32x4 xmmword ptr [rip + bar], ymm16, 31
+; bytes: 62 e3 7d 28 39 05 00 00 00 00 1f
+; fixup: 6 pc32 bar -5
 ; form: vinserti128_y_y_xm_imm8
 vinserti128 ymm0, ymm1, xmm2, 1
 ; bytes: c4 e3 75 38 c2 01
@@ -1965,14 +1968,15 @@ vinserti128 ymm1, ymm12, xmm10, 127
 vinserti128 ymm11, ymm2, xmm3, 255
 ; bytes: c4 63 6d 38 db ff
 ; form: vinserti128_y_y_xm_imm8
-vinserti128 ymm8, ymm9, xmmword ptr [r8 + rsi + 127], 0
-; bytes: c4 43 35 38 44 30 7f 00
+vinserti128 ymm8, ymm9, xmmword ptr [rip + bar], 0
+; bytes: c4 63 35 38 05 00 00 00 00 00
+; fixup: 5 pc32 bar -5
 ; form: vinserti128_y_y_xm_imm8
-vinserti128 ymm0, ymm1, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: c4 a3 75 38 84 9c 00 10 00 00 64
+vinserti128 ymm0, ymm1, xmmword ptr [rdi], 100
+; bytes: c4 e3 75 38 07 64
 ; form: vinserti128_y_y_xm_imm8
-vinserti128 ymm8, ymm9, xmmword ptr [rdx - 8192], 200
-; bytes: c4 63 35 38 82 00 e0 ff ff c8
+vinserti128 ymm8, ymm9, xmmword ptr [rsp + 8], 200
+; bytes: c4 63 35 38 44 24 08 c8
 ; form: vinserti128_y_y_xm_imm8
 vinserti32x4 ymm16, ymm17, xmm31, 1
 ; bytes: 62 83 75 20 38 c7 01
@@ -1983,12 +1987,11 @@ vinserti32x4 ymm3, ymm24, xmm9, 31
 vinserti32x4 ymm29, ymm8, xmm18, 127
 ; bytes: 62 23 3d 28 38 ea 7f
 ; form: vinserti128_y_y_xm_imm8
-vinserti32x4 ymm29, ymm8, xmmword ptr [rdx - 8192], 1
-; bytes: 62 63 3d 28 38 aa 00 e0 ff ff 01
+vinserti32x4 ymm29, ymm8, xmmword ptr [rdi], 1
+; bytes: 62 63 3d 28 38 2f 01
 ; form: vinserti128_y_y_xm_imm8
-vinserti32x4 ymm16, ymm17, xmmword ptr [rip + bar], 31
-; bytes: 62 e3 75 20 38 05 00 00 00 00 1f
-; fixup: 6 pc32 bar -5
+vinserti32x4 ymm16, ymm17, xmmword ptr [rsp + 8], 31
+; bytes: 62 e3 75 20 38 84 24 08 00 00 00 1f
 ; form: vpermq_y_ym_imm8
 vpermq ymm0, ymm1, 1
 ; bytes: c4 e3 fd 00 c1 01
@@ -2002,15 +2005,14 @@ vpermq ymm1, ymm12, 127
 vpermq ymm11, ymm2, 255
 ; bytes: c4 63 fd 00 da ff
 ; form: vpermq_y_ym_imm8
-vpermq ymm8, ymmword ptr [rip + bar], 0
-; bytes: c4 63 fd 00 05 00 00 00 00 00
-; fixup: 5 pc32 bar -5
+vpermq ymm8, ymmword ptr [rbp], 0
+; bytes: c4 63 fd 00 45 00 00
 ; form: vpermq_y_ym_imm8
-vpermq ymm0, ymmword ptr [rdi], 100
-; bytes: c4 e3 fd 00 07 64
+vpermq ymm0, ymmword ptr [r13 - 300], 100
+; bytes: c4 c3 fd 00 85 d4 fe ff ff 64
 ; form: vpermq_y_ym_imm8
-vpermq ymm8, ymmword ptr [rsp + 8], 200
-; bytes: c4 63 fd 00 44 24 08 c8
+vpermq ymm8, ymmword ptr [rdi + 4*rax + 8], 200
+; bytes: c4 63 fd 00 44 87 08 c8
 ; form: vpermq_y_ym_imm8
 vpermq ymm16, ymm17, 1
 ; bytes: 62 a3 fd 28 00 c1 01
@@ -2021,11 +2023,11 @@ vpermq ymm3, ymm24, 31
 vpermq ymm29, ymm8, 127
 ; bytes: 62 43 fd 28 00 e8 7f
 ; form: vpermq_y_ym_imm8
-vpermq ymm29, ymmword ptr [rdi], 1
-; bytes: 62 63 fd 28 00 2f 01
+vpermq ymm29, ymmword ptr [rbp], 1
+; bytes: 62 63 fd 28 00 6d 00 01
 ; form: vpermq_y_ym_imm8
-vpermq ymm16, ymmword ptr [rsp + 8], 31
-; bytes: 62 e3 fd 28 00 84 24 08 00 00 00 1f
+vpermq ymm16, ymmword ptr [r13 - 300], 31
+; bytes: 62 c3 fd 28 00 85 d4 fe ff ff 1f
 ; form: vpermpd_y_ym_imm8
 vpermpd ymm0, ymm1, 1
 ; bytes: c4 e3 fd 01 c1 01
@@ -2039,14 +2041,15 @@ vpermpd ymm1, ymm12, 127
 vpermpd ymm11, ymm2, 255
 ; bytes: c4 63 fd 01 da ff
 ; form: vpermpd_y_ym_imm8
-vpermpd ymm8, ymmword ptr [rbp], 0
-; bytes: c4 63 fd 01 45 00 00
+vpermpd ymm8, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 03 fd 01 44 fc 80 00
 ; form: vpermpd_y_ym_imm8
-vpermpd ymm0, ymmword ptr [r13 - 300], 100
-; bytes: c4 c3 fd 01 85 d4 fe ff ff 64
+vpermpd ymm0, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a3 fd 01 84 4b e8 03 00 00 64
 ; form: vpermpd_y_ym_imm8
-vpermpd ymm8, ymmword ptr [rdi + 4*rax + 8], 200
-; bytes: c4 63 fd 01 44 87 08 c8
+vpermpd ymm8, ymmword ptr [rip + foo + 16], 200
+; bytes: c4 63 fd 01 05 00 00 00 00 c8
+; fixup: 5 pc32 foo 11
 ; form: vpermpd_y_ym_imm8
 vpermpd ymm16, ymm17, 1
 ; bytes: 62 a3 fd 28 01 c1 01
@@ -2057,11 +2060,11 @@ vpermpd ymm3, ymm24, 31
 vpermpd ymm29, ymm8, 127
 ; bytes: 62 43 fd 28 01 e8 7f
 ; form: vpermpd_y_ym_imm8
-vpermpd ymm29, ymmword ptr [rbp], 1
-; bytes: 62 63 fd 28 01 6d 00 01
+vpermpd ymm29, ymmword ptr [rdi + 4*rax + 8], 1
+; bytes: 62 63 fd 28 01 ac 87 08 00 00 00 01
 ; form: vpermpd_y_ym_imm8
-vpermpd ymm16, ymmword ptr [r13 - 300], 31
-; bytes: 62 c3 fd 28 01 85 d4 fe ff ff 1f
+vpermpd ymm16, ymmword ptr [r12 + 8*r15 - 128], 31
+; bytes: 62 83 fd 28 01 44 fc fc 1f
 ; form: vpermd_y_y_ym
 vpermd ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 36 c2
@@ -2075,15 +2078,14 @@ vpermd ymm1, ymm12, ymm10
 vpermd ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 36 db
 ; form: vpermd_y_y_ym
-vpermd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 02 35 36 44 fc 80
+vpermd ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 36 04 cd 40 00 00 00
 ; form: vpermd_y_y_ym
-vpermd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 a2 75 36 84 4b e8 03 00 00
+vpermd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 75 36 44 30 7f
 ; form: vpermd_y_y_ym
-vpermd ymm8, ymm9, ymmword ptr [rip + foo + 16]
-; bytes: c4 62 35 36 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpermd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 36 84 9c 00 10 00 00
 ; form: vpermd_y_y_ym
 vpermd ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 36 c7
@@ -2094,11 +2096,12 @@ vpermd ymm3, ymm24, ymm9
 vpermd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 36 ea
 ; form: vpermd_y_y_ym
-vpermd ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 62 3d 28 36 ac 87 08 00 00 00
+vpermd ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 28 36 ac 4b e8 03 00 00
 ; form: vpermd_y_y_ym
-vpermd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 20 36 44 fc fc
+vpermd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 36 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpermps_y_y_ym
 vpermps ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 16 c2
@@ -2112,14 +2115,15 @@ vpermps ymm1, ymm12, ymm10
 vpermps ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 16 db
 ; form: vpermps_y_y_ym
-vpermps ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c4 62 35 16 04 cd 40 00 00 00
+vpermps ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c4 62 35 16 82 00 e0 ff ff
 ; form: vpermps_y_y_ym
-vpermps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 c2 75 16 44 30 7f
+vpermps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: c4 e2 75 16 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpermps_y_y_ym
-vpermps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 22 35 16 84 9c 00 10 00 00
+vpermps ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 35 16 07
 ; form: vpermps_y_y_ym
 vpermps ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 16 c7
@@ -2130,12 +2134,11 @@ vpermps ymm3, ymm24, ymm9
 vpermps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 16 ea
 ; form: vpermps_y_y_ym
-vpermps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 22 3d 28 16 ac 4b e8 03 00 00
+vpermps ymm29, ymm8, ymmword ptr [8*rcx + 64]
+; bytes: 62 62 3d 28 16 2c cd 40 00 00 00
 ; form: vpermps_y_y_ym
-vpermps ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e2 75 20 16 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpermps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 20 16 84 30 7f 00 00 00
 ; form: vunpcklps_x_x_xm
 vunpcklps xmm0, xmm1, xmm2
 ; bytes: c5 f0 14 c2
@@ -2149,15 +2152,14 @@ vunpcklps xmm1, xmm12, xmm10
 vunpcklps xmm11, xmm2, xmm3
 ; bytes: c5 68 14 db
 ; form: vunpcklps_x_x_xm
-vunpcklps xmm8, xmm9, xmmword ptr [rdx - 8192]
-; bytes: c5 30 14 82 00 e0 ff ff
+vunpcklps xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 30 14 44 24 08
 ; form: vunpcklps_x_x_xm
-vunpcklps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: c5 f0 14 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vunpcklps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f0 14 45 00
 ; form: vunpcklps_x_x_xm
-vunpcklps xmm8, xmm9, xmmword ptr [rdi]
-; bytes: c5 30 14 07
+vunpcklps xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 30 14 85 d4 fe ff ff
 ; form: vunpcklps_x_x_xm
 vunpcklps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 14 c7
@@ -2168,11 +2170,11 @@ vunpcklps xmm3, xmm24, xmm9
 vunpcklps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 14 ea
 ; form: vunpcklps_x_x_xm
-vunpcklps xmm29, xmm8, xmmword ptr [8*rcx + 64]
-; bytes: 62 61 3c 08 14 2c cd 40 00 00 00
+vunpcklps xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3c 08 14 ac 9c 00 10 00 00
 ; form: vunpcklps_x_x_xm
-vunpcklps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 00 14 84 30 7f 00 00 00
+vunpcklps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 00 14 82 00 e0 ff ff
 ; form: vunpcklps_y_y_ym
 vunpcklps ymm0, ymm1, ymm2
 ; bytes: c5 f4 14 c2
@@ -2186,14 +2188,14 @@ vunpcklps ymm1, ymm12, ymm10
 vunpcklps ymm11, ymm2, ymm3
 ; bytes: c5 6c 14 db
 ; form: vunpcklps_y_y_ym
-vunpcklps ymm8, ymm9, ymmword ptr [rsp + 8]
-; bytes: c5 34 14 44 24 08
+vunpcklps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 34 14 44 87 08
 ; form: vunpcklps_y_y_ym
-vunpcklps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: c5 f4 14 45 00
+vunpcklps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 74 14 44 fc 80
 ; form: vunpcklps_y_y_ym
-vunpcklps ymm8, ymm9, ymmword ptr [r13 - 300]
-; bytes: c4 41 34 14 85 d4 fe ff ff
+vunpcklps ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 34 14 84 4b e8 03 00 00
 ; form: vunpcklps_y_y_ym
 vunpcklps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 14 c7
@@ -2204,11 +2206,12 @@ vunpcklps ymm3, ymm24, ymm9
 vunpcklps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 14 ea
 ; form: vunpcklps_y_y_ym
-vunpcklps ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 21 3c 28 14 ac 9c 00 10 00 00
+vunpcklps ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3c 28 14 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vunpcklps_y_y_ym
-vunpcklps ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 74 20 14 82 00 e0 ff ff
+vunpcklps ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 74 20 14 07
 ; form: vunpckhps_x_x_xm
 vunpckhps xmm0, xmm1, xmm2
 ; bytes: c5 f0 15 c2
@@ -2222,14 +2225,15 @@ vunpckhps xmm1, xmm12, xmm10
 vunpckhps xmm11, xmm2, xmm3
 ; bytes: c5 68 15 db
 ; form: vunpckhps_x_x_xm
-vunpckhps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 30 15 44 87 08
+vunpckhps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 30 15 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vunpckhps_x_x_xm
-vunpckhps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 81 70 15 44 fc 80
+vunpckhps xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f0 15 04 cd 40 00 00 00
 ; form: vunpckhps_x_x_xm
-vunpckhps xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 30 15 84 4b e8 03 00 00
+vunpckhps xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 30 15 44 30 7f
 ; form: vunpckhps_x_x_xm
 vunpckhps xmm16, xmm17, xmm31
 ; bytes: 62 81 74 00 15 c7
@@ -2240,12 +2244,11 @@ vunpckhps xmm3, xmm24, xmm9
 vunpckhps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 15 ea
 ; form: vunpckhps_x_x_xm
-vunpckhps xmm29, xmm8, xmmword ptr [rip + bar]
-; bytes: 62 61 3c 08 15 2d 00 00 00 00
-; fixup: 6 pc32 bar -4
+vunpckhps xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3c 08 15 ac 24 08 00 00 00
 ; form: vunpckhps_x_x_xm
-vunpckhps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 74 00 15 07
+vunpckhps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 74 00 15 45 00
 ; form: vunpckhps_y_y_ym
 vunpckhps ymm0, ymm1, ymm2
 ; bytes: c5 f4 15 c2
@@ -2259,15 +2262,15 @@ vunpckhps ymm1, ymm12, ymm10
 vunpckhps ymm11, ymm2, ymm3
 ; bytes: c5 6c 15 db
 ; form: vunpckhps_y_y_ym
-vunpckhps ymm8, ymm9, ymmword ptr [rip + foo + 16]
+vunpckhps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 34 15 84 9c 00 10 00 00
+; form: vunpckhps_y_y_ym
+vunpckhps ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f4 15 82 00 e0 ff ff
+; form: vunpckhps_y_y_ym
+vunpckhps ymm8, ymm9, ymmword ptr [rip + bar]
 ; bytes: c5 34 15 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: vunpckhps_y_y_ym
-vunpckhps ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: c5 f4 15 04 cd 40 00 00 00
-; form: vunpckhps_y_y_ym
-vunpckhps ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 41 34 15 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: vunpckhps_y_y_ym
 vunpckhps ymm16, ymm17, ymm31
 ; bytes: 62 81 74 20 15 c7
@@ -2278,11 +2281,11 @@ vunpckhps ymm3, ymm24, ymm9
 vunpckhps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 15 ea
 ; form: vunpckhps_y_y_ym
-vunpckhps ymm29, ymm8, ymmword ptr [rsp + 8]
-; bytes: 62 61 3c 28 15 ac 24 08 00 00 00
+vunpckhps ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3c 28 15 ad d4 fe ff ff
 ; form: vunpckhps_y_y_ym
-vunpckhps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 74 20 15 45 00
+vunpckhps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 15 84 87 08 00 00 00
 ; form: vunpcklpd_x_x_xm
 vunpcklpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 14 c2
@@ -2296,15 +2299,14 @@ vunpcklpd xmm1, xmm12, xmm10
 vunpcklpd xmm11, xmm2, xmm3
 ; bytes: c5 69 14 db
 ; form: vunpcklpd_x_x_xm
-vunpcklpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 21 31 14 84 9c 00 10 00 00
+vunpcklpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 14 07
 ; form: vunpcklpd_x_x_xm
-vunpcklpd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: c5 f1 14 82 00 e0 ff ff
+vunpcklpd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 14 44 24 08
 ; form: vunpcklpd_x_x_xm
-vunpcklpd xmm8, xmm9, xmmword ptr [rip + bar]
-; bytes: c5 31 14 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vunpcklpd xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 14 45 00
 ; form: vunpcklpd_x_x_xm
 vunpcklpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 14 c7
@@ -2315,11 +2317,11 @@ vunpcklpd xmm3, xmm24, xmm9
 vunpcklpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 14 ea
 ; form: vunpcklpd_x_x_xm
-vunpcklpd xmm29, xmm8, xmmword ptr [r13 - 300]
-; bytes: 62 41 bd 08 14 ad d4 fe ff ff
+vunpcklpd xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 bd 08 14 6c fc f8
 ; form: vunpcklpd_x_x_xm
-vunpcklpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 14 84 87 08 00 00 00
+vunpcklpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 14 84 4b e8 03 00 00
 ; form: vunpcklpd_y_y_ym
 vunpcklpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 14 c2
@@ -2333,14 +2335,14 @@ vunpcklpd ymm1, ymm12, ymm10
 vunpcklpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 14 db
 ; form: vunpcklpd_y_y_ym
-vunpcklpd ymm8, ymm9, ymmword ptr [rdi]
-; bytes: c5 35 14 07
+vunpcklpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 14 85 d4 fe ff ff
 ; form: vunpcklpd_y_y_ym
-vunpcklpd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: c5 f5 14 44 24 08
+vunpcklpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 14 44 87 08
 ; form: vunpcklpd_y_y_ym
-vunpcklpd ymm8, ymm9, ymmword ptr [rbp]
-; bytes: c5 35 14 45 00
+vunpcklpd ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 14 44 fc 80
 ; form: vunpcklpd_y_y_ym
 vunpcklpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 14 c7
@@ -2351,11 +2353,12 @@ vunpcklpd ymm3, ymm24, ymm9
 vunpcklpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 14 ea
 ; form: vunpcklpd_y_y_ym
-vunpcklpd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 01 bd 28 14 6c fc fc
+vunpcklpd ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 bd 28 14 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vunpcklpd_y_y_ym
-vunpcklpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 20 14 84 4b e8 03 00 00
+vunpcklpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 14 04 cd 40 00 00 00
 ; form: vunpckhpd_x_x_xm
 vunpckhpd xmm0, xmm1, xmm2
 ; bytes: c5 f1 15 c2
@@ -2369,14 +2372,15 @@ vunpckhpd xmm1, xmm12, xmm10
 vunpckhpd xmm11, xmm2, xmm3
 ; bytes: c5 69 15 db
 ; form: vunpckhpd_x_x_xm
-vunpckhpd xmm8, xmm9, xmmword ptr [r13 - 300]
-; bytes: c4 41 31 15 85 d4 fe ff ff
+vunpckhpd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 15 84 4b e8 03 00 00
 ; form: vunpckhpd_x_x_xm
-vunpckhpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: c5 f1 15 44 87 08
+vunpckhpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 15 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: vunpckhpd_x_x_xm
-vunpckhpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: c4 01 31 15 44 fc 80
+vunpckhpd xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 15 04 cd 40 00 00 00
 ; form: vunpckhpd_x_x_xm
 vunpckhpd xmm16, xmm17, xmm31
 ; bytes: 62 81 f5 00 15 c7
@@ -2387,12 +2391,11 @@ vunpckhpd xmm3, xmm24, xmm9
 vunpckhpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 15 ea
 ; form: vunpckhpd_x_x_xm
-vunpckhpd xmm29, xmm8, xmmword ptr [rip + foo + 16]
-; bytes: 62 61 bd 08 15 2d 00 00 00 00
-; fixup: 6 pc32 foo 12
+vunpckhpd xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 bd 08 15 ac 30 7f 00 00 00
 ; form: vunpckhpd_x_x_xm
-vunpckhpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 00 15 04 cd 40 00 00 00
+vunpckhpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 15 84 9c 00 10 00 00
 ; form: vunpckhpd_y_y_ym
 vunpckhpd ymm0, ymm1, ymm2
 ; bytes: c5 f5 15 c2
@@ -2406,15 +2409,14 @@ vunpckhpd ymm1, ymm12, ymm10
 vunpckhpd ymm11, ymm2, ymm3
 ; bytes: c5 6d 15 db
 ; form: vunpckhpd_y_y_ym
-vunpckhpd ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 21 35 15 84 4b e8 03 00 00
+vunpckhpd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 15 44 30 7f
 ; form: vunpckhpd_y_y_ym
-vunpckhpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: c5 f5 15 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+vunpckhpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 15 84 9c 00 10 00 00
 ; form: vunpckhpd_y_y_ym
-vunpckhpd ymm8, ymm9, ymmword ptr [8*rcx + 64]
-; bytes: c5 35 15 04 cd 40 00 00 00
+vunpckhpd ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 15 82 00 e0 ff ff
 ; form: vunpckhpd_y_y_ym
 vunpckhpd ymm16, ymm17, ymm31
 ; bytes: 62 81 f5 20 15 c7
@@ -2425,11 +2427,12 @@ vunpckhpd ymm3, ymm24, ymm9
 vunpckhpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 15 ea
 ; form: vunpckhpd_y_y_ym
-vunpckhpd ymm29, ymm8, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 41 bd 28 15 ac 30 7f 00 00 00
+vunpckhpd ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 bd 28 15 aa 00 e0 ff ff
 ; form: vunpckhpd_y_y_ym
-vunpckhpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 20 15 84 9c 00 10 00 00
+vunpckhpd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 f5 20 15 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovddup_x_xm64
 vmovddup xmm0, xmm1
 ; bytes: c5 fb 12 c1
@@ -2443,14 +2446,15 @@ vmovddup xmm1, xmm12
 vmovddup xmm11, xmm2
 ; bytes: c5 7b 12 da
 ; form: vmovddup_x_xm64
-vmovddup xmm8, qword ptr [r8 + rsi + 127]
-; bytes: c4 41 7b 12 44 30 7f
+vmovddup xmm8, qword ptr [rip + bar]
+; bytes: c5 7b 12 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: vmovddup_x_xm64
-vmovddup xmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 7b 12 84 9c 00 10 00 00
+vmovddup xmm0, qword ptr [rdi]
+; bytes: c5 fb 12 07
 ; form: vmovddup_x_xm64
-vmovddup xmm8, qword ptr [rdx - 8192]
-; bytes: c5 7b 12 82 00 e0 ff ff
+vmovddup xmm8, qword ptr [rsp + 8]
+; bytes: c5 7b 12 44 24 08
 ; form: vmovddup_x_xm64
 vmovddup xmm16, xmm17
 ; bytes: 62 a1 ff 08 12 c1
@@ -2461,12 +2465,11 @@ vmovddup xmm3, xmm24
 vmovddup xmm29, xmm8
 ; bytes: 62 41 ff 08 12 e8
 ; form: vmovddup_x_xm64
-vmovddup xmm29, qword ptr [rdx - 8192]
-; bytes: 62 61 ff 08 12 aa 00 e0 ff ff
+vmovddup xmm29, qword ptr [rdi]
+; bytes: 62 61 ff 08 12 2f
 ; form: vmovddup_x_xm64
-vmovddup xmm16, qword ptr [rip + bar]
-; bytes: 62 e1 ff 08 12 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovddup xmm16, qword ptr [rsp + 8]
+; bytes: 62 e1 ff 08 12 44 24 01
 ; form: vmovddup_y_ym
 vmovddup ymm0, ymm1
 ; bytes: c5 ff 12 c1
@@ -2480,15 +2483,14 @@ vmovddup ymm1, ymm12
 vmovddup ymm11, ymm2
 ; bytes: c5 7f 12 da
 ; form: vmovddup_y_ym
-vmovddup ymm8, ymmword ptr [rip + bar]
-; bytes: c5 7f 12 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+vmovddup ymm8, ymmword ptr [rbp]
+; bytes: c5 7f 12 45 00
 ; form: vmovddup_y_ym
-vmovddup ymm0, ymmword ptr [rdi]
-; bytes: c5 ff 12 07
+vmovddup ymm0, ymmword ptr [r13 - 300]
+; bytes: c4 c1 7f 12 85 d4 fe ff ff
 ; form: vmovddup_y_ym
-vmovddup ymm8, ymmword ptr [rsp + 8]
-; bytes: c5 7f 12 44 24 08
+vmovddup ymm8, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 7f 12 44 87 08
 ; form: vmovddup_y_ym
 vmovddup ymm16, ymm17
 ; bytes: 62 a1 ff 28 12 c1
@@ -2499,11 +2501,11 @@ vmovddup ymm3, ymm24
 vmovddup ymm29, ymm8
 ; bytes: 62 41 ff 28 12 e8
 ; form: vmovddup_y_ym
-vmovddup ymm29, ymmword ptr [rdi]
-; bytes: 62 61 ff 28 12 2f
+vmovddup ymm29, ymmword ptr [rbp]
+; bytes: 62 61 ff 28 12 6d 00
 ; form: vmovddup_y_ym
-vmovddup ymm16, ymmword ptr [rsp + 8]
-; bytes: 62 e1 ff 28 12 84 24 08 00 00 00
+vmovddup ymm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 ff 28 12 85 d4 fe ff ff
 ; form: vshufps_x_x_xm_imm8
 vshufps xmm0, xmm1, xmm2, 1
 ; bytes: c5 f0 c6 c2 01
@@ -2517,14 +2519,15 @@ vshufps xmm1, xmm12, xmm10, 127
 vshufps xmm11, xmm2, xmm3, 255
 ; bytes: c5 68 c6 db ff
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm8, xmm9, xmmword ptr [rbp], 0
-; bytes: c5 30 c6 45 00 00
+vshufps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 01 30 c6 44 fc 80 00
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm0, xmm1, xmmword ptr [r13 - 300], 100
-; bytes: c4 c1 70 c6 85 d4 fe ff ff 64
+vshufps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a1 70 c6 84 4b e8 03 00 00 64
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
-; bytes: c5 30 c6 44 87 08 c8
+vshufps xmm8, xmm9, xmmword ptr [rip + foo + 16], 200
+; bytes: c5 30 c6 05 00 00 00 00 c8
+; fixup: 4 pc32 foo 11
 ; form: vshufps_x_x_xm_imm8
 vshufps xmm16, xmm17, xmm31, 1
 ; bytes: 62 81 74 00 c6 c7 01
@@ -2535,11 +2538,11 @@ vshufps xmm3, xmm24, xmm9, 31
 vshufps xmm29, xmm8, xmm18, 127
 ; bytes: 62 21 3c 08 c6 ea 7f
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm29, xmm8, xmmword ptr [rbp], 1
-; bytes: 62 61 3c 08 c6 6d 00 01
+vshufps xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8], 1
+; bytes: 62 61 3c 08 c6 ac 87 08 00 00 00 01
 ; form: vshufps_x_x_xm_imm8
-vshufps xmm16, xmm17, xmmword ptr [r13 - 300], 31
-; bytes: 62 c1 74 00 c6 85 d4 fe ff ff 1f
+vshufps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128], 31
+; bytes: 62 81 74 00 c6 44 fc f8 1f
 ; form: vshufps_y_y_ym_imm8
 vshufps ymm0, ymm1, ymm2, 1
 ; bytes: c5 f4 c6 c2 01
@@ -2553,15 +2556,14 @@ vshufps ymm1, ymm12, ymm10, 127
 vshufps ymm11, ymm2, ymm3, 255
 ; bytes: c5 6c c6 db ff
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], 0
-; bytes: c4 01 34 c6 44 fc 80 00
+vshufps ymm8, ymm9, ymmword ptr [8*rcx + 64], 0
+; bytes: c5 34 c6 04 cd 40 00 00 00 00
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: c4 a1 74 c6 84 4b e8 03 00 00 64
+vshufps ymm0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: c4 c1 74 c6 44 30 7f 64
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
-; bytes: c5 34 c6 05 00 00 00 00 c8
-; fixup: 4 pc32 foo 11
+vshufps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: c4 21 34 c6 84 9c 00 10 00 00 c8
 ; form: vshufps_y_y_ym_imm8
 vshufps ymm16, ymm17, ymm31, 1
 ; bytes: 62 81 74 20 c6 c7 01
@@ -2572,11 +2574,12 @@ vshufps ymm3, ymm24, ymm9, 31
 vshufps ymm29, ymm8, ymm18, 127
 ; bytes: 62 21 3c 28 c6 ea 7f
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm29, ymm8, ymmword ptr [rdi + 4*rax + 8], 1
-; bytes: 62 61 3c 28 c6 ac 87 08 00 00 00 01
+vshufps ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000], 1
+; bytes: 62 21 3c 28 c6 ac 4b e8 03 00 00 01
 ; form: vshufps_y_y_ym_imm8
-vshufps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128], 31
-; bytes: 62 81 74 20 c6 44 fc fc 1f
+vshufps ymm16, ymm17, ymmword ptr [rip + foo + 16], 31
+; bytes: 62 e1 74 20 c6 05 00 00 00 00 1f
+; fixup: 6 pc32 foo 11
 ; form: vpermilps_x_xm_imm8
 vpermilps xmm0, xmm1, 1
 ; bytes: c4 e3 79 04 c1 01
@@ -2590,14 +2593,15 @@ vpermilps xmm1, xmm12, 127
 vpermilps xmm11, xmm2, 255
 ; bytes: c4 63 79 04 da ff
 ; form: vpermilps_x_xm_imm8
-vpermilps xmm8, xmmword ptr [8*rcx + 64], 0
-; bytes: c4 63 79 04 04 cd 40 00 00 00 00
+vpermilps xmm8, xmmword ptr [rdx - 8192], 0
+; bytes: c4 63 79 04 82 00 e0 ff ff 00
 ; form: vpermilps_x_xm_imm8
-vpermilps xmm0, xmmword ptr [r8 + rsi + 127], 100
-; bytes: c4 c3 79 04 44 30 7f 64
+vpermilps xmm0, xmmword ptr [rip + bar], 100
+; bytes: c4 e3 79 04 05 00 00 00 00 64
+; fixup: 5 pc32 bar -5
 ; form: vpermilps_x_xm_imm8
-vpermilps xmm8, xmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: c4 23 79 04 84 9c 00 10 00 00 c8
+vpermilps xmm8, xmmword ptr [rdi], 200
+; bytes: c4 63 79 04 07 c8
 ; form: vpermilps_x_xm_imm8
 vpermilps xmm16, xmm17, 1
 ; bytes: 62 a3 7d 08 04 c1 01
@@ -2608,12 +2612,11 @@ vpermilps xmm3, xmm24, 31
 vpermilps xmm29, xmm8, 127
 ; bytes: 62 43 7d 08 04 e8 7f
 ; form: vpermilps_x_xm_imm8
-vpermilps xmm29, xmmword ptr [rbx + 2*r9 + 1000], 1
-; bytes: 62 23 7d 08 04 ac 4b e8 03 00 00 01
+vpermilps xmm29, xmmword ptr [8*rcx + 64], 1
+; bytes: 62 63 7d 08 04 2c cd 40 00 00 00 01
 ; form: vpermilps_x_xm_imm8
-vpermilps xmm16, xmmword ptr [rip + foo + 16], 31
-; bytes: 62 e3 7d 08 04 05 00 00 00 00 1f
-; fixup: 6 pc32 foo 11
+vpermilps xmm16, xmmword ptr [r8 + rsi + 127], 31
+; bytes: 62 c3 7d 08 04 84 30 7f 00 00 00 1f
 ; form: vpermilps_y_ym_imm8
 vpermilps ymm0, ymm1, 1
 ; bytes: c4 e3 7d 04 c1 01
@@ -2627,15 +2630,14 @@ vpermilps ymm1, ymm12, 127
 vpermilps ymm11, ymm2, 255
 ; bytes: c4 63 7d 04 da ff
 ; form: vpermilps_y_ym_imm8
-vpermilps ymm8, ymmword ptr [rdx - 8192], 0
-; bytes: c4 63 7d 04 82 00 e0 ff ff 00
+vpermilps ymm8, ymmword ptr [rsp + 8], 0
+; bytes: c4 63 7d 04 44 24 08 00
 ; form: vpermilps_y_ym_imm8
-vpermilps ymm0, ymmword ptr [rip + bar], 100
-; bytes: c4 e3 7d 04 05 00 00 00 00 64
-; fixup: 5 pc32 bar -5
+vpermilps ymm0, ymmword ptr [rbp], 100
+; bytes: c4 e3 7d 04 45 00 64
 ; form: vpermilps_y_ym_imm8
-vpermilps ymm8, ymmword ptr [rdi], 200
-; bytes: c4 63 7d 04 07 c8
+vpermilps ymm8, ymmword ptr [r13 - 300], 200
+; bytes: c4 43 7d 04 85 d4 fe ff ff c8
 ; form: vpermilps_y_ym_imm8
 vpermilps ymm16, ymm17, 1
 ; bytes: 62 a3 7d 28 04 c1 01
@@ -2646,26 +2648,27 @@ vpermilps ymm3, ymm24, 31
 vpermilps ymm29, ymm8, 127
 ; bytes: 62 43 7d 28 04 e8 7f
 ; form: vpermilps_y_ym_imm8
-vpermilps ymm29, ymmword ptr [8*rcx + 64], 1
-; bytes: 62 63 7d 28 04 2c cd 40 00 00 00 01
+vpermilps ymm29, ymmword ptr [rsp + 4*r11 + 4096], 1
+; bytes: 62 23 7d 28 04 ac 9c 00 10 00 00 01
 ; form: vpermilps_y_ym_imm8
-vpermilps ymm16, ymmword ptr [r8 + rsi + 127], 31
-; bytes: 62 c3 7d 28 04 84 30 7f 00 00 00 1f
+vpermilps ymm16, ymmword ptr [rdx - 8192], 31
+; bytes: 62 e3 7d 28 04 82 00 e0 ff ff 1f
 ; form: vbroadcastf128_y_m128
-vbroadcastf128 ymm8, xmmword ptr [rsp + 8]
-; bytes: c4 62 7d 1a 44 24 08
+vbroadcastf128 ymm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 7d 1a 44 87 08
 ; form: vbroadcastf128_y_m128
-vbroadcastf128 ymm0, xmmword ptr [rbp]
-; bytes: c4 e2 7d 1a 45 00
+vbroadcastf128 ymm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 7d 1a 44 fc 80
 ; form: vbroadcastf128_y_m128
-vbroadcastf128 ymm8, xmmword ptr [r13 - 300]
-; bytes: c4 42 7d 1a 85 d4 fe ff ff
+vbroadcastf128 ymm8, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 7d 1a 84 4b e8 03 00 00
 ; form: vbroadcastf128_y_m128
-vbroadcastf32x4 ymm29, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 22 7d 28 1a ac 9c 00 10 00 00
+vbroadcastf32x4 ymm29, xmmword ptr [rip + bar]
+; bytes: 62 62 7d 28 1a 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vbroadcastf128_y_m128
-vbroadcastf32x4 ymm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 1a 82 00 e0 ff ff
+vbroadcastf32x4 ymm16, xmmword ptr [rdi]
+; bytes: 62 e2 7d 28 1a 07
 ; form: vperm2f128_y_y_ym_imm8
 vperm2f128 ymm0, ymm1, ymm2, 1
 ; bytes: c4 e3 75 06 c2 01
@@ -2679,14 +2682,15 @@ vperm2f128 ymm1, ymm12, ymm10, 127
 vperm2f128 ymm11, ymm2, ymm3, 255
 ; bytes: c4 63 6d 06 db ff
 ; form: vperm2f128_y_y_ym_imm8
-vperm2f128 ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], 0
-; bytes: c4 63 35 06 44 87 08 00
+vperm2f128 ymm8, ymm9, ymmword ptr [rip + foo + 16], 0
+; bytes: c4 63 35 06 05 00 00 00 00 00
+; fixup: 5 pc32 foo 11
 ; form: vperm2f128_y_y_ym_imm8
-vperm2f128 ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
-; bytes: c4 83 75 06 44 fc 80 64
+vperm2f128 ymm0, ymm1, ymmword ptr [8*rcx + 64], 100
+; bytes: c4 e3 75 06 04 cd 40 00 00 00 64
 ; form: vperm2f128_y_y_ym_imm8
-vperm2f128 ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: c4 23 35 06 84 4b e8 03 00 00 c8
+vperm2f128 ymm8, ymm9, ymmword ptr [r8 + rsi + 127], 200
+; bytes: c4 43 35 06 44 30 7f c8
 ; form: vshufpd_x_x_xm_imm8
 vshufpd xmm0, xmm1, xmm2, 1
 ; bytes: c5 f1 c6 c2 01
@@ -2700,15 +2704,15 @@ vshufpd xmm1, xmm12, xmm10, 127
 vshufpd xmm11, xmm2, xmm3, 255
 ; bytes: c5 69 c6 db ff
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [rip + foo + 16], 0
-; bytes: c5 31 c6 05 00 00 00 00 00
-; fixup: 4 pc32 foo 11
+vshufpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: c4 21 31 c6 84 9c 00 10 00 00 00
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm0, xmm1, xmmword ptr [8*rcx + 64], 100
-; bytes: c5 f1 c6 04 cd 40 00 00 00 64
+vshufpd xmm0, xmm1, xmmword ptr [rdx - 8192], 100
+; bytes: c5 f1 c6 82 00 e0 ff ff 64
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm8, xmm9, xmmword ptr [r8 + rsi + 127], 200
-; bytes: c4 41 31 c6 44 30 7f c8
+vshufpd xmm8, xmm9, xmmword ptr [rip + bar], 200
+; bytes: c5 31 c6 05 00 00 00 00 c8
+; fixup: 4 pc32 bar -5
 ; form: vshufpd_x_x_xm_imm8
 vshufpd xmm16, xmm17, xmm31, 1
 ; bytes: 62 81 f5 00 c6 c7 01
@@ -2719,11 +2723,11 @@ vshufpd xmm3, xmm24, xmm9, 31
 vshufpd xmm29, xmm8, xmm18, 127
 ; bytes: 62 21 bd 08 c6 ea 7f
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm29, xmm8, xmmword ptr [rsp + 8], 1
-; bytes: 62 61 bd 08 c6 ac 24 08 00 00 00 01
+vshufpd xmm29, xmm8, xmmword ptr [r13 - 300], 1
+; bytes: 62 41 bd 08 c6 ad d4 fe ff ff 01
 ; form: vshufpd_x_x_xm_imm8
-vshufpd xmm16, xmm17, xmmword ptr [rbp], 31
-; bytes: 62 e1 f5 00 c6 45 00 1f
+vshufpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8], 31
+; bytes: 62 e1 f5 00 c6 84 87 08 00 00 00 1f
 ; form: vshufpd_y_y_ym_imm8
 vshufpd ymm0, ymm1, ymm2, 1
 ; bytes: c5 f5 c6 c2 01
@@ -2737,15 +2741,14 @@ vshufpd ymm1, ymm12, ymm10, 127
 vshufpd ymm11, ymm2, ymm3, 255
 ; bytes: c5 6d c6 db ff
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: c4 21 35 c6 84 9c 00 10 00 00 00
+vshufpd ymm8, ymm9, ymmword ptr [rdi], 0
+; bytes: c5 35 c6 07 00
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm0, ymm1, ymmword ptr [rdx - 8192], 100
-; bytes: c5 f5 c6 82 00 e0 ff ff 64
+vshufpd ymm0, ymm1, ymmword ptr [rsp + 8], 100
+; bytes: c5 f5 c6 44 24 08 64
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm8, ymm9, ymmword ptr [rip + bar], 200
-; bytes: c5 35 c6 05 00 00 00 00 c8
-; fixup: 4 pc32 bar -5
+vshufpd ymm8, ymm9, ymmword ptr [rbp], 200
+; bytes: c5 35 c6 45 00 c8
 ; form: vshufpd_y_y_ym_imm8
 vshufpd ymm16, ymm17, ymm31, 1
 ; bytes: 62 81 f5 20 c6 c7 01
@@ -2756,11 +2759,11 @@ vshufpd ymm3, ymm24, ymm9, 31
 vshufpd ymm29, ymm8, ymm18, 127
 ; bytes: 62 21 bd 28 c6 ea 7f
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm29, ymm8, ymmword ptr [r13 - 300], 1
-; bytes: 62 41 bd 28 c6 ad d4 fe ff ff 01
+vshufpd ymm29, ymm8, ymmword ptr [r12 + 8*r15 - 128], 1
+; bytes: 62 01 bd 28 c6 6c fc fc 01
 ; form: vshufpd_y_y_ym_imm8
-vshufpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8], 31
-; bytes: 62 e1 f5 20 c6 84 87 08 00 00 00 1f
+vshufpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 31
+; bytes: 62 a1 f5 20 c6 84 4b e8 03 00 00 1f
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm0, xmm1, 1
 ; bytes: c5 f9 70 c1 01
@@ -2774,14 +2777,14 @@ vpshufd xmm1, xmm12, 127
 vpshufd xmm11, xmm2, 255
 ; bytes: c5 79 70 da ff
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [rdi], 0
-; bytes: c5 79 70 07 00
+vpshufd xmm8, xmmword ptr [r13 - 300], 0
+; bytes: c4 41 79 70 85 d4 fe ff ff 00
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm0, xmmword ptr [rsp + 8], 100
-; bytes: c5 f9 70 44 24 08 64
+vpshufd xmm0, xmmword ptr [rdi + 4*rax + 8], 100
+; bytes: c5 f9 70 44 87 08 64
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm8, xmmword ptr [rbp], 200
-; bytes: c5 79 70 45 00 c8
+vpshufd xmm8, xmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: c4 01 79 70 44 fc 80 c8
 ; form: vpshufd_x_xm_imm8
 vpshufd xmm16, xmm17, 1
 ; bytes: 62 a1 7d 08 70 c1 01
@@ -2792,11 +2795,12 @@ vpshufd xmm3, xmm24, 31
 vpshufd xmm29, xmm8, 127
 ; bytes: 62 41 7d 08 70 e8 7f
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm29, xmmword ptr [r12 + 8*r15 - 128], 1
-; bytes: 62 01 7d 08 70 6c fc f8 01
+vpshufd xmm29, xmmword ptr [rip + foo + 16], 1
+; bytes: 62 61 7d 08 70 2d 00 00 00 00 01
+; fixup: 6 pc32 foo 11
 ; form: vpshufd_x_xm_imm8
-vpshufd xmm16, xmmword ptr [rbx + 2*r9 + 1000], 31
-; bytes: 62 a1 7d 08 70 84 4b e8 03 00 00 1f
+vpshufd xmm16, xmmword ptr [8*rcx + 64], 31
+; bytes: 62 e1 7d 08 70 04 cd 40 00 00 00 1f
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm0, ymm1, 1
 ; bytes: c5 fd 70 c1 01
@@ -2810,14 +2814,15 @@ vpshufd ymm1, ymm12, 127
 vpshufd ymm11, ymm2, 255
 ; bytes: c5 7d 70 da ff
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [r13 - 300], 0
-; bytes: c4 41 7d 70 85 d4 fe ff ff 00
+vpshufd ymm8, ymmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: c4 21 7d 70 84 4b e8 03 00 00 00
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm0, ymmword ptr [rdi + 4*rax + 8], 100
-; bytes: c5 fd 70 44 87 08 64
+vpshufd ymm0, ymmword ptr [rip + foo + 16], 100
+; bytes: c5 fd 70 05 00 00 00 00 64
+; fixup: 4 pc32 foo 11
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm8, ymmword ptr [r12 + 8*r15 - 128], 200
-; bytes: c4 01 7d 70 44 fc 80 c8
+vpshufd ymm8, ymmword ptr [8*rcx + 64], 200
+; bytes: c5 7d 70 04 cd 40 00 00 00 c8
 ; form: vpshufd_y_ym_imm8
 vpshufd ymm16, ymm17, 1
 ; bytes: 62 a1 7d 28 70 c1 01
@@ -2828,12 +2833,11 @@ vpshufd ymm3, ymm24, 31
 vpshufd ymm29, ymm8, 127
 ; bytes: 62 41 7d 28 70 e8 7f
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm29, ymmword ptr [rip + foo + 16], 1
-; bytes: 62 61 7d 28 70 2d 00 00 00 00 01
-; fixup: 6 pc32 foo 11
+vpshufd ymm29, ymmword ptr [r8 + rsi + 127], 1
+; bytes: 62 41 7d 28 70 ac 30 7f 00 00 00 01
 ; form: vpshufd_y_ym_imm8
-vpshufd ymm16, ymmword ptr [8*rcx + 64], 31
-; bytes: 62 e1 7d 28 70 04 cd 40 00 00 00 1f
+vpshufd ymm16, ymmword ptr [rsp + 4*r11 + 4096], 31
+; bytes: 62 a1 7d 28 70 84 9c 00 10 00 00 1f
 ; form: vpshufb_x_x_xm
 vpshufb xmm0, xmm1, xmm2
 ; bytes: c4 e2 71 00 c2
@@ -2847,15 +2851,14 @@ vpshufb xmm1, xmm12, xmm10
 vpshufb xmm11, xmm2, xmm3
 ; bytes: c4 62 69 00 db
 ; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: c4 22 31 00 84 4b e8 03 00 00
+vpshufb xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 42 31 00 44 30 7f
 ; form: vpshufb_x_x_xm
-vpshufb xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: c4 e2 71 00 05 00 00 00 00
-; fixup: 5 pc32 foo 12
+vpshufb xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a2 71 00 84 9c 00 10 00 00
 ; form: vpshufb_x_x_xm
-vpshufb xmm8, xmm9, xmmword ptr [8*rcx + 64]
-; bytes: c4 62 31 00 04 cd 40 00 00 00
+vpshufb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 00 82 00 e0 ff ff
 ; form: vpshufb_x_x_xm
 vpshufb xmm16, xmm17, xmm31
 ; bytes: 62 82 75 00 00 c7
@@ -2866,11 +2869,12 @@ vpshufb xmm3, xmm24, xmm9
 vpshufb xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 00 ea
 ; form: vpshufb_x_x_xm
-vpshufb xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 42 3d 08 00 ac 30 7f 00 00 00
+vpshufb xmm29, xmm8, xmmword ptr [rdx - 8192]
+; bytes: 62 62 3d 08 00 aa 00 e0 ff ff
 ; form: vpshufb_x_x_xm
-vpshufb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 00 84 9c 00 10 00 00
+vpshufb xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e2 75 00 00 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpshufb_y_y_ym
 vpshufb ymm0, ymm1, ymm2
 ; bytes: c4 e2 75 00 c2
@@ -2884,14 +2888,15 @@ vpshufb ymm1, ymm12, ymm10
 vpshufb ymm11, ymm2, ymm3
 ; bytes: c4 62 6d 00 db
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
-; bytes: c4 42 35 00 44 30 7f
+vpshufb ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c4 62 35 00 05 00 00 00 00
+; fixup: 5 pc32 bar -4
 ; form: vpshufb_y_y_ym
-vpshufb ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a2 75 00 84 9c 00 10 00 00
+vpshufb ymm0, ymm1, ymmword ptr [rdi]
+; bytes: c4 e2 75 00 07
 ; form: vpshufb_y_y_ym
-vpshufb ymm8, ymm9, ymmword ptr [rdx - 8192]
-; bytes: c4 62 35 00 82 00 e0 ff ff
+vpshufb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 00 44 24 08
 ; form: vpshufb_y_y_ym
 vpshufb ymm16, ymm17, ymm31
 ; bytes: 62 82 75 20 00 c7
@@ -2902,12 +2907,11 @@ vpshufb ymm3, ymm24, ymm9
 vpshufb ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 00 ea
 ; form: vpshufb_y_y_ym
-vpshufb ymm29, ymm8, ymmword ptr [rdx - 8192]
-; bytes: 62 62 3d 28 00 aa 00 e0 ff ff
+vpshufb ymm29, ymm8, ymmword ptr [rdi]
+; bytes: 62 62 3d 28 00 2f
 ; form: vpshufb_y_y_ym
-vpshufb ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e2 75 20 00 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpshufb ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 00 84 24 08 00 00 00
 ; form: vblendvps_x_x_xm_x
 vblendvps xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4a c2 30
@@ -2921,15 +2925,14 @@ vblendvps xmm1, xmm12, xmm10, xmm3
 vblendvps xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4a db d0
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [rip + bar], xmm15
-; bytes: c4 63 31 4a 05 00 00 00 00 f0
-; fixup: 5 pc32 bar -5
+vblendvps xmm8, xmm9, xmmword ptr [rbp], xmm15
+; bytes: c4 63 31 4a 45 00 f0
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm0, xmm1, xmmword ptr [rdi], xmm2
-; bytes: c4 e3 71 4a 07 20
+vblendvps xmm0, xmm1, xmmword ptr [r13 - 300], xmm2
+; bytes: c4 c3 71 4a 85 d4 fe ff ff 20
 ; form: vblendvps_x_x_xm_x
-vblendvps xmm8, xmm9, xmmword ptr [rsp + 8], xmm15
-; bytes: c4 63 31 4a 44 24 08 f0
+vblendvps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], xmm15
+; bytes: c4 63 31 4a 44 87 08 f0
 ; form: vblendvps_y_y_ym_y
 vblendvps ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4a c2 30
@@ -2943,14 +2946,15 @@ vblendvps ymm1, ymm12, ymm10, ymm3
 vblendvps ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4a db d0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [rbp], ymm15
-; bytes: c4 63 35 4a 45 00 f0
+vblendvps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], ymm15
+; bytes: c4 03 35 4a 44 fc 80 f0
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm0, ymm1, ymmword ptr [r13 - 300], ymm2
-; bytes: c4 c3 75 4a 85 d4 fe ff ff 20
+vblendvps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], ymm2
+; bytes: c4 a3 75 4a 84 4b e8 03 00 00 20
 ; form: vblendvps_y_y_ym_y
-vblendvps ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], ymm15
-; bytes: c4 63 35 4a 44 87 08 f0
+vblendvps ymm8, ymm9, ymmword ptr [rip + foo + 16], ymm15
+; bytes: c4 63 35 4a 05 00 00 00 00 f0
+; fixup: 5 pc32 foo 11
 ; form: vblendvpd_x_x_xm_x
 vblendvpd xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4b c2 30
@@ -2964,15 +2968,14 @@ vblendvpd xmm1, xmm12, xmm10, xmm3
 vblendvpd xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4b db d0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128], xmm15
-; bytes: c4 03 31 4b 44 fc 80 f0
+vblendvpd xmm8, xmm9, xmmword ptr [8*rcx + 64], xmm15
+; bytes: c4 63 31 4b 04 cd 40 00 00 00 f0
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], xmm2
-; bytes: c4 a3 71 4b 84 4b e8 03 00 00 20
+vblendvpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127], xmm2
+; bytes: c4 c3 71 4b 44 30 7f 20
 ; form: vblendvpd_x_x_xm_x
-vblendvpd xmm8, xmm9, xmmword ptr [rip + foo + 16], xmm15
-; bytes: c4 63 31 4b 05 00 00 00 00 f0
-; fixup: 5 pc32 foo 11
+vblendvpd xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096], xmm15
+; bytes: c4 23 31 4b 84 9c 00 10 00 00 f0
 ; form: vblendvpd_y_y_ym_y
 vblendvpd ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4b c2 30
@@ -2986,14 +2989,15 @@ vblendvpd ymm1, ymm12, ymm10, ymm3
 vblendvpd ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4b db d0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [8*rcx + 64], ymm15
-; bytes: c4 63 35 4b 04 cd 40 00 00 00 f0
+vblendvpd ymm8, ymm9, ymmword ptr [rdx - 8192], ymm15
+; bytes: c4 63 35 4b 82 00 e0 ff ff f0
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127], ymm2
-; bytes: c4 c3 75 4b 44 30 7f 20
+vblendvpd ymm0, ymm1, ymmword ptr [rip + bar], ymm2
+; bytes: c4 e3 75 4b 05 00 00 00 00 20
+; fixup: 5 pc32 bar -5
 ; form: vblendvpd_y_y_ym_y
-vblendvpd ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096], ymm15
-; bytes: c4 23 35 4b 84 9c 00 10 00 00 f0
+vblendvpd ymm8, ymm9, ymmword ptr [rdi], ymm15
+; bytes: c4 63 35 4b 07 f0
 ; form: vpblendvb_x_x_xm_x
 vpblendvb xmm0, xmm1, xmm2, xmm3
 ; bytes: c4 e3 71 4c c2 30
@@ -3007,15 +3011,14 @@ vpblendvb xmm1, xmm12, xmm10, xmm3
 vpblendvb xmm11, xmm2, xmm3, xmm13
 ; bytes: c4 63 69 4c db d0
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [rdx - 8192], xmm15
-; bytes: c4 63 31 4c 82 00 e0 ff ff f0
+vpblendvb xmm8, xmm9, xmmword ptr [rsp + 8], xmm15
+; bytes: c4 63 31 4c 44 24 08 f0
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm0, xmm1, xmmword ptr [rip + bar], xmm2
-; bytes: c4 e3 71 4c 05 00 00 00 00 20
-; fixup: 5 pc32 bar -5
+vpblendvb xmm0, xmm1, xmmword ptr [rbp], xmm2
+; bytes: c4 e3 71 4c 45 00 20
 ; form: vpblendvb_x_x_xm_x
-vpblendvb xmm8, xmm9, xmmword ptr [rdi], xmm15
-; bytes: c4 63 31 4c 07 f0
+vpblendvb xmm8, xmm9, xmmword ptr [r13 - 300], xmm15
+; bytes: c4 43 31 4c 85 d4 fe ff ff f0
 ; form: vpblendvb_y_y_ym_y
 vpblendvb ymm0, ymm1, ymm2, ymm3
 ; bytes: c4 e3 75 4c c2 30
@@ -3029,14 +3032,14 @@ vpblendvb ymm1, ymm12, ymm10, ymm3
 vpblendvb ymm11, ymm2, ymm3, ymm13
 ; bytes: c4 63 6d 4c db d0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [rsp + 8], ymm15
-; bytes: c4 63 35 4c 44 24 08 f0
+vpblendvb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8], ymm15
+; bytes: c4 63 35 4c 44 87 08 f0
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm0, ymm1, ymmword ptr [rbp], ymm2
-; bytes: c4 e3 75 4c 45 00 20
+vpblendvb ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128], ymm2
+; bytes: c4 83 75 4c 44 fc 80 20
 ; form: vpblendvb_y_y_ym_y
-vpblendvb ymm8, ymm9, ymmword ptr [r13 - 300], ymm15
-; bytes: c4 43 35 4c 85 d4 fe ff ff f0
+vpblendvb ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000], ymm15
+; bytes: c4 23 35 4c 84 4b e8 03 00 00 f0
 ; form: vzeroupper
 vzeroupper
 ; bytes: c5 f8 77

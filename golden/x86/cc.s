@@ -15,14 +15,15 @@ seto r11b
 seto spl
 ; bytes: 40 0f 90 c4
 ; form: seto_rm8
-seto byte ptr [rdi + 4*rax + 8]
-; bytes: 0f 90 44 87 08
+seto byte ptr [rip + foo + 16]
+; bytes: 0f 90 05 00 00 00 00
+; fixup: 3 pc32 foo 12
 ; form: seto_rm8
-seto byte ptr [r12 + 8*r15 - 128]
-; bytes: 43 0f 90 44 fc 80
+seto byte ptr [8*rcx + 64]
+; bytes: 0f 90 04 cd 40 00 00 00
 ; form: seto_rm8
-seto byte ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 90 84 4b e8 03 00 00
+seto byte ptr [r8 + rsi + 127]
+; bytes: 41 0f 90 44 30 7f
 ; form: cmovo_r32_rm32
 cmovo eax, ecx
 ; bytes: 0f 40 c1
@@ -39,15 +40,15 @@ cmovo r11d, edx
 cmovo esp, ebp
 ; bytes: 0f 40 e5
 ; form: cmovo_r32_rm32
-cmovo r8d, dword ptr [rip + foo + 16]
+cmovo r8d, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 46 0f 40 84 9c 00 10 00 00
+; form: cmovo_r32_rm32
+cmovo eax, dword ptr [rdx - 8192]
+; bytes: 0f 40 82 00 e0 ff ff
+; form: cmovo_r32_rm32
+cmovo r8d, dword ptr [rip + bar]
 ; bytes: 44 0f 40 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: cmovo_r32_rm32
-cmovo eax, dword ptr [8*rcx + 64]
-; bytes: 0f 40 04 cd 40 00 00 00
-; form: cmovo_r32_rm32
-cmovo r8d, dword ptr [r8 + rsi + 127]
-; bytes: 45 0f 40 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: cmovo_r64_rm64
 cmovo rax, rcx
 ; bytes: 48 0f 40 c1
@@ -64,15 +65,14 @@ cmovo r11, rdx
 cmovo rsp, rbp
 ; bytes: 48 0f 40 e5
 ; form: cmovo_r64_rm64
-cmovo r8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 4e 0f 40 84 9c 00 10 00 00
+cmovo r8, qword ptr [rdi]
+; bytes: 4c 0f 40 07
 ; form: cmovo_r64_rm64
-cmovo rax, qword ptr [rdx - 8192]
-; bytes: 48 0f 40 82 00 e0 ff ff
+cmovo rax, qword ptr [rsp + 8]
+; bytes: 48 0f 40 44 24 08
 ; form: cmovo_r64_rm64
-cmovo r8, qword ptr [rip + bar]
-; bytes: 4c 0f 40 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovo r8, qword ptr [rbp]
+; bytes: 4c 0f 40 45 00
 ; form: jo_rel8
 jo foo
 ; bytes: 70 00
@@ -97,15 +97,14 @@ setno r11b
 setno spl
 ; bytes: 40 0f 91 c4
 ; form: setno_rm8
-setno byte ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 91 84 4b e8 03 00 00
+setno byte ptr [r8 + rsi + 127]
+; bytes: 41 0f 91 44 30 7f
 ; form: setno_rm8
-setno byte ptr [rip + foo + 16]
-; bytes: 0f 91 05 00 00 00 00
-; fixup: 3 pc32 foo 12
+setno byte ptr [rsp + 4*r11 + 4096]
+; bytes: 42 0f 91 84 9c 00 10 00 00
 ; form: setno_rm8
-setno byte ptr [8*rcx + 64]
-; bytes: 0f 91 04 cd 40 00 00 00
+setno byte ptr [rdx - 8192]
+; bytes: 0f 91 82 00 e0 ff ff
 ; form: cmovno_r32_rm32
 cmovno eax, ecx
 ; bytes: 0f 41 c1
@@ -122,14 +121,15 @@ cmovno r11d, edx
 cmovno esp, ebp
 ; bytes: 0f 41 e5
 ; form: cmovno_r32_rm32
-cmovno r8d, dword ptr [r8 + rsi + 127]
-; bytes: 45 0f 41 44 30 7f
+cmovno r8d, dword ptr [rip + bar]
+; bytes: 44 0f 41 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: cmovno_r32_rm32
-cmovno eax, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 41 84 9c 00 10 00 00
+cmovno eax, dword ptr [rdi]
+; bytes: 0f 41 07
 ; form: cmovno_r32_rm32
-cmovno r8d, dword ptr [rdx - 8192]
-; bytes: 44 0f 41 82 00 e0 ff ff
+cmovno r8d, dword ptr [rsp + 8]
+; bytes: 44 0f 41 44 24 08
 ; form: cmovno_r64_rm64
 cmovno rax, rcx
 ; bytes: 48 0f 41 c1
@@ -146,15 +146,14 @@ cmovno r11, rdx
 cmovno rsp, rbp
 ; bytes: 48 0f 41 e5
 ; form: cmovno_r64_rm64
-cmovno r8, qword ptr [rip + bar]
-; bytes: 4c 0f 41 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovno r8, qword ptr [rbp]
+; bytes: 4c 0f 41 45 00
 ; form: cmovno_r64_rm64
-cmovno rax, qword ptr [rdi]
-; bytes: 48 0f 41 07
+cmovno rax, qword ptr [r13 - 300]
+; bytes: 49 0f 41 85 d4 fe ff ff
 ; form: cmovno_r64_rm64
-cmovno r8, qword ptr [rsp + 8]
-; bytes: 4c 0f 41 44 24 08
+cmovno r8, qword ptr [rdi + 4*rax + 8]
+; bytes: 4c 0f 41 44 87 08
 ; form: jno_rel8
 jno foo
 ; bytes: 71 00
@@ -179,14 +178,15 @@ setb r11b
 setb spl
 ; bytes: 40 0f 92 c4
 ; form: setb_rm8
-setb byte ptr [8*rcx + 64]
-; bytes: 0f 92 04 cd 40 00 00 00
+setb byte ptr [rdx - 8192]
+; bytes: 0f 92 82 00 e0 ff ff
 ; form: setb_rm8
-setb byte ptr [r8 + rsi + 127]
-; bytes: 41 0f 92 44 30 7f
+setb byte ptr [rip + bar]
+; bytes: 0f 92 05 00 00 00 00
+; fixup: 3 pc32 bar -4
 ; form: setb_rm8
-setb byte ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 92 84 9c 00 10 00 00
+setb byte ptr [rdi]
+; bytes: 0f 92 07
 ; form: cmovb_r32_rm32
 cmovb eax, ecx
 ; bytes: 0f 42 c1
@@ -203,15 +203,14 @@ cmovb r11d, edx
 cmovb esp, ebp
 ; bytes: 0f 42 e5
 ; form: cmovb_r32_rm32
-cmovb r8d, dword ptr [rdx - 8192]
-; bytes: 44 0f 42 82 00 e0 ff ff
+cmovb r8d, dword ptr [rsp + 8]
+; bytes: 44 0f 42 44 24 08
 ; form: cmovb_r32_rm32
-cmovb eax, dword ptr [rip + bar]
-; bytes: 0f 42 05 00 00 00 00
-; fixup: 3 pc32 bar -4
+cmovb eax, dword ptr [rbp]
+; bytes: 0f 42 45 00
 ; form: cmovb_r32_rm32
-cmovb r8d, dword ptr [rdi]
-; bytes: 44 0f 42 07
+cmovb r8d, dword ptr [r13 - 300]
+; bytes: 45 0f 42 85 d4 fe ff ff
 ; form: cmovb_r64_rm64
 cmovb rax, rcx
 ; bytes: 48 0f 42 c1
@@ -228,14 +227,14 @@ cmovb r11, rdx
 cmovb rsp, rbp
 ; bytes: 48 0f 42 e5
 ; form: cmovb_r64_rm64
-cmovb r8, qword ptr [rsp + 8]
-; bytes: 4c 0f 42 44 24 08
+cmovb r8, qword ptr [rdi + 4*rax + 8]
+; bytes: 4c 0f 42 44 87 08
 ; form: cmovb_r64_rm64
-cmovb rax, qword ptr [rbp]
-; bytes: 48 0f 42 45 00
+cmovb rax, qword ptr [r12 + 8*r15 - 128]
+; bytes: 4b 0f 42 44 fc 80
 ; form: cmovb_r64_rm64
-cmovb r8, qword ptr [r13 - 300]
-; bytes: 4d 0f 42 85 d4 fe ff ff
+cmovb r8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 4e 0f 42 84 4b e8 03 00 00
 ; form: jb_rel8
 jb foo
 ; bytes: 72 00
@@ -260,15 +259,14 @@ setae r11b
 setae spl
 ; bytes: 40 0f 93 c4
 ; form: setae_rm8
-setae byte ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 93 84 9c 00 10 00 00
+setae byte ptr [rdi]
+; bytes: 0f 93 07
 ; form: setae_rm8
-setae byte ptr [rdx - 8192]
-; bytes: 0f 93 82 00 e0 ff ff
+setae byte ptr [rsp + 8]
+; bytes: 0f 93 44 24 08
 ; form: setae_rm8
-setae byte ptr [rip + bar]
-; bytes: 0f 93 05 00 00 00 00
-; fixup: 3 pc32 bar -4
+setae byte ptr [rbp]
+; bytes: 0f 93 45 00
 ; form: cmovae_r32_rm32
 cmovae eax, ecx
 ; bytes: 0f 43 c1
@@ -285,14 +283,14 @@ cmovae r11d, edx
 cmovae esp, ebp
 ; bytes: 0f 43 e5
 ; form: cmovae_r32_rm32
-cmovae r8d, dword ptr [rdi]
-; bytes: 44 0f 43 07
+cmovae r8d, dword ptr [r13 - 300]
+; bytes: 45 0f 43 85 d4 fe ff ff
 ; form: cmovae_r32_rm32
-cmovae eax, dword ptr [rsp + 8]
-; bytes: 0f 43 44 24 08
+cmovae eax, dword ptr [rdi + 4*rax + 8]
+; bytes: 0f 43 44 87 08
 ; form: cmovae_r32_rm32
-cmovae r8d, dword ptr [rbp]
-; bytes: 44 0f 43 45 00
+cmovae r8d, dword ptr [r12 + 8*r15 - 128]
+; bytes: 47 0f 43 44 fc 80
 ; form: cmovae_r64_rm64
 cmovae rax, rcx
 ; bytes: 48 0f 43 c1
@@ -309,14 +307,15 @@ cmovae r11, rdx
 cmovae rsp, rbp
 ; bytes: 48 0f 43 e5
 ; form: cmovae_r64_rm64
-cmovae r8, qword ptr [r13 - 300]
-; bytes: 4d 0f 43 85 d4 fe ff ff
+cmovae r8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 4e 0f 43 84 4b e8 03 00 00
 ; form: cmovae_r64_rm64
-cmovae rax, qword ptr [rdi + 4*rax + 8]
-; bytes: 48 0f 43 44 87 08
+cmovae rax, qword ptr [rip + foo + 16]
+; bytes: 48 0f 43 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: cmovae_r64_rm64
-cmovae r8, qword ptr [r12 + 8*r15 - 128]
-; bytes: 4f 0f 43 44 fc 80
+cmovae r8, qword ptr [8*rcx + 64]
+; bytes: 4c 0f 43 04 cd 40 00 00 00
 ; form: jae_rel8
 jae foo
 ; bytes: 73 00
@@ -341,15 +340,14 @@ sete r11b
 sete spl
 ; bytes: 40 0f 94 c4
 ; form: sete_rm8
-sete byte ptr [rip + bar]
-; bytes: 0f 94 05 00 00 00 00
-; fixup: 3 pc32 bar -4
+sete byte ptr [rbp]
+; bytes: 0f 94 45 00
 ; form: sete_rm8
-sete byte ptr [rdi]
-; bytes: 0f 94 07
+sete byte ptr [r13 - 300]
+; bytes: 41 0f 94 85 d4 fe ff ff
 ; form: sete_rm8
-sete byte ptr [rsp + 8]
-; bytes: 0f 94 44 24 08
+sete byte ptr [rdi + 4*rax + 8]
+; bytes: 0f 94 44 87 08
 ; form: cmove_r32_rm32
 cmove eax, ecx
 ; bytes: 0f 44 c1
@@ -366,14 +364,15 @@ cmove r11d, edx
 cmove esp, ebp
 ; bytes: 0f 44 e5
 ; form: cmove_r32_rm32
-cmove r8d, dword ptr [rbp]
-; bytes: 44 0f 44 45 00
+cmove r8d, dword ptr [r12 + 8*r15 - 128]
+; bytes: 47 0f 44 44 fc 80
 ; form: cmove_r32_rm32
-cmove eax, dword ptr [r13 - 300]
-; bytes: 41 0f 44 85 d4 fe ff ff
+cmove eax, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 42 0f 44 84 4b e8 03 00 00
 ; form: cmove_r32_rm32
-cmove r8d, dword ptr [rdi + 4*rax + 8]
-; bytes: 44 0f 44 44 87 08
+cmove r8d, dword ptr [rip + foo + 16]
+; bytes: 44 0f 44 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: cmove_r64_rm64
 cmove rax, rcx
 ; bytes: 48 0f 44 c1
@@ -390,15 +389,14 @@ cmove r11, rdx
 cmove rsp, rbp
 ; bytes: 48 0f 44 e5
 ; form: cmove_r64_rm64
-cmove r8, qword ptr [r12 + 8*r15 - 128]
-; bytes: 4f 0f 44 44 fc 80
+cmove r8, qword ptr [8*rcx + 64]
+; bytes: 4c 0f 44 04 cd 40 00 00 00
 ; form: cmove_r64_rm64
-cmove rax, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 4a 0f 44 84 4b e8 03 00 00
+cmove rax, qword ptr [r8 + rsi + 127]
+; bytes: 49 0f 44 44 30 7f
 ; form: cmove_r64_rm64
-cmove r8, qword ptr [rip + foo + 16]
-; bytes: 4c 0f 44 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+cmove r8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 4e 0f 44 84 9c 00 10 00 00
 ; form: je_rel8
 je foo
 ; bytes: 74 00
@@ -423,14 +421,14 @@ setne r11b
 setne spl
 ; bytes: 40 0f 95 c4
 ; form: setne_rm8
-setne byte ptr [rsp + 8]
-; bytes: 0f 95 44 24 08
+setne byte ptr [rdi + 4*rax + 8]
+; bytes: 0f 95 44 87 08
 ; form: setne_rm8
-setne byte ptr [rbp]
-; bytes: 0f 95 45 00
+setne byte ptr [r12 + 8*r15 - 128]
+; bytes: 43 0f 95 44 fc 80
 ; form: setne_rm8
-setne byte ptr [r13 - 300]
-; bytes: 41 0f 95 85 d4 fe ff ff
+setne byte ptr [rbx + 2*r9 + 1000]
+; bytes: 42 0f 95 84 4b e8 03 00 00
 ; form: cmovne_r32_rm32
 cmovne eax, ecx
 ; bytes: 0f 45 c1
@@ -447,14 +445,15 @@ cmovne r11d, edx
 cmovne esp, ebp
 ; bytes: 0f 45 e5
 ; form: cmovne_r32_rm32
-cmovne r8d, dword ptr [rdi + 4*rax + 8]
-; bytes: 44 0f 45 44 87 08
+cmovne r8d, dword ptr [rip + foo + 16]
+; bytes: 44 0f 45 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: cmovne_r32_rm32
-cmovne eax, dword ptr [r12 + 8*r15 - 128]
-; bytes: 43 0f 45 44 fc 80
+cmovne eax, dword ptr [8*rcx + 64]
+; bytes: 0f 45 04 cd 40 00 00 00
 ; form: cmovne_r32_rm32
-cmovne r8d, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 46 0f 45 84 4b e8 03 00 00
+cmovne r8d, dword ptr [r8 + rsi + 127]
+; bytes: 45 0f 45 44 30 7f
 ; form: cmovne_r64_rm64
 cmovne rax, rcx
 ; bytes: 48 0f 45 c1
@@ -471,15 +470,15 @@ cmovne r11, rdx
 cmovne rsp, rbp
 ; bytes: 48 0f 45 e5
 ; form: cmovne_r64_rm64
-cmovne r8, qword ptr [rip + foo + 16]
+cmovne r8, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 4e 0f 45 84 9c 00 10 00 00
+; form: cmovne_r64_rm64
+cmovne rax, qword ptr [rdx - 8192]
+; bytes: 48 0f 45 82 00 e0 ff ff
+; form: cmovne_r64_rm64
+cmovne r8, qword ptr [rip + bar]
 ; bytes: 4c 0f 45 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: cmovne_r64_rm64
-cmovne rax, qword ptr [8*rcx + 64]
-; bytes: 48 0f 45 04 cd 40 00 00 00
-; form: cmovne_r64_rm64
-cmovne r8, qword ptr [r8 + rsi + 127]
-; bytes: 4d 0f 45 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: jne_rel8
 jne foo
 ; bytes: 75 00
@@ -504,14 +503,15 @@ setbe r11b
 setbe spl
 ; bytes: 40 0f 96 c4
 ; form: setbe_rm8
-setbe byte ptr [r13 - 300]
-; bytes: 41 0f 96 85 d4 fe ff ff
+setbe byte ptr [rbx + 2*r9 + 1000]
+; bytes: 42 0f 96 84 4b e8 03 00 00
 ; form: setbe_rm8
-setbe byte ptr [rdi + 4*rax + 8]
-; bytes: 0f 96 44 87 08
+setbe byte ptr [rip + foo + 16]
+; bytes: 0f 96 05 00 00 00 00
+; fixup: 3 pc32 foo 12
 ; form: setbe_rm8
-setbe byte ptr [r12 + 8*r15 - 128]
-; bytes: 43 0f 96 44 fc 80
+setbe byte ptr [8*rcx + 64]
+; bytes: 0f 96 04 cd 40 00 00 00
 ; form: cmovbe_r32_rm32
 cmovbe eax, ecx
 ; bytes: 0f 46 c1
@@ -528,15 +528,14 @@ cmovbe r11d, edx
 cmovbe esp, ebp
 ; bytes: 0f 46 e5
 ; form: cmovbe_r32_rm32
-cmovbe r8d, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 46 0f 46 84 4b e8 03 00 00
+cmovbe r8d, dword ptr [r8 + rsi + 127]
+; bytes: 45 0f 46 44 30 7f
 ; form: cmovbe_r32_rm32
-cmovbe eax, dword ptr [rip + foo + 16]
-; bytes: 0f 46 05 00 00 00 00
-; fixup: 3 pc32 foo 12
+cmovbe eax, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 42 0f 46 84 9c 00 10 00 00
 ; form: cmovbe_r32_rm32
-cmovbe r8d, dword ptr [8*rcx + 64]
-; bytes: 44 0f 46 04 cd 40 00 00 00
+cmovbe r8d, dword ptr [rdx - 8192]
+; bytes: 44 0f 46 82 00 e0 ff ff
 ; form: cmovbe_r64_rm64
 cmovbe rax, rcx
 ; bytes: 48 0f 46 c1
@@ -553,14 +552,15 @@ cmovbe r11, rdx
 cmovbe rsp, rbp
 ; bytes: 48 0f 46 e5
 ; form: cmovbe_r64_rm64
-cmovbe r8, qword ptr [r8 + rsi + 127]
-; bytes: 4d 0f 46 44 30 7f
+cmovbe r8, qword ptr [rip + bar]
+; bytes: 4c 0f 46 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: cmovbe_r64_rm64
-cmovbe rax, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 4a 0f 46 84 9c 00 10 00 00
+cmovbe rax, qword ptr [rdi]
+; bytes: 48 0f 46 07
 ; form: cmovbe_r64_rm64
-cmovbe r8, qword ptr [rdx - 8192]
-; bytes: 4c 0f 46 82 00 e0 ff ff
+cmovbe r8, qword ptr [rsp + 8]
+; bytes: 4c 0f 46 44 24 08
 ; form: jbe_rel8
 jbe foo
 ; bytes: 76 00
@@ -585,15 +585,14 @@ seta r11b
 seta spl
 ; bytes: 40 0f 97 c4
 ; form: seta_rm8
-seta byte ptr [r12 + 8*r15 - 128]
-; bytes: 43 0f 97 44 fc 80
+seta byte ptr [8*rcx + 64]
+; bytes: 0f 97 04 cd 40 00 00 00
 ; form: seta_rm8
-seta byte ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 97 84 4b e8 03 00 00
+seta byte ptr [r8 + rsi + 127]
+; bytes: 41 0f 97 44 30 7f
 ; form: seta_rm8
-seta byte ptr [rip + foo + 16]
-; bytes: 0f 97 05 00 00 00 00
-; fixup: 3 pc32 foo 12
+seta byte ptr [rsp + 4*r11 + 4096]
+; bytes: 42 0f 97 84 9c 00 10 00 00
 ; form: cmova_r32_rm32
 cmova eax, ecx
 ; bytes: 0f 47 c1
@@ -610,14 +609,15 @@ cmova r11d, edx
 cmova esp, ebp
 ; bytes: 0f 47 e5
 ; form: cmova_r32_rm32
-cmova r8d, dword ptr [8*rcx + 64]
-; bytes: 44 0f 47 04 cd 40 00 00 00
+cmova r8d, dword ptr [rdx - 8192]
+; bytes: 44 0f 47 82 00 e0 ff ff
 ; form: cmova_r32_rm32
-cmova eax, dword ptr [r8 + rsi + 127]
-; bytes: 41 0f 47 44 30 7f
+cmova eax, dword ptr [rip + bar]
+; bytes: 0f 47 05 00 00 00 00
+; fixup: 3 pc32 bar -4
 ; form: cmova_r32_rm32
-cmova r8d, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 46 0f 47 84 9c 00 10 00 00
+cmova r8d, dword ptr [rdi]
+; bytes: 44 0f 47 07
 ; form: cmova_r64_rm64
 cmova rax, rcx
 ; bytes: 48 0f 47 c1
@@ -634,15 +634,14 @@ cmova r11, rdx
 cmova rsp, rbp
 ; bytes: 48 0f 47 e5
 ; form: cmova_r64_rm64
-cmova r8, qword ptr [rdx - 8192]
-; bytes: 4c 0f 47 82 00 e0 ff ff
+cmova r8, qword ptr [rsp + 8]
+; bytes: 4c 0f 47 44 24 08
 ; form: cmova_r64_rm64
-cmova rax, qword ptr [rip + bar]
-; bytes: 48 0f 47 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmova rax, qword ptr [rbp]
+; bytes: 48 0f 47 45 00
 ; form: cmova_r64_rm64
-cmova r8, qword ptr [rdi]
-; bytes: 4c 0f 47 07
+cmova r8, qword ptr [r13 - 300]
+; bytes: 4d 0f 47 85 d4 fe ff ff
 ; form: ja_rel8
 ja foo
 ; bytes: 77 00
@@ -667,15 +666,15 @@ sets r11b
 sets spl
 ; bytes: 40 0f 98 c4
 ; form: sets_rm8
-sets byte ptr [rip + foo + 16]
+sets byte ptr [rsp + 4*r11 + 4096]
+; bytes: 42 0f 98 84 9c 00 10 00 00
+; form: sets_rm8
+sets byte ptr [rdx - 8192]
+; bytes: 0f 98 82 00 e0 ff ff
+; form: sets_rm8
+sets byte ptr [rip + bar]
 ; bytes: 0f 98 05 00 00 00 00
-; fixup: 3 pc32 foo 12
-; form: sets_rm8
-sets byte ptr [8*rcx + 64]
-; bytes: 0f 98 04 cd 40 00 00 00
-; form: sets_rm8
-sets byte ptr [r8 + rsi + 127]
-; bytes: 41 0f 98 44 30 7f
+; fixup: 3 pc32 bar -4
 ; form: cmovs_r32_rm32
 cmovs eax, ecx
 ; bytes: 0f 48 c1
@@ -692,15 +691,14 @@ cmovs r11d, edx
 cmovs esp, ebp
 ; bytes: 0f 48 e5
 ; form: cmovs_r32_rm32
-cmovs r8d, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 46 0f 48 84 9c 00 10 00 00
+cmovs r8d, dword ptr [rdi]
+; bytes: 44 0f 48 07
 ; form: cmovs_r32_rm32
-cmovs eax, dword ptr [rdx - 8192]
-; bytes: 0f 48 82 00 e0 ff ff
+cmovs eax, dword ptr [rsp + 8]
+; bytes: 0f 48 44 24 08
 ; form: cmovs_r32_rm32
-cmovs r8d, dword ptr [rip + bar]
-; bytes: 44 0f 48 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovs r8d, dword ptr [rbp]
+; bytes: 44 0f 48 45 00
 ; form: cmovs_r64_rm64
 cmovs rax, rcx
 ; bytes: 48 0f 48 c1
@@ -717,14 +715,14 @@ cmovs r11, rdx
 cmovs rsp, rbp
 ; bytes: 48 0f 48 e5
 ; form: cmovs_r64_rm64
-cmovs r8, qword ptr [rdi]
-; bytes: 4c 0f 48 07
+cmovs r8, qword ptr [r13 - 300]
+; bytes: 4d 0f 48 85 d4 fe ff ff
 ; form: cmovs_r64_rm64
-cmovs rax, qword ptr [rsp + 8]
-; bytes: 48 0f 48 44 24 08
+cmovs rax, qword ptr [rdi + 4*rax + 8]
+; bytes: 48 0f 48 44 87 08
 ; form: cmovs_r64_rm64
-cmovs r8, qword ptr [rbp]
-; bytes: 4c 0f 48 45 00
+cmovs r8, qword ptr [r12 + 8*r15 - 128]
+; bytes: 4f 0f 48 44 fc 80
 ; form: js_rel8
 js foo
 ; bytes: 78 00
@@ -749,14 +747,15 @@ setns r11b
 setns spl
 ; bytes: 40 0f 99 c4
 ; form: setns_rm8
-setns byte ptr [r8 + rsi + 127]
-; bytes: 41 0f 99 44 30 7f
+setns byte ptr [rip + bar]
+; bytes: 0f 99 05 00 00 00 00
+; fixup: 3 pc32 bar -4
 ; form: setns_rm8
-setns byte ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 99 84 9c 00 10 00 00
+setns byte ptr [rdi]
+; bytes: 0f 99 07
 ; form: setns_rm8
-setns byte ptr [rdx - 8192]
-; bytes: 0f 99 82 00 e0 ff ff
+setns byte ptr [rsp + 8]
+; bytes: 0f 99 44 24 08
 ; form: cmovns_r32_rm32
 cmovns eax, ecx
 ; bytes: 0f 49 c1
@@ -773,15 +772,14 @@ cmovns r11d, edx
 cmovns esp, ebp
 ; bytes: 0f 49 e5
 ; form: cmovns_r32_rm32
-cmovns r8d, dword ptr [rip + bar]
-; bytes: 44 0f 49 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovns r8d, dword ptr [rbp]
+; bytes: 44 0f 49 45 00
 ; form: cmovns_r32_rm32
-cmovns eax, dword ptr [rdi]
-; bytes: 0f 49 07
+cmovns eax, dword ptr [r13 - 300]
+; bytes: 41 0f 49 85 d4 fe ff ff
 ; form: cmovns_r32_rm32
-cmovns r8d, dword ptr [rsp + 8]
-; bytes: 44 0f 49 44 24 08
+cmovns r8d, dword ptr [rdi + 4*rax + 8]
+; bytes: 44 0f 49 44 87 08
 ; form: cmovns_r64_rm64
 cmovns rax, rcx
 ; bytes: 48 0f 49 c1
@@ -798,14 +796,15 @@ cmovns r11, rdx
 cmovns rsp, rbp
 ; bytes: 48 0f 49 e5
 ; form: cmovns_r64_rm64
-cmovns r8, qword ptr [rbp]
-; bytes: 4c 0f 49 45 00
+cmovns r8, qword ptr [r12 + 8*r15 - 128]
+; bytes: 4f 0f 49 44 fc 80
 ; form: cmovns_r64_rm64
-cmovns rax, qword ptr [r13 - 300]
-; bytes: 49 0f 49 85 d4 fe ff ff
+cmovns rax, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 4a 0f 49 84 4b e8 03 00 00
 ; form: cmovns_r64_rm64
-cmovns r8, qword ptr [rdi + 4*rax + 8]
-; bytes: 4c 0f 49 44 87 08
+cmovns r8, qword ptr [rip + foo + 16]
+; bytes: 4c 0f 49 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: jns_rel8
 jns foo
 ; bytes: 79 00
@@ -830,15 +829,14 @@ setp r11b
 setp spl
 ; bytes: 40 0f 9a c4
 ; form: setp_rm8
-setp byte ptr [rdx - 8192]
-; bytes: 0f 9a 82 00 e0 ff ff
+setp byte ptr [rsp + 8]
+; bytes: 0f 9a 44 24 08
 ; form: setp_rm8
-setp byte ptr [rip + bar]
-; bytes: 0f 9a 05 00 00 00 00
-; fixup: 3 pc32 bar -4
+setp byte ptr [rbp]
+; bytes: 0f 9a 45 00
 ; form: setp_rm8
-setp byte ptr [rdi]
-; bytes: 0f 9a 07
+setp byte ptr [r13 - 300]
+; bytes: 41 0f 9a 85 d4 fe ff ff
 ; form: cmovp_r32_rm32
 cmovp eax, ecx
 ; bytes: 0f 4a c1
@@ -855,14 +853,14 @@ cmovp r11d, edx
 cmovp esp, ebp
 ; bytes: 0f 4a e5
 ; form: cmovp_r32_rm32
-cmovp r8d, dword ptr [rsp + 8]
-; bytes: 44 0f 4a 44 24 08
+cmovp r8d, dword ptr [rdi + 4*rax + 8]
+; bytes: 44 0f 4a 44 87 08
 ; form: cmovp_r32_rm32
-cmovp eax, dword ptr [rbp]
-; bytes: 0f 4a 45 00
+cmovp eax, dword ptr [r12 + 8*r15 - 128]
+; bytes: 43 0f 4a 44 fc 80
 ; form: cmovp_r32_rm32
-cmovp r8d, dword ptr [r13 - 300]
-; bytes: 45 0f 4a 85 d4 fe ff ff
+cmovp r8d, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 46 0f 4a 84 4b e8 03 00 00
 ; form: cmovp_r64_rm64
 cmovp rax, rcx
 ; bytes: 48 0f 4a c1
@@ -879,14 +877,15 @@ cmovp r11, rdx
 cmovp rsp, rbp
 ; bytes: 48 0f 4a e5
 ; form: cmovp_r64_rm64
-cmovp r8, qword ptr [rdi + 4*rax + 8]
-; bytes: 4c 0f 4a 44 87 08
+cmovp r8, qword ptr [rip + foo + 16]
+; bytes: 4c 0f 4a 05 00 00 00 00
+; fixup: 4 pc32 foo 12
 ; form: cmovp_r64_rm64
-cmovp rax, qword ptr [r12 + 8*r15 - 128]
-; bytes: 4b 0f 4a 44 fc 80
+cmovp rax, qword ptr [8*rcx + 64]
+; bytes: 48 0f 4a 04 cd 40 00 00 00
 ; form: cmovp_r64_rm64
-cmovp r8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 4e 0f 4a 84 4b e8 03 00 00
+cmovp r8, qword ptr [r8 + rsi + 127]
+; bytes: 4d 0f 4a 44 30 7f
 ; form: jp_rel8
 jp foo
 ; bytes: 7a 00
@@ -911,14 +910,14 @@ setnp r11b
 setnp spl
 ; bytes: 40 0f 9b c4
 ; form: setnp_rm8
-setnp byte ptr [rdi]
-; bytes: 0f 9b 07
+setnp byte ptr [r13 - 300]
+; bytes: 41 0f 9b 85 d4 fe ff ff
 ; form: setnp_rm8
-setnp byte ptr [rsp + 8]
-; bytes: 0f 9b 44 24 08
+setnp byte ptr [rdi + 4*rax + 8]
+; bytes: 0f 9b 44 87 08
 ; form: setnp_rm8
-setnp byte ptr [rbp]
-; bytes: 0f 9b 45 00
+setnp byte ptr [r12 + 8*r15 - 128]
+; bytes: 43 0f 9b 44 fc 80
 ; form: cmovnp_r32_rm32
 cmovnp eax, ecx
 ; bytes: 0f 4b c1
@@ -935,14 +934,15 @@ cmovnp r11d, edx
 cmovnp esp, ebp
 ; bytes: 0f 4b e5
 ; form: cmovnp_r32_rm32
-cmovnp r8d, dword ptr [r13 - 300]
-; bytes: 45 0f 4b 85 d4 fe ff ff
+cmovnp r8d, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 46 0f 4b 84 4b e8 03 00 00
 ; form: cmovnp_r32_rm32
-cmovnp eax, dword ptr [rdi + 4*rax + 8]
-; bytes: 0f 4b 44 87 08
+cmovnp eax, dword ptr [rip + foo + 16]
+; bytes: 0f 4b 05 00 00 00 00
+; fixup: 3 pc32 foo 12
 ; form: cmovnp_r32_rm32
-cmovnp r8d, dword ptr [r12 + 8*r15 - 128]
-; bytes: 47 0f 4b 44 fc 80
+cmovnp r8d, dword ptr [8*rcx + 64]
+; bytes: 44 0f 4b 04 cd 40 00 00 00
 ; form: cmovnp_r64_rm64
 cmovnp rax, rcx
 ; bytes: 48 0f 4b c1
@@ -959,15 +959,14 @@ cmovnp r11, rdx
 cmovnp rsp, rbp
 ; bytes: 48 0f 4b e5
 ; form: cmovnp_r64_rm64
-cmovnp r8, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 4e 0f 4b 84 4b e8 03 00 00
+cmovnp r8, qword ptr [r8 + rsi + 127]
+; bytes: 4d 0f 4b 44 30 7f
 ; form: cmovnp_r64_rm64
-cmovnp rax, qword ptr [rip + foo + 16]
-; bytes: 48 0f 4b 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+cmovnp rax, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 4a 0f 4b 84 9c 00 10 00 00
 ; form: cmovnp_r64_rm64
-cmovnp r8, qword ptr [8*rcx + 64]
-; bytes: 4c 0f 4b 04 cd 40 00 00 00
+cmovnp r8, qword ptr [rdx - 8192]
+; bytes: 4c 0f 4b 82 00 e0 ff ff
 ; form: jnp_rel8
 jnp foo
 ; bytes: 7b 00
@@ -992,14 +991,15 @@ setl r11b
 setl spl
 ; bytes: 40 0f 9c c4
 ; form: setl_rm8
-setl byte ptr [rbp]
-; bytes: 0f 9c 45 00
+setl byte ptr [r12 + 8*r15 - 128]
+; bytes: 43 0f 9c 44 fc 80
 ; form: setl_rm8
-setl byte ptr [r13 - 300]
-; bytes: 41 0f 9c 85 d4 fe ff ff
+setl byte ptr [rbx + 2*r9 + 1000]
+; bytes: 42 0f 9c 84 4b e8 03 00 00
 ; form: setl_rm8
-setl byte ptr [rdi + 4*rax + 8]
-; bytes: 0f 9c 44 87 08
+setl byte ptr [rip + foo + 16]
+; bytes: 0f 9c 05 00 00 00 00
+; fixup: 3 pc32 foo 12
 ; form: cmovl_r32_rm32
 cmovl eax, ecx
 ; bytes: 0f 4c c1
@@ -1016,15 +1016,14 @@ cmovl r11d, edx
 cmovl esp, ebp
 ; bytes: 0f 4c e5
 ; form: cmovl_r32_rm32
-cmovl r8d, dword ptr [r12 + 8*r15 - 128]
-; bytes: 47 0f 4c 44 fc 80
+cmovl r8d, dword ptr [8*rcx + 64]
+; bytes: 44 0f 4c 04 cd 40 00 00 00
 ; form: cmovl_r32_rm32
-cmovl eax, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 4c 84 4b e8 03 00 00
+cmovl eax, dword ptr [r8 + rsi + 127]
+; bytes: 41 0f 4c 44 30 7f
 ; form: cmovl_r32_rm32
-cmovl r8d, dword ptr [rip + foo + 16]
-; bytes: 44 0f 4c 05 00 00 00 00
-; fixup: 4 pc32 foo 12
+cmovl r8d, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 46 0f 4c 84 9c 00 10 00 00
 ; form: cmovl_r64_rm64
 cmovl rax, rcx
 ; bytes: 48 0f 4c c1
@@ -1041,14 +1040,15 @@ cmovl r11, rdx
 cmovl rsp, rbp
 ; bytes: 48 0f 4c e5
 ; form: cmovl_r64_rm64
-cmovl r8, qword ptr [8*rcx + 64]
-; bytes: 4c 0f 4c 04 cd 40 00 00 00
+cmovl r8, qword ptr [rdx - 8192]
+; bytes: 4c 0f 4c 82 00 e0 ff ff
 ; form: cmovl_r64_rm64
-cmovl rax, qword ptr [r8 + rsi + 127]
-; bytes: 49 0f 4c 44 30 7f
+cmovl rax, qword ptr [rip + bar]
+; bytes: 48 0f 4c 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: cmovl_r64_rm64
-cmovl r8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 4e 0f 4c 84 9c 00 10 00 00
+cmovl r8, qword ptr [rdi]
+; bytes: 4c 0f 4c 07
 ; form: jl_rel8
 jl foo
 ; bytes: 7c 00
@@ -1073,14 +1073,15 @@ setge r11b
 setge spl
 ; bytes: 40 0f 9d c4
 ; form: setge_rm8
-setge byte ptr [rdi + 4*rax + 8]
-; bytes: 0f 9d 44 87 08
+setge byte ptr [rip + foo + 16]
+; bytes: 0f 9d 05 00 00 00 00
+; fixup: 3 pc32 foo 12
 ; form: setge_rm8
-setge byte ptr [r12 + 8*r15 - 128]
-; bytes: 43 0f 9d 44 fc 80
+setge byte ptr [8*rcx + 64]
+; bytes: 0f 9d 04 cd 40 00 00 00
 ; form: setge_rm8
-setge byte ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 9d 84 4b e8 03 00 00
+setge byte ptr [r8 + rsi + 127]
+; bytes: 41 0f 9d 44 30 7f
 ; form: cmovge_r32_rm32
 cmovge eax, ecx
 ; bytes: 0f 4d c1
@@ -1097,15 +1098,15 @@ cmovge r11d, edx
 cmovge esp, ebp
 ; bytes: 0f 4d e5
 ; form: cmovge_r32_rm32
-cmovge r8d, dword ptr [rip + foo + 16]
+cmovge r8d, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 46 0f 4d 84 9c 00 10 00 00
+; form: cmovge_r32_rm32
+cmovge eax, dword ptr [rdx - 8192]
+; bytes: 0f 4d 82 00 e0 ff ff
+; form: cmovge_r32_rm32
+cmovge r8d, dword ptr [rip + bar]
 ; bytes: 44 0f 4d 05 00 00 00 00
-; fixup: 4 pc32 foo 12
-; form: cmovge_r32_rm32
-cmovge eax, dword ptr [8*rcx + 64]
-; bytes: 0f 4d 04 cd 40 00 00 00
-; form: cmovge_r32_rm32
-cmovge r8d, dword ptr [r8 + rsi + 127]
-; bytes: 45 0f 4d 44 30 7f
+; fixup: 4 pc32 bar -4
 ; form: cmovge_r64_rm64
 cmovge rax, rcx
 ; bytes: 48 0f 4d c1
@@ -1122,15 +1123,14 @@ cmovge r11, rdx
 cmovge rsp, rbp
 ; bytes: 48 0f 4d e5
 ; form: cmovge_r64_rm64
-cmovge r8, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 4e 0f 4d 84 9c 00 10 00 00
+cmovge r8, qword ptr [rdi]
+; bytes: 4c 0f 4d 07
 ; form: cmovge_r64_rm64
-cmovge rax, qword ptr [rdx - 8192]
-; bytes: 48 0f 4d 82 00 e0 ff ff
+cmovge rax, qword ptr [rsp + 8]
+; bytes: 48 0f 4d 44 24 08
 ; form: cmovge_r64_rm64
-cmovge r8, qword ptr [rip + bar]
-; bytes: 4c 0f 4d 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovge r8, qword ptr [rbp]
+; bytes: 4c 0f 4d 45 00
 ; form: jge_rel8
 jge foo
 ; bytes: 7d 00
@@ -1155,15 +1155,14 @@ setle r11b
 setle spl
 ; bytes: 40 0f 9e c4
 ; form: setle_rm8
-setle byte ptr [rbx + 2*r9 + 1000]
-; bytes: 42 0f 9e 84 4b e8 03 00 00
+setle byte ptr [r8 + rsi + 127]
+; bytes: 41 0f 9e 44 30 7f
 ; form: setle_rm8
-setle byte ptr [rip + foo + 16]
-; bytes: 0f 9e 05 00 00 00 00
-; fixup: 3 pc32 foo 12
+setle byte ptr [rsp + 4*r11 + 4096]
+; bytes: 42 0f 9e 84 9c 00 10 00 00
 ; form: setle_rm8
-setle byte ptr [8*rcx + 64]
-; bytes: 0f 9e 04 cd 40 00 00 00
+setle byte ptr [rdx - 8192]
+; bytes: 0f 9e 82 00 e0 ff ff
 ; form: cmovle_r32_rm32
 cmovle eax, ecx
 ; bytes: 0f 4e c1
@@ -1180,14 +1179,15 @@ cmovle r11d, edx
 cmovle esp, ebp
 ; bytes: 0f 4e e5
 ; form: cmovle_r32_rm32
-cmovle r8d, dword ptr [r8 + rsi + 127]
-; bytes: 45 0f 4e 44 30 7f
+cmovle r8d, dword ptr [rip + bar]
+; bytes: 44 0f 4e 05 00 00 00 00
+; fixup: 4 pc32 bar -4
 ; form: cmovle_r32_rm32
-cmovle eax, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 4e 84 9c 00 10 00 00
+cmovle eax, dword ptr [rdi]
+; bytes: 0f 4e 07
 ; form: cmovle_r32_rm32
-cmovle r8d, dword ptr [rdx - 8192]
-; bytes: 44 0f 4e 82 00 e0 ff ff
+cmovle r8d, dword ptr [rsp + 8]
+; bytes: 44 0f 4e 44 24 08
 ; form: cmovle_r64_rm64
 cmovle rax, rcx
 ; bytes: 48 0f 4e c1
@@ -1204,15 +1204,14 @@ cmovle r11, rdx
 cmovle rsp, rbp
 ; bytes: 48 0f 4e e5
 ; form: cmovle_r64_rm64
-cmovle r8, qword ptr [rip + bar]
-; bytes: 4c 0f 4e 05 00 00 00 00
-; fixup: 4 pc32 bar -4
+cmovle r8, qword ptr [rbp]
+; bytes: 4c 0f 4e 45 00
 ; form: cmovle_r64_rm64
-cmovle rax, qword ptr [rdi]
-; bytes: 48 0f 4e 07
+cmovle rax, qword ptr [r13 - 300]
+; bytes: 49 0f 4e 85 d4 fe ff ff
 ; form: cmovle_r64_rm64
-cmovle r8, qword ptr [rsp + 8]
-; bytes: 4c 0f 4e 44 24 08
+cmovle r8, qword ptr [rdi + 4*rax + 8]
+; bytes: 4c 0f 4e 44 87 08
 ; form: jle_rel8
 jle foo
 ; bytes: 7e 00
@@ -1237,14 +1236,15 @@ setg r11b
 setg spl
 ; bytes: 40 0f 9f c4
 ; form: setg_rm8
-setg byte ptr [8*rcx + 64]
-; bytes: 0f 9f 04 cd 40 00 00 00
+setg byte ptr [rdx - 8192]
+; bytes: 0f 9f 82 00 e0 ff ff
 ; form: setg_rm8
-setg byte ptr [r8 + rsi + 127]
-; bytes: 41 0f 9f 44 30 7f
+setg byte ptr [rip + bar]
+; bytes: 0f 9f 05 00 00 00 00
+; fixup: 3 pc32 bar -4
 ; form: setg_rm8
-setg byte ptr [rsp + 4*r11 + 4096]
-; bytes: 42 0f 9f 84 9c 00 10 00 00
+setg byte ptr [rdi]
+; bytes: 0f 9f 07
 ; form: cmovg_r32_rm32
 cmovg eax, ecx
 ; bytes: 0f 4f c1
@@ -1261,15 +1261,14 @@ cmovg r11d, edx
 cmovg esp, ebp
 ; bytes: 0f 4f e5
 ; form: cmovg_r32_rm32
-cmovg r8d, dword ptr [rdx - 8192]
-; bytes: 44 0f 4f 82 00 e0 ff ff
+cmovg r8d, dword ptr [rsp + 8]
+; bytes: 44 0f 4f 44 24 08
 ; form: cmovg_r32_rm32
-cmovg eax, dword ptr [rip + bar]
-; bytes: 0f 4f 05 00 00 00 00
-; fixup: 3 pc32 bar -4
+cmovg eax, dword ptr [rbp]
+; bytes: 0f 4f 45 00
 ; form: cmovg_r32_rm32
-cmovg r8d, dword ptr [rdi]
-; bytes: 44 0f 4f 07
+cmovg r8d, dword ptr [r13 - 300]
+; bytes: 45 0f 4f 85 d4 fe ff ff
 ; form: cmovg_r64_rm64
 cmovg rax, rcx
 ; bytes: 48 0f 4f c1
@@ -1286,14 +1285,14 @@ cmovg r11, rdx
 cmovg rsp, rbp
 ; bytes: 48 0f 4f e5
 ; form: cmovg_r64_rm64
-cmovg r8, qword ptr [rsp + 8]
-; bytes: 4c 0f 4f 44 24 08
+cmovg r8, qword ptr [rdi + 4*rax + 8]
+; bytes: 4c 0f 4f 44 87 08
 ; form: cmovg_r64_rm64
-cmovg rax, qword ptr [rbp]
-; bytes: 48 0f 4f 45 00
+cmovg rax, qword ptr [r12 + 8*r15 - 128]
+; bytes: 4b 0f 4f 44 fc 80
 ; form: cmovg_r64_rm64
-cmovg r8, qword ptr [r13 - 300]
-; bytes: 4d 0f 4f 85 d4 fe ff ff
+cmovg r8, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 4e 0f 4f 84 4b e8 03 00 00
 ; form: jg_rel8
 jg foo
 ; bytes: 7f 00

@@ -12,25 +12,24 @@ vmovups zmm3, zmm24
 vmovups zmm29, zmm8
 ; bytes: 62 41 7c 48 10 e8
 ; form: vmovups_z_zm
-vmovups zmm16, zmmword ptr [rip + foo + 16]
+vmovups zmm16, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 48 10 44 9c 40
+; form: vmovups_z_zm
+vmovups zmm0, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 7c 48 10 42 80
+; form: vmovups_z_zm
+vmovups zmm16, zmmword ptr [rip + bar]
 ; bytes: 62 e1 7c 48 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmovups_z_zm
-vmovups zmm0, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 7c 48 10 04 cd 40 00 00 00
-; form: vmovups_z_zm
-vmovups zmm16, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7c 48 10 84 30 7f 00 00 00
-; form: vmovups_m512_z
-vmovups zmmword ptr [rsp + 4*r11 + 4096], zmm16
-; bytes: 62 a1 7c 48 11 44 9c 40
-; form: vmovups_m512_z
-vmovups zmmword ptr [rdx - 8192], zmm0
-; bytes: 62 f1 7c 48 11 42 80
-; form: vmovups_m512_z
-vmovups zmmword ptr [rip + bar], zmm16
-; bytes: 62 e1 7c 48 11 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovups_m512_z
+vmovups zmmword ptr [rdi], zmm16
+; bytes: 62 e1 7c 48 11 07
+; form: vmovups_m512_z
+vmovups zmmword ptr [rsp + 8], zmm0
+; bytes: 62 f1 7c 48 11 84 24 08 00 00 00
+; form: vmovups_m512_z
+vmovups zmmword ptr [rbp], zmm16
+; bytes: 62 e1 7c 48 11 45 00
 ; form: vmovupd_z_zm
 vmovupd zmm0, zmm1
 ; bytes: 62 f1 fd 48 10 c1
@@ -44,23 +43,24 @@ vmovupd zmm3, zmm24
 vmovupd zmm29, zmm8
 ; bytes: 62 41 fd 48 10 e8
 ; form: vmovupd_z_zm
-vmovupd zmm16, zmmword ptr [rdi]
-; bytes: 62 e1 fd 48 10 07
+vmovupd zmm16, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fd 48 10 85 d4 fe ff ff
 ; form: vmovupd_z_zm
-vmovupd zmm0, zmmword ptr [rsp + 8]
-; bytes: 62 f1 fd 48 10 84 24 08 00 00 00
+vmovupd zmm0, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fd 48 10 84 87 08 00 00 00
 ; form: vmovupd_z_zm
-vmovupd zmm16, zmmword ptr [rbp]
-; bytes: 62 e1 fd 48 10 45 00
+vmovupd zmm16, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 48 10 44 fc fe
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [r13 - 300], zmm16
-; bytes: 62 c1 fd 48 11 85 d4 fe ff ff
+vmovupd zmmword ptr [rbx + 2*r9 + 1000], zmm16
+; bytes: 62 a1 fd 48 11 84 4b e8 03 00 00
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [rdi + 4*rax + 8], zmm0
-; bytes: 62 f1 fd 48 11 84 87 08 00 00 00
+vmovupd zmmword ptr [rip + foo + 16], zmm0
+; bytes: 62 f1 fd 48 11 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovupd_m512_z
-vmovupd zmmword ptr [r12 + 8*r15 - 128], zmm16
-; bytes: 62 81 fd 48 11 44 fc fe
+vmovupd zmmword ptr [8*rcx + 64], zmm16
+; bytes: 62 e1 fd 48 11 04 cd 40 00 00 00
 ; form: vmovaps_z_zm
 vmovaps zmm0, zmm1
 ; bytes: 62 f1 7c 48 28 c1
@@ -74,15 +74,14 @@ vmovaps zmm3, zmm24
 vmovaps zmm29, zmm8
 ; bytes: 62 41 7c 48 28 e8
 ; form: vmovaps_z_zm
-vmovaps zmm16, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7c 48 28 84 4b e8 03 00 00
+vmovaps zmm16, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7c 48 28 84 30 7f 00 00 00
 ; form: vmovaps_z_zm
-vmovaps zmm0, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 7c 48 28 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovaps zmm0, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7c 48 28 44 9c 40
 ; form: vmovaps_z_zm
-vmovaps zmm16, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7c 48 28 04 cd 40 00 00 00
+vmovaps zmm16, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 7c 48 28 42 80
 ; form: vmovaps_z_zm
 vmovaps zmm0, zmmword ptr [rsp + 64]
 ; bytes: 62 f1 7c 48 28 44 24 01
@@ -90,14 +89,15 @@ vmovaps zmm0, zmmword ptr [rsp + 64]
 vmovaps zmm3, zmmword ptr [rsp + 4160]
 ; bytes: 62 f1 7c 48 28 5c 24 41
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [r8 + rsi + 127], zmm16
-; bytes: 62 c1 7c 48 29 84 30 7f 00 00 00
+vmovaps zmmword ptr [rip + bar], zmm16
+; bytes: 62 e1 7c 48 29 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [rsp + 4*r11 + 4096], zmm0
-; bytes: 62 b1 7c 48 29 44 9c 40
+vmovaps zmmword ptr [rdi], zmm0
+; bytes: 62 f1 7c 48 29 07
 ; form: vmovaps_m512_z
-vmovaps zmmword ptr [rdx - 8192], zmm16
-; bytes: 62 e1 7c 48 29 42 80
+vmovaps zmmword ptr [rsp + 8], zmm16
+; bytes: 62 e1 7c 48 29 84 24 08 00 00 00
 ; form: vmovaps_m512_z
 vmovaps zmmword ptr [rsp + 64], zmm0
 ; bytes: 62 f1 7c 48 29 44 24 01
@@ -117,24 +117,24 @@ vmovdqu32 zmm3, zmm24
 vmovdqu32 zmm29, zmm8
 ; bytes: 62 41 7e 48 6f e8
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm16, zmmword ptr [rip + bar]
-; bytes: 62 e1 7e 48 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovdqu32 zmm16, zmmword ptr [rbp]
+; bytes: 62 e1 7e 48 6f 45 00
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm0, zmmword ptr [rdi]
-; bytes: 62 f1 7e 48 6f 07
+vmovdqu32 zmm0, zmmword ptr [r13 - 300]
+; bytes: 62 d1 7e 48 6f 85 d4 fe ff ff
 ; form: vmovdqu32_z_zm
-vmovdqu32 zmm16, zmmword ptr [rsp + 8]
-; bytes: 62 e1 7e 48 6f 84 24 08 00 00 00
+vmovdqu32 zmm16, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7e 48 6f 84 87 08 00 00 00
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [rbp], zmm16
-; bytes: 62 e1 7e 48 7f 45 00
+vmovdqu32 zmmword ptr [r12 + 8*r15 - 128], zmm16
+; bytes: 62 81 7e 48 7f 44 fc fe
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [r13 - 300], zmm0
-; bytes: 62 d1 7e 48 7f 85 d4 fe ff ff
+vmovdqu32 zmmword ptr [rbx + 2*r9 + 1000], zmm0
+; bytes: 62 b1 7e 48 7f 84 4b e8 03 00 00
 ; form: vmovdqu32_m512_z
-vmovdqu32 zmmword ptr [rdi + 4*rax + 8], zmm16
-; bytes: 62 e1 7e 48 7f 84 87 08 00 00 00
+vmovdqu32 zmmword ptr [rip + foo + 16], zmm16
+; bytes: 62 e1 7e 48 7f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu64_z_zm
 vmovdqu64 zmm0, zmm1
 ; bytes: 62 f1 fe 48 6f c1
@@ -148,24 +148,24 @@ vmovdqu64 zmm3, zmm24
 vmovdqu64 zmm29, zmm8
 ; bytes: 62 41 fe 48 6f e8
 ; form: vmovdqu64_z_zm
-vmovdqu64 zmm16, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 fe 48 6f 44 fc fe
+vmovdqu64 zmm16, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fe 48 6f 04 cd 40 00 00 00
 ; form: vmovdqu64_z_zm
-vmovdqu64 zmm0, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 fe 48 6f 84 4b e8 03 00 00
+vmovdqu64 zmm0, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 fe 48 6f 84 30 7f 00 00 00
 ; form: vmovdqu64_z_zm
-vmovdqu64 zmm16, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 fe 48 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovdqu64 zmm16, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fe 48 6f 44 9c 40
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [8*rcx + 64], zmm16
-; bytes: 62 e1 fe 48 7f 04 cd 40 00 00 00
+vmovdqu64 zmmword ptr [rdx - 8192], zmm16
+; bytes: 62 e1 fe 48 7f 42 80
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [r8 + rsi + 127], zmm0
-; bytes: 62 d1 fe 48 7f 84 30 7f 00 00 00
+vmovdqu64 zmmword ptr [rip + bar], zmm0
+; bytes: 62 f1 fe 48 7f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu64_m512_z
-vmovdqu64 zmmword ptr [rsp + 4*r11 + 4096], zmm16
-; bytes: 62 a1 fe 48 7f 44 9c 40
+vmovdqu64 zmmword ptr [rdi], zmm16
+; bytes: 62 e1 fe 48 7f 07
 ; form: vaddps_z_z_zm
 vaddps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 58 c2
@@ -179,15 +179,14 @@ vaddps zmm3, zmm24, zmm9
 vaddps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 58 ea
 ; form: vaddps_z_z_zm
-vaddps zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 40 58 42 80
+vaddps zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 74 40 58 84 24 08 00 00 00
 ; form: vaddps_z_z_zm
-vaddps zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f1 74 48 58 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vaddps zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 74 48 58 45 00
 ; form: vaddps_z_z_zm
-vaddps zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 74 40 58 07
+vaddps zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 74 40 58 85 d4 fe ff ff
 ; form: vaddpd_z_z_zm
 vaddpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 58 c2
@@ -201,14 +200,14 @@ vaddpd zmm3, zmm24, zmm9
 vaddpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 58 ea
 ; form: vaddpd_z_z_zm
-vaddpd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 40 58 84 24 08 00 00 00
+vaddpd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 40 58 84 87 08 00 00 00
 ; form: vaddpd_z_z_zm
-vaddpd zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f1 f5 48 58 45 00
+vaddpd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 f5 48 58 44 fc fe
 ; form: vaddpd_z_z_zm
-vaddpd zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 40 58 85 d4 fe ff ff
+vaddpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 40 58 84 4b e8 03 00 00
 ; form: vmulps_z_z_zm
 vmulps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 59 c2
@@ -222,14 +221,15 @@ vmulps zmm3, zmm24, zmm9
 vmulps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 59 ea
 ; form: vmulps_z_z_zm
-vmulps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 40 59 84 87 08 00 00 00
+vmulps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 40 59 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmulps_z_z_zm
-vmulps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 74 48 59 44 fc fe
+vmulps zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 74 48 59 04 cd 40 00 00 00
 ; form: vmulps_z_z_zm
-vmulps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 40 59 84 4b e8 03 00 00
+vmulps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 40 59 84 30 7f 00 00 00
 ; form: vmulpd_z_z_zm
 vmulpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 59 c2
@@ -243,15 +243,15 @@ vmulpd zmm3, zmm24, zmm9
 vmulpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 59 ea
 ; form: vmulpd_z_z_zm
-vmulpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+vmulpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 40 59 44 9c 40
+; form: vmulpd_z_z_zm
+vmulpd zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 48 59 42 80
+; form: vmulpd_z_z_zm
+vmulpd zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e1 f5 40 59 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmulpd_z_z_zm
-vmulpd zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 48 59 04 cd 40 00 00 00
-; form: vmulpd_z_z_zm
-vmulpd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 40 59 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vsubps_z_z_zm
 vsubps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5c c2
@@ -265,15 +265,14 @@ vsubps zmm3, zmm24, zmm9
 vsubps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5c ea
 ; form: vsubps_z_z_zm
-vsubps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 40 5c 44 9c 40
+vsubps zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 74 40 5c 07
 ; form: vsubps_z_z_zm
-vsubps zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 74 48 5c 42 80
+vsubps zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f1 74 48 5c 84 24 08 00 00 00
 ; form: vsubps_z_z_zm
-vsubps zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 74 40 5c 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vsubps zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 74 40 5c 45 00
 ; form: vsubpd_z_z_zm
 vsubpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5c c2
@@ -287,14 +286,14 @@ vsubpd zmm3, zmm24, zmm9
 vsubpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5c ea
 ; form: vsubpd_z_z_zm
-vsubpd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 f5 40 5c 07
+vsubpd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 40 5c 85 d4 fe ff ff
 ; form: vsubpd_z_z_zm
-vsubpd zmm0, zmm1, zmmword ptr [rsp + 8]
-; bytes: 62 f1 f5 48 5c 84 24 08 00 00 00
+vsubpd zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 f5 48 5c 84 87 08 00 00 00
 ; form: vsubpd_z_z_zm
-vsubpd zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 f5 40 5c 45 00
+vsubpd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 40 5c 44 fc fe
 ; form: vminps_z_z_zm
 vminps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5d c2
@@ -308,14 +307,15 @@ vminps zmm3, zmm24, zmm9
 vminps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5d ea
 ; form: vminps_z_z_zm
-vminps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 74 40 5d 85 d4 fe ff ff
+vminps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 40 5d 84 4b e8 03 00 00
 ; form: vminps_z_z_zm
-vminps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 74 48 5d 84 87 08 00 00 00
+vminps zmm0, zmm1, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 74 48 5d 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vminps_z_z_zm
-vminps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 40 5d 44 fc fe
+vminps zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 40 5d 04 cd 40 00 00 00
 ; form: vminpd_z_z_zm
 vminpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5d c2
@@ -329,15 +329,14 @@ vminpd zmm3, zmm24, zmm9
 vminpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5d ea
 ; form: vminpd_z_z_zm
-vminpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 40 5d 84 4b e8 03 00 00
+vminpd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 40 5d 84 30 7f 00 00 00
 ; form: vminpd_z_z_zm
-vminpd zmm0, zmm1, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 f5 48 5d 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vminpd zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 f5 48 5d 44 9c 40
 ; form: vminpd_z_z_zm
-vminpd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 40 5d 04 cd 40 00 00 00
+vminpd zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 40 5d 42 80
 ; form: vdivps_z_z_zm
 vdivps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5e c2
@@ -351,14 +350,15 @@ vdivps zmm3, zmm24, zmm9
 vdivps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5e ea
 ; form: vdivps_z_z_zm
-vdivps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 40 5e 84 30 7f 00 00 00
+vdivps zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e1 74 40 5e 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vdivps_z_z_zm
-vdivps zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 74 48 5e 44 9c 40
+vdivps zmm0, zmm1, zmmword ptr [rdi]
+; bytes: 62 f1 74 48 5e 07
 ; form: vdivps_z_z_zm
-vdivps zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 40 5e 42 80
+vdivps zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 74 40 5e 84 24 08 00 00 00
 ; form: vdivpd_z_z_zm
 vdivpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5e c2
@@ -372,15 +372,14 @@ vdivpd zmm3, zmm24, zmm9
 vdivpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5e ea
 ; form: vdivpd_z_z_zm
-vdivpd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 f5 40 5e 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vdivpd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 f5 40 5e 45 00
 ; form: vdivpd_z_z_zm
-vdivpd zmm0, zmm1, zmmword ptr [rdi]
-; bytes: 62 f1 f5 48 5e 07
+vdivpd zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d1 f5 48 5e 85 d4 fe ff ff
 ; form: vdivpd_z_z_zm
-vdivpd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 40 5e 84 24 08 00 00 00
+vdivpd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 40 5e 84 87 08 00 00 00
 ; form: vmaxps_z_z_zm
 vmaxps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 5f c2
@@ -394,14 +393,15 @@ vmaxps zmm3, zmm24, zmm9
 vmaxps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 5f ea
 ; form: vmaxps_z_z_zm
-vmaxps zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 74 40 5f 45 00
+vmaxps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 40 5f 44 fc fe
 ; form: vmaxps_z_z_zm
-vmaxps zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d1 74 48 5f 85 d4 fe ff ff
+vmaxps zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 74 48 5f 84 4b e8 03 00 00
 ; form: vmaxps_z_z_zm
-vmaxps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 40 5f 84 87 08 00 00 00
+vmaxps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 40 5f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmaxpd_z_z_zm
 vmaxpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 5f c2
@@ -415,15 +415,14 @@ vmaxpd zmm3, zmm24, zmm9
 vmaxpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 5f ea
 ; form: vmaxpd_z_z_zm
-vmaxpd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 40 5f 44 fc fe
+vmaxpd zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 40 5f 04 cd 40 00 00 00
 ; form: vmaxpd_z_z_zm
-vmaxpd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 48 5f 84 4b e8 03 00 00
+vmaxpd zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f5 48 5f 84 30 7f 00 00 00
 ; form: vmaxpd_z_z_zm
-vmaxpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 40 5f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmaxpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 40 5f 44 9c 40
 ; form: vxorps_z_z_zm
 vxorps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 57 c2
@@ -437,14 +436,15 @@ vxorps zmm3, zmm24, zmm9
 vxorps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 57 ea
 ; form: vxorps_z_z_zm
-vxorps zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 40 57 04 cd 40 00 00 00
+vxorps zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 40 57 42 80
 ; form: vxorps_z_z_zm
-vxorps zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 74 48 57 84 30 7f 00 00 00
+vxorps zmm0, zmm1, zmmword ptr [rip + bar]
+; bytes: 62 f1 74 48 57 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vxorps_z_z_zm
-vxorps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 40 57 44 9c 40
+vxorps zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 74 40 57 07
 ; form: vxorpd_z_z_zm
 vxorpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 57 c2
@@ -458,15 +458,14 @@ vxorpd zmm3, zmm24, zmm9
 vxorpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 57 ea
 ; form: vxorpd_z_z_zm
-vxorpd zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 40 57 42 80
+vxorpd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 f5 40 57 84 24 08 00 00 00
 ; form: vxorpd_z_z_zm
-vxorpd zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f1 f5 48 57 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vxorpd zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 f5 48 57 45 00
 ; form: vxorpd_z_z_zm
-vxorpd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 f5 40 57 07
+vxorpd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 40 57 85 d4 fe ff ff
 ; form: vandps_z_z_zm
 vandps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 54 c2
@@ -480,14 +479,14 @@ vandps zmm3, zmm24, zmm9
 vandps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 54 ea
 ; form: vandps_z_z_zm
-vandps zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 74 40 54 84 24 08 00 00 00
+vandps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 40 54 84 87 08 00 00 00
 ; form: vandps_z_z_zm
-vandps zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f1 74 48 54 45 00
+vandps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 48 54 44 fc fe
 ; form: vandps_z_z_zm
-vandps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 74 40 54 85 d4 fe ff ff
+vandps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 40 54 84 4b e8 03 00 00
 ; form: vandpd_z_z_zm
 vandpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 54 c2
@@ -501,14 +500,15 @@ vandpd zmm3, zmm24, zmm9
 vandpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 54 ea
 ; form: vandpd_z_z_zm
-vandpd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 40 54 84 87 08 00 00 00
+vandpd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 40 54 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vandpd_z_z_zm
-vandpd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 48 54 44 fc fe
+vandpd zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 48 54 04 cd 40 00 00 00
 ; form: vandpd_z_z_zm
-vandpd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 40 54 84 4b e8 03 00 00
+vandpd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 40 54 84 30 7f 00 00 00
 ; form: vorps_z_z_zm
 vorps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 56 c2
@@ -522,15 +522,15 @@ vorps zmm3, zmm24, zmm9
 vorps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 56 ea
 ; form: vorps_z_z_zm
-vorps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+vorps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 40 56 44 9c 40
+; form: vorps_z_z_zm
+vorps zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 74 48 56 42 80
+; form: vorps_z_z_zm
+vorps zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e1 74 40 56 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vorps_z_z_zm
-vorps zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 74 48 56 04 cd 40 00 00 00
-; form: vorps_z_z_zm
-vorps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 40 56 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vorpd_z_z_zm
 vorpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 56 c2
@@ -544,15 +544,14 @@ vorpd zmm3, zmm24, zmm9
 vorpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 56 ea
 ; form: vorpd_z_z_zm
-vorpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 40 56 44 9c 40
+vorpd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 f5 40 56 07
 ; form: vorpd_z_z_zm
-vorpd zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 f5 48 56 42 80
+vorpd zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 48 56 84 24 08 00 00 00
 ; form: vorpd_z_z_zm
-vorpd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 f5 40 56 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vorpd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 f5 40 56 45 00
 ; form: vsqrtps_z_zm
 vsqrtps zmm0, zmm1
 ; bytes: 62 f1 7c 48 51 c1
@@ -566,14 +565,14 @@ vsqrtps zmm3, zmm24
 vsqrtps zmm29, zmm8
 ; bytes: 62 41 7c 48 51 e8
 ; form: vsqrtps_z_zm
-vsqrtps zmm16, zmmword ptr [rdi]
-; bytes: 62 e1 7c 48 51 07
+vsqrtps zmm16, zmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 48 51 85 d4 fe ff ff
 ; form: vsqrtps_z_zm
-vsqrtps zmm0, zmmword ptr [rsp + 8]
-; bytes: 62 f1 7c 48 51 84 24 08 00 00 00
+vsqrtps zmm0, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7c 48 51 84 87 08 00 00 00
 ; form: vsqrtps_z_zm
-vsqrtps zmm16, zmmword ptr [rbp]
-; bytes: 62 e1 7c 48 51 45 00
+vsqrtps zmm16, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 48 51 44 fc fe
 ; form: vfmadd132ps_z_z_zm
 vfmadd132ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 98 c2
@@ -587,14 +586,15 @@ vfmadd132ps zmm3, zmm24, zmm9
 vfmadd132ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 98 ea
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c2 75 40 98 85 d4 fe ff ff
+vfmadd132ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 40 98 84 4b e8 03 00 00
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 75 48 98 84 87 08 00 00 00
+vfmadd132ps zmm0, zmm1, zmmword ptr [rip + foo + 16]
+; bytes: 62 f2 75 48 98 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd132ps_z_z_zm
-vfmadd132ps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 40 98 44 fc fe
+vfmadd132ps zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 40 98 04 cd 40 00 00 00
 ; form: vfmadd132pd_z_z_zm
 vfmadd132pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 98 c2
@@ -608,15 +608,14 @@ vfmadd132pd zmm3, zmm24, zmm9
 vfmadd132pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 98 ea
 ; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 40 98 84 4b e8 03 00 00
+vfmadd132pd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 40 98 84 30 7f 00 00 00
 ; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm0, zmm1, zmmword ptr [rip + foo + 16]
-; bytes: 62 f2 f5 48 98 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmadd132pd zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 f5 48 98 44 9c 40
 ; form: vfmadd132pd_z_z_zm
-vfmadd132pd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 40 98 04 cd 40 00 00 00
+vfmadd132pd zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 40 98 42 80
 ; form: vfmadd213ps_z_z_zm
 vfmadd213ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 a8 c2
@@ -630,14 +629,15 @@ vfmadd213ps zmm3, zmm24, zmm9
 vfmadd213ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 a8 ea
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 40 a8 84 30 7f 00 00 00
+vfmadd213ps zmm16, zmm17, zmmword ptr [rip + bar]
+; bytes: 62 e2 75 40 a8 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm0, zmm1, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 75 48 a8 44 9c 40
+vfmadd213ps zmm0, zmm1, zmmword ptr [rdi]
+; bytes: 62 f2 75 48 a8 07
 ; form: vfmadd213ps_z_z_zm
-vfmadd213ps zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e2 75 40 a8 42 80
+vfmadd213ps zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e2 75 40 a8 84 24 08 00 00 00
 ; form: vfmadd213pd_z_z_zm
 vfmadd213pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 a8 c2
@@ -651,15 +651,14 @@ vfmadd213pd zmm3, zmm24, zmm9
 vfmadd213pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 a8 ea
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e2 f5 40 a8 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vfmadd213pd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e2 f5 40 a8 45 00
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm0, zmm1, zmmword ptr [rdi]
-; bytes: 62 f2 f5 48 a8 07
+vfmadd213pd zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d2 f5 48 a8 85 d4 fe ff ff
 ; form: vfmadd213pd_z_z_zm
-vfmadd213pd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e2 f5 40 a8 84 24 08 00 00 00
+vfmadd213pd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 40 a8 84 87 08 00 00 00
 ; form: vfmadd231ps_z_z_zm
 vfmadd231ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 b8 c2
@@ -673,14 +672,15 @@ vfmadd231ps zmm3, zmm24, zmm9
 vfmadd231ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 b8 ea
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e2 75 40 b8 45 00
+vfmadd231ps zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 40 b8 44 fc fe
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d2 75 48 b8 85 d4 fe ff ff
+vfmadd231ps zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 75 48 b8 84 4b e8 03 00 00
 ; form: vfmadd231ps_z_z_zm
-vfmadd231ps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 40 b8 84 87 08 00 00 00
+vfmadd231ps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 40 b8 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd231pd_z_z_zm
 vfmadd231pd zmm0, zmm1, zmm2
 ; bytes: 62 f2 f5 48 b8 c2
@@ -694,15 +694,14 @@ vfmadd231pd zmm3, zmm24, zmm9
 vfmadd231pd zmm29, zmm8, zmm18
 ; bytes: 62 22 bd 48 b8 ea
 ; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 f5 40 b8 44 fc fe
+vfmadd231pd zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 40 b8 04 cd 40 00 00 00
 ; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 f5 48 b8 84 4b e8 03 00 00
+vfmadd231pd zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 f5 48 b8 84 30 7f 00 00 00
 ; form: vfmadd231pd_z_z_zm
-vfmadd231pd zmm16, zmm17, zmmword ptr [rip + foo + 16]
-; bytes: 62 e2 f5 40 b8 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vfmadd231pd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 40 b8 44 9c 40
 ; form: vpaddd_z_z_zm
 vpaddd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 fe c2
@@ -716,14 +715,15 @@ vpaddd zmm3, zmm24, zmm9
 vpaddd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 fe ea
 ; form: vpaddd_z_z_zm
-vpaddd zmm16, zmm17, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 40 fe 04 cd 40 00 00 00
+vpaddd zmm16, zmm17, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 40 fe 42 80
 ; form: vpaddd_z_z_zm
-vpaddd zmm0, zmm1, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 75 48 fe 84 30 7f 00 00 00
+vpaddd zmm0, zmm1, zmmword ptr [rip + bar]
+; bytes: 62 f1 75 48 fe 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpaddd_z_z_zm
-vpaddd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 40 fe 44 9c 40
+vpaddd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 75 40 fe 07
 ; form: vpsubd_z_z_zm
 vpsubd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 fa c2
@@ -737,15 +737,14 @@ vpsubd zmm3, zmm24, zmm9
 vpsubd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 fa ea
 ; form: vpsubd_z_z_zm
-vpsubd zmm16, zmm17, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 40 fa 42 80
+vpsubd zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e1 75 40 fa 84 24 08 00 00 00
 ; form: vpsubd_z_z_zm
-vpsubd zmm0, zmm1, zmmword ptr [rip + bar]
-; bytes: 62 f1 75 48 fa 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpsubd zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f1 75 48 fa 45 00
 ; form: vpsubd_z_z_zm
-vpsubd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 75 40 fa 07
+vpsubd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 75 40 fa 85 d4 fe ff ff
 ; form: vpxord_z_z_zm
 vpxord zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 ef c2
@@ -759,14 +758,14 @@ vpxord zmm3, zmm24, zmm9
 vpxord zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 ef ea
 ; form: vpxord_z_z_zm
-vpxord zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e1 75 40 ef 84 24 08 00 00 00
+vpxord zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 40 ef 84 87 08 00 00 00
 ; form: vpxord_z_z_zm
-vpxord zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f1 75 48 ef 45 00
+vpxord zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 75 48 ef 44 fc fe
 ; form: vpxord_z_z_zm
-vpxord zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c1 75 40 ef 85 d4 fe ff ff
+vpxord zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 40 ef 84 4b e8 03 00 00
 ; form: vpandd_z_z_zm
 vpandd zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 db c2
@@ -780,14 +779,15 @@ vpandd zmm3, zmm24, zmm9
 vpandd zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 db ea
 ; form: vpandd_z_z_zm
-vpandd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 40 db 84 87 08 00 00 00
+vpandd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 40 db 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpandd_z_z_zm
-vpandd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 75 48 db 44 fc fe
+vpandd zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 75 48 db 04 cd 40 00 00 00
 ; form: vpandd_z_z_zm
-vpandd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 40 db 84 4b e8 03 00 00
+vpandd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 40 db 84 30 7f 00 00 00
 ; form: vpaddq_z_z_zm
 vpaddq zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 d4 c2
@@ -801,15 +801,15 @@ vpaddq zmm3, zmm24, zmm9
 vpaddq zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 d4 ea
 ; form: vpaddq_z_z_zm
-vpaddq zmm16, zmm17, zmmword ptr [rip + foo + 16]
+vpaddq zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 40 d4 44 9c 40
+; form: vpaddq_z_z_zm
+vpaddq zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 48 d4 42 80
+; form: vpaddq_z_z_zm
+vpaddq zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e1 f5 40 d4 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpaddq_z_z_zm
-vpaddq zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 48 d4 04 cd 40 00 00 00
-; form: vpaddq_z_z_zm
-vpaddq zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 40 d4 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmulld_z_z_zm
 vpmulld zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 40 c2
@@ -823,15 +823,14 @@ vpmulld zmm3, zmm24, zmm9
 vpmulld zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 40 ea
 ; form: vpmulld_z_z_zm
-vpmulld zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 40 40 44 9c 40
+vpmulld zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e2 75 40 40 07
 ; form: vpmulld_z_z_zm
-vpmulld zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f2 75 48 40 42 80
+vpmulld zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f2 75 48 40 84 24 08 00 00 00
 ; form: vpmulld_z_z_zm
-vpmulld zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e2 75 40 40 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpmulld zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e2 75 40 40 45 00
 ; form: vcvtdq2ps_z_zm
 vcvtdq2ps zmm0, zmm1
 ; bytes: 62 f1 7c 48 5b c1
@@ -845,14 +844,14 @@ vcvtdq2ps zmm3, zmm24
 vcvtdq2ps zmm29, zmm8
 ; bytes: 62 41 7c 48 5b e8
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm16, zmmword ptr [rdi]
-; bytes: 62 e1 7c 48 5b 07
+vcvtdq2ps zmm16, zmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 48 5b 85 d4 fe ff ff
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm0, zmmword ptr [rsp + 8]
-; bytes: 62 f1 7c 48 5b 84 24 08 00 00 00
+vcvtdq2ps zmm0, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7c 48 5b 84 87 08 00 00 00
 ; form: vcvtdq2ps_z_zm
-vcvtdq2ps zmm16, zmmword ptr [rbp]
-; bytes: 62 e1 7c 48 5b 45 00
+vcvtdq2ps zmm16, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 48 5b 44 fc fe
 ; form: vcvttps2dq_z_zm
 vcvttps2dq zmm0, zmm1
 ; bytes: 62 f1 7e 48 5b c1
@@ -866,14 +865,15 @@ vcvttps2dq zmm3, zmm24
 vcvttps2dq zmm29, zmm8
 ; bytes: 62 41 7e 48 5b e8
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm16, zmmword ptr [r13 - 300]
-; bytes: 62 c1 7e 48 5b 85 d4 fe ff ff
+vcvttps2dq zmm16, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7e 48 5b 84 4b e8 03 00 00
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm0, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7e 48 5b 84 87 08 00 00 00
+vcvttps2dq zmm0, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 7e 48 5b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvttps2dq_z_zm
-vcvttps2dq zmm16, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7e 48 5b 44 fc fe
+vcvttps2dq zmm16, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7e 48 5b 04 cd 40 00 00 00
 ; form: vextractf64x4_ym_z_imm8
 vextractf64x4 ymm0, zmm1, 1
 ; bytes: 62 f3 fd 48 1b c8 01
@@ -887,15 +887,14 @@ vextractf64x4 ymm3, zmm24, 127
 vextractf64x4 ymm29, zmm8, 255
 ; bytes: 62 13 fd 48 1b c5 ff
 ; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [rbx + 2*r9 + 1000], zmm16, 0
-; bytes: 62 a3 fd 48 1b 84 4b e8 03 00 00 00
+vextractf64x4 ymmword ptr [r8 + rsi + 127], zmm16, 0
+; bytes: 62 c3 fd 48 1b 84 30 7f 00 00 00 00
 ; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [rip + foo + 16], zmm0, 100
-; bytes: 62 f3 fd 48 1b 05 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+vextractf64x4 ymmword ptr [rsp + 4*r11 + 4096], zmm0, 100
+; bytes: 62 b3 fd 48 1b 84 9c 00 10 00 00 64
 ; form: vextractf64x4_ym_z_imm8
-vextractf64x4 ymmword ptr [8*rcx + 64], zmm16, 200
-; bytes: 62 e3 fd 48 1b 04 cd 40 00 00 00 c8
+vextractf64x4 ymmword ptr [rdx - 8192], zmm16, 200
+; bytes: 62 e3 fd 48 1b 82 00 e0 ff ff c8
 ; form: vinsertf64x4_z_z_ym_imm8
 vinsertf64x4 zmm0, zmm1, ymm2, 1
 ; bytes: 62 f3 f5 48 1a c2 01
@@ -909,14 +908,15 @@ vinsertf64x4 zmm3, zmm24, ymm9, 127
 vinsertf64x4 zmm29, zmm8, ymm18, 255
 ; bytes: 62 23 bd 48 1a ea ff
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm16, zmm17, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 c3 f5 40 1a 84 30 7f 00 00 00 00
+vinsertf64x4 zmm16, zmm17, ymmword ptr [rip + bar], 0
+; bytes: 62 e3 f5 40 1a 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm0, zmm1, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 48 1a 84 9c 00 10 00 00 64
+vinsertf64x4 zmm0, zmm1, ymmword ptr [rdi], 100
+; bytes: 62 f3 f5 48 1a 07 64
 ; form: vinsertf64x4_z_z_ym_imm8
-vinsertf64x4 zmm16, zmm17, ymmword ptr [rdx - 8192], 200
-; bytes: 62 e3 f5 40 1a 82 00 e0 ff ff c8
+vinsertf64x4 zmm16, zmm17, ymmword ptr [rsp + 8], 200
+; bytes: 62 e3 f5 40 1a 84 24 08 00 00 00 c8
 ; form: vinsertf32x4_z_z_xm_imm8
 vinsertf32x4 zmm0, zmm1, xmm2, 1
 ; bytes: 62 f3 75 48 18 c2 01
@@ -930,15 +930,14 @@ vinsertf32x4 zmm3, zmm24, xmm9, 127
 vinsertf32x4 zmm29, zmm8, xmm18, 255
 ; bytes: 62 23 3d 48 18 ea ff
 ; form: vinsertf32x4_z_z_xm_imm8
-vinsertf32x4 zmm16, zmm17, xmmword ptr [rip + bar], 0
-; bytes: 62 e3 75 40 18 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+vinsertf32x4 zmm16, zmm17, xmmword ptr [rbp], 0
+; bytes: 62 e3 75 40 18 45 00 00
 ; form: vinsertf32x4_z_z_xm_imm8
-vinsertf32x4 zmm0, zmm1, xmmword ptr [rdi], 100
-; bytes: 62 f3 75 48 18 07 64
+vinsertf32x4 zmm0, zmm1, xmmword ptr [r13 - 300], 100
+; bytes: 62 d3 75 48 18 85 d4 fe ff ff 64
 ; form: vinsertf32x4_z_z_xm_imm8
-vinsertf32x4 zmm16, zmm17, xmmword ptr [rsp + 8], 200
-; bytes: 62 e3 75 40 18 84 24 08 00 00 00 c8
+vinsertf32x4 zmm16, zmm17, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 75 40 18 84 87 08 00 00 00 c8
 ; form: vextractf32x4_xm_z_imm8
 vextractf32x4 xmm0, zmm1, 1
 ; bytes: 62 f3 7d 48 19 c8 01
@@ -952,24 +951,24 @@ vextractf32x4 xmm3, zmm24, 127
 vextractf32x4 xmm29, zmm8, 255
 ; bytes: 62 13 7d 48 19 c5 ff
 ; form: vextractf32x4_xm_z_imm8
-vextractf32x4 xmmword ptr [rbp], zmm16, 0
-; bytes: 62 e3 7d 48 19 45 00 00
+vextractf32x4 xmmword ptr [r12 + 8*r15 - 128], zmm16, 0
+; bytes: 62 83 7d 48 19 44 fc f8 00
 ; form: vextractf32x4_xm_z_imm8
-vextractf32x4 xmmword ptr [r13 - 300], zmm0, 100
-; bytes: 62 d3 7d 48 19 85 d4 fe ff ff 64
+vextractf32x4 xmmword ptr [rbx + 2*r9 + 1000], zmm0, 100
+; bytes: 62 b3 7d 48 19 84 4b e8 03 00 00 64
 ; form: vextractf32x4_xm_z_imm8
-vextractf32x4 xmmword ptr [rdi + 4*rax + 8], zmm16, 200
-; bytes: 62 e3 7d 48 19 84 87 08 00 00 00 c8
+vextractf32x4 xmmword ptr [rip + foo + 16], zmm16, 200
+; bytes: 62 e3 7d 48 19 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vbroadcastf32x4_z_m128
-vbroadcastf32x4 zmm16, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 48 1a 44 fc f8
+vbroadcastf32x4 zmm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 48 1a 04 cd 40 00 00 00
 ; form: vbroadcastf32x4_z_m128
-vbroadcastf32x4 zmm0, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 7d 48 1a 84 4b e8 03 00 00
+vbroadcastf32x4 zmm0, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 7d 48 1a 84 30 7f 00 00 00
 ; form: vbroadcastf32x4_z_m128
-vbroadcastf32x4 zmm16, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 48 1a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vbroadcastf32x4 zmm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 48 1a 84 9c 00 10 00 00
 ; form: vshuff32x4_z_z_zm_imm8
 vshuff32x4 zmm0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 23 c2 01
@@ -983,14 +982,15 @@ vshuff32x4 zmm3, zmm24, zmm9, 127
 vshuff32x4 zmm29, zmm8, zmm18, 255
 ; bytes: 62 23 3d 48 23 ea ff
 ; form: vshuff32x4_z_z_zm_imm8
-vshuff32x4 zmm16, zmm17, zmmword ptr [8*rcx + 64], 0
-; bytes: 62 e3 75 40 23 04 cd 40 00 00 00 00
+vshuff32x4 zmm16, zmm17, zmmword ptr [rdx - 8192], 0
+; bytes: 62 e3 75 40 23 42 80 00
 ; form: vshuff32x4_z_z_zm_imm8
-vshuff32x4 zmm0, zmm1, zmmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 75 48 23 84 30 7f 00 00 00 64
+vshuff32x4 zmm0, zmm1, zmmword ptr [rip + bar], 100
+; bytes: 62 f3 75 48 23 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vshuff32x4_z_z_zm_imm8
-vshuff32x4 zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 a3 75 40 23 44 9c 40 c8
+vshuff32x4 zmm16, zmm17, zmmword ptr [rdi], 200
+; bytes: 62 e3 75 40 23 07 c8
 ; form: vshufps_z_z_zm_imm8
 vshufps zmm0, zmm1, zmm2, 1
 ; bytes: 62 f1 74 48 c6 c2 01
@@ -1004,15 +1004,14 @@ vshufps zmm3, zmm24, zmm9, 127
 vshufps zmm29, zmm8, zmm18, 255
 ; bytes: 62 21 3c 48 c6 ea ff
 ; form: vshufps_z_z_zm_imm8
-vshufps zmm16, zmm17, zmmword ptr [rdx - 8192], 0
-; bytes: 62 e1 74 40 c6 42 80 00
+vshufps zmm16, zmm17, zmmword ptr [rsp + 8], 0
+; bytes: 62 e1 74 40 c6 84 24 08 00 00 00 00
 ; form: vshufps_z_z_zm_imm8
-vshufps zmm0, zmm1, zmmword ptr [rip + bar], 100
-; bytes: 62 f1 74 48 c6 05 00 00 00 00 64
-; fixup: 6 pc32 bar -5
+vshufps zmm0, zmm1, zmmword ptr [rbp], 100
+; bytes: 62 f1 74 48 c6 45 00 64
 ; form: vshufps_z_z_zm_imm8
-vshufps zmm16, zmm17, zmmword ptr [rdi], 200
-; bytes: 62 e1 74 40 c6 07 c8
+vshufps zmm16, zmm17, zmmword ptr [r13 - 300], 200
+; bytes: 62 c1 74 40 c6 85 d4 fe ff ff c8
 ; form: vpermilps_z_zm_imm8
 vpermilps zmm0, zmm1, 1
 ; bytes: 62 f3 7d 48 04 c1 01
@@ -1026,14 +1025,14 @@ vpermilps zmm3, zmm24, 127
 vpermilps zmm29, zmm8, 255
 ; bytes: 62 43 7d 48 04 e8 ff
 ; form: vpermilps_z_zm_imm8
-vpermilps zmm16, zmmword ptr [rsp + 8], 0
-; bytes: 62 e3 7d 48 04 84 24 08 00 00 00 00
+vpermilps zmm16, zmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 e3 7d 48 04 84 87 08 00 00 00 00
 ; form: vpermilps_z_zm_imm8
-vpermilps zmm0, zmmword ptr [rbp], 100
-; bytes: 62 f3 7d 48 04 45 00 64
+vpermilps zmm0, zmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 7d 48 04 44 fc fe 64
 ; form: vpermilps_z_zm_imm8
-vpermilps zmm16, zmmword ptr [r13 - 300], 200
-; bytes: 62 c3 7d 48 04 85 d4 fe ff ff c8
+vpermilps zmm16, zmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 a3 7d 48 04 84 4b e8 03 00 00 c8
 ; form: vunpcklps_z_z_zm
 vunpcklps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 14 c2
@@ -1047,14 +1046,15 @@ vunpcklps zmm3, zmm24, zmm9
 vunpcklps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 14 ea
 ; form: vunpcklps_z_z_zm
-vunpcklps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 40 14 84 87 08 00 00 00
+vunpcklps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 40 14 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vunpcklps_z_z_zm
-vunpcklps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 74 48 14 44 fc fe
+vunpcklps zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f1 74 48 14 04 cd 40 00 00 00
 ; form: vunpcklps_z_z_zm
-vunpcklps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 40 14 84 4b e8 03 00 00
+vunpcklps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 40 14 84 30 7f 00 00 00
 ; form: vunpckhps_z_z_zm
 vunpckhps zmm0, zmm1, zmm2
 ; bytes: 62 f1 74 48 15 c2
@@ -1068,15 +1068,15 @@ vunpckhps zmm3, zmm24, zmm9
 vunpckhps zmm29, zmm8, zmm18
 ; bytes: 62 21 3c 48 15 ea
 ; form: vunpckhps_z_z_zm
-vunpckhps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+vunpckhps zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 40 15 44 9c 40
+; form: vunpckhps_z_z_zm
+vunpckhps zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 74 48 15 42 80
+; form: vunpckhps_z_z_zm
+vunpckhps zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e1 74 40 15 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vunpckhps_z_z_zm
-vunpckhps zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 74 48 15 04 cd 40 00 00 00
-; form: vunpckhps_z_z_zm
-vunpckhps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 40 15 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vunpcklpd_z_z_zm
 vunpcklpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 14 c2
@@ -1090,15 +1090,14 @@ vunpcklpd zmm3, zmm24, zmm9
 vunpcklpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 14 ea
 ; form: vunpcklpd_z_z_zm
-vunpcklpd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 40 14 44 9c 40
+vunpcklpd zmm16, zmm17, zmmword ptr [rdi]
+; bytes: 62 e1 f5 40 14 07
 ; form: vunpcklpd_z_z_zm
-vunpcklpd zmm0, zmm1, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 f5 48 14 42 80
+vunpcklpd zmm0, zmm1, zmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 48 14 84 24 08 00 00 00
 ; form: vunpcklpd_z_z_zm
-vunpcklpd zmm16, zmm17, zmmword ptr [rip + bar]
-; bytes: 62 e1 f5 40 14 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vunpcklpd zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e1 f5 40 14 45 00
 ; form: vunpckhpd_z_z_zm
 vunpckhpd zmm0, zmm1, zmm2
 ; bytes: 62 f1 f5 48 15 c2
@@ -1112,14 +1111,14 @@ vunpckhpd zmm3, zmm24, zmm9
 vunpckhpd zmm29, zmm8, zmm18
 ; bytes: 62 21 bd 48 15 ea
 ; form: vunpckhpd_z_z_zm
-vunpckhpd zmm16, zmm17, zmmword ptr [rdi]
-; bytes: 62 e1 f5 40 15 07
+vunpckhpd zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c1 f5 40 15 85 d4 fe ff ff
 ; form: vunpckhpd_z_z_zm
-vunpckhpd zmm0, zmm1, zmmword ptr [rsp + 8]
-; bytes: 62 f1 f5 48 15 84 24 08 00 00 00
+vunpckhpd zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 f5 48 15 84 87 08 00 00 00
 ; form: vunpckhpd_z_z_zm
-vunpckhpd zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 f5 40 15 45 00
+vunpckhpd zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 40 15 44 fc fe
 ; form: vbroadcastss_z_xm32
 vbroadcastss zmm0, xmm1
 ; bytes: 62 f2 7d 48 18 c1
@@ -1133,14 +1132,15 @@ vbroadcastss zmm3, xmm24
 vbroadcastss zmm29, xmm8
 ; bytes: 62 42 7d 48 18 e8
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [r13 - 300]
-; bytes: 62 c2 7d 48 18 45 b5
+vbroadcastss zmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 48 18 84 4b e8 03 00 00
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm0, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 7d 48 18 44 87 02
+vbroadcastss zmm0, dword ptr [rip + foo + 16]
+; bytes: 62 f2 7d 48 18 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vbroadcastss_z_xm32
-vbroadcastss zmm16, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 48 18 44 fc e0
+vbroadcastss zmm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 48 18 04 cd 40 00 00 00
 ; form: vpbroadcastd_z_xm32
 vpbroadcastd zmm0, xmm1
 ; bytes: 62 f2 7d 48 58 c1
@@ -1154,15 +1154,14 @@ vpbroadcastd zmm3, xmm24
 vpbroadcastd zmm29, xmm8
 ; bytes: 62 42 7d 48 58 e8
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 48 58 84 4b e8 03 00 00
+vpbroadcastd zmm16, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 48 58 84 30 7f 00 00 00
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm0, dword ptr [rip + foo + 16]
-; bytes: 62 f2 7d 48 58 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vpbroadcastd zmm0, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 7d 48 58 84 9c 00 10 00 00
 ; form: vpbroadcastd_z_xm32
-vpbroadcastd zmm16, dword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 48 58 04 cd 40 00 00 00
+vpbroadcastd zmm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 48 58 82 00 e0 ff ff
 ; form: vbroadcastsd_z_xm64
 vbroadcastsd zmm0, xmm1
 ; bytes: 62 f2 fd 48 19 c1
@@ -1176,14 +1175,15 @@ vbroadcastsd zmm3, xmm24
 vbroadcastsd zmm29, xmm8
 ; bytes: 62 42 fd 48 19 e8
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 fd 48 19 84 30 7f 00 00 00
+vbroadcastsd zmm16, qword ptr [rip + bar]
+; bytes: 62 e2 fd 48 19 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 fd 48 19 84 9c 00 10 00 00
+vbroadcastsd zmm0, qword ptr [rdi]
+; bytes: 62 f2 fd 48 19 07
 ; form: vbroadcastsd_z_xm64
-vbroadcastsd zmm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 fd 48 19 82 00 e0 ff ff
+vbroadcastsd zmm16, qword ptr [rsp + 8]
+; bytes: 62 e2 fd 48 19 44 24 01
 ; form: vpbroadcastq_z_xm64
 vpbroadcastq zmm0, xmm1
 ; bytes: 62 f2 fd 48 59 c1
@@ -1197,15 +1197,14 @@ vpbroadcastq zmm3, xmm24
 vpbroadcastq zmm29, xmm8
 ; bytes: 62 42 fd 48 59 e8
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [rip + bar]
-; bytes: 62 e2 fd 48 59 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpbroadcastq zmm16, qword ptr [rbp]
+; bytes: 62 e2 fd 48 59 45 00
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm0, qword ptr [rdi]
-; bytes: 62 f2 fd 48 59 07
+vpbroadcastq zmm0, qword ptr [r13 - 300]
+; bytes: 62 d2 fd 48 59 85 d4 fe ff ff
 ; form: vpbroadcastq_z_xm64
-vpbroadcastq zmm16, qword ptr [rsp + 8]
-; bytes: 62 e2 fd 48 59 44 24 01
+vpbroadcastq zmm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 fd 48 59 44 87 01
 ; form: vmovntps_m512_z
 vmovntps zmmword ptr [rsp + 8], zmm16
 ; bytes: 62 e1 7c 48 2b 84 24 08 00 00 00
@@ -1248,14 +1247,14 @@ vpermps zmm3, zmm24, zmm9
 vpermps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 16 ea
 ; form: vpermps_z_z_zm
-vpermps zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e2 75 40 16 84 24 08 00 00 00
+vpermps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 40 16 84 87 08 00 00 00
 ; form: vpermps_z_z_zm
-vpermps zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f2 75 48 16 45 00
+vpermps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 48 16 44 fc fe
 ; form: vpermps_z_z_zm
-vpermps zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c2 75 40 16 85 d4 fe ff ff
+vpermps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 40 16 84 4b e8 03 00 00
 ; form: vpermi2ps_z_z_zm
 vpermi2ps zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 77 c2
@@ -1269,14 +1268,15 @@ vpermi2ps zmm3, zmm24, zmm9
 vpermi2ps zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 77 ea
 ; form: vpermi2ps_z_z_zm
-vpermi2ps zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 40 77 84 87 08 00 00 00
+vpermi2ps zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 40 77 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpermi2ps_z_z_zm
-vpermi2ps zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 48 77 44 fc fe
+vpermi2ps zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 48 77 04 cd 40 00 00 00
 ; form: vpermi2ps_z_z_zm
-vpermi2ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 40 77 84 4b e8 03 00 00
+vpermi2ps zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 40 77 84 30 7f 00 00 00
 ; form: vprold_x_xm_imm8
 {evex} vprold xmm0, xmm1, 1
 ; bytes: 62 f1 7d 08 72 c9 01
@@ -1290,15 +1290,14 @@ vpermi2ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
 {evex} vprold xmm29, xmm8, 255
 ; bytes: 62 d1 15 00 72 c8 ff
 ; form: vprold_x_xm_imm8
-{evex} vprold xmm16, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 b1 7d 00 72 8c 9c 00 10 00 00 00
+{evex} vprold xmm16, xmmword ptr [rdi], 0
+; bytes: 62 f1 7d 00 72 0f 00
 ; form: vprold_x_xm_imm8
-{evex} vprold xmm0, xmmword ptr [rdx - 8192], 100
-; bytes: 62 f1 7d 08 72 8a 00 e0 ff ff 64
+{evex} vprold xmm0, xmmword ptr [rsp + 8], 100
+; bytes: 62 f1 7d 08 72 8c 24 08 00 00 00 64
 ; form: vprold_x_xm_imm8
-{evex} vprold xmm16, xmmword ptr [rip + bar], 200
-; bytes: 62 f1 7d 00 72 0d 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vprold xmm16, xmmword ptr [rbp], 200
+; bytes: 62 f1 7d 00 72 4d 00 c8
 ; form: vprold_y_ym_imm8
 {evex} vprold ymm0, ymm1, 1
 ; bytes: 62 f1 7d 28 72 c9 01
@@ -1312,14 +1311,14 @@ vpermi2ps zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
 {evex} vprold ymm29, ymm8, 255
 ; bytes: 62 d1 15 20 72 c8 ff
 ; form: vprold_y_ym_imm8
-{evex} vprold ymm16, ymmword ptr [rdi], 0
-; bytes: 62 f1 7d 20 72 0f 00
+{evex} vprold ymm16, ymmword ptr [r13 - 300], 0
+; bytes: 62 d1 7d 20 72 8d d4 fe ff ff 00
 ; form: vprold_y_ym_imm8
-{evex} vprold ymm0, ymmword ptr [rsp + 8], 100
-; bytes: 62 f1 7d 28 72 8c 24 08 00 00 00 64
+{evex} vprold ymm0, ymmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f1 7d 28 72 8c 87 08 00 00 00 64
 ; form: vprold_y_ym_imm8
-{evex} vprold ymm16, ymmword ptr [rbp], 200
-; bytes: 62 f1 7d 20 72 4d 00 c8
+{evex} vprold ymm16, ymmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 91 7d 20 72 4c fc fc c8
 ; form: vprold_z_zm_imm8
 vprold zmm0, zmm1, 1
 ; bytes: 62 f1 7d 48 72 c9 01
@@ -1333,14 +1332,15 @@ vprold zmm3, zmm24, 127
 vprold zmm29, zmm8, 255
 ; bytes: 62 d1 15 40 72 c8 ff
 ; form: vprold_z_zm_imm8
-vprold zmm16, zmmword ptr [r13 - 300], 0
-; bytes: 62 d1 7d 40 72 8d d4 fe ff ff 00
+vprold zmm16, zmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b1 7d 40 72 8c 4b e8 03 00 00 00
 ; form: vprold_z_zm_imm8
-vprold zmm0, zmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f1 7d 48 72 8c 87 08 00 00 00 64
+vprold zmm0, zmmword ptr [rip + foo + 16], 100
+; bytes: 62 f1 7d 48 72 0d 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vprold_z_zm_imm8
-vprold zmm16, zmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 91 7d 40 72 4c fc fe c8
+vprold zmm16, zmmword ptr [8*rcx + 64], 200
+; bytes: 62 f1 7d 40 72 0c cd 40 00 00 00 c8
 ; form: vprolq_x_xm_imm8
 {evex} vprolq xmm0, xmm1, 1
 ; bytes: 62 f1 fd 08 72 c9 01
@@ -1354,15 +1354,14 @@ vprold zmm16, zmmword ptr [r12 + 8*r15 - 128], 200
 {evex} vprolq xmm29, xmm8, 255
 ; bytes: 62 d1 95 00 72 c8 ff
 ; form: vprolq_x_xm_imm8
-{evex} vprolq xmm16, xmmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: 62 b1 fd 00 72 8c 4b e8 03 00 00 00
+{evex} vprolq xmm16, xmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d1 fd 00 72 8c 30 7f 00 00 00 00
 ; form: vprolq_x_xm_imm8
-{evex} vprolq xmm0, xmmword ptr [rip + foo + 16], 100
-; bytes: 62 f1 fd 08 72 0d 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+{evex} vprolq xmm0, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 fd 08 72 8c 9c 00 10 00 00 64
 ; form: vprolq_x_xm_imm8
-{evex} vprolq xmm16, xmmword ptr [8*rcx + 64], 200
-; bytes: 62 f1 fd 00 72 0c cd 40 00 00 00 c8
+{evex} vprolq xmm16, xmmword ptr [rdx - 8192], 200
+; bytes: 62 f1 fd 00 72 8a 00 e0 ff ff c8
 ; form: vprolq_y_ym_imm8
 {evex} vprolq ymm0, ymm1, 1
 ; bytes: 62 f1 fd 28 72 c9 01
@@ -1376,14 +1375,15 @@ vprold zmm16, zmmword ptr [r12 + 8*r15 - 128], 200
 {evex} vprolq ymm29, ymm8, 255
 ; bytes: 62 d1 95 20 72 c8 ff
 ; form: vprolq_y_ym_imm8
-{evex} vprolq ymm16, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d1 fd 20 72 8c 30 7f 00 00 00 00
+{evex} vprolq ymm16, ymmword ptr [rip + bar], 0
+; bytes: 62 f1 fd 20 72 0d 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vprolq_y_ym_imm8
-{evex} vprolq ymm0, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b1 fd 28 72 8c 9c 00 10 00 00 64
+{evex} vprolq ymm0, ymmword ptr [rdi], 100
+; bytes: 62 f1 fd 28 72 0f 64
 ; form: vprolq_y_ym_imm8
-{evex} vprolq ymm16, ymmword ptr [rdx - 8192], 200
-; bytes: 62 f1 fd 20 72 8a 00 e0 ff ff c8
+{evex} vprolq ymm16, ymmword ptr [rsp + 8], 200
+; bytes: 62 f1 fd 20 72 8c 24 08 00 00 00 c8
 ; form: vprolq_z_zm_imm8
 vprolq zmm0, zmm1, 1
 ; bytes: 62 f1 fd 48 72 c9 01
@@ -1397,15 +1397,14 @@ vprolq zmm3, zmm24, 127
 vprolq zmm29, zmm8, 255
 ; bytes: 62 d1 95 40 72 c8 ff
 ; form: vprolq_z_zm_imm8
-vprolq zmm16, zmmword ptr [rip + bar], 0
-; bytes: 62 f1 fd 40 72 0d 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+vprolq zmm16, zmmword ptr [rbp], 0
+; bytes: 62 f1 fd 40 72 4d 00 00
 ; form: vprolq_z_zm_imm8
-vprolq zmm0, zmmword ptr [rdi], 100
-; bytes: 62 f1 fd 48 72 0f 64
+vprolq zmm0, zmmword ptr [r13 - 300], 100
+; bytes: 62 d1 fd 48 72 8d d4 fe ff ff 64
 ; form: vprolq_z_zm_imm8
-vprolq zmm16, zmmword ptr [rsp + 8], 200
-; bytes: 62 f1 fd 40 72 8c 24 08 00 00 00 c8
+vprolq zmm16, zmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f1 fd 40 72 8c 87 08 00 00 00 c8
 ; form: vpord_z_z_zm
 vpord zmm0, zmm1, zmm2
 ; bytes: 62 f1 75 48 eb c2
@@ -1419,14 +1418,15 @@ vpord zmm3, zmm24, zmm9
 vpord zmm29, zmm8, zmm18
 ; bytes: 62 21 3d 48 eb ea
 ; form: vpord_z_z_zm
-vpord zmm16, zmm17, zmmword ptr [rbp]
-; bytes: 62 e1 75 40 eb 45 00
+vpord zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 40 eb 44 fc fe
 ; form: vpord_z_z_zm
-vpord zmm0, zmm1, zmmword ptr [r13 - 300]
-; bytes: 62 d1 75 48 eb 85 d4 fe ff ff
+vpord zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 75 48 eb 84 4b e8 03 00 00
 ; form: vpord_z_z_zm
-vpord zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 40 eb 84 87 08 00 00 00
+vpord zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 40 eb 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpslld_z_zm_imm8
 vpslld zmm0, zmm1, 1
 ; bytes: 62 f1 7d 48 72 f1 01
@@ -1440,15 +1440,14 @@ vpslld zmm3, zmm24, 127
 vpslld zmm29, zmm8, 255
 ; bytes: 62 d1 15 40 72 f0 ff
 ; form: vpslld_z_zm_imm8
-vpslld zmm16, zmmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 91 7d 40 72 74 fc fe 00
+vpslld zmm16, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 f1 7d 40 72 34 cd 40 00 00 00 00
 ; form: vpslld_z_zm_imm8
-vpslld zmm0, zmmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b1 7d 48 72 b4 4b e8 03 00 00 64
+vpslld zmm0, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d1 7d 48 72 b4 30 7f 00 00 00 64
 ; form: vpslld_z_zm_imm8
-vpslld zmm16, zmmword ptr [rip + foo + 16], 200
-; bytes: 62 f1 7d 40 72 35 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+vpslld zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b1 7d 40 72 74 9c 40 c8
 ; form: vpsrld_z_zm_imm8
 vpsrld zmm0, zmm1, 1
 ; bytes: 62 f1 7d 48 72 d1 01
@@ -1462,14 +1461,15 @@ vpsrld zmm3, zmm24, 127
 vpsrld zmm29, zmm8, 255
 ; bytes: 62 d1 15 40 72 d0 ff
 ; form: vpsrld_z_zm_imm8
-vpsrld zmm16, zmmword ptr [8*rcx + 64], 0
-; bytes: 62 f1 7d 40 72 14 cd 40 00 00 00 00
+vpsrld zmm16, zmmword ptr [rdx - 8192], 0
+; bytes: 62 f1 7d 40 72 52 80 00
 ; form: vpsrld_z_zm_imm8
-vpsrld zmm0, zmmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d1 7d 48 72 94 30 7f 00 00 00 64
+vpsrld zmm0, zmmword ptr [rip + bar], 100
+; bytes: 62 f1 7d 48 72 15 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vpsrld_z_zm_imm8
-vpsrld zmm16, zmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b1 7d 40 72 54 9c 40 c8
+vpsrld zmm16, zmmword ptr [rdi], 200
+; bytes: 62 f1 7d 40 72 17 c8
 ; form: vpsrad_z_zm_imm8
 vpsrad zmm0, zmm1, 1
 ; bytes: 62 f1 7d 48 72 e1 01
@@ -1483,15 +1483,14 @@ vpsrad zmm3, zmm24, 127
 vpsrad zmm29, zmm8, 255
 ; bytes: 62 d1 15 40 72 e0 ff
 ; form: vpsrad_z_zm_imm8
-vpsrad zmm16, zmmword ptr [rdx - 8192], 0
-; bytes: 62 f1 7d 40 72 62 80 00
+vpsrad zmm16, zmmword ptr [rsp + 8], 0
+; bytes: 62 f1 7d 40 72 a4 24 08 00 00 00 00
 ; form: vpsrad_z_zm_imm8
-vpsrad zmm0, zmmword ptr [rip + bar], 100
-; bytes: 62 f1 7d 48 72 25 00 00 00 00 64
-; fixup: 6 pc32 bar -5
+vpsrad zmm0, zmmword ptr [rbp], 100
+; bytes: 62 f1 7d 48 72 65 00 64
 ; form: vpsrad_z_zm_imm8
-vpsrad zmm16, zmmword ptr [rdi], 200
-; bytes: 62 f1 7d 40 72 27 c8
+vpsrad zmm16, zmmword ptr [r13 - 300], 200
+; bytes: 62 d1 7d 40 72 a5 d4 fe ff ff c8
 ; form: vpsllvd_z_z_zm
 vpsllvd zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 47 c2
@@ -1505,14 +1504,14 @@ vpsllvd zmm3, zmm24, zmm9
 vpsllvd zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 47 ea
 ; form: vpsllvd_z_z_zm
-vpsllvd zmm16, zmm17, zmmword ptr [rsp + 8]
-; bytes: 62 e2 75 40 47 84 24 08 00 00 00
+vpsllvd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 40 47 84 87 08 00 00 00
 ; form: vpsllvd_z_z_zm
-vpsllvd zmm0, zmm1, zmmword ptr [rbp]
-; bytes: 62 f2 75 48 47 45 00
+vpsllvd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 48 47 44 fc fe
 ; form: vpsllvd_z_z_zm
-vpsllvd zmm16, zmm17, zmmword ptr [r13 - 300]
-; bytes: 62 c2 75 40 47 85 d4 fe ff ff
+vpsllvd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 40 47 84 4b e8 03 00 00
 ; form: vpsrlvd_z_z_zm
 vpsrlvd zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 45 c2
@@ -1526,14 +1525,15 @@ vpsrlvd zmm3, zmm24, zmm9
 vpsrlvd zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 45 ea
 ; form: vpsrlvd_z_z_zm
-vpsrlvd zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 40 45 84 87 08 00 00 00
+vpsrlvd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 40 45 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsrlvd_z_z_zm
-vpsrlvd zmm0, zmm1, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 48 45 44 fc fe
+vpsrlvd zmm0, zmm1, zmmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 48 45 04 cd 40 00 00 00
 ; form: vpsrlvd_z_z_zm
-vpsrlvd zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 40 45 84 4b e8 03 00 00
+vpsrlvd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 40 45 84 30 7f 00 00 00
 ; form: vpsravd_z_z_zm
 vpsravd zmm0, zmm1, zmm2
 ; bytes: 62 f2 75 48 46 c2
@@ -1547,12 +1547,12 @@ vpsravd zmm3, zmm24, zmm9
 vpsravd zmm29, zmm8, zmm18
 ; bytes: 62 22 3d 48 46 ea
 ; form: vpsravd_z_z_zm
-vpsravd zmm16, zmm17, zmmword ptr [rip + foo + 16]
+vpsravd zmm16, zmm17, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 40 46 44 9c 40
+; form: vpsravd_z_z_zm
+vpsravd zmm0, zmm1, zmmword ptr [rdx - 8192]
+; bytes: 62 f2 75 48 46 42 80
+; form: vpsravd_z_z_zm
+vpsravd zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e2 75 40 46 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpsravd_z_z_zm
-vpsravd zmm0, zmm1, zmmword ptr [8*rcx + 64]
-; bytes: 62 f2 75 48 46 04 cd 40 00 00 00
-; form: vpsravd_z_z_zm
-vpsravd zmm16, zmm17, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 40 46 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4

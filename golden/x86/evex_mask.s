@@ -9,15 +9,14 @@ kmovq k1, k4
 kmovq k3, k2
 ; bytes: c4 e1 f8 90 da
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: c4 a1 f8 90 84 9c 00 10 00 00
+kmovq k0, qword ptr [rdi]
+; bytes: c4 e1 f8 90 07
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [rdx - 8192]
-; bytes: c4 e1 f8 90 82 00 e0 ff ff
+kmovq k0, qword ptr [rsp + 8]
+; bytes: c4 e1 f8 90 44 24 08
 ; form: kmovq_k_km64
-kmovq k0, qword ptr [rip + bar]
-; bytes: c4 e1 f8 90 05 00 00 00 00
-; fixup: 5 pc32 bar -4
+kmovq k0, qword ptr [rbp]
+; bytes: c4 e1 f8 90 45 00
 ; form: kmovq_k_km64
 kmovq k0, qword ptr [rsp + 64]
 ; bytes: c4 e1 f8 90 44 24 40
@@ -25,14 +24,14 @@ kmovq k0, qword ptr [rsp + 64]
 kmovq k1, qword ptr [rsp + 4160]
 ; bytes: c4 e1 f8 90 8c 24 40 10 00 00
 ; form: kmovq_m64_k
-kmovq qword ptr [rdi], k0
-; bytes: c4 e1 f8 91 07
+kmovq qword ptr [r13 - 300], k0
+; bytes: c4 c1 f8 91 85 d4 fe ff ff
 ; form: kmovq_m64_k
-kmovq qword ptr [rsp + 8], k0
-; bytes: c4 e1 f8 91 44 24 08
+kmovq qword ptr [rdi + 4*rax + 8], k0
+; bytes: c4 e1 f8 91 44 87 08
 ; form: kmovq_m64_k
-kmovq qword ptr [rbp], k0
-; bytes: c4 e1 f8 91 45 00
+kmovq qword ptr [r12 + 8*r15 - 128], k0
+; bytes: c4 81 f8 91 44 fc 80
 ; form: kmovq_m64_k
 kmovq qword ptr [rsp + 64], k0
 ; bytes: c4 e1 f8 91 44 24 40
@@ -52,14 +51,15 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vcmpps k5, xmm8, xmm18, 255
 ; bytes: 62 b1 3c 08 c2 ea ff
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm17, xmmword ptr [r13 - 300], 0
-; bytes: 62 d1 74 00 c2 85 d4 fe ff ff 00
+{evex} vcmpps k0, xmm17, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b1 74 00 c2 84 4b e8 03 00 00 00
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f1 74 08 c2 84 87 08 00 00 00 64
+{evex} vcmpps k0, xmm1, xmmword ptr [rip + foo + 16], 100
+; bytes: 62 f1 74 08 c2 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vcmpps_k_x_xm_imm8
-{evex} vcmpps k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 91 74 00 c2 44 fc f8 c8
+{evex} vcmpps k0, xmm17, xmmword ptr [8*rcx + 64], 200
+; bytes: 62 f1 74 00 c2 04 cd 40 00 00 00 c8
 ; form: vblendmps_x_k_x_xm
 {evex} vblendmps xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 6d 0a 65 c3
@@ -73,15 +73,14 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vblendmps xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 6d 02 65 e9
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 05 04 65 84 4b e8 03 00 00
+{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 05 04 65 84 30 7f 00 00 00
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm0 {k2}, xmm2, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 6d 0a 65 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vblendmps xmm0 {k2}, xmm2, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 6d 0a 65 84 9c 00 10 00 00
 ; form: vblendmps_x_k_x_xm
-{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 05 04 65 04 cd 40 00 00 00
+{evex} vblendmps xmm16 {k4}, xmm31, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 05 04 65 82 00 e0 ff ff
 ; form: vcmppd_k_x_xm_imm8
 {evex} vcmppd k0, xmm1, xmm2, 1
 ; bytes: 62 f1 f5 08 c2 c2 01
@@ -95,14 +94,15 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vcmppd k5, xmm8, xmm18, 255
 ; bytes: 62 b1 bd 08 c2 ea ff
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm17, xmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d1 f5 00 c2 84 30 7f 00 00 00 00
+{evex} vcmppd k0, xmm17, xmmword ptr [rip + bar], 0
+; bytes: 62 f1 f5 00 c2 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b1 f5 08 c2 84 9c 00 10 00 00 64
+{evex} vcmppd k0, xmm1, xmmword ptr [rdi], 100
+; bytes: 62 f1 f5 08 c2 07 64
 ; form: vcmppd_k_x_xm_imm8
-{evex} vcmppd k0, xmm17, xmmword ptr [rdx - 8192], 200
-; bytes: 62 f1 f5 00 c2 82 00 e0 ff ff c8
+{evex} vcmppd k0, xmm17, xmmword ptr [rsp + 8], 200
+; bytes: 62 f1 f5 00 c2 84 24 08 00 00 00 c8
 ; form: vblendmpd_x_k_x_xm
 {evex} vblendmpd xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 ed 0a 65 c3
@@ -116,15 +116,14 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vblendmpd xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 ed 02 65 e9
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rip + bar]
-; bytes: 62 e2 85 04 65 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rbp]
+; bytes: 62 e2 85 04 65 45 00
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm0 {k2}, xmm2, xmmword ptr [rdi]
-; bytes: 62 f2 ed 0a 65 07
+{evex} vblendmpd xmm0 {k2}, xmm2, xmmword ptr [r13 - 300]
+; bytes: 62 d2 ed 0a 65 85 d4 fe ff ff
 ; form: vblendmpd_x_k_x_xm
-{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rsp + 8]
-; bytes: 62 e2 85 04 65 84 24 08 00 00 00
+{evex} vblendmpd xmm16 {k4}, xmm31, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 04 65 84 87 08 00 00 00
 ; form: vcmpps_k_y_ym_imm8
 {evex} vcmpps k0, ymm1, ymm2, 1
 ; bytes: 62 f1 74 28 c2 c2 01
@@ -138,14 +137,15 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vcmpps k5, ymm8, ymm18, 255
 ; bytes: 62 b1 3c 28 c2 ea ff
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm17, ymmword ptr [rbp], 0
-; bytes: 62 f1 74 20 c2 45 00 00
+{evex} vcmpps k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 91 74 20 c2 44 fc fc 00
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm1, ymmword ptr [r13 - 300], 100
-; bytes: 62 d1 74 28 c2 85 d4 fe ff ff 64
+{evex} vcmpps k0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b1 74 28 c2 84 4b e8 03 00 00 64
 ; form: vcmpps_k_y_ym_imm8
-{evex} vcmpps k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 200
-; bytes: 62 f1 74 20 c2 84 87 08 00 00 00 c8
+{evex} vcmpps k0, ymm17, ymmword ptr [rip + foo + 16], 200
+; bytes: 62 f1 74 20 c2 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vblendmps_y_k_y_ym
 {evex} vblendmps ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 65 c3
@@ -159,15 +159,14 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vblendmps ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 65 e9
 ; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 05 24 65 44 fc fc
+{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 24 65 04 cd 40 00 00 00
 ; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm0 {k2}, ymm2, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 6d 2a 65 84 4b e8 03 00 00
+{evex} vblendmps ymm0 {k2}, ymm2, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 6d 2a 65 84 30 7f 00 00 00
 ; form: vblendmps_y_k_y_ym
-{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
-; bytes: 62 e2 05 24 65 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vblendmps ymm16 {k4}, ymm31, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 05 24 65 84 9c 00 10 00 00
 ; form: vcmppd_k_y_ym_imm8
 {evex} vcmppd k0, ymm1, ymm2, 1
 ; bytes: 62 f1 f5 28 c2 c2 01
@@ -181,14 +180,15 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vcmppd k5, ymm8, ymm18, 255
 ; bytes: 62 b1 bd 28 c2 ea ff
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm17, ymmword ptr [8*rcx + 64], 0
-; bytes: 62 f1 f5 20 c2 04 cd 40 00 00 00 00
+{evex} vcmppd k0, ymm17, ymmword ptr [rdx - 8192], 0
+; bytes: 62 f1 f5 20 c2 82 00 e0 ff ff 00
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d1 f5 28 c2 84 30 7f 00 00 00 64
+{evex} vcmppd k0, ymm1, ymmword ptr [rip + bar], 100
+; bytes: 62 f1 f5 28 c2 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vcmppd_k_y_ym_imm8
-{evex} vcmppd k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b1 f5 20 c2 84 9c 00 10 00 00 c8
+{evex} vcmppd k0, ymm17, ymmword ptr [rdi], 200
+; bytes: 62 f1 f5 20 c2 07 c8
 ; form: vblendmpd_y_k_y_ym
 {evex} vblendmpd ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 65 c3
@@ -202,15 +202,14 @@ kmovq qword ptr [rsp + 4160], k1
 {evex} vblendmpd ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 65 e9
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 85 24 65 82 00 e0 ff ff
+{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
+; bytes: 62 e2 85 24 65 84 24 08 00 00 00
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm0 {k2}, ymm2, ymmword ptr [rip + bar]
-; bytes: 62 f2 ed 2a 65 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vblendmpd ymm0 {k2}, ymm2, ymmword ptr [rbp]
+; bytes: 62 f2 ed 2a 65 45 00
 ; form: vblendmpd_y_k_y_ym
-{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [rdi]
-; bytes: 62 e2 85 24 65 07
+{evex} vblendmpd ymm16 {k4}, ymm31, ymmword ptr [r13 - 300]
+; bytes: 62 c2 85 24 65 85 d4 fe ff ff
 ; form: vcmpps_k_z_zm_imm8
 vcmpps k0, zmm1, zmm2, 1
 ; bytes: 62 f1 74 48 c2 c2 01
@@ -224,14 +223,14 @@ vcmpps k3, zmm24, zmm9, 127
 vcmpps k5, zmm8, zmm18, 255
 ; bytes: 62 b1 3c 48 c2 ea ff
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm17, zmmword ptr [rsp + 8], 0
-; bytes: 62 f1 74 40 c2 84 24 08 00 00 00 00
+vcmpps k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f1 74 40 c2 84 87 08 00 00 00 00
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm1, zmmword ptr [rbp], 100
-; bytes: 62 f1 74 48 c2 45 00 64
+vcmpps k0, zmm1, zmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 91 74 48 c2 44 fc fe 64
 ; form: vcmpps_k_z_zm_imm8
-vcmpps k0, zmm17, zmmword ptr [r13 - 300], 200
-; bytes: 62 d1 74 40 c2 85 d4 fe ff ff c8
+vcmpps k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b1 74 40 c2 84 4b e8 03 00 00 c8
 ; form: vblendmps_z_k_z_zm
 vblendmps zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 65 c3
@@ -245,14 +244,15 @@ vblendmps zmm3 {k4}, zmm9, zmm30
 vblendmps zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 65 e9
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 05 44 65 84 87 08 00 00 00
+vblendmps zmm16 {k4}, zmm31, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 05 44 65 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm0 {k2}, zmm2, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 6d 4a 65 44 fc fe
+vblendmps zmm0 {k2}, zmm2, zmmword ptr [8*rcx + 64]
+; bytes: 62 f2 6d 4a 65 04 cd 40 00 00 00
 ; form: vblendmps_z_k_z_zm
-vblendmps zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 05 44 65 84 4b e8 03 00 00
+vblendmps zmm16 {k4}, zmm31, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 05 44 65 84 30 7f 00 00 00
 ; form: vcmppd_k_z_zm_imm8
 vcmppd k0, zmm1, zmm2, 1
 ; bytes: 62 f1 f5 48 c2 c2 01
@@ -266,15 +266,15 @@ vcmppd k3, zmm24, zmm9, 127
 vcmppd k5, zmm8, zmm18, 255
 ; bytes: 62 b1 bd 48 c2 ea ff
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm17, zmmword ptr [rip + foo + 16], 0
-; bytes: 62 f1 f5 40 c2 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+vcmppd k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 b1 f5 40 c2 44 9c 40 00
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm1, zmmword ptr [8*rcx + 64], 100
-; bytes: 62 f1 f5 48 c2 04 cd 40 00 00 00 64
+vcmppd k0, zmm1, zmmword ptr [rdx - 8192], 100
+; bytes: 62 f1 f5 48 c2 42 80 64
 ; form: vcmppd_k_z_zm_imm8
-vcmppd k0, zmm17, zmmword ptr [r8 + rsi + 127], 200
-; bytes: 62 d1 f5 40 c2 84 30 7f 00 00 00 c8
+vcmppd k0, zmm17, zmmword ptr [rip + bar], 200
+; bytes: 62 f1 f5 40 c2 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vblendmpd_z_k_z_zm
 vblendmpd zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 65 c3
@@ -288,15 +288,14 @@ vblendmpd zmm3 {k4}, zmm9, zmm30
 vblendmpd zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 65 e9
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 85 44 65 44 9c 40
+vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rdi]
+; bytes: 62 e2 85 44 65 07
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm0 {k2}, zmm2, zmmword ptr [rdx - 8192]
-; bytes: 62 f2 ed 4a 65 42 80
+vblendmpd zmm0 {k2}, zmm2, zmmword ptr [rsp + 8]
+; bytes: 62 f2 ed 4a 65 84 24 08 00 00 00
 ; form: vblendmpd_z_k_z_zm
-vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
-; bytes: 62 e2 85 44 65 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rbp]
+; bytes: 62 e2 85 44 65 45 00
 ; form: vpcmpb_k_x_xm_imm8
 {evex} vpcmpb k0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 3f c2 01
@@ -310,14 +309,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpb k5, xmm8, xmm18, 255
 ; bytes: 62 b3 3d 08 3f ea ff
 ; form: vpcmpb_k_x_xm_imm8
-{evex} vpcmpb k0, xmm17, xmmword ptr [rdi], 0
-; bytes: 62 f3 75 00 3f 07 00
+{evex} vpcmpb k0, xmm17, xmmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 00 3f 85 d4 fe ff ff 00
 ; form: vpcmpb_k_x_xm_imm8
-{evex} vpcmpb k0, xmm1, xmmword ptr [rsp + 8], 100
-; bytes: 62 f3 75 08 3f 84 24 08 00 00 00 64
+{evex} vpcmpb k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 08 3f 84 87 08 00 00 00 64
 ; form: vpcmpb_k_x_xm_imm8
-{evex} vpcmpb k0, xmm17, xmmword ptr [rbp], 200
-; bytes: 62 f3 75 00 3f 45 00 c8
+{evex} vpcmpb k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 00 3f 44 fc f8 c8
 ; form: vpcmpub_k_x_xm_imm8
 {evex} vpcmpub k0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 3e c2 01
@@ -331,14 +330,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpub k5, xmm8, xmm18, 255
 ; bytes: 62 b3 3d 08 3e ea ff
 ; form: vpcmpub_k_x_xm_imm8
-{evex} vpcmpub k0, xmm17, xmmword ptr [r13 - 300], 0
-; bytes: 62 d3 75 00 3e 85 d4 fe ff ff 00
+{evex} vpcmpub k0, xmm17, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 b3 75 00 3e 84 4b e8 03 00 00 00
 ; form: vpcmpub_k_x_xm_imm8
-{evex} vpcmpub k0, xmm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f3 75 08 3e 84 87 08 00 00 00 64
+{evex} vpcmpub k0, xmm1, xmmword ptr [rip + foo + 16], 100
+; bytes: 62 f3 75 08 3e 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vpcmpub_k_x_xm_imm8
-{evex} vpcmpub k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 93 75 00 3e 44 fc f8 c8
+{evex} vpcmpub k0, xmm17, xmmword ptr [8*rcx + 64], 200
+; bytes: 62 f3 75 00 3e 04 cd 40 00 00 00 c8
 ; form: vpblendmb_x_k_x_xm
 {evex} vpblendmb xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 6d 0a 66 c3
@@ -352,15 +352,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmb xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 6d 02 66 e9
 ; form: vpblendmb_x_k_x_xm
-{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 05 04 66 84 4b e8 03 00 00
+{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 05 04 66 84 30 7f 00 00 00
 ; form: vpblendmb_x_k_x_xm
-{evex} vpblendmb xmm0 {k2}, xmm2, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 6d 0a 66 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpblendmb xmm0 {k2}, xmm2, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 6d 0a 66 84 9c 00 10 00 00
 ; form: vpblendmb_x_k_x_xm
-{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 05 04 66 04 cd 40 00 00 00
+{evex} vpblendmb xmm16 {k4}, xmm31, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 05 04 66 82 00 e0 ff ff
 ; form: vpcmpw_k_x_xm_imm8
 {evex} vpcmpw k0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 3f c2 01
@@ -374,14 +373,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpw k5, xmm8, xmm18, 255
 ; bytes: 62 b3 bd 08 3f ea ff
 ; form: vpcmpw_k_x_xm_imm8
-{evex} vpcmpw k0, xmm17, xmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d3 f5 00 3f 84 30 7f 00 00 00 00
+{evex} vpcmpw k0, xmm17, xmmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 00 3f 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vpcmpw_k_x_xm_imm8
-{evex} vpcmpw k0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 08 3f 84 9c 00 10 00 00 64
+{evex} vpcmpw k0, xmm1, xmmword ptr [rdi], 100
+; bytes: 62 f3 f5 08 3f 07 64
 ; form: vpcmpw_k_x_xm_imm8
-{evex} vpcmpw k0, xmm17, xmmword ptr [rdx - 8192], 200
-; bytes: 62 f3 f5 00 3f 82 00 e0 ff ff c8
+{evex} vpcmpw k0, xmm17, xmmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 00 3f 84 24 08 00 00 00 c8
 ; form: vpcmpuw_k_x_xm_imm8
 {evex} vpcmpuw k0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 3e c2 01
@@ -395,15 +395,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuw k5, xmm8, xmm18, 255
 ; bytes: 62 b3 bd 08 3e ea ff
 ; form: vpcmpuw_k_x_xm_imm8
-{evex} vpcmpuw k0, xmm17, xmmword ptr [rip + bar], 0
-; bytes: 62 f3 f5 00 3e 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+{evex} vpcmpuw k0, xmm17, xmmword ptr [rbp], 0
+; bytes: 62 f3 f5 00 3e 45 00 00
 ; form: vpcmpuw_k_x_xm_imm8
-{evex} vpcmpuw k0, xmm1, xmmword ptr [rdi], 100
-; bytes: 62 f3 f5 08 3e 07 64
+{evex} vpcmpuw k0, xmm1, xmmword ptr [r13 - 300], 100
+; bytes: 62 d3 f5 08 3e 85 d4 fe ff ff 64
 ; form: vpcmpuw_k_x_xm_imm8
-{evex} vpcmpuw k0, xmm17, xmmword ptr [rsp + 8], 200
-; bytes: 62 f3 f5 00 3e 84 24 08 00 00 00 c8
+{evex} vpcmpuw k0, xmm17, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f3 f5 00 3e 84 87 08 00 00 00 c8
 ; form: vpblendmw_x_k_x_xm
 {evex} vpblendmw xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 ed 0a 66 c3
@@ -417,14 +416,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmw xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 ed 02 66 e9
 ; form: vpblendmw_x_k_x_xm
-{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [rbp]
-; bytes: 62 e2 85 04 66 45 00
+{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 85 04 66 44 fc f8
 ; form: vpblendmw_x_k_x_xm
-{evex} vpblendmw xmm0 {k2}, xmm2, xmmword ptr [r13 - 300]
-; bytes: 62 d2 ed 0a 66 85 d4 fe ff ff
+{evex} vpblendmw xmm0 {k2}, xmm2, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 ed 0a 66 84 4b e8 03 00 00
 ; form: vpblendmw_x_k_x_xm
-{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 85 04 66 84 87 08 00 00 00
+{evex} vpblendmw xmm16 {k4}, xmm31, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 85 04 66 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpcmpd_k_x_xm_imm8
 {evex} vpcmpd k0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 1f c2 01
@@ -438,15 +438,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpd k5, xmm8, xmm18, 255
 ; bytes: 62 b3 3d 08 1f ea ff
 ; form: vpcmpd_k_x_xm_imm8
-{evex} vpcmpd k0, xmm17, xmmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 93 75 00 1f 44 fc f8 00
+{evex} vpcmpd k0, xmm17, xmmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 00 1f 04 cd 40 00 00 00 00
 ; form: vpcmpd_k_x_xm_imm8
-{evex} vpcmpd k0, xmm1, xmmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 08 1f 84 4b e8 03 00 00 64
+{evex} vpcmpd k0, xmm1, xmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 08 1f 84 30 7f 00 00 00 64
 ; form: vpcmpd_k_x_xm_imm8
-{evex} vpcmpd k0, xmm17, xmmword ptr [rip + foo + 16], 200
-; bytes: 62 f3 75 00 1f 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+{evex} vpcmpd k0, xmm17, xmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 00 1f 84 9c 00 10 00 00 c8
 ; form: vpcmpud_k_x_xm_imm8
 {evex} vpcmpud k0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 1e c2 01
@@ -460,14 +459,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpud k5, xmm8, xmm18, 255
 ; bytes: 62 b3 3d 08 1e ea ff
 ; form: vpcmpud_k_x_xm_imm8
-{evex} vpcmpud k0, xmm17, xmmword ptr [8*rcx + 64], 0
-; bytes: 62 f3 75 00 1e 04 cd 40 00 00 00 00
+{evex} vpcmpud k0, xmm17, xmmword ptr [rdx - 8192], 0
+; bytes: 62 f3 75 00 1e 82 00 e0 ff ff 00
 ; form: vpcmpud_k_x_xm_imm8
-{evex} vpcmpud k0, xmm1, xmmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 75 08 1e 84 30 7f 00 00 00 64
+{evex} vpcmpud k0, xmm1, xmmword ptr [rip + bar], 100
+; bytes: 62 f3 75 08 1e 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vpcmpud_k_x_xm_imm8
-{evex} vpcmpud k0, xmm17, xmmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b3 75 00 1e 84 9c 00 10 00 00 c8
+{evex} vpcmpud k0, xmm17, xmmword ptr [rdi], 200
+; bytes: 62 f3 75 00 1e 07 c8
 ; form: vpblendmd_x_k_x_xm
 {evex} vpblendmd xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 6d 0a 64 c3
@@ -481,15 +481,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmd xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 6d 02 64 e9
 ; form: vpblendmd_x_k_x_xm
-{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 05 04 64 82 00 e0 ff ff
+{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [rsp + 8]
+; bytes: 62 e2 05 04 64 84 24 08 00 00 00
 ; form: vpblendmd_x_k_x_xm
-{evex} vpblendmd xmm0 {k2}, xmm2, xmmword ptr [rip + bar]
-; bytes: 62 f2 6d 0a 64 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpblendmd xmm0 {k2}, xmm2, xmmword ptr [rbp]
+; bytes: 62 f2 6d 0a 64 45 00
 ; form: vpblendmd_x_k_x_xm
-{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [rdi]
-; bytes: 62 e2 05 04 64 07
+{evex} vpblendmd xmm16 {k4}, xmm31, xmmword ptr [r13 - 300]
+; bytes: 62 c2 05 04 64 85 d4 fe ff ff
 ; form: vpcmpq_k_x_xm_imm8
 {evex} vpcmpq k0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 1f c2 01
@@ -503,14 +502,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpq k5, xmm8, xmm18, 255
 ; bytes: 62 b3 bd 08 1f ea ff
 ; form: vpcmpq_k_x_xm_imm8
-{evex} vpcmpq k0, xmm17, xmmword ptr [rsp + 8], 0
-; bytes: 62 f3 f5 00 1f 84 24 08 00 00 00 00
+{evex} vpcmpq k0, xmm17, xmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 00 1f 84 87 08 00 00 00 00
 ; form: vpcmpq_k_x_xm_imm8
-{evex} vpcmpq k0, xmm1, xmmword ptr [rbp], 100
-; bytes: 62 f3 f5 08 1f 45 00 64
+{evex} vpcmpq k0, xmm1, xmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 08 1f 44 fc f8 64
 ; form: vpcmpq_k_x_xm_imm8
-{evex} vpcmpq k0, xmm17, xmmword ptr [r13 - 300], 200
-; bytes: 62 d3 f5 00 1f 85 d4 fe ff ff c8
+{evex} vpcmpq k0, xmm17, xmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 00 1f 84 4b e8 03 00 00 c8
 ; form: vpcmpuq_k_x_xm_imm8
 {evex} vpcmpuq k0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 1e c2 01
@@ -524,14 +523,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuq k5, xmm8, xmm18, 255
 ; bytes: 62 b3 bd 08 1e ea ff
 ; form: vpcmpuq_k_x_xm_imm8
-{evex} vpcmpuq k0, xmm17, xmmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 f3 f5 00 1e 84 87 08 00 00 00 00
+{evex} vpcmpuq k0, xmm17, xmmword ptr [rip + foo + 16], 0
+; bytes: 62 f3 f5 00 1e 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vpcmpuq_k_x_xm_imm8
-{evex} vpcmpuq k0, xmm1, xmmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 93 f5 08 1e 44 fc f8 64
+{evex} vpcmpuq k0, xmm1, xmmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 f5 08 1e 04 cd 40 00 00 00 64
 ; form: vpcmpuq_k_x_xm_imm8
-{evex} vpcmpuq k0, xmm17, xmmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 b3 f5 00 1e 84 4b e8 03 00 00 c8
+{evex} vpcmpuq k0, xmm17, xmmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d3 f5 00 1e 84 30 7f 00 00 00 c8
 ; form: vpblendmq_x_k_x_xm
 {evex} vpblendmq xmm0 {k2}, xmm2, xmm3
 ; bytes: 62 f2 ed 0a 64 c3
@@ -545,15 +545,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmq xmm29 {k2}, xmm18, xmm1
 ; bytes: 62 62 ed 02 64 e9
 ; form: vpblendmq_x_k_x_xm
-{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [rip + foo + 16]
+{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 85 04 64 84 9c 00 10 00 00
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm0 {k2}, xmm2, xmmword ptr [rdx - 8192]
+; bytes: 62 f2 ed 0a 64 82 00 e0 ff ff
+; form: vpblendmq_x_k_x_xm
+{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [rip + bar]
 ; bytes: 62 e2 85 04 64 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpblendmq_x_k_x_xm
-{evex} vpblendmq xmm0 {k2}, xmm2, xmmword ptr [8*rcx + 64]
-; bytes: 62 f2 ed 0a 64 04 cd 40 00 00 00
-; form: vpblendmq_x_k_x_xm
-{evex} vpblendmq xmm16 {k4}, xmm31, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 85 04 64 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovups_x_kz_xm
 {evex} vmovups xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 7c 8a 10 c2
@@ -567,15 +567,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 7c 8a 10 ea
 ; form: vmovups_x_kz_xm
-{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c 8c 10 84 9c 00 10 00 00
+{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rdi]
+; bytes: 62 e1 7c 8c 10 07
 ; form: vmovups_x_kz_xm
-{evex} vmovups xmm0 {k2} {z}, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 7c 8a 10 82 00 e0 ff ff
+{evex} vmovups xmm0 {k2} {z}, xmmword ptr [rsp + 8]
+; bytes: 62 f1 7c 8a 10 84 24 08 00 00 00
 ; form: vmovups_x_kz_xm
-{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rip + bar]
-; bytes: 62 e1 7c 8c 10 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovups xmm16 {k4} {z}, xmmword ptr [rbp]
+; bytes: 62 e1 7c 8c 10 45 00
 ; form: vmovups_x_k_xm
 {evex} vmovups xmm0 {k2}, xmm2
 ; bytes: 62 f1 7c 0a 10 c2
@@ -589,14 +588,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups xmm29 {k2}, xmm18
 ; bytes: 62 21 7c 0a 10 ea
 ; form: vmovups_x_k_xm
-{evex} vmovups xmm16 {k4}, xmmword ptr [rdi]
-; bytes: 62 e1 7c 0c 10 07
+{evex} vmovups xmm16 {k4}, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 0c 10 85 d4 fe ff ff
 ; form: vmovups_x_k_xm
-{evex} vmovups xmm0 {k2}, xmmword ptr [rsp + 8]
-; bytes: 62 f1 7c 0a 10 84 24 08 00 00 00
+{evex} vmovups xmm0 {k2}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7c 0a 10 84 87 08 00 00 00
 ; form: vmovups_x_k_xm
-{evex} vmovups xmm16 {k4}, xmmword ptr [rbp]
-; bytes: 62 e1 7c 0c 10 45 00
+{evex} vmovups xmm16 {k4}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 0c 10 44 fc f8
 ; form: vmovupd_x_kz_xm
 {evex} vmovupd xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 fd 8a 10 c2
@@ -610,14 +609,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 fd 8a 10 ea
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [r13 - 300]
-; bytes: 62 c1 fd 8c 10 85 d4 fe ff ff
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 8c 10 84 4b e8 03 00 00
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm0 {k2} {z}, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 fd 8a 10 84 87 08 00 00 00
+{evex} vmovupd xmm0 {k2} {z}, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 fd 8a 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovupd_x_kz_xm
-{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 fd 8c 10 44 fc f8
+{evex} vmovupd xmm16 {k4} {z}, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 8c 10 04 cd 40 00 00 00
 ; form: vmovupd_x_k_xm
 {evex} vmovupd xmm0 {k2}, xmm2
 ; bytes: 62 f1 fd 0a 10 c2
@@ -631,15 +631,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd xmm29 {k2}, xmm18
 ; bytes: 62 21 fd 0a 10 ea
 ; form: vmovupd_x_k_xm
-{evex} vmovupd xmm16 {k4}, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fd 0c 10 84 4b e8 03 00 00
+{evex} vmovupd xmm16 {k4}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fd 0c 10 84 30 7f 00 00 00
 ; form: vmovupd_x_k_xm
-{evex} vmovupd xmm0 {k2}, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 fd 0a 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovupd xmm0 {k2}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 fd 0a 10 84 9c 00 10 00 00
 ; form: vmovupd_x_k_xm
-{evex} vmovupd xmm16 {k4}, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd 0c 10 04 cd 40 00 00 00
+{evex} vmovupd xmm16 {k4}, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 fd 0c 10 82 00 e0 ff ff
 ; form: vmovdqu8_x_kz_xm
 {evex} vmovdqu8 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 7f 8a 6f c2
@@ -653,14 +652,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 7f 8a 6f ea
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7f 8c 6f 84 30 7f 00 00 00
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [rip + bar]
+; bytes: 62 e1 7f 8c 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm0 {k2} {z}, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7f 8a 6f 84 9c 00 10 00 00
+{evex} vmovdqu8 xmm0 {k2} {z}, xmmword ptr [rdi]
+; bytes: 62 f1 7f 8a 6f 07
 ; form: vmovdqu8_x_kz_xm
-{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7f 8c 6f 82 00 e0 ff ff
+{evex} vmovdqu8 xmm16 {k4} {z}, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7f 8c 6f 84 24 08 00 00 00
 ; form: vmovdqu8_x_k_xm
 {evex} vmovdqu8 xmm0 {k2}, xmm2
 ; bytes: 62 f1 7f 0a 6f c2
@@ -674,15 +674,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 xmm29 {k2}, xmm18
 ; bytes: 62 21 7f 0a 6f ea
 ; form: vmovdqu8_x_k_xm
-{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rip + bar]
-; bytes: 62 e1 7f 0c 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rbp]
+; bytes: 62 e1 7f 0c 6f 45 00
 ; form: vmovdqu8_x_k_xm
-{evex} vmovdqu8 xmm0 {k2}, xmmword ptr [rdi]
-; bytes: 62 f1 7f 0a 6f 07
+{evex} vmovdqu8 xmm0 {k2}, xmmword ptr [r13 - 300]
+; bytes: 62 d1 7f 0a 6f 85 d4 fe ff ff
 ; form: vmovdqu8_x_k_xm
-{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rsp + 8]
-; bytes: 62 e1 7f 0c 6f 84 24 08 00 00 00
+{evex} vmovdqu8 xmm16 {k4}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7f 0c 6f 84 87 08 00 00 00
 ; form: vmovdqu16_x_kz_xm
 {evex} vmovdqu16 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 ff 8a 6f c2
@@ -696,14 +695,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 ff 8a 6f ea
 ; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rbp]
-; bytes: 62 e1 ff 8c 6f 45 00
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 ff 8c 6f 44 fc f8
 ; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm0 {k2} {z}, xmmword ptr [r13 - 300]
-; bytes: 62 d1 ff 8a 6f 85 d4 fe ff ff
+{evex} vmovdqu16 xmm0 {k2} {z}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 ff 8a 6f 84 4b e8 03 00 00
 ; form: vmovdqu16_x_kz_xm
-{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 ff 8c 6f 84 87 08 00 00 00
+{evex} vmovdqu16 xmm16 {k4} {z}, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 ff 8c 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu16_x_k_xm
 {evex} vmovdqu16 xmm0 {k2}, xmm2
 ; bytes: 62 f1 ff 0a 6f c2
@@ -717,15 +717,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 xmm29 {k2}, xmm18
 ; bytes: 62 21 ff 0a 6f ea
 ; form: vmovdqu16_x_k_xm
-{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 ff 0c 6f 44 fc f8
+{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 ff 0c 6f 04 cd 40 00 00 00
 ; form: vmovdqu16_x_k_xm
-{evex} vmovdqu16 xmm0 {k2}, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 ff 0a 6f 84 4b e8 03 00 00
+{evex} vmovdqu16 xmm0 {k2}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 ff 0a 6f 84 30 7f 00 00 00
 ; form: vmovdqu16_x_k_xm
-{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 ff 0c 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovdqu16 xmm16 {k4}, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 ff 0c 6f 84 9c 00 10 00 00
 ; form: vmovdqu32_x_kz_xm
 {evex} vmovdqu32 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 7e 8a 6f c2
@@ -739,14 +738,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 7e 8a 6f ea
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7e 8c 6f 04 cd 40 00 00 00
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7e 8c 6f 82 00 e0 ff ff
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm0 {k2} {z}, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 7e 8a 6f 84 30 7f 00 00 00
+{evex} vmovdqu32 xmm0 {k2} {z}, xmmword ptr [rip + bar]
+; bytes: 62 f1 7e 8a 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu32_x_kz_xm
-{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7e 8c 6f 84 9c 00 10 00 00
+{evex} vmovdqu32 xmm16 {k4} {z}, xmmword ptr [rdi]
+; bytes: 62 e1 7e 8c 6f 07
 ; form: vmovdqu32_x_k_xm
 {evex} vmovdqu32 xmm0 {k2}, xmm2
 ; bytes: 62 f1 7e 0a 6f c2
@@ -760,15 +760,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 xmm29 {k2}, xmm18
 ; bytes: 62 21 7e 0a 6f ea
 ; form: vmovdqu32_x_k_xm
-{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7e 0c 6f 82 00 e0 ff ff
+{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7e 0c 6f 84 24 08 00 00 00
 ; form: vmovdqu32_x_k_xm
-{evex} vmovdqu32 xmm0 {k2}, xmmword ptr [rip + bar]
-; bytes: 62 f1 7e 0a 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqu32 xmm0 {k2}, xmmword ptr [rbp]
+; bytes: 62 f1 7e 0a 6f 45 00
 ; form: vmovdqu32_x_k_xm
-{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [rdi]
-; bytes: 62 e1 7e 0c 6f 07
+{evex} vmovdqu32 xmm16 {k4}, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7e 0c 6f 85 d4 fe ff ff
 ; form: vmovdqu64_x_kz_xm
 {evex} vmovdqu64 xmm0 {k2} {z}, xmm2
 ; bytes: 62 f1 fe 8a 6f c2
@@ -782,14 +781,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 xmm29 {k2} {z}, xmm18
 ; bytes: 62 21 fe 8a 6f ea
 ; form: vmovdqu64_x_kz_xm
-{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rsp + 8]
-; bytes: 62 e1 fe 8c 6f 84 24 08 00 00 00
+{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fe 8c 6f 84 87 08 00 00 00
 ; form: vmovdqu64_x_kz_xm
-{evex} vmovdqu64 xmm0 {k2} {z}, xmmword ptr [rbp]
-; bytes: 62 f1 fe 8a 6f 45 00
+{evex} vmovdqu64 xmm0 {k2} {z}, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 fe 8a 6f 44 fc f8
 ; form: vmovdqu64_x_kz_xm
-{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [r13 - 300]
-; bytes: 62 c1 fe 8c 6f 85 d4 fe ff ff
+{evex} vmovdqu64 xmm16 {k4} {z}, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe 8c 6f 84 4b e8 03 00 00
 ; form: vmovdqu64_x_k_xm
 {evex} vmovdqu64 xmm0 {k2}, xmm2
 ; bytes: 62 f1 fe 0a 6f c2
@@ -803,71 +802,72 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 xmm29 {k2}, xmm18
 ; bytes: 62 21 fe 0a 6f ea
 ; form: vmovdqu64_x_k_xm
-{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 fe 0c 6f 84 87 08 00 00 00
+{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 fe 0c 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu64_x_k_xm
-{evex} vmovdqu64 xmm0 {k2}, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 fe 0a 6f 44 fc f8
+{evex} vmovdqu64 xmm0 {k2}, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 fe 0a 6f 04 cd 40 00 00 00
 ; form: vmovdqu64_x_k_xm
-{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fe 0c 6f 84 4b e8 03 00 00
+{evex} vmovdqu64 xmm16 {k4}, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fe 0c 6f 84 30 7f 00 00 00
 ; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [rip + foo + 16] {k3}, xmm17
+{evex} vmovups xmmword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
+; bytes: 62 a1 7c 0b 11 8c 9c 00 10 00 00
+; form: vmovups_m128_k_x
+{evex} vmovups xmmword ptr [rdx - 8192] {k1}, xmm1
+; bytes: 62 f1 7c 09 11 8a 00 e0 ff ff
+; form: vmovups_m128_k_x
+{evex} vmovups xmmword ptr [rip + bar] {k3}, xmm17
 ; bytes: 62 e1 7c 0b 11 0d 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [8*rcx + 64] {k1}, xmm1
-; bytes: 62 f1 7c 09 11 0c cd 40 00 00 00
-; form: vmovups_m128_k_x
-{evex} vmovups xmmword ptr [r8 + rsi + 127] {k3}, xmm17
-; bytes: 62 c1 7c 0b 11 8c 30 7f 00 00 00
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
-; bytes: 62 a1 fd 0b 11 8c 9c 00 10 00 00
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [rdx - 8192] {k1}, xmm1
-; bytes: 62 f1 fd 09 11 8a 00 e0 ff ff
-; form: vmovupd_m128_k_x
-{evex} vmovupd xmmword ptr [rip + bar] {k3}, xmm17
-; bytes: 62 e1 fd 0b 11 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rdi] {k3}, xmm17
+; bytes: 62 e1 fd 0b 11 0f
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rsp + 8] {k1}, xmm1
+; bytes: 62 f1 fd 09 11 8c 24 08 00 00 00
+; form: vmovupd_m128_k_x
+{evex} vmovupd xmmword ptr [rbp] {k3}, xmm17
+; bytes: 62 e1 fd 0b 11 4d 00
 ; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [rdi] {k3}, xmm17
-; bytes: 62 e1 7f 0b 7f 0f
+{evex} vmovdqu8 xmmword ptr [r13 - 300] {k3}, xmm17
+; bytes: 62 c1 7f 0b 7f 8d d4 fe ff ff
 ; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [rsp + 8] {k1}, xmm1
-; bytes: 62 f1 7f 09 7f 8c 24 08 00 00 00
+{evex} vmovdqu8 xmmword ptr [rdi + 4*rax + 8] {k1}, xmm1
+; bytes: 62 f1 7f 09 7f 8c 87 08 00 00 00
 ; form: vmovdqu8_m128_k_x
-{evex} vmovdqu8 xmmword ptr [rbp] {k3}, xmm17
-; bytes: 62 e1 7f 0b 7f 4d 00
+{evex} vmovdqu8 xmmword ptr [r12 + 8*r15 - 128] {k3}, xmm17
+; bytes: 62 81 7f 0b 7f 4c fc f8
 ; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [r13 - 300] {k3}, xmm17
-; bytes: 62 c1 ff 0b 7f 8d d4 fe ff ff
+{evex} vmovdqu16 xmmword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
+; bytes: 62 a1 ff 0b 7f 8c 4b e8 03 00 00
 ; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [rdi + 4*rax + 8] {k1}, xmm1
-; bytes: 62 f1 ff 09 7f 8c 87 08 00 00 00
-; form: vmovdqu16_m128_k_x
-{evex} vmovdqu16 xmmword ptr [r12 + 8*r15 - 128] {k3}, xmm17
-; bytes: 62 81 ff 0b 7f 4c fc f8
-; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
-; bytes: 62 a1 7e 0b 7f 8c 4b e8 03 00 00
-; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [rip + foo + 16] {k1}, xmm1
-; bytes: 62 f1 7e 09 7f 0d 00 00 00 00
+{evex} vmovdqu16 xmmword ptr [rip + foo + 16] {k1}, xmm1
+; bytes: 62 f1 ff 09 7f 0d 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqu16_m128_k_x
+{evex} vmovdqu16 xmmword ptr [8*rcx + 64] {k3}, xmm17
+; bytes: 62 e1 ff 0b 7f 0c cd 40 00 00 00
 ; form: vmovdqu32_m128_k_x
-{evex} vmovdqu32 xmmword ptr [8*rcx + 64] {k3}, xmm17
-; bytes: 62 e1 7e 0b 7f 0c cd 40 00 00 00
+{evex} vmovdqu32 xmmword ptr [r8 + rsi + 127] {k3}, xmm17
+; bytes: 62 c1 7e 0b 7f 8c 30 7f 00 00 00
+; form: vmovdqu32_m128_k_x
+{evex} vmovdqu32 xmmword ptr [rsp + 4*r11 + 4096] {k1}, xmm1
+; bytes: 62 b1 7e 09 7f 8c 9c 00 10 00 00
+; form: vmovdqu32_m128_k_x
+{evex} vmovdqu32 xmmword ptr [rdx - 8192] {k3}, xmm17
+; bytes: 62 e1 7e 0b 7f 8a 00 e0 ff ff
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [r8 + rsi + 127] {k3}, xmm17
-; bytes: 62 c1 fe 0b 7f 8c 30 7f 00 00 00
+{evex} vmovdqu64 xmmword ptr [rip + bar] {k3}, xmm17
+; bytes: 62 e1 fe 0b 7f 0d 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [rsp + 4*r11 + 4096] {k1}, xmm1
-; bytes: 62 b1 fe 09 7f 8c 9c 00 10 00 00
+{evex} vmovdqu64 xmmword ptr [rdi] {k1}, xmm1
+; bytes: 62 f1 fe 09 7f 0f
 ; form: vmovdqu64_m128_k_x
-{evex} vmovdqu64 xmmword ptr [rdx - 8192] {k3}, xmm17
-; bytes: 62 e1 fe 0b 7f 8a 00 e0 ff ff
+{evex} vmovdqu64 xmmword ptr [rsp + 8] {k3}, xmm17
+; bytes: 62 e1 fe 0b 7f 8c 24 08 00 00 00
 ; form: vrndscaleps_x_xm_imm8
 {evex} vrndscaleps xmm0, xmm1, 1
 ; bytes: 62 f3 7d 08 08 c1 01
@@ -881,15 +881,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscaleps xmm29, xmm8, 255
 ; bytes: 62 43 7d 08 08 e8 ff
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm16, xmmword ptr [rip + bar], 0
-; bytes: 62 e3 7d 08 08 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+{evex} vrndscaleps xmm16, xmmword ptr [rbp], 0
+; bytes: 62 e3 7d 08 08 45 00 00
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm0, xmmword ptr [rdi], 100
-; bytes: 62 f3 7d 08 08 07 64
+{evex} vrndscaleps xmm0, xmmword ptr [r13 - 300], 100
+; bytes: 62 d3 7d 08 08 85 d4 fe ff ff 64
 ; form: vrndscaleps_x_xm_imm8
-{evex} vrndscaleps xmm16, xmmword ptr [rsp + 8], 200
-; bytes: 62 e3 7d 08 08 84 24 08 00 00 00 c8
+{evex} vrndscaleps xmm16, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 7d 08 08 84 87 08 00 00 00 c8
 ; form: vrndscalepd_x_xm_imm8
 {evex} vrndscalepd xmm0, xmm1, 1
 ; bytes: 62 f3 fd 08 09 c1 01
@@ -903,14 +902,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscalepd xmm29, xmm8, 255
 ; bytes: 62 43 fd 08 09 e8 ff
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm16, xmmword ptr [rbp], 0
-; bytes: 62 e3 fd 08 09 45 00 00
+{evex} vrndscalepd xmm16, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 83 fd 08 09 44 fc f8 00
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm0, xmmword ptr [r13 - 300], 100
-; bytes: 62 d3 fd 08 09 85 d4 fe ff ff 64
+{evex} vrndscalepd xmm0, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 fd 08 09 84 4b e8 03 00 00 64
 ; form: vrndscalepd_x_xm_imm8
-{evex} vrndscalepd xmm16, xmmword ptr [rdi + 4*rax + 8], 200
-; bytes: 62 e3 fd 08 09 84 87 08 00 00 00 c8
+{evex} vrndscalepd xmm16, xmmword ptr [rip + foo + 16], 200
+; bytes: 62 e3 fd 08 09 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpcmpb_k_y_ym_imm8
 {evex} vpcmpb k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 3f c2 01
@@ -924,15 +924,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpb k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 3f ea ff
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 93 75 20 3f 44 fc fc 00
+{evex} vpcmpb k0, ymm17, ymmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 20 3f 04 cd 40 00 00 00 00
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 28 3f 84 4b e8 03 00 00 64
+{evex} vpcmpb k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 28 3f 84 30 7f 00 00 00 64
 ; form: vpcmpb_k_y_ym_imm8
-{evex} vpcmpb k0, ymm17, ymmword ptr [rip + foo + 16], 200
-; bytes: 62 f3 75 20 3f 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+{evex} vpcmpb k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 20 3f 84 9c 00 10 00 00 c8
 ; form: vpcmpub_k_y_ym_imm8
 {evex} vpcmpub k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 3e c2 01
@@ -946,14 +945,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpub k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 3e ea ff
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm17, ymmword ptr [8*rcx + 64], 0
-; bytes: 62 f3 75 20 3e 04 cd 40 00 00 00 00
+{evex} vpcmpub k0, ymm17, ymmword ptr [rdx - 8192], 0
+; bytes: 62 f3 75 20 3e 82 00 e0 ff ff 00
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm1, ymmword ptr [r8 + rsi + 127], 100
-; bytes: 62 d3 75 28 3e 84 30 7f 00 00 00 64
+{evex} vpcmpub k0, ymm1, ymmword ptr [rip + bar], 100
+; bytes: 62 f3 75 28 3e 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vpcmpub_k_y_ym_imm8
-{evex} vpcmpub k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 200
-; bytes: 62 b3 75 20 3e 84 9c 00 10 00 00 c8
+{evex} vpcmpub k0, ymm17, ymmword ptr [rdi], 200
+; bytes: 62 f3 75 20 3e 07 c8
 ; form: vpblendmb_y_k_y_ym
 {evex} vpblendmb ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 66 c3
@@ -967,15 +967,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmb ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 66 e9
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 05 24 66 82 00 e0 ff ff
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
+; bytes: 62 e2 05 24 66 84 24 08 00 00 00
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm0 {k2}, ymm2, ymmword ptr [rip + bar]
-; bytes: 62 f2 6d 2a 66 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpblendmb ymm0 {k2}, ymm2, ymmword ptr [rbp]
+; bytes: 62 f2 6d 2a 66 45 00
 ; form: vpblendmb_y_k_y_ym
-{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [rdi]
-; bytes: 62 e2 05 24 66 07
+{evex} vpblendmb ymm16 {k4}, ymm31, ymmword ptr [r13 - 300]
+; bytes: 62 c2 05 24 66 85 d4 fe ff ff
 ; form: vpcmpw_k_y_ym_imm8
 {evex} vpcmpw k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 3f c2 01
@@ -989,14 +988,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpw k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 3f ea ff
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm17, ymmword ptr [rsp + 8], 0
-; bytes: 62 f3 f5 20 3f 84 24 08 00 00 00 00
+{evex} vpcmpw k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 20 3f 84 87 08 00 00 00 00
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm1, ymmword ptr [rbp], 100
-; bytes: 62 f3 f5 28 3f 45 00 64
+{evex} vpcmpw k0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 28 3f 44 fc fc 64
 ; form: vpcmpw_k_y_ym_imm8
-{evex} vpcmpw k0, ymm17, ymmword ptr [r13 - 300], 200
-; bytes: 62 d3 f5 20 3f 85 d4 fe ff ff c8
+{evex} vpcmpw k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 20 3f 84 4b e8 03 00 00 c8
 ; form: vpcmpuw_k_y_ym_imm8
 {evex} vpcmpuw k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 3e c2 01
@@ -1010,14 +1009,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuw k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 3e ea ff
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 f3 f5 20 3e 84 87 08 00 00 00 00
+{evex} vpcmpuw k0, ymm17, ymmword ptr [rip + foo + 16], 0
+; bytes: 62 f3 f5 20 3e 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 93 f5 28 3e 44 fc fc 64
+{evex} vpcmpuw k0, ymm1, ymmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 f5 28 3e 04 cd 40 00 00 00 64
 ; form: vpcmpuw_k_y_ym_imm8
-{evex} vpcmpuw k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 b3 f5 20 3e 84 4b e8 03 00 00 c8
+{evex} vpcmpuw k0, ymm17, ymmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d3 f5 20 3e 84 30 7f 00 00 00 c8
 ; form: vpblendmw_y_k_y_ym
 {evex} vpblendmw ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 66 c3
@@ -1031,15 +1031,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmw ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 66 e9
 ; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rip + foo + 16]
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 85 24 66 84 9c 00 10 00 00
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm0 {k2}, ymm2, ymmword ptr [rdx - 8192]
+; bytes: 62 f2 ed 2a 66 82 00 e0 ff ff
+; form: vpblendmw_y_k_y_ym
+{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [rip + bar]
 ; bytes: 62 e2 85 24 66 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm0 {k2}, ymm2, ymmword ptr [8*rcx + 64]
-; bytes: 62 f2 ed 2a 66 04 cd 40 00 00 00
-; form: vpblendmw_y_k_y_ym
-{evex} vpblendmw ymm16 {k4}, ymm31, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 85 24 66 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpcmpd_k_y_ym_imm8
 {evex} vpcmpd k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 1f c2 01
@@ -1053,15 +1053,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpd k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 1f ea ff
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm17, ymmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 b3 75 20 1f 84 9c 00 10 00 00 00
+{evex} vpcmpd k0, ymm17, ymmword ptr [rdi], 0
+; bytes: 62 f3 75 20 1f 07 00
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm1, ymmword ptr [rdx - 8192], 100
-; bytes: 62 f3 75 28 1f 82 00 e0 ff ff 64
+{evex} vpcmpd k0, ymm1, ymmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 28 1f 84 24 08 00 00 00 64
 ; form: vpcmpd_k_y_ym_imm8
-{evex} vpcmpd k0, ymm17, ymmword ptr [rip + bar], 200
-; bytes: 62 f3 75 20 1f 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vpcmpd k0, ymm17, ymmword ptr [rbp], 200
+; bytes: 62 f3 75 20 1f 45 00 c8
 ; form: vpcmpud_k_y_ym_imm8
 {evex} vpcmpud k0, ymm1, ymm2, 1
 ; bytes: 62 f3 75 28 1e c2 01
@@ -1075,14 +1074,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpud k5, ymm8, ymm18, 255
 ; bytes: 62 b3 3d 28 1e ea ff
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm17, ymmword ptr [rdi], 0
-; bytes: 62 f3 75 20 1e 07 00
+{evex} vpcmpud k0, ymm17, ymmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 20 1e 85 d4 fe ff ff 00
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm1, ymmword ptr [rsp + 8], 100
-; bytes: 62 f3 75 28 1e 84 24 08 00 00 00 64
+{evex} vpcmpud k0, ymm1, ymmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 28 1e 84 87 08 00 00 00 64
 ; form: vpcmpud_k_y_ym_imm8
-{evex} vpcmpud k0, ymm17, ymmword ptr [rbp], 200
-; bytes: 62 f3 75 20 1e 45 00 c8
+{evex} vpcmpud k0, ymm17, ymmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 20 1e 44 fc fc c8
 ; form: vpblendmd_y_k_y_ym
 {evex} vpblendmd ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 6d 2a 64 c3
@@ -1096,14 +1095,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmd ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 6d 22 64 e9
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [r13 - 300]
-; bytes: 62 c2 05 24 64 85 d4 fe ff ff
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 24 64 84 4b e8 03 00 00
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm0 {k2}, ymm2, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 6d 2a 64 84 87 08 00 00 00
+{evex} vpblendmd ymm0 {k2}, ymm2, ymmword ptr [rip + foo + 16]
+; bytes: 62 f2 6d 2a 64 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpblendmd_y_k_y_ym
-{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 05 24 64 44 fc fc
+{evex} vpblendmd ymm16 {k4}, ymm31, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 24 64 04 cd 40 00 00 00
 ; form: vpcmpq_k_y_ym_imm8
 {evex} vpcmpq k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 1f c2 01
@@ -1117,15 +1117,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpq k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 1f ea ff
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: 62 b3 f5 20 1f 84 4b e8 03 00 00 00
+{evex} vpcmpq k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 20 1f 84 30 7f 00 00 00 00
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm1, ymmword ptr [rip + foo + 16], 100
-; bytes: 62 f3 f5 28 1f 05 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+{evex} vpcmpq k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 28 1f 84 9c 00 10 00 00 64
 ; form: vpcmpq_k_y_ym_imm8
-{evex} vpcmpq k0, ymm17, ymmword ptr [8*rcx + 64], 200
-; bytes: 62 f3 f5 20 1f 04 cd 40 00 00 00 c8
+{evex} vpcmpq k0, ymm17, ymmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 20 1f 82 00 e0 ff ff c8
 ; form: vpcmpuq_k_y_ym_imm8
 {evex} vpcmpuq k0, ymm1, ymm2, 1
 ; bytes: 62 f3 f5 28 1e c2 01
@@ -1139,14 +1138,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpcmpuq k5, ymm8, ymm18, 255
 ; bytes: 62 b3 bd 28 1e ea ff
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm17, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d3 f5 20 1e 84 30 7f 00 00 00 00
+{evex} vpcmpuq k0, ymm17, ymmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 20 1e 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm1, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 28 1e 84 9c 00 10 00 00 64
+{evex} vpcmpuq k0, ymm1, ymmword ptr [rdi], 100
+; bytes: 62 f3 f5 28 1e 07 64
 ; form: vpcmpuq_k_y_ym_imm8
-{evex} vpcmpuq k0, ymm17, ymmword ptr [rdx - 8192], 200
-; bytes: 62 f3 f5 20 1e 82 00 e0 ff ff c8
+{evex} vpcmpuq k0, ymm17, ymmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 20 1e 84 24 08 00 00 00 c8
 ; form: vpblendmq_y_k_y_ym
 {evex} vpblendmq ymm0 {k2}, ymm2, ymm3
 ; bytes: 62 f2 ed 2a 64 c3
@@ -1160,15 +1160,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vpblendmq ymm29 {k2}, ymm18, ymm1
 ; bytes: 62 62 ed 22 64 e9
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rip + bar]
-; bytes: 62 e2 85 24 64 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rbp]
+; bytes: 62 e2 85 24 64 45 00
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm0 {k2}, ymm2, ymmword ptr [rdi]
-; bytes: 62 f2 ed 2a 64 07
+{evex} vpblendmq ymm0 {k2}, ymm2, ymmword ptr [r13 - 300]
+; bytes: 62 d2 ed 2a 64 85 d4 fe ff ff
 ; form: vpblendmq_y_k_y_ym
-{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rsp + 8]
-; bytes: 62 e2 85 24 64 84 24 08 00 00 00
+{evex} vpblendmq ymm16 {k4}, ymm31, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 24 64 84 87 08 00 00 00
 ; form: vmovups_y_kz_ym
 {evex} vmovups ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7c aa 10 c2
@@ -1182,14 +1181,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7c aa 10 ea
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rbp]
-; bytes: 62 e1 7c ac 10 45 00
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c ac 10 44 fc fc
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm0 {k2} {z}, ymmword ptr [r13 - 300]
-; bytes: 62 d1 7c aa 10 85 d4 fe ff ff
+{evex} vmovups ymm0 {k2} {z}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7c aa 10 84 4b e8 03 00 00
 ; form: vmovups_y_kz_ym
-{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7c ac 10 84 87 08 00 00 00
+{evex} vmovups ymm16 {k4} {z}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 7c ac 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovups_y_k_ym
 {evex} vmovups ymm0 {k2}, ymm2
 ; bytes: 62 f1 7c 2a 10 c2
@@ -1203,15 +1203,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovups ymm29 {k2}, ymm18
 ; bytes: 62 21 7c 2a 10 ea
 ; form: vmovups_y_k_ym
-{evex} vmovups ymm16 {k4}, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7c 2c 10 44 fc fc
+{evex} vmovups ymm16 {k4}, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 2c 10 04 cd 40 00 00 00
 ; form: vmovups_y_k_ym
-{evex} vmovups ymm0 {k2}, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 7c 2a 10 84 4b e8 03 00 00
+{evex} vmovups ymm0 {k2}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7c 2a 10 84 30 7f 00 00 00
 ; form: vmovups_y_k_ym
-{evex} vmovups ymm16 {k4}, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 7c 2c 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovups ymm16 {k4}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 2c 10 84 9c 00 10 00 00
 ; form: vmovupd_y_kz_ym
 {evex} vmovupd ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 fd aa 10 c2
@@ -1225,14 +1224,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 fd aa 10 ea
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd ac 10 04 cd 40 00 00 00
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 fd ac 10 82 00 e0 ff ff
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm0 {k2} {z}, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 fd aa 10 84 30 7f 00 00 00
+{evex} vmovupd ymm0 {k2} {z}, ymmword ptr [rip + bar]
+; bytes: 62 f1 fd aa 10 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovupd_y_kz_ym
-{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 fd ac 10 84 9c 00 10 00 00
+{evex} vmovupd ymm16 {k4} {z}, ymmword ptr [rdi]
+; bytes: 62 e1 fd ac 10 07
 ; form: vmovupd_y_k_ym
 {evex} vmovupd ymm0 {k2}, ymm2
 ; bytes: 62 f1 fd 2a 10 c2
@@ -1246,15 +1246,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovupd ymm29 {k2}, ymm18
 ; bytes: 62 21 fd 2a 10 ea
 ; form: vmovupd_y_k_ym
-{evex} vmovupd ymm16 {k4}, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 fd 2c 10 82 00 e0 ff ff
+{evex} vmovupd ymm16 {k4}, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fd 2c 10 84 24 08 00 00 00
 ; form: vmovupd_y_k_ym
-{evex} vmovupd ymm0 {k2}, ymmword ptr [rip + bar]
-; bytes: 62 f1 fd 2a 10 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovupd ymm0 {k2}, ymmword ptr [rbp]
+; bytes: 62 f1 fd 2a 10 45 00
 ; form: vmovupd_y_k_ym
-{evex} vmovupd ymm16 {k4}, ymmword ptr [rdi]
-; bytes: 62 e1 fd 2c 10 07
+{evex} vmovupd ymm16 {k4}, ymmword ptr [r13 - 300]
+; bytes: 62 c1 fd 2c 10 85 d4 fe ff ff
 ; form: vmovdqu8_y_kz_ym
 {evex} vmovdqu8 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7f aa 6f c2
@@ -1268,14 +1267,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7f aa 6f ea
 ; form: vmovdqu8_y_kz_ym
-{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rsp + 8]
-; bytes: 62 e1 7f ac 6f 84 24 08 00 00 00
+{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7f ac 6f 84 87 08 00 00 00
 ; form: vmovdqu8_y_kz_ym
-{evex} vmovdqu8 ymm0 {k2} {z}, ymmword ptr [rbp]
-; bytes: 62 f1 7f aa 6f 45 00
+{evex} vmovdqu8 ymm0 {k2} {z}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7f aa 6f 44 fc fc
 ; form: vmovdqu8_y_kz_ym
-{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7f ac 6f 85 d4 fe ff ff
+{evex} vmovdqu8 ymm16 {k4} {z}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7f ac 6f 84 4b e8 03 00 00
 ; form: vmovdqu8_y_k_ym
 {evex} vmovdqu8 ymm0 {k2}, ymm2
 ; bytes: 62 f1 7f 2a 6f c2
@@ -1289,14 +1288,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu8 ymm29 {k2}, ymm18
 ; bytes: 62 21 7f 2a 6f ea
 ; form: vmovdqu8_y_k_ym
-{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7f 2c 6f 84 87 08 00 00 00
+{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 7f 2c 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu8_y_k_ym
-{evex} vmovdqu8 ymm0 {k2}, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 7f 2a 6f 44 fc fc
+{evex} vmovdqu8 ymm0 {k2}, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 7f 2a 6f 04 cd 40 00 00 00
 ; form: vmovdqu8_y_k_ym
-{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7f 2c 6f 84 4b e8 03 00 00
+{evex} vmovdqu8 ymm16 {k4}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7f 2c 6f 84 30 7f 00 00 00
 ; form: vmovdqu16_y_kz_ym
 {evex} vmovdqu16 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 ff aa 6f c2
@@ -1310,15 +1310,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 ff aa 6f ea
 ; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rip + foo + 16]
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 ff ac 6f 84 9c 00 10 00 00
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm0 {k2} {z}, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 ff aa 6f 82 00 e0 ff ff
+; form: vmovdqu16_y_kz_ym
+{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [rip + bar]
 ; bytes: 62 e1 ff ac 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm0 {k2} {z}, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 ff aa 6f 04 cd 40 00 00 00
-; form: vmovdqu16_y_kz_ym
-{evex} vmovdqu16 ymm16 {k4} {z}, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 ff ac 6f 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu16_y_k_ym
 {evex} vmovdqu16 ymm0 {k2}, ymm2
 ; bytes: 62 f1 ff 2a 6f c2
@@ -1332,15 +1332,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu16 ymm29 {k2}, ymm18
 ; bytes: 62 21 ff 2a 6f ea
 ; form: vmovdqu16_y_k_ym
-{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 ff 2c 6f 84 9c 00 10 00 00
+{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rdi]
+; bytes: 62 e1 ff 2c 6f 07
 ; form: vmovdqu16_y_k_ym
-{evex} vmovdqu16 ymm0 {k2}, ymmword ptr [rdx - 8192]
-; bytes: 62 f1 ff 2a 6f 82 00 e0 ff ff
+{evex} vmovdqu16 ymm0 {k2}, ymmword ptr [rsp + 8]
+; bytes: 62 f1 ff 2a 6f 84 24 08 00 00 00
 ; form: vmovdqu16_y_k_ym
-{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rip + bar]
-; bytes: 62 e1 ff 2c 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqu16 ymm16 {k4}, ymmword ptr [rbp]
+; bytes: 62 e1 ff 2c 6f 45 00
 ; form: vmovdqu32_y_kz_ym
 {evex} vmovdqu32 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 7e aa 6f c2
@@ -1354,14 +1353,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 7e aa 6f ea
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rdi]
-; bytes: 62 e1 7e ac 6f 07
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [r13 - 300]
+; bytes: 62 c1 7e ac 6f 85 d4 fe ff ff
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm0 {k2} {z}, ymmword ptr [rsp + 8]
-; bytes: 62 f1 7e aa 6f 84 24 08 00 00 00
+{evex} vmovdqu32 ymm0 {k2} {z}, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7e aa 6f 84 87 08 00 00 00
 ; form: vmovdqu32_y_kz_ym
-{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [rbp]
-; bytes: 62 e1 7e ac 6f 45 00
+{evex} vmovdqu32 ymm16 {k4} {z}, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e ac 6f 44 fc fc
 ; form: vmovdqu32_y_k_ym
 {evex} vmovdqu32 ymm0 {k2}, ymm2
 ; bytes: 62 f1 7e 2a 6f c2
@@ -1375,14 +1374,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu32 ymm29 {k2}, ymm18
 ; bytes: 62 21 7e 2a 6f ea
 ; form: vmovdqu32_y_k_ym
-{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7e 2c 6f 85 d4 fe ff ff
+{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7e 2c 6f 84 4b e8 03 00 00
 ; form: vmovdqu32_y_k_ym
-{evex} vmovdqu32 ymm0 {k2}, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7e 2a 6f 84 87 08 00 00 00
+{evex} vmovdqu32 ymm0 {k2}, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 7e 2a 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu32_y_k_ym
-{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7e 2c 6f 44 fc fc
+{evex} vmovdqu32 ymm16 {k4}, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 7e 2c 6f 04 cd 40 00 00 00
 ; form: vmovdqu64_y_kz_ym
 {evex} vmovdqu64 ymm0 {k2} {z}, ymm2
 ; bytes: 62 f1 fe aa 6f c2
@@ -1396,15 +1396,14 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 ymm29 {k2} {z}, ymm18
 ; bytes: 62 21 fe aa 6f ea
 ; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fe ac 6f 84 4b e8 03 00 00
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fe ac 6f 84 30 7f 00 00 00
 ; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm0 {k2} {z}, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 fe aa 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovdqu64 ymm0 {k2} {z}, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 fe aa 6f 84 9c 00 10 00 00
 ; form: vmovdqu64_y_kz_ym
-{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 fe ac 6f 04 cd 40 00 00 00
+{evex} vmovdqu64 ymm16 {k4} {z}, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 fe ac 6f 82 00 e0 ff ff
 ; form: vmovdqu64_y_k_ym
 {evex} vmovdqu64 ymm0 {k2}, ymm2
 ; bytes: 62 f1 fe 2a 6f c2
@@ -1418,71 +1417,71 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vmovdqu64 ymm29 {k2}, ymm18
 ; bytes: 62 21 fe 2a 6f ea
 ; form: vmovdqu64_y_k_ym
-{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 fe 2c 6f 84 30 7f 00 00 00
-; form: vmovdqu64_y_k_ym
-{evex} vmovdqu64 ymm0 {k2}, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 fe 2a 6f 84 9c 00 10 00 00
-; form: vmovdqu64_y_k_ym
-{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 fe 2c 6f 82 00 e0 ff ff
-; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [rip + bar] {k3}, ymm17
-; bytes: 62 e1 7c 2b 11 0d 00 00 00 00
+{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [rip + bar]
+; bytes: 62 e1 fe 2c 6f 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm0 {k2}, ymmword ptr [rdi]
+; bytes: 62 f1 fe 2a 6f 07
+; form: vmovdqu64_y_k_ym
+{evex} vmovdqu64 ymm16 {k4}, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fe 2c 6f 84 24 08 00 00 00
 ; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [rdi] {k1}, ymm1
-; bytes: 62 f1 7c 29 11 0f
+{evex} vmovups ymmword ptr [rbp] {k3}, ymm17
+; bytes: 62 e1 7c 2b 11 4d 00
 ; form: vmovups_m256_k_y
-{evex} vmovups ymmword ptr [rsp + 8] {k3}, ymm17
-; bytes: 62 e1 7c 2b 11 8c 24 08 00 00 00
+{evex} vmovups ymmword ptr [r13 - 300] {k1}, ymm1
+; bytes: 62 d1 7c 29 11 8d d4 fe ff ff
+; form: vmovups_m256_k_y
+{evex} vmovups ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
+; bytes: 62 e1 7c 2b 11 8c 87 08 00 00 00
 ; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [rbp] {k3}, ymm17
-; bytes: 62 e1 fd 2b 11 4d 00
+{evex} vmovupd ymmword ptr [r12 + 8*r15 - 128] {k3}, ymm17
+; bytes: 62 81 fd 2b 11 4c fc fc
 ; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [r13 - 300] {k1}, ymm1
-; bytes: 62 d1 fd 29 11 8d d4 fe ff ff
+{evex} vmovupd ymmword ptr [rbx + 2*r9 + 1000] {k1}, ymm1
+; bytes: 62 b1 fd 29 11 8c 4b e8 03 00 00
 ; form: vmovupd_m256_k_y
-{evex} vmovupd ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
-; bytes: 62 e1 fd 2b 11 8c 87 08 00 00 00
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [r12 + 8*r15 - 128] {k3}, ymm17
-; bytes: 62 81 7f 2b 7f 4c fc fc
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [rbx + 2*r9 + 1000] {k1}, ymm1
-; bytes: 62 b1 7f 29 7f 8c 4b e8 03 00 00
-; form: vmovdqu8_m256_k_y
-{evex} vmovdqu8 ymmword ptr [rip + foo + 16] {k3}, ymm17
-; bytes: 62 e1 7f 2b 7f 0d 00 00 00 00
+{evex} vmovupd ymmword ptr [rip + foo + 16] {k3}, ymm17
+; bytes: 62 e1 fd 2b 11 0d 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [8*rcx + 64] {k3}, ymm17
+; bytes: 62 e1 7f 2b 7f 0c cd 40 00 00 00
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [r8 + rsi + 127] {k1}, ymm1
+; bytes: 62 d1 7f 29 7f 8c 30 7f 00 00 00
+; form: vmovdqu8_m256_k_y
+{evex} vmovdqu8 ymmword ptr [rsp + 4*r11 + 4096] {k3}, ymm17
+; bytes: 62 a1 7f 2b 7f 8c 9c 00 10 00 00
 ; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [8*rcx + 64] {k3}, ymm17
-; bytes: 62 e1 ff 2b 7f 0c cd 40 00 00 00
+{evex} vmovdqu16 ymmword ptr [rdx - 8192] {k3}, ymm17
+; bytes: 62 e1 ff 2b 7f 8a 00 e0 ff ff
 ; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [r8 + rsi + 127] {k1}, ymm1
-; bytes: 62 d1 ff 29 7f 8c 30 7f 00 00 00
-; form: vmovdqu16_m256_k_y
-{evex} vmovdqu16 ymmword ptr [rsp + 4*r11 + 4096] {k3}, ymm17
-; bytes: 62 a1 ff 2b 7f 8c 9c 00 10 00 00
-; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [rdx - 8192] {k3}, ymm17
-; bytes: 62 e1 7e 2b 7f 8a 00 e0 ff ff
-; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [rip + bar] {k1}, ymm1
-; bytes: 62 f1 7e 29 7f 0d 00 00 00 00
+{evex} vmovdqu16 ymmword ptr [rip + bar] {k1}, ymm1
+; bytes: 62 f1 ff 29 7f 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovdqu16_m256_k_y
+{evex} vmovdqu16 ymmword ptr [rdi] {k3}, ymm17
+; bytes: 62 e1 ff 2b 7f 0f
 ; form: vmovdqu32_m256_k_y
-{evex} vmovdqu32 ymmword ptr [rdi] {k3}, ymm17
-; bytes: 62 e1 7e 2b 7f 0f
+{evex} vmovdqu32 ymmword ptr [rsp + 8] {k3}, ymm17
+; bytes: 62 e1 7e 2b 7f 8c 24 08 00 00 00
+; form: vmovdqu32_m256_k_y
+{evex} vmovdqu32 ymmword ptr [rbp] {k1}, ymm1
+; bytes: 62 f1 7e 29 7f 4d 00
+; form: vmovdqu32_m256_k_y
+{evex} vmovdqu32 ymmword ptr [r13 - 300] {k3}, ymm17
+; bytes: 62 c1 7e 2b 7f 8d d4 fe ff ff
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [rsp + 8] {k3}, ymm17
-; bytes: 62 e1 fe 2b 7f 8c 24 08 00 00 00
+{evex} vmovdqu64 ymmword ptr [rdi + 4*rax + 8] {k3}, ymm17
+; bytes: 62 e1 fe 2b 7f 8c 87 08 00 00 00
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [rbp] {k1}, ymm1
-; bytes: 62 f1 fe 29 7f 4d 00
+{evex} vmovdqu64 ymmword ptr [r12 + 8*r15 - 128] {k1}, ymm1
+; bytes: 62 91 fe 29 7f 4c fc fc
 ; form: vmovdqu64_m256_k_y
-{evex} vmovdqu64 ymmword ptr [r13 - 300] {k3}, ymm17
-; bytes: 62 c1 fe 2b 7f 8d d4 fe ff ff
+{evex} vmovdqu64 ymmword ptr [rbx + 2*r9 + 1000] {k3}, ymm17
+; bytes: 62 a1 fe 2b 7f 8c 4b e8 03 00 00
 ; form: vrndscaleps_y_ym_imm8
 {evex} vrndscaleps ymm0, ymm1, 1
 ; bytes: 62 f3 7d 28 08 c1 01
@@ -1496,14 +1495,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscaleps ymm29, ymm8, 255
 ; bytes: 62 43 7d 28 08 e8 ff
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm16, ymmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 e3 7d 28 08 84 87 08 00 00 00 00
+{evex} vrndscaleps ymm16, ymmword ptr [rip + foo + 16], 0
+; bytes: 62 e3 7d 28 08 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm0, ymmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 93 7d 28 08 44 fc fc 64
+{evex} vrndscaleps ymm0, ymmword ptr [8*rcx + 64], 100
+; bytes: 62 f3 7d 28 08 04 cd 40 00 00 00 64
 ; form: vrndscaleps_y_ym_imm8
-{evex} vrndscaleps ymm16, ymmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 a3 7d 28 08 84 4b e8 03 00 00 c8
+{evex} vrndscaleps ymm16, ymmword ptr [r8 + rsi + 127], 200
+; bytes: 62 c3 7d 28 08 84 30 7f 00 00 00 c8
 ; form: vrndscalepd_y_ym_imm8
 {evex} vrndscalepd ymm0, ymm1, 1
 ; bytes: 62 f3 fd 28 09 c1 01
@@ -1517,15 +1517,15 @@ vblendmpd zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
 {evex} vrndscalepd ymm29, ymm8, 255
 ; bytes: 62 43 fd 28 09 e8 ff
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm16, ymmword ptr [rip + foo + 16], 0
-; bytes: 62 e3 fd 28 09 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+{evex} vrndscalepd ymm16, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 fd 28 09 84 9c 00 10 00 00 00
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm0, ymmword ptr [8*rcx + 64], 100
-; bytes: 62 f3 fd 28 09 04 cd 40 00 00 00 64
+{evex} vrndscalepd ymm0, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f3 fd 28 09 82 00 e0 ff ff 64
 ; form: vrndscalepd_y_ym_imm8
-{evex} vrndscalepd ymm16, ymmword ptr [r8 + rsi + 127], 200
-; bytes: 62 c3 fd 28 09 84 30 7f 00 00 00 c8
+{evex} vrndscalepd ymm16, ymmword ptr [rip + bar], 200
+; bytes: 62 e3 fd 28 09 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vpcmpb_k_z_zm_imm8
 vpcmpb k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 3f c2 01
@@ -1539,15 +1539,14 @@ vpcmpb k3, zmm24, zmm9, 127
 vpcmpb k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 3f ea ff
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 b3 75 40 3f 44 9c 40 00
+vpcmpb k0, zmm17, zmmword ptr [rdi], 0
+; bytes: 62 f3 75 40 3f 07 00
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm1, zmmword ptr [rdx - 8192], 100
-; bytes: 62 f3 75 48 3f 42 80 64
+vpcmpb k0, zmm1, zmmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 48 3f 84 24 08 00 00 00 64
 ; form: vpcmpb_k_z_zm_imm8
-vpcmpb k0, zmm17, zmmword ptr [rip + bar], 200
-; bytes: 62 f3 75 40 3f 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+vpcmpb k0, zmm17, zmmword ptr [rbp], 200
+; bytes: 62 f3 75 40 3f 45 00 c8
 ; form: vpcmpub_k_z_zm_imm8
 vpcmpub k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 3e c2 01
@@ -1561,14 +1560,14 @@ vpcmpub k3, zmm24, zmm9, 127
 vpcmpub k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 3e ea ff
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm17, zmmword ptr [rdi], 0
-; bytes: 62 f3 75 40 3e 07 00
+vpcmpub k0, zmm17, zmmword ptr [r13 - 300], 0
+; bytes: 62 d3 75 40 3e 85 d4 fe ff ff 00
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm1, zmmword ptr [rsp + 8], 100
-; bytes: 62 f3 75 48 3e 84 24 08 00 00 00 64
+vpcmpub k0, zmm1, zmmword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 48 3e 84 87 08 00 00 00 64
 ; form: vpcmpub_k_z_zm_imm8
-vpcmpub k0, zmm17, zmmword ptr [rbp], 200
-; bytes: 62 f3 75 40 3e 45 00 c8
+vpcmpub k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 93 75 40 3e 44 fc fe c8
 ; form: vpblendmb_z_k_z_zm
 vpblendmb zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 66 c3
@@ -1582,14 +1581,15 @@ vpblendmb zmm3 {k4}, zmm9, zmm30
 vpblendmb zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 66 e9
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm16 {k4}, zmm31, zmmword ptr [r13 - 300]
-; bytes: 62 c2 05 44 66 85 d4 fe ff ff
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 05 44 66 84 4b e8 03 00 00
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm0 {k2}, zmm2, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 6d 4a 66 84 87 08 00 00 00
+vpblendmb zmm0 {k2}, zmm2, zmmword ptr [rip + foo + 16]
+; bytes: 62 f2 6d 4a 66 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpblendmb_z_k_z_zm
-vpblendmb zmm16 {k4}, zmm31, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 05 44 66 44 fc fe
+vpblendmb zmm16 {k4}, zmm31, zmmword ptr [8*rcx + 64]
+; bytes: 62 e2 05 44 66 04 cd 40 00 00 00
 ; form: vpcmpw_k_z_zm_imm8
 vpcmpw k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 3f c2 01
@@ -1603,15 +1603,14 @@ vpcmpw k3, zmm24, zmm9, 127
 vpcmpw k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 3f ea ff
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: 62 b3 f5 40 3f 84 4b e8 03 00 00 00
+vpcmpw k0, zmm17, zmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d3 f5 40 3f 84 30 7f 00 00 00 00
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm1, zmmword ptr [rip + foo + 16], 100
-; bytes: 62 f3 f5 48 3f 05 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+vpcmpw k0, zmm1, zmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 f5 48 3f 44 9c 40 64
 ; form: vpcmpw_k_z_zm_imm8
-vpcmpw k0, zmm17, zmmword ptr [8*rcx + 64], 200
-; bytes: 62 f3 f5 40 3f 04 cd 40 00 00 00 c8
+vpcmpw k0, zmm17, zmmword ptr [rdx - 8192], 200
+; bytes: 62 f3 f5 40 3f 42 80 c8
 ; form: vpcmpuw_k_z_zm_imm8
 vpcmpuw k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 3e c2 01
@@ -1625,14 +1624,15 @@ vpcmpuw k3, zmm24, zmm9, 127
 vpcmpuw k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 3e ea ff
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm17, zmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 d3 f5 40 3e 84 30 7f 00 00 00 00
+vpcmpuw k0, zmm17, zmmword ptr [rip + bar], 0
+; bytes: 62 f3 f5 40 3e 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm1, zmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 f5 48 3e 44 9c 40 64
+vpcmpuw k0, zmm1, zmmword ptr [rdi], 100
+; bytes: 62 f3 f5 48 3e 07 64
 ; form: vpcmpuw_k_z_zm_imm8
-vpcmpuw k0, zmm17, zmmword ptr [rdx - 8192], 200
-; bytes: 62 f3 f5 40 3e 42 80 c8
+vpcmpuw k0, zmm17, zmmword ptr [rsp + 8], 200
+; bytes: 62 f3 f5 40 3e 84 24 08 00 00 00 c8
 ; form: vpblendmw_z_k_z_zm
 vpblendmw zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 66 c3
@@ -1646,15 +1646,14 @@ vpblendmw zmm3 {k4}, zmm9, zmm30
 vpblendmw zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 66 e9
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rip + bar]
-; bytes: 62 e2 85 44 66 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rbp]
+; bytes: 62 e2 85 44 66 45 00
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm0 {k2}, zmm2, zmmword ptr [rdi]
-; bytes: 62 f2 ed 4a 66 07
+vpblendmw zmm0 {k2}, zmm2, zmmword ptr [r13 - 300]
+; bytes: 62 d2 ed 4a 66 85 d4 fe ff ff
 ; form: vpblendmw_z_k_z_zm
-vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rsp + 8]
-; bytes: 62 e2 85 44 66 84 24 08 00 00 00
+vpblendmw zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 85 44 66 84 87 08 00 00 00
 ; form: vpcmpd_k_z_zm_imm8
 vpcmpd k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 1f c2 01
@@ -1668,14 +1667,15 @@ vpcmpd k3, zmm24, zmm9, 127
 vpcmpd k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 1f ea ff
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm17, zmmword ptr [rbp], 0
-; bytes: 62 f3 75 40 1f 45 00 00
+vpcmpd k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 93 75 40 1f 44 fc fe 00
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm1, zmmword ptr [r13 - 300], 100
-; bytes: 62 d3 75 48 1f 85 d4 fe ff ff 64
+vpcmpd k0, zmm1, zmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 75 48 1f 84 4b e8 03 00 00 64
 ; form: vpcmpd_k_z_zm_imm8
-vpcmpd k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 200
-; bytes: 62 f3 75 40 1f 84 87 08 00 00 00 c8
+vpcmpd k0, zmm17, zmmword ptr [rip + foo + 16], 200
+; bytes: 62 f3 75 40 1f 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpcmpud_k_z_zm_imm8
 vpcmpud k0, zmm1, zmm2, 1
 ; bytes: 62 f3 75 48 1e c2 01
@@ -1689,15 +1689,14 @@ vpcmpud k3, zmm24, zmm9, 127
 vpcmpud k5, zmm8, zmm18, 255
 ; bytes: 62 b3 3d 48 1e ea ff
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm17, zmmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 93 75 40 1e 44 fc fe 00
+vpcmpud k0, zmm17, zmmword ptr [8*rcx + 64], 0
+; bytes: 62 f3 75 40 1e 04 cd 40 00 00 00 00
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm1, zmmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 75 48 1e 84 4b e8 03 00 00 64
+vpcmpud k0, zmm1, zmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 75 48 1e 84 30 7f 00 00 00 64
 ; form: vpcmpud_k_z_zm_imm8
-vpcmpud k0, zmm17, zmmword ptr [rip + foo + 16], 200
-; bytes: 62 f3 75 40 1e 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+vpcmpud k0, zmm17, zmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b3 75 40 1e 44 9c 40 c8
 ; form: vpblendmd_z_k_z_zm
 vpblendmd zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 6d 4a 64 c3
@@ -1711,14 +1710,15 @@ vpblendmd zmm3 {k4}, zmm9, zmm30
 vpblendmd zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 6d 42 64 e9
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm16 {k4}, zmm31, zmmword ptr [8*rcx + 64]
-; bytes: 62 e2 05 44 64 04 cd 40 00 00 00
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rdx - 8192]
+; bytes: 62 e2 05 44 64 42 80
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm0 {k2}, zmm2, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 6d 4a 64 84 30 7f 00 00 00
+vpblendmd zmm0 {k2}, zmm2, zmmword ptr [rip + bar]
+; bytes: 62 f2 6d 4a 64 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpblendmd_z_k_z_zm
-vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 05 44 64 44 9c 40
+vpblendmd zmm16 {k4}, zmm31, zmmword ptr [rdi]
+; bytes: 62 e2 05 44 64 07
 ; form: vpcmpq_k_z_zm_imm8
 vpcmpq k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 1f c2 01
@@ -1732,15 +1732,14 @@ vpcmpq k3, zmm24, zmm9, 127
 vpcmpq k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 1f ea ff
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm17, zmmword ptr [rdx - 8192], 0
-; bytes: 62 f3 f5 40 1f 42 80 00
+vpcmpq k0, zmm17, zmmword ptr [rsp + 8], 0
+; bytes: 62 f3 f5 40 1f 84 24 08 00 00 00 00
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm1, zmmword ptr [rip + bar], 100
-; bytes: 62 f3 f5 48 1f 05 00 00 00 00 64
-; fixup: 6 pc32 bar -5
+vpcmpq k0, zmm1, zmmword ptr [rbp], 100
+; bytes: 62 f3 f5 48 1f 45 00 64
 ; form: vpcmpq_k_z_zm_imm8
-vpcmpq k0, zmm17, zmmword ptr [rdi], 200
-; bytes: 62 f3 f5 40 1f 07 c8
+vpcmpq k0, zmm17, zmmword ptr [r13 - 300], 200
+; bytes: 62 d3 f5 40 1f 85 d4 fe ff ff c8
 ; form: vpcmpuq_k_z_zm_imm8
 vpcmpuq k0, zmm1, zmm2, 1
 ; bytes: 62 f3 f5 48 1e c2 01
@@ -1754,14 +1753,14 @@ vpcmpuq k3, zmm24, zmm9, 127
 vpcmpuq k5, zmm8, zmm18, 255
 ; bytes: 62 b3 bd 48 1e ea ff
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm17, zmmword ptr [rsp + 8], 0
-; bytes: 62 f3 f5 40 1e 84 24 08 00 00 00 00
+vpcmpuq k0, zmm17, zmmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f3 f5 40 1e 84 87 08 00 00 00 00
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm1, zmmword ptr [rbp], 100
-; bytes: 62 f3 f5 48 1e 45 00 64
+vpcmpuq k0, zmm1, zmmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 93 f5 48 1e 44 fc fe 64
 ; form: vpcmpuq_k_z_zm_imm8
-vpcmpuq k0, zmm17, zmmword ptr [r13 - 300], 200
-; bytes: 62 d3 f5 40 1e 85 d4 fe ff ff c8
+vpcmpuq k0, zmm17, zmmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b3 f5 40 1e 84 4b e8 03 00 00 c8
 ; form: vpblendmq_z_k_z_zm
 vpblendmq zmm0 {k2}, zmm2, zmm3
 ; bytes: 62 f2 ed 4a 64 c3
@@ -1775,14 +1774,15 @@ vpblendmq zmm3 {k4}, zmm9, zmm30
 vpblendmq zmm29 {k2}, zmm18, zmm1
 ; bytes: 62 62 ed 42 64 e9
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 85 44 64 84 87 08 00 00 00
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 85 44 64 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm0 {k2}, zmm2, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 ed 4a 64 44 fc fe
+vpblendmq zmm0 {k2}, zmm2, zmmword ptr [8*rcx + 64]
+; bytes: 62 f2 ed 4a 64 04 cd 40 00 00 00
 ; form: vpblendmq_z_k_z_zm
-vpblendmq zmm16 {k4}, zmm31, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 85 44 64 84 4b e8 03 00 00
+vpblendmq zmm16 {k4}, zmm31, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 85 44 64 84 30 7f 00 00 00
 ; form: vmovups_z_kz_zm
 vmovups zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7c ca 10 c2
@@ -1796,15 +1796,15 @@ vmovups zmm3 {k4} {z}, zmm9
 vmovups zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7c ca 10 ea
 ; form: vmovups_z_kz_zm
-vmovups zmm16 {k4} {z}, zmmword ptr [rip + foo + 16]
+vmovups zmm16 {k4} {z}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c cc 10 44 9c 40
+; form: vmovups_z_kz_zm
+vmovups zmm0 {k2} {z}, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 7c ca 10 42 80
+; form: vmovups_z_kz_zm
+vmovups zmm16 {k4} {z}, zmmword ptr [rip + bar]
 ; bytes: 62 e1 7c cc 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmovups_z_kz_zm
-vmovups zmm0 {k2} {z}, zmmword ptr [8*rcx + 64]
-; bytes: 62 f1 7c ca 10 04 cd 40 00 00 00
-; form: vmovups_z_kz_zm
-vmovups zmm16 {k4} {z}, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7c cc 10 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovups_z_k_zm
 vmovups zmm0 {k2}, zmm2
 ; bytes: 62 f1 7c 4a 10 c2
@@ -1818,15 +1818,14 @@ vmovups zmm3 {k4}, zmm9
 vmovups zmm29 {k2}, zmm18
 ; bytes: 62 21 7c 4a 10 ea
 ; form: vmovups_z_k_zm
-vmovups zmm16 {k4}, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7c 4c 10 44 9c 40
+vmovups zmm16 {k4}, zmmword ptr [rdi]
+; bytes: 62 e1 7c 4c 10 07
 ; form: vmovups_z_k_zm
-vmovups zmm0 {k2}, zmmword ptr [rdx - 8192]
-; bytes: 62 f1 7c 4a 10 42 80
+vmovups zmm0 {k2}, zmmword ptr [rsp + 8]
+; bytes: 62 f1 7c 4a 10 84 24 08 00 00 00
 ; form: vmovups_z_k_zm
-vmovups zmm16 {k4}, zmmword ptr [rip + bar]
-; bytes: 62 e1 7c 4c 10 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovups zmm16 {k4}, zmmword ptr [rbp]
+; bytes: 62 e1 7c 4c 10 45 00
 ; form: vmovupd_z_kz_zm
 vmovupd zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 fd ca 10 c2
@@ -1840,14 +1839,14 @@ vmovupd zmm3 {k4} {z}, zmm9
 vmovupd zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 fd ca 10 ea
 ; form: vmovupd_z_kz_zm
-vmovupd zmm16 {k4} {z}, zmmword ptr [rdi]
-; bytes: 62 e1 fd cc 10 07
+vmovupd zmm16 {k4} {z}, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fd cc 10 85 d4 fe ff ff
 ; form: vmovupd_z_kz_zm
-vmovupd zmm0 {k2} {z}, zmmword ptr [rsp + 8]
-; bytes: 62 f1 fd ca 10 84 24 08 00 00 00
+vmovupd zmm0 {k2} {z}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fd ca 10 84 87 08 00 00 00
 ; form: vmovupd_z_kz_zm
-vmovupd zmm16 {k4} {z}, zmmword ptr [rbp]
-; bytes: 62 e1 fd cc 10 45 00
+vmovupd zmm16 {k4} {z}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd cc 10 44 fc fe
 ; form: vmovupd_z_k_zm
 vmovupd zmm0 {k2}, zmm2
 ; bytes: 62 f1 fd 4a 10 c2
@@ -1861,14 +1860,15 @@ vmovupd zmm3 {k4}, zmm9
 vmovupd zmm29 {k2}, zmm18
 ; bytes: 62 21 fd 4a 10 ea
 ; form: vmovupd_z_k_zm
-vmovupd zmm16 {k4}, zmmword ptr [r13 - 300]
-; bytes: 62 c1 fd 4c 10 85 d4 fe ff ff
+vmovupd zmm16 {k4}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 4c 10 84 4b e8 03 00 00
 ; form: vmovupd_z_k_zm
-vmovupd zmm0 {k2}, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 fd 4a 10 84 87 08 00 00 00
+vmovupd zmm0 {k2}, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 fd 4a 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovupd_z_k_zm
-vmovupd zmm16 {k4}, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 fd 4c 10 44 fc fe
+vmovupd zmm16 {k4}, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 4c 10 04 cd 40 00 00 00
 ; form: vmovdqu8_z_kz_zm
 vmovdqu8 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7f ca 6f c2
@@ -1882,15 +1882,14 @@ vmovdqu8 zmm3 {k4} {z}, zmm9
 vmovdqu8 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7f ca 6f ea
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm16 {k4} {z}, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7f cc 6f 84 4b e8 03 00 00
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7f cc 6f 84 30 7f 00 00 00
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm0 {k2} {z}, zmmword ptr [rip + foo + 16]
-; bytes: 62 f1 7f ca 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovdqu8 zmm0 {k2} {z}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7f ca 6f 44 9c 40
 ; form: vmovdqu8_z_kz_zm
-vmovdqu8 zmm16 {k4} {z}, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7f cc 6f 04 cd 40 00 00 00
+vmovdqu8 zmm16 {k4} {z}, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 7f cc 6f 42 80
 ; form: vmovdqu8_z_k_zm
 vmovdqu8 zmm0 {k2}, zmm2
 ; bytes: 62 f1 7f 4a 6f c2
@@ -1904,14 +1903,15 @@ vmovdqu8 zmm3 {k4}, zmm9
 vmovdqu8 zmm29 {k2}, zmm18
 ; bytes: 62 21 7f 4a 6f ea
 ; form: vmovdqu8_z_k_zm
-vmovdqu8 zmm16 {k4}, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7f 4c 6f 84 30 7f 00 00 00
+vmovdqu8 zmm16 {k4}, zmmword ptr [rip + bar]
+; bytes: 62 e1 7f 4c 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu8_z_k_zm
-vmovdqu8 zmm0 {k2}, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7f 4a 6f 44 9c 40
+vmovdqu8 zmm0 {k2}, zmmword ptr [rdi]
+; bytes: 62 f1 7f 4a 6f 07
 ; form: vmovdqu8_z_k_zm
-vmovdqu8 zmm16 {k4}, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 7f 4c 6f 42 80
+vmovdqu8 zmm16 {k4}, zmmword ptr [rsp + 8]
+; bytes: 62 e1 7f 4c 6f 84 24 08 00 00 00
 ; form: vmovdqu16_z_kz_zm
 vmovdqu16 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 ff ca 6f c2
@@ -1925,15 +1925,14 @@ vmovdqu16 zmm3 {k4} {z}, zmm9
 vmovdqu16 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 ff ca 6f ea
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rip + bar]
-; bytes: 62 e1 ff cc 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rbp]
+; bytes: 62 e1 ff cc 6f 45 00
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm0 {k2} {z}, zmmword ptr [rdi]
-; bytes: 62 f1 ff ca 6f 07
+vmovdqu16 zmm0 {k2} {z}, zmmword ptr [r13 - 300]
+; bytes: 62 d1 ff ca 6f 85 d4 fe ff ff
 ; form: vmovdqu16_z_kz_zm
-vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rsp + 8]
-; bytes: 62 e1 ff cc 6f 84 24 08 00 00 00
+vmovdqu16 zmm16 {k4} {z}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 ff cc 6f 84 87 08 00 00 00
 ; form: vmovdqu16_z_k_zm
 vmovdqu16 zmm0 {k2}, zmm2
 ; bytes: 62 f1 ff 4a 6f c2
@@ -1947,14 +1946,15 @@ vmovdqu16 zmm3 {k4}, zmm9
 vmovdqu16 zmm29 {k2}, zmm18
 ; bytes: 62 21 ff 4a 6f ea
 ; form: vmovdqu16_z_k_zm
-vmovdqu16 zmm16 {k4}, zmmword ptr [rbp]
-; bytes: 62 e1 ff 4c 6f 45 00
+vmovdqu16 zmm16 {k4}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 ff 4c 6f 44 fc fe
 ; form: vmovdqu16_z_k_zm
-vmovdqu16 zmm0 {k2}, zmmword ptr [r13 - 300]
-; bytes: 62 d1 ff 4a 6f 85 d4 fe ff ff
+vmovdqu16 zmm0 {k2}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 ff 4a 6f 84 4b e8 03 00 00
 ; form: vmovdqu16_z_k_zm
-vmovdqu16 zmm16 {k4}, zmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 ff 4c 6f 84 87 08 00 00 00
+vmovdqu16 zmm16 {k4}, zmmword ptr [rip + foo + 16]
+; bytes: 62 e1 ff 4c 6f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovdqu32_z_kz_zm
 vmovdqu32 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 7e ca 6f c2
@@ -1968,15 +1968,14 @@ vmovdqu32 zmm3 {k4} {z}, zmm9
 vmovdqu32 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 7e ca 6f ea
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm16 {k4} {z}, zmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7e cc 6f 44 fc fe
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7e cc 6f 04 cd 40 00 00 00
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm0 {k2} {z}, zmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 7e ca 6f 84 4b e8 03 00 00
+vmovdqu32 zmm0 {k2} {z}, zmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7e ca 6f 84 30 7f 00 00 00
 ; form: vmovdqu32_z_kz_zm
-vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rip + foo + 16]
-; bytes: 62 e1 7e cc 6f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+vmovdqu32 zmm16 {k4} {z}, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7e cc 6f 44 9c 40
 ; form: vmovdqu32_z_k_zm
 vmovdqu32 zmm0 {k2}, zmm2
 ; bytes: 62 f1 7e 4a 6f c2
@@ -1990,14 +1989,15 @@ vmovdqu32 zmm3 {k4}, zmm9
 vmovdqu32 zmm29 {k2}, zmm18
 ; bytes: 62 21 7e 4a 6f ea
 ; form: vmovdqu32_z_k_zm
-vmovdqu32 zmm16 {k4}, zmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7e 4c 6f 04 cd 40 00 00 00
+vmovdqu32 zmm16 {k4}, zmmword ptr [rdx - 8192]
+; bytes: 62 e1 7e 4c 6f 42 80
 ; form: vmovdqu32_z_k_zm
-vmovdqu32 zmm0 {k2}, zmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 7e 4a 6f 84 30 7f 00 00 00
+vmovdqu32 zmm0 {k2}, zmmword ptr [rip + bar]
+; bytes: 62 f1 7e 4a 6f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqu32_z_k_zm
-vmovdqu32 zmm16 {k4}, zmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7e 4c 6f 44 9c 40
+vmovdqu32 zmm16 {k4}, zmmword ptr [rdi]
+; bytes: 62 e1 7e 4c 6f 07
 ; form: vmovdqu64_z_kz_zm
 vmovdqu64 zmm0 {k2} {z}, zmm2
 ; bytes: 62 f1 fe ca 6f c2
@@ -2011,15 +2011,14 @@ vmovdqu64 zmm3 {k4} {z}, zmm9
 vmovdqu64 zmm29 {k2} {z}, zmm18
 ; bytes: 62 21 fe ca 6f ea
 ; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rdx - 8192]
-; bytes: 62 e1 fe cc 6f 42 80
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rsp + 8]
+; bytes: 62 e1 fe cc 6f 84 24 08 00 00 00
 ; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm0 {k2} {z}, zmmword ptr [rip + bar]
-; bytes: 62 f1 fe ca 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+vmovdqu64 zmm0 {k2} {z}, zmmword ptr [rbp]
+; bytes: 62 f1 fe ca 6f 45 00
 ; form: vmovdqu64_z_kz_zm
-vmovdqu64 zmm16 {k4} {z}, zmmword ptr [rdi]
-; bytes: 62 e1 fe cc 6f 07
+vmovdqu64 zmm16 {k4} {z}, zmmword ptr [r13 - 300]
+; bytes: 62 c1 fe cc 6f 85 d4 fe ff ff
 ; form: vmovdqu64_z_k_zm
 vmovdqu64 zmm0 {k2}, zmm2
 ; bytes: 62 f1 fe 4a 6f c2
@@ -2033,71 +2032,71 @@ vmovdqu64 zmm3 {k4}, zmm9
 vmovdqu64 zmm29 {k2}, zmm18
 ; bytes: 62 21 fe 4a 6f ea
 ; form: vmovdqu64_z_k_zm
-vmovdqu64 zmm16 {k4}, zmmword ptr [rsp + 8]
-; bytes: 62 e1 fe 4c 6f 84 24 08 00 00 00
+vmovdqu64 zmm16 {k4}, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fe 4c 6f 84 87 08 00 00 00
 ; form: vmovdqu64_z_k_zm
-vmovdqu64 zmm0 {k2}, zmmword ptr [rbp]
-; bytes: 62 f1 fe 4a 6f 45 00
+vmovdqu64 zmm0 {k2}, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 fe 4a 6f 44 fc fe
 ; form: vmovdqu64_z_k_zm
-vmovdqu64 zmm16 {k4}, zmmword ptr [r13 - 300]
-; bytes: 62 c1 fe 4c 6f 85 d4 fe ff ff
+vmovdqu64 zmm16 {k4}, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe 4c 6f 84 4b e8 03 00 00
 ; form: vmovups_m512_k_z
-vmovups zmmword ptr [rdi + 4*rax + 8] {k3}, zmm17
-; bytes: 62 e1 7c 4b 11 8c 87 08 00 00 00
+vmovups zmmword ptr [rip + foo + 16] {k3}, zmm17
+; bytes: 62 e1 7c 4b 11 0d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovups_m512_k_z
-vmovups zmmword ptr [r12 + 8*r15 - 128] {k1}, zmm1
-; bytes: 62 91 7c 49 11 4c fc fe
+vmovups zmmword ptr [8*rcx + 64] {k1}, zmm1
+; bytes: 62 f1 7c 49 11 0c cd 40 00 00 00
 ; form: vmovups_m512_k_z
-vmovups zmmword ptr [rbx + 2*r9 + 1000] {k3}, zmm17
-; bytes: 62 a1 7c 4b 11 8c 4b e8 03 00 00
+vmovups zmmword ptr [r8 + rsi + 127] {k3}, zmm17
+; bytes: 62 c1 7c 4b 11 8c 30 7f 00 00 00
 ; form: vmovupd_m512_k_z
-vmovupd zmmword ptr [rip + foo + 16] {k3}, zmm17
+vmovupd zmmword ptr [rsp + 4*r11 + 4096] {k3}, zmm17
+; bytes: 62 a1 fd 4b 11 4c 9c 40
+; form: vmovupd_m512_k_z
+vmovupd zmmword ptr [rdx - 8192] {k1}, zmm1
+; bytes: 62 f1 fd 49 11 4a 80
+; form: vmovupd_m512_k_z
+vmovupd zmmword ptr [rip + bar] {k3}, zmm17
 ; bytes: 62 e1 fd 4b 11 0d 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmovupd_m512_k_z
-vmovupd zmmword ptr [8*rcx + 64] {k1}, zmm1
-; bytes: 62 f1 fd 49 11 0c cd 40 00 00 00
-; form: vmovupd_m512_k_z
-vmovupd zmmword ptr [r8 + rsi + 127] {k3}, zmm17
-; bytes: 62 c1 fd 4b 11 8c 30 7f 00 00 00
-; form: vmovdqu8_m512_k_z
-vmovdqu8 zmmword ptr [rsp + 4*r11 + 4096] {k3}, zmm17
-; bytes: 62 a1 7f 4b 7f 4c 9c 40
-; form: vmovdqu8_m512_k_z
-vmovdqu8 zmmword ptr [rdx - 8192] {k1}, zmm1
-; bytes: 62 f1 7f 49 7f 4a 80
-; form: vmovdqu8_m512_k_z
-vmovdqu8 zmmword ptr [rip + bar] {k3}, zmm17
-; bytes: 62 e1 7f 4b 7f 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovdqu8_m512_k_z
+vmovdqu8 zmmword ptr [rdi] {k3}, zmm17
+; bytes: 62 e1 7f 4b 7f 0f
+; form: vmovdqu8_m512_k_z
+vmovdqu8 zmmword ptr [rsp + 8] {k1}, zmm1
+; bytes: 62 f1 7f 49 7f 8c 24 08 00 00 00
+; form: vmovdqu8_m512_k_z
+vmovdqu8 zmmword ptr [rbp] {k3}, zmm17
+; bytes: 62 e1 7f 4b 7f 4d 00
 ; form: vmovdqu16_m512_k_z
-vmovdqu16 zmmword ptr [rdi] {k3}, zmm17
-; bytes: 62 e1 ff 4b 7f 0f
+vmovdqu16 zmmword ptr [r13 - 300] {k3}, zmm17
+; bytes: 62 c1 ff 4b 7f 8d d4 fe ff ff
 ; form: vmovdqu16_m512_k_z
-vmovdqu16 zmmword ptr [rsp + 8] {k1}, zmm1
-; bytes: 62 f1 ff 49 7f 8c 24 08 00 00 00
+vmovdqu16 zmmword ptr [rdi + 4*rax + 8] {k1}, zmm1
+; bytes: 62 f1 ff 49 7f 8c 87 08 00 00 00
 ; form: vmovdqu16_m512_k_z
-vmovdqu16 zmmword ptr [rbp] {k3}, zmm17
-; bytes: 62 e1 ff 4b 7f 4d 00
+vmovdqu16 zmmword ptr [r12 + 8*r15 - 128] {k3}, zmm17
+; bytes: 62 81 ff 4b 7f 4c fc fe
 ; form: vmovdqu32_m512_k_z
-vmovdqu32 zmmword ptr [r13 - 300] {k3}, zmm17
-; bytes: 62 c1 7e 4b 7f 8d d4 fe ff ff
+vmovdqu32 zmmword ptr [rbx + 2*r9 + 1000] {k3}, zmm17
+; bytes: 62 a1 7e 4b 7f 8c 4b e8 03 00 00
 ; form: vmovdqu32_m512_k_z
-vmovdqu32 zmmword ptr [rdi + 4*rax + 8] {k1}, zmm1
-; bytes: 62 f1 7e 49 7f 8c 87 08 00 00 00
-; form: vmovdqu32_m512_k_z
-vmovdqu32 zmmword ptr [r12 + 8*r15 - 128] {k3}, zmm17
-; bytes: 62 81 7e 4b 7f 4c fc fe
-; form: vmovdqu64_m512_k_z
-vmovdqu64 zmmword ptr [rbx + 2*r9 + 1000] {k3}, zmm17
-; bytes: 62 a1 fe 4b 7f 8c 4b e8 03 00 00
-; form: vmovdqu64_m512_k_z
-vmovdqu64 zmmword ptr [rip + foo + 16] {k1}, zmm1
-; bytes: 62 f1 fe 49 7f 0d 00 00 00 00
+vmovdqu32 zmmword ptr [rip + foo + 16] {k1}, zmm1
+; bytes: 62 f1 7e 49 7f 0d 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqu32_m512_k_z
+vmovdqu32 zmmword ptr [8*rcx + 64] {k3}, zmm17
+; bytes: 62 e1 7e 4b 7f 0c cd 40 00 00 00
 ; form: vmovdqu64_m512_k_z
-vmovdqu64 zmmword ptr [8*rcx + 64] {k3}, zmm17
-; bytes: 62 e1 fe 4b 7f 0c cd 40 00 00 00
+vmovdqu64 zmmword ptr [r8 + rsi + 127] {k3}, zmm17
+; bytes: 62 c1 fe 4b 7f 8c 30 7f 00 00 00
+; form: vmovdqu64_m512_k_z
+vmovdqu64 zmmword ptr [rsp + 4*r11 + 4096] {k1}, zmm1
+; bytes: 62 b1 fe 49 7f 4c 9c 40
+; form: vmovdqu64_m512_k_z
+vmovdqu64 zmmword ptr [rdx - 8192] {k3}, zmm17
+; bytes: 62 e1 fe 4b 7f 4a 80
 ; form: vrndscaleps_z_zm_imm8
 vrndscaleps zmm0, zmm1, 1
 ; bytes: 62 f3 7d 48 08 c1 01
@@ -2111,14 +2110,15 @@ vrndscaleps zmm3, zmm24, 127
 vrndscaleps zmm29, zmm8, 255
 ; bytes: 62 43 7d 48 08 e8 ff
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm16, zmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 c3 7d 48 08 84 30 7f 00 00 00 00
+vrndscaleps zmm16, zmmword ptr [rip + bar], 0
+; bytes: 62 e3 7d 48 08 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm0, zmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 7d 48 08 44 9c 40 64
+vrndscaleps zmm0, zmmword ptr [rdi], 100
+; bytes: 62 f3 7d 48 08 07 64
 ; form: vrndscaleps_z_zm_imm8
-vrndscaleps zmm16, zmmword ptr [rdx - 8192], 200
-; bytes: 62 e3 7d 48 08 42 80 c8
+vrndscaleps zmm16, zmmword ptr [rsp + 8], 200
+; bytes: 62 e3 7d 48 08 84 24 08 00 00 00 c8
 ; form: vrndscalepd_z_zm_imm8
 vrndscalepd zmm0, zmm1, 1
 ; bytes: 62 f3 fd 48 09 c1 01
@@ -2132,71 +2132,71 @@ vrndscalepd zmm3, zmm24, 127
 vrndscalepd zmm29, zmm8, 255
 ; bytes: 62 43 fd 48 09 e8 ff
 ; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm16, zmmword ptr [rip + bar], 0
-; bytes: 62 e3 fd 48 09 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+vrndscalepd zmm16, zmmword ptr [rbp], 0
+; bytes: 62 e3 fd 48 09 45 00 00
 ; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm0, zmmword ptr [rdi], 100
-; bytes: 62 f3 fd 48 09 07 64
+vrndscalepd zmm0, zmmword ptr [r13 - 300], 100
+; bytes: 62 d3 fd 48 09 85 d4 fe ff ff 64
 ; form: vrndscalepd_z_zm_imm8
-vrndscalepd zmm16, zmmword ptr [rsp + 8], 200
-; bytes: 62 e3 fd 48 09 84 24 08 00 00 00 c8
+vrndscalepd zmm16, zmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 fd 48 09 84 87 08 00 00 00 c8
 ; form: vmovss_x_kz_m32
-{evex} vmovss xmm16 {k4} {z}, dword ptr [rbp]
-; bytes: 62 e1 7e 8c 10 45 00
+{evex} vmovss xmm16 {k4} {z}, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 8c 10 44 fc e0
 ; form: vmovss_x_kz_m32
-{evex} vmovss xmm0 {k2} {z}, dword ptr [r13 - 300]
-; bytes: 62 d1 7e 8a 10 45 b5
+{evex} vmovss xmm0 {k2} {z}, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7e 8a 10 84 4b e8 03 00 00
 ; form: vmovss_x_kz_m32
-{evex} vmovss xmm16 {k4} {z}, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7e 8c 10 44 87 02
-; form: vmovss_x_k_m32
-{evex} vmovss xmm16 {k4}, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7e 0c 10 44 fc e0
-; form: vmovss_x_k_m32
-{evex} vmovss xmm0 {k2}, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 7e 0a 10 84 4b e8 03 00 00
-; form: vmovss_x_k_m32
-{evex} vmovss xmm16 {k4}, dword ptr [rip + foo + 16]
-; bytes: 62 e1 7e 0c 10 05 00 00 00 00
+{evex} vmovss xmm16 {k4} {z}, dword ptr [rip + foo + 16]
+; bytes: 62 e1 7e 8c 10 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovss_x_k_m32
+{evex} vmovss xmm16 {k4}, dword ptr [8*rcx + 64]
+; bytes: 62 e1 7e 0c 10 04 cd 40 00 00 00
+; form: vmovss_x_k_m32
+{evex} vmovss xmm0 {k2}, dword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7e 0a 10 84 30 7f 00 00 00
+; form: vmovss_x_k_m32
+{evex} vmovss xmm16 {k4}, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7e 0c 10 84 9c 00 10 00 00
 ; form: vmovss_m32_k_x
-{evex} vmovss dword ptr [8*rcx + 64] {k3}, xmm17
-; bytes: 62 e1 7e 0b 11 0c cd 40 00 00 00
+{evex} vmovss dword ptr [rdx - 8192] {k3}, xmm17
+; bytes: 62 e1 7e 0b 11 8a 00 e0 ff ff
 ; form: vmovss_m32_k_x
-{evex} vmovss dword ptr [r8 + rsi + 127] {k1}, xmm1
-; bytes: 62 d1 7e 09 11 8c 30 7f 00 00 00
-; form: vmovss_m32_k_x
-{evex} vmovss dword ptr [rsp + 4*r11 + 4096] {k3}, xmm17
-; bytes: 62 a1 7e 0b 11 8c 9c 00 10 00 00
-; form: vmovsd_x_kz_m64
-{evex} vmovsd xmm16 {k4} {z}, qword ptr [rdx - 8192]
-; bytes: 62 e1 ff 8c 10 82 00 e0 ff ff
-; form: vmovsd_x_kz_m64
-{evex} vmovsd xmm0 {k2} {z}, qword ptr [rip + bar]
-; bytes: 62 f1 ff 8a 10 05 00 00 00 00
+{evex} vmovss dword ptr [rip + bar] {k1}, xmm1
+; bytes: 62 f1 7e 09 11 0d 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovss_m32_k_x
+{evex} vmovss dword ptr [rdi] {k3}, xmm17
+; bytes: 62 e1 7e 0b 11 0f
 ; form: vmovsd_x_kz_m64
-{evex} vmovsd xmm16 {k4} {z}, qword ptr [rdi]
-; bytes: 62 e1 ff 8c 10 07
+{evex} vmovsd xmm16 {k4} {z}, qword ptr [rsp + 8]
+; bytes: 62 e1 ff 8c 10 44 24 01
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm0 {k2} {z}, qword ptr [rbp]
+; bytes: 62 f1 ff 8a 10 45 00
+; form: vmovsd_x_kz_m64
+{evex} vmovsd xmm16 {k4} {z}, qword ptr [r13 - 300]
+; bytes: 62 c1 ff 8c 10 85 d4 fe ff ff
 ; form: vmovsd_x_k_m64
-{evex} vmovsd xmm16 {k4}, qword ptr [rsp + 8]
-; bytes: 62 e1 ff 0c 10 44 24 01
+{evex} vmovsd xmm16 {k4}, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 ff 0c 10 44 87 01
 ; form: vmovsd_x_k_m64
-{evex} vmovsd xmm0 {k2}, qword ptr [rbp]
-; bytes: 62 f1 ff 0a 10 45 00
+{evex} vmovsd xmm0 {k2}, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 ff 0a 10 44 fc f0
 ; form: vmovsd_x_k_m64
-{evex} vmovsd xmm16 {k4}, qword ptr [r13 - 300]
-; bytes: 62 c1 ff 0c 10 85 d4 fe ff ff
+{evex} vmovsd xmm16 {k4}, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 ff 0c 10 44 4b 7d
 ; form: vmovsd_m64_k_x
-{evex} vmovsd qword ptr [rdi + 4*rax + 8] {k3}, xmm17
-; bytes: 62 e1 ff 0b 11 4c 87 01
+{evex} vmovsd qword ptr [rip + foo + 16] {k3}, xmm17
+; bytes: 62 e1 ff 0b 11 0d 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovsd_m64_k_x
-{evex} vmovsd qword ptr [r12 + 8*r15 - 128] {k1}, xmm1
-; bytes: 62 91 ff 09 11 4c fc f0
+{evex} vmovsd qword ptr [8*rcx + 64] {k1}, xmm1
+; bytes: 62 f1 ff 09 11 0c cd 40 00 00 00
 ; form: vmovsd_m64_k_x
-{evex} vmovsd qword ptr [rbx + 2*r9 + 1000] {k3}, xmm17
-; bytes: 62 a1 ff 0b 11 4c 4b 7d
+{evex} vmovsd qword ptr [r8 + rsi + 127] {k3}, xmm17
+; bytes: 62 c1 ff 0b 11 8c 30 7f 00 00 00
 ; form: vrndscaless_x_x_xm32_imm8
 {evex} vrndscaless xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 0a c2 01
@@ -2210,15 +2210,15 @@ vrndscalepd zmm16, zmmword ptr [rsp + 8], 200
 {evex} vrndscaless xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 3d 08 0a ea ff
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [rip + foo + 16], 0
-; bytes: 62 e3 75 00 0a 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+{evex} vrndscaless xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a3 75 00 0a 84 9c 00 10 00 00 00
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm0, xmm1, dword ptr [8*rcx + 64], 100
-; bytes: 62 f3 75 08 0a 04 cd 40 00 00 00 64
+{evex} vrndscaless xmm0, xmm1, dword ptr [rdx - 8192], 100
+; bytes: 62 f3 75 08 0a 82 00 e0 ff ff 64
 ; form: vrndscaless_x_x_xm32_imm8
-{evex} vrndscaless xmm16, xmm17, dword ptr [r8 + rsi + 127], 200
-; bytes: 62 c3 75 00 0a 84 30 7f 00 00 00 c8
+{evex} vrndscaless xmm16, xmm17, dword ptr [rip + bar], 200
+; bytes: 62 e3 75 00 0a 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vrndscalesd_x_x_xm64_imm8
 {evex} vrndscalesd xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 f5 08 0b c2 01
@@ -2232,15 +2232,14 @@ vrndscalepd zmm16, zmmword ptr [rsp + 8], 200
 {evex} vrndscalesd xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 bd 08 0b ea ff
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 f5 00 0b 84 9c 00 10 00 00 00
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rdi], 0
+; bytes: 62 e3 f5 00 0b 07 00
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm0, xmm1, qword ptr [rdx - 8192], 100
-; bytes: 62 f3 f5 08 0b 82 00 e0 ff ff 64
+{evex} vrndscalesd xmm0, xmm1, qword ptr [rsp + 8], 100
+; bytes: 62 f3 f5 08 0b 44 24 01 64
 ; form: vrndscalesd_x_x_xm64_imm8
-{evex} vrndscalesd xmm16, xmm17, qword ptr [rip + bar], 200
-; bytes: 62 e3 f5 00 0b 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vrndscalesd xmm16, xmm17, qword ptr [rbp], 200
+; bytes: 62 e3 f5 00 0b 45 00 c8
 ; form: kandb_k_k_k
 kandb k0, k1, k2
 ; bytes: c5 f5 41 c2

@@ -12,14 +12,15 @@
 {evex} vmovups xmm29, xmm8
 ; bytes: 62 41 7c 08 10 e8
 ; form: vmovups_x_xm_evex
-{evex} vmovups xmm16, xmmword ptr [rbp]
-; bytes: 62 e1 7c 08 10 45 00
+{evex} vmovups xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 08 10 44 fc f8
 ; form: vmovups_x_xm_evex
-{evex} vmovups xmm0, xmmword ptr [r13 - 300]
-; bytes: 62 d1 7c 08 10 85 d4 fe ff ff
+{evex} vmovups xmm0, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 7c 08 10 84 4b e8 03 00 00
 ; form: vmovups_x_xm_evex
-{evex} vmovups xmm16, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7c 08 10 84 87 08 00 00 00
+{evex} vmovups xmm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 7c 08 10 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovups_y_ym_evex
 {evex} vmovups ymm0, ymm1
 ; bytes: 62 f1 7c 28 10 c1
@@ -33,34 +34,33 @@
 {evex} vmovups ymm29, ymm8
 ; bytes: 62 41 7c 28 10 e8
 ; form: vmovups_y_ym_evex
-{evex} vmovups ymm16, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7c 28 10 44 fc fc
+{evex} vmovups ymm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 28 10 04 cd 40 00 00 00
 ; form: vmovups_y_ym_evex
-{evex} vmovups ymm0, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 7c 28 10 84 4b e8 03 00 00
+{evex} vmovups ymm0, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 7c 28 10 84 30 7f 00 00 00
 ; form: vmovups_y_ym_evex
-{evex} vmovups ymm16, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 7c 28 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovups ymm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7c 28 10 84 9c 00 10 00 00
 ; form: vmovups_m128_x_evex
-{evex} vmovups xmmword ptr [8*rcx + 64], xmm16
-; bytes: 62 e1 7c 08 11 04 cd 40 00 00 00
+{evex} vmovups xmmword ptr [rdx - 8192], xmm16
+; bytes: 62 e1 7c 08 11 82 00 e0 ff ff
 ; form: vmovups_m128_x_evex
-{evex} vmovups xmmword ptr [r8 + rsi + 127], xmm0
-; bytes: 62 d1 7c 08 11 84 30 7f 00 00 00
-; form: vmovups_m128_x_evex
-{evex} vmovups xmmword ptr [rsp + 4*r11 + 4096], xmm16
-; bytes: 62 a1 7c 08 11 84 9c 00 10 00 00
-; form: vmovups_m256_y_evex
-{evex} vmovups ymmword ptr [rdx - 8192], ymm16
-; bytes: 62 e1 7c 28 11 82 00 e0 ff ff
-; form: vmovups_m256_y_evex
-{evex} vmovups ymmword ptr [rip + bar], ymm0
-; bytes: 62 f1 7c 28 11 05 00 00 00 00
+{evex} vmovups xmmword ptr [rip + bar], xmm0
+; bytes: 62 f1 7c 08 11 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovups_m128_x_evex
+{evex} vmovups xmmword ptr [rdi], xmm16
+; bytes: 62 e1 7c 08 11 07
 ; form: vmovups_m256_y_evex
-{evex} vmovups ymmword ptr [rdi], ymm16
-; bytes: 62 e1 7c 28 11 07
+{evex} vmovups ymmword ptr [rsp + 8], ymm16
+; bytes: 62 e1 7c 28 11 84 24 08 00 00 00
+; form: vmovups_m256_y_evex
+{evex} vmovups ymmword ptr [rbp], ymm0
+; bytes: 62 f1 7c 28 11 45 00
+; form: vmovups_m256_y_evex
+{evex} vmovups ymmword ptr [r13 - 300], ymm16
+; bytes: 62 c1 7c 28 11 85 d4 fe ff ff
 ; form: vmovupd_x_xm_evex
 {evex} vmovupd xmm0, xmm1
 ; bytes: 62 f1 fd 08 10 c1
@@ -74,14 +74,14 @@
 {evex} vmovupd xmm29, xmm8
 ; bytes: 62 41 fd 08 10 e8
 ; form: vmovupd_x_xm_evex
-{evex} vmovupd xmm16, xmmword ptr [rsp + 8]
-; bytes: 62 e1 fd 08 10 84 24 08 00 00 00
+{evex} vmovupd xmm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fd 08 10 84 87 08 00 00 00
 ; form: vmovupd_x_xm_evex
-{evex} vmovupd xmm0, xmmword ptr [rbp]
-; bytes: 62 f1 fd 08 10 45 00
+{evex} vmovupd xmm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 fd 08 10 44 fc f8
 ; form: vmovupd_x_xm_evex
-{evex} vmovupd xmm16, xmmword ptr [r13 - 300]
-; bytes: 62 c1 fd 08 10 85 d4 fe ff ff
+{evex} vmovupd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fd 08 10 84 4b e8 03 00 00
 ; form: vmovupd_y_ym_evex
 {evex} vmovupd ymm0, ymm1
 ; bytes: 62 f1 fd 28 10 c1
@@ -95,34 +95,34 @@
 {evex} vmovupd ymm29, ymm8
 ; bytes: 62 41 fd 28 10 e8
 ; form: vmovupd_y_ym_evex
-{evex} vmovupd ymm16, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 fd 28 10 84 87 08 00 00 00
-; form: vmovupd_y_ym_evex
-{evex} vmovupd ymm0, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 fd 28 10 44 fc fc
-; form: vmovupd_y_ym_evex
-{evex} vmovupd ymm16, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fd 28 10 84 4b e8 03 00 00
-; form: vmovupd_m128_x_evex
-{evex} vmovupd xmmword ptr [rip + foo + 16], xmm16
-; bytes: 62 e1 fd 08 11 05 00 00 00 00
+{evex} vmovupd ymm16, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 fd 28 10 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovupd_y_ym_evex
+{evex} vmovupd ymm0, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 fd 28 10 04 cd 40 00 00 00
+; form: vmovupd_y_ym_evex
+{evex} vmovupd ymm16, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fd 28 10 84 30 7f 00 00 00
 ; form: vmovupd_m128_x_evex
-{evex} vmovupd xmmword ptr [8*rcx + 64], xmm0
-; bytes: 62 f1 fd 08 11 04 cd 40 00 00 00
+{evex} vmovupd xmmword ptr [rsp + 4*r11 + 4096], xmm16
+; bytes: 62 a1 fd 08 11 84 9c 00 10 00 00
 ; form: vmovupd_m128_x_evex
-{evex} vmovupd xmmword ptr [r8 + rsi + 127], xmm16
-; bytes: 62 c1 fd 08 11 84 30 7f 00 00 00
-; form: vmovupd_m256_y_evex
-{evex} vmovupd ymmword ptr [rsp + 4*r11 + 4096], ymm16
-; bytes: 62 a1 fd 28 11 84 9c 00 10 00 00
-; form: vmovupd_m256_y_evex
-{evex} vmovupd ymmword ptr [rdx - 8192], ymm0
-; bytes: 62 f1 fd 28 11 82 00 e0 ff ff
-; form: vmovupd_m256_y_evex
-{evex} vmovupd ymmword ptr [rip + bar], ymm16
-; bytes: 62 e1 fd 28 11 05 00 00 00 00
+{evex} vmovupd xmmword ptr [rdx - 8192], xmm0
+; bytes: 62 f1 fd 08 11 82 00 e0 ff ff
+; form: vmovupd_m128_x_evex
+{evex} vmovupd xmmword ptr [rip + bar], xmm16
+; bytes: 62 e1 fd 08 11 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovupd_m256_y_evex
+{evex} vmovupd ymmword ptr [rdi], ymm16
+; bytes: 62 e1 fd 28 11 07
+; form: vmovupd_m256_y_evex
+{evex} vmovupd ymmword ptr [rsp + 8], ymm0
+; bytes: 62 f1 fd 28 11 84 24 08 00 00 00
+; form: vmovupd_m256_y_evex
+{evex} vmovupd ymmword ptr [rbp], ymm16
+; bytes: 62 e1 fd 28 11 45 00
 ; form: vmovaps_x_xm_evex
 {evex} vmovaps xmm0, xmm1
 ; bytes: 62 f1 7c 08 28 c1
@@ -136,14 +136,14 @@
 {evex} vmovaps xmm29, xmm8
 ; bytes: 62 41 7c 08 28 e8
 ; form: vmovaps_x_xm_evex
-{evex} vmovaps xmm16, xmmword ptr [rdi]
-; bytes: 62 e1 7c 08 28 07
+{evex} vmovaps xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 08 28 85 d4 fe ff ff
 ; form: vmovaps_x_xm_evex
-{evex} vmovaps xmm0, xmmword ptr [rsp + 8]
-; bytes: 62 f1 7c 08 28 84 24 08 00 00 00
+{evex} vmovaps xmm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7c 08 28 84 87 08 00 00 00
 ; form: vmovaps_x_xm_evex
-{evex} vmovaps xmm16, xmmword ptr [rbp]
-; bytes: 62 e1 7c 08 28 45 00
+{evex} vmovaps xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 08 28 44 fc f8
 ; form: vmovaps_y_ym_evex
 {evex} vmovaps ymm0, ymm1
 ; bytes: 62 f1 7c 28 28 c1
@@ -157,33 +157,34 @@
 {evex} vmovaps ymm29, ymm8
 ; bytes: 62 41 7c 28 28 e8
 ; form: vmovaps_y_ym_evex
-{evex} vmovaps ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7c 28 28 85 d4 fe ff ff
+{evex} vmovaps ymm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7c 28 28 84 4b e8 03 00 00
 ; form: vmovaps_y_ym_evex
-{evex} vmovaps ymm0, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7c 28 28 84 87 08 00 00 00
-; form: vmovaps_y_ym_evex
-{evex} vmovaps ymm16, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7c 28 28 44 fc fc
-; form: vmovaps_m128_x_evex
-{evex} vmovaps xmmword ptr [rbx + 2*r9 + 1000], xmm16
-; bytes: 62 a1 7c 08 29 84 4b e8 03 00 00
-; form: vmovaps_m128_x_evex
-{evex} vmovaps xmmword ptr [rip + foo + 16], xmm0
-; bytes: 62 f1 7c 08 29 05 00 00 00 00
+{evex} vmovaps ymm0, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 7c 28 28 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovaps_y_ym_evex
+{evex} vmovaps ymm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 28 28 04 cd 40 00 00 00
 ; form: vmovaps_m128_x_evex
-{evex} vmovaps xmmword ptr [8*rcx + 64], xmm16
-; bytes: 62 e1 7c 08 29 04 cd 40 00 00 00
+{evex} vmovaps xmmword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c1 7c 08 29 84 30 7f 00 00 00
+; form: vmovaps_m128_x_evex
+{evex} vmovaps xmmword ptr [rsp + 4*r11 + 4096], xmm0
+; bytes: 62 b1 7c 08 29 84 9c 00 10 00 00
+; form: vmovaps_m128_x_evex
+{evex} vmovaps xmmword ptr [rdx - 8192], xmm16
+; bytes: 62 e1 7c 08 29 82 00 e0 ff ff
 ; form: vmovaps_m256_y_evex
-{evex} vmovaps ymmword ptr [r8 + rsi + 127], ymm16
-; bytes: 62 c1 7c 28 29 84 30 7f 00 00 00
+{evex} vmovaps ymmword ptr [rip + bar], ymm16
+; bytes: 62 e1 7c 28 29 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovaps_m256_y_evex
-{evex} vmovaps ymmword ptr [rsp + 4*r11 + 4096], ymm0
-; bytes: 62 b1 7c 28 29 84 9c 00 10 00 00
+{evex} vmovaps ymmword ptr [rdi], ymm0
+; bytes: 62 f1 7c 28 29 07
 ; form: vmovaps_m256_y_evex
-{evex} vmovaps ymmword ptr [rdx - 8192], ymm16
-; bytes: 62 e1 7c 28 29 82 00 e0 ff ff
+{evex} vmovaps ymmword ptr [rsp + 8], ymm16
+; bytes: 62 e1 7c 28 29 84 24 08 00 00 00
 ; form: vmovapd_x_xm_evex
 {evex} vmovapd xmm0, xmm1
 ; bytes: 62 f1 fd 08 28 c1
@@ -197,15 +198,14 @@
 {evex} vmovapd xmm29, xmm8
 ; bytes: 62 41 fd 08 28 e8
 ; form: vmovapd_x_xm_evex
-{evex} vmovapd xmm16, xmmword ptr [rip + bar]
-; bytes: 62 e1 fd 08 28 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovapd xmm16, xmmword ptr [rbp]
+; bytes: 62 e1 fd 08 28 45 00
 ; form: vmovapd_x_xm_evex
-{evex} vmovapd xmm0, xmmword ptr [rdi]
-; bytes: 62 f1 fd 08 28 07
+{evex} vmovapd xmm0, xmmword ptr [r13 - 300]
+; bytes: 62 d1 fd 08 28 85 d4 fe ff ff
 ; form: vmovapd_x_xm_evex
-{evex} vmovapd xmm16, xmmword ptr [rsp + 8]
-; bytes: 62 e1 fd 08 28 84 24 08 00 00 00
+{evex} vmovapd xmm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fd 08 28 84 87 08 00 00 00
 ; form: vmovapd_y_ym_evex
 {evex} vmovapd ymm0, ymm1
 ; bytes: 62 f1 fd 28 28 c1
@@ -219,33 +219,34 @@
 {evex} vmovapd ymm29, ymm8
 ; bytes: 62 41 fd 28 28 e8
 ; form: vmovapd_y_ym_evex
-{evex} vmovapd ymm16, ymmword ptr [rbp]
-; bytes: 62 e1 fd 28 28 45 00
+{evex} vmovapd ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 28 28 44 fc fc
 ; form: vmovapd_y_ym_evex
-{evex} vmovapd ymm0, ymmword ptr [r13 - 300]
-; bytes: 62 d1 fd 28 28 85 d4 fe ff ff
+{evex} vmovapd ymm0, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 fd 28 28 84 4b e8 03 00 00
 ; form: vmovapd_y_ym_evex
-{evex} vmovapd ymm16, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 fd 28 28 84 87 08 00 00 00
-; form: vmovapd_m128_x_evex
-{evex} vmovapd xmmword ptr [r12 + 8*r15 - 128], xmm16
-; bytes: 62 81 fd 08 29 44 fc f8
-; form: vmovapd_m128_x_evex
-{evex} vmovapd xmmword ptr [rbx + 2*r9 + 1000], xmm0
-; bytes: 62 b1 fd 08 29 84 4b e8 03 00 00
-; form: vmovapd_m128_x_evex
-{evex} vmovapd xmmword ptr [rip + foo + 16], xmm16
-; bytes: 62 e1 fd 08 29 05 00 00 00 00
+{evex} vmovapd ymm16, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 fd 28 28 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovapd_m128_x_evex
+{evex} vmovapd xmmword ptr [8*rcx + 64], xmm16
+; bytes: 62 e1 fd 08 29 04 cd 40 00 00 00
+; form: vmovapd_m128_x_evex
+{evex} vmovapd xmmword ptr [r8 + rsi + 127], xmm0
+; bytes: 62 d1 fd 08 29 84 30 7f 00 00 00
+; form: vmovapd_m128_x_evex
+{evex} vmovapd xmmword ptr [rsp + 4*r11 + 4096], xmm16
+; bytes: 62 a1 fd 08 29 84 9c 00 10 00 00
 ; form: vmovapd_m256_y_evex
-{evex} vmovapd ymmword ptr [8*rcx + 64], ymm16
-; bytes: 62 e1 fd 28 29 04 cd 40 00 00 00
+{evex} vmovapd ymmword ptr [rdx - 8192], ymm16
+; bytes: 62 e1 fd 28 29 82 00 e0 ff ff
 ; form: vmovapd_m256_y_evex
-{evex} vmovapd ymmword ptr [r8 + rsi + 127], ymm0
-; bytes: 62 d1 fd 28 29 84 30 7f 00 00 00
+{evex} vmovapd ymmword ptr [rip + bar], ymm0
+; bytes: 62 f1 fd 28 29 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovapd_m256_y_evex
-{evex} vmovapd ymmword ptr [rsp + 4*r11 + 4096], ymm16
-; bytes: 62 a1 fd 28 29 84 9c 00 10 00 00
+{evex} vmovapd ymmword ptr [rdi], ymm16
+; bytes: 62 e1 fd 28 29 07
 ; form: vmovdqu32_x_xm_evex
 {evex} vmovdqu32 xmm0, xmm1
 ; bytes: 62 f1 7e 08 6f c1
@@ -259,15 +260,14 @@
 {evex} vmovdqu32 xmm29, xmm8
 ; bytes: 62 41 7e 08 6f e8
 ; form: vmovdqu32_x_xm_evex
-{evex} vmovdqu32 xmm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7e 08 6f 82 00 e0 ff ff
+{evex} vmovdqu32 xmm16, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7e 08 6f 84 24 08 00 00 00
 ; form: vmovdqu32_x_xm_evex
-{evex} vmovdqu32 xmm0, xmmword ptr [rip + bar]
-; bytes: 62 f1 7e 08 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqu32 xmm0, xmmword ptr [rbp]
+; bytes: 62 f1 7e 08 6f 45 00
 ; form: vmovdqu32_x_xm_evex
-{evex} vmovdqu32 xmm16, xmmword ptr [rdi]
-; bytes: 62 e1 7e 08 6f 07
+{evex} vmovdqu32 xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7e 08 6f 85 d4 fe ff ff
 ; form: vmovdqu32_y_ym_evex
 {evex} vmovdqu32 ymm0, ymm1
 ; bytes: 62 f1 7e 28 6f c1
@@ -281,33 +281,34 @@
 {evex} vmovdqu32 ymm29, ymm8
 ; bytes: 62 41 7e 28 6f e8
 ; form: vmovdqu32_y_ym_evex
-{evex} vmovdqu32 ymm16, ymmword ptr [rsp + 8]
-; bytes: 62 e1 7e 28 6f 84 24 08 00 00 00
+{evex} vmovdqu32 ymm16, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7e 28 6f 84 87 08 00 00 00
 ; form: vmovdqu32_y_ym_evex
-{evex} vmovdqu32 ymm0, ymmword ptr [rbp]
-; bytes: 62 f1 7e 28 6f 45 00
+{evex} vmovdqu32 ymm0, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7e 28 6f 44 fc fc
 ; form: vmovdqu32_y_ym_evex
-{evex} vmovdqu32 ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7e 28 6f 85 d4 fe ff ff
+{evex} vmovdqu32 ymm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7e 28 6f 84 4b e8 03 00 00
 ; form: vmovdqu32_m128_x_evex
-{evex} vmovdqu32 xmmword ptr [rdi + 4*rax + 8], xmm16
-; bytes: 62 e1 7e 08 7f 84 87 08 00 00 00
-; form: vmovdqu32_m128_x_evex
-{evex} vmovdqu32 xmmword ptr [r12 + 8*r15 - 128], xmm0
-; bytes: 62 91 7e 08 7f 44 fc f8
-; form: vmovdqu32_m128_x_evex
-{evex} vmovdqu32 xmmword ptr [rbx + 2*r9 + 1000], xmm16
-; bytes: 62 a1 7e 08 7f 84 4b e8 03 00 00
-; form: vmovdqu32_m256_y_evex
-{evex} vmovdqu32 ymmword ptr [rip + foo + 16], ymm16
-; bytes: 62 e1 7e 28 7f 05 00 00 00 00
+{evex} vmovdqu32 xmmword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 7e 08 7f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqu32_m128_x_evex
+{evex} vmovdqu32 xmmword ptr [8*rcx + 64], xmm0
+; bytes: 62 f1 7e 08 7f 04 cd 40 00 00 00
+; form: vmovdqu32_m128_x_evex
+{evex} vmovdqu32 xmmword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c1 7e 08 7f 84 30 7f 00 00 00
 ; form: vmovdqu32_m256_y_evex
-{evex} vmovdqu32 ymmword ptr [8*rcx + 64], ymm0
-; bytes: 62 f1 7e 28 7f 04 cd 40 00 00 00
+{evex} vmovdqu32 ymmword ptr [rsp + 4*r11 + 4096], ymm16
+; bytes: 62 a1 7e 28 7f 84 9c 00 10 00 00
 ; form: vmovdqu32_m256_y_evex
-{evex} vmovdqu32 ymmword ptr [r8 + rsi + 127], ymm16
-; bytes: 62 c1 7e 28 7f 84 30 7f 00 00 00
+{evex} vmovdqu32 ymmword ptr [rdx - 8192], ymm0
+; bytes: 62 f1 7e 28 7f 82 00 e0 ff ff
+; form: vmovdqu32_m256_y_evex
+{evex} vmovdqu32 ymmword ptr [rip + bar], ymm16
+; bytes: 62 e1 7e 28 7f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovdqa32_x_xm_evex
 {evex} vmovdqa32 xmm0, xmm1
 ; bytes: 62 f1 7d 08 6f c1
@@ -321,15 +322,14 @@
 {evex} vmovdqa32 xmm29, xmm8
 ; bytes: 62 41 7d 08 6f e8
 ; form: vmovdqa32_x_xm_evex
-{evex} vmovdqa32 xmm16, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7d 08 6f 84 9c 00 10 00 00
+{evex} vmovdqa32 xmm16, xmmword ptr [rdi]
+; bytes: 62 e1 7d 08 6f 07
 ; form: vmovdqa32_x_xm_evex
-{evex} vmovdqa32 xmm0, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 7d 08 6f 82 00 e0 ff ff
+{evex} vmovdqa32 xmm0, xmmword ptr [rsp + 8]
+; bytes: 62 f1 7d 08 6f 84 24 08 00 00 00
 ; form: vmovdqa32_x_xm_evex
-{evex} vmovdqa32 xmm16, xmmword ptr [rip + bar]
-; bytes: 62 e1 7d 08 6f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmovdqa32 xmm16, xmmword ptr [rbp]
+; bytes: 62 e1 7d 08 6f 45 00
 ; form: vmovdqa32_y_ym_evex
 {evex} vmovdqa32 ymm0, ymm1
 ; bytes: 62 f1 7d 28 6f c1
@@ -343,52 +343,52 @@
 {evex} vmovdqa32 ymm29, ymm8
 ; bytes: 62 41 7d 28 6f e8
 ; form: vmovdqa32_y_ym_evex
-{evex} vmovdqa32 ymm16, ymmword ptr [rdi]
-; bytes: 62 e1 7d 28 6f 07
+{evex} vmovdqa32 ymm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 7d 28 6f 85 d4 fe ff ff
 ; form: vmovdqa32_y_ym_evex
-{evex} vmovdqa32 ymm0, ymmword ptr [rsp + 8]
-; bytes: 62 f1 7d 28 6f 84 24 08 00 00 00
+{evex} vmovdqa32 ymm0, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7d 28 6f 84 87 08 00 00 00
 ; form: vmovdqa32_y_ym_evex
-{evex} vmovdqa32 ymm16, ymmword ptr [rbp]
-; bytes: 62 e1 7d 28 6f 45 00
+{evex} vmovdqa32 ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7d 28 6f 44 fc fc
 ; form: vmovdqa32_m128_x_evex
-{evex} vmovdqa32 xmmword ptr [r13 - 300], xmm16
-; bytes: 62 c1 7d 08 7f 85 d4 fe ff ff
+{evex} vmovdqa32 xmmword ptr [rbx + 2*r9 + 1000], xmm16
+; bytes: 62 a1 7d 08 7f 84 4b e8 03 00 00
 ; form: vmovdqa32_m128_x_evex
-{evex} vmovdqa32 xmmword ptr [rdi + 4*rax + 8], xmm0
-; bytes: 62 f1 7d 08 7f 84 87 08 00 00 00
-; form: vmovdqa32_m128_x_evex
-{evex} vmovdqa32 xmmword ptr [r12 + 8*r15 - 128], xmm16
-; bytes: 62 81 7d 08 7f 44 fc f8
-; form: vmovdqa32_m256_y_evex
-{evex} vmovdqa32 ymmword ptr [rbx + 2*r9 + 1000], ymm16
-; bytes: 62 a1 7d 28 7f 84 4b e8 03 00 00
-; form: vmovdqa32_m256_y_evex
-{evex} vmovdqa32 ymmword ptr [rip + foo + 16], ymm0
-; bytes: 62 f1 7d 28 7f 05 00 00 00 00
+{evex} vmovdqa32 xmmword ptr [rip + foo + 16], xmm0
+; bytes: 62 f1 7d 08 7f 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vmovdqa32_m128_x_evex
+{evex} vmovdqa32 xmmword ptr [8*rcx + 64], xmm16
+; bytes: 62 e1 7d 08 7f 04 cd 40 00 00 00
 ; form: vmovdqa32_m256_y_evex
-{evex} vmovdqa32 ymmword ptr [8*rcx + 64], ymm16
-; bytes: 62 e1 7d 28 7f 04 cd 40 00 00 00
+{evex} vmovdqa32 ymmword ptr [r8 + rsi + 127], ymm16
+; bytes: 62 c1 7d 28 7f 84 30 7f 00 00 00
+; form: vmovdqa32_m256_y_evex
+{evex} vmovdqa32 ymmword ptr [rsp + 4*r11 + 4096], ymm0
+; bytes: 62 b1 7d 28 7f 84 9c 00 10 00 00
+; form: vmovdqa32_m256_y_evex
+{evex} vmovdqa32 ymmword ptr [rdx - 8192], ymm16
+; bytes: 62 e1 7d 28 7f 82 00 e0 ff ff
 ; form: vmovss_x_m32_evex
-{evex} vmovss xmm16, dword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e 08 10 84 30 7f 00 00 00
-; form: vmovss_x_m32_evex
-{evex} vmovss xmm0, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 7e 08 10 84 9c 00 10 00 00
-; form: vmovss_x_m32_evex
-{evex} vmovss xmm16, dword ptr [rdx - 8192]
-; bytes: 62 e1 7e 08 10 82 00 e0 ff ff
-; form: vmovss_m32_x_evex
-{evex} vmovss dword ptr [rip + bar], xmm16
-; bytes: 62 e1 7e 08 11 05 00 00 00 00
+{evex} vmovss xmm16, dword ptr [rip + bar]
+; bytes: 62 e1 7e 08 10 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vmovss_x_m32_evex
+{evex} vmovss xmm0, dword ptr [rdi]
+; bytes: 62 f1 7e 08 10 07
+; form: vmovss_x_m32_evex
+{evex} vmovss xmm16, dword ptr [rsp + 8]
+; bytes: 62 e1 7e 08 10 44 24 02
 ; form: vmovss_m32_x_evex
-{evex} vmovss dword ptr [rdi], xmm0
-; bytes: 62 f1 7e 08 11 07
+{evex} vmovss dword ptr [rbp], xmm16
+; bytes: 62 e1 7e 08 11 45 00
 ; form: vmovss_m32_x_evex
-{evex} vmovss dword ptr [rsp + 8], xmm16
-; bytes: 62 e1 7e 08 11 44 24 02
+{evex} vmovss dword ptr [r13 - 300], xmm0
+; bytes: 62 d1 7e 08 11 45 b5
+; form: vmovss_m32_x_evex
+{evex} vmovss dword ptr [rdi + 4*rax + 8], xmm16
+; bytes: 62 e1 7e 08 11 44 87 02
 ; form: vmovss_x_x_x_evex
 {evex} vmovss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 10 c2
@@ -402,24 +402,24 @@
 {evex} vmovss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 10 ea
 ; form: vmovsd_x_m64_evex
-{evex} vmovsd xmm16, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 ff 08 10 44 fc f0
+{evex} vmovsd xmm16, qword ptr [8*rcx + 64]
+; bytes: 62 e1 ff 08 10 04 cd 40 00 00 00
 ; form: vmovsd_x_m64_evex
-{evex} vmovsd xmm0, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 ff 08 10 44 4b 7d
+{evex} vmovsd xmm0, qword ptr [r8 + rsi + 127]
+; bytes: 62 d1 ff 08 10 84 30 7f 00 00 00
 ; form: vmovsd_x_m64_evex
-{evex} vmovsd xmm16, qword ptr [rip + foo + 16]
-; bytes: 62 e1 ff 08 10 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovsd xmm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 ff 08 10 84 9c 00 10 00 00
 ; form: vmovsd_m64_x_evex
-{evex} vmovsd qword ptr [8*rcx + 64], xmm16
-; bytes: 62 e1 ff 08 11 04 cd 40 00 00 00
+{evex} vmovsd qword ptr [rdx - 8192], xmm16
+; bytes: 62 e1 ff 08 11 82 00 e0 ff ff
 ; form: vmovsd_m64_x_evex
-{evex} vmovsd qword ptr [r8 + rsi + 127], xmm0
-; bytes: 62 d1 ff 08 11 84 30 7f 00 00 00
+{evex} vmovsd qword ptr [rip + bar], xmm0
+; bytes: 62 f1 ff 08 11 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmovsd_m64_x_evex
-{evex} vmovsd qword ptr [rsp + 4*r11 + 4096], xmm16
-; bytes: 62 a1 ff 08 11 84 9c 00 10 00 00
+{evex} vmovsd qword ptr [rdi], xmm16
+; bytes: 62 e1 ff 08 11 07
 ; form: vmovsd_x_x_x_evex
 {evex} vmovsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 10 c2
@@ -445,14 +445,14 @@
 {evex} vmovd xmm29, r8d
 ; bytes: 62 41 7d 08 6e e8
 ; form: vmovd_x_rm32_evex
-{evex} vmovd xmm16, dword ptr [rsp + 8]
-; bytes: 62 e1 7d 08 6e 44 24 02
+{evex} vmovd xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7d 08 6e 44 87 02
 ; form: vmovd_x_rm32_evex
-{evex} vmovd xmm0, dword ptr [rbp]
-; bytes: 62 f1 7d 08 6e 45 00
+{evex} vmovd xmm0, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7d 08 6e 44 fc e0
 ; form: vmovd_x_rm32_evex
-{evex} vmovd xmm16, dword ptr [r13 - 300]
-; bytes: 62 c1 7d 08 6e 45 b5
+{evex} vmovd xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7d 08 6e 84 4b e8 03 00 00
 ; form: vmovd_rm32_x_evex
 {evex} vmovd eax, xmm1
 ; bytes: 62 f1 7d 08 7e c8
@@ -466,14 +466,15 @@
 {evex} vmovd r13d, xmm8
 ; bytes: 62 51 7d 08 7e c5
 ; form: vmovd_rm32_x_evex
-{evex} vmovd dword ptr [rdi + 4*rax + 8], xmm16
-; bytes: 62 e1 7d 08 7e 44 87 02
+{evex} vmovd dword ptr [rip + foo + 16], xmm16
+; bytes: 62 e1 7d 08 7e 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovd_rm32_x_evex
-{evex} vmovd dword ptr [r12 + 8*r15 - 128], xmm0
-; bytes: 62 91 7d 08 7e 44 fc e0
+{evex} vmovd dword ptr [8*rcx + 64], xmm0
+; bytes: 62 f1 7d 08 7e 04 cd 40 00 00 00
 ; form: vmovd_rm32_x_evex
-{evex} vmovd dword ptr [rbx + 2*r9 + 1000], xmm16
-; bytes: 62 a1 7d 08 7e 84 4b e8 03 00 00
+{evex} vmovd dword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c1 7d 08 7e 84 30 7f 00 00 00
 ; form: vmovq_x_r64_evex
 {evex} vmovq xmm0, rcx
 ; bytes: 62 f1 fd 08 6e c1
@@ -511,23 +512,24 @@
 {evex} vmovq xmm29, xmm8
 ; bytes: 62 41 fe 08 7e e8
 ; form: vmovq_x_xm64_evex
-{evex} vmovq xmm16, qword ptr [rdi]
-; bytes: 62 e1 fe 08 7e 07
+{evex} vmovq xmm16, qword ptr [r13 - 300]
+; bytes: 62 c1 fe 08 7e 85 d4 fe ff ff
 ; form: vmovq_x_xm64_evex
-{evex} vmovq xmm0, qword ptr [rsp + 8]
-; bytes: 62 f1 fe 08 7e 44 24 01
+{evex} vmovq xmm0, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fe 08 7e 44 87 01
 ; form: vmovq_x_xm64_evex
-{evex} vmovq xmm16, qword ptr [rbp]
-; bytes: 62 e1 fe 08 7e 45 00
+{evex} vmovq xmm16, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fe 08 7e 44 fc f0
 ; form: vmovq_m64_x_evex
-{evex} vmovq qword ptr [r13 - 300], xmm16
-; bytes: 62 c1 fd 08 d6 85 d4 fe ff ff
+{evex} vmovq qword ptr [rbx + 2*r9 + 1000], xmm16
+; bytes: 62 a1 fd 08 d6 44 4b 7d
 ; form: vmovq_m64_x_evex
-{evex} vmovq qword ptr [rdi + 4*rax + 8], xmm0
-; bytes: 62 f1 fd 08 d6 44 87 01
+{evex} vmovq qword ptr [rip + foo + 16], xmm0
+; bytes: 62 f1 fd 08 d6 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovq_m64_x_evex
-{evex} vmovq qword ptr [r12 + 8*r15 - 128], xmm16
-; bytes: 62 81 fd 08 d6 44 fc f0
+{evex} vmovq qword ptr [8*rcx + 64], xmm16
+; bytes: 62 e1 fd 08 d6 04 cd 40 00 00 00
 ; form: vpbroadcastb_x_xm8_evex
 {evex} vpbroadcastb xmm0, xmm1
 ; bytes: 62 f2 7d 08 78 c1
@@ -541,15 +543,14 @@
 {evex} vpbroadcastb xmm29, xmm8
 ; bytes: 62 42 7d 08 78 e8
 ; form: vpbroadcastb_x_xm8_evex
-{evex} vpbroadcastb xmm16, byte ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 08 78 84 4b e8 03 00 00
+{evex} vpbroadcastb xmm16, byte ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 78 44 30 7f
 ; form: vpbroadcastb_x_xm8_evex
-{evex} vpbroadcastb xmm0, byte ptr [rip + foo + 16]
-; bytes: 62 f2 7d 08 78 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpbroadcastb xmm0, byte ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 7d 08 78 84 9c 00 10 00 00
 ; form: vpbroadcastb_x_xm8_evex
-{evex} vpbroadcastb xmm16, byte ptr [8*rcx + 64]
-; bytes: 62 e2 7d 08 78 04 cd 40 00 00 00
+{evex} vpbroadcastb xmm16, byte ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 78 82 00 e0 ff ff
 ; form: vpbroadcastb_y_xm8_evex
 {evex} vpbroadcastb ymm0, xmm1
 ; bytes: 62 f2 7d 28 78 c1
@@ -563,14 +564,15 @@
 {evex} vpbroadcastb ymm29, xmm8
 ; bytes: 62 42 7d 28 78 e8
 ; form: vpbroadcastb_y_xm8_evex
-{evex} vpbroadcastb ymm16, byte ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 28 78 44 30 7f
+{evex} vpbroadcastb ymm16, byte ptr [rip + bar]
+; bytes: 62 e2 7d 28 78 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpbroadcastb_y_xm8_evex
-{evex} vpbroadcastb ymm0, byte ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 7d 28 78 84 9c 00 10 00 00
+{evex} vpbroadcastb ymm0, byte ptr [rdi]
+; bytes: 62 f2 7d 28 78 07
 ; form: vpbroadcastb_y_xm8_evex
-{evex} vpbroadcastb ymm16, byte ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 78 82 00 e0 ff ff
+{evex} vpbroadcastb ymm16, byte ptr [rsp + 8]
+; bytes: 62 e2 7d 28 78 44 24 08
 ; form: vpbroadcastw_x_xm16_evex
 {evex} vpbroadcastw xmm0, xmm1
 ; bytes: 62 f2 7d 08 79 c1
@@ -584,15 +586,14 @@
 {evex} vpbroadcastw xmm29, xmm8
 ; bytes: 62 42 7d 08 79 e8
 ; form: vpbroadcastw_x_xm16_evex
-{evex} vpbroadcastw xmm16, word ptr [rip + bar]
-; bytes: 62 e2 7d 08 79 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpbroadcastw xmm16, word ptr [rbp]
+; bytes: 62 e2 7d 08 79 45 00
 ; form: vpbroadcastw_x_xm16_evex
-{evex} vpbroadcastw xmm0, word ptr [rdi]
-; bytes: 62 f2 7d 08 79 07
+{evex} vpbroadcastw xmm0, word ptr [r13 - 300]
+; bytes: 62 d2 7d 08 79 85 d4 fe ff ff
 ; form: vpbroadcastw_x_xm16_evex
-{evex} vpbroadcastw xmm16, word ptr [rsp + 8]
-; bytes: 62 e2 7d 08 79 44 24 04
+{evex} vpbroadcastw xmm16, word ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 79 44 87 04
 ; form: vpbroadcastw_y_xm16_evex
 {evex} vpbroadcastw ymm0, xmm1
 ; bytes: 62 f2 7d 28 79 c1
@@ -606,14 +607,15 @@
 {evex} vpbroadcastw ymm29, xmm8
 ; bytes: 62 42 7d 28 79 e8
 ; form: vpbroadcastw_y_xm16_evex
-{evex} vpbroadcastw ymm16, word ptr [rbp]
-; bytes: 62 e2 7d 28 79 45 00
+{evex} vpbroadcastw ymm16, word ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 28 79 44 fc c0
 ; form: vpbroadcastw_y_xm16_evex
-{evex} vpbroadcastw ymm0, word ptr [r13 - 300]
-; bytes: 62 d2 7d 28 79 85 d4 fe ff ff
+{evex} vpbroadcastw ymm0, word ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 7d 28 79 84 4b e8 03 00 00
 ; form: vpbroadcastw_y_xm16_evex
-{evex} vpbroadcastw ymm16, word ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 28 79 44 87 04
+{evex} vpbroadcastw ymm16, word ptr [rip + foo + 16]
+; bytes: 62 e2 7d 28 79 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpbroadcastd_x_xm32_evex
 {evex} vpbroadcastd xmm0, xmm1
 ; bytes: 62 f2 7d 08 58 c1
@@ -627,15 +629,14 @@
 {evex} vpbroadcastd xmm29, xmm8
 ; bytes: 62 42 7d 08 58 e8
 ; form: vpbroadcastd_x_xm32_evex
-{evex} vpbroadcastd xmm16, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 08 58 44 fc e0
+{evex} vpbroadcastd xmm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 08 58 04 cd 40 00 00 00
 ; form: vpbroadcastd_x_xm32_evex
-{evex} vpbroadcastd xmm0, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 7d 08 58 84 4b e8 03 00 00
+{evex} vpbroadcastd xmm0, dword ptr [r8 + rsi + 127]
+; bytes: 62 d2 7d 08 58 84 30 7f 00 00 00
 ; form: vpbroadcastd_x_xm32_evex
-{evex} vpbroadcastd xmm16, dword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 08 58 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpbroadcastd xmm16, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 08 58 84 9c 00 10 00 00
 ; form: vpbroadcastd_y_xm32_evex
 {evex} vpbroadcastd ymm0, xmm1
 ; bytes: 62 f2 7d 28 58 c1
@@ -649,14 +650,15 @@
 {evex} vpbroadcastd ymm29, xmm8
 ; bytes: 62 42 7d 28 58 e8
 ; form: vpbroadcastd_y_xm32_evex
-{evex} vpbroadcastd ymm16, dword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 28 58 04 cd 40 00 00 00
+{evex} vpbroadcastd ymm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 58 82 00 e0 ff ff
 ; form: vpbroadcastd_y_xm32_evex
-{evex} vpbroadcastd ymm0, dword ptr [r8 + rsi + 127]
-; bytes: 62 d2 7d 28 58 84 30 7f 00 00 00
+{evex} vpbroadcastd ymm0, dword ptr [rip + bar]
+; bytes: 62 f2 7d 28 58 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpbroadcastd_y_xm32_evex
-{evex} vpbroadcastd ymm16, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 28 58 84 9c 00 10 00 00
+{evex} vpbroadcastd ymm16, dword ptr [rdi]
+; bytes: 62 e2 7d 28 58 07
 ; form: vpbroadcastq_x_xm64_evex
 {evex} vpbroadcastq xmm0, xmm1
 ; bytes: 62 f2 fd 08 59 c1
@@ -670,15 +672,14 @@
 {evex} vpbroadcastq xmm29, xmm8
 ; bytes: 62 42 fd 08 59 e8
 ; form: vpbroadcastq_x_xm64_evex
-{evex} vpbroadcastq xmm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 fd 08 59 82 00 e0 ff ff
+{evex} vpbroadcastq xmm16, qword ptr [rsp + 8]
+; bytes: 62 e2 fd 08 59 44 24 01
 ; form: vpbroadcastq_x_xm64_evex
-{evex} vpbroadcastq xmm0, qword ptr [rip + bar]
-; bytes: 62 f2 fd 08 59 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpbroadcastq xmm0, qword ptr [rbp]
+; bytes: 62 f2 fd 08 59 45 00
 ; form: vpbroadcastq_x_xm64_evex
-{evex} vpbroadcastq xmm16, qword ptr [rdi]
-; bytes: 62 e2 fd 08 59 07
+{evex} vpbroadcastq xmm16, qword ptr [r13 - 300]
+; bytes: 62 c2 fd 08 59 85 d4 fe ff ff
 ; form: vpbroadcastq_y_xm64_evex
 {evex} vpbroadcastq ymm0, xmm1
 ; bytes: 62 f2 fd 28 59 c1
@@ -692,14 +693,14 @@
 {evex} vpbroadcastq ymm29, xmm8
 ; bytes: 62 42 fd 28 59 e8
 ; form: vpbroadcastq_y_xm64_evex
-{evex} vpbroadcastq ymm16, qword ptr [rsp + 8]
-; bytes: 62 e2 fd 28 59 44 24 01
+{evex} vpbroadcastq ymm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 fd 28 59 44 87 01
 ; form: vpbroadcastq_y_xm64_evex
-{evex} vpbroadcastq ymm0, qword ptr [rbp]
-; bytes: 62 f2 fd 28 59 45 00
+{evex} vpbroadcastq ymm0, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 fd 28 59 44 fc f0
 ; form: vpbroadcastq_y_xm64_evex
-{evex} vpbroadcastq ymm16, qword ptr [r13 - 300]
-; bytes: 62 c2 fd 28 59 85 d4 fe ff ff
+{evex} vpbroadcastq ymm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 fd 28 59 44 4b 7d
 ; form: vbroadcastss_x_xm32_evex
 {evex} vbroadcastss xmm0, xmm1
 ; bytes: 62 f2 7d 08 18 c1
@@ -713,14 +714,15 @@
 {evex} vbroadcastss xmm29, xmm8
 ; bytes: 62 42 7d 08 18 e8
 ; form: vbroadcastss_x_xm32_evex
-{evex} vbroadcastss xmm16, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 18 44 87 02
+{evex} vbroadcastss xmm16, dword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 18 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vbroadcastss_x_xm32_evex
-{evex} vbroadcastss xmm0, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 7d 08 18 44 fc e0
+{evex} vbroadcastss xmm0, dword ptr [8*rcx + 64]
+; bytes: 62 f2 7d 08 18 04 cd 40 00 00 00
 ; form: vbroadcastss_x_xm32_evex
-{evex} vbroadcastss xmm16, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 08 18 84 4b e8 03 00 00
+{evex} vbroadcastss xmm16, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 18 84 30 7f 00 00 00
 ; form: vbroadcastss_y_xm32_evex
 {evex} vbroadcastss ymm0, xmm1
 ; bytes: 62 f2 7d 28 18 c1
@@ -734,15 +736,15 @@
 {evex} vbroadcastss ymm29, xmm8
 ; bytes: 62 42 7d 28 18 e8
 ; form: vbroadcastss_y_xm32_evex
-{evex} vbroadcastss ymm16, dword ptr [rip + foo + 16]
+{evex} vbroadcastss ymm16, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 28 18 84 9c 00 10 00 00
+; form: vbroadcastss_y_xm32_evex
+{evex} vbroadcastss ymm0, dword ptr [rdx - 8192]
+; bytes: 62 f2 7d 28 18 82 00 e0 ff ff
+; form: vbroadcastss_y_xm32_evex
+{evex} vbroadcastss ymm16, dword ptr [rip + bar]
 ; bytes: 62 e2 7d 28 18 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vbroadcastss_y_xm32_evex
-{evex} vbroadcastss ymm0, dword ptr [8*rcx + 64]
-; bytes: 62 f2 7d 28 18 04 cd 40 00 00 00
-; form: vbroadcastss_y_xm32_evex
-{evex} vbroadcastss ymm16, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 28 18 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vbroadcastsd_y_xm64_evex
 {evex} vbroadcastsd ymm0, xmm1
 ; bytes: 62 f2 fd 28 19 c1
@@ -756,15 +758,14 @@
 {evex} vbroadcastsd ymm29, xmm8
 ; bytes: 62 42 fd 28 19 e8
 ; form: vbroadcastsd_y_xm64_evex
-{evex} vbroadcastsd ymm16, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 fd 28 19 84 9c 00 10 00 00
+{evex} vbroadcastsd ymm16, qword ptr [rdi]
+; bytes: 62 e2 fd 28 19 07
 ; form: vbroadcastsd_y_xm64_evex
-{evex} vbroadcastsd ymm0, qword ptr [rdx - 8192]
-; bytes: 62 f2 fd 28 19 82 00 e0 ff ff
+{evex} vbroadcastsd ymm0, qword ptr [rsp + 8]
+; bytes: 62 f2 fd 28 19 44 24 01
 ; form: vbroadcastsd_y_xm64_evex
-{evex} vbroadcastsd ymm16, qword ptr [rip + bar]
-; bytes: 62 e2 fd 28 19 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vbroadcastsd ymm16, qword ptr [rbp]
+; bytes: 62 e2 fd 28 19 45 00
 ; form: vinsertps_x_x_xm32_imm8_evex
 {evex} vinsertps xmm0, xmm1, xmm2, 1
 ; bytes: 62 f3 75 08 21 c2 01
@@ -778,14 +779,14 @@
 {evex} vinsertps xmm29, xmm8, xmm18, 255
 ; bytes: 62 23 3d 08 21 ea ff
 ; form: vinsertps_x_x_xm32_imm8_evex
-{evex} vinsertps xmm16, xmm17, dword ptr [rdi], 0
-; bytes: 62 e3 75 00 21 07 00
+{evex} vinsertps xmm16, xmm17, dword ptr [r13 - 300], 0
+; bytes: 62 c3 75 00 21 45 b5 00
 ; form: vinsertps_x_x_xm32_imm8_evex
-{evex} vinsertps xmm0, xmm1, dword ptr [rsp + 8], 100
-; bytes: 62 f3 75 08 21 44 24 02 64
+{evex} vinsertps xmm0, xmm1, dword ptr [rdi + 4*rax + 8], 100
+; bytes: 62 f3 75 08 21 44 87 02 64
 ; form: vinsertps_x_x_xm32_imm8_evex
-{evex} vinsertps xmm16, xmm17, dword ptr [rbp], 200
-; bytes: 62 e3 75 00 21 45 00 c8
+{evex} vinsertps xmm16, xmm17, dword ptr [r12 + 8*r15 - 128], 200
+; bytes: 62 83 75 00 21 44 fc e0 c8
 ; form: vpinsrb_x_x_r32m8_imm8_evex
 {evex} vpinsrb xmm0, xmm1, edx, 1
 ; bytes: 62 f3 75 08 20 c2 01
@@ -799,14 +800,15 @@
 {evex} vpinsrb xmm29, xmm8, edx, 255
 ; bytes: 62 63 3d 08 20 ea ff
 ; form: vpinsrb_x_x_r32m8_imm8_evex
-{evex} vpinsrb xmm16, xmm17, byte ptr [r13 - 300], 0
-; bytes: 62 c3 75 00 20 85 d4 fe ff ff 00
+{evex} vpinsrb xmm16, xmm17, byte ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 a3 75 00 20 84 4b e8 03 00 00 00
 ; form: vpinsrb_x_x_r32m8_imm8_evex
-{evex} vpinsrb xmm0, xmm1, byte ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f3 75 08 20 44 87 08 64
+{evex} vpinsrb xmm0, xmm1, byte ptr [rip + foo + 16], 100
+; bytes: 62 f3 75 08 20 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vpinsrb_x_x_r32m8_imm8_evex
-{evex} vpinsrb xmm16, xmm17, byte ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 83 75 00 20 44 fc 80 c8
+{evex} vpinsrb xmm16, xmm17, byte ptr [8*rcx + 64], 200
+; bytes: 62 e3 75 00 20 04 cd 40 00 00 00 c8
 ; form: vpinsrw_x_x_r32m16_imm8_evex
 {evex} vpinsrw xmm0, xmm1, edx, 1
 ; bytes: 62 f1 75 08 c4 c2 01
@@ -820,15 +822,14 @@
 {evex} vpinsrw xmm29, xmm8, edx, 255
 ; bytes: 62 61 3d 08 c4 ea ff
 ; form: vpinsrw_x_x_r32m16_imm8_evex
-{evex} vpinsrw xmm16, xmm17, word ptr [rbx + 2*r9 + 1000], 0
-; bytes: 62 a1 75 00 c4 84 4b e8 03 00 00 00
+{evex} vpinsrw xmm16, xmm17, word ptr [r8 + rsi + 127], 0
+; bytes: 62 c1 75 00 c4 84 30 7f 00 00 00 00
 ; form: vpinsrw_x_x_r32m16_imm8_evex
-{evex} vpinsrw xmm0, xmm1, word ptr [rip + foo + 16], 100
-; bytes: 62 f1 75 08 c4 05 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+{evex} vpinsrw xmm0, xmm1, word ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 75 08 c4 84 9c 00 10 00 00 64
 ; form: vpinsrw_x_x_r32m16_imm8_evex
-{evex} vpinsrw xmm16, xmm17, word ptr [8*rcx + 64], 200
-; bytes: 62 e1 75 00 c4 04 cd 40 00 00 00 c8
+{evex} vpinsrw xmm16, xmm17, word ptr [rdx - 8192], 200
+; bytes: 62 e1 75 00 c4 82 00 e0 ff ff c8
 ; form: vpinsrd_x_x_rm32_imm8_evex
 {evex} vpinsrd xmm0, xmm1, edx, 1
 ; bytes: 62 f3 75 08 22 c2 01
@@ -842,14 +843,15 @@
 {evex} vpinsrd xmm29, xmm8, edx, 255
 ; bytes: 62 63 3d 08 22 ea ff
 ; form: vpinsrd_x_x_rm32_imm8_evex
-{evex} vpinsrd xmm16, xmm17, dword ptr [r8 + rsi + 127], 0
-; bytes: 62 c3 75 00 22 84 30 7f 00 00 00 00
+{evex} vpinsrd xmm16, xmm17, dword ptr [rip + bar], 0
+; bytes: 62 e3 75 00 22 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vpinsrd_x_x_rm32_imm8_evex
-{evex} vpinsrd xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 75 08 22 84 9c 00 10 00 00 64
+{evex} vpinsrd xmm0, xmm1, dword ptr [rdi], 100
+; bytes: 62 f3 75 08 22 07 64
 ; form: vpinsrd_x_x_rm32_imm8_evex
-{evex} vpinsrd xmm16, xmm17, dword ptr [rdx - 8192], 200
-; bytes: 62 e3 75 00 22 82 00 e0 ff ff c8
+{evex} vpinsrd xmm16, xmm17, dword ptr [rsp + 8], 200
+; bytes: 62 e3 75 00 22 44 24 02 c8
 ; form: vpinsrq_x_x_rm64_imm8_evex
 {evex} vpinsrq xmm0, xmm1, rdx, 1
 ; bytes: 62 f3 f5 08 22 c2 01
@@ -863,15 +865,14 @@
 {evex} vpinsrq xmm29, xmm8, rdx, 255
 ; bytes: 62 63 bd 08 22 ea ff
 ; form: vpinsrq_x_x_rm64_imm8_evex
-{evex} vpinsrq xmm16, xmm17, qword ptr [rip + bar], 0
-; bytes: 62 e3 f5 00 22 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+{evex} vpinsrq xmm16, xmm17, qword ptr [rbp], 0
+; bytes: 62 e3 f5 00 22 45 00 00
 ; form: vpinsrq_x_x_rm64_imm8_evex
-{evex} vpinsrq xmm0, xmm1, qword ptr [rdi], 100
-; bytes: 62 f3 f5 08 22 07 64
+{evex} vpinsrq xmm0, xmm1, qword ptr [r13 - 300], 100
+; bytes: 62 d3 f5 08 22 85 d4 fe ff ff 64
 ; form: vpinsrq_x_x_rm64_imm8_evex
-{evex} vpinsrq xmm16, xmm17, qword ptr [rsp + 8], 200
-; bytes: 62 e3 f5 00 22 44 24 01 c8
+{evex} vpinsrq xmm16, xmm17, qword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e3 f5 00 22 44 87 01 c8
 ; form: vpextrb_r32m8_x_imm8_evex
 {evex} vpextrb eax, xmm1, 1
 ; bytes: 62 f3 7d 08 14 c8 01
@@ -885,14 +886,15 @@
 {evex} vpextrb r13d, xmm8, 255
 ; bytes: 62 53 7d 08 14 c5 ff
 ; form: vpextrb_r32m8_x_imm8_evex
-{evex} vpextrb byte ptr [rbp], xmm16, 0
-; bytes: 62 e3 7d 08 14 45 00 00
+{evex} vpextrb byte ptr [r12 + 8*r15 - 128], xmm16, 0
+; bytes: 62 83 7d 08 14 44 fc 80 00
 ; form: vpextrb_r32m8_x_imm8_evex
-{evex} vpextrb byte ptr [r13 - 300], xmm0, 100
-; bytes: 62 d3 7d 08 14 85 d4 fe ff ff 64
+{evex} vpextrb byte ptr [rbx + 2*r9 + 1000], xmm0, 100
+; bytes: 62 b3 7d 08 14 84 4b e8 03 00 00 64
 ; form: vpextrb_r32m8_x_imm8_evex
-{evex} vpextrb byte ptr [rdi + 4*rax + 8], xmm16, 200
-; bytes: 62 e3 7d 08 14 44 87 08 c8
+{evex} vpextrb byte ptr [rip + foo + 16], xmm16, 200
+; bytes: 62 e3 7d 08 14 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpextrw_r32_x_imm8_evex
 {evex} vpextrw eax, xmm1, 1
 ; bytes: 62 f1 7d 08 c5 c1 01
@@ -906,14 +908,15 @@
 {evex} vpextrw r13d, xmm8, 255
 ; bytes: 62 51 7d 08 c5 e8 ff
 ; form: vpextrw_m16_x_imm8_evex
-{evex} vpextrw word ptr [8*rcx + 64], xmm16, 0
-; bytes: 62 e3 7d 08 15 04 cd 40 00 00 00 00
+{evex} vpextrw word ptr [rdx - 8192], xmm16, 0
+; bytes: 62 e3 7d 08 15 82 00 e0 ff ff 00
 ; form: vpextrw_m16_x_imm8_evex
-{evex} vpextrw word ptr [r8 + rsi + 127], xmm0, 100
-; bytes: 62 d3 7d 08 15 84 30 7f 00 00 00 64
+{evex} vpextrw word ptr [rip + bar], xmm0, 100
+; bytes: 62 f3 7d 08 15 05 00 00 00 00 64
+; fixup: 6 pc32 bar -5
 ; form: vpextrw_m16_x_imm8_evex
-{evex} vpextrw word ptr [rsp + 4*r11 + 4096], xmm16, 200
-; bytes: 62 a3 7d 08 15 84 9c 00 10 00 00 c8
+{evex} vpextrw word ptr [rdi], xmm16, 200
+; bytes: 62 e3 7d 08 15 07 c8
 ; form: vpextrd_rm32_x_imm8_evex
 {evex} vpextrd eax, xmm1, 1
 ; bytes: 62 f3 7d 08 16 c8 01
@@ -927,15 +930,14 @@
 {evex} vpextrd r13d, xmm8, 255
 ; bytes: 62 53 7d 08 16 c5 ff
 ; form: vpextrd_rm32_x_imm8_evex
-{evex} vpextrd dword ptr [rdx - 8192], xmm16, 0
-; bytes: 62 e3 7d 08 16 82 00 e0 ff ff 00
+{evex} vpextrd dword ptr [rsp + 8], xmm16, 0
+; bytes: 62 e3 7d 08 16 44 24 02 00
 ; form: vpextrd_rm32_x_imm8_evex
-{evex} vpextrd dword ptr [rip + bar], xmm0, 100
-; bytes: 62 f3 7d 08 16 05 00 00 00 00 64
-; fixup: 6 pc32 bar -5
+{evex} vpextrd dword ptr [rbp], xmm0, 100
+; bytes: 62 f3 7d 08 16 45 00 64
 ; form: vpextrd_rm32_x_imm8_evex
-{evex} vpextrd dword ptr [rdi], xmm16, 200
-; bytes: 62 e3 7d 08 16 07 c8
+{evex} vpextrd dword ptr [r13 - 300], xmm16, 200
+; bytes: 62 c3 7d 08 16 45 b5 c8
 ; form: vpextrq_rm64_x_imm8_evex
 {evex} vpextrq rax, xmm1, 1
 ; bytes: 62 f3 fd 08 16 c8 01
@@ -949,14 +951,14 @@
 {evex} vpextrq r13, xmm8, 255
 ; bytes: 62 53 fd 08 16 c5 ff
 ; form: vpextrq_rm64_x_imm8_evex
-{evex} vpextrq qword ptr [rsp + 8], xmm16, 0
-; bytes: 62 e3 fd 08 16 44 24 01 00
+{evex} vpextrq qword ptr [rdi + 4*rax + 8], xmm16, 0
+; bytes: 62 e3 fd 08 16 44 87 01 00
 ; form: vpextrq_rm64_x_imm8_evex
-{evex} vpextrq qword ptr [rbp], xmm0, 100
-; bytes: 62 f3 fd 08 16 45 00 64
+{evex} vpextrq qword ptr [r12 + 8*r15 - 128], xmm0, 100
+; bytes: 62 93 fd 08 16 44 fc f0 64
 ; form: vpextrq_rm64_x_imm8_evex
-{evex} vpextrq qword ptr [r13 - 300], xmm16, 200
-; bytes: 62 c3 fd 08 16 85 d4 fe ff ff c8
+{evex} vpextrq qword ptr [rbx + 2*r9 + 1000], xmm16, 200
+; bytes: 62 a3 fd 08 16 44 4b 7d c8
 ; form: vextractps_rm32_x_imm8_evex
 {evex} vextractps eax, xmm1, 1
 ; bytes: 62 f3 7d 08 17 c8 01
@@ -970,14 +972,15 @@
 {evex} vextractps r13d, xmm8, 255
 ; bytes: 62 53 7d 08 17 c5 ff
 ; form: vextractps_rm32_x_imm8_evex
-{evex} vextractps dword ptr [rdi + 4*rax + 8], xmm16, 0
-; bytes: 62 e3 7d 08 17 44 87 02 00
+{evex} vextractps dword ptr [rip + foo + 16], xmm16, 0
+; bytes: 62 e3 7d 08 17 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vextractps_rm32_x_imm8_evex
-{evex} vextractps dword ptr [r12 + 8*r15 - 128], xmm0, 100
-; bytes: 62 93 7d 08 17 44 fc e0 64
+{evex} vextractps dword ptr [8*rcx + 64], xmm0, 100
+; bytes: 62 f3 7d 08 17 04 cd 40 00 00 00 64
 ; form: vextractps_rm32_x_imm8_evex
-{evex} vextractps dword ptr [rbx + 2*r9 + 1000], xmm16, 200
-; bytes: 62 a3 7d 08 17 84 4b e8 03 00 00 c8
+{evex} vextractps dword ptr [r8 + rsi + 127], xmm16, 200
+; bytes: 62 c3 7d 08 17 84 30 7f 00 00 00 c8
 ; form: vextractf32x4_xm_y_imm8_evex
 {evex} vextractf32x4 xmm0, ymm1, 1
 ; bytes: 62 f3 7d 28 19 c8 01
@@ -991,15 +994,15 @@
 {evex} vextractf32x4 xmm29, ymm8, 255
 ; bytes: 62 13 7d 28 19 c5 ff
 ; form: vextractf32x4_xm_y_imm8_evex
-{evex} vextractf32x4 xmmword ptr [rip + foo + 16], ymm16, 0
-; bytes: 62 e3 7d 28 19 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+{evex} vextractf32x4 xmmword ptr [rsp + 4*r11 + 4096], ymm16, 0
+; bytes: 62 a3 7d 28 19 84 9c 00 10 00 00 00
 ; form: vextractf32x4_xm_y_imm8_evex
-{evex} vextractf32x4 xmmword ptr [8*rcx + 64], ymm0, 100
-; bytes: 62 f3 7d 28 19 04 cd 40 00 00 00 64
+{evex} vextractf32x4 xmmword ptr [rdx - 8192], ymm0, 100
+; bytes: 62 f3 7d 28 19 82 00 e0 ff ff 64
 ; form: vextractf32x4_xm_y_imm8_evex
-{evex} vextractf32x4 xmmword ptr [r8 + rsi + 127], ymm16, 200
-; bytes: 62 c3 7d 28 19 84 30 7f 00 00 00 c8
+{evex} vextractf32x4 xmmword ptr [rip + bar], ymm16, 200
+; bytes: 62 e3 7d 28 19 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vinsertf32x4_y_y_xm_imm8_evex
 {evex} vinsertf32x4 ymm0, ymm1, xmm2, 1
 ; bytes: 62 f3 75 28 18 c2 01
@@ -1013,15 +1016,14 @@
 {evex} vinsertf32x4 ymm29, ymm8, xmm18, 255
 ; bytes: 62 23 3d 28 18 ea ff
 ; form: vinsertf32x4_y_y_xm_imm8_evex
-{evex} vinsertf32x4 ymm16, ymm17, xmmword ptr [rsp + 4*r11 + 4096], 0
-; bytes: 62 a3 75 20 18 84 9c 00 10 00 00 00
+{evex} vinsertf32x4 ymm16, ymm17, xmmword ptr [rdi], 0
+; bytes: 62 e3 75 20 18 07 00
 ; form: vinsertf32x4_y_y_xm_imm8_evex
-{evex} vinsertf32x4 ymm0, ymm1, xmmword ptr [rdx - 8192], 100
-; bytes: 62 f3 75 28 18 82 00 e0 ff ff 64
+{evex} vinsertf32x4 ymm0, ymm1, xmmword ptr [rsp + 8], 100
+; bytes: 62 f3 75 28 18 84 24 08 00 00 00 64
 ; form: vinsertf32x4_y_y_xm_imm8_evex
-{evex} vinsertf32x4 ymm16, ymm17, xmmword ptr [rip + bar], 200
-; bytes: 62 e3 75 20 18 05 00 00 00 00 c8
-; fixup: 6 pc32 bar -5
+{evex} vinsertf32x4 ymm16, ymm17, xmmword ptr [rbp], 200
+; bytes: 62 e3 75 20 18 45 00 c8
 ; form: vextracti32x4_xm_y_imm8_evex
 {evex} vextracti32x4 xmm0, ymm1, 1
 ; bytes: 62 f3 7d 28 39 c8 01
@@ -1035,14 +1037,14 @@
 {evex} vextracti32x4 xmm29, ymm8, 255
 ; bytes: 62 13 7d 28 39 c5 ff
 ; form: vextracti32x4_xm_y_imm8_evex
-{evex} vextracti32x4 xmmword ptr [rdi], ymm16, 0
-; bytes: 62 e3 7d 28 39 07 00
+{evex} vextracti32x4 xmmword ptr [r13 - 300], ymm16, 0
+; bytes: 62 c3 7d 28 39 85 d4 fe ff ff 00
 ; form: vextracti32x4_xm_y_imm8_evex
-{evex} vextracti32x4 xmmword ptr [rsp + 8], ymm0, 100
-; bytes: 62 f3 7d 28 39 84 24 08 00 00 00 64
+{evex} vextracti32x4 xmmword ptr [rdi + 4*rax + 8], ymm0, 100
+; bytes: 62 f3 7d 28 39 84 87 08 00 00 00 64
 ; form: vextracti32x4_xm_y_imm8_evex
-{evex} vextracti32x4 xmmword ptr [rbp], ymm16, 200
-; bytes: 62 e3 7d 28 39 45 00 c8
+{evex} vextracti32x4 xmmword ptr [r12 + 8*r15 - 128], ymm16, 200
+; bytes: 62 83 7d 28 39 44 fc f8 c8
 ; form: vinserti32x4_y_y_xm_imm8_evex
 {evex} vinserti32x4 ymm0, ymm1, xmm2, 1
 ; bytes: 62 f3 75 28 38 c2 01
@@ -1056,14 +1058,15 @@
 {evex} vinserti32x4 ymm29, ymm8, xmm18, 255
 ; bytes: 62 23 3d 28 38 ea ff
 ; form: vinserti32x4_y_y_xm_imm8_evex
-{evex} vinserti32x4 ymm16, ymm17, xmmword ptr [r13 - 300], 0
-; bytes: 62 c3 75 20 38 85 d4 fe ff ff 00
+{evex} vinserti32x4 ymm16, ymm17, xmmword ptr [rbx + 2*r9 + 1000], 0
+; bytes: 62 a3 75 20 38 84 4b e8 03 00 00 00
 ; form: vinserti32x4_y_y_xm_imm8_evex
-{evex} vinserti32x4 ymm0, ymm1, xmmword ptr [rdi + 4*rax + 8], 100
-; bytes: 62 f3 75 28 38 84 87 08 00 00 00 64
+{evex} vinserti32x4 ymm0, ymm1, xmmword ptr [rip + foo + 16], 100
+; bytes: 62 f3 75 28 38 05 00 00 00 00 64
+; fixup: 6 pc32 foo 11
 ; form: vinserti32x4_y_y_xm_imm8_evex
-{evex} vinserti32x4 ymm16, ymm17, xmmword ptr [r12 + 8*r15 - 128], 200
-; bytes: 62 83 75 20 38 44 fc f8 c8
+{evex} vinserti32x4 ymm16, ymm17, xmmword ptr [8*rcx + 64], 200
+; bytes: 62 e3 75 20 38 04 cd 40 00 00 00 c8
 ; form: vpermq_y_ym_imm8_evex
 {evex} vpermq ymm0, ymm1, 1
 ; bytes: 62 f3 fd 28 00 c1 01
@@ -1077,15 +1080,14 @@
 {evex} vpermq ymm29, ymm8, 255
 ; bytes: 62 43 fd 28 00 e8 ff
 ; form: vpermq_y_ym_imm8_evex
-{evex} vpermq ymm16, ymmword ptr [rbx + 2*r9 + 1000], 0
-; bytes: 62 a3 fd 28 00 84 4b e8 03 00 00 00
+{evex} vpermq ymm16, ymmword ptr [r8 + rsi + 127], 0
+; bytes: 62 c3 fd 28 00 84 30 7f 00 00 00 00
 ; form: vpermq_y_ym_imm8_evex
-{evex} vpermq ymm0, ymmword ptr [rip + foo + 16], 100
-; bytes: 62 f3 fd 28 00 05 00 00 00 00 64
-; fixup: 6 pc32 foo 11
+{evex} vpermq ymm0, ymmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b3 fd 28 00 84 9c 00 10 00 00 64
 ; form: vpermq_y_ym_imm8_evex
-{evex} vpermq ymm16, ymmword ptr [8*rcx + 64], 200
-; bytes: 62 e3 fd 28 00 04 cd 40 00 00 00 c8
+{evex} vpermq ymm16, ymmword ptr [rdx - 8192], 200
+; bytes: 62 e3 fd 28 00 82 00 e0 ff ff c8
 ; form: vpermpd_y_ym_imm8_evex
 {evex} vpermpd ymm0, ymm1, 1
 ; bytes: 62 f3 fd 28 01 c1 01
@@ -1099,14 +1101,15 @@
 {evex} vpermpd ymm29, ymm8, 255
 ; bytes: 62 43 fd 28 01 e8 ff
 ; form: vpermpd_y_ym_imm8_evex
-{evex} vpermpd ymm16, ymmword ptr [r8 + rsi + 127], 0
-; bytes: 62 c3 fd 28 01 84 30 7f 00 00 00 00
+{evex} vpermpd ymm16, ymmword ptr [rip + bar], 0
+; bytes: 62 e3 fd 28 01 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vpermpd_y_ym_imm8_evex
-{evex} vpermpd ymm0, ymmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b3 fd 28 01 84 9c 00 10 00 00 64
+{evex} vpermpd ymm0, ymmword ptr [rdi], 100
+; bytes: 62 f3 fd 28 01 07 64
 ; form: vpermpd_y_ym_imm8_evex
-{evex} vpermpd ymm16, ymmword ptr [rdx - 8192], 200
-; bytes: 62 e3 fd 28 01 82 00 e0 ff ff c8
+{evex} vpermpd ymm16, ymmword ptr [rsp + 8], 200
+; bytes: 62 e3 fd 28 01 84 24 08 00 00 00 c8
 ; form: vpermd_y_y_ym_evex
 {evex} vpermd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 36 c2
@@ -1120,15 +1123,14 @@
 {evex} vpermd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 36 ea
 ; form: vpermd_y_y_ym_evex
-{evex} vpermd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e2 75 20 36 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpermd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 36 45 00
 ; form: vpermd_y_y_ym_evex
-{evex} vpermd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f2 75 28 36 07
+{evex} vpermd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d2 75 28 36 85 d4 fe ff ff
 ; form: vpermd_y_y_ym_evex
-{evex} vpermd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e2 75 20 36 84 24 08 00 00 00
+{evex} vpermd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 36 84 87 08 00 00 00
 ; form: vpermps_y_y_ym_evex
 {evex} vpermps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 16 c2
@@ -1142,14 +1144,15 @@
 {evex} vpermps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 16 ea
 ; form: vpermps_y_y_ym_evex
-{evex} vpermps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 16 45 00
+{evex} vpermps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 16 44 fc fc
 ; form: vpermps_y_y_ym_evex
-{evex} vpermps ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d2 75 28 16 85 d4 fe ff ff
+{evex} vpermps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 75 28 16 84 4b e8 03 00 00
 ; form: vpermps_y_y_ym_evex
-{evex} vpermps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 20 16 84 87 08 00 00 00
+{evex} vpermps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 16 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vunpcklps_x_x_xm_evex
 {evex} vunpcklps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 14 c2
@@ -1163,15 +1166,14 @@
 {evex} vunpcklps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 14 ea
 ; form: vunpcklps_x_x_xm_evex
-{evex} vunpcklps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 00 14 44 fc f8
+{evex} vunpcklps xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 00 14 04 cd 40 00 00 00
 ; form: vunpcklps_x_x_xm_evex
-{evex} vunpcklps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 74 08 14 84 4b e8 03 00 00
+{evex} vunpcklps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 74 08 14 84 30 7f 00 00 00
 ; form: vunpcklps_x_x_xm_evex
-{evex} vunpcklps xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 74 00 14 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vunpcklps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 74 00 14 84 9c 00 10 00 00
 ; form: vunpcklps_y_y_ym_evex
 {evex} vunpcklps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 14 c2
@@ -1185,14 +1187,15 @@
 {evex} vunpcklps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 14 ea
 ; form: vunpcklps_y_y_ym_evex
-{evex} vunpcklps ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 20 14 04 cd 40 00 00 00
+{evex} vunpcklps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 74 20 14 82 00 e0 ff ff
 ; form: vunpcklps_y_y_ym_evex
-{evex} vunpcklps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 74 28 14 84 30 7f 00 00 00
+{evex} vunpcklps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f1 74 28 14 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vunpcklps_y_y_ym_evex
-{evex} vunpcklps ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 20 14 84 9c 00 10 00 00
+{evex} vunpcklps ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 74 20 14 07
 ; form: vunpckhps_x_x_xm_evex
 {evex} vunpckhps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 15 c2
@@ -1206,15 +1209,14 @@
 {evex} vunpckhps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 15 ea
 ; form: vunpckhps_x_x_xm_evex
-{evex} vunpckhps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 00 15 82 00 e0 ff ff
+{evex} vunpckhps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 15 84 24 08 00 00 00
 ; form: vunpckhps_x_x_xm_evex
-{evex} vunpckhps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f1 74 08 15 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vunpckhps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f1 74 08 15 45 00
 ; form: vunpckhps_x_x_xm_evex
-{evex} vunpckhps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 74 00 15 07
+{evex} vunpckhps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 74 00 15 85 d4 fe ff ff
 ; form: vunpckhps_y_y_ym_evex
 {evex} vunpckhps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 15 c2
@@ -1228,14 +1230,14 @@
 {evex} vunpckhps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 15 ea
 ; form: vunpckhps_y_y_ym_evex
-{evex} vunpckhps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 74 20 15 84 24 08 00 00 00
+{evex} vunpckhps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 15 84 87 08 00 00 00
 ; form: vunpckhps_y_y_ym_evex
-{evex} vunpckhps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f1 74 28 15 45 00
+{evex} vunpckhps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 28 15 44 fc fc
 ; form: vunpckhps_y_y_ym_evex
-{evex} vunpckhps ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 74 20 15 85 d4 fe ff ff
+{evex} vunpckhps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 15 84 4b e8 03 00 00
 ; form: vunpcklpd_x_x_xm_evex
 {evex} vunpcklpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 14 c2
@@ -1249,14 +1251,15 @@
 {evex} vunpcklpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 14 ea
 ; form: vunpcklpd_x_x_xm_evex
-{evex} vunpcklpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 14 84 87 08 00 00 00
+{evex} vunpcklpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 14 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vunpcklpd_x_x_xm_evex
-{evex} vunpcklpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 08 14 44 fc f8
+{evex} vunpcklpd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 08 14 04 cd 40 00 00 00
 ; form: vunpcklpd_x_x_xm_evex
-{evex} vunpcklpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 14 84 4b e8 03 00 00
+{evex} vunpcklpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 14 84 30 7f 00 00 00
 ; form: vunpcklpd_y_y_ym_evex
 {evex} vunpcklpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 14 c2
@@ -1270,15 +1273,15 @@
 {evex} vunpcklpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 14 ea
 ; form: vunpcklpd_y_y_ym_evex
-{evex} vunpcklpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vunpcklpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 14 84 9c 00 10 00 00
+; form: vunpcklpd_y_y_ym_evex
+{evex} vunpcklpd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 28 14 82 00 e0 ff ff
+; form: vunpcklpd_y_y_ym_evex
+{evex} vunpcklpd ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e1 f5 20 14 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vunpcklpd_y_y_ym_evex
-{evex} vunpcklpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 28 14 04 cd 40 00 00 00
-; form: vunpcklpd_y_y_ym_evex
-{evex} vunpcklpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 14 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vunpckhpd_x_x_xm_evex
 {evex} vunpckhpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 15 c2
@@ -1292,15 +1295,14 @@
 {evex} vunpckhpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 15 ea
 ; form: vunpckhpd_x_x_xm_evex
-{evex} vunpckhpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 00 15 84 9c 00 10 00 00
+{evex} vunpckhpd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 f5 00 15 07
 ; form: vunpckhpd_x_x_xm_evex
-{evex} vunpckhpd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 f5 08 15 82 00 e0 ff ff
+{evex} vunpckhpd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 08 15 84 24 08 00 00 00
 ; form: vunpckhpd_x_x_xm_evex
-{evex} vunpckhpd xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 f5 00 15 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vunpckhpd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 f5 00 15 45 00
 ; form: vunpckhpd_y_y_ym_evex
 {evex} vunpckhpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 15 c2
@@ -1314,14 +1316,14 @@
 {evex} vunpckhpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 15 ea
 ; form: vunpckhpd_y_y_ym_evex
-{evex} vunpckhpd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 f5 20 15 07
+{evex} vunpckhpd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 f5 20 15 85 d4 fe ff ff
 ; form: vunpckhpd_y_y_ym_evex
-{evex} vunpckhpd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f1 f5 28 15 84 24 08 00 00 00
+{evex} vunpckhpd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 f5 28 15 84 87 08 00 00 00
 ; form: vunpckhpd_y_y_ym_evex
-{evex} vunpckhpd ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 f5 20 15 45 00
+{evex} vunpckhpd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 20 15 44 fc fc
 ; form: vmovddup_x_xm64_evex
 {evex} vmovddup xmm0, xmm1
 ; bytes: 62 f1 ff 08 12 c1
@@ -1335,14 +1337,15 @@
 {evex} vmovddup xmm29, xmm8
 ; bytes: 62 41 ff 08 12 e8
 ; form: vmovddup_x_xm64_evex
-{evex} vmovddup xmm16, qword ptr [r13 - 300]
-; bytes: 62 c1 ff 08 12 85 d4 fe ff ff
+{evex} vmovddup xmm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 ff 08 12 44 4b 7d
 ; form: vmovddup_x_xm64_evex
-{evex} vmovddup xmm0, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 ff 08 12 44 87 01
+{evex} vmovddup xmm0, qword ptr [rip + foo + 16]
+; bytes: 62 f1 ff 08 12 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmovddup_x_xm64_evex
-{evex} vmovddup xmm16, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 ff 08 12 44 fc f0
+{evex} vmovddup xmm16, qword ptr [8*rcx + 64]
+; bytes: 62 e1 ff 08 12 04 cd 40 00 00 00
 ; form: vmovddup_y_ym_evex
 {evex} vmovddup ymm0, ymm1
 ; bytes: 62 f1 ff 28 12 c1
@@ -1356,15 +1359,14 @@
 {evex} vmovddup ymm29, ymm8
 ; bytes: 62 41 ff 28 12 e8
 ; form: vmovddup_y_ym_evex
-{evex} vmovddup ymm16, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 ff 28 12 84 4b e8 03 00 00
+{evex} vmovddup ymm16, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 ff 28 12 84 30 7f 00 00 00
 ; form: vmovddup_y_ym_evex
-{evex} vmovddup ymm0, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 ff 28 12 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmovddup ymm0, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 ff 28 12 84 9c 00 10 00 00
 ; form: vmovddup_y_ym_evex
-{evex} vmovddup ymm16, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 ff 28 12 04 cd 40 00 00 00
+{evex} vmovddup ymm16, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 ff 28 12 82 00 e0 ff ff
 ; form: vshufps_x_x_xm_imm8_evex
 {evex} vshufps xmm0, xmm1, xmm2, 1
 ; bytes: 62 f1 74 08 c6 c2 01
@@ -1378,14 +1380,15 @@
 {evex} vshufps xmm29, xmm8, xmm18, 255
 ; bytes: 62 21 3c 08 c6 ea ff
 ; form: vshufps_x_x_xm_imm8_evex
-{evex} vshufps xmm16, xmm17, xmmword ptr [r8 + rsi + 127], 0
-; bytes: 62 c1 74 00 c6 84 30 7f 00 00 00 00
+{evex} vshufps xmm16, xmm17, xmmword ptr [rip + bar], 0
+; bytes: 62 e1 74 00 c6 05 00 00 00 00 00
+; fixup: 6 pc32 bar -5
 ; form: vshufps_x_x_xm_imm8_evex
-{evex} vshufps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096], 100
-; bytes: 62 b1 74 08 c6 84 9c 00 10 00 00 64
+{evex} vshufps xmm0, xmm1, xmmword ptr [rdi], 100
+; bytes: 62 f1 74 08 c6 07 64
 ; form: vshufps_x_x_xm_imm8_evex
-{evex} vshufps xmm16, xmm17, xmmword ptr [rdx - 8192], 200
-; bytes: 62 e1 74 00 c6 82 00 e0 ff ff c8
+{evex} vshufps xmm16, xmm17, xmmword ptr [rsp + 8], 200
+; bytes: 62 e1 74 00 c6 84 24 08 00 00 00 c8
 ; form: vshufps_y_y_ym_imm8_evex
 {evex} vshufps ymm0, ymm1, ymm2, 1
 ; bytes: 62 f1 74 28 c6 c2 01
@@ -1399,15 +1402,14 @@
 {evex} vshufps ymm29, ymm8, ymm18, 255
 ; bytes: 62 21 3c 28 c6 ea ff
 ; form: vshufps_y_y_ym_imm8_evex
-{evex} vshufps ymm16, ymm17, ymmword ptr [rip + bar], 0
-; bytes: 62 e1 74 20 c6 05 00 00 00 00 00
-; fixup: 6 pc32 bar -5
+{evex} vshufps ymm16, ymm17, ymmword ptr [rbp], 0
+; bytes: 62 e1 74 20 c6 45 00 00
 ; form: vshufps_y_y_ym_imm8_evex
-{evex} vshufps ymm0, ymm1, ymmword ptr [rdi], 100
-; bytes: 62 f1 74 28 c6 07 64
+{evex} vshufps ymm0, ymm1, ymmword ptr [r13 - 300], 100
+; bytes: 62 d1 74 28 c6 85 d4 fe ff ff 64
 ; form: vshufps_y_y_ym_imm8_evex
-{evex} vshufps ymm16, ymm17, ymmword ptr [rsp + 8], 200
-; bytes: 62 e1 74 20 c6 84 24 08 00 00 00 c8
+{evex} vshufps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 e1 74 20 c6 84 87 08 00 00 00 c8
 ; form: vpermilps_x_xm_imm8_evex
 {evex} vpermilps xmm0, xmm1, 1
 ; bytes: 62 f3 7d 08 04 c1 01
@@ -1421,14 +1423,15 @@
 {evex} vpermilps xmm29, xmm8, 255
 ; bytes: 62 43 7d 08 04 e8 ff
 ; form: vpermilps_x_xm_imm8_evex
-{evex} vpermilps xmm16, xmmword ptr [rbp], 0
-; bytes: 62 e3 7d 08 04 45 00 00
+{evex} vpermilps xmm16, xmmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 83 7d 08 04 44 fc f8 00
 ; form: vpermilps_x_xm_imm8_evex
-{evex} vpermilps xmm0, xmmword ptr [r13 - 300], 100
-; bytes: 62 d3 7d 08 04 85 d4 fe ff ff 64
+{evex} vpermilps xmm0, xmmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b3 7d 08 04 84 4b e8 03 00 00 64
 ; form: vpermilps_x_xm_imm8_evex
-{evex} vpermilps xmm16, xmmword ptr [rdi + 4*rax + 8], 200
-; bytes: 62 e3 7d 08 04 84 87 08 00 00 00 c8
+{evex} vpermilps xmm16, xmmword ptr [rip + foo + 16], 200
+; bytes: 62 e3 7d 08 04 05 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
 ; form: vpermilps_y_ym_imm8_evex
 {evex} vpermilps ymm0, ymm1, 1
 ; bytes: 62 f3 7d 28 04 c1 01
@@ -1442,24 +1445,24 @@
 {evex} vpermilps ymm29, ymm8, 255
 ; bytes: 62 43 7d 28 04 e8 ff
 ; form: vpermilps_y_ym_imm8_evex
-{evex} vpermilps ymm16, ymmword ptr [r12 + 8*r15 - 128], 0
-; bytes: 62 83 7d 28 04 44 fc fc 00
+{evex} vpermilps ymm16, ymmword ptr [8*rcx + 64], 0
+; bytes: 62 e3 7d 28 04 04 cd 40 00 00 00 00
 ; form: vpermilps_y_ym_imm8_evex
-{evex} vpermilps ymm0, ymmword ptr [rbx + 2*r9 + 1000], 100
-; bytes: 62 b3 7d 28 04 84 4b e8 03 00 00 64
+{evex} vpermilps ymm0, ymmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d3 7d 28 04 84 30 7f 00 00 00 64
 ; form: vpermilps_y_ym_imm8_evex
-{evex} vpermilps ymm16, ymmword ptr [rip + foo + 16], 200
-; bytes: 62 e3 7d 28 04 05 00 00 00 00 c8
-; fixup: 6 pc32 foo 11
+{evex} vpermilps ymm16, ymmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 a3 7d 28 04 84 9c 00 10 00 00 c8
 ; form: vbroadcastf32x4_y_m128_evex
-{evex} vbroadcastf32x4 ymm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 28 1a 04 cd 40 00 00 00
+{evex} vbroadcastf32x4 ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 1a 82 00 e0 ff ff
 ; form: vbroadcastf32x4_y_m128_evex
-{evex} vbroadcastf32x4 ymm0, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 7d 28 1a 84 30 7f 00 00 00
+{evex} vbroadcastf32x4 ymm0, xmmword ptr [rip + bar]
+; bytes: 62 f2 7d 28 1a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vbroadcastf32x4_y_m128_evex
-{evex} vbroadcastf32x4 ymm16, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 28 1a 84 9c 00 10 00 00
+{evex} vbroadcastf32x4 ymm16, xmmword ptr [rdi]
+; bytes: 62 e2 7d 28 1a 07
 ; form: vshufpd_x_x_xm_imm8_evex
 {evex} vshufpd xmm0, xmm1, xmm2, 1
 ; bytes: 62 f1 f5 08 c6 c2 01
@@ -1473,15 +1476,14 @@
 {evex} vshufpd xmm29, xmm8, xmm18, 255
 ; bytes: 62 21 bd 08 c6 ea ff
 ; form: vshufpd_x_x_xm_imm8_evex
-{evex} vshufpd xmm16, xmm17, xmmword ptr [rdx - 8192], 0
-; bytes: 62 e1 f5 00 c6 82 00 e0 ff ff 00
+{evex} vshufpd xmm16, xmm17, xmmword ptr [rsp + 8], 0
+; bytes: 62 e1 f5 00 c6 84 24 08 00 00 00 00
 ; form: vshufpd_x_x_xm_imm8_evex
-{evex} vshufpd xmm0, xmm1, xmmword ptr [rip + bar], 100
-; bytes: 62 f1 f5 08 c6 05 00 00 00 00 64
-; fixup: 6 pc32 bar -5
+{evex} vshufpd xmm0, xmm1, xmmword ptr [rbp], 100
+; bytes: 62 f1 f5 08 c6 45 00 64
 ; form: vshufpd_x_x_xm_imm8_evex
-{evex} vshufpd xmm16, xmm17, xmmword ptr [rdi], 200
-; bytes: 62 e1 f5 00 c6 07 c8
+{evex} vshufpd xmm16, xmm17, xmmword ptr [r13 - 300], 200
+; bytes: 62 c1 f5 00 c6 85 d4 fe ff ff c8
 ; form: vshufpd_y_y_ym_imm8_evex
 {evex} vshufpd ymm0, ymm1, ymm2, 1
 ; bytes: 62 f1 f5 28 c6 c2 01
@@ -1495,14 +1497,14 @@
 {evex} vshufpd ymm29, ymm8, ymm18, 255
 ; bytes: 62 21 bd 28 c6 ea ff
 ; form: vshufpd_y_y_ym_imm8_evex
-{evex} vshufpd ymm16, ymm17, ymmword ptr [rsp + 8], 0
-; bytes: 62 e1 f5 20 c6 84 24 08 00 00 00 00
+{evex} vshufpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 e1 f5 20 c6 84 87 08 00 00 00 00
 ; form: vshufpd_y_y_ym_imm8_evex
-{evex} vshufpd ymm0, ymm1, ymmword ptr [rbp], 100
-; bytes: 62 f1 f5 28 c6 45 00 64
+{evex} vshufpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 91 f5 28 c6 44 fc fc 64
 ; form: vshufpd_y_y_ym_imm8_evex
-{evex} vshufpd ymm16, ymm17, ymmword ptr [r13 - 300], 200
-; bytes: 62 c1 f5 20 c6 85 d4 fe ff ff c8
+{evex} vshufpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 a1 f5 20 c6 84 4b e8 03 00 00 c8
 ; form: vpshufd_x_xm_imm8_evex
 {evex} vpshufd xmm0, xmm1, 1
 ; bytes: 62 f1 7d 08 70 c1 01
@@ -1516,14 +1518,15 @@
 {evex} vpshufd xmm29, xmm8, 255
 ; bytes: 62 41 7d 08 70 e8 ff
 ; form: vpshufd_x_xm_imm8_evex
-{evex} vpshufd xmm16, xmmword ptr [rdi + 4*rax + 8], 0
-; bytes: 62 e1 7d 08 70 84 87 08 00 00 00 00
+{evex} vpshufd xmm16, xmmword ptr [rip + foo + 16], 0
+; bytes: 62 e1 7d 08 70 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vpshufd_x_xm_imm8_evex
-{evex} vpshufd xmm0, xmmword ptr [r12 + 8*r15 - 128], 100
-; bytes: 62 91 7d 08 70 44 fc f8 64
+{evex} vpshufd xmm0, xmmword ptr [8*rcx + 64], 100
+; bytes: 62 f1 7d 08 70 04 cd 40 00 00 00 64
 ; form: vpshufd_x_xm_imm8_evex
-{evex} vpshufd xmm16, xmmword ptr [rbx + 2*r9 + 1000], 200
-; bytes: 62 a1 7d 08 70 84 4b e8 03 00 00 c8
+{evex} vpshufd xmm16, xmmword ptr [r8 + rsi + 127], 200
+; bytes: 62 c1 7d 08 70 84 30 7f 00 00 00 c8
 ; form: vpshufd_y_ym_imm8_evex
 {evex} vpshufd ymm0, ymm1, 1
 ; bytes: 62 f1 7d 28 70 c1 01
@@ -1537,15 +1540,15 @@
 {evex} vpshufd ymm29, ymm8, 255
 ; bytes: 62 41 7d 28 70 e8 ff
 ; form: vpshufd_y_ym_imm8_evex
-{evex} vpshufd ymm16, ymmword ptr [rip + foo + 16], 0
-; bytes: 62 e1 7d 28 70 05 00 00 00 00 00
-; fixup: 6 pc32 foo 11
+{evex} vpshufd ymm16, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 a1 7d 28 70 84 9c 00 10 00 00 00
 ; form: vpshufd_y_ym_imm8_evex
-{evex} vpshufd ymm0, ymmword ptr [8*rcx + 64], 100
-; bytes: 62 f1 7d 28 70 04 cd 40 00 00 00 64
+{evex} vpshufd ymm0, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f1 7d 28 70 82 00 e0 ff ff 64
 ; form: vpshufd_y_ym_imm8_evex
-{evex} vpshufd ymm16, ymmword ptr [r8 + rsi + 127], 200
-; bytes: 62 c1 7d 28 70 84 30 7f 00 00 00 c8
+{evex} vpshufd ymm16, ymmword ptr [rip + bar], 200
+; bytes: 62 e1 7d 28 70 05 00 00 00 00 c8
+; fixup: 6 pc32 bar -5
 ; form: vpshufb_x_x_xm_evex
 {evex} vpshufb xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 00 c2
@@ -1559,15 +1562,14 @@
 {evex} vpshufb xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 00 ea
 ; form: vpshufb_x_x_xm_evex
-{evex} vpshufb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 00 84 9c 00 10 00 00
+{evex} vpshufb xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 00 07
 ; form: vpshufb_x_x_xm_evex
-{evex} vpshufb xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f2 75 08 00 82 00 e0 ff ff
+{evex} vpshufb xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f2 75 08 00 84 24 08 00 00 00
 ; form: vpshufb_x_x_xm_evex
-{evex} vpshufb xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 00 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpshufb xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 00 45 00
 ; form: vpshufb_y_y_ym_evex
 {evex} vpshufb ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 00 c2
@@ -1581,14 +1583,14 @@
 {evex} vpshufb ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 00 ea
 ; form: vpshufb_y_y_ym_evex
-{evex} vpshufb ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 00 07
+{evex} vpshufb ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 00 85 d4 fe ff ff
 ; form: vpshufb_y_y_ym_evex
-{evex} vpshufb ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f2 75 28 00 84 24 08 00 00 00
+{evex} vpshufb ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 28 00 84 87 08 00 00 00
 ; form: vpshufb_y_y_ym_evex
-{evex} vpshufb ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 00 45 00
+{evex} vpshufb ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 00 44 fc fc
 ; form: vaddss_x_x_xm32_evex
 {evex} vaddss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 58 c2
@@ -1602,14 +1604,15 @@
 {evex} vaddss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 58 ea
 ; form: vaddss_x_x_xm32_evex
-{evex} vaddss xmm16, xmm17, dword ptr [r13 - 300]
-; bytes: 62 c1 76 00 58 45 b5
+{evex} vaddss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 76 00 58 84 4b e8 03 00 00
 ; form: vaddss_x_x_xm32_evex
-{evex} vaddss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 76 08 58 44 87 02
+{evex} vaddss xmm0, xmm1, dword ptr [rip + foo + 16]
+; bytes: 62 f1 76 08 58 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vaddss_x_x_xm32_evex
-{evex} vaddss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 76 00 58 44 fc e0
+{evex} vaddss xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e1 76 00 58 04 cd 40 00 00 00
 ; form: vaddsd_x_x_xm64_evex
 {evex} vaddsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 58 c2
@@ -1623,15 +1626,14 @@
 {evex} vaddsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 58 ea
 ; form: vaddsd_x_x_xm64_evex
-{evex} vaddsd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f7 00 58 44 4b 7d
+{evex} vaddsd xmm16, xmm17, qword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f7 00 58 84 30 7f 00 00 00
 ; form: vaddsd_x_x_xm64_evex
-{evex} vaddsd xmm0, xmm1, qword ptr [rip + foo + 16]
-; bytes: 62 f1 f7 08 58 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vaddsd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 f7 08 58 84 9c 00 10 00 00
 ; form: vaddsd_x_x_xm64_evex
-{evex} vaddsd xmm16, xmm17, qword ptr [8*rcx + 64]
-; bytes: 62 e1 f7 00 58 04 cd 40 00 00 00
+{evex} vaddsd xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f7 00 58 82 00 e0 ff ff
 ; form: vaddps_x_x_xm_evex
 {evex} vaddps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 58 c2
@@ -1645,14 +1647,15 @@
 {evex} vaddps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 58 ea
 ; form: vaddps_x_x_xm_evex
-{evex} vaddps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 00 58 84 30 7f 00 00 00
+{evex} vaddps xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 74 00 58 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vaddps_x_x_xm_evex
-{evex} vaddps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 74 08 58 84 9c 00 10 00 00
+{evex} vaddps xmm0, xmm1, xmmword ptr [rdi]
+; bytes: 62 f1 74 08 58 07
 ; form: vaddps_x_x_xm_evex
-{evex} vaddps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 00 58 82 00 e0 ff ff
+{evex} vaddps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 58 84 24 08 00 00 00
 ; form: vaddps_y_y_ym_evex
 {evex} vaddps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 58 c2
@@ -1666,15 +1669,14 @@
 {evex} vaddps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 58 ea
 ; form: vaddps_y_y_ym_evex
-{evex} vaddps ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 74 20 58 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vaddps ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 74 20 58 45 00
 ; form: vaddps_y_y_ym_evex
-{evex} vaddps ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f1 74 28 58 07
+{evex} vaddps ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d1 74 28 58 85 d4 fe ff ff
 ; form: vaddps_y_y_ym_evex
-{evex} vaddps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 74 20 58 84 24 08 00 00 00
+{evex} vaddps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 58 84 87 08 00 00 00
 ; form: vaddpd_x_x_xm_evex
 {evex} vaddpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 58 c2
@@ -1688,14 +1690,15 @@
 {evex} vaddpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 58 ea
 ; form: vaddpd_x_x_xm_evex
-{evex} vaddpd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 f5 00 58 45 00
+{evex} vaddpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 58 44 fc f8
 ; form: vaddpd_x_x_xm_evex
-{evex} vaddpd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: 62 d1 f5 08 58 85 d4 fe ff ff
+{evex} vaddpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f5 08 58 84 4b e8 03 00 00
 ; form: vaddpd_x_x_xm_evex
-{evex} vaddpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 58 84 87 08 00 00 00
+{evex} vaddpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 58 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vaddpd_y_y_ym_evex
 {evex} vaddpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 58 c2
@@ -1709,15 +1712,14 @@
 {evex} vaddpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 58 ea
 ; form: vaddpd_y_y_ym_evex
-{evex} vaddpd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 20 58 44 fc fc
+{evex} vaddpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 58 04 cd 40 00 00 00
 ; form: vaddpd_y_y_ym_evex
-{evex} vaddpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 28 58 84 4b e8 03 00 00
+{evex} vaddpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f5 28 58 84 30 7f 00 00 00
 ; form: vaddpd_y_y_ym_evex
-{evex} vaddpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 20 58 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vaddpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 58 84 9c 00 10 00 00
 ; form: vmulss_x_x_xm32_evex
 {evex} vmulss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 59 c2
@@ -1731,14 +1733,15 @@
 {evex} vmulss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 59 ea
 ; form: vmulss_x_x_xm32_evex
-{evex} vmulss xmm16, xmm17, dword ptr [8*rcx + 64]
-; bytes: 62 e1 76 00 59 04 cd 40 00 00 00
+{evex} vmulss xmm16, xmm17, dword ptr [rdx - 8192]
+; bytes: 62 e1 76 00 59 82 00 e0 ff ff
 ; form: vmulss_x_x_xm32_evex
-{evex} vmulss xmm0, xmm1, dword ptr [r8 + rsi + 127]
-; bytes: 62 d1 76 08 59 84 30 7f 00 00 00
+{evex} vmulss xmm0, xmm1, dword ptr [rip + bar]
+; bytes: 62 f1 76 08 59 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmulss_x_x_xm32_evex
-{evex} vmulss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 76 00 59 84 9c 00 10 00 00
+{evex} vmulss xmm16, xmm17, dword ptr [rdi]
+; bytes: 62 e1 76 00 59 07
 ; form: vmulsd_x_x_xm64_evex
 {evex} vmulsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 59 c2
@@ -1752,15 +1755,14 @@
 {evex} vmulsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 59 ea
 ; form: vmulsd_x_x_xm64_evex
-{evex} vmulsd xmm16, xmm17, qword ptr [rdx - 8192]
-; bytes: 62 e1 f7 00 59 82 00 e0 ff ff
+{evex} vmulsd xmm16, xmm17, qword ptr [rsp + 8]
+; bytes: 62 e1 f7 00 59 44 24 01
 ; form: vmulsd_x_x_xm64_evex
-{evex} vmulsd xmm0, xmm1, qword ptr [rip + bar]
-; bytes: 62 f1 f7 08 59 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmulsd xmm0, xmm1, qword ptr [rbp]
+; bytes: 62 f1 f7 08 59 45 00
 ; form: vmulsd_x_x_xm64_evex
-{evex} vmulsd xmm16, xmm17, qword ptr [rdi]
-; bytes: 62 e1 f7 00 59 07
+{evex} vmulsd xmm16, xmm17, qword ptr [r13 - 300]
+; bytes: 62 c1 f7 00 59 85 d4 fe ff ff
 ; form: vmulps_x_x_xm_evex
 {evex} vmulps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 59 c2
@@ -1774,14 +1776,14 @@
 {evex} vmulps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 59 ea
 ; form: vmulps_x_x_xm_evex
-{evex} vmulps xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 74 00 59 84 24 08 00 00 00
+{evex} vmulps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 00 59 84 87 08 00 00 00
 ; form: vmulps_x_x_xm_evex
-{evex} vmulps xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f1 74 08 59 45 00
+{evex} vmulps xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 08 59 44 fc f8
 ; form: vmulps_x_x_xm_evex
-{evex} vmulps xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 74 00 59 85 d4 fe ff ff
+{evex} vmulps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 00 59 84 4b e8 03 00 00
 ; form: vmulps_y_y_ym_evex
 {evex} vmulps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 59 c2
@@ -1795,14 +1797,15 @@
 {evex} vmulps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 59 ea
 ; form: vmulps_y_y_ym_evex
-{evex} vmulps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 20 59 84 87 08 00 00 00
+{evex} vmulps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 20 59 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmulps_y_y_ym_evex
-{evex} vmulps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 74 28 59 44 fc fc
+{evex} vmulps ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 74 28 59 04 cd 40 00 00 00
 ; form: vmulps_y_y_ym_evex
-{evex} vmulps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 20 59 84 4b e8 03 00 00
+{evex} vmulps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 20 59 84 30 7f 00 00 00
 ; form: vmulpd_x_x_xm_evex
 {evex} vmulpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 59 c2
@@ -1816,15 +1819,15 @@
 {evex} vmulpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 59 ea
 ; form: vmulpd_x_x_xm_evex
-{evex} vmulpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+{evex} vmulpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 59 84 9c 00 10 00 00
+; form: vmulpd_x_x_xm_evex
+{evex} vmulpd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 08 59 82 00 e0 ff ff
+; form: vmulpd_x_x_xm_evex
+{evex} vmulpd xmm16, xmm17, xmmword ptr [rip + bar]
 ; bytes: 62 e1 f5 00 59 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vmulpd_x_x_xm_evex
-{evex} vmulpd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 08 59 04 cd 40 00 00 00
-; form: vmulpd_x_x_xm_evex
-{evex} vmulpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 00 59 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmulpd_y_y_ym_evex
 {evex} vmulpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 59 c2
@@ -1838,15 +1841,14 @@
 {evex} vmulpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 59 ea
 ; form: vmulpd_y_y_ym_evex
-{evex} vmulpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 20 59 84 9c 00 10 00 00
+{evex} vmulpd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 f5 20 59 07
 ; form: vmulpd_y_y_ym_evex
-{evex} vmulpd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: 62 f1 f5 28 59 82 00 e0 ff ff
+{evex} vmulpd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: 62 f1 f5 28 59 84 24 08 00 00 00
 ; form: vmulpd_y_y_ym_evex
-{evex} vmulpd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 f5 20 59 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmulpd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 f5 20 59 45 00
 ; form: vsubss_x_x_xm32_evex
 {evex} vsubss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 5c c2
@@ -1860,14 +1862,14 @@
 {evex} vsubss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5c ea
 ; form: vsubss_x_x_xm32_evex
-{evex} vsubss xmm16, xmm17, dword ptr [rdi]
-; bytes: 62 e1 76 00 5c 07
+{evex} vsubss xmm16, xmm17, dword ptr [r13 - 300]
+; bytes: 62 c1 76 00 5c 45 b5
 ; form: vsubss_x_x_xm32_evex
-{evex} vsubss xmm0, xmm1, dword ptr [rsp + 8]
-; bytes: 62 f1 76 08 5c 44 24 02
+{evex} vsubss xmm0, xmm1, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 76 08 5c 44 87 02
 ; form: vsubss_x_x_xm32_evex
-{evex} vsubss xmm16, xmm17, dword ptr [rbp]
-; bytes: 62 e1 76 00 5c 45 00
+{evex} vsubss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 76 00 5c 44 fc e0
 ; form: vsubsd_x_x_xm64_evex
 {evex} vsubsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 5c c2
@@ -1881,14 +1883,15 @@
 {evex} vsubsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5c ea
 ; form: vsubsd_x_x_xm64_evex
-{evex} vsubsd xmm16, xmm17, qword ptr [r13 - 300]
-; bytes: 62 c1 f7 00 5c 85 d4 fe ff ff
+{evex} vsubsd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f7 00 5c 44 4b 7d
 ; form: vsubsd_x_x_xm64_evex
-{evex} vsubsd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 f7 08 5c 44 87 01
+{evex} vsubsd xmm0, xmm1, qword ptr [rip + foo + 16]
+; bytes: 62 f1 f7 08 5c 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vsubsd_x_x_xm64_evex
-{evex} vsubsd xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f7 00 5c 44 fc f0
+{evex} vsubsd xmm16, xmm17, qword ptr [8*rcx + 64]
+; bytes: 62 e1 f7 00 5c 04 cd 40 00 00 00
 ; form: vsubps_x_x_xm_evex
 {evex} vsubps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 5c c2
@@ -1902,15 +1905,14 @@
 {evex} vsubps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5c ea
 ; form: vsubps_x_x_xm_evex
-{evex} vsubps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 00 5c 84 4b e8 03 00 00
+{evex} vsubps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 00 5c 84 30 7f 00 00 00
 ; form: vsubps_x_x_xm_evex
-{evex} vsubps xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 74 08 5c 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vsubps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 74 08 5c 84 9c 00 10 00 00
 ; form: vsubps_x_x_xm_evex
-{evex} vsubps xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 00 5c 04 cd 40 00 00 00
+{evex} vsubps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 00 5c 82 00 e0 ff ff
 ; form: vsubps_y_y_ym_evex
 {evex} vsubps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 5c c2
@@ -1924,14 +1926,15 @@
 {evex} vsubps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5c ea
 ; form: vsubps_y_y_ym_evex
-{evex} vsubps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 20 5c 84 30 7f 00 00 00
+{evex} vsubps ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 74 20 5c 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vsubps_y_y_ym_evex
-{evex} vsubps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 74 28 5c 84 9c 00 10 00 00
+{evex} vsubps ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f1 74 28 5c 07
 ; form: vsubps_y_y_ym_evex
-{evex} vsubps ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 74 20 5c 82 00 e0 ff ff
+{evex} vsubps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 74 20 5c 84 24 08 00 00 00
 ; form: vsubpd_x_x_xm_evex
 {evex} vsubpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 5c c2
@@ -1945,15 +1948,14 @@
 {evex} vsubpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5c ea
 ; form: vsubpd_x_x_xm_evex
-{evex} vsubpd xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 f5 00 5c 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vsubpd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 f5 00 5c 45 00
 ; form: vsubpd_x_x_xm_evex
-{evex} vsubpd xmm0, xmm1, xmmword ptr [rdi]
-; bytes: 62 f1 f5 08 5c 07
+{evex} vsubpd xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d1 f5 08 5c 85 d4 fe ff ff
 ; form: vsubpd_x_x_xm_evex
-{evex} vsubpd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 00 5c 84 24 08 00 00 00
+{evex} vsubpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 00 5c 84 87 08 00 00 00
 ; form: vsubpd_y_y_ym_evex
 {evex} vsubpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 5c c2
@@ -1967,14 +1969,15 @@
 {evex} vsubpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5c ea
 ; form: vsubpd_y_y_ym_evex
-{evex} vsubpd ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 f5 20 5c 45 00
+{evex} vsubpd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 20 5c 44 fc fc
 ; form: vsubpd_y_y_ym_evex
-{evex} vsubpd ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d1 f5 28 5c 85 d4 fe ff ff
+{evex} vsubpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f5 28 5c 84 4b e8 03 00 00
 ; form: vsubpd_y_y_ym_evex
-{evex} vsubpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 20 5c 84 87 08 00 00 00
+{evex} vsubpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 5c 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vminss_x_x_xm32_evex
 {evex} vminss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 5d c2
@@ -1988,15 +1991,14 @@
 {evex} vminss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5d ea
 ; form: vminss_x_x_xm32_evex
-{evex} vminss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 76 00 5d 44 fc e0
+{evex} vminss xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e1 76 00 5d 04 cd 40 00 00 00
 ; form: vminss_x_x_xm32_evex
-{evex} vminss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 76 08 5d 84 4b e8 03 00 00
+{evex} vminss xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: 62 d1 76 08 5d 84 30 7f 00 00 00
 ; form: vminss_x_x_xm32_evex
-{evex} vminss xmm16, xmm17, dword ptr [rip + foo + 16]
-; bytes: 62 e1 76 00 5d 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vminss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 5d 84 9c 00 10 00 00
 ; form: vminsd_x_x_xm64_evex
 {evex} vminsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 5d c2
@@ -2010,14 +2012,15 @@
 {evex} vminsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5d ea
 ; form: vminsd_x_x_xm64_evex
-{evex} vminsd xmm16, xmm17, qword ptr [8*rcx + 64]
-; bytes: 62 e1 f7 00 5d 04 cd 40 00 00 00
+{evex} vminsd xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f7 00 5d 82 00 e0 ff ff
 ; form: vminsd_x_x_xm64_evex
-{evex} vminsd xmm0, xmm1, qword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f7 08 5d 84 30 7f 00 00 00
+{evex} vminsd xmm0, xmm1, qword ptr [rip + bar]
+; bytes: 62 f1 f7 08 5d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vminsd_x_x_xm64_evex
-{evex} vminsd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f7 00 5d 84 9c 00 10 00 00
+{evex} vminsd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 5d 07
 ; form: vminps_x_x_xm_evex
 {evex} vminps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 5d c2
@@ -2031,15 +2034,14 @@
 {evex} vminps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5d ea
 ; form: vminps_x_x_xm_evex
-{evex} vminps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 00 5d 82 00 e0 ff ff
+{evex} vminps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 5d 84 24 08 00 00 00
 ; form: vminps_x_x_xm_evex
-{evex} vminps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f1 74 08 5d 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vminps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f1 74 08 5d 45 00
 ; form: vminps_x_x_xm_evex
-{evex} vminps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 74 00 5d 07
+{evex} vminps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 74 00 5d 85 d4 fe ff ff
 ; form: vminps_y_y_ym_evex
 {evex} vminps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 5d c2
@@ -2053,14 +2055,14 @@
 {evex} vminps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5d ea
 ; form: vminps_y_y_ym_evex
-{evex} vminps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 74 20 5d 84 24 08 00 00 00
+{evex} vminps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 5d 84 87 08 00 00 00
 ; form: vminps_y_y_ym_evex
-{evex} vminps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f1 74 28 5d 45 00
+{evex} vminps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 28 5d 44 fc fc
 ; form: vminps_y_y_ym_evex
-{evex} vminps ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 74 20 5d 85 d4 fe ff ff
+{evex} vminps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 5d 84 4b e8 03 00 00
 ; form: vminpd_x_x_xm_evex
 {evex} vminpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 5d c2
@@ -2074,14 +2076,15 @@
 {evex} vminpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5d ea
 ; form: vminpd_x_x_xm_evex
-{evex} vminpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 5d 84 87 08 00 00 00
+{evex} vminpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 5d 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vminpd_x_x_xm_evex
-{evex} vminpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 08 5d 44 fc f8
+{evex} vminpd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 08 5d 04 cd 40 00 00 00
 ; form: vminpd_x_x_xm_evex
-{evex} vminpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 5d 84 4b e8 03 00 00
+{evex} vminpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 5d 84 30 7f 00 00 00
 ; form: vminpd_y_y_ym_evex
 {evex} vminpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 5d c2
@@ -2095,15 +2098,15 @@
 {evex} vminpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5d ea
 ; form: vminpd_y_y_ym_evex
-{evex} vminpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vminpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 5d 84 9c 00 10 00 00
+; form: vminpd_y_y_ym_evex
+{evex} vminpd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 28 5d 82 00 e0 ff ff
+; form: vminpd_y_y_ym_evex
+{evex} vminpd ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e1 f5 20 5d 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vminpd_y_y_ym_evex
-{evex} vminpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 28 5d 04 cd 40 00 00 00
-; form: vminpd_y_y_ym_evex
-{evex} vminpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 5d 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vdivss_x_x_xm32_evex
 {evex} vdivss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 5e c2
@@ -2117,15 +2120,14 @@
 {evex} vdivss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5e ea
 ; form: vdivss_x_x_xm32_evex
-{evex} vdivss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 76 00 5e 84 9c 00 10 00 00
+{evex} vdivss xmm16, xmm17, dword ptr [rdi]
+; bytes: 62 e1 76 00 5e 07
 ; form: vdivss_x_x_xm32_evex
-{evex} vdivss xmm0, xmm1, dword ptr [rdx - 8192]
-; bytes: 62 f1 76 08 5e 82 00 e0 ff ff
+{evex} vdivss xmm0, xmm1, dword ptr [rsp + 8]
+; bytes: 62 f1 76 08 5e 44 24 02
 ; form: vdivss_x_x_xm32_evex
-{evex} vdivss xmm16, xmm17, dword ptr [rip + bar]
-; bytes: 62 e1 76 00 5e 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vdivss xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e1 76 00 5e 45 00
 ; form: vdivsd_x_x_xm64_evex
 {evex} vdivsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 5e c2
@@ -2139,14 +2141,14 @@
 {evex} vdivsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5e ea
 ; form: vdivsd_x_x_xm64_evex
-{evex} vdivsd xmm16, xmm17, qword ptr [rdi]
-; bytes: 62 e1 f7 00 5e 07
+{evex} vdivsd xmm16, xmm17, qword ptr [r13 - 300]
+; bytes: 62 c1 f7 00 5e 85 d4 fe ff ff
 ; form: vdivsd_x_x_xm64_evex
-{evex} vdivsd xmm0, xmm1, qword ptr [rsp + 8]
-; bytes: 62 f1 f7 08 5e 44 24 01
+{evex} vdivsd xmm0, xmm1, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 f7 08 5e 44 87 01
 ; form: vdivsd_x_x_xm64_evex
-{evex} vdivsd xmm16, xmm17, qword ptr [rbp]
-; bytes: 62 e1 f7 00 5e 45 00
+{evex} vdivsd xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f7 00 5e 44 fc f0
 ; form: vdivps_x_x_xm_evex
 {evex} vdivps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 5e c2
@@ -2160,14 +2162,15 @@
 {evex} vdivps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5e ea
 ; form: vdivps_x_x_xm_evex
-{evex} vdivps xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 74 00 5e 85 d4 fe ff ff
+{evex} vdivps xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 00 5e 84 4b e8 03 00 00
 ; form: vdivps_x_x_xm_evex
-{evex} vdivps xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 74 08 5e 84 87 08 00 00 00
+{evex} vdivps xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 74 08 5e 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vdivps_x_x_xm_evex
-{evex} vdivps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 74 00 5e 44 fc f8
+{evex} vdivps xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 74 00 5e 04 cd 40 00 00 00
 ; form: vdivps_y_y_ym_evex
 {evex} vdivps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 5e c2
@@ -2181,15 +2184,14 @@
 {evex} vdivps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5e ea
 ; form: vdivps_y_y_ym_evex
-{evex} vdivps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 74 20 5e 84 4b e8 03 00 00
+{evex} vdivps ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 74 20 5e 84 30 7f 00 00 00
 ; form: vdivps_y_y_ym_evex
-{evex} vdivps ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 74 28 5e 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vdivps ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 74 28 5e 84 9c 00 10 00 00
 ; form: vdivps_y_y_ym_evex
-{evex} vdivps ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 20 5e 04 cd 40 00 00 00
+{evex} vdivps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 74 20 5e 82 00 e0 ff ff
 ; form: vdivpd_x_x_xm_evex
 {evex} vdivpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 5e c2
@@ -2203,14 +2205,15 @@
 {evex} vdivpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5e ea
 ; form: vdivpd_x_x_xm_evex
-{evex} vdivpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 00 5e 84 30 7f 00 00 00
+{evex} vdivpd xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 f5 00 5e 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vdivpd_x_x_xm_evex
-{evex} vdivpd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 f5 08 5e 84 9c 00 10 00 00
+{evex} vdivpd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: 62 f1 f5 08 5e 07
 ; form: vdivpd_x_x_xm_evex
-{evex} vdivpd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 00 5e 82 00 e0 ff ff
+{evex} vdivpd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 f5 00 5e 84 24 08 00 00 00
 ; form: vdivpd_y_y_ym_evex
 {evex} vdivpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 5e c2
@@ -2224,15 +2227,14 @@
 {evex} vdivpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5e ea
 ; form: vdivpd_y_y_ym_evex
-{evex} vdivpd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 f5 20 5e 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vdivpd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 f5 20 5e 45 00
 ; form: vdivpd_y_y_ym_evex
-{evex} vdivpd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f1 f5 28 5e 07
+{evex} vdivpd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d1 f5 28 5e 85 d4 fe ff ff
 ; form: vdivpd_y_y_ym_evex
-{evex} vdivpd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 f5 20 5e 84 24 08 00 00 00
+{evex} vdivpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 20 5e 84 87 08 00 00 00
 ; form: vmaxss_x_x_xm32_evex
 {evex} vmaxss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 5f c2
@@ -2246,14 +2248,15 @@
 {evex} vmaxss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5f ea
 ; form: vmaxss_x_x_xm32_evex
-{evex} vmaxss xmm16, xmm17, dword ptr [rbp]
-; bytes: 62 e1 76 00 5f 45 00
+{evex} vmaxss xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 76 00 5f 44 fc e0
 ; form: vmaxss_x_x_xm32_evex
-{evex} vmaxss xmm0, xmm1, dword ptr [r13 - 300]
-; bytes: 62 d1 76 08 5f 45 b5
+{evex} vmaxss xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 76 08 5f 84 4b e8 03 00 00
 ; form: vmaxss_x_x_xm32_evex
-{evex} vmaxss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 76 00 5f 44 87 02
+{evex} vmaxss xmm16, xmm17, dword ptr [rip + foo + 16]
+; bytes: 62 e1 76 00 5f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmaxsd_x_x_xm64_evex
 {evex} vmaxsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 5f c2
@@ -2267,15 +2270,14 @@
 {evex} vmaxsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5f ea
 ; form: vmaxsd_x_x_xm64_evex
-{evex} vmaxsd xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f7 00 5f 44 fc f0
+{evex} vmaxsd xmm16, xmm17, qword ptr [8*rcx + 64]
+; bytes: 62 e1 f7 00 5f 04 cd 40 00 00 00
 ; form: vmaxsd_x_x_xm64_evex
-{evex} vmaxsd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f7 08 5f 44 4b 7d
+{evex} vmaxsd xmm0, xmm1, qword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f7 08 5f 84 30 7f 00 00 00
 ; form: vmaxsd_x_x_xm64_evex
-{evex} vmaxsd xmm16, xmm17, qword ptr [rip + foo + 16]
-; bytes: 62 e1 f7 00 5f 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vmaxsd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f7 00 5f 84 9c 00 10 00 00
 ; form: vmaxps_x_x_xm_evex
 {evex} vmaxps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 5f c2
@@ -2289,14 +2291,15 @@
 {evex} vmaxps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 5f ea
 ; form: vmaxps_x_x_xm_evex
-{evex} vmaxps xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 74 00 5f 04 cd 40 00 00 00
+{evex} vmaxps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 74 00 5f 82 00 e0 ff ff
 ; form: vmaxps_x_x_xm_evex
-{evex} vmaxps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 74 08 5f 84 30 7f 00 00 00
+{evex} vmaxps xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: 62 f1 74 08 5f 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vmaxps_x_x_xm_evex
-{evex} vmaxps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 00 5f 84 9c 00 10 00 00
+{evex} vmaxps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 74 00 5f 07
 ; form: vmaxps_y_y_ym_evex
 {evex} vmaxps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 5f c2
@@ -2310,15 +2313,14 @@
 {evex} vmaxps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 5f ea
 ; form: vmaxps_y_y_ym_evex
-{evex} vmaxps ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 74 20 5f 82 00 e0 ff ff
+{evex} vmaxps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 74 20 5f 84 24 08 00 00 00
 ; form: vmaxps_y_y_ym_evex
-{evex} vmaxps ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: 62 f1 74 28 5f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vmaxps ymm0, ymm1, ymmword ptr [rbp]
+; bytes: 62 f1 74 28 5f 45 00
 ; form: vmaxps_y_y_ym_evex
-{evex} vmaxps ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 74 20 5f 07
+{evex} vmaxps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 74 20 5f 85 d4 fe ff ff
 ; form: vmaxpd_x_x_xm_evex
 {evex} vmaxpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 5f c2
@@ -2332,14 +2334,14 @@
 {evex} vmaxpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 5f ea
 ; form: vmaxpd_x_x_xm_evex
-{evex} vmaxpd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 00 5f 84 24 08 00 00 00
+{evex} vmaxpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 00 5f 84 87 08 00 00 00
 ; form: vmaxpd_x_x_xm_evex
-{evex} vmaxpd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f1 f5 08 5f 45 00
+{evex} vmaxpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 f5 08 5f 44 fc f8
 ; form: vmaxpd_x_x_xm_evex
-{evex} vmaxpd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 00 5f 85 d4 fe ff ff
+{evex} vmaxpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 5f 84 4b e8 03 00 00
 ; form: vmaxpd_y_y_ym_evex
 {evex} vmaxpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 5f c2
@@ -2353,14 +2355,15 @@
 {evex} vmaxpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 5f ea
 ; form: vmaxpd_y_y_ym_evex
-{evex} vmaxpd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 20 5f 84 87 08 00 00 00
+{evex} vmaxpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 5f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vmaxpd_y_y_ym_evex
-{evex} vmaxpd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 28 5f 44 fc fc
+{evex} vmaxpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 28 5f 04 cd 40 00 00 00
 ; form: vmaxpd_y_y_ym_evex
-{evex} vmaxpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 20 5f 84 4b e8 03 00 00
+{evex} vmaxpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 5f 84 30 7f 00 00 00
 ; form: vsqrtss_x_x_xm32_evex
 {evex} vsqrtss xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 51 c2
@@ -2374,15 +2377,15 @@
 {evex} vsqrtss xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 51 ea
 ; form: vsqrtss_x_x_xm32_evex
-{evex} vsqrtss xmm16, xmm17, dword ptr [rip + foo + 16]
+{evex} vsqrtss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 51 84 9c 00 10 00 00
+; form: vsqrtss_x_x_xm32_evex
+{evex} vsqrtss xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: 62 f1 76 08 51 82 00 e0 ff ff
+; form: vsqrtss_x_x_xm32_evex
+{evex} vsqrtss xmm16, xmm17, dword ptr [rip + bar]
 ; bytes: 62 e1 76 00 51 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vsqrtss_x_x_xm32_evex
-{evex} vsqrtss xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: 62 f1 76 08 51 04 cd 40 00 00 00
-; form: vsqrtss_x_x_xm32_evex
-{evex} vsqrtss xmm16, xmm17, dword ptr [r8 + rsi + 127]
-; bytes: 62 c1 76 00 51 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vsqrtsd_x_x_xm64_evex
 {evex} vsqrtsd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 51 c2
@@ -2396,15 +2399,14 @@
 {evex} vsqrtsd xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 51 ea
 ; form: vsqrtsd_x_x_xm64_evex
-{evex} vsqrtsd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f7 00 51 84 9c 00 10 00 00
+{evex} vsqrtsd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 51 07
 ; form: vsqrtsd_x_x_xm64_evex
-{evex} vsqrtsd xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: 62 f1 f7 08 51 82 00 e0 ff ff
+{evex} vsqrtsd xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: 62 f1 f7 08 51 44 24 01
 ; form: vsqrtsd_x_x_xm64_evex
-{evex} vsqrtsd xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e1 f7 00 51 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vsqrtsd xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e1 f7 00 51 45 00
 ; form: vsqrtps_x_xm_evex
 {evex} vsqrtps xmm0, xmm1
 ; bytes: 62 f1 7c 08 51 c1
@@ -2418,14 +2420,14 @@
 {evex} vsqrtps xmm29, xmm8
 ; bytes: 62 41 7c 08 51 e8
 ; form: vsqrtps_x_xm_evex
-{evex} vsqrtps xmm16, xmmword ptr [rdi]
-; bytes: 62 e1 7c 08 51 07
+{evex} vsqrtps xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 08 51 85 d4 fe ff ff
 ; form: vsqrtps_x_xm_evex
-{evex} vsqrtps xmm0, xmmword ptr [rsp + 8]
-; bytes: 62 f1 7c 08 51 84 24 08 00 00 00
+{evex} vsqrtps xmm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7c 08 51 84 87 08 00 00 00
 ; form: vsqrtps_x_xm_evex
-{evex} vsqrtps xmm16, xmmword ptr [rbp]
-; bytes: 62 e1 7c 08 51 45 00
+{evex} vsqrtps xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7c 08 51 44 fc f8
 ; form: vsqrtps_y_ym_evex
 {evex} vsqrtps ymm0, ymm1
 ; bytes: 62 f1 7c 28 51 c1
@@ -2439,14 +2441,15 @@
 {evex} vsqrtps ymm29, ymm8
 ; bytes: 62 41 7c 28 51 e8
 ; form: vsqrtps_y_ym_evex
-{evex} vsqrtps ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7c 28 51 85 d4 fe ff ff
+{evex} vsqrtps ymm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7c 28 51 84 4b e8 03 00 00
 ; form: vsqrtps_y_ym_evex
-{evex} vsqrtps ymm0, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7c 28 51 84 87 08 00 00 00
+{evex} vsqrtps ymm0, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 7c 28 51 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vsqrtps_y_ym_evex
-{evex} vsqrtps ymm16, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7c 28 51 44 fc fc
+{evex} vsqrtps ymm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 28 51 04 cd 40 00 00 00
 ; form: vsqrtpd_x_xm_evex
 {evex} vsqrtpd xmm0, xmm1
 ; bytes: 62 f1 fd 08 51 c1
@@ -2460,15 +2463,14 @@
 {evex} vsqrtpd xmm29, xmm8
 ; bytes: 62 41 fd 08 51 e8
 ; form: vsqrtpd_x_xm_evex
-{evex} vsqrtpd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 fd 08 51 84 4b e8 03 00 00
+{evex} vsqrtpd xmm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fd 08 51 84 30 7f 00 00 00
 ; form: vsqrtpd_x_xm_evex
-{evex} vsqrtpd xmm0, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 fd 08 51 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vsqrtpd xmm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 fd 08 51 84 9c 00 10 00 00
 ; form: vsqrtpd_x_xm_evex
-{evex} vsqrtpd xmm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd 08 51 04 cd 40 00 00 00
+{evex} vsqrtpd xmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 fd 08 51 82 00 e0 ff ff
 ; form: vsqrtpd_y_ym_evex
 {evex} vsqrtpd ymm0, ymm1
 ; bytes: 62 f1 fd 28 51 c1
@@ -2482,14 +2484,15 @@
 {evex} vsqrtpd ymm29, ymm8
 ; bytes: 62 41 fd 28 51 e8
 ; form: vsqrtpd_y_ym_evex
-{evex} vsqrtpd ymm16, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 fd 28 51 84 30 7f 00 00 00
+{evex} vsqrtpd ymm16, ymmword ptr [rip + bar]
+; bytes: 62 e1 fd 28 51 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vsqrtpd_y_ym_evex
-{evex} vsqrtpd ymm0, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 fd 28 51 84 9c 00 10 00 00
+{evex} vsqrtpd ymm0, ymmword ptr [rdi]
+; bytes: 62 f1 fd 28 51 07
 ; form: vsqrtpd_y_ym_evex
-{evex} vsqrtpd ymm16, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 fd 28 51 82 00 e0 ff ff
+{evex} vsqrtpd ymm16, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fd 28 51 84 24 08 00 00 00
 ; form: vandps_x_x_xm_evex
 {evex} vandps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 54 c2
@@ -2503,15 +2506,14 @@
 {evex} vandps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 54 ea
 ; form: vandps_x_x_xm_evex
-{evex} vandps xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 74 00 54 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vandps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 74 00 54 45 00
 ; form: vandps_x_x_xm_evex
-{evex} vandps xmm0, xmm1, xmmword ptr [rdi]
-; bytes: 62 f1 74 08 54 07
+{evex} vandps xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d1 74 08 54 85 d4 fe ff ff
 ; form: vandps_x_x_xm_evex
-{evex} vandps xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 74 00 54 84 24 08 00 00 00
+{evex} vandps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 00 54 84 87 08 00 00 00
 ; form: vandps_y_y_ym_evex
 {evex} vandps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 54 c2
@@ -2525,14 +2527,15 @@
 {evex} vandps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 54 ea
 ; form: vandps_y_y_ym_evex
-{evex} vandps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 74 20 54 45 00
+{evex} vandps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 20 54 44 fc fc
 ; form: vandps_y_y_ym_evex
-{evex} vandps ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d1 74 28 54 85 d4 fe ff ff
+{evex} vandps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 74 28 54 84 4b e8 03 00 00
 ; form: vandps_y_y_ym_evex
-{evex} vandps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 74 20 54 84 87 08 00 00 00
+{evex} vandps ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 74 20 54 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vandpd_x_x_xm_evex
 {evex} vandpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 54 c2
@@ -2546,15 +2549,14 @@
 {evex} vandpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 54 ea
 ; form: vandpd_x_x_xm_evex
-{evex} vandpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 00 54 44 fc f8
+{evex} vandpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 54 04 cd 40 00 00 00
 ; form: vandpd_x_x_xm_evex
-{evex} vandpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 08 54 84 4b e8 03 00 00
+{evex} vandpd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f5 08 54 84 30 7f 00 00 00
 ; form: vandpd_x_x_xm_evex
-{evex} vandpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 00 54 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vandpd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 00 54 84 9c 00 10 00 00
 ; form: vandpd_y_y_ym_evex
 {evex} vandpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 54 c2
@@ -2568,14 +2570,15 @@
 {evex} vandpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 54 ea
 ; form: vandpd_y_y_ym_evex
-{evex} vandpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 20 54 04 cd 40 00 00 00
+{evex} vandpd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 54 82 00 e0 ff ff
 ; form: vandpd_y_y_ym_evex
-{evex} vandpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f5 28 54 84 30 7f 00 00 00
+{evex} vandpd ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f1 f5 28 54 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vandpd_y_y_ym_evex
-{evex} vandpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 20 54 84 9c 00 10 00 00
+{evex} vandpd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 f5 20 54 07
 ; form: vandnps_x_x_xm_evex
 {evex} vandnps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 55 c2
@@ -2589,15 +2592,14 @@
 {evex} vandnps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 55 ea
 ; form: vandnps_x_x_xm_evex
-{evex} vandnps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 00 55 82 00 e0 ff ff
+{evex} vandnps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 55 84 24 08 00 00 00
 ; form: vandnps_x_x_xm_evex
-{evex} vandnps xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f1 74 08 55 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vandnps xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f1 74 08 55 45 00
 ; form: vandnps_x_x_xm_evex
-{evex} vandnps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 74 00 55 07
+{evex} vandnps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 74 00 55 85 d4 fe ff ff
 ; form: vandnps_y_y_ym_evex
 {evex} vandnps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 55 c2
@@ -2611,14 +2613,14 @@
 {evex} vandnps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 55 ea
 ; form: vandnps_y_y_ym_evex
-{evex} vandnps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 74 20 55 84 24 08 00 00 00
+{evex} vandnps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 55 84 87 08 00 00 00
 ; form: vandnps_y_y_ym_evex
-{evex} vandnps ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f1 74 28 55 45 00
+{evex} vandnps ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 74 28 55 44 fc fc
 ; form: vandnps_y_y_ym_evex
-{evex} vandnps ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 74 20 55 85 d4 fe ff ff
+{evex} vandnps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 74 20 55 84 4b e8 03 00 00
 ; form: vandnpd_x_x_xm_evex
 {evex} vandnpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 55 c2
@@ -2632,14 +2634,15 @@
 {evex} vandnpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 55 ea
 ; form: vandnpd_x_x_xm_evex
-{evex} vandnpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 55 84 87 08 00 00 00
+{evex} vandnpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 55 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vandnpd_x_x_xm_evex
-{evex} vandnpd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 08 55 44 fc f8
+{evex} vandnpd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 08 55 04 cd 40 00 00 00
 ; form: vandnpd_x_x_xm_evex
-{evex} vandnpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 55 84 4b e8 03 00 00
+{evex} vandnpd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 55 84 30 7f 00 00 00
 ; form: vandnpd_y_y_ym_evex
 {evex} vandnpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 55 c2
@@ -2653,15 +2656,15 @@
 {evex} vandnpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 55 ea
 ; form: vandnpd_y_y_ym_evex
-{evex} vandnpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vandnpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 55 84 9c 00 10 00 00
+; form: vandnpd_y_y_ym_evex
+{evex} vandnpd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 28 55 82 00 e0 ff ff
+; form: vandnpd_y_y_ym_evex
+{evex} vandnpd ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e1 f5 20 55 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vandnpd_y_y_ym_evex
-{evex} vandnpd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 28 55 04 cd 40 00 00 00
-; form: vandnpd_y_y_ym_evex
-{evex} vandnpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 55 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vorps_x_x_xm_evex
 {evex} vorps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 56 c2
@@ -2675,15 +2678,14 @@
 {evex} vorps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 56 ea
 ; form: vorps_x_x_xm_evex
-{evex} vorps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 74 00 56 84 9c 00 10 00 00
+{evex} vorps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 74 00 56 07
 ; form: vorps_x_x_xm_evex
-{evex} vorps xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 74 08 56 82 00 e0 ff ff
+{evex} vorps xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f1 74 08 56 84 24 08 00 00 00
 ; form: vorps_x_x_xm_evex
-{evex} vorps xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 74 00 56 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vorps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 74 00 56 45 00
 ; form: vorps_y_y_ym_evex
 {evex} vorps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 56 c2
@@ -2697,14 +2699,14 @@
 {evex} vorps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 56 ea
 ; form: vorps_y_y_ym_evex
-{evex} vorps ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 74 20 56 07
+{evex} vorps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 74 20 56 85 d4 fe ff ff
 ; form: vorps_y_y_ym_evex
-{evex} vorps ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f1 74 28 56 84 24 08 00 00 00
+{evex} vorps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 74 28 56 84 87 08 00 00 00
 ; form: vorps_y_y_ym_evex
-{evex} vorps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 74 20 56 45 00
+{evex} vorps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 74 20 56 44 fc fc
 ; form: vorpd_x_x_xm_evex
 {evex} vorpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 56 c2
@@ -2718,14 +2720,15 @@
 {evex} vorpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 56 ea
 ; form: vorpd_x_x_xm_evex
-{evex} vorpd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 00 56 85 d4 fe ff ff
+{evex} vorpd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 56 84 4b e8 03 00 00
 ; form: vorpd_x_x_xm_evex
-{evex} vorpd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 f5 08 56 84 87 08 00 00 00
+{evex} vorpd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 f5 08 56 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vorpd_x_x_xm_evex
-{evex} vorpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 00 56 44 fc f8
+{evex} vorpd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 00 56 04 cd 40 00 00 00
 ; form: vorpd_y_y_ym_evex
 {evex} vorpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 56 c2
@@ -2739,15 +2742,14 @@
 {evex} vorpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 56 ea
 ; form: vorpd_y_y_ym_evex
-{evex} vorpd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 20 56 84 4b e8 03 00 00
+{evex} vorpd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 56 84 30 7f 00 00 00
 ; form: vorpd_y_y_ym_evex
-{evex} vorpd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 f5 28 56 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vorpd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 f5 28 56 84 9c 00 10 00 00
 ; form: vorpd_y_y_ym_evex
-{evex} vorpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 20 56 04 cd 40 00 00 00
+{evex} vorpd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 20 56 82 00 e0 ff ff
 ; form: vxorps_x_x_xm_evex
 {evex} vxorps xmm0, xmm1, xmm2
 ; bytes: 62 f1 74 08 57 c2
@@ -2761,14 +2763,15 @@
 {evex} vxorps xmm29, xmm8, xmm18
 ; bytes: 62 21 3c 08 57 ea
 ; form: vxorps_x_x_xm_evex
-{evex} vxorps xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 74 00 57 84 30 7f 00 00 00
+{evex} vxorps xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 74 00 57 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vxorps_x_x_xm_evex
-{evex} vxorps xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 74 08 57 84 9c 00 10 00 00
+{evex} vxorps xmm0, xmm1, xmmword ptr [rdi]
+; bytes: 62 f1 74 08 57 07
 ; form: vxorps_x_x_xm_evex
-{evex} vxorps xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 74 00 57 82 00 e0 ff ff
+{evex} vxorps xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 74 00 57 84 24 08 00 00 00
 ; form: vxorps_y_y_ym_evex
 {evex} vxorps ymm0, ymm1, ymm2
 ; bytes: 62 f1 74 28 57 c2
@@ -2782,15 +2785,14 @@
 {evex} vxorps ymm29, ymm8, ymm18
 ; bytes: 62 21 3c 28 57 ea
 ; form: vxorps_y_y_ym_evex
-{evex} vxorps ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 74 20 57 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vxorps ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 74 20 57 45 00
 ; form: vxorps_y_y_ym_evex
-{evex} vxorps ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f1 74 28 57 07
+{evex} vxorps ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d1 74 28 57 85 d4 fe ff ff
 ; form: vxorps_y_y_ym_evex
-{evex} vxorps ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 74 20 57 84 24 08 00 00 00
+{evex} vxorps ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 74 20 57 84 87 08 00 00 00
 ; form: vxorpd_x_x_xm_evex
 {evex} vxorpd xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 57 c2
@@ -2804,14 +2806,15 @@
 {evex} vxorpd xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 57 ea
 ; form: vxorpd_x_x_xm_evex
-{evex} vxorpd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 f5 00 57 45 00
+{evex} vxorpd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 57 44 fc f8
 ; form: vxorpd_x_x_xm_evex
-{evex} vxorpd xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: 62 d1 f5 08 57 85 d4 fe ff ff
+{evex} vxorpd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f5 08 57 84 4b e8 03 00 00
 ; form: vxorpd_x_x_xm_evex
-{evex} vxorpd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 57 84 87 08 00 00 00
+{evex} vxorpd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 57 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vxorpd_y_y_ym_evex
 {evex} vxorpd ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 57 c2
@@ -2825,15 +2828,14 @@
 {evex} vxorpd ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 57 ea
 ; form: vxorpd_y_y_ym_evex
-{evex} vxorpd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 20 57 44 fc fc
+{evex} vxorpd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 57 04 cd 40 00 00 00
 ; form: vxorpd_y_y_ym_evex
-{evex} vxorpd ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 28 57 84 4b e8 03 00 00
+{evex} vxorpd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f5 28 57 84 30 7f 00 00 00
 ; form: vxorpd_y_y_ym_evex
-{evex} vxorpd ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 20 57 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vxorpd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 57 84 9c 00 10 00 00
 ; form: vfmadd132ps_x_x_xm_evex
 {evex} vfmadd132ps xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 98 c2
@@ -2847,14 +2849,15 @@
 {evex} vfmadd132ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 98 ea
 ; form: vfmadd132ps_x_x_xm_evex
-{evex} vfmadd132ps xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 00 98 04 cd 40 00 00 00
+{evex} vfmadd132ps xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 98 82 00 e0 ff ff
 ; form: vfmadd132ps_x_x_xm_evex
-{evex} vfmadd132ps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 75 08 98 84 30 7f 00 00 00
+{evex} vfmadd132ps xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: 62 f2 75 08 98 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd132ps_x_x_xm_evex
-{evex} vfmadd132ps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 98 84 9c 00 10 00 00
+{evex} vfmadd132ps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 98 07
 ; form: vfmadd132ps_y_y_ym_evex
 {evex} vfmadd132ps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 98 c2
@@ -2868,15 +2871,14 @@
 {evex} vfmadd132ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 98 ea
 ; form: vfmadd132ps_y_y_ym_evex
-{evex} vfmadd132ps ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 75 20 98 82 00 e0 ff ff
+{evex} vfmadd132ps ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 98 84 24 08 00 00 00
 ; form: vfmadd132ps_y_y_ym_evex
-{evex} vfmadd132ps ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: 62 f2 75 28 98 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmadd132ps ymm0, ymm1, ymmword ptr [rbp]
+; bytes: 62 f2 75 28 98 45 00
 ; form: vfmadd132ps_y_y_ym_evex
-{evex} vfmadd132ps ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 98 07
+{evex} vfmadd132ps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 98 85 d4 fe ff ff
 ; form: vfmadd132pd_x_x_xm_evex
 {evex} vfmadd132pd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 98 c2
@@ -2890,14 +2892,14 @@
 {evex} vfmadd132pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 98 ea
 ; form: vfmadd132pd_x_x_xm_evex
-{evex} vfmadd132pd xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e2 f5 00 98 84 24 08 00 00 00
+{evex} vfmadd132pd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 00 98 84 87 08 00 00 00
 ; form: vfmadd132pd_x_x_xm_evex
-{evex} vfmadd132pd xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f2 f5 08 98 45 00
+{evex} vfmadd132pd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 f5 08 98 44 fc f8
 ; form: vfmadd132pd_x_x_xm_evex
-{evex} vfmadd132pd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 f5 00 98 85 d4 fe ff ff
+{evex} vfmadd132pd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 98 84 4b e8 03 00 00
 ; form: vfmadd132pd_y_y_ym_evex
 {evex} vfmadd132pd ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 98 c2
@@ -2911,14 +2913,15 @@
 {evex} vfmadd132pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 98 ea
 ; form: vfmadd132pd_y_y_ym_evex
-{evex} vfmadd132pd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 f5 20 98 84 87 08 00 00 00
+{evex} vfmadd132pd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 20 98 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd132pd_y_y_ym_evex
-{evex} vfmadd132pd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 f5 28 98 44 fc fc
+{evex} vfmadd132pd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f2 f5 28 98 04 cd 40 00 00 00
 ; form: vfmadd132pd_y_y_ym_evex
-{evex} vfmadd132pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 20 98 84 4b e8 03 00 00
+{evex} vfmadd132pd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 20 98 84 30 7f 00 00 00
 ; form: vfmadd132ss_x_x_xm32_evex
 {evex} vfmadd132ss xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 99 c2
@@ -2932,15 +2935,15 @@
 {evex} vfmadd132ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 99 ea
 ; form: vfmadd132ss_x_x_xm32_evex
-{evex} vfmadd132ss xmm16, xmm17, dword ptr [rip + foo + 16]
+{evex} vfmadd132ss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 99 84 9c 00 10 00 00
+; form: vfmadd132ss_x_x_xm32_evex
+{evex} vfmadd132ss xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: 62 f2 75 08 99 82 00 e0 ff ff
+; form: vfmadd132ss_x_x_xm32_evex
+{evex} vfmadd132ss xmm16, xmm17, dword ptr [rip + bar]
 ; bytes: 62 e2 75 00 99 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vfmadd132ss_x_x_xm32_evex
-{evex} vfmadd132ss xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: 62 f2 75 08 99 04 cd 40 00 00 00
-; form: vfmadd132ss_x_x_xm32_evex
-{evex} vfmadd132ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 00 99 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd132sd_x_x_xm64_evex
 {evex} vfmadd132sd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 99 c2
@@ -2954,15 +2957,14 @@
 {evex} vfmadd132sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 99 ea
 ; form: vfmadd132sd_x_x_xm64_evex
-{evex} vfmadd132sd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 f5 00 99 84 9c 00 10 00 00
+{evex} vfmadd132sd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e2 f5 00 99 07
 ; form: vfmadd132sd_x_x_xm64_evex
-{evex} vfmadd132sd xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: 62 f2 f5 08 99 82 00 e0 ff ff
+{evex} vfmadd132sd xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: 62 f2 f5 08 99 44 24 01
 ; form: vfmadd132sd_x_x_xm64_evex
-{evex} vfmadd132sd xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e2 f5 00 99 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmadd132sd xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e2 f5 00 99 45 00
 ; form: vfmadd213ps_x_x_xm_evex
 {evex} vfmadd213ps xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 a8 c2
@@ -2976,14 +2978,14 @@
 {evex} vfmadd213ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 a8 ea
 ; form: vfmadd213ps_x_x_xm_evex
-{evex} vfmadd213ps xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 75 00 a8 07
+{evex} vfmadd213ps xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 75 00 a8 85 d4 fe ff ff
 ; form: vfmadd213ps_x_x_xm_evex
-{evex} vfmadd213ps xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: 62 f2 75 08 a8 84 24 08 00 00 00
+{evex} vfmadd213ps xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 08 a8 84 87 08 00 00 00
 ; form: vfmadd213ps_x_x_xm_evex
-{evex} vfmadd213ps xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 75 00 a8 45 00
+{evex} vfmadd213ps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 a8 44 fc f8
 ; form: vfmadd213ps_y_y_ym_evex
 {evex} vfmadd213ps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 a8 c2
@@ -2997,14 +2999,15 @@
 {evex} vfmadd213ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 a8 ea
 ; form: vfmadd213ps_y_y_ym_evex
-{evex} vfmadd213ps ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 75 20 a8 85 d4 fe ff ff
+{evex} vfmadd213ps ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 a8 84 4b e8 03 00 00
 ; form: vfmadd213ps_y_y_ym_evex
-{evex} vfmadd213ps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 75 28 a8 84 87 08 00 00 00
+{evex} vfmadd213ps ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: 62 f2 75 28 a8 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd213ps_y_y_ym_evex
-{evex} vfmadd213ps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 20 a8 44 fc fc
+{evex} vfmadd213ps ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 20 a8 04 cd 40 00 00 00
 ; form: vfmadd213pd_x_x_xm_evex
 {evex} vfmadd213pd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 a8 c2
@@ -3018,15 +3021,14 @@
 {evex} vfmadd213pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 a8 ea
 ; form: vfmadd213pd_x_x_xm_evex
-{evex} vfmadd213pd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 00 a8 84 4b e8 03 00 00
+{evex} vfmadd213pd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 00 a8 84 30 7f 00 00 00
 ; form: vfmadd213pd_x_x_xm_evex
-{evex} vfmadd213pd xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 f5 08 a8 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vfmadd213pd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 f5 08 a8 84 9c 00 10 00 00
 ; form: vfmadd213pd_x_x_xm_evex
-{evex} vfmadd213pd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 00 a8 04 cd 40 00 00 00
+{evex} vfmadd213pd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 00 a8 82 00 e0 ff ff
 ; form: vfmadd213pd_y_y_ym_evex
 {evex} vfmadd213pd ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 a8 c2
@@ -3040,14 +3042,15 @@
 {evex} vfmadd213pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 a8 ea
 ; form: vfmadd213pd_y_y_ym_evex
-{evex} vfmadd213pd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 f5 20 a8 84 30 7f 00 00 00
+{evex} vfmadd213pd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 f5 20 a8 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd213pd_y_y_ym_evex
-{evex} vfmadd213pd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 f5 28 a8 84 9c 00 10 00 00
+{evex} vfmadd213pd ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f2 f5 28 a8 07
 ; form: vfmadd213pd_y_y_ym_evex
-{evex} vfmadd213pd ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 f5 20 a8 82 00 e0 ff ff
+{evex} vfmadd213pd ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 f5 20 a8 84 24 08 00 00 00
 ; form: vfmadd213ss_x_x_xm32_evex
 {evex} vfmadd213ss xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 a9 c2
@@ -3061,15 +3064,14 @@
 {evex} vfmadd213ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 a9 ea
 ; form: vfmadd213ss_x_x_xm32_evex
-{evex} vfmadd213ss xmm16, xmm17, dword ptr [rip + bar]
-; bytes: 62 e2 75 00 a9 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmadd213ss xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e2 75 00 a9 45 00
 ; form: vfmadd213ss_x_x_xm32_evex
-{evex} vfmadd213ss xmm0, xmm1, dword ptr [rdi]
-; bytes: 62 f2 75 08 a9 07
+{evex} vfmadd213ss xmm0, xmm1, dword ptr [r13 - 300]
+; bytes: 62 d2 75 08 a9 45 b5
 ; form: vfmadd213ss_x_x_xm32_evex
-{evex} vfmadd213ss xmm16, xmm17, dword ptr [rsp + 8]
-; bytes: 62 e2 75 00 a9 44 24 02
+{evex} vfmadd213ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 a9 44 87 02
 ; form: vfmadd213sd_x_x_xm64_evex
 {evex} vfmadd213sd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 a9 c2
@@ -3083,14 +3085,15 @@
 {evex} vfmadd213sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 a9 ea
 ; form: vfmadd213sd_x_x_xm64_evex
-{evex} vfmadd213sd xmm16, xmm17, qword ptr [rbp]
-; bytes: 62 e2 f5 00 a9 45 00
+{evex} vfmadd213sd xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 00 a9 44 fc f0
 ; form: vfmadd213sd_x_x_xm64_evex
-{evex} vfmadd213sd xmm0, xmm1, qword ptr [r13 - 300]
-; bytes: 62 d2 f5 08 a9 85 d4 fe ff ff
+{evex} vfmadd213sd xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 f5 08 a9 44 4b 7d
 ; form: vfmadd213sd_x_x_xm64_evex
-{evex} vfmadd213sd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 f5 00 a9 44 87 01
+{evex} vfmadd213sd xmm16, xmm17, qword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 00 a9 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd231ps_x_x_xm_evex
 {evex} vfmadd231ps xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 b8 c2
@@ -3104,15 +3107,14 @@
 {evex} vfmadd231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 b8 ea
 ; form: vfmadd231ps_x_x_xm_evex
-{evex} vfmadd231ps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 00 b8 44 fc f8
+{evex} vfmadd231ps xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 b8 04 cd 40 00 00 00
 ; form: vfmadd231ps_x_x_xm_evex
-{evex} vfmadd231ps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 75 08 b8 84 4b e8 03 00 00
+{evex} vfmadd231ps xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 75 08 b8 84 30 7f 00 00 00
 ; form: vfmadd231ps_x_x_xm_evex
-{evex} vfmadd231ps xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 75 00 b8 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vfmadd231ps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 b8 84 9c 00 10 00 00
 ; form: vfmadd231ps_y_y_ym_evex
 {evex} vfmadd231ps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 b8 c2
@@ -3126,14 +3128,15 @@
 {evex} vfmadd231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 b8 ea
 ; form: vfmadd231ps_y_y_ym_evex
-{evex} vfmadd231ps ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 20 b8 04 cd 40 00 00 00
+{evex} vfmadd231ps ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 75 20 b8 82 00 e0 ff ff
 ; form: vfmadd231ps_y_y_ym_evex
-{evex} vfmadd231ps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 75 28 b8 84 30 7f 00 00 00
+{evex} vfmadd231ps ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f2 75 28 b8 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmadd231ps_y_y_ym_evex
-{evex} vfmadd231ps ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 20 b8 84 9c 00 10 00 00
+{evex} vfmadd231ps ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 b8 07
 ; form: vfmadd231pd_x_x_xm_evex
 {evex} vfmadd231pd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 b8 c2
@@ -3147,15 +3150,14 @@
 {evex} vfmadd231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 b8 ea
 ; form: vfmadd231pd_x_x_xm_evex
-{evex} vfmadd231pd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 f5 00 b8 82 00 e0 ff ff
+{evex} vfmadd231pd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 f5 00 b8 84 24 08 00 00 00
 ; form: vfmadd231pd_x_x_xm_evex
-{evex} vfmadd231pd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f2 f5 08 b8 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmadd231pd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f2 f5 08 b8 45 00
 ; form: vfmadd231pd_x_x_xm_evex
-{evex} vfmadd231pd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 f5 00 b8 07
+{evex} vfmadd231pd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 00 b8 85 d4 fe ff ff
 ; form: vfmadd231pd_y_y_ym_evex
 {evex} vfmadd231pd ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 b8 c2
@@ -3169,14 +3171,14 @@
 {evex} vfmadd231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 b8 ea
 ; form: vfmadd231pd_y_y_ym_evex
-{evex} vfmadd231pd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e2 f5 20 b8 84 24 08 00 00 00
+{evex} vfmadd231pd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 20 b8 84 87 08 00 00 00
 ; form: vfmadd231pd_y_y_ym_evex
-{evex} vfmadd231pd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f2 f5 28 b8 45 00
+{evex} vfmadd231pd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 f5 28 b8 44 fc fc
 ; form: vfmadd231pd_y_y_ym_evex
-{evex} vfmadd231pd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 f5 20 b8 85 d4 fe ff ff
+{evex} vfmadd231pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 20 b8 84 4b e8 03 00 00
 ; form: vfmadd231ss_x_x_xm32_evex
 {evex} vfmadd231ss xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 b9 c2
@@ -3190,14 +3192,15 @@
 {evex} vfmadd231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 b9 ea
 ; form: vfmadd231ss_x_x_xm32_evex
-{evex} vfmadd231ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 00 b9 44 87 02
+{evex} vfmadd231ss xmm16, xmm17, dword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 b9 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmadd231ss_x_x_xm32_evex
-{evex} vfmadd231ss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 08 b9 44 fc e0
+{evex} vfmadd231ss xmm0, xmm1, dword ptr [8*rcx + 64]
+; bytes: 62 f2 75 08 b9 04 cd 40 00 00 00
 ; form: vfmadd231ss_x_x_xm32_evex
-{evex} vfmadd231ss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 00 b9 84 4b e8 03 00 00
+{evex} vfmadd231ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 b9 84 30 7f 00 00 00
 ; form: vfmadd231sd_x_x_xm64_evex
 {evex} vfmadd231sd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 b9 c2
@@ -3211,15 +3214,15 @@
 {evex} vfmadd231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 b9 ea
 ; form: vfmadd231sd_x_x_xm64_evex
-{evex} vfmadd231sd xmm16, xmm17, qword ptr [rip + foo + 16]
+{evex} vfmadd231sd xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 00 b9 84 9c 00 10 00 00
+; form: vfmadd231sd_x_x_xm64_evex
+{evex} vfmadd231sd xmm0, xmm1, qword ptr [rdx - 8192]
+; bytes: 62 f2 f5 08 b9 82 00 e0 ff ff
+; form: vfmadd231sd_x_x_xm64_evex
+{evex} vfmadd231sd xmm16, xmm17, qword ptr [rip + bar]
 ; bytes: 62 e2 f5 00 b9 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vfmadd231sd_x_x_xm64_evex
-{evex} vfmadd231sd xmm0, xmm1, qword ptr [8*rcx + 64]
-; bytes: 62 f2 f5 08 b9 04 cd 40 00 00 00
-; form: vfmadd231sd_x_x_xm64_evex
-{evex} vfmadd231sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 f5 00 b9 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmsub231ps_x_x_xm_evex
 {evex} vfmsub231ps xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 ba c2
@@ -3233,15 +3236,14 @@
 {evex} vfmsub231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 ba ea
 ; form: vfmsub231ps_x_x_xm_evex
-{evex} vfmsub231ps xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 ba 84 9c 00 10 00 00
+{evex} vfmsub231ps xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 ba 07
 ; form: vfmsub231ps_x_x_xm_evex
-{evex} vfmsub231ps xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f2 75 08 ba 82 00 e0 ff ff
+{evex} vfmsub231ps xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f2 75 08 ba 84 24 08 00 00 00
 ; form: vfmsub231ps_x_x_xm_evex
-{evex} vfmsub231ps xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 ba 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmsub231ps xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 ba 45 00
 ; form: vfmsub231ps_y_y_ym_evex
 {evex} vfmsub231ps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 ba c2
@@ -3255,14 +3257,14 @@
 {evex} vfmsub231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 ba ea
 ; form: vfmsub231ps_y_y_ym_evex
-{evex} vfmsub231ps ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 ba 07
+{evex} vfmsub231ps ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 ba 85 d4 fe ff ff
 ; form: vfmsub231ps_y_y_ym_evex
-{evex} vfmsub231ps ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f2 75 28 ba 84 24 08 00 00 00
+{evex} vfmsub231ps ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 28 ba 84 87 08 00 00 00
 ; form: vfmsub231ps_y_y_ym_evex
-{evex} vfmsub231ps ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 ba 45 00
+{evex} vfmsub231ps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 ba 44 fc fc
 ; form: vfmsub231pd_x_x_xm_evex
 {evex} vfmsub231pd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 ba c2
@@ -3276,14 +3278,15 @@
 {evex} vfmsub231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 ba ea
 ; form: vfmsub231pd_x_x_xm_evex
-{evex} vfmsub231pd xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 f5 00 ba 85 d4 fe ff ff
+{evex} vfmsub231pd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 ba 84 4b e8 03 00 00
 ; form: vfmsub231pd_x_x_xm_evex
-{evex} vfmsub231pd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 f5 08 ba 84 87 08 00 00 00
+{evex} vfmsub231pd xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f2 f5 08 ba 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfmsub231pd_x_x_xm_evex
-{evex} vfmsub231pd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 f5 00 ba 44 fc f8
+{evex} vfmsub231pd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 ba 04 cd 40 00 00 00
 ; form: vfmsub231pd_y_y_ym_evex
 {evex} vfmsub231pd ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 ba c2
@@ -3297,15 +3300,14 @@
 {evex} vfmsub231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 ba ea
 ; form: vfmsub231pd_y_y_ym_evex
-{evex} vfmsub231pd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 20 ba 84 4b e8 03 00 00
+{evex} vfmsub231pd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 20 ba 84 30 7f 00 00 00
 ; form: vfmsub231pd_y_y_ym_evex
-{evex} vfmsub231pd ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f2 f5 28 ba 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vfmsub231pd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 f5 28 ba 84 9c 00 10 00 00
 ; form: vfmsub231pd_y_y_ym_evex
-{evex} vfmsub231pd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 20 ba 04 cd 40 00 00 00
+{evex} vfmsub231pd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 20 ba 82 00 e0 ff ff
 ; form: vfmsub231ss_x_x_xm32_evex
 {evex} vfmsub231ss xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 bb c2
@@ -3319,14 +3321,15 @@
 {evex} vfmsub231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bb ea
 ; form: vfmsub231ss_x_x_xm32_evex
-{evex} vfmsub231ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 00 bb 84 30 7f 00 00 00
+{evex} vfmsub231ss xmm16, xmm17, dword ptr [rip + bar]
+; bytes: 62 e2 75 00 bb 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfmsub231ss_x_x_xm32_evex
-{evex} vfmsub231ss xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 75 08 bb 84 9c 00 10 00 00
+{evex} vfmsub231ss xmm0, xmm1, dword ptr [rdi]
+; bytes: 62 f2 75 08 bb 07
 ; form: vfmsub231ss_x_x_xm32_evex
-{evex} vfmsub231ss xmm16, xmm17, dword ptr [rdx - 8192]
-; bytes: 62 e2 75 00 bb 82 00 e0 ff ff
+{evex} vfmsub231ss xmm16, xmm17, dword ptr [rsp + 8]
+; bytes: 62 e2 75 00 bb 44 24 02
 ; form: vfmsub231sd_x_x_xm64_evex
 {evex} vfmsub231sd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 bb c2
@@ -3340,15 +3343,14 @@
 {evex} vfmsub231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bb ea
 ; form: vfmsub231sd_x_x_xm64_evex
-{evex} vfmsub231sd xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e2 f5 00 bb 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfmsub231sd xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e2 f5 00 bb 45 00
 ; form: vfmsub231sd_x_x_xm64_evex
-{evex} vfmsub231sd xmm0, xmm1, qword ptr [rdi]
-; bytes: 62 f2 f5 08 bb 07
+{evex} vfmsub231sd xmm0, xmm1, qword ptr [r13 - 300]
+; bytes: 62 d2 f5 08 bb 85 d4 fe ff ff
 ; form: vfmsub231sd_x_x_xm64_evex
-{evex} vfmsub231sd xmm16, xmm17, qword ptr [rsp + 8]
-; bytes: 62 e2 f5 00 bb 44 24 01
+{evex} vfmsub231sd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 00 bb 44 87 01
 ; form: vfnmadd231ps_x_x_xm_evex
 {evex} vfnmadd231ps xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 bc c2
@@ -3362,14 +3364,15 @@
 {evex} vfnmadd231ps xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bc ea
 ; form: vfnmadd231ps_x_x_xm_evex
-{evex} vfnmadd231ps xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 75 00 bc 45 00
+{evex} vfnmadd231ps xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 bc 44 fc f8
 ; form: vfnmadd231ps_x_x_xm_evex
-{evex} vfnmadd231ps xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: 62 d2 75 08 bc 85 d4 fe ff ff
+{evex} vfnmadd231ps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 75 08 bc 84 4b e8 03 00 00
 ; form: vfnmadd231ps_x_x_xm_evex
-{evex} vfnmadd231ps xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 00 bc 84 87 08 00 00 00
+{evex} vfnmadd231ps xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 bc 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfnmadd231ps_y_y_ym_evex
 {evex} vfnmadd231ps ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 bc c2
@@ -3383,15 +3386,14 @@
 {evex} vfnmadd231ps ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 bc ea
 ; form: vfnmadd231ps_y_y_ym_evex
-{evex} vfnmadd231ps ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 20 bc 44 fc fc
+{evex} vfnmadd231ps ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 20 bc 04 cd 40 00 00 00
 ; form: vfnmadd231ps_y_y_ym_evex
-{evex} vfnmadd231ps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 75 28 bc 84 4b e8 03 00 00
+{evex} vfnmadd231ps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 75 28 bc 84 30 7f 00 00 00
 ; form: vfnmadd231ps_y_y_ym_evex
-{evex} vfnmadd231ps ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e2 75 20 bc 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vfnmadd231ps ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 20 bc 84 9c 00 10 00 00
 ; form: vfnmadd231pd_x_x_xm_evex
 {evex} vfnmadd231pd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 bc c2
@@ -3405,14 +3407,15 @@
 {evex} vfnmadd231pd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bc ea
 ; form: vfnmadd231pd_x_x_xm_evex
-{evex} vfnmadd231pd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 00 bc 04 cd 40 00 00 00
+{evex} vfnmadd231pd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 00 bc 82 00 e0 ff ff
 ; form: vfnmadd231pd_x_x_xm_evex
-{evex} vfnmadd231pd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 f5 08 bc 84 30 7f 00 00 00
+{evex} vfnmadd231pd xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: 62 f2 f5 08 bc 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vfnmadd231pd_x_x_xm_evex
-{evex} vfnmadd231pd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 f5 00 bc 84 9c 00 10 00 00
+{evex} vfnmadd231pd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 f5 00 bc 07
 ; form: vfnmadd231pd_y_y_ym_evex
 {evex} vfnmadd231pd ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 bc c2
@@ -3426,15 +3429,14 @@
 {evex} vfnmadd231pd ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 bc ea
 ; form: vfnmadd231pd_y_y_ym_evex
-{evex} vfnmadd231pd ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 f5 20 bc 82 00 e0 ff ff
+{evex} vfnmadd231pd ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 f5 20 bc 84 24 08 00 00 00
 ; form: vfnmadd231pd_y_y_ym_evex
-{evex} vfnmadd231pd ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: 62 f2 f5 28 bc 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vfnmadd231pd ymm0, ymm1, ymmword ptr [rbp]
+; bytes: 62 f2 f5 28 bc 45 00
 ; form: vfnmadd231pd_y_y_ym_evex
-{evex} vfnmadd231pd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 f5 20 bc 07
+{evex} vfnmadd231pd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 f5 20 bc 85 d4 fe ff ff
 ; form: vfnmadd231ss_x_x_xm32_evex
 {evex} vfnmadd231ss xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 bd c2
@@ -3448,14 +3450,14 @@
 {evex} vfnmadd231ss xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 bd ea
 ; form: vfnmadd231ss_x_x_xm32_evex
-{evex} vfnmadd231ss xmm16, xmm17, dword ptr [rsp + 8]
-; bytes: 62 e2 75 00 bd 44 24 02
+{evex} vfnmadd231ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 bd 44 87 02
 ; form: vfnmadd231ss_x_x_xm32_evex
-{evex} vfnmadd231ss xmm0, xmm1, dword ptr [rbp]
-; bytes: 62 f2 75 08 bd 45 00
+{evex} vfnmadd231ss xmm0, xmm1, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 08 bd 44 fc e0
 ; form: vfnmadd231ss_x_x_xm32_evex
-{evex} vfnmadd231ss xmm16, xmm17, dword ptr [r13 - 300]
-; bytes: 62 c2 75 00 bd 45 b5
+{evex} vfnmadd231ss xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 00 bd 84 4b e8 03 00 00
 ; form: vfnmadd231sd_x_x_xm64_evex
 {evex} vfnmadd231sd xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 bd c2
@@ -3469,14 +3471,15 @@
 {evex} vfnmadd231sd xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 bd ea
 ; form: vfnmadd231sd_x_x_xm64_evex
-{evex} vfnmadd231sd xmm16, xmm17, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 f5 00 bd 44 87 01
+{evex} vfnmadd231sd xmm16, xmm17, qword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 00 bd 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vfnmadd231sd_x_x_xm64_evex
-{evex} vfnmadd231sd xmm0, xmm1, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 f5 08 bd 44 fc f0
+{evex} vfnmadd231sd xmm0, xmm1, qword ptr [8*rcx + 64]
+; bytes: 62 f2 f5 08 bd 04 cd 40 00 00 00
 ; form: vfnmadd231sd_x_x_xm64_evex
-{evex} vfnmadd231sd xmm16, xmm17, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 00 bd 44 4b 7d
+{evex} vfnmadd231sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 00 bd 84 30 7f 00 00 00
 ; form: vcvtsi2ss_x_x_rm32_evex
 {evex} vcvtsi2ss xmm0, xmm1, edx
 ; bytes: 62 f1 76 08 2a c2
@@ -3490,15 +3493,15 @@
 {evex} vcvtsi2ss xmm29, xmm8, edx
 ; bytes: 62 61 3e 08 2a ea
 ; form: vcvtsi2ss_x_x_rm32_evex
-{evex} vcvtsi2ss xmm16, xmm17, dword ptr [rip + foo + 16]
+{evex} vcvtsi2ss xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 2a 84 9c 00 10 00 00
+; form: vcvtsi2ss_x_x_rm32_evex
+{evex} vcvtsi2ss xmm0, xmm1, dword ptr [rdx - 8192]
+; bytes: 62 f1 76 08 2a 82 00 e0 ff ff
+; form: vcvtsi2ss_x_x_rm32_evex
+{evex} vcvtsi2ss xmm16, xmm17, dword ptr [rip + bar]
 ; bytes: 62 e1 76 00 2a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vcvtsi2ss_x_x_rm32_evex
-{evex} vcvtsi2ss xmm0, xmm1, dword ptr [8*rcx + 64]
-; bytes: 62 f1 76 08 2a 04 cd 40 00 00 00
-; form: vcvtsi2ss_x_x_rm32_evex
-{evex} vcvtsi2ss xmm16, xmm17, dword ptr [r8 + rsi + 127]
-; bytes: 62 c1 76 00 2a 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtsi2ss_x_x_rm64_evex
 {evex} vcvtsi2ss xmm0, xmm1, rdx
 ; bytes: 62 f1 f6 08 2a c2
@@ -3512,15 +3515,14 @@
 {evex} vcvtsi2ss xmm29, xmm8, rdx
 ; bytes: 62 61 be 08 2a ea
 ; form: vcvtsi2ss_x_x_rm64_evex
-{evex} vcvtsi2ss xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f6 00 2a 84 9c 00 10 00 00
+{evex} vcvtsi2ss xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f6 00 2a 07
 ; form: vcvtsi2ss_x_x_rm64_evex
-{evex} vcvtsi2ss xmm0, xmm1, qword ptr [rdx - 8192]
-; bytes: 62 f1 f6 08 2a 82 00 e0 ff ff
+{evex} vcvtsi2ss xmm0, xmm1, qword ptr [rsp + 8]
+; bytes: 62 f1 f6 08 2a 44 24 01
 ; form: vcvtsi2ss_x_x_rm64_evex
-{evex} vcvtsi2ss xmm16, xmm17, qword ptr [rip + bar]
-; bytes: 62 e1 f6 00 2a 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvtsi2ss xmm16, xmm17, qword ptr [rbp]
+; bytes: 62 e1 f6 00 2a 45 00
 ; form: vcvttss2si_r32_xm32_evex
 {evex} vcvttss2si eax, xmm1
 ; bytes: 62 f1 7e 08 2c c1
@@ -3534,14 +3536,14 @@
 {evex} vcvttss2si r13d, xmm8
 ; bytes: 62 51 7e 08 2c e8
 ; form: vcvttss2si_r32_xm32_evex
-{evex} vcvttss2si eax, dword ptr [rdi]
-; bytes: 62 f1 7e 08 2c 07
+{evex} vcvttss2si eax, dword ptr [r13 - 300]
+; bytes: 62 d1 7e 08 2c 45 b5
 ; form: vcvttss2si_r32_xm32_evex
-{evex} vcvttss2si eax, dword ptr [rsp + 8]
-; bytes: 62 f1 7e 08 2c 44 24 02
+{evex} vcvttss2si eax, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7e 08 2c 44 87 02
 ; form: vcvttss2si_r32_xm32_evex
-{evex} vcvttss2si eax, dword ptr [rbp]
-; bytes: 62 f1 7e 08 2c 45 00
+{evex} vcvttss2si eax, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7e 08 2c 44 fc e0
 ; form: vcvttss2si_r64_xm32_evex
 {evex} vcvttss2si rax, xmm1
 ; bytes: 62 f1 fe 08 2c c1
@@ -3555,14 +3557,15 @@
 {evex} vcvttss2si r13, xmm8
 ; bytes: 62 51 fe 08 2c e8
 ; form: vcvttss2si_r64_xm32_evex
-{evex} vcvttss2si rax, dword ptr [r13 - 300]
-; bytes: 62 d1 fe 08 2c 45 b5
+{evex} vcvttss2si rax, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 fe 08 2c 84 4b e8 03 00 00
 ; form: vcvttss2si_r64_xm32_evex
-{evex} vcvttss2si rax, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 fe 08 2c 44 87 02
+{evex} vcvttss2si rax, dword ptr [rip + foo + 16]
+; bytes: 62 f1 fe 08 2c 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvttss2si_r64_xm32_evex
-{evex} vcvttss2si rax, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 fe 08 2c 44 fc e0
+{evex} vcvttss2si rax, dword ptr [8*rcx + 64]
+; bytes: 62 f1 fe 08 2c 04 cd 40 00 00 00
 ; form: vcvtsi2sd_x_x_rm32_evex
 {evex} vcvtsi2sd xmm0, xmm1, edx
 ; bytes: 62 f1 77 08 2a c2
@@ -3576,15 +3579,14 @@
 {evex} vcvtsi2sd xmm29, xmm8, edx
 ; bytes: 62 61 3f 08 2a ea
 ; form: vcvtsi2sd_x_x_rm32_evex
-{evex} vcvtsi2sd xmm16, xmm17, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 77 00 2a 84 4b e8 03 00 00
+{evex} vcvtsi2sd xmm16, xmm17, dword ptr [r8 + rsi + 127]
+; bytes: 62 c1 77 00 2a 84 30 7f 00 00 00
 ; form: vcvtsi2sd_x_x_rm32_evex
-{evex} vcvtsi2sd xmm0, xmm1, dword ptr [rip + foo + 16]
-; bytes: 62 f1 77 08 2a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vcvtsi2sd xmm0, xmm1, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 77 08 2a 84 9c 00 10 00 00
 ; form: vcvtsi2sd_x_x_rm32_evex
-{evex} vcvtsi2sd xmm16, xmm17, dword ptr [8*rcx + 64]
-; bytes: 62 e1 77 00 2a 04 cd 40 00 00 00
+{evex} vcvtsi2sd xmm16, xmm17, dword ptr [rdx - 8192]
+; bytes: 62 e1 77 00 2a 82 00 e0 ff ff
 ; form: vcvtsi2sd_x_x_rm64_evex
 {evex} vcvtsi2sd xmm0, xmm1, rdx
 ; bytes: 62 f1 f7 08 2a c2
@@ -3598,14 +3600,15 @@
 {evex} vcvtsi2sd xmm29, xmm8, rdx
 ; bytes: 62 61 bf 08 2a ea
 ; form: vcvtsi2sd_x_x_rm64_evex
-{evex} vcvtsi2sd xmm16, xmm17, qword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f7 00 2a 84 30 7f 00 00 00
+{evex} vcvtsi2sd xmm16, xmm17, qword ptr [rip + bar]
+; bytes: 62 e1 f7 00 2a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtsi2sd_x_x_rm64_evex
-{evex} vcvtsi2sd xmm0, xmm1, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 f7 08 2a 84 9c 00 10 00 00
+{evex} vcvtsi2sd xmm0, xmm1, qword ptr [rdi]
+; bytes: 62 f1 f7 08 2a 07
 ; form: vcvtsi2sd_x_x_rm64_evex
-{evex} vcvtsi2sd xmm16, xmm17, qword ptr [rdx - 8192]
-; bytes: 62 e1 f7 00 2a 82 00 e0 ff ff
+{evex} vcvtsi2sd xmm16, xmm17, qword ptr [rsp + 8]
+; bytes: 62 e1 f7 00 2a 44 24 01
 ; form: vcvttsd2si_r32_xm64_evex
 {evex} vcvttsd2si eax, xmm1
 ; bytes: 62 f1 7f 08 2c c1
@@ -3619,15 +3622,14 @@
 {evex} vcvttsd2si r13d, xmm8
 ; bytes: 62 51 7f 08 2c e8
 ; form: vcvttsd2si_r32_xm64_evex
-{evex} vcvttsd2si eax, qword ptr [rip + bar]
-; bytes: 62 f1 7f 08 2c 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvttsd2si eax, qword ptr [rbp]
+; bytes: 62 f1 7f 08 2c 45 00
 ; form: vcvttsd2si_r32_xm64_evex
-{evex} vcvttsd2si eax, qword ptr [rdi]
-; bytes: 62 f1 7f 08 2c 07
+{evex} vcvttsd2si eax, qword ptr [r13 - 300]
+; bytes: 62 d1 7f 08 2c 85 d4 fe ff ff
 ; form: vcvttsd2si_r32_xm64_evex
-{evex} vcvttsd2si eax, qword ptr [rsp + 8]
-; bytes: 62 f1 7f 08 2c 44 24 01
+{evex} vcvttsd2si eax, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7f 08 2c 44 87 01
 ; form: vcvttsd2si_r64_xm64_evex
 {evex} vcvttsd2si rax, xmm1
 ; bytes: 62 f1 ff 08 2c c1
@@ -3641,14 +3643,15 @@
 {evex} vcvttsd2si r13, xmm8
 ; bytes: 62 51 ff 08 2c e8
 ; form: vcvttsd2si_r64_xm64_evex
-{evex} vcvttsd2si rax, qword ptr [rbp]
-; bytes: 62 f1 ff 08 2c 45 00
+{evex} vcvttsd2si rax, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 ff 08 2c 44 fc f0
 ; form: vcvttsd2si_r64_xm64_evex
-{evex} vcvttsd2si rax, qword ptr [r13 - 300]
-; bytes: 62 d1 ff 08 2c 85 d4 fe ff ff
+{evex} vcvttsd2si rax, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 ff 08 2c 44 4b 7d
 ; form: vcvttsd2si_r64_xm64_evex
-{evex} vcvttsd2si rax, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 ff 08 2c 44 87 01
+{evex} vcvttsd2si rax, qword ptr [rip + foo + 16]
+; bytes: 62 f1 ff 08 2c 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvtss2sd_x_x_xm32_evex
 {evex} vcvtss2sd xmm0, xmm1, xmm2
 ; bytes: 62 f1 76 08 5a c2
@@ -3662,15 +3665,14 @@
 {evex} vcvtss2sd xmm29, xmm8, xmm18
 ; bytes: 62 21 3e 08 5a ea
 ; form: vcvtss2sd_x_x_xm32_evex
-{evex} vcvtss2sd xmm16, xmm17, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 76 00 5a 44 fc e0
+{evex} vcvtss2sd xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e1 76 00 5a 04 cd 40 00 00 00
 ; form: vcvtss2sd_x_x_xm32_evex
-{evex} vcvtss2sd xmm0, xmm1, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 76 08 5a 84 4b e8 03 00 00
+{evex} vcvtss2sd xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: 62 d1 76 08 5a 84 30 7f 00 00 00
 ; form: vcvtss2sd_x_x_xm32_evex
-{evex} vcvtss2sd xmm16, xmm17, dword ptr [rip + foo + 16]
-; bytes: 62 e1 76 00 5a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vcvtss2sd xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 76 00 5a 84 9c 00 10 00 00
 ; form: vcvtsd2ss_x_x_xm64_evex
 {evex} vcvtsd2ss xmm0, xmm1, xmm2
 ; bytes: 62 f1 f7 08 5a c2
@@ -3684,14 +3686,15 @@
 {evex} vcvtsd2ss xmm29, xmm8, xmm18
 ; bytes: 62 21 bf 08 5a ea
 ; form: vcvtsd2ss_x_x_xm64_evex
-{evex} vcvtsd2ss xmm16, xmm17, qword ptr [8*rcx + 64]
-; bytes: 62 e1 f7 00 5a 04 cd 40 00 00 00
+{evex} vcvtsd2ss xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f7 00 5a 82 00 e0 ff ff
 ; form: vcvtsd2ss_x_x_xm64_evex
-{evex} vcvtsd2ss xmm0, xmm1, qword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f7 08 5a 84 30 7f 00 00 00
+{evex} vcvtsd2ss xmm0, xmm1, qword ptr [rip + bar]
+; bytes: 62 f1 f7 08 5a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtsd2ss_x_x_xm64_evex
-{evex} vcvtsd2ss xmm16, xmm17, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f7 00 5a 84 9c 00 10 00 00
+{evex} vcvtsd2ss xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 5a 07
 ; form: vcvtdq2ps_x_xm_evex
 {evex} vcvtdq2ps xmm0, xmm1
 ; bytes: 62 f1 7c 08 5b c1
@@ -3705,15 +3708,14 @@
 {evex} vcvtdq2ps xmm29, xmm8
 ; bytes: 62 41 7c 08 5b e8
 ; form: vcvtdq2ps_x_xm_evex
-{evex} vcvtdq2ps xmm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 7c 08 5b 82 00 e0 ff ff
+{evex} vcvtdq2ps xmm16, xmmword ptr [rsp + 8]
+; bytes: 62 e1 7c 08 5b 84 24 08 00 00 00
 ; form: vcvtdq2ps_x_xm_evex
-{evex} vcvtdq2ps xmm0, xmmword ptr [rip + bar]
-; bytes: 62 f1 7c 08 5b 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvtdq2ps xmm0, xmmword ptr [rbp]
+; bytes: 62 f1 7c 08 5b 45 00
 ; form: vcvtdq2ps_x_xm_evex
-{evex} vcvtdq2ps xmm16, xmmword ptr [rdi]
-; bytes: 62 e1 7c 08 5b 07
+{evex} vcvtdq2ps xmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7c 08 5b 85 d4 fe ff ff
 ; form: vcvtdq2ps_y_ym_evex
 {evex} vcvtdq2ps ymm0, ymm1
 ; bytes: 62 f1 7c 28 5b c1
@@ -3727,14 +3729,14 @@
 {evex} vcvtdq2ps ymm29, ymm8
 ; bytes: 62 41 7c 28 5b e8
 ; form: vcvtdq2ps_y_ym_evex
-{evex} vcvtdq2ps ymm16, ymmword ptr [rsp + 8]
-; bytes: 62 e1 7c 28 5b 84 24 08 00 00 00
+{evex} vcvtdq2ps ymm16, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 7c 28 5b 84 87 08 00 00 00
 ; form: vcvtdq2ps_y_ym_evex
-{evex} vcvtdq2ps ymm0, ymmword ptr [rbp]
-; bytes: 62 f1 7c 28 5b 45 00
+{evex} vcvtdq2ps ymm0, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 7c 28 5b 44 fc fc
 ; form: vcvtdq2ps_y_ym_evex
-{evex} vcvtdq2ps ymm16, ymmword ptr [r13 - 300]
-; bytes: 62 c1 7c 28 5b 85 d4 fe ff ff
+{evex} vcvtdq2ps ymm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7c 28 5b 84 4b e8 03 00 00
 ; form: vcvttps2dq_x_xm_evex
 {evex} vcvttps2dq xmm0, xmm1
 ; bytes: 62 f1 7e 08 5b c1
@@ -3748,14 +3750,15 @@
 {evex} vcvttps2dq xmm29, xmm8
 ; bytes: 62 41 7e 08 5b e8
 ; form: vcvttps2dq_x_xm_evex
-{evex} vcvttps2dq xmm16, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 7e 08 5b 84 87 08 00 00 00
+{evex} vcvttps2dq xmm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 7e 08 5b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvttps2dq_x_xm_evex
-{evex} vcvttps2dq xmm0, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 7e 08 5b 44 fc f8
+{evex} vcvttps2dq xmm0, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 7e 08 5b 04 cd 40 00 00 00
 ; form: vcvttps2dq_x_xm_evex
-{evex} vcvttps2dq xmm16, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7e 08 5b 84 4b e8 03 00 00
+{evex} vcvttps2dq xmm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7e 08 5b 84 30 7f 00 00 00
 ; form: vcvttps2dq_y_ym_evex
 {evex} vcvttps2dq ymm0, ymm1
 ; bytes: 62 f1 7e 28 5b c1
@@ -3769,15 +3772,15 @@
 {evex} vcvttps2dq ymm29, ymm8
 ; bytes: 62 41 7e 28 5b e8
 ; form: vcvttps2dq_y_ym_evex
-{evex} vcvttps2dq ymm16, ymmword ptr [rip + foo + 16]
+{evex} vcvttps2dq ymm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 7e 28 5b 84 9c 00 10 00 00
+; form: vcvttps2dq_y_ym_evex
+{evex} vcvttps2dq ymm0, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 7e 28 5b 82 00 e0 ff ff
+; form: vcvttps2dq_y_ym_evex
+{evex} vcvttps2dq ymm16, ymmword ptr [rip + bar]
 ; bytes: 62 e1 7e 28 5b 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vcvttps2dq_y_ym_evex
-{evex} vcvttps2dq ymm0, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 7e 28 5b 04 cd 40 00 00 00
-; form: vcvttps2dq_y_ym_evex
-{evex} vcvttps2dq ymm16, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 7e 28 5b 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtdq2pd_x_xm64_evex
 {evex} vcvtdq2pd xmm0, xmm1
 ; bytes: 62 f1 7e 08 e6 c1
@@ -3791,15 +3794,14 @@
 {evex} vcvtdq2pd xmm29, xmm8
 ; bytes: 62 41 7e 08 e6 e8
 ; form: vcvtdq2pd_x_xm64_evex
-{evex} vcvtdq2pd xmm16, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 7e 08 e6 84 9c 00 10 00 00
+{evex} vcvtdq2pd xmm16, qword ptr [rdi]
+; bytes: 62 e1 7e 08 e6 07
 ; form: vcvtdq2pd_x_xm64_evex
-{evex} vcvtdq2pd xmm0, qword ptr [rdx - 8192]
-; bytes: 62 f1 7e 08 e6 82 00 e0 ff ff
+{evex} vcvtdq2pd xmm0, qword ptr [rsp + 8]
+; bytes: 62 f1 7e 08 e6 44 24 01
 ; form: vcvtdq2pd_x_xm64_evex
-{evex} vcvtdq2pd xmm16, qword ptr [rip + bar]
-; bytes: 62 e1 7e 08 e6 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvtdq2pd xmm16, qword ptr [rbp]
+; bytes: 62 e1 7e 08 e6 45 00
 ; form: vcvtdq2pd_y_xm_evex
 {evex} vcvtdq2pd ymm0, xmm1
 ; bytes: 62 f1 7e 28 e6 c1
@@ -3813,14 +3815,14 @@
 {evex} vcvtdq2pd ymm29, xmm8
 ; bytes: 62 41 7e 28 e6 e8
 ; form: vcvtdq2pd_y_xm_evex
-{evex} vcvtdq2pd ymm16, xmmword ptr [rdi]
-; bytes: 62 e1 7e 28 e6 07
+{evex} vcvtdq2pd ymm16, xmmword ptr [r13 - 300]
+; bytes: 62 c1 7e 28 e6 85 d4 fe ff ff
 ; form: vcvtdq2pd_y_xm_evex
-{evex} vcvtdq2pd ymm0, xmmword ptr [rsp + 8]
-; bytes: 62 f1 7e 28 e6 84 24 08 00 00 00
+{evex} vcvtdq2pd ymm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 7e 28 e6 84 87 08 00 00 00
 ; form: vcvtdq2pd_y_xm_evex
-{evex} vcvtdq2pd ymm16, xmmword ptr [rbp]
-; bytes: 62 e1 7e 28 e6 45 00
+{evex} vcvtdq2pd ymm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 7e 28 e6 44 fc f8
 ; form: vcvtps2pd_x_xm64_evex
 {evex} vcvtps2pd xmm0, xmm1
 ; bytes: 62 f1 7c 08 5a c1
@@ -3834,14 +3836,15 @@
 {evex} vcvtps2pd xmm29, xmm8
 ; bytes: 62 41 7c 08 5a e8
 ; form: vcvtps2pd_x_xm64_evex
-{evex} vcvtps2pd xmm16, qword ptr [r13 - 300]
-; bytes: 62 c1 7c 08 5a 85 d4 fe ff ff
+{evex} vcvtps2pd xmm16, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7c 08 5a 44 4b 7d
 ; form: vcvtps2pd_x_xm64_evex
-{evex} vcvtps2pd xmm0, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 7c 08 5a 44 87 01
+{evex} vcvtps2pd xmm0, qword ptr [rip + foo + 16]
+; bytes: 62 f1 7c 08 5a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvtps2pd_x_xm64_evex
-{evex} vcvtps2pd xmm16, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 7c 08 5a 44 fc f0
+{evex} vcvtps2pd xmm16, qword ptr [8*rcx + 64]
+; bytes: 62 e1 7c 08 5a 04 cd 40 00 00 00
 ; form: vcvtps2pd_y_xm_evex
 {evex} vcvtps2pd ymm0, xmm1
 ; bytes: 62 f1 7c 28 5a c1
@@ -3855,15 +3858,14 @@
 {evex} vcvtps2pd ymm29, xmm8
 ; bytes: 62 41 7c 28 5a e8
 ; form: vcvtps2pd_y_xm_evex
-{evex} vcvtps2pd ymm16, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 7c 28 5a 84 4b e8 03 00 00
+{evex} vcvtps2pd ymm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7c 28 5a 84 30 7f 00 00 00
 ; form: vcvtps2pd_y_xm_evex
-{evex} vcvtps2pd ymm0, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 7c 28 5a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vcvtps2pd ymm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7c 28 5a 84 9c 00 10 00 00
 ; form: vcvtps2pd_y_xm_evex
-{evex} vcvtps2pd ymm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 7c 28 5a 04 cd 40 00 00 00
+{evex} vcvtps2pd ymm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 7c 28 5a 82 00 e0 ff ff
 ; form: vcvtph2ps_x_xm64_evex
 {evex} vcvtph2ps xmm0, xmm1
 ; bytes: 62 f2 7d 08 13 c1
@@ -3877,14 +3879,15 @@
 {evex} vcvtph2ps xmm29, xmm8
 ; bytes: 62 42 7d 08 13 e8
 ; form: vcvtph2ps_x_xm64_evex
-{evex} vcvtph2ps xmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 08 13 84 30 7f 00 00 00
+{evex} vcvtph2ps xmm16, qword ptr [rip + bar]
+; bytes: 62 e2 7d 08 13 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtph2ps_x_xm64_evex
-{evex} vcvtph2ps xmm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 7d 08 13 84 9c 00 10 00 00
+{evex} vcvtph2ps xmm0, qword ptr [rdi]
+; bytes: 62 f2 7d 08 13 07
 ; form: vcvtph2ps_x_xm64_evex
-{evex} vcvtph2ps xmm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 7d 08 13 82 00 e0 ff ff
+{evex} vcvtph2ps xmm16, qword ptr [rsp + 8]
+; bytes: 62 e2 7d 08 13 44 24 01
 ; form: vcvtph2ps_y_xm_evex
 {evex} vcvtph2ps ymm0, xmm1
 ; bytes: 62 f2 7d 28 13 c1
@@ -3898,15 +3901,14 @@
 {evex} vcvtph2ps ymm29, xmm8
 ; bytes: 62 42 7d 28 13 e8
 ; form: vcvtph2ps_y_xm_evex
-{evex} vcvtph2ps ymm16, xmmword ptr [rip + bar]
-; bytes: 62 e2 7d 28 13 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvtph2ps ymm16, xmmword ptr [rbp]
+; bytes: 62 e2 7d 28 13 45 00
 ; form: vcvtph2ps_y_xm_evex
-{evex} vcvtph2ps ymm0, xmmword ptr [rdi]
-; bytes: 62 f2 7d 28 13 07
+{evex} vcvtph2ps ymm0, xmmword ptr [r13 - 300]
+; bytes: 62 d2 7d 28 13 85 d4 fe ff ff
 ; form: vcvtph2ps_y_xm_evex
-{evex} vcvtph2ps ymm16, xmmword ptr [rsp + 8]
-; bytes: 62 e2 7d 28 13 84 24 08 00 00 00
+{evex} vcvtph2ps ymm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 28 13 84 87 08 00 00 00
 ; form: vcvttpd2dq_x_xm_evex
 {evex} vcvttpd2dq xmm0, xmm1
 ; bytes: 62 f1 fd 08 e6 c1
@@ -3920,14 +3922,15 @@
 {evex} vcvttpd2dq xmm29, xmm8
 ; bytes: 62 41 fd 08 e6 e8
 ; form: vcvttpd2dq_x_xm_evex
-{evex} vcvttpd2dq xmm16, xmmword ptr [rbp]
-; bytes: 62 e1 fd 08 e6 45 00
+{evex} vcvttpd2dq xmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fd 08 e6 44 fc f8
 ; form: vcvttpd2dq_x_xm_evex
-{evex} vcvttpd2dq xmm0, xmmword ptr [r13 - 300]
-; bytes: 62 d1 fd 08 e6 85 d4 fe ff ff
+{evex} vcvttpd2dq xmm0, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 fd 08 e6 84 4b e8 03 00 00
 ; form: vcvttpd2dq_x_xm_evex
-{evex} vcvttpd2dq xmm16, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 fd 08 e6 84 87 08 00 00 00
+{evex} vcvttpd2dq xmm16, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 fd 08 e6 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vcvttpd2dq_x_ym_evex
 {evex} vcvttpd2dq xmm0, ymm1
 ; bytes: 62 f1 fd 28 e6 c1
@@ -3941,15 +3944,14 @@
 {evex} vcvttpd2dq xmm29, ymm8
 ; bytes: 62 41 fd 28 e6 e8
 ; form: vcvttpd2dq_x_ym_evex
-{evex} vcvttpd2dq xmm16, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 fd 28 e6 44 fc fc
+{evex} vcvttpd2dq xmm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 fd 28 e6 04 cd 40 00 00 00
 ; form: vcvttpd2dq_x_ym_evex
-{evex} vcvttpd2dq xmm0, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 fd 28 e6 84 4b e8 03 00 00
+{evex} vcvttpd2dq xmm0, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 fd 28 e6 84 30 7f 00 00 00
 ; form: vcvttpd2dq_x_ym_evex
-{evex} vcvttpd2dq xmm16, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 fd 28 e6 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vcvttpd2dq xmm16, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fd 28 e6 84 9c 00 10 00 00
 ; form: vcvtpd2ps_x_xm_evex
 {evex} vcvtpd2ps xmm0, xmm1
 ; bytes: 62 f1 fd 08 5a c1
@@ -3963,14 +3965,15 @@
 {evex} vcvtpd2ps xmm29, xmm8
 ; bytes: 62 41 fd 08 5a e8
 ; form: vcvtpd2ps_x_xm_evex
-{evex} vcvtpd2ps xmm16, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 fd 08 5a 04 cd 40 00 00 00
+{evex} vcvtpd2ps xmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 fd 08 5a 82 00 e0 ff ff
 ; form: vcvtpd2ps_x_xm_evex
-{evex} vcvtpd2ps xmm0, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 fd 08 5a 84 30 7f 00 00 00
+{evex} vcvtpd2ps xmm0, xmmword ptr [rip + bar]
+; bytes: 62 f1 fd 08 5a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vcvtpd2ps_x_xm_evex
-{evex} vcvtpd2ps xmm16, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 fd 08 5a 84 9c 00 10 00 00
+{evex} vcvtpd2ps xmm16, xmmword ptr [rdi]
+; bytes: 62 e1 fd 08 5a 07
 ; form: vcvtpd2ps_x_ym_evex
 {evex} vcvtpd2ps xmm0, ymm1
 ; bytes: 62 f1 fd 28 5a c1
@@ -3984,15 +3987,14 @@
 {evex} vcvtpd2ps xmm29, ymm8
 ; bytes: 62 41 fd 28 5a e8
 ; form: vcvtpd2ps_x_ym_evex
-{evex} vcvtpd2ps xmm16, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 fd 28 5a 82 00 e0 ff ff
+{evex} vcvtpd2ps xmm16, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fd 28 5a 84 24 08 00 00 00
 ; form: vcvtpd2ps_x_ym_evex
-{evex} vcvtpd2ps xmm0, ymmword ptr [rip + bar]
-; bytes: 62 f1 fd 28 5a 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vcvtpd2ps xmm0, ymmword ptr [rbp]
+; bytes: 62 f1 fd 28 5a 45 00
 ; form: vcvtpd2ps_x_ym_evex
-{evex} vcvtpd2ps xmm16, ymmword ptr [rdi]
-; bytes: 62 e1 fd 28 5a 07
+{evex} vcvtpd2ps xmm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 fd 28 5a 85 d4 fe ff ff
 ; form: vcvtps2ph_xm64_x_imm8_evex
 {evex} vcvtps2ph xmm0, xmm1, 1
 ; bytes: 62 f3 7d 08 1d c8 01
@@ -4006,14 +4008,14 @@
 {evex} vcvtps2ph xmm29, xmm8, 255
 ; bytes: 62 13 7d 08 1d c5 ff
 ; form: vcvtps2ph_xm64_x_imm8_evex
-{evex} vcvtps2ph qword ptr [rsp + 8], xmm16, 0
-; bytes: 62 e3 7d 08 1d 44 24 01 00
+{evex} vcvtps2ph qword ptr [rdi + 4*rax + 8], xmm16, 0
+; bytes: 62 e3 7d 08 1d 44 87 01 00
 ; form: vcvtps2ph_xm64_x_imm8_evex
-{evex} vcvtps2ph qword ptr [rbp], xmm0, 100
-; bytes: 62 f3 7d 08 1d 45 00 64
+{evex} vcvtps2ph qword ptr [r12 + 8*r15 - 128], xmm0, 100
+; bytes: 62 93 7d 08 1d 44 fc f0 64
 ; form: vcvtps2ph_xm64_x_imm8_evex
-{evex} vcvtps2ph qword ptr [r13 - 300], xmm16, 200
-; bytes: 62 c3 7d 08 1d 85 d4 fe ff ff c8
+{evex} vcvtps2ph qword ptr [rbx + 2*r9 + 1000], xmm16, 200
+; bytes: 62 a3 7d 08 1d 44 4b 7d c8
 ; form: vcvtps2ph_xm_y_imm8_evex
 {evex} vcvtps2ph xmm0, ymm1, 1
 ; bytes: 62 f3 7d 28 1d c8 01
@@ -4027,14 +4029,15 @@
 {evex} vcvtps2ph xmm29, ymm8, 255
 ; bytes: 62 13 7d 28 1d c5 ff
 ; form: vcvtps2ph_xm_y_imm8_evex
-{evex} vcvtps2ph xmmword ptr [rdi + 4*rax + 8], ymm16, 0
-; bytes: 62 e3 7d 28 1d 84 87 08 00 00 00 00
+{evex} vcvtps2ph xmmword ptr [rip + foo + 16], ymm16, 0
+; bytes: 62 e3 7d 28 1d 05 00 00 00 00 00
+; fixup: 6 pc32 foo 11
 ; form: vcvtps2ph_xm_y_imm8_evex
-{evex} vcvtps2ph xmmword ptr [r12 + 8*r15 - 128], ymm0, 100
-; bytes: 62 93 7d 28 1d 44 fc f8 64
+{evex} vcvtps2ph xmmword ptr [8*rcx + 64], ymm0, 100
+; bytes: 62 f3 7d 28 1d 04 cd 40 00 00 00 64
 ; form: vcvtps2ph_xm_y_imm8_evex
-{evex} vcvtps2ph xmmword ptr [rbx + 2*r9 + 1000], ymm16, 200
-; bytes: 62 a3 7d 28 1d 84 4b e8 03 00 00 c8
+{evex} vcvtps2ph xmmword ptr [r8 + rsi + 127], ymm16, 200
+; bytes: 62 c3 7d 28 1d 84 30 7f 00 00 00 c8
 ; form: vpmovzxbw_x_xm64_evex
 {evex} vpmovzxbw xmm0, xmm1
 ; bytes: 62 f2 7d 08 30 c1
@@ -4048,15 +4051,15 @@
 {evex} vpmovzxbw xmm29, xmm8
 ; bytes: 62 42 7d 08 30 e8
 ; form: vpmovzxbw_x_xm64_evex
-{evex} vpmovzxbw xmm16, qword ptr [rip + foo + 16]
+{evex} vpmovzxbw xmm16, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 08 30 84 9c 00 10 00 00
+; form: vpmovzxbw_x_xm64_evex
+{evex} vpmovzxbw xmm0, qword ptr [rdx - 8192]
+; bytes: 62 f2 7d 08 30 82 00 e0 ff ff
+; form: vpmovzxbw_x_xm64_evex
+{evex} vpmovzxbw xmm16, qword ptr [rip + bar]
 ; bytes: 62 e2 7d 08 30 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpmovzxbw_x_xm64_evex
-{evex} vpmovzxbw xmm0, qword ptr [8*rcx + 64]
-; bytes: 62 f2 7d 08 30 04 cd 40 00 00 00
-; form: vpmovzxbw_x_xm64_evex
-{evex} vpmovzxbw xmm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 08 30 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovzxbw_y_xm_evex
 {evex} vpmovzxbw ymm0, xmm1
 ; bytes: 62 f2 7d 28 30 c1
@@ -4070,15 +4073,14 @@
 {evex} vpmovzxbw ymm29, xmm8
 ; bytes: 62 42 7d 28 30 e8
 ; form: vpmovzxbw_y_xm_evex
-{evex} vpmovzxbw ymm16, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 28 30 84 9c 00 10 00 00
+{evex} vpmovzxbw ymm16, xmmword ptr [rdi]
+; bytes: 62 e2 7d 28 30 07
 ; form: vpmovzxbw_y_xm_evex
-{evex} vpmovzxbw ymm0, xmmword ptr [rdx - 8192]
-; bytes: 62 f2 7d 28 30 82 00 e0 ff ff
+{evex} vpmovzxbw ymm0, xmmword ptr [rsp + 8]
+; bytes: 62 f2 7d 28 30 84 24 08 00 00 00
 ; form: vpmovzxbw_y_xm_evex
-{evex} vpmovzxbw ymm16, xmmword ptr [rip + bar]
-; bytes: 62 e2 7d 28 30 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovzxbw ymm16, xmmword ptr [rbp]
+; bytes: 62 e2 7d 28 30 45 00
 ; form: vpmovsxbw_x_xm64_evex
 {evex} vpmovsxbw xmm0, xmm1
 ; bytes: 62 f2 7d 08 20 c1
@@ -4092,14 +4094,14 @@
 {evex} vpmovsxbw xmm29, xmm8
 ; bytes: 62 42 7d 08 20 e8
 ; form: vpmovsxbw_x_xm64_evex
-{evex} vpmovsxbw xmm16, qword ptr [rdi]
-; bytes: 62 e2 7d 08 20 07
+{evex} vpmovsxbw xmm16, qword ptr [r13 - 300]
+; bytes: 62 c2 7d 08 20 85 d4 fe ff ff
 ; form: vpmovsxbw_x_xm64_evex
-{evex} vpmovsxbw xmm0, qword ptr [rsp + 8]
-; bytes: 62 f2 7d 08 20 44 24 01
+{evex} vpmovsxbw xmm0, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 7d 08 20 44 87 01
 ; form: vpmovsxbw_x_xm64_evex
-{evex} vpmovsxbw xmm16, qword ptr [rbp]
-; bytes: 62 e2 7d 08 20 45 00
+{evex} vpmovsxbw xmm16, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 08 20 44 fc f0
 ; form: vpmovsxbw_y_xm_evex
 {evex} vpmovsxbw ymm0, xmm1
 ; bytes: 62 f2 7d 28 20 c1
@@ -4113,14 +4115,15 @@
 {evex} vpmovsxbw ymm29, xmm8
 ; bytes: 62 42 7d 28 20 e8
 ; form: vpmovsxbw_y_xm_evex
-{evex} vpmovsxbw ymm16, xmmword ptr [r13 - 300]
-; bytes: 62 c2 7d 28 20 85 d4 fe ff ff
+{evex} vpmovsxbw ymm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 20 84 4b e8 03 00 00
 ; form: vpmovsxbw_y_xm_evex
-{evex} vpmovsxbw ymm0, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 7d 28 20 84 87 08 00 00 00
+{evex} vpmovsxbw ymm0, xmmword ptr [rip + foo + 16]
+; bytes: 62 f2 7d 28 20 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovsxbw_y_xm_evex
-{evex} vpmovsxbw ymm16, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 28 20 44 fc f8
+{evex} vpmovsxbw ymm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 20 04 cd 40 00 00 00
 ; form: vpmovzxbd_x_xm32_evex
 {evex} vpmovzxbd xmm0, xmm1
 ; bytes: 62 f2 7d 08 31 c1
@@ -4134,15 +4137,14 @@
 {evex} vpmovzxbd xmm29, xmm8
 ; bytes: 62 42 7d 08 31 e8
 ; form: vpmovzxbd_x_xm32_evex
-{evex} vpmovzxbd xmm16, dword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 08 31 84 4b e8 03 00 00
+{evex} vpmovzxbd xmm16, dword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 31 84 30 7f 00 00 00
 ; form: vpmovzxbd_x_xm32_evex
-{evex} vpmovzxbd xmm0, dword ptr [rip + foo + 16]
-; bytes: 62 f2 7d 08 31 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpmovzxbd xmm0, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 7d 08 31 84 9c 00 10 00 00
 ; form: vpmovzxbd_x_xm32_evex
-{evex} vpmovzxbd xmm16, dword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 08 31 04 cd 40 00 00 00
+{evex} vpmovzxbd xmm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 31 82 00 e0 ff ff
 ; form: vpmovzxbd_y_xm64_evex
 {evex} vpmovzxbd ymm0, xmm1
 ; bytes: 62 f2 7d 28 31 c1
@@ -4156,14 +4158,15 @@
 {evex} vpmovzxbd ymm29, xmm8
 ; bytes: 62 42 7d 28 31 e8
 ; form: vpmovzxbd_y_xm64_evex
-{evex} vpmovzxbd ymm16, qword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 28 31 84 30 7f 00 00 00
+{evex} vpmovzxbd ymm16, qword ptr [rip + bar]
+; bytes: 62 e2 7d 28 31 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovzxbd_y_xm64_evex
-{evex} vpmovzxbd ymm0, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 7d 28 31 84 9c 00 10 00 00
+{evex} vpmovzxbd ymm0, qword ptr [rdi]
+; bytes: 62 f2 7d 28 31 07
 ; form: vpmovzxbd_y_xm64_evex
-{evex} vpmovzxbd ymm16, qword ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 31 82 00 e0 ff ff
+{evex} vpmovzxbd ymm16, qword ptr [rsp + 8]
+; bytes: 62 e2 7d 28 31 44 24 01
 ; form: vpmovsxbd_x_xm32_evex
 {evex} vpmovsxbd xmm0, xmm1
 ; bytes: 62 f2 7d 08 21 c1
@@ -4177,15 +4180,14 @@
 {evex} vpmovsxbd xmm29, xmm8
 ; bytes: 62 42 7d 08 21 e8
 ; form: vpmovsxbd_x_xm32_evex
-{evex} vpmovsxbd xmm16, dword ptr [rip + bar]
-; bytes: 62 e2 7d 08 21 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovsxbd xmm16, dword ptr [rbp]
+; bytes: 62 e2 7d 08 21 45 00
 ; form: vpmovsxbd_x_xm32_evex
-{evex} vpmovsxbd xmm0, dword ptr [rdi]
-; bytes: 62 f2 7d 08 21 07
+{evex} vpmovsxbd xmm0, dword ptr [r13 - 300]
+; bytes: 62 d2 7d 08 21 45 b5
 ; form: vpmovsxbd_x_xm32_evex
-{evex} vpmovsxbd xmm16, dword ptr [rsp + 8]
-; bytes: 62 e2 7d 08 21 44 24 02
+{evex} vpmovsxbd xmm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 08 21 44 87 02
 ; form: vpmovsxbd_y_xm64_evex
 {evex} vpmovsxbd ymm0, xmm1
 ; bytes: 62 f2 7d 28 21 c1
@@ -4199,14 +4201,15 @@
 {evex} vpmovsxbd ymm29, xmm8
 ; bytes: 62 42 7d 28 21 e8
 ; form: vpmovsxbd_y_xm64_evex
-{evex} vpmovsxbd ymm16, qword ptr [rbp]
-; bytes: 62 e2 7d 28 21 45 00
+{evex} vpmovsxbd ymm16, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 28 21 44 fc f0
 ; form: vpmovsxbd_y_xm64_evex
-{evex} vpmovsxbd ymm0, qword ptr [r13 - 300]
-; bytes: 62 d2 7d 28 21 85 d4 fe ff ff
+{evex} vpmovsxbd ymm0, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 7d 28 21 44 4b 7d
 ; form: vpmovsxbd_y_xm64_evex
-{evex} vpmovsxbd ymm16, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 28 21 44 87 01
+{evex} vpmovsxbd ymm16, qword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 28 21 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxbq_x_xm16_evex
 {evex} vpmovzxbq xmm0, xmm1
 ; bytes: 62 f2 7d 08 32 c1
@@ -4220,15 +4223,14 @@
 {evex} vpmovzxbq xmm29, xmm8
 ; bytes: 62 42 7d 08 32 e8
 ; form: vpmovzxbq_x_xm16_evex
-{evex} vpmovzxbq xmm16, word ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 08 32 44 fc c0
+{evex} vpmovzxbq xmm16, word ptr [8*rcx + 64]
+; bytes: 62 e2 7d 08 32 04 cd 40 00 00 00
 ; form: vpmovzxbq_x_xm16_evex
-{evex} vpmovzxbq xmm0, word ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 7d 08 32 84 4b e8 03 00 00
+{evex} vpmovzxbq xmm0, word ptr [r8 + rsi + 127]
+; bytes: 62 d2 7d 08 32 84 30 7f 00 00 00
 ; form: vpmovzxbq_x_xm16_evex
-{evex} vpmovzxbq xmm16, word ptr [rip + foo + 16]
-; bytes: 62 e2 7d 08 32 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpmovzxbq xmm16, word ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 08 32 84 9c 00 10 00 00
 ; form: vpmovzxbq_y_xm32_evex
 {evex} vpmovzxbq ymm0, xmm1
 ; bytes: 62 f2 7d 28 32 c1
@@ -4242,14 +4244,15 @@
 {evex} vpmovzxbq ymm29, xmm8
 ; bytes: 62 42 7d 28 32 e8
 ; form: vpmovzxbq_y_xm32_evex
-{evex} vpmovzxbq ymm16, dword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 28 32 04 cd 40 00 00 00
+{evex} vpmovzxbq ymm16, dword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 32 82 00 e0 ff ff
 ; form: vpmovzxbq_y_xm32_evex
-{evex} vpmovzxbq ymm0, dword ptr [r8 + rsi + 127]
-; bytes: 62 d2 7d 28 32 84 30 7f 00 00 00
+{evex} vpmovzxbq ymm0, dword ptr [rip + bar]
+; bytes: 62 f2 7d 28 32 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovzxbq_y_xm32_evex
-{evex} vpmovzxbq ymm16, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 28 32 84 9c 00 10 00 00
+{evex} vpmovzxbq ymm16, dword ptr [rdi]
+; bytes: 62 e2 7d 28 32 07
 ; form: vpmovsxbq_x_xm16_evex
 {evex} vpmovsxbq xmm0, xmm1
 ; bytes: 62 f2 7d 08 22 c1
@@ -4263,15 +4266,14 @@
 {evex} vpmovsxbq xmm29, xmm8
 ; bytes: 62 42 7d 08 22 e8
 ; form: vpmovsxbq_x_xm16_evex
-{evex} vpmovsxbq xmm16, word ptr [rdx - 8192]
-; bytes: 62 e2 7d 08 22 82 00 e0 ff ff
+{evex} vpmovsxbq xmm16, word ptr [rsp + 8]
+; bytes: 62 e2 7d 08 22 44 24 04
 ; form: vpmovsxbq_x_xm16_evex
-{evex} vpmovsxbq xmm0, word ptr [rip + bar]
-; bytes: 62 f2 7d 08 22 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovsxbq xmm0, word ptr [rbp]
+; bytes: 62 f2 7d 08 22 45 00
 ; form: vpmovsxbq_x_xm16_evex
-{evex} vpmovsxbq xmm16, word ptr [rdi]
-; bytes: 62 e2 7d 08 22 07
+{evex} vpmovsxbq xmm16, word ptr [r13 - 300]
+; bytes: 62 c2 7d 08 22 85 d4 fe ff ff
 ; form: vpmovsxbq_y_xm32_evex
 {evex} vpmovsxbq ymm0, xmm1
 ; bytes: 62 f2 7d 28 22 c1
@@ -4285,14 +4287,14 @@
 {evex} vpmovsxbq ymm29, xmm8
 ; bytes: 62 42 7d 28 22 e8
 ; form: vpmovsxbq_y_xm32_evex
-{evex} vpmovsxbq ymm16, dword ptr [rsp + 8]
-; bytes: 62 e2 7d 28 22 44 24 02
+{evex} vpmovsxbq ymm16, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 28 22 44 87 02
 ; form: vpmovsxbq_y_xm32_evex
-{evex} vpmovsxbq ymm0, dword ptr [rbp]
-; bytes: 62 f2 7d 28 22 45 00
+{evex} vpmovsxbq ymm0, dword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 7d 28 22 44 fc e0
 ; form: vpmovsxbq_y_xm32_evex
-{evex} vpmovsxbq ymm16, dword ptr [r13 - 300]
-; bytes: 62 c2 7d 28 22 45 b5
+{evex} vpmovsxbq ymm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 28 22 84 4b e8 03 00 00
 ; form: vpmovzxwd_x_xm64_evex
 {evex} vpmovzxwd xmm0, xmm1
 ; bytes: 62 f2 7d 08 33 c1
@@ -4306,14 +4308,15 @@
 {evex} vpmovzxwd xmm29, xmm8
 ; bytes: 62 42 7d 08 33 e8
 ; form: vpmovzxwd_x_xm64_evex
-{evex} vpmovzxwd xmm16, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 33 44 87 01
+{evex} vpmovzxwd xmm16, qword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 33 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxwd_x_xm64_evex
-{evex} vpmovzxwd xmm0, qword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 7d 08 33 44 fc f0
+{evex} vpmovzxwd xmm0, qword ptr [8*rcx + 64]
+; bytes: 62 f2 7d 08 33 04 cd 40 00 00 00
 ; form: vpmovzxwd_x_xm64_evex
-{evex} vpmovzxwd xmm16, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 08 33 44 4b 7d
+{evex} vpmovzxwd xmm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 08 33 84 30 7f 00 00 00
 ; form: vpmovzxwd_y_xm_evex
 {evex} vpmovzxwd ymm0, xmm1
 ; bytes: 62 f2 7d 28 33 c1
@@ -4327,15 +4330,15 @@
 {evex} vpmovzxwd ymm29, xmm8
 ; bytes: 62 42 7d 28 33 e8
 ; form: vpmovzxwd_y_xm_evex
-{evex} vpmovzxwd ymm16, xmmword ptr [rip + foo + 16]
+{evex} vpmovzxwd ymm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 28 33 84 9c 00 10 00 00
+; form: vpmovzxwd_y_xm_evex
+{evex} vpmovzxwd ymm0, xmmword ptr [rdx - 8192]
+; bytes: 62 f2 7d 28 33 82 00 e0 ff ff
+; form: vpmovzxwd_y_xm_evex
+{evex} vpmovzxwd ymm16, xmmword ptr [rip + bar]
 ; bytes: 62 e2 7d 28 33 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpmovzxwd_y_xm_evex
-{evex} vpmovzxwd ymm0, xmmword ptr [8*rcx + 64]
-; bytes: 62 f2 7d 28 33 04 cd 40 00 00 00
-; form: vpmovzxwd_y_xm_evex
-{evex} vpmovzxwd ymm16, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 28 33 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxwd_x_xm64_evex
 {evex} vpmovsxwd xmm0, xmm1
 ; bytes: 62 f2 7d 08 23 c1
@@ -4349,15 +4352,14 @@
 {evex} vpmovsxwd xmm29, xmm8
 ; bytes: 62 42 7d 08 23 e8
 ; form: vpmovsxwd_x_xm64_evex
-{evex} vpmovsxwd xmm16, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 08 23 84 9c 00 10 00 00
+{evex} vpmovsxwd xmm16, qword ptr [rdi]
+; bytes: 62 e2 7d 08 23 07
 ; form: vpmovsxwd_x_xm64_evex
-{evex} vpmovsxwd xmm0, qword ptr [rdx - 8192]
-; bytes: 62 f2 7d 08 23 82 00 e0 ff ff
+{evex} vpmovsxwd xmm0, qword ptr [rsp + 8]
+; bytes: 62 f2 7d 08 23 44 24 01
 ; form: vpmovsxwd_x_xm64_evex
-{evex} vpmovsxwd xmm16, qword ptr [rip + bar]
-; bytes: 62 e2 7d 08 23 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovsxwd xmm16, qword ptr [rbp]
+; bytes: 62 e2 7d 08 23 45 00
 ; form: vpmovsxwd_y_xm_evex
 {evex} vpmovsxwd ymm0, xmm1
 ; bytes: 62 f2 7d 28 23 c1
@@ -4371,14 +4373,14 @@
 {evex} vpmovsxwd ymm29, xmm8
 ; bytes: 62 42 7d 28 23 e8
 ; form: vpmovsxwd_y_xm_evex
-{evex} vpmovsxwd ymm16, xmmword ptr [rdi]
-; bytes: 62 e2 7d 28 23 07
+{evex} vpmovsxwd ymm16, xmmword ptr [r13 - 300]
+; bytes: 62 c2 7d 28 23 85 d4 fe ff ff
 ; form: vpmovsxwd_y_xm_evex
-{evex} vpmovsxwd ymm0, xmmword ptr [rsp + 8]
-; bytes: 62 f2 7d 28 23 84 24 08 00 00 00
+{evex} vpmovsxwd ymm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 7d 28 23 84 87 08 00 00 00
 ; form: vpmovsxwd_y_xm_evex
-{evex} vpmovsxwd ymm16, xmmword ptr [rbp]
-; bytes: 62 e2 7d 28 23 45 00
+{evex} vpmovsxwd ymm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 28 23 44 fc f8
 ; form: vpmovzxwq_x_xm32_evex
 {evex} vpmovzxwq xmm0, xmm1
 ; bytes: 62 f2 7d 08 34 c1
@@ -4392,14 +4394,15 @@
 {evex} vpmovzxwq xmm29, xmm8
 ; bytes: 62 42 7d 08 34 e8
 ; form: vpmovzxwq_x_xm32_evex
-{evex} vpmovzxwq xmm16, dword ptr [r13 - 300]
-; bytes: 62 c2 7d 08 34 45 b5
+{evex} vpmovzxwq xmm16, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 08 34 84 4b e8 03 00 00
 ; form: vpmovzxwq_x_xm32_evex
-{evex} vpmovzxwq xmm0, dword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 7d 08 34 44 87 02
+{evex} vpmovzxwq xmm0, dword ptr [rip + foo + 16]
+; bytes: 62 f2 7d 08 34 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxwq_x_xm32_evex
-{evex} vpmovzxwq xmm16, dword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 08 34 44 fc e0
+{evex} vpmovzxwq xmm16, dword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 08 34 04 cd 40 00 00 00
 ; form: vpmovzxwq_y_xm64_evex
 {evex} vpmovzxwq ymm0, xmm1
 ; bytes: 62 f2 7d 28 34 c1
@@ -4413,15 +4416,14 @@
 {evex} vpmovzxwq ymm29, xmm8
 ; bytes: 62 42 7d 28 34 e8
 ; form: vpmovzxwq_y_xm64_evex
-{evex} vpmovzxwq ymm16, qword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 7d 28 34 44 4b 7d
+{evex} vpmovzxwq ymm16, qword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 28 34 84 30 7f 00 00 00
 ; form: vpmovzxwq_y_xm64_evex
-{evex} vpmovzxwq ymm0, qword ptr [rip + foo + 16]
-; bytes: 62 f2 7d 28 34 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpmovzxwq ymm0, qword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 7d 28 34 84 9c 00 10 00 00
 ; form: vpmovzxwq_y_xm64_evex
-{evex} vpmovzxwq ymm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 28 34 04 cd 40 00 00 00
+{evex} vpmovzxwq ymm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 7d 28 34 82 00 e0 ff ff
 ; form: vpmovsxwq_x_xm32_evex
 {evex} vpmovsxwq xmm0, xmm1
 ; bytes: 62 f2 7d 08 24 c1
@@ -4435,14 +4437,15 @@
 {evex} vpmovsxwq xmm29, xmm8
 ; bytes: 62 42 7d 08 24 e8
 ; form: vpmovsxwq_x_xm32_evex
-{evex} vpmovsxwq xmm16, dword ptr [r8 + rsi + 127]
-; bytes: 62 c2 7d 08 24 84 30 7f 00 00 00
+{evex} vpmovsxwq xmm16, dword ptr [rip + bar]
+; bytes: 62 e2 7d 08 24 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxwq_x_xm32_evex
-{evex} vpmovsxwq xmm0, dword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 7d 08 24 84 9c 00 10 00 00
+{evex} vpmovsxwq xmm0, dword ptr [rdi]
+; bytes: 62 f2 7d 08 24 07
 ; form: vpmovsxwq_x_xm32_evex
-{evex} vpmovsxwq xmm16, dword ptr [rdx - 8192]
-; bytes: 62 e2 7d 08 24 82 00 e0 ff ff
+{evex} vpmovsxwq xmm16, dword ptr [rsp + 8]
+; bytes: 62 e2 7d 08 24 44 24 02
 ; form: vpmovsxwq_y_xm64_evex
 {evex} vpmovsxwq ymm0, xmm1
 ; bytes: 62 f2 7d 28 24 c1
@@ -4456,15 +4459,14 @@
 {evex} vpmovsxwq ymm29, xmm8
 ; bytes: 62 42 7d 28 24 e8
 ; form: vpmovsxwq_y_xm64_evex
-{evex} vpmovsxwq ymm16, qword ptr [rip + bar]
-; bytes: 62 e2 7d 28 24 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovsxwq ymm16, qword ptr [rbp]
+; bytes: 62 e2 7d 28 24 45 00
 ; form: vpmovsxwq_y_xm64_evex
-{evex} vpmovsxwq ymm0, qword ptr [rdi]
-; bytes: 62 f2 7d 28 24 07
+{evex} vpmovsxwq ymm0, qword ptr [r13 - 300]
+; bytes: 62 d2 7d 28 24 85 d4 fe ff ff
 ; form: vpmovsxwq_y_xm64_evex
-{evex} vpmovsxwq ymm16, qword ptr [rsp + 8]
-; bytes: 62 e2 7d 28 24 44 24 01
+{evex} vpmovsxwq ymm16, qword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 7d 28 24 44 87 01
 ; form: vpmovzxdq_x_xm64_evex
 {evex} vpmovzxdq xmm0, xmm1
 ; bytes: 62 f2 7d 08 35 c1
@@ -4478,14 +4480,15 @@
 {evex} vpmovzxdq xmm29, xmm8
 ; bytes: 62 42 7d 08 35 e8
 ; form: vpmovzxdq_x_xm64_evex
-{evex} vpmovzxdq xmm16, qword ptr [rbp]
-; bytes: 62 e2 7d 08 35 45 00
+{evex} vpmovzxdq xmm16, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 08 35 44 fc f0
 ; form: vpmovzxdq_x_xm64_evex
-{evex} vpmovzxdq xmm0, qword ptr [r13 - 300]
-; bytes: 62 d2 7d 08 35 85 d4 fe ff ff
+{evex} vpmovzxdq xmm0, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 7d 08 35 44 4b 7d
 ; form: vpmovzxdq_x_xm64_evex
-{evex} vpmovzxdq xmm16, qword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 7d 08 35 44 87 01
+{evex} vpmovzxdq xmm16, qword ptr [rip + foo + 16]
+; bytes: 62 e2 7d 08 35 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmovzxdq_y_xm_evex
 {evex} vpmovzxdq ymm0, xmm1
 ; bytes: 62 f2 7d 28 35 c1
@@ -4499,15 +4502,14 @@
 {evex} vpmovzxdq ymm29, xmm8
 ; bytes: 62 42 7d 28 35 e8
 ; form: vpmovzxdq_y_xm_evex
-{evex} vpmovzxdq ymm16, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 7d 28 35 44 fc f8
+{evex} vpmovzxdq ymm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 28 35 04 cd 40 00 00 00
 ; form: vpmovzxdq_y_xm_evex
-{evex} vpmovzxdq ymm0, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 7d 28 35 84 4b e8 03 00 00
+{evex} vpmovzxdq ymm0, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 7d 28 35 84 30 7f 00 00 00
 ; form: vpmovzxdq_y_xm_evex
-{evex} vpmovzxdq ymm16, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 7d 28 35 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpmovzxdq ymm16, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 7d 28 35 84 9c 00 10 00 00
 ; form: vpmovsxdq_x_xm64_evex
 {evex} vpmovsxdq xmm0, xmm1
 ; bytes: 62 f2 7d 08 25 c1
@@ -4521,14 +4523,15 @@
 {evex} vpmovsxdq xmm29, xmm8
 ; bytes: 62 42 7d 08 25 e8
 ; form: vpmovsxdq_x_xm64_evex
-{evex} vpmovsxdq xmm16, qword ptr [8*rcx + 64]
-; bytes: 62 e2 7d 08 25 04 cd 40 00 00 00
+{evex} vpmovsxdq xmm16, qword ptr [rdx - 8192]
+; bytes: 62 e2 7d 08 25 82 00 e0 ff ff
 ; form: vpmovsxdq_x_xm64_evex
-{evex} vpmovsxdq xmm0, qword ptr [r8 + rsi + 127]
-; bytes: 62 d2 7d 08 25 84 30 7f 00 00 00
+{evex} vpmovsxdq xmm0, qword ptr [rip + bar]
+; bytes: 62 f2 7d 08 25 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmovsxdq_x_xm64_evex
-{evex} vpmovsxdq xmm16, qword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 7d 08 25 84 9c 00 10 00 00
+{evex} vpmovsxdq xmm16, qword ptr [rdi]
+; bytes: 62 e2 7d 08 25 07
 ; form: vpmovsxdq_y_xm_evex
 {evex} vpmovsxdq ymm0, xmm1
 ; bytes: 62 f2 7d 28 25 c1
@@ -4542,15 +4545,14 @@
 {evex} vpmovsxdq ymm29, xmm8
 ; bytes: 62 42 7d 28 25 e8
 ; form: vpmovsxdq_y_xm_evex
-{evex} vpmovsxdq ymm16, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 7d 28 25 82 00 e0 ff ff
+{evex} vpmovsxdq ymm16, xmmword ptr [rsp + 8]
+; bytes: 62 e2 7d 28 25 84 24 08 00 00 00
 ; form: vpmovsxdq_y_xm_evex
-{evex} vpmovsxdq ymm0, xmmword ptr [rip + bar]
-; bytes: 62 f2 7d 28 25 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmovsxdq ymm0, xmmword ptr [rbp]
+; bytes: 62 f2 7d 28 25 45 00
 ; form: vpmovsxdq_y_xm_evex
-{evex} vpmovsxdq ymm16, xmmword ptr [rdi]
-; bytes: 62 e2 7d 28 25 07
+{evex} vpmovsxdq ymm16, xmmword ptr [r13 - 300]
+; bytes: 62 c2 7d 28 25 85 d4 fe ff ff
 ; form: vpacksswb_x_x_xm_evex
 {evex} vpacksswb xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 63 c2
@@ -4564,14 +4566,14 @@
 {evex} vpacksswb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 63 ea
 ; form: vpacksswb_x_x_xm_evex
-{evex} vpacksswb xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 75 00 63 84 24 08 00 00 00
+{evex} vpacksswb xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 63 84 87 08 00 00 00
 ; form: vpacksswb_x_x_xm_evex
-{evex} vpacksswb xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f1 75 08 63 45 00
+{evex} vpacksswb xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 75 08 63 44 fc f8
 ; form: vpacksswb_x_x_xm_evex
-{evex} vpacksswb xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 75 00 63 85 d4 fe ff ff
+{evex} vpacksswb xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 63 84 4b e8 03 00 00
 ; form: vpacksswb_y_y_ym_evex
 {evex} vpacksswb ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 63 c2
@@ -4585,14 +4587,15 @@
 {evex} vpacksswb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 63 ea
 ; form: vpacksswb_y_y_ym_evex
-{evex} vpacksswb ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 20 63 84 87 08 00 00 00
+{evex} vpacksswb ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 63 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpacksswb_y_y_ym_evex
-{evex} vpacksswb ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 75 28 63 44 fc fc
+{evex} vpacksswb ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 75 28 63 04 cd 40 00 00 00
 ; form: vpacksswb_y_y_ym_evex
-{evex} vpacksswb ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 20 63 84 4b e8 03 00 00
+{evex} vpacksswb ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 20 63 84 30 7f 00 00 00
 ; form: vpackuswb_x_x_xm_evex
 {evex} vpackuswb xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 67 c2
@@ -4606,15 +4609,15 @@
 {evex} vpackuswb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 67 ea
 ; form: vpackuswb_x_x_xm_evex
-{evex} vpackuswb xmm16, xmm17, xmmword ptr [rip + foo + 16]
+{evex} vpackuswb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 67 84 9c 00 10 00 00
+; form: vpackuswb_x_x_xm_evex
+{evex} vpackuswb xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: 62 f1 75 08 67 82 00 e0 ff ff
+; form: vpackuswb_x_x_xm_evex
+{evex} vpackuswb xmm16, xmm17, xmmword ptr [rip + bar]
 ; bytes: 62 e1 75 00 67 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpackuswb_x_x_xm_evex
-{evex} vpackuswb xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: 62 f1 75 08 67 04 cd 40 00 00 00
-; form: vpackuswb_x_x_xm_evex
-{evex} vpackuswb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 00 67 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpackuswb_y_y_ym_evex
 {evex} vpackuswb ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 67 c2
@@ -4628,15 +4631,14 @@
 {evex} vpackuswb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 67 ea
 ; form: vpackuswb_y_y_ym_evex
-{evex} vpackuswb ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 20 67 84 9c 00 10 00 00
+{evex} vpackuswb ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 67 07
 ; form: vpackuswb_y_y_ym_evex
-{evex} vpackuswb ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: 62 f1 75 28 67 82 00 e0 ff ff
+{evex} vpackuswb ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: 62 f1 75 28 67 84 24 08 00 00 00
 ; form: vpackuswb_y_y_ym_evex
-{evex} vpackuswb ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 75 20 67 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpackuswb ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 67 45 00
 ; form: vpackssdw_x_x_xm_evex
 {evex} vpackssdw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 6b c2
@@ -4650,14 +4652,14 @@
 {evex} vpackssdw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 6b ea
 ; form: vpackssdw_x_x_xm_evex
-{evex} vpackssdw xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 75 00 6b 07
+{evex} vpackssdw xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 6b 85 d4 fe ff ff
 ; form: vpackssdw_x_x_xm_evex
-{evex} vpackssdw xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: 62 f1 75 08 6b 84 24 08 00 00 00
+{evex} vpackssdw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 75 08 6b 84 87 08 00 00 00
 ; form: vpackssdw_x_x_xm_evex
-{evex} vpackssdw xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 75 00 6b 45 00
+{evex} vpackssdw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 6b 44 fc f8
 ; form: vpackssdw_y_y_ym_evex
 {evex} vpackssdw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 6b c2
@@ -4671,14 +4673,15 @@
 {evex} vpackssdw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 6b ea
 ; form: vpackssdw_y_y_ym_evex
-{evex} vpackssdw ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 75 20 6b 85 d4 fe ff ff
+{evex} vpackssdw ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 6b 84 4b e8 03 00 00
 ; form: vpackssdw_y_y_ym_evex
-{evex} vpackssdw ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 75 28 6b 84 87 08 00 00 00
+{evex} vpackssdw ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 75 28 6b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpackssdw_y_y_ym_evex
-{evex} vpackssdw ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 20 6b 44 fc fc
+{evex} vpackssdw ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 6b 04 cd 40 00 00 00
 ; form: vpackusdw_x_x_xm_evex
 {evex} vpackusdw xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 2b c2
@@ -4692,15 +4695,14 @@
 {evex} vpackusdw xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 2b ea
 ; form: vpackusdw_x_x_xm_evex
-{evex} vpackusdw xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 00 2b 84 4b e8 03 00 00
+{evex} vpackusdw xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 2b 84 30 7f 00 00 00
 ; form: vpackusdw_x_x_xm_evex
-{evex} vpackusdw xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 75 08 2b 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpackusdw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 75 08 2b 84 9c 00 10 00 00
 ; form: vpackusdw_x_x_xm_evex
-{evex} vpackusdw xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 00 2b 04 cd 40 00 00 00
+{evex} vpackusdw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 2b 82 00 e0 ff ff
 ; form: vpackusdw_y_y_ym_evex
 {evex} vpackusdw ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 2b c2
@@ -4714,14 +4716,15 @@
 {evex} vpackusdw ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 2b ea
 ; form: vpackusdw_y_y_ym_evex
-{evex} vpackusdw ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 20 2b 84 30 7f 00 00 00
+{evex} vpackusdw ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 2b 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpackusdw_y_y_ym_evex
-{evex} vpackusdw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 75 28 2b 84 9c 00 10 00 00
+{evex} vpackusdw ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f2 75 28 2b 07
 ; form: vpackusdw_y_y_ym_evex
-{evex} vpackusdw ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 75 20 2b 82 00 e0 ff ff
+{evex} vpackusdw ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 2b 84 24 08 00 00 00
 ; form: vpaddb_x_x_xm_evex
 {evex} vpaddb xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 fc c2
@@ -4735,15 +4738,14 @@
 {evex} vpaddb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fc ea
 ; form: vpaddb_x_x_xm_evex
-{evex} vpaddb xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 75 00 fc 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpaddb xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 fc 45 00
 ; form: vpaddb_x_x_xm_evex
-{evex} vpaddb xmm0, xmm1, xmmword ptr [rdi]
-; bytes: 62 f1 75 08 fc 07
+{evex} vpaddb xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d1 75 08 fc 85 d4 fe ff ff
 ; form: vpaddb_x_x_xm_evex
-{evex} vpaddb xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 75 00 fc 84 24 08 00 00 00
+{evex} vpaddb xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 fc 84 87 08 00 00 00
 ; form: vpaddb_y_y_ym_evex
 {evex} vpaddb ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 fc c2
@@ -4757,14 +4759,15 @@
 {evex} vpaddb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fc ea
 ; form: vpaddb_y_y_ym_evex
-{evex} vpaddb ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 75 20 fc 45 00
+{evex} vpaddb ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 fc 44 fc fc
 ; form: vpaddb_y_y_ym_evex
-{evex} vpaddb ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d1 75 28 fc 85 d4 fe ff ff
+{evex} vpaddb ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 75 28 fc 84 4b e8 03 00 00
 ; form: vpaddb_y_y_ym_evex
-{evex} vpaddb ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 20 fc 84 87 08 00 00 00
+{evex} vpaddb ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 fc 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpaddw_x_x_xm_evex
 {evex} vpaddw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 fd c2
@@ -4778,15 +4781,14 @@
 {evex} vpaddw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fd ea
 ; form: vpaddw_x_x_xm_evex
-{evex} vpaddw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 00 fd 44 fc f8
+{evex} vpaddw xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 fd 04 cd 40 00 00 00
 ; form: vpaddw_x_x_xm_evex
-{evex} vpaddw xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 75 08 fd 84 4b e8 03 00 00
+{evex} vpaddw xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 75 08 fd 84 30 7f 00 00 00
 ; form: vpaddw_x_x_xm_evex
-{evex} vpaddw xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 00 fd 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpaddw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 fd 84 9c 00 10 00 00
 ; form: vpaddw_y_y_ym_evex
 {evex} vpaddw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 fd c2
@@ -4800,14 +4802,15 @@
 {evex} vpaddw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fd ea
 ; form: vpaddw_y_y_ym_evex
-{evex} vpaddw ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 fd 04 cd 40 00 00 00
+{evex} vpaddw ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 fd 82 00 e0 ff ff
 ; form: vpaddw_y_y_ym_evex
-{evex} vpaddw ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 75 28 fd 84 30 7f 00 00 00
+{evex} vpaddw ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f1 75 28 fd 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpaddw_y_y_ym_evex
-{evex} vpaddw ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 20 fd 84 9c 00 10 00 00
+{evex} vpaddw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 fd 07
 ; form: vpaddd_x_x_xm_evex
 {evex} vpaddd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 fe c2
@@ -4821,15 +4824,14 @@
 {evex} vpaddd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fe ea
 ; form: vpaddd_x_x_xm_evex
-{evex} vpaddd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 fe 82 00 e0 ff ff
+{evex} vpaddd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 fe 84 24 08 00 00 00
 ; form: vpaddd_x_x_xm_evex
-{evex} vpaddd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f1 75 08 fe 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpaddd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f1 75 08 fe 45 00
 ; form: vpaddd_x_x_xm_evex
-{evex} vpaddd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 75 00 fe 07
+{evex} vpaddd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 fe 85 d4 fe ff ff
 ; form: vpaddd_y_y_ym_evex
 {evex} vpaddd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 fe c2
@@ -4843,14 +4845,14 @@
 {evex} vpaddd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fe ea
 ; form: vpaddd_y_y_ym_evex
-{evex} vpaddd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 fe 84 24 08 00 00 00
+{evex} vpaddd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 fe 84 87 08 00 00 00
 ; form: vpaddd_y_y_ym_evex
-{evex} vpaddd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f1 75 28 fe 45 00
+{evex} vpaddd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 75 28 fe 44 fc fc
 ; form: vpaddd_y_y_ym_evex
-{evex} vpaddd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 75 20 fe 85 d4 fe ff ff
+{evex} vpaddd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 fe 84 4b e8 03 00 00
 ; form: vpaddq_x_x_xm_evex
 {evex} vpaddq xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 d4 c2
@@ -4864,14 +4866,15 @@
 {evex} vpaddq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 d4 ea
 ; form: vpaddq_x_x_xm_evex
-{evex} vpaddq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 d4 84 87 08 00 00 00
+{evex} vpaddq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 d4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpaddq_x_x_xm_evex
-{evex} vpaddq xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 08 d4 44 fc f8
+{evex} vpaddq xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 08 d4 04 cd 40 00 00 00
 ; form: vpaddq_x_x_xm_evex
-{evex} vpaddq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 00 d4 84 4b e8 03 00 00
+{evex} vpaddq xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 00 d4 84 30 7f 00 00 00
 ; form: vpaddq_y_y_ym_evex
 {evex} vpaddq ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 d4 c2
@@ -4885,15 +4888,15 @@
 {evex} vpaddq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 d4 ea
 ; form: vpaddq_y_y_ym_evex
-{evex} vpaddq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vpaddq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 d4 84 9c 00 10 00 00
+; form: vpaddq_y_y_ym_evex
+{evex} vpaddq ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 f5 28 d4 82 00 e0 ff ff
+; form: vpaddq_y_y_ym_evex
+{evex} vpaddq ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e1 f5 20 d4 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpaddq_y_y_ym_evex
-{evex} vpaddq ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 f5 28 d4 04 cd 40 00 00 00
-; form: vpaddq_y_y_ym_evex
-{evex} vpaddq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 f5 20 d4 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsubb_x_x_xm_evex
 {evex} vpsubb xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 f8 c2
@@ -4907,15 +4910,14 @@
 {evex} vpsubb xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 f8 ea
 ; form: vpsubb_x_x_xm_evex
-{evex} vpsubb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 00 f8 84 9c 00 10 00 00
+{evex} vpsubb xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 f8 07
 ; form: vpsubb_x_x_xm_evex
-{evex} vpsubb xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 75 08 f8 82 00 e0 ff ff
+{evex} vpsubb xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f1 75 08 f8 84 24 08 00 00 00
 ; form: vpsubb_x_x_xm_evex
-{evex} vpsubb xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 75 00 f8 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpsubb xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 f8 45 00
 ; form: vpsubb_y_y_ym_evex
 {evex} vpsubb ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 f8 c2
@@ -4929,14 +4931,14 @@
 {evex} vpsubb ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 f8 ea
 ; form: vpsubb_y_y_ym_evex
-{evex} vpsubb ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 75 20 f8 07
+{evex} vpsubb ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 75 20 f8 85 d4 fe ff ff
 ; form: vpsubb_y_y_ym_evex
-{evex} vpsubb ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f1 75 28 f8 84 24 08 00 00 00
+{evex} vpsubb ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 75 28 f8 84 87 08 00 00 00
 ; form: vpsubb_y_y_ym_evex
-{evex} vpsubb ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 75 20 f8 45 00
+{evex} vpsubb ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 f8 44 fc fc
 ; form: vpsubw_x_x_xm_evex
 {evex} vpsubw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 f9 c2
@@ -4950,14 +4952,15 @@
 {evex} vpsubw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 f9 ea
 ; form: vpsubw_x_x_xm_evex
-{evex} vpsubw xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 75 00 f9 85 d4 fe ff ff
+{evex} vpsubw xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 f9 84 4b e8 03 00 00
 ; form: vpsubw_x_x_xm_evex
-{evex} vpsubw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 75 08 f9 84 87 08 00 00 00
+{evex} vpsubw xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 75 08 f9 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsubw_x_x_xm_evex
-{evex} vpsubw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 00 f9 44 fc f8
+{evex} vpsubw xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 f9 04 cd 40 00 00 00
 ; form: vpsubw_y_y_ym_evex
 {evex} vpsubw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 f9 c2
@@ -4971,15 +4974,14 @@
 {evex} vpsubw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 f9 ea
 ; form: vpsubw_y_y_ym_evex
-{evex} vpsubw ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 20 f9 84 4b e8 03 00 00
+{evex} vpsubw ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 20 f9 84 30 7f 00 00 00
 ; form: vpsubw_y_y_ym_evex
-{evex} vpsubw ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 75 28 f9 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpsubw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 75 28 f9 84 9c 00 10 00 00
 ; form: vpsubw_y_y_ym_evex
-{evex} vpsubw ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 f9 04 cd 40 00 00 00
+{evex} vpsubw ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 f9 82 00 e0 ff ff
 ; form: vpsubd_x_x_xm_evex
 {evex} vpsubd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 fa c2
@@ -4993,14 +4995,15 @@
 {evex} vpsubd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 fa ea
 ; form: vpsubd_x_x_xm_evex
-{evex} vpsubd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 00 fa 84 30 7f 00 00 00
+{evex} vpsubd xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 fa 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsubd_x_x_xm_evex
-{evex} vpsubd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 75 08 fa 84 9c 00 10 00 00
+{evex} vpsubd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: 62 f1 75 08 fa 07
 ; form: vpsubd_x_x_xm_evex
-{evex} vpsubd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 fa 82 00 e0 ff ff
+{evex} vpsubd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 fa 84 24 08 00 00 00
 ; form: vpsubd_y_y_ym_evex
 {evex} vpsubd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 fa c2
@@ -5014,15 +5017,14 @@
 {evex} vpsubd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 fa ea
 ; form: vpsubd_y_y_ym_evex
-{evex} vpsubd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 75 20 fa 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpsubd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 fa 45 00
 ; form: vpsubd_y_y_ym_evex
-{evex} vpsubd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f1 75 28 fa 07
+{evex} vpsubd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d1 75 28 fa 85 d4 fe ff ff
 ; form: vpsubd_y_y_ym_evex
-{evex} vpsubd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 fa 84 24 08 00 00 00
+{evex} vpsubd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 fa 84 87 08 00 00 00
 ; form: vpsubq_x_x_xm_evex
 {evex} vpsubq xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 fb c2
@@ -5036,14 +5038,15 @@
 {evex} vpsubq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 fb ea
 ; form: vpsubq_x_x_xm_evex
-{evex} vpsubq xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 f5 00 fb 45 00
+{evex} vpsubq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 00 fb 44 fc f8
 ; form: vpsubq_x_x_xm_evex
-{evex} vpsubq xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: 62 d1 f5 08 fb 85 d4 fe ff ff
+{evex} vpsubq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f5 08 fb 84 4b e8 03 00 00
 ; form: vpsubq_x_x_xm_evex
-{evex} vpsubq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 00 fb 84 87 08 00 00 00
+{evex} vpsubq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 00 fb 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsubq_y_y_ym_evex
 {evex} vpsubq ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 fb c2
@@ -5057,15 +5060,14 @@
 {evex} vpsubq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 fb ea
 ; form: vpsubq_y_y_ym_evex
-{evex} vpsubq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 f5 20 fb 44 fc fc
+{evex} vpsubq ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 20 fb 04 cd 40 00 00 00
 ; form: vpsubq_y_y_ym_evex
-{evex} vpsubq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 f5 28 fb 84 4b e8 03 00 00
+{evex} vpsubq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 f5 28 fb 84 30 7f 00 00 00
 ; form: vpsubq_y_y_ym_evex
-{evex} vpsubq ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 f5 20 fb 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpsubq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 f5 20 fb 84 9c 00 10 00 00
 ; form: vpmullw_x_x_xm_evex
 {evex} vpmullw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 d5 c2
@@ -5079,14 +5081,15 @@
 {evex} vpmullw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 d5 ea
 ; form: vpmullw_x_x_xm_evex
-{evex} vpmullw xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 00 d5 04 cd 40 00 00 00
+{evex} vpmullw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 d5 82 00 e0 ff ff
 ; form: vpmullw_x_x_xm_evex
-{evex} vpmullw xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 75 08 d5 84 30 7f 00 00 00
+{evex} vpmullw xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: 62 f1 75 08 d5 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmullw_x_x_xm_evex
-{evex} vpmullw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 00 d5 84 9c 00 10 00 00
+{evex} vpmullw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 75 00 d5 07
 ; form: vpmullw_y_y_ym_evex
 {evex} vpmullw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 d5 c2
@@ -5100,15 +5103,14 @@
 {evex} vpmullw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 d5 ea
 ; form: vpmullw_y_y_ym_evex
-{evex} vpmullw ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 75 20 d5 82 00 e0 ff ff
+{evex} vpmullw ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 d5 84 24 08 00 00 00
 ; form: vpmullw_y_y_ym_evex
-{evex} vpmullw ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: 62 f1 75 28 d5 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmullw ymm0, ymm1, ymmword ptr [rbp]
+; bytes: 62 f1 75 28 d5 45 00
 ; form: vpmullw_y_y_ym_evex
-{evex} vpmullw ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 75 20 d5 07
+{evex} vpmullw ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 75 20 d5 85 d4 fe ff ff
 ; form: vpmuludq_x_x_xm_evex
 {evex} vpmuludq xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 f4 c2
@@ -5122,14 +5124,14 @@
 {evex} vpmuludq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 f4 ea
 ; form: vpmuludq_x_x_xm_evex
-{evex} vpmuludq xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 f5 00 f4 84 24 08 00 00 00
+{evex} vpmuludq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 f5 00 f4 84 87 08 00 00 00
 ; form: vpmuludq_x_x_xm_evex
-{evex} vpmuludq xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f1 f5 08 f4 45 00
+{evex} vpmuludq xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 f5 08 f4 44 fc f8
 ; form: vpmuludq_x_x_xm_evex
-{evex} vpmuludq xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 f5 00 f4 85 d4 fe ff ff
+{evex} vpmuludq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 00 f4 84 4b e8 03 00 00
 ; form: vpmuludq_y_y_ym_evex
 {evex} vpmuludq ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 f4 c2
@@ -5143,14 +5145,15 @@
 {evex} vpmuludq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 f4 ea
 ; form: vpmuludq_y_y_ym_evex
-{evex} vpmuludq ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 f5 20 f4 84 87 08 00 00 00
+{evex} vpmuludq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 f5 20 f4 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmuludq_y_y_ym_evex
-{evex} vpmuludq ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 f5 28 f4 44 fc fc
+{evex} vpmuludq ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 f5 28 f4 04 cd 40 00 00 00
 ; form: vpmuludq_y_y_ym_evex
-{evex} vpmuludq ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 f5 20 f4 84 4b e8 03 00 00
+{evex} vpmuludq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 f5 20 f4 84 30 7f 00 00 00
 ; form: vpandd_x_x_xm_evex
 {evex} vpandd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 db c2
@@ -5164,15 +5167,15 @@
 {evex} vpandd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 db ea
 ; form: vpandd_x_x_xm_evex
-{evex} vpandd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+{evex} vpandd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 db 84 9c 00 10 00 00
+; form: vpandd_x_x_xm_evex
+{evex} vpandd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: 62 f1 75 08 db 82 00 e0 ff ff
+; form: vpandd_x_x_xm_evex
+{evex} vpandd xmm16, xmm17, xmmword ptr [rip + bar]
 ; bytes: 62 e1 75 00 db 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpandd_x_x_xm_evex
-{evex} vpandd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: 62 f1 75 08 db 04 cd 40 00 00 00
-; form: vpandd_x_x_xm_evex
-{evex} vpandd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 00 db 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpandd_y_y_ym_evex
 {evex} vpandd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 db c2
@@ -5186,15 +5189,14 @@
 {evex} vpandd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 db ea
 ; form: vpandd_y_y_ym_evex
-{evex} vpandd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 20 db 84 9c 00 10 00 00
+{evex} vpandd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 db 07
 ; form: vpandd_y_y_ym_evex
-{evex} vpandd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: 62 f1 75 28 db 82 00 e0 ff ff
+{evex} vpandd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: 62 f1 75 28 db 84 24 08 00 00 00
 ; form: vpandd_y_y_ym_evex
-{evex} vpandd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 75 20 db 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpandd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 db 45 00
 ; form: vpandnd_x_x_xm_evex
 {evex} vpandnd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 df c2
@@ -5208,14 +5210,14 @@
 {evex} vpandnd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 df ea
 ; form: vpandnd_x_x_xm_evex
-{evex} vpandnd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 75 00 df 07
+{evex} vpandnd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 df 85 d4 fe ff ff
 ; form: vpandnd_x_x_xm_evex
-{evex} vpandnd xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: 62 f1 75 08 df 84 24 08 00 00 00
+{evex} vpandnd xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 75 08 df 84 87 08 00 00 00
 ; form: vpandnd_x_x_xm_evex
-{evex} vpandnd xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 75 00 df 45 00
+{evex} vpandnd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 df 44 fc f8
 ; form: vpandnd_y_y_ym_evex
 {evex} vpandnd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 df c2
@@ -5229,14 +5231,15 @@
 {evex} vpandnd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 df ea
 ; form: vpandnd_y_y_ym_evex
-{evex} vpandnd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 75 20 df 85 d4 fe ff ff
+{evex} vpandnd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 df 84 4b e8 03 00 00
 ; form: vpandnd_y_y_ym_evex
-{evex} vpandnd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 75 28 df 84 87 08 00 00 00
+{evex} vpandnd ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 75 28 df 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpandnd_y_y_ym_evex
-{evex} vpandnd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 20 df 44 fc fc
+{evex} vpandnd ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 df 04 cd 40 00 00 00
 ; form: vpord_x_x_xm_evex
 {evex} vpord xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 eb c2
@@ -5250,15 +5253,14 @@
 {evex} vpord xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 eb ea
 ; form: vpord_x_x_xm_evex
-{evex} vpord xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 00 eb 84 4b e8 03 00 00
+{evex} vpord xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 eb 84 30 7f 00 00 00
 ; form: vpord_x_x_xm_evex
-{evex} vpord xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: 62 f1 75 08 eb 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpord xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 75 08 eb 84 9c 00 10 00 00
 ; form: vpord_x_x_xm_evex
-{evex} vpord xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 00 eb 04 cd 40 00 00 00
+{evex} vpord xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 eb 82 00 e0 ff ff
 ; form: vpord_y_y_ym_evex
 {evex} vpord ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 eb c2
@@ -5272,14 +5274,15 @@
 {evex} vpord ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 eb ea
 ; form: vpord_y_y_ym_evex
-{evex} vpord ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 20 eb 84 30 7f 00 00 00
+{evex} vpord ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 75 20 eb 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpord_y_y_ym_evex
-{evex} vpord ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 75 28 eb 84 9c 00 10 00 00
+{evex} vpord ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f1 75 28 eb 07
 ; form: vpord_y_y_ym_evex
-{evex} vpord ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 75 20 eb 82 00 e0 ff ff
+{evex} vpord ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 eb 84 24 08 00 00 00
 ; form: vpxord_x_x_xm_evex
 {evex} vpxord xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 ef c2
@@ -5293,15 +5296,14 @@
 {evex} vpxord xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 ef ea
 ; form: vpxord_x_x_xm_evex
-{evex} vpxord xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 75 00 ef 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpxord xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 ef 45 00
 ; form: vpxord_x_x_xm_evex
-{evex} vpxord xmm0, xmm1, xmmword ptr [rdi]
-; bytes: 62 f1 75 08 ef 07
+{evex} vpxord xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d1 75 08 ef 85 d4 fe ff ff
 ; form: vpxord_x_x_xm_evex
-{evex} vpxord xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e1 75 00 ef 84 24 08 00 00 00
+{evex} vpxord xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 ef 84 87 08 00 00 00
 ; form: vpxord_y_y_ym_evex
 {evex} vpxord ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 ef c2
@@ -5315,14 +5317,15 @@
 {evex} vpxord ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 ef ea
 ; form: vpxord_y_y_ym_evex
-{evex} vpxord ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 75 20 ef 45 00
+{evex} vpxord ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 ef 44 fc fc
 ; form: vpxord_y_y_ym_evex
-{evex} vpxord ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d1 75 28 ef 85 d4 fe ff ff
+{evex} vpxord ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 75 28 ef 84 4b e8 03 00 00
 ; form: vpxord_y_y_ym_evex
-{evex} vpxord ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 20 ef 84 87 08 00 00 00
+{evex} vpxord ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 ef 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpcklbw_x_x_xm_evex
 {evex} vpunpcklbw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 60 c2
@@ -5336,15 +5339,14 @@
 {evex} vpunpcklbw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 60 ea
 ; form: vpunpcklbw_x_x_xm_evex
-{evex} vpunpcklbw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 00 60 44 fc f8
+{evex} vpunpcklbw xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 60 04 cd 40 00 00 00
 ; form: vpunpcklbw_x_x_xm_evex
-{evex} vpunpcklbw xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 75 08 60 84 4b e8 03 00 00
+{evex} vpunpcklbw xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 75 08 60 84 30 7f 00 00 00
 ; form: vpunpcklbw_x_x_xm_evex
-{evex} vpunpcklbw xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 00 60 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpunpcklbw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 60 84 9c 00 10 00 00
 ; form: vpunpcklbw_y_y_ym_evex
 {evex} vpunpcklbw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 60 c2
@@ -5358,14 +5360,15 @@
 {evex} vpunpcklbw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 60 ea
 ; form: vpunpcklbw_y_y_ym_evex
-{evex} vpunpcklbw ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 60 04 cd 40 00 00 00
+{evex} vpunpcklbw ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 60 82 00 e0 ff ff
 ; form: vpunpcklbw_y_y_ym_evex
-{evex} vpunpcklbw ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 75 28 60 84 30 7f 00 00 00
+{evex} vpunpcklbw ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f1 75 28 60 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpcklbw_y_y_ym_evex
-{evex} vpunpcklbw ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 75 20 60 84 9c 00 10 00 00
+{evex} vpunpcklbw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 60 07
 ; form: vpunpcklwd_x_x_xm_evex
 {evex} vpunpcklwd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 61 c2
@@ -5379,15 +5382,14 @@
 {evex} vpunpcklwd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 61 ea
 ; form: vpunpcklwd_x_x_xm_evex
-{evex} vpunpcklwd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 61 82 00 e0 ff ff
+{evex} vpunpcklwd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 61 84 24 08 00 00 00
 ; form: vpunpcklwd_x_x_xm_evex
-{evex} vpunpcklwd xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f1 75 08 61 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpunpcklwd xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f1 75 08 61 45 00
 ; form: vpunpcklwd_x_x_xm_evex
-{evex} vpunpcklwd xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e1 75 00 61 07
+{evex} vpunpcklwd xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 61 85 d4 fe ff ff
 ; form: vpunpcklwd_y_y_ym_evex
 {evex} vpunpcklwd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 61 c2
@@ -5401,14 +5403,14 @@
 {evex} vpunpcklwd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 61 ea
 ; form: vpunpcklwd_y_y_ym_evex
-{evex} vpunpcklwd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 61 84 24 08 00 00 00
+{evex} vpunpcklwd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 61 84 87 08 00 00 00
 ; form: vpunpcklwd_y_y_ym_evex
-{evex} vpunpcklwd ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f1 75 28 61 45 00
+{evex} vpunpcklwd ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 75 28 61 44 fc fc
 ; form: vpunpcklwd_y_y_ym_evex
-{evex} vpunpcklwd ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c1 75 20 61 85 d4 fe ff ff
+{evex} vpunpcklwd ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 61 84 4b e8 03 00 00
 ; form: vpunpckldq_x_x_xm_evex
 {evex} vpunpckldq xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 62 c2
@@ -5422,14 +5424,15 @@
 {evex} vpunpckldq xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 62 ea
 ; form: vpunpckldq_x_x_xm_evex
-{evex} vpunpckldq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 00 62 84 87 08 00 00 00
+{evex} vpunpckldq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 00 62 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpckldq_x_x_xm_evex
-{evex} vpunpckldq xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 91 75 08 62 44 fc f8
+{evex} vpunpckldq xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f1 75 08 62 04 cd 40 00 00 00
 ; form: vpunpckldq_x_x_xm_evex
-{evex} vpunpckldq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 00 62 84 4b e8 03 00 00
+{evex} vpunpckldq xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 62 84 30 7f 00 00 00
 ; form: vpunpckldq_y_y_ym_evex
 {evex} vpunpckldq ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 62 c2
@@ -5443,15 +5446,15 @@
 {evex} vpunpckldq ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 62 ea
 ; form: vpunpckldq_y_y_ym_evex
-{evex} vpunpckldq ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vpunpckldq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 62 84 9c 00 10 00 00
+; form: vpunpckldq_y_y_ym_evex
+{evex} vpunpckldq ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f1 75 28 62 82 00 e0 ff ff
+; form: vpunpckldq_y_y_ym_evex
+{evex} vpunpckldq ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e1 75 20 62 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpunpckldq_y_y_ym_evex
-{evex} vpunpckldq ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f1 75 28 62 04 cd 40 00 00 00
-; form: vpunpckldq_y_y_ym_evex
-{evex} vpunpckldq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 20 62 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpcklqdq_x_x_xm_evex
 {evex} vpunpcklqdq xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 6c c2
@@ -5465,15 +5468,14 @@
 {evex} vpunpcklqdq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 6c ea
 ; form: vpunpcklqdq_x_x_xm_evex
-{evex} vpunpcklqdq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 00 6c 84 9c 00 10 00 00
+{evex} vpunpcklqdq xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 f5 00 6c 07
 ; form: vpunpcklqdq_x_x_xm_evex
-{evex} vpunpcklqdq xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f1 f5 08 6c 82 00 e0 ff ff
+{evex} vpunpcklqdq xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f1 f5 08 6c 84 24 08 00 00 00
 ; form: vpunpcklqdq_x_x_xm_evex
-{evex} vpunpcklqdq xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e1 f5 00 6c 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpunpcklqdq xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 f5 00 6c 45 00
 ; form: vpunpcklqdq_y_y_ym_evex
 {evex} vpunpcklqdq ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 6c c2
@@ -5487,14 +5489,14 @@
 {evex} vpunpcklqdq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 6c ea
 ; form: vpunpcklqdq_y_y_ym_evex
-{evex} vpunpcklqdq ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 f5 20 6c 07
+{evex} vpunpcklqdq ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 f5 20 6c 85 d4 fe ff ff
 ; form: vpunpcklqdq_y_y_ym_evex
-{evex} vpunpcklqdq ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f1 f5 28 6c 84 24 08 00 00 00
+{evex} vpunpcklqdq ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 f5 28 6c 84 87 08 00 00 00
 ; form: vpunpcklqdq_y_y_ym_evex
-{evex} vpunpcklqdq ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e1 f5 20 6c 45 00
+{evex} vpunpcklqdq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f5 20 6c 44 fc fc
 ; form: vpunpckhbw_x_x_xm_evex
 {evex} vpunpckhbw xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 68 c2
@@ -5508,14 +5510,15 @@
 {evex} vpunpckhbw xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 68 ea
 ; form: vpunpckhbw_x_x_xm_evex
-{evex} vpunpckhbw xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c1 75 00 68 85 d4 fe ff ff
+{evex} vpunpckhbw xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 68 84 4b e8 03 00 00
 ; form: vpunpckhbw_x_x_xm_evex
-{evex} vpunpckhbw xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f1 75 08 68 84 87 08 00 00 00
+{evex} vpunpckhbw xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 75 08 68 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpckhbw_x_x_xm_evex
-{evex} vpunpckhbw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 00 68 44 fc f8
+{evex} vpunpckhbw xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 00 68 04 cd 40 00 00 00
 ; form: vpunpckhbw_y_y_ym_evex
 {evex} vpunpckhbw ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 68 c2
@@ -5529,15 +5532,14 @@
 {evex} vpunpckhbw ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 68 ea
 ; form: vpunpckhbw_y_y_ym_evex
-{evex} vpunpckhbw ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a1 75 20 68 84 4b e8 03 00 00
+{evex} vpunpckhbw ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 20 68 84 30 7f 00 00 00
 ; form: vpunpckhbw_y_y_ym_evex
-{evex} vpunpckhbw ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f1 75 28 68 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpunpckhbw ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 75 28 68 84 9c 00 10 00 00
 ; form: vpunpckhbw_y_y_ym_evex
-{evex} vpunpckhbw ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e1 75 20 68 04 cd 40 00 00 00
+{evex} vpunpckhbw ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 75 20 68 82 00 e0 ff ff
 ; form: vpunpckhwd_x_x_xm_evex
 {evex} vpunpckhwd xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 69 c2
@@ -5551,14 +5553,15 @@
 {evex} vpunpckhwd xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 69 ea
 ; form: vpunpckhwd_x_x_xm_evex
-{evex} vpunpckhwd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c1 75 00 69 84 30 7f 00 00 00
+{evex} vpunpckhwd xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 69 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpckhwd_x_x_xm_evex
-{evex} vpunpckhwd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b1 75 08 69 84 9c 00 10 00 00
+{evex} vpunpckhwd xmm0, xmm1, xmmword ptr [rdi]
+; bytes: 62 f1 75 08 69 07
 ; form: vpunpckhwd_x_x_xm_evex
-{evex} vpunpckhwd xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e1 75 00 69 82 00 e0 ff ff
+{evex} vpunpckhwd xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e1 75 00 69 84 24 08 00 00 00
 ; form: vpunpckhwd_y_y_ym_evex
 {evex} vpunpckhwd ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 69 c2
@@ -5572,15 +5575,14 @@
 {evex} vpunpckhwd ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 69 ea
 ; form: vpunpckhwd_y_y_ym_evex
-{evex} vpunpckhwd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e1 75 20 69 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpunpckhwd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 69 45 00
 ; form: vpunpckhwd_y_y_ym_evex
-{evex} vpunpckhwd ymm0, ymm1, ymmword ptr [rdi]
-; bytes: 62 f1 75 28 69 07
+{evex} vpunpckhwd ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: 62 d1 75 28 69 85 d4 fe ff ff
 ; form: vpunpckhwd_y_y_ym_evex
-{evex} vpunpckhwd ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e1 75 20 69 84 24 08 00 00 00
+{evex} vpunpckhwd ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 69 84 87 08 00 00 00
 ; form: vpunpckhdq_x_x_xm_evex
 {evex} vpunpckhdq xmm0, xmm1, xmm2
 ; bytes: 62 f1 75 08 6a c2
@@ -5594,14 +5596,15 @@
 {evex} vpunpckhdq xmm29, xmm8, xmm18
 ; bytes: 62 21 3d 08 6a ea
 ; form: vpunpckhdq_x_x_xm_evex
-{evex} vpunpckhdq xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e1 75 00 6a 45 00
+{evex} vpunpckhdq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 6a 44 fc f8
 ; form: vpunpckhdq_x_x_xm_evex
-{evex} vpunpckhdq xmm0, xmm1, xmmword ptr [r13 - 300]
-; bytes: 62 d1 75 08 6a 85 d4 fe ff ff
+{evex} vpunpckhdq xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 75 08 6a 84 4b e8 03 00 00
 ; form: vpunpckhdq_x_x_xm_evex
-{evex} vpunpckhdq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e1 75 00 6a 84 87 08 00 00 00
+{evex} vpunpckhdq xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 00 6a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpunpckhdq_y_y_ym_evex
 {evex} vpunpckhdq ymm0, ymm1, ymm2
 ; bytes: 62 f1 75 28 6a c2
@@ -5615,15 +5618,14 @@
 {evex} vpunpckhdq ymm29, ymm8, ymm18
 ; bytes: 62 21 3d 28 6a ea
 ; form: vpunpckhdq_y_y_ym_evex
-{evex} vpunpckhdq ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 81 75 20 6a 44 fc fc
+{evex} vpunpckhdq ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 6a 04 cd 40 00 00 00
 ; form: vpunpckhdq_y_y_ym_evex
-{evex} vpunpckhdq ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b1 75 28 6a 84 4b e8 03 00 00
+{evex} vpunpckhdq ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 d1 75 28 6a 84 30 7f 00 00 00
 ; form: vpunpckhdq_y_y_ym_evex
-{evex} vpunpckhdq ymm16, ymm17, ymmword ptr [rip + foo + 16]
-; bytes: 62 e1 75 20 6a 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpunpckhdq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 20 6a 84 9c 00 10 00 00
 ; form: vpunpckhqdq_x_x_xm_evex
 {evex} vpunpckhqdq xmm0, xmm1, xmm2
 ; bytes: 62 f1 f5 08 6d c2
@@ -5637,14 +5639,15 @@
 {evex} vpunpckhqdq xmm29, xmm8, xmm18
 ; bytes: 62 21 bd 08 6d ea
 ; form: vpunpckhqdq_x_x_xm_evex
-{evex} vpunpckhqdq xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e1 f5 00 6d 04 cd 40 00 00 00
+{evex} vpunpckhqdq xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 f5 00 6d 82 00 e0 ff ff
 ; form: vpunpckhqdq_x_x_xm_evex
-{evex} vpunpckhqdq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 d1 f5 08 6d 84 30 7f 00 00 00
+{evex} vpunpckhqdq xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: 62 f1 f5 08 6d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpunpckhqdq_x_x_xm_evex
-{evex} vpunpckhqdq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a1 f5 00 6d 84 9c 00 10 00 00
+{evex} vpunpckhqdq xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e1 f5 00 6d 07
 ; form: vpunpckhqdq_y_y_ym_evex
 {evex} vpunpckhqdq ymm0, ymm1, ymm2
 ; bytes: 62 f1 f5 28 6d c2
@@ -5658,15 +5661,14 @@
 {evex} vpunpckhqdq ymm29, ymm8, ymm18
 ; bytes: 62 21 bd 28 6d ea
 ; form: vpunpckhqdq_y_y_ym_evex
-{evex} vpunpckhqdq ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e1 f5 20 6d 82 00 e0 ff ff
+{evex} vpunpckhqdq ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 f5 20 6d 84 24 08 00 00 00
 ; form: vpunpckhqdq_y_y_ym_evex
-{evex} vpunpckhqdq ymm0, ymm1, ymmword ptr [rip + bar]
-; bytes: 62 f1 f5 28 6d 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpunpckhqdq ymm0, ymm1, ymmword ptr [rbp]
+; bytes: 62 f1 f5 28 6d 45 00
 ; form: vpunpckhqdq_y_y_ym_evex
-{evex} vpunpckhqdq ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e1 f5 20 6d 07
+{evex} vpunpckhqdq ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c1 f5 20 6d 85 d4 fe ff ff
 ; form: vpmulld_x_x_xm_evex
 {evex} vpmulld xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 40 c2
@@ -5680,14 +5682,14 @@
 {evex} vpmulld xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 40 ea
 ; form: vpmulld_x_x_xm_evex
-{evex} vpmulld xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e2 75 00 40 84 24 08 00 00 00
+{evex} vpmulld xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 40 84 87 08 00 00 00
 ; form: vpmulld_x_x_xm_evex
-{evex} vpmulld xmm0, xmm1, xmmword ptr [rbp]
-; bytes: 62 f2 75 08 40 45 00
+{evex} vpmulld xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 08 40 44 fc f8
 ; form: vpmulld_x_x_xm_evex
-{evex} vpmulld xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 75 00 40 85 d4 fe ff ff
+{evex} vpmulld xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 00 40 84 4b e8 03 00 00
 ; form: vpmulld_y_y_ym_evex
 {evex} vpmulld ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 40 c2
@@ -5701,14 +5703,15 @@
 {evex} vpmulld ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 40 ea
 ; form: vpmulld_y_y_ym_evex
-{evex} vpmulld ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 20 40 84 87 08 00 00 00
+{evex} vpmulld ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 40 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpmulld_y_y_ym_evex
-{evex} vpmulld ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 28 40 44 fc fc
+{evex} vpmulld ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 28 40 04 cd 40 00 00 00
 ; form: vpmulld_y_y_ym_evex
-{evex} vpmulld ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 20 40 84 4b e8 03 00 00
+{evex} vpmulld ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 20 40 84 30 7f 00 00 00
 ; form: vpminsd_x_x_xm_evex
 {evex} vpminsd xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 39 c2
@@ -5722,15 +5725,15 @@
 {evex} vpminsd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 39 ea
 ; form: vpminsd_x_x_xm_evex
-{evex} vpminsd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+{evex} vpminsd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 39 84 9c 00 10 00 00
+; form: vpminsd_x_x_xm_evex
+{evex} vpminsd xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: 62 f2 75 08 39 82 00 e0 ff ff
+; form: vpminsd_x_x_xm_evex
+{evex} vpminsd xmm16, xmm17, xmmword ptr [rip + bar]
 ; bytes: 62 e2 75 00 39 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpminsd_x_x_xm_evex
-{evex} vpminsd xmm0, xmm1, xmmword ptr [8*rcx + 64]
-; bytes: 62 f2 75 08 39 04 cd 40 00 00 00
-; form: vpminsd_x_x_xm_evex
-{evex} vpminsd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 00 39 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpminsd_y_y_ym_evex
 {evex} vpminsd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 39 c2
@@ -5744,15 +5747,14 @@
 {evex} vpminsd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 39 ea
 ; form: vpminsd_y_y_ym_evex
-{evex} vpminsd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 20 39 84 9c 00 10 00 00
+{evex} vpminsd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 39 07
 ; form: vpminsd_y_y_ym_evex
-{evex} vpminsd ymm0, ymm1, ymmword ptr [rdx - 8192]
-; bytes: 62 f2 75 28 39 82 00 e0 ff ff
+{evex} vpminsd ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: 62 f2 75 28 39 84 24 08 00 00 00
 ; form: vpminsd_y_y_ym_evex
-{evex} vpminsd ymm16, ymm17, ymmword ptr [rip + bar]
-; bytes: 62 e2 75 20 39 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpminsd ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 39 45 00
 ; form: vpminud_x_x_xm_evex
 {evex} vpminud xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 3b c2
@@ -5766,14 +5768,14 @@
 {evex} vpminud xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3b ea
 ; form: vpminud_x_x_xm_evex
-{evex} vpminud xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 75 00 3b 07
+{evex} vpminud xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 75 00 3b 85 d4 fe ff ff
 ; form: vpminud_x_x_xm_evex
-{evex} vpminud xmm0, xmm1, xmmword ptr [rsp + 8]
-; bytes: 62 f2 75 08 3b 84 24 08 00 00 00
+{evex} vpminud xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 08 3b 84 87 08 00 00 00
 ; form: vpminud_x_x_xm_evex
-{evex} vpminud xmm16, xmm17, xmmword ptr [rbp]
-; bytes: 62 e2 75 00 3b 45 00
+{evex} vpminud xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 3b 44 fc f8
 ; form: vpminud_y_y_ym_evex
 {evex} vpminud ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 3b c2
@@ -5787,14 +5789,15 @@
 {evex} vpminud ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3b ea
 ; form: vpminud_y_y_ym_evex
-{evex} vpminud ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 75 20 3b 85 d4 fe ff ff
+{evex} vpminud ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 3b 84 4b e8 03 00 00
 ; form: vpminud_y_y_ym_evex
-{evex} vpminud ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 75 28 3b 84 87 08 00 00 00
+{evex} vpminud ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: 62 f2 75 28 3b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpminud_y_y_ym_evex
-{evex} vpminud ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 20 3b 44 fc fc
+{evex} vpminud ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 20 3b 04 cd 40 00 00 00
 ; form: vpmaxsd_x_x_xm_evex
 {evex} vpmaxsd xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 3d c2
@@ -5808,15 +5811,14 @@
 {evex} vpmaxsd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3d ea
 ; form: vpmaxsd_x_x_xm_evex
-{evex} vpmaxsd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 00 3d 84 4b e8 03 00 00
+{evex} vpmaxsd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 3d 84 30 7f 00 00 00
 ; form: vpmaxsd_x_x_xm_evex
-{evex} vpmaxsd xmm0, xmm1, xmmword ptr [rip + foo + 16]
-; bytes: 62 f2 75 08 3d 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpmaxsd xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 75 08 3d 84 9c 00 10 00 00
 ; form: vpmaxsd_x_x_xm_evex
-{evex} vpmaxsd xmm16, xmm17, xmmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 00 3d 04 cd 40 00 00 00
+{evex} vpmaxsd xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 75 00 3d 82 00 e0 ff ff
 ; form: vpmaxsd_y_y_ym_evex
 {evex} vpmaxsd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 3d c2
@@ -5830,14 +5832,15 @@
 {evex} vpmaxsd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3d ea
 ; form: vpmaxsd_y_y_ym_evex
-{evex} vpmaxsd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 20 3d 84 30 7f 00 00 00
+{evex} vpmaxsd ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 3d 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpmaxsd_y_y_ym_evex
-{evex} vpmaxsd ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 b2 75 28 3d 84 9c 00 10 00 00
+{evex} vpmaxsd ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f2 75 28 3d 07
 ; form: vpmaxsd_y_y_ym_evex
-{evex} vpmaxsd ymm16, ymm17, ymmword ptr [rdx - 8192]
-; bytes: 62 e2 75 20 3d 82 00 e0 ff ff
+{evex} vpmaxsd ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e2 75 20 3d 84 24 08 00 00 00
 ; form: vpmaxud_x_x_xm_evex
 {evex} vpmaxud xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 3f c2
@@ -5851,15 +5854,14 @@
 {evex} vpmaxud xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 3f ea
 ; form: vpmaxud_x_x_xm_evex
-{evex} vpmaxud xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 3f 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpmaxud xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 3f 45 00
 ; form: vpmaxud_x_x_xm_evex
-{evex} vpmaxud xmm0, xmm1, xmmword ptr [rdi]
-; bytes: 62 f2 75 08 3f 07
+{evex} vpmaxud xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d2 75 08 3f 85 d4 fe ff ff
 ; form: vpmaxud_x_x_xm_evex
-{evex} vpmaxud xmm16, xmm17, xmmword ptr [rsp + 8]
-; bytes: 62 e2 75 00 3f 84 24 08 00 00 00
+{evex} vpmaxud xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 00 3f 84 87 08 00 00 00
 ; form: vpmaxud_y_y_ym_evex
 {evex} vpmaxud ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 3f c2
@@ -5873,14 +5875,15 @@
 {evex} vpmaxud ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 3f ea
 ; form: vpmaxud_y_y_ym_evex
-{evex} vpmaxud ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 3f 45 00
+{evex} vpmaxud ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 3f 44 fc fc
 ; form: vpmaxud_y_y_ym_evex
-{evex} vpmaxud ymm0, ymm1, ymmword ptr [r13 - 300]
-; bytes: 62 d2 75 28 3f 85 d4 fe ff ff
+{evex} vpmaxud ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 75 28 3f 84 4b e8 03 00 00
 ; form: vpmaxud_y_y_ym_evex
-{evex} vpmaxud ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 20 3f 84 87 08 00 00 00
+{evex} vpmaxud ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 3f 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsrlvd_x_x_xm_evex
 {evex} vpsrlvd xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 45 c2
@@ -5894,15 +5897,14 @@
 {evex} vpsrlvd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 45 ea
 ; form: vpsrlvd_x_x_xm_evex
-{evex} vpsrlvd xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 75 00 45 44 fc f8
+{evex} vpsrlvd xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 45 04 cd 40 00 00 00
 ; form: vpsrlvd_x_x_xm_evex
-{evex} vpsrlvd xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 b2 75 08 45 84 4b e8 03 00 00
+{evex} vpsrlvd xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 75 08 45 84 30 7f 00 00 00
 ; form: vpsrlvd_x_x_xm_evex
-{evex} vpsrlvd xmm16, xmm17, xmmword ptr [rip + foo + 16]
-; bytes: 62 e2 75 00 45 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpsrlvd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 45 84 9c 00 10 00 00
 ; form: vpsrlvd_y_y_ym_evex
 {evex} vpsrlvd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 45 c2
@@ -5916,14 +5918,15 @@
 {evex} vpsrlvd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 45 ea
 ; form: vpsrlvd_y_y_ym_evex
-{evex} vpsrlvd ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 75 20 45 04 cd 40 00 00 00
+{evex} vpsrlvd ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 75 20 45 82 00 e0 ff ff
 ; form: vpsrlvd_y_y_ym_evex
-{evex} vpsrlvd ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 d2 75 28 45 84 30 7f 00 00 00
+{evex} vpsrlvd ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f2 75 28 45 05 00 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsrlvd_y_y_ym_evex
-{evex} vpsrlvd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 20 45 84 9c 00 10 00 00
+{evex} vpsrlvd ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 45 07
 ; form: vpsrlvq_x_x_xm_evex
 {evex} vpsrlvq xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 45 c2
@@ -5937,15 +5940,14 @@
 {evex} vpsrlvq xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 45 ea
 ; form: vpsrlvq_x_x_xm_evex
-{evex} vpsrlvq xmm16, xmm17, xmmword ptr [rdx - 8192]
-; bytes: 62 e2 f5 00 45 82 00 e0 ff ff
+{evex} vpsrlvq xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 f5 00 45 84 24 08 00 00 00
 ; form: vpsrlvq_x_x_xm_evex
-{evex} vpsrlvq xmm0, xmm1, xmmword ptr [rip + bar]
-; bytes: 62 f2 f5 08 45 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpsrlvq xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f2 f5 08 45 45 00
 ; form: vpsrlvq_x_x_xm_evex
-{evex} vpsrlvq xmm16, xmm17, xmmword ptr [rdi]
-; bytes: 62 e2 f5 00 45 07
+{evex} vpsrlvq xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 00 45 85 d4 fe ff ff
 ; form: vpsrlvq_y_y_ym_evex
 {evex} vpsrlvq ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 45 c2
@@ -5959,14 +5961,14 @@
 {evex} vpsrlvq ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 45 ea
 ; form: vpsrlvq_y_y_ym_evex
-{evex} vpsrlvq ymm16, ymm17, ymmword ptr [rsp + 8]
-; bytes: 62 e2 f5 20 45 84 24 08 00 00 00
+{evex} vpsrlvq ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 20 45 84 87 08 00 00 00
 ; form: vpsrlvq_y_y_ym_evex
-{evex} vpsrlvq ymm0, ymm1, ymmword ptr [rbp]
-; bytes: 62 f2 f5 28 45 45 00
+{evex} vpsrlvq ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 f5 28 45 44 fc fc
 ; form: vpsrlvq_y_y_ym_evex
-{evex} vpsrlvq ymm16, ymm17, ymmword ptr [r13 - 300]
-; bytes: 62 c2 f5 20 45 85 d4 fe ff ff
+{evex} vpsrlvq ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 20 45 84 4b e8 03 00 00
 ; form: vpsravd_x_x_xm_evex
 {evex} vpsravd xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 46 c2
@@ -5980,14 +5982,15 @@
 {evex} vpsravd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 46 ea
 ; form: vpsravd_x_x_xm_evex
-{evex} vpsravd xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 e2 75 00 46 84 87 08 00 00 00
+{evex} vpsravd xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 46 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsravd_x_x_xm_evex
-{evex} vpsravd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 92 75 08 46 44 fc f8
+{evex} vpsravd xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 08 46 04 cd 40 00 00 00
 ; form: vpsravd_x_x_xm_evex
-{evex} vpsravd xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 75 00 46 84 4b e8 03 00 00
+{evex} vpsravd xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 46 84 30 7f 00 00 00
 ; form: vpsravd_y_y_ym_evex
 {evex} vpsravd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 46 c2
@@ -6001,15 +6004,15 @@
 {evex} vpsravd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 46 ea
 ; form: vpsravd_y_y_ym_evex
-{evex} vpsravd ymm16, ymm17, ymmword ptr [rip + foo + 16]
+{evex} vpsravd ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 20 46 84 9c 00 10 00 00
+; form: vpsravd_y_y_ym_evex
+{evex} vpsravd ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f2 75 28 46 82 00 e0 ff ff
+; form: vpsravd_y_y_ym_evex
+{evex} vpsravd ymm16, ymm17, ymmword ptr [rip + bar]
 ; bytes: 62 e2 75 20 46 05 00 00 00 00
-; fixup: 6 pc32 foo 12
-; form: vpsravd_y_y_ym_evex
-{evex} vpsravd ymm0, ymm1, ymmword ptr [8*rcx + 64]
-; bytes: 62 f2 75 28 46 04 cd 40 00 00 00
-; form: vpsravd_y_y_ym_evex
-{evex} vpsravd ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
-; bytes: 62 c2 75 20 46 84 30 7f 00 00 00
+; fixup: 6 pc32 bar -4
 ; form: vpsllvd_x_x_xm_evex
 {evex} vpsllvd xmm0, xmm1, xmm2
 ; bytes: 62 f2 75 08 47 c2
@@ -6023,15 +6026,14 @@
 {evex} vpsllvd xmm29, xmm8, xmm18
 ; bytes: 62 22 3d 08 47 ea
 ; form: vpsllvd_x_x_xm_evex
-{evex} vpsllvd xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
-; bytes: 62 a2 75 00 47 84 9c 00 10 00 00
+{evex} vpsllvd xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 47 07
 ; form: vpsllvd_x_x_xm_evex
-{evex} vpsllvd xmm0, xmm1, xmmword ptr [rdx - 8192]
-; bytes: 62 f2 75 08 47 82 00 e0 ff ff
+{evex} vpsllvd xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f2 75 08 47 84 24 08 00 00 00
 ; form: vpsllvd_x_x_xm_evex
-{evex} vpsllvd xmm16, xmm17, xmmword ptr [rip + bar]
-; bytes: 62 e2 75 00 47 05 00 00 00 00
-; fixup: 6 pc32 bar -4
+{evex} vpsllvd xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 47 45 00
 ; form: vpsllvd_y_y_ym_evex
 {evex} vpsllvd ymm0, ymm1, ymm2
 ; bytes: 62 f2 75 28 47 c2
@@ -6045,14 +6047,14 @@
 {evex} vpsllvd ymm29, ymm8, ymm18
 ; bytes: 62 22 3d 28 47 ea
 ; form: vpsllvd_y_y_ym_evex
-{evex} vpsllvd ymm16, ymm17, ymmword ptr [rdi]
-; bytes: 62 e2 75 20 47 07
+{evex} vpsllvd ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 47 85 d4 fe ff ff
 ; form: vpsllvd_y_y_ym_evex
-{evex} vpsllvd ymm0, ymm1, ymmword ptr [rsp + 8]
-; bytes: 62 f2 75 28 47 84 24 08 00 00 00
+{evex} vpsllvd ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 28 47 84 87 08 00 00 00
 ; form: vpsllvd_y_y_ym_evex
-{evex} vpsllvd ymm16, ymm17, ymmword ptr [rbp]
-; bytes: 62 e2 75 20 47 45 00
+{evex} vpsllvd ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 47 44 fc fc
 ; form: vpsllvq_x_x_xm_evex
 {evex} vpsllvq xmm0, xmm1, xmm2
 ; bytes: 62 f2 f5 08 47 c2
@@ -6066,14 +6068,15 @@
 {evex} vpsllvq xmm29, xmm8, xmm18
 ; bytes: 62 22 bd 08 47 ea
 ; form: vpsllvq_x_x_xm_evex
-{evex} vpsllvq xmm16, xmm17, xmmword ptr [r13 - 300]
-; bytes: 62 c2 f5 00 47 85 d4 fe ff ff
+{evex} vpsllvq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 47 84 4b e8 03 00 00
 ; form: vpsllvq_x_x_xm_evex
-{evex} vpsllvq xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
-; bytes: 62 f2 f5 08 47 84 87 08 00 00 00
+{evex} vpsllvq xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: 62 f2 f5 08 47 05 00 00 00 00
+; fixup: 6 pc32 foo 12
 ; form: vpsllvq_x_x_xm_evex
-{evex} vpsllvq xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
-; bytes: 62 82 f5 00 47 44 fc f8
+{evex} vpsllvq xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 47 04 cd 40 00 00 00
 ; form: vpsllvq_y_y_ym_evex
 {evex} vpsllvq ymm0, ymm1, ymm2
 ; bytes: 62 f2 f5 28 47 c2
@@ -6087,15 +6090,14 @@
 {evex} vpsllvq ymm29, ymm8, ymm18
 ; bytes: 62 22 bd 28 47 ea
 ; form: vpsllvq_y_y_ym_evex
-{evex} vpsllvq ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
-; bytes: 62 a2 f5 20 47 84 4b e8 03 00 00
+{evex} vpsllvq ymm16, ymm17, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 f5 20 47 84 30 7f 00 00 00
 ; form: vpsllvq_y_y_ym_evex
-{evex} vpsllvq ymm0, ymm1, ymmword ptr [rip + foo + 16]
-; bytes: 62 f2 f5 28 47 05 00 00 00 00
-; fixup: 6 pc32 foo 12
+{evex} vpsllvq ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 f5 28 47 84 9c 00 10 00 00
 ; form: vpsllvq_y_y_ym_evex
-{evex} vpsllvq ymm16, ymm17, ymmword ptr [8*rcx + 64]
-; bytes: 62 e2 f5 20 47 04 cd 40 00 00 00
+{evex} vpsllvq ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 20 47 82 00 e0 ff ff
 ; form: vpsrlw_x_x_imm8_evex
 {evex} vpsrlw xmm0, xmm1, 1
 ; bytes: 62 f1 7d 08 71 d1 01
