@@ -21,6 +21,9 @@
   by a constant ±2^k (any width) a biased shift; int64/uint64 otherwise → exact unrolled
   shift-subtract long division on uint64 magnitudes (kcc/passes/division.py, cdiv64).
 - integer MULACC → MUL then ADD (wrapping, so exact).
+- MULHI → the exact product in int64/uint64 shifted down (≤ 32-bit dtypes), or the high half
+  assembled from four 32 x 32 → 64-bit products (64-bit dtypes; signed from unsigned by the
+  operands' signs).
 - THREEFRY → the Threefry-2x32 rounds on uint32 (UOP_FORMAT.md, THREEFRY).
 Independent scalar EXP2/LOG2/SIN of one loop are packed into one vector op first
 (kcc/passes/pack_lanes.py), so a polynomial is built once, not once a lane.
@@ -165,6 +168,46 @@ def int_mulacc(ctx: TargetDesc, x: UOp) -> UOp | None:
         raise DecomposeError(f"target {ctx.name} lacks a fused multiply-add for {x.dtype}")
     a, b, c = x.src
     return UOp(Ops.ADD, (UOp(Ops.MUL, (a, b)), c))
+
+
+def mulhi(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """MULHI the target lacks → the exact product in 64 bits (≤ 32-bit dtypes) or from 32-bit
+    halves (64-bit dtypes: docs/semantics.md, MULHI)."""
+    dt = x.dtype
+    if ctx.native(Ops.MULHI, dt):
+        return None
+    sh, (a, b) = x.shape, x.src
+    if dt.bits <= 32:
+        # |a·b| < 2^63 for two ≤ 32-bit values: exact in int64/uint64; narrowing keeps the low
+        # bits of the shifted product, which are the high half
+        wide = dtypes.int64 if dt.is_signed else dtypes.uint64
+        p = UOp(Ops.MUL, tuple(UOp(Ops.CAST, (s,), wide) for s in (a, b)))
+        return UOp(Ops.CAST, (UOp(Ops.SHR, (p, _const(dt.bits, wide, sh))),), dt)
+    u64 = dtypes.uint64
+    au, bu = (s if s.dtype == u64 else UOp(Ops.CAST, (s,), u64) for s in (a, b))
+    m32, s32 = _const(0xFFFFFFFF, u64, sh), _const(32, u64, sh)
+
+    def lo(v: UOp) -> UOp:
+        return UOp(Ops.AND, (v, m32))
+
+    def hi(v: UOp) -> UOp:
+        return UOp(Ops.SHR, (v, s32))
+
+    # a·b = (ah·2^32 + al)(bh·2^32 + bl); every partial product of two 32-bit halves and the
+    # middle sum (below 3·2^32) fit in 64 bits, so nothing below carries out unseen
+    ll, lh = UOp(Ops.MUL, (lo(au), lo(bu))), UOp(Ops.MUL, (lo(au), hi(bu)))
+    hl, hh = UOp(Ops.MUL, (hi(au), lo(bu))), UOp(Ops.MUL, (hi(au), hi(bu)))
+    mid = UOp(Ops.ADD, (UOp(Ops.ADD, (hi(ll), lo(lh))), lo(hl)))
+    r = UOp(Ops.ADD, (UOp(Ops.ADD, (UOp(Ops.ADD, (hh, hi(lh))), hi(hl))), hi(mid)))
+    if dt.is_signed:
+        # a negative a reads as a + 2^64 unsigned: the unsigned high half is b too large (and
+        # a too large for a negative b), modulo 2^64
+        zero, zu = _const(0, dt, sh), _const(0, u64, sh)
+        for s, other in ((a, bu), (b, au)):
+            neg = UOp(Ops.CMPLT, (s, zero))
+            r = UOp(Ops.SUB, (r, UOp(Ops.WHERE, (neg, other, zu))))
+        return UOp(Ops.CAST, (r,), dt)
+    return r
 
 
 def _u32(v: int, shape: tuple[int, ...]) -> UOp:
@@ -322,6 +365,7 @@ DECOMPOSE = PatternMatcher([
     (UPat(Ops.CDIV, name="x"), cdiv),
     (UPat((Ops.FDIV, Ops.SQRT), name="x"), fdiv_sqrt),
     (UPat(Ops.MULACC, name="x"), int_mulacc),
+    (UPat(Ops.MULHI, name="x"), mulhi),
     (UPat(Ops.THREEFRY, name="x"), threefry),
 ])
 

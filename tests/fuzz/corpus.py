@@ -45,8 +45,9 @@ ITERS = 8                                    # loop iterations of a `loop` kerne
 COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
 APPROX = (Ops.EXP2, Ops.LOG2, Ops.SIN)
 OPS = (Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.ADD,
-       Ops.SUB, Ops.MUL, Ops.FDIV, Ops.CDIV, Ops.CMOD, Ops.MAX, *COMPARES, Ops.AND, Ops.OR,
-       Ops.XOR, Ops.SHL, Ops.SHR, Ops.THREEFRY, Ops.WHERE, Ops.MULACC, Ops.CAST, Ops.BITCAST)
+       Ops.SUB, Ops.MUL, Ops.MULHI, Ops.FDIV, Ops.CDIV, Ops.CMOD, Ops.MAX, *COMPARES, Ops.AND,
+       Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.THREEFRY, Ops.WHERE, Ops.MULACC, Ops.CAST,
+       Ops.BITCAST)
 ARITY = {Ops.WHERE: 3, Ops.MULACC: 3, Ops.CAST: 1, Ops.BITCAST: 1,
          **{op: 1 for op in (Ops.NEG, *APPROX, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC)}}
 ULP = 4                        # kcc/cli.py TRANSCENDENTAL_ULP: EXP2/LOG2/SIN's bound

@@ -164,7 +164,7 @@ class PtxAlu:
         forms = {Ops.ADD: f"add.{t}", Ops.SUB: f"sub.{t}", Ops.MUL: f"mul.lo.{t}",
                  Ops.CDIV: f"div.{t}", Ops.CMOD: f"rem.{t}", Ops.NEG: f"neg.s{w}",
                  Ops.AND: f"and.b{w}", Ops.OR: f"or.b{w}", Ops.XOR: f"xor.b{w}",
-                 Ops.MULACC: f"mad.lo.{t}"}
+                 Ops.MULACC: f"mad.lo.{t}", Ops.MULHI: f"mul.hi.{t}"}
         if op not in forms:
             raise SelectError(f"{op.name} is not defined on {dt}")
         self.emit(forms[op], d, *srcs)

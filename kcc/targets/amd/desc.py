@@ -23,7 +23,8 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
     llvm.exp2/llvm.log2), within docs/transcendentals.md's 2 ulp, with the selector scaling
     the inputs whose results or arguments are subnormal (kcc/isel/amd/alu.py); float64 ones
     stay polynomials (the hardware has no float64 exp/log); v_max_f32 is IEEE maxNum,
-    not MAX; half precision computes in float32; integer MULACC is MUL then ADD. CAST from
+    not MAX; half precision computes in float32; integer MULACC is MUL then ADD; MULHI
+    is decomposed (64-bit products). CAST from
     int64/uint64/float64 (asked with the source dtype) is native only where a v_cvt does it
     with one rounding: to float32/float16 kcc rounds to odd first (decompose.odd_cast)."""
     if op is Ops.CAST:
@@ -41,6 +42,8 @@ def _native_amd(op: Ops, dtype: DType) -> bool:
     if op is Ops.MAX and dtype.is_float:
         return False
     if op is Ops.MULACC and not dtype.is_float:
+        return False
+    if op is Ops.MULHI:     # not selected (v_mul_hi_u32/i32 would do 32 bits): decomposed
         return False
     return True
 

@@ -24,6 +24,8 @@ def _native_cuda(op: Ops, dtype: DType) -> bool:
         return False
     if op is Ops.MAX and dtype.is_float:
         return False
+    if op is Ops.MULHI:     # mul.hi.{s,u}{32,64} (PTX ISA 9.7.1.3); narrower lanes sit in
+        return dtype.itemsize >= 4  # 32-bit registers, where mul.hi would read the wrong half
     return True
 
 
