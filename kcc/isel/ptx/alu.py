@@ -91,15 +91,19 @@ class PtxAlu:
             return self.from_f32(f, dt)
         if dt.is_float:
             if op is Ops.FDIV and scalar_const(u.src[0]) == 1.0:
-                # RECIPROCAL arrives as FDIV(1, x) (kcc.passes.decompose); rcp.rn is the same
-                # correctly rounded 1/x (9.7.3.13), and ptxas's out-of-line slow path for it
-                # is smaller than div.rn's (88 against 120 SASS instructions alone, sm_80)
+                # RECIPROCAL arrives as FDIV(1, x) (kcc.passes.decompose): the same correctly
+                # rounded 1/x; float32 is kcc's inline sequence (kcc/isel/ptx/rounded.py),
+                # float64 `rcp.rn` (ptxas's slow path is smaller than div.rn's)
                 return self.falu(Ops.RECIPROCAL, [self.reg(u.src[1])], dt)
             return self.falu(op, [self.reg(s) for s in u.src], dt)
         return self.ialu(u)
 
     def falu(self, op: Ops, srcs: list[Reg], dt: DType) -> Reg:
         """Float ops with explicit IEEE rounding (PTX ISA 9.7.3)."""
+        if dt == dtypes.float32 and op is Ops.RECIPROCAL:
+            return self.rcp_f32(srcs[0])        # kcc/isel/ptx/rounded.py: no CALL
+        if dt == dtypes.float32 and op is Ops.SQRT:
+            return self.sqrt_f32(srcs[0])
         t, d = fty(dt), self.new(bank_of(dt))
         forms = {Ops.ADD: "add.rn", Ops.SUB: "sub.rn", Ops.MUL: "mul.rn", Ops.FDIV: "div.rn",
                  Ops.MULACC: "fma.rn", Ops.NEG: "neg", Ops.SQRT: "sqrt.rn",

@@ -15,7 +15,9 @@ Semantics choices (docs/semantics.md is the statement; the reference interpreter
 - float ADD/SUB/MUL carry `.rn` so ptxas never contracts them into an fma (9.7.3.1: "add with
   an explicit rounding modifier is not contracted"); MULACC is `fma.rn` (fused, one rounding).
 - FDIV `div.rn`, RECIPROCAL (FDIV(1, x) after decompose) `rcp.rn`, SQRT `sqrt.rn` are IEEE
-  correctly rounded; TRUNC is `cvt.rzi` float→float. float32 EXP2 is `ex2.approx.ftz.f32`
+  correctly rounded; float32 RECIPROCAL and SQRT are kcc's own inline sequences around
+  `rcp/rsqrt.approx.ftz` with the same bits and no ptxas slow-path CALL (isel/ptx/rounded.py);
+  TRUNC is `cvt.rzi` float→float. float32 EXP2 is `ex2.approx.ftz.f32`
   with subnormal results scaled around it (docs/transcendentals.md states its accuracy); other
   transcendentals arrive decomposed.
 - float16/bfloat16 arithmetic widens exactly to float32, computes, and rounds once to the dtype
@@ -49,6 +51,7 @@ from kcc.isel.common import (
     scalar_const,
 )
 from kcc.isel.ptx.alu import PtxAlu, bank_of, fty, ity, mem_type, param_type, sel_type
+from kcc.isel.ptx.rounded import PtxRounded
 from kcc.isel.ptx.wmma import PtxWmma
 
 
@@ -75,7 +78,7 @@ class Place:
 
 # -- the selector ------------------------------------------------------------------------------
 
-class PtxSelector(SelectorBase, PtxAlu, PtxWmma):
+class PtxSelector(SelectorBase, PtxAlu, PtxRounded, PtxWmma):
     """Select a linearized kernel into PTX instructions over virtual registers."""
 
     def __init__(self, name: str, params: list[UOp | None], sm: int):

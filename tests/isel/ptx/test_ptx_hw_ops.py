@@ -1,8 +1,9 @@
 """PTX isel choices of issue 25 (kcc's CUDA code against tinygrad's PTX): float32 EXP2 is the
 hardware `ex2.approx.ftz.f32`, subnormal results scaled around it (documented accuracy in
 docs/transcendentals.md, CUDA), LOG2/SIN and
-float64 EXP2 stay polynomials; RECIPROCAL (FDIV(1, x) after decompose) is `rcp.rn`, any other
-FDIV `div.rn` (both correctly rounded); a constant shift amount is reduced at compile time;
+float64 EXP2 stay polynomials; RECIPROCAL (FDIV(1, x) after decompose) is kcc's inline
+sequence around `rcp.approx.ftz` for float32 (test_ptx_rcp.py) and `rcp.rn` for float64, any other
+FDIV `div.rn` (all correctly rounded); a constant shift amount is reduced at compile time;
 tinygrad's `gidx*stride + lane` (MULACC) indices are aligned, so its 4-lane accesses are
 `ld/st.global.v4`. ptxas, the independent oracle, assembles each kernel."""
 
@@ -39,11 +40,16 @@ def test_transcendental_example_uses_ex2_and_rcp(tmp_path: Path) -> None:
     ptx = ptxas_ok(parse_file(ROOT / "examples" / "transcendental.uop"), tmp_path)
     # float32 and float16 EXP2 (the latter computed in float32, rounded once)
     assert ptx.count("ex2.approx.ftz.f32 ") == 2
-    # .ftz only on ex2, whose subnormal results kcc scales itself
-    assert ".ftz" not in ptx.replace("ex2.approx.ftz.f32", "")
+    # .ftz only on ex2, rcp and rsqrt, whose subnormal operands kcc scales itself
+    rest = ptx
+    for form in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32", "rsqrt.approx.ftz.f32"):
+        assert form in rest
+        rest = rest.replace(form, "")
+    assert ".ftz" not in rest and "approx" not in rest
     assert "lg2." not in ptx and "sin.approx" not in ptx
-    assert "rcp.rn.f32" in ptx                        # (log2's polynomial divides: div.rn)
-    assert "sqrt.rn.f32" in ptx and "approx" not in ptx.replace("ex2.approx.ftz.f32", "")
+    # float32 RECIPROCAL/SQRT: kcc's correctly rounded inline sequences (test_ptx_rcp.py,
+    # test_ptx_sqrt.py), not rcp.rn/sqrt.rn (log2's polynomial divides: div.rn)
+    assert "rcp.rn.f32" not in ptx and "sqrt.rn.f32" not in ptx
 
 
 def test_float16_exp2_widens_and_rounds_once() -> None:
@@ -73,10 +79,12 @@ def test_polynomials_stay_where_the_hardware_is_not_accurate_enough() -> None:
 
 
 @needs_ptxas
-def test_reciprocal_is_rcp_rn_and_other_divisions_div_rn(tmp_path: Path) -> None:
+def test_reciprocal_is_inline_or_rcp_rn_and_other_divisions_div_rn(tmp_path: Path) -> None:
     for dt in ("float32", "float64"):
         ptx = ptxas_ok(_unary("RECIPROCAL", dt), tmp_path)
-        assert f"rcp.rn.{'f32' if dt == 'float32' else 'f64'}" in ptx and "div." not in ptx
+        # float32: kcc's inline sequence around rcp.approx.ftz (test_ptx_rcp.py)
+        form = "rcp.approx.ftz.f32" if dt == "float32" else "rcp.rn.f64"
+        assert form in ptx and "div." not in ptx and "rcp.rn.f32" not in ptx
     two = k("""%x = PARAM ParamArg(0, float32, 64)
 %o = PARAM ParamArg(1, float32, 64)
 %i = RANGE(64) (0, LOOP) : weakint
