@@ -80,7 +80,7 @@ class PtxRounded:
         return m
 
     def sqrt_f32(self, a: Reg) -> Reg:
-        """Correctly rounded float32 sqrt(a), no CALL (15 PTX instructions + 3 predicated).
+        """Correctly rounded float32 sqrt(a) without a CALL (15 SASS instructions on sm_80).
 
         Range: for a < 2^-96 (subnormal and tiny a, zero, negatives) the work is done on
         as = a·2^64 and the result scaled by 2^-32 (both exact), so the residual as - y1² below
