@@ -28,6 +28,18 @@ def ptxas_ok(sink: UOp, tmp_path: Path, arch: str = "sm_80") -> str:
     return ptx
 
 
+def sass_of(sink: UOp, tmp_path: Path, arch: str) -> str:
+    """The kernel's SASS listing (cuobjdump -sass of the cubin ptxas made); skips the test
+    when the cuobjdump wheel is absent."""
+    from kcc.targets.cuda.target import _wheel_tool
+    ptxas_ok(sink, tmp_path, arch)
+    tool = _wheel_tool("cuobjdump")
+    if tool is None:
+        pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    return subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
+                          text=True).stdout
+
+
 def ptx_of(sink: UOp, arch: str = "sm_90") -> str:
     """The kernel's PTX text (not assembled)."""
     return compile_cuda([sink], arch, "ptx")[0].decode()

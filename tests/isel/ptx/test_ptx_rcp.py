@@ -9,13 +9,12 @@ PTX is that sequence, ptxas accepts it, and its SASS has no CALL (no slow-path s
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from ptx_util import PTXAS, k, needs_ptxas, ptx_of
+from ptx_util import k, needs_ptxas, ptx_of, sass_of
 from rcp_model import bits, rcp_seq, wrong
 from rounded_inputs import EXHAUSTIVE, all_inputs, fast_inputs, walk
 
@@ -119,16 +118,7 @@ def test_ptx_is_the_modelled_sequence() -> None:
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_ptxas_accepts_it_and_sass_has_no_call(tmp_path: Path, arch: str) -> None:
-    from kcc.targets.cuda.target import _wheel_tool
-    src, cubin = tmp_path / "k.ptx", tmp_path / "k.cubin"
-    src.write_text(ptx_of(_kernel("RECIPROCAL"), arch))
-    r = subprocess.run([PTXAS, f"-arch={arch}", str(src), "-o", str(cubin)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    tool = _wheel_tool("cuobjdump")
-    if tool is None:
-        pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
-    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True).stdout
+    sass = sass_of(_kernel("RECIPROCAL"), tmp_path, arch)
     assert "MUFU.RCP" in sass and "CALL" not in sass and "RET" not in sass
 
 
