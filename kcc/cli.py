@@ -180,17 +180,22 @@ def entry(args: list[str] | None = None, **extra: Any) -> NoReturn:
         from kcc import commands
         commands.version()
         sys.exit(0)
+    # click runs outside the except blocks: an exception it lets through (a captured
+    # script's own, `kcc capture`) must not read as raised while handling _Fallback
     try:
         name, kw = parse(argv)
     except _Fallback:
+        name, kw = None, {}
+    if name is None:
         _click(args, **extra)
-        raise AssertionError("click's main returned") from None
+        raise AssertionError("click's main returned")
     from kcc import commands
     commands.own_process = args is None
+    usage_problem = False
     try:
         _run(name, kw)
     except commands.UsageProblem:
-        _click(args, **extra)            # which reports it as click reports a usage error
+        usage_problem = True
     except KeyboardInterrupt:
         commands.echo("\nerror: interrupted", err=True)
         sys.exit(1)
@@ -200,6 +205,8 @@ def entry(args: list[str] | None = None, **extra: Any) -> NoReturn:
             raise
         _pacify()
         sys.exit(1)
+    if usage_problem:
+        _click(args, **extra)            # which reports it as click reports a usage error
     sys.exit(0)
 
 

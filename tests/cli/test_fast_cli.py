@@ -166,3 +166,18 @@ def test_fast_parser_leaves_bad_lines_to_click(argv: list[str]) -> None:
     from kcc.cli import _Fallback, parse
     with pytest.raises(_Fallback):
         parse(argv)
+
+
+def test_what_click_raises_is_not_chained_to_the_fallback(monkeypatch) -> None:
+    """An exception click lets through on the fallback path (a captured script's own, in
+    `kcc capture`) is raised outside the fast parser's except block: its traceback shows
+    the user's frames only, not kcc's `_Fallback` as the exception it was handling."""
+    from kcc import cli
+
+    def boom(args, **extra):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(cli, "_click", boom)
+    with pytest.raises(KeyError) as info:
+        cli.entry(["compile", "--no-such-option"])
+    assert info.value.__context__ is None and info.value.__cause__ is None
