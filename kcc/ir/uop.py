@@ -257,6 +257,12 @@ def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
     return out
 
 
+def free_reg_slot(order: Iterable[UOp]) -> int:
+    """The first slot no REG buffer among the nodes of order uses (for a pass's new one)."""
+    return 1 + max((n.arg.slot for n in order if n.op is Ops.BUFFER
+                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+
+
 def substitute(root: UOp, repl: dict[UOp, UOp]) -> UOp:
     """root with the nodes of repl replaced, its graph rebuilt where they are read (one walk)."""
     return rebuild(toposort([root]), repl).get(root, root)

@@ -94,7 +94,7 @@ from dataclasses import dataclass
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, substitute
+from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, substitute
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
@@ -410,8 +410,7 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
     dt = red.dtype
     ids = [n.arg[0] for n in loops.order if n.op is Ops.RANGE and isinstance(n.arg, tuple)]
     axis = max(ids, default=0) + 1
-    slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
-                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+    slot = free_reg_slot(loops.order)
     n_r = const_int(red.src[0])
     assert n_r is not None
     chunk = kb.size if kb else n_r

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, peel_offset, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, toposort
+from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 
@@ -271,8 +271,7 @@ def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
         if g is None:
             break
         budget -= len(g.loads) * const_int(g.r.src[0]) * g.buf.arg.dtype.itemsize
-        slot = 1 + max((u.arg.slot for u in order if u.op is Ops.BUFFER
-                        and u.arg.addrspace is AddrSpace.REG), default=-1)
+        slot = free_reg_slot(order)
         axis = 1 + max((u.arg[0] for u in order if u.op is Ops.RANGE
                         and isinstance(u.arg, tuple) and isinstance(u.arg[0], int)),
                        default=-1)

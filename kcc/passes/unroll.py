@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, Ops
-from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, rebuild, toposort
+from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -400,8 +400,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
     scale = UOp(Ops.MUL, (r2, strong_int(f, dt)))
     idx = [scale] + [UOp(Ops.ADD, (scale, strong_int(k, dt))) for k in range(1, f)]
-    slot = 1 + max((n.arg.slot for n in loops.order if n.op is Ops.BUFFER
-                    and n.arg.addrspace is AddrSpace.REG), default=-1)
+    slot = free_reg_slot(loops.order)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
     for buf in plan.private:

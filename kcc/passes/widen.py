@@ -60,7 +60,7 @@ from __future__ import annotations
 from kcc.ir.affine import Affine, affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, rebuild, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
@@ -269,12 +269,6 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
 
 
-def reg_slot(order: list[UOp]) -> int:
-    """The first slot no REG buffer of the kernel uses."""
-    return 1 + max((n.arg.slot for n in order if n.op is Ops.BUFFER
-                    and n.arg.addrspace is AddrSpace.REG), default=-1)
-
-
 def _int_bound(n: UOp) -> bool:
     """Whether loop bound n is a constant or a scalar integer expression (of PARAMs: the
     verifier's rule for a RANGE bound), which passes/widen_tail.py splits."""
@@ -314,7 +308,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
                 # a reduction into REG accumulators: lanes of partial results (widen_reduce.py)
-                red = ReduceLoop(r, e, loop.region, dep, reg_slot(order))
+                red = ReduceLoop(r, e, loop.region, dep, free_reg_slot(order))
                 out = red.widen(n_iter, desc) if red.find() and red.check() else None
             if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
