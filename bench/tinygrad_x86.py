@@ -282,7 +282,8 @@ def check(k: Kernel, run: Callable[[], None]) -> tuple[bool, float]:
 
 def timed(fns: dict[str, Callable[[], None]], reps: int,
           rounds: dict[str, list[float]] | None = None,
-          clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+          clock: Callable[[], float] = time.perf_counter,
+          before: Callable[[], None] | None = None) -> dict[str, float]:
     """Median seconds of each fn over reps interleaved rounds (one warm-up round first).
 
     Every other round runs the fns in reverse order, so each fn follows each other fn (and
@@ -290,13 +291,16 @@ def timed(fns: dict[str, Callable[[], None]], reps: int,
     after a threaded launch, a buffer just written) does not fall on one fn every round.
     clock: wall clock by default; `time.thread_time` counts only this thread's CPU time (on a
     time-shared host, not the time another process holds the core; only for fns that run on
-    the calling thread)."""
+    the calling thread). before, if given, runs untimed before every call (bench/bandwidth.py's
+    Evictor: each call starts with caches that hold nothing of the call before)."""
     for f in fns.values():
         f()
     ts: dict[str, list[float]] = {n: [] for n in fns}
     order = list(fns.items())
     for r in range(reps):
         for n, f in (order if r % 2 == 0 else order[::-1]):
+            if before is not None:
+                before()
             t = clock()
             f()
             ts[n].append(clock() - t)
@@ -331,6 +335,12 @@ def loop_insts(obj: bytes) -> int:
 def moved_bytes(k: Kernel) -> int:
     """Bytes of every buffer the kernel touches, each once (a lower bound on its traffic)."""
     return sum(b.nbytes for b in k.bufs)
+
+
+def written_bytes(k: Kernel) -> int:
+    """Bytes of the buffers the kernel writes (tinygrad's outputs), each once."""
+    bufs = [a for a in k.args if a["kind"] == "buffer"]
+    return sum(b.nbytes for b, a in zip(k.bufs, bufs) if "out" in a)
 
 
 def main() -> None:
