@@ -4915,3 +4915,12 @@ imul qword ptr [rsp + 8]
 ; form: imul_rm64
 imul qword ptr [rbp]
 ; bytes: 48 f7 6d 00
+; form: prefetcht0_m8
+prefetcht0 byte ptr [r13 - 300]
+; bytes: 41 0f 18 8d d4 fe ff ff
+; form: prefetcht0_m8
+prefetcht0 byte ptr [rdi + 4*rax + 8]
+; bytes: 0f 18 4c 87 08
+; form: prefetcht0_m8
+prefetcht0 byte ptr [r12 + 8*r15 - 128]
+; bytes: 43 0f 18 4c fc 80

@@ -101,6 +101,11 @@ OPTIONS: tuple[CompileOption, ...] = (
                   "that stream through a write-only buffer (consecutive whole vectors across "
                   "the loop) when the kernel's buffers total at least 32 MiB; always also "
                   "below that; never not at all (targets that list it in `kcc targets`)."),
+    CompileOption("--prefetch", "prefetch", ("auto", "never", "always"),
+                  "Software prefetches ahead of the loads of a loop that reads 8 or more "
+                  "streams and stores to no buffer (a row reduction): auto (the default) when "
+                  "the kernel's buffers total at least 4 MiB; always also below that; never "
+                  "not at all (targets that list it in `kcc targets`)."),
 )
 
 

@@ -50,9 +50,10 @@ def random_inputs(sink: UOp, seed: int = 0) -> list:
 
 
 def compile_and_run(sink: UOp, args: list, arch: str = "x86-64-v3",
-                    fp_contract: str = "off") -> list:
-    """Compile sink for x86, run it on copies of args, return the (updated) arguments."""
-    obj, descs = compile_x86([sink], arch, fp_contract=fp_contract)
+                    fp_contract: str = "off", **options: str) -> list:
+    """Compile sink for x86 (options: compile_x86's, e.g. prefetch="always"), run it on copies
+    of args, return the (updated) arguments."""
+    obj, descs = compile_x86([sink], arch, fp_contract=fp_contract, **options)
     mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     lo = LoadedObject(obj)
     try:

@@ -632,6 +632,9 @@ def _late_gpr_rows() -> None:
     # MULHI of int64 (kcc/isel/x86/alu.py)
     _leg("imul", "gpr", "f7", "rm64/rm/r", digit=5, flags="w", implicit_uses=("rax",),
          implicit_defs=("rax", "rdx"), **_sz(64))
+    # PREFETCHT0 m8 (0F 18 /1, SDM "PREFETCHh"): a hint that reads nothing into a register and
+    # never faults; ahead of a row reduction's streams (kcc/isel/x86/prefetch.py)
+    _leg("prefetcht0", "gpr", "0f18", "m8/rm/r", digit=1)
 
 
 def _build() -> list[Row]:

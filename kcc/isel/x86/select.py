@@ -52,8 +52,11 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
-                 stream: dict[UOp, int] | None = None):
+                 stream: dict[UOp, int] | None = None,
+                 prefetch: dict[UOp, int] | None = None):
         self.fn = MFunction(name)
+        # LOADs with a software prefetch ahead (kcc/isel/x86/prefetch.py) → bytes ahead
+        self.prefetch = prefetch or {}
         # STOREs selected as non-temporal stores (kcc/isel/x86/stream.py) → their vector
         # bytes; the buffers they write → the alignment their base pointer needs
         self.stream = stream or {}
@@ -467,6 +470,10 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
                 raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
             self.val[u] = self.kload(u, p.mem, p.dtype, p.lanes)
             return
+        ahead = self.prefetch.get(u)
+        if ahead is not None and p.mem is not None:   # (x86_prefetch.py picked the load)
+            m = p.mem
+            self.emit("prefetcht0_m8", Mem(m.base, m.index, m.scale, m.disp + ahead))
         if u in self.foldable and p.var is None:
             self.deferred[u] = p.mem      # its one user reads it as a memory operand
             return
@@ -552,14 +559,15 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
 
 
 def select(lin: list[UOp], name: str, pool: ConstPool, specials: list[str],
-           evex: bool = False, stream: dict[UOp, int] | None = None
+           evex: bool = False, stream: dict[UOp, int] | None = None,
+           prefetch: dict[UOp, int] | None = None
            ) -> tuple[MFunction, int, list[tuple[VReg, int]], list[tuple[tuple, int]]]:
     """Select a linearized kernel. Returns the machine function, the bytes of frame locals
     (REG buffers and the gated-store scratch slot), the stack-passed arguments, and for each
     buffer written with non-temporal stores (the STOREs in ``stream``) where its pointer
     arrives and the alignment it needs. ``evex``: the target is x86-64-v4 (AVX-512 forms on
-    any vector width)."""
-    sel = X86Selector(name, pool, specials, evex, stream)
+    any vector width). ``prefetch``: LOADs to prefetch ahead of, by bytes ahead."""
+    sel = X86Selector(name, pool, specials, evex, stream, prefetch)
     fn = sel.select(lin)
     # where each streamed buffer's pointer arrives: ("reg", name) or ("stack", rbp offset)
     loc = {v: ("reg", p.name) for v, p in fn.params}

@@ -24,6 +24,7 @@ from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86.regs import c_type
 from kcc.isel.x86.select import ConstPool, SelectError
 from kcc.isel.x86.select import select as x86_select
+from kcc.isel.x86.prefetch import prefetched_loads
 from kcc.isel.x86.stream import streaming_stores
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.facts import read_object_facts
@@ -97,12 +98,13 @@ class X86Target:
     name = "x86"
 
     def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off",
-                 streaming_stores: str = "auto"):
+                 streaming_stores: str = "auto", prefetch: str = "auto"):
         if arch not in ARCHES:
             raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
         if fp_contract not in ("off", "fast"):
             raise ValueError(f"fp_contract is 'off' or 'fast', not {fp_contract!r}")
         self.streaming_stores = streaming_stores     # checked by streaming_stores()
+        self.prefetch = prefetch                     # checked by prefetched_loads()
         self.arch = resolve_arch(arch)
         self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
@@ -114,8 +116,9 @@ class X86Target:
     def select(self, lin: list[UOp], sink: UOp) -> Selected:
         kd = describe_kernel(sink)
         stream = streaming_stores(lin, self.streaming_stores, self.vbytes)
+        ahead = prefetched_loads(lin, self.prefetch)
         fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
-                                                 self.arch == "x86-64-v4", stream)
+                                                 self.arch == "x86-64-v4", stream, ahead)
         known: dict = {}                      # each instruction's uses and defs, asked once
         eliminate_dead(fn, writes_memory, _flags_of, known)
         hoist_invariants(fn, _movable, _flags_of, known)
@@ -156,12 +159,14 @@ class X86Target:
 
 def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
                 dump_after: str | None = None, out: Any = None, fp_contract: str = "off",
-                streaming_stores: str = "auto") -> tuple[bytes, list[KernelDesc]]:
+                streaming_stores: str = "auto", prefetch: str = "auto"
+                ) -> tuple[bytes, list[KernelDesc]]:
     """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
     (emit="asm"); returns it and the kernels' descriptions for the manifest. fp_contract
     "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact.
     streaming_stores: "auto" (default), "never" or "always" non-temporal stores
-    (kcc/isel/x86/stream.py)."""
+    (kcc/isel/x86/stream.py). prefetch: "auto" (default), "never" or "always" software
+    prefetches ahead of a row reduction's streams (kcc/isel/x86/prefetch.py)."""
     from kcc.targets.pipeline import compile_kernels
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
@@ -169,7 +174,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
         why = c_name_refusal(sink.arg.name)
         if why:
             raise CompileError(why, kernel=sink.arg.name)
-    target = X86Target(arch, fp_contract, streaming_stores)
+    target = X86Target(arch, fp_contract, streaming_stores, prefetch)
     encoded, descs = compile_kernels(sinks, target, (SelectError,), dump_after, out)
     if emit == "asm":
         return assembly_text(encoded, target.pool).encode(), descs
@@ -268,16 +273,17 @@ class X86Spec(TargetSpec):
     emits = (Emit("obj", ".o", True), Emit("asm", ".s", False))
     lists = "an x86-64 ELF object"
     options = MappingProxyType({"fp_contract": ("fast",),
-                                "streaming_stores": ("never", "always")})
+                                "streaming_stores": ("never", "always"),
+                                "prefetch": ("never", "always")})
 
     def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
-                out: Any = None, fp_contract: str = "off", streaming_stores: str = "auto"
-                ) -> Compiled:
+                out: Any = None, fp_contract: str = "off", streaming_stores: str = "auto",
+                prefetch: str = "auto") -> Compiled:
         self.check_arch(arch)
         self.emit(emit)
         try:
             data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract,
-                                      streaming_stores)
+                                      streaming_stores, prefetch)
         except SelectError as e:
             raise CompileError(str(e)) from None
         if descs:       # "native" is recorded as the arch it resolved to

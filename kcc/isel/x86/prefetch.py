@@ -1,0 +1,127 @@
+"""Which loads of an x86 kernel get a software prefetch ahead of them.
+
+PREFETCHT0 m8 (SDM "PREFETCHh—Prefetch Data Into Caches", 0F 18 /1) asks for the line of
+its address in every cache level and changes nothing else: it is a hint, it never faults (a
+prefetch of an address that is not mapped is dropped), so one past the end of a buffer is
+harmless. The hardware's own prefetchers follow a stream only within a 4 KiB page (SDM Vol. 3
+and the optimization manual, "Hardware Prefetching for Second-Level Cache"), so each time one
+of a loop's streams enters a new page its first lines come at full memory latency. A loop
+that reads many rows at once (a row reduction: tinygrad's `x.sum(axis=1)` reads 4 rows a
+step and kcc jams two such steps, 8 streams) crosses pages 8 times as often per stream as a
+single linear read, and on the measured host reads 14–15 GB/s where one linear stream reads
+17 GB/s; prefetching each stream 512 bytes ahead brings it to 15–15.5 (docs/performance.md,
+"Row sums and software prefetch"). With 4 streams it measured no gain and with 1 a loss, so
+the rule asks for at least PREFETCH_MIN_STREAMS.
+
+The selector emits `prefetcht0 [address + PREFETCH_AHEAD]` beside every LOAD that
+`prefetched_loads` picks:
+
+- the LOAD is ungated and reads a GLOBAL kernel argument (a PARAM buffer) in an innermost loop
+  that stores to no GLOBAL buffer (a reduction's loop: what it writes goes to registers);
+- its index is an affine sum whose coefficient of that loop's counter makes consecutive
+  iterations read forward by at most a cache line (a stream, not a gather or a stride that
+  skips lines);
+- the loop holds at least PREFETCH_MIN_STREAMS such loads at different places;
+- `auto` (the default) also asks for the kernel's buffers to total at least PREFETCH_MIN_BYTES
+  (4 MiB, a fixed stand-in for a core's L2: what fits there is read from caches the hardware
+  prefetchers keep ahead of anyway, and the prefetch would only take load slots), `always`
+  prefetches whatever the size, `never` not at all.
+"""
+
+from __future__ import annotations
+
+from kcc.ir import AddrSpace, Ops, UOp
+from kcc.ir.affine import affine
+from kcc.ir.uop import base_buffer
+
+MODES = ("auto", "never", "always")
+# how far ahead of each load its stream is prefetched (bytes): 8 lines
+PREFETCH_AHEAD = 512
+# the fewest streams in one loop that prefetching pays for (see the module docstring)
+PREFETCH_MIN_STREAMS = 8
+# the footprint (bytes of every buffer argument) from which `auto` prefetches
+PREFETCH_MIN_BYTES = 4 << 20
+# the longest step a load may take per iteration and still count as a stream
+LINE_BYTES = 64
+
+
+def _footprint(lin: list[UOp]) -> int | None:
+    """Bytes of every buffer argument of the kernel, or None if a size is not known."""
+    total = 0
+    for u in lin:
+        if u.op is Ops.PARAM and u.arg.is_buffer:
+            if not isinstance(u.arg.size, int):
+                return None
+            total += u.arg.size * u.arg.dtype.itemsize
+    return total
+
+
+def _global(place: UOp) -> bool:
+    buf = base_buffer(place.src[0])
+    return buf.op is Ops.PARAM and buf.arg.addrspace is AddrSpace.GLOBAL
+
+
+class _Loop:
+    """What one open loop of the schedule holds so far."""
+
+    __slots__ = ("rng", "loads", "stores_global", "inner")
+
+    def __init__(self, rng: UOp) -> None:
+        self.rng = rng
+        self.loads: list[UOp] = []
+        self.stores_global = False
+        self.inner = False
+
+
+def prefetched_loads(lin: list[UOp], mode: str) -> dict[UOp, int]:
+    """The LOADs of the schedule lin to prefetch ahead of, each with the bytes ahead (the
+    rules are the module's docstring)."""
+    if mode not in MODES:
+        raise ValueError(f"prefetch is {', '.join(MODES)}, not {mode!r}")
+    if mode == "never":
+        return {}
+    if mode == "auto":
+        size = _footprint(lin)
+        if size is None or size < PREFETCH_MIN_BYTES:
+            return {}
+    out: dict[UOp, int] = {}
+    open_loops: list[_Loop] = []
+    for u in lin:
+        if u.op is Ops.RANGE:
+            if open_loops:
+                open_loops[-1].inner = True
+            open_loops.append(_Loop(u))
+        elif u.op is Ops.END:
+            if open_loops:
+                loop = open_loops.pop()
+                if not loop.inner and not loop.stores_global:
+                    out.update(_streams(loop))
+        elif not open_loops:
+            continue
+        elif u.op is Ops.STORE and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
+            if _global(u.src[0]):
+                open_loops[-1].stores_global = True
+        elif u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
+            if _global(u.src[0]):
+                open_loops[-1].loads.append(u)
+    return out
+
+
+def _streams(loop: _Loop) -> dict[UOp, int]:
+    """The loads of an innermost read-only loop that stream forward, if there are enough."""
+    picked: dict[UOp, int] = {}
+    places: set = set()
+    memo: dict = {}
+    for u in loop.loads:
+        place = u.src[0]
+        got = affine(place.src[1], memo=memo)
+        if got is None:
+            continue
+        terms, const = got
+        step = terms.get(loop.rng, 0) * place.dtype.itemsize
+        if not 0 < step <= LINE_BYTES:
+            continue
+        others = frozenset((t, c) for t, c in terms.items() if t is not loop.rng)
+        places.add((base_buffer(place.src[0]), const, others))
+        picked[u] = PREFETCH_AHEAD
+    return picked if len(places) >= PREFETCH_MIN_STREAMS else {}
