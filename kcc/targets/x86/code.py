@@ -11,6 +11,11 @@ Frame (System V, rbp as frame pointer):
     [rsp + locals]    spill slots (the allocator's frame, offsets from its start; locals is
                       rounded up to 64 so that each slot is aligned to its size)
     [rsp + 0]         locals: the gated-store scratch slot, then REG buffers
+
+A frame larger than a page is probed: rsp goes down a page at a time, each page touched
+(`or qword ptr [rsp], 0`) before the next, so that the frame never steps over a thread
+stack's guard page into whatever is mapped below it (the stack-clash protection GCC and clang
+apply with -fstack-clash-protection; a packed matmul slab makes frames of 64-256 KiB).
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ FRAME_ALIGN = 64
 # loop (the sweep's i32_minmax E_64_4) landed at +0x20, across a 64-byte line, and ran 19.0 ->
 # 24.8 ns a call; at +0x40 18.5 ns (docs/performance.md, "Tiny kernels: ...").
 LOOP_ALIGN = 64
+# the page size frames are probed by (x86-64's base page; SDM Vol. 3 §4.5)
+PAGE = 4096
+# the probe loop's label (local to the assembler: no label of a body is named like it)
+PROBE_LABEL = ".Lkcc_stack_probe"
 FUNC_ALIGN = 16
 
 
@@ -136,7 +145,9 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
     for p in saved:
         items.append(("push_r64", XReg(p.name)))
-    if frame:
+    if frame > PAGE:
+        items += probed_frame(frame)
+    elif frame:
         items.append((imm_form("sub", "64", frame), XReg("rsp"), XImm(frame)))
         # 64-byte alignment for vector spill slots and REG buffers
         items.append(("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)))
@@ -165,6 +176,25 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
         else:
             items.append(_flat(encode_operands(inst)))
     return items, saved, frame
+
+
+def probed_frame(frame: int) -> list[tuple]:
+    """The prologue's items that lower rsp by frame bytes (a multiple of FRAME_ALIGN, more than
+    a page) to a FRAME_ALIGN boundary, touching every page on the way: aligned first (within
+    the page the pushes just wrote), then whole pages in a loop that stops at r11 (free at
+    entry: SysV §3.2.3 passes no argument in it), then the rest, under a page, which the body
+    reaches no further than the page below the last one touched."""
+    pages, rest = divmod(frame, PAGE)
+    items: list[tuple] = [("and_rm64_imm8", XReg("rsp"), XImm(-FRAME_ALIGN)),
+                          ("lea_r64_m", XReg("r11"), XMem(0, "rsp", None, 1, -pages * PAGE)),
+                          ("label", PROBE_LABEL),
+                          (imm_form("sub", "64", PAGE), XReg("rsp"), XImm(PAGE)),
+                          ("or_rm64_imm8", XMem(8, "rsp", None, 1, 0), XImm(0)),
+                          ("cmp_rm64_r64", XReg("rsp"), XReg("r11")),
+                          ("jne_rel8", XLabel(PROBE_LABEL))]
+    if rest:
+        items.append((imm_form("sub", "64", rest), XReg("rsp"), XImm(rest)))
+    return items
 
 
 def assemble(fn: MFunction, locals_bytes: int) -> EncodedKernel:
