@@ -16,6 +16,23 @@ from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp, UType
 from kcc.ir.limits import MAX_BUFFER_ELEMENTS
 
 VOID = UType(None, (), "void")
+# The UTypes the rules return, shared: (id of the dtype, shape, kind) → the one UType. A frozen
+# dataclass costs ~630 ns to build and a node's type is computed for every node a pass makes;
+# a lookup is ~150 ns. UTypes are immutable and compare by value (the rules already return a
+# src's own UType where it fits), and the entry keeps its dtype alive, so its id names it.
+_UTYPES: dict[tuple[int, tuple[int, ...], str], UType] = {}
+_UTYPES_MAX = 1 << 14          # (distinct buffer sizes add entries: a bound, then start over)
+
+
+def _utype(dtype: DType | None, shape: tuple[int, ...], kind: str) -> UType:
+    """UType(dtype, shape, kind), one object per distinct value."""
+    key = (id(dtype), shape, kind)
+    t = _UTYPES.get(key)
+    if t is None:
+        if len(_UTYPES) >= _UTYPES_MAX:
+            _UTYPES.clear()
+        t = _UTYPES[key] = UType(dtype, shape, kind)
+    return t
 SPECIAL_NAMES = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
 
 
@@ -71,7 +88,7 @@ def _promote_all(src: tuple[UOp, ...], idx: range | list[int], what: str) -> UTy
         except PromotionError as e:
             raise IRError(str(e), i) from None
     # the first operand's type when the common dtype is its own (UTypes compare by value)
-    return first if dt is first.dtype else UType(dt, shape, "value")
+    return first if dt is first.dtype else _utype(dt, shape, "value")
 
 
 def _store_into(place: UType, val: UType, i: int, what: str) -> None:
@@ -107,13 +124,13 @@ def _param(src: tuple[UOp, ...], arg: Any) -> UType:
     if arg.addrspace is AddrSpace.ALU:
         if arg.size is not None:
             raise IRError("a scalar PARAM (addrspace=ALU) has no size")
-        return UType(arg.dtype, (), "value")
+        return _utype(arg.dtype, (), "value")
     if arg.addrspace is not AddrSpace.GLOBAL:
         raise IRError("a PARAM lives in GLOBAL (a buffer) or ALU (a scalar); "
                       "LOCAL and REG storage is a BUFFER")
     if arg.size is None:
         raise IRError("a GLOBAL PARAM needs a size (its element count)")
-    return UType(arg.dtype, (arg.size,), "buffer")
+    return _utype(arg.dtype, (arg.size,), "buffer")
 
 
 def _buffer(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -124,7 +141,7 @@ def _buffer(src: tuple[UOp, ...], arg: Any) -> UType:
         raise IRError("a BUFFER lives in LOCAL or REG")
     if arg.size is None:
         raise IRError("a BUFFER needs a size")
-    return UType(arg.dtype, (arg.size,), "buffer")
+    return _utype(arg.dtype, (arg.size,), "buffer")
 
 
 def _param_common(arg: ParamArg) -> None:
@@ -147,11 +164,11 @@ def _param_common(arg: ParamArg) -> None:
 
 def _const(src: tuple[UOp, ...], arg: Any) -> UType:
     if isinstance(arg, bool):
-        return UType(dtypes.bool, (), "value")
+        return _utype(dtypes.bool, (), "value")
     if isinstance(arg, int):
-        return UType(dtypes.weakint, (), "value")
+        return _utype(dtypes.weakint, (), "value")
     if isinstance(arg, float):
-        return UType(dtypes.weakfloat, (), "value")
+        return _utype(dtypes.weakfloat, (), "value")
     raise IRError("CONST takes an integer, float or bool literal")
 
 
@@ -164,7 +181,7 @@ def _special(src: tuple[UOp, ...], arg: Any) -> UType:
     bound = const_int(src[0])
     if bound is not None and bound <= 0:
         raise IRError("a SPECIAL bound must be positive", 0)
-    return UType(t.dtype, (), "value")
+    return _utype(t.dtype, (), "value")
 
 
 def _range(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -174,7 +191,7 @@ def _range(src: tuple[UOp, ...], arg: Any) -> UType:
         raise IRError("RANGE takes (axis_id, AxisType), with any number of integer axis ids "
                       "before the AxisType")
     t = _scalar_int(src, 0, "a RANGE bound")
-    return UType(t.dtype, (), "value")
+    return _utype(t.dtype, (), "value")
 
 
 def _end(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -188,12 +205,12 @@ def _index(src: tuple[UOp, ...], arg: Any) -> UType:
     base = src[0].utype
     if base.kind == "buffer":
         _scalar_int(src, 1, "an index")
-        return UType(base.dtype, (), "place")
+        return _utype(base.dtype, (), "place")
     if base.kind == "value" and len(base.shape) == 1:
         lane = _const_int(src, 1, "a lane index into a vector")
         if not 0 <= lane < base.shape[0]:
             raise IRError(f"lane {lane} is outside a vector of {base.shape[0]}", 1)
-        return UType(base.dtype, (), "value")
+        return _utype(base.dtype, (), "value")
     raise IRError(f"INDEX needs a buffer or a vector value, not {base.kind} "
                   f"{fmt_utype(base)}", 0)
 
@@ -206,7 +223,7 @@ def _shrink(src: tuple[UOp, ...], arg: Any) -> UType:
     n = _const_int(src, 2, "a SHRINK length")
     if n <= 0:
         raise IRError("a SHRINK length must be positive", 2)
-    return UType(base.dtype, (n,), "place")
+    return _utype(base.dtype, (n,), "place")
 
 
 def _place(src: tuple[UOp, ...], i: int) -> UType:
@@ -223,7 +240,7 @@ def _load(src: tuple[UOp, ...], arg: Any) -> UType:
     if len(src) == 3:
         _store_into(place, _value(src, 1, "a LOAD's alt"), 1, "the alt value")
         _gate(src, 2)
-    return UType(place.dtype, place.shape, "value")
+    return _utype(place.dtype, place.shape, "value")
 
 
 def _store(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -269,14 +286,14 @@ def _stack(src: tuple[UOp, ...], arg: Any) -> UType:
     t = _promote_all(src, range(len(src)), "STACK")
     if t.shape != ():
         raise IRError("STACK lanes are scalars", 0)
-    return UType(t.dtype, (len(src),), "value")
+    return _utype(t.dtype, (len(src),), "value")
 
 
 def _cast(src: tuple[UOp, ...], arg: Any) -> UType:
     if not isinstance(arg, DType) or arg.is_weak:
         raise IRError("CAST/BITCAST takes a strong dtype")
     t = _value(src, 0, "a CAST operand")
-    return UType(arg, t.shape, "value")
+    return _utype(arg, t.shape, "value")
 
 
 def _bitcast(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -327,7 +344,7 @@ def _binary(op: Ops) -> Callable[[tuple[UOp, ...], Any], UType]:
 
 def _compare(src: tuple[UOp, ...], arg: Any) -> UType:
     t = _promote_all(src, [0, 1], "a comparison")
-    return UType(dtypes.bool, t.shape, "value")
+    return _utype(dtypes.bool, t.shape, "value")
 
 
 def _shift(src: tuple[UOp, ...], arg: Any) -> UType:
@@ -345,7 +362,7 @@ def _threefry(src: tuple[UOp, ...], arg: Any) -> UType:
     t = _promote_all(src, [0, 1], "THREEFRY")
     if t.dtype not in (dtypes.uint64, dtypes.weakint):
         raise IRError(f"THREEFRY takes uint64, not {t.dtype}", 0)
-    return UType(dtypes.uint64, t.shape, "value")
+    return _utype(dtypes.uint64, t.shape, "value")
 
 
 def _where(src: tuple[UOp, ...], arg: Any) -> UType:
