@@ -175,6 +175,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
     """
     done: dict[UOp, UOp] = {} if memo is None else memo
     rules_for, any_rules, rewrite = pm._rules_for, pm._any, pm.rewrite
+    final = done.__getitem__
     # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
     push, pop = stack.append, stack.pop
@@ -189,13 +190,18 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
                     push((n, 2, r))
                     push((r, 0, None))
                     continue
-            push((n, 1, None))
             src = n.src
             if src:
-                stack.extend([(s, 0, None) for s in reversed(src) if s not in done])
-        elif stage == 1:
+                push((n, 1, None))
+                # (a loop, not a list comprehension: no frame per node; the same order)
+                for s in reversed(src):
+                    if s not in done:
+                        push((s, 0, None))
+                continue
+            stage = 1     # a leaf: its stage 1 now (the frame it would push is popped next)
+        if stage == 1:
             src = n.src
-            new_src = tuple([done[s] for s in src])
+            new_src = tuple(map(final, src))
             # tuples of UOps compare element by element by identity (UOp defines no ==)
             x = n if new_src == src else n.replace(src=new_src)
             if x is not n and not bottom_up:
