@@ -47,6 +47,9 @@ _CLEAN: "weakref.WeakSet[UOp]" = weakref.WeakSet()
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), several per node here
 _BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP
 _PARAM, _RANGE, _SINK, _SPECIAL = Ops.PARAM, Ops.RANGE, Ops.SINK, Ops.SPECIAL
+# the ops whose nodes the graph-wide rules read on every walk (_Walk._node); a node of another
+# op that was verified before has nothing left to check
+_GRAPH_WIDE = frozenset({_SINK, _PARAM, _BUFFER, _END, _RANGE, _SPECIAL})
 # Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
 LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
                         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
@@ -90,10 +93,13 @@ class _Walk:
         self.special_bound: dict[str, UOp] = {}
 
     def run(self, order: list[UOp]) -> None:
+        graph_wide = _GRAPH_WIDE
         for n in order:
             # n._verified: (RANGEs whose loop n is inside, RANGEs n is after, whether n may be
             # in a RANGE bound), set once n's own rules held; srcs come first in the order
             fresh = n._verified is None
+            if not fresh and n.op not in graph_wide:
+                continue           # verified before, and no graph-wide rule reads it (_node)
             if fresh:
                 try:
                     n.utype
@@ -182,8 +188,15 @@ class _Walk:
 
     def _scope(self, n: UOp) -> tuple[frozenset[UOp], frozenset[UOp]]:
         """The open and closed RANGE sets of n, from its srcs'; they may not meet."""
-        opened = _union([s._verified[0] for s in n.src])
-        closed = _union([s._verified[1] for s in n.src])
+        src = n.src
+        if len(src) == 1:            # (most nodes: the src's own sets, as _union returns)
+            opened, closed = src[0]._verified[:2]
+        elif len(src) == 2:          # (binary ALU ops: no list per node)
+            a, b = src[0]._verified, src[1]._verified
+            opened, closed = _union2(a[0], b[0]), _union2(a[1], b[1])
+        else:
+            opened = _union([s._verified[0] for s in src])
+            closed = _union([s._verified[1] for s in src])
         if n.op is _RANGE:
             opened = opened | {n}
         elif n.op is _END:
@@ -280,6 +293,13 @@ def _union(sets: list[frozenset[UOp]]) -> frozenset[UOp]:
         if s and s is not best and not s <= best:
             best = s if best <= s else best | s
     return best
+
+
+def _union2(a: frozenset[UOp], b: frozenset[UOp]) -> frozenset[UOp]:
+    """a | b, reusing an operand set when the other adds nothing (_union of two)."""
+    if not b or b is a or b <= a:
+        return a
+    return b if a <= b else a | b
 
 
 def _bound(special: UOp) -> object:
