@@ -68,3 +68,41 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
             keep.append(inst)
         fn.insts = keep[::-1]
     return removed
+
+
+def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
+                        flags_of: Callable[[Inst], str], ops: frozenset[str]) -> int:
+    """Remove, in place, the instructions of fn whose op is in ``ops`` and whose results are
+    never read: every virtual register they define is dead after them (defined again before
+    any read, on every path), by the exact liveness of kcc/regalloc/liveness.py. The same
+    side-effect rules as `eliminate_dead` (an OP, no clobbers, no memory write, no flag
+    reader). Returns how many went.
+
+    `eliminate_dead` counts reads over the whole function, so it keeps a variable's first
+    definition when a later one is read. The x86 selector zeroes each promoted REG buffer cell
+    where the buffer is scheduled, so that it is defined on every path (kcc/isel/x86/select.py
+    sel_BUFFER); where every read of the cell follows a store of it, that zeroing is dead, and
+    kept it would stretch the cell's live interval (the hull of its mentions) back to it:
+    the accumulators of two reduce loops run one after the other would then hold registers
+    over both loops (passes/pack.py's column pairs)."""
+    from kcc.ir.mir import structure, successors
+    from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars
+    insts = fn.insts
+    OP = Kind.OP
+    read = {w for _, w in flag_pairs(insts, lambda i: flags_of(insts[i])) if w is not None}
+    cand = [i for i, inst in enumerate(insts)
+            if inst.op in ops and inst.kind is OP and not inst.clobbers and i not in read
+            and not writes_memory(inst)]
+    if not cand:
+        return 0
+    _, _, uses, defs = number_vars(insts)
+    loops, labels = structure(insts)
+    succ = successors(insts, labels)
+    header_in, _ = header_live_in(uses, defs, succ, [b for b, _, _ in loops])
+    keep = set(cand)
+    outs = live_out_sets(uses, defs, succ, header_in, keep)
+    dead = {i for i in cand if defs[i] and all(isinstance(r, VReg) for r in insts[i].defs())
+            and not set(defs[i]) & outs[i]}
+    if dead:
+        fn.insts = [inst for i, inst in enumerate(insts) if i not in dead]
+    return len(dead)

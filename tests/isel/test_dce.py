@@ -6,7 +6,7 @@ ops)."""
 from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
-from kcc.isel.dce import eliminate_dead
+from kcc.isel.dce import eliminate_dead, eliminate_dead_defs
 from kcc.isel.x86.base import writes_memory
 from kcc.targets.x86.target import _flags_of
 
@@ -93,6 +93,58 @@ def test_a_value_read_at_the_loop_top_stays() -> None:
                 Inst("jl_rel32", [Label("L")], kind=Kind.LOOP_END),
                 Inst("ret", kind=Kind.RET)]
     assert len(_run(fn)) == 6
+
+
+def _run_defs(fn: MFunction) -> list[str]:
+    eliminate_dead_defs(fn, writes_memory, _flags_of, frozenset({"vzero", "mov_r32_imm32"}))
+    return [i.op for i in fn.insts]
+
+
+def _cell(first_in_loop: str) -> tuple[MFunction, list]:
+    """A promoted cell v[1] zeroed at entry, then a loop whose body starts with first_in_loop
+    ("store": v[1] defined again before it is read; "read": read first) and stores it."""
+    fn, v = _fn()
+    define = Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)])
+    read = Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)])
+    body = [define, read] if first_in_loop == "store" else [read, define]
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(0)]),
+                Inst("loop", [Label("L")], kind=Kind.LOOP_BEGIN), *body,
+                Inst("jl_rel32", [Label("L")], kind=Kind.LOOP_END),
+                Inst("ret", kind=Kind.RET)]
+    return fn, v
+
+
+def test_a_zeroing_defined_again_before_every_read_goes() -> None:
+    # eliminate_dead keeps it (v[1] is read in the function); its value is never read
+    fn, _ = _cell("store")
+    assert len(_run(fn)) == 6
+    assert _run_defs(fn) == ["loop", "mov_r64_rm64", "mov_rm32_r32", "jl_rel32", "ret"]
+
+
+def test_a_zeroing_read_on_some_path_stays() -> None:
+    # read at the loop's top in the first iteration: the zero is live
+    fn, _ = _cell("read")
+    assert len(_run_defs(fn)) == 6
+    # and only the ops asked for go: a dead mov_r64_rm64 is not a candidate
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert len(_run_defs(fn)) == 4
+
+
+def test_a_zeroing_read_past_a_branch_that_skips_its_definition_stays() -> None:
+    # defined again on one path only: the read after the join sees the zero on the other
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(0)]),
+                Inst("cmp_rm64_r64", [RegOp(v[0], U), RegOp(v[0], U)]),
+                Inst("jz", [Label("S")], kind=Kind.BRANCH),
+                Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("skip", [Label("S")], kind=Kind.LABEL),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run_defs(fn)[0] == "mov_r32_imm32"
 
 
 def test_a_clobbering_op_stays() -> None:

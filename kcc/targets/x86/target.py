@@ -18,7 +18,7 @@ from typing import Any
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Inst, Mem, MFunction, format_mir
-from kcc.isel.dce import eliminate_dead
+from kcc.isel.dce import eliminate_dead, eliminate_dead_defs
 from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86.regs import c_type
@@ -54,6 +54,10 @@ def prototype(desc: Any) -> str:
 
 
 # -- the target the pipeline drives -------------------------------------------------------------
+
+# the selector's zeroing of a promoted REG buffer cell (kcc/isel/x86/select.py sel_BUFFER)
+_ZEROING = frozenset({"vzero", "mov_r32_imm32"})
+
 
 @dataclass
 class Selected:
@@ -121,6 +125,8 @@ class X86Target:
                                                  self.arch == "x86-64-v4", stream, ahead)
         known: dict = {}                      # each instruction's uses and defs, asked once
         eliminate_dead(fn, writes_memory, _flags_of, known)
+        # the zeroing of promoted REG cells that every read follows a store of
+        eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING)
         hoist_invariants(fn, _movable, _flags_of, known)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
