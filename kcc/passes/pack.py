@@ -85,6 +85,16 @@ broadcast of a feeding 2 FMAs); the row jam above then finds 2 × (8 + 1) = 18 r
 the 16 its estimate allows, and leaves it. Measured at 1024³ (docs/performance.md): +11–19%
 with contraction, +4–8% exact. A nest is widened once (its new RANGEs are remembered), and only
 when the widened nest is packed. Exact: a jam.
+
+**Column pairs** (`_pair_cols`; off: PAIR_FACTOR = 1). After a widened nest is packed and
+interchanged, its column loop is unrolled by PAIR_FACTOR without fusing the reduce loops:
+one fill loop packs both blocks' slabs (a buffer each), and each row block runs the first
+block's reduce loop, then the second's (unroll's `_jam` with the reduce loop `unfused`, each
+copy an accumulator buffer of its own). The first reads a's 4 rows from memory (L3 at 1024³:
+a is 2 MiB a worker, read once per column block), the second from L1/L2, so a comes from L3
+once per 64 columns instead of 32, with the same 4 × 32 tile and no more registers. Both
+slabs (256 KiB at 1024³) must fit pack_bytes. Legal as the interchange is: whole (o, c)
+iterations reordered, each with its operations in their order.
 """
 
 from __future__ import annotations
@@ -98,6 +108,7 @@ from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
+from kcc.passes.unroll import _Plan as _UPlan
 from kcc.passes.unroll import _jam as _unroll_jam
 
 # b's rows this many bytes apart or more are packed: a row of 16 float32 is 64 bytes, and rows
@@ -123,6 +134,10 @@ ROW_MAX_COPIED = 2048
 # its jammed column loop jammed again by COL_FACTOR, where the wider slab fits pack_bytes
 COL_WIDEN_BYTES = 32 * 1024
 COL_FACTOR = 2
+# Column pairs (module docstring): a widened nest's column loop is unrolled by PAIR_FACTOR
+# (its fill and row loops fused, each copy a reduce loop of its own) where the copies' slabs
+# fit pack_bytes together
+PAIR_FACTOR = 2
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 
 
@@ -530,6 +545,31 @@ def _widen_cols(sink: UOp, loops: _Loops, plan: _Plan, desc: TargetDesc
     return wide, made
 
 
+def _pair_cols(sink: UOp, col: UOp, rows: UOp) -> tuple[UOp, set[UOp]]:
+    """The interchanged nest's column loop unrolled by PAIR_FACTOR (module docstring, "Column
+    pairs"): its fill loop and row loop fused, the reduce loop inside the row loop one per
+    copy, every REG buffer of the nest (the slab, the accumulators) one per copy. Also the
+    RANGEs it made (none when it leaves the nest alone: the row loop jammed, an odd count).
+
+    Legal where the interchange was: it only reorders whole (o, c) iterations, which do not
+    interact (`_analyze`), and each keeps its operations and their order."""
+    loops = _Loops(sink)
+    end = loops.end_of.get(col)
+    n_c = const_int(col.src[0])
+    if end is None or rows not in loops.end_of or n_c is None or n_c % PAIR_FACTOR:
+        return sink, set()
+    cone = loops.cone(end)
+    inner = _inner(loops, col, cone)
+    if not inner:
+        return sink, set()
+    unfused = frozenset(x for x in inner if x is not rows and rows in loops.dep[x])
+    private = tuple(dict.fromkeys(
+        base_buffer(n.src[0].src[0]) for n in cone if n.op is Ops.STORE
+        and n.src[0].op in _PLACES and base_buffer(n.src[0].src[0]).op is Ops.BUFFER))
+    plan = _UPlan(col, end, PAIR_FACTOR, private, frozenset(inner) - unfused)
+    return _unroll_jam(sink, loops, plan, rows_of=False, unfused=unfused)
+
+
 def pack(sink: UOp, desc: TargetDesc) -> UOp:
     """Pack and interchange every loop nest the module docstring allows (outermost nests are
     tried for each jammed column loop; one rewrite at a time, the graph re-read after each)."""
@@ -553,6 +593,13 @@ def pack(sink: UOp, desc: TargetDesc) -> UOp:
             sink, made = wide     # the widened nest is planned again from the graph
             widened |= made
             continue
-        sink, rows = _rewrite(sink, loops, plan, _kblock(loops, plan))
+        kb = _kblock(loops, plan)
+        pair = PAIR_FACTOR > 1 and kb is None and plan.col in widened \
+            and _slab_bytes(plan) * PAIR_FACTOR <= desc.pack_bytes
+        sink, rows = _rewrite(sink, loops, plan, kb)
+        col2 = plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:])
         sink = _jam_rows(sink, rows, desc)
-        done.add(plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:]))
+        done.add(col2)
+        if pair:
+            sink, made = _pair_cols(sink, col2, rows)
+            done |= made

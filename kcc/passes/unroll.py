@@ -383,8 +383,8 @@ def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
     return w
 
 
-def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
-         ) -> tuple[UOp, set[UOp]]:
+def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
+         unfused: frozenset[UOp] = frozenset()) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
 
     A privatized buffer of rows of W elements (`_row_width`) becomes one buffer whose row j
@@ -394,7 +394,11 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
     lane packer (kcc/passes/slp.py) makes one vector whose operands are a whole row of b
     and a splat of a. Every other buffer gets one fresh buffer per copy, and every one with
     rows_of False (passes/pack.py's row loop: its copies are further rows of the tile, each
-    row already a whole vector)."""
+    row already a whole vector).
+
+    unfused: RANGEs of loops inside the fused ones that are not fused but copied, each copy
+    past the first a RANGE with a fresh axis id (passes/pack.py's column pairs: one reduce
+    loop per copy inside the fused row loop)."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
@@ -419,6 +423,8 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
                                                       a.name, a.addrspace, a.volatile))
             slot += 1
     made = {r2}
+    axis = 1 + max((n.arg[0] for n in loops.order if n.op is Ops.RANGE
+                    and isinstance(n.arg, tuple)), default=0)
 
     def merged_of(n: UOp) -> UOp | None:
         b = base_buffer(n) if n.kind == "buffer" else None
@@ -450,6 +456,13 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True
             made.add(shared)
             for k in range(f):
                 new[k][n] = shared
+        elif n.op is Ops.RANGE and n in unfused:
+            for k in range(f):
+                srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
+                arg = n.arg if k == 0 else (axis, n.arg[1])
+                axis += k > 0
+                new[k][n] = n.replace(src=srcs, arg=arg)
+                made.add(new[k][n])
         elif n.op is Ops.AFTER and merged_of(n.replace(src=(new[0].get(n.src[0], n.src[0]),)
                                                        + n.src[1:])) is not None:
             # one AFTER of a merged buffer for every copy, ordered after all copies' deps

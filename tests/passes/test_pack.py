@@ -202,6 +202,7 @@ def test_column_loop_of_a_large_slab_is_widened(arch: str, monkeypatch) -> None:
     # slab is larger: its column loop is jammed again by 2 (32 columns a block, a 2 KiB slab;
     # not by 4: the register estimate refuses a third jam); v3's is not larger
     monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 512)
+    monkeypatch.setattr(pk, "PAIR_FACTOR", 1)          # column pairs: the test below
     sink = _matmul(32, 256, 16, 4)
     u, p = _check(sink, arch)
     (buf,) = _scratch(u, p)
@@ -223,6 +224,48 @@ def test_column_loop_of_a_large_slab_is_widened(arch: str, monkeypatch) -> None:
     monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 32 * 1024)
     _, p0 = _packed(sink, arch)
     assert _bound(p0, 1) == _bound(u, 1)
+
+
+def _reduce_loops(p: UOp, rows: UOp) -> list[UOp]:
+    """The RANGEs of the loops directly inside the row loop rows."""
+    return [n for n in p.toposort() if n.op is Ops.RANGE and rows in n.src[1:]]
+
+
+def test_widened_column_blocks_are_paired_over_one_row_loop(monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    # as above, v4: the column loop widened to 32 columns (8 blocks, a 2 KiB slab), then
+    # unrolled by 2 without a jam: 4 iterations, each filling two slabs in one fill loop and
+    # running, in each of the 8 row blocks, the two blocks' reduce loops one after the other
+    # (a's rows, read from memory by the first, are in cache for the second)
+    monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 512)
+    sink = _matmul(32, 256, 16, 4)
+    u, p = _check(sink)
+    cols = 256 // _bound(u, 1)
+    assert cols == 16 and _bound(p, 1) == _bound(u, 1) // 4
+    slabs = _scratch(u, p)
+    assert len(slabs) == 2 and all(b.arg.size == 4 * 32 * 4 for b in slabs)
+    (rows,) = [n for n in p.toposort() if n.op is Ops.RANGE and n.arg[0] == 0]
+    assert _bound(p, 0) == 8
+    reds = _reduce_loops(p, rows)
+    assert len(reds) == 2 and len({r.arg[0] for r in reds}) == 2
+    # each reduce loop reads one slab only, and a from memory
+    for r in reds:
+        loads = [n for n in p.toposort() if n.op is Ops.LOAD and r in n.toposort()]
+        read = {base_buffer(n.src[0].src[0]) for n in loads}
+        assert len(read & set(slabs)) == 1
+        assert any(b.op is Ops.PARAM and b.arg.slot == 1 for b in read)
+    # one fill loop: every b load in it, the only loop beside the row loop in a column block
+    b_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 2]
+    fills = {n for b in b_loads for n in b.toposort() if n.op is Ops.RANGE and n.arg[0] != 1}
+    assert len(fills) == 1 and rows not in fills
+    # not paired where both slabs would not fit, nor with PAIR_FACTOR 1
+    _, p1 = _packed(sink, pack_bytes=2 * 2048 - 4)
+    assert _bound(p1, 1) == _bound(u, 1) // 2 and len(_scratch(u, p1)) == 1
+    monkeypatch.setattr(pk, "PAIR_FACTOR", 1)
+    _, p2 = _packed(sink)
+    (rows2,) = [n for n in p2.toposort() if n.op is Ops.RANGE and n.arg[0] == 0]
+    assert _bound(p2, 1) == _bound(u, 1) // 2 and len(_reduce_loops(p2, rows2)) == 1
 
 
 def test_column_widening_needs_the_wider_slab_to_fit(monkeypatch) -> None:

@@ -51,8 +51,8 @@ X86_LOAD_STREAMS = 8
 # The largest packed slab of a strided matmul operand (TargetDesc.pack_bytes): a frame buffer
 # per worker; 128 KiB holds a 32-column slab of 1024 rows (passes/pack.py's column widening),
 # which stays in L2 (2 MiB a core on the hosts measured, docs/performance.md) and is read
-# there contiguously
-X86_PACK_BYTES = 128 * 1024
+# there contiguously; 256 KiB holds two of them (pack.py's column pairs)
+X86_PACK_BYTES = 256 * 1024
 # The most frame bytes kcc/passes/stage.py may fill with one copy of loop-invariant loads
 X86_STAGE_BYTES = 16384
 
