@@ -34,8 +34,10 @@ buffer per copy.
 The transformation reorders only effects of iterations of one group {f*i2 … f*i2+f-1}: groups
 still run in order, and within each copy the order of its own effects is kept. So it is legal
 when the iterations of a group do not interact:
-- the loop bound is a constant divisible by f (remainder-free; symbolic bounds and other
-  counts are left alone), every END in the loop closes one range, and every node that depends
+- the loop bound N is a constant (symbolic bounds are left alone); when f does not divide
+  it, the groups cover the first f*(N // f) iterations and the last N % f run one by one in
+  a remainder loop of the original body ordered after the jammed loop (`_tail`): groups, then
+  the rest, still in order. Every END in the loop closes one range, and every node that depends
   on the loop's RANGE lies under its END;
 - inner loops (RANGEs closed inside the body) have bounds that do not depend on the loop
   (the format's rule already: bounds are constants and scalar PARAMs); they are fused;
@@ -54,22 +56,23 @@ when the iterations of a group do not interact:
   access), and for every store and every other access of it the element spans of iterations
   d = 1 … f-1 apart are disjoint: no two iterations of a group touch one element.
 
-**Cost** (the target's choice): a factor f from FACTORS with N % f == 0 whose accumulators fit
-the target's vector registers (`TargetDesc.vector_regs`; 0 opts out of the pass), the estimate
-`f * (acc + 1) <= vector_regs // 2` where acc counts the vector registers one copy's privatized
-REG buffers need at the widest vector the target loads, a loop whose copied part has at
-most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks), and
-inner loops whose copied work is at most MAX_INNER_WORK ops (a larger body hides the latency
-by itself), and memory streams: the largest such f whose fused inner loops read at most
+**Cost** (the target's choice): a factor f from FACTORS (those dividing N first; a remainder
+loop only when none does, and not on the column loop passes/pack.py packs) whose accumulators
+fit the target's vector registers (`TargetDesc.vector_regs`; 0 opts out of the pass), the
+estimate `f * (acc + 1) <= vector_regs // 2` where acc counts the vector registers one copy's
+privatized REG buffers need at the widest vector the target loads, a loop whose copied part has
+at most MAX_COPIED nodes (compile time: the copies are graph nodes every later pass walks), and
+inner loops whose copied work is at most MAX_INNER_WORK ops (a larger body hides the latency by
+itself), and memory streams: the largest such f whose fused inner loops read at most
 `TargetDesc.load_streams` streams (0: no limit). A stream is a global load whose address
 advances with an inner loop; loads of one buffer whose addresses differ by a constant under
 STREAM_WINDOW bytes (copies k apart differ by k times the counter's coefficient) are one
 stream, and a load the copies share counts once. Each copy of a row reduction reads its own
-rows (tinygrad's softmax max: 4 rows of one 4 KB page each, 16 streams at f = 4), and past
-what the hardware prefetchers track the jammed loop runs slower although it runs fewer
-instructions; matmul's copies read the same B lines 16 bytes apart and share the A tile (8
-streams at f = 1 and at f = 4). On x86 the limit is 8 (docs/performance.md).
-Loops are taken innermost first; a loop that encloses a jammed one is left alone.
+rows (tinygrad's softmax max: 4 rows of one 4 KB page each, 16 streams at f = 4), and past what
+the hardware prefetchers track the jammed loop runs slower although it runs fewer instructions;
+matmul's copies read the same B lines 16 bytes apart and share the A tile (8 streams at f = 1
+and at f = 4). On x86 the limit is 8 (docs/performance.md). Loops are taken innermost first; a
+loop that encloses a jammed one is left alone.
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
 
 def _constant_out(n: UOp) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
-    (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c.
+    (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
+    MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`).
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
@@ -134,6 +138,14 @@ def _constant_out(n: UOp) -> UOp:
             m = c * k if n.op is Ops.MUL else c << k
             return UOp(Ops.ADD, (UOp(n.op, (n.src[0].src[0], n.src[1])),
                                  make_const(literal_value(m, dt), dt)))
+    if n.op is Ops.MULACC:
+        for i in (0, 1):
+            x, m = n.src[i], n.src[1 - i]
+            k, c = const_int(m), const_int(x.src[1]) if x.op is Ops.ADD else None
+            if k is not None and c is not None:      # x's place keeps its operand order
+                srcs = (x.src[0], m) if i == 0 else (m, x.src[0])
+                return UOp(Ops.ADD, (UOp(Ops.MULACC, srcs + (n.src[2],)),
+                                     make_const(literal_value(c * k, dt), dt)))
     if n.op is Ops.ADD:
         a, b = n.src
         if const_int(b) is None and a.op is Ops.ADD and const_int(a.src[1]) is not None:
@@ -275,11 +287,13 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
 
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
              max_work: int | None = None, max_copied: int | None = None,
-             after_loops: bool = False) -> _Plan | None:
+             after_loops: bool = False, tail: bool = False) -> _Plan | None:
     """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay
     (factors, max_work and max_copied: the cost rules' choices, passes/pack.py jams its row
     loop with its own, None the module's; after_loops: r's RANGE may be ordered after whole
-    loops, which run before it and are not fused: pack's fill loop)."""
+    loops, which run before it and are not fused: pack's fill loop; tail: a factor that does
+    not divide the bound may be taken when none does, the last N % f iterations then run in
+    a remainder loop, `_tail`)."""
     end = loops.end_of.get(r)
     n_iter = const_int(r.src[0])
     if end is None or r in loops.multi or n_iter is None or n_iter < 2:
@@ -354,8 +368,11 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     if len(copied) > (MAX_COPIED if max_copied is None else max_copied) \
             or work > (MAX_INNER_WORK if max_work is None else max_work):
         return None
-    for f in FACTORS if factors is None else factors:
-        if n_iter % f or f * (acc + 1) > desc.vector_regs // 2:
+    fs = FACTORS if factors is None else factors
+    if tail:                     # dividing factors first (no remainder loop), then the others
+        fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
+    for f in fs:
+        if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2:
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
@@ -489,14 +506,61 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
                     new[k][n] = _constant_out(n.replace(src=srcs))
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
+    if const_int(r.src[0]) % f:
+        jammed, rest = _tail(loops, plan, jammed)
+        made |= rest
     return rebuild(loops.order, {end: jammed}).get(sink, sink), made
 
 
-def unroll(sink: UOp, desc: TargetDesc) -> UOp:
+def _tail(loops: _Loops, plan: _Plan, after: UOp) -> tuple[UOp, set[UOp]]:
+    """The END of the remainder loop of a jam whose factor f does not divide the bound N:
+    iterations f*(N // f) … N-1 of the original body, one after the other, in a loop whose
+    RANGE is ordered after `after` (the jammed loop's END: docs/semantics.md, "Loop order",
+    a RANGE's srcs after the bound are done before the loop starts). Its nodes are the
+    original loop's with the counter `i3 + f*(N // f)` (an ordering src, an AFTER's dep or a
+    RANGE's order src, takes the new RANGE itself; every inner RANGE is ordered after it, a
+    RANGE of its own), and its REG buffers the original ones,
+    which the jammed loop's copy 0 no longer reads or a fresh buffer replaced: every
+    iteration runs exactly the ops it ran before, in the original order of the iterations.
+    Also returns the RANGEs it made (not to be jammed again)."""
+    r, end, f = plan.rng, plan.end, plan.factor
+    dt = r.dtype
+    n_iter = const_int(r.src[0])
+    assert n_iter is not None
+    r3 = UOp(Ops.RANGE, (strong_int(n_iter % f, dt),) + r.src[1:] + (after,), r.arg)
+    counter = UOp(Ops.ADD, (r3, strong_int(n_iter - n_iter % f, dt)))
+    out: dict[UOp, UOp] = {}
+    made = {r3}
+    for n in loops.cone(end):
+        if n is r:
+            continue
+        srcs = tuple([(r3 if i > 0 and n.op in _ORDERING else counter) if s is r
+                      else out.get(s, s) for i, s in enumerate(n.src)])
+        if n in plan.inner and r3 not in srcs:
+            srcs += (r3,)        # a RANGE of its own (the jammed loop closes the original)
+        if srcs != n.src:
+            out[n] = n.replace(src=srcs)
+            if n.op is Ops.RANGE:
+                made.add(out[n])
+    body = end.src[0]
+    return UOp(Ops.END, (out.get(body, body), r3)), made
+
+
+def _packs(loops: _Loops, r: UOp, desc: TargetDesc) -> bool:
+    """Whether passes/pack.py would pack the nest whose column loop is r (its plan needs the
+    column loop's END to be the whole body of the loop around it: a remainder loop beside
+    the jammed one would turn it off)."""
+    if desc.pack_bytes <= 0:
+        return False
+    from kcc.passes.pack import _analyze as _pack_plan
+    return _pack_plan(loops, r, desc) is not None
+
+
+def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
     target that asks for it, short loops are unrolled fully (passes/unroll_full.py); last, on
     a target with `pack_bytes`, a jammed matmul tile's strided operand is packed
-    (passes/pack.py)."""
+    (passes/pack.py; packing False: the jams alone, as the pipeline makes them for pack)."""
     if desc.full_unroll > 0:
         from kcc.passes.unroll_full import unroll_full
         sink = unroll_full(sink, desc)
@@ -513,14 +577,17 @@ def unroll(sink: UOp, desc: TargetDesc) -> UOp:
             cands.append((sum(1 for n in cone if n.op is Ops.RANGE), r))
         plan = None
         for _, r in sorted(cands, key=lambda c: c[0]):
-            plan = _analyze(loops, r, desc)
+            plan = _analyze(loops, r, desc, tail=True)
+            if plan is not None and const_int(r.src[0]) % plan.factor \
+                    and _packs(loops, r, desc):
+                plan = None       # pack's column loop: packed unjammed, as before remainders
             if plan is not None:
                 break
         if plan is None:
             break             # every PARAM is still read: copy 0 reads what the loop read
         sink, made = _jam(sink, loops, plan)
         done |= made
-    if desc.pack_bytes > 0:
+    if desc.pack_bytes > 0 and packing:
         # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
         from kcc.passes.pack import pack
         sink = pack(sink, desc)

@@ -293,6 +293,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         for x in e.src[1:]:
             closed[x] = closed.get(x, 0) + 1
     new_end: dict[UOp, UOp] = {}
+    slot = free_reg_slot(order)          # the next REG slot for a reduction's lane buffers
     for e in ends:
         r = e.src[1]
         if len(e.src) != 2 or closed[r] != 1 or not _int_bound(r.src[0]):
@@ -308,8 +309,10 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
                 # a reduction into REG accumulators: lanes of partial results (widen_reduce.py)
-                red = ReduceLoop(r, e, loop.region, dep, free_reg_slot(order))
+                red = ReduceLoop(r, e, loop.region, dep, slot)
                 out = red.widen(n_iter, desc) if red.find() and red.check() else None
+                if out is not None:     # each loop's lane buffers their own slots
+                    slot += len(red.accs)
             if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
                 out = widen_rerolled(lanes, desc)
@@ -325,4 +328,15 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             new_end[e] = out
     if not new_end:
         return sink
-    return keep_params(sink, rebuild(order, new_end).get(sink, sink))
+    out = rebuild(order, new_end)
+    new = out.get(sink, sink)
+    # a loop ordered after another widened loop (a RANGE's order src: unroll's or a widening's
+    # remainder loop) was rewritten from the graph before: its new END still reads old nodes
+    # the rebuild replaced (the other loop's END, its own RANGE ordered after it), which take
+    # their new versions, once per level of such chains (out[n] never reads n: acyclic)
+    for _ in range(len(new_end) - 1):
+        order = toposort([new])
+        if not any(n in out for n in order):
+            break
+        new = rebuild(order, out).get(new, new)
+    return keep_params(sink, new)

@@ -86,7 +86,7 @@ def _packed(sink: UOp, arch: str = "x86-64-v4", **kw) -> tuple[UOp, UOp]:
     replaced in it); the pipeline's unroll step runs both (passes/unroll.py)."""
     desc = replace(x86_desc(arch), **kw)
     g = simplify(lower_weak_dtypes(sink))
-    u = unroll(g, replace(desc, pack_bytes=0))
+    u = unroll(g, desc, packing=False)
     p = pack(u, desc)
     assert unroll(g, desc) is p
     return u, p

@@ -108,11 +108,27 @@ def test_reduction_in_outer_loop_is_jammed(arch: str) -> None:
     assert len(end_j.src[0].src) == 4        # the four copies' reduce bodies in one loop
 
 
-def test_bound_not_divisible_by_any_factor_is_left_alone() -> None:
-    u = _check(_kernel(n=7, nout=14, na=35))
-    assert _bounds(u) == [5, 7] and _regs(u) == 1
-    u = _check(_kernel(n=6, nout=12, na=30))
-    assert _bounds(u) == [3, 5] and _regs(u) == 2      # factor 2 divides 6
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("n, bounds, regs", [
+    (7, [1, 3, 5, 5], 4),          # 4 copies once, then 3 iterations in a remainder loop
+    (9, [1, 2, 5, 5], 4),          # 333's shape: 4 copies twice, 1 left
+    (5, [1, 1, 5, 5], 4),
+    (3, [1, 1, 5, 5], 2),          # 4 > 3: 2 copies once, 1 left
+    (6, [3, 5], 2),                # a factor that divides comes first: no remainder loop
+])
+def test_bound_not_divisible_runs_a_remainder_loop(arch: str, n: int, bounds: list[int],
+                                                   regs: int) -> None:
+    u = _check(_kernel(n=n, nout=2 * n, na=5 * n), arch)
+    assert _bounds(u) == bounds and _regs(u) == regs
+
+
+def test_remainder_loop_runs_after_the_jammed_loop() -> None:
+    # out[2i+8] = out[2i] + acc0: iteration i reads what iteration i-4 stored (4 apart: the
+    # jam by 4 is legal); the remainder's iteration 8 reads what the jammed loop's 4 stored
+    u = _check(_kernel(n=9, na=45, nout=28, off0=8, off1=9,
+                       pre0="%ob = INDEX(%out, %i2)\n%v = LOAD(%ob)\n%s = ADD(%v, %r0)\n",
+                       store0="STORE(%oo, %s)"))
+    assert _bounds(u) == [1, 2, 5, 5] and _regs(u) == 4
 
 
 def test_nested_outer_loop_and_inner_loop_nest() -> None:
@@ -234,6 +250,21 @@ def test_copies_index_the_same_base_plus_a_constant() -> None:
             bases.add(idx.src[0] if c is not None else idx)
             offsets.add(c or 0)
     assert len(bases) == 1 and offsets == {0, 1, 2, 3, 4, 5, 6, 7}
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_row_index_mulacc_is_shared_by_the_copies(swap: bool) -> None:
+    # tinygrad's row index MULACC(i, M, j): the copies' loads read one MULACC(4*i2, M, j)
+    # plus a constant (k*M) each, not a MULACC of their own
+    mulacc = "MULACC(5, %i, %j)" if swap else "MULACC(%i, 5, %j)"
+    text = MATVEC.format(**BASE).replace("%im = MUL(%i, 5)\n%ia = ADD(%im, %j)",
+                                         f"%ia = {mulacc}")
+    u = simplify(_check(parse(text, "mulacc.uop")))
+    idx = [n.src[0].src[1] for n in u.toposort() if n.op is Ops.LOAD
+           and n.src[0].src[0].op is Ops.PARAM and n.src[0].src[0].arg.slot == 1]
+    macs = {n.src[0] if n.op is Ops.ADD else n for n in idx}
+    assert len(macs) == 1 and next(iter(macs)).op is Ops.MULACC
+    assert sorted(const_int(n.src[1]) if n.op is Ops.ADD else 0 for n in idx) == [0, 5, 10, 15]
 
 
 def test_inner_loops_with_much_work_are_left_alone(monkeypatch) -> None:

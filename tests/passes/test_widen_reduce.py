@@ -253,3 +253,62 @@ def test_two_accumulators_and_a_store(arch: str) -> None:
     assert sorted(str(a.dtype) for a in vbufs) == ["int16", "int32"]
     slots = [u.arg.slot for u in w.toposort() if u.op is Ops.BUFFER]
     assert len(slots) == len(set(slots)) == 4             # fresh slots for the new buffers
+
+
+# two reductions, the second loop's RANGE ordered after the first loop's END (unroll's
+# remainder loop after its jammed loop, passes/unroll.py), each into its own accumulator
+ORDERED = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 2)
+%a = PARAM ParamArg(1, int32, 40)
+%acc = BUFFER ParamArg(0, int32, 1, addrspace=REG)
+%acc2 = BUFFER ParamArg(1, int32, 1, addrspace=REG)
+%z = CAST(0) int32
+%ap = INDEX(%acc, %z)
+%init = STORE(%ap, 3)
+%j = RANGE(19) (0, REDUCE)
+%aj = AFTER(%acc, %init, %j)
+%pj = INDEX(%aj, %z)
+%old = LOAD(%pj)
+%xp = INDEX(%a, %j)
+%x = LOAD(%xp)
+%new = ADD(%old, %x)
+%st = STORE(%pj, %new)
+%e = END(%st, %j)
+%af = AFTER(%acc, %e)
+%pf = INDEX(%af, %z)
+%v = LOAD(%pf)
+%op = INDEX(%out, %z)
+%so = STORE(%op, %v)
+%ap2 = INDEX(%acc2, %z)
+%init2 = STORE(%ap2, 5)
+%k = RANGE(21, %e) (1, REDUCE)
+%ak = AFTER(%acc2, %init2, %k)
+%pk = INDEX(%ak, %z)
+%old2 = LOAD(%pk)
+%k19 = ADD(%k, 19)
+%xp2 = INDEX(%a, %k19)
+%x2 = LOAD(%xp2)
+%new2 = XOR(%old2, %x2)
+%st2 = STORE(%pk, %new2)
+%e2 = END(%st2, %k)
+%af2 = AFTER(%acc2, %e2)
+%pf2 = INDEX(%af2, %z)
+%v2 = LOAD(%pf2)
+%one = CAST(1) int32
+%op2 = INDEX(%out, %one)
+%so2 = STORE(%op2, %v2)
+%g = GROUP(%so, %so2)
+SINK(%g) KernelInfo(name="two")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_ordered_after_another_widened_loop(arch: str) -> None:
+    """Both loops widened in one pass: the second, rewritten from the graph before the first
+    was, reads the first's new END (widen.py rebuilds what it read), and each loop's lane
+    accumulator is a REG buffer of its own."""
+    w = _check(ORDERED, arch)
+    vec = sorted(u.arg.slot for u in w.toposort() if u.op is Ops.BUFFER and u.arg.size > 1)
+    assert len(vec) == 2 and vec[0] != vec[1]
+    # 19 = 2·8 + 3 and 21 = 5·4 + 1, and no RANGE(19): the first loop runs once, widened
+    assert sorted(_bounds(w)) == [1, 2, 3, 5]
