@@ -331,13 +331,17 @@ class LaneLoop:
         return all(iterations_disjoint([(1, o, 1, st) for o, st in spans], k)
                    for spans in self.spans.values())
 
-    def rewrite(self, k: int, desc: TargetDesc) -> UOp | None:
-        """The loop's new END at k lanes, or None when a vector it needs is not legal."""
+    def rewrite(self, k: int, desc: TargetDesc, counter: UOp | None = None) -> UOp | None:
+        """The loop's new END at k lanes, or None when a vector it needs is not legal. With
+        counter: no loop, one k-lane copy of the body whose lane 0 is iteration `counter`
+        (the body's new last node: widen_reduce.py's overlapping last block)."""
         r = self.r
         dt = r.dtype
         need_vec, need_scalar = self._demand()
-        r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
-        scal: dict[UOp, UOp] = {r: UOp(Ops.MUL, (r2, strong_int(k, dt)))}
+        r2 = None if counter is not None else \
+            UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
+        scal: dict[UOp, UOp] = {r: counter if r2 is None
+                                else UOp(Ops.MUL, (r2, strong_int(k, dt)))}
         vec: dict[UOp, UOp] = self.seed(r2, k)
         new: dict[UOp, UOp] = {}
         made: list[UOp] = list(vec.values())
@@ -384,9 +388,9 @@ class LaneLoop:
         if not all(_legal(v, k, desc) for v in made):
             return None
         body = self.end.src[0]
-        return UOp(Ops.END, (new.get(body, body), r2))
+        return new.get(body, body) if r2 is None else UOp(Ops.END, (new.get(body, body), r2))
 
-    def seed(self, r2: UOp, k: int) -> dict[UOp, UOp]:
+    def seed(self, r2: UOp | None, k: int) -> dict[UOp, UOp]:
         """Vectors of region nodes the rewrite takes as made (none here; a subclass's hook)."""
         return {}
 

@@ -49,6 +49,10 @@ from kcc.passes.widen_tail import factors, split
 
 _REDUCE_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
 _BOOL_OPS = frozenset({Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
+# OPs whose last block may overlap the widened loop's (`ReduceLoop.overlap`); the masked ones
+# see the repeated lanes as 0, the others absorb them
+_OVERLAP_OPS = frozenset({Ops.ADD, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
+_MASKED_OPS = frozenset({Ops.ADD, Ops.XOR})
 # the integer lanes a bool accumulator's k lanes are kept in (0 or 1 each), in order of choice
 _BOOL_LANES = (dtypes.uint32, dtypes.uint16, dtypes.uint8, dtypes.uint64)
 
@@ -91,6 +95,8 @@ class ReduceLoop(LaneLoop):
         self.k = 0
         self.desc: TargetDesc | None = None
         self.extra: list[UOp] = []              # vector nodes the hooks made, to legalize
+        self.after_wide: UOp | None = None      # the overlapping last block's: the loop's END
+        self.masked = 0                         # its lanes already added by the loop
 
     def find(self) -> bool:
         """Whether the loop's REG accesses are all accumulators; records them and skips them
@@ -168,12 +174,18 @@ class ReduceLoop(LaneLoop):
         buf = UOp(Ops.AFTER, (a.vbuf,) + deps) if deps else a.vbuf
         return UOp(Ops.SHRINK, (buf, self._int(a, 0), UOp.const(self.k)))
 
-    def seed(self, r2: UOp, k: int) -> dict[UOp, UOp]:
+    def seed(self, r2: UOp | None, k: int) -> dict[UOp, UOp]:
         """Each accumulator's LOAD at k lanes: a fresh REG buffer of k elements, its lanes
-        set to OP's identity before the loop (ordered as the accumulator's own AFTER)."""
+        set to OP's identity before the loop (ordered as the accumulator's own AFTER); for
+        the overlapping last block (r2 None), the widened loop's lanes after its END."""
+        out: dict[UOp, UOp] = {}
+        if r2 is None:
+            assert self.after_wide is not None
+            for a in self.accs:
+                out[a.load] = UOp(Ops.LOAD, (self._vplace(a, (self.after_wide,)),))
+            return out
         self.k = k
         self.extra = []
-        out: dict[UOp, UOp] = {}
         for i, a in enumerate(self.accs):
             a.lane_dt = self._lane_dtype(a, k)
             a.vbuf = UOp(Ops.BUFFER, (), ParamArg(self.slot + i, a.lane_dt, k,
@@ -195,6 +207,14 @@ class ReduceLoop(LaneLoop):
                 if a.dtype.is_bool:             # 0/1 integer lanes (x86: a shifted mask)
                     x = UOp(Ops.CAST, (x,), a.lane_dt)
                     self.extra.append(x)
+                if self.masked and a.op in _MASKED_OPS:
+                    # lanes the widened loop already added: OP's identity 0 (AND with 0)
+                    ones = identity(Ops.AND, a.lane_dt)
+                    zero = make_const(0, a.lane_dt)
+                    mask = UOp(Ops.STACK, tuple(zero if j < self.masked else ones
+                                                for j in range(self.k)))
+                    x = UOp(Ops.AND, (x, mask))
+                    self.extra += [mask, x]
                 val = UOp(a.op, (vload, x))
                 self.extra.append(val)
                 return UOp(Ops.STORE, (vload.src[0], val))
@@ -221,8 +241,9 @@ class ReduceLoop(LaneLoop):
         return need_vec, need_scalar
 
     def combine(self, wide_end: UOp, last: UOp) -> list[UOp]:
-        """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the widened loop
-        (wide_end) and the last loop to update acc[c] (last: the tail's END, or wide_end)."""
+        """Per accumulator, the STORE of acc[c] OP v[0] OP … OP v[k-1] after the last update
+        of the lanes (wide_end: the widened loop's END or the overlapping block) and the last
+        loop to update acc[c] (last: the tail's END, or wide_end)."""
         out = []
         for a in self.accs:
             assert a.vbuf is not None
@@ -270,6 +291,27 @@ class ReduceLoop(LaneLoop):
         body = self.end.src[0]
         return UOp(Ops.END, (sub.get(body, body), r3))
 
+    def overlap(self, wide_end: UOp, k: int, desc: TargetDesc) -> UOp | None:
+        """The last k iterations N-k … N-1 as one more k-lane block after the widened loop
+        (wide_end), in place of a tail loop of N % k scalar iterations: its first
+        k - N % k lanes repeat iterations the loop already added, which MAX, AND and OR
+        absorb (x OP x = x) and which ADD and XOR take as 0 (their lanes ANDed with 0).
+        None when the bound is symbolic or below k, an OP is MUL, or the loop stores
+        anything but its accumulators (a store repeated would be a second effect)."""
+        n = const_int(self.r.src[0])
+        if n is None or n < k or any(a.op not in _OVERLAP_OPS for a in self.accs) \
+                or any(x.op is Ops.STORE and all(x is not a.store for a in self.accs)
+                       for x in self.region):
+            return None
+        self.after_wide, self.masked = wide_end, k - n % k
+        extra = list(self.extra)
+        body = self.rewrite(k, desc, counter=strong_int(n - k, self.r.dtype))
+        self.after_wide, self.masked = None, 0
+        if body is None or not all(_legal(v, k, desc) for v in self.extra):
+            self.extra = extra
+            return None
+        return body
+
     def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
         """The reduction's replacement for its END (module docstring), or None."""
         self.desc = desc
@@ -281,7 +323,12 @@ class ReduceLoop(LaneLoop):
                     or not all(_legal(v, k, desc) for v in self.extra):
                 continue
             start = split(self.r, k)[1]
-            last = out if start is None else self.tail(out, start)
-            stores = self.combine(out, last)
+            ov = None if start is None else self.overlap(out, k, desc)
+            if start is None:
+                stores = self.combine(out, out)
+            elif ov is not None:                # the last block updates the lanes last
+                stores = self.combine(ov, ov)
+            else:
+                stores = self.combine(out, self.tail(out, start))
             return stores[0] if len(stores) == 1 else UOp(Ops.GROUP, tuple(stores))
         return None

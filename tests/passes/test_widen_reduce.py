@@ -115,7 +115,7 @@ def test_bool_count_is_widened(arch: str) -> None:
                  pre="%c = CMPLT(%x, 0.0)\n")
     w = _check(text, arch)
     assert 8 in _vector_regs(w)
-    assert sorted(_bounds(w)) == [5, 5, 9]
+    assert sorted(_bounds(w)) == [5, 9]      # the last 8 elements as one more 8-lane block
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -310,5 +310,26 @@ def test_loop_ordered_after_another_widened_loop(arch: str) -> None:
     w = _check(ORDERED, arch)
     vec = sorted(u.arg.slot for u in w.toposort() if u.op is Ops.BUFFER and u.arg.size > 1)
     assert len(vec) == 2 and vec[0] != vec[1]
-    # 19 = 2·8 + 3 and 21 = 5·4 + 1, and no RANGE(19): the first loop runs once, widened
-    assert sorted(_bounds(w)) == [1, 2, 3, 5]
+    # 19 = 2·8 + 3 and 21 = 5·4 + 1, each remainder an overlapping last block (no loop), and
+    # no RANGE(19): the first loop runs once, widened
+    assert sorted(_bounds(w)) == [2, 5]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt", ["int32", "uint16", "int64"])
+@pytest.mark.parametrize("op", ["ADD", "XOR", "MAX", "OR", "AND"])
+@pytest.mark.parametrize("n", [9, 15, 17, 23, 31])
+def test_last_block_overlaps_the_widened_loop(arch: str, dt: str, op: str, n: int) -> None:
+    """N % k left over: the last k elements as one more k-lane block (no scalar tail loop);
+    the lanes it shares with the widened loop's last block are ANDed with 0 for ADD and XOR
+    and absorbed by MAX, OR and AND. Exact against the interpreter for every tail size."""
+    w = _check(_text(dt, op, n=n), arch)
+    assert max(_vector_regs(w)) > 1
+    assert len(_bounds(w)) == 2              # the row loop and the widened loop only
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_product_keeps_its_scalar_tail(arch: str) -> None:
+    """MUL has no identity a lane could be masked to with an AND: its tail stays a loop."""
+    w = _check(_text("int32", "MUL", n=77), arch)
+    assert len(_bounds(w)) == 3
