@@ -24,7 +24,8 @@ from kcc.ir.uop import UOp
 Affine = tuple[dict[UOp, int], int]       # (coefficient of each leaf, constant)
 
 
-def _affine_srcs(x: UOp, leaf: Callable[[UOp], bool] | None) -> tuple[UOp, ...]:
+def _affine_srcs(x: UOp, leaf: Callable[[UOp], bool] | None, mulacc: bool = False
+                 ) -> tuple[UOp, ...]:
     """The nodes whose decompositions x's is made of (none for a constant or a leaf)."""
     if const_int(x) is not None or (leaf is not None and leaf(x)):
         return ()
@@ -34,23 +35,27 @@ def _affine_srcs(x: UOp, leaf: Callable[[UOp], bool] | None) -> tuple[UOp, ...]:
         k, y = _factor(x)
         if k is not None:
             return (y,)
+    if x.op is Ops.MULACC and mulacc:
+        k, y = _factor(x)
+        if k is not None:
+            return (y, x.src[2])
     return ()
 
 
 def _factor(x: UOp) -> tuple[int | None, UOp]:
-    """A MUL or SHL as (constant factor or shift, the other operand); (None, _) when it is
-    not one the decomposition reads."""
+    """A MUL, MULACC (its product) or SHL as (constant factor or shift, the other operand);
+    (None, _) when it is not one the decomposition reads."""
     k, y = const_int(x.src[1]), x.src[0]
-    if k is None and x.op is Ops.MUL:
+    if k is None and x.op is not Ops.SHL:
         k, y = const_int(x.src[0]), x.src[1]
     bits = 64 if x.dtype.is_weak else x.dtype.bits
-    if k is not None and (x.op is Ops.MUL or 0 <= k < bits - 1):
+    if k is not None and (x.op is not Ops.SHL or 0 <= k < bits - 1):
         return k, y
     return None, y
 
 
 def _affine_node(x: UOp, leaf: Callable[[UOp], bool] | None,
-                 memo: dict[UOp, Affine | None]) -> Affine | None:
+                 memo: dict[UOp, Affine | None], mulacc: bool = False) -> Affine | None:
     """x's decomposition from those of its srcs (already in memo)."""
     res: Affine | None = None
     c = const_int(x)
@@ -66,22 +71,27 @@ def _affine_node(x: UOp, leaf: Callable[[UOp], bool] | None,
             for t, k in b[0].items():
                 terms[t] = terms.get(t, 0) + sign * k
             res = {t: k for t, k in terms.items() if k}, a[1] + sign * b[1]
-    elif x.op in (Ops.MUL, Ops.SHL):
+    elif x.op in (Ops.MUL, Ops.SHL) or (x.op is Ops.MULACC and mulacc):
         k, y = _factor(x)
-        if k is not None:
-            a = memo[y]
-            if a is not None:
-                m = k if x.op is Ops.MUL else 1 << k
-                res = {t: v * m for t, v in a[0].items() if v * m}, a[1] * m
+        a = memo[y] if k is not None else None
+        b = memo[x.src[2]] if x.op is Ops.MULACC and a is not None else ({}, 0)
+        if k is not None and a is not None and b is not None:
+            m = k if x.op is not Ops.SHL else 1 << k
+            terms = {t: v * m for t, v in a[0].items() if v * m}
+            for t, v in b[0].items():
+                terms[t] = terms.get(t, 0) + v
+            res = {t: v for t, v in terms.items() if v}, a[1] * m + b[1]
     if res is None and leaf is None:
         res = {x: 1}, 0
     return res
 
 
 def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
-           memo: dict[UOp, Affine | None] | None = None) -> Affine | None:
+           memo: dict[UOp, Affine | None] | None = None, mulacc: bool = False
+           ) -> Affine | None:
     """x as ({leaf: coefficient}, constant), or None (only with `leaf`, see the module
-    docstring). memo, when given, keeps each node's answer across calls with the same leaf.
+    docstring). memo, when given, keeps each node's answer across calls with the same leaf
+    (and mulacc). mulacc: MULACC(a, k, c) with a constant k read as k*a + c (else a leaf).
 
     Iterative, each node decomposed once (a post-order walk with a memo): an index that is a
     chain of 100,000 ADDs does not recurse, nor does one whose sums share terms take a step
@@ -96,12 +106,12 @@ def affine(x: UOp, leaf: Callable[[UOp], bool] | None = None,
         if n in memo:
             continue
         if not ready:
-            srcs = [s for s in _affine_srcs(n, leaf) if s not in memo]
+            srcs = [s for s in _affine_srcs(n, leaf, mulacc) if s not in memo]
             if srcs:
                 stack.append((n, True))
                 stack.extend((s, False) for s in srcs)
                 continue
-        memo[n] = _affine_node(n, leaf, memo)
+        memo[n] = _affine_node(n, leaf, memo, mulacc)
     return memo[x]
 
 

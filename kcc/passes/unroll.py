@@ -98,6 +98,11 @@ MAX_INNER_WORK = 256
 # fetch together (Intel optimization manual, "Data Prefetching": the spatial prefetcher;
 # AMD's L2 stream prefetcher fetches adjacent lines as well)
 STREAM_WINDOW = 128
+# a loop whose global stores are indexed through a MULACC is jammed when its copied inner
+# work is at most this: in bench/sweep_vs_clang.py tinygrad's conv2d r_4_14_14_2_4_8_3_3 (67
+# ops a copy) ran 90 -> 130 us jammed by 2 or by 4, the row kernels of 5-13 ops 1.1-2.9x
+# faster (docs/performance.md, "Remainder loops for unroll-and-jam")
+MULACC_MAX_WORK = 32
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 _ORDERING = (Ops.RANGE, Ops.AFTER)     # ops whose srcs past the first only order
 _WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
@@ -341,6 +346,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     if not private:
         return None
     memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
+    mac_memo: dict = {}              # ... reading MULACC(x, k, y) as k*x + y (see below)
+    via_mulacc = False
     glob: dict[UOp, list[tuple[int, int, int, bool]]] = {}
     for buf in stored:
         if buf.op is not Ops.PARAM:
@@ -351,6 +358,12 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
             if sp is None or dep[sp[0]] & inner:
                 return None
             af = affine(sp[0], lambda n: n is r or r not in dep.get(n, frozenset()), memo)
+            if af is None and tail:
+                # an index through tinygrad's MULACC(row, M, c): linear too, taken for
+                # small bodies only (MULACC_MAX_WORK)
+                af = affine(sp[0], lambda n: n is r or r not in dep.get(n, frozenset()),
+                            mac_memo, mulacc=True)
+                via_mulacc = af is not None
             if af is None:
                 return None
             terms = dict(af[0])
@@ -372,7 +385,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     if tail:                     # dividing factors first (no remainder loop), then the others
         fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
     for f in fs:
-        if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2:
+        if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2 \
+                or (via_mulacc and work > MULACC_MAX_WORK):
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue

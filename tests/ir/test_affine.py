@@ -61,3 +61,23 @@ def test_a_leaf_test_keeps_its_leaves_whole_and_refuses_the_rest():
     memo: dict = {}
     assert affine(idx, leaf, memo) == ({r: 4, inv: 1}, 0)
     assert memo[idx] == ({r: 4, inv: 1}, 0) and r in memo
+
+
+def test_mulacc_by_a_constant_is_a_product_plus_a_sum_when_asked():
+    # tinygrad's row index MULACC(i, 77, c) = 77*i + c, the constant on either side (unroll's
+    # store check: the index is linear in the counter); without mulacc a MULACC is a leaf
+    r = rng(strong(8, I32), 0)
+    n = param(0, I32)
+    c = op(Ops.ADD, r, strong(2, I32))
+    mac77 = op(Ops.MULACC, n, strong(77, I32), c)
+    assert affine(mac77, mulacc=True) == ({n: 77, r: 1}, 2)
+    assert affine(op(Ops.MULACC, strong(3, I32), r, r), mulacc=True) == ({r: 4}, 0)
+    assert affine(mac77) == ({mac77: 1}, 0)
+
+    def leaf(u: UOp) -> bool:
+        return u is r or u is n
+
+    assert affine(mac77, leaf, mulacc=True) == ({n: 77, r: 1}, 2)
+    assert affine(mac77, leaf) is None
+    # a product of two non-constants is no sum of the leaves
+    assert affine(op(Ops.MULACC, r, n, strong(1, I32)), leaf, mulacc=True) is None

@@ -267,6 +267,28 @@ def test_row_index_mulacc_is_shared_by_the_copies(swap: bool) -> None:
     assert sorted(const_int(n.src[1]) if n.op is Ops.ADD else 0 for n in idx) == [0, 5, 10, 15]
 
 
+@pytest.mark.parametrize("n", [8, 9])
+def test_store_indexed_through_a_mulacc_is_jammed(n: int) -> None:
+    # out[i*2 + 0/1] as MULACC(i, 2, off): linear in i (affine's mulacc reading); a small
+    # body, so jammed (with a remainder loop for 9)
+    text = MATVEC.format(**{**BASE, "n": n, "nout": 2 * n, "na": 5 * n}).replace(
+        "%i2 = MUL(%i, 2)\n%o0 = ADD(%i2, 0)\n%o1 = ADD(%i2, 1)",
+        "%o0 = MULACC(%i, 2, 0)\n%o1 = MULACC(%i, 2, 1)")
+    assert "MULACC(%i, 2, 1)" in text
+    u = _check(parse(text, "mac.uop"))
+    assert _regs(u) == 4
+
+
+def test_store_indexed_through_a_mulacc_with_a_large_body_is_left_alone(monkeypatch) -> None:
+    import kcc.passes.unroll as unroll_mod
+    monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 3)
+    text = MATVEC.format(**BASE).replace(
+        "%i2 = MUL(%i, 2)\n%o0 = ADD(%i2, 0)\n%o1 = ADD(%i2, 1)",
+        "%o0 = MULACC(%i, 2, 0)\n%o1 = MULACC(%i, 2, 1)")
+    u = _check(parse(text, "mac.uop"))
+    assert _regs(u) == 1
+
+
 def test_inner_loops_with_much_work_are_left_alone(monkeypatch) -> None:
     import kcc.passes.unroll as unroll_mod
     g = simplify(lower_weak_dtypes(_kernel()))
