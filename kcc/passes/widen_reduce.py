@@ -272,6 +272,16 @@ class ReduceLoop(LaneLoop):
             lo = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h)))
             hi = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h, w)))
             v, w = UOp(a.op, (lo, hi)), h
+        if desc is not None and w > 1 and dt.itemsize >= 4 \
+                and w * dt.itemsize == 16 and desc.alu_legal(w, dt, a.op):
+            # one 128-bit block left: OP with itself rotated by w/2, w/4 … lanes (in-block
+            # shuffles), lane 0 then holds the OP of all w
+            s = w // 2
+            while s:
+                rot = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const((j + s) % w)))
+                                          for j in range(w)))
+                v, s = UOp(a.op, (v, rot)), s // 2
+            return [UOp(Ops.INDEX, (v, UOp.const(0)))]
         return [UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(w)]
 
     def tail(self, wide_end: UOp, start: UOp) -> UOp:

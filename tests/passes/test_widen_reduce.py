@@ -14,6 +14,7 @@ from widen_util import widen_check as _check
 from widen_util import widen_prep as _prep
 
 from kcc.ir import Ops, dtypes
+from kcc.ir.ops import ALU
 from kcc.passes.widen_reduce import identity
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
@@ -333,3 +334,20 @@ def test_product_keeps_its_scalar_tail(arch: str) -> None:
     """MUL has no identity a lane could be masked to with an AND: its tail stays a loop."""
     w = _check(_text("int32", "MUL", n=77), arch)
     assert len(_bounds(w)) == 3
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt, op", [("int32", "ADD"), ("int32", "MAX"), ("uint32", "XOR"),
+                                    ("int64", "ADD"), ("int32", "AND")])
+def test_last_block_of_lanes_combined_by_rotations(arch: str, dt: str, op: str) -> None:
+    """The lanes are combined by halves down to one 128-bit block, then OP with the block
+    rotated by half and a quarter of its lanes: the scalar accumulator takes lane 0 alone
+    (one extraction a row, not one a lane); exact against the interpreter."""
+    w = _check(_text(dt, op, n=77), arch)
+    assert max(_vector_regs(w)) > 1
+    nodes = w.toposort()
+    # lanes taken out of a vector by a scalar node other than a STACK (the rotations' lanes
+    # are STACKed back into a vector): the combine's extractions
+    taken = {s for u in nodes if u.op is not Ops.STACK and not u.shape for s in u.src
+             if s.op is Ops.INDEX and s.src[0].shape and s.src[0].op in ALU}
+    assert len(taken) == 1
