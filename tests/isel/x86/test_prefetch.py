@@ -2,7 +2,8 @@
 
 What is checked: which LOADs the rule picks and refuses (8 or more forward streams in an
 innermost loop that stores to no GLOBAL buffer; the footprint against PREFETCH_MIN_BYTES under
-`auto`); that the object holds one PREFETCHT0 per picked load at the load's own address plus
+`auto`), and how far ahead (512 bytes in rows over a page, the next group of rows otherwise);
+that the object holds one PREFETCHT0 per picked load at the load's own address plus
 PREFETCH_AHEAD (read back by capstone: kcc disasm); results against the reference interpreter
 with prefetches on (they change no value, and one past a buffer's end does not fault). The
 encoding is llvm-mc's (golden/x86/gpr.s; tests/encode/x86 decodes it with capstone).
@@ -67,12 +68,19 @@ def picked(text: str, mode: str) -> list[int]:
 # -- the rule ------------------------------------------------------------------------------
 
 def test_picks_every_stream_of_a_row_reduction():
-    assert picked(rowsum(8, 4, 64), "always") == [PREFETCH_AHEAD] * 8
-    assert picked(rowsum(12, 2, 64), "always") == [PREFETCH_AHEAD] * 12
+    # rows of 2048 float32 (8 KiB, over a page): 512 bytes ahead within the row
+    assert picked(rowsum(8, 4, 2048), "always") == [PREFETCH_AHEAD] * 8
+    assert picked(rowsum(12, 2, 2048), "always") == [PREFETCH_AHEAD] * 12
+
+
+@pytest.mark.parametrize("rows, cols", [(8, 64), (8, 1024), (12, 256)])
+def test_rows_of_a_page_or_less_prefetch_the_next_group_of_rows(rows, cols):
+    # the same place in the outer loop's next iteration: rows × cols float32 further
+    assert picked(rowsum(rows, 4, cols), "always") == [rows * cols * 4] * rows
 
 
 @pytest.mark.parametrize("why, text", [
-    ("fewer streams than PREFETCH_MIN_STREAMS", rowsum(PREFETCH_MIN_STREAMS - 1, 4, 64)),
+    ("fewer streams than PREFETCH_MIN_STREAMS", rowsum(PREFETCH_MIN_STREAMS - 1, 4, 2048)),
     ("a loop that stores to a GLOBAL buffer (elementwise)", vadd(1 << 20, 8, inputs=8)),
 ])
 def test_refuses(why, text):
@@ -80,7 +88,7 @@ def test_refuses(why, text):
 
 
 def test_auto_asks_for_the_footprint_and_never_turns_it_off():
-    cols = 1024
+    cols = 2048
     small = rowsum(8, PREFETCH_MIN_BYTES // (4 * 8 * cols) - 1, cols)
     big = rowsum(8, PREFETCH_MIN_BYTES // (4 * 8 * cols) + 1, cols)
     assert picked(small, "auto") == []
@@ -99,7 +107,7 @@ def _addrs(pattern: re.Pattern, text: str) -> list[tuple[str, str, int]]:
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_each_load_has_its_prefetch_ahead(arch):
-    sink = parse(rowsum(8, 4, 64), "k.uop")
+    sink = parse(rowsum(8, 4, 2048), "k.uop")
     obj, _ = compile_x86([sink], arch, prefetch="always")
     text = disasm_object(obj)
     fetched, loaded = _addrs(PREFETCH, text), _addrs(LOAD, text)
@@ -109,7 +117,7 @@ def test_each_load_has_its_prefetch_ahead(arch):
     assert "prefetch" not in disasm_object(obj)
 
 
-@pytest.mark.parametrize("rows, steps, cols", [(8, 4, 64), (8, 3, 256), (16, 2, 32)])
+@pytest.mark.parametrize("rows, steps, cols", [(8, 4, 64), (8, 3, 256), (16, 2, 32), (8, 2, 2048)])
 def test_results_match_the_interpreter(rows, steps, cols):
     sink = parse(rowsum(rows, steps, cols), "k.uop")
     args = random_inputs(sink, seed=rows + cols)
