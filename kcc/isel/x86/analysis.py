@@ -1,8 +1,9 @@
 """What the x86 selector decides about a linearized kernel before it selects any node: the
 loop index sums it strength-reduces (`induction_sums`), the float loads an ALU user reads as
 its memory operand (`foldable_loads`) and the REG buffers that live in registers
-(`promotable_buffers`). Each is a walk of the schedule (kcc/isel/x86/select.py asks them once per
-kernel)."""
+(`promotable_buffers`), and the bytes of its buffer arguments (`footprint`, which the
+non-temporal store and prefetch rules ask for). Each is a walk of the schedule
+(kcc/isel/x86/select.py asks them once per kernel)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,18 @@ from kcc.isel.x86.regs import reg_class
 
 
 MAX_IVS = 4          # strength-reduced sums per loop: each is a register carried around it
+
+
+def footprint(lin: list[UOp]) -> int | None:
+    """Bytes of every buffer argument of the kernel (a GLOBAL PARAM declares its element
+    count), or None if a size is not known at compile time."""
+    total = 0
+    for u in lin:
+        if u.op is Ops.PARAM and u.arg.is_buffer:
+            if not isinstance(u.arg.size, int):
+                return None
+            total += u.arg.size * u.arg.dtype.itemsize
+    return total
 
 
 def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:

@@ -41,6 +41,7 @@ from kcc.ir import AddrSpace, Ops, UOp
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.uop import base_buffer
+from kcc.isel.x86.analysis import footprint
 
 MODES = ("auto", "never", "always")
 # how far ahead of each load its stream is prefetched (bytes): 8 lines
@@ -53,17 +54,6 @@ PREFETCH_MIN_BYTES = 4 << 20
 LINE_BYTES = 64
 # a loop's rows no longer than this are prefetched in the next outer iteration (a page)
 SHORT_ROW_BYTES = 4096
-
-
-def _footprint(lin: list[UOp]) -> int | None:
-    """Bytes of every buffer argument of the kernel, or None if a size is not known."""
-    total = 0
-    for u in lin:
-        if u.op is Ops.PARAM and u.arg.is_buffer:
-            if not isinstance(u.arg.size, int):
-                return None
-            total += u.arg.size * u.arg.dtype.itemsize
-    return total
 
 
 def _global(place: UOp) -> bool:
@@ -91,7 +81,7 @@ def prefetched_loads(lin: list[UOp], mode: str) -> dict[UOp, int]:
     if mode == "never":
         return {}
     if mode == "auto":
-        size = _footprint(lin)
+        size = footprint(lin)
         if size is None or size < PREFETCH_MIN_BYTES:
             return {}
     out: dict[UOp, int] = {}

@@ -42,6 +42,7 @@ from kcc.encode.x86.table import FORMS
 from kcc.ir import AddrSpace, Ops, UOp
 from kcc.ir.affine import affine
 from kcc.ir.uop import base_buffer
+from kcc.isel.x86.analysis import footprint
 
 MODES = ("auto", "never", "always")
 # the footprint (bytes of every buffer argument) from which `auto` streams (see above)
@@ -68,17 +69,6 @@ def stream_form(u: UOp, form: str, stream: dict[UOp, int], align: dict[UOp, int]
     return nt
 
 
-def _footprint(lin: list[UOp]) -> int | None:
-    """Bytes of every buffer argument of the kernel, or None if a size is not known."""
-    total = 0
-    for u in lin:
-        if u.op is Ops.PARAM and u.arg.is_buffer:
-            if not isinstance(u.arg.size, int):
-                return None
-            total += u.arg.size * u.arg.dtype.itemsize
-    return total
-
-
 def streaming_stores(lin: list[UOp], mode: str, max_bytes: int = 32) -> dict[UOp, int]:
     """The STOREs of the schedule lin to select as non-temporal stores, each with the
     alignment (bytes) its address needs; max_bytes is the widest vector the target has (32:
@@ -88,7 +78,7 @@ def streaming_stores(lin: list[UOp], mode: str, max_bytes: int = 32) -> dict[UOp
     if mode == "never":
         return {}
     if mode == "auto":
-        size = _footprint(lin)
+        size = footprint(lin)
         if size is None or size < STREAM_MIN_BYTES:
             return {}
     loaded = {base_buffer(u.src[0].src[0] if u.src[0].op in (Ops.INDEX, Ops.SHRINK)
