@@ -49,6 +49,16 @@ def _opts(opts: list[Any]) -> list[list[Any]]:
     return [[o.op.name, o.axis, o.arg] for o in opts]
 
 
+def apply_pick(s: Any, opts: list[list[Any]]) -> Any:
+    """A copy of scheduler s with the recorded opts applied (those past the ones s already
+    has, as tinygrad's beam_search does with a cached pick)."""
+    from tinygrad.codegen.opt import Opt, OptOps
+    ret = s.copy()
+    for op, axis, arg in opts[len(s.applied_opts):]:
+        ret.apply_opt(Opt(OptOps[op], axis, arg))
+    return ret
+
+
 def search_worker(name: str) -> None:
     """Run the program's first call with the search wrapped; print the picks as JSON."""
     import kcc.tinygrad  # noqa: F401
@@ -70,16 +80,12 @@ def apply_worker(name: str, picks: str, out: str, reps: int) -> None:
     clang on each such kernel; print one JSON row per kernel."""
     import kcc.tinygrad  # noqa: F401
     import tinygrad.codegen.opt.search as search
-    from tinygrad.codegen.opt import Opt, OptOps
     from tinygrad_x86 import Kernel, calls, capture, check, prepare, timed
     want = json.loads(picks)
     n = iter(range(len(want)))
 
     def forced(s: Any, *args: Any, **kwargs: Any) -> Any:
-        ret = s.copy()
-        for op, axis, arg in want[next(n)]["opts"][len(s.applied_opts):]:
-            ret.apply_opt(Opt(OptOps[op], axis, arg))
-        return ret
+        return apply_pick(s, want[next(n)]["opts"])
     search.beam_search = forced
     kernels = capture([name], Path(out), builder=lambda wl: PROGRAMS[wl]())
     rows = []
@@ -100,17 +106,13 @@ def program_worker(name: str, picks: str, steady: int, out: str) -> None:
     """bench/tinygrad_programs.py's worker (first call split, steady calls) with every
     searched kernel given the recorded opts instead of a search."""
     import tinygrad.codegen.opt.search as search
-    from tinygrad.codegen.opt import Opt, OptOps
     from tinygrad_programs import worker
     want = json.loads(picks)
     seen: dict[Any, int] = {}
 
     def forced(s: Any, *args: Any, **kwargs: Any) -> Any:
         k = seen.setdefault(s.ast.key, len(seen))      # steady calls ask again: same pick
-        ret = s.copy()
-        for op, axis, arg in want[k]["opts"][len(s.applied_opts):]:
-            ret.apply_opt(Opt(OptOps[op], axis, arg))
-        return ret
+        return apply_pick(s, want[k]["opts"])
     search.beam_search = forced
     worker(name, steady, out)
 
