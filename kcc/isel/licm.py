@@ -26,8 +26,11 @@ Hoisting a lone constant materialization only lengthens a live range (the alloca
 spill it), so an instruction that reads no register (and no flags: a SETcc moves with its flag
 writer) moves only for the instructions that move with it: when loop code still reads its
 result, it stays and a copy of it (a fresh register) is placed in the preheader for the moved
-readers. Loops are processed innermost first, so a value invariant in two loops moves out of
-both. Linear in the function's size per loop.
+readers. The exception is what the target names with `alone(inst)` (x86: a whole vector read
+from .rodata): such a constant moves by itself, so the loop reads a register where it loaded
+the constant on every iteration (a bool cast's 1s under an opmask, a lane mask's AND); its
+register is then live across the whole loop. Loops are processed innermost first, so a value
+invariant in two loops moves out of both. Linear in the function's size per loop.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ _OP, _LOOP_BEGIN, _LOOP_END = Kind.OP, Kind.LOOP_BEGIN, Kind.LOOP_END
 
 def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
                      flags_of: Callable[[Inst], str],
-                     known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
+                     known: dict[int, tuple[Inst, list, list]] | None = None,
+                     alone: Callable[[Inst], bool] | None = None) -> int:
     """Move loop-invariant instructions of fn to their loops' preheaders, in place; returns
     how many moved (a cloned constant counts once). ``known``: (inst, uses(), defs()) of
-    instructions by id, already asked (eliminate_dead's)."""
+    instructions by id, already asked (eliminate_dead's). ``alone``: the constants that move
+    without a moving reader (see the module docstring); none when not given."""
     moved = 0
     done: set[str] = set()
     regs = _Regs(known)
@@ -61,7 +66,7 @@ def hoist_invariants(fn: MFunction, movable: Callable[[Inst], bool],
             return moved
         b, e, _ = max(todo, key=lambda t: (t[2], -t[0]))     # the deepest loop first
         done.add(fn.insts[b].label() or "")
-        moved += _hoist_loop(fn, b, e, movable, flags_of, regs)
+        moved += _hoist_loop(fn, b, e, movable, flags_of, regs, alone)
 
 
 class _Regs:
@@ -118,7 +123,8 @@ def _top_level(insts: list[Inst], b: int, e: int) -> list[int]:
 
 
 def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
-                flags_of: Callable[[Inst], str], regs: _Regs) -> int:
+                flags_of: Callable[[Inst], str], regs: _Regs,
+                alone: Callable[[Inst], bool] | None = None) -> int:
     insts = fn.insts
     body = _top_level(insts, b, e)
     cand = {i for i in body if insts[i].kind is _OP and not insts[i].clobbers
@@ -186,6 +192,8 @@ def _hoist_loop(fn: MFunction, b: int, e: int, movable: Callable[[Inst], bool],
         rs = [j for r in ds for j in readers.get(r, ())]
         if all(j in cand for j in rs):
             continue                          # every reader moves: move it too
+        if alone is not None and alone(inst):
+            continue                          # kept in a register across the loop
         stay.add(i)
         if any(j in cand for j in rs):
             clone_ops = []

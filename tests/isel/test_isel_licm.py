@@ -19,7 +19,7 @@ from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role, verify_mir
 from kcc.isel.licm import hoist_invariants
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import X86Target, _flags_of, _movable
+from kcc.targets.x86.target import X86Target, _alone, _flags_of, _movable
 from x86_util import assert_same, compile_and_run, reference
 from paths import DATA
 
@@ -168,6 +168,35 @@ def test_a_lone_constant_stays_in_its_loop() -> None:
             Inst("vmovups_m128_x", [Mem(v[0], v[2], 4, 0), RegOp(z, U)])]
     fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
     assert _run(fn) == 0
+
+
+def _rodata_ones(fn: MFunction, t) -> Inst:
+    """t = a ymm of 1s from .rodata."""
+    return Inst("vmovups_y_ym", [RegOp(t, D), Mem()], arg={"rip": ".LC0"})
+
+
+def test_a_vector_rodata_constant_moves_alone_where_the_target_says() -> None:
+    """x86's `alone`: a whole-vector .rodata load read by a masked move that stays (its mask
+    varies) leaves the loop; without `alone` it stays, and a vzero (no load) stays either way."""
+    def build() -> MFunction:
+        fn, v = _fn()
+        c, z, t = fn.new_vreg("vec"), fn.new_vreg("vec"), fn.new_vreg("vec")
+        k = fn.new_vreg("mask")
+        body = [_rodata_ones(fn, c), Inst("vzero", [RegOp(z, D)]),
+                Inst("kmovq_k_km64", [RegOp(k, D), Mem(v[0], v[2], 8, 0)]),
+                Inst("vmovdqu32_y_kz_ym", [RegOp(t, D), RegOp(k, U), RegOp(c, U)]),
+                Inst("vpaddd_y_y_ym", [RegOp(t, D), RegOp(t, U), RegOp(z, U)]),
+                Inst("vmovups_m256_y", [Mem(v[0], v[2], 4, 0), RegOp(t, U)])]
+        fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+        return fn
+
+    fn = build()
+    assert hoist_invariants(fn, _movable, _flags_of, alone=_alone) == 1
+    verify_mir(fn)
+    assert "vmovups_y_ym" not in _inside(fn) and "vzero" in _inside(fn)
+    assert [i.op for i in fn.insts[:2]] == ["mov_r32_imm32", "vmovups_y_ym"]
+    fn = build()
+    assert _run(fn) == 0 and "vmovups_y_ym" in _inside(fn)
 
 
 def _innermost_ops(sink) -> list[str]:

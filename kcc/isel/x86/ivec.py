@@ -290,10 +290,16 @@ class X86IVec:
         one = const_bytes(1, dt) if dt.is_int else const_bytes(1.0, dt)
         k = self.kbool(x) if self.evex else None
         if k is not None:
-            # x86-64-v4: the opmask picks 1 from .rodata, zero elsewhere (VMOVDQU/UPS {k}{z})
+            # x86-64-v4: the opmask picks 1 from a register of 1s, zero elsewhere (VMOVDQU/UPS
+            # {k}{z}); the 1s are a lone .rodata load that LICM keeps out of the loop
             move = f"vmovdqu{dt.bits}" if dt.is_int else f"vmovup{fs(dt)}"
+            key = (("bool 1s", dt, n), len(self.loops))      # once per loop level
+            c = self.const_cache.get(key)
+            if c is None:
+                c = self.const_cache[key] = self.new("vec")
+                self.emit(f"vmovups_{w}_{w}m", c, Mem(), arg={"rip": self.pool.label(one * n)})
             t = self.new("vec")
-            self.emit(f"{move}_{w}_kz_{w}m", t, k, Mem(), arg={"rip": self.pool.label(one * n)})
+            self.emit(f"{move}_{w}_kz_{w}m", t, k, c)
             return t
         # a lane mask is all ones where true: its top bit shifted down (VPSRLW/D/Q), 0 - mask
         # on bytes (VPSUBB), or the bits of 1.0 ANDed in (VANDPS/PD)

@@ -96,6 +96,20 @@ def _movable(inst: Inst) -> bool:
     return True
 
 
+_WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu", "vmovdqa",
+                          "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64"})
+
+
+def _alone(inst: Inst) -> bool:
+    """May LICM move this constant out of a loop by itself (kcc/isel/licm.py `alone`)? An
+    unmasked whole-vector load from .rodata: kept in a register, the loop reads it there
+    instead of issuing a load each iteration."""
+    row = FORMS.get(inst.op)
+    return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(inst.arg, dict)
+            and "rip" in inst.arg and len(inst.operands) == 2
+            and any(isinstance(o, Mem) for o in inst.operands))
+
+
 class X86Target:
     """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
 
@@ -127,7 +141,7 @@ class X86Target:
         eliminate_dead(fn, writes_memory, _flags_of, known)
         # the zeroing of promoted REG cells that every read follows a store of
         eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING)
-        hoist_invariants(fn, _movable, _flags_of, known)
+        hoist_invariants(fn, _movable, _flags_of, known, _alone)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
     def allocate(self, s: Selected) -> Selected:

@@ -4,6 +4,8 @@ against the reference interpreter, on x86-64-v3 and (where this CPU has AVX-512)
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from x86_util import compile_and_run, random_inputs, reference
@@ -66,3 +68,28 @@ def test_bool_vector_cast_matches_interpreter(arch: str, src: str, dst: str, n: 
         assert form in text
     else:
         assert "{z}" in text
+
+
+def _loop_lines(text: str) -> list[str]:
+    """The disassembly lines from the head of the kernel's (one) loop to its back edge: the
+    target of the last `jl` and every line up to it."""
+    lines = text.splitlines()
+    back = max(k for k, s in enumerate(lines) if " jl " in f" {s} ")
+    head = int(lines[back].split()[-1], 16)
+    at = [(re.match(r"\s+([0-9a-f]+):", s), s) for s in lines[:back]]
+    return [s for m, s in at if m and int(m.group(1), 16) >= head]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("src,dst,n,form", CASES)
+def test_the_cast_constant_is_read_from_a_register_in_the_loop(arch: str, src: str, dst: str,
+                                                               n: int, form: str) -> None:
+    """The 1s a bool cast selects (x86-64-v4's {k}{z} move) or ANDs in (x86-64-v3's float
+    VANDPS) are loaded from .rodata once before the loop and read from a register in it, not
+    loaded on every iteration (the sweep's bool_sum and argmax_bool, 2026-12-03)."""
+    text = disasm_object(compile_x86([parse(_kernel(src, dst, n), "bcast.uop")], arch)[0])
+    body = _loop_lines(text)
+    assert any("vcmp" in s or "vpcmp" in s for s in body), body     # the compare is in it
+    assert not any("rip" in s for s in body), body
+    if arch == "x86-64-v4":
+        assert any("{z}" in s for s in body) and "rip" in text
