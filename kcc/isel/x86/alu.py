@@ -120,6 +120,13 @@ class X86Alu:
             self.emit(f"imul_r{w}_rm{w}", t, self.reg(k))
         if d is not None:
             self.emit(imm_form("add", w, d), t, d)
+        elif w in ("32", "64"):
+            # the product stays in its own register and LEA adds j into a new one: a product
+            # invariant in the loop (a row's `row * M` where j is the column) then leaves it
+            # (kcc/isel/licm.py), where ADD in place kept it there
+            s = self.new("gpr")
+            self.emit(f"lea_r{w}_m", s, Mem(t, self.reg(j), 1, 0))
+            return s
         else:
             self.emit(f"add_r{w}_rm{w}", t, self.reg(j))
         return t

@@ -144,3 +144,57 @@ def test_a_gated_store_keeps_its_scratch_slot_and_frame() -> None:
     got = compile_and_run(sink, args)
     assert_same(sink, got, reference(sink, args))
     assert got[0].tolist() == list(range(8)) + [-1.0] * 8
+
+
+def _rows_kernel(dt: str) -> str:
+    """For each row r and column c: o[r*10 + c] = x[r*10 + c] * y[c] + x[r*10 + c + 1] (index
+    MULACCs whose addend, the column, is a register, and a value MULACC of three registers)."""
+    return f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dt}, 60)
+%x = PARAM ParamArg(1, {dt}, 61)
+%y = PARAM ParamArg(2, {dt}, 10)
+%c10 = CAST(10) int32
+%r = RANGE(6) (0, LOOP)
+%c = RANGE(10) (1, LOOP)
+%a = MULACC(%r, %c10, %c)
+%xp = INDEX(%x, %a)
+%xv = LOAD(%xp)
+%a1 = ADD(%a, 1)
+%xq = INDEX(%x, %a1)
+%xw = LOAD(%xq)
+%yp = INDEX(%y, %c)
+%yv = LOAD(%yp)
+%v = MULACC(%xv, %yv, %xw)
+%op = INDEX(%o, %a)
+%s = STORE(%op, %v)
+%ec = END(%s, %c)
+%er = END(%ec, %r)
+SINK(%er) KernelInfo(name="rows")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("dt", ["int32", "uint32", "int64"])
+def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str) -> None:
+    """a*b + j with j in a register is IMUL then LEA (the sum wraps as ADD's: LEA r32 keeps
+    the low 32 bits); the products wrap around the dtype on these inputs."""
+    sink = parse(_rows_kernel(dt))
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dt)
+    x = rng.integers(info.min, info.max, 61, dtype=dt, endpoint=True)
+    y = rng.integers(info.min, info.max, 10, dtype=dt, endpoint=True)
+    args = [np.zeros(60, dt), x, y]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def test_a_row_product_leaves_the_column_loop() -> None:
+    """r*10 of the index r*10 + c is invariant in c's loop: IMUL into its own register, LEA
+    adds c, and LICM moves the IMUL before the loop (ADD in place kept it in the loop)."""
+    text = _selected(_rows_kernel("int32"))
+    lines = [ln.split(":", 1)[1].split() for ln in text.splitlines()
+             if ln.split(":", 1)[0].strip().isdigit()]
+    ops = [x[0] for x in lines if x]
+    inner = ops[max(k for k, o in enumerate(ops) if o == "loop"):]
+    inner = inner[:inner.index("jl_rel32")]
+    assert "imul_r32_rm32_imm8" in ops and "imul_r32_rm32_imm8" not in inner, ops
+    assert "lea_r32_m" in inner, inner
