@@ -98,7 +98,8 @@ class X86Alu:
     def mulacc(self, u: UOp, w: str) -> VReg:
         """a*b + c on GPRs. tinygrad's upcast indices are `i*k + j` with constant k and j: with
         k in 1, 2, 3, 4, 5, 8, 9 one LEA computes it (no flags, no constant in a register);
-        else IMUL by an immediate, then ADD of an immediate. LEA r32 keeps the low 32 bits of
+        else IMUL by an immediate, then ADD of an immediate. With j in a register, k in 1, 2, 4,
+        8 is one LEA `[j + a*k]`, else IMUL then LEA. LEA r32 keeps the low 32 bits of
         the 64-bit address sum (SDM Vol. 2A "LEA": operand size 32, address size 64), which is
         the int32 wrap of the product and sum, zero-extended as every 32-bit op's result."""
         a, k, j = u.src
@@ -112,6 +113,10 @@ class X86Alu:
                 t = self.new("gpr")
                 self.emit(f"lea_r{w}_m", t, mem)
                 return t
+        if c in (1, 2, 4, 8) and d is None and w in ("32", "64"):
+            t = self.new("gpr")                 # j + a*c: one LEA (scale 1, 2, 4, 8)
+            self.emit(f"lea_r{w}_m", t, Mem(self.reg(j), self.reg(a), c, 0))
+            return t
         if c is not None:
             t = self.new("gpr")
             self.emit(f"imul_r{w}_rm{w}_imm{8 if -128 <= c <= 127 else 32}", t, self.reg(a), c)

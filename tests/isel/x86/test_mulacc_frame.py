@@ -146,16 +146,16 @@ def test_a_gated_store_keeps_its_scratch_slot_and_frame() -> None:
     assert got[0].tolist() == list(range(8)) + [-1.0] * 8
 
 
-def _rows_kernel(dt: str) -> str:
-    """For each row r and column c: o[r*10 + c] = x[r*10 + c] * y[c] + x[r*10 + c + 1] (index
+def _rows_kernel(dt: str, n: int = 10) -> str:
+    """For each row r and column c: o[r*n + c] = x[r*n + c] * y[c] + x[r*n + c + 1] (index
     MULACCs whose addend, the column, is a register, and a value MULACC of three registers)."""
     return f"""# kcc-uop 1
-%o = PARAM ParamArg(0, {dt}, 60)
-%x = PARAM ParamArg(1, {dt}, 61)
-%y = PARAM ParamArg(2, {dt}, 10)
-%c10 = CAST(10) int32
+%o = PARAM ParamArg(0, {dt}, {6 * n})
+%x = PARAM ParamArg(1, {dt}, {6 * n + 1})
+%y = PARAM ParamArg(2, {dt}, {n})
+%c10 = CAST({n}) int32
 %r = RANGE(6) (0, LOOP)
-%c = RANGE(10) (1, LOOP)
+%c = RANGE({n}) (1, LOOP)
 %a = MULACC(%r, %c10, %c)
 %xp = INDEX(%x, %a)
 %xv = LOAD(%xp)
@@ -175,15 +175,16 @@ SINK(%er) KernelInfo(name="rows")
 
 @pytest.mark.parametrize("arch", ARCHES)
 @pytest.mark.parametrize("dt", ["int32", "uint32", "int64"])
-def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str) -> None:
-    """a*b + j with j in a register is IMUL then LEA (the sum wraps as ADD's: LEA r32 keeps
-    the low 32 bits); the products wrap around the dtype on these inputs."""
-    sink = parse(_rows_kernel(dt))
+@pytest.mark.parametrize("n", [10, 8, 2, 1])
+def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str, n: int) -> None:
+    """a*b + j with j in a register is IMUL then LEA, or one LEA for b in 1, 2, 4, 8 (the sum
+    wraps as ADD's: LEA r32 keeps the low 32 bits); the products wrap on these inputs."""
+    sink = parse(_rows_kernel(dt, n))
     rng = np.random.default_rng(7)
     info = np.iinfo(dt)
-    x = rng.integers(info.min, info.max, 61, dtype=dt, endpoint=True)
-    y = rng.integers(info.min, info.max, 10, dtype=dt, endpoint=True)
-    args = [np.zeros(60, dt), x, y]
+    x = rng.integers(info.min, info.max, 6 * n + 1, dtype=dt, endpoint=True)
+    y = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    args = [np.zeros(6 * n, dt), x, y]
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
@@ -198,3 +199,11 @@ def test_a_row_product_leaves_the_column_loop() -> None:
     inner = inner[:inner.index("jl_rel32")]
     assert "imul_r32_rm32_imm8" in ops and "imul_r32_rm32_imm8" not in inner, ops
     assert "lea_r32_m" in inner, inner
+
+
+def test_a_power_of_two_row_width_is_one_lea() -> None:
+    """r*8 + c is `lea [c + r*8]`: no IMUL anywhere (ADD of the column in place before)."""
+    text = _selected(_rows_kernel("int32", 8))
+    ops = [ln.split(":", 1)[1].split()[0] for ln in text.splitlines()
+           if ln.split(":", 1)[0].strip().isdigit()]
+    assert "lea_r32_m" in ops and not any(o.startswith("imul_r32_rm32_imm") for o in ops), ops
