@@ -279,6 +279,36 @@ def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
     return out
 
 
+def substitute_closed(root: UOp, repl: dict[UOp, UOp]) -> UOp:
+    """root with every node of repl replaced by its value, the value itself substituted the
+    same way: a value may read other keys of repl, or nodes whose srcs do (a pass that
+    rewrites several loops from the graph before any of them was rewritten). repl must be
+    acyclic (no value reaches its own key). One walk: every node reachable from root, or from
+    a value it reaches, is entered once (one `repl.get` each) and rebuilt at most once."""
+    done: dict[UOp, UOp] = {}
+    get = repl.get
+    t = get(root)
+    # a frame: (node, its value in repl or None, the iterator over what it is walked through:
+    # a key through its value, any other node through its srcs)
+    stack: list[tuple[UOp, UOp | None, Iterator[UOp]]] = [
+        (root, t, iter((t,) if t is not None else root.src))]
+    while stack:
+        node, val, srcs = stack[-1]
+        for s in srcs:
+            if s not in done:          # acyclic: a node not done is never on the stack twice
+                t = get(s)
+                stack.append((s, t, iter((t,) if t is not None else s.src)))
+                break
+        else:
+            stack.pop()
+            if val is not None:
+                done[node] = done[val]
+            else:
+                new = tuple([done[s] for s in node.src])
+                done[node] = node if new == node.src else node.replace(src=new)
+    return done[root]
+
+
 def free_reg_slot(order: Iterable[UOp]) -> int:
     """The first slot no REG buffer among the nodes of order uses (for a pass's new one)."""
     return 1 + max((n.arg.slot for n in order if n.op is Ops.BUFFER

@@ -60,7 +60,7 @@ from __future__ import annotations
 from kcc.ir.affine import Affine, affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, free_reg_slot, rebuild, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, free_reg_slot, substitute_closed, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
@@ -105,7 +105,9 @@ class _Loop:
 
     def __init__(self, r: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]]) -> None:
         self.r, self.end, self.dep = r, end, dep
-        cone = toposort([end.src[0]])
+        # the walk enters only nodes that depend on r: the rest of the body (everything the
+        # loop reads, up to the loops before it) is not walked once per loop
+        cone = toposort([end.src[0]], lambda n: r in dep[n])
         self.region = [n for n in cone if r in dep[n]]
         self.width = 0
         self.places: list[UOp] = []
@@ -292,6 +294,11 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
     for e in ends:
         for x in e.src[1:]:
             closed[x] = closed.get(x, 0) + 1
+    # how many nodes depend on each RANGE (one pass; a loop's region must hold all of them)
+    dependents: dict[UOp, int] = {}
+    for n in order:
+        for x in dep[n]:
+            dependents[x] = dependents.get(x, 0) + 1
     new_end: dict[UOp, UOp] = {}
     slot = free_reg_slot(order)          # the next REG slot for a reduction's lane buffers
     for e in ends:
@@ -300,8 +307,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             continue
         n_iter = const_int(r.src[0])
         loop = _Loop(r, e, dep)
-        inside = set(loop.region)
-        if any(r in dep[n] and n not in inside and n is not e for n in order):
+        if dependents[r] != len(loop.region):    # a node depends on r outside its END
             continue
         if not loop.check():
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
@@ -328,15 +334,9 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             new_end[e] = out
     if not new_end:
         return sink
-    out = rebuild(order, new_end)
-    new = out.get(sink, sink)
     # a loop ordered after another widened loop (a RANGE's order src: unroll's or a widening's
     # remainder loop) was rewritten from the graph before: its new END still reads old nodes
-    # the rebuild replaced (the other loop's END, its own RANGE ordered after it), which take
-    # their new versions, once per level of such chains (out[n] never reads n: acyclic)
-    for _ in range(len(new_end) - 1):
-        order = toposort([new])
-        if not any(n in out for n in order):
-            break
-        new = rebuild(order, out).get(new, new)
+    # (the other loop's END, its own RANGE ordered after it), which take their new versions
+    # in the same walk that puts the new ENDs in the graph (one walk for any chain of them)
+    new = substitute_closed(sink, new_end)
     return keep_params(sink, new)

@@ -264,3 +264,76 @@ def test_object_computes_in_wide_registers_and_streams_them(arch: str, reg: str)
     assert re.search(rf"vaddps {reg}\d+, {reg}\d+", asm)
     assert re.search(rf"vmovntps {reg}word ptr", asm)
     assert not re.search(r"vaddps xmm", asm)
+
+
+def _chain(loops: int) -> str:
+    """`loops` elementwise loops, each RANGE ordered after the END before it (unroll's
+    remainder loop after its jammed loop has this shape), each on 32 elements of its own."""
+    size = 32 * loops
+    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {size})",
+             f"%a = PARAM ParamArg(1, float32, {size})"]
+    for j in range(loops):
+        after = f", %e{j - 1}" if j else ""
+        lines += [f"%i{j} = RANGE(8{after}) ({j}, WEAK)", f"%m{j} = MUL(%i{j}, 4)",
+                  f"%p{j} = ADD(%m{j}, {32 * j})", f"%pa{j} = SHRINK(%a, %p{j}, 4)",
+                  f"%v{j} = LOAD(%pa{j})", f"%w{j} = MUL(%v{j}, %v{j})",
+                  f"%po{j} = SHRINK(%out, %p{j}, 4)", f"%s{j} = STORE(%po{j}, %w{j})",
+                  f"%e{j} = END(%s{j}, %i{j})"]
+    lines.append(f'SINK(%e{loops - 1}) KernelInfo(name="chain")')
+    return "\n".join(lines) + "\n"
+
+
+def test_chain_of_ordered_loops_is_rebuilt_in_one_walk(monkeypatch) -> None:
+    """40 loops, each ordered after the one before, all widened in one pass: the new ENDs go
+    into the graph in one walk that enters each node (old or new) once (before: one walk per
+    level of the chain), and each loop's region is walked alone, not with every loop before
+    it. Counted — the replacement map's lookups (one per node entered) and the nodes every
+    toposort of the pass returns — not timed; the result reads no old loop."""
+    import kcc.ir.uop as uop_mod
+    import kcc.passes.widen as widen_mod
+    from kcc.targets.x86.arch import x86_desc
+
+    plain_walk, substitute_closed = uop_mod._toposort, uop_mod.substitute_closed
+    walked = [0]
+    calls: list[tuple[int, int]] = []
+
+    class Counting(dict):
+        """A replacement map that counts its lookups."""
+
+        n = 0
+
+        def get(self, key, default=None):
+            self.n += 1
+            return super().get(key, default)
+
+    def walk(roots, descend):
+        out = plain_walk(roots, descend)
+        walked[0] += len(out)
+        return out
+
+    def counted(root, repl):
+        m = Counting(repl)
+        out = substitute_closed(root, m)
+        # every node the walk may enter: the old graph's and every new END's (not counted)
+        nodes = set(plain_walk([root], None)).union(*(plain_walk([v], None)
+                                                       for v in repl.values()))
+        calls.append((m.n, len(nodes)))
+        return out
+
+    desc = x86_desc("x86-64-v3")
+    g = slp(simplify(lower_weak_dtypes(parse(_chain(40), "k.uop"))), desc)
+    size = len(g.toposort())
+    monkeypatch.setattr(widen_mod, "substitute_closed", counted)
+    monkeypatch.setattr(uop_mod, "_toposort", walk)
+    w = widen(g, desc)
+    monkeypatch.undo()
+    assert len(calls) == 1
+    entered, nodes = calls[0]
+    assert entered <= nodes
+    # every other walk of the pass (its order, the loops' regions, ...) a fixed number of
+    # graphs' worth for any length of chain: 40 loops walked ~75 graphs' worth before
+    assert walked[0] <= 4 * size
+    assert _bounds(w) == [4] * 40                    # every loop widened once, 8 lanes
+    old = {u for u in g.toposort() if u.op in (Ops.RANGE, Ops.END)}
+    assert not old & set(w.toposort())
+    _check(_chain(6))                                # a short chain, against the interpreter
