@@ -71,12 +71,14 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
 
 
 def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
-                        flags_of: Callable[[Inst], str], ops: frozenset[str]) -> int:
+                        flags_of: Callable[[Inst], str], ops: frozenset[str],
+                        known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
     """Remove, in place, the instructions of fn whose op is in ``ops`` and whose results are
     never read: every virtual register they define is dead after them (defined again before
     any read, on every path), by the exact liveness of kcc/regalloc/liveness.py. The same
     side-effect rules as `eliminate_dead` (an OP, no clobbers, no memory write, no flag
-    reader). Returns how many went.
+    reader). Returns how many went. ``known`` (from `eliminate_dead`): each instruction's
+    uses and defs by id, read instead of asking again.
 
     `eliminate_dead` counts reads over the whole function, so it keeps a variable's first
     definition when a later one is read. The x86 selector zeroes each promoted REG buffer cell
@@ -84,25 +86,57 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
     sel_BUFFER); where every read of the cell follows a store of it, that zeroing is dead, and
     kept it would stretch the cell's live interval (the hull of its mentions) back to it:
     the accumulators of two reduce loops run one after the other would then hold registers
-    over both loops (passes/pack.py's column pairs)."""
-    from kcc.ir.mir import structure, successors
-    from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars
+    over both loops (passes/pack.py's column pairs).
+
+    Cheap where nothing can go (most kernels: the ops are every constant's `mov`): a register
+    defined once, by the candidate, and read somewhere is live after it (in a well-formed
+    function every read is reached by a definition, here only that one), so such a candidate
+    stays without liveness; the liveness, when a candidate is left, tracks only the registers
+    the candidates define (each variable's liveness is its own: the same answer for them)."""
     insts = fn.insts
     OP = Kind.OP
-    read = {w for _, w in flag_pairs(insts, lambda i: flags_of(insts[i])) if w is not None}
     cand = [i for i, inst in enumerate(insts)
-            if inst.op in ops and inst.kind is OP and not inst.clobbers and i not in read
-            and not writes_memory(inst)]
+            if inst.op in ops and inst.kind is OP and not inst.clobbers]
     if not cand:
         return 0
-    _, _, uses, defs = number_vars(insts)
+    reads: list[list] = []
+    writes: list[list] = []
+    for inst in insts:
+        k = known.get(id(inst)) if known is not None else None
+        if k is None:
+            reads.append(inst.uses())
+            writes.append(inst.defs())
+        else:
+            reads.append(k[1])
+            writes.append(k[2])
+    ndefs: Counter = Counter(r for rs in writes for r in rs if isinstance(r, VReg))
+    ndefs.update(v for v, _ in fn.params)           # a parameter is defined at the entry
+    nreads: Counter = Counter(r for rs in reads for r in set(rs) if isinstance(r, VReg))
+    cand = [i for i in cand if writes[i] and all(isinstance(r, VReg) for r in writes[i])
+            and not any(ndefs[r] == 1 and nreads[r] > (r in reads[i]) for r in writes[i])
+            and not writes_memory(insts[i])]
+    if not cand:
+        return 0
+    read = {w for _, w in flag_pairs(insts, lambda i: flags_of(insts[i])) if w is not None}
+    cand = [i for i in cand if i not in read]
+    if not cand:
+        return 0
+    from kcc.ir.mir import structure, successors
+    from kcc.regalloc.liveness import header_live_in, live_out_sets
+    # the variables: the registers the candidates define, numbered; every instruction's reads
+    # and writes of them (each once, as number_vars lists them)
+    num: dict[VReg, int] = {}
+    for i in cand:
+        for r in writes[i]:
+            num.setdefault(r, len(num))
+    get = num.get
+    uses = [list(dict.fromkeys(k for k in map(get, rs) if k is not None)) for rs in reads]
+    defs = [list(dict.fromkeys(k for k in map(get, rs) if k is not None)) for rs in writes]
     loops, labels = structure(insts)
     succ = successors(insts, labels)
     header_in, _ = header_live_in(uses, defs, succ, [b for b, _, _ in loops])
-    keep = set(cand)
-    outs = live_out_sets(uses, defs, succ, header_in, keep)
-    dead = {i for i in cand if defs[i] and all(isinstance(r, VReg) for r in insts[i].defs())
-            and not set(defs[i]) & outs[i]}
+    outs = live_out_sets(uses, defs, succ, header_in, set(cand))
+    dead = {i for i in cand if not set(defs[i]) & outs[i]}
     if dead:
         fn.insts = [inst for i, inst in enumerate(insts) if i not in dead]
     return len(dead)

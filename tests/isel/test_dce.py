@@ -170,3 +170,41 @@ def test_writes_memory_reads_the_form_row() -> None:
     assert not writes_memory(Inst("vzero", [RegOp(x, D)]))
     assert writes_memory(Inst("no_such_row", [Mem(v[0])]))       # unknown: kept as a store
 
+
+
+def test_a_constant_defined_once_and_read_stays_without_liveness(monkeypatch) -> None:
+    """A register the candidate alone defines and another instruction reads is live after it
+    (every read is reached by its one definition): no liveness is computed for it — the
+    liveness functions are replaced by ones that fail — while a cell defined again is still
+    decided by the liveness (both before the same loop)."""
+    import kcc.regalloc.liveness as liveness
+
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[2], D), Imm(7)]),
+                Inst("loop", [Label("L")], kind=Kind.LOOP_BEGIN),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]),
+                Inst("jl_rel32", [Label("L")], kind=Kind.LOOP_END),
+                Inst("ret", kind=Kind.RET)]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("liveness computed")
+
+    monkeypatch.setattr(liveness, "header_live_in", fail)
+    monkeypatch.setattr(liveness, "live_out_sets", fail)
+    assert len(_run_defs(fn)) == 5
+    monkeypatch.undo()
+    fn, v = _cell("store")
+    fn.insts.insert(0, Inst("mov_r32_imm32", [RegOp(v[2], D), Imm(7)]))
+    fn.insts.insert(-1, Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]))
+    assert _run_defs(fn)[:2] == ["mov_r32_imm32", "loop"]       # the cell's zeroing went
+
+
+def test_a_read_of_itself_does_not_keep_a_zeroing() -> None:
+    """A candidate's read of its own register is no later read: a register the candidate
+    alone defines and only it reads is not live after it, and it goes (what the liveness
+    says; the shortcut for registers defined once must not keep it)."""
+    fn, v = _fn()
+    fn.insts = [Inst("vzero", [RegOp(v[1], D), RegOp(v[1], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run_defs(fn) == ["mov_rm32_r32", "ret"]

@@ -140,7 +140,7 @@ class X86Target:
         known: dict = {}                      # each instruction's uses and defs, asked once
         eliminate_dead(fn, writes_memory, _flags_of, known)
         # the zeroing of promoted REG cells that every read follows a store of
-        eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING)
+        eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING, known)
         hoist_invariants(fn, _movable, _flags_of, known, _alone)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
