@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp
 
 Affine = tuple[dict[UOp, int], int]       # (coefficient of each leaf, constant)

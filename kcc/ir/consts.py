@@ -18,7 +18,7 @@ import struct
 from typing import Any
 
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UNKNOWN, UOp
 
 

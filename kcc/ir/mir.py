@@ -252,25 +252,27 @@ def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, 
     stack: list[tuple[str, int]] = []
     inside: tuple[int, ...] = ()          # the open loops' headers, outermost first
     enclosing: dict[int, tuple[int, ...]] = {}   # of the labels and forward branches
-    OP = Kind.OP
+    # (bound once: an Enum class attribute is a slow lookup)
+    OP, LABEL, JUMP, BRANCH = Kind.OP, Kind.LABEL, Kind.JUMP, Kind.BRANCH
+    LOOP_BEGIN, LOOP_END = Kind.LOOP_BEGIN, Kind.LOOP_END
     for i, inst in enumerate(insts):
         kind = inst.kind
         if kind is OP or kind in _PLAIN_KINDS:
             continue                      # nothing to check (a plain instruction)
         if kind in _LABELLED_KINDS and inst.label() is None:
             raise MirError(f"inst {i} ({inst.op}): a {kind.value} needs a Label")
-        if kind is Kind.LABEL or kind is Kind.JUMP or kind is Kind.BRANCH:
+        if kind is LABEL or kind is JUMP or kind is BRANCH:
             enclosing[i] = inside
-        if kind is Kind.LABEL or kind is Kind.LOOP_BEGIN:
+        if kind is LABEL or kind is LOOP_BEGIN:
             name = inst.label()
             assert name is not None
             if name in labels:
                 raise MirError(f"inst {i} ({inst.op}): label {name!r} defined twice")
             labels[name] = i
-        if kind is Kind.LOOP_BEGIN:
+        if kind is LOOP_BEGIN:
             stack.append((inst.label() or "", i))
             inside = inside + (i,)
-        elif kind is Kind.LOOP_END:
+        elif kind is LOOP_END:
             if not stack or stack[-1][0] != inst.label():
                 raise MirError(f"inst {i} ({inst.op}): LOOP_END {inst.label()!r} does not "
                                f"close the innermost open loop")
@@ -283,10 +285,10 @@ def structure(insts: list[Inst]) -> tuple[list[tuple[int, int, int]], dict[str, 
         raise MirError(f"loop {stack[-1][0]!r} at inst {stack[-1][1]} has no LOOP_END")
     for i, inside in enclosing.items():
         inst = insts[i]
-        if inst.kind in (Kind.JUMP, Kind.BRANCH):
+        if inst.kind in (JUMP, BRANCH):
             name = inst.label()
             t = labels.get(name or "")
-            if t is None or insts[t].kind is not Kind.LABEL:
+            if t is None or insts[t].kind is not LABEL:
                 raise MirError(f"inst {i} ({inst.op}): branch to unknown label {name!r}")
             if t <= i:
                 raise MirError(f"inst {i} ({inst.op}): only LOOP_END may branch backwards")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from kcc.ir.dtype import DType
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
 
 Range = Optional[tuple[int, int]]

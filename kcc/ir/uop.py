@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from kcc.ir.dtype import DType
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 
 
 class AddrSpace(enum.Enum):

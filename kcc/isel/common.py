@@ -15,7 +15,7 @@ from typing import Callable, Collection
 
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp
 
 

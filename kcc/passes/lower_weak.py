@@ -27,7 +27,8 @@ requested dtype; every strong node maps to exactly one new node.
 from __future__ import annotations
 
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import ALU, COMPARE, Ops
+from kcc.ir.ops import ALU, COMPARE
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
 from kcc.ir.ranges import Range, fits, int_ranges
 from kcc.passes.target import TargetDesc

@@ -103,7 +103,7 @@ from dataclasses import dataclass
 
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
-from kcc.ir.ops import Ops
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, substitute
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze as _unroll_plan

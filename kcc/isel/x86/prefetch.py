@@ -37,7 +37,8 @@ picks, ahead PREFETCH_AHEAD or the enclosing loop's step of the load's address:
 
 from __future__ import annotations
 
-from kcc.ir import AddrSpace, Ops, UOp
+from kcc.ir import AddrSpace, UOp
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.uop import base_buffer

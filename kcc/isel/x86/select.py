@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kcc.ir import AddrSpace, Ops, UOp, dtypes
+from kcc.ir import AddrSpace, UOp, dtypes
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg

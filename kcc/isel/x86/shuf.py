@@ -247,11 +247,12 @@ class X86Shuf:
             return None
         addr: set = set()
         frame_stores = False
+        OP = Kind.OP              # (bound once: an Enum class attribute is a slow lookup)
         for inst in reversed(self.fn.insts[-_SCAN:]):
-            if inst.kind is Kind.OP and inst.op == "vzero" and r not in inst.defs():
+            if inst.kind is OP and inst.op == "vzero" and r not in inst.defs():
                 addr.update(inst.defs())          # a zeroing idiom: no memory access
                 continue
-            if inst.kind is not Kind.OP or inst.op not in FORMS:
+            if inst.kind is not OP or inst.op not in FORMS:
                 return None
             defs = inst.defs()
             if r in defs:

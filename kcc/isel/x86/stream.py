@@ -39,7 +39,8 @@ and the fence makes them visible before anything the caller does after the kerne
 from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
-from kcc.ir import AddrSpace, Ops, UOp
+from kcc.ir import AddrSpace, UOp
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.affine import affine
 from kcc.ir.uop import base_buffer
 from kcc.isel.x86.analysis import footprint

@@ -5,7 +5,8 @@ A mixin of X86Selector (kcc/isel/x86/select.py)."""
 from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
-from kcc.ir import Ops, UOp, dtypes
+from kcc.ir import UOp, dtypes
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
