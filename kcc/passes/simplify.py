@@ -27,7 +27,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from kcc.ir.uop import UNKNOWN, UOp, reachable
+from kcc.ir.uop import UNKNOWN, UOp, reachable, toposort
 from kcc.passes.target import TargetDesc
 
 _NO_FOLD_FLOAT = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC, Ops.THREEFRY})
@@ -237,9 +237,12 @@ def fold_alu(x: UOp) -> UOp | None:
     """An ALU op whose value operands are all strong constants → its strong constant result."""
     if x.shape != () or x.op is Ops.WHERE:
         return None   # WHERE: where_const_cond
-    vals = [const_value(s) for s in x.src]
-    if any(v is None for v in vals):
-        return None
+    vals = []
+    for s in x.src:                # (a loop: most nodes stop at their first src)
+        v = const_value(s)
+        if v is None:
+            return None
+        vals.append(v)
     odt = vals[0][1]
     args = [v for v, _ in vals]
     if odt.is_float:
@@ -252,10 +255,11 @@ def fold_alu(x: UOp) -> UOp | None:
 def fold_cast(x: UOp, c: UOp) -> UOp | None:
     """CAST of a strong constant → the constant converted (also canonicalises CAST(CONST))."""
     if c.op is Ops.CONST and not isinstance(c.arg, bool):
-        v = convert(c.arg, c.dtype, x.arg)
-        if v is None:
+        # convert(c.arg, c.dtype, x.arg): x's strong value, kept on x (asked by every run)
+        cv = const_value(x)
+        if cv is None:
             return None
-        new = make_const(v, x.arg)
+        new = make_const(cv[0], x.arg)
         return None if new is x else new
     cv = const_value(c)
     if cv is None:
@@ -545,7 +549,9 @@ def keep_params(before: UOp, after: UOp) -> UOp:
     still run 0..n-1 (the verifier's rule) and the kernel's signature does not change."""
     if after is before:             # a pass that changed nothing (no walk: compile time)
         return after
-    now = reachable([after])
+    # (toposort, not reachable: its order is kept on `after`, where the verifier after the
+    # pass and the next pass read it instead of walking the graph again)
+    now = set(toposort([after]))
     # a PARAM under a node the new graph still has is still there: walk only what changed
     lost = sorted((u for u in reachable([before], now) if u.op is Ops.PARAM),
                   key=lambda u: u.arg.slot)
