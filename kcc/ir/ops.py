@@ -72,7 +72,7 @@ class Ops(enum.Enum):
 
 class _MemberTable(type):
     """The metaclass of `FastOps`: what a module may ask of `Ops` besides a member (iterate,
-    index by name, call with a value, isinstance), answered by Ops itself."""
+    index by name, call with a value, isinstance, `__members__`), answered by Ops itself."""
 
     def __instancecheck__(cls, x: object) -> bool:
         return isinstance(x, Ops)
@@ -91,6 +91,10 @@ class _MemberTable(type):
 
     def __repr__(cls) -> str:
         return repr(Ops)
+
+    @property
+    def __members__(cls):
+        return Ops.__members__
 
 
 class FastOps(metaclass=_MemberTable):

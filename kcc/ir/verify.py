@@ -33,7 +33,8 @@ from __future__ import annotations
 import weakref
 
 from kcc.ir.consts import const_int, const_value
-from kcc.ir.ops import ALU, Ops
+from kcc.ir.ops import ALU
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
 from kcc.ir.uop import AddrSpace, UOp, toposort

@@ -23,6 +23,7 @@ def test_every_member_is_the_enum_member_itself() -> None:
 def test_what_else_a_module_asks_is_answered_by_ops() -> None:
     assert isinstance(Ops.ADD, FastOps) and not isinstance("ADD", FastOps)
     assert FastOps["RANGE"] is Ops.RANGE
+    assert FastOps.__members__ == Ops.__members__
     assert FastOps(Ops.END.value) is Ops.END
     with pytest.raises(KeyError):
         FastOps["NOPE"]
@@ -40,6 +41,8 @@ def test_the_enum_module_is_unchanged() -> None:
 
 
 def test_the_hot_modules_read_fastops() -> None:
+    from kcc.frontend import parser
+    from kcc.ir import verify
     from kcc.isel.x86 import select
     from kcc.passes import simplify, slp, unroll
-    assert all(m.Ops is FastOps for m in (simplify, slp, unroll, select))
+    assert all(m.Ops is FastOps for m in (simplify, slp, unroll, select, parser, verify))
