@@ -144,17 +144,37 @@ class _Packer:
         """0: t needs recursion; 2: t is the lanes of one vector in order (that vector);
         1: another leaf, a STACK of t (lanes of vectors, one value, constants)."""
         s0 = t[0]
-        if all(s.op is Ops.INDEX and s.src[0].kind == "value" and const_int(s.src[1]) is not None
-               for s in t):
-            v = s0.src[0]
-            if v.shape == (len(t),) and all(s.src[0] is v and const_int(s.src[1]) == j
-                                            for j, s in enumerate(t)):
-                return 2
+        # (loops, not all() over generators: this runs for every tuple slp looks at)
+        INDEX = Ops.INDEX
+        lanes = True                     # every lane an INDEX of a value at a constant
+        one = True                       # ... and lane j of one vector v, in order
+        v = s0.src[0] if s0.op is INDEX else None
+        for j, s in enumerate(t):
+            if s.op is not INDEX:
+                lanes = False
+                break
+            x = s.src[0]
+            if x.kind != "value":
+                lanes = False
+                break
+            k = const_int(s.src[1])
+            if k is None:
+                lanes = False
+                break
+            if one and (x is not v or k != j):
+                one = False
+        if lanes:
             # lanes of one vector are a shuffle; of several (a transpose), at most n inserts
+            return 2 if one and v.shape == (len(t),) else 1
+        for s in t:
+            if s is not s0:
+                break
+        else:
             return 1
-        if all(s is s0 for s in t) or all(is_const(s) for s in t):
-            return 1
-        return 0
+        for s in t:
+            if not is_const(s):
+                return 0
+        return 1
 
     def _load(self, t: Lanes) -> UOp | None:
         """n ungated LOADs of consecutive elements of one buffer → one vector LOAD."""
@@ -255,11 +275,15 @@ class _Packer:
         s0 = t[0]
         if s0.op not in _PACKABLE or s0.shape != () or s0.kind != "value":
             return False
-        if not all(s.op is s0.op and s.arg == s0.arg and s.dtype == s0.dtype
-                   and len(s.src) == len(s0.src) and s.shape == () for s in t):
-            return False
-        if any(x.shape != () or x.kind != "value" for s in t for x in s.src):
-            return False
+        op, arg, dt, n_src = s0.op, s0.arg, s0.dtype, len(s0.src)
+        for s in t:                      # (a loop, not all(): this runs per tuple tried)
+            if not (s.op is op and s.arg == arg and s.dtype == dt and len(s.src) == n_src
+                    and s.shape == ()):
+                return False
+        for s in t:
+            for x in s.src:
+                if x.shape != () or x.kind != "value":
+                    return False
         n = len(t)
         if s0.op in (Ops.CAST, Ops.BITCAST):
             return self.ctx.cast_legal(s0.op, s0.src[0].dtype, s0.dtype, n)
