@@ -22,6 +22,7 @@ backwards sweep repeated to a fixed point. Linear in the function's size per swe
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from typing import Callable
 
@@ -117,6 +118,10 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
             and not writes_memory(insts[i])]
     if not cand:
         return 0
+    live = _read_next(insts, reads, writes, cand)
+    cand = [i for i in cand if i not in live]
+    if not cand:
+        return 0
     read = {w for _, w in flag_pairs(insts, lambda i: flags_of(insts[i])) if w is not None}
     cand = [i for i in cand if i not in read]
     if not cand:
@@ -140,3 +145,39 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
     if dead:
         fn.insts = [inst for i, inst in enumerate(insts) if i not in dead]
     return len(dead)
+
+
+
+def _read_next(insts: list[Inst], reads: list[list], writes: list[list],
+               cand: list[int]) -> set[int]:
+    """The candidates a register of which is read by the next instruction that mentions it,
+    with only fall-through instructions between (no JUMP, no RET: each has the next as a
+    successor): a path from the candidate to a read with no definition on it, so that
+    register is live after the candidate and the candidate stays, exactly, without liveness
+    (a vector accumulator zeroed, then updated in its loop). Linear: each register's
+    mentions in order, found by bisection; the JUMPs and RETs counted by prefix."""
+    regs = {r for i in cand for r in writes[i]}
+    at: dict[VReg, list[int]] = {r: [] for r in regs}
+    stops = [0]                          # stops[j]: JUMPs and RETs among insts[:j]
+    JUMP, RET = Kind.JUMP, Kind.RET
+    n = 0
+    for j, inst in enumerate(insts):
+        for rs in (reads[j], writes[j]):
+            for r in rs:
+                lst = at.get(r)
+                if lst is not None and (not lst or lst[-1] != j):
+                    lst.append(j)
+        if inst.kind is JUMP or inst.kind is RET:
+            n += 1
+        stops.append(n)
+    out: set[int] = set()
+    for i in cand:
+        for r in writes[i]:
+            lst = at[r]
+            k = bisect_right(lst, i)
+            if k < len(lst):
+                p = lst[k]
+                if stops[p] == stops[i + 1] and r in reads[p]:
+                    out.add(i)
+                    break
+    return out

@@ -208,3 +208,30 @@ def test_a_read_of_itself_does_not_keep_a_zeroing() -> None:
                 Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]),
                 Inst("ret", kind=Kind.RET)]
     assert _run_defs(fn) == ["mov_rm32_r32", "ret"]
+
+
+def test_a_zeroing_read_first_on_the_fall_through_path_stays_without_liveness(
+        monkeypatch) -> None:
+    """An accumulator zeroed, then read and updated in its loop (defined twice): the next
+    instruction that mentions it on the fall-through path reads it, a path with no
+    definition, so it is live — decided without liveness (which is made to fail); past a
+    JUMP that path is not known, and the liveness decides (here: the zero is dead)."""
+    import kcc.regalloc.liveness as liveness
+
+    fn, _ = _cell("read")
+
+    def fail(*args, **kwargs):
+        raise AssertionError("liveness computed")
+
+    monkeypatch.setattr(liveness, "header_live_in", fail)
+    assert len(_run_defs(fn)) == 6
+    monkeypatch.undo()
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(0)]),
+                Inst("jmp_rel32", [Label("J")], kind=Kind.JUMP),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),      # not reached
+                Inst("j", [Label("J")], kind=Kind.LABEL),
+                Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),
+                Inst("ret", kind=Kind.RET)]
+    assert _run_defs(fn)[0] == "jmp_rel32"
