@@ -19,11 +19,20 @@ exit with the same status (tests/cli/test_fast_cli.py).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any, NoReturn
 
-from kcc.targets import registry    # the names of the targets and the compile options
+# the names of the targets and the compile options, imported with the collector paused (as
+# kcc/__init__.py imports: start-up makes no garbage)
+_gc_was_enabled = gc.isenabled()
+gc.disable()
+try:
+    from kcc.targets import registry
+finally:
+    if _gc_was_enabled:
+        gc.enable()
 
 
 class _Fallback(Exception):

@@ -44,7 +44,9 @@ _codes_dirty = False
 
 def cache_dir() -> str:
     """The folder of kcc's bytecode (what `importlib` writes the .pyc of this module to)."""
-    from importlib.util import cache_from_source
+    # importlib.util's function, from the import system's own module (importlib.util itself
+    # would import the importlib package, contextlib and more at start-up)
+    from _frozen_importlib_external import cache_from_source
     return os.path.dirname(cache_from_source(os.path.abspath(__file__)))
 
 
@@ -58,7 +60,13 @@ def _read(path: str) -> Any:
 
 
 def _write(path: str, value: Any) -> None:
-    """Write value to path (temporary file, then rename); nothing where bytecode is not
+    """Write value (marshalled) to path: _write_bytes."""
+    if not sys.dont_write_bytecode:
+        _write_bytes(path, marshal.dumps(value))
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    """Write data to path (temporary file, then rename); nothing where bytecode is not
     written, and no error if the folder cannot be written."""
     if sys.dont_write_bytecode:
         return
@@ -66,7 +74,7 @@ def _write(path: str, value: Any) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "wb") as f:
-            f.write(marshal.dumps(value))
+            f.write(data)
         os.replace(tmp, path)
     except (OSError, ValueError):
         try:

@@ -1,0 +1,141 @@
+"""kcc/bundle.py: kcc's modules loaded from one file of code objects (issue 24, item 4). What a
+process loads from it is the code a `.pyc` import gives (the same code object, compared with
+compiling the source), a module whose source changed is imported from its source, a broken
+file is ignored, and nothing is written where bytecode is not. Properties of fresh processes
+over a copy of the kcc package, not timings (bench/startup.py measures the time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAXPY = REPO / "examples" / "saxpy.uop"
+
+# what a process reports: where each kcc module came from, and its module attributes
+PROBE = r"""
+import json, sys
+sys.argv = ["kcc", "compile", sys.argv[1], "-t", "x86", "-o", sys.argv[2]]
+from kcc import cli
+try:
+    cli.main()
+except SystemExit as e:
+    assert e.code == 0, e.code
+out = {}
+for name, m in sorted(sys.modules.items()):
+    if name.startswith("kcc."):
+        spec = m.__spec__
+        out[name] = [type(spec.loader).__name__, m.__file__, spec.origin,
+                     getattr(m, "__path__", None), spec.parent]
+print(json.dumps(out))
+"""
+
+
+def _copy(tmp: Path) -> Path:
+    """A copy of the kcc package under tmp (sources only), for a process to import."""
+    shutil.copytree(REPO / "kcc", tmp / "kcc", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp
+
+
+def _run(root: Path, out: Path, write: bool = True) -> dict[str, list]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(root)
+    if not write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    p = subprocess.run([sys.executable, "-c", PROBE, str(SAXPY), str(out)], env=env,
+                       capture_output=True, text=True, timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def _bundle_files(root: Path) -> list[Path]:
+    return list((root / "kcc" / "__pycache__").glob("modules.*.bin"))
+
+
+def test_second_process_loads_the_same_code_from_the_bundle(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    first = _run(root, tmp_path / "a.o")
+    assert _bundle_files(root) and all(v[0] == "SourceFileLoader" for v in first.values())
+    second = _run(root, tmp_path / "b.o")
+    assert set(second) == set(first)
+    bundled = {n for n, v in second.items() if v[0] == "_Loader"}
+    # every kcc module but the package and the bundle module itself (imported before it)
+    assert bundled == set(first) - {"kcc.bundle"} and len(bundled) > 50
+    for name in bundled:
+        assert second[name][1:] == first[name][1:], name     # __file__, origin, __path__
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
+    # the code in the file is the source's code, as compile() makes it
+    sys.path.insert(0, str(root))
+    try:
+        from kcc.bundle import Bundle
+    finally:
+        sys.path.remove(str(root))
+    b = Bundle(str(_bundle_files(root)[0]))
+    for name in ("kcc.cli", "kcc.ir", "kcc.targets.x86.target", "kcc.encode.x86.table"):
+        origin = b.entries[name][0]
+        with open(origin, encoding="utf-8") as f:
+            want = compile(f.read(), origin, "exec", dont_inherit=True)
+        assert b.loader.get_code(name) == want
+        assert b.loader.is_package(name) == origin.endswith("__init__.py")
+
+
+def test_a_changed_module_is_imported_from_its_source(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    _run(root, tmp_path / "b.o")
+    ops = root / "kcc" / "ir" / "ops.py"
+    ops.write_text(ops.read_text() + "\nCHANGED_FOR_THE_TEST = 1\n")
+    third = _run(root, tmp_path / "c.o")
+    assert third["kcc.ir.ops"][0] == "SourceFileLoader"
+    assert third["kcc.ir.uop"][0] == "_Loader"
+    fourth = _run(root, tmp_path / "d.o")              # the bundle took the new version
+    assert fourth["kcc.ir.ops"][0] == "_Loader"
+    sys.path.insert(0, str(root))
+    try:
+        from kcc.bundle import Bundle
+    finally:
+        sys.path.remove(str(root))
+    code = Bundle(str(_bundle_files(root)[0])).loader.get_code("kcc.ir.ops")
+    assert "CHANGED_FOR_THE_TEST" in code.co_names
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "d.o").read_bytes()
+
+
+@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xfb\x00\x00\x00", b"kccB\xff\xff\xff\x7f",
+                                  b"kccB\x04\x00\x00\x00abcd", b"kccB\x01\x00\x00\x000"])
+def test_a_broken_bundle_is_ignored_and_rewritten(tmp_path: Path, junk: bytes) -> None:
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    [path] = _bundle_files(root)
+    path.write_bytes(junk)
+    again = _run(root, tmp_path / "b.o")
+    assert all(v[0] == "SourceFileLoader" for v in again.values())
+    assert path.stat().st_size > 100_000                  # written whole again
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
+
+
+def test_nothing_written_without_bytecode(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o", write=False)
+    assert _bundle_files(root) == []
+
+
+def test_a_cut_bundle_serves_only_whole_modules(tmp_path: Path) -> None:
+    """A file cut short (a full disk while another process wrote it is impossible — the
+    write is renamed into place — but a copy may be cut): the modules whose code it still
+    holds whole load from it, the rest from their sources."""
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    [path] = _bundle_files(root)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    again = _run(root, tmp_path / "b.o")
+    kinds = {v[0] for v in again.values()}
+    assert kinds == {"_Loader", "SourceFileLoader"}
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
