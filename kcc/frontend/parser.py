@@ -16,8 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kcc import collector
 from kcc.frontend.errors import SourceError
@@ -28,6 +27,9 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
 from kcc.ir.verify import VerifyError, check_bounds, verify
+
+if TYPE_CHECKING:   # no pathlib at start-up (kcc/targets/pathtext.py)
+    from pathlib import Path
 
 HEADER = "# kcc-uop 1"
 # Deeper nesting than any valid arg needs is refused before it can strain anything downstream

@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from kcc.targets import registry
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kcc.frontend.parser import ParseResult
 
 
@@ -215,6 +216,7 @@ def run(o: RunOptions) -> None:
         _interpret(sink, values)
     else:
         _launch(target, data, desc, values, o.emulate)
+    from pathlib import Path
     out = Path(o.outdir)
     _save(out, desc, values, "")
     n = sum(a.kind == "buffer" for a in desc.args)
@@ -284,6 +286,8 @@ def load_npy(path: str, label: str) -> Any:
 def from_manifest(source: str, target: str | None, kernel: str | None
                   ) -> tuple[Any, bytes, str]:
     """The kernel a manifest describes, its object's bytes, and its target."""
+    from pathlib import Path
+
     from kcc.targets.manifest import KernelDesc, LaunchError, load_manifest
     try:
         doc, data = load_manifest(Path(source))
@@ -342,6 +346,7 @@ def refuse_object_source(source: str) -> None:
     except OSError as e:
         raise UserError(f"cannot read {source!r}: {e.strerror or e}") from None
     if head == b"\x7fELF":
+        from pathlib import Path
         raise UserError(f"{source} is a compiled object; run its manifest "
                         f"({Path(source).with_suffix('.json')}), or the .uop with -t TARGET")
 

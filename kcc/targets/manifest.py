@@ -9,11 +9,13 @@ does not match before any target code touches memory.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling needs none)
+    from pathlib import Path
+
     import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
@@ -165,21 +167,24 @@ def worker_names(desc: KernelDesc) -> list[str]:
 
 # -- manifest files ---------------------------------------------------------------------------
 
-def manifest_doc(path: Path, target: str, arch: str, kernels: list[KernelDesc],
-                 object_path: Path | None, object_data: bytes | None = None) -> dict[str, Any]:
+def manifest_doc(path: str | Path, target: str, arch: str, kernels: list[KernelDesc],
+                 object_path: str | Path | None, object_data: bytes | None = None
+                 ) -> dict[str, Any]:
     """The manifest for kernels compiled into object_path (whose bytes are object_data, read
     from the file when None), to be written at path: the object is named relative to it."""
     doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
                            "target": target, "arch": arch,
                            "kernels": [k.to_json() for k in kernels]}
     if object_path is not None:
-        data = Path(object_path).read_bytes() if object_data is None else object_data
-        rel = Path(object_path).resolve()
-        try:
-            rel = rel.relative_to(Path(path).resolve().parent)
-        except ValueError:
-            pass
-        doc["object"] = {"file": str(rel), "sha256": sha256_hex(data)}
+        from kcc.targets import pathtext    # pathlib's answers (no pathlib at start-up)
+        data = object_data
+        if data is None:
+            with open(object_path, "rb") as f:
+                data = f.read()
+        obj = pathtext.resolve(os.fspath(object_path))
+        # relative to the manifest's folder where it is inside it, else absolute
+        rel = pathtext.relative_to(obj, os.path.dirname(pathtext.resolve(os.fspath(path))))
+        doc["object"] = {"file": obj if rel is None else rel, "sha256": sha256_hex(data)}
     return doc
 
 
@@ -192,6 +197,7 @@ def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc]
                    object_path: Path | None) -> dict[str, Any]:
     """Write the manifest JSON for kernels compiled into object_path; return the dict."""
     doc = manifest_doc(path, target, arch, kernels, object_path)
+    from pathlib import Path
     Path(path).write_text(manifest_text(doc))
     return doc
 
@@ -227,6 +233,7 @@ def load_manifest(path: Path) -> tuple[dict[str, Any], bytes | None]:
     obj = doc.get("object")
     data = None
     if obj is not None:
+        from pathlib import Path
         opath = Path(path).parent / obj["file"]
         try:
             data = read_regular(opath, MAX_OBJECT_BYTES)

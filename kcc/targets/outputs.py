@@ -24,8 +24,12 @@ import re
 import stat
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, BinaryIO, Callable, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Union
+
+from kcc.targets import pathtext   # pathlib's answers without importing it (start-up)
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class OutputError(Exception):
@@ -136,7 +140,7 @@ def write_all(outputs: list[Output]) -> None:
         for o in regular:
             folder = os.path.dirname(o.path) or "."
             try:
-                fd, tmp = _temporary(folder, Path(o.path).name)
+                fd, tmp = _temporary(folder, pathtext.name(o.path))
             except OSError as e:
                 raise OutputError(_message(o, e)) from None
             temps.append((tmp, o))
@@ -174,7 +178,7 @@ def write_all(outputs: list[Output]) -> None:
 
 def header_guard(path: str) -> str:
     """The include guard of a header, from its file name: kernels-v2.h → KERNELS_V2_H."""
-    name = re.sub(r"[^A-Za-z0-9]", "_", Path(path).name).upper() if path != "-" else ""
+    name = re.sub(r"[^A-Za-z0-9]", "_", pathtext.name(path)).upper() if path != "-" else ""
     if not name or not (name[0].isalpha()):
         name = "KCC_" + (name.lstrip("_") or "KERNELS_H")
     return name
@@ -190,7 +194,7 @@ def compile_outputs(spec: Any, compiled: Any, first_input: str, output: str | No
     cannot be met."""
     from kcc.targets.manifest import manifest_doc, manifest_text
     kind = spec.emit(compiled.emit)
-    out = output or Path(first_input).stem + kind.suffix
+    out = output or pathtext.stem(first_input) + kind.suffix
     outputs = [Output(out, compiled.data,
                       "object" if kind.loadable else f"{compiled.emit} output")]
     mpath = None
@@ -201,11 +205,11 @@ def compile_outputs(spec: Any, compiled: Any, first_input: str, output: str | No
                               "write the object to a file, or leave out --manifest")
         mpath = manifest
     elif not no_manifest and not is_special(out):
-        mpath = str(Path(out).with_suffix(".json"))
+        mpath = pathtext.with_suffix(out, ".json")
         refuse_foreign_manifest(mpath, out)
     if mpath:
-        doc = manifest_doc(Path(mpath), spec.name, compiled.arch, compiled.descs,
-                           Path(out) if kind.loadable else None, compiled.data)
+        doc = manifest_doc(mpath, spec.name, compiled.arch, compiled.descs,
+                           out if kind.loadable else None, compiled.data)
         outputs.append(Output(mpath, manifest_text(doc).encode(), "manifest"))
     if header:
         text = spec.header(compiled.descs, header_guard(header))
@@ -246,6 +250,7 @@ def save_arrays(folder: str | Path, arrays: dict[str, Any]) -> None:
     """Save numpy arrays as folder/NAME (.npy files), all or nothing (write_all): a full disk
     leaves no half-written file and no earlier file replaced. The folder is created."""
     import numpy as np
+    from pathlib import Path
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -265,6 +270,7 @@ def fresh_folder(folder: str | Path, force: bool, marker: str) -> None:
     and the folder holds marker (the file the command writes last, so it is one of its own
     folders): then its contents are removed. OutputError otherwise."""
     import shutil
+    from pathlib import Path
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder; choose a folder with -o")

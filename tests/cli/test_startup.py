@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import subprocess
 import sys
@@ -84,6 +85,26 @@ def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Pat
     imported = sorted(m for m in mods if m in NOT_ON_THE_X86_PATH or
                       m.startswith(tuple(f"{n}." for n in NOT_ON_THE_X86_PATH)))
     assert imported == [], f"compiling saxpy for x86 imported {imported}"
+
+
+def test_x86_compile_path_imports_no_pathlib_or_importlib_util(tmp_path: Path) -> None:
+    """pathlib (with urllib.parse, ipaddress and fnmatch: kcc/targets/pathtext.py answers for
+    it) and importlib.util are not imported by a compile. Run without site (`-S`): an editable
+    install's finder, which site loads, imports both itself."""
+    code = ("import json, sys\n"
+            f"sys.argv = ['kcc', 'compile', {str(SAXPY)!r}, '-t', 'x86', '-o', "
+            f"{str(tmp_path / 's.o')!r}]\n"
+            "from kcc.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=300)
+    mods = set(json.loads(p.stderr.strip().splitlines()[-1]))
+    assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
+    assert "site" not in mods and "kcc.targets.x86.target" in mods
+    for m in ("pathlib", "urllib", "urllib.parse", "ipaddress", "fnmatch", "importlib.util"):
+        assert m not in mods, f"compiling saxpy for x86 imported {m}"
 
 
 def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ casts, masked loads, vector registers)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -177,7 +176,8 @@ V4_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 def cpu_flags() -> set[str]:
     """The CPU feature flags of this machine (Linux /proc/cpuinfo; empty elsewhere)."""
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        with open("/proc/cpuinfo", encoding="utf-8") as f:     # Path.read_text's reading
+            text = f.read()
     except OSError:
         return set()
     for line in text.splitlines():
