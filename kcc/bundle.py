@@ -31,7 +31,10 @@ import sys
 from _frozen_importlib import ModuleSpec                 # importlib.machinery's, imported
 from _frozen_importlib_external import SourceFileLoader  # at start-up (no importlib package)
 from types import CodeType, ModuleType
-from typing import Any
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _PREFIX = "kcc."
 _MAGIC = b"kccB"

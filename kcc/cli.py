@@ -22,7 +22,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Any, NoReturn
 
 # the names of the targets and the compile options, imported with the collector paused (as
 # kcc/__init__.py imports: start-up makes no garbage)
@@ -42,7 +41,11 @@ class _Fallback(Exception):
 # one option: its flags, the keyword the command takes it as, its kind and its default.
 # Kinds: "flag" (True when given), "str", "int0" (an integer >= 0, click.IntRange(min=0)),
 # "target" (a name in kcc.targets.registry), or a tuple of choices (click.Choice).
-_Opt = tuple[tuple[str, ...], str, Any, Any]
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    _Opt = tuple[tuple[str, ...], str, Any, Any]
 
 _COMPILE: list[_Opt] = [
     (("-t", "--target"), "target", "target", None),

@@ -15,9 +15,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import NoReturn
 
 from kcc.frontend.errors import SourceError
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 class UsageProblem(Exception):

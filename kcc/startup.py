@@ -32,9 +32,12 @@ import os
 import sys
 from collections.abc import Callable
 from types import CodeType, ModuleType
-from typing import Any, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 _TAG = f"{sys.implementation.cache_tag}-{sys.version.split()[0]}"
 _MAX_CODES = 4000           # a cache that grew past this (many versions' classes) starts over
@@ -192,6 +195,9 @@ def install_dataclass_cache() -> None:
     import dataclasses
     if getattr(dataclasses, "exec", None) is not _dataclass_exec:
         dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]
-    import typing
-    if getattr(typing, "compile", None) is not _typing_compile:
+    # typing's forward references too, where typing is imported already: kcc's own modules
+    # do not import it at run time (a NamedTuple is collections' namedtuple), so a compile
+    # does not pay for typing; a host program that has it gets the cache
+    typing = sys.modules.get("typing")
+    if typing is not None and getattr(typing, "compile", None) is not _typing_compile:
         typing.compile = _typing_compile        # type: ignore[attr-defined]

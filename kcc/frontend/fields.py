@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from kcc.frontend.lexer import INT_HI, INT_LO
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.uop import AxisType
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # a %name exactly as the lexer's `ref` token spells it
 NAME = re.compile(r"%[A-Za-z0-9_][A-Za-z0-9_.]*\Z")

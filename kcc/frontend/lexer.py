@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from kcc.frontend.errors import SourceError
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Python's float literal grammar (Language Reference 2.4.6), with an optional leading minus.
 _DIGITS = r"\d(?:_?\d)*"

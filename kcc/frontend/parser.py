@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections import namedtuple
 
 from kcc import collector
 from kcc.frontend.errors import SourceError
@@ -28,8 +28,10 @@ from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
 from kcc.ir.verify import VerifyError, check_bounds, verify
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:   # no pathlib at start-up (kcc/targets/pathtext.py)
     from pathlib import Path
+    from typing import Any
 
 HEADER = "# kcc-uop 1"
 # Deeper nesting than any valid arg needs is refused before it can strain anything downstream
@@ -52,16 +54,18 @@ _FLOAT_FORMAT: dict[str, tuple[int, int]] = {
 _INT64 = dtypes.int64
 
 
-class NodeLoc(NamedTuple):
+class NodeLoc(namedtuple("NodeLoc", "line col src_cols arg_col", defaults=((), None))):
     """Where a node is written: its statement's line, op column, operand and arg columns.
 
-    A NamedTuple, not a dataclass: one is made per line and tuples are much cheaper to build.
+    A named tuple, not a dataclass: one is made per line and tuples are much cheaper to build
+    (collections' namedtuple, not typing's: no typing at start-up).
     """
 
+    __slots__ = ()
     line: int
     col: int
-    src_cols: tuple[int, ...] = ()
-    arg_col: int | None = None
+    src_cols: tuple[int, ...]       # default ()
+    arg_col: int | None             # default None
 
 
 @dataclass

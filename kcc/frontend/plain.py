@@ -19,7 +19,6 @@ word. The graph is the same hash-consed UOp either way (tests/frontend/test_plai
 
 from __future__ import annotations
 
-from typing import Any
 
 from kcc.frontend.errors import SourceError
 from kcc.frontend.fields import NAME, STRONG_DTYPES, literal, range_arg, type_spec
@@ -27,6 +26,10 @@ from kcc.frontend.parser import NodeLoc, _Parser
 from kcc.ir.ops import ROW, Ops, arity_ok
 from kcc.ir.rules import IRError
 from kcc.ir.uop import UOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # op name -> (op, how its arg is written): "" none, "dtype" a strong dtype, "range" a RANGE arg
 _SHAPES: dict[str, tuple[Ops, str]] = {

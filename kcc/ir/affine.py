@@ -15,11 +15,14 @@ its counter).
 
 from __future__ import annotations
 
-from typing import Callable
 
 from kcc.ir.consts import const_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 Affine = tuple[dict[UOp, int], int]       # (coefficient of each leaf, constant)
 

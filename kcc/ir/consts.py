@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UNKNOWN, UOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def literal_value(v: int | float | bool, dt: DType) -> int | float | bool:

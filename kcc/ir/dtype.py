@@ -7,8 +7,8 @@ A dtype is a scalar element type; vectors are a shape on the node, not a dtype. 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:          # numpy is imported when a dtype's .np is first asked (start-up)
     import numpy as np
 

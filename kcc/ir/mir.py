@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 
 class MirError(ValueError):
@@ -56,7 +59,7 @@ class PReg:
         return self.name
 
 
-Reg = Union[VReg, PReg]
+Reg = VReg | PReg
 
 
 class Role(enum.Flag):
@@ -129,7 +132,7 @@ class Mem:
         d["base"], d["index"], d["scale"], d["disp"] = base, index, scale, disp
 
 
-Operand = Union[RegOp, Imm, Label, Mem]
+Operand = RegOp | Imm | Label | Mem
 
 
 class Kind(enum.Enum):

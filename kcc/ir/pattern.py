@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import FunctionType
-from typing import Any, Callable, Iterable
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, argkey
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 _ANY = object()
 

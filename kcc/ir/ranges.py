@@ -11,13 +11,16 @@ has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range
 
 from __future__ import annotations
 
-from typing import Callable, Optional
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
 
-Range = Optional[tuple[int, int]]
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
+
+Range = tuple[int, int] | None
 
 
 def _clamp(r: Range, dt: DType) -> Range:

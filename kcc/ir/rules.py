@@ -7,13 +7,16 @@ frontend can put its caret under it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, PromotionError, dtypes, promote
 from kcc.ir.ops import BITWISE, FLOAT_ONLY, INT_ONLY, ROW, Ops, arity_ok, arity_text
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp, UType
 from kcc.ir.limits import MAX_BUFFER_ELEMENTS
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 VOID = UType(None, (), "void")
 # The UTypes the rules return, shared: (id of the dtype, shape, kind) → the one UType. A frozen

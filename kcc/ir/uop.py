@@ -14,10 +14,13 @@ import struct
 import weakref
 from _weakref import _remove_dead_weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator
 
 
 class AddrSpace(enum.Enum):

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:          # numpy is imported by the functions that compute (start-up time)
+    from typing import Any
     import numpy as np
 
 Map = Callable[[int, int], tuple[int, int]]

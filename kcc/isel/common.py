@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Callable, Collection
 
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable, Collection
 
 
 class SelectError(Exception):

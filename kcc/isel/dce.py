@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, MFunction, VReg
 from kcc.isel.flags import flag_pairs
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],

@@ -36,10 +36,13 @@ invariant in two loops moves out of both. Linear in the function's size per loop
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, Mem, MFunction, RegOp, VReg, structure
 from kcc.isel.flags import flag_pairs
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 # Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
 _OP, _LOOP_BEGIN, _LOOP_END = Kind.OP, Kind.LOOP_BEGIN, Kind.LOOP_END

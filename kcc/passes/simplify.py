@@ -20,7 +20,6 @@ Constants move to the right of commutative ops.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from kcc.ir.consts import const_int, round_float
 from kcc.ir.dtype import DType, dtypes
@@ -29,6 +28,10 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UNKNOWN, UOp, reachable, toposort
 from kcc.passes.target import TargetDesc
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _NO_FOLD_FLOAT = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC, Ops.THREEFRY})
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Mapping
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Callable, Mapping
     from kcc.ir.wmma import WmmaShape
 
 

@@ -54,7 +54,6 @@ tail loop of the original body, passes/widen_tail.py) under the rules above (x86
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from kcc.ir.affine import iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
@@ -67,6 +66,10 @@ from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_tail import factors, split, tail_loop
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _U32, _U64 = dtypes.uint32, dtypes.uint64

@@ -36,7 +36,6 @@ their rules are kcc/passes/unroll.py's).
 
 from __future__ import annotations
 
-from typing import Callable
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType, dtypes
@@ -46,6 +45,10 @@ from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, _legal
 from kcc.passes.widen_tail import factors, split
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 _REDUCE_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})
 _BOOL_OPS = frozenset({Ops.MAX, Ops.AND, Ops.OR, Ops.XOR})

@@ -34,7 +34,6 @@ index expression with the counter replaced by 0: index arithmetic is exact modul
 
 from __future__ import annotations
 
-from typing import Any
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
@@ -42,6 +41,10 @@ from kcc.ir.uop import UOp, base_buffer, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, _LANEWISE
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Refuse(Exception):

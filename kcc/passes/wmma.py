@@ -23,7 +23,6 @@ refused by name.
 
 from __future__ import annotations
 
-from typing import Any
 
 from kcc.ir import wmma
 from kcc.ir.consts import const_int
@@ -31,6 +30,10 @@ from kcc.ir.dtype import dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, substitute, toposort
 from kcc.passes.target import TargetDesc
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class WmmaError(Exception):

@@ -19,11 +19,14 @@ liveness (``liveness.live_out_sets``).  Copies in deeper loops are tried first.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
 from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
 from kcc.regalloc.unionfind import UnionFind
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 # Enum members bound once: an attribute lookup on an Enum class goes through the
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops

@@ -11,12 +11,15 @@ sizes are laid out widest first, so every slot is aligned to its size without pa
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import Any
 
 from kcc.ir.mir import Kind, Mem, RegOp, VReg, structure, successors
 from kcc.regalloc.liveness import intervals
 from kcc.regalloc.target import AllocationError, hook
 from kcc.regalloc.unionfind import UnionFind
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Enum members bound once: an attribute lookup on an Enum class goes through the
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from operator import attrgetter
-from typing import Any
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,
                         format_inst, structure, successors, verify_mir)
@@ -52,6 +51,10 @@ from kcc.regalloc.spill import SpillRewriter
 from kcc.regalloc.target import AllocationError, TargetRegInfo, hook, operand_regs, reg_units
 from kcc.regalloc.work import (DEF, FILL, MOVE, SPILL, USE, WorkInst, mem_op, reg_op, rename,
                                work_move)
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _start = attrgetter("start")
 

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container, Iterable
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Container, Iterable
 
 _DEF, _USE = Role.DEF, Role.USE     # (an Enum member lookup is a slow metaclass call)
 

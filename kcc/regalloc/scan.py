@@ -16,12 +16,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush
 from operator import attrgetter
-from typing import Any
 
 from kcc.ir.mir import PReg, VReg, structure, successors
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars
 from kcc.regalloc.target import AllocationError, hook
 from kcc.regalloc.work import MOVE, OP, WorkInst
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _start = attrgetter("start")
 

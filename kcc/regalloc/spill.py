@@ -21,11 +21,14 @@ every slot is aligned to its size without padding."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from kcc.ir.mir import Mem, Reg, RegOp, VReg
 from kcc.regalloc.target import TargetRegInfo, hook
 from kcc.regalloc.work import DEF, FILL, MOVE, OP, REMAT, SPILL, USE, WorkInst, rename
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class SpillRewriter:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from kcc.ir.mir import Inst, PReg, RegOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 class AllocationError(ValueError):

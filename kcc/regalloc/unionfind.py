@@ -9,7 +9,10 @@ representative, because coalescing picks the variable a group is renamed to.
 
 from __future__ import annotations
 
-from typing import Hashable, Iterator
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Hashable, Iterator
 
 
 class UnionFind:

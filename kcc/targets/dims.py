@@ -18,13 +18,16 @@ dimension of 0 launches nothing.
 
 from __future__ import annotations
 
-from typing import Any
 
 from kcc.ir import Ops, UOp, dtypes, toposort
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.dtype import DType
 from kcc.ir.verify import LAUNCH_OPS
 from kcc.ir.limits import MAX_DIM          # a launch dimension (CUDA's gridDim.x limit)
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _BY_NAME = {op.name: op for op in LAUNCH_OPS}
 

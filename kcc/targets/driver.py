@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
 
 from kcc.targets import registry
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any, Callable
     from pathlib import Path
 
     from kcc.frontend.parser import ParseResult

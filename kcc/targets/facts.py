@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 NOTE_OWNER = b"kcc"
 NT_KCC_LAUNCH = 1            # the note type of the launch facts (owner "kcc")

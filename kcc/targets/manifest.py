@@ -11,16 +11,17 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling needs none)
-    from pathlib import Path
-
-    import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import base_buffer, toposort
 from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling needs none)
+    from pathlib import Path
+    from typing import Any
+
+    import numpy as np
 
 MANIFEST_FORMAT = "kcc-manifest"
 MANIFEST_VERSION = 1

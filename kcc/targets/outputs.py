@@ -24,12 +24,13 @@ import re
 import stat
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Union
 
 from kcc.targets import pathtext   # pathlib's answers without importing it (start-up)
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, BinaryIO, Callable, Union
 
 
 class OutputError(Exception):
@@ -38,7 +39,8 @@ class OutputError(Exception):
 
 # an output's contents: its bytes, or a function writing them to a binary file (a large
 # array is streamed to the temporary file instead of being copied into bytes first)
-Contents = Union[bytes, Callable[[BinaryIO], None]]
+if TYPE_CHECKING:
+    Contents = Union[bytes, Callable[[BinaryIO], None]]
 
 
 @dataclass(frozen=True)

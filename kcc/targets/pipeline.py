@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, TextIO
 
 from kcc import collector
 from kcc.ir import UOp
@@ -42,18 +41,23 @@ from kcc.ir.verify import verify
 from kcc.passes.widen import widen
 from kcc.passes.wmma import decompose_wmma
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Protocol, TextIO
 
-class Target(Protocol):
-    """What a target supplies to the pipeline."""
 
-    name: str
-    desc: TargetDesc
+if TYPE_CHECKING:   # the interface, for type checkers (a target is any such object)
+    class Target(Protocol):
+        """What a target supplies to the pipeline."""
 
-    def select(self, lin: list[UOp], sink: UOp) -> Any:
-        """Instruction selection of the schedule; sink is the kernel as written."""
-    def allocate(self, selected: Any) -> Any: ...
-    def encode(self, allocated: Any) -> Any: ...
-    def listing(self, stage: str, state: Any) -> str: ...
+        name: str
+        desc: TargetDesc
+
+        def select(self, lin: list[UOp], sink: UOp) -> Any:
+            """Instruction selection of the schedule; sink is the kernel as written."""
+        def allocate(self, selected: Any) -> Any: ...
+        def encode(self, allocated: Any) -> Any: ...
+        def listing(self, stage: str, state: Any) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, TextIO
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, TextIO
 
 # name → module defining TARGET; the order is the order `kcc targets` and --help list them
 BUILTIN: dict[str, str] = {"x86": "kcc.targets.x86", "cuda": "kcc.targets.cuda",

@@ -87,10 +87,11 @@ def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Pat
     assert imported == [], f"compiling saxpy for x86 imported {imported}"
 
 
-def test_x86_compile_path_imports_no_pathlib_or_importlib_util(tmp_path: Path) -> None:
+def test_x86_compile_path_imports_no_pathlib_typing_or_importlib_util(tmp_path: Path) -> None:
     """pathlib (with urllib.parse, ipaddress and fnmatch: kcc/targets/pathtext.py answers for
-    it) and importlib.util are not imported by a compile. Run without site (`-S`): an editable
-    install's finder, which site loads, imports both itself."""
+    it), typing (kcc's modules import it for type checkers only) and importlib.util are not
+    imported by a compile. Run without site (`-S`): an editable install's finder, which site
+    loads, imports pathlib and importlib.util itself."""
     code = ("import json, sys\n"
             f"sys.argv = ['kcc', 'compile', {str(SAXPY)!r}, '-t', 'x86', '-o', "
             f"{str(tmp_path / 's.o')!r}]\n"
@@ -98,12 +99,14 @@ def test_x86_compile_path_imports_no_pathlib_or_importlib_util(tmp_path: Path) -
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("KCC_CHECK_ALLOC", None)    # as a user runs it (tests/conftest.py sets it)
     p = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=300)
     mods = set(json.loads(p.stderr.strip().splitlines()[-1]))
     assert (tmp_path / "s.o").read_bytes()[:4] == b"\x7fELF"      # it did compile
     assert "site" not in mods and "kcc.targets.x86.target" in mods
-    for m in ("pathlib", "urllib", "urllib.parse", "ipaddress", "fnmatch", "importlib.util"):
+    for m in ("pathlib", "urllib", "urllib.parse", "ipaddress", "fnmatch", "importlib.util",
+              "typing"):
         assert m not in mods, f"compiling saxpy for x86 imported {m}"
 
 

@@ -6,7 +6,7 @@ References are to the Intel SDM Vol. 2 (ModRM/SIB §2.1, REX §2.2.1, VEX §2.3,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Union
+from collections import namedtuple
 
 from kcc.encode.x86.row import CONDITION_CODES, FIXED_REGS, KINDS, Row
 from kcc.encode.x86.table import FORMS, NOPS
@@ -60,11 +60,13 @@ class Fixup:
     addend: int
 
 
-Op = Union[Reg, Mem, Imm, Label]
+Op = Reg | Mem | Imm | Label
 
 
-class RegInfo(NamedTuple):
-    """Class ("gpr", "vec", "mask"), width in bytes and hardware number of a register."""
+class RegInfo(namedtuple("RegInfo", "cls size num")):
+    """Class ("gpr", "vec", "mask"), width in bytes and hardware number of a register.
+    (collections' namedtuple, not typing's: no typing at start-up)"""
+    __slots__ = ()
     cls: str
     size: int
     num: int
@@ -282,7 +284,8 @@ def _check_mem(m: Mem, where: str) -> None:
 
 
 # ----------------------------------------------------------------------------- ModRM/SIB
-class _ModRM(NamedTuple):
+class _ModRM(namedtuple("_ModRM", "body b x rip_at")):
+    __slots__ = ()
     body: bytes            # ModRM [SIB] [disp]
     b: int                 # REX.B / VEX.B source: bit 3 of base or rm register
     x: int                 # REX.X / VEX.X: bit 3 of index; EVEX reg-rm: bit 4 of rm

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import marshal
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 # Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
 # low nibble of Jcc/SETcc/CMOVcc opcodes.

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import marshal
 from dataclasses import replace
-from typing import Any
 
 from kcc.encode.x86 import row as _row_module
 from kcc.encode.x86.row import (ACCESS, CONDITION_CODES, FIELDS, KINDS, SLOTS, FormTable,
                                 Operand, Row)
 from kcc.startup import cached
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _PARSED: dict[str, tuple[Operand, ...]] = {}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
@@ -16,6 +15,7 @@ from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from kcc.ir.wmma import WmmaShape
 

@@ -21,7 +21,6 @@ apply with -fstack-clash-protection; a packed matmul slab makes frames of 64-256
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kcc.encode.x86.encoder import Assembler
 from kcc.encode.x86.encoder import Imm as XImm
@@ -32,6 +31,10 @@ from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp
 from kcc.isel.x86.base import imm_form
 from kcc.isel.x86.regs import GPR_ORDER
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # rsp alignment: 64 so that zmm spill slots and REG buffers (x86-64-v4) are aligned too
 FRAME_ALIGN = 64

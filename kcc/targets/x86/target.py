@@ -13,7 +13,6 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
@@ -35,6 +34,10 @@ from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
 from kcc.targets.x86.csyms import refusal as c_name_refusal
 from kcc.targets.x86.object import assembly_text, write_object
 from kcc.targets.x86.reginfo import X86RegInfo
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def prototype(desc: Any) -> str:
