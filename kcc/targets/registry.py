@@ -14,7 +14,7 @@ interface for a new back end.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -35,9 +35,16 @@ def lazy_target(package: str) -> Any:
     package (its arch table, its driver) imports no more of the back end."""
     def __getattr__(name: str) -> Any:
         if name == "TARGET":
-            return importlib.import_module(f"{package}.target").TARGET
+            return _module(f"{package}.target").TARGET
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     return __getattr__
+
+
+def _module(name: str) -> Any:
+    """The module of absolute name name, imported if needed: importlib.import_module's answer
+    for an absolute name (the importlib package itself is not imported at start-up)."""
+    __import__(name)
+    return sys.modules[name]
 
 
 class CompileError(Exception):
@@ -243,7 +250,7 @@ def get(name: str) -> TargetSpec:
     if name not in _loaded:
         if name not in BUILTIN:
             raise KeyError(name)
-        spec = importlib.import_module(BUILTIN[name]).TARGET
+        spec = _module(BUILTIN[name]).TARGET
         _loaded.setdefault(name, spec)
     return _loaded[name]
 
