@@ -19,7 +19,6 @@ word. The graph is the same hash-consed UOp either way (tests/frontend/test_plai
 
 from __future__ import annotations
 
-
 from kcc.frontend.errors import SourceError
 from kcc.frontend.fields import NAME, STRONG_DTYPES, literal, range_arg, type_spec
 from kcc.frontend.parser import NodeLoc, _Parser

@@ -11,7 +11,6 @@ has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range
 
 from __future__ import annotations
 
-
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort

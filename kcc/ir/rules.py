@@ -7,7 +7,6 @@ frontend can put its caret under it.
 
 from __future__ import annotations
 
-
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, PromotionError, dtypes, promote
 from kcc.ir.ops import BITWISE, FLOAT_ONLY, INT_ONLY, ROW, Ops, arity_ok, arity_text

@@ -54,7 +54,6 @@ tail loop of the original body, passes/widen_tail.py) under the rules above (x86
 
 from __future__ import annotations
 
-
 from kcc.ir.affine import iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.dtype import dtypes

@@ -36,7 +36,6 @@ their rules are kcc/passes/unroll.py's).
 
 from __future__ import annotations
 
-
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops

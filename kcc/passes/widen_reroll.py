@@ -34,7 +34,6 @@ index expression with the counter replaced by 0: index arithmetic is exact modul
 
 from __future__ import annotations
 
-
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, base_buffer, toposort

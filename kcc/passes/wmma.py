@@ -23,8 +23,6 @@ refused by name.
 
 from __future__ import annotations
 
-
-from kcc.ir import wmma
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
@@ -67,6 +65,7 @@ class _Lane:
 
 def _check_operand(x: UOp, u: UOp, which: str) -> None:
     """Refuse an operand another lane cannot recompute (it reads private or shared scratch)."""
+    from kcc.ir import wmma
     for n in toposort([u]):
         if n.op is Ops.BUFFER:          # LOCAL or REG scratch (a PARAM is GLOBAL)
             raise WmmaError(f"WMMA's {which} operand reads a {n.arg.addrspace.value} BUFFER, "
@@ -75,6 +74,7 @@ def _check_operand(x: UOp, u: UOp, which: str) -> None:
 
 
 def _expand(x: UOp, lidx: list[UOp]) -> UOp:
+    from kcc.ir import wmma
     sh = wmma.shape_of(x)
     a, b, c = x.src
     _check_operand(x, a, "A")
@@ -114,6 +114,10 @@ def decompose_wmma(sink: UOp, desc: TargetDesc) -> UOp:
     if desc.wmma is None:
         return sink                     # the selector takes every WMMA (no walk: compile time)
     order = toposort([sink])
+    if not any(n.op is Ops.WMMA for n in order):
+        return sink
+    # the shapes' tables are imported by a kernel with a WMMA only (start-up time)
+    from kcc.ir import wmma
     todo = [n for n in order if n.op is Ops.WMMA and not desc.wmma(wmma.shape_of(n))]
     if not todo:
         return sink

@@ -19,7 +19,6 @@ liveness (``liveness.live_out_sets``).  Copies in deeper loops are tried first.
 
 from __future__ import annotations
 
-
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
 from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
 from kcc.regalloc.unionfind import UnionFind

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from kcc.ir.mir import Inst, PReg, RegOp
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

@@ -9,7 +9,6 @@ representative, because coalescing picks the variable a group is renamed to.
 
 from __future__ import annotations
 
-
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Hashable, Iterator

@@ -18,7 +18,6 @@ dimension of 0 launches nothing.
 
 from __future__ import annotations
 
-
 from kcc.ir import Ops, UOp, dtypes, toposort
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.dtype import DType
