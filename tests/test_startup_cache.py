@@ -149,3 +149,43 @@ def test_forward_references_compile_as_typing_compiles_them() -> None:
 
     assert N(1, "x").b == "x"
     assert N.__annotations__ == {"a": typing.ForwardRef("int"), "b": typing.ForwardRef("str")}
+
+
+# every pattern kcc compiles through kcc.startup.regex, and patterns that exercise its parts
+# (named and unnamed groups, flags set inline and as arguments, look-arounds, ranges)
+REGEX_CASES = [
+    (r"(?P<ws>[ \t]+)|(?P<ref>%[A-Za-z0-9_][A-Za-z0-9_.]*)|(?P<c>\#.*)", 0),
+    (r"v(add|sub|mul|div|min|max|sqrt|cmp|round|fn?m(add|sub)\d\d\d)(ss|sd)$", 0),
+    (r"(?i)ab(?=c)[^x-z]{2,5}?\Z", 0), (r"a.b", 16), (r"(?x) a b # c", 0), (r"", 0),
+]
+
+
+def test_regex_is_re_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kcc.startup.regex gives re.compile's pattern (Pattern equality compares the compiled
+    program), built or loaded from the cache file; a broken file costs only the rebuild."""
+    import re
+
+    from kcc.frontend import fields, lexer
+    from kcc.targets.x86 import slots
+    kcc_patterns = [lexer._TOKEN, lexer._NUMBERISH, fields.NAME, fields._INT, fields._FLOAT,
+                    slots._SCALAR_OPS]
+    cases = REGEX_CASES + [(p.pattern, p.flags & ~re.UNICODE) for p in kcc_patterns]
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(startup, "cache_dir", lambda: str(tmp_path))
+    for junk in (None, b"\x00garbage"):
+        monkeypatch.setattr(startup, "_regexes", None)
+        if junk is not None:
+            for f in tmp_path.glob("regex.*.bin"):
+                f.write_bytes(junk)
+        for p, f in cases:
+            got, want = startup.regex(p, f), re.compile(p, f)
+            assert got == want and got.groupindex == want.groupindex
+            assert got.match("vaddss") == want.match("vaddss") or \
+                got.match("vaddss").span() == want.match("vaddss").span()
+        startup._save_regexes()
+        monkeypatch.setattr(startup, "_regexes", None)           # a new process: load
+        for p, f in cases:
+            assert startup.regex(p, f) == re.compile(p, f)
+    assert len(list(tmp_path.glob("regex.*.bin"))) == 1
+    assert [p == startup.regex(p.pattern, p.flags & ~re.UNICODE) for p in kcc_patterns] == \
+        [True] * len(kcc_patterns)

@@ -12,20 +12,21 @@ digits on both sides of the point and/or an exponent (no underscores), and the w
 from __future__ import annotations
 
 import math
-import re
 
 from kcc.frontend.lexer import INT_HI, INT_LO
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.uop import AxisType
+from kcc.startup import regex
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
 # a %name exactly as the lexer's `ref` token spells it
-NAME = re.compile(r"%[A-Za-z0-9_][A-Za-z0-9_.]*\Z")
-_INT = re.compile(r"-?[0-9]{1,40}\Z")
-_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)\Z")
+# kcc.startup.regex: re.compile's patterns, their compiled programs loaded at start-up
+NAME = regex(r"%[A-Za-z0-9_][A-Za-z0-9_.]*\Z")
+_INT = regex(r"-?[0-9]{1,40}\Z")
+_FLOAT = regex(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)\Z")
 _WORDS: dict[str, Any] = {"true": True, "false": False, "inf": math.inf, "-inf": -math.inf,
                           "nan": math.nan}
 # strong dtypes by name (a CAST/BITCAST arg; weak ones are refused by the full parser)

@@ -13,6 +13,7 @@ import math
 import re
 
 from kcc.frontend.errors import SourceError
+from kcc.startup import regex
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ _FLOAT = (rf"-?(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}\.(?:{_EXP})?"
 _END = r"(?![A-Za-z0-9_.])"
 # Alternatives in order of frequency (every one fails on its first character when it cannot
 # match, so the order costs little but the common tokens come first).
-_TOKEN = re.compile(
+# (kcc.startup.regex: re.compile's pattern, its compiled program loaded at start-up)
+_TOKEN = regex(
     r"(?P<ws>[ \t]+)"
     r"|(?P<ref>%[A-Za-z0-9_][A-Za-z0-9_.]*)"
     r"|(?P<punct>[(),=:\[\]])"
@@ -38,7 +40,7 @@ _TOKEN = re.compile(
     r"|(?P<neginf>-inf)(?![A-Za-z0-9_.])"
     r"|(?P<string>\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')"
     r"|(?P<comment>\#.*)")
-_NUMBERISH = re.compile(r"-?[0-9.][A-Za-z0-9_.+-]*")
+_NUMBERISH = regex(r"-?[0-9.][A-Za-z0-9_.+-]*")
 
 # No dtype holds an integer outside [-2**63, 2**64): refuse it while lexing, before Python's
 # int() is asked to convert a million digits (it refuses more than 4300 anyway).

@@ -4,12 +4,12 @@ access moves, and which reloads an instruction can read as its memory operand in
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from kcc.encode.x86.row import KINDS, KindInfo, Row
 from kcc.encode.x86.table import FORMS
 from kcc.ir.mir import Imm, Inst, Mem, RegOp
+from kcc.startup import regex
 
 # Spill and fill forms by (class, slot bytes).  VMOVAPS faults on a misaligned address
 # (SDM Vol. 2 "MOVAPS": #GP if not aligned to 16/32/64 bytes), so it is only used for slots
@@ -27,8 +27,8 @@ FILL_FORMS = {("gpr", 4): "mov_r32_rm32", ("gpr", 8): "mov_r64_rm64",
               ("vec", 64): "vmovaps_z_zm"}
 # Scalar float arithmetic (SDM "ADDSS" …, "VFMADD231SS"): the result's meaningful bytes are
 # the low lane; the first source's upper lanes only pass into the result's upper lanes.
-_SCALAR_OPS = re.compile(r"v(add|sub|mul|div|min|max|sqrt|cmp|round|fn?m(add|sub)\d\d\d)"
-                         r"(ss|sd)$")
+_SCALAR_OPS = regex(r"v(add|sub|mul|div|min|max|sqrt|cmp|round|fn?m(add|sub)\d\d\d)"
+                     r"(ss|sd)$")      # kcc.startup.regex: re.compile's pattern
 # Moves whose register operand holds one scalar (MOVSS/MOVSD load and store, MOVD/MOVQ).
 _SCALAR_MOVES = {"vmovss_x_m32": 4, "vmovss_m32_x": 4, "vmovsd_x_m64": 8, "vmovsd_m64_x": 8,
                  "vmovq_m64_x": 8, "vmovd_x_rm32": 4, "vmovd_rm32_x": 4, "vmovq_x_r64": 8,
