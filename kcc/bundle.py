@@ -148,8 +148,9 @@ class Bundle:
     def save(self) -> None:
         """Add the kcc modules this process imported from their own files, and write the
         bundle if any was added (at exit)."""
-        if sys.dont_write_bytecode:
-            return
+        from kcc.startup import writable
+        if sys.dont_write_bytecode or not writable(self.path):
+            return                  # (and no re-reading every module's code for nothing)
         new: dict[str, tuple[str, tuple[int, int], bytes]] = {}
         for name, module in list(sys.modules.items()):
             if not name.startswith(_PREFIX) or name in self.loaded or name in _SKIP:

@@ -62,6 +62,18 @@ def _read(path: str) -> Any:
         return None
 
 
+def writable(path: str) -> bool:
+    """Whether a file could be written at path: its folder, or the nearest folder above it
+    that exists, is writable (a read-only install skips building what it cannot keep)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+    return os.access(folder, os.W_OK)
+
+
 def _write(path: str, value: Any) -> None:
     """Write value (marshalled) to path: _write_bytes."""
     if sys.dont_write_bytecode:

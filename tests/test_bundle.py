@@ -139,3 +139,46 @@ def test_a_cut_bundle_serves_only_whole_modules(tmp_path: Path) -> None:
     kinds = {v[0] for v in again.values()}
     assert kinds == {"_Loader", "SourceFileLoader"}
     assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
+
+
+def test_a_read_only_install_builds_no_bundle(tmp_path: Path) -> None:
+    """Where the bytecode folder cannot be written, the process does not gather every
+    module's code at exit to write nothing (and still compiles)."""
+    if os.geteuid() == 0:
+        pytest.skip("root writes to a read-only folder")
+    root = _copy(tmp_path)
+    cache = root / "kcc" / "__pycache__"
+    cache.mkdir()
+    cache.chmod(0o555)
+    try:
+        got = _run(root, tmp_path / "a.o")
+    finally:
+        cache.chmod(0o755)
+    assert _bundle_files(root) == [] and got
+
+
+def test_save_gathers_nothing_where_it_cannot_write(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same property in this process (root may write anywhere): with a kcc module to add
+    (a probe imported from its source) and the folder not writable, save() marshals no code
+    and writes no file; writable, it writes the probe's code."""
+    import importlib.util
+
+    from kcc import bundle, startup
+    src = tmp_path / "probe.py"
+    src.write_text("X = 1\n")
+    spec = importlib.util.spec_from_file_location("kcc._bundle_probe", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setitem(sys.modules, "kcc._bundle_probe", mod)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    dumps = []
+    real_dumps = bundle.marshal.dumps
+    monkeypatch.setattr(bundle.marshal, "dumps", lambda v: dumps.append(1) or real_dumps(v))
+    b = bundle.Bundle(str(tmp_path / "sub" / "modules.bin"))
+    with monkeypatch.context() as m:
+        m.setattr(startup.os, "access", lambda *a, **k: False)
+        b.save()
+    assert dumps == [] and not (tmp_path / "sub").exists()
+    b.save()
+    assert dumps and "kcc._bundle_probe" in bundle.Bundle(b.path).entries
