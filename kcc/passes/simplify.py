@@ -12,7 +12,8 @@ float→int casts out of range, signed right shifts of negative values, shift am
 
 Identities that hold for every input, NaN and -0.0 included: x*1 (all dtypes), x+0, x-0, x*0,
 x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and x*0 is not 0
-for inf/nan), WHERE with a constant condition or equal arms, CAST to the same dtype, exact CAST
+for inf/nan), WHERE with a constant condition or equal arms (or an arm a WHERE of the same
+condition), CAST to the same dtype, exact CAST
 chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c)).
 Constants move to the right of commutative ops.
 """
@@ -364,9 +365,18 @@ def idempotent_bitwise(x: UOp) -> UOp | None:
 
 
 def where_const_cond(x: UOp) -> UOp | None:
-    """WHERE(true, a, b) → a; WHERE(false, a, b) → b; WHERE(c, a, a) → a."""
-    if x.src[1] is x.src[2]:
-        return x.src[1]
+    """WHERE(true, a, b) → a; WHERE(false, a, b) → b; WHERE(c, a, a) → a; and an arm that is a
+    WHERE of the same condition takes that WHERE's arm for the same side:
+    WHERE(c, a, WHERE(c, b, y)) → WHERE(c, a, y), WHERE(c, WHERE(c, a, b), y) → WHERE(c, a, y)
+    (the inner one is only read where it picks that arm: tinygrad's padded cummax writes
+    `c ? -inf : (c ? 0.0 : v)` per element)."""
+    c, t, f = x.src
+    if t is f:
+        return t
+    if f.op is Ops.WHERE and f.src[0] is c and f.shape == x.shape:
+        return x.replace(src=(c, t, f.src[2]))
+    if t.op is Ops.WHERE and t.src[0] is c and t.shape == x.shape:
+        return x.replace(src=(c, t.src[1], f))
     cv = const_value(x.src[0])
     if cv is None or x.shape != ():
         return None

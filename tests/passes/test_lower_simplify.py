@@ -11,7 +11,8 @@ from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.ir.ranges import int_ranges
-from kcc.passes.simplify import simplify
+from kcc.ir.pattern import graph_rewrite
+from kcc.passes.simplify import SIMPLIFY, simplify
 from kcc.targets.x86.arch import X86_AVX2
 
 
@@ -180,3 +181,24 @@ def test_simplify_keeps_values(seed: int) -> None:
     inp = {k: rs.integers(-2**31, 2**31, 500).astype(np.int32) for k in range(3)}
     assert np.array_equal(eval_values(e, inp), eval_values(s, inp))
     assert simplify(s) is s
+
+
+def test_where_of_same_condition_takes_that_arm() -> None:
+    # WHERE(c, a, WHERE(c, b, y)) → WHERE(c, a, y); WHERE(c, WHERE(c, a, b), y) → WHERE(c, a, y)
+    # (tinygrad's padded cummax: c ? -inf : (c ? 0.0 : v)); checked on every c, a, b, y
+    f32 = dtypes.float32
+    c = op(Ops.CMPLT, param(0, dtypes.int32), strong(0, dtypes.int32))
+    a, b, y = (param(k, f32) for k in (1, 2, 3))
+    for g, want in ((op(Ops.WHERE, c, a, op(Ops.WHERE, c, b, y)), (c, a, y)),
+                    (op(Ops.WHERE, c, op(Ops.WHERE, c, a, b), y), (c, a, y))):
+        s = graph_rewrite(g, SIMPLIFY)
+        assert s.op is Ops.WHERE and s.src == want
+        ins = {0: np.array([-1, 0, 1, -5], np.int32),
+               1: np.array([1.5, -0.0, np.inf, 2], np.float32),
+               2: np.array([7, 8, 9, np.nan], np.float32),
+               3: np.array([-3, 0.0, -np.inf, 4], np.float32)}
+        np.testing.assert_array_equal(eval_values(s, ins), eval_values(g, ins))
+    # a different condition is left alone
+    d = op(Ops.CMPLT, param(4, dtypes.int32), strong(0, dtypes.int32))
+    g = op(Ops.WHERE, c, a, op(Ops.WHERE, d, b, y))
+    assert graph_rewrite(g, SIMPLIFY) is g

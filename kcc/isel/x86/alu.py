@@ -305,6 +305,9 @@ class X86Alu:
             m = self.mask_resize(self.reg(c), c.src[0].dtype.itemsize, dt, lanes)
         elif lanes > 1:
             m = self.bool_mask(c, dt, lanes)
+        elif self.evex and u not in self.splat_only \
+                and (t := self.kwhere_bool(u)) is not None:
+            return t
         else:
             # bool 0/1 → all-ones mask in the low lane: movzx, neg, vmovq
             z = self.new("gpr")

@@ -245,6 +245,24 @@ class X86KMask:
         self.emit(f"vmovs{fs(dt)}_x_k_m{dt.bits}", t, self.kgate(c), self.folded(a))
         return t
 
+    def kwhere_bool(self, u: UOp) -> VReg | None:
+        """WHERE(c, a, b) on a float scalar whose c is a bool in a GPR (an integer compare, a
+        gate): c's opmask (kgate: MOVZX, KMOVW, shared with the masked loads and other WHEREs
+        of that gate in these loops) and one VMOVUPS/PD {k}{z} (register form) for b = +0,
+        else VBLENDMPS/PD {k} (SDM Vol. 2: the second source where k is set), instead of
+        the mask made in an xmm (MOVZX, NEG, VMOVQ) and a VBLENDVPS per WHERE. Lane 0 is the
+        value; the other lanes of the xmm are don't-cares."""
+        c, a, b = u.src
+        dt = u.dtype
+        if reg_class(dt) != "vec" or c.shape:
+            return None
+        k, t = self.kgate(c), self.new("vec")
+        if positive_zero(b, dt):
+            self.emit(f"vmovup{fs(dt)}_x_kz_xm", t, k, self.reg(a))
+        else:
+            self.emit(f"vblendmp{fs(dt)}_x_k_x_xm", t, k, self.reg(b), self.reg(a))
+        return t
+
     def kload(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> VReg:
         """A gated LOAD as one masked load, the opmask from the gate (KMOVW/D): zero-masked
         for a +0 alt, else merging into a copy of alt (VMOVSS/SD, VMOVUPS/UPD,

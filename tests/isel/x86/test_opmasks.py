@@ -127,11 +127,15 @@ def test_where_across_lane_widths_needs_no_mask_resize(ct: str, yt: str, lanes: 
 def test_where_with_zero_alt_is_a_zero_masked_move(yt: str, lanes: int) -> None:
     """WHERE(c, x, 0) is one zero-masked move (`{k} {z}`), which reads a just-loaded float x
     from memory (masked-off lanes are not read at all); a second WHERE on the same compare
-    (reading its opmask again) is a blend."""
+    (reading its opmask again) is a blend. (Not nested in the first: simplify folds
+    WHERE(c, WHERE(c, x, 0), y) to WHERE(c, x, y).)"""
     zero = "0.0" if yt.startswith("float") else "0"
-    src = _where("int32" if lanes <= 8 else "int8", yt, lanes, "CMPLT").replace(
-        "%r = WHERE(%c, %vp, %vq)", f"%z = STACK({', '.join([zero] * lanes)})\n"
-        "%r0 = WHERE(%c, %vp, %z)\n%r = WHERE(%c, %r0, %vq)")
+    src = _where("int32" if lanes <= 8 else "int8", yt, lanes, "CMPLT")
+    py = re.search(r"%py = SHRINK.*\n", src).group(0)
+    src = src.replace(py, "").replace(
+        "%r = WHERE(%c, %vp, %vq)\n", f"%z = STACK({', '.join([zero] * lanes)})\n"
+        f"%r0 = WHERE(%c, %vp, %z)\n{py}%vy = LOAD(%py)\n%r1 = WHERE(%c, %vq, %vy)\n"
+        "%r = ADD(%r0, %r1)\n")
     if lanes == 16:
         src = src.replace("int8", "float32")     # a float32 x 16 compare: a zmm one
     sel = _listing(src)
@@ -473,3 +477,37 @@ def test_gated_loads_past_the_end_read_nothing(arch: str) -> None:
             pytest.skip(NO_V4)
     for seed in (0, 1):
         _launch_guarded(GATED_PAST_END, arch, (2,), seed)
+
+
+SCALAR_WHERE = """# kcc-uop 1
+%y = PARAM ParamArg(0, float32, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%w = PARAM ParamArg(2, float32, 64)
+%i.n = CAST(64) int32
+%i = SPECIAL(%i.n) "gidx0"
+%px = INDEX(%x, %i)
+%vx = LOAD(%px)
+%pw = INDEX(%w, %i)
+%vw = LOAD(%pw)
+%c = CMPLT(%i, 20)
+%d = CMPLT(40, %i)
+%a = MUL(%vx, %vw)
+%r0 = WHERE(%c, ALT, %a)
+%r = WHERE(%d, %r0, %vw)
+%py = INDEX(%y, %i)
+%st = STORE(%py, %r)
+SINK(%st) KernelInfo(name="kws")
+"""
+
+
+@pytest.mark.parametrize("alt", ["0.0", "-inf", "%vx"])
+def test_scalar_where_on_int_compare_is_a_masked_blend(alt: str) -> None:
+    """A float scalar WHERE on a bool in a GPR (an integer compare: tinygrad's padded cummax; a worker per element,
+    so nothing widens it)
+    takes the compare's opmask (MOVZX, KMOVW) and one VBLENDMPS {k}, or a zero-masked move for
+    a +0 arm, instead of a mask made in an xmm and a VBLENDVPS."""
+    src = SCALAR_WHERE.replace("ALT", alt)
+    sel = _listing(src)
+    assert not re.search(r"vblendv|vmovq_x_r64", sel), sel
+    assert re.search(r"vblendmps_x_k_x_xm", sel), sel
+    _run(src)
