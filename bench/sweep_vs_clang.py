@@ -41,7 +41,8 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--arch", default=None, help="KCC_TINYGRAD_ARCH for kcc (e.g. x86-64-v3)")
     ap.add_argument("--only", default="", help="comma-separated kernel or case names to time")
-    ap.add_argument("--dump", default="", help="folder: write each timed kernel's .uop there")
+    ap.add_argument("--dump", default="",
+                    help="folder: write each timed kernel's .uop (and clang's .c) there")
     return ap.parse_args()
 
 
@@ -138,6 +139,7 @@ def main() -> None:
                 j += 1
                 path = Path(OPT.dump) / f"{case}_{kname}_{j}.uop"
             path.write_text(prgs["KCC"].src[2].arg)
+            path.with_suffix(".c").write_text(prgs["CLANG"].src[2].arg)   # clang's C source
         bufs, var_vals = args_from_ast(ast, "CPU")
         bufs = [b.ensure_allocated() for b in bufs]
         rts = {n: realize.get_runtime("CPU", p) for n, p in prgs.items()}
