@@ -90,29 +90,110 @@ def in_bounds(p: UOp, ranges: dict[UOp, Range]) -> bool:
     return out <= ASSIST_FRACTION * buf.shape[0]
 
 
-def masked_safe(x: UOp, p: UOp, alt: UOp, gate: UOp, ranges: dict[UOp, Range]) -> UOp | None:
-    """A masked LOAD kept gated, at the safe index `start & -gate` unless its index is proved
-    in bounds (a masked-off element at an unmapped address costs a microcode assist); None
-    when nothing changes (in bounds, a vector gate, or a weak start)."""
-    start = p.src[1]
-    if gate.shape or start.dtype.is_weak or not start.dtype.is_int or in_bounds(p, ranges):
-        return None
-    if start.op is Ops.AND and start.src[1] is _safe_start(start.src[0], gate).src[1]:
-        return None                         # already made safe (the rewrite's fixed point)
-    if p.op is Ops.SHRINK and p.src[0].shape[0] < p.shape[0]:
-        return None
-    place = p.replace(src=(p.src[0], _safe_start(start, gate), *p.src[2:]))
-    return x.replace(src=(place, alt, gate))
+# a shared safe base serves loads whose constant addends differ by less than this (elements)
+GROUP_SPAN = 16
 
 
-def _gated(ctx: tuple[TargetDesc, dict[UOp, Range]], x: UOp, p: UOp, alt: UOp,
-           gate: UOp) -> UOp | None:
-    """A gated LOAD the target does not do natively (masked_load) → select_gated_load; one it
-    does → masked_safe."""
-    target, ranges = ctx
+def _is_safe(e: UOp) -> bool:
+    """Whether e is a safe index `x & -CAST(bool)` (_safe_start's form)."""
+    m = e.src[1] if e.op is Ops.AND else None
+    return m is not None and m.op is Ops.NEG and m.src[0].op is Ops.CAST \
+        and m.src[0].src[0].dtype.is_bool
+
+
+def _lanes(p: UOp) -> int:
+    return p.shape[0] if p.op is Ops.SHRINK else 1
+
+
+def _strong(v: int, dt) -> UOp:
+    return UOp(Ops.CAST, (UOp.const(v),), dt)
+
+
+def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
+    """The kept masked LOADs that need a safe index (not `in_bounds`), each → its rewrite.
+
+    Loads of one buffer at `e + c` (one non-constant part e, constant addends c less than
+    GROUP_SPAN apart) whose gates depend on the same loops (range_sets: so none moves to
+    another loop) share one safe base:
+    `b = (e + cmin) & -G`, G the OR of their gates, each load at `b + (c - cmin)`, so the
+    AND is computed once and every addend stays a displacement of the load's address. Where
+    a load's own gate holds, G holds and its index is exact; where G is false every load reads
+    inside [0, cmax - cmin + n), which the buffer holds (else each load is made safe alone);
+    where G holds and a load's gate does not, its masked-off address is at most cmax - cmin
+    elements from one the group reads (tinygrad's per-lane gates of 4 consecutive elements:
+    3), the small reach `in_bounds` accepts."""
+    from kcc.ir.consts import peel_offset
+    from kcc.passes.linearize import range_sets
     keep = target.masked_load
-    if keep is not None and keep(x.dtype, p.shape[0] if p.op is Ops.SHRINK else 1):
-        return masked_safe(x, p, alt, gate, ranges)
+    if keep is None:
+        return {}
+    order = sink.toposort()
+    ranges = int_ranges([sink])
+    rsets = range_sets(order)
+    groups: dict[tuple, list[tuple[UOp, int]]] = {}
+    for u in order:
+        if u.op is not Ops.LOAD or len(u.src) != 3 or u.src[0].op not in (Ops.INDEX, Ops.SHRINK):
+            continue
+        p, gate = u.src[0], u.src[2]
+        start, n = p.src[1], _lanes(p)
+        if not keep(u.dtype, n) or gate.shape or start.dtype.is_weak \
+                or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n:
+            continue
+        e, c = peel_offset(start)
+        if e is not None and _is_safe(e):
+            continue                                # made safe already (a second run)
+        key = (p.src[0], p.op, n, e, rsets[gate]) if e is not None else (u,)
+        groups.setdefault(key, []).append((u, c if e is not None else 0))
+    chunks: list[list[tuple[UOp, int]]] = []
+    for members in groups.values():
+        # runs whose addends span less than GROUP_SPAN elements: a masked-off address stays
+        # that close to one the run reads (a conv's rows of one window are separate runs)
+        members.sort(key=lambda m: m[1])
+        chunks.append([members[0]])
+        for m in members[1:]:
+            if m[1] - chunks[-1][0][1] >= GROUP_SPAN:
+                chunks.append([])
+            chunks[-1].append(m)
+    plan: dict[UOp, UOp] = {}
+    for members in chunks:
+        u0 = members[0][0]
+        p0 = u0.src[0]
+        buf, n, dt = p0.src[0], _lanes(p0), p0.src[1].dtype
+        cs = [c for _, c in members]
+        cmin = min(cs)
+        if len(members) == 1 or max(cs) - cmin + n > buf.shape[0]:
+            for u, _ in members:                    # each alone: start & -gate
+                p = u.src[0]
+                place = p.replace(src=(buf, _safe_start(p.src[1], u.src[2]), *p.src[2:]))
+                plan[u] = u.replace(src=(place, *u.src[1:]))
+            continue
+        e = peel_offset(p0.src[1])[0]
+        gates = list(dict.fromkeys(u.src[2] for u, _ in members))
+        g = gates[0]
+        for h in gates[1:]:
+            g = UOp(Ops.OR, (g, h))
+        base = _safe_start(UOp(Ops.ADD, (e, _strong(cmin, dt))) if cmin else e, g)
+        for u, c in members:
+            p = u.src[0]
+            idx = UOp(Ops.ADD, (base, _strong(c - cmin, dt))) if c != cmin else base
+            plan[u] = u.replace(src=(p.replace(src=(buf, idx, *p.src[2:])), *u.src[1:]))
+    return plan
+
+
+def _planned(ctx: dict[UOp, UOp], x: UOp) -> UOp | None:
+    """A planned masked LOAD → its safe-index form (plan_masked)."""
+    return ctx.get(x)
+
+
+_PLANNED = PatternMatcher([(UPat(Ops.LOAD, name="x"), _planned)])
+
+
+def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:
+    """A gated LOAD the target does not do natively (masked_load) → select_gated_load; one it
+    does stays (plan_masked made its index safe where needed)."""
+    keep = ctx.masked_load
+    if keep is not None and keep(x.dtype, _lanes(p)):
+        return None
     return select_gated_load(x, p, alt, gate)
 
 
@@ -127,4 +208,7 @@ def legalize_gates(sink: UOp, target: TargetDesc) -> UOp:
     except those its `masked_load` does natively."""
     if target.gated_load != "select":
         return sink
-    return keep_params(sink, graph_rewrite(sink, GATES, (target, int_ranges([sink]))))
+    plan = plan_masked(sink, target)
+    # top-down: each planned LOAD is met as the node planned, before its srcs are rewritten
+    now = graph_rewrite(sink, _PLANNED, plan, bottom_up=False) if plan else sink
+    return keep_params(sink, graph_rewrite(now, GATES, target))
