@@ -251,15 +251,21 @@ class X86Alu:
         a_u, b_u = u.src
         dt = a_u.dtype
         w = isz(dt)
+        cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e",
+              Ops.CMPLT: "l" if dt.is_signed else "b"}[u.op]
+        c = self.imm(b_u)
+        if c is None and dt.itemsize >= 4 and (c := self.imm(a_u)) is not None:
+            # a constant on the left (tinygrad's `254 < i`, a padding gate): `cmp b, imm`
+            # with the swapped condition (c < b is b > c: SETG/SETA, SDM Vol. 1 B.1), not
+            # the constant moved into a register first
+            a_u, b_u = b_u, a_u
+            cc = {"l": "g", "b": "a"}.get(cc, cc)
         a = self.ext(a_u, int(w))
         t = self.new("gpr")
-        c = self.imm(b_u)
         if c is not None and dt.itemsize >= 4:
             self.emit(imm_form("cmp", w, c), a, c)
         else:
             self.emit(f"cmp_r{w}_rm{w}", a, self.ext(b_u, int(w)))
-        cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e",
-              Ops.CMPLT: "l" if dt.is_signed else "b"}[u.op]
         self.emit(f"set{cc}_rm8", t)
         return t
 
