@@ -208,7 +208,8 @@ def test_v4_one_compare_feeds_two_blends() -> None:
     unused vector-mask compare is removed. (Neither WHERE is an arm of the other: simplify
     folds WHERE(c, b, WHERE(c, a, b)) to b; nor a MAX.)"""
     src = _where("float32", 8, "CMPLT").replace(
-        "%r = WHERE(%c, %va, %vb)", "%r0 = WHERE(%c, %va, %vb)\n%s = ADD(%va, %vb)\n%r1 = WHERE(%c, %s, %vb)\n"
+        "%r = WHERE(%c, %va, %vb)",
+        "%r0 = WHERE(%c, %va, %vb)\n%s = ADD(%va, %vb)\n%r1 = WHERE(%c, %s, %vb)\n"
         "%r = ADD(%r0, %r1)")
     from kcc.targets.pipeline import run_pipeline
     from kcc.targets.x86.target import X86Target

@@ -502,10 +502,10 @@ SINK(%st) KernelInfo(name="kws")
 
 @pytest.mark.parametrize("alt", ["0.0", "-inf", "%vx"])
 def test_scalar_where_on_int_compare_is_a_masked_blend(alt: str) -> None:
-    """A float scalar WHERE on a bool in a GPR (an integer compare: tinygrad's padded cummax; a worker per element,
-    so nothing widens it)
-    takes the compare's opmask (MOVZX, KMOVW) and one VBLENDMPS {k}, or a zero-masked move for
-    a +0 arm, instead of a mask made in an xmm and a VBLENDVPS."""
+    """A float scalar WHERE on a bool in a GPR (an integer compare: tinygrad's padded cummax;
+    a worker per element, so nothing widens it) takes the compare's opmask (MOVZX, KMOVW) and
+    one VBLENDMPS {k}, or a zero-masked move for a +0 arm, instead of a mask made in an xmm
+    and a VBLENDVPS."""
     src = SCALAR_WHERE.replace("ALT", alt)
     sel = _listing(src)
     assert not re.search(r"vblendv|vmovq_x_r64", sel), sel
