@@ -446,17 +446,21 @@ class X86Alu:
     def to_f32(self, x: UOp) -> VReg:
         """A float16/bfloat16 bit pattern (GPR) widened exactly to float32 (xmm)."""
         t = self.new("vec")
+        v = self.reg(x)
         if x.dtype == dtypes.float16:
-            bits = self.new("gpr")
-            self.emit("movzx_r32_rm16", bits, self.reg(x))
-            h = self.new("vec")
-            self.emit("vmovd_x_rm32", h, bits)
+            # the bits in word 0 of an xmm: the one from_f32 rounded them in when there is one
+            # (no GPR round trip), else moved there. Only word 0 is read (VCVTPH2PS converts
+            # word k to lane k, SDM Vol. 2A; the scalar users read lane 0), so the GPR's bits
+            # above 15 need no MOVZX
+            h = self.half_xmm.get(v)
+            if h is None:
+                h = self.new("vec")
+                self.emit("vmovd_x_rm32", h, v)
             self.emit("vcvtph2ps_x_xm64", t, h)     # F16C: exact widening
         else:
-            bits = self.new("gpr")
-            self.emit("movzx_r32_rm16", bits, self.reg(x))
+            bits = self.copy(v, dtypes.uint32)
             self.emit("shl_rm32_imm8", bits, 16)   # bfloat16 is the high half of a float32
-            self.emit("vmovd_x_rm32", t, bits)
+            self.emit("vmovd_x_rm32", t, bits)     # (SHL drops the bits above 15)
         return t
 
     def from_f32(self, f: VReg, dt: DType) -> VReg:
@@ -466,7 +470,8 @@ class X86Alu:
             h = self.new("vec")
             self.emit("vcvtps2ph_xm64_x_imm8", h, f, 0)   # imm8 0: round to nearest even
             self.emit("vmovd_rm32_x", t, h)
-            return t
+            self.half_xmm[t] = h        # to_f32 and STORE read the bits there (the MOV to
+            return t                    # the GPR is then dead: kcc/isel/dce.py drops it)
         # bfloat16: (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, NaN kept quiet (| 0x40).
         bits = self.new("gpr")
         self.emit("vmovd_rm32_x", bits, f)

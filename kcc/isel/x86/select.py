@@ -77,6 +77,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
         self.stack_args: list[tuple[VReg, int]] = []
         self._labels = 0
         self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
+        # float16 bits in a GPR → an xmm holding the same bits in word 0 (x86_alu.from_f32's
+        # VCVTPS2PH result), so that a widening or a store skips the round trip through the GPR
+        self.half_xmm: dict[VReg, VReg] = {}
         self.ranges: dict = {}
         self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
@@ -549,6 +552,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
             self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)
+        elif dt == dtypes.float16 and v in self.half_xmm:
+            # the bits where VCVTPS2PH left them: VPEXTRW m16 stores word 0 (SDM Vol. 2B)
+            self.emit("vpextrw_m16_x_imm8", mem, self.half_xmm[v], 0)
         else:
             b = dt.bits
             self.emit(f"mov_rm{b}_r{b}", mem, v)
