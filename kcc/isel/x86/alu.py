@@ -273,6 +273,8 @@ class X86Alu:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""
         c, a, b = u.src
         dt = u.dtype
+        if dt == dtypes.float16 and u.shape:
+            return self.half_where(u)           # bits, as uint16 lanes (x86_half)
         if reg_class(dt) == "gpr" and not u.shape:
             w = isz(dt)
             g = self.reg(c)

@@ -33,6 +33,7 @@ from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
+from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.analysis import foldable_loads, induction_sums, promotable_buffers
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
@@ -49,7 +50,7 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 
 
 
-class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
+class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
@@ -160,6 +161,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
             return v
         c = strong_const(u)
         if c is None:
+            if u.op is Ops.STACK and is_half_vector(u):
+                self.val[u] = v = self.half_stack(u)       # float16 lanes (x86_half)
+                return v
             if u.op is Ops.STACK and (reg_class(u.dtype) == "vec" or is_int_vector(u)):
                 v = self.sel_STACK(u)
                 if v is not None:
@@ -175,6 +179,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
 
     def materialize(self, c: int | float | bool, dt: DType, lanes: int = 1) -> VReg:
         """A register holding constant c of dt: floats from .rodata, ints as immediates."""
+        if dt == dtypes.float16 and lanes > 1:
+            return self.half_const([c] * lanes, lanes)    # float16 lanes (x86_half)
         if reg_class(dt) == "vec":
             t = self.new("vec")
             if const_bytes(c, dt) == bytes(dt.itemsize):
@@ -449,6 +455,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
                 self.val[u] = self.mask_lane(base, k)
             elif is_int_vector(base):
                 self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
+            elif is_half_vector(base):
+                self.val[u] = self.half_lane(self.reg(base), base.shape[0], k)
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
@@ -499,6 +507,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
                 w = vw(dt, p.lanes)
                 self.emit(f"vmovup{fs(dt)}_{w}_{w}m", t, p.mem)
             return t
+        if p.lanes != 1 and dt == dtypes.float16:
+            return self.half_load(p.mem, p.lanes)          # float16 lanes (x86_half)
         if p.lanes != 1:
             if not dt.is_int:
                 raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
@@ -549,6 +559,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask):
             else:
                 w = vw(dt, p.lanes)
                 self.emit(self.streaming(u, f"vmovup{fs(dt)}_m{bits}_{w}"), mem, v)
+        elif p.lanes > 1 and dt == dtypes.float16:
+            self.half_store(mem, v, p.lanes)             # float16 lanes (x86_half)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
             self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)

@@ -529,6 +529,8 @@ class X86Vec(X86Shuf):
         n = u.shape[0]
         if x.dtype.is_bool:
             return self.vcast_bool(x, dt, n)
+        if dtypes.float16 in (x.dtype, dt):
+            return self.half_vcast(x, dt, n)        # F16C (x86_half)
         if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:
             return self.vcast_i32(x, dt, n)
         if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:

@@ -75,13 +75,18 @@ def x86_desc(arch: str) -> TargetDesc:
         for dt in ZMM_INT_OPS:
             ints[dt] = (16, *ints[dt])
             wide_ints[dt, 16] = ZMM_INT_OPS[dt]
+    # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
+    # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
+    halves = {dtypes.float16: (8, 4)}
     # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no memory
     bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
-    return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools}),
-                   mem_widths=MappingProxyType({**widths, **{dt: vector_widths(dt)
-                                                             for dt in VECTOR_OPS}}),
+    return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools,
+                                                          **halves}),
+                   mem_widths=MappingProxyType({**widths, **halves,
+                                                **{dt: vector_widths(dt) for dt in VECTOR_OPS}}),
                    vector_ops_at=MappingProxyType(wide_ints),
-                   vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS}),
+                   vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS,
+                                                dtypes.float16: _HALF_VECTOR_OPS}),
                    vector_cast=_vector_cast_v4 if arch == "x86-64-v4" else _vector_cast,
                    notes=f"{arch}: {note}",
                    # the registers the allocator gives vectors (xmm16-31 on v4 only)
@@ -120,6 +125,9 @@ def _masked_load(dt: DType, n: int) -> bool:
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+# float16 lanes: the arithmetic that passes/decompose.py lift_half turns into float32 lanes
+# between two F16C casts (each op rounds to float16 once, as a scalar one does)
+_HALF_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.FDIV})
 
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
@@ -131,6 +139,9 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     between integers of one size (the bits are the value modulo 2^bits either way)."""
     if n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}:
         return True
+    if op is Ops.CAST and n in (4, 8) and ({src, dst} == {dtypes.float16, dtypes.float32}
+                                         or (src, dst) == (dtypes.int32, dtypes.float16)):
+        return True                 # VCVTPS2PH / VCVTPH2PS (F16C; x86_half.half_vcast)
     if src == dtypes.bool and op is Ops.CAST and n * dst.itemsize in (16, 32) \
             and (dst in VECTOR_OPS or dst in _FLOAT_VEC):
         return True                 # a lane mask shifted or ANDed (x86_ivec.vcast_bool)
