@@ -416,6 +416,20 @@ def cast_chain(x: UOp, y: UOp) -> UOp | None:
     return v if d2 == d0 else UOp(Ops.CAST, (v,), d2)
 
 
+def zext_chain(x: UOp, y: UOp) -> UOp | None:
+    """CAST(CAST(v: d0, d1), d0) with d1 an unsigned integer narrower than the integer d0 →
+    v AND (2^bits(d1) - 1): narrowing keeps v's low bits (docs/semantics.md, CAST), a value in
+    [0, 2^bits(d1)) that d0 holds exactly. (bfloat16 lowered to bit operations truncates a
+    uint32 to uint16 and widens it back; one AND is a lane op of the uint32 vector around it.)"""
+    v = y.src[0]
+    d0, d1 = v.dtype, y.arg
+    if d0 is None or d0.is_weak or v.kind != "value" or x.arg != d0 or not d0.is_int \
+            or not d1.is_int or d1.is_signed or d1.itemsize >= d0.itemsize:
+        return None
+    mask = make_const((1 << d1.bits) - 1, d0)
+    return UOp(Ops.AND, (v, mask if not v.shape else UOp(Ops.STACK, (mask,) * v.shape[0])))
+
+
 def sub_const(x: UOp, a: UOp, c: UOp) -> UOp | None:
     """x - c → x + (-c) on integers (wrapping, so exact), so additions chain."""
     cv = const_value(c)
@@ -492,6 +506,7 @@ SIMPLIFY = PatternMatcher([
     (UPat(Ops.BITCAST, src=(UPat.var("c"),), name="x"), fold_bitcast),
     (UPat(ALU, name="x"), fold_alu),
     (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), cast_chain),
+    (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), zext_chain),
     (UPat(Ops.CAST, name="x"), cast_noop),
     (UPat(Ops.WHERE, name="x"), where_const_cond),
     (UPat(COMMUTATIVE, name="x"), const_right),

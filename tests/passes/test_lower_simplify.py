@@ -162,6 +162,27 @@ def test_cast_chains() -> None:
     assert simplify(keep) is keep
 
 
+@pytest.mark.parametrize("d0,d1", [(dtypes.uint32, dtypes.uint16), (dtypes.int32, dtypes.uint8),
+                                   (dtypes.int64, dtypes.uint32), (dtypes.int16, dtypes.uint8)])
+def test_zero_extend_chain_is_and(d0, d1) -> None:
+    """CAST(CAST(v, narrower unsigned), v's dtype) → v AND mask (simplify.zext_chain), equal to
+    numpy's narrowing and widening on values of every sign and size; a signed middle dtype
+    (a sign extension) or a different final dtype keeps the chain."""
+    x = param(0, d0)
+    chain = op(Ops.CAST, op(Ops.CAST, x, arg=d1), arg=d0)
+    s = simplify(chain)
+    assert s.op is Ops.AND and s.src[0] is x
+    rs = np.random.default_rng(1)
+    info = np.iinfo(d0.np)
+    v = np.concatenate([rs.integers(info.min, info.max, 400, endpoint=True, dtype=d0.np),
+                        np.array([info.min, info.max, 0, -1 if info.min else 1], d0.np)])
+    assert np.array_equal(eval_values(s, {0: v}), v.astype(d1.np).astype(d0.np))
+    signed = op(Ops.CAST, op(Ops.CAST, x, arg=dtypes.int8), arg=d0)
+    assert simplify(signed) is signed
+    other = op(Ops.CAST, op(Ops.CAST, x, arg=d1), arg=dtypes.float32)
+    assert simplify(other).op is Ops.CAST
+
+
 def _random_expr(rs: np.random.Generator, leaves: list[UOp], n: int) -> UOp:
     i32 = dtypes.int32
     nodes = list(leaves) + [strong(int(v), i32) for v in rs.integers(-4, 5, 4)]

@@ -143,3 +143,23 @@ def test_int32_to_half_vector_and_gated_half_load(arch: str) -> None:
     if arch == "x86-64-v3":
         text = disasm_object(compile_x86([sink], arch)[0])
         assert "vcvtdq2ps" in text and "vcvtsi2ss" not in text, text
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bfloat16_bit_rounding_runs_on_uint32_vectors(arch: str) -> None:
+    """tinygrad's bfloat16 rounding as uint32 bit operations (the value narrowed to uint16
+    and widened back, which simplify makes one AND) runs on uint32 vectors, not lane by lane
+    in GPRs, and agrees bit for bit with the interpreter on ties, NaN, inf and subnormals."""
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "data" / "kernels" / "bf16_round_trip.uop").read_text())
+    rs = np.random.default_rng(5)
+    bits = rs.integers(0, 2 ** 32, 256, dtype=np.uint32)
+    bits[:8] = [0x3F808000, 0x3F818000, 0x7F800000, 0xFF800001, 0x7FC00000, 0x00008000,
+                0x7F7FFFFF, 0x80000000]              # ties to even, inf, NaNs, subnormal, max
+    x = bits.view(np.float32)
+    args = [np.zeros(256, np.float32), x.copy()]
+    want = reference(sink, args)
+    got = compile_and_run(sink, args, arch)
+    assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+    text = disasm_object(compile_x86([sink], arch)[0])
+    assert "vpsrld" in text and "cmov" not in text and "movzx" not in text, text
