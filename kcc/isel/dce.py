@@ -10,6 +10,10 @@ instruction is removed when
   loop and read at its top is kept; a read-modify-write's read of itself does not count);
 - it does not also write memory: its memory operands (if any) are read or only addressed, which
   `writes_memory(inst)` tells for the target;
+- or, where the target says its compares only set flags (``flag_only``: x86's CMP and TEST,
+  whose one effect is RFLAGS, SDM Vol. 2A "CMP"), it defines nothing and writes flags ("w")
+  that no reader reads (a compare whose bool a CMOVcc no longer reads: the CMOVcc tests its
+  operands again, kcc/isel/x86/alu.py int_flags);
 - no flag reader reads the flags it writes (a flag-setting op whose result register is dead
   may still be there for its flags): the reader/writer pairs of kcc/isel/flags.py, the rule
   loop-invariant code motion follows too, from the target's `flags_of(inst)` ("r", "w", "rw"
@@ -35,10 +39,12 @@ if TYPE_CHECKING:
 
 def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
                    flags_of: Callable[[Inst], str],
-                   known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
+                   known: dict[int, tuple[Inst, list, list]] | None = None,
+                   flag_only: bool = False) -> int:
     """Remove dead instructions from fn in place; returns how many went. ``known``, when
     given, receives (inst, uses(), defs()) of every instruction by id (the instructions stay
-    unchanged: the next pass may read them there instead of asking again)."""
+    unchanged: the next pass may read them there instead of asking again). ``flag_only``: an
+    OP that defines nothing and only writes flags ("w") has no other effect (x86)."""
     reads = {id(i): i.uses() for i in fn.insts}
     writes = {id(i): i.defs() for i in fn.insts}
     if known is not None:
@@ -55,10 +61,16 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
     OP = Kind.OP              # (bound once: an Enum class attribute is a slow lookup)
     while changed:
         changed = False
+        if flag_only and removed:
+            # a flag reader that went (a SETcc whose bool is dead) frees its writer
+            insts = fn.insts
+            read = {id(insts[w]) for _, w in flag_pairs(insts, lambda i: flags_of(insts[i]))
+                    if w is not None}
         keep: list[Inst] = []
         for inst in reversed(fn.insts):
             defs, srcs = writes[id(inst)], reads[id(inst)]
-            dead = (inst.kind is OP and not inst.clobbers and bool(defs)
+            dead = (inst.kind is OP and not inst.clobbers
+                    and (bool(defs) or flag_only and flags_of(inst) == "w")
                     and id(inst) not in read
                     and all(isinstance(r, VReg) and uses[r] == srcs.count(r) for r in defs)
                     and not writes_memory(inst))

@@ -430,6 +430,29 @@ def zext_chain(x: UOp, y: UOp) -> UOp | None:
     return UOp(Ops.AND, (v, mask if not v.shape else UOp(Ops.STACK, (mask,) * v.shape[0])))
 
 
+def shift_back(x: UOp) -> UOp | None:
+    """SHL(SHR(v, c), c) → v AND (-1 << c), and SHL(AND(SHR(v, c), m), c) → v AND (m << c),
+    on unsigned integers (mod 2^bits): bit i of the result is bit i of v where the mask has
+    it (SHR moves bit i + c to i, SHL moves it back, the bits it shifted out are zero). One
+    AND instead of three ops (bfloat16's rounding keeps the top 16 bits of a uint32 so)."""
+    v, k = x.src
+    dt = x.dtype
+    kc = const_value(k)
+    if not dt.is_int or dt.is_signed or kc is None or x.shape:
+        return None
+    c = int(kc[0])
+    full = (1 << dt.bits) - 1
+    m = full
+    if v.op is Ops.AND and const_value(v.src[1]) is not None:
+        m, v = int(const_value(v.src[1])[0]) & full, v.src[0]
+    if v.op is not Ops.SHR or not 0 < c < dt.bits:
+        return None
+    kc2 = const_value(v.src[1])
+    if kc2 is None or int(kc2[0]) != c or v.dtype != dt:
+        return None
+    return UOp(Ops.AND, (v.src[0], make_const((m << c) & full, dt)))
+
+
 def sub_const(x: UOp, a: UOp, c: UOp) -> UOp | None:
     """x - c → x + (-c) on integers (wrapping, so exact), so additions chain."""
     cv = const_value(c)
@@ -511,6 +534,7 @@ SIMPLIFY = PatternMatcher([
     (UPat(Ops.WHERE, name="x"), where_const_cond),
     (UPat(COMMUTATIVE, name="x"), const_right),
     (UPat(Ops.SUB, src=(UPat.var("a"), UPat.var("c")), name="x"), sub_const),
+    (UPat(Ops.SHL, name="x"), shift_back),
     (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
     (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),

@@ -235,3 +235,28 @@ def test_a_zeroing_read_first_on_the_fall_through_path_stays_without_liveness(
                 Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)]),
                 Inst("ret", kind=Kind.RET)]
     assert _run_defs(fn)[0] == "jmp_rel32"
+
+
+def test_a_compare_whose_setcc_is_dead_goes_with_flag_only() -> None:
+    """x86's CMP/TEST only set flags (flag_only): one whose SETcc's bool nobody reads goes
+    with it (the SETcc first, then the CMP its pairing freed, then the AND that fed it); a
+    TEST a CMOVcc reads stays; without flag_only (the AMD selector's call) the CMP stays."""
+    def build() -> tuple[MFunction, list]:
+        fn, v = _fn()
+        fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                    Inst("and_rm32_imm32", [RegOp(v[1], DU), Imm(0xFF00)]),
+                    Inst("cmp_rm32_imm8", [RegOp(v[1], U), Imm(0)]),
+                    Inst("setne_rm8", [RegOp(v[2], D)]),                  # its bool: unread
+                    Inst("mov_r64_rm64", [RegOp(v[3], D), RegOp(v[0], U)]),
+                    Inst("test_rm32_imm32", [RegOp(v[0], U), Imm(0xFF00)]),
+                    Inst("cmovne_r32_rm32", [RegOp(v[3], DU), RegOp(v[0], U)]),
+                    Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[3], U)]),
+                    Inst("ret", kind=Kind.RET)]
+        return fn, v
+    fn, _ = build()
+    eliminate_dead(fn, writes_memory, _flags_of, flag_only=True)
+    assert [i.op for i in fn.insts] == ["mov_r64_rm64", "test_rm32_imm32", "cmovne_r32_rm32",
+                                        "mov_rm32_r32", "ret"]
+    fn, _ = build()
+    eliminate_dead(fn, writes_memory, _flags_of)
+    assert "cmp_rm32_imm8" in [i.op for i in fn.insts]

@@ -183,6 +183,31 @@ def test_zero_extend_chain_is_and(d0, d1) -> None:
     assert simplify(other).op is Ops.CAST
 
 
+@pytest.mark.parametrize("dt", [dtypes.uint32, dtypes.uint16, dtypes.uint64])
+@pytest.mark.parametrize("c", [1, 7, 16])
+def test_shift_down_and_back_is_and(dt, c) -> None:
+    """SHL(SHR(v, c), c) and SHL(AND(SHR(v, c), m), c) → v AND mask (simplify.shift_back), equal
+    to numpy's shifts on values of every size; signed v keeps its shifts."""
+    if c >= dt.bits:
+        pytest.skip("shift wider than the dtype")
+    x = param(0, dt)
+    rs = np.random.default_rng(c)
+    info = np.iinfo(dt.np)
+    v = np.concatenate([rs.integers(0, info.max, 300, endpoint=True, dtype=dt.np),
+                        np.array([0, info.max, 1 << (dt.bits - 1)], dt.np)])
+    for m in (None, 0xFFFF, 0x5A5A, 1):
+        inner = op(Ops.SHR, x, strong(c, dt))
+        if m is not None:
+            inner = op(Ops.AND, inner, strong(m, dt))
+        e = op(Ops.SHL, inner, strong(c, dt))
+        s = simplify(e)
+        assert s.op is Ops.AND and s.src[0] is x
+        assert np.array_equal(eval_values(s, {0: v}), eval_values(e, {0: v}))
+    y = param(1, dtypes.int32)
+    signed = op(Ops.SHL, op(Ops.SHR, y, strong(3, dtypes.int32)), strong(3, dtypes.int32))
+    assert simplify(signed).op is Ops.SHL
+
+
 def _random_expr(rs: np.random.Generator, leaves: list[UOp], n: int) -> UOp:
     i32 = dtypes.int32
     nodes = list(leaves) + [strong(int(v), i32) for v in rs.integers(-4, 5, 4)]

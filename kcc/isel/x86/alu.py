@@ -13,6 +13,9 @@ from kcc.isel.x86.base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form,
 from kcc.isel.x86.ivec import is_int_vector
 from kcc.isel.x86.regs import RAX, RDX, reg_class
 
+# float16/bfloat16 bit patterns in GPRs: their compares were lifted to float32 (decompose)
+_HALF_BITS = (dtypes.float16, dtypes.bfloat16)
+
 
 class X86Alu:
     """Integer ALU, WHERE and cast rules (mixed into X86Selector)."""
@@ -269,6 +272,36 @@ class X86Alu:
         self.emit(f"set{cc}_rm8", t)
         return t
 
+    def int_flags(self, c: UOp) -> str | None:
+        """Flags for the integer compare c, set right here for a CMOVcc that reads them (no
+        SETcc and TEST of its bool): x != 0 and x == 0 are TEST x, x; (x AND k) != 0 with k
+        an immediate is TEST x, k (SDM Vol. 2B "TEST": ZF from the AND, nothing written); any
+        other is icompare's CMP. Returns the condition code, or None for another kind of c.
+        The bool c is still selected where it stands; kcc/isel/dce.py drops it if unread."""
+        if c.op not in (Ops.CMPNE, Ops.CMPEQ, Ops.CMPLT) or c.shape \
+                or reg_class(c.src[0].dtype) != "gpr" or c.src[0].dtype in _HALF_BITS:
+            return None
+        a_u, b_u = c.src
+        dt = a_u.dtype
+        w = isz(dt)
+        k = self.imm(b_u)
+        cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e", Ops.CMPLT: "l" if dt.is_signed else "b"}[c.op]
+        if k == 0 and c.op is not Ops.CMPLT:
+            m = self.imm(a_u.src[1]) if a_u.op is Ops.AND else None
+            if m is not None and dt.itemsize == 4 and 0 <= m < 2 ** 31:
+                x = self.reg(a_u.src[0])       # bits 31..0 are the value: AND reads no more
+                self.emit("test_rm32_imm32", x, m)
+            else:
+                x = self.ext(a_u, int(w))
+                self.emit(f"test_rm{w}_r{w}", x, x)
+            return cc
+        x = self.ext(a_u, int(w))
+        if k is not None and dt.itemsize >= 4:
+            self.emit(imm_form("cmp", w, k), x, k)
+        else:
+            self.emit(f"cmp_r{w}_rm{w}", x, self.ext(b_u, int(w)))
+        return cc
+
     def where(self, u: UOp) -> VReg:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""
         c, a, b = u.src
@@ -277,10 +310,14 @@ class X86Alu:
             return self.half_where(u)           # bits, as uint16 lanes (x86_half)
         if reg_class(dt) == "gpr" and not u.shape:
             w = isz(dt)
-            g = self.reg(c)
+            yes = self.reg(a)
             t = self.copy(self.reg(b), dt)
-            self.emit("test_rm8_r8", g, g)
-            self.emit(f"cmovne_r{w}_rm{w}", t, self.reg(a))
+            cc = self.int_flags(c)          # the compare's own flags, when c is one
+            if cc is None:
+                g = self.reg(c)
+                self.emit("test_rm8_r8", g, g)
+                cc = "ne"
+            self.emit(f"cmov{cc}_r{w}_rm{w}", t, yes)
             return t
         lanes = u.shape[0] if u.shape else 1
         if c.op is Ops.CMPLT and a is c.src[1] and b is c.src[0] and c.src[0].dtype == dt \
@@ -612,7 +649,10 @@ class X86Alu:
             return
         t = self.new(b)
         q = dt.itemsize == 8
-        if b == "vec":
+        m = self.folded(x) if b == "gpr" else None
+        if m is not None:                # a float load read as integer bits (x86_analysis)
+            self.emit("mov_r64_rm64" if q else "mov_r32_rm32", t, m)
+        elif b == "vec":
             self.emit("vmovq_x_r64" if q else "vmovd_x_rm32", t, self.reg(x))
         else:
             self.emit("vmovq_r64_x" if q else "vmovd_rm32_x", t, self.reg(x))

@@ -99,7 +99,8 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     kcc/isel/x86/kmask.py; a WHERE without an opmask form loads it there); between the load
     and its user in the schedule lies no STORE and no loop boundary, so reading memory at
     the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
-    Vol. 1 §14.9), so the place's alignment does not matter."""
+    Vol. 1 §14.9), so the place's alignment does not matter. A scalar float load whose one
+    user is a BITCAST to an integer is read by that BITCAST as a MOV from memory."""
     pos = {u: k for k, u in enumerate(lin)}
     users: dict[UOp, list[UOp]] = {}
     for u in lin:
@@ -123,6 +124,8 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
             out.add(u)
         elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:
             out.add(u)
+        elif x.op is Ops.BITCAST and not u.shape and reg_class(x.dtype) == "gpr":
+            out.add(u)          # the bits straight into a GPR: MOV r32/r64, [mem]
         elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
                 and x.src[0] is not u and len(set(x.src)) == len(x.src) \
                 and strong_const(x) is None:

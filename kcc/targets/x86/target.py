@@ -141,7 +141,8 @@ class X86Target:
         fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
                                                  self.arch == "x86-64-v4", stream, ahead)
         known: dict = {}                      # each instruction's uses and defs, asked once
-        eliminate_dead(fn, writes_memory, _flags_of, known)
+        # (CMP/TEST only set RFLAGS: one that no CMOVcc/SETcc/Jcc reads goes too)
+        eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
         # the zeroing of promoted REG cells that every read follows a store of
         eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING, known)
         hoist_invariants(fn, _movable, _flags_of, known, _alone)

@@ -163,3 +163,21 @@ def test_bfloat16_bit_rounding_runs_on_uint32_vectors(arch: str) -> None:
     assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
     text = disasm_object(compile_x86([sink], arch)[0])
     assert "vpsrld" in text and "cmov" not in text and "movzx" not in text, text
+
+
+def test_bfloat16_row_sum_scalar_bit_work() -> None:
+    """The scalar bfloat16 rounding of a row sum (a float add chain, no vector): each float is
+    read straight into a GPR (MOV, no VMOVSS + VMOVD), each select is TEST + CMOVcc (no CMP +
+    SETcc + TEST), the top half kept by one AND; bit-exact against the interpreter."""
+    from x86_util import REPO
+    sink = parse((REPO / "tests" / "data" / "kernels" / "bf16_sum_rows.uop").read_text())
+    rs = np.random.default_rng(9)
+    bits = rs.integers(0, 2 ** 32, 25641, dtype=np.uint32)
+    bits[:6] = [0x3F808000, 0x3F818000, 0x7F800000, 0x7FC00001, 0x00018000, 0x80000000]
+    args = [np.zeros(333, np.float32), bits.view(np.float32)]
+    want = reference(sink, args)
+    got = compile_and_run(sink, args, "x86-64-v3")
+    assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+    text = disasm_object(compile_x86([sink], "x86-64-v3")[0])
+    assert "setne" not in text and "cmovne" in text and "0xffff0000" in text, text
+    assert not re.search(r"vmovd\s+(e[a-z]+|r\d+d), xmm", text.split("jl")[0]), text
