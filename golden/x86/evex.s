@@ -1556,3 +1556,111 @@ vpsravd zmm0, zmm1, zmmword ptr [rdx - 8192]
 vpsravd zmm16, zmm17, zmmword ptr [rip + bar]
 ; bytes: 62 e2 75 40 46 05 00 00 00 00
 ; fixup: 6 pc32 bar -4
+; form: vpsubq_z_z_zm
+vpsubq zmm0, zmm1, zmm2
+; bytes: 62 f1 f5 48 fb c2
+; form: vpsubq_z_z_zm
+vpsubq zmm16, zmm17, zmm31
+; bytes: 62 81 f5 40 fb c7
+; form: vpsubq_z_z_zm
+vpsubq zmm3, zmm24, zmm9
+; bytes: 62 d1 bd 40 fb d9
+; form: vpsubq_z_z_zm
+vpsubq zmm29, zmm8, zmm18
+; bytes: 62 21 bd 48 fb ea
+; form: vpsubq_z_z_zm
+vpsubq zmm16, zmm17, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 f5 40 fb 84 4b e8 03 00 00
+; form: vpsubq_z_z_zm
+vpsubq zmm0, zmm1, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 f5 48 fb 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpsubq_z_z_zm
+vpsubq zmm16, zmm17, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 f5 40 fb 04 cd 40 00 00 00
+; form: vpsllq_z_zm_imm8
+vpsllq zmm0, zmm1, 1
+; bytes: 62 f1 fd 48 73 f1 01
+; form: vpsllq_z_zm_imm8
+vpsllq zmm16, zmm17, 31
+; bytes: 62 b1 fd 40 73 f1 1f
+; form: vpsllq_z_zm_imm8
+vpsllq zmm3, zmm24, 127
+; bytes: 62 91 e5 48 73 f0 7f
+; form: vpsllq_z_zm_imm8
+vpsllq zmm29, zmm8, 255
+; bytes: 62 d1 95 40 73 f0 ff
+; form: vpsllq_z_zm_imm8
+vpsllq zmm16, zmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d1 fd 40 73 b4 30 7f 00 00 00 00
+; form: vpsllq_z_zm_imm8
+vpsllq zmm0, zmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 fd 48 73 74 9c 40 64
+; form: vpsllq_z_zm_imm8
+vpsllq zmm16, zmmword ptr [rdx - 8192], 200
+; bytes: 62 f1 fd 40 73 72 80 c8
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm0, zmm1, 1
+; bytes: 62 f1 fd 48 73 d1 01
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm16, zmm17, 31
+; bytes: 62 b1 fd 40 73 d1 1f
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm3, zmm24, 127
+; bytes: 62 91 e5 48 73 d0 7f
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm29, zmm8, 255
+; bytes: 62 d1 95 40 73 d0 ff
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm16, zmmword ptr [rip + bar], 0
+; bytes: 62 f1 fd 40 73 15 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm0, zmmword ptr [rdi], 100
+; bytes: 62 f1 fd 48 73 17 64
+; form: vpsrlq_z_zm_imm8
+vpsrlq zmm16, zmmword ptr [rsp + 8], 200
+; bytes: 62 f1 fd 40 73 94 24 08 00 00 00 c8
+; form: vpsllvq_z_z_zm
+vpsllvq zmm0, zmm1, zmm2
+; bytes: 62 f2 f5 48 47 c2
+; form: vpsllvq_z_z_zm
+vpsllvq zmm16, zmm17, zmm31
+; bytes: 62 82 f5 40 47 c7
+; form: vpsllvq_z_z_zm
+vpsllvq zmm3, zmm24, zmm9
+; bytes: 62 d2 bd 40 47 d9
+; form: vpsllvq_z_z_zm
+vpsllvq zmm29, zmm8, zmm18
+; bytes: 62 22 bd 48 47 ea
+; form: vpsllvq_z_z_zm
+vpsllvq zmm16, zmm17, zmmword ptr [rbp]
+; bytes: 62 e2 f5 40 47 45 00
+; form: vpsllvq_z_z_zm
+vpsllvq zmm0, zmm1, zmmword ptr [r13 - 300]
+; bytes: 62 d2 f5 48 47 85 d4 fe ff ff
+; form: vpsllvq_z_z_zm
+vpsllvq zmm16, zmm17, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 40 47 84 87 08 00 00 00
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm0, zmm1, zmm2
+; bytes: 62 f2 f5 48 45 c2
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm16, zmm17, zmm31
+; bytes: 62 82 f5 40 45 c7
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm3, zmm24, zmm9
+; bytes: 62 d2 bd 40 45 d9
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm29, zmm8, zmm18
+; bytes: 62 22 bd 48 45 ea
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 40 45 44 fc fe
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b2 f5 48 45 84 4b e8 03 00 00
+; form: vpsrlvq_z_z_zm
+vpsrlvq zmm16, zmm17, zmmword ptr [rip + foo + 16]
+; bytes: 62 e2 f5 40 45 05 00 00 00 00
+; fixup: 6 pc32 foo 12

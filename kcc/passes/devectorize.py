@@ -84,8 +84,15 @@ def split_alu(ctx: TargetDesc, x: UOp) -> UOp | None:
         return None
     if n > 1 and x.op in (Ops.CAST, Ops.BITCAST) and ctx.cast_legal(x.op, dts[0], dts[1], n):
         return None
-    legal = tuple(set.intersection(*(set(w for w in ctx.alu_widths.get(d, ())
-                                         if ctx.alu_legal(w, d, x.op)) for d in dts)))
+    if x.op in (Ops.CAST, Ops.BITCAST):
+        # a cast's chunks: the widths the target has the cast at (x86-64-v4: float64 x 8 to
+        # int64 is two int64 x 4 halves, not eight scalars)
+        legal = tuple(w for w in set(ctx.alu_widths.get(dts[0], ()))
+                      | set(ctx.alu_widths.get(dts[1], ()))
+                      if 1 < w < n and ctx.cast_legal(x.op, dts[0], dts[1], w))
+    else:
+        legal = tuple(set.intersection(*(set(w for w in ctx.alu_widths.get(d, ())
+                                             if ctx.alu_legal(w, d, x.op)) for d in dts)))
     parts = [x.replace(src=tuple(lanes(s, st, w) for s in x.src)) for st, w in chunks(n, legal)]
     return _flat(parts)
 

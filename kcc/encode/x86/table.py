@@ -640,6 +640,22 @@ def _late_gpr_rows() -> None:
     _leg("prefetcht0", "gpr", "0f18", "m8/rm/r", digit=1)
 
 
+def _int64_zmm_rows() -> None:
+    """The 64-bit lane work on zmm that the VEX rows do on ymm (int64/uint64 x 8 on
+    x86-64-v4, kcc/isel/x86/ivec.py), added after every other row so that the golden cases
+    of the rows before keep their register rotation: VPSUBQ (EVEX.512.66.0F.W1 FB /r), the
+    shifts by an immediate (EVEX.512.66.0F.W1 73 /6 ib VPSLLQ, /2 VPSRLQ: destination in
+    EVEX.vvvv) and by a vector (EVEX.512.66.0F38.W1 47 VPSLLVQ, 45 VPSRLVQ); Full, N = 64
+    (SDM Vol. 2 "PSUBB/PSUBW/PSUBD/PSUBQ", "PSLLW/PSLLD/PSLLQ", "VPSLLVW/VPSLLVD/VPSLLVQ")."""
+    ev = dict(pp=P66, w=True, vl=2, disp8_n=64)
+    _add("vpsubq", "evex", "evex", bytes([0xFB]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F, **ev)
+    for mnem, d in (("vpsllq", 6), ("vpsrlq", 2)):
+        _add(mnem, "evex", "evex", bytes([0x73]), "z/vvvv/w zm/rm/r imm8/imm/r", mmap=M0F,
+             digit=d, **ev)
+    for mnem, op in (("vpsllvq", 0x47), ("vpsrlvq", 0x45)):
+        _add(mnem, "evex", "evex", bytes([op]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F38, **ev)
+
+
 def _build() -> list[Row]:
     """Every row, built from the templates above (in this order: the golden files' order)."""
     _gpr_rows()
@@ -658,6 +674,7 @@ def _build() -> list[Row]:
     _call_rows()
     _int_lane_rows()
     _late_gpr_rows()
+    _int64_zmm_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

@@ -38,7 +38,12 @@ INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
 # a same-size integer CAST (nothing to do) and a lane read
 _ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
                       Ops.NEG})
-ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS})
+# ... and on int64/uint64 x 8 (float64 bit work: exp2's 2^k, sin's reduction): VPADDQ,
+# VPSUBQ, the bitwise rows, VPSLLQ/VPSRLQ (no VPMULLQ row: 64-bit MUL stays scalar)
+_ZMM_OPS64 = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.NEG})
+ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
+                                dtypes.int64: _ZMM_OPS64,
+                                dtypes.uint64: _ZMM_OPS64 | {Ops.SHR}})
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
 _BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}

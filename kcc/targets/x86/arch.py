@@ -69,12 +69,13 @@ def x86_desc(arch: str) -> TargetDesc:
     ints = {dt: vector_widths(dt) for dt in VECTOR_OPS}
     wide_ints: dict = {}
     if arch == "x86-64-v4":
-        # int32 x 16 in a zmm for the lane work with EVEX.512 rows (kcc.isel.x86.ivec); as
-        # values only: no int32 x 16 loads or stores (mem_widths), which would let slp and
-        # widen make zmm integer accumulators and memory streams this selector lacks
+        # int32 x 16 and int64 x 8 in a zmm for the lane work with EVEX.512 rows
+        # (kcc.isel.x86.ivec); as values only: no zmm integer loads or stores (mem_widths),
+        # which would let slp and widen make zmm integer accumulators and memory streams this
+        # selector lacks
         for dt in ZMM_INT_OPS:
-            ints[dt] = (16, *ints[dt])
-            wide_ints[dt, 16] = ZMM_INT_OPS[dt]
+            ints[dt] = (64 // dt.itemsize, *ints[dt])
+            wide_ints[dt, 64 // dt.itemsize] = ZMM_INT_OPS[dt]
     # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
     # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
     halves = {dtypes.float16: (8, 4)}
