@@ -59,7 +59,10 @@ Lanes = tuple[UOp, ...]
 
 
 def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
-    """idx as (base, k) with idx = base + k (base None for a constant index)."""
+    """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
+    addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
+    reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
+    hash-consed, so equal for every copy."""
     c = const_int(idx)
     if c is not None:
         return None, c
@@ -67,6 +70,10 @@ def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
         k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
         if k is not None:
             return idx.src[0], k
+    if idx.op is Ops.MULACC and idx.src[2].op is Ops.ADD:
+        k = const_int(idx.src[2].src[1])
+        if k is not None:
+            return idx.replace(src=idx.src[:2] + (idx.src[2].src[0],)), k
     return idx, 0
 
 
@@ -648,6 +655,31 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
         redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
 
 
+def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc
+                       ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+    """In a kernel without vectors: each run of stores to a whole REG buffer of n > 1
+    elements that the target stores at once (passes/unroll.py's jammed column loop: copy k's
+    one-element accumulator at element k) as one group of n lanes, and n the group width of
+    that buffer (its scalar loads become lanes of the group's load, `_group_lanes`)."""
+    groups: list[tuple[UOp, ...]] = []
+    reg_width: dict[UOp, int] = {}
+    if not ctx.vector_regs:             # GPU targets: REG buffers are a lane's own registers
+        return groups, reg_width
+    for run in _store_runs(order):
+        b = base_buffer(run[0].src[0].src[0])
+        n = len(run)
+        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG \
+                or n < 2 or b.arg.size != n or const_int(run[0].src[0].src[1]) != 0 \
+                or not ctx.mem_legal(n, run[0].src[1].dtype) \
+                or not ctx.alu_legal(n, run[0].src[1].dtype):
+            continue
+        if _Packer(ctx).pack(tuple(st.src[1] for st in run)) is None:
+            continue
+        groups.append(run)
+        reg_width[b] = n
+    return groups, reg_width
+
+
 def _widest(order: list[UOp]) -> int:
     """The widest vector whose lanes the kernel takes apart."""
     return max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX
@@ -658,7 +690,8 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
     order = toposort([sink])
     widest = _widest(order)
-    groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 else ([], {})
+    groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
+        else _scalar_reg_groups(order, target)
     p = _Packer(target, reg_width, order)
     redirect: dict[UOp, UOp] = {}
     for u in order:

@@ -415,6 +415,28 @@ def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
     return w
 
 
+def _columns(loops: _Loops, r: UOp, cone: list[UOp]) -> bool:
+    """Whether r's loop is a column loop: a loop of an inner loop reads a global buffer, and
+    every global load that depends on r reads element r + (terms free of r) (coefficient 1:
+    tinygrad's reduction over axis 0, `x[j*C + i]`), so the copies' loads of one step are
+    consecutive elements, which the lane packer loads as one vector when the copies'
+    one-element accumulators are consecutive elements of one buffer (`_jam`)."""
+    memo: dict = {}
+    inner_read = False
+    for n in cone:
+        if n.op is not Ops.LOAD or n.src[0].op is not Ops.INDEX:
+            continue
+        buf = base_buffer(n.src[0].src[0])
+        idx = n.src[0].src[1]
+        if buf.op is not Ops.PARAM or r not in loops.dep[idx]:
+            continue
+        terms, _ = affine(idx, memo=memo, mulacc=True)
+        if terms.get(r) != 1:
+            return False
+        inner_read = inner_read or bool(loops.dep[idx] - loops.dep[r] - {r})
+    return inner_read
+
+
 def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
          unfused: frozenset[UOp] = frozenset()) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
@@ -439,9 +461,12 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
     slot = free_reg_slot(loops.order)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
+    columns = rows_of and _columns(loops, r, loops.cone(end))
     for buf in plan.private:
         a: ParamArg = buf.arg
         w = _row_width(loops, loops.cone(end), buf) if rows_of else 0
+        if not w and columns and a.size == 1:
+            w = 1                        # a column loop's scalar accumulators: copy k's at k
         if w:
             merged = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size * f, a.vmin_vmax,
                                                   a.name, a.addrspace, a.volatile))

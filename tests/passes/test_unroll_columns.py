@@ -1,0 +1,106 @@
+"""A column loop (a reduction over axis 0: out[j] = reduce_i a[i*C + j]) jammed by unroll: the
+copies' one-element accumulators become consecutive elements of one REG buffer
+(passes/unroll.py `_columns`), which slp packs into vectors whose operands are one vector load
+of C-strided rows (passes/slp.py `_scalar_reg_groups`; `_offset` reads the jammed index
+MULACC(i, C, j + k) as base MULACC(i, C, j) plus k). The compiled kernel matches the
+interpreter on x86-64-v3 and (when this CPU has it) v4; a row loop is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.ir.uop import AddrSpace, toposort
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.unroll import unroll
+from kcc.targets.x86.arch import x86_desc
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+# out[j] = 333 - max_i (a[i*77 + j] == -b[j]) * (333 - i): tinygrad's argmin over axis 0
+COLUMNS = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 77)
+%a = PARAM ParamArg(1, float32, 25641)
+%b = PARAM ParamArg(2, float32, 77)
+%acc = BUFFER ParamArg(0, int32, 1, addrspace=REG)
+%c77 = CAST(77) int32
+%c333 = CAST(333) int32
+%z = CAST(0) int32
+%lo = CAST(-2147483648) int32
+%j = RANGE(%c77) (1, WEAK)
+%pb = INDEX(%b, %j)
+%bj = LOAD(%pb)
+%a0 = AFTER(%acc, %j)
+%p0 = INDEX(%a0, %z)
+%init = STORE(%p0, %lo)
+%i = RANGE(%c333, %j) (0, REDUCE)
+%a1 = AFTER(%acc, %init, %i)
+%p = INDEX(%a1, %z)
+%cur = LOAD(%p)
+%ia = MULACC(%i, %c77, %j)
+%pa = INDEX(%a, %ia)
+%x = LOAD(%pa)
+%nx = NEG(%x)
+%eq = CMPEQ(%nx, %bj)
+%hit = CAST(%eq) int32
+%left = SUB(%c333, %i)
+%w = MUL(%hit, %left)
+%m = MAX(%cur, %w)
+%st = STORE(%p, %m)
+%ei = END(%st, %i)
+%a2 = AFTER(%acc, %ei)
+%p2 = INDEX(%a2, %z)
+%res = LOAD(%p2)
+%o = SUB(%c333, %res)
+%po = INDEX(%out, %j)
+%st2 = STORE(%po, %o)
+%ej = END(%st2, %j)
+SINK(%ej) KernelInfo(name="colmin")
+"""
+# the same reduction over rows (a[j*333 + i]): the copies read rows 333 elements apart
+ROWS = COLUMNS.replace("MULACC(%i, %c77, %j)", "MULACC(%j, %c333, %i)").replace(
+    '"colmin"', '"rowmin"')
+
+
+def _jammed(src: str, arch: str = "x86-64-v3"):
+    desc = x86_desc(arch)
+    g = unroll(simplify(lower_weak_dtypes(parse(src))), desc)
+    return g, slp(g, desc)
+
+
+def _reg_sizes(g) -> list[int]:
+    return sorted(u.arg.size for u in toposort([g])
+                  if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.REG)
+
+
+def test_column_copies_share_one_buffer_and_pack() -> None:
+    jammed, packed = _jammed(COLUMNS)
+    assert 4 in _reg_sizes(jammed)           # the 4 copies' accumulators: one int32[4]
+    nodes = toposort([packed])
+    loads = [u for u in nodes if u.op is Ops.LOAD and u.shape == (4,)
+             and u.src[0].op is Ops.SHRINK and u.src[0].src[0].op is Ops.PARAM]
+    assert {u.src[0].src[0].arg.slot for u in loads} == {1, 2}    # a's row and b's lanes
+    assert any(u.op is Ops.MAX and u.shape == (4,) for u in nodes)
+
+
+def test_row_copies_keep_their_own_buffers() -> None:
+    jammed, _ = _jammed(ROWS)
+    assert 4 not in _reg_sizes(jammed)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("src", [COLUMNS, ROWS], ids=["columns", "rows"])
+def test_matches_the_interpreter(src: str, arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(src)
+    args = random_inputs(sink)
+    # make some compares true: b[j] = -a[i*77 + j] for a few (i, j)
+    for i, j in ((0, 0), (5, 3), (332, 76), (100, 40), (7, 40)):
+        k = i * 77 + j if "colmin" in src else j * 333 + i
+        if k < args[1].size:
+            args[2][j] = -args[1][k]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
