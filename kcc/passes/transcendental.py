@@ -348,6 +348,9 @@ def _two_over_pi_words(n: int) -> list[int]:
     return [(t >> (32 * (n - 1 - k))) & 0xFFFFFFFF for k in range(n)]
 
 
+_BLOCK = 8         # _U64.words: the table in blocks of 8 (a power of two: a shift and a mask)
+
+
 class _U64:
     """uint64 constants and ops of one shape (the integer side of Payne-Hanek)."""
 
@@ -369,13 +372,27 @@ class _U64:
         return self.op(Ops.SHR, v, self.k(32))
 
     def words(self, j: UOp, count: int, table: list[int]) -> list[UOp]:
-        """table[j], table[j+1], … table[j+count-1] for a uint64 index j, by select chains."""
+        """table[j], table[j+1], … table[j+count-1] for a uint64 index j (0 past the table's
+        end), by select chains in two levels: j = 8a + b, first r[t] = table[8a + t] for
+        t < 8 + count - 1 by a chain over a, then word i = r[b + i] by a chain over b. For
+        float64's 42-word table and 7 words: at most 133 selects and 13 compares, where one
+        chain per word over every j took 273 and 42 (exact either way: the same entry)."""
+        blocks = -(-len(table) // _BLOCK)
+        pad = table + [0] * (blocks * _BLOCK + _BLOCK + count - len(table))
+        a = self.op(Ops.SHR, j, self.k(_BLOCK.bit_length() - 1))
+        b = self.op(Ops.AND, j, self.k(_BLOCK - 1))
+        rows = []
+        for t in range(_BLOCK + count - 1):
+            acc = self.k(0)                       # a >= blocks: j is past the table
+            for i in range(blocks):
+                acc = self.op(Ops.WHERE, self.op(Ops.CMPEQ, a, self.k(i)),
+                              self.k(pad[_BLOCK * i + t]), acc)
+            rows.append(acc)
         out = []
         for i in range(count):
-            acc = self.k(0)
-            for idx in range(len(table) - i):
-                acc = self.op(Ops.WHERE, self.op(Ops.CMPEQ, j, self.k(idx)),
-                              self.k(table[idx + i]), acc)
+            acc = rows[i]                         # b == 0
+            for k in range(1, _BLOCK):
+                acc = self.op(Ops.WHERE, self.op(Ops.CMPEQ, b, self.k(k)), rows[k + i], acc)
             out.append(acc)
         return out
 
