@@ -1664,3 +1664,67 @@ vpsrlvq zmm0, zmm1, zmmword ptr [rbx + 2*r9 + 1000]
 vpsrlvq zmm16, zmm17, zmmword ptr [rip + foo + 16]
 ; bytes: 62 e2 f5 40 45 05 00 00 00 00
 ; fixup: 6 pc32 foo 12
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm0, xmm1, xmm2
+; bytes: 62 f2 f5 08 40 c2
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 40 c7
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 40 d9
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 40 ea
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 f5 00 40 04 cd 40 00 00 00
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 f5 08 40 84 30 7f 00 00 00
+; form: vpmullq_x_x_xm
+{evex} vpmullq xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 00 40 84 9c 00 10 00 00
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm0, ymm1, ymm2
+; bytes: 62 f2 f5 28 40 c2
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 40 c7
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 40 d9
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 40 ea
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 f5 20 40 82 00 e0 ff ff
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f2 f5 28 40 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmullq_y_y_ym
+{evex} vpmullq ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 f5 20 40 07
+; form: vpmullq_z_z_zm
+vpmullq zmm0, zmm1, zmm2
+; bytes: 62 f2 f5 48 40 c2
+; form: vpmullq_z_z_zm
+vpmullq zmm16, zmm17, zmm31
+; bytes: 62 82 f5 40 40 c7
+; form: vpmullq_z_z_zm
+vpmullq zmm3, zmm24, zmm9
+; bytes: 62 d2 bd 40 40 d9
+; form: vpmullq_z_z_zm
+vpmullq zmm29, zmm8, zmm18
+; bytes: 62 22 bd 48 40 ea
+; form: vpmullq_z_z_zm
+vpmullq zmm16, zmm17, zmmword ptr [rsp + 8]
+; bytes: 62 e2 f5 40 40 84 24 08 00 00 00
+; form: vpmullq_z_z_zm
+vpmullq zmm0, zmm1, zmmword ptr [rbp]
+; bytes: 62 f2 f5 48 40 45 00
+; form: vpmullq_z_z_zm
+vpmullq zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 40 40 85 d4 fe ff ff

@@ -654,6 +654,11 @@ def _int64_zmm_rows() -> None:
              digit=d, **ev)
     for mnem, op in (("vpsllvq", 0x47), ("vpsrlvq", 0x45)):
         _add(mnem, "evex", "evex", bytes([op]), "z/reg/w z/vvvv/r zm/rm/r", mmap=M0F38, **ev)
+    # VPMULLQ (EVEX.128/256/512.66.0F38.W1 40 /r, AVX512DQ; SDM "PMULLD/PMULLQ"): the low 64
+    # bits of each 64-bit lane product (sin's Payne-Hanek products on x86-64-v4)
+    for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+        _add("vpmullq", "evex", "evex", bytes([0x40]), f"{v}/reg/w {v}/vvvv/r {v}m/rm/r",
+             pp=P66, mmap=M0F38, w=True, vl=vl, disp8_n=16 << vl)
 
 
 def _build() -> list[Row]:

@@ -39,8 +39,13 @@ INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
 _ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
                       Ops.NEG})
 # ... and on int64/uint64 x 8 (float64 bit work: exp2's 2^k, sin's reduction): VPADDQ,
-# VPSUBQ, the bitwise rows, VPSLLQ/VPSRLQ (no VPMULLQ row: 64-bit MUL stays scalar)
-_ZMM_OPS64 = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.NEG})
+# VPSUBQ, the bitwise rows, VPSLLQ/VPSRLQ, VPMULLQ (AVX512DQ), and CMPEQ and WHERE as an
+# opmask compare and blend (VPCMPEQQ k, VPBLENDMQ: sin's table lookup)
+_ZMM_OPS64 = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.NEG,
+                        Ops.MUL, Ops.CMPEQ, Ops.WHERE})
+# x86-64-v4: 64-bit lane MUL on xmm/ymm too (EVEX.128/256 VPMULLQ)
+V4_OPS64 = MappingProxyType({dt: VECTOR_OPS[dt] | {Ops.MUL}
+                             for dt in (dtypes.int64, dtypes.uint64)})
 ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
                                 dtypes.int64: _ZMM_OPS64,
                                 dtypes.uint64: _ZMM_OPS64 | {Ops.SHR}})

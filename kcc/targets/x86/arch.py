@@ -10,7 +10,7 @@ from types import MappingProxyType
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
 from kcc.isel.x86.base import SelectError
-from kcc.isel.x86.ivec import VECTOR_OPS, ZMM_INT_OPS, vector_widths
+from kcc.isel.x86.ivec import V4_OPS64, VECTOR_OPS, ZMM_INT_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
@@ -76,6 +76,9 @@ def x86_desc(arch: str) -> TargetDesc:
         for dt in ZMM_INT_OPS:
             ints[dt] = (64 // dt.itemsize, *ints[dt])
             wide_ints[dt, 64 // dt.itemsize] = ZMM_INT_OPS[dt]
+        for dt, ops in V4_OPS64.items():       # VPMULLQ on xmm/ymm
+            for n in vector_widths(dt):
+                wide_ints[dt, n] = ops
     # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
     # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
     halves = {dtypes.float16: (8, 4)}

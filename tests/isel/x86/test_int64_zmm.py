@@ -1,6 +1,6 @@
 """int64/uint64 x 8 in a zmm on x86-64-v4 (kcc/isel/x86/ivec.py ZMM_INT_OPS): float64 bit work
-(exp2's 2^k, the sweep's float64 kernels) stays one zmm instead of two ymm halves or eight
-scalar lanes, and every lane matches the interpreter."""
+(exp2's 2^k, sin's Payne-Hanek reduction) stays one zmm instead of two ymm halves or eight
+scalar lanes (64-bit MUL one VPMULLQ), and every lane matches the interpreter."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 _SPLAT = ", ".join(["{0}"] * 8)
 # float64 lanes read as uint64, through every zmm op (shift by a constant and by a vector,
-# SUB, NEG, XOR, ADD, OR, AND), back to float64
+# SUB, NEG, XOR, ADD, OR, AND, MUL, CMPEQ and WHERE), back to float64
 SRC = f"""# kcc-uop 1
 %0 = PARAM ParamArg(0, float64, 64)
 %1 = PARAM ParamArg(1, float64, 64)
@@ -45,7 +45,10 @@ SRC = f"""# kcc-uop 1
 %23 = SHL(%19, %22)
 %24 = SHR(%7, %22)
 %25 = XOR(%23, %24)
-%26 = BITCAST(%25) float64
+%30 = MUL(%25, %7)
+%31 = CMPEQ(%22, %12)
+%32 = WHERE(%31, %30, %25)
+%26 = BITCAST(%32) float64
 %27 = SHRINK(%0, %4, 8)
 %28 = STORE(%27, %26)
 %29 = END(%28, %3)
@@ -57,7 +60,7 @@ def test_uint64_lanes_stay_in_one_zmm() -> None:
     obj, _ = compile_x86([parse(SRC)], "x86-64-v4")
     text = disasm_object(obj)
     for form in ("vpsrlq zmm", "vpsubq zmm", "vpsllq zmm", "vpsllvq zmm", "vpsrlvq zmm",
-                 "vpaddq zmm"):
+                 "vpaddq zmm", "vpmullq zmm", "vpcmpeqq k", "vpblendmq zmm"):
         assert form in text, form
     # no lane taken apart or put together: no GPR round trip, no 128/256-bit pieces
     assert not re.search(r"vpextrq|vpinsrq|vmovq|vextract|vinsert", text)
