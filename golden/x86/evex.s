@@ -1728,3 +1728,132 @@ vpmullq zmm0, zmm1, zmmword ptr [rbp]
 ; form: vpmullq_z_z_zm
 vpmullq zmm16, zmm17, zmmword ptr [r13 - 300]
 ; bytes: 62 c2 f5 40 40 85 d4 fe ff ff
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm0, xmm1
+; bytes: 62 f1 fe 08 e6 c1
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm16, xmm17
+; bytes: 62 a1 fe 08 e6 c1
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm3, xmm24
+; bytes: 62 91 fe 08 e6 d8
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm29, xmm8
+; bytes: 62 41 fe 08 e6 e8
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm16, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fe 08 e6 84 87 08 00 00 00
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm0, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 91 fe 08 e6 44 fc f8
+; form: vcvtqq2pd_x_xm
+{evex} vcvtqq2pd xmm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe 08 e6 84 4b e8 03 00 00
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm0, ymm1
+; bytes: 62 f1 fe 28 e6 c1
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm16, ymm17
+; bytes: 62 a1 fe 28 e6 c1
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm3, ymm24
+; bytes: 62 91 fe 28 e6 d8
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm29, ymm8
+; bytes: 62 41 fe 28 e6 e8
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm16, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 fe 28 e6 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm0, ymmword ptr [8*rcx + 64]
+; bytes: 62 f1 fe 28 e6 04 cd 40 00 00 00
+; form: vcvtqq2pd_y_ym
+{evex} vcvtqq2pd ymm16, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fe 28 e6 84 30 7f 00 00 00
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm0, zmm1
+; bytes: 62 f1 fe 48 e6 c1
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm16, zmm17
+; bytes: 62 a1 fe 48 e6 c1
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm3, zmm24
+; bytes: 62 91 fe 48 e6 d8
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm29, zmm8
+; bytes: 62 41 fe 48 e6 e8
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm16, zmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 fe 48 e6 44 9c 40
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm0, zmmword ptr [rdx - 8192]
+; bytes: 62 f1 fe 48 e6 42 80
+; form: vcvtqq2pd_z_zm
+vcvtqq2pd zmm16, zmmword ptr [rip + bar]
+; bytes: 62 e1 fe 48 e6 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm0, xmm1
+; bytes: 62 f1 fe 08 7a c1
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm16, xmm17
+; bytes: 62 a1 fe 08 7a c1
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm3, xmm24
+; bytes: 62 91 fe 08 7a d8
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm29, xmm8
+; bytes: 62 41 fe 08 7a e8
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm16, xmmword ptr [rdi]
+; bytes: 62 e1 fe 08 7a 07
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm0, xmmword ptr [rsp + 8]
+; bytes: 62 f1 fe 08 7a 84 24 08 00 00 00
+; form: vcvtuqq2pd_x_xm
+{evex} vcvtuqq2pd xmm16, xmmword ptr [rbp]
+; bytes: 62 e1 fe 08 7a 45 00
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm0, ymm1
+; bytes: 62 f1 fe 28 7a c1
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm16, ymm17
+; bytes: 62 a1 fe 28 7a c1
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm3, ymm24
+; bytes: 62 91 fe 28 7a d8
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm29, ymm8
+; bytes: 62 41 fe 28 7a e8
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm16, ymmword ptr [r13 - 300]
+; bytes: 62 c1 fe 28 7a 85 d4 fe ff ff
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm0, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 fe 28 7a 84 87 08 00 00 00
+; form: vcvtuqq2pd_y_ym
+{evex} vcvtuqq2pd ymm16, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 fe 28 7a 44 fc fc
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm0, zmm1
+; bytes: 62 f1 fe 48 7a c1
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm16, zmm17
+; bytes: 62 a1 fe 48 7a c1
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm3, zmm24
+; bytes: 62 91 fe 48 7a d8
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm29, zmm8
+; bytes: 62 41 fe 48 7a e8
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm16, zmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 fe 48 7a 84 4b e8 03 00 00
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm0, zmmword ptr [rip + foo + 16]
+; bytes: 62 f1 fe 48 7a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vcvtuqq2pd_z_zm
+vcvtuqq2pd zmm16, zmmword ptr [8*rcx + 64]
+; bytes: 62 e1 fe 48 7a 04 cd 40 00 00 00

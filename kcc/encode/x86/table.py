@@ -659,6 +659,13 @@ def _int64_zmm_rows() -> None:
     for v, vl in (("x", 0), ("y", 1), ("z", 2)):
         _add("vpmullq", "evex", "evex", bytes([0x40]), f"{v}/reg/w {v}/vvvv/r {v}m/rm/r",
              pp=P66, mmap=M0F38, w=True, vl=vl, disp8_n=16 << vl)
+    # VCVTQQ2PD (EVEX.F3.0F.W1 E6 /r) and VCVTUQQ2PD (EVEX.F3.0F.W1 7A /r), AVX512DQ: signed /
+    # unsigned 64-bit lanes to float64, rounded by MXCSR (nearest); SDM "VCVTQQ2PD",
+    # "VCVTUQQ2PD"
+    for mnem, op in (("vcvtqq2pd", 0xE6), ("vcvtuqq2pd", 0x7A)):
+        for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+            _add(mnem, "evex", "evex", bytes([op]), f"{v}/reg/w {v}m/rm/r", pp=PF3, mmap=M0F,
+                 w=True, vl=vl, disp8_n=16 << vl)
 
 
 def _build() -> list[Row]:

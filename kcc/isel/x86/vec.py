@@ -535,6 +535,12 @@ class X86Vec(X86Shuf):
             return self.vcast_i32(x, dt, n)
         if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:
             return self.reg(x)          # the same bits: modulo 2^bits either way
+        if x.dtype in (dtypes.int64, dtypes.uint64) and dt == dtypes.float64 and self.evex:
+            # x86-64-v4: VCVTQQ2PD / VCVTUQQ2PD (AVX512DQ), rounded to nearest as the scalar
+            # conversion is (kcc/targets/x86/arch.py _vector_cast_v4)
+            t, w = self.new("vec"), vw(dt, n)
+            self.emit(f"vcvt{'' if x.dtype.is_signed else 'u'}qq2pd_{w}_{w}m", t, self.reg(x))
+            return t
         if x.dtype.is_int and dt.is_int:
             return self.vcast_int(x, dt, n)
         if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:

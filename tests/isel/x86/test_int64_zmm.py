@@ -17,7 +17,8 @@ HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 _SPLAT = ", ".join(["{0}"] * 8)
 # float64 lanes read as uint64, through every zmm op (shift by a constant and by a vector,
-# SUB, NEG, XOR, ADD, OR, AND, MUL, CMPEQ and WHERE), back to float64
+# SUB, NEG, XOR, ADD, OR, AND, MUL, CMPEQ and WHERE), back to float64 as bits and as
+# values (CAST of uint64 and of int64 lanes)
 SRC = f"""# kcc-uop 1
 %0 = PARAM ParamArg(0, float64, 64)
 %1 = PARAM ParamArg(1, float64, 64)
@@ -51,7 +52,15 @@ SRC = f"""# kcc-uop 1
 %26 = BITCAST(%32) float64
 %27 = SHRINK(%0, %4, 8)
 %28 = STORE(%27, %26)
-%29 = END(%28, %3)
+%33 = PARAM ParamArg(2, float64, 64)
+%34 = CAST(%32) float64
+%35 = BITCAST(%32) int64
+%36 = CAST(%35) float64
+%37 = SUB(%34, %36)
+%38 = SHRINK(%33, %4, 8)
+%39 = STORE(%38, %37)
+%40 = GROUP(%28, %39)
+%29 = END(%40, %3)
 SINK(%29) KernelInfo(name="i64z")
 """
 
@@ -60,7 +69,8 @@ def test_uint64_lanes_stay_in_one_zmm() -> None:
     obj, _ = compile_x86([parse(SRC)], "x86-64-v4")
     text = disasm_object(obj)
     for form in ("vpsrlq zmm", "vpsubq zmm", "vpsllq zmm", "vpsllvq zmm", "vpsrlvq zmm",
-                 "vpaddq zmm", "vpmullq zmm", "vpcmpeqq k", "vpblendmq zmm"):
+                 "vpaddq zmm", "vpmullq zmm", "vpcmpeqq k", "vpblendmq zmm",
+                 "vcvtuqq2pd zmm", "vcvtqq2pd zmm"):
         assert form in text, form
     # no lane taken apart or put together: no GPR round trip, no 128/256-bit pieces
     assert not re.search(r"vpextrq|vpinsrq|vmovq|vextract|vinsert", text)
