@@ -1857,3 +1857,67 @@ vcvtuqq2pd zmm0, zmmword ptr [rip + foo + 16]
 ; form: vcvtuqq2pd_z_zm
 vcvtuqq2pd zmm16, zmmword ptr [8*rcx + 64]
 ; bytes: 62 e1 fe 48 7a 04 cd 40 00 00 00
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm0, xmm1
+; bytes: 62 f1 fd 08 78 c1
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm16, xmm17
+; bytes: 62 a1 fd 08 78 c1
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm3, xmm24
+; bytes: 62 91 fd 08 78 d8
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm29, xmm8
+; bytes: 62 41 fd 08 78 e8
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 fd 08 78 84 30 7f 00 00 00
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 fd 08 78 84 9c 00 10 00 00
+; form: vcvttpd2uqq_x_xm
+{evex} vcvttpd2uqq xmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 fd 08 78 82 00 e0 ff ff
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm0, ymm1
+; bytes: 62 f1 fd 28 78 c1
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm16, ymm17
+; bytes: 62 a1 fd 28 78 c1
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm3, ymm24
+; bytes: 62 91 fd 28 78 d8
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm29, ymm8
+; bytes: 62 41 fd 28 78 e8
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm16, ymmword ptr [rip + bar]
+; bytes: 62 e1 fd 28 78 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm0, ymmword ptr [rdi]
+; bytes: 62 f1 fd 28 78 07
+; form: vcvttpd2uqq_y_ym
+{evex} vcvttpd2uqq ymm16, ymmword ptr [rsp + 8]
+; bytes: 62 e1 fd 28 78 84 24 08 00 00 00
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm0, zmm1
+; bytes: 62 f1 fd 48 78 c1
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm16, zmm17
+; bytes: 62 a1 fd 48 78 c1
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm3, zmm24
+; bytes: 62 91 fd 48 78 d8
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm29, zmm8
+; bytes: 62 41 fd 48 78 e8
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm16, zmmword ptr [rbp]
+; bytes: 62 e1 fd 48 78 45 00
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm0, zmmword ptr [r13 - 300]
+; bytes: 62 d1 fd 48 78 85 d4 fe ff ff
+; form: vcvttpd2uqq_z_zm
+vcvttpd2uqq zmm16, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 fd 48 78 84 87 08 00 00 00

@@ -666,6 +666,11 @@ def _int64_zmm_rows() -> None:
         for v, vl in (("x", 0), ("y", 1), ("z", 2)):
             _add(mnem, "evex", "evex", bytes([op]), f"{v}/reg/w {v}m/rm/r", pp=PF3, mmap=M0F,
                  w=True, vl=vl, disp8_n=16 << vl)
+    # VCVTTPD2UQQ (EVEX.66.0F.W1 78 /r, AVX512DQ; SDM "VCVTTPD2UQQ"): float64 lanes to uint64,
+    # truncated; out of range (and NaN) gives 2^64 - 1
+    for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+        _add("vcvttpd2uqq", "evex", "evex", bytes([0x78]), f"{v}/reg/w {v}m/rm/r", pp=P66,
+             mmap=M0F, w=True, vl=vl, disp8_n=16 << vl)
 
 
 def _build() -> list[Row]:

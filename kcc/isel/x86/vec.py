@@ -541,6 +541,16 @@ class X86Vec(X86Shuf):
             t, w = self.new("vec"), vw(dt, n)
             self.emit(f"vcvt{'' if x.dtype.is_signed else 'u'}qq2pd_{w}_{w}m", t, self.reg(x))
             return t
+        if x.dtype == dtypes.float64 and dt == dtypes.uint64 and self.evex:
+            # truncate, saturate, NaN → 0 (docs/semantics.md): MAXPD(x, 0) is x > 0 ? x : 0
+            # (SDM "MAXPD": the second operand when unordered), so NaN and negative lanes
+            # are 0; VCVTTPD2UQQ (AVX512DQ) gives 2^64 - 1 for the lanes >= 2^64
+            w = vw(dt, n)
+            z, m, t = self.new("vec"), self.new("vec"), self.new("vec")
+            self.emit("vzero", z)
+            self.emit(f"vmaxpd_{w}_{w}_{w}m", m, self.reg(x), z)
+            self.emit(f"vcvttpd2uqq_{w}_{w}m", t, m)
+            return t
         if x.dtype.is_int and dt.is_int:
             return self.vcast_int(x, dt, n)
         if x.dtype == dtypes.float32 and dt == dtypes.float64 and n == 8:

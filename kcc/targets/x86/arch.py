@@ -161,14 +161,15 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
 def _vector_cast_v4(op: Ops, src: DType, dst: DType, n: int) -> bool:
     """x86-64-v4: _vector_cast, and the same on int32 x 16 in a zmm (ZMM_INT_OPS); bool
     lanes → 16 int32 or float32 lanes through an opmask (x86_ivec.vcast_bool); int64/uint64
-    lanes → float64 (VCVTQQ2PD/VCVTUQQ2PD)."""
+    lanes → float64 (VCVTQQ2PD/VCVTUQQ2PD) and float64 → uint64 (VCVTTPD2UQQ)."""
     if src == dtypes.bool and op is Ops.CAST and n == 16 and dst in (dtypes.int32,
                                                                        dtypes.uint32,
                                                                        dtypes.float32):
         return True
-    if op is Ops.CAST and src in (dtypes.int64, dtypes.uint64) and dst == dtypes.float64 \
-            and n in (2, 4, 8):
-        return True                 # VCVTQQ2PD / VCVTUQQ2PD (x86_vec.vcast)
+    if op is Ops.CAST and n in (2, 4, 8) and (
+            src in (dtypes.int64, dtypes.uint64) and dst == dtypes.float64
+            or src == dtypes.float64 and dst == dtypes.uint64):
+        return True                 # VCVTQQ2PD, VCVTUQQ2PD, VCVTTPD2UQQ (x86_vec.vcast)
     if n * src.itemsize == 64 and src.itemsize == dst.itemsize and \
             all(d in ZMM_INT_OPS or d in _FLOAT_VEC for d in (src, dst)):
         return _moves_nothing(op, src, dst)
