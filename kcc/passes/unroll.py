@@ -27,8 +27,10 @@ kernel takes lanes of: tinygrad's upcast columns), accessed only at constant pla
 row, becomes ONE buffer whose row j holds row j of every copy side by side (`_jam`): matmul's
 copies are adjacent column blocks, so a row of the jammed tile is f·W consecutive outputs,
 and the lane packer (kcc/passes/slp.py) makes it one vector whose operands are one load of b's
-row and a splat of a (x86-64-v4: 4 zmm rows of 16, no shuffles). Other buffers get one fresh
-buffer per copy.
+row and a splat of a (x86-64-v4: 4 zmm rows of 16, no shuffles). A column loop's one-element
+accumulators (`_columns`: every global load reads element i + terms free of i, tinygrad's
+reductions over axis 0) become elements 0 … f-1 of one buffer, so the lane packer makes the
+f chains one vector chain over a row load. Other buffers get one fresh buffer per copy.
 
 **Legality** (checked on the graph; the pass refuses a loop otherwise, which is always correct).
 The transformation reorders only effects of iterations of one group {f*i2 … f*i2+f-1}: groups
