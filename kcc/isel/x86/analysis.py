@@ -30,9 +30,9 @@ def footprint(lin: list[UOp]) -> int | None:
 
 def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
     """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
-    (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, init independent of the
-    loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is read elsewhere (init
-    None: 0). Wrapping integer arithmetic makes `init + r*step` and the counter that starts at
+    (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, `MULACC(r, c, init)`,
+    init independent of the loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is
+    read elsewhere (init None: 0). Wrapping integer arithmetic makes `init + r*step` and the counter that starts at
     init and adds step each iteration the same bits. init is scheduled before the loop (so it
     does not depend on r and its register exists at the RANGE). A constant init is left alone
     (it is an address displacement already), and so is a step that does not fit an imm32."""
@@ -65,9 +65,14 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
 
     taken: set[UOp] = set()
     for u in lin:
-        if u.op is not Ops.ADD or u in taken:
+        if u.op is Ops.MULACC and u not in taken:
+            # MULACC(r, c, init) = init + r*c (tinygrad's column index j*C + i)
+            pairs = [(UOp(Ops.MUL, u.src[:2]), u.src[2])]
+        elif u.op is Ops.ADD and u not in taken:
+            pairs = [(u.src[1], u.src[0]), (u.src[0], u.src[1])]
+        else:
             continue
-        for m, init in ((u.src[1], u.src[0]), (u.src[0], u.src[1])):
+        for m, init in pairs:
             rs = scaled(m)
             if rs is None or init.dtype != u.dtype or strong_const(init) is not None:
                 continue

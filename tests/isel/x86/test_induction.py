@@ -118,3 +118,32 @@ def test_strength_reduced_sums_match_the_interpreter(n: int, m: int) -> None:
             (rng.standard_normal(64) * 50).astype(np.float32), np.zeros(64, np.int64),
             np.int32(n), np.int64(m), np.int32(rng.integers(0, 41))]
     assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+# out[i*13 + j] = x[j*11 + i]: tinygrad's transpose, its read index a MULACC(j, 11, i)
+TRANSPOSE = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 143)
+%x = PARAM ParamArg(1, float32, 143)
+%c11 = CAST(11) int32
+%c13 = CAST(13) int32
+%i = RANGE(%c11) (0, WEAK)
+%j = RANGE(%c13, %i) (1, WEAK)
+%xi = MULACC(%j, %c11, %i)
+%xp = INDEX(%x, %xi)
+%v = LOAD(%xp)
+%oi = MULACC(%i, %c13, %j)
+%op = INDEX(%out, %oi)
+%st = STORE(%op, %v)
+%e = END(%st, %j)
+%e2 = END(%e, %i)
+SINK(%e2) KernelInfo(name="transpose")
+"""
+
+
+def test_a_mulacc_of_the_counter_is_a_counter() -> None:
+    loops = _loops(TRANSPOSE)
+    inner = loops[0]
+    assert not any(o.startswith("imul") for o in inner), inner
+    sink = parse(TRANSPOSE)
+    args = [np.zeros(143, np.float32), np.arange(143, dtype=np.float32)]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))
