@@ -32,10 +32,11 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
     """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
     (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, `MULACC(r, c, init)`,
     init independent of the loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is
-    read elsewhere (init None: 0). Wrapping integer arithmetic makes `init + r*step` and the counter that starts at
-    init and adds step each iteration the same bits. init is scheduled before the loop (so it
-    does not depend on r and its register exists at the RANGE). A constant init is left alone
-    (it is an address displacement already), and so is a step that does not fit an imm32."""
+    read elsewhere (init None: 0). Wrapping integer arithmetic makes `init + r*step` and the
+    counter that starts at init and adds step each iteration the same bits. init is scheduled
+    before the loop (so it does not depend on r and its register exists at the RANGE). A
+    constant init is left alone (it is an address displacement already), and so is a step
+    that does not fit an imm32."""
     pos = {u: k for k, u in enumerate(lin)}
     users: dict[UOp, list[UOp]] = {}
     for u in lin:
