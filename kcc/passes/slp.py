@@ -102,6 +102,7 @@ class _Packer:
         self.order = order or []              # the graph's nodes (row runs are found in it)
         self.runs: dict[int, dict[tuple[UOp, UOp | None, int], int]] = {}
         self.rows: dict[tuple[UOp, UOp | None, int, int], UOp] = {}
+        self.scalar_reg: set[UOp] = set()     # REG buffers whose elements stay scalars
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -189,7 +190,8 @@ class _Packer:
                    for s in t):
             return None
         buf = t[0].src[0].src[0]
-        if buf.kind != "buffer" or not self.ctx.mem_legal(len(t), t[0].dtype):
+        if buf.kind != "buffer" or not self.ctx.mem_legal(len(t), t[0].dtype) \
+                or base_buffer(buf) in self.scalar_reg:
             return None
         offs = [_offset(s.src[0].src[1]) for s in t]
         if any(s.src[0].src[0] is not buf for s in t) or any(o is None for o in offs):
@@ -665,19 +667,38 @@ def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc
     reg_width: dict[UOp, int] = {}
     if not ctx.vector_regs:             # GPU targets: REG buffers are a lane's own registers
         return groups, reg_width
+    runs: dict[UOp, list[tuple[UOp, ...] | None]] = {}
     for run in _store_runs(order):
         b = base_buffer(run[0].src[0].src[0])
         n = len(run)
-        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG \
-                or n < 2 or b.arg.size != n or const_int(run[0].src[0].src[1]) != 0 \
-                or not ctx.mem_legal(n, run[0].src[1].dtype) \
-                or not ctx.alu_legal(n, run[0].src[1].dtype):
+        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
             continue
-        if _Packer(ctx).pack(tuple(st.src[1] for st in run)) is None:
+        ok = n >= 2 and b.arg.size == n and const_int(run[0].src[0].src[1]) == 0 \
+            and ctx.mem_legal(n, run[0].src[1].dtype) and ctx.alu_legal(n, run[0].src[1].dtype) \
+            and _Packer(ctx).pack(tuple(st.src[1] for st in run)) is not None
+        runs.setdefault(b, []).append(run if ok else None)
+    # a buffer is a group only when every run of stores to it packs: one that stays scalar
+    # (a float16 MAX, which x86 has at no vector width) would store lanes of the group one by
+    # one, so the group could not live in a register (half_softmax's max accumulator went to
+    # the stack: a vector load and four 2-byte stores an iteration)
+    stored = _reg_stores(order)
+    for b, rs in runs.items():
+        if None in rs or sum(len(r) for r in rs) != stored.get(b, 0):
             continue
-        groups.append(run)
-        reg_width[b] = n
+        groups += rs
+        reg_width[b] = b.arg.size
     return groups, reg_width
+
+
+def _reg_stores(order: list[UOp]) -> dict[UOp, int]:
+    """REG buffer → how many STOREs the kernel has to it."""
+    out: dict[UOp, int] = {}
+    for u in order:
+        if u.op is Ops.STORE and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
+            b = base_buffer(u.src[0].src[0])
+            if b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG:
+                out[b] = out.get(b, 0) + 1
+    return out
 
 
 def _widest(order: list[UOp]) -> int:
@@ -693,6 +714,10 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
         else _scalar_reg_groups(order, target)
     p = _Packer(target, reg_width, order)
+    if widest < 2 and target.vector_regs:
+        # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of
+        # its elements (the final read of an accumulator) would put it in memory instead
+        p.scalar_reg = {b for b in _reg_stores(order) if b not in reg_width}
     redirect: dict[UOp, UOp] = {}
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
