@@ -162,7 +162,6 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
     return len(dead)
 
 
-
 def _read_next(insts: list[Inst], reads: list[list], writes: list[list],
                cand: list[int]) -> set[int]:
     """The candidates a register of which is read by the next instruction that mentions it,

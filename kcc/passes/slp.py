@@ -657,12 +657,13 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
         redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
 
 
-def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc
+def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int]
                        ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """In a kernel without vectors: each run of stores to a whole REG buffer of n > 1
     elements that the target stores at once (passes/unroll.py's jammed column loop: copy k's
     one-element accumulator at element k) as one group of n lanes, and n the group width of
-    that buffer (its scalar loads become lanes of the group's load, `_group_lanes`)."""
+    that buffer (its scalar loads become lanes of the group's load, `_group_lanes`).
+    ``stored``: `_reg_stores(order)`."""
     groups: list[tuple[UOp, ...]] = []
     reg_width: dict[UOp, int] = {}
     if not ctx.vector_regs:             # GPU targets: REG buffers are a lane's own registers
@@ -681,7 +682,6 @@ def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc
     # (a float16 MAX, which x86 has at no vector width) would store lanes of the group one by
     # one, so the group could not live in a register (half_softmax's max accumulator went to
     # the stack: a vector load and four 2-byte stores an iteration)
-    stored = _reg_stores(order)
     for b, rs in runs.items():
         if None in rs or sum(len(r) for r in rs) != stored.get(b, 0):
             continue
@@ -711,13 +711,13 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
     order = toposort([sink])
     widest = _widest(order)
+    stored = _reg_stores(order) if widest < 2 and target.vector_regs else {}
     groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
-        else _scalar_reg_groups(order, target)
+        else _scalar_reg_groups(order, target, stored)
     p = _Packer(target, reg_width, order)
-    if widest < 2 and target.vector_regs:
-        # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of
-        # its elements (the final read of an accumulator) would put it in memory instead
-        p.scalar_reg = {b for b in _reg_stores(order) if b not in reg_width}
+    # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
+    # elements (the final read of an accumulator) would put it in memory instead
+    p.scalar_reg = {b for b in stored if b not in reg_width}
     redirect: dict[UOp, UOp] = {}
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:

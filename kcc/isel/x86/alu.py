@@ -251,42 +251,47 @@ class X86Alu:
 
     def icompare(self, u: UOp) -> VReg:
         """Integer/bool compare: cmp on extended operands, then setcc into a bool."""
+        cc = self.cmp_flags(u)
+        t = self.new("gpr")
+        self.emit(f"set{cc}_rm8", t)
+        return t
+
+    def cmp_flags(self, u: UOp, swap: bool = True) -> str:
+        """CMP of the integer compare u's extended operands; returns the condition code that
+        reads u's value from the flags (for SETcc or CMOVcc). ``swap``: a constant on the
+        left becomes the immediate (else it is moved into a register first)."""
         a_u, b_u = u.src
         dt = a_u.dtype
         w = isz(dt)
         cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e",
               Ops.CMPLT: "l" if dt.is_signed else "b"}[u.op]
         c = self.imm(b_u)
-        if c is None and dt.itemsize >= 4 and (c := self.imm(a_u)) is not None:
+        if c is None and swap and dt.itemsize >= 4 and (c := self.imm(a_u)) is not None:
             # a constant on the left (tinygrad's `254 < i`, a padding gate): `cmp b, imm`
             # with the swapped condition (c < b is b > c: SETG/SETA, SDM Vol. 1 B.1), not
             # the constant moved into a register first
             a_u, b_u = b_u, a_u
             cc = {"l": "g", "b": "a"}.get(cc, cc)
         a = self.ext(a_u, int(w))
-        t = self.new("gpr")
         if c is not None and dt.itemsize >= 4:
             self.emit(imm_form("cmp", w, c), a, c)
         else:
             self.emit(f"cmp_r{w}_rm{w}", a, self.ext(b_u, int(w)))
-        self.emit(f"set{cc}_rm8", t)
-        return t
+        return cc
 
     def int_flags(self, c: UOp) -> str | None:
         """Flags for the integer compare c, set right here for a CMOVcc that reads them (no
         SETcc and TEST of its bool): x != 0 and x == 0 are TEST x, x; (x AND k) != 0 with k
         an immediate is TEST x, k (SDM Vol. 2B "TEST": ZF from the AND, nothing written); any
-        other is icompare's CMP. Returns the condition code, or None for another kind of c.
+        other is cmp_flags' CMP. Returns the condition code, or None for another kind of c.
         The bool c is still selected where it stands; kcc/isel/dce.py drops it if unread."""
         if c.op not in (Ops.CMPNE, Ops.CMPEQ, Ops.CMPLT) or c.shape \
                 or reg_class(c.src[0].dtype) != "gpr" or c.src[0].dtype in _HALF_BITS:
             return None
         a_u, b_u = c.src
         dt = a_u.dtype
-        w = isz(dt)
-        k = self.imm(b_u)
-        cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e", Ops.CMPLT: "l" if dt.is_signed else "b"}[c.op]
-        if k == 0 and c.op is not Ops.CMPLT:
+        if self.imm(b_u) == 0 and c.op is not Ops.CMPLT:
+            w = isz(dt)
             m = self.imm(a_u.src[1]) if a_u.op is Ops.AND else None
             if m is not None and dt.itemsize == 4 and 0 <= m < 2 ** 31:
                 x = self.reg(a_u.src[0])       # bits 31..0 are the value: AND reads no more
@@ -294,13 +299,8 @@ class X86Alu:
             else:
                 x = self.ext(a_u, int(w))
                 self.emit(f"test_rm{w}_r{w}", x, x)
-            return cc
-        x = self.ext(a_u, int(w))
-        if k is not None and dt.itemsize >= 4:
-            self.emit(imm_form("cmp", w, k), x, k)
-        else:
-            self.emit(f"cmp_r{w}_rm{w}", x, self.ext(b_u, int(w)))
-        return cc
+            return "ne" if c.op is Ops.CMPNE else "e"
+        return self.cmp_flags(c, swap=False)    # (a CMOVcc's compare: as it was selected)
 
     def where(self, u: UOp) -> VReg:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""
