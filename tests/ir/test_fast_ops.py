@@ -46,3 +46,37 @@ def test_the_hot_modules_read_fastops() -> None:
     from kcc.isel.x86 import select
     from kcc.passes import simplify, slp, unroll
     assert all(m.Ops is FastOps for m in (simplify, slp, unroll, select, parser, verify))
+
+
+def _fastops_modules() -> list:
+    """The source files under kcc/ that import FastOps under the name Ops."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[2] / "kcc"
+    return [p for p in sorted(root.rglob("*.py"))
+            if "import FastOps as Ops" in p.read_text()]
+
+
+def test_modules_reading_fastops_ask_ops_only_for_members() -> None:
+    # In these modules `Ops` is FastOps, not the enum class: an attribute other than a member
+    # (a private or enum-only attribute), issubclass(x, Ops) or `type(x) is Ops` would misbehave
+    # there, so none may appear (the review of the seventh session asked for this guard).
+    import ast
+    mods = _fastops_modules()
+    assert len(mods) > 20
+    answered = {"__members__"}  # what FastOps's metaclass forwards to Ops (tested above)
+    bad = []
+    for path in mods:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "Ops" and node.attr not in Ops.__members__
+                    and node.attr not in answered):
+                bad.append(f"{path.name}:{node.lineno}: Ops.{node.attr}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "issubclass"
+                    and any(isinstance(a, ast.Name) and a.id == "Ops" for a in node.args)):
+                bad.append(f"{path.name}:{node.lineno}: issubclass(…, Ops)")
+            if (isinstance(node, ast.Compare)
+                    and any(isinstance(c, ast.Name) and c.id == "Ops" for c in node.comparators)
+                    and any(isinstance(o, (ast.Is, ast.IsNot, ast.Eq)) for o in node.ops)):
+                bad.append(f"{path.name}:{node.lineno}: compared with the class Ops")
+    assert not bad, "\n".join(bad)
