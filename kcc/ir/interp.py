@@ -426,36 +426,45 @@ class _Exec:
     # -- memory access ------------------------------------------------------------------------
     def _access(self, node: UOp, p: _Place, *others: np.ndarray,
                 gate: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Flat positions of an access, its gate (bool, same shape), and the lane shape F."""
+        """Flat positions of an access, its gate (bool, same shape), and the lane shape F.
+        A vector access's gate is one for all its elements, or a bool vector of its lanes
+        (a LOAD's per-lane gate: lane j gates element j alone)."""
         nax, st = self.k.nax, p.st
+        lane_gate = gate is not None and p.n > 0 and gate.ndim > nax
         shapes = [p.idx.shape] + [o.shape[:nax] for o in others]
         if gate is not None:
-            shapes.append(gate.shape)
+            shapes.append(gate.shape[:nax] if lane_gate else gate.shape)
         if st.space is not AddrSpace.GLOBAL:
             shapes.append(st.data.shape[:nax])
         F = np.broadcast_shapes(*shapes)
-        g = np.ones(F, bool) if gate is None else np.broadcast_to(gate, F)
         idx = np.broadcast_to(p.idx.astype(np.int64, copy=False), F)
         width = max(p.n, 1)
-        bad = g & ((idx < 0) | (idx > st.size - width))
+        if lane_gate:
+            # every element checked alone: a masked-off element may lie outside the buffer
+            g = np.broadcast_to(gate, F + (p.n,))
+            idx = idx[..., None] + np.arange(p.n, dtype=np.int64)
+            bad = g & ((idx < 0) | (idx >= st.size))
+        else:
+            g = np.ones(F, bool) if gate is None else np.broadcast_to(gate, F)
+            bad = g & ((idx < 0) | (idx > st.size - width))
         if bad.any():
             at = np.argwhere(bad)[0]
             lanes = {n.arg if n.op is Ops.SPECIAL else f"RANGE{n.arg}": int(at[a])
                      for n, a in self.k.axis.items() if F[a] > 1}
             raise InterpError(f"{node.op.name} out of bounds: element {int(idx[tuple(at)])}"
-                              f"{f' (+{width})' if p.n else ''} of {st.what()}"
-                              f"{f' at {lanes}' if lanes else ''}")
+                              f"{f' (+{width})' if p.n and not lane_gate else ''} of "
+                              f"{st.what()}{f' at {lanes}' if lanes else ''}")
         pos = np.where(g, idx, 0)
         if st.space is not AddrSpace.GLOBAL:
             stride = st.size
             for a in range(nax - 1, -1, -1):
                 d = st.data.shape[a]
                 if d > 1:
-                    shp = [1] * nax
+                    shp = [1] * pos.ndim
                     shp[a] = d
                     pos = pos + np.arange(d, dtype=np.int64).reshape(shp) * stride
                 stride *= d
-        if p.n:
+        if p.n and not lane_gate:
             pos = pos[..., None] + np.arange(p.n, dtype=np.int64)
             g = np.broadcast_to(g[..., None], pos.shape)
         return pos, g, F

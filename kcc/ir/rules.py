@@ -61,10 +61,14 @@ def _scalar_int(src: tuple[UOp, ...], i: int, what: str) -> UType:
     return t
 
 
-def _gate(src: tuple[UOp, ...], i: int) -> None:
+def _gate(src: tuple[UOp, ...], i: int, lanes: tuple[int, ...] = ()) -> None:
+    """A gate is a scalar bool (for every element of the access); a LOAD's may also be a bool
+    vector of the place's shape (`lanes`): lane j gates element j alone (docs/semantics.md)."""
     t = _value(src, i, "a gate")
-    if t.shape != () or not t.dtype.is_bool:
-        raise IRError(f"a gate must be a scalar bool, not {fmt_utype(t)}", i)
+    if not t.dtype.is_bool or (t.shape != () and t.shape != lanes):
+        what = "a scalar bool" if not lanes else \
+            f"a scalar bool or a bool vector of the place's shape {_shape(lanes)}"
+        raise IRError(f"a gate must be {what}, not {fmt_utype(t)}", i)
 
 
 def _const_int(src: tuple[UOp, ...], i: int, what: str) -> int:
@@ -241,7 +245,7 @@ def _load(src: tuple[UOp, ...], arg: Any) -> UType:
         raise IRError("a gated LOAD takes both an alt value and a gate: LOAD(place, alt, gate)")
     if len(src) == 3:
         _store_into(place, _value(src, 1, "a LOAD's alt"), 1, "the alt value")
-        _gate(src, 2)
+        _gate(src, 2, place.shape)
     return _utype(place.dtype, place.shape, "value")
 
 

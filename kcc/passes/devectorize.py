@@ -8,7 +8,10 @@ then scalars), and its result is the STACK of the chunks' lanes. A chunk of an o
 without moving data where it can be: the lanes of a STACK, or the whole operand when the chunk is
 all of it; otherwise lane INDEXes. A split LOAD reads SHRINK(buf, start + k, w) chunks (a scalar
 chunk is an INDEX place); a split STORE writes the chunks and becomes a GROUP of the chunk STOREs.
-A legal vector stays one node. A 1-lane vector (a SHRINK of one element, a STACK of one lane)
+A LOAD gated lane by lane (its gate a
+bool vector) is split the same way where the target has no such load at its width
+(`TargetDesc.lane_gate_legal`), each chunk gated by its lanes of the gate. A legal vector
+stays one node. A 1-lane vector (a SHRINK of one element, a STACK of one lane)
 is always split: into one scalar chunk, so no target meets a vector of one lane. Shape-() nodes
 are never touched.
 """
@@ -115,15 +118,23 @@ def _int_like(k: int, like: UOp) -> UOp:
 
 
 def split_load(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
-    """A LOAD of an illegal-width SHRINK place → STACK of lanes of legal-width LOADs."""
+    """A LOAD of an illegal-width SHRINK place → STACK of lanes of legal-width LOADs; a LOAD
+    gated lane by lane (a bool vector gate) that the target cannot do as one
+    (`TargetDesc.lane_gate_legal`) likewise, each chunk gated by its lanes of the gate (a
+    scalar chunk by its own lane: CUDA and AMD, x86-64-v3)."""
     n = p.shape[0]
-    if n > 1 and ctx.mem_legal(n, p.dtype):
+    lane_gated = len(x.src) == 3 and x.src[2].shape != ()
+    if n > 1 and ctx.mem_legal(n, p.dtype) \
+            and (not lane_gated or ctx.lane_gate_legal(n, p.dtype)):
         return None
+    legal = tuple(w for w in ctx.mem_widths.get(p.dtype, ())
+                  if not lane_gated or ctx.lane_gate_legal(w, p.dtype))
     parts = []
-    for st, w in chunks(n, tuple(ctx.mem_widths.get(p.dtype, ()))):
+    for st, w in chunks(n, legal):
         rest = ()
         if len(x.src) == 3:
-            rest = (lanes(x.src[1], st, w), x.src[2])
+            gate = lanes(x.src[2], st, w) if lane_gated else x.src[2]
+            rest = (lanes(x.src[1], st, w), gate)
         parts.append(UOp(Ops.LOAD, (_place_chunk(p, st, w),) + rest))
     return _flat(parts)
 

@@ -39,6 +39,10 @@ class TargetDesc:
     masked_load(dtype, n): with gated_load "select", a gated LOAD of n lanes of dtype that the
       target does natively all the same (a masked load that reads nothing where the gate is
       false: x86-64-v4's opmasks); None: none.
+    lane_gates(dtype, n): a LOAD of n lanes of dtype whose gate is a bool vector (lane j gates
+      element j alone) that the target does as one node (x86-64-v4: an opmask-masked load,
+      kcc/isel/x86/kmask.py kload); None (the default): none, passes/devectorize.py splits such
+      a load into scalar loads gated by their lanes.
     load_streams: the memory streams (global loads advancing with a loop, each a different
       region of memory) an innermost loop may read before the hardware prefetchers stop
       keeping up; passes/unroll.py jams no more copies than keep it within this (0: no limit).
@@ -78,6 +82,7 @@ class TargetDesc:
                                                                          compare=False)
     vector_regs: int = 0
     masked_load: Callable[[DType, int], bool] | None = field(default=None, compare=False)
+    lane_gates: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
@@ -110,6 +115,11 @@ class TargetDesc:
     def permute_sources(self, dtype: DType, n: int) -> int:
         """How many source registers one permutation of n lanes of dtype may read (0: none)."""
         return self.permute(dtype, n) if self.permute is not None else 0
+
+    def lane_gate_legal(self, n: int, dtype: DType) -> bool:
+        """Whether a LOAD of n contiguous elements of dtype may have a per-lane gate."""
+        return n > 1 and self.mem_legal(n, dtype) and self.lane_gates is not None \
+            and self.lane_gates(dtype, n)
 
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""

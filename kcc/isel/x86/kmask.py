@@ -16,6 +16,7 @@ from kcc.encode.x86.table import FORMS
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
+from kcc.isel.common import SelectError
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
 from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector
@@ -267,15 +268,23 @@ class X86KMask:
         """A gated LOAD as one masked load, the opmask from the gate (KMOVW/D): zero-masked
         for a +0 alt, else merging into a copy of alt (VMOVSS/SD, VMOVUPS/UPD,
         VMOVDQU8-64 {k}); where the gate is false nothing is read, so nothing faults (SDM
-        Vol. 1 §15.6.1) whatever the address."""
+        Vol. 1 §15.6.1) whatever the address. A per-lane gate (a bool vector) is its opmask
+        as it is (kbool: a vector compare's k register), lane j masking element j."""
         _, alt, gate = u.src
+        if gate.shape:
+            # a per-lane gate (TargetDesc.lane_gates): its own opmask, one bit per lane
+            k = self.kbool(gate)
+            if k is None:
+                raise SelectError(f"a per-lane gate of {lanes} lanes with no opmask form "
+                                  f"({gate.op.name})")
+        else:
+            k = self.kgate(gate, lanes)
         if reg_class(dt) == "vec":
             mnem = f"vmovs{fs(dt)}" if lanes == 1 else f"vmovup{fs(dt)}"
         else:
             mnem = f"vmovdqu{dt.bits}"
         w = vw(dt, lanes)
         src = f"m{dt.bits}" if lanes == 1 else f"{w}m"
-        k = self.kgate(gate, lanes)
         if positive_zero(alt, dt):
             t = self.new("vec")
             self.emit(f"{mnem}_x_kz_{src}" if lanes == 1 else f"{mnem}_{w}_kz_{src}", t, k, mem)

@@ -100,6 +100,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    load_streams=X86_LOAD_STREAMS,
                    pack_bytes=X86_PACK_BYTES,
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
+                   lane_gates=_lane_gates if arch == "x86-64-v4" else None,
                    permute=_permute if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
@@ -126,6 +127,12 @@ def _masked_load(dt: DType, n: int) -> bool:
     opmask-masked load (kcc/isel/x86/kmask.py kload), which reads nothing where the gate is
     false (SDM Vol. 1 §15.6.1): no safe index needed."""
     return reg_class(dt) == "vec" or (n > 1 and dt in VECTOR_OPS)
+
+
+def _lane_gates(dt: DType, n: int) -> bool:
+    """x86-64-v4: a vector load gated lane by lane is the same masked load, its opmask the
+    gate's (a vector compare's k register, kcc/isel/x86/kmask.py kbool), at up to 32 lanes."""
+    return 1 < n <= 32 and _masked_load(dt, n)
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
