@@ -51,30 +51,12 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
+from kcc.passes.slp_reg import offset as _offset, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 _EFFECT_LISTS = frozenset({Ops.GROUP, Ops.AFTER, Ops.SINK})
 Lanes = tuple[UOp, ...]
-
-
-def _offset(idx: UOp) -> tuple[UOp | None, int] | None:
-    """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
-    addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
-    reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
-    hash-consed, so equal for every copy."""
-    c = const_int(idx)
-    if c is not None:
-        return None, c
-    if idx.op is Ops.ADD:
-        k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
-        if k is not None:
-            return idx.src[0], k
-    if idx.op is Ops.MULACC and idx.src[2].op is Ops.ADD:
-        k = const_int(idx.src[2].src[1])
-        if k is not None:
-            return idx.replace(src=idx.src[:2] + (idx.src[2].src[0],)), k
-    return idx, 0
 
 
 def _int_like(c: UOp, k: int) -> UOp:
@@ -433,30 +415,6 @@ def _rebuild_acyclic(sink: UOp, redirect: dict[UOp, UOp],
         return sink
 
 
-def _store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
-    """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset)."""
-    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
-    for u in order:
-        if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
-            continue
-        if u.src[1].shape != () or u.src[0].src[0].kind != "buffer":
-            continue
-        off = _offset(u.src[0].src[1])
-        if off is not None:
-            by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
-    runs = []
-    for offs in by_base.values():
-        for k in sorted(offs):
-            if k - 1 in offs:
-                continue
-            run = []
-            while k in offs:
-                run.append(offs[k])
-                k += 1
-            runs.append(tuple(run))
-    return runs
-
-
 def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
     """A run cut into groups of `lanes` from its start (a short tail is left out)."""
     return [run[i:i + lanes] for i in range(0, len(run) - lanes + 1, lanes)]
@@ -575,7 +533,7 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
     is cheaper; the runs of one REG buffer are judged together (one width for all)."""
     original = {u: i for i, u in enumerate(order)}     # the graph's nodes, numbered in order
     sets: dict[object, list[tuple[UOp, ...]]] = {}
-    for run in _store_runs(order):
+    for run in store_runs(order):
         if len(run) < widest:
             continue
         b = base_buffer(run[0].src[0].src[0])
@@ -657,50 +615,6 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
         redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
 
 
-def _scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int]
-                       ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
-    """In a kernel without vectors: each run of stores to a whole REG buffer of n > 1
-    elements that the target stores at once (passes/unroll.py's jammed column loop: copy k's
-    one-element accumulator at element k) as one group of n lanes, and n the group width of
-    that buffer (its scalar loads become lanes of the group's load, `_group_lanes`).
-    ``stored``: `_reg_stores(order)`."""
-    groups: list[tuple[UOp, ...]] = []
-    reg_width: dict[UOp, int] = {}
-    if not ctx.vector_regs:             # GPU targets: REG buffers are a lane's own registers
-        return groups, reg_width
-    runs: dict[UOp, list[tuple[UOp, ...] | None]] = {}
-    for run in _store_runs(order):
-        b = base_buffer(run[0].src[0].src[0])
-        n = len(run)
-        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
-            continue
-        ok = n >= 2 and b.arg.size == n and const_int(run[0].src[0].src[1]) == 0 \
-            and ctx.mem_legal(n, run[0].src[1].dtype) and ctx.alu_legal(n, run[0].src[1].dtype) \
-            and _Packer(ctx).pack(tuple(st.src[1] for st in run)) is not None
-        runs.setdefault(b, []).append(run if ok else None)
-    # a buffer is a group only when every run of stores to it packs: one that stays scalar
-    # (a float16 MAX, which x86 has at no vector width) would store lanes of the group one by
-    # one, so the group could not live in a register (half_softmax's max accumulator went to
-    # the stack: a vector load and four 2-byte stores an iteration)
-    for b, rs in runs.items():
-        if None in rs or sum(len(r) for r in rs) != stored.get(b, 0):
-            continue
-        groups += rs
-        reg_width[b] = b.arg.size
-    return groups, reg_width
-
-
-def _reg_stores(order: list[UOp]) -> dict[UOp, int]:
-    """REG buffer → how many STOREs the kernel has to it."""
-    out: dict[UOp, int] = {}
-    for u in order:
-        if u.op is Ops.STORE and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
-            b = base_buffer(u.src[0].src[0])
-            if b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG:
-                out[b] = out.get(b, 0) + 1
-    return out
-
-
 def _widest(order: list[UOp]) -> int:
     """The widest vector whose lanes the kernel takes apart."""
     return max((u.src[0].shape[0] for u in order if u.op is Ops.INDEX
@@ -711,9 +625,10 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
     order = toposort([sink])
     widest = _widest(order)
-    stored = _reg_stores(order) if widest < 2 and target.vector_regs else {}
+    stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
     groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
-        else _scalar_reg_groups(order, target, stored)
+        else scalar_reg_groups(order, target, stored,
+                               lambda t: _Packer(target).pack(t) is not None)
     p = _Packer(target, reg_width, order)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead

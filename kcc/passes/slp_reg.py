@@ -1,0 +1,102 @@
+"""slp's REG-accumulator helpers (kcc/passes/slp.py): the runs of scalar stores to
+consecutive elements, and in a kernel without vectors the REG buffers whose every store run
+becomes one group (passes/unroll.py's jammed column loop)."""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.uop import AddrSpace, UOp, base_buffer
+from kcc.passes.target import TargetDesc
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
+
+
+def offset(idx: UOp) -> tuple[UOp | None, int] | None:
+    """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
+    addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
+    reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
+    hash-consed, so equal for every copy."""
+    c = const_int(idx)
+    if c is not None:
+        return None, c
+    if idx.op is Ops.ADD:
+        k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
+        if k is not None:
+            return idx.src[0], k
+    if idx.op is Ops.MULACC and idx.src[2].op is Ops.ADD:
+        k = const_int(idx.src[2].src[1])
+        if k is not None:
+            return idx.replace(src=idx.src[:2] + (idx.src[2].src[0],)), k
+    return idx, 0
+
+
+def store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
+    """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset)."""
+    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
+    for u in order:
+        if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
+            continue
+        if u.src[1].shape != () or u.src[0].src[0].kind != "buffer":
+            continue
+        off = offset(u.src[0].src[1])
+        if off is not None:
+            by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
+    runs = []
+    for offs in by_base.values():
+        for k in sorted(offs):
+            if k - 1 in offs:
+                continue
+            run = []
+            while k in offs:
+                run.append(offs[k])
+                k += 1
+            runs.append(tuple(run))
+    return runs
+
+
+def scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int],
+                      packs: Callable[[tuple[UOp, ...]], bool]
+                      ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+    """In a kernel without vectors: each run of stores to a whole REG buffer of n > 1
+    elements that the target stores at once (passes/unroll.py's jammed column loop: copy k's
+    one-element accumulator at element k) as one group of n lanes, and n the group width of
+    that buffer (its scalar loads become lanes of the group's load, `_group_lanes`).
+    ``stored``: `reg_stores(order)`; ``packs``: whether slp packs a tuple of lanes."""
+    groups: list[tuple[UOp, ...]] = []
+    reg_width: dict[UOp, int] = {}
+    if not ctx.vector_regs:             # GPU targets: REG buffers are a lane's own registers
+        return groups, reg_width
+    runs: dict[UOp, list[tuple[UOp, ...] | None]] = {}
+    for run in store_runs(order):
+        b = base_buffer(run[0].src[0].src[0])
+        n = len(run)
+        if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
+            continue
+        ok = n >= 2 and b.arg.size == n and const_int(run[0].src[0].src[1]) == 0 \
+            and ctx.mem_legal(n, run[0].src[1].dtype) and ctx.alu_legal(n, run[0].src[1].dtype) \
+            and packs(tuple(st.src[1] for st in run))
+        runs.setdefault(b, []).append(run if ok else None)
+    # a buffer is a group only when every run of stores to it packs: one that stays scalar
+    # (a float16 MAX, which x86 has at no vector width) would store lanes of the group one by
+    # one, so the group could not live in a register (half_softmax's max accumulator went to
+    # the stack: a vector load and four 2-byte stores an iteration)
+    for b, rs in runs.items():
+        if None in rs or sum(len(r) for r in rs) != stored.get(b, 0):
+            continue
+        groups += rs
+        reg_width[b] = b.arg.size
+    return groups, reg_width
+
+
+def reg_stores(order: list[UOp]) -> dict[UOp, int]:
+    """REG buffer → how many STOREs the kernel has to it."""
+    out: dict[UOp, int] = {}
+    for u in order:
+        if u.op is Ops.STORE and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
+            b = base_buffer(u.src[0].src[0])
+            if b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG:
+                out[b] = out.get(b, 0) + 1
+    return out
