@@ -29,6 +29,7 @@ from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.ranges import Range, int_ranges
 from kcc.ir.uop import UOp
+from kcc.passes.gates_lanes import is_lane_safe, lane_safe_load
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
@@ -131,11 +132,16 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
     ranges = int_ranges([sink])
     rsets = range_sets(order)
     groups: dict[tuple, list[tuple[UOp, int]]] = {}
+    lane_plan: dict[UOp, UOp | None] = {}
     for u in order:
         if u.op is not Ops.LOAD or len(u.src) != 3 or u.src[0].op not in (Ops.INDEX, Ops.SHRINK):
             continue
         p, gate = u.src[0], u.src[2]
         start, n = p.src[1], _lanes(p)
+        if gate.shape and keep(u.dtype, n) and not in_bounds(p, ranges) \
+                and not is_lane_safe(start):
+            lane_plan[u] = lane_safe_load(u)        # a per-lane gate: gates_lanes.py
+            continue
         if not keep(u.dtype, n) or gate.shape or start.dtype.is_weak \
                 or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n:
             continue
@@ -154,7 +160,7 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             if m[1] - chunks[-1][0][1] >= GROUP_SPAN:
                 chunks.append([])
             chunks[-1].append(m)
-    plan: dict[UOp, UOp] = {}
+    plan: dict[UOp, UOp] = {u: v for u, v in lane_plan.items() if v is not None}
     for members in chunks:
         u0 = members[0][0]
         p0 = u0.src[0]

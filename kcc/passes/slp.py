@@ -14,6 +14,9 @@ vector value, recursively over the lanes' srcs:
 - n ungated scalar LOADs of consecutive elements of one buffer → one LOAD of a SHRINK place,
   when the target loads n elements at once.
 
+A run of gated scalar LOADs of consecutive elements whose gates pack is a seed of its own
+(kcc/passes/slp_gated.py): one vector LOAD gated lane by lane, on a target that has one.
+
 A second kind of seed is a run of ungated scalar STOREs to consecutive elements of one buffer
 (tinygrad's upcast REG accumulators: `acc[j] = acc[j] + …` for each lane j): cut into groups of
 the widest lane count the kernel's vectors have, a group whose values pack becomes one STORE of
@@ -51,6 +54,7 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
+from kcc.passes.slp_gated import pack_gated_loads
 from kcc.passes.slp_reg import offset as _offset, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.target import TargetDesc
 
@@ -634,6 +638,8 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}
     redirect: dict[UOp, UOp] = {}
+    if target.lane_gates is not None:
+        pack_gated_loads(p, order, redirect)      # runs of gated loads (slp_gated.py)
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
             continue

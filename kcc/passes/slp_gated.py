@@ -1,0 +1,90 @@
+"""slp's seed for runs of gated scalar loads (kcc/passes/slp.py): n scalar LOADs of
+consecutive elements of one buffer, each under its own scalar gate, become one LOAD of a
+SHRINK place of n elements whose gate is the bool vector of the n gates (a per-lane gate,
+docs/semantics.md), where the gates pack into vector work (`_Packer.pack`: tinygrad's
+padding gates of 4 consecutive elements are compares of one index against 4 consecutive
+bounds, one vector compare) and the target loads n lanes so gated
+(`TargetDesc.lane_gate_legal`: x86-64-v4's opmask-masked loads). Each scalar load is then
+its lane of the vector load.
+
+Lane j of the vector load reads element j exactly where gate j holds and is alt j
+elsewhere, which is what scalar load j computed: the result is bit-identical. A run is cut
+greedily from its start into the widest groups whose gates pack (cummax's 16 loads of one
+row: four groups of 4 whose gates are four different compares each).
+"""
+
+from __future__ import annotations
+
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.uop import UOp
+from kcc.passes.slp_reg import offset
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.passes.slp import _Packer
+
+
+def _gated_runs(order: list[UOp]) -> list[list[UOp]]:
+    """Runs of scalar LOADs with a scalar gate of consecutive elements of one buffer node
+    (by the constant offset from one base), in element order."""
+    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
+    for u in order:
+        if u.op is not Ops.LOAD or len(u.src) != 3 or u.shape != () \
+                or u.src[0].op is not Ops.INDEX or u.src[2].shape != ():
+            continue
+        buf = u.src[0].src[0]
+        if buf.kind != "buffer":
+            continue
+        off = offset(u.src[0].src[1])
+        if off is not None:
+            by_base.setdefault((buf, off[0]), {}).setdefault(off[1], u)
+    runs = []
+    for offs in by_base.values():
+        for k in sorted(offs):
+            if k - 1 in offs or k + 1 not in offs:
+                continue
+            run = []
+            while k in offs:
+                run.append(offs[k])
+                k += 1
+            runs.append(run)
+    return runs
+
+
+def _vector_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
+    """The per-lane-gated vector LOAD of the scalar gated loads t, or None when their gates
+    do not pack."""
+    gate = p.pack(tuple(s.src[2] for s in t))
+    if gate is None or gate.op is Ops.STACK and len(set(gate.src)) == len(t):
+        return None                 # (a STACK of n different scalars: no vector work)
+    alts = tuple(s.src[1] for s in t)
+    alt = p.pack(alts) or UOp(Ops.STACK, alts)
+    place = t[0].src[0]
+    shrink = UOp(Ops.SHRINK, (place.src[0], place.src[1], UOp.const(len(t))))
+    return UOp(Ops.LOAD, (shrink, alt, gate))
+
+
+def pack_gated_loads(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> None:
+    """Each group of a run of gated scalar loads whose gates pack → one per-lane-gated
+    vector LOAD; each scalar load is redirected to its lane (and the group's tuple is
+    memoized, so a STACK of those loads is that vector)."""
+    ctx = p.ctx
+    for run in _gated_runs(order):
+        dt = run[0].dtype
+        widths = sorted((w for w in ctx.mem_widths.get(dt, ()) if ctx.lane_gate_legal(w, dt)),
+                        reverse=True)
+        i = 0
+        while i < len(run) - 1:
+            for w in widths:
+                t = tuple(run[i:i + w])
+                if len(t) < w or any(s.dtype != dt for s in t):
+                    continue
+                v = _vector_load(p, t)
+                if v is not None:
+                    p.memo[t] = v
+                    for j, s in enumerate(t):
+                        redirect[s] = UOp(Ops.INDEX, (v, UOp.const(j)))
+                    i += w
+                    break
+            else:
+                i += 1

@@ -1,0 +1,143 @@
+"""Runs of gated scalar loads as one per-lane-gated vector load (kcc/passes/slp_gated.py) and
+their split back to gated scalar loads on targets without such a load
+(kcc/passes/devectorize.py split_load: CUDA, AMD, x86-64-v3).
+
+tinygrad's padded reductions (cumsum, cummax) read 4 consecutive elements a step, each under
+its own padding gate `c_j < e and d_j < e` (one index e against 4 consecutive bounds): one
+vector compare a bound vector, one masked load. What is checked: which targets get the vector
+load, the groups a run is cut into, that nothing else changes, and the values (the graph
+after each pass against the reference interpreter; the x86 objects in
+tests/isel/x86/test_lane_gates.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp
+from kcc.ir.interp import run as interp_run
+from kcc.ir.uop import toposort
+from kcc.passes.devectorize import devectorize
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.targets.amd.desc import AMD
+from kcc.targets.cuda.desc import CUDA
+from kcc.targets.x86.arch import x86_desc
+from x86_util import assert_same, random_inputs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ir"))
+from test_interp_lane_gates import padded_kernel  # noqa: E402
+
+N = 50          # the input's elements; the loads reach 7 before it and past its end
+
+
+def kernel(n: int = 4, same: bool = True, dt: str = "float32") -> str:
+    """out[i] = Σ_j x[4i + j - 7] over j < n, where that element exists (else 0): the gates
+    are tinygrad's, `6 - j < 4i` and `4i < 57 - j`; ``same`` False makes lane 1's gate their
+    WHERE (lo ? hi : false, another op: the lanes' gates are then not isomorphic)."""
+    t = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, {dt}, 16)",
+         f"%x = PARAM ParamArg(1, {dt}, {N})", f"%z = CAST(0) {dt}",
+         "%i = RANGE(16) (0, LOOP)", "%e = MUL(%i, 4)"]
+    terms = []
+    for j in range(n):
+        t += [f"%o{j} = ADD(%e, {j - 7})", f"%p{j} = INDEX(%x, %o{j})",
+              f"%lo{j} = CMPLT({6 - j}, %e)", f"%hi{j} = CMPLT(%e, {N + 7 - j})"]
+        if same or j != 1:
+            t.append(f"%g{j} = AND(%lo{j}, %hi{j})")
+        else:
+            t.append(f"%g{j} = WHERE(%lo{j}, %hi{j}, false)")
+        t.append(f"%l{j} = LOAD(%p{j}, %z, %g{j})")
+        terms.append(f"%l{j}")
+    acc = terms[0]
+    for j, s in enumerate(terms[1:], 1):
+        t.append(f"%a{j} = ADD({acc}, {s})")
+        acc = f"%a{j}"
+    t += ["%po = INDEX(%out, %i)", f"%st = STORE(%po, {acc})", "%end = END(%st, %i)",
+          'SINK(%end) KernelInfo(name="gated_run")']
+    return "\n".join(t) + "\n"
+
+
+def _prep(text: str) -> UOp:
+    return simplify(lower_weak_dtypes(parse(text)))
+
+
+def _lane_gated(g: UOp) -> list[UOp]:
+    return [u for u in toposort([g]) if u.op is Ops.LOAD and len(u.src) == 3
+            and u.src[2].shape]
+
+
+def _same_values(g0: UOp, g1: UOp, seed: int = 3) -> None:
+    args = random_inputs(g0, seed=seed)
+    want = interp_run(g0, [a.copy() for a in args])
+    got = interp_run(g1, [a.copy() for a in args])
+    assert_same(g0, got, want)
+
+
+@pytest.mark.parametrize("dt", ["float32", "int32"])
+def test_a_run_of_4_is_one_masked_load_on_v4(dt: str) -> None:
+    g0 = _prep(kernel(dt=dt))
+    g = slp(g0, x86_desc("x86-64-v4"))
+    vl = _lane_gated(g)
+    assert len(vl) == 1 and vl[0].shape == (4,) and vl[0].src[2].shape == (4,)
+    assert vl[0].src[2].op is Ops.AND                      # the gates' vector compare
+    assert not [u for u in toposort([g]) if u.op is Ops.LOAD and u.shape == ()]
+    _same_values(g0, g)
+
+
+def test_a_run_of_8_is_one_load_of_8() -> None:
+    g = slp(_prep(kernel(8)), x86_desc("x86-64-v4"))
+    assert [u.shape for u in _lane_gated(g)] == [(8,)]
+
+
+def test_gates_that_do_not_pack_cut_the_run() -> None:
+    """Lane 1's gate is another op: no group holds load 1; loads 2…5 are one group of 4 and
+    0, 1, 6, 7 stay scalar (v4 loads no 2 float32 lanes)."""
+    g0 = _prep(kernel(8, same=False))
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert [u.shape for u in _lane_gated(g)] == [(4,)]
+    assert len([u for u in toposort([g]) if u.op is Ops.LOAD and u.shape == ()]) == 4
+    _same_values(g0, g)
+
+
+@pytest.mark.parametrize("desc", [x86_desc("x86-64-v3"), AMD, CUDA],
+                         ids=["x86-64-v3", "amd", "cuda"])
+def test_targets_without_lane_gates_keep_scalar_loads(desc) -> None:
+    g0 = _prep(kernel())
+    assert not _lane_gated(slp(g0, desc))
+
+
+@pytest.mark.parametrize("desc", [x86_desc("x86-64-v3"), AMD, CUDA],
+                         ids=["x86-64-v3", "amd", "cuda"])
+def test_devectorize_splits_a_lane_gated_load(desc) -> None:
+    """The v4 graph (per-lane gates) handed to a target without them: every lane-gated load
+    is split into scalar loads, each gated by its own lane; the values stay."""
+    g0 = _prep(kernel(8))
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert _lane_gated(g)
+    d = devectorize(g, desc)
+    assert not _lane_gated(d)
+    loads = [u for u in toposort([d]) if u.op is Ops.LOAD and len(u.src) == 3]
+    assert loads and all(u.src[2].shape == () for u in loads)
+    _same_values(g0, d)
+
+
+def test_devectorize_keeps_legal_and_chunks_wide_lane_gates() -> None:
+    """v4 keeps a lane-gated load of 8; a run of 32 is cut into loads of 8 (no int32 x 16
+    compare on v4: the gates of 16 do not pack); a lane-gated load of 32 float32 (wider than
+    a zmm) is split into lane-gated chunks of 16, each gated by its lanes."""
+    v4 = x86_desc("x86-64-v4")
+    g = slp(_prep(kernel(8)), v4)
+    assert [u.shape for u in _lane_gated(devectorize(g, v4))] == [(8,)]
+    g0 = _prep(kernel(32))
+    g32 = slp(g0, v4)
+    assert [u.shape for u in _lane_gated(g32)] == [(8,)] * 4
+    _same_values(g0, g32)
+    wide = padded_kernel(N, 64, -7, 32, 0.5)
+    d = devectorize(wide, v4)
+    assert sorted(u.shape for u in _lane_gated(d)) == [(16,), (16,)]
+    _same_values(wide, d)
