@@ -37,13 +37,18 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
 - the loop is innermost, closed by an END of its range alone, its bound a constant N >= k,
   and every node that depends on its counter lies under that END (widen.py checks these);
 - every node that depends on the counter is scalar (a vector: widen.py's loop), a lane-wise
-  op, an ungated LOAD or a STORE of an INDEX place of a kernel argument (a GLOBAL PARAM,
-  possibly through an AFTER made outside the loop) whose index is `i + base + o` (base a sum
-  of terms free of the counter, o a constant: consecutive elements), or a GROUP; RANGE, END,
-  AFTER and BARRIER in the loop are refused, and so are gathers (another stride);
+  op, a LOAD (gated or not) or an ungated STORE of an INDEX place of a kernel argument (a
+  GLOBAL PARAM, possibly through an AFTER made outside the loop) whose index is
+  `i + base + o` (base a sum of terms free of the counter, o a constant: consecutive
+  elements), or a GROUP; RANGE, END, AFTER and BARRIER in the loop are refused, and so are
+  gathers (another stride);
 - the k iterations' loads run before their stores: for every buffer the loop stores, all its
   accesses in the loop share one base and no store of an iteration meets an access of an
   iteration 1 … k-1 apart (kcc.ir.affine.iterations_disjoint);
+- a gated LOAD keeps its gate where the gate is loop-invariant; a gate that depends on the
+  counter becomes a bool vector, one gate per lane (a per-lane gate: tinygrad's padding
+  compares of the counter, avgpool's and pad's), which the target must load so gated
+  (`TargetDesc.lane_gate_legal`: x86-64-v4's masked loads);
 - every vector the rewrite makes is legal at k lanes on the target (`TargetDesc.alu_legal`,
   `cast_legal`, `mem_legal`): no op is split back to scalars.
 
@@ -137,6 +142,8 @@ def expand_threefry(sink: UOp, desc: TargetDesc, order: list[UOp]) -> UOp:
 def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
     """Whether the target has vector node n (a LOAD, STORE, STACK or lane-wise op) at width."""
     if n.op is Ops.LOAD:
+        if len(n.src) == 3 and n.src[2].shape:
+            return desc.lane_gate_legal(width, n.dtype)
         return desc.mem_legal(width, n.dtype)
     if n.op is Ops.STORE:
         return desc.mem_legal(width, n.src[1].dtype)
@@ -146,6 +153,11 @@ def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
         return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, width)
     dt = n.src[0].dtype if n.op in COMPARE else n.dtype
     return desc.alu_legal(width, dt, n.op)
+
+
+def _gated(n: UOp) -> bool:
+    """n is a gated scalar LOAD (its gate one bool: the rewrite makes it per lane)."""
+    return n.op is Ops.LOAD and len(n.src) == 3 and n.src[2].shape == ()
 
 
 class LaneLoop:
@@ -184,8 +196,8 @@ class LaneLoop:
                     return False
             elif n.op in (Ops.LOAD, Ops.STORE):
                 p = n.src[0]
-                if len(n.src) != (1 if n.op is Ops.LOAD else 2) or p.op is not Ops.INDEX \
-                        or p not in inside:
+                if len(n.src) != (1 if n.op is Ops.LOAD else 2) and not _gated(n) \
+                        or p.op is not Ops.INDEX or p not in inside:
                     return False
                 accesses.append((p, n.op is Ops.STORE))
             elif n.op is not Ops.GROUP and (n.kind != "value" or n.op not in _LANEWISE):
@@ -364,7 +376,13 @@ class LaneLoop:
                 scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
             if n in need_vec and n not in vec:
                 c = self.lin(n)
-                if n.op is Ops.LOAD:
+                if n.op is Ops.LOAD and len(n.src) == 3:
+                    # a gated load: its gate per lane where it varies with the counter (a
+                    # per-lane gate, TargetDesc.lane_gates), else the one scalar gate
+                    g = n.src[2]
+                    v = UOp(Ops.LOAD, (place(n.src[0]), lanes(n.src[1]),
+                                       lanes(g) if g in self.inside else g))
+                elif n.op is Ops.LOAD:
                     v = UOp(Ops.LOAD, (place(n.src[0]),))
                 elif c is not None:
                     steps = tuple(make_const(literal_value(c * j, n.dtype), n.dtype)
@@ -417,6 +435,7 @@ class LaneLoop:
             if n in need_vec:
                 if n.op is Ops.LOAD:
                     need_scalar.add(n.src[0].src[1])
+                    need_vec.update(s for s in n.src[1:] if s in inside)   # alt, gate
                 elif self.lin(n) is not None:
                     need_scalar.add(n)
                 else:

@@ -1,0 +1,79 @@
+"""Gated loads in scalar loops widened across iterations (kcc/passes/widen_lanes.py): a gate
+that depends on the counter becomes a per-lane gate (tinygrad's padding: pad_const,
+avgpool), only on a target that loads so gated (x86-64-v4); a loop-invariant gate stays one
+scalar gate on every target. Checked bit for bit against the interpreter, the graph after
+the pass and the x86 object (tests/support/widen_util.py)."""
+
+from __future__ import annotations
+
+import pytest
+from widen_util import range_bounds, shrink_widths, widen_check
+
+from kcc.ir import Ops, UOp
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+NO_V4 = "this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"
+
+# out[r, i] = x[r*30 + i - 3] where 2 < i < 33 and 0 < r (else 0), then -2 where the pad is:
+# tinygrad's pad_const E_37_34 (the row gate %rg loop-invariant in the inner loop)
+PAD = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 136)
+%x = PARAM ParamArg(1, float32, 120)
+%z = CAST(0.0) float32
+%m2 = CAST(-2.0) float32
+%r = RANGE(4) (0, LOOP)
+%rg = CMPLT(0, %r)
+%i = RANGE(34, %r) (1, LOOP)
+%ix = MULACC(%r, 30, %i)
+%ixo = ADD(%ix, -33)
+%px = INDEX(%x, %ixo)
+%lo = CMPLT(2, %i)
+%hi = CMPLT(%i, 33)
+%ig = AND(%lo, %hi)
+%g = GATE
+%v = LOAD(%px, %z, %g)
+%w = WHERE(%g, %v, %m2)
+%io = MULACC(%r, 34, %i)
+%po = INDEX(%out, %io)
+%st = STORE(%po, %w)
+%e = END(%st, %i)
+%e2 = END(%e, %r)
+SINK(%e2) KernelInfo(name="pad")
+"""
+
+
+def _lane_gated(g: UOp) -> list[UOp]:
+    return [u for u in g.toposort() if u.op is Ops.LOAD and len(u.src) == 3 and u.src[2].shape]
+
+
+def _text(gate: str) -> str:
+    text = PAD.replace("GATE", gate)
+    if "%ig" not in gate:          # (every line is used)
+        text = text.replace("%ig = AND(%lo, %hi)\n", "").replace("%lo = CMPLT(2, %i)\n", "")
+        text = text.replace("%hi = CMPLT(%i, 33)\n", "").replace("ADD(%ix, -33)", "ADD(%ix, -30)")
+    return text
+
+
+@pytest.mark.skipif(not HAS_V4, reason=NO_V4)
+def test_a_counter_gate_is_per_lane_on_v4() -> None:
+    w = widen_check(_text("AND(%ig, %rg)"), "x86-64-v4")
+    (ld,) = _lane_gated(w)
+    assert ld.src[2].shape == ld.shape and ld.shape[0] > 1
+    assert ld.shape[0] in shrink_widths(w) and 34 not in range_bounds(w)
+
+
+def test_a_counter_gate_keeps_the_loop_scalar_on_v3() -> None:
+    w = widen_check(_text("AND(%ig, %rg)"), "x86-64-v3")
+    assert not _lane_gated(w) and 34 in range_bounds(w)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason=NO_V4))])
+def test_an_invariant_gate_stays_scalar(arch: str) -> None:
+    """The row gate alone: the loop is widened on both arches with the gate as it is (x[-30]
+    … is read under the false gate of row 0)."""
+    w = widen_check(_text("OR(%rg, %rg)"), arch)
+    loads = [u for u in w.toposort() if u.op is Ops.LOAD and len(u.src) == 3 and u.shape]
+    assert loads and all(u.src[2].shape == () for u in loads)
+    assert 34 not in range_bounds(w)
