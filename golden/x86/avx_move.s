@@ -3138,3 +3138,79 @@ vmovntdq ymmword ptr [rip + foo + 16], ymm29
 ; form: vmovntdq_m256_y
 vmovntdq ymmword ptr [8*rcx + 64], ymm16
 ; bytes: 62 e1 7d 28 e7 04 cd 40 00 00 00
+; form: vmaskmovps_x_x_m128
+vmaskmovps xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 2c 44 fc 80
+; form: vmaskmovps_x_x_m128
+vmaskmovps xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 71 2c 84 4b e8 03 00 00
+; form: vmaskmovps_x_x_m128
+vmaskmovps xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 2c 05 00 00 00 00
+; fixup: 5 pc32 foo 12
+; form: vmaskmovps_y_y_m256
+vmaskmovps ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 2c 04 cd 40 00 00 00
+; form: vmaskmovps_y_y_m256
+vmaskmovps ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 75 2c 44 30 7f
+; form: vmaskmovps_y_y_m256
+vmaskmovps ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 2c 84 9c 00 10 00 00
+; form: vmaskmovpd_x_x_m128
+vmaskmovpd xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 2d 82 00 e0 ff ff
+; form: vmaskmovpd_x_x_m128
+vmaskmovpd xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c4 e2 71 2d 05 00 00 00 00
+; fixup: 5 pc32 bar -4
+; form: vmaskmovpd_x_x_m128
+vmaskmovpd xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 31 2d 07
+; form: vmaskmovpd_y_y_m256
+vmaskmovpd ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 2d 44 24 08
+; form: vmaskmovpd_y_y_m256
+vmaskmovpd ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c4 e2 75 2d 45 00
+; form: vmaskmovpd_y_y_m256
+vmaskmovpd ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 35 2d 85 d4 fe ff ff
+; form: vpmaskmovd_x_x_m128
+vpmaskmovd xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 8c 44 87 08
+; form: vpmaskmovd_x_x_m128
+vpmaskmovd xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 8c 44 fc 80
+; form: vpmaskmovd_x_x_m128
+vpmaskmovd xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 8c 84 4b e8 03 00 00
+; form: vpmaskmovd_y_y_m256
+vpmaskmovd ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 8c 05 00 00 00 00
+; fixup: 5 pc32 foo 12
+; form: vpmaskmovd_y_y_m256
+vpmaskmovd ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 8c 04 cd 40 00 00 00
+; form: vpmaskmovd_y_y_m256
+vpmaskmovd ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 8c 44 30 7f
+; form: vpmaskmovq_x_x_m128
+vpmaskmovq xmm8, xmm9, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 b1 8c 84 9c 00 10 00 00
+; form: vpmaskmovq_x_x_m128
+vpmaskmovq xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: c4 e2 f1 8c 82 00 e0 ff ff
+; form: vpmaskmovq_x_x_m128
+vpmaskmovq xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 b1 8c 05 00 00 00 00
+; fixup: 5 pc32 bar -4
+; form: vpmaskmovq_y_y_m256
+vpmaskmovq ymm8, ymm9, ymmword ptr [rdi]
+; bytes: c4 62 b5 8c 07
+; form: vpmaskmovq_y_y_m256
+vpmaskmovq ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: c4 e2 f5 8c 44 24 08
+; form: vpmaskmovq_y_y_m256
+vpmaskmovq ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 b5 8c 45 00

@@ -126,7 +126,7 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
     from kcc.ir.consts import peel_offset
     from kcc.passes.linearize import range_sets
     keep = target.masked_load
-    if keep is None:
+    if keep is None and target.lane_gates is None:
         return {}
     order = sink.toposort()
     ranges = int_ranges([sink])
@@ -138,11 +138,11 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             continue
         p, gate = u.src[0], u.src[2]
         start, n = p.src[1], _lanes(p)
-        if gate.shape and keep(u.dtype, n) and not in_bounds(p, ranges) \
-                and not is_lane_safe(start):
-            lane_plan[u] = lane_safe_load(u)        # a per-lane gate: gates_lanes.py
+        if gate.shape:                              # a per-lane gate: gates_lanes.py
+            if not in_bounds(p, ranges) and not is_lane_safe(start):
+                lane_plan[u] = lane_safe_load(u)
             continue
-        if not keep(u.dtype, n) or gate.shape or start.dtype.is_weak \
+        if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
                 or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n:
             continue
         e, c = peel_offset(start)
@@ -198,8 +198,8 @@ def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:
     """A gated LOAD the target does not do natively (masked_load) → select_gated_load; one it
     does stays (plan_masked made its index safe where needed)."""
     keep = ctx.masked_load
-    if keep is not None and keep(x.dtype, _lanes(p)):
-        return None
+    if gate.shape or keep is not None and keep(x.dtype, _lanes(p)):
+        return None             # (a per-lane gate: devectorize split those the target lacks)
     return select_gated_load(x, p, alt, gate)
 
 

@@ -1,6 +1,6 @@
 """Runs of gated scalar loads as one per-lane-gated vector load (kcc/passes/slp_gated.py) and
 their split back to gated scalar loads on targets without such a load
-(kcc/passes/devectorize.py split_load: CUDA, AMD, x86-64-v3).
+(kcc/passes/devectorize.py split_load: CUDA, AMD).
 
 tinygrad's padded reductions (cumsum, cummax) read 4 consecutive elements a step, each under
 its own padding gate `c_j < e and d_j < e` (one index e against 4 consecutive bounds): one
@@ -104,15 +104,21 @@ def test_gates_that_do_not_pack_cut_the_run() -> None:
     _same_values(g0, g)
 
 
-@pytest.mark.parametrize("desc", [x86_desc("x86-64-v3"), AMD, CUDA],
-                         ids=["x86-64-v3", "amd", "cuda"])
+def test_v3_packs_runs_too() -> None:
+    """x86-64-v3 has the load as VMASKMOVPS (lanes of an xmm or a ymm)."""
+    g0 = _prep(kernel(8))
+    g = slp(g0, x86_desc("x86-64-v3"))
+    assert [u.shape for u in _lane_gated(g)] == [(8,)]
+    _same_values(g0, g)
+
+
+@pytest.mark.parametrize("desc", [AMD, CUDA], ids=["amd", "cuda"])
 def test_targets_without_lane_gates_keep_scalar_loads(desc) -> None:
     g0 = _prep(kernel())
     assert not _lane_gated(slp(g0, desc))
 
 
-@pytest.mark.parametrize("desc", [x86_desc("x86-64-v3"), AMD, CUDA],
-                         ids=["x86-64-v3", "amd", "cuda"])
+@pytest.mark.parametrize("desc", [AMD, CUDA], ids=["amd", "cuda"])
 def test_devectorize_splits_a_lane_gated_load(desc) -> None:
     """The v4 graph (per-lane gates) handed to a target without them: every lane-gated load
     is split into scalar loads, each gated by its own lane; the values stay."""
@@ -141,3 +147,6 @@ def test_devectorize_keeps_legal_and_chunks_wide_lane_gates() -> None:
     d = devectorize(wide, v4)
     assert sorted(u.shape for u in _lane_gated(d)) == [(16,), (16,)]
     _same_values(wide, d)
+    d3 = devectorize(wide, x86_desc("x86-64-v3"))        # (ymm: 8 float32 lanes)
+    assert [u.shape for u in _lane_gated(d3)] == [(8,)] * 4
+    _same_values(wide, d3)

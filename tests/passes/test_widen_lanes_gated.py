@@ -1,15 +1,23 @@
 """Gated loads in scalar loops widened across iterations (kcc/passes/widen_lanes.py): a gate
 that depends on the counter becomes a per-lane gate (tinygrad's padding: pad_const,
-avgpool), only on a target that loads so gated (x86-64-v4); a loop-invariant gate stays one
+avgpool), only on a target that loads so gated (x86-64-v4, v3); a loop-invariant gate stays one
 scalar gate on every target. Checked bit for bit against the interpreter, the graph after
 the pass and the x86 object (tests/support/widen_util.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from widen_util import range_bounds, shrink_widths, widen_check
 
+from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.widen import widen
+from kcc.targets.x86.arch import x86_desc
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -63,8 +71,18 @@ def test_a_counter_gate_is_per_lane_on_v4() -> None:
     assert ld.shape[0] in shrink_widths(w) and 34 not in range_bounds(w)
 
 
-def test_a_counter_gate_keeps_the_loop_scalar_on_v3() -> None:
+def test_a_counter_gate_is_per_lane_on_v3() -> None:
     w = widen_check(_text("AND(%ig, %rg)"), "x86-64-v3")
+    (ld,) = _lane_gated(w)
+    assert ld.shape[0] > 1 and 34 not in range_bounds(w)
+
+
+def test_a_counter_gate_keeps_the_loop_scalar_without_lane_gates() -> None:
+    """A target without per-lane gates (x86-64-v3's description less its lane_gates): the
+    loop is left as it was."""
+    desc = replace(x86_desc("x86-64-v3"), lane_gates=None)
+    g = slp(simplify(lower_weak_dtypes(parse(_text("AND(%ig, %rg)")))), desc)
+    w = widen(g, desc)
     assert not _lane_gated(w) and 34 in range_bounds(w)
 
 

@@ -475,9 +475,14 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
 
     def sel_LOAD(self, u: UOp) -> None:
         """A load; gated loads were rewritten by legalize_gates to a safe index + WHERE, but
-        for x86-64-v4's masked loads (TargetDesc.masked_load; x86_kmask)."""
+        for x86-64-v4's masked loads (TargetDesc.masked_load; x86_kmask) and per-lane gates
+        (TargetDesc.lane_gates: x86_kmask on v4, VMASKMOV on v3)."""
         p = self.places[u.src[0]]
         if len(u.src) == 3:
+            if u.src[2].shape and not self.evex and p.var is None:
+                # a per-lane gate on x86-64-v3: a load masked by a vector (x86_vec)
+                self.val[u] = self.mask_load(u, p.mem, p.dtype, p.lanes)
+                return
             if not self.evex or p.var is not None:
                 raise AssertionError("gated LOAD reached x86 isel (legalize_gates did not run)")
             self.val[u] = self.kload(u, p.mem, p.dtype, p.lanes)

@@ -11,7 +11,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
-                               const_bytes, fs, strong_const, uint_of, vw)
+                               const_bytes, fs, positive_zero, strong_const, uint_of, vw)
 from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
@@ -499,6 +499,24 @@ class X86Vec(X86Shuf):
         form = {4: "vblendvps", 8: "vblendvpd"}.get(dt.itemsize, "vpblendvb")
         self.emit(f"{form}_{w}_{w}_{w}m_{w}", t, no, yes, m)
         return t
+
+    def mask_load(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> VReg:
+        """A LOAD gated lane by lane on x86-64-v3 (TargetDesc.lane_gates): VMASKMOVPS/PD or
+        VPMASKMOVD/Q under the gate as a lane mask of dt-wide lanes (SDM Vol. 2 "VMASKMOV":
+        each lane's sign bit; a masked-off lane is 0, reads nothing and raises no fault), then
+        a blend with alt unless alt is +0."""
+        _, alt, gate = u.src
+        m = self.bool_vec(gate, dt.itemsize)
+        w = vw(dt, lanes)
+        if reg_class(dt) == "vec":
+            mnem = "vmaskmovps" if dt.itemsize == 4 else "vmaskmovpd"
+        else:
+            mnem = "vpmaskmovd" if dt.itemsize == 4 else "vpmaskmovq"
+        t = self.new("vec")
+        self.emit(f"{mnem}_{w}_{w}_m{dt.bits * lanes}", t, m, mem)
+        if positive_zero(alt, dt):
+            return t
+        return self.blend(dt, lanes, self.reg(alt), t, m)
 
     def vcast_i32(self, x: UOp, dt: DType, n: int) -> VReg:
         """int32 → float32: CVTDQ2PS (rounds to nearest, MXCSR's default). float32 → int32:

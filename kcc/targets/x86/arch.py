@@ -100,7 +100,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    load_streams=X86_LOAD_STREAMS,
                    pack_bytes=X86_PACK_BYTES,
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
-                   lane_gates=_lane_gates if arch == "x86-64-v4" else None,
+                   lane_gates=_lane_gates if arch == "x86-64-v4" else _lane_gates_v3,
                    permute=_permute if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
@@ -133,6 +133,13 @@ def _lane_gates(dt: DType, n: int) -> bool:
     """x86-64-v4: a vector load gated lane by lane is the same masked load, its opmask the
     gate's (a vector compare's k register, kcc/isel/x86/kmask.py kbool), at up to 32 lanes."""
     return 1 < n <= 32 and _masked_load(dt, n)
+
+
+def _lane_gates_v3(dt: DType, n: int) -> bool:
+    """x86-64-v3: VMASKMOVPS/PD, VPMASKMOVD/Q (kcc/isel/x86/vec.py mask_load) load 32- and
+    64-bit lanes of an xmm or ymm under a lane mask, reading nothing where it is off."""
+    return dt.itemsize in (4, 8) and dt.itemsize * n in (16, 32) \
+        and (dt in (dtypes.float32, dtypes.float64) or dt.is_int)
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})

@@ -1,9 +1,9 @@
 """Per-lane-gated vector loads on x86 (kcc/isel/x86/kmask.py kload): on x86-64-v4 the gate's
 own opmask (a vector compare into k, KAND) masks one VMOVUPS/VMOVDQU32 {k}{z}, with no
-KMOV of a GPR bit pattern; x86-64-v3 gets scalar gated loads (passes/devectorize.py). Both
-against the reference interpreter (every compile runs the allocation checker), the v4 code
-where the CPU has AVX-512. No new instruction form: the masked loads' encodings are tested
-against llvm-mc with the scalar gates' (tests/encode/x86)."""
+KMOV of a GPR bit pattern; on x86-64-v3 the gate as a lane mask masks one VMASKMOVPS/PD or
+VPMASKMOVD/Q (a VBLENDVPS with alt unless alt is +0). Both against the reference interpreter
+(every compile runs the allocation checker), the v4 code where the CPU has AVX-512. The new
+VMASKMOV rows' encodings are llvm-mc's (golden/x86/avx_move.s, tests/encode/x86)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,12 @@ def test_v4_masks_the_load_with_the_gates_compare(lanes: int) -> None:
     assert "_kz_" in lst and "kmovw" not in lst and "kmovd" not in lst, lst
 
 
-def test_v3_loads_each_lane_alone() -> None:
-    lst = _listing(format_uop(padded_kernel(50, 64, -7, 4, 0.0)), "x86-64-v3")
-    assert "vpcmpd" not in lst and "_kz_" not in lst
+@pytest.mark.parametrize("lanes,alt,dt", [(4, 0.0, "ps"), (8, 1.5, "ps")])
+def test_v3_masks_the_load_with_a_lane_mask(lanes: int, alt: float, dt: str) -> None:
+    """VPCMPGTD lane masks, VANDPS, one VMASKMOVPS; a blend for an alt that is not +0."""
+    lst = _listing(format_uop(padded_kernel(50, 64, -7, lanes, alt)), "x86-64-v3")
+    assert lst.count(f"vmaskmov{dt}_") == 1 and "vpcmpgtd" in lst, lst
+    assert ("vblendvps" in lst) == (alt != 0.0), lst
 
 
 @pytest.mark.parametrize("arch", ARCHES)
@@ -60,7 +63,8 @@ def test_padded_vector_load_matches_the_interpreter(arch: str, lanes: int, alt: 
 
 
 @pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("n,dt", [(4, "float32"), (8, "float32"), (4, "int32"), (16, "float32")])
+@pytest.mark.parametrize("n,dt", [(4, "float32"), (8, "float32"), (4, "int32"), (16, "float32"),
+                                  (8, "int32"), (4, "float64"), (4, "int64")])
 def test_gated_runs_match_the_interpreter(arch: str, n: int, dt: str) -> None:
     """slp's gated-run seed end to end (tinygrad's cumsum padding, 7 elements before the
     input and past its end)."""
