@@ -16,7 +16,7 @@ row: four groups of 4 whose gates are four different compares each).
 from __future__ import annotations
 
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, toposort
 from kcc.passes.slp_reg import offset
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -51,9 +51,21 @@ def _gated_runs(order: list[UOp]) -> list[list[UOp]]:
     return runs
 
 
+_ORDER_ONLY = frozenset({Ops.RANGE, Ops.END, Ops.AFTER, Ops.STORE, Ops.PARAM, Ops.BUFFER})
+
+
+def _values(x: UOp) -> bool:
+    """Whether a cycle check walks into x: values, not loops and effects (what a RANGE or
+    AFTER is ordered after is not its value; slp's rebuild finds a cycle through those)."""
+    return x.op not in _ORDER_ONLY
+
+
 def _vector_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
     """The per-lane-gated vector LOAD of the scalar gated loads t, or None when their gates
     do not pack."""
+    members = set(t)
+    if any(x in members for x in toposort([s.src[i] for s in t for i in (1, 2)], _values)):
+        return None                 # a gate or alt reads a load of the group: a cycle
     gate = p.pack(tuple(s.src[2] for s in t))
     if gate is None or gate.op is Ops.STACK and len(set(gate.src)) == len(t):
         return None                 # (a STACK of n different scalars: no vector work)
