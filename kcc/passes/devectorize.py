@@ -8,12 +8,11 @@ then scalars), and its result is the STACK of the chunks' lanes. A chunk of an o
 without moving data where it can be: the lanes of a STACK, or the whole operand when the chunk is
 all of it; otherwise lane INDEXes. A split LOAD reads SHRINK(buf, start + k, w) chunks (a scalar
 chunk is an INDEX place); a split STORE writes the chunks and becomes a GROUP of the chunk STOREs.
-A LOAD gated lane by lane (its gate a
-bool vector) is split the same way where the target has no such load at its width
-(`TargetDesc.lane_gate_legal`), each chunk gated by its lanes of the gate. A legal vector
-stays one node. A 1-lane vector (a SHRINK of one element, a STACK of one lane)
-is always split: into one scalar chunk, so no target meets a vector of one lane. Shape-() nodes
-are never touched.
+A LOAD gated lane by lane (its gate a bool vector) is split the same way where the target
+has no such load at its width (`TargetDesc.lane_gate_legal`), each chunk gated by its lanes of
+the gate. A legal vector stays one node. A 1-lane vector (a SHRINK of one element, a STACK of
+one lane) is always split: into one scalar chunk, so no target meets a vector of one lane.
+Shape-() nodes are never touched.
 """
 
 from __future__ import annotations
@@ -121,7 +120,7 @@ def split_load(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
     """A LOAD of an illegal-width SHRINK place → STACK of lanes of legal-width LOADs; a LOAD
     gated lane by lane (a bool vector gate) that the target cannot do as one
     (`TargetDesc.lane_gate_legal`) likewise, each chunk gated by its lanes of the gate (a
-    scalar chunk by its own lane: CUDA and AMD, x86-64-v3)."""
+    scalar chunk by its own lane: CUDA and AMD)."""
     n = p.shape[0]
     lane_gated = len(x.src) == 3 and x.src[2].shape != ()
     if n > 1 and ctx.mem_legal(n, p.dtype) \

@@ -21,6 +21,10 @@ load whose index value ranges (kcc.ir.ranges) reach past the buffer by more than
 fraction of it (`in_bounds`) gets the same safe index, `i & -gate`, and keeps its gate as the
 mask: the address is inside the buffer whatever the gate, and the masked-off lanes still read
 as 0 without a select.
+
+A LOAD gated lane by lane (a bool vector gate, `TargetDesc.lane_gates`) stays as it is (the
+target masks it: devectorize split those it cannot); one that reaches past its buffer gets
+kcc/passes/gates_lanes.py's safe start.
 """
 
 from __future__ import annotations
