@@ -41,7 +41,9 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
   GLOBAL PARAM, possibly through an AFTER made outside the loop) whose index is
   `i + base + o` (base a sum of terms free of the counter, o a constant: consecutive
   elements), or a GROUP; RANGE, END, AFTER and BARRIER in the loop are refused, and so are
-  gathers (another stride);
+  gathers; an ungated load of a buffer the loop does not store may advance by a constant
+  stride s >= 2 instead when the target permutes its lanes in one instruction
+  (passes/widen_stride.py);
 - the k iterations' loads run before their stores: for every buffer the loop stores, all its
   accesses in the loop share one base and no store of an iteration meets an access of an
   iteration 1 … k-1 apart (kcc.ir.affine.iterations_disjoint);
@@ -69,6 +71,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
+from kcc.passes.widen_stride import stride_legal, strided_load
 from kcc.passes.widen_tail import factors, split, tail_loop
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -174,6 +177,7 @@ class LaneLoop:
         self.lin_memo: dict[UOp, int | None] = {}
         self.aff_memo: dict[UOp, Affine | None] = {}
         self.spans: dict[UOp, list[tuple[int, bool]]] = {}
+        self.strides: dict[UOp, int] = {}       # a strided load's place: its stride
 
     def free(self, n: UOp) -> bool:
         """Whether n is loop-invariant (does not depend on the counter)."""
@@ -184,6 +188,7 @@ class LaneLoop:
         consecutive across iterations and its stored buffers' accesses independent."""
         inside = self.inside
         accesses: list[tuple[UOp, bool]] = []
+        gated: set[UOp] = set()
         for n in self.region:
             if n is self.r or n in self.skip:
                 continue
@@ -200,21 +205,32 @@ class LaneLoop:
                         or p.op is not Ops.INDEX or p not in inside:
                     return False
                 accesses.append((p, n.op is Ops.STORE))
+                if n.op is Ops.LOAD and len(n.src) == 3:
+                    gated.add(p)        # a strided load keeps no gate (widen_stride)
             elif n.op is not Ops.GROUP and (n.kind != "value" or n.op not in _LANEWISE):
                 return False
         if not self.skip and not any(st for _, st in accesses):
             return False
-        return self._consecutive(accesses)
+        return self._consecutive(accesses, gated)
 
-    def _consecutive(self, accesses: list[tuple[UOp, bool]]) -> bool:
-        """Every place's index is counter + base + o; a stored buffer's accesses share base."""
+    def _consecutive(self, accesses: list[tuple[UOp, bool]], gated: set[UOp]) -> bool:
+        """Every place's index is counter + base + o; a stored buffer's accesses share base.
+        A load of a buffer the loop does not store may advance by another constant stride
+        s >= 2 (passes/widen_stride.py; whether the target permutes its lanes is asked at
+        each width)."""
         stored = {base_buffer(p.src[0]) for p, st in accesses if st}
         bases: dict[UOp, frozenset] = {}
         for p, st in accesses:
             a = self.affine(p.src[1])
-            if a is None or a[0].get(self.r) != 1:
+            if a is None:
                 return False
             b = base_buffer(p.src[0])
+            c = a[0].get(self.r)
+            if c != 1:
+                if st or b in stored or c is None or c < 2 or p in gated:
+                    return False
+                self.strides[p] = c
+                continue
             if b in stored:
                 base = frozenset((t, c) for t, c in a[0].items() if t is not self.r)
                 if bases.setdefault(b, base) != base:
@@ -360,6 +376,8 @@ class LaneLoop:
         vec: dict[UOp, UOp] = self.seed(r2, k)
         new: dict[UOp, UOp] = {}
         made: list[UOp] = list(vec.values())
+        if any(not stride_legal(c, k, desc, p.dtype) for p, c in self.strides.items()):
+            return None
 
         def lanes(s: UOp) -> UOp:
             v = vec.get(s)
@@ -376,7 +394,11 @@ class LaneLoop:
                 scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
             if n in need_vec and n not in vec:
                 c = self.lin(n)
-                if n.op is Ops.LOAD and len(n.src) == 3:
+                if n.op is Ops.LOAD and n.src[0] in self.strides:
+                    p = n.src[0]
+                    v, parts = strided_load(p.src[0], scal[p.src[1]], self.strides[p], k)
+                    made.extend(parts[:-1])
+                elif n.op is Ops.LOAD and len(n.src) == 3:
                     # a gated load: its gate per lane where it varies with the counter (a
                     # per-lane gate, TargetDesc.lane_gates), else the one scalar gate
                     g = n.src[2]

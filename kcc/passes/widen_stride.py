@@ -1,0 +1,67 @@
+"""Strided loads in a loop widened across iterations (kcc/passes/widen_lanes.py): a scalar load
+whose element advances by a constant stride s != 1 per iteration becomes k lanes read by a few
+contiguous vector loads and one lane permutation.
+
+tinygrad's strided slices (`x[1::3, ::2]`) read every s-th element of a row:
+
+    for i in range(N):
+        x = LOAD(INDEX(a, s*i + base))
+
+Lane j of the widened loop (iteration k*i2 + j) reads element e0 + s*j, e0 = s*k*i2 + base
+(lane 0's index). The k lanes span L = s*(k-1) + 1 consecutive elements, which R = ceil(L/k)
+k-element SHRINK loads cover: load r starts at e0 + r*k, except the last, which starts at
+e0 + L - k so that it ends at the span's last element (it may overlap the one before). No
+element outside [e0, e0 + L) is read, so every element read is one the scalar loop reads
+(an access past the buffer's end in the widened loop would be one in the scalar loop too).
+The lanes are then `STACK(INDEX(load_r, e - start_r) ...)`: a lane permutation of R
+registers, which a target declares it does in one instruction (`TargetDesc.permute`:
+x86-64-v4's VPERMI2PS takes R = 2 at 16 float32 lanes, so a stride of 2; kcc/isel/x86/shuf.py
+`permute`). The loads read the same elements and the lanes move bits only, so every lane is
+bit-identical to the scalar load's value.
+
+Only loads of buffers the loop does not store are strided (a store's independence check
+assumes consecutive elements, widen_lanes.py); a stride whose permutation needs more
+registers than the target permutes at once leaves the loop at a smaller k or scalar.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import strong_int
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.uop import UOp
+from kcc.passes.target import TargetDesc
+
+
+def registers(stride: int, k: int) -> int:
+    """The k-element loads that cover k lanes of elements stride apart (module docstring)."""
+    span = stride * (k - 1) + 1
+    return -(-span // k)
+
+
+def stride_legal(stride: int, k: int, desc: TargetDesc, dtype: object) -> bool:
+    """Whether k lanes stride elements apart are loads and one permutation on this target: a
+    positive stride, k-element loads of dtype legal, and at most as many registers as one
+    permutation reads (`TargetDesc.permute_sources`)."""
+    if stride < 2 or k < 2:
+        return False
+    return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.permute_sources(dtype, k)
+
+
+def strided_load(buf: UOp, idx: UOp, stride: int, k: int) -> tuple[UOp, list[UOp]]:
+    """(the k-lane value of LOAD(INDEX(buf, idx + stride*j)) for j in 0 … k-1, the vector
+    nodes made): R contiguous loads and a STACK of their lanes (module docstring). idx: lane
+    0's element index (a scalar)."""
+    span = stride * (k - 1) + 1
+    n_reg = registers(stride, k)
+    starts = [r * k for r in range(n_reg - 1)] + [span - k]
+    loads = []
+    for off in starts:
+        at = idx if off == 0 else UOp(Ops.ADD, (idx, strong_int(off, idx.dtype)))
+        loads.append(UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, at, UOp.const(k))),)))
+    lanes = []
+    for j in range(k):
+        e = stride * j
+        r = min(e // k, n_reg - 1)
+        lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
+    stack = UOp(Ops.STACK, tuple(lanes))
+    return stack, [*loads, stack]

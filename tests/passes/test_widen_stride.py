@@ -1,0 +1,114 @@
+"""Tests of strided loads in loops widened across iterations (kcc/passes/widen_stride.py, run by
+widen_lanes.py inside kcc/passes/widen.py): a float32 load every s-th element becomes k-element
+loads and one lane permutation where the target permutes that many registers (x86-64-v4: 2
+at 16 lanes, so s = 2), and is left scalar elsewhere. The oracle is the reference
+interpreter, on the graph before and after the pass (bit for bit; it raises on an element
+outside a buffer, so a load past the span would show) and on the x86 object compiled with the
+pass in the pipeline."""
+
+from __future__ import annotations
+
+import pytest
+from widen_util import range_bounds as _bounds
+from widen_util import shrink_widths as _widths
+from widen_util import widen_check as _check
+from widen_util import widen_prep as _prep
+from x86_util import assert_same, random_inputs, reference
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.ir.consts import const_int
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.passes.widen import widen
+from kcc.passes.widen_stride import registers
+from kcc.targets.cuda.desc import CUDA
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+V4 = "x86-64-v4"
+
+# tinygrad's `(x[1::3, ::2] * 2)`: rows {rows} apart (a worker's row), every {s}-th element
+# from {off}; the source ends exactly at the last element read ({asize}), so a vector load
+# past the lanes' span would be out of bounds
+STRIDED = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, {osize})
+%a = PARAM ParamArg(1, float32, {asize})
+%g = SPECIAL(2) "gidx0"
+%i = RANGE({n}) (0, WEAK)
+%p = MULACC(%g, {n}, %i)
+%si = MUL(%i, {s})
+%q0 = MULACC(%g, {row}, %si)
+%q = ADD(%q0, {off})
+%ap = INDEX(%a, %q)
+%x = LOAD(%ap)
+%m = MUL(%x, 2.0)
+%op = INDEX(%out, %p)
+%st = STORE(%op, %m)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="strided")
+"""
+
+
+def _text(n: int = 39, s: int = 2, off: int = 3) -> str:
+    row = s * n + off + 5
+    last = row + off + s * (n - 1)          # worker 1's last element read
+    return STRIDED.format(n=n, s=s, row=row, off=off, osize=2 * n, asize=last + 1)
+
+
+def _loads(g) -> list:
+    return [u for u in g.toposort() if u.op is Ops.LOAD and u.shape]
+
+
+@pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects)")
+@pytest.mark.parametrize("n", [16, 17, 39, 64])
+def test_stride_2_is_two_loads_and_a_permutation_on_v4(n: int) -> None:
+    w = _check(_text(n=n), V4)
+    assert _bounds(w)[0] == n // 16 and _widths(w) == {16}
+    loads = _loads(w)
+    assert len(loads) == 2
+    # the second load ends at the last lane's element: lane 0's index + 15 (no element past
+    # the span is read)
+    a, b = (ld.src[0].src[1] for ld in loads)
+    assert {b.op, a.op} >= {Ops.ADD} and 15 in {const_int(b.src[1]), const_int(a.src[1])}
+    stacks = [u for u in w.toposort() if u.op is Ops.STACK and len(u.src) == 16
+              and all(x.op is Ops.INDEX for x in u.src)]
+    assert len(stacks) == 1
+    asm = disasm_object(compile_x86([parse(_text(n=n), "k.uop")], V4)[0])
+    assert "vpermi2ps" in asm
+
+
+def test_stride_2_graph_on_v4_matches_the_interpreter() -> None:
+    # the graph alone (no object: runs on any CPU); tails of every size
+    for n in (16, 18, 31, 33, 47):
+        sink, g, w = _prep(_text(n=n), V4)
+        assert w is not g
+        args = random_inputs(sink, 5)
+        assert_same(sink, reference(w, args), reference(sink, args))
+
+
+@pytest.mark.parametrize("arch, s", [("x86-64-v3", 2), (V4, 3), (V4, 5)])
+def test_no_permutation_of_enough_registers_leaves_it_scalar(arch: str, s: int) -> None:
+    # x86-64-v3 has no lane permutation of two registers; a stride of 3 at 16 lanes spans 46
+    # elements, 3 registers
+    sink, g, w = _prep(_text(s=s), arch)
+    assert w is g
+
+
+def test_a_stored_buffer_is_not_loaded_strided() -> None:
+    text = _text().replace("INDEX(%a, %q)", "INDEX(%out, %q)")
+    text = text.replace("ParamArg(0, float32, 78)", "ParamArg(0, float32, 400)")
+    sink, g, w = _prep(text, V4)
+    assert w is g
+
+
+def test_gpu_targets_opt_out() -> None:
+    sink = parse(_text(), "k.uop")
+    g = slp(simplify(lower_weak_dtypes(sink)), CUDA)
+    assert widen(g, CUDA) is g
+
+
+def test_registers_cover_the_span() -> None:
+    assert registers(2, 16) == 2 and registers(3, 16) == 3 and registers(2, 2) == 2
+    assert registers(1, 8) == 1
