@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from kcc.encode.x86.row import VSIB_INDEX  # noqa: E402
 from kcc.encode.x86.table import FORMS, GROUPS, KINDS, Row  # noqa: E402
 from kcc.targets.x86.slots import FILL_FORMS, SPILL_FORMS  # noqa: E402
 
@@ -88,6 +89,16 @@ _MEMS = [
     ("rsp", "r11", 4, 4096, None),      # EVEX: disp8*N compressible
     ("rdx", None, 1, -8192, None),
     (None, None, 1, 0, "bar"),
+]
+
+# VSIB memory (base, vector index, scale, disp, label) for the gather rows: low and high
+# (16-31: EVEX.V') indexes, disp8*N and disp32, an r12/r13 base
+_VSIB_MEMS = [
+    ("rdi", "zmm1", 4, 8, None),
+    ("r12", "zmm31", 4, 308, None),
+    ("rsp", "zmm17", 1, -128, None),
+    ("r13", "zmm8", 8, 0, None),
+    ("rax", "zmm5", 2, 100000, None),
 ]
 
 _IMMS = {
@@ -170,6 +181,13 @@ def x86_cases(index: int, row: Row) -> list[str]:
         if t is not None and t not in cases:
             cases.append(t)
     has_mem = any(KINDS[o.kind].mem_size is not None for o in row.operands)
+    if any(o.kind in VSIB_INDEX for o in row.operands):
+        # a gather: every case a VSIB address (its destination zmm0/zmm16-20, never the index)
+        for j, mem in enumerate(_VSIB_MEMS):
+            t = _case_text(row, _EVEX_REGSETS["lo" if j % 2 else "hi"], mem, j)
+            if t is not None and t not in cases:
+                cases.append(t)
+        return cases
     if has_mem:
         for j in range(3):
             mem = _MEMS[(index * 3 + j) % len(_MEMS)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections import namedtuple
 
-from kcc.encode.x86.row import CONDITION_CODES, FIXED_REGS, KINDS, Row
+from kcc.encode.x86.row import CONDITION_CODES, FIXED_REGS, KINDS, VSIB_INDEX, Row
 from kcc.encode.x86.table import FORMS, NOPS
 
 __all__ = ["Reg", "Mem", "Imm", "Label", "Fixup", "EncodeError", "OperandRole", "FORMS",
@@ -250,7 +250,7 @@ def _check(row: Row, ops: tuple) -> None:
                 raise EncodeError(f"{where}: memory operand not allowed")
             if k.mem_size and v.size != k.mem_size:
                 raise EncodeError(f"{where}: memory size {v.size}, form needs {k.mem_size}")
-            _check_mem(v, where)
+            _check_mem(v, where, o.kind)
         elif isinstance(v, Imm):
             if o.slot != "imm":
                 raise EncodeError(f"{where}: immediate not allowed")
@@ -265,8 +265,14 @@ def _check(row: Row, ops: tuple) -> None:
             raise EncodeError(f"{where}: not an operand: {v!r}")
 
 
-def _check_mem(m: Mem, where: str) -> None:
-    for r in (m.base, m.index):
+def _check_mem(m: Mem, where: str, kind: str = "") -> None:
+    vsib = VSIB_INDEX.get(kind)
+    if vsib is not None:
+        # VSIB (§2.3.12): a vector index is required, and no RIP-relative form exists
+        info = None if m.index is None else reg_info(m.index)
+        if info is None or (info.cls, info.size) != vsib or m.label is not None:
+            raise EncodeError(f"{where}: VSIB needs a {vsib[1] * 8}-bit vector index")
+    for r in (m.base, m.index if vsib is None else None):
         if r is not None:
             info = reg_info(r)
             if info.cls != "gpr" or info.size != 8:
@@ -357,6 +363,11 @@ def _encode_row(row: Row, ops: tuple, swap: bool = False) -> tuple[bytes, list[F
         prefix = _legacy_prefix(row, ops, r_bit, modrm)
     else:
         vvvv = _num(slots["vvvv"]) if "vvvv" in slots else 0
+        m = slots.get("rm")
+        if isinstance(m, Mem) and m.index is not None and m.index[0] in "xyz":
+            # a VSIB index: SIB.index and X hold its bits 2:0 and 3, EVEX.V' its bit 4
+            # (§2.7.1 Table 2-30; the form has no vvvv register, vvvv stays 1111b)
+            vvvv |= reg_info(m.index).num & 16
         if row.enc == "vex":
             prefix = _vex_prefix(row, pp, r_bit, modrm, vvvv)
         else:

@@ -55,6 +55,9 @@ def _kinds() -> dict[str, KindInfo]:
         # EVEX embedded broadcast (§2.7.5): one s-byte element in memory, read into every
         # lane (`dword ptr [mem]{1to16}`); only on rows with EVEX.b = 1
         k[f"m{s * 8}bcst"] = KindInfo(None, None, s)
+    # VSIB memory (§2.3.12 "Vector SIB (VSIB) Memory Addressing"): a GPR base and a vector
+    # index whose every dword lane addresses one element; vm32z: a zmm of 16 dword indexes
+    k["vm32z"] = KindInfo(None, None, 64)
     k["k"] = KindInfo("mask", 8, None)              # AVX-512 opmask register k0-k7
     k["km64"] = KindInfo("mask", 8, 8)              # opmask or its 64 bits in memory
     # the opmask of a zero-masking operation (EVEX.z = 1, §2.7.1 "EVEX.z": masked-off lanes
@@ -72,6 +75,8 @@ def _kinds() -> dict[str, KindInfo]:
 
 
 KINDS: dict[str, KindInfo] = _kinds()
+# the VSIB kinds: the register their index is (kcc/encode/x86/encoder.py _check_mem)
+VSIB_INDEX: dict[str, tuple[str, int]] = {"vm32z": ("vec", 64)}
 
 # Where an operand goes in the encoding: ModRM.reg, ModRM.rm (register or memory), VEX/EVEX
 # vvvv, the is4 register in imm8[7:4] (§2.3.5.8 "/is4"), the low opcode bits ("+r"), an

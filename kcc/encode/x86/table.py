@@ -685,6 +685,18 @@ def _masked_load_rows() -> None:
         _vex(mnem, "avx_move", P66, M0F38, op, "y/reg/w y/vvvv/r m256/rm/r", vl=1, w=w)
 
 
+def _gather_rows() -> None:
+    """Gathers (kcc/isel/x86/gather.py), added after every other row so that the golden cases
+    of the rows before keep their register rotation. SDM Vol. 2 "VGATHERDPS/VGATHERDQPS":
+    VGATHERDPS zmm1 {k1}, vm32z (EVEX.512.66.0F38.W0 92 /vsib, Tuple1 Scalar: disp8*4): lane
+    j of zmm1 is the dword at base + index[j]*scale + disp where bit j of k1 is set; each
+    lane's bit is cleared as it completes (k1 is all zero after the instruction, so it is
+    written), and lanes whose bit is clear keep zmm1's own (merge: zmm1 is read). k0 cannot
+    be the mask; zmm1 must differ from the index register (#UD otherwise)."""
+    _add("vgatherdps", "evex_gather", "evex", bytes([0x92]), "z/reg/rw k/aaa/rw vm32z/rm/r",
+         pp=P66, mmap=M0F38, w=False, vl=2, disp8_n=4)
+
+
 def _build() -> list[Row]:
     """Every row, built from the templates above (in this order: the golden files' order)."""
     _gpr_rows()
@@ -705,6 +717,7 @@ def _build() -> list[Row]:
     _late_gpr_rows()
     _int64_zmm_rows()
     _masked_load_rows()
+    _gather_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

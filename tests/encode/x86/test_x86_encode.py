@@ -439,6 +439,11 @@ def test_operand_roles_and_groups():
     ("mov_r64_rm64", (Reg("rax"), Mem(8, None)), "absolute"),
     ("mov_r64_rm64", (Reg("rax"), Mem(8, "rdi", disp=1 << 31)), "32 bits"),
     ("vpinsrb_x_x_r32m8_imm8", (Reg("xmm0"), Reg("xmm1"), Reg("sil"), Imm(1)), "not allowed"),
+    # VSIB: a gather's index is a zmm, and only a gather's
+    ("vgatherdps_z_k_vm32z", (Reg("zmm0"), Reg("k1"), Mem(64, "rdi", "rcx", 4)), "VSIB"),
+    ("vgatherdps_z_k_vm32z", (Reg("zmm0"), Reg("k1"), Mem(64, "rdi", "ymm1", 4)), "VSIB"),
+    ("vgatherdps_z_k_vm32z", (Reg("zmm0"), Reg("k1"), Mem(64, "rdi")), "VSIB"),
+    ("vmovups_z_zm", (Reg("zmm0"), Mem(64, "rdi", "zmm1", 4)), "64-bit GPR"),
 ])
 def test_bad_operands_raise_clear_errors(form, ops, match):
     with pytest.raises(EncodeError, match=match):
