@@ -52,6 +52,9 @@ class TargetDesc:
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
+    gather(dtype, n): whether n scalar loads of dtype at constant offsets from one address
+      are one instruction (x86-64-v4: VGATHERDPS of 16 float32; passes/widen_stride.py reads a
+      load at a large stride so); None (the default): no.
     wmma(shape): whether the target selects this tensor-core form (kcc.ir.wmma.WmmaShape) as
       its own instructions; passes/wmma.py expands every other WMMA into per-lane arithmetic.
       None (the default): the selector takes every WMMA (and refuses a form it lacks by name).
@@ -85,6 +88,7 @@ class TargetDesc:
     lane_gates: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
+    gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
@@ -120,6 +124,10 @@ class TargetDesc:
         """Whether a LOAD of n contiguous elements of dtype may have a per-lane gate."""
         return n > 1 and self.mem_legal(n, dtype) and self.lane_gates is not None \
             and self.lane_gates(dtype, n)
+
+    def gathers(self, dtype: DType, n: int) -> bool:
+        """Whether n scalar loads of dtype at constant offsets are one gather (`gather`)."""
+        return self.gather is not None and self.gather(dtype, n)
 
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""

@@ -396,7 +396,8 @@ class LaneLoop:
                 c = self.lin(n)
                 if n.op is Ops.LOAD and n.src[0] in self.strides:
                     p = n.src[0]
-                    v, parts = strided_load(p.src[0], scal[p.src[1]], self.strides[p], k)
+                    v, parts = strided_load(p.src[0], scal[p.src[1]], self.strides[p], k,
+                                            desc)
                     made.extend(parts[:-1])
                 elif n.op is Ops.LOAD and len(n.src) == 3:
                     # a gated load: its gate per lane where it varies with the counter (a

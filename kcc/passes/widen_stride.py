@@ -19,6 +19,11 @@ x86-64-v4's VPERMI2PS takes R = 2 at 16 float32 lanes, so a stride of 2; kcc/ise
 `permute`). The loads read the same elements and the lanes move bits only, so every lane is
 bit-identical to the scalar load's value.
 
+A stride whose lanes need more registers than one permutation reads is a gather where the
+target has one (`TargetDesc.gather`: x86-64-v4's VGATHERDPS of 16 float32, kcc/isel/x86/
+gather.py): `STACK(LOAD(INDEX(a, e0 + s*j)) for j in 0 … k-1)`, the k scalar loads as
+written, which the target's selector reads as one instruction (tinygrad's transposes: s = 77).
+
 Only loads of buffers the loop does not store are strided (a store's independence check
 assumes consecutive elements, widen_lanes.py); a stride whose permutation needs more
 registers than the target permutes at once leaves the loop at a smaller k or scalar.
@@ -44,19 +49,27 @@ def stride_legal(stride: int, k: int, desc: TargetDesc, dtype: object) -> bool:
     permutation reads (`TargetDesc.permute_sources`)."""
     if stride < 2 or k < 2:
         return False
-    return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.permute_sources(dtype, k)
+    return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.permute_sources(dtype, k) \
+        or desc.gathers(dtype, k)
 
 
-def strided_load(buf: UOp, idx: UOp, stride: int, k: int) -> tuple[UOp, list[UOp]]:
+def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
+                 desc: TargetDesc) -> tuple[UOp, list[UOp]]:
     """(the k-lane value of LOAD(INDEX(buf, idx + stride*j)) for j in 0 … k-1, the vector
-    nodes made): R contiguous loads and a STACK of their lanes (module docstring). idx: lane
-    0's element index (a scalar)."""
+    nodes made): R contiguous loads and a STACK of their lanes, or the k scalar loads in a
+    STACK where they need more registers than the target permutes and it gathers (module
+    docstring). idx: lane 0's element index (a scalar)."""
     span = stride * (k - 1) + 1
     n_reg = registers(stride, k)
+    if n_reg > desc.permute_sources(buf.dtype, k):
+        loads = tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, _plus(idx, stride * j))),))
+                      for j in range(k))
+        stack = UOp(Ops.STACK, loads)
+        return stack, [stack]
     starts = [r * k for r in range(n_reg - 1)] + [span - k]
     loads = []
     for off in starts:
-        at = idx if off == 0 else UOp(Ops.ADD, (idx, strong_int(off, idx.dtype)))
+        at = _plus(idx, off)
         loads.append(UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, at, UOp.const(k))),)))
     lanes = []
     for j in range(k):
@@ -65,3 +78,8 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int) -> tuple[UOp, list[UOp
         lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
     stack = UOp(Ops.STACK, tuple(lanes))
     return stack, [*loads, stack]
+
+
+def _plus(idx: UOp, off: int) -> UOp:
+    """idx + off (idx itself for 0): the form an x86 address folds into its displacement."""
+    return idx if off == 0 else UOp(Ops.ADD, (idx, strong_int(off, idx.dtype)))

@@ -4,7 +4,8 @@ loads and one lane permutation where the target permutes that many registers (x8
 at 16 lanes, so s = 2), and is left scalar elsewhere. The oracle is the reference
 interpreter, on the graph before and after the pass (bit for bit; it raises on an element
 outside a buffer, so a load past the span would show) and on the x86 object compiled with the
-pass in the pipeline."""
+pass in the pipeline. Larger strides on x86-64-v4 are 16 scalar loads that the selector
+gathers (VGATHERDPS, kcc/isel/x86/gather.py)."""
 
 from __future__ import annotations
 
@@ -88,12 +89,32 @@ def test_stride_2_graph_on_v4_matches_the_interpreter() -> None:
         assert_same(sink, reference(w, args), reference(sink, args))
 
 
-@pytest.mark.parametrize("arch, s", [("x86-64-v3", 2), (V4, 3), (V4, 5)])
-def test_no_permutation_of_enough_registers_leaves_it_scalar(arch: str, s: int) -> None:
-    # x86-64-v3 has no lane permutation of two registers; a stride of 3 at 16 lanes spans 46
-    # elements, 3 registers
-    sink, g, w = _prep(_text(s=s), arch)
+@pytest.mark.parametrize("s", [2, 3, 77])
+def test_no_permutation_or_gather_leaves_it_scalar(s: int) -> None:
+    # x86-64-v3 has no lane permutation of two registers and no gather here
+    sink, g, w = _prep(_text(s=s), "x86-64-v3")
     assert w is g
+
+
+@pytest.mark.parametrize("s, n", [(3, 39), (5, 16), (77, 333), (77, 20)])
+def test_larger_strides_are_16_loads_gathered_on_v4(s: int, n: int) -> None:
+    # more registers than VPERMI2PS reads: the 16 scalar loads in a STACK (the selector's
+    # VGATHERDPS), each lane's index lane 0's plus s*j
+    text = _text(n=n, s=s)
+    sink, g, w = _prep(text, V4)
+    assert w is not g and _bounds(w)[0] == n // 16
+    stacks = [u for u in w.toposort() if u.op is Ops.STACK and len(u.src) == 16
+              and all(x.op is Ops.LOAD for x in u.src)]
+    assert len(stacks) == 1
+    idx = [x.src[0].src[1] for x in stacks[0].src]
+    assert [const_int(i.src[1]) for i in idx[1:]] == [s * j for j in range(1, 16)]
+    assert all(i.src[0] is idx[0] for i in idx[1:])
+    args = random_inputs(sink, 7)
+    assert_same(sink, reference(w, args), reference(sink, args))
+    if HAS_V4:
+        _check(text, V4)
+        asm = disasm_object(compile_x86([parse(text, "k.uop")], V4)[0])
+        assert "vgatherdps" in asm
 
 
 def test_a_stored_buffer_is_not_loaded_strided() -> None:

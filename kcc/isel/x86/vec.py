@@ -12,6 +12,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
                                const_bytes, fs, positive_zero, strong_const, uint_of, vw)
+from kcc.isel.x86.gather import X86Gather
 from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
@@ -32,7 +33,7 @@ def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     return s.src[0], k
 
 
-class X86Vec(X86Shuf):
+class X86Vec(X86Shuf, X86Gather):
     """Float and vector rules (mixed into X86Selector); lane permutations in X86Shuf."""
 
     # -- vectors ------------------------------------------------------------------------------
@@ -148,6 +149,8 @@ class X86Vec(X86Shuf):
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
         t = self.shuffle(u)                # every lane a lane of a vector: shuffles
+        if t is None:
+            t = self.gather(u)             # loads at constant offsets: one VGATHERDPS (v4)
         if t is not None:
             self.val[u] = t
             return t

@@ -94,6 +94,8 @@ def _mem(m: Mem, size: int, arg: Any) -> XMem:
         return XMem(size, None, None, 1, m.disp, label)
     base = m.base.name if m.base is not None else None
     index = m.index.name if m.index is not None else None
+    if m.index is not None and m.index.cls == "vec":
+        index = _reg(m.index, size).name    # a VSIB index (a gather): the access's width
     return XMem(size, base, index, m.scale, m.disp)
 
 
