@@ -71,7 +71,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_stride import stride_legal, strided_load
+from kcc.passes.widen_stride import last_block, stride_legal, strided_load
 from kcc.passes.widen_tail import factors, split, tail_loop
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -476,7 +476,11 @@ class LaneLoop:
                 out = self.rewrite(k, desc)
                 if out is not None:
                     start = split(self.r, k)[1]
-                    if start is not None:
+                    last = None if start is None or not self.strides else \
+                        last_block(self, k, desc, n_iter)
+                    if last is not None:        # the last k iterations as one more block
+                        out = UOp(Ops.GROUP, (out, last))
+                    elif start is not None:
                         out = tail_loop(self.r, self.end, self.region, out, start)
                     return out
         return None
