@@ -55,7 +55,8 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
-from kcc.passes.slp_reg import offset as _offset, reg_stores, scalar_reg_groups, store_runs
+from kcc.passes.slp_index import lane_offset as _offset
+from kcc.passes.slp_reg import reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
-from kcc.passes.slp_reg import offset
+from kcc.passes.slp_index import lane_offset as offset
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -7,30 +7,12 @@ from __future__ import annotations
 from kcc.ir.consts import const_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
+from kcc.passes.slp_index import lane_offset as offset
 from kcc.passes.target import TargetDesc
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Callable
-
-
-def offset(idx: UOp) -> tuple[UOp | None, int] | None:
-    """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
-    addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
-    reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
-    hash-consed, so equal for every copy."""
-    c = const_int(idx)
-    if c is not None:
-        return None, c
-    if idx.op is Ops.ADD:
-        k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
-        if k is not None:
-            return idx.src[0], k
-    if idx.op is Ops.MULACC and idx.src[2].op is Ops.ADD:
-        k = const_int(idx.src[2].src[1])
-        if k is not None:
-            return idx.replace(src=idx.src[:2] + (idx.src[2].src[0],)), k
-    return idx, 0
 
 
 def store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:

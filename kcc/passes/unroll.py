@@ -433,7 +433,12 @@ def _columns(loops: _Loops, r: UOp, cone: list[UOp]) -> bool:
         if buf.op is not Ops.PARAM or r not in loops.dep[idx]:
             continue
         terms, _ = affine(idx, memo=memo, mulacc=True)
-        if terms.get(r) != 1:
+        c = terms.get(r)
+        if not c and all(t.op is Ops.RANGE or r not in loops.dep[t] for t in terms):
+            # free of r's value: its index reads only loops nested in r's (conv1d's weights,
+            # w[k*3 + o*24]: the same element for every copy, a splat)
+            continue
+        if c != 1:
             return False
         inner_read = inner_read or bool(loops.dep[idx] - loops.dep[r] - {r})
     return inner_read

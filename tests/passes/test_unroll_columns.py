@@ -7,6 +7,8 @@ interpreter on x86-64-v3 and (when this CPU has it) v4; a row loop is left alone
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kcc.frontend.parser import parse
@@ -103,4 +105,32 @@ def test_matches_the_interpreter(src: str, arch: str) -> None:
         k = i * 77 + j if "colmin" in src else j * 333 + i
         if k < args[1].size:
             args[2][j] = -args[1][k]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# tinygrad's conv1d (Tensor.conv2d of a (2, 8, 14) input and (16, 8, 3) weights, a width-1
+# kernel axis dropped): out[b, o, x] = sum_k sum_t in[b, k, x + t] * w[o, k, t]. The output
+# column loop (x, 12) is jammed; its input index MULACC(b, 112, MULACC(k, 14, x)) + t nests
+# the column under two terms, and the weights' index w[k*3 + o*24 + t] is free of x but
+# read inside the loop nested in it
+CONV1D = Path(__file__).resolve().parents[1] / "data" / "kernels" / "conv1d_columns.uop"
+
+
+def test_nested_column_index_and_invariant_weights_pack() -> None:
+    jammed, packed = _jammed(CONV1D.read_text())
+    # the weights do not stop the column layout (their index only reads the inner loop)
+    assert 4 in _reg_sizes(jammed)
+    nodes = toposort([packed])
+    # `_offset` peels the constant under both MULACCs: each tap t is one 4-lane input load
+    loads = [u for u in nodes if u.op is Ops.LOAD and u.shape == (4,)
+             and u.src[0].op is Ops.SHRINK and u.src[0].src[0].op is Ops.PARAM]
+    assert len({u.src[0] for u in loads if u.src[0].src[0].arg.slot == 1}) == 3
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_conv1d_matches_the_interpreter(arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(CONV1D.read_text())
+    args = random_inputs(sink, 4)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

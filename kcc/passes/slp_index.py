@@ -1,0 +1,44 @@
+"""Lane indexes for kcc/passes/slp.py: an element index as a base node plus a constant, so
+that loads of consecutive elements (the lanes of one vector) are recognized by equal bases.
+
+The constant may sit under MULACC addends (tinygrad's column indexes jammed by
+passes/unroll.py: `j*C + (i + k)`, and conv1d's input index under its batch term
+`b*112 + (t*14 + (x + k))`); the base is then the MULACC chain rebuilt without it, the node
+that index would be (hash-consed: equal for every lane). Iterative: an index may be a long
+chain.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int
+from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.uop import UOp
+
+
+def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
+    """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
+    addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
+    reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
+    hash-consed, so equal for every copy."""
+    c = const_int(idx)
+    if c is not None:
+        return None, c
+    k0 = 0
+    if idx.op is Ops.ADD:
+        k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
+        if k is not None:
+            idx, k0 = idx.src[0], k
+    # nested addends, a*c + (b*d + (e + k)) (conv1d's jammed input index under its batch
+    # term): the constant of the innermost one, the MULACCs above it rebuilt without it
+    chain: list[UOp] = []
+    x = idx
+    while x.op is Ops.MULACC and len(chain) < 4:
+        chain.append(x)
+        x = x.src[2]
+    k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
+    if k is None:
+        return idx, k0
+    base = x.src[0]
+    for m in reversed(chain):
+        base = m.replace(src=m.src[:2] + (base,))
+    return base, k0 + k
