@@ -10,21 +10,23 @@ everything else at once; the few cycles wait for the next collection after the `
 from __future__ import annotations
 
 import gc
-from contextlib import contextmanager
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Iterator
+    from typing import Any
 
 
-@contextmanager
-def paused() -> Iterator[None]:
+class paused:
     """The cyclic collector off for the `with` (nested uses keep it off until the outermost
-    ends; one that was already off stays off)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+    ends; one that was already off stays off). A class, not contextlib's generator: a
+    compile's start-up does not import contextlib (issue 24, item 4)."""
+
+    __slots__ = ("was_enabled",)
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.was_enabled:
             gc.enable()

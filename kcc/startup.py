@@ -3,10 +3,11 @@
 Above the interpreter's own start, a small `kcc compile` is mostly imports, and two parts of
 them are work that gives the same result in every process (issue 24, item 4):
 
-- dataclasses compiling the source text of each class's generated methods (`__init__`,
-  `__eq__`, `__hash__`, …): about 220 `exec`s of a string on the x86 compile path, 30% of its
-  import time on CPython 3.11. `install_dataclass_cache` gives the `dataclasses` module an
-  `exec` that compiles each distinct text once and keeps the code object;
+- the `__init__` kcc.record generates for each record class (the classes of the compile path;
+  kcc/record.py) and, where dataclasses is imported (the other targets, tests, a host
+  program), dataclasses compiling the source text of each class's generated methods:
+  `cached_code` and `install_dataclass_cache` compile each distinct text once and keep the
+  code object (two files: a compile reads only the records');
 - typing compiling the text of every forward reference (a NamedTuple's string annotations):
   `typing.compile` is routed through the same code cache;
 - tables built at import (the x86 form table: ~1,250 rows from their templates): `cached`
@@ -14,7 +15,8 @@ them are work that gives the same result in every process (issue 24, item 4):
   keeps each row's bytes and makes the Row when first asked for: kcc.encode.x86.table).
 
 And one import skipped: dataclasses imports inspect (with ast, dis, tokenize) for a class
-without a docstring; it gets a stand-in that imports inspect when first used.
+without a docstring; it gets a stand-in that imports inspect when first used (dataclasses is
+set up when it is imported: _DataclassesHook; a compile imports neither).
 
 Both live in the bytecode's cache folder (kcc/__pycache__, or under PYTHONPYCACHEPREFIX), in
 marshal's format, and follow the bytecode's rules: the interpreter version is part of the name,
@@ -127,8 +129,8 @@ def cached(name: str, sources: list[str], build: Callable[[], T],
     return value
 
 
-def _codes_path() -> str:
-    return os.path.join(cache_dir(), f"dataclass-methods.{_TAG}.bin")
+def _codes_path(store: str = "dataclass-methods") -> str:
+    return os.path.join(cache_dir(), f"{store}.{_TAG}.bin")
 
 
 def _cached_code(source: str, mode: str) -> CodeType:
@@ -149,6 +151,34 @@ def _cached_code(source: str, mode: str) -> CodeType:
             import atexit
             atexit.register(_save_codes)
     return code
+
+
+# kcc.record's generated methods: a file of their own, so that a compile, which makes no
+# dataclass, does not read the dataclasses' (tests and the other targets fill that one)
+_record_codes: dict[str, CodeType] | None = None
+_record_codes_dirty = False
+
+
+def cached_code(source: str) -> CodeType:
+    """source (kcc.record's generated methods) compiled in "exec" mode without `from
+    __future__` flags, once: then from this process's table, or the cache file's."""
+    global _record_codes, _record_codes_dirty
+    if _record_codes is None:
+        got = _read(_codes_path("record-methods"))
+        _record_codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
+    code = _record_codes.get(source)
+    if code is None:
+        code = _record_codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
+        if not _record_codes_dirty:
+            _record_codes_dirty = True
+            import atexit
+            atexit.register(_save_record_codes)
+    return code
+
+
+def _save_record_codes() -> None:
+    if _record_codes:
+        _write(_codes_path("record-methods"), _record_codes)
 
 
 def _dataclass_exec(source: Any, globals: dict | None = None,
@@ -195,18 +225,18 @@ def regex(pattern: str, flags: int = 0) -> Any:
     folder: the same `_sre.compile` call with the same program re's compiler makes (its
     arguments kept per pattern, in marshal's format; the file is named after the
     interpreter's version and `_sre.MAGIC`, the version of that program). Any failure
-    compiles as re.compile does."""
-    import re
+    compiles as re.compile does. The re module itself is imported only then, or to
+    compile a pattern the first time (a compile's start-up imports no re: issue 24, item 4)."""
     global _regexes, _regexes_dirty
     key = (pattern, int(flags))    # plain ints for marshal (re's flags are an IntFlag)
     try:
         import _sre
-        from re import _compiler, _parser
         if _regexes is None:
             got = _read(_regex_path())
             _regexes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
         args = _regexes.get(key)
         if args is None:
+            from re import _compiler, _parser
             p = _parser.parse(pattern, flags)
             code = _compiler._code(p, flags)
             indexgroup = [None] * p.state.groups
@@ -223,6 +253,7 @@ def regex(pattern: str, flags: int = 0) -> Any:
                 atexit.register(_save_regexes)
         return _sre.compile(pattern, args[0], args[1], args[2], args[3], args[4])
     except Exception:                   # another interpreter, a bad file: re's own way
+        import re
         return re.compile(pattern, flags)
 
 
@@ -240,31 +271,70 @@ class _Deferred(ModuleType):
         return getattr(importlib.import_module(self.__name__), name)
 
 
-def _import_dataclasses() -> None:
-    """Import dataclasses with a stand-in for its `import inspect` (with ast, dis and
-    tokenize, ~1.5 ms of a process): dataclasses uses inspect in one place, the
-    `inspect.signature` of a class without a docstring, and kcc's classes have docstrings.
-    Only dataclasses holds the stand-in, which imports the real inspect on first use; any
-    other `import inspect`, before or after, is the real module. (importlib's LazyLoader
-    does not help: the `import` statement itself reads the module's `__spec__`, which loads
-    it.)"""
-    if "dataclasses" in sys.modules or "inspect" in sys.modules:
-        return
-    stand_in = sys.modules["inspect"] = _Deferred("inspect")
-    try:
-        import dataclasses  # noqa: F401
-    finally:
-        if sys.modules.get("inspect") is stand_in:
-            del sys.modules["inspect"]
+class _DataclassesLoader:
+    """dataclasses' own loader, which imports it with a stand-in for its `import inspect`
+    (with ast, dis and tokenize, ~1.5 ms of a process: dataclasses uses inspect in one place,
+    the `inspect.signature` of a class without a docstring) and gives it the cached `exec`.
+    Only dataclasses holds the stand-in, which imports the real inspect on first use; any other
+    `import inspect`, before or after, is the real module. (importlib's LazyLoader does not
+    help: the `import` statement itself reads the module's `__spec__`, which loads it.)"""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)    # get_code, get_source, … for runpy and tracebacks
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        stand_in = None
+        if "inspect" not in sys.modules:
+            stand_in = sys.modules["inspect"] = _Deferred("inspect")
+        try:
+            self.inner.exec_module(module)
+        finally:
+            if stand_in is not None and sys.modules.get("inspect") is stand_in:
+                del sys.modules["inspect"]
+        module.exec = _dataclass_exec      # type: ignore[attr-defined]
+
+
+class _DataclassesHook:
+    """A finder (first on `sys.meta_path` until dataclasses is imported) that hands
+    dataclasses' spec, found by the finders after it, with _DataclassesLoader: a compile
+    makes no dataclass (kcc.record), so dataclasses is set up when something imports it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "dataclasses":
+            return None
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is not self and find is not None:
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _DataclassesLoader(spec.loader)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        """importlib.invalidate_caches() asks every finder; nothing here to drop."""
 
 
 def install_dataclass_cache() -> None:
     """Route the `exec` calls of the dataclasses module through _dataclass_exec (its
-    generated methods are the only source text it executes)."""
-    _import_dataclasses()
-    import dataclasses
-    if getattr(dataclasses, "exec", None) is not _dataclass_exec:
-        dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]
+    generated methods are the only source text it executes): now if dataclasses is imported,
+    else when it is (_DataclassesHook)."""
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None:
+        if getattr(dataclasses, "exec", None) is not _dataclass_exec:
+            dataclasses.exec = _dataclass_exec      # type: ignore[attr-defined]
+    elif not any(isinstance(f, _DataclassesHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _DataclassesHook())
     # typing's forward references too, where typing is imported already: kcc's own modules
     # do not import it at run time (a NamedTuple is collections' namedtuple), so a compile
     # does not pay for typing; a host program that has it gets the cache

@@ -10,7 +10,6 @@ Python float literal (underscores between digits included); `inf`, `-inf`, `nan`
 from __future__ import annotations
 
 import math
-import re
 
 from kcc.frontend.errors import SourceError
 from kcc.startup import regex
@@ -94,6 +93,14 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def _is_hex2(s: str) -> bool:
+    """s is two hex digits (re.fullmatch(r"[0-9a-fA-F]{2}", s) without re at start-up)."""
+    return len(s) == 2 and s[0] in _HEX_DIGITS and s[1] in _HEX_DIGITS
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 class Lexer:
@@ -215,7 +222,7 @@ class Lexer:
             if esc in _ESCAPES:
                 out.append(_ESCAPES[esc])
                 i += 2
-            elif esc == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", body[i + 2:i + 4]):
+            elif esc == "x" and _is_hex2(body[i + 2:i + 4]):
                 out.append(chr(int(body[i + 2:i + 4], 16)))
                 i += 4
             else:

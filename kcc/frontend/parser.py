@@ -13,9 +13,7 @@ ranges where a literal is committed to a dtype (see `_check_literals`). The grap
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass, field
 from collections import namedtuple
 
 from kcc import collector
@@ -27,6 +25,7 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
 from kcc.ir.verify import VerifyError, check_bounds, verify
+from kcc.record import MISSING, field, fields, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:   # no pathlib at start-up (kcc/targets/pathtext.py)
@@ -68,7 +67,7 @@ class NodeLoc(namedtuple("NodeLoc", "line col src_cols arg_col", defaults=((), N
     arg_col: int | None             # default None
 
 
-@dataclass
+@record
 class ParseResult:
     """A parsed file: the SINK, each node's first location and first name, the lines."""
 
@@ -127,7 +126,7 @@ class Val:
         self.kind, self.v, self.col = kind, v, col
 
 
-@dataclass
+@record
 class _Frame:
     """An open tuple or constructor while an arg is parsed."""
 
@@ -496,12 +495,12 @@ class _Parser:
     def _ctor(self, val: Val) -> Any:
         name, pos, kw, kw_cols = val.v
         cls = _CTORS[name]
-        fields = dataclasses.fields(cls)
+        fs = fields(cls)
         err = self.lx.error
-        if len(pos) > len(fields):
-            raise err(pos[len(fields)].col, f"{name} takes at most {len(fields)} fields")
-        given: dict[str, Val] = {f.name: v for f, v in zip(fields, pos)}
-        names = [f.name for f in fields]
+        if len(pos) > len(fs):
+            raise err(pos[len(fs)].col, f"{name} takes at most {len(fs)} fields")
+        given: dict[str, Val] = {f.name: v for f, v in zip(fs, pos)}
+        names = [f.name for f in fs]
         for key, v in kw.items():
             if key not in names:
                 raise err(kw_cols[key], f"{name} has no field {_clip(key)!r}; its fields are "
@@ -510,10 +509,10 @@ class _Parser:
                 raise err(kw_cols[key], f"{name} field {_clip(key)!r} is given twice")
             given[key] = v
         values: dict[str, Any] = {}
-        for f in fields:
+        for f in fs:
             v = given.get(f.name)
             if v is None:
-                if f.default is dataclasses.MISSING:
+                if f.default is MISSING:
                     raise err(val.col, f"{name} needs its {f.name!r} field")
                 continue
             values[f.name] = _FIELD_CONVERT[f.name](v, err)

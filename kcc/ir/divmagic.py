@@ -35,7 +35,7 @@ how to compute floor(n·M / 2^p) from w-bit and 2w-bit (or high-half) operations
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kcc.record import record
 
 KINDS = ("wide", "wide_add", "hi", "hi_add")
 
@@ -61,7 +61,7 @@ def magic(d: int, m: int) -> tuple[int, int]:
         p += 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DivPlan:
     """How to compute trunc(n / d) for d >= 2 not a power of two (module docstring).
 

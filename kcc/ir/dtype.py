@@ -6,14 +6,14 @@ A dtype is a scalar element type; vectors are a shape on the node, not a dtype. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:          # numpy is imported when a dtype's .np is first asked (start-up)
     import numpy as np
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class DType:
     """A scalar element type: `kind` is one of bool, int, uint, float, weakint, weakfloat.
 

@@ -26,7 +26,8 @@ The allocator never looks at ``op`` strings; encoders never look at anything but
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+
+from kcc.record import field, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class MirError(ValueError):
     """A malformed machine function (bad operand, unmatched loop marker, unknown label...)."""
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class VReg:
     """A virtual register of register class ``cls``; identity is the object, ``id`` names it."""
 
@@ -48,7 +49,7 @@ class VReg:
         return f"%v{self.id}:{self.cls}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PReg:
     """A physical register ``name`` in register class ``cls``."""
 
@@ -75,7 +76,7 @@ _WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 _READS = frozenset({Role.USE, Role.DEF | Role.USE})
 
 
-@dataclass(frozen=True, init=False)
+@record(frozen=True, init=False)
 class RegOp:
     """A register operand with its role and constraints."""
 
@@ -103,21 +104,21 @@ class RegOp:
         return self.role in _READS
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Imm:
     """An immediate operand."""
 
     value: int | float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Label:
     """A branch target or loop name."""
 
     name: str
 
 
-@dataclass(frozen=True, init=False)
+@record(frozen=True, init=False)
 class Mem:
     """A memory operand ``[base + index * scale + disp]``; base and index are register USEs."""
 
@@ -164,7 +165,7 @@ _LABELLED_KINDS = frozenset({Kind.LABEL, Kind.LOOP_BEGIN, Kind.LOOP_END, Kind.JU
 _PLAIN_KINDS = frozenset({Kind.MOVE, Kind.SPILL, Kind.FILL, Kind.REMAT})
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Inst:
     """One machine instruction.
 
@@ -215,7 +216,7 @@ class Inst:
         return None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class MFunction:
     """A machine function.
 

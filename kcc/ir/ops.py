@@ -7,7 +7,8 @@ to. Every group the rest of kcc asks about is derived from these rows.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from kcc.record import record
 
 
 class Ops(enum.Enum):
@@ -111,7 +112,7 @@ for _m in Ops:
     setattr(FastOps, _m.name, _m)
 del _m
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpRow:
     """One op: src count (`nsrc` exact, or at least `nsrc` when `variadic`) and its group."""
 

@@ -11,12 +11,12 @@ parameter is called ctx) and returns a replacement node or None for "no match".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import FunctionType
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, argkey
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _ANY = object()
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class UPat:
     """A pattern: op filter, dtype filter, src patterns (exact arity unless `rest`), arg, name."""
 

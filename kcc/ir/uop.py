@@ -13,10 +13,10 @@ import math
 import struct
 import weakref
 from _weakref import _remove_dead_weakref
-from dataclasses import dataclass
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class AxisType(enum.Enum):
     UNROLL = "UNROLL"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParamArg:
     """A kernel argument or scratch buffer: slot, element dtype, element count, value range."""
 
@@ -64,7 +64,7 @@ class ParamArg:
         return self.addrspace != AddrSpace.ALU
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelInfo:
     """The SINK's arg: the kernel's name (a C identifier, the object's symbol)."""
 
@@ -232,7 +232,7 @@ _set_utype, _set_verified, _set_const, _set_strong = (
     UOp.__dict__[k].__set__ for k in ("_utype", "_verified", "_const", "_strong"))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UType:
     """The derived type of a node."""
 

@@ -99,7 +99,6 @@ iterations reordered, each with its operations in their order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
@@ -110,6 +109,7 @@ from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
 from kcc.passes.unroll import _Plan as _UPlan
 from kcc.passes.unroll import _jam as _unroll_jam
+from kcc.record import record
 
 # b's rows this many bytes apart or more are packed: a row of 16 float32 is 64 bytes, and rows
 # 1 KiB apart or more fall into few L1 sets (48 KiB L1, 12 ways: sets 64 bytes x 64 apart
@@ -141,7 +141,7 @@ PAIR_FACTOR = 2
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Operand:
     """A buffer to pack: its loads in the reduce loop and how their places decompose."""
 
@@ -154,7 +154,7 @@ class _Operand:
     width: int                               # F: elements one reduce iteration reads
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Plan:
     """One packing: the three loops, their ENDs and the operands packed."""
 
@@ -166,7 +166,7 @@ class _Plan:
     operands: tuple[_Operand, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _KBlock:
     """k blocking: the reduce loop run in chunks of `size` iterations; each accumulator
     element's first STORE reloads, from the second chunk on, the output element it is copied

@@ -8,11 +8,11 @@ one pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
+from kcc.record import field, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kcc.ir.wmma import WmmaShape
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetDesc:
     """What a target can do, in the terms a pass needs.
 

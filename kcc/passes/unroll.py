@@ -79,7 +79,6 @@ loop that encloses a jammed one is left alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
@@ -89,6 +88,7 @@ from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, reb
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
+from kcc.record import record
 
 FACTORS = (4, 2)
 MAX_COPIED = 600          # nodes of one copy of a loop body (f copies are made)
@@ -111,7 +111,7 @@ _ORDERING = (Ops.RANGE, Ops.AFTER)     # ops whose srcs past the first only orde
 _WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Plan:
     """One loop to unroll-and-jam: its RANGE and END, the factor, what gets copies of its own."""
 

@@ -26,9 +26,9 @@ the hull of the variable's own def/use positions widened by each loop it is live
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
+from kcc.record import field, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _DEF, _USE = Role.DEF, Role.USE     # (an Enum member lookup is a slow metaclass call)
 
 
-@dataclass
+@record
 class Interval:
     """The live hull ``[start, end]`` of variable ``var`` and its use positions (sorted)."""
 

@@ -6,9 +6,9 @@ callee-saved registers written."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kcc.ir.mir import Inst, Kind, Mem, MFunction, PReg, Reg, RegOp, VReg, format_inst
+from kcc.record import replace
 from kcc.regalloc.frame import assign_slots
 from kcc.regalloc.target import AllocationError, TargetRegInfo
 from kcc.regalloc.work import FILL, MOVE, READS, REMAT, SPILL, WRITES, WorkInst, mem_op, reg_op

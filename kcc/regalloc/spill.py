@@ -20,9 +20,9 @@ every slot is aligned to its size without padding."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kcc.ir.mir import Mem, Reg, RegOp, VReg
+from kcc.record import replace
 from kcc.regalloc.target import TargetRegInfo, hook
 from kcc.regalloc.work import DEF, FILL, MOVE, OP, REMAT, SPILL, USE, WorkInst, rename
 

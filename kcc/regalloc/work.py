@@ -4,9 +4,9 @@ scan (``linear_scan``), the spill rewriting (``spill``) and the output (``materi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kcc.ir.mir import Inst, Kind, Mem, Operand, Reg, RegOp, Role, VReg
+from kcc.record import record
 
 # Enum members bound once: an attribute lookup on an Enum class goes through the
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), per operand in these loops
@@ -16,7 +16,7 @@ WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 READS = frozenset({Role.USE, Role.DEF | Role.USE})
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class WorkInst(Inst):
     """A working instruction: ``orig`` is the input instruction it stands for, ``entry`` marks
     the pseudo instruction defining the parameters, ``var`` is the spilled variable whose slot

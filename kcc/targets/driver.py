@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
+from kcc.record import record
 from kcc.targets import registry
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -70,10 +70,9 @@ def unique_kernels(sinks: list[Any], files: list[str] | tuple[str, ...],
                    prefix: str | None = None) -> list[Any]:
     """The kernels, each renamed PREFIX_name when a prefix is given; two of one name are
     refused naming both files (one object holds one symbol per name)."""
-    import re
-
     from kcc.ir.uop import KernelInfo
     if prefix is not None:
+        import re                   # (only with a prefix: no re at a compile's start-up)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
             raise UserError(f"--prefix {prefix!r} is not a C identifier")
         sinks = [s.replace(arg=KernelInfo(f"{prefix}_{s.arg.name}")) for s in sinks]
@@ -123,7 +122,7 @@ def compile_sinks(sinks: list[Any], files: list[str] | tuple[str, ...], target: 
 
 # -- kcc run --------------------------------------------------------------------------------------
 
-@dataclass
+@record
 class RunOptions:
     """What `kcc run` was asked to do (its flags, one field each)."""
 

@@ -18,7 +18,8 @@ section 4.4 ("Relocation"). Output is deterministic: equal input gives equal byt
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+
+from kcc.record import field, record
 
 # --- gABI constants (chapter 4) -------------------------------------------------------------
 ELFMAG = b"\x7fELF"
@@ -103,7 +104,7 @@ class ElfWriteError(ValueError):
 
 
 # --- x86-64 relocation types (psABI 4.4.1, table "Relocation Types") ------------------------
-@dataclass(frozen=True)
+@record(frozen=True)
 class RelocKind:
     """One relocation type: how many bytes it patches and how the value is computed.
 
@@ -134,7 +135,7 @@ R_X86_64_NONE, R_X86_64_64, R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_32, R_X86_64
 
 
 # --- public records -------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record(frozen=True)
 class Symbol:
     """A symbol defined in one of the object's sections.
 
@@ -152,7 +153,7 @@ class Symbol:
     visibility: str = "default"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reloc:
     """A relocation: patch ``section`` at ``offset`` with type ``type`` against ``symbol``.
 
@@ -168,7 +169,7 @@ class Reloc:
     addend: int = 0
 
 
-@dataclass
+@record
 class Section:
     """One section as the builder lays it out; ``index`` is set by :meth:`ElfBuilder.add`.
 
@@ -195,7 +196,7 @@ class Section:
         return self.nobits_size if self.sh_type == SHT_NOBITS else len(self.data)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Segment:
     """One program header (gABI chapter 5) covering the named sections, in layout order.
 

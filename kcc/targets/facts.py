@@ -21,7 +21,6 @@ differs; the loader (`kcc run`) refuses the launch then.
 
 from __future__ import annotations
 
-import json
 import struct
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -48,12 +47,15 @@ def facts_of(kernel_json: dict[str, Any], target: bool = False) -> dict[str, Any
 
 def facts_json(descs: list[Any], target: bool = False) -> bytes:
     """The facts of kernels (KernelDescs) as compact JSON bytes."""
-    return json.dumps([facts_of(d.to_json(), target) for d in descs], separators=(",", ":"),
-                      sort_keys=True).encode()
+    # json.dumps(…, separators=(",", ":"), sort_keys=True)
+    from kcc.targets import jsontext
+    return jsontext.dumps([facts_of(d.to_json(), target) for d in descs],
+                          sort_keys=True).encode()
 
 
 def parse_facts(blob: bytes) -> list[dict[str, Any]]:
     """The kernels' facts from their JSON bytes; FactsError if they are not that."""
+    import json                     # (reading facts: not on the compile path)
     try:
         facts = json.loads(blob.decode())
     except (UnicodeDecodeError, ValueError) as e:
@@ -103,6 +105,7 @@ def read_elf_note(data: bytes, want: int = NT_KCC_LAUNCH) -> Any:
         if name.rstrip(b"\0") == NOTE_OWNER and kind == want:
             if want == NT_KCC_LAUNCH:
                 return parse_facts(desc)
+            import json
             try:
                 return json.loads(desc)
             except ValueError as e:

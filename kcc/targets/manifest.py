@@ -8,12 +8,12 @@ does not match before any target code touches memory.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import base_buffer, toposort
+from kcc.record import field, record
+from kcc.targets import jsontext   # json.dumps's text without importing json (start-up)
 from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -32,7 +32,7 @@ class LaunchError(Exception):
     """A launch that does not match the manifest (wrong count, dtype, size, value)."""
 
 
-@dataclass
+@record
 class ArgDesc:
     """One kernel argument, in slot order."""
 
@@ -61,7 +61,7 @@ class ArgDesc:
                        d.get("range"), d.get("name"))
 
 
-@dataclass
+@record
 class KernelDesc:
     """What a caller must know of one kernel: name, arguments, launch dimensions, target facts."""
 
@@ -191,7 +191,7 @@ def manifest_doc(path: str | Path, target: str, arch: str, kernels: list[KernelD
 
 def manifest_text(doc: dict[str, Any]) -> str:
     """The JSON text of a manifest document, as kcc writes it."""
-    return json.dumps(doc, indent=2) + "\n"
+    return jsontext.dumps(doc, indent=2) + "\n"     # json.dumps(doc, indent=2)
 
 
 def write_manifest(path: Path, target: str, arch: str, kernels: list[KernelDesc],
@@ -215,6 +215,7 @@ def load_manifest(path: Path) -> tuple[dict[str, Any], bytes | None]:
     files are read, up to kcc.ir.limits' sizes; a JSON nested too deeply is refused."""
     from kcc.frontend.files import FileError, read_regular
     from kcc.ir.limits import MAX_MANIFEST_BYTES, MAX_OBJECT_BYTES
+    import json                 # (not at a compile's start-up: kcc/targets/jsontext.py)
     try:
         doc = json.loads(read_regular(path, MAX_MANIFEST_BYTES).decode("utf-8"))
     except FileError as e:

@@ -18,13 +18,12 @@ place, after the regular files.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import sys
-from dataclasses import dataclass
 
+from kcc.record import record
+from kcc.targets import jsontext   # json.loads without importing json (start-up)
 from kcc.targets import pathtext   # pathlib's answers without importing it (start-up)
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     Contents = Union[bytes, Callable[[BinaryIO], None]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Output:
     """One file a command writes: where ("-" for stdout), its contents, and what it is."""
 
@@ -180,6 +179,7 @@ def write_all(outputs: list[Output]) -> None:
 
 def header_guard(path: str) -> str:
     """The include guard of a header, from its file name: kernels-v2.h → KERNELS_V2_H."""
+    import re                   # (only for a header: no re at a compile's start-up)
     name = re.sub(r"[^A-Za-z0-9]", "_", pathtext.name(path)).upper() if path != "-" else ""
     if not name or not (name[0].isalpha()):
         name = "KCC_" + (name.lstrip("_") or "KERNELS_H")
@@ -231,7 +231,7 @@ def refuse_foreign_manifest(mpath: str, out: str) -> None:
     if not os.path.lexists(mpath):
         return
     try:
-        old = json.loads(read_regular(mpath, MAX_MANIFEST_BYTES).decode("utf-8"))
+        old = jsontext.loads(read_regular(mpath, MAX_MANIFEST_BYTES).decode("utf-8"))
     except (FileError, UnicodeDecodeError, ValueError, RecursionError):
         old = None
     hint = "name the manifest with --manifest, or --no-manifest"

@@ -18,8 +18,6 @@ graph (in the .uop text form) or the machine listing after the named pass.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 from kcc import collector
 from kcc.ir import UOp
@@ -40,10 +38,11 @@ from kcc.passes.unroll import unroll
 from kcc.ir.verify import verify
 from kcc.passes.widen import widen
 from kcc.passes.wmma import decompose_wmma
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, Protocol, TextIO
+    from typing import Any, Callable, Protocol, TextIO
 
 
 if TYPE_CHECKING:   # the interface, for type checkers (a target is any such object)
@@ -60,7 +59,7 @@ if TYPE_CHECKING:   # the interface, for type checkers (a target is any such obj
         def listing(self, stage: str, state: Any) -> str: ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Step:
     """One pipeline step: its name and what kind of value it takes ("graph", "linear", "mir")."""
 
@@ -122,29 +121,36 @@ _timers: list[tuple[dict[str, float], Callable[[], float]]] = []
 _watchers: list[Callable[[str], None]] = []
 
 
-@contextmanager
-def time_passes(clock: Callable[[], float] = time.perf_counter) -> Iterator[dict[str, float]]:
+class time_passes:
     """Seconds spent in each pipeline step (summed over kernels and repeated steps) by the
     compiles inside the `with`, in pipeline order (as `llc -time-passes`); by the wall clock,
-    or e.g. `time.process_time` (on a loaded host the wall clock also counts other jobs)."""
-    times: dict[str, float] = dict.fromkeys(PASS_NAMES, 0.0)
-    entry = (times, clock)
-    _timers.append(entry)
-    try:
-        yield times
-    finally:
-        _timers.remove(entry)
+    or e.g. `time.process_time` (on a loaded host the wall clock also counts other jobs).
+    (A class, not contextlib's generator: a compile does not import contextlib.)"""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.times: dict[str, float] = dict.fromkeys(PASS_NAMES, 0.0)
+        self.entry = (self.times, clock)
+
+    def __enter__(self) -> dict[str, float]:
+        _timers.append(self.entry)
+        return self.times
+
+    def __exit__(self, *exc: Any) -> None:
+        _timers.remove(self.entry)
 
 
-@contextmanager
-def watch_passes(fn: Callable[[str], None]) -> Iterator[None]:
+class watch_passes:
     """fn(step name) is called after every pipeline step of the compiles inside the `with`
     (bench/compile_scale.py reads the memory high-water mark of each step there)."""
-    _watchers.append(fn)
-    try:
-        yield
-    finally:
-        _watchers.remove(fn)
+
+    def __init__(self, fn: Callable[[str], None]) -> None:
+        self.fn = fn
+
+    def __enter__(self) -> None:
+        _watchers.append(self.fn)
+
+    def __exit__(self, *exc: Any) -> None:
+        _watchers.remove(self.fn)
 
 
 def format_pass_times(times: dict[str, float]) -> str:

@@ -15,8 +15,9 @@ interface for a new back end.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class DisasmError(Exception):
     """A file a target recognized but cannot list; the message is for the user."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Emit:
     """One output kind of a target: its name (`--emit`), file suffix, and whether the output
     is an object a loader can run (the manifest then records it)."""
@@ -84,7 +85,7 @@ class Emit:
     loadable: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CompileOption:
     """A compile option any target may accept: the flag `kcc compile` takes (`--fp-contract`),
     the keyword `TargetSpec.compile` receives it as, and its values; the first value is the
@@ -119,7 +120,7 @@ OPTIONS: tuple[CompileOption, ...] = (
 )
 
 
-@dataclass
+@record
 class Compiled:
     """What `TargetSpec.compile` returns: the output bytes, one KernelDesc per kernel (the
     manifest's entries) and the arch actually compiled for (e.g. what `native` resolved to)."""

@@ -5,11 +5,11 @@ References are to the Intel SDM Vol. 2 (ModRM/SIB §2.1, REX §2.2.1, VEX §2.3,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections import namedtuple
 
 from kcc.encode.x86.row import CONDITION_CODES, FIXED_REGS, KINDS, VSIB_INDEX, Row
 from kcc.encode.x86.table import FORMS, NOPS
+from kcc.record import record
 
 __all__ = ["Reg", "Mem", "Imm", "Label", "Fixup", "EncodeError", "OperandRole", "FORMS",
            "CONDITION_CODES", "encode", "format_intel", "Assembler", "operand_roles",
@@ -22,13 +22,13 @@ class EncodeError(ValueError):
     """An instruction that cannot be encoded (unknown form, wrong operand, out of range)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reg:
     """A register by its Intel name: rax, eax, ax, al, r8d, xmm3, ymm12, zmm5, k1."""
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mem:
     """A memory operand ``size ptr [base + scale*index + disp]`` or ``[rip + label + disp]``."""
     size: int
@@ -39,19 +39,19 @@ class Mem:
     label: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Imm:
     """An immediate."""
     value: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Label:
     """A branch target."""
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fixup:
     """A field to patch: value = S + addend - P, P = address of the field at ``offset``."""
     offset: int
@@ -108,7 +108,7 @@ def reg_info(name: str) -> RegInfo:
 
 
 # ----------------------------------------------------------------------------- row queries
-@dataclass(frozen=True)
+@record(frozen=True)
 class OperandRole:
     """How one explicit operand is used: access "def"/"use"/"defuse", register class (None
     for immediates, labels and memory-only operands), whether memory is allowed, and the

@@ -12,7 +12,8 @@ fields as in §2.7.1 (the same plus L'L and the disp8*N scale of §2.7.5).
 from __future__ import annotations
 
 import marshal
-from dataclasses import dataclass, fields
+
+from kcc.record import fields, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ CONDITION_CODES: tuple[str, ...] = (
     "o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KindInfo:
     """What an operand kind accepts: a register of ``cls``/``reg_size`` and/or memory."""
     cls: str | None          # "gpr", "vec", "mask" or None (immediate, label, memory only)
@@ -87,7 +88,7 @@ ACCESS = {"r": "use", "w": "def", "rw": "defuse"}
 FIXED_REGS = {"cl": "rcx"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Operand:
     """One explicit operand of a form."""
     kind: str     # key of KINDS
@@ -95,7 +96,7 @@ class Operand:
     access: str   # "use", "def" or "defuse"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Row:
     """One instruction form. ``opcode`` holds, for legacy forms, every opcode byte including
     0F escapes; for VEX/EVEX forms, the single opcode byte after the map (``mmap``)."""

@@ -14,11 +14,11 @@ instructions have one row per condition code: ``jne_rel8``, ``jne_rel32``, ``set
 from __future__ import annotations
 
 import marshal
-from dataclasses import replace
 
 from kcc.encode.x86 import row as _row_module
 from kcc.encode.x86.row import (ACCESS, CONDITION_CODES, FIELDS, KINDS, SLOTS, FormTable,
                                 Operand, Row)
+from kcc.record import replace
 from kcc.startup import cached
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

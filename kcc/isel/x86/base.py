@@ -4,7 +4,6 @@ helpers and the encodings' magic numbers (vcmp predicates, vround modes)."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir import Ops, UOp, dtypes
@@ -12,6 +11,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import Inst, Mem, PReg, RegOp, Role, VReg
 from kcc.isel.common import SelectError, commit_const, strong_const  # noqa: F401
 from kcc.isel.x86.regs import RCX
+from kcc.record import field, record
 
 SCRATCH_BYTES = 64          # frame slot a false-gated store writes instead of memory
 ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
@@ -57,7 +57,7 @@ def operand_plan(form: str) -> tuple[tuple[Role, bool, str | None, PReg | None, 
     return plan
 
 
-@dataclass
+@record
 class ConstPool:
     """The .rodata constants: deduplicated by bytes, each aligned to its own size."""
 
@@ -70,7 +70,7 @@ class ConstPool:
         return self.items[data]
 
 
-@dataclass
+@record
 class Place:
     """A selected INDEX/SHRINK: its memory operand, element dtype and lane count."""
 

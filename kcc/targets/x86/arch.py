@@ -4,7 +4,6 @@ casts, masked loads, vector registers)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import MappingProxyType
 
 from kcc.ir import Ops, dtypes
@@ -14,6 +13,7 @@ from kcc.isel.x86.ivec import V4_OPS64, VECTOR_OPS, ZMM_INT_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
+from kcc.record import replace
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

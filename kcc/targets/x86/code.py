@@ -20,7 +20,6 @@ apply with -fstack-clash-protection; a packed matmul slab makes frames of 64-256
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kcc.encode.x86.encoder import Assembler
 from kcc.encode.x86.encoder import Imm as XImm
@@ -31,6 +30,7 @@ from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp
 from kcc.isel.x86.base import imm_form
 from kcc.isel.x86.regs import GPR_ORDER
+from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def encode_operands(inst: Inst) -> tuple[str, tuple]:
     return inst.op, tuple(out)
 
 
-@dataclass
+@record
 class EncodedKernel:
     """One kernel's machine code and the RIP-relative fixups into the constant pool."""
 

@@ -4,11 +4,11 @@ access moves, and which reloads an instruction can read as its memory operand in
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kcc.encode.x86.row import KINDS, KindInfo, Row
 from kcc.encode.x86.table import FORMS
 from kcc.ir.mir import Imm, Inst, Mem, RegOp
+from kcc.record import replace
 from kcc.startup import regex
 
 # Spill and fill forms by (class, slot bytes).  VMOVAPS faults on a misaligned address

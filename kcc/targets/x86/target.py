@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from kcc.encode.x86.table import FORMS
@@ -25,6 +24,7 @@ from kcc.isel.x86.select import ConstPool, SelectError
 from kcc.isel.x86.select import select as x86_select
 from kcc.isel.x86.prefetch import prefetched_loads
 from kcc.isel.x86.stream import streaming_stores
+from kcc.record import record, replace
 from kcc.regalloc.linear_scan import allocate
 from kcc.targets.facts import read_object_facts
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worker_names
@@ -62,7 +62,7 @@ def prototype(desc: Any) -> str:
 _ZEROING = frozenset({"vzero", "mov_r32_imm32"})
 
 
-@dataclass
+@record
 class Selected:
     """A kernel after selection (or allocation): its machine function, the bytes of frame
     locals below the spill area, and its description for the manifest."""

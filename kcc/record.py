@@ -1,0 +1,314 @@
+"""Records: classes whose `__init__`, `__repr__`, `__eq__`, `__hash__` (and, frozen, their
+`__setattr__`/`__delattr__`) are generated from their field annotations, as
+`dataclasses.dataclass` generates them, for the classes a `kcc compile` imports.
+
+Why not dataclasses there: a `kcc compile saxpy.uop` process created 50 dataclasses, and
+dataclasses' per-class work (Field objects, string annotations matched against ClassVar and
+InitVar patterns, abc and signature checks, ~20 attribute writes) took 4–10 ms of a 35–60 ms
+process, with the dataclasses module itself (and copy, re, inspect's stand-in) on top
+(issue 24, item 4). A record does only what kcc's classes use; the methods' source text
+depends only on the field names and flags, so its compiled code comes from the start-up code
+cache (kcc/startup.py) and each class costs one `exec` of cached code.
+
+What a record is, field for field as dataclasses makes it (CPython 3.11, `@dataclass` with
+`init`, `repr`, `eq`, `frozen`; `order`, `unsafe_hash`, `slots`, `kw_only`, `match_args=False`,
+ClassVar, InitVar and KW_ONLY fields are not supported and raise TypeError):
+
+- fields: the class's own annotations in order after its record bases' fields (a field
+  declared again keeps its place); a default is the class attribute's value or `field()`'s;
+  a mutable default (an unhashable type) is a ValueError, a non-default field after a default
+  one a TypeError; `field(default_factory=…)` calls the factory per instance;
+- a method the class body defines is kept (`__init__`, `__repr__`, `__eq__`; a frozen class
+  defining `__setattr__` or `__delattr__` is a TypeError); `__post_init__` is called last by
+  the generated `__init__`;
+- `__eq__` compares the tuples of the compared fields of two instances of the same class
+  (else NotImplemented); `__hash__` is the hash of that tuple for an `eq` and `frozen`
+  record, None for an `eq` record that is not frozen (unless the body defines `__hash__`),
+  inherited otherwise;
+- `__repr__` is `Name(a=…, b=…)` with the class's `__qualname__`, "..." for a recursive
+  repr; frozen assignment or deletion raises `dataclasses.FrozenInstanceError` (dataclasses
+  is imported then); a frozen `__init__` writes the instance dict directly (as
+  `object.__setattr__` does for a class without slots or data descriptors of those names);
+- `__match_args__`; `__dataclass_fields__` is made when first read (it imports dataclasses),
+  so `dataclasses.fields`, `replace`, `asdict` and `is_dataclass` answer for a record as for
+  a dataclass. kcc's own code calls this module's `fields` and `replace`.
+"""
+
+from __future__ import annotations
+
+from _thread import get_ident
+from operator import attrgetter
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _Missing:
+    """The type of MISSING (no default, no factory)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+_HAS_FACTORY: Any = _Missing()      # an __init__ default: "call the field's factory"
+
+
+class Field:
+    """One field of a record (what `field()` returns and `fields()` lists)."""
+
+    __slots__ = ("name", "type", "default", "default_factory", "repr", "compare")
+
+    def __init__(self, default: Any = MISSING, default_factory: Any = MISSING,
+                 repr: bool = True, compare: bool = True) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name: str = ""
+        self.type: Any = None
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+    def __repr__(self) -> str:
+        return (f"Field(name={self.name!r}, default={self.default!r}, "
+                f"default_factory={self.default_factory!r}, repr={self.repr}, "
+                f"compare={self.compare})")
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True,
+          compare: bool = True) -> Any:
+    """A field's options in a record's body, as `dataclasses.field`."""
+    return Field(default, default_factory, repr, compare)
+
+
+def fields(class_or_instance: Any) -> tuple[Field, ...]:
+    """The fields of a record class or instance, in order (a dataclass's are converted)."""
+    got = getattr(class_or_instance, "__record_fields__", None)
+    if got is not None:
+        return got
+    import dataclasses
+    out = []
+    for f in dataclasses.fields(class_or_instance):
+        r = Field(MISSING if f.default is dataclasses.MISSING else f.default,
+                  MISSING if f.default_factory is dataclasses.MISSING else f.default_factory,
+                  f.repr, f.compare)
+        r.name, r.type = f.name, f.type
+        out.append(r)
+    return tuple(out)
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """A new instance of obj's class with changes applied to obj's fields, as
+    `dataclasses.replace` (a dataclass instance is handed to it)."""
+    fs = getattr(obj, "__record_fields__", None)
+    if fs is None:
+        import dataclasses
+        return dataclasses.replace(obj, **changes)
+    for f in fs:
+        if f.name not in changes:
+            changes[f.name] = getattr(obj, f.name)
+    return obj.__class__(**changes)
+
+
+def _frozen(name: str) -> Exception:
+    import dataclasses
+    return dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+class _DataclassFields:
+    """`__dataclass_fields__` of a record, made (dataclasses' Field objects) when first read."""
+
+    def __init__(self, owner: type) -> None:
+        self.owner = owner
+
+    def __get__(self, obj: Any, cls: Any = None) -> dict[str, Any]:
+        import dataclasses
+        out = {}
+        for f in self.owner.__record_fields__:         # type: ignore[attr-defined]
+            d = dataclasses.field(default=f.default if f.default is not MISSING
+                                  else dataclasses.MISSING,
+                                  default_factory=f.default_factory
+                                  if f.default_factory is not MISSING else dataclasses.MISSING,
+                                  repr=f.repr, compare=f.compare)
+            d.name, d.type = f.name, f.type
+            d._field_type = dataclasses._FIELD          # type: ignore[attr-defined]
+            out[f.name] = d
+        type.__setattr__(self.owner, "__dataclass_fields__", out)
+        return out
+
+
+_UNSUPPORTED = ("ClassVar", "typing.ClassVar", "InitVar", "dataclasses.InitVar", "KW_ONLY",
+                "dataclasses.KW_ONLY")
+
+
+def record(cls: type | None = None, /, *, init: bool = True, repr: bool = True,
+           eq: bool = True, frozen: bool = False) -> Any:
+    """Make cls a record (module docstring); used as `@record` or `@record(frozen=True)`."""
+    def wrap(c: type) -> type:
+        return _process(c, init, repr, eq, frozen)
+    return wrap if cls is None else wrap(cls)
+
+
+def _collect(cls: type) -> list[Field]:
+    """cls's fields: its record bases' first, then its own annotations."""
+    got: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        if "__record_fields__" in base.__dict__:
+            for f in base.__dict__["__record_fields__"]:
+                got[f.name] = f
+        elif "__dataclass_fields__" in base.__dict__:
+            raise TypeError(f"record {cls.__name__}: a dataclass base is not supported")
+    d = cls.__dict__
+    ann = d.get("__annotations__", {})
+    for name, typ in ann.items():
+        if isinstance(typ, str) and typ.startswith(_UNSUPPORTED):
+            raise TypeError(f"record {cls.__name__}.{name}: {typ} is not supported")
+        v = d.get(name, MISSING)
+        if isinstance(v, Field):
+            f = v
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        else:
+            f = Field(v)
+        if f.default is not MISSING and type(f.default).__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not "
+                             "allowed: use default_factory")
+        f.name, f.type = name, typ
+        got[name] = f
+    for name, v in d.items():
+        if isinstance(v, Field) and name not in ann:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    return list(got.values())
+
+
+def _qualify(cls: type, fn: Any) -> Any:
+    fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+    return fn
+
+
+def _make_repr(cls: type, names: tuple[str, ...]) -> Any:
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: Any) -> str:
+        key = (id(self), get_ident())
+        if key in running:
+            return "..."                    # a record reached again inside its own repr
+        running.add(key)
+        try:
+            shown = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
+            return f"{self.__class__.__qualname__}({shown})"
+        finally:
+            running.discard(key)
+    return _qualify(cls, __repr__)
+
+
+def _make_eq(cls: type, names: tuple[str, ...], get: Any) -> Any:
+    if get is None:                         # one field or none: a 1-tuple (identity first,
+        one = names[0] if names else None   # as tuple comparison: a NaN field equals itself)
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                if one is None:
+                    return True
+                return (getattr(self, one),) == (getattr(other, one),)
+            return NotImplemented
+    else:
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return get(self) == get(other)
+            return NotImplemented
+    return _qualify(cls, __eq__)
+
+
+def _make_hash(cls: type, names: tuple[str, ...], get: Any) -> Any:
+    if get is None:
+        one = names[0] if names else None
+
+        def __hash__(self: Any) -> int:
+            return hash((getattr(self, one),) if one is not None else ())
+    else:
+        def __hash__(self: Any) -> int:
+            return hash(get(self))
+    return _qualify(cls, __hash__)
+
+
+def _make_frozen(cls: type, names: frozenset[str]) -> None:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise _frozen(name)
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise _frozen(name)
+        super(cls, self).__delattr__(name)
+    cls.__setattr__ = _qualify(cls, __setattr__)          # type: ignore[method-assign]
+    cls.__delattr__ = _qualify(cls, __delattr__)          # type: ignore[method-assign]
+
+
+def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
+    fs = _collect(cls)
+    d = cls.__dict__
+    names = [f.name for f in fs]
+    class_hash = d.get("__hash__", MISSING)     # (read before __eq__ is added)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in d))
+    lines: list[str] = []
+    ns: dict[str, Any] = {"_MISS": _HAS_FACTORY}
+    if init and "__init__" not in d:
+        seen_default = False
+        defaults = []
+        for f in fs:
+            if f.default is not MISSING or f.default_factory is not MISSING:
+                seen_default = True
+                if f.default_factory is not MISSING:
+                    ns[f"_f_{f.name}"] = f.default_factory
+                    defaults.append(_HAS_FACTORY)
+                else:
+                    defaults.append(f.default)
+            elif seen_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        lines.append(f"def __init__(self{''.join(f', {n}' for n in names)}):")
+        if frozen and names:
+            lines.append(" _record_dict = self.__dict__")
+        for f in fs:
+            value = f"_f_{f.name}() if {f.name} is _MISS else {f.name}" \
+                if f.default_factory is not MISSING else f.name
+            lines.append(f" _record_dict[{f.name!r}] = {value}" if frozen
+                         else f" self.{f.name} = {value}")
+        if hasattr(cls, "__post_init__"):
+            lines.append(" self.__post_init__()")
+        elif not names:
+            lines.append(" pass")
+    if repr and "__repr__" not in d:
+        cls.__repr__ = _make_repr(cls, tuple(f.name for f in fs if f.repr))  # type: ignore
+    compared = tuple(f.name for f in fs if f.compare)
+    get = attrgetter(*compared) if len(compared) > 1 else None  # a tuple of the fields
+    if eq and "__eq__" not in d:
+        cls.__eq__ = _make_eq(cls, compared, get)               # type: ignore[assignment]
+    if eq and frozen and not explicit_hash:
+        cls.__hash__ = _make_hash(cls, compared, get)           # type: ignore[assignment]
+    if frozen:
+        for m in ("__setattr__", "__delattr__"):
+            if m in d:
+                raise TypeError(f"Cannot overwrite attribute {m} in class {cls.__name__}")
+        _make_frozen(cls, frozenset(names))
+    if lines:
+        from kcc.startup import cached_code
+        exec(cached_code("\n".join(lines) + "\n"), ns)   # noqa: S102  (generated above)
+        fn = ns["__init__"]
+        fn.__qualname__ = f"{cls.__qualname__}.__init__"
+        fn.__defaults__ = tuple(defaults) or None
+        cls.__init__ = fn                                   # type: ignore[misc]
+    if eq and not frozen and not explicit_hash:
+        cls.__hash__ = None                                 # type: ignore[assignment]
+    cls.__record_fields__ = tuple(fs)                       # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _DataclassFields(cls)        # type: ignore[attr-defined]
+    if "__match_args__" not in d:
+        cls.__match_args__ = tuple(names)                   # type: ignore[attr-defined]
+    if cls.__doc__ is None:
+        cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
+    return cls
