@@ -219,7 +219,33 @@ def entry(args: list[str] | None = None, **extra: Any) -> NoReturn:
         sys.exit(1)
     if usage_problem:
         _click(args, **extra)            # which reports it as click reports a usage error
+    if commands.own_process and _console_script():
+        _exit_now()
     sys.exit(0)
+
+
+def _console_script() -> bool:
+    """Whether this process is kcc's own program (the console script or `python -m
+    kcc.cli`), not a program that called main() (a test, a host) and runs on after it."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main_file is not None and main_file == sys.argv[0]
+
+
+def _exit_now() -> NoReturn:
+    """End kcc's own process after a command succeeded: the atexit handlers (kcc's caches,
+    the bundle, the freeze), stdout and stderr flushed, then exit without the interpreter's
+    finalization, which tears down every module and object of the compiler one by one
+    (4.5 M instructions, 3% of `kcc compile saxpy.uop`; callgrind). Outputs are written and
+    closed before the command returns. Where a flush fails (a closed pipe) the interpreter's
+    own exit reports it, as before."""
+    import atexit
+    atexit._run_exitfuncs()     # (they run once: the interpreter's exit finds none left)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:       # noqa: BLE001  (reported by the interpreter's exit)
+        sys.exit(0)
+    os._exit(0)
 
 
 def _pacify() -> None:

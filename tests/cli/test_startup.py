@@ -258,3 +258,22 @@ def test_version_is_the_package_version() -> None:
     except metadata.PackageNotFoundError:
         pytest.skip("kcc is not installed (pip install -e .): no metadata to compare with")
     assert installed == kcc.__version__
+
+
+def test_own_process_exits_without_finalization_after_writing_everything(
+        tmp_path: Path) -> None:
+    """`python -m kcc.cli compile` (kcc's own process) ends with os._exit after a command
+    succeeded (kcc/cli.py _exit_now): its atexit handlers still run (the bundle and the
+    caches are written under the bytecode folder), stdout is flushed whole, the status is 0."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONPYCACHEPREFIX=str(tmp_path / "pyc"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    p = subprocess.run([sys.executable, "-m", "kcc.cli", "compile", str(SAXPY), "-t", "x86",
+                        "-o", "-"], capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    subprocess.run([sys.executable, "-m", "kcc.cli", "compile", str(SAXPY), "-t", "x86",
+                    "-o", str(tmp_path / "s.o")], cwd=tmp_path, env=env, timeout=300,
+                   check=True, capture_output=True)
+    assert p.stdout == (tmp_path / "s.o").read_bytes()
+    assert p.stderr.decode().startswith("wrote standard output")
+    for cache in ("modules.*.bin", "record-methods.*.bin", "regex.*.bin"):
+        assert list((tmp_path / "pyc").rglob(cache)), cache
