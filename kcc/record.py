@@ -8,7 +8,9 @@ InitVar patterns, abc and signature checks, ~20 attribute writes) took 4–10 ms
 process, with the dataclasses module itself (and copy, re, inspect's stand-in) on top
 (issue 24, item 4). A record does only what kcc's classes use; the methods' source text
 depends only on the field names and flags, so its compiled code comes from the start-up code
-cache (kcc/startup.py) and each class costs one `exec` of cached code.
+cache (kcc/startup.py) and each class costs one `exec` of cached code (`__init__`, `__eq__`,
+`__hash__`: generated code, as hot as dataclasses'; `__repr__` and the frozen `__setattr__`
+and `__delattr__` are closures).
 
 What a record is, field for field as dataclasses makes it (CPython 3.11, `@dataclass` with
 `init`, `repr`, `eq`, `frozen`; `order`, `unsafe_hash`, `slots`, `kw_only`, `match_args=False`,
@@ -27,8 +29,7 @@ ClassVar, InitVar and KW_ONLY fields are not supported and raise TypeError):
   inherited otherwise;
 - `__repr__` is `Name(a=…, b=…)` with the class's `__qualname__`, "..." for a recursive
   repr; frozen assignment or deletion raises `dataclasses.FrozenInstanceError` (dataclasses
-  is imported then); a frozen `__init__` writes the instance dict directly (as
-  `object.__setattr__` does for a class without slots or data descriptors of those names);
+  is imported then); a frozen `__init__` sets each field with `object.__setattr__`;
 - `__match_args__`; `__dataclass_fields__` is made when first read (it imports dataclasses),
   so `dataclasses.fields`, `replace`, `asdict` and `is_dataclass` answer for a record as for
   a dataclass. kcc's own code calls this module's `fields` and `replace`.
@@ -37,7 +38,6 @@ ClassVar, InitVar and KW_ONLY fields are not supported and raise TypeError):
 from __future__ import annotations
 
 from _thread import get_ident
-from operator import attrgetter
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -206,36 +206,6 @@ def _make_repr(cls: type, names: tuple[str, ...]) -> Any:
     return _qualify(cls, __repr__)
 
 
-def _make_eq(cls: type, names: tuple[str, ...], get: Any) -> Any:
-    if get is None:                         # one field or none: a 1-tuple (identity first,
-        one = names[0] if names else None   # as tuple comparison: a NaN field equals itself)
-
-        def __eq__(self: Any, other: Any) -> Any:
-            if other.__class__ is self.__class__:
-                if one is None:
-                    return True
-                return (getattr(self, one),) == (getattr(other, one),)
-            return NotImplemented
-    else:
-        def __eq__(self: Any, other: Any) -> Any:
-            if other.__class__ is self.__class__:
-                return get(self) == get(other)
-            return NotImplemented
-    return _qualify(cls, __eq__)
-
-
-def _make_hash(cls: type, names: tuple[str, ...], get: Any) -> Any:
-    if get is None:
-        one = names[0] if names else None
-
-        def __hash__(self: Any) -> int:
-            return hash((getattr(self, one),) if one is not None else ())
-    else:
-        def __hash__(self: Any) -> int:
-            return hash(get(self))
-    return _qualify(cls, __hash__)
-
-
 def _make_frozen(cls: type, names: frozenset[str]) -> None:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
@@ -257,7 +227,7 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
     class_hash = d.get("__hash__", MISSING)     # (read before __eq__ is added)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in d))
     lines: list[str] = []
-    ns: dict[str, Any] = {"_MISS": _HAS_FACTORY}
+    ns: dict[str, Any] = {"_MISS": _HAS_FACTORY, "_setattr": object.__setattr__}
     if init and "__init__" not in d:
         seen_default = False
         defaults = []
@@ -272,12 +242,14 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
             elif seen_default:
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
         lines.append(f"def __init__(self{''.join(f', {n}' for n in names)}):")
-        if frozen and names:
-            lines.append(" _record_dict = self.__dict__")
         for f in fs:
             value = f"_f_{f.name}() if {f.name} is _MISS else {f.name}" \
                 if f.default_factory is not MISSING else f.name
-            lines.append(f" _record_dict[{f.name!r}] = {value}" if frozen
+            # frozen: object.__setattr__, as dataclasses does. Writing the instance dict is
+            # faster here but makes every later read of the record a slower, dict-hinted
+            # one (CPython 3.11 keeps a new object's values inline until its __dict__ is
+            # asked for): +4% instructions over a compile of the tinygrad kernels
+            lines.append(f" _setattr(self, {f.name!r}, {value})" if frozen
                          else f" self.{f.name} = {value}")
         if hasattr(cls, "__post_init__"):
             lines.append(" self.__post_init__()")
@@ -285,12 +257,21 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
             lines.append(" pass")
     if repr and "__repr__" not in d:
         cls.__repr__ = _make_repr(cls, tuple(f.name for f in fs if f.repr))  # type: ignore
-    compared = tuple(f.name for f in fs if f.compare)
-    get = attrgetter(*compared) if len(compared) > 1 else None  # a tuple of the fields
+    # __eq__ and __hash__ are generated code too: the hot records (registers, operands, types)
+    # are compared and hashed in the compile's inner loops, where `self.a` is a specialized
+    # attribute read and a generic getattr (operator.attrgetter) was 4% of a compile's time
+    mine = "".join(f"self.{f.name}," for f in fs if f.compare)
+    made = ["__init__"] if lines else []
     if eq and "__eq__" not in d:
-        cls.__eq__ = _make_eq(cls, compared, get)               # type: ignore[assignment]
+        theirs = mine.replace("self.", "other.")
+        lines += ["def __eq__(self, other):",
+                  " if other.__class__ is self.__class__:",
+                  f"  return ({mine})==({theirs})",
+                  " return NotImplemented"]
+        made.append("__eq__")
     if eq and frozen and not explicit_hash:
-        cls.__hash__ = _make_hash(cls, compared, get)           # type: ignore[assignment]
+        lines += ["def __hash__(self):", f" return hash(({mine}))"]
+        made.append("__hash__")
     if frozen:
         for m in ("__setattr__", "__delattr__"):
             if m in d:
@@ -299,10 +280,12 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
     if lines:
         from kcc.startup import cached_code
         exec(cached_code("\n".join(lines) + "\n"), ns)   # noqa: S102  (generated above)
-        fn = ns["__init__"]
-        fn.__qualname__ = f"{cls.__qualname__}.__init__"
-        fn.__defaults__ = tuple(defaults) or None
-        cls.__init__ = fn                                   # type: ignore[misc]
+        for m in made:
+            fn = ns[m]
+            fn.__qualname__ = f"{cls.__qualname__}.{m}"
+            if m == "__init__":
+                fn.__defaults__ = tuple(defaults) or None
+            setattr(cls, m, fn)
     if eq and not frozen and not explicit_hash:
         cls.__hash__ = None                                 # type: ignore[assignment]
     cls.__record_fields__ = tuple(fs)                       # type: ignore[attr-defined]
