@@ -256,17 +256,17 @@ class X86Alu:
         self.emit(f"set{cc}_rm8", t)
         return t
 
-    def cmp_flags(self, u: UOp, swap: bool = True) -> str:
+    def cmp_flags(self, u: UOp) -> str:
         """CMP of the integer compare u's extended operands; returns the condition code that
-        reads u's value from the flags (for SETcc or CMOVcc). ``swap``: a constant on the
-        left becomes the immediate (else it is moved into a register first)."""
+        reads u's value from the flags (for SETcc or CMOVcc); a constant on the left becomes
+        the immediate, the condition swapped."""
         a_u, b_u = u.src
         dt = a_u.dtype
         w = isz(dt)
         cc = {Ops.CMPNE: "ne", Ops.CMPEQ: "e",
               Ops.CMPLT: "l" if dt.is_signed else "b"}[u.op]
         c = self.imm(b_u)
-        if c is None and swap and dt.itemsize >= 4 and (c := self.imm(a_u)) is not None:
+        if c is None and dt.itemsize >= 4 and (c := self.imm(a_u)) is not None:
             # a constant on the left (tinygrad's `254 < i`, a padding gate): `cmp b, imm`
             # with the swapped condition (c < b is b > c: SETG/SETA, SDM Vol. 1 B.1), not
             # the constant moved into a register first
@@ -300,7 +300,7 @@ class X86Alu:
                 x = self.ext(a_u, int(w))
                 self.emit(f"test_rm{w}_r{w}", x, x)
             return "ne" if c.op is Ops.CMPNE else "e"
-        return self.cmp_flags(c, swap=False)    # (a CMOVcc's compare: as it was selected)
+        return self.cmp_flags(c)
 
     def where(self, u: UOp) -> VReg:
         """WHERE: cmov for GPR values; vblendv for float values (mask from the compare)."""

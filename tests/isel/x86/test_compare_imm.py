@@ -57,3 +57,44 @@ def test_constant_left_compare(dt: str, ks: list[int], op: str) -> None:
         sink = parse(src)
         args = [np.zeros(len(x), bool), x]
         assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+CMOV_SRC = """# kcc-uop 1
+%y = PARAM ParamArg(0, DT, NN)
+%x = PARAM ParamArg(1, DT, NN)
+%i.n = CAST(NN) int32
+%i = SPECIAL(%i.n) "gidx0"
+%px = INDEX(%x, %i)
+%v = LOAD(%px)
+%c = CAST(K) DT
+%r = OP(%c, %v)
+%z = CAST(7) DT
+%w = WHERE(%r, %v, %z)
+%py = INDEX(%y, %i)
+%st = STORE(%py, %w)
+SINK(%st) KernelInfo(name="kw")
+"""
+
+
+@pytest.mark.parametrize("dt,ks", CASES)
+@pytest.mark.parametrize("op", ["CMPLT", "CMPNE", "CMPEQ"])
+def test_constant_left_compare_of_a_cmov(dt: str, ks: list[int], op: str) -> None:
+    # an integer WHERE on such a compare (kcc/passes/gates.py's safe index WHERE(254 < i, i,
+    # k)): the CMOVcc reads the flags of `cmp x, imm` (int_flags), the condition swapped
+    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.x86.target import X86Target
+    for k in ks:
+        x = _inputs(dt, k)
+        src = CMOV_SRC.replace("DT", dt).replace("OP", op).replace("NN", str(len(x))) \
+            .replace("CAST(K)", f"CAST({k})")
+        buf = io.StringIO()
+        run_pipeline(parse(src), X86Target("x86-64-v3"), dump_after="allocate", out=buf)
+        sel = buf.getvalue()
+        cmp = r"test_rm(32|64)_r" if k == 0 and op != "CMPLT" else r"cmp_rm(32|64)_imm"
+        assert re.search(cmp, sel), sel             # the constant an immediate (0: TEST)
+        want = {"CMPNE": "cmovne", "CMPEQ": "cmove",
+                "CMPLT": "cmovg" if dt.startswith("int") else "cmova"}[op]
+        assert want in sel, sel
+        sink = parse(src)
+        args = [np.zeros(len(x), x.dtype), x]
+        assert_same(sink, compile_and_run(sink, args), reference(sink, args))
