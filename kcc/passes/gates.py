@@ -18,9 +18,11 @@ touched), each costing hundreds of cycles (bench/gate_assist.py: tinygrad's cums
 whose padding gate is false for half its loads at addresses up to 15 KB before the buffer, ran
 17x slower with an absent page before its input than with present ones). So a kept masked
 load whose index value ranges (kcc.ir.ranges) reach past the buffer by more than a small
-fraction of it (`in_bounds`) gets the same safe index, `i & -gate`, and keeps its gate as the
-mask: the address is inside the buffer whatever the gate, and the masked-off lanes still read
-as 0 without a select.
+fraction of it (`in_bounds`) gets a safe index and keeps its gate as the mask (plan_masked):
+a select of the index, not the AND mask above, since on x86 a select on a compare is one
+CMOVcc on that compare's flags and keeps the index's constant addend a displacement of the
+address, where `i & -gate` took SETcc, MOVZX, NEG, AND, a MOVSXD and an ADD in the loop
+(cumsum_777's E_3_777: 0.56x → 0.47x clang; docs/performance.md, "Cheaper gate safe bases").
 
 A LOAD gated lane by lane (a bool vector gate, `TargetDesc.lane_gates`) stays as it is (the
 target masks it: devectorize split those it cannot); one that reaches past its buffer gets
@@ -29,6 +31,7 @@ kcc/passes/gates_lanes.py's safe start.
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int, peel_offset
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.ranges import Range, int_ranges
@@ -98,12 +101,42 @@ def in_bounds(p: UOp, ranges: dict[UOp, Range]) -> bool:
 # a shared safe base serves loads whose constant addends differ by less than this (elements)
 GROUP_SPAN = 16
 
+# A gate false on at most this fraction of its loop's iterations leaves its load's address as
+# it is: those few masked-off loads cost less, even at an absent page, than a select on every
+# iteration. cumsum_777's E_3_777 (`8 < i` of 777: 9 masked off, 3 of them before the buffer
+# per launch): 2.95 µs with an absent page before it, 2.82 with present pages, 2.98 with the
+# select (bench/gate_assist.py; an assist measured ~14 ns here, the select ~0.1 ns a load).
+RARE_FRACTION = 1 / 64
 
-def _is_safe(e: UOp) -> bool:
-    """Whether e is a safe index `x & -CAST(bool)` (_safe_start's form)."""
-    m = e.src[1] if e.op is Ops.AND else None
-    return m is not None and m.op is Ops.NEG and m.src[0].op is Ops.CAST \
-        and m.src[0].src[0].dtype.is_bool
+
+def rarely_false(gate: UOp) -> bool:
+    """Whether gate compares one loop index with a constant (`k < r`, `r < k`) and is false
+    on at most RARE_FRACTION of that loop's iterations."""
+    if gate.op is not Ops.CMPLT:
+        return False
+    a, b = gate.src
+    if a.op is Ops.RANGE and (k := const_int(b)) is not None:
+        r, lo, hi = a, k, None                  # r < k: false for r ≥ k
+    elif b.op is Ops.RANGE and (k := const_int(a)) is not None:
+        r, lo, hi = b, None, k                  # k < r: false for r ≤ k
+    else:
+        return False
+    n = const_int(r.src[0])
+    if n is None or n <= 0:
+        return False
+    false = n - max(lo, 0) if lo is not None else min(hi + 1, n)
+    return max(false, 0) <= RARE_FRACTION * n
+
+
+def _is_safe(e: UOp, gate: UOp) -> bool:
+    """Whether e is a safe index plan_masked wrote: `WHERE(gate, x, k)` on the load's own gate,
+    or `WHERE(x < lo, k, …)` / `WHERE(hi < x, k, …)` of a shared base (k a constant)."""
+    if e.op is not Ops.WHERE:
+        return False
+    c, yes, no = e.src
+    if c is gate and const_int(no) is not None:
+        return True
+    return c.op is Ops.CMPLT and const_int(yes) is not None
 
 
 def _lanes(p: UOp) -> int:
@@ -114,27 +147,69 @@ def _strong(v: int, dt) -> UOp:
     return UOp(Ops.CAST, (UOp.const(v),), dt)
 
 
-def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
-    """The kept masked LOADs that need a safe index (not `in_bounds`), each → its rewrite.
+def _plus(x: UOp, c: int) -> UOp:
+    return UOp(Ops.ADD, (x, _strong(c, x.dtype))) if c else x
 
+
+def _spot(cs: list[int], n: int, size: int) -> int | None:
+    """A base k where every load of the group reads inside the buffer (k + c ≥ 0 and
+    k + c + n ≤ size for each addend c), the smallest ≥ 0 (a base that may be negative costs
+    the address a sign extension); None if the group's span does not fit."""
+    lo, hi = -min(cs), size - n - max(cs)
+    if lo > hi:
+        return None
+    return min(max(lo, 0), hi)
+
+
+def _gate_select(u: UOp) -> UOp:
+    """A lone masked load at `e + c` → at `WHERE(gate, e, k) + c` (k: _spot): a CMOVcc on the
+    gate's own compare (kcc/isel/x86/alu.py int_flags), c stays the address's displacement."""
+    p, gate = u.src[0], u.src[2]
+    buf, start = p.src[0], p.src[1]
+    e, c = peel_offset(start)
+    if e is None:
+        e, c = start, 0
+    k = _spot([c], _lanes(p), buf.shape[0])
+    assert k is not None                        # plan_masked checked the buffer holds n
+    safe = UOp(Ops.WHERE, (gate, e, _strong(k, e.dtype)))
+    return u.replace(src=(p.replace(src=(buf, _plus(safe, c), *p.src[2:])), *u.src[1:]))
+
+
+def _range_base(e: UOp, er: Range | None, cs: list[int], n: int, size: int, k: int) -> UOp:
+    """The shared base of loads at `e + c`, c in cs: e, or k where e puts every load of the
+    group outside the buffer (`e + max(cs) < 0` or `e + min(cs) + n > size`); each side only
+    where e's value range (er) reaches it. Gate-free: one CMP and CMOVcc a side, computed
+    where e is, so no OR of the gates is kept live (docs/performance.md, "Cheaper gate safe
+    bases")."""
+    b, dt = e, e.dtype
+    if er is None or er[0] + max(cs) < 0:
+        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (e, _strong(-max(cs), dt))), _strong(k, dt), b))
+    if er is None or er[1] + min(cs) + n > size:
+        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (_strong(size - n - min(cs), dt), e)),
+                            _strong(k, dt), b))
+    return b
+
+
+def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
+    """The kept masked LOADs that need a safe index (not `in_bounds`, gate not
+    `rarely_false`), each → its rewrite.
+
+    A lone load at `e + c` reads at `WHERE(gate, e, k) + c`, k a constant that puts it inside
+    the buffer (_spot): exact where the gate holds, inside where it does not.
     Loads of one buffer at `e + c` (one non-constant part e, constant addends c less than
-    GROUP_SPAN apart) whose gates depend on the same loops (range_sets: so none moves to
-    another loop) share one safe base:
-    `b = (e + cmin) & -G`, G the OR of their gates, each load at `b + (c - cmin)`, so the
-    AND is computed once and every addend stays a displacement of the load's address. Where
-    a load's own gate holds, G holds and its index is exact; where G is false every load reads
-    inside [0, cmax - cmin + n), which the buffer holds (else each load is made safe alone);
-    where G holds and a load's gate does not, its masked-off address is at most cmax - cmin
-    elements from one the group reads (tinygrad's per-lane gates of 4 consecutive elements:
-    3), the small reach `in_bounds` accepts."""
-    from kcc.ir.consts import peel_offset
-    from kcc.passes.linearize import range_sets
+    GROUP_SPAN apart) share one safe base b (_range_base), whatever their gates: e, or k where
+    e puts all of them outside the buffer, each load at `b + c` (a displacement) under its own
+    mask. A load whose gate holds is inside the buffer,
+    so b = e there and its index is exact; where b = k every load reads inside; where b = e
+    and a load's gate is false, its masked-off address is inside or at most cmax - cmin
+    elements past the buffer's edge (tinygrad's per-lane gates of 4 consecutive elements: 3),
+    the small reach `in_bounds` accepts. A group whose span does not fit the buffer is made
+    safe load by load."""
     keep = target.masked_load
     if keep is None and target.lane_gates is None:
         return {}
     order = sink.toposort()
     ranges = int_ranges([sink])
-    rsets = range_sets(order)
     groups: dict[tuple, list[tuple[UOp, int]]] = {}
     lane_plan: dict[UOp, UOp | None] = {}
     for u in order:
@@ -147,17 +222,18 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
                 lane_plan[u] = lane_safe_load(u)
             continue
         if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
-                or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n:
+                or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n \
+                or rarely_false(gate):
             continue
         e, c = peel_offset(start)
-        if e is not None and _is_safe(e):
+        if _is_safe(e if e is not None else start, gate):
             continue                                # made safe already (a second run)
-        key = (p.src[0], p.op, n, e, rsets[gate]) if e is not None else (u,)
+        key = (p.src[0], p.op, n, e) if e is not None else (u,)
         groups.setdefault(key, []).append((u, c if e is not None else 0))
     chunks: list[list[tuple[UOp, int]]] = []
     for members in groups.values():
         # runs whose addends span less than GROUP_SPAN elements: a masked-off address stays
-        # that close to one the run reads (a conv's rows of one window are separate runs)
+        # that close to the buffer (a conv's rows of one window are separate runs)
         members.sort(key=lambda m: m[1])
         chunks.append([members[0]])
         for m in members[1:]:
@@ -168,25 +244,19 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
     for members in chunks:
         u0 = members[0][0]
         p0 = u0.src[0]
-        buf, n, dt = p0.src[0], _lanes(p0), p0.src[1].dtype
+        buf, n = p0.src[0], _lanes(p0)
         cs = [c for _, c in members]
-        cmin = min(cs)
-        if len(members) == 1 or max(cs) - cmin + n > buf.shape[0]:
-            for u, _ in members:                    # each alone: start & -gate
-                p = u.src[0]
-                place = p.replace(src=(buf, _safe_start(p.src[1], u.src[2]), *p.src[2:]))
-                plan[u] = u.replace(src=(place, *u.src[1:]))
+        k = _spot(cs, n, buf.shape[0])
+        if len(members) == 1 or k is None:
+            for u, _ in members:                    # each alone: WHERE(gate, e, k) + c
+                plan[u] = _gate_select(u)
             continue
         e = peel_offset(p0.src[1])[0]
-        gates = list(dict.fromkeys(u.src[2] for u, _ in members))
-        g = gates[0]
-        for h in gates[1:]:
-            g = UOp(Ops.OR, (g, h))
-        base = _safe_start(UOp(Ops.ADD, (e, _strong(cmin, dt))) if cmin else e, g)
+        base = _range_base(e, ranges.get(e), cs, n, buf.shape[0], k)
         for u, c in members:
             p = u.src[0]
-            idx = UOp(Ops.ADD, (base, _strong(c - cmin, dt))) if c != cmin else base
-            plan[u] = u.replace(src=(p.replace(src=(buf, idx, *p.src[2:])), *u.src[1:]))
+            plan[u] = u.replace(src=(p.replace(src=(buf, _plus(base, c), *p.src[2:])),
+                                     *u.src[1:]))
     return plan
 
 

@@ -7,14 +7,15 @@ CPU runs them."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from passes_support import op, param, rng, sink, strong
+from passes_support import eval_values, op, param, rng, sink, strong
 
 from kcc.frontend.parser import parse
 from kcc.frontend.printer import format_uop
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import UOp, substitute, toposort
 from kcc.passes.gates import legalize_gates
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.targets.x86.arch import x86_desc
@@ -37,16 +38,32 @@ def _loads(s: UOp) -> list[UOp]:
     return [u for u in toposort([s]) if u.op is Ops.LOAD]
 
 
-def test_masked_load_out_of_range_index_gets_safe_index() -> None:
+def _addresses(s: UOp, n: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Each masked load of s over i = 0 … n-1 (one loop): (gate, element index, buffer
+    size), evaluated from the graph's own nodes (the loop's RANGE as an input)."""
+    (r,) = [u for u in toposort([s]) if u.op is Ops.RANGE]
+    i = param(9, dtypes.int32)
+    out = []
+    for ld in _loads(s):
+        gate, idx = (substitute(x, {r: i}) for x in (ld.src[2], ld.src[0].src[1]))
+        at = {9: np.arange(n, dtype=np.int32)}
+        out.append((np.broadcast_to(eval_values(gate, at), (n,)),
+                    np.broadcast_to(eval_values(idx, at), (n,)), ld.src[0].src[0].shape[0]))
+    return out
+
+
+def test_masked_load_out_of_range_index_selects_on_its_gate() -> None:
+    # x[i - 3] under 2 < i: the index WHERE(gate, i - 3, k), one CMOVcc on the gate's compare
     s = legalize_gates(_pad(3), V4)
     (ld,) = _loads(s)
     assert len(ld.src) == 3                      # still a masked (gated) load
     idx = ld.src[0].src[1]
-    assert idx.op is Ops.AND                     # i - 3 could be -3: i & -gate
-    neg = idx.src[1]
-    assert neg.op is Ops.NEG and neg.src[0].op is Ops.CAST
-    assert neg.src[0].src[0] is ld.src[2]        # the mask is the load's own gate
-    assert legalize_gates(s, V4) is s            # a fixed point: no second AND
+    assert idx.op is Ops.WHERE and idx.src[0] is ld.src[2]   # the load's own gate
+    assert not any(u.op in (Ops.AND, Ops.NEG) for u in toposort([s]))
+    ((gate, at, size),) = _addresses(s, 10)
+    assert (at[gate] == np.arange(10)[gate] - 3).all()      # exact where the gate holds
+    assert ((0 <= at) & (at < size)).all()                   # inside wherever it does not
+    assert legalize_gates(s, V4) is s            # a fixed point: no second select
 
 
 def _window(lanes: int = 4, n: int = 20, back: int = 6) -> UOp:
@@ -62,22 +79,40 @@ def _window(lanes: int = 4, n: int = 20, back: int = 6) -> UOp:
     return lower_weak_dtypes(sink(op(Ops.END, op(Ops.STORE, op(Ops.INDEX, out, i), acc), i)))
 
 
-def test_consecutive_masked_loads_share_one_safe_base() -> None:
-    # x[i-6] … x[i-3] under four gates: one (i - 6) & -(g0 | g1 | g2 | g3), each load at that
-    # base + 0 … 3 (an address displacement), each still masked by its own gate
-    s = legalize_gates(_window(), V4)
-    loads = sorted(_loads(s), key=lambda u: str(u.src[0].src[1].op))
-    ands = {u for u in toposort([s]) if u.op is Ops.AND and u.dtype == dtypes.int32}
-    assert len(ands) == 1
-    (base,) = ands
-    idx = [u.src[0].src[1] for u in loads]
-    assert sum(i is base for i in idx) == 1
-    assert sorted(int(i.src[1].src[0].arg) for i in idx if i is not base) == [1, 2, 3]
-    assert all(i.src[0] is base for i in idx if i is not base)
-    gates = {u.src[2] for u in loads}
-    assert len(gates) == 4                               # each load keeps its own mask
-    g = base.src[1].src[0].src[0]                        # the shared mask's bool: an OR chain
-    assert g.op is Ops.OR
+def _ahead(lanes: int = 4, n: int = 20, ahead: int = 6) -> UOp:
+    """out[i] = sum over l < lanes of (i < n - ahead - l ? x[i + l + ahead] : 0): the window
+    past the end (the shared base's upper side)."""
+    out, x = param(0, dtypes.float32, n), param(1, dtypes.float32, n)
+    i = rng(n, 0)
+    acc = None
+    for lane in range(lanes):
+        v = op(Ops.LOAD, op(Ops.INDEX, x, op(Ops.ADD, i, lane + ahead)),
+               strong(0.0, dtypes.float32), op(Ops.CMPLT, i, n - ahead - lane))
+        acc = v if acc is None else op(Ops.ADD, acc, v)
+    return lower_weak_dtypes(sink(op(Ops.END, op(Ops.STORE, op(Ops.INDEX, out, i), acc), i)))
+
+
+@pytest.mark.parametrize("graph", ["window", "ahead"])
+def test_consecutive_masked_loads_share_one_gate_free_base(graph: str) -> None:
+    # x[i-6] … x[i-3] under four gates: one base b = WHERE(i < 3, k, i) (ahead:
+    # WHERE(10 < i, k, i)), each load at b + c (a displacement), each still masked by its
+    # own gate; no OR of the gates and no AND mask
+    s = legalize_gates(_window() if graph == "window" else _ahead(), V4)
+    loads = _loads(s)
+    assert not any(u.op in (Ops.OR, Ops.AND, Ops.NEG) for u in toposort([s]))
+    bases = {u.src[0].src[1].src[0] if u.src[0].src[1].op is Ops.ADD else u.src[0].src[1]
+             for u in loads}
+    (base,) = bases
+    assert base.op is Ops.WHERE and base.src[0].op is Ops.CMPLT
+    assert base.src[0].src[0 if graph == "window" else 1] is base.src[2]   # e's own range
+    assert len({u.src[2] for u in loads}) == 4           # each load keeps its own mask
+    lanes = _addresses(s, 20)
+    none = ~np.any([g for g, _, _ in lanes], axis=0)     # every gate false
+    for lane, (gate, at, size) in enumerate(lanes):
+        want = np.arange(20) + (lane - 6 if graph == "window" else lane + 6)
+        assert (at[gate] == want[gate]).all()            # exact where the gate holds
+        assert ((-3 <= at) & (at < size + 3)).all()      # at most the span (3) past an edge
+        assert ((0 <= at[none]) & (at[none] < size)).all()   # the base is k: all inside
     assert legalize_gates(s, V4) is s
 
 
@@ -96,6 +131,24 @@ def test_masked_load_slightly_out_of_range_keeps_its_address() -> None:
     assert legalize_gates(_pad(1, 101), V4) is _pad(1, 101)
 
 
+def _blocks(k: int) -> UOp:
+    """out[i] = k < i ? x[((i + 247) >> 8) - 1] : 0.0 over i < 777, x of 3 elements: one
+    element before x where i ≤ 8 (tinygrad's cumsum_777 E_3_777)."""
+    out, x = param(0, dtypes.float32, 777), param(1, dtypes.float32, 3)
+    i = rng(777, 0)
+    at = op(Ops.ADD, op(Ops.SHR, op(Ops.ADD, i, 247), 8), -1)
+    v = op(Ops.LOAD, op(Ops.INDEX, x, at), strong(0.0, dtypes.float32), op(Ops.CMPLT, k, i))
+    return lower_weak_dtypes(sink(op(Ops.END, op(Ops.STORE, op(Ops.INDEX, out, i), v), i)))
+
+
+def test_rarely_false_gate_keeps_its_address() -> None:
+    # 8 < i is false on 9 of 777 iterations (< 1/64): those few masked-off loads cost less
+    # than a select on every one; 99 < i (100 of 777) gets the select
+    assert legalize_gates(_blocks(8), V4) is _blocks(8)
+    (ld,) = _loads(legalize_gates(_blocks(99), V4))
+    assert ld.src[0].src[1].op is Ops.ADD and ld.src[0].src[1].src[0].op is Ops.WHERE
+
+
 def test_unmasked_target_selects() -> None:
     # x86-64-v3 has no masked scalar loads: the safe-index load and a WHERE
     (ld,) = _loads(legalize_gates(_pad(3), V3))
@@ -103,14 +156,17 @@ def test_unmasked_target_selects() -> None:
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
-@pytest.mark.parametrize("graph", ["pad1", "pad3", "pad7", "window4", "window3"])
+@pytest.mark.parametrize("graph", ["pad1", "pad3", "pad7", "window4", "window3",
+                                   "ahead4", "ahead2", "blocks8"])
 def test_padded_kernel_matches_interpreter(arch: str, graph: str) -> None:
     from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         pytest.skip("this CPU has no AVX-512")
     from x86_util import assert_same, compile_and_run, random_inputs, reference
     k = int(graph[-1])
-    g = parse(format_uop(_pad(k) if graph.startswith("pad") else _window(k, 21, 7)))
+    g = _pad(k) if graph.startswith("pad") else _window(k, 21, 7) if graph.startswith("win") \
+        else _ahead(k, 21, 7) if graph.startswith("ahead") else _blocks(k)
+    g = parse(format_uop(g))
     for seed in (0, 1):
         a = random_inputs(g, seed)
         assert_same(g, compile_and_run(g, a, arch), reference(g, a))
