@@ -9,8 +9,11 @@ it into a C driver that places every buffer either right after a PROT_NONE page 
 the worst case for an index below 0) or in the middle of a mapped region whose pages are all
 present ("open"; an untouched anonymous page is not present and costs the same assist), fills the
 inputs with 1.0, runs every worker of the launch --reps times and prints the median (µs).
+With --base TREE (another kcc checkout) each kernel is compiled by both and the two objects
+run in one process, alternately (the order swapped every repetition), so that a busy host
+slows both alike: the medians of the base and of this checkout, and their ratio.
 
-    python bench/gate_assist.py [--arch native] [--reps 201] K.uop ...
+    python bench/gate_assist.py [--arch native] [--reps 201] [--base TREE] K.uop ...
 """
 
 from __future__ import annotations
@@ -48,22 +51,29 @@ static int cmp(const void *a, const void *b) {
 }
 int main(int argc, char **argv) {
   int guard = atoi(argv[1]), reps = atoi(argv[2]);
-  double *t = malloc(sizeof(double) * reps);
+  double *t = malloc(sizeof(double) * reps * NK);
 BUFFERS
-  for (int r = 0; r < reps; r++) {
-    double t0 = now();
+  for (int r = 0; r < reps; r++)
+    for (int j = 0; j < NK; j++) {
+      int k = r & 1 ? NK - 1 - j : j;         /* each object first every other repetition */
+      double t0 = now();
+      switch (k) {
 CALLS
-    t[r] = now() - t0;
+      }
+      t[k * reps + r] = now() - t0;
+    }
+  for (int k = 0; k < NK; k++) {
+    qsort(t + k * reps, reps, sizeof(double), cmp);
+    printf("%.2f\n", t[k * reps + reps / 2]);
   }
-  qsort(t, reps, sizeof(double), cmp);
-  printf("%.2f\n", t[reps / 2]);
   return 0;
 }
 """
 
 
-def driver(desc: dict) -> str:
-    """The C driver's source for one kernel of a manifest (buffers filled with 1)."""
+def driver(desc: dict, symbols: list[str] | None = None) -> str:
+    """The C driver's source for one kernel of a manifest (buffers filled with 1), timing
+    each of `symbols` (objects of that kernel; default: its own symbol)."""
     bufs, names = [], []
     for a in desc["args"]:
         n = f"b{a['slot']}"
@@ -72,28 +82,50 @@ def driver(desc: dict) -> str:
                     f"  for (int i = 0; i < {a['size']}; i++) {n}[i] = 1;")
         names.append(n)
     x86 = desc["target"]["x86"]
-    calls, idx = [], []
-    for k, (w, g) in enumerate(zip(x86["workers"], x86["worker_args"])):
-        calls.append("  " * k + f"    for (int {g} = 0; {g} < {w}; {g}++)")
-        idx.append(g)
-    call = f"{desc['symbol']}({', '.join(names + idx)});"
-    calls.append("  " * len(idx) + "    " + call)
-    return DRIVER.replace("BUFFERS", "\n".join(bufs)).replace("CALLS", "\n".join(calls))
+    symbols = symbols or [desc["symbol"]]
+    calls = []
+    for j, sym in enumerate(symbols):
+        calls.append(f"      case {j}:")
+        idx = []
+        for k, (w, g) in enumerate(zip(x86["workers"], x86["worker_args"])):
+            calls.append("  " * k + f"        for (int {g} = 0; {g} < {w}; {g}++)")
+            idx.append(g)
+        calls.append("  " * len(idx) + f"        {sym}({', '.join(names + idx)});")
+        calls.append("        break;")
+    protos = "".join(f"__typeof__({desc['symbol']}) {s};\n" for s in symbols
+                     if s != desc["symbol"])
+    return DRIVER.replace("#define PAGE", f"{protos}#define NK {len(symbols)}\n#define PAGE") \
+        .replace("BUFFERS", "\n".join(bufs)).replace("CALLS", "\n".join(calls))
 
 
-def time_kernel(uop: Path, arch: str, reps: int, tmp: Path) -> tuple[float, float]:
-    """(guard µs, open µs) for the kernel of uop."""
+def _compile(uop: Path, arch: str, out: Path, tree: str | None = None) -> dict:
+    """Compile uop with this checkout's kcc (or the one in tree); its manifest entry."""
     kcc = [sys.executable, "-c", "import sys; from kcc.cli import main; sys.exit(main())"]
-    subprocess.run(kcc + ["compile", str(uop), "-t", "x86", "--arch", arch, "-o",
-                          str(tmp / "k.o"), "--header", str(tmp / "k.h")],
-                   check=True, capture_output=True)
-    desc = json.loads((tmp / "k.json").read_text())["kernels"][0]
-    (tmp / "main.c").write_text(driver(desc))
-    subprocess.run(["cc", "-O2", "-o", str(tmp / "run"), str(tmp / "main.c"), str(tmp / "k.o")],
+    env = dict(os.environ, PYTHONPATH=tree) if tree else None
+    subprocess.run(kcc + ["compile", str(uop), "-t", "x86", "--arch", arch, "-o", str(out),
+                          "--header", str(out.with_suffix(".h"))],
+                   check=True, capture_output=True, env=env)
+    return json.loads(out.with_suffix(".json").read_text())["kernels"][0]
+
+
+def time_kernel(uop: Path, arch: str, reps: int, tmp: Path,
+                base: str | None = None) -> list[tuple[float, ...]]:
+    """[guard µs, open µs] of the kernel of uop: one per object (with base: its, then ours)."""
+    desc = _compile(uop, arch, tmp / "k.o")
+    objs, symbols = [str(tmp / "k.o")], [desc["symbol"]]
+    if base:
+        # the base's object, its symbol renamed beside ours (same arguments, same header)
+        _compile(uop, arch, tmp / "b.o", base)
+        subprocess.run(["objcopy", f"--redefine-sym={desc['symbol']}=base_{desc['symbol']}",
+                        str(tmp / "b.o")], check=True)
+        objs, symbols = [str(tmp / "b.o")] + objs, [f"base_{desc['symbol']}"] + symbols
+    (tmp / "main.c").write_text(driver(desc, symbols))
+    subprocess.run(["cc", "-O2", "-o", str(tmp / "run"), str(tmp / "main.c"), *objs],
                    check=True, cwd=tmp)
-    out = [float(subprocess.run([str(tmp / "run"), g, str(reps)], check=True,
-                                capture_output=True, text=True).stdout) for g in ("1", "0")]
-    return out[0], out[1]
+    out = [[float(x) for x in subprocess.run([str(tmp / "run"), g, str(reps)], check=True,
+                                             capture_output=True, text=True).stdout.split()]
+           for g in ("1", "0")]
+    return list(zip(*out))
 
 
 def main() -> None:
@@ -101,11 +133,19 @@ def main() -> None:
     ap.add_argument("uops", nargs="+")
     ap.add_argument("--arch", default="native")
     ap.add_argument("--reps", type=int, default=201)
+    ap.add_argument("--base", default=None,
+                    help="another kcc checkout: time its object beside this one's")
     opt = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         for u in opt.uops:
-            g, o = time_kernel(Path(u), opt.arch, opt.reps, Path(d))
-            print(f"{Path(u).stem:44s} guard {g:9.2f} us  open {o:9.2f} us", flush=True)
+            t = time_kernel(Path(u), opt.arch, opt.reps, Path(d), opt.base)
+            if opt.base:
+                (bg, bo), (g, o) = t
+                print(f"{Path(u).stem:40s} guard {bg:9.2f} -> {g:9.2f} us  open {bo:9.2f} -> "
+                      f"{o:9.2f} us  ({o / bo:.2f}x)", flush=True)
+            else:
+                ((g, o),) = t
+                print(f"{Path(u).stem:44s} guard {g:9.2f} us  open {o:9.2f} us", flush=True)
 
 
 if __name__ == "__main__":
