@@ -153,8 +153,8 @@ def _plus(x: UOp, c: int) -> UOp:
 
 def _spot(cs: list[int], n: int, size: int) -> int | None:
     """A base k where every load of the group reads inside the buffer (k + c ≥ 0 and
-    k + c + n ≤ size for each addend c), the smallest ≥ 0 (a base that may be negative costs
-    the address a sign extension); None if the group's span does not fit."""
+    k + c + n ≤ size for each addend c), the smallest ≥ 0 where one fits (a base that may be
+    negative costs the address a sign extension); None if the group's span does not fit."""
     lo, hi = -min(cs), size - n - max(cs)
     if lo > hi:
         return None
