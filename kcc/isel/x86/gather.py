@@ -85,13 +85,9 @@ class X86Gather:
         """The dword offsets as a zmm from .rodata, once per loop nest that reads them (a
         gather only reads its index register)."""
         key = ("gather", tuple(offs))
-        memo = self._shuf_memo()
-        path = tuple(lp[0] for lp in self.loops)
-        hit = memo.get(key)
-        if hit is not None and path[:len(hit[0])] == hit[0]:
-            return hit[1]
-        t = self.new("vec")
-        data = b"".join((o & 0xFFFFFFFF).to_bytes(4, "little") for o in offs)
-        self.emit("vmovups_z_zm", t, Mem(), arg={"rip": self.pool.label(data)})
-        memo[key] = (path, t)
+        hit = self._memo_get(key)
+        if hit is not None:
+            return hit
+        t = self._rodata_zmm(b"".join((o & 0xFFFFFFFF).to_bytes(4, "little") for o in offs))
+        self._memo_put(key, t)
         return t

@@ -96,15 +96,32 @@ class X86Shuf:
     def _once(self, form: str, *ops: object) -> VReg:
         """Emit form (destination first, then ops) unless the same op on the same sources was
         emitted in this loop nest or an enclosing one; the register holding its result."""
-        path = tuple(lp[0] for lp in self.loops)
         key = (form, *((("m", o.base, o.index, o.scale, o.disp) if isinstance(o, Mem) else o)
                        for o in ops))
-        hit = self._shuf_memo().get(key)
-        if hit is not None and path[:len(hit[0])] == hit[0]:
-            return hit[1]
+        hit = self._memo_get(key)
+        if hit is not None:
+            return hit
         t = self.new("vec")
         self.emit(form, t, *ops)
-        self._shuf_memo()[key] = (path, t)
+        self._memo_put(key, t)
+        return t
+
+    def _memo_get(self, key: tuple) -> VReg | None:
+        """The register of key's value when it was made in this loop nest or an enclosing one
+        (a register made in a sibling loop does not hold it here)."""
+        hit = self._shuf_memo().get(key)
+        path = tuple(lp[0] for lp in self.loops)
+        return hit[1] if hit is not None and path[:len(hit[0])] == hit[0] else None
+
+    def _memo_put(self, key: tuple, t: VReg) -> None:
+        """Remember t as key's value for this loop nest and the loops inside it."""
+        self._shuf_memo()[key] = (tuple(lp[0] for lp in self.loops), t)
+
+    def _rodata_zmm(self, data: bytes) -> VReg:
+        """A new zmm loaded with the 64 bytes of data from .rodata (a permutation's or a
+        gather's index vector)."""
+        t = self.new("vec")
+        self.emit("vmovups_z_zm", t, Mem(), arg={"rip": self.pool.label(data)})
         return t
 
     def shuffle(self, u: UOp) -> VReg | None:
@@ -201,21 +218,17 @@ class X86Shuf:
                 regs.append(v)
             idx.append(16 * regs.index(v) + k)
         key = ("permute", tuple(idx), *regs)
-        memo = self._shuf_memo()
-        path = tuple(lp[0] for lp in self.loops)
-        hit = memo.get(key)
-        if hit is not None and path[:len(hit[0])] == hit[0]:
-            return hit[1]
-        t = self.new("vec")
-        data = b"".join(i.to_bytes(4, "little") for i in idx)
-        self.emit("vmovups_z_zm", t, Mem(), arg={"rip": self.pool.label(data)})
+        hit = self._memo_get(key)
+        if hit is not None:
+            return hit
+        t = self._rodata_zmm(b"".join(i.to_bytes(4, "little") for i in idx))
         if len(regs) == 1:
             r = self.new("vec")
             self.emit("vpermps_z_z_zm", r, t, self.reg(regs[0]))
             t = r
         else:
             self.emit("vpermi2ps_z_z_zm", t, self.reg(regs[0]), self.reg(regs[1]))
-        memo[key] = (path, t)
+        self._memo_put(key, t)
         return t
 
     @staticmethod
