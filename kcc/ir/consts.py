@@ -102,6 +102,12 @@ def strong_int(v: int, dt: DType) -> UOp:
     return UOp(Ops.CAST, (UOp.const(v),), dt) if not dt.is_weak else UOp.const(v)
 
 
+def plus_int(x: UOp, c: int) -> UOp:
+    """x + c with c a constant of x's dtype (strong_int), or x itself for c = 0: the form an
+    address folds into its displacement."""
+    return UOp(Ops.ADD, (x, strong_int(c, x.dtype))) if c else x
+
+
 def const_value(u: UOp) -> tuple[Any, DType] | None:
     """(value, dtype) of a scalar constant node (CONST or a CAST chain over one), else None.
     Computed once per node (nodes are immutable): every pass asks it of the same nodes."""

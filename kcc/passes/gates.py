@@ -31,7 +31,7 @@ kcc/passes/gates_lanes.py's safe start.
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, peel_offset
+from kcc.ir.consts import const_int, peel_offset, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.ranges import Range, int_ranges
@@ -45,18 +45,11 @@ class GateError(Exception):
     """A gated load that cannot be made safe."""
 
 
-def _zero_like(u: UOp) -> UOp:
-    """The integer 0 in u's dtype (a weak literal if u is weak)."""
-    if u.dtype.is_weak:
-        return UOp.const(0)
-    return UOp(Ops.CAST, (UOp.const(0),), u.dtype)
-
-
 def select_gated_load(x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp:
     """A gated LOAD → an ungated LOAD at a safe place, and a WHERE of gate, value and alt."""
     buf, start = p.src[0], p.src[1]
     if start.dtype.is_weak or gate.shape:
-        safe = UOp(Ops.WHERE, (gate, start, _zero_like(start)))
+        safe = UOp(Ops.WHERE, (gate, start, strong_int(0, start.dtype)))
     else:
         # start AND -gate (0 or all ones): the same value as WHERE(gate, start, 0), and the
         # mask depends on the gate alone, so it is computed where the gate is (often outside
@@ -143,14 +136,6 @@ def _lanes(p: UOp) -> int:
     return p.shape[0] if p.op is Ops.SHRINK else 1
 
 
-def _strong(v: int, dt) -> UOp:
-    return UOp(Ops.CAST, (UOp.const(v),), dt)
-
-
-def _plus(x: UOp, c: int) -> UOp:
-    return UOp(Ops.ADD, (x, _strong(c, x.dtype))) if c else x
-
-
 def _spot(cs: list[int], n: int, size: int) -> int | None:
     """A base k where every load of the group reads inside the buffer (k + c ≥ 0 and
     k + c + n ≤ size for each addend c), the smallest ≥ 0 where one fits (a base that may be
@@ -171,8 +156,8 @@ def _gate_select(u: UOp) -> UOp:
         e, c = start, 0
     k = _spot([c], _lanes(p), buf.shape[0])
     assert k is not None                        # plan_masked checked the buffer holds n
-    safe = UOp(Ops.WHERE, (gate, e, _strong(k, e.dtype)))
-    return u.replace(src=(p.replace(src=(buf, _plus(safe, c), *p.src[2:])), *u.src[1:]))
+    safe = UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
+    return u.replace(src=(p.replace(src=(buf, plus_int(safe, c), *p.src[2:])), *u.src[1:]))
 
 
 def _range_base(e: UOp, er: Range | None, cs: list[int], n: int, size: int, k: int) -> UOp:
@@ -183,10 +168,10 @@ def _range_base(e: UOp, er: Range | None, cs: list[int], n: int, size: int, k: i
     bases")."""
     b, dt = e, e.dtype
     if er is None or er[0] + max(cs) < 0:
-        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (e, _strong(-max(cs), dt))), _strong(k, dt), b))
+        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (e, strong_int(-max(cs), dt))), strong_int(k, dt), b))
     if er is None or er[1] + min(cs) + n > size:
-        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (_strong(size - n - min(cs), dt), e)),
-                            _strong(k, dt), b))
+        b = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (strong_int(size - n - min(cs), dt), e)),
+                            strong_int(k, dt), b))
     return b
 
 
@@ -255,7 +240,7 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         base = _range_base(e, ranges.get(e), cs, n, buf.shape[0], k)
         for u, c in members:
             p = u.src[0]
-            plan[u] = u.replace(src=(p.replace(src=(buf, _plus(base, c), *p.src[2:])),
+            plan[u] = u.replace(src=(p.replace(src=(buf, plus_int(base, c), *p.src[2:])),
                                      *u.src[1:]))
     return plan
 

@@ -2,7 +2,8 @@
 the address a masked-off lane forms must lie on a present page, or the fault suppression is
 a microcode assist (kcc/passes/gates.py's docstring; bench/gate_assist.py).
 
-A scalar gate's safe index is `start & -gate`; a per-lane gate has no one bool to AND with.
+A scalar gate's safe index selects on that gate (gates.py); a per-lane gate has no one bool
+to select on.
 But a true lane's element is inside the buffer (the IR's rule, docs/semantics.md), so where
 `start` lies outside [-(n-1), size-1] every one of the n lanes is outside the buffer and so
 masked off: the load then reads nothing and any address will do. So
@@ -17,16 +18,13 @@ of scalar loads.
 
 from __future__ import annotations
 
+from kcc.ir.consts import strong_int
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp
 
 _UNSIGNED = {dtypes.int32: dtypes.uint32, dtypes.int64: dtypes.uint64,
              dtypes.uint32: dtypes.uint32, dtypes.uint64: dtypes.uint64}
-
-
-def _strong(v: int, dt) -> UOp:
-    return UOp(Ops.CAST, (UOp.const(v),), dt)
 
 
 def lane_safe_load(u: UOp) -> UOp | None:
@@ -38,11 +36,11 @@ def lane_safe_load(u: UOp) -> UOp | None:
     ut = _UNSIGNED.get(start.dtype)
     if ut is None or size < n:
         return None
-    biased = UOp(Ops.ADD, (start, _strong(n - 1, start.dtype)))
+    biased = UOp(Ops.ADD, (start, strong_int(n - 1, start.dtype)))
     if ut is not start.dtype:
         biased = UOp(Ops.BITCAST, (biased,), ut)
-    inside = UOp(Ops.CMPLT, (biased, _strong(size + n - 1, ut)))
-    safe = UOp(Ops.WHERE, (inside, start, _strong(0, start.dtype)))
+    inside = UOp(Ops.CMPLT, (biased, strong_int(size + n - 1, ut)))
+    safe = UOp(Ops.WHERE, (inside, start, strong_int(0, start.dtype)))
     return u.replace(src=(p.replace(src=(buf, safe, *p.src[2:])), *u.src[1:]))
 
 

@@ -40,7 +40,7 @@ registers than the target permutes at once leaves the loop at a smaller k or sca
 
 from __future__ import annotations
 
-from kcc.ir.consts import strong_int
+from kcc.ir.consts import plus_int, strong_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, base_buffer
 from kcc.passes.target import TargetDesc
@@ -75,14 +75,14 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
     span = stride * (k - 1) + 1
     n_reg = registers(stride, k)
     if n_reg > desc.permute_sources(buf.dtype, k):
-        loads = tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, _plus(idx, stride * j))),))
+        loads = tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, plus_int(idx, stride * j))),))
                       for j in range(k))
         stack = UOp(Ops.STACK, loads)
         return stack, [stack]
     starts = [r * k for r in range(n_reg - 1)] + [span - k]
     loads = []
     for off in starts:
-        at = _plus(idx, off)
+        at = plus_int(idx, off)
         loads.append(UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, at, UOp.const(k))),)))
     lanes = []
     for j in range(k):
@@ -91,11 +91,6 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
         lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
     stack = UOp(Ops.STACK, tuple(lanes))
     return stack, [*loads, stack]
-
-
-def _plus(idx: UOp, off: int) -> UOp:
-    """idx + off (idx itself for 0): the form an x86 address folds into its displacement."""
-    return idx if off == 0 else UOp(Ops.ADD, (idx, strong_int(off, idx.dtype)))
 
 
 def last_block(lp: LaneLoop, k: int, desc: TargetDesc, n: int | None) -> UOp | None:
