@@ -17,38 +17,20 @@ from __future__ import annotations
 
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
-from kcc.passes.slp_index import lane_offset as offset
+from kcc.passes.slp_index import consecutive_runs
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from kcc.passes.slp import _Packer
 
 
-def _gated_runs(order: list[UOp]) -> list[list[UOp]]:
-    """Runs of scalar LOADs with a scalar gate of consecutive elements of one buffer node
-    (by the constant offset from one base), in element order."""
-    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
-    for u in order:
-        if u.op is not Ops.LOAD or len(u.src) != 3 or u.shape != () \
-                or u.src[0].op is not Ops.INDEX or u.src[2].shape != ():
-            continue
-        buf = u.src[0].src[0]
-        if buf.kind != "buffer":
-            continue
-        off = offset(u.src[0].src[1])
-        if off is not None:
-            by_base.setdefault((buf, off[0]), {}).setdefault(off[1], u)
-    runs = []
-    for offs in by_base.values():
-        for k in sorted(offs):
-            if k - 1 in offs or k + 1 not in offs:
-                continue
-            run = []
-            while k in offs:
-                run.append(offs[k])
-                k += 1
-            runs.append(run)
-    return runs
+def _gated_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
+    """Runs of two or more scalar LOADs with a scalar gate of consecutive elements of one
+    buffer node (by the constant offset from one base), in element order."""
+    loads = [u for u in order if u.op is Ops.LOAD and len(u.src) == 3 and u.shape == ()
+             and u.src[0].op is Ops.INDEX and u.src[2].shape == ()
+             and u.src[0].src[0].kind == "buffer"]
+    return [run for run in consecutive_runs(loads) if len(run) > 1]
 
 
 _ORDER_ONLY = frozenset({Ops.RANGE, Ops.END, Ops.AFTER, Ops.STORE, Ops.PARAM, Ops.BUFFER})

@@ -42,3 +42,24 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
+
+
+def consecutive_runs(accesses: list[UOp]) -> list[tuple[UOp, ...]]:
+    """The accesses (LOADs or STOREs of an INDEX place) grouped into runs of consecutive
+    elements of one buffer node by lane_offset (a run of one included), each in element order;
+    the first access of an element stands for it."""
+    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
+    for u in accesses:
+        off = lane_offset(u.src[0].src[1])
+        by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
+    runs = []
+    for offs in by_base.values():
+        for k in sorted(offs):
+            if k - 1 in offs:
+                continue
+            run = []
+            while k in offs:
+                run.append(offs[k])
+                k += 1
+            runs.append(tuple(run))
+    return runs

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kcc.ir.consts import const_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
-from kcc.passes.slp_index import lane_offset as offset
+from kcc.passes.slp_index import consecutive_runs
 from kcc.passes.target import TargetDesc
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -17,26 +17,9 @@ if TYPE_CHECKING:
 
 def store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
     """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset)."""
-    by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
-    for u in order:
-        if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
-            continue
-        if u.src[1].shape != () or u.src[0].src[0].kind != "buffer":
-            continue
-        off = offset(u.src[0].src[1])
-        if off is not None:
-            by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
-    runs = []
-    for offs in by_base.values():
-        for k in sorted(offs):
-            if k - 1 in offs:
-                continue
-            run = []
-            while k in offs:
-                run.append(offs[k])
-                k += 1
-            runs.append(tuple(run))
-    return runs
+    return consecutive_runs([u for u in order if u.op is Ops.STORE and len(u.src) == 2
+                             and u.src[0].op is Ops.INDEX and u.src[1].shape == ()
+                             and u.src[0].src[0].kind == "buffer"])
 
 
 def scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int],
