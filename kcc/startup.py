@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 _TAG = f"{sys.implementation.cache_tag}-{sys.version.split()[0]}"
 _MAX_CODES = 4000           # a cache that grew past this (many versions' classes) starts over
-_codes: dict[str, CodeType] | None = None
-_codes_dirty = False
 
 
 def cache_dir() -> str:
@@ -133,52 +131,51 @@ def _codes_path(store: str = "dataclass-methods") -> str:
     return os.path.join(cache_dir(), f"{store}.{_TAG}.bin")
 
 
-def _cached_code(source: str, mode: str) -> CodeType:
-    """source compiled in mode ("exec" or "eval") as a module without `from __future__`
-    imports compiles it, once: then from this process's table, or the cache file's."""
-    global _codes, _codes_dirty
-    if _codes is None:
-        got = _read(_codes_path())
-        _codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
-    key: Any = source if mode == "exec" else (mode, source)
-    code = _codes.get(key)
-    if code is None:
-        # dont_inherit: compiled as the caller's own `compile` compiles it (dataclasses and
-        # typing have no `from __future__` imports; this module has, and must not pass them on)
-        code = _codes[key] = compile(source, "<string>", mode, dont_inherit=True)
-        if not _codes_dirty:
-            _codes_dirty = True
-            import atexit
-            atexit.register(_save_codes)
-    return code
+class _CodeStore:
+    """Code objects compiled from source text, kept in one cache file (marshal): read when
+    first asked for, written at exit when this process compiled a new one."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self.codes: dict[Any, CodeType] | None = None
+        self.dirty = False
+
+    def code(self, source: str, mode: str = "exec") -> CodeType:
+        """source compiled in mode ("exec" or "eval") as a module without `from __future__`
+        imports compiles it, once: then from this process's table, or the cache file's."""
+        codes = self.codes
+        if codes is None:
+            got = _read(_codes_path(self.store))
+            codes = self.codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
+        key: Any = source if mode == "exec" else (mode, source)
+        code = codes.get(key)
+        if code is None:
+            # dont_inherit: compiled as the caller's own `compile` compiles it (dataclasses,
+            # typing and kcc.record have no `from __future__` imports; this module has, and
+            # must not pass them on)
+            code = codes[key] = compile(source, "<string>", mode, dont_inherit=True)
+            if not self.dirty:
+                self.dirty = True
+                import atexit
+                atexit.register(self.save)
+        return code
+
+    def save(self) -> None:
+        if self.codes:
+            _write(_codes_path(self.store), self.codes)
 
 
-# kcc.record's generated methods: a file of their own, so that a compile, which makes no
-# dataclass, does not read the dataclasses' (tests and the other targets fill that one)
-_record_codes: dict[str, CodeType] | None = None
-_record_codes_dirty = False
+# dataclasses' and typing's generated code, and kcc.record's in a file of its own, so that a
+# compile, which makes no dataclass, does not read the dataclasses' (tests and the other
+# targets fill that one)
+_DATACLASS_CODES = _CodeStore("dataclass-methods")
+_RECORD_CODES = _CodeStore("record-methods")
+_cached_code = _DATACLASS_CODES.code
 
 
 def cached_code(source: str) -> CodeType:
-    """source (kcc.record's generated methods) compiled in "exec" mode without `from
-    __future__` flags, once: then from this process's table, or the cache file's."""
-    global _record_codes, _record_codes_dirty
-    if _record_codes is None:
-        got = _read(_codes_path("record-methods"))
-        _record_codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
-    code = _record_codes.get(source)
-    if code is None:
-        code = _record_codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
-        if not _record_codes_dirty:
-            _record_codes_dirty = True
-            import atexit
-            atexit.register(_save_record_codes)
-    return code
-
-
-def _save_record_codes() -> None:
-    if _record_codes:
-        _write(_codes_path("record-methods"), _record_codes)
+    """source (kcc.record's generated methods) compiled in "exec" mode, once (_CodeStore)."""
+    return _RECORD_CODES.code(source)
 
 
 def _dataclass_exec(source: Any, globals: dict | None = None,
@@ -202,10 +199,6 @@ def _typing_compile(source: Any, filename: Any, mode: str, *args: Any, **kwargs:
         return _cached_code(source, "eval")
     return builtins.compile(source, filename, mode, *args, **kwargs)
 
-
-def _save_codes() -> None:
-    if _codes:
-        _write(_codes_path(), _codes)
 
 
 # -- compiled regular expressions ---------------------------------------------------------------

@@ -108,7 +108,8 @@ _PROBE = """
 import json, sys
 import kcc.startup as s
 import kcc.encode.x86.encoder, kcc.targets.x86.target
-print(json.dumps({"compiled_new": s._record_codes_dirty, "codes": len(s._record_codes or {})}))
+r = s._RECORD_CODES
+print(json.dumps({"compiled_new": r.dirty, "codes": len(r.codes or {})}))
 """
 
 
