@@ -17,6 +17,8 @@ import math
 from collections import namedtuple
 
 from kcc import collector
+from kcc.frontend.argvals import (ARG_FORM, FIELD_CONVERT, Val, describe, out_of_range,
+                                  word)
 from kcc.frontend.errors import SourceError
 from kcc.frontend.lexer import Lexer, Token, _clip, decode_source, split_lines
 from kcc.ir.dtype import DType, dtypes, promote
@@ -45,12 +47,6 @@ _PROMOTED_BY_GROUP: dict[str, tuple[int, ...] | None] = {
 _PROMOTED_BY_OP: dict[Ops, tuple[int, ...]] = {Ops.WHERE: (1, 2), Ops.MULACC: (0, 1, 2)}
 _COMMIT_POS: dict[Ops, tuple[int, ...] | None] = {
     r.op: _PROMOTED_BY_OP.get(r.op, _PROMOTED_BY_GROUP.get(r.group, ())) for r in OP_ROWS}
-# IEEE formats as (significand bits p, emax): a finite value of magnitude at least
-# (2 - 2**-p) * 2**emax rounds to infinity under round-to-nearest-even (IEEE 754-2019 §4.3.1).
-_FLOAT_FORMAT: dict[str, tuple[int, int]] = {
-    "float16": (11, 15), "bfloat16": (8, 127), "float32": (24, 127), "float64": (53, 1023),
-}
-_INT64 = dtypes.int64
 
 
 class NodeLoc(namedtuple("NodeLoc", "line col src_cols arg_col", defaults=((), None))):
@@ -115,16 +111,7 @@ def parse_result(text: str | bytes, path: str = "<input>", fast: bool = True) ->
         return parser.run()
 
 
-# -- arg values -------------------------------------------------------------------------------
-
-class Val:
-    """A parsed arg value with its column; kind: int float bool str dtype name none tuple ctor."""
-
-    __slots__ = ("kind", "v", "col")
-
-    def __init__(self, kind: str, v: Any, col: int):
-        self.kind, self.v, self.col = kind, v, col
-
+# -- arg values (their type and checks: kcc/frontend/argvals.py) ------------------------------
 
 @record
 class _Frame:
@@ -214,7 +201,7 @@ class _Parser:
             self._expect("=", f"expected '=' after {_clip(name)}")
             tok = lx.next()
         if tok.kind != "ident":
-            raise lx.error(tok.col, f"expected an op name, found {_describe(tok)}")
+            raise lx.error(tok.col, f"expected an op name, found {describe(tok)}")
         op = self._op(tok)
         op_col = tok.col
         if name is not None and name in self.env:
@@ -229,7 +216,7 @@ class _Parser:
             lx.next()
             type_tok = self._type()
         if lx.peek().kind != "eol":
-            raise lx.error(lx.peek().col, f"unexpected {_describe(lx.peek())} after the statement")
+            raise lx.error(lx.peek().col, f"unexpected {describe(lx.peek())} after the statement")
         self._check_arity(op, srcs, src_cols, op_col, close_col)
         arg = self._convert_arg(op, arg_val, op_col)
         node = UOp(op, tuple(srcs), arg)
@@ -261,7 +248,7 @@ class _Parser:
     def _expect(self, kind: str, message: str) -> Token:
         tok = self.lx.next()
         if tok.kind != kind:
-            raise self.lx.error(tok.col, f"{message}, found {_describe(tok)}")
+            raise self.lx.error(tok.col, f"{message}, found {describe(tok)}")
         return tok
 
     def _op(self, tok: Token) -> Ops:
@@ -294,7 +281,7 @@ class _Parser:
                 srcs.append(node)
             else:
                 raise lx.error(tok.col, "expected an operand (a %name or a literal), found "
-                                        + _describe(tok))
+                                        + describe(tok))
             cols.append(tok.col)
             if most is not None and len(srcs) > most:    # refuse now, not after a 1 MB line
                 self._check_arity(op, srcs, cols, 0, 0)
@@ -303,7 +290,7 @@ class _Parser:
                 return srcs, cols, sep.col
             if sep.kind != ",":
                 raise lx.error(sep.col, f"expected ',' or ')' in the operand list, found "
-                                        f"{_describe(sep)}")
+                                        f"{describe(sep)}")
 
     def _lookup(self, tok: Token, lineno: int) -> UOp:
         hit = self.env.get(tok.text)
@@ -338,7 +325,7 @@ class _Parser:
         lx = self.lx
         tok = lx.next()
         if tok.kind != "ident":
-            raise lx.error(tok.col, f"expected a dtype after ':', found {_describe(tok)}")
+            raise lx.error(tok.col, f"expected a dtype after ':', found {describe(tok)}")
         if dtypes.by_name(tok.text) is None:
             hint = " (a void node has no type to assert)" if tok.text == "void" else ""
             raise lx.error(tok.col, f"unknown dtype {_clip(tok.text)!r}{hint}")
@@ -349,14 +336,14 @@ class _Parser:
                 n = lx.next()
                 if n.kind != "int" or n.value < 0:
                     raise lx.error(n.col, f"expected a lane count in the shape, found "
-                                          f"{_describe(n)}")
+                                          f"{describe(n)}")
                 shape.append(n.value)
                 sep = lx.next()
                 if sep.kind == "]":
                     break
                 if sep.kind != ",":
                     raise lx.error(sep.col, f"expected ',' or ']' in the shape, found "
-                                            f"{_describe(sep)}")
+                                            f"{describe(sep)}")
         return tok, tuple(shape)
 
     # -- args: an explicit stack instead of recursion ------------------------------------------
@@ -403,7 +390,7 @@ class _Parser:
                     sep = lx.next()
                 if sep.kind != ")":
                     raise lx.error(sep.col, f"expected ',' or ')' in the arg, found "
-                                            f"{_describe(sep)}")
+                                            f"{describe(sep)}")
                 val = stack.pop().close()
 
     def _keyword(self, fr: _Frame) -> None:
@@ -428,14 +415,14 @@ class _Parser:
             if dt is not None:
                 return Val("dtype", dt, tok.col)
             return Val("name", tok.text, tok.col)
-        raise self.lx.error(tok.col, f"expected an arg, found {_describe(tok)}")
+        raise self.lx.error(tok.col, f"expected an arg, found {describe(tok)}")
 
     def _convert_arg(self, op: Ops, val: Val | None, op_col: int) -> Any:
         need = ROW[op].arg
         if val is None:
             if need == "required":
                 raise self.lx.error(op_col, f"{op.name} needs an arg: "
-                                    f"{_ARG_FORM[op]}")
+                                    f"{ARG_FORM[op]}")
             return None
         if need == "none":
             raise self.lx.error(val.col, f"{op.name} takes no arg")
@@ -460,7 +447,7 @@ class _Parser:
             return self._wmma_arg(val)
         ctor = "KernelInfo" if op is Ops.SINK else "ParamArg"
         if val.kind != "ctor" or val.v[0] != ctor:
-            raise err(val.col, f"{op.name} takes {_ARG_FORM[op]}")
+            raise err(val.col, f"{op.name} takes {ARG_FORM[op]}")
         return self._ctor(val)
 
     def _range_arg(self, val: Val) -> tuple:
@@ -471,9 +458,9 @@ class _Parser:
             bad = next((x for x in items[:-1] if x.kind != "int"), None)
             if ok and items[-1].kind in ("name", "dtype"):
                 bad = items[-1]
-                raise self.lx.error(bad.col, f"unknown axis type {_clip(_word(bad))!r}; one of "
+                raise self.lx.error(bad.col, f"unknown axis type {_clip(word(bad))!r}; one of "
                                              + " ".join(AxisType.__members__))
-            raise self.lx.error((bad or val).col, f"RANGE takes {_ARG_FORM[Ops.RANGE]}")
+            raise self.lx.error((bad or val).col, f"RANGE takes {ARG_FORM[Ops.RANGE]}")
         return tuple(x.v for x in items[:-1]) + (AxisType[items[-1].v],)
 
     def _wmma_arg(self, val: Val) -> tuple:
@@ -488,8 +475,8 @@ class _Parser:
             bad = items[0]
         if bad is not None:
             if bad.kind == "name" and bad is items[1]:
-                raise self.lx.error(bad.col, f"unknown dtype {_clip(_word(bad))!r}")
-            raise self.lx.error(bad.col, f"WMMA takes {_ARG_FORM[Ops.WMMA]}")
+                raise self.lx.error(bad.col, f"unknown dtype {_clip(word(bad))!r}")
+            raise self.lx.error(bad.col, f"WMMA takes {ARG_FORM[Ops.WMMA]}")
         return (tuple(d.v for d in dims), items[1].v, items[2].v, items[3].v, None)
 
     def _ctor(self, val: Val) -> Any:
@@ -515,7 +502,7 @@ class _Parser:
                 if f.default is MISSING:
                     raise err(val.col, f"{name} needs its {f.name!r} field")
                 continue
-            values[f.name] = _FIELD_CONVERT[f.name](v, err)
+            values[f.name] = FIELD_CONVERT[f.name](v, err)
         return cls(**values)
 
     def _check_param(self, node: UOp, val: Val | None, name: str | None, lineno: int,
@@ -533,7 +520,7 @@ class _Parser:
             vcol = val.v[2]["vmin_vmax"].col if val and "vmin_vmax" in val.v[2] else val.col
             for x in pa.vmin_vmax:
                 msg = "a bound is nan" if isinstance(x, float) and math.isnan(x) else \
-                    _out_of_range(x, pa.dtype)
+                    out_of_range(x, pa.dtype)
                 if msg:
                     raise self.lx.error(vcol, f"vmin_vmax: {msg}")
 
@@ -552,7 +539,7 @@ class _Parser:
                 continue
             dt = self._committed(node, i)
             if dt is not None:
-                msg = _out_of_range(s.arg, dt)
+                msg = out_of_range(s.arg, dt)
                 if msg:
                     raise self.lx.error(cols[i], msg)
 
@@ -611,116 +598,3 @@ class _Parser:
                 rel = _clip(self.names.get(e.related, e.related.op.name))
                 msg += f" ({rel}, line {self.loc[e.related].line})"
             raise self.error(loc.line, col, msg) from None
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-_ARG_FORM: dict[Ops, str] = {
-    Ops.PARAM: "ParamArg(slot, dtype, size, …)",
-    Ops.BUFFER: "ParamArg(slot, dtype, size, addrspace=LOCAL or REG)",
-    Ops.CONST: "a literal",
-    Ops.SPECIAL: 'a name, e.g. "gidx0"',
-    Ops.RANGE: "(axis_id, AxisType), with any number of integer axis ids before the AxisType, "
-               "e.g. (0, LOOP) or (4, 0, 0, WEAK)",
-    Ops.CAST: "a dtype", Ops.BITCAST: "a dtype",
-    Ops.WMMA: '((N, M, K), dtype_in, device, threads, None), e.g. '
-              '((8, 16, 16), float16, "CUDA", 32, None)',
-    Ops.SINK: 'KernelInfo(name="…")',
-}
-
-
-def _describe(tok: Token) -> str:
-    if tok.kind == "eol":
-        return "the end of the line"
-    return repr(tok.text if len(tok.text) <= 24 else tok.text[:24] + "...")
-
-
-def _word(v: Val) -> str:
-    return v.v.name if isinstance(v.v, DType) else str(v.v)
-
-
-def _float_limit(dt: DType) -> int:
-    """The smallest magnitude that rounds to infinity in dt (an exact integer)."""
-    p, emax = _FLOAT_FORMAT[dt.name]
-    return ((1 << (p + 1)) - 1) << (emax - p)
-
-
-def _out_of_range(v: int | float, dt: DType) -> str | None:
-    """Why literal v cannot be a value of dt, or None if it can."""
-    if isinstance(v, bool) or dt.is_bool:
-        return None
-    if dt.kind == "weakint":
-        dt = _INT64          # weak index arithmetic is at most int64 after lowering
-    if dt.kind == "weakfloat":
-        dt = dtypes.float64
-    if dt.is_float:
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if abs(v) >= _float_limit(dt):
-            return f"constant {v!r} is out of range for {dt.name} (it rounds to infinity)"
-        return None
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return f"constant {v!r} has no {dt.name} value"
-        v = math.trunc(v)
-    if not dt.min() <= v <= dt.max():
-        return f"constant {v} is out of range for {dt.name} [{dt.min()}, {dt.max()}]"
-    return None
-
-
-def _conv_int(v: Val, err: Any, what: str, allow_none: bool = False) -> int | None:
-    if allow_none and v.kind == "none":
-        return None
-    if v.kind != "int":
-        raise err(v.col, f"ParamArg {what} is an integer")
-    return v.v
-
-
-def _conv_dtype(v: Val, err: Any) -> DType:
-    if v.kind == "dtype" and not v.v.is_weak:
-        return v.v
-    if v.kind == "name":
-        raise err(v.col, f"unknown dtype {_clip(v.v)!r}")
-    raise err(v.col, "ParamArg dtype is a strong dtype, e.g. float32")
-
-
-def _conv_pair(v: Val, err: Any) -> tuple | None:
-    if v.kind == "none":
-        return None
-    if v.kind != "tuple" or len(v.v) != 2 or any(x.kind not in ("int", "float", "bool")
-                                                  for x in v.v):
-        raise err(v.col, "vmin_vmax is a pair of numbers (vmin, vmax)")
-    return (v.v[0].v, v.v[1].v)
-
-
-def _conv_str(v: Val, err: Any, what: str) -> str | None:
-    if v.kind == "none" and what != "KernelInfo name":
-        return None
-    if v.kind != "str":
-        raise err(v.col, f"{what} is a string")
-    return v.v
-
-
-def _conv_addrspace(v: Val, err: Any) -> AddrSpace:
-    if v.kind != "name" or v.v not in AddrSpace.__members__:
-        raise err(v.col, "addrspace is one of " + ", ".join(AddrSpace.__members__))
-    return AddrSpace[v.v]
-
-
-def _conv_bool(v: Val, err: Any) -> bool:
-    if v.kind != "bool":
-        raise err(v.col, "volatile is true or false")
-    return v.v
-
-
-# One converter per constructor field name (ParamArg's and KernelInfo's fields are disjoint
-# except `name`, which is a string in both; KernelInfo's is required by its dataclass).
-_FIELD_CONVERT: dict[str, Any] = {
-    "slot": lambda v, err: _conv_int(v, err, "slot"),
-    "dtype": _conv_dtype,
-    "size": lambda v, err: _conv_int(v, err, "size", allow_none=True),
-    "vmin_vmax": _conv_pair,
-    "name": lambda v, err: _conv_str(v, err, "a name"),
-    "addrspace": _conv_addrspace,
-    "volatile": _conv_bool,
-}
