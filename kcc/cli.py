@@ -225,10 +225,20 @@ def entry(args: list[str] | None = None, **extra: Any) -> NoReturn:
 
 
 def _console_script() -> bool:
-    """Whether this process is kcc's own program (the console script or `python -m
-    kcc.cli`), not a program that called main() (a test, a host) and runs on after it."""
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    return main_file is not None and main_file == sys.argv[0]
+    """Whether this process is kcc's own program, so that _exit_now may end it: `python -m
+    kcc.cli`, or the console script (a file named kcc whose `main` is kcc.cli.main, run as
+    the program). A program that calls main() itself -- a test, a host script, even one that
+    passes no arguments so that main() reads sys.argv -- is not kcc's: main() ends it only
+    through SystemExit, which it may catch and run on (tests/cli/test_startup.py)."""
+    top = sys.modules.get("__main__")
+    spec = getattr(top, "__spec__", None)
+    if spec is not None:                     # run with -m: kcc's own module, or a host's
+        return spec.name == "kcc.cli"
+    path = getattr(top, "__file__", None)
+    if path is None or path != sys.argv[0]:
+        return False
+    name = os.path.basename(path).lower().removesuffix(".exe").removesuffix("-script.py")
+    return name == "kcc" and getattr(top, "main", None) is main
 
 
 def _exit_now() -> NoReturn:

@@ -277,3 +277,48 @@ def test_own_process_exits_without_finalization_after_writing_everything(
     assert p.stderr.decode().startswith("wrote standard output")
     for cache in ("modules.*.bin", "record-methods.*.bin", "regex.*.bin"):
         assert list((tmp_path / "pyc").rglob(cache)), cache
+
+
+@pytest.mark.parametrize("script", ["host.py", "kcc"])
+def test_a_host_that_calls_main_runs_on_after_it(tmp_path: Path, script: str) -> None:
+    """A program that calls kcc.cli.main() with no arguments (so main() reads sys.argv) and
+    catches its SystemExit runs on: only kcc's own process ends with os._exit
+    (kcc/cli.py _console_script), even when the host's file is named kcc."""
+    host = tmp_path / script
+    host.write_text("import sys\nfrom kcc.cli import main as run_kcc\n"
+                    "try:\n    run_kcc()\nexcept SystemExit as e:\n"
+                    "    print('kcc exited', e.code, flush=True)\n"
+                    "open(sys.argv[-1] + '.after', 'w').write('ran on')\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = tmp_path / "s.o"
+    p = subprocess.run([sys.executable, str(host), "compile", str(SAXPY), "-t", "x86", "-o",
+                        str(out)], capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().splitlines() == ["kcc exited 0"]
+    assert out.read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "s.o.after").read_text() == "ran on"
+
+
+def test_console_script_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kcc's own program: the console script (file kcc, its main kcc.cli.main, run as the
+    program) or `-m kcc.cli`; not a host whose module is run with -m or named otherwise."""
+    import types
+
+    from kcc import cli
+
+    def as_main(path: str | None, main: object, spec_name: str | None = None) -> bool:
+        top = types.ModuleType("__main__")
+        if path is not None:
+            top.__file__ = path
+        top.__spec__ = types.SimpleNamespace(name=spec_name) if spec_name else None
+        top.main = main
+        monkeypatch.setitem(sys.modules, "__main__", top)
+        monkeypatch.setattr(sys, "argv", [path or "-c", "compile"])
+        return cli._console_script()
+
+    assert as_main("/venv/bin/kcc", cli.main)
+    assert as_main("/x/kcc/cli.py", None, "kcc.cli")
+    assert not as_main("/x/host.py", cli.main)
+    assert not as_main("/x/kcc", object())
+    assert not as_main("/x/host.py", cli.main, "host")
+    assert not as_main(None, cli.main)
