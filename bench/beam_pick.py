@@ -36,12 +36,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from tinygrad_programs import DEVICES, PROGRAMS, same  # noqa: E402
+from tinygrad_programs import DEVICES, PROGRAMS, same, worker_env  # noqa: E402
 
 
 def _env(dev: str, db: str) -> dict[str, str]:
-    return dict(os.environ, DEV=dev, CACHEDB=db, PARALLEL="0",
-                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return worker_env(dev, db)
 
 
 def _opts(opts: list[Any]) -> list[list[Any]]:

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from tinygrad_programs import DEVICES, PROGRAMS, now, since  # noqa: E402
+from tinygrad_programs import DEVICES, PROGRAMS, now, since, worker_env  # noqa: E402
 
 
 class Probe:
@@ -122,8 +122,7 @@ def worker(name: str, profile: int) -> None:
 def run(name: str, dev: str, profile: int) -> dict[str, Any]:
     """One worker process on dev with a fresh CACHEDB; its JSON (profile text to stderr)."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, DEV=dev, CACHEDB=os.path.join(tmp, "c.db"), PARALLEL="0",
-                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        env = worker_env(dev, os.path.join(tmp, "c.db"))
         r = subprocess.run([sys.executable, __file__, "--worker", name, "--profile",
                             str(profile)], capture_output=True, text=True, env=env)
     if r.returncode != 0:

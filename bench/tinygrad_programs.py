@@ -15,6 +15,10 @@ finds the search in tinygrad's cache.
 
     python bench/tinygrad_programs.py [--rounds 3] [--steady 3] [--only mlp_train,...]
 
+Python's bytecode and kcc's start-up caches are those of an installation that has run before
+(PYTHONDONTWRITEBYTECODE is dropped for the workers, and one untimed run of the smallest
+program on each device writes them first).
+
 PARALLEL=0 in every process, so compiles happen (and are timed) in the process itself rather
 than in tinygrad's compile workers (`--parallel N` to run as tinygrad's default does; the
 compile column is then empty).
@@ -214,11 +218,31 @@ def worker(name: str, steady: int, out: str) -> None:
                       "renderer": type(ren).__name__}))
 
 
+def worker_env(dev: str, cachedb: str, parallel: int = 0) -> dict[str, str]:
+    """A worker's environment: the device, its compile cache, PARALLEL, this checkout first
+    on the path, and Python's bytecode written and read as in a user's installation
+    (PYTHONDONTWRITEBYTECODE dropped: with it set, every process compiles every module of
+    tinygrad and kcc from source again, which no installed package does)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(DEV=dev, CACHEDB=cachedb, PARALLEL=str(parallel),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return env
+
+
+def warm_installation(tmp: str) -> None:
+    """Run the smallest program once on each device, untimed, in a throwaway compile cache:
+    the bytecode of tinygrad and kcc and kcc's start-up caches are then written, as in an
+    installation that has run before (a first process of a new program is still cold where
+    it counts: tinygrad's compile cache is empty)."""
+    for dev in DEVICES:
+        run_worker("reductions", dev, os.path.join(tmp, f"warm.{dev.replace(':', '_')}.db"),
+                   0, os.path.join(tmp, "warm.npz"), 0)
+
+
 def run_worker(name: str, dev: str, cachedb: str, steady: int, out: str,
                parallel: int) -> dict[str, Any]:
     """Run one program on one device in a fresh process with the given CACHEDB; its JSON."""
-    env = dict(os.environ, DEV=dev, CACHEDB=cachedb, PARALLEL=str(parallel),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = worker_env(dev, cachedb, parallel)
     st = now()
     r = subprocess.run([sys.executable, __file__, "--worker", name, "--steady", str(steady),
                         "--out", out], capture_output=True, text=True, env=env)
@@ -271,6 +295,7 @@ def main() -> None:
     names = [n for n in opt.only.split(",") if n] or list(PROGRAMS)
     rows: dict[tuple[str, str], dict[str, list[Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        warm_installation(tmp)
         for rnd in range(opt.rounds):
             for name in names:
                 devs = DEVICES if rnd % 2 == 0 else DEVICES[::-1]
