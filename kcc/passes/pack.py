@@ -94,7 +94,21 @@ copy an accumulator buffer of its own). The first reads a's 4 rows from memory (
 a is 2 MiB a worker, read once per column block), the second from L1/L2, so a comes from L3
 once per 64 columns instead of 32, with the same 4 × 32 tile and no more registers. Both
 slabs (256 KiB at 1024³) must fit pack_bytes. Legal as the interchange is: whole (o, c)
-iterations reordered, each with its operations in their order.
+iterations reordered, each with its operations in their order. (Where wide tiles apply, below,
+the row loop is jammed and the column loop is not paired.)
+
+**Wide tiles** (off: WIDE_REGS past the target's registers). On a target with WIDE_REGS (32)
+vector registers every packed nest is widened (whatever its slab's size), and the widened
+nest's row loop is jammed too, with unroll's register estimate over the whole file instead of
+half (2 × (8 + 1) = 18 of 32) and larger work limits: x86-64-v4's tile becomes 8 rows × 32
+columns, 16 zmm accumulators, 8 slab rows and each row's 4 broadcasts of a, each broadcast
+feeding 2 FMAs and each slab load 8 rows (per 4 k: 8 slab loads and 32 broadcasts for 80 FP
+operations, where 8 × 16 took 4 and 32 for 40). The jams leave the reduce body copy-major
+(row copy, column copy, then the tile's rows) and the linearizer takes ready nodes in that
+order, so the broadcasts of 4 rows stayed live across the other column copy and 8
+accumulators spilled; `_rows_interleaved` regroups the accumulator stores as row j of each
+column copy, then row j + 1 (16 + 8 + 4 + 1 registers, no spill). Only the order of stores to
+distinct accumulator elements within one iteration changes: the same values.
 """
 
 from __future__ import annotations
@@ -109,7 +123,7 @@ from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
 from kcc.passes.unroll import _Plan as _UPlan
 from kcc.passes.unroll import _jam as _unroll_jam
-from kcc.record import record
+from kcc.record import record, replace
 
 # b's rows this many bytes apart or more are packed: a row of 16 float32 is 64 bytes, and rows
 # 1 KiB apart or more fall into few L1 sets (48 KiB L1, 12 ways: sets 64 bytes x 64 apart
@@ -138,6 +152,13 @@ COL_FACTOR = 2
 # (its fill and row loops fused, each copy a reduce loop of its own) where the copies' slabs
 # fit pack_bytes together
 PAIR_FACTOR = 2
+# Wide tiles (module docstring): on a target with at least this many vector registers every
+# packed nest is widened (not only a slab over COL_WIDEN_BYTES), and the widened nest's row
+# loop is jammed with the register estimate over the whole file and these work limits: the
+# tile becomes 8 rows x 32 columns on x86-64-v4 (16 accumulators, 8 slab rows, 4 broadcasts)
+WIDE_REGS = 32
+WIDE_ROW_MAX_WORK = 2048
+WIDE_ROW_MAX_COPIED = 4096
 _PLACES = (Ops.INDEX, Ops.SHRINK)
 
 
@@ -503,20 +524,87 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
     return out.get(sink, sink), outer2
 
 
-def _jam_rows(sink: UOp, rows: UOp, desc: TargetDesc) -> UOp:
+def _jam_rows(sink: UOp, rows: UOp, desc: TargetDesc, wide: bool = False) -> tuple[UOp, bool]:
     """The interchanged row loop unrolled and jammed (module docstring, "Row jam"): unroll's
     legality rules and register estimate (passes/unroll.py `_analyze`) with ROW_FACTORS and
-    ROW_MAX_WORK, each copy's accumulators a buffer of their own."""
+    ROW_MAX_WORK, each copy's accumulators a buffer of their own; and whether it was. wide: a
+    widened nest on a target with WIDE_REGS registers ("Wide tiles"): the estimate counts the
+    whole register file, not half, and the limits are WIDE_ROW_MAX_*."""
     if not ROW_FACTORS:
-        return sink
+        return sink, False
     loops = _Loops(sink)
     if rows not in loops.end_of:
-        return sink
-    plan = _unroll_plan(loops, rows, desc, ROW_FACTORS, ROW_MAX_WORK, ROW_MAX_COPIED,
-                        after_loops=True)
+        return sink, False
+    if wide:
+        # unroll's estimate allows vector_regs // 2: the whole file here ("Wide tiles")
+        desc = replace(desc, vector_regs=2 * desc.vector_regs)
+    plan = _unroll_plan(loops, rows, desc, ROW_FACTORS,
+                        WIDE_ROW_MAX_WORK if wide else ROW_MAX_WORK,
+                        WIDE_ROW_MAX_COPIED if wide else ROW_MAX_COPIED, after_loops=True)
     if plan is None or len(plan.inner) != 1:
+        return sink, False
+    return _unroll_jam(sink, loops, plan, rows_of=False)[0], True
+
+
+def _group_leaves(n: UOp, out: list[UOp]) -> None:
+    """The non-GROUP nodes under a GROUP tree, in src order."""
+    if n.op is Ops.GROUP:
+        for s in n.src:
+            _group_leaves(s, out)
+    else:
+        out.append(n)
+
+
+def _rows_interleaved(sink: UOp, col: UOp, desc: TargetDesc) -> UOp:
+    """The reduce loops of column loop col with their accumulator stores in row order across
+    the widening's copies (module docstring, "Wide tiles"): the jams leave the body as
+    copy-major groups (row copy, then column copy, then the tile's rows), and the linearizer
+    takes ready nodes in that order, so each row's broadcasts of a stayed live across the other
+    column copy's rows. Here row j of column copy 0, then row j of copy 1, ..., then row j + 1:
+    a row's broadcasts die at its last FMA. Only the order of stores to distinct elements of
+    private accumulators within one iteration changes (each element is stored once, and only
+    its own store's value reads it), so the values are the same."""
+    loops = _Loops(sink)
+    end = loops.end_of.get(col)
+    if end is None:
         return sink
-    return _unroll_jam(sink, loops, plan, rows_of=False)[0]
+    repl: dict[UOp, UOp] = {}
+    for e in loops.cone(end):
+        if e.op is not Ops.END or len(e.src) != 2 or e.src[0].op is not Ops.GROUP \
+                or e.src[1].arg[-1] is not AxisType.REDUCE:
+            continue
+        leaves: list[UOp] = []
+        _group_leaves(e.src[0], leaves)
+        keyed: dict[tuple[UOp, int], list[UOp]] = {}
+        bufs: list[UOp] = []
+        seen: set[tuple[UOp, int]] = set()
+        for st in leaves:
+            if st.op is not Ops.STORE or st.src[0].op is not Ops.INDEX:
+                break
+            buf = base_buffer(st.src[0].src[0])
+            el = const_int(st.src[0].src[1])
+            if buf.op is not Ops.BUFFER or buf.arg.addrspace is not AddrSpace.REG or el is None \
+                    or (buf, el) in seen:
+                break
+            seen.add((buf, el))
+            if buf not in bufs:
+                bufs.append(buf)
+            # a row of the tile: one vector of the widest the target loads
+            lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))
+            keyed.setdefault((buf, el // lanes), []).append(st)
+        else:
+            if len(bufs) < COL_FACTOR or len(bufs) % COL_FACTOR:
+                continue
+            groups = []
+            for i in range(0, len(bufs), COL_FACTOR):
+                chunk = bufs[i:i + COL_FACTOR]
+                n_rows = max(k[1] for k in keyed if k[0] in chunk) + 1
+                for j in range(n_rows):
+                    for b in chunk:
+                        if (b, j) in keyed:
+                            groups.append(UOp(Ops.GROUP, tuple(keyed[(b, j)])))
+            repl[e.src[0]] = UOp(Ops.GROUP, tuple(groups))
+    return substitute(sink, repl) if repl else sink
 
 
 def _slab_bytes(plan: _Plan) -> int:
@@ -533,7 +621,8 @@ def _widen_cols(sink: UOp, loops: _Loops, plan: _Plan, desc: TargetDesc
     is small enough, the wider one would not fit pack_bytes, unroll's rules refuse the jam,
     or the widened nest would not be packed."""
     slab = _slab_bytes(plan)
-    if not COL_FACTOR or slab <= COL_WIDEN_BYTES or slab * COL_FACTOR > desc.pack_bytes:
+    small = slab <= COL_WIDEN_BYTES and desc.vector_regs < WIDE_REGS
+    if not COL_FACTOR or small or slab * COL_FACTOR > desc.pack_bytes:
         return None
     uplan = _unroll_plan(loops, plan.col, desc, (COL_FACTOR,), ROW_MAX_WORK, ROW_MAX_COPIED)
     if uplan is None or uplan.inner != frozenset({plan.red}):
@@ -598,7 +687,10 @@ def pack(sink: UOp, desc: TargetDesc) -> UOp:
             and _slab_bytes(plan) * PAIR_FACTOR <= desc.pack_bytes
         sink, rows = _rewrite(sink, loops, plan, kb)
         col2 = plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:])
-        sink = _jam_rows(sink, rows, desc)
+        big = plan.col in widened and desc.vector_regs >= WIDE_REGS
+        sink, jammed = _jam_rows(sink, rows, desc, big)
+        if jammed and big:
+            sink = _rows_interleaved(sink, col2, desc)
         done.add(col2)
         if pair:
             sink, made = _pair_cols(sink, col2, rows)

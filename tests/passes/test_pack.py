@@ -22,6 +22,15 @@ from kcc.targets.x86.target import x86_desc
 from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 
+@pytest.fixture(autouse=True)
+def _narrow_tiles(request, monkeypatch) -> None:
+    """Every test but the wide-tile ones sees the pass without wide tiles (pack.WIDE_REGS past
+    every target's registers): the 4-row, 16-column tiles and the rules they test."""
+    if "wide_tile" not in request.node.name:
+        import kcc.passes.pack as pk
+        monkeypatch.setattr(pk, "WIDE_REGS", 1 << 30)
+
+
 def _matmul(m: int, n: int, k: int, ku: int = 4, rmw: bool = False,
             out_row: bool = True, double: bool = False) -> UOp:
     """tinygrad's matmul tile as its default schedule writes it: out (m×n) = a (m×k) @ b (k×n),
@@ -370,3 +379,57 @@ def test_disjointness_of_store_footprints() -> None:
     assert not _disjoint([(0, 4, 0, 4)], 4, 8)    # o does not move the store
     assert not _disjoint([(4, 4, 0, 4)], 4, 8)    # (o, c) and (o + 1, c - 1) meet
     assert not _disjoint([(64, 4, 0, 4), (64, 8, 0, 4)], 4, 8)   # coefficients differ
+
+
+def _store_rows(p: UOp) -> list[tuple[UOp, int]]:
+    """(accumulator buffer, row of 16) of each store in the reduce loop's body, in the order the
+    linearizer takes them (the GROUP tree's src order)."""
+    (end,) = [n for n in p.toposort() if n.op is Ops.END and n.src[1].arg[0] == 2]
+    leaves: list[UOp] = []
+
+    def walk(n: UOp) -> None:
+        if n.op is Ops.GROUP:
+            for s in n.src:
+                walk(s)
+        else:
+            leaves.append(n)
+    walk(end.src[0])
+    out = []
+    for st in leaves:
+        row = (base_buffer(st.src[0].src[0]), const_int(st.src[0].src[1]) // 16)
+        if not out or out[-1] != row:
+            out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_wide_tile_rows_are_jammed_and_interleaved(arch: str, monkeypatch) -> None:
+    import kcc.passes.pack as pk
+    # 8 row blocks, 64 column blocks of 4, 4 reduce iterations: a 16 KiB slab is widened on
+    # v4 (32 zmm) although it is under COL_WIDEN_BYTES, and the widened row loop jammed by 2:
+    # an 8-row x 32-column tile, 4 accumulator tiles (2 row copies x 2 column copies)
+    sink = _matmul(32, 256, 16, 4)
+    u, p = _check(sink, arch)
+    monkeypatch.setattr(pk, "WIDE_REGS", 1 << 30)
+    _, narrow = _packed(sink, arch)
+    if arch == "x86-64-v3":                     # 16 ymm: left as it was
+        assert p is narrow
+        return
+    (slab,) = _scratch(u, p)
+    assert slab.arg.size == 16 * 32             # 16 k x 32 columns
+    assert _bound(p, 0) == 4                    # 8 row blocks jammed by 2
+    accs = [n for n in p.toposort() if n.op is Ops.BUFFER and n.arg.addrspace is AddrSpace.REG
+            and n is not slab]
+    assert len(accs) == 4 and all(a.arg.size == 64 for a in accs)
+    # row j of one column copy, then row j of the other, then row j + 1; the second row copy
+    # after the first: each row's broadcasts of a die at its own last FMA
+    rows = _store_rows(p)
+    assert len(rows) == 4 * 4
+    bufs = list(dict.fromkeys(b for b, _ in rows))
+    assert [(bufs.index(b), j) for b, j in rows] == [
+        (2 * c + k, j) for c in range(2) for j in range(4) for k in range(2)]
+    # without the interleaving the order is copy-major (what spilled 8 zmm accumulators)
+    monkeypatch.setattr(pk, "WIDE_REGS", 32)
+    monkeypatch.setattr(pk, "_rows_interleaved", lambda sink, col, desc: sink)
+    _, plain = _packed(sink, arch)
+    assert [j for _, j in _store_rows(plain)][:8] == [0, 1, 2, 3, 0, 1, 2, 3]
