@@ -25,7 +25,8 @@ block (docs/performance.md, "x86 near the machine's limits"). This pass makes it
 
 F is the number of distinct elements one reduce iteration reads (the footprint, e.g. 4 k rows
 of 16 columns = 64), rank(e) the place of element e in it (sorted), so loads of consecutive
-elements stay consecutive (the lane packer still reads a row of 16 as one zmm). pack is a REG
+elements stay consecutive (the lane packer still reads a row of 16 as one zmm; the fill copies
+runs of consecutive loads as the widest vectors the target has, `_copies`). pack is a REG
 buffer, which x86 keeps in the worker's stack frame (kcc/isel/x86/select.py, sel_BUFFER): one
 per worker, sized statically.
 
@@ -437,8 +438,30 @@ def _place(buf: UOp, idx: UOp, lanes: int) -> UOp:
     return UOp(Ops.SHRINK, (buf, idx, strong_int(lanes, idx.dtype)))
 
 
-def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
-             ) -> tuple[UOp, UOp]:
+def _copies(op: _Operand, widths: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The (offset, lanes) copies the fill makes of op's footprint: its distinct loads, runs of
+    consecutive ones whose packed places are consecutive too merged into the widest vector of
+    `widths` (tinygrad's 4-lane loads of one 32-column row: 2 zmm copies, not 8 xmm). The same
+    elements are read; a copy of a float is its bits."""
+    items = sorted(dict.fromkeys(op.offsets))
+    out = []
+    i = 0
+    while i < len(items):
+        o, w = items[i]
+        take, lanes, tot, j = i + 1, w, w, i + 1
+        while j < len(items) and items[j][0] == o + tot \
+                and op.rank[items[j][0]] == op.rank[o] + tot:
+            tot += items[j][1]
+            j += 1
+            if tot in widths:
+                take, lanes = j, tot
+        out.append((o, lanes))
+        i = take
+    return out
+
+
+def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None,
+             desc: TargetDesc) -> tuple[UOp, UOp]:
     """The graph with plan's loops interchanged and its operands read from packed copies;
     with kb, the reduce loop cut into chunks by a loop outside the column loop. Also the row
     loop's new RANGE."""
@@ -468,7 +491,7 @@ def _rewrite(sink: UOp, loops: _Loops, plan: _Plan, kb: _KBlock | None
         into = UOp(Ops.AFTER, (pbuf, p))
         src_idx = substitute(op.rep, {red: UOp(Ops.ADD, (first, p)) if kb else p, col: col2})
         row = UOp(Ops.MUL, (p, strong_int(op.width, dt)))
-        for o, w in dict.fromkeys(op.offsets):
+        for o, w in _copies(op, desc.mem_widths.get(a.dtype, ())):
             at = src_idx if o == op.rep_off else \
                 UOp(Ops.ADD, (src_idx, strong_int(o - op.rep_off, dt)))
             v = UOp(Ops.LOAD, (_place(op.buf, at, w),))
@@ -685,7 +708,7 @@ def pack(sink: UOp, desc: TargetDesc) -> UOp:
         kb = _kblock(loops, plan)
         pair = PAIR_FACTOR > 1 and kb is None and plan.col in widened \
             and _slab_bytes(plan) * PAIR_FACTOR <= desc.pack_bytes
-        sink, rows = _rewrite(sink, loops, plan, kb)
+        sink, rows = _rewrite(sink, loops, plan, kb, desc)
         col2 = plan.col.replace(src=(plan.col.src[0],) + plan.outer.src[1:])
         big = plan.col in widened and desc.vector_regs >= WIDE_REGS
         sink, jammed = _jam_rows(sink, rows, desc, big)

@@ -162,6 +162,10 @@ def test_matmul_tile_is_packed_and_interchanged(arch: str, ku: int) -> None:
     b_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
                and n.src[0].src[0].arg.slot == 2]
     assert b_loads and all(red[0] not in n.toposort() for n in b_loads)
+    # the fill copies each k's row of the block as whole vectors of the widest width, not as
+    # the graph's 4-lane pieces (`_copies`)
+    widest = 16 if arch == "x86-64-v4" else 8
+    assert {const_int(n.src[0].src[2]) for n in b_loads} == {min(cols, widest)}
 
 
 def test_odd_shapes_are_computed_exactly() -> None:
@@ -421,6 +425,10 @@ def test_wide_tile_rows_are_jammed_and_interleaved(arch: str, monkeypatch) -> No
     accs = [n for n in p.toposort() if n.op is Ops.BUFFER and n.arg.addrspace is AddrSpace.REG
             and n is not slab]
     assert len(accs) == 4 and all(a.arg.size == 64 for a in accs)
+    b_loads = [n for n in p.toposort() if n.op is Ops.LOAD and n.src[0].src[0].op is Ops.PARAM
+               and n.src[0].src[0].arg.slot == 2]
+    # 4 k rows of 32 columns a fill iteration: 2 zmm copies each
+    assert len(b_loads) == 8 and all(const_int(n.src[0].src[2]) == 16 for n in b_loads)
     # row j of one column copy, then row j of the other, then row j + 1; the second row copy
     # after the first: each row's broadcasts of a die at its own last FMA
     rows = _store_rows(p)
