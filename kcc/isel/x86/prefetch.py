@@ -29,6 +29,12 @@ picks, ahead PREFETCH_AHEAD or the enclosing loop's step of the load's address:
   iterations read forward by at most a cache line (a stream, not a gather or a stride that
   skips lines);
 - the loop holds at least PREFETCH_MIN_STREAMS such loads at different places;
+- the loop's ALU work is at most MAX_LANE_OPS_PER_BYTE lane operations per byte its streams
+  read an iteration: a row reduction does 1/4 (one add a float), tinygrad's matmul tile
+  (passes/pack.py's 8-row x 32-column tile: 80 vector FP operations per 128 bytes of a with
+  contraction, 128 without) 10–16, so its loop is bound by its arithmetic, its a rows come
+  from L2/L3 and the prefetches only take load slots (at 1024³ 2–4 points of OpenBLAS's speed
+  lower with them: docs/performance.md, "An 8 × 32 tile");
 - `auto` (the default) also asks for the kernel's buffers to total at least PREFETCH_MIN_BYTES
   (4 MiB, a fixed stand-in for a core's L2: what fits there is read from caches the hardware
   prefetchers keep ahead of anyway, and the prefetch would only take load slots), `always`
@@ -38,6 +44,7 @@ picks, ahead PREFETCH_AHEAD or the enclosing loop's step of the load's address:
 from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp
+from kcc.ir.ops import ALU
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
@@ -55,6 +62,8 @@ PREFETCH_MIN_BYTES = 4 << 20
 LINE_BYTES = 64
 # a loop's rows no longer than this are prefetched in the next outer iteration (a page)
 SHORT_ROW_BYTES = 4096
+# a loop doing more ALU lane operations than this per byte its streams read is not memory-bound
+MAX_LANE_OPS_PER_BYTE = 4
 
 
 def _global(place: UOp) -> bool:
@@ -65,13 +74,14 @@ def _global(place: UOp) -> bool:
 class _Loop:
     """What one open loop of the schedule holds so far."""
 
-    __slots__ = ("rng", "loads", "stores_global", "inner")
+    __slots__ = ("rng", "loads", "stores_global", "inner", "lane_ops")
 
     def __init__(self, rng: UOp) -> None:
         self.rng = rng
         self.loads: list[UOp] = []
         self.stores_global = False
         self.inner = False
+        self.lane_ops = 0          # ALU operations, each counted once per lane
 
 
 def prefetched_loads(lin: list[UOp], mode: str) -> dict[UOp, int]:
@@ -105,7 +115,17 @@ def prefetched_loads(lin: list[UOp], mode: str) -> dict[UOp, int]:
         elif u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op in (Ops.INDEX, Ops.SHRINK):
             if _global(u.src[0]):
                 open_loops[-1].loads.append(u)
+        elif u.op in ALU:
+            open_loops[-1].lane_ops += _lanes(u)
     return out
+
+
+def _lanes(u: UOp) -> int:
+    """The elements of u's value (1 for a scalar)."""
+    n = 1
+    for d in u.shape:
+        n *= d
+    return n
 
 
 def _streams(loop: _Loop, outer: UOp | None) -> dict[UOp, int]:
@@ -131,4 +151,7 @@ def _streams(loop: _Loop, outer: UOp | None) -> dict[UOp, int]:
             next_rows = terms.get(outer, 0) * place.dtype.itemsize
             if next_rows > 0:
                 picked[u] = next_rows
-    return picked if len(places) >= PREFETCH_MIN_STREAMS else {}
+    if len(places) < PREFETCH_MIN_STREAMS:
+        return {}
+    read = sum(_lanes(u) * u.dtype.itemsize for u in picked)
+    return {} if loop.lane_ops > MAX_LANE_OPS_PER_BYTE * read else picked

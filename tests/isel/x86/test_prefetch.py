@@ -87,6 +87,24 @@ def test_refuses(why, text):
     assert picked(text, "always") == [], why
 
 
+def test_refuses_a_loop_bound_by_its_arithmetic(monkeypatch):
+    import kcc.isel.x86.prefetch as pf
+    from kcc.frontend.printer import format_uop
+    from tests.passes.test_pack import _matmul
+    # tinygrad's matmul on x86-64-v4 (passes/pack.py's 8-row x 32-column tile: 8 rows of a
+    # streamed, 128 vector MULs and ADDs per 128 bytes of a: 16 lane operations a byte)
+    lin = schedule(format_uop(_matmul(64, 1024, 1024)), "x86-64-v4")
+    assert prefetched_loads(lin, "always") == {}
+    monkeypatch.setattr(pf, "MAX_LANE_OPS_PER_BYTE", 64)
+    assert len(prefetched_loads(lin, "always")) == 8
+    # a row sum does about a third of a lane operation a byte: prefetched, unless the limit
+    # is under that
+    text = rowsum(8, 4, 2048)
+    assert picked(text, "always") == [PREFETCH_AHEAD] * 8
+    monkeypatch.setattr(pf, "MAX_LANE_OPS_PER_BYTE", 0.2)
+    assert picked(text, "always") == []
+
+
 def test_auto_asks_for_the_footprint_and_never_turns_it_off():
     cols = 2048
     small = rowsum(8, PREFETCH_MIN_BYTES // (4 * 8 * cols) - 1, cols)
