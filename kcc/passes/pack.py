@@ -107,7 +107,7 @@ feeding 2 FMAs and each slab load 8 rows (per 4 k: 8 slab loads and 32 broadcast
 operations, where 8 × 16 took 4 and 32 for 40). The jams leave the reduce body copy-major
 (row copy, column copy, then the tile's rows) and the linearizer takes ready nodes in that
 order, so the broadcasts of 4 rows stayed live across the other column copy and 8
-accumulators spilled; `_rows_interleaved` regroups the accumulator stores as row j of each
+accumulators spilled; `pack_rows.rows_interleaved` regroups the accumulator stores as row j of each
 column copy, then row j + 1 (16 + 8 + 4 + 1 registers, no spill). Only the order of stores to
 distinct accumulator elements within one iteration changes: the same values.
 """
@@ -119,6 +119,7 @@ from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, substitute
+from kcc.passes.pack_rows import rows_interleaved
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze as _unroll_plan
 from kcc.passes.unroll import _inner, _Loops, _privatizable, _span
@@ -569,67 +570,6 @@ def _jam_rows(sink: UOp, rows: UOp, desc: TargetDesc, wide: bool = False) -> tup
     return _unroll_jam(sink, loops, plan, rows_of=False)[0], True
 
 
-def _group_leaves(n: UOp, out: list[UOp]) -> None:
-    """The non-GROUP nodes under a GROUP tree, in src order."""
-    if n.op is Ops.GROUP:
-        for s in n.src:
-            _group_leaves(s, out)
-    else:
-        out.append(n)
-
-
-def _rows_interleaved(sink: UOp, col: UOp, desc: TargetDesc) -> UOp:
-    """The reduce loops of column loop col with their accumulator stores in row order across
-    the widening's copies (module docstring, "Wide tiles"): the jams leave the body as
-    copy-major groups (row copy, then column copy, then the tile's rows), and the linearizer
-    takes ready nodes in that order, so each row's broadcasts of a stayed live across the other
-    column copy's rows. Here row j of column copy 0, then row j of copy 1, ..., then row j + 1:
-    a row's broadcasts die at its last FMA. Only the order of stores to distinct elements of
-    private accumulators within one iteration changes (each element is stored once, and only
-    its own store's value reads it), so the values are the same."""
-    loops = _Loops(sink)
-    end = loops.end_of.get(col)
-    if end is None:
-        return sink
-    repl: dict[UOp, UOp] = {}
-    for e in loops.cone(end):
-        if e.op is not Ops.END or len(e.src) != 2 or e.src[0].op is not Ops.GROUP \
-                or e.src[1].arg[-1] is not AxisType.REDUCE:
-            continue
-        leaves: list[UOp] = []
-        _group_leaves(e.src[0], leaves)
-        keyed: dict[tuple[UOp, int], list[UOp]] = {}
-        bufs: list[UOp] = []
-        seen: set[tuple[UOp, int]] = set()
-        for st in leaves:
-            if st.op is not Ops.STORE or st.src[0].op is not Ops.INDEX:
-                break
-            buf = base_buffer(st.src[0].src[0])
-            el = const_int(st.src[0].src[1])
-            if buf.op is not Ops.BUFFER or buf.arg.addrspace is not AddrSpace.REG or el is None \
-                    or (buf, el) in seen:
-                break
-            seen.add((buf, el))
-            if buf not in bufs:
-                bufs.append(buf)
-            # a row of the tile: one vector of the widest the target loads
-            lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))
-            keyed.setdefault((buf, el // lanes), []).append(st)
-        else:
-            if len(bufs) < COL_FACTOR or len(bufs) % COL_FACTOR:
-                continue
-            groups = []
-            for i in range(0, len(bufs), COL_FACTOR):
-                chunk = bufs[i:i + COL_FACTOR]
-                n_rows = max(k[1] for k in keyed if k[0] in chunk) + 1
-                for j in range(n_rows):
-                    for b in chunk:
-                        if (b, j) in keyed:
-                            groups.append(UOp(Ops.GROUP, tuple(keyed[(b, j)])))
-            repl[e.src[0]] = UOp(Ops.GROUP, tuple(groups))
-    return substitute(sink, repl) if repl else sink
-
-
 def _slab_bytes(plan: _Plan) -> int:
     """Bytes of one column block's packed slabs (every operand)."""
     n_r = const_int(plan.red.src[0])
@@ -713,7 +653,7 @@ def pack(sink: UOp, desc: TargetDesc) -> UOp:
         big = plan.col in widened and desc.vector_regs >= WIDE_REGS
         sink, jammed = _jam_rows(sink, rows, desc, big)
         if jammed and big:
-            sink = _rows_interleaved(sink, col2, desc)
+            sink = rows_interleaved(sink, col2, desc, COL_FACTOR)
         done.add(col2)
         if pair:
             sink, made = _pair_cols(sink, col2, rows)

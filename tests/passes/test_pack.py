@@ -438,6 +438,6 @@ def test_wide_tile_rows_are_jammed_and_interleaved(arch: str, monkeypatch) -> No
         (2 * c + k, j) for c in range(2) for j in range(4) for k in range(2)]
     # without the interleaving the order is copy-major (what spilled 8 zmm accumulators)
     monkeypatch.setattr(pk, "WIDE_REGS", 32)
-    monkeypatch.setattr(pk, "_rows_interleaved", lambda sink, col, desc: sink)
+    monkeypatch.setattr(pk, "rows_interleaved", lambda sink, col, desc, factor: sink)
     _, plain = _packed(sink, arch)
     assert [j for _, j in _store_rows(plain)][:8] == [0, 1, 2, 3, 0, 1, 2, 3]
