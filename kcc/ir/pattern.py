@@ -20,7 +20,7 @@ from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from typing import Any, Callable, Iterable, Iterator
 
 _ANY = object()
 
@@ -177,6 +177,8 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
     memo: if given, filled with every visited node's final replacement (old node → new).
     """
     done: dict[UOp, UOp] = {} if memo is None else memo
+    if bottom_up:
+        return _bottom_up(root, pm, ctx, done)
     rules_for, any_rules, rewrite = pm._rules_for, pm._any, pm.rewrite
     final = done.__getitem__
     # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
@@ -221,4 +223,62 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
                 push((r, 0, None))
         else:
             done[n] = done[extra]
+    return done[root]
+
+
+def _bottom_up(root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp]) -> UOp:
+    """graph_rewrite's bottom-up walk, the same visits in the same order: each frame resumes
+    its node's src iterator (as uop.toposort does) instead of pushing every src and the node
+    again, and the rules are tried inline (PatternMatcher.rewrite without a call per node).
+    A frame whose `link` is a node stands for "n becomes what link becomes" (a rule's result,
+    walked like any other node)."""
+    if root in done:
+        return done[root]
+    rules_for, any_rules = pm._rules_for, pm._any
+    rules_get = rules_for.get
+    final = done.__getitem__
+    # frames: (node, iterator over what is walked before it, None or the node it links to)
+    stack: list[tuple[UOp, Iterator[UOp], UOp | None]] = [(root, iter(root.src), None)]
+    push, pop = stack.append, stack.pop
+    while stack:
+        n, srcs, link = stack[-1]
+        for s in srcs:
+            if s not in done:
+                push((s, iter(s.src), None))
+                break
+        else:
+            pop()
+            if link is not None:
+                done[n] = done[link]
+                continue
+            if n in done:
+                # (as the frame-per-stage walk: a rule's result elsewhere may have been this
+                # very node, finished while its srcs were walked)
+                continue
+            src = n.src
+            if src:
+                new_src = tuple(map(final, src))
+                # tuples of UOps compare element by element by identity (UOp defines no ==)
+                x = n if new_src == src else n.replace(src=new_src)
+            else:
+                x = n
+            r = None
+            for pat, fn, wants_ctx, capture in rules_get(x.op, any_rules):
+                if capture is not None:
+                    store: dict[str, UOp] = {capture: x} if capture else {}
+                else:
+                    store = {}
+                    if not pat.match(x, store):
+                        continue
+                r = fn(ctx, **store) if wants_ctx else fn(**store)
+                if r is not None and r is not x:
+                    break
+                r = None
+            if r is None:
+                done[n] = x
+                done[x] = x
+            elif r in done:
+                done[n] = done[r]
+            else:
+                push((n, iter((r,)), r))
     return done[root]
