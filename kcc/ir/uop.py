@@ -73,6 +73,17 @@ class KernelInfo:
 
 def argkey(arg: Any) -> Any:
     """A hashable key that tells apart args Python calls equal (0 vs 0.0 vs -0.0 vs False, nan)."""
+    t = type(arg)
+    # the exact types first (one identity test each; every node made asks for its arg's key),
+    # then subclasses by isinstance, in the same order
+    if t is int:
+        return ("i", arg)
+    if t is tuple:
+        return ("t",) + tuple(map(argkey, arg))
+    if t is bool:
+        return ("b", arg)
+    if t is float:
+        return ("f", _pack_d(arg) if arg == arg else b"nan")
     if isinstance(arg, bool):
         return ("b", arg)
     if isinstance(arg, int):
@@ -83,6 +94,8 @@ def argkey(arg: Any) -> Any:
         return ("t",) + tuple(argkey(a) for a in arg)
     return (type(arg).__name__, arg)
 
+
+_pack_d = struct.Struct("<d").pack
 
 #: a memo slot of a UOp not filled yet
 UNKNOWN: Any = object()
