@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 
-from kcc.ir.mir import Inst, Kind, MFunction, VReg
+from kcc.ir.mir import _READS, _WRITES, Inst, Kind, Mem, MFunction, RegOp, VReg
 from kcc.isel.flags import flag_pairs
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -45,8 +45,10 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
     given, receives (inst, uses(), defs()) of every instruction by id (the instructions stay
     unchanged: the next pass may read them there instead of asking again). ``flag_only``: an
     OP that defines nothing and only writes flags ("w") has no other effect (x86)."""
-    reads = {id(i): i.uses() for i in fn.insts}
-    writes = {id(i): i.defs() for i in fn.insts}
+    reads: dict[int, list] = {}
+    writes: dict[int, list] = {}
+    for i in fn.insts:
+        reads[id(i)], writes[id(i)] = _uses_defs(i)
     if known is not None:
         for i in fn.insts:
             known[id(i)] = (i, reads[id(i)], writes[id(i)])
@@ -67,23 +69,62 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
             read = {id(insts[w]) for _, w in flag_pairs(insts, lambda i: flags_of(insts[i]))
                     if w is not None}
         keep: list[Inst] = []
+        # the registers defined by instructions this sweep kept that could go (an OP without
+        # clobbers): a later removal that lowers the use count of one of them, or a flag
+        # reader removed, is what a further sweep could act on; without either, that sweep
+        # would find the same verdicts and remove nothing (so it is not run)
+        kept_defs: set = set()
+        again = False
+        went_reader = False
         for inst in reversed(fn.insts):
             defs, srcs = writes[id(inst)], reads[id(inst)]
-            dead = (inst.kind is OP and not inst.clobbers
-                    and (bool(defs) or flag_only and flags_of(inst) == "w")
-                    and id(inst) not in read
-                    and all(isinstance(r, VReg) and uses[r] == srcs.count(r) for r in defs)
-                    and not writes_memory(inst))
+            maybe = inst.kind is OP and not inst.clobbers
+            dead = maybe and (bool(defs) or flag_only and flags_of(inst) == "w") \
+                and id(inst) not in read
+            if dead:
+                for r in defs:
+                    if not isinstance(r, VReg) or uses[r] != srcs.count(r):
+                        dead = False
+                        break
+                else:
+                    dead = not writes_memory(inst)
             if dead:
                 for r in srcs:
                     if isinstance(r, VReg):
                         uses[r] -= 1
+                        if r in kept_defs:
+                            again = True
+                if flag_only and not went_reader and "r" in flags_of(inst):
+                    went_reader = True
                 removed += 1
                 changed = True
                 continue
+            if maybe and defs:
+                kept_defs.update(defs)
             keep.append(inst)
         fn.insts = keep[::-1]
+        if changed and not again and not went_reader:
+            break
     return removed
+
+
+def _uses_defs(inst: Inst) -> tuple[list, list]:
+    """(inst.uses(), inst.defs()) in one walk over the operands."""
+    us: list = []
+    ds: list = []
+    for o in inst.operands:
+        if isinstance(o, RegOp):
+            role = o.role
+            if role in _READS:
+                us.append(o.reg)
+            if role in _WRITES:
+                ds.append(o.reg)
+        elif isinstance(o, Mem):
+            if o.base is not None:
+                us.append(o.base)
+            if o.index is not None:
+                us.append(o.index)
+    return us, ds
 
 
 def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
