@@ -114,16 +114,24 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 if checked and want != o.cls:
                     raise AssertionError(f"{form} operand {k} wants a {want} register, "
                                          f"got {o!r}")
-                o = RegOp(o, role, fixed=fixed)
-            elif isinstance(o, int):
+                operands.append(RegOp(o, role, fixed))
+                if writes:               # (the operand's role is the row's)
+                    if narrow:
+                        zext.add(o)
+                    else:
+                        zext.discard(o)      # redefined with all 64 bits
+                continue
+            if isinstance(o, int):
                 o = Imm(o)
-            operands.append(o)
-            if isinstance(o, RegOp) and (writes if o.role is role else o.is_def):
+            elif isinstance(o, RegOp) and (writes if o.role is role else o.is_def):
                 if narrow:
                     zext.add(o.reg)
                 else:
                     zext.discard(o.reg)      # redefined with all 64 bits
-        inst = Inst(form, operands + list(extra), kind=kind, arg=arg)
+            operands.append(o)
+        if extra:
+            operands += extra
+        inst = Inst(form, operands, kind=kind, arg=arg)
         self.fn.insts.append(inst)
         return inst
 
