@@ -18,7 +18,7 @@ import struct
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
-from kcc.ir.uop import UNKNOWN, UOp
+from kcc.ir.uop import UNKNOWN, UOp, _set_const
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def const_value(u: UOp) -> tuple[Any, DType] | None:
     cv = u._const
     if cv is UNKNOWN:
         cv = _const_value(u)
-        object.__setattr__(u, "_const", cv)
+        _set_const(u, cv)                # (the slot's own setter: no name lookup)
     return cv
 
 

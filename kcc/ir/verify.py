@@ -37,7 +37,7 @@ from kcc.ir.ops import ALU
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
-from kcc.ir.uop import AddrSpace, UOp, toposort
+from kcc.ir.uop import AddrSpace, UOp, _set_verified, toposort
 
 _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
@@ -51,6 +51,8 @@ _PARAM, _RANGE, _SINK, _SPECIAL = Ops.PARAM, Ops.RANGE, Ops.SINK, Ops.SPECIAL
 # the ops whose nodes the graph-wide rules read on every walk (_Walk._node); a node of another
 # op that was verified before has nothing left to check
 _GRAPH_WIDE = frozenset({_SINK, _PARAM, _BUFFER, _END, _RANGE, _SPECIAL})
+# the ops _node has no rule for beyond the RANGE-bound test (GROUP: _effects' srcs test)
+_PLAIN = frozenset(Ops) - _GRAPH_WIDE - {Ops.GROUP}
 # Ops of a symbolic SPECIAL bound (launch dimensions a loader evaluates: kcc.targets.dims).
 LAUNCH_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.NEG,
                         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE,
@@ -95,21 +97,30 @@ class _Walk:
 
     def run(self, order: list[UOp]) -> None:
         graph_wide = _GRAPH_WIDE
+        plain = _PLAIN
+        sink = self.sink
         for n in order:
             # n._verified: (RANGEs whose loop n is inside, RANGEs n is after, whether n may be
             # in a RANGE bound), set once n's own rules held; srcs come first in the order
-            fresh = n._verified is None
-            if not fresh and n.op not in graph_wide:
-                continue           # verified before, and no graph-wide rule reads it (_node)
-            if fresh:
-                try:
-                    n.utype
-                except IRError as e:
-                    raise VerifyError(e.msg, n, e.src_index) from None
-            static = self._node(n, fresh)
-            if fresh:
-                object.__setattr__(n, "_verified", (*self._scope(n), static))
-            if n is self.sink and n._verified[0]:
+            op = n.op
+            if n._verified is not None:
+                if op not in graph_wide:
+                    continue       # verified before, and no graph-wide rule reads it (_node)
+                self._node(n, False)
+            else:
+                if n._utype is None:
+                    try:
+                        n.utype
+                    except IRError as e:
+                        raise VerifyError(e.msg, n, e.src_index) from None
+                if op in plain:
+                    # _node's answer for an op with no rule of its own (the same test)
+                    static = op is _CONST or (op in _BOUND_OPS
+                                              and all(s._verified[2] for s in n.src))
+                else:
+                    static = self._node(n, True)
+                _set_verified(n, (*self._scope(n), static))
+            if n is sink and n._verified[0]:
                 # Every node is reachable from the SINK, so an END of this range would have put
                 # it in `closed` and failed in _scope: an open range at the SINK has no END.
                 r = min(n._verified[0], key=lambda x: self.ranges.index(x))

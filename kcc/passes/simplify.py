@@ -27,7 +27,7 @@ from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from kcc.ir.uop import UNKNOWN, UOp, reachable, toposort
+from kcc.ir.uop import UNKNOWN, UOp, _set_strong, reachable, toposort
 from kcc.passes.target import TargetDesc
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -89,7 +89,7 @@ def const_value(u: UOp) -> tuple[Any, DType] | None:
     cv = u._strong
     if cv is UNKNOWN:
         cv = _strong_value(u)
-        object.__setattr__(u, "_strong", cv)
+        _set_strong(u, cv)               # (the slot's own setter: no name lookup)
     return cv
 
 
