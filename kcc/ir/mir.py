@@ -74,6 +74,7 @@ class Role(enum.Flag):
 
 _WRITES = frozenset({Role.DEF, Role.DEF | Role.USE})
 _READS = frozenset({Role.USE, Role.DEF | Role.USE})
+_ROLES = _WRITES | _READS                 # every role an operand has (each one is true)
 
 
 @record(frozen=True, init=False)
@@ -340,7 +341,8 @@ def verify_mir(fn: MFunction) -> None:
                 continue
             if not isinstance(o.reg, regs):
                 raise MirError(f"{_where(i, inst, k)}: {o.reg!r} is not a register")
-            if not o.role:
+            role = o.role
+            if role not in _ROLES and not role:      # (Flag's bool is a Python call)
                 raise MirError(f"{_where(i, inst, k)}: operand has no role")
             if o.fixed is not None and o.fixed.cls != o.reg.cls:
                 raise MirError(f"{_where(i, inst, k)}: fixed {o.fixed!r} is not of class "
@@ -354,11 +356,13 @@ def verify_mir(fn: MFunction) -> None:
                                    f"operand")
                 if t.reg.cls != o.reg.cls:
                     raise MirError(f"{_where(i, inst, k)}: tied operands of different classes")
-            if o.role in _WRITES:
-                if any(r is o.reg for r in seen_defs):
-                    raise MirError(f"{_where(i, inst, k)}: {o.reg!r} defined twice by one "
-                                   f"instruction")
-                seen_defs.append(o.reg)
+            if role in _WRITES:
+                reg = o.reg
+                for r in seen_defs:
+                    if r is reg:
+                        raise MirError(f"{_where(i, inst, k)}: {reg!r} defined twice by one "
+                                       f"instruction")
+                seen_defs.append(reg)
 
 
 def _where(i: int, inst: Inst, k: int) -> str:

@@ -48,7 +48,7 @@ from kcc.regalloc.liveness import Interval, bits, vreg_lists
 from kcc.regalloc.materialize import Materializer
 from kcc.regalloc.scan import Scan
 from kcc.regalloc.spill import SpillRewriter
-from kcc.regalloc.target import AllocationError, TargetRegInfo, hook, operand_regs, reg_units
+from kcc.regalloc.target import AllocationError, TargetRegInfo, hook, reg_units
 from kcc.regalloc.work import (DEF, FILL, MOVE, SPILL, USE, WorkInst, mem_op, reg_op, rename,
                                work_move)
 
@@ -262,9 +262,11 @@ class _Allocator(SpillRewriter, Materializer):
                  ) -> dict[int, list[PReg]]:
         """The registers of the variables (by number) that some operand narrows to part of
         their class (the target's ``operand_regs``), in the class's preference order."""
-        if hook(self.t, "operand_regs") is None:
+        regs_of = hook(self.t, "operand_regs")     # (operand_regs(t, w, k) is regs_of(w, k))
+        if regs_of is None:
             return {}
         sets: dict[int, frozenset[PReg]] = {}
+        get = sets.get
         for w in work:
             if w.entry or w.kind in (MOVE, SPILL, FILL):
                 continue            # the target's own copies accept its whole class
@@ -273,10 +275,14 @@ class _Allocator(SpillRewriter, Materializer):
                 narrowed = w.__dict__["_narrowed"] = [
                     (o.reg, ok) for k, o in enumerate(w.operands)
                     if isinstance(o, RegOp) and isinstance(o.reg, VReg)
-                    and (ok := operand_regs(self.t, w, k)) is not None]
+                    and (ok := regs_of(w, k)) is not None]
             for r, ok in narrowed:
                 n = index[id(r)]
-                sets[n] = sets[n] & ok if n in sets else ok
+                have = get(n)
+                if have is None:
+                    sets[n] = ok
+                elif have is not ok:      # (the target hands out the same sets again)
+                    sets[n] = have & ok
         out: dict[int, list[PReg]] = {}
         memo: dict[tuple[str, frozenset[PReg]], list[PReg]] = {}
         for n, ok in sets.items():
@@ -345,9 +351,20 @@ class _Allocator(SpillRewriter, Materializer):
                                 successors(work, labels), self._vregs)
             if m:
                 vregs = self._vregs         # (m names VRegs only: their lists suffice)
-                keys = m.keys()
-                work = [rename(w, m) if not all(keys.isdisjoint(map(id, rs)) for rs in vregs(w))
-                        else w for w in work]
+                renamed = []
+                for w in work:
+                    us, ds = vregs(w)
+                    for r in us:
+                        if id(r) in m:
+                            w = rename(w, m)
+                            break
+                    else:
+                        for r in ds:
+                            if id(r) in m:
+                                w = rename(w, m)
+                                break
+                    renamed.append(w)
+                work = renamed
                 # the allocator's own copies that became self-copies go; the selector's stay
                 # (the checker pairs them with the input) and the target drops them
                 work = [w for w in work if not (w.kind is MOVE
