@@ -272,13 +272,18 @@ class _Packer:
         if s0.op not in _PACKABLE or s0.shape != () or s0.kind != "value":
             return False
         op, arg, dt, n_src = s0.op, s0.arg, s0.dtype, len(s0.src)
+        plain = arg is None              # (most ALU nodes: no arg to compare)
         for s in t:                      # (a loop, not all(): this runs per tuple tried)
-            if not (s.op is op and s.arg == arg and s.dtype == dt and len(s.src) == n_src
-                    and s.shape == ()):
+            if s.op is not op or not (plain and s.arg is None or s.arg == arg) \
+                    or len(s.src) != n_src:
+                return False
+            ut = s._utype or s.utype     # (the type read once, not per property)
+            if not (ut.dtype is dt or ut.dtype == dt) or ut.shape != ():
                 return False
         for s in t:
             for x in s.src:
-                if x.shape != () or x.kind != "value":
+                ut = x._utype or x.utype
+                if ut.shape != () or ut.kind != "value":
                     return False
         n = len(t)
         if s0.op in (Ops.CAST, Ops.BITCAST):
