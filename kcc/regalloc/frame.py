@@ -81,6 +81,8 @@ def assign_slots(work: list[Any], sizes: dict[int, int], target: Any
             mark = [k]
         uses.append(mark if w.kind is not _SPILL else [])
         defs.append(mark if w.kind is _SPILL else [])
+    if not var:
+        return {}, 0        # nothing spilled (most kernels): no slots, no liveness to ask
     loops, labels = structure(work)
     ivs, _, _ = intervals(uses, defs, successors(work, labels),
                           [(b, e) for b, e, _ in loops], len(var))

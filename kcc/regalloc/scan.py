@@ -52,15 +52,10 @@ class Scan:
         # the reserved ranges of each register's units, for the registers that have any
         self.resv: dict[int, list[tuple[list[int], list[int]]]] = {}
         self.resv_known: list[int] = []
-        # Which value to spill: first one not used again in the innermost loop around the
-        # current position, then a constant (re-created at its uses, never stored), then the
-        # one used furthest away (Belady).  Values used inside the inner loop stay in registers.
-        inner_end = [-1] * len(work)
-        for b, e, _ in loops:                # outer loops first: inner ones overwrite
-            inner_end[b:e + 1] = [2 * e + 1] * (e - b + 1)
-        self.inner_end = inner_end
-        remat = alloc.rematerializable(work)
-        self.is_remat = [id(v) in remat for v in var]
+        # what `cost` reads, made when a spill is first weighed (most scans spill nothing)
+        self.loops = loops
+        self.inner_end: list[int] = []
+        self.is_remat: list[bool] | None = None
         self.nospill = [id(v) in alloc.nospill for v in var]
         partners: dict[int, list[int]] = {}
         for w in work:
@@ -120,9 +115,23 @@ class Scan:
                 self.resv[r] = rs
             self.resv_known.append(r)
 
+    def cost_tables(self) -> None:
+        """What `cost` reads. Which value to spill: first one not used again in the innermost
+        loop around the current position, then a constant (re-created at its uses, never
+        stored), then the one used furthest away (Belady).  Values used inside the inner loop
+        stay in registers."""
+        inner_end = [-1] * len(self.work)
+        for b, e, _ in self.loops:           # outer loops first: inner ones overwrite
+            inner_end[b:e + 1] = [2 * e + 1] * (e - b + 1)
+        self.inner_end = inner_end
+        remat = self.a.rematerializable(self.work)
+        self.is_remat = [id(v) in remat for v in self.var]
+
     def cost(self, k: int, pos: int) -> tuple[bool, bool, int]:
         """How cheap spilling variable k at pos is (larger: cheaper): not used again in the
         innermost loop, a constant, the distance to its next use."""
+        if self.is_remat is None:
+            self.cost_tables()
         nxt = self.ivs[k].next_use(pos)  # type: ignore[union-attr]
         end = self.inner_end[pos // 2]
         return end >= 0 and nxt > end, self.is_remat[k], nxt
