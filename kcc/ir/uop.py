@@ -107,7 +107,7 @@ class _KeyedRef(weakref.ref):
     __slots__ = ("key",)
 
 
-# The hash-consing table: a node's key (op, src ids, arg key, tag key) → a weak reference to
+# The hash-consing table: a node's key (op, src tuple, arg key, tag key) → a weak reference to
 # it; a node that dies drops its entry (unless a new node took the key meanwhile). A plain dict
 # with C-level references: weakref.WeakValueDictionary's Python-level bookkeeping cost about 5
 # of the 6 µs of making a node that soon dies (passes build many such).
@@ -150,8 +150,11 @@ class UOp:
 
     def __new__(cls, op: Ops, src: tuple["UOp", ...] = (), arg: Any = None, tag: Any = None):
         src = tuple(src)
-        # (None args and tags, the common case, skip argkey: no other arg's key is None)
-        key = (op, tuple(map(id, src)), None if arg is None else argkey(arg),
+        # (None args and tags, the common case, skip argkey: no other arg's key is None.)
+        # The srcs themselves: a UOp hashes and compares by identity, so the tuple is the key
+        # its ids would be, without building one; the node holds the same tuple, so the key
+        # keeps nothing alive that the node does not
+        key = (op, src, None if arg is None else argkey(arg),
                None if tag is None else argkey(tag))
         ref = _NODES.get(key)
         if ref is not None:
