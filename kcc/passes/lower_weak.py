@@ -196,6 +196,11 @@ def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
     if not nat:                                  # nothing weak: nothing to lower
         return sink
     same = _unchanged(order, nat)
+    if sink in same:
+        # every weak node is a literal kept as it is: the lowering gives back the graph, whose
+        # weak nodes are nat's (the walk and the check's own search for them are not needed)
+        _check_weak(order, set(nat))
+        return sink
     done: dict[tuple[UOp, DType | None], UOp] = {}
     root = (sink, None)
     # frames: (key, its srcs' keys once computed: the node's srcs are then done)
@@ -223,7 +228,11 @@ def lower_weak_dtypes(sink: UOp, target: TargetDesc | None = None) -> UOp:
 def check_no_weak(sink: UOp) -> None:
     """Raise WeakLoweringError if a weak value is left outside a static CONST operand."""
     order = toposort([sink])
-    weak = {u for u in order if _is_weak(u)}     # asked once per node, not once per edge
+    _check_weak(order, {u for u in order if _is_weak(u)})  # asked once per node, not per edge
+
+
+def _check_weak(order: list[UOp], weak: set[UOp]) -> None:
+    """check_no_weak over a graph's toposort, given its weak nodes."""
     if not weak:
         return
     for u in order:
