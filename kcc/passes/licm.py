@@ -43,10 +43,11 @@ def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     # so are the terms of every ADD inside it, and otherwise the root reads none of them).
     inner = {s for u in order if _is_int_add(u) for s in u.src
              if _is_int_add(s) and s.dtype == u.dtype and uses[s] == 1}
-    new: dict[UOp, UOp] = {}
-    changed = False
+    # which sums regroup, and in what order of their terms (read from the graph as it is: a
+    # decision never depends on another's rebuild), before rebuilding anything: most graphs
+    # have none, and then nothing is rebuilt
+    plan: dict[UOp, tuple[list[UOp], list[int]]] = {}
     for u in order:
-        src = tuple([new[s] for s in u.src])
         if _is_int_add(u) and deps[u] and u not in inner:
             terms = _terms(u, uses)
             if len(terms) > 2:
@@ -54,14 +55,22 @@ def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
                                 key=lambda k: (const_int(terms[k]) is not None,
                                                len(deps[terms[k]]), k))
                 if ranked != list(range(len(terms))):
-                    acc = new[terms[ranked[0]]]
-                    for k in ranked[1:]:
-                        acc = UOp(Ops.ADD, (acc, new[terms[k]]))
-                    new[u] = acc
-                    changed = True
-                    continue
+                    plan[u] = (terms, ranked)
+    if not plan:
+        return sink
+    new: dict[UOp, UOp] = {}
+    for u in order:
+        got = plan.get(u)
+        if got is not None:
+            terms, ranked = got
+            acc = new[terms[ranked[0]]]
+            for k in ranked[1:]:
+                acc = UOp(Ops.ADD, (acc, new[terms[k]]))
+            new[u] = acc
+            continue
+        src = tuple([new[s] for s in u.src])
         new[u] = u if src == u.src else u.replace(src=src)
-    return keep_params(sink, new[sink]) if changed else sink
+    return keep_params(sink, new[sink])
 
 
 def _terms(u: UOp, uses: Counter) -> list[UOp]:
