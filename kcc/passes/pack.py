@@ -622,15 +622,17 @@ def _pair_cols(sink: UOp, col: UOp, rows: UOp) -> tuple[UOp, set[UOp]]:
     return _unroll_jam(sink, loops, plan, rows_of=False, unfused=unfused)
 
 
-def pack(sink: UOp, desc: TargetDesc) -> UOp:
+def pack(sink: UOp, desc: TargetDesc, loops: _Loops | None = None) -> UOp:
     """Pack and interchange every loop nest the module docstring allows (outermost nests are
-    tried for each jammed column loop; one rewrite at a time, the graph re-read after each)."""
+    tried for each jammed column loop; one rewrite at a time, the graph re-read after each).
+    loops: the graph's loop structure if the caller has it (unroll's last reading)."""
     if desc.pack_bytes <= 0:
         return sink
     done: set[UOp] = set()
     widened: set[UOp] = set()     # RANGEs made by a column widening: never widened twice
     while True:
-        loops = _Loops(sink)
+        if loops is None or loops.order[-1] is not sink:
+            loops = _Loops(sink)
         plan = None
         for col in list(loops.end_of):
             if col in done:

@@ -637,5 +637,5 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     if desc.pack_bytes > 0 and packing:
         # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
         from kcc.passes.pack import pack
-        sink = pack(sink, desc)
+        sink = pack(sink, desc, loops)       # (loops: the structure of this very sink)
     return sink
