@@ -21,7 +21,9 @@ instruction is removed when
   `sub` with a `mov` between it and its `cmove` went, and the `cmove` read older flags.)
 
 Removing an instruction lowers its operands' use counts, so chains of dead values go in one
-backwards sweep repeated to a fixed point. Linear in the function's size per sweep.
+backwards sweep repeated to a fixed point (a further sweep only when one can find more: a
+removal lowered the count of a register an instruction kept earlier in the sweep defines,
+or a flag reader went). Linear in the function's size per sweep.
 """
 
 from __future__ import annotations

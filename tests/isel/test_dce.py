@@ -260,3 +260,19 @@ def test_a_compare_whose_setcc_is_dead_goes_with_flag_only() -> None:
     fn, _ = build()
     eliminate_dead(fn, writes_memory, _flags_of)
     assert "cmp_rm32_imm8" in [i.op for i in fn.insts]
+
+
+def test_a_dead_reader_at_the_loop_top_frees_a_definition_below_it() -> None:
+    """The backward sweep meets the definition of v[1] (at the loop's bottom) before its one
+    reader (at the loop's top, the value carried around the back edge): the reader goes,
+    and only a second sweep can see the definition dead. eliminate_dead stops early when a
+    sweep cannot find more; this is the case where it must not."""
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(0)]),
+                Inst("loop", [Label("L")], kind=Kind.LOOP_BEGIN),
+                Inst("mov_r64_rm64", [RegOp(v[2], D), RegOp(v[1], U)]),     # v[2]: unread
+                Inst("mov_r32_imm32", [RegOp(v[1], D), Imm(7)]),
+                Inst("jl_rel32", [Label("L")], kind=Kind.LOOP_END),
+                Inst("ret", kind=Kind.RET)]
+    assert eliminate_dead(fn, writes_memory, _flags_of) == 3
+    assert [i.op for i in fn.insts] == ["loop", "jl_rel32", "ret"]
