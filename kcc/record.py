@@ -295,3 +295,62 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
     if cls.__doc__ is None:
         cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
     return cls
+
+
+# -- named tuples and counts without the collections package ----------------------------------
+#
+# `collections` (with keyword, operator, reprlib: 7.3 M instructions, ~4% of a small compile's
+# process; issue 24, item 4) was imported for three named tuples, Counter and defaultdict. Its
+# C parts need no import of it: `_collections` is built into the interpreter.
+
+from _collections import _count_elements, _tuplegetter  # noqa: E402
+from _collections import defaultdict as defaultdict  # noqa: E402,F401  (collections' own)
+
+
+class FieldTuple(tuple):
+    """The base of a tuple class with named fields, what `collections.namedtuple` makes for
+    the uses kcc has (field reads, repr, equality and hash as tuples, pickling, `_fields`,
+    `_replace`, `_asdict`). A subclass sets `_fields`, a `__new__` taking the fields (with
+    their defaults) and each field as `name = field_at(i)`; `__slots__ = ()` keeps it a
+    plain tuple in memory."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(
+            f"{n}={v!r}" for n, v in zip(self._fields, self)) + ")"
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def _replace(self, **changes: Any) -> Any:
+        new = type(self)(*map(changes.pop, self._fields, self))
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return new
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self))
+
+
+def field_at(index: int, doc: str | None = None) -> Any:
+    """The read-only attribute of a FieldTuple's field `index` (namedtuple's C getter)."""
+    return _tuplegetter(index, doc or f"Alias for field number {index}")
+
+
+class Counts(dict):
+    """collections.Counter for what kcc asks of one: counts of an iterable's items in
+    first-seen order (the same C counting loop), 0 for an item never seen (not stored), and
+    `update(iterable)` adds more."""
+
+    __slots__ = ()
+
+    def __init__(self, iterable: Any = ()) -> None:
+        _count_elements(self, iterable)
+
+    def __missing__(self, key: Any) -> int:
+        return 0
+
+    def update(self, iterable: Any = (), /) -> None:  # type: ignore[override]
+        _count_elements(self, iterable)

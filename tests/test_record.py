@@ -216,3 +216,48 @@ def test_what_a_record_refuses() -> None:
 
     with pytest.raises(ValueError):
         field(default=1, default_factory=list)
+
+
+# -- FieldTuple and Counts, held to collections' namedtuple and Counter ------------------------
+
+def test_field_tuple_answers_as_namedtuple() -> None:
+    import collections
+    import copy
+    import pickle
+
+    from kcc.frontend.parser import NodeLoc
+    want = collections.namedtuple("NodeLoc", "line col src_cols arg_col", defaults=((), None))
+    for args in [(1, 2), (3, 4, (5, 6)), (7, 8, (), 9)]:
+        got, ref = NodeLoc(*args), want(*args)
+        assert got == ref and tuple(got) == tuple(ref) and hash(got) == hash(ref)
+        assert repr(got) == repr(ref) and got._fields == ref._fields
+        assert [got.line, got.col, got.src_cols, got.arg_col] == \
+            [ref.line, ref.col, ref.src_cols, ref.arg_col]
+        assert got._asdict() == ref._asdict()
+        assert got._replace(col=99) == ref._replace(col=99)
+        assert type(got._replace(col=99)) is NodeLoc
+        assert pickle.loads(pickle.dumps(got)) == got
+        assert type(pickle.loads(pickle.dumps(got))) is NodeLoc
+        assert copy.deepcopy(got) == got
+    with pytest.raises(ValueError):
+        NodeLoc(1, 2)._replace(nope=3)
+    with pytest.raises(AttributeError):
+        NodeLoc(1, 2).line = 5
+    with pytest.raises(TypeError):
+        NodeLoc(1)
+
+
+def test_counts_answers_as_counter() -> None:
+    import collections
+
+    from kcc.record import Counts
+    items = ["a", "b", "a", 3, "c", 3, "a"]
+    got, ref = Counts(items), collections.Counter(items)
+    assert dict(got) == dict(ref) and list(got) == list(ref)
+    assert got["zz"] == ref["zz"] == 0 and "zz" not in got
+    got["a"] -= 1
+    ref["a"] -= 1
+    got.update(x for x in "bd")
+    ref.update(x for x in "bd")
+    assert dict(got) == dict(ref) and list(got) == list(ref)
+    assert Counts() == {} and Counts(iter(())) == {}

@@ -14,7 +14,6 @@ ranges where a literal is committed to a dtype (see `_check_literals`). The grap
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 from kcc import collector
 from kcc.frontend.argvals import (ARG_FORM, FIELD_CONVERT, Val, describe, out_of_range,
@@ -27,7 +26,7 @@ from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py 
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
 from kcc.ir.verify import VerifyError, check_bounds, verify
-from kcc.record import MISSING, field, fields, record
+from kcc.record import MISSING, FieldTuple, field, field_at, fields, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:   # no pathlib at start-up (kcc/targets/pathtext.py)
@@ -49,18 +48,24 @@ _COMMIT_POS: dict[Ops, tuple[int, ...] | None] = {
     r.op: _PROMOTED_BY_OP.get(r.op, _PROMOTED_BY_GROUP.get(r.group, ())) for r in OP_ROWS}
 
 
-class NodeLoc(namedtuple("NodeLoc", "line col src_cols arg_col", defaults=((), None))):
+class NodeLoc(FieldTuple):
     """Where a node is written: its statement's line, op column, operand and arg columns.
 
     A named tuple, not a dataclass: one is made per line and tuples are much cheaper to build
-    (collections' namedtuple, not typing's: no typing at start-up).
+    (kcc.record's FieldTuple: neither typing's NamedTuple nor the collections package at
+    start-up).
     """
 
     __slots__ = ()
-    line: int
-    col: int
-    src_cols: tuple[int, ...]       # default ()
-    arg_col: int | None             # default None
+    _fields = ("line", "col", "src_cols", "arg_col")
+    line: int = field_at(0)
+    col: int = field_at(1)
+    src_cols: tuple[int, ...] = field_at(2)
+    arg_col: int | None = field_at(3)
+
+    def __new__(cls, line: int, col: int, src_cols: tuple[int, ...] = (),
+                arg_col: int | None = None) -> NodeLoc:
+        return tuple.__new__(cls, (line, col, src_cols, arg_col))
 
 
 @record

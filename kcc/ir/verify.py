@@ -30,7 +30,7 @@ returns its input) is a lookup: the graph is immutable, so the verdict cannot ch
 
 from __future__ import annotations
 
-import weakref
+from _weakrefset import WeakSet  # weakref.WeakSet itself (no weakref module: 4 M)
 
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU
@@ -43,7 +43,7 @@ _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
 _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
 # SINKs whose whole graph passed verify (a verdict of an immutable graph never changes)
-_CLEAN: "weakref.WeakSet[UOp]" = weakref.WeakSet()
+_CLEAN: "WeakSet[UOp]" = WeakSet()
 # Enum members bound once: an attribute lookup on an Enum class goes through the
 # metaclass's __getattr__ hook (~100 ns on CPython 3.11), several per node here
 _BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP

@@ -29,10 +29,10 @@ or a flag reader went). Linear in the function's size per sweep.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
 
 from kcc.ir.mir import _READS, _WRITES, Inst, Kind, Mem, MFunction, RegOp, VReg
 from kcc.isel.flags import flag_pairs
+from kcc.record import Counts  # collections.Counter's counting, without collections
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
     if known is not None:
         for i in fn.insts:
             known[id(i)] = (i, reads[id(i)], writes[id(i)])
-    uses: Counter = Counter(r for rs in reads.values() for r in rs if isinstance(r, VReg))
+    uses: Counts = Counts(r for rs in reads.values() for r in rs if isinstance(r, VReg))
     # the writers some flag reader reads (pairs do not change as dead instructions go: a
     # writer no reader is paired with has no reader before the next writer or boundary)
     insts = fn.insts
@@ -168,9 +168,9 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
         else:
             reads.append(k[1])
             writes.append(k[2])
-    ndefs: Counter = Counter(r for rs in writes for r in rs if isinstance(r, VReg))
+    ndefs: Counts = Counts(r for rs in writes for r in rs if isinstance(r, VReg))
     ndefs.update(v for v, _ in fn.params)           # a parameter is defined at the entry
-    nreads: Counter = Counter(r for rs in reads for r in set(rs) if isinstance(r, VReg))
+    nreads: Counts = Counts(r for rs in reads for r in set(rs) if isinstance(r, VReg))
     cand = [i for i in cand if writes[i] and all(isinstance(r, VReg) for r in writes[i])
             and not any(ndefs[r] == 1 and nreads[r] > (r in reads[i]) for r in writes[i])
             and not writes_memory(insts[i])]

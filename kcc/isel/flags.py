@@ -13,9 +13,11 @@ with its writer. Linear in the code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from kcc.ir.mir import Inst, Kind
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence  # (no collections at start-up)
 
 # Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
 _OP = Kind.OP

@@ -35,10 +35,9 @@ invariant in two loops moves out of both. Linear in the function's size per loop
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from kcc.ir.mir import Inst, Kind, Mem, MFunction, RegOp, VReg, structure
 from kcc.isel.flags import flag_pairs
+from kcc.record import defaultdict  # collections' own, from _collections
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -18,14 +18,13 @@ unchanged in every dtype. Floats are never regrouped (their addition is not asso
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kcc.ir.consts import const_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
+from kcc.record import Counts  # collections.Counter's counting, without collections
 
 
 def _is_int_add(u: UOp) -> bool:
@@ -35,7 +34,7 @@ def _is_int_add(u: UOp) -> bool:
 def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     """Regroup every integer sum by the loops its terms depend on (see the module docstring)."""
     order = toposort([sink])
-    uses: Counter = Counter([s for u in order for s in u.src])
+    uses: Counts = Counts([s for u in order for s in u.src])
     deps = range_sets(order)
     # An ADD that its tree's root flattens (its one reader is an integer ADD of its dtype) is
     # not regrouped on its own: each root flattens its whole tree once, so a chain of n ADDs
@@ -73,7 +72,7 @@ def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     return keep_params(sink, new[sink])
 
 
-def _terms(u: UOp, uses: Counter) -> list[UOp]:
+def _terms(u: UOp, uses: Counts) -> list[UOp]:
     """The addends of the ADD tree under u, left to right: an inner ADD of the same dtype is
     flattened when u's tree is its only reader."""
     out: list[UOp] = []

@@ -38,7 +38,7 @@ are in ``work``.
 from __future__ import annotations
 
 from bisect import bisect_right
-from operator import attrgetter
+from _operator import attrgetter  # operator.attrgetter itself (no operator module at start-up)
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,
                         format_inst, structure, successors, verify_mir)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush
-from operator import attrgetter
+from _operator import attrgetter  # operator.attrgetter itself (no operator module at start-up)
 
 from kcc.ir.mir import PReg, VReg, structure, successors
 from kcc.regalloc.liveness import Interval, bits, intervals, number_vars

@@ -5,11 +5,9 @@ References are to the Intel SDM Vol. 2 (ModRM/SIB §2.1, REX §2.2.1, VEX §2.3,
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 from kcc.encode.x86.row import CONDITION_CODES, FIXED_REGS, KINDS, VSIB_INDEX, Row
 from kcc.encode.x86.table import FORMS, NOPS
-from kcc.record import record
+from kcc.record import FieldTuple, field_at, record
 
 __all__ = ["Reg", "Mem", "Imm", "Label", "Fixup", "EncodeError", "OperandRole", "FORMS",
            "CONDITION_CODES", "encode", "format_intel", "Assembler", "operand_roles",
@@ -63,13 +61,17 @@ class Fixup:
 Op = Reg | Mem | Imm | Label
 
 
-class RegInfo(namedtuple("RegInfo", "cls size num")):
+class RegInfo(FieldTuple):
     """Class ("gpr", "vec", "mask"), width in bytes and hardware number of a register.
-    (collections' namedtuple, not typing's: no typing at start-up)"""
+    (kcc.record's FieldTuple: neither typing nor the collections package at start-up)"""
     __slots__ = ()
-    cls: str
-    size: int
-    num: int
+    _fields = ("cls", "size", "num")
+    cls: str = field_at(0)
+    size: int = field_at(1)
+    num: int = field_at(2)
+
+    def __new__(cls_, cls: str, size: int, num: int) -> RegInfo:
+        return tuple.__new__(cls_, (cls, size, num))
 
 
 def _registers() -> dict[str, RegInfo]:
@@ -290,12 +292,16 @@ def _check_mem(m: Mem, where: str, kind: str = "") -> None:
 
 
 # ----------------------------------------------------------------------------- ModRM/SIB
-class _ModRM(namedtuple("_ModRM", "body b x rip_at")):
+class _ModRM(FieldTuple):
     __slots__ = ()
-    body: bytes            # ModRM [SIB] [disp]
-    b: int                 # REX.B / VEX.B source: bit 3 of base or rm register
-    x: int                 # REX.X / VEX.X: bit 3 of index; EVEX reg-rm: bit 4 of rm
-    rip_at: int            # offset of the disp32 inside body for RIP-relative, else -1
+    _fields = ("body", "b", "x", "rip_at")
+    body: bytes = field_at(0)   # ModRM [SIB] [disp]
+    b: int = field_at(1)        # REX.B / VEX.B source: bit 3 of base or rm register
+    x: int = field_at(2)        # REX.X / VEX.X: bit 3 of index; EVEX reg-rm: bit 4 of rm
+    rip_at: int = field_at(3)   # offset of the disp32 inside body for RIP-relative, else -1
+
+    def __new__(cls, body: bytes, b: int, x: int, rip_at: int) -> _ModRM:
+        return tuple.__new__(cls, (body, b, x, rip_at))
 
 
 def _modrm(reg: int, rm: Reg | Mem, n: int) -> _ModRM:

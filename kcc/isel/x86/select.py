@@ -23,8 +23,6 @@ Rules are methods `sel_<op>` (one per UOp op), each with a one-line docstring.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kcc.ir import AddrSpace, UOp, dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.consts import const_int
@@ -44,6 +42,7 @@ from kcc.isel.x86.stream import stream_form
 from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RSP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
 from kcc.isel.x86.vec import X86Vec
+from kcc.record import Counts  # collections.Counter's counting, without collections
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
            "imm_form", "isz", "select", "strong_const", "vw"]
@@ -269,7 +268,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
-        self.nusers = Counter([s for u in lin for s in u.src])
+        self.nusers = Counts([s for u in lin for s in u.src])
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
