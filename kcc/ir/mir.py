@@ -25,9 +25,8 @@ The allocator never looks at ``op`` strings; encoders never look at anything but
 
 from __future__ import annotations
 
-import enum
-
 from kcc.record import field, record
+from kcc.symbols import FlagSymbols, Symbols  # enum's Enum and Flag, without enum
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ class PReg:
 Reg = VReg | PReg
 
 
-class Role(enum.Flag):
+class Role(FlagSymbols):
     """How an instruction accesses a register operand (``DEF | USE``: read-modify-write)."""
 
     DEF = 1
@@ -137,7 +136,7 @@ class Mem:
 Operand = RegOp | Imm | Label | Mem
 
 
-class Kind(enum.Enum):
+class Kind(Symbols):
     """What an instruction means for control flow and for the allocator."""
 
     OP = "op"

@@ -6,111 +6,73 @@ to. Every group the rest of kcc asks about is derived from these rows.
 
 from __future__ import annotations
 
-import enum
-
 from kcc.record import record
+from kcc.symbols import Symbols, auto
 
 
-class Ops(enum.Enum):
+class Ops(Symbols):
     """Every op of the .uop format, version 1."""
 
-    PARAM = enum.auto()
-    BUFFER = enum.auto()
-    CONST = enum.auto()
-    SPECIAL = enum.auto()
-    RANGE = enum.auto()
-    END = enum.auto()
-    INDEX = enum.auto()
-    SHRINK = enum.auto()
-    LOAD = enum.auto()
-    STORE = enum.auto()
-    AFTER = enum.auto()
-    BARRIER = enum.auto()
-    GROUP = enum.auto()
-    SINK = enum.auto()
-    STACK = enum.auto()
-    CAST = enum.auto()
-    BITCAST = enum.auto()
-    NEG = enum.auto()
-    EXP2 = enum.auto()
-    LOG2 = enum.auto()
-    SIN = enum.auto()
-    SQRT = enum.auto()
-    RECIPROCAL = enum.auto()
-    TRUNC = enum.auto()
-    ADD = enum.auto()
-    SUB = enum.auto()
-    MUL = enum.auto()
-    FDIV = enum.auto()
-    CDIV = enum.auto()
-    CMOD = enum.auto()
-    MAX = enum.auto()
-    CMPLT = enum.auto()
-    CMPNE = enum.auto()
-    CMPEQ = enum.auto()
-    AND = enum.auto()
-    OR = enum.auto()
-    XOR = enum.auto()
-    SHL = enum.auto()
-    SHR = enum.auto()
-    THREEFRY = enum.auto()
-    WHERE = enum.auto()
-    MULACC = enum.auto()
-    WMMA = enum.auto()
+    PARAM = auto()
+    BUFFER = auto()
+    CONST = auto()
+    SPECIAL = auto()
+    RANGE = auto()
+    END = auto()
+    INDEX = auto()
+    SHRINK = auto()
+    LOAD = auto()
+    STORE = auto()
+    AFTER = auto()
+    BARRIER = auto()
+    GROUP = auto()
+    SINK = auto()
+    STACK = auto()
+    CAST = auto()
+    BITCAST = auto()
+    NEG = auto()
+    EXP2 = auto()
+    LOG2 = auto()
+    SIN = auto()
+    SQRT = auto()
+    RECIPROCAL = auto()
+    TRUNC = auto()
+    ADD = auto()
+    SUB = auto()
+    MUL = auto()
+    FDIV = auto()
+    CDIV = auto()
+    CMOD = auto()
+    MAX = auto()
+    CMPLT = auto()
+    CMPNE = auto()
+    CMPEQ = auto()
+    AND = auto()
+    OR = auto()
+    XOR = auto()
+    SHL = auto()
+    SHR = auto()
+    THREEFRY = auto()
+    WHERE = auto()
+    MULACC = auto()
+    WMMA = auto()
     # high half of the double-width product (kcc/passes/divconst.py makes it; docs/semantics.md)
-    MULHI = enum.auto()
+    MULHI = auto()
 
-    # Members are singletons compared by identity, so the identity hash is a valid one; Enum's
-    # own __hash__ (hash of the name) is a Python call, and every op-set test and hash-consing
-    # lookup of a node hashes an op (kcc's compile time). Order of a set of ops was never
-    # fixed either way (str hashes are randomized per process).
-    __hash__ = object.__hash__
+    # Members are singletons compared by identity, hashed by identity (a C call: every op-set
+    # test and hash-consing lookup of a node hashes an op). Not an enum.Enum (kcc/symbols.py:
+    # the enum module's import and class building were ~10% of a small compile's process, and
+    # an Enum's class attributes are read through a metaclass hook), with Enum's behaviour.
 
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 
 
+# The name the hot modules import Ops by (`from kcc.ir.ops import FastOps as Ops`): once a
+# plain class holding the Enum's members, read without EnumType's `__getattr__` hook; Ops
+# itself is such a class now.
+FastOps = Ops
 
-class _MemberTable(type):
-    """The metaclass of `FastOps`: what a module may ask of `Ops` besides a member (iterate,
-    index by name, call with a value, isinstance, `__members__`), answered by Ops itself."""
-
-    def __instancecheck__(cls, x: object) -> bool:
-        return isinstance(x, Ops)
-
-    def __iter__(cls):
-        return iter(Ops)
-
-    def __len__(cls) -> int:
-        return len(Ops)
-
-    def __getitem__(cls, name: str) -> Ops:
-        return Ops[name]
-
-    def __call__(cls, value: object) -> Ops:  # type: ignore[override]
-        return Ops(value)
-
-    def __repr__(cls) -> str:
-        return repr(Ops)
-
-    @property
-    def __members__(cls):
-        return Ops.__members__
-
-
-class FastOps(metaclass=_MemberTable):
-    """Ops' members as attributes of a plain class (`FastOps.ADD is Ops.ADD`), for the hot
-    modules that import it as `Ops`. On CPython 3.11 a class attribute of an Enum is read
-    through EnumType's `__getattr__` hook (the type's generic lookup called as a method,
-    ~100 ns) even when the member is in the class's dict; a plain class reads its dict directly
-    (~25 ns). The passes and selectors ask `n.op is Ops.X` of every node: ~25,000 such reads a
-    tinygrad kernel, 8.7% of a compile's instructions (callgrind). Nothing of the `enum` module
-    is changed: every Enum of the process keeps its behaviour."""
-
-
-for _m in Ops:
-    setattr(FastOps, _m.name, _m)
-del _m
 
 @record(frozen=True)
 class OpRow:

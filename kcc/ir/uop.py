@@ -8,22 +8,22 @@ Every walk over a graph here is iterative, so a 200,000-node chain never hits th
 
 from __future__ import annotations
 
-import enum
 import math
 import struct
-import weakref
 from _weakref import _remove_dead_weakref
+from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module: 4 M)
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.record import record
+from kcc.symbols import Symbols  # enum.Enum's behaviour without the enum module
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator
 
 
-class AddrSpace(enum.Enum):
+class AddrSpace(Symbols):
     """Where a PARAM or BUFFER lives."""
 
     GLOBAL = "GLOBAL"
@@ -32,7 +32,7 @@ class AddrSpace(enum.Enum):
     ALU = "ALU"
 
 
-class AxisType(enum.Enum):
+class AxisType(Symbols):
     """Informational loop kinds of a RANGE: every RANGE is a sequential loop to kcc."""
 
     LOOP = "LOOP"
@@ -101,7 +101,7 @@ _pack_d = struct.Struct("<d").pack
 UNKNOWN: Any = object()
 
 
-class _KeyedRef(weakref.ref):
+class _KeyedRef(_weakref_ref):
     """A weak reference to a node that knows the node's key in _NODES."""
 
     __slots__ = ("key",)

@@ -120,9 +120,13 @@ def test_x86_compile_path_imports_no_pathlib_typing_or_importlib_util(tmp_path: 
 # nor, since the classes of the compile path are kcc.record's (kcc/record.py), the manifest
 # and launch facts are written by kcc/targets/jsontext.py, the collector's pause is a class and
 # kcc's regexes load their programs (kcc.startup.regex): dataclasses (with copy and inspect's
-# stand-in), json, re (with its parser and compiler) and contextlib
+# stand-in), json, re (with its parser and compiler) and contextlib; and, since kcc's
+# enumerations are kcc.symbols classes and its named tuples and counts kcc.record's, enum (with
+# functools), the collections package (with keyword, operator and reprlib) and weakref
 NOT_ON_THE_S_PATH = ("dataclasses", "copy", "inspect", "json", "json.decoder", "json.encoder",
-                     "json.scanner", "re", "re._parser", "re._compiler", "contextlib")
+                     "json.scanner", "re", "re._parser", "re._compiler", "contextlib", "enum",
+                     "functools", "collections", "collections.abc", "keyword", "operator",
+                     "reprlib", "weakref")
 
 
 def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:

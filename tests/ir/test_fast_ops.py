@@ -1,6 +1,7 @@
-"""Tests of kcc.ir.ops.FastOps, Ops' members as a plain class's attributes (what the hot
-modules import as `Ops`): the same member objects, and everything else a module asks of Ops
-answered by Ops itself; the enum module itself is left as it is."""
+"""Tests of kcc.ir.ops.FastOps, the name the hot modules import Ops by: Ops itself now (a
+kcc.symbols class, whose members are read from the class's dict with no metaclass hook), so the
+same member objects and everything else a module asks of Ops; the enum module itself is left
+as it is."""
 
 from __future__ import annotations
 
@@ -37,7 +38,15 @@ def test_the_enum_module_is_unchanged() -> None:
     # the rejected alternative deleted EnumType.__getattr__ for the whole process (3.12
     # dropped the hook itself)
     assert "__getattr__" in vars(enum.EnumType) or sys.version_info >= (3, 12)
-    assert type(Ops) is enum.EnumType
+
+
+def test_ops_is_fastops_and_reads_its_members_without_a_hook() -> None:
+    assert FastOps is Ops
+    # a member is in the class's own dict, and no metaclass in the MRO has __getattr__ or
+    # __getattribute__ of its own (CPython then reads the type's dict directly)
+    assert vars(Ops)["ADD"] is Ops.ADD
+    assert not any("__getattr__" in vars(m) or "__getattribute__" in vars(m)
+                   for m in type(Ops).__mro__ if m is not type and m is not object)
 
 
 def test_the_hot_modules_read_fastops() -> None:
