@@ -50,20 +50,39 @@ MODES = ("auto", "never", "always")
 STREAM_MIN_BYTES = 32 << 20
 # the whole-register widths a streaming store writes (xmm, ymm, zmm)
 STREAM_BYTES = (16, 32, 64)
-# ordinary vector store form → its non-temporal twin (same operands), from the table's rows
+# ordinary vector store form → its non-temporal twin (same operands), from the table's rows;
+# NONTEMPORAL and ORDINARY (its inverse) are made when first asked for (module __getattr__):
+# the walk over the table's ~1,250 forms was 1% of a small compile's process, which streams
+# nothing (issue 24, item 4)
 _TWINS = {"vmovups_": "vmovntps_", "vmovupd_": "vmovntpd_", "vmovdqu_": "vmovntdq_"}
-NONTEMPORAL: dict[str, str] = {
-    f: _TWINS[f[:8]] + f[8:] for f in FORMS
-    if f[:8] in _TWINS and f[8:9] == "m" and _TWINS[f[:8]] + f[8:] in FORMS}
-ORDINARY: dict[str, str] = {nt: f for f, nt in NONTEMPORAL.items()}
+
+
+def _nontemporal() -> dict[str, str]:
+    """NONTEMPORAL, made (with ORDINARY) the first time."""
+    global NONTEMPORAL, ORDINARY
+    if "NONTEMPORAL" in globals():
+        return NONTEMPORAL
+    NONTEMPORAL = {f: _TWINS[f[:8]] + f[8:] for f in FORMS
+                   if f[:8] in _TWINS and f[8:9] == "m" and _TWINS[f[:8]] + f[8:] in FORMS}
+    ORDINARY = {nt: f for f, nt in NONTEMPORAL.items()}
+    return NONTEMPORAL
+
+
+def __getattr__(name: str) -> dict[str, str]:
+    if name in ("NONTEMPORAL", "ORDINARY"):
+        _nontemporal()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def stream_form(u: UOp, form: str, stream: dict[UOp, int], align: dict[UOp, int]) -> str:
     """The selector's store form for STORE u: form's non-temporal twin when u is in stream
     (noting in align the alignment its buffer's base pointer needs), else form."""
     n = stream.get(u)
-    nt = NONTEMPORAL.get(form)
-    if n is None or nt is None or FORMS[nt].operands[0].kind != f"m{n * 8}":
+    if n is None:
+        return form
+    nt = _nontemporal().get(form)
+    if nt is None or FORMS[nt].operands[0].kind != f"m{n * 8}":
         return form
     buf = base_buffer(u.src[0].src[0])
     align[buf] = max(n, align.get(buf, 0))
