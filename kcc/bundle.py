@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
 _PREFIX = "kcc."
 _SKIP = frozenset({"kcc.pytest_plugin"})    # pytest imports and rewrites it (pyproject.toml)
-_MAGIC = b"kccB"
+_MAGIC = b"kccC"           # (kccB: entries without the bytecode path)
 _MAX_INDEX = 1 << 20        # an index larger than this is not read (the file starts over)
 
-# name → (source path, (st_mtime_ns, st_size), offset of its code in the file, its length)
-_Entry = tuple[str, tuple[int, int], int, int]
+# name → (source path, (st_mtime_ns, st_size), offset of its code in the file, its length,
+# the module's __cached__: its .pyc path as importlib computes it, kept so that each import
+# does not compute it again: ModuleSpec.cached's cache_from_source, Python string work)
+_Entry = tuple[str, tuple[int, int], int, int, "str | None"]
 
 
 class _Loader:
@@ -113,7 +115,7 @@ class Bundle:
 
     def read(self, name: str) -> bytes | None:
         """The marshalled code of module name, or None if the file does not give it whole."""
-        _, _, offset, length = self.entries[name]
+        _, _, offset, length, _ = self.entries[name]
         try:
             data = os.pread(self.fd, length, self.base + offset)
         except OSError:
@@ -136,6 +138,7 @@ class Bundle:
         package = os.path.basename(e[0]) == "__init__.py"
         spec = ModuleSpec(name, self.loader, origin=e[0], is_package=package)
         spec.has_location = True    # __file__ = origin, as for a source file
+        spec.cached = e[4]          # __cached__, as importlib computed it (saved in the index)
         spec.loader_state = data
         if package:
             spec.submodule_search_locations = [os.path.dirname(e[0])]
@@ -151,7 +154,7 @@ class Bundle:
         from kcc.startup import writable
         if sys.dont_write_bytecode or not writable(self.path):
             return                  # (and no re-reading every module's code for nothing)
-        new: dict[str, tuple[str, tuple[int, int], bytes]] = {}
+        new: dict[str, tuple[str, tuple[int, int], bytes, str | None]] = {}
         for name, module in list(sys.modules.items()):
             if not name.startswith(_PREFIX) or name in self.loaded or name in _SKIP:
                 continue
@@ -171,7 +174,7 @@ class Bundle:
             except (OSError, ImportError, SyntaxError):
                 continue
             if code is not None:
-                new[name] = (origin, stamp, marshal.dumps(code))
+                new[name] = (origin, stamp, marshal.dumps(code), spec.cached)
         if not new:
             return
         index: dict[str, _Entry] = {}
@@ -179,13 +182,13 @@ class Bundle:
         offset = 0
         for name in list(self.entries) + [n for n in new if n not in self.entries]:
             if name in new:
-                origin, stamp, data = new[name]
+                origin, stamp, data, cached = new[name]
             else:
                 data = self.read(name) if self.fd >= 0 else None
                 if data is None:
                     continue
-                origin, stamp = self.entries[name][:2]
-            index[name] = (origin, stamp, offset, len(data))
+                origin, stamp, _, _, cached = self.entries[name]
+            index[name] = (origin, stamp, offset, len(data), cached)
             blobs.append(data)
             offset += len(data)
         head = marshal.dumps(index)
