@@ -31,13 +31,16 @@ makes trivial (such as (8i + k) // 8: powers of two are not rewritten, so those 
 from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
-from kcc.ir.divmagic import DivPlan, is_pow2, plan
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
 from kcc.ir.ranges import Range, int_ranges
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.ir.divmagic import DivPlan
 
 _WIDE = {True: dtypes.int64, False: dtypes.uint64}
 
@@ -98,6 +101,8 @@ def _rewrite(op: Ops, x: UOp, d: int, r: Range, wide: bool = True) -> UOp | None
     if d < 0:
         inner = _rewrite(op, x, -d, r, wide) or UOp(op, (x, _k(-d, dt, x)))
         return _op(Ops.NEG, inner) if div else inner
+    # (imported here: a kernel with no division by a constant, saxpy's, never needs it)
+    from kcc.ir.divmagic import is_pow2, plan
     if d == 0 or is_pow2(d):
         return None
     lo, hi = r if r is not None else (int(dt.min()), int(dt.max()))

@@ -66,8 +66,6 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, expand_threefry
-from kcc.passes.widen_reduce import ReduceLoop
-from kcc.passes.widen_reroll import widen_rerolled
 from kcc.passes.widen_tail import factors, split, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -315,13 +313,16 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             lanes = LaneLoop(r, e, loop.region, dep)
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
-                # a reduction into REG accumulators: lanes of partial results (widen_reduce.py)
+                # a reduction into REG accumulators: lanes of partial results (widen_reduce.py;
+                # imported here: a kernel without such a loop, saxpy's, never needs it)
+                from kcc.passes.widen_reduce import ReduceLoop
                 red = ReduceLoop(r, e, loop.region, dep, slot)
                 out = red.widen(n_iter, desc) if red.find() and red.check() else None
                 if out is not None:     # each loop's lane buffers their own slots
                     slot += len(red.accs)
             if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
+                from kcc.passes.widen_reroll import widen_rerolled
                 out = widen_rerolled(lanes, desc)
             if out is not None:
                 new_end[e] = out

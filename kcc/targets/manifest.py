@@ -14,7 +14,6 @@ from kcc.ir import AddrSpace, Ops, UOp, dtypes
 from kcc.ir.uop import base_buffer, toposort
 from kcc.record import field, record
 from kcc.targets import jsontext   # json.dumps's text without importing json (start-up)
-from kcc.targets.dims import DimError, check_dim, dim_json, launch_dims
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:   # numpy is imported by the launch checks only (compiling needs none)
@@ -80,6 +79,7 @@ class KernelDesc:
     def launch_dims(self, args: list[Any]) -> tuple[list[int], list[int]]:
         """(global, local) for one launch's arguments (checked by check_launch): symbolic
         dimensions are evaluated from the scalar arguments; LaunchError if one is invalid."""
+        from kcc.targets.dims import DimError, launch_dims   # (not at a compile's start-up)
         try:
             return launch_dims(self.global_size, self.local_size, args)
         except DimError as e:
@@ -143,6 +143,8 @@ def describe_kernel(sink: UOp) -> KernelDesc:
     glob: list[Any] = [1, 1, 1]
     loc: list[Any] = [1, 1, 1]
     specials = sorted({n.arg for n in spec_nodes})
+    if spec_nodes:
+        from kcc.targets.dims import dim_json   # (a kernel without SPECIALs: not imported)
     for n in spec_nodes:
         dims = glob if n.arg.startswith("gidx") else loc
         # a constant, or the expression of scalar arguments a loader evaluates per launch
@@ -258,6 +260,7 @@ def _is_int(v: Any) -> bool:
 
 def _check_schema(doc: dict[str, Any], path: str) -> None:
     """The version-1 fields a loader relies on (docs/manifest.md), with their types."""
+    from kcc.targets.dims import check_dim      # (reading a manifest: not a compile's path)
     _need(isinstance(doc.get("target"), str) and isinstance(doc.get("arch"), str), path,
           "manifest needs string fields 'target' and 'arch'")
     obj = doc.get("object")
