@@ -64,10 +64,12 @@ def test_second_process_loads_the_same_code_from_the_bundle(tmp_path: Path) -> N
     first = _run(root, tmp_path / "a.o")
     assert _bundle_files(root) and all(v[0] == "SourceFileLoader" for v in first.values())
     second = _run(root, tmp_path / "b.o")
-    assert set(second) == set(first)
+    # the same modules, but the x86 table's templates: the first process built the table
+    # (kcc/encode/x86/table_rows.py), the second loads it from the start-up cache
+    assert set(second) == set(first) - {"kcc.encode.x86.table_rows"}
     bundled = {n for n, v in second.items() if v[0] == "_Loader"}
     # every kcc module but the package and the bundle module itself (imported before it)
-    assert bundled == set(first) - {"kcc.bundle"} and len(bundled) > 50
+    assert bundled == set(second) - {"kcc.bundle"} and len(bundled) > 50
     for name in bundled:
         assert second[name][1:] == first[name][1:], name     # __file__, origin, __path__,
         assert first[name][5].endswith(".pyc"), name           # … __cached__
