@@ -36,6 +36,10 @@ class auto:
     __slots__ = ()
 
 
+# the values that are members without asking whether they are methods or descriptors (kcc's)
+_PLAIN = frozenset({int, str, auto})
+
+
 class SymbolsType(type):
     """The metaclass of Symbols: turns the body's plain values into members, and answers the
     class-level questions (iteration, length, `Cls[name]`, `Cls(value)`, `__members__`)."""
@@ -44,7 +48,7 @@ class SymbolsType(type):
         values: list[tuple[str, Any]] = []
         last = 0
         for k, v in list(ns.items()):
-            if k.startswith("_") or callable(v) or hasattr(v, "__get__"):
+            if k[:1] == "_" or (type(v) not in _PLAIN and (callable(v) or hasattr(v, "__get__"))):
                 continue
             if isinstance(v, auto):
                 v = last + 1
@@ -63,8 +67,8 @@ class SymbolsType(type):
             m = cls._value2member_map_.get(v)
             if m is None:                       # a repeated value names the same member
                 m = object.__new__(cls)
-                object.__setattr__(m, "name", k)
-                object.__setattr__(m, "value", v)
+                _set_name(m, k)                 # (the slots' own setters: members are
+                _set_value(m, v)                # immutable through __setattr__)
                 cls._value2member_map_[v] = m
                 cls._member_names_.append(k)
             cls._member_map_[k] = m
@@ -165,6 +169,10 @@ class Symbols(metaclass=SymbolsType):
         return self
 
 
+_set_name = Symbols.__dict__["name"].__set__
+_set_value = Symbols.__dict__["value"].__set__
+
+
 class FlagSymbols(Symbols):
     """The base of a flag enumeration (int values): `|`, `&`, `^`, `~` of members give the
     member of the result (made on first use for a combination), `a in b` asks whether b has
@@ -179,8 +187,8 @@ class FlagSymbols(Symbols):
         names = [m.name for m in cls if m.value and m.value & value == m.value
                  and m.value & (m.value - 1) == 0]
         m = object.__new__(cls)
-        object.__setattr__(m, "name", "|".join(names) if names else None)
-        object.__setattr__(m, "value", value)
+        _set_name(m, "|".join(names) if names else None)
+        _set_value(m, value)
         return cls._value2member_map_.setdefault(value, m)
 
     @classmethod
