@@ -220,17 +220,51 @@ def _make_frozen(cls: type, names: frozenset[str]) -> None:
     cls.__delattr__ = _qualify(cls, __delattr__)          # type: ignore[method-assign]
 
 
+def _methods_text(fs: list[Field], made: list[str], frozen: bool, post: bool) -> str:
+    """The source of a record's generated methods (those in made) for its fields fs."""
+    lines: list[str] = []
+    if "__init__" in made:
+        lines.append(f"def __init__(self{''.join(f', {f.name}' for f in fs)}):")
+        for f in fs:
+            value = f"_f_{f.name}() if {f.name} is _MISS else {f.name}" \
+                if f.default_factory is not MISSING else f.name
+            # frozen: object.__setattr__, as dataclasses does. Writing the instance dict is
+            # faster here but makes every later read of the record a slower, dict-hinted
+            # one (CPython 3.11 keeps a new object's values inline until its __dict__ is
+            # asked for): +4% instructions over a compile of the tinygrad kernels
+            lines.append(f" _setattr(self, {f.name!r}, {value})" if frozen
+                         else f" self.{f.name} = {value}")
+        if post:
+            lines.append(" self.__post_init__()")
+        elif not fs:
+            lines.append(" pass")
+    # __eq__ and __hash__ are generated code too: the hot records (registers, operands, types)
+    # are compared and hashed in the compile's inner loops, where `self.a` is a specialized
+    # attribute read and a generic getattr (operator.attrgetter) was 4% of a compile's time
+    mine = "".join(f"self.{f.name}," for f in fs if f.compare)
+    if "__eq__" in made:
+        theirs = mine.replace("self.", "other.")
+        lines += ["def __eq__(self, other):",
+                  " if other.__class__ is self.__class__:",
+                  f"  return ({mine})==({theirs})",
+                  " return NotImplemented"]
+    if "__hash__" in made:
+        lines += ["def __hash__(self):", f" return hash(({mine}))"]
+    return "\n".join(lines) + "\n"
+
+
 def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
     fs = _collect(cls)
     d = cls.__dict__
     names = [f.name for f in fs]
     class_hash = d.get("__hash__", MISSING)     # (read before __eq__ is added)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in d))
-    lines: list[str] = []
     ns: dict[str, Any] = {"_MISS": _HAS_FACTORY, "_setattr": object.__setattr__}
+    made: list[str] = []
+    defaults: list[Any] = []
+    post = False
     if init and "__init__" not in d:
         seen_default = False
-        defaults = []
         for f in fs:
             if f.default is not MISSING or f.default_factory is not MISSING:
                 seen_default = True
@@ -241,45 +275,27 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
                     defaults.append(f.default)
             elif seen_default:
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
-        lines.append(f"def __init__(self{''.join(f', {n}' for n in names)}):")
-        for f in fs:
-            value = f"_f_{f.name}() if {f.name} is _MISS else {f.name}" \
-                if f.default_factory is not MISSING else f.name
-            # frozen: object.__setattr__, as dataclasses does. Writing the instance dict is
-            # faster here but makes every later read of the record a slower, dict-hinted
-            # one (CPython 3.11 keeps a new object's values inline until its __dict__ is
-            # asked for): +4% instructions over a compile of the tinygrad kernels
-            lines.append(f" _setattr(self, {f.name!r}, {value})" if frozen
-                         else f" self.{f.name} = {value}")
-        if hasattr(cls, "__post_init__"):
-            lines.append(" self.__post_init__()")
-        elif not names:
-            lines.append(" pass")
+        post = hasattr(cls, "__post_init__")
+        made.append("__init__")
     if repr and "__repr__" not in d:
         cls.__repr__ = _make_repr(cls, tuple(f.name for f in fs if f.repr))  # type: ignore
-    # __eq__ and __hash__ are generated code too: the hot records (registers, operands, types)
-    # are compared and hashed in the compile's inner loops, where `self.a` is a specialized
-    # attribute read and a generic getattr (operator.attrgetter) was 4% of a compile's time
-    mine = "".join(f"self.{f.name}," for f in fs if f.compare)
-    made = ["__init__"] if lines else []
     if eq and "__eq__" not in d:
-        theirs = mine.replace("self.", "other.")
-        lines += ["def __eq__(self, other):",
-                  " if other.__class__ is self.__class__:",
-                  f"  return ({mine})==({theirs})",
-                  " return NotImplemented"]
         made.append("__eq__")
     if eq and frozen and not explicit_hash:
-        lines += ["def __hash__(self):", f" return hash(({mine}))"]
         made.append("__hash__")
     if frozen:
         for m in ("__setattr__", "__delattr__"):
             if m in d:
                 raise TypeError(f"Cannot overwrite attribute {m} in class {cls.__name__}")
         _make_frozen(cls, frozenset(names))
-    if lines:
-        from kcc.startup import cached_code
-        exec(cached_code("\n".join(lines) + "\n"), ns)   # noqa: S102  (generated above)
+    if made:
+        # the methods' text depends only on this key: its code is looked up by the key (the
+        # start-up code cache), the text made only when the key is new (~40% of a record's
+        # processing was building it; issue 24, item 4)
+        key = ("record", tuple(names), tuple(f.default_factory is not MISSING for f in fs),
+               tuple(f.compare for f in fs), tuple(made), frozen, post)
+        from kcc.startup import cached_keyed_code
+        exec(cached_keyed_code(key, lambda: _methods_text(fs, made, frozen, post)), ns)  # noqa: S102
         for m in made:
             fn = ns[m]
             fn.__qualname__ = f"{cls.__qualname__}.{m}"

@@ -6,8 +6,9 @@ them are work that gives the same result in every process (issue 24, item 4):
 - the `__init__` kcc.record generates for each record class (the classes of the compile path;
   kcc/record.py) and, where dataclasses is imported (the other targets, tests, a host
   program), dataclasses compiling the source text of each class's generated methods:
-  `cached_code` and `install_dataclass_cache` compile each distinct text once and keep the
-  code object (two files: a compile reads only the records');
+  `cached_keyed_code` (by a key of what the text depends on, the text made only for a new
+  key) and `install_dataclass_cache` compile each distinct text once and keep the code
+  object (two files: a compile reads only the records');
 - typing compiling the text of every forward reference (a NamedTuple's string annotations):
   `typing.compile` is routed through the same code cache;
 - tables built at import (the x86 form table: ~1,250 rows from their templates): `cached`
@@ -140,25 +141,38 @@ class _CodeStore:
         self.codes: dict[Any, CodeType] | None = None
         self.dirty = False
 
-    def code(self, source: str, mode: str = "exec") -> CodeType:
-        """source compiled in mode ("exec" or "eval") as a module without `from __future__`
-        imports compiles it, once: then from this process's table, or the cache file's."""
+    def _table(self) -> dict[Any, CodeType]:
+        """The store's table, read from its file the first time."""
         codes = self.codes
         if codes is None:
             got = _read(_codes_path(self.store))
             codes = self.codes = got if isinstance(got, dict) and len(got) < _MAX_CODES else {}
-        key: Any = source if mode == "exec" else (mode, source)
-        code = codes.get(key)
-        if code is None:
-            # dont_inherit: compiled as the caller's own `compile` compiles it (dataclasses,
-            # typing and kcc.record have no `from __future__` imports; this module has, and
-            # must not pass them on)
-            code = codes[key] = compile(source, "<string>", mode, dont_inherit=True)
-            if not self.dirty:
-                self.dirty = True
-                import atexit
-                atexit.register(self.save)
+        return codes
+
+    def _add(self, key: Any, source: str, mode: str) -> CodeType:
+        # dont_inherit: compiled as the caller's own `compile` compiles it (dataclasses,
+        # typing and kcc.record have no `from __future__` imports; this module has, and
+        # must not pass them on)
+        code = self._table()[key] = compile(source, "<string>", mode, dont_inherit=True)
+        if not self.dirty:
+            self.dirty = True
+            import atexit
+            atexit.register(self.save)
         return code
+
+    def code(self, source: str, mode: str = "exec") -> CodeType:
+        """source compiled in mode ("exec" or "eval") as a module without `from __future__`
+        imports compiles it, once: then from this process's table, or the cache file's."""
+        key: Any = source if mode == "exec" else (mode, source)
+        code = self._table().get(key)
+        return self._add(key, source, mode) if code is None else code
+
+    def keyed(self, key: tuple, make: Callable[[], str]) -> CodeType:
+        """The code of the source `make()` returns, compiled in "exec" mode as `code` compiles
+        it, looked up by key (a tuple of everything the source depends on): the source is
+        made only when the key is new to this process and the cache file."""
+        code = self._table().get(key)
+        return self._add(key, make(), "exec") if code is None else code
 
     def save(self) -> None:
         if self.codes:
@@ -173,9 +187,9 @@ _RECORD_CODES = _CodeStore("record-methods")
 _cached_code = _DATACLASS_CODES.code
 
 
-def cached_code(source: str) -> CodeType:
-    """source (kcc.record's generated methods) compiled in "exec" mode, once (_CodeStore)."""
-    return _RECORD_CODES.code(source)
+def cached_keyed_code(key: tuple, make: Callable[[], str]) -> CodeType:
+    """kcc.record's generated methods by key: `make()`'s source compiled once (_CodeStore)."""
+    return _RECORD_CODES.keyed(key, make)
 
 
 def _dataclass_exec(source: Any, globals: dict | None = None,
