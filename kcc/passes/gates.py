@@ -36,7 +36,6 @@ from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.ranges import Range, int_ranges
 from kcc.ir.uop import UOp
-from kcc.passes.gates_lanes import is_lane_safe, lane_safe_load
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 
@@ -203,6 +202,8 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         p, gate = u.src[0], u.src[2]
         start, n = p.src[1], _lanes(p)
         if gate.shape:                              # a per-lane gate: gates_lanes.py
+            # (imported here: a kernel without per-lane gates, saxpy's, never needs it)
+            from kcc.passes.gates_lanes import is_lane_safe, lane_safe_load
             if not in_bounds(p, ranges) and not is_lane_safe(start):
                 lane_plan[u] = lane_safe_load(u)
             continue

@@ -71,7 +71,6 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_stride import last_block, stride_legal, strided_load
 from kcc.passes.widen_tail import factors, split, tail_loop
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -376,8 +375,12 @@ class LaneLoop:
         vec: dict[UOp, UOp] = self.seed(r2, k)
         new: dict[UOp, UOp] = {}
         made: list[UOp] = list(vec.values())
-        if any(not stride_legal(c, k, desc, p.dtype) for p, c in self.strides.items()):
-            return None
+        if self.strides:
+            # strided loads (widen_stride.py; imported here: a loop without one, saxpy's,
+            # never needs it)
+            from kcc.passes.widen_stride import stride_legal, strided_load
+            if any(not stride_legal(c, k, desc, p.dtype) for p, c in self.strides.items()):
+                return None
 
         def lanes(s: UOp) -> UOp:
             v = vec.get(s)
@@ -476,8 +479,11 @@ class LaneLoop:
                 out = self.rewrite(k, desc)
                 if out is not None:
                     start = split(self.r, k)[1]
-                    last = None if start is None or not self.strides else \
-                        last_block(self, k, desc, n_iter)
+                    if start is None or not self.strides:
+                        last = None
+                    else:
+                        from kcc.passes.widen_stride import last_block
+                        last = last_block(self, k, desc, n_iter)
                     if last is not None:        # the last k iterations as one more block
                         out = UOp(Ops.GROUP, (out, last))
                     elif start is not None:
