@@ -44,8 +44,8 @@ _EMPTY: frozenset[UOp] = frozenset()
 _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
 # SINKs whose whole graph passed verify (a verdict of an immutable graph never changes)
 _CLEAN: "WeakSet[UOp]" = WeakSet()
-# Enum members bound once: an attribute lookup on an Enum class goes through the
-# metaclass's __getattr__ hook (~100 ns on CPython 3.11), several per node here
+# Ops members bound once: a module global is read faster than a class attribute (an Enum's
+# went through EnumType's __getattr__ hook before kcc.symbols), several per node here
 _BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP
 _PARAM, _RANGE, _SINK, _SPECIAL = Ops.PARAM, Ops.RANGE, Ops.SINK, Ops.SPECIAL
 # the ops whose nodes the graph-wide rules read on every walk (_Walk._node); a node of another

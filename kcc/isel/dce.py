@@ -62,7 +62,7 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
             if w is not None}
     removed = 0
     changed = True
-    OP = Kind.OP              # (bound once: an Enum class attribute is a slow lookup)
+    OP = Kind.OP              # (bound once: a local is read faster than a class attribute)
     while changed:
         changed = False
         if flag_only and removed:

@@ -43,7 +43,7 @@ TYPE_CHECKING = False   # typing is imported by type checkers only (start-up tim
 if TYPE_CHECKING:
     from typing import Callable
 
-# Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
+# members bound once (a module global is read faster than a class attribute)
 _OP, _LOOP_BEGIN, _LOOP_END = Kind.OP, Kind.LOOP_BEGIN, Kind.LOOP_END
 
 

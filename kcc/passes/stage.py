@@ -47,7 +47,7 @@ from kcc.passes.target import TargetDesc
 MIN_REUSE = 8          # uses of a staged element per copy below which staging does not pay
 MAX_TREE = 4096        # nodes walked per stored value when ordering a group (compile time)
 MAX_GROUPS = 4         # groups staged per kernel (each one a copy loop and a frame buffer)
-# Enum members bound once (an Enum class attribute is a metaclass __getattr__ hook on 3.11)
+# members bound once (a module global is read faster than a class attribute)
 _LOAD, _STORE, _RANGE = Ops.LOAD, Ops.STORE, Ops.RANGE
 
 

@@ -34,7 +34,7 @@ TYPE_CHECKING = False   # typing is imported by type checkers only (start-up tim
 if TYPE_CHECKING:
     from typing import Any, Callable, Container, Iterable
 
-_DEF, _USE = Role.DEF, Role.USE     # (an Enum member lookup is a slow metaclass call)
+_DEF, _USE = Role.DEF, Role.USE     # (globals: read faster than class attributes)
 
 
 @record

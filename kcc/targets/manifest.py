@@ -113,8 +113,8 @@ def sha256_hex(data: bytes) -> str:
 
 def describe_kernel(sink: UOp) -> KernelDesc:
     """The argument list and launch dimensions of a kernel graph (before any pass)."""
-    # one walk sorts out the nodes this reads (Enum members bound once: an Ops class
-    # attribute is a metaclass __getattr__ hook on CPython 3.11, slow per node)
+    # one walk sorts out the nodes this reads (Ops members bound once: a local is read
+    # faster than a class attribute, per node)
     param, special, load, store = Ops.PARAM, Ops.SPECIAL, Ops.LOAD, Ops.STORE
     found: list[UOp] = []
     spec_nodes: list[UOp] = []
