@@ -16,6 +16,9 @@ vector value, recursively over the lanes' srcs:
 
 A run of gated scalar LOADs of consecutive elements whose gates pack is a seed of its own
 (kcc/passes/slp_gated.py): one vector LOAD gated lane by lane, on a target that has one.
+Before the downward packing, scalar work on the lanes of one vector is packed from that
+vector up where it pays (kcc/passes/slp_up.py: cummax's per-row selects, which the
+accumulator reads transposed); a tuple of such packed scalars is read as their lanes.
 
 A second kind of seed is a run of ungated scalar STOREs to consecutive elements of one buffer
 (tinygrad's upcast REG accumulators: `acc[j] = acc[j] + …` for each lane j): cut into groups of
@@ -57,6 +60,7 @@ from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_reg import reg_stores, scalar_reg_groups, store_runs
+from kcc.passes.slp_up import pack_upward
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -90,6 +94,7 @@ class _Packer:
         self.runs: dict[int, dict[tuple[UOp, UOp | None, int], int]] = {}
         self.rows: dict[tuple[UOp, UOp | None, int, int], UOp] = {}
         self.scalar_reg: set[UOp] = set()     # REG buffers whose elements stay scalars
+        self.up: dict[UOp, tuple[UOp, int]] = {}  # scalars packed upward (slp_up.py): lanes
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -297,6 +302,12 @@ class _Packer:
         while work:
             t = work[-1]
             if t in self.memo:
+                work.pop()
+                continue
+            if self.up and all(s in self.up for s in t):
+                # lanes of vectors packed upward (slp_up.py): a shuffle of those, not repacked
+                self.memo[t] = self._leaf(tuple(
+                    UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1]))) for s in t))[0]
                 work.pop()
                 continue
             v, _ = self._leaf(t)
@@ -646,6 +657,8 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     redirect: dict[UOp, UOp] = {}
     if target.lane_gates is not None:
         pack_gated_loads(p, order, redirect)      # runs of gated loads (slp_gated.py)
+    if target.vector_regs:
+        pack_upward(p, order)                     # from vectors' lanes up (slp_up.py)
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
             continue
@@ -656,7 +669,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
             redirect[u] = v
     _pack_stores(p, groups, redirect, {u: i for i, u in enumerate(order)})
     _group_lanes(order, reg_width, redirect, p.lane_of)
-    if not redirect:
+    if not redirect and not p.up:
         return sink
     _claim_loads(p)
     return keep_params(sink, _rebuild_acyclic(sink, redirect, p.lane_of))

@@ -1,0 +1,122 @@
+"""slp's upward seed (kcc/passes/slp_up.py): scalar work on the lanes of one vector, packed
+from the vector up where the downward packing would leave it scalar.
+
+The kernel is tinygrad's cummax_777 r_3_128 in small: 4 rows of 4 consecutive elements, each
+row loaded as one vector and taken apart; element j of row r is selected against a padding
+bound (`e < c - j ? -inf : x`, only rows 0 and 1 have one), and accumulator lane r is the
+max over row r's 4 elements. The accumulator's vector MAXes read transposed tuples (element j
+of every row) whose lanes are not isomorphic (two selects, two bare lanes). What is checked:
+the selects become vector selects of whole rows (no scalar WHERE is left), users that do not
+pack stay as they were, and the values (the graph against the reference interpreter, the x86
+objects at x86-64-v3 and v4 against it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.interp import run as interp_run
+from kcc.ir.uop import toposort
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.slp import slp
+from kcc.targets.amd.desc import AMD
+from kcc.targets.x86.arch import x86_desc
+from x86_util import assert_same, compile_and_run, random_inputs
+
+
+def kernel(gated_rows: int = 2, bare_user: bool = False) -> str:
+    """out[4i + r] = max over j of (row r element j, -inf where e < 100*r + 50 - j for the
+    first `gated_rows` rows, twice the element for the others), e = 8i; ``bare_user`` adds
+    x[0][1] * float(i) to out[4i] (a user whose other operand tuple would be a STACK of
+    unrelated scalars: not packed)."""
+    t = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
+         "%x = PARAM ParamArg(1, float32, 512)", "%i = RANGE(16) (0, LOOP)",
+         "%e = MUL(%i, 8)"]
+    if gated_rows:
+        t.append("%ninf = CAST(-inf) float32")
+    for r in range(4):
+        t += [f"%o{r} = ADD(%e, {100 * r})", f"%p{r} = SHRINK(%x, %o{r}, 4)",
+              f"%v{r} = LOAD(%p{r})"]
+        for j in range(4):
+            t.append(f"%x{r}{j} = INDEX(%v{r}, {j})")
+            if r < gated_rows:
+                t += [f"%c{r}{j} = CMPLT(%e, {100 * r + 50 - j})",
+                      f"%s{r}{j} = WHERE(%c{r}{j}, %ninf, %x{r}{j})"]
+            else:
+                t.append(f"%s{r}{j} = MUL(%x{r}{j}, 2.0)")
+        t += [f"%m{r}a = MAX(%s{r}0, %s{r}1)", f"%m{r}b = MAX(%m{r}a, %s{r}2)",
+              f"%m{r} = MAX(%m{r}b, %s{r}3)"]
+    lanes = ["%m0", "%m1", "%m2", "%m3"]
+    if bare_user:
+        t += ["%k = CAST(%i) float32", "%bu = MUL(%x01, %k)", "%m0x = ADD(%m0, %bu)"]
+        lanes[0] = "%m0x"
+    t += [f"%st = STACK({', '.join(lanes)})", "%q = MUL(%i, 4)", "%po = SHRINK(%out, %q, 4)",
+          "%w = STORE(%po, %st)", "%end = END(%w, %i)",
+          'SINK(%end) KernelInfo(name="rows")']
+    return "\n".join(t) + "\n"
+
+
+def _prep(text: str) -> UOp:
+    return simplify(lower_weak_dtypes(parse(text)))
+
+
+def _scalar(g: UOp, op: Ops) -> list[UOp]:
+    """The scalar float32 nodes of op (index arithmetic is int32)."""
+    return [u for u in toposort([g]) if u.op is op and u.shape == () and u.dtype == dtypes.float32]
+
+
+def _same_values(g0: UOp, g1: UOp, seed: int = 3) -> None:
+    args = random_inputs(g0, seed=seed)
+    want = interp_run(g0, [a.copy() for a in args])
+    got = interp_run(g1, [a.copy() for a in args])
+    assert_same(g0, got, want)
+
+
+def test_row_selects_become_vector_selects() -> None:
+    """Before, the transposed MAXes left the 8 selects scalar; now each gated row is one
+    vector WHERE whose gate is one compare against a bound vector."""
+    g0 = _prep(kernel())
+    assert len(_scalar(g0, Ops.WHERE)) == 8
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert not _scalar(g, Ops.WHERE)
+    vw = [u for u in toposort([g]) if u.op is Ops.WHERE and u.shape == (4,)]
+    assert len(vw) == 2 and all(u.src[0].op is Ops.CMPLT for u in vw)
+    assert not [u for u in toposort([g]) if u.op is Ops.CMPLT and u.shape == ()]
+    _same_values(g0, g)
+
+
+def test_bare_rows_pack_too() -> None:
+    """Every row's elementwise work (x * 2 here) is a vector op over its load: no scalar MUL
+    is left."""
+    g0 = _prep(kernel(gated_rows=0))
+    assert len(_scalar(g0, Ops.MUL)) == 16
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert not _scalar(g, Ops.MUL)
+    _same_values(g0, g)
+
+
+def test_a_user_with_unrelated_operands_stays_scalar() -> None:
+    """x[0][1] * float(i) packs with nothing (its lanes' siblings do not exist): it stays one
+    scalar MUL, and the rows still pack."""
+    g0 = _prep(kernel(bare_user=True))
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert len(_scalar(g, Ops.MUL)) == 1
+    assert not _scalar(g, Ops.WHERE)
+    _same_values(g0, g)
+
+
+def test_targets_without_vector_registers_pack_nothing_upward() -> None:
+    g0 = _prep(kernel())
+    assert len(_scalar(slp(g0, AMD), Ops.WHERE)) == 8
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_objects_match_the_interpreter(arch: str, seed: int) -> None:
+    sink = parse(kernel(bare_user=True))
+    args = random_inputs(sink, seed=seed)
+    want = interp_run(sink, [a.copy() for a in args])
+    assert_same(sink, compile_and_run(sink, args, arch), want)
