@@ -94,7 +94,9 @@ class _Packer:
         self.runs: dict[int, dict[tuple[UOp, UOp | None, int], int]] = {}
         self.rows: dict[tuple[UOp, UOp | None, int, int], UOp] = {}
         self.scalar_reg: set[UOp] = set()     # REG buffers whose elements stay scalars
-        self.up: dict[UOp, tuple[UOp, int]] = {}  # scalars packed upward (slp_up.py): lanes
+        # scalars that are lanes of vectors made before the downward packing (gated-load
+        # groups, slp_gated.py; users packed upward, slp_up.py) → (vector, lane)
+        self.up: dict[UOp, tuple[UOp, int]] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""

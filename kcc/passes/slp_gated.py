@@ -61,7 +61,8 @@ def _vector_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
 def pack_gated_loads(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> None:
     """Each group of a run of gated scalar loads whose gates pack → one per-lane-gated
     vector LOAD; each scalar load is redirected to its lane (and the group's tuple is
-    memoized, so a STACK of those loads is that vector)."""
+    memoized, so a STACK of those loads is that vector; each load is in p.up, so a tuple of
+    lanes of several such loads is a shuffle of them)."""
     ctx = p.ctx
     for run in _gated_runs(order):
         dt = run[0].dtype
@@ -78,6 +79,9 @@ def pack_gated_loads(p: _Packer, order: list[UOp], redirect: dict[UOp, UOp]) -> 
                     p.memo[t] = v
                     for j, s in enumerate(t):
                         redirect[s] = UOp(Ops.INDEX, (v, UOp.const(j)))
+                        # a tuple of lanes of such loads (element j of each of 4 rows, a
+                        # transposed reduction) is a transpose of them, not 4 scalars
+                        p.up[s] = (v, j)
                     i += w
                     break
             else:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.ir import Ops, UOp
+from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.interp import run as interp_run
 from kcc.ir.uop import toposort
 from kcc.passes.devectorize import devectorize
@@ -150,3 +150,34 @@ def test_devectorize_keeps_legal_and_chunks_wide_lane_gates() -> None:
     d3 = devectorize(wide, x86_desc("x86-64-v3"))        # (ymm: 8 float32 lanes)
     assert [u.shape for u in _lane_gated(d3)] == [(8,)] * 4
     _same_values(wide, d3)
+
+
+def rows_kernel() -> str:
+    """out[4i + r] = ((x_r0 + x_r1) + x_r2) + x_r3, x_rj = x[8i + 100r + j - 7] where
+    `6 - j < 8i` (else 0): 4 runs of 4 gated loads, each row summed into one output lane
+    (cumsum_777 r_3_128's accumulator: each lane a row's horizontal sum)."""
+    t = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
+         "%x = PARAM ParamArg(1, float32, 512)", "%z = CAST(0) float32",
+         "%i = RANGE(16) (0, LOOP)", "%e = MUL(%i, 8)"]
+    for r in range(4):
+        for j in range(4):
+            t += [f"%o{r}{j} = ADD(%e, {100 * r + j - 7})", f"%p{r}{j} = INDEX(%x, %o{r}{j})",
+                  f"%g{r}{j} = CMPLT({6 - j}, %e)", f"%l{r}{j} = LOAD(%p{r}{j}, %z, %g{r}{j})"]
+        t += [f"%a{r} = ADD(%l{r}0, %l{r}1)", f"%b{r} = ADD(%a{r}, %l{r}2)",
+              f"%h{r} = ADD(%b{r}, %l{r}3)"]
+    t += ["%st = STACK(%h0, %h1, %h2, %h3)", "%q = MUL(%i, 4)", "%po = SHRINK(%out, %q, 4)",
+          "%w = STORE(%po, %st)", "%end = END(%w, %i)", 'SINK(%end) KernelInfo(name="rows")']
+    return "\n".join(t) + "\n"
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_rows_of_lane_gated_loads_sum_transposed(arch: str) -> None:
+    """Each row is one lane-gated load; the 4 row sums are 3 vector ADDs over transposed
+    tuples (element j of each row: lanes of the 4 loads, a shuffle), no scalar ADD."""
+    g0 = _prep(rows_kernel())
+    g = slp(g0, x86_desc(arch))
+    assert [u.shape for u in _lane_gated(g)] == [(4,)] * 4
+    adds = [u for u in toposort([g]) if u.op is Ops.ADD
+            and u.dtype == dtypes.float32]
+    assert len(adds) == 3 and all(u.shape == (4,) for u in adds)
+    _same_values(g0, g)
