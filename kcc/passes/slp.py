@@ -60,7 +60,7 @@ from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_reg import reg_stores, scalar_reg_groups, store_runs
-from kcc.passes.slp_up import pack_upward
+from kcc.passes.slp_up import pack_jammed, pack_upward
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -661,6 +661,7 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
         pack_gated_loads(p, order, redirect)      # runs of gated loads (slp_gated.py)
     if target.vector_regs:
         pack_upward(p, order)                     # from vectors' lanes up (slp_up.py)
+        pack_jammed(p, order)                     # jammed row reductions' elements
     for u in order:
         if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1:
             continue

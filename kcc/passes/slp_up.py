@@ -27,6 +27,13 @@ users as their lanes (a shuffle or a transpose of the row vectors) instead of re
 as another vector, and the rebuild reads every other use of a packed user as its lane
 (`lane_of`). As in slp, each vector op computes exactly its lanes' values with the same op:
 bit-identical.
+
+A second seed (`pack_jammed`): unroll-and-jam's copies of a scalar row reduction, each with
+its own one-element REG accumulator (acc_r = acc_r + f(x_r)), have no vector at all. Each
+operand tuple of the copies' stored values other than the accumulators is packed when the
+vector ops save more than the lane inserts and extracts cost (`_pays`; the copies' element
+loads, a column at the row stride, are one STACK under all of it): tinygrad's bf16_sum rounds
+each element to bfloat16 with ~15 integer ops, now one 4-lane op each for 4 rows.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from kcc.ir.consts import const_int, is_const
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
-from kcc.ir.uop import UOp
+from kcc.ir.uop import AddrSpace, UOp, base_buffer
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -162,3 +169,97 @@ def pack_upward(p: _Packer, order: list[UOp]) -> None:
                 p.lane_of.setdefault(u, (v, j))
                 p.up.setdefault(u, (v, j))
             work.append(tup)
+
+
+def _jammed(order: list[UOp]) -> list[Lanes]:
+    """The values of scalar STOREs to one-element REG buffers in one loop body with one op,
+    dtype and arg (unroll-and-jam's copies of a row reduction's accumulator: acc_r = acc_r +
+    f(x_r) for rows r), in graph order, as tuples of at least two."""
+    groups: dict[tuple, list[UOp]] = {}
+    for u in order:
+        if u.op is not Ops.STORE or len(u.src) != 2 or u.src[0].op is not Ops.INDEX:
+            continue
+        v, buf = u.src[1], u.src[0].src[0]
+        b = base_buffer(buf)
+        if v.shape != () or v.op not in _PACKABLE or buf.op is not Ops.AFTER \
+                or b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG \
+                or b.arg.size != 1:
+            continue
+        loops = tuple(s for s in buf.src[1:] if s.op is Ops.RANGE)
+        groups.setdefault((loops, v.op, v.dtype, v.arg), []).append(v)
+    return [tuple(dict.fromkeys(vs)) for vs in groups.values() if len(set(vs)) > 1]
+
+
+def _pays(v: UOp, old: set[UOp], n: int) -> bool:
+    """Whether the new vector nodes under v (n lanes) save more scalar ops than their lane
+    inserts and the n-1 lane extracts of the result cost: n-1 a vector op against n-1 a
+    STACK leaf of unrelated scalars (constants and broadcasts are free; no transcendental,
+    which pack_lanes.py packs wider)."""
+    work, seen = [v], set()
+    ops, inserts = 0, n - 1
+    while work:
+        u = work.pop()
+        if u in old or u in seen:
+            continue
+        seen.add(u)
+        if u.op in _TRANSCENDENTAL:
+            return False
+        if u.op is Ops.STACK:
+            if not (all(s is u.src[0] for s in u.src) or all(is_const(s) for s in u.src)):
+                inserts += n - 1
+            continue
+        if u.shape:
+            ops += 1
+            work.extend(u.src)
+    return ops * (n - 1) > inserts
+
+
+def _load_tuples(t: Lanes) -> list[Lanes]:
+    """The tuples of distinct ungated scalar LOADs that t reaches operand by operand through
+    isomorphic ops (a bounded walk)."""
+    out, work, seen = [], [t], set()
+    while work and len(seen) < 64:
+        t = work.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        s0 = t[0]
+        if all(s.op is Ops.LOAD and len(s.src) == 1 and s.shape == () for s in t):
+            if len(set(t)) == len(t):
+                out.append(t)
+        elif s0.op in _PACKABLE and all(s.op is s0.op and s.arg == s0.arg
+                                        and len(s.src) == len(s0.src) for s in t):
+            work.extend(tuple(s.src[i] for s in t) for i in range(len(s0.src)))
+    return out
+
+
+def pack_jammed(p: _Packer, order: list[UOp]) -> None:
+    """The per-element work of unroll-and-jam's copies of a scalar row reduction (each copy
+    its own one-element accumulator: tinygrad's bf16_sum rounds every element to bfloat16
+    with ~15 integer ops before adding it) as one vector over the copies, when that pays
+    (`_pays`): each operand tuple of the copies' values that is not the accumulators'. The
+    accumulations stay scalar (each reads its lane); lane r computes copy r's element with
+    the same ops: bit-identical."""
+    if not p.ctx.vector_regs:
+        return
+    old = set(order)
+    for t in _jammed(order):
+        n = len(t)
+        for i in range(len(t[0].src)):
+            sub = tuple(v.src[i] for v in t)
+            if len(set(sub)) != n or any(s.shape != () or s in p.lane_of or s.op is Ops.LOAD
+                                         for s in sub):
+                continue
+            marks = len(p.memo), len(p.lane_of)
+            for lt in _load_tuples(sub):
+                # the copies' element loads (a column at the row stride): one STACK of
+                # them, packed once, under every op above (not one STACK per op)
+                p.memo.setdefault(lt, UOp(Ops.STACK, lt))
+            v = p.pack(sub)
+            if v is None or v.op is Ops.STACK or not _pays(v, old, n):
+                _forget(p.memo, marks[0])
+                _forget(p.lane_of, marks[1])
+                continue
+            for j, s in enumerate(sub):
+                p.lane_of.setdefault(s, (v, j))
+                p.up.setdefault(s, (v, j))

@@ -120,3 +120,51 @@ def test_objects_match_the_interpreter(arch: str, seed: int) -> None:
     args = random_inputs(sink, seed=seed)
     want = interp_run(sink, [a.copy() for a in args])
     assert_same(sink, compile_and_run(sink, args, arch), want)
+
+
+def jammed_kernel(stride: int = 77) -> str:
+    """Two-row unroll-and-jam of a row sum whose element goes through integer bit work
+    (tinygrad's bf16_sum: round to bfloat16): acc_r += bitcast(bits(x[(2i + r)*stride + k])
+    & 0xffff0000 | 1), each copy r its own one-element REG accumulator."""
+    t = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 32)",
+         f"%x = PARAM ParamArg(1, float32, {32 * stride})", "%z = CAST(0.0) float32",
+         "%i = RANGE(8) (1, LOOP)", "%k = RANGE(16, %i) (0, REDUCE)"]
+    for r in range(4):
+        t += [f"%b{r} = BUFFER ParamArg({r}, float32, 1, addrspace=REG)",
+              f"%a{r} = AFTER(%b{r}, %i)", f"%pa{r} = INDEX(%a{r}, 0)",
+              f"%s{r} = STORE(%pa{r}, %z)", f"%c{r} = AFTER(%b{r}, %s{r}, %k)",
+              f"%pc{r} = INDEX(%c{r}, 0)", f"%acc{r} = LOAD(%pc{r})",
+              f"%row{r} = MUL(%i, {4 * stride})", f"%o{r} = ADD(%row{r}, {r * stride})",
+              f"%e{r} = ADD(%o{r}, %k)", f"%px{r} = INDEX(%x, %e{r})", f"%l{r} = LOAD(%px{r})",
+              f"%u{r} = BITCAST(%l{r}) uint32", f"%m{r} = AND(%u{r}, 4294901760)",
+              f"%n{r} = OR(%m{r}, 1)", f"%f{r} = BITCAST(%n{r}) float32",
+              f"%sum{r} = ADD(%acc{r}, %f{r})", f"%w{r} = STORE(%pc{r}, %sum{r})"]
+    t += ["%g = GROUP(%w0, %w1, %w2, %w3)", "%ek = END(%g, %k)"]
+    for r in range(4):
+        t += [f"%d{r} = AFTER(%b{r}, %ek)", f"%pd{r} = INDEX(%d{r}, 0)", f"%v{r} = LOAD(%pd{r})",
+              f"%q{r} = MUL(%i, 4)", f"%oq{r} = ADD(%q{r}, {r})", f"%po{r} = INDEX(%out, %oq{r})",
+              f"%y{r} = STORE(%po{r}, %v{r})"]
+    t += ["%h = GROUP(%y0, %y1, %y2, %y3)", "%end = END(%h, %i)",
+          'SINK(%end) KernelInfo(name="jammed")']
+    return "\n".join(t) + "\n"
+
+
+def test_jammed_row_reductions_pack_their_element_work() -> None:
+    """The 4 copies' bit work (BITCAST, AND, OR, BITCAST) is one 4-lane vector each over a
+    STACK of the 4 element loads; the 4 accumulations stay scalar ADDs."""
+    g0 = _prep(jammed_kernel())
+    g = slp(g0, x86_desc("x86-64-v4"))
+    ors = [u for u in toposort([g]) if u.op is Ops.OR]
+    assert [u.shape for u in ors] == [(4,)]
+    adds = [u for u in toposort([g]) if u.op is Ops.ADD and u.dtype == dtypes.float32]
+    assert len(adds) == 4 and all(u.shape == () for u in adds)
+    _same_values(g0, g)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_jammed_objects_match_the_interpreter(arch: str, seed: int) -> None:
+    sink = parse(jammed_kernel())
+    args = random_inputs(sink, seed=seed)
+    want = interp_run(sink, [a.copy() for a in args])
+    assert_same(sink, compile_and_run(sink, args, arch), want)
