@@ -56,7 +56,12 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
 
 **Width**: the k in 16, 8, 4, 2 of least N // k + N % k (the last N % k iterations run in a
 tail loop of the original body, passes/widen_tail.py) under the rules above (x86-64-v3:
-8 lanes of float32 or int32; v4: 16 of float32, 8 where the loop has an int32 op).
+8 lanes of float32 or int32; v4: 16 of float32, 8 where the loop has an int32 op). A loop
+with a constant bound that stores no buffer it loads runs its last N % k iterations as one
+more k-lane block over N-k … N-1 instead (passes/widen_stride.py `last_block`: the repeated
+iterations store the bytes already there), so its k is the one of least ceil(N / k):
+softmax's E_111_77_3 takes 16 lanes and 5 blocks, not 8 lanes, 9 blocks and 5 scalar
+iterations each with its own EXP2 polynomial.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_tail import factors, split, tail_loop
+from kcc.passes.widen_tail import factors, overlap_ok, split, tail_loop
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -474,14 +479,15 @@ class LaneLoop:
         """The loop's END at the best legal factor (module docstring), followed by a tail
         loop of the remaining iterations (passes/widen_tail.py), or None. n_iter: the
         constant bound, None for a symbolic one."""
-        for k in factors(n_iter):
+        overlap = overlap_ok(self, n_iter)
+        for k in factors(n_iter, overlap):
             if self.independent(k):
                 out = self.rewrite(k, desc)
                 if out is not None:
                     start = split(self.r, k)[1]
-                    if start is None or not self.strides:
+                    if start is None or not overlap:
                         last = None
-                    else:
+                    else:           # (imported here: saxpy's compile needs none of it)
                         from kcc.passes.widen_stride import last_block
                         last = last_block(self, k, desc, n_iter)
                     if last is not None:        # the last k iterations as one more block

@@ -24,11 +24,12 @@ target has one (`TargetDesc.gather`: x86-64-v4's VGATHERDPS of 16 float32, kcc/i
 gather.py): `STACK(LOAD(INDEX(a, e0 + s*j)) for j in 0 … k-1)`, the k scalar loads as
 written, which the target's selector reads as one instruction (tinygrad's transposes: s = 77).
 
-**The last iterations.** A loop with a strided load whose bound N is a constant that k does
-not divide runs its last k iterations, N-k … N-1, as one more k-lane block after the widened
-loop instead of a tail loop of N % k scalar iterations (one iteration of the scalar body
-costs about what a whole block does: 7 of slice_step's 39 elements took two thirds of its
-time). The block's first k - N % k lanes repeat iterations the loop ran: legal when no
+**The last iterations.** A widened loop (strided loads or not, kcc/passes/widen_lanes.py)
+whose bound N is a constant that k does not divide runs its last k iterations, N-k … N-1,
+as one more k-lane block after the widened loop instead of a tail loop of N % k scalar
+iterations (one iteration of the scalar body costs about what a whole block does: 7 of
+slice_step's 39 elements took two thirds of its time). The block's first k - N % k lanes
+repeat iterations the loop ran: legal when no
 buffer the loop stores is loaded in it (every store writes a value computed from loads of
 unstored buffers and the counter, so a repeated iteration stores the bytes already there,
 at places of its own iteration: the loop's stores advance one element per iteration).
@@ -42,8 +43,9 @@ from __future__ import annotations
 
 from kcc.ir.consts import plus_int, strong_int
 from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
-from kcc.ir.uop import UOp, base_buffer
+from kcc.ir.uop import UOp
 from kcc.passes.target import TargetDesc
+from kcc.passes.widen_tail import overlap_ok
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -97,9 +99,6 @@ def last_block(lp: LaneLoop, k: int, desc: TargetDesc, n: int | None) -> UOp | N
     """Iterations n-k … n-1 of lp's loop as one k-lane copy of its body (its stores; the
     module docstring's last block), or None: a symbolic or small bound, a buffer both stored
     and loaded in the loop, or a vector the copy needs that is not legal."""
-    if n is None or n < k:
-        return None
-    stored = {base_buffer(x.src[0].src[0]) for x in lp.region if x.op is Ops.STORE}
-    if any(x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored for x in lp.region):
+    if n is None or n < k or not overlap_ok(lp, n):
         return None
     return lp.rewrite(k, desc, counter=strong_int(n - k, lp.r.dtype))

@@ -20,22 +20,42 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, rebuild
+from kcc.ir.uop import UOp, base_buffer, rebuild
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.passes.widen_lanes import LaneLoop
 
 _FACTORS = (16, 8, 4, 2)
 
 
-def factors(n: int | None) -> list[int]:
+def factors(n: int | None, overlap: bool = False) -> list[int]:
     """The widening factors to try for a loop of n iterations, best first: each k costs
     n // k widened iterations plus n % k tail iterations (a tail iteration costs about what a
     widened one does: one pass over the body); on a tie, no tail first (one loop less), then
     the larger k; k > n never pays. When the largest legal k divides n it stays first (the
     factor taken before tail loops existed); n = 6 takes 2 (3 iterations), not 4 + a tail.
-    A symbolic n (None): the largest k first."""
+    With `overlap` (the last n % k iterations may run as one more k-lane block over n-k …
+    n-1, passes/widen_stride.py last_block) a k costs ceil(n / k) blocks: n = 77 takes 16
+    (5 blocks), not 8 (9 blocks and 5 tail iterations). A symbolic n (None): the largest k
+    first."""
     if n is None:
         return list(_FACTORS)
+    if overlap:
+        return sorted((k for k in _FACTORS if k <= n), key=lambda k: (-(-n // k), -k))
     return sorted((k for k in _FACTORS if k <= n),
                   key=lambda k: (n // k + n % k, n % k != 0, -k))
+
+
+def overlap_ok(lp: LaneLoop, n: int | None) -> bool:
+    """Whether lp's loop may run its last iterations as one overlapping block instead of a
+    tail loop (passes/widen_stride.py `last_block`): a constant bound, and no buffer both
+    stored and loaded in it."""
+    if n is None:
+        return False
+    stored = {base_buffer(x.src[0].src[0]) for x in lp.region if x.op is Ops.STORE}
+    return not any(x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored
+                   for x in lp.region)
 
 
 def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:

@@ -90,12 +90,24 @@ def test_float_lanes_beside_the_counter(arch: str) -> None:
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_bound_no_factor_divides_gets_a_tail_loop(arch: str) -> None:
-    # 63 iterations: 7 of 8 int32 lanes, then the original scalar body for the last 7 (its
-    # counter 56 + i3: the value mixes the counter in, so a wrong start shows)
-    w = _check(_text(n=63), arch)
+    # 63 iterations of a loop that stores a buffer it loads (a whole vector ahead): 7 of 8
+    # int32 lanes, then the original scalar body for the last 7 (its counter 56 + i3: the
+    # value mixes the counter in, so a wrong start shows)
+    w = _check(_text(n=63, alias=True, load_off=8), arch)
     assert _bounds(w) == [7, 7]
     stores = [u for u in w.toposort() if u.op is Ops.STORE]
     assert sorted(u.src[0].op.name for u in stores) == ["INDEX", "SHRINK"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bound_no_factor_divides_gets_an_overlapping_last_block(arch: str) -> None:
+    # the same 63 iterations storing a buffer the loop does not load: 7 blocks of 8 lanes,
+    # then iterations 55 … 62 as one more block (55 repeated: it stores the same bytes),
+    # no tail loop (passes/widen_stride.py last_block)
+    w = _check(_text(n=63), arch)
+    assert _bounds(w) == [7]
+    stores = [u for u in w.toposort() if u.op is Ops.STORE]
+    assert [u.src[0].op.name for u in stores] == ["SHRINK", "SHRINK"]
 
 
 @pytest.mark.parametrize("load_off, widened", [(-1, False), (1, False), (0, True), (8, True)])
@@ -219,22 +231,23 @@ def test_symbolic_bound_gets_a_tail_loop(arch: str, dt: str, lo: int, hi: int, b
 @pytest.mark.parametrize("arch", ARCHS)
 def test_bool_cmpne_becomes_a_vector_xor(arch: str) -> None:
     # tinygrad's round writes `(x < y) != true`: a compare of bools no target has on vectors,
-    # widened as their XOR (the same truth table); n = 13: 3 of 4 lanes (3 + 1 beats 8's
-    # 1 + 5) and a tail of 1
+    # widened as their XOR (the same truth table); n = 13: 1 block of 8 lanes and an
+    # overlapping last block of 8 (2 blocks beat 4's 4)
     text = _text(n=13).replace("%r = XOR(%t, %x)", "%c = CMPLT(%x, %t)\n"
                                "%nb = CMPNE(%c, true)\n%r = WHERE(%nb, %t, %x)")
     w = _check(text, arch)
     assert {u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool} \
-        == {(4,)}
-    assert _bounds(w) == [3, 1]
+        == {(8,)}
+    assert _bounds(w) == [1]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_bool_cmpeq_becomes_xor_with_true(arch: str) -> None:
-    # bools' == is the complement of their XOR: XOR(XOR(a, b), true), both 4-lane bool XORs
+    # bools' == is the complement of their XOR: XOR(XOR(a, b), true), 8-lane bool XORs in
+    # the widened loop and in its overlapping last block (n = 13)
     text = _text(n=13).replace("%r = XOR(%t, %x)", "%c = CMPLT(%x, %t)\n%d = CMPLT(%m, %x)\n"
                                "%nb = CMPEQ(%c, %d)\n%r = WHERE(%nb, %t, %x)")
     w = _check(text, arch)
     assert [u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool] \
-        == [(4,), (4,)]
+        == [(8,)] * 4
     assert not any(u.op is Ops.CMPEQ and u.shape for u in w.toposort())
