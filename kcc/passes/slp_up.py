@@ -48,6 +48,8 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Iterator
+
     from kcc.passes.slp import _Packer
 
 Lanes = tuple[UOp, ...]
@@ -106,30 +108,34 @@ def _user_tuples(t: Lanes, users: dict[UOp, list[UOp]]) -> list[Lanes]:
     return out
 
 
-def _cheap(v: UOp, old: set[UOp]) -> bool:
-    """Whether the new vector nodes under v need no lane inserts (each STACK leaf is constants
-    or one value that is not a vector's lane repeated: a broadcast) and hold no
-    transcendental."""
+def _new_nodes(v: UOp, old: set[UOp]) -> Iterator[UOp]:
+    """The nodes under v not in old, each once, depth first; a STACK or a scalar node is a
+    leaf (its operands are not visited)."""
     work, seen = [v], set()
     while work:
         n = work.pop()
         if n in old or n in seen:
             continue
         seen.add(n)
+        yield n
+        if n.op is not Ops.STACK and n.shape:
+            work.extend(n.src)
+
+
+def _cheap(v: UOp, old: set[UOp]) -> bool:
+    """Whether the new vector nodes under v need no lane inserts (each STACK leaf is constants
+    or one value that is not a vector's lane repeated: a broadcast) and hold no
+    transcendental."""
+    for n in _new_nodes(v, old):
         if n.op in _TRANSCENDENTAL:
             return False
-        if n.op is Ops.STACK:
+        if n.op is Ops.STACK and not all(is_const(s) for s in n.src):
             x = n.src[0]
-            if all(is_const(s) for s in n.src):
-                continue
             # a broadcast, but not of a lane of another vector: that vector, read in the
             # transposed order the downward packing would give, is the better operand
             # (layernorm's mean, one lane per row: four broadcasts where it needs none)
             if not all(s is x for s in n.src) or x.op is Ops.INDEX and x.src[0].shape:
                 return False
-            continue
-        if n.shape:
-            work.extend(n.src)
     return True
 
 
@@ -195,22 +201,15 @@ def _pays(v: UOp, old: set[UOp], n: int) -> bool:
     inserts and the n-1 lane extracts of the result cost: n-1 a vector op against n-1 a
     STACK leaf of unrelated scalars (constants and broadcasts are free; no transcendental,
     which pack_lanes.py packs wider)."""
-    work, seen = [v], set()
     ops, inserts = 0, n - 1
-    while work:
-        u = work.pop()
-        if u in old or u in seen:
-            continue
-        seen.add(u)
+    for u in _new_nodes(v, old):
         if u.op in _TRANSCENDENTAL:
             return False
         if u.op is Ops.STACK:
             if not (all(s is u.src[0] for s in u.src) or all(is_const(s) for s in u.src)):
                 inserts += n - 1
-            continue
-        if u.shape:
+        elif u.shape:
             ops += 1
-            work.extend(u.src)
     return ops * (n - 1) > inserts
 
 
