@@ -311,3 +311,43 @@ def check_report(desc: Any, target: str, sink: UOp, got: list[Any], want: list[A
     lines = [f"{desc.name}: {target} differs from the interpreter {how}:"]
     lines += [f"  {m.describe(target)}" for m in bad]
     return CheckReport(bad, lines)
+
+
+def compiled_graph(target: str, arch: str | None, sink: UOp) -> UOp:
+    """The graph target's back end selects from for sink: the kernel after the pipeline's last
+    graph pass, as `kcc compile --dump-after` prints it, read back."""
+    import io
+
+    from kcc.frontend.parser import parse
+    from kcc.targets import registry
+    from kcc.targets.pipeline import PIPELINE
+    last = [s.name for s in PIPELINE if s.kind == "graph"][-1]
+    spec = registry.get(target)
+    buf = io.StringIO()
+    spec.compile([sink], arch or spec.default_arch, spec.default_emit, last, buf)
+    return parse(buf.getvalue().split(f"; after {last}\n")[-1])
+
+
+def check_compiled_graph(desc: Any, target: str, arch: str | None, sink: UOp,
+                         inputs: list[Any], got: list[Any], rep: CheckReport) -> CheckReport:
+    """rep, a kernel with approximated ops that differs from the interpreter by more than
+    TRANSCENDENTAL_ULP: a match when target's buffers equal, bit for bit, the interpreter's run
+    of the graph target compiled (its EXP2/LOG2/SIN decomposed into exact ops, each result
+    within 2 ulp: docs/transcendentals.md) on the same inputs. Then every step after the
+    decomposition is exact and the difference from the kernel as written is the approximations'
+    error grown by the kernel's own arithmetic (a difference of nearly equal values, a large
+    factor), not a fault of the back end. rep unchanged otherwise, or when that graph cannot be
+    made or run."""
+    from kcc.ir.interp import InterpError
+    try:
+        want, defined = reference(compiled_graph(target, arch, sink), inputs)
+    except (InterpError, MemoryError, ValueError, RuntimeError):
+        return rep
+    if compare(desc, got, want, defined, 0):
+        return rep
+    lines = [f"{desc.name}: {target} matches, bit for bit, the interpreter's run of the graph "
+             f"it compiled (EXP2/LOG2/SIN decomposed, each within 2 ulp: "
+             f"docs/transcendentals.md); the kernel as written differs by more than "
+             f"{check_ulp(sink)} ulp where the kernel's arithmetic grows that error:"]
+    lines += [f"  {m.describe(target)}" for m in rep.mismatches]
+    return CheckReport([], lines)

@@ -212,6 +212,7 @@ def run(o: RunOptions) -> None:
         o.say(big)
     if o.check:
         want, defined = _reference(sink, values)
+        inputs = [x.copy() if hasattr(x, "copy") else x for x in values]
     if data is None:
         _interpret(sink, values)
     else:
@@ -222,8 +223,10 @@ def run(o: RunOptions) -> None:
     n = sum(a.kind == "buffer" for a in desc.args)
     o.say(f"saved {plural(n, 'buffer')} to {out}/ (arg{{slot}}.npy)")
     if o.check:
-        from kcc.targets.check import check_report
+        from kcc.targets.check import check_compiled_graph, check_report, check_ulp
         rep = check_report(desc, target, sink, values, want, defined)
+        if not rep.ok and target is not None and check_ulp(sink):
+            rep = check_compiled_graph(desc, target, o.arch, sink, inputs, values, rep)
         if rep.ok:
             o.say("\n".join(rep.lines))
             return
