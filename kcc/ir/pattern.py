@@ -179,6 +179,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
     done: dict[UOp, UOp] = {} if memo is None else memo
     if bottom_up:
         return _bottom_up(root, pm, ctx, done)
+    # top-down from here: bottom-up walks are _bottom_up's
     rules_for, any_rules, rewrite = pm._rules_for, pm._any, pm.rewrite
     final = done.__getitem__
     # frames: (node, stage, extra). stage 0 = enter, 1 = srcs done, 2 = link node to extra's result
@@ -189,12 +190,11 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
         if stage != 2 and n in done:
             continue
         if stage == 0:
-            if not bottom_up:
-                r = rewrite(n, ctx)
-                if r is not None:
-                    push((n, 2, r))
-                    push((r, 0, None))
-                    continue
+            r = rewrite(n, ctx)
+            if r is not None:
+                push((n, 2, r))
+                push((r, 0, None))
+                continue
             src = n.src
             if src:
                 push((n, 1, None))
@@ -209,7 +209,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
             new_src = tuple(map(final, src))
             # tuples of UOps compare element by element by identity (UOp defines no ==)
             x = n if new_src == src else n.replace(src=new_src)
-            if x is not n and not bottom_up:
+            if x is not n:
                 push((n, 2, x))
                 push((x, 0, None))
                 continue
@@ -229,13 +229,11 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
 def _bottom_up(root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp]) -> UOp:
     """graph_rewrite's bottom-up walk, the same visits in the same order: each frame resumes
     its node's src iterator (as uop.toposort does) instead of pushing every src and the node
-    again, and the rules are tried inline (PatternMatcher.rewrite without a call per node).
-    A frame whose `link` is a node stands for "n becomes what link becomes" (a rule's result,
-    walked like any other node)."""
+    again. A frame whose `link` is a node stands for "n becomes what link becomes" (a rule's
+    result, walked like any other node)."""
     if root in done:
         return done[root]
-    rules_for, any_rules = pm._rules_for, pm._any
-    rules_get = rules_for.get
+    rules_get, any_rules, rewrite = pm._rules_for.get, pm._any, pm.rewrite
     final = done.__getitem__
     # frames: (node, iterator over what is walked before it, None or the node it links to)
     stack: list[tuple[UOp, Iterator[UOp], UOp | None]] = [(root, iter(root.src), None)]
@@ -262,18 +260,8 @@ def _bottom_up(root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp]) ->
                 x = n if new_src == src else n.replace(src=new_src)
             else:
                 x = n
-            r = None
-            for pat, fn, wants_ctx, capture in rules_get(x.op, any_rules):
-                if capture is not None:
-                    store: dict[str, UOp] = {capture: x} if capture else {}
-                else:
-                    store = {}
-                    if not pat.match(x, store):
-                        continue
-                r = fn(ctx, **store) if wants_ctx else fn(**store)
-                if r is not None and r is not x:
-                    break
-                r = None
+            # (no rule for the op: nothing to try)
+            r = rewrite(x, ctx) if rules_get(x.op, any_rules) else None
             if r is None:
                 done[n] = x
                 done[x] = x
