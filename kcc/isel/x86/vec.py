@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
