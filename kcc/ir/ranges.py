@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import UNKNOWN, UOp, _set_range, toposort
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
 Range = tuple[int, int] | None
 
@@ -176,16 +176,31 @@ def int_ranges(roots: list[UOp]) -> dict[UOp, Range]:
     """The range of every integer, weakint or bool value node reachable from roots."""
     rng: dict[UOp, Range] = {}
     for u in toposort(roots):
-        if u.kind != "value" or u.dtype is None:
-            continue
-        dt = u.dtype
-        if not (dt.is_int or dt.is_bool):
-            continue
-        r = _node_range(u, rng)
-        if dt.is_bool:
-            r = (0, 1) if r is None else (max(0, r[0]), min(1, r[1]))
-        rng[u] = _clamp(r, dt)
+        # a node's range is a function of its subgraph: kept on the node (UOp._range), so the
+        # passes and the selector that ask again about a mostly unchanged graph read it
+        r = u._range
+        if r is UNKNOWN:
+            r = _range_of(u, rng)
+            _set_range(u, r)
+        if r is not _NOT_INT:
+            rng[u] = r
     return rng
+
+
+_NOT_INT: Any = object()    # UOp._range of a node int_ranges gives no entry
+
+
+def _range_of(u: UOp, rng: dict[UOp, Range]) -> Range:
+    """u's entry in int_ranges (rng holds its srcs'), or _NOT_INT."""
+    if u.kind != "value" or u.dtype is None:
+        return _NOT_INT
+    dt = u.dtype
+    if not (dt.is_int or dt.is_bool):
+        return _NOT_INT
+    r = _node_range(u, rng)
+    if dt.is_bool:
+        r = (0, 1) if r is None else (max(0, r[0]), min(1, r[1]))
+    return _clamp(r, dt)
 
 
 def vmin_vmax(u: UOp) -> Range:

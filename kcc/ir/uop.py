@@ -137,11 +137,14 @@ class UOp:
     # _verified: what the verifier concluded from this node's subgraph (kcc/ir/verify.py);
     # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked);
     # _strong: its strong-constant value, kcc.passes.simplify.const_value's memo (likewise)
+    # _range: its integer value range, kcc.ir.ranges.int_ranges' memo (a function of the
+    # subgraph: UNKNOWN not asked, NOT_INT for a node int_ranges gives no entry)
+    # _deps: the RANGEs it depends on, kcc.passes.linearize.range_sets' memo (likewise)
     # _order: toposort([node])'s nodes before the node itself, kept on a root that was sorted
     # (passes sort the same unchanged graph again: 58% of the sorting of tinygrad's kernels);
     # not set at creation (most nodes are never a root), and without the node: no cycle
     __slots__ = ("op", "src", "arg", "tag", "_utype", "_verified", "_const", "_strong",
-                 "_order", "__weakref__")
+                 "_range", "_deps", "_order", "__weakref__")
 
     op: Ops
     src: tuple["UOp", ...]
@@ -172,6 +175,8 @@ class UOp:
         _set_verified(node, None)
         _set_const(node, UNKNOWN)
         _set_strong(node, UNKNOWN)
+        _set_range(node, UNKNOWN)
+        _set_deps(node, UNKNOWN)
         ref = _KeyedRef(node, _forget)
         ref.key = key
         _NODES[key] = ref
@@ -244,8 +249,9 @@ class UOp:
 # memo slots past the immutability guard of UOp.__setattr__
 _set_op, _set_src, _set_arg, _set_tag = (UOp.__dict__[k].__set__ for k in ("op", "src", "arg",
                                                                          "tag"))
-_set_utype, _set_verified, _set_const, _set_strong = (
-    UOp.__dict__[k].__set__ for k in ("_utype", "_verified", "_const", "_strong"))
+_set_utype, _set_verified, _set_const, _set_strong, _set_range, _set_deps = (
+    UOp.__dict__[k].__set__ for k in ("_utype", "_verified", "_const", "_strong", "_range",
+                                      "_deps"))
 
 
 @record(frozen=True)

@@ -28,7 +28,7 @@ import heapq
 
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import UNKNOWN, UOp, _set_deps, toposort
 
 
 class LinearizeError(Exception):
@@ -89,6 +89,12 @@ def range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
     dep: dict[UOp, frozenset[UOp]] = {}
     empty: frozenset[UOp] = frozenset()
     for n in order:
+        # a function of n's subgraph, kept on n (UOp._deps): most passes ask again about a
+        # graph that is mostly the one the pass before asked about
+        s = n._deps
+        if s is not UNKNOWN:
+            dep[n] = s
+            continue
         src = n.src
         # a node's set is most often one of its srcs' sets: share it (no new set per node)
         if not src:
@@ -109,6 +115,7 @@ def range_sets(order: list[UOp]) -> dict[UOp, frozenset[UOp]]:
             if r in s or any(r in dep[x] for x in s):
                 s = frozenset(x for x in s if x is not r and r not in dep[x])
         dep[n] = s
+        _set_deps(n, s)
     return dep
 
 
