@@ -15,7 +15,7 @@ from types import FunctionType
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, argkey
+from kcc.ir.uop import UOp, argkey, toposort
 from kcc.record import record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -248,6 +248,20 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
         else:
             done[n] = done[extra]
     return done[root]
+
+
+def rewrites_nothing(root: UOp, pm: PatternMatcher, ctx: Any = None) -> bool:
+    """Whether graph_rewrite(root, pm, ctx) (bottom-up) gives root itself: no rule of pm
+    fires on any node of the graph as it is. Then the walk would rebuild nothing (every
+    node's srcs stay its own), so a pass that usually changes nothing (devectorize,
+    decompose, legalize_gates on x86) asks this first: one loop over the graph's order
+    (kept on root) instead of the walk's frames, memo and src tuples. Rules are functions
+    of the node and ctx (graph_rewrite rewrites a node once, whatever path reaches it)."""
+    rules_get, any_rules, rewrite = pm._rules_for.get, pm._any, pm.rewrite
+    for n in toposort([root]):
+        if rules_get(n.op, any_rules) and rewrite(n, ctx) is not None:
+            return False
+    return True
 
 
 def _bottom_up(root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp]) -> UOp:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE, Ops
-from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
 from kcc.ir.uop import UOp
 from kcc.passes.devectorize import devectorize
 from kcc.passes.pack_lanes import pack_lanes
@@ -374,5 +374,7 @@ def decompose(sink: UOp, target: TargetDesc) -> UOp:
     """Rewrite every op the target lacks into ops it has (see the module docstring)."""
     # independent scalar EXP2/LOG2/SIN of one loop first become one vector op: decomposed
     # once instead of once a lane (kcc/passes/pack_lanes.py)
-    out = graph_rewrite(pack_lanes(sink, target), DECOMPOSE, ctx=target)
+    out = pack_lanes(sink, target)
+    if not rewrites_nothing(out, DECOMPOSE, target):     # (nothing to decompose: most kernels)
+        out = graph_rewrite(out, DECOMPOSE, ctx=target)
     return keep_params(sink, devectorize(out, target)) if out is not sink else sink

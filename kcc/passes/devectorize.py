@@ -20,7 +20,7 @@ from __future__ import annotations
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
-from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
 from kcc.ir.uop import UOp
 from kcc.passes.simplify import keep_params, lane_of_stack, stack_of_lanes
 from kcc.passes.target import TargetDesc
@@ -164,4 +164,6 @@ DEVECTORIZE = PatternMatcher([
 def devectorize(sink: UOp, target: TargetDesc) -> UOp:
     """Split every vector node of a width the target cannot do (see the module docstring)."""
     # splitting can drop the only use of a scalar PARAM (an unused lane): keep its slot
+    if rewrites_nothing(sink, DEVECTORIZE, target):   # (every width legal: most kernels)
+        return sink
     return keep_params(sink, graph_rewrite(sink, DEVECTORIZE, ctx=target))

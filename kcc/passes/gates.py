@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, peel_offset, plus_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
 from kcc.ir.ranges import Range, int_ranges
 from kcc.ir.uop import UOp
 from kcc.passes.simplify import keep_params
@@ -277,4 +277,6 @@ def legalize_gates(sink: UOp, target: TargetDesc) -> UOp:
     plan = plan_masked(sink, target)
     # top-down: each planned LOAD is met as the node planned, before its srcs are rewritten
     now = graph_rewrite(sink, _PLANNED, plan, bottom_up=False) if plan else sink
+    if rewrites_nothing(now, GATES, target):           # (no gated load left to rewrite)
+        return keep_params(sink, now)
     return keep_params(sink, graph_rewrite(now, GATES, target))
