@@ -250,16 +250,23 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None,
     return done[root]
 
 
-def rewrites_nothing(root: UOp, pm: PatternMatcher, ctx: Any = None) -> bool:
+def rewrites_nothing(root: UOp, pm: PatternMatcher, ctx: Any = None,
+                     done: dict[UOp, UOp] | None = None) -> bool:
     """Whether graph_rewrite(root, pm, ctx) (bottom-up) gives root itself: no rule of pm
     fires on any node of the graph as it is. Then the walk would rebuild nothing (every
-    node's srcs stay its own), so a pass that usually changes nothing (devectorize,
+    node's srcs stay its own), so a pass that often changes nothing (simplify, devectorize,
     decompose, legalize_gates on x86) asks this first: one loop over the graph's order
-    (kept on root) instead of the walk's frames, memo and src tuples. Rules are functions
-    of the node and ctx (graph_rewrite rewrites a node once, whatever path reaches it)."""
+    (kept on root) instead of the walk's frames, memo and src tuples. When a rule fires,
+    `done` (if given) receives n → n for every node before that one in the order: their
+    subgraphs hold no node a rule changes, so the walk's answer for each is the node itself
+    and graph_rewrite(..., memo=done) does not walk them again. Rules are functions of the
+    node and ctx (graph_rewrite rewrites a node once, whatever path reaches it)."""
     rules_get, any_rules, rewrite = pm._rules_for.get, pm._any, pm.rewrite
-    for n in toposort([root]):
+    order = toposort([root])
+    for k, n in enumerate(order):
         if rules_get(n.op, any_rules) and rewrite(n, ctx) is not None:
+            if done is not None:
+                done.update(zip(order[:k], order[:k]))
             return False
     return True
 

@@ -375,6 +375,7 @@ def decompose(sink: UOp, target: TargetDesc) -> UOp:
     # independent scalar EXP2/LOG2/SIN of one loop first become one vector op: decomposed
     # once instead of once a lane (kcc/passes/pack_lanes.py)
     out = pack_lanes(sink, target)
-    if not rewrites_nothing(out, DECOMPOSE, target):     # (nothing to decompose: most kernels)
-        out = graph_rewrite(out, DECOMPOSE, ctx=target)
+    done: dict[UOp, UOp] = {}
+    if not rewrites_nothing(out, DECOMPOSE, target, done):   # (nothing to decompose: most)
+        out = graph_rewrite(out, DECOMPOSE, ctx=target, memo=done)
     return keep_params(sink, devectorize(out, target)) if out is not sink else sink

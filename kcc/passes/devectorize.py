@@ -164,6 +164,7 @@ DEVECTORIZE = PatternMatcher([
 def devectorize(sink: UOp, target: TargetDesc) -> UOp:
     """Split every vector node of a width the target cannot do (see the module docstring)."""
     # splitting can drop the only use of a scalar PARAM (an unused lane): keep its slot
-    if rewrites_nothing(sink, DEVECTORIZE, target):   # (every width legal: most kernels)
+    done: dict[UOp, UOp] = {}
+    if rewrites_nothing(sink, DEVECTORIZE, target, done):   # (every width legal: most kernels)
         return sink
-    return keep_params(sink, graph_rewrite(sink, DEVECTORIZE, ctx=target))
+    return keep_params(sink, graph_rewrite(sink, DEVECTORIZE, ctx=target, memo=done))

@@ -277,6 +277,7 @@ def legalize_gates(sink: UOp, target: TargetDesc) -> UOp:
     plan = plan_masked(sink, target)
     # top-down: each planned LOAD is met as the node planned, before its srcs are rewritten
     now = graph_rewrite(sink, _PLANNED, plan, bottom_up=False) if plan else sink
-    if rewrites_nothing(now, GATES, target):           # (no gated load left to rewrite)
+    done: dict[UOp, UOp] = {}
+    if rewrites_nothing(now, GATES, target, done):     # (no gated load left to rewrite)
         return keep_params(sink, now)
-    return keep_params(sink, graph_rewrite(now, GATES, target))
+    return keep_params(sink, graph_rewrite(now, GATES, target, memo=done))

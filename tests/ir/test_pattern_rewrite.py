@@ -47,3 +47,38 @@ def test_no_change_gives_back_the_root() -> None:
     root = UOp(Ops.ADD, (_c(1), _c(2)))
     pm = PatternMatcher([(UPat(Ops.ADD, name="x"), lambda x: None)])
     assert graph_rewrite(root, pm) is root
+
+
+def test_rewrites_nothing_answers_what_the_walk_gives_and_seeds_its_memo() -> None:
+    """rewrites_nothing is True exactly when graph_rewrite gives the root back; where a rule
+    fires, the nodes it cleared before that one are in done as themselves, and the walk
+    with that memo gives the walk's own result and memo values."""
+    from pathlib import Path
+
+    from kcc.frontend.parser import parse
+    from kcc.ir.pattern import rewrites_nothing
+    from kcc.passes.simplify import SIMPLIFY
+    root = Path(__file__).resolve().parents[2]
+    a, b = _c(1), _c(2)
+    x = UOp(Ops.ADD, (UOp(Ops.MUL, (a, b)), UOp(Ops.SUB, (b, a))))
+    graphs = [UOp(Ops.SINK, (x,))] + [parse(p.read_text(), str(p))
+                                      for p in sorted((root / "examples").glob("*.uop"))]
+    swap = PatternMatcher([(UPat(Ops.SUB, src=(UPat.var("p"), UPat.var("q"))),
+                            lambda p, q: UOp(Ops.SUB, (q, p)) if p is b else None)])
+    changed = unchanged = 0
+    for g in graphs:
+        for pm in (SIMPLIFY, swap):
+            want_memo: dict[UOp, UOp] = {}
+            want = graph_rewrite(g, pm, memo=want_memo)
+            done: dict[UOp, UOp] = {}
+            nothing = rewrites_nothing(g, pm, None, done)
+            assert nothing == (want is g)
+            if nothing:
+                unchanged += 1
+                continue
+            changed += 1
+            assert all(k is v and want_memo[k] is k for k, v in done.items())
+            got = graph_rewrite(g, pm, memo=done)
+            assert got is want
+            assert all(done[k] is v for k, v in want_memo.items() if k in done)
+    assert changed and unchanged
