@@ -19,6 +19,13 @@ clang's -march=native uses); `--arch x86-64-v3` sets it.
 
 Prints one line per kernel (kcc µs, clang µs, clang / kcc: above 1 means kcc is faster), then
 the count of kernels clang runs faster and the totals. Exits 1 if any output differs.
+
+`--tight BATCHES` times each kernel without tinygrad's ctypes call (~1 µs, which hides the
+1–100 ns kernels): bench/tight_call.py calls each object's entry from a C loop, as many calls a
+batch as fit in 20 µs, kcc's and clang's batches alternated (the buffers restored before
+each), and prints the per-call medians (ns), the median ratio and the quartiles of the
+per-batch ratios; a kernel is "SLOWER" beyond the noise when the upper quartile is below 1.
+The outputs are checked as above (one call each) before timing.
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--only", default="", help="comma-separated kernel or case names to time")
     ap.add_argument("--dump", default="",
                     help="folder: write each timed kernel's .uop (and clang's .c) there")
+    ap.add_argument("--tight", type=int, default=0, metavar="BATCHES",
+                    help="time each kernel's entry from a C loop (no ctypes call): per-call "
+                         "medians of BATCHES batches, kcc and clang alternated")
     return ap.parse_args()
 
 
@@ -51,6 +61,7 @@ if OPT.arch:
     os.environ["KCC_TINYGRAD_ARCH"] = OPT.arch
 
 import numpy as np  # noqa: E402
+import tight_call  # noqa: E402
 import tinygrad_sweep  # noqa: E402
 from tinygrad import Device  # noqa: E402
 from tinygrad.codegen.opt.postrange import args_from_ast  # noqa: E402
@@ -114,6 +125,44 @@ def _same(dt, a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.allclose(x, y, rtol=tol, atol=tol / 10, equal_nan=True))
 
 
+def _tight(kname: str, case: str, prgs: dict, rts: dict, bufs: list, var_vals: dict,
+           init: list[np.ndarray], ok: bool) -> tuple:
+    """One kernel timed by bench/tight_call.py: (name, kcc ns, clang ns, ok, q25, q75 of the
+    per-batch clang / kcc ratios). A kernel reads slower than clang beyond the noise when even
+    the upper quartile of its batch ratios is below 1 (clang faster in 3 of 4 batches)."""
+    ents = {}
+    for n, p in prgs.items():
+        gs, _ = p.arg.launch_dims(var_vals)
+        args = [bufs[i].get_buf("CPU").va_addr for i in p.arg.globals] + \
+            [v or 0 for v in p.arg.vals(var_vals)]         # None: core_id, set per worker
+        core = rts[n].runtimevars.get("core_id", -1)
+        ents[n] = tight_call.Entry(rts[n].addr, args, core, gs[0])
+    views = [_view(b) for b in bufs]
+
+    def reset() -> None:
+        for v, x in zip(views, init):
+            v[:] = x
+
+    k, c, ratios = tight_call.pair(ents["KCC"], ents["CLANG"], OPT.tight, reset=reset)
+    q25, q75 = tight_call.quantile(ratios, 0.25), tight_call.quantile(ratios, 0.75)
+    flag = "  SLOWER" if q75 < 1 else ""
+    print(f"{case + ':' + kname:40s} kcc {k:10.1f} ns  clang {c:10.1f} ns  {c / k:6.2f}x "
+          f"[{q25:.2f}, {q75:.2f}]{flag}{'' if ok else '  OUTPUT MISMATCH'}", flush=True)
+    return f"{case}:{kname}", k * 1e-9, c * 1e-9, ok, q25, q75
+
+
+def _tight_summary(rows: list, bad: int) -> None:
+    """--tight's totals: kernels slower by the median, beyond the noise, and their time lost."""
+    beyond = sorted((r for r in rows if r[5] < 1), key=lambda r: r[2] - r[1])
+    lost = sum(r[1] - r[2] for r in beyond)
+    print(f"tight: clang faster by the median on {sum(r[2] < r[1] for r in rows)} of "
+          f"{len(rows)}; beyond the noise (upper quartile of the batch ratios < 1) on "
+          f"{len(beyond)}, {lost * 1e6:.2f} us lost a call in all")
+    for r in beyond:
+        print(f"  {r[0]:40s} kcc {r[1] * 1e9:10.1f} ns  clang {r[2] * 1e9:10.1f} ns  "
+              f"{r[2] / r[1]:5.2f}x [{r[4]:.2f}, {r[5]:.2f}]")
+
+
 def main() -> None:
     asts = record()
     dev = Device["CPU"]
@@ -159,6 +208,9 @@ def main() -> None:
             outs[n] = [_view(b).copy() for b in bufs]
         ok = all(_same(b.dtype, x, y) for b, x, y in zip(bufs, outs["KCC"], outs["CLANG"]))
         bad += not ok
+        if OPT.tight:
+            rows.append(_tight(kname, case, prgs, rts, bufs, var_vals, init, ok))
+            continue
         times: dict[str, list[float]] = {n: [] for n in rts}
         for _ in range(OPT.rounds):
             for n in rts:
@@ -168,7 +220,9 @@ def main() -> None:
         kname = f"{case}:{kname}"
         print(f"{kname:40s} kcc {k * 1e6:9.2f} us  clang {c * 1e6:9.2f} us  "
               f"{c / k:6.2f}x{'' if ok else '  OUTPUT MISMATCH'}", flush=True)
-    slower = sum(c < k for _, k, c, _ in rows)
+    if OPT.tight:
+        _tight_summary(rows, bad)
+    slower = sum(r[2] < r[1] for r in rows)
     tk, tc = sum(r[1] for r in rows), sum(r[2] for r in rows)
     print(f"clang faster on {slower} of {len(rows)} kernels; kcc {tk * 1e3:.2f} ms in total, "
           f"clang {tc * 1e3:.2f} ms; {bad} output mismatches")

@@ -6,7 +6,7 @@ Why not enum: a `kcc compile saxpy.uop` process spent ~15 M of its 157 M instruc
 `import enum` (with functools and collections, which only enum imported) and on EnumType
 building the five classes (issue 24, item 4); and on CPython 3.11 reading a member as a class
 attribute (`Ops.ADD`) goes through EnumType's `__getattr__` hook, ~4x a plain class's dict
-read (kcc.ir.ops had a second class, FastOps, for that alone).
+read (kcc.ir.ops once had a second, plain class of the same members for that alone).
 
 What a member is, as an Enum member is (CPython 3.11): an instance of its class, made once when
 the class is (`type(Ops.ADD) is Ops`, `isinstance`), with `name` and `value` (and `_name_`,

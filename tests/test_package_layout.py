@@ -89,3 +89,13 @@ def test_each_target_has_one_folder_per_layer() -> None:
                 if p.stem.split("_")[0] in ("x86", "amd", "ptx", "cuda", "hsaco", "hip")
                 and p.stem != "ptx"]
         assert not flat, f"target modules outside their folder in kcc/{layer}: {flat}"
+
+
+def test_every_module_is_named_in_the_architecture_doc() -> None:
+    # docs/architecture.md's layer tables are where a reader finds a module's job; a module
+    # added without a line there leaves the docs untrue to the code
+    import re
+    doc = (KCC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [str(p.relative_to(KCC.parent)) for p in sorted(KCC.rglob("*.py"))
+               if p.stem != "__init__" and not re.search(rf"\b{p.stem}\b", doc)]
+    assert not missing, f"not named in docs/architecture.md: {missing}"

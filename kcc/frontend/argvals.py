@@ -9,7 +9,7 @@ import math
 
 from kcc.frontend.lexer import Token, _clip
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

@@ -22,7 +22,7 @@ from kcc.frontend.errors import SourceError
 from kcc.frontend.lexer import Lexer, Token, _clip, decode_source, split_lines
 from kcc.ir.dtype import DType, dtypes, promote
 from kcc.ir.ops import COMPARE, OP_ROWS, ROW, arity_ok, arity_text
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.rules import IRError, fmt_utype
 from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg, UOp
 from kcc.ir.verify import VerifyError, check_bounds, verify

@@ -16,7 +16,7 @@ its counter).
 from __future__ import annotations
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

@@ -17,7 +17,7 @@ import math
 import struct
 
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UNKNOWN, UOp, _set_const
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

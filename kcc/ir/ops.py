@@ -68,12 +68,6 @@ class Ops(Symbols):
         return f"Ops.{self.name}"
 
 
-# The name the hot modules import Ops by (`from kcc.ir.ops import FastOps as Ops`): once a
-# plain class holding the Enum's members, read without EnumType's `__getattr__` hook; Ops
-# itself is such a class now.
-FastOps = Ops
-
-
 @record(frozen=True)
 class OpRow:
     """One op: src count (`nsrc` exact, or at least `nsrc` when `variadic`) and its group."""

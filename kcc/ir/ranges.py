@@ -12,7 +12,7 @@ has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range
 from __future__ import annotations
 
 from kcc.ir.dtype import DType
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

@@ -14,7 +14,7 @@ from _weakref import _remove_dead_weakref
 from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module: 4 M)
 
 from kcc.ir.dtype import DType
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.record import record
 from kcc.symbols import Symbols  # enum.Enum's behaviour without the enum module
 

@@ -34,7 +34,7 @@ from _weakrefset import WeakSet  # weakref.WeakSet itself (no weakref module: 4 
 
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.ranges import int_ranges
 from kcc.ir.rules import IRError
 from kcc.ir.uop import AddrSpace, UOp, _set_verified, toposort

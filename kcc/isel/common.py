@@ -14,7 +14,7 @@ import struct
 
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import ALU, COMPARE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp
 from kcc.passes.simplify import keep_params, lane_of_stack, stack_of_lanes

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.ranges import Range, int_ranges
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.simplify import keep_params

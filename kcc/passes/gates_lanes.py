@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import strong_int
 from kcc.ir.dtype import dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
 _UNSIGNED = {dtypes.int32: dtypes.uint32, dtypes.int64: dtypes.uint64,

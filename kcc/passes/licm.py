@@ -19,7 +19,7 @@ unchanged in every dtype. Floats are never regrouped (their addition is not asso
 from __future__ import annotations
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params

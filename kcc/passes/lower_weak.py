@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMPARE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
 from kcc.ir.ranges import Range, fits, int_ranges
 from kcc.passes.target import TargetDesc

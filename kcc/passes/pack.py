@@ -117,7 +117,7 @@ from __future__ import annotations
 
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int, const_value, strong_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, substitute
 from kcc.passes.pack_rows import rows_interleaved
 from kcc.passes.target import TargetDesc

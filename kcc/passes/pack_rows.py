@@ -5,7 +5,7 @@ of the graph (passes/linearize.py), keeps one row's broadcasts of a live at a ti
 from __future__ import annotations
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, UOp, base_buffer, substitute
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _Loops

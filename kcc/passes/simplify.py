@@ -25,7 +25,7 @@ import math
 from kcc.ir.consts import const_int, round_float
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import ALU, COMMUTATIVE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UNKNOWN, UOp, _set_strong, reachable, toposort
 from kcc.passes.target import TargetDesc

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU, COMPARE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params

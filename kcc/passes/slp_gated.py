@@ -15,7 +15,7 @@ row: four groups of 4 whose gates are four different compares each).
 
 from __future__ import annotations
 
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.slp_index import consecutive_runs
 

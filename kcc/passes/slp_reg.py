@@ -5,7 +5,7 @@ becomes one group (passes/unroll.py's jammed column loop)."""
 from __future__ import annotations
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes.slp_index import consecutive_runs
 from kcc.passes.target import TargetDesc

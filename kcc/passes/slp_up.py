@@ -43,7 +43,7 @@ from itertools import islice
 from kcc.ir.consts import const_int, is_const
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)

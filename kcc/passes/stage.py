@@ -39,7 +39,7 @@ kernel's staged copies together; 0 on GPU targets, which have no frame).
 from __future__ import annotations
 
 from kcc.ir.consts import const_int, peel_offset, strong_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, AxisType, ParamArg, UOp, base_buffer, free_reg_slot, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc

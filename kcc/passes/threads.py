@@ -15,7 +15,7 @@ target refuses its lidx by name as before.
 from __future__ import annotations
 
 from kcc.ir.consts import const_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, substitute, toposort
 from kcc.passes.target import TargetDesc
 

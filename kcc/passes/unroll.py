@@ -83,7 +83,7 @@ from __future__ import annotations
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const

@@ -60,7 +60,7 @@ from __future__ import annotations
 from kcc.ir.affine import Affine, affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, free_reg_slot, substitute_closed, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const

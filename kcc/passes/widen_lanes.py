@@ -70,7 +70,7 @@ from kcc.ir.affine import iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import ALU, COMPARE
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose

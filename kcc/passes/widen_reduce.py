@@ -264,20 +264,22 @@ class ReduceLoop(LaneLoop):
 
     def _lanes(self, a: _Acc, v: UOp) -> list[UOp]:
         """Scalars whose OP is the OP of v's k lanes: v's halves combined while a half is a
-        whole 128-bit block or more of 32/64-bit lanes (lanes then only move whole blocks or
-        in-block shuffles, kcc/isel/x86/shuf.py) and the target has OP on it, then v's lanes."""
+        whole 128-bit block or more of 32/64-bit float or any integer lanes (lanes then only
+        move whole blocks or in-block shuffles, kcc/isel/x86/shuf.py) and the target has OP
+        on it, then v's lanes."""
         w, dt = self.k, a.lane_dt
         desc = self.desc
-        while desc is not None and w > 1 and dt.itemsize >= 4 and w // 2 * dt.itemsize >= 16 \
-                and desc.alu_legal(w // 2, dt, a.op):
+        while desc is not None and w > 1 and (dt.itemsize >= 4 or dt.is_int) \
+                and w // 2 * dt.itemsize >= 16 and desc.alu_legal(w // 2, dt, a.op):
             h = w // 2
             lo = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h)))
             hi = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const(j))) for j in range(h, w)))
             v, w = UOp(a.op, (lo, hi)), h
-        if desc is not None and w > 1 and dt.itemsize >= 4 \
+        if desc is not None and w > 1 and (dt.itemsize >= 4 or dt.is_int) \
                 and w * dt.itemsize == 16 and desc.alu_legal(w, dt, a.op):
             # one 128-bit block left: OP with itself rotated by w/2, w/4 … lanes (in-block
-            # shuffles), lane 0 then holds the OP of all w
+            # shuffles; 8- and 16-bit lanes: a byte shuffle), lane 0 then holds the OP of
+            # all w (integer OPs are associative and commutative: any order is exact)
             s = w // 2
             while s:
                 rot = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (v, UOp.const((j + s) % w)))

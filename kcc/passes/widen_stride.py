@@ -43,7 +43,7 @@ registers than the target permutes at once leaves the loop at a smaller k or sca
 from __future__ import annotations
 
 from kcc.ir.consts import plus_int, strong_int
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_tail import overlap_ok

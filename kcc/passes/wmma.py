@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, substitute, toposort
 from kcc.passes.target import TargetDesc
 

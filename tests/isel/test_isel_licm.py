@@ -318,3 +318,44 @@ def test_int8_vector_division_cast_to_bfloat16_keeps_its_sign(arch: str, w: int)
     d = np.array([1, 2, 3, -1, 9, -4, 5, 7, 1, -2, 3, 4, 6, -9, 8, 2][:w], np.int8)
     args = [np.zeros(32, np.uint16), a, d]
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+CLAMP = """# kcc-uop 1
+%o = PARAM ParamArg(0, int8, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%m = PARAM ParamArg(2, bool, 1)
+%k = CAST(40.0) float32
+%i = RANGE(64) (0, LOOP)
+%xp = INDEX(%x, %i)
+%xv = LOAD(%xp)
+%y = MUL(%xv, %k)
+%c = CAST(%y) int8
+%op = INDEX(%o, %i)
+%s = STORE(%op, %c)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="clamp")
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_scalar_float_constants_leave_the_loop(arch: str) -> None:
+    """A float → int8 cast's clamp bounds (-128.0, 127.0) and the factor are scalar .rodata
+    loads (VMOVSS): `alone` moves them out (cast_f2i8 E_64_4 reloaded two per lane per
+    iteration), and the values stay the interpreter's (NaN → 0, saturation both ways)."""
+    out = io.StringIO()
+    run_pipeline(parse(CLAMP), X86Target(arch), dump_after="select", out=out)
+    lines = [s.split(":", 1)[1].strip() for s in out.getvalue().splitlines()
+             if s.split(":", 1)[0].strip().isdigit()]
+    b = max(k for k, s in enumerate(lines) if s.startswith("loop "))
+    e = next(k for k in range(b, len(lines)) if lines[k].startswith("jl_rel"))
+    inside = [s.split()[0] for s in lines[b + 1:e]]
+    before = [s.split()[0] for s in lines[:b]]
+    assert "vmaxss_x_x_xm32" in inside and "vmovss_x_m32" not in inside, inside
+    assert before.count("vmovss_x_m32") >= 2, before
+    sink = parse(CLAMP)
+    x = np.array([np.nan, np.inf, -np.inf, 3.2, -3.2, 3.3, -3.3, 0.0, -0.01, 3.174, -3.2249,
+                  1e9, -1e9, 0.5, 2.5, -2.5] * 4, np.float32)
+    args = [np.zeros(64, np.int8), x, np.zeros(1, np.bool_)]
+    want = reference(sink, args)
+    assert list(want[0][:7]) == [0, 127, -128, 127, -128, 127, -128]
+    assert_same(sink, compile_and_run(sink, args, arch), want)

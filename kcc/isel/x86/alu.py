@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, RegOp, Role, VReg
 from kcc.isel.x86.base import (CMP_LT_OS, CMP_NEQ_UQ, SelectError, fs, imm_form, isz,

@@ -8,7 +8,7 @@ non-temporal store and prefetch rules ask for). Each is a walk of the schedule
 from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.isel.x86.base import commit_const, fits32, strong_const
 from kcc.isel.x86.regs import reg_class
 

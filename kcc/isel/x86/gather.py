@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Mem, VReg
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 
 _LANES = 16
 

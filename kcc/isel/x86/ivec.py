@@ -21,10 +21,10 @@ from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, vw
 _SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
 _COMMON = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.NEG, Ops.MAX,
                      Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})
-# AVX2 has PMULLW/PMULLD (no 8- or 64-bit low multiply), PSLLVD/Q and PSRLVD/Q, PSRAVD (no
-# per-lane 8/16-bit shifts, no 64-bit arithmetic right shift).
+# AVX2 has PMULLW/PMULLD (no 8- or 64-bit low multiply: bytes multiply as words, ivec_mul8),
+# PSLLVD/Q and PSRLVD/Q, PSRAVD (no per-lane 8/16-bit shifts, no 64-bit arithmetic right shift).
 VECTOR_OPS = MappingProxyType({
-    dtypes.int8: _COMMON, dtypes.uint8: _COMMON,
+    dtypes.int8: _COMMON | {Ops.MUL, Ops.MULACC}, dtypes.uint8: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.int16: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.uint16: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.int32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR, Ops.MULHI},
@@ -125,6 +125,8 @@ class X86IVec:
                     return t
         if op is Ops.MULHI:
             return self.ivec_mulhi(u)
+        if op in (Ops.MUL, Ops.MULACC) and dt.itemsize == 1:
+            return self.ivec_mul8(u)
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):
@@ -167,6 +169,31 @@ class X86IVec:
             return self.ivec_less(dt, n, a, self.reg(u.src[1]))
         else:
             raise SelectError(f"{op.name} on vectors of {dt} has no x86 rule")
+        return t
+
+    def ivec_mul8(self, u: UOp) -> VReg:
+        """MUL (and MULACC's product, then VPADDB) of int8/uint8 lanes as 16-bit lanes: the
+        low byte of a word product depends only on the factors' low bytes, so VPMULLW of a
+        and b gives the even bytes' products (masked to the low byte) and VPMULLW of a and b
+        shifted down by 8 the odd bytes' (shifted back up); one OR merges them. The low 8
+        bits of a product are the same for signed and unsigned lanes (SDM "PMULLW")."""
+        x, y = u.src[0], u.src[1]
+        dt, n = x.dtype, x.shape[0]
+        w = vw(dt, n)
+        three = f"_{w}_{w}_{w}m"
+        a, b = self.reg(x), self.reg(y)
+        even, ah, bh, odd0, odd, lo, t = (self.new("vec") for _ in range(7))
+        self.emit("vpmullw" + three, even, a, b)
+        self.emit(f"vpsrlw_{w}_{w}_imm8", ah, a, 8)
+        self.emit(f"vpsrlw_{w}_{w}_imm8", bh, b, 8)
+        self.emit("vpmullw" + three, odd0, ah, bh)
+        self.emit(f"vpsllw_{w}_{w}_imm8", odd, odd0, 8)
+        self.emit("vpand" + three, lo, even, self.ivec_splat_const(0x00FF, dtypes.uint16, n // 2))
+        self.emit("vpor" + three, t, lo, odd)
+        if u.op is Ops.MULACC:
+            s = self.new("vec")
+            self.emit("vpaddb" + three, s, t, self.reg(u.src[2]))
+            return s
         return t
 
     def ivec_mulhi(self, u: UOp) -> VReg:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp
 from kcc.ir.ops import ALU
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.uop import base_buffer

@@ -24,7 +24,7 @@ Rules are methods `sel_<op>` (one per UOp op), each with a one-line docstring.
 from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg

@@ -128,6 +128,8 @@ class X86Shuf:
         """A STACK of lanes of float (or 32/64-bit integer) vectors as shuffles; None when a
         lane is not one. Lanes only move, so integer lanes use the float forms of their width."""
         vt, n = u.dtype, len(u.src)
+        if vt.is_int and vt.itemsize in (1, 2) and vt.itemsize * n == 16:
+            return self.byte_shuffle(u)
         dt = {4: dtypes.float32, 8: dtypes.float64}.get(vt.itemsize) \
             if (vt.is_float or vt.is_int) and not vt.is_weak else None
         if dt is None or dt.itemsize * n not in (16, 32, 64):
@@ -165,6 +167,33 @@ class X86Shuf:
                                                         n * dt.itemsize)
         regs = [self.block_of_lanes(b, dt) for b in blocks]
         return self.concat(regs, dt)
+
+    def byte_shuffle(self, u: UOp) -> VReg | None:
+        """A STACK of 8- or 16-bit lanes (an xmm) that are all constant lanes of one 128-bit
+        block of one xmm or ymm vector: that block (the register's low part, or
+        VEXTRACTF128), then one VPSHUFB with the byte order from .rodata unless the lanes are
+        in order (SDM "PSHUFB": byte j of the result is the source's byte ctrl[j] & 15 while
+        ctrl[j] < 128). A reduction's halves and in-block rotations (kcc/passes/
+        widen_reduce.py `_lanes`); None otherwise."""
+        vt, size, n = u.dtype, u.dtype.itemsize, len(u.src)
+        v = u.src[0].src[0] if u.src[0].op is Ops.INDEX else None
+        ctrl, blocks = [], set()
+        for s in u.src:
+            k = const_int(s.src[1]) if s.op is Ops.INDEX else None
+            if s.op is not Ops.INDEX or s.src[0] is not v or k is None or v.kind != "value" \
+                    or v.dtype != vt or len(v.shape) != 1 or size * v.shape[0] not in (16, 32) \
+                    or not 0 <= k < v.shape[0]:
+                return None
+            blocks.add(k // n)
+            ctrl += [k % n * size + b for b in range(size)]
+        if len(blocks) != 1:
+            return None
+        x = self.block_x((v, blocks.pop()))
+        if ctrl == list(range(16)):
+            return x
+        c = self.new("vec")
+        self.emit("vmovdqu_x_xm", c, Mem(), arg={"rip": self.pool.label(bytes(ctrl))})
+        return self._once("vpshufb_x_x_xm", x, c)
 
     def repeated_block(self, block: list[tuple[UOp, int]], dt: DType, n: int) -> VReg | None:
         """One block of float32 lanes in every 128-bit block of n lanes, when every source

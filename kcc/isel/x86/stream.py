@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import AddrSpace, UOp
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.affine import affine
 from kcc.ir.uop import base_buffer
 from kcc.isel.x86.analysis import footprint

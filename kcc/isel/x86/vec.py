@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
-from kcc.ir.ops import FastOps as Ops  # Ops' members, read fast (kcc/ir/ops.py FastOps)
+from kcc.ir.ops import Ops
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
@@ -543,6 +543,24 @@ class X86Vec(X86Shuf, X86Gather):
         self.emit(f"vxorps_{w}_{w}_{w}m", out, t, hi)
         return out
 
+    def vcast_u32(self, x: UOp, n: int) -> VReg:
+        """uint32 → float32 on 4 or 8 lanes, rounded to nearest once as the scalar conversion
+        (CVTSI2SS of the zero-extended 64-bit value) is: AVX2 converts only signed lanes, so
+        the value is split into its high and low 16 bits (each exact as a float32 and as a
+        signed int32) and recombined by one FMA, hi * 65536 + lo, whose product is exact and
+        whose sum rounds once (SDM "VFMADD231PS": one rounding of the infinitely precise
+        result). x86-64-v4's VCVTUDQ2PS would do it in one; this needs no EVEX row."""
+        w, v = vw(dtypes.float32, n), self.reg(x)
+        hi, lo0, lo, fhi, flo = (self.new("vec") for _ in range(5))
+        self.emit(f"vpsrld_{w}_{w}_imm8", hi, v, 16)
+        self.emit(f"vpslld_{w}_{w}_imm8", lo0, v, 16)
+        self.emit(f"vpsrld_{w}_{w}_imm8", lo, lo0, 16)
+        self.emit(f"vcvtdq2ps_{w}_{w}m", fhi, hi)
+        self.emit(f"vcvtdq2ps_{w}_{w}m", flo, lo)
+        t = self.copy(flo, dtypes.float32, n)
+        self.emit(f"vfmadd231ps_{w}_{w}_{w}m", t, fhi, self.materialize(65536.0, dtypes.float32, n))
+        return t
+
     def vcast(self, u: UOp) -> VReg:
         """Vector casts between float32 and float64, int32 ↔ float32, and between integers of
         one size (nothing to do)."""
@@ -554,6 +572,8 @@ class X86Vec(X86Shuf, X86Gather):
             return self.half_vcast(x, dt, n)        # F16C (x86_half)
         if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:
             return self.vcast_i32(x, dt, n)
+        if (x.dtype, dt) == (dtypes.uint32, dtypes.float32):
+            return self.vcast_u32(x, n)
         if x.dtype.is_int and dt.is_int and x.dtype.itemsize == dt.itemsize:
             return self.reg(x)          # the same bits: modulo 2^bits either way
         if x.dtype in (dtypes.int64, dtypes.uint64) and dt == dtypes.float64 and self.evex:

@@ -163,7 +163,8 @@ _HALF_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.FDIV})
 
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
-    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation); bool lanes to
+    """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation); uint32 → float32
+    by 16-bit halves (x86_vec.vcast_u32); bool lanes to
     integer or float lanes; integer lanes narrowed from a ymm to an xmm or widened back (half
     or twice the lane size); or a BITCAST that
     moves nothing (x86_vec.vcast); and what moves nothing at all in an xmm/ymm: a BITCAST
@@ -171,6 +172,8 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     between integers of one size (the bits are the value modulo 2^bits either way)."""
     if n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}:
         return True
+    if op is Ops.CAST and n in (4, 8) and (src, dst) == (dtypes.uint32, dtypes.float32):
+        return True                 # two CVTDQ2PS of the 16-bit halves, one FMA (vcast_u32)
     if op is Ops.CAST and n in (4, 8) and ({src, dst} == {dtypes.float16, dtypes.float32}
                                          or (src, dst) == (dtypes.int32, dtypes.float16)):
         return True                 # VCVTPS2PH / VCVTPH2PS (F16C; x86_half.half_vcast)

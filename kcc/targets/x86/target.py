@@ -101,13 +101,17 @@ def _movable(inst: Inst) -> bool:
 
 
 _WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu", "vmovdqa",
-                          "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64"})
+                          "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64",
+                          # a scalar float constant (a clamp's bounds, a compare's operand):
+                          # reloaded per lane and per iteration otherwise (any_all r_64_4,
+                          # cast_f2i8 E_64_4)
+                          "vmovss", "vmovsd"})
 
 
 def _alone(inst: Inst) -> bool:
     """May LICM move this constant out of a loop by itself (kcc/isel/licm.py `alone`)? An
-    unmasked whole-vector load from .rodata: kept in a register, the loop reads it there
-    instead of issuing a load each iteration."""
+    unmasked whole-vector or scalar-float load from .rodata: kept in a register, the loop
+    reads it there instead of issuing a load each iteration."""
     row = FORMS.get(inst.op)
     return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(inst.arg, dict)
             and "rip" in inst.arg and len(inst.operands) == 2
