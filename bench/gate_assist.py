@@ -102,9 +102,12 @@ def _compile(uop: Path, arch: str, out: Path, tree: str | None = None) -> dict:
     """Compile uop with this checkout's kcc (or the one in tree); its manifest entry."""
     kcc = [sys.executable, "-c", "import sys; from kcc.cli import main; sys.exit(main())"]
     env = dict(os.environ, PYTHONPATH=tree) if tree else None
-    subprocess.run(kcc + ["compile", str(uop), "-t", "x86", "--arch", arch, "-o", str(out),
-                          "--header", str(out.with_suffix(".h"))],
-                   check=True, capture_output=True, env=env)
+    # run in out's folder: `python -c` puts the working directory first on sys.path, so run
+    # from a kcc checkout it would import that checkout's kcc before PYTHONPATH's (the base
+    # object was then this checkout's, and every ratio 1.00x)
+    subprocess.run(kcc + ["compile", str(uop.resolve()), "-t", "x86", "--arch", arch,
+                          "-o", str(out), "--header", str(out.with_suffix(".h"))],
+                   check=True, capture_output=True, env=env, cwd=out.parent)
     return json.loads(out.with_suffix(".json").read_text())["kernels"][0]
 
 

@@ -52,6 +52,10 @@ class TargetDesc:
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
+    stride2(dtype, n): whether every other lane of two n-lane registers of dtype, in order (a
+      stride-2 load's lanes), is a short shuffle where ``permute`` allows no two-register
+      permutation (x86-64-v3: VSHUFPS and VPERMPD of 8 float32 lanes); passes/widen_stride.py
+      reads a stride-2 load so. None (the default): no.
     gather(dtype, n): whether n scalar loads of dtype at constant offsets from one address
       are one instruction (x86-64-v4: VGATHERDPS of 16 float32; passes/widen_stride.py reads a
       load at a large stride so); None (the default): no.
@@ -89,6 +93,7 @@ class TargetDesc:
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
     gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
+    stride2: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
@@ -119,6 +124,12 @@ class TargetDesc:
     def permute_sources(self, dtype: DType, n: int) -> int:
         """How many source registers one permutation of n lanes of dtype may read (0: none)."""
         return self.permute(dtype, n) if self.permute is not None else 0
+
+    def stride_sources(self, dtype: DType, n: int) -> int:
+        """How many source registers a strided load's n lanes of dtype may be permuted from:
+        ``permute_sources``, or 2 where the target shuffles every other lane (``stride2``)."""
+        k = self.permute_sources(dtype, n)
+        return k if k or self.stride2 is None or not self.stride2(dtype, n) else 2
 
     def lane_gate_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD of n contiguous elements of dtype may have a per-lane gate."""

@@ -16,8 +16,9 @@ element outside [e0, e0 + L) is read, so every element read is one the scalar lo
 The lanes are then `STACK(INDEX(load_r, e - start_r) ...)`: a lane permutation of R
 registers, which a target declares it does in one instruction (`TargetDesc.permute`:
 x86-64-v4's VPERMI2PS takes R = 2 at 16 float32 lanes, so a stride of 2; kcc/isel/x86/shuf.py
-`permute`). The loads read the same elements and the lanes move bits only, so every lane is
-bit-identical to the scalar load's value.
+`permute`), or in a short shuffle of every other lane (`TargetDesc.stride2`: x86-64-v3's VSHUFPS
+and VPERMPD of 8 float32 lanes, shuf.py `permute_y`). The loads read the same elements and
+the lanes move bits only, so every lane is bit-identical to the scalar load's value.
 
 A stride whose lanes need more registers than one permutation reads is a gather where the
 target has one (`TargetDesc.gather`: x86-64-v4's VGATHERDPS of 16 float32, kcc/isel/x86/
@@ -61,10 +62,11 @@ def registers(stride: int, k: int) -> int:
 def stride_legal(stride: int, k: int, desc: TargetDesc, dtype: object) -> bool:
     """Whether k lanes stride elements apart are loads and one permutation on this target: a
     positive stride, k-element loads of dtype legal, and at most as many registers as one
-    permutation reads (`TargetDesc.permute_sources`)."""
+    permutation reads (`TargetDesc.stride_sources`: x86-64-v3's every-other-lane shuffle
+    counts for stride 2)."""
     if stride < 2 or k < 2:
         return False
-    return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.permute_sources(dtype, k) \
+    return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.stride_sources(dtype, k) \
         or desc.gathers(dtype, k)
 
 
@@ -76,7 +78,7 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
     docstring). idx: lane 0's element index (a scalar)."""
     span = stride * (k - 1) + 1
     n_reg = registers(stride, k)
-    if n_reg > desc.permute_sources(buf.dtype, k):
+    if n_reg > desc.stride_sources(buf.dtype, k):
         loads = tuple(UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, plus_int(idx, stride * j))),))
                       for j in range(k))
         stack = UOp(Ops.STACK, loads)

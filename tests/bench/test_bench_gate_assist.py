@@ -29,3 +29,24 @@ def test_one_object_without_base(tmp_path: Path) -> None:
     uop = ROOT / "tests/data/kernels/shared/pad_gated_load.uop"
     ((g, o),) = gate_assist.time_kernel(uop, "x86-64-v3", 3, tmp_path)
     assert g >= 0 and o >= 0
+
+
+def test_base_is_compiled_by_the_base_checkout_from_any_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stand-in base checkout whose kcc only writes the manifest and a marker: run from this
+    # checkout's root (where `python -c` would import this checkout's kcc first), the base's
+    # compile must still be the base's
+    tree = tmp_path / "tree"
+    (tree / "kcc").mkdir(parents=True)
+    (tree / "kcc" / "__init__.py").write_text("")
+    (tree / "kcc" / "cli.py").write_text(
+        "import json, sys\n"
+        "def main():\n"
+        "    out = sys.argv[sys.argv.index('-o') + 1]\n"
+        "    open(out[:-2] + '.json', 'w').write(json.dumps({'kernels': [{'symbol': 'k'}]}))\n"
+        "    open(out + '.base', 'w').write('base')\n"
+        "    return 0\n")
+    monkeypatch.chdir(ROOT)
+    uop = ROOT / "tests/data/kernels/shared/pad_gated_load.uop"
+    desc = gate_assist._compile(uop, "x86-64-v3", tmp_path / "b.o", str(tree))
+    assert desc == {"symbol": "k"} and (tmp_path / "b.o.base").exists()

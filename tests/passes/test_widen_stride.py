@@ -91,11 +91,22 @@ def test_stride_2_graph_on_v4_matches_the_interpreter() -> None:
         assert_same(sink, reference(w, args), reference(sink, args))
 
 
-@pytest.mark.parametrize("s", [2, 3, 77])
+@pytest.mark.parametrize("s", [3, 77])
 def test_no_permutation_or_gather_leaves_it_scalar(s: int) -> None:
-    # x86-64-v3 has no lane permutation of two registers and no gather here
+    # x86-64-v3 shuffles every other lane of two registers (stride 2), no more, and gathers
+    # nothing here
     sink, g, w = _prep(_text(s=s), "x86-64-v3")
     assert w is g
+
+
+@pytest.mark.parametrize("n", [8, 17, 39])
+def test_stride_2_on_v3_is_two_loads_a_shuffle_and_a_qword_permutation(n: int) -> None:
+    # x86-64-v3: 8 lanes from two ymm loads (kcc/isel/x86/shuf.py permute_y: VSHUFPS, then
+    # VPERMPD 0xD8), the last 8 iterations one more block
+    w = _check(_text(n=n), "x86-64-v3")
+    assert _bounds(w) == [n // 8] and _widths(w) == {8}
+    asm = disasm_object(compile_x86([parse(_text(n=n), "k.uop")], "x86-64-v3")[0])
+    assert "vshufps" in asm and "vpermpd" in asm and "vinsertps" not in asm
 
 
 @pytest.mark.parametrize("s, n", [(3, 39), (5, 16), (77, 333), (77, 20)])

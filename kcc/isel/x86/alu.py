@@ -55,6 +55,10 @@ class X86Alu:
         if u.shape:
             raise SelectError(f"vector {op.name} on {dt} is not legal on x86 (devectorize)")
         w = isz(dt)
+        if op is Ops.AND and self.range_check(u) is not None:
+            t = self.new("gpr")                  # 0 <= x < n: one unsigned compare
+            self.emit(f"set{self.int_flags(u)}_rm8", t)
+            return t
         two = {Ops.ADD: "add", Ops.SUB: "sub", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor"}
         if op in two:
             t = self.copy(self.reg(u.src[0]), dt)
@@ -279,12 +283,35 @@ class X86Alu:
             self.emit(f"cmp_r{w}_rm{w}", a, self.ext(b_u, int(w)))
         return cc
 
+    def range_check(self, c: UOp) -> tuple[UOp, int] | None:
+        """(x, n) when the scalar bool c is ``(-1 < x) & (x < n)`` for a signed integer x of
+        at least 32 bits and a constant 0 <= n < 2^31 (a gather's or a padding's index gate):
+        that is 0 <= x < n, which one unsigned compare reads: x as unsigned is below n exactly
+        then, a negative x being 2^31 or more (SDM Vol. 1 §7.3.2.4, CMP then JB/SETB)."""
+        if c.op is not Ops.AND or c.shape or len(c.src) != 2:
+            return None
+        a, b = c.src
+        if b.op is Ops.CMPLT and self.imm(b.src[0]) == -1:
+            a, b = b, a
+        if a.op is not Ops.CMPLT or b.op is not Ops.CMPLT or self.imm(a.src[0]) != -1:
+            return None
+        x, n = a.src[1], self.imm(b.src[1])
+        if b.src[0] is not x or n is None or not 0 <= n < 2 ** 31 or not x.dtype.is_signed \
+                or x.dtype.itemsize < 4 or reg_class(x.dtype) != "gpr":
+            return None
+        return x, n
+
     def int_flags(self, c: UOp) -> str | None:
         """Flags for the integer compare c, set right here for a CMOVcc that reads them (no
         SETcc and TEST of its bool): x != 0 and x == 0 are TEST x, x; (x AND k) != 0 with k
         an immediate is TEST x, k (SDM Vol. 2B "TEST": ZF from the AND, nothing written); any
         other is cmp_flags' CMP. Returns the condition code, or None for another kind of c.
         The bool c is still selected where it stands; kcc/isel/dce.py drops it if unread."""
+        rc = self.range_check(c)
+        if rc is not None:
+            w = isz(rc[0].dtype)
+            self.emit(imm_form("cmp", w, rc[1]), self.ext(rc[0], int(w)), rc[1])
+            return "b"
         if c.op not in (Ops.CMPNE, Ops.CMPEQ, Ops.CMPLT) or c.shape \
                 or reg_class(c.src[0].dtype) != "gpr" or c.src[0].dtype in _HALF_BITS:
             return None

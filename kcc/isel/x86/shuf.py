@@ -227,25 +227,14 @@ class X86Shuf:
         its end). None when the lanes need more registers, or the STACK is not a zmm of
         float32 lanes, or not on x86-64-v4."""
         n = len(u.src)
+        if not self.evex and u.dtype == dtypes.float32 and n == 8:
+            return self.permute_y(u)
         if not self.evex or u.dtype != dtypes.float32 or n != 16:
             return None
-        regs: list[UOp] = []
-        idx: list[int] = []
-        for s in u.src:
-            if s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[0].shape:
-                v, k = s.src[0], const_int(s.src[1])
-                if k is None or v.dtype != u.dtype or len(v.shape) != 1 or v.shape[0] > 16:
-                    return None
-            elif s.shape == () and s.kind == "value" and s.dtype == u.dtype \
-                    and s.op is not Ops.CONST and strong_const(s) is None:
-                v, k = s, 0
-            else:
-                return None
-            if v not in regs:
-                if len(regs) == 2:
-                    return None
-                regs.append(v)
-            idx.append(16 * regs.index(v) + k)
+        got = self._perm_sources(u, 16)
+        if got is None:
+            return None
+        regs, idx = got
         key = ("permute", tuple(idx), *regs)
         hit = self._memo_get(key)
         if hit is not None:
@@ -259,6 +248,76 @@ class X86Shuf:
             self.emit("vpermi2ps_z_z_zm", t, self.reg(regs[0]), self.reg(regs[1]))
         self._memo_put(key, t)
         return t
+
+    @staticmethod
+    def _perm_sources(u: UOp, n: int) -> tuple[list[UOp], list[int]] | None:
+        """The (at most two) registers u's lanes come from and each lane's index into their
+        concatenation (register r's lane k: n * r + k), or None (see ``permute``)."""
+        regs: list[UOp] = []
+        idx: list[int] = []
+        for s in u.src:
+            if s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[0].shape:
+                v, k = s.src[0], const_int(s.src[1])
+                if k is None or v.dtype != u.dtype or len(v.shape) != 1 or v.shape[0] > n:
+                    return None
+            elif s.shape == () and s.kind == "value" and s.dtype == u.dtype \
+                    and s.op is not Ops.CONST and strong_const(s) is None:
+                v, k = s, 0
+            else:
+                return None
+            if v not in regs:
+                if len(regs) == 2:
+                    return None
+                regs.append(v)
+            idx.append(n * regs.index(v) + k)
+        return regs, idx
+
+    def permute_y(self, u: UOp) -> VReg | None:
+        """x86-64-v3: a ymm STACK of 8 float32 lanes from at most two registers (as
+        ``permute``). Every other lane of each, in order (a stride-2 load's lanes,
+        passes/widen_stride.py: the second load ends at the last lane's element, so its
+        lanes may be the odd ones): VSHUFPS takes lanes f and f+2 of the first and g and g+2
+        of the second in each 128-bit half, [a0 a2 b1 b3 | a4 a6 b5 b7], and VPERMPD 0xD8
+        orders the 64-bit pairs (SDM Vol. 2 "SHUFPS", "VPERMPD"). Otherwise VPERMPS of each
+        register by an index vector (indexes 2:0 pick the lane) and, for two, VBLENDVPS by a
+        lane mask (sign bits set where the second register's lane is taken)."""
+        got = self._perm_sources(u, 8)
+        if got is None:
+            return None
+        regs, idx = got
+        key = ("permute_y", tuple(idx), *regs)
+        hit = self._memo_get(key)
+        if hit is not None:
+            return hit
+        rs = [self.reg(v) for v in regs]
+        f, g = idx[0], idx[4] - 8
+        if len(rs) == 2 and f in (0, 1) and g in (0, 1) and \
+                idx == [f + 2 * j for j in range(4)] + [8 + g + 2 * j for j in range(4)]:
+            t = self.new("vec")
+            self.emit("vshufps_y_y_ym_imm8", t, rs[0], rs[1],
+                      f | (f + 2) << 2 | g << 4 | (g + 2) << 6)
+            r = self.new("vec")
+            self.emit("vpermpd_y_ym_imm8", r, t, 0xD8)
+            self._memo_put(key, r)
+            return r
+        outs = []
+        for j, x in enumerate(rs):
+            ix = self.new("vec")
+            data = b"".join((i % 8).to_bytes(4, "little") for i in idx)
+            self.emit("vmovups_y_ym", ix, Mem(), arg={"rip": self.pool.label(data)})
+            t = self.new("vec")
+            self.emit("vpermps_y_y_ym", t, ix, x)
+            outs.append(t)
+        if len(outs) == 1:
+            r = outs[0]
+        else:
+            m = self.new("vec")
+            data = b"".join((0x80000000 if i >= 8 else 0).to_bytes(4, "little") for i in idx)
+            self.emit("vmovups_y_ym", m, Mem(), arg={"rip": self.pool.label(data)})
+            r = self.new("vec")
+            self.emit("vblendvps_y_y_ym_y", r, outs[0], outs[1], m)
+        self._memo_put(key, r)
+        return r
 
     @staticmethod
     def _one_block(block: list[tuple[UOp, int]], c: int) -> tuple[Block, tuple[int, ...]] | None:

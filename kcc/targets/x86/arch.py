@@ -102,6 +102,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
                    lane_gates=_lane_gates if arch == "x86-64-v4" else _lane_gates_v3,
                    permute=_permute if arch == "x86-64-v4" else None,
+                   stride2=_stride2 if arch != "x86-64-v4" else None,
                    gather=_gather if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
@@ -121,6 +122,12 @@ def _permute(dt: DType, n: int) -> int:
     """x86-64-v4: 16 float32 lanes from two registers are one VPERMI2PS (kcc/isel/x86/shuf.py
     permute)."""
     return 2 if dt == dtypes.float32 and n == 16 else 0
+
+
+def _stride2(dt: DType, n: int) -> bool:
+    """x86-64-v3: every other lane of two 8-lane float32 registers is VSHUFPS and VPERMPD
+    (kcc/isel/x86/shuf.py permute_y)."""
+    return dt == dtypes.float32 and n == 8
 
 
 def _gather(dt: DType, n: int) -> bool:

@@ -32,6 +32,7 @@ from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, Targ
 from kcc.targets.x86.arch import ARCHES, V4_FLAGS, cpu_flags, resolve_arch, x86_desc
 from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
 from kcc.targets.x86.csyms import refusal as c_name_refusal
+from kcc.targets.x86.foldconst import fold_constants
 from kcc.targets.x86.object import assembly_text, write_object
 from kcc.targets.x86.reginfo import X86RegInfo
 
@@ -163,6 +164,8 @@ class X86Target:
             # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
             from kcc.regalloc.checker import check_allocation
             check_allocation(s.fn, fn, info)
+        # rematerialized .rodata reloads read in place by their one reader
+        fold_constants(fn, {label: data for data, label in self.pool.items.items()})
         return Selected(fn, base, s.desc, s.checks)
 
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:

@@ -1,0 +1,229 @@
+""".rodata constants read in place after register allocation (x86).
+
+Selection materializes a vector constant with a whole-vector load from .rodata, and LICM
+(kcc/isel/licm.py, the target's ``alone``) hoists that load out of its loop so the loop reads
+a register.  Where the loop needs more vector registers than there are (x86-64-v3 has 16),
+the allocator rematerializes such a constant before each use instead of spilling it
+(kcc/regalloc/spill.py, ``Kind.REMAT``): a separate VMOVUPS into a short-lived register that
+the next instruction reads once.  tanh_log E_8547_3 at x86-64-v3 had 40 of them in a loop of
+~200 instructions.  An AVX instruction reads its r/m source from memory at no extra micro-op
+in the fused domain (a micro-fused load), so this pass folds each such reload into its one
+reader as a RIP-relative memory operand, the form selection gives a constant read where it is
+used (kcc/isel/x86/vec.py ``fsrc``), and removes the constant loads whose register is written
+again before it is read (the hoisted definitions every use of which was rematerialized).
+
+A reload folds when
+
+- it is a ``REMAT`` of an unmasked whole-vector load from .rodata (no broadcast: the folded
+  operand reads the same bytes the register held);
+- the next instruction that touches its register is an ordinary instruction of the selector
+  with no ``arg`` of its own, reading the register exactly once, at an operand that the
+  form lets read memory (``slots.fold_fill``: the r/m operand, no second memory operand) —
+  or, for an operation whose two sources commute exactly, at the other source, when the r/m
+  source is a register (swapped, a compare's predicate mirrored: SDM Vol. 2 "CMPPS", Table
+  3-1; a float add or multiply only when no lane of the constant is a NaN: with one NaN
+  source the result is that source quieted in either order, SDM Vol. 1 §4.8.3.5);
+- its register is dead after that reader: along the straight-line code that follows, it is
+  written before it is read (labels and loop heads are passed through — whoever reaches
+  them runs the same code —, a loop end leads both to its head and past the loop, a return
+  ends the search, and a forward branch gives up).
+
+Runs after the allocation checker (kcc/regalloc/checker.py pairs original instructions one
+to one); the kernels' outputs are checked against the reference interpreter instead.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kcc.encode.x86.row import KINDS
+from kcc.encode.x86.table import FORMS
+from kcc.ir.mir import Imm, Inst, Kind, Mem, MFunction, PReg, RegOp, Role
+from kcc.record import replace
+from kcc.targets.x86.slots import fold_fill, slot_bytes
+
+_WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu", "vmovdqa",
+                          "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64"})
+# sources that commute bit-exactly whatever the values (integer and bitwise lane ops)
+_EXACT = frozenset({"vandps", "vandpd", "vorps", "vorpd", "vxorps", "vxorpd", "vpand",
+                    "vpor", "vpxor", "vpandd", "vpandq", "vpord", "vporq", "vpxord",
+                    "vpxorq", "vpaddb", "vpaddw", "vpaddd", "vpaddq", "vpmullw", "vpmulld",
+                    "vpmaxsd", "vpminsd", "vpmaxud", "vpminud", "vpcmpeqd", "vpcmpeqb"})
+# float sources that commute unless both are NaNs (the first one's is returned)
+_FLOAT = {"vaddps": 4, "vaddpd": 8, "vmulps": 4, "vmulpd": 8}
+# compare predicates with their operands swapped: a OP b == b OP' a (SDM Vol. 2 "CMPPS")
+_MIRROR = {0: 0, 3: 3, 4: 4, 7: 7, 8: 8, 0x0C: 0x0C, 1: 0x0E, 0x0E: 1, 2: 0x0D, 0x0D: 2,
+           5: 0x0A, 0x0A: 5, 6: 9, 9: 6}
+_STOPS = frozenset({Kind.JUMP, Kind.BRANCH, Kind.LOOP_END})
+
+
+def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
+    """Fold fn's rematerialized .rodata reloads into their readers and drop dead constant
+    loads, in place (see the module docstring); ``pool`` maps a .rodata label to its bytes.
+    Returns how many instructions went."""
+    insts = fn.insts
+    out: list[Inst] = []
+    gone = 0
+    skip: set[int] = set()
+    for i, inst in enumerate(insts):
+        if i in skip:
+            continue
+        if _constant_load(inst):
+            r = inst.operands[0].reg
+            assert isinstance(r, PReg)
+            if _dead_after(insts, i, r):
+                gone += 1
+                continue
+            j = _reader(insts, i, r)
+            folded = _fold(insts[j], r, inst, pool) if j is not None else None
+            if folded is not None and _dead_after(insts, j, r, folded):
+                out.extend(insts[i + 1:j])
+                out.append(folded)
+                skip.update(range(i + 1, j + 1))
+                gone += 1
+                continue
+        out.append(inst)
+    fn.insts = out
+    return gone
+
+
+def _constant_load(inst: Inst) -> bool:
+    """An unmasked whole-vector load from .rodata into one register."""
+    if inst.kind not in (Kind.OP, Kind.REMAT) or not isinstance(inst.arg, dict) \
+            or "rip" not in inst.arg or len(inst.operands) != 2:
+        return False
+    row = FORMS.get(inst.op)
+    d, m = inst.operands
+    return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(d, RegOp)
+            and d.role is Role.DEF and isinstance(d.reg, PReg) and isinstance(m, Mem)
+            and m.base is None and m.index is None)
+
+
+def _touches(inst: Inst, r: PReg) -> tuple[bool, bool]:
+    """(reads r, writes r) for an allocated instruction (a memory operand's base or index,
+    a clobber, a form's implicit registers included)."""
+    reads = writes = False
+    for o in inst.operands:
+        if isinstance(o, RegOp) and o.reg == r:
+            reads = reads or o.role is not Role.DEF
+            writes = writes or o.role is not Role.USE
+        elif isinstance(o, Mem) and r in (o.base, o.index):
+            reads = True
+    if r in inst.clobbers:
+        writes = True
+    row = FORMS.get(inst.op)
+    if row is not None and (r.name in row.implicit_uses or r.name in row.implicit_defs):
+        reads = True                       # conservatively: never treated as a kill
+    return reads, writes
+
+
+def _reader(insts: list[Inst], i: int, r: PReg) -> int | None:
+    """The index of the instruction after i that next touches r, past only other reloads
+    (fills and rematerializations that leave r alone)."""
+    for j in range(i + 1, len(insts)):
+        x = insts[j]
+        rd, wr = _touches(x, r)
+        if rd or wr:
+            return j if rd and x.kind is Kind.OP else None
+        if x.kind not in (Kind.FILL, Kind.REMAT):
+            return None
+    return None
+
+
+def _dead_after(insts: list[Inst], i: int, r: PReg, at: Inst | None = None,
+                heads: dict[object, int] | None = None) -> bool:
+    """Whether r's value after instruction i (``at`` in its place) is never read: along
+    every path from there it is written before it is read, or the function returns."""
+    if at is not None:
+        rd, wr = _touches(at, r)
+        if wr and not rd:
+            return True
+    if heads is None:
+        heads = {x.label(): k for k, x in enumerate(insts) if x.kind is Kind.LOOP_BEGIN}
+    return _dead_from(insts, i + 1, r, heads, set())
+
+
+def _dead_from(insts: list[Inst], start: int, r: PReg, heads: dict[object, int],
+               seen: set[int]) -> bool:
+    """r is written before it is read on every path from ``start`` (a path that comes back
+    to where an earlier search began has not read it). A loop end leads to its head and past
+    the loop; a forward branch ends the search (as though it read r)."""
+    for k in range(start, len(insts)):
+        if k in seen:
+            return True
+        seen.add(k)
+        x = insts[k]
+        if x.kind is Kind.RET:
+            return True
+        if x.kind is Kind.LOOP_END:
+            head = heads.get(x.label())
+            return head is not None and _dead_from(insts, head, r, heads, seen) and \
+                _dead_from(insts, k + 1, r, heads, seen)
+        if x.kind in _STOPS:
+            return False
+        rd, wr = _touches(x, r)
+        if rd:
+            return False
+        if wr:
+            return True
+    return True
+
+
+def _fold(x: Inst, r: PReg, load: Inst, pool: dict[str, bytes]) -> Inst | None:
+    """x reading the constant ``load`` loads into r from .rodata in place of r, or None."""
+    if x.arg is not None:
+        return None
+    ks = [k for k, o in enumerate(x.operands) if isinstance(o, RegOp) and o.reg == r
+          and o.role is not Role.DEF]         # a result in r too is no read of it
+    if len(ks) != 1 or x.operands[ks[0]].role is not Role.USE \
+            or x.operands[ks[0]].fixed is not None:
+        return None
+    k = ks[0]
+    mem, size = load.operands[1], slot_bytes(load)
+    got = fold_fill(x, k, mem, size)
+    if got is None:
+        x = _commuted(x, k, load, pool)
+        if x is None:
+            return None
+        got = fold_fill(x, k + 1, mem, size)
+        if got is None:
+            return None
+    return replace(got, arg=dict(load.arg))
+
+
+def _commuted(x: Inst, k: int, load: Inst, pool: dict[str, bytes]) -> Inst | None:
+    """x with its vvvv source (operand k, the constant) and its r/m source swapped, when
+    that computes the same bits (see the module docstring)."""
+    row = FORMS.get(x.op)
+    if row is None or k != 1 or len(x.operands) < 3:
+        return None
+    slots = [o.slot for o in row.operands]
+    if slots[:3] != ["reg", "vvvv", "rm"] or any(s not in ("imm",) for s in slots[3:]):
+        return None
+    if KINDS[row.operands[1].kind].cls != "vec" or \
+            KINDS[row.operands[1].kind].reg_size != KINDS[row.operands[2].kind].reg_size:
+        return None
+    ops = list(x.operands)
+    b = ops[2]
+    if not isinstance(b, RegOp) or b.role is not Role.USE or b.fixed is not None:
+        return None
+    m = row.mnemonic
+    if m in ("vcmpps", "vcmppd"):
+        imm = ops[3]
+        if not isinstance(imm, Imm) or int(imm.value) not in _MIRROR:
+            return None
+        ops[3] = Imm(_MIRROR[int(imm.value)])
+    elif m in _FLOAT:
+        data = pool.get(load.arg["rip"])
+        if data is None or _has_nan(data, _FLOAT[m]):
+            return None
+    elif m not in _EXACT or len(ops) != 3:
+        return None
+    ops[1], ops[2] = b, ops[1]
+    return replace(x, operands=ops)
+
+
+def _has_nan(data: bytes, width: int) -> bool:
+    """Whether any float lane of ``width`` bytes in data is a NaN."""
+    fmt = "<f" if width == 4 else "<d"
+    return any(v != v for (v,) in struct.iter_unpack(fmt, data[:len(data) // width * width]))
