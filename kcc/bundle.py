@@ -31,7 +31,9 @@ import os
 import sys
 from _frozen_importlib import ModuleSpec                 # importlib.machinery's, imported
 from _frozen_importlib_external import SourceFileLoader  # at start-up (no importlib package)
-from types import CodeType, ModuleType
+
+CodeType = type((lambda: None).__code__)  # types.CodeType and ModuleType (no types
+ModuleType = type(sys)                    # module: start-up)
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

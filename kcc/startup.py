@@ -33,7 +33,9 @@ import builtins
 import marshal
 import os
 import sys
-from types import CodeType, ModuleType
+
+CodeType = type((lambda: None).__code__)  # types.CodeType and ModuleType (no types
+ModuleType = type(sys)                    # module: start-up)
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

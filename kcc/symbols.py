@@ -23,8 +23,7 @@ values' `|`, `&`, `^` and `~` give (made once, then the same object: `is` compar
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, Iterator

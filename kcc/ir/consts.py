@@ -14,7 +14,7 @@ so a strong constant is a constant wherever the format asks for one.
 from __future__ import annotations
 
 import math
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops

@@ -11,13 +11,12 @@ parameter is called ctx) and returns a replacement node or None for "no match".
 
 from __future__ import annotations
 
-from types import FunctionType
-
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, argkey, toposort
 from kcc.record import record
 
+FunctionType = type(lambda: None)  # types.FunctionType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator

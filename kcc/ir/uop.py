@@ -9,7 +9,7 @@ Every walk over a graph here is iterative, so a 200,000-node chain never hits th
 from __future__ import annotations
 
 import math
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 from _weakref import _remove_dead_weakref
 from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module: 4 M)
 

@@ -30,7 +30,7 @@ returns its input) is a lookup: the graph is immutable, so the verdict cannot ch
 
 from __future__ import annotations
 
-from _weakrefset import WeakSet  # weakref.WeakSet itself (no weakref module: 4 M)
+from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module)
 
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU
@@ -42,8 +42,11 @@ from kcc.ir.uop import AddrSpace, UOp, _set_verified, toposort
 _EMPTY: frozenset[UOp] = frozenset()
 # Ops that may appear in a RANGE bound besides its leaves (CONST and scalar int PARAMs).
 _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds (AMD CDIV)
-# SINKs whose whole graph passed verify (a verdict of an immutable graph never changes)
-_CLEAN: "WeakSet[UOp]" = WeakSet()
+# SINKs whose whole graph passed verify (a verdict of an immutable graph never changes), by
+# id, each with a weak reference whose callback drops its entry when the SINK is freed: a
+# weakref.WeakSet for a class compared by identity (UOp), without _weakrefset and the types
+# module it imports (start-up)
+_CLEAN: dict[int, _weakref_ref] = {}
 # Ops members bound once: a module global is read faster than a class attribute (an Enum's
 # went through EnumType's __getattr__ hook before kcc.symbols), several per node here
 _BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP
@@ -79,11 +82,19 @@ def verify(sink: UOp) -> None:
     """Check the graph under `sink`; raise VerifyError at the first broken rule."""
     if sink.op is not Ops.SINK:
         raise VerifyError(f"the root of a kernel graph is a SINK, not {sink.op.name}", sink)
-    if sink in _CLEAN:
+    key = id(sink)
+    seen = _CLEAN.get(key)
+    if seen is not None and seen() is sink:
         return
     order = toposort([sink])
     _Walk(sink).run(order)
-    _CLEAN.add(sink)
+    _CLEAN[key] = _weakref_ref(sink, lambda ref, key=key: _forget_clean(key, ref))
+
+
+def _forget_clean(key: int, ref: _weakref_ref) -> None:
+    """Drop a freed SINK's entry (unless its id already names a newer SINK's)."""
+    if _CLEAN.get(key) is ref:
+        del _CLEAN[key]
 
 
 class _Walk:

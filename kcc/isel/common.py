@@ -10,7 +10,7 @@ the rule of each node, or the selector's fallback (its ALU rules) for an op with
 from __future__ import annotations
 
 import math
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 from kcc.ir.consts import literal_value
 from kcc.ir.dtype import DType

@@ -28,7 +28,7 @@ or a flag reader went). Linear in the function's size per sweep.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from _bisect import bisect_right  # bisect's own, without bisect.py (start-up)
 
 from kcc.ir.mir import _READS, _WRITES, Inst, Kind, Mem, MFunction, RegOp, VReg
 from kcc.isel.flags import flag_pairs

@@ -24,7 +24,7 @@ on two loops that are not nested, an open range reaching the SINK) raises Linear
 
 from __future__ import annotations
 
-import heapq
+import _heapq as heapq  # heapq's own C functions, without heapq.py (start-up)
 
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite

@@ -8,12 +8,11 @@ one pass.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.record import field, record
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Callable, Mapping

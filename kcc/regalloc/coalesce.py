@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from kcc.ir.mir import Inst, Kind, RegOp, Role, VReg
 from kcc.regalloc.liveness import header_live_in, live_out_sets, number_vars, vreg_lists
-from kcc.regalloc.unionfind import UnionFind
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -80,6 +79,7 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
         for k in o:
             if k in involved:
                 live_at.setdefault(k, set()).add(j)
+    from kcc.regalloc.unionfind import UnionFind  # (only where copies meet: start-up)
     sets = UnionFind()
     find = sets.find
     members = {k: {k} for k in involved}

@@ -10,12 +10,11 @@ sizes are laid out widest first, so every slot is aligned to its size without pa
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from _heapq import heappop, heappush  # heapq's own, without heapq.py (start-up)
 
 from kcc.ir.mir import Kind, Mem, RegOp, VReg, structure, successors
 from kcc.regalloc.liveness import intervals
 from kcc.regalloc.target import AllocationError, hook
-from kcc.regalloc.unionfind import UnionFind
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ def value_sizes(work: list[Any], target: Any) -> dict[int, int]:
     if bytes_of is None:
         return {}
     is_copy = hook(target, "is_copy")
+    from kcc.regalloc.unionfind import UnionFind  # (only where slots are sized: start-up)
     sets = UnionFind()
     find = sets.find
     size: dict[int, int] = {}

@@ -37,7 +37,7 @@ are in ``work``.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from _bisect import bisect_right  # bisect's own, without bisect.py (start-up)
 from _operator import attrgetter  # operator.attrgetter itself (no operator module at start-up)
 
 from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Reg, RegOp, VReg,

@@ -25,7 +25,7 @@ the hull of the variable's own def/use positions widened by each loop it is live
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from _bisect import bisect_left  # bisect's own, without bisect.py (start-up)
 
 from kcc.ir.mir import Mem, RegOp, Role, VReg
 from kcc.record import field, record

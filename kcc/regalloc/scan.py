@@ -13,8 +13,9 @@ are a heap by end: n log n in the intervals.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
-from heapq import heappop, heappush
+from _bisect import bisect_left, bisect_right  # bisect's and heapq's own C functions,
+from _bisect import insort_right as insort     # without bisect.py and heapq.py (start-up)
+from _heapq import heappop, heappush
 from _operator import attrgetter  # operator.attrgetter itself (no operator module at start-up)
 
 from kcc.ir.mir import PReg, VReg, structure, successors

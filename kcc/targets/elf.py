@@ -17,7 +17,7 @@ section 4.4 ("Relocation"). Output is deterministic: equal input gives equal byt
 
 from __future__ import annotations
 
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 from kcc.record import field, record
 

@@ -21,7 +21,7 @@ differs; the loader (`kcc run`) refuses the launch then.
 
 from __future__ import annotations
 
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

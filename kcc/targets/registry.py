@@ -15,10 +15,10 @@ interface for a new back end.
 from __future__ import annotations
 
 import sys
-from types import MappingProxyType
 
 from kcc.record import record
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, Mapping, TextIO

@@ -79,7 +79,10 @@ NOT_ON_THE_X86_PATH = ("click", "kcc.cli_click", "inspect", "ast", "dis", "token
                        # a rerolled loop, a division by a constant, SPECIAL dimensions,
                        # per-lane gates, strided loads
                        "kcc.passes.widen_reduce", "kcc.passes.widen_reroll", "kcc.ir.divmagic",
-                       "kcc.targets.dims", "kcc.passes.gates_lanes", "kcc.passes.widen_stride")
+                       "kcc.targets.dims", "kcc.passes.gates_lanes", "kcc.passes.widen_stride",
+                       # imported where an allocation sizes slots or coalesces copies (saxpy
+                       # does neither)
+                       "kcc.regalloc.unionfind")
 
 
 def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Path) -> None:
@@ -128,11 +131,18 @@ def test_x86_compile_path_imports_no_pathlib_typing_or_importlib_util(tmp_path: 
 # stand-in), json, re (with its parser and compiler) and contextlib; and, since kcc's
 # enumerations are kcc.symbols classes and its named tuples and counts kcc.record's, enum (with
 # functools), the collections package (with keyword, operator and reprlib) and weakref; nor the
-# x86 table's templates (kcc/encode/x86/rows.py: the table is loaded from the cache)
+# x86 table's templates (kcc/encode/x86/rows.py: the table is loaded from the cache); nor, since
+# kcc takes heapq's, bisect's and struct's functions from their C modules, MappingProxyType,
+# CodeType and FunctionType as the types of objects at hand and verify's memo of SINKs is a dict
+# of weak references, the Python modules heapq, bisect, struct, types and _weakrefset
 NOT_ON_THE_S_PATH = ("dataclasses", "copy", "inspect", "json", "json.decoder", "json.encoder",
                      "json.scanner", "re", "re._parser", "re._compiler", "contextlib", "enum",
                      "functools", "collections", "collections.abc", "keyword", "operator",
-                     "reprlib", "weakref", "kcc.encode.x86.rows")
+                     "reprlib", "weakref", "kcc.encode.x86.rows", "heapq", "bisect", "struct",
+                     "types", "_weakrefset",
+                     # where an allocation spills (the allocation checker the tests turn on,
+                     # KCC_CHECK_ALLOC, reads the slots' widths: not set here)
+                     "kcc.targets.x86.slots")
 
 
 def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:

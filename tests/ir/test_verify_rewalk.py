@@ -52,3 +52,32 @@ def test_skipped_nodes_keep_errors() -> None:
     assert a in ok.toposort()
     with pytest.raises(V.VerifyError, match="PARAM slot 0 is used by two PARAMs"):
         V.verify(bad)
+
+
+def test_a_verified_sink_is_a_lookup_and_is_not_kept_alive(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """verify remembers a SINK whose walk passed (a second verify of it walks nothing), weakly:
+    the memo (ids and weak references, what weakref.WeakSet did) drops it once it is freed."""
+    import gc
+    import weakref
+    sink = _kernel("k_memo", 5)
+    V.verify(sink)
+    walks: list[UOp] = []
+    run = V._Walk.run
+
+    def counted(self: V._Walk, order: list[UOp]) -> None:
+        walks.append(self.sink)
+        run(self, order)
+    monkeypatch.setattr(V._Walk, "run", counted)
+    V.verify(sink)
+    assert walks == []                          # remembered: no walk
+    key = id(sink)
+    assert key in V._CLEAN
+    alive = weakref.ref(sink)
+    del sink
+    gc.collect()
+    assert alive() is None                      # the memo kept no graph alive
+    assert key not in V._CLEAN                  # and its entry went with it
+    other = _kernel("k_memo2", 5)               # a SINK not verified yet is walked
+    V.verify(other)
+    assert len(walks) == 1

@@ -3,7 +3,7 @@ helpers and the encodings' magic numbers (vcmp predicates, vround modes)."""
 
 from __future__ import annotations
 
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir import Ops, UOp, dtypes

@@ -10,14 +10,13 @@ suffixes b/w/d/q (PADDB/W/D/Q …).
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, vw
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 _SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
 _COMMON = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.NEG, Ops.MAX,
                      Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})

@@ -4,8 +4,6 @@ casts, masked loads, vector registers)."""
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
 from kcc.isel.x86.base import SelectError
@@ -15,6 +13,7 @@ from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, T
                                widths)
 from kcc.record import replace
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from kcc.ir.wmma import WmmaShape

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from types import MappingProxyType
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
@@ -36,6 +35,7 @@ from kcc.targets.x86.foldconst import fold_constants
 from kcc.targets.x86.object import assembly_text, write_object
 from kcc.targets.x86.reginfo import X86RegInfo
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
