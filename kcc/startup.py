@@ -12,8 +12,9 @@ them are work that gives the same result in every process (issue 24, item 4):
 - typing compiling the text of every forward reference (a NamedTuple's string annotations):
   `typing.compile` is routed through the same code cache;
 - tables built at import (the x86 form table: ~1,250 rows from their templates): `cached`
-  keeps a table's value and rebuilds it when one of its source files changes (the x86 table
-  keeps each row's bytes and makes the Row when first asked for: kcc.encode.x86.table).
+  keeps a table's value and rebuilds it when one of its source files changes; `cached_blobs`
+  does so for a table of byte strings read one by one when asked for (the x86 table keeps
+  each row's bytes and makes the Row when first asked for: kcc.encode.x86.table).
 
 And one import skipped: dataclasses imports inspect (with ast, dis, tokenize) for a class
 without a docstring; it gets a stand-in that imports inspect when first used (dataclasses is
@@ -128,6 +129,84 @@ def cached(name: str, sources: list[str], build: Callable[[], T],
     value = build()
     _write(path, (stamp, dump(value)))
     return value
+
+
+_BLOBS_MAGIC = b"kccT"
+_MAX_HEAD = 1 << 22         # a head larger than this is not read (the file is rebuilt)
+
+
+def cached_blobs(name: str, sources: list[str], build: Callable[[], tuple[Any, list[bytes]]],
+                 directory: str | None = None) -> tuple[Any, Callable[[int], bytes]]:
+    """(head, blob): build()'s (head, blobs), or what a previous process built when no file of
+    sources changed since (the stamp `cached` takes). head is what marshal writes, loaded
+    whole; blob(i) is blobs[i], read from the cache file when asked for: a compile reads a few
+    dozen of the x86 table's ~1,250 rows, and reading the whole 210 KB file and keeping every
+    row's bytes took ~140 fresh pages of memory, each a page fault (~0.5 ms of a small
+    compile's process; issue 24, item 4). The file stays open for blob's reads (a newer file
+    renamed over it leaves this one's contents to this process)."""
+    path = os.path.join(directory or cache_dir(), f"{name}.{_TAG}.bin")
+    try:
+        stamp = tuple((os.stat(s).st_mtime_ns, os.stat(s).st_size) for s in sources)
+    except OSError:
+        head, blobs = build()
+        return head, blobs.__getitem__
+    got = _open_blobs(path, stamp)
+    if got is not None:
+        return got
+    head, blobs = build()
+    ends = b"".join(e.to_bytes(4, "little") for e in _ends(blobs))
+    try:
+        index = marshal.dumps((stamp, head, ends))
+    except ValueError:              # a head marshal cannot write: no file
+        return head, blobs.__getitem__
+    _write_bytes(path, b"".join([_BLOBS_MAGIC, len(index).to_bytes(4, "little"), index,
+                                 *blobs]))
+    return head, blobs.__getitem__
+
+
+def _ends(blobs: list[bytes]) -> list[int]:
+    """Where each blob ends, from the start of the first."""
+    out, end = [], 0
+    for b in blobs:
+        end += len(b)
+        out.append(end)
+    return out
+
+
+def _open_blobs(path: str, stamp: tuple) -> tuple[Any, Callable[[int], bytes]] | None:
+    """cached_blobs's (head, blob) from the file at path, if it is whole and of this stamp."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        first = os.pread(fd, 8, 0)
+        n = int.from_bytes(first[4:8], "little")
+        if first[:4] != _BLOBS_MAGIC or n > _MAX_HEAD:
+            raise ValueError("not a blobs file")
+        got = marshal.loads(os.pread(fd, n, 8))
+        if not (isinstance(got, tuple) and len(got) == 3 and got[0] == stamp and
+                isinstance(got[2], bytes) and len(got[2]) % 4 == 0):
+            raise ValueError("another stamp or layout")
+        ends = got[2]
+        base = 8 + n
+        size = int.from_bytes(ends[-4:], "little") if ends else 0
+        if os.fstat(fd).st_size != base + size:
+            raise ValueError("cut short or grown")
+    except (OSError, EOFError, ValueError, TypeError):
+        os.close(fd)
+        return None
+
+    def blob(i: int) -> bytes:
+        if not 0 <= i < len(ends) // 4:
+            raise IndexError(i)
+        start = int.from_bytes(ends[4 * i - 4:4 * i], "little") if i else 0
+        end = int.from_bytes(ends[4 * i:4 * i + 4], "little")
+        data = os.pread(fd, end - start, base + start)
+        if len(data) != end - start:
+            raise OSError(f"{path}: cut short while in use")
+        return data
+    return got[1], blob
 
 
 def _codes_path(store: str = "dataclass-methods") -> str:

@@ -76,6 +76,46 @@ def test_cached_builds_once_then_loads(tmp_path: Path, monkeypatch: pytest.Monke
     assert get() == [1, 2, 3] and len(calls) == 3
 
 
+def test_cached_blobs_builds_once_then_reads_each_when_asked(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """cached_blobs (the x86 table's rows): the head loaded and each blob read from the file
+    when asked for, equal to what build returned; a changed source, a broken, cut or grown
+    file is rebuilt."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    src = tmp_path / "src.py"
+    src.write_text("a")
+    blobs = [b"", b"one", bytes(range(256)) * 3, b"last"]
+    calls = []
+
+    def build() -> tuple[tuple, list[bytes]]:
+        calls.append(1)
+        return ("head", 7), list(blobs)
+
+    def get() -> list:
+        head, blob = startup.cached_blobs("t", [str(src)], build, directory=str(tmp_path))
+        return [head, [blob(i) for i in (3, 0, 2, 1)]]
+
+    want = [("head", 7), [blobs[3], blobs[0], blobs[2], blobs[1]]]
+    assert get() == want and len(calls) == 1
+    assert get() == want and len(calls) == 1                    # read from the file
+    head, blob = startup.cached_blobs("t", [str(src)], build, directory=str(tmp_path))
+    with pytest.raises(IndexError):
+        blob(4)
+    src.write_text("ab")                                        # the source changed: rebuild
+    assert get() == want and len(calls) == 2
+    (path,) = tmp_path.glob("t.*.bin")
+    whole = path.read_bytes()
+    for broken in (b"\x00garbage", whole[:-1], whole + b"x", b"kccT" + whole[4:20]):
+        path.write_bytes(broken)                                # unreadable: rebuild
+        n = len(calls)
+        assert get() == want and len(calls) == n + 1
+        assert path.read_bytes() == whole
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    path.unlink()
+    assert get() == want and not path.exists()                  # built, nothing written
+
+
 def test_cached_writes_nothing_without_bytecode(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
@@ -123,7 +163,7 @@ def test_second_process_compiles_no_record_method(tmp_path: Path) -> None:
                                       timeout=300).stdout) for _ in range(2)]
     assert runs[0]["compiled_new"] and runs[0]["codes"] > 25
     assert not runs[1]["compiled_new"] and runs[1]["codes"] == runs[0]["codes"]
-    assert list((tmp_path / "pyc").rglob("x86-forms.*.bin"))
+    assert list((tmp_path / "pyc").rglob("x86-rows.*.bin"))
 
 
 def test_forward_references_compile_as_typing_compiles_them() -> None:

@@ -17,7 +17,7 @@ from kcc.record import fields, record
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any, Callable, Iterator
 
 # Condition codes in tttn order (SDM Vol. 2 Appendix B.1.4.7, Table B-10): the index is the
 # low nibble of Jcc/SETcc/CMOVcc opcodes.
@@ -159,13 +159,14 @@ class FormTable(dict):
     table`, get, iteration, len and keys answer for every form without making one; values,
     items and == make them all first (in the rows' order)."""
 
-    def __init__(self, raw: dict[str, bytes], rel: tuple = ()):
+    def __init__(self, raw: dict[str, int], rel: tuple, blob: Callable[[int], bytes]):
         super().__init__()
-        self._raw = raw
+        self._raw = raw         # form → its row's index (the rows' order)
+        self._blob = blob       # a row's index → its marshalled field values
         self.rel = rel          # (form, mnemonic, kind) of each branch-target operand
 
     def __missing__(self, form: str) -> Row:
-        row = self[form] = _row_of(marshal.loads(self._raw[form]))
+        row = self[form] = _row_of(marshal.loads(self._blob(self._raw[form])))
         return row
 
     def __contains__(self, form: object) -> bool:

@@ -20,7 +20,7 @@ import os
 
 from kcc.encode.x86 import row as _row_module
 from kcc.encode.x86.row import FIELDS, KINDS, FormTable, Row  # noqa: F401 (KINDS re-exported)
-from kcc.startup import cached
+from kcc.startup import cached_blobs
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -37,38 +37,43 @@ NOPS: tuple[bytes, ...] = tuple(bytes.fromhex(h) for h in (
 
 
 
-def _dump(rows: list[Row]) -> tuple:
-    """The rows as marshal-able data: each form's field values (operands as their fields)
-    marshalled on their own, in the rows' order, and the forms with a branch target operand
-    (form, mnemonic, operand kind) for the encoder's branch tables."""
-    forms: dict[str, bytes] = {}
+def _dump(rows: list[Row]) -> tuple[tuple, list[bytes]]:
+    """The rows as marshal-able data: a head of each form's index (in the rows' order) and
+    the forms with a branch target operand (form, mnemonic, operand kind) for the encoder's
+    branch tables, and each form's field values (operands as their fields) marshalled on
+    their own (kcc.startup.cached_blobs reads them one by one)."""
+    index: dict[str, int] = {}
+    blobs: list[bytes] = []
     for r in rows:
-        if r.form in forms:
+        if r.form in index:
             raise AssertionError(f"duplicate x86 form name {r.form!r}")
         vals = tuple(tuple((o.kind, o.slot, o.access) for o in v) if k == "operands" else v
                      for k, v in zip(FIELDS, (getattr(r, f) for f in FIELDS)))
-        forms[r.form] = marshal.dumps(vals)
+        index[r.form] = len(blobs)
+        blobs.append(marshal.dumps(vals))
     rel = tuple((r.form, r.mnemonic, o.kind) for r in rows for o in r.operands
                 if o.slot == "rel")
-    return forms, rel
+    return (index, rel), blobs
 
 
-def _load(data: tuple) -> FormTable:
+def _load(data: tuple[tuple, list[bytes]]) -> FormTable:
     """_dump's data back, as a FormTable that makes each Row when first asked for."""
-    return FormTable(*_checked(data))
+    head, blobs = data
+    return _table(head, blobs.__getitem__)
 
 
-def _checked(data: tuple) -> tuple:
-    """data if it has _dump's layout (TypeError or ValueError if not: a cache file of an
-    earlier layout is rebuilt)."""
-    raw, rel = data
-    if not isinstance(raw, dict) or not isinstance(rel, tuple):
+def _table(head: tuple, blob: Any) -> FormTable:
+    """The FormTable of a head of _dump's and the reader of its rows' bytes (by index); a
+    TypeError if head is not of _dump's layout."""
+    index, rel = head
+    if not isinstance(index, dict) or not isinstance(rel, tuple):
         raise TypeError("not a form table")
-    return data
+    return FormTable(index, rel, blob)
 
 
-# built once and then loaded from the bytecode cache while this file and row.py are unchanged
-# (kcc/startup.py: building the ~1,250 rows was a tenth of a small compile's start-up)
+# built once and then loaded from the bytecode cache while this file, row.py and rows.py are
+# unchanged (kcc/startup.py: building the ~1,250 rows was a tenth of a small compile's
+# start-up), each row's bytes read from the file when the row is first asked for
 _ROWS_FILE = os.path.join(os.path.dirname(__file__), "rows.py")
 
 
@@ -78,8 +83,16 @@ def _build() -> list[Row]:
     return rows.build()
 
 
-FORMS: FormTable = _load(cached("x86-forms", [__file__, _row_module.__file__, _ROWS_FILE],
-                                lambda: _dump(_build()), lambda d: d, _checked))
+def _forms() -> FormTable:
+    sources = [__file__, _row_module.__file__, _ROWS_FILE]
+    head, blob = cached_blobs("x86-rows", sources, lambda: _dump(_build()))
+    try:
+        return _table(head, blob)
+    except (TypeError, ValueError):     # (a file of another layout under this name)
+        return _load(_dump(_build()))
+
+
+FORMS: FormTable = _forms()
 
 
 def __getattr__(name: str) -> Any:
