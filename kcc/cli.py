@@ -235,7 +235,8 @@ def _console_script() -> bool:
     if spec is not None:                     # run with -m: kcc's own module, or a host's
         return spec.name == "kcc.cli"
     path = getattr(top, "__file__", None)
-    if path is None or path != sys.argv[0]:
+    # (the program's __file__ is absolute, its argv[0] as typed: `./venv/bin/kcc ...`)
+    if path is None or path != os.path.abspath(sys.argv[0]):
         return False
     name = os.path.basename(path).lower().removesuffix(".exe").removesuffix("-script.py")
     return name == "kcc" and getattr(top, "main", None) is main

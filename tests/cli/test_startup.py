@@ -319,7 +319,7 @@ def test_a_host_that_calls_main_runs_on_after_it(tmp_path: Path, script: str) ->
     assert (tmp_path / "s.o.after").read_text() == "ran on"
 
 
-def test_console_script_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_console_script_detection(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """kcc's own program: the console script (file kcc, its main kcc.cli.main, run as the
     program) or `-m kcc.cli`; not a host whose module is run with -m or named otherwise."""
     import types
@@ -342,3 +342,10 @@ def test_console_script_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not as_main("/x/kcc", object())
     assert not as_main("/x/host.py", cli.main, "host")
     assert not as_main(None, cli.main)
+    # run by a relative path (`./venv/bin/kcc`): argv[0] as typed, __file__ absolute
+    monkeypatch.chdir(tmp_path)
+    assert as_main(str(tmp_path / "venv" / "bin" / "kcc"), cli.main)
+    sys.argv[0] = os.path.join("venv", "bin", "kcc")
+    assert cli._console_script()
+    sys.argv[0] = os.path.join("other", "kcc")
+    assert not cli._console_script()
