@@ -32,7 +32,8 @@ for name, m in sorted(sys.modules.items()):
     if name.startswith("kcc."):
         spec = m.__spec__
         out[name] = [type(spec.loader).__name__, m.__file__, spec.origin,
-                     getattr(m, "__path__", None), spec.parent, m.__cached__, spec.cached]
+                     getattr(m, "__path__", None), spec.parent, m.__cached__, spec.cached,
+                     list(vars(m))[:9], m.__loader__ is spec.loader]
 print(json.dumps(out))
 """
 
@@ -72,7 +73,8 @@ def test_second_process_loads_the_same_code_from_the_bundle(tmp_path: Path) -> N
     assert bundled == set(second) - {"kcc.bundle"} and len(bundled) > 50
     for name in bundled:
         assert second[name][1:] == first[name][1:], name     # __file__, origin, __path__,
-        assert first[name][5].endswith(".pyc"), name           # … __cached__
+        assert first[name][5].endswith(".pyc"), name           # … __cached__, the order of
+        assert second[name][8], name                           # the attributes; __loader__
     assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
     # the code in the file is the source's code, as compile() makes it
     sys.path.insert(0, str(root))
