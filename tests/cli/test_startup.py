@@ -139,10 +139,7 @@ NOT_ON_THE_S_PATH = ("dataclasses", "copy", "inspect", "json", "json.decoder", "
                      "json.scanner", "re", "re._parser", "re._compiler", "contextlib", "enum",
                      "functools", "collections", "collections.abc", "keyword", "operator",
                      "reprlib", "weakref", "kcc.encode.x86.rows", "heapq", "bisect", "struct",
-                     "types", "_weakrefset",
-                     # where an allocation spills (the allocation checker the tests turn on,
-                     # KCC_CHECK_ALLOC, reads the slots' widths: not set here)
-                     "kcc.targets.x86.slots")
+                     "types", "_weakrefset")
 
 
 def test_a_transcendental_kernel_imports_its_decomposition(tmp_path: Path) -> None:

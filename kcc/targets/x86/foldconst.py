@@ -34,7 +34,7 @@ to one); the kernels' outputs are checked against the reference interpreter inst
 
 from __future__ import annotations
 
-import struct
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
 
 from kcc.encode.x86.row import KINDS
 from kcc.encode.x86.table import FORMS

@@ -7,10 +7,8 @@ from __future__ import annotations
 from kcc.ir.mir import Inst, Kind, Mem, PReg, RegOp, Role
 from kcc.isel.x86.regs import CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, vec_limits
 from kcc.regalloc.target import TargetRegInfo
+from kcc.targets.x86 import slots
 from kcc.targets.x86.code import COPY_FORMS
-
-# kcc.targets.x86.slots (the spill and fill forms, the slots' widths) is imported by the
-# methods that need it: an allocation that spills nothing never does (start-up)
 
 
 class X86RegInfo(TargetRegInfo):
@@ -55,18 +53,15 @@ class X86RegInfo(TargetRegInfo):
                inst.operands[-1] if inst.op.startswith("vinsertps") else None)
         n = self._bytes.get(key)
         if n is None:
-            from kcc.targets.x86 import slots
             n = self._bytes[key] = slots.value_bytes(inst, k, self.vbytes)
         return n
 
     def slot_bytes(self, inst: Inst) -> int:
         """The bytes a spill, fill or folded instruction moves from or to its slot."""
-        from kcc.targets.x86 import slots
         return slots.slot_bytes(inst)
 
     def fold_fill(self, inst: Inst, k: int, slot_offset: int, size: int) -> Inst | None:
         """inst reading operand k from its slot instead of a reload (x86_slots.fold_fill)."""
-        from kcc.targets.x86 import slots
         return slots.fold_fill(inst, k, self.slot_mem(slot_offset), size)
 
     def slot_mem(self, slot_offset: int) -> Mem:
@@ -95,14 +90,12 @@ class X86RegInfo(TargetRegInfo):
 
     def make_spill(self, cls: str, src: PReg, slot_offset: int, size: int) -> Inst:
         """A store of the value's own width (x86_slots.SPILL_FORMS)."""
-        from kcc.targets.x86 import slots
         return Inst(slots.SPILL_FORMS[cls, size], [self.slot_mem(slot_offset),
                                                    RegOp(src, Role.USE)],
                     kind=Kind.SPILL, slot=slot_offset)
 
     def make_fill(self, cls: str, dst: PReg, slot_offset: int, size: int) -> Inst:
         """A load of the slot's width (x86_slots.FILL_FORMS)."""
-        from kcc.targets.x86 import slots
         return Inst(slots.FILL_FORMS[cls, size], [RegOp(dst, Role.DEF),
                                                   self.slot_mem(slot_offset)],
                     kind=Kind.FILL, slot=slot_offset)
