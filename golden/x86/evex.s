@@ -1921,3 +1921,154 @@ vcvttpd2uqq zmm0, zmmword ptr [r13 - 300]
 ; form: vcvttpd2uqq_z_zm
 vcvttpd2uqq zmm16, zmmword ptr [rdi + 4*rax + 8]
 ; bytes: 62 e1 fd 48 78 84 87 08 00 00 00
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm0, xmm1
+; bytes: 62 f1 7f 08 7a c1
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm16, xmm17
+; bytes: 62 a1 7f 08 7a c1
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm3, xmm24
+; bytes: 62 91 7f 08 7a d8
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm29, xmm8
+; bytes: 62 41 7f 08 7a e8
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm16, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 7f 08 7a 84 4b e8 03 00 00
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm0, xmmword ptr [rip + foo + 16]
+; bytes: 62 f1 7f 08 7a 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vcvtudq2ps_x_xm
+{evex} vcvtudq2ps xmm16, xmmword ptr [8*rcx + 64]
+; bytes: 62 e1 7f 08 7a 04 cd 40 00 00 00
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm0, ymm1
+; bytes: 62 f1 7f 28 7a c1
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm16, ymm17
+; bytes: 62 a1 7f 28 7a c1
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm3, ymm24
+; bytes: 62 91 7f 28 7a d8
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm29, ymm8
+; bytes: 62 41 7f 28 7a e8
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm16, ymmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 7f 28 7a 84 30 7f 00 00 00
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm0, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 7f 28 7a 84 9c 00 10 00 00
+; form: vcvtudq2ps_y_ym
+{evex} vcvtudq2ps ymm16, ymmword ptr [rdx - 8192]
+; bytes: 62 e1 7f 28 7a 82 00 e0 ff ff
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm0, zmm1
+; bytes: 62 f1 7f 48 7a c1
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm16, zmm17
+; bytes: 62 a1 7f 48 7a c1
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm3, zmm24
+; bytes: 62 91 7f 48 7a d8
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm29, zmm8
+; bytes: 62 41 7f 48 7a e8
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm16, zmmword ptr [rip + bar]
+; bytes: 62 e1 7f 48 7a 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm0, zmmword ptr [rdi]
+; bytes: 62 f1 7f 48 7a 07
+; form: vcvtudq2ps_z_zm
+vcvtudq2ps zmm16, zmmword ptr [rsp + 8]
+; bytes: 62 e1 7f 48 7a 84 24 08 00 00 00
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm0, xmm1, edx
+; bytes: 62 f1 76 08 7b c2
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm16, xmm17, r15d
+; bytes: 62 c1 76 00 7b c7
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm3, xmm24, r9d
+; bytes: 62 d1 3e 00 7b d9
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm29, xmm8, edx
+; bytes: 62 61 3e 08 7b ea
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm16, xmm17, dword ptr [rbp]
+; bytes: 62 e1 76 00 7b 45 00
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm0, xmm1, dword ptr [r13 - 300]
+; bytes: 62 d1 76 08 7b 45 b5
+; form: vcvtusi2ss_x_x_rm32
+{evex} vcvtusi2ss xmm16, xmm17, dword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 76 00 7b 44 87 02
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm0, xmm1, rdx
+; bytes: 62 f1 f6 08 7b c2
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm16, xmm17, r15
+; bytes: 62 c1 f6 00 7b c7
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm3, xmm24, r9
+; bytes: 62 d1 be 00 7b d9
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm29, xmm8, rdx
+; bytes: 62 61 be 08 7b ea
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm16, xmm17, qword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 f6 00 7b 44 fc f0
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm0, xmm1, qword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 f6 08 7b 44 4b 7d
+; form: vcvtusi2ss_x_x_rm64
+{evex} vcvtusi2ss xmm16, xmm17, qword ptr [rip + foo + 16]
+; bytes: 62 e1 f6 00 7b 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm0, xmm1, edx
+; bytes: 62 f1 77 08 7b c2
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm16, xmm17, r15d
+; bytes: 62 c1 77 00 7b c7
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm3, xmm24, r9d
+; bytes: 62 d1 3f 00 7b d9
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm29, xmm8, edx
+; bytes: 62 61 3f 08 7b ea
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm16, xmm17, dword ptr [8*rcx + 64]
+; bytes: 62 e1 77 00 7b 04 cd 40 00 00 00
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm0, xmm1, dword ptr [r8 + rsi + 127]
+; bytes: 62 d1 77 08 7b 84 30 7f 00 00 00
+; form: vcvtusi2sd_x_x_rm32
+{evex} vcvtusi2sd xmm16, xmm17, dword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 77 00 7b 84 9c 00 10 00 00
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm0, xmm1, rdx
+; bytes: 62 f1 f7 08 7b c2
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm16, xmm17, r15
+; bytes: 62 c1 f7 00 7b c7
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm3, xmm24, r9
+; bytes: 62 d1 bf 00 7b d9
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm29, xmm8, rdx
+; bytes: 62 61 bf 08 7b ea
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm16, xmm17, qword ptr [rdx - 8192]
+; bytes: 62 e1 f7 00 7b 82 00 e0 ff ff
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm0, xmm1, qword ptr [rip + bar]
+; bytes: 62 f1 f7 08 7b 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vcvtusi2sd_x_x_rm64
+{evex} vcvtusi2sd xmm16, xmm17, qword ptr [rdi]
+; bytes: 62 e1 f7 00 7b 07

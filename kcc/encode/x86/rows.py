@@ -672,6 +672,22 @@ def _gather_rows() -> None:
          pp=P66, mmap=M0F38, w=False, vl=2, disp8_n=4)
 
 
+def _uint_cvt_rows() -> None:
+    """Unsigned integers to float (x86-64-v4, AVX512F), built last so that the golden cases
+    of the rows before keep their rotation: VCVTUDQ2PS (EVEX.128/256/512.F2.0F.W0 7A /r,
+    Full: N = VL bytes; SDM "VCVTUDQ2PS") uint32 lanes to float32; VCVTUSI2SS/SD
+    (EVEX.LLIG.F3/F2.0F.W0/W1 7B /r, Tuple1 Scalar: N = the GPR's size; SDM "VCVTUSI2SS")
+    a uint32/uint64 into the low lane, the rest from the second source. MXCSR rounds."""
+    for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+        _add("vcvtudq2ps", "evex", "evex", bytes([0x7A]), f"{v}/reg/w {v}m/rm/r", pp=PF2,
+             mmap=M0F, w=False, vl=vl, disp8_n=16 << vl)
+    for t, pp in (("ss", PF3), ("sd", PF2)):
+        for size in (32, 64):
+            _add(f"vcvtusi2{t}", "evex", "evex", bytes([0x7B]),
+                 f"x/reg/w x/vvvv/r rm{size}/rm/r", pp=pp, mmap=M0F, w=size == 64, vl=0,
+                 disp8_n=size // 8)
+
+
 def build() -> list[Row]:
     """Every row, built from the templates above (in this order: the golden files' order);
     each call builds them anew."""
@@ -695,6 +711,7 @@ def build() -> list[Row]:
     _int64_zmm_rows()
     _masked_load_rows()
     _gather_rows()
+    _uint_cvt_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

@@ -566,7 +566,11 @@ class X86Alu:
         z = self.new("vec")
         self.emit("vzero", z)
         cvt = f"vcvtsi2s{fs(target)}_x_x_rm"
-        if sd.itemsize < 4 or sd.is_bool:
+        if self.evex and sd in (dtypes.uint32, dtypes.uint64):
+            # x86-64-v4: VCVTUSI2SS/SD (AVX512F, SDM "VCVTUSI2SS") reads the GPR as unsigned
+            # and rounds by MXCSR (nearest), as the zero-extended or halved paths below do
+            self.emit(f"vcvtusi2s{fs(target)}_x_x_rm{sd.bits}", t, z, self.reg(x))
+        elif sd.itemsize < 4 or sd.is_bool:
             self.emit(cvt + "32", t, z, self.ext(x, 32))
         elif sd == dtypes.int32:
             self.emit(cvt + "32", t, z, self.reg(x))

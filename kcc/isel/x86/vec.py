@@ -549,8 +549,13 @@ class X86Vec(X86Shuf, X86Gather):
         the value is split into its high and low 16 bits (each exact as a float32 and as a
         signed int32) and recombined by one FMA, hi * 65536 + lo, whose product is exact and
         whose sum rounds once (SDM "VFMADD231PS": one rounding of the infinitely precise
-        result). x86-64-v4's VCVTUDQ2PS would do it in one; this needs no EVEX row."""
+        result). x86-64-v4 has VCVTUDQ2PS (AVX512VL, SDM "VCVTUDQ2PS"): one instruction,
+        rounded by MXCSR (nearest) as well."""
         w, v = vw(dtypes.float32, n), self.reg(x)
+        if self.evex:
+            t = self.new("vec")
+            self.emit(f"vcvtudq2ps_{w}_{w}m", t, v)
+            return t
         hi, lo0, lo, fhi, flo = (self.new("vec") for _ in range(5))
         self.emit(f"vpsrld_{w}_{w}_imm8", hi, v, 16)
         self.emit(f"vpslld_{w}_{w}_imm8", lo0, v, 16)

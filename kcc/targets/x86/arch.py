@@ -172,7 +172,7 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     if n in (4, 8) and {src, dst} == {dtypes.int32, dtypes.float32}:
         return True
     if op is Ops.CAST and n in (4, 8) and (src, dst) == (dtypes.uint32, dtypes.float32):
-        return True                 # two CVTDQ2PS of the 16-bit halves, one FMA (vcast_u32)
+        return True                 # VCVTUDQ2PS on v4, else 16-bit halves + FMA (vcast_u32)
     if op is Ops.CAST and n in (4, 8) and ({src, dst} == {dtypes.float16, dtypes.float32}
                                          or (src, dst) == (dtypes.int32, dtypes.float16)):
         return True                 # VCVTPS2PH / VCVTPH2PS (F16C; x86_half.half_vcast)

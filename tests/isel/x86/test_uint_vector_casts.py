@@ -56,11 +56,70 @@ def test_uint32_to_float32_vectors_round_as_the_interpreter(arch: str, n: int) -
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_uint32_to_float32_is_a_vector_conversion_not_per_lane(arch: str) -> None:
+    """x86-64-v3: 16-bit halves and one FMA; x86-64-v4: one VCVTUDQ2PS (AVX512VL)."""
     out = io.StringIO()
     run_pipeline(parse(_kernel(8)), X86Target(arch), dump_after="select", out=out)
-    text = out.getvalue()
-    assert "vcvtdq2ps_y_ym" in text and "vfmadd231ps_y_y_ym" in text, text
-    assert "vcvtsi2ss" not in text and "vpextrd" not in text, text
+    text, w = out.getvalue(), "y"
+    if arch == "x86-64-v4":
+        assert f"vcvtudq2ps_{w}_{w}m" in text, text
+        assert "vfmadd231ps" not in text and "vpsrld" not in text, text
+    else:
+        assert f"vcvtdq2ps_{w}_{w}m" in text and f"vfmadd231ps_{w}_{w}_{w}m" in text, text
+        assert "vcvtudq2ps" not in text, text
+    assert "vcvtsi2ss" not in text and "vcvtusi2ss" not in text and "vpextrd" not in text, text
+
+
+def _scalar_kernel(src: str, dst: str, n: int) -> str:
+    """out[i] = dst(x[i]) one element a thread: a scalar conversion."""
+    return f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dst}, {n})
+%x = PARAM ParamArg(1, {src}, {n})
+%i.n = CAST({n}) int32
+%i = SPECIAL(%i.n) "gidx0"
+%px = INDEX(%x, %i)
+%v = LOAD(%px)
+%f = CAST(%v) {dst}
+%po = INDEX(%o, %i)
+%st = STORE(%po, %f)
+SINK(%st) KernelInfo(name="u2fs")
+"""
+
+
+U64_VALUES = [0, 1, (1 << 53) + 1, (1 << 53) + 3, (1 << 63) - 1, 1 << 63, (1 << 63) + 1,
+              (1 << 63) + (1 << 11), (1 << 63) + (1 << 11) + 1, (1 << 63) + (3 << 10),
+              (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - (1 << 11), (1 << 64) - (1 << 10) - 1,
+              0xFFFFFF7F, 0xFFFFFF80, 0x80000080, 0x80000081, 0xDEADBEEFCAFEF00D, 3]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("src,dst", [("uint32", "float32"), ("uint32", "float64"),
+                                     ("uint64", "float32"), ("uint64", "float64")])
+def test_scalar_unsigned_to_float_rounds_as_the_interpreter(arch: str, src: str,
+                                                            dst: str) -> None:
+    """0, 2^31, 2^32 - 1, 2^63, 2^64 - 1 and values whose rounding the low bits decide."""
+    vals = VALUES if src == "uint32" else U64_VALUES + VALUES
+    sink = parse(_scalar_kernel(src, dst, len(vals)))
+    args = [np.zeros(len(vals), dst), np.array(vals, src)]
+    want = reference(sink, args)
+    top = 2.0 ** 32 if dst == "float32" else 2.0 ** 32 - 1      # float64 holds 2^32 - 1
+    assert want[0][0] == 0 and want[0][vals.index(0xFFFFFFFF)] == top
+    assert_same(sink, compile_and_run(sink, args, arch), want)
+
+
+@pytest.mark.parametrize("src,dst", [("uint32", "float32"), ("uint64", "float64")])
+def test_scalar_unsigned_to_float_is_one_vcvtusi2s_on_v4(src: str, dst: str) -> None:
+    """x86-64-v4: VCVTUSI2SS/SD (AVX512F) reads the GPR as unsigned, with no zero extension
+    (uint32) nor halving and blend (uint64); x86-64-v3 keeps the signed conversion."""
+    sink = _scalar_kernel(src, dst, 8)
+    cvt = f"vcvtusi2s{dst[5:] == '32' and 's' or 'd'}_x_x_rm{src[4:]}"
+    for arch in ("x86-64-v3", "x86-64-v4"):
+        out = io.StringIO()
+        run_pipeline(parse(sink), X86Target(arch), dump_after="select", out=out)
+        text = out.getvalue()
+        if arch == "x86-64-v4":
+            assert cvt in text and "vcvtsi2s" not in text and "vblendvpd" not in text, text
+        else:
+            assert "vcvtusi2s" not in text and "vcvtsi2s" in text, text
 
 
 def _mul8_kernel(dt: str, n: int) -> str:
