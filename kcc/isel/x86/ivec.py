@@ -21,9 +21,11 @@ _SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
 _COMMON = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.NEG, Ops.MAX,
                      Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})
 # AVX2 has PMULLW/PMULLD (no 8- or 64-bit low multiply: bytes multiply as words, ivec_mul8),
-# PSLLVD/Q and PSRLVD/Q, PSRAVD (no per-lane 8/16-bit shifts, no 64-bit arithmetic right shift).
+# PSLLVD/Q and PSRLVD/Q, PSRAVD (no per-lane 8/16-bit shifts, no 64-bit arithmetic right shift;
+# no byte shift at all: bytes shift as words and a mask, ivec_shift8).
+_BYTE_OPS = _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR}
 VECTOR_OPS = MappingProxyType({
-    dtypes.int8: _COMMON | {Ops.MUL, Ops.MULACC}, dtypes.uint8: _COMMON | {Ops.MUL, Ops.MULACC},
+    dtypes.int8: _BYTE_OPS, dtypes.uint8: _BYTE_OPS,
     dtypes.int16: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.uint16: _COMMON | {Ops.MUL, Ops.MULACC},
     dtypes.int32: _COMMON | {Ops.MUL, Ops.MULACC, Ops.SHL, Ops.SHR, Ops.MULHI},
@@ -126,6 +128,8 @@ class X86IVec:
             return self.ivec_mulhi(u)
         if op in (Ops.MUL, Ops.MULACC) and dt.itemsize == 1:
             return self.ivec_mul8(u)
+        if op in (Ops.SHL, Ops.SHR) and dt.itemsize == 1:
+            return self.ivec_shift8(u)
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):
@@ -180,7 +184,17 @@ class X86IVec:
         dt, n = x.dtype, x.shape[0]
         w = vw(dt, n)
         three = f"_{w}_{w}_{w}m"
-        a, b = self.reg(x), self.reg(y)
+        t = self.mul8(self.reg(x), self.reg(y), n)
+        if u.op is Ops.MULACC:
+            s = self.new("vec")
+            self.emit("vpaddb" + three, s, t, self.reg(u.src[2]))
+            return s
+        return t
+
+    def mul8(self, a: VReg, b: VReg, n: int) -> VReg:
+        """The low bytes of n byte lanes' products (ivec_mul8)."""
+        w = vw(dtypes.uint8, n)
+        three = f"_{w}_{w}_{w}m"
         even, ah, bh, odd0, odd, lo, t = (self.new("vec") for _ in range(7))
         self.emit("vpmullw" + three, even, a, b)
         self.emit(f"vpsrlw_{w}_{w}_imm8", ah, a, 8)
@@ -189,10 +203,74 @@ class X86IVec:
         self.emit(f"vpsllw_{w}_{w}_imm8", odd, odd0, 8)
         self.emit("vpand" + three, lo, even, self.ivec_splat_const(0x00FF, dtypes.uint16, n // 2))
         self.emit("vpor" + three, t, lo, odd)
-        if u.op is Ops.MULACC:
-            s = self.new("vec")
-            self.emit("vpaddb" + three, s, t, self.reg(u.src[2]))
-            return s
+        return t
+
+    def byte_table(self, table: list[int], n: int) -> VReg:
+        """A 16-byte table repeated in each 128-bit block of n byte lanes (VPSHUFB looks up
+        within a block, SDM "PSHUFB")."""
+        t = self.new("vec")
+        self.emit(imov(vw(dtypes.uint8, n)), t, Mem(),
+                  arg={"rip": self.pool.label(bytes(table + [0] * (16 - len(table))) * (n // 16))})
+        return t
+
+    def ivec_shift8(self, u: UOp) -> VReg:
+        """SHL/SHR of int8/uint8 lanes: x86 has no byte shift (SDM "PSLLW/PSLLD/PSLLQ": words
+        and up). Only amounts 0..7 are defined (docs/semantics.md). By a constant c: VPSLLW/
+        VPSRLW of the words and a VPAND that clears the bits crossed from the neighbour byte
+        (0xFF << c or 0xFF >> c); x << 1 is x + x. By per-lane amounts s: SHL multiplies by
+        2^s (VPSHUFB of a table of powers, mul8); SHR takes x >> 4, >> 2, >> 1 (masked) where
+        s's bits 2, 1, 0 are set, moved in turn to each byte's sign bit for VPBLENDVB (VPSLLW
+        by 5, then VPADDB doubling). Arithmetic SHR: the logical result r, then (r ^ m) - m with m =
+        0x80 >> s, the shifted sign bit, which sign-extends it."""
+        x, b = u.src
+        dt, n = x.dtype, x.shape[0]
+        w = vw(dt, n)
+        three = f"_{w}_{w}_{w}m"
+        a, c = self.reg(x), uniform_const(b)
+        if c == 0:
+            return a
+        if c == 1 and u.op is Ops.SHL:              # x + x: one VPADDB, no mask
+            t = self.new("vec")
+            self.emit("vpaddb" + three, t, a, a)
+            return t
+        if c is not None and 0 <= c < 8:
+            sh, r = self.new("vec"), self.new("vec")
+            kind = "vpsllw" if u.op is Ops.SHL else "vpsrlw"
+            self.emit(f"{kind}_{w}_{w}_imm8", sh, a, c)
+            keep = (0xFF << c) & 0xFF if u.op is Ops.SHL else 0xFF >> c
+            self.emit("vpand" + three, r, sh, self.ivec_splat_const(keep, dtypes.uint8, n))
+            m = self.ivec_splat_const(0x80 >> c, dtypes.uint8, n) \
+                if dt.is_signed and u.op is Ops.SHR else None
+        else:
+            s = self.ivec_amount(b, dt, n)
+            if u.op is Ops.SHL:
+                pow2 = self.new("vec")
+                self.emit("vpshufb" + three, pow2, self.byte_table([1 << i for i in range(8)],
+                                                                   n), s)
+                return self.mul8(a, pow2, n)
+            k, r = self.new("vec"), a
+            self.emit(f"vpsllw_{w}_{w}_imm8", k, s, 5)        # s's bit 2 in each sign bit
+            for step in (4, 2, 1):
+                sh, part, nr = self.new("vec"), self.new("vec"), self.new("vec")
+                self.emit(f"vpsrlw_{w}_{w}_imm8", sh, r, step)
+                self.emit("vpand" + three, part, sh,
+                          self.ivec_splat_const(0xFF >> step, dtypes.uint8, n))
+                self.emit(f"vpblendvb{three}_{w}", nr, r, part, k)
+                r = nr
+                if step > 1:
+                    k2 = self.new("vec")
+                    self.emit("vpaddb" + three, k2, k, k)      # the next bit of s
+                    k = k2
+            m = None
+            if dt.is_signed:
+                m = self.new("vec")
+                self.emit("vpshufb" + three, m, self.byte_table([0x80 >> i for i in range(8)],
+                                                                n), s)
+        if m is None:
+            return r
+        f, t = self.new("vec"), self.new("vec")
+        self.emit("vpxor" + three, f, r, m)
+        self.emit("vpsubb" + three, t, f, m)
         return t
 
     def ivec_mulhi(self, u: UOp) -> VReg:
