@@ -217,26 +217,35 @@ def test_worker_threads_persist_between_calls_until_released(tmp_path: Path) -> 
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "p.h"
 static const float in0[p_IN0_ELEMENTS] = {{in0}};
 static const float want[p_OUT0_ELEMENTS] = {{want}};
-static int tasks(void) {
+static int count(void) {
   int n = 0; struct dirent *e; DIR *d = opendir("/proc/self/task");
   while ((e = readdir(d))) n += e->d_name[0] != '.';
   closedir(d); return n;
 }
-static int run(int t) {
+/* a thread pthread_join has returned for stays listed in /proc/self/task until the kernel
+   reaps it (CLONE_CHILD_CLEARTID wakes the joiner before release_task), so the count is
+   read until it is the expected one, for up to 2 s; a thread left running stays counted */
+static int tasks(int expect) {
+  int n = count();
+  for (int i = 0; i < 2000 && n != expect; i++) { usleep(1000); n = count(); }
+  return n;
+}
+static int run(int t, int expect) {
   float out0[p_OUT0_ELEMENTS];
   p_set_threads(t);
   if (p(in0, out0) || memcmp(out0, want, sizeof out0)) return -1;
-  return tasks();
+  return tasks(expect);
 }
 int main(void) {
-  int a = run(3), b = run(3), c = run(2), d = run(1);
+  int a = run(3, 3), b = run(3, 3), c = run(2, 2), d = run(1, 1);
   p_release();
-  int e = tasks(), f = run(3);
+  int e = tasks(1), f = run(3, 3);
   p_release();
-  printf("%d %d %d %d %d %d %d\\n", a, b, c, d, e, f, tasks());
+  printf("%d %d %d %d %d %d %d\\n", a, b, c, d, e, f, tasks(1));
   return 0;
 }
 """)
