@@ -48,6 +48,9 @@ class TargetDesc:
     full_unroll: innermost REDUCE-style loops with a constant bound up to this are replaced by
       their iterations (passes/unroll_full.py; 0, the default: none): a GPU pays a compare and
       a branch per iteration.
+    tiny_unroll: an outermost elementwise loop nest with constant bounds whose copies would
+      have at most this many nodes is replaced by its iterations (passes/unroll_tiny.py; 0,
+      the default: none): the lane packer then sees every element at a constant address.
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
@@ -97,6 +100,7 @@ class TargetDesc:
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
     full_unroll: int = 0
+    tiny_unroll: int = 0
     pack_bytes: int = 0
     stage_bytes: int = 0
     mul_high: tuple[int, ...] = ()

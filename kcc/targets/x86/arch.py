@@ -53,6 +53,9 @@ X86_LOAD_STREAMS = 8
 X86_PACK_BYTES = 256 * 1024
 # The most frame bytes kcc/passes/stage.py may fill with one copy of loop-invariant loads
 X86_STAGE_BYTES = 16384
+# The most nodes the copies of a fully unrolled tiny loop nest may have
+# (TargetDesc.tiny_unroll, kcc/passes/unroll_tiny.py)
+X86_TINY_UNROLL = 96
 
 
 def x86_desc(arch: str) -> TargetDesc:
@@ -109,7 +112,10 @@ def x86_desc(arch: str) -> TargetDesc:
                    stage_bytes=X86_STAGE_BYTES,
                    # IMUL r64 (3 cycles) and MUL/IMUL r/m64 for MULHI, against DIV/IDIV r64
                    # (tens of cycles): division by a constant multiplies (passes/divconst.py)
-                   mul_high=(32, 64))
+                   mul_high=(32, 64),
+                   # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
+                   # permutation instead of ~20 instructions of loop control)
+                   tiny_unroll=X86_TINY_UNROLL)
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:

@@ -1,0 +1,203 @@
+"""Full unrolling of tiny elementwise loop nests (a CPU target's choice, issue 24 item 2).
+
+tinygrad's smallest kernels are whole loop nests of a few iterations with constant bounds —
+sort's and topk's swaps, E_2_2_2:
+
+    for i in range(2):
+        for j in range(2):
+            out[4*i + j + 2] = x[4*i - j + 3]
+            out[4*i + j] = x[4*i + j]
+
+Run as loops, the counters, compares and branches outnumber the 8 loads and stores; clang
+unrolls the nest and sees one lane permutation of a vector. This pass replaces such a nest by
+its iterations as straight-line code (each RANGE a constant in each copy), so the lane packer
+(passes/slp.py) and the selector see every element's load and store at a constant address.
+
+**Legality** (the nest is left alone otherwise; the result is then the same for any order of
+the copies, which the graph no longer gives):
+- the nest is outermost (its END depends on no RANGE), every RANGE in it has a constant
+  bound >= 1 and no order srcs but other RANGEs of the nest, and every END closes one RANGE;
+- it has no REG or LOCAL buffer, AFTER or BARRIER: the only effects are STOREs to PARAM
+  buffers (INDEX or SHRINK places), and no buffer it stores is loaded in it, so no iteration
+  reads what another writes (docs/semantics.md, "Loop order": iteration k+1 sees iteration
+  k's stores — here there is nothing to see);
+- widening (passes/widen.py) leaves the nest alone: a loop whose iterations become vector
+  lanes already runs fewer instructions than its copies would as scalars;
+- every store's element span, evaluated for every assignment of the counters, is disjoint
+  from every other store's span of the same buffer in another iteration (two stores of one
+  element in one iteration are unordered already), so no later iteration overwrites an
+  earlier one's element.
+
+**Cost**: the copies' nodes (each node depending on the nest's counters, once per iteration
+of its loops, times its lanes, and _HEAVY times for an op that decomposes into a sequence) are
+at most `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled): a kernel's code grows
+by about its copies' instructions.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int, strong_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp, rebuild, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.simplify import _int_op
+from kcc.passes.target import TargetDesc
+
+# ops whose presence leaves the nest alone: accumulators, ordering, other threads' memory
+_REFUSED = frozenset({Ops.AFTER, Ops.BARRIER, Ops.BUFFER, Ops.WMMA})
+# ops that passes/decompose.py turns into a dozen or more instructions a lane (polynomials,
+# Newton steps, division sequences): counted as _HEAVY nodes, so such bodies stay loops
+_HEAVY_OPS = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIPROCAL, Ops.THREEFRY, Ops.CDIV,
+                        Ops.CMOD})
+_HEAVY = 16
+
+
+def _place(x: UOp) -> tuple[UOp, UOp, int] | None:
+    """(buffer, start index, element count) of a LOAD/STORE place on a PARAM, else None."""
+    p = x.src[0]
+    if p.op is Ops.INDEX and len(p.src) >= 2 and p.src[0].op is Ops.PARAM:
+        return p.src[0], p.src[1], 1
+    if p.op is Ops.SHRINK and len(p.src) == 3 and p.src[0].op is Ops.PARAM:
+        n = const_int(p.src[2])
+        return (p.src[0], p.src[1], n) if n is not None and n > 0 else None
+    return None
+
+
+def _value(n: UOp, env: dict[UOp, int], memo: dict[UOp, int | None]) -> int | None:
+    """The integer value of an index expression with the nest's counters at env, or None
+    where it is not a function of constants and counters alone."""
+    if n in memo:
+        return memo[n]
+    v: int | None
+    c = const_int(n)
+    if c is not None:
+        v = c
+    elif n.op is Ops.RANGE:
+        v = env.get(n)
+    elif n.dtype is not None and n.dtype.is_int and not n.dtype.is_weak and n.src \
+            and n.op not in (Ops.LOAD, Ops.CAST, Ops.BITCAST):
+        a = [_value(s, env, memo) for s in n.src]
+        r = None if any(x is None for x in a) else _int_op(n.op, a, n.dtype)  # type: ignore
+        v = None if r is None or isinstance(r, bool) else r
+    else:
+        v = None
+    memo[n] = v
+    return v
+
+
+def _assignments(ranges: list[UOp]) -> list[dict[UOp, int]]:
+    """Every assignment of constant values to ranges (their full iteration space)."""
+    out: list[dict[UOp, int]] = [{}]
+    for r in ranges:
+        n = const_int(r.src[0])
+        assert n is not None
+        out = [{**e, r: k} for e in out for k in range(n)]
+    return out
+
+
+def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
+    """The RANGEs of the nest closed by end when the module docstring allows unrolling it."""
+    cone = toposort([end])
+    body = [x for x in cone if dep[x] or x.op is Ops.END]
+    ranges = [x for x in body if x.op is Ops.RANGE]
+    closed = [x.src[1] for x in body if x.op is Ops.END]
+    if not ranges or any(x.op is Ops.END and len(x.src) != 2 for x in body) \
+            or sorted(map(id, closed)) != sorted(map(id, ranges)):
+        return None
+    trips: dict[UOp, int] = {}
+    for r in ranges:
+        n = const_int(r.src[0])
+        if n is None or n < 1 or any(s not in ranges for s in r.src[1:]):
+            return None
+        trips[r] = n
+    size = 0
+    for x in body:
+        if x.op in _REFUSED:
+            return None
+        k = _HEAVY if x.op in _HEAVY_OPS else 1
+        for d in x.shape or ():
+            k *= d
+        for r in dep[x]:
+            k *= trips[r]
+        size += k
+    if size > budget:
+        return None
+    stores = [x for x in body if x.op is Ops.STORE]
+    loads = [x for x in body if x.op is Ops.LOAD]
+    places = [_place(x) for x in stores]
+    if any(p is None for p in places):
+        return None
+    stored = {p[0] for p in places if p is not None}
+    for x in loads:
+        p = x.src[0]
+        while p.op in (Ops.INDEX, Ops.SHRINK):
+            p = p.src[0]
+        if p in stored or p.op is not Ops.PARAM and dep.get(p):
+            return None
+    seen: dict[tuple[UOp, int], int] = {}       # (buffer, element) → iteration that stores it
+    for it, env in enumerate(_assignments(ranges)):
+        memo: dict[UOp, int | None] = {}
+        for st, p in zip(stores, places):
+            assert p is not None
+            if any(r not in env for r in dep[st]):
+                return None
+            start = _value(p[1], env, memo)
+            if start is None:
+                return None
+            for e in range(start, start + p[2]):
+                if seen.setdefault((p[0], e), it) != it:
+                    return None
+    return ranges
+
+
+def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> UOp:
+    """The nest under end as a GROUP of its iterations, each RANGE a constant in each copy."""
+    memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
+
+    def copy(n: UOp, env: dict[UOp, int]) -> UOp:
+        if not dep[n] and n.op is not Ops.END:
+            return n
+        key = (n, tuple(env[r] for r in sorted(dep[n], key=id)))
+        if key in memo:
+            return memo[key]
+        if n.op is Ops.RANGE:
+            out = strong_int(env[n], n.dtype)
+        elif n.op is Ops.END:
+            r = n.src[1]
+            bound = const_int(r.src[0])
+            assert bound is not None
+            out = UOp(Ops.GROUP, tuple(dict.fromkeys(
+                copy(n.src[0], {**env, r: k}) for k in range(bound))))
+        else:
+            srcs = tuple(copy(s, env) for s in n.src)
+            out = n if srcs == n.src else n.replace(src=srcs)
+        memo[key] = out
+        return out
+
+    return copy(end, {})
+
+
+def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
+    """Whether passes/widen.py widens a loop of the nest under end (a kernel of that nest
+    alone, as it stands now)."""
+    from kcc.passes.widen import widen
+    alone = sink.replace(src=(end,))
+    return widen(alone, desc) is not alone
+
+
+def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
+    """Unroll every nest the module docstring allows; the copies' constant index arithmetic
+    is folded (passes/simplify.py) so every place's index is a constant."""
+    if desc.tiny_unroll <= 0:
+        return sink
+    order = toposort([sink])
+    dep = range_sets(order)
+    repl: dict[UOp, UOp] = {}
+    for x in order:
+        if x.op is Ops.END and not dep[x] and not any(x in toposort([e]) for e in repl):
+            if _nest(x, dep, desc.tiny_unroll) is not None and not _widens(sink, x, desc):
+                repl[x] = _expand(x, dep)
+    if not repl:
+        return sink
+    from kcc.passes.simplify import simplify
+    return simplify(rebuild(order, repl).get(sink, sink), desc)

@@ -1,0 +1,119 @@
+"""Tests of the full unrolling of tiny elementwise nests (kcc/passes/unroll_tiny.py): which
+nests become straight-line code and which are left alone, and that the result computes what
+the graph as written computes: the reference interpreter on the graph before and after the
+pass (bit for bit), and the x86 object (x86-64-v3 and v4) against the interpreter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops, UOp
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.unroll_tiny import unroll_tiny
+from kcc.targets.x86.arch import x86_desc
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+# tinygrad's sort step (bench/tinygrad_sweep.py sort, E_2_2_2): 2 x 2 iterations, each two
+# loads and two stores at addresses swapped within a row
+SORT = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+%2 = CAST(2) int32
+%3 = CAST(3) int32
+%4 = CAST(4) int32
+%5 = RANGE(%2) (0, WEAK)
+%6 = SHL(%5, %2)
+%7 = RANGE(%2, %5) (2, WEAK)
+%8 = SUB(%6, %7)
+%9 = ADD(%8, %3)
+%10 = INDEX(%1, %9)
+%11 = LOAD(%10)
+%12 = MULACC(%5, %4, %7)
+%13 = INDEX(%1, %12)
+%14 = LOAD(%13)
+%15 = ADD(%12, %2)
+%16 = INDEX({out}, %15)
+%17 = INDEX(%0, %12)
+%18 = STORE(%16, %11)
+%19 = STORE(%17, %14)
+%20 = GROUP(%19, %18)
+%21 = END(%20, %7)
+%22 = END(%21, %5)
+SINK(%22) KernelInfo(name="E_2_2_2")
+"""
+
+# a loop that widens (8 iterations of one float32 lane each: passes/widen.py's vectors)
+WIDE = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+%2 = RANGE(8) (0, LOOP)
+%3 = INDEX(%1, %2)
+%4 = LOAD(%3)
+%5 = ADD(%4, %4)
+%6 = INDEX(%0, %2)
+%7 = STORE(%6, %5)
+%8 = END(%7, %2)
+SINK(%8) KernelInfo(name="E_8")
+"""
+
+V4 = x86_desc("x86-64-v4")
+
+
+def _ranges(g: UOp) -> int:
+    return sum(1 for n in g.toposort() if n.op is Ops.RANGE)
+
+
+def _unrolled(sink: UOp, budget: int = V4.tiny_unroll) -> UOp:
+    desc = replace(V4, tiny_unroll=budget)
+    g = simplify(lower_weak_dtypes(sink, desc), desc)
+    u = unroll_tiny(g, desc)
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, reference(u, args), reference(sink, args))
+    return u
+
+
+def test_x86_asks_for_it_and_other_targets_do_not() -> None:
+    from kcc.targets.amd.desc import AMD
+    assert V4.tiny_unroll > 0 and x86_desc("x86-64-v3").tiny_unroll > 0
+    assert AMD.tiny_unroll == 0
+
+
+def test_sort_nest_becomes_straight_line_code_at_constant_addresses() -> None:
+    u = _unrolled(parse(SORT.format(out="%0"), "sort.uop"))
+    assert _ranges(u) == 0
+    stores = [n for n in u.toposort() if n.op is Ops.STORE]
+    assert len(stores) == 8
+    assert all(n.op is not Ops.INDEX or len(n.src) < 2 or n.src[1].op is Ops.CAST
+               for n in u.toposort())       # every index folded to a constant
+
+
+def test_a_nest_past_the_budget_is_left_alone() -> None:
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=16)) == 2
+
+
+def test_a_nest_that_reads_what_it_stores_is_left_alone() -> None:
+    # iteration k+1 reads what iteration k stored: the copies would lose that order
+    u = _unrolled(parse(SORT.format(out="%1"), "sort.uop"))
+    assert _ranges(u) == 2
+
+
+def test_a_nest_that_stores_one_element_twice_is_left_alone() -> None:
+    text = SORT.format(out="%0").replace("%17 = INDEX(%0, %12)", "%17 = INDEX(%0, %2)")
+    assert _ranges(_unrolled(parse(text, "sort.uop"))) == 2
+
+
+def test_a_loop_that_widens_is_left_alone() -> None:
+    assert _ranges(_unrolled(parse(WIDE, "wide.uop"))) == 1
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_unrolled_sort_runs_like_the_interpreter(arch: str) -> None:
+    sink = parse(SORT.format(out="%0"), "sort.uop")
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
