@@ -191,8 +191,9 @@ def run(source: str, args: tuple[str, ...], interp: bool, target: str | None,
         arch: str | None, kernel: str | None, outdir: str, random_fill: bool, seed: int,
         check: bool, emulate: bool) -> None:
     """`kcc run`: run a .uop or a manifest on its arguments and save the buffers."""
-    from kcc.targets.driver import RunOptions, UserError
-    from kcc.targets.driver import run as drive
+    from kcc.targets.driver import UserError
+    from kcc.targets.runner import RunOptions
+    from kcc.targets.runner import run as drive
     try:
         drive(RunOptions(source, args, interp, target, arch, kernel, outdir, random_fill, seed,
                          check, emulate))

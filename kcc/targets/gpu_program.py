@@ -231,7 +231,8 @@ def run_gpu_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
     import numpy as np
 
     from kcc.targets import registry
-    from kcc.targets.manifest import LaunchError, check_launch
+    from kcc.targets.manifest import LaunchError
+    from kcc.targets.manifest_check import check_launch
     from kcc.targets.program import artifact, np_dtype, read_safetensors
     target = doc["target"]
     spec = registry.get(target)

@@ -256,7 +256,7 @@ def read_program(path: Path) -> tuple[dict[str, Any], Program]:
     if doc.get("version") != PROGRAM_VERSION:
         raise ProgramError(f"{path}: program manifest version {doc.get('version')!r}; this "
                            f"kcc reads version {PROGRAM_VERSION}")
-    from kcc.targets.manifest import _check_schema
+    from kcc.targets.manifest_check import _check_schema
     if doc.get("target") not in ("x86", "amd", "cuda"):
         raise ProgramError(f"{path}: unknown target {doc.get('target')!r}")
     try:                # the kernel entries as a kernel manifest's (docs/manifest.md)
@@ -340,7 +340,8 @@ def program_note(p: Program) -> bytes:
 
 def _module_program(data: bytes) -> Any:
     """The program facts of a CUDA module (cubin or PTX text: its __kcc_program array)."""
-    from kcc.targets.facts import PTX_PROGRAM_SYMBOL, FactsError, cubin_bytes, ptx_bytes
+    from kcc.targets.facts import PTX_PROGRAM_SYMBOL, FactsError
+    from kcc.targets.facts_read import cubin_bytes, ptx_bytes
     if data[:4] == b"\x7fELF":
         blob = cubin_bytes(data, PTX_PROGRAM_SYMBOL)
     else:
@@ -364,7 +365,8 @@ def check_object_program(p: Program, data: bytes, target: str = "x86") -> None:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
-    from kcc.targets.facts import NOTE_SECTION, NT_KCC_PROGRAM, FactsError, read_elf_note
+    from kcc.targets.facts import NOTE_SECTION, NT_KCC_PROGRAM, FactsError
+    from kcc.targets.facts_read import read_elf_note
     try:
         if target == "cuda":
             have = _module_program(data)

@@ -208,7 +208,8 @@ class TargetSpec:
     def check_facts(self, data: bytes, desc: Any) -> None:
         """manifest.LaunchError unless desc has the object's own launch facts (describe): the
         object, not the caller's description, decides what a launch may be."""
-        from kcc.targets.facts import FactsError, check_manifest
+        from kcc.targets.facts import FactsError
+        from kcc.targets.facts_read import check_manifest
         from kcc.targets.manifest import LaunchError
         try:
             check_manifest(desc.to_json(), self.describe(data), f"kernel {desc.name}")

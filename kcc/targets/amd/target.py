@@ -23,7 +23,7 @@ from kcc.isel.amd.select import AmdSelectError, Selected, select
 from kcc.targets.amd.desc import desc_for
 from kcc.regalloc import AllocationError, allocate, check_allocation
 from kcc.targets.dims import is_symbolic
-from kcc.targets.facts import read_object_facts
+from kcc.targets.facts_read import read_object_facts
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 

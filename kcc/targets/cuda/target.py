@@ -31,8 +31,8 @@ from kcc.isel.ptx.select import SelectError, select
 from kcc.passes.target import TargetDesc
 from kcc.targets.cuda.desc import CUDA
 from kcc.targets.dims import is_symbolic
-from kcc.targets.facts import (FactsError, ptx_global, read_cubin_global,
-                               read_ptx_global)
+from kcc.targets.facts import FactsError, ptx_global
+from kcc.targets.facts_read import read_cubin_global, read_ptx_global
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
 

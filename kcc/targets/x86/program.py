@@ -653,7 +653,8 @@ def run_x86_program(doc: dict[str, Any], p: Program, folder: Path, ins: list[Any
     its entry point on the inputs; returns the outputs (flat)."""
     import numpy as np
 
-    from kcc.targets.facts import FactsError, check_manifest, read_object_facts
+    from kcc.targets.facts import FactsError
+    from kcc.targets.facts_read import check_manifest, read_object_facts
     from kcc.targets.manifest import LaunchError
     from kcc.targets.x86.objload import LoadedObject, ObjectLoadError
     from kcc.targets.program import artifact, np_dtype, read_safetensors

@@ -25,10 +25,11 @@ from kcc.isel.x86.prefetch import prefetched_loads
 from kcc.isel.x86.stream import streaming_stores
 from kcc.record import record, replace
 from kcc.regalloc.linear_scan import allocate
-from kcc.targets.facts import read_object_facts
 from kcc.targets.manifest import KernelDesc, LaunchError, describe_kernel, worker_names
 from kcc.targets.registry import Compiled, CompileError, DisasmError, Emit, TargetSpec
-from kcc.targets.x86.arch import ARCHES, V4_FLAGS, cpu_flags, resolve_arch, x86_desc
+from kcc.targets.x86.arch import ARCHES, resolve_arch, x86_desc
+from kcc.targets.x86.arch import V4_FLAGS, cpu_flags  # noqa: F401 (importable from here; the
+#                                                          launch, in workers.py, uses them)
 from kcc.targets.x86.code import FRAME_ALIGN, EncodedKernel, assemble
 from kcc.targets.x86.csyms import refusal as c_name_refusal
 from kcc.targets.x86.foldconst import fold_constants
@@ -212,74 +213,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
     return write_object(encoded, target.pool, descs), descs
 
 
-# -- running ------------------------------------------------------------------------------------
-
-def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
-    """Call a loaded kernel once per gidx worker, the workers split into one contiguous range
-    per thread, each range run by a native loop (kcc.targets.x86.workers: one ctypes call per
-    thread, not per worker); args are already checked and normalized by
-    manifest.check_launch."""
-    # ctypes and the threads only when running (compiling needs neither: start-up)
-    import threading
-
-    from kcc.targets.x86.workers import WorkerLoop
-    arch = desc.target.get("x86", {}).get("arch")
-    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
-        raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
-                          "CPU lacks it; recompile with --arch x86-64-v3")
-    kinds, values = [], []
-    for a, v in zip(desc.args, args):
-        if a.kind == "buffer":
-            kinds.append("int")
-            values.append(v.ctypes.data)
-        elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
-            import numpy as np
-            kinds.append("int")
-            values.append(int(np.float16(v).view(np.uint16)))
-        else:
-            kinds.append(a.dtype if a.dtype in ("float32", "float64") else "int")
-            values.append(v.item())
-    glob, _ = desc.launch_dims(args)      # symbolic sizes: evaluated for these arguments
-    dims = [glob[int(w[-1])] for w in worker_names(desc)]
-    total = 1
-    for d in dims:
-        total *= d
-    if total == 0:
-        return
-    try:
-        loop = WorkerLoop(obj.address(desc.name), kinds, values, dims)
-    except OSError as e:
-        raise LaunchError(f"kernel {desc.name}: cannot map the worker loop: {e}") from None
-    if total == 1:
-        try:
-            loop.run(0, 1)
-        finally:
-            loop.close()
-        return
-    n = max(1, min(threads or os.cpu_count() or 1, total))
-    bounds = [total * t // n for t in range(n + 1)]
-    # ctypes releases the GIL during each call, so the ranges run in parallel; the threads are
-    # daemons and the main thread only joins them, with a timeout: the OS may deliver SIGINT to
-    # a worker thread, and then only the main thread's next bytecode sees it (a join without
-    # one would wait for the whole launch), so Ctrl-C reaches it within 0.1 s
-    ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]), daemon=True)
-          for t in range(n)]
-    try:
-        for t in ts:
-            t.start()
-        for t in ts:
-            while t.is_alive():
-                t.join(0.1)
-    except KeyboardInterrupt:
-        # native code cannot be stopped, and unmapping the stub or the object under it would
-        # crash the process: end it now, with the one error line
-        loop.abandon()
-        sys.stderr.write(f"\nerror: interrupted while kernel {desc.name} ran {total} "
-                         "workers\n")
-        sys.stderr.flush()
-        os._exit(1)
-    loop.close()
-
+# -- running: `launch` is kcc.targets.x86.workers.launch (a compile never calls it) -----------
 
 def c_header(descs: list[KernelDesc], guard: str = "KCC_KERNELS_H") -> str:
     """A C header declaring every kernel of an object (`kcc compile --header`), its include
@@ -329,7 +263,9 @@ class X86Spec(TargetSpec):
         except ObjectLoadError as e:
             raise LaunchError(str(e)) from None
         try:
-            launch(obj, desc, values)
+            # through the module's attribute: `launch` is workers.launch (__getattr__ below)
+            # unless a test stands in for it
+            sys.modules[__name__].launch(obj, desc, values)
         except LookupError as e:      # the manifest names a symbol the object lacks
             raise LaunchError(str(e).strip("'\"")) from None
         finally:
@@ -337,6 +273,7 @@ class X86Spec(TargetSpec):
 
     def describe(self, data: bytes) -> list[dict[str, Any]] | None:
         """The launch facts of the object's .note.kcc (FactsError without one)."""
+        from kcc.targets.facts_read import read_object_facts   # (running: not a compile's path)
         return read_object_facts(data, "ELF object", "object")
 
     def claims(self, data: bytes, path: str) -> bool:
@@ -357,9 +294,13 @@ TARGET = X86Spec()
 
 
 def __getattr__(name: str) -> Any:
-    """disasm_bytes and disasm_object, re-exported from kcc.targets.x86.disasm, which a
-    compile does not import (tests/cli/test_startup.py)."""
+    """disasm_bytes and disasm_object, re-exported from kcc.targets.x86.disasm, and launch
+    from kcc.targets.x86.workers, which a compile does not import (tests/cli/test_startup.py)
+    or call (its code objects cost the process page faults)."""
     if name in ("disasm_bytes", "disasm_object"):
         from kcc.targets.x86 import disasm
         return getattr(disasm, name)
+    if name == "launch":
+        from kcc.targets.x86.workers import launch
+        return launch
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@ range of workers, instead of one Python call (~50 µs) per worker.
 
     loop = WorkerLoop(fn_address, arg_kinds, arg_values, dims)    # per launch
     loop.run(start, end)          # calls the kernel for flat worker indices start..end-1
+    launch(obj, desc, args)       # a whole launch: the workers split over threads
 
 The loop is a small stub assembled with kcc's own x86 encoder (kcc.encode.x86.encoder's
 Assembler) into an executable page of its own; the kernel object's bytes are not changed. The
@@ -23,7 +24,9 @@ kernel's own `ret` comes back): stack depth and alignment are exactly those of a
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
+import sys
 from typing import Any
 
 from kcc.encode.x86.encoder import Assembler, Imm, Label, Mem, Reg
@@ -158,3 +161,73 @@ class WorkerLoop:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- a launch (kcc/targets/x86/target.py's `launch`, here since a compile never calls it) --------
+
+def launch(obj: Any, desc: Any, args: list[Any], threads: int | None = None) -> None:
+    """Call a loaded kernel once per gidx worker, the workers split into one contiguous range
+    per thread, each range run by a native loop (kcc.targets.x86.workers: one ctypes call per
+    thread, not per worker); args are already checked and normalized by
+    manifest.check_launch."""
+    # ctypes and the threads only when running (compiling needs neither: start-up)
+    import threading
+
+    from kcc.targets.manifest import LaunchError, worker_names
+    from kcc.targets.x86.arch import V4_FLAGS, cpu_flags
+    arch = desc.target.get("x86", {}).get("arch")
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        raise LaunchError(f"kernel {desc.name} was compiled for x86-64-v4 (AVX-512) and this "
+                          "CPU lacks it; recompile with --arch x86-64-v3")
+    kinds, values = [], []
+    for a, v in zip(desc.args, args):
+        if a.kind == "buffer":
+            kinds.append("int")
+            values.append(v.ctypes.data)
+        elif a.dtype == "float16":            # passed as its bit pattern (a uint16_t in C)
+            import numpy as np
+            kinds.append("int")
+            values.append(int(np.float16(v).view(np.uint16)))
+        else:
+            kinds.append(a.dtype if a.dtype in ("float32", "float64") else "int")
+            values.append(v.item())
+    glob, _ = desc.launch_dims(args)      # symbolic sizes: evaluated for these arguments
+    dims = [glob[int(w[-1])] for w in worker_names(desc)]
+    total = 1
+    for d in dims:
+        total *= d
+    if total == 0:
+        return
+    try:
+        loop = WorkerLoop(obj.address(desc.name), kinds, values, dims)
+    except OSError as e:
+        raise LaunchError(f"kernel {desc.name}: cannot map the worker loop: {e}") from None
+    if total == 1:
+        try:
+            loop.run(0, 1)
+        finally:
+            loop.close()
+        return
+    n = max(1, min(threads or os.cpu_count() or 1, total))
+    bounds = [total * t // n for t in range(n + 1)]
+    # ctypes releases the GIL during each call, so the ranges run in parallel; the threads are
+    # daemons and the main thread only joins them, with a timeout: the OS may deliver SIGINT to
+    # a worker thread, and then only the main thread's next bytecode sees it (a join without
+    # one would wait for the whole launch), so Ctrl-C reaches it within 0.1 s
+    ts = [threading.Thread(target=loop.run, args=(bounds[t], bounds[t + 1]), daemon=True)
+          for t in range(n)]
+    try:
+        for t in ts:
+            t.start()
+        for t in ts:
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        # native code cannot be stopped, and unmapping the stub or the object under it would
+        # crash the process: end it now, with the one error line
+        loop.abandon()
+        sys.stderr.write(f"\nerror: interrupted while kernel {desc.name} ran {total} "
+                         "workers\n")
+        sys.stderr.flush()
+        os._exit(1)
+    loop.close()
