@@ -82,7 +82,12 @@ NOT_ON_THE_X86_PATH = ("click", "kcc.cli_click", "inspect", "ast", "dis", "token
                        "kcc.targets.dims", "kcc.passes.gates_lanes", "kcc.passes.widen_stride",
                        # imported where an allocation sizes slots or coalesces copies (saxpy
                        # does neither)
-                       "kcc.regalloc.unionfind")
+                       "kcc.regalloc.unionfind",
+                       # `kcc run`'s paths, reading a manifest or an object's facts, the x86
+                       # launch: split from driver, manifest, facts and x86/target so that a
+                       # compile does not load their code (page faults)
+                       "kcc.targets.runner", "kcc.targets.manifest_check",
+                       "kcc.targets.facts_read", "kcc.targets.x86.workers")
 
 
 def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Path) -> None:
