@@ -84,10 +84,10 @@ NOT_ON_THE_X86_PATH = ("click", "kcc.cli_click", "inspect", "ast", "dis", "token
                        # does neither)
                        "kcc.regalloc.unionfind",
                        # `kcc run`'s paths, reading a manifest or an object's facts, the x86
-                       # launch: split from driver, manifest, facts and x86/target so that a
-                       # compile does not load their code (page faults)
+                       # launch, the other commands: split from driver, manifest, facts,
+                       # x86/target and commands so that a compile does not load their code
                        "kcc.targets.runner", "kcc.targets.manifest_check",
-                       "kcc.targets.facts_read", "kcc.targets.x86.workers")
+                       "kcc.targets.facts_read", "kcc.targets.x86.workers", "kcc.commands_more")
 
 
 def test_x86_compile_path_imports_no_click_inspect_or_other_target(tmp_path: Path) -> None:
