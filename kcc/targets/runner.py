@@ -172,20 +172,26 @@ def parse_args(desc: Any, raw: tuple[str, ...], random_fill: bool) -> list[Any]:
     return out
 
 
+def _read_head(path: str, n: int, where: str) -> bytes:
+    """A regular file's first n bytes (never a FIFO, which would wait for a writer, or a
+    device); a file that cannot be read is a UserError `{where}cannot read 'path': why`."""
+    from kcc.frontend.files import FileError, check_regular
+    try:
+        check_regular(path)
+        with open(path, "rb") as f:
+            return f.read(n)
+    except FileError as e:
+        raise UserError(f"{where}cannot read {path!r}: {e}") from None
+    except OSError as e:
+        raise UserError(f"{where}cannot read {path!r}: {e.strerror or e}") from None
+
+
 def load_npy(path: str, label: str) -> Any:
     """A .npy file as a contiguous array; never unpickles (object arrays are refused)."""
     import numpy as np
-    from kcc.frontend.files import FileError, check_regular
     # np.load falls back to unpickling a file without the .npy magic, which allow_pickle=False
     # refuses with a misleading message: check the magic first
-    try:
-        check_regular(path)         # never open a FIFO or read a device
-        with open(path, "rb") as f:
-            magic = f.read(6)
-    except FileError as e:
-        raise UserError(f"{label}: cannot read {path!r}: {e}") from None
-    except OSError as e:
-        raise UserError(f"{label}: cannot read {path!r}: {e.strerror}") from None
+    magic = _read_head(path, 6, f"{label}: ")
     if magic != b"\x93NUMPY":
         raise UserError(f"{label}: {path!r} is not a .npy file")
     try:
@@ -250,17 +256,9 @@ def _check_facts(spec: Any, data: bytes, kernels: list[Any], source: str) -> Non
 def refuse_object_source(source: str) -> None:
     """`kcc run k.o`: say that objects run through their manifest, not that -t is missing;
     an unreadable source is reported as such first."""
-    from kcc.frontend.files import FileError, check_regular
     if source == "-":
         return
-    try:
-        check_regular(source)       # never open a FIFO (it would wait for a writer)
-        with open(source, "rb") as f:
-            head = f.read(4)
-    except FileError as e:
-        raise UserError(f"cannot read {source!r}: {e}") from None
-    except OSError as e:
-        raise UserError(f"cannot read {source!r}: {e.strerror or e}") from None
+    head = _read_head(source, 4, "")
     if head == b"\x7fELF":
         from pathlib import Path
         raise UserError(f"{source} is a compiled object; run its manifest "
