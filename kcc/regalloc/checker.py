@@ -30,7 +30,15 @@ original code, or nothing), following forward branches and loop back edges to a 
   read every source) has no DEF sharing a register unit with one of its USEs,
 * a rematerialization (``REMAT``) repeats, into some register, an original instruction that
   the target calls ``rematerializable`` and that reads no register; it gives that register the
-  value the original instruction defined.
+  value the original instruction defined,
+* an original instruction may read a read-only constant in place of a register holding it
+  (the target's ``constant_bytes`` names the loads whose value is their memory's bytes; x86
+  folds them into their readers after allocation): the same memory operand and ``arg`` as
+  the load, no more bytes than it loads, or the sources swapped where the target's
+  ``commute`` says the bits stay the same; such a load may be gone from the allocated code,
+  and a read of its value anywhere fails as any read of a register that does not hold it.
+  Loads of one constant by one form are one value (which of them a kept load is paired
+  with does not matter).
 """
 
 from __future__ import annotations
@@ -95,31 +103,38 @@ class _Checker:
         for inst in before.insts:
             for r in inst.defs():
                 self.ndefs[id(r)] = 1 + self.ndefs.get(id(r), 0)
+        self.constant: dict[int, int] = {}    # inst -> operand read from a constant in place
+        self._load_of: dict[int, Inst] | None = None   # value -> its constant load
+        self.same: dict[int, VReg] = {}      # constant value -> the first of its twins
+        self._shape: set[int] = set()        # original loads of a read-only constant
+        self.kills: dict[int, list[Value]] = {}   # inst -> values of gone loads before it
+        if hook(target, "constant_bytes") is not None:
+            self._find_constants()
 
     def fail(self, i: int, msg: str) -> CheckError:
         return CheckError(f"{self.a.name}: after inst {i} '{format_inst(self.a.insts[i])}': {msg}")
 
     # -- static checks ---------------------------------------------------------------------
     def pair(self) -> dict[int, Inst]:
-        """Map each allocated original instruction's index to its instruction in ``before``."""
+        """Map each allocated original instruction's index to its instruction in ``before``
+        (an original constant load may be gone: ``constant_bytes``)."""
         orig = [i for i, x in enumerate(self.a.insts) if x.kind not in INSERTED_KINDS]
-        if len(orig) != len(self.b.insts):
-            raise CheckError(f"{self.a.name}: {len(orig)} original instructions after "
-                             f"allocation, {len(self.b.insts)} before")
-        pairs = dict(zip(orig, self.b.insts))
+        pairs = self._align(orig)
         early = hook(self.t, "early_clobber")
-        for i, b in pairs.items():
+        for i, b in list(pairs.items()):
             a = self.a.insts[i]
+            b = pairs[i] = self._constant_reads(i, a, b)
             folded = a.kind is Kind.OP and b.slot is None and a.slot is not None
+            arg = b.arg if i not in self.constant else a.arg
             if (a.op, a.kind, a.arg, a.slot if not folded else None, a.clobbers) != (
-                    b.op, b.kind, b.arg, b.slot, b.clobbers):
+                    b.op, b.kind, arg, b.slot, b.clobbers):
                 raise self.fail(i, f"does not match original '{format_inst(b)}'")
             if len(a.operands) != len(b.operands):
                 raise self.fail(i, "operand count changed")
             if folded:
                 self._pair_fold(i, a, b)
             for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
-                if self.folds.get(i, (None,))[0] != k:
+                if self.folds.get(i, (None,))[0] != k and self.constant.get(i) != k:
                     self._pair_operand(i, k, a, ao, bo)
             outs = [o.reg for o in a.operands if isinstance(o, RegOp) and o.is_def]
             for k, r in enumerate(outs):
@@ -128,6 +143,118 @@ class _Checker:
             if early is not None and early(a):
                 self._early_clobber(i, a)
         return pairs
+
+    def _align(self, orig: list[int]) -> dict[int, Inst]:
+        """Pair the allocated originals with ``before``'s instructions in order, passing over
+        original constant loads that are gone. A gone load still ends the value its register
+        held before (``self.kills``, applied at the next original instruction), so a read
+        of that register's old value after it fails."""
+        before = self.b.insts
+        if len(orig) != len(before) and self._load_of is not None:
+            pairs, j, dead = {}, 0, []
+            for i in orig:
+                a = self.a.insts[i]
+                while j < len(before) and id(before[j]) in self._shape and \
+                        not _same_shape(a, before[j]):
+                    dead.append(self._tok(_main(before[j])[0]))
+                    j += 1
+                if j == len(before):
+                    break
+                if dead:
+                    self.kills[i], dead = dead, []
+                pairs[i], j = before[j], j + 1
+            if len(pairs) == len(orig) and all(id(x) in self._shape for x in before[j:]):
+                return pairs
+            self.kills.clear()
+        if len(orig) != len(before):
+            raise CheckError(f"{self.a.name}: {len(orig)} original instructions after "
+                             f"allocation, {len(before)} before")
+        return dict(zip(orig, before))
+
+    def _find_constants(self) -> None:
+        """The loads of read-only constants (``self._shape``) and the values that only loads
+        of one constant by one form define (a selector may define one value in several
+        places, each the same load): those are constants, and loads of one constant by one
+        form are one value — which of them a kept load is paired with does not matter."""
+        size = hook(self.t, "constant_bytes")
+        keys: dict[int, set] = {id(v): {None} for v, _ in self.b.params}
+        loads: dict[int, Inst] = {}
+        for x in self.b.insts:
+            regs = [o for o in x.operands if isinstance(o, RegOp)]
+            shape = (x.kind is Kind.OP and size(x) > 0 and len(regs) == 1    # type: ignore
+                     and regs[0].role is Role.DEF and isinstance(regs[0].reg, VReg)
+                     and not x.clobbers and all(not isinstance(o, Mem) or (
+                         o.base is None and o.index is None) for o in x.operands))
+            key = (x.op, repr(x.arg), tuple(repr(o) for o in x.operands[1:])) if shape \
+                else None
+            if shape:
+                self._shape.add(id(x))
+            for r in x.defs():
+                keys.setdefault(id(r), set()).add(key)
+                if key is not None:
+                    loads.setdefault(id(r), x)
+        first: dict[tuple, VReg] = {}
+        self._load_of = {}
+        for v, x in loads.items():
+            if len(keys[v]) == 1:
+                self._load_of[v] = x
+                w = self.same[v] = first.setdefault(next(iter(keys[v])), _main(x)[0])
+                self.need[id(w)] = max(self.need.get(id(w), 0), self.need.get(v, 0))
+        self._where = {id(x): k for k, x in enumerate(self.b.insts)}
+
+    def _reaching_load(self, b: Inst, r: Any) -> Inst | None:
+        """The constant load whose value original ``b`` reads in ``r``: the one load of a
+        constant value, or the load defining ``r`` last before ``b`` in straight-line code
+        (no label, branch or loop boundary between)."""
+        if id(r) in self._load_of:                    # type: ignore[operator]
+            return self._load_of[id(r)]               # type: ignore[index]
+        insts = self.b.insts
+        for k in range(self._where[id(b)] - 1, -1, -1):
+            x = insts[k]
+            if x.kind is not Kind.OP:
+                return None
+            if any(d is r for d in x.defs()):
+                return x if id(x) in self._shape else None
+        return None
+
+    def _constant_reads(self, i: int, a: Inst, b: Inst) -> Inst:
+        """``b`` (or its commuted form) when allocated ``a`` reads one of its USEs, a value
+        an original constant load defined, from that load's memory operand; the operand is
+        then recorded as read in place. Else ``b`` unchanged (the usual pairing follows)."""
+        if a.kind is not Kind.OP or a.slot is not None or b.arg is not None \
+                or not isinstance(a.arg, dict) or self._load_of is None:
+            return b
+        for c in (b, *self._commuted(b)):
+            if len(c.operands) != len(a.operands):
+                continue
+            ks = [k for k, (ao, co) in enumerate(zip(a.operands, c.operands))
+                  if isinstance(ao, Mem) and isinstance(co, RegOp)]
+            if len(ks) != 1:
+                continue
+            co = c.operands[ks[0]]
+            load = self._reaching_load(b, co.reg)
+            if co.role is not Role.USE or co.fixed is not None or load is None:
+                continue
+            mem = next(o for o in load.operands if isinstance(o, Mem))
+            size = hook(self.t, "constant_bytes")(load)       # type: ignore[misc]
+            if a.operands[ks[0]] != mem or a.arg != load.arg:
+                continue
+            if not 0 < slot_bytes(self.t, a) <= size:
+                raise self.fail(i, f"reads {slot_bytes(self.t, a)} bytes of a "
+                                   f"{size}-byte constant in place")
+            self.constant[i] = ks[0]
+            return c
+        return b
+
+    def _commuted(self, b: Inst) -> list[Inst]:
+        """``b`` with a constant source swapped to another source's place, by the target's
+        ``commute``, for each constant it reads."""
+        swap = hook(self.t, "commute")
+        if swap is None:
+            return []
+        loads = [self._reaching_load(b, o.reg) for o in b.operands
+                 if isinstance(o, RegOp) and o.role is Role.USE]
+        return [c for c in (swap(b, x) for x in loads if x is not None) if c is not None]
 
     def _early_clobber(self, i: int, a: Inst) -> None:
         """No result of an instruction that may write before it reads shares a register
@@ -162,6 +289,7 @@ class _Checker:
         """A slot read in place of a register holds the operand's value, in a slot at least
         as wide as the read and as the value."""
         k, want = self.folds[i]
+        want = self._tok(want)
         size = slot_bytes(self.t, inst)
         have = [(loc[2], v) for loc, v in st.items() if isinstance(loc, tuple)
                 and loc[1] == inst.slot and v is not None]
@@ -308,6 +436,19 @@ class _Checker:
                 succ.append(nxt)
         return succ
 
+    def _kill(self, st: dict, tok: Value) -> None:
+        """A new definition of ``tok``'s register: no location holds its old value (but a
+        constant's every definition gives the same bits)."""
+        if isinstance(tok, VReg) and id(tok) in self.same:
+            return
+        for loc in list(st):
+            if _same(st[loc], tok):
+                st[loc] = None
+
+    def _tok(self, r: Any) -> Value:
+        """The value a register of the original names (a constant's twins are one value)."""
+        return self.same.get(id(r), r) if isinstance(r, VReg) else ("p", r.name)
+
     def get(self, st: dict, loc: Loc) -> Value:
         if loc in st:
             return st[loc]
@@ -337,7 +478,7 @@ class _Checker:
             d = _main(inst)[0]
             for c in inst.clobbers:
                 self.write(st, c, None)
-            self.write(st, d, _main(b)[0])
+            self.write(st, d, self._tok(_main(b)[0]))
             return st
         if inst.kind in INSERTED_KINDS:
             d, s = _main(inst)
@@ -354,16 +495,16 @@ class _Checker:
             self.write(st, d, v)
             return st
         b = pairs[i]
+        for tok in self.kills.get(i, ()):
+            self._kill(st, tok)         # a gone constant load's definition
         for c in inst.clobbers:
             self.write(st, c, None)
         new = []
         for ao, bo in zip(inst.operands, b.operands):
             if isinstance(bo, RegOp) and bo.is_def:
-                new.append((ao.reg, _token(bo.reg)))
+                new.append((ao.reg, self._tok(bo.reg)))
         for _, tok in new:
-            for loc in list(st):
-                if _same(st[loc], tok):
-                    st[loc] = None
+            self._kill(st, tok)
         for r, tok in new:
             self.write(st, r, tok)
         return st
@@ -406,17 +547,21 @@ class _Checker:
             st = state[i]
             if st is None:
                 continue
+            if i in self.kills:          # gone constant loads just before it
+                st = dict(st)
+                for tok in self.kills[i]:
+                    self._kill(st, tok)
             a = self.a.insts[i]
             if i in self.folds:
                 self._fold_read(i, a, st)
             for k, (ao, bo) in enumerate(zip(a.operands, b.operands)):
-                if self.folds.get(i, (None,))[0] == k:
-                    continue
+                if self.folds.get(i, (None,))[0] == k or self.constant.get(i) == k:
+                    continue        # read from a slot or from the read-only constant
                 reads = [(ao.reg, bo.reg)] if isinstance(bo, RegOp) and bo.is_use else \
                     [(x, y) for x, y in ((ao.base, bo.base), (ao.index, bo.index))
                      if y is not None] if isinstance(bo, Mem) else []
                 for ar, br in reads:
-                    have, want = self.get(st, ar), _token(br)
+                    have, want = self.get(st, ar), self._tok(br)
                     if not _same(have, want):
                         raise self.fail(i, f"operand {k} reads {ar!r} holding {_show(have)}, "
                                            f"expected {_show(want)}")
@@ -480,12 +625,16 @@ def _value_widths(fn: MFunction, target: Any) -> dict[int, int]:
     return {x: tree[root(x)] for x in {*width, *up} if root(x) in tree}
 
 
+def _same_shape(a: Inst, b: Inst) -> bool:
+    """Whether allocated ``a`` could be original ``b`` itself (same form, kind, argument and
+    non-register operands)."""
+    return (a.op, a.kind, a.arg, len(a.operands)) == (b.op, b.kind, b.arg, len(b.operands)) \
+        and all(type(x) is type(y) and (isinstance(x, RegOp) or x == y)
+                for x, y in zip(a.operands, b.operands))
+
+
 def _eq(x: dict, y: dict) -> bool:
     return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
-
-
-def _token(r: Any) -> Value:
-    return r if isinstance(r, VReg) else ("p", r.name)
 
 
 def _main(inst: Inst) -> tuple[Any, Any]:

@@ -80,6 +80,17 @@ class TargetRegInfo:
     lanes in the loaded tuple, a vector store's values where its data tuple will be), so the
     copy becomes nothing. Only a preference: the checker verifies such an instruction like
     any other, by the values its operands name.
+
+    Constants read in place: ``constant_bytes(inst) -> int`` gives the bytes an instruction
+    loads from read-only memory when its value is exactly those bytes (an unmasked whole
+    load of a constant pool entry), else 0. A target that folds such loads into their readers
+    after allocation (x86: kcc/targets/x86/foldconst.py) still passes the checker: a reader
+    may read the load's memory operand (with the load's ``arg``, which names the entry) in
+    place of a register holding its value, no more bytes than the load reads, and an original
+    load of this kind may be gone (its value must then never be read). ``commute(inst, load)
+    -> Inst | None`` gives the original ``inst`` with two sources swapped (an immediate
+    adjusted) where that computes the same bits, ``load`` defining the source that moves to
+    the memory operand; the checker pairs a reader with that form when the plain one fails.
     """
 
     classes: dict[str, list[PReg]]
@@ -148,9 +159,18 @@ class TargetRegInfo:
         (tuple operand, part operand per register), or None."""
         return None
 
+    def constant_bytes(self, inst: Inst) -> int:
+        """The bytes ``inst`` loads from read-only memory as its whole value (0: none)."""
+        return 0
+
+    def commute(self, inst: Inst, load: Inst) -> Inst | None:
+        """``inst`` with its sources swapped, computing the same bits (None: it cannot)."""
+        return None
+
 
 OPTIONAL_HOOKS = ("reg_units", "is_copy", "rematerializable", "operand_regs", "value_bytes",
-                  "slot_bytes", "slot_home", "fold_fill", "early_clobber", "subreg_copy")
+                  "slot_bytes", "slot_home", "fold_fill", "early_clobber", "subreg_copy",
+                  "constant_bytes", "commute")
 
 
 def hook(target: object, name: str) -> Callable[..., Any] | None:

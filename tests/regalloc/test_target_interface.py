@@ -45,7 +45,7 @@ def test_each_target_shows_its_overrides() -> None:
     for t in (x86, amd, ToyTarget()):
         assert isinstance(t, TargetRegInfo)
     assert overridden(x86) == {"operand_regs", "value_bytes", "slot_bytes", "fold_fill",
-                               "is_copy", "rematerializable"}
+                               "is_copy", "rematerializable", "constant_bytes", "commute"}
     assert overridden(amd) == {"reg_units", "is_copy", "slot_bytes", "slot_home",
                                "early_clobber", "subreg_copy"}
     assert overridden(ToyTarget()) == {"reg_units", "is_copy", "operand_regs",

@@ -28,8 +28,10 @@ A reload folds when
   them runs the same code —, a loop end leads both to its head and past the loop, a return
   ends the search, and a forward branch gives up).
 
-Runs after the allocation checker (kcc/regalloc/checker.py pairs original instructions one
-to one); the kernels' outputs are checked against the reference interpreter instead.
+Runs before the allocation checker (kcc/regalloc/checker.py), which accepts a reader of a
+constant's memory operand in place of the register holding it, and original constant loads
+that are gone, through the x86 register info's ``constant_bytes`` and ``commute``: the
+register no longer written there must not be read as that value anywhere after.
 """
 
 from __future__ import annotations
@@ -40,10 +42,8 @@ from kcc.encode.x86.row import KINDS
 from kcc.encode.x86.table import FORMS
 from kcc.ir.mir import Imm, Inst, Kind, Mem, MFunction, PReg, RegOp, Role
 from kcc.record import replace
-from kcc.targets.x86.slots import fold_fill, slot_bytes
+from kcc.targets.x86.slots import constant_bytes, fold_fill, slot_bytes
 
-_WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu", "vmovdqa",
-                          "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64"})
 # sources that commute bit-exactly whatever the values (integer and bitwise lane ops)
 _EXACT = frozenset({"vandps", "vandpd", "vorps", "vorpd", "vxorps", "vxorpd", "vpand",
                     "vpor", "vpxor", "vpandd", "vpandq", "vpord", "vporq", "vpxord",
@@ -88,15 +88,9 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
 
 
 def _constant_load(inst: Inst) -> bool:
-    """An unmasked whole-vector load from .rodata into one register."""
-    if inst.kind not in (Kind.OP, Kind.REMAT) or not isinstance(inst.arg, dict) \
-            or "rip" not in inst.arg or len(inst.operands) != 2:
-        return False
-    row = FORMS.get(inst.op)
-    d, m = inst.operands
-    return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(d, RegOp)
-            and d.role is Role.DEF and isinstance(d.reg, PReg) and isinstance(m, Mem)
-            and m.base is None and m.index is None)
+    """An unmasked whole-vector load from .rodata into one (allocated) register."""
+    return inst.kind in (Kind.OP, Kind.REMAT) and constant_bytes(inst) > 0 and \
+        isinstance(inst.operands[0].reg, PReg)
 
 
 def _touches(inst: Inst, r: PReg) -> tuple[bool, bool]:
@@ -182,7 +176,7 @@ def _fold(x: Inst, r: PReg, load: Inst, pool: dict[str, bytes]) -> Inst | None:
     mem, size = load.operands[1], slot_bytes(load)
     got = fold_fill(x, k, mem, size)
     if got is None:
-        x = _commuted(x, k, load, pool)
+        x = commuted(x, k, load, pool)
         if x is None:
             return None
         got = fold_fill(x, k + 1, mem, size)
@@ -191,7 +185,7 @@ def _fold(x: Inst, r: PReg, load: Inst, pool: dict[str, bytes]) -> Inst | None:
     return replace(got, arg=dict(load.arg))
 
 
-def _commuted(x: Inst, k: int, load: Inst, pool: dict[str, bytes]) -> Inst | None:
+def commuted(x: Inst, k: int, load: Inst, pool: dict[str, bytes]) -> Inst | None:
     """x with its vvvv source (operand k, the constant) and its r/m source swapped, when
     that computes the same bits (see the module docstring)."""
     row = FORMS.get(x.op)

@@ -16,7 +16,8 @@ class X86RegInfo(TargetRegInfo):
     `vbytes` is the widest vector the code uses (32 for ymm, 64 for zmm on x86-64-v4), and
     with 64 (AVX-512) the vector class has xmm16-31 too, which VEX-only forms cannot name."""
 
-    def __init__(self, locals_bytes: int, vbytes: int = 32, high_first: bool = False):
+    def __init__(self, locals_bytes: int, vbytes: int = 32, high_first: bool = False,
+                 constants: dict[str, bytes] | None = None):
         # high_first (x86-64-v4 only) hands out xmm16-31 before xmm0-15, so that every form
         # with an EVEX twin is encoded as EVEX: the tests run code that way to check the twins
         hi = list(XMM_HI) if vbytes == 64 else []
@@ -30,6 +31,7 @@ class X86RegInfo(TargetRegInfo):
         self.v = "z" if vbytes == 64 else "y"
         self.vbytes = vbytes
         self._bytes: dict[tuple, int] = {}
+        self.constants = constants or {}       # .rodata label -> bytes (for ``commute``)
 
     def spill_slot_size(self, cls: str) -> int:
         """The widest slot: 8 bytes for a GPR or an opmask, a whole ymm (or zmm) for a
@@ -82,6 +84,22 @@ class X86RegInfo(TargetRegInfo):
         return isinstance(inst.arg, dict) and "rip" in inst.arg and inst.op.startswith(
             ("vmovups_", "vmovaps_", "vmovdqu_", "vmovdqa_", "vmovss_x_m32", "vmovsd_x_m64",
              "vbroadcastss_", "vbroadcastsd_", "vpbroadcast"))
+
+    def constant_bytes(self, inst: Inst) -> int:
+        """The bytes of a whole-register .rodata load (x86_slots.constant_bytes): the checker
+        lets kcc/targets/x86/foldconst.py's readers read them in place."""
+        return slots.constant_bytes(inst)
+
+    def commute(self, inst: Inst, load: Inst) -> Inst | None:
+        """inst with its VEX.vvvv source, the value ``load`` defines, swapped with its r/m
+        source where the bits stay the same (foldconst's rules: integer and bitwise lane
+        operations, float adds and multiplies of a constant without NaN lanes, compares
+        with their predicate mirrored)."""
+        o = inst.operands[1] if len(inst.operands) > 1 else None
+        if not (isinstance(o, RegOp) and o.reg is load.operands[0].reg):
+            return None
+        from kcc.targets.x86.foldconst import commuted
+        return commuted(inst, 1, load, self.constants)
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
         form = {"gpr": "mov_r64_rm64", "mask": "kmovq_k_km64"}.get(

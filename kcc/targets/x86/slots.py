@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.row import KINDS, KindInfo, Row
 from kcc.encode.x86.table import FORMS
-from kcc.ir.mir import Imm, Inst, Mem, RegOp
+from kcc.ir.mir import Imm, Inst, Mem, RegOp, Role
 from kcc.record import replace
 from kcc.startup import regex
 
@@ -83,6 +83,27 @@ def slot_bytes(inst: Inst) -> int:
     row = FORMS[inst.op]
     return next((KINDS[spec.kind].mem_size or 0 for spec, o in zip(row.operands, inst.operands)
                  if isinstance(o, Mem)), 0)
+
+
+# whole-register moves: a load of one of them from .rodata makes the register hold exactly
+# the entry's bytes (no broadcast, no lane insert, no mask)
+WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu", "vmovdqa",
+                         "vmovdqu8", "vmovdqu16", "vmovdqu32", "vmovdqu64"})
+
+
+def constant_bytes(inst: Inst) -> int:
+    """The bytes an unmasked whole-register load from .rodata (a RIP-relative operand, the
+    entry's label in ``arg["rip"]``) reads into its one register, whose value they then are
+    exactly; 0 for any other instruction."""
+    if not isinstance(inst.arg, dict) or "rip" not in inst.arg or len(inst.operands) != 2:
+        return 0
+    row = FORMS.get(inst.op)
+    d, m = inst.operands
+    if row is None or row.mnemonic not in WHOLE_LOADS or not isinstance(d, RegOp) or \
+            d.role is not Role.DEF or not isinstance(m, Mem) or m.base is not None or \
+            m.index is not None:
+        return 0
+    return slot_bytes(inst)
 
 
 def fold_fill(inst: Inst, k: int, mem: Mem, size: int) -> Inst | None:

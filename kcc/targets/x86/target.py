@@ -158,15 +158,17 @@ class X86Target:
         # the spill slots start 64-byte aligned (rsp is): each slot is then aligned to its
         # size in memory too, so whole-vector spills and fills may use VMOVAPS
         base = -(-s.locals_bytes // FRAME_ALIGN) * FRAME_ALIGN
-        info = X86RegInfo(base, self.vbytes, self.vec_high_first)
+        constants = {label: data for data, label in self.pool.items.items()}
+        info = X86RegInfo(base, self.vbytes, self.vec_high_first, constants)
         fn = allocate(s.fn, info)
+        # rematerialized .rodata reloads read in place by their one reader
+        fold_constants(fn, constants)
         if self.check_alloc:
-            # the independent checker re-executes the allocation symbolically (tests turn
-            # it on with KCC_CHECK_ALLOC=1; it costs about 1 s per 10k instructions)
+            # the independent checker re-executes the allocation symbolically, the folded
+            # constants included (tests turn it on with KCC_CHECK_ALLOC=1; it costs about
+            # 1 s per 10k instructions)
             from kcc.regalloc.checker import check_allocation
             check_allocation(s.fn, fn, info)
-        # rematerialized .rodata reloads read in place by their one reader
-        fold_constants(fn, {label: data for data, label in self.pool.items.items()})
         return Selected(fn, base, s.desc, s.checks)
 
     def encode(self, s: Selected) -> tuple[EncodedKernel, KernelDesc]:

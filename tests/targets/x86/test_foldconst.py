@@ -7,7 +7,9 @@ folds such a reload into its reader as a RIP-relative operand, swapping commutab
 constant loads whose register is written before it is read. What is checked: the folded
 shapes on hand-made allocated code (and what must not fold: a register still read later, a
 NaN constant under a float add, a non-commutable reader), the loop of a kernel with 24
-constants, and its values against the reference interpreter at x86-64-v3 and v4.
+constants, and its values against the reference interpreter at x86-64-v3 and v4. The pass
+runs before the allocation checker (KCC_CHECK_ALLOC=1 in every test), which catches a fold
+that drops a load still read (tests/regalloc/test_checker_constants.py: the checker's side).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
+from kcc.regalloc import CheckError
+from kcc.targets.x86 import foldconst
 from kcc.targets.x86.foldconst import fold_constants
 from kcc.targets.x86.target import compile_x86
 from x86_util import assert_same, compile_and_run, random_inputs, reference
@@ -136,3 +140,10 @@ def test_objects_match_the_interpreter(arch: str, seed: int) -> None:
     sink = parse(const_chain_kernel())
     args = random_inputs(sink, seed=seed)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def test_the_allocation_checker_catches_a_live_load_dropped(monkeypatch) -> None:
+    # the pass with its liveness test broken: every constant load counts as dead
+    monkeypatch.setattr(foldconst, "_dead_after", lambda *a, **k: True)
+    with pytest.raises(CheckError, match=r"reads xmm\d+ holding"):
+        compile_x86([parse(const_chain_kernel())], "x86-64-v3")
