@@ -15,6 +15,9 @@ The code a module runs from the file has its larger functions as stubs whose bod
 when first called (kcc/lazycode.py: ~40% of the code a small compile loads it never calls);
 at exit the functions this process called that way are made whole in the file, so a stub
 stays only where no process has called the function. `get_code` gives the code as compiled.
+A module of the file is imported by Bundle.load in place of importlib's _find_and_load while
+the process runs one thread (_take_find_and_load): the same steps, less the module lock and
+the other finders'.
 
 The file follows the bytecode's rules (kcc/startup.py): nothing is written where bytecode is
 not (`PYTHONDONTWRITEBYTECODE`, `-B`), an unreadable file, a file cut short or one another
@@ -252,6 +255,52 @@ class Bundle:
     def invalidate_caches(self) -> None:
         """importlib.invalidate_caches() asks every finder; nothing here to drop."""
 
+    def load(self, name: str, import_: Any) -> ModuleType | None:
+        """Import kcc module name from the bundle as importlib's _find_and_load_unlocked and
+        _load_unlocked do, less the steps that are there for other finders and threads (the
+        module lock, the walk over sys.meta_path, _init_module_attrs' probes: ~40 K
+        instructions a module; issue 24, item 4); None (nothing done) where it cannot."""
+        modules = sys.modules
+        parent, _, child = name.rpartition(".")
+        if parent not in modules:
+            import_(parent)
+        if name in modules:
+            return modules[name]
+        parent_module = modules[parent]
+        path = getattr(parent_module, "__path__", None)
+        spec = self.find_spec(name, path) if path is not None else None
+        if spec is None:
+            return None
+        parent_spec = parent_module.__spec__
+        if parent_spec:
+            parent_spec._uninitialized_submodules.append(child)
+        try:
+            loader = self.loader
+            module = loader.create_module(spec)
+            module.__loader__ = loader      # _init_module_attrs' order (create_module set
+            module.__package__ = spec.parent    # __path__, __file__, __cached__)
+            module.__spec__ = spec
+            spec._initializing = True
+            try:
+                modules[name] = module
+                try:
+                    loader.exec_module(module)
+                except BaseException:
+                    modules.pop(name, None)
+                    raise
+                module = modules.pop(name)     # to the end of sys.modules, as importlib does
+                modules[name] = module
+            finally:
+                spec._initializing = False
+        finally:
+            if parent_spec:
+                parent_spec._uninitialized_submodules.pop()
+        try:
+            setattr(modules[parent], child, module)
+        except AttributeError:
+            pass                    # (importlib warns: a parent that refuses attributes)
+        return module
+
     def save(self) -> None:
         """At exit: add the kcc modules this process imported from their own files, make the
         functions it read through stubs whole, and write the bundle if either changed it."""
@@ -341,6 +390,37 @@ def install(folder: str) -> None:
     import builtins
     builtins.__kcc_lazy__ = lazy    # type: ignore[attr-defined]  (the stubs' one call)
     sys.meta_path.insert(0, b)
+    _take_find_and_load(b)
     import atexit
     atexit.register(b.save)
+
+
+def _take_find_and_load(b: Bundle) -> None:
+    """Route importlib's _find_and_load (what the interpreter calls for a module not yet in
+    sys.modules) through Bundle.load for kcc's modules in the bundle, while the process runs
+    one thread and the bundle is the first finder that answers for them (kcc's dataclasses
+    hook before it answers for dataclasses only); everything else goes to importlib's own."""
+    import _frozen_importlib as bootstrap
+    import _thread
+    inner = bootstrap._find_and_load
+    if getattr(inner, "_kcc_bundle", None) is not None:
+        return
+    entries, modules, meta_path, count = b.entries, sys.modules, sys.meta_path, _thread._count
+    from kcc.startup import _DataclassesHook
+
+    def _find_and_load(name: str, import_: Any) -> Any:
+        if name in entries and name not in modules and not count() and \
+                not sys.flags.verbose and name.startswith(_PREFIX) and name not in _SKIP:
+            for f in meta_path:
+                if f is b:
+                    module = b.load(name, import_)
+                    if module is not None:
+                        return module
+                    break
+                if type(f) is not _DataclassesHook:
+                    break
+        return inner(name, import_)
+
+    _find_and_load._kcc_bundle = b      # type: ignore[attr-defined]
+    bootstrap._find_and_load = _find_and_load
 

@@ -244,6 +244,36 @@ def test_racing_processes_leave_a_whole_bundle(tmp_path: Path) -> None:
     assert len(outs) == 1
 
 
+def test_a_second_thread_imports_through_importlib(tmp_path: Path) -> None:
+    """Bundle.load skips importlib's module locks, so it serves only a process of one
+    thread: with another thread running, kcc's modules import through importlib (from the
+    bundle's finder), and the compile is the same."""
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    script = ("import threading, time\n"
+              "ev = threading.Event()\n"
+              "t = threading.Thread(target=ev.wait); t.start()\n"
+              "import kcc.bundle as b, _frozen_importlib as fi\n"
+              "seen = []\n"
+              "load = b.Bundle.load\n"
+              "b.Bundle.load = lambda self, *a: seen.append(a[0]) or load(self, *a)\n"
+              "import kcc.ir.ops\n"
+              "ev.set(); t.join()\n"
+              "assert fi._find_and_load._kcc_bundle is not None\n"
+              "assert seen == [], seen\n"
+              "assert type(kcc.ir.ops.__spec__.loader).__name__ == '_Loader'\n"
+              "import sys\n"
+              "assert 'kcc.targets.elf' not in sys.modules\n"
+              "import kcc.targets.elf\n"      # one thread again: through Bundle.load
+              "assert 'kcc.targets.elf' in seen, seen\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(root)
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr
+
+
 def test_a_failed_write_leaves_the_old_bundle_and_no_part_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A disk that fills (or turns read-only) while the bundle is written: the part written
