@@ -50,17 +50,19 @@ if TYPE_CHECKING:
 
 _PREFIX = "kcc."
 _SKIP = frozenset({"kcc.pytest_plugin"})    # pytest imports and rewrites it (pyproject.toml)
-_MAGIC = b"kccD"           # (kccC: no lazy function bodies, no version; kccB: entries without
+_MAGIC = b"kccE"           # (kccC: no lazy function bodies, no version; kccB: entries without
 _MAX_INDEX = 1 << 20        # the bytecode path) an index larger than this is not read
 
 # name → (source path, (st_mtime_ns, st_size), offset of the module's part of the file, the
 # length of its code (the code exec_module runs: kcc/lazycode.py's stubs in it), the module's
 # __cached__: its .pyc path as importlib computes it, kept so that each import does not compute
 # it again (ModuleSpec.cached's cache_from_source, Python string work), where its code as
-# compiled starts in its part, its length, the functions it holds whole (lazycode.Key)).
-# A module's part: the code with stubs, the stubbed functions' code, the code as compiled
-# (the last two absent when nothing is stubbed: the code as compiled is the first).
-_Entry = tuple[str, tuple[int, int], int, int, "str | None", int, int, frozenset]
+# compiled starts in its part, its length, the length of the set of functions it holds whole
+# (lazycode.Key), which follows). A module's part: the code with stubs, the stubbed
+# functions' code, the code as compiled (the last two absent when nothing is stubbed: the
+# code as compiled is the first), the set (marshal; in the part, not the index: every
+# process reads the index, and ~450 tuples of a name and a line took 0.7 ms to load).
+_Entry = tuple[str, tuple[int, int], int, int, "str | None", int, int, int]
 
 _ACTIVE: list[Bundle] = []  # the installed bundle, which lazy() reads functions from
 
@@ -220,6 +222,16 @@ class Bundle:
         offset, length = (e[2] + e[5], e[6]) if whole else (e[2], e[3])
         return self._pread(offset, length)
 
+    def _eager(self, name: str) -> frozenset:
+        """The functions module name holds whole (lazycode.Key), as its part records them."""
+        e = self.entries[name]
+        data = self._pread(e[2] + e[5] + e[6], e[7])
+        try:
+            got = marshal.loads(data) if data is not None else None
+        except (EOFError, ValueError, TypeError):
+            got = None
+        return got if isinstance(got, frozenset) else frozenset()
+
     def _pread(self, offset: int, length: int) -> bytes | None:
         try:
             data = os.pread(self.fd, length, self.base + offset)
@@ -237,7 +249,7 @@ class Bundle:
             return None
         if (st.st_mtime_ns, st.st_size) != e[1]:
             return None             # the source changed: the path finder imports it
-        if self.base + e[2] + e[5] + e[6] > self.size:
+        if self.base + e[2] + e[5] + e[6] + e[7] > self.size:
             return None             # a file cut short: its stubs' code may be gone
         data = self.read(name)
         if data is None:
@@ -340,32 +352,33 @@ class Bundle:
                 origin, stamp, code, cached = new[name]
                 eager: frozenset = frozenset()
             else:
-                origin, stamp, _, _, cached, _, _, eager = self.entries[name]
+                e = self.entries[name]
+                origin, stamp, cached = e[0], e[1], e[4]
                 if name in called:
                     data = self.read(name, whole=True) if self.fd >= 0 else None
                     code = marshal.loads(data) if data is not None else None
-                    eager = eager | called[name]
+                    eager = self._eager(name) | called[name]
                 else:
                     code = None
-                    e = self.entries[name]
-                    part = self._pread(e[2], e[5] + e[6]) if self.fd >= 0 else None
+                    part = self._pread(e[2], e[5] + e[6] + e[7]) if self.fd >= 0 else None
                     if part is None:
                         continue
-                    entry = (origin, stamp, offset, e[3], cached, e[5], e[6], eager)
+                    entry = (origin, stamp, offset, e[3], cached, e[5], e[6], e[7])
             if code is not None:
                 whole = marshal.dumps(code)
                 try:
                     stubbed, blobs = split(code, eager)
                 except ValueError:
                     stubbed, blobs = code, b""
+                keep = marshal.dumps(eager)
                 if stubbed is code:
-                    part = whole
-                    entry = (origin, stamp, offset, len(whole), cached, 0, len(whole), eager)
+                    part = whole + keep
+                    entry = (origin, stamp, offset, len(whole), cached, 0, len(whole), len(keep))
                 else:
                     head = marshal.dumps(stubbed)
-                    part = b"".join([head, blobs, whole])
+                    part = b"".join([head, blobs, whole, keep])
                     entry = (origin, stamp, offset, len(head), cached, len(head) + len(blobs),
-                             len(whole), eager)
+                             len(whole), len(keep))
             elif name in called:
                 continue
             index[name] = entry

@@ -112,8 +112,8 @@ def test_a_changed_module_is_imported_from_its_source(tmp_path: Path) -> None:
     assert (tmp_path / "a.o").read_bytes() == (tmp_path / "d.o").read_bytes()
 
 
-@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xfb\x00\x00\x00", b"kccB\xff\xff\xff\x7f",
-                                  b"kccB\x04\x00\x00\x00abcd", b"kccB\x01\x00\x00\x000"])
+@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xfb\x00\x00\x00", b"kccE\xff\xff\xff\x7f",
+                                  b"kccE\x04\x00\x00\x00abcd", b"kccE\x01\x00\x00\x000"])
 def test_a_broken_bundle_is_ignored_and_rewritten(tmp_path: Path, junk: bytes) -> None:
     root = _copy(tmp_path)
     _run(root, tmp_path / "a.o")
