@@ -112,8 +112,8 @@ def test_a_changed_module_is_imported_from_its_source(tmp_path: Path) -> None:
     assert (tmp_path / "a.o").read_bytes() == (tmp_path / "d.o").read_bytes()
 
 
-@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xfb\x00\x00\x00", b"kccB\xff\xff\xff\x7f",
-                                  b"kccB\x04\x00\x00\x00abcd", b"kccB\x01\x00\x00\x000"])
+@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xfb\x00\x00\x00", b"kccE\xff\xff\xff\x7f",
+                                  b"kccE\x04\x00\x00\x00abcd", b"kccE\x01\x00\x00\x000"])
 def test_a_broken_bundle_is_ignored_and_rewritten(tmp_path: Path, junk: bytes) -> None:
     root = _copy(tmp_path)
     _run(root, tmp_path / "a.o")
@@ -187,3 +187,128 @@ def test_save_gathers_nothing_where_it_cannot_write(tmp_path: Path,
     assert dumps == [] and not (tmp_path / "sub").exists()
     b.save()
     assert dumps and "kcc._bundle_probe" in bundle.Bundle(b.path).entries
+
+
+def test_another_kcc_version_does_not_read_the_bundle(tmp_path: Path) -> None:
+    """A bundle written by another version of kcc is not read (its modules come from their
+    sources, as if there were no file) and is written again for this version."""
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    init = root / "kcc" / "__init__.py"
+    init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.9.9+', 1))
+    again = _run(root, tmp_path / "b.o")
+    assert all(v[0] == "SourceFileLoader" for v in again.values())
+    third = _run(root, tmp_path / "c.o")
+    assert third["kcc.ir.ops"][0] == "_Loader"
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "c.o").read_bytes()
+    sys.path.insert(0, str(root))
+    try:
+        from kcc.bundle import Bundle
+    finally:
+        sys.path.remove(str(root))
+    [path] = _bundle_files(root)
+    assert Bundle(str(path), "0.1.0").entries == {}
+    assert Bundle(str(path), "9.9.9+0.1.0").entries
+
+
+def test_racing_processes_leave_a_whole_bundle(tmp_path: Path) -> None:
+    """Processes that write the bundle at the same time (the first ones, then those whose
+    calls made functions whole) each rename a whole file into place: the file left is one
+    of them, every module in it whole and its code the source's."""
+    root = _copy(tmp_path)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(root)
+    for round_ in range(2):
+        procs = [subprocess.Popen([sys.executable, "-c", PROBE, str(SAXPY),
+                                   str(tmp_path / f"{round_}-{i}.o")], env=env, cwd=root,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for i in range(4)]
+        for p in procs:
+            assert p.wait(timeout=300) == 0, p.stderr.read()
+    [path] = _bundle_files(root)
+    assert not list(path.parent.glob(".*tmp")) and not list(path.parent.glob("*.tmp"))
+    sys.path.insert(0, str(root))
+    try:
+        from kcc.bundle import Bundle
+    finally:
+        sys.path.remove(str(root))
+    b = Bundle(str(path))
+    assert len(b.entries) > 50
+    for name, e in b.entries.items():
+        with open(e[0], encoding="utf-8") as f:
+            want = compile(f.read(), e[0], "exec", dont_inherit=True)
+        assert b.loader.get_code(name) == want, name
+        assert b.read(name) is not None, name
+    outs = {p.read_bytes() for p in tmp_path.glob("*-*.o")}
+    assert len(outs) == 1
+
+
+def test_a_second_thread_imports_through_importlib(tmp_path: Path) -> None:
+    """Bundle.load skips importlib's module locks, so it serves only a process of one
+    thread: with another thread running, kcc's modules import through importlib (from the
+    bundle's finder), and the compile is the same."""
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    script = ("import threading, time\n"
+              "ev = threading.Event()\n"
+              "t = threading.Thread(target=ev.wait); t.start()\n"
+              "import kcc.bundle as b, _frozen_importlib as fi\n"
+              "seen = []\n"
+              "load = b.Bundle.load\n"
+              "b.Bundle.load = lambda self, *a: seen.append(a[0]) or load(self, *a)\n"
+              "import kcc.ir.ops\n"
+              "ev.set(); t.join()\n"
+              "assert fi._find_and_load._kcc_bundle is not None\n"
+              "assert seen == [], seen\n"
+              "assert type(kcc.ir.ops.__spec__.loader).__name__ == '_Loader'\n"
+              "import sys\n"
+              "assert 'kcc.targets.elf' not in sys.modules\n"
+              "import kcc.targets.elf\n"      # one thread again: through Bundle.load
+              "assert 'kcc.targets.elf' in seen, seen\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(root)
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_failed_write_leaves_the_old_bundle_and_no_part_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that fills (or turns read-only) while the bundle is written: the part written
+    is removed, and the file in place is the previous whole one (readers never see part)."""
+    import importlib.util
+
+    from kcc import bundle, startup
+    src = tmp_path / "probe.py"
+    src.write_text("X = 1\n")
+    spec = importlib.util.spec_from_file_location("kcc._bundle_probe", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setitem(sys.modules, "kcc._bundle_probe", mod)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "modules.bin"
+    bundle.Bundle(str(path)).save()
+    before = path.read_bytes()
+    assert "kcc._bundle_probe" in bundle.Bundle(str(path)).entries
+    src.write_text("X = 2  # changed\n")               # the next save has a module to add
+
+    class Full:
+        def __init__(self, name: str, mode: str) -> None:
+            self.f = open(name, mode)  # noqa: SIM115
+
+        def write(self, data: bytes) -> None:
+            self.f.write(data[:len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+    monkeypatch.setattr(startup, "open", Full, raising=False)
+    bundle.Bundle(str(path)).save()
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.glob("modules.bin*")] == ["modules.bin"]
