@@ -153,7 +153,7 @@ def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
             return desc.lane_gate_legal(width, n.dtype)
         return desc.mem_legal(width, n.dtype)
     if n.op is Ops.STORE:
-        return desc.mem_legal(width, n.src[1].dtype)
+        return desc.store_legal(width, n.src[1].dtype)
     if n.op is Ops.STACK:
         return desc.alu_legal(width, n.dtype)
     if n.op in (Ops.CAST, Ops.BITCAST):

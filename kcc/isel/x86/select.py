@@ -525,6 +525,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             if not dt.is_int:
                 raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
             t = self.new("vec")
+            if dt.itemsize * p.lanes == 8:          # byte lanes x 8: the xmm's low qword
+                self.emit("vmovq_x_xm64", t, p.mem)
+                return t
             w = vw(dt, p.lanes)
             self.emit(f"vmovdqu_{w}_{w}m", t, p.mem)
             return t
@@ -562,9 +565,15 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             self.emit("test_rm8_r8", g, g)
             self.emit("cmove_r64_rm64", a, s)
             mem = Mem(a, None, 1, 0)
-        v = self.reg(u.src[1])
         dt = p.dtype
         bits = dt.itemsize * p.lanes * 8
+        if dt == dtypes.bool and p.lanes > 1:
+            # a bool vector (TargetDesc.bool_stores): its lanes as 0/1 bytes, stored whole
+            b = self.vcast_bool(u.src[1], dtypes.uint8, p.lanes)
+            form = {32: "vmovd_rm32_x", 64: "vmovq_m64_x", 128: "vmovdqu_m128_x"}[bits]
+            self.emit(form, mem, b)
+            return
+        v = self.reg(u.src[1])
         if reg_class(dt) == "vec":
             if p.lanes == 1:
                 self.emit(f"vmovs{fs(dt)}_m{dt.bits}_x", mem, v)
@@ -573,6 +582,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 self.emit(self.streaming(u, f"vmovup{fs(dt)}_m{bits}_{w}"), mem, v)
         elif p.lanes > 1 and dt == dtypes.float16:
             self.half_store(mem, v, p.lanes)             # float16 lanes (x86_half)
+        elif p.lanes > 1 and bits == 64:       # byte lanes x 8: the xmm's low qword
+            self.emit("vmovq_m64_x", mem, v)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
             self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)
