@@ -55,6 +55,10 @@ class X86Alu:
         if u.shape:
             raise SelectError(f"vector {op.name} on {dt} is not legal on x86 (devectorize)")
         w = isz(dt)
+        if op in (Ops.OR, Ops.AND) and dt.is_bool:
+            t = self.lane_test(u)       # any/all of one vector's compares (x86_vec)
+            if t is not None:
+                return t
         if op is Ops.AND and self.range_check(u) is not None:
             t = self.new("gpr")                  # 0 <= x < n: one unsigned compare
             self.emit(f"set{self.int_flags(u)}_rm8", t)
