@@ -356,6 +356,9 @@ class X86Alu:
             # WHERE(a < b, b, a) is MAX(a, b) exactly (docs/semantics.md defines MAX so): one
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
+        t = self.ivec_minmax(u) if is_int_vector(u) else None
+        if t is not None:
+            return t                        # WHERE(x < y, y, x): VPMAX/VPMIN (x86_ivec)
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         # (a WHERE read only as splats keeps the AND form below: x86_shuf.gated_splat then
         # broadcasts its load from memory)

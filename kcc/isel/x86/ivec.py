@@ -159,8 +159,8 @@ class X86IVec:
             self.emit(f"vpsub{s}" + three, t, z, a)
         elif op is Ops.MAX:
             b = self.reg(u.src[1])
-            if dt.itemsize == 4:
-                self.emit(("vpmaxsd" if dt.is_signed else "vpmaxud") + three, t, a, b)
+            if dt.itemsize <= 4:                   # VPMAXS/U B/W/D (SDM "PMAXSB", "PMAXUB")
+                self.emit(f"vpmax{'s' if dt.is_signed else 'u'}{s}" + three, t, a, b)
             elif self.evex:                        # x86-64-v4: an opmask and VPBLENDM
                 return self.kmax(dt, n, a, b)
             else:                                  # a < b ? b : a, a compare and a blend
@@ -181,6 +181,22 @@ class X86IVec:
             return self.ivec_less(dt, n, a, self.reg(u.src[1]))
         else:
             raise SelectError(f"{op.name} on vectors of {dt} has no x86 rule")
+        return t
+
+    def ivec_minmax(self, u: UOp) -> VReg | None:
+        """WHERE(x < y, y, x) as MAX(x, y) and WHERE(x < y, x, y) as MIN(x, y) on integer
+        lanes of an xmm/ymm (the same lanes: the compare's dtype is the WHERE's): one
+        VPMAX/VPMIN S/U B/W/D (SDM "PMAXSB", "PMINUB"), not a compare and a blend; None
+        for another WHERE."""
+        c, a, b = u.src
+        dt, n = u.dtype, u.shape[0]
+        if c.op is not Ops.CMPLT or c.src[0].dtype != dt or dt.itemsize > 4 \
+                or dt.itemsize * n > 32 or {a, b} != {c.src[0], c.src[1]} or a is b:
+            return None
+        w = vw(dt, n)
+        t = self.new("vec")
+        self.emit(f"vp{'max' if a is c.src[1] else 'min'}{'s' if dt.is_signed else 'u'}"
+                  f"{_SFX[dt.itemsize]}_{w}_{w}_{w}m", t, self.reg(c.src[0]), self.reg(c.src[1]))
         return t
 
     def ivec_mul8(self, u: UOp) -> VReg:
