@@ -32,7 +32,8 @@ from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.half import X86Half, is_half_vector
-from kcc.isel.x86.analysis import foldable_loads, induction_sums, promotable_buffers
+from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
+                                   promotable_buffers)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
@@ -83,6 +84,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.ranges: dict = {}
         self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
+        self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
+        self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
         # where it is first read is keyed by the loop nest there too (made inside a loop, it
@@ -267,6 +270,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
+        self.lane_loads = lane_loads(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
         self.ivs = induction_sums(lin)
@@ -464,6 +468,11 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
             elif is_half_vector(base):
                 self.val[u] = self.half_lane(self.reg(base), base.shape[0], k)
+            elif base in self.lane_mem:
+                # a lane of a vector load read lane by lane: a scalar load of the lane, or
+                # its user's memory operand (reg() loads it when the user does not fold it)
+                m = self.lane_mem[base]
+                self.deferred[u] = Mem(m.base, m.index, m.scale, m.disp + k * u.dtype.itemsize)
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
@@ -500,6 +509,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             self.emit("prefetcht0_m8", Mem(m.base, m.index, m.scale, m.disp + ahead))
         if u in self.foldable and p.var is None:
             self.deferred[u] = p.mem      # its one user reads it as a memory operand
+            return
+        if u in self.lane_loads and p.var is None:
+            self.lane_mem[u] = p.mem      # each lane read from memory (x86_analysis)
             return
         self.val[u] = self.load(p)
 
