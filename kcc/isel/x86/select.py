@@ -472,7 +472,11 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 # a lane of a vector load read lane by lane: a scalar load of the lane, or
                 # its user's memory operand (reg() loads it when the user does not fold it)
                 m = self.lane_mem[base]
-                self.deferred[u] = Mem(m.base, m.index, m.scale, m.disp + k * u.dtype.itemsize)
+                m = Mem(m.base, m.index, m.scale, m.disp + k * u.dtype.itemsize)
+                if self.nusers[u] == 1:
+                    self.deferred[u] = m
+                else:                       # read by several: loaded once, here
+                    self.val[u] = self.load(Place(m, u.dtype, 1))
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return

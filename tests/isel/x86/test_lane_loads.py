@@ -58,3 +58,16 @@ def test_lanes_are_scalar_loads_not_shuffles(arch: str) -> None:
     text = out.getvalue()
     assert "vshufps" not in text and "vmovups" not in text, text
     assert text.count("vaddss_x_x_xm32") == 3 and "vmovss_x_m32" in text, text
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_a_lane_read_twice_is_loaded_once(arch: str) -> None:
+    """A lane with several readers is one scalar load where the lane is (the sweep's
+    matmul_36x48 r_36_16_3_16_4 was refused when its first reader took the memory operand;
+    that schedule is the sweep kernel's, checked by kcc run --check, not this one's)."""
+    text = SUM4.replace("%a = ADD(%l0, %l1)", "%a = ADD(%l1, %l0)")
+    text = text.replace("%c = ADD(%b, %l3)", "%d = ADD(%b, %l3)\n%c = ADD(%d, %l0)")
+    sink = parse(text)
+    x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    args = [np.zeros(16, np.float32), x]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
