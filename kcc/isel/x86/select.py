@@ -455,6 +455,13 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             k = self.imm(idx.src[1])
             if k is not None and fits32(k * scale + disp):
                 return Mem(breg, self.ext(idx.src[0], 64), scale, disp + k * scale)
+        if idx.op is Ops.MULACC:
+            # a*b + k where a*b is an induction sum of an open loop (tinygrad's row base r*13
+            # beside r*13 + c: int64_sum r_7_13): its register, k a displacement, as for ADD
+            k, m = self.imm(idx.src[2]), UOp(Ops.MUL, idx.src[:2])
+            if k is not None and fits32(k * scale + disp) and m in self.val \
+                    and any(n is m for lp in self.loops for n, _, _ in self.ivs.get(lp[0], ())):
+                return Mem(breg, self.ext(m, 64), scale, disp + k * scale)
         return Mem(breg, self.ext(idx, 64), scale, disp)
 
     def sel_INDEX(self, u: UOp) -> None:
