@@ -84,7 +84,8 @@ def x86_desc(arch: str) -> TargetDesc:
     # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
     # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
     halves = {dtypes.float16: (8, 4)}
-    # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no memory
+    # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no loads
+    # (stores: bool_stores below)
     bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools,
                                                           **halves}),
