@@ -3158,3 +3158,591 @@ vptest ymm0, ymmword ptr [8*rcx + 64]
 ; form: vptest_y_ym
 vptest ymm8, ymmword ptr [r8 + rsi + 127]
 ; bytes: c4 42 7d 17 44 30 7f
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm0, xmm1, xmm2
+; bytes: c5 f1 ee c2
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm8, xmm9, xmm15
+; bytes: c4 41 31 ee c7
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm1, xmm12, xmm10
+; bytes: c4 c1 19 ee ca
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm11, xmm2, xmm3
+; bytes: c5 69 ee db
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c5 31 ee 44 24 08
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm0, xmm1, xmmword ptr [rbp]
+; bytes: c5 f1 ee 45 00
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm8, xmm9, xmmword ptr [r13 - 300]
+; bytes: c4 41 31 ee 85 d4 fe ff ff
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 ee c7
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 ee d9
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 ee ea
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm29, xmm8, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 21 3d 08 ee ac 9c 00 10 00 00
+; form: vpmaxsw_x_x_xm
+vpmaxsw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 ee 82 00 e0 ff ff
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm0, ymm1, ymm2
+; bytes: c5 f5 ee c2
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm8, ymm9, ymm15
+; bytes: c4 41 35 ee c7
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm1, ymm12, ymm10
+; bytes: c4 c1 1d ee ca
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm11, ymm2, ymm3
+; bytes: c5 6d ee db
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 35 ee 44 87 08
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 81 75 ee 44 fc 80
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm8, ymm9, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 35 ee 84 4b e8 03 00 00
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 ee c7
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 ee d9
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 ee ea
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm29, ymm8, ymmword ptr [rip + bar]
+; bytes: 62 61 3d 28 ee 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmaxsw_y_y_ym
+vpmaxsw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 ee 07
+; form: vpmaxub_x_x_xm
+vpmaxub xmm0, xmm1, xmm2
+; bytes: c5 f1 de c2
+; form: vpmaxub_x_x_xm
+vpmaxub xmm8, xmm9, xmm15
+; bytes: c4 41 31 de c7
+; form: vpmaxub_x_x_xm
+vpmaxub xmm1, xmm12, xmm10
+; bytes: c4 c1 19 de ca
+; form: vpmaxub_x_x_xm
+vpmaxub xmm11, xmm2, xmm3
+; bytes: c5 69 de db
+; form: vpmaxub_x_x_xm
+vpmaxub xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c5 31 de 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vpmaxub_x_x_xm
+vpmaxub xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: c5 f1 de 04 cd 40 00 00 00
+; form: vpmaxub_x_x_xm
+vpmaxub xmm8, xmm9, xmmword ptr [r8 + rsi + 127]
+; bytes: c4 41 31 de 44 30 7f
+; form: vpmaxub_x_x_xm
+vpmaxub xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 de c7
+; form: vpmaxub_x_x_xm
+vpmaxub xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 de d9
+; form: vpmaxub_x_x_xm
+vpmaxub xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 de ea
+; form: vpmaxub_x_x_xm
+vpmaxub xmm29, xmm8, xmmword ptr [rsp + 8]
+; bytes: 62 61 3d 08 de ac 24 08 00 00 00
+; form: vpmaxub_x_x_xm
+vpmaxub xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 de 45 00
+; form: vpmaxub_y_y_ym
+vpmaxub ymm0, ymm1, ymm2
+; bytes: c5 f5 de c2
+; form: vpmaxub_y_y_ym
+vpmaxub ymm8, ymm9, ymm15
+; bytes: c4 41 35 de c7
+; form: vpmaxub_y_y_ym
+vpmaxub ymm1, ymm12, ymm10
+; bytes: c4 c1 1d de ca
+; form: vpmaxub_y_y_ym
+vpmaxub ymm11, ymm2, ymm3
+; bytes: c5 6d de db
+; form: vpmaxub_y_y_ym
+vpmaxub ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 21 35 de 84 9c 00 10 00 00
+; form: vpmaxub_y_y_ym
+vpmaxub ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: c5 f5 de 82 00 e0 ff ff
+; form: vpmaxub_y_y_ym
+vpmaxub ymm8, ymm9, ymmword ptr [rip + bar]
+; bytes: c5 35 de 05 00 00 00 00
+; fixup: 4 pc32 bar -4
+; form: vpmaxub_y_y_ym
+vpmaxub ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 de c7
+; form: vpmaxub_y_y_ym
+vpmaxub ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 de d9
+; form: vpmaxub_y_y_ym
+vpmaxub ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 de ea
+; form: vpmaxub_y_y_ym
+vpmaxub ymm29, ymm8, ymmword ptr [r13 - 300]
+; bytes: 62 41 3d 28 de ad d4 fe ff ff
+; form: vpmaxub_y_y_ym
+vpmaxub ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 20 de 84 87 08 00 00 00
+; form: vpminsw_x_x_xm
+vpminsw xmm0, xmm1, xmm2
+; bytes: c5 f1 ea c2
+; form: vpminsw_x_x_xm
+vpminsw xmm8, xmm9, xmm15
+; bytes: c4 41 31 ea c7
+; form: vpminsw_x_x_xm
+vpminsw xmm1, xmm12, xmm10
+; bytes: c4 c1 19 ea ca
+; form: vpminsw_x_x_xm
+vpminsw xmm11, xmm2, xmm3
+; bytes: c5 69 ea db
+; form: vpminsw_x_x_xm
+vpminsw xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c5 31 ea 07
+; form: vpminsw_x_x_xm
+vpminsw xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: c5 f1 ea 44 24 08
+; form: vpminsw_x_x_xm
+vpminsw xmm8, xmm9, xmmword ptr [rbp]
+; bytes: c5 31 ea 45 00
+; form: vpminsw_x_x_xm
+vpminsw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 ea c7
+; form: vpminsw_x_x_xm
+vpminsw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 ea d9
+; form: vpminsw_x_x_xm
+vpminsw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 ea ea
+; form: vpminsw_x_x_xm
+vpminsw xmm29, xmm8, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 01 3d 08 ea 6c fc f8
+; form: vpminsw_x_x_xm
+vpminsw xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 00 ea 84 4b e8 03 00 00
+; form: vpminsw_y_y_ym
+vpminsw ymm0, ymm1, ymm2
+; bytes: c5 f5 ea c2
+; form: vpminsw_y_y_ym
+vpminsw ymm8, ymm9, ymm15
+; bytes: c4 41 35 ea c7
+; form: vpminsw_y_y_ym
+vpminsw ymm1, ymm12, ymm10
+; bytes: c4 c1 1d ea ca
+; form: vpminsw_y_y_ym
+vpminsw ymm11, ymm2, ymm3
+; bytes: c5 6d ea db
+; form: vpminsw_y_y_ym
+vpminsw ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 41 35 ea 85 d4 fe ff ff
+; form: vpminsw_y_y_ym
+vpminsw ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c5 f5 ea 44 87 08
+; form: vpminsw_y_y_ym
+vpminsw ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 01 35 ea 44 fc 80
+; form: vpminsw_y_y_ym
+vpminsw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 ea c7
+; form: vpminsw_y_y_ym
+vpminsw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 ea d9
+; form: vpminsw_y_y_ym
+vpminsw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 ea ea
+; form: vpminsw_y_y_ym
+vpminsw ymm29, ymm8, ymmword ptr [rip + foo + 16]
+; bytes: 62 61 3d 28 ea 2d 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpminsw_y_y_ym
+vpminsw ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 ea 04 cd 40 00 00 00
+; form: vpminub_x_x_xm
+vpminub xmm0, xmm1, xmm2
+; bytes: c5 f1 da c2
+; form: vpminub_x_x_xm
+vpminub xmm8, xmm9, xmm15
+; bytes: c4 41 31 da c7
+; form: vpminub_x_x_xm
+vpminub xmm1, xmm12, xmm10
+; bytes: c4 c1 19 da ca
+; form: vpminub_x_x_xm
+vpminub xmm11, xmm2, xmm3
+; bytes: c5 69 da db
+; form: vpminub_x_x_xm
+vpminub xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 21 31 da 84 4b e8 03 00 00
+; form: vpminub_x_x_xm
+vpminub xmm0, xmm1, xmmword ptr [rip + foo + 16]
+; bytes: c5 f1 da 05 00 00 00 00
+; fixup: 4 pc32 foo 12
+; form: vpminub_x_x_xm
+vpminub xmm8, xmm9, xmmword ptr [8*rcx + 64]
+; bytes: c5 31 da 04 cd 40 00 00 00
+; form: vpminub_x_x_xm
+vpminub xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 da c7
+; form: vpminub_x_x_xm
+vpminub xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 da d9
+; form: vpminub_x_x_xm
+vpminub xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 da ea
+; form: vpminub_x_x_xm
+vpminub xmm29, xmm8, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 41 3d 08 da ac 30 7f 00 00 00
+; form: vpminub_x_x_xm
+vpminub xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 da 84 9c 00 10 00 00
+; form: vpminub_y_y_ym
+vpminub ymm0, ymm1, ymm2
+; bytes: c5 f5 da c2
+; form: vpminub_y_y_ym
+vpminub ymm8, ymm9, ymm15
+; bytes: c4 41 35 da c7
+; form: vpminub_y_y_ym
+vpminub ymm1, ymm12, ymm10
+; bytes: c4 c1 1d da ca
+; form: vpminub_y_y_ym
+vpminub ymm11, ymm2, ymm3
+; bytes: c5 6d da db
+; form: vpminub_y_y_ym
+vpminub ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 41 35 da 44 30 7f
+; form: vpminub_y_y_ym
+vpminub ymm0, ymm1, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 a1 75 da 84 9c 00 10 00 00
+; form: vpminub_y_y_ym
+vpminub ymm8, ymm9, ymmword ptr [rdx - 8192]
+; bytes: c5 35 da 82 00 e0 ff ff
+; form: vpminub_y_y_ym
+vpminub ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 da c7
+; form: vpminub_y_y_ym
+vpminub ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 da d9
+; form: vpminub_y_y_ym
+vpminub ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 da ea
+; form: vpminub_y_y_ym
+vpminub ymm29, ymm8, ymmword ptr [rdx - 8192]
+; bytes: 62 61 3d 28 da aa 00 e0 ff ff
+; form: vpminub_y_y_ym
+vpminub ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 75 20 da 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm0, xmm1, xmm2
+; bytes: c4 e2 71 3c c2
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm8, xmm9, xmm15
+; bytes: c4 42 31 3c c7
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm1, xmm12, xmm10
+; bytes: c4 c2 19 3c ca
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm11, xmm2, xmm3
+; bytes: c4 62 69 3c db
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm8, xmm9, xmmword ptr [rip + bar]
+; bytes: c4 62 31 3c 05 00 00 00 00
+; fixup: 5 pc32 bar -4
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm0, xmm1, xmmword ptr [rdi]
+; bytes: c4 e2 71 3c 07
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm8, xmm9, xmmword ptr [rsp + 8]
+; bytes: c4 62 31 3c 44 24 08
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3c c7
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3c d9
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3c ea
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm29, xmm8, xmmword ptr [rdi]
+; bytes: 62 62 3d 08 3c 2f
+; form: vpmaxsb_x_x_xm
+vpmaxsb xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 75 00 3c 84 24 08 00 00 00
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm0, ymm1, ymm2
+; bytes: c4 e2 75 3c c2
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm8, ymm9, ymm15
+; bytes: c4 42 35 3c c7
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm1, ymm12, ymm10
+; bytes: c4 c2 1d 3c ca
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm11, ymm2, ymm3
+; bytes: c4 62 6d 3c db
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm8, ymm9, ymmword ptr [rbp]
+; bytes: c4 62 35 3c 45 00
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm0, ymm1, ymmword ptr [r13 - 300]
+; bytes: c4 c2 75 3c 85 d4 fe ff ff
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm8, ymm9, ymmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 35 3c 44 87 08
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3c c7
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3c d9
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3c ea
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm29, ymm8, ymmword ptr [rbp]
+; bytes: 62 62 3d 28 3c 6d 00
+; form: vpmaxsb_y_y_ym
+vpmaxsb ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 3c 85 d4 fe ff ff
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm0, xmm1, xmm2
+; bytes: c4 e2 71 3e c2
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm8, xmm9, xmm15
+; bytes: c4 42 31 3e c7
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm1, xmm12, xmm10
+; bytes: c4 c2 19 3e ca
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm11, xmm2, xmm3
+; bytes: c4 62 69 3e db
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm8, xmm9, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 02 31 3e 44 fc 80
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm0, xmm1, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 a2 71 3e 84 4b e8 03 00 00
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm8, xmm9, xmmword ptr [rip + foo + 16]
+; bytes: c4 62 31 3e 05 00 00 00 00
+; fixup: 5 pc32 foo 12
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3e c7
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3e d9
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3e ea
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm29, xmm8, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 62 3d 08 3e ac 87 08 00 00 00
+; form: vpmaxuw_x_x_xm
+vpmaxuw xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 00 3e 44 fc f8
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm0, ymm1, ymm2
+; bytes: c4 e2 75 3e c2
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm8, ymm9, ymm15
+; bytes: c4 42 35 3e c7
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm1, ymm12, ymm10
+; bytes: c4 c2 1d 3e ca
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm11, ymm2, ymm3
+; bytes: c4 62 6d 3e db
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm8, ymm9, ymmword ptr [8*rcx + 64]
+; bytes: c4 62 35 3e 04 cd 40 00 00 00
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm0, ymm1, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 c2 75 3e 44 30 7f
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm8, ymm9, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: c4 22 35 3e 84 9c 00 10 00 00
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3e c7
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3e d9
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3e ea
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm29, ymm8, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 22 3d 28 3e ac 4b e8 03 00 00
+; form: vpmaxuw_y_y_ym
+vpmaxuw ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 20 3e 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpminsb_x_x_xm
+vpminsb xmm0, xmm1, xmm2
+; bytes: c4 e2 71 38 c2
+; form: vpminsb_x_x_xm
+vpminsb xmm8, xmm9, xmm15
+; bytes: c4 42 31 38 c7
+; form: vpminsb_x_x_xm
+vpminsb xmm1, xmm12, xmm10
+; bytes: c4 c2 19 38 ca
+; form: vpminsb_x_x_xm
+vpminsb xmm11, xmm2, xmm3
+; bytes: c4 62 69 38 db
+; form: vpminsb_x_x_xm
+vpminsb xmm8, xmm9, xmmword ptr [rdx - 8192]
+; bytes: c4 62 31 38 82 00 e0 ff ff
+; form: vpminsb_x_x_xm
+vpminsb xmm0, xmm1, xmmword ptr [rip + bar]
+; bytes: c4 e2 71 38 05 00 00 00 00
+; fixup: 5 pc32 bar -4
+; form: vpminsb_x_x_xm
+vpminsb xmm8, xmm9, xmmword ptr [rdi]
+; bytes: c4 62 31 38 07
+; form: vpminsb_x_x_xm
+vpminsb xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 38 c7
+; form: vpminsb_x_x_xm
+vpminsb xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 38 d9
+; form: vpminsb_x_x_xm
+vpminsb xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 38 ea
+; form: vpminsb_x_x_xm
+vpminsb xmm29, xmm8, xmmword ptr [8*rcx + 64]
+; bytes: 62 62 3d 08 38 2c cd 40 00 00 00
+; form: vpminsb_x_x_xm
+vpminsb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 38 84 30 7f 00 00 00
+; form: vpminsb_y_y_ym
+vpminsb ymm0, ymm1, ymm2
+; bytes: c4 e2 75 38 c2
+; form: vpminsb_y_y_ym
+vpminsb ymm8, ymm9, ymm15
+; bytes: c4 42 35 38 c7
+; form: vpminsb_y_y_ym
+vpminsb ymm1, ymm12, ymm10
+; bytes: c4 c2 1d 38 ca
+; form: vpminsb_y_y_ym
+vpminsb ymm11, ymm2, ymm3
+; bytes: c4 62 6d 38 db
+; form: vpminsb_y_y_ym
+vpminsb ymm8, ymm9, ymmword ptr [rsp + 8]
+; bytes: c4 62 35 38 44 24 08
+; form: vpminsb_y_y_ym
+vpminsb ymm0, ymm1, ymmword ptr [rbp]
+; bytes: c4 e2 75 38 45 00
+; form: vpminsb_y_y_ym
+vpminsb ymm8, ymm9, ymmword ptr [r13 - 300]
+; bytes: c4 42 35 38 85 d4 fe ff ff
+; form: vpminsb_y_y_ym
+vpminsb ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 38 c7
+; form: vpminsb_y_y_ym
+vpminsb ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 38 d9
+; form: vpminsb_y_y_ym
+vpminsb ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 38 ea
+; form: vpminsb_y_y_ym
+vpminsb ymm29, ymm8, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 22 3d 28 38 ac 9c 00 10 00 00
+; form: vpminsb_y_y_ym
+vpminsb ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 75 20 38 82 00 e0 ff ff
+; form: vpminuw_x_x_xm
+vpminuw xmm0, xmm1, xmm2
+; bytes: c4 e2 71 3a c2
+; form: vpminuw_x_x_xm
+vpminuw xmm8, xmm9, xmm15
+; bytes: c4 42 31 3a c7
+; form: vpminuw_x_x_xm
+vpminuw xmm1, xmm12, xmm10
+; bytes: c4 c2 19 3a ca
+; form: vpminuw_x_x_xm
+vpminuw xmm11, xmm2, xmm3
+; bytes: c4 62 69 3a db
+; form: vpminuw_x_x_xm
+vpminuw xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8]
+; bytes: c4 62 31 3a 44 87 08
+; form: vpminuw_x_x_xm
+vpminuw xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: c4 82 71 3a 44 fc 80
+; form: vpminuw_x_x_xm
+vpminuw xmm8, xmm9, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: c4 22 31 3a 84 4b e8 03 00 00
+; form: vpminuw_x_x_xm
+vpminuw xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3a c7
+; form: vpminuw_x_x_xm
+vpminuw xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3a d9
+; form: vpminuw_x_x_xm
+vpminuw xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3a ea
+; form: vpminuw_x_x_xm
+vpminuw xmm29, xmm8, xmmword ptr [rip + bar]
+; bytes: 62 62 3d 08 3a 2d 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpminuw_x_x_xm
+vpminuw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 3a 07
+; form: vpminuw_y_y_ym
+vpminuw ymm0, ymm1, ymm2
+; bytes: c4 e2 75 3a c2
+; form: vpminuw_y_y_ym
+vpminuw ymm8, ymm9, ymm15
+; bytes: c4 42 35 3a c7
+; form: vpminuw_y_y_ym
+vpminuw ymm1, ymm12, ymm10
+; bytes: c4 c2 1d 3a ca
+; form: vpminuw_y_y_ym
+vpminuw ymm11, ymm2, ymm3
+; bytes: c4 62 6d 3a db
+; form: vpminuw_y_y_ym
+vpminuw ymm8, ymm9, ymmword ptr [rip + foo + 16]
+; bytes: c4 62 35 3a 05 00 00 00 00
+; fixup: 5 pc32 foo 12
+; form: vpminuw_y_y_ym
+vpminuw ymm0, ymm1, ymmword ptr [8*rcx + 64]
+; bytes: c4 e2 75 3a 04 cd 40 00 00 00
+; form: vpminuw_y_y_ym
+vpminuw ymm8, ymm9, ymmword ptr [r8 + rsi + 127]
+; bytes: c4 42 35 3a 44 30 7f
+; form: vpminuw_y_y_ym
+vpminuw ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3a c7
+; form: vpminuw_y_y_ym
+vpminuw ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3a d9
+; form: vpminuw_y_y_ym
+vpminuw ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3a ea
+; form: vpminuw_y_y_ym
+vpminuw ymm29, ymm8, ymmword ptr [rsp + 8]
+; bytes: 62 62 3d 28 3a ac 24 08 00 00 00
+; form: vpminuw_y_y_ym
+vpminuw ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e2 75 20 3a 45 00

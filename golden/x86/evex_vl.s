@@ -6395,3 +6395,346 @@
 ; form: vmovntdq_m256_y_evex
 {evex} vmovntdq ymmword ptr [rdi], ymm16
 ; bytes: 62 e1 7d 28 e7 07
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm0, xmm1, xmm2
+; bytes: 62 f1 75 08 ee c2
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 ee c7
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 ee d9
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 ee ea
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a1 75 00 ee 84 9c 00 10 00 00
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm0, xmm1, xmmword ptr [rdx - 8192]
+; bytes: 62 f1 75 08 ee 82 00 e0 ff ff
+; form: vpmaxsw_x_x_xm_evex
+{evex} vpmaxsw xmm16, xmm17, xmmword ptr [rip + bar]
+; bytes: 62 e1 75 00 ee 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm0, ymm1, ymm2
+; bytes: 62 f1 75 28 ee c2
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 ee c7
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 ee d9
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 ee ea
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e1 75 20 ee 07
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm0, ymm1, ymmword ptr [rsp + 8]
+; bytes: 62 f1 75 28 ee 84 24 08 00 00 00
+; form: vpmaxsw_y_y_ym_evex
+{evex} vpmaxsw ymm16, ymm17, ymmword ptr [rbp]
+; bytes: 62 e1 75 20 ee 45 00
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm0, xmm1, xmm2
+; bytes: 62 f1 75 08 de c2
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 de c7
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 de d9
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 de ea
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c1 75 00 de 85 d4 fe ff ff
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm0, xmm1, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f1 75 08 de 84 87 08 00 00 00
+; form: vpmaxub_x_x_xm_evex
+{evex} vpmaxub xmm16, xmm17, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 00 de 44 fc f8
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm0, ymm1, ymm2
+; bytes: 62 f1 75 28 de c2
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 de c7
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 de d9
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 de ea
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a1 75 20 de 84 4b e8 03 00 00
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm0, ymm1, ymmword ptr [rip + foo + 16]
+; bytes: 62 f1 75 28 de 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmaxub_y_y_ym_evex
+{evex} vpmaxub ymm16, ymm17, ymmword ptr [8*rcx + 64]
+; bytes: 62 e1 75 20 de 04 cd 40 00 00 00
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm0, xmm1, xmm2
+; bytes: 62 f1 75 08 ea c2
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 ea c7
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 ea d9
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 ea ea
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c1 75 00 ea 84 30 7f 00 00 00
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm0, xmm1, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b1 75 08 ea 84 9c 00 10 00 00
+; form: vpminsw_x_x_xm_evex
+{evex} vpminsw xmm16, xmm17, xmmword ptr [rdx - 8192]
+; bytes: 62 e1 75 00 ea 82 00 e0 ff ff
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm0, ymm1, ymm2
+; bytes: 62 f1 75 28 ea c2
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 ea c7
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 ea d9
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 ea ea
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e1 75 20 ea 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm0, ymm1, ymmword ptr [rdi]
+; bytes: 62 f1 75 28 ea 07
+; form: vpminsw_y_y_ym_evex
+{evex} vpminsw ymm16, ymm17, ymmword ptr [rsp + 8]
+; bytes: 62 e1 75 20 ea 84 24 08 00 00 00
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm0, xmm1, xmm2
+; bytes: 62 f1 75 08 da c2
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm16, xmm17, xmm31
+; bytes: 62 81 75 00 da c7
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm3, xmm24, xmm9
+; bytes: 62 d1 3d 00 da d9
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm29, xmm8, xmm18
+; bytes: 62 21 3d 08 da ea
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e1 75 00 da 45 00
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm0, xmm1, xmmword ptr [r13 - 300]
+; bytes: 62 d1 75 08 da 85 d4 fe ff ff
+; form: vpminub_x_x_xm_evex
+{evex} vpminub xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e1 75 00 da 84 87 08 00 00 00
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm0, ymm1, ymm2
+; bytes: 62 f1 75 28 da c2
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm16, ymm17, ymm31
+; bytes: 62 81 75 20 da c7
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm3, ymm24, ymm9
+; bytes: 62 d1 3d 20 da d9
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm29, ymm8, ymm18
+; bytes: 62 21 3d 28 da ea
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 81 75 20 da 44 fc fc
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 b1 75 28 da 84 4b e8 03 00 00
+; form: vpminub_y_y_ym_evex
+{evex} vpminub ymm16, ymm17, ymmword ptr [rip + foo + 16]
+; bytes: 62 e1 75 20 da 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm0, xmm1, xmm2
+; bytes: 62 f2 75 08 3c c2
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3c c7
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3c d9
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3c ea
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm16, xmm17, xmmword ptr [8*rcx + 64]
+; bytes: 62 e2 75 00 3c 04 cd 40 00 00 00
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm0, xmm1, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 d2 75 08 3c 84 30 7f 00 00 00
+; form: vpmaxsb_x_x_xm_evex
+{evex} vpmaxsb xmm16, xmm17, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 00 3c 84 9c 00 10 00 00
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm0, ymm1, ymm2
+; bytes: 62 f2 75 28 3c c2
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3c c7
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3c d9
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3c ea
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm16, ymm17, ymmword ptr [rdx - 8192]
+; bytes: 62 e2 75 20 3c 82 00 e0 ff ff
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm0, ymm1, ymmword ptr [rip + bar]
+; bytes: 62 f2 75 28 3c 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmaxsb_y_y_ym_evex
+{evex} vpmaxsb ymm16, ymm17, ymmword ptr [rdi]
+; bytes: 62 e2 75 20 3c 07
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm0, xmm1, xmm2
+; bytes: 62 f2 75 08 3e c2
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3e c7
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3e d9
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3e ea
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm16, xmm17, xmmword ptr [rsp + 8]
+; bytes: 62 e2 75 00 3e 84 24 08 00 00 00
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm0, xmm1, xmmword ptr [rbp]
+; bytes: 62 f2 75 08 3e 45 00
+; form: vpmaxuw_x_x_xm_evex
+{evex} vpmaxuw xmm16, xmm17, xmmword ptr [r13 - 300]
+; bytes: 62 c2 75 00 3e 85 d4 fe ff ff
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm0, ymm1, ymm2
+; bytes: 62 f2 75 28 3e c2
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3e c7
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3e d9
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3e ea
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm16, ymm17, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 75 20 3e 84 87 08 00 00 00
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm0, ymm1, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 75 28 3e 44 fc fc
+; form: vpmaxuw_y_y_ym_evex
+{evex} vpmaxuw ymm16, ymm17, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 75 20 3e 84 4b e8 03 00 00
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm0, xmm1, xmm2
+; bytes: 62 f2 75 08 38 c2
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 38 c7
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 38 d9
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 38 ea
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm16, xmm17, xmmword ptr [rip + foo + 16]
+; bytes: 62 e2 75 00 38 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm0, xmm1, xmmword ptr [8*rcx + 64]
+; bytes: 62 f2 75 08 38 04 cd 40 00 00 00
+; form: vpminsb_x_x_xm_evex
+{evex} vpminsb xmm16, xmm17, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 75 00 38 84 30 7f 00 00 00
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm0, ymm1, ymm2
+; bytes: 62 f2 75 28 38 c2
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 38 c7
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 38 d9
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 38 ea
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 75 20 38 84 9c 00 10 00 00
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f2 75 28 38 82 00 e0 ff ff
+; form: vpminsb_y_y_ym_evex
+{evex} vpminsb ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 75 20 38 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm0, xmm1, xmm2
+; bytes: 62 f2 75 08 3a c2
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm16, xmm17, xmm31
+; bytes: 62 82 75 00 3a c7
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm3, xmm24, xmm9
+; bytes: 62 d2 3d 00 3a d9
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm29, xmm8, xmm18
+; bytes: 62 22 3d 08 3a ea
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm16, xmm17, xmmword ptr [rdi]
+; bytes: 62 e2 75 00 3a 07
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm0, xmm1, xmmword ptr [rsp + 8]
+; bytes: 62 f2 75 08 3a 84 24 08 00 00 00
+; form: vpminuw_x_x_xm_evex
+{evex} vpminuw xmm16, xmm17, xmmword ptr [rbp]
+; bytes: 62 e2 75 00 3a 45 00
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm0, ymm1, ymm2
+; bytes: 62 f2 75 28 3a c2
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm16, ymm17, ymm31
+; bytes: 62 82 75 20 3a c7
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm3, ymm24, ymm9
+; bytes: 62 d2 3d 20 3a d9
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm29, ymm8, ymm18
+; bytes: 62 22 3d 28 3a ea
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm16, ymm17, ymmword ptr [r13 - 300]
+; bytes: 62 c2 75 20 3a 85 d4 fe ff ff
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm0, ymm1, ymmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 75 28 3a 84 87 08 00 00 00
+; form: vpminuw_y_y_ym_evex
+{evex} vpminuw ymm16, ymm17, ymmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 75 20 3a 44 fc fc

@@ -141,7 +141,7 @@ def split_load(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
 def split_store(ctx: TargetDesc, x: UOp, p: UOp) -> UOp | None:
     """A STORE to an illegal-width SHRINK place → GROUP of legal-width chunk STOREs."""
     n = p.shape[0]
-    if n > 1 and ctx.mem_legal(n, p.dtype):
+    if n > 1 and ctx.store_legal(n, p.dtype):
         return None
     stores = []
     for st, w in chunks(n, tuple(ctx.mem_widths.get(p.dtype, ()))):

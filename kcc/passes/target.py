@@ -72,6 +72,10 @@ class TargetDesc:
     pack_bytes: the largest scratch buffer passes/pack.py may give a strided operand of a
       reduction tile (a per-worker copy, kept in the stack frame on x86); 0 (the default):
       no packing.
+    bool_stores: the lane counts n at which a STORE of a bool vector (n bytes of 0 or 1 from
+      a lane mask) is one node though bool vectors have no loads (mem_widths lists none):
+      x86 makes the bytes from the mask and stores them whole (VMOVQ of 8); () (the default):
+      devectorize splits such a store into scalar ones.
     mul_high: the integer widths (32, 64) whose CDIV/CMOD by a constant passes/divconst.py
       turns into multiplies: 32 by a 64-bit MUL of the extended dividend, 64 by MULHI (the
       high half of the 128-bit product), which the target then selects; () (the default):
@@ -104,6 +108,7 @@ class TargetDesc:
     pack_bytes: int = 0
     stage_bytes: int = 0
     mul_high: tuple[int, ...] = ()
+    bool_stores: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):
@@ -146,6 +151,11 @@ class TargetDesc:
     def mem_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD/STORE of n contiguous elements of dtype is legal as one node."""
         return n == 1 or n in self.mem_widths.get(dtype, ())
+
+    def store_legal(self, n: int, dtype: DType) -> bool:
+        """Whether a STORE of n contiguous elements of dtype is legal as one node (mem_legal,
+        or a bool vector at a width of `bool_stores`)."""
+        return self.mem_legal(n, dtype) or dtype == dtypes.bool and n in self.bool_stores
 
 
 # What every target's `native` shares (kcc.targets.<t>: the descriptions of the real targets)

@@ -91,7 +91,7 @@ def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
     if n.op is Ops.LOAD:
         return desc.mem_legal(width, n.dtype)
     if n.op is Ops.STORE:
-        return desc.mem_legal(width, n.src[1].dtype)
+        return desc.store_legal(width, n.src[1].dtype)
     if n.op in (Ops.CAST, Ops.BITCAST):
         return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, width)
     dt = n.src[0].dtype if n.op in COMPARE else n.dtype

@@ -54,6 +54,8 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
 - every vector the rewrite makes is legal at k lanes on the target (`TargetDesc.alu_legal`,
   `cast_legal`, `mem_legal`): no op is split back to scalars.
 
+A loop of exactly k iterations becomes one copy of its body at counter 0, with no loop.
+
 **Width**: the k in 16, 8, 4, 2 of least N // k + N % k (the last N % k iterations run in a
 tail loop of the original body, passes/widen_tail.py) under the rules above (x86-64-v3:
 8 lanes of float32 or int32; v4: 16 of float32, 8 where the loop has an int32 op). A loop
@@ -153,7 +155,7 @@ def _legal(n: UOp, width: int, desc: TargetDesc) -> bool:
             return desc.lane_gate_legal(width, n.dtype)
         return desc.mem_legal(width, n.dtype)
     if n.op is Ops.STORE:
-        return desc.mem_legal(width, n.src[1].dtype)
+        return desc.store_legal(width, n.src[1].dtype)
     if n.op is Ops.STACK:
         return desc.alu_legal(width, n.dtype)
     if n.op in (Ops.CAST, Ops.BITCAST):
@@ -481,6 +483,12 @@ class LaneLoop:
         constant bound, None for a symbolic one."""
         overlap = overlap_ok(self, n_iter)
         for k in factors(n_iter, overlap):
+            if self.independent(k) and n_iter == k:
+                # one k-lane iteration: the body once at counter 0, no loop of one iteration
+                # (its counter, compare and branch; uint16_max's r_4_8_8: 8 iterations, 8 lanes)
+                once = self.rewrite(k, desc, counter=strong_int(0, self.r.dtype))
+                if once is not None:
+                    return once
             if self.independent(k):
                 out = self.rewrite(k, desc)
                 if out is not None:

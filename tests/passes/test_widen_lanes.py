@@ -251,3 +251,12 @@ def test_bool_cmpeq_becomes_xor_with_true(arch: str) -> None:
     assert [u.shape for u in w.toposort() if u.op is Ops.XOR and u.dtype == dtypes.bool] \
         == [(8,)] * 4
     assert not any(u.op is Ops.CMPEQ and u.shape for u in w.toposort())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_loop_of_exactly_k_iterations_is_no_loop(arch: str) -> None:
+    # 8 iterations at 8 lanes: the body once at counter 0, no RANGE of one iteration left
+    # (its counter, compare and branch: the sweep's uint16_max r_4_8_8, bool_any_axis)
+    w = _check(_text(n=8), arch)
+    assert _bounds(w) == [] and _widths(w) == {8}
+    assert not any(u.op is Ops.RANGE for u in w.toposort())

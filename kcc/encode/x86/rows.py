@@ -688,6 +688,24 @@ def _uint_cvt_rows() -> None:
                  disp8_n=size // 8)
 
 
+def _byte_minmax_rows() -> None:
+    """MAX/MIN of byte and word lanes (kcc/isel/x86/ivec.py: int8/uint8/int16/uint16 MAX and
+    WHERE(a < b, b, a)), added after every other row so that the golden cases of the rows
+    before keep their register rotation. SDM Vol. 2 "PMAXSB/PMAXSW/PMAXSD/PMAXSQ",
+    "PMAXUB/PMAXUW", "PMINSB/PMINSW", "PMINUB/PMINUW": VEX.128/256.66.0F.WIG EE (VPMAXSW),
+    DE (VPMAXUB), EA (VPMINSW), DA (VPMINUB); VEX.128/256.66.0F38.WIG 3C (VPMAXSB), 3E
+    (VPMAXUW), 38 (VPMINSB), 3A (VPMINUW); their EVEX.128/256 twins (AVX512VL+BW)."""
+    start = len(_BUILT)
+    three = "V/reg/w V/vvvv/r VM/rm/r"
+    for mnem, op in (("vpmaxsw", 0xEE), ("vpmaxub", 0xDE), ("vpminsw", 0xEA),
+                     ("vpminub", 0xDA)):
+        _vxy(mnem, "avx_int", P66, M0F, op, three)
+    for mnem, op in (("vpmaxsb", 0x3C), ("vpmaxuw", 0x3E), ("vpminsb", 0x38),
+                     ("vpminuw", 0x3A)):
+        _vxy(mnem, "avx_int", P66, M0F38, op, three)
+    _evex_twins(start)
+
+
 def build() -> list[Row]:
     """Every row, built from the templates above (in this order: the golden files' order);
     each call builds them anew."""
@@ -712,6 +730,7 @@ def build() -> list[Row]:
     _masked_load_rows()
     _gather_rows()
     _uint_cvt_rows()
+    _byte_minmax_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

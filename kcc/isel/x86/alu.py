@@ -55,6 +55,10 @@ class X86Alu:
         if u.shape:
             raise SelectError(f"vector {op.name} on {dt} is not legal on x86 (devectorize)")
         w = isz(dt)
+        if op in (Ops.OR, Ops.AND) and dt.is_bool:
+            t = self.lane_test(u)       # any/all of one vector's compares (x86_vec)
+            if t is not None:
+                return t
         if op is Ops.AND and self.range_check(u) is not None:
             t = self.new("gpr")                  # 0 <= x < n: one unsigned compare
             self.emit(f"set{self.int_flags(u)}_rm8", t)
@@ -352,6 +356,9 @@ class X86Alu:
             # WHERE(a < b, b, a) is MAX(a, b) exactly (docs/semantics.md defines MAX so): one
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
+        t = self.ivec_minmax(u) if is_int_vector(u) else None
+        if t is not None:
+            return t                        # WHERE(x < y, y, x): VPMAX/VPMIN (x86_ivec)
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         # (a WHERE read only as splats keeps the AND form below: x86_shuf.gated_splat then
         # broadcasts its load from memory)

@@ -8,6 +8,7 @@ non-temporal store and prefetch rules ask for). Each is a walk of the schedule
 from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.isel.x86.base import commit_const, fits32, strong_const
 from kcc.isel.x86.regs import reg_class
@@ -135,6 +136,42 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \
                 and x.src[0] is not u and len(set(x.src)) == len(x.src) \
                 and strong_const(x) is None:
+            out.add(u)
+    return frozenset(out)
+
+
+# what may read such a lane: float arithmetic, a conversion, a store. Not a compare (its
+# lanes may be compared at once, x86_vec.lane_test), nor a STACK (x86_vec.build128 reads
+# the vector itself to insert its lanes), which read the vector where they are
+_LANE_USERS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.MULACC, Ops.NEG,
+                         Ops.SQRT, Ops.CAST, Ops.STORE})
+
+
+def lane_loads(lin: list[UOp]) -> frozenset[UOp]:
+    """Float vector loads read only lane by lane (every user an INDEX of a constant lane:
+    tinygrad's float4 loads summed or compared lane by lane): each lane is then read from
+    memory where it is used, a scalar load or its user's memory operand (`vaddss x, x,
+    [mem + 4k]`), instead of a vector load and a shuffle a lane (SHUFPS runs on one port;
+    loads on two or three). Between the load and each user lies no STORE and no loop
+    boundary (the foldable_loads rule), so every lane reads the value the load would have.
+    Only lanes read by _LANE_USERS: others may read the vector itself."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    barrier = [0] * (len(lin) + 1)
+    for k, u in enumerate(lin):
+        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    out = set()
+    for u in lin:
+        if u.op is not Ops.LOAD or len(u.src) != 1 or not u.shape \
+                or u.dtype not in (dtypes.float32, dtypes.float64):
+            continue
+        us = users.get(u, [])
+        if us and all(x.op is Ops.INDEX and x.src[0] is u and const_int(x.src[1]) is not None
+                      and barrier[pos[x]] == barrier[pos[u] + 1]
+                      and all(y.op in _LANE_USERS for y in users.get(x, [])) for x in us):
             out.add(u)
     return frozenset(out)
 

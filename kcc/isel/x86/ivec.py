@@ -61,8 +61,17 @@ def is_int_vector(u: UOp) -> bool:
 
 
 def vector_widths(dt: DType) -> tuple[int, ...]:
-    """Legal lane counts of an integer vector: a ymm and an xmm of dt."""
-    return (32 // dt.itemsize, 16 // dt.itemsize)
+    """Legal lane counts of an integer vector: a ymm and an xmm of dt, and for byte lanes
+    the low 8 bytes of an xmm (VMOVQ loads and stores them; lane-wise ops run on the whole
+    xmm, its upper lanes unread): a loop of 8 iterations over int8 widened to 8 lanes beside
+    int32 x 8 in a ymm (VPMOVSXBD ymm, xmm/m64 widens them, SDM "PMOVSX")."""
+    return (32 // dt.itemsize, 16 // dt.itemsize) + ((8,) if dt.itemsize == 1 else ())
+
+
+def rodata16(data: bytes) -> bytes:
+    """A constant vector's bytes padded with zeros to a 16-byte multiple: an 8-byte vector
+    (byte lanes x 8) is loaded as a whole xmm (VMOVDQU), which must not read past its data."""
+    return data + bytes(-len(data) % 16)
 
 
 def imov(w: str) -> str:
@@ -150,8 +159,8 @@ class X86IVec:
             self.emit(f"vpsub{s}" + three, t, z, a)
         elif op is Ops.MAX:
             b = self.reg(u.src[1])
-            if dt.itemsize == 4:
-                self.emit(("vpmaxsd" if dt.is_signed else "vpmaxud") + three, t, a, b)
+            if dt.itemsize <= 4:                   # VPMAXS/U B/W/D (SDM "PMAXSB", "PMAXUB")
+                self.emit(f"vpmax{'s' if dt.is_signed else 'u'}{s}" + three, t, a, b)
             elif self.evex:                        # x86-64-v4: an opmask and VPBLENDM
                 return self.kmax(dt, n, a, b)
             else:                                  # a < b ? b : a, a compare and a blend
@@ -172,6 +181,22 @@ class X86IVec:
             return self.ivec_less(dt, n, a, self.reg(u.src[1]))
         else:
             raise SelectError(f"{op.name} on vectors of {dt} has no x86 rule")
+        return t
+
+    def ivec_minmax(self, u: UOp) -> VReg | None:
+        """WHERE(x < y, y, x) as MAX(x, y) and WHERE(x < y, x, y) as MIN(x, y) on integer
+        lanes of an xmm/ymm (the same lanes: the compare's dtype is the WHERE's): one
+        VPMAX/VPMIN S/U B/W/D (SDM "PMAXSB", "PMINUB"), not a compare and a blend; None
+        for another WHERE."""
+        c, a, b = u.src
+        dt, n = u.dtype, u.shape[0]
+        if c.op is not Ops.CMPLT or c.src[0].dtype != dt or dt.itemsize > 4 \
+                or dt.itemsize * n > 32 or {a, b} != {c.src[0], c.src[1]} or a is b:
+            return None
+        w = vw(dt, n)
+        t = self.new("vec")
+        self.emit(f"vp{'max' if a is c.src[1] else 'min'}{'s' if dt.is_signed else 'u'}"
+                  f"{_SFX[dt.itemsize]}_{w}_{w}_{w}m", t, self.reg(c.src[0]), self.reg(c.src[1]))
         return t
 
     def ivec_mul8(self, u: UOp) -> VReg:
@@ -210,7 +235,8 @@ class X86IVec:
         within a block, SDM "PSHUFB")."""
         t = self.new("vec")
         self.emit(imov(vw(dtypes.uint8, n)), t, Mem(),
-                  arg={"rip": self.pool.label(bytes(table + [0] * (16 - len(table))) * (n // 16))})
+                  arg={"rip": self.pool.label(bytes(table + [0] * (16 - len(table)))
+                                              * max(1, n // 16))})
         return t
 
     def ivec_shift8(self, u: UOp) -> VReg:
@@ -326,7 +352,8 @@ class X86IVec:
             consts = [strong_const(x) for x in b.src]
             if all(c is not None for c in consts):
                 # an amount >= bits is unspecified: keeping its low bits is as good as any
-                data = b"".join(const_bytes(int(c) & ((1 << dt.bits) - 1), dt) for c in consts)
+                data = rodata16(b"".join(const_bytes(int(c) & ((1 << dt.bits) - 1), dt)
+                                         for c in consts))
                 t = self.new("vec")
                 w = vw(dt, n)
                 self.emit(imov(w), t, Mem(), arg={"rip": self.pool.label(data)})
@@ -349,7 +376,7 @@ class X86IVec:
         t = self.new("vec")
         w = vw(dt, n)
         self.emit(imov(w), t, Mem(),
-                  arg={"rip": self.pool.label(const_bytes(c, dt) * n)})
+                  arg={"rip": self.pool.label(rodata16(const_bytes(c, dt) * n))})
         return t
 
     def ivec_stack(self, u: UOp) -> VReg:
@@ -359,7 +386,7 @@ class X86IVec:
         consts = [strong_const(s) for s in u.src]
         if all(c is not None for c in consts):
             t = self.new("vec")
-            data = b"".join(const_bytes(c, dt) for c in consts)
+            data = rodata16(b"".join(const_bytes(c, dt) for c in consts))
             self.emit(imov(w), t, Mem(), arg={"rip": self.pool.label(data)})
             return t
         if all(s is u.src[0] for s in u.src):
@@ -411,7 +438,8 @@ class X86IVec:
             c = self.const_cache.get(key)
             if c is None:
                 c = self.const_cache[key] = self.new("vec")
-                self.emit(f"vmovups_{w}_{w}m", c, Mem(), arg={"rip": self.pool.label(one * n)})
+                self.emit(f"vmovups_{w}_{w}m", c, Mem(),
+                          arg={"rip": self.pool.label(rodata16(one * n))})
             t = self.new("vec")
             self.emit(f"{move}_{w}_kz_{w}m", t, k, c)
             return t
@@ -421,7 +449,8 @@ class X86IVec:
         t = self.new("vec")
         if dt.is_float:
             c = self.new("vec")
-            self.emit(f"vmovups_{w}_{w}m", c, Mem(), arg={"rip": self.pool.label(one * n)})
+            self.emit(f"vmovups_{w}_{w}m", c, Mem(),
+                      arg={"rip": self.pool.label(rodata16(one * n))})
             self.emit(f"vandp{fs(dt)}_{w}_{w}_{w}m", t, m, c)
         elif dt.itemsize == 1:
             z = self.new("vec")
@@ -433,27 +462,44 @@ class X86IVec:
         return t
 
     def vcast_int(self, x: UOp, dt: DType, n: int) -> VReg:
-        """Integer lanes to lanes of half or twice their size, a ymm ↔ an xmm (the only
-        widths x86_desc makes legal): narrowing keeps each lane's low half (the value modulo
+        """Integer lanes to lanes of half or twice their size, a ymm ↔ an xmm, or byte lanes
+        x 8 (an xmm's low 8 bytes) ↔ 16-bit lanes in an xmm or 32-bit lanes in a ymm (the
+        widths x86_desc makes legal): narrowing keeps each lane's low part (the value modulo
         2^bits, docs/semantics.md): VPSHUFB gathers the low bytes of each 128-bit block's
-        lanes into its low 8 bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords;
-        widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX", "PMOVZX")."""
+        lanes into its low bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords; to
+        8 bytes from a ymm, block 1 gathers its bytes to bytes 4-7 instead and VEXTRACTI128 +
+        VPOR join them; widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX",
+        "PMOVZX"), reading the source's low n lanes."""
         sd = x.dtype
         v, t = self.reg(x), self.new("vec")
         if sd.itemsize > dt.itemsize:
             big, small = sd.itemsize, dt.itemsize
+            to8 = n * small == 8
             ctl = bytearray(b"\x80" * 32)
-            for blk in range(2):
+            blocks = 2 if n * big == 32 else 1
+            for blk in range(blocks):
+                at = 16 * blk + (4 * blk if to8 and blocks == 2 else 0)
                 for e in range(16 // big):
                     for b in range(small):
-                        ctl[16 * blk + e * small + b] = e * big + b
+                        ctl[at + e * small + b] = e * big + b
+            w = "y" if blocks == 2 else "x"
             c = self.new("vec")
-            self.emit(imov("y"), c, Mem(), arg={"rip": self.pool.label(bytes(ctl))})
-            self.emit("vpshufb_y_y_ym", c, v, c)
+            self.emit(imov(w), c, Mem(), arg={"rip": self.pool.label(bytes(ctl[:16 * blocks]))})
+            self.emit(f"vpshufb_{w}_{w}_{w}m", c, v, c)
+            if blocks == 1:
+                return c
+            if to8:
+                hi = self.new("vec")
+                self.emit("vextracti128_xm_y_imm8", hi, c, 1)
+                self.emit("vpor_x_x_xm", t, c, hi)
+                return t
             self.emit("vpermq_y_ym_imm8", t, c, 0x08)
             return t
         kind = "vpmovsx" if sd.is_signed else "vpmovzx"
-        self.emit(f"{kind}{_SFX[sd.itemsize]}{_SFX[dt.itemsize]}_y_xm", t, v)
+        src = n * sd.itemsize
+        form = "_y_xm" if n * dt.itemsize == 32 and src == 16 else \
+            f"_{vw(dt, n)}_xm{src * 8}"
+        self.emit(f"{kind}{_SFX[sd.itemsize]}{_SFX[dt.itemsize]}{form}", t, v)
         return t
 
     def ivec_lane(self, v: VReg, dt: DType, n: int, k: int) -> VReg:

@@ -32,7 +32,8 @@ from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.half import X86Half, is_half_vector
-from kcc.isel.x86.analysis import foldable_loads, induction_sums, promotable_buffers
+from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
+                                   promotable_buffers)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
@@ -83,6 +84,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.ranges: dict = {}
         self.foldable: frozenset[UOp] = frozenset()  # loads that may become memory operands
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
+        self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
+        self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
         # where it is first read is keyed by the loop nest there too (made inside a loop, it
@@ -267,6 +270,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
+        self.lane_loads = lane_loads(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
         self.ivs = induction_sums(lin)
@@ -451,6 +455,13 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             k = self.imm(idx.src[1])
             if k is not None and fits32(k * scale + disp):
                 return Mem(breg, self.ext(idx.src[0], 64), scale, disp + k * scale)
+        if idx.op is Ops.MULACC:
+            # a*b + k where a*b is an induction sum of an open loop (tinygrad's row base r*13
+            # beside r*13 + c: int64_sum r_7_13): its register, k a displacement, as for ADD
+            k, m = self.imm(idx.src[2]), UOp(Ops.MUL, idx.src[:2])
+            if k is not None and fits32(k * scale + disp) and m in self.val \
+                    and any(n is m for lp in self.loops for n, _, _ in self.ivs.get(lp[0], ())):
+                return Mem(breg, self.ext(m, 64), scale, disp + k * scale)
         return Mem(breg, self.ext(idx, 64), scale, disp)
 
     def sel_INDEX(self, u: UOp) -> None:
@@ -464,6 +475,15 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
             elif is_half_vector(base):
                 self.val[u] = self.half_lane(self.reg(base), base.shape[0], k)
+            elif base in self.lane_mem:
+                # a lane of a vector load read lane by lane: a scalar load of the lane, or
+                # its user's memory operand (reg() loads it when the user does not fold it)
+                m = self.lane_mem[base]
+                m = Mem(m.base, m.index, m.scale, m.disp + k * u.dtype.itemsize)
+                if self.nusers[u] == 1:
+                    self.deferred[u] = m
+                else:                       # read by several: loaded once, here
+                    self.val[u] = self.load(Place(m, u.dtype, 1))
             else:
                 self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
             return
@@ -501,6 +521,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         if u in self.foldable and p.var is None:
             self.deferred[u] = p.mem      # its one user reads it as a memory operand
             return
+        if u in self.lane_loads and p.var is None:
+            self.lane_mem[u] = p.mem      # each lane read from memory (x86_analysis)
+            return
         self.val[u] = self.load(p)
 
     def folded(self, u: UOp) -> Mem | None:
@@ -525,6 +548,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             if not dt.is_int:
                 raise SelectError(f"vector load of {p.lanes} x {dt} is not legal on x86")
             t = self.new("vec")
+            if dt.itemsize * p.lanes == 8:          # byte lanes x 8: the xmm's low qword
+                self.emit("vmovq_x_xm64", t, p.mem)
+                return t
             w = vw(dt, p.lanes)
             self.emit(f"vmovdqu_{w}_{w}m", t, p.mem)
             return t
@@ -562,9 +588,15 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             self.emit("test_rm8_r8", g, g)
             self.emit("cmove_r64_rm64", a, s)
             mem = Mem(a, None, 1, 0)
-        v = self.reg(u.src[1])
         dt = p.dtype
         bits = dt.itemsize * p.lanes * 8
+        if dt == dtypes.bool and p.lanes > 1:
+            # a bool vector (TargetDesc.bool_stores): its lanes as 0/1 bytes, stored whole
+            b = self.vcast_bool(u.src[1], dtypes.uint8, p.lanes)
+            form = {32: "vmovd_rm32_x", 64: "vmovq_m64_x", 128: "vmovdqu_m128_x"}[bits]
+            self.emit(form, mem, b)
+            return
+        v = self.reg(u.src[1])
         if reg_class(dt) == "vec":
             if p.lanes == 1:
                 self.emit(f"vmovs{fs(dt)}_m{dt.bits}_x", mem, v)
@@ -573,6 +605,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 self.emit(self.streaming(u, f"vmovup{fs(dt)}_m{bits}_{w}"), mem, v)
         elif p.lanes > 1 and dt == dtypes.float16:
             self.half_store(mem, v, p.lanes)             # float16 lanes (x86_half)
+        elif p.lanes > 1 and bits == 64:       # byte lanes x 8: the xmm's low qword
+            self.emit("vmovq_m64_x", mem, v)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
             self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)

@@ -11,7 +11,8 @@ from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
-                               const_bytes, fs, positive_zero, strong_const, uint_of, vw)
+                               const_bytes, fs, imm_form, positive_zero, strong_const, uint_of,
+                               vw)
 from kcc.isel.x86.gather import X86Gather
 from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.regs import reg_class
@@ -408,6 +409,68 @@ class X86Vec(X86Shuf, X86Gather):
             form = f"vcmps{fs(dt)}_x_x_xm{dt.bits}_imm8"
         self.emit(form, m, ra, rb, pred)
         return m
+
+    def lane_test(self, u: UOp) -> VReg | None:
+        """A scalar bool OR (AND) tree whose leaves include one float compare of every lane
+        of one xmm/ymm vector against one scalar, the same compare on the same side (tinygrad's
+        any/all over an upcast float4: `acc | (1.0 < v[0]) | … | (1.0 < v[3])`): those leaves
+        as one VCMPPS of the vector with the scalar broadcast, VMOVMSKPS of the mask (a bit a
+        lane, SDM "MOVMSKPS") and TEST (any: SETNE) or CMP with all bits (all: SETE); the
+        other leaves ORed (ANDed) in. None when no such group of leaves exists. The tree's
+        inner nodes are expanded only when this tree is their one user (nothing computed
+        twice); a compare's lanes give the scalar compare's bits (the same predicate)."""
+        leaves, stack = [], [u]
+        while stack:
+            x = stack.pop()
+            if x.op is u.op and not x.shape and (x is u or self.nusers[x] == 1):
+                stack.extend(x.src)
+            else:
+                leaves.append(x)
+        groups: dict[tuple, dict[int, UOp]] = {}
+        for c in leaves:
+            if c.op not in (Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE) or c.shape:
+                continue
+            for side in (0, 1):
+                lane, s = c.src[side], c.src[1 - side]
+                j = const_int(lane.src[1]) if lane.op is Ops.INDEX else None
+                if j is None or not lane.src[0].shape or s.shape \
+                        or lane.src[0].dtype not in (dtypes.float32, dtypes.float64):
+                    continue
+                groups.setdefault((c.op, side, s, lane.src[0]), {})[j] = c
+        for (op, side, s, v), lanes in groups.items():
+            n, dt = v.shape[0], v.dtype
+            if sorted(lanes) != list(range(n)) or dt.itemsize * n not in (16, 32):
+                continue
+            w = vw(dt, n)
+            b = self.new("vec")
+            if dt == dtypes.float32:
+                self.emit(f"vbroadcastss_{w}_xm32", b, self.reg(s))
+            else:
+                self.emit("vmovddup_x_xm64" if w == "x" else "vbroadcastsd_y_xm64", b,
+                          self.reg(s))
+            ops = (b, self.reg(v)) if side == 1 else (self.reg(v), b)
+            pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[op]
+            m = self.cmp_mask(pred, dt, n, *ops)
+            bits, t = self.new("gpr"), self.new("gpr")
+            self.emit(f"vmovmskp{fs(dt)}_r32_{w}", bits, m)
+            if u.op is Ops.OR:
+                self.emit("test_rm32_r32", bits, bits)
+                self.emit("setne_rm8", t)
+            else:
+                self.emit(imm_form("cmp", "32", (1 << n) - 1), bits, (1 << n) - 1)
+                self.emit("sete_rm8", t)
+            mnem = "or" if u.op is Ops.OR else "and"
+            for c in leaves:
+                if c not in lanes.values():
+                    t = self._bool_join(mnem, t, self.reg(c))
+            return t
+        return None
+
+    def _bool_join(self, mnem: str, a: VReg, b: VReg) -> VReg:
+        """a OR/AND b of two scalar bools in GPRs."""
+        t = self.copy(a, dtypes.bool)
+        self.emit(f"{mnem}_r32_rm32", t, b)
+        return t
 
     def fcompare(self, u: UOp) -> VReg:
         """A float compare as a bool: the mask's low bit, moved to a GPR. A vector compare

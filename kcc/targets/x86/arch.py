@@ -84,7 +84,8 @@ def x86_desc(arch: str) -> TargetDesc:
     # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
     # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
     halves = {dtypes.float16: (8, 4)}
-    # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no memory
+    # bool vectors are lane masks (kcc.isel.x86.vec.bool_vec): AND/OR/XOR of them, no loads
+    # (stores: bool_stores below)
     bools = {dtypes.bool: (16, 8, 4, 2) if arch == "x86-64-v4" else (8, 4, 2)}
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools,
                                                           **halves}),
@@ -113,6 +114,9 @@ def x86_desc(arch: str) -> TargetDesc:
                    # IMUL r64 (3 cycles) and MUL/IMUL r/m64 for MULHI, against DIV/IDIV r64
                    # (tens of cycles): division by a constant multiplies (passes/divconst.py)
                    mul_high=(32, 64),
+                   # a bool vector stored as its 0/1 bytes (kcc/isel/x86/select.py sel_STORE):
+                   # an xmm's low 4 or 8 bytes or the whole xmm (16 lanes: v4's bool vectors)
+                   bool_stores=(16, 8, 4) if arch == "x86-64-v4" else (8, 4),
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
                    # permutation instead of ~20 instructions of loop control)
                    tiny_unroll=X86_TINY_UNROLL)
@@ -189,6 +193,9 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
             and {src.itemsize, dst.itemsize} in ({1, 2}, {2, 4}, {4, 8}) \
             and n * max(src.itemsize, dst.itemsize) == 32:
         return True                 # a ymm ↔ an xmm of half-size lanes (x86_ivec.vcast_int)
+    if op is Ops.CAST and n == 8 and src in VECTOR_OPS and dst in VECTOR_OPS \
+            and {src.itemsize, dst.itemsize} in ({1, 2}, {1, 4}):
+        return True                 # byte lanes x 8 ↔ an xmm of int16 or a ymm of int32
     if src.itemsize != dst.itemsize or n * src.itemsize not in (16, 32):
         return False
     return _moves_nothing(op, src, dst)
