@@ -87,6 +87,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
         self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
+        self.bool_inner: set[UOp] = set()           # bool OR/AND nodes inside a tree
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
         # where it is first read is keyed by the loop nest there too (made inside a loop, it
         # would be undefined after a loop that ran no iteration)
@@ -273,6 +274,12 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.lane_loads = lane_loads(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
+        # scalar bool ORs (ANDs) whose one user is an OR (AND) too: lane_test looks at the
+        # whole tree from its root only, so each node is walked once (the schedule selects
+        # a chain's inner nodes first)
+        self.bool_inner = {s for u in lin if u.op in (Ops.OR, Ops.AND) and not u.shape
+                           for s in u.src if s.op is u.op and not s.shape
+                           and self.nusers[s] == 1}
         self.ivs = induction_sums(lin)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])

@@ -419,6 +419,8 @@ class X86Vec(X86Shuf, X86Gather):
         other leaves ORed (ANDed) in. None when no such group of leaves exists. The tree's
         inner nodes are expanded only when this tree is their one user (nothing computed
         twice); a compare's lanes give the scalar compare's bits (the same predicate)."""
+        if u in self.bool_inner:
+            return None                 # its tree's root looks at these leaves too
         leaves, stack = [], [u]
         while stack:
             x = stack.pop()
