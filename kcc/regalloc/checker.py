@@ -208,6 +208,8 @@ class _Checker:
         (no label, branch or loop boundary between)."""
         if id(r) in self._load_of:                    # type: ignore[operator]
             return self._load_of[id(r)]               # type: ignore[index]
+        if self.ndefs.get(id(r), 0) <= 1:
+            return None           # its one definition is no constant load: no walk back
         insts = self.b.insts
         for k in range(self._where[id(b)] - 1, -1, -1):
             x = insts[k]

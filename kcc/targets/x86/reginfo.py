@@ -8,6 +8,7 @@ from kcc.ir.mir import Inst, Kind, Mem, PReg, RegOp, Role
 from kcc.isel.x86.regs import CALLEE_SAVED, GPR_ORDER, KMASK, RSP, XMM, XMM_HI, vec_limits
 from kcc.regalloc.target import TargetRegInfo
 from kcc.targets.x86 import slots
+from kcc.targets.x86.foldconst import commuted
 from kcc.targets.x86.code import COPY_FORMS
 
 
@@ -98,7 +99,6 @@ class X86RegInfo(TargetRegInfo):
         o = inst.operands[1] if len(inst.operands) > 1 else None
         if not (isinstance(o, RegOp) and o.reg is load.operands[0].reg):
             return None
-        from kcc.targets.x86.foldconst import commuted
         return commuted(inst, 1, load, self.constants)
 
     def make_move(self, cls: str, dst: PReg, src: PReg) -> Inst:
