@@ -60,6 +60,20 @@ def _bundle_files(root: Path) -> list[Path]:
     return list((root / "kcc" / "__pycache__").glob("modules.*.bin"))
 
 
+def _probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A module kcc._bundle_probe imported from its source in tmp_path (so a save has one
+    module's code to write), with bytecode writing on; its source file."""
+    import importlib.util
+    src = tmp_path / "probe.py"
+    src.write_text("X = 1\n")
+    spec = importlib.util.spec_from_file_location("kcc._bundle_probe", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setitem(sys.modules, "kcc._bundle_probe", mod)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    return src
+
+
 def test_second_process_loads_the_same_code_from_the_bundle(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     first = _run(root, tmp_path / "a.o")
@@ -167,16 +181,8 @@ def test_save_gathers_nothing_where_it_cannot_write(tmp_path: Path,
     """The same property in this process (root may write anywhere): with a kcc module to add
     (a probe imported from its source) and the folder not writable, save() marshals no code
     and writes no file; writable, it writes the probe's code."""
-    import importlib.util
-
     from kcc import bundle, startup
-    src = tmp_path / "probe.py"
-    src.write_text("X = 1\n")
-    spec = importlib.util.spec_from_file_location("kcc._bundle_probe", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    monkeypatch.setitem(sys.modules, "kcc._bundle_probe", mod)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    _probe(tmp_path, monkeypatch)
     dumps = []
     real_dumps = bundle.marshal.dumps
     monkeypatch.setattr(bundle.marshal, "dumps", lambda v: dumps.append(1) or real_dumps(v))
@@ -278,16 +284,8 @@ def test_a_failed_write_leaves_the_old_bundle_and_no_part_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A disk that fills (or turns read-only) while the bundle is written: the part written
     is removed, and the file in place is the previous whole one (readers never see part)."""
-    import importlib.util
-
     from kcc import bundle, startup
-    src = tmp_path / "probe.py"
-    src.write_text("X = 1\n")
-    spec = importlib.util.spec_from_file_location("kcc._bundle_probe", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    monkeypatch.setitem(sys.modules, "kcc._bundle_probe", mod)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    src = _probe(tmp_path, monkeypatch)
     path = tmp_path / "modules.bin"
     bundle.Bundle(str(path)).save()
     before = path.read_bytes()
