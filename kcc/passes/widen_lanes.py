@@ -483,13 +483,13 @@ class LaneLoop:
         constant bound, None for a symbolic one."""
         overlap = overlap_ok(self, n_iter)
         for k in factors(n_iter, overlap):
-            if self.independent(k) and n_iter == k:
-                # one k-lane iteration: the body once at counter 0, no loop of one iteration
-                # (its counter, compare and branch; uint16_max's r_4_8_8: 8 iterations, 8 lanes)
-                once = self.rewrite(k, desc, counter=strong_int(0, self.r.dtype))
-                if once is not None:
-                    return once
             if self.independent(k):
+                if n_iter == k:
+                    # one k-lane iteration: the body once at counter 0, no loop of one
+                    # iteration (its counter, compare and branch; uint16_max's r_4_8_8)
+                    once = self.rewrite(k, desc, counter=strong_int(0, self.r.dtype))
+                    if once is not None:
+                        return once
                 out = self.rewrite(k, desc)
                 if out is not None:
                     start = split(self.r, k)[1]
