@@ -87,14 +87,18 @@ def _stub(code: CodeType, offset: int, length: int) -> CodeType:
                         co_filename=code.co_filename)
 
 
-def _functions(code: CodeType, eager: frozenset[Key], out: list[CodeType]) -> None:
-    """The functions of code (a module's or a class body's) to stub, in order, into out."""
+def _functions(code: CodeType, eager: frozenset[Key],
+               out: list[tuple[CodeType, bytes]]) -> None:
+    """The functions of code (a module's or a class body's) to stub, in order, into out, each
+    with its marshal (marshalled once: its size decides, and it is the blob)."""
     for k in code.co_consts:
         if isinstance(k, CodeType):
             if _is_class_body(k):
                 _functions(k, eager, out)
-            elif _eligible(k) and key(k) not in eager and len(marshal.dumps(k)) >= _MIN_SIZE:
-                out.append(k)
+            elif _eligible(k) and key(k) not in eager:
+                blob = marshal.dumps(k)
+                if len(blob) >= _MIN_SIZE:
+                    out.append((k, blob))
 
 
 def _rebuild(code: CodeType, stubs: dict[int, CodeType]) -> CodeType:
@@ -114,22 +118,21 @@ def _rebuild(code: CodeType, stubs: dict[int, CodeType]) -> CodeType:
 def split(code: CodeType, eager: frozenset[Key]) -> tuple[CodeType, bytes]:
     """(the module code with stubs, the blobs of the stubbed functions' code): offsets in the
     stubs count from the start of the stubbed module's marshal, which the blobs follow."""
-    funcs: list[CodeType] = []
+    funcs: list[tuple[CodeType, bytes]] = []
     _functions(code, eager, funcs)
     if not funcs:
         return code, b""
-    blobs = [marshal.dumps(f) for f in funcs]
     # the stubs' offsets depend on the stubbed module's size, which depends on the offsets'
     # digits: stubs for a guess first, then again until the size is stable
     size = len(marshal.dumps(code))
     for _ in range(6):
         stubs, pos = {}, size
-        for f, b in zip(funcs, blobs):
+        for f, b in funcs:
             stubs[id(f)] = _stub(f, pos, len(b))
             pos += len(b)
         out = _rebuild(code, stubs)
         got = len(marshal.dumps(out))
         if got == size:
-            return out, b"".join(blobs)
+            return out, b"".join(b for _, b in funcs)
         size = got
     raise ValueError("stub offsets did not settle")
