@@ -356,7 +356,10 @@ class Bundle:
                 origin, stamp, cached = e[0], e[1], e[4]
                 if name in called:
                     data = self.read(name, whole=True) if self.fd >= 0 else None
-                    code = marshal.loads(data) if data is not None else None
+                    try:        # (a damaged file: the module is left out, read again later)
+                        code = marshal.loads(data) if data is not None else None
+                    except (EOFError, ValueError, TypeError):
+                        code = None
                     eager = self._eager(name) | called[name]
                 else:
                     code = None

@@ -310,3 +310,37 @@ def test_a_failed_write_leaves_the_old_bundle_and_no_part_file(
     bundle.Bundle(str(path)).save()
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.glob("modules.bin*")] == ["modules.bin"]
+
+
+def test_a_damaged_module_is_left_out_at_exit_without_a_traceback(tmp_path: Path) -> None:
+    """A bundle whose copy of one module's code as compiled is damaged (its stubbed code
+    whole): a process that calls that module's stubs still compiles, writes no traceback at
+    exit, and the bundle it saves leaves the module out (its source serves it next)."""
+    root = _copy(tmp_path)
+    _run(root, tmp_path / "a.o")
+    [path] = _bundle_files(root)
+    sys.path.insert(0, str(root))
+    try:
+        from kcc.bundle import Bundle
+    finally:
+        sys.path.remove(str(root))
+    b = Bundle(str(path))
+    name = "kcc.cli"
+    e = b.entries[name]
+    assert e[5], "kcc.cli has no stubs: the test damages nothing"
+    data = bytearray(path.read_bytes())
+    at = b.base + e[2] + e[5]
+    data[at:at + e[6]] = b"\xff" * e[6]                 # not marshal data
+    path.write_bytes(bytes(data))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(root)
+    # this process reads a stub of kcc.cli (as a kernel calling a function no compile
+    # before it called would), so its save makes kcc.cli's functions whole from the copy
+    script = PROBE + ("import kcc.bundle as kb\n"
+                      "kb._ACTIVE[0].called.setdefault('kcc.cli', set()).add(('main', 1))\n")
+    p = subprocess.run([sys.executable, "-c", script, str(SAXPY), str(tmp_path / "c.o")],
+                       env=env, capture_output=True, text=True, timeout=300, cwd=root)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert name not in Bundle(str(path)).entries
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "c.o").read_bytes()
