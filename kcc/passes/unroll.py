@@ -270,7 +270,11 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
         if buf.op is not Ops.PARAM or not loops:
             continue
         top = next((x for x in loops if dep[x] & inner == {x}), r)
-        terms, o = affine(idx, memo=memo)   # (without a leaf test: never None)
+        # (without a leaf test: never None); MULACC(x, k, y) read as k*x + y: a counter
+        # under tinygrad's MULACC index is a term, so copies whose loads are c*k elements
+        # apart count as one stream, not each a stream of its own (the copy's MULACC leaf
+        # differs between copies)
+        terms, o = affine(idx, memo=memo, mulacc=True)
         terms = dict(terms)
         c = terms.pop(r, 0)
         # a leaf that differs between copies other than through r (a privatized buffer's
@@ -384,8 +388,17 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     if len(copied) > (MAX_COPIED if max_copied is None else max_copied) \
             or work > (MAX_INNER_WORK if max_work is None else max_work):
         return None
+    # a column loop whose copies each keep one scalar accumulator: the lane packer makes
+    # the copies' accumulators one vector (passes/slp_reg.py scalar_reg_groups), so the jam
+    # pays whatever the work (mean over axes 0 and 2, r_8_14_2_14: 0.18x -> 0.48x clang).
+    # With several accumulators a copy (tinygrad's upcast rows) the copies stayed chains:
+    # cumsum_777 r_3_128_2_4_64_4 jammed ran 2.4x -> 1.2x clang, cummax's 2.3x -> 0.8x
+    columns = via_mulacc and work > MULACC_MAX_WORK \
+        and all(b.arg.size == 1 for b in private) and _columns(loops, r, cone)
+    if columns:
+        via_mulacc = False
     fs = FACTORS if factors is None else factors
-    if tail:                     # dividing factors first (no remainder loop), then the others
+    if tail and not columns:     # dividing factors first (no remainder loop), then the others
         fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
     for f in fs:
         if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2 \

@@ -7,6 +7,7 @@ interpreter on x86-64-v3 and (when this CPU has it) v4; a row loop is left alone
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,5 +133,94 @@ def test_conv1d_matches_the_interpreter(arch: str) -> None:
     if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
         pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
     sink = parse(CONV1D.read_text())
+    args = random_inputs(sink, 4)
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# tinygrad's mean over axes 0 and 2 (r_8_14_2_14, shortened to 3 row loads): out[r*14 + j] =
+# sum_i sum_t a[i*1568 + r*196 + j + 14*t] / 28, every index through MULACCs (the output's
+# MULACC(r, 14, j) makes unroll read the store linearly, `via_mulacc`). {acc} one-element
+# accumulator per column, or {n} elements of which {used} are stored (the upcast-rows shape)
+MEAN = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 112)
+%a = PARAM ParamArg(1, float32, 3136)
+%acc = BUFFER ParamArg(0, float32, {n}, addrspace=REG)
+%z = CAST(0) int32
+%r = RANGE(8) (2, WEAK)
+%j = RANGE(14, %r) (3, WEAK)
+%oi = MULACC(%r, 14, %j)
+%po = INDEX(%out, %oi)
+%a0 = AFTER(%acc, %j, %r)
+%p0 = INDEX(%a0, %z)
+%init = STORE(%p0, 0.0)
+%i = RANGE(2, %j) (0, REDUCE)
+%a1 = AFTER(%acc, %init, %i)
+%p = INDEX(%a1, %z)
+%cur = LOAD(%p)
+%rb = MULACC(%r, 196, %j)
+%ia = MULACC(%i, 1568, %rb)
+%q0 = INDEX(%a, %ia)
+%x0 = LOAD(%q0)
+%i1 = ADD(%ia, 14)
+%q1 = INDEX(%a, %i1)
+%x1 = LOAD(%q1)
+%i2 = ADD(%ia, 28)
+%q2 = INDEX(%a, %i2)
+%x2 = LOAD(%q2)
+%s0 = ADD(%x0, %x1)
+%s1 = ADD(%s0, %x2)
+%s = ADD(%cur, %s1)
+%st = STORE(%p, %s)
+%ei = END(%st, %i)
+%a2 = AFTER(%acc, %ei)
+%p2 = INDEX(%a2, %z)
+%res = LOAD(%p2)
+%m = MUL(%res, 0.0357142873108387)
+%st2 = STORE(%po, %m)
+%ej = END(%st2, %j)
+%er = END(%ej, %r)
+SINK(%er) KernelInfo(name="mean02")
+"""
+
+
+def _mean(n: int = 1) -> str:
+    return MEAN.format(n=n)
+
+
+def test_column_loop_through_mulaccs_is_jammed_whatever_its_work(monkeypatch) -> None:
+    """A column loop of one-element accumulators indexed through MULACCs is jammed by 4 (14
+    columns: 3 groups and a remainder loop) though its work is past MULACC_MAX_WORK (3
+    here): the copies become 4 lanes of one vector, not chains; and its copies' loads, 4
+    bytes apart under their MULACC index, count as the streams of one copy (one here: 3
+    loads 56 bytes apart), so even a limit of 1 stream takes the jam."""
+    import kcc.passes.unroll as unroll_mod
+    monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 3)
+    jammed, packed = _jammed(_mean())
+    assert 4 in _reg_sizes(jammed)
+    assert any(u.op is Ops.LOAD and u.shape == (4,) and u.src[0].op is Ops.SHRINK
+               and u.src[0].src[0].op is Ops.PARAM for u in toposort([packed]))
+    desc = replace(x86_desc("x86-64-v3"), load_streams=1)
+    g = unroll(simplify(lower_weak_dtypes(parse(_mean()))), desc)
+    assert 4 in _reg_sizes(g)
+
+
+def test_column_loop_of_several_accumulators_keeps_the_work_bound(monkeypatch) -> None:
+    """With a REG buffer of 2 elements a copy (tinygrad's upcast rows: cumsum_777's
+    r_3_128_2_4_64_4 jammed ran 2.4x -> 1.2x clang) the work bound still holds."""
+    import kcc.passes.unroll as unroll_mod
+    monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 3)
+    g = simplify(lower_weak_dtypes(parse(_mean(2))))
+    assert unroll(g, x86_desc("x86-64-v3")) is g
+    monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 64)
+    assert unroll(g, x86_desc("x86-64-v3")) is not g
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_mean_columns_match_the_interpreter(arch: str, monkeypatch) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    import kcc.passes.unroll as unroll_mod
+    monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 3)
+    sink = parse(_mean())
     args = random_inputs(sink, 4)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
