@@ -11,10 +11,11 @@ suffixes b/w/d/q (PADDB/W/D/Q …).
 from __future__ import annotations
 
 from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
-from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, vw
+from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, uint_of, vw
 
 MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 _SFX = {1: "b", 2: "w", 4: "d", 8: "q"}
@@ -53,6 +54,21 @@ ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
 _BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}
+
+
+def lane_steps(lanes: tuple[UOp, ...]) -> list[int] | None:
+    """[c_k - c_0] when every lane is one affine sum of the same non-constant terms plus its
+    own constant c_k (kcc/ir/affine.py; MULACC by a constant read as a product and a sum),
+    so lane k is lane 0 + (c_k - c_0) modulo 2^bits (ADD, SUB, MUL, SHL wrap alike); None
+    when some lanes differ in more than a constant, or when every lane is a constant."""
+    memo: dict = {}
+    got = [affine(x, memo=memo, mulacc=True) for x in lanes]
+    if any(a is None for a in got) or not got[0][0]:    # type: ignore[index]
+        return None
+    terms, c0 = got[0]                                  # type: ignore[misc]
+    if any(a[0] != terms for a in got[1:]):             # type: ignore[index]
+        return None
+    return [a[1] - c0 for a in got]                     # type: ignore[index]
 
 
 def is_int_vector(u: UOp) -> bool:
@@ -397,7 +413,26 @@ class X86IVec:
                 self.emit("vmovd_x_rm32", x, self.reg(u.src[0]))
             self.emit(f"vpbroadcast{_SFX[dt.itemsize]}_{w}_xm{dt.bits}", t, x)
             return t
+        steps = lane_steps(u.src) if dt.itemsize in (4, 8) else None
+        if steps is not None:
+            return self.ivec_steps(self.reg(u.src[0]), steps, dt, n)
         return self.ivec_from([self.reg(x) for x in u.src], dt)
+
+    def ivec_steps(self, x0: VReg, steps: list[int], dt: DType, n: int) -> VReg:
+        """Lanes x0 + steps[k] (an index vector [4i, 4i+1, 4i+2, 4i+3]): one broadcast of x0
+        and one VPADDD/Q of the constant steps from .rodata, instead of a VPINSR per lane
+        (a chain of n dependent inserts, SDM "PINSRD": 2 uops each)."""
+        w, s = vw(dt, n), _SFX[dt.itemsize]
+        x, b, t = self.new("vec"), self.new("vec"), self.new("vec")
+        if dt.itemsize == 8:
+            self.emit("vmovq_x_r64", x, x0)
+        else:
+            self.emit("vmovd_x_rm32", x, x0)
+        self.emit(f"vpbroadcast{s}_{w}_xm{dt.bits}", b, x)
+        mask = (1 << dt.bits) - 1
+        data = b"".join(const_bytes(k & mask, uint_of(dt.itemsize)) for k in steps)
+        self.emit(f"vpadd{s}_{w}_{w}_{w}m", t, b, Mem(), arg={"rip": self.pool.label(data)})
+        return t
 
     def ivec_from(self, regs: list[VReg], dt: DType) -> VReg:
         """An integer vector from GPRs (one lane each): vpinsr{b,w,d,q} into each 128-bit
