@@ -35,6 +35,8 @@ VECTOR_OPS = MappingProxyType({
     dtypes.uint64: _COMMON | {Ops.SHL, Ops.SHR},
 })
 INT_VECTOR_DTYPES = tuple(VECTOR_OPS)
+# the integer lanes a float32/float16 vector converts to in one xmm (ivec vcast_narrow)
+NARROW_INTS = frozenset({dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16})
 # x86-64-v4: the ops on int32 x 16 (zmm) with an EVEX.512 row (kcc/encode/x86/table.py); a
 # zmm integer value is made by these, a splat or a constant, and read by them, a BITCAST or
 # a same-size integer CAST (nothing to do) and a lane read
@@ -459,6 +461,38 @@ class X86IVec:
         y = self.new("vec")
         self.emit("vinserti128_y_y_xm_imm8", y, halves[0], halves[1], 1)
         return y
+
+    def vcast_narrow(self, x: UOp, dt: DType, n: int) -> VReg:
+        """float32 (or float16, widened exactly by VCVTPH2PS) x 4/8 → int8/uint8/int16/uint16
+        lanes, packed in an xmm's low bytes as ivec_lane reads them: truncate, saturate, NaN
+        → 0 (docs/semantics.md) by the scalar from_float's steps on every lane at once —
+        NaN lanes cleared (CMPPS ORD_Q mask, AND), clamped to dt's range in float (MAXPS,
+        MINPS: both bounds exact in float32), CVTTPS2DQ (exact in range) — then packed to
+        16 and 8 bits by VPACKSSDW/VPACKUSDW and VPACKSSWB/VPACKUSWB, whose saturation
+        never fires on values already in range (SDM "PACKSSDW", "PACKUSDW", "PACKUSWB")."""
+        f32 = dtypes.float32
+        w, v = vw(f32, n), self.reg(x)
+        if x.dtype == dtypes.float16:
+            f = self.new("vec")
+            self.emit("vcvtph2ps_x_xm64" if n == 4 else "vcvtph2ps_y_xm", f, v)
+            v = f
+        m, f0, c1, c2, t = (self.new("vec") for _ in range(5))
+        self.emit(f"vcmpps_{w}_{w}_{w}m_imm8", m, v, v, 7)
+        self.emit(f"vandps_{w}_{w}_{w}m", f0, v, m)
+        self.emit(f"vmaxps_{w}_{w}_{w}m", c1, f0, self.materialize(float(dt.min()), f32, n))
+        self.emit(f"vminps_{w}_{w}_{w}m", c2, c1, self.materialize(float(dt.max()), f32, n))
+        self.emit(f"vcvttps2dq_{w}_{w}m", t, c2)
+        hi = t
+        if n == 8:
+            hi = self.new("vec")
+            self.emit("vextracti128_xm_y_imm8", hi, t, 1)
+        p = self.new("vec")
+        self.emit("vpackusdw_x_x_xm" if dt == dtypes.uint16 else "vpackssdw_x_x_xm", p, t, hi)
+        if dt.itemsize == 2:
+            return p
+        b = self.new("vec")
+        self.emit("vpackuswb_x_x_xm" if dt == dtypes.uint8 else "vpacksswb_x_x_xm", b, p, p)
+        return b
 
     def vcast_bool(self, x: UOp, dt: DType, n: int) -> VReg:
         """bool lanes → 0/1 integer or 0.0/1.0 float lanes (docs/semantics.md, CAST)."""

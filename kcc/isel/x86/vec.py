@@ -14,7 +14,7 @@ from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, Se
                                const_bytes, fs, imm_form, positive_zero, strong_const, uint_of,
                                vw)
 from kcc.isel.x86.gather import X86Gather
-from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
+from kcc.isel.x86.ivec import NARROW_INTS, ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
 
@@ -638,6 +638,8 @@ class X86Vec(X86Shuf, X86Gather):
         n = u.shape[0]
         if x.dtype.is_bool:
             return self.vcast_bool(x, dt, n)
+        if x.dtype in (dtypes.float32, dtypes.float16) and dt in NARROW_INTS:
+            return self.vcast_narrow(x, dt, n)      # clamped, converted, packed (x86_ivec)
         if dtypes.float16 in (x.dtype, dt):
             return self.half_vcast(x, dt, n)        # F16C (x86_half)
         if {x.dtype, dt} == {dtypes.int32, dtypes.float32}:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kcc.ir import Ops, dtypes
 from kcc.ir.dtype import DType
 from kcc.isel.x86.base import SelectError
-from kcc.isel.x86.ivec import V4_OPS64, VECTOR_OPS, ZMM_INT_OPS, vector_widths
+from kcc.isel.x86.ivec import NARROW_INTS, V4_OPS64, VECTOR_OPS, ZMM_INT_OPS, vector_widths
 from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
@@ -186,6 +186,9 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     if op is Ops.CAST and n in (4, 8) and ({src, dst} == {dtypes.float16, dtypes.float32}
                                          or (src, dst) == (dtypes.int32, dtypes.float16)):
         return True                 # VCVTPS2PH / VCVTPH2PS (F16C; x86_half.half_vcast)
+    if op is Ops.CAST and n in (4, 8) and src in (dtypes.float32, dtypes.float16) \
+            and dst in NARROW_INTS:
+        return True                 # clamped, CVTTPS2DQ, packed to bytes/words (vcast_narrow)
     if src == dtypes.bool and op is Ops.CAST and n * dst.itemsize in (16, 32) \
             and (dst in VECTOR_OPS or dst in _FLOAT_VEC):
         return True                 # a lane mask shifted or ANDed (x86_ivec.vcast_bool)
