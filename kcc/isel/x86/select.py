@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
 from kcc.ir.ops import Ops
+from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
@@ -75,6 +76,11 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.scratch_used = False                      # a gated store's false address
         self.loops: list[tuple[UOp, VReg, str, str | None]] = []
         self.const_cache: dict[tuple, VReg] = {}
+        # an address's index as an affine sum (kcc/ir/affine.py) → the first index of those
+        # terms addressed at this loop path, and its constant (address: lane k's index is
+        # lane 0's register plus a displacement)
+        self.affine_memo: dict = {}
+        self.affine_seen: dict[tuple, tuple[UOp, int]] = {}
         self.stack_args: list[tuple[VReg, int]] = []
         self._labels = 0
         self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
@@ -469,7 +475,29 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             if k is not None and fits32(k * scale + disp) and m in self.val \
                     and any(n is m for lp in self.loops for n, _, _ in self.ivs.get(lp[0], ())):
                 return Mem(breg, self.ext(m, 64), scale, disp + k * scale)
+        near = self.affine_near(idx)
+        if near is not None and fits32(near[1] * scale + disp):
+            return Mem(breg, self.ext(near[0], 64), scale, disp + near[1] * scale)
         return Mem(breg, self.ext(idx, 64), scale, disp)
+
+    def affine_near(self, idx: UOp) -> tuple[UOp, int] | None:
+        """(an index addressed before at this loop path, k) when idx is that index + k: the
+        same affine terms (MULACC by a constant a product and a sum), another constant.
+        tinygrad's upcast lanes store to 4i, 4i+1, … each through its own MULACC (an LEA a
+        lane); as lane 0's register plus a displacement they need none. Modulo 2^bits idx
+        is that index + k (ADD/SUB/MUL/SHL wrap alike), and an index in range is both
+        without wrapping, so the 64-bit sum addresses the same element."""
+        if idx.op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC) \
+                or not idx.dtype.is_int or idx.dtype.is_weak:
+            return None
+        got = affine(idx, memo=self.affine_memo, mulacc=True)
+        if got is None or not got[0]:
+            return None
+        key = (frozenset(got[0].items()), idx.dtype, tuple(lp[0] for lp in self.loops))
+        seen = self.affine_seen.setdefault(key, (idx, got[1]))
+        if seen[0] is idx:
+            return None
+        return seen[0], got[1] - seen[1]
 
     def sel_INDEX(self, u: UOp) -> None:
         """A place in a buffer, or one lane of a vector value."""
