@@ -2072,3 +2072,131 @@ vcvtudq2ps zmm16, zmmword ptr [rsp + 8]
 ; form: vcvtusi2sd_x_x_rm64
 {evex} vcvtusi2sd xmm16, xmm17, qword ptr [rdi]
 ; bytes: 62 e1 f7 00 7b 07
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm0, xmm1, 1
+; bytes: 62 f1 fd 08 72 e1 01
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm16, xmm17, 31
+; bytes: 62 b1 fd 00 72 e1 1f
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm3, xmm24, 127
+; bytes: 62 91 e5 08 72 e0 7f
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm29, xmm8, 255
+; bytes: 62 d1 95 00 72 e0 ff
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm16, xmmword ptr [rsp + 8], 0
+; bytes: 62 f1 fd 00 72 a4 24 08 00 00 00 00
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm0, xmmword ptr [rbp], 100
+; bytes: 62 f1 fd 08 72 65 00 64
+; form: vpsraq_x_xm_imm8
+{evex} vpsraq xmm16, xmmword ptr [r13 - 300], 200
+; bytes: 62 d1 fd 00 72 a5 d4 fe ff ff c8
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm0, xmm1, xmm2
+; bytes: 62 f2 f5 08 46 c2
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm16, xmm17, xmm31
+; bytes: 62 82 f5 00 46 c7
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm3, xmm24, xmm9
+; bytes: 62 d2 bd 00 46 d9
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm29, xmm8, xmm18
+; bytes: 62 22 bd 08 46 ea
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm16, xmm17, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 e2 f5 00 46 84 87 08 00 00 00
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm0, xmm1, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 92 f5 08 46 44 fc f8
+; form: vpsravq_x_x_xm
+{evex} vpsravq xmm16, xmm17, xmmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 f5 00 46 84 4b e8 03 00 00
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm0, ymm1, 1
+; bytes: 62 f1 fd 28 72 e1 01
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm16, ymm17, 31
+; bytes: 62 b1 fd 20 72 e1 1f
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm3, ymm24, 127
+; bytes: 62 91 e5 28 72 e0 7f
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm29, ymm8, 255
+; bytes: 62 d1 95 20 72 e0 ff
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm16, ymmword ptr [rip + foo + 16], 0
+; bytes: 62 f1 fd 20 72 25 00 00 00 00 00
+; fixup: 6 pc32 foo 11
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm0, ymmword ptr [8*rcx + 64], 100
+; bytes: 62 f1 fd 28 72 24 cd 40 00 00 00 64
+; form: vpsraq_y_ym_imm8
+{evex} vpsraq ymm16, ymmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d1 fd 20 72 a4 30 7f 00 00 00 c8
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm0, ymm1, ymm2
+; bytes: 62 f2 f5 28 46 c2
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm16, ymm17, ymm31
+; bytes: 62 82 f5 20 46 c7
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm3, ymm24, ymm9
+; bytes: 62 d2 bd 20 46 d9
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm29, ymm8, ymm18
+; bytes: 62 22 bd 28 46 ea
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm16, ymm17, ymmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 a2 f5 20 46 84 9c 00 10 00 00
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm0, ymm1, ymmword ptr [rdx - 8192]
+; bytes: 62 f2 f5 28 46 82 00 e0 ff ff
+; form: vpsravq_y_y_ym
+{evex} vpsravq ymm16, ymm17, ymmword ptr [rip + bar]
+; bytes: 62 e2 f5 20 46 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpsraq_z_zm_imm8
+vpsraq zmm0, zmm1, 1
+; bytes: 62 f1 fd 48 72 e1 01
+; form: vpsraq_z_zm_imm8
+vpsraq zmm16, zmm17, 31
+; bytes: 62 b1 fd 40 72 e1 1f
+; form: vpsraq_z_zm_imm8
+vpsraq zmm3, zmm24, 127
+; bytes: 62 91 e5 48 72 e0 7f
+; form: vpsraq_z_zm_imm8
+vpsraq zmm29, zmm8, 255
+; bytes: 62 d1 95 40 72 e0 ff
+; form: vpsraq_z_zm_imm8
+vpsraq zmm16, zmmword ptr [rdi], 0
+; bytes: 62 f1 fd 40 72 27 00
+; form: vpsraq_z_zm_imm8
+vpsraq zmm0, zmmword ptr [rsp + 8], 100
+; bytes: 62 f1 fd 48 72 a4 24 08 00 00 00 64
+; form: vpsraq_z_zm_imm8
+vpsraq zmm16, zmmword ptr [rbp], 200
+; bytes: 62 f1 fd 40 72 65 00 c8
+; form: vpsravq_z_z_zm
+vpsravq zmm0, zmm1, zmm2
+; bytes: 62 f2 f5 48 46 c2
+; form: vpsravq_z_z_zm
+vpsravq zmm16, zmm17, zmm31
+; bytes: 62 82 f5 40 46 c7
+; form: vpsravq_z_z_zm
+vpsravq zmm3, zmm24, zmm9
+; bytes: 62 d2 bd 40 46 d9
+; form: vpsravq_z_z_zm
+vpsravq zmm29, zmm8, zmm18
+; bytes: 62 22 bd 48 46 ea
+; form: vpsravq_z_z_zm
+vpsravq zmm16, zmm17, zmmword ptr [r13 - 300]
+; bytes: 62 c2 f5 40 46 85 d4 fe ff ff
+; form: vpsravq_z_z_zm
+vpsravq zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 f5 48 46 84 87 08 00 00 00
+; form: vpsravq_z_z_zm
+vpsravq zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 f5 40 46 44 fc fe

@@ -706,6 +706,20 @@ def _byte_minmax_rows() -> None:
     _evex_twins(start)
 
 
+def _int64_sra_rows() -> None:
+    """Arithmetic right shifts of 64-bit lanes (x86-64-v4, AVX512F; the 128/256-bit forms
+    AVX512VL), built last so that the golden cases of the rows before keep their rotation:
+    VPSRAQ by an immediate (EVEX.128/256/512.66.0F.W1 72 /4 ib, destination in EVEX.vvvv,
+    source in ModRM.rm) and VPSRAVQ by a vector (EVEX.128/256/512.66.0F38.W1 46 /r); Full,
+    N = VL bytes (SDM Vol. 2 "PSRAW/PSRAD/PSRAQ", "VPSRAVW/VPSRAVD/VPSRAVQ"). AVX2 has no
+    64-bit arithmetic shift: int64 SHR lanes (kcc/isel/x86/ivec.py) on x86-64-v4 only."""
+    for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+        _add("vpsraq", "evex", "evex", bytes([0x72]), f"{v}/vvvv/w {v}m/rm/r imm8/imm/r",
+             pp=P66, mmap=M0F, w=True, vl=vl, digit=4, disp8_n=16 << vl)
+        _add("vpsravq", "evex", "evex", bytes([0x46]), f"{v}/reg/w {v}/vvvv/r {v}m/rm/r",
+             pp=P66, mmap=M0F38, w=True, vl=vl, disp8_n=16 << vl)
+
+
 def build() -> list[Row]:
     """Every row, built from the templates above (in this order: the golden files' order);
     each call builds them anew."""
@@ -731,6 +745,7 @@ def build() -> list[Row]:
     _gather_rows()
     _uint_cvt_rows()
     _byte_minmax_rows()
+    _int64_sra_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

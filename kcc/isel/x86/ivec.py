@@ -47,11 +47,12 @@ _ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.S
 # opmask compare and blend (VPCMPEQQ k, VPBLENDMQ: sin's table lookup)
 _ZMM_OPS64 = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.NEG,
                         Ops.MUL, Ops.CMPEQ, Ops.WHERE})
-# x86-64-v4: 64-bit lane MUL on xmm/ymm too (EVEX.128/256 VPMULLQ)
-V4_OPS64 = MappingProxyType({dt: VECTOR_OPS[dt] | {Ops.MUL}
+# x86-64-v4: 64-bit lane MUL on xmm/ymm too (EVEX.128/256 VPMULLQ), and int64's arithmetic
+# SHR (VPSRAQ / VPSRAVQ, AVX512F/VL: AVX2 has no 64-bit arithmetic shift)
+V4_OPS64 = MappingProxyType({dt: VECTOR_OPS[dt] | {Ops.MUL, Ops.SHR}
                              for dt in (dtypes.int64, dtypes.uint64)})
 ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
-                                dtypes.int64: _ZMM_OPS64,
+                                dtypes.int64: _ZMM_OPS64 | {Ops.SHR},
                                 dtypes.uint64: _ZMM_OPS64 | {Ops.SHR}})
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
@@ -146,6 +147,10 @@ class X86IVec:
                 # a shift of every lane by one constant: the immediate form (SDM "PSLLW/PSLLD/
                 # PSLLQ", "PSRLW/…", "PSRAW/PSRAD"), no amount vector to keep in a register
                 kind = "vpsll" if op is Ops.SHL else "vpsra" if dt.is_signed else "vpsrl"
+                if kind == "vpsra" and dt.itemsize == 8 and self.evex:
+                    t = self.new("vec")                         # VPSRAQ (AVX512F/VL)
+                    self.emit(f"vpsraq_{w}_{w}m_imm8", t, self.reg(x), c)
+                    return t
                 if not (kind == "vpsra" and dt.itemsize == 8):   # VPSRAQ is AVX-512 only
                     t = self.new("vec")
                     src = "zm" if w == "z" else w               # the EVEX.512 rows read m512
