@@ -173,7 +173,8 @@ _HALF_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.FDIV})
 
 def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
     """int32 ↔ float32 in an xmm/ymm: CVTDQ2PS, CVTTPS2DQ (+ saturation); uint32 → float32
-    by 16-bit halves (x86_vec.vcast_u32); bool lanes to
+    by 16-bit halves (x86_vec.vcast_u32); float32/float16 x 4/8 → int8/uint8/int16/uint16,
+    clamped, converted and packed into an xmm's low lanes (x86_ivec.vcast_narrow); bool lanes to
     integer or float lanes; integer lanes narrowed from a ymm to an xmm or widened back (half
     or twice the lane size); or a BITCAST that
     moves nothing (x86_vec.vcast); and what moves nothing at all in an xmm/ymm: a BITCAST
