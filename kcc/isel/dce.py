@@ -110,6 +110,40 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
     return removed
 
 
+def eliminate_dead_chains(fn: MFunction, writes_memory: Callable[[Inst], bool],
+                          flags_of: Callable[[Inst], str]) -> int:
+    """Remove, in place, the read-modify-write chains whose value nothing else reads: a
+    virtual register every reader of which also defines it (x86's lane of an opmask nobody
+    uses, KMOVD then SHR then AND on one register: eliminate_dead discounts an instruction's
+    read of its own result only, so the SHR's read kept the AND and the AND's kept the SHR).
+    Every instruction defining such a register goes, together, when each is an OP without
+    clobbers that defines that register alone, writes no memory and writes no flags a reader
+    reads (the same side-effect rules as `eliminate_dead`). Returns how many went; the
+    values they read may be dead now (run `eliminate_dead` again)."""
+    insts = fn.insts
+    info = [_uses_defs(i) for i in insts]
+    read = {w for _, w in flag_pairs(insts, lambda k: flags_of(insts[k])) if w is not None}
+    writers: dict[VReg, list[int]] = {}
+    outside: Counts = Counts()       # reads by an instruction that does not define the register
+    for k, (us, ds) in enumerate(info):
+        for r in ds:
+            if isinstance(r, VReg):
+                writers.setdefault(r, []).append(k)
+        for r in us:
+            if isinstance(r, VReg) and r not in ds:
+                outside[r] += 1
+    gone: set[int] = set()
+    for r, ks in writers.items():
+        if outside[r] or len(ks) < 2:
+            continue                 # read elsewhere, or a single def (eliminate_dead's case)
+        if all(insts[k].kind is Kind.OP and not insts[k].clobbers and info[k][1] == [r]
+               and k not in read and not writes_memory(insts[k]) for k in ks):
+            gone.update(ks)
+    if gone:
+        fn.insts = [i for k, i in enumerate(insts) if k not in gone]
+    return len(gone)
+
+
 def _uses_defs(inst: Inst) -> tuple[list, list]:
     """(inst.uses(), inst.defs()) in one walk over the operands."""
     us: list = []

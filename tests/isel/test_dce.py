@@ -6,7 +6,7 @@ ops)."""
 from __future__ import annotations
 
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, Role
-from kcc.isel.dce import eliminate_dead, eliminate_dead_defs
+from kcc.isel.dce import eliminate_dead, eliminate_dead_chains, eliminate_dead_defs
 from kcc.isel.x86.base import writes_memory
 from kcc.targets.x86.target import _flags_of
 
@@ -276,3 +276,42 @@ def test_a_dead_reader_at_the_loop_top_frees_a_definition_below_it() -> None:
                 Inst("ret", kind=Kind.RET)]
     assert eliminate_dead(fn, writes_memory, _flags_of) == 3
     assert [i.op for i in fn.insts] == ["loop", "jl_rel32", "ret"]
+
+
+
+def _chain(fn: MFunction, v: list, tail: list[Inst]) -> list[str]:
+    """A lane read: MOV, SHR 1, AND 1 on one register v[1] (two read-modify-writes), then
+    tail and RET; runs eliminate_dead_chains and returns what is left."""
+    fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("shr_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("and_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                *tail, Inst("ret", kind=Kind.RET)]
+    eliminate_dead_chains(fn, writes_memory, _flags_of)
+    return [i.op for i in fn.insts]
+
+
+def test_a_dead_read_modify_write_chain_goes() -> None:
+    """eliminate_dead keeps SHR and AND (each reads the other's register); the chain rule
+    removes both, and eliminate_dead then the MOV that fed them."""
+    fn, v = _fn()
+    fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                Inst("shr_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("and_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                Inst("ret", kind=Kind.RET)]
+    assert len(_run(fn)) == 4                       # eliminate_dead alone: all kept
+    assert eliminate_dead_chains(fn, writes_memory, _flags_of) == 3
+    assert [i.op for i in fn.insts] == ["ret"]
+
+
+def test_a_stored_chain_stays() -> None:
+    fn, v = _fn()
+    left = _chain(fn, v, [Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[1], U)])])
+    assert len(left) == 5
+
+
+def test_a_chain_whose_flags_are_read_stays() -> None:
+    """The AND's flags are read by a CMOVcc (whose result is stored): the chain stays."""
+    fn, v = _fn()
+    left = _chain(fn, v, [Inst("cmove_r64_rm64", [RegOp(v[2], DU), RegOp(v[0], U)]),
+                          Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)])])
+    assert len(left) == 6

@@ -15,7 +15,7 @@ import sys
 from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Inst, Mem, MFunction, format_mir
-from kcc.isel.dce import eliminate_dead, eliminate_dead_defs
+from kcc.isel.dce import eliminate_dead, eliminate_dead_chains, eliminate_dead_defs
 from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
 from kcc.isel.x86.regs import c_type
@@ -149,6 +149,10 @@ class X86Target:
         known: dict = {}                      # each instruction's uses and defs, asked once
         # (CMP/TEST only set RFLAGS: one that no CMOVcc/SETcc/Jcc reads goes too)
         eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
+        # read-modify-write chains nobody reads (a dead lane of an opmask: KMOVD, SHR, AND)
+        if eliminate_dead_chains(fn, writes_memory, _flags_of):
+            known = {}
+            eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
         # the zeroing of promoted REG cells that every read follows a store of
         eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING, known)
         hoist_invariants(fn, _movable, _flags_of, known, _alone)
