@@ -59,6 +59,8 @@ class X86Alu:
             t = self.lane_test(u)       # any/all of one vector's compares (x86_vec)
             if t is not None:
                 return t
+        if self.evex and dt.is_bool and (k := self.klane_logic(u)) is not None:
+            return k                             # lane j of two opmasks' KAND/KOR/KXOR
         if op is Ops.AND and self.range_check(u) is not None:
             t = self.new("gpr")                  # 0 <= x < n: one unsigned compare
             self.emit(f"set{self.int_flags(u)}_rm8", t)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import Ops, UOp, dtypes
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.common import SelectError
@@ -185,6 +186,31 @@ class X86KMask:
         self.emit(f"vpcmp{u_}{_SFX[dt.itemsize]}_k_{w}_{w}m_imm8", k, a, b, _VPCMP_PRED[Ops.CMPLT])
         self.emit(f"vpblendm{_SFX[dt.itemsize]}_{w}_k_{w}_{w}m", t, k, a, b)
         return t
+
+    def klane_logic(self, u: UOp) -> VReg | None:
+        """A scalar AND/OR/XOR of lane j of two bool vectors of one lane count (tinygrad's
+        `(0 < x[j]) | (y[j] < -1)` per upcast lane, each lane then stored): lane j of their
+        opmasks' KAND/KOR/KXOR, made once per loop nest for every lane (IR ops are
+        lane-wise, docs/semantics.md), instead of two lane reads and a GPR op a lane."""
+        a, b = u.src
+        if u.shape or u.op not in _KLOGIC or a.op is not Ops.INDEX or b.op is not Ops.INDEX:
+            return None
+        va, vb = a.src[0], b.src[0]
+        j = const_int(a.src[1])
+        if j is None or j != const_int(b.src[1]) or va.kind != "value" \
+                or vb.kind != "value" or not (va.dtype.is_bool and vb.dtype.is_bool) \
+                or va.shape != vb.shape:
+            return None
+        ka, kb = self.kbool(va), self.kbool(vb)
+        if ka is None or kb is None:
+            return None
+        memo = self.klane_ops
+        key = (u.op, va, vb, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            k = self.new("mask")
+            self.emit(f"{_KLOGIC[u.op]}{_ksfx(va.shape[0])}_k_k_k", k, ka, kb)
+            memo[key] = k
+        return self.klane(memo[key], j)
 
     def klane(self, k: VReg, lane: int) -> VReg:
         """Lane `lane` of an opmask as a bool (0/1) in a GPR: KMOVD, a shift, AND 1."""

@@ -104,6 +104,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.gated: dict[UOp, tuple[UOp, VReg, bool]] = {}
         self.kstacks: dict[tuple, VReg] = {}      # x86_kmask.kbool of a STACK: (u, loops)
         self.lane_masks: dict[tuple, VReg] = {}   # x86_kmask.lane_mask: (u, loops)
+        self.klane_ops: dict[tuple, VReg] = {}    # x86_kmask.klane_logic: (op, a, b, loops)
         self.kgates: dict[tuple, VReg] = {}       # x86_kmask.kgate: (c, lanes > 1, loops)
 
     # -- emission helpers ---------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""Scalar bool logic on lanes of two opmasks is one KAND/KOR/KXOR (issue 24 item 2: logical
+and bool_xor E_64_4, 0.55x and 0.8x clang).
+
+tinygrad's `(0 < x[j]) | (y[j] < -1)` per upcast lane j, each lane then stored as a bool:
+the two compares are vector compares into opmasks (x86-64-v4), and the OR of lane j was two
+lane reads (KMOVD, SHR, AND each) and a GPR OR. kcc/isel/x86/kmask.py klane_logic makes the
+KOR once per loop nest and reads lane j of it; kcc/isel/dce.py eliminate_dead_chains removes
+the lane reads nothing reads any more. The oracle of every value is the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from kcc.frontend.parser import parse
+from kcc.targets.pipeline import run_pipeline
+from kcc.targets.x86.target import X86Target
+from x86_util import assert_same, compile_and_run, reference
+
+V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
+                        reason="no AVX-512 here")
+
+
+def _kernel(op: str) -> str:
+    """out[4i + j] = (0 < x[4i + j]) OP (y[4i + j] < -1) for j < 4, lanes of float4 loads."""
+    head = """# kcc-uop 1
+%o = PARAM ParamArg(0, bool, 256)
+%x = PARAM ParamArg(1, float32, 256)
+%y = PARAM ParamArg(2, float32, 256)
+%c2 = CAST(2) int32
+%c4 = CAST(4) int32
+%n = CAST(64) int32
+%z = CAST(0.0) float32
+%m1 = CAST(-1.0) float32
+%i = RANGE(%n) (0, WEAK)
+%b = SHL(%i, %c2)
+%xp = SHRINK(%x, %b, %c4)
+%xv = LOAD(%xp)
+%yp = SHRINK(%y, %b, %c4)
+%yv = LOAD(%yp)
+"""
+    lanes = "".join(f"""%k{j} = CAST({j}) int32
+%a{j} = MULACC(%i, %c4, %k{j})
+%x{j} = INDEX(%xv, %k{j})
+%y{j} = INDEX(%yv, %k{j})
+%p{j} = CMPLT(%z, %x{j})
+%q{j} = CMPLT(%y{j}, %m1)
+%r{j} = {op}(%p{j}, %q{j})
+%op{j} = INDEX(%o, %a{j})
+%s{j} = STORE(%op{j}, %r{j})
+""" for j in range(4))
+    return head + lanes + """%g = GROUP(%s0, %s1, %s2, %s3)
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="logic")
+"""
+
+
+@V4
+@pytest.mark.parametrize("op,kop", [("OR", "korb"), ("AND", "kandb"), ("XOR", "kxorb")])
+def test_lane_logic_is_one_opmask_op(op: str, kop: str) -> None:
+    """One KOR/KAND/KXOR an iteration and one KMOVD a stored lane; the interpreter's values."""
+    text = _kernel(op)
+    out = io.StringIO()
+    run_pipeline(parse(text), X86Target("x86-64-v4"), dump_after="select", out=out)
+    sel = out.getvalue()
+    assert sel.count(kop) == 1 and sel.count("kmovd_r32_k") == 4, sel
+    sink = parse(text)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, 256).astype(np.float32)
+    y = rng.uniform(-3, 3, 256).astype(np.float32)
+    x[:4], y[:4] = [np.nan, 0.0, -0.0, np.inf], [-1.0, np.nan, -np.inf, -2.0]
+    args = [np.zeros(256, np.bool_), x, y]
+    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
