@@ -74,7 +74,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.bufs: dict[UOp, tuple[str, object]] = {}   # ("ptr", vreg) | ("frame", offset)
         self.frame_bytes = SCRATCH_BYTES               # REG buffers follow the scratch slot
         self.scratch_used = False                      # a gated store's false address
-        self.loops: list[tuple[UOp, VReg, str, str | None]] = []
+        self.loops: list[tuple[UOp, VReg, str | None, str | None]] = []
         self.const_cache: dict[tuple, VReg] = {}
         # an address's index as an affine sum (kcc/ir/affine.py) → the first index of those
         # terms addressed at this loop path, and its constant (address: lane k's index is
@@ -412,6 +412,13 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         bound = u.src[0]
         skip = None
         c = strong_const(bound)
+        if c is not None and int(c) == 1:
+            # one trip (a widened loop's main part or tail, a size-1 axis): straight-line
+            # code with the counter 0, no header, back edge or head padding (sel_END)
+            self.loops.append((u, i, None, None))
+            self.val[u] = i
+            self.const_cache[(u, 64, len(self.loops))] = i
+            return
         if c is None or int(c) <= 0:
             skip = self.new_label()
             b = self.reg(bound)
@@ -434,6 +441,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         # constants materialized inside the loop are not valid after it
         self.const_cache = {k: v for k, v in self.const_cache.items()
                             if k[-1] <= len(self.loops)}
+        if head is None:
+            return                  # a one-trip loop (sel_RANGE): nothing runs again
         for n, _, step in self.ivs.get(rng, ()):
             wn = isz(n.dtype)
             self.emit(imm_form("add", wn, step), self.val[n], step)
