@@ -337,25 +337,42 @@ SINK(%e) KernelInfo(name="clamp")
 """
 
 
-@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
-def test_scalar_float_constants_leave_the_loop(arch: str) -> None:
-    """A float → int8 cast's clamp bounds (-128.0, 127.0) and the factor are scalar .rodata
-    loads (VMOVSS): `alone` moves them out (cast_f2i8 E_64_4 reloaded two per lane per
-    iteration), and the values stay the interpreter's (NaN → 0, saturation both ways)."""
+# the same cast stored in reverse order (out[63 - i]): the loop stays scalar (widen_lanes takes
+# counter + constant places only), so its constants are scalar .rodata loads
+CLAMP_REV = CLAMP.replace("%op = INDEX(%o, %i)", "%ri = SUB(63, %i)\n%op = INDEX(%o, %ri)")
+
+
+def _loop_split(text: str, arch: str) -> tuple[list[str], list[str], list[str]]:
+    """The selected kernel's lines before its innermost loop, inside it (their forms) and
+    the lines before it (whole, operands included)."""
     out = io.StringIO()
-    run_pipeline(parse(CLAMP), X86Target(arch), dump_after="select", out=out)
+    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
     lines = [s.split(":", 1)[1].strip() for s in out.getvalue().splitlines()
              if s.split(":", 1)[0].strip().isdigit()]
     b = max(k for k, s in enumerate(lines) if s.startswith("loop "))
     e = next(k for k in range(b, len(lines)) if lines[k].startswith("jl_rel"))
-    inside = [s.split()[0] for s in lines[b + 1:e]]
-    before = [s.split()[0] for s in lines[:b]]
+    return [s.split()[0] for s in lines[:b]], [s.split()[0] for s in lines[b + 1:e]], \
+        lines[b + 1:e]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_scalar_float_constants_leave_the_loop(arch: str) -> None:
+    """A float → int8 cast's clamp bounds (-128.0, 127.0) and the factor are scalar .rodata
+    loads (VMOVSS) in a scalar loop: `alone` moves them out (cast_f2i8 E_64_4 reloaded two
+    per lane per iteration), and the values stay the interpreter's (NaN → 0, saturation both
+    ways). Widened (the loop as written), the bounds are vectors loaded before the loop."""
+    before, inside, _ = _loop_split(CLAMP_REV, arch)
     assert "vmaxss_x_x_xm32" in inside and "vmovss_x_m32" not in inside, inside
     assert before.count("vmovss_x_m32") >= 2, before
-    sink = parse(CLAMP)
+    _, vinside, vlines = _loop_split(CLAMP, arch)
+    assert any(f.startswith("vmaxps") for f in vinside), vinside
+    assert not any("rip" in ln for ln in vlines), vlines
     x = np.array([np.nan, np.inf, -np.inf, 3.2, -3.2, 3.3, -3.3, 0.0, -0.01, 3.174, -3.2249,
                   1e9, -1e9, 0.5, 2.5, -2.5] * 4, np.float32)
-    args = [np.zeros(64, np.int8), x, np.zeros(1, np.bool_)]
-    want = reference(sink, args)
-    assert list(want[0][:7]) == [0, 127, -128, 127, -128, 127, -128]
-    assert_same(sink, compile_and_run(sink, args, arch), want)
+    for text in (CLAMP, CLAMP_REV):
+        sink = parse(text)
+        args = [np.zeros(64, np.int8), x, np.zeros(1, np.bool_)]
+        want = reference(sink, args)
+        if text is CLAMP:
+            assert list(want[0][:7]) == [0, 127, -128, 127, -128, 127, -128]
+        assert_same(sink, compile_and_run(sink, args, arch), want)
