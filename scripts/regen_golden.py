@@ -183,7 +183,10 @@ def x86_cases(index: int, row: Row) -> list[str]:
     has_mem = any(KINDS[o.kind].mem_size is not None for o in row.operands)
     if any(o.kind in VSIB_INDEX for o in row.operands):
         # a gather: every case a VSIB address (its destination zmm0/zmm16-20, never the index)
+        vsib = next(VSIB_INDEX[o.kind][1] for o in row.operands if o.kind in VSIB_INDEX)
+        vreg = {64: "zmm", 32: "ymm", 16: "xmm"}[vsib]     # the index as wide as the kind's
         for j, mem in enumerate(_VSIB_MEMS):
+            mem = (mem[0], vreg + mem[1][3:], *mem[2:])
             t = _case_text(row, _EVEX_REGSETS["lo" if j % 2 else "hi"], mem, j)
             if t is not None and t not in cases:
                 cases.append(t)

@@ -14,3 +14,18 @@ vgatherdps zmm0 {k2}, zmmword ptr [r13 + 8*zmm8]
 ; form: vgatherdps_z_k_vm32z
 vgatherdps zmm16 {k4}, zmmword ptr [rax + 2*zmm5 + 100000]
 ; bytes: 62 e2 7d 4c 92 84 68 a0 86 01 00
+; form: vgatherdps_y_k_vm32y
+{evex} vgatherdps ymm16 {k4}, ymmword ptr [rdi + 4*ymm1 + 8]
+; bytes: 62 e2 7d 2c 92 44 8f 02
+; form: vgatherdps_y_k_vm32y
+{evex} vgatherdps ymm0 {k2}, ymmword ptr [r12 + 4*ymm31 + 308]
+; bytes: 62 92 7d 22 92 44 bc 4d
+; form: vgatherdps_y_k_vm32y
+{evex} vgatherdps ymm16 {k4}, ymmword ptr [rsp + ymm17 - 128]
+; bytes: 62 e2 7d 24 92 44 0c e0
+; form: vgatherdps_y_k_vm32y
+{evex} vgatherdps ymm0 {k2}, ymmword ptr [r13 + 8*ymm8]
+; bytes: 62 92 7d 2a 92 44 c5 00
+; form: vgatherdps_y_k_vm32y
+{evex} vgatherdps ymm16 {k4}, ymmword ptr [rax + 2*ymm5 + 100000]
+; bytes: 62 e2 7d 2c 92 84 68 a0 86 01 00

@@ -22,6 +22,7 @@ from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
 from kcc.ir.uop import UOp
+from kcc.passes.lane_loads import lane_loads
 from kcc.passes.simplify import keep_params, lane_of_stack, stack_of_lanes
 from kcc.passes.target import TargetDesc
 
@@ -165,6 +166,7 @@ def devectorize(sink: UOp, target: TargetDesc) -> UOp:
     """Split every vector node of a width the target cannot do (see the module docstring)."""
     # splitting can drop the only use of a scalar PARAM (an unused lane): keep its slot
     done: dict[UOp, UOp] = {}
+    sink = lane_loads(sink, target)
     if rewrites_nothing(sink, DEVECTORIZE, target, done):   # (every width legal: most kernels)
         return sink
     return keep_params(sink, graph_rewrite(sink, DEVECTORIZE, ctx=target, memo=done))

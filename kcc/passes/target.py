@@ -80,6 +80,9 @@ class TargetDesc:
       turns into multiplies: 32 by a 64-bit MUL of the extended dividend, 64 by MULHI (the
       high half of the 128-bit product), which the target then selects; () (the default):
       none, the target divides as before.
+    lane_loads: whether a vector load of an unstored argument whose lanes are only read one
+      by one as scalars is better as a scalar load per lane (passes/lane_loads.py; x86: a
+      load micro-op instead of a lane shuffle); False (the default): loads stay as written.
     """
 
     name: str
@@ -109,6 +112,7 @@ class TargetDesc:
     stage_bytes: int = 0
     mul_high: tuple[int, ...] = ()
     bool_stores: tuple[int, ...] = ()
+    lane_loads: bool = False
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -62,6 +62,7 @@ from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, free_reg_slot, substitute_closed, toposort
+from kcc.passes.lane_loads import lane_loads
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
@@ -281,6 +282,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
     """Widen every innermost elementwise loop the module docstring allows."""
     if desc.gpu:
         return sink
+    sink = lane_loads(sink, desc, before_widen=True)   # (lanes read alone: scalar loads)
     order = toposort([sink])
     sink2 = expand_threefry(sink, desc, order)
     if sink2 is not sink:
@@ -299,6 +301,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         for x in dep[n]:
             dependents[x] = dependents.get(x, 0) + 1
     new_end: dict[UOp, UOp] = {}
+    stored = frozenset(base_buffer(n.src[0].src[0]) for n in order if n.op is Ops.STORE)
     slot = free_reg_slot(order)          # the next REG slot for a reduction's lane buffers
     for e in ends:
         r = e.src[1]
@@ -311,6 +314,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         if not loop.check():
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
             lanes = LaneLoop(r, e, loop.region, dep)
+            lanes.kernel_stored = stored
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
                 # a reduction into REG accumulators: lanes of partial results (widen_reduce.py;

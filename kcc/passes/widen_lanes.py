@@ -175,6 +175,9 @@ class LaneLoop:
 
     # nodes check() leaves to a subclass (kcc/passes/widen_reduce.py: accumulator accesses)
     skip: frozenset[UOp] = frozenset()
+    # the buffers the whole kernel stores (widen.py sets it): a loop of one block may then
+    # lose its RANGE (_one_block); None: it keeps it
+    kernel_stored: frozenset[UOp] | None = None
 
     def __init__(self, r: UOp, end: UOp, region: list[UOp],
                  dep: dict[UOp, frozenset[UOp]]) -> None:
@@ -477,6 +480,17 @@ class LaneLoop:
                 need_scalar.update(s for s in n.src if s in inside)
         return need_vec, need_scalar
 
+    def _one_block(self) -> bool:
+        """Whether the loop, all of whose N = k iterations run as one block, may lose its
+        RANGE: it is ordered by enclosing loops alone, and it loads no buffer the kernel
+        stores (its loads may then be placed by the loops they still depend on, as a load
+        whose index never read the counter is: none can pass a store of what it reads)."""
+        stored = self.kernel_stored
+        if stored is None or any(s.op is not Ops.RANGE for s in self.r.src[1:]):
+            return False
+        return not any(x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored
+                       for x in self.region)
+
     def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
         """The loop's END at the best legal factor (module docstring), followed by a tail
         loop of the remaining iterations (passes/widen_tail.py), or None. n_iter: the
@@ -498,6 +512,13 @@ class LaneLoop:
                     else:           # (imported here: saxpy's compile needs none of it)
                         from kcc.passes.widen_stride import last_block
                         last = last_block(self, k, desc, n_iter)
+                    if n_iter is not None and n_iter // k == 1 and (start is None or last) \
+                            and self._one_block():
+                        # no loop of one iteration: lane 0 is iteration 0, and what does not
+                        # depend on the outer loops is hoisted with them (attention's
+                        # transposed operand, gathered once a row block, not once a row)
+                        one = self.rewrite(k, desc, counter=strong_int(0, self.r.dtype))
+                        out = out if one is None else one
                     if last is not None:        # the last k iterations as one more block
                         out = UOp(Ops.GROUP, (out, last))
                     elif start is not None:

@@ -66,9 +66,9 @@ def _loads(g) -> list:
 @pytest.mark.parametrize("n", [16, 17, 39, 64])
 def test_stride_2_is_two_loads_and_a_permutation_on_v4(n: int) -> None:
     w = _check(_text(n=n), V4)
-    # no tail loop: the last 16 iterations are one more block (module docstring); 16
-    # iterations are one block and no loop (widen_lanes: a loop of exactly k iterations)
-    assert _bounds(w) == ([n // 16] if n != 16 else []) and _widths(w) == {16}
+    # no tail loop: the last 16 iterations are one more block (module docstring); one
+    # block and the last: no loop at all (widen_lanes.py _one_block)
+    assert _bounds(w) == ([n // 16] if n >= 32 else []) and _widths(w) == {16}
     loads = _loads(w)
     assert len(loads) == (2 if n % 16 == 0 else 4)
     loads = loads[:2]
@@ -105,7 +105,7 @@ def test_stride_2_on_v3_is_two_loads_a_shuffle_and_a_qword_permutation(n: int) -
     # x86-64-v3: 8 lanes from two ymm loads (kcc/isel/x86/shuf.py permute_y: VSHUFPS, then
     # VPERMPD 0xD8), the last 8 iterations one more block
     w = _check(_text(n=n), "x86-64-v3")
-    assert _bounds(w) == ([n // 8] if n != 8 else []) and _widths(w) == {8}
+    assert _bounds(w) == ([n // 8] if n >= 16 else []) and _widths(w) == {8}
     asm = disasm_object(compile_x86([parse(_text(n=n), "k.uop")], "x86-64-v3")[0])
     assert "vshufps" in asm and "vpermpd" in asm and "vinsertps" not in asm
 
@@ -116,7 +116,7 @@ def test_larger_strides_are_16_loads_gathered_on_v4(s: int, n: int) -> None:
     # VGATHERDPS), each lane's index lane 0's plus s*j
     text = _text(n=n, s=s)
     sink, g, w = _prep(text, V4)
-    assert w is not g and _bounds(w) == ([n // 16] if n != 16 else [])
+    assert w is not g and _bounds(w) == ([n // 16] if n >= 32 else [])
     stacks = [u for u in w.toposort() if u.op is Ops.STACK and len(u.src) == 16
               and all(x.op is Ops.LOAD for x in u.src)]
     assert len(stacks) == (1 if n % 16 == 0 else 2)
@@ -161,3 +161,18 @@ def test_gpu_targets_opt_out() -> None:
 def test_registers_cover_the_span() -> None:
     assert registers(2, 16) == 2 and registers(3, 16) == 3 and registers(2, 2) == 2
     assert registers(1, 8) == 1
+
+
+def test_eight_iterations_at_stride_8_are_one_ymm_gather_and_no_loop() -> None:
+    # attention's r_4_8_8_8: 8 iterations reading every 8th element. v4 gathers 8 float32
+    # (VGATHERDPS ymm), and the one block keeps no RANGE (widen_lanes.py _one_block), so what
+    # does not depend on the outer loops is hoisted out of them
+    text = _text(n=8, s=8)
+    sink, g, w = _prep(text, V4)
+    assert w is not g and _bounds(w) == [] and _widths(w) == {8}
+    args = random_inputs(sink, 5)
+    assert_same(sink, reference(w, args), reference(sink, args))
+    asm = disasm_object(compile_x86([parse(text, "k.uop")], V4)[0])
+    assert asm.count("vgatherdps ymm") == 1
+    if HAS_V4:
+        _check(text, V4)

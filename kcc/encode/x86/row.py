@@ -59,6 +59,7 @@ def _kinds() -> dict[str, KindInfo]:
     # VSIB memory (§2.3.12 "Vector SIB (VSIB) Memory Addressing"): a GPR base and a vector
     # index whose every dword lane addresses one element; vm32z: a zmm of 16 dword indexes
     k["vm32z"] = KindInfo(None, None, 64)
+    k["vm32y"] = KindInfo(None, None, 32)           # a ymm of 8 dword indexes
     k["k"] = KindInfo("mask", 8, None)              # AVX-512 opmask register k0-k7
     k["km64"] = KindInfo("mask", 8, 8)              # opmask or its 64 bits in memory
     # the opmask of a zero-masking operation (EVEX.z = 1, §2.7.1 "EVEX.z": masked-off lanes
@@ -77,7 +78,7 @@ def _kinds() -> dict[str, KindInfo]:
 
 KINDS: dict[str, KindInfo] = _kinds()
 # the VSIB kinds: the register their index is (kcc/encode/x86/encoder.py _check_mem)
-VSIB_INDEX: dict[str, tuple[str, int]] = {"vm32z": ("vec", 64)}
+VSIB_INDEX: dict[str, tuple[str, int]] = {"vm32z": ("vec", 64), "vm32y": ("vec", 32)}
 
 # Where an operand goes in the encoding: ModRM.reg, ModRM.rm (register or memory), VEX/EVEX
 # vvvv, the is4 register in imm8[7:4] (§2.3.5.8 "/is4"), the low opcode bits ("+r"), an

@@ -672,6 +672,15 @@ def _gather_rows() -> None:
          pp=P66, mmap=M0F38, w=False, vl=2, disp8_n=4)
 
 
+def _gather_y_rows() -> None:
+    """The 8-lane gather (kcc/isel/x86/gather.py), built last so that the golden cases of
+    the rows before keep their rotation: VGATHERDPS ymm1 {k1}, vm32y (EVEX.256.66.0F38.W0 92
+    /vsib, AVX512VL, Tuple1 Scalar: disp8*4; SDM Vol. 2 "VGATHERDPS/VGATHERDQPS"), as the
+    zmm form on 8 lanes, indexed by a ymm."""
+    _add("vgatherdps", "evex_gather", "evex", bytes([0x92]), "y/reg/rw k/aaa/rw vm32y/rm/r",
+         pp=P66, mmap=M0F38, w=False, vl=1, disp8_n=4)
+
+
 def _uint_cvt_rows() -> None:
     """Unsigned integers to float (x86-64-v4, AVX512F), built last so that the golden cases
     of the rows before keep their rotation: VCVTUDQ2PS (EVEX.128/256/512.F2.0F.W0 7A /r,
@@ -746,6 +755,7 @@ def build() -> list[Row]:
     _uint_cvt_rows()
     _byte_minmax_rows()
     _int64_sra_rows()
+    _gather_y_rows()
     for row in _BUILT:                # what the encoder assumes of every row
         slots = [o.slot for o in row.operands]
         assert slots.count("rm") <= 1 and slots.count("reg") <= 1, row.form

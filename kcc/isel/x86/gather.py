@@ -6,12 +6,14 @@ kcc/passes/widen_stride.py writes the k lanes of a load at a large constant stri
 the lanes differ only by constant displacements: VGATHERDPS zmm {k}, [g + vidx*1 + disp_0]
 (SDM Vol. 2 "VGATHERDPS") with g = base + i0*4 (one LEA), vidx the dword lanes
 disp_j - disp_0 (a constant vector from .rodata, read by every gather of that shape) and k
-all ones reads exactly the 16 elements the scalar loads read, in lane order. A gather clears
-its mask as lanes complete and merges into its destination, so both are written (a fresh
-all-ones opmask each time, a zeroed destination); the destination can never be the index
-register (both are live into the instruction: #UD otherwise).
+all ones reads exactly the 16 elements the scalar loads read, in lane order. A STACK of 8
+such loads (a short strided loop widened by 8, attention's 8 x 8 transposed operand) is the
+ymm form, VGATHERDPS ymm {k}, [g + vidx*1 + disp_0] (EVEX.256, AVX512VL), vidx a ymm. A
+gather clears its mask as lanes complete and merges into its destination, so both are written
+(a fresh all-ones opmask each time, a zeroed destination); the destination can never be the
+index register (both are live into the instruction: #UD otherwise).
 
-Taken only where reading at the STACK gives what the loads read: lanes 1 … 15 are loads
+Taken only where reading at the STACK gives what the loads read: lanes 1 … n-1 are loads
 deferred to the STACK (kcc/isel/x86/analysis.py foldable_loads: no STORE or loop boundary
 between each load and the STACK) and lane 0's load is still reread in place (loaded_mem).
 """
@@ -22,15 +24,17 @@ from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Mem, VReg
 from kcc.ir.ops import Ops
 
-_LANES = 16
+# the lane counts gathered: a zmm of 16 float32, a ymm of 8 (the form and its index's width)
+_FORMS = {16: ("vgatherdps_z_k_vm32z", 64), 8: ("vgatherdps_y_k_vm32y", 32)}
 
 
 def gather_lanes(u: UOp) -> bool:
-    """Whether u is a STACK of 16 distinct ungated scalar float32 LOADs of one buffer (the
-    shape this selector gathers; the addresses are checked at selection)."""
-    if u.op is not Ops.STACK or u.dtype != dtypes.float32 or len(u.src) != _LANES:
+    """Whether u is a STACK of 16 or 8 distinct ungated scalar float32 LOADs of one buffer
+    (the shapes this selector gathers; the addresses are checked at selection)."""
+    n = len(u.src)
+    if u.op is not Ops.STACK or u.dtype != dtypes.float32 or n not in _FORMS:
         return False
-    if len(set(u.src)) != _LANES:
+    if len(set(u.src)) != n:
         return False
     buf = None
     for s in u.src:
@@ -48,7 +52,7 @@ class X86Gather:
     """The gather rule (mixed into X86Selector through X86Vec)."""
 
     def gather(self, u: UOp) -> VReg | None:
-        """VGATHERDPS of a STACK of 16 float32 loads whose addresses differ by constant
+        """VGATHERDPS of a STACK of 16 or 8 float32 loads whose addresses differ by constant
         displacements only (module docstring), or None (nothing emitted)."""
         if not self.evex or not gather_lanes(u):
             return None
@@ -71,23 +75,29 @@ class X86Gather:
         if m0.index is not None:
             base = self.new("gpr")
             self.emit("lea_r64_m", base, Mem(m0.base, m0.index, m0.scale, 0))
-        vidx = self._gather_index(offs)
+        form, width = _FORMS[len(offs)]
+        vidx = self._gather_index(offs, width)
         k = self.new("mask")
         g = self.new("gpr")
-        self.emit("mov_r32_imm32", g, (1 << _LANES) - 1)
+        self.emit("mov_r32_imm32", g, (1 << len(offs)) - 1)
         self.emit("kmovw_k_r32", k, g)
         t = self.new("vec")
         self.emit("vzero", t)
-        self.emit("vgatherdps_z_k_vm32z", t, k, Mem(base, vidx, 1, m0.disp))
+        self.emit(form, t, k, Mem(base, vidx, 1, m0.disp))
         return t
 
-    def _gather_index(self, offs: list[int]) -> VReg:
-        """The dword offsets as a zmm from .rodata, once per loop nest that reads them (a
-        gather only reads its index register)."""
+    def _gather_index(self, offs: list[int], width: int) -> VReg:
+        """The dword offsets as a zmm (or ymm: width 32) from .rodata, once per loop nest that
+        reads them (a gather only reads its index register)."""
         key = ("gather", tuple(offs))
         hit = self._memo_get(key)
         if hit is not None:
             return hit
-        t = self._rodata_zmm(b"".join((o & 0xFFFFFFFF).to_bytes(4, "little") for o in offs))
+        data = b"".join((o & 0xFFFFFFFF).to_bytes(4, "little") for o in offs)
+        if width == 64:
+            t = self._rodata_zmm(data)
+        else:
+            t = self.new("vec")
+            self.emit("vmovups_y_ym", t, Mem(), arg={"rip": self.pool.label(data)})
         self._memo_put(key, t)
         return t

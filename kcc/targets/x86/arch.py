@@ -119,7 +119,10 @@ def x86_desc(arch: str) -> TargetDesc:
                    bool_stores=(16, 8, 4) if arch == "x86-64-v4" else (8, 4),
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
                    # permutation instead of ~20 instructions of loop control)
-                   tiny_unroll=X86_TINY_UNROLL)
+                   tiny_unroll=X86_TINY_UNROLL,
+                   # a lane read alone is a load-port micro-op, not a port-5 shuffle
+                   # (kcc/passes/lane_loads.py)
+                   lane_loads=True)
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:
@@ -140,9 +143,9 @@ def _stride2(dt: DType, n: int) -> bool:
 
 
 def _gather(dt: DType, n: int) -> bool:
-    """x86-64-v4: 16 float32 loads at constant offsets are one VGATHERDPS (kcc/isel/x86/
-    gather.py)."""
-    return dt == dtypes.float32 and n == 16
+    """x86-64-v4: 16 (or 8) float32 loads at constant offsets are one VGATHERDPS of a zmm
+    (a ymm) (kcc/isel/x86/gather.py)."""
+    return dt == dtypes.float32 and n in (8, 16)
 
 
 def _masked_load(dt: DType, n: int) -> bool:

@@ -61,3 +61,16 @@ def test_loads_of_two_buffers_are_not_gathered() -> None:
         sink = parse(text, "k.uop")
         args = random_inputs(sink, 12)
         assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+
+
+def test_eight_loads_are_a_ymm_gather() -> None:
+    """8 lanes (a short strided loop widened by 8: attention's transposed operand) are the
+    EVEX.256 form, its index a ymm; every lane matches the interpreter."""
+    text = _kernel(OFFS[:8])
+    asm = _asm(text, "x86-64-v4")
+    assert asm.count("vgatherdps") == 1 and "vgatherdps ymm" in asm
+    assert "vinsertps" not in asm
+    if HAS_V4:
+        sink = parse(text, "k.uop")
+        args = random_inputs(sink, 13)
+        assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))

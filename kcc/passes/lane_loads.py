@@ -1,0 +1,95 @@
+"""Scalar loads for vector loads whose lanes are only read one by one (`TargetDesc.lane_loads`).
+
+tinygrad reads a row of a dot product as 4-element vectors and multiplies their lanes one by
+one into a scalar chain (attention's `r_4_8_8_8`: two float4 loads of each operand, eight
+`MULACC(INDEX(a, j), INDEX(b, j), acc)`); slp leaves such chains scalar when nothing packs
+across them:
+
+    v = LOAD(SHRINK(buf, base, n))
+    ... f(INDEX(v, 0)), g(INDEX(v, 1)) ...      # every use of v a scalar lane
+
+On x86 each lane then costs a shuffle (VSHUFPS, or VEXTRACTF128 and a shuffle for an upper
+lane): one instruction on a single port (port 5 on Intel), which eight lanes an iteration
+saturate, while a scalar load of the lane is a load-port micro-op that the lane's user can
+even read as its memory operand (`vfmadd231ss xmm, xmm, m32`). This pass rewrites
+
+    INDEX(LOAD(SHRINK(buf, base, n)), j)  →  LOAD(INDEX(buf, base + j))
+
+for every lane of such a load. It reads the same element, so every lane is bit-identical.
+
+**Legality and when it pays** (a load is left alone otherwise):
+- the load is ungated (a gated vector load is one masked instruction; its lanes would each
+  need their own gate) and reads a kernel argument (a GLOBAL PARAM, possibly through an
+  AFTER) that the kernel stores nowhere: the scalar loads may be scheduled anywhere the
+  vector load could be, and no store can come between;
+- every use of the vector is an INDEX at a constant lane, and every use of each lane is a
+  scalar node other than a STACK: a lane that is packed back into a vector (a transpose,
+  kcc/isel/x86/shuf.py) is a permutation of whole registers, cheaper than a load per lane.
+
+Runs twice. As widen starts (kcc/passes/widen.py), on loads none of whose lanes flows into a
+STACK: a loop whose lanes are scalars all the way to their stores (attention's) is then a
+scalar loop that widen_lanes.py widens across iterations, while a loop whose scalar lanes are
+STACKed into a vector store stays the W-lane loop widen.py widens. As devectorize starts
+(kcc/passes/devectorize.py), after slp and widen, on every load the rules above allow. GPU
+targets opt out.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int, plus_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute, toposort
+from kcc.passes.target import TargetDesc
+
+
+def _argument(buf: UOp) -> bool:
+    """Whether buf is a kernel argument (a GLOBAL PARAM under its AFTERs)."""
+    b = base_buffer(buf)
+    return b.op is Ops.PARAM and b.arg.is_buffer and b.arg.addrspace is AddrSpace.GLOBAL \
+        and not b.arg.volatile
+
+
+def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False) -> UOp:
+    """sink with the lanes of every qualifying vector load read as scalar loads (module
+    docstring); sink itself when the target opts out or no load qualifies. before_widen:
+    only loads none of whose lanes reaches a STACK through its users."""
+    if not desc.lane_loads:
+        return sink
+    order = toposort([sink])
+    users: dict[UOp, list[UOp]] = {}
+    stored: set[UOp] = set()
+    for n in order:
+        for s in n.src:
+            users.setdefault(s, []).append(n)
+        if n.op is Ops.STORE:
+            stored.add(base_buffer(n.src[0].src[0]))
+    stacked: set[UOp] = set()
+    if before_widen:        # users come after their srcs: one walk from the end
+        for n in reversed(order):
+            if n.op is Ops.STACK or any(u in stacked for u in users.get(n, ())):
+                stacked.add(n)
+    repl: dict[UOp, UOp] = {}
+    for n in order:
+        if n.op is not Ops.LOAD or len(n.src) != 1 or n.src[0].op is not Ops.SHRINK:
+            continue
+        place = n.src[0]
+        if not place.dtype.is_float or place.dtype.itemsize not in (4, 8):
+            continue        # float32/float64 lanes (VSHUFPS/VSHUFPD); integer lanes untouched
+        buf, base = place.src[0], place.src[1]
+        if not _argument(buf) or base_buffer(buf) in stored:
+            continue
+        lanes = users.get(n, [])
+        if not lanes or not all(_scalar_lane(x, users) for x in lanes) \
+                or any(x in stacked for x in lanes):
+            continue
+        for x in lanes:
+            at = plus_int(base, const_int(x.src[1]))
+            repl[x] = UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, at)),))
+    return substitute(sink, repl) if repl else sink
+
+
+def _scalar_lane(x: UOp, users: dict[UOp, list[UOp]]) -> bool:
+    """Whether x is a constant lane INDEX of a vector whose every use is a scalar non-STACK."""
+    if x.op is not Ops.INDEX or len(x.src) != 2 or const_int(x.src[1]) is None:
+        return False
+    return all(u.op is not Ops.STACK and u.shape == () for u in users.get(x, []))
