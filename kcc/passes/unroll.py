@@ -623,8 +623,9 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     a target with `pack_bytes`, a jammed matmul tile's strided operand is packed
     (passes/pack.py; packing False: the jams alone, as the pipeline makes them for pack)."""
     if desc.tiny_unroll > 0:
+        from kcc.passes.unroll_inner import unroll_inner
         from kcc.passes.unroll_tiny import unroll_tiny
-        sink = unroll_tiny(sink, desc)
+        sink = unroll_inner(unroll_tiny(sink, desc), desc)
     if desc.full_unroll > 0:
         from kcc.passes.unroll_full import unroll_full
         sink = unroll_full(sink, desc)

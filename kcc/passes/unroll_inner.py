@@ -1,0 +1,189 @@
+"""Full unrolling of tiny inner loops of constant bound whose index arithmetic then folds (a CPU
+target's choice, issue 24 item 2; the inner-loop sibling of passes/unroll_tiny.py).
+
+tinygrad's interpolation and cumsum kernels run a loop of 4 or 8 iterations inside a larger
+one, each iteration's indexes and gates a small expression of its counter (interp's E_32_4_4:
+`((4*j + 1) << 4) - 8 >> 5`, clamps and compares; cumsum's r_32_8_8: eight loads each gated by
+`c < j`):
+
+    for i in range(32):
+        for j in range(4):
+            out[16*i + 4*j ...] = f(x[8*i + g(j)], j < 3, ...)
+
+Run as a loop, every iteration recomputes g(j) and the gates (tens of instructions, more than
+the loads and the arithmetic they serve; clang unrolls and folds them). This pass replaces the
+inner loop by its iterations (each counter a constant in each copy) inside the outer loop,
+and simplify folds each copy's g(j) to a constant offset and each gate to true or false.
+
+**Legality** (the loop is left alone otherwise; the copies are a GROUP, unordered):
+- the nest is the cone of an END inside other loops, every RANGE it closes has a constant
+  bound >= 1 and no order srcs but RANGEs (of the nest or the enclosing loops), every END
+  closes one RANGE;
+- no REG or LOCAL buffer, AFTER, BARRIER or WMMA depends on its counters: the only effects are
+  STOREs to float PARAM buffers, and no buffer it stores is loaded in it (no iteration reads
+  what another writes);
+- every store's index is affine in the nest's counters over terms free of them
+  (kcc.ir.affine), all stores of one buffer with the same terms, and their element spans over
+  every assignment of the counters are pairwise disjoint across iterations (so whatever the
+  enclosing loops' values, no iteration overwrites another's element);
+- passes/widen.py does not widen the loop (vector lanes beat scalar copies), and its copies'
+  nodes (passes/unroll_tiny.py's count, without places and integer and bool nodes other than
+  loads: index arithmetic and gates of constants and invariants, which fold or are hoisted)
+  are at most twice `TargetDesc.tiny_unroll`.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.affine import affine
+from kcc.ir.consts import const_int, const_value, strong_int
+from kcc.ir.ops import Ops
+from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from kcc.ir.uop import UOp, rebuild, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.simplify import keep_params
+from kcc.passes.target import TargetDesc
+from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _place, _widens
+
+
+def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
+    """The RANGEs of the inner nest closed by end when the module docstring allows unrolling
+    it, else None."""
+    outer = dep[end]
+    cone = toposort([end])
+    closed = [x.src[1] for x in cone if x.op is Ops.END and x.src[1] not in outer]
+    nest = frozenset(closed)
+    body = [x for x in cone if dep[x] & nest or x.op is Ops.END and x.src[1] in nest]
+    if any(x.op is Ops.END and len(x.src) != 2 for x in body) or len(closed) != len(nest):
+        return None
+    ranges = [x for x in body if x.op is Ops.RANGE]
+    if sorted(map(id, ranges)) != sorted(map(id, closed)):
+        return None
+    trips: dict[UOp, int] = {}
+    for r in ranges:
+        n = const_int(r.src[0])
+        if n is None or n < 1 or any(s.op is not Ops.RANGE for s in r.src[1:]):
+            return None
+        trips[r] = n
+    size = 0
+    for x in body:
+        if x.op in _REFUSED:
+            return None
+        if x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.RANGE) or x.dtype is not None \
+                and (x.dtype.is_int or x.dtype.is_bool) and x.op is not Ops.LOAD:
+            continue        # places, index arithmetic, gates: constants once the counters are
+        k = _HEAVY if x.op in _HEAVY_OPS else 1
+        for d in x.shape or ():
+            k *= d
+        for r in dep[x] & nest:
+            k *= trips[r]
+        size += k
+    if size > budget:
+        return None
+    stores = [x for x in body if x.op is Ops.STORE]
+    places = [_place(x) for x in stores]
+    if not stores or any(p is None or not p[0].dtype.is_float for p in places):
+        return None         # (float outputs: integer and bool kernels are left as they were)
+    stored = {p[0] for p in places if p is not None}
+    for x in body:
+        if x.op is Ops.LOAD:
+            p = x.src[0]
+            while p.op in (Ops.INDEX, Ops.SHRINK):
+                p = p.src[0]
+            if p in stored or p.op is not Ops.PARAM and dep.get(p):
+                return None
+    return ranges if _disjoint(places, ranges, nest, dep) else None
+
+
+def _disjoint(places: list, ranges: list[UOp], nest: frozenset[UOp],
+              dep: dict[UOp, frozenset[UOp]]) -> bool:
+    """Whether no element is stored by two iterations (module docstring: affine indexes)."""
+    memo: dict = {}
+    forms: dict[UOp, dict[UOp, int]] = {}     # buffer → the terms free of the nest's counters
+    spans = []
+    for buf, idx, n in places:
+        a = affine(idx, lambda x: x in nest or not dep[x] & nest, memo, mulacc=True)
+        if a is None:
+            return False
+        coef = {r: a[0].get(r, 0) for r in ranges}
+        rest = {t: c for t, c in a[0].items() if t not in nest}
+        if any(dep[t] & nest for t in rest):
+            return False
+        if forms.setdefault(buf, rest) != rest:
+            return False
+        spans.append((buf, coef, a[1], n))
+    seen: dict[tuple[UOp, int], int] = {}
+    for it, env in enumerate(_assignments(ranges)):
+        for buf, coef, c, n in spans:
+            start = c + sum(k * env[r] for r, k in coef.items())
+            for e in range(start, start + n):
+                if seen.setdefault((buf, e), it) != it:
+                    return False
+    return True
+
+
+def _expand(end: UOp, nest: frozenset[UOp], dep: dict[UOp, frozenset[UOp]]) -> UOp:
+    """The nest under end as a GROUP of its iterations, each of its RANGEs a constant in each
+    copy; nodes free of its counters are shared."""
+    memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
+
+    def copy(n: UOp, env: dict[UOp, int]) -> UOp:
+        mine = dep[n] & nest
+        if not mine and not (n.op is Ops.END and n.src[1] in nest):
+            return n
+        key = (n, tuple(env[r] for r in sorted(mine, key=id)))
+        if key in memo:
+            return memo[key]
+        if n.op is Ops.RANGE:
+            out = strong_int(env[n], n.dtype)
+        elif n.op is Ops.END:
+            r = n.src[1]
+            bound = const_int(r.src[0])
+            assert bound is not None
+            out = UOp(Ops.GROUP, tuple(dict.fromkeys(
+                copy(n.src[0], {**env, r: k}) for k in range(bound))))
+        else:
+            srcs = tuple(copy(s, env) for s in n.src)
+            out = n if srcs == n.src else n.replace(src=srcs)
+        memo[key] = out
+        return out
+
+    return copy(end, {})
+
+
+def unroll_inner(sink: UOp, desc: TargetDesc) -> UOp:
+    """Unroll every inner nest the module docstring allows (outermost candidates first); the
+    copies' constant index arithmetic and gates are folded by passes/simplify.py."""
+    if desc.tiny_unroll <= 0:
+        return sink
+    order = toposort([sink])
+    dep = range_sets(order)
+    repl: dict[UOp, UOp] = {}
+    inside: set[UOp] = set()            # nodes under a nest already taken
+    for x in reversed(order):
+        if x.op is not Ops.END or not dep[x] or x in inside:
+            continue
+        ranges = _nest(x, dep, 2 * desc.tiny_unroll)
+        if ranges is not None and not _widens(sink, x, desc):
+            repl[x] = _expand(x, frozenset(ranges), dep)
+            inside.update(toposort([x]))
+    if not repl:
+        return sink
+    from kcc.passes.simplify import simplify
+    out = simplify(rebuild(order, repl).get(sink, sink), desc)
+    # a gate that folded to a constant (cumsum's `c < j` at each j): true reads the element
+    # ungated, false reads nothing and is the alternative value (docs/semantics.md, LOAD)
+    folded = graph_rewrite(out, _GATES)
+    return out if folded is out else simplify(keep_params(out, folded), desc)
+
+
+def _constant_gate(x: UOp) -> UOp | None:
+    """LOAD(place, alt, gate) with a constant scalar gate → LOAD(place) or alt."""
+    if len(x.src) != 3 or x.src[2].shape:
+        return None
+    g = const_value(x.src[2])
+    if g is None or not x.src[2].dtype.is_bool:
+        return None
+    return UOp(Ops.LOAD, (x.src[0],)) if g[0] else x.src[1]
+
+
+_GATES = PatternMatcher([(UPat(Ops.LOAD, name="x"), _constant_gate)])

@@ -1,0 +1,98 @@
+"""Tests of kcc/passes/unroll_inner.py: a tiny inner loop of constant bound (cumsum's r_32_8_8:
+8 iterations, each load gated by a compare of the counter) becomes its iterations inside the
+outer loop, the gates folded (true: an ungated load, false: the alternative value); loops it
+must not copy are left alone. The oracle is the reference interpreter, on the graph before
+and after and on the x86 object."""
+
+from __future__ import annotations
+
+import pytest
+from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+from kcc.frontend.parser import parse
+from kcc.ir import Ops
+from kcc.targets.cuda.desc import CUDA
+from kcc.passes.lower_weak import lower_weak_dtypes
+from kcc.passes.simplify import simplify
+from kcc.passes.unroll_inner import unroll_inner
+from kcc.targets.x86.arch import x86_desc
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+X86 = x86_desc("x86-64-v4")
+
+# out[8i + j] = sum of x[8i + j - c] for c < 3 where j >= c, plus x[8i] where j > 6 (a
+# windowed cumsum; that last load, one element gated by the counter, is one widen refuses)
+CUMSUM = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 32)
+%i = RANGE(4) (0, WEAK)
+%j = RANGE(8, %i) (1, WEAK)
+%p = MULACC(%i, 8, %j)
+%p1 = ADD(%p, -1)
+%p2 = ADD(%p, -2)
+%x0p = INDEX(%x, %p)
+%x0 = LOAD(%x0p)
+%g1 = CMPLT(0, %j)
+%x1p = INDEX(%x, %p1)
+%x1 = LOAD(%x1p, 0.0, %g1)
+%g2 = CMPLT(1, %j)
+%x2p = INDEX(%x, %p2)
+%x2 = LOAD(%x2p, 0.0, %g2)
+%g3 = CMPLT(6, %j)
+%r0 = MUL(%i, 8)
+%x3p = INDEX(%x, %r0)
+%x3 = LOAD(%x3p, 0.0, %g3)
+%s0 = ADD(%x3, %x2)
+%s1 = ADD(%s0, %x1)
+%s = ADD(%s1, %x0)
+%op = INDEX(%out, {store})
+%st = STORE(%op, %s)
+%e1 = END(%st, %j)
+%e0 = END(%e1, %i)
+SINK(%e0) KernelInfo(name="cumsum")
+"""
+
+
+def _prep(text: str, desc):
+    """The graph as unroll sees it in the pipeline (dtypes lowered, simplified)."""
+    sink = parse(text, "k.uop")
+    return sink, simplify(lower_weak_dtypes(sink, desc), desc)
+
+
+def _ranges(g) -> list:
+    return [u for u in g.toposort() if u.op is Ops.RANGE]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_inner_loop_is_unrolled_and_its_gates_fold(arch: str) -> None:
+    sink, s0 = _prep(CUMSUM.format(store="%p"), x86_desc(arch))
+    g = unroll_inner(s0, x86_desc(arch))
+    assert [const_bound(r) for r in _ranges(g)] == [4]        # the outer loop alone
+    loads = [u for u in g.toposort() if u.op is Ops.LOAD]
+    assert loads and all(len(u.src) == 1 for u in loads)      # every gate folded
+    assert len(loads) == 8 + 7 + 6 + 1                        # j = 0 reads one element
+    args = random_inputs(sink, 4)
+    assert_same(sink, reference(g, args), reference(sink, args))
+    if arch == "x86-64-v3" or HAS_V4:
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def const_bound(r) -> int:
+    from kcc.ir.consts import const_int
+    return const_int(r.src[0])
+
+
+def test_overlapping_stores_keep_the_loop() -> None:
+    # every j stores out[8i + (j >> 1)]: two iterations write one element (the later wins)
+    _, sink = _prep(CUMSUM.format(store="%q").replace(
+        "%op = INDEX", "%h = SHR(%j, 1)\n%q = MULACC(%i, 8, %h)\n%op = INDEX"), X86)
+    assert unroll_inner(sink, X86) is sink
+
+
+def test_a_buffer_stored_and_loaded_keeps_the_loop_and_gpus_opt_out() -> None:
+    text = CUMSUM.format(store="%p").replace("%x2p = INDEX(%x, %p2)", "%x2p = INDEX(%out, %p2)")
+    _, sink = _prep(text, X86)
+    assert unroll_inner(sink, X86) is sink
+    _, plain = _prep(CUMSUM.format(store="%p"), CUDA)
+    assert unroll_inner(plain, CUDA) is plain
