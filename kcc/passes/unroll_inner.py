@@ -26,6 +26,9 @@ and simplify folds each copy's g(j) to a constant offset and each gate to true o
   (kcc.ir.affine), all stores of one buffer with the same terms, and their element spans over
   every assignment of the counters are pairwise disjoint across iterations (so whatever the
   enclosing loops' values, no iteration overwrites another's element);
+- its counters reach an integer or bool op other than an address's arithmetic (a shift, a
+  clamp, a compare: what folds; interp E_4_16_4_4's `4*j` alone gained nothing, and each
+  copy's address became a hoisted sum of its own, spilled);
 - passes/widen.py does not widen the loop (vector lanes beat scalar copies), and its copies'
   nodes (passes/unroll_tiny.py's count, without places and integer and bool nodes other than
   loads: index arithmetic and gates of constants and invariants, which fold or are hoisted)
@@ -43,6 +46,12 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _place, _widens
+
+
+# integer ops an address folds (a displacement, a strength-reduced sum): a nest whose counters
+# reach only these gains little from copies, and each copy's address is then a sum of its own
+_AFFINE = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC, Ops.RANGE, Ops.CAST,
+                     Ops.INDEX, Ops.SHRINK, Ops.LOAD, Ops.CONST})
 
 
 def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
@@ -79,6 +88,9 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
         size += k
     if size > budget:
         return None
+    if not any(x.op not in _AFFINE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool)
+               for x in body):
+        return None         # nothing to fold: the loop's own arithmetic is an address's
     stores = [x for x in body if x.op is Ops.STORE]
     places = [_place(x) for x in stores]
     if not stores or any(p is None or not p[0].dtype.is_float for p in places):

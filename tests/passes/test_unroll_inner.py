@@ -96,3 +96,32 @@ def test_a_buffer_stored_and_loaded_keeps_the_loop_and_gpus_opt_out() -> None:
     assert unroll_inner(sink, X86) is sink
     _, plain = _prep(CUMSUM.format(store="%p"), CUDA)
     assert unroll_inner(plain, CUDA) is plain
+
+
+FLIP = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%i = RANGE(8) (0, WEAK)
+%j = RANGE(8, %i) (1, WEAK)
+%p = MULACC(%i, 8, %j)
+%i8 = MUL(%i, 8)
+%q0 = SUB(%i8, %j)
+%q = ADD(%q0, 7)
+%xp = INDEX(%x, %q)
+%v = LOAD(%xp)
+%op = INDEX(%out, %p)
+%st = STORE(%op, %v)
+%e1 = END(%st, %j)
+%e0 = END(%e1, %i)
+SINK(%e0) KernelInfo(name="flip")
+"""
+
+
+def test_a_counter_only_in_addresses_keeps_the_loop() -> None:
+    # flip_cat's E_8_8_2: j reaches nothing but the addresses (no shift, clamp or gate to
+    # fold), so copies would only trade the loop's counter for an address sum each
+    _, sink = _prep(FLIP, X86)
+    assert unroll_inner(sink, X86) is sink
+    _, gated = _prep(FLIP.replace("%v = LOAD(%xp)", "%g = CMPLT(2, %j)\n%v = LOAD(%xp, 0.0, %g)"),
+                     X86)
+    assert unroll_inner(gated, X86) is not gated
