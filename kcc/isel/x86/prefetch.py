@@ -28,7 +28,10 @@ picks, ahead PREFETCH_AHEAD or the enclosing loop's step of the load's address:
 - its index is an affine sum whose coefficient of that loop's counter makes consecutive
   iterations read forward by at most a cache line (a stream, not a gather or a stride that
   skips lines);
-- the loop holds at least PREFETCH_MIN_STREAMS such loads at different places;
+- the loop holds at least PREFETCH_MIN_STREAMS streams of such loads (loads of one buffer
+  whose addresses differ by a constant are one stream while each is within a line of the one
+  before: a row's lanes read as scalar loads, passes/lane_loads.py); only each stream's first
+  load is prefetched;
 - the loop's ALU work is at most MAX_LANE_OPS_PER_BYTE lane operations per byte its streams
   read an iteration: a row reduction does 1/4 (one add a float), tinygrad's matmul tile
   (passes/pack.py's 8-row x 32-column tile: 80 vector FP operations per 128 bytes of a with
@@ -131,8 +134,9 @@ def _lanes(u: UOp) -> int:
 def _streams(loop: _Loop, outer: UOp | None) -> dict[UOp, int]:
     """The loads of an innermost read-only loop that stream forward, if there are enough, each
     with its distance ahead (outer: the enclosing loop's counter, for rows of a page or less)."""
-    picked: dict[UOp, int] = {}
-    places: set = set()
+    found: dict[UOp, int] = {}
+    # (buffer, terms but the counter) → (byte offset, load) of the loads at those places
+    rows: dict[tuple, list[tuple[int, UOp]]] = {}
     memo: dict = {}
     trips = const_int(loop.rng.src[0])
     for u in loop.loads:
@@ -145,13 +149,24 @@ def _streams(loop: _Loop, outer: UOp | None) -> dict[UOp, int]:
         if not 0 < step <= LINE_BYTES:
             continue
         others = frozenset((t, c) for t, c in terms.items() if t is not loop.rng)
-        places.add((base_buffer(place.src[0]), const, others))
-        picked[u] = PREFETCH_AHEAD
+        rows.setdefault((base_buffer(place.src[0]), others), []).append(
+            (const * place.dtype.itemsize, u))
+        found[u] = PREFETCH_AHEAD
         if trips is not None and outer is not None and trips * step <= SHORT_ROW_BYTES:
             next_rows = terms.get(outer, 0) * place.dtype.itemsize
             if next_rows > 0:
-                picked[u] = next_rows
-    if len(places) < PREFETCH_MIN_STREAMS:
+                found[u] = next_rows
+    # loads within a line of the one before are one stream (a row's 4 scalar lanes,
+    # passes/lane_loads.py): one prefetch, for the stream's first load
+    picked: dict[UOp, int] = {}
+    for group in rows.values():
+        group.sort(key=lambda x: x[0])
+        last = None
+        for off, u in group:
+            if last is None or off - last > LINE_BYTES:
+                picked[u] = found[u]
+            last = off
+    if len(picked) < PREFETCH_MIN_STREAMS:
         return {}
-    read = sum(_lanes(u) * u.dtype.itemsize for u in picked)
+    read = sum(_lanes(u) * u.dtype.itemsize for u in found)
     return {} if loop.lane_ops > MAX_LANE_OPS_PER_BYTE * read else picked
