@@ -317,6 +317,16 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             lanes.kernel_stored = stored
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
+                # short vector loads read lane by lane (pooling windows): split into scalar
+                # loads, then widened from one lane (widen_split.py; imported here: saxpy's
+                # compile never needs it)
+                from kcc.passes.widen_split import split_lane_loads
+                cut = split_lane_loads(r, e, loop.region)
+                if cut is not None:
+                    lanes2 = LaneLoop(r, cut[0], cut[1], cut[2])
+                    lanes2.windows = cut[3]
+                    out = lanes2.widen(n_iter, desc) if lanes2.check() else None
+            if out is None:
                 # a reduction into REG accumulators: lanes of partial results (widen_reduce.py;
                 # imported here: a kernel without such a loop, saxpy's, never needs it)
                 from kcc.passes.widen_reduce import ReduceLoop

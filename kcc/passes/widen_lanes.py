@@ -187,6 +187,8 @@ class LaneLoop:
         self.aff_memo: dict[UOp, Affine | None] = {}
         self.spans: dict[UOp, list[tuple[int, bool]]] = {}
         self.strides: dict[UOp, int] = {}       # a strided load's place: its stride
+        # a place split from a vector load (passes/widen_split.py): (its lane, the width)
+        self.windows: dict[UOp, tuple[int, int]] = {}
 
     def free(self, n: UOp) -> bool:
         """Whether n is loop-invariant (does not depend on the counter)."""
@@ -410,7 +412,7 @@ class LaneLoop:
                 if n.op is Ops.LOAD and n.src[0] in self.strides:
                     p = n.src[0]
                     v, parts = strided_load(p.src[0], scal[p.src[1]], self.strides[p], k,
-                                            desc)
+                                            desc, self.windows.get(p))
                     made.extend(parts[:-1])
                 elif n.op is Ops.LOAD and len(n.src) == 3:
                     # a gated load: its gate per lane where it varies with the counter (a

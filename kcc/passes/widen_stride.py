@@ -42,7 +42,7 @@ registers than the target permutes at once leaves the loop at a smaller k or sca
 
 from __future__ import annotations
 
-from kcc.ir.consts import plus_int, strong_int
+from kcc.ir.consts import const_int, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 from kcc.passes.target import TargetDesc
@@ -70,12 +70,17 @@ def stride_legal(stride: int, k: int, desc: TargetDesc, dtype: object) -> bool:
         or desc.gathers(dtype, k)
 
 
-def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
-                 desc: TargetDesc) -> tuple[UOp, list[UOp]]:
+def strided_load(buf: UOp, idx: UOp, stride: int, k: int, desc: TargetDesc,
+                 window: tuple[int, int] | None = None) -> tuple[UOp, list[UOp]]:
     """(the k-lane value of LOAD(INDEX(buf, idx + stride*j)) for j in 0 … k-1, the vector
     nodes made): R contiguous loads and a STACK of their lanes, or the k scalar loads in a
     STACK where they need more registers than the target permutes and it gathers (module
-    docstring). idx: lane 0's element index (a scalar)."""
+    docstring). idx: lane 0's element index (a scalar). window: (c, W) when the load is lane
+    c of a W-element vector the loop read (passes/widen_split.py) and idx is `start + c`:
+    the loads then start at `start`, so the lanes of one vector share them."""
+    got = _windowed(buf, idx, stride, k, desc, window)
+    if got is not None:
+        return got
     span = stride * (k - 1) + 1
     n_reg = registers(stride, k)
     if n_reg > desc.stride_sources(buf.dtype, k):
@@ -91,6 +96,40 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int,
     lanes = []
     for j in range(k):
         e = stride * j
+        r = min(e // k, n_reg - 1)
+        lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
+    stack = UOp(Ops.STACK, tuple(lanes))
+    return stack, [*loads, stack]
+
+
+def _windowed(buf: UOp, idx: UOp, stride: int, k: int, desc: TargetDesc,
+              window: tuple[int, int] | None) -> tuple[UOp, list[UOp]] | None:
+    """strided_load's loads from the start of the vectors the scalar loop read, or None.
+    Its k iterations read W elements at start + stride*j each, so every element from start
+    to start + stride*(k-1) + W - 1 lies in the buffer (between two elements it reads);
+    loads covering that window from start are the same nodes for every lane c of the
+    vector (maxpool's two lanes: two loads, two VSHUFPS, not four loads). None without a
+    window, for an idx not `start + c`, or when the window needs more registers than one
+    permutation reads."""
+    if window is None:
+        return None
+    c, w = window
+    if c == 0:
+        start = idx
+    elif idx.op is Ops.ADD and const_int(idx.src[1]) == c:
+        start = idx.src[0]
+    else:
+        return None
+    span = stride * (k - 1) + w
+    n_reg = -(-span // k)
+    if n_reg > desc.stride_sources(buf.dtype, k):
+        return None
+    starts = [r * k for r in range(n_reg - 1)] + [span - k]
+    loads = [UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, plus_int(start, off), UOp.const(k))),))
+             for off in starts]
+    lanes = []
+    for j in range(k):
+        e = c + stride * j
         r = min(e // k, n_reg - 1)
         lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
     stack = UOp(Ops.STACK, tuple(lanes))

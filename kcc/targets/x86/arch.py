@@ -105,7 +105,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    masked_load=_masked_load if arch == "x86-64-v4" else None,
                    lane_gates=_lane_gates if arch == "x86-64-v4" else _lane_gates_v3,
                    permute=_permute if arch == "x86-64-v4" else None,
-                   stride2=_stride2 if arch != "x86-64-v4" else None,
+                   stride2=_stride2 if arch != "x86-64-v4" else _stride2_x,
                    gather=_gather if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
@@ -136,10 +136,22 @@ def _permute(dt: DType, n: int) -> int:
     return 2 if dt == dtypes.float32 and n == 16 else 0
 
 
+_LANES32 = (dtypes.float32, dtypes.int32, dtypes.uint32)
+
+
 def _stride2(dt: DType, n: int) -> bool:
     """x86-64-v3: every other lane of two 8-lane float32 registers is VSHUFPS and VPERMPD
-    (kcc/isel/x86/shuf.py permute_y)."""
-    return dt == dtypes.float32 and n == 8
+    (kcc/isel/x86/shuf.py permute_y); of two 4-lane ones one VSHUFPS (``_stride2_x``)."""
+    return dt == dtypes.float32 and n == 8 or _stride2_x(dt, n)
+
+
+def _stride2_x(dt: DType, n: int) -> bool:
+    """Every other lane of two 4-lane float32 registers (xmm) is one VSHUFPS, lanes f, f+2
+    of the first and g, g+2 of the second (kcc/isel/x86/shuf.py block_of_lanes; SDM Vol. 2
+    "SHUFPS"): a pooling window's row read 4 windows at a time (passes/widen_split.py). On
+    x86-64-v4 the only stride-2 width besides ``_permute``'s 16 lanes. SHUFPS moves bits:
+    32-bit integer lanes too (maxpool of int32)."""
+    return dt in _LANES32 and n == 4
 
 
 def _gather(dt: DType, n: int) -> bool:

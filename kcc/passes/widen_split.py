@@ -1,0 +1,73 @@
+"""Small vector loads taken apart lane by lane, split into scalar loads so that a loop of
+scalars can be widened across iterations (kcc/passes/widen_lanes.py).
+
+tinygrad's pooling windows read each window row as one short vector and take its lanes
+apart at once (maxpool's 2x2 window: two 2-lane loads per output element, the rows 8
+elements apart, each iteration's window 2 elements right of the one before):
+
+    for i in range(N):
+        v = LOAD(SHRINK(a, 2*i + base, 2))
+        STORE(INDEX(out, i + o), MAX(INDEX(v, 0), INDEX(v, 1)))
+
+The loop's store is one element, its loads two, so neither widening applies: kcc/passes/
+widen.py wants every vector of one width, widen_lanes.py a scalar body, and the loop ran
+one window per iteration. Here every lane read `INDEX(LOAD(SHRINK(a, e, W)), c)` (a
+constant c < W) of a load read only so becomes the scalar load `LOAD(INDEX(a, e + c))`:
+the same element of the same buffer, so the same bits. The loop is then a loop of scalars
+whose loads advance by a constant stride (2 above), which widen_lanes.py widens with
+widen_stride.py's contiguous loads and one lane permutation per lane offset: k windows an
+iteration.
+
+The split is only a candidate: widen.py keeps it only when widen_lanes.py widens the split
+loop, else the loop stays as it was.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.consts import const_int, plus_int
+from kcc.ir.ops import Ops
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute, toposort
+from kcc.passes.linearize import range_sets
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    Split = tuple[UOp, list[UOp], dict[UOp, frozenset[UOp]], dict[UOp, tuple[int, int]]]
+
+
+def split_lane_loads(r: UOp, end: UOp, region: list[UOp]) -> Split | None:
+    """(the loop's END with its lane-read vector loads split into scalar loads, the new
+    region, the new range sets, each new place's (lane, vector width)) or None when no load
+    of the region is of the module docstring's form. r: the loop's RANGE; region: the nodes
+    that depend on it, in order. The widths let widen_stride.py load a strided place from
+    its vector's start (its `window`): the lanes of one vector then share their loads."""
+    inside = set(region)
+    users: dict[UOp, list[UOp]] = {}
+    for n in region:
+        for s in n.src:
+            if s in inside:
+                users.setdefault(s, []).append(n)
+    repl: dict[UOp, UOp] = {}
+    windows: dict[UOp, tuple[int, int]] = {}
+    for n in region:
+        if n.op is not Ops.LOAD or len(n.src) != 1 or len(n.shape) != 1:
+            continue
+        p = n.src[0]
+        if p.op is not Ops.SHRINK or p.src[0] in inside:
+            continue
+        b = base_buffer(p.src[0])
+        if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL:
+            continue
+        lanes = users.get(n, [])
+        cs = [const_int(u.src[1]) if u.op is Ops.INDEX else None for u in lanes]
+        if not lanes or any(c is None or not 0 <= c < n.shape[0] for c in cs):
+            continue
+        for u, c in zip(lanes, cs):
+            place = UOp(Ops.INDEX, (p.src[0], plus_int(p.src[1], c)))
+            repl[u] = UOp(Ops.LOAD, (place,))
+            windows[place] = (c, n.shape[0])
+    if not repl:
+        return None
+    new_end = substitute(end, repl)
+    order = toposort([new_end])
+    dep = range_sets(order)
+    return new_end, [n for n in order if r in dep[n]], dep, windows
