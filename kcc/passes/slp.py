@@ -59,7 +59,7 @@ from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
 from kcc.passes.slp_index import lane_offset as _offset
-from kcc.passes.slp_reg import reg_stores, scalar_reg_groups, store_runs
+from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.slp_up import pack_jammed, pack_upward
 from kcc.passes.target import TargetDesc
 
@@ -652,6 +652,8 @@ def slp(sink: UOp, target: TargetDesc) -> UOp:
     groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
         else scalar_reg_groups(order, target, stored,
                                lambda t: _Packer(target).pack(t) is not None)
+    if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
+        groups += column_groups(order, target, _Packer(target, reg_width).pack)
     p = _Packer(target, reg_width, order)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead

@@ -1,6 +1,7 @@
 """slp's REG-accumulator helpers (kcc/passes/slp.py): the runs of scalar stores to
 consecutive elements, and in a kernel without vectors the REG buffers whose every store run
-becomes one group (passes/unroll.py's jammed column loop)."""
+becomes one group (passes/unroll.py's jammed column loop) and the runs of stores of kernel
+arguments whose values are one vector's lanes (`column_groups`)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,32 @@ def reg_stores(order: list[UOp]) -> dict[UOp, int]:
             if b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG:
                 out[b] = out.get(b, 0) + 1
     return out
+
+
+def column_groups(order: list[UOp], ctx: TargetDesc,
+                  packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
+    """In a kernel without vectors: runs of scalar stores to consecutive elements of a
+    kernel argument whose values pack into a vector other than a STACK of lanes (a load, a
+    vector op), cut into groups of the widest width the target stores at once that divides
+    the run. passes/unroll.py's jammed column loop reads its accumulators' group back one
+    element at a time and stores each to the next element of the output (conv1d: four
+    lane extracts and four scalar stores, each with its own address): one vector store
+    of the group instead. ``packs``: slp's packing of a tuple of lanes (None: no vector)."""
+    groups: list[tuple[UOp, ...]] = []
+    if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
+        return groups
+    for run in store_runs(order):
+        b = base_buffer(run[0].src[0].src[0])
+        if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL:
+            continue
+        dt = run[0].src[1].dtype
+        n = len(run)
+        w = max((w for w in ctx.mem_widths.get(dt, ()) if 2 <= w <= n and n % w == 0),
+                default=0)
+        if not w or not ctx.alu_legal(w, dt):
+            continue
+        for g in (run[i:i + w] for i in range(0, n, w)):
+            v = packs(tuple(st.src[1] for st in g))
+            if v is not None and v.op is not Ops.STACK:
+                groups.append(g)
+    return groups
