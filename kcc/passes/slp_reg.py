@@ -5,7 +5,7 @@ arguments whose values are one vector's lanes (`column_groups`)."""
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, is_const
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes.slp_index import consecutive_runs
@@ -71,8 +71,8 @@ def reg_stores(order: list[UOp]) -> dict[UOp, int]:
 def column_groups(order: list[UOp], ctx: TargetDesc,
                   packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
     """In a kernel without vectors: runs of scalar stores to consecutive elements of a
-    kernel argument whose values pack into a vector other than a STACK of lanes (a load, a
-    vector op), cut into groups of the widest width the target stores at once that divides
+    kernel argument whose values pack into a vector that inserts no scalars (`_inserts`: a
+    load, vector ops over loads, splats and shuffles), cut into groups of the widest width the target stores at once that divides
     the run. passes/unroll.py's jammed column loop reads its accumulators' group back one
     element at a time and stores each to the next element of the output (conv1d: four
     lane extracts and four scalar stores, each with its own address): one vector store
@@ -92,6 +92,26 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
             continue
         for g in (run[i:i + w] for i in range(0, n, w)):
             v = packs(tuple(st.src[1] for st in g))
-            if v is not None and v.op is not Ops.STACK:
+            if v is not None and not _inserts(v):
                 groups.append(g)
     return groups
+
+
+def _inserts(v: UOp) -> bool:
+    """Whether vector v (a packing) gathers distinct scalars into lanes somewhere: a STACK
+    of two or more scalars that are neither constants nor lanes of vectors. Each such
+    scalar costs an insert, which is what the scalar stores saved (four scalar
+    accumulators scaled and stored: three VINSERTPS where four stores were)."""
+    work, seen = [v], set()
+    while work:
+        u = work.pop()
+        if u in seen or not u.shape:
+            continue
+        seen.add(u)
+        if u.op is Ops.STACK:
+            lone = {s for s in u.src if not is_const(s)
+                    and not (s.op is Ops.INDEX and s.src[0].shape)}
+            if len(lone) > 1:
+                return True
+        work.extend(u.src)
+    return False
