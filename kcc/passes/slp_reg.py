@@ -72,11 +72,12 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
                   packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
     """In a kernel without vectors: runs of scalar stores to consecutive elements of a
     kernel argument whose values pack into a vector that inserts no scalars (`_inserts`: a
-    load, vector ops over loads, splats and shuffles), cut into groups of the widest width the target stores at once that divides
-    the run. passes/unroll.py's jammed column loop reads its accumulators' group back one
-    element at a time and stores each to the next element of the output (conv1d: four
-    lane extracts and four scalar stores, each with its own address): one vector store
-    of the group instead. ``packs``: slp's packing of a tuple of lanes (None: no vector)."""
+    load, vector ops over loads, splats and shuffles), cut into groups of the widest width
+    the target stores at once that divides the run. passes/unroll.py's jammed column loop
+    reads its accumulators' group back one element at a time and stores each to the next
+    element of the output (conv1d: four lane extracts and four scalar stores, each with
+    its own address): one vector store of the group instead. ``packs``: slp's packing of
+    a tuple of lanes (None: no vector)."""
     groups: list[tuple[UOp, ...]] = []
     if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
         return groups
