@@ -21,6 +21,10 @@
   by a constant ±2^k (any width) a biased shift; int64/uint64 otherwise → exact unrolled
   shift-subtract long division on uint64 magnitudes (kcc/passes/division.py, cdiv64).
 - integer MULACC → MUL then ADD (wrapping, so exact).
+- an integer MUL by a bool's 0/1 CAST → WHERE(bool, y, 0) (exact: 1·y = y, 0·y = 0) on a
+  target that selects faster than it multiplies (`TargetDesc.select_bool_mul`: x86, where
+  VPMULLD is two uops of ten cycles' latency and the select one masked move; argmax's
+  `(x == max) * (n - i)` every element).
 - MULHI → the exact product in int64/uint64 shifted down (≤ 32-bit dtypes), or the high half
   assembled from four 32 x 32 → 64-bit products (64-bit dtypes; signed from unsigned by the
   operands' signs).
@@ -168,6 +172,20 @@ def int_mulacc(ctx: TargetDesc, x: UOp) -> UOp | None:
         raise DecomposeError(f"target {ctx.name} lacks a fused multiply-add for {x.dtype}")
     a, b, c = x.src
     return UOp(Ops.ADD, (UOp(Ops.MUL, (a, b)), c))
+
+
+def bool_mul(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """Integer MUL(CAST(b), y) of a bool b (either order) → WHERE(b, y, 0) where the target
+    asks for it (module docstring) and has the WHERE at the MUL's width."""
+    dt = x.dtype
+    if not ctx.select_bool_mul or not dt.is_int or dt.is_weak or dt.is_bool:
+        return None
+    if x.shape and not ctx.alu_legal(x.shape[0], dt, Ops.WHERE):
+        return None
+    for c, y in (x.src, x.src[::-1]):
+        if c.op is Ops.CAST and c.src[0].dtype == dtypes.bool:
+            return UOp(Ops.WHERE, (c.src[0], y, _const(0, dt, x.shape)))
+    return None
 
 
 def mulhi(ctx: TargetDesc, x: UOp) -> UOp | None:
@@ -365,6 +383,7 @@ DECOMPOSE = PatternMatcher([
     (UPat(Ops.CDIV, name="x"), cdiv),
     (UPat((Ops.FDIV, Ops.SQRT), name="x"), fdiv_sqrt),
     (UPat(Ops.MULACC, name="x"), int_mulacc),
+    (UPat(Ops.MUL, name="x"), bool_mul),
     (UPat(Ops.MULHI, name="x"), mulhi),
     (UPat(Ops.THREEFRY, name="x"), threefry),
 ])

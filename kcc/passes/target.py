@@ -83,6 +83,8 @@ class TargetDesc:
     lane_loads: whether a vector load of an unstored argument whose lanes are only read one
       by one as scalars is better as a scalar load per lane (passes/lane_loads.py; x86: a
       load micro-op instead of a lane shuffle); False (the default): loads stay as written.
+    select_bool_mul: whether passes/decompose.py turns an integer MUL by a bool's 0/1 CAST
+      into a WHERE (x86: a masked move or CMOVcc, not a multiply); False (the default): no.
     """
 
     name: str
@@ -113,6 +115,7 @@ class TargetDesc:
     mul_high: tuple[int, ...] = ()
     bool_stores: tuple[int, ...] = ()
     lane_loads: bool = False
+    select_bool_mul: bool = False
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -56,9 +56,9 @@ SINK(%e) KernelInfo(name="lanes")
 
 
 def _text(n: int = 64, dt: str = "int32", load_off: int = 0, alias: bool = False,
-          load_index: str = "") -> str:
+          load_index: str = "", amul: int = 4) -> str:
     span = n + 16
-    text = SCALAR.format(n=n, dt=dt, span=span, size=2 * span, asize=4 * span,
+    text = SCALAR.format(n=n, dt=dt, span=span, size=2 * span, asize=amul * span,
                          load_index=load_index or f"ADD(%p, {load_off})")
     text = text.replace("%op = INDEX(%out, %p)", "%o = ADD(%p, 8)\n%op = INDEX(%out, %o)")
     if alias:                   # the loop reads out at q + 8 and writes it at p + 8
@@ -122,9 +122,18 @@ def test_store_and_load_of_one_buffer(load_off: int, widened: bool) -> None:
 
 
 def test_gather_is_left_alone() -> None:
-    text = _text(load_index="MUL(%p, 2)")      # a[2p]: every other element
+    text = _text(load_index="MUL(%p, 3)", amul=6)      # a[3p]: every third element
     _, g, w = _prep(text)
     assert w is g
+    _check(text)
+
+
+def test_every_other_int32_is_4_lanes_and_a_shuffle() -> None:
+    # a[2p]: two 4-element loads and one VSHUFPS (x86 stride2 at 4 lanes of 32 bits)
+    text = _text(load_index="MUL(%p, 2)")
+    _, g, w = _prep(text)
+    assert w is not g
+    assert {u.shape for u in w.toposort() if u.op is Ops.LOAD and u.shape} == {(4,)}
     _check(text)
 
 

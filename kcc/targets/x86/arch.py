@@ -117,6 +117,8 @@ def x86_desc(arch: str) -> TargetDesc:
                    # a bool vector stored as its 0/1 bytes (kcc/isel/x86/select.py sel_STORE):
                    # an xmm's low 4 or 8 bytes or the whole xmm (16 lanes: v4's bool vectors)
                    bool_stores=(16, 8, 4) if arch == "x86-64-v4" else (8, 4),
+                   # VPMULLD: 2 uops, 10 cycles; a 0/1 multiply is a masked move or blend
+                   select_bool_mul=True,
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
                    # permutation instead of ~20 instructions of loop control)
                    tiny_unroll=X86_TINY_UNROLL,
