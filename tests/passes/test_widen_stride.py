@@ -58,11 +58,6 @@ def _text(n: int = 39, s: int = 2, off: int = 3) -> str:
     return STRIDED.format(n=n, s=s, row=row, off=off, osize=2 * n, asize=last + 1)
 
 
-def _blocks(n: int, k: int) -> list[int]:
-    """The widened loop's bound: none when the loop is one block of k (widen_lanes.py)."""
-    return [n // k] if n > k else []
-
-
 def _loads(g) -> list:
     return [u for u in g.toposort() if u.op is Ops.LOAD and u.shape]
 
