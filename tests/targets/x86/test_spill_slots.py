@@ -30,18 +30,20 @@ GOLDEN = Path(__file__).resolve().parents[3] / "golden" / "x86"
 def _pressure(lanes: int, n: int = 40, iters: int = 7) -> str:
     """n float32 values of `lanes` lanes loaded before a loop, all used in every iteration
     (more than the 16 or 32 vector registers). x is read with a gap between iterations (every
-    other vector), so passes/widen.py leaves the loop at its own width (it widens consecutive
-    accesses only; a bound no factor divides would get a widened loop and a tail)."""
+    other vector; every third scalar: a stride 2 is 4 lanes and a shuffle since
+    passes/widen_split.py), so passes/widen.py leaves the loop at its own width (it widens
+    consecutive accesses only; a bound no factor divides would get a widened loop and a
+    tail)."""
     lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {lanes * iters})",
              f"%a = PARAM ParamArg(1, float32, {lanes * n})",
-             f"%x = PARAM ParamArg(2, float32, {2 * lanes * iters})"]
+             f"%x = PARAM ParamArg(2, float32, {3 * lanes * iters})"]
     for j in range(n):
         if lanes == 1:
             lines += [f"%p{j} = INDEX(%a, {j})", f"%v{j} = LOAD(%p{j})"]
         else:
             lines += [f"%p{j} = SHRINK(%a, {lanes * j}, {lanes})", f"%v{j} = LOAD(%p{j})"]
     if lanes == 1:
-        lines += [f"%i = RANGE({iters}) (0, LOOP)", "%i2 = MUL(%i, 2)", "%xp = INDEX(%x, %i2)"]
+        lines += [f"%i = RANGE({iters}) (0, LOOP)", "%i2 = MUL(%i, 3)", "%xp = INDEX(%x, %i2)"]
     else:
         lines += [f"%i = RANGE({iters}) (0, LOOP)", f"%s = MUL(%i, {lanes})",
                   f"%s2 = MUL(%i, {2 * lanes})", f"%xp = SHRINK(%x, %s2, {lanes})"]
