@@ -71,10 +71,10 @@ def _table(head: tuple, blob: Any) -> FormTable:
     return FormTable(index, rel, blob)
 
 
-# built once and then loaded from the bytecode cache while this file, row.py and rows.py are
-# unchanged (kcc/startup.py: building the ~1,250 rows was a tenth of a small compile's
-# start-up), each row's bytes read from the file when the row is first asked for
-_ROWS_FILE = os.path.join(os.path.dirname(__file__), "rows.py")
+# built once and then loaded from the bytecode cache while this file, row.py, rows.py and
+# rows_late.py are unchanged (kcc/startup.py: building the ~1,250 rows was a tenth of a small
+# compile's start-up), each row's bytes read from the file when the row is first asked for
+_ROWS_FILES = [os.path.join(os.path.dirname(__file__), f) for f in ("rows.py", "rows_late.py")]
 
 
 def _build() -> list[Row]:
@@ -84,7 +84,7 @@ def _build() -> list[Row]:
 
 
 def _forms() -> FormTable:
-    sources = [__file__, _row_module.__file__, _ROWS_FILE]
+    sources = [__file__, _row_module.__file__, *_ROWS_FILES]
     head, blob = cached_blobs("x86-rows", sources, lambda: _dump(_build()))
     try:
         return _table(head, blob)
