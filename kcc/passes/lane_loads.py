@@ -24,7 +24,10 @@ for every lane of such a load. It reads the same element, so every lane is bit-i
   vector load could be, and no store can come between;
 - every use of the vector is an INDEX at a constant lane, and every use of each lane is a
   scalar node other than a STACK: a lane that is packed back into a vector (a transpose,
-  kcc/isel/x86/shuf.py) is a permutation of whole registers, cheaper than a load per lane.
+  kcc/isel/x86/shuf.py) is a permutation of whole registers, cheaper than a load per lane;
+  and other than a compare: the lanes' compares of one vector combined by OR/AND (tinygrad's
+  any/all) are one vector compare and a mask move in the selector (kcc/isel/x86/vec.py
+  lane_test), where scalar loads would make each lane a compare of its own.
 
 Runs twice. As widen starts (kcc/passes/widen.py), on loads none of whose lanes flows into a
 STACK: a loop whose lanes are scalars all the way to their stores (attention's) is then a
@@ -37,7 +40,7 @@ targets opt out.
 from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
-from kcc.ir.ops import Ops
+from kcc.ir.ops import COMPARE, Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute, toposort
 from kcc.passes.target import TargetDesc
 
@@ -49,10 +52,14 @@ def _argument(buf: UOp) -> bool:
         and not b.arg.volatile
 
 
-def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False) -> UOp:
+def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False,
+               windows: dict[UOp, tuple[int, int]] | None = None) -> UOp:
     """sink with the lanes of every qualifying vector load read as scalar loads (module
     docstring); sink itself when the target opts out or no load qualifies. before_widen:
-    only loads none of whose lanes reaches a STACK through its users."""
+    only loads none of whose lanes reaches a STACK through its users. windows: filled with
+    each new scalar place's (lane, vector width), as kcc/passes/widen_split.py records them,
+    so that widen_stride.py loads a strided lane from its vector's start and the lanes of
+    one vector share their loads (maxpool's 2-lane window rows: two loads a row, not four)."""
     if not desc.lane_loads:
         return sink
     order = toposort([sink])
@@ -83,8 +90,11 @@ def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False) -> UOp:
                 or any(x in stacked for x in lanes):
             continue
         for x in lanes:
-            at = plus_int(base, const_int(x.src[1]))
-            repl[x] = UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, at)),))
+            c = const_int(x.src[1])
+            place = UOp(Ops.INDEX, (buf, plus_int(base, c)))
+            repl[x] = UOp(Ops.LOAD, (place,))
+            if windows is not None:
+                windows[place] = (c, n.shape[0])
     return substitute(sink, repl) if repl else sink
 
 
@@ -92,4 +102,5 @@ def _scalar_lane(x: UOp, users: dict[UOp, list[UOp]]) -> bool:
     """Whether x is a constant lane INDEX of a vector whose every use is a scalar non-STACK."""
     if x.op is not Ops.INDEX or len(x.src) != 2 or const_int(x.src[1]) is None:
         return False
-    return all(u.op is not Ops.STACK and u.shape == () for u in users.get(x, []))
+    return all(u.op is not Ops.STACK and u.op not in COMPARE and u.shape == ()
+               for u in users.get(x, []))

@@ -282,7 +282,8 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
     """Widen every innermost elementwise loop the module docstring allows."""
     if desc.gpu:
         return sink
-    sink = lane_loads(sink, desc, before_widen=True)   # (lanes read alone: scalar loads)
+    windows: dict[UOp, tuple[int, int]] = {}   # the split lanes' (lane, width): widen_stride
+    sink = lane_loads(sink, desc, before_widen=True, windows=windows)   # (lanes read alone)
     order = toposort([sink])
     sink2 = expand_threefry(sink, desc, order)
     if sink2 is not sink:
@@ -315,6 +316,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             # a loop of scalars: widened across iterations from one lane (widen_lanes.py)
             lanes = LaneLoop(r, e, loop.region, dep)
             lanes.kernel_stored = stored
+            lanes.windows = windows
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             if out is None:
                 # short vector loads read lane by lane (pooling windows): split into scalar
