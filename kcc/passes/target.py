@@ -61,6 +61,9 @@ class TargetDesc:
     gather(dtype, n): whether n scalar loads of dtype at constant offsets from one address
       are one instruction (x86-64-v4: VGATHERDPS of 16 float32; passes/widen_stride.py reads a
       load at a large stride so); None (the default): no.
+    index_gather(dtype, n): whether n scalar loads of dtype, gated or not, at the lanes of one
+      int32 index vector are one instruction (x86-64-v4: VGATHERDPS zmm {k} of 16 float32;
+      passes/widen_gather.py reads a load at a computed index so); None (the default): no.
     wmma(shape): whether the target selects this tensor-core form (kcc.ir.wmma.WmmaShape) as
       its own instructions; passes/wmma.py expands every other WMMA into per-lane arithmetic.
       None (the default): the selector takes every WMMA (and refuses a form it lacks by name).
@@ -104,6 +107,7 @@ class TargetDesc:
     load_streams: int = 0
     permute: Callable[[DType, int], int] | None = field(default=None, compare=False)
     gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
+    index_gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     stride2: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,

@@ -210,6 +210,7 @@ class LaneLoop:
         self.strides: dict[UOp, int] = {}       # a strided load's place: its stride
         # a place split from a vector load (passes/widen_split.py): (its lane, the width)
         self.windows: dict[UOp, tuple[int, int]] = {}
+        self.gathers: set[UOp] = set()          # places read by index vectors (widen_gather)
 
     def free(self, n: UOp) -> bool:
         """Whether n is loop-invariant (does not depend on the counter)."""
@@ -254,9 +255,14 @@ class LaneLoop:
         bases: dict[UOp, frozenset] = {}
         for p, st in accesses:
             a = self.affine(p.src[1])
-            if a is None:
-                return False
             b = base_buffer(p.src[0])
+            if a is None:
+                # a computed index: lanes of an index vector (passes/widen_gather.py)
+                from kcc.passes import widen_gather
+                if st or not widen_gather.accept(self, p, b in stored):
+                    return False
+                self.gathers.add(p)
+                continue
             c = a[0].get(self.r)
             if c != 1:
                 if st or b in stored or c is None or c < 2 or p in gated:
@@ -414,6 +420,10 @@ class LaneLoop:
             from kcc.passes.widen_stride import stride_legal, strided_load
             if any(not stride_legal(c, k, desc, p.dtype) for p, c in self.strides.items()):
                 return None
+        if self.gathers:
+            from kcc.passes import widen_gather
+            if any(not widen_gather.legal(desc, p.dtype, k) for p in self.gathers):
+                return None
 
         def lanes(s: UOp) -> UOp:
             v = vec.get(s)
@@ -432,7 +442,9 @@ class LaneLoop:
                     scal[n] = _zero_folded(scal[n])
             if n in need_vec and n not in vec:
                 c = self.lin(n)
-                if n.op is Ops.LOAD and n.src[0] in self.strides:
+                if n.op is Ops.LOAD and n.src[0] in self.gathers:
+                    v = widen_gather.gather_load(self, n, k, lanes, made)
+                elif n.op is Ops.LOAD and n.src[0] in self.strides:
                     p = n.src[0]
                     v, parts = strided_load(p.src[0], scal[p.src[1]], self.strides[p], k,
                                             desc, self.windows.get(p))
@@ -494,7 +506,11 @@ class LaneLoop:
                 if n.src[1] in inside:
                     need_vec.add(n.src[1])
             if n in need_vec:
-                if n.op is Ops.LOAD:
+                if n.op is Ops.LOAD and n.src[0] in self.gathers:
+                    from kcc.passes.widen_gather import demand
+                    need_vec.update(demand(self, n.src[0].src[1]))     # its index vector
+                    need_vec.update(s for s in n.src[1:] if s in inside)   # alt, gate
+                elif n.op is Ops.LOAD:
                     need_scalar.add(n.src[0].src[1])
                     need_vec.update(s for s in n.src[1:] if s in inside)   # alt, gate
                 elif self.lin(n) is not None:

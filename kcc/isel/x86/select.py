@@ -44,6 +44,7 @@ from kcc.isel.x86.stream import stream_form
 from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RSP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
 from kcc.isel.x86.vec import X86Vec
+from kcc.isel.x86.vgather import vgather_nodes
 from kcc.record import Counts  # collections.Counter's counting, without collections
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
@@ -291,7 +292,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
         # an induction variable is defined at its RANGE
-        self.select_nodes(lin, self.sel_alu, skip=iv_nodes)
+        # index-vector gathers (x86_vgather): their loads are selected at their STACK
+        self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
+        self.select_nodes(lin, self.sel_alu, skip=iv_nodes | gathered)
         if self.stream_align:
             # non-temporal stores are weakly ordered: visible to others before the return
             self.emit("sfence")

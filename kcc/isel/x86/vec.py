@@ -15,6 +15,7 @@ from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, Se
                                vw)
 from kcc.isel.x86.gather import X86Gather
 from kcc.isel.x86.ivec import NARROW_INTS, ZMM_INT_OPS, is_int_vector
+from kcc.isel.x86.vgather import X86VGather
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
 
@@ -34,7 +35,7 @@ def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     return s.src[0], k
 
 
-class X86Vec(X86Shuf, X86Gather):
+class X86Vec(X86Shuf, X86Gather, X86VGather):
     """Float and vector rules (mixed into X86Selector); lane permutations in X86Shuf."""
 
     # -- vectors ------------------------------------------------------------------------------
@@ -149,7 +150,9 @@ class X86Vec(X86Shuf, X86Gather):
         if reg_class(dt) != "vec":
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
-        t = self.shuffle(u)                # every lane a lane of a vector: shuffles
+        t = self.vgather(u)                # loads at an index vector's lanes: VGATHERDPS (v4)
+        if t is None:
+            t = self.shuffle(u)            # every lane a lane of a vector: shuffles
         if t is None:
             t = self.gather(u)             # loads at constant offsets: one VGATHERDPS (v4)
         if t is not None:

@@ -107,6 +107,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    permute=_permute if arch == "x86-64-v4" else None,
                    stride2=_stride2 if arch != "x86-64-v4" else _stride2_x,
                    gather=_gather if arch == "x86-64-v4" else None,
+                   index_gather=_gather if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
                    wmma=_no_tensor_cores,
                    # a staged copy stays in L1d (32-48 KiB) beside what the loop streams
@@ -157,8 +158,9 @@ def _stride2_x(dt: DType, n: int) -> bool:
 
 
 def _gather(dt: DType, n: int) -> bool:
-    """x86-64-v4: 16 (or 8) float32 loads at constant offsets are one VGATHERDPS of a zmm
-    (a ymm) (kcc/isel/x86/gather.py)."""
+    """x86-64-v4: 16 (or 8) float32 loads at constant offsets (kcc/isel/x86/gather.py) or at
+    the lanes of an int32 index vector (kcc/isel/x86/vgather.py) are one VGATHERDPS of a zmm
+    (a ymm) {k}."""
     return dt == dtypes.float32 and n in (8, 16)
 
 
