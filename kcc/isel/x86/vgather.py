@@ -8,7 +8,8 @@ kcc/passes/widen_gather.py writes the k lanes of a load at a computed index as
 (or ungated: `LOAD(INDEX(buf, INDEX(V, j)))`), V a vector of 16 int32 indexes, G the lanes'
 gates and A their alternatives (after simplify, one scalar alt where A was a splat; after
 kcc/passes/gates.py, the index `WHERE(INDEX(G, j), INDEX(V, j), k)`, which is V's lane
-wherever the gate lets the lane be read). That is VGATHERDPS zmm {k}, [base + V*4] (SDM Vol. 2
+wherever the gate lets the lane be read), or the same at 8 lanes (VGATHERDPS ymm {k}).
+That is VGATHERDPS zmm {k}, [base + V*4] (SDM Vol. 2
 "VGATHERDPS"): lane j is the dword at base + sign_extend(V[j])*4 where bit j of k is set
 (the scalar load's address: an int32 index, sign-extended), and keeps the destination's lane
 where it is clear. Only lanes whose mask bit is set are read, so a gated-off lane's address
@@ -32,12 +33,12 @@ from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, base_buffer
 from kcc.isel.x86.base import SelectError, positive_zero
 
-_LANES = 16
+_FORMS = {16: ("z", "vgatherdps_z_k_vm32z"), 8: ("y", "vgatherdps_y_k_vm32y")}   # lanes: form
 
 
-def _lane_of(x: UOp, j: int) -> UOp | None:
-    """v when x is INDEX(v, j) of a 16-lane vector v, else None."""
-    if x.op is Ops.INDEX and len(x.src) == 2 and x.src[0].shape == (_LANES,) \
+def _lane_of(x: UOp, j: int, n: int) -> UOp | None:
+    """v when x is INDEX(v, j) of an n-lane vector v, else None."""
+    if x.op is Ops.INDEX and len(x.src) == 2 and x.src[0].shape == (n,) \
             and const_int(x.src[1]) == j:
         return x.src[0]
     return None
@@ -45,8 +46,9 @@ def _lane_of(x: UOp, j: int) -> UOp | None:
 
 def _match(u: UOp) -> tuple[UOp, UOp, UOp | None, UOp | None] | None:
     """(buf, V, A, G) when STACK u is the module docstring's shape (A, G None: ungated)."""
-    if u.op is not Ops.STACK or u.dtype != dtypes.float32 or len(u.src) != _LANES \
-            or len(set(u.src)) != _LANES:
+    n = len(u.src)
+    if u.op is not Ops.STACK or u.dtype != dtypes.float32 or n not in _FORMS \
+            or len(set(u.src)) != n:
         return None
     shape = None
     for j, s in enumerate(u.src):
@@ -60,12 +62,12 @@ def _match(u: UOp) -> tuple[UOp, UOp, UOp | None, UOp | None] | None:
             # kcc/passes/gates.py's safe index WHERE(gate, i, k) on the load's own gate: the
             # gather reads no masked-off lane, so lane j's index is i wherever it is read
             idx = idx.src[1]
-        v = _lane_of(idx, j)
+        v = _lane_of(idx, j, n)
         if v is None or v.dtype != dtypes.int32:
             return None
         # the alt: a lane of a vector, or one scalar for every lane (a folded splat)
-        a = (_lane_of(s.src[1], j) or s.src[1]) if gated else None
-        g = _lane_of(s.src[2], j) if gated else None
+        a = (_lane_of(s.src[1], j, n) or s.src[1]) if gated else None
+        g = _lane_of(s.src[2], j, n) if gated else None
         if gated and (g is None or g.dtype != dtypes.bool or a.dtype != dtypes.float32):
             return None
         here = (buf, v, a, g)
@@ -134,6 +136,8 @@ class X86VGather:
         if m is None:
             return None
         buf, v, a, g = m
+        n = len(u.src)
+        form = _FORMS[n][1]
         kind, base = self.buffer(buf)
         if kind != "ptr":                         # a kernel argument (vgather_nodes)
             raise SelectError(f"a gather from a {kind} buffer")
@@ -141,7 +145,7 @@ class X86VGather:
         k = self.new("mask")
         if g is None:
             r = self.new("gpr")
-            self.emit("mov_r32_imm32", r, (1 << _LANES) - 1)
+            self.emit("mov_r32_imm32", r, (1 << n) - 1)
             self.emit("kmovw_k_r32", k, r)
         else:
             kg = self.kbool(g)
@@ -152,8 +156,8 @@ class X86VGather:
             t = self.new("vec")
             self.emit("vzero", t)
         elif a.shape:
-            t = self.copy(self.reg(a), dtypes.float32, _LANES)
+            t = self.copy(self.reg(a), dtypes.float32, n)
         else:                                       # one scalar alt: its splat
-            t = self.copy(self.reg(UOp(Ops.STACK, (a,) * _LANES)), dtypes.float32, _LANES)
-        self.emit("vgatherdps_z_k_vm32z", t, k, Mem(base, vidx, 4, 0))
+            t = self.copy(self.reg(UOp(Ops.STACK, (a,) * n)), dtypes.float32, n)
+        self.emit(form, t, k, Mem(base, vidx, 4, 0))
         return t

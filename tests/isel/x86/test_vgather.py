@@ -89,3 +89,38 @@ def test_v3_keeps_scalar_loads() -> None:
     sink = parse(text, "k.uop")
     args = _args(sink, 3)
     assert_same(sink, compile_and_run(sink, args, "x86-64-v3"), reference(sink, args))
+
+
+# cumsum's shape at 8 lanes (an int32 compare of the counter gates each lane; no int32 x 16
+# compare on v4): out[i] = 8 < i ? a[((i + 247 >> 8) - 1) * 2^28 + (i & 7)] : 0, whose
+# gated-off lanes (i <= 8) index 2^28 elements before a (a read there faults)
+COUNTER_GATED = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 200)
+%a = PARAM ParamArg(1, float32, 8)
+%z = CAST(0.0) float32
+%i = RANGE(200) (0, WEAK)
+%s = ADD(%i, 247)
+%r = SHR(%s, 8)
+%r1 = SUB(%r, 1)
+%far = MUL(%r1, 268435456)
+%lo = AND(%i, 7)
+%at = ADD(%far, %lo)
+%pl = INDEX(%a, %at)
+%g = CMPLT(8, %i)
+%l = LOAD(%pl, %z, %g)
+%po = INDEX(%out, %i)
+%st = STORE(%po, %l)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_counter_gated_gather_of_8_lanes() -> None:
+    asm = _asm(COUNTER_GATED, V4)
+    line = asm.split("vgatherdps", 1)[1].split("\n", 1)[0]
+    assert "ymm" in line and "vpextrd" not in asm
+    if HAS_V4:
+        sink = parse(COUNTER_GATED, "k.uop")
+        for seed in (0, 1):
+            args = random_inputs(sink, seed)
+            assert_same(sink, compile_and_run(sink, args, V4), reference(sink, args))
