@@ -1,7 +1,7 @@
 """Loads at computed indexes in a loop widened across iterations (kcc/passes/widen_lanes.py):
 a scalar load whose index is not affine in the counter becomes k scalar loads whose indexes
 are the lanes of one int32 index vector, which a target with a vector-indexed gather reads as
-one instruction (`TargetDesc.index_gather`: x86-64-v4's VGATHERDPS zmm {k}, kcc/isel/x86/
+one instruction (`TargetDesc.index_gather`: x86-64-v4's VGATHERDPS zmm/ymm {k}, kcc/isel/x86/
 vgather.py).
 
 tinygrad's cumulative ops read a row of partial sums at `(i + 247) >> 8`, and its gathers at

@@ -40,10 +40,11 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
   op, a LOAD (gated or not) or an ungated STORE of an INDEX place of a kernel argument (a
   GLOBAL PARAM, possibly through an AFTER made outside the loop) whose index is
   `i + base + o` (base a sum of terms free of the counter, o a constant: consecutive
-  elements), or a GROUP; RANGE, END, AFTER and BARRIER in the loop are refused, and so are
-  gathers; an ungated load of a buffer the loop does not store may advance by a constant
-  stride s >= 2 instead when the target permutes its lanes in one instruction
-  (passes/widen_stride.py);
+  elements), or a GROUP; RANGE, END, AFTER and BARRIER in the loop are refused; an ungated
+  load of a buffer the loop does not store may advance by a constant stride s >= 2 instead
+  when the target permutes its lanes in one instruction (passes/widen_stride.py), and a
+  load (gated or not) of such a buffer at an int32 index not affine in the counter is read
+  at the lanes of an index vector where the target gathers so (passes/widen_gather.py);
 - the k iterations' loads run before their stores: for every buffer the loop stores, all its
   accesses in the loop share one base and no store of an iteration meets an access of an
   iteration 1 … k-1 apart (kcc.ir.affine.iterations_disjoint);

@@ -118,3 +118,12 @@ def test_a_stored_buffer_is_not_gathered() -> None:
     text = SHIFTED.replace("%pr = INDEX(%rows, %r)", "%pr = INDEX(%out, %r)")
     _, g, w = _prep(text, V4)
     assert not _gathers(w)
+
+
+def test_a_buffer_over_2_31_bytes_is_not_gathered() -> None:
+    # the existing gather's guard: every in-bounds byte offset of a gathered buffer fits a
+    # dword (2^29 float32 are 2^31 bytes: still gathered; one more is not)
+    fits = SHIFTED.replace("ParamArg(2, float32, 4)", f"ParamArg(2, float32, {1 << 29})")
+    over = SHIFTED.replace("ParamArg(2, float32, 4)", f"ParamArg(2, float32, {(1 << 29) + 1})")
+    assert _gathers(_prep(fits, V4)[2])
+    assert not _gathers(_prep(over, V4)[2])
