@@ -72,14 +72,32 @@ def _walk(lp: LaneLoop, x: UOp, leaf: Callable[[UOp], object],
           node: Callable[[UOp, list], object]) -> object:
     """Fold the index tree x (module docstring): leaf(x) for a node widened as the loop
     widens it, node(x, parts) for ADD/SUB (parts: the two operands' results) and for a
-    MULACC of an invariant product (parts: [None, c's result])."""
-    if lp.free(x) or lp.lin(x) is not None:
-        return leaf(x)
-    if x.op in (Ops.ADD, Ops.SUB) and not x.shape:
-        return node(x, [_walk(lp, s, leaf, node) for s in x.src])
-    if x.op is Ops.MULACC and lp.free(x.src[0]) and lp.free(x.src[1]):
-        return node(x, [None, _walk(lp, x.src[2], leaf, node)])
-    return leaf(x)
+    MULACC of an invariant product (parts: [None, c's result]). Without recursion (an index
+    chain may be deeper than Python's frame limit: tests/e2e/test_graph_walks.py) and each
+    node once (a shared operand is folded once, not once a path)."""
+    memo: dict[UOp, object] = {}
+    stack: list[tuple[UOp, bool]] = [(x, False)]
+    while stack:
+        y, ready = stack.pop()
+        if y in memo:
+            continue
+        if lp.free(y) or lp.lin(y) is not None:
+            memo[y] = leaf(y)
+            continue
+        if y.op in (Ops.ADD, Ops.SUB) and not y.shape:
+            kids: tuple[UOp, ...] = y.src
+        elif y.op is Ops.MULACC and lp.free(y.src[0]) and lp.free(y.src[1]):
+            kids = (y.src[2],)
+        else:
+            memo[y] = leaf(y)
+            continue
+        if ready:
+            parts = [memo[s] for s in kids]
+            memo[y] = node(y, parts if len(kids) == 2 else [None, parts[0]])
+        else:
+            stack.append((y, True))
+            stack.extend((s, False) for s in kids if s not in memo)
+    return memo[x]
 
 
 def demand(lp: LaneLoop, idx: UOp) -> set[UOp]:
