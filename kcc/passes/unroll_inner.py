@@ -38,14 +38,15 @@ and simplify folds each copy's g(j) to a constant offset and each gate to true o
 from __future__ import annotations
 
 from kcc.ir.affine import affine
-from kcc.ir.consts import const_int, const_value, strong_int
+from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
-from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _place, _widens
+from kcc.passes.unroll_tiny import (_HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _expand, _place,
+                                    _widens)
 
 
 # integer ops an address folds (a displacement, a strength-reduced sum): a nest whose counters
@@ -133,35 +134,6 @@ def _disjoint(places: list, ranges: list[UOp], nest: frozenset[UOp],
     return True
 
 
-def _expand(end: UOp, nest: frozenset[UOp], dep: dict[UOp, frozenset[UOp]]) -> UOp:
-    """The nest under end as a GROUP of its iterations, each of its RANGEs a constant in each
-    copy; nodes free of its counters are shared."""
-    memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
-
-    def copy(n: UOp, env: dict[UOp, int]) -> UOp:
-        mine = dep[n] & nest
-        if not mine and not (n.op is Ops.END and n.src[1] in nest):
-            return n
-        key = (n, tuple(env[r] for r in sorted(mine, key=id)))
-        if key in memo:
-            return memo[key]
-        if n.op is Ops.RANGE:
-            out = strong_int(env[n], n.dtype)
-        elif n.op is Ops.END:
-            r = n.src[1]
-            bound = const_int(r.src[0])
-            assert bound is not None
-            out = UOp(Ops.GROUP, tuple(dict.fromkeys(
-                copy(n.src[0], {**env, r: k}) for k in range(bound))))
-        else:
-            srcs = tuple(copy(s, env) for s in n.src)
-            out = n if srcs == n.src else n.replace(src=srcs)
-        memo[key] = out
-        return out
-
-    return copy(end, {})
-
-
 def unroll_inner(sink: UOp, desc: TargetDesc) -> UOp:
     """Unroll every inner nest the module docstring allows (outermost candidates first); the
     copies' constant index arithmetic and gates are folded by passes/simplify.py."""
@@ -176,7 +148,7 @@ def unroll_inner(sink: UOp, desc: TargetDesc) -> UOp:
             continue
         ranges = _nest(x, dep, 2 * desc.tiny_unroll)
         if ranges is not None and not _widens(sink, x, desc):
-            repl[x] = _expand(x, frozenset(ranges), dep)
+            repl[x] = _expand(x, dep, frozenset(ranges))
             inside.update(toposort([x]))
     if not repl:
         return sink

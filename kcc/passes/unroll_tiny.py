@@ -150,14 +150,18 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
     return ranges
 
 
-def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> UOp:
-    """The nest under end as a GROUP of its iterations, each RANGE a constant in each copy."""
+def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]],
+            nest: frozenset[UOp] | None = None) -> UOp:
+    """The nest under end as a GROUP of its iterations, each RANGE a constant in each copy.
+    nest: only these RANGEs are expanded (passes/unroll_inner.py's inner loops), the nodes
+    free of them shared; None: every RANGE under end."""
     memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
 
     def copy(n: UOp, env: dict[UOp, int]) -> UOp:
-        if not dep[n] and n.op is not Ops.END:
+        mine = dep[n] if nest is None else dep[n] & nest
+        if not mine and not (n.op is Ops.END and (nest is None or n.src[1] in nest)):
             return n
-        key = (n, tuple(env[r] for r in sorted(dep[n], key=id)))
+        key = (n, tuple(env[r] for r in sorted(mine, key=id)))
         if key in memo:
             return memo[key]
         if n.op is Ops.RANGE:
