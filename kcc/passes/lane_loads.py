@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute_closed, toposort
 from kcc.passes.target import TargetDesc
 
 
@@ -95,7 +95,10 @@ def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False,
             repl[x] = UOp(Ops.LOAD, (place,))
             if windows is not None:
                 windows[place] = (c, n.shape[0])
-    return substitute(sink, repl) if repl else sink
+    # substitute_closed: a lane's new place reads nodes (its loop's counter) that the same
+    # walk rebuilds where a loop is ordered after another (unroll's remainder loop), so the
+    # values are substituted too; a plain substitute left the new loads on the old RANGE
+    return substitute_closed(sink, repl) if repl else sink
 
 
 def _scalar_lane(x: UOp, users: dict[UOp, list[UOp]]) -> bool:

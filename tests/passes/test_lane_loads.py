@@ -88,3 +88,19 @@ def test_a_stored_buffer_and_the_gpu_are_left_alone() -> None:
     assert [u.src[0].src[0].arg.slot for u in _vector_loads(g)] == [2]
     plain = parse(DOT, "k.uop")
     assert lane_loads(plain, CUDA) is plain
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_lanes_split_in_a_remainder_loop_keep_its_range(arch: str) -> None:
+    """tinygrad's r_3_5_4_6 (test_ops' test_sum): unroll jams its 5-column loop by 4 and
+    orders a remainder loop after it; the lanes split in both loops read each loop's own
+    counter. A plain substitute left the remainder's new loads on the RANGE the walk had
+    rebuilt ("this RANGE is closed by more than one END" after widen); the values are
+    substituted with the graph now."""
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "data" / "kernels" / "sum_remainder_lanes.uop"
+    sink = parse(src.read_text())
+    args = random_inputs(sink, 5)
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
