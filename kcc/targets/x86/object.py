@@ -14,12 +14,15 @@ R_X86_64_PC32 = 2
 
 
 def rodata(pool: ConstPool) -> tuple[bytes, dict[str, int], int]:
-    """Lay out the constant pool: each constant aligned to its size (max 32)."""
+    """Lay out the constant pool: each constant aligned to its size (max 64, a zmm's: the
+    selector reads whole-vector constants with VMOVAPS, which faults (#GP) on a 64-byte
+    operand not 64-byte aligned, SDM Vol. 2 "MOVAPS"), the section to its largest."""
     out = bytearray()
     offsets: dict[str, int] = {}
     align_max = 16
     for data, label in pool.items.items():
-        align = 32 if len(data) >= 32 else (16 if len(data) >= 16 else len(data))
+        n = len(data)
+        align = 64 if n >= 64 else 32 if n >= 32 else 16 if n >= 16 else n
         align_max = max(align_max, align)
         out += bytes(-len(out) % align)
         offsets[label] = len(out)

@@ -164,3 +164,39 @@ def test_innermost_loop_heads_are_32_byte_aligned() -> None:
             assert all(h % 32 == 0 for h in loops), (d.name, [hex(h) for h in loops])
             heads += len(loops)
     assert heads >= 3
+
+
+def test_zmm_constants_are_64_byte_aligned() -> None:
+    """A 64-byte constant (a zmm the selector reads with VMOVAPS, which faults on a 64-byte
+    operand that is not 64-byte aligned) starts at a multiple of 64 in .rodata, and the
+    section is aligned to 64: tinygrad's randn kernels (Box-Muller, test_nn's batchnorm3d
+    E_2_4_27) segfaulted at x86-64-v4 with it at offset 32."""
+    from kcc.isel.x86.base import ConstPool
+    from kcc.targets.x86.object import rodata
+    pool = ConstPool()
+    pool.label(b"\x01" * 4)
+    pool.label(b"\x02" * 32)
+    pool.label(b"\x03" * 64)
+    pool.label(b"\x04" * 16)
+    pool.label(b"\x05" * 64)
+    data, offsets, align = rodata(pool)
+    assert align == 64
+    for raw, label in pool.items.items():
+        assert offsets[label] % min(len(raw), 64) == 0, (label, offsets[label])
+        assert data[offsets[label]:offsets[label] + len(raw)] == raw
+
+
+def test_randn_kernel_with_zmm_constants_runs_on_v4() -> None:
+    """The kernel itself, compiled and run (its zmm constants read with VMOVAPS)."""
+    from x86_util import assert_same, compile_and_run, random_inputs, reference
+
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    src = Path(__file__).resolve().parents[2] / "data" / "kernels" / "randn_box_muller.uop"
+    sink = parse(src.read_text())
+    args = random_inputs(sink, 1)
+    args[1][:] = np.random.default_rng(0).random(args[1].shape, np.float32)
+    args[2][:] = np.random.default_rng(1).random(args[2].shape, np.float32)
+    args[3][:] = np.random.default_rng(2).random(args[3].shape, np.float32)
+    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
