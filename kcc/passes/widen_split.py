@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute_closed, toposort
 from kcc.passes.linearize import range_sets
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -67,7 +67,9 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp]) -> Split | None:
             windows[place] = (c, n.shape[0])
     if not repl:
         return None
-    new_end = substitute(end, repl)
+    # substitute_closed: a new place whose index reads another split lane (a loaded index)
+    # reads that lane's new scalar load, not the vector load it replaces (as lane_loads)
+    new_end = substitute_closed(end, repl)
     order = toposort([new_end])
     dep = range_sets(order)
     return new_end, [n for n in order if r in dep[n]], dep, windows
