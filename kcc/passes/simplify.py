@@ -354,6 +354,21 @@ def int_identity(x: UOp) -> UOp | None:
     return None
 
 
+def mulacc_zero(x: UOp) -> UOp | None:
+    """Integer MULACC with a zero factor → its addend; with a zero addend → MUL (exact modulo
+    2^bits; not for floats, where 0 * inf is nan). A loop copied for one iteration puts 0
+    where its counter was (kcc/passes/widen_lanes.py's single block), and tinygrad indexes
+    through MULACC(counter, stride, base)."""
+    if not x.dtype.is_int:
+        return None
+    a, b, c = x.src
+    if _is_const(a, 0) or _is_const(b, 0):
+        return c
+    if _is_const(c, 0):
+        return UOp(Ops.MUL, (a, b))
+    return None
+
+
 def float_mul_one(x: UOp) -> UOp | None:
     """x * 1.0 → x for floats (exact for every x, -0.0, inf and nan included)."""
     return x.src[0] if _is_float_one(x.src[1]) else None
@@ -541,10 +556,11 @@ class _Simplifier(PatternMatcher):
 # per op, which of _inert's tests: 1 fold_alu alone (the first src decides), 2 a binary op
 # whose rules all need a constant src (fold_alu, const_right, assoc_const, int_identity,
 # float_mul_one, sub_const, shift_back), 3 AND/OR (those and idempotent_bitwise), 4 WHERE,
-# 5 CAST, 6 INDEX
+# 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_zero: any constant src)
 _INERT_KIND: dict[Ops, int] = {
-    **{op: 1 for op in (Ops.THREEFRY, Ops.MULACC, Ops.MULHI, Ops.NEG, Ops.EXP2, Ops.LOG2,
+    **{op: 1 for op in (Ops.THREEFRY, Ops.MULHI, Ops.NEG, Ops.EXP2, Ops.LOG2,
                         Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.FDIV)},
+    Ops.MULACC: 7,
     **{op: 2 for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.XOR, Ops.SHL,
                         Ops.SHR, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.CMPLT)},
     Ops.AND: 3, Ops.OR: 3, Ops.WHERE: 4, Ops.CAST: 5, Ops.INDEX: 6}
@@ -574,6 +590,11 @@ def _inert(x: UOp, kind: int) -> bool:
         c = src[0]
         return c.op is not Ops.CONST and c.op is not Ops.CAST and \
             not (c.dtype == x.arg and c.kind == "value")
+    if kind == 7:                   # fold_alu reads src[0]; mulacc_zero any src of an int
+        if len(src) != 3 or const_value(src[0]) is not None:
+            return False
+        return not x.dtype.is_int or (const_value(src[1]) is None
+                                       and const_value(src[2]) is None)
     return src[0].op is not Ops.STACK   # lane_of_stack
 
 
@@ -591,6 +612,7 @@ SIMPLIFY = _Simplifier([
     (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
     (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
+    (UPat(Ops.MULACC, src=(UPat.var(), UPat.var(), UPat.var()), name="x"), mulacc_zero),
     (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),

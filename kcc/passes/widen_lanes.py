@@ -170,27 +170,6 @@ def _gated(n: UOp) -> bool:
     return n.op is Ops.LOAD and len(n.src) == 3 and n.src[2].shape == ()
 
 
-def _zero_folded(u: UOp) -> UOp:
-    """Integer index node u with a zero operand folded: ADD(x, 0) → x, MUL(x, 0) and
-    SHL(0, k) → 0, MULACC(a, b, 0) → MUL(a, b), MULACC with a zero factor → its addend (all
-    exact modulo 2^bits). The one block of a loop of k iterations puts the constant 0 where
-    its counter was, which no pass folds after (an `add r, 0` and an `imul` per block)."""
-    dt = u.dtype
-    if dt is None or not dt.is_int or dt.is_weak or u.shape:
-        return u
-    zero = [const_int(s) == 0 for s in u.src]
-    if u.op is Ops.ADD and any(zero):
-        return u.src[1] if zero[0] else u.src[0]
-    if u.op is Ops.MUL and any(zero) or u.op is Ops.SHL and zero[0]:
-        return u.src[0] if zero[0] else u.src[1]
-    if u.op is Ops.MULACC:
-        if zero[0] or zero[1]:
-            return u.src[2]
-        if zero[2]:
-            return UOp(Ops.MUL, u.src[:2])
-    return u
-
-
 class LaneLoop:
     """One innermost scalar loop checked for widening (module docstring): its region (the
     nodes that depend on the counter), its places and the accesses of each stored buffer."""
@@ -439,8 +418,6 @@ class LaneLoop:
         for n in self.region:
             if n in need_scalar and n is not r:
                 scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
-                if counter is not None:
-                    scal[n] = _zero_folded(scal[n])
             if n in need_vec and n not in vec:
                 c = self.lin(n)
                 if n.op is Ops.LOAD and n.src[0] in self.gathers:

@@ -71,6 +71,9 @@ def test_hand_made_nodes_next_to_each_rule() -> None:
                                                dtypes.int32),
         UOp(Ops.SQRT, (f,)), UOp(Ops.SQRT, (make_const(2.0, dtypes.float32),)),
         UOp(Ops.INDEX, (UOp(Ops.STACK, (r, s)), zero)),
+        UOp(Ops.MULACC, (r, s, c)), UOp(Ops.MULACC, (r, zero, s)), UOp(Ops.MULACC, (r, s, zero)),
+        UOp(Ops.MULACC, (zero, r, s)), UOp(Ops.MULACC, (f, f, f)),
+        UOp(Ops.MULACC, (f, make_const(0.0, dtypes.float32), f)),
     ]
     cleared = _check(nodes)
     # the test does clear the plain ones (and the rules fire on the others)
@@ -88,5 +91,5 @@ def test_a_new_rule_asks_for_inert_to_be_reread() -> None:
                     if pat.op is None or pat.op & ops})
     assert names == ["assoc_const", "cast_chain", "cast_noop", "const_right", "float_mul_one",
                      "fold_alu", "fold_cast", "idempotent_bitwise", "int_identity",
-                     "lane_of_stack", "shift_back", "sub_const", "where_const_cond",
+                     "lane_of_stack", "mulacc_zero", "shift_back", "sub_const", "where_const_cond",
                      "zext_chain"], "a SIMPLIFY rule changed: reread simplify._inert"
