@@ -39,6 +39,14 @@ if TYPE_CHECKING:
     from typing import Callable
 
 
+def removable(inst: Inst, writes_memory: Callable[[Inst], bool]) -> bool:
+    """The side-effect rule of every removal here: an ordinary OP (no control flow, nothing
+    the allocator inserted) without clobbers that writes no memory, so that its only effects
+    are the registers it defines and the flags it writes (whose readers each caller asks
+    flag_pairs about)."""
+    return inst.kind is Kind.OP and not inst.clobbers and not writes_memory(inst)
+
+
 def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
                    flags_of: Callable[[Inst], str],
                    known: dict[int, tuple[Inst, list, list]] | None = None,
@@ -80,6 +88,8 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
         went_reader = False
         for inst in reversed(fn.insts):
             defs, srcs = writes[id(inst)], reads[id(inst)]
+            # `removable` in two halves: the cheap one asked of every instruction, the
+            # target's writes_memory only of an instruction whose results are all dead
             maybe = inst.kind is OP and not inst.clobbers
             dead = maybe and (bool(defs) or flag_only and flags_of(inst) == "w") \
                 and id(inst) not in read
@@ -116,10 +126,9 @@ def eliminate_dead_chains(fn: MFunction, writes_memory: Callable[[Inst], bool],
     virtual register every reader of which also defines it (x86's lane of an opmask nobody
     uses, KMOVD then SHR then AND on one register: eliminate_dead discounts an instruction's
     read of its own result only, so the SHR's read kept the AND and the AND's kept the SHR).
-    Every instruction defining such a register goes, together, when each is an OP without
-    clobbers that defines that register alone, writes no memory and writes no flags a reader
-    reads (the same side-effect rules as `eliminate_dead`). Returns how many went; the
-    values they read may be dead now (run `eliminate_dead` again)."""
+    Every instruction defining such a register goes, together, when each defines that
+    register alone, is `removable` and writes no flags a reader reads. Returns how many
+    went; the values they read may be dead now (run `eliminate_dead` again)."""
     insts = fn.insts
     info = [_uses_defs(i) for i in insts]
     read = {w for _, w in flag_pairs(insts, lambda k: flags_of(insts[k])) if w is not None}
@@ -136,8 +145,8 @@ def eliminate_dead_chains(fn: MFunction, writes_memory: Callable[[Inst], bool],
     for r, ks in writers.items():
         if outside[r] or len(ks) < 2:
             continue                 # read elsewhere, or a single def (eliminate_dead's case)
-        if all(insts[k].kind is Kind.OP and not insts[k].clobbers and info[k][1] == [r]
-               and k not in read and not writes_memory(insts[k]) for k in ks):
+        if all(info[k][1] == [r] and k not in read and removable(insts[k], writes_memory)
+               for k in ks):
             gone.update(ks)
     if gone:
         fn.insts = [i for k, i in enumerate(insts) if k not in gone]
@@ -168,10 +177,9 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
                         known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
     """Remove, in place, the instructions of fn whose op is in ``ops`` and whose results are
     never read: every virtual register they define is dead after them (defined again before
-    any read, on every path), by the exact liveness of kcc/regalloc/liveness.py. The same
-    side-effect rules as `eliminate_dead` (an OP, no clobbers, no memory write, no flag
-    reader). Returns how many went. ``known`` (from `eliminate_dead`): each instruction's
-    uses and defs by id, read instead of asking again.
+    any read, on every path), by the exact liveness of kcc/regalloc/liveness.py; each
+    `removable`, and no flag reader reads its flags. Returns how many went. ``known`` (from
+    `eliminate_dead`): each instruction's uses and defs by id, read instead of asking again.
 
     `eliminate_dead` counts reads over the whole function, so it keeps a variable's first
     definition when a later one is read. The x86 selector zeroes each promoted REG buffer cell
@@ -187,9 +195,8 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
     stays without liveness; the liveness, when a candidate is left, tracks only the registers
     the candidates define (each variable's liveness is its own: the same answer for them)."""
     insts = fn.insts
-    OP = Kind.OP
     cand = [i for i, inst in enumerate(insts)
-            if inst.op in ops and inst.kind is OP and not inst.clobbers]
+            if inst.op in ops and removable(inst, writes_memory)]
     if not cand:
         return 0
     reads: list[list] = []
@@ -206,8 +213,7 @@ def eliminate_dead_defs(fn: MFunction, writes_memory: Callable[[Inst], bool],
     ndefs.update(v for v, _ in fn.params)           # a parameter is defined at the entry
     nreads: Counts = Counts(r for rs in reads for r in set(rs) if isinstance(r, VReg))
     cand = [i for i in cand if writes[i] and all(isinstance(r, VReg) for r in writes[i])
-            and not any(ndefs[r] == 1 and nreads[r] > (r in reads[i]) for r in writes[i])
-            and not writes_memory(insts[i])]
+            and not any(ndefs[r] == 1 and nreads[r] > (r in reads[i]) for r in writes[i])]
     if not cand:
         return 0
     live = _read_next(insts, reads, writes, cand)

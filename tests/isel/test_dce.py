@@ -315,3 +315,26 @@ def test_a_chain_whose_flags_are_read_stays() -> None:
     left = _chain(fn, v, [Inst("cmove_r64_rm64", [RegOp(v[2], DU), RegOp(v[0], U)]),
                           Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)])])
     assert len(left) == 6
+
+
+def test_one_side_effect_rule_serves_every_removal() -> None:
+    """`removable` is the rule eliminate_dead, eliminate_dead_chains and eliminate_dead_defs
+    share: a clobbering op, a memory write or a non-OP is never removed, by any of them."""
+    from kcc.isel.dce import removable
+    fn, v = _fn()
+    assert removable(Inst("add_rm32_imm8", [RegOp(v[1], DU), Imm(4)]), writes_memory)
+    clob = Inst("div", [RegOp(v[1], DU)], clobbers=(PReg("rdx", "gpr"),))
+    store = Inst("add_rm64_r64", [Mem(v[0]), RegOp(v[1], U)])
+    assert not removable(clob, writes_memory) and not removable(store, writes_memory)
+    assert not removable(Inst("ret", kind=Kind.RET), writes_memory)
+    # a chain on v1 whose first link clobbers rdx: the chain rule keeps all of it
+    fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]), clob,
+                Inst("and_rm32_imm8", [RegOp(v[1], DU), Imm(1)]), Inst("ret", kind=Kind.RET)]
+    assert eliminate_dead_chains(fn, writes_memory, _flags_of) == 0
+    # a dead zeroing that clobbers stays for eliminate_dead_defs too
+    fn.insts = [Inst("mov_r32_imm32", [RegOp(v[2], D), Imm(0)], clobbers=(PReg("rdx", "gpr"),)),
+                Inst("mov_r32_imm32", [RegOp(v[2], D), Imm(1)]),
+                Inst("mov_rm32_r32", [Mem(v[0]), RegOp(v[2], U)]), Inst("ret", kind=Kind.RET)]
+    assert eliminate_dead_defs(fn, writes_memory, _flags_of, frozenset({"mov_r32_imm32"})) == 0
+    fn.insts[0].clobbers = ()
+    assert eliminate_dead_defs(fn, writes_memory, _flags_of, frozenset({"mov_r32_imm32"})) == 1
