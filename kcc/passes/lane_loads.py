@@ -82,23 +82,33 @@ def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False,
         place = n.src[0]
         if not place.dtype.is_float or place.dtype.itemsize not in (4, 8):
             continue        # float32/float64 lanes (VSHUFPS/VSHUFPD); integer lanes untouched
-        buf, base = place.src[0], place.src[1]
+        buf = place.src[0]
         if not _argument(buf) or base_buffer(buf) in stored:
             continue
         lanes = users.get(n, [])
         if not lanes or not all(_scalar_lane(x, users) for x in lanes) \
                 or any(x in stacked for x in lanes):
             continue
-        for x in lanes:
-            c = const_int(x.src[1])
-            place = UOp(Ops.INDEX, (buf, plus_int(base, c)))
-            repl[x] = UOp(Ops.LOAD, (place,))
-            if windows is not None:
-                windows[place] = (c, n.shape[0])
+        read_alone(n, lanes, repl, windows)
     # substitute_closed: a lane's new place reads nodes (its loop's counter) that the same
     # walk rebuilds where a loop is ordered after another (unroll's remainder loop), so the
     # values are substituted too; a plain substitute left the new loads on the old RANGE
     return substitute_closed(sink, repl) if repl else sink
+
+
+def read_alone(n: UOp, lanes: list[UOp], repl: dict[UOp, UOp],
+               windows: dict[UOp, tuple[int, int]] | None) -> None:
+    """Into repl: each lane read x = INDEX(n, c) (c a constant) of the vector load
+    n = LOAD(SHRINK(buf, base, W)) as the scalar LOAD(INDEX(buf, base + c)), the same element;
+    into windows (when given) each new place's (c, W). The rewrite this pass and
+    kcc/passes/widen_split.py share; each decides which loads qualify."""
+    buf, base = n.src[0].src[0], n.src[0].src[1]
+    for x in lanes:
+        c = const_int(x.src[1])
+        place = UOp(Ops.INDEX, (buf, plus_int(base, c)))
+        repl[x] = UOp(Ops.LOAD, (place,))
+        if windows is not None:
+            windows[place] = (c, n.shape[0])
 
 
 def _scalar_lane(x: UOp, users: dict[UOp, list[UOp]]) -> bool:

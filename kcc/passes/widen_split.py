@@ -24,9 +24,10 @@ loop, else the loop stays as it was.
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, plus_int
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute_closed, toposort
+from kcc.passes.lane_loads import read_alone
 from kcc.passes.linearize import range_sets
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -61,10 +62,7 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp]) -> Split | None:
         cs = [const_int(u.src[1]) if u.op is Ops.INDEX else None for u in lanes]
         if not lanes or any(c is None or not 0 <= c < n.shape[0] for c in cs):
             continue
-        for u, c in zip(lanes, cs):
-            place = UOp(Ops.INDEX, (p.src[0], plus_int(p.src[1], c)))
-            repl[u] = UOp(Ops.LOAD, (place,))
-            windows[place] = (c, n.shape[0])
+        read_alone(n, lanes, repl, windows)
     if not repl:
         return None
     # substitute_closed: a new place whose index reads another split lane (a loaded index)
