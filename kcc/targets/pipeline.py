@@ -1,6 +1,7 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, div_const, slp, widen,
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, div_const, lane_trees, slp,
+                widen,
                 contract, devectorize, decompose, legalize_gates, simplify, hoist_sums,
                 linearize, select, allocate, encode)
 
@@ -25,6 +26,7 @@ from kcc.passes.contract import contract
 from kcc.passes.decompose import decompose
 from kcc.passes.devectorize import devectorize
 from kcc.passes.divconst import div_const
+from kcc.passes.lane_trees import lane_trees
 from kcc.passes.gates import legalize_gates
 from kcc.passes.licm import hoist_sums
 from kcc.passes.linearize import linearize
@@ -82,6 +84,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("unroll", "graph", unroll),
     Step("stage", "graph", stage_loads),
     Step("div_const", "graph", div_const),
+    Step("lane_trees", "graph", lane_trees),
     Step("slp", "graph", slp),
     Step("widen", "graph", widen),
     Step("contract", "graph", contract),
