@@ -19,10 +19,17 @@ lanes, each exactly once, is rewritten as
     c = op(c, STACK(c[W/2], …, c[W-1], …))      # log2(W) halvings (a lane permutation each)
     op(c[0], the chain's other operands...)
 
-which computes the same value bit for bit. Taken where the target has the vector op at W
-lanes (`TargetDesc.alu_legal`) and lane reads cost something (`TargetDesc.lane_loads`, x86;
-a GPU's lanes are registers of their own). One walk over the graph; each chain is read once
-from its root.
+which computes the same value bit for bit. An operand may also be a lane times a constant
+(MUL by it, or SHL by k < bits: times 2^k modulo 2^bits): argmax's index is the maximum of
+`(x[j] == max) * (n - j)`, whose factors simplify leaves as the bare lane (1) and shifts
+(powers of two), and slp packs the compares into one vector; such a vector enters the
+chain as `MUL(v, STACK(factors))` (x86 selects a 0/1 vector times constants as a masked
+move of the constants).
+
+Runs after slp (which packs lane-wise work such as those compares into vectors), where the
+target has the vector ops at W lanes (`TargetDesc.alu_legal`) and lane reads cost something
+(`TargetDesc.lane_loads`, x86; a GPU's lanes are registers of their own). One walk over the
+graph; each chain is read once from its root.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, substitute_closed, toposort
+from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
 
 # exact for every operand order on integers (ADD/MUL wrap modulo 2^bits)
@@ -76,6 +84,28 @@ def _is_inner(s: UOp, root: UOp, uses: dict[UOp, int]) -> bool:
         uses.get(s, 0) == 1 and not s.shape
 
 
+def _scaled_lane(x: UOp, root: UOp) -> tuple[UOp, int, int] | None:
+    """(vector, lane, factor) when leaf x is a lane of a vector of root's dtype, times a
+    constant (MUL by it, or SHL by k: times 2^k modulo 2^bits), else None. argmax's index
+    reads `(lane == max) * (n - j)`, which simplify leaves as the lane itself for 1 and a
+    shift for a power of two."""
+    f = 1
+    if x.op in (Ops.MUL, Ops.SHL) and len(x.src) == 2 and x.dtype == root.dtype:
+        k = const_int(x.src[1])
+        if k is None:
+            return None
+        if x.op is Ops.SHL:
+            if not 0 <= k < 8 * x.dtype.itemsize:
+                return None
+            k = 1 << k
+        f, x = k, x.src[0]
+    if x.op is not Ops.INDEX or len(x.src) != 2 or x.src[0].kind != "value" \
+            or len(x.src[0].shape) != 1 or x.src[0].dtype != root.dtype:
+        return None
+    c = const_int(x.src[1])
+    return None if c is None else (x.src[0], c, f)
+
+
 def _rewrite(root: UOp, uses: dict[UOp, int], desc: TargetDesc) -> UOp | None:
     """The chain under root as vector ops and a lane tree, or None when no vector's lanes are
     all among its operands (or the target lacks the vector op)."""
@@ -91,13 +121,16 @@ def _rewrite(root: UOp, uses: dict[UOp, int], desc: TargetDesc) -> UOp | None:
     if len(leaves) < 4:
         return None
     lanes: dict[UOp, dict[int, int]] = {}        # vector → lane → how many leaves read it
+    scale: dict[UOp, dict[int, int]] = {}        # vector → lane → its leaf's factor
+    read: dict[UOp, tuple[UOp, int, int]] = {}   # leaf → (vector, lane, factor)
     for x in leaves:
-        if x.op is Ops.INDEX and len(x.src) == 2 and x.src[0].kind == "value" \
-                and len(x.src[0].shape) == 1 and x.src[0].dtype == root.dtype:
-            c = const_int(x.src[1])
-            if c is not None:
-                d = lanes.setdefault(x.src[0], {})
-                d[c] = d.get(c, 0) + 1
+        got = _scaled_lane(x, root)
+        if got is not None:
+            v, c, f = got
+            d = lanes.setdefault(v, {})
+            d[c] = d.get(c, 0) + 1
+            scale.setdefault(v, {})[c] = f
+            read[x] = got
     whole = [v for v, d in lanes.items()
              if len(d) == v.shape[0] and all(d.get(j) == 1 for j in range(v.shape[0]))]
     if not whole:
@@ -110,9 +143,17 @@ def _rewrite(root: UOp, uses: dict[UOp, int], desc: TargetDesc) -> UOp | None:
     if w < 2 or w & (w - 1) or not desc.alu_legal(w, root.dtype, root.op):
         return None
     taken = set(vecs)
-    rest = [x for x in leaves if not (x.op is Ops.INDEX and x.src[0] in taken)]
-    c = vecs[0]
-    for v in vecs[1:]:
+    rest = [x for x in leaves if x not in read or read[x][0] not in taken]
+    scaled = []
+    for v in vecs:
+        fs = [scale[v][j] for j in range(w)]
+        if any(f != 1 for f in fs):
+            if not desc.alu_legal(w, root.dtype, Ops.MUL):
+                return None
+            v = UOp(Ops.MUL, (v, UOp(Ops.STACK, tuple(make_const(f, root.dtype) for f in fs))))
+        scaled.append(v)
+    c = scaled[0]
+    for v in scaled[1:]:
         c = UOp(root.op, (c, v))
     h = w // 2
     while h:

@@ -1,6 +1,6 @@
 """The pass pipeline, in one place, the same for every target.
 
-    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, div_const, lane_trees, slp,
+    PIPELINE = (verify, lower_weak_dtypes, simplify, unroll, stage, div_const, slp, lane_trees,
                 widen,
                 contract, devectorize, decompose, legalize_gates, simplify, hoist_sums,
                 linearize, select, allocate, encode)
@@ -84,8 +84,8 @@ PIPELINE: tuple[Step, ...] = (
     Step("unroll", "graph", unroll),
     Step("stage", "graph", stage_loads),
     Step("div_const", "graph", div_const),
-    Step("lane_trees", "graph", lane_trees),
     Step("slp", "graph", slp),
+    Step("lane_trees", "graph", lane_trees),
     Step("widen", "graph", widen),
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),

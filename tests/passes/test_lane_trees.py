@@ -120,3 +120,29 @@ def test_a_chain_read_twice_midway_is_two_chains() -> None:
     args = random_inputs(sink, 3)
     assert_same(sink, reference(t, args), reference(sink, args))
     assert_same(sink, compile_and_run(sink, args, "x86-64-v3"), reference(sink, args))
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_lanes_times_constants_enter_as_one_vector_multiply(arch: str) -> None:
+    # argmax's index: (x[j] == max) * (n - j), simplify's shifts for powers of two
+    desc = x86_desc(arch)
+    text = CHAIN.format(op="MAX", dt="int32", lane3=3).replace(
+        "%m1 = MAX(%a0, %a1)", "%s1 = MUL(%a1, 3)\n%m1 = MAX(%a0, %s1)").replace(
+        "%m2 = MAX(%m1, %a2)", "%s2 = SHL(%a2, 2)\n%m2 = MAX(%m1, %s2)").replace(
+        "%m5 = MAX(%m4, %c1)", "%s5 = MUL(%c1, -7)\n%m5 = MAX(%m4, %s5)")
+    sink, g = _prep(text, desc)
+    t = lane_trees(g, desc)
+    muls = [u for u in t.toposort() if u.op is Ops.MUL and u.shape == (4,)]
+    assert len(muls) == 2 and all(m.src[1].op is Ops.STACK for m in muls)
+    assert _chains(t, Ops.MAX) == 1
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        want = reference(sink, args)
+        assert_same(sink, reference(t, args), want)
+        if arch == "x86-64-v3" or HAS_V4:
+            assert_same(sink, compile_and_run(sink, args, arch), want)
+    # a shift by the width or more is not a multiply: that vector stays lanes
+    big = text.replace("%s2 = SHL(%a2, 2)", "%s2 = SHL(%a2, 40)")
+    _, g = _prep(big, desc)
+    assert [u.shape for u in lane_trees(g, desc).toposort()
+            if u.op is Ops.MAX and u.shape] in ([], [(4,), (4,)])
