@@ -13,7 +13,7 @@ float→int casts out of range, signed right shifts of negative values, shift am
 Identities that hold for every input, NaN and -0.0 included: x*1 (all dtypes), x+0, x-0, x*0,
 x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and x*0 is not 0
 for inf/nan), WHERE with a constant condition or equal arms (or an arm a WHERE of the same
-condition), CAST to the same dtype, exact CAST
+condition), a LOAD/STORE gate its value range decides, CAST to the same dtype, exact CAST
 chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c)).
 Constants move to the right of commutative ops.
 """
@@ -511,6 +511,16 @@ def bool_store(x: UOp) -> UOp | None:
     return x.replace(src=(place, UOp(Ops.CAST, (v,), dtypes.bool)) + x.src[2:])
 
 
+def known_gate(x: UOp) -> UOp | None:
+    """A LOAD or STORE whose gate value ranges prove always true → ungated; a LOAD whose gate
+    is never true → its alt (interpolate's clamped indices: kcc/ir/range_enum.py)."""
+    from kcc.ir.ranges import vmin_vmax
+    r = vmin_vmax(x.src[-1]) if len(x.src) == 3 and x.src[-1].dtype.is_bool else None
+    if r == (1, 1):
+        return x.replace(src=x.src[:1] if x.op is Ops.LOAD else x.src[:2])
+    return x.src[1] if r == (0, 0) and x.op is Ops.LOAD else None
+
+
 def bool_bitcast(x: UOp) -> UOp | None:
     """BITCAST between bool and a byte (int8/uint8) → CAST: a bool is 0 or 1
     (docs/semantics.md), so a byte read as a bool is ``byte != 0``, as CAST says, and a bool
@@ -595,6 +605,7 @@ SIMPLIFY = _Simplifier([
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
     (UPat(Ops.STORE, name="x"), bool_store),
+    (UPat((Ops.LOAD, Ops.STORE), name="x"), known_gate),
     (UPat(Ops.BITCAST, name="x"), bool_bitcast),
 ])
 
