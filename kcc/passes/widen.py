@@ -178,7 +178,8 @@ class _Loop:
                  if n.op in (Ops.LOAD, Ops.STORE)}
         for p in self.places:
             # the counter and the nodes free of it are leaves; anything else: not linear
-            a = affine(p.src[1], lambda n: n is r or r not in dep.get(n, frozenset()), memo)
+            a = affine(p.src[1], lambda n: n is r or r not in dep.get(n, frozenset()), memo,
+                       mulacc=True)
             if a is None or a[0].get(r) != self.width or p not in users:
                 return False
             b = base_buffer(p.src[0])
