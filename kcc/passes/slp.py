@@ -338,6 +338,11 @@ class _Packer:
                 ok = v is not None
                 if v is None and self.order:
                     v = self._rows(s)         # a strided gather: lanes of row loads
+                    # lanes of one row (interpolate's neighbours, elements k, k+1, k+1,
+                    # k+2), or of as many as one permutation reads: one shuffle, not n
+                    # scalars and their inserts
+                    ok = v is not None and _permute_regs(v.src, max(
+                        1, self.ctx.permute_sources(s[0].dtype, len(s))))
                 if v is None:
                     # lanes of at most as many registers as one permutation reads (one
                     # instruction, x86-64-v4's VPERMI2PS): as good as a shuffle

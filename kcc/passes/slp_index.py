@@ -3,14 +3,14 @@ that loads of consecutive elements (the lanes of one vector) are recognized by e
 
 The constant may sit under MULACC addends (tinygrad's column indexes jammed by
 passes/unroll.py: `j*C + (i + k)`, and conv1d's input index under its batch term
-`b*112 + (t*14 + (x + k))`); the base is then the MULACC chain rebuilt without it, the node
+`b*112 + (t*14 + (x + k))`, or a constant addend `i*8 + k`); the base is then the MULACC chain rebuilt without it, the node
 that index would be (hash-consed: equal for every lane). Iterative: an index may be a long
 chain.
 """
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
@@ -36,6 +36,10 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
         chain.append(x)
         x = x.src[2]
     k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
+    if k is None and chain and (k := const_int(x)) is not None and x.dtype is not None:
+        # a constant addend, a*c + k (interpolate's cells unrolled: i*8 + 0 … i*8 + 7): the
+        # base is a*c + 0, the lane of k = 0
+        x = UOp(Ops.ADD, (strong_int(0, x.dtype), x))
     if k is None:
         return idx, k0
     base = x.src[0]

@@ -278,3 +278,45 @@ def test_bool_cmpne_lanes_pack_as_xor() -> None:
     assert [u.shape for u in _ops(r, Ops.XOR)] == [(4,)]
     assert not [u for u in _ops(r, Ops.CMPNE) if u.shape == ()]
     assert [u.shape for u in _ops(r, Ops.WHERE)] == [(4,)]
+
+
+# interpolate's neighbours (tinygrad's E_32_4_4, its inner loop unrolled): lane j is
+# x[4i + h_j] - x[4i + l_j], elements of one 4-element row read at MULACC(i, 4, k) indexes
+NEIGHBOURS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 32)
+%n = CAST(8) int32
+%four = CAST(4) int32
+%i = RANGE(%n) (0, LOOP)
+{loads}
+%d0 = SUB(%x1, %x0)
+%d1 = SUB(%x2, %x0)
+%d2 = SUB(%x2, %x0)
+%d3 = SUB(%x3, %x1)
+%v = STACK(%d0, %d1, %d2, %d3)
+%z = CAST(0) int32
+%o = MULACC(%i, %four, %z)
+%op = SHRINK(%out, %o, 4)
+%s = STORE(%op, %v)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_neighbouring_elements_of_one_row_pack_as_its_shuffles() -> None:
+    loads = "\n".join(f"%k{k} = CAST({k}) int32\n%a{k} = MULACC(%i, %four, %k{k})\n"
+                      f"%p{k} = INDEX(%x, %a{k})\n%x{k} = LOAD(%p{k})" for k in range(4))
+    sink = parse(NEIGHBOURS.format(loads=loads), "k.uop")
+    r = slp(_prep(sink), X86_AVX2)
+    (sub,) = _ops(r, Ops.SUB)           # one vector SUB, not four scalar ones
+    assert sub.shape == (4,)
+    rows = {x.src[0] for s in sub.src for x in s.src}
+    assert [row.op for row in rows] == [Ops.LOAD] and next(iter(rows)).shape == (4,)
+    from kcc.ir.interp import run
+    import numpy as np
+    outs = []
+    for g in (sink, r):
+        out = np.zeros(32, np.float32)
+        run(g, [out, np.arange(32, dtype=np.float32) ** 2])
+        outs.append(out)
+    assert (outs[0] == outs[1]).all() and outs[0].any()
