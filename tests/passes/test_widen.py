@@ -349,3 +349,14 @@ def test_mulacc_index_is_widened(arch: str) -> None:
     w = _check(text, arch)
     k = 2 if arch == "x86-64-v3" else 4
     assert _bounds(w) == [16 // k] and _widths(w) == {4 * k}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_of_one_block_loses_its_range(arch: str) -> None:
+    # 4 iterations of 4 lanes on v4 (2 on v3): one widened block, the body once at counter
+    # 0 with no loop of one iteration; with the loop reading what it stores, the loop stays
+    k = 2 if arch == "x86-64-v3" else 4
+    w = _check(_text(n=k), arch)
+    assert _bounds(w) == [] and _widths(w) == {4 * k}
+    w = _check(_text(n=k, alias=True), arch)
+    assert _bounds(w) == [1] and _widths(w) == {4 * k}
