@@ -14,7 +14,8 @@ Identities that hold for every input, NaN and -0.0 included: x*1 (all dtypes), x
 x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and x*0 is not 0
 for inf/nan), WHERE with a constant condition or equal arms (or an arm a WHERE of the same
 condition), a LOAD/STORE gate its value range decides, CAST to the same dtype, exact CAST
-chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c)).
+chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c),
+MULACC(c1, c2, x) → x + c1*c2).
 Constants move to the right of commutative ops.
 """
 
@@ -354,6 +355,19 @@ def int_identity(x: UOp) -> UOp | None:
     return None
 
 
+def mulacc_const(x: UOp) -> UOp | None:
+    """Integer MULACC(a, b, c) of constants a and b → c + a*b (wrapped; c for a product of
+    0): unroll's copies of `i*k + j` at constant i, so their lanes read as offsets of c."""
+    dt = x.dtype
+    if dt is None or not dt.is_int or dt.is_weak or x.shape or len(x.src) != 3:
+        return None
+    a, b = const_value(x.src[0]), const_value(x.src[1])
+    if a is None or b is None or const_value(x.src[2]) is not None:
+        return None
+    m = _wrap(int(a[0]) * int(b[0]), dt)
+    return x.src[2] if m == 0 else UOp(Ops.ADD, (x.src[2], make_const(m, dt)))
+
+
 def float_mul_one(x: UOp) -> UOp | None:
     """x * 1.0 → x for floats (exact for every x, -0.0, inf and nan included)."""
     return x.src[0] if _is_float_one(x.src[1]) else None
@@ -601,6 +615,7 @@ SIMPLIFY = _Simplifier([
     (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
     (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
+    (UPat(Ops.MULACC, name="x"), mulacc_const),
     (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
