@@ -10,7 +10,7 @@ chain.
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, strong_int
+from kcc.ir.consts import const_int, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
@@ -46,6 +46,32 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
+
+
+def element_run(t: tuple[UOp, ...]) -> tuple[UOp, UOp] | None:
+    """(buffer, start of lane 0) when the scalars t are consecutive elements of one buffer
+    node, each read by an ungated scalar LOAD or as a lane of an ungated vector LOAD
+    (tinygrad's repeat/roll: x[k], a float2 at x[k+1], x[k+3]); else None."""
+    buf: UOp | None = None
+    first: UOp | None = None
+    want: tuple[UOp | None, int] = (None, 0)
+    for j, s in enumerate(t):
+        if s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX and s.shape == ():
+            b, start, lane = s.src[0].src[0], s.src[0].src[1], 0
+        elif s.op is Ops.INDEX and s.kind == "value" and s.src[0].op is Ops.LOAD \
+                and len(s.src[0].src) == 1 and s.src[0].src[0].op is Ops.SHRINK \
+                and (lane := const_int(s.src[1])) is not None:
+            b, start = s.src[0].src[0].src[0], s.src[0].src[0].src[1]
+        else:
+            return None
+        base, k = lane_offset(start)
+        if j == 0:
+            buf, want, first = b, (base, k + lane), plus_int(start, lane)
+        elif b is not buf or base is not want[0] or k + lane != want[1] + j:
+            return None
+    if buf is None or first is None or buf.kind != "buffer":
+        return None
+    return buf, first
 
 
 def consecutive_runs(accesses: list[UOp]) -> list[tuple[UOp, ...]]:

@@ -320,3 +320,51 @@ def test_neighbouring_elements_of_one_row_pack_as_its_shuffles() -> None:
         run(g, [out, np.arange(32, dtype=np.float32) ** 2])
         outs.append(out)
     assert (outs[0] == outs[1]).all() and outs[0].any()
+
+
+# tinygrad's repeat/roll (E_2_8_6_4): lanes x[8i+1], a float2 at x[8i+2], x[8i+4]; unroll's
+# copy of the index at a constant counter is MULACC(1, 4, 8i) (simplify: 8i + 4)
+MIXED = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 40)
+%n = CAST(4) int32
+%i = RANGE(%n) (0, LOOP)
+%k1 = CAST(1) int32
+%k2 = CAST(2) int32
+%k3 = CAST(3) int32
+%k4 = CAST(4) int32
+%k8 = CAST(8) int32
+%b = SHL(%i, %k3)
+%m = MULACC(%k1, %k4, %b)
+%a1 = ADD(%b, %k1)
+%p1 = INDEX(%x, %a1)
+%x1 = LOAD(%p1)
+%a2 = ADD(%b, %k2)
+%p2 = SHRINK(%x, %a2, 2)
+%v2 = LOAD(%p2)
+%l0 = INDEX(%v2, 0)
+%l1 = INDEX(%v2, 1)
+%p4 = INDEX(%x, %m)
+%x4 = LOAD(%p4)
+%v = STACK(%x1, %l0, %l1, %x4)
+%z = CAST(0) int32
+%o = MULACC(%i, %k8, %z)
+%op = SHRINK(%out, %o, 4)
+%s = STORE(%op, %v)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_scalar_and_vector_lanes_of_consecutive_elements_are_one_load() -> None:
+    sink = parse(MIXED, "k.uop")
+    r = slp(_prep(sink), X86_AVX2)
+    assert [u.shape for u in _ops(r, Ops.LOAD)] == [(4,)] and not _ops(r, Ops.STACK)
+    from kcc.ir.interp import run
+    import numpy as np
+    outs = []
+    for g in (sink, r):
+        out = np.zeros(32, np.float32)
+        run(g, [out, np.arange(40, dtype=np.float32) * 3 + 1])
+        outs.append(out)
+    assert (outs[0] == outs[1]).all() and outs[0].any()
