@@ -562,7 +562,8 @@ class _Simplifier(PatternMatcher):
         return PatternMatcher.rewrite(self, n, ctx)
 
 
-# per op, which of _inert's tests: 1 fold_alu alone (the first src decides), 2 a binary op
+# per op, which of _inert's tests: 1 fold_alu alone (the first src decides; MULACC's
+# mulacc_const also needs a constant first src), 2 a binary op
 # whose rules all need a constant src (fold_alu, const_right, assoc_const, int_identity,
 # float_mul_one, sub_const, shift_back), 3 AND/OR (those and idempotent_bitwise), 4 WHERE,
 # 5 CAST, 6 INDEX
