@@ -34,7 +34,7 @@ from __future__ import annotations
 from kcc.ir.consts import const_int, peel_offset, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
-from kcc.ir.ranges import Range, int_ranges
+from kcc.ir.ranges import Range, int_ranges, vmin_vmax
 from kcc.ir.uop import UOp
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
@@ -263,8 +263,8 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             continue
         if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
                 or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n \
-                or rarely_false(gate):
-            continue
+                or rarely_false(gate) or ranges.get(gate) == (1, 1):
+            continue                                # (an always-true gate: _gated drops it)
         e, c = peel_offset(start)
         if _is_safe(e if e is not None else start, gate):
             continue                                # made safe already (a second run)
@@ -309,8 +309,11 @@ _PLANNED = PatternMatcher([(UPat(Ops.LOAD, name="x"), _planned)])
 
 
 def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:
-    """A gated LOAD the target does not do natively (masked_load) → select_gated_load; one it
-    does stays (plan_masked made its index safe where needed)."""
+    """A gated LOAD whose gate value ranges prove always true → ungated (simplify leaves
+    scalar ones to after slp); one the target does not do natively (masked_load) →
+    select_gated_load; one it does stays (plan_masked made its index safe where needed)."""
+    if vmin_vmax(gate) == (1, 1):
+        return UOp(Ops.LOAD, (p,))
     keep = ctx.masked_load
     if gate.shape or keep is not None and keep(x.dtype, _lanes(p)):
         return None             # (a per-lane gate: devectorize split those the target lacks)

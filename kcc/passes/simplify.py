@@ -526,10 +526,15 @@ def bool_store(x: UOp) -> UOp | None:
 
 
 def known_gate(x: UOp) -> UOp | None:
-    """A LOAD or STORE whose gate value ranges prove always true → ungated; a LOAD whose gate
-    is never true → its alt (interpolate's clamped indices: kcc/ir/range_enum.py)."""
+    """A vector LOAD or a STORE whose gate value ranges prove always true → ungated; a vector
+    LOAD whose gate is never true → its alt (interpolate's clamped indices:
+    kcc/ir/range_enum.py). A scalar load keeps its gate here: it may be one lane of a run of
+    gated loads slp packs into one per-lane-gated load (tril's x[4j] … x[4j+3], lane 0's
+    gate true in the first block); legalize_gates drops what is left after slp."""
+    if len(x.src) != 3 or (x.op is Ops.LOAD and x.src[0].op is not Ops.SHRINK):
+        return None
     from kcc.ir.ranges import vmin_vmax
-    r = vmin_vmax(x.src[-1]) if len(x.src) == 3 and x.src[-1].dtype.is_bool else None
+    r = vmin_vmax(x.src[-1])
     if r == (1, 1):
         return x.replace(src=x.src[:1] if x.op is Ops.LOAD else x.src[:2])
     return x.src[1] if r == (0, 0) and x.op is Ops.LOAD else None

@@ -223,3 +223,17 @@ def test_row_gate_kernel_matches_interpreter(arch: str) -> None:
     for rows in ([4, -1, 0], [5, 2, -70000], [1 << 30, 3, 4]):
         a = [np.zeros(24, np.float32), np.array(rows, np.int32), x]
         assert_same(g, compile_and_run(g, a, arch), reference(g, a))
+
+
+def test_always_true_scalar_gate_is_dropped() -> None:
+    # x[i] under i < 12 of a 10-iteration loop: simplify leaves a scalar load's gate to slp
+    # (a lane of a run of gated loads), legalize_gates drops it on either target
+    out, x = param(0, dtypes.float32, 10), param(1, dtypes.float32, 10)
+    i = rng(10, 0)
+    v = op(Ops.LOAD, op(Ops.INDEX, x, i), strong(0.0, dtypes.float32), op(Ops.CMPLT, i, 12))
+    s = lower_weak_dtypes(sink(op(Ops.END, op(Ops.STORE, op(Ops.INDEX, out, i), v), i)))
+    from kcc.passes.simplify import simplify
+    assert [len(u.src) for u in _loads(simplify(s))] == [3]
+    for desc in (V4, V3):
+        (ld,) = _loads(legalize_gates(s, desc))
+        assert len(ld.src) == 1 and ld.src[0].src[1].op is Ops.RANGE

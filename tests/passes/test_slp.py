@@ -368,3 +368,36 @@ def test_scalar_and_vector_lanes_of_consecutive_elements_are_one_load() -> None:
         run(g, [out, np.arange(40, dtype=np.float32) * 3 + 1])
         outs.append(out)
     assert (outs[0] == outs[1]).all() and outs[0].any()
+
+
+# tinygrad's tril (E_40_10_4): x[r*40 + 4j + k] under 4j + k < r + 1; lane 0 of the first
+# block (j = 0) is always true, and must stay a lane of the run of gated loads
+TRIL = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%n = CAST(8) int32
+%r = RANGE(%n) (0, LOOP)
+%k1 = CAST(1) int32
+%k8 = CAST(8) int32
+%r1 = ADD(%r, %k1)
+%base = MUL(%r, %k8)
+%f0 = CAST(0.0) float32
+{lanes}
+%v = STACK({names})
+%op = SHRINK(%out, %base, 8)
+%s = STORE(%op, %v)
+%e = END(%s, %r)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_a_run_of_gated_loads_keeps_its_always_true_lane() -> None:
+    from kcc.targets.x86.arch import x86_desc
+    lanes = "\n".join(f"%c{k} = CAST({k}) int32\n%g{k} = CMPLT(%c{k}, %r1)\n"
+                      f"%a{k} = ADD(%base, %c{k})\n%p{k} = INDEX(%x, %a{k})\n"
+                      f"%l{k} = LOAD(%p{k}, %f0, %g{k})" for k in range(8))
+    text = TRIL.format(lanes=lanes, names=", ".join(f"%l{k}" for k in range(8)))
+    sink = parse(text, "k.uop")
+    r = slp(_prep(sink), x86_desc("x86-64-v4"))
+    (ld,) = _ops(r, Ops.LOAD)
+    assert ld.shape == (8,) and len(ld.src) == 3 and ld.src[2].shape == (8,)
