@@ -159,6 +159,6 @@ def _eval(u: UOp, a: list[list[int]], dt: DType) -> list[int] | None:
 
 
 _BINARY = {Ops.ADD: lambda x, y: x + y, Ops.SUB: lambda x, y: x - y,
-           Ops.MUL: lambda x, y: x * y, Ops.MAX: lambda x, y: y if x < y else x,
+           Ops.MUL: lambda x, y: x * y, Ops.MAX: max,
            Ops.AND: lambda x, y: x & y, Ops.OR: lambda x, y: x | y,
            Ops.XOR: lambda x, y: x ^ y}

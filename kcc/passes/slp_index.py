@@ -3,9 +3,9 @@ that loads of consecutive elements (the lanes of one vector) are recognized by e
 
 The constant may sit under MULACC addends (tinygrad's column indexes jammed by
 passes/unroll.py: `j*C + (i + k)`, and conv1d's input index under its batch term
-`b*112 + (t*14 + (x + k))`, or a constant addend `i*8 + k`); the base is then the MULACC chain rebuilt without it, the node
-that index would be (hash-consed: equal for every lane). Iterative: an index may be a long
-chain.
+`b*112 + (t*14 + (x + k))`, or a constant addend `i*8 + k`); the base is then the MULACC
+chain rebuilt without it, the node that index would be (hash-consed: equal for every lane).
+Iterative: an index may be a long chain.
 """
 
 from __future__ import annotations

@@ -94,7 +94,8 @@ def test_select_range_is_the_interpreters_min_and_max(body: str, a: int, b: int)
 
 def test_interpolate_clamp_is_exact_and_decides_its_gates() -> None:
     sink = parse(_kernel(CLAMP, 16, 3), "k.uop")
-    assert int_ranges([sink])[_clamp_where(sink)] == (0, 224)      # the hull of the arms is [-8, 232]
+    # the hull of the arms is [-8, 232]
+    assert int_ranges([sink])[_clamp_where(sink)] == (0, 224)
 
 
 def test_values_that_are_not_functions_of_loop_indices_are_refused() -> None:

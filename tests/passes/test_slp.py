@@ -312,8 +312,9 @@ def test_neighbouring_elements_of_one_row_pack_as_its_shuffles() -> None:
     assert sub.shape == (4,)
     rows = {x.src[0] for s in sub.src for x in s.src}
     assert [row.op for row in rows] == [Ops.LOAD] and next(iter(rows)).shape == (4,)
-    from kcc.ir.interp import run
     import numpy as np
+
+    from kcc.ir.interp import run
     outs = []
     for g in (sink, r):
         out = np.zeros(32, np.float32)
@@ -360,8 +361,9 @@ def test_scalar_and_vector_lanes_of_consecutive_elements_are_one_load() -> None:
     sink = parse(MIXED, "k.uop")
     r = slp(_prep(sink), X86_AVX2)
     assert [u.shape for u in _ops(r, Ops.LOAD)] == [(4,)] and not _ops(r, Ops.STACK)
-    from kcc.ir.interp import run
     import numpy as np
+
+    from kcc.ir.interp import run
     outs = []
     for g in (sink, r):
         out = np.zeros(32, np.float32)
