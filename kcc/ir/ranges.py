@@ -120,6 +120,21 @@ _BINARY: dict[Ops, Callable[[tuple[int, int], tuple[int, int]], Range]] = {
 }
 
 
+def _compare(op: Ops, a: Range, b: Range) -> Range:
+    """A compare's (0, 1), or the one value it has when the intervals decide it."""
+    if a is None or b is None:
+        return (0, 1)
+    if op is Ops.CMPLT:
+        if a[1] < b[0]:
+            return (1, 1)
+        return (0, 0) if a[0] >= b[1] else (0, 1)
+    if a[1] < b[0] or b[1] < a[0]:             # disjoint: never equal
+        return (1, 1) if op is Ops.CMPNE else (0, 0)
+    if a[0] == a[1] == b[0] == b[1]:
+        return (0, 0) if op is Ops.CMPNE else (1, 1)
+    return (0, 1)
+
+
 def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
     """The range of u from the ranges of its srcs (exact interval, before the dtype clamp)."""
     op, dt = u.op, u.dtype
@@ -149,11 +164,22 @@ def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
             return None
         return _hull(*(v for r in s for v in r))
     if op is Ops.WHERE:
+        if s[0] == (1, 1) or s[0] == (0, 0):
+            return s[1] if s[0][0] else s[2]
         if s[1] is None or s[2] is None:
             return None
-        return _hull(s[1][0], s[1][1], s[2][0], s[2][1])
+        hull = _hull(s[1][0], s[1][1], s[2][0], s[2][1])
+        if u.shape:
+            return hull
+        # a select knows its condition, the hull does not (a clamp `x < 8 ? 0 : x - 8`):
+        # exact where it is a function of a few loop indices (kcc/ir/range_enum.py)
+        from kcc.ir.range_enum import exact_range
+        return exact_range(u) or hull
     if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
-        return (0, 1)
+        return _compare(op, s[0], s[1])
+    if op in (Ops.AND, Ops.OR) and dt.is_bool and s[0] is not None and s[1] is not None:
+        return _max(s[0], s[1]) if op is Ops.OR else (min(s[0][0], s[1][0]),
+                                                     min(s[0][1], s[1][1]))
     if op is Ops.NEG:
         return None if s[0] is None else (-s[0][1], -s[0][0])
     if op is Ops.MULACC:

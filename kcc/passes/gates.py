@@ -34,10 +34,14 @@ from __future__ import annotations
 from kcc.ir.consts import const_int, peel_offset, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
-from kcc.ir.ranges import Range, int_ranges
+from kcc.ir.ranges import Range, int_ranges, vmin_vmax
 from kcc.ir.uop import UOp
 from kcc.passes.simplify import keep_params
 from kcc.passes.target import TargetDesc
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 class GateError(Exception):
@@ -122,7 +126,10 @@ def rarely_false(gate: UOp) -> bool:
 
 def _is_safe(e: UOp, gate: UOp) -> bool:
     """Whether e is a safe index plan_masked wrote: `WHERE(gate, x, k)` on the load's own gate,
-    or `WHERE(x < lo, k, …)` / `WHERE(hi < x, k, …)` of a shared base (k a constant)."""
+    or `WHERE(x < lo, k, …)` / `WHERE(hi < x, k, …)` of a shared base (k a constant), or
+    `WHERE(gate, inv, k) + var` (_gate_select's row base)."""
+    if e.op is Ops.ADD and e.src[0].op is Ops.WHERE and e.src[0].src[0] is gate:
+        e = e.src[0]
     if e.op is not Ops.WHERE:
         return False
     c, yes, no = e.src
@@ -145,18 +152,57 @@ def _spot(cs: list[int], n: int, size: int) -> int | None:
     return min(max(lo, 0), hi)
 
 
-def _gate_select(u: UOp) -> UOp:
+def _gate_select(u: UOp, ranges: dict[UOp, Range],
+                 deps: Callable[[], dict[UOp, frozenset[UOp]]]) -> UOp:
     """A lone masked load at `e + c` → at `WHERE(gate, e, k) + c` (k: _spot): a CMOVcc on the
-    gate's own compare (kcc/isel/x86/alu.py int_flags), c stays the address's displacement."""
+    gate's own compare (kcc/isel/x86/alu.py int_flags), c stays the address's displacement.
+    Where e is `inv + var` with inv free of every loop the gate is free of and var not
+    (tinygrad's gathered rows: `row*77 + 16*i` under a gate on the row), only inv is selected,
+    `WHERE(gate, inv, k) + var + c`, k putting every value of var inside the buffer: the
+    select is made once a row, not once an iteration."""
     p, gate = u.src[0], u.src[2]
     buf, start = p.src[0], p.src[1]
     e, c = peel_offset(start)
     if e is None:
         e, c = start, 0
-    k = _spot([c], _lanes(p), buf.shape[0])
+    n, size = _lanes(p), buf.shape[0]
+    split = _invariant_split(e, gate, deps())
+    if split is not None:
+        inv, var = split
+        vr = ranges.get(var)
+        k = _spot([c + vr[0], c + vr[1]], n, size) if vr is not None else None
+        if k is not None:
+            safe = UOp(Ops.ADD, (UOp(Ops.WHERE, (gate, inv, strong_int(k, e.dtype))), var))
+            return u.replace(src=(p.replace(src=(buf, plus_int(safe, c), *p.src[2:])),
+                                  *u.src[1:]))
+    k = _spot([c], n, size)
     assert k is not None                        # plan_masked checked the buffer holds n
     safe = UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
     return u.replace(src=(p.replace(src=(buf, plus_int(safe, c), *p.src[2:])), *u.src[1:]))
+
+
+def _invariant_split(e: UOp, gate: UOp, dep: dict[UOp, frozenset[UOp]]
+                     ) -> tuple[UOp, UOp] | None:
+    """e = inv + var (an ADD, or a MULACC by a constant: inv its product or its addend) with
+    inv's loops among the gate's and var's not, or None."""
+    if e.dtype is None or not e.dtype.is_int or e.dtype.is_weak or e.shape:
+        return None
+    if e.op is Ops.ADD:
+        pairs = [(e.src[0], e.src[1]), (e.src[1], e.src[0])]
+    elif e.op is Ops.MULACC and const_int(e.src[1]) is not None:
+        prod = UOp(Ops.MUL, e.src[:2])
+        pairs = [(prod, e.src[2]), (e.src[2], prod)]
+    else:
+        return None
+    g = dep.get(gate)
+    if g is None:
+        return None
+    for inv, var in pairs:
+        di = dep.get(inv) if inv in dep else dep.get(inv.src[0])
+        dv = dep.get(var) if var in dep else dep.get(var.src[0])
+        if di is not None and dv is not None and di <= g and not dv <= g:
+            return inv, var
+    return None
 
 
 def _range_base(e: UOp, er: Range | None, cs: list[int], n: int, size: int, k: int) -> UOp:
@@ -194,6 +240,14 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         return {}
     order = sink.toposort()
     ranges = int_ranges([sink])
+    dep_memo: list[dict[UOp, frozenset[UOp]]] = []
+
+    def deps() -> dict[UOp, frozenset[UOp]]:
+        """The loops each node depends on (walked once, when a lone load asks)."""
+        if not dep_memo:
+            from kcc.passes.linearize import range_sets
+            dep_memo.append(range_sets(order))
+        return dep_memo[0]
     groups: dict[tuple, list[tuple[UOp, int]]] = {}
     lane_plan: dict[UOp, UOp | None] = {}
     for u in order:
@@ -209,8 +263,8 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             continue
         if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
                 or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n \
-                or rarely_false(gate):
-            continue
+                or rarely_false(gate) or ranges.get(gate) == (1, 1):
+            continue                                # (an always-true gate: _gated drops it)
         e, c = peel_offset(start)
         if _is_safe(e if e is not None else start, gate):
             continue                                # made safe already (a second run)
@@ -235,7 +289,7 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         k = _spot(cs, n, buf.shape[0])
         if len(members) == 1 or k is None:
             for u, _ in members:                    # each alone: WHERE(gate, e, k) + c
-                plan[u] = _gate_select(u)
+                plan[u] = _gate_select(u, ranges, deps)
             continue
         e = peel_offset(p0.src[1])[0]
         base = _range_base(e, ranges.get(e), cs, n, buf.shape[0], k)
@@ -255,8 +309,11 @@ _PLANNED = PatternMatcher([(UPat(Ops.LOAD, name="x"), _planned)])
 
 
 def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:
-    """A gated LOAD the target does not do natively (masked_load) → select_gated_load; one it
-    does stays (plan_masked made its index safe where needed)."""
+    """A gated LOAD whose gate value ranges prove always true → ungated (simplify leaves
+    scalar ones to after slp); one the target does not do natively (masked_load) →
+    select_gated_load; one it does stays (plan_masked made its index safe where needed)."""
+    if vmin_vmax(gate) == (1, 1):
+        return UOp(Ops.LOAD, (p,))
     keep = ctx.masked_load
     if gate.shape or keep is not None and keep(x.dtype, _lanes(p)):
         return None             # (a per-lane gate: devectorize split those the target lacks)

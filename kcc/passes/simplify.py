@@ -13,8 +13,9 @@ float→int casts out of range, signed right shifts of negative values, shift am
 Identities that hold for every input, NaN and -0.0 included: x*1 (all dtypes), x+0, x-0, x*0,
 x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and x*0 is not 0
 for inf/nan), WHERE with a constant condition or equal arms (or an arm a WHERE of the same
-condition), CAST to the same dtype, exact CAST
-chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c)).
+condition), a LOAD/STORE gate its value range decides, CAST to the same dtype, exact CAST
+chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c),
+MULACC(c1, c2, x) → x + c1*c2, MULACC(x, 0, c) → c, MULACC(x, y, 0) → x*y).
 Constants move to the right of commutative ops.
 """
 
@@ -354,16 +355,22 @@ def int_identity(x: UOp) -> UOp | None:
     return None
 
 
-def mulacc_zero(x: UOp) -> UOp | None:
-    """Integer MULACC with a zero factor → its addend; with a zero addend → MUL (exact modulo
-    2^bits; not for floats, where 0 * inf is nan). A loop copied for one iteration puts 0
-    where its counter was (kcc/passes/widen_lanes.py's single block), and tinygrad indexes
-    through MULACC(counter, stride, base)."""
-    if not x.dtype.is_int:
+def mulacc_int(x: UOp) -> UOp | None:
+    """Integer MULACC(a, b, c) with constant operands, exact modulo 2^bits (never a float:
+    0 * inf is nan): a zero factor → c; two constant factors → c + a*b (wrapped; c for a
+    product of 0: unroll's copies of `i*k + j` at constant i, so their lanes read as offsets
+    of c); a zero addend → MUL(a, b) (a loop copied for one iteration puts 0 where its counter
+    was: kcc/passes/widen_lanes.py's single block, tinygrad's MULACC(counter, stride, base))."""
+    dt = x.dtype
+    if dt is None or not dt.is_int or dt.is_weak or x.shape or len(x.src) != 3:
         return None
     a, b, c = x.src
     if _is_const(a, 0) or _is_const(b, 0):
         return c
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None and const_value(c) is None:
+        m = _wrap(int(ca[0]) * int(cb[0]), dt)
+        return c if m == 0 else UOp(Ops.ADD, (c, make_const(m, dt)))
     if _is_const(c, 0):
         return UOp(Ops.MUL, (a, b))
     return None
@@ -526,6 +533,21 @@ def bool_store(x: UOp) -> UOp | None:
     return x.replace(src=(place, UOp(Ops.CAST, (v,), dtypes.bool)) + x.src[2:])
 
 
+def known_gate(x: UOp) -> UOp | None:
+    """A vector LOAD or a STORE whose gate value ranges prove always true → ungated; a vector
+    LOAD whose gate is never true → its alt (interpolate's clamped indices:
+    kcc/ir/range_enum.py). A scalar load keeps its gate here: it may be one lane of a run of
+    gated loads slp packs into one per-lane-gated load (tril's x[4j] … x[4j+3], lane 0's
+    gate true in the first block); legalize_gates drops what is left after slp."""
+    if len(x.src) != 3 or (x.op is Ops.LOAD and x.src[0].op is not Ops.SHRINK):
+        return None
+    from kcc.ir.ranges import vmin_vmax
+    r = vmin_vmax(x.src[-1])
+    if r == (1, 1):
+        return x.replace(src=x.src[:1] if x.op is Ops.LOAD else x.src[:2])
+    return x.src[1] if r == (0, 0) and x.op is Ops.LOAD else None
+
+
 def bool_bitcast(x: UOp) -> UOp | None:
     """BITCAST between bool and a byte (int8/uint8) → CAST: a bool is 0 or 1
     (docs/semantics.md), so a byte read as a bool is ``byte != 0``, as CAST says, and a bool
@@ -556,7 +578,7 @@ class _Simplifier(PatternMatcher):
 # per op, which of _inert's tests: 1 fold_alu alone (the first src decides), 2 a binary op
 # whose rules all need a constant src (fold_alu, const_right, assoc_const, int_identity,
 # float_mul_one, sub_const, shift_back), 3 AND/OR (those and idempotent_bitwise), 4 WHERE,
-# 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_zero: any constant src)
+# 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_int: any constant src of an integer)
 _INERT_KIND: dict[Ops, int] = {
     **{op: 1 for op in (Ops.THREEFRY, Ops.MULHI, Ops.NEG, Ops.EXP2, Ops.LOG2,
                         Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.FDIV)},
@@ -590,7 +612,7 @@ def _inert(x: UOp, kind: int) -> bool:
         c = src[0]
         return c.op is not Ops.CONST and c.op is not Ops.CAST and \
             not (c.dtype == x.arg and c.kind == "value")
-    if kind == 7:                   # fold_alu reads src[0]; mulacc_zero any src of an int
+    if kind == 7:                   # fold_alu reads src[0]; mulacc_int any src of an int
         if len(src) != 3 or const_value(src[0]) is not None:
             return False
         return not x.dtype.is_int or (const_value(src[1]) is None
@@ -612,11 +634,12 @@ SIMPLIFY = _Simplifier([
     (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
     (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
-    (UPat(Ops.MULACC, src=(UPat.var(), UPat.var(), UPat.var()), name="x"), mulacc_zero),
+    (UPat(Ops.MULACC, name="x"), mulacc_int),
     (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
     (UPat(Ops.STACK, name="x"), stack_of_lanes),
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
     (UPat(Ops.STORE, name="x"), bool_store),
+    (UPat((Ops.LOAD, Ops.STORE), name="x"), known_gate),
     (UPat(Ops.BITCAST, name="x"), bool_bitcast),
 ])
 

@@ -58,6 +58,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
+from kcc.passes.slp_index import element_run
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.slp_up import pack_jammed, pack_upward
@@ -182,7 +183,7 @@ class _Packer:
         """n ungated LOADs of consecutive elements of one buffer → one vector LOAD."""
         if not all(s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX
                    for s in t):
-            return None
+            return self._mixed_load(t)
         buf = t[0].src[0].src[0]
         if buf.kind != "buffer" or not self.ctx.mem_legal(len(t), t[0].dtype) \
                 or base_buffer(buf) in self.scalar_reg:
@@ -203,6 +204,14 @@ class _Packer:
             return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (wide, UOp.const(k0 - g + j)))
                                         for j in range(len(t))))
         return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(len(t)))),))
+
+    def _mixed_load(self, t: Lanes) -> UOp | None:
+        """Consecutive elements of one buffer read partly by scalar LOADs, partly as lanes of
+        ungated vector LOADs (slp_index.element_run) → one vector LOAD of them all."""
+        run = element_run(t) if self.ctx.mem_legal(len(t), t[0].dtype) else None
+        if run is None or base_buffer(run[0]) in self.scalar_reg:
+            return None
+        return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (run[0], run[1], UOp.const(len(t)))),))
 
     def _run_starts(self, n: int) -> dict[tuple[UOp, UOp | None, int], int]:
         """(buffer, base, k) → the first element of the run of n consecutive elements
@@ -338,6 +347,11 @@ class _Packer:
                 ok = v is not None
                 if v is None and self.order:
                     v = self._rows(s)         # a strided gather: lanes of row loads
+                    # lanes of one row (interpolate's neighbours, elements k, k+1, k+1,
+                    # k+2), or of as many as one permutation reads: one shuffle, not n
+                    # scalars and their inserts
+                    ok = v is not None and _permute_regs(v.src, max(
+                        1, self.ctx.permute_sources(s[0].dtype, len(s))))
                 if v is None:
                     # lanes of at most as many registers as one permutation reads (one
                     # instruction, x86-64-v4's VPERMI2PS): as good as a shuffle

@@ -3,14 +3,14 @@ that loads of consecutive elements (the lanes of one vector) are recognized by e
 
 The constant may sit under MULACC addends (tinygrad's column indexes jammed by
 passes/unroll.py: `j*C + (i + k)`, and conv1d's input index under its batch term
-`b*112 + (t*14 + (x + k))`); the base is then the MULACC chain rebuilt without it, the node
-that index would be (hash-consed: equal for every lane). Iterative: an index may be a long
-chain.
+`b*112 + (t*14 + (x + k))`, or a constant addend `i*8 + k`); the base is then the MULACC
+chain rebuilt without it, the node that index would be (hash-consed: equal for every lane).
+Iterative: an index may be a long chain.
 """
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
@@ -36,12 +36,42 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
         chain.append(x)
         x = x.src[2]
     k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
+    if k is None and chain and (k := const_int(x)) is not None and x.dtype is not None:
+        # a constant addend, a*c + k (interpolate's cells unrolled: i*8 + 0 … i*8 + 7): the
+        # base is a*c + 0, the lane of k = 0
+        x = UOp(Ops.ADD, (strong_int(0, x.dtype), x))
     if k is None:
         return idx, k0
     base = x.src[0]
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
+
+
+def element_run(t: tuple[UOp, ...]) -> tuple[UOp, UOp] | None:
+    """(buffer, start of lane 0) when the scalars t are consecutive elements of one buffer
+    node, each read by an ungated scalar LOAD or as a lane of an ungated vector LOAD
+    (tinygrad's repeat/roll: x[k], a float2 at x[k+1], x[k+3]); else None."""
+    buf: UOp | None = None
+    first: UOp | None = None
+    want: tuple[UOp | None, int] = (None, 0)
+    for j, s in enumerate(t):
+        if s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX and s.shape == ():
+            b, start, lane = s.src[0].src[0], s.src[0].src[1], 0
+        elif s.op is Ops.INDEX and s.kind == "value" and s.src[0].op is Ops.LOAD \
+                and len(s.src[0].src) == 1 and s.src[0].src[0].op is Ops.SHRINK \
+                and (lane := const_int(s.src[1])) is not None:
+            b, start = s.src[0].src[0].src[0], s.src[0].src[0].src[1]
+        else:
+            return None
+        base, k = lane_offset(start)
+        if j == 0:
+            buf, want, first = b, (base, k + lane), plus_int(start, lane)
+        elif b is not buf or base is not want[0] or k + lane != want[1] + j:
+            return None
+    if buf is None or first is None or buf.kind != "buffer":
+        return None
+    return buf, first
 
 
 def consecutive_runs(accesses: list[UOp]) -> list[tuple[UOp, ...]]:

@@ -178,7 +178,8 @@ class _Loop:
                  if n.op in (Ops.LOAD, Ops.STORE)}
         for p in self.places:
             # the counter and the nodes free of it are leaves; anything else: not linear
-            a = affine(p.src[1], lambda n: n is r or r not in dep.get(n, frozenset()), memo)
+            a = affine(p.src[1], lambda n: n is r or r not in dep.get(n, frozenset()), memo,
+                       mulacc=True)
             if a is None or a[0].get(r) != self.width or p not in users:
                 return False
             b = base_buffer(p.src[0])
@@ -224,12 +225,13 @@ def _repeat(v: UOp, k: int) -> UOp:
     return UOp(Ops.STACK, lanes * k)
 
 
-def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
-    """(the loop's new END, its new RANGE): the region rewritten at W*k lanes."""
+def _widen_loop(loop: _Loop, k: int, once: bool = False) -> tuple[UOp, UOp]:
+    """(the loop's new END, its new RANGE): the region rewritten at W*k lanes; once: the
+    body alone at counter 0 (all N = k iterations in one block), no END."""
     r, w = loop.r, loop.width
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
-    base = UOp(Ops.MUL, (r2, strong_int(k, dt)))
+    base = strong_int(0, dt) if once else UOp(Ops.MUL, (r2, strong_int(k, dt)))
     copies: dict[UOp, list[UOp]] = {
         r: [base] + [UOp(Ops.ADD, (base, strong_int(j, dt))) for j in range(1, k)]}
     wide: dict[UOp, UOp] = {}
@@ -268,7 +270,18 @@ def _widen_loop(loop: _Loop, k: int) -> tuple[UOp, UOp]:
             copies[n] = [_scaled(n.replace(src=tuple(scalar(s, j) for s in n.src)))
                          for j in range(k)]
     body = loop.end.src[0]
+    if once:
+        return wide.get(body, body), r2
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
+
+
+def _one_block(loop: _Loop, stored: frozenset[UOp]) -> bool:
+    """Whether a loop whose N = k iterations are one widened block may lose its RANGE: it is
+    ordered by enclosing loops alone and loads no buffer the kernel stores (its loads are
+    then placed by the loops they still depend on, which no store can pass), as
+    widen_lanes.py's one block."""
+    return all(s.op is Ops.RANGE for s in loop.r.src[1:]) and not any(
+        x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored for x in loop.region)
 
 
 def _int_bound(n: UOp) -> bool:
@@ -345,6 +358,11 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             continue
         k = loop.factor(desc)
         if k:
+            if n_iter == k and _one_block(loop, stored):
+                # one block: no loop of one iteration (its counter, compare and branch;
+                # interpolate's inner 4 float4 as one zmm)
+                new_end[e] = _widen_loop(loop, k, once=True)[0]
+                continue
             out = _widen_loop(loop, k)[0]
             start = split(r, k)[1]
             if start is not None:

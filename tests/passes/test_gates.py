@@ -170,3 +170,70 @@ def test_padded_kernel_matches_interpreter(arch: str, graph: str) -> None:
     for seed in (0, 1):
         a = random_inputs(g, seed)
         assert_same(g, compile_and_run(g, a, arch), reference(g, a))
+
+
+ROWS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 24)
+%idx = PARAM ParamArg(1, int32, 3)
+%x = PARAM ParamArg(2, float32, 40)
+%n3 = CAST(3) int32
+%n8 = CAST(8) int32
+%n5 = CAST(5) int32
+%m1 = CAST(-1) int32
+%r = RANGE(%n3) (0, LOOP)
+%i = RANGE(%n8, %r) (1, LOOP)
+%ip = INDEX(%idx, %r)
+%v = LOAD(%ip)
+%lo = CMPLT(%m1, %v)
+%hi = CMPLT(%v, %n5)
+%g = AND(%lo, %hi)
+%at = MULACC(%v, %n8, %i)
+%xp = INDEX(%x, %at)
+%z = CAST(0.0) float32
+%val = LOAD(%xp, %z, %g)
+%o = MULACC(%r, %n8, %i)
+%op = INDEX(%out, %o)
+%s = STORE(%op, %val)
+%e = END(%s, %i)
+%e2 = END(%e, %r)
+SINK(%e2) KernelInfo(name="rows")
+"""
+
+
+def test_row_gate_selects_the_row_base_alone() -> None:
+    # tinygrad's gathered rows (index_rows' E_9_77): x[v*8 + i] under 0 <= v < 5, the gate a
+    # function of the row r alone: WHERE(gate, v*8, k) + i, a select once a row
+    s = legalize_gates(parse(ROWS), V4)
+    (ld,) = [u for u in _loads(s) if len(u.src) == 3]
+    idx = ld.src[0].src[1]
+    assert idx.op is Ops.ADD and idx.src[0].op is Ops.WHERE and idx.src[0].src[0] is ld.src[2]
+    (i,) = [u for u in toposort([s]) if u.op is Ops.RANGE and u.arg[0] == 1]
+    assert i not in toposort([idx.src[0]]) and idx.src[1] is i
+    assert legalize_gates(s, V4) is s
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_row_gate_kernel_matches_interpreter(arch: str) -> None:
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512")
+    from x86_util import assert_same, compile_and_run, reference
+    g = parse(ROWS)
+    x = np.arange(40, dtype=np.float32) + 0.5
+    for rows in ([4, -1, 0], [5, 2, -70000], [1 << 30, 3, 4]):
+        a = [np.zeros(24, np.float32), np.array(rows, np.int32), x]
+        assert_same(g, compile_and_run(g, a, arch), reference(g, a))
+
+
+def test_always_true_scalar_gate_is_dropped() -> None:
+    # x[i] under i < 12 of a 10-iteration loop: simplify leaves a scalar load's gate to slp
+    # (a lane of a run of gated loads), legalize_gates drops it on either target
+    out, x = param(0, dtypes.float32, 10), param(1, dtypes.float32, 10)
+    i = rng(10, 0)
+    v = op(Ops.LOAD, op(Ops.INDEX, x, i), strong(0.0, dtypes.float32), op(Ops.CMPLT, i, 12))
+    s = lower_weak_dtypes(sink(op(Ops.END, op(Ops.STORE, op(Ops.INDEX, out, i), v), i)))
+    from kcc.passes.simplify import simplify
+    assert [len(u.src) for u in _loads(simplify(s))] == [3]
+    for desc in (V4, V3):
+        (ld,) = _loads(legalize_gates(s, desc))
+        assert len(ld.src) == 1 and ld.src[0].src[1].op is Ops.RANGE

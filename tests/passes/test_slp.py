@@ -278,3 +278,128 @@ def test_bool_cmpne_lanes_pack_as_xor() -> None:
     assert [u.shape for u in _ops(r, Ops.XOR)] == [(4,)]
     assert not [u for u in _ops(r, Ops.CMPNE) if u.shape == ()]
     assert [u.shape for u in _ops(r, Ops.WHERE)] == [(4,)]
+
+
+# interpolate's neighbours (tinygrad's E_32_4_4, its inner loop unrolled): lane j is
+# x[4i + h_j] - x[4i + l_j], elements of one 4-element row read at MULACC(i, 4, k) indexes
+NEIGHBOURS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 32)
+%n = CAST(8) int32
+%four = CAST(4) int32
+%i = RANGE(%n) (0, LOOP)
+{loads}
+%d0 = SUB(%x1, %x0)
+%d1 = SUB(%x2, %x0)
+%d2 = SUB(%x2, %x0)
+%d3 = SUB(%x3, %x1)
+%v = STACK(%d0, %d1, %d2, %d3)
+%z = CAST(0) int32
+%o = MULACC(%i, %four, %z)
+%op = SHRINK(%out, %o, 4)
+%s = STORE(%op, %v)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_neighbouring_elements_of_one_row_pack_as_its_shuffles() -> None:
+    loads = "\n".join(f"%k{k} = CAST({k}) int32\n%a{k} = MULACC(%i, %four, %k{k})\n"
+                      f"%p{k} = INDEX(%x, %a{k})\n%x{k} = LOAD(%p{k})" for k in range(4))
+    sink = parse(NEIGHBOURS.format(loads=loads), "k.uop")
+    r = slp(_prep(sink), X86_AVX2)
+    (sub,) = _ops(r, Ops.SUB)           # one vector SUB, not four scalar ones
+    assert sub.shape == (4,)
+    rows = {x.src[0] for s in sub.src for x in s.src}
+    assert [row.op for row in rows] == [Ops.LOAD] and next(iter(rows)).shape == (4,)
+    import numpy as np
+
+    from kcc.ir.interp import run
+    outs = []
+    for g in (sink, r):
+        out = np.zeros(32, np.float32)
+        run(g, [out, np.arange(32, dtype=np.float32) ** 2])
+        outs.append(out)
+    assert (outs[0] == outs[1]).all() and outs[0].any()
+
+
+# tinygrad's repeat/roll (E_2_8_6_4): lanes x[8i+1], a float2 at x[8i+2], x[8i+4]; unroll's
+# copy of the index at a constant counter is MULACC(1, 4, 8i) (simplify: 8i + 4)
+MIXED = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 40)
+%n = CAST(4) int32
+%i = RANGE(%n) (0, LOOP)
+%k1 = CAST(1) int32
+%k2 = CAST(2) int32
+%k3 = CAST(3) int32
+%k4 = CAST(4) int32
+%k8 = CAST(8) int32
+%b = SHL(%i, %k3)
+%m = MULACC(%k1, %k4, %b)
+%a1 = ADD(%b, %k1)
+%p1 = INDEX(%x, %a1)
+%x1 = LOAD(%p1)
+%a2 = ADD(%b, %k2)
+%p2 = SHRINK(%x, %a2, 2)
+%v2 = LOAD(%p2)
+%l0 = INDEX(%v2, 0)
+%l1 = INDEX(%v2, 1)
+%p4 = INDEX(%x, %m)
+%x4 = LOAD(%p4)
+%v = STACK(%x1, %l0, %l1, %x4)
+%z = CAST(0) int32
+%o = MULACC(%i, %k8, %z)
+%op = SHRINK(%out, %o, 4)
+%s = STORE(%op, %v)
+%e = END(%s, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_scalar_and_vector_lanes_of_consecutive_elements_are_one_load() -> None:
+    sink = parse(MIXED, "k.uop")
+    r = slp(_prep(sink), X86_AVX2)
+    assert [u.shape for u in _ops(r, Ops.LOAD)] == [(4,)] and not _ops(r, Ops.STACK)
+    import numpy as np
+
+    from kcc.ir.interp import run
+    outs = []
+    for g in (sink, r):
+        out = np.zeros(32, np.float32)
+        run(g, [out, np.arange(40, dtype=np.float32) * 3 + 1])
+        outs.append(out)
+    assert (outs[0] == outs[1]).all() and outs[0].any()
+
+
+# tinygrad's tril (E_40_10_4): x[r*40 + 4j + k] under 4j + k < r + 1; lane 0 of the first
+# block (j = 0) is always true, and must stay a lane of the run of gated loads
+TRIL = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%n = CAST(8) int32
+%r = RANGE(%n) (0, LOOP)
+%k1 = CAST(1) int32
+%k8 = CAST(8) int32
+%r1 = ADD(%r, %k1)
+%base = MUL(%r, %k8)
+%f0 = CAST(0.0) float32
+{lanes}
+%v = STACK({names})
+%op = SHRINK(%out, %base, 8)
+%s = STORE(%op, %v)
+%e = END(%s, %r)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_a_run_of_gated_loads_keeps_its_always_true_lane() -> None:
+    from kcc.targets.x86.arch import x86_desc
+    lanes = "\n".join(f"%c{k} = CAST({k}) int32\n%g{k} = CMPLT(%c{k}, %r1)\n"
+                      f"%a{k} = ADD(%base, %c{k})\n%p{k} = INDEX(%x, %a{k})\n"
+                      f"%l{k} = LOAD(%p{k}, %f0, %g{k})" for k in range(8))
+    text = TRIL.format(lanes=lanes, names=", ".join(f"%l{k}" for k in range(8)))
+    sink = parse(text, "k.uop")
+    r = slp(_prep(sink), x86_desc("x86-64-v4"))
+    (ld,) = _ops(r, Ops.LOAD)
+    assert ld.shape == (8,) and len(ld.src) == 3 and ld.src[2].shape == (8,)

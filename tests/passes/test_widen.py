@@ -337,3 +337,26 @@ def test_chain_of_ordered_loops_is_rebuilt_in_one_walk(monkeypatch) -> None:
     old = {u for u in g.toposort() if u.op in (Ops.RANGE, Ops.END)}
     assert not old & set(w.toposort())
     _check(_chain(6))                                # a short chain, against the interpreter
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mulacc_index_is_widened(arch: str) -> None:
+    # tinygrad writes the start as MULACC(gidx, half, i << 2) (interpolate's E_4_16_4_4): the
+    # counter's coefficient is read through the MULACC and the SHL
+    text = _text().replace("%i4 = MUL(%i, 4)", "%i4 = SHL(%i, 2)").replace(
+        "%p = ADD(%gb, %i4)", "%p = MULACC(%g, 80, %i4)").replace("%gb = MUL(%g, 80)\n", "")
+    assert "MULACC" in text and "SHL" in text
+    w = _check(text, arch)
+    k = 2 if arch == "x86-64-v3" else 4
+    assert _bounds(w) == [16 // k] and _widths(w) == {4 * k}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_of_one_block_loses_its_range(arch: str) -> None:
+    # 4 iterations of 4 lanes on v4 (2 on v3): one widened block, the body once at counter
+    # 0 with no loop of one iteration; with the loop reading what it stores, the loop stays
+    k = 2 if arch == "x86-64-v3" else 4
+    w = _check(_text(n=k), arch)
+    assert _bounds(w) == [] and _widths(w) == {4 * k}
+    w = _check(_text(n=k, alias=True), arch)
+    assert _bounds(w) == [1] and _widths(w) == {4 * k}

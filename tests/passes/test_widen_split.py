@@ -121,7 +121,7 @@ def test_a_vector_read_whole_is_not_split() -> None:
 def test_one_block_folds_its_zero_counter() -> None:
     # the row loop of 4 is one block whose counter is 0: after the pipeline's simplify that
     # follows widen, its index sums hold no 0 operand (an `add r, 0` or a multiply by 0 in
-    # every block otherwise; simplify's int_identity and mulacc_zero)
+    # every block otherwise; simplify's int_identity and mulacc_int)
     _, _, w = _prep(_text())
     from kcc.ir.consts import const_int
     from kcc.passes.simplify import simplify

@@ -138,7 +138,8 @@ class X86Alu:
             t = self.copy(self.reg(a), u.dtype)
             self.emit(f"imul_r{w}_rm{w}", t, self.reg(k))
         if d is not None:
-            self.emit(imm_form("add", w, d), t, d)
+            if d:                               # (a zero addend: the product alone)
+                self.emit(imm_form("add", w, d), t, d)
         elif w in ("32", "64"):
             # the product stays in its own register and LEA adds j into a new one: a product
             # invariant in the loop (a row's `row * M` where j is the column) then leaves it

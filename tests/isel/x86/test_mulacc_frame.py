@@ -93,6 +93,17 @@ def test_constant_mulacc_selects_lea_or_an_immediate_multiply(k: int, form: str)
     assert "add_r32_rm32" not in ops, ops
 
 
+def test_zero_addend_adds_nothing() -> None:
+    # i*7 + 0 (tinygrad's MULACC(i, 16, 0) starts): the IMUL alone, no ADD of 0
+    def adds(j: int) -> list[str]:
+        text = _selected(_kernel("int32", 7, j))
+        ops = [ln.split(":", 1)[1].split()[0] for ln in text.splitlines()
+               if ln.split(":", 1)[0].strip().isdigit()]
+        assert "imul_r32_rm32_imm8" in ops, ops
+        return [o for o in ops if o.startswith("add_")]
+    assert len(adds(0)) == len(adds(1)) - 1
+
+
 def test_int64_mulacc_uses_the_64_bit_lea() -> None:
     ops = _selected(_kernel("int64", 8, -1))
     assert "lea_r64_m" in ops and "imul_r64_rm64 " not in ops, ops
