@@ -230,7 +230,12 @@ def _range_of(u: UOp, rng: dict[UOp, Range]) -> Range:
 
 
 def vmin_vmax(u: UOp) -> Range:
-    """The range of one integer value node (analysing the graph under it)."""
+    """The range of one integer value node (analysing the graph under it; a node asked before
+    answers from its memo without walking its graph again: simplify's known_gate asks each
+    gate in every run)."""
+    r = u._range
+    if r is not UNKNOWN:
+        return None if r is _NOT_INT else r
     return int_ranges([u]).get(u)
 
 
