@@ -91,6 +91,14 @@ def _widened_loops(order: list[UOp], runs: list[tuple[UOp, ...]], ctx) -> set[UO
     from kcc.passes.unroll_tiny import _widens
     dep = range_sets(order)
     end_of = {e.src[1]: e for e in order if e.op is Ops.END and len(e.src) == 2}
+    # a range some other RANGE or an END depends on encloses a loop: not innermost (an
+    # END's set stops at its own range: what is left are the loops around it)
+    outer: set[UOp] = set()
+    for x in order:
+        if x.op is Ops.RANGE:
+            outer.update(r for r in dep[x] if r is not x)
+        elif x.op is Ops.END:
+            outer.update(dep[x])
     sink = order[-1]
     widens: dict[UOp, bool] = {}
     out: set[UOp] = set()
@@ -98,7 +106,7 @@ def _widened_loops(order: list[UOp], runs: list[tuple[UOp, ...]], ctx) -> set[UO
         for s in run:
             for r in dep[s]:
                 e = end_of.get(r)
-                if e is None:
+                if e is None or r in outer:
                     continue
                 if r not in widens:
                     widens[r] = _widens(sink, e, ctx)

@@ -255,3 +255,23 @@ def test_a_run_in_a_loop_that_widens_is_left_to_widen(arch: str) -> None:
     w = widen(g, desc)
     assert sorted(u.shape for u in _lane_gated(w)) == [(8,)] * 4
     _same_values(g0, w)
+
+
+def test_a_run_beside_a_loop_that_widens_is_packed() -> None:
+    """The run's own loop (4i + j - 7: strided, widen leaves it) is what decides, not the
+    outer loop around it, whose nest also holds a loop that widens (y copied to o)."""
+    lines = kernel().splitlines()
+    at = lines.index("%i = RANGE(16) (0, LOOP)")
+    lines[at] = "%i = RANGE(16, %r) (1, LOOP)"
+    lines[1:1] = ["%o = PARAM ParamArg(2, float32, 16)", "%y = PARAM ParamArg(3, float32, 16)"]
+    at = lines.index("%i = RANGE(16, %r) (1, LOOP)")
+    lines[at:at] = ["%r = RANGE(2) (0, LOOP)", "%k = RANGE(8, %r) (2, LOOP)",
+                    "%yk = MULACC(%r, 8, %k)", "%py = INDEX(%y, %yk)", "%vy = LOAD(%py)",
+                    "%po2 = INDEX(%o, %yk)", "%sy = STORE(%po2, %vy)", "%ek = END(%sy, %k)"]
+    end = lines.index("%end = END(%st, %i)")
+    lines[end:end + 2] = ["%end = END(%st, %i)", "%both = GROUP(%end, %ek)",
+                          "%er = END(%both, %r)", 'SINK(%er) KernelInfo(name="beside")']
+    g0 = _prep("\n".join(lines) + "\n")
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert [u.shape for u in _lane_gated(g)] == [(4,)]
+    _same_values(g0, g)
