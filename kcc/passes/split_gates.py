@@ -21,9 +21,10 @@ This pass runs it as
 Each piece is the original body with the counter `i3 + lo` and each gate the constant it is
 on [lo, hi) (a compare of the counter with a constant changes value at one iteration, the
 cut; a gate may be bool AND, OR, XOR of such compares and of loop-invariant bools, tinygrad's
-padding `k < i and i < m`); unroll_inner's `fold_gates` then resolves the loads. The pieces run in order (each
-RANGE ordered after the previous piece's END, as passes/widen_tail.py's tail loops), every
-iteration once with the same ops on the same elements, so the result is bit-identical.
+padding `k < i and i < m`); unroll_inner's `fold_gates` then resolves the loads. The pieces
+run in order (each RANGE ordered after the previous piece's END, as passes/widen_tail.py's
+tail loops), every iteration once with the same ops on the same elements, so the result is
+bit-identical.
 
 **Legality and cost** (the loop is left alone otherwise): the loop is a whole nest (its END
 depends on no RANGE, no RANGE depends on its counter), closed by an END of its range alone,
@@ -37,13 +38,20 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, rebuild, substitute_closed, toposort
+from kcc.ir.uop import AddrSpace, UOp, base_buffer, rebuild, substitute_closed, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 
 MAX_PIECES = 3
 MAX_REGION = 256
 _REFUSED = frozenset({Ops.AFTER, Ops.BARRIER, Ops.BUFFER, Ops.WMMA, Ops.RANGE, Ops.END})
+
+
+def _global(place: UOp) -> bool:
+    """Whether a LOAD's or STORE's place is on a GLOBAL kernel argument (not a REG or LOCAL
+    buffer, whose accesses an iteration orders against the next)."""
+    b = base_buffer(place.src[0]) if place.src else place
+    return b.op is Ops.PARAM and b.arg.addrspace is AddrSpace.GLOBAL
 
 
 def _cut(g: UOp, r: UOp) -> int | None:
@@ -123,7 +131,8 @@ def split_gates(sink: UOp, desc: TargetDesc) -> UOp:
         if n is None or any(s.op is not Ops.RANGE for s in r.src[1:]):
             continue
         region = [x for x in order if r in dep[x] and x is not r and x is not e]
-        if len(region) > MAX_REGION or any(x.op in _REFUSED for x in region):
+        if len(region) > MAX_REGION or any(x.op in _REFUSED or x.op in (Ops.LOAD, Ops.STORE)
+                                           and not _global(x.src[0]) for x in region):
             continue
         inside = set(toposort([e.src[0]]))
         if any(x not in inside for x in region):
