@@ -15,7 +15,8 @@ vector value, recursively over the lanes' srcs:
   when the target loads n elements at once.
 
 A run of gated scalar LOADs of consecutive elements whose gates pack is a seed of its own
-(kcc/passes/slp_gated.py): one vector LOAD gated lane by lane, on a target that has one.
+(kcc/passes/slp_gated.py): one vector LOAD gated lane by lane, on a target that has one; a
+tuple of such loads that the downward packing reaches is one such load too (`tuple_load`).
 Before the downward packing, scalar work on the lanes of one vector is packed from that
 vector up where it pays (kcc/passes/slp_up.py: cummax's per-row selects, which the
 accumulator reads transposed); a tuple of such packed scalars is read as their lanes.
@@ -57,7 +58,7 @@ from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.simplify import keep_params
-from kcc.passes.slp_gated import pack_gated_loads
+from kcc.passes.slp_gated import pack_gated_loads, tuple_load
 from kcc.passes.slp_index import element_run
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
@@ -180,10 +181,14 @@ class _Packer:
         return 1
 
     def _load(self, t: Lanes) -> UOp | None:
-        """n ungated LOADs of consecutive elements of one buffer → one vector LOAD."""
+        """n ungated LOADs of consecutive elements of one buffer → one vector LOAD; n gated
+        ones whose gates pack → one LOAD gated lane by lane (slp_gated.py `tuple_load`); a run
+        read partly by scalar loads, partly as vector lanes → one vector LOAD (_mixed_load)."""
         if not all(s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX
                    for s in t):
-            return self._mixed_load(t)
+            # gated loads whose gates pack (slp_gated), or scalar loads and vector lanes of
+            # one run of elements (slp_index.element_run)
+            return tuple_load(self, t) or self._mixed_load(t)
         buf = t[0].src[0].src[0]
         if buf.kind != "buffer" or not self.ctx.mem_legal(len(t), t[0].dtype) \
                 or base_buffer(buf) in self.scalar_reg:

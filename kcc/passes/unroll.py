@@ -619,13 +619,15 @@ def _packs(loops: _Loops, r: UOp, desc: TargetDesc) -> bool:
 def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
     target that asks for it, tiny elementwise nests (passes/unroll_tiny.py) and short reduce
-    loops (passes/unroll_full.py) are unrolled fully; last, on
+    loops (passes/unroll_full.py) are unrolled fully, and loops gated by compares of their
+    counter split where the gates change (passes/split_gates.py); last, on
     a target with `pack_bytes`, a jammed matmul tile's strided operand is packed
     (passes/pack.py; packing False: the jams alone, as the pipeline makes them for pack)."""
     if desc.tiny_unroll > 0:
         from kcc.passes.unroll_inner import unroll_inner
         from kcc.passes.unroll_tiny import unroll_tiny
-        sink = unroll_inner(unroll_tiny(sink, desc), desc)
+        from kcc.passes.split_gates import split_gates
+        sink = split_gates(unroll_inner(unroll_tiny(sink, desc), desc), desc)
     if desc.full_unroll > 0:
         from kcc.passes.unroll_full import unroll_full
         sink = unroll_full(sink, desc)

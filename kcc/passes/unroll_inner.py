@@ -153,9 +153,14 @@ def unroll_inner(sink: UOp, desc: TargetDesc) -> UOp:
     if not repl:
         return sink
     from kcc.passes.simplify import simplify
-    out = simplify(rebuild(order, repl).get(sink, sink), desc)
-    # a gate that folded to a constant (cumsum's `c < j` at each j): true reads the element
-    # ungated, false reads nothing and is the alternative value (docs/semantics.md, LOAD)
+    return fold_gates(simplify(rebuild(order, repl).get(sink, sink), desc), desc)
+
+
+def fold_gates(out: UOp, desc: TargetDesc) -> UOp:
+    """out with every LOAD whose scalar gate folded to a constant (cumsum's `c < j` at each
+    copy's j) resolved: true reads the element ungated, false reads nothing and is the
+    alternative value (docs/semantics.md, LOAD); simplified again when one was."""
+    from kcc.passes.simplify import simplify
     folded = graph_rewrite(out, _GATES)
     return out if folded is out else simplify(keep_params(out, folded), desc)
 

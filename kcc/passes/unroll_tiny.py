@@ -32,11 +32,21 @@ the copies, which the graph no longer gives):
 of its loops, times its lanes, and _HEAVY times for an op that decomposes into a sequence) are
 at most `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled): a kernel's code grows
 by about its copies' instructions.
+
+**Copies that fold** (`_folds`): a nest over that count, up to FOLD_CAP times it, whose
+loads are gated by compares of its counters is counted as simplify leaves its copies: every
+gate a constant in every copy (a false one's load is its alternative, a true one's an
+ungated load, passes/unroll_inner.py `fold_gates`), sums of the alternatives' zeros
+folded, and copies' equal nodes one node. tinygrad's cumsum_5000 r_20_20 (20 iterations of
+19 loads gated `k < i`, ~2000 nodes as copies) is a triangle of loads whose copies, folded,
+are 20 loads, 20 stores and two chains of 19 adds: copies 0 … 18 start with a zero term and
+share one, each copy's sum the previous copy's plus one element (the same adds in the same
+order), and copy 19 (no gate false) has its own.
 """
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, strong_int
+from kcc.ir.consts import const_int, is_const, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -50,6 +60,9 @@ _REFUSED = frozenset({Ops.AFTER, Ops.BARRIER, Ops.BUFFER, Ops.WMMA})
 _HEAVY_OPS = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIPROCAL, Ops.THREEFRY, Ops.CDIV,
                         Ops.CMOD})
 _HEAVY = 16
+# a nest whose gated loads fold is expanded to be counted (`_folds`) when its copies are at
+# most this many times the budget (compile time: the expansion is simplified to be counted)
+FOLD_CAP = 32
 
 
 def _place(x: UOp) -> tuple[UOp, UOp, int] | None:
@@ -93,6 +106,39 @@ def _assignments(ranges: list[UOp]) -> list[dict[UOp, int]]:
         assert n is not None
         out = [{**e, r: k} for e in out for k in range(n)]
     return out
+
+
+def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc) -> UOp | None:
+    """The nest under end as its copies (`_expand`) when it is over the budget as copies but
+    within it once their counter gates fold (module docstring, "Copies that fold"), else
+    None. The count: the value and effect nodes (not places, index arithmetic and gates,
+    constants or the graph's structure) of the nest alone, expanded and simplified."""
+    cone = toposort([end])
+    if not any(x.op is Ops.LOAD and len(x.src) == 3 and not x.src[2].shape and dep[x.src[2]]
+               for x in cone):
+        return None
+    if _nest(end, dep, FOLD_CAP * desc.tiny_unroll) is None:
+        return None
+    from kcc.passes.simplify import simplify
+    from kcc.passes.unroll_inner import fold_gates
+    copies = _expand(end, dep)
+    alone = sink.replace(src=(copies,))
+    size = 0
+    for x in toposort([fold_gates(simplify(alone, desc), desc)]):
+        if x.op in _STRUCTURE or is_const(x) or x.dtype is None and x.op is not Ops.STORE \
+                or x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool) \
+                and x.op is not Ops.LOAD:
+            continue
+        k = _HEAVY if x.op in _HEAVY_OPS else 1
+        for d in x.shape or ():
+            k *= d
+        size += k
+    return copies if size <= desc.tiny_unroll else None
+
+
+# nodes the folded count leaves out: the graph's structure, places and constants
+_STRUCTURE = frozenset({Ops.SINK, Ops.GROUP, Ops.PARAM, Ops.INDEX, Ops.SHRINK, Ops.CONST,
+                        Ops.RANGE, Ops.END})
 
 
 def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
@@ -199,9 +245,14 @@ def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
     repl: dict[UOp, UOp] = {}
     for x in order:
         if x.op is Ops.END and not dep[x] and not any(x in toposort([e]) for e in repl):
-            if _nest(x, dep, desc.tiny_unroll) is not None and not _widens(sink, x, desc):
-                repl[x] = _expand(x, dep)
+            if _nest(x, dep, desc.tiny_unroll) is not None:
+                if not _widens(sink, x, desc):
+                    repl[x] = _expand(x, dep)
+            elif (copies := _folds(sink, x, dep, desc)) is not None \
+                    and not _widens(sink, x, desc):
+                repl[x] = copies
     if not repl:
         return sink
     from kcc.passes.simplify import simplify
-    return simplify(rebuild(order, repl).get(sink, sink), desc)
+    from kcc.passes.unroll_inner import fold_gates
+    return fold_gates(simplify(rebuild(order, repl).get(sink, sink), desc), desc)

@@ -191,6 +191,8 @@ class LaneLoop:
         # a place split from a vector load (passes/widen_split.py): (its lane, the width)
         self.windows: dict[UOp, tuple[int, int]] = {}
         self.gathers: set[UOp] = set()          # places read by index vectors (widen_gather)
+        # gated loads of one loop-invariant element under a counter-dependent gate (_splat)
+        self.splats: set[UOp] = set()
 
     def free(self, n: UOp) -> bool:
         """Whether n is loop-invariant (does not depend on the counter)."""
@@ -214,6 +216,9 @@ class LaneLoop:
                     return False
             elif n.op in (Ops.LOAD, Ops.STORE):
                 p = n.src[0]
+                if n.op is Ops.LOAD and self._splat(n):
+                    self.splats.add(n)
+                    continue
                 if len(n.src) != (1 if n.op is Ops.LOAD else 2) and not _gated(n) \
                         or p.op is not Ops.INDEX or p not in inside:
                     return False
@@ -225,6 +230,26 @@ class LaneLoop:
         if not self.skip and not any(st for _, st in accesses):
             return False
         return self._consecutive(accesses, gated)
+
+    def _splat(self, n: UOp) -> bool:
+        """Whether LOAD n reads one loop-invariant element of a buffer the kernel does not
+        store, under a gate that depends on the counter (cumsum's `6 < j ? x[8*i] : 0.0`),
+        at an index the value ranges prove inside the buffer: then `WHERE(gate, LOAD(place),
+        alt)` is the same value (the ungated load reads an element that exists and writes
+        nothing), and its lanes are that one element splatted under a per-lane select."""
+        if not _gated(n) or n.src[2] not in self.inside:
+            return False
+        p = n.src[0]
+        if p.op is not Ops.INDEX or p in self.inside or len(p.src) != 2:
+            return False
+        b = base_buffer(p.src[0])
+        stored = self.kernel_stored
+        if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL or stored is None \
+                or b in stored or not p.src[0].shape:
+            return False
+        from kcc.ir.ranges import int_ranges
+        rng = int_ranges([p.src[1]]).get(p.src[1])
+        return rng is not None and 0 <= rng[0] and rng[1] < p.src[0].shape[0]
 
     def _consecutive(self, accesses: list[tuple[UOp, bool]], gated: set[UOp]) -> bool:
         """Every place's index is counter + base + o; a stored buffer's accesses share base.
@@ -420,7 +445,12 @@ class LaneLoop:
                 scal[n] = n.replace(src=tuple(scal.get(s, s) for s in n.src))
             if n in need_vec and n not in vec:
                 c = self.lin(n)
-                if n.op is Ops.LOAD and n.src[0] in self.gathers:
+                if n in self.splats:
+                    # one element, loaded ungated (inside the buffer: _splat), each lane
+                    # selected by its own gate
+                    v = UOp(Ops.WHERE, (lanes(n.src[2]), lanes(UOp(Ops.LOAD, (n.src[0],))),
+                                        lanes(n.src[1])))
+                elif n.op is Ops.LOAD and n.src[0] in self.gathers:
                     v = widen_gather.gather_load(self, n, k, lanes, made)
                 elif n.op is Ops.LOAD and n.src[0] in self.strides:
                     p = n.src[0]
@@ -484,7 +514,9 @@ class LaneLoop:
                 if n.src[1] in inside:
                     need_vec.add(n.src[1])
             if n in need_vec:
-                if n.op is Ops.LOAD and n.src[0] in self.gathers:
+                if n in self.splats:
+                    need_vec.update(s for s in n.src[1:] if s in inside)   # alt, gate
+                elif n.op is Ops.LOAD and n.src[0] in self.gathers:
                     from kcc.passes.widen_gather import demand
                     need_vec.update(demand(self, n.src[0].src[1]))     # its index vector
                     need_vec.update(s for s in n.src[1:] if s in inside)   # alt, gate

@@ -181,3 +181,97 @@ def test_rows_of_lane_gated_loads_sum_transposed(arch: str) -> None:
             and u.dtype == dtypes.float32]
     assert len(adds) == 3 and all(u.shape == (4,) for u in adds)
     _same_values(g0, g)
+
+
+def jammed_columns(m: int = 4, terms: int = 2) -> str:
+    """out[4i + c] = Π_q x[4i + c + q - 3] over q < terms, each factor 1 where its element is
+    before the buffer (gate `2 - q < 4i + c`), stored as one vector of the m columns:
+    cumprod r_3_40_10_4's m jammed columns, column c's factors a run of consecutive
+    elements, and lane c of every factor the next element."""
+    t = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
+         "%x = PARAM ParamArg(1, float32, 64)", "%one = CAST(1.0) float32",
+         "%i = RANGE(16) (0, LOOP)", "%e = MUL(%i, 4)"]
+    stores = []
+    for c in range(m):
+        t.append(f"%e{c} = ADD(%e, {c})")
+        acc = None
+        for q in range(terms):
+            t += [f"%o{c}_{q} = ADD(%e{c}, {q - 3})", f"%p{c}_{q} = INDEX(%x, %o{c}_{q})",
+                  f"%g{c}_{q} = CMPLT({2 - q}, %e{c})",
+                  f"%l{c}_{q} = LOAD(%p{c}_{q}, %one, %g{c}_{q})"]
+            if acc is None:
+                acc = f"%l{c}_{q}"
+            else:
+                t.append(f"%m{c}_{q} = MUL({acc}, %l{c}_{q})")
+                acc = f"%m{c}_{q}"
+        stores.append(acc)
+    t += ["%po = SHRINK(%out, %e, 4)", f"%v = STACK({', '.join(stores)})",
+          "%st = STORE(%po, %v)", "%end = END(%st, %i)", 'SINK(%end) KernelInfo(name="jammed")']
+    return "\n".join(t) + "\n"
+
+
+def test_a_tuple_of_gated_loads_the_vector_work_asks_for_is_one_load() -> None:
+    """The 4 columns' products are one vector product; each factor's 4 lanes (one gated load
+    of each column, consecutive elements) one masked load, not a shuffle of the masked load
+    the seed made of column 0's run and scalar loads of the other columns."""
+    g0 = _prep(jammed_columns())
+    g = slp(g0, x86_desc("x86-64-v4"))
+    vl = _lane_gated(g)
+    assert sorted(u.shape for u in vl) == [(4,), (4,)]
+    assert not [u for u in toposort([g]) if u.op is Ops.LOAD and u.shape == ()]
+    _same_values(g0, g)
+
+
+def window() -> str:
+    """out[8i + j] = x[8i + j - 4] + … + x[8i + j - 1] + x[8i + j], term k 0 before the row
+    (gate `k - 1 < j`): cumsum r_32_8_8's window; the inner loop of 8 widens across its
+    iterations, and its 4 gated loads are a run of consecutive elements."""
+    t = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 32)",
+         "%x = PARAM ParamArg(1, float32, 32)", "%z = CAST(0.0) float32",
+         "%i = RANGE(4) (0, LOOP)", "%j = RANGE(8, %i) (1, LOOP)", "%p = MULACC(%i, 8, %j)"]
+    acc = None
+    for k in range(4, 0, -1):
+        t += [f"%p{k} = ADD(%p, {-k})", f"%px{k} = INDEX(%x, %p{k})",
+              f"%g{k} = CMPLT({k - 1}, %j)", f"%x{k} = LOAD(%px{k}, %z, %g{k})"]
+        if acc is not None:
+            t.append(f"%s{k} = ADD({acc}, %x{k})")
+        acc = f"%s{k}" if acc is not None else f"%x{k}"
+    t += ["%px0 = INDEX(%x, %p)", "%x0 = LOAD(%px0)", f"%s = ADD({acc}, %x0)",
+          "%po = INDEX(%out, %p)", "%st = STORE(%po, %s)", "%e = END(%st, %j)",
+          "%e2 = END(%e, %i)", 'SINK(%e2) KernelInfo(name="window")']
+    return "\n".join(t) + "\n"
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_a_run_in_a_loop_that_widens_is_left_to_widen(arch: str) -> None:
+    """The run x[8i + j - 4] … x[8i + j - 1] stays scalar: widen makes every load of it one
+    8-lane load gated lane by lane (packed here, the loop would keep a vector of 4 summed
+    lane by lane, and widen_lanes would leave it scalar)."""
+    from kcc.passes.widen import widen
+    desc = x86_desc(arch)
+    g0 = _prep(window())
+    g = slp(g0, desc)
+    assert not _lane_gated(g)
+    w = widen(g, desc)
+    assert sorted(u.shape for u in _lane_gated(w)) == [(8,)] * 4
+    _same_values(g0, w)
+
+
+def test_a_run_beside_a_loop_that_widens_is_packed() -> None:
+    """The run's own loop (4i + j - 7: strided, widen leaves it) is what decides, not the
+    outer loop around it, whose nest also holds a loop that widens (y copied to o)."""
+    lines = kernel().splitlines()
+    at = lines.index("%i = RANGE(16) (0, LOOP)")
+    lines[at] = "%i = RANGE(16, %r) (1, LOOP)"
+    lines[1:1] = ["%o = PARAM ParamArg(2, float32, 16)", "%y = PARAM ParamArg(3, float32, 16)"]
+    at = lines.index("%i = RANGE(16, %r) (1, LOOP)")
+    lines[at:at] = ["%r = RANGE(2) (0, LOOP)", "%k = RANGE(8, %r) (2, LOOP)",
+                    "%yk = MULACC(%r, 8, %k)", "%py = INDEX(%y, %yk)", "%vy = LOAD(%py)",
+                    "%po2 = INDEX(%o, %yk)", "%sy = STORE(%po2, %vy)", "%ek = END(%sy, %k)"]
+    end = lines.index("%end = END(%st, %i)")
+    lines[end:end + 2] = ["%end = END(%st, %i)", "%both = GROUP(%end, %ek)",
+                          "%er = END(%both, %r)", 'SINK(%er) KernelInfo(name="beside")']
+    g0 = _prep("\n".join(lines) + "\n")
+    g = slp(g0, x86_desc("x86-64-v4"))
+    assert [u.shape for u in _lane_gated(g)] == [(4,)]
+    _same_values(g0, g)

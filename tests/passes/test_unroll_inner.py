@@ -22,7 +22,9 @@ HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 X86 = x86_desc("x86-64-v4")
 
 # out[8i + j] = sum of x[8i + j - c] for c < 3 where j >= c, plus x[8i] where j > 6 (a
-# windowed cumsum; that last load, one element gated by the counter, is one widen refuses)
+# windowed cumsum; that last load, x[8i + 7 - j] gated by j > 6, descends with the counter:
+# one widen refuses; read as x[8i], one element under a counter gate, widen_lanes now widens
+# the loop, tests/passes/test_widen_lanes_gated.py)
 CUMSUM = """# kcc-uop 1
 %out = PARAM ParamArg(0, float32, 32)
 %x = PARAM ParamArg(1, float32, 32)
@@ -40,7 +42,8 @@ CUMSUM = """# kcc-uop 1
 %x2p = INDEX(%x, %p2)
 %x2 = LOAD(%x2p, 0.0, %g2)
 %g3 = CMPLT(6, %j)
-%r0 = MUL(%i, 8)
+%r7 = MULACC(%i, 8, 7)
+%r0 = SUB(%r7, %j)
 %x3p = INDEX(%x, %r0)
 %x3 = LOAD(%x3p, 0.0, %g3)
 %s0 = ADD(%x3, %x2)

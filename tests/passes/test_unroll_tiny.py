@@ -117,3 +117,58 @@ def test_unrolled_sort_runs_like_the_interpreter(arch: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def triangle(n: int = 12, stride: int = 8) -> str:
+    """cumsum_5000's r_20_20 at n: out[i] = Σ_k (x[stride*(i - k) + stride - 1] where
+    i - k >= 0, else 0) for k = n-1 … 0, in that order: n - 1 loads gated by `k - 1 < i`
+    and one ungated (k = 0), a triangle of loads."""
+    size = n * stride
+    t = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {n})",
+         f"%x = PARAM ParamArg(1, float32, {size})", "%z = CAST(0.0) float32",
+         f"%i = RANGE({n}) (0, WEAK)"]
+    terms = []
+    for k in range(n - 1, 0, -1):
+        t += [f"%o{k} = MULACC(%i, {stride}, {stride - 1 - k * stride})",
+              f"%p{k} = INDEX(%x, %o{k})", f"%g{k} = CMPLT({k - 1}, %i)",
+              f"%l{k} = LOAD(%p{k}, %z, %g{k})"]
+        terms.append(f"%l{k}")
+    t += [f"%o0 = MULACC(%i, {stride}, {stride - 1})", "%p0 = INDEX(%x, %o0)",
+          "%l0 = LOAD(%p0)"]
+    terms.append("%l0")
+    acc = terms[0]
+    for j, s in enumerate(terms[1:]):
+        t.append(f"%a{j} = ADD({acc}, {s})")
+        acc = f"%a{j}"
+    t += ["%po = INDEX(%out, %i)", f"%st = STORE(%po, {acc})", "%e = END(%st, %i)",
+          'SINK(%e) KernelInfo(name="triangle")']
+    return "\n".join(t) + "\n"
+
+
+def test_a_nest_whose_gates_fold_is_counted_folded() -> None:
+    """12 copies of 11 gated loads and 11 adds are ~300 nodes, past the budget; folded
+    (every gate a constant in every copy, the false ones' zeros summed away, equal prefixes
+    one node) they are 12 loads, 12 stores and two chains of 11 adds: copies 0 … 10 start
+    with a zero and share one (copy i's sum is copy i-1's plus one element), copy 11 (no
+    gate false) its own. Unrolled, no gate left."""
+    u = _unrolled(parse(triangle(), "tri.uop"))
+    assert _ranges(u) == 0
+    loads = [n for n in u.toposort() if n.op is Ops.LOAD]
+    assert len(loads) == 12 and all(len(n.src) == 1 for n in loads)
+    assert sum(1 for n in u.toposort() if n.op is Ops.ADD and n.dtype.is_float) == 22
+
+
+def test_a_folding_nest_past_the_budget_or_the_cap_is_left_alone(monkeypatch) -> None:
+    import kcc.passes.unroll_tiny as ut
+    tri = parse(triangle(), "tri.uop")
+    assert _ranges(_unrolled(tri, budget=40)) == 1          # 46 nodes folded
+    monkeypatch.setattr(ut, "FOLD_CAP", 2)                  # 288 as copies > 2 * 96
+    assert _ranges(_unrolled(tri)) == 1
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_a_folded_triangle_runs_like_the_interpreter(arch: str) -> None:
+    sink = parse(triangle(), "tri.uop")
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

@@ -99,3 +99,58 @@ def test_an_invariant_gate_stays_scalar(arch: str) -> None:
     loads = [u for u in w.toposort() if u.op is Ops.LOAD and len(u.src) == 3 and u.shape]
     assert loads and all(u.src[2].shape == () for u in loads)
     assert 34 not in range_bounds(w)
+
+
+# out[8i + j] = x[8i + j] + (x[8i + j - 1] where j > 0) + (x[8i + 8 + B] where j > 6 and
+# i < 3): cumsum r_32_8_8's last load, one element the whole inner loop reads, gated by its
+# counter (B = 0: inside the buffer for every i; B = 8: x[40] at i = 3, past the buffer
+# where the gate is false)
+SPLAT = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 32)
+%x = PARAM ParamArg(1, float32, 40)
+%z = CAST(0.0) float32
+%i = RANGE(4) (0, LOOP)
+%j = RANGE(8, %i) (1, LOOP)
+%p = MULACC(%i, 8, %j)
+%px0 = INDEX(%x, %p)
+%x0 = LOAD(%px0)
+%p1 = ADD(%p, -1)
+%px1 = INDEX(%x, %p1)
+%g1 = CMPLT(0, %j)
+%x1 = LOAD(%px1, %z, %g1)
+%q = MULACC(%i, 8, BASE)
+%px2 = INDEX(%x, %q)
+%g6 = CMPLT(6, %j)
+%gi = CMPLT(%i, 3)
+%g = AND(%g6, %gi)
+%x2 = LOAD(%px2, %z, %g)
+%s0 = ADD(%x2, %x1)
+%s = ADD(%s0, %x0)
+%po = INDEX(%out, %p)
+%st = STORE(%po, %s)
+%e = END(%st, %j)
+%e2 = END(%e, %i)
+SINK(%e2) KernelInfo(name="splat")
+"""
+
+
+def _scalar_gated(g: UOp) -> list[UOp]:
+    return [u for u in g.toposort() if u.op is Ops.LOAD and len(u.src) == 3
+            and not u.shape and not u.src[2].shape]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
+    not HAS_V4, reason=NO_V4))])
+def test_one_element_under_a_counter_gate_is_a_splat_select(arch: str) -> None:
+    """x[8i + 8] is inside the buffer for every i: loaded ungated, each lane selected by its
+    own gate; the inner loop of 8 is one 8-lane block (no loop), no scalar gated load left."""
+    w = widen_check(SPLAT.replace("BASE", "8"), arch)
+    assert 8 not in range_bounds(w) and not _scalar_gated(w)
+    assert any(u.op is Ops.WHERE and u.shape == (8,) for u in w.toposort())
+
+
+def test_one_element_maybe_past_the_buffer_keeps_the_loop() -> None:
+    """x[8i + 16] reaches x[40] (past the buffer of 40) where its gate is false: it may not
+    be loaded ungated, and the loop stays scalar."""
+    w = widen_check(SPLAT.replace("BASE", "16"), "x86-64-v3")
+    assert 8 in range_bounds(w) and _scalar_gated(w)

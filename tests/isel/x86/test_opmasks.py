@@ -326,10 +326,21 @@ SINK(%e) KernelInfo(name="kgate")
 """
 
 
-def test_gated_loads_are_zero_masked_loads() -> None:
+def _keep_gates(monkeypatch) -> None:
+    """Keep GATED's loop and its gates: passes/unroll_tiny.py would copy its 16 iterations
+    out as their copies fold (FOLD_CAP), and passes/split_gates.py run it as three loops
+    (MAX_PIECES), both with constant gates: no gated load left for these tests to select."""
+    import kcc.passes.split_gates as split_gates
+    import kcc.passes.unroll_tiny as unroll_tiny
+    monkeypatch.setattr(split_gates, "MAX_PIECES", 1)
+    monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+
+
+def test_gated_loads_are_zero_masked_loads(monkeypatch) -> None:
     """A gated float load with alt 0 (vector or scalar, the gate a scalar bool) is one
     zero-masked load from memory, its opmask made from the gate by KMOVW; no vector mask
     and no VANDPS."""
+    _keep_gates(monkeypatch)
     sel = _listing(GATED)
     assert "vmovups_x_kz_xm" in sel and "vmovss_x_kz_m32" in sel, sel
     assert "kmovd_k_r32" in sel and "vand" not in sel, sel
@@ -466,12 +477,27 @@ GATED_PAST_END = GATED.replace("%x = PARAM ParamArg(2, float32, 64)",
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
-def test_gated_loads_past_the_end_read_nothing(arch: str) -> None:
+def test_gated_loads_past_the_end_read_nothing(arch: str, monkeypatch) -> None:
     """Gated loads whose places leave the buffer where the gate is false (x ends at an
     inaccessible page; i = 14, 15 read past it): on x86-64-v4 they stay gated through
     legalize_gates (TargetDesc.masked_load) and are one masked load each, zero-masked for a
     0 alt and merging into a copy of the alt otherwise, with no safe index (`i & -gate`);
-    a masked-off element is not read, so nothing faults and the alt is what comes back."""
+    a masked-off element is not read, so nothing faults and the alt is what comes back.
+    As the pipeline compiles it by default (its iterations copied out, their gates
+    constants), and split into three loops (passes/split_gates.py), the last two iterations
+    read nothing either: their loads are the alts."""
+    import kcc.passes.unroll_tiny as unroll_tiny
+    for seed in (0, 1):
+        _launch_guarded(GATED_PAST_END, arch, (2,), seed)
+    monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.x86.target import X86Target
+    buf = io.StringIO()
+    run_pipeline(parse(GATED_PAST_END), X86Target(arch), dump_after="unroll", out=buf)
+    assert buf.getvalue().count("= RANGE(") == 3, buf.getvalue()     # the three loops
+    for seed in (0, 1):
+        _launch_guarded(GATED_PAST_END, arch, (2,), seed)
+    _keep_gates(monkeypatch)
     if arch == "x86-64-v4":
         sel = _listing(GATED_PAST_END)
         assert "vmovups_x_kz_xm" in sel and "vmovss_x_k_m32" in sel, sel
