@@ -56,6 +56,7 @@ from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
+from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads
 from kcc.passes.slp_index import lane_offset as _offset
@@ -646,6 +647,15 @@ def _widest(order: list[UOp]) -> int:
 
 def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
+    # float16 MAX trees and max accumulators in float32 first (kcc/passes/half_max.py), where
+    # the target has no float16 MAX: their stores then pack as float32 MAX lanes
+    lifted = half_max(sink, target)
+    if lifted is not sink:
+        return keep_params(sink, _slp(lifted, target))
+    return _slp(sink, target)
+
+
+def _slp(sink: UOp, target: TargetDesc) -> UOp:
     order = toposort([sink])
     widest = _widest(order)
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
