@@ -346,7 +346,10 @@ class _Packer:
                     ok = bool(n) and _permute_regs(s, n)
             good |= ok
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
-        if not good:
+        # a CAST of lanes that pack into nothing better: one vector CAST of their STACK still
+        # saves n - 1 conversions (the STACK inserts the same n scalars either way; half
+        # max's four strided loads narrowed and widened: 2 F16C conversions, not 8)
+        if not good and (t[0].op is not Ops.CAST or len(subs) != 1):
             return None
         vec = t[0].replace(op=_bool_op(t[0]), src=tuple(srcs))
         for j, s in enumerate(t):

@@ -90,7 +90,8 @@ def x86_desc(arch: str) -> TargetDesc:
     return replace(X86_AVX2, alu_widths=MappingProxyType({**widths, **ints, **bools,
                                                           **halves}),
                    mem_widths=MappingProxyType({**widths, **halves,
-                                                **{dt: vector_widths(dt) for dt in VECTOR_OPS}}),
+                                                **{dt: vector_widths(dt) for dt in VECTOR_OPS},
+                                                **_NARROW_MEM}),
                    vector_ops_at=MappingProxyType(wide_ints),
                    vector_ops=MappingProxyType({**VECTOR_OPS, dtypes.bool: _BOOL_VECTOR_OPS,
                                                 dtypes.float16: _HALF_VECTOR_OPS}),
@@ -185,6 +186,10 @@ def _lane_gates_v3(dt: DType, n: int) -> bool:
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+# int16/uint16 x 4 as memory accesses only (an xmm's low qword, VMOVQ): a float32/float16 x 4
+# → int16 cast packs its lanes there (x86_ivec.vcast_narrow), and one VMOVQ stores them where
+# four VPEXTRWs and four 2-byte stores did (cast_half2i); no ALU op has 4 such lanes
+_NARROW_MEM = {dt: (*vector_widths(dt), 4) for dt in (dtypes.int16, dtypes.uint16)}
 # float16 lanes: the arithmetic that passes/decompose.py lift_half turns into float32 lanes
 # between two F16C casts (each op rounds to float16 once, as a scalar one does)
 _HALF_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.FDIV})
