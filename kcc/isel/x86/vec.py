@@ -254,8 +254,15 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
                 m = self.folded(s)
                 if m is None:
                     m = self.loaded_mem(s)
-                self.emit("vinsertps_x_x_xm32_imm8", t, acc, m if m is not None else self.reg(s),
-                          k << 4)
+                if m is not None:
+                    # a scalar in memory: VBROADCASTSS m32 (a load-port micro-op alone) and
+                    # VBLENDPS (ports 0/1/5), where VINSERTPS m32 also takes port 5, which
+                    # F16C conversions and shuffles queue on (half_softmax's strided lanes)
+                    b = self.new("vec")
+                    self.emit("vbroadcastss_x_xm32", b, m)
+                    self.emit("vblendps_x_x_xm_imm8", t, acc, b, 1 << k)
+                else:
+                    self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(s), k << 4)
             else:
                 self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
             acc = t
