@@ -610,7 +610,9 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
     graph's nodes numbered in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        if not p.ctx.mem_legal(len(group), dt) or not _independent(group, pos):
+        n = len(group)
+        if not (p.ctx.mem_legal(n, dt) or (dt, n) in p.ctx.narrow_stores) \
+                or not _independent(group, pos):
             continue
         v = p.pack(tuple(s.src[1] for s in group))
         if v is None:

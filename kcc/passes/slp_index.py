@@ -29,10 +29,10 @@ def lane_offset(idx: UOp, scaled: bool = False) -> tuple[UOp | None, int]:
         k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
         if k is not None:
             idx, k0 = idx.src[0], k
-    if scaled and k0 == 0 and idx.op in (Ops.SHL, Ops.MUL):
+    if scaled and idx.op in (Ops.SHL, Ops.MUL):
         base0 = _scaled(idx)
         if base0 is not None:
-            return base0, 0
+            return base0, k0
     # nested addends, a*c + (b*d + (e + k)) (conv1d's jammed input index under its batch
     # term): the constant of the innermost one, the MULACCs above it rebuilt without it
     chain: list[UOp] = []
