@@ -54,19 +54,19 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
             # lane 0 is the low lane already, which is all a scalar reads (its upper lanes
             # are never read: a shuffle would have filled them with copies of lane 0 anyway)
             return src
-        if dt == dtypes.float32:
-            # lanes 1 and 3 by a 64-bit shift (VPSRLQ runs on ports 0/1, a shuffle only on
-            # port 5, where a chain of lane reads queues: half_max_nan's MAX over 8 lanes),
-            # lanes 2 and 3 from one VUNPCKHPD (the high qword, shared)
-            if k >= 2:
-                src = self._once("vunpckhpd_x_x_xm", src, src)
-            if k % 2 == 0:
-                return src
+        if dt == dtypes.float32 and k == 1:
+            # a 64-bit shift (VPSRLQ runs on ports 0/1, a shuffle only on port 5, where a
+            # chain of lane reads queues: half_max_nan's MAX over 8 lanes); lanes 2 and 3
+            # stay one shuffle each (a shift of the high qword would be two instructions:
+            # softmax_rows' row sums read every lane once)
             t = self.new("vec")
             self.emit("vpsrlq_x_x_imm8", t, src, 32)
             return t
         t = self.new("vec")
-        self.emit("vshufpd_x_x_xm_imm8", t, src, src, k)
+        if dt == dtypes.float32:
+            self.emit("vshufps_x_x_xm_imm8", t, src, src, k)
+        else:
+            self.emit("vshufpd_x_x_xm_imm8", t, src, src, k)
         return t
 
     def mask_lane(self, base: UOp, k: int) -> VReg:
