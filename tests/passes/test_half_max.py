@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_slp_reg_scalar import HALF_MAX
 from x86_util import compile_and_run, reference
 
 from kcc.frontend.parser import parse
@@ -21,7 +22,6 @@ from kcc.passes.slp import slp
 from kcc.targets.cuda.desc import CUDA
 from kcc.targets.x86.arch import x86_desc
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
-from test_slp_reg_scalar import HALF_MAX
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
