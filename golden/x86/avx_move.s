@@ -3214,3 +3214,47 @@ vpmaskmovq ymm0, ymm1, ymmword ptr [rsp + 8]
 ; form: vpmaskmovq_y_y_m256
 vpmaskmovq ymm8, ymm9, ymmword ptr [rbp]
 ; bytes: c4 62 b5 8c 45 00
+
+; form: vblendps_x_x_xm_imm8
+vblendps xmm0, xmm1, xmm2, 1
+; bytes: c4 e3 71 0c c2 01
+; form: vblendps_x_x_xm_imm8
+vblendps xmm8, xmm9, xmm15, 31
+; bytes: c4 43 31 0c c7 1f
+; form: vblendps_x_x_xm_imm8
+vblendps xmm1, xmm12, xmm10, 127
+; bytes: c4 c3 19 0c ca 7f
+; form: vblendps_x_x_xm_imm8
+vblendps xmm11, xmm2, xmm3, 255
+; bytes: c4 63 69 0c db ff
+; form: vblendps_x_x_xm_imm8
+vblendps xmm8, xmm9, xmmword ptr [rbp], 0
+; bytes: c4 63 31 0c 45 00 00
+; form: vblendps_x_x_xm_imm8
+vblendps xmm0, xmm1, xmmword ptr [r13 - 300], 100
+; bytes: c4 c3 71 0c 85 d4 fe ff ff 64
+; form: vblendps_x_x_xm_imm8
+vblendps xmm8, xmm9, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: c4 63 31 0c 44 87 08 c8
+; form: vblendps_y_y_ym_imm8
+vblendps ymm0, ymm1, ymm2, 1
+; bytes: c4 e3 75 0c c2 01
+; form: vblendps_y_y_ym_imm8
+vblendps ymm8, ymm9, ymm15, 31
+; bytes: c4 43 35 0c c7 1f
+; form: vblendps_y_y_ym_imm8
+vblendps ymm1, ymm12, ymm10, 127
+; bytes: c4 c3 1d 0c ca 7f
+; form: vblendps_y_y_ym_imm8
+vblendps ymm11, ymm2, ymm3, 255
+; bytes: c4 63 6d 0c db ff
+; form: vblendps_y_y_ym_imm8
+vblendps ymm8, ymm9, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: c4 03 35 0c 44 fc 80 00
+; form: vblendps_y_y_ym_imm8
+vblendps ymm0, ymm1, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: c4 a3 75 0c 84 4b e8 03 00 00 64
+; form: vblendps_y_y_ym_imm8
+vblendps ymm8, ymm9, ymmword ptr [rip + foo + 16], 200
+; bytes: c4 63 35 0c 05 00 00 00 00 c8
+; fixup: 5 pc32 foo 11

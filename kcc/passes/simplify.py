@@ -15,7 +15,7 @@ x/1, x%1, x|0, x^0, x&0 (integers only: for floats x+0 turns -0.0 into +0.0 and 
 for inf/nan), WHERE with a constant condition or equal arms (or an arm a WHERE of the same
 condition), a LOAD/STORE gate its value range decides, CAST to the same dtype, exact CAST
 chains, and index arithmetic on integers ((x+c1)+c2, (x*c1)*c2, (x+c1)*c2, x-c → x+(-c),
-MULACC(c1, c2, x) → x + c1*c2, MULACC(x, 0, c) → c, MULACC(x, y, 0) → x*y).
+MULACC(c1, c2, x) → x + c1*c2, MULACC(x, 0, c) → c).
 Constants move to the right of commutative ops.
 """
 
@@ -356,11 +356,13 @@ def int_identity(x: UOp) -> UOp | None:
 
 
 def mulacc_int(x: UOp) -> UOp | None:
-    """Integer MULACC(a, b, c) with constant operands, exact modulo 2^bits (never a float:
-    0 * inf is nan): a zero factor → c; two constant factors → c + a*b (wrapped; c for a
-    product of 0: unroll's copies of `i*k + j` at constant i, so their lanes read as offsets
-    of c); a zero addend → MUL(a, b) (a loop copied for one iteration puts 0 where its counter
-    was: kcc/passes/widen_lanes.py's single block, tinygrad's MULACC(counter, stride, base))."""
+    """Integer MULACC(a, b, c) with constant factors, exact modulo 2^bits (never a float:
+    0 * inf is nan): a zero factor → c (a loop copied for one iteration puts 0 where its
+    counter was: kcc/passes/widen_lanes.py's single block, tinygrad's MULACC(counter,
+    stride, base)); two constant factors → c + a*b (wrapped; c for a product of 0: unroll's
+    copies of `i*k + j` at constant i, so their lanes read as offsets of c). A zero addend
+    stays: MULACC(i, 4, 0) is lane 0 of the run MULACC(i, 4, k) (slp_index.lane_offset), and
+    x86 selects it as the IMUL alone."""
     dt = x.dtype
     if dt is None or not dt.is_int or dt.is_weak or x.shape or len(x.src) != 3:
         return None
@@ -371,8 +373,6 @@ def mulacc_int(x: UOp) -> UOp | None:
     if ca is not None and cb is not None and const_value(c) is None:
         m = _wrap(int(ca[0]) * int(cb[0]), dt)
         return c if m == 0 else UOp(Ops.ADD, (c, make_const(m, dt)))
-    if _is_const(c, 0):
-        return UOp(Ops.MUL, (a, b))
     return None
 
 
@@ -578,7 +578,7 @@ class _Simplifier(PatternMatcher):
 # per op, which of _inert's tests: 1 fold_alu alone (the first src decides), 2 a binary op
 # whose rules all need a constant src (fold_alu, const_right, assoc_const, int_identity,
 # float_mul_one, sub_const, shift_back), 3 AND/OR (those and idempotent_bitwise), 4 WHERE,
-# 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_int: any constant src of an integer)
+# 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_int: a constant factor of an integer)
 _INERT_KIND: dict[Ops, int] = {
     **{op: 1 for op in (Ops.THREEFRY, Ops.MULHI, Ops.NEG, Ops.EXP2, Ops.LOG2,
                         Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.FDIV)},
@@ -612,11 +612,10 @@ def _inert(x: UOp, kind: int) -> bool:
         c = src[0]
         return c.op is not Ops.CONST and c.op is not Ops.CAST and \
             not (c.dtype == x.arg and c.kind == "value")
-    if kind == 7:                   # fold_alu reads src[0]; mulacc_int any src of an int
+    if kind == 7:                   # fold_alu reads src[0]; mulacc_int a factor of an int
         if len(src) != 3 or const_value(src[0]) is not None:
             return False
-        return not x.dtype.is_int or (const_value(src[1]) is None
-                                       and const_value(src[2]) is None)
+        return not x.dtype.is_int or const_value(src[1]) is None
     return src[0].op is not Ops.STACK   # lane_of_stack
 
 

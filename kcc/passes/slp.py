@@ -57,6 +57,7 @@ from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
+from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
 from kcc.passes.slp_index import element_run
@@ -364,7 +365,10 @@ class _Packer:
                     ok = bool(n) and _permute_regs(s, n)
             good |= ok
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
-        if not good:
+        # a CAST of lanes that pack into nothing better: one vector CAST of their STACK still
+        # saves n - 1 conversions (the STACK inserts the same n scalars either way; half
+        # max's four strided loads narrowed and widened: 2 F16C conversions, not 8)
+        if not good and (t[0].op is not Ops.CAST or len(subs) != 1):
             return None
         vec = t[0].replace(op=_bool_op(t[0]), src=tuple(srcs))
         for j, s in enumerate(t):
@@ -625,7 +629,9 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
     graph's nodes numbered in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        if not p.ctx.mem_legal(len(group), dt) or not _independent(group, pos):
+        n = len(group)
+        if not (p.ctx.mem_legal(n, dt) or (dt, n) in p.ctx.narrow_stores) \
+                or not _independent(group, pos):
             continue
         v = p.pack(tuple(s.src[1] for s in group))
         if v is None:
@@ -665,6 +671,15 @@ def _widest(order: list[UOp]) -> int:
 
 def slp(sink: UOp, target: TargetDesc) -> UOp:
     """Re-pack per-lane scalar work into vector ops (see the module docstring)."""
+    # float16 MAX trees and max accumulators in float32 first (kcc/passes/half_max.py), where
+    # the target has no float16 MAX: their stores then pack as float32 MAX lanes
+    lifted = half_max(sink, target)
+    if lifted is not sink:
+        return keep_params(sink, _slp(lifted, target))
+    return _slp(sink, target)
+
+
+def _slp(sink: UOp, target: TargetDesc) -> UOp:
     order = toposort([sink])
     widest = _widest(order)
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}

@@ -10,16 +10,17 @@ Iterative: an index may be a long chain.
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, plus_int, strong_int
+from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
 
 
-def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
+def lane_offset(idx: UOp, scaled: bool = False) -> tuple[UOp | None, int]:
     """idx as (base, k) with idx = base + k (base None for a constant index); a MULACC whose
     addend adds a constant, a*c + (b + k) (the column index j*C + i of tinygrad's axis-0
     reductions jammed by passes/unroll.py), as base a*c + b: the node that index would be,
-    hash-consed, so equal for every copy."""
+    hash-consed, so equal for every copy. With ``scaled`` (stores), also a*c + k, a*c and
+    a << s as base MULACC(a, c, 0) (`_scaled`)."""
     c = const_int(idx)
     if c is not None:
         return None, c
@@ -28,6 +29,10 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
         k = const_int(idx.src[1])      # (not a recursion: an index may be a long chain)
         if k is not None:
             idx, k0 = idx.src[0], k
+    if scaled and idx.op in (Ops.SHL, Ops.MUL):
+        base0 = _scaled(idx)
+        if base0 is not None:
+            return base0, k0
     # nested addends, a*c + (b*d + (e + k)) (conv1d's jammed input index under its batch
     # term): the constant of the innermost one, the MULACCs above it rebuilt without it
     chain: list[UOp] = []
@@ -35,17 +40,39 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
     while x.op is Ops.MULACC and len(chain) < 4:
         chain.append(x)
         x = x.src[2]
-    k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
-    if k is None and chain and (k := const_int(x)) is not None and x.dtype is not None:
-        # a constant addend, a*c + k (interpolate's cells unrolled: i*8 + 0 … i*8 + 7): the
-        # base is a*c + 0, the lane of k = 0
-        x = UOp(Ops.ADD, (strong_int(0, x.dtype), x))
-    if k is None:
-        return idx, k0
-    base = x.src[0]
+    if chain and const_int(x) is not None:
+        # a*c + k, based at a*c + 0: interpolate's cells unrolled (i*8 + 0 … i*8 + 7), and
+        # tinygrad's `alu0 + 1` of an upcast store folded into one MULACC, whose lane 0 is
+        # a*c or a << s (`_scaled`, stores only: cast_half2i's)
+        base, k = _zero_like(x), const_int(x)
+    else:
+        k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
+        if k is None:
+            return idx, k0
+        base = x.src[0]
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
+
+
+def _zero_like(c: UOp) -> UOp:
+    """The integer constant 0 written like the constant c (a weak CONST or CAST(CONST))."""
+    return c.replace(src=(UOp.const(0),)) if c.op is Ops.CAST else UOp.const(0)
+
+
+def _scaled(idx: UOp) -> UOp | None:
+    """a*c or a << s with a constant c (2^s) as the node MULACC(a, c, 0): the base a
+    MULACC(a, c, k) of the same a and c has, so lane 0 joins the lanes after it."""
+    a, b = idx.src
+    c = const_int(b)
+    if c is None or b.op is not Ops.CAST or a.dtype != idx.dtype:
+        return None
+    if idx.op is Ops.SHL:
+        if not 0 <= c < 31:
+            return None
+        c = 1 << c
+    scale = UOp(Ops.CAST, (UOp.const(c),), b.arg)
+    return UOp(Ops.MULACC, (a, scale, _zero_like(b)))
 
 
 def element_run(t: tuple[UOp, ...]) -> tuple[UOp, UOp] | None:
@@ -74,13 +101,13 @@ def element_run(t: tuple[UOp, ...]) -> tuple[UOp, UOp] | None:
     return buf, first
 
 
-def consecutive_runs(accesses: list[UOp]) -> list[tuple[UOp, ...]]:
+def consecutive_runs(accesses: list[UOp], scaled: bool = False) -> list[tuple[UOp, ...]]:
     """The accesses (LOADs or STOREs of an INDEX place) grouped into runs of consecutive
     elements of one buffer node by lane_offset (a run of one included), each in element order;
     the first access of an element stands for it."""
     by_base: dict[tuple[UOp, UOp | None], dict[int, UOp]] = {}
     for u in accesses:
-        off = lane_offset(u.src[0].src[1])
+        off = lane_offset(u.src[0].src[1], scaled)
         by_base.setdefault((u.src[0].src[0], off[0]), {}).setdefault(off[1], u)
     runs = []
     for offs in by_base.values():

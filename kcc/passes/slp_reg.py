@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
-    """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset)."""
+    """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset; an
+    upcast's `a*c`, `a*c + 1`, … too: slp_index.lane_offset's ``scaled``, for stores only,
+    where loads keep their grouping)."""
     return consecutive_runs([u for u in order if u.op is Ops.STORE and len(u.src) == 2
                              and u.src[0].op is Ops.INDEX and u.src[1].shape == ()
-                             and u.src[0].src[0].kind == "buffer"])
+                             and u.src[0].src[0].kind == "buffer"], scaled=True)
 
 
 def scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int],

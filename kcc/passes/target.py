@@ -79,6 +79,9 @@ class TargetDesc:
       a lane mask) is one node though bool vectors have no loads (mem_widths lists none):
       x86 makes the bytes from the mask and stores them whole (VMOVQ of 8); () (the default):
       devectorize splits such a store into scalar ones.
+    narrow_stores: (dtype, n) pairs at which a STORE of n lanes is one node though no load or
+      ALU op has that width (mem_widths lists none): x86 stores int16/uint16 x 4 from an
+      xmm's low qword (VMOVQ), where a float → int16 cast packs them; () (the default).
     mul_high: the integer widths (32, 64) whose CDIV/CMOD by a constant passes/divconst.py
       turns into multiplies: 32 by a 64-bit MUL of the extended dividend, 64 by MULHI (the
       high half of the 128-bit product), which the target then selects; () (the default):
@@ -118,6 +121,7 @@ class TargetDesc:
     stage_bytes: int = 0
     mul_high: tuple[int, ...] = ()
     bool_stores: tuple[int, ...] = ()
+    narrow_stores: tuple[tuple[DType, int], ...] = ()
     lane_loads: bool = False
     select_bool_mul: bool = False
 
@@ -165,8 +169,9 @@ class TargetDesc:
 
     def store_legal(self, n: int, dtype: DType) -> bool:
         """Whether a STORE of n contiguous elements of dtype is legal as one node (mem_legal,
-        or a bool vector at a width of `bool_stores`)."""
-        return self.mem_legal(n, dtype) or dtype == dtypes.bool and n in self.bool_stores
+        or a bool vector at a width of `bool_stores`, or a pair of `narrow_stores`)."""
+        return self.mem_legal(n, dtype) or dtype == dtypes.bool and n in self.bool_stores \
+            or (dtype, n) in self.narrow_stores
 
 
 # What every target's `native` shares (kcc.targets.<t>: the descriptions of the real targets)

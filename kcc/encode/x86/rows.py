@@ -229,6 +229,9 @@ def _avx_move_rows() -> None:
     _vxy("vshufpd", "avx_move", P66, M0F, 0xC6, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
     _vxy("vpshufd", "avx_move", P66, M0F, 0x70, "V/reg/w VM/rm/r imm8/imm/r")
     _vxy("vpshufb", "avx_move", P66, M0F38, 0x00, "V/reg/w V/vvvv/r VM/rm/r")
+    # BLENDPS imm (VEX.66.0F3A.WIG 0C /r ib): lane i from the second source where imm8 bit i
+    # is set (SDM "BLENDPS"); runs on ports 0/1/5, where INSERTPS runs on port 5 only
+    _vxy("vblendps", "avx_move", P66, M0F3A, 0x0C, "V/reg/w V/vvvv/r VM/rm/r imm8/imm/r")
     for mnem, op in (("vblendvps", 0x4A), ("vblendvpd", 0x4B), ("vpblendvb", 0x4C)):
         _vxy(mnem, "avx_move", P66, M0F3A, op, "V/reg/w V/vvvv/r VM/rm/r V/is4/r")
     _vex("vzeroupper", "avx_move", N, M0F, 0x77, "")
@@ -411,9 +414,10 @@ _EVEX_NAMES = {"vmovdqu": "vmovdqu32", "vmovdqa": "vmovdqa32", "vpand": "vpandd"
                "vextracti128": "vextracti32x4", "vinserti128": "vinserti32x4",
                "vbroadcastf128": "vbroadcastf32x4"}
 # ... and these have no EVEX form with vector operands: compares write a k mask in EVEX, and
-# blends by a vector mask (/is4), PTEST, ROUND, MOVMSK, VPERM2F128 and VZEROUPPER are VEX only.
-_VEX_ONLY = ("vcmp", "vpcmpeq", "vpcmpgt", "vblendv", "vpblendvb", "vptest", "vround",
-             "vmovmsk", "vpmovmskb", "vperm2f128", "vzeroupper")
+# blends by a vector mask (/is4) or an imm8 (EVEX blends by a k mask), PTEST, ROUND, MOVMSK,
+# VPERM2F128 and VZEROUPPER are VEX only.
+_VEX_ONLY = ("vcmp", "vpcmpeq", "vpcmpgt", "vblendv", "vblendps", "vpblendvb", "vptest",
+             "vround", "vmovmsk", "vpmovmskb", "vperm2f128", "vzeroupper")
 # EVEX.W1 where the VEX row is W0/WIG: 64-bit elements (the VEX forms ignore W there).
 _EVEX_W1 = frozenset({"vmovddup", "vmovq", "vpaddq", "vpsubq", "vpmuludq", "vpunpcklqdq",
                       "vpunpckhqdq", "vpsrlq", "vpsllq", "vpbroadcastq"})

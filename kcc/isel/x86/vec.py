@@ -50,6 +50,18 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
             hi = self.new("vec")
             self.emit("vextractf128_xm_y_imm8", hi, v, 1)
             src, k = hi, k - 16 // dt.itemsize
+        if k == 0:
+            # lane 0 is the low lane already, which is all a scalar reads (its upper lanes
+            # are never read: a shuffle would have filled them with copies of lane 0 anyway)
+            return src
+        if dt == dtypes.float32 and k == 1:
+            # a 64-bit shift (VPSRLQ runs on ports 0/1, a shuffle only on port 5, where a
+            # chain of lane reads queues: half_max_nan's MAX over 8 lanes); lanes 2 and 3
+            # stay one shuffle each (a shift of the high qword would be two instructions:
+            # softmax_rows' row sums read every lane once)
+            t = self.new("vec")
+            self.emit("vpsrlq_x_x_imm8", t, src, 32)
+            return t
         t = self.new("vec")
         if dt == dtypes.float32:
             self.emit("vshufps_x_x_xm_imm8", t, src, src, k)
@@ -242,8 +254,15 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
                 m = self.folded(s)
                 if m is None:
                     m = self.loaded_mem(s)
-                self.emit("vinsertps_x_x_xm32_imm8", t, acc, m if m is not None else self.reg(s),
-                          k << 4)
+                if m is not None:
+                    # a scalar in memory: VBROADCASTSS m32 (a load-port micro-op alone) and
+                    # VBLENDPS (ports 0/1/5), where VINSERTPS m32 also takes port 5, which
+                    # F16C conversions and shuffles queue on (half_softmax's strided lanes)
+                    b = self.new("vec")
+                    self.emit("vbroadcastss_x_xm32", b, m)
+                    self.emit("vblendps_x_x_xm_imm8", t, acc, b, 1 << k)
+                else:
+                    self.emit("vinsertps_x_x_xm32_imm8", t, acc, self.reg(s), k << 4)
             else:
                 self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
             acc = t

@@ -118,6 +118,11 @@ def x86_desc(arch: str) -> TargetDesc:
                    # a bool vector stored as its 0/1 bytes (kcc/isel/x86/select.py sel_STORE):
                    # an xmm's low 4 or 8 bytes or the whole xmm (16 lanes: v4's bool vectors)
                    bool_stores=(16, 8, 4) if arch == "x86-64-v4" else (8, 4),
+                   # int16/uint16 x 4 stored from an xmm's low qword (VMOVQ m64): a float
+                   # x 4 → int16 cast packs its lanes there (x86_ivec.vcast_narrow), one store
+                   # where four VPEXTRWs and 2-byte stores were (cast_half2i); stores only: a
+                   # 4-lane int16 load would have no ALU op to feed
+                   narrow_stores=((dtypes.int16, 4), (dtypes.uint16, 4)),
                    # VPMULLD: 2 uops, 10 cycles; a 0/1 multiply is a masked move or blend
                    select_bool_mul=True,
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
@@ -185,6 +190,7 @@ def _lane_gates_v3(dt: DType, n: int) -> bool:
 
 
 _BOOL_VECTOR_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+
 # float16 lanes: the arithmetic that passes/decompose.py lift_half turns into float32 lanes
 # between two F16C casts (each op rounds to float16 once, as a scalar one does)
 _HALF_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.FDIV})
