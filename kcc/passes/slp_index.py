@@ -36,9 +36,15 @@ def lane_offset(idx: UOp) -> tuple[UOp | None, int]:
         chain.append(x)
         x = x.src[2]
     k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
-    if k is None:
+    base = x.src[0] if k is not None else None
+    if chain and k is None:
+        # the innermost addend a constant, a*c + k (tinygrad's lane j index `4*i + j`,
+        # whose lane 0 is `i << 2`): base a*c as lane 0 writes it
+        k = const_int(x)
+        if k is not None:
+            base = _product(chain.pop())
+    if base is None or k is None:
         return idx, k0
-    base = x.src[0]
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
@@ -63,3 +69,17 @@ def consecutive_runs(accesses: list[UOp]) -> list[tuple[UOp, ...]]:
                 k += 1
             runs.append(tuple(run))
     return runs
+
+
+def _product(m: UOp) -> UOp:
+    """MULACC(a, c, k)'s product a*c as a node: `a << log2(c)` for a power of two c (how
+    tinygrad writes a lane-0 index `alu0 = i << 2`), else MUL(a, c)."""
+    a, c = m.src[0], m.src[1]
+    n = const_int(c)
+    if n is not None and n > 0 and n & (n - 1) == 0:
+        sh = n.bit_length() - 1
+        if sh == 0:
+            return a
+        s = UOp(Ops.CAST, (UOp.const(sh),), c.arg) if c.op is Ops.CAST else UOp.const(sh)
+        return UOp(Ops.SHL, (a, s))
+    return UOp(Ops.MUL, (a, c))
