@@ -30,8 +30,13 @@ the copies, which the graph no longer gives):
 
 **Cost**: the copies' nodes (each node depending on the nest's counters, once per iteration
 of its loops, times its lanes, and _HEAVY times for an op that decomposes into a sequence) are
-at most `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled): a kernel's code grows
-by about its copies' instructions.
+at most twice `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled), as for
+passes/unroll_inner.py's inner loops: a kernel's code grows by about its copies' instructions.
+Not counted: places, and the integer and bool nodes of constants and counters alone (`_folding`:
+index arithmetic and gates such as triu's `4*j + 1 < i + 1`), which are constants in each copy.
+triu_int's E_8_2_4 (8×2 iterations of an int4 store of 4 gated loads) counted 585 nodes, its
+real work 144: its copies are 8 masked loads at constant masks, against a loop that computed
+each gate (4.7 ns against 28, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -85,6 +90,24 @@ def _value(n: UOp, env: dict[UOp, int], memo: dict[UOp, int | None]) -> int | No
     return v
 
 
+# ops whose value is not a function of the constants and counters in their sources
+_OPAQUE = frozenset({Ops.LOAD, Ops.PARAM, Ops.BUFFER, Ops.SPECIAL, Ops.AFTER, Ops.STORE,
+                     Ops.INDEX, Ops.SHRINK, Ops.END, Ops.GROUP, Ops.SINK})
+
+
+def _folding(order: list[UOp]) -> set[UOp]:
+    """The integer and bool nodes of order (a topological order) computed from constants and
+    loop counters alone: in each copy of a nest their counters are constants, so simplify
+    folds them (index arithmetic, tinygrad's gates such as `4*j + 1 < i + 1`); they cost no
+    instruction."""
+    out: set[UOp] = set()
+    for x in order:
+        if x.op not in _OPAQUE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool) \
+                and all(s in out for s in x.src):
+            out.add(x)
+    return out
+
+
 def _assignments(ranges: list[UOp]) -> list[dict[UOp, int]]:
     """Every assignment of constant values to ranges (their full iteration space)."""
     out: list[dict[UOp, int]] = [{}]
@@ -110,10 +133,13 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
         if n is None or n < 1 or any(s not in ranges for s in r.src[1:]):
             return None
         trips[r] = n
+    folds = _folding(cone)
     size = 0
     for x in body:
         if x.op in _REFUSED:
             return None
+        if x in folds or x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.GROUP):
+            continue        # constants in each copy, a place's address, effect lists
         k = _HEAVY if x.op in _HEAVY_OPS else 1
         for d in x.shape or ():
             k *= d
@@ -199,7 +225,7 @@ def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
     repl: dict[UOp, UOp] = {}
     for x in order:
         if x.op is Ops.END and not dep[x] and not any(x in toposort([e]) for e in repl):
-            if _nest(x, dep, desc.tiny_unroll) is not None and not _widens(sink, x, desc):
+            if _nest(x, dep, 2 * desc.tiny_unroll) is not None and not _widens(sink, x, desc):
                 repl[x] = _expand(x, dep)
     if not repl:
         return sink
