@@ -209,9 +209,11 @@ def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]],
 
 def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
     """Whether passes/widen.py widens a loop of the nest under end (a kernel of that nest
-    alone, as it stands now)."""
+    alone, after passes/slp.py as the pipeline runs it: isnan_isinf's 4 bool lane stores
+    a loop iteration widen only once slp made them one bool vector store)."""
+    from kcc.passes.slp import slp
     from kcc.passes.widen import widen
-    alone = sink.replace(src=(end,))
+    alone = slp(sink.replace(src=(end,)), desc)
     return widen(alone, desc) is not alone
 
 
