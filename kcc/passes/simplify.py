@@ -521,6 +521,23 @@ def bool_bitcast(x: UOp) -> UOp | None:
     return UOp(Ops.CAST, x.src, x.arg)
 
 
+def constant_gate(x: UOp) -> UOp | None:
+    """LOAD(place, alt, gate) with a lane gate that is one constant in every lane (a STACK):
+    true reads the elements ungated, false reads nothing and is alt (docs/semantics.md, LOAD).
+    unroll_tiny's copies fold tinygrad's gates of counters to such constants (a padded load's
+    inner blocks; the masked load slp_gated.py makes of triu's last row). A scalar constant
+    gate stays: slp_gated.py packs a run of those into one load at a constant lane mask,
+    which the ungated loads and alts would not be (lane inserts)."""
+    if len(x.src) != 3 or x.src[2].op is not Ops.STACK:
+        return None
+    lanes = x.src[2].src
+    first = const_value(lanes[0])
+    if first is None or not first[1].is_bool \
+            or any(const_value(s) != first for s in lanes[1:]):
+        return None
+    return UOp(Ops.LOAD, (x.src[0],)) if first[0] else x.src[1]
+
+
 _INT_ID_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR,
                Ops.SHL, Ops.SHR)
 
@@ -596,6 +613,7 @@ SIMPLIFY = _Simplifier([
     (UPat(Ops.INDEX, src=(UPat.var("v"), UPat.var("i")), name="x"), lane_of_stack),
     (UPat(Ops.STORE, name="x"), bool_store),
     (UPat(Ops.BITCAST, name="x"), bool_bitcast),
+    (UPat(Ops.LOAD, name="x"), constant_gate),
 ])
 
 

@@ -96,14 +96,15 @@ _OPAQUE = frozenset({Ops.LOAD, Ops.PARAM, Ops.BUFFER, Ops.SPECIAL, Ops.AFTER, Op
 
 
 def _folding(order: list[UOp]) -> set[UOp]:
-    """The integer and bool nodes of order (a topological order) computed from constants and
-    loop counters alone: in each copy of a nest their counters are constants, so simplify
-    folds them (index arithmetic, tinygrad's gates such as `4*j + 1 < i + 1`); they cost no
-    instruction."""
+    """The scalar integer and bool nodes of order (a topological order) computed from
+    constants and loop counters alone: in each copy of a nest their counters are constants,
+    so simplify folds them (index arithmetic, tinygrad's gates such as `4*j + 1 < i + 1`);
+    they cost no instruction. (Vector ones count: simplify does not fold lane-wise ops of
+    constant STACKs, so a padded load's lane gate stays two compares a copy.)"""
     out: set[UOp] = set()
     for x in order:
         if x.op not in _OPAQUE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool) \
-                and all(s in out for s in x.src):
+                and not x.shape and all(s in out for s in x.src):
             out.add(x)
     return out
 
