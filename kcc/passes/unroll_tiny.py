@@ -70,24 +70,32 @@ def _place(x: UOp) -> tuple[UOp, UOp, int] | None:
 
 def _value(n: UOp, env: dict[UOp, int], memo: dict[UOp, int | None]) -> int | None:
     """The integer value of an index expression with the nest's counters at env, or None
-    where it is not a function of constants and counters alone."""
-    if n in memo:
-        return memo[n]
-    v: int | None
-    c = const_int(n)
-    if c is not None:
-        v = c
-    elif n.op is Ops.RANGE:
-        v = env.get(n)
-    elif n.dtype is not None and n.dtype.is_int and not n.dtype.is_weak and n.src \
-            and n.op not in (Ops.LOAD, Ops.CAST, Ops.BITCAST):
-        a = [_value(s, env, memo) for s in n.src]
-        r = None if any(x is None for x in a) else _int_op(n.op, a, n.dtype)  # type: ignore
-        v = None if r is None or isinstance(r, bool) else r
-    else:
-        v = None
-    memo[n] = v
-    return v
+    where it is not a function of constants and counters alone (iterative: an index may be a
+    chain past the recursion limit)."""
+    stack = [n]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        v: int | None = None
+        c = const_int(x)
+        if c is not None:
+            v = c
+        elif x.op is Ops.RANGE:
+            v = env.get(x)
+        elif x.dtype is not None and x.dtype.is_int and not x.dtype.is_weak and x.src \
+                and x.op not in (Ops.LOAD, Ops.CAST, Ops.BITCAST):
+            todo = [s for s in x.src if s not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            a = [memo[s] for s in x.src]
+            r = None if any(y is None for y in a) else _int_op(x.op, a, x.dtype)  # type: ignore
+            v = None if r is None or isinstance(r, bool) else r
+        memo[x] = v
+        stack.pop()
+    return memo[n]
 
 
 # ops whose value is not a function of the constants and counters in their sources
@@ -184,28 +192,51 @@ def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]],
     free of them shared; None: every RANGE under end."""
     memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
 
-    def copy(n: UOp, env: dict[UOp, int]) -> UOp:
+    def key(n: UOp, env: dict[UOp, int]) -> tuple[UOp, tuple[int, ...]] | None:
+        """n's copy at env (the values of the counters it depends on), None: n is shared."""
         mine = dep[n] if nest is None else dep[n] & nest
         if not mine and not (n.op is Ops.END and (nest is None or n.src[1] in nest)):
-            return n
-        key = (n, tuple(env[r] for r in sorted(mine, key=id)))
-        if key in memo:
-            return memo[key]
+            return None
+        return (n, tuple(env[r] for r in sorted(mine, key=id)))
+
+    def srcs(n: UOp, env: dict[UOp, int]) -> list[tuple[UOp, dict[UOp, int]]]:
+        """The (node, env) pairs n's copy at env is built from: an END's body once per
+        iteration, a RANGE none (a constant), else every src at env."""
         if n.op is Ops.RANGE:
-            out = strong_int(env[n], n.dtype)
-        elif n.op is Ops.END:
+            return []
+        if n.op is Ops.END:
             r = n.src[1]
             bound = const_int(r.src[0])
             assert bound is not None
-            out = UOp(Ops.GROUP, tuple(dict.fromkeys(
-                copy(n.src[0], {**env, r: k}) for k in range(bound))))
-        else:
-            srcs = tuple(copy(s, env) for s in n.src)
-            out = n if srcs == n.src else n.replace(src=srcs)
-        memo[key] = out
-        return out
+            return [(n.src[0], {**env, r: k}) for k in range(bound)]
+        return [(s, env) for s in n.src]
 
-    return copy(end, {})
+    def value(n: UOp, env: dict[UOp, int]) -> UOp:
+        k = key(n, env)
+        return n if k is None else memo[k]
+
+    # post-order without recursion (a chain of index arithmetic may pass the recursion limit):
+    # a frame is entered, its sources pushed above it, and built once they are all built
+    stack: list[tuple[UOp, dict[UOp, int], bool]] = [(end, {}, False)]
+    while stack:
+        n, env, ready = stack.pop()
+        k = key(n, env)
+        if k is None or k in memo:
+            continue
+        if not ready:
+            stack.append((n, env, True))
+            stack.extend((s, e, False) for s, e in srcs(n, env)
+                         if (ks := key(s, e)) is not None and ks not in memo)
+            continue
+        if n.op is Ops.RANGE:
+            out = strong_int(env[n], n.dtype)
+        elif n.op is Ops.END:
+            out = UOp(Ops.GROUP, tuple(dict.fromkeys(value(s, e) for s, e in srcs(n, env))))
+        else:
+            new = tuple(value(s, e) for s, e in srcs(n, env))
+            out = n if new == n.src else n.replace(src=new)
+        memo[k] = out
+    return value(end, {})
 
 
 def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
