@@ -534,15 +534,30 @@ def bool_store(x: UOp) -> UOp | None:
 
 
 def known_gate(x: UOp) -> UOp | None:
-    """A vector LOAD or a STORE whose gate value ranges prove always true → ungated; a vector
-    LOAD whose gate is never true → its alt (interpolate's clamped indices:
-    kcc/ir/range_enum.py). A scalar load keeps its gate here: it may be one lane of a run of
-    gated loads slp packs into one per-lane-gated load (tril's x[4j] … x[4j+3], lane 0's
-    gate true in the first block); legalize_gates drops what is left after slp."""
-    if len(x.src) != 3 or (x.op is Ops.LOAD and x.src[0].op is not Ops.SHRINK):
+    """A LOAD or STORE whose gate is known in every lane → ungated (true); a LOAD whose gate
+    is false in every lane → its alt (docs/semantics.md, LOAD: nothing is read). Known: a
+    lane gate that is one constant in every lane (a STACK: unroll_tiny's copies fold
+    tinygrad's counter gates to such constants, a padded load's inner blocks, the masked
+    load slp_gated.py makes of triu's last row), or the scalar gate of a vector LOAD or of a
+    STORE whose value range proves it (interpolate's clamped indices: kcc/ir/range_enum.py).
+    A scalar load keeps its gate here, constant or not: it may be one lane of a run of gated
+    loads slp packs into one load gated lane by lane (tril's x[4j] … x[4j+3], lane 0's gate
+    true in the first block; triu's rows at constant lane masks), which the ungated loads
+    and alts would not be (lane inserts); legalize_gates drops what is left after slp."""
+    if len(x.src) != 3:
         return None
-    from kcc.ir.ranges import vmin_vmax
-    r = vmin_vmax(x.src[-1])
+    g = x.src[-1]
+    if g.op is Ops.STACK:
+        first = const_value(g.src[0])
+        if first is None or not first[1].is_bool or any(const_value(s) != first
+                                                        for s in g.src[1:]):
+            return None
+        r: tuple[int, int] | None = (1, 1) if first[0] else (0, 0)
+    else:
+        if x.op is Ops.LOAD and x.src[0].op is not Ops.SHRINK:
+            return None
+        from kcc.ir.ranges import vmin_vmax
+        r = vmin_vmax(g)
     if r == (1, 1):
         return x.replace(src=x.src[:1] if x.op is Ops.LOAD else x.src[:2])
     return x.src[1] if r == (0, 0) and x.op is Ops.LOAD else None

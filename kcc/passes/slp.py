@@ -62,6 +62,7 @@ from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
 from kcc.passes.slp_index import element_run
 from kcc.passes.slp_index import lane_offset as _offset
+from kcc.passes.slp_stores import merge_slice_stores
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.slp_up import pack_jammed, pack_upward
 from kcc.passes.target import TargetDesc
@@ -563,7 +564,7 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
     p = _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
-        if not ctx.mem_legal(lanes, g[0].src[1].dtype) or not _independent(g, original):
+        if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original):
             return None
         v = p.pack(tuple(s.src[1] for s in g))
         if v is None:
@@ -629,9 +630,7 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
     graph's nodes numbered in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        n = len(group)
-        if not (p.ctx.mem_legal(n, dt) or (dt, n) in p.ctx.narrow_stores) \
-                or not _independent(group, pos):
+        if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos):
             continue
         v = p.pack(tuple(s.src[1] for s in group))
         if v is None:
@@ -711,4 +710,10 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     if not redirect and not p.up:
         return sink
     _claim_loads(p)
-    return keep_params(sink, _rebuild_acyclic(sink, redirect, p.lane_of))
+    out = keep_params(sink, _rebuild_acyclic(sink, redirect, p.lane_of))
+    if target.vector_regs and out is not sink:
+        # the slices of one packed vector stored apart become one store (slp_stores.py)
+        merged = merge_slice_stores(toposort([out]), target)
+        if merged:
+            out = keep_params(out, _rebuild(out, merged))
+    return out

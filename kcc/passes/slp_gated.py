@@ -86,9 +86,10 @@ def tuple_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
 
 def _widened_loops(order: list[UOp], runs: list[tuple[UOp, ...]], ctx) -> set[UOp]:
     """The loads of runs that lie in an innermost loop passes/widen.py widens (that loop's
-    nest alone, as the graph stands now: kcc/passes/unroll_tiny.py `_widens`)."""
+    nest alone, as the graph stands now: kcc/passes/unroll_tiny.py `widens_as_is`; not
+    `_widens`, which runs slp first)."""
     from kcc.passes.linearize import range_sets
-    from kcc.passes.unroll_tiny import _widens
+    from kcc.passes.unroll_tiny import widens_as_is
     dep = range_sets(order)
     end_of = {e.src[1]: e for e in order if e.op is Ops.END and len(e.src) == 2}
     # a range some other RANGE or an END depends on encloses a loop: not innermost (an
@@ -109,7 +110,7 @@ def _widened_loops(order: list[UOp], runs: list[tuple[UOp, ...]], ctx) -> set[UO
                 if e is None or r in outer:
                     continue
                 if r not in widens:
-                    widens[r] = _widens(sink, e, ctx)
+                    widens[r] = widens_as_is(sink, e, ctx)
                 if widens[r]:
                     out.add(s)
     return out

@@ -40,16 +40,19 @@ def lane_offset(idx: UOp, scaled: bool = False) -> tuple[UOp | None, int]:
     while x.op is Ops.MULACC and len(chain) < 4:
         chain.append(x)
         x = x.src[2]
-    if chain and const_int(x) is not None:
-        # a*c + k, based at a*c + 0: interpolate's cells unrolled (i*8 + 0 … i*8 + 7), and
-        # tinygrad's `alu0 + 1` of an upcast store folded into one MULACC, whose lane 0 is
-        # a*c or a << s (`_scaled`, stores only: cast_half2i's)
-        base, k = _zero_like(x), const_int(x)
-    else:
-        k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
-        if k is None:
-            return idx, k0
-        base = x.src[0]
+    k = const_int(x.src[1]) if chain and x.op is Ops.ADD else None
+    base = x.src[0] if k is not None else None
+    if chain and k is None:
+        # the innermost addend a constant, a*c + k: interpolate's cells unrolled (i*8 + 0 …
+        # i*8 + 7), tinygrad's lane j index `4*i + j` (lane 0 `i << 2`) and an upcast
+        # store's `alu0 + 1` folded into one MULACC. Based as lane 0 writes it: a << log2 c
+        # or a*c (`_product`); for stores (``scaled``) at MULACC(a, c, 0), the base
+        # `_scaled` gives lane 0's a*c or a << s (cast_half2i's stores)
+        k = const_int(x)
+        if k is not None:
+            base = _zero_like(x) if scaled else _product(chain.pop())
+    if base is None or k is None:
+        return idx, k0
     for m in reversed(chain):
         base = m.replace(src=m.src[:2] + (base,))
     return base, k0 + k
@@ -120,3 +123,17 @@ def consecutive_runs(accesses: list[UOp], scaled: bool = False) -> list[tuple[UO
                 k += 1
             runs.append(tuple(run))
     return runs
+
+
+def _product(m: UOp) -> UOp:
+    """MULACC(a, c, k)'s product a*c as a node: `a << log2(c)` for a power of two c (how
+    tinygrad writes a lane-0 index `alu0 = i << 2`), else MUL(a, c)."""
+    a, c = m.src[0], m.src[1]
+    n = const_int(c)
+    if n is not None and n > 0 and n & (n - 1) == 0:
+        sh = n.bit_length() - 1
+        if sh == 0:
+            return a
+        s = UOp(Ops.CAST, (UOp.const(sh),), c.arg) if c.op is Ops.CAST else UOp.const(sh)
+        return UOp(Ops.SHL, (a, s))
+    return UOp(Ops.MUL, (a, c))

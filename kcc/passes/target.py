@@ -49,8 +49,9 @@ class TargetDesc:
       their iterations (passes/unroll_full.py; 0, the default: none): a GPU pays a compare and
       a branch per iteration.
     tiny_unroll: an outermost elementwise loop nest with constant bounds whose copies would
-      have at most this many nodes is replaced by its iterations (passes/unroll_tiny.py; 0,
-      the default: none): the lane packer then sees every element at a constant address.
+      have at most twice this many nodes (those that do not fold to constants) is replaced by
+      its iterations (passes/unroll_tiny.py; 0, the default: none): the lane packer then sees
+      every element at a constant address.
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.

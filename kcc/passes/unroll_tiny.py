@@ -30,8 +30,13 @@ the copies, which the graph no longer gives):
 
 **Cost**: the copies' nodes (each node depending on the nest's counters, once per iteration
 of its loops, times its lanes, and _HEAVY times for an op that decomposes into a sequence) are
-at most `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled): a kernel's code grows
-by about its copies' instructions.
+at most twice `TargetDesc.tiny_unroll` (0, the default: no nest is unrolled), as for
+passes/unroll_inner.py's inner loops: a kernel's code grows by about its copies' instructions.
+Not counted: places, and the integer and bool nodes of constants and counters alone (`_folding`:
+index arithmetic and gates such as triu's `4*j + 1 < i + 1`), which are constants in each copy.
+triu_int's E_8_2_4 (8×2 iterations of an int4 store of 4 gated loads) counted 585 nodes, its
+real work 144: its copies are 8 masked loads at constant masks, against a loop that computed
+each gate (4.7 ns against 28, docs/performance.md).
 
 **Copies that fold** (`_folds`): a nest over that count, up to FOLD_CAP times it, whose
 loads are gated by compares of its counters is counted as simplify leaves its copies: every
@@ -78,24 +83,51 @@ def _place(x: UOp) -> tuple[UOp, UOp, int] | None:
 
 def _value(n: UOp, env: dict[UOp, int], memo: dict[UOp, int | None]) -> int | None:
     """The integer value of an index expression with the nest's counters at env, or None
-    where it is not a function of constants and counters alone."""
-    if n in memo:
-        return memo[n]
-    v: int | None
-    c = const_int(n)
-    if c is not None:
-        v = c
-    elif n.op is Ops.RANGE:
-        v = env.get(n)
-    elif n.dtype is not None and n.dtype.is_int and not n.dtype.is_weak and n.src \
-            and n.op not in (Ops.LOAD, Ops.CAST, Ops.BITCAST):
-        a = [_value(s, env, memo) for s in n.src]
-        r = None if any(x is None for x in a) else _int_op(n.op, a, n.dtype)  # type: ignore
-        v = None if r is None or isinstance(r, bool) else r
-    else:
-        v = None
-    memo[n] = v
-    return v
+    where it is not a function of constants and counters alone (iterative: an index may be a
+    chain past the recursion limit)."""
+    stack = [n]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        v: int | None = None
+        c = const_int(x)
+        if c is not None:
+            v = c
+        elif x.op is Ops.RANGE:
+            v = env.get(x)
+        elif x.dtype is not None and x.dtype.is_int and not x.dtype.is_weak and x.src \
+                and x.op not in (Ops.LOAD, Ops.CAST, Ops.BITCAST):
+            todo = [s for s in x.src if s not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            a = [memo[s] for s in x.src]
+            r = None if any(y is None for y in a) else _int_op(x.op, a, x.dtype)  # type: ignore
+            v = None if r is None or isinstance(r, bool) else r
+        memo[x] = v
+        stack.pop()
+    return memo[n]
+
+
+# ops whose value is not a function of the constants and counters in their sources
+_OPAQUE = frozenset({Ops.LOAD, Ops.PARAM, Ops.BUFFER, Ops.SPECIAL, Ops.AFTER, Ops.STORE,
+                     Ops.INDEX, Ops.SHRINK, Ops.END, Ops.GROUP, Ops.SINK})
+
+
+def _folding(order: list[UOp]) -> set[UOp]:
+    """The scalar integer and bool nodes of order (a topological order) computed from
+    constants and loop counters alone: in each copy of a nest their counters are constants,
+    so simplify folds them (index arithmetic, tinygrad's gates such as `4*j + 1 < i + 1`);
+    they cost no instruction. (Vector ones count: simplify does not fold lane-wise ops of
+    constant STACKs, so a padded load's lane gate stays two compares a copy.)"""
+    out: set[UOp] = set()
+    for x in order:
+        if x.op not in _OPAQUE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool) \
+                and not x.shape and all(s in out for s in x.src):
+            out.add(x)
+    return out
 
 
 def _assignments(ranges: list[UOp]) -> list[dict[UOp, int]]:
@@ -156,10 +188,13 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
         if n is None or n < 1 or any(s not in ranges for s in r.src[1:]):
             return None
         trips[r] = n
+    folds = _folding(cone)
     size = 0
     for x in body:
         if x.op in _REFUSED:
             return None
+        if x in folds or x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.GROUP):
+            continue        # constants in each copy, a place's address, effect lists
         k = _HEAVY if x.op in _HEAVY_OPS else 1
         for d in x.shape or ():
             k *= d
@@ -203,33 +238,66 @@ def _expand(end: UOp, dep: dict[UOp, frozenset[UOp]],
     free of them shared; None: every RANGE under end."""
     memo: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
 
-    def copy(n: UOp, env: dict[UOp, int]) -> UOp:
+    def key(n: UOp, env: dict[UOp, int]) -> tuple[UOp, tuple[int, ...]] | None:
+        """n's copy at env (the values of the counters it depends on), None: n is shared."""
         mine = dep[n] if nest is None else dep[n] & nest
         if not mine and not (n.op is Ops.END and (nest is None or n.src[1] in nest)):
-            return n
-        key = (n, tuple(env[r] for r in sorted(mine, key=id)))
-        if key in memo:
-            return memo[key]
+            return None
+        return (n, tuple(env[r] for r in sorted(mine, key=id)))
+
+    def srcs(n: UOp, env: dict[UOp, int]) -> list[tuple[UOp, dict[UOp, int]]]:
+        """The (node, env) pairs n's copy at env is built from: an END's body once per
+        iteration, a RANGE none (a constant), else every src at env."""
         if n.op is Ops.RANGE:
-            out = strong_int(env[n], n.dtype)
-        elif n.op is Ops.END:
+            return []
+        if n.op is Ops.END:
             r = n.src[1]
             bound = const_int(r.src[0])
             assert bound is not None
-            out = UOp(Ops.GROUP, tuple(dict.fromkeys(
-                copy(n.src[0], {**env, r: k}) for k in range(bound))))
-        else:
-            srcs = tuple(copy(s, env) for s in n.src)
-            out = n if srcs == n.src else n.replace(src=srcs)
-        memo[key] = out
-        return out
+            return [(n.src[0], {**env, r: k}) for k in range(bound)]
+        return [(s, env) for s in n.src]
 
-    return copy(end, {})
+    def value(n: UOp, env: dict[UOp, int]) -> UOp:
+        k = key(n, env)
+        return n if k is None else memo[k]
+
+    # post-order without recursion (a chain of index arithmetic may pass the recursion limit):
+    # a frame is entered, its sources pushed above it, and built once they are all built
+    stack: list[tuple[UOp, dict[UOp, int], bool]] = [(end, {}, False)]
+    while stack:
+        n, env, ready = stack.pop()
+        k = key(n, env)
+        if k is None or k in memo:
+            continue
+        if not ready:
+            stack.append((n, env, True))
+            stack.extend((s, e, False) for s, e in srcs(n, env)
+                         if (ks := key(s, e)) is not None and ks not in memo)
+            continue
+        if n.op is Ops.RANGE:
+            out = strong_int(env[n], n.dtype)
+        elif n.op is Ops.END:
+            out = UOp(Ops.GROUP, tuple(dict.fromkeys(value(s, e) for s, e in srcs(n, env))))
+        else:
+            new = tuple(value(s, e) for s, e in srcs(n, env))
+            out = n if new == n.src else n.replace(src=new)
+        memo[k] = out
+    return value(end, {})
 
 
 def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
     """Whether passes/widen.py widens a loop of the nest under end (a kernel of that nest
-    alone, as it stands now)."""
+    alone, after passes/slp.py as the pipeline runs it: isnan_isinf's 4 bool lane stores
+    a loop iteration widen only once slp made them one bool vector store)."""
+    from kcc.passes.slp import slp
+    from kcc.passes.widen import widen
+    alone = slp(sink.replace(src=(end,)), desc)
+    return widen(alone, desc) is not alone
+
+
+def widens_as_is(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
+    """Whether passes/widen.py widens a loop of the nest under end as the graph stands (no
+    slp first: what slp itself asks, kcc/passes/slp_gated.py)."""
     from kcc.passes.widen import widen
     alone = sink.replace(src=(end,))
     return widen(alone, desc) is not alone
@@ -243,16 +311,25 @@ def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
     order = toposort([sink])
     dep = range_sets(order)
     repl: dict[UOp, UOp] = {}
+    folded = False
     for x in order:
         if x.op is Ops.END and not dep[x] and not any(x in toposort([e]) for e in repl):
-            if _nest(x, dep, desc.tiny_unroll) is not None:
+            if _nest(x, dep, 2 * desc.tiny_unroll) is not None:
                 if not _widens(sink, x, desc):
                     repl[x] = _expand(x, dep)
             elif (copies := _folds(sink, x, dep, desc)) is not None \
                     and not _widens(sink, x, desc):
                 repl[x] = copies
+                folded = True
     if not repl:
         return sink
     from kcc.passes.simplify import simplify
+    out = simplify(rebuild(order, repl).get(sink, sink), desc)
+    if not folded:
+        # copies within the budget keep their constant gates for slp, which packs a row's
+        # gated loads into one load gated lane by lane (triu's rows); legalize_gates drops
+        # what is left after it
+        return out
+    # copies counted folded are folded (their count assumed it: cumsum's triangles)
     from kcc.passes.unroll_inner import fold_gates
-    return fold_gates(simplify(rebuild(order, repl).get(sink, sink), desc), desc)
+    return fold_gates(out, desc)

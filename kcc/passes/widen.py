@@ -350,6 +350,14 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
                 if out is not None:     # each loop's lane buffers their own slots
                     slot += len(red.accs)
             if out is None:
+                # a term of c shifted copies an iteration (tinygrad's upcast reductions):
+                # rerolled to one a lane, then widened (widen_reroll_reduce.py)
+                from kcc.passes.widen_reroll_reduce import widen_reduction_rerolled
+                got = widen_reduction_rerolled(r, e, loop.region, dep, slot, desc)
+                if got is not None:
+                    out, used = got
+                    slot += used
+            if out is None:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
                 from kcc.passes.widen_reroll import widen_rerolled
                 out = widen_rerolled(lanes, desc)

@@ -36,13 +36,14 @@ from test_interp_lane_gates import padded_kernel  # noqa: E402
 N = 50          # the input's elements; the loads reach 7 before it and past its end
 
 
-def kernel(n: int = 4, same: bool = True, dt: str = "float32") -> str:
-    """out[i] = Σ_j x[4i + j - 7] over j < n, where that element exists (else 0): the gates
-    are tinygrad's, `6 - j < 4i` and `4i < 57 - j`; ``same`` False makes lane 1's gate their
-    WHERE (lo ? hi : false, another op: the lanes' gates are then not isomorphic)."""
-    t = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, {dt}, 16)",
+def kernel(n: int = 4, same: bool = True, dt: str = "float32", iters: int = 16) -> str:
+    """out[i] = Σ_j x[4i + j - 7] over j < n and i < iters, where that element exists (else
+    0): the gates are tinygrad's, `6 - j < 4i` and `4i < 57 - j`; ``same`` False makes lane
+    1's gate their WHERE (lo ? hi : false, another op: the lanes' gates are then not
+    isomorphic)."""
+    t = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, {dt}, {iters})",
          f"%x = PARAM ParamArg(1, {dt}, {N})", f"%z = CAST(0) {dt}",
-         "%i = RANGE(16) (0, LOOP)", "%e = MUL(%i, 4)"]
+         f"%i = RANGE({iters}) (0, LOOP)", "%e = MUL(%i, 4)"]
     terms = []
     for j in range(n):
         t += [f"%o{j} = ADD(%e, {j - 7})", f"%p{j} = INDEX(%x, %o{j})",

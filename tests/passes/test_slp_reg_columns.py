@@ -26,11 +26,12 @@ from x86_util import assert_same, compile_and_run, random_inputs, reference
 
 CONV1D = Path(__file__).resolve().parents[1] / "data" / "kernels" / "conv1d_columns.uop"
 
-# out[4r + k] = a[{index}] * 2 for k = 0 … 3: four stores to consecutive elements
+# out[4r + k] = a[{index}] * 2 for k = 0 … 3: four stores to consecutive elements (32 rows:
+# 16 are within kcc/passes/unroll_tiny.py's budget, whose copies are no loop of columns)
 FOUR = """# kcc-uop 1
-%out = PARAM ParamArg(0, float32, 64)
-%a = PARAM ParamArg(1, float32, 128)
-%r = RANGE(16) (0, WEAK)
+%out = PARAM ParamArg(0, float32, 128)
+%a = PARAM ParamArg(1, float32, 160)
+%r = RANGE(32) (0, WEAK)
 %o = MUL(%r, 4)
 {body}
 %g = GROUP(%s0, %s1, %s2, %s3)

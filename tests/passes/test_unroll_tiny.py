@@ -60,6 +60,55 @@ WIDE = """# kcc-uop 1
 SINK(%8) KernelInfo(name="E_8")
 """
 
+# tinygrad's triu_int E_8_2_4: 8 x 2 iterations, an int4 store of 4 loads each gated by a
+# compare of the counters (`(4*j + 1 < i + 1) != true`): 585 nodes counted lane by lane, of
+# which all but the loads, the STACK and the store fold to constants in each copy
+TRIU = """# kcc-uop 1
+%2 = PARAM ParamArg(0, int32, 64)
+%3 = PARAM ParamArg(1, int32, 64)
+%5 = CAST(true) bool
+%7 = CAST(0) int32
+%9 = CAST(1) int32
+%11 = CAST(2) int32
+%13 = CAST(3) int32
+%15 = CAST(4) int32
+%17 = CAST(8) int32
+%18 = RANGE(%17) (0, WEAK)
+%19 = ADD(%18, %9)
+%20 = RANGE(%11, %18) (1, WEAK)
+%21 = SHL(%20, %11)
+%22 = MULACC(%18, %17, %21)
+%23 = ADD(%22, %9)
+%24 = INDEX(%3, %23)
+%25 = MULACC(%20, %15, %9)
+%26 = CMPLT(%25, %19)
+%27 = CMPNE(%26, %5)
+%28 = LOAD(%24, %7, %27)
+%29 = ADD(%22, %11)
+%30 = INDEX(%3, %29)
+%31 = MULACC(%20, %15, %11)
+%32 = CMPLT(%31, %19)
+%33 = CMPNE(%32, %5)
+%34 = LOAD(%30, %7, %33)
+%35 = ADD(%22, %13)
+%36 = INDEX(%3, %35)
+%37 = MULACC(%20, %15, %13)
+%38 = CMPLT(%37, %19)
+%39 = CMPNE(%38, %5)
+%40 = LOAD(%36, %7, %39)
+%41 = INDEX(%3, %22)
+%42 = CMPLT(%21, %19)
+%43 = CMPNE(%42, %5)
+%44 = LOAD(%41, %7, %43)
+%45 = STACK(%44, %28, %34, %40)
+%46 = SHRINK(%2, %22, %15)
+%47 = STORE(%46, %45)
+%48 = GROUP(%47)
+%49 = END(%48, %20)
+%50 = END(%49, %18)
+SINK(%50) KernelInfo(name="E_8_2_4")
+"""
+
 V4 = x86_desc("x86-64-v4")
 
 
@@ -93,7 +142,31 @@ def test_sort_nest_becomes_straight_line_code_at_constant_addresses() -> None:
 
 
 def test_a_nest_past_the_budget_is_left_alone() -> None:
-    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=16)) == 2
+    # its copies' 16 nodes that stay (8 loads, 8 stores) are past twice a budget of 4
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=4)) == 2
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=8)) == 0
+
+
+def test_index_arithmetic_and_gates_of_counters_are_not_counted(monkeypatch) -> None:
+    # triu's copies keep 64 loads, 16 four-lane STACKs and 16 stores: 144 nodes, at most
+    # twice a budget of 72; its gates fold to constants in each copy (FOLD_CAP 0: the
+    # count of copies as written alone, not of the folded copies `_folds` also tries)
+    import kcc.passes.unroll_tiny as ut
+    monkeypatch.setattr(ut, "FOLD_CAP", 0)
+    u = _unrolled(parse(TRIU, "triu.uop"), budget=72)
+    assert _ranges(u) == 0
+    assert not [n for n in u.toposort() if n.op in (Ops.CMPLT, Ops.CMPNE, Ops.MULACC)]
+    assert _ranges(_unrolled(parse(TRIU, "triu.uop"), budget=71)) == 2
+
+
+def test_folding_nodes_are_those_of_constants_and_counters() -> None:
+    from kcc.passes.unroll_tiny import _folding
+    g = simplify(lower_weak_dtypes(parse(TRIU, "triu.uop"), V4), V4)
+    order = g.toposort()
+    folds = _folding(order)
+    assert all(n.op is not Ops.RANGE or n in folds for n in order)
+    assert any(n.op is Ops.CMPLT for n in folds) and any(n.op is Ops.MULACC for n in folds)
+    assert not any(n.op in (Ops.LOAD, Ops.INDEX, Ops.STACK, Ops.STORE) for n in folds)
 
 
 def test_a_nest_that_reads_what_it_stores_is_left_alone() -> None:
@@ -172,3 +245,18 @@ def test_a_folded_triangle_runs_like_the_interpreter(arch: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_unrolled_triu_runs_like_the_interpreter(arch: str) -> None:
+    sink = parse(TRIU, "triu.uop")
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def test_a_loop_that_widens_after_slp_is_left_alone() -> None:
+    # isnan_isinf's 4 bool lane stores an iteration: one bool vector store after slp, and
+    # then the loop widens to 16 lanes (widened: 3.9 ns; its 5 unrolled copies: 4.3)
+    from test_slp_bool_stores import ISINF
+    assert _ranges(_unrolled(parse(ISINF, "isinf.uop"))) == 1

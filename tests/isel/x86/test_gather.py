@@ -17,10 +17,15 @@ HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 OFFS = [10, 3, 17, 0, 300, 11, 4, 5, 250, 9, 12, -2, 14, 15, 16, 40]
 
 
+# the loop's trip count: enough that kcc/passes/unroll_tiny.py leaves the loop a loop (4
+# iterations of 8 lanes are unrolled into copies at constant addresses, no gather to select)
+ITERS = 24
+
+
 def _kernel(offs: list[int], second: bool = False) -> str:
-    lines = ["# kcc-uop 1", "%out = PARAM ParamArg(0, float32, 64)",
-             "%a = PARAM ParamArg(1, float32, 400)", "%b = PARAM ParamArg(2, float32, 400)",
-             "%i = RANGE(4) (0, WEAK)", "%base0 = MUL(%i, 7)", "%base = ADD(%base0, 2)"]
+    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {16 * ITERS})",
+             "%a = PARAM ParamArg(1, float32, 480)", "%b = PARAM ParamArg(2, float32, 480)",
+             f"%i = RANGE({ITERS}) (0, WEAK)", "%base0 = MUL(%i, 7)", "%base = ADD(%base0, 2)"]
     for j, o in enumerate(offs):
         buf = "%b" if second and j == 5 else "%a"
         lines.append(f"%x{j} = ADD(%base, {o})")

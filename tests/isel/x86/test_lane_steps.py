@@ -79,19 +79,26 @@ def _selected(text: str, arch: str) -> str:
     return out.getvalue()
 
 
+# the same nest over 40 rows of 8 (the rows' gates the same `4j + k < row + 1`): 8 rows are
+# unrolled by kcc/passes/unroll_tiny.py (each copy's gates constants, no index vector left)
+TRIU40 = TRIU.replace("int32, 64)", "int32, 320)").replace(
+    "%18 = RANGE(%17) (0, WEAK)", "%18 = RANGE(40) (0, WEAK)")
+
+
 @pytest.mark.parametrize("arch", ARCHES)
 def test_triu_index_vector_is_broadcast_plus_steps(arch: str, monkeypatch) -> None:
     """No lane insert builds the gate's index vector; the values match the interpreter.
-    (The nest's copies fold within passes/unroll_tiny.py's budget, which copies it out with
-    its gates constants and no index vector: FOLD_CAP 0 keeps the loop this test selects.)"""
+    (FOLD_CAP 0: passes/unroll_tiny.py's folded copies would copy the nest out, its gates
+    constants and no index vector left.)"""
     import kcc.passes.unroll_tiny as unroll_tiny
     monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
-    text = _selected(TRIU, arch)
+    text = _selected(TRIU40, arch)
     assert "vpinsrd" not in text and "vpaddd_x_x_xm" in text, text
-    sink = parse(TRIU)
     rng = np.random.default_rng(0)
-    args = [np.zeros(64, np.int32), rng.integers(-1000, 1000, 64, dtype=np.int32)]
-    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+    for src, n in ((TRIU40, 320), (TRIU, 64)):
+        sink = parse(src)
+        args = [np.zeros(n, np.int32), rng.integers(-1000, 1000, n, dtype=np.int32)]
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
 @pytest.mark.parametrize("arch", ARCHES)

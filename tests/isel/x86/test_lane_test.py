@@ -83,14 +83,41 @@ def test_any_all_of_lanes_match_the_interpreter(arch: str, form: tuple) -> None:
     assert answers == {True, False}       # the data decides both ways
 
 
+def _row_kernel() -> str:
+    """_kernel's any, each row compared with its own threshold t[r] (a loaded scalar):
+    kcc/passes/widen_reroll_reduce.py leaves it a loop of rows (the four compares read t[r],
+    one element a row, not shifted copies), so the lanes reach the selector's lane_test.
+    (The constant-threshold kernel is rerolled into one compare a lane and widened.)"""
+    text = _kernel("OR", "LT", "false", False).replace("CMPLT(1.0, ", "CMPLT(%t, ")
+    text = text.replace("%b = BUFFER", "%y = PARAM ParamArg(2, float32, 4)\n%b = BUFFER")
+    return text.replace("%l0 = INDEX(%v, 0)", "%yi = INDEX(%y, %r)\n%t = LOAD(%yi)\n"
+                        "%l0 = INDEX(%v, 0)")
+
+
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_any_all_of_lanes_is_one_compare_and_a_mask(arch: str) -> None:
+    out = io.StringIO()
+    run_pipeline(parse(_row_kernel()), X86Target(arch), dump_after="select", out=out)
+    text = out.getvalue()
+    assert "vmovmskps_r32_x" in text and "vcmpps_x_x_xm_imm8" in text, text
+    assert "vcmpss" not in text and "vshufps" not in text, text
+    sink = parse(_row_kernel())
+    for x in DATA:
+        args = [np.zeros(1, np.bool_), x.astype(np.float32),
+                np.array([1.0, 0.5, 2.0, 1.0], np.float32)]
+        if arch == "x86-64-v3" or ARCHES[1].marks[0].args[0] is False:
+            assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_constant_threshold_any_is_rerolled_and_widened(arch: str) -> None:
     out = io.StringIO()
     run_pipeline(parse(_kernel("OR", "LT", "false", False)), X86Target(arch),
                  dump_after="select", out=out)
     text = out.getvalue()
-    assert "vmovmskps_r32_x" in text and "vcmpps_x_x_xm_imm8" in text, text
-    assert "vcmpss" not in text and "vshufps" not in text, text
+    # no lane compared alone: 8- or 16-lane compares, then the lanes ORed across (shuffles)
+    assert "vcmpss" not in text and "vmovmskps" not in text, text
+    assert "vcmpps_y" in text or "vcmpps_k_z" in text, text
 
 
 def _or_chain(n: int) -> str:

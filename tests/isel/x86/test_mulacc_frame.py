@@ -27,17 +27,22 @@ ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
     "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 
+# the loop's trip count: 16 iterations would be unrolled by kcc/passes/unroll_tiny.py (each
+# copy's index a constant, no MULACC left to select)
+N = 64
+
+
 def _kernel(dt: str, k: int, j: int) -> str:
     """out[i] = x[i] * k + j (a value MULACC) and idx[i] = x[i*4 + 3] (an index MULACC)."""
     return f"""# kcc-uop 1
-%o = PARAM ParamArg(0, {dt}, 16)
-%x = PARAM ParamArg(1, {dt}, 64)
-%p = PARAM ParamArg(2, {dt}, 16)
+%o = PARAM ParamArg(0, {dt}, {N})
+%x = PARAM ParamArg(1, {dt}, {4 * N})
+%p = PARAM ParamArg(2, {dt}, {N})
 %k = CAST({k}) {dt}
 %j = CAST({j}) {dt}
 %c4 = CAST(4) int32
 %c3 = CAST(3) int32
-%n = CAST(16) int32
+%n = CAST({N}) int32
 %i = RANGE(%n) (0, LOOP)
 %xp = INDEX(%x, %i)
 %xv = LOAD(%xp)
@@ -65,8 +70,8 @@ def _inputs(dt: str) -> list:
     info = np.iinfo(dt)
     x = np.array([v & (1 << info.bits) - 1 if info.min == 0 else v
                   for v in [info.min, info.max, -1, 0, 1, 7, -7, info.min + 1, info.max - 1,
-                            12345, -12345, 1 << 20, -(1 << 20), 3, 100, -100] * 4], dt)
-    return [np.zeros(16, dt), x, np.zeros(16, dt)]
+                            12345, -12345, 1 << 20, -(1 << 20), 3, 100, -100] * (N // 4)], dt)
+    return [np.zeros(N, dt), x, np.zeros(N, dt)]
 
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -24,10 +24,14 @@ V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
                         reason="no AVX-512 here")
 
 
-def _kernel(op: str) -> str:
-    """out[4i + j] = (0 < x[4i + j]) OP (y[4i + j] < -1) for j < 4, lanes of float4 loads."""
-    head = """# kcc-uop 1
-%o = PARAM ParamArg(0, bool, 256)
+def _kernel(op: str, gap: int = 1) -> str:
+    """out[gap*(4i + j)] = (0 < x[4i + j]) OP (y[4i + j] < -1) for j < 4, lanes of float4
+    loads. gap 1: the stores are consecutive, and slp packs them into one bool vector store;
+    gap 2: each lane is stored alone."""
+    head = f"""# kcc-uop 1
+%o = PARAM ParamArg(0, bool, {256 * gap})
+%cg = CAST({4 * gap}) int32"""
+    head += """
 %x = PARAM ParamArg(1, float32, 256)
 %y = PARAM ParamArg(2, float32, 256)
 %c2 = CAST(2) int32
@@ -43,7 +47,8 @@ def _kernel(op: str) -> str:
 %yv = LOAD(%yp)
 """
     lanes = "".join(f"""%k{j} = CAST({j}) int32
-%a{j} = MULACC(%i, %c4, %k{j})
+%kg{j} = CAST({gap * j}) int32
+%a{j} = MULACC(%i, %cg, %kg{j})
 %x{j} = INDEX(%xv, %k{j})
 %y{j} = INDEX(%yv, %k{j})
 %p{j} = CMPLT(%z, %x{j})
@@ -61,16 +66,22 @@ SINK(%e) KernelInfo(name="logic")
 @V4
 @pytest.mark.parametrize("op,kop", [("OR", "korb"), ("AND", "kandb"), ("XOR", "kxorb")])
 def test_lane_logic_is_one_opmask_op(op: str, kop: str) -> None:
-    """One KOR/KAND/KXOR an iteration and one KMOVD a stored lane; the interpreter's values."""
-    text = _kernel(op)
-    out = io.StringIO()
-    run_pipeline(parse(text), X86Target("x86-64-v4"), dump_after="select", out=out)
-    sel = out.getvalue()
-    assert sel.count(kop) == 1 and sel.count("kmovd_r32_k") == 4, sel
-    sink = parse(text)
-    rng = np.random.default_rng(5)
-    x = rng.uniform(-3, 3, 256).astype(np.float32)
-    y = rng.uniform(-3, 3, 256).astype(np.float32)
-    x[:4], y[:4] = [np.nan, 0.0, -0.0, np.inf], [-1.0, np.nan, -np.inf, -2.0]
-    args = [np.zeros(256, np.bool_), x, y]
-    assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
+    """One KOR/KAND/KXOR an iteration and one KMOVD a stored lane (lanes stored apart); the
+    interpreter's values. Stored consecutively, the lanes are one bool vector store: one
+    opmask op, no lane read."""
+    for gap in (2, 1):
+        text = _kernel(op, gap)
+        out = io.StringIO()
+        run_pipeline(parse(text), X86Target("x86-64-v4"), dump_after="select", out=out)
+        sel = out.getvalue()
+        if gap == 2:
+            assert sel.count(kop) == 1 and sel.count("kmovd_r32_k") == 4, sel
+        else:
+            assert sel.count(kop[:-1]) == 1 and "kmovd_r32_k" not in sel, sel
+        sink = parse(text)
+        rng = np.random.default_rng(5)
+        x = rng.uniform(-3, 3, 256).astype(np.float32)
+        y = rng.uniform(-3, 3, 256).astype(np.float32)
+        x[:4], y[:4] = [np.nan, 0.0, -0.0, np.inf], [-1.0, np.nan, -np.inf, -2.0]
+        args = [np.zeros(256 * gap, np.bool_), x, y]
+        assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))

@@ -178,10 +178,12 @@ def test_adjacent_loads_joined_are_one_wider_load(arch: str) -> None:
             and ("ymm" if n == 2 else "zmm") in reads[0], reads
 
 
+# (32 iterations: a nest of 8 is unrolled by kcc/passes/unroll_tiny.py into 8 copies of the
+# body, each read by the same instructions)
 GATHER = """# kcc-uop 1
-%o = PARAM ParamArg(0, float32, 64)
+%o = PARAM ParamArg(0, float32, 256)
 %a = PARAM ParamArg(1, float32, 256)
-%i = RANGE(8) (0, LOOP)
+%i = RANGE(32) (0, LOOP)
 %ob = MUL(%i, 8)
 %x0 = INDEX(%a, %i)
 %y1 = ADD(%i, 32)
