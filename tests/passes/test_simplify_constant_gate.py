@@ -1,7 +1,8 @@
 """simplify's known_gate (kcc/passes/simplify.py) on constant lane gates: a LOAD whose lane
 gate is one constant in every lane is the ungated load (all true) or its alternative value
 (all false); a mixed or a scalar constant gate stays (slp_gated.py packs runs of scalar-gated
-loads into one load at a constant lane mask). The interpreter gives the same values before and after."""
+loads into one load at a constant lane mask). The interpreter gives the same values before
+and after."""
 
 from __future__ import annotations
 
