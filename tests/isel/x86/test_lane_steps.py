@@ -20,57 +20,14 @@ from kcc.ir import Ops
 from kcc.isel.x86.ivec import lane_steps
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
+from uop_texts import TRIU_TEXT
 from x86_util import assert_same, compile_and_run, reference
 
 ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
     "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 # tinygrad's triu on an 8 x 8 int32 matrix (the sweep's triu_int E_8_2_4)
-TRIU = """# kcc-uop 1
-%2 = PARAM ParamArg(0, int32, 64)
-%3 = PARAM ParamArg(1, int32, 64)
-%5 = CAST(true) bool
-%7 = CAST(0) int32
-%9 = CAST(1) int32
-%11 = CAST(2) int32
-%13 = CAST(3) int32
-%15 = CAST(4) int32
-%17 = CAST(8) int32
-%18 = RANGE(%17) (0, WEAK)
-%19 = ADD(%18, %9)
-%20 = RANGE(%11, %18) (1, WEAK)
-%21 = SHL(%20, %11)
-%22 = MULACC(%18, %17, %21)
-%23 = ADD(%22, %9)
-%24 = INDEX(%3, %23)
-%25 = MULACC(%20, %15, %9)
-%26 = CMPLT(%25, %19)
-%27 = CMPNE(%26, %5)
-%28 = LOAD(%24, %7, %27)
-%29 = ADD(%22, %11)
-%30 = INDEX(%3, %29)
-%31 = MULACC(%20, %15, %11)
-%32 = CMPLT(%31, %19)
-%33 = CMPNE(%32, %5)
-%34 = LOAD(%30, %7, %33)
-%35 = ADD(%22, %13)
-%36 = INDEX(%3, %35)
-%37 = MULACC(%20, %15, %13)
-%38 = CMPLT(%37, %19)
-%39 = CMPNE(%38, %5)
-%40 = LOAD(%36, %7, %39)
-%41 = INDEX(%3, %22)
-%42 = CMPLT(%21, %19)
-%43 = CMPNE(%42, %5)
-%44 = LOAD(%41, %7, %43)
-%45 = STACK(%44, %28, %34, %40)
-%46 = SHRINK(%2, %22, %15)
-%47 = STORE(%46, %45)
-%48 = GROUP(%47)
-%49 = END(%48, %20)
-%50 = END(%49, %18)
-SINK(%50) KernelInfo(name="E_8_2_4")
-"""
+TRIU = TRIU_TEXT
 
 
 def _selected(text: str, arch: str) -> str:
