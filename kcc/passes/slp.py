@@ -369,12 +369,20 @@ class _Packer:
         # a CAST of lanes that pack into nothing better: one vector CAST of their STACK still
         # saves n - 1 conversions (the STACK inserts the same n scalars either way; half
         # max's four strided loads narrowed and widened: 2 F16C conversions, not 8)
-        if not good and (t[0].op is not Ops.CAST or len(subs) != 1):
+        if not good and (t[0].op is not Ops.CAST or len(subs) != 1 or not _one_strong(subs[0])):
             return None
         vec = t[0].replace(op=_bool_op(t[0]), src=tuple(srcs))
         for j, s in enumerate(t):
             self.lane_of.setdefault(s, (vec, j))
         return vec
+
+
+def _one_strong(s: Lanes) -> bool:
+    """Whether the scalars s have one strong dtype (a STACK of them is a vector of it: a
+    CAST of a weak constant, `CAST(0.0) float16`, has a weakfloat src, which no target holds
+    in a register; tinygrad's WMMA kernels pad with such zeros)."""
+    dt = s[0].dtype
+    return dt is not None and not dt.is_weak and all(x.dtype == dt for x in s)
 
 
 def _claim_loads(p: _Packer) -> None:

@@ -95,14 +95,15 @@ def test_upcast_stores_are_one_vector_store(arch: str) -> None:
     assert len(stores) == 1 and stores[0].src[1].shape == (4,), stores
 
 
-def test_scaled_offsets_only_for_stores() -> None:
-    """`i << 2` and MULACC(i, 4, 3) share a base with ``scaled`` only."""
+def test_scaled_offsets_share_lane_zeros_base() -> None:
+    """`i << 2` and MULACC(i, 4, 3) share a base: with ``scaled`` (stores) MULACC(i, 4, 0),
+    without it lane 0's own `i << 2` (slp_index._product); each lane at its offset."""
     sink = simplify(lower_weak_dtypes(parse(UPCAST)))
     idx = [u.src[0].src[1] for u in toposort([sink]) if u.op is Ops.STORE]
-    plain = {lane_offset(i)[0] for i in idx}
-    scaled = [lane_offset(i, scaled=True) for i in idx]
-    assert len(plain) > 1
-    assert len({b for b, _ in scaled}) == 1 and sorted(k for _, k in scaled) == [0, 1, 2, 3]
+    for scaled in (False, True):
+        offs = [lane_offset(i, scaled=scaled) for i in idx]
+        assert len({b for b, _ in offs}) == 1 and sorted(k for _, k in offs) == [0, 1, 2, 3]
+    assert lane_offset(idx[0])[0].op is not Ops.MULACC
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -326,14 +326,22 @@ SINK(%e) KernelInfo(name="kgate")
 """
 
 
+def _no_copies(monkeypatch) -> None:
+    """passes/unroll_tiny.py copies no nest: not as its copies fold (FOLD_CAP), nor as
+    written within its budget (`_nest`, which counts a copy's gates and index arithmetic as
+    the constants they are)."""
+    import kcc.passes.unroll_tiny as unroll_tiny
+    monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+    monkeypatch.setattr(unroll_tiny, "_nest", lambda *args: None)
+
+
 def _keep_gates(monkeypatch) -> None:
     """Keep GATED's loop and its gates: passes/unroll_tiny.py would copy its 16 iterations
-    out as their copies fold (FOLD_CAP), and passes/split_gates.py run it as three loops
-    (MAX_PIECES), both with constant gates: no gated load left for these tests to select."""
+    out (`_no_copies`), and passes/split_gates.py run it as three loops (MAX_PIECES), both
+    with constant gates: no gated load left for these tests to select."""
     import kcc.passes.split_gates as split_gates
-    import kcc.passes.unroll_tiny as unroll_tiny
     monkeypatch.setattr(split_gates, "MAX_PIECES", 1)
-    monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+    _no_copies(monkeypatch)
 
 
 def test_gated_loads_are_zero_masked_loads(monkeypatch) -> None:
@@ -486,10 +494,9 @@ def test_gated_loads_past_the_end_read_nothing(arch: str, monkeypatch) -> None:
     As the pipeline compiles it by default (its iterations copied out, their gates
     constants), and split into three loops (passes/split_gates.py), the last two iterations
     read nothing either: their loads are the alts."""
-    import kcc.passes.unroll_tiny as unroll_tiny
     for seed in (0, 1):
         _launch_guarded(GATED_PAST_END, arch, (2,), seed)
-    monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+    _no_copies(monkeypatch)
     from kcc.targets.pipeline import run_pipeline
     from kcc.targets.x86.target import X86Target
     buf = io.StringIO()

@@ -12,7 +12,8 @@ from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.targets.registry import CompileError
 from kcc.targets.x86.target import compile_x86
-from x86_util import REPO, SHARED, assert_same, compile_and_run, random_inputs, reference
+from x86_util import (REPO, SHARED, assert_same, compile_and_run, defined_only, random_inputs,
+                      reference)
 
 GPU_ONLY = {Ops.BARRIER, Ops.BUFFER}     # BUFFER only when LOCAL; checked below
 # docs/transcendentals.md: 2 ulp against the exact value; the interpreter rounds numpy's
@@ -46,20 +47,8 @@ def test_example_matches_interpreter(path: Path) -> None:
                                     for n in sink.toposort()) else 0
     for seed in (0, 1):
         args = random_inputs(sink, seed)
-        assert_same(sink, _defined(sink, compile_and_run(sink, args), args),
+        assert_same(sink, defined_only(sink, compile_and_run(sink, args), args),
                      reference(sink, args), ulp)
-
-
-def _defined(sink, got: list, args: list) -> list:
-    """got with every element the semantics leave unspecified for these inputs (the
-    interpreter's two choices differ there: docs/semantics.md, an out-of-range shift amount,
-    as `kcc run --check` compares) set to the interpreter's first choice. examples/int64_bits'
-    shift amounts are random uint64 up to 1000: its x86-64-v3 loop, unrolled and packed into
-    VPSLLVQ, gives 0 where SHL r64, cl took the amount modulo 64."""
-    from kcc.targets.check import reference as both
-    want, defined = both(sink, args)
-    return [np.where(d.reshape(g.shape), g, w) if isinstance(g, np.ndarray) and d is not None
-            else g for g, w, d in zip(got, want, defined)]
 
 
 LIDX = """# kcc-uop 1
