@@ -66,7 +66,7 @@ from kcc.passes.lane_loads import lane_loads
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_lanes import LaneLoop, expand_threefry
+from kcc.passes.widen_lanes import LaneLoop, expand_threefry, one_block
 from kcc.passes.widen_tail import factors, split, tail_loop
 
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
@@ -275,15 +275,6 @@ def _widen_loop(loop: _Loop, k: int, once: bool = False) -> tuple[UOp, UOp]:
     return UOp(Ops.END, (wide.get(body, body), r2)), r2
 
 
-def _one_block(loop: _Loop, stored: frozenset[UOp]) -> bool:
-    """Whether a loop whose N = k iterations are one widened block may lose its RANGE: it is
-    ordered by enclosing loops alone and loads no buffer the kernel stores (its loads are
-    then placed by the loops they still depend on, which no store can pass), as
-    widen_lanes.py's one block."""
-    return all(s.op is Ops.RANGE for s in loop.r.src[1:]) and not any(
-        x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored for x in loop.region)
-
-
 def _int_bound(n: UOp) -> bool:
     """Whether loop bound n is a constant or a scalar integer expression (of PARAMs: the
     verifier's rule for a RANGE bound), which passes/widen_tail.py splits."""
@@ -366,7 +357,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             continue
         k = loop.factor(desc)
         if k:
-            if n_iter == k and _one_block(loop, stored):
+            if n_iter == k and one_block(loop.r, loop.region, stored):
                 # one block: no loop of one iteration (its counter, compare and branch;
                 # interpolate's inner 4 float4 as one zmm)
                 new_end[e] = _widen_loop(loop, k, once=True)[0]

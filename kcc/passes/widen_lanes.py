@@ -170,6 +170,16 @@ def _gated(n: UOp) -> bool:
     return n.op is Ops.LOAD and len(n.src) == 3 and n.src[2].shape == ()
 
 
+def one_block(r: UOp, region: list[UOp], stored: frozenset[UOp] | set[UOp]) -> bool:
+    """Whether a loop (RANGE r, the nodes that depend on it) whose N = k iterations run as one
+    widened block may lose its RANGE: it is ordered by enclosing loops alone, and it loads no
+    buffer the kernel stores (its loads may then be placed by the loops they still depend
+    on, as a load whose index never read the counter is: none can pass a store of what it
+    reads). This module's scalar loops and widen.py's vector loops alike."""
+    return all(s.op is Ops.RANGE for s in r.src[1:]) and not any(
+        x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored for x in region)
+
+
 class LaneLoop:
     """One innermost scalar loop checked for widening (module docstring): its region (the
     nodes that depend on the counter), its places and the accesses of each stored buffer."""
@@ -533,14 +543,9 @@ class LaneLoop:
 
     def _one_block(self) -> bool:
         """Whether the loop, all of whose N = k iterations run as one block, may lose its
-        RANGE: it is ordered by enclosing loops alone, and it loads no buffer the kernel
-        stores (its loads may then be placed by the loops they still depend on, as a load
-        whose index never read the counter is: none can pass a store of what it reads)."""
+        RANGE (`one_block`)."""
         stored = self.kernel_stored
-        if stored is None or any(s.op is not Ops.RANGE for s in self.r.src[1:]):
-            return False
-        return not any(x.op is Ops.LOAD and base_buffer(x.src[0].src[0]) in stored
-                       for x in self.region)
+        return stored is not None and one_block(self.r, self.region, stored)
 
     def widen(self, n_iter: int | None, desc: TargetDesc) -> UOp | None:
         """The loop's END at the best legal factor (module docstring), followed by a tail
