@@ -548,19 +548,38 @@ def known_gate(x: UOp) -> UOp | None:
         return None
     g = x.src[-1]
     if g.op is Ops.STACK:
-        first = const_value(g.src[0])
-        if first is None or not first[1].is_bool or any(const_value(s) != first
-                                                        for s in g.src[1:]):
+        v = gate_constant(g)
+        if v is None:
             return None
-        r: tuple[int, int] | None = (1, 1) if first[0] else (0, 0)
+        r: tuple[int, int] | None = (int(v), int(v))
     else:
         if x.op is Ops.LOAD and x.src[0].op is not Ops.SHRINK:
             return None
         from kcc.ir.ranges import vmin_vmax
         r = vmin_vmax(g)
-    if r == (1, 1):
+    if r == (1, 1) or r == (0, 0) and x.op is Ops.LOAD:
+        return gated_as(x, bool(r[0]))
+    return None
+
+
+def gate_constant(g: UOp) -> bool | None:
+    """The value of gate g when it is one bool constant in every lane (a constant, or a STACK
+    of one constant), else None."""
+    lanes = g.src if g.op is Ops.STACK else (g,)
+    first = const_value(lanes[0])
+    if first is None or not first[1].is_bool or any(const_value(s) != first
+                                                    for s in lanes[1:]):
+        return None
+    return bool(first[0])
+
+
+def gated_as(x: UOp, value: bool) -> UOp:
+    """Gated LOAD or STORE x with its gate known to be value in every lane: true → x
+    ungated; false (a LOAD only) → its alternative, nothing read (docs/semantics.md, LOAD)."""
+    if value:
         return x.replace(src=x.src[:1] if x.op is Ops.LOAD else x.src[:2])
-    return x.src[1] if r == (0, 0) and x.op is Ops.LOAD else None
+    assert x.op is Ops.LOAD, "a STORE whose gate is false stores nothing: not a value"
+    return x.src[1]
 
 
 def bool_bitcast(x: UOp) -> UOp | None:

@@ -38,12 +38,12 @@ and simplify folds each copy's g(j) to a constant offset and each gate to true o
 from __future__ import annotations
 
 from kcc.ir.affine import affine
-from kcc.ir.consts import const_int, const_value
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
-from kcc.passes.simplify import keep_params
+from kcc.passes.simplify import gate_constant, gated_as, keep_params
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll_tiny import (_HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _expand, _place,
                                     _widens)
@@ -166,13 +166,12 @@ def fold_gates(out: UOp, desc: TargetDesc) -> UOp:
 
 
 def _constant_gate(x: UOp) -> UOp | None:
-    """LOAD(place, alt, gate) with a constant scalar gate → LOAD(place) or alt."""
+    """LOAD(place, alt, gate) with a constant scalar gate → LOAD(place) or alt (simplify's
+    gate_constant and gated_as; its known_gate leaves scalar loads' gates to slp)."""
     if len(x.src) != 3 or x.src[2].shape:
         return None
-    g = const_value(x.src[2])
-    if g is None or not x.src[2].dtype.is_bool:
-        return None
-    return UOp(Ops.LOAD, (x.src[0],)) if g[0] else x.src[1]
+    v = gate_constant(x.src[2])
+    return None if v is None else gated_as(x, v)
 
 
 _GATES = PatternMatcher([(UPat(Ops.LOAD, name="x"), _constant_gate)])
