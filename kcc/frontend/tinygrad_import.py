@@ -257,6 +257,30 @@ class _Writer:
             n = self.nodes[n.src[0]]
         return n.op == "BUFFER" or (n.op == "PARAM" and n.arg.addrspace != "ALU")
 
+    def place_dtype(self, j: int) -> str | None:
+        """The element dtype of the buffer under place j (None when j is no place)."""
+        n = self.nodes[j]
+        while n.op in _THROUGH and n.src:
+            n = self.nodes[n.src[0]]
+        return n.arg.dtype if n.op in ("BUFFER", "PARAM") else None
+
+    def load_as(self, i: int, n: TgNode) -> None:
+        """A LOAD of another dtype than its buffer's: tinygrad's PTX renderer loads a bool
+        buffer as uint8 (PTX has no 8-bit predicate memory, renderer/ptx.py's bool rules), and
+        `.uop`'s LOAD has its place's dtype; so the place's value, then a CAST (a bool buffer
+        holds 0 or 1, so bool -> uint8 gives the byte tinygrad's load reads)."""
+        have = self.place_dtype(n.src[0])
+        if {have, n.dtype} != {"bool", "uint8"}:
+            raise TinygradImportError(f"{self.where(i)}: a {n.dtype} LOAD of a {have} buffer "
+                                      "has no .uop v1 spelling")
+        ops = [self.operand(j, i) for j in n.src]
+        if len(ops) > 1:                        # the alt, in the load's dtype: the place's
+            self.lines.append((f"{i}.alt", f"CAST({ops[1]}) {have}"))
+            ops[1] = f"%{i}.alt"
+        self.lines.append((f"{i}.mem", f"LOAD({', '.join(ops)})"))
+        self.lines.append((str(i), f"CAST(%{i}.mem) {n.dtype}"))
+        self.expr[i] = f"%{i}"
+
     def operand(self, j: int, user: int) -> str:
         if j not in self.expr:
             raise TinygradImportError(f"{self.where(user)}: uses node {j} "
@@ -306,6 +330,9 @@ class _Writer:
             raise TinygradImportError(f"{where}: a BARRIER that waits for loads (tinygrad's "
                                       "write-after-read barrier of a LOCAL buffer) has no .uop v1 "
                                       "spelling")
+        elif n.op == "LOAD" and self.place_dtype(n.src[0]) not in (None, n.dtype):
+            self.load_as(i, n)
+            return
         elif n.op == "WMMA":
             ops = ", ".join(self.operand(j, i) for j in n.src)
             self.lines.append((str(i), f"WMMA({ops}) {_wmma_arg(n.arg, where)}"))

@@ -66,6 +66,38 @@ def test_gated_store_threads_variable_and_repeated_sink() -> None:
     np.testing.assert_array_equal(res[0], [0, 2, 4, 6, 8, -1, -1, -1])
 
 
+def test_uint8_load_of_a_bool_buffer_reads_its_byte() -> None:
+    """tinygrad's PTX renderer loads a bool buffer as uint8 and compares with 0 (its any()
+    lowering in a LOCAL reduction); `.uop`'s LOAD has the place's dtype, so the importer
+    loads the bool and CASTs it (before: 'operand dtypes bool and uint8 differ')."""
+    p = Prog()
+    four = p.const(4)
+    out = p.add("PARAM", "bool", TgParam(0, "bool", 4), four)
+    x = p.add("PARAM", "bool", TgParam(1, "bool", 4), four)
+    r = p.add("RANGE", "int32", (0, "LOOP"), four)
+    v = p.add("LOAD", "uint8", None, p.add("INDEX", "bool", None, x, r))
+    nz = p.add("CMPNE", "bool", None, v, p.const(0, "uint8"))
+    st = p.add("STORE", None, None, p.add("INDEX", "bool", None, out, r), nz)
+    p.add("SINK", None, None, p.add("END", None, None, st, r))
+    k = import_program(p.nodes, "E_any")
+    x_in = np.array([True, False, True, False])
+    res = run(parse(k.text, "E_any.uop"), [np.zeros(4, bool), x_in])
+    np.testing.assert_array_equal(res[0], x_in)
+
+
+def test_a_load_of_another_width_than_its_buffer_is_refused() -> None:
+    p = Prog()
+    four = p.const(4)
+    out = p.add("PARAM", "int32", TgParam(0, "int32", 4), four)
+    x = p.add("PARAM", "float32", TgParam(1, "float32", 4), four)
+    v = p.add("LOAD", "float16", None, p.add("INDEX", "float32", None, x, p.const(0)))
+    st = p.add("STORE", None, None, p.add("INDEX", "int32", None, out, p.const(0)),
+               p.add("CAST", "int32", "int32", v))
+    p.add("SINK", None, None, st)
+    with pytest.raises(TinygradImportError, match="float16 LOAD of a float32 buffer"):
+        import_program(p.nodes, "E_bad")
+
+
 def test_unused_shape_constants_are_not_written() -> None:
     p = gated_scale()
     p.nodes.insert(len(p.nodes) - 1, TgNode("STACK", None, None, ()))   # a PARAM's shape
