@@ -357,14 +357,22 @@ class PtxAlu:
         return d
 
     def float_to_int(self, v: Reg, sd: DType, dt: DType) -> Reg:
-        """cvt.rzi: truncation toward zero; a narrow int takes the low bits of an int32."""
-        if dt.itemsize == 8:
-            d = self.new("b64")
-            self.emit(f"cvt.rzi.{ity(dt)}.{fty(sd)}", d, v)
-            return d
-        d = self.new("b32")
-        self.emit(f"cvt.rzi.{mem_type(dt)}.{fty(sd)}", d, v)   # saturates to dt's range
-        return self.normalize(d, dt)    # the register holds dt's value extended, explicitly
+        """cvt.rzi: truncation toward zero; a narrow int takes the low bits of an int32.
+
+        NaN → 0 is kept explicitly where the hardware does not give it: on an H200 (sm_90,
+        driver 580) `cvt.rzi` of a NaN gave the destination's INT_MIN (its unsigned 2^(n-1))
+        for every 64-bit destination and every float64 source, and 0 only from float32 to
+        32 bits and narrower (bench/gpu_check.py's cast rows, docs/performance.md)."""
+        wide = dt.itemsize == 8
+        d = self.new("b64" if wide else "b32")
+        # 9.7.9.21: float-to-integer conversions saturate to dt's range
+        self.emit(f"cvt.rzi.{ity(dt) if wide else mem_type(dt)}.{fty(sd)}", d, v)
+        if wide or sd == dtypes.float64:
+            p, z = self.new("pred"), self.new(d.bank)
+            self.emit(f"setp.nan.{fty(sd)}", p, v, v)
+            self.emit(f"selp.b{64 if wide else 32}", z, Imm("0"), d, p)
+            d = z
+        return d if wide else self.normalize(d, dt)    # dt's value extended, explicitly
 
     def int_to_int(self, v: Reg, sd: DType, dt: DType) -> Reg:
         """Widening extends by the source's sign; narrowing keeps the low bits."""

@@ -23,8 +23,9 @@ Semantics choices (docs/semantics.md is the statement; the reference interpreter
 - float16/bfloat16 arithmetic widens exactly to float32, computes, and rounds once to the dtype
   (`cvt.rn.f16.f32`; bfloat16 by integer round-to-nearest-even, NaN kept with its payload).
   A float16 NaN result is PTX's canonical NaN (its payload is not the interpreter's).
-- float → int truncates and saturates to the destination's range, NaN → 0: exactly PTX
-  `cvt.rzi.{s,u}{8,16,32,64}` (9.7.9.21: float-to-integer conversions saturate).
+- float → int truncates and saturates to the destination's range, NaN → 0: PTX
+  `cvt.rzi.{s,u}{8,16,32,64}` (9.7.9.21: float-to-integer conversions saturate), with NaN
+  selected to 0 after it for 64-bit destinations and float64 sources (an H200 gave INT_MIN).
 - shift amounts are taken modulo the dtype's bits (the interpreter's choice for an undefined
   case; PTX itself clamps).
 """

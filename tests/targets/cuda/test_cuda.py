@@ -140,6 +140,19 @@ def test_casts(matrix_ptx):
     assert "selp" in entry(ptx, "cast_bool_float32")
 
 
+def test_float_to_int_keeps_nan_zero_where_the_hardware_does_not(matrix_ptx):
+    """An H200 converted NaN to INT_MIN for 64-bit destinations and float64 sources
+    (bench/gpu_check.py's cast rows); there kcc selects 0 after the cvt, elsewhere cvt.rzi
+    alone gives 0 (PTX ISA 9.7.9.21)."""
+    ptx = matrix_ptx["sm_90"]
+    for name in ("cast_float64_int8", "cast_float64_uint32", "cast_float32_int64",
+                 "cast_float16_uint64", "cast_bfloat16_int64"):
+        body = entry(ptx, name)
+        assert "setp.nan." in body and "selp.b" in body, name
+    for name in ("cast_float32_int32", "cast_float16_int8", "cast_float32_uint16"):
+        assert "setp.nan." not in entry(ptx, name), name
+
+
 def test_bf16_without_sm80(matrix_ptx):
     """sm_75 has no .bf16 cvt: bfloat16 rounding is integer arithmetic there."""
     assert ".bf16" not in matrix_ptx["sm_75"]
