@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "tinygrad"))     # test_tinygrad_export's models
 
 from kcc.frontend.parser import parse, parse_file  # noqa: E402
 from kcc.ir.interp import run  # noqa: E402
