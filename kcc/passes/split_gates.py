@@ -115,6 +115,20 @@ def _pieces(e: UOp, r: UOp, n: int, region: list[UOp], gates: list[UOp],
     return after
 
 
+def _all_inside(e: UOp, r: UOp, region: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> bool:
+    """Whether every node of the region is under the loop's END. A user of a node that reads
+    r reads r too until an END of r, so the walk from the body stays in the region."""
+    inside: set[UOp] = set()
+    stack = [e.src[0]]
+    while stack:
+        y = stack.pop()
+        if y in inside or r not in dep[y]:
+            continue
+        inside.add(y)
+        stack.extend(y.src)
+    return all(x in inside for x in region)
+
+
 def split_gates(sink: UOp, desc: TargetDesc) -> UOp:
     """Every loop the module docstring allows, split at its gates' cuts; the gates that
     became constants resolved (passes/unroll_inner.py `fold_gates`)."""
@@ -122,20 +136,26 @@ def split_gates(sink: UOp, desc: TargetDesc) -> UOp:
         return sink
     order = toposort([sink])
     dep = range_sets(order)
+    # the candidate loops: a top-level END of one RANGE with a constant bound
+    ends = {e.src[1]: e for e in order if e.op is Ops.END and len(e.src) == 2 and not dep[e]
+            and const_int(e.src[1].src[0]) is not None
+            and all(s.op is Ops.RANGE for s in e.src[1].src[1:])}
+    # each loop's region (the nodes reading its counter), in one pass over the order: a node
+    # is in the regions of the few ranges it depends on (linear in the kernel)
+    regions: dict[UOp, list[UOp]] = {r: [] for r in ends}
+    for x in order:
+        for r in dep[x]:
+            if r in regions and x is not r:
+                regions[r].append(x)
     repl: dict[UOp, UOp] = {}
-    for e in order:
-        if e.op is not Ops.END or len(e.src) != 2 or dep[e]:
-            continue
-        r = e.src[1]
+    for r, e in ends.items():
         n = const_int(r.src[0])
-        if n is None or any(s.op is not Ops.RANGE for s in r.src[1:]):
-            continue
-        region = [x for x in order if r in dep[x] and x is not r and x is not e]
+        assert n is not None
+        region = regions[r]
         if len(region) > MAX_REGION or any(x.op in _REFUSED or x.op in (Ops.LOAD, Ops.STORE)
                                            and not _global(x.src[0]) for x in region):
             continue
-        inside = set(toposort([e.src[0]]))
-        if any(x not in inside for x in region):
+        if not _all_inside(e, r, region, dep):
             continue            # a node depends on the counter outside the loop's END
         gates: list[UOp] = []
         for x in region:

@@ -313,7 +313,8 @@ def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
     repl: dict[UOp, UOp] = {}
     folded = False
     for x in order:
-        if x.op is Ops.END and not dep[x] and not any(x in toposort([e]) for e in repl):
+        # (no x lies under an END taken before it: the order puts an END's srcs before it)
+        if x.op is Ops.END and not dep[x]:
             if _nest(x, dep, 2 * desc.tiny_unroll) is not None:
                 if not _widens(sink, x, desc):
                     repl[x] = _expand(x, dep)

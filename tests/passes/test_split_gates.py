@@ -116,3 +116,41 @@ def test_split_loops_run_like_the_interpreter(arch: str, gates: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def _many_loops(n: int) -> str:
+    """n top-level loops of 40, each adding x[i] to t[i] read under the gate i < 3 + k % 30."""
+    lines = ["# kcc-uop 1", f"%out = PARAM ParamArg(0, float32, {n * 40})",
+             "%x = PARAM ParamArg(1, float32, 40)", "%t = PARAM ParamArg(2, float32, 40)"]
+    for k in range(n):
+        lines += [f"%r{k} = RANGE(40) ({k}, LOOP)", f"%g{k} = CMPLT(%r{k}, {3 + k % 30})",
+                  f"%pt{k} = INDEX(%t, %r{k})", f"%v{k} = LOAD(%pt{k}, 0.0, %g{k})",
+                  f"%px{k} = INDEX(%x, %r{k})", f"%w{k} = LOAD(%px{k})",
+                  f"%s{k} = ADD(%v{k}, %w{k})", f"%o{k} = ADD(%r{k}, {k * 40})",
+                  f"%po{k} = INDEX(%out, %o{k})", f"%st{k} = STORE(%po{k}, %s{k})",
+                  f"%e{k} = END(%st{k}, %r{k})"]
+    ends = ", ".join(f"%e{k}" for k in range(n))
+    return "\n".join([*lines, f'SINK({ends}) KernelInfo(name="k")']) + "\n"
+
+
+def test_the_regions_are_found_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each loop's region was the whole order filtered per loop (loops x nodes lookups) and
+    its END's subgraph walked per loop: now one pass over the order and a walk of the region;
+    counted as lookups of the range sets, linear in the kernel."""
+    import kcc.passes.split_gates as sg
+    lookups = [0]
+
+    class Counting(dict):
+        def __getitem__(self, k: UOp) -> frozenset:
+            lookups[0] += 1
+            return super().__getitem__(k)
+
+    real = sg.range_sets
+    monkeypatch.setattr(sg, "range_sets", lambda order: Counting(real(order)))
+    for n in (50, 200):
+        g = parse(_many_loops(n), "many")
+        lookups[0] = 0
+        out = split_gates(g, V4)
+        assert out is not g
+        nodes = len(g.toposort())
+        assert lookups[0] < 6 * nodes, (n, lookups[0], nodes)
