@@ -15,6 +15,14 @@ special operands). `ratio` is kcc/tinygrad of the totals, `inline` of the totals
 The last line has both geomeans and the worst kernels.
 
     python bench/cuda_vs_tinygrad.py [--arch sm_80|sm_90] [--only add,exp2,...]
+    python bench/cuda_vs_tinygrad.py --wmma [--arch sm_90] [--wmma-n 4096]
+
+`--wmma`: instead, bench/gpu_wmma.py's tensor-core matmul (tinygrad's float16 N^3 graph with
+its tensor-core optimization for its PTX renderer at ARCH, a float32 and a float16 accumulator):
+kcc's cubin of that graph against tinygrad's own PTX for it, the whole kernel by class as above
+plus the body of its innermost loop (the k loop: from a backward branch's target to the branch)
+opcode by opcode: loads and stores by width (LDG.E.U16 is 16 bits, LDG.E 32, LDG.E.64 ...),
+HMMA, the integer ops. The loop's body does not depend on N (only its trip count, N/16).
 
 Static counts, not timed (no GPU needed; nothing runs): one run suffices. Without cuobjdump and
 nvdisasm (`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`) it prints the ptxas facts and
@@ -190,6 +198,66 @@ def _tinygrad_module(src: str, arch: str) -> str:
                                                                      f".target {arch}")
 
 
+def loop_body(listing: str) -> list[str]:
+    """The opcodes of the innermost loop of a one-kernel SASS listing: of the backward
+    branches, the one whose target is latest (a nested loop starts after the loop around it;
+    of sibling loops, the last), from its target to the branch; NOPs left out. [] when the
+    kernel has no loop."""
+    code = []
+    for line in listing.splitlines():
+        m = _LINE.search(line)
+        if m is not None:
+            code.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    back = [(tgt, addr) for addr, op, rest in code if op.startswith("BRA")
+            for tgt in [int(t, 16) for t in re.findall(r"0x([0-9a-f]+)", rest)[:1]]
+            if tgt < addr]
+    if not back:
+        return []
+    start, end = max(back)
+    return [op for addr, op, _ in code if start <= addr <= end and op != "NOP"]
+
+
+def _loop_summary(ops: list[str]) -> str:
+    """`n insts: OP:count ...`, memory and HMMA first, then the rest by count."""
+    from collections import Counter
+    c = Counter(ops)
+    first = sorted((k for k in c if k.startswith(("LD", "ST", "HMMA"))), key=lambda k: -c[k])
+    rest = sorted((k for k in c if k not in first), key=lambda k: (-c[k], k))
+    return f"{len(ops)} insts: " + " ".join(f"{k}:{c[k]}" for k in first + rest)
+
+
+def wmma(arch: str, n: int, tmp: Path, tool: tuple[str, list[str]] | None) -> str:
+    """The `--wmma` report: per accumulator, kcc's and tinygrad's ptxas facts, SASS classes
+    of the kernel and the innermost loop's opcodes."""
+    from gpu_wmma import ACCS, lower_matmul
+
+    from kcc.frontend.parser import parse_result
+    from kcc.targets.driver import compile_sinks
+    lines = [f"wmma {n}^3 float16 matmul, tinygrad's tensor-core graph for PTX, {arch}"]
+    for acc in ACCS:
+        low = lower_matmul(n, acc, arch)
+        sink = parse_result(low.uop_text, low.name).sink
+        kptx = compile_sinks([sink], [low.name], "cuda", arch, emit="ptx").data.decode()
+        tptx = _tinygrad_module(low.ptx.decode(), arch)
+        lines.append(f"{acc} accumulator: {low.name}, grid {low.global_size} block "
+                     f"{low.local_size}, {low.wmmas} WMMA")
+        for side, ptx in (("kcc", kptx), ("tinygrad", tptx)):
+            cubin, f = ptxas(ptx, arch, tmp, f"wmma_{acc}_{side}")
+            head = (f"  {side:<8} regs {f['regs']} spill {f['spill']} stack {f['stack']} "
+                    f"smem {f['smem']}")
+            if tool is None:
+                lines.append(head + "  (no cuobjdump/nvdisasm: no SASS counts)")
+                continue
+            r = subprocess.run([tool[0], *tool[1], str(cubin)], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{Path(tool[0]).name} refused {cubin.name}: {r.stderr[:300]}")
+            k = next(iter(count_sass(r.stdout).values()))
+            lines.append(head + "  kernel " + " ".join(f"{c}:{k[c]}" for c in
+                                                         (*CLASSES, "total") if k[c]))
+            lines.append(f"  {'':<8} loop {_loop_summary(loop_body(r.stdout))}")
+    return "\n".join(lines)
+
+
 def report(rows: list[dict[str, Any]], arch: str, tool: Any) -> str:
     """The table (one kcc line, one tinygrad line per kernel) and the geomean line."""
     cols = " ".join(f"{c:>5}" for c in (*CLASSES, "total", "sub"))
@@ -236,7 +304,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--arch", default="sm_80", choices=("sm_80", "sm_90"))
     p.add_argument("--only", default=None, help="comma-separated computation names")
+    p.add_argument("--wmma", action="store_true",
+                   help="bench/gpu_wmma.py's tensor-core matmul instead (kernel and k loop)")
+    p.add_argument("--wmma-n", type=int, default=4096, help="its M = N = K (default 4096)")
     a = p.parse_args()
+    if a.wmma:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(wmma(a.arch, a.wmma_n, Path(tmp), find_sass_tool()))
+        return
     comps = _computations()
     names = a.only.split(",") if a.only else list(comps)
     tool = find_sass_tool()

@@ -93,3 +93,44 @@ def test_report_says_when_the_sass_tool_is_absent() -> None:
     text = cvt.report([row], "sm_80", None)
     assert "no cuobjdump/nvdisasm" in text and "both absent" in text
     assert "exp2:E#0" in text and " 16 " in text
+
+
+# a loop nest: the outer loop 0x10..0x60, the inner (k) loop 0x20..0x50
+LOOPS = """
+\t\tFunction : mm
+        /*0000*/                   S2R R0, SR_TID.X ;              /* 0x0000000000007919 */
+        /*0010*/                   IMAD.MOV.U32 R1, RZ, RZ, RZ ;   /* 0x0000000000007919 */
+        /*0020*/                   LDG.E R2, desc[UR4][R4.64] ;    /* 0x0000000000007919 */
+        /*0030*/                   NOP ;                           /* 0x0000000000007918 */
+        /*0040*/                   HMMA.16816.F32 R8, R2, R6, R8 ; /* 0x0000000000007919 */
+        /*0050*/               @P0 BRA 0x20 ;                      /* 0x0000000000007947 */
+        /*0060*/               @P1 BRA 0x10 ;                      /* 0x0000000000007947 */
+        /*0070*/                   EXIT ;                          /* 0x000000000000794d */
+        /*0080*/                   BRA 0x80;                       /* 0xfffffff000007947 */
+"""
+
+
+def test_loop_body_is_the_innermost_loop() -> None:
+    assert cvt.loop_body(LOOPS) == ["LDG.E", "HMMA.16816.F32", "BRA"]
+    assert cvt.loop_body(LISTING) == []                   # the self-branches are no loop
+    assert cvt._loop_summary(["IADD3", "LDG.E", "LDG.E", "HMMA.16816.F32", "IADD3", "MOV"]) \
+        == "6 insts: LDG.E:2 HMMA.16816.F32:1 IADD3:2 MOV:1"
+
+
+@pytest.mark.skipif(find_ptxas() is None or cvt.find_sass_tool() is None,
+                    reason="ptxas and cuobjdump/nvdisasm are needed")
+def test_wmma_report_kcc_loads_no_more_than_tinygrad(tmp_path: Path) -> None:
+    """`--wmma` at 64^3: kcc's k loop reads A's fragments as half2 (LDG.E, 32 bits) like
+    tinygrad's PTX, not as pairs of 16-bit loads; no more loads an iteration than tinygrad."""
+    pytest.importorskip("tinygrad")
+    text = cvt.wmma("sm_90", 64, tmp_path, cvt.find_sass_tool())
+    loops = [ln for ln in text.splitlines() if " loop " in ln]
+    assert len(loops) == 4, text                          # kcc, tinygrad per accumulator
+
+    def loads(line: str) -> dict[str, int]:
+        return {k: int(v) for k, v in (t.split(":") for t in line.split()[3:])
+                if k.startswith("LDG")}
+    for kcc_line, tg_line in (loops[0:2], loops[2:4]):
+        k, t = loads(kcc_line), loads(tg_line)
+        assert k.get("LDG.E", 0) == t.get("LDG.E", 0) == 16, text
+        assert sum(k.values()) <= sum(t.values()), text

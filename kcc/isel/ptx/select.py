@@ -51,7 +51,7 @@ from kcc.isel.common import (
     multiple_of,
     scalar_const,
 )
-from kcc.isel.ptx.alu import PtxAlu, bank_of, fty, ity, mem_type, param_type, sel_type
+from kcc.isel.ptx.alu import HALF, PtxAlu, bank_of, fty, ity, mem_type, param_type, sel_type
 from kcc.isel.ptx.rounded import PtxRounded
 from kcc.isel.ptx.wmma import PtxWmma
 
@@ -441,7 +441,10 @@ class PtxSelector(SelectorBase, PtxAlu, PtxRounded, PtxWmma):
         self.val[u] = tuple(self.reg(s) for s in u.src)
 
 def vec_type(dt: DType) -> str:
-    """The element type of a vector ld/st (v2/v4)."""
+    """The element type of a vector ld/st (v2/v4): float16/bfloat16 lanes are .b16 bit patterns
+    (ld/st have no .f16 type), as in their scalar ld/st (`mem_type`)."""
+    if dt in HALF:
+        return "b16"
     if dt.is_float:
         return fty(dt)
     return f"u{dt.bits}"

@@ -218,6 +218,53 @@ def test_vector_loads_when_aligned():
     assert "ld.global.v4.f32" in body and "st.global.v4.f32" in body
 
 
+HALF_VEC = """# kcc-uop 1
+%out = PARAM ParamArg(0, {dt}, 64)
+%in  = PARAM ParamArg(1, {dt}, 64)
+%g   = RANGE({n}) (0, LOOP)
+%s   = MULACC(%g, {w}, {off})
+%src = SHRINK(%in, %s, {w})
+%v   = LOAD(%src)
+%dst = SHRINK(%out, %s, {w})
+%st  = STORE(%dst, %v)
+%e   = END(%st, %g)
+SINK(%e) KernelInfo(name="copyh")
+"""
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("w", [2, 4])
+def test_half_vector_loads_when_aligned(dt, w, tmp_path):
+    """float16/bfloat16 pairs and quads are one ld/st.v2/v4.b16 (a 32/64-bit access) when the
+    index is a multiple of the lane count; devectorize used to split them into scalar b16
+    accesses (tinygrad's tensor-core matmul: 48 LDG.U16 an iteration instead of 16 + 16 LDG)."""
+    ptx = ptx_of([parse(HALF_VEC.format(dt=dt, n=64 // w - 1, w=w, off=0))])
+    body = entry(ptx, "copyh")
+    assert f"ld.global.v{w}.b16" in body and f"st.global.v{w}.b16" in body
+    assert "ld.global.b16" not in body and "st.global.b16" not in body
+    if PTXAS is not None:
+        ptxas_ok(ptx, "sm_90", tmp_path)
+
+
+def test_half_vector_misaligned_stays_scalar():
+    """An index that is not a multiple of the lanes (odd) keeps the scalar b16 accesses."""
+    body = entry(ptx_of([parse(HALF_VEC.format(dt="float16", n=31, w=2, off=1))]), "copyh")
+    assert "v2.b16" not in body
+    assert body.count("ld.global.b16") == 2 and body.count("st.global.b16") == 2
+
+
+def test_wmma_fragments_load_as_half2():
+    """tinygrad's tensor-core matmul for PTX: each A-fragment register is one 32-bit load (the
+    row's two float16 of k, k+1), B's column elements stay 16-bit, the output is half2 stores."""
+    f = ROOT / "tests" / "data" / "wmma_tinygrad" / "k000_r_32_8_4_16_4.ptx.uop"
+    body = ptx_of([parse_file(f)])
+    counts = {op: len(re.findall(rf"\t{re.escape(op)} ", body))
+              for op in ("ld.global.v2.b16", "ld.global.b16", "st.global.v2.b16",
+                         "st.global.b16")}
+    assert counts == {"ld.global.v2.b16": 8, "ld.global.b16": 16, "st.global.v2.b16": 16,
+                      "st.global.b16": 0}, counts
+
+
 def test_thread_model_shared_barrier_maxntid():
     sink = parse(SHARED_MEM)
     data, descs = compile_cuda([sink], emit="ptx")
