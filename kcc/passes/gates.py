@@ -26,7 +26,8 @@ address, where `i & -gate` took SETcc, MOVZX, NEG, AND, a MOVSXD and an ADD in t
 
 A LOAD gated lane by lane (a bool vector gate, `TargetDesc.lane_gates`) stays as it is (the
 target masks it: devectorize split those it cannot); one that reaches past its buffer gets
-kcc/passes/gates_lanes.py's safe start.
+kcc/passes/gates_lanes.py's safe start, or, where its gate is false on the lanes that reach
+out, is read inside the buffer and its lanes rotated back (gates_lanes.shifted_load).
 """
 
 from __future__ import annotations
@@ -257,8 +258,15 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         start, n = p.src[1], _lanes(p)
         if gate.shape:                              # a per-lane gate: gates_lanes.py
             # (imported here: a kernel without per-lane gates, saxpy's, never needs it)
-            from kcc.passes.gates_lanes import is_lane_safe, lane_safe_load
-            if not in_bounds(p, ranges) and not is_lane_safe(start):
+            from kcc.passes.gates_lanes import (
+                is_lane_safe,
+                lane_safe_load,
+                shifted_load,
+            )
+            moved = shifted_load(u, ranges)
+            if moved is not None:
+                lane_plan[u] = moved
+            elif not in_bounds(p, ranges) and not is_lane_safe(start):
                 lane_plan[u] = lane_safe_load(u)
             continue
         if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
