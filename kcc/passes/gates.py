@@ -289,6 +289,14 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
                 chunks.append([])
             chunks[-1].append(m)
     plan: dict[UOp, UOp] = {u: v for u, v in lane_plan.items() if v is not None}
+    moved = {u: v for u, v in plan.items() if v.op is Ops.WHERE}     # shifted_load's
+    if moved:
+        from kcc.passes.gates_lanes import fold_outer_where
+        for w in order:
+            if w.op is Ops.WHERE and (w.src[2] in moved or w.src[1] in moved):
+                f = fold_outer_where(w, moved[w.src[2] if w.src[2] in moved else w.src[1]])
+                if f is not None:
+                    plan[w] = f
     for members in chunks:
         u0 = members[0][0]
         p0 = u0.src[0]
@@ -309,11 +317,12 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
 
 
 def _planned(ctx: dict[UOp, UOp], x: UOp) -> UOp | None:
-    """A planned masked LOAD → its safe-index form (plan_masked)."""
+    """A planned masked LOAD → its safe-index form, a planned WHERE over a moved one → its
+    fold (plan_masked)."""
     return ctx.get(x)
 
 
-_PLANNED = PatternMatcher([(UPat(Ops.LOAD, name="x"), _planned)])
+_PLANNED = PatternMatcher([(UPat((Ops.LOAD, Ops.WHERE), name="x"), _planned)])
 
 
 def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:

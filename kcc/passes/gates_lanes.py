@@ -116,3 +116,40 @@ def shifted_load(u: UOp, ranges: dict[UOp, Range]) -> UOp | None:
     moved = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (whole, UOp.const((j - t) % n)))
                                  for j in range(n)))
     return UOp(Ops.WHERE, (gate, moved, alt))
+
+
+def _lane_holds(c: UOp, k: int) -> bool:
+    """Whether lane k of bool vector c is true by the value ranges."""
+    return vmin_vmax(_lane(c, k)) == (1, 1)
+
+
+def _either(h: UOp, g: UOp, k: int) -> bool:
+    """Whether lane k of h or of g is always true: by the value ranges, or as `x < a` and
+    `a - 1 < x` of one int x (tinygrad's padding pair `j < c`, `c - 1 < j`)."""
+    hk, gk = _lane(h, k), _lane(g, k)
+    if vmin_vmax(hk) == (1, 1) or vmin_vmax(gk) == (1, 1):
+        return True
+    if hk.op is not Ops.CMPLT or gk.op is not Ops.CMPLT or hk.src[0] is not gk.src[1] \
+            or not hk.src[0].dtype.is_int:
+        return False
+    a, b = vmin_vmax(hk.src[1]), vmin_vmax(gk.src[0])
+    return a is not None and b is not None and a[0] == a[1] and b == (a[0] - 1, a[0] - 1)
+
+
+def fold_outer_where(w: UOp, moved: UOp) -> UOp | None:
+    """w = WHERE(h, a, u) (or WHERE(h, u, a)) over a load u that shifted_load made `moved` =
+    WHERE(g, m, alt): where h's lanes that pick u all have g true, w is WHERE(h, a, m) (or
+    WHERE(h, m, a)): the gate's select is the outer one's (cummax's `j < c ? -inf : x`), no
+    second blend."""
+    h, y, n = w.src
+    g, m = moved.src[0], moved.src[1]
+    lanes = range(w.shape[0]) if w.shape else range(0)
+    if not lanes or g.shape != h.shape:
+        return None
+    if n.op is Ops.LOAD and all(_either(h, g, k) for k in lanes):
+        return w.replace(src=(h, y, m))
+    if y.op is Ops.LOAD:
+        nh = UOp(Ops.XOR, (h, UOp(Ops.STACK, (UOp.const(True),) * len(lanes))))
+        if all(_either(nh, g, k) for k in lanes):
+            return w.replace(src=(h, m, n))
+    return None
