@@ -26,7 +26,8 @@ address, where `i & -gate` took SETcc, MOVZX, NEG, AND, a MOVSXD and an ADD in t
 
 A LOAD gated lane by lane (a bool vector gate, `TargetDesc.lane_gates`) stays as it is (the
 target masks it: devectorize split those it cannot); one that reaches past its buffer gets
-kcc/passes/gates_lanes.py's safe start.
+kcc/passes/gates_lanes.py's safe start, or, where its gate is false on the lanes that reach
+out, is read inside the buffer and its lanes rotated back (gates_lanes.shifted_load).
 """
 
 from __future__ import annotations
@@ -257,8 +258,15 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
         start, n = p.src[1], _lanes(p)
         if gate.shape:                              # a per-lane gate: gates_lanes.py
             # (imported here: a kernel without per-lane gates, saxpy's, never needs it)
-            from kcc.passes.gates_lanes import is_lane_safe, lane_safe_load
-            if not in_bounds(p, ranges) and not is_lane_safe(start):
+            from kcc.passes.gates_lanes import (
+                is_lane_safe,
+                lane_safe_load,
+                shifted_load,
+            )
+            moved = shifted_load(u, ranges)
+            if moved is not None:
+                lane_plan[u] = moved
+            elif not in_bounds(p, ranges) and not is_lane_safe(start):
                 lane_plan[u] = lane_safe_load(u)
             continue
         if keep is None or not keep(u.dtype, n) or start.dtype.is_weak \
@@ -281,6 +289,14 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
                 chunks.append([])
             chunks[-1].append(m)
     plan: dict[UOp, UOp] = {u: v for u, v in lane_plan.items() if v is not None}
+    moved = {u: v for u, v in plan.items() if v.op is Ops.WHERE}     # shifted_load's
+    if moved:
+        from kcc.passes.gates_lanes import fold_outer_where
+        for w in order:
+            if w.op is Ops.WHERE and (w.src[2] in moved or w.src[1] in moved):
+                f = fold_outer_where(w, moved[w.src[2] if w.src[2] in moved else w.src[1]])
+                if f is not None:
+                    plan[w] = f
     for members in chunks:
         u0 = members[0][0]
         p0 = u0.src[0]
@@ -301,11 +317,12 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
 
 
 def _planned(ctx: dict[UOp, UOp], x: UOp) -> UOp | None:
-    """A planned masked LOAD → its safe-index form (plan_masked)."""
+    """A planned masked LOAD → its safe-index form, a planned WHERE over a moved one → its
+    fold (plan_masked)."""
     return ctx.get(x)
 
 
-_PLANNED = PatternMatcher([(UPat(Ops.LOAD, name="x"), _planned)])
+_PLANNED = PatternMatcher([(UPat((Ops.LOAD, Ops.WHERE), name="x"), _planned)])
 
 
 def _gated(ctx: TargetDesc, x: UOp, p: UOp, alt: UOp, gate: UOp) -> UOp | None:

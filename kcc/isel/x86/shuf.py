@@ -227,8 +227,13 @@ class X86Shuf:
         its end). None when the lanes need more registers, or the STACK is not a zmm of
         float32 lanes, or not on x86-64-v4."""
         n = len(u.src)
-        if not self.evex and u.dtype == dtypes.float32 and n == 8:
-            return self.permute_y(u)
+        if u.dtype == dtypes.float32 and n == 8:
+            # x86-64-v4 too where every lane is one ymm's (the lane rotation of a masked load
+            # moved inside its buffer, passes/gates_lanes.py): one VPERMPS (VEX: ymm0-15);
+            # xmm halves keep their in-block shuffles and inserts
+            if not self.evex or self._one_ymm(u):
+                return self.permute_y(u)
+            return None
         if not self.evex or u.dtype != dtypes.float32 or n != 16:
             return None
         got = self._perm_sources(u, 16)
@@ -248,6 +253,14 @@ class X86Shuf:
             self.emit("vpermi2ps_z_z_zm", t, self.reg(regs[0]), self.reg(regs[1]))
         self._memo_put(key, t)
         return t
+
+    @staticmethod
+    def _one_ymm(u: UOp) -> bool:
+        """Whether every lane of STACK u is a constant lane of one 8-lane vector value."""
+        v = u.src[0].src[0] if u.src[0].op is Ops.INDEX else None
+        return v is not None and v.kind == "value" and v.shape == (8,) and all(
+            s.op is Ops.INDEX and s.src[0] is v and const_int(s.src[1]) is not None
+            for s in u.src)
 
     @staticmethod
     def _perm_sources(u: UOp, n: int) -> tuple[list[UOp], list[int]] | None:
