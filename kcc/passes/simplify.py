@@ -381,6 +381,41 @@ def float_mul_one(x: UOp) -> UOp | None:
     return x.src[0] if _is_float_one(x.src[1]) else None
 
 
+def _compares_zero(c: UOp, op: Ops, a: UOp, zero_left: bool) -> bool:
+    """Whether c is `a op 0` (`0 op a` with zero_left)."""
+    if c.op is not op or len(c.src) != 2:
+        return False
+    v, z = (c.src[1], c.src[0]) if zero_left else c.src
+    return v is a and _is_const(z, 0)
+
+
+def sign_mul(x: UOp) -> UOp | None:
+    """a * sign(a) on signed integers, as tinygrad writes abs (i32_abs E_333:
+    `a * (a != 0 ? (a < 0 ? -1 : 1) : 0)`):
+    a * WHERE(a != 0, y, 0) → a * y (at a == 0 both products are 0), and
+    a * WHERE(a < 0, -1, 1) or a * WHERE(0 < a, 1, -1) → MAX(a, NEG(a)) (exact modulo
+    2^bits: INT_MIN * -1 and NEG(INT_MIN) are INT_MIN, and MAX picks it), which x86 selects
+    as one VPABSB/W/D on vectors (kcc/isel/x86/ivec.py) where the selects took two compares,
+    a blend, a masked move and VPMULLD. Scalar graphs only (the constants are scalars)."""
+    dt = x.dtype
+    if dt is None or not dt.is_int or dt.is_weak or x.shape:
+        return None
+    for a, w in (x.src, x.src[::-1]):
+        if w.op is not Ops.WHERE:
+            continue
+        c, t, f = w.src
+        if (_compares_zero(c, Ops.CMPNE, a, False) or _compares_zero(c, Ops.CMPNE, a, True)) \
+                and _is_const(f, 0):
+            return x.replace(src=(a, t))
+        if not dt.is_signed:
+            continue
+        if (_compares_zero(c, Ops.CMPLT, a, False) and _is_const(t, -1) and _is_const(f, 1)) \
+                or (_compares_zero(c, Ops.CMPLT, a, True) and _is_const(t, 1)
+                    and _is_const(f, -1)):
+            return UOp(Ops.MAX, (a, UOp(Ops.NEG, (a,))))
+    return None
+
+
 def idempotent_bitwise(x: UOp) -> UOp | None:
     """x & x → x, x | x → x."""
     return x.src[0] if x.src[0] is x.src[1] else None
@@ -611,7 +646,8 @@ class _Simplifier(PatternMatcher):
 
 # per op, which of _inert's tests: 1 fold_alu alone (the first src decides), 2 a binary op
 # whose rules all need a constant src (fold_alu, const_right, assoc_const, int_identity,
-# float_mul_one, sub_const, shift_back), 3 AND/OR (those and idempotent_bitwise), 4 WHERE,
+# float_mul_one, sub_const, shift_back) or, for MUL, a WHERE src (sign_mul), 3 AND/OR
+# (those and idempotent_bitwise), 4 WHERE,
 # 5 CAST, 6 INDEX, 7 MULACC (fold_alu, mulacc_int: a constant factor of an integer)
 _INERT_KIND: dict[Ops, int] = {
     **{op: 1 for op in (Ops.THREEFRY, Ops.MULHI, Ops.NEG, Ops.EXP2, Ops.LOG2,
@@ -632,8 +668,13 @@ def _inert(x: UOp, kind: int) -> bool:
         if kind == 1:
             return True             # fold_alu stops at its first non-constant src
         # every other rule of these ops needs src[1] constant; idempotent_bitwise a is b
-        return len(src) == 2 and const_value(src[1]) is None and (
-            kind == 2 or src[0] is not src[1])
+        if len(src) != 2 or const_value(src[1]) is not None:
+            return False
+        if kind == 3:
+            return src[0] is not src[1]
+        # sign_mul: a MUL of a WHERE
+        return x.op is not Ops.MUL or (src[0].op is not Ops.WHERE
+                                       and src[1].op is not Ops.WHERE)
     if kind == 4:                   # where_const_cond (fold_alu skips a WHERE)
         if len(src) != 3:
             return False
@@ -667,6 +708,7 @@ SIMPLIFY = _Simplifier([
     (UPat((Ops.ADD, Ops.MUL), src=(UPat(name="y"), UPat.var("c2")), name="x"), assoc_const),
     (UPat(_INT_ID_OPS, src=(UPat.var(), UPat.var()), name="x"), int_identity),
     (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), float_mul_one),
+    (UPat(Ops.MUL, src=(UPat.var(), UPat.var()), name="x"), sign_mul),
     (UPat(Ops.MULACC, name="x"), mulacc_int),
     (UPat((Ops.AND, Ops.OR), name="x"), idempotent_bitwise),
     (UPat(Ops.STACK, name="x"), stack_of_lanes),

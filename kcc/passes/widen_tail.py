@@ -26,7 +26,7 @@ TYPE_CHECKING = False   # typing is imported by type checkers only (start-up tim
 if TYPE_CHECKING:
     from kcc.passes.widen_lanes import LaneLoop
 
-_FACTORS = (16, 8, 4, 2)
+_FACTORS = (32, 16, 8, 4, 2)
 
 
 def factors(n: int | None, overlap: bool = False) -> list[int]:

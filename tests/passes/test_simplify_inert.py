@@ -74,6 +74,11 @@ def test_hand_made_nodes_next_to_each_rule() -> None:
         UOp(Ops.MULACC, (r, s, c)), UOp(Ops.MULACC, (r, zero, s)), UOp(Ops.MULACC, (r, s, zero)),
         UOp(Ops.MULACC, (zero, r, s)), UOp(Ops.MULACC, (f, f, f)),
         UOp(Ops.MULACC, (f, make_const(0.0, dtypes.float32), f)),
+        # sign_mul: a MUL of a WHERE (of a sign and of zero where r is 0, and of neither)
+        UOp(Ops.MUL, (r, UOp(Ops.WHERE, (UOp(Ops.CMPNE, (r, zero)), s, zero)))),
+        UOp(Ops.MUL, (UOp(Ops.WHERE, (UOp(Ops.CMPLT, (r, zero)), make_const(-1, dtypes.int32),
+                                      one)), r)),
+        UOp(Ops.MUL, (r, UOp(Ops.WHERE, (lt, r, s)))),
     ]
     cleared = _check(nodes)
     # the test does clear the plain ones (and the rules fire on the others)
@@ -91,5 +96,5 @@ def test_a_new_rule_asks_for_inert_to_be_reread() -> None:
                     if pat.op is None or pat.op & ops})
     assert names == ["assoc_const", "cast_chain", "cast_noop", "const_right", "float_mul_one",
                      "fold_alu", "fold_cast", "idempotent_bitwise", "int_identity",
-                     "lane_of_stack", "mulacc_int", "shift_back", "sub_const", "where_const_cond",
-                     "zext_chain"], "a SIMPLIFY rule changed: reread simplify._inert"
+                     "lane_of_stack", "mulacc_int", "shift_back", "sign_mul", "sub_const",
+                     "where_const_cond", "zext_chain"], "a SIMPLIFY rule changed: reread simplify._inert"

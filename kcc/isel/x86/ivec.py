@@ -285,11 +285,59 @@ class X86IVec:
         dt, n = x.dtype, x.shape[0]
         w = vw(dt, n)
         three = f"_{w}_{w}_{w}m"
-        t = self.mul8(self.reg(x), self.reg(y), n)
+        if uniform_const(y) is None and uniform_const(x) is not None:
+            x, y = y, x                         # the product commutes: the constant second
+        k = uniform_const(y)
+        t = None if k is None else self.mul8_const(self.reg(x), k, n)
+        if t is None:
+            t = self.mul8(self.reg(x), self.reg(y), n)
         if u.op is Ops.MULACC:
             s = self.new("vec")
             self.emit("vpaddb" + three, s, t, self.reg(u.src[2]))
             return s
+        return t
+
+    def mul8_const(self, a: VReg, k: int, n: int) -> VReg | None:
+        """a * k on n byte lanes for k = ±(2^p ± 2^q) modulo 256 (shift_terms) as byte
+        doublings (VPADDB x, x), word shifts masked to the byte (VPSLLW, VPAND) and one add or
+        subtract: int8_arith's x*3 is two VPADDB, where mul8 takes two VPMULLW and five more
+        ops (clang adds x + x + x). Exact modulo 256, as the low byte of any product; None
+        for another constant (mul8 then)."""
+        w = vw(dtypes.uint8, n)
+        three = f"_{w}_{w}_{w}m"
+        k &= 0xFF
+        neg = shift_terms(k, 8) is None and (-k & 0xFF) != 0 and shift_terms(-k & 0xFF, 8)
+        terms = shift_terms(-k & 0xFF if neg else k, 8)
+        if terms is None:
+            return None
+        hi, lo, sign = terms
+        doubled = [a]                           # a, 2a, 4a: shared by both terms
+
+        def shifted(p: int) -> VReg:
+            """a << p in each byte."""
+            if p <= 2:                          # doublings: one µop each, no mask
+                while len(doubled) <= p:
+                    d = self.new("vec")
+                    self.emit("vpaddb" + three, d, doubled[-1], doubled[-1])
+                    doubled.append(d)
+                return doubled[p]
+            sh, r = self.new("vec"), self.new("vec")
+            self.emit(f"vpsllw_{w}_{w}_imm8", sh, a, p)
+            self.emit("vpand" + three, r, sh,
+                      self.ivec_splat_const((0xFF << p) & 0xFF, dtypes.uint8, n))
+            return r
+
+        if lo < 0:
+            r = shifted(hi)
+        else:
+            r = self.new("vec")
+            self.emit(f"vp{'add' if sign == '+' else 'sub'}b" + three, r, shifted(hi),
+                      shifted(lo))
+        if not neg:
+            return r
+        z, t = self.new("vec"), self.new("vec")
+        self.emit("vzero", z)
+        self.emit("vpsubb" + three, t, z, r)
         return t
 
     def mul8(self, a: VReg, b: VReg, n: int) -> VReg:
