@@ -394,9 +394,9 @@ def sign_mul(x: UOp) -> UOp | None:
     `a * (a != 0 ? (a < 0 ? -1 : 1) : 0)`):
     a * WHERE(a != 0, y, 0) → a * y (at a == 0 both products are 0), and
     a * WHERE(a < 0, -1, 1) or a * WHERE(0 < a, 1, -1) → MAX(a, NEG(a)) (exact modulo
-    2^bits: INT_MIN * -1 and NEG(INT_MIN) are INT_MIN, and MAX picks it), which x86 selects
-    as one VPABSB/W/D on vectors (kcc/isel/x86/ivec.py) where the selects took two compares,
-    a blend, a masked move and VPMULLD. Scalar graphs only (the constants are scalars)."""
+    2^bits: INT_MIN * -1 and NEG(INT_MIN) are INT_MIN, and MAX picks it), which x86's widened
+    loop runs as VPSUBD + VPMAXSD where the selects took two compares, a blend, a masked move
+    and VPMULLD. Scalar graphs only (the constants are scalars)."""
     dt = x.dtype
     if dt is None or not dt.is_int or dt.is_weak or x.shape:
         return None
