@@ -299,13 +299,15 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
 
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
              max_work: int | None = None, max_copied: int | None = None,
-             after_loops: bool = False, tail: bool = False) -> _Plan | None:
+             after_loops: bool = False, tail: bool = False,
+             elementwise: bool = False) -> _Plan | None:
     """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay
     (factors, max_work and max_copied: the cost rules' choices, passes/pack.py jams its row
     loop with its own, None the module's; after_loops: r's RANGE may be ordered after whole
     loops, which run before it and are not fused: pack's fill loop; tail: a factor that does
     not divide the bound may be taken when none does, the last N % f iterations then run in
-    a remainder loop, `_tail`)."""
+    a remainder loop, `_tail`; elementwise: r is an innermost loop without REG buffers,
+    `_scalar_loop`: its copies are jammed with nothing to privatize and no loop to fuse)."""
     end = loops.end_of.get(r)
     n_iter = const_int(r.src[0])
     if end is None or r in loops.multi or n_iter is None or n_iter < 2:
@@ -316,7 +318,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
         # loops the RANGE itself is ordered after run before it, not inside it
         before = set(toposort([r]))
         inner_l = [x for x in inner_l if x not in before]
-    if not inner_l:
+    if inner_l is None or (not inner_l) != elementwise:
         return None
     inner = frozenset(inner_l)
     dep = loops.dep
@@ -350,7 +352,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
             if not _privatizable(loops, r, inner, region, region_set, buf):
                 return None
             private.append(buf)
-    if not private:
+    if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
         return None
     memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
     mac_memo: dict = {}              # ... reading MULACC(x, k, y) as k*x + y (see below)
@@ -616,6 +618,44 @@ def _packs(loops: _Loops, r: UOp, desc: TargetDesc) -> bool:
     return _pack_plan(loops, r, desc) is not None
 
 
+# unroll factors of an innermost scalar loop (`_scalar_loops`), dividing ones first
+SCALAR_FACTORS = (4, 5, 3, 2)
+# the most nodes one copy of such a loop's body may have
+SCALAR_MAX_COPIED = 64
+
+
+def _divides64(n: UOp) -> bool:
+    """n is a scalar 64-bit integer CDIV/CMOD (by a constant: passes/divconst.py's multiply
+    and shifts; else DIV/IDIV), which no x86 vector form takes."""
+    return n.op in (Ops.CDIV, Ops.CMOD) and not n.shape and n.dtype.is_int \
+        and n.dtype.bits == 64
+
+
+def _scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp]) -> UOp:
+    """Innermost loops that stay scalar because they divide 64-bit integers unrolled by a
+    factor of SCALAR_FACTORS (dividing the bound first, else with a remainder loop), their
+    copies one body (`_jam` with nothing to privatize). u64_div E_50, `x // 1000003` per
+    element: one division a trip ran 42.5 ns a call, two a trip 28.8 ns, clang's five 23.3
+    (its loop overhead and the multiply's scheduling shared by the copies; docs/performance.md,
+    "64-bit integer loops"). Legality is unroll-and-jam's (`_analyze`, elementwise)."""
+    while True:
+        loops = _Loops(sink)
+        plan = None
+        for r, end in loops.end_of.items():
+            cone = loops.cone(end)
+            if r in done or any(n in done for n in cone) or not any(map(_divides64, cone)) \
+                    or any(n.op is Ops.BUFFER for n in cone):
+                continue
+            plan = _analyze(loops, r, desc, factors=SCALAR_FACTORS, tail=True,
+                            max_copied=SCALAR_MAX_COPIED, elementwise=True)
+            if plan is not None:
+                break
+        if plan is None:
+            return sink
+        sink, made = _jam(sink, loops, plan)
+        done |= made
+
+
 def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
     target that asks for it, tiny elementwise nests (passes/unroll_tiny.py) and short reduce
@@ -654,6 +694,8 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
             break             # every PARAM is still read: copy 0 reads what the loop read
         sink, made = _jam(sink, loops, plan)
         done |= made
+    if 64 in desc.mul_high:
+        sink = _scalar_loops(sink, desc, done)
     if desc.pack_bytes > 0 and packing:
         # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
         from kcc.passes.pack import pack
