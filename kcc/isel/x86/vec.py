@@ -275,6 +275,8 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
             t = self.embedded_broadcast(u, dt, lanes)
             if t is not None:
                 return t
+        if (m := self.neg_max_neg(u, dt, lanes)) is not None:
+            return m
         if u.op in (Ops.ADD, Ops.MUL) and u.src[0] in self.deferred:
             # a folded load as the left operand: ADD and MUL commute (NaN payloads are free)
             return self.fop(u.op, dt, lanes, [self.reg(u.src[1]), self.fsrc(u.src[0])])
@@ -318,6 +320,30 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
             self.emit(form, t, ra, m)
             return t
         return None
+
+    def neg_max_neg(self, u: UOp, dt: DType, lanes: int) -> VReg | None:
+        """NEG(MAX(NEG a, NEG b)) on float32/float64 lanes (tinygrad's minimum) as one VMIN.
+        MAX(x, y) = x < y ? y : x, so the whole is (-a < -b) ? b : a, and -a < -b holds
+        exactly when b < a (negation reverses the order of every non-NaN value, ±0 compare
+        equal either way, a NaN compares false both ways): (b < a) ? b : a, which is
+        `vminps dst, b, a` (SDM MINPS: the first source where it is less, else the second,
+        NaN and equal zeros included). The chosen operand's bits are a's or b's, as the two
+        sign flips leave them. Not for integers: NEG wraps at the minimum (-MIN = MIN). The
+        NEGs and the MAX, selected already, go (dce) where nothing else reads them."""
+        if u.op is not Ops.NEG or dt not in (dtypes.float32, dtypes.float64):
+            return None
+        mx = u.src[0]
+        if mx.op is not Ops.MAX or any(x.op is not Ops.NEG for x in mx.src):
+            return None
+        w = vw(dt, lanes)
+        form = (f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else
+                f"vmins{fs(dt)}_x_x_xm{dt.bits}")
+        if form not in FORMS:
+            return None
+        a, b = self.reg(mx.src[0].src[0]), self.reg(mx.src[1].src[0])
+        t = self.new("vec")
+        self.emit(form, t, b, a)
+        return t
 
     def fform(self, op: Ops, dt: DType, lanes: int) -> str:
         """The form computing op on lanes of dt."""

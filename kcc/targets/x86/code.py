@@ -146,8 +146,15 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     inner = {b for b, e in loops if not any(b < b2 < e for b2, _ in loops)}
     saved = tuple(p for p in GPR_ORDER if p in fn.callee_saved_used)
     frame = -(-(locals_bytes + fn.frame_size) // FRAME_ALIGN) * FRAME_ALIGN
-    items.append(("push_r64", XReg("rbp")))
-    items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
+    # a leaf with no frame, no callee-saved register and no stack argument never addresses
+    # off rbp: no frame pointer (as clang -O2), 3 instructions fewer a call (tiny kernels)
+    leaf = not saved and not frame and not _reads_rbp(fn)
+    # no VZEROUPPER where nothing writes a ymm/zmm or xmm16-31 (VEX xmm ops zero the upper
+    # bits, SDM Vol. 1 §14.5: the upper state stays as the caller left it)
+    upper = _dirties_upper(fn)
+    if not leaf:
+        items.append(("push_r64", XReg("rbp")))
+        items.append(("mov_r64_rm64", XReg("rbp"), XReg("rsp")))
     for p in saved:
         items.append(("push_r64", XReg(p.name)))
     if frame > PAGE:
@@ -173,14 +180,51 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
                               XMem(0, "rbp", None, 1, -8 * len(saved))))
             for p in reversed(saved):
                 items.append(("pop_r64", XReg(p.name)))
-            items.append(("pop_r64", XReg("rbp")))
-            items.append(("vzeroupper",))      # no AVX→SSE transition stalls in the caller
+            if not leaf:
+                items.append(("pop_r64", XReg("rbp")))
+            if upper:
+                items.append(("vzeroupper",))  # no AVX→SSE transition stalls in the caller
             items.append(("ret",))
         elif _is_self_move(inst):
             continue
         else:
             items.append(_flat(encode_operands(inst)))
     return items, saved, frame
+
+
+def _regs(o: object) -> tuple:
+    if isinstance(o, RegOp):
+        return (o.reg,)
+    if isinstance(o, Mem):
+        return (o.base, o.index)
+    return ()
+
+
+def _reads_rbp(fn: MFunction) -> bool:
+    """Whether an instruction of fn names rbp (a stack argument read at [rbp + 16 + 8k])."""
+    return any(isinstance(r, PReg) and r.name == "rbp"
+               for inst in fn.insts for o in inst.operands for r in _regs(o))
+
+
+def _dirties_upper(fn: MFunction) -> bool:
+    """Whether fn may leave a vector register's bits above 128 dirty: an operand of a ymm or
+    zmm kind, or xmm16-31 (EVEX), or a form this does not know."""
+    for inst in fn.insts:
+        if inst.kind is not Kind.OP or inst.op == "vzero":     # vzero: VXORPS xmm (VEX)
+            continue
+        row = FORMS.get(inst.op)
+        if row is None:
+            return True
+        for spec, o in zip(row.operands, inst.operands):
+            if not isinstance(o, RegOp):
+                continue
+            k = KINDS[spec.kind]
+            if k.cls == "vec" and (k.reg_size or 0) > 16:
+                return True
+            r = o.reg
+            if isinstance(r, PReg) and r.cls == "vec" and int(r.name[3:]) >= 16:
+                return True
+    return False
 
 
 def probed_frame(frame: int) -> list[tuple]:

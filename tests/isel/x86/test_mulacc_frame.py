@@ -129,8 +129,39 @@ def _prologue(text: str, arch: str) -> str:
 @pytest.mark.parametrize("arch", ARCHES)
 def test_a_kernel_without_frame_slots_sets_up_no_frame(arch: str) -> None:
     code = _prologue(_kernel("int32", 4, 3), arch)
-    assert "push rbp" in code and " ret" in code, code
+    assert " ret" in code, code
     assert "sub rsp," not in code and "and rsp," not in code and "lea rsp," not in code, code
+    # nor a frame pointer: nothing addresses off rbp (kcc/targets/x86/code.py machine_code)
+    assert "rbp" not in code, code
+
+
+SCALAR_MIN = """# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 2)
+%x = PARAM ParamArg(1, float32, 2)
+%p = INDEX(%x, 0)
+%q = INDEX(%x, 1)
+%a = LOAD(%p)
+%b = LOAD(%q)
+%m = MAX(%a, %b)
+%na = NEG(%a)
+%nb = NEG(%b)
+%k = MAX(%na, %nb)
+%n = NEG(%k)
+%po = INDEX(%o, 0)
+%pq = INDEX(%o, 1)
+%s = STORE(%po, %m)
+%t = STORE(%pq, %n)
+SINK(%s, %t) KernelInfo(name="pair")
+"""
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="no objdump")
+@pytest.mark.parametrize("arch", ARCHES)
+def test_a_scalar_leaf_is_its_body_and_ret(arch: str) -> None:
+    # sort's bitonic steps (issue 24 item 2, a few ns a call): no push/pop rbp, and no
+    # VZEROUPPER where only xmm registers were written (VEX xmm ops zero the upper bits)
+    code = _prologue(SCALAR_MIN, arch)
+    assert "rbp" not in code and "vzeroupper" not in code and " ret" in code, code
 
 
 GATED = """# kcc-uop 1
