@@ -46,7 +46,10 @@ is bit-identical.
 runs its last N % k iterations in a tail loop of the original body) with W*k a legal width
 by the rules above (x86-64-v3: 8 float32 lanes, v4 16; an int32 load, store, compare or
 conversion limits v4 to 8: int32 x 16 is a value for the arithmetic, bitwise ops and shifts
-only, TargetDesc.vector_ops_at).
+only, TargetDesc.vector_ops_at). N = k is one block without a loop, and N = 2k two blocks in
+straight line (their order unspecified, so only when no store's span meets another access's
+span in any other of the N iterations) where the buffers the loop loads are not stored in the
+kernel (widen_lanes.one_block).
 GPU targets opt out: their lanes are threads, and their vector memory widths are 4 at most.
 
 A loop whose body is scalar (no W-lane SHRINKs) is widened from one lane by
@@ -225,13 +228,13 @@ def _repeat(v: UOp, k: int) -> UOp:
     return UOp(Ops.STACK, lanes * k)
 
 
-def _widen_loop(loop: _Loop, k: int, once: bool = False) -> tuple[UOp, UOp]:
+def _widen_loop(loop: _Loop, k: int, once: bool = False, start: int = 0) -> tuple[UOp, UOp]:
     """(the loop's new END, its new RANGE): the region rewritten at W*k lanes; once: the
-    body alone at counter 0 (all N = k iterations in one block), no END."""
+    body alone at counter `start` (iterations start … start+k-1 as one block), no END."""
     r, w = loop.r, loop.width
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (split(r, k)[0],) + r.src[1:], r.arg)
-    base = strong_int(0, dt) if once else UOp(Ops.MUL, (r2, strong_int(k, dt)))
+    base = strong_int(start, dt) if once else UOp(Ops.MUL, (r2, strong_int(k, dt)))
     copies: dict[UOp, list[UOp]] = {
         r: [base] + [UOp(Ops.ADD, (base, strong_int(j, dt))) for j in range(1, k)]}
     wide: dict[UOp, UOp] = {}
@@ -361,6 +364,14 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
                 # one block: no loop of one iteration (its counter, compare and branch;
                 # interpolate's inner 4 float4 as one zmm)
                 new_end[e] = _widen_loop(loop, k, once=True)[0]
+                continue
+            if n_iter == 2 * k and loop.independent(n_iter) \
+                    and one_block(loop.r, loop.region, stored):
+                # two blocks: straight-line, no loop of two iterations (its counter, compare
+                # and branch outnumber scatter E_8_4's two zmm stores of zeros); unordered,
+                # so no store of one iteration meets an access of any other
+                new_end[e] = UOp(Ops.GROUP, (_widen_loop(loop, k, once=True)[0],
+                                             _widen_loop(loop, k, once=True, start=k)[0]))
                 continue
             out = _widen_loop(loop, k)[0]
             start = split(r, k)[1]

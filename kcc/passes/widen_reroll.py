@@ -19,11 +19,26 @@ element t = c*i + o being lane o of iteration i. The new index is `t + f(0)`, f(
 index expression with the counter replaced by 0: index arithmetic is exact modulo 2^bits
 (ADD, SUB, MUL, SHL, MULACC: a ring), so `c*i + f(0) + o ≡ t + f(0)`.
 
+**Computed places and the row.** tinygrad's gather E_333_5 reads, for each of its c = 5
+elements, `x[77*i + idx[5*i + o]]` gated by `0 <= idx[5*i + o] < 77`: a place whose index is
+not `c*i + base + o` (a *computed* place) and the counter itself. Both are allowed: element
+t = c*i + o's row i is `t // c`, computed in the rerolled loop as `SHR(MUL(t, m), s)` with
+m = ceil(2^s / c) — exact for 0 <= t < T when (T-1)·(m·c - 2^s) < 2^s (the error term
+t·(m·c - 2^s) / (c·2^s) stays below 1/c, and t/c's fraction is at most (c-1)/c), and chosen
+only when (T-1)·m fits the dtype below its sign bit (c a power of two: a shift). A computed
+place's index is then lane o's own value graph with i replaced by the row (its loads shifted
+copies as any other value), and a MULACC whose product reads the counter becomes `a*b + c`
+(equal for integers, which wrap; a vector MULACC of int lanes does not exist), so
+widen_gather.py reads the load as an index-vector gather. Lane o's graph must still equal
+lane 0's with i the same row in both, so every lane computes iteration i's value for its
+element.
+
 **Legality** (the loop is left alone otherwise):
 - the body is stores and their value graphs only; every node that depends on the counter is
-  an INDEX place, an ungated LOAD, a lane-wise op over such values, a STORE or a GROUP, and
-  reaches the counter only through places (no value uses the counter itself);
-- every place's index is `c*i + base + o` (widen_lanes.LaneLoop.affine) with one c > 1 for all;
+  an INDEX place, a LOAD (gated or not), a lane-wise op over such values, the counter (as the
+  row), a STORE or a GROUP;
+- every store's place and every place not computed has the index `c*i + base + o`
+  (widen_lanes.LaneLoop.affine) with one c > 1 for all;
 - there are c stores, to one buffer with one base, at offsets b … b+c-1; lane o is the store
   at b+o, and its value graph equals lane 0's with every place's offset shifted by o and
   every loop-invariant operand the same node;
@@ -50,9 +65,10 @@ class _Refuse(Exception):
     """The loop is not c shifted copies of one computation."""
 
 
-def _walk(lp: LaneLoop, v: UOp) -> list[UOp]:
+def _walk(lp: LaneLoop, v: UOp, c: int = 0) -> list[UOp]:
     """The nodes below v that depend on the counter, sources first, without entering an
-    INDEX place's index (that is _place's) or a loop-invariant node; no recursion."""
+    affine INDEX place's index (that is _place's) or a loop-invariant node (a computed
+    place's index is entered when c > 0: its nodes are values of the lane); no recursion."""
     out: list[UOp] = []
     seen: set[UOp] = set()
     stack: list[tuple[UOp, bool]] = [(v, False)]
@@ -65,31 +81,66 @@ def _walk(lp: LaneLoop, v: UOp) -> list[UOp]:
             continue
         seen.add(x)
         stack.append((x, True))
-        srcs = x.src[:1] if x.op is Ops.INDEX else x.src
+        srcs = x.src[:1] if x.op is Ops.INDEX and not _computed(lp, c, x) else x.src
         stack.extend((s, False) for s in reversed(srcs))
     return out
 
 
-def _sig(lp: LaneLoop, c: int, v: UOp, o: int) -> Any:
+def _sig(lp: LaneLoop, c: int, v: UOp, o: int, rows: bool = False) -> Any:
     """A hashable form of value v of lane o, its places' offsets taken relative to o (so
     that two lanes whose graphs are shifted copies have equal forms). A value that reaches
-    the counter other than through a place is refused."""
+    the counter other than through a place is refused, unless rows (the store reroll's
+    computed places, module docstring): the counter is then the row `("ROW",)`, a computed
+    place's index a value, and a gated load's alt and gate part of its form."""
     memo: dict[UOp, Any] = {}
-    for n in _walk(lp, v):
+
+    def part(s: UOp) -> Any:
+        if lp.free(s):
+            return s
+        if s not in memo:
+            raise _Refuse
+        return memo[s]
+    for n in _walk(lp, v, c if rows else 0):
         if n.op is Ops.LOAD:
-            if len(n.src) != 1 or n.src[0].op is not Ops.INDEX:
+            if len(n.src) not in ((1, 3) if rows else (1,)) or n.src[0].op is not Ops.INDEX:
                 raise _Refuse
-            memo[n] = ("LOAD", n.dtype, _place(lp, c, n.src[0], o))
+            p = n.src[0]
+            at = ("AT", p.src[0], part(p.src[1])) if rows and _computed(lp, c, p) \
+                else _place(lp, c, p, o)
+            memo[n] = ("LOAD", n.dtype, at) + tuple(part(s) for s in n.src[1:])
         elif n.op is Ops.INDEX:
             continue
+        elif n is lp.r and rows:
+            memo[n] = ("ROW",)      # r = t // c in every lane (module docstring)
         elif n.op in _LANEWISE and not n.shape and n.kind == "value" and n is not lp.r:
-            if any(not lp.free(s) and s not in memo for s in n.src):
-                raise _Refuse
-            memo[n] = (n.op, n.dtype, n.arg,
-                       tuple(s if lp.free(s) else memo[s] for s in n.src))
+            memo[n] = (n.op, n.dtype, n.arg, tuple(part(s) for s in n.src))
         else:
             raise _Refuse
     return v if lp.free(v) else memo[v]
+
+
+def _computed(lp: LaneLoop, c: int, p: UOp) -> bool:
+    """Whether INDEX place p's index is not `c*i + base + o` (a gather's `77*i + LOAD(…)`):
+    its index is then compared and rewritten as a value (module docstring)."""
+    if c == 0 or p.src[0] in lp.inside or lp.free(p.src[1]):
+        return False
+    a = lp.affine(p.src[1])
+    return a is None or a[0].get(lp.r) != c
+
+
+def _row(t: UOp, c: int, n: int) -> UOp | None:
+    """t // c for 0 <= t < n as a multiply and a shift in t's dtype, exact over that range and
+    never past its sign bit, or None when no such pair exists (module docstring)."""
+    bits = t.dtype.bits - 1
+    if c & (c - 1) == 0:
+        return UOp(Ops.SHR, (t, strong_int(c.bit_length() - 1, t.dtype)))
+    for s in range(1, bits):
+        m = -(-(1 << s) // c)               # ceil(2^s / c)
+        e = m * c - (1 << s)
+        if (n - 1) * e < (1 << s) and (n - 1) * m < (1 << bits):
+            return UOp(Ops.SHR, (UOp(Ops.MUL, (t, strong_int(m, t.dtype))),
+                                 strong_int(s, t.dtype)))
+    return None
 
 
 def _place(lp: LaneLoop, c: int, p: UOp, o: int) -> tuple:
@@ -158,7 +209,7 @@ def reroll(lp: LaneLoop) -> UOp | None:
                 or sorted(p[2] for p in places) != list(range(b, b + c)):
             return None
         lanes = sorted(zip((p[2] - b for p in places), stores), key=lambda x: x[0])
-        sigs = [_sig(lp, c, s.src[1], o) for o, s in lanes]
+        sigs = [_sig(lp, c, s.src[1], o, rows=True) for o, s in lanes]
         if any(x != sigs[0] for x in sigs[1:]):
             return None
         stored = {base_buffer(buf)}
@@ -172,9 +223,23 @@ def reroll(lp: LaneLoop) -> UOp | None:
     zero: dict[UOp, UOp] = {}
     new: dict[UOp, UOp] = {}
     st = lanes[0][1]
-    for x in _walk(lp, st):
-        if x.op is Ops.INDEX:
+    order = _walk(lp, st, c)
+    if r in order:
+        row = _row(t, c, n_iter * c)
+        if row is None:
+            return None
+        new[r] = row
+    for x in order:
+        if x is r:
+            continue
+        if x.op is Ops.INDEX and not _computed(lp, c, x):
             new[x] = x.replace(src=(x.src[0], UOp(Ops.ADD, (t, _zeroed(x.src[1], r, zero)))))
+        elif x.op is Ops.MULACC and x.dtype.is_int and not (lp.free(x.src[0])
+                                                             and lp.free(x.src[1])):
+            # a*b + c (wrapping, as MULACC of integers): a counter-dependent product of int
+            # lanes has no vector MULACC (widen_gather.py)
+            a, b, z = (new.get(s, s) for s in x.src)
+            new[x] = UOp(Ops.ADD, (UOp(Ops.MUL, (a, b)), z))
         else:
             new[x] = x.replace(src=tuple(new.get(s, s) for s in x.src))
     return UOp(Ops.END, (new[st], t))

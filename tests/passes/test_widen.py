@@ -360,3 +360,29 @@ def test_loop_of_one_block_loses_its_range(arch: str) -> None:
     assert _bounds(w) == [] and _widths(w) == {4 * k}
     w = _check(_text(n=k, alias=True), arch)
     assert _bounds(w) == [1] and _widths(w) == {4 * k}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_of_two_blocks_is_straight_line(arch: str) -> None:
+    # scatter E_8_4: 8 float4 iterations on v4 (4 on v3) are two widened blocks, written as
+    # the body at counters 0 and k with no loop of two iterations; with the loop reading what
+    # it stores, the loop stays
+    k = 2 if arch == "x86-64-v3" else 4
+    w = _check(_text(n=2 * k), arch)
+    assert _bounds(w) == [] and _widths(w) == {4 * k}
+    assert sum(u.op is Ops.STORE for u in w.toposort()) == 2
+    w = _check(_text(n=2 * k, alias=True), arch)
+    assert _bounds(w) == [2] and _widths(w) == {4 * k}
+
+
+def test_two_blocks_whose_stores_meet_keep_their_loop() -> None:
+    # stores at 4i and 4i + 8: iteration i's second store is iteration i+2's first (the
+    # later one wins in loop order), 2 iterations apart, so within one block of k = 2 they
+    # never meet but the two blocks' copies would: the loop of two blocks stays
+    text = _text(n=4, store="STORE(%po, %v)\n%po2 = SHRINK(%out, %p8, 4)\n"
+                 "%st2 = STORE(%po2, %v)\n%grp = GROUP(%st1, %st2)")
+    text = text.replace("%st = STORE(%po, %v)\n", "%st1 = STORE(%po, %v)\n") \
+        .replace("%p = ADD(%gb, %i4)\n", "%p = ADD(%gb, %i4)\n%p8 = ADD(%p, 8)\n") \
+        .replace("%e = END(%st, %i)", "%e = END(%grp, %i)")
+    w = _check(text)
+    assert _bounds(w) == [2]

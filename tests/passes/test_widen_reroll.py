@@ -12,6 +12,7 @@ from widen_util import widen_check as _check
 from widen_util import widen_prep as _prep
 
 from kcc.ir import Ops
+from kcc.ir.consts import const_int
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -91,3 +92,99 @@ def test_rerolled_loops_of_every_size(arch: str, n: int) -> None:
     w = _check(_text(n=n), arch)
     b = _bounds(w)
     assert len(b) <= 2 and (b == [n] or b[0] < n)
+
+
+# tinygrad's gather E_333_5: c = 5 elements an iteration, each `x[W*i + idx[5*i + o]]` gated
+# by `0 <= idx[5*i + o] < W` (a computed place and the counter as the row, module docstring)
+def _gather_text(n: int, w: int = 7, lane1: str = "") -> str:
+    head = f"""# kcc-uop 1
+%out = PARAM ParamArg(0, float32, {5 * n})
+%idx = PARAM ParamArg(1, int32, {5 * n})
+%x = PARAM ParamArg(2, float32, {w * n})
+%i = RANGE({n}) (0, WEAK)
+"""
+    lane = """%p{j} = MULACC(%i, 5, {j})
+%ia{j} = INDEX(%idx, %p{j})
+%v{j} = LOAD(%ia{j})
+%q{j} = MULACC(%i, {w}, %v{j})
+%xa{j} = INDEX(%x, %q{j})
+%lt{j} = CMPLT(%v{j}, {w})
+%gt{j} = CMPLT(-1, %v{j})
+%g{j} = AND(%gt{j}, %lt{j})
+%l{j} = LOAD(%xa{j}, 0.0, %g{j})
+%oa{j} = INDEX(%out, %p{j})
+%s{j} = STORE(%oa{j}, %l{j})
+"""
+    lanes = [lane.format(j=j, w=w) for j in range(5)]
+    if lane1:
+        lanes[1] = lane1
+    tail = """%grp = GROUP(%s0, %s1, %s2, %s3, %s4)
+%e = END(%grp, %i)
+SINK(%e) KernelInfo(name="E_n_5")
+"""
+    return head + "".join(lanes) + tail
+
+
+@pytest.mark.parametrize("n", [2, 13, 333])
+def test_a_gather_at_loaded_indexes_is_rerolled_with_its_row(n: int) -> None:
+    # x86-64-v4 (VGATHERDPS {k}): 5n elements in one loop of 8 lanes (and its last block), the
+    # row i = t // 5 a multiply and a shift of the new counter (no CDIV), the gathered loads
+    # k scalar loads at an index vector's lanes; results bit for bit the interpreter's
+    text = _gather_text(n)
+    _, g, w = _prep(text, "x86-64-v4")
+    assert w is not g
+    nodes = w.toposort()
+    assert [const_int(u.src[0]) for u in nodes if u.op is Ops.RANGE] == [5 * n // 8] \
+        if 5 * n > 8 else True
+    assert sum(u.op is Ops.STORE for u in nodes) == (1 if 5 * n % 8 == 0 else 2)
+    assert not any(u.op is Ops.CDIV for u in nodes) and any(u.op is Ops.SHR for u in nodes)
+    assert any(u.op is Ops.STACK and len(u.src) == 8 and all(s.op is Ops.LOAD for s in u.src)
+               for u in nodes)
+    if HAS_V4:
+        for seed in (0, 1, 3):
+            _check(text, "x86-64-v4", seed=seed)
+
+
+@pytest.mark.parametrize("n", [2, 333])
+def test_a_gather_without_a_vector_gather_is_left_alone(n: int) -> None:
+    # x86-64-v3 selects no index-vector gather: a rerolled loop left scalar gains nothing
+    text = _gather_text(n)
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+def test_gather_lanes_with_another_row_length_are_left_alone() -> None:
+    # lane 1 reads x[8*i + idx[…]] where the others read x[7*i + …]: not shifted copies
+    lane1 = _gather_text(13).split("%p1 = ", 1)[1].split("%oa1", 1)[0]
+    lane1 = "%p1 = " + lane1.replace("MULACC(%i, 7, %v1)", "MULACC(%i, 8, %v1)") \
+        + "%oa1 = INDEX(%out, %p1)\n%s1 = STORE(%oa1, %l1)\n"
+    text = _gather_text(13, lane1=lane1).replace("float32, 91)", "float32, 104)")
+    _, g, w = _prep(text)
+    assert w is g
+    _check(text)
+
+
+@pytest.mark.parametrize("c", [3, 5, 6, 7, 12, 77])
+@pytest.mark.parametrize("total", [1, 7, 1665, 25641, 40000])
+def test_row_is_the_exact_quotient_over_the_whole_range(c: int, total: int) -> None:
+    # t // c for every 0 <= t < total, the product t*m never past int32's sign bit
+    import numpy as np
+
+    from kcc.ir.consts import const_int, strong_int
+    from kcc.ir.dtype import dtypes
+    from kcc.passes.widen_reroll import _row
+    row = _row(strong_int(0, dtypes.int32), c, total)
+    assert row is not None and row.op is Ops.SHR and row.src[0].op is Ops.MUL
+    s, m = const_int(row.src[1]), const_int(row.src[0].src[1])
+    ts = np.arange(total, dtype=np.int64)
+    assert s is not None and m is not None and int(ts[-1]) * m < (1 << 31)
+    assert ((ts * m) >> s == ts // c).all()
+
+
+def test_row_of_a_range_too_long_for_a_multiply_is_refused() -> None:
+    from kcc.ir.consts import strong_int
+    from kcc.ir.dtype import dtypes
+    from kcc.passes.widen_reroll import _row
+    assert _row(strong_int(0, dtypes.int32), 5, 1 << 30) is None
+    assert _row(strong_int(0, dtypes.int32), 8, 1 << 30) is not None     # a shift
