@@ -179,6 +179,14 @@ class X86IVec:
         self.emit(f"vp{'add' if sign == '+' else 'sub'}q" + three, t, shifted(hi), shifted(lo))
         return True
 
+    low_word: frozenset[UOp] = frozenset()     # select() sets it: analysis.low_word_muls
+
+    def mul_sfx(self, u: UOp, s: str) -> str:
+        """The VPMULL element suffix of u's product: "w" for an int32 product only its low 16
+        bits of each lane are read of (analysis.low_word_muls: VPMULLW, one µop, where
+        VPMULLD is two on Intel), else the lanes' own."""
+        return "w" if s == "d" and u in self.low_word else s
+
     def ivec_alu(self, u: UOp) -> VReg:
         """An ALU op on integer vectors; compares give a lane mask as wide as the lanes."""
         op = u.op
@@ -224,10 +232,10 @@ class X86IVec:
             self.emit(mnem + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MUL:
             if not self.ivec_mul_const(t, a, u.src[1], dt, w):
-                self.emit(f"vpmull{s}" + three, t, a, self.reg(u.src[1]))
+                self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MULACC:
             p = self.new("vec")
-            self.emit(f"vpmull{s}" + three, p, a, self.reg(u.src[1]))
+            self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, p, a, self.reg(u.src[1]))
             self.emit(f"vpadd{s}" + three, t, p, self.reg(u.src[2]))
         elif op is Ops.NEG:
             z = self.new("vec")
