@@ -141,6 +141,14 @@ def shift_terms(c: int, bits: int) -> tuple[int, int, str] | None:
     return None
 
 
+# the x86-64-v4 truncating down-converts (kcc/encode/x86/rows_late.py _down_convert_rows):
+# (source, result) lane bytes → mnemonic, and the operand kinds of each width in bytes
+_VPMOV = {(2, 1): "vpmovwb", (4, 1): "vpmovdb", (8, 1): "vpmovqb", (4, 2): "vpmovdw",
+          (8, 2): "vpmovqw", (8, 4): "vpmovqd"}
+_VPMOV_SRC = {16: "x", 32: "y", 64: "z"}
+_VPMOV_DST = {32: "ym", 16: "xm", 8: "xm64", 4: "xm32", 2: "xm16"}
+
+
 class X86IVec:
     """Integer vector rules (mixed into X86Selector)."""
 
@@ -651,12 +659,18 @@ class X86IVec:
         2^bits, docs/semantics.md): VPSHUFB gathers the low bytes of each 128-bit block's
         lanes into its low bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords; to
         8 bytes from a ymm, block 1 gathers its bytes to bytes 4-7 instead and VEXTRACTI128 +
-        VPOR join them; widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX",
+        VPOR join them; on x86-64-v4 one VPMOV{W,D,Q}{B,W,D} does (truncation); widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX",
         "PMOVZX"), reading the source's low n lanes."""
         sd = x.dtype
         v, t = self.reg(x), self.new("vec")
         if sd.itemsize > dt.itemsize:
             big, small = sd.itemsize, dt.itemsize
+            if self.evex and n * big in _VPMOV_SRC:
+                # x86-64-v4: one VPMOV{W,D,Q}{B,W,D} truncates every lane (SDM "VPMOVDB/
+                # VPMOVSDB/VPMOVUSDB" and its siblings), the result's upper part zeroed
+                mnem = _VPMOV[(big, small)]
+                self.emit(f"{mnem}_{_VPMOV_DST[n * small]}_{_VPMOV_SRC[n * big]}", t, v)
+                return t
             to8 = n * small == 8
             ctl = bytearray(b"\x80" * 32)
             blocks = 2 if n * big == 32 else 1
