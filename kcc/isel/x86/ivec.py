@@ -659,8 +659,9 @@ class X86IVec:
         2^bits, docs/semantics.md): VPSHUFB gathers the low bytes of each 128-bit block's
         lanes into its low bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords; to
         8 bytes from a ymm, block 1 gathers its bytes to bytes 4-7 instead and VEXTRACTI128 +
-        VPOR join them; on x86-64-v4 one VPMOV{W,D,Q}{B,W,D} does (truncation); widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX",
-        "PMOVZX"), reading the source's low n lanes."""
+        VPOR join them; on x86-64-v4 one VPMOV{W,D,Q}{B,W,D} does (truncation); widening
+        is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX", "PMOVZX"), reading the
+        source's low n lanes."""
         sd = x.dtype
         v, t = self.reg(x), self.new("vec")
         if sd.itemsize > dt.itemsize:

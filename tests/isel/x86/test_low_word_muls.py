@@ -15,9 +15,9 @@ from x86_util import assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import X86Target
+from kcc.targets.x86.target import V4_FLAGS, X86Target, cpu_flags
 
-V4 = "avx512f" in open("/proc/cpuinfo").read()
+V4 = all(f in cpu_flags() for f in V4_FLAGS)
 ARCHES = ["x86-64-v3"] + (["x86-64-v4"] if V4 else [])
 
 
