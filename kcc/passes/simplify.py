@@ -489,6 +489,9 @@ def zext_chain(x: UOp, y: UOp) -> UOp | None:
 
 _LOW_BIT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
                           Ops.XOR})
+# the most nodes narrow_result reads under one CAST (tinygrad's int8 matmul: ~40); past it the
+# CAST is left alone, so every CAST costs at most this and the walk's depth stays bounded
+NARROW_MAX = 256
 
 
 def narrow_result(x: UOp) -> UOp | None:
@@ -513,6 +516,9 @@ def narrow_result(x: UOp) -> UOp | None:
     def low(n: UOp) -> UOp | None:      # a node of dtype D with n's low k bits, or None
         if n in memo:
             return memo[n]
+        if len(memo) >= NARROW_MAX:
+            return None                 # a bounded walk per CAST: linear, and no deep recursion
+        memo[n] = None
         r: UOp | None = None
         dt = n.dtype
         cv = const_value(n)

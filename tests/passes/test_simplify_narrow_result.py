@@ -80,3 +80,31 @@ def test_left_alone_where_a_cast_would_be_added() -> None:
     sink = parse(text, "k.uop")
     after = simplify(sink)
     assert any(u.op is Ops.MUL and u.dtype.name == "int8" for u in after.toposort())
+
+
+def _chain(n: int) -> str:
+    """out[i] = int8(a[i] + sum of n int8-wrapped terms), each term CAST back to int32."""
+    lines = ["# kcc-uop 1", "%out = PARAM ParamArg(0, int8, 64)",
+             "%a = PARAM ParamArg(1, int32, 64)", "%i = RANGE(64) (0, LOOP)",
+             "%pa = INDEX(%a, %i)", "%v0 = LOAD(%pa)"]
+    for k in range(n):
+        lines += [f"%n{k} = CAST(%v{k}) int8", f"%m{k} = MUL(%n{k}, %n{k})",
+                  f"%w{k} = CAST(%m{k}) int32", f"%v{k + 1} = ADD(%w{k}, %v{k})"]
+    lines += [f"%r = CAST(%v{n}) int8", "%po = INDEX(%out, %i)", "%st = STORE(%po, %r)",
+              "%e = END(%st, %i)", 'SINK(%e) KernelInfo(name="k")']
+    return "\n".join(lines) + "\n"
+
+
+def test_the_walk_under_one_cast_is_bounded() -> None:
+    """The rewrite reads at most NARROW_MAX nodes under a CAST (linear per CAST, no deep
+    recursion): a short chain is rewritten, one of thousands of links is left as it is and
+    still simplifies without a RecursionError; both keep the interpreter's values."""
+    from kcc.passes.simplify import NARROW_MAX
+    a = np.random.default_rng(3).integers(-2**31, 2**31, 64, dtype=np.int64).astype(np.int32)
+    for n, rewritten in ((4, True), (3 * NARROW_MAX, False)):
+        g = parse(_chain(n), "chain")
+        out = simplify(g)
+        casts = [u for u in out.toposort() if u.op is Ops.CAST and u.dtype.bits == 8]
+        assert (len(casts) == 1) == rewritten, (n, len(casts))
+        want = run(g, [np.zeros(64, np.int8), a])[0]
+        np.testing.assert_array_equal(run(out, [np.zeros(64, np.int8), a])[0], want)
