@@ -2200,3 +2200,390 @@ vpsravq zmm0, zmm1, zmmword ptr [rdi + 4*rax + 8]
 ; form: vpsravq_z_z_zm
 vpsravq zmm16, zmm17, zmmword ptr [r12 + 8*r15 - 128]
 ; bytes: 62 82 f5 40 46 44 fc fe
+; form: vpmovwb_xm64_x
+{evex} vpmovwb xmm0, xmm1
+; bytes: 62 f2 7e 08 30 c8
+; form: vpmovwb_xm64_x
+{evex} vpmovwb xmm16, xmm17
+; bytes: 62 a2 7e 08 30 c8
+; form: vpmovwb_xm64_x
+{evex} vpmovwb xmm3, xmm24
+; bytes: 62 62 7e 08 30 c3
+; form: vpmovwb_xm64_x
+{evex} vpmovwb xmm29, xmm8
+; bytes: 62 12 7e 08 30 c5
+; form: vpmovwb_xm64_x
+{evex} vpmovwb qword ptr [rip + foo + 16], xmm16
+; bytes: 62 e2 7e 08 30 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovwb_xm64_x
+{evex} vpmovwb qword ptr [8*rcx + 64], xmm0
+; bytes: 62 f2 7e 08 30 04 cd 40 00 00 00
+; form: vpmovwb_xm64_x
+{evex} vpmovwb qword ptr [r8 + rsi + 127], xmm16
+; bytes: 62 c2 7e 08 30 84 30 7f 00 00 00
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmm0, ymm1
+; bytes: 62 f2 7e 28 30 c8
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmm16, ymm17
+; bytes: 62 a2 7e 28 30 c8
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmm3, ymm24
+; bytes: 62 62 7e 28 30 c3
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmm29, ymm8
+; bytes: 62 12 7e 28 30 c5
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmmword ptr [rsp + 4*r11 + 4096], ymm16
+; bytes: 62 a2 7e 28 30 84 9c 00 10 00 00
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmmword ptr [rdx - 8192], ymm0
+; bytes: 62 f2 7e 28 30 82 00 e0 ff ff
+; form: vpmovwb_xm_y
+{evex} vpmovwb xmmword ptr [rip + bar], ymm16
+; bytes: 62 e2 7e 28 30 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovwb_ym_z
+vpmovwb ymm0, zmm1
+; bytes: 62 f2 7e 48 30 c8
+; form: vpmovwb_ym_z
+vpmovwb ymm16, zmm17
+; bytes: 62 a2 7e 48 30 c8
+; form: vpmovwb_ym_z
+vpmovwb ymm3, zmm24
+; bytes: 62 62 7e 48 30 c3
+; form: vpmovwb_ym_z
+vpmovwb ymm29, zmm8
+; bytes: 62 12 7e 48 30 c5
+; form: vpmovwb_ym_z
+vpmovwb ymmword ptr [rdi], zmm16
+; bytes: 62 e2 7e 48 30 07
+; form: vpmovwb_ym_z
+vpmovwb ymmword ptr [rsp + 8], zmm0
+; bytes: 62 f2 7e 48 30 84 24 08 00 00 00
+; form: vpmovwb_ym_z
+vpmovwb ymmword ptr [rbp], zmm16
+; bytes: 62 e2 7e 48 30 45 00
+; form: vpmovdb_xm32_x
+{evex} vpmovdb xmm0, xmm1
+; bytes: 62 f2 7e 08 31 c8
+; form: vpmovdb_xm32_x
+{evex} vpmovdb xmm16, xmm17
+; bytes: 62 a2 7e 08 31 c8
+; form: vpmovdb_xm32_x
+{evex} vpmovdb xmm3, xmm24
+; bytes: 62 62 7e 08 31 c3
+; form: vpmovdb_xm32_x
+{evex} vpmovdb xmm29, xmm8
+; bytes: 62 12 7e 08 31 c5
+; form: vpmovdb_xm32_x
+{evex} vpmovdb dword ptr [r13 - 300], xmm16
+; bytes: 62 c2 7e 08 31 45 b5
+; form: vpmovdb_xm32_x
+{evex} vpmovdb dword ptr [rdi + 4*rax + 8], xmm0
+; bytes: 62 f2 7e 08 31 44 87 02
+; form: vpmovdb_xm32_x
+{evex} vpmovdb dword ptr [r12 + 8*r15 - 128], xmm16
+; bytes: 62 82 7e 08 31 44 fc e0
+; form: vpmovdb_xm64_y
+{evex} vpmovdb xmm0, ymm1
+; bytes: 62 f2 7e 28 31 c8
+; form: vpmovdb_xm64_y
+{evex} vpmovdb xmm16, ymm17
+; bytes: 62 a2 7e 28 31 c8
+; form: vpmovdb_xm64_y
+{evex} vpmovdb xmm3, ymm24
+; bytes: 62 62 7e 28 31 c3
+; form: vpmovdb_xm64_y
+{evex} vpmovdb xmm29, ymm8
+; bytes: 62 12 7e 28 31 c5
+; form: vpmovdb_xm64_y
+{evex} vpmovdb qword ptr [rbx + 2*r9 + 1000], ymm16
+; bytes: 62 a2 7e 28 31 44 4b 7d
+; form: vpmovdb_xm64_y
+{evex} vpmovdb qword ptr [rip + foo + 16], ymm0
+; bytes: 62 f2 7e 28 31 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovdb_xm64_y
+{evex} vpmovdb qword ptr [8*rcx + 64], ymm16
+; bytes: 62 e2 7e 28 31 04 cd 40 00 00 00
+; form: vpmovdb_xm_z
+vpmovdb xmm0, zmm1
+; bytes: 62 f2 7e 48 31 c8
+; form: vpmovdb_xm_z
+vpmovdb xmm16, zmm17
+; bytes: 62 a2 7e 48 31 c8
+; form: vpmovdb_xm_z
+vpmovdb xmm3, zmm24
+; bytes: 62 62 7e 48 31 c3
+; form: vpmovdb_xm_z
+vpmovdb xmm29, zmm8
+; bytes: 62 12 7e 48 31 c5
+; form: vpmovdb_xm_z
+vpmovdb xmmword ptr [r8 + rsi + 127], zmm16
+; bytes: 62 c2 7e 48 31 84 30 7f 00 00 00
+; form: vpmovdb_xm_z
+vpmovdb xmmword ptr [rsp + 4*r11 + 4096], zmm0
+; bytes: 62 b2 7e 48 31 84 9c 00 10 00 00
+; form: vpmovdb_xm_z
+vpmovdb xmmword ptr [rdx - 8192], zmm16
+; bytes: 62 e2 7e 48 31 82 00 e0 ff ff
+; form: vpmovqb_xm16_x
+{evex} vpmovqb xmm0, xmm1
+; bytes: 62 f2 7e 08 32 c8
+; form: vpmovqb_xm16_x
+{evex} vpmovqb xmm16, xmm17
+; bytes: 62 a2 7e 08 32 c8
+; form: vpmovqb_xm16_x
+{evex} vpmovqb xmm3, xmm24
+; bytes: 62 62 7e 08 32 c3
+; form: vpmovqb_xm16_x
+{evex} vpmovqb xmm29, xmm8
+; bytes: 62 12 7e 08 32 c5
+; form: vpmovqb_xm16_x
+{evex} vpmovqb word ptr [rip + bar], xmm16
+; bytes: 62 e2 7e 08 32 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovqb_xm16_x
+{evex} vpmovqb word ptr [rdi], xmm0
+; bytes: 62 f2 7e 08 32 07
+; form: vpmovqb_xm16_x
+{evex} vpmovqb word ptr [rsp + 8], xmm16
+; bytes: 62 e2 7e 08 32 44 24 04
+; form: vpmovqb_xm32_y
+{evex} vpmovqb xmm0, ymm1
+; bytes: 62 f2 7e 28 32 c8
+; form: vpmovqb_xm32_y
+{evex} vpmovqb xmm16, ymm17
+; bytes: 62 a2 7e 28 32 c8
+; form: vpmovqb_xm32_y
+{evex} vpmovqb xmm3, ymm24
+; bytes: 62 62 7e 28 32 c3
+; form: vpmovqb_xm32_y
+{evex} vpmovqb xmm29, ymm8
+; bytes: 62 12 7e 28 32 c5
+; form: vpmovqb_xm32_y
+{evex} vpmovqb dword ptr [rbp], ymm16
+; bytes: 62 e2 7e 28 32 45 00
+; form: vpmovqb_xm32_y
+{evex} vpmovqb dword ptr [r13 - 300], ymm0
+; bytes: 62 d2 7e 28 32 45 b5
+; form: vpmovqb_xm32_y
+{evex} vpmovqb dword ptr [rdi + 4*rax + 8], ymm16
+; bytes: 62 e2 7e 28 32 44 87 02
+; form: vpmovqb_xm64_z
+vpmovqb xmm0, zmm1
+; bytes: 62 f2 7e 48 32 c8
+; form: vpmovqb_xm64_z
+vpmovqb xmm16, zmm17
+; bytes: 62 a2 7e 48 32 c8
+; form: vpmovqb_xm64_z
+vpmovqb xmm3, zmm24
+; bytes: 62 62 7e 48 32 c3
+; form: vpmovqb_xm64_z
+vpmovqb xmm29, zmm8
+; bytes: 62 12 7e 48 32 c5
+; form: vpmovqb_xm64_z
+vpmovqb qword ptr [r12 + 8*r15 - 128], zmm16
+; bytes: 62 82 7e 48 32 44 fc f0
+; form: vpmovqb_xm64_z
+vpmovqb qword ptr [rbx + 2*r9 + 1000], zmm0
+; bytes: 62 b2 7e 48 32 44 4b 7d
+; form: vpmovqb_xm64_z
+vpmovqb qword ptr [rip + foo + 16], zmm16
+; bytes: 62 e2 7e 48 32 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovdw_xm64_x
+{evex} vpmovdw xmm0, xmm1
+; bytes: 62 f2 7e 08 33 c8
+; form: vpmovdw_xm64_x
+{evex} vpmovdw xmm16, xmm17
+; bytes: 62 a2 7e 08 33 c8
+; form: vpmovdw_xm64_x
+{evex} vpmovdw xmm3, xmm24
+; bytes: 62 62 7e 08 33 c3
+; form: vpmovdw_xm64_x
+{evex} vpmovdw xmm29, xmm8
+; bytes: 62 12 7e 08 33 c5
+; form: vpmovdw_xm64_x
+{evex} vpmovdw qword ptr [8*rcx + 64], xmm16
+; bytes: 62 e2 7e 08 33 04 cd 40 00 00 00
+; form: vpmovdw_xm64_x
+{evex} vpmovdw qword ptr [r8 + rsi + 127], xmm0
+; bytes: 62 d2 7e 08 33 84 30 7f 00 00 00
+; form: vpmovdw_xm64_x
+{evex} vpmovdw qword ptr [rsp + 4*r11 + 4096], xmm16
+; bytes: 62 a2 7e 08 33 84 9c 00 10 00 00
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmm0, ymm1
+; bytes: 62 f2 7e 28 33 c8
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmm16, ymm17
+; bytes: 62 a2 7e 28 33 c8
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmm3, ymm24
+; bytes: 62 62 7e 28 33 c3
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmm29, ymm8
+; bytes: 62 12 7e 28 33 c5
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmmword ptr [rdx - 8192], ymm16
+; bytes: 62 e2 7e 28 33 82 00 e0 ff ff
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmmword ptr [rip + bar], ymm0
+; bytes: 62 f2 7e 28 33 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovdw_xm_y
+{evex} vpmovdw xmmword ptr [rdi], ymm16
+; bytes: 62 e2 7e 28 33 07
+; form: vpmovdw_ym_z
+vpmovdw ymm0, zmm1
+; bytes: 62 f2 7e 48 33 c8
+; form: vpmovdw_ym_z
+vpmovdw ymm16, zmm17
+; bytes: 62 a2 7e 48 33 c8
+; form: vpmovdw_ym_z
+vpmovdw ymm3, zmm24
+; bytes: 62 62 7e 48 33 c3
+; form: vpmovdw_ym_z
+vpmovdw ymm29, zmm8
+; bytes: 62 12 7e 48 33 c5
+; form: vpmovdw_ym_z
+vpmovdw ymmword ptr [rsp + 8], zmm16
+; bytes: 62 e2 7e 48 33 84 24 08 00 00 00
+; form: vpmovdw_ym_z
+vpmovdw ymmword ptr [rbp], zmm0
+; bytes: 62 f2 7e 48 33 45 00
+; form: vpmovdw_ym_z
+vpmovdw ymmword ptr [r13 - 300], zmm16
+; bytes: 62 c2 7e 48 33 85 d4 fe ff ff
+; form: vpmovqw_xm32_x
+{evex} vpmovqw xmm0, xmm1
+; bytes: 62 f2 7e 08 34 c8
+; form: vpmovqw_xm32_x
+{evex} vpmovqw xmm16, xmm17
+; bytes: 62 a2 7e 08 34 c8
+; form: vpmovqw_xm32_x
+{evex} vpmovqw xmm3, xmm24
+; bytes: 62 62 7e 08 34 c3
+; form: vpmovqw_xm32_x
+{evex} vpmovqw xmm29, xmm8
+; bytes: 62 12 7e 08 34 c5
+; form: vpmovqw_xm32_x
+{evex} vpmovqw dword ptr [rdi + 4*rax + 8], xmm16
+; bytes: 62 e2 7e 08 34 44 87 02
+; form: vpmovqw_xm32_x
+{evex} vpmovqw dword ptr [r12 + 8*r15 - 128], xmm0
+; bytes: 62 92 7e 08 34 44 fc e0
+; form: vpmovqw_xm32_x
+{evex} vpmovqw dword ptr [rbx + 2*r9 + 1000], xmm16
+; bytes: 62 a2 7e 08 34 84 4b e8 03 00 00
+; form: vpmovqw_xm64_y
+{evex} vpmovqw xmm0, ymm1
+; bytes: 62 f2 7e 28 34 c8
+; form: vpmovqw_xm64_y
+{evex} vpmovqw xmm16, ymm17
+; bytes: 62 a2 7e 28 34 c8
+; form: vpmovqw_xm64_y
+{evex} vpmovqw xmm3, ymm24
+; bytes: 62 62 7e 28 34 c3
+; form: vpmovqw_xm64_y
+{evex} vpmovqw xmm29, ymm8
+; bytes: 62 12 7e 28 34 c5
+; form: vpmovqw_xm64_y
+{evex} vpmovqw qword ptr [rip + foo + 16], ymm16
+; bytes: 62 e2 7e 28 34 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovqw_xm64_y
+{evex} vpmovqw qword ptr [8*rcx + 64], ymm0
+; bytes: 62 f2 7e 28 34 04 cd 40 00 00 00
+; form: vpmovqw_xm64_y
+{evex} vpmovqw qword ptr [r8 + rsi + 127], ymm16
+; bytes: 62 c2 7e 28 34 84 30 7f 00 00 00
+; form: vpmovqw_xm_z
+vpmovqw xmm0, zmm1
+; bytes: 62 f2 7e 48 34 c8
+; form: vpmovqw_xm_z
+vpmovqw xmm16, zmm17
+; bytes: 62 a2 7e 48 34 c8
+; form: vpmovqw_xm_z
+vpmovqw xmm3, zmm24
+; bytes: 62 62 7e 48 34 c3
+; form: vpmovqw_xm_z
+vpmovqw xmm29, zmm8
+; bytes: 62 12 7e 48 34 c5
+; form: vpmovqw_xm_z
+vpmovqw xmmword ptr [rsp + 4*r11 + 4096], zmm16
+; bytes: 62 a2 7e 48 34 84 9c 00 10 00 00
+; form: vpmovqw_xm_z
+vpmovqw xmmword ptr [rdx - 8192], zmm0
+; bytes: 62 f2 7e 48 34 82 00 e0 ff ff
+; form: vpmovqw_xm_z
+vpmovqw xmmword ptr [rip + bar], zmm16
+; bytes: 62 e2 7e 48 34 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovqd_xm64_x
+{evex} vpmovqd xmm0, xmm1
+; bytes: 62 f2 7e 08 35 c8
+; form: vpmovqd_xm64_x
+{evex} vpmovqd xmm16, xmm17
+; bytes: 62 a2 7e 08 35 c8
+; form: vpmovqd_xm64_x
+{evex} vpmovqd xmm3, xmm24
+; bytes: 62 62 7e 08 35 c3
+; form: vpmovqd_xm64_x
+{evex} vpmovqd xmm29, xmm8
+; bytes: 62 12 7e 08 35 c5
+; form: vpmovqd_xm64_x
+{evex} vpmovqd qword ptr [rdi], xmm16
+; bytes: 62 e2 7e 08 35 07
+; form: vpmovqd_xm64_x
+{evex} vpmovqd qword ptr [rsp + 8], xmm0
+; bytes: 62 f2 7e 08 35 44 24 01
+; form: vpmovqd_xm64_x
+{evex} vpmovqd qword ptr [rbp], xmm16
+; bytes: 62 e2 7e 08 35 45 00
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmm0, ymm1
+; bytes: 62 f2 7e 28 35 c8
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmm16, ymm17
+; bytes: 62 a2 7e 28 35 c8
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmm3, ymm24
+; bytes: 62 62 7e 28 35 c3
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmm29, ymm8
+; bytes: 62 12 7e 28 35 c5
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmmword ptr [r13 - 300], ymm16
+; bytes: 62 c2 7e 28 35 85 d4 fe ff ff
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmmword ptr [rdi + 4*rax + 8], ymm0
+; bytes: 62 f2 7e 28 35 84 87 08 00 00 00
+; form: vpmovqd_xm_y
+{evex} vpmovqd xmmword ptr [r12 + 8*r15 - 128], ymm16
+; bytes: 62 82 7e 28 35 44 fc f8
+; form: vpmovqd_ym_z
+vpmovqd ymm0, zmm1
+; bytes: 62 f2 7e 48 35 c8
+; form: vpmovqd_ym_z
+vpmovqd ymm16, zmm17
+; bytes: 62 a2 7e 48 35 c8
+; form: vpmovqd_ym_z
+vpmovqd ymm3, zmm24
+; bytes: 62 62 7e 48 35 c3
+; form: vpmovqd_ym_z
+vpmovqd ymm29, zmm8
+; bytes: 62 12 7e 48 35 c5
+; form: vpmovqd_ym_z
+vpmovqd ymmword ptr [rbx + 2*r9 + 1000], zmm16
+; bytes: 62 a2 7e 48 35 84 4b e8 03 00 00
+; form: vpmovqd_ym_z
+vpmovqd ymmword ptr [rip + foo + 16], zmm0
+; bytes: 62 f2 7e 48 35 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovqd_ym_z
+vpmovqd ymmword ptr [8*rcx + 64], zmm16
+; bytes: 62 e2 7e 48 35 04 cd 40 00 00 00

@@ -487,6 +487,66 @@ def zext_chain(x: UOp, y: UOp) -> UOp | None:
     return UOp(Ops.AND, (v, mask if not v.shape else UOp(Ops.STACK, (mask,) * v.shape[0])))
 
 
+_LOW_BIT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
+                          Ops.XOR})
+# the most nodes narrow_result reads under one CAST (tinygrad's int8 matmul: ~40); past it the
+# CAST is left alone, so every CAST costs at most this and the walk's depth stays bounded
+NARROW_MAX = 256
+
+
+def narrow_result(x: UOp) -> UOp | None:
+    """CAST(t: D → N), N an integer narrower than the integer D, of a tree t of wrapping
+    ADD/SUB/MUL/MULACC/NEG/AND/OR/XOR and integer CASTs → the same tree computed in D. Bit i of
+    such an op's result depends only on bits 0..i of its operands, and an integer CAST keeps
+    the low min(bits) bits (docs/semantics.md, CAST int → int), so the low bits(N) bits of t
+    equal those of the tree with every op in D and every CAST of at least bits(N) bits dropped
+    — the CAST to N reads only those. Fires only where t computes in another dtype than D
+    (tinygrad's int8 matmul: int8 products of int32 loads truncated, sign-extended and summed
+    in int32) and the rewrite adds no CAST: the narrow lanes, their casts and byte multiplies
+    go, the D lanes were there already."""
+    t = x.src[0]
+    n_dt, d_dt = x.arg, t.dtype
+    if t.op not in _LOW_BIT_OPS or x.shape or d_dt is None or d_dt.is_weak \
+            or not d_dt.is_int or not n_dt.is_int or n_dt.bits >= d_dt.bits:
+        return None
+    k = n_dt.bits
+    memo: dict[UOp, UOp | None] = {}
+    narrow = [False]
+
+    def low(n: UOp) -> UOp | None:      # a node of dtype D with n's low k bits, or None
+        if n in memo:
+            return memo[n]
+        if len(memo) >= NARROW_MAX:
+            return None                 # a bounded walk per CAST: linear, and no deep recursion
+        memo[n] = None
+        r: UOp | None = None
+        dt = n.dtype
+        cv = const_value(n)
+        if n.shape or dt is None or dt.is_weak or not dt.is_int or dt.bits < k:
+            r = None
+        elif cv is not None:
+            r = make_const(_wrap(int(cv[0]), d_dt), d_dt)
+        elif n.op is Ops.CAST and n.src[0].dtype is not None and n.src[0].dtype.is_int \
+                and not n.src[0].dtype.is_weak and n.src[0].dtype.bits >= k:
+            r = low(n.src[0])
+        elif n.op in _LOW_BIT_OPS:
+            srcs = [low(s) for s in n.src]
+            if all(s is not None for s in srcs):
+                if dt != d_dt:
+                    narrow[0] = True
+                r = n if dt == d_dt and all(a is b for a, b in zip(srcs, n.src)) \
+                    else UOp(n.op, tuple(srcs))
+        elif dt == d_dt:
+            r = n
+        memo[n] = r
+        return r
+
+    new = low(t)
+    if new is None or not narrow[0] or new is t:
+        return None
+    return UOp(Ops.CAST, (new,), n_dt)
+
+
 def shift_back(x: UOp) -> UOp | None:
     """SHL(SHR(v, c), c) → v AND (-1 << c), and SHL(AND(SHR(v, c), m), c) → v AND (m << c),
     on unsigned integers (mod 2^bits): bit i of the result is bit i of v where the mask has
@@ -681,12 +741,12 @@ def _inert(x: UOp, kind: int) -> bool:
         c, t, f = src
         return t is not f and f.op is not Ops.WHERE and t.op is not Ops.WHERE \
             and const_value(c) is None
-    if kind == 5:                   # fold_cast, cast_chain, zext_chain, cast_noop
+    if kind == 5:                   # fold_cast, cast_chain, zext_chain, cast_noop, narrow_result
         if len(src) != 1:
             return False
         c = src[0]
         return c.op is not Ops.CONST and c.op is not Ops.CAST and \
-            not (c.dtype == x.arg and c.kind == "value")
+            not (c.dtype == x.arg and c.kind == "value") and c.op not in _LOW_BIT_OPS
     if kind == 7:                   # fold_alu reads src[0]; mulacc_int a factor of an int
         if len(src) != 3 or const_value(src[0]) is not None:
             return False
@@ -701,6 +761,7 @@ SIMPLIFY = _Simplifier([
     (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), cast_chain),
     (UPat(Ops.CAST, src=(UPat(Ops.CAST, name="y"),), name="x"), zext_chain),
     (UPat(Ops.CAST, name="x"), cast_noop),
+    (UPat(Ops.CAST, name="x"), narrow_result),
     (UPat(Ops.WHERE, name="x"), where_const_cond),
     (UPat(COMMUTATIVE, name="x"), const_right),
     (UPat(Ops.SUB, src=(UPat.var("a"), UPat.var("c")), name="x"), sub_const),

@@ -161,6 +161,24 @@ def _int64_sra_rows() -> None:
              pp=P66, mmap=M0F38, w=True, vl=vl, disp8_n=16 << vl)
 
 
+def _down_convert_rows() -> None:
+    """Integer lanes narrowed to their low half, quarter or eighth (x86-64-v4), built last so
+    that the golden cases of the rows before keep their rotation. SDM Vol. 2 "VPMOVWB/VPMOVSWB/
+    VPMOVUSWB" (EVEX.128/256/512.F3.0F38.W0 30 /r, AVX512BW), "VPMOVDB/VPMOVSDB/VPMOVUSDB"
+    (31 /r), "VPMOVQB/…" (32 /r), "VPMOVDW/…" (33 /r), "VPMOVQW/…" (34 /r), "VPMOVQD/…"
+    (35 /r; AVX512F, the 128/256-bit forms AVX512VL): each lane's low bits (truncation), the
+    destination in ModRM.rm (an xmm/ymm whose upper part is zeroed, or memory of the result's
+    size), the source in ModRM.reg; Half/Quarter/Oct Mem, disp8*N with N the result's bytes
+    (§2.7.5, Table 2-34)."""
+    kinds = {32: "ym", 16: "xm", 8: "xm64", 4: "xm32", 2: "xm16"}
+    for mnem, op, ratio in (("vpmovwb", 0x30, 2), ("vpmovdb", 0x31, 4), ("vpmovqb", 0x32, 8),
+                            ("vpmovdw", 0x33, 2), ("vpmovqw", 0x34, 4), ("vpmovqd", 0x35, 2)):
+        for v, vl in (("x", 0), ("y", 1), ("z", 2)):
+            n = (16 << vl) // ratio
+            _add(mnem, "evex", "evex", bytes([op]), f"{kinds[n]}/rm/w {v}/reg/r", pp=PF3,
+                 mmap=M0F38, w=False, vl=vl, disp8_n=n)
+
+
 def build_late() -> None:
     """Append the later rows to rows._BUILT, in the golden files' order."""
     _int_lane_rows()
@@ -172,3 +190,4 @@ def build_late() -> None:
     _byte_minmax_rows()
     _int64_sra_rows()
     _gather_y_rows()
+    _down_convert_rows()

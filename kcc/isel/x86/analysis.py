@@ -1,6 +1,7 @@
 """What the x86 selector decides about a linearized kernel before it selects any node: the
 loop index sums it strength-reduces (`induction_sums`), the float loads an ALU user reads as
-its memory operand (`foldable_loads`) and the REG buffers that live in registers
+its memory operand (`foldable_loads`), the int32 vector products whose users read only their
+low 16 bits (`low_word_muls`) and the REG buffers that live in registers
 (`promotable_buffers`), and the bytes of its buffer arguments (`footprint`, which the
 non-temporal store and prefetch rules ask for). Each is a walk of the schedule
 (kcc/isel/x86/select.py asks them once per kernel)."""
@@ -208,3 +209,38 @@ def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:
             continue
         out[b] = spans
     return out
+
+
+_LOW_BIT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
+                          Ops.XOR})
+
+
+def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
+    """int32 vector MUL/MULACC nodes of which every use reads only the low 16 bits of each
+    lane: through wrapping ADD/SUB/MUL/MULACC/NEG/AND/OR/XOR (bit i of their result depends
+    only on bits 0..i of their operands) to an integer CAST of at most 16 bits (a narrowing
+    CAST keeps the low bits; docs/semantics.md, CAST int → int). Their product may be VPMULLW
+    on the dwords' words: a dword's low word is then the low 16 bits of the low words'
+    product, which are those of the dwords' product (SDM "PMULLW"); the high word is
+    another value that no use reads. One µop where VPMULLD is two (tinygrad's int8 matmul:
+    int32 products summed and truncated to int8). Demanded bits, computed users first (the
+    schedule lists a node after its sources)."""
+    demand: dict[UOp, int] = {}
+    for u in reversed(lin):
+        d = demand.get(u, 0)
+        low = u.op in _LOW_BIT_OPS and u.dtype is not None and u.dtype.is_int
+        cast = u.op is Ops.CAST and u.dtype is not None and u.dtype.is_int
+        for s in u.src:
+            sd = s.dtype
+            if sd is None or not sd.is_int:
+                continue
+            if low and sd == u.dtype:
+                need = d
+            elif cast:
+                need = min(d, sd.bits)
+            else:
+                need = sd.bits
+            if need > demand.get(s, 0):
+                demand[s] = need
+    return frozenset(u for u in lin if u.op in (Ops.MUL, Ops.MULACC) and u.shape
+                     and u.dtype in (dtypes.int32, dtypes.uint32) and demand.get(u, 32) <= 16)

@@ -141,6 +141,14 @@ def shift_terms(c: int, bits: int) -> tuple[int, int, str] | None:
     return None
 
 
+# the x86-64-v4 truncating down-converts (kcc/encode/x86/rows_late.py _down_convert_rows):
+# (source, result) lane bytes → mnemonic, and the operand kinds of each width in bytes
+_VPMOV = {(2, 1): "vpmovwb", (4, 1): "vpmovdb", (8, 1): "vpmovqb", (4, 2): "vpmovdw",
+          (8, 2): "vpmovqw", (8, 4): "vpmovqd"}
+_VPMOV_SRC = {16: "x", 32: "y", 64: "z"}
+_VPMOV_DST = {32: "ym", 16: "xm", 8: "xm64", 4: "xm32", 2: "xm16"}
+
+
 class X86IVec:
     """Integer vector rules (mixed into X86Selector)."""
 
@@ -178,6 +186,14 @@ class X86IVec:
             return True
         self.emit(f"vp{'add' if sign == '+' else 'sub'}q" + three, t, shifted(hi), shifted(lo))
         return True
+
+    low_word: frozenset[UOp] = frozenset()     # select() sets it: analysis.low_word_muls
+
+    def mul_sfx(self, u: UOp, s: str) -> str:
+        """The VPMULL element suffix of u's product: "w" for an int32 product only its low 16
+        bits of each lane are read of (analysis.low_word_muls: VPMULLW, one µop, where
+        VPMULLD is two on Intel), else the lanes' own."""
+        return "w" if s == "d" and u in self.low_word else s
 
     def ivec_alu(self, u: UOp) -> VReg:
         """An ALU op on integer vectors; compares give a lane mask as wide as the lanes."""
@@ -224,10 +240,10 @@ class X86IVec:
             self.emit(mnem + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MUL:
             if not self.ivec_mul_const(t, a, u.src[1], dt, w):
-                self.emit(f"vpmull{s}" + three, t, a, self.reg(u.src[1]))
+                self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, t, a, self.reg(u.src[1]))
         elif op is Ops.MULACC:
             p = self.new("vec")
-            self.emit(f"vpmull{s}" + three, p, a, self.reg(u.src[1]))
+            self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, p, a, self.reg(u.src[1]))
             self.emit(f"vpadd{s}" + three, t, p, self.reg(u.src[2]))
         elif op is Ops.NEG:
             z = self.new("vec")
@@ -643,12 +659,19 @@ class X86IVec:
         2^bits, docs/semantics.md): VPSHUFB gathers the low bytes of each 128-bit block's
         lanes into its low bytes, VPERMQ (imm 0b1000) joins the two blocks' low qwords; to
         8 bytes from a ymm, block 1 gathers its bytes to bytes 4-7 instead and VEXTRACTI128 +
-        VPOR join them; widening is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX",
-        "PMOVZX"), reading the source's low n lanes."""
+        VPOR join them; on x86-64-v4 one VPMOV{W,D,Q}{B,W,D} does (truncation); widening
+        is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX", "PMOVZX"), reading the
+        source's low n lanes."""
         sd = x.dtype
         v, t = self.reg(x), self.new("vec")
         if sd.itemsize > dt.itemsize:
             big, small = sd.itemsize, dt.itemsize
+            if self.evex and n * big in _VPMOV_SRC:
+                # x86-64-v4: one VPMOV{W,D,Q}{B,W,D} truncates every lane (SDM "VPMOVDB/
+                # VPMOVSDB/VPMOVUSDB" and its siblings), the result's upper part zeroed
+                mnem = _VPMOV[(big, small)]
+                self.emit(f"{mnem}_{_VPMOV_DST[n * small]}_{_VPMOV_SRC[n * big]}", t, v)
+                return t
             to8 = n * small == 8
             ctl = bytearray(b"\x80" * 32)
             blocks = 2 if n * big == 32 else 1

@@ -34,7 +34,7 @@ from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
-                                   promotable_buffers)
+                                   low_word_muls, promotable_buffers)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
@@ -280,6 +280,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.promoted = promotable_buffers(lin)
         self.foldable = foldable_loads(lin, self.evex)
         self.lane_loads = lane_loads(lin)
+        self.low_word = low_word_muls(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
         # scalar bool ORs (ANDs) whose one user is an OR (AND) too: lane_test looks at the

@@ -1,5 +1,6 @@
 """x86 selection of integer vector CASTs to half- or double-size lanes (kcc/isel/x86/ivec.py
-vcast_int: VPSHUFB + VPERMQ narrowing a ymm to an xmm, VPMOVSX/ZX widening back) and of NEG
+vcast_int: VPSHUFB + VPERMQ narrowing a ymm to an xmm, one truncating VPMOVDW/WB/QD on
+x86-64-v4, VPMOVSX/ZX widening back) and of NEG
 on int32 x 16 (a zmm, x86-64-v4), against the reference interpreter on full-range inputs."""
 
 from __future__ import annotations
@@ -62,7 +63,30 @@ def test_lane_resize_matches_interpreter(arch: str, src: str, dst: str, n: int,
     g = devectorize(lower_weak_dtypes(sink), x86_desc(arch))
     assert any(u.op is Ops.CAST and u.shape == (n,) for u in toposort([g]))
     text = disasm_object(compile_x86([sink], arch)[0])
+    if form == "vpshufb" and arch == "x86-64-v4":     # one truncating down-convert
+        form = _VPMOV[np.dtype(src).itemsize, np.dtype(dst).itemsize]
+        assert "vpshufb" not in text
     assert form in text and "vpextr" not in text and "vpinsr" not in text
+
+
+_VPMOV = {(4, 2): "vpmovdw", (2, 1): "vpmovwb", (8, 4): "vpmovqd", (4, 1): "vpmovdb"}
+
+
+@pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 code cannot run here)")
+@pytest.mark.parametrize("src,dst,n", [("int32", "int8", 8), ("uint32", "int8", 16),
+                                       ("int32", "int16", 16), ("int64", "int32", 8),
+                                       ("uint16", "int8", 32)])
+def test_v4_narrowing_is_one_down_convert(src: str, dst: str, n: int) -> None:
+    """On x86-64-v4 narrowing lanes of an xmm, ymm or zmm is one VPMOV{W,D,Q}{B,W,D}
+    (truncation, SDM "VPMOVDB/VPMOVSDB/VPMOVUSDB"), each lane's low bits as the interpreter's."""
+    sink = parse(_kernel(src, dst, n), "resize.uop")
+    args = random_inputs(sink, 7)
+    info = np.iinfo(args[1].dtype)
+    args[1] = np.random.default_rng(3).integers(info.min, info.max, 2 * n,
+                                                dtype=args[1].dtype, endpoint=True)
+    assert np.array_equal(compile_and_run(sink, args, "x86-64-v4")[0], reference(sink, args)[0])
+    text = disasm_object(compile_x86([sink], "x86-64-v4")[0])
+    assert _VPMOV[np.dtype(src).itemsize, np.dtype(dst).itemsize] in text, text
 
 
 @pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 code cannot run here)")
