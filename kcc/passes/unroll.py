@@ -120,6 +120,9 @@ class _Plan:
     factor: int
     private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
     inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
+    # a column jam wider than FACTORS (`_wide_columns`): its remainder loop may be jammed
+    # again, by a narrower factor
+    wide: bool = False
 
 
 def _span(place: UOp) -> tuple[UOp, int] | None:
@@ -133,7 +136,8 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
 def _constant_out(n: UOp) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
-    MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`).
+    MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`),
+    (x + c) + c2 → x + (c + c2).
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
@@ -156,6 +160,11 @@ def _constant_out(n: UOp) -> UOp:
                                      make_const(literal_value(c * k, dt), dt)))
     if n.op is Ops.ADD:
         a, b = n.src
+        c1, c2 = const_int(b), const_int(a.src[1]) if a.op is Ops.ADD else None
+        if c1 is not None and c2 is not None:
+            # (x + c) + c2 → x + (c + c2): a remainder loop's counter `i3 + f*(N // f)` in
+            # copy k of a jam of it (`unroll`'s wide column jams)
+            return UOp(Ops.ADD, (a.src[0], make_const(literal_value(c1 + c2, dt), dt)))
         if const_int(b) is None and a.op is Ops.ADD and const_int(a.src[1]) is not None:
             return UOp(Ops.ADD, (UOp(Ops.ADD, (a.src[0], b)), a.src[1]))
         if const_int(a) is None and b.op is Ops.ADD and const_int(b.src[1]) is not None:
@@ -300,7 +309,7 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
              max_work: int | None = None, max_copied: int | None = None,
              after_loops: bool = False, tail: bool = False,
-             elementwise: bool = False) -> _Plan | None:
+             elementwise: bool = False, retried: bool = False) -> _Plan | None:
     """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay
     (factors, max_work and max_copied: the cost rules' choices, passes/pack.py jams its row
     loop with its own, None the module's; after_loops: r's RANGE may be ordered after whole
@@ -402,15 +411,46 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     fs = FACTORS if factors is None else factors
     if tail and not columns:     # dividing factors first (no remainder loop), then the others
         fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
-    for f in fs:
-        if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2 \
+    wide = _wide_columns(loops, r, cone, private, desc, n_iter, retried) \
+        if factors is None and tail and not elementwise else ()
+    for f in wide + fs:
+        if f in wide:
+            pass        # the copies' accumulators are one vector: no register estimate
+        elif (n_iter % f and not (tail and n_iter > f)) \
+                or f * (acc + 1) > desc.vector_regs // 2 \
                 or (via_mulacc and work > MULACC_MAX_WORK):
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
         if all(iterations_disjoint(v, f) for v in glob.values()):
-            return _Plan(r, end, f, tuple(private), inner)
+            return _Plan(r, end, f, tuple(private), inner, f in wide)
     return None
+
+
+# column jams wider than FACTORS, widest first
+WIDE_FACTORS = (16, 8, 4, 2)
+
+
+def _wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
+                  desc: TargetDesc, n_iter: int, retried: bool) -> tuple[int, ...]:
+    """The factors of WIDE_FACTORS a column loop (`_columns`) whose copies each keep one
+    scalar accumulator may be jammed by: those the target loads and computes as one vector
+    of the accumulators' dtype, at most the loop's bound (a remainder loop takes the rest,
+    itself jammed again by a narrower factor: `unroll`). The copies' accumulators are one
+    vector (passes/slp_reg.py), so f copies cost one vector register, not f. FACTORS' 4 made
+    conv1d r_2_16_12_8_3's 12 columns three xmm chains (0.50x clang) and mean_axes02
+    r_8_14_2_14's 14 three xmm chains and two scalar ones (0.67x); 8 + 4 (+ 2) instead."""
+    if not private or any(b.arg.size != 1 for b in private):
+        return ()
+    dts = {b.arg.dtype for b in private}
+    if len(dts) != 1:
+        return ()
+    dt = dts.pop()
+    fs = tuple(f for f in WIDE_FACTORS if f <= n_iter and desc.mem_legal(f, dt)
+               and desc.alu_legal(f, dt))
+    if not fs or (fs[0] <= max(FACTORS) and not retried):
+        return ()       # FACTORS' own choice (dividing factors first)
+    return fs if _columns(loops, r, cone) else ()
 
 
 def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
@@ -460,7 +500,8 @@ def _columns(loops: _Loops, r: UOp, cone: list[UOp]) -> bool:
 
 
 def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
-         unfused: frozenset[UOp] = frozenset()) -> tuple[UOp, set[UOp]]:
+         unfused: frozenset[UOp] = frozenset(),
+         tails: set[UOp] | None = None) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
 
     A privatized buffer of rows of W elements (`_row_width`) becomes one buffer whose row j
@@ -474,7 +515,10 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
 
     unfused: RANGEs of loops inside the fused ones that are not fused but copied, each copy
     past the first a RANGE with a fresh axis id (passes/pack.py's column pairs: one reduce
-    loop per copy inside the fused row loop)."""
+    loop per copy inside the fused row loop).
+
+    tails: where given, the RANGEs of the remainder loop (`_tail`) go there, not into the
+    RANGEs made (`unroll` jams a wide column jam's remainder loop again)."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
@@ -570,7 +614,10 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % f:
         jammed, rest = _tail(loops, plan, jammed)
-        made |= rest
+        if tails is None:
+            made |= rest
+        else:
+            tails |= rest
     return rebuild(loops.order, {end: jammed}).get(sink, sink), made
 
 
@@ -674,17 +721,22 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     if desc.vector_regs <= 0:
         return sink
     done: set[UOp] = set()
+    retry: set[UOp] = set()     # remainder loops of wide column jams, ordered after them
     while True:
         loops = _Loops(sink)
         cands = []
         for r, end in loops.end_of.items():
             cone = loops.cone(end)
+            if r in retry:
+                before = set(toposort([r])) - {r}
+                cone = [n for n in cone if n not in before]
             if any(n in done for n in cone):
                 continue
             cands.append((sum(1 for n in cone if n.op is Ops.RANGE), r))
         plan = None
         for _, r in sorted(cands, key=lambda c: c[0]):
-            plan = _analyze(loops, r, desc, tail=True)
+            plan = _analyze(loops, r, desc, tail=True, after_loops=r in retry,
+                            retried=r in retry)
             if plan is not None and const_int(r.src[0]) % plan.factor \
                     and _packs(loops, r, desc):
                 plan = None       # pack's column loop: packed unjammed, as before remainders
@@ -692,7 +744,10 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
                 break
         if plan is None:
             break             # every PARAM is still read: copy 0 reads what the loop read
-        sink, made = _jam(sink, loops, plan)
+        rest: set[UOp] = set()
+        sink, made = _jam(sink, loops, plan, tails=rest if plan.wide else None)
+        # a wide column jam's remainder loop, ordered after it, is jammed again, narrower
+        retry |= {m for m in rest if m.arg == plan.rng.arg}
         done |= made
     if 64 in desc.mul_high:
         sink = _scalar_loops(sink, desc, done)

@@ -224,3 +224,24 @@ def test_mean_columns_match_the_interpreter(arch: str, monkeypatch) -> None:
     sink = parse(_mean())
     args = random_inputs(sink, 4)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+@pytest.mark.parametrize("src,sizes,scalars", [(CONV1D.read_text(), [8, 4], 0),
+                                              (_mean(), [8, 4, 2], 2 * 3)],
+                         ids=["conv1d_12", "mean_14"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_wide_column_jam_and_its_remainders(src: str, sizes: list[int], scalars: int,
+                                            arch: str) -> None:
+    """A column loop of one-element accumulators is jammed by the widest vector the target
+    computes (8 float32 lanes at v3; 16 at v4 where the bound allows), its remainder loop
+    jammed again narrower: conv1d's 12 columns one 8-lane and one 4-lane chain (FACTORS'
+    4 made three 4-lane chains, 0.50x clang), mean's 14 columns 8 + 4 + 2 (three 4-lane
+    chains and two scalar ones before; x86 has no 2-lane float32 vector, so the last two
+    stay two scalar chains, jammed). The remainder's counter `i3 + 8` folds into each
+    copy's constant, so its loads are vector loads too, not scalars gathered into lanes."""
+    jammed, packed = _jammed(src, arch)
+    assert [s for s in _reg_sizes(jammed) if s > 1] == sorted(sizes)
+    loads = [u for u in toposort([packed]) if u.op is Ops.LOAD
+             and u.src[0].src[0].op is Ops.PARAM and u.src[0].src[0].arg.slot == 1]
+    assert {u.shape[0] for u in loads if u.shape} == {8, 4}
+    assert sum(1 for u in loads if not u.shape) == scalars
