@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
-from kcc.ir.ops import ALU
+from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -446,11 +446,36 @@ def _wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
     if len(dts) != 1:
         return ()
     dt = dts.pop()
+    values = _lane_values(cone, r, private)
     fs = tuple(f for f in WIDE_FACTORS if f <= n_iter and desc.mem_legal(f, dt)
-               and desc.alu_legal(f, dt))
+               and desc.alu_legal(f, dt) and all(_lanes_legal(n, f, desc) for n in values))
     if not fs or (fs[0] <= max(FACTORS) and not retried):
         return ()       # FACTORS' own choice (dividing factors first)
     return fs if _columns(loops, r, cone) else ()
+
+
+def _lane_values(cone: list[UOp], r: UOp, private: list[UOp]) -> list[UOp]:
+    """The nodes of r's body whose f copies the lane packer must make one f-lane node for a
+    wide column jam to pay: the ALU ops and casts whose value varies with r (`_varies`; a
+    load's gate that does not is one splat), less integer arithmetic (an address's index: a
+    copy's `f*i2 + k` folds into its loads' displacements; where it feeds a compare, the
+    compare is counted)."""
+    return [n for n in _varies(cone, r, set(private)) if
+            n.op in COMPARE or n.op in (Ops.CAST, Ops.BITCAST, Ops.WHERE)
+            or (n.op in ALU and n.dtype is not None and not n.dtype.is_int)]
+
+
+def _lanes_legal(n: UOp, f: int, desc: TargetDesc) -> bool:
+    """Whether the target computes f lanes of n (`_lane_values`) as one node. Where it does
+    not, the packer splits the jam's copies into lanes computed one by one: half_matmul
+    r_17_19_33's float16 MUL and F16C casts (4 or 8 lanes, an xmm) jammed by 16 ran 1.1x →
+    0.65x clang, cumprod r_3_40_10_4's and cumsum_5000 r_10_256_2_64_4's int32 CMPLT (no
+    zmm integer compare row) 1.5x → 0.75x and 1.05x → 0.82x."""
+    if n.op in COMPARE:
+        return desc.alu_legal(f, n.src[0].dtype, n.op)
+    if n.op in (Ops.CAST, Ops.BITCAST):
+        return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, f)
+    return desc.alu_legal(f, n.dtype, n.op)
 
 
 def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:

@@ -245,3 +245,34 @@ def test_wide_column_jam_and_its_remainders(src: str, sizes: list[int], scalars:
              and u.src[0].src[0].op is Ops.PARAM and u.src[0].src[0].arg.slot == 1]
     assert {u.shape[0] for u in loads if u.shape} == {8, 4}
     assert sum(1 for u in loads if not u.shape) == scalars
+
+
+UNROLL_DATA = Path(__file__).resolve().parents[1] / "data" / "unroll"
+
+
+def _sweep(name: str) -> str:
+    return (UNROLL_DATA / f"{name}.uop").read_text()
+
+
+@pytest.mark.parametrize("name,widest", [("half_matmul_r_17_19_33", 8),
+                                         ("cumprod_r_3_40_10_4", 8)])
+def test_wide_column_jam_takes_only_lanes_the_target_computes(name: str, widest: int) -> None:
+    """A wide column jam takes f copies only where every value its copies compute (casts,
+    compares, float ALU ops) is one f-lane node on the target: at x86-64-v4 half_matmul's
+    float16 MUL and F16C casts have 4 or 8 lanes, cumprod's int32 CMPLT no zmm row. Jammed
+    by 16 the packer left them lane by lane (half_matmul 1.1x → 0.65x clang, cumprod 1.5x →
+    0.75x); by 8 they are one ymm (xmm for the halves) each."""
+    jammed, packed = _jammed(_sweep(name), "x86-64-v4")
+    assert max(_reg_sizes(jammed)) == widest
+    assert any(u.op is Ops.LOAD and u.shape == (widest,) and u.src[0].src[0].op is Ops.PARAM
+               for u in toposort([packed]))
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("name", ["half_matmul_r_17_19_33", "cumprod_r_3_40_10_4"])
+def test_wide_column_jam_sweep_kernels_match_the_interpreter(name: str, arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(_sweep(name))
+    args = random_inputs(sink, 3)
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
