@@ -133,11 +133,16 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
     return (place.src[1], n) if n is not None else None
 
 
-def _constant_out(n: UOp) -> UOp:
+def _constant_out(n: UOp, addend: bool = False) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
     MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`),
-    (x + c) + c2 → x + (c + c2).
+    (x + c) + c2 → x + (c + c2), and where addend (a wide column jam's copies, `_wide_columns`)
+    MULACC(x, k, y + c) → MULACC(x, k, y) + c: tinygrad's `t*4 + j` of a column j under a
+    reduce counter t (cumsum_5000 r_10_256_2_64_4, cumprod r_3_40_10_4). There each copy's
+    gated loads were packed within the copy (its own 4 consecutive elements: one masked xmm
+    load per copy and a transpose) instead of across the copies; with k out, the copies'
+    indices differ by constants and pack across (one masked ymm load per element offset).
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
@@ -158,6 +163,11 @@ def _constant_out(n: UOp) -> UOp:
                 srcs = (x.src[0], m) if i == 0 else (m, x.src[0])
                 return UOp(Ops.ADD, (UOp(Ops.MULACC, srcs + (n.src[2],)),
                                      make_const(literal_value(c * k, dt), dt)))
+        y = n.src[2]
+        c = const_int(y.src[1]) if addend and y.op is Ops.ADD else None
+        if c is not None:       # MULACC(x, k, y + c) → MULACC(x, k, y) + c
+            return UOp(Ops.ADD, (UOp(Ops.MULACC, n.src[:2] + (y.src[0],)),
+                                 make_const(literal_value(c, dt), dt)))
     if n.op is Ops.ADD:
         a, b = n.src
         c1, c2 = const_int(b), const_int(a.src[1]) if a.op is Ops.ADD else None
@@ -634,7 +644,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for k in range(f):
                 srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
                 if srcs != n.src:
-                    new[k][n] = _constant_out(n.replace(src=srcs))
+                    new[k][n] = _constant_out(n.replace(src=srcs), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % f:
