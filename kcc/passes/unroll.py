@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
-from kcc.ir.ops import ALU
+from kcc.ir.ops import ALU, COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -120,6 +120,9 @@ class _Plan:
     factor: int
     private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
     inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
+    # a column jam wider than FACTORS (`_wide_columns`): its remainder loop may be jammed
+    # again, by a narrower factor
+    wide: bool = False
 
 
 def _span(place: UOp) -> tuple[UOp, int] | None:
@@ -130,10 +133,16 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
     return (place.src[1], n) if n is not None else None
 
 
-def _constant_out(n: UOp) -> UOp:
+def _constant_out(n: UOp, addend: bool = False) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
-    MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`).
+    MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`),
+    (x + c) + c2 → x + (c + c2), and where addend (a wide column jam's copies, `_wide_columns`)
+    MULACC(x, k, y + c) → MULACC(x, k, y) + c: tinygrad's `t*4 + j` of a column j under a
+    reduce counter t (cumsum_5000 r_10_256_2_64_4, cumprod r_3_40_10_4). There each copy's
+    gated loads were packed within the copy (its own 4 consecutive elements: one masked xmm
+    load per copy and a transpose) instead of across the copies; with k out, the copies'
+    indices differ by constants and pack across (one masked ymm load per element offset).
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
@@ -154,8 +163,18 @@ def _constant_out(n: UOp) -> UOp:
                 srcs = (x.src[0], m) if i == 0 else (m, x.src[0])
                 return UOp(Ops.ADD, (UOp(Ops.MULACC, srcs + (n.src[2],)),
                                      make_const(literal_value(c * k, dt), dt)))
+        y = n.src[2]
+        c = const_int(y.src[1]) if addend and y.op is Ops.ADD else None
+        if c is not None:       # MULACC(x, k, y + c) → MULACC(x, k, y) + c
+            return UOp(Ops.ADD, (UOp(Ops.MULACC, n.src[:2] + (y.src[0],)),
+                                 make_const(literal_value(c, dt), dt)))
     if n.op is Ops.ADD:
         a, b = n.src
+        c1, c2 = const_int(b), const_int(a.src[1]) if a.op is Ops.ADD else None
+        if c1 is not None and c2 is not None:
+            # (x + c) + c2 → x + (c + c2): a remainder loop's counter `i3 + f*(N // f)` in
+            # copy k of a jam of it (`unroll`'s wide column jams)
+            return UOp(Ops.ADD, (a.src[0], make_const(literal_value(c1 + c2, dt), dt)))
         if const_int(b) is None and a.op is Ops.ADD and const_int(a.src[1]) is not None:
             return UOp(Ops.ADD, (UOp(Ops.ADD, (a.src[0], b)), a.src[1]))
         if const_int(a) is None and b.op is Ops.ADD and const_int(b.src[1]) is not None:
@@ -300,7 +319,7 @@ def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
              max_work: int | None = None, max_copied: int | None = None,
              after_loops: bool = False, tail: bool = False,
-             elementwise: bool = False) -> _Plan | None:
+             elementwise: bool = False, retried: bool = False) -> _Plan | None:
     """The plan for unroll-and-jam of loop r, or None when it is not legal or does not pay
     (factors, max_work and max_copied: the cost rules' choices, passes/pack.py jams its row
     loop with its own, None the module's; after_loops: r's RANGE may be ordered after whole
@@ -402,15 +421,71 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     fs = FACTORS if factors is None else factors
     if tail and not columns:     # dividing factors first (no remainder loop), then the others
         fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
-    for f in fs:
-        if (n_iter % f and not (tail and n_iter > f)) or f * (acc + 1) > desc.vector_regs // 2 \
+    wide = _wide_columns(loops, r, cone, private, desc, n_iter, retried) \
+        if factors is None and tail and not elementwise else ()
+    for f in wide + fs:
+        if f in wide:
+            pass        # the copies' accumulators are one vector: no register estimate
+        elif (n_iter % f and not (tail and n_iter > f)) \
+                or f * (acc + 1) > desc.vector_regs // 2 \
                 or (via_mulacc and work > MULACC_MAX_WORK):
             continue
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
         if all(iterations_disjoint(v, f) for v in glob.values()):
-            return _Plan(r, end, f, tuple(private), inner)
+            return _Plan(r, end, f, tuple(private), inner, f in wide)
     return None
+
+
+# column jams wider than FACTORS, widest first
+WIDE_FACTORS = (16, 8, 4, 2)
+
+
+def _wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
+                  desc: TargetDesc, n_iter: int, retried: bool) -> tuple[int, ...]:
+    """The factors of WIDE_FACTORS a column loop (`_columns`) whose copies each keep one
+    scalar accumulator may be jammed by: those the target loads and computes as one vector
+    of the accumulators' dtype, at most the loop's bound (a remainder loop takes the rest,
+    itself jammed again by a narrower factor: `unroll`). The copies' accumulators are one
+    vector (passes/slp_reg.py), so f copies cost one vector register, not f. FACTORS' 4 made
+    conv1d r_2_16_12_8_3's 12 columns three xmm chains (0.50x clang) and mean_axes02
+    r_8_14_2_14's 14 three xmm chains and two scalar ones (0.67x); 8 + 4 (+ 2) instead."""
+    if not private or any(b.arg.size != 1 for b in private):
+        return ()
+    dts = {b.arg.dtype for b in private}
+    if len(dts) != 1:
+        return ()
+    dt = dts.pop()
+    values = _lane_values(cone, r, private)
+    fs = tuple(f for f in WIDE_FACTORS if f <= n_iter and desc.mem_legal(f, dt)
+               and desc.alu_legal(f, dt) and all(_lanes_legal(n, f, desc) for n in values))
+    if not fs or (fs[0] <= max(FACTORS) and not retried):
+        return ()       # FACTORS' own choice (dividing factors first)
+    return fs if _columns(loops, r, cone) else ()
+
+
+def _lane_values(cone: list[UOp], r: UOp, private: list[UOp]) -> list[UOp]:
+    """The nodes of r's body whose f copies the lane packer must make one f-lane node for a
+    wide column jam to pay: the ALU ops and casts whose value varies with r (`_varies`; a
+    load's gate that does not is one splat), less integer arithmetic (an address's index: a
+    copy's `f*i2 + k` folds into its loads' displacements; where it feeds a compare, the
+    compare is counted)."""
+    return [n for n in _varies(cone, r, set(private)) if
+            n.op in COMPARE or n.op in (Ops.CAST, Ops.BITCAST, Ops.WHERE)
+            or (n.op in ALU and n.dtype is not None and not n.dtype.is_int)]
+
+
+def _lanes_legal(n: UOp, f: int, desc: TargetDesc) -> bool:
+    """Whether the target computes f lanes of n (`_lane_values`) as one node. Where it does
+    not, the packer splits the jam's copies into lanes computed one by one: half_matmul
+    r_17_19_33's float16 MUL and F16C casts (4 or 8 lanes, an xmm) jammed by 16 ran 1.1x →
+    0.65x clang, cumprod r_3_40_10_4's and cumsum_5000 r_10_256_2_64_4's int32 CMPLT (no
+    zmm integer compare row) 1.5x → 0.75x and 1.05x → 0.82x."""
+    if n.op in COMPARE:
+        return desc.alu_legal(f, n.src[0].dtype, n.op)
+    if n.op in (Ops.CAST, Ops.BITCAST):
+        return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, f)
+    return desc.alu_legal(f, n.dtype, n.op)
 
 
 def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
@@ -460,7 +535,8 @@ def _columns(loops: _Loops, r: UOp, cone: list[UOp]) -> bool:
 
 
 def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
-         unfused: frozenset[UOp] = frozenset()) -> tuple[UOp, set[UOp]]:
+         unfused: frozenset[UOp] = frozenset(),
+         tails: set[UOp] | None = None) -> tuple[UOp, set[UOp]]:
     """The graph with plan's loop unrolled and jammed; also the RANGEs it made.
 
     A privatized buffer of rows of W elements (`_row_width`) becomes one buffer whose row j
@@ -474,7 +550,10 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
 
     unfused: RANGEs of loops inside the fused ones that are not fused but copied, each copy
     past the first a RANGE with a fresh axis id (passes/pack.py's column pairs: one reduce
-    loop per copy inside the fused row loop)."""
+    loop per copy inside the fused row loop).
+
+    tails: where given, the RANGEs of the remainder loop (`_tail`) go there, not into the
+    RANGEs made (`unroll` jams a wide column jam's remainder loop again)."""
     r, end, f = plan.rng, plan.end, plan.factor
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
@@ -565,12 +644,15 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for k in range(f):
                 srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
                 if srcs != n.src:
-                    new[k][n] = _constant_out(n.replace(src=srcs))
+                    new[k][n] = _constant_out(n.replace(src=srcs), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % f:
         jammed, rest = _tail(loops, plan, jammed)
-        made |= rest
+        if tails is None:
+            made |= rest
+        else:
+            tails |= rest
     return rebuild(loops.order, {end: jammed}).get(sink, sink), made
 
 
@@ -674,17 +756,22 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     if desc.vector_regs <= 0:
         return sink
     done: set[UOp] = set()
+    retry: set[UOp] = set()     # remainder loops of wide column jams, ordered after them
     while True:
         loops = _Loops(sink)
         cands = []
         for r, end in loops.end_of.items():
             cone = loops.cone(end)
+            if r in retry:
+                before = set(toposort([r])) - {r}
+                cone = [n for n in cone if n not in before]
             if any(n in done for n in cone):
                 continue
             cands.append((sum(1 for n in cone if n.op is Ops.RANGE), r))
         plan = None
         for _, r in sorted(cands, key=lambda c: c[0]):
-            plan = _analyze(loops, r, desc, tail=True)
+            plan = _analyze(loops, r, desc, tail=True, after_loops=r in retry,
+                            retried=r in retry)
             if plan is not None and const_int(r.src[0]) % plan.factor \
                     and _packs(loops, r, desc):
                 plan = None       # pack's column loop: packed unjammed, as before remainders
@@ -692,7 +779,10 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
                 break
         if plan is None:
             break             # every PARAM is still read: copy 0 reads what the loop read
-        sink, made = _jam(sink, loops, plan)
+        rest: set[UOp] = set()
+        sink, made = _jam(sink, loops, plan, tails=rest if plan.wide else None)
+        # a wide column jam's remainder loop, ordered after it, is jammed again, narrower
+        retry |= {m for m in rest if m.arg == plan.rng.arg}
         done |= made
     if 64 in desc.mul_high:
         sink = _scalar_loops(sink, desc, done)

@@ -224,3 +224,68 @@ def test_mean_columns_match_the_interpreter(arch: str, monkeypatch) -> None:
     sink = parse(_mean())
     args = random_inputs(sink, 4)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+@pytest.mark.parametrize("src,sizes,scalars", [(CONV1D.read_text(), [8, 4], 0),
+                                              (_mean(), [8, 4, 2], 2 * 3)],
+                         ids=["conv1d_12", "mean_14"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_wide_column_jam_and_its_remainders(src: str, sizes: list[int], scalars: int,
+                                            arch: str) -> None:
+    """A column loop of one-element accumulators is jammed by the widest vector the target
+    computes (8 float32 lanes at v3; 16 at v4 where the bound allows), its remainder loop
+    jammed again narrower: conv1d's 12 columns one 8-lane and one 4-lane chain (FACTORS'
+    4 made three 4-lane chains, 0.50x clang), mean's 14 columns 8 + 4 + 2 (three 4-lane
+    chains and two scalar ones before; x86 has no 2-lane float32 vector, so the last two
+    stay two scalar chains, jammed). The remainder's counter `i3 + 8` folds into each
+    copy's constant, so its loads are vector loads too, not scalars gathered into lanes."""
+    jammed, packed = _jammed(src, arch)
+    assert [s for s in _reg_sizes(jammed) if s > 1] == sorted(sizes)
+    loads = [u for u in toposort([packed]) if u.op is Ops.LOAD
+             and u.src[0].src[0].op is Ops.PARAM and u.src[0].src[0].arg.slot == 1]
+    assert {u.shape[0] for u in loads if u.shape} == {8, 4}
+    assert sum(1 for u in loads if not u.shape) == scalars
+
+
+UNROLL_DATA = Path(__file__).resolve().parents[1] / "data" / "unroll"
+
+
+def _sweep(name: str) -> str:
+    return (UNROLL_DATA / f"{name}.uop").read_text()
+
+
+@pytest.mark.parametrize("name,widest", [("half_matmul_r_17_19_33", 8),
+                                         ("cumprod_r_3_40_10_4", 8)])
+def test_wide_column_jam_takes_only_lanes_the_target_computes(name: str, widest: int) -> None:
+    """A wide column jam takes f copies only where every value its copies compute (casts,
+    compares, float ALU ops) is one f-lane node on the target: at x86-64-v4 half_matmul's
+    float16 MUL and F16C casts have 4 or 8 lanes, cumprod's int32 CMPLT no zmm row. Jammed
+    by 16 the packer left them lane by lane (half_matmul 1.1x → 0.65x clang, cumprod 1.5x →
+    0.75x); by 8 they are one ymm (xmm for the halves) each."""
+    jammed, packed = _jammed(_sweep(name), "x86-64-v4")
+    assert max(_reg_sizes(jammed)) == widest
+    assert any(u.op is Ops.LOAD and u.shape == (widest,) and u.src[0].src[0].op is Ops.PARAM
+               for u in toposort([packed]))
+
+
+def test_wide_column_jam_moves_the_copy_constant_out_of_a_mulacc() -> None:
+    """cumsum_5000 r_10_256_2_64_4 reads element `t*4 + j + c` (t the reduce counter, j the
+    column, c = -375 … -372 the kernel's upcast). Copy k's `MULACC(t, 4, j + k)` becomes
+    `MULACC(t, 4, j) + k`, so the copies' gated loads of one c pack across the copies (one
+    8-lane masked load each) instead of each copy's 4 consecutive elements into one xmm and a
+    transpose (0.82x clang jammed by 16 with the constant inside, 1.05x on main's 4)."""
+    _, packed = _jammed(_sweep("cumsum_5000_r_10_256_2_64_4"), "x86-64-v4")
+    loads = [u for u in toposort([packed]) if u.op is Ops.LOAD and len(u.src) == 3
+             and u.src[0].src[0].op is Ops.PARAM]
+    assert loads and {u.shape for u in loads} == {(8,)}
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("name", ["half_matmul_r_17_19_33", "cumprod_r_3_40_10_4",
+                                  "cumsum_5000_r_10_256_2_64_4"])
+def test_wide_column_jam_sweep_kernels_match_the_interpreter(name: str, arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(_sweep(name))
+    args = random_inputs(sink, 3)
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
