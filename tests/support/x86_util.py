@@ -22,6 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "tests" / "data" / "kernels" / "shared"   # the shared examples (project copy)
 
 
+def selected_text(text: str, arch: str = "x86-64-v3") -> str:
+    """The x86 selector's output for a kernel's text (the pipeline's dump after `select`)."""
+    import io
+
+    from kcc.targets.pipeline import run_pipeline
+    from kcc.targets.x86.target import X86Target
+    out = io.StringIO()
+    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
+    return out.getvalue()
+
+
 def random_inputs(sink: UOp, seed: int = 0) -> list:
     """Random arguments in slot order: a mix of ordinary and special float values, full-range
     integers, and scalars within their declared ranges."""

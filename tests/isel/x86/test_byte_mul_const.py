@@ -6,15 +6,12 @@ values at the ends of the dtype (the products wrap modulo 256)."""
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import assert_same, compile_and_run, reference, selected_text
 
 from kcc.frontend.parser import parse
-from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import X86Target
 
 V4 = "avx512bw" in open("/proc/cpuinfo").read()
 ARCHES = ["x86-64-v3"] + (["x86-64-v4"] if V4 else [])
@@ -41,11 +38,6 @@ SINK(%e) KernelInfo(name="mul8c")
 """
 
 
-def _selected(text: str, arch: str) -> str:
-    out = io.StringIO()
-    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
-    return out.getvalue()
-
 
 def _args(dt: str) -> list:
     rng = np.random.default_rng(7)
@@ -68,7 +60,7 @@ def test_a_byte_constant_of_two_powers_is_adds(arch: str, dt: str, acc: bool, c:
     elif c >= 128:
         c -= 256
     text = _kernel(dt, c, acc)
-    sel = _selected(text, arch)
+    sel = selected_text(text, arch)
     assert ("vpmullw" not in sel) == adds, sel
     assert "imul" not in sel                      # the loop is widened either way
     sink = parse(text)

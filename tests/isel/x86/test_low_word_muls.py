@@ -7,15 +7,13 @@ value is the reference interpreter, on values at the ends of int32."""
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import assert_same, compile_and_run, reference, selected_text
 
 from kcc.frontend.parser import parse
-from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import V4_FLAGS, X86Target, cpu_flags
+from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
 V4 = all(f in cpu_flags() for f in V4_FLAGS)
 ARCHES = ["x86-64-v3"] + (["x86-64-v4"] if V4 else [])
@@ -53,11 +51,6 @@ CASES = {   # name: (out dtype, ops after the product, VPMULLW expected)
 }
 
 
-def _selected(text: str, arch: str) -> str:
-    out = io.StringIO()
-    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
-    return out.getvalue()
-
 
 def _args(out: str) -> list:
     rng = np.random.default_rng(7)
@@ -73,7 +66,7 @@ def _args(out: str) -> list:
 def test_products_read_at_16_bits_or_fewer_are_word_multiplies(case: str, arch: str) -> None:
     out, tail, word = CASES[case]
     text = _kernel(out, tail)
-    sel = _selected(text, arch)
+    sel = selected_text(text, arch)
     assert ("vpmullw" in sel) == word and ("vpmulld" in sel) != word, sel
     sink = parse(text)
     args = _args(out)
