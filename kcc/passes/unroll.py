@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
-from kcc.ir.ops import ALU, COMPARE
+from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -120,7 +120,7 @@ class _Plan:
     factor: int
     private: tuple[UOp, ...]         # REG BUFFERs given one fresh buffer per copy
     inner: frozenset[UOp]            # RANGEs of the inner loops (fused)
-    # a column jam wider than FACTORS (`_wide_columns`): its remainder loop may be jammed
+    # a column jam wider than FACTORS (unroll_columns.py): its remainder loop may be jammed
     # again, by a narrower factor
     wide: bool = False
 
@@ -137,7 +137,7 @@ def _constant_out(n: UOp, addend: bool = False) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
     MULACC(x + c, k, y) → MULACC(x, k, y) + c*k (tinygrad's row index `row*N + j`),
-    (x + c) + c2 → x + (c + c2), and where addend (a wide column jam's copies, `_wide_columns`)
+    (x + c) + c2 → x + (c + c2), and where addend (a wide column jam's copies, unroll_columns.py)
     MULACC(x, k, y + c) → MULACC(x, k, y) + c: tinygrad's `t*4 + j` of a column j under a
     reduce counter t (cumsum_5000 r_10_256_2_64_4, cumprod r_3_40_10_4). There each copy's
     gated loads were packed within the copy (its own 4 consecutive elements: one masked xmm
@@ -414,14 +414,15 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     # pays whatever the work (mean over axes 0 and 2, r_8_14_2_14: 0.18x -> 0.48x clang).
     # With several accumulators a copy (tinygrad's upcast rows) the copies stayed chains:
     # cumsum_777 r_3_128_2_4_64_4 jammed ran 2.4x -> 1.2x clang, cummax's 2.3x -> 0.8x
+    from kcc.passes.unroll_columns import column_loop, wide_columns
     columns = via_mulacc and work > MULACC_MAX_WORK \
-        and all(b.arg.size == 1 for b in private) and _columns(loops, r, cone)
+        and all(b.arg.size == 1 for b in private) and column_loop(loops, r, cone)
     if columns:
         via_mulacc = False
     fs = FACTORS if factors is None else factors
     if tail and not columns:     # dividing factors first (no remainder loop), then the others
         fs = tuple(f for f in fs if n_iter % f == 0) + tuple(f for f in fs if n_iter % f)
-    wide = _wide_columns(loops, r, cone, private, desc, n_iter, retried) \
+    wide = wide_columns(loops, r, cone, private, desc, n_iter, retried) \
         if factors is None and tail and not elementwise else ()
     for f in wide + fs:
         if f in wide:
@@ -435,57 +436,6 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
         if all(iterations_disjoint(v, f) for v in glob.values()):
             return _Plan(r, end, f, tuple(private), inner, f in wide)
     return None
-
-
-# column jams wider than FACTORS, widest first
-WIDE_FACTORS = (16, 8, 4, 2)
-
-
-def _wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
-                  desc: TargetDesc, n_iter: int, retried: bool) -> tuple[int, ...]:
-    """The factors of WIDE_FACTORS a column loop (`_columns`) whose copies each keep one
-    scalar accumulator may be jammed by: those the target loads and computes as one vector
-    of the accumulators' dtype, at most the loop's bound (a remainder loop takes the rest,
-    itself jammed again by a narrower factor: `unroll`). The copies' accumulators are one
-    vector (passes/slp_reg.py), so f copies cost one vector register, not f. FACTORS' 4 made
-    conv1d r_2_16_12_8_3's 12 columns three xmm chains (0.50x clang) and mean_axes02
-    r_8_14_2_14's 14 three xmm chains and two scalar ones (0.67x); 8 + 4 (+ 2) instead."""
-    if not private or any(b.arg.size != 1 for b in private):
-        return ()
-    dts = {b.arg.dtype for b in private}
-    if len(dts) != 1:
-        return ()
-    dt = dts.pop()
-    values = _lane_values(cone, r, private)
-    fs = tuple(f for f in WIDE_FACTORS if f <= n_iter and desc.mem_legal(f, dt)
-               and desc.alu_legal(f, dt) and all(_lanes_legal(n, f, desc) for n in values))
-    if not fs or (fs[0] <= max(FACTORS) and not retried):
-        return ()       # FACTORS' own choice (dividing factors first)
-    return fs if _columns(loops, r, cone) else ()
-
-
-def _lane_values(cone: list[UOp], r: UOp, private: list[UOp]) -> list[UOp]:
-    """The nodes of r's body whose f copies the lane packer must make one f-lane node for a
-    wide column jam to pay: the ALU ops and casts whose value varies with r (`_varies`; a
-    load's gate that does not is one splat), less integer arithmetic (an address's index: a
-    copy's `f*i2 + k` folds into its loads' displacements; where it feeds a compare, the
-    compare is counted)."""
-    return [n for n in _varies(cone, r, set(private)) if
-            n.op in COMPARE or n.op in (Ops.CAST, Ops.BITCAST, Ops.WHERE)
-            or (n.op in ALU and n.dtype is not None and not n.dtype.is_int)]
-
-
-def _lanes_legal(n: UOp, f: int, desc: TargetDesc) -> bool:
-    """Whether the target computes f lanes of n (`_lane_values`) as one node. Where it does
-    not, the packer splits the jam's copies into lanes computed one by one: half_matmul
-    r_17_19_33's float16 MUL and F16C casts (4 or 8 lanes, an xmm) jammed by 16 ran 1.1x →
-    0.65x clang, cumprod r_3_40_10_4's and cumsum_5000 r_10_256_2_64_4's int32 CMPLT (no
-    zmm integer compare row) 1.5x → 0.75x and 1.05x → 0.82x."""
-    if n.op in COMPARE:
-        return desc.alu_legal(f, n.src[0].dtype, n.op)
-    if n.op in (Ops.CAST, Ops.BITCAST):
-        return desc.cast_legal(n.op, n.src[0].dtype, n.dtype, f)
-    return desc.alu_legal(f, n.dtype, n.op)
 
 
 def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
@@ -505,33 +455,6 @@ def _row_width(loops: _Loops, cone: list[UOp], buf: UOp) -> int:
             if start is None or start // w != (start + sp[1] - 1) // w:
                 return 0
     return w
-
-
-def _columns(loops: _Loops, r: UOp, cone: list[UOp]) -> bool:
-    """Whether r's loop is a column loop: a loop of an inner loop reads a global buffer, and
-    every global load that depends on r reads element r + (terms free of r) (coefficient 1:
-    tinygrad's reduction over axis 0, `x[j*C + i]`), so the copies' loads of one step are
-    consecutive elements, which the lane packer loads as one vector when the copies'
-    one-element accumulators are consecutive elements of one buffer (`_jam`)."""
-    memo: dict = {}
-    inner_read = False
-    for n in cone:
-        if n.op is not Ops.LOAD or n.src[0].op is not Ops.INDEX:
-            continue
-        buf = base_buffer(n.src[0].src[0])
-        idx = n.src[0].src[1]
-        if buf.op is not Ops.PARAM or r not in loops.dep[idx]:
-            continue
-        terms, _ = affine(idx, memo=memo, mulacc=True)
-        c = terms.get(r)
-        if not c and all(t.op is Ops.RANGE or r not in loops.dep[t] for t in terms):
-            # free of r's value: its index reads only loops nested in r's (conv1d's weights,
-            # w[k*3 + o*24]: the same element for every copy, a splat)
-            continue
-        if c != 1:
-            return False
-        inner_read = inner_read or bool(loops.dep[idx] - loops.dep[r] - {r})
-    return inner_read
 
 
 def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
@@ -562,7 +485,8 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
     slot = free_reg_slot(loops.order)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
-    columns = rows_of and _columns(loops, r, loops.cone(end))
+    from kcc.passes.unroll_columns import column_loop
+    columns = rows_of and column_loop(loops, r, loops.cone(end))
     for buf in plan.private:
         a: ParamArg = buf.arg
         w = _row_width(loops, loops.cone(end), buf) if rows_of else 0
@@ -700,44 +624,6 @@ def _packs(loops: _Loops, r: UOp, desc: TargetDesc) -> bool:
     return _pack_plan(loops, r, desc) is not None
 
 
-# unroll factors of an innermost scalar loop (`_scalar_loops`), dividing ones first
-SCALAR_FACTORS = (4, 5, 3, 2)
-# the most nodes one copy of such a loop's body may have
-SCALAR_MAX_COPIED = 64
-
-
-def _divides64(n: UOp) -> bool:
-    """n is a scalar 64-bit integer CDIV/CMOD (by a constant: passes/divconst.py's multiply
-    and shifts; else DIV/IDIV), which no x86 vector form takes."""
-    return n.op in (Ops.CDIV, Ops.CMOD) and not n.shape and n.dtype.is_int \
-        and n.dtype.bits == 64
-
-
-def _scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp]) -> UOp:
-    """Innermost loops that stay scalar because they divide 64-bit integers unrolled by a
-    factor of SCALAR_FACTORS (dividing the bound first, else with a remainder loop), their
-    copies one body (`_jam` with nothing to privatize). u64_div E_50, `x // 1000003` per
-    element: one division a trip ran 42.5 ns a call, two a trip 28.8 ns, clang's five 23.3
-    (its loop overhead and the multiply's scheduling shared by the copies; docs/performance.md,
-    "64-bit integer loops"). Legality is unroll-and-jam's (`_analyze`, elementwise)."""
-    while True:
-        loops = _Loops(sink)
-        plan = None
-        for r, end in loops.end_of.items():
-            cone = loops.cone(end)
-            if r in done or any(n in done for n in cone) or not any(map(_divides64, cone)) \
-                    or any(n.op is Ops.BUFFER for n in cone):
-                continue
-            plan = _analyze(loops, r, desc, factors=SCALAR_FACTORS, tail=True,
-                            max_copied=SCALAR_MAX_COPIED, elementwise=True)
-            if plan is not None:
-                break
-        if plan is None:
-            return sink
-        sink, made = _jam(sink, loops, plan)
-        done |= made
-
-
 def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
     """Unroll-and-jam every loop the module docstring allows, innermost first; first, on a
     target that asks for it, tiny elementwise nests (passes/unroll_tiny.py) and short reduce
@@ -785,7 +671,8 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
         retry |= {m for m in rest if m.arg == plan.rng.arg}
         done |= made
     if 64 in desc.mul_high:
-        sink = _scalar_loops(sink, desc, done)
+        from kcc.passes.unroll_scalar import scalar_loops
+        sink = scalar_loops(sink, desc, done)
     if desc.pack_bytes > 0 and packing:
         # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
         from kcc.passes.pack import pack

@@ -61,7 +61,7 @@ def _packed(src: str, desc=None):
 
 
 def test_conv1d_columns_are_one_vector_store() -> None:
-    # its 12 columns jammed by 8, the remainder by 4 (passes/unroll.py `_wide_columns`)
+    # its 12 columns jammed by 8, the remainder by 4 (passes/unroll_columns.py `wide_columns`)
     stores = _stores(_packed(CONV1D.read_text()), 0)
     assert [u.src[1].shape for u in stores] == [(8,), (4,)]
 

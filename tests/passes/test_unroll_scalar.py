@@ -1,4 +1,4 @@
-"""Innermost loops that divide 64-bit integers, unrolled (passes/unroll.py `_scalar_loops`):
+"""Innermost loops that divide 64-bit integers, unrolled (passes/unroll_scalar.py `scalar_loops`):
 x86 has no vector form of a 64-bit multiply-high, so these loops stay scalar, and one
 division a trip ran 0.51x clang's five (tinygrad sweep u64_div E_50)."""
 
