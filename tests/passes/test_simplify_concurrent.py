@@ -1,5 +1,5 @@
 """simplify keeps no state between runs: two runs that overlap (threads) neither share nor
-leak a memo of constant values (the memo lives on the nodes, kcc.passes.simplify.const_value)."""
+leak a memo of constant values (the memo lives on the nodes, kcc.passes.simplify_fold.const_value)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 
 from passes_support import op, param, rng, sink, strong
 
-import kcc.passes.simplify as simplify_mod
+import kcc.passes.simplify_fold as fold_mod
 from kcc.ir.dtype import dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
@@ -31,7 +31,7 @@ def test_overlapping_runs_leave_nothing_behind(monkeypatch) -> None:
     # pauses likewise; A finishes first, then B. With a module-global memo that B took over
     # from A and restored on exit, A's memo (and every node of A's graph in it) outlived both.
     a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
-    real = simplify_mod.convert
+    real = fold_mod.convert           # constant folding's own module (passes/simplify_fold.py)
     first: set[str] = set()
 
     def convert(*args):
@@ -46,7 +46,7 @@ def test_overlapping_runs_leave_nothing_behind(monkeypatch) -> None:
                 assert a_done.wait(10)
         return real(*args)
 
-    monkeypatch.setattr(simplify_mod, "convert", convert)
+    monkeypatch.setattr(fold_mod, "convert", convert)
     ga, ca = _kernel(70001)
     gb, _ = _kernel(90001)
     results: dict[str, UOp] = {}
