@@ -136,7 +136,7 @@ class UOp:
 
     # _verified: what the verifier concluded from this node's subgraph (kcc/ir/verify.py);
     # _const: the node's constant value, kcc.ir.consts.const_value's memo (UNKNOWN: not asked);
-    # _strong: its strong-constant value, kcc.passes.simplify.const_value's memo (likewise)
+    # _strong: its strong-constant value, kcc.passes.simplify_fold.const_value's memo (likewise)
     # _range: its integer value range, kcc.ir.ranges.int_ranges' memo (a function of the
     # subgraph: UNKNOWN not asked, NOT_INT for a node int_ranges gives no entry)
     # _deps: the RANGEs it depends on, kcc.passes.linearize.range_sets' memo (likewise)
