@@ -147,6 +147,10 @@ INT_ONLY = frozenset({Ops.CDIV, Ops.CMOD, Ops.SHL, Ops.SHR, Ops.MULHI})
 BITWISE = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR,
                          Ops.XOR})
+# Integer ops whose result's bit i depends only on bits 0..i of their operands (wrapping
+# arithmetic and bitwise ops): a narrowing CAST of them reads only their operands' low bits
+LOW_BITS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
+                      Ops.XOR})
 
 
 def arity_ok(op: Ops, n: int) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType, dtypes
-from kcc.ir.ops import ALU, COMMUTATIVE
+from kcc.ir.ops import ALU, COMMUTATIVE, LOW_BITS
 from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite, rewrites_nothing
 from kcc.ir.uop import UOp, reachable, toposort
@@ -231,8 +231,6 @@ def zext_chain(x: UOp, y: UOp) -> UOp | None:
     return UOp(Ops.AND, (v, mask if not v.shape else UOp(Ops.STACK, (mask,) * v.shape[0])))
 
 
-_LOW_BIT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
-                          Ops.XOR})
 # the most nodes narrow_result reads under one CAST (tinygrad's int8 matmul: ~40); past it the
 # CAST is left alone, so every CAST costs at most this and the walk's depth stays bounded
 NARROW_MAX = 256
@@ -250,7 +248,7 @@ def narrow_result(x: UOp) -> UOp | None:
     go, the D lanes were there already."""
     t = x.src[0]
     n_dt, d_dt = x.arg, t.dtype
-    if t.op not in _LOW_BIT_OPS or x.shape or d_dt is None or d_dt.is_weak \
+    if t.op not in LOW_BITS or x.shape or d_dt is None or d_dt.is_weak \
             or not d_dt.is_int or not n_dt.is_int or n_dt.bits >= d_dt.bits:
         return None
     k = n_dt.bits
@@ -273,7 +271,7 @@ def narrow_result(x: UOp) -> UOp | None:
         elif n.op is Ops.CAST and n.src[0].dtype is not None and n.src[0].dtype.is_int \
                 and not n.src[0].dtype.is_weak and n.src[0].dtype.bits >= k:
             r = low(n.src[0])
-        elif n.op in _LOW_BIT_OPS:
+        elif n.op in LOW_BITS:
             srcs = [low(s) for s in n.src]
             if all(s is not None for s in srcs):
                 if dt != d_dt:
@@ -490,7 +488,7 @@ def _inert(x: UOp, kind: int) -> bool:
             return False
         c = src[0]
         return c.op is not Ops.CONST and c.op is not Ops.CAST and \
-            not (c.dtype == x.arg and c.kind == "value") and c.op not in _LOW_BIT_OPS
+            not (c.dtype == x.arg and c.kind == "value") and c.op not in LOW_BITS
     if kind == 7:                   # fold_alu reads src[0]; mulacc_int a factor of an int
         if len(src) != 3 or const_value(src[0]) is not None:
             return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
 from kcc.ir.consts import const_int
-from kcc.ir.ops import Ops
+from kcc.ir.ops import LOW_BITS, Ops
 from kcc.isel.x86.base import commit_const, fits32, strong_const
 from kcc.isel.x86.regs import reg_class
 
@@ -211,10 +211,6 @@ def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:
     return out
 
 
-_LOW_BIT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC, Ops.NEG, Ops.AND, Ops.OR,
-                          Ops.XOR})
-
-
 def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
     """int32 vector MUL/MULACC nodes of which every use reads only the low 16 bits of each
     lane: through wrapping ADD/SUB/MUL/MULACC/NEG/AND/OR/XOR (bit i of their result depends
@@ -228,7 +224,7 @@ def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
     demand: dict[UOp, int] = {}
     for u in reversed(lin):
         d = demand.get(u, 0)
-        low = u.op in _LOW_BIT_OPS and u.dtype is not None and u.dtype.is_int
+        low = u.op in LOW_BITS and u.dtype is not None and u.dtype.is_int
         cast = u.op is Ops.CAST and u.dtype is not None and u.dtype.is_int
         for s in u.src:
             sd = s.dtype
