@@ -192,18 +192,11 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     return items, saved, frame
 
 
-def _regs(o: object) -> tuple:
-    if isinstance(o, RegOp):
-        return (o.reg,)
-    if isinstance(o, Mem):
-        return (o.base, o.index)
-    return ()
-
-
 def _reads_rbp(fn: MFunction) -> bool:
-    """Whether an instruction of fn names rbp (a stack argument read at [rbp + 16 + 8k])."""
+    """Whether an instruction of fn names rbp (a stack argument read at [rbp + 16 + 8k]): as a
+    register it reads or writes, or a memory operand's base or index (MInst.uses/defs)."""
     return any(isinstance(r, PReg) and r.name == "rbp"
-               for inst in fn.insts for o in inst.operands for r in _regs(o))
+               for inst in fn.insts for r in (*inst.uses(), *inst.defs()))
 
 
 def _dirties_upper(fn: MFunction) -> bool:
