@@ -295,7 +295,8 @@ def _process(cls: type, init: bool, repr: bool, eq: bool, frozen: bool) -> type:
         key = ("record", tuple(names), tuple(f.default_factory is not MISSING for f in fs),
                tuple(f.compare for f in fs), tuple(made), frozen, post)
         from kcc.startup import cached_keyed_code
-        exec(cached_keyed_code(key, lambda: _methods_text(fs, made, frozen, post)), ns)  # noqa: S102
+        text = cached_keyed_code(key, lambda: _methods_text(fs, made, frozen, post))
+        exec(text, ns)  # noqa: S102
         for m in made:
             fn = ns[m]
             fn.__qualname__ = f"{cls.__qualname__}.{m}"

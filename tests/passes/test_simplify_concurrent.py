@@ -1,5 +1,6 @@
 """simplify keeps no state between runs: two runs that overlap (threads) neither share nor
-leak a memo of constant values (the memo lives on the nodes, kcc.passes.simplify_fold.const_value)."""
+leak a memo of constant values (the memo lives on the nodes,
+kcc.passes.simplify_fold.const_value)."""
 
 from __future__ import annotations
 

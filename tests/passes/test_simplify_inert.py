@@ -97,5 +97,5 @@ def test_a_new_rule_asks_for_inert_to_be_reread() -> None:
     assert names == ["assoc_const", "cast_chain", "cast_noop", "const_right", "float_mul_one",
                      "fold_alu", "fold_cast", "idempotent_bitwise", "int_identity",
                      "lane_of_stack", "mulacc_int", "narrow_result", "shift_back", "sign_mul",
-                     "sub_const",
-                     "where_const_cond", "zext_chain"], "a SIMPLIFY rule changed: reread simplify._inert"
+                     "sub_const", "where_const_cond", "zext_chain"], \
+        "a SIMPLIFY rule changed: reread simplify._inert"
