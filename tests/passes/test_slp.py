@@ -403,3 +403,28 @@ def test_a_run_of_gated_loads_keeps_its_always_true_lane() -> None:
     r = slp(_prep(sink), x86_desc("x86-64-v4"))
     (ld,) = _ops(r, Ops.LOAD)
     assert ld.shape == (8,) and len(ld.src) == 3 and ld.src[2].shape == (8,)
+
+
+def test_independence_is_asked_once_per_group(monkeypatch) -> None:
+    # _plan_stores' cost of a group and _pack_stores' packing of it ask _independent about
+    # the same group of the same graph: with the memo the walk runs once, same answer
+    import kcc.passes.slp as slp_mod
+    text = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+""" + "".join(f"%p{k} = INDEX(%1, {k})\n%l{k} = LOAD(%p{k})\n%a{k} = ADD(%l{k}, %l{k})\n"
+              f"%q{k} = INDEX(%0, {k})\n%s{k} = STORE(%q{k}, %a{k})\n"
+              for k in range(4)) + """%g = GROUP(%s0, %s1, %s2, %s3)
+SINK(%g) KernelInfo(name="k")
+"""
+    sink = parse(text, "k.uop")
+    order = toposort([sink])
+    pos = {u: i for i, u in enumerate(order)}
+    group = tuple(u for u in order if u.op is Ops.STORE)
+    walks = []
+    real = slp_mod.toposort
+    monkeypatch.setattr(slp_mod, "toposort", lambda *a: walks.append(1) or real(*a))
+    memo: dict = {}
+    assert slp_mod._independent(group, pos, memo) is slp_mod._independent(group, pos) is True
+    assert memo == {group: True} and len(walks) == 2
+    assert slp_mod._independent(group, pos, memo) and len(walks) == 2
