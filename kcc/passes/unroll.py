@@ -672,7 +672,7 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
         done |= made
     if 64 in desc.mul_high:
         from kcc.passes.unroll_scalar import scalar_loops
-        sink = scalar_loops(sink, desc, done)
+        sink = scalar_loops(sink, desc, done, loops)     # (loops: this very sink's)
     if desc.pack_bytes > 0 and packing:
         # the jammed tile's strided operand packed, its loops interchanged (passes/pack.py)
         from kcc.passes.pack import pack
