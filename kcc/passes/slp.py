@@ -636,11 +636,25 @@ def _independent(group: tuple[UOp, ...], pos: dict[UOp, int], memo: dict | None 
         if got is None:
             got = memo[group] = _independent(group, pos)
         return got
-    members = set(group)
     lo = min(pos[s] for s in group)
     vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
-    return not vals or not any(u in members for u in toposort(
-        vals, lambda u: pos.get(u, lo) >= lo))
+    return not vals or not _reaches(vals, set(group), pos, lo)
+
+
+def _reaches(vals: list[UOp], members: set[UOp], pos: dict[UOp, int], lo: int) -> bool:
+    """Whether a node of members is among vals or under them, through nodes numbered lo or
+    more (a set walk that stops at the first: no order is needed, nor a call per src)."""
+    seen = set(vals)
+    stack = list(seen)
+    while stack:
+        u = stack.pop()
+        if u in members:
+            return True
+        for x in u.src:
+            if x not in seen and pos.get(x, lo) >= lo:
+                seen.add(x)
+                stack.append(x)
+    return False
 
 
 def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp],
