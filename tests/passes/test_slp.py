@@ -458,5 +458,5 @@ SINK(%s1) KernelInfo(name="k")
     for group in ((s0, s1), (s1,)):
         lo = min(pos[s] for s in group)
         vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
-        under = toposort(vals, lambda u: pos.get(u, lo) >= lo) if vals else []
+        under = toposort(vals, lambda u, lo=lo: pos.get(u, lo) >= lo) if vals else []
         assert slp_mod._independent(group, pos) is not any(u in group for u in under)
