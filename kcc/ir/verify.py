@@ -49,7 +49,7 @@ _BOUND_OPS = ALU | {Ops.CAST, Ops.BITCAST}     # BITCAST: what decompose builds 
 _CLEAN: dict[int, _weakref_ref] = {}
 # Ops members bound once: a module global is read faster than a class attribute (an Enum's
 # went through EnumType's __getattr__ hook before kcc.symbols), several per node here
-_BUFFER, _CONST, _END, _GROUP = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP
+_BUFFER, _CONST, _END, _GROUP, _LOAD = Ops.BUFFER, Ops.CONST, Ops.END, Ops.GROUP, Ops.LOAD
 _PARAM, _RANGE, _SINK, _SPECIAL = Ops.PARAM, Ops.RANGE, Ops.SINK, Ops.SPECIAL
 # the ops whose nodes the graph-wide rules read on every walk (_Walk._node); a node of another
 # op that was verified before has nothing left to check
@@ -281,9 +281,18 @@ def _static_nodes(order: list[UOp]) -> dict[UOp, bool]:
     not a walk per index)."""
     static: dict[UOp, bool] = {}
     for u in order:
-        ok = u.op is not Ops.LOAD and u.op is not Ops.BUFFER and not (
-            u.op is Ops.PARAM and (u.arg.size is not None or u.arg.vmin_vmax is None))
-        static[u] = ok and all(static[s] for s in u.src)
+        op = u.op
+        if op is _LOAD or op is _BUFFER or op is _PARAM and (
+                u.arg.size is not None or u.arg.vmin_vmax is None):
+            static[u] = False
+            continue
+        # (a loop, not all() over a generator: this runs per node of every parsed kernel)
+        for s in u.src:
+            if not static[s]:
+                static[u] = False
+                break
+        else:
+            static[u] = True
     return static
 
 

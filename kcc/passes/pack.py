@@ -578,11 +578,12 @@ def _slab_bytes(plan: _Plan) -> int:
 
 
 def _widen_cols(sink: UOp, loops: _Loops, plan: _Plan, desc: TargetDesc
-                ) -> tuple[UOp, set[UOp]] | None:
+                ) -> tuple[UOp, set[UOp], _Loops, dict[UOp, _Plan | None]] | None:
     """The nest with its (jammed) column loop jammed again by COL_FACTOR before the interchange
     (module docstring, "Column widening") and the RANGEs the jam made, or None when the slab
     is small enough, the wider one would not fit pack_bytes, unroll's rules refuse the jam,
-    or the widened nest would not be packed."""
+    or the widened nest would not be packed. Also the widened graph's loops and the answers
+    of `_analyze` asked there (by column RANGE), which pack reads instead of asking again."""
     slab = _slab_bytes(plan)
     small = slab <= COL_WIDEN_BYTES and desc.vector_regs < WIDE_REGS
     if not COL_FACTOR or small or slab * COL_FACTOR > desc.pack_bytes:
@@ -592,9 +593,13 @@ def _widen_cols(sink: UOp, loops: _Loops, plan: _Plan, desc: TargetDesc
         return None
     wide, made = _unroll_jam(sink, loops, uplan, rows_of=False)
     wl = _Loops(wide)
-    if not any(_analyze(wl, c, desc) is not None for c in wl.end_of if c in made):
-        return None
-    return wide, made
+    asked: dict[UOp, _Plan | None] = {}
+    for c in wl.end_of:
+        if c in made:
+            asked[c] = _analyze(wl, c, desc)
+            if asked[c] is not None:
+                return wide, made, wl, asked
+    return None
 
 
 def _pair_cols(sink: UOp, col: UOp, rows: UOp) -> tuple[UOp, set[UOp]]:
@@ -630,21 +635,27 @@ def pack(sink: UOp, desc: TargetDesc, loops: _Loops | None = None) -> UOp:
         return sink
     done: set[UOp] = set()
     widened: set[UOp] = set()     # RANGEs made by a column widening: never widened twice
+    # _analyze's answers already asked on the graph of `loops` (a widening's: _widen_cols);
+    # _analyze is a pure test of the graph, so the answer asked again would be the same
+    asked: dict[UOp, _Plan | None] = {}
     while True:
         if loops is None or loops.order[-1] is not sink:
             loops = _Loops(sink)
+            asked = {}
         plan = None
         for col in list(loops.end_of):
             if col in done:
                 continue
-            plan = _analyze(loops, col, desc)
+            plan = asked[col] if col in asked else _analyze(loops, col, desc)
             if plan is not None:
                 break
         if plan is None:
             return sink
         wide = None if plan.col in widened else _widen_cols(sink, loops, plan, desc)
         if wide is not None:
-            sink, made = wide     # the widened nest is planned again from the graph
+            # the widened nest is planned again from the graph (its loops and the answers
+            # _widen_cols had there kept: the same _Loops, so `loops` is not rebuilt)
+            sink, made, loops, asked = wide
             widened |= made
             continue
         kb = _kblock(loops, plan)

@@ -566,13 +566,13 @@ def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -
 
 
 def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
-                 base: int) -> int | None:
+                 base: int, memo: dict | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
     pack (or cannot be one store)."""
     p = _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
-        if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original):
+        if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original, memo):
             return None
         v = p.pack(tuple(s.src[1] for s in g))
         if v is None:
@@ -581,12 +581,16 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
     return _cost(vs, original, base, ctx)
 
 
-def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
+def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
+                 original: dict[UOp, int] | None = None, memo: dict | None = None
                  ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """The store groups to pack, and the group width of each widened REG buffer: every run
     in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
-    is cheaper; the runs of one REG buffer are judged together (one width for all)."""
-    original = {u: i for i, u in enumerate(order)}     # the graph's nodes, numbered in order
+    is cheaper; the runs of one REG buffer are judged together (one width for all).
+    original: the graph's nodes numbered in order (made here when not given); memo: the
+    `_independent` answers of the groups costed, for _pack_stores to read again."""
+    if original is None:
+        original = {u: i for i, u in enumerate(order)}
     sets: dict[object, list[tuple[UOp, ...]]] = {}
     for run in store_runs(order):
         if len(run) < widest:
@@ -605,11 +609,11 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
             if w <= widest or any(len(r) % w for r in runs):
                 continue
             if narrow is None:
-                costs = [_groups_cost(ctx, r, widest, original, widest) for r in runs]
+                costs = [_groups_cost(ctx, r, widest, original, widest, memo) for r in runs]
                 if None in costs:
                     break
                 narrow = sum(costs)
-            wide = [_groups_cost(ctx, r, w, original, widest) for r in runs]
+            wide = [_groups_cost(ctx, r, w, original, widest, memo) for r in runs]
             if None not in wide and sum(wide) < narrow:
                 best = w
                 break
@@ -620,25 +624,46 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int
     return groups, reg_width
 
 
-def _independent(group: tuple[UOp, ...], pos: dict[UOp, int]) -> bool:
+def _independent(group: tuple[UOp, ...], pos: dict[UOp, int], memo: dict | None = None
+                 ) -> bool:
     """No store of the group is reached from another's value (merging them would be a cycle).
 
     ``pos`` numbers the graph's nodes in a topological order (srcs first), so a node reached
-    from a value precedes it: the walk never enters a node numbered below the first store."""
-    members = set(group)
+    from a value precedes it: the walk never enters a node numbered below the first store.
+    ``memo``: answers by group for this pos (a planned group is asked again when packed)."""
+    if memo is not None:
+        got = memo.get(group)
+        if got is None:
+            got = memo[group] = _independent(group, pos)
+        return got
     lo = min(pos[s] for s in group)
     vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
-    return not vals or not any(u in members for u in toposort(
-        vals, lambda u: pos.get(u, lo) >= lo))
+    return not vals or not _reaches(vals, set(group), pos, lo)
+
+
+def _reaches(vals: list[UOp], members: set[UOp], pos: dict[UOp, int], lo: int) -> bool:
+    """Whether a node of members is among vals or under them, through nodes numbered lo or
+    more (a set walk that stops at the first: no order is needed, nor a call per src)."""
+    seen = set(vals)
+    stack = list(seen)
+    while stack:
+        u = stack.pop()
+        if u in members:
+            return True
+        for x in u.src:
+            if x not in seen and pos.get(x, lo) >= lo:
+                seen.add(x)
+                stack.append(x)
+    return False
 
 
 def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp],
-                 pos: dict[UOp, int]) -> None:
+                 pos: dict[UOp, int], memo: dict | None = None) -> None:
     """Consecutive scalar STOREs whose values pack become one vector STORE (``pos``: the
     graph's nodes numbered in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos):
+        if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos, memo):
             continue
         v = p.pack(tuple(s.src[1] for s in group))
         if v is None:
@@ -690,7 +715,9 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     order = toposort([sink])
     widest = _widest(order)
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
-    groups, reg_width = _plan_stores(order, target, widest) if widest >= 2 \
+    pos = {u: i for i, u in enumerate(order)}      # the graph's nodes, numbered in order
+    indep: dict[tuple[UOp, ...], bool] = {}        # _independent's answers, by group
+    groups, reg_width = _plan_stores(order, target, widest, pos, indep) if widest >= 2 \
         else scalar_reg_groups(order, target, stored,
                                lambda t: _Packer(target).pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
@@ -713,7 +740,7 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
         v = p.pack(u.src)
         if v is not None and v is not u:
             redirect[u] = v
-    _pack_stores(p, groups, redirect, {u: i for i, u in enumerate(order)})
+    _pack_stores(p, groups, redirect, pos, indep)
     _group_lanes(order, reg_width, redirect, p.lane_of)
     if not redirect and not p.up:
         return sink

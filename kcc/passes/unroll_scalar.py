@@ -22,15 +22,19 @@ def _divides64(n: UOp) -> bool:
         and n.dtype.bits == 64
 
 
-def scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp]) -> UOp:
+def scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp],
+                 loops: _Loops | None = None) -> UOp:
     """Innermost loops that stay scalar because they divide 64-bit integers unrolled by a
     factor of SCALAR_FACTORS (dividing the bound first, else with a remainder loop), their
     copies one body (`_jam` with nothing to privatize). u64_div E_50, `x // 1000003` per
     element: one division a trip ran 42.5 ns a call, two a trip 28.8 ns, clang's five 23.3
     (its loop overhead and the multiply's scheduling shared by the copies; docs/performance.md,
-    "64-bit integer loops"). Legality is unroll-and-jam's (`_analyze`, elementwise)."""
+    "64-bit integer loops"). Legality is unroll-and-jam's (`_analyze`, elementwise).
+    loops: the graph's loop structure if the caller has it (unroll's last reading, with
+    the loop cones it sorted)."""
     while True:
-        loops = _Loops(sink)
+        if loops is None or loops.order[-1] is not sink:
+            loops = _Loops(sink)
         plan = None
         for r, end in loops.end_of.items():
             cone = loops.cone(end)

@@ -188,6 +188,18 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
         if n is None or n < 1 or any(s not in ranges for s in r.src[1:]):
             return None
         trips[r] = n
+    # the body's STOREs alone first: each counts at least once per iteration of its loops
+    # below (a STORE has no dtype, so none folds), and most outermost nests are far over
+    # the budget on them: the folding analysis of the whole cone is then not made
+    low = 0
+    for x in body:
+        if x.op is Ops.STORE:
+            k = 1
+            for r in dep[x]:
+                k *= trips[r]
+            low += k
+    if low > budget:
+        return None
     folds = _folding(cone)
     size = 0
     for x in body:

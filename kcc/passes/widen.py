@@ -329,9 +329,9 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
                 # short vector loads read lane by lane (pooling windows): split into scalar
                 # loads, then widened from one lane (widen_split.py; imported here: saxpy's
                 # compile never needs it)
-                from kcc.passes.widen_split import split_lane_loads
-                cut = split_lane_loads(r, e, loop.region)
-                if cut is not None:
+                from kcc.passes.widen_split import not_scalar, split_lane_loads
+                cut = split_lane_loads(r, e, loop.region, not_scalar)
+                if cut:
                     lanes2 = LaneLoop(r, cut[0], cut[1], cut[2])
                     lanes2.windows = cut[3]
                     out = lanes2.widen(n_iter, desc) if lanes2.check() else None

@@ -39,7 +39,7 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_reduce import ReduceLoop
 from kcc.passes.widen_reroll import _Refuse, _sig, _walk, _zeroed
-from kcc.passes.widen_split import split_lane_loads
+from kcc.passes.widen_split import REFUSED, split_lane_loads
 
 
 def _leaves(x: UOp, op: Ops, users: dict[UOp, int], inside: set[UOp]) -> list[UOp]:
@@ -65,13 +65,22 @@ def _offset(lp: ReduceLoop, leaf: UOp) -> int | None:
     return None
 
 
+def _no_accumulator(n: UOp) -> bool:
+    """An AFTER ReduceLoop.find refuses in any loop: one of a buffer whose elements are not
+    an integer or bool dtype (its accumulator LOAD's dtype is the buffer's)."""
+    dt = n.dtype
+    return n.op is Ops.AFTER and (dt is None or dt.is_weak or not (dt.is_int or dt.is_bool))
+
+
 def reroll_reduction(r: UOp, end: UOp, region: list[UOp], dep: dict[UOp, frozenset[UOp]],
                      slot: int) -> tuple[UOp, ReduceLoop] | None:
     """(the rerolled loop's END, its ReduceLoop, found) or None (module docstring)."""
     n_iter = const_int(r.src[0])
     if n_iter is None:
         return None
-    cut = split_lane_loads(r, end, region)
+    cut = split_lane_loads(r, end, region, _no_accumulator)
+    if cut == REFUSED:      # the split loop's ReduceLoop.find would fail
+        return None
     e2, reg2, dep2 = (end, region, dep) if cut is None else cut[:3]
     lp = ReduceLoop(r, e2, reg2, dep2, slot)
     if not lp.find() or len(lp.accs) != 1 or e2.src[0] is not lp.accs[0].store:

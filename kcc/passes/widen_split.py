@@ -32,23 +32,28 @@ from kcc.passes.linearize import range_sets
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Callable, Iterator
     Split = tuple[UOp, list[UOp], dict[UOp, frozenset[UOp]], dict[UOp, tuple[int, int]]]
 
 
-def split_lane_loads(r: UOp, end: UOp, region: list[UOp]) -> Split | None:
+# what split_lane_loads answers when `refuse` refuses the split loop (falsy, unlike a Split)
+REFUSED: tuple[()] = ()
+
+
+def split_lane_loads(r: UOp, end: UOp, region: list[UOp],
+                     refuse: Callable[[UOp], bool] | None = None) -> Split | tuple[()] | None:
     """(the loop's END with its lane-read vector loads split into scalar loads, the new
     region, the new range sets, each new place's (lane, vector width)) or None when no load
     of the region is of the module docstring's form. r: the loop's RANGE; region: the nodes
     that depend on it, in order. The widths let widen_stride.py load a strided place from
-    its vector's start (its `window`): the lanes of one vector then share their loads."""
+    its vector's start (its `window`): the lanes of one vector then share their loads.
+    refuse: a test of a node the caller's check of the split loop fails on, whatever the
+    rest of the loop; REFUSED, the split not made, when the split loop would keep such a
+    node as it is (`_kept`: the split is a substitution, sort and range sets of the whole
+    kernel, ~5% of compiling tinygrad's kernels, where every candidate was refused so)."""
     inside = set(region)
-    users: dict[UOp, list[UOp]] = {}
-    for n in region:
-        for s in n.src:
-            if s in inside:
-                users.setdefault(s, []).append(n)
-    repl: dict[UOp, UOp] = {}
-    windows: dict[UOp, tuple[int, int]] = {}
+    # the vector loads of the form, then their readers (the users of these alone)
+    loads = []
     for n in region:
         if n.op is not Ops.LOAD or len(n.src) != 1 or len(n.shape) != 1:
             continue
@@ -58,16 +63,67 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp]) -> Split | None:
         b = base_buffer(p.src[0])
         if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL:
             continue
-        lanes = users.get(n, [])
+        loads.append(n)
+    if not loads:
+        return None
+    users: dict[UOp, list[UOp]] = {n: [] for n in loads}
+    for n in region:
+        for s in n.src:
+            if s in users:
+                users[s].append(n)
+    split: list[tuple[UOp, list[UOp]]] = []
+    for n in loads:
+        lanes = users[n]
         cs = [const_int(u.src[1]) if u.op is Ops.INDEX else None for u in lanes]
         if not lanes or any(c is None or not 0 <= c < n.shape[0] for c in cs):
             continue
-        read_alone(n, lanes, repl, windows)
-    if not repl:
+        split.append((n, lanes))
+    if not split:
         return None
+    if refuse is not None:
+        keys = {x for _, lanes in split for x in lanes}
+        if any(refuse(n) for n in _kept(r, end, region, inside, keys)):
+            return REFUSED
+    repl: dict[UOp, UOp] = {}
+    windows: dict[UOp, tuple[int, int]] = {}
+    for n, lanes in split:
+        read_alone(n, lanes, repl, windows)
     # substitute_closed: a new place whose index reads another split lane (a loaded index)
     # reads that lane's new scalar load, not the vector load it replaces (as lane_loads)
     new_end = substitute_closed(end, repl)
     order = toposort([new_end])
     dep = range_sets(order)
     return new_end, [n for n in order if r in dep[n]], dep, windows
+
+
+def _kept(r: UOp, end: UOp, region: list[UOp], inside: set[UOp],
+          keys: set[UOp]) -> Iterator[UOp]:
+    """The nodes of the region (r aside) the split loop holds as they are, from the END
+    down: each reads no split lane (of keys), not even through its srcs (so the split keeps
+    the same node, which still depends on the counter), and the END reaches it past the
+    split lanes (so the split graph holds it). Two passes over the region, which is in
+    order (srcs first); the second stops where the caller stops asking."""
+    changed = set(keys)         # the keys and every node that reads one
+    for n in region:
+        for s in n.src:
+            if s in changed:
+                changed.add(n)
+                break
+    live = {s for s in end.src if s in inside}
+    for n in reversed(region):
+        if n not in live or n in keys:
+            continue
+        if n not in changed and n is not r:
+            yield n
+        for s in n.src:
+            if s in inside:
+                live.add(s)
+
+
+def not_scalar(n: UOp) -> bool:
+    """A node widen_lanes.py's LaneLoop.check refuses in any loop (the counter aside): a
+    vector, or a RANGE, END, AFTER or BARRIER."""
+    return bool(n.shape) or n.op in _NOT_LANEWISE
+
+
+_NOT_LANEWISE = (Ops.RANGE, Ops.END, Ops.AFTER, Ops.BARRIER)

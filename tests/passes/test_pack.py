@@ -239,6 +239,24 @@ def test_column_loop_of_a_large_slab_is_widened(arch: str, monkeypatch) -> None:
     assert _bound(p0, 1) == _bound(u, 1)
 
 
+def test_a_widened_column_is_not_analysed_again(monkeypatch) -> None:
+    # _widen_cols asks _analyze about the widened graph's new column loop; pack plans that
+    # graph next with the same loops and that answer, not a second analysis of the column
+    import kcc.passes.pack as pk
+    monkeypatch.setattr(pk, "COL_WIDEN_BYTES", 512)
+    monkeypatch.setattr(pk, "PAIR_FACTOR", 1)
+    sink = _matmul(32, 256, 16, 4)
+    want = _packed(sink, "x86-64-v4")[1]
+    asked: list = []             # (loops, col): the loops kept alive, so ids stay unique
+    real = pk._analyze
+    monkeypatch.setattr(pk, "_analyze",
+                        lambda loops, col, desc: asked.append((loops, col))
+                        or real(loops, col, desc))
+    assert _packed(sink, "x86-64-v4")[1] is want          # the same graph
+    keys = [(id(loops), col) for loops, col in asked]
+    assert keys and len(set(keys)) == len(keys)
+
+
 def _reduce_loops(p: UOp, rows: UOp) -> list[UOp]:
     """The RANGEs of the loops directly inside the row loop rows."""
     return [n for n in p.toposort() if n.op is Ops.RANGE and rows in n.src[1:]]

@@ -403,3 +403,60 @@ def test_a_run_of_gated_loads_keeps_its_always_true_lane() -> None:
     r = slp(_prep(sink), x86_desc("x86-64-v4"))
     (ld,) = _ops(r, Ops.LOAD)
     assert ld.shape == (8,) and len(ld.src) == 3 and ld.src[2].shape == (8,)
+
+
+def test_independence_is_asked_once_per_group(monkeypatch) -> None:
+    # _plan_stores' cost of a group and _pack_stores' packing of it ask _independent about
+    # the same group of the same graph: with the memo the walk runs once, same answer
+    import kcc.passes.slp as slp_mod
+    text = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+""" + "".join(f"%p{k} = INDEX(%1, {k})\n%l{k} = LOAD(%p{k})\n%a{k} = ADD(%l{k}, %l{k})\n"
+              f"%q{k} = INDEX(%0, {k})\n%s{k} = STORE(%q{k}, %a{k})\n"
+              for k in range(4)) + """%g = GROUP(%s0, %s1, %s2, %s3)
+SINK(%g) KernelInfo(name="k")
+"""
+    sink = parse(text, "k.uop")
+    order = toposort([sink])
+    pos = {u: i for i, u in enumerate(order)}
+    group = tuple(u for u in order if u.op is Ops.STORE)
+    walks = []
+    real = slp_mod._reaches
+    monkeypatch.setattr(slp_mod, "_reaches", lambda *a: walks.append(1) or real(*a))
+    memo: dict = {}
+    assert slp_mod._independent(group, pos, memo) is slp_mod._independent(group, pos) is True
+    assert memo == {group: True} and len(walks) == 2
+    assert slp_mod._independent(group, pos, memo) and len(walks) == 2
+
+
+def test_a_group_whose_value_reads_another_store_is_not_independent() -> None:
+    # s1's value loads the element s0 stored (through AFTER): merging them is a cycle
+    import kcc.passes.slp as slp_mod
+    text = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+%p0 = INDEX(%1, 0)
+%l0 = LOAD(%p0)
+%q0 = INDEX(%0, 0)
+%s0 = STORE(%q0, %l0)
+%b = AFTER(%0, %s0)
+%pb = INDEX(%b, 0)
+%lb = LOAD(%pb)
+%a = ADD(%lb, %l0)
+%q1 = INDEX(%0, 1)
+%s1 = STORE(%q1, %a)
+SINK(%s1) KernelInfo(name="k")
+"""
+    sink = parse(text, "k.uop")
+    order = toposort([sink])
+    pos = {u: i for i, u in enumerate(order)}
+    s0, s1 = (u for u in order if u.op is Ops.STORE)
+    assert not slp_mod._independent((s0, s1), pos)
+    assert slp_mod._independent((s0,), pos) and slp_mod._independent((s1,), pos)
+    # the walk's answer is the sorted walk's (every node under the values from lo on)
+    for group in ((s0, s1), (s1,)):
+        lo = min(pos[s] for s in group)
+        vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
+        under = toposort(vals, lambda u, lo=lo: pos.get(u, lo) >= lo) if vals else []
+        assert slp_mod._independent(group, pos) is not any(u in group for u in under)

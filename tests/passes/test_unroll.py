@@ -460,3 +460,36 @@ def test_tile_copies_are_interleaved_into_rows(arch: str, lanes: int) -> None:
     assert regs == {(s, lanes) for s in range(0, 32, lanes)}
     assert any(n.op is Ops.LOAD and n.shape == (lanes,) and n.src[0].src[0].op is Ops.PARAM
                and n.src[0].src[0].arg.slot == 2 for n in v.toposort())
+
+
+def test_a_loop_cone_is_its_body_sorted() -> None:
+    # _Loops.cone reads the END's own (kept) order when the body reaches the counter, else
+    # sorts the body: either way the body's topological order
+    from kcc.ir.uop import toposort
+    from kcc.passes.unroll import _Loops
+    text = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 8)
+%1 = PARAM ParamArg(1, float32, 8)
+%i = RANGE(8) (0, LOOP)
+%p = INDEX(%1, %i)
+%l = LOAD(%p)
+%q = INDEX(%0, %i)
+%s = STORE(%q, %l)
+%e = END(%s, %i)
+%j = RANGE(4, %e) (1, LOOP)
+%p2 = INDEX(%1, 0)
+%l2 = LOAD(%p2)
+%q2 = INDEX(%0, 0)
+%s2 = STORE(%q2, %l2)
+%e2 = END(%s2, %j)
+SINK(%e2) KernelInfo(name="k")
+"""
+    sink = parse(text, "k.uop")
+    loops = _Loops(sink)
+    ends = [n for n in loops.order if n.op is Ops.END]
+    assert len(ends) == 2
+    for e in ends:
+        toposort([e])                        # the END's order kept on it, as unroll_tiny's
+        assert loops.cone(e) == toposort([e.src[0]])
+    # the second loop's body does not read its counter: the END's order is not the body's
+    assert toposort([ends[1]])[-2] is not ends[1].src[0]

@@ -69,3 +69,25 @@ def test_32_bit_division_is_left_to_the_vectorizer() -> None:
 def test_stores_that_alias_across_iterations_are_left_alone() -> None:
     # out[i // 2]-like: every iteration stores out[0]
     assert _bounds(_check(_kernel(n=8, oidx="0", nout=1))) == [8]
+
+
+def test_unroll_hands_its_loops_to_scalar_loops(monkeypatch) -> None:
+    # unroll's last reading of the loops is of the very graph scalar_loops starts from: it
+    # is handed over (with its sorted cones), not read again; after a jam it is read anew
+    import kcc.passes.unroll as un
+    import kcc.passes.unroll_scalar as us
+    made: list[UOp] = []
+    real = un._Loops
+
+    class Counted(real):            # type: ignore[misc, valid-type]
+        def __init__(self, sink: UOp) -> None:
+            made.append(sink)
+            super().__init__(sink)
+
+    monkeypatch.setattr(un, "_Loops", Counted)
+    monkeypatch.setattr(us, "_Loops", Counted)
+    desc = x86_desc("x86-64-v3")
+    g = simplify(lower_weak_dtypes(_kernel(), desc), desc)
+    out = unroll(g, desc)
+    assert out is not g                                    # the dividing loop was jammed
+    assert len(made) == len(set(map(id, made)))            # no graph read twice

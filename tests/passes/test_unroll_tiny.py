@@ -104,6 +104,20 @@ def test_a_nest_past_the_budget_is_left_alone() -> None:
     assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=8)) == 0
 
 
+def test_a_nest_over_the_budget_on_its_stores_is_not_analysed(monkeypatch) -> None:
+    # the sort nest's 8 stores: over a budget of 6 (2 x 3) on them alone, so _nest leaves
+    # it without the folding analysis; at 8 (2 x 4) it asks, and the loads put it over
+    import kcc.passes.unroll_tiny as ut
+    asked = []
+    real = ut._folding
+    monkeypatch.setattr(ut, "_folding", lambda order: asked.append(1) or real(order))
+    monkeypatch.setattr(ut, "FOLD_CAP", 0)
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=3)) == 2
+    assert not asked
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=4)) == 2
+    assert asked
+
+
 def test_index_arithmetic_and_gates_of_counters_are_not_counted(monkeypatch) -> None:
     # triu's copies keep 64 loads, 16 four-lane STACKs and 16 stores: 144 nodes, at most
     # twice a budget of 72; its gates fold to constants in each copy (FOLD_CAP 0: the

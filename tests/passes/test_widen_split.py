@@ -18,7 +18,7 @@ from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.linearize import range_sets
-from kcc.passes.widen_split import split_lane_loads
+from kcc.passes.widen_split import REFUSED, not_scalar, split_lane_loads
 from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
 HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
@@ -131,3 +131,66 @@ def test_one_block_folds_its_zero_counter() -> None:
             and u.dtype is not None and u.dtype.is_int and not u.shape
             and any(const_int(s) == 0 for s in u.src[:2])]
     assert not zero
+
+
+
+def _cut_refusing(text: str, refuse):
+    sink = parse(text, "k.uop")
+    order = toposort([sink])
+    dep = range_sets(order)
+    inner = next(u for u in order if u.op is Ops.END)
+    r = inner.src[1]
+    return split_lane_loads(r, inner, [u for u in toposort([inner.src[0]]) if r in dep[u]],
+                            refuse)
+
+
+def _kept_vector_text() -> str:
+    # the vector MAX of the second row stays as it is after the split
+    return _text().replace("%m2 = MAX(%m1, %y1)",
+                           "%vv = MAX(%v1, %v1)\n%z = INDEX(%vv, 1)\n%m3 = MAX(%m1, %z)\n"
+                           "%m2 = MAX(%m3, %y1)")
+
+
+def test_a_split_refused_is_the_split_the_test_fails_on() -> None:
+    # a loop of scalars once split: refused by nothing, the same split
+    cut, only = _cut(_text()), _cut_refusing(_text(), not_scalar)
+    assert only and only[0] is cut[0] and only[1] == cut[1] and only[3] == cut[3]
+    assert not any(not_scalar(u) for u in only[1] if u is not only[0].src[1])
+    # the split loop keeps a vector: refused, and the split made anyway holds that vector
+    cut = _cut(_kept_vector_text())
+    assert cut and any(not_scalar(u) for u in cut[1] if u is not cut[0].src[1])
+    assert _cut_refusing(_kept_vector_text(), not_scalar) == REFUSED
+
+
+def test_a_vector_only_split_lanes_read_goes_with_the_split() -> None:
+    # a vector built from split lanes reads them: the split rebuilds it, so it is not kept
+    # as it is, and the split is made (the loop's own check then decides)
+    text = _text().replace("%x0 = INDEX(%v0, 0)\n%x1 = INDEX(%v0, 1)",
+                           "%x0 = INDEX(%v0, 0)\n%x1 = INDEX(%v0, 1)\n%w = STACK(%x0, %x1)\n"
+                           "%w0 = INDEX(%w, 0)").replace("%m0 = MAX(%x0, %x1)",
+                                                         "%m0 = MAX(%w0, %x1)")
+    cut, only = _cut(text), _cut_refusing(text, not_scalar)
+    assert cut and only and only[0] is cut[0]
+
+
+def test_a_float_accumulator_refuses_the_reroll_split() -> None:
+    # reroll_reduction refuses the split of a loop whose REG accumulator is a float: the
+    # split loop's ReduceLoop.find fails on that AFTER, as it does on the split made anyway
+    from kcc.passes.widen_reduce import ReduceLoop
+    from kcc.passes.widen_reroll_reduce import _no_accumulator
+    text = _text(op="ADD").replace("%e = END(%st, %i)",
+                                   "%acc = AFTER(%reg, %i)\n%ap = INDEX(%acc, 0)\n"
+                                   "%al = LOAD(%ap)\n%au = ADD(%al, %m2)\n"
+                                   "%st2 = STORE(%ap, %au)\n%g = GROUP(%st, %st2)\n"
+                                   "%e = END(%g, %i)").replace(
+        "%out = PARAM", "%reg = BUFFER ParamArg(0, float32, 1, addrspace=REG)\n%out = PARAM")
+    sink = parse(text, "k.uop")
+    order = toposort([sink])
+    dep = range_sets(order)
+    inner = next(u for u in order if u.op is Ops.END)
+    r = inner.src[1]
+    region = [u for u in toposort([inner.src[0]]) if r in dep[u]]
+    assert any(_no_accumulator(u) for u in region)
+    cut = split_lane_loads(r, inner, region)
+    assert cut and not ReduceLoop(r, cut[0], cut[1], cut[2], 1).find()
+    assert split_lane_loads(r, inner, region, _no_accumulator) == REFUSED

@@ -65,18 +65,21 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
     out: list[Inst] = []
     gone = 0
     skip: set[int] = set()
+    heads: dict[object, int] | None = None     # each loop's head, found at the first load
     for i, inst in enumerate(insts):
         if i in skip:
             continue
         if _constant_load(inst):
             r = inst.operands[0].reg
             assert isinstance(r, PReg)
-            if _dead_after(insts, i, r):
+            if heads is None:
+                heads = _loop_heads(insts)
+            if _dead_after(insts, i, r, heads=heads):
                 gone += 1
                 continue
             j = _reader(insts, i, r)
             folded = _fold(insts[j], r, inst, pool) if j is not None else None
-            if folded is not None and _dead_after(insts, j, r, folded):
+            if folded is not None and _dead_after(insts, j, r, folded, heads):
                 out.extend(insts[i + 1:j])
                 out.append(folded)
                 skip.update(range(i + 1, j + 1))
@@ -133,8 +136,14 @@ def _dead_after(insts: list[Inst], i: int, r: PReg, at: Inst | None = None,
         if wr and not rd:
             return True
     if heads is None:
-        heads = {x.label(): k for k, x in enumerate(insts) if x.kind is Kind.LOOP_BEGIN}
+        heads = _loop_heads(insts)
     return _dead_from(insts, i + 1, r, heads, set())
+
+
+def _loop_heads(insts: list[Inst]) -> dict[object, int]:
+    """Each loop's label: the index of its LOOP_BEGIN (fold_constants finds them once, not
+    once per constant load: the scan of the whole function was ~1% of a compile)."""
+    return {x.label(): k for k, x in enumerate(insts) if x.kind is Kind.LOOP_BEGIN}
 
 
 def _dead_from(insts: list[Inst], start: int, r: PReg, heads: dict[object, int],
