@@ -130,7 +130,12 @@ def x86_desc(arch: str) -> TargetDesc:
                    tiny_unroll=X86_TINY_UNROLL,
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
-                   lane_loads=True)
+                   lane_loads=True,
+                   # an overlapping last block stores ymm halves, not a zmm (widen_stride.py
+                   # last_block; docs/performance.md "Overlapping last blocks in halves")
+                   last_block_bytes=32,
+                   # the smallest L1d of the hosts measured (32 KiB; this one's 48 KiB)
+                   l1d_bytes=32 * 1024)
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:
