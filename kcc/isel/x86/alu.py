@@ -362,6 +362,8 @@ class X86Alu:
         t = self.ivec_minmax(u) if is_int_vector(u) else None
         if t is not None:
             return t                        # WHERE(x < y, y, x): VPMAX/VPMIN (x86_ivec)
+        if (t := self.where_lane_mask(u)) is not None:
+            return t                        # WHERE(compare, ~0, 0): its lane mask (x86_kmask)
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         # (a WHERE read only as splats keeps the AND form below: x86_shuf.gated_splat then
         # broadcasts its load from memory)

@@ -20,7 +20,7 @@ from kcc.ir.mir import Mem, VReg
 from kcc.isel.common import SelectError
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
-from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector
+from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector, uniform_const
 from kcc.isel.x86.regs import reg_class
 
 _COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
@@ -200,6 +200,22 @@ class X86KMask:
                 self.emit(f"vpsub{_SFX[dt.itemsize]}_{w}_{w}_{w}m", t, self.reg(acc), m)
                 return t
         return None
+
+    def where_lane_mask(self, u: UOp) -> VReg | None:
+        """WHERE(compare, all ones, 0) of integer lanes in an xmm/ymm (a bool OR/MAX
+        reduction's lanes, passes/widen_reduce.py _bool_lanes) is the compare's lane mask
+        itself, all ones where true: VCMPPS/VPCMPEQ into a vector, nothing more (the opmask's
+        zero-masked move of a ones register would be a second instruction). None otherwise,
+        and for a compare of lanes of another width (its mask would be resized: any_all
+        r_64_4's float32 x 16 into uint16 lanes, which the opmask's VMOVDQU16 takes whole)."""
+        c, a, b = u.src
+        if not is_int_vector(u) or vw(u.dtype, u.shape[0]) == "z" \
+                or c.op not in _COMPARES or not c.src[0].shape \
+                or c.src[0].dtype.itemsize != u.dtype.itemsize \
+                or uniform_const(b) != 0 \
+                or uniform_const(a) not in (-1, (1 << u.dtype.bits) - 1):
+            return None
+        return self.bool_vec(c, u.dtype.itemsize)
 
     def kmax(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
         """MAX of integer lanes without a VPMAX form here: a < b (VPCMP[U] into k) picks b
