@@ -92,6 +92,13 @@ class TargetDesc:
       load micro-op instead of a lane shuffle); False (the default): loads stay as written.
     select_bool_mul: whether passes/decompose.py turns an integer MUL by a bool's 0/1 CAST
       into a WHERE (x86: a masked move or CMOVcc, not a multiply); False (the default): no.
+    last_block_bytes: the widest store (bytes) of a widened loop's overlapping last block
+      (passes/widen_stride.py last_block): a block whose stores are wider runs as blocks of
+      half the lanes over the same last iterations, where the loop's stored buffers exceed
+      l1d_bytes and it does little arithmetic (x86-64-v4: 32; measured: a 64-byte store at
+      the end of each row of an L2-resident output cost log_softmax_axis0 E_111_77_3 ~20%);
+      0 (the default): no limit.
+    l1d_bytes: a core's level-1 data cache (bytes; 0, the default: not described).
     """
 
     name: str
@@ -125,6 +132,8 @@ class TargetDesc:
     narrow_stores: tuple[tuple[DType, int], ...] = ()
     lane_loads: bool = False
     select_bool_mul: bool = False
+    last_block_bytes: int = 0
+    l1d_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

@@ -207,8 +207,7 @@ class ReduceLoop(LaneLoop):
                 vload = lanes(a.load)
                 x = lanes(a.x)
                 if a.dtype.is_bool:             # 0/1 integer lanes (x86: a shifted mask)
-                    x = UOp(Ops.CAST, (x,), a.lane_dt)
-                    self.extra.append(x)
+                    x = self._bool_lanes(a, x)
                 if self.masked and a.op in _MASKED_OPS:
                     # lanes the widened loop already added: OP's identity 0 (AND with 0)
                     ones = identity(Ops.AND, a.lane_dt)
@@ -221,6 +220,24 @@ class ReduceLoop(LaneLoop):
                 self.extra.append(val)
                 return UOp(Ops.STORE, (vload.src[0], val))
         return super().vector_store(n, place, lanes)
+
+    def _bool_lanes(self, a: _Acc, x: UOp) -> UOp:
+        """A bool update's k lanes as a's integer lanes: 0/1 (CAST), or for OR and MAX all
+        ones where true (WHERE(x, ~0, 0): a compare's own lane mask on x86, one instruction
+        fewer a vector than 0/1 lanes) where the target has that WHERE. The lanes are read
+        only through `lane != 0` (combine), and OR or MAX of {0, 1, ~0} is nonzero exactly
+        when one of them is, so both give the same bools."""
+        desc, k, dt = self.desc, self.k, a.lane_dt
+        if a.op in (Ops.OR, Ops.MAX) and desc is not None and dt.is_int \
+                and desc.alu_legal(k, dt, Ops.WHERE):
+            ones = UOp(Ops.STACK, (identity(Ops.AND, dt),) * k)
+            zero = UOp(Ops.STACK, (make_const(0, dt),) * k)
+            out = UOp(Ops.WHERE, (x, ones, zero))
+            self.extra += [ones, zero, out]
+            return out
+        out = UOp(Ops.CAST, (x,), dt)
+        self.extra.append(out)
+        return out
 
     def _lane_dtype(self, a: _Acc, k: int) -> DType:
         """The dtype of a's k vector lanes: its own, or for a bool the first of _BOOL_LANES

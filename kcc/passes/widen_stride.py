@@ -43,8 +43,8 @@ registers than the target permutes at once leaves the loop at a smaller k or sca
 from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int, strong_int
-from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.ops import ALU, Ops
+from kcc.ir.uop import ParamArg, UOp, base_buffer
 from kcc.passes.target import TargetDesc
 from kcc.passes.widen_tail import overlap_ok
 
@@ -142,4 +142,58 @@ def last_block(lp: LaneLoop, k: int, desc: TargetDesc, n: int | None) -> UOp | N
     and loaded in the loop, or a vector the copy needs that is not legal."""
     if n is None or n < k or not overlap_ok(lp, n):
         return None
+    halves = _halves(lp, k, desc, n)
+    if halves is not None:
+        return halves
     return lp.rewrite(k, desc, counter=strong_int(n - k, lp.r.dtype))
+
+
+# ALU work a stored element may take for its row's last block to be split into halves, in
+# ops (a transcendental or division counting as the ops of its polynomial or its latency):
+# past it the loop is bound by its arithmetic, where two half blocks cost more than one
+# (softmax_odd E_111_77_3's EXP2: 1.4x -> 1.1x of clang's time when split)
+_LIGHT_OPS = 4
+_HEAVY = {Ops.EXP2: 16, Ops.LOG2: 16, Ops.SIN: 16, Ops.SQRT: 4, Ops.FDIV: 4, Ops.CDIV: 8,
+          Ops.CMOD: 8}
+
+
+def _halves(lp: LaneLoop, k: int, desc: TargetDesc, n: int) -> UOp | None:
+    """The last n % k iterations as one or two blocks of k/2 lanes (the second overlapping the
+    first), or None (the k-lane block): split where a k-lane block's stores would be wider
+    than `TargetDesc.last_block_bytes`, the loop stores more than `TargetDesc.l1d_bytes` (its
+    output misses L1) and does little arithmetic a stored element (`_light`). Measured on
+    x86-64-v4 (docs/performance.md): a row's last 64-byte store over an output that misses
+    L1 cost log_softmax_axis0 E_111_77_3 a fifth of its time; two 32-byte ones did not. A
+    k/2-lane copy that is not legal keeps the k-lane block."""
+    h, r = k // 2, n % k
+    limit = desc.last_block_bytes
+    if not limit or r == 0 or h < 2 or lp.strides or lp.gathers:
+        # (strided loads and gathers cost by the lane: two half blocks would cost more)
+        return None
+    stores = [x for x in lp.region if x.op is Ops.STORE]
+    if not stores or max(x.src[1].dtype.itemsize for x in stores) * k <= limit:
+        return None
+    bufs = {base_buffer(x.src[0].src[0]) for x in stores}
+    stored = sum((b.arg.size or 0) * b.arg.dtype.itemsize for b in bufs
+                 if isinstance(b.arg, ParamArg))
+    if stored <= desc.l1d_bytes or not _light(lp, len(stores)):
+        return None
+    starts = [n - h] if r <= h else [n - r, n - h]
+    blocks = [lp.rewrite(h, desc, counter=strong_int(s, lp.r.dtype)) for s in starts]
+    if any(b is None for b in blocks):
+        return None
+    return blocks[0] if len(blocks) == 1 else UOp(Ops.GROUP, tuple(blocks))
+
+
+def _light(lp: LaneLoop, n_stores: int) -> bool:
+    """Whether lp's body computes at most _LIGHT_OPS ALU ops a store from what it loads (its
+    index arithmetic not counted; the region is in topological order)."""
+    data: set[UOp] = set()
+    work = 0
+    for x in lp.region:
+        if x.op is Ops.LOAD:
+            data.add(x)
+        elif x.op in ALU and any(s in data for s in x.src):
+            data.add(x)
+            work += _HEAVY.get(x.op, 1)
+    return work <= _LIGHT_OPS * n_stores

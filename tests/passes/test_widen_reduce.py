@@ -377,3 +377,29 @@ def test_narrow_lanes_combine_by_byte_rotations(arch: str, dt: str, op: str) -> 
     extracts = sum(o.startswith(("vpextrb", "vpextrw")) for o in ops)
     # each accumulator (rows may be jammed): log2(lanes) >= 3 rotations, then lane 0 alone
     assert shuffles >= 3 and 1 <= extracts and 3 * extracts <= shuffles, ops
+
+
+def _bool_updates(g) -> set:
+    """How a widened bool accumulator's update makes its integer lanes: "where" (WHERE(x,
+    ~0, 0)) or "cast" (CAST(x), 0/1)."""
+    out = set()
+    for u in g.toposort():
+        if u.op is Ops.WHERE and u.shape and u.src[0].dtype.is_bool and u.dtype.is_int \
+                and u.src[1].op is Ops.STACK:
+            out.add("where")
+        elif u.op is Ops.CAST and u.shape and u.src[0].dtype.is_bool and u.dtype.is_int:
+            out.add("cast")
+    return out
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("op,want", [("OR", {"where"}), ("MAX", {"where"}),
+                                     ("AND", {"cast"}), ("XOR", {"cast"})])
+def test_or_and_max_of_bools_keep_all_ones_lanes(arch: str, op: str, want: set) -> None:
+    """OR/MAX of bools keep a true lane as all ones (WHERE(x, ~0, 0): on x86 the compare's
+    own lane mask, argmax_bool r_333_77's VPOR of VCMPPS); the lanes are read only as
+    `!= 0`, where OR/MAX of {0, ~0} agree with {0, 1}. AND and XOR keep 0/1 (an XOR of two
+    ~0 is 0 as of two 1s, but the identity and the tail are 0/1: left alone)."""
+    text = _text("bool", op, term="CMPLT(0.5, %x)", src="float32", n=77)
+    w = _check(text, arch)
+    assert _bool_updates(w) == want

@@ -176,3 +176,72 @@ def test_eight_iterations_at_stride_8_are_one_ymm_gather_and_no_loop() -> None:
     assert asm.count("vgatherdps ymm") == 1
     if HAS_V4:
         _check(text, V4)
+
+
+# log_softmax_axis0's E_111_77_3 in one row loop: out[r*n + j] = a[r*n + j] - b[j] over
+# {rows} rows of {n}: a light body whose output ({rows}*{n} float32) may miss L1
+ROWS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, {size})
+%a = PARAM ParamArg(1, float32, {size})
+%b = PARAM ParamArg(2, float32, {n})
+%r = RANGE({rows}) (0, WEAK)
+%j = RANGE({n}, %r) (1, WEAK)
+%p = MULACC(%r, {n}, %j)
+%ap = INDEX(%a, %p)
+%x = LOAD(%ap)
+%bp = INDEX(%b, %j)
+%y = LOAD(%bp)
+{body}
+%op = INDEX(%out, %p)
+%st = STORE(%op, %d)
+%e = END(%st, %j)
+%e2 = END(%e, %r)
+SINK(%e2) KernelInfo(name="rows")
+"""
+
+
+def _rows(n: int, rows: int, body: str = "%d = SUB(%x, %y)") -> str:
+    return ROWS.format(n=n, rows=rows, size=n * rows, body=body)
+
+
+def _store_blocks(g) -> list[tuple[int, int | None]]:
+    """(width, constant column start or None) of each vector store's place."""
+    out = []
+    for u in g.toposort():
+        if u.op is Ops.STORE and u.src[0].op is Ops.SHRINK:
+            at = u.src[0].src[1]
+            col = const_int(at.src[1]) if at.op is Ops.ADD else None
+            out.append((const_int(u.src[0].src[2]), col))
+    return out
+
+
+@pytest.mark.parametrize("n,blocks", [(77, [8, 8]), (69, [8]), (75, [8, 8])])
+def test_a_light_last_block_over_a_large_output_is_split_in_halves_on_v4(
+        n: int, blocks: list[int]) -> None:
+    # 77 = 4*16 + 13: the last 13 columns as 8 lanes at 64 and 8 at 69, not 16 at 61 (a
+    # 64-byte store at each row's end: ~20% of log_softmax_axis0 E_111_77_3's time); 69 =
+    # 4*16 + 5: one 8-lane block at 61
+    text = _rows(n, 333)
+    sink, g, w = _prep(text, V4)
+    widths = [wd for wd, _ in _store_blocks(w)]
+    assert widths[0] == 16 and sorted(widths[1:]) == blocks
+    args = random_inputs(sink, 4)
+    assert_same(sink, reference(w, args), reference(sink, args))
+    if HAS_V4:
+        _check(text, V4)
+
+
+@pytest.mark.parametrize("text", [
+    _rows(77, 9),                                   # 2.7 KB output: it stays in L1
+    _rows(77, 333, "%t = SUB(%x, %y)\n%d = EXP2(%t)"),   # arithmetic-bound: halves cost more
+])
+def test_a_small_output_or_a_heavy_body_keeps_the_16_lane_last_block(text: str) -> None:
+    sink, g, w = _prep(text, V4)
+    assert sorted(wd for wd, _ in _store_blocks(w)) == [16, 16]
+    args = random_inputs(sink, 5)
+    assert_same(sink, reference(w, args), reference(sink, args))
+
+
+def test_v3_last_blocks_are_already_32_bytes() -> None:
+    sink, g, w = _prep(_rows(77, 333), "x86-64-v3")
+    assert sorted(wd for wd, _ in _store_blocks(w)) == [8, 8]

@@ -80,6 +80,12 @@ class X86Alu:
             if c is not None and c > 1 and c & (c - 1) == 0:
                 t = self.copy(self.reg(u.src[0]), dt)       # * 2^k: a shift (1-cycle)
                 self.emit(f"shl_rm{w}_imm8", t, c.bit_length() - 1)
+            elif c in (3, 5, 9) and w in ("32", "64"):
+                # x + x*(c-1): one 2-component LEA (1 cycle, ports 1 and 5) where IMUL takes
+                # 3 cycles on port 1, which a division by a constant's MULHI also needs
+                # (idiv_i64's x % 5); the low w bits of the address are the product's
+                x = self.reg(u.src[0])
+                self.emit(f"lea_r{w}_m", t, Mem(x, x, c - 1, 0))
             elif c is not None:
                 form = f"imul_r{w}_rm{w}_imm{8 if -128 <= c <= 127 else 32}"
                 self.emit(form, t, self.reg(u.src[0]), c)
@@ -362,6 +368,8 @@ class X86Alu:
         t = self.ivec_minmax(u) if is_int_vector(u) else None
         if t is not None:
             return t                        # WHERE(x < y, y, x): VPMAX/VPMIN (x86_ivec)
+        if (t := self.where_lane_mask(u)) is not None:
+            return t                        # WHERE(compare, ~0, 0): its lane mask (x86_kmask)
         compare = c.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
         # (a WHERE read only as splats keeps the AND form below: x86_shuf.gated_splat then
         # broadcasts its load from memory)

@@ -98,6 +98,23 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
 _FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
 
 
+_COMPARES = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
+
+
+def _same_segment(x: UOp, users: dict[UOp, list[UOp]], pos: dict[UOp, int],
+                  barrier: list[int]) -> bool:
+    """Whether x's users and theirs lie before the next STORE/RANGE/END after x: a compare's
+    mask may be made where it is read (x86-64-v4 keeps an opmask and makes the lane-mask
+    vector at its reader, x86_kmask.lane_mask; ADD(acc, CAST(compare)) reads the compare
+    itself, x86_kmask.add_bool_lanes), and reading its folded load there must still read
+    what the load would have."""
+    seg = barrier[pos[x]]
+    for y in users.get(x, []):
+        if barrier[pos[y]] != seg or any(barrier[pos[z]] != seg for z in users.get(y, [])):
+            return False
+    return True
+
+
 def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
     `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
@@ -132,6 +149,10 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
             out.add(u)
         elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:
             out.add(u)
+        elif x.op in _COMPARES and u.shape and x.src[0] is not x.src[1] \
+                and (x.src[1] is u or x.op is not Ops.CMPLT) \
+                and _same_segment(x, users, pos, barrier):
+            out.add(u)          # VCMPPS k/vector, a, [mem] (x86_kmask.kcompare, x86_vec.fmask)
         elif x.op is Ops.BITCAST and not u.shape and reg_class(x.dtype) == "gpr":
             out.add(u)          # the bits straight into a GPR: MOV r32/r64, [mem]
         elif x.op is Ops.STACK and not u.shape and u.dtype == dtypes.float32 \

@@ -230,6 +230,8 @@ class X86IVec:
             return self.ivec_mul8(u)
         if op in (Ops.SHL, Ops.SHR) and dt.itemsize == 1:
             return self.ivec_shift8(u)
+        if op is Ops.ADD and (got := self.add_bool_lanes(u)) is not None:
+            return got                  # acc + CAST(compare): acc - lane mask (x86_kmask)
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):

@@ -20,7 +20,7 @@ from kcc.ir.mir import Mem, VReg
 from kcc.isel.common import SelectError
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
-from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector
+from kcc.isel.x86.ivec import INT_VECTOR_DTYPES, is_int_vector, uniform_const
 from kcc.isel.x86.regs import reg_class
 
 _COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
@@ -96,8 +96,11 @@ class X86KMask:
         if form not in FORMS:
             return None
         k = self.new("mask")
-        self.emit(form, k, self.reg(a_u), self.reg(b_u), pred)
-        return k
+        if u.op is not Ops.CMPLT and a_u in self.deferred:
+            a_u, b_u = b_u, a_u         # EQ/NE commute: the folded load on the right
+        m = self.deferred.get(b_u)      # a folded load (analysis.foldable_loads): read in
+        self.emit(form, k, self.reg(a_u), m if m is not None else self.reg(b_u), pred)
+        return k                        # place; kept for the lane-mask form (fmask) too
 
     def klogic(self, u: UOp) -> VReg | None:
         """AND/OR/XOR of two opmasks as KAND/KOR/KXOR; XOR with all-true as KNOT."""
@@ -176,6 +179,43 @@ class X86KMask:
         self.emit(form, t, k, no, m if m is not None else self.reg(a))
         return t
 
+
+    def add_bool_lanes(self, u: UOp) -> VReg | None:
+        """ADD(acc, CAST(compare)) of integer lanes in an xmm/ymm (a count of true lanes:
+        bool_sum, argmax's `(x == max) * idx` sums) as acc - the compare's lane mask (all ones,
+        -1, where true): VCMPPS/VPCMPEQ into a vector and VPSUB, two micro-ops where the
+        opmask's 0/1 lanes (VCMPPS k, VMOVDQU32 {k}{z} of 1s) and VPADD take three (and the
+        opmask compare port 5 alone); the CAST's own instructions then have no reader (dce).
+        None for other ADDs, a zmm (no VEX compare into one) or a bool vector that is not a
+        compare (its mask would be built, not compared)."""
+        dt, n = u.dtype, u.shape[0]
+        if vw(dt, n) == "z" or not dt.is_int:
+            return None
+        for acc, c in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
+            if c.op is Ops.CAST and c.src[0].op in _COMPARES and c.src[0].src[0].shape \
+                    and c.src[0].dtype.is_bool and c.dtype == dt:
+                m = self.bool_vec(c.src[0], dt.itemsize)
+                t = self.new("vec")
+                w = vw(dt, n)
+                self.emit(f"vpsub{_SFX[dt.itemsize]}_{w}_{w}_{w}m", t, self.reg(acc), m)
+                return t
+        return None
+
+    def where_lane_mask(self, u: UOp) -> VReg | None:
+        """WHERE(compare, all ones, 0) of integer lanes in an xmm/ymm (a bool OR/MAX
+        reduction's lanes, passes/widen_reduce.py _bool_lanes) is the compare's lane mask
+        itself, all ones where true: VCMPPS/VPCMPEQ into a vector, nothing more (the opmask's
+        zero-masked move of a ones register would be a second instruction). None otherwise,
+        and for a compare of lanes of another width (its mask would be resized: any_all
+        r_64_4's float32 x 16 into uint16 lanes, which the opmask's VMOVDQU16 takes whole)."""
+        c, a, b = u.src
+        if not is_int_vector(u) or vw(u.dtype, u.shape[0]) == "z" \
+                or c.op not in _COMPARES or not c.src[0].shape \
+                or c.src[0].dtype.itemsize != u.dtype.itemsize \
+                or uniform_const(b) != 0 \
+                or uniform_const(a) not in (-1, (1 << u.dtype.bits) - 1):
+            return None
+        return self.bool_vec(c, u.dtype.itemsize)
 
     def kmax(self, dt: DType, n: int, a: VReg, b: VReg) -> VReg:
         """MAX of integer lanes without a VPMAX form here: a < b (VPCMP[U] into k) picks b

@@ -656,6 +656,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
             self.half_store(mem, v, p.lanes)             # float16 lanes (x86_half)
         elif p.lanes > 1 and bits == 64:       # byte lanes x 8: the xmm's low qword
             self.emit("vmovq_m64_x", mem, v)
+        elif p.lanes > 1 and bits == 32:       # byte lanes x 4 (narrow_stores): its low dword
+            self.emit("vmovd_rm32_x", mem, v)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
             self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)

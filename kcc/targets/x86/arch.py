@@ -122,7 +122,10 @@ def x86_desc(arch: str) -> TargetDesc:
                    # x 4 → int16 cast packs its lanes there (x86_ivec.vcast_narrow), one store
                    # where four VPEXTRWs and 2-byte stores were (cast_half2i); stores only: a
                    # 4-lane int16 load would have no ALU op to feed
-                   narrow_stores=((dtypes.int16, 4), (dtypes.uint16, 4)),
+                   # int8/uint8 x 4 likewise from its low dword (VMOVD m32: cast_f2i8's 4
+                   # VPEXTRB + byte stores a float4)
+                   narrow_stores=((dtypes.int16, 4), (dtypes.uint16, 4), (dtypes.int8, 4),
+                                  (dtypes.uint8, 4)),
                    # VPMULLD: 2 uops, 10 cycles; a 0/1 multiply is a masked move or blend
                    select_bool_mul=True,
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
@@ -130,7 +133,12 @@ def x86_desc(arch: str) -> TargetDesc:
                    tiny_unroll=X86_TINY_UNROLL,
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
-                   lane_loads=True)
+                   lane_loads=True,
+                   # an overlapping last block stores ymm halves, not a zmm (widen_stride.py
+                   # last_block; docs/performance.md "Overlapping last blocks in halves")
+                   last_block_bytes=32,
+                   # the smallest L1d of the hosts measured (32 KiB; this one's 48 KiB)
+                   l1d_bytes=32 * 1024)
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:

@@ -160,3 +160,147 @@ def test_a_store_between_the_load_and_its_user_keeps_the_load() -> None:
     lin = rest[:k + 1] + [store] + rest[k + 1:]
     lin2 = rest[:k] + [store] + rest[k:]
     assert va in foldable_loads(lin) and va not in foldable_loads(lin2)
+
+
+# cnt[i] = (0.5 < a[4i..4i+3]) as int32, summed into an int32 x 4 accumulator over j: a
+# vector compare whose load folds, read by ADD(acc, CAST(compare)) (bool_sum's rows)
+CMP = """# kcc-uop 1
+%y = PARAM ParamArg(0, int32, 4)
+%a = PARAM ParamArg(1, float32, 64)
+%acc = BUFFER ParamArg(0, int32, 4, addrspace=REG)
+%z = STACK(0, 0, 0, 0)
+%w = SHRINK(%acc, 0, 4)
+%init = STORE(%w, %z)
+%h = STACK(0.5, 0.5, 0.5, 0.5)
+%j = RANGE(16, %init) (0, REDUCE)
+%aa = AFTER(%acc, %init, %j)
+%wa = SHRINK(%aa, 0, 4)
+%old = LOAD(%wa)
+%j4 = MUL(%j, 4)
+%pa = SHRINK(%a, %j4, 4)
+%va = LOAD(%pa)
+%c = CMPOP
+%ci = CAST(%c) int32
+%s = ADD(%old, %ci)
+%st = STORE(%wa, %s)
+%e = END(%st, %j)
+%af = AFTER(%acc, %e)
+%wf = SHRINK(%af, 0, 4)
+%fin = LOAD(%wf)
+%py = SHRINK(%y, 0, 4)
+%out = STORE(%py, %fin)
+SINK(%out) KernelInfo(name="cmpsum")
+"""
+
+
+@pytest.mark.parametrize("cmp", ["CMPLT(%h, %va)", "CMPEQ(%va, %h)", "CMPNE(%va, %h)",
+                                 "CMPLT(%va, %h)"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_a_vector_compare_reads_its_load_in_place_and_counts_by_subtracting(
+        cmp: str, arch: str) -> None:
+    text = CMP.replace("CMPOP", cmp)
+    mir = _mir(text, arch)
+    folds = cmp != "CMPLT(%va, %h)"        # CMPLT's left operand does not (no swapped form)
+    cmp_lines = [ln for ln in mir.splitlines() if "vcmpps" in ln]
+    assert cmp_lines and all(("[%v" in ln) == folds for ln in cmp_lines), mir
+    # acc - lane mask (all ones where true), not a 0/1 vector added
+    assert "vpsubd_x_x_xm" in mir and "vpaddd_x_x_xm" not in mir, mir
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        return
+    sink = parse(text)
+    rng = np.random.default_rng(7)
+    a = rng.choice(np.array([0.25, 0.5, 1.0, np.nan], np.float32), 64)
+    args = [np.zeros(4, np.int32), a]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+_PAST = """# kcc-uop 1
+%y = PARAM ParamArg(0, float32, 8)
+%a = PARAM ParamArg(1, float32, 8)
+%i = RANGE(2) (0, LOOP)
+%i4 = MUL(%i, 4)
+%pa = SHRINK(%a, %i4, 4)
+%va = LOAD(%pa)
+%py = SHRINK(%y, %i4, 4)
+%vy = LOAD(%py)
+%c = CMPLT(%vy, %va)
+%two = STACK(2.0, 2.0, 2.0, 2.0)
+%z = STORE(%pa, %two)
+%f = WHERE(%c, %vy, %two)
+%st1 = STORE(%py, %f)
+%st = GROUP(%z, %st1)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+def test_a_compare_whose_reader_is_past_a_store_keeps_its_load() -> None:
+    # the lane mask may be made where the compare is read (x86-64-v4: at its reader), so a
+    # store to the loaded buffer between the compare and its reader keeps the load a register
+    lin = _lin(_PAST)
+    store = next(u for u in lin if u.op is Ops.STORE and u.src[0].src[0].arg.slot == 1)
+    va = next(u for u in lin if u.op is Ops.LOAD and u.src[0].src[0].arg.slot == 1)
+    rest = [u for u in lin if u is not store]
+    k = rest.index(next(u for u in rest if u.op is Ops.CMPLT))
+    w = rest.index(next(u for u in rest if u.op is Ops.STORE))  # the WHERE's store
+    between = rest[:k + 1] + [store] + rest[k + 1:]      # after the compare, before the WHERE
+    later = rest[:w + 1] + [store] + rest[w + 1:]        # after the WHERE and its store
+    assert va not in foldable_loads(between)
+    assert va in foldable_loads(later)
+
+
+# any(x[j] > 0.5) over {n} float32 per row, widened: an OR of all-ones lanes (widen_reduce)
+ANY = """# kcc-uop 1
+%o = PARAM ParamArg(0, bool, 3)
+%x = PARAM ParamArg(1, float32, {size})
+%acc = BUFFER ParamArg(0, bool, 1, addrspace=REG)
+%r = RANGE(3) (0, WEAK)
+%a0 = AFTER(%acc, %r)
+%p0 = INDEX(%a0, 0)
+%init = STORE(%p0, false)
+%j = RANGE({n}, %init) (1, REDUCE)
+%a1 = AFTER(%acc, %init, %j)
+%p1 = INDEX(%a1, 0)
+%old = LOAD(%p1)
+%ix = MULACC(%r, {n}, %j)
+%xp = INDEX(%x, %ix)
+%v = LOAD(%xp)
+%c = CMPLT(0.5, %v)
+%new = OR(%old, %c)
+%st = STORE(%p1, %new)
+%e = END(%st, %j)
+%a2 = AFTER(%acc, %e)
+%p2 = INDEX(%a2, 0)
+%fin = LOAD(%p2)
+%op = INDEX(%o, %r)
+%so = STORE(%op, %fin)
+%e2 = END(%so, %r)
+SINK(%e2) KernelInfo(name="any")
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("n", [77, 64])
+def test_or_of_compares_is_the_compare_mask(arch: str, n: int) -> None:
+    """WHERE(compare, ~0, 0) on xmm/ymm lanes of the compare's width is the compare's lane
+    mask (kmask.where_lane_mask): the loop ORs VCMPPS results, no 0/1 lanes (VPSRLD, a
+    zero-masked move of ones). n = 64 on v4 takes 16 lanes: float32 x 16 compared into uint16
+    lanes, a mask of another width, keeps the opmask's VMOVDQU16 (no lane-by-lane resize:
+    any_all r_64_4 ran 30x slower with it)."""
+    text = ANY.format(n=n, size=3 * n)
+    mir = _mir(text, arch)
+    assert "vpextrd" not in mir.split("vcmpps")[1].split("vpor")[0], mir
+    if n == 77 or arch == "x86-64-v3":
+        assert "vpsrld" not in mir and "kz" not in mir, mir
+    else:
+        assert "vmovdqu16_y_kz_ym" in mir and "vinsertf64x4" not in mir, mir
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        return
+    sink = parse(text)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 0.52, 3 * n).astype(np.float32)
+    x[5] = 0.7                      # row 0 true by one element; rows 1, 2 by chance
+    args = [np.zeros(3, np.bool_), x]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
