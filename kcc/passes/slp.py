@@ -60,7 +60,7 @@ from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
-from kcc.passes.slp_index import element_run
+from kcc.passes.slp_index import element_run, permuted_run
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_stores import merge_slice_stores
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
@@ -200,7 +200,7 @@ class _Packer:
             return None
         base, k0 = offs[0]
         if any(o != (base, k0 + j) for j, o in enumerate(offs)):
-            return None
+            return self._permuted_load(t)
         start = t[0].src[0].src[1]
         w = self.reg_width.get(base_buffer(buf), len(t))
         if base is None and w > len(t) and k0 // w == (k0 + len(t) - 1) // w:
@@ -211,6 +211,23 @@ class _Packer:
             return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (wide, UOp.const(k0 - g + j)))
                                         for j in range(len(t))))
         return UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(len(t)))),))
+
+    def _permuted_load(self, t: Lanes) -> UOp | None:
+        """Ungated scalar LOADs that read a run of consecutive elements in another order
+        (slp_index.permuted_run) → lanes of one vector LOAD of the run (a shuffle), when the
+        target loads the run at once; the loads become its lanes."""
+        run = permuted_run(t)
+        if run is None:
+            return None
+        buf, start, m, ks = run
+        b = base_buffer(buf)
+        if not self.ctx.mem_legal(m, t[0].dtype) or b in self.scalar_reg \
+                or b in self.reg_width:
+            return None
+        vec = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(m))),))
+        for s, k in zip(t, ks):
+            self.lane_of.setdefault(s, (vec, k))
+        return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (vec, UOp.const(k))) for k in ks))
 
     def _mixed_load(self, t: Lanes) -> UOp | None:
         """Consecutive elements of one buffer read partly by scalar LOADs, partly as lanes of

@@ -137,3 +137,33 @@ def _product(m: UOp) -> UOp:
         s = UOp(Ops.CAST, (UOp.const(sh),), c.arg) if c.op is Ops.CAST else UOp.const(sh)
         return UOp(Ops.SHL, (a, s))
     return UOp(Ops.MUL, (a, c))
+
+
+def permuted_run(t: tuple[UOp, ...]) -> tuple[UOp, UOp, int, tuple[int, ...]] | None:
+    """(buffer, start, m, lanes) when the scalars t are ungated scalar LOADs of one buffer
+    node that read exactly the m consecutive elements start … start+m-1, each at least once,
+    in any order: lane j of t is element start + lanes[j] (sort's and topk's swaps unrolled,
+    x[0], x[3], x[1], x[2]: one load of the run and one shuffle); else None."""
+    buf: UOp | None = None
+    base: UOp | None = None
+    ks: list[int] = []
+    first: dict[int, UOp] = {}
+    for s in t:
+        if s.op is not Ops.LOAD or len(s.src) != 1 or s.src[0].op is not Ops.INDEX \
+                or s.shape != ():
+            return None
+        b, idx = s.src[0].src
+        off_base, k = lane_offset(idx)
+        if buf is None:
+            buf, base = b, off_base
+        elif b is not buf or off_base is not base:
+            return None
+        ks.append(k)
+        first.setdefault(k, idx)
+    if buf is None or buf.kind != "buffer":
+        return None
+    lo = min(ks)
+    m = max(ks) - lo + 1
+    if len(first) != m:
+        return None
+    return buf, first[lo], m, tuple(k - lo for k in ks)

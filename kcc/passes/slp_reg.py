@@ -78,8 +78,10 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
     the target stores at once that divides the run. passes/unroll.py's jammed column loop
     reads its accumulators' group back one element at a time and stores each to the next
     element of the output (conv1d: four lane extracts and four scalar stores, each with
-    its own address): one vector store of the group instead. ``packs``: slp's packing of
-    a tuple of lanes (None: no vector)."""
+    its own address): one vector store of the group instead. A group that does not pack
+    is tried again as its two halves, while they are a width the target stores (sort's
+    compare-exchange E_4_2: four MINs then four MAXs, two groups of 4 where 8 lanes mix two
+    ops). ``packs``: slp's packing of a tuple of lanes (None: no vector)."""
     groups: list[tuple[UOp, ...]] = []
     if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
         return groups
@@ -89,14 +91,19 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
             continue
         dt = run[0].src[1].dtype
         n = len(run)
-        w = max((w for w in ctx.mem_widths.get(dt, ()) if 2 <= w <= n and n % w == 0),
-                default=0)
+        widths = ctx.mem_widths.get(dt, ())
+        w = max((w for w in widths if 2 <= w <= n and n % w == 0), default=0)
         if not w or not ctx.alu_legal(w, dt):
             continue
-        for g in (run[i:i + w] for i in range(0, n, w)):
+        work = [run[i:i + w] for i in range(n - w, -1, -w)]
+        while work:                     # (groups in run order: the last cut is popped first)
+            g = work.pop()
             v = packs(tuple(st.src[1] for st in g))
             if v is not None and not _inserts(v):
                 groups.append(g)
+            elif len(g) % 2 == 0 and len(g) // 2 in widths and len(g) >= 4 \
+                    and ctx.alu_legal(len(g) // 2, dt):
+                work += [g[len(g) // 2:], g[:len(g) // 2]]
     return groups
 
 
