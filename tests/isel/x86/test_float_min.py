@@ -143,5 +143,7 @@ def test_min_chain_is_three_vmins(arch: str) -> None:
     out = io.StringIO()
     run_pipeline(parse(_chain("float32", 4)), X86Target(arch), dump_after="allocate", out=out)
     text = out.getvalue()
-    assert text.count("vminps") == 3, text
+    # three a stored vector (the loop's blocks may be straight-line, passes/unroll_widened)
+    stores = text.count("vmovups_m")
+    assert stores and text.count("vminps") == 3 * stores, text
     assert "vmax" not in text and "vxorp" not in text, text
