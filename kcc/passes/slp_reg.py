@@ -71,7 +71,9 @@ def reg_stores(order: list[UOp]) -> dict[UOp, int]:
 
 
 def column_groups(order: list[UOp], ctx: TargetDesc,
-                  packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
+                  packs: Callable[[tuple[UOp, ...]], UOp | None],
+                  blends: Callable[[tuple[UOp, ...]], UOp | None] | None = None
+                  ) -> list[tuple[UOp, ...]]:
     """In a kernel without vectors: runs of scalar stores to consecutive elements of a
     kernel argument whose values pack into a vector that inserts no scalars (`_inserts`: a
     load, vector ops over loads, splats and shuffles), cut into groups of the widest width
@@ -81,7 +83,9 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
     its own address): one vector store of the group instead. A group that does not pack
     is tried again as its two halves, while they are a width the target stores (sort's
     compare-exchange E_4_2: four MINs then four MAXs, two groups of 4 where 8 lanes mix two
-    ops). ``packs``: slp's packing of a tuple of lanes (None: no vector)."""
+    ops), unless a half does not pack and the whole packs as a blend of two ops (``blends``,
+    slp_blend.py: E_2_2_2's MINs and MAXs alternate in pairs). ``packs``: slp's packing of a
+    tuple of lanes (None: no vector)."""
     groups: list[tuple[UOp, ...]] = []
     if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
         return groups
@@ -98,13 +102,24 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
         work = [run[i:i + w] for i in range(n - w, -1, -w)]
         while work:                     # (groups in run order: the last cut is popped first)
             g = work.pop()
-            v = packs(tuple(st.src[1] for st in g))
-            if v is not None and not _inserts(v):
+            if _packs(packs, g):
                 groups.append(g)
-            elif len(g) % 2 == 0 and len(g) // 2 in widths and len(g) >= 4 \
-                    and ctx.alu_legal(len(g) // 2, dt):
-                work += [g[len(g) // 2:], g[:len(g) // 2]]
+                continue
+            h = len(g) // 2
+            halves = [g[h:], g[:h]] if len(g) % 2 == 0 and h in widths and h >= 2 \
+                and ctx.alu_legal(h, dt) else []
+            if blends is not None and not (halves and all(_packs(packs, x) for x in halves)) \
+                    and _packs(blends, g):
+                groups.append(g)
+            else:
+                work += halves
     return groups
+
+
+def _packs(packs: Callable[[tuple[UOp, ...]], UOp | None], g: tuple[UOp, ...]) -> bool:
+    """Whether the values of the store group g pack into a vector that inserts no scalars."""
+    v = packs(tuple(st.src[1] for st in g))
+    return v is not None and not _inserts(v)
 
 
 def _inserts(v: UOp) -> bool:
