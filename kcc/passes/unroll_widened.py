@@ -14,6 +14,9 @@ widen's own tests see its loops): a loop nest whose copies are at most
 lane as unroll_tiny counts before widening) becomes its iterations, each RANGE a constant in
 each copy, and simplify folds every copy's index arithmetic to a constant.
 
+A MULHI that reads loaded data counts as a sequence (`_heavy`), as unroll_tiny's
+polynomials and divisions do.
+
 **Legality** is unroll_tiny's `_nest` (the nest is outermost, its RANGEs have constant bounds,
 it has no REG or LOCAL buffer, AFTER or BARRIER, it stores only PARAM buffers it does not
 load, and no element is stored by two iterations), so the copies may run in any order; and
@@ -44,7 +47,7 @@ def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
     """Unroll every outermost nest of vector work the module docstring allows."""
     if desc.tiny_unroll <= 0:
         return sink
-    from kcc.passes.unroll_tiny import _expand, _nest    # (here: start-up imports none)
+    from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
     order = toposort([sink])
     dep = range_sets(order)
     vector_in: set[UOp] = set()         # RANGEs some vector value depends on
@@ -58,9 +61,26 @@ def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
         # (an outermost END: no RANGE above it, so no END taken before lies over it)
         if x.op is not Ops.END or dep[x] or x.src[1] not in vector_in:
             continue
-        if _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False) is not None:
+        if _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
+                 heavy=_heavy(x, _HEAVY_OPS)) is not None:
             repl[x] = _expand(x, dep)
     if not repl:
         return sink
     from kcc.passes.simplify import simplify
     return simplify(rebuild(order, repl).get(sink, sink), desc)
+
+
+def _heavy(end: UOp, ops: frozenset[Ops]) -> frozenset[Ops]:
+    """The ops to count as sequences in the nest under end: unroll_tiny's, and MULHI (a
+    division by a constant, passes/divconst.py) where it reads loaded data: a sequence on
+    vectors (x86: two VPMULUDQ, shifts, a blend) whose constant's shuffles a loop computes
+    once and each copy again (uint32_div's E_64_4: 32 blocks as copies ran 21.4 -> 25 ns a
+    call). A MULHI of counters and constants alone (arange's `(4i + j)*3 % 7`) folds to a
+    constant in every copy."""
+    loaded: set[UOp] = set()
+    for x in toposort([end]):
+        if x.op is Ops.LOAD or any(s in loaded for s in x.src):
+            loaded.add(x)
+            if x.op is Ops.MULHI:
+                return ops | {Ops.MULHI}
+    return ops

@@ -12,6 +12,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.ir.uop import toposort
+from kcc.passes.divconst import div_const
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
@@ -59,7 +60,7 @@ def _widened(text: str, desc=None):
     """The graph after the pipeline's widen step (widen, then unroll_widened)."""
     desc = desc or x86_desc("x86-64-v3")
     g = simplify(lower_weak_dtypes(parse(text)), desc)
-    return widen_and_unroll(slp(unroll(g, desc), desc), desc)
+    return widen_and_unroll(slp(div_const(unroll(g, desc), desc), desc), desc)
 
 
 def _ranges(g) -> int:
@@ -101,6 +102,26 @@ def test_heavy_ops_count_as_sequences() -> None:
     # decomposed: unroll_tiny's _HEAVY) a block stays a loop
     assert _ranges(_widened(_ew(128, "MUL(%x, 3.0)", "float32"))) == 0
     assert _ranges(_widened(_ew(128, "EXP2(%x)", "float32"))) == 1
+
+
+# out[i] = (3i) % 7: a MULHI (div_const) of the counter alone, a constant in every copy
+ARANGE = """# kcc-uop 1
+%o = PARAM ParamArg(0, int32, 100)
+%r = RANGE(100) (0, LOOP)
+%m = MUL(%r, 3)
+%v = CMOD(%m, 7)
+%d = INDEX(%o, %r)
+%s = STORE(%d, %v)
+%e = END(%s, %r)
+SINK(%e) KernelInfo(name="arange")
+"""
+
+
+def test_a_division_of_loaded_data_counts_as_a_sequence() -> None:
+    # uint32_div's E_64_4: 32 blocks of a MULHI sequence stay a loop (its constant's
+    # shuffles computed once); a MULHI of the counter alone folds in every copy
+    assert _ranges(_widened(_ew(256, "CDIV(%x, 3)", "uint32"))) == 1
+    assert _ranges(_widened(ARANGE)) == 0
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])

@@ -136,12 +136,14 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
             continue
         x = us[0]
-        if x.op in _FOLD_INTO and x.dtype.is_float and (
+        if reg_class(u.dtype) != "vec":       # an integer vector: only as an ALU's operand
+            if x.op in _IFOLD_INTO and x.dtype.is_int and x.shape == u.shape \
+                    and (x.src[1] is u) != (x.src[0] is u) \
+                    and (x.src[1] is u or x.op in _ICOMMUTE):
+                out.add(u)      # an integer vector op's r/m operand (x86_ivec.ivec_alu)
+        elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)
-        elif x.op in _IFOLD_INTO and u.shape and x.dtype.is_int and x.shape == u.shape \
-                and (x.src[1] is u) != (x.src[0] is u) and (x.src[1] is u or x.op in _ICOMMUTE):
-            out.add(u)          # an integer vector op's r/m operand (x86_ivec.ivec_alu)
         elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:
             out.add(u)
         elif x.op is Ops.BITCAST and not u.shape and reg_class(x.dtype) == "gpr":

@@ -108,3 +108,32 @@ def test_matches_the_interpreter(arch: str, which: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# h[0:8] = b[0:8] < e[0:8] ? a[0:8] : -b[0:8] (where_int's E_64_4, constant places)
+WHERE = """# kcc-uop 1
+%h = PARAM ParamArg(0, int32, 8)
+%a = PARAM ParamArg(1, int32, 8)
+%b = PARAM ParamArg(2, int32, 8)
+%f = PARAM ParamArg(3, int32, 8)
+%pa = SHRINK(%a, 0, 8)
+%xa = LOAD(%pa)
+%pb = SHRINK(%b, 0, 8)
+%xb = LOAD(%pb)
+%pf = SHRINK(%f, 0, 8)
+%xf = LOAD(%pf)
+%c = CMPLT(%xb, %xf)
+%n = NEG(%xb)
+%w = WHERE(%c, %xa, %n)
+%ph = SHRINK(%h, 0, 8)
+%s = STORE(%ph, %w)
+SINK(%s) KernelInfo(name="where")
+"""
+
+
+def test_an_integer_where_reads_registers() -> None:
+    # only the ALU ops above fold an integer load (where_int measured no faster with a
+    # VPBLENDMD [mem]); its operand is a register, as before
+    code = _code(WHERE, "x86-64-v4")
+    blend = [s for s in code if s.startswith("vpblendm")]
+    assert blend and all("[" not in s for s in blend), code
