@@ -59,8 +59,9 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
+from kcc.passes.slp_blend import blend
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
-from kcc.passes.slp_index import element_run
+from kcc.passes.slp_index import element_run, permuted_load
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_stores import merge_slice_stores
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
@@ -89,8 +90,9 @@ class _Packer:
     """Packs lane tuples into vector values; remembers which scalar became which lane."""
 
     def __init__(self, ctx: TargetDesc, reg_width: dict[UOp, int] | None = None,
-                 order: list[UOp] | None = None) -> None:
+                 order: list[UOp] | None = None, blends: bool = False) -> None:
         self.ctx = ctx
+        self.blends = blends                  # two-op lane groups (slp_blend.py) allowed
         self.memo: dict[Lanes, UOp | None] = {}
         self.lane_of: dict[UOp, tuple[UOp, int]] = {}
         self.reg_width = reg_width or {}      # REG buffer → the lane count of its groups
@@ -200,7 +202,7 @@ class _Packer:
             return None
         base, k0 = offs[0]
         if any(o != (base, k0 + j) for j, o in enumerate(offs)):
-            return None
+            return permuted_load(self, t)      # another order (slp_index.py)
         start = t[0].src[0].src[1]
         w = self.reg_width.get(base_buffer(buf), len(t))
         if base is None and w > len(t) and k0 // w == (k0 + len(t) - 1) // w:
@@ -343,6 +345,11 @@ class _Packer:
             work.pop()
             self.memo[t] = self._build(t, subs)
         return self.memo[root]
+
+    def pack_or_blend(self, root: Lanes) -> UOp | None:
+        """pack, or where it gives nothing and blends are on, a blend of two packed ops."""
+        v = self.pack(root)
+        return v if v is not None or not self.blends else blend(root, self.pack)
 
     def _build(self, t: Lanes, subs: list[Lanes]) -> UOp | None:
         """The vector op over the packed src tuples (all resolved), or None if none packs."""
@@ -665,7 +672,7 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
         dt = group[0].src[1].dtype
         if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos, memo):
             continue
-        v = p.pack(tuple(s.src[1] for s in group))
+        v = p.pack_or_blend(tuple(s.src[1] for s in group))
         if v is None:
             continue
         place = group[0].src[0]
@@ -721,8 +728,9 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
         else scalar_reg_groups(order, target, stored,
                                lambda t: _Packer(target).pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
-        groups += column_groups(order, target, _Packer(target, reg_width).pack)
-    p = _Packer(target, reg_width, order)
+        q = _Packer(target, reg_width, blends=True)
+        groups += column_groups(order, target, q.pack, lambda t: blend(t, q.pack))
+    p = _Packer(target, reg_width, order, blends=widest < 2)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}

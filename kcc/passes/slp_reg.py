@@ -71,15 +71,21 @@ def reg_stores(order: list[UOp]) -> dict[UOp, int]:
 
 
 def column_groups(order: list[UOp], ctx: TargetDesc,
-                  packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
+                  packs: Callable[[tuple[UOp, ...]], UOp | None],
+                  blends: Callable[[tuple[UOp, ...]], UOp | None] | None = None
+                  ) -> list[tuple[UOp, ...]]:
     """In a kernel without vectors: runs of scalar stores to consecutive elements of a
     kernel argument whose values pack into a vector that inserts no scalars (`_inserts`: a
     load, vector ops over loads, splats and shuffles), cut into groups of the widest width
     the target stores at once that divides the run. passes/unroll.py's jammed column loop
     reads its accumulators' group back one element at a time and stores each to the next
     element of the output (conv1d: four lane extracts and four scalar stores, each with
-    its own address): one vector store of the group instead. ``packs``: slp's packing of
-    a tuple of lanes (None: no vector)."""
+    its own address): one vector store of the group instead. A group that does not pack
+    is tried again as its two halves, while they are a width the target stores (sort's
+    compare-exchange E_4_2: four MINs then four MAXs, two groups of 4 where 8 lanes mix two
+    ops), unless a half does not pack and the whole packs as a blend of two ops (``blends``,
+    slp_blend.py: E_2_2_2's MINs and MAXs alternate in pairs). ``packs``: slp's packing of a
+    tuple of lanes (None: no vector)."""
     groups: list[tuple[UOp, ...]] = []
     if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
         return groups
@@ -89,15 +95,31 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
             continue
         dt = run[0].src[1].dtype
         n = len(run)
-        w = max((w for w in ctx.mem_widths.get(dt, ()) if 2 <= w <= n and n % w == 0),
-                default=0)
+        widths = ctx.mem_widths.get(dt, ())
+        w = max((w for w in widths if 2 <= w <= n and n % w == 0), default=0)
         if not w or not ctx.alu_legal(w, dt):
             continue
-        for g in (run[i:i + w] for i in range(0, n, w)):
-            v = packs(tuple(st.src[1] for st in g))
-            if v is not None and not _inserts(v):
+        work = [run[i:i + w] for i in range(n - w, -1, -w)]
+        while work:                     # (groups in run order: the last cut is popped first)
+            g = work.pop()
+            if _packs(packs, g):
                 groups.append(g)
+                continue
+            h = len(g) // 2
+            halves = [g[h:], g[:h]] if len(g) % 2 == 0 and h in widths and h >= 2 \
+                and ctx.alu_legal(h, dt) else []
+            if blends is not None and not (halves and all(_packs(packs, x) for x in halves)) \
+                    and _packs(blends, g):
+                groups.append(g)
+            else:
+                work += halves
     return groups
+
+
+def _packs(packs: Callable[[tuple[UOp, ...]], UOp | None], g: tuple[UOp, ...]) -> bool:
+    """Whether the values of the store group g pack into a vector that inserts no scalars."""
+    v = packs(tuple(st.src[1] for st in g))
+    return v is not None and not _inserts(v)
 
 
 def _inserts(v: UOp) -> bool:
