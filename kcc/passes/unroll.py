@@ -133,6 +133,9 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
     return (place.src[1], n) if n is not None else None
 
 
+_OUT_OPS = frozenset({Ops.SHL, Ops.MUL, Ops.MULACC, Ops.ADD})  # what _constant_out moves
+
+
 def _constant_out(n: UOp, addend: bool = False) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
@@ -146,6 +149,8 @@ def _constant_out(n: UOp, addend: bool = False) -> UOp:
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
+    if n.op not in _OUT_OPS:         # (asked per node of each copy: the op first)
+        return n
     dt = n.dtype
     if dt is None or not dt.is_int or dt.is_weak or n.shape:
         return n
@@ -573,11 +578,18 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             merged = UOp(Ops.END, (UOp(Ops.GROUP, bodies), new[0][n.src[1]]))
             for k in range(f):
                 new[k][n] = merged
-        else:
+        elif n.op in (Ops.AFTER, Ops.RANGE):
             for k in range(f):
                 srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
                 if srcs != n.src:
                     new[k][n] = _constant_out(n.replace(src=srcs), plan.wide)
+        else:
+            # (most of the cone: src_of is a lookup in new[k] here, and the node is built
+            # directly, not through replace's keywords: this runs per node and copy)
+            for nk in new:
+                srcs = tuple([nk.get(s, s) for s in n.src])
+                if srcs != n.src:
+                    nk[n] = _constant_out(UOp(n.op, srcs, n.arg, n.tag), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % f:
