@@ -101,9 +101,19 @@ class _Packer:
         # scalars that are lanes of vectors made before the downward packing (gated-load
         # groups, slp_gated.py; users packed upward, slp_up.py) → (vector, lane)
         self.up: dict[UOp, tuple[UOp, int]] = {}
+        # _leaf's answers by tuple (a function of the tuple and ctx alone: a tuple is asked
+        # as a src of each tuple that reads it, and again when it is packed itself)
+        self.leaves: dict[Lanes, tuple[UOp | None, bool]] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
+        got = self.leaves.get(t)
+        if got is None:
+            got = self.leaves[t] = self._new_leaf(t)
+        return got
+
+    def _new_leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
+        """_leaf, not remembered."""
         kind = self._leaf_kind(t)
         if kind == 0:
             return None, False
@@ -317,26 +327,33 @@ class _Packer:
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
         work = [root]
+        memo, leaf = self.memo, self._leaf
+        # the src tuples of a tuple whose srcs are being packed: when it is on top again,
+        # the answers that sent it there (not a leaf, no load, an op that packs) stand
+        opened: dict[Lanes, list[Lanes]] = {}
         while work:
             t = work[-1]
-            if t in self.memo:
+            if t in memo:
                 work.pop()
                 continue
-            if self.up and all(s in self.up for s in t):
-                # lanes of vectors packed upward (slp_up.py): a shuffle of those, not repacked
-                self.memo[t] = self._leaf(tuple(
-                    UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1]))) for s in t))[0]
-                work.pop()
-                continue
-            v, _ = self._leaf(t)
-            if v is None:
-                v = self._load(t)
-            if v is not None or not self._op_ok(t):
-                self.memo[t] = v
-                work.pop()
-                continue
-            subs = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
-            todo = [s for s in subs if s not in self.memo and not self._leaf_kind(s)]
+            subs = opened.get(t)
+            if subs is None:
+                if self.up and all(s in self.up for s in t):
+                    # lanes of vectors packed upward (slp_up.py): a shuffle of those
+                    memo[t] = leaf(tuple(
+                        UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1])))
+                        for s in t))[0]
+                    work.pop()
+                    continue
+                v, _ = leaf(t)
+                if v is None:
+                    v = self._load(t)
+                if v is not None or not self._op_ok(t):
+                    memo[t] = v
+                    work.pop()
+                    continue
+                subs = opened[t] = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
+            todo = [s for s in subs if s not in memo and leaf(s)[0] is None]
             if todo:
                 work.extend(todo)
                 continue
