@@ -583,10 +583,11 @@ def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -
 
 
 def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
-                 base: int, memo: dict | None = None) -> int | None:
+                 base: int, memo: dict | None = None, p: _Packer | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
-    pack (or cannot be one store)."""
-    p = _Packer(ctx)
+    pack (or cannot be one store). p: a plain packer (`_Packer(ctx)`) shared by the runs
+    costed (its answers are a function of the tuple alone), else a fresh one."""
+    p = p or _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
         if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original, memo):
@@ -599,15 +600,17 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
 
 
 def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
-                 original: dict[UOp, int] | None = None, memo: dict | None = None
-                 ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+                 original: dict[UOp, int] | None = None, memo: dict | None = None,
+                 p: _Packer | None = None) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """The store groups to pack, and the group width of each widened REG buffer: every run
     in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
     is cheaper; the runs of one REG buffer are judged together (one width for all).
     original: the graph's nodes numbered in order (made here when not given); memo: the
-    `_independent` answers of the groups costed, for _pack_stores to read again."""
+    `_independent` answers of the groups costed, for _pack_stores to read again; p: the
+    plain packer the runs are costed with (made here when not given)."""
     if original is None:
         original = {u: i for i, u in enumerate(order)}
+    p = p or _Packer(ctx)
     sets: dict[object, list[tuple[UOp, ...]]] = {}
     for run in store_runs(order):
         if len(run) < widest:
@@ -626,11 +629,11 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
             if w <= widest or any(len(r) % w for r in runs):
                 continue
             if narrow is None:
-                costs = [_groups_cost(ctx, r, widest, original, widest, memo) for r in runs]
+                costs = [_groups_cost(ctx, r, widest, original, widest, memo, p) for r in runs]
                 if None in costs:
                     break
                 narrow = sum(costs)
-            wide = [_groups_cost(ctx, r, w, original, widest, memo) for r in runs]
+            wide = [_groups_cost(ctx, r, w, original, widest, memo, p) for r in runs]
             if None not in wide and sum(wide) < narrow:
                 best = w
                 break
@@ -734,12 +737,15 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
     pos = {u: i for i, u in enumerate(order)}      # the graph's nodes, numbered in order
     indep: dict[tuple[UOp, ...], bool] = {}        # _independent's answers, by group
-    groups, reg_width = _plan_stores(order, target, widest, pos, indep) if widest >= 2 \
-        else scalar_reg_groups(order, target, stored,
-                               lambda t: _Packer(target).pack(t) is not None)
+    # one plain packer (no REG widths, rows or lanes packed upward) for the planning: its
+    # answers are a function of the tuple alone, so the runs and widths asked share them
+    plain = _Packer(target)
+    groups, reg_width = _plan_stores(order, target, widest, pos, indep, plain) if widest >= 2 \
+        else scalar_reg_groups(order, target, stored, lambda t: plain.pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
         groups += column_groups(order, target, _Packer(target, reg_width).pack)
     p = _Packer(target, reg_width, order)
+    p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}
