@@ -235,9 +235,9 @@ def _inner(loops: _Loops, r: UOp, cone: list[UOp]) -> list[UOp] | None:
 
 
 def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp],
-                  region_set: set[UOp], buf: UOp) -> bool:
+                  region_set: set[UOp], buf: UOp, cone: list[UOp]) -> bool:
     """Whether REG buffer buf carries no value from one iteration of r to the next (see the
-    module docstring) and is used only inside the loop."""
+    module docstring) and is used only inside the loop (cone: the loop's, `_Loops.cone`)."""
     for n in loops.order:
         if buf in n.src and n not in region_set:
             return False
@@ -247,8 +247,9 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     dep = loops.dep
     covered: dict[UOp, frozenset[int]] = {}
     # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
+    # (asked of the region's LOADs only: the loop's cone holds every node under them)
     empty: frozenset[int] = frozenset()
-    for n in loops.order:
+    for n in cone:
         # the union of the srcs' sets, sharing one when the others add nothing (most nodes)
         s = empty
         for x in n.src:
@@ -382,7 +383,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     private = []
     for buf in stored:
         if buf.op is Ops.BUFFER:
-            if not _privatizable(loops, r, inner, region, region_set, buf):
+            if not _privatizable(loops, r, inner, region, region_set, buf, cone):
                 return None
             private.append(buf)
     if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
