@@ -103,9 +103,19 @@ class _Packer:
         # scalars that are lanes of vectors made before the downward packing (gated-load
         # groups, slp_gated.py; users packed upward, slp_up.py) → (vector, lane)
         self.up: dict[UOp, tuple[UOp, int]] = {}
+        # _leaf's answers by tuple (a function of the tuple and ctx alone: a tuple is asked
+        # as a src of each tuple that reads it, and again when it is packed itself)
+        self.leaves: dict[Lanes, tuple[UOp | None, bool]] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
+        got = self.leaves.get(t)
+        if got is None:
+            got = self.leaves[t] = self._new_leaf(t)
+        return got
+
+    def _new_leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
+        """_leaf, not remembered."""
         kind = self._leaf_kind(t)
         if kind == 0:
             return None, False
@@ -319,26 +329,33 @@ class _Packer:
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
         work = [root]
+        memo, leaf = self.memo, self._leaf
+        # the src tuples of a tuple whose srcs are being packed: when it is on top again,
+        # the answers that sent it there (not a leaf, no load, an op that packs) stand
+        opened: dict[Lanes, list[Lanes]] = {}
         while work:
             t = work[-1]
-            if t in self.memo:
+            if t in memo:
                 work.pop()
                 continue
-            if self.up and all(s in self.up for s in t):
-                # lanes of vectors packed upward (slp_up.py): a shuffle of those, not repacked
-                self.memo[t] = self._leaf(tuple(
-                    UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1]))) for s in t))[0]
-                work.pop()
-                continue
-            v, _ = self._leaf(t)
-            if v is None:
-                v = self._load(t)
-            if v is not None or not self._op_ok(t):
-                self.memo[t] = v
-                work.pop()
-                continue
-            subs = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
-            todo = [s for s in subs if s not in self.memo and not self._leaf_kind(s)]
+            subs = opened.get(t)
+            if subs is None:
+                if self.up and all(s in self.up for s in t):
+                    # lanes of vectors packed upward (slp_up.py): a shuffle of those
+                    memo[t] = leaf(tuple(
+                        UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1])))
+                        for s in t))[0]
+                    work.pop()
+                    continue
+                v, _ = leaf(t)
+                if v is None:
+                    v = self._load(t)
+                if v is not None or not self._op_ok(t):
+                    memo[t] = v
+                    work.pop()
+                    continue
+                subs = opened[t] = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
+            todo = [s for s in subs if s not in memo and leaf(s)[0] is None]
             if todo:
                 work.extend(todo)
                 continue
@@ -573,10 +590,11 @@ def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -
 
 
 def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
-                 base: int, memo: dict | None = None) -> int | None:
+                 base: int, memo: dict | None = None, p: _Packer | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
-    pack (or cannot be one store)."""
-    p = _Packer(ctx)
+    pack (or cannot be one store). p: a plain packer (`_Packer(ctx)`) shared by the runs
+    costed (its answers are a function of the tuple alone), else a fresh one."""
+    p = p or _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
         if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original, memo):
@@ -589,15 +607,17 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
 
 
 def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
-                 original: dict[UOp, int] | None = None, memo: dict | None = None
-                 ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+                 original: dict[UOp, int] | None = None, memo: dict | None = None,
+                 p: _Packer | None = None) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """The store groups to pack, and the group width of each widened REG buffer: every run
     in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
     is cheaper; the runs of one REG buffer are judged together (one width for all).
     original: the graph's nodes numbered in order (made here when not given); memo: the
-    `_independent` answers of the groups costed, for _pack_stores to read again."""
+    `_independent` answers of the groups costed, for _pack_stores to read again; p: the
+    plain packer the runs are costed with (made here when not given)."""
     if original is None:
         original = {u: i for i, u in enumerate(order)}
+    p = p or _Packer(ctx)
     sets: dict[object, list[tuple[UOp, ...]]] = {}
     for run in store_runs(order):
         if len(run) < widest:
@@ -616,11 +636,11 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
             if w <= widest or any(len(r) % w for r in runs):
                 continue
             if narrow is None:
-                costs = [_groups_cost(ctx, r, widest, original, widest, memo) for r in runs]
+                costs = [_groups_cost(ctx, r, widest, original, widest, memo, p) for r in runs]
                 if None in costs:
                     break
                 narrow = sum(costs)
-            wide = [_groups_cost(ctx, r, w, original, widest, memo) for r in runs]
+            wide = [_groups_cost(ctx, r, w, original, widest, memo, p) for r in runs]
             if None not in wide and sum(wide) < narrow:
                 best = w
                 break
@@ -724,13 +744,16 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
     pos = {u: i for i, u in enumerate(order)}      # the graph's nodes, numbered in order
     indep: dict[tuple[UOp, ...], bool] = {}        # _independent's answers, by group
-    groups, reg_width = _plan_stores(order, target, widest, pos, indep) if widest >= 2 \
-        else scalar_reg_groups(order, target, stored,
-                               lambda t: _Packer(target).pack(t) is not None)
+    # one plain packer (no REG widths, rows or lanes packed upward) for the planning: its
+    # answers are a function of the tuple alone, so the runs and widths asked share them
+    plain = _Packer(target)
+    groups, reg_width = _plan_stores(order, target, widest, pos, indep, plain) if widest >= 2 \
+        else scalar_reg_groups(order, target, stored, lambda t: plain.pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
         q = _Packer(target, reg_width, blends=True)
         groups += column_groups(order, target, q.pack, lambda t: blend(t, q.pack))
     p = _Packer(target, reg_width, order, blends=widest < 2)
+    p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}
