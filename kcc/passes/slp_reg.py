@@ -88,16 +88,29 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
         if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL:
             continue
         dt = run[0].src[1].dtype
-        n = len(run)
-        w = max((w for w in ctx.mem_widths.get(dt, ()) if 2 <= w <= n and n % w == 0),
-                default=0)
-        if not w or not ctx.alu_legal(w, dt):
-            continue
-        for g in (run[i:i + w] for i in range(0, n, w)):
+        for g in _cut(run, sorted((w for w in ctx.mem_widths.get(dt, ())
+                                   if w >= 2 and ctx.alu_legal(w, dt)), reverse=True)):
             v = packs(tuple(st.src[1] for st in g))
             if v is not None and not _inserts(v):
                 groups.append(g)
     return groups
+
+
+def _cut(run: tuple[UOp, ...], widths: list[int]) -> list[tuple[UOp, ...]]:
+    """run cut into groups of widths (widest first): of the widest that divides it, else
+    greedily, the widest that fits, the rest left scalar. A column loop jammed whole in
+    chunks (passes/unroll_columns.py `column_chunks`: mean_axes02's 14 columns 8 + 4 + 2)
+    stores 8 + 4 lanes, not 14 scalars (no width divides 14)."""
+    n = len(run)
+    w = next((w for w in widths if w <= n and n % w == 0), 0)
+    if w:
+        return [run[i:i + w] for i in range(0, n, w)]
+    out, i = [], 0
+    for w in widths:
+        while n - i >= w:
+            out.append(run[i:i + w])
+            i += w
+    return out
 
 
 def _inserts(v: UOp) -> bool:
