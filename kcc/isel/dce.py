@@ -121,16 +121,24 @@ def eliminate_dead(fn: MFunction, writes_memory: Callable[[Inst], bool],
 
 
 def eliminate_dead_chains(fn: MFunction, writes_memory: Callable[[Inst], bool],
-                          flags_of: Callable[[Inst], str]) -> int:
+                          flags_of: Callable[[Inst], str],
+                          known: dict[int, tuple[Inst, list, list]] | None = None) -> int:
     """Remove, in place, the read-modify-write chains whose value nothing else reads: a
     virtual register every reader of which also defines it (x86's lane of an opmask nobody
     uses, KMOVD then SHR then AND on one register: eliminate_dead discounts an instruction's
     read of its own result only, so the SHR's read kept the AND and the AND's kept the SHR).
     Every instruction defining such a register goes, together, when each defines that
     register alone, is `removable` and writes no flags a reader reads. Returns how many
-    went; the values they read may be dead now (run `eliminate_dead` again)."""
+    went; the values they read may be dead now (run `eliminate_dead` again). ``known``:
+    eliminate_dead's (inst, uses, defs) by id, read instead of asking again."""
     insts = fn.insts
-    info = [_uses_defs(i) for i in insts]
+    if known:
+        info = []
+        for i in insts:
+            k = known.get(id(i))
+            info.append((k[1], k[2]) if k is not None and k[0] is i else _uses_defs(i))
+    else:
+        info = [_uses_defs(i) for i in insts]
     read = {w for _, w in flag_pairs(insts, lambda k: flags_of(insts[k])) if w is not None}
     writers: dict[VReg, list[int]] = {}
     outside: Counts = Counts()       # reads by an instruction that does not define the register

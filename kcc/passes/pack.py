@@ -350,7 +350,7 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     for buf in stored:
         if buf.op is Ops.BUFFER and any(buf is base_buffer(n.src[0]) for n in region_set
                                         if n.op in _PLACES and n.src[0].kind == "buffer"):
-            if not _privatizable(loops, col, inner_c, c_region, c_set, buf):
+            if not _privatizable(loops, col, inner_c, c_region, c_set, buf, loops.cone(end_c)):
                 return None
     return _Plan(outer, col, red, end_o, end_c, tuple(ops))
 

@@ -59,8 +59,9 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
+from kcc.passes.slp_blend import blend
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
-from kcc.passes.slp_index import element_run
+from kcc.passes.slp_index import element_run, permuted_load
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_stores import merge_slice_stores
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
@@ -89,8 +90,9 @@ class _Packer:
     """Packs lane tuples into vector values; remembers which scalar became which lane."""
 
     def __init__(self, ctx: TargetDesc, reg_width: dict[UOp, int] | None = None,
-                 order: list[UOp] | None = None) -> None:
+                 order: list[UOp] | None = None, blends: bool = False) -> None:
         self.ctx = ctx
+        self.blends = blends                  # two-op lane groups (slp_blend.py) allowed
         self.memo: dict[Lanes, UOp | None] = {}
         self.lane_of: dict[UOp, tuple[UOp, int]] = {}
         self.reg_width = reg_width or {}      # REG buffer → the lane count of its groups
@@ -101,9 +103,19 @@ class _Packer:
         # scalars that are lanes of vectors made before the downward packing (gated-load
         # groups, slp_gated.py; users packed upward, slp_up.py) → (vector, lane)
         self.up: dict[UOp, tuple[UOp, int]] = {}
+        # _leaf's answers by tuple (a function of the tuple and ctx alone: a tuple is asked
+        # as a src of each tuple that reads it, and again when it is packed itself)
+        self.leaves: dict[Lanes, tuple[UOp | None, bool]] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
+        got = self.leaves.get(t)
+        if got is None:
+            got = self.leaves[t] = self._new_leaf(t)
+        return got
+
+    def _new_leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
+        """_leaf, not remembered."""
         kind = self._leaf_kind(t)
         if kind == 0:
             return None, False
@@ -200,7 +212,7 @@ class _Packer:
             return None
         base, k0 = offs[0]
         if any(o != (base, k0 + j) for j, o in enumerate(offs)):
-            return None
+            return permuted_load(self, t)      # another order (slp_index.py)
         start = t[0].src[0].src[1]
         w = self.reg_width.get(base_buffer(buf), len(t))
         if base is None and w > len(t) and k0 // w == (k0 + len(t) - 1) // w:
@@ -317,32 +329,44 @@ class _Packer:
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
         work = [root]
+        memo, leaf = self.memo, self._leaf
+        # the src tuples of a tuple whose srcs are being packed: when it is on top again,
+        # the answers that sent it there (not a leaf, no load, an op that packs) stand
+        opened: dict[Lanes, list[Lanes]] = {}
         while work:
             t = work[-1]
-            if t in self.memo:
+            if t in memo:
                 work.pop()
                 continue
-            if self.up and all(s in self.up for s in t):
-                # lanes of vectors packed upward (slp_up.py): a shuffle of those, not repacked
-                self.memo[t] = self._leaf(tuple(
-                    UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1]))) for s in t))[0]
-                work.pop()
-                continue
-            v, _ = self._leaf(t)
-            if v is None:
-                v = self._load(t)
-            if v is not None or not self._op_ok(t):
-                self.memo[t] = v
-                work.pop()
-                continue
-            subs = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
-            todo = [s for s in subs if s not in self.memo and not self._leaf_kind(s)]
+            subs = opened.get(t)
+            if subs is None:
+                if self.up and all(s in self.up for s in t):
+                    # lanes of vectors packed upward (slp_up.py): a shuffle of those
+                    memo[t] = leaf(tuple(
+                        UOp(Ops.INDEX, (self.up[s][0], UOp.const(self.up[s][1])))
+                        for s in t))[0]
+                    work.pop()
+                    continue
+                v, _ = leaf(t)
+                if v is None:
+                    v = self._load(t)
+                if v is not None or not self._op_ok(t):
+                    memo[t] = v
+                    work.pop()
+                    continue
+                subs = opened[t] = [tuple([s.src[i] for s in t]) for i in range(len(t[0].src))]
+            todo = [s for s in subs if s not in memo and leaf(s)[0] is None]
             if todo:
                 work.extend(todo)
                 continue
             work.pop()
             self.memo[t] = self._build(t, subs)
         return self.memo[root]
+
+    def pack_or_blend(self, root: Lanes) -> UOp | None:
+        """pack, or where it gives nothing and blends are on, a blend of two packed ops."""
+        v = self.pack(root)
+        return v if v is not None or not self.blends else blend(root, self.pack)
 
     def _build(self, t: Lanes, subs: list[Lanes]) -> UOp | None:
         """The vector op over the packed src tuples (all resolved), or None if none packs."""
@@ -566,10 +590,11 @@ def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -
 
 
 def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
-                 base: int, memo: dict | None = None) -> int | None:
+                 base: int, memo: dict | None = None, p: _Packer | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
-    pack (or cannot be one store)."""
-    p = _Packer(ctx)
+    pack (or cannot be one store). p: a plain packer (`_Packer(ctx)`) shared by the runs
+    costed (its answers are a function of the tuple alone), else a fresh one."""
+    p = p or _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
         if not ctx.store_legal(lanes, g[0].src[1].dtype) or not _independent(g, original, memo):
@@ -582,15 +607,17 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
 
 
 def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
-                 original: dict[UOp, int] | None = None, memo: dict | None = None
-                 ) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
+                 original: dict[UOp, int] | None = None, memo: dict | None = None,
+                 p: _Packer | None = None) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """The store groups to pack, and the group width of each widened REG buffer: every run
     in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
     is cheaper; the runs of one REG buffer are judged together (one width for all).
     original: the graph's nodes numbered in order (made here when not given); memo: the
-    `_independent` answers of the groups costed, for _pack_stores to read again."""
+    `_independent` answers of the groups costed, for _pack_stores to read again; p: the
+    plain packer the runs are costed with (made here when not given)."""
     if original is None:
         original = {u: i for i, u in enumerate(order)}
+    p = p or _Packer(ctx)
     sets: dict[object, list[tuple[UOp, ...]]] = {}
     for run in store_runs(order):
         if len(run) < widest:
@@ -609,11 +636,11 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
             if w <= widest or any(len(r) % w for r in runs):
                 continue
             if narrow is None:
-                costs = [_groups_cost(ctx, r, widest, original, widest, memo) for r in runs]
+                costs = [_groups_cost(ctx, r, widest, original, widest, memo, p) for r in runs]
                 if None in costs:
                     break
                 narrow = sum(costs)
-            wide = [_groups_cost(ctx, r, w, original, widest, memo) for r in runs]
+            wide = [_groups_cost(ctx, r, w, original, widest, memo, p) for r in runs]
             if None not in wide and sum(wide) < narrow:
                 best = w
                 break
@@ -665,7 +692,7 @@ def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, 
         dt = group[0].src[1].dtype
         if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos, memo):
             continue
-        v = p.pack(tuple(s.src[1] for s in group))
+        v = p.pack_or_blend(tuple(s.src[1] for s in group))
         if v is None:
             continue
         place = group[0].src[0]
@@ -717,12 +744,16 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     stored = reg_stores(order) if widest < 2 and target.vector_regs else {}
     pos = {u: i for i, u in enumerate(order)}      # the graph's nodes, numbered in order
     indep: dict[tuple[UOp, ...], bool] = {}        # _independent's answers, by group
-    groups, reg_width = _plan_stores(order, target, widest, pos, indep) if widest >= 2 \
-        else scalar_reg_groups(order, target, stored,
-                               lambda t: _Packer(target).pack(t) is not None)
+    # one plain packer (no REG widths, rows or lanes packed upward) for the planning: its
+    # answers are a function of the tuple alone, so the runs and widths asked share them
+    plain = _Packer(target)
+    groups, reg_width = _plan_stores(order, target, widest, pos, indep, plain) if widest >= 2 \
+        else scalar_reg_groups(order, target, stored, lambda t: plain.pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
-        groups += column_groups(order, target, _Packer(target, reg_width).pack)
-    p = _Packer(target, reg_width, order)
+        q = _Packer(target, reg_width, blends=True)
+        groups += column_groups(order, target, q.pack, lambda t: blend(t, q.pack))
+    p = _Packer(target, reg_width, order, blends=widest < 2)
+    p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, base_buffer
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.passes.slp import _Packer
 
 
 def lane_offset(idx: UOp, scaled: bool = False) -> tuple[UOp | None, int]:
@@ -137,3 +141,62 @@ def _product(m: UOp) -> UOp:
         s = UOp(Ops.CAST, (UOp.const(sh),), c.arg) if c.op is Ops.CAST else UOp.const(sh)
         return UOp(Ops.SHL, (a, s))
     return UOp(Ops.MUL, (a, c))
+
+
+def permuted_run(t: tuple[UOp, ...], holes: bool = False
+                 ) -> tuple[UOp, UOp, int, tuple[int, ...]] | None:
+    """(buffer, start, m, lanes) when the scalars t are ungated scalar LOADs of one buffer
+    node that read exactly the m consecutive elements start … start+m-1, each at least once,
+    in any order: lane j of t is element start + lanes[j] (sort's and topk's swaps unrolled,
+    x[0], x[3], x[1], x[2]: one load of the run and one shuffle); else None. With ``holes``,
+    elements of the span may go unread where every index is a constant (the caller checks
+    the span against the buffer's size)."""
+    buf: UOp | None = None
+    base: UOp | None = None
+    ks: list[int] = []
+    first: dict[int, UOp] = {}
+    for s in t:
+        if s.op is not Ops.LOAD or len(s.src) != 1 or s.src[0].op is not Ops.INDEX \
+                or s.shape != ():
+            return None
+        b, idx = s.src[0].src
+        off_base, k = lane_offset(idx)
+        if buf is None:
+            buf, base = b, off_base
+        elif b is not buf or off_base is not base:
+            return None
+        ks.append(k)
+        first.setdefault(k, idx)
+    if buf is None or buf.kind != "buffer":
+        return None
+    lo = min(ks)
+    m = max(ks) - lo + 1
+    if len(first) != m and not (holes and base is None):
+        return None
+    return buf, first[lo], m, tuple(k - lo for k in ks)
+
+
+def permuted_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
+    """slp's packer p (kcc/passes/slp.py `_Packer`): ungated scalar LOADs t that read a run
+    of consecutive elements in another order (`permuted_run`) → lanes of one vector LOAD of
+    the run (a shuffle), when the target loads the run at once; the loads become its lanes.
+    Where p packs blends (slp_blend.py), constant places may leave elements of the run
+    unread (a blend's operand x[0], x[1], x[0], x[1], x[4], …): the narrowest legal load
+    over them, inside the buffer."""
+    run = permuted_run(t, holes=p.blends)
+    if run is None:
+        return None
+    buf, start, m, ks = run
+    b = base_buffer(buf)
+    if len(set(ks)) != m:
+        lo = const_int(start)
+        m = min((w for w in p.ctx.mem_widths.get(t[0].dtype, ()) if w >= m), default=0)
+        if not m or lo is None or lo < 0 or not isinstance(b.arg.size, int) \
+                or lo + m > b.arg.size:
+            return None
+    if not p.ctx.mem_legal(m, t[0].dtype) or b in p.scalar_reg or b in p.reg_width:
+        return None
+    vec = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(m))),))
+    for s, k in zip(t, ks):
+        p.lane_of.setdefault(s, (vec, k))
+    return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (vec, UOp.const(k))) for k in ks))

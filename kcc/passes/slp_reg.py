@@ -71,15 +71,21 @@ def reg_stores(order: list[UOp]) -> dict[UOp, int]:
 
 
 def column_groups(order: list[UOp], ctx: TargetDesc,
-                  packs: Callable[[tuple[UOp, ...]], UOp | None]) -> list[tuple[UOp, ...]]:
+                  packs: Callable[[tuple[UOp, ...]], UOp | None],
+                  blends: Callable[[tuple[UOp, ...]], UOp | None] | None = None
+                  ) -> list[tuple[UOp, ...]]:
     """In a kernel without vectors: runs of scalar stores to consecutive elements of a
     kernel argument whose values pack into a vector that inserts no scalars (`_inserts`: a
     load, vector ops over loads, splats and shuffles), cut into groups of the widest width
     the target stores at once that divides the run. passes/unroll.py's jammed column loop
     reads its accumulators' group back one element at a time and stores each to the next
     element of the output (conv1d: four lane extracts and four scalar stores, each with
-    its own address): one vector store of the group instead. ``packs``: slp's packing of
-    a tuple of lanes (None: no vector)."""
+    its own address): one vector store of the group instead. A group that does not pack
+    is tried again as its two halves, while they are a width the target stores (sort's
+    compare-exchange E_4_2: four MINs then four MAXs, two groups of 4 where 8 lanes mix two
+    ops), unless a half does not pack and the whole packs as a blend of two ops (``blends``,
+    slp_blend.py: E_2_2_2's MINs and MAXs alternate in pairs). ``packs``: slp's packing of a
+    tuple of lanes (None: no vector)."""
     groups: list[tuple[UOp, ...]] = []
     if not ctx.vector_regs:             # GPU targets: a lane's stores are its own
         return groups
@@ -88,23 +94,44 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
         if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL:
             continue
         dt = run[0].src[1].dtype
-        for g in _cut(run, sorted((w for w in ctx.mem_widths.get(dt, ())
-                                   if w >= 2 and ctx.alu_legal(w, dt)), reverse=True)):
-            v = packs(tuple(st.src[1] for st in g))
-            if v is not None and not _inserts(v):
+        n = len(run)
+        widths = ctx.mem_widths.get(dt, ())
+        w = max((w for w in widths if 2 <= w <= n and n % w == 0), default=0)
+        if w and not ctx.alu_legal(w, dt):
+            continue
+        # no width divides the run: cut greedily (`_cut`)
+        cut = [run[i:i + w] for i in range(0, n, w)] if w else \
+            _cut(run, sorted((x for x in widths if x >= 2 and ctx.alu_legal(x, dt)),
+                             reverse=True))
+        work = cut[::-1]
+        while work:                     # (groups in run order: the last cut is popped first)
+            g = work.pop()
+            if _packs(packs, g):
                 groups.append(g)
+                continue
+            h = len(g) // 2
+            halves = [g[h:], g[:h]] if len(g) % 2 == 0 and h in widths and h >= 2 \
+                and ctx.alu_legal(h, dt) else []
+            if blends is not None and not (halves and all(_packs(packs, x) for x in halves)) \
+                    and _packs(blends, g):
+                groups.append(g)
+            else:
+                work += halves
     return groups
 
 
+def _packs(packs: Callable[[tuple[UOp, ...]], UOp | None], g: tuple[UOp, ...]) -> bool:
+    """Whether the values of the store group g pack into a vector that inserts no scalars."""
+    v = packs(tuple(st.src[1] for st in g))
+    return v is not None and not _inserts(v)
+
+
 def _cut(run: tuple[UOp, ...], widths: list[int]) -> list[tuple[UOp, ...]]:
-    """run cut into groups of widths (widest first): of the widest that divides it, else
-    greedily, the widest that fits, the rest left scalar. A column loop jammed whole in
+    """run, which no width divides, cut greedily into groups of widths (widest first): the
+    widest that fits, the rest left scalar. A column loop jammed whole in
     chunks (passes/unroll_columns.py `column_chunks`: mean_axes02's 14 columns 8 + 4 + 2)
     stores 8 + 4 lanes, not 14 scalars (no width divides 14)."""
     n = len(run)
-    w = next((w for w in widths if w <= n and n % w == 0), 0)
-    if w:
-        return [run[i:i + w] for i in range(0, n, w)]
     out, i = [], 0
     for w in widths:
         while n - i >= w:

@@ -136,6 +136,9 @@ def _span(place: UOp) -> tuple[UOp, int] | None:
     return (place.src[1], n) if n is not None else None
 
 
+_OUT_OPS = frozenset({Ops.SHL, Ops.MUL, Ops.MULACC, Ops.ADD})  # what _constant_out moves
+
+
 def _constant_out(n: UOp, addend: bool = False) -> UOp:
     """An integer node of a copy with a constant addend of its src moved outward:
     (x + c) << k → (x << k) + (c << k), (x + c) * k → x*k + c*k, (x + c) + y → (x + y) + c,
@@ -149,6 +152,8 @@ def _constant_out(n: UOp, addend: bool = False) -> UOp:
     Copy k's counter is `f*i2 + k`; moved out, its k ends as an address displacement instead
     of an index sum (and a register) of its own. Integer arithmetic wraps, so the value is
     the same in every dtype."""
+    if n.op not in _OUT_OPS:         # (asked per node of each copy: the op first)
+        return n
     dt = n.dtype
     if dt is None or not dt.is_int or dt.is_weak or n.shape:
         return n
@@ -233,9 +238,9 @@ def _inner(loops: _Loops, r: UOp, cone: list[UOp]) -> list[UOp] | None:
 
 
 def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp],
-                  region_set: set[UOp], buf: UOp) -> bool:
+                  region_set: set[UOp], buf: UOp, cone: list[UOp]) -> bool:
     """Whether REG buffer buf carries no value from one iteration of r to the next (see the
-    module docstring) and is used only inside the loop."""
+    module docstring) and is used only inside the loop (cone: the loop's, `_Loops.cone`)."""
     for n in loops.order:
         if buf in n.src and n not in region_set:
             return False
@@ -245,8 +250,9 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
     dep = loops.dep
     covered: dict[UOp, frozenset[int]] = {}
     # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
+    # (asked of the region's LOADs only: the loop's cone holds every node under them)
     empty: frozenset[int] = frozenset()
-    for n in loops.order:
+    for n in cone:
         # the union of the srcs' sets, sharing one when the others add nothing (most nodes)
         s = empty
         for x in n.src:
@@ -380,7 +386,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     private = []
     for buf in stored:
         if buf.op is Ops.BUFFER:
-            if not _privatizable(loops, r, inner, region, region_set, buf):
+            if not _privatizable(loops, r, inner, region, region_set, buf, cone):
                 return None
             private.append(buf)
     if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
@@ -585,11 +591,18 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             merged = UOp(Ops.END, (UOp(Ops.GROUP, bodies), new[0][n.src[1]]))
             for k in range(f):
                 new[k][n] = merged
-        else:
+        elif n.op in (Ops.AFTER, Ops.RANGE):
             for k in range(f):
                 srcs = tuple([src_of(k, n, i, s) for i, s in enumerate(n.src)])
                 if srcs != n.src:
                     new[k][n] = _constant_out(n.replace(src=srcs), plan.wide)
+        else:
+            # (most of the cone: src_of is a lookup in new[k] here, and the node is built
+            # directly, not through replace's keywords: this runs per node and copy)
+            for nk in new:
+                srcs = tuple([nk.get(s, s) for s in n.src])
+                if srcs != n.src:
+                    nk[n] = _constant_out(UOp(n.op, srcs, n.arg, n.tag), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % f:

@@ -173,8 +173,11 @@ _STRUCTURE = frozenset({Ops.SINK, Ops.GROUP, Ops.PARAM, Ops.INDEX, Ops.SHRINK, O
                         Ops.RANGE, Ops.END})
 
 
-def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
-    """The RANGEs of the nest closed by end when the module docstring allows unrolling it."""
+def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int,
+          per_lane: bool = True, heavy: frozenset[Ops] = _HEAVY_OPS) -> list[UOp] | None:
+    """The RANGEs of the nest closed by end when the module docstring allows unrolling it;
+    per_lane False counts a vector node once, not once a lane (passes/unroll_widened.py:
+    after widening, a vector node is one instruction); heavy: the ops counted _HEAVY."""
     cone = toposort([end])
     body = [x for x in cone if dep[x] or x.op is Ops.END]
     ranges = [x for x in body if x.op is Ops.RANGE]
@@ -207,8 +210,8 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
             return None
         if x in folds or x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.GROUP):
             continue        # constants in each copy, a place's address, effect lists
-        k = _HEAVY if x.op in _HEAVY_OPS else 1
-        for d in x.shape or ():
+        k = _HEAVY if x.op in heavy else 1
+        for d in (x.shape or ()) if per_lane else ():
             k *= d
         for r in dep[x]:
             k *= trips[r]

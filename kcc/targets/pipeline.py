@@ -38,7 +38,7 @@ from kcc.passes.target import TargetDesc
 from kcc.passes.threads import fold_threads
 from kcc.passes.unroll import unroll
 from kcc.ir.verify import verify
-from kcc.passes.widen import widen
+from kcc.passes.unroll_widened import widen_and_unroll
 from kcc.passes.wmma import decompose_wmma
 from kcc.record import record
 
@@ -86,7 +86,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("div_const", "graph", div_const),
     Step("slp", "graph", slp),
     Step("lane_trees", "graph", lane_trees),
-    Step("widen", "graph", widen),
+    Step("widen", "graph", widen_and_unroll),     # (+ short widened loops unrolled)
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
     Step("decompose", "graph", decompose),

@@ -338,3 +338,25 @@ def test_one_side_effect_rule_serves_every_removal() -> None:
     assert eliminate_dead_defs(fn, writes_memory, _flags_of, frozenset({"mov_r32_imm32"})) == 0
     fn.insts[0].clobbers = ()
     assert eliminate_dead_defs(fn, writes_memory, _flags_of, frozenset({"mov_r32_imm32"})) == 1
+
+
+def test_the_chain_rule_reads_known_as_it_asks_afresh() -> None:
+    """eliminate_dead_chains given eliminate_dead's `known` (uses and defs by instruction)
+    removes what it removes without: the answers read there are the ones asked again."""
+    from kcc.isel.dce import _uses_defs
+    for tail in ([], [Inst("mov_rm32_r32", [Mem(None), RegOp(None, U)])]):
+        went = []
+        for with_known in (False, True):
+            fn, v = _fn()
+            tl = [Inst(i.op, [Mem(v[0]) if isinstance(o, Mem) else RegOp(v[1], U)
+                              for o in i.operands]) for i in tail]
+            fn.insts = [Inst("mov_r64_rm64", [RegOp(v[1], D), RegOp(v[0], U)]),
+                        Inst("shr_rm32_imm8", [RegOp(v[1], DU), Imm(1)]),
+                        Inst("and_rm32_imm8", [RegOp(v[1], DU), Imm(1)]), *tl,
+                        Inst("ret", kind=Kind.RET)]
+            known: dict = {}
+            eliminate_dead(fn, writes_memory, _flags_of, known)
+            assert all(known[id(i)][1:] == _uses_defs(i) for i in fn.insts)
+            n = eliminate_dead_chains(fn, writes_memory, _flags_of, known if with_known else None)
+            went.append((n, [i.op for i in fn.insts]))
+        assert went[0] == went[1] and went[0][0] == (0 if tail else 3)

@@ -460,3 +460,37 @@ SINK(%s1) KernelInfo(name="k")
         vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
         under = toposort(vals, lambda u, lo=lo: pos.get(u, lo) >= lo) if vals else []
         assert slp_mod._independent(group, pos) is not any(u in group for u in under)
+
+
+def test_a_shared_plain_packer_answers_as_fresh_ones() -> None:
+    # _slp costs every run and width with one plain packer (and the final packer reads its
+    # _leaf answers): each answer must be the one a fresh packer gives for that tuple alone
+    import kcc.passes.slp as slp_mod
+    from kcc.passes.slp_reg import store_runs
+    from kcc.targets.x86.arch import x86_desc
+    desc = x86_desc("x86-64-v4")
+    n = 16
+    text = f"""# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, {n})
+%1 = PARAM ParamArg(1, float32, {n})
+%2 = PARAM ParamArg(2, float32, {n})
+""" + "".join(f"%p{k} = INDEX(%1, {k})\n%l{k} = LOAD(%p{k})\n%r{k} = INDEX(%2, {k % 4})\n"
+              f"%m{k} = LOAD(%r{k})\n%a{k} = MUL(%l{k}, %m{k})\n%b{k} = ADD(%a{k}, %l{k})\n"
+              f"%q{k} = INDEX(%0, {k})\n%s{k} = STORE(%q{k}, %b{k})\n"
+              for k in range(n)) + "%g = GROUP(" + ", ".join(f"%s{k}" for k in range(n)) \
+        + """)\nSINK(%g) KernelInfo(name="k")\n"""
+    order = toposort([_prep(parse(text, "k.uop"))])
+    pos = {u: i for i, u in enumerate(order)}
+    (run,) = store_runs(order)
+    shared = slp_mod._Packer(desc)
+    costs = []
+    for lanes in (4, 8, 16, 4):
+        got = slp_mod._groups_cost(desc, run, lanes, pos, 4, None, shared)
+        assert got == slp_mod._groups_cost(desc, run, lanes, pos, 4)
+        costs.append(got)
+    assert None not in costs and costs[0] == costs[3]
+    assert shared.memo and shared.leaves
+    for t, v in list(shared.memo.items()):
+        assert slp_mod._Packer(desc).pack(t) is v
+    for t, got in shared.leaves.items():
+        assert got == shared._new_leaf(t) and got == slp_mod._Packer(desc)._leaf(t)

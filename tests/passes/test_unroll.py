@@ -493,3 +493,20 @@ SINK(%e2) KernelInfo(name="k")
         assert loops.cone(e) == toposort([e.src[0]])
     # the second loop's body does not read its counter: the END's order is not the body's
     assert toposort([ends[1]])[-2] is not ends[1].src[0]
+
+
+def test_constant_out_moves_only_the_ops_it_names() -> None:
+    # _constant_out asks the op before the dtype: every other op comes back as it was, and an
+    # integer (x + c) * k still becomes x*k + c*k
+    from kcc.ir import dtypes
+    from kcc.ir.uop import ParamArg
+    from kcc.passes.unroll import _OUT_OPS, _constant_out
+    i32 = dtypes.int32
+    x = UOp(Ops.PARAM, (), ParamArg(0, i32, None, addrspace=AddrSpace.ALU))
+    c3, c5 = UOp(Ops.CONST, (), 3), UOp(Ops.CONST, (), 5)
+    xc = UOp(Ops.ADD, (UOp(Ops.CAST, (x,), i32), UOp(Ops.CAST, (c3,), i32)))
+    moved = _constant_out(UOp(Ops.MUL, (xc, UOp(Ops.CAST, (c5,), i32))))
+    assert moved.op is Ops.ADD and const_int(moved.src[1]) == 15
+    assert moved.src[0].op is Ops.MUL and moved.src[0].src[0] is xc.src[0]
+    for n in (xc.src[0], UOp(Ops.SUB, (xc, xc)), UOp(Ops.CMPLT, (xc, xc)), UOp(Ops.NEG, (xc,))):
+        assert n.op not in _OUT_OPS and _constant_out(n, True) is n

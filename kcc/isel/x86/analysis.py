@@ -96,6 +96,10 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
 
 
 _FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
+# integer vector ops whose VEX/EVEX form reads its second operand from memory (VPADDD …
+# ymm, ymm, m256), and those of them that commute (a load as the first operand is read there)
+_ICOMMUTE = frozenset({Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX})
+_IFOLD_INTO = _ICOMMUTE | {Ops.SUB}
 
 
 _COMPARES = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
@@ -125,7 +129,11 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     and its user in the schedule lies no STORE and no loop boundary, so reading memory at
     the user gives the same value. VEX and EVEX forms take unaligned memory operands (SDM
     Vol. 1 §14.9), so the place's alignment does not matter. A scalar float load whose one
-    user is a BITCAST to an integer is read by that BITCAST as a MOV from memory."""
+    user is a BITCAST to an integer is read by that BITCAST as a MOV from memory. An integer
+    vector load whose one user is an integer vector ADD/SUB/MUL/AND/OR/XOR/MAX of its lanes
+    (the second operand; of a commuting op either) is that op's r/m operand (`vpmulld ymm,
+    ymm, [mem]`: clang's code for i32_mul_wrap and uint16_max); a rule that takes no memory
+    operand reads it into a register where it selects (X86Selector.reg)."""
     pos = {u: k for k, u in enumerate(lin)}
     users: dict[UOp, list[UOp]] = {}
     for u in lin:
@@ -136,7 +144,8 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
     out = set()
     for u in lin:
-        if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec":
+        if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec" \
+                and not (u.shape and u.dtype.is_int):
             continue
         if u.shape and u.dtype.itemsize * u.shape[0] not in (16, 32, 64):
             continue                  # the packed form would read a whole register's bytes
@@ -144,7 +153,12 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
             continue
         x = us[0]
-        if x.op in _FOLD_INTO and x.dtype.is_float and (
+        if reg_class(u.dtype) != "vec":       # an integer vector: only as an ALU's operand
+            if x.op in _IFOLD_INTO and x.dtype.is_int and x.shape == u.shape \
+                    and (x.src[1] is u) != (x.src[0] is u) \
+                    and (x.src[1] is u or x.op in _ICOMMUTE):
+                out.add(u)      # an integer vector op's r/m operand (x86_ivec.ivec_alu)
+        elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)
         elif evex and x.op is Ops.WHERE and x.src[1] is u and x.src[2] is not u:

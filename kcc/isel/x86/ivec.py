@@ -57,6 +57,8 @@ ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
 _BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}
+# ops whose operands ivec_alu may swap to read a folded load as the r/m operand
+_COMMUTES = frozenset({Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX})
 
 
 def lane_steps(lanes: tuple[UOp, ...]) -> list[int] | None:
@@ -195,6 +197,19 @@ class X86IVec:
         VPMULLD is two on Intel), else the lanes' own."""
         return "w" if s == "d" and u in self.low_word else s
 
+    def rm(self, u: UOp) -> VReg | Mem:
+        """u as an r/m operand: the place of a load deferred for it (analysis.foldable_loads,
+        read in place) when that place has no index register, else its register (a deferred
+        load is read into one where it is used, X86Selector.reg). A VEX three-operand op
+        with an indexed memory operand is un-laminated into two µops before the scheduler
+        (Intel's optimization manual, "Micro-fusion"), so folding saves nothing there and
+        measured slower: uint16_max's r_4_8_8, seven VPMAXUW [rsi + rdx*2 + k], ran 5.35 ->
+        5.8 ns a call."""
+        m = self.deferred.get(u)
+        if m is not None and m.index is None:
+            return self.deferred.pop(u)
+        return self.reg(u)
+
     def ivec_alu(self, u: UOp) -> VReg:
         """An ALU op on integer vectors; compares give a lane mask as wide as the lanes."""
         op = u.op
@@ -232,17 +247,21 @@ class X86IVec:
             return self.ivec_shift8(u)
         if op is Ops.ADD and (got := self.add_bool_lanes(u)) is not None:
             return got                  # acc + CAST(compare): acc - lane mask (x86_kmask)
+        y = u.src[1] if len(u.src) > 1 else None
+        if op in _COMMUTES and x in self.deferred and y not in self.deferred \
+                and not (op is Ops.MUL and dt.itemsize == 8 and uniform_const(y) is not None):
+            x, y = y, x         # the load read in place is the r/m operand (analysis.py)
         a = self.reg(x)
         t = self.new("vec")
         if op in (Ops.ADD, Ops.SUB):
-            self.emit(f"vp{op.name.lower()}{s}" + three, t, a, self.reg(u.src[1]))
+            self.emit(f"vp{op.name.lower()}{s}" + three, t, a, self.rm(y))
         elif op in _BITWISE:
             # EVEX names the element size of a bitwise op (VPANDD, VPORD, VPXORD)
             mnem = _BITWISE[op] + ("d" if w == "z" else "")
-            self.emit(mnem + three, t, a, self.reg(u.src[1]))
+            self.emit(mnem + three, t, a, self.rm(y))
         elif op is Ops.MUL:
-            if not self.ivec_mul_const(t, a, u.src[1], dt, w):
-                self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, t, a, self.reg(u.src[1]))
+            if not self.ivec_mul_const(t, a, y, dt, w):
+                self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, t, a, self.rm(y))
         elif op is Ops.MULACC:
             p = self.new("vec")
             self.emit(f"vpmull{self.mul_sfx(u, s)}" + three, p, a, self.reg(u.src[1]))
@@ -252,13 +271,13 @@ class X86IVec:
             self.emit("vzero", z)
             self.emit(f"vpsub{s}" + three, t, z, a)
         elif op is Ops.MAX:
-            b = self.reg(u.src[1])
             if dt.itemsize <= 4:                   # VPMAXS/U B/W/D (SDM "PMAXSB", "PMAXUB")
-                self.emit(f"vpmax{'s' if dt.is_signed else 'u'}{s}" + three, t, a, b)
-            elif self.evex:                        # x86-64-v4: an opmask and VPBLENDM
+                self.emit(f"vpmax{'s' if dt.is_signed else 'u'}{s}" + three, t, a, self.rm(y))
+                return t
+            b = self.reg(y)
+            if self.evex:                          # x86-64-v4: an opmask and VPBLENDM
                 return self.kmax(dt, n, a, b)
-            else:                                  # a < b ? b : a, a compare and a blend
-                return self.blend(dt, n, a, b, self.ivec_less(dt, n, a, b))
+            return self.blend(dt, n, a, b, self.ivec_less(dt, n, a, b))   # a < b ? b : a
         elif op is Ops.SHL:
             self.emit(f"vpsllv{s}" + three, t, a, self.ivec_amount(u.src[1], dt, n))
         elif op is Ops.SHR:

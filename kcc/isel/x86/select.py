@@ -85,6 +85,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.stack_args: list[tuple[VReg, int]] = []
         self._labels = 0
         self.zext: set[VReg] = set()                # vregs whose bits 63:32 are known zero
+        # 8/16-bit values loaded by MOVZX/MOVSX → their dtype: bits 31:8 (31:16) extend them
+        self.widened: dict[VReg, DType] = {}
         # float16 bits in a GPR → an xmm holding the same bits in word 0 (x86_alu.from_f32's
         # VCVTPS2PH result), so that a widening or a store skips the round trip through the GPR
         self.half_xmm: dict[VReg, VReg] = {}
@@ -267,6 +269,12 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
                 self.emit("mov_r32_rm32", t, v)     # a 32-bit write zero-extends (SDM §3.4.1.1)
             return t
         src = dt.bits if dt.itemsize in (1, 2) else 8
+        if self.widened.get(v) == dt and (bits == 32 or not signed):
+            # loaded as dt by MOVZX/MOVSX r32 (`load`): extended to 32 bits already, and a
+            # 32-bit write zeroes bits 63:32 (SDM Vol. 1 §3.4.1.1), the 64-bit value when
+            # unsigned. Only as the dtype it was loaded as: a CAST int8 → uint8 may share
+            # the register, sign-extended where the uint8 needs zeros
+            return v
         if signed:
             self.emit(f"movsx_r{bits}_rm{src}", t, v)
         else:
@@ -611,6 +619,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         else:
             ext = "movsx" if dt.is_signed else "movzx"
             self.emit(f"{ext}_r32_rm{dt.bits}", t, p.mem)
+            self.widened[t] = dt
         return t
 
     def sel_STORE(self, u: UOp) -> None:

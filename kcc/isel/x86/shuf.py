@@ -148,6 +148,9 @@ class X86Shuf:
         c = 16 // dt.itemsize
         if all(ln == lanes[0] for ln in lanes):
             return self.splat(lanes[0][0], lanes[0][1], dt, n)
+        t = self.blend_imm(lanes, dt, n)
+        if t is not None:
+            return t
         blocks = [lanes[i:i + c] for i in range(0, n, c)]
         one = [self._one_block(b, c) for b in blocks]
         if all(o is not None for o in one) and len({o[1] for o in one}) == 1:
@@ -167,6 +170,26 @@ class X86Shuf:
                                                         n * dt.itemsize)
         regs = [self.block_of_lanes(b, dt) for b in blocks]
         return self.concat(regs, dt)
+
+    def blend_imm(self, lanes: list[tuple[UOp, int]], dt: DType, n: int) -> VReg | None:
+        """Lane j of one of two n-lane vectors at lane j each, in an xmm or ymm (slp_blend's
+        two-op groups: sort's minimums and maximums): one VBLENDPS by an immediate, bit i
+        taking 32-bit lane i from the second source (SDM Vol. 2 "BLENDPS"; a 64-bit lane is
+        two of them). None for another STACK."""
+        if dt.itemsize * n not in (16, 32) or any(k != j for j, (_, k) in enumerate(lanes)):
+            return None
+        srcs = list(dict.fromkeys(v for v, _ in lanes))
+        if len(srcs) != 2 or any(v.shape != (n,) for v in srcs):
+            return None
+        per = dt.itemsize // 4                     # 32-bit lanes a lane
+        imm = 0
+        for j, (v, _) in enumerate(lanes):
+            if v is srcs[1]:
+                imm |= ((1 << per) - 1) << (j * per)
+        w = "y" if dt.itemsize * n == 32 else "x"
+        t = self.new("vec")
+        self.emit(f"vblendps_{w}_{w}_{w}m_imm8", t, self.reg(srcs[0]), self.reg(srcs[1]), imm)
+        return t
 
     def byte_shuffle(self, u: UOp) -> VReg | None:
         """A STACK of 8- or 16-bit lanes (an xmm) that are all constant lanes of one 128-bit

@@ -13,6 +13,7 @@ from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, SelectError,
                                const_bytes, fs, imm_form, positive_zero, strong_const, uint_of,
                                vw)
+from kcc.isel.x86.fmin import X86FMin
 from kcc.isel.x86.gather import X86Gather
 from kcc.isel.x86.ivec import NARROW_INTS, ZMM_INT_OPS, is_int_vector
 from kcc.isel.x86.vgather import X86VGather
@@ -35,7 +36,7 @@ def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     return s.src[0], k
 
 
-class X86Vec(X86Shuf, X86Gather, X86VGather):
+class X86Vec(X86Shuf, X86Gather, X86VGather, X86FMin):
     """Float and vector rules (mixed into X86Selector); lane permutations in X86Shuf."""
 
     # -- vectors ------------------------------------------------------------------------------
@@ -320,30 +321,6 @@ class X86Vec(X86Shuf, X86Gather, X86VGather):
             self.emit(form, t, ra, m)
             return t
         return None
-
-    def neg_max_neg(self, u: UOp, dt: DType, lanes: int) -> VReg | None:
-        """NEG(MAX(NEG a, NEG b)) on float32/float64 lanes (tinygrad's minimum) as one VMIN.
-        MAX(x, y) = x < y ? y : x, so the whole is (-a < -b) ? b : a, and -a < -b holds
-        exactly when b < a (negation reverses the order of every non-NaN value, ±0 compare
-        equal either way, a NaN compares false both ways): (b < a) ? b : a, which is
-        `vminps dst, b, a` (SDM MINPS: the first source where it is less, else the second,
-        NaN and equal zeros included). The chosen operand's bits are a's or b's, as the two
-        sign flips leave them. Not for integers: NEG wraps at the minimum (-MIN = MIN). The
-        NEGs and the MAX, selected already, go (dce) where nothing else reads them."""
-        if u.op is not Ops.NEG or dt not in (dtypes.float32, dtypes.float64):
-            return None
-        mx = u.src[0]
-        if mx.op is not Ops.MAX or any(x.op is not Ops.NEG for x in mx.src):
-            return None
-        w = vw(dt, lanes)
-        form = (f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else
-                f"vmins{fs(dt)}_x_x_xm{dt.bits}")
-        if form not in FORMS:
-            return None
-        a, b = self.reg(mx.src[0].src[0]), self.reg(mx.src[1].src[0])
-        t = self.new("vec")
-        self.emit(form, t, b, a)
-        return t
 
     def fform(self, op: Ops, dt: DType, lanes: int) -> str:
         """The form computing op on lanes of dt."""

@@ -150,7 +150,7 @@ class X86Target:
         # (CMP/TEST only set RFLAGS: one that no CMOVcc/SETcc/Jcc reads goes too)
         eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
         # read-modify-write chains nobody reads (a dead lane of an opmask: KMOVD, SHR, AND)
-        if eliminate_dead_chains(fn, writes_memory, _flags_of):
+        if eliminate_dead_chains(fn, writes_memory, _flags_of, known):
             known = {}
             eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
         # the zeroing of promoted REG cells that every read follows a store of

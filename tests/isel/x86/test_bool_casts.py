@@ -87,8 +87,9 @@ def test_the_cast_constant_is_read_from_a_register_in_the_loop(arch: str, src: s
     """The 1s a bool cast selects (x86-64-v4's {k}{z} move) or ANDs in (x86-64-v3's float
     VANDPS) are loaded from .rodata once before the loop and read from a register in it, not
     loaded on every iteration (the sweep's bool_sum and argmax_bool, 2026-12-03)."""
-    # 32 trips: a loop of 2 would be copied out whole (passes/unroll_tiny.py), no loop left
-    text = disasm_object(compile_x86([parse(_kernel(src, dst, n, 32), "bcast.uop")], arch)[0])
+    # 256 trips: a loop of 2 would be copied out whole (passes/unroll_tiny.py), one of 32
+    # (widened to 32 or 16 blocks) too (passes/unroll_widened.py), no loop left
+    text = disasm_object(compile_x86([parse(_kernel(src, dst, n, 256), "bcast.uop")], arch)[0])
     body = _loop_lines(text)
     assert any("vcmp" in s or "vpcmp" in s for s in body), body     # the compare is in it
     assert not any("rip" in s for s in body), body

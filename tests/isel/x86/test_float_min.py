@@ -85,3 +85,65 @@ def test_float_min_is_one_vmin(arch: str, dt: str, n: int) -> None:
     text = out.getvalue()
     assert "vmin" in text, text
     assert "vmax" not in text and "vxorp" not in text, text
+
+
+def _chain(dt: str, n: int, shared: bool = False) -> str:
+    """out[i] = -max(max(max(-a, -b), -c), -d) (min_nan's r_8_4), lanes of n; with
+    ``shared`` the inner max is stored too (then it is needed, and stays)."""
+    place = (lambda p: f"SHRINK({p}, %s, {n})") if n > 1 else (lambda p: f"INDEX({p}, %s)")
+    extra = "%po2 = " + place("%o2") + "\n%st2 = STORE(%po2, %m1)\n" if shared else ""
+    group = "%g = GROUP(%st, %st2)" if shared else "%g = GROUP(%st)"
+    return f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dt}, {N})
+%a = PARAM ParamArg(1, {dt}, {N})
+%b = PARAM ParamArg(2, {dt}, {N})
+%o2 = PARAM ParamArg(3, {dt}, {N})
+%i = RANGE({N // n}) (0, LOOP)
+%s = MUL(%i, {n})
+%pa = {place('%a')}
+%x = LOAD(%pa)
+%pb = {place('%b')}
+%y = LOAD(%pb)
+%z = ADD(%x, %y)
+%q = MUL(%x, %y)
+%na = NEG(%x)
+%nb = NEG(%y)
+%nc = NEG(%z)
+%nd = NEG(%q)
+%m1 = MAX(%na, %nb)
+%m2 = MAX(%m1, %nc)
+%m3 = MAX(%nd, %m2)
+%w = NEG(%m3)
+%po = {place('%o')}
+%st = STORE(%po, %w)
+{extra}{group}
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="minchain")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("shared", [False, True])
+def test_min_chain_matches_the_interpreter_bit_for_bit(arch: str, dt: str, n: int,
+                                                       shared: bool) -> None:
+    sink = parse(_chain(dt, n, shared))
+    a, b = _inputs(dt)
+    args = [np.zeros(N, dt), a, b, np.zeros(N, dt)]
+    got = compile_and_run(sink, args, arch)
+    want = reference(sink, args)
+    u = np.uint32 if dt == "float32" else np.uint64
+    for g, w in zip(got, want):
+        assert np.array_equal(g.view(u), w.view(u)), (g, w)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_min_chain_is_three_vmins(arch: str) -> None:
+    out = io.StringIO()
+    run_pipeline(parse(_chain("float32", 4)), X86Target(arch), dump_after="allocate", out=out)
+    text = out.getvalue()
+    # three a stored vector (the loop's blocks may be straight-line, passes/unroll_widened)
+    stores = text.count("vmovups_m")
+    assert stores and text.count("vminps") == 3 * stores, text
+    assert "vmax" not in text and "vxorp" not in text, text

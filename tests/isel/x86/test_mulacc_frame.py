@@ -193,15 +193,15 @@ def test_a_gated_store_keeps_its_scratch_slot_and_frame() -> None:
     assert got[0].tolist() == list(range(8)) + [-1.0] * 8
 
 
-def _rows_kernel(dt: str, n: int = 10) -> str:
+def _rows_kernel(dt: str, n: int = 10, rows: int = 6) -> str:
     """For each row r and column c: o[r*n + c] = x[r*n + c] * y[c] + x[r*n + c + 1] (index
     MULACCs whose addend, the column, is a register, and a value MULACC of three registers)."""
     return f"""# kcc-uop 1
-%o = PARAM ParamArg(0, {dt}, {6 * n})
-%x = PARAM ParamArg(1, {dt}, {6 * n + 1})
+%o = PARAM ParamArg(0, {dt}, {rows * n})
+%x = PARAM ParamArg(1, {dt}, {rows * n + 1})
 %y = PARAM ParamArg(2, {dt}, {n})
 %c10 = CAST({n}) int32
-%r = RANGE(6) (0, LOOP)
+%r = RANGE({rows}) (0, LOOP)
 %c = RANGE({n}) (1, LOOP)
 %a = MULACC(%r, %c10, %c)
 %xp = INDEX(%x, %a)
@@ -238,8 +238,9 @@ def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str, n: 
 def test_a_row_product_leaves_the_column_loop() -> None:
     """r*24 of the index r*24 + c is invariant in c's loop: IMUL into its own register, LEA
     adds c, and LICM moves the IMUL before the loop (ADD in place kept it in the loop). (24
-    columns: three trips of 8 lanes; 10 would leave a one-trip column loop, straight-line.)"""
-    text = _selected(_rows_kernel("int32", 24))
+    columns: three trips of 8 lanes; 10 would leave a one-trip column loop, straight-line.
+    48 rows: 6 rows of three blocks would be copied out whole, passes/unroll_widened.py.)"""
+    text = _selected(_rows_kernel("int32", 24, rows=48))
     lines = [ln.split(":", 1)[1].split() for ln in text.splitlines()
              if ln.split(":", 1)[0].strip().isdigit()]
     ops = [x[0] for x in lines if x]

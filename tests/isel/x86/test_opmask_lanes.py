@@ -24,19 +24,24 @@ V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
                         reason="no AVX-512 here")
 
 
+# elements: 4 * 512 (a loop; 64 float4s, 8 widened blocks, would be straight-line code,
+# passes/unroll_widened.py, and the counts below per block)
+N = 2048
+
+
 def _kernel(op: str, gap: int = 1) -> str:
     """out[gap*(4i + j)] = (0 < x[4i + j]) OP (y[4i + j] < -1) for j < 4, lanes of float4
     loads. gap 1: the stores are consecutive, and slp packs them into one bool vector store;
     gap 2: each lane is stored alone."""
     head = f"""# kcc-uop 1
-%o = PARAM ParamArg(0, bool, {256 * gap})
+%o = PARAM ParamArg(0, bool, {N * gap})
 %cg = CAST({4 * gap}) int32"""
     head += """
-%x = PARAM ParamArg(1, float32, 256)
-%y = PARAM ParamArg(2, float32, 256)
+%x = PARAM ParamArg(1, float32, NN)
+%y = PARAM ParamArg(2, float32, NN)
 %c2 = CAST(2) int32
 %c4 = CAST(4) int32
-%n = CAST(64) int32
+%n = CAST(NQ) int32
 %z = CAST(0.0) float32
 %m1 = CAST(-1.0) float32
 %i = RANGE(%n) (0, WEAK)
@@ -57,6 +62,7 @@ def _kernel(op: str, gap: int = 1) -> str:
 %op{j} = INDEX(%o, %a{j})
 %s{j} = STORE(%op{j}, %r{j})
 """ for j in range(4))
+    head = head.replace("NN", str(N)).replace("NQ", str(N // 4))
     return head + lanes + """%g = GROUP(%s0, %s1, %s2, %s3)
 %e = END(%g, %i)
 SINK(%e) KernelInfo(name="logic")
@@ -80,8 +86,8 @@ def test_lane_logic_is_one_opmask_op(op: str, kop: str) -> None:
             assert sel.count(kop[:-1]) == 1 and "kmovd_r32_k" not in sel, sel
         sink = parse(text)
         rng = np.random.default_rng(5)
-        x = rng.uniform(-3, 3, 256).astype(np.float32)
-        y = rng.uniform(-3, 3, 256).astype(np.float32)
+        x = rng.uniform(-3, 3, N).astype(np.float32)
+        y = rng.uniform(-3, 3, N).astype(np.float32)
         x[:4], y[:4] = [np.nan, 0.0, -0.0, np.inf], [-1.0, np.nan, -np.inf, -2.0]
-        args = [np.zeros(256 * gap, np.bool_), x, y]
+        args = [np.zeros(N * gap, np.bool_), x, y]
         assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))

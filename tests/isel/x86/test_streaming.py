@@ -101,17 +101,20 @@ def test_affine_decomposition():
 
 
 def test_picks_a_write_only_contiguous_vector_store():
-    assert picked(vadd(64, 8), "always") == [32]
-    # 15 iterations: 7 widened to 8 lanes, the tail's 4-lane store (aligned too) after them
-    assert picked(vadd(60, 4), "always") == [16, 32]
+    # (loops of 1024 elements: a few widened blocks would be straight-line code,
+    # passes/unroll_widened.py, and a store outside a loop is not streamed)
+    assert picked(vadd(1024, 8), "always") == [32]
+    # 255 iterations: 127 widened to 8 lanes, the tail's 4-lane store (aligned too) after
+    # them (15, 7 blocks of 8, would be straight-line code: passes/unroll_widened.py)
+    assert picked(vadd(1020, 4), "always") == [16, 32]
     # passes/widen.py runs 2 (v3) or 4 (v4) iterations of 4 lanes as one: still streamed
-    assert picked(vadd(64, 4), "always") == [32]
-    assert picked(vadd(64, 4), "always", "x86-64-v4") == [64]
-    assert picked(vadd(64, 16), "always", "x86-64-v4") == [64]
-    assert picked(vadd(64, 4, "float64"), "always") == [32]
-    assert picked(vadd(64, 8, "int32"), "always") == [32]
+    assert picked(vadd(1024, 4), "always") == [32]
+    assert picked(vadd(1024, 4), "always", "x86-64-v4") == [64]
+    assert picked(vadd(1024, 16), "always", "x86-64-v4") == [64]
+    assert picked(vadd(1024, 4, "float64"), "always") == [32]
+    assert picked(vadd(1024, 8, "int32"), "always") == [32]
     # an offset that is a multiple of the lanes keeps every address aligned
-    assert picked(vadd(64, 8, offset=8), "always") == [32]
+    assert picked(vadd(1024, 8, offset=8), "always") == [32]
 
 
 @pytest.mark.parametrize("why, text", [
@@ -235,7 +238,7 @@ CASES = [("x86-64-v3", 8, "float32", 2), ("x86-64-v3", 4, "float32", 2),
 def test_results_aligned_and_misaligned(arch, lanes, dt, inputs):
     if arch == "x86-64-v4" and not HAS_V4:
         pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
-    n = 40 * lanes
+    n = 400 * lanes             # (a loop: 40 vectors would be straight-line code)
     sink = parse(vadd(n, lanes, dt, inputs), "k.uop")
     obj, descs = compile_x86([sink], arch, streaming_stores="always")
     assert NT.search(disasm_object(obj))

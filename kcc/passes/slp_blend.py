@@ -1,0 +1,112 @@
+"""slp's two-op lane groups (kcc/passes/slp.py): n scalar lanes of two shapes of expression
+over the same kinds of leaves → both vector ops over all n lanes and a blend of their lanes.
+
+sort's and topk's compare-exchange steps store, to consecutive elements, the minimum of a
+pair in some lanes and the maximum in the others (E_2_2_2: out[0], out[1] the minimums of
+(x[0], x[2]) and (x[1], x[3]), out[2], out[3] their maximums, …). No one op packs the lanes;
+clang computes both over every lane and blends. Here each lane is read as an expression tree
+down to its leaves (the first node that is not a plain ALU op of a scalar: a load, a
+constant, a value from elsewhere), in preorder; when the lanes have exactly two tree shapes
+with the same leaf dtypes, each shape is rebuilt over every lane's own leaves (lane j's
+leaves under the other lanes' ops), the two lane tuples are packed as usual, and the result
+is a STACK taking lane j from the vector of lane j's own shape. A lane's own value is one of
+the two (its shape over its leaves is itself, hash-consed); the other vector's lanes are
+computed and dropped, so only ops that cannot trap or write anything are rebuilt
+(`_SAFE`: no division, no load). Bit-identical: every lane is its own expression's value.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Callable
+
+# lane-wise ops that neither trap nor have effects: computing one on lanes whose result is
+# dropped is harmless (integer division is not among them: a zero divisor)
+_SAFE = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG, Ops.MULACC, Ops.CMPLT,
+                   Ops.CMPNE, Ops.CMPEQ, Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR})
+_MAX_OPS = 16            # ops of one lane's tree (a compare-exchange has 4)
+
+
+def _inner(n: UOp) -> bool:
+    """Whether n is an op of a lane's tree (else a leaf)."""
+    return n.op in _SAFE and n.shape == () and n.kind == "value"
+
+
+def _shape(x: UOp) -> tuple[tuple, list[UOp]] | None:
+    """(x's tree shape, its leaves in preorder), None past _MAX_OPS ops (iterative)."""
+    sig: list = []
+    leaves: list[UOp] = []
+    stack = [x]
+    while stack:
+        n = stack.pop()
+        if _inner(n):
+            if len(sig) - len(leaves) >= _MAX_OPS:
+                return None
+            sig.append((n.op, n.arg, n.dtype, len(n.src)))
+            stack.extend(reversed(n.src))
+        else:
+            sig.append(n.dtype)
+            leaves.append(n)
+    return tuple(sig), leaves
+
+
+def _rebuild(rep: UOp, leaves: list[UOp]) -> UOp:
+    """rep's tree with its leaves (preorder, as _shape reads them) replaced by leaves."""
+    k = 0
+    built: list[UOp] = []
+    stack: list[tuple[UOp, bool]] = [(rep, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            m = len(n.src)
+            srcs = tuple(built[len(built) - m:])
+            del built[len(built) - m:]
+            built.append(n if srcs == n.src else n.replace(src=srcs))
+        elif _inner(n):
+            stack.append((n, True))
+            stack.extend((s, False) for s in reversed(n.src))
+        else:
+            built.append(leaves[k])
+            k += 1
+    return built[0]
+
+
+def blend(t: tuple[UOp, ...], pack: Callable[[tuple[UOp, ...]], UOp | None]) -> UOp | None:
+    """The lanes t (scalars) as a blend of two packed vector ops (module docstring), or None.
+    ``pack``: slp's packing of a tuple of lanes (not blending again)."""
+    shapes = [_shape(x) for x in t]
+    if any(s is None for s in shapes):
+        return None
+    kinds: dict[tuple, int] = {}
+    for s in shapes:
+        assert s is not None
+        kinds.setdefault(s[0], len(kinds))
+    if len(kinds) != 2:
+        return None
+    reps: dict[int, UOp] = {}
+    for x, s in zip(t, shapes):
+        assert s is not None
+        reps.setdefault(kinds[s[0]], x)         # each shape's first lane
+    sigs = list(kinds)
+    leaf_dts = [[d for d in sig if not isinstance(d, tuple)] for sig in sigs]
+    if leaf_dts[0] != leaf_dts[1]:
+        return None
+    vecs = []
+    for k in range(2):
+        rep = reps[k]
+        lanes = tuple(_rebuild(rep, s[1]) for s in shapes if s is not None)
+        v = pack(lanes)
+        if v is None:
+            return None
+        vecs.append(v)
+    out = []
+    for j, s in enumerate(shapes):
+        assert s is not None
+        out.append(UOp(Ops.INDEX, (vecs[kinds[s[0]]], UOp.const(j))))
+    return UOp(Ops.STACK, tuple(out))
+
+

@@ -1,0 +1,86 @@
+"""Full unrolling of short widened loops (a CPU target's choice, issue 24 item 2; the sibling
+of passes/unroll_tiny.py, which leaves a nest that widening would vectorize alone).
+
+After passes/widen.py, tinygrad's small elementwise kernels are loops of a few vector
+iterations: u64_shift's E_50 is 12 iterations of two 4-lane loads, two shifts, an XOR and a
+store (and one overlapping last block), i32_mul_wrap's E_333 41 of a load, a VPMULLD and a
+store. Each iteration also runs a counter, a compare and a branch, and addresses its memory
+through an index register (`[rsi + rax*8]`), which keeps loads out of the VEX three-operand
+ops (kcc/isel/x86/ivec.py `rm`: such a fused load is two µops anyway). clang unrolls these
+loops whole: straight-line blocks at constant displacements, each load folded into its op.
+This pass does the same after widening (the pipeline's `widen` step is `widen_and_unroll`:
+widen's own tests see its loops): a loop nest whose copies are at most
+`2 * TargetDesc.tiny_unroll` nodes (a vector node counted once: one instruction, not one a
+lane as unroll_tiny counts before widening) becomes its iterations, each RANGE a constant in
+each copy, and simplify folds every copy's index arithmetic to a constant.
+
+A MULHI that reads loaded data counts as a sequence (`_heavy`), as unroll_tiny's
+polynomials and divisions do.
+
+**Legality** is unroll_tiny's `_nest` (the nest is outermost, its RANGEs have constant bounds,
+it has no REG or LOCAL buffer, AFTER or BARRIER, it stores only PARAM buffers it does not
+load, and no element is stored by two iterations), so the copies may run in any order; and
+the nest holds vector work (a loop of scalars is unroll_tiny's, judged before widening).
+Each copy computes what its iteration did with the same ops: the results are bit-identical.
+"""
+
+from __future__ import annotations
+
+from kcc.ir.ops import Ops
+from kcc.ir.uop import UOp, rebuild, toposort
+from kcc.passes.linearize import range_sets
+from kcc.passes.target import TargetDesc
+
+
+def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
+    """The pipeline's `widen` step: passes/widen.py, then the short loops it widened
+    unrolled (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
+    from kcc.passes.widen import widen
+    wide = widen(sink, desc)
+    if wide is sink:
+        return sink
+    from kcc.passes.simplify import keep_params
+    return keep_params(sink, unroll_widened(wide, desc))
+
+
+def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
+    """Unroll every outermost nest of vector work the module docstring allows."""
+    if desc.tiny_unroll <= 0:
+        return sink
+    from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
+    order = toposort([sink])
+    dep = range_sets(order)
+    vector_in: set[UOp] = set()         # RANGEs some vector value depends on
+    for x in order:
+        if x.shape and x.kind == "value" and dep[x]:
+            vector_in |= dep[x]
+    if not vector_in:
+        return sink
+    repl: dict[UOp, UOp] = {}
+    for x in order:
+        # (an outermost END: no RANGE above it, so no END taken before lies over it)
+        if x.op is not Ops.END or dep[x] or x.src[1] not in vector_in:
+            continue
+        if _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
+                 heavy=_heavy(x, _HEAVY_OPS)) is not None:
+            repl[x] = _expand(x, dep)
+    if not repl:
+        return sink
+    from kcc.passes.simplify import simplify
+    return simplify(rebuild(order, repl).get(sink, sink), desc)
+
+
+def _heavy(end: UOp, ops: frozenset[Ops]) -> frozenset[Ops]:
+    """The ops to count as sequences in the nest under end: unroll_tiny's, and MULHI (a
+    division by a constant, passes/divconst.py) where it reads loaded data: a sequence on
+    vectors (x86: two VPMULUDQ, shifts, a blend) whose constant's shuffles a loop computes
+    once and each copy again (uint32_div's E_64_4: 32 blocks as copies ran 21.4 -> 25 ns a
+    call). A MULHI of counters and constants alone (arange's `(4i + j)*3 % 7`) folds to a
+    constant in every copy."""
+    loaded: set[UOp] = set()
+    for x in toposort([end]):
+        if x.op is Ops.LOAD or any(s in loaded for s in x.src):
+            loaded.add(x)
+            if x.op is Ops.MULHI:
+                return ops | {Ops.MULHI}
+    return ops
