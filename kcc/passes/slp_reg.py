@@ -97,9 +97,13 @@ def column_groups(order: list[UOp], ctx: TargetDesc,
         n = len(run)
         widths = ctx.mem_widths.get(dt, ())
         w = max((w for w in widths if 2 <= w <= n and n % w == 0), default=0)
-        if not w or not ctx.alu_legal(w, dt):
+        if w and not ctx.alu_legal(w, dt):
             continue
-        work = [run[i:i + w] for i in range(n - w, -1, -w)]
+        # no width divides the run: cut greedily (`_cut`)
+        cut = [run[i:i + w] for i in range(0, n, w)] if w else \
+            _cut(run, sorted((x for x in widths if x >= 2 and ctx.alu_legal(x, dt)),
+                             reverse=True))
+        work = cut[::-1]
         while work:                     # (groups in run order: the last cut is popped first)
             g = work.pop()
             if _packs(packs, g):
@@ -120,6 +124,20 @@ def _packs(packs: Callable[[tuple[UOp, ...]], UOp | None], g: tuple[UOp, ...]) -
     """Whether the values of the store group g pack into a vector that inserts no scalars."""
     v = packs(tuple(st.src[1] for st in g))
     return v is not None and not _inserts(v)
+
+
+def _cut(run: tuple[UOp, ...], widths: list[int]) -> list[tuple[UOp, ...]]:
+    """run, which no width divides, cut greedily into groups of widths (widest first): the
+    widest that fits, the rest left scalar. A column loop jammed whole in
+    chunks (passes/unroll_columns.py `column_chunks`: mean_axes02's 14 columns 8 + 4 + 2)
+    stores 8 + 4 lanes, not 14 scalars (no width divides 14)."""
+    n = len(run)
+    out, i = [], 0
+    for w in widths:
+        while n - i >= w:
+            out.append(run[i:i + w])
+            i += w
+    return out
 
 
 def _inserts(v: UOp) -> bool:

@@ -123,6 +123,9 @@ class _Plan:
     # a column jam wider than FACTORS (unroll_columns.py): its remainder loop may be jammed
     # again, by a narrower factor
     wide: bool = False
+    # a wide column jam of the whole bound: its copies in chunks of these sizes, each chunk's
+    # accumulators a buffer of their own (unroll_columns.py `column_chunks`); () one buffer
+    chunks: tuple[int, ...] = ()
 
 
 def _span(place: UOp) -> tuple[UOp, int] | None:
@@ -429,7 +432,7 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     # pays whatever the work (mean over axes 0 and 2, r_8_14_2_14: 0.18x -> 0.48x clang).
     # With several accumulators a copy (tinygrad's upcast rows) the copies stayed chains:
     # cumsum_777 r_3_128_2_4_64_4 jammed ran 2.4x -> 1.2x clang, cummax's 2.3x -> 0.8x
-    from kcc.passes.unroll_columns import column_loop, wide_columns
+    from kcc.passes.unroll_columns import column_chunks, column_loop, wide_columns
     columns = via_mulacc and work > MULACC_MAX_WORK \
         and all(b.arg.size == 1 for b in private) and column_loop(loops, r, cone)
     if columns:
@@ -449,7 +452,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
         if desc.load_streams and _streams(region, varies, r, inner, dep, f) > desc.load_streams:
             continue
         if all(iterations_disjoint(v, f) for v in glob.values()):
-            return _Plan(r, end, f, tuple(private), inner, f in wide)
+            chunks = column_chunks(f, wide[1:]) if f in wide and f == n_iter else ()
+            return _Plan(r, end, f, tuple(private), inner, f in wide, chunks)
     return None
 
 
@@ -500,6 +504,12 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
     slot = free_reg_slot(loops.order)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
+    # copy k's (first copy, copies) of its merged buffer: plan.chunks' chunk, else all f
+    chunk = [(0, f)] * f
+    start = 0
+    for c in plan.chunks:
+        chunk[start:start + c] = [(start, c)] * c
+        start += c
     from kcc.passes.unroll_columns import column_loop
     columns = rows_of and column_loop(loops, r, loops.cone(end))
     for buf in plan.private:
@@ -508,12 +518,13 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
         if not w and columns and a.size == 1:
             w = 1                        # a column loop's scalar accumulators: copy k's at k
         if w:
-            merged = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size * f, a.vmin_vmax,
-                                                  a.name, a.addrspace, a.volatile))
-            slot += 1
-            rows[merged] = w
-            for k in range(f):
-                new[k][buf] = merged
+            for k0, c in dict.fromkeys(chunk) if w == 1 else [(0, f)]:
+                merged = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size * c, a.vmin_vmax,
+                                                      a.name, a.addrspace, a.volatile))
+                slot += 1
+                rows[merged] = w
+                for k in range(k0, k0 + c):
+                    new[k][buf] = merged
             continue
         for k in range(1, f):
             new[k][buf] = UOp(Ops.BUFFER, (), ParamArg(slot, a.dtype, a.size, a.vmin_vmax,
@@ -529,10 +540,12 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
 
     def place(k: int, n: UOp) -> UOp:
         # copy k's place in a merged buffer: its row, then its block of W in that row
-        w = rows[base_buffer(n.src[0])]
+        b = base_buffer(n.src[0])
+        w = rows[b]
         e = const_int(n.src[1])
         assert e is not None
-        e2 = e // w * w * f + k * w + e % w
+        k0, c = chunk[k] if w == 1 else (0, f)
+        e2 = e // w * w * c + (k - k0) * w + e % w
         c = n.src[1]
         return n.replace(src=(n.src[0], c.replace(src=(UOp.const(e2),)) if c.op is Ops.CAST
                               else make_const(e2, c.dtype)) + n.src[2:])
@@ -562,13 +575,12 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
                 made.add(new[k][n])
         elif n.op is Ops.AFTER and merged_of(n.replace(src=(new[0].get(n.src[0], n.src[0]),)
                                                        + n.src[1:])) is not None:
-            # one AFTER of a merged buffer for every copy, ordered after all copies' deps
-            srcs = [new[0].get(n.src[0], n.src[0])]
-            srcs += dict.fromkeys(src_of(k, n, i, s) for k in range(f)
-                                  for i, s in enumerate(n.src) if i > 0)
-            shared = n.replace(src=tuple(srcs))
+            # one AFTER of a merged buffer for every copy of its chunk, ordered after all
+            # copies' deps
+            deps = tuple(dict.fromkeys(src_of(k, n, i, s) for k in range(f)
+                                       for i, s in enumerate(n.src) if i > 0))
             for k in range(f):
-                new[k][n] = shared
+                new[k][n] = n.replace(src=(new[k].get(n.src[0], n.src[0]),) + deps)
         elif n.op in _PLACES and n.src[0].kind == "buffer" \
                 and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
             for k in range(f):
@@ -680,9 +692,11 @@ def unroll(sink: UOp, desc: TargetDesc, packing: bool = True) -> UOp:
         for _, r in sorted(cands, key=lambda c: c[0]):
             plan = _analyze(loops, r, desc, tail=True, after_loops=r in retry,
                             retried=r in retry)
-            if plan is not None and const_int(r.src[0]) % plan.factor \
+            if plan is not None and (const_int(r.src[0]) % plan.factor or plan.chunks) \
                     and _packs(loops, r, desc):
-                plan = None       # pack's column loop: packed unjammed, as before remainders
+                # pack's column loop: packed unjammed, as before remainders (a jam in
+                # chunks stands for one: conv_transpose r_10_10_2_3_3's 8 + 2 lost its pack)
+                plan = None
             if plan is not None:
                 break
         if plan is None:

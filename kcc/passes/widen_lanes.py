@@ -203,6 +203,7 @@ class LaneLoop:
         self.gathers: set[UOp] = set()          # places read by index vectors (widen_gather)
         # gated loads of one loop-invariant element under a counter-dependent gate (_splat)
         self.splats: set[UOp] = set()
+        self.guards: dict[UOp, UOp] = {}     # splats whose load keeps a guard (`_guard`)
 
     def free(self, n: UOp) -> bool:
         """Whether n is loop-invariant (does not depend on the counter)."""
@@ -259,7 +260,38 @@ class LaneLoop:
             return False
         from kcc.ir.ranges import int_ranges
         rng = int_ranges([p.src[1]]).get(p.src[1])
-        return rng is not None and 0 <= rng[0] and rng[1] < p.src[0].shape[0]
+        if rng is not None and 0 <= rng[0] and rng[1] < p.src[0].shape[0]:
+            return True
+        guard = self._guard(n)
+        if guard is None:
+            return False
+        self.guards[n] = guard
+        return True
+
+    def _guard(self, n: UOp) -> UOp | None:
+        """For a gated invariant load whose index the value ranges do not prove inside the
+        buffer: its gate `inv AND var` with inv free of the counter (the outer loop's padding
+        test, pad_reflect E_12_10's `Lidx0 < 2`) and var a compare of the counter with a
+        constant that holds for some iteration: inv, which guards a load hoisted out of the
+        loop (`inv ? x[i] : alt`, the same alt, itself free of the counter), each lane then
+        selected by the whole gate. Whenever inv holds the loop reads x[i] at the iteration
+        where var holds, so the hoisted load reads nothing the loop did not."""
+        g, alt = n.src[2], n.src[1]
+        if g.op is not Ops.AND or g.shape or alt in self.inside:
+            return None
+        for inv, var in ((g.src[0], g.src[1]), (g.src[1], g.src[0])):
+            if not self.free(inv) or var.op is not Ops.CMPLT or var.shape:
+                continue
+            a, b = var.src
+            n_iter = const_int(self.r.src[0])
+            ka, kb = const_int(a), const_int(b)
+            if n_iter is None or n_iter < 1:
+                return None
+            if a is self.r and kb is not None and kb > 0:          # r < k: true at r = 0
+                return inv
+            if b is self.r and ka is not None and ka < n_iter - 1:  # k < r: true at N - 1
+                return inv
+        return None
 
     def _consecutive(self, accesses: list[tuple[UOp, bool]], gated: set[UOp]) -> bool:
         """Every place's index is counter + base + o; a stored buffer's accesses share base.
@@ -458,8 +490,9 @@ class LaneLoop:
                 if n in self.splats:
                     # one element, loaded ungated (inside the buffer: _splat), each lane
                     # selected by its own gate
-                    v = UOp(Ops.WHERE, (lanes(n.src[2]), lanes(UOp(Ops.LOAD, (n.src[0],))),
-                                        lanes(n.src[1])))
+                    g = self.guards.get(n)
+                    one = UOp(Ops.LOAD, (n.src[0],) if g is None else (n.src[0], n.src[1], g))
+                    v = UOp(Ops.WHERE, (lanes(n.src[2]), lanes(one), lanes(n.src[1])))
                 elif n.op is Ops.LOAD and n.src[0] in self.gathers:
                     v = widen_gather.gather_load(self, n, k, lanes, made)
                 elif n.op is Ops.LOAD and n.src[0] in self.strides:

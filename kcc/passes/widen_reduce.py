@@ -36,7 +36,7 @@ their rules are kcc/passes/unroll.py's).
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, strong_int
+from kcc.ir.consts import const_int, const_value, strong_int
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, rebuild
@@ -270,14 +270,33 @@ class ReduceLoop(LaneLoop):
             vfin = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (vb, self._int(a, 0), UOp.const(self.k))),))
             abuf = UOp(Ops.AFTER, (a.buf,) + a.deps[:-1] + (last,))
             aplace = UOp(Ops.INDEX, (abuf, a.place.src[1]))
-            total = UOp(Ops.LOAD, (aplace,))
+            # acc[c] still holds OP's identity when its only update is the lanes' (no tail)
+            total = None if last is wide_end and self._identity_init(a) \
+                else UOp(Ops.LOAD, (aplace,))
             zero = make_const(0, a.lane_dt)
             for lane in self._lanes(a, vfin):
                 if a.dtype.is_bool:
                     lane = UOp(Ops.CMPNE, (lane, zero))
-                total = UOp(a.op, (total, lane))
+                total = lane if total is None else UOp(a.op, (total, lane))
+            assert total is not None
             out.append(UOp(Ops.STORE, (aplace, total)))
         return out
+
+    def _identity_init(self, a: _Acc) -> bool:
+        """Whether acc[c] enters the loop holding OP's identity: its AFTER's one dep before
+        the counter is an ungated STORE of that constant to acc[c] (tinygrad's initial store:
+        argmax's MAX from the int32 minimum, bool_sum's ADD from 0). The combine then starts
+        from the lanes, not from a LOAD of acc[c] OP the lanes (argmax r_333_77: a mov, cmp,
+        cmovl and mov a row fewer)."""
+        if len(a.deps) != 2:
+            return False
+        init = a.deps[0]
+        if init.op is not Ops.STORE or len(init.src) != 2 or init.src[0].op is not Ops.INDEX \
+                or base_buffer(init.src[0].src[0]) is not a.buf \
+                or const_int(init.src[0].src[1]) != const_int(a.place.src[1]):
+            return False
+        v, ident = const_value(init.src[1]), const_value(identity(a.op, a.dtype))
+        return v is not None and v == ident
 
     def _lanes(self, a: _Acc, v: UOp) -> list[UOp]:
         """Scalars whose OP is the OP of v's k lanes: v's halves combined while a half is a

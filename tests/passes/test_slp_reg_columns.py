@@ -91,3 +91,12 @@ def test_matches_the_interpreter(arch: str, which: str) -> None:
     sink = parse(src)
     args = random_inputs(sink, 5)
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def test_a_run_no_width_divides_is_cut_greedily() -> None:
+    """A run of 14 column stores (mean over axes 0 and 2, jammed whole in chunks 8 + 4 + 2:
+    passes/unroll_columns.py `column_chunks`) has no dividing width: it is cut 8 + 4 and the
+    last 2 (no 2-lane float32 vector on x86) stay scalar, where all 14 stayed scalar."""
+    from test_unroll_columns import _mean
+    stores = _stores(_packed(_mean()), 0)
+    assert [u.src[1].shape for u in stores] == [(8,), (4,), (), ()]

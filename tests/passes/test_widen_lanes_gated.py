@@ -149,8 +149,28 @@ def test_one_element_under_a_counter_gate_is_a_splat_select(arch: str) -> None:
     assert any(u.op is Ops.WHERE and u.shape == (8,) for u in w.toposort())
 
 
-def test_one_element_maybe_past_the_buffer_keeps_the_loop() -> None:
+def test_one_element_maybe_past_the_buffer_keeps_its_outer_guard() -> None:
     """x[8i + 16] reaches x[40] (past the buffer of 40) where its gate is false: it may not
-    be loaded ungated, and the loop stays scalar."""
+    be loaded ungated. Its gate `6 < j AND i < 3` splits (widen_lanes.py `_guard`): `i < 3`,
+    free of the counter, guards ONE scalar load of x[8i + 16] hoisted out of the loop (i < 3:
+    x[32] at most, an element the loop reads at j = 7 whenever i < 3), and each lane selects
+    it by the whole gate. pad_reflect E_12_10's padding loads, 0.74x -> 3.8x clang."""
     w = widen_check(SPLAT.replace("BASE", "16"), "x86-64-v3")
+    assert 8 not in range_bounds(w)
+    gated = _scalar_gated(w)
+    assert len(gated) == 1 and gated[0].src[2].op is Ops.CMPLT      # the guard i < 3 alone
+
+
+@pytest.mark.parametrize("old,new", [("%gi = CMPLT(%i, 3)", "%gi = CMPLT(%p, 29)"),
+                                    ("%g6 = CMPLT(6, %j)", "%g6 = CMPLT(8, %j)"),
+                                    ("%g6 = CMPLT(6, %j)", "%g6 = CMPLT(%p, 40)")],
+                         ids=["no_outer_part", "never_true", "not_the_counter"])
+def test_one_element_maybe_past_the_buffer_keeps_the_loop(old: str, new: str) -> None:
+    """x[8i + 16] under a gate with no part free of the counter (`6 < j AND 8i + j < 29`),
+    or whose counter part holds for no iteration (`8 < j`, j < 8: the loop never reads
+    x[8i + 16], so a hoisted load would read what it did not), or is no compare of the
+    counter with a constant (`8i + j < 40`): the loop stays scalar."""
+    text = SPLAT.replace("BASE", "16")
+    assert old in text
+    w = widen_check(text.replace(old, new), "x86-64-v3")
     assert 8 in range_bounds(w) and _scalar_gated(w)
