@@ -45,9 +45,9 @@ Anything else stays a STACK of its lanes. A scalar that was packed and still has
 is read back as INDEX(vector, lane), so no lane is computed twice, except where the vector
 itself reads that scalar (lane j = lane j-1 + x: a prefix sum over lanes), which would be a
 cycle: the rebuild finds it, and that vector's lanes are not read back (their scalars stay
-as well, `_rebuild_acyclic`). Each packed node computes exactly its lanes' values with the
-same op in the same dtype, so the result is bit-identical to the scalar graph (IR ops are
-lane-wise: docs/semantics.md).
+as well, `slp_rebuild.rebuild_acyclic`). Each packed node computes exactly its lanes' values
+with the same op in the same dtype, so the result is bit-identical to the scalar graph (IR
+ops are lane-wise: docs/semantics.md).
 """
 
 from __future__ import annotations
@@ -64,12 +64,13 @@ from kcc.passes.slp_gated import pack_gated_loads, tuple_load
 from kcc.passes.slp_index import element_run, permuted_load
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_stores import merge_slice_stores
+from kcc.passes.slp_rebuild import rebuild as _rebuild
+from kcc.passes.slp_rebuild import rebuild_acyclic as _rebuild_acyclic
 from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, store_runs
 from kcc.passes.slp_up import pack_jammed, pack_upward
 from kcc.passes.target import TargetDesc
 
 _PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
-_EFFECT_LISTS = frozenset({Ops.GROUP, Ops.AFTER, Ops.SINK})
 Lanes = tuple[UOp, ...]
 
 
@@ -415,83 +416,6 @@ def _claim_loads(p: _Packer) -> None:
         if v is not None and v.op is Ops.LOAD and all(s.op is Ops.LOAD for s in t):
             for j, s in enumerate(t):
                 p.lane_of.setdefault(s, (v, j))
-
-
-class _Cycle(Exception):
-    """Rebuilding would make a cycle: a lane read back from a vector that itself reads that
-    lane (lane j of a prefix sum is lane j-1 plus something), or a store group that reads a
-    load after another group that reads one after it. `nodes` is the cycle, in walk order."""
-
-    def __init__(self, nodes: list[UOp]) -> None:
-        super().__init__("slp would make a cycle")
-        self.nodes = nodes
-
-
-def _rebuild(sink: UOp, redirect: dict[UOp, UOp],
-             lanes: dict[UOp, tuple[UOp, int]] | None = None) -> UOp:
-    """sink with every node in redirect replaced (transitively) by its target, rebuilt; a
-    node of lanes (and not of redirect) becomes its lane `INDEX(vec, j)`, built only when the
-    walk reaches it. Each node is entered once (a node entered again before it is done is a
-    cycle of the new graph: `_Cycle`), so the walk is linear in the nodes."""
-    memo: dict[UOp, UOp] = {}
-    to: dict[UOp, UOp | None] = {}          # an entered node → its replacement (None: none)
-    path: list[UOp] = []                     # the entered nodes not done yet, in entry order
-    entered: set[UOp] = set()
-    stack: list[tuple[UOp, bool]] = [(sink, False)]
-    lanes = lanes or {}
-    while stack:
-        n, ready = stack.pop()
-        if ready:
-            # every node entered after n is done (their frames were above n's): n is the last
-            path.pop()
-            entered.discard(n)
-            r = to[n]
-            if r is not None:
-                memo[n] = memo[r]
-                continue
-            new = tuple([memo[s] for s in n.src])
-            if n.op in _EFFECT_LISTS:        # merged STOREs: one src where there were several
-                new = tuple(dict.fromkeys(new))
-            memo[n] = n if new == n.src else n.replace(src=new)
-            continue
-        if n in memo:
-            continue
-        if n in entered:
-            raise _Cycle(path[path.index(n):])
-        entered.add(n)
-        path.append(n)
-        stack.append((n, True))
-        r = redirect.get(n)
-        if r is None and n in lanes:
-            vec, j = lanes[n]
-            r = UOp(Ops.INDEX, (vec, UOp.const(j)))
-        to[n] = r
-        if r is not None:
-            if r not in memo:
-                stack.append((r, False))
-        else:
-            stack.extend([(s, False) for s in n.src if s not in memo])
-    return memo[sink]
-
-
-def _rebuild_acyclic(sink: UOp, redirect: dict[UOp, UOp],
-                     lanes: dict[UOp, tuple[UOp, int]]) -> UOp:
-    """_rebuild, giving up reading lanes back where that makes a cycle: the lanes of every
-    vector on a cycle are dropped and the walk is retried (a few times: each retry is a walk
-    of the graph), then no lane is read back, then nothing is packed (the graph as it was)."""
-    lanes = dict(lanes)
-    for _ in range(4):
-        try:
-            return _rebuild(sink, redirect, lanes)
-        except _Cycle as c:
-            vecs = {lanes[n][0] for n in c.nodes if n in lanes and n not in redirect}
-            if not vecs:
-                break
-            lanes = {n: vj for n, vj in lanes.items() if vj[0] not in vecs}
-    try:
-        return _rebuild(sink, redirect)
-    except _Cycle:
-        return sink
 
 
 def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
