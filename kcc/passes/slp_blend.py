@@ -108,5 +108,3 @@ def blend(t: tuple[UOp, ...], pack: Callable[[tuple[UOp, ...]], UOp | None]) -> 
         assert s is not None
         out.append(UOp(Ops.INDEX, (vecs[kinds[s[0]]], UOp.const(j))))
     return UOp(Ops.STACK, tuple(out))
-
-

@@ -97,9 +97,10 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
 
 _FOLD_INTO = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV})
 # integer vector ops whose VEX/EVEX form reads its second operand from memory (VPADDD …
-# ymm, ymm, m256), and those of them that commute (a load as the first operand is read there)
-_ICOMMUTE = frozenset({Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX})
-_IFOLD_INTO = _ICOMMUTE | {Ops.SUB}
+# ymm, ymm, m256), and those of them that commute (a load as the first operand is read there:
+# x86_ivec.ivec_alu swaps the operands of these, so the two must agree)
+INT_COMMUTES = frozenset({Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX})
+_IFOLD_INTO = INT_COMMUTES | {Ops.SUB}
 
 
 _COMPARES = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
@@ -156,7 +157,7 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
         if reg_class(u.dtype) != "vec":       # an integer vector: only as an ALU's operand
             if x.op in _IFOLD_INTO and x.dtype.is_int and x.shape == u.shape \
                     and (x.src[1] is u) != (x.src[0] is u) \
-                    and (x.src[1] is u or x.op in _ICOMMUTE):
+                    and (x.src[1] is u or x.op in INT_COMMUTES):
                 out.add(u)      # an integer vector op's r/m operand (x86_ivec.ivec_alu)
         elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):

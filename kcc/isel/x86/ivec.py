@@ -15,6 +15,7 @@ from kcc.ir.affine import affine
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
+from kcc.isel.x86.analysis import INT_COMMUTES   # the ops whose folded load may be either operand
 from kcc.isel.x86.base import SelectError, const_bytes, fs, strong_const, uint_of, vw
 
 MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
@@ -57,8 +58,6 @@ ZMM_INT_OPS = MappingProxyType({dtypes.int32: _ZMM_OPS, dtypes.uint32: _ZMM_OPS,
 # x << c combined with x >> (bits - c) by these is a rotate: the two shifts' bits never meet
 _ROTATE_OPS = frozenset({Ops.OR, Ops.ADD, Ops.XOR})
 _BITWISE = {Ops.AND: "vpand", Ops.OR: "vpor", Ops.XOR: "vpxor"}
-# ops whose operands ivec_alu may swap to read a folded load as the r/m operand
-_COMMUTES = frozenset({Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX})
 
 
 def lane_steps(lanes: tuple[UOp, ...]) -> list[int] | None:
@@ -248,7 +247,7 @@ class X86IVec:
         if op is Ops.ADD and (got := self.add_bool_lanes(u)) is not None:
             return got                  # acc + CAST(compare): acc - lane mask (x86_kmask)
         y = u.src[1] if len(u.src) > 1 else None
-        if op in _COMMUTES and x in self.deferred and y not in self.deferred \
+        if op in INT_COMMUTES and x in self.deferred and y not in self.deferred \
                 and not (op is Ops.MUL and dt.itemsize == 8 and uniform_const(y) is not None):
             x, y = y, x         # the load read in place is the r/m operand (analysis.py)
         a = self.reg(x)

@@ -96,11 +96,19 @@ class X86KMask:
         if form not in FORMS:
             return None
         k = self.new("mask")
+        self.emit(form, k, *self.compare_operands(u), pred)
+        return k
+
+    def compare_operands(self, u: UOp, fold: bool = True) -> tuple[VReg, VReg | Mem]:
+        """The compare u's two operands for VCMP/VPCMP: a load analysis.foldable_loads folded
+        into u as the second, its place read in place (peeked, not taken: a lane-mask form,
+        x86_vec.fmask, may read it too), EQ/NE commuting it there; registers otherwise, or
+        where not ``fold`` (a zmm compare done on halves)."""
+        a_u, b_u = u.src
         if u.op is not Ops.CMPLT and a_u in self.deferred:
-            a_u, b_u = b_u, a_u         # EQ/NE commute: the folded load on the right
-        m = self.deferred.get(b_u)      # a folded load (analysis.foldable_loads): read in
-        self.emit(form, k, self.reg(a_u), m if m is not None else self.reg(b_u), pred)
-        return k                        # place; kept for the lane-mask form (fmask) too
+            a_u, b_u = b_u, a_u
+        m = self.deferred.get(b_u) if fold else None
+        return self.reg(a_u), m if m is not None else self.reg(b_u)
 
     def klogic(self, u: UOp) -> VReg | None:
         """AND/OR/XOR of two opmasks as KAND/KOR/KXOR; XOR with all-true as KNOT."""

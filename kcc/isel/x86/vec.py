@@ -413,16 +413,13 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86FMin):
 
     def fmask(self, u: UOp) -> VReg:
         """A float compare as an all-ones/zero lane mask in a vector register."""
-        a_u, b_u = u.src
+        a_u = u.src[0]
         dt = a_u.dtype
         lanes = a_u.shape[0] if a_u.shape else 1
         pred = {Ops.CMPLT: CMP_LT_OS, Ops.CMPEQ: CMP_EQ_OQ, Ops.CMPNE: CMP_NEQ_UQ}[u.op]
-        if u.op is not Ops.CMPLT and a_u in self.deferred:
-            a_u, b_u = b_u, a_u             # EQ/NE commute: the folded load on the right
-        m = self.deferred.get(b_u) if dt.itemsize * lanes < 64 else None
-        # a folded load read in place (analysis.foldable_loads; peeked: kcompare may too)
-        return self.cmp_mask(pred, dt, lanes, self.reg(a_u), m if m is not None
-                             else self.reg(b_u))
+        # a load folded into the compare read in place (x86_kmask.compare_operands)
+        ra, rb = self.compare_operands(u, fold=dt.itemsize * lanes < 64)
+        return self.cmp_mask(pred, dt, lanes, ra, rb)
 
     def cmp_mask(self, pred: int, dt: DType, lanes: int, ra: VReg, rb: VReg | Mem) -> VReg:
         """vcmp{s,p}{s,d} with predicate pred; a zmm compare is done on ymm halves so the mask
