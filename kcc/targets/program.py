@@ -533,7 +533,7 @@ def run_program(path: Path, arrays: list[Any], emulate: bool = False,
     if target == "x86":
         if emulate:
             raise ProgramError("--emulate runs AMD programs; this program is for x86")
-        from kcc.targets.x86.program import run_x86_program
+        from kcc.targets.x86.program_run import run_x86_program
         outs = run_x86_program(doc, p, path.parent, ins)
     else:
         from kcc.targets.gpu_program import run_gpu_program

@@ -98,7 +98,7 @@ def test_program_runs_in_process_with_libc_stubs() -> None:
     """The loader gives the object's libc calls stubs; the entry point computes the values on
     1 and 3 threads, and a misaligned workspace is refused with a message."""
     from kcc.targets.x86.objload import LoadedObject
-    from kcc.targets.x86.program import libc_addresses
+    from kcc.targets.x86.program_run import libc_addresses
     prog, obj, (x, want) = _compiled()
     with LoadedObject(obj, libc_addresses()) as lo:
         fn = lo.function("p", ctypes.c_int, [ctypes.c_void_p] * 2)
