@@ -41,8 +41,14 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import COMPARE, Ops
-from kcc.ir.uop import (AddrSpace, UOp, base_buffer, reachable, substitute_closed,
-                        toposort)
+from kcc.ir.uop import (
+    AddrSpace,
+    UOp,
+    base_buffer,
+    reachable,
+    substitute_closed,
+    toposort,
+)
 from kcc.passes.target import TargetDesc
 
 
