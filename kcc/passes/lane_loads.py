@@ -41,7 +41,14 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, plus_int
 from kcc.ir.ops import COMPARE, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, substitute_closed, toposort
+from kcc.ir.uop import (
+    AddrSpace,
+    UOp,
+    base_buffer,
+    reachable,
+    substitute_closed,
+    toposort,
+)
 from kcc.passes.target import TargetDesc
 
 
@@ -63,19 +70,10 @@ def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False,
     if not desc.lane_loads:
         return sink
     order = toposort([sink])
-    users: dict[UOp, list[UOp]] = {}
-    stored: set[UOp] = set()
-    for n in order:
-        for s in n.src:
-            users.setdefault(s, []).append(n)
-        if n.op is Ops.STORE:
-            stored.add(base_buffer(n.src[0].src[0]))
-    stacked: set[UOp] = set()
-    if before_widen:        # users come after their srcs: one walk from the end
-        for n in reversed(order):
-            if n.op is Ops.STACK or any(u in stacked for u in users.get(n, ())):
-                stacked.add(n)
-    repl: dict[UOp, UOp] = {}
+    stored = {base_buffer(n.src[0].src[0]) for n in order if n.op is Ops.STORE}
+    # the loads the rules of the load alone allow, first: half the calls on tinygrad's
+    # kernels have none, and then the users and the STACK reach are not built
+    loads = []
     for n in order:
         if n.op is not Ops.LOAD or len(n.src) != 1 or n.src[0].op is not Ops.SHRINK:
             continue
@@ -85,6 +83,17 @@ def lane_loads(sink: UOp, desc: TargetDesc, before_widen: bool = False,
         buf = place.src[0]
         if not _argument(buf) or base_buffer(buf) in stored:
             continue
+        loads.append(n)
+    if not loads:
+        return sink
+    users: dict[UOp, list[UOp]] = {}
+    for n in order:
+        for s in n.src:
+            users.setdefault(s, []).append(n)
+    # a node whose lanes reach a STACK through its users: one a STACK reaches through srcs
+    stacked = reachable([n for n in order if n.op is Ops.STACK]) if before_widen else set()
+    repl: dict[UOp, UOp] = {}
+    for n in loads:
         lanes = users.get(n, [])
         if not lanes or not all(_scalar_lane(x, users) for x in lanes) \
                 or any(x in stacked for x in lanes):

@@ -34,7 +34,8 @@ _MOVE, _OP, _DEF, _USE = Kind.MOVE, Kind.OP, Role.DEF, Role.USE
 def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: set[int],
                     weak: set[int], loops: list[tuple[int, int, int]],
                     succ: list[list[int]],
-                    regs: Callable[[Inst], tuple[list, list]] = vreg_lists) -> dict[int, VReg]:
+                    regs: Callable[[Inst], tuple[list, list]] = vreg_lists,
+                    numbering: tuple | None = None) -> dict[int, VReg]:
     """The variable (by ``id``) each coalesced variable of ``work`` becomes.
 
     Candidates are the allocator's own ``Kind.MOVE`` copies (around tied operands) and the
@@ -43,9 +44,10 @@ def coalesce_copies(work: list[Inst], is_copy: Callable[[Inst], bool], pinned: s
     that keep their identity (pre-coloured); a variable in ``weak`` (the allocator's
     unspillable temporaries) is never the one a group is renamed to when another member is
     not weak, so that a long-lived group stays spillable.  ``regs(inst)`` lists an
-    instruction's used and defined VRegs (``liveness.vreg_lists``, or the allocator's cache).
+    instruction's used and defined VRegs (``liveness.vreg_lists``, or the allocator's cache);
+    ``numbering``: number_vars(work, regs), when the caller has it.
     """
-    var, index, uses, defs_of = number_vars(work, regs)
+    var, index, uses, defs_of = numbering or number_vars(work, regs)
     copies: list[tuple[int, int, int, int]] = []     # (-depth, inst, dst, src)
     depth = [0] * len(work)
     for b, e, dep in loops:

@@ -44,7 +44,7 @@ from kcc.ir.mir import (INSERTED_KINDS, Inst, Mem, MFunction, MirError, PReg, Re
                         format_inst, structure, successors, verify_mir)
 from kcc.regalloc.coalesce import coalesce_copies
 from kcc.regalloc.frame import value_sizes
-from kcc.regalloc.liveness import Interval, bits, vreg_lists
+from kcc.regalloc.liveness import Interval, bits, number_vars, vreg_lists
 from kcc.regalloc.materialize import Materializer
 from kcc.regalloc.scan import Scan
 from kcc.regalloc.spill import SpillRewriter
@@ -70,6 +70,7 @@ class _Allocator(SpillRewriter, Materializer):
                 raise AllocationError(f"{fn.name}: {inst.kind.value} instructions are reserved "
                                       f"for the allocator: {format_inst(inst)}")
         self.fn, self.t = fn, target
+        self._flow: tuple | None = None     # `flow`'s list and its answer
         self.units: dict[PReg, tuple[str, ...]] = {}
         self.alloc_units: set[str] = set()
         for cls, regs in target.classes.items():
@@ -226,6 +227,19 @@ class _Allocator(SpillRewriter, Materializer):
             c = w.__dict__["_vregs"] = vreg_lists(w)
         return c
 
+    def flow(self, work: list[WorkInst]) -> tuple[tuple, list[tuple[int, int, int]],
+                                                  dict[str, int], list[list[int]]]:
+        """(number_vars(work), its loops, labels and successors) of a working list, kept for
+        the list last asked about: where coalescing renames nothing, the first scan reads the
+        very list coalescing numbered (a list is never changed once prepared: renaming,
+        spilling and filling make new ones)."""
+        got = self._flow
+        if got is None or got[0] is not work:
+            numbering = number_vars(work, self._vregs)
+            loops, labels = structure(work)
+            got = self._flow = (work, numbering, loops, labels, successors(work, labels))
+        return got[1], got[2], got[3], got[4]
+
     def _regno(self, p: PReg) -> int:
         """The number of physical register ``p`` in the allocator's register table, whose
         ``umask`` entry is the bit set of its register units."""
@@ -346,9 +360,9 @@ class _Allocator(SpillRewriter, Materializer):
         work = self.prepare()
         is_copy = hook(self.t, "is_copy")
         if is_copy is not None:
-            loops, labels = structure(work)
-            m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops,
-                                successors(work, labels), self._vregs)
+            numbering, loops, _, succ = self.flow(work)
+            m = coalesce_copies(work, is_copy, set(self.pre), self.nospill, loops, succ,
+                                self._vregs, numbering)
             if m:
                 vregs = self._vregs         # (m names VRegs only: their lists suffice)
                 renamed = []

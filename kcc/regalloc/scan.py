@@ -18,8 +18,8 @@ from _bisect import insort_right as insort     # without bisect.py and heapq.py 
 from _heapq import heappop, heappush
 from _operator import attrgetter  # operator.attrgetter itself (no operator module at start-up)
 
-from kcc.ir.mir import PReg, VReg, structure, successors
-from kcc.regalloc.liveness import Interval, bits, intervals, number_vars
+from kcc.ir.mir import PReg, VReg
+from kcc.regalloc.liveness import Interval, bits, intervals
 from kcc.regalloc.target import AllocationError, hook
 from kcc.regalloc.work import MOVE, OP, WorkInst
 
@@ -37,9 +37,9 @@ class Scan:
     def __init__(self, alloc: Any, work: list[WorkInst]) -> None:
         self.a = alloc
         self.work = work
-        var, index, uses, defs = number_vars(work, alloc._vregs)
-        loops, labels = structure(work)
-        ivs, undefined, _ = intervals(uses, defs, successors(work, labels),
+        # (the numbering and control flow coalescing asked for, when it renamed nothing)
+        (var, index, uses, defs), loops, _, succ = alloc.flow(work)
+        ivs, undefined, _ = intervals(uses, defs, succ,
                                       [(b, e) for b, e, _ in loops], len(var))
         if undefined:
             names = ", ".join(repr(var[k]) for k in sorted(undefined))

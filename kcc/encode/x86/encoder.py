@@ -546,6 +546,12 @@ class Assembler:
         self._labels: dict[str, int] = {}
         self._aligns: dict[int, int] = {}
         self.max_align = 1
+        # each instruction's (row, operands) → the first item of it; an item equal to an
+        # earlier one → that one (its checks passed, and its bytes and fixups, which do not
+        # depend on its position unless it is a branch, are the same: a kernel with
+        # non-temporal stores holds its body twice, half of exp2's items)
+        self._first: dict[tuple, int] = {}
+        self._same: dict[int, int] = {}
 
     def align(self, n: int) -> None:
         """Pad with NOPs so that the next item starts at a multiple of ``n`` (a power of 2)."""
@@ -565,7 +571,13 @@ class Assembler:
     def emit(self, form: str, *ops: Op) -> None:
         """Append one instruction (a branch form of either width may be given)."""
         row = _row(form)
-        _check(row, ops)
+        key = (id(row), ops)          # (rows live in FORMS: one object per form)
+        first = self._first.get(key)
+        if first is None:
+            _check(row, ops)
+            self._first[key] = len(self._items)
+        else:
+            self._same[len(self._items)] = first
         self._items.append(("", row, ops))
 
     def finish(self) -> tuple[bytes, list[Fixup]]:
@@ -578,9 +590,15 @@ class Assembler:
                 if ops[0].name not in self._labels:
                     raise EncodeError(f"branch to undefined label {ops[0].name!r}")
         # only a branch's bytes depend on `long` and an alignment's on its address: every
-        # other item is encoded once
-        fixed = [None if branch[i] else self._encode_item(i, long)
-                 for i in range(len(self._items))]
+        # other item is encoded once, or takes the encoding of an equal item before it
+        fixed: list[tuple[bytes, list[Fixup]] | None] = []
+        same = self._same
+        for i in range(len(self._items)):
+            if branch[i]:
+                fixed.append(None)
+            else:
+                j = same.get(i)
+                fixed.append(self._encode_item(i, long) if j is None else fixed[j])
         while True:                      # `long` only grows, so this reaches a fixed point
             encoded = []
             addr = [0]

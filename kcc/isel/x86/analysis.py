@@ -17,6 +17,24 @@ from kcc.isel.x86.regs import reg_class
 
 MAX_IVS = 4          # strength-reduced sums per loop: each is a register carried around it
 
+# a schedule's facts these walks share: each node's position, its users (each use, in
+# schedule order), and the count of STORE/RANGE/END before each position
+Facts = tuple[dict[UOp, int], dict[UOp, list[UOp]], list[int]]
+
+
+def schedule_facts(lin: list[UOp]) -> Facts:
+    """The facts of lin that induction_sums, foldable_loads and lane_loads read: built once
+    by the selector for all three (each built its own before: three walks of every edge)."""
+    pos = {u: k for k, u in enumerate(lin)}
+    users: dict[UOp, list[UOp]] = {}
+    for u in lin:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    barrier = [0] * (len(lin) + 1)        # count of STORE/RANGE/END before each position
+    for k, u in enumerate(lin):
+        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    return pos, users, barrier
+
 
 def footprint(lin: list[UOp]) -> int | None:
     """Bytes of every buffer argument of the kernel (a GLOBAL PARAM declares its element
@@ -30,7 +48,8 @@ def footprint(lin: list[UOp]) -> int | None:
     return total
 
 
-def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
+def induction_sums(lin: list[UOp], facts: Facts | None = None
+                   ) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
     """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
     (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, `MULACC(r, c, init)`,
     init independent of the loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is
@@ -38,12 +57,8 @@ def induction_sums(lin: list[UOp]) -> dict[UOp, list[tuple[UOp, UOp | None, int]
     counter that starts at init and adds step each iteration the same bits. init is scheduled
     before the loop (so it does not depend on r and its register exists at the RANGE). A
     constant init is left alone (it is an address displacement already), and so is a step
-    that does not fit an imm32."""
-    pos = {u: k for k, u in enumerate(lin)}
-    users: dict[UOp, list[UOp]] = {}
-    for u in lin:
-        for s in u.src:
-            users.setdefault(s, []).append(u)
+    that does not fit an imm32. facts: schedule_facts(lin), when the caller has them."""
+    pos, users, _ = facts or schedule_facts(lin)
     out: dict[UOp, list[tuple[UOp, UOp | None, int]]] = {}
 
     def scaled(m: UOp) -> tuple[UOp, int] | None:
@@ -120,7 +135,8 @@ def _same_segment(x: UOp, users: dict[UOp, list[UOp]], pos: dict[UOp, int],
     return True
 
 
-def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
+def foldable_loads(lin: list[UOp], evex: bool = False,
+                   facts: Facts | None = None) -> frozenset[UOp]:
     """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
     `vinsertps x, x, [mem], imm`): an ungated LOAD of float32/float64 used once, by a float
     ADD/SUB/MUL/FDIV as its second operand (ADD and MUL also as the first: they commute), by
@@ -134,15 +150,9 @@ def foldable_loads(lin: list[UOp], evex: bool = False) -> frozenset[UOp]:
     vector load whose one user is an integer vector ADD/SUB/MUL/AND/OR/XOR/MAX of its lanes
     (the second operand; of a commuting op either) is that op's r/m operand (`vpmulld ymm,
     ymm, [mem]`: clang's code for i32_mul_wrap and uint16_max); a rule that takes no memory
-    operand reads it into a register where it selects (X86Selector.reg)."""
-    pos = {u: k for k, u in enumerate(lin)}
-    users: dict[UOp, list[UOp]] = {}
-    for u in lin:
-        for s in u.src:
-            users.setdefault(s, []).append(u)
-    barrier = [0] * (len(lin) + 1)        # count of STORE/RANGE/END before each position
-    for k, u in enumerate(lin):
-        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    operand reads it into a register where it selects (X86Selector.reg). facts:
+    schedule_facts(lin), when the caller has them."""
+    pos, users, barrier = facts or schedule_facts(lin)
     out = set()
     for u in lin:
         if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec" \
@@ -184,22 +194,16 @@ _LANE_USERS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.MULAC
                          Ops.SQRT, Ops.CAST, Ops.STORE})
 
 
-def lane_loads(lin: list[UOp]) -> frozenset[UOp]:
+def lane_loads(lin: list[UOp], facts: Facts | None = None) -> frozenset[UOp]:
     """Float vector loads read only lane by lane (every user an INDEX of a constant lane:
     tinygrad's float4 loads summed or compared lane by lane): each lane is then read from
     memory where it is used, a scalar load or its user's memory operand (`vaddss x, x,
     [mem + 4k]`), instead of a vector load and a shuffle a lane (SHUFPS runs on one port;
     loads on two or three). Between the load and each user lies no STORE and no loop
     boundary (the foldable_loads rule), so every lane reads the value the load would have.
-    Only lanes read by _LANE_USERS: others may read the vector itself."""
-    pos = {u: k for k, u in enumerate(lin)}
-    users: dict[UOp, list[UOp]] = {}
-    for u in lin:
-        for s in u.src:
-            users.setdefault(s, []).append(u)
-    barrier = [0] * (len(lin) + 1)
-    for k, u in enumerate(lin):
-        barrier[k + 1] = barrier[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    Only lanes read by _LANE_USERS: others may read the vector itself. facts:
+    schedule_facts(lin), when the caller has them."""
+    pos, users, barrier = facts or schedule_facts(lin)
     out = set()
     for u in lin:
         if u.op is not Ops.LOAD or len(u.src) != 1 or not u.shape \
@@ -257,6 +261,9 @@ def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
     another value that no use reads. One µop where VPMULLD is two (tinygrad's int8 matmul:
     int32 products summed and truncated to int8). Demanded bits, computed users first (the
     schedule lists a node after its sources)."""
+    if not any(u.op in (Ops.MUL, Ops.MULACC) and u.shape
+               and u.dtype in (dtypes.int32, dtypes.uint32) for u in lin):
+        return frozenset()      # (no such product: most kernels, and then no demand walk)
     demand: dict[UOp, int] = {}
     for u in reversed(lin):
         d = demand.get(u, 0)

@@ -34,7 +34,7 @@ from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
-                                   low_word_muls, promotable_buffers)
+                                   low_word_muls, promotable_buffers, schedule_facts)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
@@ -286,8 +286,9 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
-        self.foldable = foldable_loads(lin, self.evex)
-        self.lane_loads = lane_loads(lin)
+        facts = schedule_facts(lin)       # (the three walks below share them)
+        self.foldable = foldable_loads(lin, self.evex, facts)
+        self.lane_loads = lane_loads(lin, facts)
         self.low_word = low_word_muls(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
@@ -297,7 +298,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86IVec, X86KMask, X86Half):
         self.bool_inner = {s for u in lin if u.op in (Ops.OR, Ops.AND) and not u.shape
                            for s in u.src if s.op is u.op and not s.shape
                            and self.nusers[s] == 1}
-        self.ivs = induction_sums(lin)
+        self.ivs = induction_sums(lin, facts)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
         # an induction variable is defined at its RANGE

@@ -137,10 +137,14 @@ class EncodedKernel:
     align: int = FUNC_ALIGN     # the code's alignments hold where it starts at a multiple of this
 
 
-def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[PReg, ...], int]:
+def machine_code(fn: MFunction, locals_bytes: int, memo: dict[int, tuple] | None = None
+                 ) -> tuple[list[tuple], tuple[PReg, ...], int]:
     """The final instruction list of an allocated function: prologue, body, epilogue.
 
-    Items are ("label", name), ("align", bytes) or (form, operands…) in encoder terms."""
+    Items are ("label", name), ("align", bytes) or (form, operands…) in encoder terms.
+    memo: each ordinary instruction's item by the instruction's id, shared by the calls for
+    two versions of one function (kcc/targets/x86/versions.py: the same Inst objects but the
+    stores, all alive while both are made)."""
     items: list[tuple] = []
     loops = fn.loops()
     inner = {b for b, e in loops if not any(b < b2 < e for b2, _ in loops)}
@@ -169,7 +173,14 @@ def machine_code(fn: MFunction, locals_bytes: int) -> tuple[list[tuple], tuple[P
     for k, inst in enumerate(fn.insts):
         kind = inst.kind
         if kind is OP and inst.op not in COPY_FORMS:
-            items.append(_flat(encode_operands(inst)))      # (the common case first)
+            # (the common case first)
+            if memo is None:
+                items.append(_flat(encode_operands(inst)))
+            else:
+                item = memo.get(id(inst))
+                if item is None:
+                    item = memo[id(inst)] = _flat(encode_operands(inst))
+                items.append(item)
         elif kind in LABELS:
             if k in inner:
                 items.append(("align", LOOP_ALIGN))

@@ -66,6 +66,9 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
     gone = 0
     skip: set[int] = set()
     heads: dict[object, int] | None = None     # each loop's head, found at the first load
+    # each instruction's registers, read off its operands once (the searches of several
+    # loads pass the same instructions: softmax's 239 were asked ~800 times)
+    table: list[_Regs | None] = [None] * len(insts)
     for i, inst in enumerate(insts):
         if i in skip:
             continue
@@ -74,12 +77,12 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
             assert isinstance(r, PReg)
             if heads is None:
                 heads = _loop_heads(insts)
-            if _dead_after(insts, i, r, heads=heads):
+            if _dead_after(insts, i, r, heads=heads, table=table):
                 gone += 1
                 continue
-            j = _reader(insts, i, r)
+            j = _reader(insts, i, r, table)
             folded = _fold(insts[j], r, inst, pool) if j is not None else None
-            if folded is not None and _dead_after(insts, j, r, folded, heads):
+            if folded is not None and _dead_after(insts, j, r, folded, heads, table):
                 out.extend(insts[i + 1:j])
                 out.append(folded)
                 skip.update(range(i + 1, j + 1))
@@ -114,12 +117,57 @@ def _touches(inst: Inst, r: PReg) -> tuple[bool, bool]:
     return reads, writes
 
 
-def _reader(insts: list[Inst], i: int, r: PReg) -> int | None:
+# an instruction's registers: the (name, class) of those it reads, of those it writes, and
+# the names of its form's implicit registers (`_touches` by name: never a kill)
+_Regs = tuple[set[tuple[str, str]], set[tuple[str, str]], tuple[str, ...]]
+
+
+def _regs(inst: Inst) -> _Regs:
+    """What `_touches` reads off inst, for every register at once. PRegs are equal when
+    their names and classes are (kcc.record's __eq__, a Python call), so a (name, class)
+    key answers `o.reg == r` for a PReg r; any other register (none after allocation)
+    equals no PReg."""
+    reads: set[tuple[str, str]] = set()
+    writes: set[tuple[str, str]] = set()
+    for o in inst.operands:
+        if isinstance(o, RegOp):
+            x = o.reg
+            if isinstance(x, PReg):
+                if o.role is not Role.DEF:
+                    reads.add((x.name, x.cls))
+                if o.role is not Role.USE:
+                    writes.add((x.name, x.cls))
+        elif isinstance(o, Mem):
+            for x in (o.base, o.index):
+                if isinstance(x, PReg):
+                    reads.add((x.name, x.cls))
+    for x in inst.clobbers:
+        if isinstance(x, PReg):
+            writes.add((x.name, x.cls))
+    row = FORMS.get(inst.op)
+    implicit = row.implicit_uses + row.implicit_defs if row is not None else ()
+    return reads, writes, implicit
+
+
+def _touches_at(insts: list[Inst], k: int, r: PReg,
+                table: list[_Regs | None] | None) -> tuple[bool, bool]:
+    """_touches(insts[k], r), from table (filled on first use) when one is given."""
+    if table is None:
+        return _touches(insts[k], r)
+    t = table[k]
+    if t is None:
+        t = table[k] = _regs(insts[k])
+    key = (r.name, r.cls)
+    return key in t[0] or r.name in t[2], key in t[1]
+
+
+def _reader(insts: list[Inst], i: int, r: PReg,
+            table: list[_Regs | None] | None = None) -> int | None:
     """The index of the instruction after i that next touches r, past only other reloads
     (fills and rematerializations that leave r alone)."""
     for j in range(i + 1, len(insts)):
         x = insts[j]
-        rd, wr = _touches(x, r)
+        rd, wr = _touches_at(insts, j, r, table)
         if rd or wr:
             return j if rd and x.kind is Kind.OP else None
         if x.kind not in (Kind.FILL, Kind.REMAT):
@@ -128,7 +176,8 @@ def _reader(insts: list[Inst], i: int, r: PReg) -> int | None:
 
 
 def _dead_after(insts: list[Inst], i: int, r: PReg, at: Inst | None = None,
-                heads: dict[object, int] | None = None) -> bool:
+                heads: dict[object, int] | None = None,
+                table: list[_Regs | None] | None = None) -> bool:
     """Whether r's value after instruction i (``at`` in its place) is never read: along
     every path from there it is written before it is read, or the function returns."""
     if at is not None:
@@ -137,7 +186,7 @@ def _dead_after(insts: list[Inst], i: int, r: PReg, at: Inst | None = None,
             return True
     if heads is None:
         heads = _loop_heads(insts)
-    return _dead_from(insts, i + 1, r, heads, set())
+    return _dead_from(insts, i + 1, r, heads, set(), table)
 
 
 def _loop_heads(insts: list[Inst]) -> dict[object, int]:
@@ -147,7 +196,7 @@ def _loop_heads(insts: list[Inst]) -> dict[object, int]:
 
 
 def _dead_from(insts: list[Inst], start: int, r: PReg, heads: dict[object, int],
-               seen: set[int]) -> bool:
+               seen: set[int], table: list[_Regs | None] | None = None) -> bool:
     """r is written before it is read on every path from ``start`` (a path that comes back
     to where an earlier search began has not read it). A loop end leads to its head and past
     the loop; a forward branch ends the search (as though it read r)."""
@@ -160,11 +209,11 @@ def _dead_from(insts: list[Inst], start: int, r: PReg, heads: dict[object, int],
             return True
         if x.kind is Kind.LOOP_END:
             head = heads.get(x.label())
-            return head is not None and _dead_from(insts, head, r, heads, seen) and \
-                _dead_from(insts, k + 1, r, heads, seen)
+            return head is not None and _dead_from(insts, head, r, heads, seen, table) and \
+                _dead_from(insts, k + 1, r, heads, seen, table)
         if x.kind in _STOPS:
             return False
-        rd, wr = _touches(x, r)
+        rd, wr = _touches_at(insts, k, r, table)
         if rd:
             return False
         if wr:

@@ -48,8 +48,10 @@ def assemble_versions(fn: MFunction, locals_bytes: int,
     and tests the low bits of the widest streamed vector's alignment: all aligned → fn's
     body, else its ordinary version's. rax is free at entry (SysV §3.2.3 passes no argument
     in it but a varargs count)."""
-    items_s, saved, frame = machine_code(fn, locals_bytes)
-    items_p, _, _ = machine_code(ordinary_version(fn), locals_bytes)
+    plain_fn = ordinary_version(fn)
+    memo: dict[int, tuple] = {}         # (both functions alive: their Insts' ids stay theirs)
+    items_s, saved, frame = machine_code(fn, locals_bytes, memo)
+    items_p, _, _ = machine_code(plain_fn, locals_bytes, memo)
     mask = max(n for _, n in checks) - 1
     entry: list[tuple] = []
     for k, ((where, at), _) in enumerate(checks):
