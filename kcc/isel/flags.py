@@ -9,6 +9,9 @@ loop boundary, a jump or a return before any writer means the flags come from el
 own straight-line run, so the pair is exact there. DCE keeps every writer some reader is
 paired with (its result may be dead: it is there for its flags), LICM moves a reader only
 with its writer. Linear in the code.
+
+`drop_repeated_compares` uses the same pairing after selection: a flag-only compare whose
+writer is an identical compare (operands unchanged in between) is redundant.
 """
 
 from __future__ import annotations
