@@ -9,11 +9,14 @@ loop boundary, a jump or a return before any writer means the flags come from el
 own straight-line run, so the pair is exact there. DCE keeps every writer some reader is
 paired with (its result may be dead: it is there for its flags), LICM moves a reader only
 with its writer. Linear in the code.
+
+`drop_repeated_compares` uses the same pairing after selection: a flag-only compare whose
+writer is an identical compare (operands unchanged in between) is redundant.
 """
 
 from __future__ import annotations
 
-from kcc.ir.mir import Inst, Kind
+from kcc.ir.mir import Imm, Inst, Kind, MFunction, RegOp
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -41,3 +44,47 @@ def flag_pairs(insts: Sequence[Inst], flags: Callable[[int], str], lo: int = 0,
         elif "w" in fl:
             writer = i
     return pairs
+
+
+def drop_repeated_compares(fn: MFunction, flags_of: Callable[[Inst], str]) -> int:
+    """Remove, in place, each flag-only compare (an OP that defines nothing, reads no flags,
+    touches no memory and writes flags: x86's CMP and TEST) that repeats the flag writer its
+    readers would otherwise read: the same form, operands and arg, in the same straight-line
+    run, with none of its registers written in between, so the flags are the ones already
+    set (selection compares again for each reader: a gate's SETcc or CMOVcc mask and the
+    CMOVcc of its safe index both CMP the same operands). Returns how many went."""
+    out: list[Inst] = []
+    last: Inst | None = None            # the current flag writer, when it is such a compare
+    written: set = set()                # registers defined since `last`
+    dropped = 0
+    for inst in fn.insts:
+        if inst.kind is not _OP:
+            last = None
+            out.append(inst)
+            continue
+        fl = flags_of(inst)
+        if "w" in fl:
+            if _flag_only(inst, fl):
+                if last is not None and inst.op == last.op and inst.arg == last.arg \
+                        and inst.operands == last.operands and not written.intersection(
+                            o.reg for o in inst.operands if isinstance(o, RegOp)):
+                    dropped += 1
+                    continue
+                last, written = inst, set()
+            else:
+                last = None
+        elif last is not None:
+            written.update(o.reg for o in inst.operands
+                           if isinstance(o, RegOp) and o.is_def)
+            written.update(inst.clobbers)
+        out.append(inst)
+    if dropped:
+        fn.insts[:] = out
+    return dropped
+
+
+def _flag_only(inst: Inst, fl: str) -> bool:
+    """Does inst only write flags (no register def, no flag read, no memory operand, no
+    clobber)? Then two of them with equal operands set the same flags."""
+    return "r" not in fl and not inst.clobbers and all(
+        isinstance(o, Imm) or (isinstance(o, RegOp) and not o.is_def) for o in inst.operands)

@@ -37,7 +37,8 @@ class X86Alu:
         operand = u.src[1] if op is Ops.WHERE else u.src[0]
         dt = operand.dtype
         if op is not Ops.WHERE and is_int_vector(operand):
-            self.val[u] = self.ivec_alu(u)
+            t = self.complement_min(u)      # XOR(MAX(XOR(x, ~0), c), ~0): VPMIN (x86_idioms)
+            self.val[u] = t if t is not None else self.ivec_alu(u)
         elif op in (Ops.AND, Ops.OR, Ops.XOR) and dt.is_bool and u.shape:
             self.val[u] = self.bool_vec(u, self.mask_width(u))   # a lane mask (x86_vec)
         elif op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
@@ -349,16 +350,7 @@ class X86Alu:
         if dt == dtypes.float16 and u.shape:
             return self.half_where(u)           # bits, as uint16 lanes (x86_half)
         if reg_class(dt) == "gpr" and not u.shape:
-            w = isz(dt)
-            yes = self.reg(a)
-            t = self.copy(self.reg(b), dt)
-            cc = self.int_flags(c)          # the compare's own flags, when c is one
-            if cc is None:
-                g = self.reg(c)
-                self.emit("test_rm8_r8", g, g)
-                cc = "ne"
-            self.emit(f"cmov{cc}_r{w}_rm{w}", t, yes)
-            return t
+            return self.int_where(u)
         lanes = u.shape[0] if u.shape else 1
         if c.op is Ops.CMPLT and a is c.src[1] and b is c.src[0] and c.src[0].dtype == dt \
                 and reg_class(dt) == "vec":

@@ -18,6 +18,10 @@ ROLE = {"use": Role.USE, "def": Role.DEF, "defuse": Role.DEF | Role.USE}
 # vcmpss/vcmpps predicates (SDM Vol. 2, CMPPS Table 3-1): LT_OS and EQ_OQ are false on NaN,
 # NEQ_UQ is true on NaN — exactly the .uop compare semantics.
 CMP_LT_OS, CMP_EQ_OQ, CMP_NEQ_UQ = 1, 0, 4
+# the condition code true exactly where cc is false (SDM Vol. 1 B.1: the pairs differ in
+# the low bit of the Jcc/SETcc/CMOVcc opcode)
+NOT_CC = {"e": "ne", "ne": "e", "l": "ge", "ge": "l", "g": "le", "le": "g",
+          "b": "ae", "ae": "b", "a": "be", "be": "a", "s": "ns", "ns": "s"}
 ROUND_TRUNC = 0b1011        # vround imm8: truncate (bits 1:0 = 11), suppress precision (bit 3)
 # Pseudo forms expanded by the target after allocation (roles of their register operands).
 PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kcc.encode.x86.table import FORMS
 from kcc.ir import Ops, UOp, dtypes
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.common import SelectError
@@ -275,14 +275,32 @@ class X86KMask:
         memo = self.kgates
         key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
         if key not in memo:
-            g, k = self.new("gpr"), self.new("mask")
-            self.emit("movzx_r32_rm8", g, self.reg(c))
-            if lanes > 1:
-                self.emit("neg_rm32", g)
+            k = self.new("mask")
+            g = self.gate_ones(c) if lanes > 1 else None
+            if g is None:
+                g = self.new("gpr")
+                self.emit("movzx_r32_rm8", g, self.reg(c))
+                if lanes > 1:
+                    self.emit("neg_rm32", g)
             # all 32 bits (KMOVD) for any lane count: one mask serves gates of 8 and 32 lanes
             self.emit("kmovd_k_r32" if lanes > 1 else "kmovw_k_r32", k, g)
             memo[key] = k
         return memo[key]
+
+    def gate_ones(self, c: UOp) -> VReg | None:
+        """The integer compare c as all ones or zero in a GPR straight from its flags (CMP,
+        CMOVcc of a -1 into a zero: two steps after the operands), not its SETcc bool
+        through MOVZX and NEG (three); None for another kind of c (a uniform vector gate's
+        mask: embedding's `idx < 8` a row)."""
+        if c.shape or c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
+            return None
+        i32 = dtypes.int32
+        ones, g = self.reg(strong_int(-1, i32)), self.copy(self.reg(strong_int(0, i32)), i32)
+        cc = self.int_flags(c)
+        if cc is None:
+            return None         # (not reached: int_flags takes every GPR compare)
+        self.emit(f"cmov{cc}_r32_rm32", g, ones)
+        return g
 
     def kstore(self, u: UOp, mem: Mem, dt: DType, lanes: int) -> bool:
         """A gated STORE of a float scalar or vector, or an integer vector, as one merge-masked

@@ -16,8 +16,11 @@ from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
 from kcc.ir.mir import Inst, Mem, MFunction, format_mir
 from kcc.isel.dce import eliminate_dead, eliminate_dead_chains, eliminate_dead_defs
+from kcc.isel.flags import drop_repeated_compares
 from kcc.isel.licm import hoist_invariants
 from kcc.isel.x86.base import PSEUDO_ROLES, writes_memory
+from kcc.isel.x86.flagreuse import drop_zero_tests
+from kcc.isel.x86.loopexit import exit_on_sums
 from kcc.isel.x86.regs import c_type
 from kcc.isel.x86.select import ConstPool, SelectError
 from kcc.isel.x86.select import select as x86_select
@@ -146,6 +149,10 @@ class X86Target:
         ahead = prefetched_loads(lin, self.prefetch)
         fn, locals_bytes, _, checks = x86_select(lin, kd.name, self.pool, kd.specials,
                                                  self.arch == "x86-64-v4", stream, ahead)
+        # a compare repeating the one its readers' flags already come from (a gate's mask
+        # and its safe index CMP the same operands)
+        drop_repeated_compares(fn, _flags_of)
+        drop_zero_tests(fn, _flags_of)        # `cmp x, 0` after the SUB that wrote x
         known: dict = {}                      # each instruction's uses and defs, asked once
         # (CMP/TEST only set RFLAGS: one that no CMOVcc/SETcc/Jcc reads goes too)
         eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
@@ -155,6 +162,8 @@ class X86Target:
             eliminate_dead(fn, writes_memory, _flags_of, known, flag_only=True)
         # the zeroing of promoted REG cells that every read follows a store of
         eliminate_dead_defs(fn, writes_memory, _flags_of, _ZEROING, known)
+        if exit_on_sums(fn):                  # a loop ending on a sum's counter, not its own
+            known = {}
         hoist_invariants(fn, _movable, _flags_of, known, _alone)
         return Selected(fn, locals_bytes, kd, checks=tuple(checks))
 
