@@ -33,6 +33,7 @@ from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.idioms import X86Idioms
+from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
                                    low_word_muls, promotable_buffers, schedule_facts)
@@ -53,7 +54,8 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 
 
 
-class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X86Half):
+class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X86Half,
+                  X86AnyLanes):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
