@@ -683,7 +683,10 @@ class X86IVec:
         is VPMOVSX (signed source) or VPMOVZX (SDM "PMOVSX", "PMOVZX"), reading the
         source's low n lanes."""
         sd = x.dtype
-        v, t = self.reg(x), self.new("vec")
+        if sd.itemsize < dt.itemsize and x in self.deferred:
+            v, t = self.deferred.pop(x), self.new("vec")     # the load read in place
+        else:
+            v, t = self.reg(x), self.new("vec")
         if sd.itemsize > dt.itemsize:
             big, small = sd.itemsize, dt.itemsize
             if self.evex and n * big in _VPMOV_SRC:
