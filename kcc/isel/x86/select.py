@@ -35,6 +35,7 @@ from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.idioms import X86Idioms
 from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
+from kcc.isel.x86.icast import X86ICast
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
                                    low_word_muls, promotable_buffers, schedule_facts)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
@@ -55,8 +56,8 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 
 
 
-class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X86Half,
-                  X86AnyLanes, X86VecInduction):
+class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86ICast, X86KMask,
+                  X86Half, X86AnyLanes, X86VecInduction):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,

@@ -13,7 +13,7 @@ X86Selector (kcc/isel/x86/select.py) makes each at its RANGE and advances it at 
 from __future__ import annotations
 
 from kcc.ir import Ops, UOp, dtypes
-from kcc.ir.mir import Mem, VReg
+from kcc.ir.mir import Mem
 from kcc.isel.common import commit_const, strong_const
 from kcc.isel.x86.base import fits32, vw
 
