@@ -185,6 +185,10 @@ def foldable_loads(lin: list[UOp], evex: bool = False,
                     and (x.src[1] is u) != (x.src[0] is u) \
                     and (x.src[1] is u or x.op in INT_COMMUTES):
                 out.add(u)      # an integer vector op's r/m operand (x86_ivec.ivec_alu)
+            elif evex and x.op in _COMPARES and x.src[0] is not x.src[1] \
+                    and (x.src[1] is u or x.op is not Ops.CMPLT) \
+                    and _same_segment(x, users, pos, barrier):
+                out.add(u)      # VPCMPD k, a, [mem] (x86_kmask.kcompare; cast_bool2f r_64_4)
         elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)
