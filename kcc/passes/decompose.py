@@ -24,7 +24,8 @@
 - an integer MUL by a bool's 0/1 CAST → WHERE(bool, y, 0) (exact: 1·y = y, 0·y = 0) on a
   target that selects faster than it multiplies (`TargetDesc.select_bool_mul`: x86, where
   VPMULLD is two uops of ten cycles' latency and the select one masked move; argmax's
-  `(x == max) * (n - i)` every element).
+  `(x == max) * (n - i)` every element); likewise a SHL of such a CAST by a constant k →
+  WHERE(bool, 1 << k, 0).
 - MULHI → the exact product in int64/uint64 shifted down (≤ 32-bit dtypes), or the high half
   assembled from four 32 x 32 → 64-bit products (64-bit dtypes; signed from unsigned by the
   operands' signs).
@@ -186,6 +187,26 @@ def bool_mul(ctx: TargetDesc, x: UOp) -> UOp | None:
         if c.op is Ops.CAST and c.src[0].dtype == dtypes.bool:
             return UOp(Ops.WHERE, (c.src[0], y, _const(0, dt, x.shape)))
     return None
+
+
+def bool_shl(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """Integer SHL(CAST(b), k) of a bool b by a constant 0 <= k < bits → WHERE(b, 1 << k, 0)
+    (exact: 1 << k wraps as the SHL does, 0 << k is 0) where bool_mul's WHERE is asked for:
+    argmax_3d's `(x == m) << 3` was a masked move of 1 and a VPSLLD, now one masked move."""
+    dt = x.dtype
+    if not ctx.select_bool_mul or not dt.is_int or dt.is_weak or dt.is_bool:
+        return None
+    if x.shape and not ctx.alu_legal(x.shape[0], dt, Ops.WHERE):
+        return None
+    c, k = x.src
+    if k.shape:
+        k = k.src[0] if k.op is Ops.STACK and len(set(k.src)) == 1 else None
+    k = None if k is None else const_int(k)
+    if c.op is not Ops.CAST or c.src[0].dtype != dtypes.bool or k is None \
+            or not 0 <= k < dt.bits:
+        return None
+    one = (1 << k) - (1 << dt.bits if dt.is_signed and k == dt.bits - 1 else 0)
+    return UOp(Ops.WHERE, (c.src[0], _const(one, dt, x.shape), _const(0, dt, x.shape)))
 
 
 def mulhi(ctx: TargetDesc, x: UOp) -> UOp | None:
@@ -384,6 +405,7 @@ DECOMPOSE = PatternMatcher([
     (UPat((Ops.FDIV, Ops.SQRT), name="x"), fdiv_sqrt),
     (UPat(Ops.MULACC, name="x"), int_mulacc),
     (UPat(Ops.MUL, name="x"), bool_mul),
+    (UPat(Ops.SHL, name="x"), bool_shl),
     (UPat(Ops.MULHI, name="x"), mulhi),
     (UPat(Ops.THREEFRY, name="x"), threefry),
 ])

@@ -77,3 +77,30 @@ def test_matches_the_interpreter(arch: str, dt: str) -> None:
     args = random_inputs(sink, 2)
     args[2][::3] = args[1][::3]         # some lanes equal: both arms of the select
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def _shl_text(dt: str, k: int) -> str:
+    """out[i] = (a[i] == b[i]) << k as dt (argmax_3d's powers-of-two factors)."""
+    text = ARGMAX.format(dt=dt, order="%c, %nc").replace(
+        "%m = MUL(%c, %nc)", f"%kk = CAST({k}) {dt}\n%m = SHL(%c, %kk)")
+    return text.replace("%n = SUB(77, %i)\n", "").replace(f"%nc = CAST(%n) {dt}\n", "")
+
+
+@pytest.mark.parametrize("dt,k", [("int32", 3), ("int32", 31), ("uint8", 7), ("int64", 40)])
+def test_bool_shl_is_a_select_on_x86(dt: str, k: int) -> None:
+    ops = _ops(_shl_text(dt, k), x86_desc("x86-64-v3"))
+    assert Ops.WHERE in ops and Ops.SHL not in ops
+    assert Ops.SHL in _ops(_shl_text(dt, k), CUDA)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("dt,k", [("int32", 3), ("int32", 31), ("uint8", 7), ("int64", 63)])
+def test_bool_shl_matches_the_interpreter(arch: str, dt: str, k: int) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(_shl_text(dt, k))
+    args = random_inputs(sink, 2)
+    args[2][::3] = args[1][::3]
+    want = reference(sink, args)
+    assert set(want[0].tolist()) >= {0}
+    assert_same(sink, compile_and_run(sink, args, arch), want)

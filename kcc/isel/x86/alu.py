@@ -278,6 +278,9 @@ class X86Alu:
         """CMP of the integer compare u's extended operands; returns the condition code that
         reads u's value from the flags (for SETcc or CMOVcc); a constant on the left becomes
         the immediate, the condition swapped."""
+        cc = self.any_lanes_flags(u)     # x != 0 of an OR lane tree: VPTEST (x86_anylanes)
+        if cc is not None:
+            return cc
         a_u, b_u = u.src
         dt = a_u.dtype
         w = isz(dt)
@@ -329,6 +332,8 @@ class X86Alu:
         if c.op not in (Ops.CMPNE, Ops.CMPEQ, Ops.CMPLT) or c.shape \
                 or reg_class(c.src[0].dtype) != "gpr" or c.src[0].dtype in _HALF_BITS:
             return None
+        if (cc := self.any_lanes_flags(c)) is not None:
+            return cc
         a_u, b_u = c.src
         dt = a_u.dtype
         if self.imm(b_u) == 0 and c.op is not Ops.CMPLT:

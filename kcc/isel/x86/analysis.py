@@ -135,6 +135,19 @@ def _same_segment(x: UOp, users: dict[UOp, list[UOp]], pos: dict[UOp, int],
     return True
 
 
+def widening_cast_load(u: UOp, x: UOp) -> bool:
+    """Whether x is a CAST of the integer vector load u to integer lanes twice, four or
+    eight times as wide (the same lane count): VPMOVSX/VPMOVZX read exactly the load's n
+    lanes from memory (SDM Vol. 2B "PMOVSX": `vpmovsxbd ymm, m64`), so the load is its
+    memory operand (clang's code for int8_sum r_37_9) instead of a VMOVQ and the move."""
+    if x.op is not Ops.CAST or not u.shape or x.shape != u.shape:
+        return False
+    sd, dt = u.dtype, x.dtype
+    return sd.is_int and dt.is_int and not sd.is_bool and not dt.is_bool \
+        and dt.itemsize in (2 * sd.itemsize, 4 * sd.itemsize, 8 * sd.itemsize) \
+        and u.shape[0] * sd.itemsize in (2, 4, 8, 16) and u.shape[0] * dt.itemsize in (16, 32)
+
+
 def foldable_loads(lin: list[UOp], evex: bool = False,
                    facts: Facts | None = None) -> frozenset[UOp]:
     """Float loads whose one user can read them as its memory operand (`vaddps x, x, [mem]`,
@@ -158,17 +171,24 @@ def foldable_loads(lin: list[UOp], evex: bool = False,
         if u.op is not Ops.LOAD or len(u.src) != 1 or reg_class(u.dtype) != "vec" \
                 and not (u.shape and u.dtype.is_int):
             continue
-        if u.shape and u.dtype.itemsize * u.shape[0] not in (16, 32, 64):
-            continue                  # the packed form would read a whole register's bytes
         us = users.get(u, [])
         if len(us) != 1 or barrier[pos[us[0]]] != barrier[pos[u] + 1]:
             continue
         x = us[0]
+        if widening_cast_load(u, x):
+            out.add(u)          # VPMOVSX/ZX's source read in place (x86_ivec.vcast_int)
+            continue
+        if u.shape and u.dtype.itemsize * u.shape[0] not in (16, 32, 64):
+            continue                  # the packed form would read a whole register's bytes
         if reg_class(u.dtype) != "vec":       # an integer vector: only as an ALU's operand
             if x.op in _IFOLD_INTO and x.dtype.is_int and x.shape == u.shape \
                     and (x.src[1] is u) != (x.src[0] is u) \
                     and (x.src[1] is u or x.op in INT_COMMUTES):
                 out.add(u)      # an integer vector op's r/m operand (x86_ivec.ivec_alu)
+            elif evex and x.op in _COMPARES and x.src[0] is not x.src[1] \
+                    and (x.src[1] is u or x.op is not Ops.CMPLT) \
+                    and _same_segment(x, users, pos, barrier):
+                out.add(u)      # VPCMPD k, a, [mem] (x86_kmask.kcompare; cast_bool2f r_64_4)
         elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)

@@ -33,7 +33,9 @@ from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.idioms import X86Idioms
+from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
+from kcc.isel.x86.icast import X86ICast
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
                                    low_word_muls, promotable_buffers, schedule_facts)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
@@ -46,6 +48,7 @@ from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, RSP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
 from kcc.isel.x86.vec import X86Vec
 from kcc.isel.x86.vgather import vgather_nodes
+from kcc.isel.x86.viv import X86VecInduction, vector_inductions
 from kcc.record import Counts  # collections.Counter's counting, without collections
 
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
@@ -53,7 +56,8 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 
 
 
-class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X86Half):
+class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86ICast, X86KMask,
+                  X86Half, X86AnyLanes, X86VecInduction):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
@@ -301,6 +305,8 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X8
                            and self.nusers[s] == 1}
         self.ivs = induction_sums(lin, facts)
         iv_nodes = {n for ivs in self.ivs.values() for n, _, _ in ivs}
+        self.vivs = vector_inductions(lin)          # x86_viv
+        iv_nodes |= {n for ivs in self.vivs.values() for n, _, _, _ in ivs}
         self.ranges = int_ranges([lin[-1]])
         # an induction variable is defined at its RANGE
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
@@ -423,6 +429,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X8
             else:
                 self.emit("mov_r32_rm32", v, self.reg(init))   # zero-extends (SDM §3.4.1.1)
             self.val[n] = v
+        self.start_vector_ivs(u)
         bound = u.src[0]
         skip = None
         c = strong_const(bound)
@@ -457,6 +464,7 @@ class X86Selector(SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86KMask, X8
                             if k[-1] <= len(self.loops)}
         if head is None:
             return                  # a one-trip loop (sel_RANGE): nothing runs again
+        self.advance_vector_ivs(rng)
         for n, _, step in self.ivs.get(rng, ()):
             wn = isz(n.dtype)
             self.emit(imm_form("add", wn, step), self.val[n], step)

@@ -91,11 +91,14 @@ def test_byte_lanes_x8_match_the_interpreter(arch: str) -> None:
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_byte_lanes_x8_are_one_vector_not_lanes(arch: str) -> None:
-    """The loop is widened to 8 lanes: byte loads and the store are VMOVQ, the widening
-    VPMOVSXBD from the low qword; no lane is read or extended one at a time."""
+    """The loop is widened to 8 lanes: the store is VMOVQ, each byte load the memory operand
+    of the VPMOVSXBD that widens its qword (kcc/isel/x86/analysis.py widening_cast_load;
+    before, a VMOVQ and the register's VPMOVSXBD); no lane is read or extended one at a
+    time."""
     text = _select(MIXED, arch)
-    assert "vmovq_x_xm64" in text and "vmovq_m64_x" in text, text
-    assert "vpmovsxbd_y_xm64" in text, text
+    assert "vmovq_m64_x" in text, text
+    widen = [ln for ln in text.splitlines() if "vpmovsxbd_y_xm64" in ln and "[" in ln]
+    assert len(widen) == 2 and "vmovq_x_xm64" not in text, text
     assert "movsx_r32_rm8" not in text and "vpextr" not in text, text
 
 

@@ -137,3 +137,48 @@ def test_an_integer_where_reads_registers() -> None:
     code = _code(WHERE, "x86-64-v4")
     blend = [s for s in code if s.startswith("vpblendm")]
     assert blend and all("[" not in s for s in blend), code
+
+
+# f[0:8] = (0 < a[0:8]) as float32 (cast_bool2f r_64_4), g[0:8] = (a[8:16] == 5) as int32
+COMPARES = """# kcc-uop 1
+%f = PARAM ParamArg(0, float32, 8)
+%g = PARAM ParamArg(1, int32, 8)
+%a = PARAM ParamArg(2, int32, 16)
+%z = CAST(0) int32
+%zs = STACK(%z, %z, %z, %z, %z, %z, %z, %z)
+%five = CAST(5) int32
+%fs = STACK(%five, %five, %five, %five, %five, %five, %five, %five)
+%pa0 = SHRINK(%a, 0, 8)
+%a0 = LOAD(%pa0)
+%lt = CMPLT(%zs, %a0)
+%cf = CAST(%lt) float32
+%pf = SHRINK(%f, 0, 8)
+%s0 = STORE(%pf, %cf)
+%pa1 = SHRINK(%a, 8, 8)
+%a1 = LOAD(%pa1)
+%eq = CMPEQ(%a1, %fs)
+%ci = CAST(%eq) int32
+%pg = SHRINK(%g, 0, 8)
+%s1 = STORE(%pg, %ci)
+%grp = GROUP(%s0, %s1)
+SINK(%grp) KernelInfo(name="cmps")
+"""
+
+
+def test_v4_integer_compare_reads_its_load_in_place() -> None:
+    out = io.StringIO()
+    run_pipeline(parse(COMPARES), X86Target("x86-64-v4"), dump_after="select", out=out)
+    text = out.getvalue()
+    cmps = [ln for ln in text.splitlines() if "vpcmpd_k" in ln]
+    assert len(cmps) == 2 and all("[" in ln for ln in cmps), text
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_integer_compares_match_the_interpreter(arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512")
+    sink = parse(COMPARES)
+    args = random_inputs(sink, 3)
+    args[2][8:12] = 5
+    args[2][0:3] = [0, -1, 1]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
