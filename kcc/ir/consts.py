@@ -69,6 +69,21 @@ def round_float(v: float, dt: DType) -> float | None:
         return None
 
 
+def round_half(v: float) -> float | None:
+    """Python float v rounded once to float16 (to nearest even; ±inf stays), as numpy's
+    conversions to float16 give it, without numpy (whose import, ~90 ms, was most of the first
+    compile of a kernel with a half constant: tinygrad's `CAST(64.0) float16`); None for a NaN
+    (numpy keeps its payload bits) or a value that rounds past float16's range (numpy: ±inf).
+    struct's "e" format rounds half to even (Python's struct documentation);
+    tests/ir/test_consts_half.py compares the two."""
+    if math.isnan(v):
+        return None
+    try:
+        return struct.unpack("<e", struct.pack("<e", v))[0]
+    except OverflowError:
+        return None
+
+
 def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool:
     """Value v of dtype src (weak or strong) converted to dt, as the interpreter does it."""
     if src == dt:
@@ -82,6 +97,8 @@ def _convert(v: int | float | bool, src: DType, dt: DType) -> int | float | bool
     if dt.is_float and not isinstance(v, bool) and (
             (src.is_float and src != dtypes.bfloat16) or (src.is_int and abs(v) <= 1 << 53)):
         r = round_float(float(v), dt)      # every such value is exact in float64 first
+        if r is None and dt == dtypes.float16:
+            r = round_half(float(v))       # (an int past 2**24 rounds past float16's range)
         if r is not None:
             return r
     import numpy as np

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from kcc.ir.consts import round_float
+from kcc.ir.consts import round_float, round_half
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UNKNOWN, UOp, _set_strong
@@ -37,6 +37,8 @@ def _to_float(v: int | float, dt: DType) -> float | None:
     if isinstance(v, int) and abs(v) > 1 << 53:
         return None    # numpy would round through float64 first: double rounding
     r = round_float(float(v), dt)  # exact in float64 first: a float, or an int of <= 53 bits
+    if r is None and dt == dtypes.float16:
+        r = round_half(float(v))    # (numpy's import: ~90 ms of a process's first compile)
     if r is not None:
         return r
     import numpy as np             # only such a fold needs it (kcc's start-up stays small)

@@ -8,16 +8,20 @@ same results. Polynomial coefficients are Taylor coefficients computed here with
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from decimal import Decimal, getcontext
-from fractions import Fraction
 
 from kcc.ir.dtype import DType, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp
+from kcc.record import record
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from decimal import Decimal
+    from fractions import Fraction
+    from typing import Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FloatFormat:
     """The IEEE-754 binary format facts the algorithms need (IEEE 754-2008, 3.4)."""
 
@@ -49,6 +53,7 @@ def _bits_float(bits: int, dt: DType) -> float:
 
 def _round(v: Decimal | Fraction | float, dt: DType) -> float:
     """v rounded once to dt (through an exact Fraction, so float32 is not double-rounded)."""
+    from fractions import Fraction
     fr = Fraction(v) if not isinstance(v, Fraction) else v
     if dt == dtypes.float64:
         return float(fr)   # Fraction → float is correctly rounded
@@ -71,8 +76,43 @@ def _round(v: Decimal | Fraction | float, dt: DType) -> float:
 
 
 def _dec(x: int) -> Decimal:
+    from decimal import Decimal, getcontext
     getcontext().prec = 40
     return Decimal(x)
+
+
+# -- the constant tables -----------------------------------------------------------------------
+# Each is computed exactly (decimal, fractions) and rounded once; a compile reads them from
+# kcc's cache (kcc.startup.cached, rebuilt when this file changes), so neither module is
+# imported nor any table recomputed per kernel (~0.4 ms a kernel with EXP2; the imports and
+# dataclasses' ~3 ms of a process's first such compile).
+
+_TABLES: dict[str, Any] = {}
+
+
+def _tables() -> dict[str, Any]:
+    """Every constant table of this module, by name (_build_tables)."""
+    if not _TABLES:
+        from kcc.startup import cached
+        _TABLES.update(cached("transcendental-tables", [__file__], _build_tables,
+                              lambda t: t, lambda t: dict(t)))
+    return _TABLES
+
+
+def _build_tables() -> dict[str, Any]:
+    """The tables computed (marshal's types: lists of floats and ints)."""
+    out: dict[str, Any] = {}
+    for dt in (dtypes.float32, dtypes.float64):
+        out[f"exp2/{dt.name}"] = _exp2_coeffs(dt)
+        out[f"log/{dt.name}"] = _log_coeffs(dt)
+        out[f"log2/{dt.name}"] = _log2_consts(dt)
+    out["pio2_parts"] = _pio2_parts()
+    out["sin/odd"] = _sin_coeffs(True)
+    out["sin/even"] = _sin_coeffs(False)
+    out["pi"] = _pi_consts()
+    out["two_over_pi/8"] = _two_over_pi_words(8)
+    out[f"two_over_pi/{_TWO_OVER_PI_WORDS}"] = _two_over_pi_words(_TWO_OVER_PI_WORDS)
+    return out
 
 
 class _B:
@@ -151,6 +191,7 @@ class _B:
 
 def _exp2_coeffs(dt: DType) -> list[float]:
     """Taylor coefficients of 2**r = sum (ln 2)**k / k! r**k, rounded once to dt."""
+    from decimal import Decimal
     deg = 7 if dt == dtypes.float32 else 13
     ln2 = _dec(2).ln()
     out, term = [], Decimal(1)
@@ -172,7 +213,7 @@ def exp2(x: UOp) -> UOp:
     magic = b.c(1.5 * 2.0 ** fmt.mant)         # adding it rounds to an integer (ties to even)
     q = b.sub(b.add(xc, magic), magic)
     r = b.sub(xc, q)                           # exact: q is the integer nearest xc
-    p = b.horner(r, _exp2_coeffs(x.dtype))
+    p = b.horner(r, _tables()[f"exp2/{x.dtype.name}"])
     q1 = UOp(Ops.TRUNC, (b.mul(q, b.c(0.5)),))
     q2 = b.sub(q, q1)
     return b.mul(b.mul(p, b.pow2(q1)), b.pow2(q2))
@@ -182,8 +223,27 @@ def exp2(x: UOp) -> UOp:
 
 def _log_coeffs(dt: DType) -> list[float]:
     """2/3, 2/5, 2/7, …: log((1+s)/(1-s)) = 2s + s*z*(2/3 + 2z/5 + …) with z = s*s."""
+    from fractions import Fraction
     n = 4 if dt == dtypes.float32 else 10
     return [_round(Fraction(2, 2 * k + 3), dt) for k in range(n)]
+
+
+def _log2_consts(dt: DType) -> list[float]:
+    """[sqrt(2), 1/ln 2's head (its low bits cleared: _log_clear), 1/ln 2's tail], in dt."""
+    from decimal import Decimal
+    clear = _log_clear(dt)
+    inv_ln2 = 1 / _dec(2).ln()
+    ih = _round(inv_ln2, dt)
+    ih_bits = _float_bits(ih, dt) & -(1 << clear)
+    ivln2hi = _bits_float(ih_bits, dt)
+    ivln2lo = _round(inv_ln2 - Decimal(ivln2hi), dt)
+    return [_round(_dec(2).sqrt(), dt), ivln2hi, ivln2lo]
+
+
+def _log_clear(dt: DType) -> int:
+    """The low bits log2 clears in its head, so that head * ivln2hi is exact (21+21 <= 53,
+    12+12 <= 24)."""
+    return 32 if dt == dtypes.float64 else 12
 
 
 def log2(x: UOp) -> UOp:
@@ -201,25 +261,20 @@ def log2(x: UOp) -> UOp:
     mbits = UOp(Ops.OR, (UOp(Ops.AND, (bits, b.ci((1 << fmt.mant) - 1))),
                          b.ci(fmt.bias << fmt.mant)))
     m = b.from_bits(mbits)
-    big = b.lt(b.c(_round(_dec(2).sqrt(), dt)), m)
+    sqrt2, ivln2hi, ivln2lo = _tables()[f"log2/{dt.name}"]
+    big = b.lt(b.c(sqrt2), m)
     m = b.where(big, b.mul(m, b.c(0.5)), m)
     e = b.add(b.sub(b.to_float(e_i), b.where(sub, b.c(k), b.c(0.0))),
               b.where(big, b.c(1.0), b.c(0.0)))
     f = b.sub(m, b.c(1.0))
     s = UOp(Ops.FDIV, (f, b.add(b.c(2.0), f)))
     z = b.mul(s, s)
-    r = b.mul(z, b.horner(z, _log_coeffs(dt)))
+    r = b.mul(z, b.horner(z, _tables()[f"log/{dt.name}"]))
     hfsq = b.mul(b.mul(b.c(0.5), f), f)
     # head: clear the low bits so that head * ivln2hi is exact (21+21 <= 53, 12+12 <= 24)
-    clear = 32 if dt == dtypes.float64 else 12
-    mask = b.ci(-(1 << clear))
+    mask = b.ci(-(1 << _log_clear(dt)))
     hi = b.from_bits(UOp(Ops.AND, (b.bits(b.sub(f, hfsq)), mask)))
     lo = b.add(b.sub(b.sub(f, hi), hfsq), b.mul(s, b.add(hfsq, r)))
-    inv_ln2 = 1 / _dec(2).ln()
-    ih = _round(inv_ln2, dt)
-    ih_bits = _float_bits(ih, dt) & -(1 << clear)
-    ivln2hi = _bits_float(ih_bits, dt)
-    ivln2lo = _round(inv_ln2 - Decimal(ivln2hi), dt)
     val_hi = b.mul(hi, b.c(ivln2hi))
     val_lo = b.add(b.mul(b.add(lo, hi), b.c(ivln2lo)), b.mul(lo, b.c(ivln2hi)))
     w = b.add(e, val_hi)
@@ -240,6 +295,8 @@ SIN_RANGE = 2.0 ** 30 * 1.5707963267948966   # |x| up to which the stated ulp bo
 
 def _pio2_parts() -> list[float]:
     """pi/2 as 23-bit pieces C1 + C2 + C3 and a float64 tail C4 (each q*Ci exact for q < 2**30)."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
     getcontext().prec = 60
     pi = Decimal(_PI)
     rest = Fraction(pi / 2)
@@ -260,11 +317,21 @@ def _pio2_parts() -> list[float]:
 
 def _sin_coeffs(odd: bool) -> list[float]:
     """Taylor coefficients of sin (odd) or cos in z = r*r, rounded to float64."""
+    from fractions import Fraction
     out = []
     for k in range(9):
         n = 2 * k + 1 if odd else 2 * k
         out.append(float(Fraction((-1) ** k, _fact(n))))
     return out
+
+
+def _pi_consts() -> list[float]:
+    """[2/pi, pi/2, pi/2's float64 tail (pi/2 - float(pi/2))], each rounded once to float64."""
+    from decimal import Decimal
+    from fractions import Fraction
+    pio2 = Fraction(Decimal(_PI)) / 2
+    p1 = float(pio2)
+    return [float(Fraction(2) / Fraction(Decimal(_PI))), p1, float(pio2 - Fraction(p1))]
 
 
 def _fact(n: int) -> int:
@@ -285,9 +352,9 @@ def _two_sum(b: _B, x: UOp, y: UOp) -> tuple[UOp, UOp]:
 def _cody_waite(b: _B, x: UOp) -> tuple[UOp, UOp, UOp]:
     """x - q*pi/2 = rh + rl with |rh| <= pi/4 and q mod 4, for |x| <= SIN_RANGE: pi/2 in four
     parts (three of 23 bits, so q*Ci is exact for |q| < 2^30, and a float64 tail)."""
-    c1, c2, c3, c4 = (b.c(v) for v in _pio2_parts())
+    c1, c2, c3, c4 = (b.c(v) for v in _tables()["pio2_parts"])
     magic = b.c(b.magic())
-    two_over_pi = float(Fraction(2) / Fraction(Decimal(_PI)))
+    two_over_pi = _tables()["pi"][0]
     qm = b.add(b.mul(x, b.c(two_over_pi)), magic)
     q = b.sub(qm, magic)
     t1 = b.sub(x, b.mul(q, c1))
@@ -302,7 +369,7 @@ def _cody_waite(b: _B, x: UOp) -> tuple[UOp, UOp, UOp]:
 def _sin_poly(b: _B, rh: UOp, rl: UOp, n: UOp, x: UOp) -> UOp:
     """sin(x) from x = rh + rl + n*pi/2: the sin or cos Taylor polynomial of the quadrant."""
     z = b.mul(rh, rh)
-    sin_c, cos_c = _sin_coeffs(True), _sin_coeffs(False)
+    sin_c, cos_c = _tables()["sin/odd"], _tables()["sin/even"]
     # sin(rh + rl) ~ rh + (rh*z*S(z) + rl*(1 - z/2))
     s_tail = b.mul(b.mul(rh, z), b.horner(z, sin_c[1:]))
     sin_r = b.add(rh, b.add(s_tail, b.mul(rl, b.sub(b.c(1.0), b.mul(z, b.c(0.5))))))
@@ -430,7 +497,7 @@ def _payne_hanek32(x: UOp) -> tuple[UOp, UOp, UOp]:
              u.k(29))
     # e = expo - 1046 is >= 7 where used (|x| > SIN_RANGE); clamped into [2, 104]
     off = u.op(Ops.SUB, _exponent(u, bits, 1046 + 2, 1046 + 104, 1046), u.k(2))
-    w2, w1, w0 = _window_words(u, off, 3, _two_over_pi_words(8))
+    w2, w1, w0 = _window_words(u, off, 3, _tables()["two_over_pi/8"])
     p0, p1, p2 = (u.op(Ops.MUL, m, w) for w in (w0, w1, w2))
     t1 = u.op(Ops.ADD, u.hi32(p0), u.lo32(p1))
     l1 = u.lo32(t1)
@@ -442,7 +509,7 @@ def _payne_hanek32(x: UOp) -> tuple[UOp, UOp, UOp]:
     up = b.lt(b.c(0.5), f)
     f = b.where(up, b.sub(f, b.c(1.0)), f)                                    # [-1/2, 1/2]
     q = u.op(Ops.ADD, q, UOp(Ops.CAST, (up,), dtypes.uint64))
-    r = b.mul(f, b.c(float(Fraction(Decimal(_PI)) / 2)))
+    r = b.mul(f, b.c(_tables()["pi"][1]))
     return r, b.c(0.0), UOp(Ops.CAST, (u.op(Ops.AND, q, u.k(3)),), dtypes.int64)
 
 
@@ -475,7 +542,7 @@ def _payne_hanek64(x: UOp) -> tuple[UOp, UOp, UOp]:
     mh, ml = u.op(Ops.SHR, m, u.k(32)), u.lo32(m)
     # e = expo - 1075 >= -22 where used; offset e - 2 + 64 (past the two zero words) >= 40
     off = u.op(Ops.SUB, _exponent(u, bits, 1075 - 22, 2046, 1075), u.k(2 - 64))
-    table = [0, 0] + _two_over_pi_words(_TWO_OVER_PI_WORDS)
+    table = [0, 0] + _tables()[f"two_over_pi/{_TWO_OVER_PI_WORDS}"]
     w = list(reversed(_window_words(u, off, 6, table)))      # w[0] least significant
     lo = [u.op(Ops.MUL, ml, wi) for wi in w]                 # < 2^64 each
     hi = [u.op(Ops.MUL, mh, wi) for wi in w]                 # < 2^53 each
@@ -510,9 +577,7 @@ def _payne_hanek64(x: UOp) -> tuple[UOp, UOp, UOp]:
     fh = b.mul(fa, b.c(2.0 ** -62))
     fl = b.mul(b.add(ea_f, b.mul(UOp(Ops.CAST, (c,), dtypes.float64), b.c(2.0 ** -64))),
                b.c(2.0 ** -62))
-    pio2 = Fraction(Decimal(_PI)) / 2
-    p1 = float(pio2)
-    p2 = float(pio2 - Fraction(p1))
+    _, p1, p2 = _tables()["pi"]
     ph, pe = _two_prod(b, fh, b.c(p1))
     tail = b.add(pe, b.add(b.mul(fh, b.c(p2)), b.mul(fl, b.c(p1))))
     rh = b.add(ph, tail)

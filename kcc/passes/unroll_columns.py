@@ -5,15 +5,14 @@ copies' one-element accumulators become one vector (passes/slp_reg.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kcc.ir.affine import affine
 from kcc.ir.ops import ALU, COMPARE, Ops
 from kcc.ir.uop import UOp, base_buffer
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import FACTORS, _varies
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False   # typing is imported by type checkers only (its import: ~2 ms of the
+if TYPE_CHECKING:       # first compile of a reduction, which imports this module)
     from kcc.passes.unroll import _Loops
 
 

@@ -72,6 +72,10 @@ from kcc.passes.target import TargetDesc
 from kcc.passes.widen_lanes import LaneLoop, expand_threefry, one_block
 from kcc.passes.widen_tail import factors, split, tail_loop
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 _LANEWISE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 
 
@@ -325,12 +329,14 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             lanes.kernel_stored = stored
             lanes.windows = windows
             out = lanes.widen(n_iter, desc) if lanes.check() else None
+            # what widen_split.py finds about this loop, for both of its callers below
+            shared: dict[str, Any] = {}
             if out is None:
                 # short vector loads read lane by lane (pooling windows): split into scalar
                 # loads, then widened from one lane (widen_split.py; imported here: saxpy's
                 # compile never needs it)
                 from kcc.passes.widen_split import not_scalar, split_lane_loads
-                cut = split_lane_loads(r, e, loop.region, not_scalar)
+                cut = split_lane_loads(r, e, loop.region, not_scalar, shared)
                 if cut:
                     lanes2 = LaneLoop(r, cut[0], cut[1], cut[2])
                     lanes2.windows = cut[3]
@@ -347,7 +353,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
                 # a term of c shifted copies an iteration (tinygrad's upcast reductions):
                 # rerolled to one a lane, then widened (widen_reroll_reduce.py)
                 from kcc.passes.widen_reroll_reduce import widen_reduction_rerolled
-                got = widen_reduction_rerolled(r, e, loop.region, dep, slot, desc)
+                got = widen_reduction_rerolled(r, e, loop.region, dep, slot, desc, shared)
                 if got is not None:
                     out, used = got
                     slot += used

@@ -41,6 +41,10 @@ from kcc.passes.widen_reduce import ReduceLoop
 from kcc.passes.widen_reroll import _Refuse, _sig, _walk, _zeroed
 from kcc.passes.widen_split import REFUSED, split_lane_loads
 
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def _leaves(x: UOp, op: Ops, users: dict[UOp, int], inside: set[UOp]) -> list[UOp]:
     """The leaves of x's tree of op nodes (each read once, inside the loop), left to right."""
@@ -73,12 +77,14 @@ def _no_accumulator(n: UOp) -> bool:
 
 
 def reroll_reduction(r: UOp, end: UOp, region: list[UOp], dep: dict[UOp, frozenset[UOp]],
-                     slot: int) -> tuple[UOp, ReduceLoop] | None:
-    """(the rerolled loop's END, its ReduceLoop, found) or None (module docstring)."""
+                     slot: int, shared: dict[str, Any] | None = None
+                     ) -> tuple[UOp, ReduceLoop] | None:
+    """(the rerolled loop's END, its ReduceLoop, found) or None (module docstring). shared:
+    widen_split.py's split_lane_loads's, when another caller asked it about this loop."""
     n_iter = const_int(r.src[0])
     if n_iter is None:
         return None
-    cut = split_lane_loads(r, end, region, _no_accumulator)
+    cut = split_lane_loads(r, end, region, _no_accumulator, shared)
     if cut == REFUSED:      # the split loop's ReduceLoop.find would fail
         return None
     e2, reg2, dep2 = (end, region, dep) if cut is None else cut[:3]
@@ -125,10 +131,11 @@ def reroll_reduction(r: UOp, end: UOp, region: list[UOp], dep: dict[UOp, frozens
 
 def widen_reduction_rerolled(r: UOp, end: UOp, region: list[UOp],
                              dep: dict[UOp, frozenset[UOp]], slot: int,
-                             desc: TargetDesc) -> tuple[UOp, int] | None:
+                             desc: TargetDesc, shared: dict[str, Any] | None = None
+                             ) -> tuple[UOp, int] | None:
     """(the loop rerolled and widened by widen_reduce.py, the REG slots its lane buffers
-    took) or None when either step refuses."""
-    got = reroll_reduction(r, end, region, dep, slot)
+    took) or None when either step refuses (shared: as reroll_reduction's)."""
+    got = reroll_reduction(r, end, region, dep, slot, shared)
     if got is None:
         return None
     e3, red = got

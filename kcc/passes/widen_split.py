@@ -32,7 +32,7 @@ from kcc.passes.linearize import range_sets
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Callable, Iterator
+    from typing import Any, Callable, Iterable, Iterator
     Split = tuple[UOp, list[UOp], dict[UOp, frozenset[UOp]], dict[UOp, tuple[int, int]]]
 
 
@@ -41,7 +41,8 @@ REFUSED: tuple[()] = ()
 
 
 def split_lane_loads(r: UOp, end: UOp, region: list[UOp],
-                     refuse: Callable[[UOp], bool] | None = None) -> Split | tuple[()] | None:
+                     refuse: Callable[[UOp], bool] | None = None,
+                     shared: dict[str, Any] | None = None) -> Split | tuple[()] | None:
     """(the loop's END with its lane-read vector loads split into scalar loads, the new
     region, the new range sets, each new place's (lane, vector width)) or None when no load
     of the region is of the module docstring's form. r: the loop's RANGE; region: the nodes
@@ -50,7 +51,41 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp],
     refuse: a test of a node the caller's check of the split loop fails on, whatever the
     rest of the loop; REFUSED, the split not made, when the split loop would keep such a
     node as it is (`_kept`: the split is a substitution, sort and range sets of the whole
-    kernel, ~5% of compiling tinygrad's kernels, where every candidate was refused so)."""
+    kernel, ~5% of compiling tinygrad's kernels, where every candidate was refused so).
+    shared: a dict the callers asking about one loop share (widen.py's lane split, then
+    widen_reroll_reduce.py's): the loads of the form and the nodes the split keeps are found
+    once (tinygrad's float reductions: both refused, each walk ~50 us)."""
+    if shared is not None and "split" in shared:
+        split, inside = shared["split"], shared["inside"]
+    else:
+        split, inside = _candidates(region)
+        if shared is not None:
+            shared["split"], shared["inside"] = split, inside
+    if not split:
+        return None
+    if refuse is not None:
+        kept: Iterable[UOp] | None = None if shared is None else shared.get("kept")
+        if kept is None:
+            kept = _kept(r, end, region, inside, {x for _, lanes in split for x in lanes})
+            if shared is not None:      # (all of them: the next caller's test is another)
+                kept = shared["kept"] = list(kept)
+        if any(refuse(n) for n in kept):
+            return REFUSED
+    repl: dict[UOp, UOp] = {}
+    windows: dict[UOp, tuple[int, int]] = {}
+    for n, lanes in split:
+        read_alone(n, lanes, repl, windows)
+    # substitute_closed: a new place whose index reads another split lane (a loaded index)
+    # reads that lane's new scalar load, not the vector load it replaces (as lane_loads)
+    new_end = substitute_closed(end, repl)
+    order = toposort([new_end])
+    dep = range_sets(order)
+    return new_end, [n for n in order if r in dep[n]], dep, windows
+
+
+def _candidates(region: list[UOp]) -> tuple[list[tuple[UOp, list[UOp]]], set[UOp]]:
+    """(each vector load of the module docstring's form with its lane reads, the region as
+    a set); the list is empty when there is none."""
     inside = set(region)
     # the vector loads of the form, then their readers (the users of these alone)
     loads = []
@@ -65,7 +100,7 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp],
             continue
         loads.append(n)
     if not loads:
-        return None
+        return [], inside
     users: dict[UOp, list[UOp]] = {n: [] for n in loads}
     for n in region:
         for s in n.src:
@@ -78,22 +113,7 @@ def split_lane_loads(r: UOp, end: UOp, region: list[UOp],
         if not lanes or any(c is None or not 0 <= c < n.shape[0] for c in cs):
             continue
         split.append((n, lanes))
-    if not split:
-        return None
-    if refuse is not None:
-        keys = {x for _, lanes in split for x in lanes}
-        if any(refuse(n) for n in _kept(r, end, region, inside, keys)):
-            return REFUSED
-    repl: dict[UOp, UOp] = {}
-    windows: dict[UOp, tuple[int, int]] = {}
-    for n, lanes in split:
-        read_alone(n, lanes, repl, windows)
-    # substitute_closed: a new place whose index reads another split lane (a loaded index)
-    # reads that lane's new scalar load, not the vector load it replaces (as lane_loads)
-    new_end = substitute_closed(end, repl)
-    order = toposort([new_end])
-    dep = range_sets(order)
-    return new_end, [n for n in order if r in dep[n]], dep, windows
+    return split, inside
 
 
 def _kept(r: UOp, end: UOp, region: list[UOp], inside: set[UOp],

@@ -194,3 +194,26 @@ def test_a_float_accumulator_refuses_the_reroll_split() -> None:
     cut = split_lane_loads(r, inner, region)
     assert cut and not ReduceLoop(r, cut[0], cut[1], cut[2], 1).find()
     assert split_lane_loads(r, inner, region, _no_accumulator) == REFUSED
+
+
+def test_callers_sharing_a_dict_get_the_answers_each_gets_alone() -> None:
+    # widen.py asks with not_scalar, then widen_reroll_reduce.py with _no_accumulator, the
+    # same loop and one shared dict: the loads and the kept nodes are found once, and each
+    # answer is the one that caller gets without the dict (a split made, or REFUSED)
+    from kcc.passes.widen_reroll_reduce import _no_accumulator
+    for text in (_text(), _kept_vector_text()):
+        sink = parse(text, "k.uop")
+        order = toposort([sink])
+        dep = range_sets(order)
+        inner = next(u for u in order if u.op is Ops.END)
+        r = inner.src[1]
+        region = [u for u in toposort([inner.src[0]]) if r in dep[u]]
+        shared: dict = {}
+        for refuse in (not_scalar, _no_accumulator, None):
+            alone = split_lane_loads(r, inner, region, refuse)
+            got = split_lane_loads(r, inner, region, refuse, shared)
+            assert (got == REFUSED) == (alone == REFUSED)
+            if alone:
+                assert got[0] is alone[0] and got[1] == alone[1] and got[3] == alone[3]
+        assert "kept" in shared and "split" in shared
+    assert _cut_refusing(_kept_vector_text(), not_scalar) == REFUSED

@@ -13,15 +13,13 @@ the streaming body needs.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 from kcc.encode.x86.encoder import Imm as XImm
 from kcc.encode.x86.encoder import Label as XLabel
 from kcc.encode.x86.encoder import Mem as XMem
 from kcc.encode.x86.encoder import Reg as XReg
 from kcc.ir.mir import MFunction
 from kcc.isel.x86.stream import ORDINARY
+from kcc.record import replace
 from kcc.targets.x86.code import LOOP_ALIGN, EncodedKernel, assemble_items, machine_code
 
 PLAIN_ENTRY = ".Lkcc_plain_entry"
@@ -29,7 +27,10 @@ PLAIN_ENTRY = ".Lkcc_plain_entry"
 
 def ordinary_version(fn: MFunction) -> MFunction:
     """Allocated fn with ordinary stores for its non-temporal ones and without its SFENCE."""
-    out = copy.copy(fn)
+    # copy.copy(fn), without importing copy (and dataclasses for replace: ~1 ms of a process's
+    # first compile of such a kernel): a new instance holding the same attributes
+    out = fn.__class__.__new__(fn.__class__)
+    out.__dict__.update(fn.__dict__)
     out.insts = [replace(i, op=ORDINARY[i.op]) if i.op in ORDINARY else i
                  for i in fn.insts if i.op != "sfence"]
     return out
