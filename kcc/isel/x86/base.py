@@ -133,7 +133,9 @@ def const_bytes(v: int | float | bool, dt: DType) -> bytes:
     # v is already rounded to the half dtype (commit_const), so these conversions are exact;
     # before this, int(v) truncated a float16/bfloat16 constant (-0.0 became +0.0, 1.5 became 1)
     if dt == dtypes.float16:
-        import numpy as np  # a float16 constant only (start-up stays small)
+        if v == v:      # struct's "e" is exact on a value already float16 (consts.round_half)
+            return struct.pack("<e", v)
+        import numpy as np  # a NaN only: numpy's bits (its payload); numpy's import is ~90 ms
         return np.float16(v).tobytes()
     if dt == dtypes.bfloat16:
         return struct.pack("<f", v)[2:]          # the high half of the float32
