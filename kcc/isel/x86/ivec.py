@@ -721,7 +721,8 @@ class X86IVec:
         return t
 
     def ivec_lane(self, v: VReg, dt: DType, n: int, k: int) -> VReg:
-        """Lane k of an integer vector, in a GPR (vextracti128 for the high half, vpextr*)."""
+        """Lane k of an integer vector, in a GPR (vextracti128 for the high half, vpextr*,
+        lane 0 of 4 or 8 bytes a vmovd/vmovq)."""
         if dt.itemsize * n == 64:                  # a zmm (a float32 x 16 compare's mask)
             lo, hi = self.split_z(v)
             return self.ivec_lane(hi if k >= n // 2 else lo, dt, n // 2, k % (n // 2))
@@ -732,7 +733,19 @@ class X86IVec:
             self.emit("vextracti128_xm_y_imm8", hi, v, 1)
             src, k = hi, k - per
         t = self.new("gpr")
+        low = lane0_move(dt.itemsize, k)
+        if low is not None:
+            self.emit(low, t, src)
+            return t
         form = {1: "vpextrb_r32m8_x_imm8", 2: "vpextrw_r32_x_imm8", 4: "vpextrd_rm32_x_imm8",
                 8: "vpextrq_rm64_x_imm8"}[dt.itemsize]
         self.emit(form, t, src, k)
         return t
+
+
+def lane0_move(size: int, k: int) -> str | None:
+    """Lane 0 of 4 or 8 bytes by VMOVD/VMOVQ (one µop; VPEXTRD/Q is two, as clang picks);
+    the 32-bit write zero-extends as VPEXTRD's does. None: a VPEXTR* of lane k."""
+    if k != 0:
+        return None
+    return {4: "vmovd_rm32_x", 8: "vmovq_r64_x"}.get(size)
