@@ -30,7 +30,10 @@ unrolls such a row whole. An inner END of vector work whose copies are at most
 `INNER_BUDGET` nodes (a vector node once) over at most `INNER_TRIPS` iterations becomes its
 copies inside the outer loop, under passes/unroll_inner.py's legality (constant bounds, only
 PARAM stores, nothing loaded that it stores, stores affine in its counters and disjoint
-across iterations), so the copies may run in any order.
+across iterations), so the copies may run in any order. A kernel widen leaves alone gets
+this step too, on slp's vectors: repeat_roll's E_2_8_6_4 (2 x 8 rows, each a blend of
+four loads stored six times) copies its loop of 8 into the loop of 2, whose copies' loads
+LICM then hoists (clang's code: 16 vectors computed once, then the stores).
 """
 
 from __future__ import annotations
@@ -41,10 +44,10 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 
 # the inner loops `_inner` unrolls: at most this many iterations, and this many nodes of
-# copies (a vector node once): a row of a few blocks, not a body that grows the outer loop's
-# code past what the decoders and the µop cache hold
+# copies (a vector node once; repeat_roll's 8 rows count 88): a row of a few blocks, not a
+# body that grows the outer loop's code past what the decoders and the µop cache hold
 INNER_TRIPS = 8
-INNER_BUDGET = 48
+INNER_BUDGET = 96
 
 
 def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
@@ -52,14 +55,15 @@ def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     unrolled (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
     from kcc.passes.widen import widen
     wide = widen(sink, desc)
-    if wide is sink:
-        return sink
     from kcc.passes.simplify import keep_params
+    if wide is sink:        # (no loop widened: slp's vectors in short inner loops alone)
+        return keep_params(sink, unroll_widened(sink, desc, outermost=False))
     return keep_params(sink, unroll_widened(wide, desc))
 
 
-def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
-    """Unroll every outermost nest of vector work the module docstring allows."""
+def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
+    """Unroll every outermost nest of vector work the module docstring allows (outermost
+    False: only the short inner loops, `_inner`)."""
     if desc.tiny_unroll <= 0:
         return sink
     from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
@@ -77,7 +81,7 @@ def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
         if x.op is not Ops.END or x.src[1] not in vector_in or x in inside:
             continue
         if not dep[x]:
-            if _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
+            if outermost and _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
                      heavy=_heavy(x, _HEAVY_OPS)) is not None:
                 repl[x] = _expand(x, dep)
                 inside.update(toposort([x]))
@@ -125,10 +129,11 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
     heavy = _heavy(end, _HEAVY_OPS)
     size = 0
     for x in body:
-        if x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.RANGE) or x.dtype is not None \
+        if x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.RANGE, Ops.GROUP) \
+                or x.dtype is not None \
                 and (x.dtype.is_int or x.dtype.is_bool) and x.op is not Ops.LOAD \
                 and not x.shape:
-            continue        # places, scalar index arithmetic: constants in each copy
+            continue        # places, effect lists, scalar index arithmetic (constants)
         k = _HEAVY if x.op in heavy else 1
         for r in dep[x] & nest:
             k *= trips[r]

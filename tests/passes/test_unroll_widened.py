@@ -203,3 +203,78 @@ def test_inner_blocks_match_the_interpreter(arch: str, cols: int) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# repeat_roll's E_2_8_6_4 as tinygrad captured it: out[192i + 24j + 4k : +4] = (x[8j + 4((k+1)&1)
+# + 1], x[… + 2], x[… + 3], x[8j + 4(k&1)]) for i < 2, j < 8, k < 6 (unroll_inner copies k's
+# loop; a row j is then an slp vector of four loads stored six times, which widen leaves alone)
+REPEAT = """# kcc-uop 1
+%2 = PARAM ParamArg(0, float32, 384)
+%5 = PARAM ParamArg(1, float32, 64)
+%24 = RANGE(2) (0, 0, LOOP)
+%25 = RANGE(ROWS, %24) (0, 1, LOOP)
+%26 = MUL(%25, 24)
+%27 = SHL(%25, 3)
+%28 = MULACC(%24, 192, %26)
+%29 = RANGE(6, %25) (1, LOOP)
+%30 = ADD(%29, 1)
+%31 = AND(%30, 1)
+%32 = MULACC(%31, 4, %27)
+%33 = ADD(%32, 1)
+%34 = INDEX(%5, %33)
+%35 = LOAD(%34)
+%36 = AND(%29, 1)
+%37 = MULACC(%36, 4, %27)
+%38 = INDEX(%5, %37)
+%39 = LOAD(%38)
+%40 = ADD(%32, 2)
+%41 = SHRINK(%5, %40, 2)
+%42 = LOAD(%41)
+%43 = INDEX(%42, 0)
+%44 = INDEX(%42, 1)
+%45 = STACK(%35, %43, %44, %39)
+%46 = MULACC(%29, 4, %28)
+%47 = SHRINK(%2, %46, 4)
+%48 = STORE(%47, %45)
+%49 = GROUP(%48)
+%50 = END(%49, %29)
+%51 = END(%50, %25)
+%52 = END(%51, %24)
+SINK(%52) KernelInfo(name="E_2_8_6_4")
+"""
+
+
+def _repeat(rows: int) -> str:
+    """REPEAT with `rows` rows (8: tinygrad's; the buffers sized for 8)."""
+    return REPEAT.replace("ROWS", str(rows))
+
+
+def _before_widen(text: str):
+    """The graph the pipeline's widen step receives."""
+    desc = x86_desc("x86-64-v3")
+    g = simplify(lower_weak_dtypes(parse(text)), desc)
+    return slp(div_const(unroll(g, desc), desc), desc)
+
+
+def test_an_unwidened_short_inner_loop_of_vectors_is_copied() -> None:
+    # 8 rows of a STACK of four loads stored six times (11 nodes a row, GROUPs not
+    # counted: 88): copies in the loop of 2, as widen_and_unroll gives them when widen
+    # changes nothing; 7 rows as well, and a loop of 9 (over INNER_TRIPS) stays
+    desc = x86_desc("x86-64-v3")
+    for rows in (8, 7):
+        g = _before_widen(_repeat(rows))
+        assert widen(g, desc) is g and len(_inner_ranges(g)) == 2
+        out = widen_and_unroll(g, desc)
+        assert _inner_ranges(out) == [2] and len(_stores(out)) == 6 * rows
+    g = _before_widen(_repeat(9).replace("384", "432").replace("64)", "72)"))
+    assert len(_inner_ranges(widen_and_unroll(g, desc))) == 2
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_copied_rows_match_the_interpreter(arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(_repeat(8))
+    for seed in (0, 1):
+        args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
