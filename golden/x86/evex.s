@@ -2587,3 +2587,218 @@ vpmovqd ymmword ptr [rip + foo + 16], zmm0
 ; form: vpmovqd_ym_z
 vpmovqd ymmword ptr [8*rcx + 64], zmm16
 ; bytes: 62 e2 7e 48 35 04 cd 40 00 00 00
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm0, xmm1, 1
+; bytes: 62 f1 fd 08 73 f1 01
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm16, xmm17, 31
+; bytes: 62 b1 fd 00 73 f1 1f
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm3, xmm24, 127
+; bytes: 62 91 e5 08 73 f0 7f
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm29, xmm8, 255
+; bytes: 62 d1 95 00 73 f0 ff
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm16, xmmword ptr [r8 + rsi + 127], 0
+; bytes: 62 d1 fd 00 73 b4 30 7f 00 00 00 00
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm0, xmmword ptr [rsp + 4*r11 + 4096], 100
+; bytes: 62 b1 fd 08 73 b4 9c 00 10 00 00 64
+; form: vpsllq_x_xm_imm8
+{evex} vpsllq xmm16, xmmword ptr [rdx - 8192], 200
+; bytes: 62 f1 fd 00 73 b2 00 e0 ff ff c8
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm0, ymm1, 1
+; bytes: 62 f1 fd 28 73 f1 01
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm16, ymm17, 31
+; bytes: 62 b1 fd 20 73 f1 1f
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm3, ymm24, 127
+; bytes: 62 91 e5 28 73 f0 7f
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm29, ymm8, 255
+; bytes: 62 d1 95 20 73 f0 ff
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm16, ymmword ptr [rip + bar], 0
+; bytes: 62 f1 fd 20 73 35 00 00 00 00 00
+; fixup: 6 pc32 bar -5
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm0, ymmword ptr [rdi], 100
+; bytes: 62 f1 fd 28 73 37 64
+; form: vpsllq_y_ym_imm8
+{evex} vpsllq ymm16, ymmword ptr [rsp + 8], 200
+; bytes: 62 f1 fd 20 73 b4 24 08 00 00 00 c8
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm0, xmm1, 1
+; bytes: 62 f1 fd 08 73 d1 01
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm16, xmm17, 31
+; bytes: 62 b1 fd 00 73 d1 1f
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm3, xmm24, 127
+; bytes: 62 91 e5 08 73 d0 7f
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm29, xmm8, 255
+; bytes: 62 d1 95 00 73 d0 ff
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm16, xmmword ptr [rbp], 0
+; bytes: 62 f1 fd 00 73 55 00 00
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm0, xmmword ptr [r13 - 300], 100
+; bytes: 62 d1 fd 08 73 95 d4 fe ff ff 64
+; form: vpsrlq_x_xm_imm8
+{evex} vpsrlq xmm16, xmmword ptr [rdi + 4*rax + 8], 200
+; bytes: 62 f1 fd 00 73 94 87 08 00 00 00 c8
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm0, ymm1, 1
+; bytes: 62 f1 fd 28 73 d1 01
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm16, ymm17, 31
+; bytes: 62 b1 fd 20 73 d1 1f
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm3, ymm24, 127
+; bytes: 62 91 e5 28 73 d0 7f
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm29, ymm8, 255
+; bytes: 62 d1 95 20 73 d0 ff
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm16, ymmword ptr [r12 + 8*r15 - 128], 0
+; bytes: 62 91 fd 20 73 54 fc fc 00
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm0, ymmword ptr [rbx + 2*r9 + 1000], 100
+; bytes: 62 b1 fd 28 73 94 4b e8 03 00 00 64
+; form: vpsrlq_y_ym_imm8
+{evex} vpsrlq ymm16, ymmword ptr [rip + foo + 16], 200
+; bytes: 62 f1 fd 20 73 15 00 00 00 00 c8
+; fixup: 6 pc32 foo 11
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm0, xmm1, 1
+; bytes: 62 f1 7d 08 72 f1 01
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm16, xmm17, 31
+; bytes: 62 b1 7d 00 72 f1 1f
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm3, xmm24, 127
+; bytes: 62 91 65 08 72 f0 7f
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm29, xmm8, 255
+; bytes: 62 d1 15 00 72 f0 ff
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm16, xmmword ptr [8*rcx + 64], 0
+; bytes: 62 f1 7d 00 72 34 cd 40 00 00 00 00
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm0, xmmword ptr [r8 + rsi + 127], 100
+; bytes: 62 d1 7d 08 72 b4 30 7f 00 00 00 64
+; form: vpslld_x_xm_imm8
+{evex} vpslld xmm16, xmmword ptr [rsp + 4*r11 + 4096], 200
+; bytes: 62 b1 7d 00 72 b4 9c 00 10 00 00 c8
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm0, ymm1, 1
+; bytes: 62 f1 7d 28 72 f1 01
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm16, ymm17, 31
+; bytes: 62 b1 7d 20 72 f1 1f
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm3, ymm24, 127
+; bytes: 62 91 65 28 72 f0 7f
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm29, ymm8, 255
+; bytes: 62 d1 15 20 72 f0 ff
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm16, ymmword ptr [rdx - 8192], 0
+; bytes: 62 f1 7d 20 72 b2 00 e0 ff ff 00
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm0, ymmword ptr [rip + bar], 100
+; bytes: 62 f1 7d 28 72 35 00 00 00 00 64
+; fixup: 6 pc32 bar -5
+; form: vpslld_y_ym_imm8
+{evex} vpslld ymm16, ymmword ptr [rdi], 200
+; bytes: 62 f1 7d 20 72 37 c8
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm0, xmm1, 1
+; bytes: 62 f1 7d 08 72 d1 01
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm16, xmm17, 31
+; bytes: 62 b1 7d 00 72 d1 1f
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm3, xmm24, 127
+; bytes: 62 91 65 08 72 d0 7f
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm29, xmm8, 255
+; bytes: 62 d1 15 00 72 d0 ff
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm16, xmmword ptr [rsp + 8], 0
+; bytes: 62 f1 7d 00 72 94 24 08 00 00 00 00
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm0, xmmword ptr [rbp], 100
+; bytes: 62 f1 7d 08 72 55 00 64
+; form: vpsrld_x_xm_imm8
+{evex} vpsrld xmm16, xmmword ptr [r13 - 300], 200
+; bytes: 62 d1 7d 00 72 95 d4 fe ff ff c8
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm0, ymm1, 1
+; bytes: 62 f1 7d 28 72 d1 01
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm16, ymm17, 31
+; bytes: 62 b1 7d 20 72 d1 1f
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm3, ymm24, 127
+; bytes: 62 91 65 28 72 d0 7f
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm29, ymm8, 255
+; bytes: 62 d1 15 20 72 d0 ff
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm16, ymmword ptr [rdi + 4*rax + 8], 0
+; bytes: 62 f1 7d 20 72 94 87 08 00 00 00 00
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm0, ymmword ptr [r12 + 8*r15 - 128], 100
+; bytes: 62 91 7d 28 72 54 fc fc 64
+; form: vpsrld_y_ym_imm8
+{evex} vpsrld ymm16, ymmword ptr [rbx + 2*r9 + 1000], 200
+; bytes: 62 b1 7d 20 72 94 4b e8 03 00 00 c8
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm0, xmm1, 1
+; bytes: 62 f1 7d 08 72 e1 01
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm16, xmm17, 31
+; bytes: 62 b1 7d 00 72 e1 1f
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm3, xmm24, 127
+; bytes: 62 91 65 08 72 e0 7f
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm29, xmm8, 255
+; bytes: 62 d1 15 00 72 e0 ff
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm16, xmmword ptr [rip + foo + 16], 0
+; bytes: 62 f1 7d 00 72 25 00 00 00 00 00
+; fixup: 6 pc32 foo 11
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm0, xmmword ptr [8*rcx + 64], 100
+; bytes: 62 f1 7d 08 72 24 cd 40 00 00 00 64
+; form: vpsrad_x_xm_imm8
+{evex} vpsrad xmm16, xmmword ptr [r8 + rsi + 127], 200
+; bytes: 62 d1 7d 00 72 a4 30 7f 00 00 00 c8
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm0, ymm1, 1
+; bytes: 62 f1 7d 28 72 e1 01
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm16, ymm17, 31
+; bytes: 62 b1 7d 20 72 e1 1f
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm3, ymm24, 127
+; bytes: 62 91 65 28 72 e0 7f
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm29, ymm8, 255
+; bytes: 62 d1 15 20 72 e0 ff
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm16, ymmword ptr [rsp + 4*r11 + 4096], 0
+; bytes: 62 b1 7d 20 72 a4 9c 00 10 00 00 00
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm0, ymmword ptr [rdx - 8192], 100
+; bytes: 62 f1 7d 28 72 a2 00 e0 ff ff 64
+; form: vpsrad_y_ym_imm8
+{evex} vpsrad ymm16, ymmword ptr [rip + bar], 200
+; bytes: 62 f1 7d 20 72 25 00 00 00 00 c8
+; fixup: 6 pc32 bar -5

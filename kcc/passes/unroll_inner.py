@@ -58,22 +58,11 @@ _AFFINE = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC, Ops.RANGE, 
 def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
     """The RANGEs of the inner nest closed by end when the module docstring allows unrolling
     it, else None."""
-    outer = dep[end]
-    cone = toposort([end])
-    closed = [x.src[1] for x in cone if x.op is Ops.END and x.src[1] not in outer]
-    nest = frozenset(closed)
-    body = [x for x in cone if dep[x] & nest or x.op is Ops.END and x.src[1] in nest]
-    if any(x.op is Ops.END and len(x.src) != 2 for x in body) or len(closed) != len(nest):
+    parts = _nest_parts(end, dep)
+    if parts is None:
         return None
-    ranges = [x for x in body if x.op is Ops.RANGE]
-    if sorted(map(id, ranges)) != sorted(map(id, closed)):
-        return None
-    trips: dict[UOp, int] = {}
-    for r in ranges:
-        n = const_int(r.src[0])
-        if n is None or n < 1 or any(s.op is not Ops.RANGE for s in r.src[1:]):
-            return None
-        trips[r] = n
+    ranges, trips, body = parts
+    nest = frozenset(ranges)
     size = 0
     for x in body:
         if x.op in _REFUSED:
@@ -105,6 +94,32 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
             if p in stored or p.op is not Ops.PARAM and dep.get(p):
                 return None
     return ranges if _disjoint(places, ranges, nest, dep) else None
+
+
+def _nest_parts(end: UOp, dep: dict[UOp, frozenset[UOp]]
+                ) -> tuple[list[UOp], dict[UOp, int], list[UOp]] | None:
+    """(RANGEs, their trip counts, body) of the inner nest closed by end when its shape
+    allows copies (module docstring: constant bounds >= 1, order srcs RANGEs, every END
+    closing one RANGE), else None (passes/unroll_widened.py's short inner loops share it)."""
+    outer = dep[end]
+    cone = toposort([end])
+    closed = [x.src[1] for x in cone if x.op is Ops.END and x.src[1] not in outer]
+    nest = frozenset(closed)
+    body = [x for x in cone if dep[x] & nest or x.op is Ops.END and x.src[1] in nest]
+    if any(x.op is Ops.END and len(x.src) != 2 for x in body) or len(closed) != len(nest):
+        return None
+    ranges = [x for x in body if x.op is Ops.RANGE]
+    if sorted(map(id, ranges)) != sorted(map(id, closed)):
+        return None
+    trips: dict[UOp, int] = {}
+    for r in ranges:
+        n = const_int(r.src[0])
+        if n is None or n < 1 or any(s.op is not Ops.RANGE for s in r.src[1:]):
+            return None
+        trips[r] = n
+    if any(x.op in _REFUSED for x in body):
+        return None
+    return ranges, trips, body
 
 
 def _disjoint(places: list, ranges: list[UOp], nest: frozenset[UOp],

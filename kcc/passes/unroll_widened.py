@@ -22,6 +22,18 @@ it has no REG or LOCAL buffer, AFTER or BARRIER, it stores only PARAM buffers it
 load, and no element is stored by two iterations), so the copies may run in any order; and
 the nest holds vector work (a loop of scalars is unroll_tiny's, judged before widening).
 Each copy computes what its iteration did with the same ops: the results are bit-identical.
+
+**Short inner loops** (`_inner`): a widened loop inside another (shrink_expand's E_35_50: 35
+rows of 50 floats, each row 3 blocks of 16 lanes and an overlapping last one) stays a loop of
+3 iterations, its counter, compare and branch once a block and its places indexed; clang
+unrolls such a row whole. An inner END of vector work whose copies are at most
+`INNER_BUDGET` nodes (a vector node once) over at most `INNER_TRIPS` iterations becomes its
+copies inside the outer loop, under passes/unroll_inner.py's legality (constant bounds, only
+PARAM stores, nothing loaded that it stores, stores affine in its counters and disjoint
+across iterations), so the copies may run in any order. A kernel widen leaves alone gets
+this step too, on slp's vectors: repeat_roll's E_2_8_6_4 (2 x 8 rows, each a blend of
+four loads stored six times) copies its loop of 8 into the loop of 2, whose copies' loads
+LICM then hoists (clang's code: 16 vectors computed once, then the stores).
 """
 
 from __future__ import annotations
@@ -31,20 +43,27 @@ from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
 
+# the inner loops `_inner` unrolls: at most this many iterations, and this many nodes of
+# copies (a vector node once; repeat_roll's 8 rows count 88): a row of a few blocks, not a
+# body that grows the outer loop's code past what the decoders and the µop cache hold
+INNER_TRIPS = 8
+INNER_BUDGET = 96
+
 
 def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     """The pipeline's `widen` step: passes/widen.py, then the short loops it widened
     unrolled (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
     from kcc.passes.widen import widen
     wide = widen(sink, desc)
-    if wide is sink:
-        return sink
     from kcc.passes.simplify import keep_params
+    if wide is sink:        # (no loop widened: slp's vectors in short inner loops alone)
+        return keep_params(sink, unroll_widened(sink, desc, outermost=False))
     return keep_params(sink, unroll_widened(wide, desc))
 
 
-def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
-    """Unroll every outermost nest of vector work the module docstring allows."""
+def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
+    """Unroll every outermost nest of vector work the module docstring allows (outermost
+    False: only the short inner loops, `_inner`)."""
     if desc.tiny_unroll <= 0:
         return sink
     from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
@@ -57,13 +76,18 @@ def unroll_widened(sink: UOp, desc: TargetDesc) -> UOp:
     if not vector_in:
         return sink
     repl: dict[UOp, UOp] = {}
-    for x in order:
-        # (an outermost END: no RANGE above it, so no END taken before lies over it)
-        if x.op is not Ops.END or dep[x] or x.src[1] not in vector_in:
+    inside: set[UOp] = set()            # nodes under a nest already taken
+    for x in reversed(order):           # (outer ENDs before the ENDs inside them)
+        if x.op is not Ops.END or x.src[1] not in vector_in or x in inside:
             continue
-        if _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
-                 heavy=_heavy(x, _HEAVY_OPS)) is not None:
-            repl[x] = _expand(x, dep)
+        if not dep[x]:
+            if outermost and _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
+                     heavy=_heavy(x, _HEAVY_OPS)) is not None:
+                repl[x] = _expand(x, dep)
+                inside.update(toposort([x]))
+        elif (ranges := _inner(x, dep)) is not None:
+            repl[x] = _expand(x, dep, frozenset(ranges))
+            inside.update(toposort([x]))
     if not repl:
         return sink
     from kcc.passes.simplify import simplify
@@ -84,3 +108,48 @@ def _heavy(end: UOp, ops: frozenset[Ops]) -> frozenset[Ops]:
             if x.op is Ops.MULHI:
                 return ops | {Ops.MULHI}
     return ops
+
+
+def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
+    """The RANGEs of the short inner loop nest closed by end when its copies fit
+    INNER_TRIPS and INNER_BUDGET (module docstring, "Short inner loops") and
+    passes/unroll_inner.py's legality holds, else None."""
+    from kcc.passes.unroll_inner import _disjoint, _nest_parts
+    parts = _nest_parts(end, dep)
+    if parts is None:
+        return None
+    ranges, trips, body = parts
+    nest = frozenset(ranges)
+    total = 1
+    for r in ranges:
+        total *= trips[r]
+    if total > INNER_TRIPS:
+        return None
+    from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS, _place
+    heavy = _heavy(end, _HEAVY_OPS)
+    size = 0
+    for x in body:
+        if x.op in (Ops.INDEX, Ops.SHRINK, Ops.END, Ops.RANGE, Ops.GROUP) \
+                or x.dtype is not None \
+                and (x.dtype.is_int or x.dtype.is_bool) and x.op is not Ops.LOAD \
+                and not x.shape:
+            continue        # places, effect lists, scalar index arithmetic (constants)
+        k = _HEAVY if x.op in heavy else 1
+        for r in dep[x] & nest:
+            k *= trips[r]
+        size += k
+    if size > INNER_BUDGET:
+        return None
+    stores = [x for x in body if x.op is Ops.STORE]
+    places = [_place(x) for x in stores]
+    if not stores or any(p is None for p in places):
+        return None
+    stored = {p[0] for p in places if p is not None}
+    for x in body:
+        if x.op is Ops.LOAD:
+            p = x.src[0]
+            while p.op in (Ops.INDEX, Ops.SHRINK):
+                p = p.src[0]
+            if p in stored or p.op is not Ops.PARAM and dep.get(p):
+                return None
+    return ranges if _disjoint(places, ranges, nest, dep) else None

@@ -179,6 +179,22 @@ def _down_convert_rows() -> None:
                  mmap=M0F38, w=False, vl=vl, disp8_n=n)
 
 
+def _shift_mem_rows() -> None:
+    """Shifts of 32/64-bit lanes by an immediate that read their source from memory
+    (x86-64-v4: the VEX forms' ModRM.rm is a register only), xmm and ymm, built last so that
+    the golden cases of the rows before keep their rotation: EVEX.128/256.66.0F.W1 73 /6 ib
+    VPSLLQ, /2 VPSRLQ; EVEX.128/256.66.0F.W0 72 /6 ib VPSLLD, /2 VPSRLD, /4 VPSRAD (AVX512VL),
+    the destination in EVEX.vvvv; Full, N = VL bytes (SDM Vol. 2 "PSLLW/PSLLD/PSLLQ",
+    "PSRLW/PSRLD/PSRLQ", "PSRAW/PSRAD/PSRAQ"). u64_shift's E_50: a load folded into each
+    shift, as clang does (kcc/isel/x86/ivec.py)."""
+    for mnem, op, d, w in (("vpsllq", 0x73, 6, True), ("vpsrlq", 0x73, 2, True),
+                           ("vpslld", 0x72, 6, False), ("vpsrld", 0x72, 2, False),
+                           ("vpsrad", 0x72, 4, False)):
+        for v, vl in (("x", 0), ("y", 1)):
+            _add(mnem, "evex", "evex", bytes([op]), f"{v}/vvvv/w {v}m/rm/r imm8/imm/r",
+                 pp=P66, mmap=M0F, w=w, vl=vl, digit=d, disp8_n=16 << vl)
+
+
 def build_late() -> None:
     """Append the later rows to rows._BUILT, in the golden files' order."""
     _int_lane_rows()
@@ -191,3 +207,4 @@ def build_late() -> None:
     _int64_sra_rows()
     _gather_y_rows()
     _down_convert_rows()
+    _shift_mem_rows()

@@ -162,8 +162,10 @@ def foldable_loads(lin: list[UOp], evex: bool = False,
     user is a BITCAST to an integer is read by that BITCAST as a MOV from memory. An integer
     vector load whose one user is an integer vector ADD/SUB/MUL/AND/OR/XOR/MAX of its lanes
     (the second operand; of a commuting op either) is that op's r/m operand (`vpmulld ymm,
-    ymm, [mem]`: clang's code for i32_mul_wrap and uint16_max); a rule that takes no memory
-    operand reads it into a register where it selects (X86Selector.reg). facts:
+    ymm, [mem]`: clang's code for i32_mul_wrap and uint16_max), and on x86-64-v4 the
+    source of a shift of its lanes (`shift_reads_memory`: `vpsrlq ymm, [mem], 13`); a rule
+    that takes no memory operand reads it into a register where it selects
+    (X86Selector.reg). facts:
     schedule_facts(lin), when the caller has them."""
     pos, users, barrier = facts or schedule_facts(lin)
     out = set()
@@ -189,6 +191,8 @@ def foldable_loads(lin: list[UOp], evex: bool = False,
                     and (x.src[1] is u or x.op is not Ops.CMPLT) \
                     and _same_segment(x, users, pos, barrier):
                 out.add(u)      # VPCMPD k, a, [mem] (x86_kmask.kcompare; cast_bool2f r_64_4)
+            elif shift_reads_memory(u, x, evex):
+                out.add(u)
         elif x.op in _FOLD_INTO and x.dtype.is_float and (
                 x.src[1] is u or (x.op in (Ops.ADD, Ops.MUL) and x.src[0] is u)):
             out.add(u)
@@ -205,6 +209,14 @@ def foldable_loads(lin: list[UOp], evex: bool = False,
                 and strong_const(x) is None:
             out.add(u)
     return frozenset(out)
+
+
+def shift_reads_memory(u: UOp, x: UOp, evex: bool) -> bool:
+    """Whether x, u's one user, is a shift of u's 32/64-bit lanes whose immediate form may
+    read u from memory: the EVEX rows (x86-64-v4; the VEX forms' source is a register
+    only). A shift by a vector amount reads u into a register where it selects."""
+    return evex and x.op in (Ops.SHL, Ops.SHR) and x.src[0] is u and x.src[1] is not u \
+        and u.dtype.itemsize in (4, 8)
 
 
 # what may read such a lane: float arithmetic, a conversion, a store. Not a compare (its

@@ -227,8 +227,8 @@ class X86IVec:
                     return t
                 if not (kind == "vpsra" and dt.itemsize == 8):   # VPSRAQ is AVX-512 only
                     t = self.new("vec")
-                    src = "zm" if w == "z" else w               # the EVEX.512 rows read m512
-                    self.emit(f"{kind}{s}_{w}_{src}_imm8", t, self.reg(x), c)
+                    a = self.rm(x) if self.evex else self.reg(x)
+                    self.emit(f"{kind}{s}_{w}_{shift_source(w, a)}_imm8", t, a, c)
                     return t
         if op is Ops.MULHI:
             return self.ivec_mulhi(u)
@@ -595,3 +595,10 @@ class X86IVec:
         y = self.new("vec")
         self.emit("vinserti128_y_y_xm_imm8", y, halves[0], halves[1], 1)
         return y
+
+
+def shift_source(w: str, a: VReg | Mem) -> str:
+    """The source kind of a shift by an immediate: a load folded in (x86-64-v4, EVEX rows
+    with ModRM.rm memory: u64_shift's E_50, as clang) or the EVEX.512 row's zm; else the VEX
+    row's register (its ModRM.rm is a register only, and two bytes shorter)."""
+    return f"{w}m" if w == "z" or isinstance(a, Mem) else w

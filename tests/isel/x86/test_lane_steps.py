@@ -46,9 +46,12 @@ TRIU40 = TRIU.replace("int32, 64)", "int32, 320)").replace(
 def test_triu_index_vector_is_broadcast_plus_steps(arch: str, monkeypatch) -> None:
     """No lane insert builds the gate's index vector; the values match the interpreter.
     (FOLD_CAP 0: passes/unroll_tiny.py's folded copies would copy the nest out, its gates
-    constants and no index vector left.)"""
+    constants and no index vector left; INNER_TRIPS 0 likewise for passes/unroll_widened.py's
+    copies of the loop of 2 in each row, whose index vectors are then .rodata constants.)"""
     import kcc.passes.unroll_tiny as unroll_tiny
+    import kcc.passes.unroll_widened as unroll_widened
     monkeypatch.setattr(unroll_tiny, "FOLD_CAP", 0)
+    monkeypatch.setattr(unroll_widened, "INNER_TRIPS", 0)
     text = _selected(TRIU40, arch)
     assert "vpinsrd" not in text and "vpaddd_x_x_xm" in text, text
     rng = np.random.default_rng(0)

@@ -236,11 +236,12 @@ def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str, n: 
 
 
 def test_a_row_product_leaves_the_column_loop() -> None:
-    """r*24 of the index r*24 + c is invariant in c's loop: IMUL into its own register, LEA
-    adds c, and LICM moves the IMUL before the loop (ADD in place kept it in the loop). (24
-    columns: three trips of 8 lanes; 10 would leave a one-trip column loop, straight-line.
-    48 rows: 6 rows of three blocks would be copied out whole, passes/unroll_widened.py.)"""
-    text = _selected(_rows_kernel("int32", 24, rows=48))
+    """r*72 of the index r*72 + c is invariant in c's loop: IMUL into its own register, LEA
+    adds c, and LICM moves the IMUL before the loop (ADD in place kept it in the loop). (72
+    columns: nine trips of 8 lanes, over passes/unroll_widened.py's INNER_TRIPS, which
+    copies a row of three blocks (24 columns) into the row loop; 10 would leave a one-trip
+    column loop, straight-line. 48 rows: 6 rows would be copied out whole.)"""
+    text = _selected(_rows_kernel("int32", 72, rows=48))
     lines = [ln.split(":", 1)[1].split() for ln in text.splitlines()
              if ln.split(":", 1)[0].strip().isdigit()]
     ops = [x[0] for x in lines if x]
