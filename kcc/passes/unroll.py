@@ -461,6 +461,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
                 and stores_only(glob, stored) else ()
             if cols:
                 chunks = (wide[1],) * (len(cols) // wide[1])
+            elif wide and f == wide[0] == n_iter and len(wide) > 1 and n_iter % wide[1] and not chunks:
+                continue        # (whole only as overlapping chunks, which this loop may not)
             return _Plan(r, end, f, tuple(private), inner, f in wide, chunks, cols)
     return None
 

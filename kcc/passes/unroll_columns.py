@@ -47,8 +47,11 @@ def wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
         return ()
     # every column in one loop, its chunks' chains side by side; not where a compare varies
     # with the column (a gate): its lanes cut across chunks were assembled bit by bit into
-    # masks (conv_transpose r_10_10_2_3_3's 8 + 2 ran 248 -> 268 ns)
-    if not retried and n_iter % fs[0] and column_chunks(n_iter, fs) \
+    # masks (conv_transpose r_10_10_2_3_3's 8 + 2 ran 248 -> 268 ns). Where no sum of
+    # MAX_CHUNKS widths makes the bound, it may still be MAX_CHUNKS overlapping chunks
+    # (`overlapped_chunks`; unroll.py `_analyze` drops the whole factor where not)
+    if not retried and n_iter % fs[0] \
+            and (column_chunks(n_iter, fs) or -(-n_iter // fs[0]) <= MAX_CHUNKS) \
             and not any(n.op in COMPARE for n in values):
         fs = (n_iter,) + fs
     return fs
@@ -84,6 +87,8 @@ def overlapped_chunks(n: int, fs: tuple[int, ...]) -> tuple[int, ...]:
     if w < 2 or n <= w or n % w == 0:
         return ()
     m = -(-n // w)
+    if m > MAX_CHUNKS:
+        return ()
     exact = column_chunks(n, fs)
     # a chunk of a width the target has no vector of (FACTORS' 2 for float32) is its chains
     if exact and m >= sum(1 if c in fs else c for c in exact):
