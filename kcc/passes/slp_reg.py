@@ -8,7 +8,7 @@ from __future__ import annotations
 from kcc.ir.consts import const_int, is_const
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
-from kcc.passes.slp_index import consecutive_runs
+from kcc.passes.slp_index import consecutive_runs, lane_offset
 from kcc.passes.target import TargetDesc
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -19,10 +19,39 @@ if TYPE_CHECKING:
 def store_runs(order: list[UOp]) -> list[tuple[UOp, ...]]:
     """Runs of ungated scalar STOREs to consecutive elements of one buffer (by offset; an
     upcast's `a*c`, `a*c + 1`, … too: slp_index.lane_offset's ``scaled``, for stores only,
-    where loads keep their grouping)."""
-    return consecutive_runs([u for u in order if u.op is Ops.STORE and len(u.src) == 2
-                             and u.src[0].op is Ops.INDEX and u.src[1].shape == ()
-                             and u.src[0].src[0].kind == "buffer"], scaled=True)
+    where loads keep their grouping); where two stores write one element, `overlap_runs`."""
+    stores = [u for u in order if u.op is Ops.STORE and len(u.src) == 2
+              and u.src[0].op is Ops.INDEX and u.src[1].shape == ()
+              and u.src[0].src[0].kind == "buffer"]
+    key = {u: (u.src[0].src[0],) + lane_offset(u.src[0].src[1], True) for u in stores}
+    seen: set = set()
+    twice = set()
+    for u in stores:
+        if key[u] in seen:
+            twice.add(key[u][:2])
+        seen.add(key[u])
+    if not twice:
+        return consecutive_runs(stores, scaled=True)
+    return consecutive_runs([u for u in stores if key[u][:2] not in twice], scaled=True) \
+        + overlap_runs([u for u in stores if key[u][:2] in twice], key)
+
+
+def overlap_runs(stores: list[UOp], key: dict[UOp, tuple]) -> list[tuple[UOp, ...]]:
+    """Runs of stores to elements of a buffer that two stores write (passes/unroll.py's
+    column jam in overlapping chunks, unroll_columns.py `overlapped_chunks`: mean_axes02's
+    columns 0..7 and 6..13), in program order: each store of the element after the run's
+    last extends the run, any other starts one. By offset alone the first store of each
+    element would stand for it (columns 0..13 cut 8 + 4 + 2, the second chunk's lanes
+    stored one by one); each chunk's stores are its own run, stored from its vector."""
+    runs: list[list[UOp]] = []
+    for u in stores:
+        b, base, k = key[u]
+        last = key[runs[-1][-1]] if runs else None
+        if last is not None and last[:2] == (b, base) and last[2] + 1 == k:
+            runs[-1].append(u)
+        else:
+            runs.append([u])
+    return [tuple(r) for r in runs]
 
 
 def scalar_reg_groups(order: list[UOp], ctx: TargetDesc, stored: dict[UOp, int],

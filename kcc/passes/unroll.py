@@ -126,6 +126,9 @@ class _Plan:
     # a wide column jam of the whole bound: its copies in chunks of these sizes, each chunk's
     # accumulators a buffer of their own (unroll_columns.py `column_chunks`); () one buffer
     chunks: tuple[int, ...] = ()
+    # a wide column jam whose last chunk overlaps the one before (unroll_columns.py
+    # `overlapped_chunks`): copy k's column; () copy k's column is k
+    columns: tuple[int, ...] = ()
 
 
 def _span(place: UOp) -> tuple[UOp, int] | None:
@@ -432,7 +435,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     # pays whatever the work (mean over axes 0 and 2, r_8_14_2_14: 0.18x -> 0.48x clang).
     # With several accumulators a copy (tinygrad's upcast rows) the copies stayed chains:
     # cumsum_777 r_3_128_2_4_64_4 jammed ran 2.4x -> 1.2x clang, cummax's 2.3x -> 0.8x
-    from kcc.passes.unroll_columns import column_chunks, column_loop, wide_columns
+    from kcc.passes.unroll_columns import (column_chunks, column_loop, overlapped_chunks,
+                                           stores_only, wide_columns)
     columns = via_mulacc and work > MULACC_MAX_WORK \
         and all(b.arg.size == 1 for b in private) and column_loop(loops, r, cone)
     if columns:
@@ -453,7 +457,13 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
             continue
         if all(iterations_disjoint(v, f) for v in glob.values()):
             chunks = column_chunks(f, wide[1:]) if f in wide and f == n_iter else ()
-            return _Plan(r, end, f, tuple(private), inner, f in wide, chunks)
+            cols = overlapped_chunks(f, wide[1:]) if f in wide and f == n_iter \
+                and stores_only(glob, stored) else ()
+            if cols:
+                chunks = (wide[1],) * (len(cols) // wide[1])
+            elif wide and f == wide[0] == n_iter and len(wide) > 1 and n_iter % wide[1] and not chunks:
+                continue        # (whole only as overlapping chunks, which this loop may not)
+            return _Plan(r, end, f, tuple(private), inner, f in wide, chunks, cols)
     return None
 
 
@@ -500,7 +510,9 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
     dt = r.dtype
     r2 = UOp(Ops.RANGE, (strong_int(const_int(r.src[0]) // f, dt),) + r.src[1:], r.arg)
     scale = UOp(Ops.MUL, (r2, strong_int(f, dt)))
-    idx = [scale] + [UOp(Ops.ADD, (scale, strong_int(k, dt))) for k in range(1, f)]
+    cols = plan.columns or tuple(range(f))
+    f = len(cols)                        # the copies (overlapping chunks: more than the bound)
+    idx = [scale if c == 0 else UOp(Ops.ADD, (scale, strong_int(c, dt))) for c in cols]
     slot = free_reg_slot(loops.order)
     new: list[dict[UOp, UOp]] = [{r: idx[k]} for k in range(f)]
     rows: dict[UOp, int] = {}            # merged buffer → its copies' row length W
@@ -605,7 +617,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
                     nk[n] = _constant_out(UOp(n.op, srcs, n.arg, n.tag), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
-    if const_int(r.src[0]) % f:
+    if const_int(r.src[0]) % plan.factor:
         jammed, rest = _tail(loops, plan, jammed)
         if tails is None:
             made |= rest

@@ -46,8 +46,11 @@ def wide_columns(loops: _Loops, r: UOp, cone: list[UOp], private: list[UOp],
         return ()
     # every column in one loop, its chunks' chains side by side; not where a compare varies
     # with the column (a gate): its lanes cut across chunks were assembled bit by bit into
-    # masks (conv_transpose r_10_10_2_3_3's 8 + 2 ran 248 -> 268 ns)
-    if not retried and n_iter % fs[0] and column_chunks(n_iter, fs) \
+    # masks (conv_transpose r_10_10_2_3_3's 8 + 2 ran 248 -> 268 ns). Where no sum of
+    # MAX_CHUNKS widths makes the bound, it may still be MAX_CHUNKS overlapping chunks
+    # (`overlapped_chunks`; unroll.py `_analyze` drops the whole factor where not)
+    if not retried and n_iter % fs[0] \
+            and (column_chunks(n_iter, fs) or -(-n_iter // fs[0]) <= MAX_CHUNKS) \
             and not any(n.op in COMPARE for n in values):
         fs = (n_iter,) + fs
     return fs
@@ -67,6 +70,39 @@ def column_chunks(f: int, fs: tuple[int, ...]) -> tuple[int, ...]:
             out.append(w)
             f -= w
     return tuple(out) if f == 0 and len(out) > 1 else ()
+
+
+def overlapped_chunks(n: int, fs: tuple[int, ...]) -> tuple[int, ...]:
+    """The columns (counter values) of the copies of a column loop of n columns jammed whole
+    as ceil(n / w) chunks of the widest legal width w, the last overlapping the one before it
+    (`column_chunks`' sum of narrower chunks otherwise), or () where that takes no fewer
+    chunks than `column_chunks`. A column that two chunks hold is computed by both, by the
+    same ops on the same elements (bit-identical), and stored twice with the same value:
+    exact where the loop loads no buffer it stores and stores ungated (`_analyze` checks).
+    mean_axes02 r_8_14_2_14's 14 columns 8 + 4 + 2 ran an 8-lane, a 4-lane and two scalar
+    add chains (the 2-lane chunk stays scalar: no 2-lane float vector; 0.82x clang); 0..7
+    and 6..13 are two 8-lane chains, clang's two masked blocks."""
+    w = fs[0] if fs else 0
+    if w < 2 or n <= w or n % w == 0:
+        return ()
+    m = -(-n // w)
+    if m > MAX_CHUNKS:
+        return ()
+    exact = column_chunks(n, fs)
+    # a chunk of a width the target has no vector of (FACTORS' 2 for float32) is its chains
+    if exact and m >= sum(1 if c in fs else c for c in exact):
+        return ()
+    starts = [j * w for j in range(m - 1)] + [n - w]
+    return tuple(c for st in starts for c in range(st, st + w))
+
+
+def stores_only(glob: dict[UOp, list[tuple[int, int, int, bool]]],
+                stored: dict[UOp, list[UOp]]) -> bool:
+    """Whether a loop only stores, ungated, the kernel arguments it stores (loads none of them;
+    glob: unroll.py `_analyze`'s accesses of each, stored: its stores): a column stored twice
+    with the same value is then exact (`overlapped_chunks`)."""
+    return all(a[3] for v in glob.values() for a in v) and all(
+        len(n.src) == 2 for b, v in stored.items() if b.op is Ops.PARAM for n in v)
 
 
 def _lane_values(cone: list[UOp], r: UOp, private: list[UOp]) -> list[UOp]:

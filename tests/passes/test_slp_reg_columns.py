@@ -93,10 +93,27 @@ def test_matches_the_interpreter(arch: str, which: str) -> None:
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
-def test_a_run_no_width_divides_is_cut_greedily() -> None:
+def test_a_run_no_width_divides_is_cut_greedily(monkeypatch) -> None:
     """A run of 14 column stores (mean over axes 0 and 2, jammed whole in chunks 8 + 4 + 2:
-    passes/unroll_columns.py `column_chunks`) has no dividing width: it is cut 8 + 4 and the
-    last 2 (no 2-lane float32 vector on x86) stay scalar, where all 14 stayed scalar."""
-    from test_unroll_columns import _mean
+    passes/unroll_columns.py `column_chunks`, no overlapping chunks) has no dividing width:
+    it is cut 8 + 4 and the last 2 (no 2-lane float32 vector on x86) stay scalar, where all
+    14 stayed scalar."""
+    from test_unroll_columns import _exact_chunks, _mean
+    _exact_chunks(monkeypatch)
     stores = _stores(_packed(_mean()), 0)
     assert [u.src[1].shape for u in stores] == [(8,), (4,), (), ()]
+
+
+def test_stores_of_overlapping_chunks_are_runs_in_program_order(monkeypatch) -> None:
+    """mean's 14 columns jammed as two overlapping 8-lane chunks (columns 0..7 and 6..13)
+    store columns 6 and 7 twice. By offset the first store of an element stood for it: one
+    run of 14 cut 8 + 4 + 2, the second chunk's lanes stored one by one; in program order
+    (slp_reg.py `overlap_runs`) each chunk is a run, one 8-lane store of its vector."""
+    from test_unroll_columns import _mean
+    stores = _stores(_packed(_mean()), 0)
+    assert [u.src[1].shape for u in stores] == [(8,), (8,)]
+    import kcc.passes.slp_reg as slp_reg
+    monkeypatch.setattr(slp_reg, "overlap_runs",
+                        lambda st, key: slp_reg.consecutive_runs(st, scaled=True))
+    stores = _stores(_packed(_mean()), 0)
+    assert [u.src[1].shape for u in stores] != [(8,), (8,)]

@@ -187,6 +187,13 @@ def _mean(n: int = 1) -> str:
     return MEAN.format(n=n)
 
 
+def _exact_chunks(monkeypatch) -> None:
+    """No overlapping chunks (unroll_columns.py `overlapped_chunks`): the tests of the exact
+    chunks 8 + 4 + 2 a loop that loads what it stores takes."""
+    import kcc.passes.unroll_columns as uc
+    monkeypatch.setattr(uc, "overlapped_chunks", lambda n, fs: ())
+
+
 def test_column_loop_through_mulaccs_is_jammed_whatever_its_work(monkeypatch) -> None:
     """A column loop of one-element accumulators indexed through MULACCs is jammed by 4 (14
     columns: 3 groups and a remainder loop) though its work is past MULACC_MAX_WORK (3
@@ -195,6 +202,7 @@ def test_column_loop_through_mulaccs_is_jammed_whatever_its_work(monkeypatch) ->
     loads 56 bytes apart), so even a limit of 1 stream takes the jam."""
     import kcc.passes.unroll as unroll_mod
     monkeypatch.setattr(unroll_mod, "MULACC_MAX_WORK", 3)
+    _exact_chunks(monkeypatch)
     jammed, packed = _jammed(_mean())
     assert 4 in _reg_sizes(jammed)
     assert any(u.op is Ops.LOAD and u.shape == (4,) and u.src[0].op is Ops.SHRINK
@@ -231,14 +239,16 @@ def test_mean_columns_match_the_interpreter(arch: str, monkeypatch) -> None:
                          ids=["conv1d_12", "mean_14"])
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_wide_column_jam_and_its_remainders(src: str, sizes: list[int], scalars: int,
-                                            arch: str) -> None:
+                                            arch: str, monkeypatch) -> None:
     """A column loop of one-element accumulators is jammed by the widest vector the target
     computes (8 float32 lanes at v3; 16 at v4 where the bound allows), its remainder loop
     jammed again narrower: conv1d's 12 columns one 8-lane and one 4-lane chain (FACTORS'
     4 made three 4-lane chains, 0.50x clang), mean's 14 columns 8 + 4 + 2 (three 4-lane
     chains and two scalar ones before; x86 has no 2-lane float32 vector, so the last two
     stay two scalar chains, jammed). The remainder's counter `i3 + 8` folds into each
-    copy's constant, so its loads are vector loads too, not scalars gathered into lanes."""
+    copy's constant, so its loads are vector loads too, not scalars gathered into lanes.
+    (Without overlapping chunks: `test_overlapping_chunks`.)"""
+    _exact_chunks(monkeypatch)
     jammed, packed = _jammed(src, arch)
     assert [s for s in _reg_sizes(jammed) if s > 1] == sorted(sizes)
     loads = [u for u in toposort([packed]) if u.op is Ops.LOAD
@@ -321,6 +331,80 @@ def test_column_chunks() -> None:
     assert column_chunks(14, (8, 4)) == (8, 4, 2)       # a last scalar pair (FACTORS' 2)
     assert column_chunks(8, (8, 4)) == ()               # one vector: no chunks
     assert column_chunks(31, (16, 8, 4)) == ()          # 16 + 8 + 4 + 2 + 1: too many
+
+
+def test_overlapped_chunks() -> None:
+    from kcc.passes.unroll_columns import overlapped_chunks
+    assert overlapped_chunks(14, (8, 4)) == tuple(range(8)) + tuple(range(6, 14))
+    assert overlapped_chunks(10, (8, 4)) == tuple(range(8)) + tuple(range(2, 10))  # not 8 + 1 + 1
+    assert overlapped_chunks(12, (8, 4)) == ()          # 8 + 4: as few chunks, exact
+    assert overlapped_chunks(16, (8, 4)) == ()          # no remainder
+    assert overlapped_chunks(31, (16, 8)) == tuple(range(16)) + tuple(range(15, 31))
+    assert overlapped_chunks(29, (16, 8, 4)) == tuple(range(16)) + tuple(range(13, 29))
+    assert overlapped_chunks(77, (16, 8, 4)) == ()      # 5 chunks: past MAX_CHUNKS
+
+
+@pytest.mark.parametrize("name,sizes", [("matmul_odd_r_37_29_53", [16, 16]),
+                                        ("half_matmul_r_17_19_33", [8, 8, 8])])
+def test_whole_loop_as_overlapping_chunks_where_exact_ones_are_too_many(
+        name: str, sizes: list[int]) -> None:
+    """A column loop that no sum of at most MAX_CHUNKS widths makes (matmul_odd's 29 columns
+    at x86-64-v4: 16 + 8 + 4 + 1; half_matmul's 19, 8-lane float16: 8 + 8 + 2 + 1) was
+    jammed by the widest width and its remainder loops again, narrower (16, then 8, 4 and a
+    scalar column, each a reduce loop of its own); it is jammed whole as ceil(n / w)
+    overlapping chunks: matmul_odd 5.2 -> 1.6 us, half_matmul 6.6 -> 3.4 us (clang 23 and
+    9.5 us)."""
+    jammed, _ = _jammed(_sweep(name), "x86-64-v4")
+    assert [s for s in _reg_sizes(jammed) if s > 1] == sizes
+    assert len(_ranges(jammed)) < len(_ranges(_jammed_exact(name)))
+
+
+def _jammed_exact(name: str):
+    import kcc.passes.unroll_columns as uc
+    keep = uc.overlapped_chunks
+    uc.overlapped_chunks = lambda n, fs: ()
+    try:
+        return _jammed(_sweep(name), "x86-64-v4")[0]
+    finally:
+        uc.overlapped_chunks = keep
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_overlapping_chunks(arch: str) -> None:
+    """mean's 14 columns, whose loop loads no buffer it stores, are jammed whole as two 8-lane
+    chunks over columns 0..7 and 6..13 (unroll_columns.py `overlapped_chunks`): two vector
+    accumulators, every load of the input an 8-lane load, and the output stored as two 8-lane
+    stores (slp_reg.py `overlap_runs`; columns 6 and 7 twice, with the same values). 8 + 4 +
+    2 ran an 8-lane, a 4-lane and two scalar add chains (mean_axes02 r_8_14_2_14 0.82x clang;
+    1.48x overlapped)."""
+    jammed, packed = _jammed(_mean(), arch)
+    assert [s for s in _reg_sizes(jammed) if s > 1] == [8, 8]
+    nodes = toposort([packed])
+    loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM
+             and u.src[0].src[0].arg.slot == 1]
+    assert loads and {u.shape for u in loads} == {(8,)}
+    stores = [u for u in nodes if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM]
+    assert [u.src[1].shape for u in stores] == [(8,), (8,)]
+
+
+def test_a_loop_that_loads_what_it_stores_takes_exact_chunks() -> None:
+    """Where the loop also loads the output (here its own element, added to each row), a
+    column stored twice could be read back between its stores: exact chunks 8 + 4 + 2."""
+    src = _mean().replace("%s = ADD(%cur, %s1)", "%xo = LOAD(%po)\n%s2 = ADD(%s1, %xo)\n"
+                          "%s = ADD(%cur, %s2)")
+    jammed, _ = _jammed(src)
+    assert [s for s in _reg_sizes(jammed) if s > 1] == [2, 4, 8]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("which", ["mean_14", "mean_axes02_r_8_14_2_14",
+                                   "matmul_odd_r_37_29_53"])
+def test_overlapping_chunks_match_the_interpreter(which: str, arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(_mean() if which == "mean_14" else _sweep(which))
+    args = random_inputs(sink, 6)
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
 def test_gated_columns_keep_their_remainder_loop() -> None:
