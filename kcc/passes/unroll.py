@@ -88,6 +88,8 @@ from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, reb
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
+from kcc.passes.unroll_legal import (  # noqa: F401 (pack.py, unroll_columns.py)
+    _ORDERING, _PLACES, STREAM_WINDOW, _privatizable, _span, _streams, _varies)
 from kcc.record import record
 
 FACTORS = (4, 2)
@@ -96,18 +98,11 @@ MAX_COPIED = 600          # nodes of one copy of a loop body (f copies are made)
 # accumulator's latency, and copies only add register pressure (conv2d's 339: 2 copies ran 4%
 # more instructions under callgrind; matmul's 168: 27% fewer)
 MAX_INNER_WORK = 256
-# Two loads of one buffer whose addresses differ by a constant under this many bytes read one
-# stream: the same 64-byte line or the next, the 128-byte-aligned pair the L2 prefetchers
-# fetch together (Intel optimization manual, "Data Prefetching": the spatial prefetcher;
-# AMD's L2 stream prefetcher fetches adjacent lines as well)
-STREAM_WINDOW = 128
 # a loop whose global stores are indexed through a MULACC is jammed when its copied inner
 # work is at most this: in bench/sweep_vs_clang.py tinygrad's conv2d r_4_14_14_2_4_8_3_3 (67
 # ops a copy) ran 90 -> 130 us jammed by 2 or by 4, the row kernels of 5-13 ops 1.1-2.9x
 # faster (docs/performance.md, "Remainder loops for unroll-and-jam")
 MULACC_MAX_WORK = 32
-_PLACES = (Ops.INDEX, Ops.SHRINK)
-_ORDERING = (Ops.RANGE, Ops.AFTER)     # ops whose srcs past the first only order
 _WORK = frozenset({Ops.LOAD, Ops.STORE}) | ALU
 
 
@@ -129,14 +124,6 @@ class _Plan:
     # a wide column jam whose last chunk overlaps the one before (unroll_columns.py
     # `overlapped_chunks`): copy k's column; () copy k's column is k
     columns: tuple[int, ...] = ()
-
-
-def _span(place: UOp) -> tuple[UOp, int] | None:
-    """(index, element count) of an INDEX/SHRINK place; None when the count is not constant."""
-    if place.op is Ops.INDEX:
-        return place.src[1], 1
-    n = const_int(place.src[2])
-    return (place.src[1], n) if n is not None else None
 
 
 _OUT_OPS = frozenset({Ops.SHL, Ops.MUL, Ops.MULACC, Ops.ADD})  # what _constant_out moves
@@ -238,103 +225,6 @@ def _inner(loops: _Loops, r: UOp, cone: list[UOp]) -> list[UOp] | None:
             if e is not None and e in inside:
                 res.append(n)
     return res
-
-
-def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp],
-                  region_set: set[UOp], buf: UOp, cone: list[UOp]) -> bool:
-    """Whether REG buffer buf carries no value from one iteration of r to the next (see the
-    module docstring) and is used only inside the loop (cone: the loop's, `_Loops.cone`)."""
-    for n in loops.order:
-        if buf in n.src and n not in region_set:
-            return False
-        if n.op in _PLACES and n.src[0].op is Ops.AFTER and base_buffer(n.src[0]) is buf \
-                and n not in region_set:
-            return False
-    dep = loops.dep
-    covered: dict[UOp, frozenset[int]] = {}
-    # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
-    # (asked of the region's LOADs only: the loop's cone holds every node under them)
-    empty: frozenset[int] = frozenset()
-    for n in cone:
-        # the union of the srcs' sets, sharing one when the others add nothing (most nodes)
-        s = empty
-        for x in n.src:
-            c = covered.get(x)
-            if c and c is not s and not c <= s:
-                s = c if s <= c else s | c
-        if n.op is Ops.STORE and len(n.src) == 2 and base_buffer(n.src[0].src[0]) is buf \
-                and r in dep[n] and not (dep[n] & inner):
-            sp = _span(n.src[0])
-            v = const_int(sp[0]) if sp is not None else None
-            if v is not None:
-                s = s | frozenset(range(v, v + sp[1]))
-        if s:
-            covered[n] = s
-    for n in region:
-        if n.op is Ops.LOAD and base_buffer(n.src[0].src[0]) is buf:
-            sp = _span(n.src[0])
-            v = const_int(sp[0]) if sp is not None else None
-            if v is None or not set(range(v, v + sp[1])) <= covered.get(n, frozenset()):
-                return False
-    return True
-
-
-def _varies(cone: list[UOp], r: UOp, private: set[UOp]) -> set[UOp]:
-    """The nodes whose copies differ: those that read r or a privatized buffer through value
-    srcs. A RANGE's order srcs and an AFTER's deps only order (the copies share the new loop's
-    counter there), so a node reaching r only through them is one node for every copy."""
-    out: set[UOp] = set()
-    add, disjoint = out.add, out.isdisjoint
-    for n in cone:
-        srcs = n.src[:1] if n.op in _ORDERING else n.src
-        if n is r or n in private or not disjoint(srcs):
-            add(n)
-    return out
-
-
-def _streams(region: list[UOp], varies: set[UOp], r: UOp, inner: frozenset[UOp],
-             dep: dict[UOp, frozenset[UOp]], f: int) -> int:
-    """The memory streams the fused inner loops read with f copies: global loads whose address
-    advances with an inner loop, one stream per group of loads of one buffer whose addresses
-    (copy k's counter f*i2 + k) differ by constants under STREAM_WINDOW bytes; a load that is
-    not copied (it does not read r) counts once. Loop nests run one after the other: the
-    largest nest's count."""
-    memo: dict = {}             # each index as sum(coef*leaf) + o (kcc/ir/affine.py)
-    nests: dict[UOp, dict[tuple, list[int]]] = {}
-    for n in region:
-        if n.op is not Ops.LOAD:
-            continue
-        buf = base_buffer(n.src[0].src[0])
-        idx = n.src[0].src[1]
-        loops = dep[idx] & inner
-        if buf.op is not Ops.PARAM or not loops:
-            continue
-        top = next((x for x in loops if dep[x] & inner == {x}), r)
-        # (without a leaf test: never None); MULACC(x, k, y) read as k*x + y: a counter
-        # under tinygrad's MULACC index is a term, so copies whose loads are c*k elements
-        # apart count as one stream, not each a stream of its own (the copy's MULACC leaf
-        # differs between copies)
-        terms, o = affine(idx, memo=memo, mulacc=True)
-        terms = dict(terms)
-        c = terms.pop(r, 0)
-        # a leaf that differs between copies other than through r (a privatized buffer's
-        # value): the copies' addresses are not a constant apart
-        own = n in varies and any(t in varies for t in terms)
-        key: tuple = (buf, frozenset(terms.items()))
-        size = buf.arg.dtype.itemsize or 1
-        per = nests.setdefault(top, {})
-        for k in range(f if n in varies else 1):
-            per.setdefault(key + ((k,) if own else ()), []).append((o + c * k) * size)
-    best = 0
-    for per in nests.values():
-        count = 0
-        for offsets in per.values():
-            start = None
-            for x in sorted(offsets):
-                if start is None or x - start >= STREAM_WINDOW:
-                    count, start = count + 1, x
-        best = max(best, count)
-    return best
 
 
 def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] | None = None,
@@ -461,7 +351,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
                 and stores_only(glob, stored) else ()
             if cols:
                 chunks = (wide[1],) * (len(cols) // wide[1])
-            elif wide and f == wide[0] == n_iter and len(wide) > 1 and n_iter % wide[1] and not chunks:
+            elif wide and f == wide[0] == n_iter and len(wide) > 1 and n_iter % wide[1] \
+                    and not chunks:
                 continue        # (whole only as overlapping chunks, which this loop may not)
             return _Plan(r, end, f, tuple(private), inner, f in wide, chunks, cols)
     return None
