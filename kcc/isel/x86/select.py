@@ -30,6 +30,7 @@ from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
 from kcc.isel.common import SelectorBase
 from kcc.isel.x86.alu import X86Alu
+from kcc.isel.x86.cast import X86Cast
 from kcc.isel.x86.idioms import X86Idioms
 from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
@@ -54,8 +55,8 @@ __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "
 
 
 
-class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Idioms, X86IVec, X86ICast,
-                  X86KMask, X86Half, X86AnyLanes, X86VecInduction):
+class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86IVec,
+                  X86ICast, X86KMask, X86Half, X86AnyLanes, X86VecInduction):
     """Selects one kernel: `X86Selector(name, pool, specials).select(lin)` → MFunction."""
 
     def __init__(self, name: str, pool: ConstPool, specials: list[str], evex: bool = False,
