@@ -42,6 +42,7 @@ U64 = rng.integers(0, 2**63, (50,)).astype(np.uint64)
 NANS = np.array([np.nan, 1, -np.inf, 2, np.inf, -0.0, 0.0, 3] * 4, np.float32)
 C5 = rng.standard_normal(5000).astype(np.float32)
 C7 = rng.standard_normal((3, 777)).astype(np.float32)
+SORT = rng.permutation(8 * 1024).reshape(8, 1024).astype(np.float32)   # sort_rows
 
 
 def _var(name: str = "n"):
@@ -216,6 +217,10 @@ cases = {   # name -> a computation returning a numpy array
     "cumsum_777": lambda: Tensor(C7).cumsum(axis=1).numpy(),
     "cumprod": lambda: (Tensor(C7[:, :40]) * 0.1 + 1).cumprod(axis=1).numpy(),
     "cummax_777": lambda: Tensor(C7).cummax(axis=1)[0].numpy(),
+    # sort's counts of equal values before each element and its index sums (both
+    # r_4_256_2_4_256_4: compares ANDed, cast and summed; issue 21 item 5)
+    "sort_rows": lambda: np.stack([t.numpy().astype(np.float64)
+                                   for t in Tensor(SORT).sort(dim=-1)]),
 }
 
 

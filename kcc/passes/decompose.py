@@ -25,7 +25,8 @@
   target that selects faster than it multiplies (`TargetDesc.select_bool_mul`: x86, where
   VPMULLD is two uops of ten cycles' latency and the select one masked move; argmax's
   `(x == max) * (n - i)` every element); likewise a SHL of such a CAST by a constant k →
-  WHERE(bool, 1 << k, 0).
+  WHERE(bool, 1 << k, 0); a vector MULACC with such a CAST factor → ADD(WHERE(bool, y, 0),
+  acc) (bool_mulacc).
 - MULHI → the exact product in int64/uint64 shifted down (≤ 32-bit dtypes), or the high half
   assembled from four 32 x 32 → 64-bit products (64-bit dtypes; signed from unsigned by the
   operands' signs).
@@ -186,6 +187,23 @@ def bool_mul(ctx: TargetDesc, x: UOp) -> UOp | None:
     for c, y in (x.src, x.src[::-1]):
         if c.op is Ops.CAST and c.src[0].dtype == dtypes.bool:
             return UOp(Ops.WHERE, (c.src[0], y, _const(0, dt, x.shape)))
+    return None
+
+
+def bool_mulacc(ctx: TargetDesc, x: UOp) -> UOp | None:
+    """Integer MULACC(CAST(b), y, c) of a bool b (either factor) → ADD(WHERE(b, y, 0), c),
+    bool_mul's WHERE under a native MULACC (exact: both wrap alike; tinygrad's index sums,
+    sort's `CAST(x[j] == v & idx[j] == w) * j + acc`, were a 0/1 vector and a VPMULLD).
+    Vectors only: a scalar MULACC stays one IMUL and ADD."""
+    dt = x.dtype
+    if not ctx.select_bool_mul or not dt.is_int or dt.is_weak or dt.is_bool or not x.shape:
+        return None
+    if not ctx.alu_legal(x.shape[0], dt, Ops.WHERE):
+        return None
+    a, b, acc = x.src
+    for c, y in ((a, b), (b, a)):
+        if c.op is Ops.CAST and c.src[0].dtype == dtypes.bool:
+            return UOp(Ops.ADD, (UOp(Ops.WHERE, (c.src[0], y, _const(0, dt, x.shape))), acc))
     return None
 
 
@@ -404,6 +422,7 @@ DECOMPOSE = PatternMatcher([
     (UPat(Ops.CDIV, name="x"), cdiv),
     (UPat((Ops.FDIV, Ops.SQRT), name="x"), fdiv_sqrt),
     (UPat(Ops.MULACC, name="x"), int_mulacc),
+    (UPat(Ops.MULACC, name="x"), bool_mulacc),
     (UPat(Ops.MUL, name="x"), bool_mul),
     (UPat(Ops.SHL, name="x"), bool_shl),
     (UPat(Ops.MULHI, name="x"), mulhi),

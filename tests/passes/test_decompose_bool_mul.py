@@ -104,3 +104,45 @@ def test_bool_shl_matches_the_interpreter(arch: str, dt: str, k: int) -> None:
     want = reference(sink, args)
     assert set(want[0].tolist()) >= {0}
     assert_same(sink, compile_and_run(sink, args, arch), want)
+
+
+# out[4i:4i+4] = (a == b) * (77 - i) + b's bits, 4 lanes: bool_mulacc's MULACC by the CAST
+MULACC_TEXT = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 64)
+%a = PARAM ParamArg(1, float32, 64)
+%b = PARAM ParamArg(2, float32, 64)
+%i = RANGE(16) (0, WEAK)
+%i4 = MUL(%i, 4)
+%pa = SHRINK(%a, %i4, 4)
+%x = LOAD(%pa)
+%pb = SHRINK(%b, %i4, 4)
+%y = LOAD(%pb)
+%eq = CMPEQ(%x, %y)
+%c = CAST(%eq) int32
+%n = SUB(77, %i)
+%nv = STACK(%n, %n, %n, %n)
+%yb = BITCAST(%y) int32
+%m = MULACC({order}, %yb)
+%po = SHRINK(%out, %i4, 4)
+%st = STORE(%po, %m)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="k")
+"""
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_bool_mulacc_is_a_select_and_an_add_on_x86(swap: bool) -> None:
+    text = MULACC_TEXT.format(order="%nv, %c" if swap else "%c, %nv")
+    ops = _ops(text, x86_desc("x86-64-v3"))
+    assert Ops.WHERE in ops and Ops.MULACC not in ops
+    assert Ops.MULACC in _ops(text, CUDA)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_bool_mulacc_matches_the_interpreter(arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    sink = parse(MULACC_TEXT.format(order="%c, %nv"))
+    args = random_inputs(sink, 2)
+    args[2][::3] = args[1][::3]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

@@ -41,6 +41,41 @@ def _all_true(u: UOp) -> bool:
                                      for x in u.src)
 
 
+# the most AND/OR/XOR nodes of a bool tree add_bool_tree takes as lane masks
+_TREE_MAX = 7
+
+
+def _one_vex_compare(c: UOp, width: int) -> bool:
+    """c compares vector lanes of `width` bytes in one VEX instruction into a lane mask:
+    VCMPPS/PD (any predicate), VPCMPEQ, VPCMPGT (a signed CMPLT). An integer CMPNE (compare,
+    then NOT: two more) or an unsigned CMPLT (its bias flips first) is cheaper as an opmask."""
+    if c.op not in _COMPARES or not c.src[0].shape or c.src[0].dtype.itemsize != width:
+        return False
+    dt = c.src[0].dtype
+    if reg_class(dt) == "vec":
+        return True
+    return is_int_vector(c.src[0]) and (c.op is Ops.CMPEQ or
+                                        (c.op is Ops.CMPLT and dt.is_signed))
+
+
+def compare_tree(b: UOp, width: int) -> bool:
+    """b is an AND/OR/XOR tree (at most _TREE_MAX of them) whose leaves are compares of
+    vector lanes of `width` bytes, each one VEX instruction (_one_vex_compare): their lane
+    masks combine bitwise with no resize, so the tree is a lane mask of that width in as
+    many micro-ops as its opmask takes (x86_vec.bool_vec), none of them on port 5 alone."""
+    todo, ops = [b], 0
+    while todo:
+        n = todo.pop()
+        if n.op in _KLOGIC:
+            ops += 1
+            if ops > _TREE_MAX:
+                return False
+            todo.extend(n.src)
+        elif not _one_vex_compare(n, width):
+            return False
+    return ops > 0
+
+
 class X86KMask:
     """Opmask rules (mixed into X86Selector; used only when its `evex` is set)."""
 
@@ -195,13 +230,18 @@ class X86KMask:
         opmask's 0/1 lanes (VCMPPS k, VMOVDQU32 {k}{z} of 1s) and VPADD take three (and the
         opmask compare port 5 alone); the CAST's own instructions then have no reader (dce).
         None for other ADDs, a zmm (no VEX compare into one) or a bool vector that is not a
-        compare (its mask would be built, not compared)."""
+        compare (its mask would be built, not compared). Rule `add_bool_tree`: an AND/OR/XOR
+        of such compares (compare_tree; sort's `(j < i+1) & (x[j] == x[i])` counts) is one
+        VANDPS/VORPS/VXORPS of their masks before the VPSUB, where the opmask form's KANDB
+        takes port 0 and each compare into k port 5 (sort_rows r_4_256_2_4_256_4: 1.33x
+        clang's time before, its compares into k the bound)."""
         dt, n = u.dtype, u.shape[0]
         if vw(dt, n) == "z" or not dt.is_int:
             return None
         for acc, c in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
-            if c.op is Ops.CAST and c.src[0].op in _COMPARES and c.src[0].src[0].shape \
-                    and c.src[0].dtype.is_bool and c.dtype == dt:
+            if c.op is Ops.CAST and c.dtype == dt and c.src[0].dtype.is_bool \
+                    and (c.src[0].op in _COMPARES and c.src[0].src[0].shape
+                         or compare_tree(c.src[0], dt.itemsize)):
                 m = self.bool_vec(c.src[0], dt.itemsize)
                 t = self.new("vec")
                 w = vw(dt, n)
@@ -215,10 +255,23 @@ class X86KMask:
         itself, all ones where true: VCMPPS/VPCMPEQ into a vector, nothing more (the opmask's
         zero-masked move of a ones register would be a second instruction). None otherwise,
         and for a compare of lanes of another width (its mask would be resized: any_all
-        r_64_4's float32 x 16 into uint16 lanes, which the opmask's VMOVDQU16 takes whole)."""
+        r_64_4's float32 x 16 into uint16 lanes, which the opmask's VMOVDQU16 takes whole).
+        Rule `where_tree_and`: WHERE(tree, y, 0) of an AND/OR/XOR of compares (compare_tree;
+        decompose.bool_mulacc's `CAST(b) * y` in sort's index sums) is VPAND of the tree's
+        lane mask and y: its compares and VPANDs run on ports 0, 1 and 5 where the opmask
+        form's compares take port 5 alone and its KANDB port 0."""
         c, a, b = u.src
-        if not is_int_vector(u) or vw(u.dtype, u.shape[0]) == "z" \
-                or c.op not in _COMPARES or not c.src[0].shape \
+        if not is_int_vector(u) or vw(u.dtype, u.shape[0]) == "z":
+            return None
+        if uniform_const(b) == 0 and compare_tree(c, u.dtype.itemsize):
+            m = self.bool_vec(c, u.dtype.itemsize)
+            if uniform_const(a) in (-1, (1 << u.dtype.bits) - 1):
+                return m
+            t = self.new("vec")
+            w = vw(u.dtype, u.shape[0])
+            self.emit(f"vpand_{w}_{w}_{w}m", t, m, self.reg(a))
+            return t
+        if c.op not in _COMPARES or not c.src[0].shape \
                 or c.src[0].dtype.itemsize != u.dtype.itemsize \
                 or uniform_const(b) != 0 \
                 or uniform_const(a) not in (-1, (1 << u.dtype.bits) - 1):
