@@ -81,10 +81,19 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
     if not any(x.op not in _AFFINE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool)
                for x in body):
         return None         # nothing to fold: the loop's own arithmetic is an address's
+    # (float outputs: integer and bool kernels are left as they were)
+    return ranges if _copies_independent(body, ranges, nest, dep, floats=True) else None
+
+
+def _copies_independent(body: list[UOp], ranges: list[UOp], nest: frozenset[UOp],
+                        dep: dict[UOp, frozenset[UOp]], floats: bool = False) -> bool:
+    """Whether the nest's copies may run in any order: it stores (each at a place, of a float
+    buffer where floats), no load reads a buffer it stores or one defined in the kernel,
+    and the copies' places are disjoint (`_disjoint`). unroll_widened.py asks it too."""
     stores = [x for x in body if x.op is Ops.STORE]
     places = [_place(x) for x in stores]
-    if not stores or any(p is None or not p[0].dtype.is_float for p in places):
-        return None         # (float outputs: integer and bool kernels are left as they were)
+    if not stores or any(p is None or floats and not p[0].dtype.is_float for p in places):
+        return False
     stored = {p[0] for p in places if p is not None}
     for x in body:
         if x.op is Ops.LOAD:
@@ -92,8 +101,8 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
             while p.op in (Ops.INDEX, Ops.SHRINK):
                 p = p.src[0]
             if p in stored or p.op is not Ops.PARAM and dep.get(p):
-                return None
-    return ranges if _disjoint(places, ranges, nest, dep) else None
+                return False
+    return _disjoint(places, ranges, nest, dep)
 
 
 def _nest_parts(end: UOp, dep: dict[UOp, frozenset[UOp]]

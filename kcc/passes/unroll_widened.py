@@ -114,7 +114,7 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
     """The RANGEs of the short inner loop nest closed by end when its copies fit
     INNER_TRIPS and INNER_BUDGET (module docstring, "Short inner loops") and
     passes/unroll_inner.py's legality holds, else None."""
-    from kcc.passes.unroll_inner import _disjoint, _nest_parts
+    from kcc.passes.unroll_inner import _copies_independent, _nest_parts
     parts = _nest_parts(end, dep)
     if parts is None:
         return None
@@ -125,7 +125,7 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
         total *= trips[r]
     if total > INNER_TRIPS:
         return None
-    from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS, _place
+    from kcc.passes.unroll_tiny import _HEAVY, _HEAVY_OPS
     heavy = _heavy(end, _HEAVY_OPS)
     size = 0
     for x in body:
@@ -140,16 +140,4 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
         size += k
     if size > INNER_BUDGET:
         return None
-    stores = [x for x in body if x.op is Ops.STORE]
-    places = [_place(x) for x in stores]
-    if not stores or any(p is None for p in places):
-        return None
-    stored = {p[0] for p in places if p is not None}
-    for x in body:
-        if x.op is Ops.LOAD:
-            p = x.src[0]
-            while p.op in (Ops.INDEX, Ops.SHRINK):
-                p = p.src[0]
-            if p in stored or p.op is not Ops.PARAM and dep.get(p):
-                return None
-    return ranges if _disjoint(places, ranges, nest, dep) else None
+    return ranges if _copies_independent(body, ranges, nest, dep) else None
