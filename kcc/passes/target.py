@@ -59,6 +59,9 @@ class TargetDesc:
       stride-2 load's lanes), is a short shuffle where ``permute`` allows no two-register
       permutation (x86-64-v3: VSHUFPS and VPERMPD of 8 float32 lanes); passes/widen_stride.py
       reads a stride-2 load so. None (the default): no.
+    reverse(dtype, n): whether n lanes of dtype in reverse order is a short shuffle of one
+      register (x86: in-block shuffles and a 128-bit block swap); passes/widen_stride.py reads
+      a load whose index falls by one per iteration so. None (the default): no.
     gather(dtype, n): whether n scalar loads of dtype at constant offsets from one address
       are one instruction (x86-64-v4: VGATHERDPS of 16 float32; passes/widen_stride.py reads a
       load at a large stride so); None (the default): no.
@@ -120,6 +123,7 @@ class TargetDesc:
     gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     index_gather: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     stride2: Callable[[DType, int], bool] | None = field(default=None, compare=False)
+    reverse: Callable[[DType, int], bool] | None = field(default=None, compare=False)
     wmma: Callable[[WmmaShape], bool] | None = field(default=None, compare=False)
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
@@ -163,6 +167,10 @@ class TargetDesc:
         ``permute_sources``, or 2 where the target shuffles every other lane (``stride2``)."""
         k = self.permute_sources(dtype, n)
         return k if k or self.stride2 is None or not self.stride2(dtype, n) else 2
+
+    def reverses(self, dtype: DType, n: int) -> bool:
+        """Whether n lanes of dtype in reverse order are one short shuffle (`reverse`)."""
+        return self.reverse is not None and self.reverse(dtype, n)
 
     def lane_gate_legal(self, n: int, dtype: DType) -> bool:
         """Whether a LOAD of n contiguous elements of dtype may have a per-lane gate."""

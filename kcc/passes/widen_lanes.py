@@ -41,8 +41,8 @@ lanes are all uint32 (the packing is exact: `lo` and `hi` are zero-extended uint
   GLOBAL PARAM, possibly through an AFTER made outside the loop) whose index is
   `i + base + o` (base a sum of terms free of the counter, o a constant: consecutive
   elements), or a GROUP; RANGE, END, AFTER and BARRIER in the loop are refused; an ungated
-  load of a buffer the loop does not store may advance by a constant stride s >= 2 instead
-  when the target permutes its lanes in one instruction (passes/widen_stride.py), and a
+  load of a buffer the loop does not store may advance by a constant stride s >= 2 or -1
+  instead when the target permutes its lanes in one instruction (passes/widen_stride.py), and a
   load (gated or not) of such a buffer at an int32 index not affine in the counter is read
   at the lanes of an index vector where the target gathers so (passes/widen_gather.py);
 - the k iterations' loads run before their stores: for every buffer the loop stores, all its
@@ -296,8 +296,8 @@ class LaneLoop:
     def _consecutive(self, accesses: list[tuple[UOp, bool]], gated: set[UOp]) -> bool:
         """Every place's index is counter + base + o; a stored buffer's accesses share base.
         A load of a buffer the loop does not store may advance by another constant stride
-        s >= 2 (passes/widen_stride.py; whether the target permutes its lanes is asked at
-        each width)."""
+        s >= 2, or fall by one (s = -1: a row read reversed), (passes/widen_stride.py; whether
+        the target permutes its lanes is asked at each width)."""
         stored = {base_buffer(p.src[0]) for p, st in accesses if st}
         bases: dict[UOp, frozenset] = {}
         for p, st in accesses:
@@ -312,7 +312,7 @@ class LaneLoop:
                 continue
             c = a[0].get(self.r)
             if c != 1:
-                if st or b in stored or c is None or c < 2 or p in gated:
+                if st or b in stored or c is None or c < 2 and c != -1 or p in gated:
                     return False
                 self.strides[p] = c
                 continue

@@ -35,6 +35,12 @@ buffer the loop stores is loaded in it (every store writes a value computed from
 unstored buffers and the counter, so a repeated iteration stores the bytes already there,
 at places of its own iteration: the loop's stores advance one element per iteration).
 
+**A row read reversed** (s = -1: tinygrad's bitonic sort steps read `x[row + 1023 - i]`):
+the k lanes are elements e0, e0 - 1, … e0 - (k-1), one k-element load from e0 - (k-1) in
+reverse lane order, `STACK(INDEX(load, k-1-j) ...)`, where the target reverses k lanes of the
+dtype (`TargetDesc.reverse`: x86's in-block shuffles and a block swap). It reads exactly the
+k iterations' elements and moves bits only: bit-identical.
+
 Only loads of buffers the loop does not store are strided (a store's independence check
 assumes consecutive elements, widen_lanes.py); a stride whose permutation needs more
 registers than the target permutes at once leaves the loop at a smaller k or scalar.
@@ -64,6 +70,8 @@ def stride_legal(stride: int, k: int, desc: TargetDesc, dtype: object) -> bool:
     positive stride, k-element loads of dtype legal, and at most as many registers as one
     permutation reads (`TargetDesc.stride_sources`: x86-64-v3's every-other-lane shuffle
     counts for stride 2)."""
+    if stride == -1:
+        return reversed_legal(k, desc, dtype)
     if stride < 2 or k < 2:
         return False
     return desc.mem_legal(k, dtype) and registers(stride, k) <= desc.stride_sources(dtype, k) \
@@ -78,6 +86,8 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int, desc: TargetDesc,
     docstring). idx: lane 0's element index (a scalar). window: (c, W) when the load is lane
     c of a W-element vector the loop read (passes/widen_split.py) and idx is `start + c`:
     the loads then start at `start`, so the lanes of one vector share them."""
+    if stride == -1:
+        return reversed_load(buf, idx, k)
     got = _windowed(buf, idx, stride, k, desc, window)
     if got is not None:
         return got
@@ -100,6 +110,21 @@ def strided_load(buf: UOp, idx: UOp, stride: int, k: int, desc: TargetDesc,
         lanes.append(UOp(Ops.INDEX, (loads[r], UOp.const(e - starts[r]))))
     stack = UOp(Ops.STACK, tuple(lanes))
     return stack, [*loads, stack]
+
+
+def reversed_legal(k: int, desc: TargetDesc, dtype: object) -> bool:
+    """Whether k lanes falling by one element each are a k-element load and one lane
+    reversal on this target (module docstring: a row read reversed)."""
+    return k >= 2 and desc.mem_legal(k, dtype) and desc.reverses(dtype, k)
+
+
+def reversed_load(buf: UOp, idx: UOp, k: int) -> tuple[UOp, list[UOp]]:
+    """(the k-lane value of LOAD(INDEX(buf, idx - j)) for j in 0 … k-1, the vector nodes
+    made): the k elements ending at idx, one load, its lanes in reverse order."""
+    load = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, plus_int(idx, -(k - 1)), UOp.const(k))),))
+    stack = UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (load, UOp.const(k - 1 - j)))
+                                 for j in range(k)))
+    return stack, [load, stack]
 
 
 def _windowed(buf: UOp, idx: UOp, stride: int, k: int, desc: TargetDesc,

@@ -128,3 +128,26 @@ def test_a_counter_only_in_addresses_keeps_the_loop() -> None:
     _, gated = _prep(FLIP.replace("%v = LOAD(%xp)", "%g = CMPLT(2, %j)\n%v = LOAD(%xp, 0.0, %g)"),
                      X86)
     assert unroll_inner(gated, X86) is not gated
+
+
+def test_a_two_iteration_reversed_read_is_unrolled_and_packed() -> None:
+    # sort_rows E_2048_2_2: out[4i + j] = x[4i + j], out[4i + 2 + j] = x[4i + 3 - j], j < 2;
+    # too short to widen (no 2-lane float32 vectors), its copies are one 4-lane (8-lane)
+    # load and a shuffle per outer iteration (_reversed_read)
+    text = FLIP.replace("ParamArg(0, float32, 64)", "ParamArg(0, float32, 16)").replace(
+        "ParamArg(1, float32, 64)", "ParamArg(1, float32, 16)").replace(
+        "RANGE(8) (0", "RANGE(4) (0").replace("RANGE(8, %i)", "RANGE(2, %i)").replace(
+        "MULACC(%i, 8, %j)", "MULACC(%i, 4, %j)").replace("MUL(%i, 8)", "MUL(%i, 4)").replace(
+        "ADD(%q0, 7)", "ADD(%q0, 3)").replace(
+        "%op = INDEX(%out, %p)\n%st = STORE(%op, %v)",
+        "%p2 = ADD(%p, 2)\n%op = INDEX(%out, %p2)\n%st0 = STORE(%op, %v)\n"
+        "%xp1 = INDEX(%x, %p)\n%v1 = LOAD(%xp1)\n%op1 = INDEX(%out, %p)\n"
+        "%st1 = STORE(%op1, %v1)\n%st = GROUP(%st0, %st1)")
+    sink, s0 = _prep(text, X86)
+    g = unroll_inner(s0, X86)
+    assert [const_bound(r) for r in _ranges(g)] == [4]        # the outer loop alone
+    args = random_inputs(sink, 4)
+    assert_same(sink, reference(g, args), reference(sink, args))
+    for arch in ("x86-64-v3", "x86-64-v4"):
+        if arch == "x86-64-v3" or HAS_V4:
+            assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

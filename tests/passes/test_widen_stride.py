@@ -245,3 +245,62 @@ def test_a_small_output_or_a_heavy_body_keeps_the_16_lane_last_block(text: str) 
 def test_v3_last_blocks_are_already_32_bytes() -> None:
     sink, g, w = _prep(_rows(77, 333), "x86-64-v3")
     assert sorted(wd for wd, _ in _store_blocks(w)) == [8, 8]
+
+
+# tinygrad's bitonic sort step (sort_rows E_8_512_2): each row's first half against its second
+# half read reversed, x[1024*r + 1023 - i]; the source ends at the last row's last element
+REVERSED = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, {size})
+%x = PARAM ParamArg(1, float32, {size})
+%r = RANGE(3) (0, WEAK)
+%i = RANGE({n}, %r) (1, WEAK)
+%p = MULACC(%r, {row}, %i)
+%rb = MUL(%r, {row})
+%q0 = SUB(%rb, %i)
+%q = ADD(%q0, {last})
+%ap = INDEX(%x, %p)
+%a = LOAD(%ap)
+%bp = INDEX(%x, %q)
+%b = LOAD(%bp)
+%m = MAX(%a, %b)
+%op = INDEX(%out, %p)
+%st = STORE(%op, %m)
+%e1 = END(%st, %i)
+%e0 = END(%e1, %r)
+SINK(%e0) KernelInfo(name="reversed")
+"""
+
+
+def _reversed(n: int) -> str:
+    return REVERSED.format(n=n, row=2 * n, last=2 * n - 1, size=6 * n)
+
+
+@pytest.mark.parametrize("arch, k", [("x86-64-v3", 8), ("x86-64-v4", 16)])
+@pytest.mark.parametrize("n", [16, 37, 512])
+def test_a_reversed_row_is_one_load_and_a_lane_reversal(arch: str, k: int, n: int) -> None:
+    # k lanes falling by one element: one k-element load ending at lane 0's element, its lanes
+    # reversed (no element outside the k iterations' is read); the last block as for strides
+    text = _reversed(n)
+    if arch == "x86-64-v3" or HAS_V4:
+        w = _check(text, arch)
+    else:
+        sink, g, w = _prep(text, arch)
+        args = random_inputs(sink, 5)
+        assert_same(sink, reference(w, args), reference(sink, args))
+    assert _widths(w) == {k}
+    stacks = [u for u in w.toposort() if u.op is Ops.STACK and len(u.src) == k
+              and all(x.op is Ops.INDEX for x in u.src)]
+    assert stacks and all([const_int(x.src[1]) for x in s.src] == list(range(k))[::-1]
+                          for s in stacks)
+    asm = disasm_object(compile_x86([parse(text, "k.uop")], arch)[0])
+    assert ("vpermpd" if k == 8 else "vshuff32x4") in asm and "vinsert" not in asm
+
+
+def test_a_reversed_row_without_a_lane_reversal_stays_scalar() -> None:
+    # a target that reverses no lanes (TargetDesc.reverse None) leaves the loop scalar
+    from dataclasses import replace
+
+    from kcc.targets.x86.arch import x86_desc
+    desc = replace(x86_desc("x86-64-v3"), reverse=None)
+    g = slp(simplify(lower_weak_dtypes(parse(_reversed(16), "k.uop"))), desc)
+    assert widen(g, desc) is g

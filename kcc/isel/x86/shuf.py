@@ -501,6 +501,9 @@ class X86Shuf:
                 return self._once("vbroadcastf128_y_m128" if nbytes == 32 else
                                   "vbroadcastf32x4_z_m128", at)
             return self.repeat(self.block_x(srcs[0]), nbytes)
+        t = self.block_swap(srcs, seen[v])
+        if t is not None:
+            return t
         if nbytes == 32:
             return self._once("vinsertf128_y_y_xm_imm8", self.block_x(srcs[0]),
                               self.block_xm(srcs[1]), 1)
@@ -508,6 +511,24 @@ class X86Shuf:
         for i in (2, 3):
             t = self._once("vinsertf32x4_z_z_xm_imm8", t, self.block_xm(srcs[i]), i)
         return t
+
+    def block_swap(self, srcs: list[Block], mem: Mem | None) -> VReg | None:
+        """The blocks of one ymm/zmm value in another order (a reversed load's,
+        passes/widen_stride.py) as one instruction: VPERMPD of its 64-bit pairs (from memory
+        when it was just loaded: mem), or VSHUFF32X4 of its blocks (SDM Vol. 2 "VPERMPD",
+        "VSHUFF32X4": each destination block picked by 2 bits of imm8); None when the blocks
+        are not all of one vector of the register's width."""
+        v = srcs[0][0]
+        if any(u is not v for u, _ in srcs) or v.dtype.itemsize * v.shape[0] != 16 * len(srcs):
+            return None
+        if len(srcs) == 2:
+            b0, b1 = srcs[0][1], srcs[1][1]
+            imm = 2 * b0 | (2 * b0 + 1) << 2 | (2 * b1) << 4 | (2 * b1 + 1) << 6
+            return self._once("vpermpd_y_ym_imm8", mem if mem is not None else self.reg(v),
+                              imm)
+        r = self.reg(v)
+        return self._once("vshuff32x4_z_z_zm_imm8", r, r,
+                          sum(b << 2 * i for i, (_, b) in enumerate(srcs)))
 
     def repeat(self, x: VReg, nbytes: int) -> VReg:
         """The low 128 bits of x in every 128-bit block of nbytes."""

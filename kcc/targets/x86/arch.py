@@ -106,6 +106,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    lane_gates=_lane_gates if arch == "x86-64-v4" else _lane_gates_v3,
                    permute=_permute if arch == "x86-64-v4" else None,
                    stride2=_stride2 if arch != "x86-64-v4" else _stride2_x,
+                   reverse=_reverse,
                    gather=_gather if arch == "x86-64-v4" else None,
                    index_gather=_gather if arch == "x86-64-v4" else None,
                    # no tensor cores: kcc/passes/wmma.py expands every WMMA per lane
@@ -168,6 +169,15 @@ def _stride2_x(dt: DType, n: int) -> bool:
     x86-64-v4 the only stride-2 width besides ``_permute``'s 16 lanes. SHUFPS moves bits:
     32-bit integer lanes too (maxpool of int32)."""
     return dt in _LANES32 and n == 4
+
+
+def _reverse(dt: DType, n: int) -> bool:
+    """x86: n 32- or 64-bit lanes (float, or integer moved by the float forms) of an xmm or
+    ymm, or 16 float32 of a zmm, in reverse order are an in-block SHUFPS/SHUFPD of the
+    128-bit blocks swapped (VPERM2F128 / VSHUFF32X4; kcc/isel/x86/shuf.py shuffle)."""
+    if dt.itemsize not in (4, 8) or not (dt.is_float or dt.is_int) or dt.is_weak:
+        return False
+    return dt.itemsize * n in (16, 32) or dt == dtypes.float32 and n == 16
 
 
 def _gather(dt: DType, n: int) -> bool:

@@ -275,3 +275,20 @@ def test_repeated_column_of_loaded_rows_is_transposed_at_full_width(arch: str, n
     assert insts.count("vbroadcastf128" if n == 8 else "vbroadcastf32x4") == 4, insts
     assert not [i for i in insts if i.startswith(("vinsertf", "vshuff", "vperm"))], insts
     assert _shuffles(text, arch) == 4 + 3, insts
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("computed", [False, True])
+def test_reversed_vector_is_a_block_swap_and_an_in_block_shuffle(dt: str, computed: bool) -> None:
+    """A ymm's (v4: a zmm's) lanes reversed (passes/widen_stride.py's reversed load): one
+    VPERMPD of the 64-bit pairs (VSHUFF32X4 of a zmm's blocks) and one in-block shuffle, no
+    128-bit extracts or inserts (shuf.py block_swap); bit-identical (test_block_shapes)."""
+    c = 4 if dt in ("float32", "int32") else 2
+    for arch, w, swap in (("x86-64-v3", 2 * c, "vpermpd"), ("x86-64-v4", 4 * c, "vshuff32x4")):
+        if dt != "float32" and arch == "x86-64-v4":
+            continue        # no zmm integer loads (x86_desc), no zmm SHUFPD row (in_block)
+        text = kernel(dt, [(w, computed)], [[(0, w - 1 - k) for k in range(w)]])
+        ms = [m for m in _insts(text, arch) if any(s in m for s in SHUFFLES)]
+        assert ms[0] == swap and len(ms) == 2 and "shuf" in ms[1], ms
+        if arch == "x86-64-v3" or HAS_V4:
+            check(text, arch)
