@@ -12,6 +12,7 @@ from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
 from kcc.isel.x86.base import const_bytes, fs, vw
 from kcc.isel.x86.ivec import imov, rodata16
+from kcc.isel.x86.kmask import cast_vex_compare
 
 # the x86-64-v4 truncating down-converts (kcc/encode/x86/rows_late.py _down_convert_rows):
 # (source, result) lane bytes → mnemonic, and the operand kinds of each width in bytes
@@ -57,33 +58,40 @@ class X86ICast:
         self.emit("vpackuswb_x_x_xm" if dt == dtypes.uint8 else "vpacksswb_x_x_xm", b, p, p)
         return b
 
+    def bool_ones(self, dt: DType, n: int) -> VReg:
+        """A register of n 1s of dt for bool casts: a lone .rodata load, once per loop level,
+        that LICM keeps out of the loop. Rule `bool_ones_reg`: the lane-mask form's VANDPS
+        reads it too, not a .rodata operand of its own (cast_bool2f r_64_4's 32 VANDPS would
+        be 32 more loads beside its 32, the two load ports its bound)."""
+        key = (("bool 1s", dt, n), len(self.loops))
+        c = self.const_cache.get(key)
+        if c is None:
+            one = const_bytes(1, dt) if dt.is_int else const_bytes(1.0, dt)
+            w = vw(dt, n)
+            c = self.const_cache[key] = self.new("vec")
+            self.emit(f"vmovups_{w}_{w}m", c, Mem(),
+                      arg={"rip": self.pool.label(rodata16(one * n))})
+        return c
+
     def vcast_bool(self, x: UOp, dt: DType, n: int) -> VReg:
         """bool lanes → 0/1 integer or 0.0/1.0 float lanes (docs/semantics.md, CAST)."""
         w = vw(dt, n)
-        one = const_bytes(1, dt) if dt.is_int else const_bytes(1.0, dt)
-        k = self.kbool(x) if self.evex else None
+        k = None
+        if self.evex and not cast_vex_compare(x, dt, n):
+            k = self.kbool(x)
         if k is not None:
             # x86-64-v4: the opmask picks 1 from a register of 1s, zero elsewhere (VMOVDQU/UPS
-            # {k}{z}); the 1s are a lone .rodata load that LICM keeps out of the loop
+            # {k}{z})
             move = f"vmovdqu{dt.bits}" if dt.is_int else f"vmovup{fs(dt)}"
-            key = (("bool 1s", dt, n), len(self.loops))      # once per loop level
-            c = self.const_cache.get(key)
-            if c is None:
-                c = self.const_cache[key] = self.new("vec")
-                self.emit(f"vmovups_{w}_{w}m", c, Mem(),
-                          arg={"rip": self.pool.label(rodata16(one * n))})
             t = self.new("vec")
-            self.emit(f"{move}_{w}_kz_{w}m", t, k, c)
+            self.emit(f"{move}_{w}_kz_{w}m", t, k, self.bool_ones(dt, n))
             return t
         # a lane mask is all ones where true: its top bit shifted down (VPSRLW/D/Q), 0 - mask
         # on bytes (VPSUBB), or the bits of 1.0 ANDed in (VANDPS/PD)
         m = self.bool_vec(x, dt.itemsize)
         t = self.new("vec")
         if dt.is_float:
-            c = self.new("vec")
-            self.emit(f"vmovups_{w}_{w}m", c, Mem(),
-                      arg={"rip": self.pool.label(rodata16(one * n))})
-            self.emit(f"vandp{fs(dt)}_{w}_{w}_{w}m", t, m, c)
+            self.emit(f"vandp{fs(dt)}_{w}_{w}_{w}m", t, m, self.bool_ones(dt, n))
         elif dt.itemsize == 1:
             z = self.new("vec")
             self.emit("vzero", z)

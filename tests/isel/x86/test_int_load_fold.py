@@ -139,11 +139,14 @@ def test_an_integer_where_reads_registers() -> None:
     assert blend and all("[" not in s for s in blend), code
 
 
-# f[0:8] = (0 < a[0:8]) as float32 (cast_bool2f r_64_4), g[0:8] = (a[8:16] == 5) as int32
+# f[0:8] = (0 < a[0:8]) as float32 (cast_bool2f r_64_4), g[0:8] = (a[8:16] == 5) as int32,
+# h[0:8] = (0 < b[0:8]) as int32
 COMPARES = """# kcc-uop 1
 %f = PARAM ParamArg(0, float32, 8)
 %g = PARAM ParamArg(1, int32, 8)
 %a = PARAM ParamArg(2, int32, 16)
+%h = PARAM ParamArg(3, int32, 8)
+%b = PARAM ParamArg(4, int32, 8)
 %z = CAST(0) int32
 %zs = STACK(%z, %z, %z, %z, %z, %z, %z, %z)
 %five = CAST(5) int32
@@ -160,17 +163,27 @@ COMPARES = """# kcc-uop 1
 %ci = CAST(%eq) int32
 %pg = SHRINK(%g, 0, 8)
 %s1 = STORE(%pg, %ci)
-%grp = GROUP(%s0, %s1)
+%pb = SHRINK(%b, 0, 8)
+%b0 = LOAD(%pb)
+%ltb = CMPLT(%zs, %b0)
+%ch = CAST(%ltb) int32
+%ph = SHRINK(%h, 0, 8)
+%s2 = STORE(%ph, %ch)
+%grp = GROUP(%s0, %s1, %s2)
 SINK(%grp) KernelInfo(name="cmps")
 """
 
 
 def test_v4_integer_compare_reads_its_load_in_place() -> None:
+    """The opmask compares of the int32 casts read their loads as memory operands; the
+    float32 cast's compare is a VEX VPCMPGTD into a lane mask (rule `cast_vex_compare`,
+    kcc/isel/x86/kmask.py)."""
     out = io.StringIO()
     run_pipeline(parse(COMPARES), X86Target("x86-64-v4"), dump_after="select", out=out)
     text = out.getvalue()
     cmps = [ln for ln in text.splitlines() if "vpcmpd_k" in ln]
     assert len(cmps) == 2 and all("[" in ln for ln in cmps), text
+    assert any("vpcmpgtd" in ln for ln in text.splitlines()), text
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
