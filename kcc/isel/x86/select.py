@@ -99,6 +99,10 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
         self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
         self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
+        # lanes of vector registers (INDEX of a float vector) not extracted yet: made only
+        # when reg() asks, but placed where the schedule selected them (`lazy_lane`)
+        self.lazy_lanes: dict[UOp, tuple[int, int, int, VReg, DType, int, int]] = {}
+        self.splices: list[tuple[int, int, list[Inst]]] = []   # (place, order, instructions)
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
         self.bool_inner: set[UOp] = set()           # bool OR/AND nodes inside a tree
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
@@ -178,6 +182,9 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             return v
         if u in self.lazy_masks:
             return self.lane_mask(u)        # x86-64-v4: an opmask's bool vector (x86_kmask)
+        if u in self.lazy_lanes:
+            self.val[u] = v = self.make_lane(u)
+            return v
         if u in self.deferred:
             # a load kept for a memory operand that its user did not take after all: read it
             # here (no store lies between the two places in the schedule)
@@ -285,6 +292,54 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             self.emit(f"movzx_r32_rm{src}", t, v)
         return t
 
+    # -- lanes made on demand ---------------------------------------------------------------
+    def lazy_lane(self, u: UOp, v: VReg, dt: DType, lanes: int, k: int) -> VReg | None:
+        """Lane k of vector register v as u's value (`lane`), extracted only if some rule asks
+        reg(u) for it: a shuffle, an insert or a horizontal reduction reads the vector's lanes
+        itself, and the extract (a VSHUFPS or VPSRLQ nobody reads) was left to dead-code
+        removal (a quarter of the instructions selected for tinygrad's row reductions).
+        Selected on demand, the instructions go where the schedule selected u, with the
+        register ids reserved there, so the function is the one eager selection makes less
+        its dead extracts. Returns the register when the lane costs no instruction (lane 0),
+        None when deferred. Only xmm/ymm sources: a zmm's halves are memoized (split_z)."""
+        size = dt.itemsize * lanes
+        high = size == 32 and dt.itemsize * k >= 16
+        kk = k - 16 // dt.itemsize if high else k
+        if size > 32 or (kk == 0 and not high):
+            return self.lane(v, dt, lanes, k)
+        ids = int(high) + int(kk != 0)          # the registers lane() makes
+        fn = self.fn
+        self.lazy_lanes[u] = (len(fn.insts), len(self.lazy_lanes), fn.next_vreg, v, dt,
+                              lanes, k)
+        fn.next_vreg += ids
+        return None
+
+    def make_lane(self, u: UOp) -> VReg:
+        """Extract a deferred lane now (reg() asked for it), into its splice (`lazy_lane`)."""
+        at, order, first, v, dt, lanes, k = self.lazy_lanes.pop(u)
+        fn = self.fn
+        insts, ids = fn.insts, fn.next_vreg
+        fn.insts, fn.next_vreg = [], first
+        try:
+            r = self.lane(v, dt, lanes, k)
+            self.splices.append((at, order, fn.insts))
+        finally:
+            fn.insts, fn.next_vreg = insts, ids
+        return r
+
+    def place_splices(self) -> None:
+        """Put the lanes made on demand where their nodes were selected (one pass)."""
+        if not self.splices:
+            return
+        insts, out, prev = self.fn.insts, [], 0
+        for at, _, seg in sorted(self.splices, key=lambda t: (t[0], t[1])):
+            out += insts[prev:at]
+            out += seg
+            prev = at
+        out += insts[prev:]
+        self.fn.insts = out
+        self.splices = []
+
     # -- the driver ---------------------------------------------------------------------------
     def select(self, lin: list[UOp]) -> MFunction:
         """Select every node of the linearized kernel, in order."""
@@ -311,6 +366,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
         self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
         self.select_nodes(lin, self.sel_alu, skip=iv_nodes | gathered)
+        self.place_splices()
         if self.stream_align:
             # non-temporal stores are weakly ordered: visible to others before the return
             self.emit("sfence")
