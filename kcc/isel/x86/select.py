@@ -28,7 +28,7 @@ from kcc.ir.ops import Ops
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
-from kcc.isel.common import SelectorBase
+from kcc.isel.common import _RULE_NAMES, SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.cast import X86Cast
 from kcc.isel.x86.idioms import X86Idioms
@@ -53,6 +53,9 @@ from kcc.record import Counts  # collections.Counter's counting, without collect
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
            "imm_form", "isz", "select", "strong_const", "vw"]
 
+
+# scalar integer ops selected aside until a rule reads them (X86Selector.select_all)
+_ASIDE = frozenset({Ops.ADD, Ops.SHL, Ops.MUL})
 
 
 class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86IVec,
@@ -102,7 +105,11 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # lanes of vector registers (INDEX of a float vector) not extracted yet: made only
         # when reg() asks, but placed where the schedule selected them (`lazy_lane`)
         self.lazy_lanes: dict[UOp, tuple[int, int, int, VReg, DType, int, int]] = {}
+        # scalar integer ADD/SHL/MUL selected aside (`select_all`): node → (place, order,
+        # register, instructions), kept only when reg() asks for the value
+        self.aside: dict[UOp, tuple[int, int, VReg, list[Inst]]] = {}
         self.splices: list[tuple[int, int, list[Inst]]] = []   # (place, order, instructions)
+        self.order = 0                                  # the splices' order at one place
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
         self.bool_inner: set[UOp] = set()           # bool OR/AND nodes inside a tree
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
@@ -184,6 +191,11 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             return self.lane_mask(u)        # x86-64-v4: an opmask's bool vector (x86_kmask)
         if u in self.lazy_lanes:
             self.val[u] = v = self.make_lane(u)
+            return v
+        if u in self.aside:
+            at, order, v, seg = self.aside.pop(u)
+            self.splices.append((at, order, seg))
+            self.val[u] = v
             return v
         if u in self.deferred:
             # a load kept for a memory operand that its user did not take after all: read it
@@ -309,8 +321,8 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             return self.lane(v, dt, lanes, k)
         ids = int(high) + int(kk != 0)          # the registers lane() makes
         fn = self.fn
-        self.lazy_lanes[u] = (len(fn.insts), len(self.lazy_lanes), fn.next_vreg, v, dt,
-                              lanes, k)
+        self.order += 1
+        self.lazy_lanes[u] = (len(fn.insts), self.order, fn.next_vreg, v, dt, lanes, k)
         fn.next_vreg += ids
         return None
 
@@ -326,6 +338,36 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         finally:
             fn.insts, fn.next_vreg = insts, ids
         return r
+
+    def select_all(self, lin: list[UOp], skip: set[UOp] | frozenset[UOp]) -> None:
+        """SelectorBase.select_nodes, but a scalar integer ADD, SHL or MUL is selected aside:
+        its instructions join the function (where the schedule selected it) only if a rule
+        reads its register. An index sum is often read only as an address, whose memory
+        operand takes its terms (`address`: base + index*scale + disp), or only by a loop's
+        exit test that loopexit moves to another counter; its MOV and ADD were left to
+        dead-code removal (a fifth of what it removed on /tmp/tg). The rule runs at the same
+        place with the same state, so a kept value is exactly the eager selection's."""
+        names, fallback, fn, aside = _RULE_NAMES, self.sel_alu, self.fn, self.aside
+        for u in lin:
+            if u in skip:
+                continue
+            rule = getattr(self, names[u.op], None) or fallback
+            if u.op not in _ASIDE or u.shape or not u.dtype.is_int:
+                rule(u)
+                continue
+            insts = fn.insts
+            fn.insts = []
+            try:
+                rule(u)
+            finally:
+                seg, fn.insts = fn.insts, insts
+            v = self.val.get(u)
+            if v is None or not seg:
+                insts += seg
+                continue
+            del self.val[u]
+            self.order += 1
+            aside[u] = (len(insts), self.order, v, seg)
 
     def place_splices(self) -> None:
         """Put the lanes made on demand where their nodes were selected (one pass)."""
@@ -365,7 +407,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # an induction variable is defined at its RANGE
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
         self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
-        self.select_nodes(lin, self.sel_alu, skip=iv_nodes | gathered)
+        self.select_all(lin, iv_nodes | gathered)
         self.place_splices()
         if self.stream_align:
             # non-temporal stores are weakly ordered: visible to others before the return
