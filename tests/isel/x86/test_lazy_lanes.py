@@ -66,3 +66,46 @@ def test_unread_lanes_not_selected(arch: str, monkeypatch: pytest.MonkeyPatch) -
     want = reference(sink, args)
     got = compile_and_run(sink, args, arch)
     assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32)), got[0]
+
+
+# out[s + 4] = x[s + 4]: the index sum is read only as an address, whose memory operand takes
+# its terms ([x + s*4 + 16]), so its MOV and ADD are never selected (`select_all`)
+ADDRESS_ONLY = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 48)
+%x = PARAM ParamArg(1, float32, 48)
+%s = PARAM ParamArg(2, int32, vmin_vmax=(0, 40), addrspace=ALU)
+%a = ADD(%s, 4)
+%xi = INDEX(%x, %a)
+%v = LOAD(%xi)
+%oi = INDEX(%out, %a)
+%st = STORE(%oi, %v)
+SINK(%st) KernelInfo(name="address_only")
+"""
+
+
+def _selected(sink, arch: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The forms selection emitted, before dead-code removal."""
+    selected: list = []
+    real = x86_target.x86_select
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        selected.append([i.op for i in out[0].insts])
+        return out
+    monkeypatch.setattr(x86_target, "x86_select", spy)
+    compile_x86([sink], arch)
+    monkeypatch.undo()
+    return selected[0]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_address_only_sum_not_selected(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = parse(ADDRESS_ONLY, "address_only.uop")
+    ops = _selected(sink, arch, monkeypatch)
+    assert not [op for op in ops if op.startswith(("add_", "lea_"))], ops
+    x = np.arange(48, dtype=np.float32) - 7.5
+    for s in (0, 3, 40):
+        args = [np.zeros(48, np.float32), x, np.int32(s)]
+        want = reference(sink, args)
+        got = compile_and_run(sink, args, arch)
+        assert np.array_equal(got[0], want[0]), (s, got[0])
