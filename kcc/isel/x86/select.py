@@ -357,12 +357,18 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
                 continue
             insts = fn.insts
             fn.insts = []
+            # what the rule may memoize besides u's value: a constant or extension made
+            # (const_cache), an operand made on demand (val: a STACK, a lane; deferred: a
+            # folded load read after all). Later rules read those registers without reg(u),
+            # so a segment that made one is kept in place, as eager selection had it
+            before = (len(self.const_cache), len(self.val), len(self.deferred))
             try:
                 rule(u)
             finally:
                 seg, fn.insts = fn.insts, insts
             v = self.val.get(u)
-            if v is None or not seg:
+            if v is None or not seg or before != (len(self.const_cache), len(self.val) - 1,
+                                                  len(self.deferred)):
                 insts += seg
                 continue
             del self.val[u]
