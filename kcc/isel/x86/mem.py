@@ -91,7 +91,11 @@ class X86Mem:
                 else:                       # read by several: loaded once, here
                     self.val[u] = self.load(Place(m, u.dtype, 1))
             else:
-                self.val[u] = self.lane(self.reg(base), base.dtype, base.shape[0], k)
+                # extracted when a rule reads it (most readers take the vector's lanes
+                # themselves: x86_select.lazy_lane)
+                v = self.lazy_lane(u, self.reg(base), base.dtype, base.shape[0], k)
+                if v is not None:
+                    self.val[u] = v
             return
         self.places[u] = self.place(base, u.src[1], u.dtype, 1)
 

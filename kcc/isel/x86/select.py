@@ -28,7 +28,7 @@ from kcc.ir.ops import Ops
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp, VReg
 from kcc.ir.ranges import int_ranges
-from kcc.isel.common import SelectorBase
+from kcc.isel.common import _RULE_NAMES, SelectorBase
 from kcc.isel.x86.alu import X86Alu
 from kcc.isel.x86.cast import X86Cast
 from kcc.isel.x86.idioms import X86Idioms
@@ -53,6 +53,9 @@ from kcc.record import Counts  # collections.Counter's counting, without collect
 __all__ = ["ConstPool", "Place", "SelectError", "X86Selector", "commit_const", "const_bytes",
            "imm_form", "isz", "select", "strong_const", "vw"]
 
+
+# scalar integer ops selected aside until a rule reads them (X86Selector.select_all)
+_ASIDE = frozenset({Ops.ADD, Ops.SHL, Ops.MUL})
 
 
 class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86IVec,
@@ -99,6 +102,14 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
         self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
         self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
+        # lanes of vector registers (INDEX of a float vector) not extracted yet: made only
+        # when reg() asks, but placed where the schedule selected them (`lazy_lane`)
+        self.lazy_lanes: dict[UOp, tuple[int, int, int, VReg, DType, int, int]] = {}
+        # scalar integer ADD/SHL/MUL selected aside (`select_all`): node → (place, order,
+        # register, instructions), kept only when reg() asks for the value
+        self.aside: dict[UOp, tuple[int, int, VReg, list[Inst]]] = {}
+        self.splices: list[tuple[int, int, list[Inst]]] = []   # (place, order, instructions)
+        self.order = 0                                  # the splices' order at one place
         self.splat_only: frozenset[UOp] = frozenset()  # WHEREs gated_splat reads
         self.bool_inner: set[UOp] = set()           # bool OR/AND nodes inside a tree
         # the rules' memos, one kernel long (a selector selects one kernel); a value made
@@ -178,6 +189,14 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             return v
         if u in self.lazy_masks:
             return self.lane_mask(u)        # x86-64-v4: an opmask's bool vector (x86_kmask)
+        if u in self.lazy_lanes:
+            self.val[u] = v = self.make_lane(u)
+            return v
+        if u in self.aside:
+            at, order, v, seg = self.aside.pop(u)
+            self.splices.append((at, order, seg))
+            self.val[u] = v
+            return v
         if u in self.deferred:
             # a load kept for a memory operand that its user did not take after all: read it
             # here (no store lies between the two places in the schedule)
@@ -285,6 +304,90 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             self.emit(f"movzx_r32_rm{src}", t, v)
         return t
 
+    # -- lanes made on demand ---------------------------------------------------------------
+    def lazy_lane(self, u: UOp, v: VReg, dt: DType, lanes: int, k: int) -> VReg | None:
+        """Lane k of vector register v as u's value (`lane`), extracted only if some rule asks
+        reg(u) for it: a shuffle, an insert or a horizontal reduction reads the vector's lanes
+        itself, and the extract (a VSHUFPS or VPSRLQ nobody reads) was left to dead-code
+        removal (a quarter of the instructions selected for tinygrad's row reductions).
+        Selected on demand, the instructions go where the schedule selected u, with the
+        register ids reserved there, so the function is the one eager selection makes less
+        its dead extracts. Returns the register when the lane costs no instruction (lane 0),
+        None when deferred. Only xmm/ymm sources: a zmm's halves are memoized (split_z)."""
+        size = dt.itemsize * lanes
+        high = size == 32 and dt.itemsize * k >= 16
+        kk = k - 16 // dt.itemsize if high else k
+        if size > 32 or (kk == 0 and not high):
+            return self.lane(v, dt, lanes, k)
+        ids = int(high) + int(kk != 0)          # the registers lane() makes
+        fn = self.fn
+        self.order += 1
+        self.lazy_lanes[u] = (len(fn.insts), self.order, fn.next_vreg, v, dt, lanes, k)
+        fn.next_vreg += ids
+        return None
+
+    def make_lane(self, u: UOp) -> VReg:
+        """Extract a deferred lane now (reg() asked for it), into its splice (`lazy_lane`)."""
+        at, order, first, v, dt, lanes, k = self.lazy_lanes.pop(u)
+        fn = self.fn
+        insts, ids = fn.insts, fn.next_vreg
+        fn.insts, fn.next_vreg = [], first
+        try:
+            r = self.lane(v, dt, lanes, k)
+            self.splices.append((at, order, fn.insts))
+        finally:
+            fn.insts, fn.next_vreg = insts, ids
+        return r
+
+    def select_all(self, lin: list[UOp], skip: set[UOp] | frozenset[UOp]) -> None:
+        """SelectorBase.select_nodes, but a scalar integer ADD, SHL or MUL is selected aside:
+        its instructions join the function (where the schedule selected it) only if a rule
+        reads its register. An index sum is often read only as an address, whose memory
+        operand takes its terms (`address`: base + index*scale + disp), or only by a loop's
+        exit test that loopexit moves to another counter; its MOV and ADD were left to
+        dead-code removal (a fifth of what it removed on /tmp/tg). The rule runs at the same
+        place with the same state, so a kept value is exactly the eager selection's."""
+        names, fallback, fn, aside = _RULE_NAMES, self.sel_alu, self.fn, self.aside
+        for u in lin:
+            if u in skip:
+                continue
+            rule = getattr(self, names[u.op], None) or fallback
+            if u.op not in _ASIDE or u.shape or not u.dtype.is_int:
+                rule(u)
+                continue
+            insts = fn.insts
+            fn.insts = []
+            # what the rule may memoize besides u's value: a constant or extension made
+            # (const_cache), an operand made on demand (val: a STACK, a lane; deferred: a
+            # folded load read after all). Later rules read those registers without reg(u),
+            # so a segment that made one is kept in place, as eager selection had it
+            before = (len(self.const_cache), len(self.val), len(self.deferred))
+            try:
+                rule(u)
+            finally:
+                seg, fn.insts = fn.insts, insts
+            v = self.val.get(u)
+            if v is None or not seg or before != (len(self.const_cache), len(self.val) - 1,
+                                                  len(self.deferred)):
+                insts += seg
+                continue
+            del self.val[u]
+            self.order += 1
+            aside[u] = (len(insts), self.order, v, seg)
+
+    def place_splices(self) -> None:
+        """Put the lanes made on demand where their nodes were selected (one pass)."""
+        if not self.splices:
+            return
+        insts, out, prev = self.fn.insts, [], 0
+        for at, _, seg in sorted(self.splices, key=lambda t: (t[0], t[1])):
+            out += insts[prev:at]
+            out += seg
+            prev = at
+        out += insts[prev:]
+        self.fn.insts = out
+        self.splices = []
+
     # -- the driver ---------------------------------------------------------------------------
     def select(self, lin: list[UOp]) -> MFunction:
         """Select every node of the linearized kernel, in order."""
@@ -310,7 +413,8 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # an induction variable is defined at its RANGE
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
         self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
-        self.select_nodes(lin, self.sel_alu, skip=iv_nodes | gathered)
+        self.select_all(lin, iv_nodes | gathered)
+        self.place_splices()
         if self.stream_align:
             # non-temporal stores are weakly ordered: visible to others before the return
             self.emit("sfence")
