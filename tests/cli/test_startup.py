@@ -21,6 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kcc_process import modules_after
+
 from kcc.ir import numerics as nm
 from kcc.ir.consts import _convert, round_float
 from kcc.ir.dtype import dtypes
@@ -28,18 +30,6 @@ from kcc.ir.dtype import dtypes
 REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "examples" / "saxpy.uop"
 HEAVY = ("numpy", "capstone", "elftools")
-
-
-def modules_after(*argv: str, cwd: Path) -> set[str]:
-    """The modules a fresh interpreter holds after running `kcc ARGV…` (its exit ignored)."""
-    code = ("import json, runpy, sys\n"
-            f"sys.argv = ['kcc', *{list(argv)!r}]\n"
-            "try:\n    runpy.run_module('kcc.cli', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
-                       timeout=300)
-    return set(json.loads(p.stderr.strip().splitlines()[-1]))
 
 
 def test_version_imports_no_back_end_parser_or_numpy(tmp_path: Path) -> None:

@@ -4,12 +4,11 @@ exact computation (decimal, fractions), which a process with a warm cache does n
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+from kcc_process import modules_after
 
 from kcc.ir.dtype import dtypes
 from kcc.passes import transcendental as T
@@ -42,16 +41,10 @@ def test_tables_are_their_exact_computation() -> None:
 def test_a_warm_cache_compiles_exp2_without_decimal_or_fractions(tmp_path: Path) -> None:
     src = tmp_path / "e.uop"
     src.write_text(EXP2)
-    code = ("import json, runpy, sys\n"
-            f"sys.argv = ['kcc', 'compile', {str(src)!r}, '-t', 'x86', '-o', 'e.o']\n"
-            "try:\n    runpy.run_module('kcc.cli', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")     # a cache of this test's own
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           cwd=tmp_path, env=env, timeout=300, check=False) for _ in range(2)]
-    first, warm = (set(json.loads(p.stderr.strip().splitlines()[-1])) for p in runs)
+    first, warm = (modules_after("compile", str(src), "-t", "x86", "-o", "e.o", cwd=tmp_path,
+                                 env=env) for _ in range(2))
     assert (tmp_path / "e.o").read_bytes()[:4] == b"\x7fELF"
     assert "decimal" in first and "fractions" in first         # the tables built
     assert "kcc.passes.transcendental" in warm
