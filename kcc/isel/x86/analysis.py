@@ -48,6 +48,26 @@ def footprint(lin: list[UOp]) -> int | None:
     return total
 
 
+def range_times_const(m: UOp) -> tuple[UOp, int] | None:
+    """(r, c) when m is `MUL(r, c)`, `MUL(c, r)` or `SHL(r, k)` (c = 2^k, 0 <= k < its bits)
+    of a RANGE r of m's dtype by a strong integer constant, else None (induction_sums here,
+    viv.py's vector inductions)."""
+    if m.op not in (Ops.MUL, Ops.SHL) or len(m.src) != 2:
+        return None
+    a, b = m.src
+    if m.op is Ops.MUL and a.op is not Ops.RANGE:
+        a, b = b, a
+    c = strong_const(b)
+    if a.op is not Ops.RANGE or a.dtype != m.dtype or c is None:
+        return None
+    c = int(c)
+    if m.op is Ops.SHL:
+        if not 0 <= c < m.dtype.bits:
+            return None
+        c = 1 << c
+    return a, c
+
+
 def induction_sums(lin: list[UOp], facts: Facts | None = None
                    ) -> dict[UOp, list[tuple[UOp, UOp | None, int]]]:
     """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
@@ -66,17 +86,10 @@ def induction_sums(lin: list[UOp], facts: Facts | None = None
         if m.op not in (Ops.MUL, Ops.SHL) or not m.dtype.is_int or m.shape or \
                 m.dtype.itemsize not in (4, 8) or m.dtype.is_weak:
             return None
-        a, b = m.src
-        if m.op is Ops.MUL and a.op is not Ops.RANGE:
-            a, b = b, a
-        c = strong_const(b)
-        if a.op is not Ops.RANGE or a.dtype != m.dtype or c is None:
+        rc = range_times_const(m)
+        if rc is None:
             return None
-        c = int(c)
-        if m.op is Ops.SHL:
-            if not 0 <= c < m.dtype.bits:
-                return None
-            c = 1 << c
+        a, c = rc
         step = commit_const(c, m.dtype)
         step = commit_const(step, dtypes.int64 if m.dtype.itemsize == 8 else dtypes.int32)
         return (a, int(step)) if fits32(int(step)) else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.mir import Mem
 from kcc.isel.common import commit_const, strong_const
+from kcc.isel.x86.analysis import range_times_const
 from kcc.isel.x86.base import fits32, vw
 
 MAX_VIVS = 2      # vector induction variables per loop: each holds a vector register
@@ -31,19 +32,7 @@ def _scaled(m: UOp) -> tuple[UOp, int] | None:
     `SHL(r, k)` (c = 2^k) with a constant c."""
     if m.op is Ops.RANGE:
         return m, 1
-    if m.op not in (Ops.MUL, Ops.SHL) or len(m.src) != 2:
-        return None
-    a, b = m.src
-    if m.op is Ops.MUL and a.op is not Ops.RANGE:
-        a, b = b, a
-    c = _int_const(b)
-    if a.op is not Ops.RANGE or a.dtype != m.dtype or c is None:
-        return None
-    if m.op is Ops.SHL:
-        if not 0 <= c < 32:
-            return None
-        c = 1 << c
-    return a, c
+    return range_times_const(m)
 
 
 def affine_in_range(s: UOp) -> tuple[UOp, UOp | None, int] | None:
