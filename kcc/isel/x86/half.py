@@ -75,12 +75,27 @@ class X86Half:
         return t
 
     def half_stack(self, u: UOp) -> VReg:
-        """A STACK of float16 scalars: a constant, or each lane's bits inserted (VPINSRW)."""
+        """A STACK of float16 scalars: a constant, a splat, or each lane's bits (VPINSRW)."""
         n = u.shape[0]
         consts = [strong_const(s) for s in u.src]
         if all(c is not None for c in consts):
             return self.half_const(consts, n)
+        if all(s is u.src[0] for s in u.src):
+            return self.half_splat(u.src[0])
         return self.ivec_from([self.reg(s) for s in u.src], dtypes.uint16)
+
+    def half_splat(self, s: UOp) -> VReg:
+        """One float16 scalar in every lane: one VPBROADCASTW (AVX2, SDM "VPBROADCAST") from
+        the xmm whose word 0 it is, else from a VMOVD of its bits, in place of a VPINSRW per
+        lane (half_softmax's E_5_77_4 splats a row's max and sum: 8 inserts each)."""
+        a = self.reg(s)
+        x = self.half_xmm.get(a)
+        if x is None:
+            x = self.new("vec")
+            self.emit("vmovd_x_rm32", x, a)
+        t = self.new("vec")
+        self.emit("vpbroadcastw_x_xm16", t, x)
+        return t
 
     def half_lane(self, v: VReg, n: int, k: int) -> VReg:
         """Lane k's bits in a GPR (VPEXTRW zero-extends); lane 0 is also word 0 of v itself,

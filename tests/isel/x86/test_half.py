@@ -178,3 +178,45 @@ def test_bfloat16_row_sum_scalar_bit_work() -> None:
     text = disasm_object(compile_x86([sink], "x86-64-v3")[0])
     assert "setne" not in text and "cmovne" in text and "0xffff0000" in text, text
     assert not re.search(r"vmovd\s+(e[a-z]+|r\d+d), xmm", text.split("jl")[0]), text
+
+
+SPLAT = f"""# kcc-uop 1
+%o = PARAM ParamArg(0, float16, 24)
+%a = PARAM ParamArg(1, float16, 3)
+%c = PARAM ParamArg(2, float32, 3)
+%b = PARAM ParamArg(3, float16, 24)
+%r = RANGE(3) (0, LOOP)
+%pa = INDEX(%a, %r)
+%h1 = LOAD(%pa)
+%pc = INDEX(%c, %r)
+%lc = LOAD(%pc)
+%h2 = CAST(%lc) float16
+%s1 = STACK({", ".join(["%h1"] * 8)})
+%s2 = STACK({", ".join(["%h2"] * 8)})
+%k = MUL(%r, 8)
+%pb = SHRINK(%b, %k, 8)
+%vb = LOAD(%pb)
+%d = SUB(%vb, %s1)
+%m = MUL(%d, %s2)
+%po = SHRINK(%o, %k, 8)
+%st = STORE(%po, %m)
+%e = END(%st, %r)
+SINK(%e) KernelInfo(name="half_splat")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_half_splat_is_one_broadcast(arch: str) -> None:
+    """A float16 scalar in all 8 lanes (half_softmax's row max and sum) is one VPBROADCASTW
+    (from a VMOVD of a loaded half's bits, or from the xmm VCVTPS2PH rounded it into), not
+    a VPINSRW per lane; every lane bit for bit as the interpreter's (NaN, inf, -0.0)."""
+    sink = parse(SPLAT, "half_splat.uop")
+    a = np.array([1.5, float("nan"), -0.0], np.float16)
+    c = np.array([0.1, 65520.0, -3.0], np.float32)
+    b = np.array([1.0, -2.5, 65504.0, 0.0, -0.0, float("inf"), 3e-8, 7.0] * 3, np.float16)
+    args = [np.zeros(24, np.float16), a, c, b]
+    want = reference(sink, args)
+    got = compile_and_run(sink, args, arch)
+    assert np.array_equal(got[0].view(np.uint16), want[0].view(np.uint16)), (got[0], want[0])
+    text = disasm_object(compile_x86([sink], arch)[0])
+    assert re.search(r"vpbroadcastw\s+xmm", text) and "vpinsrw" not in text, text
