@@ -133,7 +133,9 @@ def _nest_parts(end: UOp, dep: dict[UOp, frozenset[UOp]]
     cone = toposort([end])
     closed = [x.src[1] for x in cone if x.op is Ops.END and x.src[1] not in outer]
     nest = frozenset(closed)
-    body = [x for x in cone if dep[x] & nest or x.op is Ops.END and x.src[1] in nest]
+    # (isdisjoint: no intersection set built per node of the cone)
+    body = [x for x in cone
+            if not dep[x].isdisjoint(nest) or x.op is Ops.END and x.src[1] in nest]
     if any(x.op is Ops.END and len(x.src) != 2 for x in body) or len(closed) != len(nest):
         return None
     ranges = [x for x in body if x.op is Ops.RANGE]
