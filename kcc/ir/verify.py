@@ -125,9 +125,15 @@ class _Walk:
                     except IRError as e:
                         raise VerifyError(e.msg, n, e.src_index) from None
                 if op in plain:
-                    # _node's answer for an op with no rule of its own (the same test)
-                    static = op is _CONST or (op in _BOUND_OPS
-                                              and all(s._verified[2] for s in n.src))
+                    # _node's answer for an op with no rule of its own (the same test; a
+                    # loop, not all() over a generator: most fresh nodes are ALU ops)
+                    static = op is _CONST
+                    if not static and op in _BOUND_OPS:
+                        for s in n.src:
+                            if not s._verified[2]:
+                                break
+                        else:
+                            static = True
                 else:
                     static = self._node(n, True)
                 _set_verified(n, (*self._scope(n), static))
