@@ -38,6 +38,7 @@ LICM then hoists (clang's code: 16 vectors computed once, then the stores).
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -115,6 +116,11 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
     INNER_TRIPS and INNER_BUDGET (module docstring, "Short inner loops") and
     passes/unroll_inner.py's legality holds, else None."""
     from kcc.passes.unroll_inner import _copies_independent, _nest_parts
+    n = const_int(end.src[1].src[0])
+    if n is not None and n > INNER_TRIPS:
+        # end's own RANGE is one of the nest's, so its trips alone are over INNER_TRIPS:
+        # refused without walking the loop's cone (most inner loops: a row's reduction)
+        return None
     parts = _nest_parts(end, dep)
     if parts is None:
         return None
