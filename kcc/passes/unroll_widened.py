@@ -67,7 +67,8 @@ def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
     False: only the short inner loops, `_inner`)."""
     if desc.tiny_unroll <= 0:
         return sink
-    from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
+    from kcc.passes.unroll_tiny import (_HEAVY_OPS, _expand, _nest,  # (start-up: none)
+                                        _over_budget)
     order = toposort([sink])
     dep = range_sets(order)
     vector_in: set[UOp] = set()         # RANGEs some vector value depends on
@@ -82,8 +83,10 @@ def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
         if x.op is not Ops.END or x.src[1] not in vector_in or x in inside:
             continue
         if not dep[x]:
-            if outermost and _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
-                     heavy=_heavy(x, _HEAVY_OPS)) is not None:
+            # (_over_budget first: _nest's own answer, before _heavy walks the cone)
+            budget = 2 * desc.tiny_unroll
+            if outermost and not _over_budget(x, dep, budget) and _nest(
+                    x, dep, budget, per_lane=False, heavy=_heavy(x, _HEAVY_OPS)) is not None:
                 repl[x] = _expand(x, dep)
                 inside.update(toposort([x]))
         elif (ranges := _inner(x, dep)) is not None:
