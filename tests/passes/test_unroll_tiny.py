@@ -131,7 +131,7 @@ def test_a_loop_over_budget_on_its_own_trips_is_refused_before_the_walk(monkeypa
         order = g.toposort()
         dep = range_sets(order)
         ends = [n for n in order if n.op is Ops.END]
-        for budget in range(0, 12):
+        for budget in range(12):
             for end in ends:
                 early = ut._over_budget(end, dep, budget)
                 refused.append(early)
