@@ -334,7 +334,10 @@ def _binary(op: Ops) -> Callable[[tuple[UOp, ...], Any], UType]:
     numbers = op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MULACC)
 
     def rule(src: tuple[UOp, ...], arg: Any) -> UType:
-        t = _promote_all(src, [0, 1], name)
+        t = src[0].utype
+        if t.kind != "value" or t is not src[1].utype:
+            # (operands of one shared UType, most nodes, promote to it: _promote_all's answer)
+            t = _promote_all(src, [0, 1], name)
         dt = t.dtype
         if floats and not dt.is_float:
             raise IRError(f"{name} takes floats, not {dt}", 0)

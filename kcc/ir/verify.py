@@ -125,9 +125,15 @@ class _Walk:
                     except IRError as e:
                         raise VerifyError(e.msg, n, e.src_index) from None
                 if op in plain:
-                    # _node's answer for an op with no rule of its own (the same test)
-                    static = op is _CONST or (op in _BOUND_OPS
-                                              and all(s._verified[2] for s in n.src))
+                    # _node's answer for an op with no rule of its own (the same test; a
+                    # loop, not all() over a generator: most fresh nodes are ALU ops)
+                    static = op is _CONST
+                    if not static and op in _BOUND_OPS:
+                        for s in n.src:
+                            if not s._verified[2]:
+                                break
+                        else:
+                            static = True
                 else:
                     static = self._node(n, True)
                 _set_verified(n, (*self._scope(n), static))
@@ -212,8 +218,11 @@ class _Walk:
     def _scope(self, n: UOp) -> tuple[frozenset[UOp], frozenset[UOp]]:
         """The open and closed RANGE sets of n, from its srcs'; they may not meet."""
         src = n.src
-        if len(src) == 1:            # (most nodes: the src's own sets, as _union returns)
-            opened, closed = src[0]._verified[:2]
+        if not src:                  # (a leaf: CONST, PARAM, DEFINE_VAR ... inside no loop)
+            opened = closed = _EMPTY
+        elif len(src) == 1:          # (most nodes: the src's own sets, as _union returns)
+            v = src[0]._verified
+            opened, closed = v[0], v[1]
         elif len(src) == 2:          # (binary ALU ops: no list per node)
             a, b = src[0]._verified, src[1]._verified
             opened, closed = _union2(a[0], b[0]), _union2(a[1], b[1])
@@ -226,8 +235,9 @@ class _Walk:
             ends = frozenset(n.src[1:])
             opened = opened - ends
             closed = closed | ends
-        both = opened & closed
-        if both:
+        # (isdisjoint first: most nodes close no loop, and it builds no set per node)
+        if closed and opened and not opened.isdisjoint(closed):
+            both = opened & closed
             r = min(both, key=lambda x: self.ranges.index(x))
             raise VerifyError("this node depends on a RANGE both inside its loop and after "
                               "the END that closes it", n, related=r)

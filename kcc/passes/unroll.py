@@ -257,7 +257,8 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
         return None
     keys = inner | {r}
     inner_ends = {loops.end_of[x] for x in inner}
-    region = [n for n in cone if dep[n] & keys or n in inner_ends]
+    # (isdisjoint: no intersection set built per node of the cone)
+    region = [n for n in cone if not dep[n].isdisjoint(keys) or n in inner_ends]
     region_set = set(region)
     stored: dict[UOp, list[UOp]] = {}
     accesses: dict[UOp, list[UOp]] = {}

@@ -48,7 +48,7 @@ from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import gate_constant, gated_as, keep_params
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll_tiny import (_HEAVY, _HEAVY_OPS, _REFUSED, _assignments, _expand, _place,
-                                    _widens)
+                                    _over_budget, _widens)
 
 
 # integer ops an address folds (a displacement, a strength-reduced sum): a nest whose counters
@@ -60,6 +60,8 @@ _AFFINE = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC, Ops.RANGE, 
 def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | None:
     """The RANGEs of the inner nest closed by end when the module docstring allows unrolling
     it, else None."""
+    if _over_budget(end, dep, budget):
+        return None
     parts = _nest_parts(end, dep)
     if parts is None:
         return None
@@ -133,7 +135,9 @@ def _nest_parts(end: UOp, dep: dict[UOp, frozenset[UOp]]
     cone = toposort([end])
     closed = [x.src[1] for x in cone if x.op is Ops.END and x.src[1] not in outer]
     nest = frozenset(closed)
-    body = [x for x in cone if dep[x] & nest or x.op is Ops.END and x.src[1] in nest]
+    # (isdisjoint: no intersection set built per node of the cone)
+    body = [x for x in cone
+            if not dep[x].isdisjoint(nest) or x.op is Ops.END and x.src[1] in nest]
     if any(x.op is Ops.END and len(x.src) != 2 for x in body) or len(closed) != len(nest):
         return None
     ranges = [x for x in body if x.op is Ops.RANGE]

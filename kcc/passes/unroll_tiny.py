@@ -140,11 +140,28 @@ def _assignments(ranges: list[UOp]) -> list[dict[UOp, int]]:
     return out
 
 
+def _over_budget(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> bool:
+    """Whether the size of the nest closed by end (this module's `_nest` and unroll_inner's,
+    its STOREs alone here) is over budget by end's own loop, known without walking the
+    loop's cone: a STORE that is the END's body (or a src of a GROUP there) and reads the
+    counter counts at least once per iteration of end's RANGE, one of the nest's (most
+    loops of tinygrad's kernels: a row's reduction, an elementwise loop over a tensor)."""
+    r = end.src[1]
+    n = const_int(r.src[0])
+    if n is None or n <= budget:
+        return False
+    body = end.src[0]
+    return any(x.op is Ops.STORE and r in dep[x]
+               for x in (body.src if body.op is Ops.GROUP else (body,)))
+
+
 def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc) -> UOp | None:
     """The nest under end as its copies (`_expand`) when it is over the budget as copies but
     within it once their counter gates fold (module docstring, "Copies that fold"), else
     None. The count: the value and effect nodes (not places, index arithmetic and gates,
     constants or the graph's structure) of the nest alone, expanded and simplified."""
+    if _over_budget(end, dep, FOLD_CAP * desc.tiny_unroll):
+        return None                     # (_nest's answer below, before the cone's walk)
     cone = toposort([end])
     if not any(x.op is Ops.LOAD and len(x.src) == 3 and not x.src[2].shape and dep[x.src[2]]
                for x in cone):
@@ -178,6 +195,8 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int,
     """The RANGEs of the nest closed by end when the module docstring allows unrolling it;
     per_lane False counts a vector node once, not once a lane (passes/unroll_widened.py:
     after widening, a vector node is one instruction); heavy: the ops counted _HEAVY."""
+    if _over_budget(end, dep, budget):
+        return None                     # (the STOREs' count below, before the cone's walk)
     cone = toposort([end])
     body = [x for x in cone if dep[x] or x.op is Ops.END]
     ranges = [x for x in body if x.op is Ops.RANGE]

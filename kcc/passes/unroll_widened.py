@@ -38,6 +38,7 @@ LICM then hoists (clang's code: 16 vectors computed once, then the stores).
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
@@ -66,7 +67,8 @@ def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
     False: only the short inner loops, `_inner`)."""
     if desc.tiny_unroll <= 0:
         return sink
-    from kcc.passes.unroll_tiny import _HEAVY_OPS, _expand, _nest   # (start-up: none)
+    from kcc.passes.unroll_tiny import (_HEAVY_OPS, _expand, _nest,  # (start-up: none)
+                                        _over_budget)
     order = toposort([sink])
     dep = range_sets(order)
     vector_in: set[UOp] = set()         # RANGEs some vector value depends on
@@ -81,8 +83,10 @@ def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
         if x.op is not Ops.END or x.src[1] not in vector_in or x in inside:
             continue
         if not dep[x]:
-            if outermost and _nest(x, dep, 2 * desc.tiny_unroll, per_lane=False,
-                     heavy=_heavy(x, _HEAVY_OPS)) is not None:
+            # (_over_budget first: _nest's own answer, before _heavy walks the cone)
+            budget = 2 * desc.tiny_unroll
+            if outermost and not _over_budget(x, dep, budget) and _nest(
+                    x, dep, budget, per_lane=False, heavy=_heavy(x, _HEAVY_OPS)) is not None:
                 repl[x] = _expand(x, dep)
                 inside.update(toposort([x]))
         elif (ranges := _inner(x, dep)) is not None:
@@ -115,6 +119,11 @@ def _inner(end: UOp, dep: dict[UOp, frozenset[UOp]]) -> list[UOp] | None:
     INNER_TRIPS and INNER_BUDGET (module docstring, "Short inner loops") and
     passes/unroll_inner.py's legality holds, else None."""
     from kcc.passes.unroll_inner import _copies_independent, _nest_parts
+    n = const_int(end.src[1].src[0])
+    if n is not None and n > INNER_TRIPS:
+        # end's own RANGE is one of the nest's, so its trips alone are over INNER_TRIPS:
+        # refused without walking the loop's cone (most inner loops: a row's reduction)
+        return None
     parts = _nest_parts(end, dep)
     if parts is None:
         return None

@@ -118,6 +118,37 @@ def test_a_nest_over_the_budget_on_its_stores_is_not_analysed(monkeypatch) -> No
     assert asked
 
 
+def test_a_loop_over_budget_on_its_own_trips_is_refused_before_the_walk(monkeypatch) -> None:
+    # _over_budget answers for _nest (this module's and unroll_inner's) without the cone's
+    # walk: it may only refuse what the full count refuses, here at every budget around the
+    # trips of WIDE's loop (a STORE as the END's body) and SORT's inner loop (a GROUP)
+    import kcc.passes.unroll_inner as ui
+    import kcc.passes.unroll_tiny as ut
+    from kcc.passes.linearize import range_sets
+    refused = []
+    for text in (WIDE, SORT.format(out="%0")):
+        g = lower_weak_dtypes(parse(text, "k.uop"))
+        order = g.toposort()
+        dep = range_sets(order)
+        ends = [n for n in order if n.op is Ops.END]
+        for budget in range(12):
+            for end in ends:
+                early = ut._over_budget(end, dep, budget)
+                refused.append(early)
+                with monkeypatch.context() as m:   # the full count, without the early answer
+                    m.setattr(ut, "_over_budget", lambda *a: False)
+                    m.setattr(ui, "_over_budget", lambda *a: False)
+                    nest = ut._nest if not dep[end] else ui._nest
+                    full = nest(end, dep, budget)
+                assert not (early and full is not None), (text[:40], budget)
+    assert any(refused) and not all(refused)
+    # WIDE's 8 trips: over a budget of 7, not of 8
+    g = lower_weak_dtypes(parse(WIDE, "w.uop"))
+    dep = range_sets(g.toposort())
+    end = g.src[0]
+    assert ut._over_budget(end, dep, 7) and not ut._over_budget(end, dep, 8)
+
+
 def test_index_arithmetic_and_gates_of_counters_are_not_counted(monkeypatch) -> None:
     # triu's copies keep 64 loads, 16 four-lane STACKs and 16 stores: 144 nodes, at most
     # twice a budget of 72; its gates fold to constants in each copy (FOLD_CAP 0: the
