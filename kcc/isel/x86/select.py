@@ -84,6 +84,9 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.scratch_used = False                      # a gated store's false address
         self.loops: list[tuple[UOp, VReg, str | None, str | None]] = []
         self.const_cache: dict[tuple, VReg] = {}
+        # values re-read from a register an instruction left them in (x86_alu.mulhi_mulx's
+        # rdx): (node, its register before, loop depth); restored as their loop closes
+        self.kept: list[tuple[UOp, VReg, int]] = []
         # an address's index as an affine sum (kcc/ir/affine.py) → the first index of those
         # terms addressed at this loop path, and its constant (address: lane k's index is
         # lane 0's register plus a displacement)
@@ -565,6 +568,9 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # constants materialized inside the loop are not valid after it
         self.const_cache = {k: v for k, v in self.const_cache.items()
                             if k[-1] <= len(self.loops)}
+        while self.kept and self.kept[-1][2] > len(self.loops):
+            n, old, _ = self.kept.pop()      # (a loop of no trip never defined the new one)
+            self.val[n] = old
         if head is None:
             return                  # a one-trip loop (sel_RANGE): nothing runs again
         self.advance_vector_ivs(rng)
