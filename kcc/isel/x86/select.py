@@ -42,6 +42,7 @@ from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                isz, operand_plan, strong_const, vw)
 from kcc.isel.x86.ivec import X86IVec, is_int_vector
 from kcc.isel.x86.kmask import X86KMask
+from kcc.isel.x86.loopexit import step_form
 from kcc.isel.x86.mem import X86Mem
 from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
@@ -578,7 +579,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             wn = isz(n.dtype)
             self.emit(imm_form("add", wn, step), self.val[n], step)
         w = isz(rng.dtype)
-        self.emit(f"add_rm{w}_imm8", i, 1)
+        self.emit(step_form(w, 1), i, 1)         # 0 <= i < bound: i + 1 fits w's bits
         bound = rng.src[0]
         b = self.imm(bound)
         if b is not None:
