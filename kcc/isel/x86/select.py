@@ -35,7 +35,7 @@ from kcc.isel.x86.idioms import X86Idioms
 from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.icast import X86ICast
-from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
+from kcc.isel.x86.analysis import (foldable_loads, induction_sums, int_lane_loads, lane_loads,
                                    low_word_muls, promotable_buffers, schedule_facts)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
@@ -399,10 +399,16 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.promoted = promotable_buffers(lin)
         facts = schedule_facts(lin)       # (the three walks below share them)
         self.foldable = foldable_loads(lin, self.evex, facts)
-        self.lane_loads = lane_loads(lin, facts)
+        self.lane_loads = lane_loads(lin, facts) | int_lane_loads(lin, facts)
         self.low_word = low_word_muls(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
+        # each lane of an int lane load's splats (a STACK of it alone, broadcast from the
+        # load's memory by x86_shuf.splat): a use that reads memory, not the lane's register
+        self.splat_uses = Counts([s for u in lin if u.op is Ops.STACK and u.src
+                                  and all(x is u.src[0] for x in u.src)
+                                  and u.src[0].op is Ops.INDEX and u.src[0].src[0] in
+                                  self.lane_loads for s in u.src])
         # scalar bool ORs (ANDs) whose one user is an OR (AND) too: lane_test looks at the
         # whole tree from its root only, so each node is walked once (the schedule selects
         # a chain's inner nodes first)
