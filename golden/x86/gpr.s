@@ -4924,3 +4924,24 @@ prefetcht0 byte ptr [rdi + 4*rax + 8]
 ; form: prefetcht0_m8
 prefetcht0 byte ptr [r12 + 8*r15 - 128]
 ; bytes: 43 0f 18 4c fc 80
+; form: mulx_r64_r64_rm64
+mulx rax, rcx, rdx
+; bytes: c4 e2 f3 f6 c2
+; form: mulx_r64_r64_rm64
+mulx r8, r9, r15
+; bytes: c4 42 b3 f6 c7
+; form: mulx_r64_r64_rm64
+mulx rcx, r12, r10
+; bytes: c4 c2 9b f6 ca
+; form: mulx_r64_r64_rm64
+mulx r11, rdx, rbx
+; bytes: c4 62 eb f6 db
+; form: mulx_r64_r64_rm64
+mulx r8, r9, qword ptr [rdi]
+; bytes: c4 62 b3 f6 07
+; form: mulx_r64_r64_rm64
+mulx rax, rcx, qword ptr [rsp + 8]
+; bytes: c4 e2 f3 f6 44 24 08
+; form: mulx_r64_r64_rm64
+mulx r8, r9, qword ptr [rbp]
+; bytes: c4 62 b3 f6 45 00

@@ -102,6 +102,10 @@ class TargetDesc:
       the end of each row of an L2-resident output cost log_softmax_axis0 E_111_77_3 ~20%);
       0 (the default): no limit.
     l1d_bytes: a core's level-1 data cache (bytes; 0, the default: not described).
+    slow_vector_mul: the integer dtypes whose vector MUL costs about two scalar ones a lane
+      group (x86: VPMULLD is two micro-ops and 10 cycles, IMUL one and 3): a widened loop
+      that multiplies them runs one leftover iteration as a scalar tail, not as an
+      overlapping last block (passes/widen_tail.py lone_tail); () (the default): none.
     """
 
     name: str
@@ -138,6 +142,7 @@ class TargetDesc:
     select_bool_mul: bool = False
     last_block_bytes: int = 0
     l1d_bytes: int = 0
+    slow_vector_mul: tuple[DType, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

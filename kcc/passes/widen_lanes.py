@@ -79,7 +79,7 @@ from kcc.ir.uop import AddrSpace, UOp, base_buffer
 from kcc.passes import decompose
 from kcc.passes.simplify import keep_params, make_const
 from kcc.passes.target import TargetDesc
-from kcc.passes.widen_tail import factors, overlap_ok, split, tail_loop
+from kcc.passes.widen_tail import factors, lone_tail, overlap_ok, split, tail_loop
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -584,7 +584,8 @@ class LaneLoop:
         """The loop's END at the best legal factor (module docstring), followed by a tail
         loop of the remaining iterations (passes/widen_tail.py), or None. n_iter: the
         constant bound, None for a symbolic one."""
-        overlap = overlap_ok(self, n_iter)
+        lone = lone_tail(self, n_iter, desc)    # (then no overlapping block)
+        overlap = overlap_ok(self, n_iter) and not lone
         for k in factors(n_iter, overlap):
             if self.independent(k):
                 if n_iter == k:
@@ -611,6 +612,6 @@ class LaneLoop:
                     if last is not None:        # the last k iterations as one more block
                         out = UOp(Ops.GROUP, (out, last))
                     elif start is not None:
-                        out = tail_loop(self.r, self.end, self.region, out, start)
+                        out = tail_loop(self.r, self.end, self.region, out, start, one=lone)
                     return out
         return None

@@ -24,6 +24,7 @@ from kcc.ir.uop import UOp, base_buffer, rebuild
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from kcc.passes.target import TargetDesc
     from kcc.passes.widen_lanes import LaneLoop
 
 _FACTORS = (32, 16, 8, 4, 2)
@@ -58,6 +59,25 @@ def overlap_ok(lp: LaneLoop, n: int | None) -> bool:
                    for x in lp.region)
 
 
+def lone_tail(lp: LaneLoop, n: int | None, desc: TargetDesc) -> bool:
+    """Whether lp's loop runs its one leftover iteration scalar (`slow_vector_mul`)."""
+    # the overlapping block (passes/widen_stride.py last_block) recomputes k-1 lanes of
+    # vector multiplies that cost two scalar ones each; the scalar iteration does one lane
+    # (matmul_int's r_7_5_8: 5 = 4 + 1, eight VPMULLD against eight IMUL)
+    if n is None or not desc.slow_vector_mul or not overlap_ok(lp, n):
+        return False
+    ks = factors(n, True)
+    if not ks or n % ks[0] != 1 or n <= ks[0]:     # (n = 1: no factor at all)
+        return False
+    loaded: set[UOp] = set()        # what the loop's loads feed (not its index arithmetic)
+    for x in lp.region:             # (sources first)
+        if x.op is Ops.LOAD or any(s in loaded for s in x.src):
+            loaded.add(x)
+            if x.op in (Ops.MUL, Ops.MULACC) and x.dtype in desc.slow_vector_mul:
+                return True
+    return False
+
+
 def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:
     """(the widened loop's bound, the first iteration the tail runs or None for no tail) of
     the loop over r widened by k. A constant N: N // k and k*(N // k) when k does not divide
@@ -73,14 +93,24 @@ def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:
     return main, UOp(Ops.SHL, (main, sh))
 
 
-def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp) -> UOp:
+def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp,
+              one: bool = False) -> UOp:
     """The END of a loop that runs iterations start … N-1 of the loop over r (closed by end;
     region: the nodes that depend on r, sources first) after `after` (the widened loop's END),
-    its body the original one (module docstring). start is split(r, k)[1]."""
+    its body the original one (module docstring). start is split(r, k)[1]. one: a single
+    iteration is that body in straight line, GROUPed after `after` (only where no buffer
+    the loop loads is stored in it, overlap_ok: no order between the two is needed)."""
     n, dt = r.src[0], r.dtype
     c, s = const_int(n), const_int(start)
     count = strong_int(c - s, dt) if c is not None and s is not None else \
         UOp(Ops.SUB, (UOp(Ops.MAX, (n, strong_int(0, dt))), start))
+    if one and c is not None and s is not None and c - s == 1:
+        # one iteration: its body at counter `start`, no RANGE (what it loads, no iteration
+        # stores: the caller's `one`), so that the selector reads its lanes and loop-invariant
+        # operands as the block before it does (a loop boundary stops both)
+        sub = rebuild(region, {r: start})
+        body = end.src[0]
+        return UOp(Ops.GROUP, (after, sub.get(body, body)))
     r3 = UOp(Ops.RANGE, (count, after), r.arg)
     sub = rebuild(region, {r: UOp(Ops.ADD, (r3, start))})
     body = end.src[0]

@@ -195,6 +195,14 @@ def _shift_mem_rows() -> None:
                  pp=P66, mmap=M0F, w=w, vl=vl, digit=d, disp8_n=16 << vl)
 
 
+def _mulx_rows() -> None:
+    """MULX r64a, r64b, r/m64 (VEX.LZ.F2.0F38.W1 F6 /r, BMI2; SDM "MULX"): r64a:r64b = rdx *
+    r/m64, unsigned, flags untouched; the high half in ModRM.reg, the low in VEX.vvvv. The
+    MULHI of uint64 (kcc/isel/x86/alu.py): the dividend stays in rdx, no copy to rax."""
+    _vex("mulx", "gpr", PF2, M0F38, 0xF6, "r64/reg/w r64/vvvv/w rm64/rm/r", w=True,
+         implicit_uses=("rdx",))
+
+
 def build_late() -> None:
     """Append the later rows to rows._BUILT, in the golden files' order."""
     _int_lane_rows()
@@ -208,3 +216,4 @@ def build_late() -> None:
     _gather_y_rows()
     _down_convert_rows()
     _shift_mem_rows()
+    _mulx_rows()

@@ -9,6 +9,7 @@ non-temporal store and prefetch rules ask for). Each is a walk of the schedule
 from __future__ import annotations
 
 from kcc.ir import AddrSpace, UOp, dtypes
+from kcc.ir.uop import base_buffer
 from kcc.ir.consts import const_int
 from kcc.ir.ops import LOW_BITS, Ops
 from kcc.isel.x86.base import commit_const, fits32, strong_const
@@ -260,6 +261,43 @@ def lane_loads(lin: list[UOp], facts: Facts | None = None) -> frozenset[UOp]:
                       and all(y.op in _LANE_USERS for y in users.get(x, [])) for x in us):
             out.add(u)
     return frozenset(out)
+
+
+def int_lane_loads(lin: list[UOp], facts: Facts | None = None) -> frozenset[UOp]:
+    """int32 vector loads of an argument the kernel never stores, read only lane by lane."""
+    # each lane is then read from memory where it is used (`imul ecx, [mem + 4k], 300`), not
+    # extracted (VPEXTRD: two micro-ops, one on port 5; int16's E_64_4 stores each lane's
+    # product as it goes). The buffer is stored nowhere, so a STORE (to another buffer) may
+    # lie between the load and a lane's reader; a loop boundary may not (the address's
+    # registers), neither before the INDEX nor before its readers
+    pos, users, _ = facts or schedule_facts(lin)
+    stored = {base_buffer(n.src[0].src[0]) for n in lin if n.op is Ops.STORE}
+    loops = [0] * (len(lin) + 1)          # count of RANGE/END before each position
+    for k, u in enumerate(lin):
+        loops[k + 1] = loops[k] + (u.op in (Ops.RANGE, Ops.END))
+    out = set()
+    for u in lin:
+        if u.op is not Ops.LOAD or len(u.src) != 1 or not u.shape \
+                or u.dtype not in (dtypes.int32, dtypes.uint32) or u.src[0].op is not Ops.SHRINK:
+            continue
+        b = base_buffer(u.src[0].src[0])
+        if b.op is not Ops.PARAM or b.arg.addrspace is not AddrSpace.GLOBAL or b in stored:
+            continue
+        at = loops[pos[u] + 1]
+        us = users.get(u, [])
+        if us and all(x.op is Ops.INDEX and x.src[0] is u and const_int(x.src[1]) is not None
+                      and loops[pos[x]] == at
+                      and all((y.op in _LANE_USERS or _splat_of(y, x)) and loops[pos[y]] == at
+                              for y in users.get(x, [])) for x in us):
+            out.add(u)
+    return frozenset(out)
+
+
+def _splat_of(y: UOp, x: UOp) -> bool:
+    """Whether y is a STACK of x alone (its lane in every lane: a broadcast from memory,
+    x86_shuf.splat through loaded_mem: 16, 32 or 64 bytes)."""
+    return y.op is Ops.STACK and all(s is x for s in y.src) \
+        and len(y.src) * x.dtype.itemsize in (16, 32, 64)
 
 
 def promotable_buffers(lin: list[UOp]) -> dict[UOp, list[tuple[int, int]]]:

@@ -20,6 +20,15 @@ from kcc.isel.x86.base import imm_form
 _INIT = ("mov_r32_imm32", "mov_rm64_imm32")
 
 
+def step_form(width: str, step: int) -> str:
+    """The ADD of a loop's step to a counter that stays in [0, 2^31): 64-bit at any width."""
+    # exact: the counter's upper half is zero before and after. Measured on the x86 host
+    # (Sapphire Rapids class): u64_div's E_50 runs ~10% faster stepping its index with
+    # `add rcx, 5` than with `add ecx, 5` (a loop-carried 32-bit ADD that, unlike the 64-bit
+    # one, the core apparently cannot complete at rename)
+    return imm_form("add", "64" if width == "32" else width, step)
+
+
 def _sole(inst: Inst, op_prefix: str) -> tuple[object, int] | None:
     """(register, immediate) when inst is `OP reg, imm` of a form starting op_prefix."""
     ops = inst.operands
@@ -69,6 +78,8 @@ def exit_on_sums(fn: MFunction) -> int:
                 width = insts[k].op.split("_")[1][2:]           # add_rm32_imm8 → "32"
                 limit = bound * step
                 insts[e - 1] = Inst(imm_form("cmp", width, limit), [RegOp(n), Imm(limit)])
+                # n never leaves [0, limit), limit < 2^31
+                insts[k] = Inst(step_form(width, step), insts[k].operands)
                 drop.update((uses[0], e - 2))
                 done += 1
                 break

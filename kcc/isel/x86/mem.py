@@ -77,7 +77,7 @@ class X86Mem:
             k = const_int(u.src[1])
             if base.dtype.is_bool:
                 self.val[u] = self.mask_lane(base, k)
-            elif is_int_vector(base):
+            elif is_int_vector(base) and base not in self.lane_mem:
                 self.val[u] = self.ivec_lane(self.reg(base), base.dtype, base.shape[0], k)
             elif is_half_vector(base):
                 self.val[u] = self.half_lane(self.reg(base), base.shape[0], k)
@@ -86,7 +86,7 @@ class X86Mem:
                 # its user's memory operand (reg() loads it when the user does not fold it)
                 m = self.lane_mem[base]
                 m = Mem(m.base, m.index, m.scale, m.disp + k * u.dtype.itemsize)
-                if self.nusers[u] == 1:
+                if self.nusers[u] - self.splat_uses[u] <= 1:
                     self.deferred[u] = m
                 else:                       # read by several: loaded once, here
                     self.val[u] = self.load(Place(m, u.dtype, 1))

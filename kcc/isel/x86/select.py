@@ -35,13 +35,14 @@ from kcc.isel.x86.idioms import X86Idioms
 from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.icast import X86ICast
-from kcc.isel.x86.analysis import (foldable_loads, induction_sums, lane_loads,
+from kcc.isel.x86.analysis import (foldable_loads, induction_sums, int_lane_loads, lane_loads,
                                    low_word_muls, promotable_buffers, schedule_facts)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
 from kcc.isel.x86.ivec import X86IVec, is_int_vector
 from kcc.isel.x86.kmask import X86KMask
+from kcc.isel.x86.loopexit import step_form
 from kcc.isel.x86.mem import X86Mem
 from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
@@ -84,6 +85,9 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.scratch_used = False                      # a gated store's false address
         self.loops: list[tuple[UOp, VReg, str | None, str | None]] = []
         self.const_cache: dict[tuple, VReg] = {}
+        # values re-read from a register an instruction left them in (x86_alu.mulhi_mulx's
+        # rdx): (node, its register before, loop depth); restored as their loop closes
+        self.kept: list[tuple[UOp, VReg, int]] = []
         # an address's index as an affine sum (kcc/ir/affine.py) → the first index of those
         # terms addressed at this loop path, and its constant (address: lane k's index is
         # lane 0's register plus a displacement)
@@ -395,10 +399,16 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.promoted = promotable_buffers(lin)
         facts = schedule_facts(lin)       # (the three walks below share them)
         self.foldable = foldable_loads(lin, self.evex, facts)
-        self.lane_loads = lane_loads(lin, facts)
+        self.lane_loads = lane_loads(lin, facts) | int_lane_loads(lin, facts)
         self.low_word = low_word_muls(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
+        # each lane of an int lane load's splats (a STACK of it alone, broadcast from the
+        # load's memory by x86_shuf.splat): a use that reads memory, not the lane's register
+        self.splat_uses = Counts([s for u in lin if u.op is Ops.STACK and u.src
+                                  and all(x is u.src[0] for x in u.src)
+                                  and u.src[0].op is Ops.INDEX and u.src[0].src[0] in
+                                  self.lane_loads for s in u.src])
         # scalar bool ORs (ANDs) whose one user is an OR (AND) too: lane_test looks at the
         # whole tree from its root only, so each node is walked once (the schedule selects
         # a chain's inner nodes first)
@@ -565,6 +575,9 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # constants materialized inside the loop are not valid after it
         self.const_cache = {k: v for k, v in self.const_cache.items()
                             if k[-1] <= len(self.loops)}
+        while self.kept and self.kept[-1][2] > len(self.loops):
+            n, old, _ = self.kept.pop()      # (a loop of no trip never defined the new one)
+            self.val[n] = old
         if head is None:
             return                  # a one-trip loop (sel_RANGE): nothing runs again
         self.advance_vector_ivs(rng)
@@ -572,7 +585,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
             wn = isz(n.dtype)
             self.emit(imm_form("add", wn, step), self.val[n], step)
         w = isz(rng.dtype)
-        self.emit(f"add_rm{w}_imm8", i, 1)
+        self.emit(step_form(w, 1), i, 1)         # 0 <= i < bound: i + 1 fits w's bits
         bound = rng.src[0]
         b = self.imm(bound)
         if b is not None:

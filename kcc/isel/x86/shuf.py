@@ -369,6 +369,9 @@ class X86Shuf:
         """The memory operand v (a vector, or a float scalar) was loaded from, when that load
         is among the last instructions and nothing since (a store, a loop or branch boundary,
         a redefinition of its address registers) could make memory differ from the value."""
+        m = self.lane_mem.get(v)       # an integer load read lane by lane or splat from memory
+        if m is not None:              # (x86_analysis.int_lane_loads): never loaded whole
+            return m
         return self._reread(v, ("vmovup", "vmovdqu", "vmovss_x_m", "vmovsd_x_m"))
 
     def broadcast_mem(self, v: UOp) -> Mem | None:

@@ -135,6 +135,9 @@ def x86_desc(arch: str) -> TargetDesc:
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
                    lane_loads=True,
+                   # VPMULLD: 2 uops, 10 cycles; a leftover iteration of a widened loop that
+                   # multiplies int32 runs as scalar IMULs (matmul_int's r_7_5_8, 5 = 4 + 1)
+                   slow_vector_mul=(dtypes.int32, dtypes.uint32),
                    # an overlapping last block stores ymm halves, not a zmm (widen_stride.py
                    # last_block; docs/performance.md "Overlapping last blocks in halves")
                    last_block_bytes=32,

@@ -92,7 +92,8 @@ def test_the_sums_are_counters_and_the_wide_step_stays_a_multiply() -> None:
     j_loop, k_loop, *_ = _loops(KERNEL)
     # j: x[s + 60 - 3j], y[4j + i], the stored 4j: three counters, no multiply, no shift
     assert not any(o.startswith(("imul", "shl")) for o in j_loop), j_loop
-    assert j_loop.count("add_rm32_imm8") == 4, j_loop        # three counters + the loop's
+    assert j_loop.count("add_rm32_imm8") == 3, j_loop        # three counters ...
+    assert j_loop.count("add_rm64_imm8") == 1, j_loop        # ... + the loop's (step_form)
     # k (int64): -7k is a counter; 5000000000k does not fit an imm32 and is multiplied
     assert k_loop.count("imul_r64_rm64") == 1 and "add_rm64_imm8" in k_loop, k_loop
 

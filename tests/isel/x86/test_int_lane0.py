@@ -17,11 +17,16 @@ from kcc.targets.x86.target import compile_x86, disasm_object
 
 def _lanes(dt: str, narrow: str, n: int) -> str:
     """out[4i + k] = narrow(x[4i : 4i+4][k]) * 300 for k < 4 (int16's E_64_4 at int32 and
-    int16): each lane of a vector load read as a scalar."""
+    int16): each lane of a vector load read as a scalar. At int32 x[4i + 3] is then set to
+    7: int16's E_64_4 itself reads its lanes from memory (x86_analysis.int_lane_loads, an
+    argument the kernel never stores), a stored one is extracted."""
     ks = range(4)
     lines = [f"%l{k} = INDEX(%v, {k})\n%c{k} = CAST(%l{k}) {narrow}\n"
              f"%m{k} = MUL(%c{k}, %k300)\n%a{k} = MULACC(%r, 4, {k})\n"
              f"%p{k} = INDEX(%o, %a{k})\n%s{k} = STORE(%p{k}, %m{k})" for k in ks]
+    if dt == "int32":
+        lines.append("%seven = CAST(7) int32\n%px = INDEX(%x, %a3)\n%s4 = STORE(%px, %seven)")
+        ks = range(5)
     return f"""# kcc-uop 1
 %o = PARAM ParamArg(0, {narrow}, {4 * n})
 %x = PARAM ParamArg(1, {dt}, {4 * n})

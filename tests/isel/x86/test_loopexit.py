@@ -39,7 +39,10 @@ def test_the_loop_ends_on_its_sum() -> None:
     fn, (p, i, n, t) = _loop(False)
     assert exit_on_sums(fn) == 1
     ops = [x.op for x in fn.insts]
-    assert ops.count("mov_r32_imm32") == 1 and ops.count("add_rm32_imm8") == 1
+    # the sum's step is a 64-bit ADD now that the loop ends on it (loopexit.step_form: n
+    # stays in [0, 50)); its compare stays 32-bit
+    assert ops.count("mov_r32_imm32") == 1 and ops.count("add_rm32_imm8") == 0
+    assert ops.count("add_rm64_imm8") == 1 and fn.insts[-4].operands[0].reg is n
     cmp = fn.insts[-3]
     assert cmp.operands[0].reg is n and cmp.operands[1] == Imm(50)
     assert not any(i in x.uses() or i in x.defs() for x in fn.insts)
