@@ -11,15 +11,13 @@ import re
 
 import pytest
 from widen_util import range_bounds, widen_check, widen_prep
-from x86_util import assert_same, random_inputs, reference
+from x86_util import ARCHS, assert_same, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.ir.consts import const_int
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import compile_x86, disasm_object
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ("x86-64-v3",) + (("x86-64-v4",) if HAS_V4 else ())
 
 # out[r*n + j] = a[r*4] * b[j] + a[r*4 + 1] * b[n + j] (int32): a's lanes are loop-invariant
 # in the j loop (splat in its vector block), b's rows consecutive in j
