@@ -13,16 +13,21 @@ is a STACK taking lane j from the vector of lane j's own shape. A lane's own val
 the two (its shape over its leaves is itself, hash-consed); the other vector's lanes are
 computed and dropped, so only ops that cannot trap or write anything are rebuilt
 (`_SAFE`: no division, no load). Bit-identical: every lane is its own expression's value.
+
+`blend_stacks` does the same after passes/widen.py for a STACK of such scalar lanes over lanes
+of vectors (pairs read as float2 vectors: slp saw 2 lanes, which no x86 vector holds).
 """
 
 from __future__ import annotations
 
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, substitute_closed, toposort
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Callable
+
+    from kcc.passes.target import TargetDesc
 
 # lane-wise ops that neither trap nor have effects: computing one on lanes whose result is
 # dropped is harmless (integer division is not among them: a zero divisor)
@@ -108,3 +113,29 @@ def blend(t: tuple[UOp, ...], pack: Callable[[tuple[UOp, ...]], UOp | None]) -> 
         assert s is not None
         out.append(UOp(Ops.INDEX, (vecs[kinds[s[0]]], UOp.const(j))))
     return UOp(Ops.STACK, tuple(out))
+
+
+def blend_stacks(sink: UOp, desc: TargetDesc) -> UOp:
+    """After passes/widen.py: a STACK of scalar lanes of two tree shapes over lanes of vectors
+    (a compare-exchange of adjacent elements, sort_rows E_4096_2: `out[2i] = min(x[2i],
+    x[2i+1])`, `out[2i+1]` the max, read as float2 loads, so slp saw 2 lanes, which no x86
+    vector holds; widening by 8 made 16 scalar MINs and MAXs and their inserts) → both ops over
+    every lane, their operands lanes of the vectors (shuffles), and a blend (`blend`); kept
+    only where nothing is inserted lane by lane (slp_reg `_inserts`)."""
+    from kcc.passes.slp import _Packer
+    from kcc.passes.slp_reg import _inserts
+    order = toposort([sink])
+    repl: dict[UOp, UOp] = {}
+    p: _Packer | None = None
+    for u in order:
+        if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1 \
+                or not desc.alu_legal(len(u.src), u.dtype) \
+                or not all(_inner(s) for s in u.src) or len(set(u.src)) != len(u.src):
+            continue
+        p = p or _Packer(desc)
+        v = blend(u.src, p.pack)
+        if v is not None and not _inserts(v):
+            repl[u] = v
+    if not repl:
+        return sink
+    return substitute_closed(sink, repl)

@@ -58,6 +58,9 @@ def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     from kcc.passes.simplify import keep_params
     if wide is sink:        # (no loop widened: slp's vectors in short inner loops alone)
         return keep_params(sink, unroll_widened(sink, desc, outermost=False))
+    if desc.vector_regs:    # lanes of two ops widening made (passes/slp_blend.py)
+        from kcc.passes.slp_blend import blend_stacks
+        wide = blend_stacks(wide, desc)
     return keep_params(sink, unroll_widened(wide, desc))
 
 
