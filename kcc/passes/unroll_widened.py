@@ -51,16 +51,19 @@ INNER_BUDGET = 96
 
 
 def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
-    """The pipeline's `widen` step: passes/widen.py, then the short loops it widened
-    unrolled (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
+    """The pipeline's `widen` step: passes/widen.py, then lanes of two ops blended
+    (slp_blend.blend_stacks) and rows' horizontal reductions transposed
+    (passes/reduce_transpose.py), then the short loops it widened unrolled
+    (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
     from kcc.passes.widen import widen
     wide = widen(sink, desc)
     from kcc.passes.simplify import keep_params
     if wide is sink:        # (no loop widened: slp's vectors in short inner loops alone)
         return keep_params(sink, unroll_widened(sink, desc, outermost=False))
     if desc.vector_regs:    # lanes of two ops widening made (passes/slp_blend.py)
+        from kcc.passes.reduce_transpose import reduce_transpose
         from kcc.passes.slp_blend import blend_stacks
-        wide = blend_stacks(wide, desc)
+        wide = reduce_transpose(blend_stacks(wide, desc), desc)
     return keep_params(sink, unroll_widened(wide, desc))
 
 
