@@ -20,6 +20,7 @@ of vectors (pairs read as float2 vectors: slp saw 2 lanes, which no x86 vector h
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, substitute_closed, toposort
 
@@ -100,10 +101,13 @@ def blend(t: tuple[UOp, ...], pack: Callable[[tuple[UOp, ...]], UOp | None]) -> 
     leaf_dts = [[d for d in sig if not isinstance(d, tuple)] for sig in sigs]
     if leaf_dts[0] != leaf_dts[1]:
         return None
+    flips = leaf_dts[0] == leaf_dts[0][::-1]
     vecs = []
     for k in range(2):
         rep = reps[k]
-        lanes = tuple(_rebuild(rep, s[1]) for s in shapes if s is not None)
+        own = [s[1] if kinds[s[0]] == k else None for s in shapes if s is not None]
+        leaves = _fill(own, [s[1] for s in shapes if s is not None], flips)
+        lanes = tuple(_rebuild(rep, ls) for ls in leaves)
         v = pack(lanes)
         if v is None:
             return None
@@ -113,6 +117,41 @@ def blend(t: tuple[UOp, ...], pack: Callable[[tuple[UOp, ...]], UOp | None]) -> 
         assert s is not None
         out.append(UOp(Ops.INDEX, (vecs[kinds[s[0]]], UOp.const(j))))
     return UOp(Ops.STACK, tuple(out))
+
+
+def _fill(own: list[list[UOp] | None], every: list[list[UOp]], flips: bool
+          ) -> list[list[UOp]]:
+    """Each lane's leaves for one shape's vector: a lane of that shape its own; another
+    lane's value is dropped by the blend, so its leaves in their own order, or reversed when
+    that puts more leaf positions in lane order (`_in_order`: sort's distance-2 exchange, x[0],
+    x[1], x[0], x[1] under the minimums, becomes x[0] … x[3], the loaded vector itself, and
+    x[2], x[3], x[0], x[1] one rotation: one shuffle, not two)."""
+    plain = [o if o is not None else e for o, e in zip(own, every)]
+    if not flips or all(o is not None for o in own):
+        return plain
+    flipped = [o if o is not None else e[::-1] for o, e in zip(own, every)]
+
+    def score(ls: list[list[UOp]]) -> int:
+        return sum(_in_order([x[i] for x in ls]) for i in range(len(ls[0])))
+    return flipped if score(flipped) > score(plain) else plain
+
+
+def _in_order(t: list[UOp]) -> bool:
+    """Whether the leaves t are lane j of one vector at lane j, or loads of consecutive
+    elements in order (a vector load): a packed operand without a shuffle."""
+    x0 = t[0]
+    if x0.op is Ops.INDEX and x0.src[0].kind == "value":
+        v = x0.src[0]
+        return v.shape == (len(t),) and all(
+            x.op is Ops.INDEX and x.src[0] is v and const_int(x.src[1]) == j
+            for j, x in enumerate(t))
+    if not all(x.op is Ops.LOAD and len(x.src) == 1 and x.src[0].op is Ops.INDEX for x in t):
+        return False
+    from kcc.passes.slp_index import lane_offset
+    buf = x0.src[0].src[0]
+    base, k0 = lane_offset(x0.src[0].src[1])
+    return all(x.src[0].src[0] is buf and lane_offset(x.src[0].src[1]) == (base, k0 + j)
+               for j, x in enumerate(t))
 
 
 def blend_stacks(sink: UOp, desc: TargetDesc) -> UOp:

@@ -147,3 +147,15 @@ def test_widened_lanes_of_two_ops_are_a_blend(arch: str) -> None:
     if arch == "x86-64-v3" or all(f in cpu_flags() for f in V4_FLAGS):
         got = compile_and_run(sink, args, arch)[0]
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+def test_dropped_lanes_take_the_leaves_that_keep_operands_in_order() -> None:
+    # the exchange's minimums read x[0], x[1], x[0], x[1] in their own lanes' order; the
+    # maximum lanes' values are dropped, so their leaves reversed (_fill) make the operands
+    # the loaded vector itself and one rotation of it: one shuffle STACK beside the blend
+    g = _packed(EXCHANGE)
+    nodes = toposort([g])
+    stacks = [u for u in nodes if u.op is Ops.STACK and u.shape]
+    assert len(stacks) == 2, stacks                      # the blend and one rotation
+    load = next(u for u in nodes if u.op is Ops.LOAD)
+    assert any(load in u.src for u in nodes if u.op in (Ops.NEG, Ops.MAX) and u.shape)
