@@ -71,12 +71,13 @@ def _pair(op: Ops, a: UOp, b: UOp, lo: tuple[int, int], hi: tuple[int, int]) -> 
     return UOp(op, (left, right))
 
 
-def reduce_transpose(sink: UOp, desc: TargetDesc) -> UOp:
+def reduce_transpose(sink: UOp, desc: TargetDesc, order: list[UOp] | None = None) -> UOp:
     """Rewrite every group of ROWS halving-tree roots (module docstring) as lanes of one
-    transposed reduction; the graph unchanged where there is none."""
+    transposed reduction; the graph unchanged where there is none. order: sink's toposort,
+    when the caller has it."""
     if not desc.vector_regs:
         return sink
-    order = toposort([sink])
+    order = order or toposort([sink])
     pos = {u: i for i, u in enumerate(order)}
     groups: dict[tuple, list[tuple[UOp, UOp]]] = {}
     dep = None

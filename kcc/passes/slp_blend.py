@@ -154,16 +154,17 @@ def _in_order(t: list[UOp]) -> bool:
                for j, x in enumerate(t))
 
 
-def blend_stacks(sink: UOp, desc: TargetDesc) -> UOp:
+def blend_stacks(sink: UOp, desc: TargetDesc, order: list[UOp] | None = None) -> UOp:
     """After passes/widen.py: a STACK of scalar lanes of two tree shapes over lanes of vectors
     (a compare-exchange of adjacent elements, sort_rows E_4096_2: `out[2i] = min(x[2i],
     x[2i+1])`, `out[2i+1]` the max, read as float2 loads, so slp saw 2 lanes, which no x86
     vector holds; widening by 8 made 16 scalar MINs and MAXs and their inserts) → both ops over
     every lane, their operands lanes of the vectors (shuffles), and a blend (`blend`); kept
-    only where nothing is inserted lane by lane (slp_reg `_inserts`)."""
+    only where nothing is inserted lane by lane (slp_reg `_inserts`). order: sink's
+    toposort, when the caller has it."""
     from kcc.passes.slp import _Packer
     from kcc.passes.slp_reg import _inserts
-    order = toposort([sink])
+    order = order or toposort([sink])
     repl: dict[UOp, UOp] = {}
     p: _Packer | None = None
     for u in order:

@@ -63,7 +63,9 @@ def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     if desc.vector_regs:    # lanes of two ops widening made (passes/slp_blend.py)
         from kcc.passes.reduce_transpose import reduce_transpose
         from kcc.passes.slp_blend import blend_stacks
-        wide = reduce_transpose(blend_stacks(wide, desc), desc)
+        order = toposort([wide])             # (one walk for both when neither rewrites)
+        blended = blend_stacks(wide, desc, order)
+        wide = reduce_transpose(blended, desc, order if blended is wide else None)
     return keep_params(sink, unroll_widened(wide, desc))
 
 
