@@ -81,8 +81,9 @@ def reduce_transpose(sink: UOp, desc: TargetDesc, order: list[UOp] | None = None
     pos = {u: i for i, u in enumerate(order)}
     groups: dict[tuple, list[tuple[UOp, UOp]]] = {}
     dep = None
+    INDEX = Ops.INDEX
     for u in order:
-        c1 = _tree(u) if u.op is Ops.INDEX else None
+        c1 = _tree(u) if u.op is INDEX and u.src[0].op in _OPS else None
         if c1 is not None and desc.alu_legal(ROWS, u.dtype):
             if dep is None:
                 dep = range_sets(order)

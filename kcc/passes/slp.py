@@ -61,7 +61,7 @@ from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_blend import blend
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
-from kcc.passes.slp_index import element_run, permuted_load, read_elements
+from kcc.passes.slp_index import element_run, permuted_load
 from kcc.passes.slp_index import lane_offset as _offset
 from kcc.passes.slp_stores import merge_slice_stores
 from kcc.passes.slp_rebuild import rebuild as _rebuild
@@ -110,6 +110,7 @@ class _Packer:
         # (buffer, base) → the offsets the kernel reads with scalar loads, where a blend's
         # operand may load a run wider than its lanes (slp_index.py `_read_window`)
         self.reads: dict[tuple[UOp, UOp | None], set[int]] | None = None
+        self.reads_of: list[UOp] | None = None    # the nodes `reads` is made from, lazily
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -678,11 +679,11 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
         else scalar_reg_groups(order, target, stored, lambda t: plain.pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
         q = _Packer(target, reg_width, blends=True)
-        q.reads = read_elements(order)
+        q.reads_of = order
         groups += column_groups(order, target, q.pack, lambda t: blend(t, q.pack))
     p = _Packer(target, reg_width, order, blends=widest < 2)
     if widest < 2:
-        p.reads = q.reads
+        p.reads_of = order
     p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead

@@ -167,9 +167,10 @@ def blend_stacks(sink: UOp, desc: TargetDesc, order: list[UOp] | None = None) ->
     order = order or toposort([sink])
     repl: dict[UOp, UOp] = {}
     p: _Packer | None = None
+    STACK = Ops.STACK
     for u in order:
-        if u.op is not Ops.STACK or u.kind != "value" or len(u.shape) != 1 \
-                or not desc.alu_legal(len(u.src), u.dtype) \
+        if u.op is not STACK or not _inner(u.src[0]) or u.kind != "value" \
+                or len(u.shape) != 1 or not desc.alu_legal(len(u.src), u.dtype) \
                 or not all(_inner(s) for s in u.src) or len(set(u.src)) != len(u.src):
             continue
         p = p or _Packer(desc)

@@ -219,7 +219,9 @@ def _read_window(p: _Packer, buf: UOp, start: UOp, m: int, dt: DType
     x[4i+3]) shuffles too, from the same start node (lane_offset's base), instead of
     scalars and inserts; no element past what the kernel reads, so never past the buffer."""
     if p.reads is None:
-        return None
+        if p.reads_of is None:
+            return None
+        p.reads = read_elements(p.reads_of)
     base, k = lane_offset(start)
     got = p.reads.get((buf, base), set())
     for w in sorted(p.ctx.mem_widths.get(dt, ())):

@@ -61,7 +61,10 @@ def transpose_groups(lin: list[UOp], facts: tuple) -> dict[UOp, Group]:
     pos, _, barrier = facts
     memo: dict = {}
     cands: dict[tuple, dict[int, UOp]] = {}
+    STACK = Ops.STACK
     for u in lin:
+        if u.op is not STACK or len(u.src) != N:
+            continue
         got = _lane_offsets(u, memo)
         if got is None:
             continue
