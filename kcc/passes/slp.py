@@ -109,7 +109,7 @@ class _Packer:
         self.leaves: dict[Lanes, tuple[UOp | None, bool]] = {}
         # (buffer, base) → the offsets the kernel reads with scalar loads, where a blend's
         # operand may load a run wider than its lanes (slp_index.py `_read_window`)
-        self.reads: dict[tuple[UOp, UOp | None], set[int]] | None = None
+        self.reads: tuple[dict, dict] | None = None
         self.reads_of: list[UOp] | None = None    # the nodes `reads` is made from, lazily
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:

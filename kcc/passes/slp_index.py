@@ -16,7 +16,6 @@ from kcc.ir.uop import UOp, base_buffer
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from kcc.ir.dtype import DType
     from kcc.passes.slp import _Packer
 
 
@@ -196,7 +195,7 @@ def permuted_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
                 or lo + m > b.arg.size:
             return None
     elif p.blends and not p.ctx.mem_legal(m, t[0].dtype):
-        got = _read_window(p, buf, start, m, t[0].dtype)
+        got = _read_window(p, t[0], buf, start, m)
         if got is None:
             return None
         start, m, shift = got
@@ -209,7 +208,7 @@ def permuted_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
     return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (vec, UOp.const(k))) for k in ks))
 
 
-def _read_window(p: _Packer, buf: UOp, start: UOp, m: int, dt: DType
+def _read_window(p: _Packer, lane0: UOp, buf: UOp, start: UOp, m: int
                  ) -> tuple[UOp, int, int] | None:
     """(start, width, lane shift) of the narrowest legal load of w >= m elements holding
     start … start+m-1 whose every element the kernel reads anyway with ungated scalar LOADs
@@ -217,14 +216,16 @@ def _read_window(p: _Packer, buf: UOp, start: UOp, m: int, dt: DType
     elements of a run of four (sort_rows E_2048_2_2 unrolled: x[4i], x[4i+1] twice, no
     2-lane float32 vectors): one load of the four, which the blend's other operand (x[4i+2],
     x[4i+3]) shuffles too, from the same start node (lane_offset's base), instead of
-    scalars and inserts; no element past what the kernel reads, so never past the buffer."""
+    scalars and inserts; no element past what the loads of lane0's loop nest read (they
+    run whenever lane0's does), so never past the buffer."""
     if p.reads is None:
         if p.reads_of is None:
             return None
         p.reads = read_elements(p.reads_of)
+    reads, nests = p.reads
     base, k = lane_offset(start)
-    got = p.reads.get((buf, base), set())
-    for w in sorted(p.ctx.mem_widths.get(dt, ())):
+    got = reads.get((buf, base, nests.get(lane0)), set())
+    for w in sorted(p.ctx.mem_widths.get(lane0.dtype, ())):
         for r in range(k + m - w, k + 1):
             if w >= m and all(r + j in got for j in range(w)):
                 at = strong_int(r, start.dtype) if base is None else plus_int(base, r)
@@ -232,13 +233,18 @@ def _read_window(p: _Packer, buf: UOp, start: UOp, m: int, dt: DType
     return None
 
 
-def read_elements(order: list[UOp]) -> dict[tuple[UOp, UOp | None], set[int]]:
-    """(buffer, lane_offset base) → the offsets k the kernel reads with ungated scalar LOADs
-    at base + k."""
-    out: dict[tuple[UOp, UOp | None], set[int]] = {}
+def read_elements(order: list[UOp]) -> tuple[dict[tuple, set[int]], dict[UOp, frozenset]]:
+    """((buffer, lane_offset base, loop nest) → the offsets k the kernel reads there with
+    ungated scalar LOADs at base + k, each scalar LOAD's loop nest: the RANGEs it depends
+    on)."""
+    from kcc.passes.linearize import range_sets
+    dep = range_sets(order)
+    out: dict[tuple, set[int]] = {}
+    nests: dict[UOp, frozenset] = {}
     for u in order:
         if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX \
                 and u.shape == () and u.src[0].src[0].kind == "buffer":
             base, k = lane_offset(u.src[0].src[1])
-            out.setdefault((u.src[0].src[0], base), set()).add(k)
-    return out
+            nests[u] = dep[u]
+            out.setdefault((u.src[0].src[0], base, dep[u]), set()).add(k)
+    return out, nests
