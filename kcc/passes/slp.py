@@ -28,7 +28,7 @@ a SHRINK place, unless one store of the group feeds another's value (merging wou
 
 Widening past the kernel's own vectors: a run of such stores longer than them is cut into
 groups of the widest lane count the target stores at once when that is cheaper by an estimate
-of the instructions (`_cost`: one per vector op, shuffles per 128-bit-style block of STACK
+of the instructions (`pack_cost`: one per vector op, shuffles per 128-bit-style block of STACK
 leaves, a block concat shared between the STACKs that read it): tinygrad's 4×4 matmul tile
 (16 scalar accumulators in 4 lane groups) becomes one 16-lane group whose operands are the
 concat of the four rows shuffled once per k and one row repeated (a block broadcast). All runs
@@ -53,13 +53,14 @@ ops are lane-wise: docs/semantics.md).
 from __future__ import annotations
 
 from kcc.ir.dtype import dtypes
-from kcc.ir.ops import ALU, COMPARE
+from kcc.ir.ops import COMPARE
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer, toposort
 from kcc.ir.consts import const_int, is_const, peel_offset
 from kcc.passes.half_max import half_max
 from kcc.passes.simplify import keep_params
 from kcc.passes.slp_blend import blend
+from kcc.passes.slp_cost import PACKABLE, pack_cost, permute_regs
 from kcc.passes.slp_gated import pack_gated_loads, tuple_load
 from kcc.passes.slp_index import element_run, permuted_load
 from kcc.passes.slp_index import lane_offset as _offset
@@ -70,7 +71,6 @@ from kcc.passes.slp_reg import column_groups, reg_stores, scalar_reg_groups, sto
 from kcc.passes.slp_up import pack_jammed, pack_upward
 from kcc.passes.target import TargetDesc
 
-_PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 Lanes = tuple[UOp, ...]
 
 
@@ -309,7 +309,7 @@ class _Packer:
     def _op_ok(self, t: Lanes) -> bool:
         """Whether the lanes are n isomorphic scalar ALU nodes the target has at n lanes."""
         s0 = t[0]
-        if s0.op not in _PACKABLE or s0.shape != () or s0.kind != "value":
+        if s0.op not in PACKABLE or s0.shape != () or s0.kind != "value":
             return False
         op, arg, dt, n_src = s0.op, s0.arg, s0.dtype, len(s0.src)
         plain = arg is None              # (most ALU nodes: no arg to compare)
@@ -386,13 +386,13 @@ class _Packer:
                     # lanes of one row (interpolate's neighbours, elements k, k+1, k+1,
                     # k+2), or of as many as one permutation reads: one shuffle, not n
                     # scalars and their inserts
-                    ok = v is not None and _permute_regs(v.src, max(
+                    ok = v is not None and permute_regs(v.src, max(
                         1, self.ctx.permute_sources(s[0].dtype, len(s))))
                 if v is None:
                     # lanes of at most as many registers as one permutation reads (one
                     # instruction, x86-64-v4's VPERMI2PS): as good as a shuffle
                     n = self.ctx.permute_sources(s[0].dtype, len(s))
-                    ok = bool(n) and _permute_regs(s, n)
+                    ok = bool(n) and permute_regs(s, n)
             good |= ok
             srcs.append(v if v is not None else UOp(Ops.STACK, s))
         # a CAST of lanes that pack into nothing better: one vector CAST of their STACK still
@@ -427,96 +427,6 @@ def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
     return [run[i:i + lanes] for i in range(0, len(run) - lanes + 1, lanes)]
 
 
-def _permute_regs(t: Lanes, limit: int) -> bool:
-    """Whether every lane of t is a lane of one of at most `limit` registers: a constant lane
-    of a vector value, or a scalar value that is not a constant (lane 0 of its register)."""
-    regs: set[UOp] = set()
-    for s in t:
-        if s.op is Ops.INDEX and s.src[0].kind == "value" and s.src[0].shape \
-                and const_int(s.src[1]) is not None:
-            regs.add(s.src[0])
-        elif s.shape == () and s.kind == "value" and not is_const(s):
-            regs.add(s)
-        else:
-            return False
-    return len(regs) <= limit
-
-
-def _stack_cost(u: UOp, base: int, shared: set, perm: int = 0) -> int:
-    """Estimated instructions of a STACK leaf, in blocks of `base` lanes: 0 for a vector's
-    own blocks in order, 1 for a broadcast, a constant or one in-block order applied to a
-    concat (whose inserts count once per distinct concat), 2 (an index load and the
-    permutation) for lanes of at most `perm` registers, else per block (one block and a
-    repeat when every block is the same)."""
-    t = u.src
-    if all(s is t[0] for s in t) or all(is_const(s) for s in t):
-        return 1
-    blocks = [t[i:i + base] for i in range(0, len(t), base)]
-    if len(blocks) > 1 and all(b == blocks[0] for b in blocks):
-        return _stack_cost(UOp(Ops.STACK, blocks[0]), base, shared) + 1
-    one = []
-    for b in blocks:
-        v = b[0].src[0] if b[0].op is Ops.INDEX else None
-        ks = [const_int(s.src[1]) if s.op is Ops.INDEX and s.src[0] is v else None for s in b]
-        if v is None or v.kind != "value" or None in ks or len({k // base for k in ks}) != 1:
-            one.append(None)
-            continue
-        one.append(((v, ks[0] // base), tuple(k % base for k in ks)))
-    if None not in one and len({o[1] for o in one}) == 1:
-        srcs = tuple(o[0] for o in one)
-        cost = 0 if one[0][1] == tuple(range(len(blocks[0]))) else 1
-        if srcs == tuple((srcs[0][0], i) for i in range(len(srcs))):
-            return cost
-        if all(x == srcs[0] for x in srcs):
-            return cost + 1
-        if srcs not in shared:
-            shared.add(srcs)
-            cost += len(srcs) - 1
-        return cost
-    if perm and _permute_regs(t, perm):
-        return 2
-    cost = len(blocks) - 1
-    for b, o in zip(blocks, one):
-        if o is not None:
-            cost += 1
-        elif all(s.op is Ops.INDEX and s.src[0].kind == "value" for s in b):
-            cost += min(3, len({(s.src[0], const_int(s.src[1]) // base) for s in b}))
-        else:
-            cost += len(b)
-    return cost
-
-
-def _cost(vs: list[UOp], original: dict[UOp, int], base: int, ctx: TargetDesc) -> int:
-    """Estimated instructions of the new vector nodes under vs (one per vector value node,
-    _stack_cost for a STACK leaf) and of the scalar ALU nodes the STACK leaves still read."""
-    seen: set[UOp] = set()
-    shared: set = set()
-    work, cost = list(vs), 0
-    scalars: list[UOp] = []
-    while work:
-        n = work.pop()
-        if n in original or n in seen:
-            continue
-        seen.add(n)
-        if n.op is Ops.STACK:
-            cost += _stack_cost(n, base, shared,
-                                ctx.permute_sources(n.dtype, len(n.src)))
-            scalars.extend(n.src)
-            continue
-        if n.kind == "value" and n.shape:
-            cost += 1
-        work.extend(n.src)
-    # the scalar work a STACK leaf still needs, once each (what packing did not absorb)
-    while scalars:
-        n = scalars.pop()
-        if n in seen or n.shape != () or n.op not in _PACKABLE:
-            continue
-        seen.add(n)
-        cost += 1
-        scalars.extend(n.src)
-    return cost
-
-
 def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
                  base: int, memo: dict | None = None, p: _Packer | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
@@ -531,14 +441,14 @@ def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: di
         if v is None:
             return None
         vs.append(v)
-    return _cost(vs, original, base, ctx)
+    return pack_cost(vs, original, base, ctx)
 
 
 def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
                  original: dict[UOp, int] | None = None, memo: dict | None = None,
                  p: _Packer | None = None) -> tuple[list[tuple[UOp, ...]], dict[UOp, int]]:
     """The store groups to pack, and the group width of each widened REG buffer: every run
-    in groups of `widest` lanes, or of a wider legal count dividing it when _cost says that
+    in groups of `widest` lanes, or of a wider legal count dividing it when pack_cost says that
     is cheaper; the runs of one REG buffer are judged together (one width for all).
     original: the graph's nodes numbered in order (made here when not given); memo: the
     `_independent` answers of the groups costed, for _pack_stores to read again; p: the

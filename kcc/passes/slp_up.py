@@ -42,9 +42,9 @@ from itertools import islice
 
 from kcc.ir.consts import const_int, is_const
 from kcc.ir.dtype import dtypes
-from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
+from kcc.passes.slp_cost import PACKABLE
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from kcc.passes.slp import _Packer
 
 Lanes = tuple[UOp, ...]
-_PACKABLE = frozenset(ALU | {Ops.CAST, Ops.BITCAST})
 # left to pack_lanes.py, which packs every such scalar of a loop into one vector (8 lanes where
 # this would make two vectors of 4, each decomposed on its own)
 _TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN})
@@ -80,7 +79,7 @@ def _users(order: list[UOp]) -> dict[UOp, list[UOp]]:
     """Each node → the scalar ALU nodes that read it, in graph order."""
     out: dict[UOp, list[UOp]] = {}
     for u in order:
-        if u.op in _PACKABLE and u.shape == () and u.kind == "value":
+        if u.op in PACKABLE and u.shape == () and u.kind == "value":
             for s in dict.fromkeys(u.src):
                 out.setdefault(s, []).append(u)
     return out
@@ -187,7 +186,7 @@ def _jammed(order: list[UOp]) -> list[Lanes]:
             continue
         v, buf = u.src[1], u.src[0].src[0]
         b = base_buffer(buf)
-        if v.shape != () or v.op not in _PACKABLE or buf.op is not Ops.AFTER \
+        if v.shape != () or v.op not in PACKABLE or buf.op is not Ops.AFTER \
                 or b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG \
                 or b.arg.size != 1:
             continue
@@ -226,7 +225,7 @@ def _load_tuples(t: Lanes) -> list[Lanes]:
         if all(s.op is Ops.LOAD and len(s.src) == 1 and s.shape == () for s in t):
             if len(set(t)) == len(t):
                 out.append(t)
-        elif s0.op in _PACKABLE and all(s.op is s0.op and s.arg == s0.arg
+        elif s0.op in PACKABLE and all(s.op is s0.op and s.arg == s0.arg
                                         and len(s.src) == len(s0.src) for s in t):
             work.extend(tuple(s.src[i] for s in t) for i in range(len(s0.src)))
     return out

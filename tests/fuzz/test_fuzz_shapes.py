@@ -24,6 +24,7 @@ from kcc.frontend.printer import format_uop
 from kcc.ir.interp import InterpError
 from kcc.ir.verify import verify
 from kcc.targets.manifest import describe_kernel
+from x86_util import NEEDS_V4
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -54,16 +55,7 @@ def test_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> No
     check_x86(sink, seed)
 
 
-def _has_avx512() -> bool:
-    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
-    return all(f in cpu_flags() for f in V4_FLAGS)
-
-
-needs_v4 = pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 "
-                              "code cannot run here)")
-
-
-@needs_v4
+@NEEDS_V4
 @_settings(40)
 @given(jam(), SEEDS)
 def test_v4_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) -> None:
@@ -71,14 +63,14 @@ def test_v4_reduction_tiles_unrolled_and_jammed_match_interpreter(sink, seed) ->
     check_x86(sink, seed, "x86-64-v4")
 
 
-@needs_v4
+@NEEDS_V4
 @_settings(30)
 @given(carried(), SEEDS)
 def test_v4_carried_accumulators_match_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
-@needs_v4
+@NEEDS_V4
 @_settings(30)
 @given(mixed_lanes(), SEEDS)
 def test_v4_mixed_lane_widths_match_interpreter(sink, seed) -> None:

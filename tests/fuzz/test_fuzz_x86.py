@@ -8,7 +8,6 @@ A failure prints the kernel's .uop text and the input seed: add it to test_regre
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +16,7 @@ from fuzz.harness import (check_x86, check_x86_contract, check_x86_streaming, de
 from fuzz.lanewise import lanewise, lanewise_reduce, lanewise_tile
 from fuzz.shapes import jam
 from fuzz.strategies import X86_AVOID, elementwise, reduce, vector
-from x86_util import high_vectors_first
+from x86_util import NEEDS_V4, high_vectors_first
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -47,21 +46,14 @@ def test_vector_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
 
 
-def _has_avx512() -> bool:
-    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
-    return all(f in cpu_flags() for f in V4_FLAGS)
-
-
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(vector(avoid=X86_AVOID, wide=True), SEEDS)
 def test_zmm_vector_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(60)
 @given(vector(avoid=X86_AVOID), SEEDS)
 def test_v4_vector_matches_interpreter(sink, seed) -> None:
@@ -77,8 +69,7 @@ def test_streaming_stores_vector_matches_interpreter(sink, seed) -> None:
     check_x86_streaming(sink, seed)
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(60)
 @given(elementwise(avoid=X86_AVOID), SEEDS)
 def test_v4_elementwise_matches_interpreter(sink, seed) -> None:
@@ -86,8 +77,7 @@ def test_v4_elementwise_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(30)
 @given(vector(avoid=X86_AVOID, wide=True), SEEDS)
 def test_streaming_stores_zmm_vector_matches_interpreter(sink, seed) -> None:
@@ -107,8 +97,7 @@ def test_lanewise_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(30)
 @given(lanewise(wide=True), SEEDS)
 def test_zmm_lanewise_matches_interpreter(sink, seed) -> None:
@@ -122,8 +111,7 @@ def test_widened_lanewise_loop_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(lanewise(loop=True), SEEDS)
 def test_zmm_widened_lanewise_loop_matches_interpreter(sink, seed) -> None:
@@ -146,8 +134,7 @@ def test_lanewise_tile_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed)
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(lanewise_tile(), SEEDS)
 def test_zmm_lanewise_tile_matches_interpreter(sink, seed) -> None:
@@ -155,8 +142,7 @@ def test_zmm_lanewise_tile_matches_interpreter(sink, seed) -> None:
     check_x86(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(60)
 @given(elementwise(avoid=X86_AVOID), SEEDS)
 def test_high_vector_registers_elementwise(sink, seed) -> None:
@@ -164,8 +150,7 @@ def test_high_vector_registers_elementwise(sink, seed) -> None:
         check_x86(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(vector(avoid=X86_AVOID), SEEDS)
 def test_high_vector_registers_vector(sink, seed) -> None:
@@ -173,8 +158,7 @@ def test_high_vector_registers_vector(sink, seed) -> None:
         check_x86(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(30)
 @given(lanewise(), SEEDS)
 def test_high_vector_registers_lanewise(sink, seed) -> None:
@@ -190,8 +174,7 @@ def test_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) -> 
     check_x86_contract(sink, seed)
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(st.one_of(elementwise(avoid=X86_AVOID), vector(avoid=X86_AVOID, wide=True),
                  lanewise(wide=True), lanewise_tile(), jam()), SEEDS)
@@ -199,8 +182,7 @@ def test_v4_fp_contract_fast_matches_interpreter_on_the_fused_graph(sink, seed) 
     check_x86_contract(sink, seed, "x86-64-v4")
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 (x86-64-v4 code "
-                    "cannot run here)")
+@NEEDS_V4
 @_settings(40)
 @given(lanewise_reduce(), SEEDS)
 def test_v4_lanewise_reduce_matches_interpreter(sink, seed) -> None:

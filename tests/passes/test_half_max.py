@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_slp_reg_scalar import HALF_MAX
-from x86_util import compile_and_run, reference
+from x86_util import ARCHS, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, dtypes
@@ -21,11 +21,7 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.targets.cuda.desc import CUDA
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 F16, F32 = dtypes.float16, dtypes.float32
 

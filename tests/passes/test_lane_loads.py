@@ -7,7 +7,7 @@ object), and the listing (no VSHUFPS left)."""
 from __future__ import annotations
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
@@ -16,7 +16,6 @@ from kcc.targets.cuda.desc import CUDA
 from kcc.targets.x86.arch import x86_desc
 from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 # attention's dot product: two float4 loads a row, their lanes multiplied into one scalar chain
 DOT = """# kcc-uop 1

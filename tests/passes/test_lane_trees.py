@@ -6,7 +6,7 @@ reference interpreter, on the graph before and after the pass and on the x86 obj
 from __future__ import annotations
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
@@ -15,9 +15,7 @@ from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.targets.cuda.desc import CUDA
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 # out[i] = OP over x[8i … 8i+7], read as two 4-lane loads, the lanes folded in one chain
 # ({extra}: more operands of the chain)

@@ -13,7 +13,7 @@ Values: the x86 objects against the reference interpreter."""
 from __future__ import annotations
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import ARCHS, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, dtypes
@@ -23,11 +23,7 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.slp_index import lane_offset
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 # out[4i + k] = float32(float16(a[i + 77k])) + b[4i + k]: four strided loads rounded to half
 STRIDED = """# kcc-uop 1

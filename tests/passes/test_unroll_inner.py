@@ -7,7 +7,7 @@ and after and on the x86 object."""
 from __future__ import annotations
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
@@ -16,9 +16,7 @@ from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.unroll_inner import unroll_inner
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 X86 = x86_desc("x86-64-v4")
 
 # out[8i + j] = sum of x[8i + j - c] for c < 3 where j >= c, plus x[8i] where j > 6 (a

@@ -24,11 +24,9 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.widen import widen
 from kcc.targets.cuda.desc import CUDA
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import compile_x86, disasm_object
+from x86_util import ARCHS
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 RAND = Path(__file__).resolve().parents[1] / "data" / "kernels" / "threefry_rand.uop"
 
 # a scalar integer loop as tinygrad writes one it does not upcast: two workers, each over

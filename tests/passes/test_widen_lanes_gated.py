@@ -18,10 +18,8 @@ from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
 from kcc.passes.widen import widen
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+from x86_util import HAS_V4, NO_V4
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-NO_V4 = "this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"
 
 # out[r, i] = x[r*30 + i - 3] where 2 < i < 33 and 0 < r (else 0), then -2 where the pad is:
 # tinygrad's pad_const E_37_34 (the row gate %rg loop-invariant in the inner loop)

@@ -16,11 +16,8 @@ from widen_util import widen_prep as _prep
 from kcc.ir import Ops, dtypes
 from kcc.ir.ops import ALU
 from kcc.passes.widen_reduce import identity
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+from x86_util import ARCHS
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 # tinygrad's row reduction: a one-element REG accumulator per row of {n} elements
 REDUCE = """# kcc-uop 1

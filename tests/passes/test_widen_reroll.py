@@ -13,11 +13,8 @@ from widen_util import widen_prep as _prep
 
 from kcc.ir import Ops
 from kcc.ir.consts import const_int
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+from x86_util import ARCHS, HAS_V4
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 # tinygrad's upcast by 3 (E_8547_3): each iteration computes 3 adjacent elements
 HEAD = """# kcc-uop 1

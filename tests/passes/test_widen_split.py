@@ -19,9 +19,8 @@ from kcc.ir import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.widen_split import REFUSED, not_scalar, split_lane_loads
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+from x86_util import HAS_V4
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 # maxpool 2x2 stride 2 over {rows} x {2n} {dt}: out[r*n + i] = max of the window at
 # in[2n*2r + 2i + {{0, 1, 2n, 2n+1}}]; rows of 2n elements (the window's second row 2n after)

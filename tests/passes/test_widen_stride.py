@@ -14,7 +14,7 @@ from widen_util import range_bounds as _bounds
 from widen_util import shrink_widths as _widths
 from widen_util import widen_check as _check
 from widen_util import widen_prep as _prep
-from x86_util import assert_same, random_inputs, reference
+from x86_util import HAS_V4, assert_same, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
@@ -25,9 +25,8 @@ from kcc.passes.slp import slp
 from kcc.passes.widen import widen
 from kcc.passes.widen_stride import registers
 from kcc.targets.cuda.desc import CUDA
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import compile_x86, disasm_object
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 V4 = "x86-64-v4"
 
 # tinygrad's `(x[1::3, ::2] * 2)`: rows {rows} apart (a worker's row), every {s}-th element

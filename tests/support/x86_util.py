@@ -10,16 +10,24 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp
 from kcc.ir.interp import run as interp_run
 from kcc.targets.manifest import check_launch
 from kcc.targets.x86.objload import LoadedObject
-from kcc.targets.x86.target import compile_x86, launch
+from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, launch
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "tests" / "data" / "kernels" / "shared"   # the shared examples (project copy)
+
+# Whether this CPU runs x86-64-v4 (AVX-512) objects; tests that run them skip elsewhere.
+HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
+NO_V4 = "this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"
+NEEDS_V4 = pytest.mark.skipif(not HAS_V4, reason=NO_V4)
+# Both vector levels, x86-64-v4 skipped where it cannot run (x86-64-v3 runs everywhere kcc does).
+ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=NEEDS_V4)]
 
 
 def selected_text(text: str, arch: str = "x86-64-v3") -> str:

@@ -11,14 +11,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 # out[i] = x[4i] + x[4i+1] + x[4i+2] + x[4i+3], the float4 load's lanes summed
 SUM4 = """# kcc-uop 1
@@ -45,7 +43,7 @@ SINK(%e) KernelInfo(name="sum4")
 SUM4_STORED = SUM4.replace("%po = INDEX(%o, %i)", "%po = INDEX(%x, %i)")
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_lanes_read_from_memory_match_the_interpreter(arch: str) -> None:
     sink = parse(SUM4)
     x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
@@ -75,7 +73,7 @@ def test_lanes_are_scalar_loads_not_shuffles(arch: str) -> None:
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_lane_read_twice_is_loaded_once(arch: str) -> None:
     """A lane with several readers is one scalar load where the lane is (the sweep's
     matmul_36x48 r_36_16_3_16_4 was refused when its first reader took the memory operand;

@@ -9,18 +9,15 @@ import re
 
 import numpy as np
 import pytest
-from x86_util import compile_and_run, random_inputs, reference
+from x86_util import ARCHS, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.devectorize import devectorize
 from kcc.passes.lower_weak import lower_weak_dtypes
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object, x86_desc
+from kcc.targets.x86.target import compile_x86, disasm_object, x86_desc
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 # (compared dtype, result dtype, lanes, the instruction x86-64-v3 makes the 0/1 lanes with)
 CASES = [("float32", "int32", 8, "vpsrld"), ("float32", "float32", 8, "vandps"),

@@ -10,14 +10,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 N = 256 * 8             # every byte value with every amount 0..7
 
 
@@ -50,7 +48,7 @@ def _args(dt: str) -> list[np.ndarray]:
     return [np.zeros(N, dt), x, s]
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["uint8", "int8"])
 @pytest.mark.parametrize("op", ["SHL", "SHR"])
 @pytest.mark.parametrize("amount", ["0", "1", "3", "7", "s"])

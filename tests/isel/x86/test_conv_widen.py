@@ -32,12 +32,10 @@ from kcc.ir.uop import AddrSpace, toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
 from kcc.passes.slp import slp
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, x86_desc
-from x86_util import assert_same, compile_and_run, high_vectors_first, random_inputs, reference
+from kcc.targets.x86.target import compile_x86, x86_desc
+from x86_util import (
+    NEEDS_V4, assert_same, compile_and_run, high_vectors_first, random_inputs, reference)
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-NEEDS_V4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
-                                                 "cannot run here)")
 ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=NEEDS_V4)]
 SHAPES = [{}, {"h": 4, "groups": 2, "ci": 3}, {"h": 2, "groups": 1, "ci": 1}]
 

@@ -23,14 +23,11 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import (V4_FLAGS, X86Target, assembly_text, compile_x86, cpu_flags,
-                             disasm_object, write_object)
+from kcc.targets.x86.target import (X86Target, assembly_text, compile_x86, disasm_object,
+                                    write_object)
 from asm_compare import compare, read_object
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import NEEDS_V4, assert_same, compile_and_run, reference
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-needs_v4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
-                              "cannot run here)")
 SHAPES = [("float32", 4), ("float32", 8), ("float32", 16), ("float64", 2), ("float64", 4),
           ("float64", 8)]
 BCST = re.compile(r"\{1to(\d+)\}")
@@ -124,7 +121,7 @@ def _max_kernel(dt: str, lanes: int) -> str:
     return _kernel(dt, lanes, "%t4 = MAX(%b3, %vx)\n%r = MAX(%t4, %b5)")
 
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=needs_v4)]
+ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=NEEDS_V4)]
 
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -12,14 +12,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import compile_and_run, reference
+from x86_util import ARCHS, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 N = 64
 
 
@@ -61,7 +59,7 @@ def _inputs(dt: str) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("n", [1, 4])
 @pytest.mark.parametrize("swap", [False, True])
@@ -122,7 +120,7 @@ SINK(%e) KernelInfo(name="minchain")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("n", [1, 4])
 @pytest.mark.parametrize("shared", [False, True])

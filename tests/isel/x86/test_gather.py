@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from kcc.targets.x86.target import compile_x86, disasm_object
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 # lane j reads a[7*i + OFFS[j]]: offsets in no order, one negative (the gather's index lanes
 # are relative to lane 0's displacement), the widest 300 elements from lane 0

@@ -13,13 +13,11 @@ from kcc.frontend.parser import parse
 from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
-from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
-from x86_util import (assert_same, compile_and_run, random_inputs, reference,
-                       vector_pressure_kernel)
+from kcc.targets.x86.target import X86RegInfo, compile_x86, disasm_object
+from x86_util import (
+    HAS_V4, NEEDS_V4, assert_same, compile_and_run, random_inputs, reference,
+    vector_pressure_kernel)
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-needs_v4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
-                              "cannot run here)")
 HIGH = re.compile(r"\b[xyz]mm(1[6-9]|2\d|3[01])\b")
 
 
@@ -71,7 +69,7 @@ def test_v4_keeps_28_vectors_in_registers() -> None:
             assert not HIGH.search(line), line
 
 
-@needs_v4
+@NEEDS_V4
 @pytest.mark.parametrize("nvec", [20, 28, 40])
 def test_v4_pressure_kernels_match_the_interpreter(nvec: int) -> None:
     sink = parse(_pressure_kernel(nvec))
@@ -194,7 +192,7 @@ def test_v4_opmasks_spill_with_kmovq() -> None:
     assert "kmovq_m64_k" in listing and "kmovq_k_km64" in listing, listing
 
 
-@needs_v4
+@NEEDS_V4
 @pytest.mark.parametrize("n", [6, 10])
 def test_v4_opmask_pressure_matches_the_interpreter(n: int) -> None:
     sink = parse(_opmask_pressure(n))

@@ -17,10 +17,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
-from x86_util import assert_same, compile_and_run, reference
-
-V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
-                        reason="no AVX-512 here")
+from x86_util import NEEDS_V4, assert_same, compile_and_run, reference
 
 
 def _kernel(amount: str) -> str:
@@ -69,7 +66,7 @@ def _args() -> list:
     return [np.zeros(91, np.int64), x, y, s]
 
 
-@V4
+@NEEDS_V4
 @pytest.mark.parametrize("amount,form", [("%c5", "vpsraq_y_ym_imm8"), ("%s", "vpsravq")])
 def test_int64_shr_is_a_vector_shift_on_v4(amount: str, form: str) -> None:
     """The loop is widened: VPSRAQ (a constant amount) or VPSRAVQ, no scalar SAR."""

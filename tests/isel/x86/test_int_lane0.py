@@ -8,14 +8,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import ARCHS, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import compile_x86, disasm_object
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 
 def _lanes(dt: str, narrow: str, n: int) -> str:

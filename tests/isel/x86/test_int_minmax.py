@@ -11,14 +11,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32"]
 
 
@@ -48,7 +46,7 @@ def _lanes(dt: str) -> int:
     return 16 // np.dtype(dt).itemsize
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("pick", ["max", "min"])
 def test_int_max_min_match_the_interpreter(arch: str, dt: str, pick: str) -> None:

@@ -10,15 +10,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import NEEDS_V4, assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.isel.x86.ivec import shift_terms
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
-
-V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
-                        reason="no AVX-512 here")
 
 
 def _kernel(dt: str, c: int) -> str:
@@ -63,7 +60,7 @@ def test_shift_terms() -> None:
     assert shift_terms(11, 64) is None and shift_terms(0, 64) is None
 
 
-@V4
+@NEEDS_V4
 @pytest.mark.parametrize("dt", ["int64", "uint64"])
 @pytest.mark.parametrize("c,shifts", [(3, True), (2, True), (8, True), (10, True), (7, True),
                                       (1 << 63, True), (11, False), (0x123456789, False)])

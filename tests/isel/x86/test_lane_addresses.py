@@ -17,10 +17,8 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 # out[4i + k] = int16(x[4i + k]) * 300 for k = 3, 1, 0, 2 (the sweep's int16 E_64_4: the
 # lanes of an int32 x 4 load, cast and multiplied as scalars): each store's index a MULACC of
@@ -49,7 +47,7 @@ SINK(%e) KernelInfo(name="lanes")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_lane_indices_are_displacements(arch: str) -> None:
     """One index register for the four lanes (at most one LEA), the interpreter's values."""
     out = io.StringIO()

@@ -21,10 +21,8 @@ from kcc.isel.x86.ivec import lane_steps
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 from uop_texts import TRIU_TEXT
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 # tinygrad's triu on an 8 x 8 int32 matrix (the sweep's triu_int E_8_2_4)
 TRIU = TRIU_TEXT
@@ -42,7 +40,7 @@ TRIU40 = TRIU.replace("int32, 64)", "int32, 320)").replace(
     "%18 = RANGE(%17) (0, WEAK)", "%18 = RANGE(40) (0, WEAK)")
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_triu_index_vector_is_broadcast_plus_steps(arch: str, monkeypatch) -> None:
     """No lane insert builds the gate's index vector; the values match the interpreter.
     (FOLD_CAP 0: passes/unroll_tiny.py's folded copies would copy the nest out, its gates
@@ -61,7 +59,7 @@ def test_triu_index_vector_is_broadcast_plus_steps(arch: str, monkeypatch) -> No
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_triu_copied_out_matches_the_interpreter(arch: str) -> None:
     """As the pipeline compiles it (its folded copies, no loop), the same values."""
     assert "jl" not in _selected(TRIU, arch)

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from x86_util import compile_and_run, reference
+from x86_util import ARCHS, compile_and_run, reference
 
 import kcc.targets.x86.target as x86_target
 from kcc.frontend.parser import parse
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags
+from kcc.targets.x86.target import compile_x86
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 
 # out[0:4] = v[1], v[0], v[3], v[2] (a shuffle of v's lanes); out[4] = max(v[1], v[2]);
 # v = a[0:4] * 2. Lane 3 is read by the shuffle only.

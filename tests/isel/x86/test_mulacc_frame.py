@@ -21,10 +21,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target, compile_x86
-from x86_util import assert_same, compile_and_run, reference
-
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 
 # the loop's trip count: 16 iterations would be unrolled by kcc/passes/unroll_tiny.py (each
@@ -74,7 +71,7 @@ def _inputs(dt: str) -> list:
     return [np.zeros(N, dt), x, np.zeros(N, dt)]
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("k,j", [(1, 5), (2, -1), (3, 7), (4, 3), (5, -128), (8, 1 << 20),
                                  (9, -(1 << 31)), (7, 1), (-3, 2), (100000, -9), (6, 0)])
@@ -126,7 +123,7 @@ def _prologue(text: str, arch: str) -> str:
 
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="no objdump")
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_kernel_without_frame_slots_sets_up_no_frame(arch: str) -> None:
     code = _prologue(_kernel("int32", 4, 3), arch)
     assert " ret" in code, code
@@ -156,7 +153,7 @@ SINK(%s, %t) KernelInfo(name="pair")
 
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="no objdump")
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_scalar_leaf_is_its_body_and_ret(arch: str) -> None:
     # sort's bitonic steps (issue 24 item 2, a few ns a call): no push/pop rbp, and no
     # VZEROUPPER where only xmm registers were written (VEX xmm ops zero the upper bits)
@@ -220,7 +217,7 @@ SINK(%er) KernelInfo(name="rows")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("n", [10, 8, 2, 1])
 def test_register_addend_mulacc_wraps_as_the_interpreter(arch: str, dt: str, n: int) -> None:

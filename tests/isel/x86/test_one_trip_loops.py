@@ -17,10 +17,8 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 RELU = """# kcc-uop 1
 %o = PARAM ParamArg(0, float32, 20)
@@ -64,7 +62,7 @@ def _selected(text: str, arch: str) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_widened_relu_has_no_loop(arch: str) -> None:
     """20 lanes on v4: one 16-lane trip and one 4-lane trip, no loop header, no back edge."""
     text = _selected(RELU, arch)
@@ -76,7 +74,7 @@ def test_widened_relu_has_no_loop(arch: str) -> None:
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_one_trip_loop_inside_a_loop(arch: str) -> None:
     """The outer loop keeps its back edge; the inner one-trip loop has none, counter 0."""
     text = _selected(NESTED, arch)

@@ -18,10 +18,7 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
-from x86_util import assert_same, compile_and_run, reference
-
-V4 = pytest.mark.skipif("avx512f" not in open("/proc/cpuinfo").read(),
-                        reason="no AVX-512 here")
+from x86_util import NEEDS_V4, assert_same, compile_and_run, reference
 
 
 # elements: 4 * 512 (a loop; 64 float4s, 8 widened blocks, would be straight-line code,
@@ -69,7 +66,7 @@ SINK(%e) KernelInfo(name="logic")
 """
 
 
-@V4
+@NEEDS_V4
 @pytest.mark.parametrize("op,kop", [("OR", "korb"), ("AND", "kandb"), ("XOR", "kxorb")])
 def test_lane_logic_is_one_opmask_op(op: str, kop: str) -> None:
     """One KOR/KAND/KXOR an iteration and one KMOVD a stored lane (lanes stored apart); the

@@ -17,13 +17,11 @@ import pytest
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, MFunction, PReg, RegOp, Role
 from kcc.regalloc import CheckError, check_allocation
-from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, compile_x86, cpu_flags, disasm_object
-from x86_util import (assert_same, compile_and_run, high_vectors_first, random_inputs,
-                      reference)
+from kcc.targets.x86.target import X86RegInfo, compile_x86, disasm_object
+from x86_util import (
+    HAS_V4, NO_V4, assert_same, compile_and_run, high_vectors_first, random_inputs, reference)
 from paths import DATA
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-NO_V4 = "this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"
 KERNELS = DATA / "kernels"
 HIGH = re.compile(r"\b[xyz]mm(1[6-9]|2\d|3[01])\b")
 SFX = {1: "b", 2: "w", 4: "d", 8: "q"}

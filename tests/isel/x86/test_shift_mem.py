@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags, disasm_object
+from kcc.targets.x86.target import compile_x86, disasm_object
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 
 def _shifts(dt: str, n: int, op: str = "SHR", by: str = "13") -> str:

@@ -14,12 +14,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from kcc.frontend.parser import parse
-from kcc.targets.x86.target import V4_FLAGS, compile_x86, cpu_flags
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from kcc.targets.x86.target import compile_x86
+from x86_util import ARCHS, HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects cannot run here)"))]
 SHUFFLES = ("shuf", "unpck", "perm", "insert", "extract", "broadcast", "movddup", "blend")
 
 
@@ -90,7 +87,7 @@ TILE_A = [[(j, k) for j in range(4) for _ in range(4)] for k in range(4)]
 TILE_B = [[(0, c) for _ in range(4) for c in range(4)]]
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("computed", [False, True])
 def test_transpose_4x4(arch: str, computed: bool) -> None:
     text = kernel("float32", [(4, computed)] * 4, TRANSPOSE)
@@ -99,7 +96,7 @@ def test_transpose_4x4(arch: str, computed: bool) -> None:
     assert _shuffles(text, arch) <= 8
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("computed", [False, True])
 def test_matmul_tile_operands(arch: str, computed: bool) -> None:
     text = kernel("float32", [(4, computed)] * 4, TILE_A)
@@ -112,7 +109,7 @@ def test_matmul_tile_operands(arch: str, computed: bool) -> None:
     assert _shuffles(text, arch) <= 1
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 def test_splat_from_memory_is_a_broadcast(arch: str, dt: str) -> None:
     w = 4 if dt == "float32" else 2
@@ -128,7 +125,7 @@ def test_splat_from_memory_is_a_broadcast(arch: str, dt: str) -> None:
         assert not any(i.startswith("vshuf") for i in insts), insts
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("computed", [False, True])
 def test_block_shapes(arch: str, dt: str, computed: bool) -> None:
@@ -148,7 +145,7 @@ def test_block_shapes(arch: str, dt: str, computed: bool) -> None:
         check(kernel(dt, src, [row]), arch)
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["float32", "float64", "int32", "uint32", "int64"])
 def test_random_permutations(arch: str, dt: str) -> None:
     """Random lane picks of 1-4 sources into 1-3 STACKs (integer lanes move like floats)."""
@@ -164,7 +161,7 @@ def test_random_permutations(arch: str, dt: str) -> None:
         check(kernel(dt, srcs, rows, f"perm{case}"), arch)
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_adjacent_loads_joined_are_one_wider_load(arch: str) -> None:
     """Two (four) 4-lane loads of consecutive addresses STACKed in order: one ymm (zmm) load."""
     for n in (2, 4):
@@ -204,7 +201,7 @@ SINK(%e) KernelInfo(name="gather")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_strided_scalar_loads_are_read_by_the_inserts_and_broadcasts(arch: str) -> None:
     """conv2d's weights: scalar loads 128 bytes apart STACKed. One VMOVSS, three
     VBROADCASTSS reading memory blended in (VBLENDPS: not VINSERTPS m32, port 5 only), one
@@ -216,7 +213,7 @@ def test_strided_scalar_loads_are_read_by_the_inserts_and_broadcasts(arch: str) 
     assert sum(i.split()[0] == "vblendps" for i in insts) == 3, insts
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_int32_transpose_is_shuffles(arch: str) -> None:
     """Integer lanes use the float shuffles: a 4x4 int32 transpose is 8, no lane extracts."""
     text = kernel("int32", [(4, True)] * 4, TRANSPOSE)
@@ -242,7 +239,7 @@ SINK(%g) KernelInfo(name="store_between")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_store_between_a_load_and_its_lane_splat_keeps_the_register(arch: str) -> None:
     """a[0:4] is loaded, then overwritten with 2·a, then lane 1 of the loaded value is
     splatted: the splat must not broadcast a[1] from memory (it would read the new 2·a[1];
@@ -256,7 +253,7 @@ def test_a_store_between_a_load_and_its_lane_splat_keeps_the_register(arch: str)
                                                                     ops=True))
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("n", [8, 16])
 @pytest.mark.parametrize("k", range(4))
 def test_repeated_column_of_loaded_rows_is_transposed_at_full_width(arch: str, n: int,

@@ -30,14 +30,10 @@ from kcc.passes.linearize import linearize
 from kcc.targets.manifest import check_launch
 from kcc.targets.x86.objload import LoadedObject
 from kcc.targets.pipeline import PIPELINE
-from kcc.targets.x86.target import (V4_FLAGS, X86Target, compile_x86, cpu_flags, disasm_object,
-                             launch)
-from x86_util import assert_same, reference
+from kcc.targets.x86.target import X86Target, compile_x86, disasm_object, launch
+from x86_util import HAS_V4, assert_same, reference
 
 REPO = Path(__file__).resolve().parents[3]
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-needs_v4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
-                              "cannot run here)")
 NT = re.compile(r"\bvmovnt(ps|pd|dq)\b")
 
 

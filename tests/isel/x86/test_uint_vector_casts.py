@@ -11,14 +11,12 @@ import io
 
 import numpy as np
 import pytest
-from x86_util import assert_same, compile_and_run, reference
+from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 from kcc.frontend.parser import parse
 from kcc.targets.pipeline import run_pipeline
 from kcc.targets.x86.target import X86Target
 
-ARCHES = ["x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    "avx512f" not in open("/proc/cpuinfo").read(), reason="no AVX-512 here"))]
 
 VALUES = [0, 1, 2, 0xFFFF, 0x10000, 0x10001, (1 << 24) + 1, (1 << 24) + 3, (1 << 25) + 2,
           0x7FFFFFFF, 0x80000000, 0x80000001, 0x80000080, 0x80000081, 0xFFFFFF7F, 0xFFFFFF80,
@@ -44,7 +42,7 @@ SINK(%e) KernelInfo(name="u2f")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("n", [4, 8])
 def test_uint32_to_float32_vectors_round_as_the_interpreter(arch: str, n: int) -> None:
     sink = parse(_kernel(n))
@@ -91,7 +89,7 @@ U64_VALUES = [0, 1, (1 << 53) + 1, (1 << 53) + 3, (1 << 63) - 1, 1 << 63, (1 << 
               0xFFFFFF7F, 0xFFFFFF80, 0x80000080, 0x80000081, 0xDEADBEEFCAFEF00D, 3]
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("src,dst", [("uint32", "float32"), ("uint32", "float64"),
                                      ("uint64", "float32"), ("uint64", "float64")])
 def test_scalar_unsigned_to_float_rounds_as_the_interpreter(arch: str, src: str,
@@ -150,7 +148,7 @@ SINK(%e) KernelInfo(name="mul8")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dt", ["int8", "uint8"])
 @pytest.mark.parametrize("n", [16, 32])
 def test_byte_multiplies_wrap_as_the_interpreter(arch: str, dt: str, n: int) -> None:

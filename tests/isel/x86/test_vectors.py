@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from x86_util import check_file
+from x86_util import NEEDS_V4, check_file
 from paths import DATA
 
 KERNELS = sorted((DATA / "kernels").glob("vector_*.uop"))
@@ -24,9 +24,6 @@ def _has_avx512() -> bool:
     from kcc.targets.x86.target import V4_FLAGS, cpu_flags
     return all(f in cpu_flags() for f in V4_FLAGS)
 
-
-needs_avx512 = pytest.mark.skipif(not _has_avx512(), reason="this CPU has no AVX-512 "
-                                  "(x86-64-v4 objects cannot run here)")
 
 WIDE = """# kcc-uop 1
 # 16 x float32 and 8 x float64 vectors: zmm on x86-64-v4 (arith, fma, max, compare masks,
@@ -71,7 +68,7 @@ SINK(%end) KernelInfo(name="wide")
 """
 
 
-@pytest.mark.parametrize("arch", ["x86-64-v3", pytest.param("x86-64-v4", marks=needs_avx512)])
+@pytest.mark.parametrize("arch", ["x86-64-v3", pytest.param("x86-64-v4", marks=NEEDS_V4)])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_wide_vectors(arch: str, seed: int) -> None:
     from kcc.frontend.parser import parse
@@ -81,7 +78,7 @@ def test_wide_vectors(arch: str, seed: int) -> None:
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
 
 
-@needs_avx512
+@NEEDS_V4
 def test_v4_really_uses_zmm() -> None:
     from kcc.frontend.parser import parse
     from kcc.targets.x86.target import compile_x86, disasm_object
@@ -92,7 +89,7 @@ def test_v4_really_uses_zmm() -> None:
     assert "zmm" not in disasm_object(obj3)
 
 
-@needs_avx512
+@NEEDS_V4
 @pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[3] / "examples")
                                         .glob("*.uop")), ids=lambda p: p.name)
 def test_examples_on_v4(path: Path) -> None:

@@ -17,13 +17,10 @@ from kcc.encode.x86.table import FORMS
 from kcc.frontend.parser import parse
 from kcc.ir.mir import Imm, Inst, Mem, PReg, RegOp, Role, VReg
 from kcc.targets.pipeline import run_pipeline
-from kcc.targets.x86.target import V4_FLAGS, X86RegInfo, X86Target, compile_x86, cpu_flags
+from kcc.targets.x86.target import X86RegInfo, X86Target, compile_x86
 from kcc.targets.x86.slots import FILL_FORMS, SPILL_FORMS
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import NEEDS_V4, assert_same, compile_and_run, random_inputs, reference
 
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
-V4 = pytest.mark.skipif(not HAS_V4, reason="this CPU has no AVX-512 (x86-64-v4 objects "
-                        "cannot run here)")
 GOLDEN = Path(__file__).resolve().parents[3] / "golden" / "x86"
 
 
@@ -67,9 +64,9 @@ def _spill_forms(src: str, arch: str) -> set[str]:
 @pytest.mark.parametrize("arch,lanes,form", [
     ("x86-64-v3", 1, "vmovss_m32_x"), ("x86-64-v3", 4, "vmovaps_m128_x"),
     ("x86-64-v3", 8, "vmovaps_m256_y"),
-    pytest.param("x86-64-v4", 1, "vmovss_m32_x", marks=V4),
-    pytest.param("x86-64-v4", 4, "vmovaps_m128_x", marks=V4),
-    pytest.param("x86-64-v4", 16, "vmovaps_m512_z", marks=V4)])
+    pytest.param("x86-64-v4", 1, "vmovss_m32_x", marks=NEEDS_V4),
+    pytest.param("x86-64-v4", 4, "vmovaps_m128_x", marks=NEEDS_V4),
+    pytest.param("x86-64-v4", 16, "vmovaps_m512_z", marks=NEEDS_V4)])
 def test_vector_values_spill_at_their_width_and_run_right(arch: str, lanes: int,
                                                          form: str) -> None:
     src = _pressure(lanes)
