@@ -7,16 +7,13 @@ before and after and on the x86 object."""
 from __future__ import annotations
 
 import pytest
-from x86_util import assert_same, compile_and_run, random_inputs, reference
+from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops
 from kcc.ir.uop import toposort
 from kcc.passes.reduce_transpose import reduce_transpose
 from kcc.targets.x86.arch import x86_desc
-from kcc.targets.x86.target import V4_FLAGS, cpu_flags
-
-HAS_V4 = all(f in cpu_flags() for f in V4_FLAGS)
 
 
 def _kernel(rows: int = 4, op: str = "ADD", dt: str = "float32", chained: bool = False) -> str:
