@@ -16,7 +16,6 @@ from kcc.targets.x86.target import X86Target
 from x86_util import HAS_V4, assert_same, compile_and_run, random_inputs, reference
 
 
-
 def _kernel(cols: int = 8, stride: int = 10, store_between: bool = False) -> str:
     """out[8i + j] = sum over columns c of column c of the block at x[80i] (rows stride
     apart) times c + 1, lane j; optionally a store to out2 between columns 3 and 4."""
