@@ -107,6 +107,10 @@ class _Packer:
         # _leaf's answers by tuple (a function of the tuple and ctx alone: a tuple is asked
         # as a src of each tuple that reads it, and again when it is packed itself)
         self.leaves: dict[Lanes, tuple[UOp | None, bool]] = {}
+        # (buffer, base) → the offsets the kernel reads with scalar loads, where a blend's
+        # operand may load a run wider than its lanes (slp_index.py `_read_window`)
+        self.reads: tuple[dict, dict] | None = None
+        self.reads_of: list[UOp] | None = None    # the nodes `reads` is made from, lazily
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -585,8 +589,11 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
         else scalar_reg_groups(order, target, stored, lambda t: plain.pack(t) is not None)
     if widest < 2:      # an output's run of stores of one vector's lanes (slp_reg.py)
         q = _Packer(target, reg_width, blends=True)
+        q.reads_of = order
         groups += column_groups(order, target, q.pack, lambda t: blend(t, q.pack))
     p = _Packer(target, reg_width, order, blends=widest < 2)
+    if widest < 2:
+        p.reads_of = order
     p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead

@@ -10,7 +10,7 @@ Iterative: an index may be a long chain.
 
 from __future__ import annotations
 
-from kcc.ir.consts import const_int, plus_int
+from kcc.ir.consts import const_int, plus_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, base_buffer
 
@@ -194,9 +194,57 @@ def permuted_load(p: _Packer, t: tuple[UOp, ...]) -> UOp | None:
         if not m or lo is None or lo < 0 or not isinstance(b.arg.size, int) \
                 or lo + m > b.arg.size:
             return None
+    elif p.blends and not p.ctx.mem_legal(m, t[0].dtype):
+        got = _read_window(p, t[0], buf, start, m)
+        if got is None:
+            return None
+        start, m, shift = got
+        ks = tuple(k + shift for k in ks)
     if not p.ctx.mem_legal(m, t[0].dtype) or b in p.scalar_reg or b in p.reg_width:
         return None
     vec = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, start, UOp.const(m))),))
     for s, k in zip(t, ks):
         p.lane_of.setdefault(s, (vec, k))
     return UOp(Ops.STACK, tuple(UOp(Ops.INDEX, (vec, UOp.const(k))) for k in ks))
+
+
+def _read_window(p: _Packer, lane0: UOp, buf: UOp, start: UOp, m: int
+                 ) -> tuple[UOp, int, int] | None:
+    """(start, width, lane shift) of the narrowest legal load of w >= m elements holding
+    start … start+m-1 whose every element the kernel reads anyway with ungated scalar LOADs
+    of buf (`read_elements`), the lowest such window, or None. A blend's operand reads two
+    elements of a run of four (sort_rows E_2048_2_2 unrolled: x[4i], x[4i+1] twice, no
+    2-lane float32 vectors): one load of the four, which the blend's other operand (x[4i+2],
+    x[4i+3]) shuffles too, from the same start node (lane_offset's base), instead of
+    scalars and inserts; no element past what the loads of lane0's loop nest read (they
+    run whenever lane0's does), so never past the buffer."""
+    if p.reads is None:
+        if p.reads_of is None:
+            return None
+        p.reads = read_elements(p.reads_of)
+    reads, nests = p.reads
+    base, k = lane_offset(start)
+    got = reads.get((buf, base, nests.get(lane0)), set())
+    for w in sorted(p.ctx.mem_widths.get(lane0.dtype, ())):
+        for r in range(k + m - w, k + 1):
+            if w >= m and all(r + j in got for j in range(w)):
+                at = strong_int(r, start.dtype) if base is None else plus_int(base, r)
+                return at, w, k - r
+    return None
+
+
+def read_elements(order: list[UOp]) -> tuple[dict[tuple, set[int]], dict[UOp, frozenset]]:
+    """((buffer, lane_offset base, loop nest) → the offsets k the kernel reads there with
+    ungated scalar LOADs at base + k, each scalar LOAD's loop nest: the RANGEs it depends
+    on)."""
+    from kcc.passes.linearize import range_sets
+    dep = range_sets(order)
+    out: dict[tuple, set[int]] = {}
+    nests: dict[UOp, frozenset] = {}
+    for u in order:
+        if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX \
+                and u.shape == () and u.src[0].src[0].kind == "buffer":
+            base, k = lane_offset(u.src[0].src[1])
+            nests[u] = dep[u]
+            out.setdefault((u.src[0].src[0], base, dep[u]), set()).add(k)
+    return out, nests

@@ -83,7 +83,8 @@ def _nest(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> list[UOp] | 
     if size > budget:
         return None
     if not any(x.op not in _AFFINE and x.dtype is not None and (x.dtype.is_int or x.dtype.is_bool)
-               for x in body) and not _reversed_read(body, nest, dep):
+               for x in body) and not _reversed_read(body, nest, dep) \
+            and not _gaps_filled(body, ranges, nest, dep):
         return None         # nothing to fold: the loop's own arithmetic is an address's
     # (float outputs: integer and bool kernels are left as they were)
     return ranges if _copies_independent(body, ranges, nest, dep, floats=True) else None
@@ -124,6 +125,36 @@ def _reversed_read(body: list[UOp], nest: frozenset[UOp],
         if a is not None and any(c < 0 for t, c in a[0].items() if t in nest):
             return True
     return False
+
+
+def _gaps_filled(body: list[UOp], ranges: list[UOp], nest: frozenset[UOp],
+                 dep: dict[UOp, frozenset[UOp]]) -> bool:
+    """Whether one iteration stores a buffer's elements with gaps that the other iterations
+    fill, into one run of 4 to 16 elements (sort's compare-exchange at distance 2, `out[4i +
+    j]` and `out[4i + j + 2]` for j < 2): the copies' stores pack into one vector store of a
+    blend of vector minimums and maximums (passes/slp_blend.py), a loop of 2 scalar pairs
+    otherwise (sort_rows E_2048_2_2: 4.1 µs, clang 1.2 µs)."""
+    memo: dict = {}
+    per: dict[UOp, list[tuple[dict[UOp, int], int, int]]] = {}
+    for x in body:
+        if x.op is not Ops.STORE:
+            continue
+        p = _place(x)
+        if p is None:
+            return False
+        a = affine(p[1], lambda t: t in nest or not dep[t] & nest, memo, mulacc=True)
+        if a is None:
+            return False
+        per.setdefault(p[0], []).append(({r: a[0].get(r, 0) for r in ranges}, a[1], p[2]))
+    envs = _assignments(ranges)
+    for spans in per.values():
+        one = sorted(e for coef, c, n in spans for e in range(c, c + n))
+        every = sorted(c + sum(k * env[r] for r, k in coef.items()) + e
+                       for env in envs for coef, c, n in spans for e in range(n))
+        if one == list(range(one[0], one[0] + len(one))) or not 4 <= len(every) <= 16 \
+                or every != list(range(every[0], every[0] + len(every))):
+            return False
+    return bool(per)
 
 
 def _nest_parts(end: UOp, dep: dict[UOp, frozenset[UOp]]

@@ -52,24 +52,35 @@ INNER_BUDGET = 96
 
 
 def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
-    """The pipeline's `widen` step: passes/widen.py, then the short loops it widened
-    unrolled (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
+    """The pipeline's `widen` step: passes/widen.py, then lanes of two ops blended
+    (slp_blend.blend_stacks) and rows' horizontal reductions transposed
+    (passes/reduce_transpose.py), then the short loops it widened unrolled
+    (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
     from kcc.passes.widen import widen
     wide = widen(sink, desc)
     from kcc.passes.simplify import keep_params
     if wide is sink:        # (no loop widened: slp's vectors in short inner loops alone)
         return keep_params(sink, unroll_widened(sink, desc, outermost=False))
+    if desc.vector_regs:    # lanes of two ops widening made (passes/slp_blend.py)
+        from kcc.passes.reduce_transpose import reduce_transpose
+        from kcc.passes.slp_blend import blend_stacks
+        order = toposort([wide])             # (one walk for all three when none rewrites)
+        blended = blend_stacks(wide, desc, order)
+        new = reduce_transpose(blended, desc, order if blended is wide else None)
+        return keep_params(sink, unroll_widened(new, desc, order=order if new is wide else None))
     return keep_params(sink, unroll_widened(wide, desc))
 
 
-def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True) -> UOp:
+def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True,
+                   order: list[UOp] | None = None) -> UOp:
     """Unroll every outermost nest of vector work the module docstring allows (outermost
-    False: only the short inner loops, `_inner`)."""
+    False: only the short inner loops, `_inner`). order: sink's toposort, when the caller
+    has it."""
     if desc.tiny_unroll <= 0:
         return sink
     from kcc.passes.unroll_tiny import (_HEAVY_OPS, _expand, _nest,  # (start-up: none)
                                         _over_budget)
-    order = toposort([sink])
+    order = order or toposort([sink])
     dep = range_sets(order)
     vector_in: set[UOp] = set()         # RANGEs some vector value depends on
     for x in order:

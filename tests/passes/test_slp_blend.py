@@ -95,3 +95,67 @@ def test_matches_the_interpreter_bit_for_bit(arch: str) -> None:
                              rng.standard_normal(8).astype(np.float32)]):
         got, want = compile_and_run(sink, args, arch)[0], reference(sink, args)[0]
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+# sort_rows E_4096_2 (tinygrad, 64 pairs here): out[2i] = min(x[2i], x[2i+1]), out[2i+1] the
+# max, read and stored as float2 (slp sees 2 lanes, which no x86 vector holds)
+ADJACENT = """# kcc-uop 1
+%2 = PARAM ParamArg(0, float32, 128)
+%3 = PARAM ParamArg(1, float32, 128)
+%5 = CAST(0) int32
+%7 = CAST(1) int32
+%9 = CAST(2) int32
+%11 = CAST(64) int32
+%12 = RANGE(%11) (0, WEAK)
+%13 = SHL(%12, %7)
+%14 = SHRINK(%3, %13, %9)
+%15 = LOAD(%14)
+%16 = INDEX(%15, %5)
+%17 = INDEX(%15, %7)
+%18 = NEG(%16)
+%19 = NEG(%17)
+%20 = MAX(%18, %19)
+%21 = NEG(%20)
+%22 = MAX(%16, %17)
+%23 = STACK(%21, %22)
+%24 = SHRINK(%2, %13, %9)
+%25 = STORE(%24, %23)
+%26 = GROUP(%25)
+%27 = END(%26, %12)
+SINK(%27) KernelInfo(name="adjacent")
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_widened_lanes_of_two_ops_are_a_blend(arch: str) -> None:
+    # widening by 8 (16) makes scalar MINs and MAXs of the lanes; blend_stacks computes
+    # both ops over whole vectors of shuffled lanes and blends them
+    from kcc.passes.slp_blend import blend_stacks
+    from kcc.passes.widen import widen
+    desc = x86_desc(arch)
+    sink = parse(ADJACENT)
+    wide = widen(slp(unroll(simplify(lower_weak_dtypes(sink, desc), desc), desc), desc), desc)
+    g = blend_stacks(wide, desc)
+    assert g is not wide
+    nodes = toposort([g])
+    assert all(u.shape for u in nodes if u.op is Ops.MAX), "a scalar MAX is left"
+    args = [np.zeros(128, np.float32), np.random.default_rng(3).standard_normal(128)
+            .astype(np.float32)]
+    args[1][:8] = _inputs()[1]
+    want = reference(sink, args)[0]
+    assert np.array_equal(reference(g, args)[0].view(np.uint32), want.view(np.uint32))
+    if arch == "x86-64-v3" or all(f in cpu_flags() for f in V4_FLAGS):
+        got = compile_and_run(sink, args, arch)[0]
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+def test_dropped_lanes_take_the_leaves_that_keep_operands_in_order() -> None:
+    # the exchange's minimums read x[0], x[1], x[0], x[1] in their own lanes' order; the
+    # maximum lanes' values are dropped, so their leaves reversed (_fill) make the operands
+    # the loaded vector itself and one rotation of it: one shuffle STACK beside the blend
+    g = _packed(EXCHANGE)
+    nodes = toposort([g])
+    stacks = [u for u in nodes if u.op is Ops.STACK and u.shape]
+    assert len(stacks) == 2, stacks                      # the blend and one rotation
+    load = next(u for u in nodes if u.op is Ops.LOAD)
+    assert any(load in u.src for u in nodes if u.op in (Ops.NEG, Ops.MAX) and u.shape)

@@ -14,7 +14,7 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import Ops, UOp, dtypes
-from kcc.ir.consts import const_int
+from kcc.ir.consts import const_int, plus_int
 from kcc.ir.uop import toposort
 from kcc.passes.lower_weak import lower_weak_dtypes
 from kcc.passes.simplify import simplify
@@ -152,4 +152,59 @@ def test_matches_the_interpreter(arch: str, which: str) -> None:
     sink = parse(KERNELS[which])
     for seed in (0, 1):
         args = random_inputs(sink, seed)
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def test_a_blend_operand_of_two_elements_loads_the_run_the_kernel_reads() -> None:
+    # sort_rows E_2048_2_2 unrolled (passes/unroll_inner.py `_gaps_filled`): the minimums'
+    # operand x[4i], x[4i+1], x[4i], x[4i+1] reads 2 elements (no 2-lane float32 load); the
+    # kernel reads x[4i] … x[4i+3] anyway, so one 4-lane load (slp_index `_read_window`),
+    # the same node as the maximums' operand's; not where an element goes unread
+    from kcc.passes.slp import _Packer
+    from kcc.passes.slp_index import permuted_load, read_elements
+    desc = x86_desc("x86-64-v3")
+    g = parse("""# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 64)
+%x = PARAM ParamArg(1, float32, 64)
+%i = RANGE(16) (0, WEAK)
+%b = MULACC(%i, 4, 0)
+%st = STORE(INDEX(%o, %b), 0.0)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="k")
+""".replace("STORE(INDEX(%o, %b), 0.0)", "STORE(%ob, 0.0)").replace(
+        "%st =", "%ob = INDEX(%o, %b)\n%st ="))
+    nodes = toposort([g])
+    buf = [u for u in nodes if u.op is Ops.PARAM][1]
+    base = next(u for u in nodes if u.op is Ops.MULACC)
+
+    def ld(k: int) -> UOp:
+        at = plus_int(base, k)
+        return UOp(Ops.LOAD, (UOp(Ops.INDEX, (buf, at)),))
+    mins, maxs = (ld(0), ld(1), ld(0), ld(1)), (ld(2), ld(3), ld(2), ld(3))
+    p = _Packer(desc, blends=True)
+    assert permuted_load(p, mins) is None                    # reads unknown
+    p.reads = read_elements(toposort([UOp(Ops.GROUP, mins + maxs)]))
+    a, b = permuted_load(p, mins), permuted_load(p, maxs)
+    assert a is not None and b is not None
+    assert [const_int(s.src[1]) for s in a.src] == [0, 1, 0, 1]
+    assert [const_int(s.src[1]) for s in b.src] == [2, 3, 2, 3]
+    assert a.src[0].src[0] is b.src[0].src[0] and a.src[0].src[0].shape == (4,)
+    p = _Packer(desc, blends=True)
+    p.reads = read_elements(toposort([UOp(Ops.GROUP, mins + maxs[:1])]))   # x[4i+3] unread
+    assert permuted_load(p, mins) is None
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_the_distance_two_exchange_loop_is_one_load_and_store(arch: str) -> None:
+    from test_unroll_inner import EXCHANGE2
+    from kcc.passes.unroll_inner import unroll_inner
+    desc = x86_desc(arch)
+    sink = parse(EXCHANGE2)
+    g = slp(unroll_inner(simplify(lower_weak_dtypes(sink, desc), desc), desc), desc)
+    nodes = toposort([g])
+    assert [u.src[1].shape for u in nodes if u.op is Ops.STORE] == [(4,)]
+    assert [u.shape for u in nodes if u.op is Ops.LOAD] == [(4,)]
+    args = random_inputs(sink, 1)
+    assert_same(sink, reference(g, args), reference(sink, args))
+    if arch == "x86-64-v3" or all(f in cpu_flags() for f in V4_FLAGS):
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

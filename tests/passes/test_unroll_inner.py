@@ -149,3 +149,53 @@ def test_a_two_iteration_reversed_read_is_unrolled_and_packed() -> None:
     for arch in ("x86-64-v3", "x86-64-v4"):
         if arch == "x86-64-v3" or HAS_V4:
             assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# sort_rows E_2048_2_2's compare-exchange at distance 2 (16 outer iterations here):
+# out[4i + j] = min(x[4i + j], x[4i + j + 2]), out[4i + j + 2] = the max, j < 2
+EXCHANGE2 = """# kcc-uop 1
+%2 = PARAM ParamArg(0, float32, 64)
+%3 = PARAM ParamArg(1, float32, 64)
+%5 = CAST(2) int32
+%7 = CAST(4) int32
+%9 = CAST(16) int32
+%10 = RANGE(%9) (0, WEAK)
+%11 = RANGE(%5, %10) (10, WEAK)
+%12 = MULACC(%10, %7, %11)
+%13 = ADD(%12, %5)
+%14 = INDEX(%3, %13)
+%15 = LOAD(%14)
+%16 = INDEX(%3, %12)
+%17 = LOAD(%16)
+%18 = INDEX(%2, %13)
+%19 = INDEX(%2, %12)
+%20 = NEG(%15)
+%21 = NEG(%17)
+%22 = MAX(%21, %20)
+%23 = NEG(%22)
+%24 = MAX(%17, %15)
+%25 = STORE(%18, %24)
+%26 = STORE(%19, %23)
+%27 = GROUP(%26, %25)
+%28 = END(%27, %11)
+%29 = END(%28, %10)
+SINK(%29) KernelInfo(name="exchange2")
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_stores_whose_gaps_the_copies_fill_are_unrolled(arch: str) -> None:
+    # one iteration stores elements 0 and 2 of a run of 4 that the other fills
+    # (_gaps_filled): its copies pack into one blended 4-lane store (passes/slp_blend.py)
+    sink, s0 = _prep(EXCHANGE2, x86_desc(arch))
+    g = unroll_inner(s0, x86_desc(arch))
+    assert [const_bound(r) for r in _ranges(g)] == [16]       # the outer loop alone
+    args = random_inputs(sink, 4)
+    assert_same(sink, reference(g, args), reference(sink, args))
+    if arch == "x86-64-v3" or HAS_V4:
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+    # stores 3 apart (elements 0 and 3 of each 6): the copies leave gaps, the loop stays
+    _, s1 = _prep(EXCHANGE2.replace("%13 = ADD(%12, %5)", "%13 = ADD(%12, 3)").replace(
+        "CAST(4) int32", "CAST(6) int32").replace("CAST(16) int32", "CAST(10) int32"),
+        x86_desc(arch))
+    assert unroll_inner(s1, x86_desc(arch)) is s1

@@ -47,6 +47,7 @@ from kcc.isel.x86.mem import X86Mem
 from kcc.isel.x86.regs import FLOAT_ARG_REGS, INT_ARG_REGS, RBP, reg_class
 from kcc.isel.x86.shuf import splat_only_wheres
 from kcc.isel.x86.vec import X86Vec
+from kcc.isel.x86.transpose import transpose_groups
 from kcc.isel.x86.vgather import vgather_nodes
 from kcc.isel.x86.viv import X86VecInduction, vector_inductions
 from kcc.record import Counts  # collections.Counter's counting, without collections
@@ -423,6 +424,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         # an induction variable is defined at its RANGE
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
         self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
+        self.transposed = transpose_groups(lin, facts)      # x86_transpose
         self.select_all(lin, iv_nodes | gathered)
         self.place_splices()
         if self.stream_align:

@@ -176,11 +176,15 @@ class X86Shuf:
         two-op groups: sort's minimums and maximums): one VBLENDPS by an immediate, bit i
         taking 32-bit lane i from the second source (SDM Vol. 2 "BLENDPS"; a 64-bit lane is
         two of them). None for another STACK."""
-        if dt.itemsize * n not in (16, 32) or any(k != j for j, (_, k) in enumerate(lanes)):
+        wide = dt.itemsize * n == 64 and self.evex
+        if dt.itemsize * n not in (16, 32) and not wide \
+                or any(k != j for j, (_, k) in enumerate(lanes)):
             return None
         srcs = list(dict.fromkeys(v for v, _ in lanes))
         if len(srcs) != 2 or any(v.shape != (n,) for v in srcs):
             return None
+        if wide:
+            return self.blend_mask(lanes, srcs, dt, n)
         per = dt.itemsize // 4                     # 32-bit lanes a lane
         imm = 0
         for j, (v, _) in enumerate(lanes):
@@ -189,6 +193,26 @@ class X86Shuf:
         w = "y" if dt.itemsize * n == 32 else "x"
         t = self.new("vec")
         self.emit(f"vblendps_{w}_{w}_{w}m_imm8", t, self.reg(srcs[0]), self.reg(srcs[1]), imm)
+        return t
+
+    def blend_mask(self, lanes: list[tuple[UOp, int]], srcs: list[UOp], dt: DType,
+                   n: int) -> VReg:
+        """blend_imm's zmm form (x86-64-v4, no VBLENDPS of a zmm): one VBLENDMPS/PD by an
+        opmask, bit j taking lane j from the second source (SDM Vol. 2 "VBLENDMPS"); the
+        mask, a MOV and a KMOVW, is made once per loop nest (sort_rows E_2048_2_2: 16 lanes
+        of minimums and maximums, a VPERMI2PS and its index reload an iteration before)."""
+        bits = sum(1 << j for j, (v, _) in enumerate(lanes) if v is srcs[1])
+        key = ("blend_mask", bits)
+        k = self._memo_get(key)
+        if k is None:
+            g = self.new("gpr")
+            self.emit("mov_r32_imm32", g, bits)
+            k = self.new("mask")
+            self.emit("kmovw_k_r32", k, g)
+            self._memo_put(key, k)
+        t = self.new("vec")
+        form = "vblendmps_z_k_z_zm" if dt.itemsize == 4 else "vblendmpd_z_k_z_zm"
+        self.emit(form, t, k, self.reg(srcs[0]), self.reg(srcs[1]))
         return t
 
     def byte_shuffle(self, u: UOp) -> VReg | None:

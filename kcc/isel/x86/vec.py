@@ -16,6 +16,7 @@ from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, ROUND_TRUNC, Se
 from kcc.isel.x86.fmin import X86FMin
 from kcc.isel.x86.gather import X86Gather
 from kcc.isel.x86.ivec import ZMM_INT_OPS, is_int_vector
+from kcc.isel.x86.transpose import X86Transpose
 from kcc.isel.x86.vgather import X86VGather
 from kcc.isel.x86.regs import reg_class
 from kcc.isel.x86.shuf import X86Shuf
@@ -37,7 +38,7 @@ def _xmm_lanes(s: UOp) -> tuple[UOp, int] | None:
     return s.src[0], k
 
 
-class X86Vec(X86Shuf, X86Gather, X86VGather, X86FMin, X86VCast):
+class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
     """Float and vector rules (mixed into X86Selector); lane permutations in X86Shuf."""
 
     # -- vectors ------------------------------------------------------------------------------
@@ -165,6 +166,8 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86FMin, X86VCast):
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
         t = self.vgather(u)                # loads at an index vector's lanes: VGATHERDPS (v4)
+        if t is None:
+            t = self.transpose8(u)         # a column of an 8 x 8 block of memory: shuffles
         if t is None:
             t = self.shuffle(u)            # every lane a lane of a vector: shuffles
         if t is None:

@@ -61,3 +61,25 @@ def test_matches_the_interpreter(arch: str, dt: str, n: int, pick: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+ZMM_CASES = [("float32", 16, "aabbaabbaabbaabb"), ("float64", 8, "abbaabab")]
+
+
+@pytest.mark.parametrize("dt,n,pick", ZMM_CASES)
+def test_a_zmm_blend_is_one_vblendmps_by_a_hoisted_mask(dt: str, n: int, pick: str) -> None:
+    # x86-64-v4 zmm (blend_mask): no VBLENDPS of a zmm, so one VBLENDMPS/PD by an opmask
+    # instead of a VPERMI2PS and its index vector
+    out = io.StringIO()
+    run_pipeline(parse(_kernel(dt, n, pick)), X86Target("x86-64-v4"), dump_after="allocate",
+                 out=out)
+    text = out.getvalue()
+    assert text.count("vblendmp") == 1 and text.count("kmovw") == 1, text
+    assert not any(w in text for w in ("vshufps", "vinsert", "vextract", "vperm")), text
+    bits = sum(1 << j for j, c in enumerate(pick) if c == "b")
+    assert f"{bits}" in text or f"{bits:#x}" in text, text
+    if all(f in cpu_flags() for f in V4_FLAGS):
+        sink = parse(_kernel(dt, n, pick))
+        for seed in (0, 1):
+            args = random_inputs(sink, seed)
+            assert_same(sink, compile_and_run(sink, args, "x86-64-v4"), reference(sink, args))
