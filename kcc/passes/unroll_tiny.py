@@ -168,6 +168,8 @@ def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc
         return None
     if _nest(end, dep, FOLD_CAP * desc.tiny_unroll) is None:
         return None
+    if _stores_at_least(cone, dep) > desc.tiny_unroll:
+        return None                     # (the count below is over: no expansion to count)
     from kcc.passes.simplify import simplify
     from kcc.passes.unroll_inner import fold_gates
     copies = _expand(end, dep)
@@ -183,6 +185,22 @@ def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc
             k *= d
         size += k
     return copies if size <= desc.tiny_unroll else None
+
+
+def _stores_at_least(cone: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> int:
+    """A lower bound on the STOREs `_folds` counts in the nest's folded copies, for a nest
+    `_nest` allows: the most copies of one STORE (its loops' trips multiplied). Sufficient:
+    copies of a STORE in different iterations store disjoint elements (`_nest` checked), so
+    their places differ in value and no two are one node; simplify and fold_gates keep every
+    STORE (a false gate stores nothing but stays, simplify's gated_as), and each counts 1."""
+    most = 0
+    for x in cone:
+        if x.op is Ops.STORE:
+            k = 1
+            for r in dep[x]:
+                k *= const_int(r.src[0]) or 1
+            most = max(most, k)
+    return most
 
 
 # nodes the folded count leaves out: the graph's structure, places and constants

@@ -241,6 +241,23 @@ def test_a_folding_nest_past_the_budget_or_the_cap_is_left_alone(monkeypatch) ->
     assert _ranges(_unrolled(tri)) == 1
 
 
+def test_a_folding_nest_over_the_budget_on_its_stores_is_not_expanded(monkeypatch) -> None:
+    # the triangle's 12 stores (one a copy, disjoint elements) stay 12 nodes folded: over a
+    # budget of 11 without the expansion, which a budget of 40 makes (46 nodes folded > 40)
+    import kcc.passes.unroll_tiny as ut
+    tri = parse(triangle(), "tri.uop")
+    expanded = []
+    real = ut._expand
+    monkeypatch.setattr(ut, "_expand", lambda *a: expanded.append(1) or real(*a))
+    assert _ranges(_unrolled(tri, budget=11)) == 1
+    assert not expanded
+    assert _ranges(_unrolled(tri, budget=40)) == 1
+    assert expanded
+    g = lower_weak_dtypes(tri)
+    from kcc.passes.linearize import range_sets
+    assert ut._stores_at_least(g.toposort(), range_sets(g.toposort())) == 12
+
+
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
 def test_a_folded_triangle_runs_like_the_interpreter(arch: str) -> None:
     sink = parse(triangle(), "tri.uop")
