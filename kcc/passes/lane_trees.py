@@ -55,6 +55,8 @@ def lane_trees(sink: UOp, desc: TargetDesc) -> UOp:
     if not desc.lane_loads:
         return sink
     order = toposort([sink])
+    if not _int_lane_reads(order):
+        return sink                 # (no chain can hold a vector's lanes: no use counts)
     uses: dict[UOp, int] = {}
     for n in order:
         for s in n.src:
@@ -76,6 +78,19 @@ def lane_trees(sink: UOp, desc: TargetDesc) -> UOp:
         return sink
     # a chain inside another (a root an outer chain of another op reads) is rebuilt with it
     return substitute_closed(sink, repl)
+
+
+def _int_lane_reads(order: list[UOp]) -> bool:
+    """Whether the graph reads a constant lane of an integer vector value. Sufficient to
+    rewrite nothing when not: a chain is rewritten only when every lane of such a vector (of
+    its own integer dtype) is among its operands, each read by that INDEX (`_scaled_lane`)."""
+    for n in order:
+        if n.op is Ops.INDEX and len(n.src) == 2:
+            v, dt = n.src[0], n.src[0].dtype
+            if v.kind == "value" and len(v.shape) == 1 and dt is not None and dt.is_int \
+                    and not dt.is_bool and const_int(n.src[1]) is not None:
+                return True
+    return False
 
 
 def _is_inner(s: UOp, root: UOp, uses: dict[UOp, int]) -> bool:

@@ -31,11 +31,21 @@ def _is_int_add(u: UOp) -> bool:
     return u.op is Ops.ADD and u.dtype is not None and u.dtype.is_int and not u.shape
 
 
+def _nested_sums(order: list[UOp], deps: dict[UOp, frozenset[UOp]]) -> bool:
+    """Whether an integer ADD in a loop reads an integer ADD of its dtype. Sufficient to
+    plan nothing when not: a sum is regrouped only when it has more than two terms, and
+    `_terms` flattens no ADD but such a src (an ADD has two srcs)."""
+    return any(_is_int_add(u) and deps[u]
+               and any(_is_int_add(s) and s.dtype == u.dtype for s in u.src) for u in order)
+
+
 def hoist_sums(sink: UOp, target: TargetDesc) -> UOp:
     """Regroup every integer sum by the loops its terms depend on (see the module docstring)."""
     order = toposort([sink])
-    uses: Counts = Counts([s for u in order for s in u.src])
     deps = range_sets(order)
+    if not _nested_sums(order, deps):
+        return sink                 # (most kernels: no use counts, no plan)
+    uses: Counts = Counts([s for u in order for s in u.src])
     # An ADD that its tree's root flattens (its one reader is an integer ADD of its dtype) is
     # not regrouped on its own: each root flattens its whole tree once, so a chain of n ADDs
     # costs n, not n^2 (it made no difference: when the root's terms are already in order,

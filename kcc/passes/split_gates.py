@@ -129,12 +129,21 @@ def _all_inside(e: UOp, r: UOp, region: list[UOp], dep: dict[UOp, frozenset[UOp]
     return all(x in inside for x in region)
 
 
+def _gated_loads(order: list[UOp]) -> bool:
+    """Whether the graph has a LOAD with a scalar gate. Sufficient to split nothing when
+    not: a loop is split at the cuts of its loads' scalar gates, and without one it has no
+    cut."""
+    return any(x.op is Ops.LOAD and len(x.src) == 3 and not x.src[2].shape for x in order)
+
+
 def split_gates(sink: UOp, desc: TargetDesc) -> UOp:
     """Every loop the module docstring allows, split at its gates' cuts; the gates that
     became constants resolved (passes/unroll_inner.py `fold_gates`)."""
     if desc.gpu:
         return sink
     order = toposort([sink])
+    if not _gated_loads(order):
+        return sink                 # (most kernels: no loop, region or range set asked)
     dep = range_sets(order)
     # the candidate loops: a top-level END of one RANGE with a constant bound
     ends = {e.src[1]: e for e in order if e.op is Ops.END and len(e.src) == 2 and not dep[e]

@@ -4,7 +4,7 @@ takes: 64-bit integer division), their copies one body through unroll-and-jam's 
 from __future__ import annotations
 
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, toposort
 from kcc.passes.target import TargetDesc
 from kcc.passes.unroll import _analyze, _jam, _Loops
 
@@ -22,6 +22,12 @@ def _divides64(n: UOp) -> bool:
         and n.dtype.bits == 64
 
 
+def _divides_anywhere(sink: UOp) -> bool:
+    """Whether the graph has a `_divides64` node. Sufficient to refuse every loop when not:
+    a loop is taken only when its cone (part of the graph) has one."""
+    return any(map(_divides64, toposort([sink])))
+
+
 def scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp],
                  loops: _Loops | None = None) -> UOp:
     """Innermost loops that stay scalar because they divide 64-bit integers unrolled by a
@@ -32,6 +38,8 @@ def scalar_loops(sink: UOp, desc: TargetDesc, done: set[UOp],
     "64-bit integer loops"). Legality is unroll-and-jam's (`_analyze`, elementwise).
     loops: the graph's loop structure if the caller has it (unroll's last reading, with
     the loop cones it sorted)."""
+    if not _divides_anywhere(sink):
+        return sink         # (no loop divides: most kernels, no loop structure asked)
     while True:
         if loops is None or loops.order[-1] is not sink:
             loops = _Loops(sink)

@@ -168,6 +168,8 @@ def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc
         return None
     if _nest(end, dep, FOLD_CAP * desc.tiny_unroll) is None:
         return None
+    if _stores_at_least(cone, dep) > desc.tiny_unroll:
+        return None                     # (the count below is over: no expansion to count)
     from kcc.passes.simplify import simplify
     from kcc.passes.unroll_inner import fold_gates
     copies = _expand(end, dep)
@@ -183,6 +185,48 @@ def _folds(sink: UOp, end: UOp, dep: dict[UOp, frozenset[UOp]], desc: TargetDesc
             k *= d
         size += k
     return copies if size <= desc.tiny_unroll else None
+
+
+def _stores_past(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> bool:
+    """Whether a STORE found by following the bodies of end and of the ENDs in them (no walk
+    of the cone) counts over budget by itself in `_nest`'s count of the nest's STOREs (each
+    once per iteration of the loops it depends on), which then refuses the nest at budget and
+    at any smaller one. tinygrad's outermost nests are loops over whole tensors (softmax's
+    E_2048_256_2_4: its store 2048 x 256 times)."""
+    stack = [end.src[0]]
+    while stack:
+        x = stack.pop()
+        if x.op is Ops.GROUP:
+            stack.extend(x.src)
+        elif x.op is Ops.END:
+            stack.append(x.src[0])
+        elif x.op is Ops.STORE:
+            k = 1
+            for r in dep[x]:
+                n = const_int(r.src[0])
+                if n is None or n < 1:
+                    k = 0               # (_nest refuses such a bound: not counted here)
+                    break
+                k *= n
+            if k > budget:
+                return True
+    return False
+
+
+def _stores_at_least(cone: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> int:
+    """A lower bound on the STOREs `_folds` counts in the nest's folded copies, for a nest
+    `_nest` allows: the most copies of one STORE (its loops' trips multiplied). Sufficient:
+    copies of a STORE in different iterations store disjoint elements (`_nest` checked), so
+    their places differ in value and no two are one node; simplify and fold_gates keep every
+    STORE (a false gate stores nothing but stays, simplify's gated_as), and each counts 1."""
+    most = 0
+    for x in cone:
+        if x.op is Ops.STORE:
+            k = 1
+            for r in dep[x]:
+                k *= const_int(r.src[0]) or 1
+            most = max(most, k)
+    return most
 
 
 # nodes the folded count leaves out: the graph's structure, places and constants
@@ -349,6 +393,8 @@ def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
     for x in order:
         # (no x lies under an END taken before it: the order puts an END's srcs before it)
         if x.op is Ops.END and not dep[x]:
+            if _stores_past(x, dep, max(2, FOLD_CAP) * desc.tiny_unroll):
+                continue                # (_nest and _folds refuse it: no walk of its cone)
             if _nest(x, dep, 2 * desc.tiny_unroll) is not None:
                 if not _widens(sink, x, desc):
                     repl[x] = _expand(x, dep)

@@ -105,6 +105,20 @@ def test_a_float_chain_an_incomplete_vector_and_a_gpu_are_left_alone() -> None:
     assert lane_trees(g, CUDA) is g
 
 
+
+def test_a_graph_without_integer_lane_reads_asks_no_chain(monkeypatch) -> None:
+    # float lanes only: no integer chain can hold a vector's lanes, so none is asked (the
+    # index arithmetic's integer ADDs were before _int_lane_reads)
+    import kcc.passes.lane_trees as lt
+    asked = []
+    monkeypatch.setattr(lt, "_rewrite", lambda *a: asked.append(1))
+    desc = x86_desc("x86-64-v4")
+    _, g = _prep(CHAIN.format(op="ADD", dt="float32", lane3=3), desc)
+    assert lane_trees(g, desc) is g and not asked
+    _, g = _prep(CHAIN.format(op="ADD", dt="int32", lane3=3), desc)
+    lane_trees(g, desc)
+    assert asked
+
 def test_a_chain_read_twice_midway_is_two_chains() -> None:
     # %m4 is also stored: the chain above it ends there (its inner nodes are read once)
     desc = x86_desc("x86-64-v4")

@@ -78,6 +78,18 @@ def test_a_float_sum_is_never_regrouped() -> None:
     assert hi is not gi and _inner_adds(linearize(hi)) == 1 < _inner_adds(linearize(gi))
 
 
+
+def test_a_graph_without_nested_integer_sums_counts_no_uses(monkeypatch) -> None:
+    # float sums only: no sum can have more than two terms, so the use counts are not made
+    from kcc.passes import licm
+    made = []
+    real = licm.Counts
+    monkeypatch.setattr(licm, "Counts", lambda *a: made.append(1) or real(*a))
+    g = _graph(_MIXED.replace("DT", "float32"))
+    assert hoist_sums(g, X86_AVX2) is g and not made
+    gi = _graph(_MIXED.replace("DT", "int32"))
+    assert hoist_sums(gi, X86_AVX2) is not gi and made
+
 @pytest.mark.parametrize("n", [0, 1, 3, 5])
 def test_regrouped_sums_match_the_interpreter(n: int) -> None:
     sink = parse(KERNEL.read_text(), str(KERNEL))

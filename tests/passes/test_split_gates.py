@@ -154,3 +154,16 @@ def test_the_regions_are_found_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> N
         assert out is not g
         nodes = len(g.toposort())
         assert lookups[0] < 6 * nodes, (n, lookups[0], nodes)
+
+
+def test_a_graph_without_gated_loads_asks_no_range_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one loop whose load is ungated: no loop has a cut, none is looked at
+    import kcc.passes.split_gates as sg
+    asked = []
+    real = sg.range_sets
+    monkeypatch.setattr(sg, "range_sets", lambda order: asked.append(1) or real(order))
+    text = _many_loops(1).replace("%g0 = CMPLT(%r0, 3)\n", "") \
+        .replace("LOAD(%pt0, 0.0, %g0)", "LOAD(%pt0)")
+    g = parse(text, "k.uop")
+    assert split_gates(g, V4) is g and not asked
+    assert split_gates(parse(_many_loops(1), "k.uop"), V4) is not g and asked

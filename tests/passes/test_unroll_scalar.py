@@ -91,3 +91,14 @@ def test_unroll_hands_its_loops_to_scalar_loops(monkeypatch) -> None:
     out = unroll(g, desc)
     assert out is not g                                    # the dividing loop was jammed
     assert len(made) == len(set(map(id, made)))            # no graph read twice
+
+
+def test_a_graph_that_divides_no_64_bit_integer_is_not_analysed(monkeypatch) -> None:
+    # int32 division: no loop of the graph can be taken, so its loops are not even read
+    import kcc.passes.unroll_scalar as us
+    asked = []
+    monkeypatch.setattr(us, "_Loops", lambda *a: asked.append(1))
+    desc = x86_desc("x86-64-v3")
+    g = simplify(lower_weak_dtypes(_kernel(n=64, dt="int32", d="7"), desc), desc)
+    assert us.scalar_loops(g, desc, set()) is g and not asked
+    assert not us._divides_anywhere(g) and us._divides_anywhere(_kernel())

@@ -118,6 +118,21 @@ def test_a_nest_over_the_budget_on_its_stores_is_not_analysed(monkeypatch) -> No
     assert asked
 
 
+def test_a_nest_over_every_budget_on_one_store_is_not_walked(monkeypatch) -> None:
+    # each of sort's 2 stores is made 4 times (its 2 x 2 iterations): over 2 (FOLD_CAP 0:
+    # twice a budget of 1, _nest's and _folds' largest) before _nest walks the cone; at a
+    # budget of 2 (4 is not over 4) _nest is asked
+    import kcc.passes.unroll_tiny as ut
+    asked = []
+    real = ut._nest
+    monkeypatch.setattr(ut, "_nest", lambda *a: asked.append(1) or real(*a))
+    monkeypatch.setattr(ut, "FOLD_CAP", 0)
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=1)) == 2
+    assert not asked
+    assert _ranges(_unrolled(parse(SORT.format(out="%0"), "sort.uop"), budget=2)) == 2
+    assert asked
+
+
 def test_a_loop_over_budget_on_its_own_trips_is_refused_before_the_walk(monkeypatch) -> None:
     # _over_budget answers for _nest (this module's and unroll_inner's) without the cone's
     # walk: it may only refuse what the full count refuses, here at every budget around the
@@ -239,6 +254,23 @@ def test_a_folding_nest_past_the_budget_or_the_cap_is_left_alone(monkeypatch) ->
     assert _ranges(_unrolled(tri, budget=40)) == 1          # 46 nodes folded
     monkeypatch.setattr(ut, "FOLD_CAP", 2)                  # 288 as copies > 2 * 96
     assert _ranges(_unrolled(tri)) == 1
+
+
+def test_a_folding_nest_over_the_budget_on_its_stores_is_not_expanded(monkeypatch) -> None:
+    # the triangle's 12 stores (one a copy, disjoint elements) stay 12 nodes folded: over a
+    # budget of 11 without the expansion, which a budget of 40 makes (46 nodes folded > 40)
+    import kcc.passes.unroll_tiny as ut
+    tri = parse(triangle(), "tri.uop")
+    expanded = []
+    real = ut._expand
+    monkeypatch.setattr(ut, "_expand", lambda *a: expanded.append(1) or real(*a))
+    assert _ranges(_unrolled(tri, budget=11)) == 1
+    assert not expanded
+    assert _ranges(_unrolled(tri, budget=40)) == 1
+    assert expanded
+    g = lower_weak_dtypes(tri)
+    from kcc.passes.linearize import range_sets
+    assert ut._stores_at_least(g.toposort(), range_sets(g.toposort())) == 12
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])

@@ -384,3 +384,37 @@ def test_two_blocks_whose_stores_meet_keep_their_loop() -> None:
         .replace("%e = END(%st, %i)", "%e = END(%grp, %i)")
     w = _check(text)
     assert _bounds(w) == [2]
+
+
+NESTED = """# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 32)
+%1 = PARAM ParamArg(1, float32, 32)
+%2 = CAST(4) int32
+%3 = CAST(8) int32
+%4 = RANGE(%2) (0, WEAK)
+%5 = RANGE(%3, %4) (1, WEAK)
+%6 = MULACC(%4, %3, %5)
+%7 = INDEX(%1, %6)
+%8 = LOAD(%7)
+%9 = ADD(%8, %8)
+%10 = INDEX(%0, %6)
+%11 = STORE(%10, %9)
+%12 = END(%11, %5)
+%13 = END(%12, %4)
+SINK(%13) KernelInfo(name="E_4_8")
+"""
+
+
+def test_an_outer_loop_is_not_tried_by_the_strategies_for_loops_of_scalars(monkeypatch) -> None:
+    # the outer loop's region holds the inner RANGE: _Loop.check refuses it, and so would
+    # every strategy after it (widen._holds_loop), which are then not tried
+    import kcc.passes.widen as w
+    from kcc.targets.x86.arch import x86_desc
+    g = simplify(lower_weak_dtypes(parse(NESTED, "nested.uop")))
+    outer = next(n for n in g.toposort() if n.op is Ops.RANGE and len(n.src) == 1)
+    tried = []
+    real = w.LaneLoop
+    monkeypatch.setattr(w, "LaneLoop", lambda r, *a: tried.append(r) or real(r, *a))
+    out = widen(g, x86_desc("x86-64-v3"))
+    assert outer not in tried and out is not g       # (the inner loop widened)
+    assert w._holds_loop([n for n in g.toposort() if n.op is Ops.RANGE], outer)
