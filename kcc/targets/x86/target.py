@@ -117,7 +117,7 @@ def _alone(inst: Inst) -> bool:
     unmasked whole-vector or scalar-float load from .rodata: kept in a register, the loop
     reads it there instead of issuing a load each iteration; or a 64-bit immediate that needs
     MOVABS: u64_div's magic multiplier was re-materialized every iteration where clang keeps
-    it in a register (under register pressure the allocator rematerializes it at its reads)."""
+    it in a register (under register pressure it is spilled once, its reads fold the slot)."""
     if inst.op == "movabs_r64_imm64":
         return True
     row = FORMS.get(inst.op)
