@@ -118,8 +118,8 @@ def _alone(inst: Inst) -> bool:
     reads it there instead of issuing a load each iteration; or a 64-bit immediate that needs
     MOVABS: u64_div's magic multiplier was re-materialized every iteration where clang keeps
     it in a register (under register pressure it is spilled once, its reads fold the slot)."""
-    if inst.op == "movabs_r64_imm64":
-        return True
+    if inst.op == "movabs_r64_imm64" or inst.op == "lea_r64_m" and isinstance(inst.arg, dict):
+        return True                   # (a LEA of .rodata: a byte → float table, x86_cast)
     row = FORMS.get(inst.op)
     return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(inst.arg, dict)
             and "rip" in inst.arg and len(inst.operands) == 2
