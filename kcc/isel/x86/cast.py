@@ -174,7 +174,7 @@ class X86Cast:
         """An integer or bool converted (rounded to nearest even) to a float dtype."""
         sd = x.dtype
         target = dt if reg_class(dt) == "vec" else dtypes.float32
-        if sd in (dtypes.uint8, dtypes.int8) and target == dtypes.float32:
+        if sd == dtypes.uint8 and target == dtypes.float32:
             t = self.byte_to_float(x)
             return t if reg_class(dt) == "vec" else self.from_f32(t, dt)
         t = self.new("vec")
@@ -198,25 +198,20 @@ class X86Cast:
         return self.from_f32(t, dt)
 
     def byte_to_float(self, x: UOp) -> VReg:
-        """int8/uint8 → float32 as a load from a 256-entry .rodata table of their values."""
+        """uint8 → float32 as a load from a 256-entry .rodata table of the byte values."""
         # exact (every byte value is a float32), and a load-port micro-op where VCVTSI2SS is two
         # (one on port 5) and a VXORPS: uint8_mean's r_9_37 converts a byte an addition, which
         # clang (and kcc) did by VCVTSI2SS. The table's address is computed once per loop level
-        # (a LEA that x86's LICM `alone` moves out of its loop); the index is the byte's bits
-        # zero-extended (int8's entries 128..255 hold -128..-1).
-        signed = x.dtype == dtypes.int8
-        key = (("byte floats", signed), len(self.loops))
+        # (a LEA that x86's LICM `alone` moves out of its loop); the index is the MOVZX'd byte
+        # itself. Not int8: its MOVSX r32 leaves bits 63:32 zero, no 64-bit index without a
+        # second extension.
+        key = (("byte floats",), len(self.loops))
         base = self.const_cache.get(key)
         if base is None:
-            vals = [i - 256 if signed and i >= 128 else i for i in range(256)]
-            data = struct.pack("<256f", *vals)
+            data = struct.pack("<256f", *range(256))
             base = self.const_cache[key] = self.new("gpr")
             self.emit("lea_r64_m", base, Mem(), arg={"rip": self.pool.label(data)})
-        if signed:
-            i = self.new("gpr")
-            self.emit("movzx_r32_rm8", i, self.reg(x))     # bits 63:8 zeroed (SDM §3.4.1.1)
-        else:
-            i = self.ext(x, 64)
+        i = self.ext(x, 64)
         t = self.new("vec")
         self.emit("vmovss_x_m32", t, Mem(base, i, 4, 0))
         return t
