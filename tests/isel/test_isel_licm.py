@@ -199,6 +199,30 @@ def test_a_vector_rodata_constant_moves_alone_where_the_target_says() -> None:
     assert _run(fn) == 0 and "vmovups_y_ym" in _inside(fn)
 
 
+def test_a_movabs_constant_moves_alone_where_the_target_says() -> None:
+    """x86's `alone`: a 64-bit immediate that needs MOVABS (u64_div's magic multiplier) leaves
+    the loop by itself; a 32-bit immediate's MOV stays, as does the MOVABS without `alone`."""
+    def build() -> MFunction:
+        fn, v = _fn()
+        c, k, t = fn.new_vreg("gpr"), fn.new_vreg("gpr"), fn.new_vreg("gpr")
+        body = [Inst("movabs_r64_imm64", [RegOp(c, D), Imm(896011011859258473)]),
+                Inst("mov_rm64_imm32", [RegOp(k, D), Imm(7)]),
+                Inst("mov_r64_rm64", [RegOp(t, D), Mem(v[1], v[2], 8, 0)]),
+                Inst("imul_r64_rm64", [RegOp(t, DU), RegOp(c, U)]),
+                Inst("add_r64_rm64", [RegOp(t, DU), RegOp(k, U)]),
+                Inst("mov_rm64_r64", [Mem(v[0], v[2], 8, 0), RegOp(t, U)])]
+        fn.insts = _loop(body, v[2]) + [Inst("ret", kind=Kind.RET)]
+        return fn
+
+    fn = build()
+    assert hoist_invariants(fn, _movable, _flags_of, alone=_alone) == 1
+    verify_mir(fn)
+    assert "movabs_r64_imm64" not in _inside(fn) and "mov_rm64_imm32" in _inside(fn)
+    assert fn.insts[1].op == "movabs_r64_imm64"
+    fn = build()
+    assert _run(fn) == 0 and "movabs_r64_imm64" in _inside(fn)
+
+
 def _innermost_ops(sink) -> list[str]:
     out = io.StringIO()
     run_pipeline(sink, X86Target(), dump_after="select", out=out)

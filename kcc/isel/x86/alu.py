@@ -7,7 +7,7 @@ from kcc.encode.x86.table import FORMS
 from kcc.ir import UOp, dtypes
 from kcc.ir.ops import Ops
 from kcc.ir.mir import Mem, RegOp, Role, VReg
-from kcc.isel.x86.base import (SelectError, fs, imm_form, isz,
+from kcc.isel.x86.base import (HIGH_ONLY, SelectError, fs, imm_form, isz,
                                positive_zero, strong_const, vw)
 from kcc.isel.x86.ivec import is_int_vector
 from kcc.isel.x86.regs import RAX, RDX, reg_class
@@ -199,12 +199,15 @@ class X86Alu:
         register (u64_div's E_50: one instruction fewer per element, as clang's). The
         dividend's later users (the round-up's x - hi) read it from rdx after the MULX, as a
         value the MULX defines there: else the allocator copies it into rdx, a live value
-        kept elsewhere; restored when the loop closes (select.py kept)."""
+        kept elsewhere; restored when the loop closes (select.py kept). The low half is never
+        read: arg HIGH_ONLY has the encoder name the high half's register for both results
+        (kcc/targets/x86/code.py), as clang does."""
         x = u.src[0]
         hi, dead, again = self.new("gpr"), self.new("gpr"), self.new("gpr")
         old = self.reg(x)
         self.emit("mulx_r64_r64_rm64", hi, dead, self.reg(u.src[1]),
-                  extra=(RegOp(old, Role.USE, fixed=RDX), RegOp(again, Role.DEF, fixed=RDX)))
+                  extra=(RegOp(old, Role.USE, fixed=RDX), RegOp(again, Role.DEF, fixed=RDX)),
+                  arg=HIGH_ONLY)
         if old in self.zext:
             self.zext.add(again)
         self.val[x] = again

@@ -25,6 +25,9 @@ NOT_CC = {"e": "ne", "ne": "e", "l": "ge", "ge": "l", "g": "le", "le": "g",
 ROUND_TRUNC = 0b1011        # vround imm8: truncate (bits 1:0 = 11), suppress precision (bit 3)
 # Pseudo forms expanded by the target after allocation (roles of their register operands).
 PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",)}
+# Inst.arg of a MULX whose low half nobody reads: encoded with the high half's register for
+# both destinations (kcc/targets/x86/code.py; SDM "MULX": equal destinations get the high half)
+HIGH_ONLY = "high_only"
 
 
 def writes_memory(inst: Inst) -> bool:

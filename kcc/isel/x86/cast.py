@@ -4,6 +4,8 @@ low bits, float to integer truncates and saturates, NaN to 0). A mixin of X86Sel
 
 from __future__ import annotations
 
+import _struct as struct  # struct's own C functions, without struct.py (start-up)
+
 from kcc.ir import UOp, dtypes
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
@@ -172,6 +174,9 @@ class X86Cast:
         """An integer or bool converted (rounded to nearest even) to a float dtype."""
         sd = x.dtype
         target = dt if reg_class(dt) == "vec" else dtypes.float32
+        if sd == dtypes.uint8 and target == dtypes.float32:
+            t = self.byte_to_float(x)
+            return t if reg_class(dt) == "vec" else self.from_f32(t, dt)
         t = self.new("vec")
         z = self.new("vec")
         self.emit("vzero", z)
@@ -191,6 +196,25 @@ class X86Cast:
         if reg_class(dt) == "vec":
             return t
         return self.from_f32(t, dt)
+
+    def byte_to_float(self, x: UOp) -> VReg:
+        """uint8 → float32 as a load from a 256-entry .rodata table of the byte values."""
+        # exact (every byte value is a float32), and a load-port micro-op where VCVTSI2SS is two
+        # (one on port 5) and a VXORPS: uint8_mean's r_9_37 converts a byte an addition, which
+        # clang (and kcc) did by VCVTSI2SS. The table's address is computed once per loop level
+        # (a LEA that x86's LICM `alone` moves out of its loop); the index is the MOVZX'd byte
+        # itself. Not int8: its MOVSX r32 leaves bits 63:32 zero, no 64-bit index without a
+        # second extension.
+        key = (("byte floats",), len(self.loops))
+        base = self.const_cache.get(key)
+        if base is None:
+            data = struct.pack("<256f", *range(256))
+            base = self.const_cache[key] = self.new("gpr")
+            self.emit("lea_r64_m", base, Mem(), arg={"rip": self.pool.label(data)})
+        i = self.ext(x, 64)
+        t = self.new("vec")
+        self.emit("vmovss_x_m32", t, Mem(base, i, 4, 0))
+        return t
 
     def u64_to_float(self, x: UOp, dt: DType, z: VReg) -> VReg:
         """uint64 → float: values ≥ 2^63 convert (x >> 1 | x & 1) and double (round-to-odd

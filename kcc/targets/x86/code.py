@@ -28,7 +28,7 @@ from kcc.encode.x86.encoder import Mem as XMem
 from kcc.encode.x86.encoder import Reg as XReg
 from kcc.encode.x86.table import FORMS, KINDS
 from kcc.ir.mir import Imm, Inst, Kind, Label, Mem, MFunction, PReg, RegOp
-from kcc.isel.x86.base import imm_form
+from kcc.isel.x86.base import HIGH_ONLY, imm_form
 from kcc.isel.x86.regs import GPR_ORDER
 from kcc.record import record
 
@@ -121,7 +121,15 @@ def encode_operands(inst: Inst) -> tuple[str, tuple]:
             out.append(XLabel(o.name))
         else:
             raise AssertionError(f"operand {o!r} of {inst.op}")
+    if inst.arg == HIGH_ONLY:
+        return inst.op, _high_only(out)
     return inst.op, tuple(out)
+
+
+def _high_only(ops: list) -> tuple:
+    """MULX's operands with the high half's register as the low half's too (its low result
+    is never read; SDM "MULX": with both destinations equal, the high half is written)."""
+    return (ops[0], ops[0], *ops[2:])
 
 
 @record

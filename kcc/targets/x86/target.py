@@ -115,7 +115,11 @@ _WHOLE_LOADS = frozenset({"vmovups", "vmovaps", "vmovupd", "vmovapd", "vmovdqu",
 def _alone(inst: Inst) -> bool:
     """May LICM move this constant out of a loop by itself (kcc/isel/licm.py `alone`)? An
     unmasked whole-vector or scalar-float load from .rodata: kept in a register, the loop
-    reads it there instead of issuing a load each iteration."""
+    reads it there instead of issuing a load each iteration; or a 64-bit immediate that needs
+    MOVABS: u64_div's magic multiplier was re-materialized every iteration where clang keeps
+    it in a register (under register pressure it is spilled once, its reads fold the slot)."""
+    if inst.op == "movabs_r64_imm64" or inst.op == "lea_r64_m" and isinstance(inst.arg, dict):
+        return True                   # (a LEA of .rodata: a byte → float table, x86_cast)
     row = FORMS.get(inst.op)
     return (row is not None and row.mnemonic in _WHOLE_LOADS and isinstance(inst.arg, dict)
             and "rip" in inst.arg and len(inst.operands) == 2

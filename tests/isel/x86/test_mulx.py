@@ -64,3 +64,17 @@ def test_u64_div_e50_as_clang() -> None:
     text = disasm_object(compile_x86([sink], "x86-64-v3")[0])
     assert re.search(r"mov\s+rdx, qword ptr \[", text), text
     assert re.search(r"sub\s+rdx, r\w+", text), text
+
+
+def test_u64_div_e50_high_half_over_low_and_magic_outside_the_loop() -> None:
+    """MULX writes its high half over its low half (one register, as clang; kcc/isel/x86/
+    base.py HIGH_ONLY) and the MOVABS of the magic multiplier sits before the loop (x86's LICM
+    `alone`), not in every iteration; values as the interpreter's."""
+    sink = parse(_divide(1000003, "CDIV", after=True))
+    for arch in ("x86-64-v3",) + (("x86-64-v4",) if HAS_V4 else ()):
+        text = _check(sink, arch)
+        muls = re.findall(r"mulx\s+(\w+), (\w+), ", text)
+        assert muls and all(a == b for a, b in muls), text
+        head = int(re.search(r"\bjl\s+0x([0-9a-f]+)", text).group(1), 16)
+        at = [int(m, 16) for m in re.findall(r"^\s*([0-9a-f]+):.*movabs", text, re.M)]
+        assert len(at) == 1 and at[0] < head, text
