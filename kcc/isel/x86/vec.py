@@ -274,11 +274,11 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
         return acc
 
     def loaded_once(self, s: UOp) -> bool:
-        """Whether s's load has no user but the lane built from it (then its VMOVSS goes)."""
+        """Whether s's load has no user but STACK lanes (each may read memory: VMOVSS goes)."""
         # (a load another op also reads stays: re-reading it for VBROADCASTSS + VBLENDPS is a
         # second load and two micro-ops where VINSERTPS of its register is one; cummax_777's
         # r_3_4_4, whose row's first element is a lane and a MAX operand)
-        return self.nusers[s] == 1
+        return self.nusers[s] == self.stack_reads[s]
 
     def falu(self, u: UOp) -> VReg:
         """Float ALU (scalar ss/sd, packed ps/pd on xmm/ymm/zmm)."""
