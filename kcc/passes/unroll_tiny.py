@@ -368,9 +368,10 @@ def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
     alone, after passes/slp.py as the pipeline runs it: isnan_isinf's 4 bool lane stores
     a loop iteration widen only once slp made them one bool vector store)."""
     from kcc.passes.slp import slp
-    from kcc.passes.widen import widen
-    alone = slp(sink.replace(src=(end,)), desc)
-    return widen(alone, desc) is not alone
+    from kcc.passes.widen import widens_a_loop
+    # (not `widen(alone) is not alone`: widen splits a load read lane by lane into scalar
+    # loads even where it widens no loop, max_nan's r_4_8 whose loop then stayed a loop)
+    return widens_a_loop(slp(sink.replace(src=(end,)), desc), desc)
 
 
 def widens_as_is(sink: UOp, end: UOp, desc: TargetDesc) -> bool:

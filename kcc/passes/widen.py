@@ -304,8 +304,27 @@ def _int_bound(n: UOp) -> bool:
 
 def widen(sink: UOp, desc: TargetDesc) -> UOp:
     """Widen every innermost elementwise loop the module docstring allows."""
-    if desc.gpu:
+    sink, new_end = _plan(sink, desc)
+    if not new_end:
         return sink
+    # a loop ordered after another widened loop (a RANGE's order src: unroll's or a widening's
+    # remainder loop) was rewritten from the graph before: its new END still reads old nodes
+    # (the other loop's END, its own RANGE ordered after it), which take their new versions
+    # in the same walk that puts the new ENDs in the graph (one walk for any chain of them)
+    new = substitute_closed(sink, new_end)
+    return keep_params(sink, new)
+
+
+def widens_a_loop(sink: UOp, desc: TargetDesc) -> bool:
+    """Whether widen rewrites a loop of sink (not only its loads' lanes, which it may split)."""
+    return bool(_plan(sink, desc)[1])
+
+
+def _plan(sink: UOp, desc: TargetDesc) -> tuple[UOp, dict[UOp, UOp]]:
+    """(sink with its lanes split as widen reads them, each END widen rewrites → its new
+    version); no ENDs when no loop is widened."""
+    if desc.gpu:
+        return sink, {}
     windows: dict[UOp, tuple[int, int]] = {}   # the split lanes' (lane, width): widen_stride
     sink = lane_loads(sink, desc, before_widen=True, windows=windows)   # (lanes read alone)
     order = toposort([sink])
@@ -314,7 +333,7 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
         sink, order = sink2, toposort([sink2])
     ends = [n for n in order if n.op is Ops.END]
     if not ends:
-        return sink
+        return sink, {}
     dep = range_sets(order)
     closed: dict[UOp, int] = {}
     for e in ends:
@@ -399,11 +418,4 @@ def widen(sink: UOp, desc: TargetDesc) -> UOp:
             if start is not None:
                 out = tail_loop(r, e, loop.region, out, start)
             new_end[e] = out
-    if not new_end:
-        return sink
-    # a loop ordered after another widened loop (a RANGE's order src: unroll's or a widening's
-    # remainder loop) was rewritten from the graph before: its new END still reads old nodes
-    # (the other loop's END, its own RANGE ordered after it), which take their new versions
-    # in the same walk that puts the new ENDs in the graph (one walk for any chain of them)
-    new = substitute_closed(sink, new_end)
-    return keep_params(sink, new)
+    return sink, new_end

@@ -404,6 +404,8 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.low_word = low_word_muls(lin)
         self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
+        # reads as a STACK lane (x86_vec.loaded_once: a load only lanes read may be re-read)
+        self.stack_reads = Counts([s for u in lin if u.op is Ops.STACK for s in u.src])
         # each lane of an int lane load's splats (a STACK of it alone, broadcast from the
         # load's memory by x86_shuf.splat): a use that reads memory, not the lane's register
         self.splat_uses = Counts([s for u in lin if u.op is Ops.STACK and u.src

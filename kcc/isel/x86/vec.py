@@ -257,7 +257,7 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
                 # is ignored, SDM "INSERTPS"): a load deferred for it (foldable_loads), else
                 # one already emitted, whose VMOVSS then goes (dce)
                 m = self.folded(s)
-                if m is None:
+                if m is None and self.loaded_once(s):
                     m = self.loaded_mem(s)
                 if m is not None:
                     # a scalar in memory: VBROADCASTSS m32 (a load-port micro-op alone) and
@@ -272,6 +272,13 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
                 self.emit("vunpcklpd_x_x_xm", t, acc, self.reg(s))
             acc = t
         return acc
+
+    def loaded_once(self, s: UOp) -> bool:
+        """Whether s's load has no user but STACK lanes (each may read memory: VMOVSS goes)."""
+        # (a load another op also reads stays: re-reading it for VBROADCASTSS + VBLENDPS is a
+        # second load and two micro-ops where VINSERTPS of its register is one; cummax_777's
+        # r_3_4_4, whose row's first element is a lane and a MAX operand)
+        return self.nusers[s] == self.stack_reads[s]
 
     def falu(self, u: UOp) -> VReg:
         """Float ALU (scalar ss/sd, packed ps/pd on xmm/ymm/zmm)."""
