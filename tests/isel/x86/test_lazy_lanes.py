@@ -40,9 +40,8 @@ SINK(%g) KernelInfo(name="lazy_lanes")
 """
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_unread_lanes_not_selected(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    sink = parse(KERNEL, "lazy_lanes.uop")
+def _selected(sink, arch: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The forms selection emitted, before dead-code removal."""
     selected: list = []
     real = x86_target.x86_select
 
@@ -52,12 +51,18 @@ def test_unread_lanes_not_selected(arch: str, monkeypatch: pytest.MonkeyPatch) -
         return out
     monkeypatch.setattr(x86_target, "x86_select", spy)
     compile_x86([sink], arch)
-    ops = selected[0]
+    monkeypatch.undo()
+    return selected[0]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_unread_lanes_not_selected(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = parse(KERNEL, "lazy_lanes.uop")
+    ops = _selected(sink, arch, monkeypatch)
     # lane 1 (VPSRLQ) and lane 2 (a VSHUFPS) for the MAX, the STACK's VSHUFPS; nothing for
     # lane 3 (eager selection made a third VSHUFPS, which dead-code removal deleted)
     assert ops.count("vpsrlq_x_x_imm8") == 1, ops
     assert ops.count("vshufps_x_x_xm_imm8") == 2, ops
-    monkeypatch.undo()
     a = np.array([1.5, -0.0, np.nan, 3.0], np.float32)
     args = [np.zeros(5, np.float32), a]
     want = reference(sink, args)
@@ -79,20 +84,6 @@ ADDRESS_ONLY = """# kcc-uop 1
 SINK(%st) KernelInfo(name="address_only")
 """
 
-
-def _selected(sink, arch: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The forms selection emitted, before dead-code removal."""
-    selected: list = []
-    real = x86_target.x86_select
-
-    def spy(*args, **kwargs):
-        out = real(*args, **kwargs)
-        selected.append([i.op for i in out[0].insts])
-        return out
-    monkeypatch.setattr(x86_target, "x86_select", spy)
-    compile_x86([sink], arch)
-    monkeypatch.undo()
-    return selected[0]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
