@@ -200,17 +200,21 @@ def _stores_past(end: UOp, dep: dict[UOp, frozenset[UOp]], budget: int) -> bool:
             stack.extend(x.src)
         elif x.op is Ops.END:
             stack.append(x.src[0])
-        elif x.op is Ops.STORE:
-            k = 1
-            for r in dep[x]:
-                n = const_int(r.src[0])
-                if n is None or n < 1:
-                    k = 0               # (_nest refuses such a bound: not counted here)
-                    break
-                k *= n
-            if k > budget:
-                return True
+        elif x.op is Ops.STORE and (_trips(x, dep) or 0) > budget:
+            return True                 # (_nest refuses a bound _trips has no count for)
     return False
+
+
+def _trips(x: UOp, dep: dict[UOp, frozenset[UOp]]) -> int | None:
+    """How many times x runs: its loops' constant trips multiplied; None when a loop's trip
+    is not a constant or below 1 (a bound `_nest` refuses)."""
+    k = 1
+    for r in dep[x]:
+        n = const_int(r.src[0])
+        if n is None or n < 1:
+            return None
+        k *= n
+    return k
 
 
 def _stores_at_least(cone: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> int:
@@ -219,14 +223,7 @@ def _stores_at_least(cone: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> int:
     copies of a STORE in different iterations store disjoint elements (`_nest` checked), so
     their places differ in value and no two are one node; simplify and fold_gates keep every
     STORE (a false gate stores nothing but stays, simplify's gated_as), and each counts 1."""
-    most = 0
-    for x in cone:
-        if x.op is Ops.STORE:
-            k = 1
-            for r in dep[x]:
-                k *= const_int(r.src[0]) or 1
-            most = max(most, k)
-    return most
+    return max((_trips(x, dep) or 1 for x in cone if x.op is Ops.STORE), default=0)
 
 
 # nodes the folded count leaves out: the graph's structure, places and constants
@@ -377,9 +374,9 @@ def _widens(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
 def widens_as_is(sink: UOp, end: UOp, desc: TargetDesc) -> bool:
     """Whether passes/widen.py widens a loop of the nest under end as the graph stands (no
     slp first: what slp itself asks, kcc/passes/slp_gated.py)."""
-    from kcc.passes.widen import widen
-    alone = sink.replace(src=(end,))
-    return widen(alone, desc) is not alone
+    from kcc.passes.widen import widens_a_loop
+    # (not `widen(alone) is not alone`: `_widens`' note)
+    return widens_a_loop(sink.replace(src=(end,)), desc)
 
 
 def unroll_tiny(sink: UOp, desc: TargetDesc) -> UOp:
