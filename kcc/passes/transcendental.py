@@ -137,14 +137,8 @@ class _B:
         """1.5 * 2**mant: adding it to |v| < 2**(mant-1) leaves rint(v) in the low bits."""
         return 1.5 * 2.0 ** self.f.mant
 
-    def to_int(self, k: UOp) -> UOp:
-        """An integer-valued float (|k| < 2**(mant-1)) as the same-width int, with no CAST
-        (vector float64 → int64 conversion needs AVX-512): the low bits of k + magic."""
-        m = self.magic()
-        return self.sub(self.bits(self.add(k, self.c(m))), self.ci(_float_bits(m, self.dt)))
-
     def to_float(self, i: UOp) -> UOp:
-        """A small int (|i| < 2**(mant-1)) as a float, the inverse of to_int."""
+        """A small int (|i| < 2**(mant-1)) as a float: i + magic's bits, less magic."""
         m = self.magic()
         mbits = _float_bits(m, self.dt)
         return self.sub(self.from_bits(self.add(i, self.ci(mbits))), self.c(m))
@@ -181,9 +175,9 @@ class _B:
     def from_bits(self, i: UOp) -> UOp:
         return UOp(Ops.BITCAST, (i,), self.dt)
 
-    def pow2(self, k: UOp) -> UOp:
-        """2**k for a float integer k in [emin, emax]: the exponent field set directly."""
-        e = self.to_int(self.add(k, self.c(self.f.bias)))
+    def shl_mant(self, e: UOp) -> UOp:
+        """2**(e - bias) for an integer biased exponent e in [1, 2*bias]: e in the exponent
+        field."""
         return self.from_bits(UOp(Ops.SHL, (e, self.ci(self.f.mant))))
 
 
@@ -210,13 +204,19 @@ def exp2(x: UOp) -> UOp:
     lo = float(fmt.emin - fmt.mant - 25)       # -174 / -1099: past underflow to 0
     xc = b.where(b.lt(x, b.c(lo)), b.c(lo), x)
     xc = b.where(b.lt(b.c(hi), xc), b.c(hi), xc)
-    magic = b.c(1.5 * 2.0 ** fmt.mant)         # adding it rounds to an integer (ties to even)
-    q = b.sub(b.add(xc, magic), magic)
+    m = b.magic()
+    qm = b.add(xc, b.c(m))                     # rint(xc) in the low bits (ties to even)
+    q = b.sub(qm, b.c(m))
     r = b.sub(xc, q)                           # exact: q is the integer nearest xc
     p = b.horner(r, _tables()[f"exp2/{x.dtype.name}"])
-    q1 = UOp(Ops.TRUNC, (b.mul(q, b.c(0.5)),))
-    q2 = b.sub(q, q1)
-    return b.mul(b.mul(p, b.pow2(q1)), b.pow2(q2))
+    # The two biased exponents as integers, read off qm's bits (no float rounding of q/2):
+    # t = q + 2*bias > 0 (q >= lo), so t >> 1 = floor(q/2) + bias and t - (t >> 1) =
+    # q - floor(q/2) + bias. Either half keeps p * 2**q1 normal (q1 >= lo/2), so that product
+    # is exact and the result is rounded once, as with any other split of q.
+    t = b.sub(b.bits(qm), b.ci(_float_bits(m, x.dtype) - 2 * fmt.bias))
+    e1 = UOp(Ops.SHR, (t, b.ci(1)))
+    e2 = b.sub(t, e1)
+    return b.mul(b.mul(p, b.shl_mant(e1)), b.shl_mant(e2))
 
 
 # -- LOG2 --------------------------------------------------------------------------------------

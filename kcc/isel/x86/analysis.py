@@ -2,8 +2,9 @@
 loop index sums it strength-reduces (`induction_sums`), the float loads an ALU user reads as
 its memory operand (`foldable_loads`), the int32 vector products whose users read only their
 low 16 bits (`low_word_muls`) and the REG buffers that live in registers
-(`promotable_buffers`), and the bytes of its buffer arguments (`footprint`, which the
-non-temporal store and prefetch rules ask for). Each is a walk of the schedule
+(`promotable_buffers`), the float splats a wider splat already holds (`wider_splats`), and the
+bytes of its buffer arguments (`footprint`, which the non-temporal store and prefetch rules ask
+for). Each is a walk of the schedule
 (kcc/isel/x86/select.py asks them once per kernel)."""
 
 from __future__ import annotations
@@ -366,3 +367,30 @@ def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
                 demand[s] = need
     return frozenset(u for u in lin if u.op in (Ops.MUL, Ops.MULACC) and u.shape
                      and u.dtype in (dtypes.int32, dtypes.uint32) and demand.get(u, 32) <= 16)
+
+
+def wider_splats(lin: list[UOp]) -> dict[UOp, UOp]:
+    """Float splats (a STACK of one non-constant scalar) whose lanes a wider splat of the same
+    scalar, selected before them in the same straight-line run (no RANGE or END between),
+    already holds in its low lanes: each narrower one → that wider one, whose register it
+    reads as its own (an xmm or ymm operand is the low part of the ymm or zmm register). One
+    VBROADCASTSS for both instead of one broadcast load each (conv1d's 12 columns as 8 + 4
+    lanes read each weight at both widths: a load every tap the load ports were short of)."""
+    out: dict[UOp, UOp] = {}
+    widest: dict[UOp, UOp] = {}        # scalar → its widest splat so far in this run
+    for u in lin:
+        if u.op in (Ops.RANGE, Ops.END):
+            widest.clear()
+            continue
+        if u.op is not Ops.STACK or u.dtype not in (dtypes.float32, dtypes.float64) \
+                or u.dtype.itemsize * len(u.src) not in (16, 32, 64):
+            continue
+        s = u.src[0]
+        if any(x is not s for x in u.src) or strong_const(s) is not None:
+            continue
+        w = widest.get(s)
+        if w is not None and len(w.src) > len(u.src):
+            out[u] = w
+        elif w is None or len(u.src) > len(w.src):
+            widest[s] = u
+    return out

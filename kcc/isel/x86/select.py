@@ -36,7 +36,8 @@ from kcc.isel.x86.anylanes import X86AnyLanes
 from kcc.isel.x86.half import X86Half, is_half_vector
 from kcc.isel.x86.icast import X86ICast
 from kcc.isel.x86.analysis import (foldable_loads, induction_sums, int_lane_loads, lane_loads,
-                                   low_word_muls, promotable_buffers, schedule_facts)
+                                   low_word_muls, promotable_buffers, schedule_facts,
+                                   wider_splats)
 from kcc.isel.x86.base import (OPERAND_PLANS, SCRATCH_BYTES, ConstPool, Place,
                                SelectError, commit_const, const_bytes, fits32, fs, imm_form,
                                isz, operand_plan, strong_const, vw)
@@ -406,6 +407,10 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.nusers = Counts([s for u in lin for s in u.src])
         # reads as a STACK lane (x86_vec.loaded_once: a load only lanes read may be re-read)
         self.stack_reads = Counts([s for u in lin if u.op is Ops.STACK for s in u.src])
+        # narrower float splats read a wider one's register: that one is then a register
+        # of several users (never folded as an embedded broadcast, x86_vec)
+        self.wider = wider_splats(lin)
+        self.nusers.update(self.wider.values())
         # each lane of an int lane load's splats (a STACK of it alone, broadcast from the
         # load's memory by x86_shuf.splat): a use that reads memory, not the lane's register
         self.splat_uses = Counts([s for u in lin if u.op is Ops.STACK and u.src

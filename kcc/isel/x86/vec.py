@@ -165,6 +165,11 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
         if reg_class(dt) != "vec":
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
+        w = self.wider.get(u)
+        if w is not None and w in self.val:
+            # a wider splat of the same scalar holds these lanes low (analysis.wider_splats)
+            self.val[u] = self.val[w]
+            return self.val[u]
         t = self.vgather(u)                # loads at an index vector's lanes: VGATHERDPS (v4)
         if t is None:
             t = self.transpose8(u)         # a column of an 8 x 8 block of memory: shuffles
@@ -316,7 +321,7 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
         for k in slots:
             b = u.src[k]
             if b.op is not Ops.STACK or any(x is not b.src[0] for x in b.src) \
-                    or self.nusers[b] != 1 or form not in FORMS:
+                    or self.nusers[b] != 1 or form not in FORMS or b in self.wider:
                 continue
             other = u.src[1 - k]
             if other in self.deferred:
