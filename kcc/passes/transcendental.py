@@ -137,12 +137,6 @@ class _B:
         """1.5 * 2**mant: adding it to |v| < 2**(mant-1) leaves rint(v) in the low bits."""
         return 1.5 * 2.0 ** self.f.mant
 
-    def to_int(self, k: UOp) -> UOp:
-        """An integer-valued float (|k| < 2**(mant-1)) as the same-width int, with no CAST
-        (vector float64 → int64 conversion needs AVX-512): the low bits of k + magic."""
-        m = self.magic()
-        return self.sub(self.bits(self.add(k, self.c(m))), self.ci(_float_bits(m, self.dt)))
-
     def to_float(self, i: UOp) -> UOp:
         """A small int (|i| < 2**(mant-1)) as a float, the inverse of to_int."""
         m = self.magic()
@@ -181,11 +175,6 @@ class _B:
     def from_bits(self, i: UOp) -> UOp:
         return UOp(Ops.BITCAST, (i,), self.dt)
 
-    def pow2(self, k: UOp) -> UOp:
-        """2**k for a float integer k in [emin, emax]: the exponent field set directly."""
-        e = self.to_int(self.add(k, self.c(self.f.bias)))
-        return self.from_bits(UOp(Ops.SHL, (e, self.ci(self.f.mant))))
-
 
 # -- EXP2 --------------------------------------------------------------------------------------
 
@@ -210,13 +199,41 @@ def exp2(x: UOp) -> UOp:
     lo = float(fmt.emin - fmt.mant - 25)       # -174 / -1099: past underflow to 0
     xc = b.where(b.lt(x, b.c(lo)), b.c(lo), x)
     xc = b.where(b.lt(b.c(hi), xc), b.c(hi), xc)
-    magic = b.c(1.5 * 2.0 ** fmt.mant)         # adding it rounds to an integer (ties to even)
-    q = b.sub(b.add(xc, magic), magic)
+    # adding K = magic + 2*bias rounds to an integer (ties to even: K is even) and leaves
+    # bits(xc + K) = bits(magic) + 2*bias + q, which _exp2_scales splits into 2**q1, 2**q2
+    k = 1.5 * 2.0 ** fmt.mant + 2 * fmt.bias
+    qm = b.add(xc, b.c(k))
+    q = b.sub(qm, b.c(k))                      # exact: xc + K and K lie in one binade
     r = b.sub(xc, q)                           # exact: q is the integer nearest xc
     p = b.horner(r, _tables()[f"exp2/{x.dtype.name}"])
-    q1 = UOp(Ops.TRUNC, (b.mul(q, b.c(0.5)),))
-    q2 = b.sub(q, q1)
-    return b.mul(b.mul(p, b.pow2(q1)), b.pow2(q2))
+    e1, e2 = _exp2_scales(b, qm)
+    return b.mul(b.mul(p, e1), e2)
+
+
+def _exp2_scales(b: _B, qm: UOp) -> tuple[UOp, UOp]:
+    """2**q1 and 2**q2 with q1 + q2 = q, q1 = floor(q/2), from qm = q + K (exp2), in unsigned
+    integer ops (vector-legal on AVX2, unlike signed 64-bit shifts).
+
+    qm's bits are t = M + 2*bias + q (M = bits(magic), |q| far below 2**(mant-1)), and
+    M + 2*bias is even, so h = t >> 1 is M/2 + bias + floor(q/2) and t - h is
+    M/2 + bias + ceil(q/2). M/2's low (width - mant) bits are zero, so M/2 << mant vanishes
+    modulo 2**width: h << mant is the bits of 2**q1 and (t - h) << mant those of 2**q2. Both
+    are normal for the clamped q (exp2's range), so p * 2**q1 is exact and the second product
+    rounds p * 2**q once, the same value as any other split (four integer ops where a
+    TRUNC-and-two-pow2 split took twelve)."""
+    f = b.f
+    ut = dtypes.uint64 if f.dtype == dtypes.float64 else dtypes.uint32
+    width = ut.itemsize * 8
+    mbits = _float_bits(b.magic(), f.dtype)
+    assert mbits % 2 == 0 and ((mbits >> 1) << f.mant) % (1 << width) == 0
+
+    def cu(v: int) -> UOp:
+        return b._bcast(UOp(Ops.CAST, (UOp.const(int(v)),), ut))
+    t = UOp(Ops.BITCAST, (qm,), ut)
+    h = UOp(Ops.SHR, (t, cu(1)))
+    e1 = UOp(Ops.SHL, (h, cu(f.mant)))
+    e2 = UOp(Ops.SHL, (UOp(Ops.SUB, (t, h)), cu(f.mant)))
+    return b.from_bits(e1), b.from_bits(e2)
 
 
 # -- LOG2 --------------------------------------------------------------------------------------
