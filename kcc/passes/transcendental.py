@@ -175,11 +175,6 @@ class _B:
     def from_bits(self, i: UOp) -> UOp:
         return UOp(Ops.BITCAST, (i,), self.dt)
 
-    def shl_mant(self, e: UOp) -> UOp:
-        """2**(e - bias) for an integer biased exponent e in [1, 2*bias]: e in the exponent
-        field."""
-        return self.from_bits(UOp(Ops.SHL, (e, self.ci(self.f.mant))))
-
 
 # -- EXP2 --------------------------------------------------------------------------------------
 
@@ -204,19 +199,41 @@ def exp2(x: UOp) -> UOp:
     lo = float(fmt.emin - fmt.mant - 25)       # -174 / -1099: past underflow to 0
     xc = b.where(b.lt(x, b.c(lo)), b.c(lo), x)
     xc = b.where(b.lt(b.c(hi), xc), b.c(hi), xc)
-    m = b.magic()
-    qm = b.add(xc, b.c(m))                     # rint(xc) in the low bits (ties to even)
-    q = b.sub(qm, b.c(m))
+    # adding K = magic + 2*bias rounds to an integer (ties to even: K is even) and leaves
+    # bits(xc + K) = bits(magic) + 2*bias + q, which _exp2_scales splits into 2**q1, 2**q2
+    k = 1.5 * 2.0 ** fmt.mant + 2 * fmt.bias
+    qm = b.add(xc, b.c(k))
+    q = b.sub(qm, b.c(k))                      # exact: xc + K and K lie in one binade
     r = b.sub(xc, q)                           # exact: q is the integer nearest xc
     p = b.horner(r, _tables()[f"exp2/{x.dtype.name}"])
-    # The two biased exponents as integers, read off qm's bits (no float rounding of q/2):
-    # t = q + 2*bias > 0 (q >= lo), so t >> 1 = floor(q/2) + bias and t - (t >> 1) =
-    # q - floor(q/2) + bias. Either half keeps p * 2**q1 normal (q1 >= lo/2), so that product
-    # is exact and the result is rounded once, as with any other split of q.
-    t = b.sub(b.bits(qm), b.ci(_float_bits(m, x.dtype) - 2 * fmt.bias))
-    e1 = UOp(Ops.SHR, (t, b.ci(1)))
-    e2 = b.sub(t, e1)
-    return b.mul(b.mul(p, b.shl_mant(e1)), b.shl_mant(e2))
+    e1, e2 = _exp2_scales(b, qm)
+    return b.mul(b.mul(p, e1), e2)
+
+
+def _exp2_scales(b: _B, qm: UOp) -> tuple[UOp, UOp]:
+    """2**q1 and 2**q2 with q1 + q2 = q, q1 = floor(q/2), from qm = q + K (exp2), in unsigned
+    integer ops (vector-legal on AVX2, unlike signed 64-bit shifts).
+
+    qm's bits are t = M + 2*bias + q (M = bits(magic), |q| far below 2**(mant-1)), and
+    M + 2*bias is even, so h = t >> 1 is M/2 + bias + floor(q/2) and t - h is
+    M/2 + bias + ceil(q/2). M/2's low (width - mant) bits are zero, so M/2 << mant vanishes
+    modulo 2**width: h << mant is the bits of 2**q1 and (t - h) << mant those of 2**q2. Both
+    are normal for the clamped q (exp2's range), so p * 2**q1 is exact and the second product
+    rounds p * 2**q once, the same value as any other split (four integer ops where a
+    TRUNC-and-two-pow2 split took twelve)."""
+    f = b.f
+    ut = dtypes.uint64 if f.dtype == dtypes.float64 else dtypes.uint32
+    width = ut.itemsize * 8
+    mbits = _float_bits(b.magic(), f.dtype)
+    assert mbits % 2 == 0 and ((mbits >> 1) << f.mant) % (1 << width) == 0
+
+    def cu(v: int) -> UOp:
+        return b._bcast(UOp(Ops.CAST, (UOp.const(int(v)),), ut))
+    t = UOp(Ops.BITCAST, (qm,), ut)
+    h = UOp(Ops.SHR, (t, cu(1)))
+    e1 = UOp(Ops.SHL, (h, cu(f.mant)))
+    e2 = UOp(Ops.SHL, (UOp(Ops.SUB, (t, h)), cu(f.mant)))
+    return b.from_bits(e1), b.from_bits(e2)
 
 
 # -- LOG2 --------------------------------------------------------------------------------------

@@ -384,6 +384,9 @@ class X86Alu:
             # WHERE(a < b, b, a) is MAX(a, b) exactly (docs/semantics.md defines MAX so): one
             # vmaxps/pd instead of a compare and a blend (tinygrad writes max this way)
             return self.fop(Ops.MAX, dt, lanes, [self.reg(b), self.reg(a)])
+        if c.op is Ops.CMPLT and a is c.src[0] and b is c.src[1] and c.src[0].dtype == dt \
+                and reg_class(dt) == "vec" and (t := self.fmin_where(dt, lanes, a, b)):
+            return t                        # WHERE(a < b, a, b): one vminps/pd
         t = self.ivec_minmax(u) if is_int_vector(u) else None
         if t is not None:
             return t                        # WHERE(x < y, y, x): VPMAX/VPMIN (x86_ivec)

@@ -15,6 +15,11 @@ of a value and the MAX above it is one more VMIN: the whole chain is three VMINs
 An inner MAX joins only where the MAX above it is its one reader (its value is not needed).
 Not for integers: NEG wraps at the minimum (-MIN = MIN). The NEGs and MAXes, selected
 already, go (dce) where nothing else reads them.
+
+A minimum also comes as a select, WHERE(a < b, a, b) (exp2's upper clamp,
+kcc/passes/transcendental.py, has it in every kernel that calls exp2): that is
+`vminps dst, a, b` itself (the first source where it is less, else the second: NaN and equal
+zeros give b, as the select does), one instruction where the compare and blend were two.
 """
 
 from __future__ import annotations
@@ -28,7 +33,21 @@ from kcc.isel.x86.base import fs, vw
 
 
 class X86FMin:
-    """The float-minimum rule (mixed into X86Selector)."""
+    """The float-minimum rules (mixed into X86Selector)."""
+
+    def fmin_where(self, dt: DType, lanes: int, a: UOp, b: UOp) -> VReg | None:
+        """WHERE(a < b, a, b) on float32/float64 lanes as one VMIN (module docstring); None
+        where the width has no form (a zmm on x86-64-v3 keeps the compare and blend)."""
+        if dt not in (dtypes.float32, dtypes.float64):
+            return None
+        w = vw(dt, lanes)
+        form = (f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else
+                f"vmins{fs(dt)}_x_x_xm{dt.bits}")
+        if form not in FORMS:
+            return None
+        t = self.new("vec")
+        self.emit(form, t, self.reg(a), self.reg(b))
+        return t
 
     def neg_max_neg(self, u: UOp, dt: DType, lanes: int) -> VReg | None:
         """u = NEG(MAX(x, y)) on float32/float64 lanes where x and y are each a NEG or a

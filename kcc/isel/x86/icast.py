@@ -77,7 +77,8 @@ class X86ICast:
         """bool lanes → 0/1 integer or 0.0/1.0 float lanes (docs/semantics.md, CAST)."""
         w = vw(dt, n)
         k = None
-        if self.evex and not cast_vex_compare(x, dt, n):
+        vex = cast_vex_compare(x, dt, n, self.evex)
+        if self.evex and not vex:
             k = self.kbool(x)
         if k is not None:
             # x86-64-v4: the opmask picks 1 from a register of 1s, zero elsewhere (VMOVDQU/UPS
@@ -92,6 +93,8 @@ class X86ICast:
         t = self.new("vec")
         if dt.is_float:
             self.emit(f"vandp{fs(dt)}_{w}_{w}_{w}m", t, m, self.bool_ones(dt, n))
+        elif vex:
+            self.emit(f"vpand_{w}_{w}_{w}m", t, m, self.bool_ones(dt, n))
         elif dt.itemsize == 1:
             z = self.new("vec")
             self.emit("vzero", z)

@@ -76,16 +76,23 @@ def compare_tree(b: UOp, width: int) -> bool:
     return ops > 0
 
 
-def cast_vex_compare(c: UOp, dt: DType, n: int) -> bool:
+def cast_vex_compare(c: UOp, dt: DType, n: int, evex: bool = False) -> bool:
     """Rule `cast_vex_compare`: CAST(c) to float lanes of c's width in an xmm/ymm, c a compare
     or compare_tree of one-VEX-instruction compares, is their lane mask ANDed with 1.0s
     (x86_icast.vcast_bool): VANDPS on ports 0, 1 and 5, where the opmask's compare takes port
     5 alone and its zero-masked move ports 0 and 5 (cast_bool2f r_64_4: 0.93x clang's speed,
-    then 1.03x). Integer lanes keep the opmask: their VPSRL runs on ports 0 and 1 only, and
-    bool_sum r_333_77's tail lost 2% with it."""
-    if vw(dt, n) == "z" or not dt.is_float:
+    then 1.03x). Integer lanes of 4 or 8 bytes from one compare of float lanes (x86-64-v4
+    only: `evex`) likewise, the mask ANDed with a register of 1s (VPAND, ports 0, 1 and 5, as
+    clang lowers argmax's last `(x[j] == max) * 1` lane: argmax_3d r_4_8_8, whose other seven
+    compares go to opmasks, 0.96x clang's time, then 1.00x); not a VPSRL of the mask, which
+    runs on ports 0 and 1 only (bool_sum r_333_77's tail lost 2% with it). An integer compare
+    keeps its opmask: VPCMPD k reads either operand from memory, VPCMPGTD only its second."""
+    if vw(dt, n) == "z":
         return False
-    return _one_vex_compare(c, dt.itemsize) or compare_tree(c, dt.itemsize)
+    if dt.is_float:
+        return _one_vex_compare(c, dt.itemsize) or compare_tree(c, dt.itemsize)
+    return evex and dt.is_int and dt.itemsize in (4, 8) and c.op in _COMPARES \
+        and c.src[0].dtype.is_float and _one_vex_compare(c, dt.itemsize)
 
 
 class X86KMask:

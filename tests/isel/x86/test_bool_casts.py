@@ -62,8 +62,10 @@ def test_bool_vector_cast_matches_interpreter(arch: str, src: str, dst: str, n: 
     assert any(u.op is Ops.CAST and u.shape == (n,) for u in toposort([g]))
     text = disasm_object(compile_x86([sink], arch)[0])
     assert "vpextr" not in text and "vpinsr" not in text
-    if arch == "x86-64-v3" or _lane_mask_on_v4(src, dst, text):
+    if arch == "x86-64-v3":
         assert form in text and "{z}" not in text
+    elif _lane_mask_on_v4(src, dst, text):
+        assert _v4_form(dst, form) in text and "{z}" not in text
     else:
         assert "{z}" in text
 
@@ -71,10 +73,17 @@ def test_bool_vector_cast_matches_interpreter(arch: str, src: str, dst: str, n: 
 def _lane_mask_on_v4(src: str, dst: str, text: str) -> bool:
     """x86-64-v4 casts a compare of lanes of the result's width in an xmm/ymm to float lanes
     as x86-64-v3 does, its lane mask ANDed with 1.0s (rule `cast_vex_compare`,
-    kcc/isel/x86/kmask.py); integer results, float32 → int16 (a lane mask would be resized
-    first) and a zmm (no VEX compare into one) keep the opmask's zero-masked move."""
-    return (np.dtype(src).itemsize == np.dtype(dst).itemsize and dst.startswith("float")
-            and "zmm" not in text)
+    kcc/isel/x86/kmask.py), and a compare of float lanes to 4- or 8-byte integer lanes ANDed
+    with integer 1s (VPAND, not x86-64-v3's VPSRL); integer compares, float32 → int16 (a lane
+    mask would be resized first) and a zmm (no VEX compare into one) keep the opmask's
+    zero-masked move."""
+    return (np.dtype(src).itemsize == np.dtype(dst).itemsize and "zmm" not in text
+            and (dst.startswith("float") or src.startswith("float")))
+
+
+def _v4_form(dst: str, form: str) -> str:
+    """The instruction x86-64-v4's lane-mask cast uses: VPAND for integer lanes."""
+    return form if dst.startswith("float") else "vpand"
 
 
 def _loop_lines(text: str) -> list[str]:
@@ -102,6 +111,8 @@ def test_the_cast_constant_is_read_from_a_register_in_the_loop(arch: str, src: s
     assert not any("rip" in s for s in body), body
     if arch == "x86-64-v4" and not _lane_mask_on_v4(src, dst, text):
         assert any("{z}" in s for s in body) and "rip" in text
+    elif arch == "x86-64-v4":
+        assert any(_v4_form(dst, form) in s for s in body), body
     else:
         assert any(form in s for s in body), body
 

@@ -145,3 +145,44 @@ def test_min_chain_is_three_vmins(arch: str) -> None:
     stores = text.count("vmovups_m")
     assert stores and text.count("vminps") == 3 * stores, text
     assert "vmax" not in text and "vxorp" not in text, text
+
+
+def _where_min(dt: str, n: int) -> str:
+    """out[i] = x[i] < y[i] ? x[i] : y[i] over n-lane vectors of dt (exp2's upper clamp)."""
+    place = (lambda p: f"SHRINK({p}, %s, {n})") if n > 1 else (lambda p: f"INDEX({p}, %s)")
+    return f"""# kcc-uop 1
+%o = PARAM ParamArg(0, {dt}, {N})
+%a = PARAM ParamArg(1, {dt}, {N})
+%b = PARAM ParamArg(2, {dt}, {N})
+%i = RANGE({N // n}) (0, LOOP)
+%s = MUL(%i, {n})
+%pa = {place('%a')}
+%x = LOAD(%pa)
+%pb = {place('%b')}
+%y = LOAD(%pb)
+%c = CMPLT(%x, %y)
+%w = WHERE(%c, %x, %y)
+%po = {place('%o')}
+%st = STORE(%po, %w)
+%e = END(%st, %i)
+SINK(%e) KernelInfo(name="wheremin")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 4, 8])
+def test_where_min_is_one_vmin_bit_for_bit(arch: str, dt: str, n: int) -> None:
+    """WHERE(a < b, a, b) is `vmin a, b` (fmin_where): NaN either side and equal zeros give b,
+    as the select does; no compare and blend are left."""
+    sink = parse(_where_min(dt, n))
+    a, b = _inputs(dt)
+    args = [np.zeros(N, dt), a, b]
+    got = compile_and_run(sink, args, arch)[0]
+    want = reference(sink, args)[0]
+    u = np.uint32 if dt == "float32" else np.uint64
+    assert np.array_equal(got.view(u), want.view(u)), (got, want)
+    out = io.StringIO()
+    run_pipeline(sink, X86Target(arch), dump_after="allocate", out=out)
+    text = out.getvalue()
+    assert "vmin" in text and "vcmp" not in text and "blend" not in text, text

@@ -129,7 +129,8 @@ WHERE = """# kcc-uop 1
 %pb = SHRINK(%b, %iL, L)
 %vb = LOAD(%pb)
 %c = CMP(%va, %vb)
-%r = WHERE(%c, %va, %vb)
+%vn = NEG(%vb)
+%r = WHERE(%c, %va, %vn)
 %py = SHRINK(%y, %iL, L)
 %st = STORE(%py, %r)
 %e = END(%st, %i)
@@ -149,8 +150,9 @@ def _where(dt: str, lanes: int, cmp: str) -> str:
 @pytest.mark.parametrize("cmp", ["CMPLT", "CMPEQ", "CMPNE"])
 def test_v4_where_is_an_opmask_compare_and_blend(dt: str, lanes: int, cmp: str) -> None:
     """One EVEX VCMPP* into a k register and one VBLENDMP* (zmm too: no halves); the
-    vector-mask compare is gone. Run against the interpreter on every pair of special values
-    (NaN, signed zeros, infinities, subnormals) where the CPU has AVX-512."""
+    vector-mask compare is gone. (The false value is -b: WHERE(a < b, a, b) itself is one
+    VMINP*, tests/isel/x86/test_float_min.py.) Run against the interpreter on every pair of
+    special values (NaN, signed zeros, infinities, subnormals) where the CPU has AVX-512."""
     import numpy as np
     src = _where(dt, lanes, cmp)
     sel = _listing(src, "x86-64-v4")
@@ -204,10 +206,10 @@ def test_v4_opmask_pressure_matches_the_interpreter(n: int) -> None:
 def test_v4_one_compare_feeds_two_blends() -> None:
     """The opmask is selected with its compare: two WHEREs on one compare read one k, and the
     unused vector-mask compare is removed. (Neither WHERE is an arm of the other: simplify
-    folds WHERE(c, b, WHERE(c, a, b)) to b; nor a MAX.)"""
+    folds WHERE(c, b, WHERE(c, a, b)) to b; nor a MAX or a MIN.)"""
     src = _where("float32", 8, "CMPLT").replace(
-        "%r = WHERE(%c, %va, %vb)",
-        "%r0 = WHERE(%c, %va, %vb)\n%s = ADD(%va, %vb)\n%r1 = WHERE(%c, %s, %vb)\n"
+        "%r = WHERE(%c, %va, %vn)",
+        "%r0 = WHERE(%c, %va, %vn)\n%s = ADD(%va, %vb)\n%r1 = WHERE(%c, %s, %vb)\n"
         "%r = ADD(%r0, %r1)")
     from kcc.targets.pipeline import run_pipeline
     from kcc.targets.x86.target import X86Target
