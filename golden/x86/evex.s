@@ -2802,3 +2802,89 @@ vpmovqd ymmword ptr [8*rcx + 64], zmm16
 {evex} vpsrad ymm16, ymmword ptr [rip + bar], 200
 ; bytes: 62 f1 7d 20 72 25 00 00 00 00 c8
 ; fixup: 6 pc32 bar -5
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm0, xmm1
+; bytes: 62 f2 7d 48 21 c1
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm16, xmm17
+; bytes: 62 a2 7d 48 21 c1
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm3, xmm24
+; bytes: 62 92 7d 48 21 d8
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm29, xmm8
+; bytes: 62 42 7d 48 21 e8
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm16, xmmword ptr [r13 - 300]
+; bytes: 62 c2 7d 48 21 85 d4 fe ff ff
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm0, xmmword ptr [rdi + 4*rax + 8]
+; bytes: 62 f2 7d 48 21 84 87 08 00 00 00
+; form: vpmovsxbd_z_xm
+vpmovsxbd zmm16, xmmword ptr [r12 + 8*r15 - 128]
+; bytes: 62 82 7d 48 21 44 fc f8
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm0, ymm1
+; bytes: 62 f2 7d 48 23 c1
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm16, ymm17
+; bytes: 62 a2 7d 48 23 c1
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm3, ymm24
+; bytes: 62 92 7d 48 23 d8
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm29, ymm8
+; bytes: 62 42 7d 48 23 e8
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm16, ymmword ptr [rbx + 2*r9 + 1000]
+; bytes: 62 a2 7d 48 23 84 4b e8 03 00 00
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm0, ymmword ptr [rip + foo + 16]
+; bytes: 62 f2 7d 48 23 05 00 00 00 00
+; fixup: 6 pc32 foo 12
+; form: vpmovsxwd_z_ym
+vpmovsxwd zmm16, ymmword ptr [8*rcx + 64]
+; bytes: 62 e2 7d 48 23 04 cd 40 00 00 00
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm0, xmm1
+; bytes: 62 f2 7d 48 31 c1
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm16, xmm17
+; bytes: 62 a2 7d 48 31 c1
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm3, xmm24
+; bytes: 62 92 7d 48 31 d8
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm29, xmm8
+; bytes: 62 42 7d 48 31 e8
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm16, xmmword ptr [r8 + rsi + 127]
+; bytes: 62 c2 7d 48 31 84 30 7f 00 00 00
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm0, xmmword ptr [rsp + 4*r11 + 4096]
+; bytes: 62 b2 7d 48 31 84 9c 00 10 00 00
+; form: vpmovzxbd_z_xm
+vpmovzxbd zmm16, xmmword ptr [rdx - 8192]
+; bytes: 62 e2 7d 48 31 82 00 e0 ff ff
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm0, ymm1
+; bytes: 62 f2 7d 48 33 c1
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm16, ymm17
+; bytes: 62 a2 7d 48 33 c1
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm3, ymm24
+; bytes: 62 92 7d 48 33 d8
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm29, ymm8
+; bytes: 62 42 7d 48 33 e8
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm16, ymmword ptr [rip + bar]
+; bytes: 62 e2 7d 48 33 05 00 00 00 00
+; fixup: 6 pc32 bar -4
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm0, ymmword ptr [rdi]
+; bytes: 62 f2 7d 48 33 07
+; form: vpmovzxwd_z_ym
+vpmovzxwd zmm16, ymmword ptr [rsp + 8]
+; bytes: 62 e2 7d 48 33 84 24 08 00 00 00

@@ -4945,3 +4945,52 @@ mulx rax, rcx, qword ptr [rsp + 8]
 ; form: mulx_r64_r64_rm64
 mulx r8, r9, qword ptr [rbp]
 ; bytes: c4 62 b3 f6 45 00
+; form: sbb_rm32_r32
+sbb eax, ecx
+; bytes: 19 c8
+; form: sbb_rm32_r32
+sbb r8d, r9d
+; bytes: 45 19 c8
+; form: sbb_rm32_r32
+sbb ecx, r12d
+; bytes: 44 19 e1
+; form: sbb_rm32_r32
+sbb r11d, edx
+; bytes: 41 19 d3
+; form: sbb_rm32_r32
+sbb esp, ebp
+; bytes: 19 ec
+; form: sbb_rm32_r32
+sbb dword ptr [rbp], r8d
+; bytes: 44 19 45 00
+; form: sbb_rm32_r32
+sbb dword ptr [r13 - 300], eax
+; bytes: 41 19 85 d4 fe ff ff
+; form: sbb_rm32_r32
+sbb dword ptr [rdi + 4*rax + 8], r8d
+; bytes: 44 19 44 87 08
+; form: sbb_r32_rm32
+sbb eax, ecx
+; bytes: 19 c8
+; form: sbb_r32_rm32
+sbb r8d, r9d
+; bytes: 45 19 c8
+; form: sbb_r32_rm32
+sbb ecx, r12d
+; bytes: 44 19 e1
+; form: sbb_r32_rm32
+sbb r11d, edx
+; bytes: 41 19 d3
+; form: sbb_r32_rm32
+sbb esp, ebp
+; bytes: 19 ec
+; form: sbb_r32_rm32
+sbb r8d, dword ptr [r12 + 8*r15 - 128]
+; bytes: 47 1b 44 fc 80
+; form: sbb_r32_rm32
+sbb eax, dword ptr [rbx + 2*r9 + 1000]
+; bytes: 42 1b 84 4b e8 03 00 00
+; form: sbb_r32_rm32
+sbb r8d, dword ptr [rip + foo + 16]
+; bytes: 44 1b 05 00 00 00 00
+; fixup: 3 pc32 foo 12

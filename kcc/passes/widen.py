@@ -365,6 +365,7 @@ def _plan(sink: UOp, desc: TargetDesc) -> tuple[UOp, dict[UOp, UOp]]:
             out = lanes.widen(n_iter, desc) if lanes.check() else None
             # what widen_split.py finds about this loop, for both of its callers below
             shared: dict[str, Any] = {}
+            lanes2 = None
             if out is None:
                 # short vector loads read lane by lane (pooling windows): split into scalar
                 # loads, then widened from one lane (widen_split.py; imported here: saxpy's
@@ -395,6 +396,10 @@ def _plan(sink: UOp, desc: TargetDesc) -> tuple[UOp, dict[UOp, UOp]]:
                 # c shifted copies of one scalar computation a lane: rerolled, then widened
                 from kcc.passes.widen_reroll import widen_rerolled
                 out = widen_rerolled(lanes, desc)
+                if out is None and lanes2 is not None:
+                    # ... whose lanes are a short vector load's, read one by one (int16's
+                    # E_64_4: an int4 load, each lane cast and multiplied): split, rerolled
+                    out = widen_rerolled(lanes2, desc)
             if out is not None:
                 new_end[e] = out
             continue

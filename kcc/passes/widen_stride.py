@@ -170,7 +170,40 @@ def last_block(lp: LaneLoop, k: int, desc: TargetDesc, n: int | None) -> UOp | N
     halves = _halves(lp, k, desc, n)
     if halves is not None:
         return halves
+    narrow = _narrow(lp, k, desc, n)
+    if narrow is not None:
+        return narrow
     return lp.rewrite(k, desc, counter=strong_int(n - k, lp.r.dtype))
+
+
+def _narrow(lp: LaneLoop, k: int, desc: TargetDesc, n: int) -> UOp | None:
+    """The last r = n % k iterations as one block of the fewest lanes w >= r (a power of two
+    below k) over n-w … n-1, or None (no such w, or no legal w-lane copy of the body): the
+    narrow block overlaps at most w - r lanes where the k-lane one repeats k - r; a light
+    body only (`_light`), as for the halves. Measured on
+    x86-64-v4 (docs/performance.md, issue 24 item 2): shrink_expand E_35_50's rows of 50
+    floats, 3 zmm blocks and then an overlapping zmm over the last 2 took 84 ns a call, an
+    overlapping xmm or an 8-byte block 70 (a ymm 75): the wide block's load and store cross
+    a cache line more often and its store rewrites 14 lanes already stored."""
+    r = n % k
+    if r == 0 or lp.strides or lp.gathers:
+        # (a strided or gathered load's narrower copy permutes or gathers by other means:
+        # x86-64-v4 permutes two registers at 16 float32 lanes only)
+        return None
+    if not _light(lp, sum(x.op is Ops.STORE for x in lp.region)):
+        # much arithmetic a store (matmul_17x19's 23 FMAs a column block): the narrow copy
+        # needs every loop-invariant operand again at its width (23 xmm rows beside the 23
+        # zmm ones: spills), where the k-lane block reads the same registers' kind
+        return None
+    w = 2
+    while w < r:
+        w *= 2
+    while w < k:
+        block = lp.rewrite(w, desc, counter=strong_int(n - w, lp.r.dtype))
+        if block is not None:
+            return block
+        w *= 2
+    return None
 
 
 # ALU work a stored element may take for its row's last block to be split into halves, in

@@ -50,12 +50,13 @@ def _text(n: int = 11, lane1: str = "") -> str:
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_three_copies_become_one_widened_loop_and_a_last_block(arch: str) -> None:
-    # 33 elements: v3 4 iterations of 8 lanes, v4 2 of 16, then elements 25 … 32 (17 … 32)
-    # as one more block (overlapping the loop's last: the output is not loaded), no tail
+    # 33 elements: v3 4 iterations of 8 lanes, v4 2 of 16, then elements 29 … 32 as one more
+    # block of 4 lanes (the narrowest float32 vector over the last one, overlapping the
+    # loop's last: the output is not loaded; widen_stride.py `_narrow`), no tail
     w = _check(_text(), arch)
     assert _bounds(w) == ([4] if arch == "x86-64-v3" else [2])
     assert {u.shape for u in w.toposort() if u.op is Ops.MUL and u.dtype.is_float} \
-        == {(8,) if arch == "x86-64-v3" else (16,)}
+        == {(8,) if arch == "x86-64-v3" else (16,), (4,)}
 
 
 @pytest.mark.parametrize("lane1, why", [
@@ -185,3 +186,34 @@ def test_row_of_a_range_too_long_for_a_multiply_is_refused() -> None:
     from kcc.passes.widen_reroll import _row
     assert _row(strong_int(0, dtypes.int32), 5, 1 << 30) is None
     assert _row(strong_int(0, dtypes.int32), 8, 1 << 30) is not None     # a shift
+
+
+# tinygrad's int16 E_64_4: an int4 load a step, each lane cast to int16 and multiplied by a
+# constant, stored at 4*i + o (int16 x 4 has no vector MUL on x86, so slp leaves the lanes)
+VECTOR_LOAD = """# kcc-uop 1
+%o = PARAM ParamArg(0, int16, 256)
+%a = PARAM ParamArg(1, int32, 256)
+%k = CAST(300) int16
+%i = RANGE(64) (0, WEAK)
+%p = SHL(%i, 2)
+%pa = SHRINK(%a, %p, 4)
+%v = LOAD(%pa)
+""" + "".join(f"""%x{j} = INDEX(%v, {j})
+%c{j} = CAST(%x{j}) int16
+%m{j} = MUL(%c{j}, %k)
+%q{j} = ADD(%p, {j})
+%op{j} = INDEX(%o, %q{j})
+%st{j} = STORE(%op{j}, %m{j})
+""" for j in range(4)) + """%g = GROUP(%st0, %st1, %st2, %st3)
+%e = END(%g, %i)
+SINK(%e) KernelInfo(name="vload")
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_of_a_short_vector_load_are_split_then_rerolled(arch: str) -> None:
+    # the load's lanes split into scalar loads (widen_split.py), then the 4 shifted copies
+    # rerolled to one loop of 256 and widened: int16 MULs of 8 or more lanes, none scalar
+    w = _check(VECTOR_LOAD, arch)
+    muls = {u.shape for u in w.toposort() if u.op is Ops.MUL and u.dtype.itemsize == 2}
+    assert muls and all(s and s[0] >= 8 for s in muls), muls

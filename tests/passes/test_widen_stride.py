@@ -241,6 +241,21 @@ def test_a_small_output_or_a_heavy_body_keeps_the_16_lane_last_block(text: str) 
     assert_same(sink, reference(w, args), reference(sink, args))
 
 
+@pytest.mark.parametrize("n,last", [(50, 4), (69, 8), (35, 4), (40, 8)])
+def test_a_short_remainder_is_one_narrow_last_block_on_v4(n: int, last: int) -> None:
+    # shrink_expand E_35_50's rows of 50 = 3*16 + 2: the last 2 as 4 lanes at 46 (float32
+    # has no 2-lane vector), not 16 at 34 (84 -> 70 ns a call, widen_stride.py `_narrow`);
+    # 69 = 4*16 + 5: 8 lanes at 61; an output that stays in L1 (no halves)
+    text = _rows(n, 9)
+    sink, g, w = _prep(text, V4)
+    blocks = _store_blocks(w)
+    assert sorted(wd for wd, _ in blocks) == [last, 16]
+    args = random_inputs(sink, 4)
+    assert_same(sink, reference(w, args), reference(sink, args))
+    if HAS_V4:
+        _check(text, V4)
+
+
 def test_v3_last_blocks_are_already_32_bytes() -> None:
     sink, g, w = _prep(_rows(77, 333), "x86-64-v3")
     assert sorted(wd for wd, _ in _store_blocks(w)) == [8, 8]

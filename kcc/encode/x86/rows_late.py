@@ -203,6 +203,32 @@ def _mulx_rows() -> None:
          implicit_uses=("rdx",))
 
 
+def _widen_zmm_rows() -> None:
+    """Byte and word lanes sign- or zero-extended to 16 dword lanes of a zmm (x86-64-v4,
+    AVX512F), built last so that the golden cases of the rows before keep their rotation:
+    EVEX.512.66.0F38.WIG 21 /r VPMOVSXBD zmm1, xmm2/m128 (31: VPMOVZXBD; Quarter Mem, N =
+    16) and 23 /r VPMOVSXWD zmm1, ymm2/m256 (33: VPMOVZXWD; Half Mem, N = 32); SDM Vol. 2
+    "PMOVSX", "PMOVZX", §2.7.5 Table 2-34. int8_sum's r_37_9: one shuffle-port micro-op
+    widens 16 lanes where the ymm form widens 8."""
+    for pfx, op in (("vpmovsx", 0x20), ("vpmovzx", 0x30)):
+        _add(pfx + "bd", "evex", "evex", bytes([op + 1]), "z/reg/w xm/rm/r", pp=P66,
+             mmap=M0F38, w=False, vl=2, disp8_n=16)
+        _add(pfx + "wd", "evex", "evex", bytes([op + 3]), "z/reg/w ym/rm/r", pp=P66,
+             mmap=M0F38, w=False, vl=2, disp8_n=32)
+
+
+def _sbb_rows() -> None:
+    """SBB r/m32, r32 (19 /r) and SBB r32, r/m32 (1B /r; SDM "SBB"): the first operand minus
+    (the second + CF), flags written from the result.
+    With both operands one register it is -CF (all ones or zero) whatever the register held:
+    the selector's `sbb_self` pseudo (kcc/isel/x86/kmask.py gate_ones, kcc/targets/x86/
+    code.py), a lane mask straight from an unsigned compare's carry, as clang makes
+    embedding E_8_5's row gates (`cmp; sbb; kmovd`)."""
+    mr = _leg("sbb", "gpr", "19", "rm32/rm/rw r32/reg/r", flags="rw", prefixes=b"", w=False)
+    _leg("sbb", "gpr", "1b", "r32/reg/rw rm32/rm/r", flags="rw", rr_form=mr, prefixes=b"",
+         w=False)
+
+
 def build_late() -> None:
     """Append the later rows to rows._BUILT, in the golden files' order."""
     _int_lane_rows()
@@ -217,3 +243,5 @@ def build_late() -> None:
     _down_convert_rows()
     _shift_mem_rows()
     _mulx_rows()
+    _widen_zmm_rows()
+    _sbb_rows()

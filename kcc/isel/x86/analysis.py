@@ -154,13 +154,15 @@ def widening_cast_load(u: UOp, x: UOp) -> bool:
     """Whether x is a CAST of the integer vector load u to integer lanes twice, four or
     eight times as wide (the same lane count): VPMOVSX/VPMOVZX read exactly the load's n
     lanes from memory (SDM Vol. 2B "PMOVSX": `vpmovsxbd ymm, m64`), so the load is its
-    memory operand (clang's code for int8_sum r_37_9) instead of a VMOVQ and the move."""
+    memory operand (clang's code for int8_sum r_37_9) instead of a VMOVQ and the move; on
+    x86-64-v4 also 16 byte or word lanes to the dwords of a zmm (`vpmovsxbd zmm, m128`)."""
     if x.op is not Ops.CAST or not u.shape or x.shape != u.shape:
         return False
     sd, dt = u.dtype, x.dtype
     return sd.is_int and dt.is_int and not sd.is_bool and not dt.is_bool \
         and dt.itemsize in (2 * sd.itemsize, 4 * sd.itemsize, 8 * sd.itemsize) \
-        and u.shape[0] * sd.itemsize in (2, 4, 8, 16) and u.shape[0] * dt.itemsize in (16, 32)
+        and u.shape[0] * sd.itemsize in (2, 4, 8, 16, 32) \
+        and (u.shape[0] * dt.itemsize in (16, 32) or u.shape[0] == 16 and dt.itemsize == 4)
 
 
 def foldable_loads(lin: list[UOp], evex: bool = False,

@@ -24,7 +24,9 @@ NOT_CC = {"e": "ne", "ne": "e", "l": "ge", "ge": "l", "g": "le", "le": "g",
           "b": "ae", "ae": "b", "a": "be", "be": "a", "s": "ns", "ns": "s"}
 ROUND_TRUNC = 0b1011        # vround imm8: truncate (bits 1:0 = 11), suppress precision (bit 3)
 # Pseudo forms expanded by the target after allocation (roles of their register operands).
-PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",)}
+# sbb_self: SBB r32, r32 of one register, -CF (all ones where the carry is set; it reads the
+# flags and writes them, kcc/targets/x86/target.py _flags_of)
+PSEUDO_ROLES: dict[str, tuple[str, ...]] = {"vzero": ("def",), "sbb_self": ("def",)}
 # Inst.arg of a MULX whose low half nobody reads: encoded with the high half's register for
 # both destinations (kcc/targets/x86/code.py; SDM "MULX": equal destinations get the high half)
 HIGH_ONLY = "high_only"

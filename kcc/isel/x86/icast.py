@@ -151,6 +151,7 @@ class X86ICast:
         kind = "vpmovsx" if sd.is_signed else "vpmovzx"
         src = n * sd.itemsize
         form = "_y_xm" if n * dt.itemsize == 32 and src == 16 else \
+            {16: "_z_xm", 32: "_z_ym"}[src] if n * dt.itemsize == 64 and dt.itemsize == 4 else \
             f"_{vw(dt, n)}_xm{src * 8}"
         self.emit(f"{kind}{_SFX[sd.itemsize]}{_SFX[dt.itemsize]}{form}", t, v)
         return t

@@ -17,6 +17,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
+from kcc.ir.ranges import vmin_vmax
 from kcc.isel.common import SelectError
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
@@ -367,10 +368,18 @@ class X86KMask:
         if c.shape or c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
             return None
         i32 = dtypes.int32
-        ones, g = self.reg(strong_int(-1, i32)), self.copy(self.reg(strong_int(0, i32)), i32)
         cc = self.int_flags(c)
         if cc is None:
             return None         # (not reached: int_flags takes every GPR compare)
+        if cc == "b" or cc == "l" and c.op is Ops.CMPLT and all(_nonneg(s) for s in c.src):
+            # the carry of an unsigned compare (CMP sets CF exactly when a < b unsigned, and
+            # a signed a < b of two non-negative values is the same) as -CF: one SBB of a
+            # register with itself (clang's embedding E_8_5), not a copy and a CMOVcc
+            g = self.new("gpr")
+            self.emit("sbb_self", g)
+            return g
+        # (MOVs after the CMP: they leave the flags as they are)
+        ones, g = self.reg(strong_int(-1, i32)), self.copy(self.reg(strong_int(0, i32)), i32)
         self.emit(f"cmov{cc}_r32_rm32", g, ones)
         return g
 
@@ -456,3 +465,9 @@ class X86KMask:
         t = self.copy(self.reg(alt), dt, lanes)
         self.emit(f"{mnem}_x_k_{src}" if lanes == 1 else f"{mnem}_{w}_k_{src}", t, k, mem)
         return t
+
+
+def _nonneg(x: UOp) -> bool:
+    """Whether the integer value x is never negative (kcc/ir/ranges.py)."""
+    r = vmin_vmax(x)
+    return r is not None and r[0] >= 0

@@ -252,7 +252,9 @@ class X86Mem:
             self.emit("vmovd_rm32_x", mem, v)
         elif p.lanes > 1:                      # int32/uint32 vector
             w = vw(dt, p.lanes)
-            self.emit(self.streaming(u, f"vmovdqu_m{bits}_{w}"), mem, v)
+            # (a zmm: int32 x 16 from a widening cast, TargetDesc.narrow_stores on v4)
+            form = "vmovdqu32_m512_z" if w == "z" else f"vmovdqu_m{bits}_{w}"
+            self.emit(self.streaming(u, form), mem, v)
         elif dt == dtypes.float16 and v in self.half_xmm:
             # the bits where VCVTPS2PH left them: VPEXTRW m16 stores word 0 (SDM Vol. 2B)
             self.emit("vpextrw_m16_x_imm8", mem, self.half_xmm[v], 0)

@@ -81,6 +81,10 @@ def x86_desc(arch: str) -> TargetDesc:
         for dt, ops in V4_OPS64.items():       # VPMULLQ on xmm/ymm
             for n in vector_widths(dt):
                 wide_ints[dt, n] = ops
+    # ... but int32 x 16 is stored whole (VMOVDQU32 m512; TargetDesc.narrow_stores): the loop
+    # it widens loads no int32 zmm, so its lanes come from 16 byte or word lanes widened
+    # (int8_sum r_37_9: one VPMOVSXBD zmm, a shuffle-port micro-op, a 16 lanes, not two)
+    wide_stores = ((dtypes.int32, 16), (dtypes.uint32, 16)) if arch == "x86-64-v4" else ()
     # float16 lanes packed in an xmm (kcc/isel/x86/half.py): 4 or 8, for the ops that lift to
     # float32 (passes/decompose.py lift_half) and the F16C casts (_vector_cast)
     halves = {dtypes.float16: (8, 4)}
@@ -126,7 +130,7 @@ def x86_desc(arch: str) -> TargetDesc:
                    # int8/uint8 x 4 likewise from its low dword (VMOVD m32: cast_f2i8's 4
                    # VPEXTRB + byte stores a float4)
                    narrow_stores=((dtypes.int16, 4), (dtypes.uint16, 4), (dtypes.int8, 4),
-                                  (dtypes.uint8, 4)),
+                                  (dtypes.uint8, 4), *wide_stores),
                    # VPMULLD: 2 uops, 10 cycles; a 0/1 multiply is a masked move or blend
                    select_bool_mul=True,
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
@@ -254,7 +258,11 @@ def _vector_cast(op: Ops, src: DType, dst: DType, n: int) -> bool:
 def _vector_cast_v4(op: Ops, src: DType, dst: DType, n: int) -> bool:
     """x86-64-v4: _vector_cast, and the same on int32 x 16 in a zmm (ZMM_INT_OPS); bool
     lanes → 16 int32 or float32 lanes through an opmask (x86_ivec.vcast_bool); int64/uint64
-    lanes → float64 (VCVTQQ2PD/VCVTUQQ2PD) and float64 → uint64 (VCVTTPD2UQQ)."""
+    lanes → float64 (VCVTQQ2PD/VCVTUQQ2PD) and float64 → uint64 (VCVTTPD2UQQ); 16 byte or
+    word lanes widened to int32 x 16 (VPMOVSX/ZXBD/WD zmm, x86_ivec.vcast_int)."""
+    if op is Ops.CAST and n == 16 and src in _NARROW_SRC and dst in (dtypes.int32,
+                                                                    dtypes.uint32):
+        return True
     if src == dtypes.bool and op is Ops.CAST and n == 16 and dst in (dtypes.int32,
                                                                        dtypes.uint32,
                                                                        dtypes.float32):
@@ -279,6 +287,8 @@ def _moves_nothing(op: Ops, src: DType, dst: DType) -> bool:
 
 
 _FLOAT_VEC = frozenset({dtypes.float32, dtypes.float64})
+# the byte and word lanes that one VPMOVSX/ZX widens to the 16 dwords of a zmm
+_NARROW_SRC = frozenset({dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16})
 
 
 ARCHES = ("x86-64-v3", "x86-64-v4", "native")

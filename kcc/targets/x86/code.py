@@ -104,6 +104,9 @@ def encode_operands(inst: Inst) -> tuple[str, tuple]:
     if inst.op == "vzero":
         r = _reg(inst.operands[0].reg, 16)
         return "vxorps_x_x_xm", (r, r, r)
+    if inst.op == "sbb_self":
+        r = _reg(inst.operands[0].reg, 4)
+        return "sbb_r32_rm32", (r, r)
     row = FORMS[inst.op]
     out = []
     for spec, o in zip(row.operands, inst.operands):

@@ -83,6 +83,8 @@ class Selected:
 def _flags_of(inst: Inst) -> str:
     """How a form uses RFLAGS, from its row: "r", "w", "rw" or "" (a pseudo touches none):
     what DCE and LICM both ask (kcc/isel/flags.py)."""
+    if inst.op == "sbb_self":
+        return "rw"                       # (SBB reads CF and writes the flags)
     row = FORMS.get(inst.op)
     return row.flags if row is not None else ""
 
@@ -92,7 +94,7 @@ def _movable(inst: Inst) -> bool:
     no implicit registers whose only memory operand, if any, is an address (LEA) or a
     read-only .rodata constant: never a buffer access (a gate may protect it) or a store."""
     if inst.op in PSEUDO_ROLES:
-        return True
+        return inst.op != "sbb_self"      # (it reads the flags: moved with its writer only)
     row = FORMS.get(inst.op)
     if row is None or row.implicit_uses or row.implicit_defs:
         return False

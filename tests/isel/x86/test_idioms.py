@@ -145,3 +145,16 @@ def test_a_scalar_gate_of_a_vector_load(arch: str) -> None:
     idx = np.array([0, 7, 8, 255, 3], np.uint8)
     t = np.arange(64, dtype=np.float32) + 0.5
     _check(GATED, [np.zeros(40, np.float32), idx, t], arch)
+
+
+def test_a_gate_on_a_non_negative_index_is_the_carry_by_sbb() -> None:
+    """`idx < 8` of a zero-extended byte: CMP sets CF exactly where it holds (a signed
+    compare of two non-negative values is the unsigned one), so the opmask's all-ones-or-zero
+    is one SBB of a register with itself (kmask.gate_ones), not a copy and a CMOVcc."""
+    body = _listing(GATED, "x86-64-v4").split("; after allocate")[-1]
+    assert body.count("sbb_self") == body.count("kmovd_k_r32") > 0, body
+    assert "cmovl" not in body, body
+    # a signed byte may be negative: `idx < 8` is not the carry, the CMOVcc stays
+    signed = _listing(GATED.replace("uint8, 5", "int8, 5"), "x86-64-v4")
+    body = signed.split("; after allocate")[-1]
+    assert "sbb_self" not in body and "cmovl" in body, body

@@ -20,16 +20,16 @@ from kcc.targets.x86.target import X86Target
 from x86_util import ARCHS, assert_same, compile_and_run, reference
 
 
-# out[4i + k] = int16(x[4i + k]) * 300 for k = 3, 1, 0, 2 (the sweep's int16 E_64_4: the
-# lanes of an int32 x 4 load, cast and multiplied as scalars): each store's index a MULACC of
-# its own, in an order that does not start with lane 0
+# out[4i + k] = int16(x[4i + k]) * (300 + k) for k = 3, 1, 0, 2 (the sweep's int16 E_64_4,
+# each lane its own factor: the lanes of an int32 x 4 load, cast and multiplied as scalars;
+# with one factor for all, widen rerolls the loop and widens it): each store's index a MULACC
+# of its own, in an order that does not start with lane 0
 KERNEL = """# kcc-uop 1
 %o = PARAM ParamArg(0, int16, 256)
 %x = PARAM ParamArg(1, int32, 256)
 %c2 = CAST(2) int32
 %c4 = CAST(4) int32
 %n = CAST(64) int32
-%k300 = CAST(300) int16
 %i = RANGE(%n) (0, WEAK)
 %b = SHL(%i, %c2)
 %xp = SHRINK(%x, %b, %c4)
@@ -38,7 +38,8 @@ KERNEL = """# kcc-uop 1
 %a{k} = MULACC(%i, %c4, %k{k})
 %l{k} = INDEX(%v, %k{k})
 %h{k} = CAST(%l{k}) int16
-%w{k} = MUL(%h{k}, %k300)
+%f{k} = CAST({300 + k}) int16
+%w{k} = MUL(%h{k}, %f{k})
 %op{k} = INDEX(%o, %a{k})
 %s{k} = STORE(%op{k}, %w{k})
 """ for k in (3, 1, 0, 2)) + """%g = GROUP(%s3, %s1, %s0, %s2)
