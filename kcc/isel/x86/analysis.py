@@ -372,27 +372,42 @@ def low_word_muls(lin: list[UOp]) -> frozenset[UOp]:
 
 
 def wider_splats(lin: list[UOp]) -> dict[UOp, UOp]:
-    """Float splats (a STACK of one non-constant scalar) whose lanes a wider splat of the same
-    scalar, selected before them in the same straight-line run (no RANGE or END between),
-    already holds in its low lanes: each narrower one → that wider one, whose register it
-    reads as its own (an xmm or ymm operand is the low part of the ymm or zmm register). One
-    VBROADCASTSS for both instead of one broadcast load each (conv1d's 12 columns as 8 + 4
-    lanes read each weight at both widths: a load every tap the load ports were short of)."""
+    """Splats (a STACK of one non-constant scalar: float32/64 of 16, 32 or 64 bytes, or any
+    integer vector) whose lanes a wider splat of the same scalar, made before them in the
+    same loop nest (the same open RANGEs: across an inner loop, not out of one), already holds
+    in its low lanes: each narrower one → that wider one, whose register it reads as its own
+    (an xmm or ymm operand is the low part of the ymm or zmm register). One broadcast for
+    both instead of one each: conv1d's 12 columns as 8 + 4 lanes read each weight at both
+    widths (two embedded-broadcast loads a tap the load ports were short of); a widened row's
+    narrow last block (kcc/passes/widen_stride.py `_narrow`) beside its full blocks, one_hot
+    E_64_10's byte (VMOVD and VPBROADCASTD, two port-5 micro-ops) and shrink_expand's float."""
     out: dict[UOp, UOp] = {}
-    widest: dict[UOp, UOp] = {}        # scalar → its widest splat so far in this run
+    widest: dict[tuple[UOp, tuple[UOp, ...]], UOp] = {}   # (scalar, nest) → widest splat
+    nest: tuple[UOp, ...] = ()
     for u in lin:
-        if u.op in (Ops.RANGE, Ops.END):
-            widest.clear()
+        if u.op is Ops.RANGE:
+            nest += (u,)
             continue
-        if u.op is not Ops.STACK or u.dtype not in (dtypes.float32, dtypes.float64) \
-                or u.dtype.itemsize * len(u.src) not in (16, 32, 64):
+        if u.op is Ops.END:
+            nest = tuple(r for r in nest if r not in u.src[1:])
+            continue
+        if u.op is not Ops.STACK or u.dtype is None or not _splat_kind(u):
             continue
         s = u.src[0]
         if any(x is not s for x in u.src) or strong_const(s) is not None:
             continue
-        w = widest.get(s)
+        w = widest.get((s, nest))
         if w is not None and len(w.src) > len(u.src):
             out[u] = w
         elif w is None or len(u.src) > len(w.src):
-            widest[s] = u
+            widest[s, nest] = u
     return out
+
+
+def _splat_kind(u: UOp) -> bool:
+    """u's lanes are a float32/64 xmm, ymm or zmm or an integer vector (the splats
+    `wider_splats` pairs: bools are opmasks or byte masks, halves their own path)."""
+    dt = u.dtype
+    if dt in (dtypes.float32, dtypes.float64):
+        return dt.itemsize * len(u.src) in (16, 32, 64)
+    return dt.is_int

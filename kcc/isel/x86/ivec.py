@@ -542,15 +542,12 @@ class X86IVec:
             self.emit(imov(w), t, Mem(), arg={"rip": self.pool.label(data)})
             return t
         if all(s is u.src[0] for s in u.src):
-            if (wide := self.wide_splat(u.src[0], n)) is not None:
-                return wide                     # (x86_vec: a wider splat's low lanes)
             x, t = self.new("vec"), self.new("vec")
             if dt.itemsize == 8:
                 self.emit("vmovq_x_r64", x, self.reg(u.src[0]))
             else:
                 self.emit("vmovd_x_rm32", x, self.reg(u.src[0]))
             self.emit(f"vpbroadcast{_SFX[dt.itemsize]}_{w}_xm{dt.bits}", t, x)
-            self.note_splat(u.src[0], n, t)
             return t
         steps = lane_steps(u.src) if dt.itemsize in (4, 8) else None
         if steps is not None:

@@ -158,6 +158,11 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
             # wider than a ymm (uint64 x 8 shift amounts beside int32 x 8): only its lanes
             # are used, each where it is needed
             return None
+        w = self.wider.get(u)
+        if w is not None and self.val.get(w) is not None:
+            # a wider splat of the same scalar holds these lanes low (analysis.wider_splats)
+            self.val[u] = self.val[w]
+            return self.val[u]
         if is_int_vector(u):
             # lanes of integer vectors move like float lanes of their width (x86_shuf)
             self.val[u] = self.shuffle(u) or self.ivec_stack(u)
@@ -165,11 +170,6 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
         if reg_class(dt) != "vec":
             # bools, other ints, halves: only their lanes are used (INDEX, a WHERE's mask)
             return None
-        w = self.wider.get(u)
-        if w is not None and w in self.val:
-            # a wider splat of the same scalar holds these lanes low (analysis.wider_splats)
-            self.val[u] = self.val[w]
-            return self.val[u]
         t = self.vgather(u)                # loads at an index vector's lanes: VGATHERDPS (v4)
         if t is None:
             t = self.transpose8(u)         # a column of an 8 x 8 block of memory: shuffles
@@ -185,9 +185,7 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
         if all(s is u.src[0] for s in u.src) and consts[0] is None:
             t = self.new("vec")       # a splat: one broadcast (AVX2 takes a register source)
             v4 = _xmm_lanes(u.src[0])
-            if (wide := self.wide_splat(u.src[0], n)) is not None:
-                t = wide
-            elif v4 is not None and n in (4, 8):
+            if v4 is not None and n in (4, 8):
                 # a lane of an xmm to every lane: one in-register shuffle (SHUFPS, imm8 picks
                 # the source lane of each destination lane), doubled for a ymm
                 v, k = v4
@@ -219,30 +217,8 @@ class X86Vec(X86Shuf, X86Gather, X86VGather, X86Transpose, X86FMin, X86VCast):
                           arg={"rip": self.pool.label(data)})
         else:
             t = self.build(u.src, dt)
-        if all(s is u.src[0] for s in u.src) and consts[0] is None:
-            self.note_splat(u.src[0], n, t)
         self.val[u] = t
         return t
-
-    def wide_splat(self, x: UOp, n: int) -> VReg | None:
-        """x in n lanes as the low part of a wider splat of x made before in this loop nest
-        (a register copy, which the allocator may coalesce), or None: a widened loop's
-        narrow last block beside its full blocks (one_hot E_64_10's 4 lanes after 8,
-        shrink_expand's xmm after its zmm) broadcasts its scalar once, not twice (VMOVD and
-        VPBROADCASTD are two port-5 micro-ops)."""
-        hit = self.splats.get((x, tuple(lp[0] for lp in self.loops)))
-        if hit is None or hit[1] <= n:
-            return None
-        w = vw(x.dtype, n)
-        t = self.new("vec")
-        self.emit(f"vmovaps_{w}_{w}m", t, hit[0])     # the low lanes are the narrow view
-        return t
-
-    def note_splat(self, x: UOp, n: int, t: VReg) -> None:
-        """Remember t as x's splat to n lanes in this loop nest (the widest one made)."""
-        key = (x, tuple(lp[0] for lp in self.loops))
-        if key not in self.splats or self.splats[key][1] < n:
-            self.splats[key] = (t, n)
 
     def build(self, srcs: tuple[UOp, ...], dt: DType) -> VReg:
         """A vector register holding the scalar float srcs in order (xmm, ymm or zmm)."""

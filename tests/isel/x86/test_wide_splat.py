@@ -1,5 +1,5 @@
 """A scalar splat to fewer lanes after a wider splat of it in the same loop nest is the wider
-register's low lanes (kcc/isel/x86/vec.py `wide_splat`): a widened row's narrow last block
+register's low lanes (kcc/isel/x86/analysis.py `wider_splats`): a widened row's narrow last block
 (kcc/passes/widen_stride.py `_narrow`) beside its full blocks broadcasts its row's scalar
 once. one_hot E_64_10 (a byte compared with 10 column indexes: 8 lanes, then 4 over the last
 2) and shrink_expand E_35_50 (a float times rows of 50: 3 zmm, then an xmm). Values as the

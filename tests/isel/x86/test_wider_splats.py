@@ -4,7 +4,7 @@ lanes (kcc/isel/x86/analysis.py `wider_splats`), so the scalar is broadcast from
 — not once a width, which on x86-64-v4 were two embedded-broadcast loads every tap.
 
 Checked: the broadcasts of the disassembly (one per scalar), which splats the analysis pairs
-(none across a RANGE or END, nor a narrower one before the wider), and results against the
+(none into or out of a loop, nor a narrower one before the wider), and results against the
 reference interpreter on x86-64-v3 and v4, float32 and float64.
 """
 
@@ -63,18 +63,25 @@ def test_narrow_splat_reads_the_wide_register(arch: str, dt: str) -> None:
 
 
 def test_which_splats_read_a_wider_one() -> None:
-    """Only a narrower splat after a wider one of the same scalar, no RANGE or END between;
-    constants (from .rodata) and a mixed STACK never."""
+    """Only a narrower splat after a wider one of the same scalar in the same loop nest (not
+    into an inner loop, nor out of one; across a whole inner loop, yes); integer splats too;
+    constants (from .rodata), a mixed STACK and bool lanes never."""
     s, t = param(0, dtypes.float32), param(1, dtypes.float32)
     w8, n4, m4 = (UOp(Ops.STACK, (s,) * k) for k in (8, 4, 4))
     c8, c4 = (UOp(Ops.STACK, (strong(2.0, dtypes.float32),) * k) for k in (8, 4))
     mixed = UOp(Ops.STACK, (s, t, s, s))
     r = rng(4, 0)
+    end = UOp(Ops.END, (w8, r))
     assert wider_splats([s, t, w8, n4, m4, mixed]) == {n4: w8, m4: w8}
     assert wider_splats([s, n4, w8]) == {}
-    assert wider_splats([s, w8, r, n4]) == {}
-    assert wider_splats([s, w8, UOp(Ops.END, (w8, r)), n4]) == {}
+    assert wider_splats([s, w8, r, n4]) == {}                  # into an inner loop
+    assert wider_splats([s, r, w8, end, n4]) == {}             # out of one
+    assert wider_splats([s, w8, r, end, n4]) == {n4: w8}       # across one
     assert wider_splats([c8, c4]) == {}
+    i, b = param(2, dtypes.int32), param(3, dtypes.bool)
+    i8, i4 = (UOp(Ops.STACK, (i,) * k) for k in (8, 4))
+    b8, b4 = (UOp(Ops.STACK, (b,) * k) for k in (8, 4))
+    assert wider_splats([i, i8, i4, b, b8, b4]) == {i4: i8}
 
 
 @pytest.mark.parametrize("arch", ARCHS)
