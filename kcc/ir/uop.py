@@ -280,7 +280,7 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
         try:
             order = root._order
         except AttributeError:
-            order = _toposort(roots, None)
+            order = _toposort_one(root)
             object.__setattr__(root, "_order", order[:-1])
             return order
         order = order.copy()
@@ -345,12 +345,41 @@ def substitute(root: UOp, repl: dict[UOp, UOp]) -> UOp:
     return rebuild(toposort([root]), repl).get(root, root)
 
 
-def _toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None) -> list[UOp]:
-    out: list[UOp] = []
+def _toposort_one(root: UOp) -> list[UOp]:
+    """toposort([root]), not kept on root. Where root's first src was sorted before (its
+    order kept: an END whose body END a pass sorted first, a loop nest's cones asked inner
+    first), that order is the walk's head: the walk enters src 0 first, with only root
+    seen, which src 0 does not reach (acyclic), so it emits exactly src 0's own order; the
+    other srcs are then walked past those nodes, as the DFS would."""
+    src = root.src
+    if src:
+        try:
+            head = src[0]._order
+        except AttributeError:
+            head = None
+        if head is not None:
+            out = head.copy()
+            out.append(src[0])
+            if len(src) > 1:
+                seen = set(out)
+                seen.add(root)
+                _toposort(src[1:], None, out, seen)
+            out.append(root)
+            return out
+    return _toposort([root], None)
+
+
+def _toposort(roots: "list[UOp] | tuple[UOp, ...]", descend: Callable[[UOp], bool] | None,
+              out: list[UOp] | None = None, seen: set[UOp] | None = None) -> list[UOp]:
+    """The DFS of roots (out and seen: a walk to go on with, the nodes emitted and
+    entered so far; `_toposort_one`)."""
+    if out is None:
+        out = []
     # UOp hashes and compares by identity (hash-consed), so the set holds the nodes themselves;
     # each stack frame resumes its srcs' iterator where it left off (the same DFS order as
     # indexing, without rebuilding a frame per src)
-    seen: set[UOp] = set()
+    if seen is None:
+        seen = set()
     add, emit = seen.add, out.append     # (bound once: this walk runs per node of every pass)
     for root in roots:
         if root in seen:
