@@ -127,6 +127,8 @@ class _Plan:
 
 
 _OUT_OPS = frozenset({Ops.SHL, Ops.MUL, Ops.MULACC, Ops.ADD})  # what _constant_out moves
+_APART = frozenset({Ops.RANGE, Ops.BUFFER, Ops.AFTER, Ops.END})  # `_jam`'s nodes not copied plainly
+_PLACES_SET = frozenset({Ops.INDEX, Ops.SHRINK})
 
 
 def _constant_out(n: UOp, addend: bool = False) -> UOp:
@@ -460,7 +462,23 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             return r2
         return new[k].get(s, s)
 
+    # the ops the branches below treat apart (INDEX and SHRINK only with merged buffers);
+    # every other node, most of the cone, takes the last branch: tested first, per node
+    apart = _APART | (_PLACES_SET if rows else frozenset())
+    wide = plan.wide
     for n in loops.cone(end):
+        op = n.op
+        if op not in apart:
+            # (the last branch below: src_of is a lookup in new[k] here, and the node is
+            # built directly, not through replace's keywords: this runs per node and copy;
+            # _constant_out is asked only of the ops it moves)
+            src = n.src
+            for nk in new:
+                srcs = tuple(map(nk.get, src, src))
+                if srcs != src:
+                    m = UOp(op, srcs, n.arg, n.tag)
+                    nk[n] = _constant_out(m, wide) if op in _OUT_OPS else m
+            continue
         if n is r or n.op is Ops.BUFFER:
             continue
         if n.op is Ops.RANGE and n in plan.inner:
@@ -477,15 +495,15 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
                 axis += k > 0
                 new[k][n] = n.replace(src=srcs, arg=arg)
                 made.add(new[k][n])
-        elif n.op is Ops.AFTER and merged_of(n.replace(src=(new[0].get(n.src[0], n.src[0]),)
-                                                       + n.src[1:])) is not None:
+        elif rows and n.op is Ops.AFTER \
+                and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
             # one AFTER of a merged buffer for every copy of its chunk, ordered after all
             # copies' deps
             deps = tuple(dict.fromkeys(src_of(k, n, i, s) for k in range(f)
                                        for i, s in enumerate(n.src) if i > 0))
             for k in range(f):
                 new[k][n] = n.replace(src=(new[k].get(n.src[0], n.src[0]),) + deps)
-        elif n.op in _PLACES and n.src[0].kind == "buffer" \
+        elif rows and n.op in _PLACES and n.src[0].kind == "buffer" \
                 and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
             for k in range(f):
                 new[k][n] = place(k, n.replace(src=(new[k].get(n.src[0], n.src[0]),)
