@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import _struct as struct  # struct's own C functions, without struct.py (start-up)
+from itertools import islice
 from _weakref import _remove_dead_weakref
 from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module: 4 M)
 
@@ -295,7 +296,22 @@ def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
     with its new sources (a node of repl stays what repl says). Look nodes up with
     `.get(n, n)`: a node absent is unchanged."""
     out = dict(repl)
-    for n in order:
+    # the nodes before the first one of repl in order read none of repl (srcs come first) and
+    # stay: the walk starts there (a jam replaces the END of a loop that is most of the graph;
+    # its cone, before the END, was rebuilt per node for nothing)
+    if not isinstance(order, list):
+        order = list(order)
+    if len(repl) <= 8:
+        # a few keys: their places found by list.index (identity compares, in C)
+        start = len(order)
+        for k in repl:
+            try:
+                start = min(start, order.index(k))
+            except ValueError:
+                pass
+    else:
+        start = next((i for i, n in enumerate(order) if n in out), len(order))
+    for n in islice(order, start, None):
         if n in out:
             continue
         srcs = tuple([out.get(s, s) for s in n.src])

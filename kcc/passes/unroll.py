@@ -196,6 +196,22 @@ class _Loops:
                     (self.multi.add(r) if len(n.src) > 2 else self.end_of.setdefault(r, n))
 
         self._cones: dict[UOp, list[UOp]] = {}
+        self._readers: dict[UOp, list[UOp]] | None = None
+
+    def readers(self) -> dict[UOp, list[UOp]]:
+        """Each BUFFER → the nodes that read it as a src or hold a place of an AFTER of it
+        (unroll_legal.py `_privatizable` asks whether all are inside a loop: one pass over
+        the graph for every buffer and loop asked, not one per question)."""
+        if self._readers is None:
+            out: dict[UOp, list[UOp]] = {}
+            for n in self.order:
+                for s in n.src:
+                    if s.op is Ops.BUFFER:
+                        out.setdefault(s, []).append(n)
+                if n.op in _PLACES and n.src[0].op is Ops.AFTER:
+                    out.setdefault(base_buffer(n.src[0]), []).append(n)
+            self._readers = out
+        return self._readers
 
     def cone(self, end: UOp) -> list[UOp]:
         """The nodes under an END's body (the loop and what it reads), srcs first."""
