@@ -296,21 +296,21 @@ def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
     with its new sources (a node of repl stays what repl says). Look nodes up with
     `.get(n, n)`: a node absent is unchanged."""
     out = dict(repl)
-    # the nodes before the first one of repl in order read none of repl (srcs come first) and
-    # stay: the walk starts there (a jam replaces the END of a loop that is most of the graph;
-    # its cone, before the END, was rebuilt per node for nothing)
-    if not isinstance(order, list):
-        order = list(order)
-    if len(repl) <= 8:
-        # a few keys: their places found by list.index (identity compares, in C)
+    # where every node of repl is in order, the nodes before the first of them read none of
+    # repl (srcs come first) and stay: the walk starts there (a jam replaces the END of a
+    # loop that is most of the graph; its cone, before the END, was rebuilt per node for
+    # nothing). A node of repl outside order (a RANGE that a region of the graph reads) may
+    # be read anywhere: then the walk is the whole order. Asked for a few nodes only, by
+    # list.index (identity compares, in C)
+    start = 0
+    if isinstance(order, list) and len(repl) <= 8:
         start = len(order)
         for k in repl:
             try:
                 start = min(start, order.index(k))
             except ValueError:
-                pass
-    else:
-        start = next((i for i, n in enumerate(order) if n in out), len(order))
+                start = 0
+                break
     for n in islice(order, start, None):
         if n in out:
             continue
