@@ -361,6 +361,31 @@ def substitute(root: UOp, repl: dict[UOp, UOp]) -> UOp:
     return rebuild(toposort([root]), repl).get(root, root)
 
 
+def keep_head_orders(order: list[UOp], depth: int) -> None:
+    """Keep, on the first `depth` nodes of the chain root.src[0], root.src[0].src[0], ...
+    (root: order's last node, order: toposort([root])), their own orders, which are
+    prefixes of order: the walk from a node enters its src 0 first, with only nodes that src
+    0 does not reach seen, so it emits src 0's own order first. (A loop nest's ENDs lie on
+    that chain: passes/unroll.py `_Loops` asks their cones next.)"""
+    x = order[-1]
+    end = len(order) - 1
+    for _ in range(depth):
+        if not x.src:
+            return
+        x = x.src[0]
+        try:
+            x._order
+            return                       # (kept already, and so, most likely, below it)
+        except AttributeError:
+            pass
+        # x is emitted late (its walk is the prefix): searched from the back
+        i = end - 1
+        while order[i] is not x:
+            i -= 1
+        object.__setattr__(x, "_order", order[:i])
+        end = i
+
+
 def _toposort_one(root: UOp) -> list[UOp]:
     """toposort([root]), not kept on root. Where root's first src was sorted before (its
     order kept: an END whose body END a pass sorted first, a loop nest's cones asked inner

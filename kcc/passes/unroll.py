@@ -84,7 +84,8 @@ from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
+from kcc.ir.uop import (AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, keep_head_orders,
+                        rebuild, toposort)
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -187,6 +188,9 @@ class _Loops:
 
     def __init__(self, sink: UOp) -> None:
         self.order = toposort([sink])
+        # the nest's outer ENDs (the sink's first-src chain): their cones are prefixes of
+        # this order, kept on them for `cone` (pack asks them next: each was a walk)
+        keep_head_orders(self.order, 4)
         self.dep = range_sets(self.order)
         self.end_of: dict[UOp, UOp] = {}
         self.multi: set[UOp] = set()
