@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import _struct as struct  # struct's own C functions, without struct.py (start-up)
+from itertools import islice
 from _weakref import _remove_dead_weakref
 from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref module: 4 M)
 
@@ -280,7 +281,7 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
         try:
             order = root._order
         except AttributeError:
-            order = _toposort(roots, None)
+            order = _toposort_one(root)
             object.__setattr__(root, "_order", order[:-1])
             return order
         order = order.copy()
@@ -295,7 +296,22 @@ def rebuild(order: Iterable[UOp], repl: dict[UOp, UOp]) -> dict[UOp, UOp]:
     with its new sources (a node of repl stays what repl says). Look nodes up with
     `.get(n, n)`: a node absent is unchanged."""
     out = dict(repl)
-    for n in order:
+    # where every node of repl is in order, the nodes before the first of them read none of
+    # repl (srcs come first) and stay: the walk starts there (a jam replaces the END of a
+    # loop that is most of the graph; its cone, before the END, was rebuilt per node for
+    # nothing). A node of repl outside order (a RANGE that a region of the graph reads) may
+    # be read anywhere: then the walk is the whole order. Asked for a few nodes only, by
+    # list.index (identity compares, in C)
+    start = 0
+    if isinstance(order, list) and len(repl) <= 8:
+        start = len(order)
+        for k in repl:
+            try:
+                start = min(start, order.index(k))
+            except ValueError:
+                start = 0
+                break
+    for n in islice(order, start, None):
         if n in out:
             continue
         srcs = tuple([out.get(s, s) for s in n.src])
@@ -345,12 +361,66 @@ def substitute(root: UOp, repl: dict[UOp, UOp]) -> UOp:
     return rebuild(toposort([root]), repl).get(root, root)
 
 
-def _toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None) -> list[UOp]:
-    out: list[UOp] = []
+def keep_head_orders(order: list[UOp], depth: int) -> None:
+    """Keep, on the first `depth` nodes of the chain root.src[0], root.src[0].src[0], ...
+    (root: order's last node, order: toposort([root])), their own orders, which are
+    prefixes of order: the walk from a node enters its src 0 first, with only nodes that src
+    0 does not reach seen, so it emits src 0's own order first. (A loop nest's ENDs lie on
+    that chain: passes/unroll.py `_Loops` asks their cones next.)"""
+    x = order[-1]
+    end = len(order) - 1
+    for _ in range(depth):
+        if not x.src:
+            return
+        x = x.src[0]
+        try:
+            x._order
+            return                       # (kept already, and so, most likely, below it)
+        except AttributeError:
+            pass
+        # x is emitted late (its walk is the prefix): searched from the back
+        i = end - 1
+        while order[i] is not x:
+            i -= 1
+        object.__setattr__(x, "_order", order[:i])
+        end = i
+
+
+def _toposort_one(root: UOp) -> list[UOp]:
+    """toposort([root]), not kept on root. Where root's first src was sorted before (its
+    order kept: an END whose body END a pass sorted first, a loop nest's cones asked inner
+    first), that order is the walk's head: the walk enters src 0 first, with only root
+    seen, which src 0 does not reach (acyclic), so it emits exactly src 0's own order; the
+    other srcs are then walked past those nodes, as the DFS would."""
+    src = root.src
+    if src:
+        try:
+            head = src[0]._order
+        except AttributeError:
+            head = None
+        if head is not None:
+            out = head.copy()
+            out.append(src[0])
+            if len(src) > 1:
+                seen = set(out)
+                seen.add(root)
+                _toposort(src[1:], None, out, seen)
+            out.append(root)
+            return out
+    return _toposort([root], None)
+
+
+def _toposort(roots: "list[UOp] | tuple[UOp, ...]", descend: Callable[[UOp], bool] | None,
+              out: list[UOp] | None = None, seen: set[UOp] | None = None) -> list[UOp]:
+    """The DFS of roots (out and seen: a walk to go on with, the nodes emitted and
+    entered so far; `_toposort_one`)."""
+    if out is None:
+        out = []
     # UOp hashes and compares by identity (hash-consed), so the set holds the nodes themselves;
     # each stack frame resumes its srcs' iterator where it left off (the same DFS order as
     # indexing, without rebuilding a frame per src)
-    seen: set[UOp] = set()
+    if seen is None:
+        seen = set()
     add, emit = seen.add, out.append     # (bound once: this walk runs per node of every pass)
     for root in roots:
         if root in seen:

@@ -208,12 +208,30 @@ def _disjoint(accesses: list[tuple[int, int, int, int]], n_o: int, n_c: int) -> 
     if any(a[0] != co or a[1] != cc for a in accesses) or co == 0 or cc == 0:
         return False
     elems = sorted({a[2] + k for a in accesses for k in range(a[3])})
-    diffs = {e1 - e2 for e1 in elems for e2 in elems}
-    for d in diffs:                    # is d = co*do + cc*dc for some (do, dc) != (0, 0)?
-        for dc in range(-(n_c - 1), n_c):
-            rest = d - cc * dc
-            if rest % co == 0 and abs(rest // co) < n_o and (dc != 0 or rest != 0):
-                return False
+    # the elements as runs of consecutive ones: the differences of two runs' elements are
+    # one interval, so the question (is some difference co*do + cc*dc for an iteration step
+    # (do, dc) != (0, 0)?) is asked per pair of runs and dc, not per distinct difference
+    # (a 4 x 32 tile's stores: 16 intervals against ~440 differences, and no set of the
+    # e^2 differences built)
+    runs: list[tuple[int, int]] = []
+    for e in elems:
+        if runs and runs[-1][1] == e - 1:
+            runs[-1] = (runs[-1][0], e)
+        else:
+            runs.append((e, e))
+    lim = n_o - 1
+    for s1, e1 in runs:
+        for s2, e2 in runs:
+            lo, hi = s1 - e2, e1 - s2            # every difference between the two runs
+            for dc in range(-(n_c - 1), n_c):
+                a, b = lo - cc * dc, hi - cc * dc    # co*do must lie in [a, b]
+                if co > 0:
+                    d_lo, d_hi = -(-a // co), b // co
+                else:
+                    d_lo, d_hi = -(-b // co), a // co
+                d_lo, d_hi = max(d_lo, -lim), min(d_hi, lim)
+                if d_lo <= d_hi and (dc != 0 or d_lo != 0 or d_hi != 0):
+                    return False
     return True
 
 

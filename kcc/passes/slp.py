@@ -203,6 +203,11 @@ class _Packer:
         """n ungated LOADs of consecutive elements of one buffer → one vector LOAD; n gated
         ones whose gates pack → one LOAD gated lane by lane (slp_gated.py `tuple_load`); a run
         read partly by scalar loads, partly as vector lanes → one vector LOAD (_mixed_load)."""
+        op0 = t[0].op
+        if op0 is not Ops.LOAD and op0 is not Ops.INDEX:
+            # (most tuples asked: ALU lanes. Every load form below, tuple_load's and
+            # element_run's too, wants lane 0 to be a LOAD or a lane INDEX)
+            return None
         if not all(s.op is Ops.LOAD and len(s.src) == 1 and s.src[0].op is Ops.INDEX
                    for s in t):
             # gated loads whose gates pack (slp_gated), or scalar loads and vector lanes of

@@ -89,15 +89,28 @@ def _user_tuples(t: Lanes, users: dict[UOp, list[UOp]]) -> list[Lanes]:
     """The tuples (u_0 … u_n-1) of distinct isomorphic users, u_j reading t[j] at the
     operand position where u_0 reads t[0] (and no other lane of t there)."""
     out = []
+    # each other lane's users by (op, src count, a position reading the lane), made once per
+    # lane here, not scanned per user of t[0]: a lane that is a broadcast operand has tens of
+    # users, and the scan of them all per user of t[0] was ~40% of pack_upward on a matmul
+    # tile. A user stays in its lane's list in graph order, so the matches are the scan's.
+    at: dict[UOp, dict[tuple[Ops, int, int], list[UOp]]] = {}
     for u0 in users.get(t[0], ()):
         pos = [i for i, x in enumerate(u0.src) if x is t[0]]
         if len(pos) != 1:
             continue
         i = pos[0]
         tup = [u0]
+        key = (u0.op, len(u0.src), i)
+        arg, dt = u0.arg, u0.dtype
         for s in t[1:]:
-            match = [u for u in users.get(s, ()) if u.op is u0.op and u.arg == u0.arg
-                     and u.dtype == u0.dtype and len(u.src) == len(u0.src) and u.src[i] is s
+            by = at.get(s)
+            if by is None:
+                by = at[s] = {}
+                for u in users.get(s, ()):
+                    for j, x in enumerate(u.src):
+                        if x is s:
+                            by.setdefault((u.op, len(u.src), j), []).append(u)
+            match = [u for u in by.get(key, ()) if u.arg == arg and u.dtype == dt
                      and u not in tup]
             if len(match) != 1:
                 break

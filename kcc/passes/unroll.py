@@ -84,7 +84,8 @@ from kcc.ir.affine import affine, iterations_disjoint
 from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
-from kcc.ir.uop import AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, rebuild, toposort
+from kcc.ir.uop import (AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, keep_head_orders,
+                        rebuild, toposort)
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -127,6 +128,8 @@ class _Plan:
 
 
 _OUT_OPS = frozenset({Ops.SHL, Ops.MUL, Ops.MULACC, Ops.ADD})  # what _constant_out moves
+_APART = frozenset({Ops.RANGE, Ops.BUFFER, Ops.AFTER, Ops.END})  # `_jam`'s nodes not copied plainly
+_PLACES_SET = frozenset({Ops.INDEX, Ops.SHRINK})
 
 
 def _constant_out(n: UOp, addend: bool = False) -> UOp:
@@ -185,6 +188,9 @@ class _Loops:
 
     def __init__(self, sink: UOp) -> None:
         self.order = toposort([sink])
+        # the nest's outer ENDs (the sink's first-src chain): their cones are prefixes of
+        # this order, kept on them for `cone` (pack asks them next: each was a walk)
+        keep_head_orders(self.order, 4)
         self.dep = range_sets(self.order)
         self.end_of: dict[UOp, UOp] = {}
         self.multi: set[UOp] = set()
@@ -194,6 +200,22 @@ class _Loops:
                     (self.multi.add(r) if len(n.src) > 2 else self.end_of.setdefault(r, n))
 
         self._cones: dict[UOp, list[UOp]] = {}
+        self._readers: dict[UOp, list[UOp]] | None = None
+
+    def readers(self) -> dict[UOp, list[UOp]]:
+        """Each BUFFER → the nodes that read it as a src or hold a place of an AFTER of it
+        (unroll_legal.py `_privatizable` asks whether all are inside a loop: one pass over
+        the graph for every buffer and loop asked, not one per question)."""
+        if self._readers is None:
+            out: dict[UOp, list[UOp]] = {}
+            for n in self.order:
+                for s in n.src:
+                    if s.op is Ops.BUFFER:
+                        out.setdefault(s, []).append(n)
+                if n.op in _PLACES and n.src[0].op is Ops.AFTER:
+                    out.setdefault(base_buffer(n.src[0]), []).append(n)
+            self._readers = out
+        return self._readers
 
     def cone(self, end: UOp) -> list[UOp]:
         """The nodes under an END's body (the loop and what it reads), srcs first."""
@@ -460,7 +482,23 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             return r2
         return new[k].get(s, s)
 
+    # the ops the branches below treat apart (INDEX and SHRINK only with merged buffers);
+    # every other node, most of the cone, takes the last branch: tested first, per node
+    apart = _APART | (_PLACES_SET if rows else frozenset())
+    wide = plan.wide
     for n in loops.cone(end):
+        op = n.op
+        if op not in apart:
+            # (the last branch below: src_of is a lookup in new[k] here, and the node is
+            # built directly, not through replace's keywords: this runs per node and copy;
+            # _constant_out is asked only of the ops it moves)
+            src = n.src
+            for nk in new:
+                srcs = tuple(map(nk.get, src, src))
+                if srcs != src:
+                    m = UOp(op, srcs, n.arg, n.tag)
+                    nk[n] = _constant_out(m, wide) if op in _OUT_OPS else m
+            continue
         if n is r or n.op is Ops.BUFFER:
             continue
         if n.op is Ops.RANGE and n in plan.inner:
@@ -477,15 +515,15 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
                 axis += k > 0
                 new[k][n] = n.replace(src=srcs, arg=arg)
                 made.add(new[k][n])
-        elif n.op is Ops.AFTER and merged_of(n.replace(src=(new[0].get(n.src[0], n.src[0]),)
-                                                       + n.src[1:])) is not None:
+        elif rows and n.op is Ops.AFTER \
+                and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
             # one AFTER of a merged buffer for every copy of its chunk, ordered after all
             # copies' deps
             deps = tuple(dict.fromkeys(src_of(k, n, i, s) for k in range(f)
                                        for i, s in enumerate(n.src) if i > 0))
             for k in range(f):
                 new[k][n] = n.replace(src=(new[k].get(n.src[0], n.src[0]),) + deps)
-        elif n.op in _PLACES and n.src[0].kind == "buffer" \
+        elif rows and n.op in _PLACES and n.src[0].kind == "buffer" \
                 and merged_of(new[0].get(n.src[0], n.src[0])) is not None:
             for k in range(f):
                 new[k][n] = place(k, n.replace(src=(new[k].get(n.src[0], n.src[0]),)

@@ -36,25 +36,29 @@ def _privatizable(loops: _Loops, r: UOp, inner: frozenset[UOp], region: list[UOp
                   region_set: set[UOp], buf: UOp, cone: list[UOp]) -> bool:
     """Whether REG buffer buf carries no value from one iteration of r to the next (see the
     module docstring) and is used only inside the loop (cone: the loop's, `_Loops.cone`)."""
-    for n in loops.order:
-        if n in region_set:
-            continue        # (a set lookup first: cheaper than the src tuple's search)
-        if buf in n.src:
-            return False
-        if n.op in _PLACES and n.src[0].op is Ops.AFTER and base_buffer(n.src[0]) is buf:
+    # a node outside the region that reads buf, or a place of an AFTER of it (`_Loops.readers`
+    # lists them for BUFFERs, what both callers ask about)
+    outside = loops.readers().get(buf, ()) if buf.op is Ops.BUFFER else [
+        n for n in loops.order if buf in n.src
+        or n.op in _PLACES and n.src[0].op is Ops.AFTER and base_buffer(n.src[0]) is buf]
+    for n in outside:
+        if n not in region_set:
             return False
     dep = loops.dep
     covered: dict[UOp, frozenset[int]] = {}
     # the elements of buf that an ungated once-per-iteration store in each node's cone wrote
     # (asked of the region's LOADs only: the loop's cone holds every node under them)
     empty: frozenset[int] = frozenset()
+    keys = covered.keys()
     for n in cone:
-        # the union of the srcs' sets, sharing one when the others add nothing (most nodes)
+        # the union of the srcs' sets, sharing one when the others add nothing (most nodes);
+        # a node none of whose srcs has a set (most of the cone) is told apart in one call
         s = empty
-        for x in n.src:
-            c = covered.get(x)
-            if c and c is not s and not c <= s:
-                s = c if s <= c else s | c
+        if not keys.isdisjoint(n.src):
+            for x in n.src:
+                c = covered.get(x)
+                if c and c is not s and not c <= s:
+                    s = c if s <= c else s | c
         if n.op is Ops.STORE and len(n.src) == 2 and base_buffer(n.src[0].src[0]) is buf \
                 and r in dep[n] and not (dep[n] & inner):
             sp = _span(n.src[0])

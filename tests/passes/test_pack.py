@@ -459,3 +459,28 @@ def test_wide_tile_rows_are_jammed_and_interleaved(arch: str, monkeypatch) -> No
     monkeypatch.setattr(pk, "rows_interleaved", lambda sink, col, desc, factor: sink)
     _, plain = _packed(sink, arch)
     assert [j for _, j in _store_rows(plain)][:8] == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
+def test_disjointness_by_runs_is_the_pairwise_answer() -> None:
+    # _disjoint asks per pair of element runs (an interval of differences) and column step:
+    # the answer of every pairwise difference tried against every (do, dc) step
+    import random
+
+    def pairwise(accesses, n_o, n_c):
+        co, cc = accesses[0][0], accesses[0][1]
+        if any(a[0] != co or a[1] != cc for a in accesses) or co == 0 or cc == 0:
+            return False
+        elems = {a[2] + k for a in accesses for k in range(a[3])}
+        diffs = {e1 - e2 for e1 in elems for e2 in elems}
+        return not any(d == co * do + cc * dc for d in diffs
+                       for do in range(-(n_o - 1), n_o) for dc in range(-(n_c - 1), n_c)
+                       if (do, dc) != (0, 0))
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        co = rng.choice([-1, 1]) * rng.randint(1, 300)
+        cc = rng.choice([-1, 1]) * rng.randint(1, 40)
+        acc = [(co, cc, rng.randint(-20, 300), rng.randint(1, 8))
+               for _ in range(rng.randint(1, 5))]
+        n_o, n_c = rng.randint(1, 9), rng.randint(1, 9)
+        assert _disjoint(acc, n_o, n_c) == pairwise(acc, n_o, n_c), (acc, n_o, n_c)
