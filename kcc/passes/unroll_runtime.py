@@ -107,6 +107,9 @@ def unroll_runtime(sink: UOp, desc: TargetDesc) -> UOp:
     done: set[UOp] = set()
     while True:
         order = toposort([sink])
+        if not any(x.op is Ops.RANGE and x.arg not in done and const_int(x.src[0]) is None
+                   for x in order):
+            return sink         # (most kernels: no loop of runtime bound, no range sets)
         dep = range_sets(order)
         for x in order:
             if x.op is not Ops.END or len(x.src) != 2 or x.src[1].arg in done:
