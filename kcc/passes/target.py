@@ -48,6 +48,9 @@ class TargetDesc:
     full_unroll: innermost REDUCE-style loops with a constant bound up to this are replaced by
       their iterations (passes/unroll_full.py; 0, the default: none): a GPU pays a compare and
       a branch per iteration.
+    runtime_unroll: a small scalar reduce loop whose bound is a runtime value runs as a loop
+      of this many chained copies of its body and a remainder loop (passes/unroll_runtime.py;
+      0, the default: none): a CPU pays an add, a compare and a branch per iteration.
     tiny_unroll: an outermost elementwise loop nest with constant bounds whose copies would
       have at most twice this many nodes (those that do not fold to constants) is replaced by
       its iterations (passes/unroll_tiny.py; 0, the default: none): the lane packer then sees
@@ -132,6 +135,7 @@ class TargetDesc:
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
     full_unroll: int = 0
+    runtime_unroll: int = 0
     tiny_unroll: int = 0
     pack_bytes: int = 0
     stage_bytes: int = 0

@@ -90,11 +90,15 @@ def _ordered_by(b: UOp, r: UOp) -> bool:
     return False
 
 
-def _unroll_one(sink: UOp, order: list[UOp], r: UOp, end: UOp, body: list[UOp]) -> UOp:
-    n = const_int(r.src[0])
-    assert n is not None
+def chained_copies(body: list[UOp], r: UOp, end_body: UOp, counters: list[UOp],
+                   first: tuple[UOp, ...]) -> list[UOp]:
+    """The copies of a loop body (its nodes that depend on r, srcs first; end_body: the
+    END's src 0), copy k at counter counters[k], each ordered after the one before it: where r is
+    an ordering src (an AFTER's dependency) copy k takes copy k-1's body, copy 0 `first` (an
+    AFTER left with no dependency is its buffer). Returns each copy's body (the module
+    docstring; passes/unroll_runtime.py's main loop too)."""
     bodies: list[UOp] = []
-    for k in range(n):
+    for counter in counters:
         new: dict[UOp, UOp] = {}
         for x in body:
             if x is r:
@@ -103,16 +107,24 @@ def _unroll_one(sink: UOp, order: list[UOp], r: UOp, end: UOp, body: list[UOp]) 
             for i, s in enumerate(x.src):
                 if s is r and x.op is Ops.AFTER and i > 0:
                     # the ordering the loop gave: after the previous iteration's effects
-                    srcs += [bodies[-1]] if bodies else list(r.src[1:])
+                    srcs += [bodies[-1]] if bodies else list(first)
                 elif s is r:
-                    srcs.append(strong_int(k, r.dtype))
+                    srcs.append(counter)
                 else:
                     srcs.append(new.get(s, s))
             if x.op is Ops.AFTER and len(srcs) == 1:
                 new[x] = srcs[0]
             elif tuple(srcs) != x.src:
                 new[x] = _constant_out(x.replace(src=tuple(srcs)))
-        bodies.append(new.get(end.src[0], end.src[0]))
+        bodies.append(new.get(end_body, end_body))
+    return bodies
+
+
+def _unroll_one(sink: UOp, order: list[UOp], r: UOp, end: UOp, body: list[UOp]) -> UOp:
+    n = const_int(r.src[0])
+    assert n is not None
+    counters = [strong_int(k, r.dtype) for k in range(n)]
+    bodies = chained_copies(body, r, end.src[0], counters, r.src[1:])
     group = UOp(Ops.GROUP, tuple(dict.fromkeys(bodies)))
     return rebuild(order, {end: group}).get(sink, sink)
 

@@ -55,7 +55,17 @@ def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     """The pipeline's `widen` step: passes/widen.py, then lanes of two ops blended
     (slp_blend.blend_stacks) and rows' horizontal reductions transposed
     (passes/reduce_transpose.py), then the short loops it widened unrolled
-    (`unroll_widened`; widen itself, as its tests call it, keeps its loops)."""
+    (`unroll_widened`; widen itself, as its tests call it, keeps its loops), and last the
+    small scalar loops of runtime bound it left unrolled (passes/unroll_runtime.py)."""
+    out = _widen_and_unroll(sink, desc)
+    if desc.runtime_unroll > 1:
+        from kcc.passes.unroll_runtime import unroll_runtime
+        out = unroll_runtime(out, desc)
+    return out
+
+
+def _widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
+    """widen_and_unroll before the loops of runtime bound."""
     from kcc.passes.widen import widen
     wide = widen(sink, desc)
     from kcc.passes.simplify import keep_params

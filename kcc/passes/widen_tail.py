@@ -89,8 +89,16 @@ def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:
     if c is not None:
         return strong_int(c // k, dt), (strong_int(c - c % k, dt) if c % k else None)
     sh = strong_int(k.bit_length() - 1, dt)
-    main = UOp(Ops.SHR, (UOp(Ops.MAX, (n, strong_int(0, dt))), sh))
+    main = UOp(Ops.SHR, (_nonneg(n), sh))
     return main, UOp(Ops.SHL, (main, sh))
+
+
+def _nonneg(n: UOp) -> UOp:
+    """MAX(n, 0) for a symbolic bound n, or n itself where its declared range has no
+    negative value (tinygrad's variables: vmin_vmax=(1, 100); no compare and CMOV)."""
+    from kcc.ir.ranges import vmin_vmax
+    rg = vmin_vmax(n)
+    return n if rg is not None and rg[0] >= 0 else UOp(Ops.MAX, (n, strong_int(0, n.dtype)))
 
 
 def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp,
@@ -103,7 +111,7 @@ def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp,
     n, dt = r.src[0], r.dtype
     c, s = const_int(n), const_int(start)
     count = strong_int(c - s, dt) if c is not None and s is not None else \
-        UOp(Ops.SUB, (UOp(Ops.MAX, (n, strong_int(0, dt))), start))
+        UOp(Ops.SUB, (_nonneg(n), start))
     if one and c is not None and s is not None and c - s == 1:
         # one iteration: its body at counter `start`, no RANGE (what it loads, no iteration
         # stores: the caller's `one`), so that the selector reads its lanes and loop-invariant

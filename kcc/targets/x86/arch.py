@@ -136,6 +136,9 @@ def x86_desc(arch: str) -> TargetDesc:
                    # tiny constant nests as straight-line code (sort/topk E_2_2_2: one lane
                    # permutation instead of ~20 instructions of loop control)
                    tiny_unroll=X86_TINY_UNROLL,
+                   # symbolic-bound reduce loops of a few ops by 4 (sym_sum r_n: 0.96x clang
+                   # as a loop; kcc/passes/unroll_runtime.py)
+                   runtime_unroll=4,
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
                    lane_loads=True,
