@@ -2,13 +2,14 @@
 register, or the scan names the variables to spill.
 
 `Scan(alloc, work).run()` returns the register of every variable (by id) and the vregs to
-spill. Each step is a method: `expire` frees the registers of intervals ended before a start,
-`free_register` picks a free register (a copy partner's first, then the target's preference
-order), `relocate` frees a register for a narrowed variable by moving its holder to a register
-that was free over the holder's whole interval, `evict` spills the cheapest of the current
-variable and the holders of one register, `give` records a choice. The scan works on register
-numbers and bit sets of register units (the allocator's `umask`/`ubits`); the active intervals
-are a heap by end: n log n in the intervals.
+spill. `run` frees the registers of intervals ended before a start and records each choice
+itself (once per interval: inlined); the other steps are methods: `free_register` picks a free
+register (a copy partner's first, then the target's preference order), `relocate` frees a
+register for a narrowed variable by moving its holder to a register that was free over the
+holder's whole interval, `evict` spills the cheapest of the current variable and the holders
+of one register. The scan works on register numbers and bit sets of register units (the
+allocator's `umask`/`ubits`); the active intervals are a heap by end: n log n in the
+intervals.
 """
 
 from __future__ import annotations
@@ -172,14 +173,6 @@ class Scan:
         return r in self.resv and self.reserved(r, iv)
 
     # -- the steps -------------------------------------------------------------------------
-    def expire(self, start: int) -> None:
-        """Free the registers of the active intervals that ended before start."""
-        active, assign, umask = self.active, self.assign, self.umask
-        while active and active[0][0] < start:
-            r = assign.get(heappop(active)[1])      # (None: spilled since)
-            if r is not None:
-                self.busy &= ~umask[r]
-
     def free_register(self, k: int, iv: Interval, nums: list[int], numset: set[int]) -> int:
         """A free register for variable k: a copy partner's, else one that puts it in place
         in a tuple (``tuple_hints``), else the first by preference (-1: none)."""
@@ -273,14 +266,31 @@ class Scan:
         the register k gets, or -1 when k itself is spilled."""
         start = iv.start
         best: tuple[tuple[bool, bool, int], int, list[int]] | None = None
-        owner, nospill, umask = self.owner, self.nospill, self.umask
+        owner, nospill, umask, busy, resv = self.owner, self.nospill, self.umask, self.busy, \
+            self.resv
+        # each holder's cost once a call (a holder of several registers' units is weighed
+        # for each of them; ~32 vector registers are weighed per eviction)
+        costs: dict[int, tuple[bool, bool, int]] = {}
         for r in nums:
-            if self.blocked(r, iv):
+            if r in resv and self.reserved(r, iv):
                 continue
-            blockers = sorted({owner[u] for u in bits(self.busy & umask[r])})
-            if any(nospill[b] for b in blockers):
-                continue
-            score = min(self.cost(b, start) for b in blockers)
+            m = busy & umask[r]
+            if m and not m & (m - 1):             # one unit held: one holder
+                b = owner[m.bit_length() - 1]
+                if nospill[b]:
+                    continue
+                blockers = [b]
+                score = costs.get(b)
+                if score is None:
+                    score = costs[b] = self.cost(b, start)
+            else:
+                blockers = sorted({owner[u] for u in bits(m)})
+                if any(nospill[b] for b in blockers):
+                    continue
+                for b in blockers:
+                    if b not in costs:
+                        costs[b] = self.cost(b, start)
+                score = min(costs[b] for b in blockers)
             if best is None or score > best[0]:
                 best = (score, r, blockers)
         if not nospill[k] and (best is None or self.cost(k, start) >= best[0]):
@@ -296,16 +306,6 @@ class Scan:
             self.spilled.append(self.var[b])
         return best[1]
 
-    def give(self, k: int, r: int, iv: Interval) -> None:
-        """Variable k holds register r from now to the end of its interval."""
-        self.assign[k] = r
-        self.record(k, r, True)
-        heappush(self.active, (iv.end, k))
-        self.busy |= self.umask[r]
-        owner = self.owner
-        for u in self.ubits[r]:
-            owner[u] = k
-
     def run(self) -> tuple[dict[int, PReg], list[VReg]]:
         """Scan every interval in order of start; the registers by variable id and the vregs
         to spill."""
@@ -313,19 +313,39 @@ class Scan:
         # by start, ties by variable number (ivs is in that order and the sort is stable)
         order = sorted((iv for k, iv in enumerate(self.ivs) if iv and k not in assign),
                        key=_start)
+        # (expire, regs_of and give inlined: this loop runs once per interval and scan)
+        active, umask, ubits, owner, held = self.active, self.umask, self.ubits, self.owner, \
+            self.held
+        classes, var, order_of = self.classes, self.var, self.a._order
+        free_register = self.free_register
         for iv in order:
-            self.expire(iv.start)
+            start = iv.start
+            while active and active[0][0] < start:
+                r = assign.get(heappop(active)[1])      # (None: spilled since)
+                if r is not None:
+                    self.busy &= ~umask[r]
             k = iv.var
-            nums, numset = self.regs_of(k)
+            nums, numset = order_of(allowed.get(k) or classes[var[k].cls])
             if len(self.resv_known) < len(regtab):
                 self.note_reservations()
-            choice = self.free_register(k, iv, nums, numset)
+            choice = free_register(k, iv, nums, numset)
             if choice < 0 and k in allowed:
                 choice = self.relocate(nums, iv)
             if choice < 0:
                 choice = self.evict(k, iv, nums)
                 if choice < 0:
                     continue
-            self.give(k, choice, iv)
+            # give: k holds the register from now to the end of its interval
+            assign[k] = choice
+            e = (start, iv.end, k)
+            for u in ubits[choice]:
+                h = held.get(u)
+                if h is None:
+                    held[u] = [e]
+                else:
+                    insort(h, e)
+                owner[u] = k
+            heappush(active, (iv.end, k))
+            self.busy |= umask[choice]
         var = self.var
         return {id(var[k]): regtab[r] for k, r in assign.items()}, self.spilled

@@ -108,6 +108,8 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.deferred: dict[UOp, Mem] = {}          # foldable loads not emitted yet
         self.lane_loads: frozenset[UOp] = frozenset()  # vector loads read lane by lane
         self.lane_mem: dict[UOp, Mem] = {}          # ... their places (each lane read there)
+        # what `_reread` reads off each instruction it passes (x86_shuf.reread_facts), by id
+        self.reread_memo: dict[int, tuple] = {}
         # lanes of vector registers (INDEX of a float vector) not extracted yet: made only
         # when reg() asks, but placed where the schedule selected them (`lazy_lane`)
         self.lazy_lanes: dict[UOp, tuple[int, int, int, VReg, DType, int, int]] = {}

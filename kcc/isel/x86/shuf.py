@@ -49,6 +49,19 @@ def _frame_only(inst: Inst) -> bool:
                if isinstance(v, Mem) and o.access != "use")
 
 
+def reread_facts(inst: Inst) -> tuple[Inst, bool, bool, tuple, int]:
+    """What ``_reread`` asks of an instruction (selected instructions are never changed in
+    place): (inst, a zeroing idiom, an ordinary OP with a row, its DEF registers, 0 when it
+    writes no memory, 1 when only kcc's frame, 2 otherwise)."""
+    op = inst.op
+    is_op = inst.kind is Kind.OP
+    plain = is_op and op in FORMS
+    store = 0
+    if plain and writes_memory(inst):
+        store = 1 if _frame_only(inst) else 2
+    return inst, is_op and op == "vzero", plain, tuple(inst.defs()), store
+
+
 def splat_only_wheres(lin: list[UOp]) -> frozenset[UOp]:
     """Float32 WHEREs of a LOAD and +0.0 (gated loads after legalize_gates) read only as
     splats: every user a STACK of copies of it (a scalar), or (a vector) an INDEX of a lane
@@ -411,14 +424,19 @@ class X86Shuf:
             return None
         addr: set = set()
         frame_stores = False
-        OP = Kind.OP              # (bound once: a local is read faster than a class attribute)
+        # the up to _SCAN instructions passed are mostly the same from one call to the next
+        # (f64_sin E_64_4: 41 calls, ~6,000 instructions passed): their facts are kept
+        memo = self.reread_memo
         for inst in reversed(self.fn.insts[-_SCAN:]):
-            if inst.kind is OP and inst.op == "vzero" and r not in inst.defs():
-                addr.update(inst.defs())          # a zeroing idiom: no memory access
+            f = memo.get(id(inst))
+            if f is None:             # (the memo keeps inst alive: its id is not reused)
+                f = memo[id(inst)] = reread_facts(inst)
+            _, zero, plain, defs, store = f
+            if zero and r not in defs:
+                addr.update(defs)                 # a zeroing idiom: no memory access
                 continue
-            if inst.kind is not OP or inst.op not in FORMS:
+            if not plain:
                 return None
-            defs = inst.defs()
             if r in defs:
                 ops = inst.operands
                 if inst.op.startswith(forms) and len(ops) == 2 and inst.arg is None \
@@ -426,8 +444,8 @@ class X86Shuf:
                         and not (frame_stores and ops[1].base == RSP):
                     return ops[1]
                 return None
-            if writes_memory(inst):
-                if not _frame_only(inst):
+            if store:
+                if store == 2:
                     return None
                 # a store to kcc's own frame (a REG buffer at [rsp + k]) cannot change a
                 # buffer argument's memory: the caller's buffers are never in this frame

@@ -55,6 +55,8 @@ _FLOAT = {"vaddps": 4, "vaddpd": 8, "vmulps": 4, "vmulpd": 8}
 _MIRROR = {0: 0, 3: 3, 4: 4, 7: 7, 8: 8, 0x0C: 0x0C, 1: 0x0E, 0x0E: 1, 2: 0x0D, 0x0D: 2,
            5: 0x0A, 0x0A: 5, 6: 9, 9: 6}
 _STOPS = frozenset({Kind.JUMP, Kind.BRANCH, Kind.LOOP_END})
+# members bound once (module globals: read once per instruction the searches pass)
+_OP, _REMAT, _FILL, _RET, _LOOP_END = Kind.OP, Kind.REMAT, Kind.FILL, Kind.RET, Kind.LOOP_END
 
 
 def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
@@ -72,7 +74,7 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
     for i, inst in enumerate(insts):
         if i in skip:
             continue
-        if _constant_load(inst):
+        if inst.arg is not None and _constant_load(inst):   # (no arg: no .rodata label)
             r = inst.operands[0].reg
             assert isinstance(r, PReg)
             if heads is None:
@@ -95,7 +97,7 @@ def fold_constants(fn: MFunction, pool: dict[str, bytes]) -> int:
 
 def _constant_load(inst: Inst) -> bool:
     """An unmasked whole-vector load from .rodata into one (allocated) register."""
-    return inst.kind in (Kind.OP, Kind.REMAT) and constant_bytes(inst) > 0 and \
+    return (inst.kind is _OP or inst.kind is _REMAT) and constant_bytes(inst) > 0 and \
         isinstance(inst.operands[0].reg, PReg)
 
 
@@ -169,8 +171,8 @@ def _reader(insts: list[Inst], i: int, r: PReg,
         x = insts[j]
         rd, wr = _touches_at(insts, j, r, table)
         if rd or wr:
-            return j if rd and x.kind is Kind.OP else None
-        if x.kind not in (Kind.FILL, Kind.REMAT):
+            return j if rd and x.kind is _OP else None
+        if x.kind is not _FILL and x.kind is not _REMAT:
             return None
     return None
 
@@ -181,7 +183,8 @@ def _dead_after(insts: list[Inst], i: int, r: PReg, at: Inst | None = None,
     """Whether r's value after instruction i (``at`` in its place) is never read: along
     every path from there it is written before it is read, or the function returns."""
     if at is not None:
-        rd, wr = _touches(at, r)
+        regs = _regs(at)                  # (_touches by (name, class) keys: no PReg ==)
+        rd, wr = (r.name, r.cls) in regs[0] or r.name in regs[2], (r.name, r.cls) in regs[1]
         if wr and not rd:
             return True
     if heads is None:
@@ -200,20 +203,28 @@ def _dead_from(insts: list[Inst], start: int, r: PReg, heads: dict[object, int],
     """r is written before it is read on every path from ``start`` (a path that comes back
     to where an earlier search began has not read it). A loop end leads to its head and past
     the loop; a forward branch ends the search (as though it read r)."""
+    key = (r.name, r.cls)                   # (_touches_at's test, inlined: the walk's step)
     for k in range(start, len(insts)):
         if k in seen:
             return True
         seen.add(k)
         x = insts[k]
-        if x.kind is Kind.RET:
+        kind = x.kind
+        if kind is _RET:
             return True
-        if x.kind is Kind.LOOP_END:
+        if kind is _LOOP_END:
             head = heads.get(x.label())
             return head is not None and _dead_from(insts, head, r, heads, seen, table) and \
                 _dead_from(insts, k + 1, r, heads, seen, table)
-        if x.kind in _STOPS:
+        if kind in _STOPS:
             return False
-        rd, wr = _touches_at(insts, k, r, table)
+        if table is None:
+            rd, wr = _touches(x, r)
+        else:
+            t = table[k]
+            if t is None:
+                t = table[k] = _regs(x)
+            rd, wr = key in t[0] or r.name in t[2], key in t[1]
         if rd:
             return False
         if wr:
@@ -240,6 +251,8 @@ def _fold(x: Inst, r: PReg, load: Inst, pool: dict[str, bytes]) -> Inst | None:
         got = fold_fill(x, k + 1, mem, size)
         if got is None:
             return None
+    if type(got) is Inst:               # (replace walks the fields per call)
+        return Inst(got.op, got.operands, got.clobbers, got.kind, dict(load.arg), got.slot)
     return replace(got, arg=dict(load.arg))
 
 

@@ -124,4 +124,6 @@ def fold_fill(inst: Inst, k: int, mem: Mem, size: int) -> Inst | None:
         return None
     ops = list(inst.operands)
     ops[k] = mem
+    if type(inst) is Inst:              # (replace walks the fields per call)
+        return Inst(inst.op, ops, inst.clobbers, inst.kind, inst.arg, inst.slot)
     return replace(inst, operands=ops)

@@ -147,3 +147,32 @@ def test_the_allocation_checker_catches_a_live_load_dropped(monkeypatch) -> None
     monkeypatch.setattr(foldconst, "_dead_after", lambda *a, **k: True)
     with pytest.raises(CheckError, match=r"reads xmm\d+ holding"):
         compile_x86([parse(const_chain_kernel())], "x86-64-v3")
+
+
+def test_register_keys_answer_as_touches() -> None:
+    """The walks test an instruction's registers by (name, class) keys (``_regs``, no PReg
+    ``==``); on random allocated instructions that answers as ``_touches``, which compares
+    registers one by one: reads and writes of operands, memory bases and indices, clobbers
+    and a form's implicit registers."""
+    import random
+    rng = random.Random(18)
+    gprs = [PReg(n, "gpr") for n in ("rax", "rcx", "rdx", "rsp")]
+    regs = [*X, *gprs, PReg("xmm0", "gpr")]      # (same name, another class: not equal)
+    forms = ["vaddps_x_x_xm", "vmovups_x_xm", "mul_rm64", "vmovups_m128_x", "label"]
+    roles = [Role.USE, Role.DEF, Role.DEF | Role.USE]
+    both = 0
+    for _ in range(3000):
+        ops: list = []
+        for _ in range(rng.randint(0, 3)):
+            if rng.random() < 0.7:
+                ops.append(RegOp(rng.choice(regs), rng.choice(roles)))
+            else:
+                ops.append(Mem(rng.choice([None, *gprs]), rng.choice([None, *gprs])))
+        inst = Inst(rng.choice(forms), ops, tuple(rng.sample(regs, rng.randint(0, 2))))
+        r = rng.choice(regs)
+        t = foldconst._regs(inst)
+        key = (r.name, r.cls)
+        got = (key in t[0] or r.name in t[2], key in t[1])
+        assert got == foldconst._touches(inst, r), (inst, r)
+        both += got == (True, True)
+    assert both > 50
