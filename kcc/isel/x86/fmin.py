@@ -32,18 +32,24 @@ from kcc.ir.mir import VReg
 from kcc.isel.x86.base import fs, vw
 
 
+def _vmin_form(dt: DType, lanes: int) -> str | None:
+    """The VMINPS/PD (lanes > 1) or VMINSS/SD form of lanes of dt, register or memory second
+    source; None for another dtype or a width the target's rows lack (a zmm on x86-64-v3)."""
+    if dt not in (dtypes.float32, dtypes.float64):
+        return None
+    w = vw(dt, lanes)
+    form = f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else f"vmins{fs(dt)}_x_x_xm{dt.bits}"
+    return form if form in FORMS else None
+
+
 class X86FMin:
     """The float-minimum rules (mixed into X86Selector)."""
 
     def fmin_where(self, dt: DType, lanes: int, a: UOp, b: UOp) -> VReg | None:
         """WHERE(a < b, a, b) on float32/float64 lanes as one VMIN (module docstring); None
         where the width has no form (a zmm on x86-64-v3 keeps the compare and blend)."""
-        if dt not in (dtypes.float32, dtypes.float64):
-            return None
-        w = vw(dt, lanes)
-        form = (f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else
-                f"vmins{fs(dt)}_x_x_xm{dt.bits}")
-        if form not in FORMS:
+        form = _vmin_form(dt, lanes)
+        if form is None:
             return None
         t = self.new("vec")
         self.emit(form, t, self.reg(a), self.reg(b))
@@ -57,10 +63,8 @@ class X86FMin:
         mx = u.src[0]
         if mx.op is not Ops.MAX:
             return None
-        w = vw(dt, lanes)
-        form = (f"vminp{fs(dt)}_{w}_{w}_{w}m" if lanes > 1 else
-                f"vmins{fs(dt)}_x_x_xm{dt.bits}")
-        if form not in FORMS:
+        form = _vmin_form(dt, lanes)
+        if form is None:
             return None
         order: list[UOp] = []            # the chain's MAXes, each after the MAXes it reads
         stack: list[tuple[UOp, bool]] = [(mx, False)]
