@@ -86,12 +86,18 @@ def _walk(lp: LaneLoop, v: UOp, c: int = 0) -> list[UOp]:
     return out
 
 
-def _sig(lp: LaneLoop, c: int, v: UOp, o: int, rows: bool = False) -> Any:
+def _sig(lp: LaneLoop, c: int, v: UOp, o: int, ids: dict[tuple, int],
+         rows: bool = False) -> Any:
     """A hashable form of value v of lane o, its places' offsets taken relative to o (so
     that two lanes whose graphs are shifted copies have equal forms). A value that reaches
     the counter other than through a place is refused, unless rows (the store reroll's
     computed places, module docstring): the counter is then the row `("ROW",)`, a computed
-    place's index a value, and a gated load's alt and gate part of its form."""
+    place's index a value, and a gated load's alt and gate part of its form.
+
+    Each node's form is interned in ids (shared by the lanes compared): a flat tuple of its
+    srcs' ids, itself an int, so forms compare in O(1). (Nested tuples compared by value
+    took time exponential in the depth of a shared graph: MUL(x, x) chains, a fuzzed kernel
+    whose compile never ended.)"""
     memo: dict[UOp, Any] = {}
 
     def part(s: UOp) -> Any:
@@ -100,6 +106,9 @@ def _sig(lp: LaneLoop, c: int, v: UOp, o: int, rows: bool = False) -> Any:
         if s not in memo:
             raise _Refuse
         return memo[s]
+
+    def intern(form: tuple) -> int:
+        return ids.setdefault(form, len(ids))
     for n in _walk(lp, v, c if rows else 0):
         if n.op is Ops.LOAD:
             if len(n.src) not in ((1, 3) if rows else (1,)) or n.src[0].op is not Ops.INDEX:
@@ -107,13 +116,13 @@ def _sig(lp: LaneLoop, c: int, v: UOp, o: int, rows: bool = False) -> Any:
             p = n.src[0]
             at = ("AT", p.src[0], part(p.src[1])) if rows and _computed(lp, c, p) \
                 else _place(lp, c, p, o)
-            memo[n] = ("LOAD", n.dtype, at) + tuple(part(s) for s in n.src[1:])
+            memo[n] = intern(("LOAD", n.dtype, at) + tuple(part(s) for s in n.src[1:]))
         elif n.op is Ops.INDEX:
             continue
         elif n is lp.r and rows:
-            memo[n] = ("ROW",)      # r = t // c in every lane (module docstring)
+            memo[n] = intern(("ROW",))      # r = t // c in every lane (module docstring)
         elif n.op in _LANEWISE and not n.shape and n.kind == "value" and n is not lp.r:
-            memo[n] = (n.op, n.dtype, n.arg, tuple(part(s) for s in n.src))
+            memo[n] = intern((n.op, n.dtype, n.arg, tuple(part(s) for s in n.src)))
         else:
             raise _Refuse
     return v if lp.free(v) else memo[v]
@@ -209,7 +218,8 @@ def reroll(lp: LaneLoop) -> UOp | None:
                 or sorted(p[2] for p in places) != list(range(b, b + c)):
             return None
         lanes = sorted(zip((p[2] - b for p in places), stores), key=lambda x: x[0])
-        sigs = [_sig(lp, c, s.src[1], o, rows=True) for o, s in lanes]
+        ids: dict[tuple, int] = {}
+        sigs = [_sig(lp, c, s.src[1], o, ids, rows=True) for o, s in lanes]
         if any(x != sigs[0] for x in sigs[1:]):
             return None
         stored = {base_buffer(buf)}

@@ -106,7 +106,8 @@ def reroll_reduction(r: UOp, end: UOp, region: list[UOp], dep: dict[UOp, frozens
         shift = [o - lo for o in offs if o is not None]
         if sorted(shift) != list(range(c)):
             return None
-        sigs = [_sig(lp, c, x, o) for x, o in zip(leaves, shift)]
+        ids: dict[tuple, int] = {}
+        sigs = [_sig(lp, c, x, o, ids) for x, o in zip(leaves, shift)]
         if any(s != sigs[0] for s in sigs[1:]):
             return None
     except _Refuse:

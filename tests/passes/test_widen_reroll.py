@@ -217,3 +217,41 @@ def test_lanes_of_a_short_vector_load_are_split_then_rerolled(arch: str) -> None
     w = _check(VECTOR_LOAD, arch)
     muls = {u.shape for u in w.toposort() if u.op is Ops.MUL and u.dtype.itemsize == 2}
     assert muls and all(s and s[0] >= 8 for s in muls), muls
+
+
+def _deep_text(depth: int, n: int = 11) -> str:
+    """E_n_3 whose three lanes each double their load `depth` times: ADD(x, x) chains, a
+    graph of `depth` nodes a lane whose unshared tree has 2**depth leaves."""
+    lines = [HEAD.format(n=n, size=3 * n)]
+    for j in range(3):
+        lines.append(f"%xa{j} = INDEX(%a, %p{j})\n%v{j}_0 = LOAD(%xa{j})\n")
+        lines += [f"%v{j}_{k + 1} = ADD(%v{j}_{k}, %v{j}_{k})\n" for k in range(depth)]
+        lines.append(f"%oa{j} = INDEX(%out, %p{j})\n%s{j} = STORE(%oa{j}, %v{j}_{depth})\n")
+    return "".join(lines) + TAIL
+
+
+def test_lane_forms_of_a_shared_graph_compare_in_linear_time() -> None:
+    """Regression (a fuzzed kernel whose compile never ended): each lane's form was a nested
+    tuple compared by value, exponential in the depth of a shared graph. Forms are interned
+    ids now: one per distinct node form, equal for shifted copies."""
+    from kcc.frontend.parser import parse
+    from kcc.ir.uop import toposort
+    from kcc.passes.linearize import range_sets
+    from kcc.passes.widen_lanes import LaneLoop
+    from kcc.passes.widen_reroll import _sig
+    depth = 80
+    sink = parse(_deep_text(depth))
+    e = next(u for u in sink.toposort() if u.op is Ops.END)
+    r = e.src[1]
+    dep = range_sets(toposort([e]))
+    lp = LaneLoop(r, e, [u for u in toposort([e.src[0]]) if r in dep[u]], dep)
+    ids: dict[tuple, int] = {}
+    # the GROUP's stores are lanes 0, 1, 2 (places 3i, 3i + 1, 3i + 2)
+    sigs = [_sig(lp, 3, s.src[1], o, ids, rows=True) for o, s in enumerate(e.src[0].src)]
+    assert all(isinstance(x, int) for x in sigs) and len(set(sigs)) == 1
+    assert len(ids) <= depth + 2            # one form a node of lane 0, the rest the same
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_deep_shared_lanes_compile_and_match(arch: str) -> None:
+    _check(_deep_text(40), arch)
