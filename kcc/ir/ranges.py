@@ -239,6 +239,12 @@ def vmin_vmax(u: UOp) -> Range:
     return int_ranges([u]).get(u)
 
 
+def never_negative(u: UOp) -> bool:
+    """Whether the integer value u is known never to be negative (its range from vmin_vmax)."""
+    r = vmin_vmax(u)
+    return r is not None and r[0] >= 0
+
+
 def fits(r: Range, dt: DType) -> bool:
     """Whether every value of range r is representable in dtype dt."""
     return r is not None and int(dt.min()) <= r[0] and r[1] <= int(dt.max())

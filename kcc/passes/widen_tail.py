@@ -96,9 +96,8 @@ def split(r: UOp, k: int) -> tuple[UOp, UOp | None]:
 def _nonneg(n: UOp) -> UOp:
     """MAX(n, 0) for a symbolic bound n, or n itself where its declared range has no
     negative value (tinygrad's variables: vmin_vmax=(1, 100); no compare and CMOV)."""
-    from kcc.ir.ranges import vmin_vmax
-    rg = vmin_vmax(n)
-    return n if rg is not None and rg[0] >= 0 else UOp(Ops.MAX, (n, strong_int(0, n.dtype)))
+    from kcc.ir.ranges import never_negative
+    return n if never_negative(n) else UOp(Ops.MAX, (n, strong_int(0, n.dtype)))
 
 
 def tail_loop(r: UOp, end: UOp, region: list[UOp], after: UOp, start: UOp,

@@ -17,7 +17,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Mem, VReg
-from kcc.ir.ranges import vmin_vmax
+from kcc.ir.ranges import never_negative
 from kcc.isel.common import SelectError
 from kcc.isel.x86.base import (CMP_EQ_OQ, CMP_LT_OS, CMP_NEQ_UQ, fs, positive_zero,
                                strong_const, vw)
@@ -371,7 +371,7 @@ class X86KMask:
         cc = self.int_flags(c)
         if cc is None:
             return None         # (not reached: int_flags takes every GPR compare)
-        if cc == "b" or cc == "l" and c.op is Ops.CMPLT and all(_nonneg(s) for s in c.src):
+        if cc == "b" or cc == "l" and c.op is Ops.CMPLT and all(never_negative(s) for s in c.src):
             # the carry of an unsigned compare (CMP sets CF exactly when a < b unsigned, and
             # a signed a < b of two non-negative values is the same) as -CF: one SBB of a
             # register with itself (clang's embedding E_8_5), not a copy and a CMOVcc
@@ -465,9 +465,3 @@ class X86KMask:
         t = self.copy(self.reg(alt), dt, lanes)
         self.emit(f"{mnem}_x_k_{src}" if lanes == 1 else f"{mnem}_{w}_k_{src}", t, k, mem)
         return t
-
-
-def _nonneg(x: UOp) -> bool:
-    """Whether the integer value x is never negative (kcc/ir/ranges.py)."""
-    r = vmin_vmax(x)
-    return r is not None and r[0] >= 0
