@@ -58,19 +58,29 @@ def _candidate(r: UOp, end: UOp, order: list[UOp], dep: dict[UOp, frozenset[UOp]
         return None
     if n * len(body) > MAX_NODES:
         return None
+    if any(x.op in (Ops.RANGE, Ops.END, Ops.BARRIER) and x is not r for x in body):
+        return None
+    if ordered_reg_stores(body, r) is None:
+        return None
+    return body
+
+
+def ordered_reg_stores(body: list[UOp], r: UOp) -> set[UOp] | None:
+    """The buffers a loop body (over r) stores to, or None where a STORE writes anything but
+    a register buffer or an access of a stored buffer is not ordered by r (an AFTER naming r):
+    only then do the unrolled copies keep the loop's order of reads and writes."""
+    stored: set[UOp] = set()
     for x in body:
-        if x.op in (Ops.RANGE, Ops.END, Ops.BARRIER) and x is not r:
-            return None
         if x.op is Ops.STORE:
             b = base_buffer(_place_buffer(x.src[0]))
             if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
                 return None
-    stored = {base_buffer(_place_buffer(x.src[0])) for x in body if x.op is Ops.STORE}
+            stored.add(b)
     for x in body:
-        if x.op in (Ops.LOAD, Ops.STORE) and base_buffer(_place_buffer(x.src[0])) in stored:
-            if not _ordered_by(_place_buffer(x.src[0]), r):
-                return None
-    return body
+        if x.op in (Ops.LOAD, Ops.STORE) and base_buffer(_place_buffer(x.src[0])) in stored \
+                and not _ordered_by(_place_buffer(x.src[0]), r):
+            return None
+    return stored
 
 
 def _place_buffer(place: UOp) -> UOp:

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import ALU, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer, rebuild, toposort
+from kcc.ir.uop import UOp, rebuild, toposort
 from kcc.passes.linearize import range_sets
 from kcc.passes.target import TargetDesc
-from kcc.passes.unroll_full import _ordered_by, _place_buffer, chained_copies
+from kcc.passes.unroll_full import chained_copies, ordered_reg_stores
 from kcc.passes.widen_tail import split, tail_loop
 
 # the most loads, stores and ALU ops one iteration may do (sym_sum's r_n does 5: two loads,
@@ -64,20 +64,9 @@ def _body(r: UOp, end: UOp, order: list[UOp], dep: dict[UOp, frozenset[UOp]]
         if x.op in (Ops.RANGE, Ops.END, Ops.BARRIER) and x is not r \
                 or x.shape and x.op is not Ops.AFTER:      # (an AFTER: a buffer)
             return None
-        if x.op is Ops.STORE:
-            b = base_buffer(_place_buffer(x.src[0]))
-            if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
-                return None
         work += x.op in _WORK
-    if work > MAX_WORK:
+    if work > MAX_WORK or not ordered_reg_stores(body, r):    # (None, or nothing stored)
         return None
-    stored = {base_buffer(_place_buffer(x.src[0])) for x in body if x.op is Ops.STORE}
-    if not stored:
-        return None
-    for x in body:
-        if x.op in (Ops.LOAD, Ops.STORE) and base_buffer(_place_buffer(x.src[0])) in stored \
-                and not _ordered_by(_place_buffer(x.src[0]), r):
-            return None
     return body
 
 
