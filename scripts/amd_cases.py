@@ -120,7 +120,6 @@ def _vop_cases(g: _Gen, row: Row) -> list[str]:
         return [row.name]
     if row.fmt == "VOP1" and f.get("vdst") == "s32":     # v_readfirstlane_b32 s, v
         return [f"{row.name} s1, v2", f"{row.name} s{g.top_s}, v255"]
-    e64 = vop3
     out.append(render(allv, "lo", "lo", False))
     out.append(render(["vhi"] * ns, "hi", "hi", False))
     if ns:
@@ -277,7 +276,6 @@ def _scalar_cases(g: _Gen, row: Row) -> list[str]:
 
 
 def _mem_cases(g: _Gen, row: Row) -> list[str]:
-    f = row.fields()
     gfx11 = g.fam == "gfx11"
     cache = " glc slc dlc" if gfx11 else " sc0 sc1 nt"
     if row.fmt == "DS":

@@ -4,7 +4,8 @@ vector that inserts no scalars becomes one vector store. unroll's jammed column 
 four output columns a step, now eight and a remainder of four) packs its accumulators into one
 REG group and stored it back one lane at a time; now one vector store a group. A run whose
 values would be gathered into lanes from unrelated scalars (four strided loads, four scalar
-accumulators) stays scalar stores: the inserts cost what the stores saved. Values: the x86 object vs the reference interpreter."""
+accumulators) stays scalar stores: the inserts cost what the stores saved. Values: the x86
+object vs the reference interpreter."""
 
 from __future__ import annotations
 

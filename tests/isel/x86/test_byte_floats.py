@@ -1,7 +1,7 @@
 """uint8 → float32 as a load from a 256-entry .rodata table (kcc/isel/x86/cast.py
 `byte_to_float`): uint8_mean's r_9_37 sums bytes converted one by one, which VCVTSI2SS did on
-port 5 (int8 keeps VCVTSI2SS); every byte value, and a byte sum in a loop, as the reference interpreter's, at
-x86-64-v3 and (where the CPU has it) x86-64-v4."""
+port 5 (int8 keeps VCVTSI2SS); every byte value, and a byte sum in a loop, as the reference
+interpreter's, at x86-64-v3 and (where the CPU has it) x86-64-v4."""
 
 from __future__ import annotations
 
