@@ -154,6 +154,9 @@ class _Parser:
         self.slots: dict[tuple[Ops, AddrSpace, int], tuple[str, int]] = {}
         self.sink: UOp | None = None
         self.sink_line = 0
+        # weak STACKs with a lane beyond int64 that a strong use has not committed yet:
+        # node -> (lane, message) (`_check_literals`)
+        self.uncommitted: dict[UOp, tuple[int, str]] = {}
         self.lx: Lexer = Lexer("", 0, path)
 
     def error(self, line: int, col: int, message: str) -> SourceError:
@@ -179,6 +182,7 @@ class _Parser:
             raise self.error(len(self.lines), 1, "no SINK: the last statement must be the "
                              'kernel root, e.g. SINK(%e) KernelInfo(name="k")')
         self._unused()
+        self._uncommitted_lanes()
         sink = self._attach_unused_params(self.sink)
         self.loc[sink] = self.loc[self.sink]
         self._verify(sink)
@@ -540,13 +544,43 @@ class _Parser:
         through other arithmetic are not folded here.
         """
         for i, s in enumerate(node.src):
-            if s.op is not Ops.CONST or isinstance(s.arg, bool):
+            if s.op is not Ops.CONST:
+                if s.op is Ops.STACK and s.dtype.is_weak:
+                    self._commit_lanes(node, i, s, cols[i])
+                continue
+            if isinstance(s.arg, bool):
                 continue
             dt = self._committed(node, i)
             if dt is not None:
                 msg = out_of_range(s.arg, dt)
-                if msg:
+                if msg and node.op is Ops.STACK and dt.kind == "weakint" \
+                        and out_of_range(s.arg, dtypes.uint64) is None:
+                    # a weak STACK's lanes take the dtype of the strong operand beside it,
+                    # as a literal does: a lane in (int64, uint64] waits for that use
+                    self.uncommitted.setdefault(node, (i, msg))
+                elif msg:
                     raise self.lx.error(cols[i], msg)
+
+    def _commit_lanes(self, node: UOp, i: int, stack: UOp, col: int) -> None:
+        """A weak STACK of literals used as src i of node: where that commits it to a strong
+        dtype, every literal lane must be a value of it (`STACK(0, 300) : weakint[2]` beside
+        a uint8[2] is refused at the use, as `ADD(%x_uint8, 300)` is)."""
+        dt = self._committed(node, i)
+        if dt is None or dt.is_weak:
+            return
+        for k, lane in enumerate(stack.src):
+            if lane.op is Ops.CONST and not isinstance(lane.arg, bool):
+                msg = out_of_range(lane.arg, dt)
+                if msg:
+                    raise self.lx.error(col, f"lane {k} of this STACK: {msg}")
+        self.uncommitted.pop(stack, None)
+
+    def _uncommitted_lanes(self) -> None:
+        """Refuse a weak STACK whose lane beyond int64 no strong use committed (it stays
+        index arithmetic, at most int64 after lowering)."""
+        for node, (i, msg) in self.uncommitted.items():
+            loc = self.loc[node]
+            raise self.error(loc.line, loc.src_cols[i], msg)
 
     @staticmethod
     def _committed(node: UOp, i: int) -> DType | None:
