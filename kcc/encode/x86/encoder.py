@@ -539,9 +539,10 @@ def nop_padding(n: int) -> bytes:
 # and fixups, a function of the two alone (not of its address). A compile's instructions are
 # mostly its previous compiles' (tinygrad's BEAM compiles many versions of one kernel in one
 # process; kernels share prologues, loads, stores), so they skip the operand checks and the
-# encoding. (Rows live in FORMS for the process: their ids are never reused.) Cleared when it
-# grows past _ENCODED_MAX entries, so a long process holds a bounded table.
-_ENCODED: dict[tuple, tuple[bytes, list[Fixup]]] = {}
+# encoding. An entry holds its row too, so that the id in its key names that row while the
+# entry lives (a test may replace a form's row; a new row could take a freed row's id).
+# Cleared when it grows past _ENCODED_MAX entries, so a long process holds a bounded table.
+_ENCODED: dict[tuple, tuple[tuple[bytes, list[Fixup]], Row]] = {}
 _ENCODED_MAX = 1 << 16
 
 
@@ -618,10 +619,10 @@ class Assembler:
                 fixed.append((b"", []))
             else:
                 key = (id(row), ops)
-                f = table.get(key)
-                if f is None:
-                    f = table[key] = _encode_checked(row, ops)
-                fixed.append(f)
+                hit = table.get(key)
+                if hit is None:
+                    hit = table[key] = (_encode_checked(row, ops), row)
+                fixed.append(hit[0])
         while True:                      # `long` only grows, so this reaches a fixed point
             encoded = []
             addr = [0]

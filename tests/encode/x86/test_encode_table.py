@@ -77,3 +77,11 @@ def test_the_table_is_emptied_past_its_bound(monkeypatch) -> None:
     second, _ = _assemble(_program()[:2])                 # ... emptied before the next one
     assert len(encoder._ENCODED) == 2
     assert first.startswith(second[:-2])
+
+
+def test_an_entry_keeps_its_row(monkeypatch) -> None:
+    # the key holds the row's id; the entry holds the row, so no other row takes that id
+    monkeypatch.setattr(encoder, "_ENCODED", {})
+    _assemble(_program())
+    for (row_id, _), (_, row) in encoder._ENCODED.items():
+        assert id(row) == row_id and encoder.FORMS[row.form] is row
