@@ -1,6 +1,6 @@
 """kcc/targets/x86/arch.py keeps each arch's TargetDesc (`x86_desc`) for the process: the kept
-desc is the one built afresh, each arch has its own, and X86Target's options (fp_contract) are
-set on its own copy, never on the kept one nor carried to a later target."""
+desc is the one built afresh, each arch has its own, and X86Target's desc with its options
+(fp_contract) is kept per (arch, fp_contract): never the plain arch's, nor another pair's."""
 
 from __future__ import annotations
 
@@ -22,3 +22,11 @@ def test_target_options_are_not_kept_or_carried() -> None:
     assert not x86_arch.x86_desc("x86-64-v4").fp_contract
     assert X86Target("x86-64-v3", fp_contract="fast").desc.vector_regs == 16
     assert X86Target("x86-64-v4").desc == x86_arch._x86_desc("x86-64-v4")
+    # each (arch, fp_contract) has its desc, kept: never another pair's
+    descs = {(a, f): X86Target(a, fp_contract=f).desc for a in ("x86-64-v3", "x86-64-v4")
+             for f in ("off", "fast")}
+    assert len({id(d) for d in descs.values()}) == 4
+    for (a, f), d in descs.items():
+        assert X86Target(a, fp_contract=f).desc is d
+        assert d.fp_contract == (f == "fast")
+        assert d.vector_regs == (32 if a == "x86-64-v4" else 16)
