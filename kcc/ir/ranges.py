@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UNKNOWN, UOp, _set_range, toposort
+from kcc.ir.uop import UNKNOWN, UOp, _set_range, _toposort, toposort
 
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -214,6 +214,34 @@ def int_ranges(roots: list[UOp]) -> dict[UOp, Range]:
 
 
 _NOT_INT: Any = object()    # UOp._range of a node int_ranges gives no entry
+
+
+class _Kept:
+    """int_ranges' dict of ranges read from the nodes' memos (`_range_of` asks it for srcs
+    whose memo is set: a src without an entry is one whose range is None)."""
+
+    @staticmethod
+    def get(u: UOp) -> Range:
+        r = u._range
+        return None if r is _NOT_INT else r
+
+
+_KEPT = _Kept()
+
+
+def _unranged(u: UOp) -> bool:
+    return u._range is UNKNOWN
+
+
+def ranges_of(roots: list[UOp]) -> list[Range]:
+    """int_ranges(roots)'s entries of the roots themselves (None for a root without one) --
+    its ranges kept on the nodes too -- in one walk that enters only the nodes whose range is
+    not kept yet (the frontend's bound check asks the indices of a graph, most of whose
+    nodes, its float arithmetic, no index reads)."""
+    for u in _toposort(roots, _unranged):
+        if u._range is UNKNOWN:                   # (a root is entered, kept or not)
+            _set_range(u, _range_of(u, _KEPT))    # type: ignore[arg-type]
+    return [_KEPT.get(u) for u in roots]
 
 
 def _range_of(u: UOp, rng: dict[UOp, Range]) -> Range:

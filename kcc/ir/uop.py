@@ -271,6 +271,9 @@ def base_buffer(b: UOp) -> UOp:
     return b
 
 
+HEAD_DEPTH = 6
+
+
 def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> list[UOp]:
     """All nodes reachable from roots, srcs before users, in deterministic DFS order.
 
@@ -283,6 +286,9 @@ def toposort(roots: list[UOp], descend: Callable[[UOp], bool] | None = None) -> 
         except AttributeError:
             order = _toposort_one(root)
             object.__setattr__(root, "_order", order[:-1])
+            # the heads of root's first-src chain (a loop nest's ENDs) get their orders too,
+            # prefixes of this one: passes then ask their cones as copies, not walks
+            keep_head_orders(order, HEAD_DEPTH)
             return order
         order = order.copy()
         order.append(root)

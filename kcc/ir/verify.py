@@ -35,7 +35,7 @@ from _weakref import ref as _weakref_ref   # weakref.ref itself (no weakref modu
 from kcc.ir.consts import const_int, const_value
 from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
-from kcc.ir.ranges import int_ranges
+from kcc.ir.ranges import ranges_of
 from kcc.ir.rules import IRError
 from kcc.ir.uop import AddrSpace, UOp, _set_verified, toposort
 
@@ -264,21 +264,23 @@ def check_bounds(sink: UOp) -> None:
     vmin_vmax are judged (an index read from memory or from an undeclared scalar is the
     caller's promise). For input graphs: the frontend calls it after verify; passes build
     safe-index forms (WHERE(gate, i, 0)) whose range hull is wider on purpose."""
-    rng = int_ranges([sink])
     order = toposort([sink])
     static = _static_nodes(order)
+    asked: list[UOp] = []          # the accesses' places whose static index is judged
     for n in order:
         if n.op not in (Ops.LOAD, Ops.STORE) or len(n.src) == 3:
             continue
         place = n.src[0]
         if place.op not in (Ops.INDEX, Ops.SHRINK) or place.src[0].kind != "buffer":
             continue
+        if static[place.src[1]]:
+            asked.append(place)
+    # the ranges of those indices alone (not of every node, int_ranges([sink])'s walk)
+    for place, r in zip(asked, ranges_of([p.src[1] for p in asked])):
+        if r is None:
+            continue
         size = place.src[0].shape[0]
         lanes = place.shape[0] if place.op is Ops.SHRINK else 1
-        idx = place.src[1]
-        r = rng.get(idx)
-        if r is None or not static[idx]:
-            continue
         if r[0] < 0 or r[1] + lanes > size:
             what = "elements" if lanes == 1 else f"starts of {lanes} elements"
             raise VerifyError(f"index out of bounds: {what} {r[0]}..{r[1]} of a buffer of "

@@ -51,3 +51,21 @@ def test_kept_answers_are_a_fresh_walks() -> None:
         assert int_ranges([g]) == r
         _cleared(order)
         assert range_sets(order) == d
+
+
+def test_ranges_of_roots_are_int_ranges_entries() -> None:
+    # ranges_of walks only the nodes without a kept range (the frontend's bound check asks
+    # its indices): its answers, asked fresh or over kept ranges, are int_ranges' entries
+    from kcc.ir.ranges import ranges_of
+    for g in _graphs():
+        order = toposort([g])
+        roots = [n for n in order if n.op in (Ops.INDEX, Ops.SHRINK) and len(n.src) > 1]
+        roots = [n.src[1] for n in roots] + [n for n in order if n.op is Ops.RANGE]
+        _cleared(order)
+        fresh = ranges_of(roots)                     # nothing kept: every root's cone walked
+        cone = set(toposort(roots))
+        assert all(n._range is UNKNOWN or n in cone for n in order)
+        _cleared(order)
+        want = int_ranges([g])
+        assert fresh == [want.get(n) for n in roots]
+        assert ranges_of(roots) == fresh             # every root kept: no walk

@@ -86,6 +86,20 @@ def test_head_orders_kept_from_a_root_are_the_walks() -> None:
             assert toposort([x]) == _toposort([x], None)
 
 
+def test_a_first_sort_keeps_its_head_orders() -> None:
+    # toposort of a root not sorted before keeps the orders of the first HEAD_DEPTH nodes of
+    # its first-src chain (a loop nest's ENDs): each the plain walk of that node
+    from kcc.ir.uop import HEAD_DEPTH
+    for seed in range(60):
+        root = _random_dag(2000 + seed, 80)[-1]
+        assert toposort([root]) == _toposort([root], None)
+        x, depth = root, 0
+        while x.src and depth < HEAD_DEPTH:
+            x, depth = x.src[0], depth + 1
+            assert x._order == _toposort([x], None)[:-1]
+            assert toposort([x]) == _toposort([x], None)
+
+
 def test_rebuild_reaches_a_replaced_node_outside_the_order() -> None:
     # rebuild skips the nodes before repl's first node in order only where every node of
     # repl is in order: a RANGE that a region reads, not itself in the region, is replaced

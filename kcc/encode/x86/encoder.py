@@ -535,6 +535,17 @@ def nop_padding(n: int) -> bytes:
     return out + (NOPS[n % longest - 1] if n % longest else b"")
 
 
+# Every non-branch instruction this process encoded: (id of its row, its operands) → its bytes
+# and fixups, a function of the two alone (not of its address). A compile's instructions are
+# mostly its previous compiles' (tinygrad's BEAM compiles many versions of one kernel in one
+# process; kernels share prologues, loads, stores), so they skip the operand checks and the
+# encoding. An entry holds its row too, so that the id in its key names that row while the
+# entry lives (a test may replace a form's row; a new row could take a freed row's id).
+# Cleared when it grows past _ENCODED_MAX entries, so a long process holds a bounded table.
+_ENCODED: dict[tuple, tuple[tuple[bytes, list[Fixup]], Row]] = {}
+_ENCODED_MAX = 1 << 16
+
+
 class Assembler:
     """Assembles a sequence of instructions, labels and alignments. Branches to labels defined
     here are relaxed: rel8 where the displacement fits, else rel32; RIP-relative operands whose
@@ -574,7 +585,8 @@ class Assembler:
         key = (id(row), ops)          # (rows live in FORMS: one object per form)
         first = self._first.get(key)
         if first is None:
-            _check(row, ops)
+            if key not in _ENCODED:          # (one in the table passed these checks before)
+                _check(row, ops)
             self._first[key] = len(self._items)
         else:
             self._same[len(self._items)] = first
@@ -593,12 +605,24 @@ class Assembler:
         # other item is encoded once, or takes the encoding of an equal item before it
         fixed: list[tuple[bytes, list[Fixup]] | None] = []
         same = self._same
-        for i in range(len(self._items)):
+        table = _ENCODED
+        if len(table) > _ENCODED_MAX:
+            table.clear()
+        for i, (_, row, ops) in enumerate(self._items):
             if branch[i]:
                 fixed.append(None)
+                continue
+            j = same.get(i)
+            if j is not None:
+                fixed.append(fixed[j])
+            elif row is None:
+                fixed.append((b"", []))
             else:
-                j = same.get(i)
-                fixed.append(self._encode_item(i, long) if j is None else fixed[j])
+                key = (id(row), ops)
+                hit = table.get(key)
+                if hit is None:
+                    hit = table[key] = (_encode_checked(row, ops), row)
+                fixed.append(hit[0])
         while True:                      # `long` only grows, so this reaches a fixed point
             encoded = []
             addr = [0]

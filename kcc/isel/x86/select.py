@@ -401,11 +401,11 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         """Select every node of the linearized kernel, in order."""
         self.sel_params(lin)
         self.promoted = promotable_buffers(lin)
-        facts = schedule_facts(lin)       # (the three walks below share them)
+        facts = schedule_facts(lin)       # (the five walks below share them)
         self.foldable = foldable_loads(lin, self.evex, facts)
         self.lane_loads = lane_loads(lin, facts) | int_lane_loads(lin, facts)
         self.low_word = low_word_muls(lin)
-        self.splat_only = splat_only_wheres(lin) if self.evex else frozenset()
+        self.splat_only = splat_only_wheres(lin, facts) if self.evex else frozenset()
         self.nusers = Counts([s for u in lin for s in u.src])
         # reads as a STACK lane (x86_vec.loaded_once: a load only lanes read may be re-read)
         self.stack_reads = Counts([s for u in lin if u.op is Ops.STACK for s in u.src])
@@ -432,7 +432,8 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.ranges = int_ranges([lin[-1]])
         # an induction variable is defined at its RANGE
         # index-vector gathers (x86_vgather): their loads are selected at their STACK
-        self.vgathers, gathered = vgather_nodes(lin) if self.evex else ({}, frozenset())
+        self.vgathers, gathered = (vgather_nodes(lin, facts) if self.evex
+                                   else ({}, frozenset()))
         self.transposed = transpose_groups(lin, facts)      # x86_transpose
         self.select_all(lin, iv_nodes | gathered)
         self.place_splices()

@@ -32,6 +32,7 @@ from kcc.ir import Ops, UOp, dtypes
 from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.mir import Inst, Kind, Mem, VReg
+from kcc.isel.x86.analysis import schedule_facts
 from kcc.isel.x86.base import positive_zero, strong_const, vw, writes_memory
 from kcc.isel.x86.regs import RSP
 
@@ -62,16 +63,16 @@ def reread_facts(inst: Inst) -> tuple[Inst, bool, bool, tuple, int]:
     return inst, is_op and op == "vzero", plain, tuple(inst.defs()), store
 
 
-def splat_only_wheres(lin: list[UOp]) -> frozenset[UOp]:
+def splat_only_wheres(lin: list[UOp], facts: tuple | None = None) -> frozenset[UOp]:
     """Float32 WHEREs of a LOAD and +0.0 (gated loads after legalize_gates) read only as
     splats: every user a STACK of copies of it (a scalar), or (a vector) an INDEX of a lane
     whose every user is such a STACK. `gated_splat` broadcasts those from memory and ANDs the
     mask, so on x86-64-v4 they keep that form instead of an opmask move whose result would be
-    shuffled (one FP operation a lane either way, and the broadcast's load is free)."""
-    users: dict[UOp, list[UOp]] = {}
-    for u in lin:
-        for s in u.src:
-            users.setdefault(s, []).append(u)
+    shuffled (one FP operation a lane either way, and the broadcast's load is free). facts:
+    analysis.schedule_facts(lin), whose users it reads, when the caller has them."""
+    if facts is None:
+        facts = schedule_facts(lin)
+    users: dict[UOp, list[UOp]] = facts[1]
 
     def splats(s: UOp) -> bool:
         us = users.get(s, [])

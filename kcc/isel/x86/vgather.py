@@ -31,6 +31,7 @@ from kcc.ir.consts import const_int
 from kcc.ir.mir import Mem, VReg
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, base_buffer
+from kcc.isel.x86.analysis import schedule_facts
 from kcc.isel.x86.base import SelectError, positive_zero
 
 _FORMS = {16: ("z", "vgatherdps_z_k_vm32z"), 8: ("y", "vgatherdps_y_k_vm32y")}   # lanes: form
@@ -82,17 +83,15 @@ def _match(u: UOp) -> tuple[UOp, UOp, UOp | None, UOp | None] | None:
     return shape
 
 
-def vgather_nodes(lin: list[UOp]) -> tuple[dict[UOp, tuple], frozenset[UOp]]:
+def vgather_nodes(lin: list[UOp], facts: tuple | None = None
+                  ) -> tuple[dict[UOp, tuple], frozenset[UOp]]:
     """({STACK: (buf, V, A, G)} of the stacks selected as one gather, the nodes the driver
-    skips: their loads, places and the lane extracts that nothing else reads)."""
-    pos = {u: k for k, u in enumerate(lin)}
-    users: dict[UOp, list[UOp]] = {}
-    for u in lin:
-        for s in u.src:
-            users.setdefault(s, []).append(u)
-    fence = [0] * (len(lin) + 1)          # STOREs/RANGEs/ENDs before each position
-    for k, u in enumerate(lin):
-        fence[k + 1] = fence[k] + (u.op in (Ops.STORE, Ops.RANGE, Ops.END))
+    skips: their loads, places and the lane extracts that nothing else reads). facts:
+    analysis.schedule_facts(lin) -- positions, users, and the STOREs/RANGEs/ENDs before each
+    position -- when the caller has them (the selector: one walk of lin's edges, not two)."""
+    if facts is None:
+        facts = schedule_facts(lin)
+    pos, users, fence = facts
     found: dict[UOp, tuple] = {}
     skip: set[UOp] = set()
     for u in lin:

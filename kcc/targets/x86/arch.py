@@ -58,9 +58,23 @@ X86_STAGE_BYTES = 16384
 X86_TINY_UNROLL = 96
 
 
+# x86_desc's answers: a TargetDesc is frozen and its tables read-only mappings, a function of
+# the arch alone, so a process builds each once (~20 µs a compile: tinygrad's BEAM compiles
+# hundreds of kernels in one process); X86Target replaces fp_contract on its own copy
+_DESCS: dict[str, TargetDesc] = {}
+
+
 def x86_desc(arch: str) -> TargetDesc:
     """The pass-facing description: the vector widths this selector implements (float32 and
     float64 in xmm/ymm, and zmm on x86-64-v4; integers scalar) and what is decomposed."""
+    desc = _DESCS.get(arch)
+    if desc is None:
+        desc = _DESCS[arch] = _x86_desc(arch)
+    return desc
+
+
+def _x86_desc(arch: str) -> TargetDesc:
+    """x86_desc, built."""
     if arch == "x86-64-v4":
         widths = {dtypes.float32: (16, 8, 4), dtypes.float64: (8, 4, 2)}
         note = "AVX-512F zmm + AVX2/FMA/F16C"

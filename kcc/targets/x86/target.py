@@ -128,6 +128,10 @@ def _alone(inst: Inst) -> bool:
             and any(isinstance(o, Mem) for o in inst.operands))
 
 
+# X86Target's descs: x86_desc's with the target's fp_contract, by (arch, fp_contract)
+_TARGET_DESCS: dict[tuple[str, bool], Any] = {}
+
+
 class X86Target:
     """x86-64: select with kcc.isel.x86, allocate with the linear-scan allocator, assemble."""
 
@@ -142,7 +146,11 @@ class X86Target:
         self.streaming_stores = streaming_stores     # checked by streaming_stores()
         self.prefetch = prefetch                     # checked by prefetched_loads()
         self.arch = resolve_arch(arch)
-        self.desc = replace(x86_desc(self.arch), fp_contract=fp_contract == "fast")
+        key = (self.arch, fp_contract == "fast")
+        desc = _TARGET_DESCS.get(key)
+        if desc is None:        # (a replace is ~15 us: built once a process, as x86_desc)
+            desc = _TARGET_DESCS[key] = replace(x86_desc(self.arch), fp_contract=key[1])
+        self.desc = desc
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
         self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
         # tests set this to allocate xmm16-31 first on x86-64-v4 (see X86RegInfo)
