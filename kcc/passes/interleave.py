@@ -7,8 +7,8 @@ An out-of-order core renames and issues in program order: when the body is longe
 scheduler's window (Intel 64 and IA-32 Architectures Optimization Reference Manual, §2.1 and
 §3.5 "Optimizing the execution core": the reservation station holds ~100-200 micro-ops, the
 reorder buffer ~350-500), the front end stalls behind the first chain's latencies while the
-next chain's independent work has not entered the window. Here a cycle model (two vector
-operations issue a cycle, each result ready after its latency) takes, among the nodes whose
+next chain's independent work has not entered the window. Here a cycle model (one operation
+issues a cycle, each result ready after its latency) takes, among the nodes whose
 srcs are ready, the one with the longest latency path to the block's end (critical path
 first, the classic list scheduler clang's machine scheduler also starts from), so that
 independent chains run side by side and their latencies overlap.
@@ -212,10 +212,11 @@ def interleave(default: list[UOp], succs: dict[UOp, list[UOp]], pos: dict[UOp, i
         return None
     last = default[-1]          # the block's END stays last
     rec = _recurrences(default, succs)
-    # a cycle model (in half cycles: two vector operations issue a cycle, ports 0 and 5 for
-    # 512-bit ones): a ready node waits in `wait` until its srcs' latencies have passed, then
-    # joins `avail`, taken critical path first; under register pressure `dfs`, the default
-    # order, picks among all ready nodes
+    # a cycle model (one operation issues a cycle: 512-bit vector work has two ports, 0 and
+    # 5, which its shuffles, blends and compares share; one a cycle interleaved tanh_log's,
+    # float64's and gelu's chains further than two did, measured): a ready node waits in
+    # `wait` until its srcs' latencies have passed, then joins `avail`, taken critical path
+    # first; under register pressure `dfs`, the default order, picks among all ready nodes
     wait: list[tuple[int, int, int, int, UOp]] = []
     avail: list[tuple[int, int, int, UOp]] = []
     dfs: list[tuple[int, int, UOp]] = []
@@ -261,7 +262,7 @@ def interleave(default: list[UOp], succs: dict[UOp, list[UOp]], pos: dict[UOp, i
             if uses[s]:
                 uses[s] -= 1
                 live[kind[s]] -= not uses[s]
-        fin = clock - 1 + 2 * latency(it)
+        fin = clock - 1 + latency(it)
         for u in succs[it]:
             ready_at[u] = max(ready_at[u], fin)
             npred[u] -= 1
