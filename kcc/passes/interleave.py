@@ -46,9 +46,11 @@ _OTHER_LAT = {Ops.LOAD: 5, Ops.CAST: 4, Ops.CMPLT: 3, Ops.CMPNE: 3, Ops.CMPEQ: 3
 NONE, VEC, MASK, GPR = 0, 1, 2, 3
 _CONSTISH = (Ops.STACK, Ops.CAST, Ops.BITCAST)
 # registers a block's values and its outside values may hold: of x86's 16 GPRs rsp, a frame
-# pointer, loop counters and the strength-reduced index sums selection adds leave ~10 (12
-# let sum_remainder_lanes' body spill one more GPR), 7 opmasks (k1-k7)
-GPRS, MASKS = 10, 7
+# pointer, loop counters and the strength-reduced index sums selection adds leave ~9 (at 12
+# sum_remainder_lanes' body spilled one more GPR and ran 1.6% slower, at 10 softmax_rows
+# r_64_128_4's max-reduction ran 2.6% slower: bodies this index-heavy gain nothing), and 7
+# opmasks (k1-k7)
+GPRS, MASKS = 9, 7
 MIN_ITEMS = 24      # a body of fewer nodes is left alone (cheap to skip)
 SLACK = 2           # registers kept for an instruction's temporaries (a blend's mask copy)
 MIN_BUDGET = 3      # fewer live values than this: no room to run two chains side by side
