@@ -20,10 +20,11 @@ one heap walk for the schedule). It is aware of register pressure: while the est
 values of one register kind (vector, opmask, GPR) reach its budget (a quarter of the vector
 registers; what values from outside the block leave of the opmasks and GPRs), the default
 order, which finishes a chain before starting another, picks instead; a block whose default
-order already fills a register file keeps it. STOREs keep their default order relative to
-each other and to LOADs (a LOAD never moves past a STORE): the graph need not order accesses
-to one buffer by an edge. It runs only on a loop body with no inner loop (MIN_ITEMS nodes or
-more) whose critical path is long (LONG_PATH), with work beside it (PARALLEL), mostly vector
+order already fills a register file, or keeps more vectors live than the budget, keeps it.
+STOREs keep their default order relative to each other and to LOADs (a LOAD never moves
+past a STORE): the graph need not order accesses to one buffer by an edge. It runs only on a
+loop body with no inner loop (MIN_ITEMS nodes or more) whose critical path is long
+(LONG_PATH), with work beside it (PARALLEL), mostly vector
 work: small bodies and scalar integer ones keep their code.
 """
 
