@@ -47,7 +47,7 @@ _ZMM_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR, Ops.S
 # VPSUBQ, the bitwise rows, VPSLLQ/VPSRLQ, VPMULLQ (AVX512DQ), and CMPEQ and WHERE as an
 # opmask compare and blend (VPCMPEQQ k, VPBLENDMQ: sin's table lookup)
 _ZMM_OPS64 = frozenset({Ops.ADD, Ops.SUB, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.NEG,
-                        Ops.MUL, Ops.CMPEQ, Ops.WHERE})
+                        Ops.MUL, Ops.CMPEQ, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.MAX})
 # x86-64-v4: 64-bit lane MUL on xmm/ymm too (EVEX.128/256 VPMULLQ), and int64's arithmetic
 # SHR (VPSRAQ / VPSRAVQ, AVX512F/VL: AVX2 has no 64-bit arithmetic shift)
 V4_OPS64 = MappingProxyType({dt: VECTOR_OPS[dt] | {Ops.MUL, Ops.SHR}

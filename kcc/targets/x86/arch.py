@@ -284,6 +284,9 @@ def _vector_cast_v4(op: Ops, src: DType, dst: DType, n: int) -> bool:
                                                                        dtypes.uint32,
                                                                        dtypes.float32):
         return True
+    if src == dtypes.bool and op is Ops.CAST and n == 8 and dst in (dtypes.int64,
+                                                                      dtypes.uint64):
+        return True     # VMOVDQU64 zmm {k}{z}: f64_sin's carries from a zmm VPCMPUQ
     if op is Ops.CAST and n in (2, 4, 8) and (
             src in (dtypes.int64, dtypes.uint64) and dst == dtypes.float64
             or src == dtypes.float64 and dst == dtypes.uint64):
