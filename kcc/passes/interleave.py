@@ -35,40 +35,17 @@ import _heapq as heapq
 from kcc.ir.ops import Ops
 from kcc.ir.uop import AddrSpace, UOp, base_buffer
 
-# Latencies (cycles) of the x86 instructions an op becomes, rounded (Intel optimization
-# manual, Appendix C / uops.info for Skylake-X..Sapphire Rapids): only their relative size
-# matters, to find the long chains.
-_FLOAT_LAT = {Ops.ADD: 4, Ops.SUB: 4, Ops.MUL: 4, Ops.MULACC: 4, Ops.MAX: 4, Ops.NEG: 1,
-              Ops.FDIV: 14, Ops.RECIPROCAL: 14, Ops.SQRT: 18, Ops.EXP2: 20, Ops.LOG2: 20,
-              Ops.SIN: 30, Ops.TRUNC: 8}
-_INT_LAT = {Ops.MUL: 10, Ops.MULHI: 10, Ops.CDIV: 20, Ops.CMOD: 20}
-_OTHER_LAT = {Ops.LOAD: 5, Ops.CAST: 4, Ops.CMPLT: 3, Ops.CMPNE: 3, Ops.CMPEQ: 3,
-              Ops.WHERE: 1, Ops.STACK: 3, Ops.BITCAST: 1}
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.passes.target import SchedModel
+
 NONE, VEC, MASK, GPR = 0, 1, 2, 3
 _CONSTISH = (Ops.STACK, Ops.CAST, Ops.BITCAST)
-# registers a block's values and its outside values may hold: of x86's 16 GPRs rsp, a frame
-# pointer, loop counters and the strength-reduced index sums selection adds leave ~9 (at 12
-# sum_remainder_lanes' body spilled one more GPR and ran 1.6% slower, at 10 softmax_rows
-# r_64_128_4's max-reduction ran 2.6% slower: bodies this index-heavy gain nothing), and 7
-# opmasks (k1-k7)
-GPRS, MASKS = 9, 7
 MIN_ITEMS = 24      # a body of fewer nodes is left alone (cheap to skip)
 SLACK = 2           # registers kept for an instruction's temporaries (a blend's mask copy)
 MIN_BUDGET = 3      # fewer live values than this: no room to run two chains side by side
 LONG_PATH = 60      # a critical path shorter than this fits the window whatever the order
 PARALLEL = 1.6      # total latency / critical path: below this there is little to overlap
-
-
-def latency(u: UOp) -> int:
-    """The estimated latency of the instruction u becomes."""
-    dt = u.dtype
-    if dt is None:
-        return _OTHER_LAT.get(u.op, 1)
-    if dt.is_float and u.op in _FLOAT_LAT:
-        return _FLOAT_LAT[u.op]
-    if dt.is_int and u.op in _INT_LAT:
-        return _INT_LAT[u.op]
-    return _OTHER_LAT.get(u.op, 1)
 
 
 def reg_kind(u: UOp, opmasks: bool) -> int:
@@ -154,10 +131,11 @@ def _memory_order(default: list[UOp]) -> list[tuple[UOp, UOp]]:
 
 
 def interleave(default: list[UOp], succs: dict[UOp, list[UOp]], pos: dict[UOp, int],
-               regs: int) -> list[UOp] | None:
+               model: SchedModel) -> list[UOp] | None:
     """default (a block's items in linearize's topological order, succs their in-block
-    users) reordered critical path first, or None where the block does not qualify (short
-    critical path, little parallel work) or nothing moves."""
+    users) reordered critical path first by the target's model, or None where the block does
+    not qualify (short critical path, little parallel work) or nothing moves."""
+    latency, regs = model.latency, model.vector_regs
     extra = _memory_order(default)
     more: dict[UOp, list[UOp]] = {}
     for a, b in extra:
@@ -182,8 +160,8 @@ def interleave(default: list[UOp], succs: dict[UOp, list[UOp]], pos: dict[UOp, i
     # constant is not counted. The block may keep a quarter of the vector registers live
     # (and what the outside values leave of the GPRs and opmasks): interleaving needs only
     # a few chains side by side, and spilling would cost more than it gains.
-    # (a vector of bools is an opmask on x86-64-v4, 32 vector registers; on v3 a vector)
-    opmasks = regs > 16
+    # (a vector of bools is an opmask where the target has them: x86-64-v4; else a vector)
+    opmasks = model.opmasks > 0
     held = [0, 0, 0, 0]
     for x in {x for it in default for x in it.src if x not in height and not _constant(x)}:
         held[reg_kind(x, opmasks)] += 1
@@ -207,7 +185,7 @@ def interleave(default: list[UOp], succs: dict[UOp, list[UOp]], pos: dict[UOp, i
     # order
     if 2 * sum(latency(it) for it in default if kind[it] == VEC) < total:
         return None
-    cap = [1 << 30, regs, MASKS, GPRS]
+    cap = [1 << 30, regs, model.opmasks if opmasks else 1 << 30, model.gprs]
     if any(held[k] + peak[k] + SLACK > cap[k] for k in (VEC, MASK, GPR)):
         return None
     budget = [c - h - SLACK for c, h in zip(cap, held)]

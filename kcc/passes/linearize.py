@@ -17,7 +17,7 @@ Contract of `linearize(sink) -> list[UOp]`:
   loop its END lies in.
 - RANGE ordering srcs and AFTER deps are srcs like any other, so they come first.
 - The order is deterministic: within a block, ready items (a node, or a whole inner loop) are
-  taken in the order of a depth-first toposort of the graph; with `vector_regs`, a long
+  taken in the order of a depth-first toposort of the graph; with a target's `sched`, a long
   innermost loop body's chains are then interleaved (kcc/passes/interleave.py).
 A graph that cannot be scheduled this way (a RANGE with no END or with two, a node that depends
 on two loops that are not nested, an open range reaching the SINK) raises LinearizeError.
@@ -31,6 +31,10 @@ from kcc.ir.ops import Ops
 from kcc.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from kcc.ir.uop import UNKNOWN, UOp, _set_deps, toposort
 from kcc.passes.interleave import MIN_ITEMS, interleave
+
+TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from kcc.passes.target import SchedModel
 
 
 class LinearizeError(Exception):
@@ -157,11 +161,11 @@ def _loop_tree(order: list[UOp], dep: dict[UOp, frozenset[UOp]]
     return end_of, chains
 
 
-def linearize(sink: UOp, vector_regs: int = 0) -> list[UOp]:
+def linearize(sink: UOp, sched: SchedModel | None = None) -> list[UOp]:
     """The schedule of the graph under sink (see the module docstring for the contract).
-    vector_regs (a CPU target's vector registers; 0: none): a long loop body with no inner
-    loop has its independent chains interleaved (kcc/passes/interleave.py) while its live
-    values fit those registers."""
+    sched (a CPU target's TargetDesc.sched; None: none): a long loop body with no inner loop
+    has its independent chains interleaved (kcc/passes/interleave.py) while its live values
+    fit the model's registers."""
     sink = normalize_ends(sink)
     order = toposort([sink])
     pos = {n: i for i, n in enumerate(order)}
@@ -227,9 +231,9 @@ def linearize(sink: UOp, vector_regs: int = 0) -> list[UOp]:
                     heapq.heappush(ready, (pos[u], u))
         if len(res) != len(items):
             raise LinearizeError("a cycle between loops and nodes; the graph cannot be scheduled")
-        if vector_regs and block is not None and len(res) >= MIN_ITEMS \
+        if sched is not None and block is not None and len(res) >= MIN_ITEMS \
                 and not any(it.op is Ops.RANGE and it is not block for it in res):
-            return interleave(res, succs, pos, vector_regs) or res
+            return interleave(res, succs, pos, sched) or res
         return res
 
     members: dict[UOp | None, list[UOp]] = {}

@@ -16,7 +16,26 @@ MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types modul
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Callable, Mapping
+    from kcc.ir.uop import UOp
     from kcc.ir.wmma import WmmaShape
+
+
+@record(frozen=True)
+class SchedModel:
+    """A CPU target's facts for passes/interleave.py, the list scheduler of a long loop body.
+
+    latency(u): the cycles until the result of the instruction u becomes is ready (only the
+      relative sizes matter: they find the long chains).
+    vector_regs: the vector registers the allocator gives values.
+    gprs: the general registers a loop body's values and the values from outside it may hold
+      (what the stack and frame pointers, loop counters and index sums leave).
+    opmasks: the opmask registers a vector of bools takes (0: such a vector is a vector).
+    """
+
+    latency: Callable[[UOp], int] = field(compare=False)
+    vector_regs: int
+    gprs: int
+    opmasks: int = 0
 
 
 @record(frozen=True)
@@ -55,6 +74,9 @@ class TargetDesc:
       have at most twice this many nodes (those that do not fold to constants) is replaced by
       its iterations (passes/unroll_tiny.py; 0, the default: none): the lane packer then sees
       every element at a constant address.
+    sched: a CPU target's scheduling model (SchedModel): linearize interleaves a long loop
+      body's independent chains by it (passes/interleave.py); None (the default): linearize
+      keeps its depth-first order.
     permute(dtype, n): how many source registers one lane permutation of n lanes of dtype may
       read (an n-lane vector whose every lane is any lane of those: x86-64-v4's VPERMI2PS
       takes 2 at 16 float32 lanes); 0 (the default None): none beyond the in-block shuffles.
@@ -136,6 +158,7 @@ class TargetDesc:
                                                                       compare=False)
     full_unroll: int = 0
     runtime_unroll: int = 0
+    sched: SchedModel | None = field(default=None, compare=False)
     tiny_unroll: int = 0
     pack_bytes: int = 0
     stage_bytes: int = 0

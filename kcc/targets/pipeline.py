@@ -93,7 +93,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("legalize_gates", "graph", legalize_gates),
     Step("simplify", "graph", simplify),
     Step("hoist_sums", "graph", hoist_sums),
-    Step("linearize", "linear", lambda sink, desc: linearize(sink, desc.vector_regs)),
+    Step("linearize", "linear", lambda sink, desc: linearize(sink, desc.sched)),
     Step("select", "target", None),
     Step("allocate", "target", None),
     Step("encode", "target", None),

@@ -12,6 +12,7 @@ from kcc.isel.x86.regs import XMM, XMM_HI, reg_class
 from kcc.passes.target import (ALWAYS_DECOMPOSED, HALF_DTYPES, POLYNOMIAL_OPS, TargetDesc,
                                widths)
 from kcc.record import replace
+from kcc.targets.x86.sched import x86_sched
 
 MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
@@ -116,6 +117,8 @@ def _x86_desc(arch: str) -> TargetDesc:
                    notes=f"{arch}: {note}",
                    # the registers the allocator gives vectors (xmm16-31 on v4 only)
                    vector_regs=len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
+                   sched=x86_sched(len(XMM) + (len(XMM_HI) if arch == "x86-64-v4" else 0),
+                                   arch == "x86-64-v4"),
                    # measured (docs/performance.md, unroll-and-jam): row reductions jammed to
                    # 16 streams ran slower than with 8 although they ran fewer instructions
                    load_streams=X86_LOAD_STREAMS,
