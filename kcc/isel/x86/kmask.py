@@ -408,7 +408,16 @@ class X86KMask:
         CMOVcc of a -1 into a zero: two steps after the operands), not its SETcc bool
         through MOVZX and NEG (three); None for another kind of c (a uniform vector gate's
         mask: embedding's `idx < 8` a row)."""
-        if c.shape or c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
+        if c.shape:
+            return None
+        if self.range_check(c) is not None:
+            # `lo <= x < hi` as one unsigned compare of x - lo (int_flags: CF is the gate),
+            # so -CF by SBB (index_rows' E_9_77 row gate: not SETB, MOVZX, NEG)
+            self.int_flags(c)
+            g = self.new("gpr")
+            self.emit("sbb_self", g)
+            return g
+        if c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
             return None
         i32 = dtypes.int32
         cc = self.int_flags(c)

@@ -75,3 +75,43 @@ def test_gated_lanes_match_the_interpreter(arch: str, seed: int) -> None:
         x[:] = [-1, 0, 7, 8]
     args = [np.zeros(4, np.float32), d, x]
     assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+_ROW = """# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 16)
+%d = PARAM ParamArg(1, float32, 80)
+%x = PARAM ParamArg(2, int32, 1)
+%c0 = CAST(0) int32
+%c5 = CAST(5) int32
+%c16 = CAST(16) int32
+%m1 = CAST(-1) int32
+%z = CAST(0.0) float32
+%zv = STACK(%z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z)
+%xp = INDEX(%x, %c0)
+%v = LOAD(%xp)
+%lo = CMPLT(%m1, %v)
+%hi = CMPLT(%v, %c5)
+%g = AND(%lo, %hi)
+%a = MUL(%v, %c16)
+%dp = SHRINK(%d, %a, %c16)
+%l = LOAD(%dp, %zv, %g)
+%op = SHRINK(%o, %c0, %c16)
+%s = STORE(%op, %l)
+SINK(%s) KernelInfo(name="row")
+"""
+
+
+def test_range_gate_of_a_vector_load_is_sbb() -> None:
+    """x86-64-v4: a 16-lane load gated by `0 <= v < 5` takes its opmask from the unsigned
+    compare's carry (SBB, KMOVD; gate_ones), not SETB, MOVZX and NEG (index_rows' E_9_77)."""
+    sel = selected_text(_ROW, "x86-64-v4")
+    assert "sbb_self" in sel and "neg_rm32" not in sel and "setb" not in sel, sel
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_range_gate_matches_the_interpreter(arch: str) -> None:
+    sink = parse(_ROW)
+    d = np.arange(80, dtype=np.float32) + 0.5
+    for v in (-1, 0, 4, 5, 1 << 30, -70000):
+        args = [np.full(16, 7.0, np.float32), d, np.array([v], np.int32)]
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
