@@ -379,7 +379,8 @@ class X86KMask:
         its value in each of 32 bits (negated first: all ones or zero; KMOVD)."""
         memo = self.kgates
         key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
-        if key not in memo and lanes == 1 and (kl := self.lane_opmask(c)) is not None:
+        if key not in memo and lanes == 1 and (kl := self.lane_opmask(c)) is not None \
+                and kl[1] < 16:     # (KSHIFTRW shifts the low 16 bits)
             # a lane of an opmask gating a scalar: the forms kgate serves read bit 0 alone
             # (VMOVSS/SD {k}, and VMOVUPS {k}{z} of a scalar whose other lanes are
             # don't-cares), so the opmask itself for lane 0, else one KSHIFTRW bringing the

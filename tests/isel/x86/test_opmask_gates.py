@@ -115,3 +115,54 @@ def test_range_gate_matches_the_interpreter(arch: str) -> None:
     for v in (-1, 0, 4, 5, 1 << 30, -70000):
         args = [np.full(16, 7.0, np.float32), d, np.array([v], np.int32)]
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+def _lane_gates_of_32() -> str:
+    """o[0] = x[20] < 100 ? d[0] : 0, o[1] = x[3] < 100 ? d[1] : 0: lanes 20 and 3 of one
+    32-lane byte compare's opmask (VPCMPUB ymm) gating two scalar loads."""
+    ks = ", ".join(["%k"] * 32)
+    return f"""# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 2)
+%d = PARAM ParamArg(1, float32, 2)
+%x = PARAM ParamArg(2, uint8, 32)
+%c0 = CAST(0) int32
+%c1 = CAST(1) int32
+%c32 = CAST(32) int32
+%k = CAST(100) uint8
+%kv = STACK({ks})
+%xp = SHRINK(%x, %c0, %c32)
+%xv = LOAD(%xp)
+%g = CMPLT(%xv, %kv)
+%j20 = CAST(20) int32
+%j3 = CAST(3) int32
+%g20 = INDEX(%g, %j20)
+%g3 = INDEX(%g, %j3)
+%z = CAST(0.0) float32
+%p0 = INDEX(%d, %c0)
+%l0 = LOAD(%p0, %z, %g20)
+%p1 = INDEX(%d, %c1)
+%l1 = LOAD(%p1, %z, %g3)
+%op0 = INDEX(%o, %c0)
+%s0 = STORE(%op0, %l0)
+%op1 = INDEX(%o, %c1)
+%s1 = STORE(%op1, %l1)
+%gr = GROUP(%s0, %s1)
+SINK(%gr) KernelInfo(name="lane20")
+"""
+
+
+def test_a_lane_past_16_is_not_shifted_by_kshiftrw() -> None:
+    """KSHIFTRW shifts the low 16 bits: lane 3 is one KSHIFTRW, lane 20 its bit read from
+    the KMOVD copy (SHR 20) and moved back (KMOVW)."""
+    sel = selected_text(_lane_gates_of_32(), "x86-64-v4")
+    assert sel.count("kshiftrw_k_k_imm8") == 1 and "kmovw_k_r32" in sel, sel
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_of_32_match_the_interpreter(arch: str) -> None:
+    sink = parse(_lane_gates_of_32())
+    for lane20, lane3 in ((5, 200), (200, 5), (99, 100)):
+        x = np.full(32, 150, np.uint8)
+        x[20], x[3] = lane20, lane3
+        args = [np.full(2, 7.0, np.float32), np.array([1.5, 2.5], np.float32), x]
+        assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
