@@ -2456,3 +2456,15 @@ kmovd ecx, k4
 ; form: kmovd_r32_k
 kmovd r11d, k2
 ; bytes: c5 7b 93 da
+; form: kshiftrw_k_k_imm8
+kshiftrw k0, k1, 1
+; bytes: c4 e3 f9 30 c1 01
+; form: kshiftrw_k_k_imm8
+kshiftrw k0, k1, 31
+; bytes: c4 e3 f9 30 c1 1f
+; form: kshiftrw_k_k_imm8
+kshiftrw k1, k4, 127
+; bytes: c4 e3 f9 30 cc 7f
+; form: kshiftrw_k_k_imm8
+kshiftrw k3, k2, 255
+; bytes: c4 e3 f9 30 da ff

@@ -221,6 +221,51 @@ def _range_base(e: UOp, er: Range | None, cs: list[int], n: int, size: int, k: i
     return b
 
 
+def _peel(start: UOp) -> tuple[UOp | None, int]:
+    """start as (e, c) with start = e + c (peel_offset), a MULACC's constant addend peeled
+    too: tinygrad's gathered row `row*77 + 16j` unrolled is `MULACC(row, 77, 16j)`, each copy
+    its own e unless its addend is a displacement of one base `MULACC(row, 77, 0)`."""
+    e, c = peel_offset(start)
+    if e is not None and e.op is Ops.MULACC and (a := const_int(e.src[2])) and \
+            not e.dtype.is_weak and not e.shape:
+        e, c = e.replace(src=(*e.src[:2], strong_int(0, e.dtype))), c + a
+    return e, c
+
+
+def _one_gate_base(members: list[tuple[UOp, int]], plan: dict[UOp, UOp],
+                   ranges: dict[UOp, Range],
+                   deps: Callable[[], dict[UOp, frozenset[UOp]]]) -> bool:
+    """Loads at `e + c` (c in cs) under one gate share one safe base `WHERE(gate, e, k)`, k
+    putting all of them inside the buffer (_spot), whatever cs spans: where the gate holds
+    every index is exact, where it does not every load reads inside; one CMOVcc for all, not
+    one a load (index_rows' E_9_77: five zmm loads of a gathered row, one gate). Where e is
+    `inv + var` (_invariant_split) only inv is selected, as _gate_select does. Planned into
+    plan; False where the gates differ or the loads do not fit the buffer together."""
+    if len(members) < 2 or len({u.src[2] for u, _ in members}) != 1:
+        return False
+    p0, gate = members[0][0].src[0], members[0][0].src[2]
+    buf, n = p0.src[0], _lanes(p0)
+    cs = [c for _, c in members]
+    e = _peel(p0.src[1])[0]
+    if e is None:
+        return False
+    split = _invariant_split(e, gate, deps())
+    vr = ranges.get(split[1]) if split is not None else None
+    if split is not None and vr is not None and \
+            (k := _spot([c + v for c in cs for v in vr], n, buf.shape[0])) is not None:
+        inv, var = split
+        base = UOp(Ops.ADD, (UOp(Ops.WHERE, (gate, inv, strong_int(k, e.dtype))), var))
+    elif (k := _spot(cs, n, buf.shape[0])) is not None:
+        base = UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
+    else:
+        return False
+    for u, c in members:
+        p = u.src[0]
+        plan[u] = u.replace(src=(p.replace(src=(buf, plus_int(base, c), *p.src[2:])),
+                                 *u.src[1:]))
+    return True
+
+
 def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
     """The kept masked LOADs that need a safe index (not `in_bounds`, gate not
     `rarely_false`), each → its rewrite.
@@ -273,13 +318,16 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
                 or not start.dtype.is_int or in_bounds(p, ranges) or p.src[0].shape[0] < n \
                 or rarely_false(gate) or ranges.get(gate) == (1, 1):
             continue                                # (an always-true gate: _gated drops it)
-        e, c = peel_offset(start)
+        e, c = _peel(start)
         if _is_safe(e if e is not None else start, gate):
             continue                                # made safe already (a second run)
         key = (p.src[0], p.op, n, e) if e is not None else (u,)
         groups.setdefault(key, []).append((u, c if e is not None else 0))
     chunks: list[list[tuple[UOp, int]]] = []
+    plan: dict[UOp, UOp] = {u: v for u, v in lane_plan.items() if v is not None}
     for members in groups.values():
+        if _one_gate_base(members, plan, ranges, deps):
+            continue
         # runs whose addends span less than GROUP_SPAN elements: a masked-off address stays
         # that close to the buffer (a conv's rows of one window are separate runs)
         members.sort(key=lambda m: m[1])
@@ -288,7 +336,6 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             if m[1] - chunks[-1][0][1] >= GROUP_SPAN:
                 chunks.append([])
             chunks[-1].append(m)
-    plan: dict[UOp, UOp] = {u: v for u, v in lane_plan.items() if v is not None}
     moved = {u: v for u, v in plan.items() if v.op is Ops.WHERE}     # shifted_load's
     if moved:
         from kcc.passes.gates_lanes import fold_outer_where
@@ -307,7 +354,7 @@ def plan_masked(sink: UOp, target: TargetDesc) -> dict[UOp, UOp]:
             for u, _ in members:                    # each alone: WHERE(gate, e, k) + c
                 plan[u] = _gate_select(u, ranges, deps)
             continue
-        e = peel_offset(p0.src[1])[0]
+        e = _peel(p0.src[1])[0]
         base = _range_base(e, ranges.get(e), cs, n, buf.shape[0], k)
         for u, c in members:
             p = u.src[0]

@@ -94,7 +94,10 @@ def unroll_widened(sink: UOp, desc: TargetDesc, outermost: bool = True,
     dep = range_sets(order)
     vector_in: set[UOp] = set()         # RANGEs some vector value depends on
     for x in order:
-        if x.shape and x.kind == "value" and dep[x]:
+        # (a vector STORE too: a constant vector stored through a loop, scatter's zero fill
+        # E_8_4 on ymm, depends on the loop by its place alone)
+        if dep[x] and (x.shape and x.kind == "value" or
+                       x.op is Ops.STORE and len(x.src) > 1 and x.src[1].shape):
             vector_in |= dep[x]
     if not vector_in:
         return sink

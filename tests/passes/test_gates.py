@@ -237,3 +237,62 @@ def test_always_true_scalar_gate_is_dropped() -> None:
     for desc in (V4, V3):
         (ld,) = _loads(legalize_gates(s, desc))
         assert len(ld.src) == 1 and ld.src[0].src[1].op is Ops.RANGE
+
+
+# index_rows' E_9_77 unrolled: three 16-lane loads of row v (48 elements) at MULACC(v, 48, c),
+# c = 0, 16, 32, under one gate 0 <= v < 5 (x holds 5 rows)
+ROW_LOADS = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 144)
+%idx = PARAM ParamArg(1, int32, 3)
+%x = PARAM ParamArg(2, float32, 240)
+%n3 = CAST(3) int32
+%n48 = CAST(48) int32
+%n5 = CAST(5) int32
+%n16 = CAST(16) int32
+%m1 = CAST(-1) int32
+%z = CAST(0.0) float32
+%zv = STACK(%z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z, %z)
+%r = RANGE(%n3) (0, LOOP)
+%ip = INDEX(%idx, %r)
+%v = LOAD(%ip)
+%lo = CMPLT(%m1, %v)
+%hi = CMPLT(%v, %n5)
+%g = AND(%lo, %hi)
+""" + "".join(f"""%c{c} = CAST({c}) int32
+%a{c} = MULACC(%v, %n48, %c{c})
+%xp{c} = SHRINK(%x, %a{c}, %n16)
+%l{c} = LOAD(%xp{c}, %zv, %g)
+%o{c} = MULACC(%r, %n48, %c{c})
+%op{c} = SHRINK(%out, %o{c}, %n16)
+%s{c} = STORE(%op{c}, %l{c})
+""" for c in (0, 16, 32)) + """%gr = GROUP(%s0, %s16, %s32)
+%e = END(%gr, %r)
+SINK(%e) KernelInfo(name="row_loads")
+"""
+
+
+def test_loads_of_one_gate_share_one_select() -> None:
+    # one WHERE(gate, v*48, k) for the three loads (each at it + c, a displacement), not a
+    # select of each load's own MULACC (five CMOVcc a row in E_9_77)
+    s = legalize_gates(parse(ROW_LOADS), V4)
+    loads = [u for u in _loads(s) if len(u.src) == 3]
+    assert len(loads) == 3
+    bases = {u.src[0].src[1].src[0] if u.src[0].src[1].op is Ops.ADD else u.src[0].src[1]
+             for u in loads}
+    (base,) = bases
+    assert base.op is Ops.WHERE and base.src[0] is loads[0].src[2]
+    assert sum(u.op is Ops.WHERE for u in toposort([s])) == 1
+    assert legalize_gates(s, V4) is s
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_loads_of_one_gate_match_interpreter(arch: str) -> None:
+    from kcc.targets.x86.target import V4_FLAGS, cpu_flags
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512")
+    from x86_util import assert_same, compile_and_run, reference
+    g = parse(ROW_LOADS)
+    x = np.arange(240, dtype=np.float32) + 0.5
+    for rows in ([4, -1, 0], [5, 2, -70000], [1 << 30, 3, 4]):
+        a = [np.zeros(144, np.float32), np.array(rows, np.int32), x]
+        assert_same(g, compile_and_run(g, a, arch), reference(g, a))

@@ -278,3 +278,36 @@ def test_copied_rows_match_the_interpreter(arch: str) -> None:
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+# out[4i:4i+4] = 0 for i < 8: a constant vector stored through the loop (scatter's zero fill
+# E_8_4), no vector value that depends on the loop, only the stores' places
+FILL = """# kcc-uop 1
+%o = PARAM ParamArg(0, float32, 32)
+%z = CAST(0.0) float32
+%v = STACK(%z, %z, %z, %z)
+%r = RANGE(8) (0, LOOP)
+%b = SHL(%r, 2)
+%d = SHRINK(%o, %b, 4)
+%s = STORE(%d, %v)
+%e = END(%s, %r)
+SINK(%e) KernelInfo(name="fill")
+"""
+
+
+def test_a_loop_of_constant_vector_stores_is_blocks() -> None:
+    # x86-64-v3: 4 ymm stores at constant places, not a loop of 4 (counter, compare, branch)
+    g = _widened(FILL)
+    assert _ranges(g) == 0
+    stores = _stores(g)
+    assert len(stores) == 4 and all(u.src[1].shape == (8,) for u in stores)
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "x86-64-v4"])
+def test_constant_vector_stores_match_the_interpreter(arch: str) -> None:
+    if arch == "x86-64-v4" and not all(f in cpu_flags() for f in V4_FLAGS):
+        pytest.skip("this CPU has no AVX-512 (x86-64-v4 objects cannot run here)")
+    import numpy as np
+    sink = parse(FILL)
+    args = [np.full(32, 3.0, np.float32)]
+    assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))

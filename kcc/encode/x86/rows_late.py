@@ -7,7 +7,7 @@ files list the rows in build order). Imported by rows.build only.
 
 from __future__ import annotations
 
-from kcc.encode.x86.rows import (M0F, M0F38, P66, PF2, PF3, _BUILT, _add, _evex_twins, _leg,
+from kcc.encode.x86.rows import (M0F, M0F38, M0F3A, P66, PF2, PF3, _BUILT, _add, _evex_twins, _leg,
                                  _sz, _vex, _vxy)
 
 
@@ -229,6 +229,15 @@ def _sbb_rows() -> None:
          w=False)
 
 
+def _kshift_rows() -> None:
+    """KSHIFTRW k1, k2, imm8 (VEX.L0.66.0F3A.W1 30 /r ib, AVX512F; SDM Vol. 2
+    "KSHIFTRW/KSHIFTRB/KSHIFTRD/KSHIFTRQ"): k2 shifted right by imm8 bits, zeros shifted in
+    (a count above 15 clears k1); ModRM.rm names a mask register (mod = 11). Lane j of an
+    opmask brought to bit 0, the bit a scalar's masked load or move reads
+    (kcc/isel/x86/kmask.py kgate)."""
+    _vex("kshiftrw", "evex_mask", P66, M0F3A, 0x30, "k/reg/w k/rm/r imm8/imm/r", w=True)
+
+
 def build_late() -> None:
     """Append the later rows to rows._BUILT, in the golden files' order."""
     _int_lane_rows()
@@ -245,3 +254,4 @@ def build_late() -> None:
     _mulx_rows()
     _widen_zmm_rows()
     _sbb_rows()
+    _kshift_rows()

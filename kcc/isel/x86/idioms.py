@@ -34,6 +34,8 @@ class X86Idioms:
         t = self.copy(self.reg(a if flip else b), dt)
         cc = self.int_flags(c)          # the compare's own flags, when c is one
         if cc is None:
+            cc = self.klane_flags(c)    # a lane of an opmask: TEST of its bit (x86_kmask)
+        if cc is None:
             g = self.reg(c)
             self.emit("test_rm8_r8", g, g)
             cc = "ne"

@@ -333,10 +333,42 @@ class X86KMask:
             memo[key] = k
         return self.klane(memo[key], j)
 
+    def kbits(self, k: VReg) -> VReg:
+        """An opmask's bits in a GPR (KMOVD), once per opmask and loop nest: every lane read
+        of it (klane, klane_flags) starts from this one copy, not a KMOVD (port 0, 3 cycles)
+        each (cross_entropy's r_8 reads its 8 gates' lanes one by one)."""
+        memo = self.kbit_regs
+        key = (k, tuple(lp[0] for lp in self.loops))
+        if key not in memo:
+            g = self.new("gpr")
+            self.emit("kmovd_r32_k", g, k)
+            memo[key] = g
+        return memo[key]
+
+    def lane_opmask(self, c: UOp) -> tuple[VReg, int] | None:
+        """(opmask, lane) for c = INDEX(bool vector, constant lane) whose vector is an
+        opmask of at most 32 lanes (KMOVD takes 32 bits), else None."""
+        if not self.evex or c.op is not Ops.INDEX or c.shape or len(c.src) != 2:
+            return None
+        k, j = self.kval.get(c.src[0]), const_int(c.src[1])
+        if k is None or j is None or not 0 <= j < min(c.src[0].shape[0], 32):
+            return None
+        return k, j
+
+    def klane_flags(self, c: UOp) -> str | None:
+        """Flags for a CMOVcc on a lane of an opmask (lane_opmask): TEST of its bit in the
+        opmask's KMOVD copy (kbits), "ne" where set; not KMOVD, SHR, AND and TEST per lane.
+        None for another kind of c."""
+        kl = self.lane_opmask(c)
+        if kl is None:
+            return None
+        self.emit("test_rm32_imm32", self.kbits(kl[0]), 1 << kl[1])
+        return "ne"
+
     def klane(self, k: VReg, lane: int) -> VReg:
-        """Lane `lane` of an opmask as a bool (0/1) in a GPR: KMOVD, a shift, AND 1."""
-        t = self.new("gpr")
-        self.emit("kmovd_r32_k", t, k)
+        """Lane `lane` of an opmask as a bool (0/1) in a GPR: a copy of its KMOVD (kbits),
+        a shift, AND 1."""
+        t = self.copy(self.kbits(k), dtypes.int32)
         if lane:
             self.emit("shr_rm32_imm8", t, lane)
         self.emit("and_rm32_imm8", t, 1)
@@ -347,6 +379,18 @@ class X86KMask:
         its value in each of 32 bits (negated first: all ones or zero; KMOVD)."""
         memo = self.kgates
         key = (c, lanes > 1, tuple(lp[0] for lp in self.loops))
+        if key not in memo and lanes == 1 and (kl := self.lane_opmask(c)) is not None \
+                and kl[1] < 16:     # (KSHIFTRW shifts the low 16 bits)
+            # a lane of an opmask gating a scalar: the forms kgate serves read bit 0 alone
+            # (VMOVSS/SD {k}, and VMOVUPS {k}{z} of a scalar whose other lanes are
+            # don't-cares), so the opmask itself for lane 0, else one KSHIFTRW bringing the
+            # lane to bit 0; not KMOVD, SHR, AND, MOVZX and KMOVW (cross_entropy's r_8)
+            k, j = kl
+            if j:
+                t = self.new("mask")
+                self.emit("kshiftrw_k_k_imm8", t, k, j)
+                k = t
+            memo[key] = k
         if key not in memo:
             k = self.new("mask")
             g = self.gate_ones(c) if lanes > 1 else None
@@ -365,7 +409,16 @@ class X86KMask:
         CMOVcc of a -1 into a zero: two steps after the operands), not its SETcc bool
         through MOVZX and NEG (three); None for another kind of c (a uniform vector gate's
         mask: embedding's `idx < 8` a row)."""
-        if c.shape or c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
+        if c.shape:
+            return None
+        if self.range_check(c) is not None:
+            # `lo <= x < hi` as one unsigned compare of x - lo (int_flags: CF is the gate),
+            # so -CF by SBB (index_rows' E_9_77 row gate: not SETB, MOVZX, NEG)
+            self.int_flags(c)
+            g = self.new("gpr")
+            self.emit("sbb_self", g)
+            return g
+        if c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
             return None
         i32 = dtypes.int32
         cc = self.int_flags(c)

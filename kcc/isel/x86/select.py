@@ -132,6 +132,7 @@ class X86Selector(X86Mem, SelectorBase, X86Vec, X86Alu, X86Cast, X86Idioms, X86I
         self.lane_masks: dict[tuple, VReg] = {}   # x86_kmask.lane_mask: (u, loops)
         self.klane_ops: dict[tuple, VReg] = {}    # x86_kmask.klane_logic: (op, a, b, loops)
         self.kgates: dict[tuple, VReg] = {}       # x86_kmask.kgate: (c, lanes > 1, loops)
+        self.kbit_regs: dict[tuple, VReg] = {}    # x86_kmask.kbits: (opmask, loops)
 
     # -- emission helpers ---------------------------------------------------------------------
     def new(self, cls: str) -> VReg:

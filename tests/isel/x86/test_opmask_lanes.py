@@ -69,16 +69,18 @@ SINK(%e) KernelInfo(name="logic")
 @NEEDS_V4
 @pytest.mark.parametrize("op,kop", [("OR", "korb"), ("AND", "kandb"), ("XOR", "kxorb")])
 def test_lane_logic_is_one_opmask_op(op: str, kop: str) -> None:
-    """One KOR/KAND/KXOR an iteration and one KMOVD a stored lane (lanes stored apart); the
-    interpreter's values. Stored consecutively, the lanes are one bool vector store: one
-    opmask op, no lane read."""
+    """One KOR/KAND/KXOR an iteration, one KMOVD of it and one lane read a stored lane (lanes
+    stored apart); the interpreter's values. Stored consecutively, the lanes are one bool
+    vector store: one opmask op, no lane read."""
     for gap in (2, 1):
         text = _kernel(op, gap)
         out = io.StringIO()
         run_pipeline(parse(text), X86Target("x86-64-v4"), dump_after="select", out=out)
         sel = out.getvalue()
         if gap == 2:
-            assert sel.count(kop) == 1 and sel.count("kmovd_r32_k") == 4, sel
+            # one KMOVD of the KOR's bits (kmask.kbits), one lane read (AND 1) a lane
+            assert sel.count(kop) == 1 and sel.count("kmovd_r32_k") == 1, sel
+            assert sel.count("and_rm32_imm8") == 4, sel
         else:
             assert sel.count(kop[:-1]) == 1 and "kmovd_r32_k" not in sel, sel
         sink = parse(text)
