@@ -131,6 +131,10 @@ class TargetDesc:
       group (x86: VPMULLD is two micro-ops and 10 cycles, IMUL one and 3): a widened loop
       that multiplies them runs one leftover iteration as a scalar tail, not as an
       overlapping last block (passes/widen_tail.py lone_tail); () (the default): none.
+    narrow(sink, desc): given a kernel (after the first simplify) and this description, the
+      one the passes after it compile that kernel with, or None to keep this one (x86-64-v4:
+      no 512-bit vectors for a kernel of little work, kcc/targets/x86/arch.py); None (the
+      default): no hook.
     """
 
     name: str
@@ -170,6 +174,8 @@ class TargetDesc:
     last_block_bytes: int = 0
     l1d_bytes: int = 0
     slow_vector_mul: tuple[DType, ...] = ()
+    narrow: Callable[[UOp, TargetDesc], TargetDesc | None] | None = field(default=None,
+                                                                      compare=False)
 
     def __post_init__(self) -> None:
         if self.gated_load not in ("select", "native"):

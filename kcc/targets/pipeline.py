@@ -181,10 +181,15 @@ def _format_uop(sink: UOp) -> str:
 def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
                   out: TextIO | None, verify_each: bool) -> Any:
     state: Any = sink
+    desc = target.desc
+    narrowed = desc.narrow is None
     for step in PIPELINE:
         t0 = [clock() for _, clock in _timers]
         if step.kind == "graph":
-            state = step.run(state, target.desc)
+            state = step.run(state, desc)
+            if step.name == "simplify" and not narrowed:
+                # the target's description for this kernel (TargetDesc.narrow), asked once
+                desc, narrowed = desc.narrow(state, desc) or desc, True
             if verify_each and step.name != "verify":
                 verify(state)
             if step.name == "fold_threads":
@@ -192,7 +197,7 @@ def _run_pipeline(sink: UOp, target: Target, dump_after: str | None,
                 sink = state
             text = _format_uop(state) if dump_after == step.name else None
         elif step.kind == "linear":
-            state = step.run(state, target.desc)
+            state = step.run(state, desc)
             text = format_schedule(state) if dump_after == step.name else None
         else:
             if step.name == "select":

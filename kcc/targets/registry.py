@@ -117,6 +117,13 @@ OPTIONS: tuple[CompileOption, ...] = (
                   "streams and stores to no buffer (a row reduction): auto (the default) when "
                   "the kernel's buffers total at least 4 MiB; always also below that; never "
                   "not at all (targets that list it in `kcc targets`)."),
+    CompileOption("--vector-width", "vector_width", ("auto", "512"),
+                  "The widest vectors on x86-64-v4: auto (the default) compiles a kernel of at "
+                  "most 96 element operations with 256-bit vectors, as clang prefers on these "
+                  "CPUs (a zmm unit that sat idle runs its first 512-bit instructions slowly, "
+                  "which a kernel of a few nanoseconds cannot win back), and others with "
+                  "512-bit ones; 512 uses 512-bit vectors wherever they are legal (targets "
+                  "that list it in `kcc targets`)."),
 )
 
 

@@ -30,14 +30,15 @@ NEEDS_V4 = pytest.mark.skipif(not HAS_V4, reason=NO_V4)
 ARCHS = ["x86-64-v3", pytest.param("x86-64-v4", marks=NEEDS_V4)]
 
 
-def selected_text(text: str, arch: str = "x86-64-v3") -> str:
-    """The x86 selector's output for a kernel's text (the pipeline's dump after `select`)."""
+def selected_text(text: str, arch: str = "x86-64-v3", **options: str) -> str:
+    """The x86 selector's output for a kernel's text (the pipeline's dump after `select`;
+    options: X86Target's, e.g. vector_width="512")."""
     import io
 
     from kcc.targets.pipeline import run_pipeline
     from kcc.targets.x86.target import X86Target
     out = io.StringIO()
-    run_pipeline(parse(text), X86Target(arch), dump_after="select", out=out)
+    run_pipeline(parse(text), X86Target(arch, **options), dump_after="select", out=out)
     return out.getvalue()
 
 

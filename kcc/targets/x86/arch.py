@@ -17,6 +17,9 @@ from kcc.targets.x86.sched import x86_sched
 MappingProxyType = type(type.__dict__)  # types.MappingProxyType (no types module: start-up)
 TYPE_CHECKING = False   # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Mapping
+
+    from kcc.ir.uop import UOp
     from kcc.ir.wmma import WmmaShape
 
 
@@ -166,7 +169,54 @@ def _x86_desc(arch: str) -> TargetDesc:
                    # last_block; docs/performance.md "Overlapping last blocks in halves")
                    last_block_bytes=32,
                    # the smallest L1d of the hosts measured (32 KiB; this one's 48 KiB)
-                   l1d_bytes=32 * 1024)
+                   l1d_bytes=32 * 1024,
+                   # a kernel of little work without zmm (_narrow_v4)
+                   narrow=_narrow_v4 if arch == "x86-64-v4" else None)
+
+
+# The most element operations (kcc/passes/work.py vector_work) of a kernel x86-64-v4 compiles
+# without 512-bit vectors (ymm at most, as clang's prefer-vector-width=256 for these CPUs): a
+# core whose zmm units sat idle ~0.1 ms runs its first 512-bit instructions slowly for about
+# a microsecond (relu_spec E_5_4, 20 floats: 1.3 ns a call warm, 2.6 ns a call over 1000
+# calls after an idle 0.1 ms; its ymm build 1.25 either way), which a kernel of little work
+# cannot win back. Measured (bench/sweep_vs_clang.py --tight, the bound set to 0, 128 and
+# 30000): relu_spec (work 65) 0.82-1.10x clang with zmm, bimodal, -> 1.14-1.16x steady with
+# ymm; cast_f2bool and isnan_isinf E_5_4 (80) even; isnan_isinf's second E_5_4 (120) 1.28x
+# -> 1.12-1.22x, and most kernels of 500-30000 lost with ymm (index_rows E_9_77 1.17x ->
+# 0.53x, f64_sin 0.97x -> 0.72x): so the bound stays below 120
+X86_ZMM_MIN_WORK = 96
+
+
+def _ymm_only(desc: TargetDesc) -> TargetDesc:
+    """desc without any vector of more than 32 bytes (bool lane masks as they are)."""
+    def cap(m: Mapping[DType, tuple[int, ...]]) -> Mapping[DType, tuple[int, ...]]:
+        return MappingProxyType({dt: tuple(n for n in ws if dt == dtypes.bool or
+                                           n * dt.itemsize <= 32)
+                                 for dt, ws in m.items()})
+    return replace(desc, alu_widths=cap(desc.alu_widths), mem_widths=cap(desc.mem_widths),
+                   vector_ops_at=MappingProxyType({k: v for k, v in desc.vector_ops_at.items()
+                                                   if k[1] * k[0].itemsize <= 32}),
+                   narrow_stores=tuple((dt, n) for dt, n in desc.narrow_stores
+                                       if n * dt.itemsize <= 32),
+                   narrow=None, notes=desc.notes + " (ymm at most: little work)")
+
+
+# x86-64-v4's ymm-only descriptions, by the id of the description they narrow (kept beside
+# it, so the id names that one while the entry lives): X86Target's descs differ in
+# fp_contract, which the narrowed one keeps
+_YMM: dict[int, tuple[TargetDesc, TargetDesc]] = {}
+
+
+def _narrow_v4(sink: UOp, desc: TargetDesc) -> TargetDesc | None:
+    """x86-64-v4's description for one kernel: desc with ymm at most for a kernel of at most
+    X86_ZMM_MIN_WORK element operations, else None (desc, with zmm)."""
+    from kcc.passes.work import vector_work
+    if vector_work(sink) > X86_ZMM_MIN_WORK:
+        return None
+    got = _YMM.get(id(desc))
+    if got is None:
+        got = _YMM[id(desc)] = (desc, _ymm_only(desc))
+    return got[1]
 
 
 def _no_tensor_cores(shape: WmmaShape) -> bool:

@@ -128,8 +128,9 @@ def _alone(inst: Inst) -> bool:
             and any(isinstance(o, Mem) for o in inst.operands))
 
 
-# X86Target's descs: x86_desc's with the target's fp_contract, by (arch, fp_contract)
-_TARGET_DESCS: dict[tuple[str, bool], Any] = {}
+# X86Target's descs: x86_desc's with the target's fp_contract and vector width, by (arch,
+# fp_contract, vector_width)
+_TARGET_DESCS: dict[tuple[str, bool, str], Any] = {}
 
 
 class X86Target:
@@ -138,7 +139,8 @@ class X86Target:
     name = "x86"
 
     def __init__(self, arch: str = "x86-64-v3", fp_contract: str = "off",
-                 streaming_stores: str = "auto", prefetch: str = "auto"):
+                 streaming_stores: str = "auto", prefetch: str = "auto",
+                 vector_width: str = "auto"):
         if arch not in ARCHES:
             raise ValueError(f"unknown x86 arch {arch!r} (choose from {', '.join(ARCHES)})")
         if fp_contract not in ("off", "fast"):
@@ -146,10 +148,15 @@ class X86Target:
         self.streaming_stores = streaming_stores     # checked by streaming_stores()
         self.prefetch = prefetch                     # checked by prefetched_loads()
         self.arch = resolve_arch(arch)
-        key = (self.arch, fp_contract == "fast")
+        if vector_width not in ("auto", "512"):
+            raise ValueError(f"vector_width is 'auto' or '512', not {vector_width!r}")
+        key = (self.arch, fp_contract == "fast", vector_width)
         desc = _TARGET_DESCS.get(key)
         if desc is None:        # (a replace is ~15 us: built once a process, as x86_desc)
-            desc = _TARGET_DESCS[key] = replace(x86_desc(self.arch), fp_contract=key[1])
+            desc = replace(x86_desc(self.arch), fp_contract=key[1])
+            if vector_width == "512":       # zmm for every kernel (no TargetDesc.narrow)
+                desc = replace(desc, narrow=None)
+            _TARGET_DESCS[key] = desc
         self.desc = desc
         self.vbytes = 64 if self.arch == "x86-64-v4" else 32
         self.check_alloc = os.environ.get("KCC_CHECK_ALLOC", "") not in ("", "0")
@@ -220,14 +227,16 @@ class X86Target:
 
 def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
                 dump_after: str | None = None, out: Any = None, fp_contract: str = "off",
-                streaming_stores: str = "auto", prefetch: str = "auto"
-                ) -> tuple[bytes, list[KernelDesc]]:
+                streaming_stores: str = "auto", prefetch: str = "auto",
+                vector_width: str = "auto") -> tuple[bytes, list[KernelDesc]]:
     """Compile kernels into one ELF64 relocatable object (emit="obj") or GNU assembler text
     (emit="asm"); returns it and the kernels' descriptions for the manifest. fp_contract
     "fast" fuses float multiply-adds (kcc/passes/contract.py); "off" (default) is exact.
     streaming_stores: "auto" (default), "never" or "always" non-temporal stores
     (kcc/isel/x86/stream.py). prefetch: "auto" (default), "never" or "always" software
-    prefetches ahead of a row reduction's streams (kcc/isel/x86/prefetch.py)."""
+    prefetches ahead of a row reduction's streams (kcc/isel/x86/prefetch.py). vector_width:
+    "auto" (default: x86-64-v4 compiles a kernel of little work with ymm at most,
+    kcc/targets/x86/arch.py `_narrow_v4`) or "512" (zmm wherever legal)."""
     from kcc.targets.pipeline import compile_kernels
     if emit not in ("obj", "asm"):
         raise SelectError(f"x86 emits 'obj' or 'asm', not {emit!r}")
@@ -235,7 +244,7 @@ def compile_x86(sinks: list[UOp], arch: str = "x86-64-v3", emit: str = "obj",
         why = c_name_refusal(sink.arg.name)
         if why:
             raise CompileError(why, kernel=sink.arg.name)
-    target = X86Target(arch, fp_contract, streaming_stores, prefetch)
+    target = X86Target(arch, fp_contract, streaming_stores, prefetch, vector_width)
     encoded, descs = compile_kernels(sinks, target, (SelectError,), dump_after, out)
     if emit == "asm":
         return assembly_text(encoded, target.pool).encode(), descs
@@ -268,16 +277,17 @@ class X86Spec(TargetSpec):
     lists = "an x86-64 ELF object"
     options = MappingProxyType({"fp_contract": ("fast",),
                                 "streaming_stores": ("never", "always"),
-                                "prefetch": ("never", "always")})
+                                "prefetch": ("never", "always"),
+                                "vector_width": ("512",)})
 
     def compile(self, sinks: list[UOp], arch: str, emit: str, dump_after: str | None = None,
                 out: Any = None, fp_contract: str = "off", streaming_stores: str = "auto",
-                prefetch: str = "auto") -> Compiled:
+                prefetch: str = "auto", vector_width: str = "auto") -> Compiled:
         self.check_arch(arch)
         self.emit(emit)
         try:
             data, descs = compile_x86(sinks, arch, emit, dump_after, out, fp_contract,
-                                      streaming_stores, prefetch)
+                                      streaming_stores, prefetch, vector_width)
         except SelectError as e:
             raise CompileError(str(e)) from None
         if descs:       # "native" is recorded as the arch it resolved to
