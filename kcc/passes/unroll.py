@@ -299,12 +299,9 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     varies = _varies(cone, r, {b for b in stored if b.op is Ops.BUFFER})
     if any(n not in varies for v in stored.values() for n in v):
         return None
-    private = []
-    for buf in stored:
-        if buf.op is Ops.BUFFER:
-            if not _privatizable(loops, r, inner, region, region_set, buf, cone):
-                return None
-            private.append(buf)
+    private = [buf for buf in stored if buf.op is Ops.BUFFER]
+    if not _privatizable(loops, r, inner, region, region_set, private, cone):
+        return None
     if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
         return None
     memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
