@@ -191,7 +191,7 @@ class _Loops:
         # the nest's outer ENDs (the sink's first-src chain): their cones are prefixes of
         # this order, kept on them for `cone` (pack asks them next: each was a walk)
         keep_head_orders(self.order, 4)
-        self.dep = range_sets(self.order)
+        self._dep: dict[UOp, frozenset[UOp]] | None = None
         self.end_of: dict[UOp, UOp] = {}
         self.multi: set[UOp] = set()
         for n in self.order:
@@ -201,6 +201,17 @@ class _Loops:
 
         self._cones: dict[UOp, list[UOp]] = {}
         self._readers: dict[UOp, list[UOp]] | None = None
+
+    @property
+    def dep(self) -> dict[UOp, frozenset[UOp]]:
+        """The RANGEs each node depends on (linearize.py `range_sets`), made when first
+        asked: a reading that only finds ENDs and cones (pack_rows.py, pack's last look
+        over a jammed tile, where every loop is refused before its nodes are asked) does
+        not compute them for the whole graph (~2 ms on matmul's 4,800 jammed nodes)."""
+        d = self._dep
+        if d is None:
+            d = self._dep = range_sets(self.order)
+        return d
 
     def readers(self) -> dict[UOp, list[UOp]]:
         """Each BUFFER → the nodes that read it as a src or hold a place of an AFTER of it
