@@ -324,7 +324,8 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     cone_set = set(cone)
     if any((outer in dep[n] or col in dep[n]) and n not in cone_set for n in loops.order):
         return None
-    region = [n for n in cone if dep[n] & {outer, col}]
+    oc = {outer, col}         # (built once: a set literal per node of the cone was 1.5%)
+    region = [n for n in cone if not dep[n].isdisjoint(oc)]
     region_set = set(region)
     glob: dict[UOp, list[tuple[int, int, int, int]]] = {}
     bases: dict[UOp, dict] = {}
