@@ -85,7 +85,7 @@ from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
 from kcc.ir.uop import (AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, keep_head_orders,
-                        rebuild, toposort)
+                        new_uop, rebuild, toposort)
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -504,7 +504,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for nk in new:
                 srcs = tuple(map(nk.get, src, src))
                 if srcs != src:
-                    m = UOp(op, srcs, n.arg, n.tag)
+                    m = new_uop(UOp, op, srcs, n.arg, n.tag)
                     nk[n] = _constant_out(m, wide) if op in _OUT_OPS else m
             continue
         if n is r or n.op is Ops.BUFFER:
@@ -552,7 +552,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for nk in new:
                 srcs = tuple([nk.get(s, s) for s in n.src])
                 if srcs != n.src:
-                    nk[n] = _constant_out(UOp(n.op, srcs, n.arg, n.tag), plan.wide)
+                    nk[n] = _constant_out(new_uop(UOp, n.op, srcs, n.arg, n.tag), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % plan.factor:
