@@ -324,7 +324,8 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     cone_set = set(cone)
     if any((outer in dep[n] or col in dep[n]) and n not in cone_set for n in loops.order):
         return None
-    region = [n for n in cone if dep[n] & {outer, col}]
+    oc = {outer, col}         # (built once: a set literal per node of the cone was 1.5%)
+    region = [n for n in cone if not dep[n].isdisjoint(oc)]
     region_set = set(region)
     glob: dict[UOp, list[tuple[int, int, int, int]]] = {}
     bases: dict[UOp, dict] = {}
@@ -362,14 +363,20 @@ def _analyze(loops: _Loops, col: UOp, desc: TargetDesc) -> _Plan | None:
     if not all(_disjoint(v, n_o, n_c) for v in glob.values()):
         return None
     inner_c = frozenset(inner)
-    c_region = [n for n in loops.cone(end_c) if dep[n] & (inner_c | {col})
-                or n in {loops.end_of[x] for x in inner_c}]
+    # (the sets built once, not per node of the cone: 1.4% of unroll at v4 on matmul)
+    c_keys = inner_c | {col}
+    inner_ends = {loops.end_of[x] for x in inner_c}
+    c_region = [n for n in loops.cone(end_c) if not dep[n].isdisjoint(c_keys)
+                or n in inner_ends]
     c_set = set(c_region)
-    for buf in stored:
-        if buf.op is Ops.BUFFER and any(buf is base_buffer(n.src[0]) for n in region_set
-                                        if n.op in _PLACES and n.src[0].kind == "buffer"):
-            if not _privatizable(loops, col, inner_c, c_region, c_set, buf, loops.cone(end_c)):
-                return None
+    # the buffers the region places into, found in one scan (not one per stored buffer)
+    private = [buf for buf in stored if buf.op is Ops.BUFFER]
+    if private:
+        placed = {base_buffer(n.src[0]) for n in region_set
+                  if n.op in _PLACES and n.src[0].kind == "buffer"}
+        private = [buf for buf in private if buf in placed]
+    if not _privatizable(loops, col, inner_c, c_region, c_set, private, loops.cone(end_c)):
+        return None
     return _Plan(outer, col, red, end_o, end_c, tuple(ops))
 
 

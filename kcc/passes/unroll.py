@@ -85,7 +85,7 @@ from kcc.ir.consts import const_int, literal_value, strong_int
 from kcc.ir.ops import ALU
 from kcc.ir.ops import Ops
 from kcc.ir.uop import (AddrSpace, ParamArg, UOp, base_buffer, free_reg_slot, keep_head_orders,
-                        rebuild, toposort)
+                        new_uop, rebuild, toposort)
 from kcc.passes.linearize import range_sets
 from kcc.passes.simplify import make_const
 from kcc.passes.target import TargetDesc
@@ -191,7 +191,7 @@ class _Loops:
         # the nest's outer ENDs (the sink's first-src chain): their cones are prefixes of
         # this order, kept on them for `cone` (pack asks them next: each was a walk)
         keep_head_orders(self.order, 4)
-        self.dep = range_sets(self.order)
+        self._dep: dict[UOp, frozenset[UOp]] | None = None
         self.end_of: dict[UOp, UOp] = {}
         self.multi: set[UOp] = set()
         for n in self.order:
@@ -201,6 +201,17 @@ class _Loops:
 
         self._cones: dict[UOp, list[UOp]] = {}
         self._readers: dict[UOp, list[UOp]] | None = None
+
+    @property
+    def dep(self) -> dict[UOp, frozenset[UOp]]:
+        """The RANGEs each node depends on (linearize.py `range_sets`), made when first
+        asked: a reading that only finds ENDs and cones (pack_rows.py, pack's last look
+        over a jammed tile, where every loop is refused before its nodes are asked) does
+        not compute them for the whole graph (~2 ms on matmul's 4,800 jammed nodes)."""
+        d = self._dep
+        if d is None:
+            d = self._dep = range_sets(self.order)
+        return d
 
     def readers(self) -> dict[UOp, list[UOp]]:
         """Each BUFFER → the nodes that read it as a src or hold a place of an AFTER of it
@@ -299,12 +310,9 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     varies = _varies(cone, r, {b for b in stored if b.op is Ops.BUFFER})
     if any(n not in varies for v in stored.values() for n in v):
         return None
-    private = []
-    for buf in stored:
-        if buf.op is Ops.BUFFER:
-            if not _privatizable(loops, r, inner, region, region_set, buf, cone):
-                return None
-            private.append(buf)
+    private = [buf for buf in stored if buf.op is Ops.BUFFER]
+    if not _privatizable(loops, r, inner, region, region_set, private, cone):
+        return None
     if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
         return None
     memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
@@ -496,7 +504,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for nk in new:
                 srcs = tuple(map(nk.get, src, src))
                 if srcs != src:
-                    m = UOp(op, srcs, n.arg, n.tag)
+                    m = new_uop(UOp, op, srcs, n.arg, n.tag)
                     nk[n] = _constant_out(m, wide) if op in _OUT_OPS else m
             continue
         if n is r or n.op is Ops.BUFFER:
@@ -544,7 +552,7 @@ def _jam(sink: UOp, loops: _Loops, plan: _Plan, rows_of: bool = True,
             for nk in new:
                 srcs = tuple([nk.get(s, s) for s in n.src])
                 if srcs != n.src:
-                    nk[n] = _constant_out(UOp(n.op, srcs, n.arg, n.tag), plan.wide)
+                    nk[n] = _constant_out(new_uop(UOp, n.op, srcs, n.arg, n.tag), plan.wide)
     bodies = tuple(dict.fromkeys(new[k].get(end.src[0], end.src[0]) for k in range(f)))
     jammed = UOp(Ops.END, (UOp(Ops.GROUP, bodies), r2))
     if const_int(r.src[0]) % plan.factor:
