@@ -243,7 +243,9 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
         r = _round_odd(s, e)          # round to odd at 53 bits, then RN to 24 bits is exact
         r = np.where(np.isfinite(s) & np.isfinite(e), r, p + c64).astype(F32)
         return from_compute(r, dt)
-    a, b, c = np.broadcast_arrays(*(np.asarray(v, F64) for v in (a, b, c)))
+    # flattened (a scalar MULACC's operands are 0-d arrays, which np.nonzero refuses below)
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (a, b, c)))
+    a, b, c = (np.broadcast_to(np.asarray(v, F64), shape).reshape(-1) for v in (a, b, c))
     ph = a * b
     ah, al = _split(a)
     bh, bl = _split(b)
@@ -263,9 +265,9 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
     if bad.any():
         # Rare (zeros, non-finite, extreme exponents): exact rationals element by element.
         res = res.copy()
-        for i in zip(*np.nonzero(bad)):
+        for i in np.flatnonzero(bad):
             res[i] = _fma64_exact(float(a[i]), float(b[i]), float(c[i]))
-    return res
+    return res.reshape(shape)
 
 
 # -- threefry --------------------------------------------------------------------------------
