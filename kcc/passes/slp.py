@@ -111,6 +111,9 @@ class _Packer:
         # operand may load a run wider than its lanes (slp_index.py `_read_window`)
         self.reads: tuple[dict, dict] | None = None
         self.reads_of: list[UOp] | None = None    # the nodes `reads` is made from, lazily
+        # _op_ok's answers by tuple (a function of the tuple and ctx alone, like `leaves`:
+        # shared with the planning's packer, whose store groups are packed again here)
+        self.op_ok: dict[Lanes, bool] = {}
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -313,6 +316,13 @@ class _Packer:
 
     def _op_ok(self, t: Lanes) -> bool:
         """Whether the lanes are n isomorphic scalar ALU nodes the target has at n lanes."""
+        got = self.op_ok.get(t)
+        if got is None:
+            got = self.op_ok[t] = self._new_op_ok(t)
+        return got
+
+    def _new_op_ok(self, t: Lanes) -> bool:
+        """_op_ok, not remembered."""
         s0 = t[0]
         if s0.op not in PACKABLE or s0.shape != () or s0.kind != "value":
             return False
@@ -551,17 +561,29 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
     conv2d's accumulators back one by one, transposed, for its output STACKs) becomes its lane
     of a load of the element's group: every place of the buffer is then a whole group, so
     the selector keeps each group in a register (kcc/isel/x86/select.py promotable_buffers)."""
+    # the group loads made, by (buffer, first element, how the index is written): each
+    # group's elements share one (UOps are interned: the same node the construction gives)
+    if not reg_width:
+        return
+    wides: dict[tuple, UOp] = {}
     for u in order:
         if u.op is not Ops.LOAD or len(u.src) != 1 or u.shape != () or u in redirect \
                 or u in lanes or u.src[0].op is not Ops.INDEX:
             continue
         buf, idx = u.src[0].src
-        w = reg_width.get(base_buffer(buf)) if buf.kind == "buffer" else None
+        if buf.kind != "buffer":
+            continue
+        b = base_buffer(buf)
+        w = reg_width.get(b)
         k = const_int(idx)
-        if w is None or k is None or k < 0 or k // w * w + w > base_buffer(buf).arg.size:
+        if w is None or k is None or k < 0 or k // w * w + w > b.arg.size:
             continue
         g = k // w * w
-        wide = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g), UOp.const(w))),))
+        key = (buf, g, idx.arg if idx.op is Ops.CAST else None, idx.op is Ops.CAST)
+        wide = wides.get(key)
+        if wide is None:
+            wide = wides[key] = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g),
+                                                                UOp.const(w))),))
         redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
 
 
@@ -600,6 +622,7 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     if widest < 2:
         p.reads_of = order
     p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
+    p.op_ok = plain.op_ok                         # (and _op_ok's)
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}
