@@ -114,6 +114,7 @@ class _Packer:
         # _op_ok's answers by tuple (a function of the tuple and ctx alone, like `leaves`:
         # shared with the planning's packer, whose store groups are packed again here)
         self.op_ok: dict[Lanes, bool] = {}
+        self.flat: dict[UOp, bool] = {}       # _scalar_srcs' answers by node (the node's)
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -335,16 +336,28 @@ class _Packer:
             ut = s._utype or s.utype     # (the type read once, not per property)
             if not (ut.dtype is dt or ut.dtype == dt) or ut.shape != ():
                 return False
+        flat = self.flat
         for s in t:
-            for x in s.src:
-                ut = x._utype or x.utype
-                if ut.shape != () or ut.kind != "value":
-                    return False
+            ok = flat.get(s)
+            if ok is None:
+                ok = flat[s] = self._scalar_srcs(s)
+            if not ok:
+                return False
         n = len(t)
         if s0.op in (Ops.CAST, Ops.BITCAST):
             return self.ctx.cast_legal(s0.op, s0.src[0].dtype, s0.dtype, n)
         dt = s0.src[0].dtype if s0.op in COMPARE else s0.dtype
         return self.ctx.alu_legal(n, dt, _bool_op(s0))
+
+    @staticmethod
+    def _scalar_srcs(s: UOp) -> bool:
+        """Whether every src of s is a scalar value (asked once per node: a lane is in a
+        tuple of each width the planning costs, and again when its group is packed)."""
+        for x in s.src:
+            ut = x._utype or x.utype
+            if ut.shape != () or ut.kind != "value":
+                return False
+        return True
 
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
@@ -622,7 +635,7 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     if widest < 2:
         p.reads_of = order
     p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
-    p.op_ok = plain.op_ok                         # (and _op_ok's)
+    p.op_ok, p.flat = plain.op_ok, plain.flat     # (and _op_ok's, _scalar_srcs')
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}
