@@ -111,6 +111,10 @@ class _Packer:
         # operand may load a run wider than its lanes (slp_index.py `_read_window`)
         self.reads: tuple[dict, dict] | None = None
         self.reads_of: list[UOp] | None = None    # the nodes `reads` is made from, lazily
+        # _op_ok's answers by tuple (a function of the tuple and ctx alone, like `leaves`:
+        # shared with the planning's packer, whose store groups are packed again here)
+        self.op_ok: dict[Lanes, bool] = {}
+        self.flat: dict[UOp, bool] = {}       # _scalar_srcs' answers by node (the node's)
 
     def _leaf(self, t: Lanes) -> tuple[UOp | None, bool]:
         """(vector, good) for a tuple that needs no recursion; (None, False) if it needs one."""
@@ -313,6 +317,13 @@ class _Packer:
 
     def _op_ok(self, t: Lanes) -> bool:
         """Whether the lanes are n isomorphic scalar ALU nodes the target has at n lanes."""
+        got = self.op_ok.get(t)
+        if got is None:
+            got = self.op_ok[t] = self._new_op_ok(t)
+        return got
+
+    def _new_op_ok(self, t: Lanes) -> bool:
+        """_op_ok, not remembered."""
         s0 = t[0]
         if s0.op not in PACKABLE or s0.shape != () or s0.kind != "value":
             return False
@@ -325,16 +336,28 @@ class _Packer:
             ut = s._utype or s.utype     # (the type read once, not per property)
             if not (ut.dtype is dt or ut.dtype == dt) or ut.shape != ():
                 return False
+        flat = self.flat
         for s in t:
-            for x in s.src:
-                ut = x._utype or x.utype
-                if ut.shape != () or ut.kind != "value":
-                    return False
+            ok = flat.get(s)
+            if ok is None:
+                ok = flat[s] = self._scalar_srcs(s)
+            if not ok:
+                return False
         n = len(t)
         if s0.op in (Ops.CAST, Ops.BITCAST):
             return self.ctx.cast_legal(s0.op, s0.src[0].dtype, s0.dtype, n)
         dt = s0.src[0].dtype if s0.op in COMPARE else s0.dtype
         return self.ctx.alu_legal(n, dt, _bool_op(s0))
+
+    @staticmethod
+    def _scalar_srcs(s: UOp) -> bool:
+        """Whether every src of s is a scalar value (asked once per node: a lane is in a
+        tuple of each width the planning costs, and again when its group is packed)."""
+        for x in s.src:
+            ut = x._utype or x.utype
+            if ut.shape != () or ut.kind != "value":
+                return False
+        return True
 
     def pack(self, root: Lanes) -> UOp | None:
         """The vector whose lane j is root[j], or None when it would not pay (iterative)."""
@@ -551,17 +574,29 @@ def _group_lanes(order: list[UOp], reg_width: dict[UOp, int], redirect: dict[UOp
     conv2d's accumulators back one by one, transposed, for its output STACKs) becomes its lane
     of a load of the element's group: every place of the buffer is then a whole group, so
     the selector keeps each group in a register (kcc/isel/x86/select.py promotable_buffers)."""
+    # the group loads made, by (buffer, first element, how the index is written): each
+    # group's elements share one (UOps are interned: the same node the construction gives)
+    if not reg_width:
+        return
+    wides: dict[tuple, UOp] = {}
     for u in order:
         if u.op is not Ops.LOAD or len(u.src) != 1 or u.shape != () or u in redirect \
                 or u in lanes or u.src[0].op is not Ops.INDEX:
             continue
         buf, idx = u.src[0].src
-        w = reg_width.get(base_buffer(buf)) if buf.kind == "buffer" else None
+        if buf.kind != "buffer":
+            continue
+        b = base_buffer(buf)
+        w = reg_width.get(b)
         k = const_int(idx)
-        if w is None or k is None or k < 0 or k // w * w + w > base_buffer(buf).arg.size:
+        if w is None or k is None or k < 0 or k // w * w + w > b.arg.size:
             continue
         g = k // w * w
-        wide = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g), UOp.const(w))),))
+        key = (buf, g, idx.arg if idx.op is Ops.CAST else None, idx.op is Ops.CAST)
+        wide = wides.get(key)
+        if wide is None:
+            wide = wides[key] = UOp(Ops.LOAD, (UOp(Ops.SHRINK, (buf, _int_like(idx, g),
+                                                                UOp.const(w))),))
         redirect[u] = UOp(Ops.INDEX, (wide, UOp.const(k - g)))
 
 
@@ -600,6 +635,7 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
     if widest < 2:
         p.reads_of = order
     p.leaves = plain.leaves                       # (_leaf's answers: the tuple's alone)
+    p.op_ok, p.flat = plain.op_ok, plain.flat     # (and _op_ok's, _scalar_srcs')
     # a REG buffer whose stores stay scalar lives in scalar registers: a vector load of its
     # elements (the final read of an accumulator) would put it in memory instead
     p.scalar_reg = {b for b in stored if b not in reg_width}

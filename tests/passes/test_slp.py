@@ -494,3 +494,22 @@ def test_a_shared_plain_packer_answers_as_fresh_ones() -> None:
         assert slp_mod._Packer(desc).pack(t) is v
     for t, got in shared.leaves.items():
         assert got == shared._new_leaf(t) and got == slp_mod._Packer(desc)._leaf(t)
+
+
+def test_op_ok_is_asked_once_per_tuple_and_shared_with_the_planning(monkeypatch) -> None:
+    # _op_ok's answer is a function of the tuple and the target alone: the packer of the
+    # packing reads the planning packer's answers (the matmul tile's store groups are costed,
+    # then packed again) and the result is the one without the memo
+    import kcc.passes.slp as slp_mod
+    from kcc.targets.x86.arch import X86_AVX512
+    g = _tile(4)
+    want = slp(g, X86_AVX512)
+    asked: list = []
+    real = slp_mod._Packer._new_op_ok
+    monkeypatch.setattr(slp_mod._Packer, "_new_op_ok",
+                        lambda self, t: asked.append(t) or real(self, t))
+    assert slp(g, X86_AVX512) is want
+    assert asked and len(asked) == len(set(asked))
+    p = slp_mod._Packer(X86_AVX512)
+    t = tuple(u for u in toposort([g]) if u.op is Ops.MUL and u.shape == ())[:4]
+    assert p._op_ok(t) is real(p, t) and p.op_ok == {t: real(p, t)}
