@@ -66,7 +66,7 @@ def dumps(o: Any, indent: int | None = None, sort_keys: bool = False) -> str:
                                                       sort_keys, False, True)
         return "".join(enc(o, 0))
     out: list[str] = []
-    _write(o, out, " " * indent, "", ": ", sort_keys)
+    _write(o, out, " " * indent, "", sort_keys)
     return "".join(out)
 
 
@@ -78,8 +78,9 @@ def _default(o: Any) -> Any:
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
 
 
-def _write(o: Any, out: list[str], step: str | None, pad: str, colon: str,
-           sort_keys: bool) -> None:
+def _write(o: Any, out: list[str], step: str, pad: str, sort_keys: bool) -> None:
+    """json.dumps's indented text of o (each level indented by step past pad, ": " between
+    a key and its value); compact text is json's C encoder's (`dumps`)."""
     # the order of json.encoder's checks: str, None, True, False, int, float, list/tuple, dict
     if isinstance(o, str):
         out.append(_quote(o))
@@ -97,31 +98,29 @@ def _write(o: Any, out: list[str], step: str | None, pad: str, colon: str,
         if not o:
             out.append("[]")
             return
-        inner = pad + step if step is not None else ""
-        sep = ",\n" + inner if step is not None else ","
-        out.append("[\n" + inner if step is not None else "[")
+        inner = pad + step
+        out.append("[\n" + inner)
         for i, v in enumerate(o):
             if i:
-                out.append(sep)
-            _write(v, out, step, inner, colon, sort_keys)
-        out.append("\n" + pad + "]" if step is not None else "]")
+                out.append(",\n" + inner)
+            _write(v, out, step, inner, sort_keys)
+        out.append("\n" + pad + "]")
     elif isinstance(o, dict):
         if not o:
             out.append("{}")
             return
-        inner = pad + step if step is not None else ""
-        sep = ",\n" + inner if step is not None else ","
-        out.append("{\n" + inner if step is not None else "{")
+        inner = pad + step
+        out.append("{\n" + inner)
         items = sorted(o.items()) if sort_keys else o.items()
         for i, (k, v) in enumerate(items):
             if i:
-                out.append(sep)
+                out.append(",\n" + inner)
             out.append(_quote(_key(k)))
-            out.append(colon)
-            _write(v, out, step, inner, colon, sort_keys)
-        out.append("\n" + pad + "}" if step is not None else "}")
+            out.append(": ")
+            _write(v, out, step, inner, sort_keys)
+        out.append("\n" + pad + "}")
     else:
-        raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+        _default(o)
 
 
 class _Decoder:
