@@ -161,25 +161,38 @@ def _gate_select(u: UOp, ranges: dict[UOp, Range],
     (tinygrad's gathered rows: `row*77 + 16*i` under a gate on the row), only inv is selected,
     `WHERE(gate, inv, k) + var + c`, k putting every value of var inside the buffer: the
     select is made once a row, not once an iteration."""
-    p, gate = u.src[0], u.src[2]
-    buf, start = p.src[0], p.src[1]
-    e, c = peel_offset(start)
+    p = u.src[0]
+    e, c = peel_offset(p.src[1])
     if e is None:
-        e, c = start, 0
-    n, size = _lanes(p), buf.shape[0]
+        e, c = p.src[1], 0
+    safe = _safe_base(e, [c], u, ranges, deps)
+    assert safe is not None                     # plan_masked checked the buffer holds n
+    return _at(u, safe, c)
+
+
+def _safe_base(e: UOp, cs: list[int], u: UOp, ranges: dict[UOp, Range],
+               deps: Callable[[], dict[UOp, frozenset[UOp]]]) -> UOp | None:
+    """The base that keeps loads like u (gate u.src[2]) at `e + c`, c in cs, inside the
+    buffer: `WHERE(gate, inv, k) + var` where e splits as `inv + var` (_invariant_split) and
+    k fits every value of var, else `WHERE(gate, e, k)`; None where no k fits (_spot)."""
+    p, gate = u.src[0], u.src[2]
+    n, size = _lanes(p), p.src[0].shape[0]
     split = _invariant_split(e, gate, deps())
     if split is not None:
         inv, var = split
         vr = ranges.get(var)
-        k = _spot([c + vr[0], c + vr[1]], n, size) if vr is not None else None
+        k = _spot([c + v for c in cs for v in vr], n, size) if vr is not None else None
         if k is not None:
-            safe = UOp(Ops.ADD, (UOp(Ops.WHERE, (gate, inv, strong_int(k, e.dtype))), var))
-            return u.replace(src=(p.replace(src=(buf, plus_int(safe, c), *p.src[2:])),
-                                  *u.src[1:]))
-    k = _spot([c], n, size)
-    assert k is not None                        # plan_masked checked the buffer holds n
-    safe = UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
-    return u.replace(src=(p.replace(src=(buf, plus_int(safe, c), *p.src[2:])), *u.src[1:]))
+            return UOp(Ops.ADD, (UOp(Ops.WHERE, (gate, inv, strong_int(k, e.dtype))), var))
+    k = _spot(cs, n, size)
+    return None if k is None else UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
+
+
+def _at(u: UOp, base: UOp, c: int) -> UOp:
+    """Masked load u reading at `base + c` instead."""
+    p = u.src[0]
+    return u.replace(src=(p.replace(src=(p.src[0], plus_int(base, c), *p.src[2:])),
+                          *u.src[1:]))
 
 
 def _invariant_split(e: UOp, gate: UOp, dep: dict[UOp, frozenset[UOp]]
@@ -235,34 +248,23 @@ def _peel(start: UOp) -> tuple[UOp | None, int]:
 def _one_gate_base(members: list[tuple[UOp, int]], plan: dict[UOp, UOp],
                    ranges: dict[UOp, Range],
                    deps: Callable[[], dict[UOp, frozenset[UOp]]]) -> bool:
-    """Loads at `e + c` (c in cs) under one gate share one safe base `WHERE(gate, e, k)`, k
-    putting all of them inside the buffer (_spot), whatever cs spans: where the gate holds
-    every index is exact, where it does not every load reads inside; one CMOVcc for all, not
-    one a load (index_rows' E_9_77: five zmm loads of a gathered row, one gate). Where e is
-    `inv + var` (_invariant_split) only inv is selected, as _gate_select does. Planned into
-    plan; False where the gates differ or the loads do not fit the buffer together."""
+    """Loads at `e + c` (c in cs) under one gate share one safe base (_safe_base, as a lone
+    load's _gate_select), k putting all of them inside the buffer whatever cs spans: where
+    the gate holds every index is exact, where it does not every load reads inside; one
+    CMOVcc for all, not one a load (index_rows' E_9_77: five zmm loads of a gathered row, one
+    gate). Planned into plan; False where the gates differ or the loads do not fit the
+    buffer together."""
     if len(members) < 2 or len({u.src[2] for u, _ in members}) != 1:
         return False
-    p0, gate = members[0][0].src[0], members[0][0].src[2]
-    buf, n = p0.src[0], _lanes(p0)
-    cs = [c for _, c in members]
-    e = _peel(p0.src[1])[0]
+    u0 = members[0][0]
+    e = _peel(u0.src[0].src[1])[0]
     if e is None:
         return False
-    split = _invariant_split(e, gate, deps())
-    vr = ranges.get(split[1]) if split is not None else None
-    if split is not None and vr is not None and \
-            (k := _spot([c + v for c in cs for v in vr], n, buf.shape[0])) is not None:
-        inv, var = split
-        base = UOp(Ops.ADD, (UOp(Ops.WHERE, (gate, inv, strong_int(k, e.dtype))), var))
-    elif (k := _spot(cs, n, buf.shape[0])) is not None:
-        base = UOp(Ops.WHERE, (gate, e, strong_int(k, e.dtype)))
-    else:
+    base = _safe_base(e, [c for _, c in members], u0, ranges, deps)
+    if base is None:
         return False
     for u, c in members:
-        p = u.src[0]
-        plan[u] = u.replace(src=(p.replace(src=(buf, plus_int(base, c), *p.src[2:])),
-                                 *u.src[1:]))
+        plan[u] = _at(u, base, c)
     return True
 
 
