@@ -411,26 +411,22 @@ class X86KMask:
         mask: embedding's `idx < 8` a row)."""
         if c.shape:
             return None
-        if self.range_check(c) is not None:
-            # `lo <= x < hi` as one unsigned compare of x - lo (int_flags: CF is the gate),
-            # so -CF by SBB (index_rows' E_9_77 row gate: not SETB, MOVZX, NEG)
-            self.int_flags(c)
-            g = self.new("gpr")
-            self.emit("sbb_self", g)
-            return g
-        if c.op not in _COMPARES or reg_class(c.src[0].dtype) != "gpr":
+        if self.range_check(c) is None and (c.op not in _COMPARES
+                                            or reg_class(c.src[0].dtype) != "gpr"):
             return None
-        i32 = dtypes.int32
         cc = self.int_flags(c)
         if cc is None:
             return None         # (not reached: int_flags takes every GPR compare)
         if cc == "b" or cc == "l" and c.op is Ops.CMPLT and all(never_negative(s) for s in c.src):
             # the carry of an unsigned compare (CMP sets CF exactly when a < b unsigned, and
-            # a signed a < b of two non-negative values is the same) as -CF: one SBB of a
-            # register with itself (clang's embedding E_8_5), not a copy and a CMOVcc
+            # a signed a < b of two non-negative values is the same; a range check
+            # `lo <= x < hi` is one unsigned compare of x - lo, int_flags' "b") as -CF: one
+            # SBB of a register with itself (clang's embedding E_8_5, index_rows' E_9_77 row
+            # gate), not a copy and a CMOVcc, nor SETB, MOVZX and NEG
             g = self.new("gpr")
             self.emit("sbb_self", g)
             return g
+        i32 = dtypes.int32
         # (MOVs after the CMP: they leave the flags as they are)
         ones, g = self.reg(strong_int(-1, i32)), self.copy(self.reg(strong_int(0, i32)), i32)
         self.emit(f"cmov{cc}_r32_rm32", g, ones)
