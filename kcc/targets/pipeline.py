@@ -36,6 +36,7 @@ from kcc.passes.slp import slp
 from kcc.passes.stage import stage_loads
 from kcc.passes.target import TargetDesc
 from kcc.passes.threads import fold_threads
+from kcc.passes.unit_loops import fold_unit_loops
 from kcc.passes.unroll import unroll
 from kcc.ir.verify import verify
 from kcc.passes.unroll_widened import widen_and_unroll
@@ -70,6 +71,17 @@ class Step:
     run: Callable[..., Any]
 
 
+def _unroll(sink: UOp, desc: TargetDesc) -> UOp:
+    """passes/unroll.py, then its remainder loops of one trip folded (passes/unit_loops.py)
+    before the passes that look for straight-line code (slp, widen)."""
+    return fold_unit_loops(unroll(sink, desc), desc)
+
+
+def _widen(sink: UOp, desc: TargetDesc) -> UOp:
+    """passes/unroll_widened.py's widen step, then widening's tails of one trip folded."""
+    return fold_unit_loops(widen_and_unroll(sink, desc), desc)
+
+
 def _verify(sink: UOp, desc: TargetDesc) -> UOp:
     verify(sink)
     return sink
@@ -81,12 +93,12 @@ PIPELINE: tuple[Step, ...] = (
     Step("fold_threads", "graph", fold_threads),
     Step("lower_weak_dtypes", "graph", lower_weak_dtypes),
     Step("simplify", "graph", simplify),
-    Step("unroll", "graph", unroll),
+    Step("unroll", "graph", _unroll),            # (+ loops of one trip folded)
     Step("stage", "graph", stage_loads),
     Step("div_const", "graph", div_const),
     Step("slp", "graph", slp),
     Step("lane_trees", "graph", lane_trees),
-    Step("widen", "graph", widen_and_unroll),     # (+ short widened loops unrolled)
+    Step("widen", "graph", _widen),              # (+ short loops unrolled, 1-trip folded)
     Step("contract", "graph", contract),
     Step("devectorize", "graph", devectorize),
     Step("decompose", "graph", decompose),
