@@ -19,6 +19,11 @@ softmax_odd's rows, 42 kernels of the sweep). Here such a RANGE becomes the cons
   nested in an outer loop (an order src that is a RANGE) stays in it. A buffer no STORE
   writes needs no order (a read-only input).
 
+The pipeline folds them after its widen step (kcc/targets/pipeline.py), not after unroll:
+a folded middle loop of a nest (unroll jams conv1d's 12-column loop whole, leaving a RANGE of
+1 between the rows and the reduction) changes what widen makes of the nest (r_2_16_12_8_3
+316 -> 703 ns).
+
 A loop whose END body holds an effect that does not depend on the RANGE (it is inside the
 loop only by the END) or a BARRIER is left alone: its order would rest on the END alone.
 """
