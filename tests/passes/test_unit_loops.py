@@ -177,3 +177,157 @@ def test_the_pipeline_leaves_no_loop_of_one_trip() -> None:
             assert _units(g) == 1
         if step.name == "widen":
             assert _units(g) == 0
+
+
+# -- a loop of one trip inside an outer loop (the shapes that miscompiled in branch tail19) ---
+# An order use of the folded RANGE (an AFTER's dep, an inner RANGE's order src) must keep the
+# loops that enclose the RANGE: the constant 0 that replaces it is in none, and the RANGE's own
+# order srcs may not be either.
+
+# tests/fuzz/test_fuzz_shapes.py's carried accumulator: acc zeroed once before the outer loop,
+# acc = acc*2 + x[i] in an inner loop of one trip, ordered by its RANGE alone (the init is
+# before every loop); the old fold hoisted the LOAD out of the outer loop
+CARRIED = """# kcc-uop 1
+%0 = PARAM ParamArg(0, int32, 2)       : int32[2]
+%1 = PARAM ParamArg(1, int32, 2)       : int32[2]
+%2 = BUFFER ParamArg(0, int32, 1, addrspace=REG) : int32[1]
+%3 = INDEX(%2, 0)                      : int32
+%4 = CAST(0) int32                     : int32
+%5 = STORE(%3, %4)
+%6 = RANGE(2, %5) (0, LOOP)            : weakint
+%7 = INDEX(%0, %6)                     : int32
+%8 = RANGE(1) (1, LOOP)                : weakint
+%9 = AFTER(%2, %5, %8)                 : int32[1]
+%10 = INDEX(%9, 0)                     : int32
+%11 = LOAD(%10)                        : int32
+%12 = CAST(2) int32                    : int32
+%13 = MUL(%11, %12)                    : int32
+%14 = MUL(%6, 1)                       : weakint
+%15 = ADD(%14, %8)                     : weakint
+%16 = INDEX(%1, %15)                   : int32
+%17 = LOAD(%16)                        : int32
+%18 = ADD(%13, %17)                    : int32
+%19 = STORE(%10, %18)
+%20 = END(%19, %8)
+%21 = AFTER(%2, %20)                   : int32[1]
+%22 = INDEX(%21, 0)                    : int32
+%23 = LOAD(%22)                        : int32
+%24 = STORE(%7, %23)
+%25 = END(%24, %6)
+SINK(%25) KernelInfo(name="carried")
+"""
+
+# the same fuzz test's shape with one END closing the outer loop and the loop of one trip
+# (END(x, i, j): `for i: for j: x`, by axis), acc zeroed at the top of each iteration of j
+# and summed over an inner loop of one trip: j's END lists the outer loop beside it. (acc
+# reads 0 wherever its load lands, so only the structural test below tells a hoisted load;
+# x86 read garbage in the fuzz test when the END's other RANGE was not taken as enclosing)
+SHARED_END = """# kcc-uop 1
+%0 = PARAM ParamArg(0, int32, 2)       : int32[2]
+%1 = PARAM ParamArg(1, int32, 2)       : int32[2]
+%2 = BUFFER ParamArg(0, int32, 1, addrspace=REG) : int32[1]
+%3 = RANGE(2) (0, LOOP)                : weakint
+%4 = MUL(%3, 1)                        : weakint
+%5 = RANGE(1) (1, LOOP)                : weakint
+%6 = ADD(%4, %5)                       : weakint
+%7 = INDEX(%0, %6)                     : int32
+%8 = AFTER(%2, %5)                     : int32[1]
+%9 = INDEX(%8, 0)                      : int32
+%10 = CAST(0) int32                    : int32
+%11 = STORE(%9, %10)
+%12 = RANGE(1, %11) (2, LOOP)          : weakint
+%13 = AFTER(%2, %11, %12)              : int32[1]
+%14 = INDEX(%13, 0)                    : int32
+%15 = LOAD(%14)                        : int32
+%16 = CAST(2) int32                    : int32
+%17 = MUL(%15, %16)                    : int32
+%18 = MUL(%6, 1)                       : weakint
+%19 = ADD(%18, %12)                    : weakint
+%20 = INDEX(%1, %19)                   : int32
+%21 = LOAD(%20)                        : int32
+%22 = ADD(%17, %21)                    : int32
+%23 = STORE(%14, %22)
+%24 = END(%23, %12)
+%25 = AFTER(%2, %24)                   : int32[1]
+%26 = INDEX(%25, 0)                    : int32
+%27 = LOAD(%26)                        : int32
+%28 = STORE(%7, %27)
+%29 = END(%28, %3, %5)
+SINK(%29) KernelInfo(name="shared_end")
+"""
+
+# tests/ir/test_interp_carried.py's nested_acc((2, 3, 4), 2) as unroll leaves it, shrunk: a
+# middle loop of one trip (rows jammed whole) in the outer loop, acc zeroed at the top of its
+# body (ordered by its RANGE alone), acc = acc*3 + x over an inner loop of 3; the outer loop
+# comes after the middle one in the toposort (the middle RANGE does not depend on it). The
+# old fold zeroed acc once, before the outer loop: row 1 went on from row 0's value
+ZEROED = """# kcc-uop 1
+%0 = PARAM ParamArg(0, int32, 2)       : int32[2]
+%1 = PARAM ParamArg(1, int32, 6)       : int32[6]
+%2 = BUFFER ParamArg(0, int32, 1, addrspace=REG) : int32[1]
+%3 = RANGE(1) (1, LOOP)                : weakint
+%4 = AFTER(%2, %3)                     : int32[1]
+%5 = INDEX(%4, 0)                      : int32
+%6 = CAST(0) int32                     : int32
+%7 = STORE(%5, %6)
+%8 = RANGE(2) (0, LOOP)                : weakint
+%9 = ADD(%8, %3)                       : weakint
+%10 = RANGE(3, %7) (2, LOOP)           : weakint
+%11 = AFTER(%2, %7, %10)               : int32[1]
+%12 = INDEX(%11, 0)                    : int32
+%13 = LOAD(%12)                        : int32
+%14 = CAST(3) int32                    : int32
+%15 = MUL(%13, %14)                    : int32
+%16 = MUL(%9, 3)                       : weakint
+%17 = ADD(%16, %10)                    : weakint
+%18 = INDEX(%1, %17)                   : int32
+%19 = LOAD(%18)                        : int32
+%20 = ADD(%15, %19)                    : int32
+%21 = STORE(%12, %20)
+%22 = END(%21, %10)
+%23 = AFTER(%2, %22)                   : int32[1]
+%24 = INDEX(%23, 0)                    : int32
+%25 = LOAD(%24)                        : int32
+%26 = INDEX(%0, %9)                    : int32
+%27 = STORE(%26, %25)
+%28 = END(%27, %3)
+%29 = END(%28, %8)
+SINK(%29) KernelInfo(name="zeroed")
+"""
+
+NESTED = {"carried": CARRIED, "shared_end": SHARED_END, "zeroed": ZEROED}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_a_loop_of_one_trip_in_an_outer_loop_keeps_it(name: str, seed: int) -> None:
+    g = _graph(NESTED[name])
+    assert _units(g) >= 1
+    args = random_inputs(g, seed)
+    want = reference(g, args)
+    for out in (fold_unit_loops(g), fold_unit_loops(g, x86_desc("x86-64-v3"))):
+        assert _units(out) == 0
+        assert_same(g, reference(out, args), want)
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_the_folded_accumulator_stays_in_the_outer_loop(name: str) -> None:
+    # every access of acc (the REG buffer) ordered by an AFTER (all but CARRIED's init, before
+    # every loop) still depends on the outer loop's RANGE
+    from kcc.ir.uop import base_buffer
+    from kcc.passes.linearize import range_sets
+    out = fold_unit_loops(_graph(NESTED[name]))
+    order = out.toposort()
+    dep = range_sets(order)
+    (outer,) = [n for n in order if n.op is Ops.RANGE and const_int(n.src[0]) == 2]
+    acc = [n for n in order if n.op is Ops.INDEX and n.src[0].op is Ops.AFTER
+           and base_buffer(n.src[0]).op is Ops.BUFFER]
+    assert acc and all(outer in dep[n] for n in acc)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_x86_runs_a_loop_of_one_trip_in_an_outer_loop(name: str, arch: str) -> None:
+    g = parse(NESTED[name], "k.uop")
+    args = random_inputs(g, 0)
+    assert_same(g, compile_and_run(g, args, arch), reference(g, args))
