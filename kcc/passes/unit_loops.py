@@ -38,7 +38,6 @@ from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UOp, toposort
 from kcc.passes.linearize import range_sets, split_end
-from kcc.passes.target import TargetDesc
 
 
 def _unit_ranges(order: list[UOp], dep: dict[UOp, frozenset[UOp]]) -> set[UOp]:
@@ -126,8 +125,9 @@ def _toposort_with(sink: UOp, more: dict[UOp, tuple[UOp, ...]]) -> list[UOp]:
     return out
 
 
-def fold_unit_loops(sink: UOp, desc: TargetDesc | None = None) -> UOp:
-    """sink with every loop of one trip folded (module docstring); sink itself if none."""
+def fold_unit_loops(sink: UOp) -> UOp:
+    """sink with every loop of one trip folded (module docstring); sink itself if none. The
+    constant 0 is left in its uses (`MUL(0, 5)`) for the pipeline's next simplify step."""
     order = toposort([sink])
     dep = range_sets(order)
     units = _unit_ranges(order, dep)
@@ -184,8 +184,4 @@ def fold_unit_loops(sink: UOp, desc: TargetDesc | None = None) -> UOp:
             new[x] = srcs[0]        # (its only dep was a folded RANGE with no order srcs)
         else:
             new[x] = x if srcs == x.src else x.replace(src=srcs)
-    out = new[sink]
-    if desc is None:
-        return out
-    from kcc.passes.simplify import simplify
-    return simplify(out, desc)
+    return new[sink]
