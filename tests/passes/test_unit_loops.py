@@ -333,3 +333,64 @@ def test_x86_runs_a_loop_of_one_trip_in_an_outer_loop(name: str, arch: str) -> N
     g = parse(NESTED[name], "k.uop")
     args = random_inputs(g, 0)
     assert_same(g, compile_and_run(g, args, arch), reference(g, args))
+
+
+def _nested_acc(ns: tuple[int, ...], level: int) -> UOp:
+    """acc = acc*3 + x[flat] in the innermost of len(ns) loops (a loop of bound 1 wherever ns
+    has a 1), acc zeroed before every loop (level 0) or at the top of loop level-1's body;
+    out[flat of the outer loops] = acc after the innermost loop (tests/ir/
+    test_interp_carried.py's nested_acc, whose nest of (2, 3, 4) miscompiled in tail19)."""
+    from kcc.ir.dtype import dtypes
+    from kcc.ir.uop import AddrSpace, AxisType, KernelInfo, ParamArg
+
+    def c(v: int) -> UOp:
+        return UOp(Ops.CONST, (), v)
+
+    def place(b: UOp, i: UOp) -> UOp:
+        return UOp(Ops.INDEX, (b, i))
+
+    def flat(rs: list[UOp], sizes: tuple[int, ...]) -> UOp:
+        e = rs[0]
+        for r, n in zip(rs[1:], sizes[1:]):
+            e = UOp(Ops.ADD, (UOp(Ops.MUL, (e, c(n))), r))
+        return e
+
+    i64 = dtypes.int64
+    outer = 1
+    for n in ns[:-1]:
+        outer *= n
+    out = UOp(Ops.PARAM, (), ParamArg(0, i64, outer))
+    x = UOp(Ops.PARAM, (), ParamArg(1, i64, outer * ns[-1]))
+    acc = UOp(Ops.BUFFER, (), ParamArg(0, i64, 1, addrspace=AddrSpace.REG))
+    rs: list[UOp] = []
+    init = None
+    for lv, n in enumerate(ns):
+        order: tuple[UOp, ...] = ()
+        if lv == level:
+            b = acc if lv == 0 else UOp(Ops.AFTER, (acc, rs[lv - 1]))
+            init = UOp(Ops.STORE, (place(b, c(0)), UOp(Ops.CAST, (c(0),), i64)))
+            order = (init,)
+        rs.append(UOp(Ops.RANGE, (c(n), *order), (lv, AxisType.LOOP)))
+    a_in = place(UOp(Ops.AFTER, (acc, init, rs[-1])), c(0))
+    val = UOp(Ops.ADD, (UOp(Ops.MUL, (UOp(Ops.LOAD, (a_in,)), UOp(Ops.CAST, (c(3),), i64))),
+                        UOp(Ops.LOAD, (place(x, flat(rs, ns)),))))
+    e = UOp(Ops.END, (UOp(Ops.STORE, (a_in, val)), rs[-1]))
+    res = UOp(Ops.LOAD, (place(UOp(Ops.AFTER, (acc, e)), c(0)),))
+    node = UOp(Ops.STORE, (place(out, flat(rs[:-1], ns[:-1]) if len(ns) > 1 else c(0)), res))
+    for r in reversed(rs[:-1]):
+        node = UOp(Ops.END, (node, r))
+    return UOp(Ops.SINK, (node,), KernelInfo("nested_acc"))
+
+
+NESTS = [(ns, lv) for ns in [(1, 2), (2, 1), (1, 1, 2), (2, 1, 3), (3, 1, 2), (2, 3, 1),
+                             (1, 2, 1), (2, 1, 1, 2), (1, 3, 1, 2)] for lv in range(len(ns))]
+
+
+@pytest.mark.parametrize("ns,level", NESTS)
+def test_a_carried_accumulator_across_loops_of_one_trip(ns: tuple[int, ...], level: int) -> None:
+    # every loop of bound 1 folded; the interpreter on the graph as written is the oracle
+    g = lower_weak_dtypes(_nested_acc(ns, level))
+    out = fold_unit_loops(g)
+    assert _units(out) == 0
+    args = random_inputs(g, 0)
+    assert_same(g, reference(out, args), reference(g, args))
