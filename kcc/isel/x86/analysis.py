@@ -75,11 +75,12 @@ def induction_sums(lin: list[UOp], facts: Facts | None = None
     """Integer sums to strength-reduce, by loop: (node, init, step) for `init + r*step`
     (`ADD(init, MUL(r, c))`, `ADD(init, SHL(r, k))`, either order, `MULACC(r, c, init)`,
     init independent of the loop's RANGE r) and for a bare `MUL(r, c)` / `SHL(r, k)` that is
-    read elsewhere (init None: 0). Wrapping integer arithmetic makes `init + r*step` and the
-    counter that starts at init and adds step each iteration the same bits. init is scheduled
-    before the loop (so it does not depend on r and its register exists at the RANGE). A
-    constant init is left alone (it is an address displacement already), and so is a step
-    that does not fit an imm32. facts: schedule_facts(lin), when the caller has them."""
+    read elsewhere, or a `MULACC(r, c, 0)` (init None: 0). Wrapping integer arithmetic makes
+    `init + r*step` and the counter that starts at init and adds step each iteration the same
+    bits. init is scheduled before the loop (so it does not depend on r and its register
+    exists at the RANGE). A constant init is left alone (it is an address displacement
+    already), and so is a step that does not fit an imm32. facts: schedule_facts(lin), when
+    the caller has them."""
     pos, users, _ = facts or schedule_facts(lin)
     out: dict[UOp, list[tuple[UOp, UOp | None, int]]] = {}
 
@@ -116,7 +117,10 @@ def induction_sums(lin: list[UOp], facts: Facts | None = None
                 taken.add(u)
             break
     for u in lin:
-        rs = scaled(u)
+        # MULACC(r, c, 0) is MUL(r, c) (kcc/passes/unit_loops.py folds a one-trip counter
+        # into the addend, and simplify keeps it: conv1d's r_2_16_12_8_3 multiplied by 14)
+        rs = scaled(UOp(Ops.MUL, u.src[:2])) if u.op is Ops.MULACC and u not in taken and \
+            strong_const(u.src[2]) == 0 and u.src[2].dtype == u.dtype else scaled(u)
         if rs is None or all(x in taken for x in users.get(u, [])):
             continue
         ivs = out.setdefault(rs[0], [])

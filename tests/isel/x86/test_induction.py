@@ -148,3 +148,39 @@ def test_a_mulacc_of_the_counter_is_a_counter() -> None:
     sink = parse(TRANSPOSE)
     args = [np.zeros(143, np.float32), np.arange(143, dtype=np.float32)]
     assert_same(sink, compile_and_run(sink, args), reference(sink, args))
+
+
+# MULACC(j, 14, 0): the index kcc/passes/unit_loops.py leaves where a folded one-trip
+# counter was the addend (conv1d's r_2_16_12_8_3, simplify keeps the zero addend)
+ZERO_ADDEND = """# kcc-uop 1
+%out = PARAM ParamArg(0, float32, 3)
+%x = PARAM ParamArg(1, float32, 1428)
+%c0 = CAST(0) int32
+%c3 = CAST(3) int32
+%c7 = CAST(7) int32
+%c14 = CAST(14) int32
+%c100 = CAST(100) int32
+%i = RANGE(%c3) (0, LOOP)
+%j = RANGE(%c100, %i) (1, LOOP)
+%j14 = MULACC(%j, %c14, %c0)
+%xi = MULACC(%i, %c7, %j14)
+%xp = INDEX(%x, %xi)
+%v = LOAD(%xp)
+%oi = INDEX(%out, %i)
+%st = STORE(%oi, %v)
+%e = END(%st, %j)
+%e2 = END(%e, %i)
+SINK(%e2) KernelInfo(name="zero_addend")
+"""
+
+
+def test_a_mulacc_with_a_zero_addend_is_a_counter() -> None:
+    g = linearize(lower_weak_dtypes(parse(ZERO_ADDEND), X86_AVX2))
+    ivs = induction_sums(g)
+    from kcc.ir.consts import const_int
+    j14 = next(u for u in g if u.op.name == "MULACC" and const_int(u.src[2]) == 0)
+    assert any(node is j14 and init is None and step == 14
+               for v in ivs.values() for node, init, step in v), ivs
+    sink = parse(ZERO_ADDEND)
+    args = [np.zeros(3, np.float32), np.arange(1428, dtype=np.float32)]
+    assert_same(sink, compile_and_run(sink, args), reference(sink, args))
