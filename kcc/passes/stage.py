@@ -114,9 +114,28 @@ def _used_ranges(idx: UOp, memo: dict[UOp, frozenset[UOp] | None]) -> frozenset[
     return memo[idx]
 
 
+def _candidates(order: list[UOp], desc: TargetDesc) -> list[UOp]:
+    """The loads `_groups` may take (scalar loads of a read-only argument's element), with
+    the RANGEs: the nodes whose range sets it reads."""
+    # STORE is the one op that writes memory (kcc/ir/ops.py)
+    written = {base_buffer(u.src[0].src[0]) for u in order if u.op is _STORE}
+    out = []
+    for u in order:
+        if u.op is _RANGE:
+            out.append(u)
+        elif u.op is _LOAD and len(u.src) == 1 and u.shape == () \
+                and u.src[0].op is Ops.INDEX:
+            buf = u.src[0].src[0]
+            if buf.op is Ops.PARAM and buf not in written and not buf.arg.volatile \
+                    and buf.arg.dtype in desc.mem_widths:
+                out.append(u)
+    return out
+
+
 def _groups(order: list[UOp], deps: dict[UOp, frozenset[UOp]],
             desc: TargetDesc) -> list[_Group]:
-    """Candidate groups (before the order and size checks)."""
+    """Candidate groups (before the order and size checks); deps: the range sets of (at
+    least) the nodes `_candidates` lists."""
     memo: dict[UOp, frozenset[UOp] | None] = {}
     # STORE is the one op that writes memory (kcc/ir/ops.py)
     written = {base_buffer(u.src[0].src[0]) for u in order if u.op is _STORE}
@@ -243,10 +262,10 @@ def _stage(sink: UOp, order: list[UOp], deps: dict[UOp, frozenset[UOp]], g: _Gro
 
 
 def _first(order: list[UOp], deps: dict[UOp, frozenset[UOp]], desc: TargetDesc,
-           budget: int) -> tuple[_Group | None, bool]:
-    """The first group worth staging (its loads in lane order), or None; and whether any
-    other candidate was found (else the staged graph need not be searched again)."""
-    groups = _groups(order, deps, desc)
+           budget: int, groups: list[_Group]) -> tuple[_Group | None, bool]:
+    """The first group worth staging of groups (`_groups`; their loads then in lane order),
+    or None; and whether any other candidate was found (else the staged graph need not be
+    searched again)."""
     for g in groups:
         stores = [u for u in order if u.op is _STORE and g.r in deps[u]
                   and u.src[0].op is Ops.INDEX]
@@ -266,8 +285,15 @@ def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
     order = toposort([sink])
     budget = desc.stage_bytes               # for all the kernel's staged copies together
     for _ in range(MAX_GROUPS):
+        # the candidates' and RANGEs' range sets first, from their cones: where no group is
+        # found (most kernels) the graph's other sets are not made (matmul at x86-64-v4: 4,500
+        # of its 4,800 jammed nodes, ~1.5% of its compile, which slp then never asks)
+        part = range_sets(toposort(_candidates(order, desc), None))
+        groups = _groups(order, part, desc)
+        if not groups:
+            break
         deps = range_sets(order)
-        g, more = _first(order, deps, desc, budget)
+        g, more = _first(order, deps, desc, budget, groups)
         if g is None:
             break
         budget -= len(g.loads) * const_int(g.r.src[0]) * g.buf.arg.dtype.itemsize

@@ -311,9 +311,17 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     if any(n not in varies for v in stored.values() for n in v):
         return None
     private = [buf for buf in stored if buf.op is Ops.BUFFER]
-    if not _privatizable(loops, r, inner, region, region_set, private, cone):
-        return None
     if bool(private) == elementwise:       # a jam privatizes; a scalar loop has no REG
+        return None
+    # the cost limits before the legality walks (every check here is a pure test of the
+    # graph, so their order changes no plan): conv2d's and softmax's loops over the work
+    # limit skip `_privatizable` and the stores' affine reading
+    copied = [n for n in region if n in varies]
+    work = sum(1 for n in copied if dep[n] & inner and n.op in _WORK)
+    if len(copied) > (MAX_COPIED if max_copied is None else max_copied) \
+            or work > (MAX_INNER_WORK if max_work is None else max_work):
+        return None
+    if not _privatizable(loops, r, inner, region, region_set, private, cone):
         return None
     memo: dict = {}                  # idx as c*r + sum(coef*term) + o, the terms free of r
     mac_memo: dict = {}              # ... reading MULACC(x, k, y) as k*x + y (see below)
@@ -346,11 +354,6 @@ def _analyze(loops: _Loops, r: UOp, desc: TargetDesc, factors: tuple[int, ...] |
     for buf in private:
         lanes = max(desc.mem_widths.get(buf.arg.dtype, (1,)))
         acc += -(-(buf.arg.size or 1) // lanes)
-    copied = [n for n in region if n in varies]
-    work = sum(1 for n in copied if dep[n] & inner and n.op in _WORK)
-    if len(copied) > (MAX_COPIED if max_copied is None else max_copied) \
-            or work > (MAX_INNER_WORK if max_work is None else max_work):
-        return None
     # a column loop whose copies each keep one scalar accumulator: the lane packer makes
     # the copies' accumulators one vector (passes/slp_reg.py scalar_reg_groups), so the jam
     # pays whatever the work (mean over axes 0 and 2, r_8_14_2_14: 0.18x -> 0.48x clang).

@@ -344,12 +344,24 @@ def _plan(sink: UOp, desc: TargetDesc) -> tuple[UOp, dict[UOp, UOp]]:
     for n in order:
         for x in dep[n]:
             dependents[x] = dependents.get(x, 0) + 1
+    # the RANGEs another RANGE depends on (an outer loop's, which that RANGE reads as an
+    # order src): such a loop is never widened (`_holds_loop`: the other RANGE is a node of
+    # its region, or a dependent outside it), so its region, a walk of most of the nest, is
+    # not made (tinygrad's nests: every loop but the innermost)
+    holders: set[UOp] = set()
+    for n in order:
+        if n.op is Ops.RANGE:
+            for x in dep[n]:
+                if x is not n:
+                    holders.add(x)
     new_end: dict[UOp, UOp] = {}
     stored = frozenset(base_buffer(n.src[0].src[0]) for n in order if n.op is Ops.STORE)
     slot = free_reg_slot(order)          # the next REG slot for a reduction's lane buffers
     for e in ends:
         r = e.src[1]
         if len(e.src) != 2 or closed[r] != 1 or not _int_bound(r.src[0]):
+            continue
+        if r in holders:
             continue
         n_iter = const_int(r.src[0])
         loop = _Loop(r, e, dep)

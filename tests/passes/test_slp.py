@@ -460,6 +460,41 @@ SINK(%s1) KernelInfo(name="k")
         vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
         under = toposort(vals, lambda u, lo=lo: pos.get(u, lo) >= lo) if vals else []
         assert slp_mod._independent(group, pos) is not any(u in group for u in under)
+        # ... and the scan of the order's stretch gives it too (slp passes the order)
+        assert slp_mod._independent(group, pos, None, order) is not any(
+            u in group for u in under)
+    assert not slp_mod._independent((s0, s1), pos, {}, order)
+
+
+def test_the_order_scan_answers_as_the_walk_on_every_store_group() -> None:
+    # every pair and triple of stores of a graph whose stores read each other's elements
+    # (through AFTERs) and also not: `_reaches_in`'s scan and `_reaches`' walk agree
+    import itertools
+    import kcc.passes.slp as slp_mod
+    lines = ["# kcc-uop 1", "%0 = PARAM ParamArg(0, float32, 8)",
+             "%1 = PARAM ParamArg(1, float32, 8)"]
+    for k in range(5):
+        lines += [f"%p{k} = INDEX(%1, {k})", f"%l{k} = LOAD(%p{k})"]
+        # odd stores read the element the store before wrote; even ones only the input
+        src = f"%r{k}" if k % 2 else f"%l{k}"
+        if k % 2:
+            lines += [f"%i{k} = INDEX(%b{k}, {k - 1})", f"%r{k} = LOAD(%i{k})"]
+        lines += [f"%a{k} = ADD({src}, %l{k})", f"%q{k} = INDEX(%0, {k})",
+                  f"%s{k} = STORE(%q{k}, %a{k})"]
+        if k % 2 == 0 and k < 4:         # (read by the next, odd, store)
+            lines.append(f"%b{k + 1} = AFTER(%0, %s{k})")
+    lines += ["%g = GROUP(%s0, %s1, %s2, %s3, %s4)", 'SINK(%g) KernelInfo(name="k")']
+    sink = parse("\n".join(lines) + "\n", "k.uop")
+    order = toposort([sink])
+    pos = {u: i for i, u in enumerate(order)}
+    stores = [u for u in order if u.op is Ops.STORE]
+    answers = set()
+    for n in (2, 3):
+        for group in itertools.combinations(stores, n):
+            walk = slp_mod._independent(group, pos)
+            assert slp_mod._independent(group, pos, None, order) is walk
+            answers.add(walk)
+    assert answers == {True, False}
 
 
 def test_a_shared_plain_packer_answers_as_fresh_ones() -> None:

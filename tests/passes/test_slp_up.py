@@ -88,6 +88,18 @@ def test_row_selects_become_vector_selects() -> None:
     _same_values(g0, g)
 
 
+def test_users_of_some_nodes_are_the_full_maps_entries() -> None:
+    """pack_upward asks first for the users of the seeds' lanes only (`_users(order, only)`):
+    each entry is the full map's, in the same order, and no other node has one."""
+    from kcc.passes import slp_up
+    order = toposort([_prep(kernel())])
+    full = slp_up._users(order)
+    lanes = {u for u in order if u.op is Ops.INDEX and u.shape == () and u.src[0].shape}
+    part = slp_up._users(order, lanes)
+    assert part and set(part) <= lanes
+    assert part == {s: us for s, us in full.items() if s in lanes}
+
+
 def test_bare_rows_pack_too() -> None:
     """Every row's elementwise work (x * 2 here) is a vector op over its load: no scalar MUL
     is left."""

@@ -219,3 +219,31 @@ def test_written_ordered_or_gathered_weights_are_left_alone(kind: str) -> None:
     g = _prep(_variant(kind))
     assert not _staged(stage_loads(g, x86_desc("x86-64-v4")))
     assert _staged(stage_loads(_prep(conv_kernel()), x86_desc("x86-64-v4")))
+
+
+def test_the_whole_graphs_range_sets_only_where_a_group_is_found(monkeypatch) -> None:
+    # stage_loads reads the candidate loads' and RANGEs' range sets from their cones first:
+    # a kernel without a group (the conv with its output stores' cone only) never asks
+    # range_sets for the whole graph; the conv kernel, which stages, does
+    import kcc.passes.stage as st
+    sizes: list[int] = []
+    real = st.range_sets
+    monkeypatch.setattr(st, "range_sets", lambda order: sizes.append(len(order)) or real(order))
+    g = _prep(conv_kernel())
+    n = len(toposort([g]))
+    assert _staged(stage_loads(g, x86_desc("x86-64-v3"))) and n in sizes
+    sizes.clear()
+    plain = _prep("""# kcc-uop 1
+%0 = PARAM ParamArg(0, float32, 64)
+%1 = PARAM ParamArg(1, float32, 64)
+%2 = RANGE(64) (0, LOOP)
+%3 = INDEX(%1, %2)
+%4 = LOAD(%3)
+%5 = ADD(%4, %4)
+%6 = INDEX(%0, %2)
+%7 = STORE(%6, %5)
+%8 = END(%7, %2)
+SINK(%8) KernelInfo(name="E_64")
+""")
+    assert stage_loads(plain, x86_desc("x86-64-v3")) is plain
+    assert sizes and max(sizes) < len(toposort([plain]))

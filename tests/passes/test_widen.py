@@ -418,3 +418,17 @@ def test_an_outer_loop_is_not_tried_by_the_strategies_for_loops_of_scalars(monke
     out = widen(g, x86_desc("x86-64-v3"))
     assert outer not in tried and out is not g       # (the inner loop widened)
     assert w._holds_loop([n for n in g.toposort() if n.op is Ops.RANGE], outer)
+
+
+def test_an_outer_loop_is_skipped_before_its_region_is_made(monkeypatch) -> None:
+    # a RANGE the inner RANGE depends on (its order src) is never widened: its region, a
+    # walk of the nest, is not made (`_Loop` is built for the inner loop only); same graph
+    import kcc.passes.widen as w
+    from kcc.targets.x86.arch import x86_desc
+    g = simplify(lower_weak_dtypes(parse(NESTED, "nested.uop")))
+    inner = next(n for n in g.toposort() if n.op is Ops.RANGE and len(n.src) == 2)
+    built = []
+    real = w._Loop
+    monkeypatch.setattr(w, "_Loop", lambda r, *a: built.append(r) or real(r, *a))
+    out = widen(g, x86_desc("x86-64-v3"))
+    assert built == [inner] and out is not g
