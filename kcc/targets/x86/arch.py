@@ -159,6 +159,9 @@ def _x86_desc(arch: str) -> TargetDesc:
                    # symbolic-bound reduce loops of a few ops by 4 (sym_sum r_n: 0.96x clang
                    # as a loop; kcc/passes/unroll_runtime.py)
                    runtime_unroll=4,
+                   # short widened reduce loops inside a row loop as straight-line copies
+                   # (bool_sum r_333_77: 9 blocks a row group; kcc/passes/unroll_reduce.py)
+                   reduce_unroll=16,
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
                    lane_loads=True,
