@@ -43,8 +43,9 @@ from kcc.passes.unroll_full import _place_buffer, chained_copies, ordered_reg_st
 
 # the most work (ALU ops and non-register loads, times the trip count) a loop unrolled here
 # may do: bool_sum's r_333_77 does 16 an iteration (4 rows of a load, a compare, a cast and
-# an add) over 9 iterations, 144
-MAX_WORK = 160
+# an add) over 9 iterations, 144; argmax's r_333_77 23 (each row's compare, select and max,
+# and the index vector's arithmetic), 207 (1.00x -> 1.17x clang once unrolled)
+MAX_WORK = 256
 
 
 def _work(x: UOp) -> int:
@@ -92,17 +93,36 @@ def _join_offsets(sink: UOp) -> UOp:
     for x in toposort([sink]):
         srcs = tuple([out.get(s, s) for s in x.src])
         y = x if srcs == x.src else x.replace(src=srcs)
-        if y.op is Ops.ADD and not y.shape and y.dtype is not None \
+        if y.op in (Ops.ADD, Ops.MULACC) and not y.shape and y.dtype is not None \
                 and y.dtype.is_int:
-            m, c2 = y.src
-            if m.op is Ops.MULACC and m.dtype == y.dtype and len(m.src) == 3 \
-                    and (v1 := const_value(m.src[2])) is not None \
-                    and (v2 := const_value(c2)) is not None:
-                c = strong_int(_wrap(int(v1[0]) + int(v2[0]), y.dtype), y.dtype)
-                y = UOp(Ops.MULACC, (m.src[0], m.src[1], c))
+            y = _offset_out(y)
         if y is not x:
             out[x] = y
     return out.get(sink, sink)
+
+
+def _offset_out(y: UOp) -> UOp:
+    """An integer sum y with its constant addend outermost (wrapped, exact): MULACC(a, b, x + c)
+    → MULACC(a, b, x) + c (conv1d's copies: `MULACC(batch, 112, col + 14k)`), (x + c1) + c2
+    → x + (c1 + c2), and MULACC(a, b, c1) + c2 → MULACC(a, b, c1 + c2)."""
+    dt = y.dtype
+    if y.op is Ops.MULACC:
+        if len(y.src) != 3 or y.src[2].op is not Ops.ADD or y.src[2].dtype != dt:
+            return y
+        x, c = y.src[2].src
+        if const_value(c) is None:
+            return y
+        return UOp(Ops.ADD, (UOp(Ops.MULACC, (y.src[0], y.src[1], x)), c))
+    m, c2 = y.src
+    v2 = const_value(c2)
+    if v2 is None or m.dtype != dt:
+        return y
+    if m.op is Ops.MULACC and len(m.src) == 3 and (v1 := const_value(m.src[2])) is not None:
+        c = strong_int(_wrap(int(v1[0]) + int(v2[0]), dt), dt)
+        return UOp(Ops.MULACC, (m.src[0], m.src[1], c))
+    if m.op is Ops.ADD and (v1 := const_value(m.src[1])) is not None:
+        return UOp(Ops.ADD, (m.src[0], strong_int(_wrap(int(v1[0]) + int(v2[0]), dt), dt)))
+    return y
 
 
 def unroll_reduce(sink: UOp, desc: TargetDesc) -> UOp:

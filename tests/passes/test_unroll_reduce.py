@@ -140,3 +140,36 @@ def test_x86_object_matches_the_interpreter(arch: str, rows: int, cols: int) -> 
     for seed in (0, 1):
         args = random_inputs(sink, seed)
         assert_same(sink, compile_and_run(sink, args, arch), reference(sink, args))
+
+
+OFFSETS = """# kcc-uop 1
+%out = PARAM ParamArg(0, int32, 12)
+%x = PARAM ParamArg(1, int32, 64)
+%i = RANGE(3) (0, LOOP)
+%j = RANGE(4, %i) (1, LOOP)
+%jc = ADD(%j, {c1})
+%m = MULACC(%i, 14, %jc)
+%k = ADD(%m, {c2})
+%xp = INDEX(%x, %k)
+%v = LOAD(%xp)
+%o = MULACC(%i, 4, %j)
+%op = INDEX(%out, %o)
+%s = STORE(%op, %v)
+%e = END(%s, %j)
+%f = END(%e, %i)
+SINK(%f) KernelInfo(name="offsets")
+"""
+
+
+@pytest.mark.parametrize("c1, c2", [(3, 2), (14, -1), (0, 5)])
+def test_constant_addends_go_outermost(c1: int, c2: int) -> None:
+    """`_join_offsets`: MULACC(a, b, x + c1) + c2 → MULACC(a, b, x) + (c1 + c2) (conv1d's
+    copies: one base register, each copy a displacement), the same values."""
+    from kcc.passes.unroll_reduce import _join_offsets
+    sink = simplify(lower_weak_dtypes(parse(OFFSETS.format(c1=c1, c2=c2), "o.uop")))
+    got = _join_offsets(sink)
+    (load,) = [x for x in got.toposort() if x.op is Ops.LOAD]
+    idx = load.src[0].src[1]
+    assert idx.op is Ops.ADD and const_int(idx.src[1]) == c1 + c2, idx
+    assert idx.src[0].op is Ops.MULACC and idx.src[0].src[2].op is Ops.RANGE
+    _same(sink, sink, got)
