@@ -67,6 +67,9 @@ class TargetDesc:
     full_unroll: innermost REDUCE-style loops with a constant bound up to this are replaced by
       their iterations (passes/unroll_full.py; 0, the default: none): a GPU pays a compare and
       a branch per iteration.
+    reduce_unroll: a short reduce loop of vector work inside another loop, with a constant
+      bound up to this, is replaced by its iterations (passes/unroll_reduce.py; 0, the
+      default: none): a CPU mispredicts a short inner loop's exit once an outer iteration.
     runtime_unroll: a small scalar reduce loop whose bound is a runtime value runs as a loop
       of this many chained copies of its body and a remainder loop (passes/unroll_runtime.py;
       0, the default: none): a CPU pays an add, a compare and a branch per iteration.
@@ -161,6 +164,7 @@ class TargetDesc:
     vector_ops_at: Mapping[tuple[DType, int], frozenset[Ops]] = field(default_factory=dict,
                                                                       compare=False)
     full_unroll: int = 0
+    reduce_unroll: int = 0
     runtime_unroll: int = 0
     sched: SchedModel | None = field(default=None, compare=False)
     tiny_unroll: int = 0

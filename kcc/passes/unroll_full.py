@@ -72,18 +72,18 @@ def ordered_reg_stores(body: list[UOp], r: UOp) -> set[UOp] | None:
     stored: set[UOp] = set()
     for x in body:
         if x.op is Ops.STORE:
-            b = base_buffer(_place_buffer(x.src[0]))
+            b = base_buffer(place_buffer(x.src[0]))
             if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.REG:
                 return None
             stored.add(b)
     for x in body:
-        if x.op in (Ops.LOAD, Ops.STORE) and base_buffer(_place_buffer(x.src[0])) in stored \
-                and not _ordered_by(_place_buffer(x.src[0]), r):
+        if x.op in (Ops.LOAD, Ops.STORE) and base_buffer(place_buffer(x.src[0])) in stored \
+                and not _ordered_by(place_buffer(x.src[0]), r):
             return None
     return stored
 
 
-def _place_buffer(place: UOp) -> UOp:
+def place_buffer(place: UOp) -> UOp:
     """The buffer node (an AFTER chain or the BUFFER/PARAM) a place indexes."""
     b = place
     while b.op in (Ops.INDEX, Ops.SHRINK):

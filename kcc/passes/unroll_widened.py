@@ -55,9 +55,13 @@ def widen_and_unroll(sink: UOp, desc: TargetDesc) -> UOp:
     """The pipeline's `widen` step: passes/widen.py, then lanes of two ops blended
     (slp_blend.blend_stacks) and rows' horizontal reductions transposed
     (passes/reduce_transpose.py), then the short loops it widened unrolled
-    (`unroll_widened`; widen itself, as its tests call it, keeps its loops), and last the
-    small scalar loops of runtime bound it left unrolled (passes/unroll_runtime.py)."""
+    (`unroll_widened`; widen itself, as its tests call it, keeps its loops), then short
+    vector reduce loops inside other loops (passes/unroll_reduce.py), and last the small
+    scalar loops of runtime bound it left unrolled (passes/unroll_runtime.py)."""
     out = _widen_and_unroll(sink, desc)
+    if desc.reduce_unroll > 1:
+        from kcc.passes.unroll_reduce import unroll_reduce
+        out = unroll_reduce(out, desc)
     if desc.runtime_unroll > 1:
         from kcc.passes.unroll_runtime import unroll_runtime
         out = unroll_runtime(out, desc)

@@ -22,6 +22,8 @@ _POLY_WEIGHT = 30
 # ops that do no element work of their own
 _FREE = frozenset({Ops.PARAM, Ops.CONST, Ops.RANGE, Ops.END, Ops.SINK, Ops.GROUP, Ops.INDEX,
                    Ops.SHRINK, Ops.STACK, Ops.AFTER, Ops.CAST})
+# the float ops a CPU's divider unit runs (work_split)
+_DIVIDER = frozenset({Ops.SQRT, Ops.FDIV})
 # a loop bound that is not a constant counts as this many iterations (unknown: large)
 _UNKNOWN_TRIPS = 1 << 20
 
@@ -30,11 +32,19 @@ def vector_work(sink: UOp) -> int:
     """The element operations of one launch: for every value node with a dtype (ALU, LOAD,
     STORE), its lanes times the trip counts of the loops it depends on (a transcendental
     counts _POLY_WEIGHT); a loop of a runtime bound counts _UNKNOWN_TRIPS. One walk."""
+    return work_split(sink)[0]
+
+
+def work_split(sink: UOp) -> tuple[int, int]:
+    """(vector_work, the part of it that is float SQRT and FDIV): the element operations a
+    CPU's divider runs, which is no wider than 256 bits on the x86 cores measured (a zmm
+    VSQRTPS or VDIVPS takes twice a ymm one's cycles), so a wider vector does not speed
+    them. One walk."""
     from kcc.passes.linearize import range_sets
     order = sink.toposort()
     deps = range_sets(order)
     trips: dict[UOp, int] = {}
-    total = 0
+    total = divides = 0
     for n in order:
         if n.op is Ops.RANGE:
             b = const_int(n.src[0])
@@ -48,4 +58,6 @@ def vector_work(sink: UOp) -> int:
         for r in deps.get(n, ()):
             k *= trips.get(r, _UNKNOWN_TRIPS)
         total += k
-    return total
+        if n.op in _DIVIDER and n.dtype is not None and n.dtype.is_float:
+            divides += k
+    return total, divides

@@ -41,3 +41,13 @@ def test_a_transcendental_weighs_a_polynomial() -> None:
 def test_a_runtime_bound_counts_as_large() -> None:
     bound = '%nv = PARAM ParamArg(2, int32, vmin_vmax=(1, 5), name="n", addrspace=ALU)\n'
     assert vector_work(parse(_relu(5, 4, bound=bound))) >= _UNKNOWN_TRIPS
+
+
+def test_divides_are_the_float_sqrts_and_fdivs() -> None:
+    from kcc.passes.work import work_split
+    assert work_split(parse(_relu(5, 4))) == (5 * 13, 0)
+    total, divides = work_split(parse(_relu(5, 4, "%f = SQRT(%m)\n")))
+    assert (total, divides) == (5 * 17, 5 * 4)
+    recip = "%one = CAST(1.0) float32\n%ov = STACK(%one, %one, %one, %one)\n" \
+            "%f = FDIV(%ov, %m)\n"
+    assert work_split(parse(_relu(50, 4, recip))) == (50 * 17, 50 * 4)

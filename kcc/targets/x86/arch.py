@@ -159,6 +159,9 @@ def _x86_desc(arch: str) -> TargetDesc:
                    # symbolic-bound reduce loops of a few ops by 4 (sym_sum r_n: 0.96x clang
                    # as a loop; kcc/passes/unroll_runtime.py)
                    runtime_unroll=4,
+                   # short widened reduce loops inside a row loop as straight-line copies
+                   # (bool_sum r_333_77: 9 blocks a row group; kcc/passes/unroll_reduce.py)
+                   reduce_unroll=16,
                    # a lane read alone is a load-port micro-op, not a port-5 shuffle
                    # (kcc/passes/lane_loads.py)
                    lane_loads=True,
@@ -207,11 +210,29 @@ def _ymm_only(desc: TargetDesc) -> TargetDesc:
 _YMM: dict[int, tuple[TargetDesc, TargetDesc]] = {}
 
 
+# A kernel whose element operations are at most this many times its float SQRTs and FDIVs
+# (kcc/passes/work.py work_split) is bound by the divider, which zmm does not widen: VSQRTPS
+# and VDIVPS zmm take twice a ymm one's cycles on these cores (Intel's optimization manual,
+# Table "Ice Lake / Sapphire Rapids" latencies and throughputs), so at ymm its 8 lanes per
+# ~6 cycles already keep pace with ~18 other operations an element on three vector ports.
+# var_std's r_64_4 (64 elements, 18 operations and a VSQRTPS each: ratio 19): 4 zmm blocks
+# ran 12.4-12.9 ns a call, bimodal (0.93-1.00x clang's ymm loop in the sweep), 8 ymm ones a
+# steady 12.4 (a C harness calling the entry, this SPR host); the sweep's layernorm
+# E_128_128_4 (work 295168) 1.17x -> 1.20x clang, batchnorm2d 1.17x -> 1.20x. Only up to
+# X86_DIVIDER_MAX_WORK: tinygrad's 2048 x 1024 layernorm division (work 9.4M, 0.6 ms, from
+# memory) ran 1-2% slower with ymm, its zmm warm-up long paid back
+X86_DIVIDER_BOUND = 20
+X86_DIVIDER_MAX_WORK = 1 << 22
+
+
 def _narrow_v4(sink: UOp, desc: TargetDesc) -> TargetDesc | None:
     """x86-64-v4's description for one kernel: desc with ymm at most for a kernel of at most
-    X86_ZMM_MIN_WORK element operations, else None (desc, with zmm)."""
-    from kcc.passes.work import vector_work
-    if vector_work(sink) > X86_ZMM_MIN_WORK:
+    X86_ZMM_MIN_WORK element operations or one the divider bounds (X86_DIVIDER_BOUND, up to
+    X86_DIVIDER_MAX_WORK), else None (desc, with zmm)."""
+    from kcc.passes.work import work_split
+    work, divides = work_split(sink)
+    if work > X86_ZMM_MIN_WORK and (work > X86_DIVIDER_BOUND * divides
+                                    or work > X86_DIVIDER_MAX_WORK):
         return None
     got = _YMM.get(id(desc))
     if got is None:

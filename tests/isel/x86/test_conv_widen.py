@@ -133,14 +133,16 @@ def _insts(text: str, arch: str) -> list[str]:
     return [f"{i.mnemonic} {i.op_str}" for i in md.disasm(code, 0)]
 
 
-def test_v4_loop_multiplies_sixteen_lanes_at_a_time() -> None:
+@pytest.mark.parametrize("ci, copies", [(17, 1), (2, 2)])
+def test_v4_loop_multiplies_sixteen_lanes_at_a_time(ci: int, copies: int) -> None:
     """Nine taps, one zmm VMULPS each (36 xmm ones before); the input operands are
-    permutations (three of one row, six of a row and a gated neighbour)."""
-    insts = _insts(conv_kernel(), "x86-64-v4")
+    permutations (three of one row, six of a row and a gated neighbour). Over 2 input
+    channels the reduce loop is two copies (kcc/passes/unroll_reduce.py), each so."""
+    insts = _insts(conv_kernel(ci=ci), "x86-64-v4")
     muls = [i for i in insts if i.startswith("vmulps")]
-    assert len(muls) == 9 and all(m.split()[1].startswith("zmm") for m in muls), muls
-    assert sum(i.startswith("vpermi2ps") for i in insts) == 6, insts
-    assert sum(i.startswith("vpermps") for i in insts) == 3, insts
+    assert len(muls) == 9 * copies and all(m.split()[1].startswith("zmm") for m in muls), muls
+    assert sum(i.startswith("vpermi2ps") for i in insts) == 6 * copies, insts
+    assert sum(i.startswith("vpermps") for i in insts) == 3 * copies, insts
 
 
 def _perm_kernel(lanes: list[tuple[int, int]], scalar: bool) -> str:

@@ -10,7 +10,8 @@ import pytest
 
 from kcc.frontend.parser import parse
 from kcc.ir import dtypes
-from kcc.targets.x86.arch import X86_ZMM_MIN_WORK, x86_desc
+from kcc.targets.x86.arch import (X86_DIVIDER_BOUND, X86_DIVIDER_MAX_WORK, X86_ZMM_MIN_WORK,
+                                  x86_desc)
 from kcc.targets.x86.target import X86Target
 from x86_util import ARCHS, assert_same, compile_and_run, reference, selected_text
 
@@ -49,6 +50,36 @@ def test_more_work_keeps_zmm() -> None:
     # 64 rows: 832 element operations, past X86_ZMM_MIN_WORK
     assert 64 * 13 > X86_ZMM_MIN_WORK
     assert _zmm(selected_text(_relu(64), "x86-64-v4"))
+
+
+def _sqrt_rows(rows: int, extra: int) -> str:
+    """out[4i : 4i + 4] = sqrt(max(0, x[4i : 4i + 4])) + 1 + 1 … (`extra` additions)."""
+    body = ["%q = SQRT(%m)", "%one = CAST(1.0) float32", "%ov = STACK(%one, %one, %one, %one)",
+            "%t0 = ADD(%q, %ov)"] + [f"%t{k} = ADD(%t{k - 1}, %ov)" for k in range(1, extra)]
+    last = f"%t{extra - 1}" if extra else "%q"
+    return _relu(rows).replace("%s = STORE(%d, %m)",
+                               "\n".join(body) + f"\n%s = STORE(%d, {last})")
+
+
+def test_a_divider_bound_kernel_has_no_zmm() -> None:
+    # 64 rows (past X86_ZMM_MIN_WORK) of a VSQRTPS and a few other ops an element: the
+    # divider bounds it at any width (var_std's r_64_4), so ymm
+    few, many = _sqrt_rows(64, 2), _sqrt_rows(64, 30)
+    sel = selected_text(few, "x86-64-v4")
+    assert not _zmm(sel) and "vsqrtps_y" in sel, sel
+    # the same with 30 more additions an element: the other work bounds it, zmm
+    assert _zmm(selected_text(many, "x86-64-v4"))
+    from kcc.passes.work import work_split
+    w, d = work_split(parse(few))
+    assert w <= X86_DIVIDER_BOUND * d
+    w, d = work_split(parse(many))
+    assert w > X86_DIVIDER_BOUND * d
+    # a long kernel keeps zmm (its warm-up paid back): 2^20 rows of 4
+    big = _sqrt_rows(1 << 20, 2)
+    w, d = work_split(parse(big))
+    assert w > X86_DIVIDER_MAX_WORK and w <= X86_DIVIDER_BOUND * d
+    v4 = x86_desc("x86-64-v4")
+    assert v4.narrow(parse(big), v4) is None and v4.narrow(parse(few), v4) is not None
 
 
 def test_only_v4_narrows() -> None:
