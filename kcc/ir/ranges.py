@@ -6,11 +6,14 @@ unbounded weakint). A strong dtype bounds its node: when the exact interval of a
 leaves the dtype's range, the op wraps, so the range is the whole dtype.
 
 Sources of ranges: CONST; RANGE is [0, bound-1]; SPECIAL is [0, bound-1]; a scalar int PARAM
-has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range.
+has its ParamArg.vmin_vmax, else its dtype's range; a LOAD has its dtype's range. A vector's
+range holds all its lanes; one lane read from it (INDEX(v, c)) has lane c's own range where v
+is built lane-wise (`_lane_range`).
 """
 
 from __future__ import annotations
 
+from kcc.ir.consts import const_int
 from kcc.ir.dtype import DType
 from kcc.ir.ops import Ops
 from kcc.ir.uop import UNKNOWN, UOp, _set_range, _toposort, toposort
@@ -158,7 +161,7 @@ def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
     if op in (Ops.AFTER,):
         return s[0]
     if op is Ops.INDEX and u.kind == "value":
-        return s[0]
+        return _lane_range(u, rng) if u.src[0].op in _LANEWISE else s[0]
     if op is Ops.STACK:
         if any(r is None for r in s):
             return None
@@ -196,6 +199,64 @@ def _node_range(u: UOp, rng: dict[UOp, Range]) -> Range:
     if fn is not None and s[0] is not None and s[1] is not None:
         return fn(s[0], s[1])
     return None
+
+
+# ops whose lane j is the op of their srcs' lanes j (docs/semantics.md: ALU ops and WHERE
+# lane by lane, CAST lane-wise; BITCAST may regroup lanes and is not one of them)
+_LANEWISE = frozenset({*_BINARY, Ops.NEG, Ops.MULACC, Ops.MULHI, Ops.CMPLT, Ops.CMPNE,
+                       Ops.CMPEQ, Ops.WHERE, Ops.CAST, Ops.STACK})
+_LANE_WALK = 64     # the srcs _lane_range enters per lane read, at most
+
+
+def _lane_range(u: UOp, rng: dict[UOp, Range]) -> Range:
+    """The range of u = INDEX(v, c), lane c of an integer vector v built lane-wise: lane c of
+    each lane-wise node from its srcs' lanes c, down to the STACKs whose lane c is a scalar
+    (whose range rng holds). The hull of v's lanes is wider: a widened loop's indices
+    `STACK(i, i, i, i) + STACK(7, 8, 9, 10)` read one lane each, INDEX(…, 1) a SHRINK start
+    in 8..44 of 48 elements where the hull 7..46 would reach past the end. A vector node of
+    another op (a LOAD) answers its hull, which holds every lane."""
+    vec = u.src[0]
+    c = const_int(u.src[1])
+    if c is None or not 0 <= c < vec.shape[0]:
+        return rng.get(vec)
+    shape = vec.shape
+
+    def lanewise(x: UOp) -> bool:
+        return x.shape == shape and x.op in _LANEWISE and x.dtype is not None and (
+            x.dtype.is_int or x.dtype.is_bool) and (
+            x.op is Ops.STACK or all(s.shape in (shape, ()) for s in x.src))
+
+    if not lanewise(vec):
+        return rng.get(vec)
+    budget = [_LANE_WALK]
+
+    def enter(x: UOp) -> bool:
+        # (a bounded walk per lane read: past the budget a vector answers its hull, a wider
+        # range still true of every lane, so the widened loops' many lane reads stay linear)
+        budget[0] -= 1
+        return budget[0] >= 0 and lanewise(x)
+
+    view = _LaneView(rng)
+    for x in toposort([vec], enter):
+        if x.op is Ops.STACK:
+            view.lanes[x] = rng.get(x.src[c])
+            continue
+        r = _range_of(x, view)      # type: ignore[arg-type]
+        view.lanes[x] = None if r is _NOT_INT else r
+    return view.lanes[vec]
+
+
+class _LaneView:
+    """The ranges _lane_range reads: lane c's of the vectors it walked (`lanes`), else rng's
+    (a scalar's range, or the hull of a vector not built lane-wise)."""
+
+    def __init__(self, rng: dict[UOp, Range]):
+        self.rng = rng
+        self.lanes: dict[UOp, Range] = {}
+
+    def get(self, x: UOp) -> Range:
+        lanes = self.lanes
+        return lanes[x] if x in lanes else self.rng.get(x)
 
 
 def int_ranges(roots: list[UOp]) -> dict[UOp, Range]:
