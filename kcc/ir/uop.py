@@ -277,6 +277,15 @@ def base_buffer(b: UOp) -> UOp:
     return b
 
 
+def buffer_of(place: UOp) -> UOp:
+    """The PARAM/BUFFER a place (or buffer node) reads or writes: under its INDEXes and
+    SHRINKs and the AFTERs that order it, in any nesting."""
+    b = place
+    while b.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
+        b = b.src[0]
+    return b
+
+
 HEAD_DEPTH = 6
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp
+from kcc.ir.uop import UOp, buffer_of
 from kcc.passes.linearize import range_sets
 from kcc.passes.slp_index import lane_offset
 from kcc.passes.target import TargetDesc
@@ -52,13 +52,7 @@ def _slice(u: UOp) -> tuple[UOp, UOp, int, UOp | None, int, int] | None:
 def merge_slice_stores(order: list[UOp], target: TargetDesc) -> dict[UOp, UOp]:
     """STORE → the merged STORE that replaces it (the module docstring's rule), for every
     group of stores the rule allows; order: the kernel's nodes, sources first."""
-    loaded: set[UOp] = set()            # every buffer the kernel reads
-    for u in order:
-        if u.op is Ops.LOAD:
-            p = u.src[0]
-            while p.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
-                p = p.src[0]
-            loaded.add(p)
+    loaded = {buffer_of(u.src[0]) for u in order if u.op is Ops.LOAD}  # every buffer read
     groups: dict[tuple, list[tuple[int, int, int, UOp]]] = {}
     for u in order:
         if u.op is not Ops.STORE:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int, strong_int
 from kcc.ir.ops import Ops
-from kcc.ir.uop import UOp, toposort
+from kcc.ir.uop import UOp, buffer_of, toposort
 from kcc.passes.linearize import range_sets, split_end
 
 
@@ -133,13 +133,7 @@ def fold_unit_loops(sink: UOp) -> UOp:
     units = _unit_ranges(order, dep)
     if not units:
         return sink
-    stored = set()                  # buffers some STORE writes
-    for x in order:
-        if x.op is Ops.STORE:
-            b = x.src[0]
-            while b.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
-                b = b.src[0]
-            stored.add(b)
+    stored = {buffer_of(x.src[0]) for x in order if x.op is Ops.STORE}   # buffers written
     order_of_units = [x for x in order if x in units]      # (a set's order is not fixed)
     outer = _enclosing(order, dep, units)
     new: dict[UOp, UOp] = {}

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from kcc.ir import AddrSpace, Ops, UOp, dtypes
-from kcc.ir.uop import toposort
+from kcc.ir.uop import buffer_of, toposort
 
 SMALL = (0, 15)
 DIVISOR = (-9, 9)         # a domain that spans 0 from below is a divisor's: 0 is never drawn
@@ -57,9 +57,7 @@ class Mismatch:
 
 
 def _buffer_param(place: UOp) -> UOp | None:
-    b = place
-    while b.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
-        b = b.src[0]
+    b = buffer_of(place)
     return b if b.op is Ops.PARAM else None
 
 

@@ -24,22 +24,15 @@ from __future__ import annotations
 
 from kcc.ir.consts import const_int
 from kcc.ir.ops import ALU, Ops
-from kcc.ir.uop import AddrSpace, UOp, base_buffer
+from kcc.ir.uop import AddrSpace, UOp, buffer_of
 
 GROUP = 16
 _PURE = ALU | {Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.INDEX, Ops.SHRINK, Ops.STACK, Ops.AFTER,
                Ops.SPECIAL, Ops.PARAM, Ops.BUFFER, Ops.GROUP}
 
 
-def _buffer(place: UOp) -> UOp:
-    b = place
-    while b.op in (Ops.INDEX, Ops.SHRINK, Ops.AFTER):
-        b = b.src[0]
-    return b
-
-
 def _in_registers(place: UOp) -> bool:
-    b = base_buffer(_buffer(place))
+    b = buffer_of(place)
     return b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
 
 
