@@ -455,18 +455,18 @@ def _cut(run: tuple[UOp, ...], lanes: int) -> list[tuple[UOp, ...]]:
     return [run[i:i + lanes] for i in range(0, len(run) - lanes + 1, lanes)]
 
 
-def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, original: dict[UOp, int],
-                 base: int, memo: dict | None = None, p: _Packer | None = None,
-                 order: list[UOp] | None = None) -> int | None:
+def _groups_cost(ctx: TargetDesc, run: tuple[UOp, ...], lanes: int, order: list[UOp],
+                 original: dict[UOp, int], base: int, memo: dict | None = None,
+                 p: _Packer | None = None) -> int | None:
     """The estimated cost of the run packed in groups of `lanes`, None if a group does not
-    pack (or cannot be one store). p: a plain packer (`_Packer(ctx)`) shared by the runs
-    costed (its answers are a function of the tuple alone), else a fresh one; order: the
-    order original numbers, for `_independent`."""
+    pack (or cannot be one store); original numbers order (`_independent`). p: a plain
+    packer (`_Packer(ctx)`) shared by the runs costed (its answers are a function of the
+    tuple alone), else a fresh one."""
     p = p or _Packer(ctx)
     vs = []
     for g in _cut(run, lanes):
         if not ctx.store_legal(lanes, g[0].src[1].dtype) \
-                or not _independent(g, original, memo, order):
+                or not _independent(g, order, original, memo):
             return None
         v = p.pack(tuple(s.src[1] for s in g))
         if v is None:
@@ -505,12 +505,12 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
             if w <= widest or any(len(r) % w for r in runs):
                 continue
             if narrow is None:
-                costs = [_groups_cost(ctx, r, widest, original, widest, memo, p, order)
+                costs = [_groups_cost(ctx, r, widest, order, original, widest, memo, p)
                          for r in runs]
                 if None in costs:
                     break
                 narrow = sum(costs)
-            wide = [_groups_cost(ctx, r, w, original, widest, memo, p, order) for r in runs]
+            wide = [_groups_cost(ctx, r, w, order, original, widest, memo, p) for r in runs]
             if None not in wide and sum(wide) < narrow:
                 best = w
                 break
@@ -521,36 +521,33 @@ def _plan_stores(order: list[UOp], ctx: TargetDesc, widest: int,
     return groups, reg_width
 
 
-def _independent(group: tuple[UOp, ...], pos: dict[UOp, int], memo: dict | None = None,
-                 order: list[UOp] | None = None) -> bool:
+def _independent(group: tuple[UOp, ...], order: list[UOp], pos: dict[UOp, int],
+                 memo: dict | None = None) -> bool:
     """No store of the group is reached from another's value (merging them would be a cycle).
 
-    ``pos`` numbers the graph's nodes in a topological order (srcs first), so a node reached
-    from a value precedes it: the walk never enters a node numbered below the first store.
-    ``memo``: answers by group for this pos (a planned group is asked again when packed);
-    ``order``: the order pos numbers, scanned instead of the walk (`_reaches_in`)."""
+    ``pos`` numbers ``order``, the graph's nodes in a topological order (srcs first), so a
+    node reached from a value precedes it: only the stretch of order from the first store to
+    the last value is scanned (`_reaches_in`). ``memo``: answers by group for this order (a
+    planned group is asked again when packed)."""
     if memo is not None:
         got = memo.get(group)
         if got is None:
-            got = memo[group] = _independent(group, pos, None, order)
+            got = memo[group] = _independent(group, order, pos)
         return got
     lo = min(pos[s] for s in group)
     vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
-    if not vals:
-        return True
-    if order is not None:
-        return not _reaches_in(vals, set(group), order, pos, lo)
-    return not _reaches(vals, set(group), pos, lo)
+    return not vals or not _reaches_in(vals, set(group), order, pos, lo)
 
 
 def _reaches_in(vals: list[UOp], members: set[UOp], order: list[UOp], pos: dict[UOp, int],
                 lo: int) -> bool:
-    """`_reaches` by one scan of order from the first store to the last value: a node there
-    whose src is a member or such a node is one, and a value among them reaches a member.
-    (A path from a value down to a member never leaves that stretch: srcs come first, and
-    every member is numbered lo or more.) One C-level set test a node, not a walk a src:
-    the groups slp costs are runs of stores right after their values (a matmul tile's
-    accumulator rows: the values of the group's later stores are most of the stretch)."""
+    """Whether a node of members is among vals or under them, by one scan of order from the
+    first store to the last value: a node there whose src is a member or such a node is
+    one, and a value among them reaches a member. (A path from a value down to a member
+    never leaves that stretch: srcs come first, and every member is numbered lo or more.)
+    One C-level set test a node, not a walk a src: the groups slp costs are runs of stores
+    right after their values (a matmul tile's accumulator rows: the values of the group's
+    later stores are most of the stretch)."""
     marked = set(members)
     hit, add = marked.isdisjoint, marked.add
     for n in order[lo + 1:max(pos[v] for v in vals) + 1]:
@@ -559,30 +556,13 @@ def _reaches_in(vals: list[UOp], members: set[UOp], order: list[UOp], pos: dict[
     return not marked.isdisjoint(vals)
 
 
-def _reaches(vals: list[UOp], members: set[UOp], pos: dict[UOp, int], lo: int) -> bool:
-    """Whether a node of members is among vals or under them, through nodes numbered lo or
-    more (a set walk that stops at the first: no order is needed, nor a call per src)."""
-    seen = set(vals)
-    stack = list(seen)
-    while stack:
-        u = stack.pop()
-        if u in members:
-            return True
-        for x in u.src:
-            if x not in seen and pos.get(x, lo) >= lo:
-                seen.add(x)
-                stack.append(x)
-    return False
-
-
 def _pack_stores(p: _Packer, groups: list[tuple[UOp, ...]], redirect: dict[UOp, UOp],
-                 pos: dict[UOp, int], memo: dict | None = None,
-                 order: list[UOp] | None = None) -> None:
+                 order: list[UOp], pos: dict[UOp, int], memo: dict | None = None) -> None:
     """Consecutive scalar STOREs whose values pack become one vector STORE (``pos``: the
-    graph's nodes numbered in topological order, that of ``order`` where given)."""
+    numbers of ``order``, the graph's nodes in topological order)."""
     for group in groups:
         dt = group[0].src[1].dtype
-        if not p.ctx.store_legal(len(group), dt) or not _independent(group, pos, memo, order):
+        if not p.ctx.store_legal(len(group), dt) or not _independent(group, order, pos, memo):
             continue
         v = p.pack_or_blend(tuple(s.src[1] for s in group))
         if v is None:
@@ -679,7 +659,7 @@ def _slp(sink: UOp, target: TargetDesc) -> UOp:
         v = p.pack(u.src)
         if v is not None and v is not u:
             redirect[u] = v
-    _pack_stores(p, groups, redirect, pos, indep, order)
+    _pack_stores(p, groups, redirect, order, pos, indep)
     _group_lanes(order, reg_width, redirect, p.lane_of)
     if not redirect and not p.up:
         return sink

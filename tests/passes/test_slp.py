@@ -405,9 +405,19 @@ def test_a_run_of_gated_loads_keeps_its_always_true_lane() -> None:
     assert ld.shape == (8,) and len(ld.src) == 3 and ld.src[2].shape == (8,)
 
 
+def _walk_independent(group: tuple, pos: dict) -> bool:
+    """The oracle of slp's `_independent`: no store of group is among or under the values
+    of the others (a walk down from the values through nodes numbered at least the first
+    store's: the walk slp ran before its one scan of the order)."""
+    lo = min(pos[s] for s in group)
+    vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
+    under = toposort(vals, lambda u: pos.get(u, lo) >= lo) if vals else []
+    return not any(u in group for u in under)
+
+
 def test_independence_is_asked_once_per_group(monkeypatch) -> None:
     # _plan_stores' cost of a group and _pack_stores' packing of it ask _independent about
-    # the same group of the same graph: with the memo the walk runs once, same answer
+    # the same group of the same graph: with the memo the scan runs once, same answer
     import kcc.passes.slp as slp_mod
     text = """# kcc-uop 1
 %0 = PARAM ParamArg(0, float32, 8)
@@ -422,12 +432,13 @@ SINK(%g) KernelInfo(name="k")
     pos = {u: i for i, u in enumerate(order)}
     group = tuple(u for u in order if u.op is Ops.STORE)
     walks = []
-    real = slp_mod._reaches
-    monkeypatch.setattr(slp_mod, "_reaches", lambda *a: walks.append(1) or real(*a))
+    real = slp_mod._reaches_in
+    monkeypatch.setattr(slp_mod, "_reaches_in", lambda *a: walks.append(1) or real(*a))
     memo: dict = {}
-    assert slp_mod._independent(group, pos, memo) is slp_mod._independent(group, pos) is True
+    assert slp_mod._independent(group, order, pos, memo) \
+        is slp_mod._independent(group, order, pos) is True
     assert memo == {group: True} and len(walks) == 2
-    assert slp_mod._independent(group, pos, memo) and len(walks) == 2
+    assert slp_mod._independent(group, order, pos, memo) and len(walks) == 2
 
 
 def test_a_group_whose_value_reads_another_store_is_not_independent() -> None:
@@ -452,23 +463,17 @@ SINK(%s1) KernelInfo(name="k")
     order = toposort([sink])
     pos = {u: i for i, u in enumerate(order)}
     s0, s1 = (u for u in order if u.op is Ops.STORE)
-    assert not slp_mod._independent((s0, s1), pos)
-    assert slp_mod._independent((s0,), pos) and slp_mod._independent((s1,), pos)
-    # the walk's answer is the sorted walk's (every node under the values from lo on)
+    assert not slp_mod._independent((s0, s1), order, pos)
+    assert slp_mod._independent((s0,), order, pos) and slp_mod._independent((s1,), order, pos)
+    # the scan's answer is the walk's (every node under the values from lo on)
     for group in ((s0, s1), (s1,)):
-        lo = min(pos[s] for s in group)
-        vals = [s.src[1] for s in group if pos[s.src[1]] > lo]
-        under = toposort(vals, lambda u, lo=lo: pos.get(u, lo) >= lo) if vals else []
-        assert slp_mod._independent(group, pos) is not any(u in group for u in under)
-        # ... and the scan of the order's stretch gives it too (slp passes the order)
-        assert slp_mod._independent(group, pos, None, order) is not any(
-            u in group for u in under)
-    assert not slp_mod._independent((s0, s1), pos, {}, order)
+        assert slp_mod._independent(group, order, pos) is _walk_independent(group, pos)
+    assert not slp_mod._independent((s0, s1), order, pos, {})
 
 
 def test_the_order_scan_answers_as_the_walk_on_every_store_group() -> None:
     # every pair and triple of stores of a graph whose stores read each other's elements
-    # (through AFTERs) and also not: `_reaches_in`'s scan and `_reaches`' walk agree
+    # (through AFTERs) and also not: `_reaches_in`'s scan and the walk agree
     import itertools
     import kcc.passes.slp as slp_mod
     lines = ["# kcc-uop 1", "%0 = PARAM ParamArg(0, float32, 8)",
@@ -491,8 +496,8 @@ def test_the_order_scan_answers_as_the_walk_on_every_store_group() -> None:
     answers = set()
     for n in (2, 3):
         for group in itertools.combinations(stores, n):
-            walk = slp_mod._independent(group, pos)
-            assert slp_mod._independent(group, pos, None, order) is walk
+            walk = _walk_independent(group, pos)
+            assert slp_mod._independent(group, order, pos) is walk
             answers.add(walk)
     assert answers == {True, False}
 
@@ -520,8 +525,8 @@ def test_a_shared_plain_packer_answers_as_fresh_ones() -> None:
     shared = slp_mod._Packer(desc)
     costs = []
     for lanes in (4, 8, 16, 4):
-        got = slp_mod._groups_cost(desc, run, lanes, pos, 4, None, shared)
-        assert got == slp_mod._groups_cost(desc, run, lanes, pos, 4)
+        got = slp_mod._groups_cost(desc, run, lanes, order, pos, 4, None, shared)
+        assert got == slp_mod._groups_cost(desc, run, lanes, order, pos, 4)
         costs.append(got)
     assert None not in costs and costs[0] == costs[3]
     assert shared.memo and shared.leaves
