@@ -115,8 +115,8 @@ def _used_ranges(idx: UOp, memo: dict[UOp, frozenset[UOp] | None]) -> frozenset[
 
 
 def _candidates(order: list[UOp], desc: TargetDesc) -> list[UOp]:
-    """The loads `_groups` may take (scalar loads of a read-only argument's element), with
-    the RANGEs: the nodes whose range sets it reads."""
+    """The RANGEs and the loads `_groups` may take (scalar loads of an element of a
+    read-only argument), in graph order: the nodes whose range sets it reads."""
     # STORE is the one op that writes memory (kcc/ir/ops.py)
     written = {base_buffer(u.src[0].src[0]) for u in order if u.op is _STORE}
     out = []
@@ -132,27 +132,20 @@ def _candidates(order: list[UOp], desc: TargetDesc) -> list[UOp]:
     return out
 
 
-def _groups(order: list[UOp], deps: dict[UOp, frozenset[UOp]],
-            desc: TargetDesc) -> list[_Group]:
-    """Candidate groups (before the order and size checks); deps: the range sets of (at
-    least) the nodes `_candidates` lists."""
+def _groups(cands: list[UOp], deps: dict[UOp, frozenset[UOp]]) -> list[_Group]:
+    """Candidate groups (before the order and size checks) of cands (`_candidates`); deps:
+    the range sets of (at least) those nodes."""
     memo: dict[UOp, frozenset[UOp] | None] = {}
-    # STORE is the one op that writes memory (kcc/ir/ops.py)
-    written = {base_buffer(u.src[0].src[0]) for u in order if u.op is _STORE}
-    inner = {u for u in order if u.op is _RANGE}
-    for u in order:
+    inner = {u for u in cands if u.op is _RANGE}
+    for u in cands:
         if u.op is _RANGE:
             inner -= deps[u] - {u}
     groups: dict[tuple[UOp, UOp, UOp | None], _Group] = {}
     chains: dict[UOp, list[UOp]] = {}
-    for u in order:
-        if u.op is not _LOAD or len(u.src) != 1 or u.shape != () \
-                or u.src[0].op is not Ops.INDEX:
+    for u in cands:
+        if u.op is not _LOAD:
             continue
         buf, idx = u.src[0].src
-        if buf.op is not Ops.PARAM or buf in written or buf.arg.volatile \
-                or buf.arg.dtype not in desc.mem_widths:
-            continue
         rs = deps[u]
         if not rs:
             continue
@@ -288,8 +281,8 @@ def stage_loads(sink: UOp, desc: TargetDesc) -> UOp:
         # the candidates' and RANGEs' range sets first, from their cones: where no group is
         # found (most kernels) the graph's other sets are not made (matmul at x86-64-v4: 4,500
         # of its 4,800 jammed nodes, ~1.5% of its compile, which slp then never asks)
-        part = range_sets(toposort(_candidates(order, desc), None))
-        groups = _groups(order, part, desc)
+        cands = _candidates(order, desc)
+        groups = _groups(cands, range_sets(toposort(cands, None)))
         if not groups:
             break
         deps = range_sets(order)
