@@ -79,18 +79,12 @@ def _users(order: list[UOp], only: set[UOp] | None = None) -> dict[UOp, list[UOp
     """Each node → the scalar ALU nodes that read it, in graph order; only: for the nodes of
     this set alone (a node reading none of them is passed over by one set test)."""
     out: dict[UOp, list[UOp]] = {}
-    if only is not None:
-        apart = only.isdisjoint
-        for u in order:
-            if not apart(u.src) and u.op in PACKABLE and u.shape == () and u.kind == "value":
-                for s in dict.fromkeys(u.src):
-                    if s in only:
-                        out.setdefault(s, []).append(u)
-        return out
     for u in order:
-        if u.op in PACKABLE and u.shape == () and u.kind == "value":
+        if (only is None or not only.isdisjoint(u.src)) and u.op in PACKABLE \
+                and u.shape == () and u.kind == "value":
             for s in dict.fromkeys(u.src):
-                out.setdefault(s, []).append(u)
+                if only is None or s in only:
+                    out.setdefault(s, []).append(u)
     return out
 
 
