@@ -75,9 +75,10 @@ def _widen(sink: UOp, desc: TargetDesc) -> UOp:
     """passes/unroll_widened.py's widen step, then loops of one trip folded
     (passes/unit_loops.py: unroll's and widening's remainders; after widening, whose choices
     the fold would change: conv1d's r_2_16_12_8_3, folded after unroll, 316 -> 703 ns). The
-    folded counter's 0 is simplified away by the simplify step after legalize_gates: a
-    simplify here drops a widened load's gate that it proves true before contract, whose
-    dump (tests/fuzz's --fp-contract oracle) the verifier's bounds check then rejects."""
+    folded counter's 0 is simplified away by the simplify step after legalize_gates, not by
+    a simplify of its own here (which also dropped a widened load's gate before contract,
+    tail20; the bounds check then refused the dump for the hull of a lane vector's range,
+    since mended in kcc/ir/ranges.py)."""
     return fold_unit_loops(widen_and_unroll(sink, desc))
 
 
